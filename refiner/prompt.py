@@ -1,0 +1,92 @@
+"""The refiner's prompt, shared by the data builder (training) and the inference pipeline.
+
+Structure (Tool-Use Refiner paper, Appendix A): a system message that gives the corrector's role, what it receives
+and the error categories it fixes; then one user message carrying the task's own system prompt with its tool list,
+the user's query, and the upstream model's output. The wording is ours.
+
+The model answers with reasoning (Qwen3 ``<think>``) followed by the corrected calls in the requested wire format;
+:func:`extract_answer` returns the part after the reasoning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SYSTEM_PROMPT = (
+    "You correct tool calls written by another language model. You are given the tools that were available, "
+    "the user's request, and the tool calls the other model produced. Those calls may already be right; if so, "
+    "return them unchanged. Otherwise fix every mistake you find: broken syntax or missing special tags, a tool "
+    "that does not exist or is misspelled, parameter names that are wrong or missing, parameter values that do "
+    "not match the request or the tool's schema, and calls placed in the wrong order when later calls use the "
+    "results of earlier ones. Fix errors with confidence, keep what is correct, and never invent information the "
+    "request does not give. Your final answer must contain only the corrected tool calls, with their special "
+    "tags, in the same format the task asks for."
+)
+
+USER_TEMPLATE = (
+    "Task system prompt, with the tools that can be called:\n<<<SYSTEM\n{system}\nSYSTEM>>>\n\n"
+    "User query:\n<<<QUERY\n{query}\nQUERY>>>\n\n"
+    "{reasoning_block}"
+    "Tool calls produced by the other model:\n<<<UPSTREAM\n{upstream}\nUPSTREAM>>>\n\n"
+    "Correct these tool calls and answer with only the corrected tool calls.{format_hint}"
+)
+
+REASONING_TEMPLATE = "Reasoning the other model gave before its calls:\n<<<REASONING\n{reasoning}\nREASONING>>>\n\n"
+
+
+def render_query(query: str | Sequence[Mapping[str, Any]]) -> str:
+    """A query is a string, or chat messages (rendered as ``ROLE: content`` lines, tool results included)."""
+    if isinstance(query, str):
+        return query
+    lines = []
+    for m in query:
+        role = str(m.get("role", "user")).upper()
+        content = m.get("content")
+        if content is None and m.get("tool_calls"):
+            import json
+
+            content = json.dumps(m["tool_calls"], ensure_ascii=False)
+        if isinstance(content, list):  # content parts
+            content = " ".join(str(p.get("text", p)) if isinstance(p, Mapping) else str(p) for p in content)
+        lines.append(f"{role}: {content if content is not None else ''}")
+    return "\n".join(lines)
+
+
+def build_messages(
+    system: str,
+    query: str | Sequence[Mapping[str, Any]],
+    upstream: str,
+    *,
+    format_hint: str | None = None,
+    upstream_reasoning: str | None = None,
+    system_prompt: str = SYSTEM_PROMPT,
+) -> list[dict[str, str]]:
+    """Chat messages for the refiner: ``[{"role": "system", ...}, {"role": "user", ...}]``."""
+    reasoning_block = REASONING_TEMPLATE.format(reasoning=upstream_reasoning.strip()) if upstream_reasoning else ""
+    hint = f"\n{format_hint.strip()}" if format_hint else ""
+    user = USER_TEMPLATE.format(
+        system=system.strip(),
+        query=render_query(query).strip(),
+        upstream=upstream.strip(),
+        reasoning_block=reasoning_block,
+        format_hint=hint,
+    )
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user}]
+
+
+def extract_answer(text: str) -> str:
+    """The answer part of a generation: what follows the last ``</think>`` (all of it when there is none)."""
+    i = text.rfind("</think>")
+    return text[i + len("</think>") :].strip() if i >= 0 else text.strip()
+
+
+def split_reasoning(text: str) -> tuple[str | None, str]:
+    """``(reasoning, rest)``: the content of a leading ``<think>`` block, if any, and what follows it."""
+    i = text.rfind("</think>")
+    if i < 0:
+        return None, text
+    head = text[:i]
+    j = head.find("<think>")
+    reasoning = head[j + len("<think>") :] if j >= 0 else head
+    return reasoning.strip(), text[i + len("</think>") :].strip()
