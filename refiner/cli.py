@@ -21,6 +21,15 @@ app = typer.Typer(
 # One module per area; each defines register(app). A module that does not exist yet is skipped.
 COMMAND_MODULES = ("formats", "data", "train", "inference", "serve", "eval")
 
+
+@app.command()
+def version() -> None:
+    """Print the installed tool-refiner version."""
+    from refiner import __version__
+
+    typer.echo(__version__)
+
+
 for _name in COMMAND_MODULES:
     try:
         _mod = importlib.import_module(f"refiner.commands.{_name}")
