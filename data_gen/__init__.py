@@ -1,0 +1,1 @@
+"""Training-data generation for the refiner: sources -> normalised samples -> corruptors -> verl parquet."""
