@@ -60,3 +60,7 @@ def qwen_tokenizer_dir() -> Path:
     if not (d / "tokenizer.json").exists():
         pytest.skip(f"no tokenizer files in {d}")
     return d
+
+
+# The tiny random Qwen3 (real tokenizer) as a session fixture, for engine / vLLM / verl tests.
+from tiny_qwen import tiny_qwen3_dir  # noqa: E402,F401
