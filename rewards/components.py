@@ -1,0 +1,168 @@
+"""The reward components of the Tool-Use Refiner paper (Section 3.3), as small pure functions over call lists.
+
+Every component is a float in ``[-2, 2]``, or ``None`` when it is not applicable to the sample (its ground-truth set
+is empty, or the task is not order-sensitive). ``docs/rewards.md`` gives the formulas and every edge case.
+
+Two variants:
+
+- ``"paper"``: exactly the paper. Tool names: Jaccard over name *sets*. Parameter names: recall over the set of
+  unique parameter names of all calls. Parameter contents: recall over the multiset of parameter values of all calls
+  (values compared by canonical JSON, so ``12 != "12"``).
+- ``"strict"``: precision-aware. Tool names: Jaccard over name *multisets* (a duplicated or extra call costs).
+  Parameter names: F1 over the multiset of ``(tool name, parameter name)`` pairs. Parameter contents: F1 over the
+  multiset of ``(parameter name, value)`` pairs. An unknown parameter or a repeated call lowers precision.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from refiner.calls import ToolCall, canonical_json, steps_of
+
+Variant = Literal["paper", "strict"]
+VARIANTS: tuple[str, ...] = ("paper", "strict")
+
+
+def _value_key(value: object) -> str:
+    """Canonical JSON of a parameter value; a value that cannot be serialised (too deep) falls back to its repr."""
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return "\x00repr:" + repr(value)[:10_000]
+
+
+@dataclass(frozen=True)
+class CallFeatures:
+    """What the components look at in one call list (computed once per list)."""
+
+    names: frozenset[str]
+    name_counts: Counter
+    param_names: frozenset[str]
+    param_values: Counter  # canonical value JSON -> count (paper)
+    tool_param_pairs: Counter  # (tool, param) -> count (strict)
+    param_value_pairs: Counter  # (param, canonical value JSON) -> count (strict)
+    sequence: tuple[Hashable, ...]  # per-position tool names, or per-step name sets
+    n_calls: int
+
+    @classmethod
+    def of(cls, calls: Sequence[ToolCall], *, by_step: bool | None = None) -> CallFeatures:
+        """Features of ``calls``. ``by_step`` (default: when any call has a ``step``) makes the order sequence the
+        per-step name sets of the simplified order format instead of the per-call names."""
+        name_counts: Counter = Counter()
+        pnames: set[str] = set()
+        pvalues: Counter = Counter()
+        tp_pairs: Counter = Counter()
+        pv_pairs: Counter = Counter()
+        any_step = False
+        for c in calls:
+            name_counts[c.name] += 1
+            any_step = any_step or c.step is not None
+            for k, v in c.arguments.items():
+                vk = _value_key(v)
+                pnames.add(k)
+                pvalues[vk] += 1
+                tp_pairs[(c.name, k)] += 1
+                pv_pairs[(k, vk)] += 1
+        if by_step is None:
+            by_step = any_step
+        sequence: tuple[Hashable, ...] = tuple(steps_of(calls)) if by_step else tuple(c.name for c in calls)
+        return cls(
+            names=frozenset(name_counts),
+            name_counts=name_counts,
+            param_names=frozenset(pnames),
+            param_values=pvalues,
+            tool_param_pairs=tp_pairs,
+            param_value_pairs=pv_pairs,
+            sequence=sequence,
+            n_calls=len(calls),
+        )
+
+
+def scale(fraction: float) -> float:
+    """Maps a fraction in [0, 1] to the paper's component range [-2, 2]."""
+    return 4.0 * fraction - 2.0
+
+
+def _multiset_size(c: Counter) -> int:
+    return sum(c.values())
+
+
+def _multiset_overlap(a: Counter, b: Counter) -> int:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(min(n, b[k]) for k, n in a.items() if k in b)
+
+
+def jaccard(out: frozenset | set, gold: frozenset | set) -> float:
+    """|O ∩ G| / |O ∪ G|; 1.0 when both are empty (nothing expected, nothing produced)."""
+    union = len(out | gold)
+    return 1.0 if union == 0 else len(out & gold) / union
+
+
+def multiset_jaccard(out: Counter, gold: Counter) -> float:
+    """Multiset Jaccard (min counts over max counts); 1.0 when both are empty."""
+    inter = _multiset_overlap(out, gold)
+    union = _multiset_size(out) + _multiset_size(gold) - inter
+    return 1.0 if union == 0 else inter / union
+
+
+def recall(overlap: int, gold_size: int) -> float:
+    return overlap / gold_size
+
+
+def f1(overlap: int, out_size: int, gold_size: int) -> float:
+    """Harmonic mean of precision and recall; 0.0 when nothing overlaps."""
+    denom = out_size + gold_size
+    return 0.0 if overlap == 0 or denom == 0 else 2.0 * overlap / denom
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Components. Each takes the features of the output (O) and of the ground truth (G).
+
+
+def tool_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float:
+    """R_name = 4·J(O_n, G_n) − 2. Always applicable: with no gold calls, producing none scores +2 and producing any
+    scores −2."""
+    if variant == "strict":
+        return scale(multiset_jaccard(out.name_counts, gold.name_counts))
+    return scale(jaccard(out.names, gold.names))
+
+
+def param_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float | None:
+    """R_pname = 4·|O_pn ∩ G_pn| / |G_pn| − 2 (paper: recall over unique names); ``None`` when the ground truth has no
+    parameters."""
+    if not gold.param_names:
+        return None
+    if variant == "strict":
+        inter = _multiset_overlap(out.tool_param_pairs, gold.tool_param_pairs)
+        return scale(f1(inter, _multiset_size(out.tool_param_pairs), _multiset_size(gold.tool_param_pairs)))
+    return scale(recall(len(out.param_names & gold.param_names), len(gold.param_names)))
+
+
+def param_content_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float | None:
+    """R_pcontent = 4·|O_pc ∩ G_pc| / |G_pc| − 2 over value multisets (paper: recall); ``None`` when the ground truth
+    has no parameter values."""
+    if not gold.param_values:
+        return None
+    if variant == "strict":
+        inter = _multiset_overlap(out.param_value_pairs, gold.param_value_pairs)
+        return scale(f1(inter, _multiset_size(out.param_value_pairs), _multiset_size(gold.param_value_pairs)))
+    return scale(recall(_multiset_overlap(out.param_values, gold.param_values), _multiset_size(gold.param_values)))
+
+
+def order_reward(out: CallFeatures, gold: CallFeatures) -> float | None:
+    """R_order = 4·Σ_{i ≤ min(m,n)} 1(g_i = o_i) / max(m, n) − 2 over the per-call names (or per-step name sets);
+    ``None`` when the ground truth is empty. An empty output scores −2."""
+    g, o = gold.sequence, out.sequence
+    if not g:
+        return None
+    hits = sum(1 for a, b in zip(g, o) if a == b)
+    return scale(hits / max(len(g), len(o)))
+
+
+def sequences_by_step(calls: Iterable[ToolCall]) -> bool:
+    """Whether a call list uses steps (the simplified order format)."""
+    return any(c.step is not None for c in calls)

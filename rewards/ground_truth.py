@@ -1,0 +1,125 @@
+"""The reward ground truth written by the data builder and read by the reward: schema, validation, parsing.
+
+``reward_model.ground_truth`` is a JSON string (a dict is accepted too)::
+
+    {"format": "<wire format name>", "answer": "<the correct text in that format>", "order_sensitive": true|false}
+
+``order_sensitive`` is optional and defaults to the format's ``order_sensitive``. The answer must parse strictly in
+its format. Any violation raises :class:`GroundTruthError` naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from refiner import formats
+from refiner.calls import ToolCall
+from rewards.components import CallFeatures, sequences_by_step
+
+
+class GroundTruthError(ValueError):
+    """A ground truth that does not follow the schema; the message names the field."""
+
+
+@dataclass(frozen=True, eq=False)
+class Gold:
+    """A validated ground truth: its format, its calls, whether order counts, and its precomputed features.
+    Compared and hashed by identity (it is a cache key)."""
+
+    fmt: formats.WireFormat
+    calls: tuple[ToolCall, ...]
+    order_sensitive: bool
+    by_step: bool
+    features: CallFeatures
+
+    @classmethod
+    def from_calls(
+        cls, calls: list[ToolCall] | tuple[ToolCall, ...], fmt: str | formats.WireFormat, order_sensitive: bool | None
+    ) -> Gold:
+        wf = resolve_format(fmt)
+        calls = tuple(calls)
+        by_step = sequences_by_step(calls)
+        return cls(
+            fmt=wf,
+            calls=calls,
+            order_sensitive=wf.order_sensitive if order_sensitive is None else bool(order_sensitive),
+            by_step=by_step,
+            features=CallFeatures.of(calls, by_step=by_step),
+        )
+
+
+def resolve_format(fmt: str | formats.WireFormat) -> formats.WireFormat:
+    if isinstance(fmt, formats.WireFormat):
+        return fmt
+    try:
+        return formats.get(fmt)
+    except KeyError as e:
+        raise GroundTruthError(f"ground_truth field 'format': {e.args[0]}") from None
+
+
+def parse_ground_truth(ground_truth: str | Mapping[str, Any]) -> Gold:
+    """Validates and parses a ground truth (JSON string or mapping). Cached for strings."""
+    if isinstance(ground_truth, str):
+        return _parse_cached(ground_truth)
+    if isinstance(ground_truth, Mapping):
+        return _gold_from_fields(ground_truth.get("format"), ground_truth.get("answer"),
+                                 ground_truth.get("order_sensitive"), set(ground_truth))
+    raise GroundTruthError(
+        f"ground_truth must be a JSON object string or a mapping, got {type(ground_truth).__name__}"
+    )
+
+
+@lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> Gold:
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise GroundTruthError(f"ground_truth is not valid JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise GroundTruthError(f"ground_truth must be a JSON object, got {type(obj).__name__}")
+    return _gold_from_fields(obj.get("format"), obj.get("answer"), obj.get("order_sensitive"), set(obj))
+
+
+@lru_cache(maxsize=8192)
+def _gold_cached(fmt_name: str, answer: str, order_sensitive: bool | None) -> Gold:
+    wf = resolve_format(fmt_name)
+    try:
+        calls = wf.parse_strict(answer)
+    except formats.FormatError as e:
+        raise GroundTruthError(f"ground_truth field 'answer' is not valid {fmt_name}: {e}") from None
+    except RecursionError:
+        raise GroundTruthError(f"ground_truth field 'answer' is nested too deeply for {fmt_name}") from None
+    return Gold.from_calls(calls, wf, order_sensitive)
+
+
+def _gold_from_fields(fmt_name: Any, answer: Any, order_sensitive: Any, keys: set) -> Gold:
+    if "format" not in keys:
+        raise GroundTruthError("ground_truth field 'format' is missing")
+    if not isinstance(fmt_name, str):
+        raise GroundTruthError(f"ground_truth field 'format' must be a string, got {type(fmt_name).__name__}")
+    if "answer" not in keys:
+        raise GroundTruthError("ground_truth field 'answer' is missing")
+    if not isinstance(answer, str):
+        raise GroundTruthError(f"ground_truth field 'answer' must be a string, got {type(answer).__name__}")
+    if order_sensitive is not None and not isinstance(order_sensitive, bool):
+        raise GroundTruthError(
+            f"ground_truth field 'order_sensitive' must be true/false, got {type(order_sensitive).__name__}"
+        )
+    return _gold_cached(fmt_name, answer, order_sensitive)
+
+
+def make_ground_truth(fmt: str, calls: list[ToolCall], order_sensitive: bool | None = None) -> str:
+    """The ground-truth JSON string for ``calls`` rendered in ``fmt`` (what the data builder writes)."""
+    wf = resolve_format(fmt)
+    return json.dumps(
+        {
+            "format": wf.name,
+            "answer": wf.render(calls),
+            "order_sensitive": wf.order_sensitive if order_sensitive is None else bool(order_sensitive),
+        },
+        ensure_ascii=False,
+    )

@@ -1,0 +1,268 @@
+"""Scoring one output against a ground truth: the components, the normalised total, the regression penalty and acc.
+
+Layers, each reusable on its own:
+
+- :func:`parse_output` — ``(format_ok, calls)``: strict parse when it succeeds, lenient calls otherwise.
+- :func:`breakdown` — a :class:`Breakdown` (every component, the raw total and its range, acc) for text vs gold.
+- :func:`score_calls` — the full result dict for output text vs a list of gold calls (evaluation, data checks).
+- :func:`compute_score` — verl's entry point (``ground_truth`` JSON, ``extra_info["upstream"]``).
+
+None of these raises on any output text; a bad ground truth raises :class:`~rewards.ground_truth.GroundTruthError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from refiner import formats
+from refiner.calls import ToolCall, calls_equal, steps_of
+from rewards.components import (
+    VARIANTS,
+    CallFeatures,
+    Variant,
+    order_reward,
+    param_content_reward,
+    param_name_reward,
+    tool_name_reward,
+)
+from rewards.ground_truth import Gold, GroundTruthError, parse_ground_truth
+
+log = logging.getLogger(__name__)
+
+# Totals closer than this are equal for the regression penalty (sums of fractions are not exact in floating point).
+TOTAL_EPS = 1e-9
+
+# The fixed keys of every result, in order (verl takes the key list from the first sample of a batch).
+RESULT_KEYS: tuple[str, ...] = (
+    "score",
+    "acc",
+    "format",
+    "tool_name",
+    "param_name",
+    "param_content",
+    "order",
+    "param_name_applicable",
+    "param_content_applicable",
+    "order_applicable",
+    "total",
+    "total_min",
+    "total_max",
+    "normalized",
+    "has_upstream",
+    "upstream_total",
+    "penalized",
+    "strict_variant",
+)
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Every component of one output against one ground truth. ``None`` means not applicable."""
+
+    format: float
+    tool_name: float
+    param_name: float | None
+    param_content: float | None
+    order: float | None
+    acc: float
+
+    @property
+    def content(self) -> tuple[float, ...]:
+        """The applicable content components (everything but format)."""
+        return tuple(v for v in (self.tool_name, self.param_name, self.param_content, self.order) if v is not None)
+
+    @property
+    def k(self) -> int:
+        return len(self.content)
+
+    @property
+    def total(self) -> float:
+        return self.format + sum(self.content)
+
+    @property
+    def total_min(self) -> float:
+        return -2.0 * self.k
+
+    @property
+    def total_max(self) -> float:
+        return 1.0 + 2.0 * self.k
+
+    @property
+    def normalized(self) -> float:
+        """The total mapped from [−2k, 1 + 2k] to [0, 1]."""
+        lo, hi = self.total_min, self.total_max
+        return min(1.0, max(0.0, (self.total - lo) / (hi - lo)))
+
+
+def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCall]]:
+    """``(True, strict calls)`` when ``text`` is strictly valid in ``fmt``; else ``(False, lenient calls)``.
+    Never raises: a parser failure other than :class:`FormatError` is logged and counts as unparseable."""
+    try:
+        return True, fmt.parse_strict(text)
+    except formats.FormatError:
+        pass
+    except RecursionError:
+        pass
+    except Exception as e:  # a parser bug must not stop training; it is logged and scored as a format failure
+        log.warning("%s.parse_strict raised %r; scored as a format error", fmt.name, e)
+    try:
+        return False, list(fmt.parse_lenient(text).calls)
+    except Exception as e:
+        log.warning("%s.parse_lenient raised %r; scored as no calls", fmt.name, e)
+        return False, []
+
+
+def is_exact(calls: Sequence[ToolCall], gold: Gold) -> bool:
+    """The output's calls equal the gold calls: same steps for step lists (order format), else the same calls as a
+    sequence (order-sensitive) or a multiset."""
+    if gold.by_step:
+        return steps_of(calls) == steps_of(gold.calls) and len(calls) == len(gold.calls)
+    return calls_equal(calls, gold.calls, ordered=gold.order_sensitive)
+
+
+def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: Variant = "paper") -> Breakdown:
+    """Components for already-parsed ``calls`` (``format_ok``: whether their text parsed strictly)."""
+    out = CallFeatures.of(calls, by_step=gold.by_step)
+    g = gold.features
+    return Breakdown(
+        format=1.0 if format_ok else 0.0,
+        tool_name=tool_name_reward(out, g, variant),
+        param_name=param_name_reward(out, g, variant),
+        param_content=param_content_reward(out, g, variant),
+        order=order_reward(out, g) if gold.order_sensitive else None,
+        acc=1.0 if format_ok and is_exact(calls, gold) else 0.0,
+    )
+
+
+def breakdown(text: str, gold: Gold, variant: Variant = "paper") -> Breakdown:
+    """Components of output ``text`` against ``gold``. Never raises on any text."""
+    format_ok, calls = parse_output(text, gold.fmt)
+    try:
+        return breakdown_calls(format_ok, calls, gold, variant)
+    except Exception as e:  # defensive: scoring must never stop training
+        log.warning("reward scoring failed on an output (%r); scored as no calls", e)
+        return breakdown_calls(False, [], gold, variant)
+
+
+@lru_cache(maxsize=16384)
+def _upstream_breakdown(gold: Gold, upstream: str, variant: str) -> Breakdown:
+    """The upstream output's breakdown; cached because every rollout of a prompt shares it."""
+    return breakdown(upstream, gold, variant)  # type: ignore[arg-type]
+
+
+def check_variant(variant: Any) -> Variant:
+    if variant not in VARIANTS:
+        raise ValueError(f"reward variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
+    return variant
+
+
+def score_gold(
+    text: str,
+    gold: Gold,
+    *,
+    upstream: str | None = None,
+    variant: Variant = "paper",
+    regression_penalty: bool = True,
+) -> dict[str, float]:
+    """The full result for ``text`` against a parsed :class:`Gold`: every key of :data:`RESULT_KEYS`, all floats."""
+    variant = check_variant(variant)
+    text = _as_text(text)
+    b = breakdown(text, gold, variant)
+    has_up = upstream is not None
+    up_total = _upstream_breakdown(gold, _as_text(upstream), variant).total if has_up else 0.0
+    penalized = bool(has_up and regression_penalty and b.total < up_total - TOTAL_EPS)
+    normalized = b.normalized
+    return {
+        "score": 0.0 if penalized else normalized,
+        "acc": b.acc,
+        "format": b.format,
+        "tool_name": b.tool_name,
+        "param_name": b.param_name if b.param_name is not None else 0.0,
+        "param_content": b.param_content if b.param_content is not None else 0.0,
+        "order": b.order if b.order is not None else 0.0,
+        "param_name_applicable": float(b.param_name is not None),
+        "param_content_applicable": float(b.param_content is not None),
+        "order_applicable": float(b.order is not None),
+        "total": b.total,
+        "total_min": b.total_min,
+        "total_max": b.total_max,
+        "normalized": normalized,
+        "has_upstream": float(has_up),
+        "upstream_total": up_total,
+        "penalized": float(penalized),
+        "strict_variant": float(variant == "strict"),
+    }
+
+
+def score_calls(
+    output_text: str,
+    gold_calls: Sequence[ToolCall],
+    fmt: str | formats.WireFormat,
+    *,
+    order_sensitive: bool | None = None,
+    upstream: str | None = None,
+    variant: Variant = "paper",
+    regression_penalty: bool = True,
+) -> dict[str, float]:
+    """The result for ``output_text`` against ``gold_calls`` in ``fmt`` (order sensitivity defaults to the format's).
+    For evaluation and data checks; the same numbers training sees."""
+    return score_gold(
+        output_text,
+        Gold.from_calls(list(gold_calls), fmt, order_sensitive),
+        upstream=upstream,
+        variant=variant,
+        regression_penalty=regression_penalty,
+    )
+
+
+def compute_score(
+    data_source: Any,
+    solution_str: Any,
+    ground_truth: str | Mapping[str, Any],
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """verl's reward entry point. ``ground_truth``: ``{"format", "answer", "order_sensitive"}`` (JSON string or
+    mapping); ``extra_info["upstream"]``: the upstream text (absent: no regression penalty).
+
+    Options, from ``reward.custom_reward_function.reward_kwargs`` (win) or ``extra_info``: ``variant`` /
+    ``reward_variant`` (``"paper"`` or ``"strict"``), ``regression_penalty`` (bool, default true). Other keyword
+    arguments verl passes are ignored."""
+    gold = parse_ground_truth(ground_truth)
+    info: Mapping[str, Any] = extra_info if isinstance(extra_info, Mapping) else {}
+    variant = kwargs.get("variant", info.get("reward_variant", "paper"))
+    penalty = kwargs.get("regression_penalty", info.get("regression_penalty", True))
+    upstream = info.get("upstream")
+    return score_gold(
+        solution_str,
+        gold,
+        upstream=upstream if isinstance(upstream, str) else None,
+        variant=check_variant(variant),
+        regression_penalty=bool(penalty),
+    )
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+__all__ = [
+    "RESULT_KEYS",
+    "Breakdown",
+    "GroundTruthError",
+    "breakdown",
+    "breakdown_calls",
+    "compute_score",
+    "is_exact",
+    "parse_output",
+    "score_calls",
+    "score_gold",
+]
