@@ -1,0 +1,362 @@
+"""The schema gate: cheap, model-free checks of tool calls against the tool list.
+
+It says *what* is wrong, as structured :class:`Diagnostic` records, never how to fix it (that is
+:mod:`refiner.repair`). Checks (after RETO's Schema Gate and Gecko's syntactic validation rules):
+
+- the text is strictly valid in its wire format (``format``), and holds at least one call (``no_calls``);
+- the tool exists (``unknown_tool``);
+- every required parameter is present (``missing_required``) and no unknown one is (``unknown_param``);
+- values match the declared JSON Schema type (``type``), enum (``enum``), numeric range (``range``), string pattern
+  (``pattern``) and string/array length (``length``), recursively through array items and object properties;
+- in nested call lists, every reference (NesTools ``API_call_N``, NESTFUL ``$var$`` / ``$var.field$``) names the
+  output of an *earlier* call (``undefined_reference``, ``forward_reference``), and output labels are unique
+  (``duplicate_output``).
+
+Every function here is total: any input yields diagnostics, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from refiner import formats
+from refiner.calls import ToolCall
+
+ERROR = "error"
+WARNING = "warning"
+
+# Codes, in the order a reader meets them; documented in the module docstring.
+CODES = (
+    "format",
+    "no_calls",
+    "unknown_tool",
+    "missing_required",
+    "unknown_param",
+    "type",
+    "enum",
+    "range",
+    "pattern",
+    "length",
+    "undefined_reference",
+    "forward_reference",
+    "duplicate_output",
+)
+
+# Formats whose calls carry only names (arguments are not part of the format).
+NAME_ONLY_FORMATS = frozenset({"order"})
+
+_MAX_DEPTH = 32  # nesting depth beyond which values are not inspected further
+_MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
+
+_NESTOOLS_REF = re.compile(r"\bAPI_call_\d+\b")
+_NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding of the gate. ``call`` is the index of the call in the list (None for text-level findings)."""
+
+    code: str
+    message: str
+    call: int | None = None
+    tool: str | None = None
+    param: str | None = None
+    severity: str = ERROR
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GateReport:
+    """What the gate found for one text: the calls it read (leniently) and the diagnostics."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    strict_ok: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return passes(self.diagnostics)
+
+    @property
+    def n_errors(self) -> int:
+        return count_errors(self.diagnostics)
+
+
+def passes(diagnostics: Iterable[Diagnostic]) -> bool:
+    """True when no diagnostic is an error."""
+    return not any(d.severity == ERROR for d in diagnostics)
+
+
+def count_errors(diagnostics: Iterable[Diagnostic]) -> int:
+    return sum(1 for d in diagnostics if d.severity == ERROR)
+
+
+def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
+    if tools is None:
+        return None
+    if isinstance(tools, Mapping):
+        return dict(tools)
+    return {t.name: t for t in tools}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# References between calls
+
+
+def references_in(value: Any, depth: int = 0) -> list[str]:
+    """Output labels referenced anywhere inside a JSON value (NesTools ``API_call_N``; NESTFUL ``$label...$``)."""
+    if depth > _MAX_DEPTH:
+        return []
+    if isinstance(value, str):
+        if "API_call_" not in value and "$" not in value:
+            return []
+        refs = _NESTOOLS_REF.findall(value)
+        refs.extend(m.group(1) for m in _NESTFUL_REF.finditer(value))
+        return refs
+    if isinstance(value, Mapping):
+        return [r for v in value.values() for r in references_in(v, depth + 1)]
+    if isinstance(value, list):
+        return [r for v in value for r in references_in(v, depth + 1)]
+    return []
+
+
+def is_reference(value: Any) -> bool:
+    """A whole string that is one reference (its type is the referenced output's, so type checks skip it)."""
+    if not isinstance(value, str):
+        return False
+    return bool(_NESTOOLS_REF.fullmatch(value) or _NESTFUL_REF.fullmatch(value))
+
+
+def output_label(label: str) -> str:
+    """The bare name of an output label: ``$var_1`` and ``var_1`` both name ``var_1``."""
+    return label[1:] if label.startswith("$") else label
+
+
+def producers(calls: Sequence[ToolCall]) -> dict[str, int]:
+    """Output label → index of the first call that produces it."""
+    out: dict[str, int] = {}
+    for i, c in enumerate(calls):
+        for label in c.outputs:
+            out.setdefault(output_label(label), i)
+    return out
+
+
+def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
+    """For each call, the indices of the calls whose outputs it references (self-references excluded)."""
+    made_by = producers(calls)
+    deps: list[set[int]] = []
+    for i, c in enumerate(calls):
+        deps.append({made_by[r] for r in references_in(dict(c.arguments)) if r in made_by and made_by[r] != i})
+    return deps
+
+
+def _check_references(calls: Sequence[ToolCall]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    made_by = producers(calls)
+    seen: set[str] = set()
+    for i, c in enumerate(calls):
+        for label in c.outputs:
+            bare = output_label(label)
+            if bare in seen:
+                out.append(Diagnostic("duplicate_output", f"output label {label!r} is produced twice", i, c.name))
+            seen.add(bare)
+    if not made_by:
+        return out  # a format without output labels cannot express references between calls
+    for i, c in enumerate(calls):
+        for key, value in c.arguments.items():
+            for ref in references_in(value):
+                j = made_by.get(ref)
+                if j is None:
+                    out.append(
+                        Diagnostic(
+                            "undefined_reference",
+                            f"{ref!r} is not the output of any call",
+                            i,
+                            c.name,
+                            key,
+                        )
+                    )
+                elif j >= i:
+                    out.append(
+                        Diagnostic(
+                            "forward_reference",
+                            f"{ref!r} is produced by call {j}, which does not come before call {i}",
+                            i,
+                            c.name,
+                            key,
+                        )
+                    )
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Values against parameter schemas
+
+_PY_TYPES: dict[str, Any] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, Mapping),
+    "null": lambda v: v is None,
+}
+
+
+def type_matches(type_name: str | None, value: Any) -> bool:
+    """Whether ``value`` has the JSON Schema type ``type_name`` (unknown or absent types accept anything)."""
+    if type_name is None:
+        return True
+    check = _PY_TYPES.get(type_name)
+    return True if check is None else bool(check(value))
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_value(param: Any, value: Any, where: str, depth: int = 0) -> list[tuple[str, str]]:
+    """``(code, message)`` pairs for one value against one parameter schema (recursively)."""
+    if depth > _MAX_DEPTH or param is None:
+        return []
+    if is_reference(value):
+        return []
+    if value is None and getattr(param, "nullable", False):
+        return []
+    ptype = getattr(param, "type", None)
+    if not type_matches(ptype, value):
+        return [("type", f"{where} should be {ptype}, got {json_type(value)} {_short(value)}")]
+    out: list[tuple[str, str]] = []
+    enum = getattr(param, "enum", None)
+    if enum:
+        try:
+            ok = value in enum and any(json_type(value) == json_type(e) for e in enum if e == value)
+        except Exception:
+            ok = False
+        if not ok:
+            out.append(("enum", f"{where} is {_short(value)}, not one of {_short(list(enum), 120)}"))
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = getattr(param, "minimum", None), getattr(param, "maximum", None)
+        try:
+            if lo is not None and value < lo:
+                out.append(("range", f"{where} is {value}, below the minimum {lo}"))
+            if hi is not None and value > hi:
+                out.append(("range", f"{where} is {value}, above the maximum {hi}"))
+        except TypeError:
+            pass
+    if isinstance(value, (str, list)):
+        lo, hi = getattr(param, "min_length", None), getattr(param, "max_length", None)
+        n = len(value)
+        if isinstance(lo, int) and n < lo:
+            out.append(("length", f"{where} has length {n}, below the minimum {lo}"))
+        if isinstance(hi, int) and n > hi:
+            out.append(("length", f"{where} has length {n}, above the maximum {hi}"))
+    pattern = getattr(param, "pattern", None)
+    if isinstance(value, str) and isinstance(pattern, str) and len(value) <= _MAX_PATTERN_INPUT:
+        try:
+            if re.search(pattern, value) is None:
+                out.append(("pattern", f"{where} {_short(value)} does not match the pattern {pattern!r}"))
+        except re.error:
+            pass  # a pattern Python cannot compile is not the call's fault
+    if isinstance(value, list):
+        items = getattr(param, "items", None)
+        if items is not None:
+            for k, item in enumerate(value):
+                out.extend(check_value(items, item, f"{where}[{k}]", depth + 1))
+    elif isinstance(value, Mapping):
+        props = getattr(param, "properties", None) or {}
+        for req in getattr(param, "required", None) or ():
+            if req not in value:
+                out.append(("missing_required", f"{where} lacks the required field {req!r}"))
+        for k, v in value.items():
+            if k in props:
+                out.extend(check_value(props[k], v, f"{where}.{k}", depth + 1))
+    return out
+
+
+def check_call(call: ToolCall, spec: Any, index: int | None = None, *, names_only: bool = False) -> list[Diagnostic]:
+    """Diagnostics for one call against its tool's spec."""
+    if names_only:
+        return []
+    out: list[Diagnostic] = []
+    params: Mapping[str, Any] = getattr(spec, "params", None) or {}
+    args = call.arguments
+    for req in getattr(spec, "required", None) or ():
+        if req not in args:
+            out.append(Diagnostic("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
+    for key, value in args.items():
+        if key not in params:
+            out.append(Diagnostic("unknown_param", f"{call.name} has no parameter {key!r}", index, call.name, key))
+            continue
+        for code, msg in check_value(params[key], value, key):
+            out.append(Diagnostic(code, msg, index, call.name, key))
+    return out
+
+
+def check_calls(
+    calls: Sequence[ToolCall],
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    fmt: str | None = None,
+) -> list[Diagnostic]:
+    """Diagnostics for a call list against a tool list (``tools=None``: only reference checks)."""
+    index = tool_index(tools)
+    names_only = fmt in NAME_ONLY_FORMATS
+    out: list[Diagnostic] = []
+    for i, call in enumerate(calls):
+        if index is None:
+            continue
+        spec = index.get(call.name)
+        if spec is None:
+            out.append(Diagnostic("unknown_tool", f"no tool named {call.name!r}", i, call.name))
+            continue
+        out.extend(check_call(call, spec, i, names_only=names_only))
+    if not names_only:
+        out.extend(_check_references(calls))
+    return out
+
+
+def check_text(
+    text: str,
+    fmt: str,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+) -> GateReport:
+    """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds."""
+    wire = formats.get(fmt)
+    report = GateReport()
+    try:
+        report.calls = list(wire.parse_strict(text))
+        report.strict_ok = True
+    except Exception as e:  # FormatError, or anything a format lets slip: the text is not strictly valid
+        message = getattr(e, "message", None) or str(e) or type(e).__name__
+        report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {message}"))
+        report.calls = list(wire.parse_lenient(text).calls)
+    if not report.calls:
+        report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
+    report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt))
+    return report

@@ -1,0 +1,346 @@
+"""The inference pipeline: request → parse → gate → tier-1 repair → model → never-worse guard → result.
+
+    refiner = Refiner(engine=make_engine("vllm", model="path/to/refiner"), n=4)
+    result = refiner.refine({"tools": [...], "query": "...", "upstream": "<tool_call>...</tool_call>"})
+    result["refined"], result["stage"], result["diagnostics"]
+
+A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional}``.
+The result is the request plus ``refined`` (text in the output format: the request's ``format``, else the
+refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``, ``stage`` (``unchanged`` |
+``repaired`` | ``model`` | ``fallback``), ``reason``, ``format``, ``diagnostics`` (the gate on ``refined``),
+``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable.
+
+With ``engine=None`` only tier 1 and the guard run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from refiner import formats
+from refiner.calls import ToolCall, calls_equal
+from refiner.gate import Diagnostic, GateReport, check_text, tool_index
+from refiner.prompt import build_messages, extract_answer, split_reasoning
+from refiner.repair import Tier1, repair_parsed
+
+DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
+STAGES = ("unchanged", "repaired", "model", "fallback")
+
+
+class RequestError(ValueError):
+    """A request the pipeline cannot read; the message names the field."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 1. Request: validate, pick formats, load the tool list
+
+
+def validate_request(request: Any) -> None:
+    """Raises :class:`RequestError` naming the first field that is missing or has the wrong type."""
+    if not isinstance(request, Mapping):
+        raise RequestError(f"a request must be a JSON object, got {type(request).__name__}")
+    if "upstream" not in request:
+        raise RequestError("field 'upstream' is missing")
+    if not isinstance(request["upstream"], str):
+        raise RequestError(f"field 'upstream' must be a string, got {type(request['upstream']).__name__}")
+    query = request.get("query", "")
+    if not isinstance(query, (str, list)):
+        raise RequestError(f"field 'query' must be a string or a list of messages, got {type(query).__name__}")
+    for key in ("system", "format"):
+        if request.get(key) is not None and not isinstance(request[key], str):
+            raise RequestError(f"field {key!r} must be a string, got {type(request[key]).__name__}")
+    if request.get("format") is not None and request["format"] not in formats.names():
+        raise RequestError(f"field 'format': unknown wire format {request['format']!r}; known: {formats.names()}")
+
+
+def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
+    """``(upstream format, output format)``: the upstream is read in its detected format when that is known (else the
+    requested one), and the result is written in the requested format (else the upstream's)."""
+    wanted = request.get("format") or default
+    detect = getattr(formats, "detect_format", None)
+    detected = detect(request["upstream"]) if detect is not None else None
+    upstream_fmt = detected or wanted or DEFAULT_FORMAT
+    return upstream_fmt, wanted or upstream_fmt
+
+
+def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The request's tool specs by name (from ``tools``, else from the ``system`` text); ``None`` when it has none."""
+    raw = request.get("tools")
+    source = "tools"
+    if raw is None and request.get("system"):
+        raw, source = request["system"], "system"
+    if raw is None or raw == [] or raw == "":
+        return None
+    if isinstance(raw, list) and raw and all(hasattr(t, "params") and hasattr(t, "name") for t in raw):
+        return tool_index(raw)  # already ToolSpec objects
+    from refiner.specs import load_tools
+
+    try:
+        return tool_index(load_tools(raw))
+    except Exception as e:
+        if source == "system":
+            return None  # a system prompt need not list tools
+        raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 2-3. Parse, gate, tier-1 repair
+
+
+@dataclass
+class Job:
+    """Everything the pipeline knows about one request on its way through."""
+
+    request: Mapping[str, Any]
+    upstream_fmt: str
+    out_fmt: str
+    tools: dict[str, Any] | None
+    upstream: GateReport
+    tier1: Tier1
+    samples: list[Tier1] = field(default_factory=list)  # model answers, each parsed, gated and tier-1 repaired
+
+    @property
+    def best_without_model(self) -> tuple[str, Tier1 | None]:
+        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else ``("unchanged",
+        None)``."""
+        if self.tier1.changed and self.tier1.after.n_errors <= self.upstream.n_errors:
+            return "repaired", self.tier1
+        return "unchanged", None
+
+
+def prepare(request: Mapping[str, Any], default_fmt: str | None) -> Job:
+    """Request → parse → gate → tier-1 repair."""
+    validate_request(request)
+    upstream_fmt, out_fmt = pick_formats(request, default_fmt)
+    tools = load_request_tools(request)
+    upstream = check_text(request["upstream"], upstream_fmt, tools)
+    tier1 = repair_parsed(upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt)
+    return Job(request, upstream_fmt, out_fmt, tools, upstream, tier1)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 4. Model
+
+
+def format_hint(fmt: str) -> str:
+    """The sentence telling the model which wire format to answer in."""
+    return f"Write the corrected tool calls in the {fmt} format ({formats.get(fmt).description})."
+
+
+def tools_text(request: Mapping[str, Any]) -> str:
+    """The task's system prompt: the request's own ``system``, else its tool list as JSON."""
+    if request.get("system"):
+        return str(request["system"])
+    tools = request.get("tools")
+    body = tools if isinstance(tools, str) else json.dumps(tools, ensure_ascii=False, default=str)
+    return f"You can call the following tools:\n{body}"
+
+
+def model_messages(job: Job) -> list[dict[str, str]]:
+    """The refiner prompt for one job; the upstream's reasoning, when it has some, goes in its own block."""
+    reasoning, calls_text = split_reasoning(job.request["upstream"])
+    return build_messages(
+        tools_text(job.request),
+        job.request.get("query", ""),
+        calls_text,
+        format_hint=format_hint(job.out_fmt),
+        upstream_reasoning=reasoning,
+    )
+
+
+def read_sample(job: Job, generation: str) -> Tier1:
+    """One generation: the answer after the reasoning, parsed in the output format, gated and tier-1 repaired."""
+    answer = extract_answer(generation)
+    report = check_text(answer, job.out_fmt, job.tools)
+    return repair_parsed(report, answer, job.out_fmt, job.tools)
+
+
+def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:
+    keys = [c.key() for c in calls]
+    return tuple(keys) if ordered else tuple(sorted(keys))
+
+
+def choose_sample(samples: Sequence[Tier1], ordered: bool) -> Tier1 | None:
+    """Best of N: among gate-passing samples the most frequent call list (earliest on ties); when none passes, the
+    one with the fewest gate errors."""
+    if not samples:
+        return None
+    passing = [s for s in samples if s.after.passed and s.calls]
+    if passing:
+        votes = Counter(sample_key(s.calls, ordered) for s in passing)
+        top = max(votes.values())
+        return next(s for s in passing if votes[sample_key(s.calls, ordered)] == top)
+    return min(samples, key=lambda s: s.after.n_errors + (0 if s.calls else 1_000))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 5. Never-worse guard and the result
+
+
+def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], GateReport, str]:
+    """``(stage, refined text, calls, gate report, reason)``: the model's answer unless it fails the gate where the
+    upstream or tier-1 text passes (or it has more gate errors than they do); then the better of those."""
+    base_stage, base = job.best_without_model
+    base_text = base.text if base else job.request["upstream"]
+    base_calls = base.calls if base else job.upstream.calls
+    base_report = base.after if base else job.upstream
+    if base_stage == "unchanged" and job.out_fmt != job.upstream_fmt and job.upstream.calls:
+        base_stage = "repaired"  # the format conversion alone is a change
+    if model is None:
+        what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
+        verdict = "passes the gate" if base_report.passed else "still fails the gate (no model ran)"
+        return base_stage, base_text, base_calls, base_report, f"{what} {verdict}"
+    ordered = formats.get(job.out_fmt).order_sensitive
+    if not model.calls:
+        return "fallback", base_text, base_calls, base_report, "the model's answer holds no readable call"
+    if model.after.passed or model.after.n_errors <= base_report.n_errors and not base_report.passed:
+        if job.upstream.strict_ok and job.out_fmt == job.upstream_fmt and calls_equal(
+            model.calls, job.upstream.calls, ordered=ordered
+        ):
+            return "unchanged", job.request["upstream"], job.upstream.calls, job.upstream, "the model kept the calls"
+        why = "model answer passes the gate" if model.after.passed else "model answer has the fewest gate errors"
+        return "model", model.text, model.calls, model.after, why
+    codes = sorted({d.code for d in model.after.diagnostics if d.severity == "error"})
+    return "fallback", base_text, base_calls, base_report, f"model answer fails the gate ({', '.join(codes)})"
+
+
+def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in request.items():
+        try:
+            json.dumps(v)
+        except (TypeError, ValueError):
+            continue  # e.g. ToolSpec objects passed in directly
+        out[k] = v
+    return out
+
+
+def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: GateReport, reason: str) -> dict:
+    changed = not (text == job.request["upstream"] and job.upstream.strict_ok)
+    if stage == "unchanged" and not job.upstream.strict_ok:
+        changed = False  # nothing could be done: the text is returned as it came
+    return {
+        **_json_safe(job.request),
+        "refined": text,
+        "calls": [c.to_dict() for c in calls],
+        "changed": changed,
+        "stage": stage,
+        "reason": reason,
+        "format": job.out_fmt,
+        "diagnostics": [d.to_dict() for d in report.diagnostics],
+        "upstream_diagnostics": [d.to_dict() for d in job.upstream.diagnostics],
+        "actions": [a.to_dict() for a in job.tier1.actions] if stage == "repaired" else [],
+    }
+
+
+def error_result(request: Any, message: str, line: int | None = None) -> dict:
+    """The result for a request that could not be read: passed through with an ``error`` field, never dropped."""
+    out: dict[str, Any] = dict(request) if isinstance(request, Mapping) else {"input": request}
+    out = _json_safe(out)
+    upstream = out.get("upstream")
+    out.update(
+        refined=upstream if isinstance(upstream, str) else "",
+        calls=[],
+        changed=False,
+        stage="error",
+        reason=message,
+        error=message,
+        diagnostics=[Diagnostic("request", message).to_dict()],
+    )
+    if line is not None:
+        out["line"] = line
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The refiner
+
+
+class Refiner:
+    """Refines upstream tool calls. ``engine``: anything with the engines' ``chat`` method, or None (tier 1 only).
+
+    Options: ``bypass`` (default True) skips the model when the gate passes after tier 1; ``n`` samples per request
+    (best of N by gate and agreement); ``thinking`` (True/False/None: the model's default); ``temperature`` (default
+    0 for one sample, 0.7 for several); ``max_tokens``; ``seed``.
+    """
+
+    def __init__(
+        self,
+        engine: Any = None,
+        fmt: str | None = None,
+        *,
+        bypass: bool = True,
+        n: int = 1,
+        thinking: bool | None = None,
+        temperature: float | None = None,
+        max_tokens: int = 1024,
+        seed: int | None = None,
+    ) -> None:
+        if fmt is not None:
+            formats.get(fmt)  # unknown names fail here, not per request
+        if n < 1:
+            raise ValueError(f"n must be at least 1, got {n}")
+        self.engine = engine
+        self.fmt = fmt
+        self.bypass = bypass
+        self.n = n
+        self.thinking = thinking
+        self.temperature = temperature if temperature is not None else (0.0 if n == 1 else 0.7)
+        self.max_tokens = max_tokens
+        self.seed = seed
+
+    def refine(self, request: Mapping[str, Any]) -> dict:
+        """One request → one result (raises :class:`RequestError` for a request it cannot read)."""
+        return self.refine_batch([request])[0]
+
+    def refine_batch(self, requests: Iterable[Mapping[str, Any]], *, errors: str = "raise") -> list[dict]:
+        """Results in request order; the model runs once for all requests that need it. ``errors="result"`` turns an
+        unreadable request into an error result (see :func:`error_result`) instead of raising."""
+        jobs: list[Job | dict] = []
+        for i, request in enumerate(requests):
+            try:
+                jobs.append(prepare(request, self.fmt))
+            except RequestError as e:
+                if errors != "result":
+                    raise RequestError(f"request {i}: {e}") from e
+                jobs.append(error_result(request, str(e)))
+        todo = [j for j in jobs if isinstance(j, Job) and self.needs_model(j)]
+        if todo:
+            self.run_model(todo)
+        results = []
+        for j in jobs:
+            if isinstance(j, dict):
+                results.append(j)
+                continue
+            ordered = formats.get(j.out_fmt).order_sensitive
+            chosen = choose_sample(j.samples, ordered) if j.samples else None
+            results.append(make_result(j, *guard(j, chosen)))
+        return results
+
+    def needs_model(self, job: Job) -> bool:
+        if self.engine is None:
+            return False
+        if not self.bypass:
+            return True
+        _, base = job.best_without_model
+        return not (base.after if base else job.upstream).passed
+
+    def run_model(self, jobs: Sequence[Job]) -> None:
+        """One batched engine call for all ``jobs``; fills each job's ``samples``."""
+        conversations = [model_messages(j) for j in jobs]
+        generations = self.engine.chat(
+            conversations,
+            n=self.n,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            enable_thinking=self.thinking,
+            seed=self.seed,
+        )
+        if len(generations) != len(jobs):
+            raise RuntimeError(f"engine returned {len(generations)} results for {len(jobs)} conversations")
+        for job, texts in zip(jobs, generations):
+            job.samples = [read_sample(job, t) for t in texts]

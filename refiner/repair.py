@@ -1,0 +1,375 @@
+"""Tier-1 repair: deterministic, model-free fixes of tool calls, each one recorded as an :class:`Action`.
+
+What it fixes (after RETO's two-tier repair, whose first tier is rules only):
+
+- broken JSON, tags and brackets: the wire formats' lenient parsers (``json_repair`` underneath) recover the calls,
+  which are then re-rendered (``parse_repair``); a different requested format is rendered too (``normalise_format``);
+- tool names snapped to the tool list by normalised equality, then by string similarity above a cutoff with a margin
+  over the runner-up (``snap_tool``);
+- parameter names snapped the same way among the tool's parameters not already used (``snap_param``); parameters the
+  schema lacks are dropped (``drop_param``);
+- values coerced where the schema is explicit: ``"12"`` → ``12`` for integers, ``12`` → ``"12"`` for strings,
+  ``"true"`` → ``true``, JSON text → array/object, case/spelling of enum members (``coerce``);
+- nested calls reordered so that every call comes after the calls whose outputs it references: topological order,
+  stable for independent calls (``reorder``).
+
+It never invents a value: a missing required parameter stays missing, for the model to fill in.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.gate import (
+    GateReport,
+    check_text,
+    dependencies,
+    is_reference,
+    json_type,
+    tool_index,
+    type_matches,
+)
+
+# Similarity cutoffs (rapidfuzz ``ratio`` on normalised names, 0..100) and the lead the best candidate needs over
+# the second best; chosen on the corruption-recovery test (tests/test_repair_real.py) so that no correct call moves.
+TOOL_CUTOFF = 80.0
+PARAM_CUTOFF = 75.0
+ENUM_CUTOFF = 85.0
+MARGIN = 5.0
+
+_MAX_DEPTH = 32
+_INT_TEXT = re.compile(r"[+-]?\d{1,30}")
+_NUM_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One repair that tier 1 made. ``call`` is the call's index in the output list (None for text-level repairs)."""
+
+    kind: str
+    message: str
+    call: int | None = None
+    tool: str | None = None
+    param: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Tier1:
+    """Outcome of tier-1 repair on one upstream text."""
+
+    text: str  # the repaired text in the output format (the upstream text itself when nothing changed)
+    calls: list[ToolCall]
+    actions: list[Action] = field(default_factory=list)
+    before: GateReport = field(default_factory=GateReport)  # the gate on the upstream text, in its own format
+    after: GateReport = field(default_factory=GateReport)  # the gate on ``text``, in the output format
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.actions)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Name snapping
+
+
+def normalise_name(name: str) -> str:
+    """Lower-case, separators removed: ``getWeather``, ``get_weather`` and ``Get-Weather`` are one name."""
+    return _NON_ALNUM.sub("", name.lower())
+
+
+def snap(name: str, candidates: Sequence[str], cutoff: float, margin: float = MARGIN) -> str | None:
+    """The candidate ``name`` was meant to be: a unique normalised match, else the most similar one when it scores at
+    least ``cutoff`` and leads the runner-up by ``margin``; ``None`` when there is no such candidate."""
+    if not candidates:
+        return None
+    key = normalise_name(name)
+    exact = [c for c in candidates if normalise_name(c) == key]
+    if len(exact) == 1:
+        return exact[0]
+    if exact or not key:
+        return None
+    scored = sorted(((fuzz.ratio(key, normalise_name(c)), c) for c in candidates), key=lambda t: -t[0])
+    best_score, best = scored[0]
+    if best_score < cutoff:
+        return None
+    if len(scored) > 1 and best_score - scored[1][0] < margin:
+        return None
+    return best
+
+
+def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float) -> dict[str, str]:
+    """Assigns unknown parameter names to free schema parameters, best pairs first, each used once."""
+    pairs: list[tuple[float, int, str, str]] = []
+    for u in unknown:
+        ku = normalise_name(u)
+        for p in free:
+            kp = normalise_name(p)
+            score = 100.0 if ku and ku == kp else fuzz.ratio(ku, kp)
+            if score >= cutoff:
+                pairs.append((score, 1 if p in required else 0, u, p))
+    pairs.sort(key=lambda t: (-t[0], -t[1]))
+    taken_u: set[str] = set()
+    taken_p: set[str] = set()
+    out: dict[str, str] = {}
+    for i, (score, _, u, p) in enumerate(pairs):
+        if u in taken_u or p in taken_p:
+            continue
+        rivals = [s for s, _, u2, p2 in pairs[i + 1 :] if (u2 == u and p2 not in taken_p) or (p2 == p and u2 not in taken_u)]
+        if score < 100.0 and rivals and score - max(rivals) < MARGIN:
+            continue  # ambiguous: leave it for the model
+        out[u] = p
+        taken_u.add(u)
+        taken_p.add(p)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Values
+
+
+def coerce_value(param: Any, value: Any, depth: int = 0) -> Any:
+    """``value`` converted to the parameter's declared type where the conversion is lossless and unambiguous;
+    otherwise ``value`` itself (the same object)."""
+    if param is None or depth > _MAX_DEPTH or is_reference(value):
+        return value
+    ptype = getattr(param, "type", None)
+    if value is None and getattr(param, "nullable", False):
+        return value
+    if not type_matches(ptype, value):
+        value = _convert(ptype, value)
+    enum = getattr(param, "enum", None)
+    if enum:
+        value = _snap_enum(list(enum), value)
+    if isinstance(value, list):
+        items = getattr(param, "items", None)
+        if items is not None:
+            new = [coerce_value(items, v, depth + 1) for v in value]
+            if any(a is not b for a, b in zip(new, value)):
+                value = new
+    elif isinstance(value, Mapping):
+        props = getattr(param, "properties", None) or {}
+        if props:
+            new_d = {k: coerce_value(props[k], v, depth + 1) if k in props else v for k, v in value.items()}
+            if any(new_d[k] is not value[k] for k in value):
+                value = new_d
+    return value
+
+
+def _convert(ptype: str | None, value: Any) -> Any:
+    if ptype == "integer":
+        if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+            return int(value.strip())
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if isinstance(value, str) and _NUM_TEXT.fullmatch(value.strip()):
+            f = float(value.strip())
+            if math.isfinite(f) and f.is_integer() and abs(f) < 2**53:
+                return int(f)
+    elif ptype == "number":
+        if isinstance(value, str):
+            s = value.strip()
+            if _INT_TEXT.fullmatch(s):
+                return int(s)
+            if _NUM_TEXT.fullmatch(s):
+                f = float(s)
+                if math.isfinite(f):
+                    return f
+    elif ptype == "boolean":
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+    elif ptype == "string":
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, float) and math.isfinite(value):
+            return repr(value)
+    elif ptype in ("array", "object"):
+        if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, RecursionError):
+                return value
+            if json_type(parsed) == ptype:
+                return parsed
+    return value
+
+
+def _snap_enum(enum: list[Any], value: Any) -> Any:
+    try:
+        if any(value == e and json_type(value) == json_type(e) for e in enum):
+            return value
+    except Exception:
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        matches = [e for e in enum if isinstance(e, str) and e.strip() == _number_text(value)]
+        return matches[0] if len(matches) == 1 else value
+    if not isinstance(value, str):
+        return value
+    text_enum = [e for e in enum if isinstance(e, str)]
+    if not text_enum:
+        numeric = [e for e in enum if isinstance(e, (int, float)) and not isinstance(e, bool)]
+        matches = [e for e in numeric if _number_text(e) == value.strip()]
+        return matches[0] if len(matches) == 1 else value
+    hit = snap(value, text_enum, ENUM_CUTOFF)
+    return hit if hit is not None else value
+
+
+def _number_text(x: float) -> str:
+    return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Calls
+
+
+def repair_call(call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action]) -> ToolCall:
+    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did."""
+    n_before = len(actions)
+    name = call.name
+    if name not in tools:
+        hit = snap(name, list(tools), TOOL_CUTOFF)
+        if hit is not None:
+            actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
+            name = hit
+    spec = tools.get(name)
+    if spec is None:
+        return call if name == call.name else replace(call, name=name)
+    params: Mapping[str, Any] = getattr(spec, "params", None) or {}
+    args = dict(call.arguments)
+    unknown = [k for k in args if k not in params]
+    if unknown and params:
+        free = [p for p in params if p not in args]
+        renames = _pair_names(unknown, free, set(getattr(spec, "required", ()) or ()), PARAM_CUTOFF)
+        if renames:
+            args = {renames.get(k, k): v for k, v in args.items()}
+            for old, new in renames.items():
+                actions.append(Action("snap_param", f"parameter {old!r} -> {new!r}", index, name, new))
+    for k in [k for k in args if k not in params]:
+        del args[k]
+        actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
+    for k, v in list(args.items()):
+        new_v = coerce_value(params.get(k), v)
+        if new_v is not v:
+            args[k] = new_v
+            actions.append(Action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
+    if len(actions) == n_before:
+        return call
+    return replace(call, name=name, arguments=args)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def dependency_order(calls: Sequence[ToolCall]) -> list[int] | None:
+    """Indices of ``calls`` in an order where every call follows the calls it references: Kahn's algorithm taking
+    the lowest original index first (stable for independent calls). ``None`` when the references form a cycle."""
+    deps = dependencies(calls)
+    users: list[list[int]] = [[] for _ in calls]
+    pending = [len(d) for d in deps]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    ready = [i for i, n in enumerate(pending) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, u)
+    return order if len(order) == len(calls) else None
+
+
+def repair_calls(
+    calls: Sequence[ToolCall],
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    fmt: str | None = None,
+) -> tuple[list[ToolCall], list[Action]]:
+    """Tier-1 repair of a call list: names, parameters, values (when tools are known), then dependency order."""
+    actions: list[Action] = []
+    index = tool_index(tools)
+    out = list(calls)
+    if index:
+        names_only = fmt == "order"
+        fixed: list[ToolCall] = []
+        for i, c in enumerate(out):
+            if names_only:
+                fixed.append(_snap_name_only(c, i, index, actions))
+            else:
+                fixed.append(repair_call(c, i, index, actions))
+        out = fixed
+    order = dependency_order(out)
+    if order is not None and order != list(range(len(out))):
+        actions.append(Action("reorder", f"calls reordered by their references: {order}"))
+        out = [out[i] for i in order]
+    return out, actions
+
+
+def _snap_name_only(call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action]) -> ToolCall:
+    if call.name in tools:
+        return call
+    hit = snap(call.name, list(tools), TOOL_CUTOFF)
+    if hit is None:
+        return call
+    actions.append(Action("snap_tool", f"tool {call.name!r} -> {hit!r}", index, hit))
+    return replace(call, name=hit)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Texts
+
+
+def repair_parsed(
+    before: GateReport,
+    text: str,
+    fmt: str,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    out_fmt: str | None = None,
+) -> Tier1:
+    """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
+    ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim."""
+    out_fmt = out_fmt or fmt
+    actions: list[Action] = []
+    if not before.strict_ok and before.calls:
+        actions.append(Action("parse_repair", f"recovered {len(before.calls)} call(s) from text that is not valid {fmt}"))
+    if out_fmt != fmt and before.calls:
+        actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
+    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt)
+    actions.extend(call_actions)
+    if not actions or not calls:
+        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
+    new_text = formats.get(out_fmt).render(calls)
+    return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=check_text(new_text, out_fmt, tools))
+
+
+def repair_text(
+    text: str,
+    fmt: str,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    out_fmt: str | None = None,
+) -> Tier1:
+    """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again."""
+    index = tool_index(tools)
+    return repair_parsed(check_text(text, fmt, index), text, fmt, index, out_fmt=out_fmt)
