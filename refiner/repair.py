@@ -31,10 +31,12 @@ from rapidfuzz import fuzz
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.gate import (
+    STRING_VALUED_FORMATS,
     GateReport,
     check_text,
     dependencies,
     is_reference,
+    json_text,
     json_type,
     tool_index,
     type_matches,
@@ -141,14 +143,18 @@ def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str],
 # Values
 
 
-def coerce_value(param: Any, value: Any, depth: int = 0) -> Any:
+def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = False) -> Any:
     """``value`` converted to the parameter's declared type where the conversion is lossless and unambiguous;
-    otherwise ``value`` itself (the same object)."""
+    otherwise ``value`` itself (the same object). ``strings``: the format writes every value as text, so a number or
+    boolean becomes its text."""
     if param is None or depth > _MAX_DEPTH or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
     if value is None and getattr(param, "nullable", False):
         return value
+    if strings:
+        finite = not isinstance(value, float) or math.isfinite(value)
+        return json_text(value) if ptype is not None and isinstance(value, (int, float)) and finite else value
     if not type_matches(ptype, value):
         value = _convert(ptype, value)
     enum = getattr(param, "enum", None)
@@ -237,8 +243,12 @@ def _number_text(x: float) -> str:
 # Calls
 
 
-def repair_call(call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action]) -> ToolCall:
-    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did."""
+def repair_call(
+    call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action], *, strings: bool = False
+) -> ToolCall:
+    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did.
+    Unknown parameters are dropped only when no required one is missing (else one of them may be the missing value
+    under another name, which the model can still use). ``strings``: see :data:`refiner.gate.STRING_VALUED_FORMATS`."""
     n_before = len(actions)
     name = call.name
     if name not in tools:
@@ -259,11 +269,12 @@ def repair_call(call: ToolCall, index: int, tools: Mapping[str, Any], actions: l
             args = {renames.get(k, k): v for k, v in args.items()}
             for old, new in renames.items():
                 actions.append(Action("snap_param", f"parameter {old!r} -> {new!r}", index, name, new))
-    for k in [k for k in args if k not in params]:
+    complete = all(r in args for r in getattr(spec, "required", ()) or ())
+    for k in [k for k in args if k not in params and complete]:
         del args[k]
         actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
     for k, v in list(args.items()):
-        new_v = coerce_value(params.get(k), v)
+        new_v = coerce_value(params.get(k), v, strings=strings)
         if new_v is not v:
             args[k] = new_v
             actions.append(Action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
@@ -316,7 +327,7 @@ def repair_calls(
             if names_only:
                 fixed.append(_snap_name_only(c, i, index, actions))
             else:
-                fixed.append(repair_call(c, i, index, actions))
+                fixed.append(repair_call(c, i, index, actions, strings=fmt in STRING_VALUED_FORMATS))
         out = fixed
     order = dependency_order(out)
     if order is not None and order != list(range(len(out))):

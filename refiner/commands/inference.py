@@ -1,0 +1,165 @@
+"""``tool-refiner repair`` (tier 1 + guard, no model) and ``tool-refiner refine`` (the full pipeline): JSONL in, one
+result per request out, in order. A line that is not a readable request becomes an error result naming its line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any, Optional, TextIO
+
+import typer
+
+from refiner.pipeline import Refiner, RequestError, error_result, validate_request
+
+BUNDLED = "requests.jsonl"  # in refiner/examples/
+
+
+def bundled_requests_path() -> Path:
+    """The small embedded set of broken upstream requests that ``tool-refiner repair`` runs on by default."""
+    return Path(str(resources.files("refiner") / "examples" / BUNDLED))
+
+
+def read_requests(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line number, request or raw line, error or None)`` for every non-blank line of a JSONL file."""
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield lineno, line.rstrip("\n"), f"{path}:{lineno}: not valid JSON: {e.msg} (column {e.colno})"
+                continue
+            try:
+                validate_request(obj)
+            except RequestError as e:
+                yield lineno, obj, f"{path}:{lineno}: {e}"
+                continue
+            yield lineno, obj, None
+
+
+def run_jsonl(refiner: Refiner, src: Path, out: TextIO, *, batch_size: int, progress: bool) -> list[dict]:
+    """Refines every request of ``src`` in batches, writing one JSON result per line to ``out``; returns them."""
+    from tqdm import tqdm
+
+    rows = list(read_requests(src))
+    results: list[dict] = []
+    bar = tqdm(total=len(rows), desc="refining", unit="req", disable=not progress, file=sys.stderr)
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start : start + batch_size]
+        good = [(n, obj) for n, obj, err in chunk if err is None]
+        refined = iter(refiner.refine_batch([obj for _, obj in good], errors="result"))
+        for lineno, obj, err in chunk:
+            res = error_result(obj, err, line=lineno) if err else {**next(refined), "line": lineno}
+            out.write(json.dumps(res, ensure_ascii=False) + "\n")
+            results.append(res)
+        bar.update(len(chunk))
+    bar.close()
+    return results
+
+
+def summary_table(results: list[dict]) -> str:
+    """Counts by stage, gate verdicts before and after, and the most frequent repairs."""
+    n = len(results)
+    stages = Counter(r.get("stage") for r in results)
+    before = sum(1 for r in results if r.get("stage") != "error" and not _errors(r.get("upstream_diagnostics")))
+    after = sum(1 for r in results if r.get("stage") != "error" and not _errors(r.get("diagnostics")))
+    actions = Counter(a["kind"] for r in results for a in r.get("actions") or [])
+    lines = [f"{'requests':<28}{n:>6}"]
+    for stage in ("unchanged", "repaired", "model", "fallback", "error"):
+        if stages.get(stage):
+            lines.append(f"{'  stage ' + stage:<28}{stages[stage]:>6}")
+    lines.append(f"{'gate passes: upstream':<28}{before:>6}")
+    lines.append(f"{'gate passes: result':<28}{after:>6}")
+    for kind, count in actions.most_common():
+        lines.append(f"{'  repair ' + kind:<28}{count:>6}")
+    return "\n".join(lines)
+
+
+def request_table(results: list[dict]) -> str:
+    """One line per result: line, format, stage, gate errors before → after, the repairs made."""
+    head = f"{'line':>4}  {'format':<10}{'stage':<10}{'errors':>8}  repairs"
+    rows = [head, "-" * len(head)]
+    for r in results:
+        errs = f"{_errors(r.get('upstream_diagnostics'))}->{_errors(r.get('diagnostics'))}"
+        kinds = ",".join(dict.fromkeys(a["kind"] for a in r.get("actions") or [])) or "-"
+        rows.append(f"{r.get('line', ''):>4}  {str(r.get('format', '-')):<10}{r.get('stage', ''):<10}{errs:>8}  {kinds}")
+    return "\n".join(rows)
+
+
+def _errors(diags: Any) -> int:
+    return sum(1 for d in diags or [] if d.get("severity") == "error")
+
+
+def _open_out(path: Optional[Path]) -> TextIO:
+    return path.open("w", encoding="utf-8") if path else sys.stdout
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("repair")
+    def repair(
+        src: Optional[Path] = typer.Argument(None, help="Requests JSONL (default: the bundled broken examples)."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
+        fmt: Optional[str] = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
+        batch_size: int = typer.Option(256, help="Requests per batch."),
+    ) -> None:
+        """Tier-1 repair (no model) + never-worse guard on every request; prints a summary table."""
+        path = src or bundled_requests_path()
+        _check_input(path)
+        demo = src is None and output is None  # the bundled examples: show a table instead of the JSONL
+        with _closing(open(os.devnull, "w") if demo else _open_out(output)) as out:
+            results = run_jsonl(Refiner(None, fmt), path, out, batch_size=batch_size, progress=output is not None)
+        if demo:
+            typer.echo(request_table(results) + "\n")
+        typer.echo(f"{path}\n{summary_table(results)}", err=output is None and not demo)
+
+    @app.command("refine")
+    def refine(
+        src: Path = typer.Argument(..., help="Requests JSONL."),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
+        model: str = typer.Option(..., "--model", help="Refiner model: a local path or a served model id."),
+        engine: str = typer.Option("vllm", "--engine", help="vllm | openai | hf"),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (engine openai)."),
+        thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="Model reasoning on/off."),
+        n: int = typer.Option(1, "--n", min=1, help="Samples per request (best of N by gate and agreement)."),
+        bypass: bool = typer.Option(True, "--bypass/--no-bypass", help="Skip the model when tier 1 passes the gate."),
+        fmt: Optional[str] = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
+        temperature: Optional[float] = typer.Option(None, help="Sampling temperature (default 0, or 0.7 with --n>1)."),
+        max_tokens: int = typer.Option(1024, help="Generation budget per sample."),
+        batch_size: int = typer.Option(64, help="Requests per engine call."),
+    ) -> None:
+        """Full pipeline: parse, gate, tier-1 repair, the refiner model where still needed, never-worse guard."""
+        from refiner.engines import make_engine
+
+        _check_input(src)
+        eng = make_engine(engine, model=model, base_url=base_url)
+        ref = Refiner(eng, fmt, n=n, thinking=thinking, bypass=bypass, temperature=temperature, max_tokens=max_tokens)
+        with _closing(_open_out(output)) as out:
+            results = run_jsonl(ref, src, out, batch_size=batch_size, progress=True)
+        typer.echo(summary_table(results), err=True)
+
+
+def _check_input(path: Path) -> None:
+    if not path.is_file():
+        raise typer.BadParameter(f"no such file: {path}")
+
+
+class _closing:
+    """Closes a file on exit, but never stdout."""
+
+    def __init__(self, fh: TextIO) -> None:
+        self.fh = fh
+
+    def __enter__(self) -> TextIO:
+        return self.fh
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fh is not sys.stdout:
+            self.fh.close()
+        else:
+            self.fh.flush()
