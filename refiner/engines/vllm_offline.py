@@ -1,0 +1,89 @@
+"""Offline batched generation with ``vllm.LLM``: all conversations of a call go to vLLM in one batch."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from refiner.engines.base import Conversation, EngineError, check_request, template_kwargs
+
+log = logging.getLogger(__name__)
+
+
+def _on_cpu() -> bool:
+    try:
+        from vllm.platforms import current_platform
+    except Exception:  # an import problem surfaces later, when vllm.LLM is built
+        return False
+    return bool(current_platform.is_cpu())
+
+
+class VLLMEngine:
+    """A local model served by ``vllm.LLM``; the chat template (with ``enable_thinking``) is applied by vLLM.
+
+    ``in_process=True`` runs vLLM's engine core inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), which
+    starts about 3x faster on CPU; the default leaves vLLM's own choice. ``cpu_kvcache_gib`` sets
+    ``VLLM_CPU_KVCACHE_SPACE`` on CPU builds when it is not already set. Other keyword arguments go to ``vllm.LLM``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        seed: int = 0,
+        enforce_eager: bool | None = None,
+        in_process: bool | None = None,
+        cpu_kvcache_gib: int | None = None,
+        use_tqdm: bool = True,
+        **llm_kwargs: Any,
+    ) -> None:
+        try:
+            import vllm
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise EngineError("the 'vllm' engine needs the vllm package (pip install 'tool-refiner[serve]')") from e
+        if in_process is not None:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
+        on_cpu = _on_cpu()
+        if on_cpu:
+            if cpu_kvcache_gib is not None or "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+                os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cpu_kvcache_gib if cpu_kvcache_gib is not None else 4)
+            if enforce_eager is None:
+                enforce_eager = True  # no graph capture on CPU; compiling only costs start-up time
+        kwargs: dict[str, Any] = dict(model=str(model), dtype=dtype, seed=seed, **llm_kwargs)
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        if enforce_eager is not None:
+            kwargs["enforce_eager"] = enforce_eager
+        log.info("loading vLLM model %s (cpu=%s)", model, on_cpu)
+        self.model = str(model)
+        self.use_tqdm = use_tqdm
+        self._vllm = vllm
+        self.llm = vllm.LLM(**kwargs)
+
+    def chat(
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        enable_thinking: bool | None = None,
+        seed: int | None = None,
+    ) -> list[list[str]]:
+        check_request(conversations, n, temperature, max_tokens)
+        if not conversations:
+            return []
+        params = self._vllm.SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
+        outputs = self.llm.chat(
+            [list(map(dict, c)) for c in conversations],
+            params,
+            use_tqdm=self.use_tqdm,
+            chat_template_kwargs=template_kwargs(enable_thinking) or None,
+        )
+        if len(outputs) != len(conversations):
+            raise EngineError(f"vLLM returned {len(outputs)} results for {len(conversations)} conversations")
+        return [[c.text for c in out.outputs] for out in outputs]
