@@ -1,0 +1,123 @@
+"""API-Bank (paper Table 1), as processed by ToolRL: levels 1-3, exact-match accuracy of the tool calls.
+
+Protocol (ToolRL's): the upstream model gets the record's ``system`` (tool list + output contract) and ``user``
+(dialogue history); its ``<tool_call>`` lines are parsed in the ``apibank`` wire format and the call list must equal
+``answer`` exactly: same names, same parameter names, same values *and JSON types* (``970420`` != ``"970420"``).
+An output that is not strictly valid in the format scores 0.
+
+Refiner-side adjustments (paper Appendix E.1.3), on by default: the refiner is told to output only the tool calls
+and to quote numbers, because the benchmark's gold parameters are strings even where the tool declares ``int`` or
+``float``; its answer is then normalised the same way (numbers become strings) so a tier-1-only refiner, which
+follows no instruction, is judged under the same rule. Only the refined side is adjusted; raw outputs are scored as
+they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from refiner import formats
+from refiner.calls import ToolCall, calls_equal
+from refiner.eval.common import Benchmark, Sample, default_data_dir, read_json, require_file, spread
+
+LEVELS = (1, 2, 3)
+
+ADJUSTMENT_HINT = (
+    "Output only the corrected tool calls, with no <response> part, in this form: <tool_call> followed by one JSON "
+    'object per line, {"name": "Tool name", "parameters": {"Parameter name": "Parameter content"}}, then '
+    "</tool_call>. Keep correct calls as they are and append any call that is missing. Write every numeric "
+    "parameter value (int or float) as a quoted string."
+)
+
+
+def numbers_to_strings(value: Any) -> Any:
+    """Every int/float inside a JSON value as a string (booleans untouched)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        return [numbers_to_strings(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: numbers_to_strings(v) for k, v in value.items()}
+    return value
+
+
+def gold_calls(record: Mapping[str, Any], where: str) -> list[ToolCall]:
+    """The record's ``answer`` (a list in levels 1 and 3, a single object in level 2) as calls."""
+    answer = record.get("answer")
+    items = answer if isinstance(answer, list) else [answer]
+    calls = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ValueError(f"{where}: field 'answer'[{i}] is not a {{name, parameters}} object: {item!r}")
+        params = item.get("parameters") or {}
+        if not isinstance(params, Mapping):
+            raise ValueError(f"{where}: field 'answer'[{i}].parameters is not an object: {params!r}")
+        calls.append(ToolCall(item["name"], dict(params)))
+    return calls
+
+
+def is_correct(text: str, gold: list[ToolCall]) -> bool:
+    """ToolRL's exact match: the text is strictly valid and its calls equal the gold calls (as a multiset)."""
+    try:
+        pred = formats.get("apibank").parse_strict(text)
+    except formats.FormatError:
+        return False
+    return calls_equal(pred, gold, ordered=False)
+
+
+class APIBank(Benchmark):
+    name = "apibank"
+    title = "API-Bank (Table 1)"
+    metrics = ("acc",)
+
+    def __init__(self, data_dir: Path | None = None, adjustments: bool = True) -> None:
+        self.dir = Path(data_dir or default_data_dir()) / "api_bank"
+        self.adjustments = adjustments
+
+    def load(self, limit: int | None = None) -> list[Sample]:
+        per_level = None if limit is None else max(1, limit // len(LEVELS))
+        out: list[Sample] = []
+        for lvl in LEVELS:
+            path = require_file(self.dir / f"level-{lvl}-api_processed.json", f"API-Bank level {lvl}")
+            records = read_json(path)
+            if not isinstance(records, list):
+                raise ValueError(f"{path}: expected a JSON array of records")
+            for i, rec in spread(list(enumerate(records)), per_level):
+                where = f"{path} record {i}"
+                for key in ("system", "user"):
+                    if not isinstance(rec.get(key), str):
+                        raise ValueError(f"{where}: field {key!r} missing or not a string")
+                gold = gold_calls(rec, where)
+                out.append(
+                    Sample(
+                        id=f"apibank-L{lvl}-{i}",
+                        bench=self.name,
+                        subset=f"level-{lvl}",
+                        messages=[{"role": "system", "content": rec["system"]}, {"role": "user", "content": rec["user"]}],
+                        system=rec["system"],
+                        query=rec["user"],
+                        tools=rec["system"],
+                        fmt="apibank",
+                        gold=gold,
+                        gold_calls=gold,
+                        meta={"format_hint": ADJUSTMENT_HINT} if self.adjustments else {},
+                    )
+                )
+        return out
+
+    def score(self, sample: Sample, text: str) -> dict[str, float]:
+        return {"acc": float(is_correct(text, sample.gold))}
+
+    def postprocess_refined(self, sample: Sample, refined: str) -> str:
+        if not self.adjustments:
+            return refined
+        fmt = formats.get("apibank")
+        try:
+            calls = fmt.parse_strict(refined)
+        except formats.FormatError:
+            return refined
+        return fmt.render([ToolCall(c.name, numbers_to_strings(dict(c.arguments))) for c in calls])

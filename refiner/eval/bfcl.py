@@ -1,0 +1,133 @@
+"""BFCL (Berkeley Function-Calling Leaderboard), AST categories, raw vs refined.
+
+Data: the JSON-lines files inside the ``bfcl-eval`` wheel (``bfcl_eval/data/BFCL_v*_<category>.json`` and
+``possible_answer/``), read straight from the zip. Categories: ``simple_python``, ``multiple``, ``parallel``,
+``parallel_multiple``, ``live_simple``, ``live_multiple``, ``live_parallel``, ``live_parallel_multiple``.
+
+The upstream model is prompted in BFCL's prompting style: the functions as JSON in the system message and the
+answer as a pythonic call list ``[func(a=1), other(b="x")]`` (the ``toolace`` wire format by default; any registered
+format can be chosen). An answer that does not parse strictly scores 0; otherwise BFCL's AST rules decide
+(:mod:`refiner.eval.bfcl_ast`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from refiner import formats
+from refiner.eval import bfcl_ast
+from refiner.eval.common import PROJECT_ROOT, Benchmark, Sample, spread
+
+CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple",
+              "live_parallel", "live_parallel_multiple")
+
+SYSTEM_TEMPLATE = (
+    "You are an expert in composing function calls. You get a question and a set of functions. Answer with the "
+    "function call(s) that achieve the purpose of the question, and nothing else. If none of the functions can be "
+    "used, say so; if the question lacks a required parameter, say so too.\n"
+    "Write the calls in this form: [func_name1(param_name1=value1, param_name2=value2), func_name2(param=value)]\n"
+    "Here is the list of functions you can call, in JSON:\n{functions}"
+)
+
+
+def find_wheel(path: str | Path | None = None) -> Path:
+    """The bfcl-eval wheel: ``path``, else ``$TOOL_REFINER_BFCL_WHEEL``, else the newest in ``.cache/bfcl/``."""
+    if path or os.environ.get("TOOL_REFINER_BFCL_WHEEL"):
+        p = Path(path or os.environ["TOOL_REFINER_BFCL_WHEEL"])
+        if not p.exists():
+            raise FileNotFoundError(f"BFCL wheel {p} does not exist")
+        return p
+    wheels = sorted((PROJECT_ROOT / ".cache" / "bfcl").glob("bfcl_eval-*.whl"))
+    if not wheels:
+        raise FileNotFoundError(
+            f"no bfcl_eval-*.whl in {PROJECT_ROOT / '.cache' / 'bfcl'} (run .ci/setup-env.sh or pass --bfcl-wheel)"
+        )
+    return wheels[-1]
+
+
+def _read_lines(zf: zipfile.ZipFile, member: str) -> list[dict]:
+    rows = []
+    for i, line in enumerate(zf.read(member).decode("utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{zf.filename}:{member} line {i}: invalid JSON: {e.msg}") from None
+    return rows
+
+
+def read_category(wheel: Path, category: str) -> list[tuple[dict, list]]:
+    """``(question record, possible answer)`` pairs of one category, joined on ``id``."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        q = sorted(n for n in names if n.startswith("bfcl_eval/data/BFCL_v") and n.endswith(f"_{category}.json"))
+        a = sorted(n for n in names if n.startswith("bfcl_eval/data/possible_answer/BFCL_v")
+                   and n.endswith(f"_{category}.json"))
+        if not q or not a:
+            raise FileNotFoundError(f"{wheel}: no question or possible-answer file for BFCL category {category!r}")
+        questions, answers = _read_lines(zf, q[-1]), _read_lines(zf, a[-1])
+    by_id = {r["id"]: r["ground_truth"] for r in answers}
+    out = []
+    for r in questions:
+        if r.get("id") not in by_id:
+            raise ValueError(f"{wheel}:{q[-1]}: record {r.get('id')!r} has no possible answer")
+        out.append((r, by_id[r["id"]]))
+    return out
+
+
+class BFCL(Benchmark):
+    name = "bfcl"
+    title = "BFCL AST"
+    metrics = ("acc",)
+
+    def __init__(self, wheel: str | Path | None = None, categories: tuple[str, ...] = CATEGORIES,
+                 fmt: str = "toolace") -> None:
+        self.wheel = wheel
+        self.categories = categories
+        self.fmt = fmt
+
+    def load(self, limit: int | None = None) -> list[Sample]:
+        wheel = find_wheel(self.wheel)
+        per_cat = None if limit is None else max(1, limit // len(self.categories))
+        out = []
+        for cat in self.categories:
+            for rec, possible in spread(read_category(wheel, cat), per_cat):
+                turns = rec.get("question")
+                if not isinstance(turns, list) or not turns or not isinstance(turns[0], list):
+                    raise ValueError(f"{wheel} {cat} record {rec.get('id')}: field 'question' is not a list of turns")
+                functions = rec.get("function")
+                if not isinstance(functions, list):
+                    raise ValueError(f"{wheel} {cat} record {rec.get('id')}: field 'function' is not a list")
+                system = SYSTEM_TEMPLATE.format(functions=json.dumps(functions, ensure_ascii=False))
+                msgs = list(turns[0])
+                extra_system = [m["content"] for m in msgs if m.get("role") == "system"]
+                dialogue = [m for m in msgs if m.get("role") != "system"]
+                if extra_system:
+                    system = "\n\n".join([system, *extra_system])
+                out.append(
+                    Sample(
+                        id=f"bfcl-{rec['id']}",
+                        bench=self.name,
+                        subset=cat,
+                        messages=[{"role": "system", "content": system}, *dialogue],
+                        system=system,
+                        query=dialogue if len(dialogue) != 1 else dialogue[0]["content"],
+                        tools=functions,
+                        fmt=self.fmt,
+                        gold=possible,
+                        gold_calls=bfcl_ast.first_answer(possible),
+                        meta={"functions": functions},
+                    )
+                )
+        return out
+
+    def score(self, sample: Sample, text: str) -> dict[str, Any]:
+        try:
+            calls = formats.get(sample.fmt).parse_strict(text)
+        except formats.FormatError:
+            return {"acc": 0.0}
+        return {"acc": float(bool(bfcl_ast.check(sample.subset, sample.meta["functions"], calls, sample.gold)))}

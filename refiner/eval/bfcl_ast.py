@@ -1,0 +1,200 @@
+"""BFCL's AST matching rules (Python categories), written from the rules BFCL documents and applies:
+
+- a possible answer maps each parameter to a list of accepted values; ``""`` in that list means the parameter may
+  be left out;
+- every required parameter must be present; a parameter that is neither in the function's schema nor in the
+  possible answer is an error;
+- types are checked against the schema (``integer``, ``float``, ``string``, ``boolean``, ``array``, ``tuple``,
+  ``dict``, ``any``); an ``int`` is accepted where ``float`` is expected (Python's auto conversion), ``bool`` is not
+  an ``int``; array items are type-checked one level deep;
+- strings are compared after dropping spaces and ``,./-_*^`` and lower-casing (so "April 1, 2024" matches
+  "april 1 2024"), also inside lists and dicts;
+- category rules: ``simple`` needs exactly one call; ``multiple`` one call of the expected function among several
+  offered; ``parallel``/``parallel_multiple`` the same number of calls as the answer, matched in any order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.calls import ToolCall
+
+PY_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "object": dict,
+    "any": str,
+    "number": float,
+}
+
+_STRIP = re.compile(r"[ ,./\-_*^]")
+
+
+@dataclass
+class Check:
+    valid: bool
+    error: str = ""
+
+    def __bool__(self) -> bool:
+        return self.valid
+
+
+OK = Check(True)
+
+
+def standardize(s: str) -> str:
+    return _STRIP.sub("", s).lower().replace("'", '"')
+
+
+def _std(v: Any) -> Any:
+    return standardize(v) if isinstance(v, str) else v
+
+
+def _answer_type(options: Sequence[Any]) -> type | None:
+    for o in options:
+        if o != "":
+            return type(o)
+    return None
+
+
+def _type_ok(value: Any, expected: type, item_type: type | None, options: Sequence[Any]) -> tuple[bool, bool]:
+    """(valid, is_variable): a value of another type than the schema's is accepted when it has the possible answer's
+    type (BFCL treats that as a variable reference)."""
+    ans_type = _answer_type(options)
+    if type(value) is expected:
+        if item_type is None or not isinstance(value, list):
+            return True, ans_type is not None and ans_type is not expected
+        for opt in options:
+            if not isinstance(opt, list):  # BFCL: an option that is not a list (e.g. "") does not constrain items
+                return True, False
+            if all(type(v) is item_type or (item_type is float and type(v) is int) for v in value):
+                return True, False
+        return False, False
+    if ans_type is not None and type(value) is ans_type:
+        return True, True
+    return False, False
+
+
+def _dict_ok(value: Mapping, options: Sequence[Any]) -> bool:
+    for opt in options:
+        if opt == "" or not isinstance(opt, Mapping):
+            continue
+        if any(k not in opt or _std(v) not in [_std(o) for o in opt[k]] for k, v in value.items()):
+            continue
+        if any(k not in value and "" not in opts for k, opts in opt.items()):
+            continue
+        return True
+    return False
+
+
+def _list_of_dicts_ok(value: list, options: Sequence[Any]) -> bool:
+    for opt in options:
+        if isinstance(opt, list) and len(opt) == len(value):
+            if all(isinstance(v, Mapping) and _dict_ok(v, [o]) for v, o in zip(value, opt)):
+                return True
+    return False
+
+
+def check_call(spec: Mapping[str, Any], call: ToolCall, answer: Mapping[str, Sequence[Any]]) -> Check:
+    """One call against one function's possible answer (``{param: [accepted values]}``)."""
+    if call.name != spec["name"]:
+        return Check(False, f"wrong function name {call.name!r}, expected {spec['name']!r}")
+    params = spec.get("parameters") or {}
+    props: Mapping[str, Any] = params.get("properties") or {}
+    args = dict(call.arguments)
+    for req in params.get("required") or ():
+        if req not in args:
+            return Check(False, f"missing required parameter {req!r}")
+    for p, value in args.items():
+        if p not in props or p not in answer:
+            return Check(False, f"unexpected parameter {p!r}")
+        options = list(answer[p])
+        tname = props[p].get("type", "any")
+        expected = PY_TYPES.get(tname, str)
+        item_type = None
+        if tname in ("array", "tuple"):
+            item_type = PY_TYPES.get((props[p].get("items") or {}).get("type", ""), None)
+        if tname == "float" and type(value) is int:
+            value = float(value)
+        ok, is_var = _type_ok(value, expected, item_type, options)
+        if not ok:
+            return Check(False, f"parameter {p!r}: wrong type {type(value).__name__}, expected {tname}")
+        if not is_var:
+            if expected is dict:
+                if not _dict_ok(value, options):
+                    return Check(False, f"parameter {p!r}: dict {value!r} matches no possible answer")
+                continue
+            if expected is list and item_type is dict:
+                if not _list_of_dicts_ok(value, options):
+                    return Check(False, f"parameter {p!r}: list of dicts {value!r} matches no possible answer")
+                continue
+            if expected is str:
+                if standardize(value) not in [standardize(o) for o in options if isinstance(o, str)]:
+                    return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
+                continue
+            if expected is list:
+                std_opts = [[_std(x) for x in o] for o in options if isinstance(o, list)]
+                if [_std(x) for x in value] not in std_opts:
+                    return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
+                continue
+        if value not in options:
+            return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
+    for p, options in answer.items():
+        if p not in args and "" not in options:
+            return Check(False, f"parameter {p!r} left out but not optional")
+    return OK
+
+
+def _find_spec(functions: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any]:
+    for f in functions:
+        if f.get("name") == name:
+            return f
+    raise KeyError(f"possible answer names {name!r}, which is not among the offered functions")
+
+
+def check(category: str, functions: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall],
+          possible: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]]) -> Check:
+    """A whole answer of one BFCL category (``simple``, ``multiple``, ``parallel``, ``parallel_multiple``, with or
+    without the ``live_`` prefix or a ``_python`` suffix)."""
+    if len(calls) != len(possible):
+        return Check(False, f"wrong number of calls: {len(calls)}, expected {len(possible)}")
+    if "parallel" not in category:
+        (name, answer), = possible[0].items()
+        return check_call(_find_spec(functions, name), calls[0], answer)
+    used: set[int] = set()
+    for expected in possible:
+        (name, answer), = expected.items()
+        spec = _find_spec(functions, name)
+        last = Check(False, f"no call matches {name!r}")
+        for i, call in enumerate(calls):
+            if i in used:
+                continue
+            last = check_call(spec, call, answer)
+            if last:
+                used.add(i)
+                break
+        if not last:
+            return Check(False, f"no call matches the expected {name!r}: {last.error}")
+    return OK
+
+
+def first_answer(possible: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]]) -> list[ToolCall]:
+    """One correct call list: each parameter's first accepted value; optional-only parameters left out."""
+    calls = []
+    for expected in possible:
+        (name, answer), = expected.items()
+        args = {}
+        for p, options in answer.items():
+            vals = [o for o in options if o != ""]
+            if vals:
+                args[p] = vals[0]
+        calls.append(ToolCall(name, args))
+    return calls

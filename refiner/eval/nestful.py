@@ -1,0 +1,198 @@
+"""NESTFUL (paper Table 2): nested call sequences whose later calls use earlier results (``$var1.field$``).
+
+Data: v1 (executable 85, glaive 169, sgd 46 sequences; tool specs joined by name from the split's spec file) and the
+4-record v2 excerpt (tools inlined, ``gold_answer`` given). The upstream prompt follows the NESTFUL paper's layout: a
+system message with the function library and three in-context examples (other records of the same split), then the
+user's query; the answer is a JSON list of calls with ``label``s, parsed in the ``nestful`` wire format.
+
+Metrics (each sample; the table averages them, on a 0-1 scale like the paper):
+
+- ``part_acc``: correct calls / max(len(gold), len(predicted)) — a call is correct when name, arguments and label
+  (``$`` ignored) equal a gold call's, matched as a multiset, so padding with extra calls does not help;
+- ``full_acc``: the predicted sequence equals the gold sequence, in order;
+- ``win_rate``: the output is strictly valid and executing it gives the gold answer. v2 math records run for real
+  (:class:`~refiner.eval.nestful_exec.MathLibrary`, compared with ``gold_answer``); v1 records, whose RapidAPI /
+  non-executable tools cannot run offline and which ship no answer, are executed symbolically and compared with
+  the symbolic result of the gold sequence. Records whose functions are outside both (v2 code-derived ones) get no
+  win-rate value and are left out of that average (the report gives the count).
+
+An output that is not strictly valid scores 0 on every metric.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from refiner import formats
+from refiner.calls import ToolCall, canonical_json
+from refiner.eval.common import Benchmark, Sample, default_data_dir, read_json, read_jsonl, require_file, spread
+from refiner.eval.nestful_exec import ExecutionError, MathLibrary, label_key, same_answer, symbolic_result
+
+V1_SPLITS = {
+    "executable": ("executable/executable-data.json", "executable/executable-spec.json"),
+    "glaive": ("non-executable/non-executable-glaive-data.json", "non-executable/non-executable-glaive-spec.json"),
+    "sgd": ("non-executable/non-executable-sgd-data.json", "non-executable/non-executable-sgd-spec.json"),
+}
+V2_FILE = "data_v2_toy/toy_data.jsonl"
+N_ICL = 3
+N_DISTRACTORS = 4
+SPEC_KEYS = ("name", "description", "parameters", "query_parameters", "arguments", "output_parameters",
+             "output_parameter")
+
+SYSTEM_TEMPLATE = (
+    "You are a helpful assistant with access to the following function calls. Answer the user's request with the "
+    "sequence of function calls that produces the result. Write the calls as a JSON list; every call has a "
+    '"name", its "arguments" and a "label" ($var_1, $var_2, ...) naming its result, and a later call uses an '
+    "earlier result by writing $var_N.<output field>$ as an argument value.\n"
+    "<|function_call_library|>\n{library}\n\nHere are some examples:\n{examples}"
+)
+
+
+def calls_from_record(output: Any, where: str) -> list[ToolCall]:
+    """A record's gold ``output`` list as calls (``label`` kept as written in ``outputs``)."""
+    if not isinstance(output, list):
+        raise ValueError(f"{where}: field 'output' is not a list")
+    calls = []
+    for i, item in enumerate(output):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ValueError(f"{where}: field 'output'[{i}] has no string 'name'")
+        args = item.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            raise ValueError(f"{where}: field 'output'[{i}].arguments is not an object")
+        label = item.get("label")
+        calls.append(ToolCall(item["name"], dict(args), outputs=(label,) if isinstance(label, str) else ()))
+    return calls
+
+
+def _norm(call: ToolCall) -> tuple[str, str, tuple[str, ...]]:
+    return (call.name, canonical_json(dict(call.arguments)), tuple(label_key(o) for o in call.outputs))
+
+
+def part_accuracy(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> float:
+    if not gold and not pred:
+        return 1.0
+    common = Counter(map(_norm, pred)) & Counter(map(_norm, gold))
+    return sum(common.values()) / max(len(gold), len(pred))
+
+
+def full_accuracy(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> float:
+    return float([_norm(c) for c in pred] == [_norm(c) for c in gold])
+
+
+def win(pred: Sequence[ToolCall], gold: Sequence[ToolCall], gold_answer: Any, execution: str) -> float | None:
+    """1.0 when executing ``pred`` gives the gold answer, 0.0 when not, None when the record is not executable."""
+    if execution == "math":
+        try:
+            return float(same_answer(MathLibrary().run(pred), gold_answer))
+        except (ExecutionError, RecursionError):
+            return 0.0
+    if execution == "symbolic":
+        try:
+            return float(symbolic_result(pred) == symbolic_result(gold))
+        except (ExecutionError, RecursionError):
+            return 0.0
+    return None
+
+
+def _library(specs: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps([{k: s[k] for k in SPEC_KEYS if k in s} for s in specs], ensure_ascii=False)
+
+
+class NESTFUL(Benchmark):
+    name = "nestful"
+    title = "NESTFUL (Table 2)"
+    metrics = ("part_acc", "full_acc", "win_rate")
+    percent = False
+
+    def __init__(self, data_dir: Path | None = None, seed: int = 0, include_v2: bool = True) -> None:
+        self.dir = Path(data_dir or default_data_dir()) / "nestful"
+        self.seed = seed
+        self.include_v2 = include_v2
+
+    # -- loading -----------------------------------------------------------------------------------------------
+    def _records(self) -> dict[str, tuple[list[dict], dict[str, dict] | None, Path]]:
+        out = {}
+        for split, (data_f, spec_f) in V1_SPLITS.items():
+            dp = require_file(self.dir / "data_v1" / data_f, f"NESTFUL {split} data")
+            sp = require_file(self.dir / "data_v1" / spec_f, f"NESTFUL {split} specs")
+            specs = read_json(sp)
+            out[split] = (read_json(dp), {s["name"]: s for s in specs if isinstance(s, Mapping) and "name" in s}, dp)
+        if self.include_v2 and (self.dir / V2_FILE).exists():
+            out["v2"] = (read_jsonl(self.dir / V2_FILE), None, self.dir / V2_FILE)
+        return out
+
+    def load(self, limit: int | None = None) -> list[Sample]:
+        splits = self._records()
+        per_split = None if limit is None else max(1, limit // len(splits))
+        samples: list[Sample] = []
+        for split, (records, spec_by_name, path) in splits.items():
+            gold_all = [calls_from_record(r.get("output"), f"{path} record {i}") for i, r in enumerate(records)]
+            for i, rec in spread(list(enumerate(records)), per_split):
+                where = f"{path} record {i}"
+                if not isinstance(rec.get("input"), str):
+                    raise ValueError(f"{where}: field 'input' missing or not a string")
+                gold = gold_all[i]
+                rng = random.Random(f"{self.seed}-{split}-{i}")
+                specs = self._specs(rec, gold, spec_by_name, rng, where)
+                icl = self._examples(records, gold_all, i, rng)
+                system = SYSTEM_TEMPLATE.format(library=_library(specs), examples=icl)
+                if split == "v2":
+                    execution = "math" if MathLibrary().covers(gold) else "none"
+                else:
+                    execution = "symbolic"
+                samples.append(
+                    Sample(
+                        id=f"nestful-{split}-{i}",
+                        bench=self.name,
+                        subset=split,
+                        messages=[{"role": "system", "content": system}, {"role": "user", "content": rec["input"]}],
+                        system=system,
+                        query=rec["input"],
+                        tools=[dict(s) for s in specs],
+                        fmt="nestful",
+                        gold=gold,
+                        gold_calls=gold,
+                        meta={"execution": execution, "gold_answer": rec.get("gold_answer")},
+                    )
+                )
+        return samples
+
+    def _specs(self, rec: dict, gold: list[ToolCall], spec_by_name: dict | None, rng: random.Random,
+               where: str) -> list[dict]:
+        if spec_by_name is None:  # v2: inlined
+            tools = rec.get("tools")
+            if not isinstance(tools, list):
+                raise ValueError(f"{where}: field 'tools' missing or not a list")
+            return tools
+        names = list(dict.fromkeys(c.name for c in gold if c.name != "var_result"))
+        missing = [n for n in names if n not in spec_by_name]
+        if missing:
+            raise ValueError(f"{where}: gold calls use functions with no spec: {missing}")
+        others = sorted(set(spec_by_name) - set(names))
+        names += rng.sample(others, min(N_DISTRACTORS, len(others)))
+        rng.shuffle(names)
+        return [spec_by_name[n] for n in names]
+
+    def _examples(self, records: list[dict], gold_all: list[list[ToolCall]], i: int, rng: random.Random) -> str:
+        pool = [j for j in range(len(records)) if j != i]
+        picks = rng.sample(pool, min(N_ICL, len(pool)))
+        fmt = formats.get("nestful")
+        return "\n\n".join(f"Input: {records[j]['input']}\nOutput: {fmt.render(gold_all[j])}" for j in picks)
+
+    # -- scoring -------------------------------------------------------------------------------------------------
+    def score(self, sample: Sample, text: str) -> dict[str, float]:
+        try:
+            pred = formats.get("nestful").parse_strict(text)
+        except formats.FormatError:
+            wr = None if sample.meta.get("execution") == "none" else 0.0
+            return {"part_acc": 0.0, "full_acc": 0.0, "win_rate": wr}
+        return {
+            "part_acc": part_accuracy(pred, sample.gold),
+            "full_acc": full_accuracy(pred, sample.gold),
+            "win_rate": win(pred, sample.gold, sample.meta.get("gold_answer"), sample.meta.get("execution", "none")),
+        }

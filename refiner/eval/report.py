@@ -1,0 +1,157 @@
+"""``report.md`` in the paper's table layouts, and a bar chart of raw vs refined per benchmark.
+
+Δ is the relative improvement of the refined headline metric over the raw one, ``(refined - raw) / raw`` in percent
+(the paper's convention); it is "n/a" when the raw score is 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+METRIC_NAMES = {
+    "acc": "Acc.",
+    "part_acc": "Part. Acc.",
+    "full_acc": "Full Acc.",
+    "win_rate": "Win Rate",
+    "acc_full": "Acc_Full",
+    "acc_toolname": "Acc_Toolname",
+    "acc_parameter": "Acc_Parameter",
+}
+
+
+def relative_delta(raw: float, refined: float) -> str:
+    if raw is None or refined is None or math.isnan(raw) or math.isnan(refined):
+        return "n/a"
+    if raw == 0:
+        return "n/a" if refined == 0 else "n/a (raw 0)"
+    return f"{(refined - raw) / raw * 100:+.2f}%"
+
+
+def _fmt(v: Any, percent: bool) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v * 100:.2f}" if percent else f"{v:.2f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
+    """One benchmark's table(s): overall metrics with Δ, then the headline metric per subset."""
+    b = result.bench
+    head = b.metrics[0]
+    subsets = [k for k in result.raw if k != "overall"]
+    n = int(result.raw["overall"]["n"])
+    parts = [f"## {b.title or b.name}", "", f"{n} samples; scores {'in %' if b.percent else 'on 0-1'}."]
+    versions = [(f"{upstream_name} (Raw)", result.raw)]
+    if result.refined is not None:
+        versions.append((f"{upstream_name} (w/ {refiner_name})", result.refined))
+    if len(b.metrics) == 1:
+        header = ["Model", f"Overall {METRIC_NAMES.get(head, head)}", "Δ", *subsets]
+        rows = []
+        for name, summ in versions:
+            delta = "-" if summ is result.raw else relative_delta(result.raw["overall"][head], summ["overall"][head])
+            rows.append([name, _fmt(summ["overall"][head], b.percent), delta,
+                         *(_fmt(summ[s][head], b.percent) for s in subsets)])
+        parts += ["", _table(header, rows)]
+    else:
+        header = ["Model", *(METRIC_NAMES.get(m, m) for m in b.metrics), f"Δ ({METRIC_NAMES.get(head, head)})"]
+        rows = []
+        for name, summ in versions:
+            delta = "-" if summ is result.raw else relative_delta(result.raw["overall"][head], summ["overall"][head])
+            rows.append([name, *(_fmt(summ["overall"][m], b.percent) for m in b.metrics), delta])
+        parts += ["", _table(header, rows)]
+        if subsets:
+            header = ["Subset", "n", *(f"{METRIC_NAMES.get(m, m)} raw → refined" for m in b.metrics)]
+            rows = []
+            for s in subsets:
+                cells = []
+                for m in b.metrics:
+                    raw = _fmt(result.raw[s][m], b.percent)
+                    ref = _fmt(result.refined[s][m], b.percent) if result.refined else "–"
+                    cells.append(f"{raw} → {ref}")
+                rows.append([s, str(int(result.raw[s]["n"])), *cells])
+            parts += ["", _table(header, rows)]
+    notes = [f"{METRIC_NAMES.get(k[:-2], k[:-2])}: computed on {int(v)} of {n} samples"
+             for k, v in result.raw["overall"].items() if k.endswith("_n")]
+    if notes:
+        parts += ["", "Note: " + "; ".join(notes) + "."]
+    if result.refined is not None:
+        stages: dict[str, int] = {}
+        for row in result.rows:
+            stages[str(row.get("stage"))] = stages.get(str(row.get("stage")), 0) + 1
+        parts += ["", "Pipeline stages: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())) + "."]
+    return "\n".join(parts)
+
+
+def recovery_section(recovery: Any) -> str:
+    header = ["Error class", "n", "fixed", "still wrong", "harmed", "fixed %"]
+    rows = []
+    for cls, t in recovery.table.items():
+        n = t["n"]
+        fixed_pct = f"{t['fixed'] / n * 100:.1f}" if n and cls != "clean" else "–"
+        rows.append([cls, str(n), str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]), fixed_pct])
+    return "\n".join([
+        "## Corruption recovery",
+        "",
+        "Gold calls of each source, corrupted by the rule corruptor (one error class per sample) or left clean, then "
+        "refined. fixed: a corrupted input refined to the gold calls; still wrong: not; harmed: a clean input made "
+        "wrong by the refiner.",
+        "",
+        _table(header, rows),
+    ])
+
+
+def render_report(results: Sequence[Any], recovery: Any = None, meta: Mapping[str, Any] | None = None) -> str:
+    meta = dict(meta or {})
+    upstream = str(meta.get("upstream", "upstream"))
+    refiner = str(meta.get("refiner", "Refiner"))
+    parts = ["# Tool-refiner evaluation", ""]
+    for k, v in meta.items():
+        parts.append(f"- **{k}**: {v}")
+    for r in results:
+        parts += ["", bench_section(r, upstream, refiner)]
+    if recovery is not None:
+        parts += ["", recovery_section(recovery)]
+    if results:
+        parts += ["", "![raw vs refined](chart.png)"]
+    return "\n".join(parts) + "\n"
+
+
+def bar_chart(results: Sequence[Any], path: str | Path) -> Path | None:
+    """Grouped bars (raw, refined) of each benchmark's headline metric on a 0-100 scale; None without matplotlib or
+    results."""
+    if not results:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    labels = [f"{r.bench.name}\n{METRIC_NAMES.get(r.bench.metrics[0], r.bench.metrics[0])}" for r in results]
+    raw = [r.raw["overall"][r.bench.metrics[0]] * 100 for r in results]
+    ref = [(r.refined["overall"][r.bench.metrics[0]] * 100) if r.refined else 0.0 for r in results]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.8 * len(results)), 3.6))
+    xs = range(len(results))
+    w = 0.38
+    ax.bar([x - w / 2 for x in xs], raw, w, label="raw")
+    if any(r.refined for r in results):
+        ax.bar([x + w / 2 for x in xs], ref, w, label="refined")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel("score (0-100)")
+    ax.set_ylim(0, 100)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,94 @@
+"""Where upstream outputs come from: a JSONL file, or an OpenAI-compatible endpoint with an on-disk cache.
+
+File: one JSON object per line with ``id`` (the sample id, e.g. ``apibank-L1-0``) and ``output`` (the upstream
+text); ``bench`` is optional. Every sample must have a line; a missing one is an error naming the file and id.
+
+Endpoint: the ``openai`` engine of :mod:`refiner.engines` (concurrency, timeouts, retries); each answer is appended
+to a cache file keyed by a hash of (model, messages, sampling settings), so a rerun sends only what is not cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from refiner.eval.common import Sample, read_jsonl
+
+
+def read_outputs_file(path: str | Path, samples: Sequence[Sample]) -> dict[str, str]:
+    """``{sample id: output}`` for ``samples`` from a JSONL file."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"upstream file {path} does not exist")
+    by_id: dict[str, str] = {}
+    for i, row in enumerate(read_jsonl(path), 1):
+        if not isinstance(row, Mapping) or not isinstance(row.get("id"), str):
+            raise ValueError(f"{path}: record {i}: field 'id' missing or not a string")
+        if not isinstance(row.get("output"), str):
+            raise ValueError(f"{path}: record {i} ({row['id']}): field 'output' missing or not a string")
+        by_id[row["id"]] = row["output"]
+    missing = [s.id for s in samples if s.id not in by_id]
+    if missing:
+        raise ValueError(f"{path}: no output for {len(missing)} sample(s), e.g. {missing[:5]}")
+    return {s.id: by_id[s.id] for s in samples}
+
+
+def cache_key(model: str, messages: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> str:
+    blob = json.dumps({"model": model, "messages": list(messages), "settings": dict(settings)}, sort_keys=True,
+                      ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class CachedChat:
+    """An engine's ``chat`` (n=1) behind a JSONL cache: ``generate(conversations) -> texts``."""
+
+    def __init__(self, engine: Any, model: str, cache_file: str | Path | None, *, temperature: float = 0.0,
+                 max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> None:
+        self.engine = engine
+        self.model = model
+        self.cache_file = Path(cache_file) if cache_file else None
+        self.settings = {"temperature": temperature, "max_tokens": max_tokens, "enable_thinking": enable_thinking,
+                         "seed": seed}
+        self.cache: dict[str, str] = {}
+        self.hits = 0
+        if self.cache_file and self.cache_file.exists():
+            for row in read_jsonl(self.cache_file):
+                self.cache[row["key"]] = row["output"]
+
+    def generate(self, conversations: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
+        keys = [cache_key(self.model, conv, self.settings) for conv in conversations]
+        todo = [i for i, k in enumerate(keys) if k not in self.cache]
+        self.hits = len(keys) - len(todo)
+        # the same prompt twice in one batch is sent once
+        first: dict[str, int] = {}
+        for i in todo:
+            first.setdefault(keys[i], i)
+        if first:
+            order = list(first.values())
+            outs = self.engine.chat([list(conversations[i]) for i in order], n=1, **self.settings)
+            if len(outs) != len(order):
+                raise RuntimeError(f"engine returned {len(outs)} results for {len(order)} conversations")
+            new = {keys[i]: texts[0] for i, texts in zip(order, outs)}
+            self.cache.update(new)
+            if self.cache_file:
+                self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+                with self.cache_file.open("a", encoding="utf-8") as f:
+                    for k, v in new.items():
+                        f.write(json.dumps({"key": k, "output": v}, ensure_ascii=False) + "\n")
+        return [self.cache[k] for k in keys]
+
+
+def endpoint_outputs(samples: Sequence[Sample], base_url: str, model: str, cache_file: str | Path | None, *,
+                     engine: Any = None, **settings: Any) -> dict[str, str]:
+    """``{sample id: output}`` from an OpenAI-compatible endpoint (``engine`` overrides the HTTP engine, for
+    tests)."""
+    if engine is None:
+        from refiner.engines import make_engine
+
+        engine = make_engine("openai", model=model, base_url=base_url)
+    chat = CachedChat(engine, model, cache_file, **settings)
+    texts = chat.generate([s.messages for s in samples])
+    return {s.id: t for s, t in zip(samples, texts)}
