@@ -1,0 +1,164 @@
+"""A scripted OpenAI-compatible server for tests and benchmarks, and helpers to run ASGI apps on loopback.
+
+The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake`` object in the request body
+(unknown fields travel through the proxy untouched):
+
+- ``content``: assistant text (default: ``"echo: <last user message>"``); ``reasoning``: a ``reasoning_content``;
+- ``tool_calls``: ``[{"name", "arguments": str | obj, "id"?}]`` returned as OpenAI ``tool_calls`` (string arguments
+  are sent verbatim, so broken JSON can be scripted);
+- ``status``: reply with this HTTP status and an OpenAI-style error body; ``fail_times`` + ``key``: the first
+  ``fail_times`` requests carrying ``key`` get ``fail_status`` (default 503), later ones succeed;
+- ``delay``: seconds to wait before answering; ``malformed``: reply 200 with a body that is not JSON;
+- ``stream: true`` in the body streams SSE chunks: content in small pieces, each tool call split into a name chunk
+  and several argument fragments, then ``finish_reason`` and ``[DONE]``.
+
+Every request's ``Authorization`` header is recorded in ``app.state.auth_seen`` (to check keys are forwarded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+
+MODEL_ID = "fake-model"
+
+
+def _tool_calls(spec: list[dict]) -> list[dict]:
+    out = []
+    for i, c in enumerate(spec):
+        args = c.get("arguments", {})
+        out.append(
+            {
+                "id": c.get("id", f"call_fake_{i}"),
+                "type": "function",
+                "function": {"name": c["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+            }
+        )
+    return out
+
+
+def _content(body: dict, fake: dict) -> str | None:
+    if "content" in fake:
+        return fake["content"]
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    return f"echo: {users[-1].get('content') if users else ''}"
+
+
+def _chunk(cid: str, delta: dict, finish: str | None = None, index: int = 0) -> str:
+    obj = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": MODEL_ID,
+        "choices": [{"index": index, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(obj)}\n\n"
+
+
+def _stream(body: dict, fake: dict) -> Iterator[str]:
+    cid = "chatcmpl-fake-stream"
+    yield _chunk(cid, {"role": "assistant", "content": ""})
+    content = _content(body, fake) or ""
+    for i in range(0, len(content), 4):
+        yield _chunk(cid, {"content": content[i : i + 4]})
+    calls = _tool_calls(fake.get("tool_calls") or [])
+    for k, call in enumerate(calls):
+        head = {"index": k, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"],
+                                                                             "arguments": ""}}
+        yield _chunk(cid, {"tool_calls": [head]})
+        args = call["function"]["arguments"]
+        for i in range(0, len(args), 5):
+            yield _chunk(cid, {"tool_calls": [{"index": k, "function": {"arguments": args[i : i + 5]}}]})
+    yield _chunk(cid, {}, "tool_calls" if calls else "stop")
+    yield "data: [DONE]\n\n"
+
+
+def create_fake_upstream() -> FastAPI:
+    """A new fake OpenAI-compatible app (its own failure counters and recorded headers)."""
+    app = FastAPI()
+    app.state.auth_seen = []
+    app.state.fail_counts = {}
+    app.state.requests = 0
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "tests"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        app.state.requests += 1
+        app.state.auth_seen.append(request.headers.get("authorization"))
+        body = await request.json()
+        fake = body.get("x_fake") or {}
+        if fake.get("delay"):
+            await asyncio.sleep(float(fake["delay"]))
+        if fake.get("fail_times"):
+            key = fake.get("key", "")
+            seen = app.state.fail_counts.get(key, 0)
+            app.state.fail_counts[key] = seen + 1
+            if seen < int(fake["fail_times"]):
+                status = int(fake.get("fail_status", 503))
+                headers = {"retry-after": "0"} if status == 429 else {}
+                return JSONResponse({"error": {"message": "scripted failure", "type": "server_error"}}, status,
+                                    headers=headers)
+        if fake.get("status"):
+            status = int(fake["status"])
+            return JSONResponse({"error": {"message": f"scripted status {status}", "type": "scripted",
+                                           "code": status}}, status)
+        if fake.get("malformed"):
+            return PlainTextResponse('{"id": "x", "choices": [ not json', 200, media_type="application/json")
+        if body.get("stream"):
+            return StreamingResponse(_stream(body, fake), media_type="text/event-stream")
+        calls = _tool_calls(fake.get("tool_calls") or [])
+        choices = []
+        for i in range(int(body.get("n") or 1)):
+            message: dict[str, Any] = {"role": "assistant", "content": _content(body, fake)}
+            if "n" in body and int(body["n"]) > 1 and "content" not in fake:
+                message["content"] = f"{message['content']} #{i}"
+            if fake.get("reasoning"):
+                message["reasoning_content"] = fake["reasoning"]
+            if calls:
+                message["tool_calls"] = calls
+            choices.append({"index": i, "message": message, "finish_reason": "tool_calls" if calls else "stop"})
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", MODEL_ID),
+            "choices": choices,
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+
+    return app
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any, *, startup_timeout: float = 20.0, log_level: str = "warning") -> Iterator[str]:
+    """Runs an ASGI app with uvicorn on 127.0.0.1 (a free port) in a daemon thread; yields ``http://127.0.0.1:PORT``
+    and stops the server on exit."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level=log_level, lifespan="on", backlog=4096,
+                            timeout_keep_alive=30)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn-loopback", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("loopback server did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
