@@ -1,0 +1,70 @@
+"""``tool-refiner serve``: the OpenAI-compatible refining proxy (see :mod:`refiner.proxy`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import typer
+
+
+def build_refiner(
+    *,
+    model: Optional[str],
+    refiner_base_url: Optional[str],
+    engine: Optional[str],
+    n: int = 1,
+    thinking: Optional[bool] = None,
+    max_tokens: int = 1024,
+    refiner_api_key_env: str = "REFINER_API_KEY",
+) -> Any:
+    """The proxy's refiner: tier 1 + guard when no model is given; else the pipeline over an engine
+    (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``)."""
+    from refiner.pipeline import Refiner
+
+    if not model and not refiner_base_url:
+        return Refiner(engine=None)
+    from refiner.engines import make_engine
+
+    kind = engine or ("openai" if refiner_base_url else "vllm")
+    kw: dict[str, Any] = {}
+    if kind == "openai":
+        kw["api_key_env"] = refiner_api_key_env
+    eng = make_engine(kind, model=model, base_url=refiner_base_url, **kw)
+    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        upstream_base_url: str = typer.Option(..., "--upstream-base-url", help="Upstream OpenAI-compatible URL "
+                                              "ending in /v1 (e.g. http://127.0.0.1:8000/v1)."),
+        refiner_base_url: Optional[str] = typer.Option(None, "--refiner-base-url", help="Refiner model served "
+                                                       "behind an OpenAI-compatible URL (engine openai)."),
+        model: Optional[str] = typer.Option(None, "--model", help="Refiner model: local path (engines vllm/hf) or "
+                                            "served model id (with --refiner-base-url). Without a model, and without "
+                                            "--refiner-base-url, the proxy runs tier-1 repair + guard only."),
+        engine: Optional[str] = typer.Option(None, "--engine", help="vllm | openai | hf (default: openai with "
+                                             "--refiner-base-url, else vllm)."),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
+        port: int = typer.Option(8080, "--port", help="Port to bind."),
+        timeout: float = typer.Option(120.0, "--timeout", help="Upstream request timeout, seconds (504 after)."),
+        n: int = typer.Option(1, "--n", min=1, help="Refiner samples per request."),
+        thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
+        max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
+        upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
+                                                 "upstream key (if unset, the client's Authorization is forwarded)."),
+        log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    ) -> None:
+        """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
+        import uvicorn
+
+        from refiner.proxy import create_app
+
+        ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
+                            max_tokens=max_tokens)
+        app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
+                         timeout=timeout)
+        what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
+        typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what})", err=True)
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
