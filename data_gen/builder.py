@@ -1,0 +1,318 @@
+"""Builds the refiner's training set: (task, upstream output, correct calls) triplets written as verl parquet.
+
+The four data types of the paper (Section 3.2): ``erroneous`` (corrupted calls, per error type x corrupting model x
+source), ``correct`` (the gold calls as upstream), ``shuffled_full`` (NesTools calls in a wrong order) and
+``shuffled_simplified`` (NesTools tool names per step, wrongly grouped or ordered). Each row's prompt comes from
+:func:`refiner.prompt.build_messages`; its ground truth is checked with :func:`rewards.compute_score`: the answer
+scores 1.0, a correct upstream 1.0, a corrupted upstream less.
+
+Row schema (verl): ``data_source``, ``prompt`` (chat list), ``ability``, ``reward_model = {"style": "rule",
+"ground_truth": '{"format", "answer", "order_sensitive"}'}``, ``extra_info`` (index, split, source, record_id,
+data_type, label, error_group, error_classes, corruptor, model, upstream).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from data_gen import sources
+from data_gen.config import type_counts
+from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt
+from data_gen.sources import Sample, SkipLog, SourceUnavailable
+from data_gen.sources.nestools import to_order
+from refiner import formats
+from refiner.prompt import build_messages
+
+ORDER_CLASSES = {
+    "shuffled_full": ["shuffled_order", "swapped_calls"],
+    "shuffled_simplified": ["shuffled_order", "swapped_calls", "split_step", "merge_steps"],
+}
+LLM_KIND = {"format": "format", "name": "name", "content": "content", "shuffled_full": "order_full",
+            "shuffled_simplified": "order_simplified"}
+
+
+@dataclass
+class Job:
+    """One row to make: a data type, a sample, and for corrupted types the error group and corrupting model."""
+
+    dtype: str
+    sample: Sample
+    group: str | None = None
+    model: str | None = None
+    seed: int = 0
+
+
+@dataclass
+class BuildReport:
+    out_dir: Path
+    rows: dict[str, int] = field(default_factory=dict)
+    counts: Counter = field(default_factory=Counter)  # rows per (dtype, source)
+    rejected: Counter = field(default_factory=Counter)  # discarded attempts per reason
+    skips: SkipLog = field(default_factory=SkipLog)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    substitutions: list[str] = field(default_factory=list)
+    reused_samples: Counter = field(default_factory=Counter)
+    llm: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "per_type_source": {f"{t}/{s}": n for (t, s), n in sorted(self.counts.items())},
+            "rejected": dict(self.rejected),
+            "skipped_records": self.skips.summary(),
+            "unavailable_sources": self.unavailable,
+            "substitutions": self.substitutions,
+            "reused_samples": dict(self.reused_samples),
+            "llm": self.llm,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+class _Cycle:
+    """Draws samples without replacement, reshuffling when the pool is used up (reuse is counted)."""
+
+    def __init__(self, items: list[Sample], rng: random.Random) -> None:
+        self.items, self.rng, self.pos, self.order, self.reused = items, rng, 0, [], 0
+        self._refill()
+
+    def _refill(self) -> None:
+        self.order = list(range(len(self.items)))
+        self.rng.shuffle(self.order)
+        self.pos = 0
+
+    def next(self) -> Sample:
+        if self.pos >= len(self.order):
+            self._refill()
+            self.reused += 1
+        s = self.items[self.order[self.pos]]
+        self.pos += 1
+        return s
+
+
+def load_pools(
+    cfg: dict[str, Any], source_paths: dict[str, str], report: BuildReport, progress: bool = True
+) -> dict[str, list[Sample]]:
+    """Samples per needed source (``nestools_order`` is derived from ``nestools``). Unavailable sources are
+    recorded in the report, and raise unless ``missing_sources`` allows it."""
+    needed = sorted({s for t in cfg["types"].values() for s in t["sources"]})
+    pools: dict[str, list[Sample]] = {}
+    for name in needed:
+        scfg = cfg["sources"].get(name) or {}
+        path = source_paths.get(name) or scfg.get("path")
+        try:
+            pools[name] = sources.load(name, path, limit=scfg.get("limit"), skips=report.skips, progress=progress,
+                                       fmt=scfg.get("format"))
+        except (SourceUnavailable, FileNotFoundError) as e:
+            report.unavailable[name] = str(e)
+            continue
+        if not pools[name]:
+            report.unavailable[name] = f"source {name!r}: no usable records ({report.skips.total(name)} skipped)"
+            del pools[name]
+    if report.unavailable and cfg["missing_sources"] == "error":
+        lines = "\n  ".join(report.unavailable.values())
+        raise SourceUnavailable(
+            f"{len(report.unavailable)} source(s) unavailable:\n  {lines}\n"
+            "Give local copies with --source-path NAME=PATH, set missing_sources: substitute (other sources of the "
+            "same type stand in) or skip, or use configs/data/local.yaml (NesTools + the Glaive subset only)."
+        )
+    return pools
+
+
+def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random, report: BuildReport) -> list[Job]:
+    """Every row to make, by the configured mix."""
+    cycles = {name: _Cycle(p, random.Random(rng.random())) for name, p in pools.items()}
+    jobs: list[Job] = []
+
+    def quota(dtype: str, per: int, wanted: list[str]) -> list[tuple[str, int]]:
+        avail = [s for s in wanted if s in pools]
+        missing = [s for s in wanted if s not in pools]
+        if not avail:
+            report.substitutions.append(f"{dtype}: no source available of {wanted}; type left out")
+            return []
+        out = {s: per for s in avail}
+        if missing and cfg["missing_sources"] == "substitute":
+            for k, s in enumerate(missing):
+                for j in range(per):
+                    out[avail[(k + j) % len(avail)]] += 1
+                report.substitutions.append(f"{dtype}: {per} rows of {s} made from {', '.join(avail)}")
+        return list(out.items())
+
+    for dtype, t in cfg["types"].items():
+        if dtype == "erroneous":
+            for group in t["error_types"]:
+                if group not in ERROR_GROUPS:
+                    raise ValueError(f"unknown error type {group!r}; known: {sorted(ERROR_GROUPS)}")
+                for model in t["models"]:
+                    for src, n in quota(dtype, int(t["per_source"]), t["sources"]):
+                        jobs += [Job(dtype, cycles[src].next(), group, model, rng.randrange(2**31)) for _ in range(n)]
+        else:
+            if "count" in t:
+                per = -(-int(t["count"]) // len(t["sources"]))
+            else:
+                per = int(t["per_source"])
+            made = []
+            for src, n in quota(dtype, per, t["sources"]):
+                made += [Job(dtype, cycles[src].next(), None, None, rng.randrange(2**31)) for _ in range(n)]
+            if "count" in t:
+                made = made[: int(t["count"])]
+            jobs += made
+    for name, c in cycles.items():
+        if c.reused:
+            report.reused_samples[name] = c.reused
+    return jobs
+
+
+def _job_sample(job: Job) -> Sample:
+    return to_order(job.sample) if job.dtype == "shuffled_simplified" else job.sample
+
+
+def _rules_upstream(job: Job, sample: Sample) -> tuple[str, tuple[str, ...], int]:
+    classes = ERROR_GROUPS[job.group] if job.dtype == "erroneous" else ORDER_CLASSES[job.dtype]
+    c = corrupt(sample.calls, sample.fmt, sample.tools, random.Random(job.seed), classes)
+    return c.text, c.error_classes, c.rejected
+
+
+def make_row(
+    cfg: dict[str, Any], job: Job, sample: Sample, upstream: str, label: str, error_classes: tuple[str, ...],
+    corruptor: str,
+) -> dict[str, Any]:
+    f = formats.get(sample.fmt)
+    gt = {"format": sample.fmt, "answer": f.render(sample.calls), "order_sensitive": f.order_sensitive}
+    return {
+        "data_source": cfg["data_source"],
+        "prompt": build_messages(sample.system, sample.query, upstream),
+        "ability": cfg["ability"],
+        "reward_model": {"style": "rule", "ground_truth": json.dumps(gt, ensure_ascii=False)},
+        "extra_info": {
+            "index": -1,
+            "split": "",
+            "source": sample.source,
+            "record_id": sample.record_id,
+            "data_type": job.dtype,
+            "label": label,
+            "error_group": job.group or ("order" if job.dtype.startswith("shuffled") else ""),
+            "error_classes": list(error_classes),
+            "corruptor": corruptor,
+            "model": job.model or "",
+            "format": sample.fmt,
+            "upstream": upstream,
+        },
+    }
+
+
+def check_row(row: dict[str, Any]) -> str | None:
+    """Why the row is inconsistent with the reward, or ``None``: the answer must score 1.0, a correct upstream
+    1.0 and a corrupted upstream less."""
+    from rewards import compute_score
+
+    gt = row["reward_model"]["ground_truth"]
+    ds = row["data_source"]
+    if compute_score(ds, json.loads(gt)["answer"], gt)["score"] != 1.0:
+        return "gold answer does not score 1.0"
+    up = compute_score(ds, row["extra_info"]["upstream"], gt)["score"]
+    if row["extra_info"]["label"] == "correct" and up != 1.0:
+        return "correct upstream does not score 1.0"
+    if row["extra_info"]["label"] == "corrupted" and up >= 1.0:
+        return "corrupted upstream scores 1.0"
+    return None
+
+
+def split_rows(rows: list[dict[str, Any]], fraction: float, rng: random.Random) -> dict[str, list[dict[str, Any]]]:
+    """Train/validation split, stratified by data type; indices are per split."""
+    by_type: dict[str, list[dict]] = {}
+    for r in rows:
+        by_type.setdefault(r["extra_info"]["data_type"], []).append(r)
+    out: dict[str, list[dict]] = {"train": [], "validation": []}
+    for group in by_type.values():
+        rng.shuffle(group)
+        n_val = round(len(group) * fraction)
+        out["validation"] += group[:n_val]
+        out["train"] += group[n_val:]
+    for name, part in out.items():
+        rng.shuffle(part)
+        for i, r in enumerate(part):
+            r["extra_info"]["index"] = i
+            r["extra_info"]["split"] = name
+    return out
+
+
+def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
+    import datasets
+
+    datasets.Dataset.from_list(rows).to_parquet(str(path))
+
+
+def build(
+    cfg: dict[str, Any],
+    out_dir: str | Path,
+    *,
+    source_paths: dict[str, str] | None = None,
+    engine_factory: Callable[[str], Any] | None = None,
+    progress: bool = True,
+) -> BuildReport:
+    """Builds the configured mix into ``out_dir/{train,validation}.parquet`` plus ``manifest.json``."""
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = BuildReport(out)
+    rng = random.Random(cfg["seed"])
+    pools = load_pools(cfg, source_paths or {}, report, progress)
+    jobs = plan(cfg, pools, rng, report)
+    if any(j.dtype == "shuffled_simplified" for j in jobs):
+        sources.ensure_format("order")
+    if cfg["corruptor"] == "llm":
+        from data_gen.corrupt.llm import llm_upstreams
+
+        llm_out = llm_upstreams(cfg, jobs, [_job_sample(j) for j in jobs], engine_factory, report, progress)
+    rows: list[dict[str, Any]] = []
+    for k, job in enumerate(tqdm(jobs, desc="build rows", unit="row", disable=not progress)):
+        sample = _job_sample(job)
+        for attempt in range(5):
+            if job.dtype == "correct":
+                upstream = formats.get(sample.fmt).render(sample.calls)
+                label, classes, corruptor = "correct", (), "none"
+            elif cfg["corruptor"] == "llm":
+                upstream, label, classes = llm_out[k]
+                corruptor = "llm"
+                if upstream is None:
+                    break
+            else:
+                try:
+                    upstream, classes, rejected = _rules_upstream(job, sample)
+                except CorruptionError:
+                    report.rejected["no applicable corruption; another sample drawn"] += 1
+                    job = Job(job.dtype, pools[job.sample.source][rng.randrange(len(pools[job.sample.source]))],
+                              job.group, job.model, rng.randrange(2**31))
+                    sample = _job_sample(job)
+                    continue
+                report.rejected["rule corruption changed nothing (regenerated)"] += rejected
+                label, corruptor = "corrupted", "rules"
+            row = make_row(cfg, job, sample, upstream, label, classes, corruptor)
+            why = check_row(row)
+            if why is None:
+                rows.append(row)
+                report.counts[(job.dtype, sample.source)] += 1
+                break
+            report.rejected[why] += 1
+            if job.dtype == "correct" or corruptor == "llm":
+                break
+            job = Job(job.dtype, job.sample, job.group, job.model, rng.randrange(2**31))
+    parts = split_rows(rows, float(cfg["split"]["validation"]), rng)
+    for name, part in parts.items():
+        if part:
+            write_parquet(part, out / f"{name}.parquet")
+        report.rows[name] = len(part)
+    report.seconds = time.perf_counter() - t0
+    manifest = {"config": cfg, "expected_rows": type_counts(cfg), **report.to_json()}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False, default=str) + "\n")
+    return report

@@ -1,0 +1,71 @@
+"""``data build`` (training parquet for verl) and ``data stats`` (the mix and prompt lengths of a built folder)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(e: Exception) -> None:
+    typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+def _source_paths(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise typer.BadParameter(f"--source-path expects NAME=PATH, got {item!r}")
+        out[name.strip()] = path.strip()
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    data_app = typer.Typer(help="Build and inspect the refiner's training data.", no_args_is_help=True)
+    app.add_typer(data_app, name="data")
+
+    @data_app.command("build")
+    def build_cmd(
+        out: Path = typer.Option(..., "--out", "-o", help="Output folder (train/validation parquet, manifest)."),
+        config: Optional[Path] = typer.Option(None, "--config", "-c", help="Data config YAML (configs/data/)."),
+        source_path: Optional[list[str]] = typer.Option(None, "--source-path", help="NAME=PATH local copy."),
+        corruptor: Optional[str] = typer.Option(None, help="rules | llm (overrides the config)."),
+        seed: Optional[int] = typer.Option(None, help="Random seed (overrides the config)."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    ) -> None:
+        """Build the training set (the paper's four data types) as verl parquet."""
+        from data_gen.builder import build
+        from data_gen.config import load_config
+        from data_gen.sources import SourceUnavailable
+
+        over = {k: v for k, v in (("corruptor", corruptor), ("seed", seed)) if v is not None}
+        try:
+            cfg = load_config(config, **over)
+            report = build(cfg, out, source_paths=_source_paths(source_path or []), progress=not quiet)
+        except (SourceUnavailable, FileNotFoundError, ValueError) as e:
+            _fail(e)
+        summary = report.to_json()
+        typer.echo(json.dumps({k: summary[k] for k in ("rows", "per_type_source", "rejected", "substitutions",
+                                                       "unavailable_sources", "seconds")}, indent=2))
+        skipped = sum(s["count"] for s in summary["skipped_records"])
+        typer.echo(f"skipped source records: {skipped} (reasons in {out / 'manifest.json'})")
+
+    @data_app.command("stats")
+    def stats_cmd(
+        data_dir: Path = typer.Argument(..., help="A folder written by 'data build'."),
+        tokenizer: Optional[str] = typer.Option(None, help="Tokenizer folder/name for token lengths."),
+        max_prompt_length: Optional[int] = typer.Option(None, help="Warn above this many prompt tokens."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Mix per source, data type and error class; prompt lengths; warnings for over-long prompts."""
+        from data_gen.stats import data_stats, format_stats
+
+        try:
+            st = data_stats(data_dir, tokenizer=tokenizer, max_prompt_length=max_prompt_length)
+        except FileNotFoundError as e:
+            _fail(e)
+        typer.echo(json.dumps(st, indent=2) if as_json else format_stats(st))
