@@ -98,6 +98,12 @@ class Benchmark:
     def score(self, sample: Sample, text: str) -> dict[str, float]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def render(self, sample: Sample, calls: Sequence[ToolCall]) -> str:
+        """``calls`` as a correct answer text for ``sample`` (used to script upstream outputs)."""
+        from refiner import formats
+
+        return formats.get(sample.fmt).render(calls)
+
     def postprocess_refined(self, sample: Sample, refined: str) -> str:
         """Hook for benchmark-specific adjustments of the refiner's answer (identity by default)."""
         return refined

@@ -94,9 +94,9 @@ def recovery_section(recovery: Any) -> str:
     header = ["Error class", "n", "fixed", "still wrong", "harmed", "fixed %"]
     rows = []
     for cls, t in recovery.table.items():
-        n = t["n"]
-        fixed_pct = f"{t['fixed'] / n * 100:.1f}" if n and cls != "clean" else "–"
-        rows.append([cls, str(n), str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]), fixed_pct])
+        corrupted = t["fixed"] + t["still_wrong"]
+        fixed_pct = f"{t['fixed'] / corrupted * 100:.1f}" if corrupted else "–"
+        rows.append([cls, str(t["n"]), str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]), fixed_pct])
     return "\n".join([
         "## Corruption recovery",
         "",

@@ -114,3 +114,92 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
     if chart:
         report.bar_chart(results, out / "chart.png")
     return path
+
+
+BENCH_NAMES = ("apibank", "nestful", "bamboogle", "bfcl")
+RECOVERY = "recovery"
+
+
+def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel: str | Path | None = None,
+                   bfcl_categories: Sequence[str] | None = None, bfcl_format: str = "toolace",
+                   apibank_adjustments: bool = True, seed: int = 0) -> Benchmark:
+    from refiner.eval.apibank import APIBank
+    from refiner.eval.bamboogle import BamboogleStar
+    from refiner.eval.bfcl import BFCL, CATEGORIES
+    from refiner.eval.nestful import NESTFUL
+
+    dd = Path(data_dir) if data_dir else None
+    if name == "apibank":
+        return APIBank(dd, adjustments=apibank_adjustments)
+    if name == "nestful":
+        return NESTFUL(dd, seed=seed)
+    if name == "bamboogle":
+        return BamboogleStar(dd, seed=seed)
+    if name == "bfcl":
+        return BFCL(bfcl_wheel, tuple(bfcl_categories or CATEGORIES), fmt=bfcl_format)
+    raise ValueError(f"unknown benchmark {name!r}; known: {', '.join((*BENCH_NAMES, RECOVERY))}")
+
+
+def run_eval(
+    benches: Sequence[str],
+    out_dir: str | Path,
+    *,
+    refiner: Any = None,
+    upstream_file: str | Path | None = None,
+    upstream_base_url: str | None = None,
+    upstream_model: str | None = None,
+    upstream_engine: Any = None,
+    upstream_scripted: float | None = None,
+    upstream_settings: Mapping[str, Any] | None = None,
+    cache_file: str | Path | None = None,
+    limit: int | None = None,
+    recovery_sources: Sequence[str] = BENCH_NAMES,
+    clean_ratio: float = 0.15,
+    seed: int = 0,
+    meta: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    chart: bool = True,
+    **bench_options: Any,
+) -> Path:
+    """Runs the named benchmarks (and ``recovery``) and writes the results folder; returns the report path.
+
+    Upstream outputs come from exactly one of ``upstream_file`` (JSONL of ``{id, output}``), an OpenAI-compatible
+    endpoint (``upstream_base_url`` + ``upstream_model``, or an ``upstream_engine`` object) or ``upstream_scripted``
+    (the gold, rule-corrupted with that probability). ``refiner`` is a :class:`refiner.pipeline.Refiner` (or None:
+    raw scores only). ``recovery`` needs no upstream."""
+    from refiner.eval import upstream as up
+
+    benches = list(dict.fromkeys(benches))
+    unknown = [b for b in benches if b not in (*BENCH_NAMES, RECOVERY)]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join((*BENCH_NAMES, RECOVERY))}")
+    sources = [b for b in benches if b != RECOVERY]
+    chosen = [x for x in (upstream_file, upstream_base_url or upstream_engine, upstream_scripted) if x is not None]
+    if sources and len(chosen) != 1:
+        raise ValueError("give exactly one upstream: a file, an endpoint (base URL + model) or scripted")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results: list[BenchResult] = []
+    for name in sources:
+        bench = make_benchmark(name, seed=seed, **bench_options)
+        samples = bench.load(limit)
+        if upstream_file is not None:
+            outputs = up.read_outputs_file(upstream_file, samples)
+        elif upstream_scripted is not None:
+            outputs = up.scripted_outputs(bench, samples, upstream_scripted, seed=seed)
+        else:
+            outputs = up.endpoint_outputs(samples, upstream_base_url or "", upstream_model or "",
+                                          cache_file or out / "upstream_cache.jsonl", engine=upstream_engine,
+                                          **dict(upstream_settings or {}))
+        results.append(evaluate(bench, samples, outputs, refiner, progress=progress))
+    recovery = None
+    if RECOVERY in benches:
+        if refiner is None:
+            raise ValueError("the recovery benchmark needs a refiner (tier1 or a model)")
+        from refiner.eval.recovery import run_recovery
+
+        samples = []
+        for name in recovery_sources:
+            samples += make_benchmark(name, seed=seed, **bench_options).load(limit)
+        recovery = run_recovery(samples, refiner, seed=seed, clean_ratio=clean_ratio, progress=progress)
+    return write_results(results, out, meta=meta, recovery=recovery, chart=chart)

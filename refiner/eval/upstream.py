@@ -92,3 +92,38 @@ def endpoint_outputs(samples: Sequence[Sample], base_url: str, model: str, cache
     chat = CachedChat(engine, model, cache_file, **settings)
     texts = chat.generate([s.messages for s in samples])
     return {s.id: t for s, t in zip(samples, texts)}
+
+
+def scripted_outputs(bench: Any, samples: Sequence[Sample], corrupt_ratio: float = 0.5, seed: int = 0,
+                     classes: Sequence[str] | None = None) -> dict[str, str]:
+    """Upstream outputs made from the gold: each sample's gold calls, corrupted by the rule corruptor with
+    probability ``corrupt_ratio`` (a seeded error of a random class; kept clean when no class applies)."""
+    import random
+
+    from data_gen.corrupt.rules import CorruptionError, corrupt
+    from refiner.eval.recovery import _tools_for
+
+    rng = random.Random(seed)
+    out = {}
+    for s in samples:
+        text = bench.render(s, s.gold_calls)
+        if rng.random() < corrupt_ratio:
+            try:
+                text = corrupt(s.gold_calls, s.fmt, _tools_for(s), random.Random(f"{seed}-{s.id}"), classes=classes).text
+            except CorruptionError:
+                pass
+        out[s.id] = text
+    return out
+
+
+def write_outputs_file(path: str | Path, outputs: Mapping[str, str], bench: str | None = None) -> Path:
+    """Writes ``{sample id: output}`` as the JSONL file :func:`read_outputs_file` reads."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for sid, text in outputs.items():
+            row = {"id": sid, "output": text}
+            if bench:
+                row["bench"] = bench
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path

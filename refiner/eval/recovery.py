@@ -1,0 +1,105 @@
+"""Corruption recovery: gold calls → rule corruptor → refiner → per error class, how many were fixed.
+
+For each sample of the chosen sources (any benchmark: its gold calls, tools and wire format), the rule corruptor
+(:func:`data_gen.corrupt.rules.corrupt`) renders the gold with one seeded error of one class; error classes are
+dealt round-robin so every class gets about the same number of samples, and a class that does not apply to a
+sample passes to the next. A share of the samples (``clean_ratio``) is left uncorrupted, to measure harm. Each
+upstream text goes through the pipeline; a refined text is correct when it parses strictly in the format and its
+calls equal the gold (in order for order-sensitive formats).
+
+Per error class: ``fixed`` (corrupted → correct), ``still_wrong`` (corrupted → not correct); the ``clean`` row
+counts ``harmed`` (a correct input made wrong). Raw inputs are never correct for a corrupted row, by construction.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm import tqdm
+
+from refiner.eval.common import Sample
+
+BATCH = 64
+
+
+@dataclass
+class RecoveryResult:
+    rows: list[dict]
+    table: dict[str, dict[str, int]]
+    skipped: dict[str, int] = field(default_factory=dict)  # class -> samples it could not corrupt
+
+
+def _tools_for(sample: Sample) -> Any:
+    if isinstance(sample.tools, str):
+        from refiner.specs import load_tools
+
+        try:
+            return load_tools(sample.tools)
+        except Exception:
+            return None
+    return sample.tools
+
+
+def make_upstreams(samples: Sequence[Sample], seed: int = 0, clean_ratio: float = 0.15,
+                   classes: Sequence[str] | None = None) -> tuple[list[dict], dict[str, int]]:
+    """One upstream per sample: ``{"sample", "text", "error_class"}`` (``"clean"`` when left as the gold)."""
+    from data_gen.corrupt.rules import CorruptionError, corrupt, expand_classes
+    from refiner import formats
+
+    pool = expand_classes(classes)
+    rng = random.Random(seed)
+    out, skipped = [], {}
+    turn = 0
+    for s in samples:
+        if not s.gold_calls:
+            continue
+        if rng.random() < clean_ratio:
+            out.append({"sample": s, "text": formats.get(s.fmt).render(s.gold_calls), "error_class": "clean"})
+            continue
+        tools = _tools_for(s)
+        for k in range(len(pool)):
+            cls = pool[(turn + k) % len(pool)]
+            try:
+                c = corrupt(s.gold_calls, s.fmt, tools, random.Random(f"{seed}-{s.id}-{cls}"), classes=[cls])
+            except CorruptionError:
+                skipped[cls] = skipped.get(cls, 0) + 1
+                continue
+            out.append({"sample": s, "text": c.text, "error_class": c.error_classes[0]})
+            turn = (turn + k + 1) % len(pool)
+            break
+    return out, skipped
+
+
+def run_recovery(samples: Sequence[Sample], refiner: Any, seed: int = 0, clean_ratio: float = 0.15,
+                 classes: Sequence[str] | None = None, progress: bool = True) -> RecoveryResult:
+    from data_gen.corrupt.rules import changes_something
+
+    items, skipped = make_upstreams(samples, seed, clean_ratio, classes)
+    rows: list[dict] = []
+    table: dict[str, dict[str, int]] = {}
+    bar = tqdm(total=len(items), desc="recovery", disable=not progress, leave=False)
+    for start in range(0, len(items), BATCH):
+        chunk = items[start : start + BATCH]
+        results = refiner.refine_batch([it["sample"].refine_request(it["text"]) for it in chunk], errors="result")
+        for it, res in zip(chunk, results):
+            s: Sample = it["sample"]
+            correct = not changes_something(res.get("refined", ""), s.gold_calls, s.fmt)
+            cls = it["error_class"]
+            t = table.setdefault(cls, {"n": 0, "fixed": 0, "still_wrong": 0, "harmed": 0, "kept": 0})
+            t["n"] += 1
+            if cls == "clean":
+                t["kept" if correct else "harmed"] += 1
+            else:
+                t["fixed" if correct else "still_wrong"] += 1
+            rows.append({"id": s.id, "source": s.bench, "error_class": cls, "upstream": it["text"],
+                         "refined": res.get("refined"), "stage": res.get("stage"), "correct": correct})
+        bar.update(len(chunk))
+    bar.close()
+    order = sorted(table, key=lambda c: (c == "clean", c))
+    table = {c: table[c] for c in order}
+    total = {k: sum(t[k] for t in table.values()) for k in ("n", "fixed", "still_wrong", "harmed", "kept")}
+    table["all"] = total
+    return RecoveryResult(rows=rows, table=table, skipped=skipped)
