@@ -5,6 +5,7 @@
     calls = fmt.parse_strict(text)          # raises formats.FormatError
     got = fmt.parse_lenient(text)           # never raises: got.calls, got.problems
     text = fmt.render(calls)
+    formats.detect_format(text)             # "hermes", "apibank", ... or None
 """
 
 from refiner.formats.base import (  # noqa: F401
@@ -16,4 +17,16 @@ from refiner.formats.base import (  # noqa: F401
     names,
     register,
 )
-from refiner.formats import hermes  # noqa: F401,E402  (registers)
+from refiner.formats import (  # noqa: F401,E402  (each import registers a format)
+    hermes,
+    glaive,
+    toolace,
+    xlam,
+    nestools,
+    order,
+    apibank,
+    openai,
+    anthropic,
+    nestful,
+)
+from refiner.formats.detect import detect_format  # noqa: F401,E402

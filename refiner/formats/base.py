@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -62,7 +64,25 @@ class WireFormat:
     def parse_strict(self, text: str) -> list[ToolCall]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def parse_lenient(self, text: str) -> Lenient:  # pragma: no cover - interface
+    def parse_lenient(self, text: str) -> Lenient:
+        """Best effort, never raises: cuts huge inputs, runs :meth:`recover`, and when recovery met no problem,
+        adds whatever strict parsing objects to."""
+        out = Lenient()
+        try:
+            if len(text) > MAX_LENIENT_CHARS:
+                out.problems.append(f"input cut to its first {MAX_LENIENT_CHARS} characters")
+                text = text[:MAX_LENIENT_CHARS]
+            self.recover(text, out)
+            if not out.problems:
+                self.parse_strict(text)
+        except FormatError as e:
+            out.problems.append(str(e))
+        except Exception as e:  # never raise: anything unexpected becomes a problem
+            out.problems.append(f"internal: {e!r}")
+        return out
+
+    def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface
+        """Adds the calls recoverable from ``text`` to ``out.calls`` and every defect met to ``out.problems``."""
         raise NotImplementedError
 
     def render(self, calls: Sequence[ToolCall]) -> str:  # pragma: no cover - interface
@@ -167,9 +187,39 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
         raise fmt.error("JSON nested too deeply", offset) from None
 
 
+# json_repair is pure Python and, on some inputs (long runs of unclosed ``{"`` or ``{]``), quadratic: it runs under a
+# wall-clock budget per call, checked from a profile hook, so no input can make lenient parsing hang.
+REPAIR_BUDGET_S = 0.5
+
+
+class _RepairTimeout(Exception):
+    pass
+
+
+def _run_with_budget(fn: Any, arg: str, budget_s: float) -> Any:
+    """``fn(arg)``, aborted with :class:`_RepairTimeout` once ``budget_s`` seconds have passed (checked on Python
+    function calls inside ``fn``)."""
+    deadline = time.perf_counter() + budget_s
+    calls = 0
+
+    def hook(frame: Any, event: str, _arg: Any) -> None:
+        nonlocal calls
+        if event == "call":
+            calls += 1
+            if not calls & 127 and time.perf_counter() > deadline:
+                raise _RepairTimeout
+
+    previous = sys.getprofile()
+    sys.setprofile(hook)
+    try:
+        return fn(arg)
+    finally:
+        sys.setprofile(previous)
+
+
 def lenient_json(text: str) -> Any:
-    """Best-effort JSON: strict first, then ``json_repair``. Returns ``None`` when nothing could be recovered.
-    Never raises."""
+    """Best-effort JSON: strict first, then ``json_repair`` (under a time budget). Returns ``None`` when nothing
+    could be recovered. Never raises."""
     text = text[:MAX_LENIENT_CHARS]
     try:
         return json.loads(text)
@@ -178,8 +228,8 @@ def lenient_json(text: str) -> Any:
     try:
         import json_repair
 
-        value = json_repair.loads(text)
-    except Exception:  # json_repair is best effort itself; any failure means nothing recovered
+        value = _run_with_budget(json_repair.loads, text, REPAIR_BUDGET_S)
+    except Exception:  # json_repair is best effort itself; any failure (or the budget) means nothing recovered
         return None
     if value == "" or value is None:
         return None
@@ -204,3 +254,181 @@ def expect_str(fmt: WireFormat, value: Any, what: str, position: int = -1) -> st
     if not isinstance(value, str):
         raise fmt.error(f"{what} must be a string, got {type(value).__name__}", position)
     return value
+
+
+def skip_ws(text: str, pos: int) -> int:
+    m = _WS.match(text, pos)
+    return m.end() if m else pos
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
+    """One strict JSON value starting at ``pos`` (leading whitespace skipped): ``(value, end)``."""
+    pos = skip_ws(text, pos)
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as e:
+        raise fmt.error(f"invalid JSON: {e.msg}", e.pos) from None
+    except ValueError as e:
+        raise fmt.error(str(e), pos) from None
+    except RecursionError:
+        raise fmt.error("JSON nested too deeply", pos) from None
+
+
+def expect_blank(fmt: WireFormat, text: str, start: int, end: int, what: str) -> None:
+    """Raises unless ``text[start:end]`` is only whitespace."""
+    i = skip_ws(text, start)
+    if i < end:
+        raise fmt.error(f"unexpected text {text[i:min(end, i + 30)]!r} {what}", i)
+
+
+def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
+    """The single JSON value between the first ``open_tag`` and its ``close_tag`` after any reasoning, and its
+    position; nothing else is allowed inside the tags."""
+    start = reasoning_offset(text)
+    i = text.find(open_tag, start)
+    if i < 0:
+        raise fmt.error(f"missing {open_tag}", start)
+    a = i + len(open_tag)
+    b = text.find(close_tag, a)
+    if b < 0:
+        raise fmt.error(f"missing {close_tag}", len(text))
+    value, end = decode_at(fmt, text[:b], a)
+    expect_blank(fmt, text, end, b, f"before {close_tag}")
+    return value, skip_ws(text, a)
+
+
+MAX_JSON_CANDIDATES = 64
+
+
+def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[Any, int]:
+    """The first JSON value after any reasoning that starts at a ``{`` or ``[`` and satisfies ``accept(value)``;
+    prose before and after it is allowed. Tries at most :data:`MAX_JSON_CANDIDATES` starting points."""
+    pos = reasoning_offset(text)
+    first_error: FormatError | None = None
+    for _ in range(MAX_JSON_CANDIDATES):
+        pos = _next_bracket(text, pos)
+        if pos < 0:
+            break
+        try:
+            value, end = decode_at(fmt, text, pos)
+        except FormatError as e:
+            first_error = first_error or e
+            pos += 1
+            continue
+        if accept(value):
+            return value, pos
+        pos = end
+    if first_error is not None:
+        raise first_error
+    raise fmt.error(f"no {what} found", reasoning_offset(text))
+
+
+def _next_bracket(text: str, pos: int) -> int:
+    a, b = text.find("{", pos), text.find("[", pos)
+    if a < 0:
+        return b
+    if b < 0:
+        return a
+    return min(a, b)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Lenient helpers
+
+
+def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[str]) -> str:
+    """What lies between ``open_tag`` and ``close_tag`` after any reasoning, tolerating either tag missing (each
+    missing tag is reported)."""
+    body = strip_reasoning(text)
+    i = body.find(open_tag)
+    if i < 0:
+        problems.append(f"missing {open_tag}")
+    else:
+        body = body[i + len(open_tag) :]
+    j = body.find(close_tag)
+    if j < 0:
+        problems.append(f"missing {close_tag}")
+    else:
+        body = body[:j]
+    return body
+
+
+def lenient_json_in_prose(text: str) -> Any:
+    """Best-effort JSON value from text that may hold prose around it: from the first ``{`` or ``[`` on."""
+    i = _next_bracket(text, 0)
+    if i < 0:
+        return None
+    return lenient_json(text[i:])
+
+
+NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
+ARG_KEYS = ("arguments", "parameters", "input", "args", "params")
+
+
+def coerce_call(item: Any, problems: list[str], *, outputs: tuple[str, ...] = (), step: int | None = None) -> ToolCall | None:
+    """A call from a loosely shaped dict (any of the usual name/argument keys, OpenAI ``function`` nesting,
+    arguments as a JSON string); ``None`` (with a problem) when no name can be found."""
+    if not isinstance(item, dict):
+        problems.append(f"not a call object: {str(item)[:80]!r}")
+        return None
+    fn = item.get("function")
+    if isinstance(fn, dict):
+        merged = dict(item)
+        merged.update(fn)
+        item = merged
+    name = next((item[k] for k in NAME_KEYS if isinstance(item.get(k), str) and item[k].strip()), None)
+    if name is None and isinstance(fn, str) and fn.strip():
+        name = fn
+    if name is None:
+        problems.append(f"call without a name: {str(item)[:80]!r}")
+        return None
+    raw = next((item[k] for k in ARG_KEYS if k in item), {})
+    if isinstance(raw, str):
+        raw = lenient_json(raw) if raw.strip() else {}
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        problems.append(f"arguments of {name!r} are not an object: {str(raw)[:80]!r}")
+        raw = {}
+    return ToolCall(name.strip(), {str(k): v for k, v in raw.items()}, outputs=outputs, step=step)
+
+
+def as_items(value: Any) -> list[Any]:
+    """A JSON value as a list of items: lists as they are, anything else as a one-item list (none for None)."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def strict_fields(
+    fmt: WireFormat,
+    obj: Any,
+    pos: int,
+    *,
+    what: str,
+    name_key: str = "name",
+    args_key: str = "arguments",
+    extra_keys: tuple[str, ...] = (),
+) -> tuple[str, dict, dict]:
+    """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means
+    ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``."""
+    obj = expect_object(fmt, obj, what, pos)
+    unknown = set(obj) - {name_key, args_key, *extra_keys}
+    if unknown:
+        raise fmt.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+    if name_key not in obj:
+        raise fmt.error(f"{what} has no {name_key!r}", pos)
+    name = expect_str(fmt, obj[name_key], repr(name_key), pos)
+    if not name.strip():
+        raise fmt.error(f"empty {name_key!r} in {what}", pos)
+    args = expect_object(fmt, obj.get(args_key, {}), repr(args_key), pos)
+    return name, args, {k: obj[k] for k in extra_keys if k in obj}
+
+
+def expect_str_list(fmt: WireFormat, value: Any, what: str, position: int = -1) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise fmt.error(f"{what} must be a list of strings", position)
+    return tuple(value)

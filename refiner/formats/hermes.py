@@ -1,7 +1,9 @@
 """Hermes / Qwen3 native tool calls: one ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` block per call.
 
 Qwen3's chat template emits exactly this after an optional ``<think>`` block, so the refiner's own raw output parses
-here. Text between blocks is allowed (models put newlines or prose there).
+here. Text between blocks is allowed (models put newlines or prose there). ``apibank`` shares the tag but puts
+``{"name", "parameters"}`` objects, one per line, in one block; :func:`refiner.formats.detect_format` tells them
+apart.
 """
 
 from __future__ import annotations
@@ -12,28 +14,23 @@ from refiner.calls import ToolCall
 from refiner.formats.base import (
     Lenient,
     WireFormat,
+    as_items,
+    coerce_call,
     dumps,
-    expect_object,
-    expect_str,
     find_all_tagged,
     lenient_json,
     reasoning_offset,
     register,
+    strict_fields,
     strict_json,
+    strip_reasoning,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
 def _call_from_obj(fmt: WireFormat, obj: object, pos: int) -> ToolCall:
-    obj = expect_object(fmt, obj, "a <tool_call> block", pos)
-    unknown = set(obj) - {"name", "arguments"}
-    if unknown:
-        raise fmt.error(f"unexpected keys {sorted(unknown)} in a <tool_call> block", pos)
-    if "name" not in obj:
-        raise fmt.error("a <tool_call> block has no 'name'", pos)
-    name = expect_str(fmt, obj["name"], "'name'", pos)
-    args = expect_object(fmt, obj.get("arguments", {}), "'arguments'", pos)
+    name, args, _ = strict_fields(fmt, obj, pos, what="a <tool_call> block")
     return ToolCall(name, args)
 
 
@@ -50,48 +47,25 @@ class Hermes(WireFormat):
             raise self.error(f"no {OPEN}...{CLOSE} block", start)
         return [_call_from_obj(self, strict_json(self, text[a:b], a), a) for a, b in spans]
 
-    def parse_lenient(self, text: str) -> Lenient:
-        out = Lenient()
-        try:
-            start = reasoning_offset(text)
-            body = text[start:]
-            chunks = body.split(OPEN)[1:] if OPEN in body else [body]
-            if OPEN not in body:
-                out.problems.append(f"missing {OPEN}")
-            for chunk in chunks:
-                if CLOSE in chunk:
-                    chunk = chunk.split(CLOSE, 1)[0]
-                else:
-                    out.problems.append(f"missing {CLOSE}")
-                obj = lenient_json(chunk)
-                for item in obj if isinstance(obj, list) else [obj]:
-                    call = _lenient_call(item)
-                    if call is None:
-                        out.problems.append(f"unrecoverable call: {chunk[:80]!r}")
-                    else:
-                        out.calls.append(call)
-            if not out.problems:
-                try:
-                    self.parse_strict(text)
-                except Exception as e:  # strict says what lenient glossed over
-                    out.problems.append(str(e))
-        except Exception as e:  # never raise
-            out.problems.append(f"internal: {e!r}")
-        return out
+    def recover(self, text: str, out: Lenient) -> None:
+        body = strip_reasoning(text)
+        chunks = body.split(OPEN)[1:] if OPEN in body else [body]
+        if OPEN not in body:
+            out.problems.append(f"missing {OPEN}")
+        for chunk in chunks:
+            if CLOSE in chunk:
+                chunk = chunk.split(CLOSE, 1)[0]
+            else:
+                out.problems.append(f"missing {CLOSE}")
+            items = as_items(lenient_json(chunk))
+            if not items:
+                out.problems.append(f"unrecoverable call: {chunk[:80]!r}")
+            for item in items:
+                call = coerce_call(item, out.problems)
+                if call is not None:
+                    out.calls.append(call)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(
             f"{OPEN}\n{dumps({'name': c.name, 'arguments': dict(c.arguments)})}\n{CLOSE}" for c in calls
         )
-
-
-def _lenient_call(item: object) -> ToolCall | None:
-    if not isinstance(item, dict):
-        return None
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-    args = item.get("arguments", item.get("parameters", {}))
-    if isinstance(args, str):
-        args = lenient_json(args)
-    return ToolCall(name, args if isinstance(args, dict) else {})

@@ -1,0 +1,83 @@
+"""Anthropic Messages: ``tool_use`` content blocks ``{"type": "tool_use", "id", "name", "input": {...}}``, as a bare
+block list or inside a message's ``content``. Text and thinking blocks are allowed and ignored."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    Lenient,
+    WireFormat,
+    as_items,
+    coerce_call,
+    dumps,
+    expect_object,
+    expect_str,
+    json_in_prose,
+    lenient_json_in_prose,
+    register,
+    strip_reasoning,
+)
+
+IGNORED_BLOCKS = {"text", "thinking", "redacted_thinking"}
+
+
+def _blocks(value: object) -> object:
+    if isinstance(value, dict) and "content" in value:
+        return value["content"]
+    return value
+
+
+def _looks_like(value: object) -> bool:
+    blocks = _blocks(value)
+    return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+
+
+@register
+class Anthropic(WireFormat):
+    name = "anthropic"
+    description = 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'
+    tags = ('"tool_use"',)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = json_in_prose(self, text, _looks_like, "tool_use content blocks")
+        if isinstance(value, dict) and value.get("role", "assistant") != "assistant":
+            raise self.error(f"message role must be 'assistant', got {value.get('role')!r}", pos)
+        calls = []
+        for i, block in enumerate(_blocks(value)):
+            what = f"content block #{i}"
+            block = expect_object(self, block, what, pos)
+            kind = block.get("type")
+            if kind in IGNORED_BLOCKS:
+                continue
+            if kind != "tool_use":
+                raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
+            unknown = set(block) - {"type", "id", "name", "input", "cache_control"}
+            if unknown:
+                raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+            if "id" in block:
+                expect_str(self, block["id"], f"'id' of {what}", pos)
+            name = expect_str(self, block.get("name"), f"'name' of {what}", pos)
+            if not name.strip():
+                raise self.error(f"empty 'name' in {what}", pos)
+            if "input" not in block:
+                raise self.error(f"{what} has no 'input'", pos)
+            calls.append(ToolCall(name, expect_object(self, block["input"], f"'input' of {what}", pos)))
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        blocks = _blocks(lenient_json_in_prose(strip_reasoning(text)))
+        if not isinstance(blocks, list):
+            out.problems.append("no list of content blocks")
+        for block in as_items(blocks):
+            if isinstance(block, dict) and block.get("type") in IGNORED_BLOCKS:
+                continue
+            call = coerce_call(block, out.problems)
+            if call is not None:
+                out.calls.append(call)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return dumps(
+            [{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)} for i, c in enumerate(calls)]
+        )

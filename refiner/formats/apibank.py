@@ -1,0 +1,82 @@
+"""API-Bank as ToolRL prompts it: optional ``<think>...</think>``, then a ``<tool_call>`` block holding one
+``{"name": ..., "parameters": {...}}`` JSON object per line, then an optional ``<response>...</response>``.
+
+It shares the ``<tool_call>`` tag with ``hermes`` (one ``{"name", "arguments"}`` object per block); strict parsing
+here rejects ``"arguments"`` and :func:`refiner.formats.detect_format` tells the two apart by that key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    Lenient,
+    WireFormat,
+    coerce_call,
+    decode_at,
+    dumps,
+    find_all_tagged,
+    lenient_json,
+    reasoning_offset,
+    register,
+    skip_ws,
+    strict_fields,
+    strip_reasoning,
+)
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+
+
+@register
+class ApiBank(WireFormat):
+    name = "apibank"
+    description = 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per line\\n</tool_call> <response>..</response>'
+    tags = (OPEN, CLOSE)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        spans = find_all_tagged(text, OPEN, CLOSE, start)
+        if not spans:
+            raise self.error(f"no {OPEN}...{CLOSE} block", start)
+        calls = []
+        for a, b in spans:
+            block = text[:b]
+            pos = skip_ws(block, a)
+            while pos < b:
+                value, end = decode_at(self, block, pos)
+                name, args, _ = strict_fields(self, value, pos, what="a tool call", args_key="parameters")
+                calls.append(ToolCall(name, args))
+                pos = skip_ws(block, end)
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        body = strip_reasoning(text)
+        chunks = body.split(OPEN)[1:]
+        if not chunks:
+            out.problems.append(f"missing {OPEN}")
+            chunks = [body]
+        for chunk in chunks:
+            if CLOSE in chunk:
+                chunk = chunk.split(CLOSE, 1)[0]
+            else:
+                out.problems.append(f"missing {CLOSE}")
+                chunk = chunk.split("<response>", 1)[0]
+            for line in chunk.splitlines() if _one_per_line(chunk) else [chunk]:
+                if not line.strip():
+                    continue
+                value = lenient_json(line)
+                for item in value if isinstance(value, list) else [value]:
+                    call = coerce_call(item, out.problems)
+                    if call is not None:
+                        out.calls.append(call)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        lines = [dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls]
+        return "\n".join([OPEN, *lines, CLOSE])
+
+
+def _one_per_line(chunk: str) -> bool:
+    """Whether every non-blank line of a block starts an object (the usual layout), so lines parse separately."""
+    lines = [ln.strip() for ln in chunk.splitlines() if ln.strip()]
+    return len(lines) > 1 and all(ln.startswith("{") for ln in lines)

@@ -1,0 +1,123 @@
+"""Glaive function calling v2: ``<functioncall> {"name": ..., "arguments": '{...}'} <|endoftext|>``, one block
+per call.
+
+Raw Glaive writes ``arguments`` as a single-quoted string holding JSON (so a block is not valid JSON); an object
+(as in converted ShareGPT copies) or a double-quoted JSON string is accepted as well. Rendering writes the raw form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    FormatError,
+    Lenient,
+    WireFormat,
+    coerce_call,
+    decode_at,
+    dumps,
+    expect_object,
+    lenient_json,
+    reasoning_offset,
+    register,
+    skip_ws,
+    strict_fields,
+    strict_json,
+    strip_reasoning,
+)
+
+OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
+
+
+def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
+    """One ``{...}`` whose values are JSON or a single-quoted JSON text (decoded); returns ``(obj, end)``."""
+    pos = skip_ws(text, pos)
+    if not text.startswith("{", pos):
+        raise fmt.error("expected '{' after " + OPEN, pos)
+    obj: dict[str, Any] = {}
+    pos = skip_ws(text, pos + 1)
+    if text.startswith("}", pos):
+        return obj, pos + 1
+    while True:
+        key, pos = decode_at(fmt, text, pos)
+        if not isinstance(key, str):
+            raise fmt.error("object keys must be strings", pos)
+        pos = skip_ws(text, pos)
+        if not text.startswith(":", pos):
+            raise fmt.error("expected ':'", pos)
+        pos = skip_ws(text, pos + 1)
+        if text.startswith("'", pos):
+            value, pos = decode_at(fmt, text, pos + 1)
+            value = expect_object(fmt, value, f"single-quoted {key!r}", pos)
+            pos = skip_ws(text, pos)
+            if not text.startswith("'", pos):
+                raise fmt.error(f"expected the closing quote of {key!r}", pos)
+            pos += 1
+        else:
+            value, pos = decode_at(fmt, text, pos)
+        obj[key] = value
+        pos = skip_ws(text, pos)
+        if text.startswith("}", pos):
+            return obj, pos + 1
+        if not text.startswith(",", pos):
+            raise fmt.error("expected ',' or '}'", pos)
+        pos = skip_ws(text, pos + 1)
+
+
+@register
+class Glaive(WireFormat):
+    name = "glaive"
+    description = "Glaive: <functioncall> {\"name\": ..., \"arguments\": '{...}'} <|endoftext|> per call"
+    tags = (OPEN, CLOSE)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        calls = []
+        i = text.find(OPEN, start)
+        if i < 0:
+            raise self.error(f"missing {OPEN}", start)
+        while i >= 0:
+            obj, end = _parse_object(self, text, i + len(OPEN))
+            if isinstance(obj.get("arguments"), str):
+                obj["arguments"] = strict_json(self, obj["arguments"], i)
+            name, args, _ = strict_fields(self, obj, i, what=f"the call at {i}")
+            end = skip_ws(text, end)
+            if not text.startswith(CLOSE, end):
+                raise self.error(f"missing {CLOSE} after the call", end)
+            calls.append(ToolCall(name, args))
+            i = text.find(OPEN, end + len(CLOSE))
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        body = strip_reasoning(text)
+        chunks = body.split(OPEN)[1:]
+        if not chunks:
+            out.problems.append(f"missing {OPEN}")
+            chunks = [body]
+        for chunk in chunks:
+            if CLOSE in chunk:
+                chunk = chunk.split(CLOSE, 1)[0]
+            else:
+                out.problems.append(f"missing {CLOSE}")
+            call = coerce_call(_lenient_object(self, chunk), out.problems)
+            if call is not None:
+                out.calls.append(call)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return "\n".join(
+            f"{OPEN} {{\"name\": {dumps(c.name)}, \"arguments\": '{dumps(dict(c.arguments))}'}} {CLOSE}" for c in calls
+        )
+
+
+def _lenient_object(fmt: WireFormat, chunk: str) -> Any:
+    try:
+        obj, _ = _parse_object(fmt, chunk, 0)
+        return obj
+    except (FormatError, RecursionError):
+        pass
+    i, j = chunk.find("'{"), chunk.rfind("}'")
+    if 0 <= i < j:  # unquote a single-quoted arguments text so JSON repair sees an object
+        chunk = chunk[:i] + chunk[i + 1 : j + 1] + chunk[j + 2 :]
+    return lenient_json(chunk)

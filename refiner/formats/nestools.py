@@ -1,0 +1,66 @@
+"""NesTools nested calls: ``<nested function>[{"api_name", "parameters", "responses"}, ...]</nested function>``.
+
+``responses`` names each call's outputs (``API_call_N``, numbered globally across the sample) and later calls pass
+those placeholder strings as argument values; they become :attr:`ToolCall.outputs`. Order matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    Lenient,
+    WireFormat,
+    as_items,
+    coerce_call,
+    dumps,
+    expect_str_list,
+    lenient_json_in_prose,
+    lenient_region,
+    register,
+    strict_fields,
+    tagged_json,
+)
+
+OPEN, CLOSE = "<nested function>", "</nested function>"
+
+
+@register
+class NesTools(WireFormat):
+    name = "nestools"
+    description = 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested function>'
+    order_sensitive = True
+    tags = (OPEN, CLOSE)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = tagged_json(self, text, OPEN, CLOSE)
+        if not isinstance(value, list):
+            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
+        calls = []
+        for i, item in enumerate(value):
+            what = f"call #{i}"
+            name, args, extra = strict_fields(
+                self, item, pos, what=what, name_key="api_name", args_key="parameters", extra_keys=("responses",)
+            )
+            outputs = expect_str_list(self, extra.get("responses", []), f"'responses' of {what}", pos)
+            calls.append(ToolCall(name, args, outputs=outputs))
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        value = lenient_json_in_prose(lenient_region(text, OPEN, CLOSE, out.problems))
+        if not isinstance(value, list):
+            out.problems.append("calls are not a JSON list")
+        for item in as_items(value):
+            responses = item.get("responses", []) if isinstance(item, dict) else []
+            if not isinstance(responses, list):
+                out.problems.append(f"'responses' is not a list: {str(responses)[:80]!r}")
+                responses = []
+            outputs = tuple(str(r) for r in responses if isinstance(r, (str, int)))
+            call = coerce_call(item, out.problems, outputs=outputs)
+            if call is not None:
+                out.calls.append(call)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        items = [{"api_name": c.name, "parameters": dict(c.arguments), "responses": list(c.outputs)} for c in calls]
+        return f"{OPEN}{dumps(items)}{CLOSE}"

@@ -1,0 +1,96 @@
+"""OpenAI chat completions: an assistant message whose ``tool_calls`` carry ``function.arguments`` as a JSON
+*string*; a bare ``tool_calls`` list is accepted too. Prose around the JSON is allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    Lenient,
+    WireFormat,
+    as_items,
+    coerce_call,
+    dumps,
+    expect_object,
+    expect_str,
+    json_in_prose,
+    lenient_json_in_prose,
+    register,
+    strict_json,
+    strip_reasoning,
+)
+
+
+def _is_tool_call(v: object) -> bool:
+    return isinstance(v, dict) and "function" in v
+
+
+def _looks_like(value: object) -> bool:
+    if isinstance(value, dict):
+        return "tool_calls" in value
+    return isinstance(value, list) and bool(value) and all(_is_tool_call(v) for v in value)
+
+
+@register
+class OpenAI(WireFormat):
+    name = "openai"
+    description = 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}]}'
+    tags = ('"tool_calls"', '"function"')
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = json_in_prose(self, text, _looks_like, "assistant message with tool_calls")
+        if isinstance(value, dict):
+            role = value.get("role", "assistant")
+            if role != "assistant":
+                raise self.error(f"message role must be 'assistant', got {role!r}", pos)
+            content = value.get("content")
+            if content is not None and not isinstance(content, (str, list)):
+                raise self.error("message 'content' must be a string, a list or null", pos)
+            value = value["tool_calls"]
+            if not isinstance(value, list):
+                raise self.error("'tool_calls' must be a list", pos)
+        calls = []
+        for i, tc in enumerate(value):
+            what = f"tool call #{i}"
+            tc = expect_object(self, tc, what, pos)
+            unknown = set(tc) - {"id", "type", "function", "index"}
+            if unknown:
+                raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+            if tc.get("type", "function") != "function":
+                raise self.error(f"'type' of {what} must be 'function'", pos)
+            if "id" in tc:
+                expect_str(self, tc["id"], f"'id' of {what}", pos)
+            fn = expect_object(self, tc.get("function"), f"'function' of {what}", pos)
+            unknown = set(fn) - {"name", "arguments"}
+            if unknown:
+                raise self.error(f"unexpected keys {sorted(unknown)} in 'function' of {what}", pos)
+            name = expect_str(self, fn.get("name"), f"'function.name' of {what}", pos)
+            if not name.strip():
+                raise self.error(f"empty 'function.name' in {what}", pos)
+            raw = expect_str(self, fn.get("arguments"), f"'function.arguments' of {what}", pos)
+            args = expect_object(self, strict_json(self, raw, pos), f"decoded 'function.arguments' of {what}", pos)
+            calls.append(ToolCall(name, args))
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        value = lenient_json_in_prose(strip_reasoning(text))
+        if isinstance(value, dict) and "tool_calls" in value:
+            value = value["tool_calls"]
+        if not isinstance(value, list):
+            out.problems.append("no tool_calls list")
+        for item in as_items(value):
+            call = coerce_call(item, out.problems)
+            if call is not None:
+                out.calls.append(call)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        tool_calls = [
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": c.name, "arguments": dumps(dict(c.arguments))},
+            }
+            for i, c in enumerate(calls)
+        ]
+        return dumps({"role": "assistant", "content": None, "tool_calls": tool_calls})

@@ -1,0 +1,87 @@
+"""The simplified order format: which tools run at which step, without arguments.
+
+``<order_func>[{"step": 1, "tool_list": ["a", "b"]}, {"step": 2, "tool_list": ["c"]}]</order_func>`` becomes one
+``ToolCall(name, {}, step=k)`` per tool, in list order. Tools in the same step may run in any order; steps are
+ordered (the reward compares :func:`refiner.calls.steps_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    Lenient,
+    WireFormat,
+    as_items,
+    dumps,
+    expect_object,
+    expect_str_list,
+    lenient_json_in_prose,
+    lenient_region,
+    register,
+    tagged_json,
+)
+
+OPEN, CLOSE = "<order_func>", "</order_func>"
+
+
+@register
+class Order(WireFormat):
+    name = "order"
+    description = 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>'
+    order_sensitive = True
+    tags = (OPEN, CLOSE)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = tagged_json(self, text, OPEN, CLOSE)
+        if not isinstance(value, list):
+            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
+        calls = []
+        for i, item in enumerate(value):
+            item = expect_object(self, item, f"step entry #{i}", pos)
+            unknown = set(item) - {"step", "tool_list"}
+            if unknown:
+                raise self.error(f"unexpected keys {sorted(unknown)} in step entry #{i}", pos)
+            step = item.get("step")
+            if not isinstance(step, int) or isinstance(step, bool):
+                raise self.error(f"'step' of entry #{i} must be an integer", pos)
+            if "tool_list" not in item:
+                raise self.error(f"step entry #{i} has no 'tool_list'", pos)
+            names = expect_str_list(self, item["tool_list"], f"'tool_list' of entry #{i}", pos)
+            if not all(n.strip() for n in names):
+                raise self.error(f"empty tool name in entry #{i}", pos)
+            calls.extend(ToolCall(n, {}, step=step) for n in names)
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        value = lenient_json_in_prose(lenient_region(text, OPEN, CLOSE, out.problems))
+        if not isinstance(value, list):
+            out.problems.append("steps are not a JSON list")
+        for i, item in enumerate(as_items(value), start=1):
+            if not isinstance(item, dict):
+                out.problems.append(f"step entry is not an object: {str(item)[:80]!r}")
+                continue
+            step = item.get("step")
+            if isinstance(step, str) and step.strip().isdigit():
+                step = int(step)
+            if not isinstance(step, int) or isinstance(step, bool):
+                out.problems.append(f"entry #{i} has no integer 'step'; numbered by position")
+                step = i
+            tools = item.get("tool_list", item.get("tools", []))
+            for name in as_items(tools):
+                if isinstance(name, str) and name.strip():
+                    out.calls.append(ToolCall(name.strip(), {}, step=step))
+                else:
+                    out.problems.append(f"tool name is not a string: {str(name)[:80]!r}")
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        """Consecutive calls with the same step share one entry; a call without a step starts a new step."""
+        entries: list[dict] = []
+        for c in calls:
+            step = c.step if c.step is not None else (entries[-1]["step"] + 1 if entries else 1)
+            if entries and entries[-1]["step"] == step and c.step is not None:
+                entries[-1]["tool_list"].append(c.name)
+            else:
+                entries.append({"step": step, "tool_list": [c.name]})
+        return f"{OPEN}{dumps(entries)}{CLOSE}"

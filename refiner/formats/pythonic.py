@@ -1,0 +1,226 @@
+"""Reading and writing pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]`` with :mod:`ast` (literals only,
+never ``eval``). Used by the ``toolace`` format.
+
+Argument names that are Python keywords (``from=``, ToolACE has them) are accepted; keys that are not identifiers
+render as a trailing ``**{"key": value}``, which reads back. Values are JSON values written as Python literals;
+``true``/``false``/``null`` are read as well.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import keyword
+import tokenize
+import unicodedata
+from typing import Any
+
+from refiner.formats.base import FormatError, WireFormat
+
+_MANGLE = "__kw__"
+_JSONISH = {"true": True, "false": False, "null": None}
+
+
+def _mangle_keywords(src: str) -> str:
+    """Renames keyword tokens used as argument names (``from=``) so :func:`ast.parse` accepts them."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    lines = src.splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    edits = []
+    for tok, nxt in zip(tokens, tokens[1:]):
+        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
+            edits.append(starts[tok.start[0] - 1] + tok.start[1])
+    for off in reversed(edits):
+        src = src[:off] + _MANGLE + src[off:]
+    return src
+
+
+def _offset(src: str, lineno: int | None, col: int | None) -> int:
+    """Character offset of an ast/SyntaxError position (``col`` counted in UTF-8 bytes by ast)."""
+    if not lineno:
+        return 0
+    lines = src.splitlines(keepends=True)
+    base = sum(len(ln) for ln in lines[: lineno - 1])
+    line = lines[lineno - 1] if lineno - 1 < len(lines) else ""
+    return base + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
+
+
+def parse_expr(fmt: WireFormat, src: str, offset: int) -> ast.expr:
+    """The expression ``src`` as an ast node; a :class:`FormatError` at the absolute position otherwise."""
+    try:
+        try:
+            return ast.parse(src, mode="eval").body
+        except SyntaxError:
+            return ast.parse(_mangle_keywords(src), mode="eval").body
+    except SyntaxError as e:
+        raise fmt.error(f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)) from None
+    except (tokenize.TokenError, IndentationError, ValueError) as e:
+        raise fmt.error(f"not a pythonic call list: {e}", offset) from None
+    except (RecursionError, MemoryError):
+        raise fmt.error("expression nested too deeply", offset) from None
+
+
+def _arg_name(name: str) -> str:
+    if name.startswith(_MANGLE) and keyword.iskeyword(name[len(_MANGLE) :]):
+        return name[len(_MANGLE) :]
+    return name
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+class Literals:
+    """Converts literal ast nodes to JSON values. ``strict`` rejects tuples, sets and unknown names; otherwise
+    they become lists and strings."""
+
+    def __init__(self, fmt: WireFormat, src: str, offset: int, strict: bool) -> None:
+        self.fmt, self.src, self.offset, self.strict = fmt, src, offset, strict
+
+    def fail(self, node: ast.AST, message: str) -> FormatError:
+        return self.fmt.error(message, self.offset + _offset(self.src, getattr(node, "lineno", 0), getattr(node, "col_offset", 0)))
+
+    def value(self, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if v is None or isinstance(v, (str, bool, int, float)):
+                return v
+            if not self.strict:
+                return str(v)
+            raise self.fail(node, f"{type(v).__name__} literal is not a JSON value")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
+            v = node.operand.value
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.List) or (not self.strict and isinstance(node, (ast.Tuple, ast.Set))):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Dict):
+            out = {}
+            for k, v in zip(node.keys, node.values):
+                if k is None:
+                    raise self.fail(v, "'**' inside a dict literal")
+                key = self.value(k)
+                if not isinstance(key, str):
+                    if self.strict:
+                        raise self.fail(k, "dict keys must be strings")
+                    key = json.dumps(key)
+                out[key] = self.value(v)
+            return out
+        if isinstance(node, ast.Name) and node.id in _JSONISH:
+            return _JSONISH[node.id]
+        if not self.strict:
+            return ast.get_source_segment(self.src, node) or ""
+        raise self.fail(node, f"{type(node).__name__} is not a literal value")
+
+    def arguments(self, call: ast.Call, problems: list[str] | None = None) -> dict[str, Any]:
+        """Keyword arguments of ``call`` (``**{...}`` merged); positional ones are an error (or a problem)."""
+        if call.args:
+            if problems is None:
+                raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
+            problems.append(f"{len(call.args)} positional argument(s) dropped")
+        args: dict[str, Any] = {}
+        for kw in call.keywords:
+            if kw.arg is None:
+                extra = self.value(kw.value)
+                if not isinstance(extra, dict):
+                    raise self.fail(kw.value, "'**' must be followed by a dict literal")
+                items = list(extra.items())
+            else:
+                items = [(_arg_name(kw.arg), self.value(kw.value))]
+            for k, v in items:
+                if k in args:
+                    if problems is None:
+                        raise self.fail(kw.value, f"argument {k!r} given twice")
+                    problems.append(f"argument {k!r} given twice; last kept")
+                args[k] = v
+        return args
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _is_plain_identifier(key: str) -> bool:
+    return key.isidentifier() and unicodedata.normalize("NFKC", key) == key
+
+
+def literal(value: Any) -> str:
+    """A JSON value as Python literal source (strings in JSON quoting, which Python reads identically)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(str(k))}: {literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def render_call(name: str, arguments: dict[str, Any]) -> str:
+    plain = [f"{k}={literal(v)}" for k, v in arguments.items() if _is_plain_identifier(k)]
+    other = {k: v for k, v in arguments.items() if not _is_plain_identifier(k)}
+    if other:
+        plain.append("**" + literal(other))
+    return f"{name}({', '.join(plain)})"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Splitting broken text (lenient): one linear scan, quotes and bracket depth tracked
+
+
+def split_top_level(src: str) -> list[str]:
+    """``src`` cut at commas outside brackets and quotes."""
+    parts, depth, quote, escaped, last = [], 0, "", False, 0
+    for i, ch in enumerate(src):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            parts.append(src[last:i])
+            last = i + 1
+    parts.append(src[last:])
+    return parts
+
+
+def matching_paren(src: str, open_at: int) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none."""
+    depth, quote, escaped = 0, "", False
+    for i in range(open_at, len(src)):
+        ch = src[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(src)

@@ -1,0 +1,54 @@
+"""xLAM: a JSON list of ``{"name": ..., "arguments": {...}}`` objects inside ``<func_call>...</func_call>``.
+
+The raw xLAM ``answers`` field is the bare list; the refiner's training data wraps it in the tags so that a missing
+tag is an error the model learns to fix (Tool-Use Refiner, Appendix B.3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import (
+    Lenient,
+    WireFormat,
+    as_items,
+    coerce_call,
+    dumps,
+    lenient_json_in_prose,
+    lenient_region,
+    register,
+    strict_fields,
+    tagged_json,
+)
+
+OPEN, CLOSE = "<func_call>", "</func_call>"
+
+
+@register
+class XLam(WireFormat):
+    name = "xlam"
+    description = 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>'
+    tags = (OPEN, CLOSE)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = tagged_json(self, text, OPEN, CLOSE)
+        if not isinstance(value, list):
+            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
+        calls = []
+        for i, item in enumerate(value):
+            name, args, _ = strict_fields(self, item, pos, what=f"call #{i}")
+            calls.append(ToolCall(name, args))
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        value = lenient_json_in_prose(lenient_region(text, OPEN, CLOSE, out.problems))
+        if not isinstance(value, list):
+            out.problems.append("calls are not a JSON list")
+        for item in as_items(value):
+            call = coerce_call(item, out.problems)
+            if call is not None:
+                out.calls.append(call)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return f"{OPEN}{dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}{CLOSE}"
