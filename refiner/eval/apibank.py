@@ -75,6 +75,7 @@ class APIBank(Benchmark):
     metrics = ("acc",)
 
     def __init__(self, data_dir: Path | None = None, adjustments: bool = True) -> None:
+        super().__init__()
         self.dir = Path(data_dir or default_data_dir()) / "api_bank"
         self.adjustments = adjustments
 

@@ -32,8 +32,7 @@ from pathlib import Path
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.eval.common import Benchmark, Sample, default_data_dir, read_json, require_file, spread
-from refiner.formats.base import find_all_tagged, reasoning_offset
+from refiner.eval.common import Benchmark, Sample, Variant, default_data_dir, read_json, require_file, spread
 
 FOUNDATION = {
     "birthplace": ("find_birthplace", "Returns the birthplace of a celebrity.", "output_birthplace"),
@@ -88,7 +87,11 @@ OUTPUT_FORMATS = {
 }
 # The wire format each output format is parsed in (tool_call: xLAM's JSON list, with <tool_call> for xLAM's tags).
 WIRE = {"tool_call": "xlam", "pythonic": "toolace", "tool_use": "anthropic"}
-TAG_OPEN, TAG_CLOSE = "<tool_call>", "</tool_call>"
+VARIANTS = {
+    "tool_call": Variant("xlam", ("<tool_call>", "</tool_call>")),
+    "pythonic": Variant("toolace", None),  # the bare list, without ToolACE's <function_list> tags
+    "tool_use": Variant("anthropic"),
+}
 
 SYSTEM_TEMPLATE = (
     "You answer questions about celebrities by calling tools. First look up the person's birth information with a "
@@ -146,31 +149,14 @@ def people(records: Sequence[dict], where: str) -> list[str]:
     return out
 
 
-def _swap_tags(text: str, old: tuple[str, str], new: tuple[str, str]) -> str:
-    return text.replace(old[0], new[0], 1).replace(old[1], new[1], 1)
-
-
 def render(calls: Sequence[ToolCall], output_format: str) -> str:
     """The calls in one of the three output formats (used to script upstream outputs)."""
-    fmt = formats.get(WIRE[output_format])
-    text = fmt.render(calls)
-    if output_format == "tool_call":  # xLAM's list, in <tool_call> instead of xLAM's own tags
-        return _swap_tags(text, fmt.tags, (TAG_OPEN, TAG_CLOSE))
-    return text
+    return VARIANTS[output_format].render(calls)
 
 
 def parse_strict(text: str, output_format: str) -> list[ToolCall]:
-    """Calls of a strictly valid answer; raises :class:`~refiner.formats.FormatError` otherwise. For ``tool_call``
-    exactly one ``<tool_call>`` block must hold the whole JSON list (read by the xLAM format)."""
-    fmt = formats.get(WIRE[output_format])
-    if output_format != "tool_call":
-        return fmt.parse_strict(text)
-    spans = find_all_tagged(text, TAG_OPEN, TAG_CLOSE, reasoning_offset(text))
-    if len(spans) != 1:
-        raise formats.FormatError("bamboogle:tool_call", f"expected one {TAG_OPEN}...{TAG_CLOSE} block, "
-                                                         f"found {len(spans)}")
-    a, b = spans[0]
-    return fmt.parse_strict(f"{fmt.tags[0]}{text[a:b]}{fmt.tags[1]}")
+    """Calls of a strictly valid answer in the output format; raises :class:`~refiner.formats.FormatError`."""
+    return VARIANTS[output_format].parse_strict(text)
 
 
 def parse_any(text: str) -> list[ToolCall]:
@@ -192,6 +178,7 @@ class BamboogleStar(Benchmark):
     metrics = ("acc_full", "acc_toolname", "acc_parameter")
 
     def __init__(self, data_dir: Path | None = None, seed: int = 0) -> None:
+        super().__init__()
         self.path = Path(data_dir or default_data_dir()) / "bamboogle" / "data.json"
         self.seed = seed
 
@@ -243,9 +230,5 @@ class BamboogleStar(Benchmark):
         return render(calls, sample.meta["output_format"])
 
     def postprocess_refined(self, sample: Sample, refined: str) -> str:
-        """The pipeline answers in the wire format; the ``tool_call`` output format wraps that list in its tag."""
-        if sample.meta["output_format"] == "tool_call" and TAG_OPEN not in refined:
-            fmt = formats.get(WIRE["tool_call"])
-            if fmt.is_valid(refined):
-                return _swap_tags(refined, fmt.tags, (TAG_OPEN, TAG_CLOSE))
-        return refined
+        """The pipeline answers in the wire format; the output format's tags replace the wire format's."""
+        return VARIANTS[sample.meta["output_format"]].from_wire(refined)

@@ -5,8 +5,8 @@ Data: the JSON-lines files inside the ``bfcl-eval`` wheel (``bfcl_eval/data/BFCL
 ``parallel_multiple``, ``live_simple``, ``live_multiple``, ``live_parallel``, ``live_parallel_multiple``.
 
 The upstream model is prompted in BFCL's prompting style: the functions as JSON in the system message and the
-answer as a pythonic call list ``[func(a=1), other(b="x")]`` (the ``toolace`` wire format by default; any registered
-format can be chosen). An answer that does not parse strictly scores 0; otherwise BFCL's AST rules decide
+answer as a bare pythonic call list ``[func(a=1), other(b="x")]`` (the ``toolace`` wire format without its
+``<function_list>`` tags by default; any registered format can be chosen). An answer that does not parse strictly scores 0; otherwise BFCL's AST rules decide
 (:mod:`refiner.eval.bfcl_ast`).
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.eval import bfcl_ast
-from refiner.eval.common import PROJECT_ROOT, Benchmark, Sample, spread
+from refiner.eval.common import PROJECT_ROOT, Benchmark, Sample, Variant, spread
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple",
               "live_parallel", "live_parallel_multiple")
@@ -86,9 +86,12 @@ class BFCL(Benchmark):
 
     def __init__(self, wheel: str | Path | None = None, categories: tuple[str, ...] = CATEGORIES,
                  fmt: str = "toolace") -> None:
+        super().__init__()
         self.wheel = wheel
         self.categories = categories
         self.fmt = fmt
+        # BFCL's answers are bare pythonic lists: ToolACE's format without its <function_list> tags
+        self.variant = Variant(fmt, None) if fmt == "toolace" else Variant(fmt)
 
     def load(self, limit: int | None = None) -> list[Sample]:
         wheel = find_wheel(self.wheel)
@@ -119,7 +122,7 @@ class BFCL(Benchmark):
                         tools=functions,
                         fmt=self.fmt,
                         gold=possible,
-                        gold_calls=bfcl_ast.first_answer(possible),
+                        gold_calls=bfcl_ast.first_answer(possible, functions),
                         meta={"functions": functions},
                     )
                 )
@@ -127,7 +130,13 @@ class BFCL(Benchmark):
 
     def score(self, sample: Sample, text: str) -> dict[str, Any]:
         try:
-            calls = formats.get(sample.fmt).parse_strict(text)
+            calls = self.variant.parse_strict(text)
         except formats.FormatError:
             return {"acc": 0.0}
         return {"acc": float(bool(bfcl_ast.check(sample.subset, sample.meta["functions"], calls, sample.gold)))}
+
+    def render(self, sample: Sample, calls) -> str:
+        return self.variant.render(calls)
+
+    def postprocess_refined(self, sample: Sample, refined: str) -> str:
+        return self.variant.from_wire(refined)

@@ -186,15 +186,34 @@ def check(category: str, functions: Sequence[Mapping[str, Any]], calls: Sequence
     return OK
 
 
-def first_answer(possible: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]]) -> list[ToolCall]:
-    """One correct call list: each parameter's first accepted value; optional-only parameters left out."""
+def first_answer(possible: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]],
+                 functions: Sequence[Mapping[str, Any]] | None = None) -> list[ToolCall]:
+    """One correct call list: each parameter's first accepted value (inside dict values too); optional parameters
+    are left out when the function's schema does not declare them (a quirk of some BFCL answers)."""
     calls = []
     for expected in possible:
         (name, answer), = expected.items()
+        props = None
+        if functions is not None:
+            props = ((_find_spec(functions, name).get("parameters") or {}).get("properties") or {})
         args = {}
         for p, options in answer.items():
             vals = [o for o in options if o != ""]
-            if vals:
-                args[p] = vals[0]
+            if not vals or ("" in options and props is not None and p not in props):
+                continue
+            args[p] = _first(vals[0])
         calls.append(ToolCall(name, args))
     return calls
+
+
+def _first(value: Any) -> Any:
+    if isinstance(value, Mapping):  # a dict option maps each key to its own list of accepted values
+        out = {}
+        for k, opts in value.items():
+            vals = [o for o in opts if o != ""] if isinstance(opts, list) else [opts]
+            if vals:
+                out[k] = _first(vals[0])
+        return out
+    if isinstance(value, list):
+        return [_first(v) if isinstance(v, Mapping) else v for v in value]
+    return value

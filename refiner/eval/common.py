@@ -91,6 +91,11 @@ class Benchmark:
     metrics: ClassVar[tuple[str, ...]]
     # Metrics reported on a 0-100 scale (the paper's Tables 1 and 4) rather than 0-1 (Table 2).
     percent: ClassVar[bool] = True
+    # Data quirks met while loading (kept samples with something missing), shown in the report.
+    notes: list[str]
+
+    def __init__(self) -> None:
+        self.notes = []
 
     def load(self, limit: int | None = None) -> list[Sample]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -140,3 +145,68 @@ def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
         return []
     step = len(items) / limit
     return [items[int(i * step)] for i in range(limit)]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A wire format as a benchmark asks for it: the registered format ``wire`` with its tags replaced by ``tags``
+    (``None``: no tags, the bare body, e.g. BFCL's ``[f(a=1)]``; the format's own tags: unchanged). Parsing wraps the
+    body back in the format's tags and uses the format's strict parser, so the text is still parsed only by
+    ``refiner.formats``."""
+
+    wire: str
+    tags: tuple[str, str] | None = ("", "")
+
+    @property
+    def _own(self) -> tuple[str, str] | None:
+        from refiner import formats
+
+        t = formats.get(self.wire).tags
+        return (t[0], t[1]) if len(t) == 2 and t[0].startswith("<") else None
+
+    @property
+    def identity(self) -> bool:
+        return self.tags == ("", "") or self._own is None or self.tags == self._own
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        from refiner import formats
+
+        return self.from_wire(formats.get(self.wire).render(calls))
+
+    def from_wire(self, text: str) -> str:
+        """A strictly valid text of the wire format, re-tagged as this variant (other texts unchanged)."""
+        from refiner import formats
+
+        own = self._own
+        if self.identity or own is None or not formats.get(self.wire).is_valid(text):
+            return text
+        a, b = text.find(own[0]), text.rfind(own[1])
+        if a < 0 or b < a:
+            return text
+        body = text[a + len(own[0]) : b]
+        new = self.tags or ("", "")
+        return text[:a] + new[0] + body + new[1] + text[b + len(own[1]) :]
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        """Calls of a strictly valid text of this variant; raises ``FormatError`` otherwise."""
+        from refiner import formats
+        from refiner.formats.base import find_all_tagged, reasoning_offset
+
+        fmt = formats.get(self.wire)
+        own = self._own
+        if self.identity or own is None:
+            return fmt.parse_strict(text)
+        start = reasoning_offset(text)
+        if self.tags is None:
+            body = text[start:].strip()
+            if not body.startswith("["):
+                raise formats.FormatError(self.wire, "expected a bare list of calls", start)
+            if own[0] in body:
+                raise formats.FormatError(self.wire, f"{own[0]} is not part of this format", start)
+            return fmt.parse_strict(f"{own[0]}{body}{own[1]}")
+        spans = find_all_tagged(text, self.tags[0], self.tags[1], start)
+        if len(spans) != 1:
+            raise formats.FormatError(self.wire, f"expected one {self.tags[0]}...{self.tags[1]} block, found "
+                                                 f"{len(spans)}", start)
+        a, b = spans[0]
+        return fmt.parse_strict(f"{own[0]}{text[a:b]}{own[1]}")

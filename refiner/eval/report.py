@@ -82,6 +82,9 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
              for k, v in result.raw["overall"].items() if k.endswith("_n")]
     if notes:
         parts += ["", "Note: " + "; ".join(notes) + "."]
+    quirks = getattr(b, "notes", None) or []
+    if quirks:
+        parts += ["", f"Data quirks ({len(quirks)}): " + "; ".join(quirks[:5]) + (" ..." if len(quirks) > 5 else "")]
     if result.refined is not None:
         stages: dict[str, int] = {}
         for row in result.rows:
