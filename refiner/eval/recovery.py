@@ -67,6 +67,9 @@ def make_upstreams(samples: Sequence[Sample], seed: int = 0, clean_ratio: float 
             except CorruptionError:
                 skipped[cls] = skipped.get(cls, 0) + 1
                 continue
+            except Exception:  # a corruptor bug on this class and sample: counted apart, next class
+                skipped[f"{cls} (corruptor error)"] = skipped.get(f"{cls} (corruptor error)", 0) + 1
+                continue
             out.append({"sample": s, "text": c.text, "error_class": c.error_classes[0]})
             turn = (turn + k + 1) % len(pool)
             break

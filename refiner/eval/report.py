@@ -108,6 +108,8 @@ def recovery_section(recovery: Any) -> str:
         "wrong by the refiner.",
         "",
         _table(header, rows),
+        *([f"\nNot corruptible (class → samples passed on to the next class): "
+           + ", ".join(f"{k} {v}" for k, v in sorted(recovery.skipped.items()))] if recovery.skipped else []),
     ])
 
 

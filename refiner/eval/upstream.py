@@ -112,6 +112,8 @@ def scripted_outputs(bench: Any, samples: Sequence[Sample], corrupt_ratio: float
                 text = corrupt(s.gold_calls, s.fmt, _tools_for(s), random.Random(f"{seed}-{s.id}"), classes=classes).text
             except CorruptionError:
                 pass
+            except Exception as e:  # a corruptor bug must not stop the evaluation; the sample stays clean
+                bench.notes.append(f"{s.id}: the rule corruptor failed ({type(e).__name__}: {e}); left clean")
         out[s.id] = text
     return out
 
