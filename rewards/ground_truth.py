@@ -11,14 +11,15 @@ its format. Any violation raises :class:`GroundTruthError` naming the field.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from refiner import formats
-from refiner.calls import ToolCall
-from rewards.components import CallFeatures, sequences_by_step
+from refiner.calls import ToolCall, steps_of
+from rewards.components import CallFeatures, lazy, sequences_by_step
 
 
 class GroundTruthError(ValueError):
@@ -35,6 +36,19 @@ class Gold:
     order_sensitive: bool
     by_step: bool
     features: CallFeatures
+
+    @lazy
+    def keys(self) -> list:
+        """``ToolCall.key()`` of each gold call, in order (the identity ``calls_equal`` compares)."""
+        return [c.key() for c in self.calls]
+
+    @lazy
+    def key_counts(self) -> Counter:
+        return Counter(self.keys)
+
+    @lazy
+    def steps(self) -> list[frozenset[str]]:
+        return steps_of(self.calls)
 
     @classmethod
     def from_calls(

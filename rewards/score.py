@@ -13,17 +13,19 @@ None of these raises on any output text; a bad ground truth raises :class:`~rewa
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from refiner import formats
-from refiner.calls import ToolCall, calls_equal, steps_of
+from refiner.calls import ToolCall, steps_of
 from rewards.components import (
     VARIANTS,
     CallFeatures,
     Variant,
+    lazy,
     order_reward,
     param_content_reward,
     param_name_reward,
@@ -70,28 +72,28 @@ class Breakdown:
     order: float | None
     acc: float
 
-    @property
+    @lazy
     def content(self) -> tuple[float, ...]:
         """The applicable content components (everything but format)."""
         return tuple(v for v in (self.tool_name, self.param_name, self.param_content, self.order) if v is not None)
 
-    @property
+    @lazy
     def k(self) -> int:
         return len(self.content)
 
-    @property
+    @lazy
     def total(self) -> float:
         return self.format + sum(self.content)
 
-    @property
+    @lazy
     def total_min(self) -> float:
         return -2.0 * self.k
 
-    @property
+    @lazy
     def total_max(self) -> float:
         return 1.0 + 2.0 * self.k
 
-    @property
+    @lazy
     def normalized(self) -> float:
         """The total mapped from [−2k, 1 + 2k] to [0, 1]."""
         lo, hi = self.total_min, self.total_max
@@ -119,9 +121,13 @@ def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCal
 def is_exact(calls: Sequence[ToolCall], gold: Gold) -> bool:
     """The output's calls equal the gold calls: same steps for step lists (order format), else the same calls as a
     sequence (order-sensitive) or a multiset."""
+    if len(calls) != len(gold.calls) or any(c.name not in gold.features.names for c in calls):
+        return False  # cheap rejections first
     if gold.by_step:
-        return steps_of(calls) == steps_of(gold.calls) and len(calls) == len(gold.calls)
-    return calls_equal(calls, gold.calls, ordered=gold.order_sensitive)
+        return steps_of(calls) == gold.steps
+    # calls_equal's comparison, with the gold side's keys computed once per ground truth
+    keys = [c.key() for c in calls]
+    return keys == gold.keys if gold.order_sensitive else Counter(keys) == gold.key_counts
 
 
 def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: Variant = "paper") -> Breakdown:

@@ -216,6 +216,7 @@ def test_paper_variant_ignores_duplicates_and_unknown_params_strict_does_not():
     assert r["param_name"] == pytest.approx(4 * 2 / 3 - 2)
     assert r["param_content"] == pytest.approx(4 * 2 / 3 - 2)
     assert r["strict_variant"] == 1.0
+    assert r["score"] == pytest.approx((1 + 0 + 2 * (4 * 2 / 3 - 2) + 6) / 13)  # the example in docs/rewards.md
     # unknown param: names unchanged (+2); pairs F1 = 2*1/(2+1) = 2/3 for names and contents
     r = compute_score("s", extra, gt, variant="strict")
     assert r["tool_name"] == 2.0
