@@ -12,12 +12,14 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 - ``stream: true`` in the body streams SSE chunks: content in small pieces, each tool call split into a name chunk
   and several argument fragments, then ``finish_reason`` and ``[DONE]``.
 
-Every request's ``Authorization`` header is recorded in ``app.state.auth_seen`` (to check keys are forwarded).
+Every request's ``Authorization`` header is recorded in ``app.state.auth_seen`` (to check keys are forwarded) and
+the latest bodies in ``app.state.bodies``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import threading
@@ -88,6 +90,7 @@ def create_fake_upstream() -> FastAPI:
     app.state.auth_seen = []
     app.state.fail_counts = {}
     app.state.requests = 0
+    app.state.bodies = collections.deque(maxlen=100)  # the latest request bodies, newest last
 
     @app.get("/v1/models")
     async def models() -> dict:
@@ -98,6 +101,7 @@ def create_fake_upstream() -> FastAPI:
         app.state.requests += 1
         app.state.auth_seen.append(request.headers.get("authorization"))
         body = await request.json()
+        app.state.bodies.append(body)
         fake = body.get("x_fake") or {}
         if fake.get("delay"):
             await asyncio.sleep(float(fake["delay"]))
