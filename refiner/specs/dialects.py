@@ -1,0 +1,442 @@
+"""Reading one tool dict of any dialect into a :class:`ToolSpec`, and telling the dialects apart.
+
+Dialects (names used in errors and ``ToolSpec.dialect``):
+
+- ``jsonschema``: ``{"name", "description", "parameters": {"type": "object", "properties", "required"}}`` (OpenAI
+  function, glaive tools); ``openai``: ``{"type": "function", "function": {...}}``; ``anthropic``: ``input_schema``.
+- ``toolace``: ``"type": "dict"`` with Python-ish type names; ``required`` may sit at the tool level (misplaced) next to
+  ``"required": null``. ``bfcl``: ``"type": "dict"`` with ``integer``/``float``/``tuple``/``any`` and Java names.
+- ``xlam``: ``parameters`` maps names directly to ``{"type": "str, optional", "default", "description"}``; a parameter
+  is required unless its type says ``optional``.
+- ``nestools``: ``api_name``, ``api_description``, ``parameters{p: {type, description}}``, ``required``,
+  ``responses`` (the outputs).
+- ``nestful``: ``query_parameters`` / ``path_parameters`` / ``parameters`` / ``arguments`` with per-parameter
+  ``required`` flags (a parameter without a flag is optional, as in JSON Schema), ``allowed_values`` /
+  ``possible_values`` / ``default_value``, and ``output_parameters`` / ``output_parameter`` (the outputs).
+- ``apibank``: parameter dicts from the API-Bank prompt text; the text marks nothing optional, so every parameter is
+  required.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.specs.model import Param, SpecError, ToolSpec
+from refiner.specs.types import TypeInfo, parse_type, type_of_values
+
+DIALECTS = ("jsonschema", "openai", "anthropic", "glaive", "toolace", "bfcl", "xlam", "nestools", "nestful", "apibank")
+
+# How a parameter with no explicit required marker is treated.
+NEVER, UNLESS_OPTIONAL = "never", "unless_optional"
+
+_IMPLICIT = {
+    "jsonschema": NEVER, "openai": NEVER, "anthropic": NEVER, "glaive": NEVER, "toolace": NEVER, "bfcl": NEVER,
+    "nestools": NEVER, "xlam": UNLESS_OPTIONAL, "apibank": UNLESS_OPTIONAL, "nestful": NEVER,
+}
+
+_SCHEMA_KEYS = {"type", "properties", "required", "additionalProperties", "description", "title", "$schema",
+                "definitions", "$defs"}
+_PARAM_KEYS = {"type", "description", "enum", "allowed_values", "possible_values", "default", "default_value", "items",
+               "properties", "required", "minimum", "maximum", "pattern", "minLength", "maxLength", "min_length",
+               "max_length", "nullable", "format", "optional", "anyOf", "oneOf"}
+_TOOL_KEYS = {"name", "api_name", "description", "api_description", "parameters", "input_schema", "query_parameters",
+              "path_parameters", "arguments", "required", "responses", "output_parameters", "output_parameter"}
+_PYTHONISH = {"int", "str", "list", "bool"}
+_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where we are, for error messages."""
+
+    dialect: str
+    index: int | None
+    name: str | None
+
+    def error(self, field: str, message: str) -> SpecError:
+        return SpecError(self.dialect, message, tool=self.index, name=self.name, field=field)
+
+
+def is_schema_object(value: Mapping[str, Any]) -> bool:
+    """A JSON Schema ``object`` (``{"type": "object", "properties": ...}``) rather than a name → parameter map.
+
+    A parameter map can hold a parameter *named* ``type`` or ``properties``; its value is then a dict, not a string."""
+    if isinstance(value.get("type"), str):
+        return True
+    props = value.get("properties")
+    if not isinstance(props, Mapping) or not set(value) <= _SCHEMA_KEYS:
+        return False
+    # {"properties": {"type": "list", "description": ...}} is one parameter *named* "properties"
+    return not (props and set(props) <= _PARAM_KEYS and any(not isinstance(v, Mapping) for v in props.values()))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Parameters
+
+
+def _number(ctx: Ctx, path: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ctx.error(path, f"must be a number, got {value!r}")
+    return value
+
+
+def _int(ctx: Ctx, path: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ctx.error(path, f"must be an integer, got {value!r}")
+    return value
+
+
+def _names(ctx: Ctx, path: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ctx.error(path, f"must be a list of parameter names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+def _param_from_typeinfo(info: TypeInfo) -> Param:
+    items = _param_from_typeinfo(info.items) if info.items is not None else None
+    return Param(type=info.type, items=items, nullable=info.nullable, enum=info.enum, format=info.format)
+
+
+def _read_type(ctx: Ctx, path: str, value: Any) -> tuple[TypeInfo, str | None]:
+    """(TypeInfo, raw text) from a ``type`` value: a type text, a JSON Schema type list, or absent."""
+    if value is None:
+        return TypeInfo(None), None
+    if isinstance(value, str):
+        info = parse_type(value)
+        return info, (None if value == info.type else value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        infos = [parse_type(v) for v in value]
+        nullable = any(i.type == "null" for i in infos)
+        rest = [i for i in infos if i.type != "null"]
+        if not rest:
+            return TypeInfo("null", nullable=True), None
+        if len(rest) == 1:
+            r = rest[0]
+            r.nullable = r.nullable or nullable
+            return r, None
+        types = {i.type for i in rest}
+        t = "number" if types <= {"integer", "number"} else None
+        return TypeInfo(t, nullable=nullable), "|".join(value)
+    raise ctx.error(path, f"a type must be a string or a list of strings, got {value!r}")
+
+
+def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[str, Any], key: str) -> None:
+    """``enum`` / ``allowed_values`` / ``possible_values``: a list of values, or a range text like ``"1-100"``."""
+    if value is None:
+        return
+    if isinstance(value, (list, tuple)):
+        if value or key == "enum":
+            kw.setdefault("enum", tuple(value))
+        return
+    if isinstance(value, str):
+        m = _RANGE.match(value)
+        if m:
+            lo, hi = (float(x) if "." in x else int(x) for x in m.groups())
+            kw.setdefault("minimum", lo)
+            kw.setdefault("maximum", hi)
+            return
+        extra[key] = value
+        return
+    raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
+
+
+def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
+    """One parameter schema (a dict, or a bare type text) → (Param, its own required flag if it states one,
+    whether it says it is optional)."""
+    if isinstance(value, str):
+        info, raw = _read_type(ctx, path, value)
+        p = _param_from_typeinfo(info)
+        return _with(p, raw_type=raw), None, info.optional
+    if not isinstance(value, Mapping):
+        raise ctx.error(path, f"a parameter must be an object or a type name, got {type(value).__name__}")
+    info, raw = _read_type(ctx, f"{path}.type", value.get("type"))
+    kw: dict[str, Any] = {}
+    extra: dict[str, Any] = {k: v for k, v in value.items() if k not in _PARAM_KEYS}
+    base = _param_from_typeinfo(info)
+
+    desc = value.get("description")
+    if desc is not None and not isinstance(desc, str):
+        raise ctx.error(f"{path}.description", f"must be a string, got {type(desc).__name__}")
+    for key in ("enum", "allowed_values", "possible_values"):
+        _enum_like(ctx, path, value.get(key), kw, extra, key)
+    if "enum" not in kw and base.enum is not None:
+        kw["enum"] = base.enum
+    for key in ("default", "default_value"):
+        if key in value:
+            kw["default"], kw["has_default"] = value[key], True
+            break
+
+    items = value.get("items")
+    if isinstance(items, (Mapping, str)):
+        kw["items"] = read_param(ctx, f"{path}.items", items)[0]
+    elif isinstance(items, list):
+        extra["items"] = items  # tuple validation: kept verbatim
+    elif items is not None:
+        raise ctx.error(f"{path}.items", f"must be an object, got {type(items).__name__}")
+    elif base.items is not None:
+        kw["items"] = base.items
+
+    props = value.get("properties")
+    required_flags: list[str] = []
+    if props is not None:
+        if not isinstance(props, Mapping):
+            raise ctx.error(f"{path}.properties", f"must be an object, got {type(props).__name__}")
+        children = {}
+        for k, v in props.items():
+            child, flag, _ = read_param(ctx, f"{path}.properties.{k}", v)
+            children[k] = child
+            if flag:
+                required_flags.append(k)
+        kw["properties"] = children
+
+    own_flag: bool | None = None
+    req = value.get("required")
+    if _boolish(req) is not None:
+        own_flag = _boolish(req)
+    elif req is not None:
+        kw["required"] = _names(ctx, f"{path}.required", req) + tuple(r for r in required_flags if r not in req)
+    if "required" not in kw and required_flags:
+        kw["required"] = tuple(required_flags)
+
+    optional = info.optional
+    opt = value.get("optional")
+    if opt is not None:
+        if _boolish(opt) is None:
+            raise ctx.error(f"{path}.optional", f"must be true or false, got {opt!r}")
+        optional = optional or bool(_boolish(opt))
+
+    nullable = value.get("nullable")
+    if nullable is not None and not isinstance(nullable, bool):
+        raise ctx.error(f"{path}.nullable", f"must be true or false, got {nullable!r}")
+
+    for alt_key in ("anyOf", "oneOf"):
+        alts = value.get(alt_key)
+        if alts is None:
+            continue
+        merged = _nullable_alternative(ctx, f"{path}.{alt_key}", alts)
+        if merged is not None and info.type is None and not kw.get("properties") and "items" not in kw:
+            base = merged
+        else:
+            extra[alt_key] = alts
+
+    ptype = base.type
+    # "type": "Enum", or a NESTFUL (SGD) parameter with no type: the listed values say it
+    untyped = value.get("type") is None and ctx.dialect == "nestful"
+    if ptype is None and kw.get("enum") and (untyped or str(value.get("type")).lower() == "enum"):
+        ptype = type_of_values(list(kw["enum"]))
+    fmt = value.get("format")
+    if fmt is not None and not isinstance(fmt, str):
+        raise ctx.error(f"{path}.format", f"must be a string, got {fmt!r}")
+    p = Param(
+        type=ptype,
+        enum=kw.get("enum"),
+        default=kw.get("default"),
+        has_default=kw.get("has_default", False),
+        description=desc,
+        items=kw.get("items", base.items),
+        properties=kw.get("properties", dict(base.properties)),
+        required=kw.get("required", base.required),
+        minimum=_number(ctx, f"{path}.minimum", value.get("minimum", kw.get("minimum"))),
+        maximum=_number(ctx, f"{path}.maximum", value.get("maximum", kw.get("maximum"))),
+        pattern=_str_or_none(ctx, f"{path}.pattern", value.get("pattern")),
+        min_length=_int(ctx, f"{path}.minLength", value.get("minLength", value.get("min_length"))),
+        max_length=_int(ctx, f"{path}.maxLength", value.get("maxLength", value.get("max_length"))),
+        nullable=bool(nullable) or base.nullable,
+        format=fmt if fmt is not None else base.format,
+        extra=extra,
+        raw_type=raw,
+    )
+    return p, own_flag, optional
+
+
+def _nullable_alternative(ctx: Ctx, path: str, alts: Any) -> Param | None:
+    """``anyOf: [X, {"type": "null"}]`` → X made nullable; anything else → None (kept verbatim by the caller)."""
+    if not isinstance(alts, list) or not all(isinstance(a, Mapping) for a in alts):
+        raise ctx.error(path, "must be a list of schemas")
+    rest = [a for a in alts if a.get("type") != "null"]
+    if len(rest) != 1 or len(alts) != 2:
+        return None
+    p = read_param(ctx, f"{path}.0", rest[0])[0]
+    return _with(p, nullable=True)
+
+
+_TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
+
+
+def _boolish(value: Any) -> bool | None:
+    """True/False, also written as text ("true", "True", "yes", "no"); None for anything else."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        low = value.strip().lower()
+        return True if low in _TRUE else False if low in _FALSE else None
+    return None
+
+
+def _str_or_none(ctx: Ctx, path: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ctx.error(path, f"must be a string, got {value!r}")
+    return value
+
+
+def _with(p: Param, **changes: Any) -> Param:
+    from dataclasses import replace
+
+    return replace(p, **changes)
+
+
+def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict[str, Param], tuple[str, ...]]:
+    """A parameters block (JSON Schema object, or a name → parameter map) → (params, required names)."""
+    if value is None:
+        return {}, ()
+    if not isinstance(value, Mapping):
+        raise ctx.error(path, f"must be an object, got {type(value).__name__}")
+    explicit: tuple[str, ...] | None = None
+    if is_schema_object(value):
+        info, _ = _read_type(ctx, f"{path}.type", value.get("type"))
+        if info.type not in (None, "object"):
+            raise ctx.error(f"{path}.type", f"the parameters schema must be an object, got {value.get('type')!r}")
+        props = value.get("properties", {})
+        if props is None:
+            props = {}
+        if not isinstance(props, Mapping):
+            raise ctx.error(f"{path}.properties", f"must be an object, got {type(props).__name__}")
+        if value.get("required") is not None:
+            explicit = _names(ctx, f"{path}.required", value["required"])
+        path = f"{path}.properties"
+    else:
+        props = value
+    params: dict[str, Param] = {}
+    required: list[str] = []
+    for name, spec in props.items():
+        p, flag, optional = read_param(ctx, f"{path}.{name}", spec)
+        params[name] = p
+        if flag is not None:
+            is_req = flag
+        elif optional or explicit is not None or implicit == NEVER:
+            is_req = False
+        else:
+            is_req = True
+        if is_req:
+            required.append(name)
+    if explicit is not None:
+        return params, explicit + tuple(r for r in required if r not in explicit)
+    return params, tuple(required)
+
+
+def read_outputs(ctx: Ctx, path: str, value: Any) -> dict[str, Param]:
+    """Declared outputs (NesTools ``responses``, NESTFUL ``output_parameters``): a map or a schema object."""
+    return read_param_map(ctx, path, value, NEVER)[0]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Tools
+
+
+def _types_in(params: Any) -> set[str]:
+    """The type texts used anywhere in a parameters block (for dialect detection)."""
+    found: set[str] = set()
+    stack = [params]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, Mapping):
+            t = cur.get("type")
+            if isinstance(t, str):
+                found.add(t)
+            stack.extend(v for v in cur.values() if isinstance(v, (Mapping, list)))
+        elif isinstance(cur, list):
+            stack.extend(cur)
+    return found
+
+
+def detect_one(d: Any) -> str | None:
+    """The dialect of one tool dict, or None when it matches none."""
+    if not isinstance(d, Mapping):
+        return None
+    fn = d.get("function")
+    if isinstance(fn, Mapping) and ("name" in fn or d.get("type") == "function"):
+        return "openai"
+    if "api_name" in d:
+        return "nestools"
+    if not isinstance(d.get("name"), str):
+        return None
+    if "input_schema" in d:
+        return "anthropic"
+    params = d.get("parameters")
+    schema = isinstance(params, Mapping) and is_schema_object(params)
+    if any(k in d for k in ("query_parameters", "path_parameters", "output_parameter")) or isinstance(
+        d.get("arguments"), Mapping
+    ):
+        return "nestful"
+    if "output_parameters" in d and isinstance(params, Mapping) and params and not schema:
+        return "nestful"
+    if isinstance(params, Mapping) and params and not schema:
+        return "xlam"
+    if schema:
+        names = {t.strip().lower() for t in _types_in(params)}
+        if "required" in d or names & _PYTHONISH:
+            return "toolace"
+        if str(params.get("type")).lower() == "dict":
+            return "bfcl"
+    return "jsonschema"
+
+
+def _str_field(ctx: Ctx, d: Mapping[str, Any], *keys: str, required: bool = False) -> str | None:
+    for k in keys:
+        if k in d and d[k] is not None:
+            if not isinstance(d[k], str):
+                raise ctx.error(k, f"must be a string, got {type(d[k]).__name__}")
+            return d[k]
+    if required:
+        raise ctx.error(keys[0], "is missing")
+    return None
+
+
+def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
+    """One tool dict in ``dialect`` → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
+    ctx = Ctx(dialect, index, None)
+    if not isinstance(d, Mapping):
+        raise ctx.error("", f"a tool must be an object, got {type(d).__name__}")
+    wrapper_extra: dict[str, Any] = {}
+    if isinstance(d.get("function"), Mapping) and "name" not in d:
+        wrapper_extra = {k: v for k, v in d.items() if k not in ("type", "function")}
+        d = d["function"]
+    name = _str_field(ctx, d, "api_name" if dialect == "nestools" else "name", required=True)
+    if not name:
+        raise ctx.error("name", "is empty")
+    ctx = Ctx(dialect, index, name)
+    description = _str_field(ctx, d, "api_description", "description") or ""
+    implicit = _IMPLICIT.get(dialect, NEVER)
+
+    params: dict[str, Param] = {}
+    required: tuple[str, ...] = ()
+    blocks = ("input_schema", "parameters") if dialect == "anthropic" else ("parameters",)
+    if dialect == "nestful":
+        blocks = ("parameters", "path_parameters", "query_parameters", "arguments")
+    for key in blocks:
+        if d.get(key) is None:
+            continue
+        ps, req = read_param_map(ctx, key, d[key], implicit)
+        dup = set(ps) & set(params)
+        if dup:
+            raise ctx.error(key, f"parameters {sorted(dup)} are declared twice")
+        params.update(ps)
+        required += req
+    top_req = d.get("required")
+    if top_req is not None and not isinstance(top_req, bool):
+        required = _names(ctx, "required", top_req) + tuple(r for r in required if r not in top_req)
+
+    outputs: dict[str, Param] = {}
+    for key in ("responses", "output_parameters", "output_parameter"):
+        if d.get(key) is not None:
+            outputs.update(read_outputs(ctx, key, d[key]))
+    extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
+    extra.update(wrapper_extra)
+    return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra)

@@ -1,0 +1,208 @@
+"""Type names from every dialect, mapped to the JSON Schema vocabulary.
+
+Sources write types as JSON Schema names (``string``, ``integer``), Python names (``str``, ``int``, ``list``,
+``dict``), Python typing expressions (``List[str]``, ``Dict[str, Any]``, ``Optional[int]``, ``Union[int, float]``,
+``Literal['a', 'b']``), ToolACE/BFCL names (``dict``, ``float``, ``tuple``, ``any``), Java names in BFCL
+(``String``, ``HashMap``, ``ArrayList``, ``long``), loose prose (``int or float``, ``Date (yyyy-mm-dd)``, ``Enum``) and
+xLAM modifiers (``str, optional``). :func:`parse_type` reads one such text into a :class:`TypeInfo`.
+
+A name that is not recognised is not an error: the type is unknown (``None``) and the caller keeps the raw text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
+
+# Lower-cased simple names → JSON Schema type (None: any value).
+_SIMPLE: dict[str, str | None] = {
+    # strings
+    "string": "string", "str": "string", "char": "string", "character": "string", "text": "string",
+    "bytes": "string", "date": "string", "datetime": "string", "time": "string", "file": "string",
+    "url": "string", "uuid": "string",
+    # integers
+    "integer": "integer", "int": "integer", "long": "integer", "short": "integer", "byte": "integer",
+    "bigint": "integer",
+    # numbers
+    "number": "number", "float": "number", "double": "number", "decimal": "number", "numeric": "number",
+    # booleans
+    "boolean": "boolean", "bool": "boolean",
+    # arrays
+    "array": "array", "list": "array", "tuple": "array", "set": "array", "sequence": "array",
+    "arraylist": "array", "iterable": "array", "frozenset": "array",
+    # objects
+    "object": "object", "dict": "object", "dictionary": "object", "map": "object", "hashmap": "object",
+    "mapping": "object", "json": "object",
+    # null
+    "null": "null", "none": "null", "nonetype": "null",
+    # anything
+    "any": None, "enum": None, "callable": None, "function": None,
+}
+
+# Generic containers: ``Name[args]`` / ``Name(args)`` / ``Name<args>``.
+_ARRAYS = {"list", "array", "sequence", "set", "frozenset", "iterable", "arraylist", "tuple"}
+_OBJECTS = {"dict", "mapping", "map", "hashmap", "object"}
+_STRING_FORMATS = {"date": "date", "datetime": "date-time", "time": "time", "uuid": "uuid", "url": "uri"}
+
+
+@dataclass
+class TypeInfo:
+    """What a type text says: the JSON type (None = unknown/any), item type for arrays, and the modifiers."""
+
+    type: str | None = None
+    items: TypeInfo | None = None
+    nullable: bool = False
+    optional: bool = False  # xLAM ", optional": the parameter may be left out
+    enum: list[Any] | None = None
+    format: str | None = None
+    known: bool = True  # False when the text (or part of it) was not recognised
+    extra_modifiers: list[str] = field(default_factory=list)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Splits at ``sep`` outside brackets and quotes."""
+    parts, depth, quote, cur = [], 0, "", []
+    for ch in text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "[(<{":
+            depth += 1
+        elif ch in "])>}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+_GENERIC = re.compile(r"^([A-Za-z_][\w.]*)\s*[\[(<](.*)[\])>]$", re.S)
+_OR = re.compile(r"\s+or\s+|\s*\|\s*", re.I)
+
+
+def _json_type_of(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return None
+
+
+def type_of_values(values: list[Any]) -> str | None:
+    """The one JSON type all ``values`` share (``integer`` widens to ``number``), else None."""
+    types = {_json_type_of(v) for v in values}
+    types.discard("null")
+    if types == {"integer", "number"}:
+        return "number"
+    return types.pop() if len(types) == 1 else None
+
+
+def _union(members: list[TypeInfo]) -> TypeInfo:
+    nullable = any(m.type == "null" or m.nullable for m in members)
+    rest = [m for m in members if m.type != "null"]
+    known = all(m.known for m in members)
+    types = {m.type for m in rest}
+    if not rest:
+        return TypeInfo("null", nullable=True, known=known)
+    if len(rest) == 1:
+        r = rest[0]
+        return TypeInfo(r.type, r.items, nullable or r.nullable, False, r.enum, r.format, known and r.known)
+    if types <= {"integer", "number"}:
+        return TypeInfo("number", nullable=nullable, known=known)
+    if len(types) == 1 and None not in types:
+        t = types.pop()
+        items = rest[0].items if all(m.items == rest[0].items for m in rest) else None
+        return TypeInfo(t, items, nullable, known=known)
+    return TypeInfo(None, nullable=nullable, known=known)
+
+
+def parse_type(text: str) -> TypeInfo:
+    """Reads one type text (any dialect) into a :class:`TypeInfo`; never raises."""
+    text = text.strip()
+    parts = _split_top(text, ",")
+    if len(parts) > 1 and parts[0]:
+        info = parse_type(parts[0])
+        for mod in parts[1:]:
+            if mod.lower() == "optional":
+                info.optional = True
+            else:
+                info.extra_modifiers.append(mod)
+        return info
+    alts = [a for a in _OR.split(text) if a] if _OR.search(text) and not _GENERIC.match(text) else []
+    if len(alts) > 1:
+        return _union([parse_type(a) for a in alts])
+    m = _GENERIC.match(text)
+    if m:
+        return _parse_generic(m.group(1), m.group(2), text)
+    return _parse_simple(text)
+
+
+def _parse_simple(text: str) -> TypeInfo:
+    low = text.lower().strip()
+    low = low.rsplit(".", 1)[-1] if low.startswith(("typing.", "datetime.", "java.")) else low
+    if low in _SIMPLE:
+        return TypeInfo(_SIMPLE[low], format=_STRING_FORMATS.get(low))
+    # "list of float", "array of strings"
+    of = re.match(r"^([A-Za-z_]+)\s+of\s+(.+)$", text)
+    if of and of.group(1).lower() in _ARRAYS:
+        inner = parse_type(of.group(2))
+        if not inner.known and of.group(2).endswith("s"):  # plural: "list of floats"
+            inner = parse_type(of.group(2)[:-1])
+        return TypeInfo("array", items=inner if inner.known else None, known=inner.known)
+    # prose with a parenthesised note, e.g. "Date (yyyy-mm-dd)"
+    head = re.match(r"^([A-Za-z_]+)\s*\(", text)
+    if head and head.group(1).lower() in _SIMPLE:
+        return _parse_simple(head.group(1))
+    return TypeInfo(None, known=False)
+
+
+def _parse_generic(base: str, args_text: str, whole: str) -> TypeInfo:
+    low = base.lower().rsplit(".", 1)[-1]
+    args = [a for a in _split_top(args_text, ",") if a] if args_text.strip() else []
+    if low == "optional" and len(args) == 1:
+        inner = parse_type(args[0])
+        inner.nullable = True
+        return inner
+    if low == "union" and args:
+        return _union([parse_type(a) for a in args])
+    if low == "literal" and args:
+        try:
+            values = list(ast.literal_eval(f"({args_text},)"))
+        except (ValueError, SyntaxError):
+            return TypeInfo(None, known=False)
+        return TypeInfo(type_of_values(values), enum=values)
+    if low in _ARRAYS:
+        elems = [a for a in args if a != "..."]
+        if not elems:
+            return TypeInfo("array")
+        infos = [parse_type(a) for a in elems]
+        first = infos[0]
+        same = all(i.type == first.type and i.items == first.items for i in infos)
+        item = first if same else None
+        return TypeInfo("array", items=item, known=all(i.known for i in infos))
+    if low in _OBJECTS:
+        return TypeInfo("object", known=all(parse_type(a).known for a in args))
+    if low in _SIMPLE:  # e.g. "list(str)" handled above; "str(...)" prose
+        return _parse_simple(low)
+    return TypeInfo(None, known=False)
