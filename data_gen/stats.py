@@ -39,14 +39,15 @@ def data_stats(data_dir: str | Path, *, tokenizer: str | None = None, max_prompt
         for i, msgs in enumerate(df["prompt"].tolist()):
             msgs = [dict(m) for m in msgs]
             if tok is not None:
-                n = len(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True))
+                text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+                n = len(tok(text, add_special_tokens=False)["input_ids"])
             else:
                 n = sum(len(m["content"]) for m in msgs)
             lengths.append(n)
             if tok is not None and max_prompt_length and n > max_prompt_length:
                 out["warnings"].append(f"{f.name} row {i}: prompt has {n} tokens > max_prompt_length "
                                        f"{max_prompt_length}")
-        classes = Counter(c for e in info for c in list(e.get("error_classes") or []))
+        classes = Counter(c for e in info for c in (list(e["error_classes"]) if e.get("error_classes") is not None else []))
         s = sorted(lengths)
         out["splits"][f.stem] = {
             "rows": len(df),

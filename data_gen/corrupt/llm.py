@@ -71,8 +71,11 @@ class Cache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.data: dict[str, str] = {}
+        self._torn = False
         if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            text = self.path.read_text(encoding="utf-8")
+            self._torn = bool(text) and not text.endswith("\n")
+            for line in text.splitlines():
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError:
@@ -90,6 +93,9 @@ class Cache:
         """Appends ``(key, model, text)`` items durably."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as fh:
+            if self._torn:  # end the line a killed run left half-written
+                fh.write("\n")
+                self._torn = False
             for key, model, text in items:
                 fh.write(json.dumps({"key": key, "model": model, "text": text}, ensure_ascii=False) + "\n")
                 self.data[key] = text
