@@ -80,7 +80,7 @@ _APIBANK_HEADER = re.compile(r"^\s*(\d+)\.\s+(?:Name:\s*(?P<named>\S.*?)|(?P<sho
 _APIBANK_PARAMS = re.compile(r"^\s*Parameters:\s*(.*)$")
 _APIBANK_DESC = re.compile(r"^\s*Description:\s*(.*)$")
 _APIBANK_DETECT = re.compile(r"^\s*\d+\.\s+(?:Name:\s*\S.*|[A-Za-z_][\w.\-]*:.*)\n(?:\s*Description:.*\n)?\s*Parameters:\s*\{",
-                             re.M)
+                             re.MULTILINE)
 
 
 def is_apibank(text: str) -> bool:

@@ -87,8 +87,8 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
     return [p.strip() for p in parts]
 
 
-_GENERIC = re.compile(r"^([A-Za-z_][\w.]*)\s*[\[(<](.*)[\])>]$", re.S)
-_OR = re.compile(r"\s+or\s+|\s*\|\s*", re.I)
+_GENERIC = re.compile(r"^([A-Za-z_][\w.]*)\s*[\[(<](.*)[\])>]$", re.DOTALL)
+_OR = re.compile(r"\s+or\s+|\s*\|\s*", re.IGNORECASE)
 
 
 def _json_type_of(value: Any) -> str | None:
