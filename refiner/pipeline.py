@@ -58,13 +58,19 @@ def validate_request(request: Any) -> None:
 
 
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
-    """``(upstream format, output format)``: the upstream is read in its detected format when that is known (else the
-    requested one), and the result is written in the requested format (else the upstream's)."""
+    """``(upstream format, output format)``. The result is written in the requested format (else the refiner's, else
+    the upstream's). The upstream is read in the requested format when it is strictly valid there, else in the
+    detected format when it is strictly valid in that one, else (broken text) in the requested one, leniently."""
     wanted = request.get("format") or default
+    text = request["upstream"]
+    if wanted and formats.get(wanted).is_valid(text):
+        return wanted, wanted
     detect = getattr(formats, "detect_format", None)
-    detected = detect(request["upstream"]) if detect is not None else None
-    upstream_fmt = detected or wanted or DEFAULT_FORMAT
-    return upstream_fmt, wanted or upstream_fmt
+    detected = detect(text) if detect is not None else None
+    if detected and (wanted is None or formats.get(detected).is_valid(text)):
+        return detected, wanted or detected
+    upstream_fmt = wanted or DEFAULT_FORMAT
+    return upstream_fmt, upstream_fmt
 
 
 def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:

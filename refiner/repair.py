@@ -9,6 +9,7 @@ What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 - parameter names snapped the same way among the tool's parameters not already used (``snap_param``); parameters the
   schema lacks are dropped (``drop_param``);
 - values coerced where the schema is explicit: ``"12"`` → ``12`` for integers, ``12`` → ``"12"`` for strings,
+  ``["Paris"]`` → ``"Paris"`` for a scalar,
   ``"true"`` → ``true``, JSON text → array/object, case/spelling of enum members (``coerce``);
 - nested calls reordered so that every call comes after the calls whose outputs it references: topological order,
   stable for independent calls (``reorder``).
@@ -153,8 +154,12 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
     if value is None and getattr(param, "nullable", False):
         return value
     if strings:
+        if ptype is None:
+            return value
+        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (str, int, float)):
+            value = value[0]  # ["Paris"]: the one item
         finite = not isinstance(value, float) or math.isfinite(value)
-        return json_text(value) if ptype is not None and isinstance(value, (int, float)) and finite else value
+        return json_text(value) if isinstance(value, (int, float)) and finite else value
     if not type_matches(ptype, value):
         value = _convert(ptype, value)
     enum = getattr(param, "enum", None)
@@ -176,6 +181,9 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
 
 
 def _convert(ptype: str | None, value: Any) -> Any:
+    if isinstance(value, list) and len(value) == 1 and ptype in ("string", "integer", "number", "boolean"):
+        inner = value[0] if type_matches(ptype, value[0]) else _convert(ptype, value[0])
+        return inner if type_matches(ptype, inner) else value  # ["Paris"] for a string: the one item
     if ptype == "integer":
         if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
             return int(value.strip())
