@@ -11,8 +11,10 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import (
+    FormatError,
     Lenient,
     WireFormat,
+    as_items,
     coerce_call,
     decode_at,
     dumps,
@@ -62,21 +64,28 @@ class ApiBank(WireFormat):
             else:
                 out.problems.append(f"missing {CLOSE}")
                 chunk = chunk.split("<response>", 1)[0]
-            for line in chunk.splitlines() if _one_per_line(chunk) else [chunk]:
-                if not line.strip():
-                    continue
-                value = lenient_json(line)
-                for item in value if isinstance(value, list) else [value]:
-                    call = coerce_call(item, out.problems)
-                    if call is not None:
-                        out.calls.append(call)
+            for item in _objects(self, chunk):
+                call = coerce_call(item, out.problems)
+                if call is not None:
+                    out.calls.append(call)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         lines = [dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls]
         return "\n".join([OPEN, *lines, CLOSE])
 
 
-def _one_per_line(chunk: str) -> bool:
-    """Whether every non-blank line of a block starts an object (the usual layout), so lines parse separately."""
-    lines = [ln.strip() for ln in chunk.splitlines() if ln.strip()]
-    return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
+def _objects(fmt: WireFormat, chunk: str) -> list:
+    """The JSON values of a block: decoded in sequence when that works, else repaired line by line."""
+    items, pos = [], skip_ws(chunk, 0)
+    try:
+        while pos < len(chunk):
+            value, end = decode_at(fmt, chunk, pos)
+            items.append(value)
+            pos = skip_ws(chunk, end)
+        return [x for v in items for x in as_items(v)]
+    except FormatError:
+        pass
+    lines = [ln for ln in chunk.split("\n") if ln.strip()]
+    if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
+        lines = [chunk]
+    return [x for ln in lines for x in as_items(lenient_json(ln))]

@@ -65,21 +65,34 @@ class WireFormat:
         raise NotImplementedError
 
     def parse_lenient(self, text: str) -> Lenient:
-        """Best effort, never raises: cuts huge inputs, runs :meth:`recover`, and when recovery met no problem,
-        adds whatever strict parsing objects to."""
+        """Best effort, never raises. A strictly valid text gives the strict calls and no problems; otherwise huge
+        inputs are cut, :meth:`recover` collects what it can, and the strict error is reported when recovery
+        itself met no problem."""
         out = Lenient()
+        strict_error: Exception | None = None
         try:
             if len(text) > MAX_LENIENT_CHARS:
                 out.problems.append(f"input cut to its first {MAX_LENIENT_CHARS} characters")
                 text = text[:MAX_LENIENT_CHARS]
+            else:
+                try:
+                    out.calls = self.parse_strict(text)
+                    return out
+                except (FormatError, RecursionError) as e:
+                    strict_error = e
             self.recover(text, out)
             if not out.problems:
-                self.parse_strict(text)
-        except FormatError as e:
-            out.problems.append(str(e))
+                out.problems.append(str(strict_error or self._strict_error(text)))
         except Exception as e:  # never raise: anything unexpected becomes a problem
             out.problems.append(f"internal: {e!r}")
         return out
+
+    def _strict_error(self, text: str) -> Exception | str:
+        try:
+            self.parse_strict(text)
+        except (FormatError, RecursionError) as e:
+            return e
+        return "input was cut"
 
     def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface
         """Adds the calls recoverable from ``text`` to ``out.calls`` and every defect met to ``out.problems``."""
@@ -138,13 +151,16 @@ _THINK_CLOSE = "</think>"
 
 
 def strip_reasoning(text: str) -> str:
-    """Drops a leading reasoning block: everything up to the last ``</think>`` if there is one."""
-    i = text.rfind(_THINK_CLOSE)
-    return text[i + len(_THINK_CLOSE) :] if i >= 0 else text
+    """Drops a leading reasoning block: everything up to the first ``</think>`` if there is one.
+
+    The first one, not the last: call text after the reasoning may quote ``</think>`` in a string. (Qwen3 prompts
+    can pre-fill ``<think>``, so the closing tag alone marks the end.) A literal ``</think>`` inside the calls of a
+    text with no reasoning at all is therefore read as the end of reasoning."""
+    return text[reasoning_offset(text) :]
 
 
 def reasoning_offset(text: str) -> int:
-    i = text.rfind(_THINK_CLOSE)
+    i = text.find(_THINK_CLOSE)
     return i + len(_THINK_CLOSE) if i >= 0 else 0
 
 
@@ -393,7 +409,7 @@ def coerce_call(item: Any, problems: list[str], *, outputs: tuple[str, ...] = ()
     if not isinstance(raw, dict):
         problems.append(f"arguments of {name!r} are not an object: {str(raw)[:80]!r}")
         raw = {}
-    return ToolCall(name.strip(), {str(k): v for k, v in raw.items()}, outputs=outputs, step=step)
+    return ToolCall(name, {str(k): v for k, v in raw.items()}, outputs=outputs, step=step)
 
 
 def as_items(value: Any) -> list[Any]:

@@ -1,27 +1,32 @@
 """Which wire format a text is written in.
 
-Priority, first rule that matches wins (only the part after any ``</think>`` is looked at):
+Deterministic; the first rule that gives an answer wins:
 
-1. Tags: the format whose opening tag occurs first — ``<nested function>`` nestools, ``<order_func>`` order,
-   ``<function_list>`` toolace, ``<func_call>`` xlam, ``<functioncall>`` glaive, ``<tool_call>`` hermes or apibank.
-   With no opening tag, the same by closing tag (``</func_call>``, ...; glaive's ``<|endoftext|>`` too).
-2. ``<tool_call>`` is ``apibank`` when its first block uses the ``"parameters"`` key (before any ``"arguments"``)
-   or holds several objects one per line, else ``hermes``.
-3. Untagged JSON (the first ``{``/``[`` on): ``openai`` (a message with ``tool_calls`` or items with
-   ``function``), ``anthropic`` (a ``"type": "tool_use"`` block), ``nestools`` (items with ``api_name``), ``order``
-   (items with ``tool_list``), ``nestful`` (a list of items with ``name``: an untagged xLAM list reads the same and is
-   reported as nestful), ``apibank`` / ``hermes`` (a single object with ``parameters`` / ``arguments``).
-4. Untagged pythonic calls ``[name(...)...]``: ``toolace``.
-5. Otherwise ``None``.
+1. A format that parses the text strictly, tried in :data:`STRICT_ORDER` (tagged formats first, then the bare
+   JSON ones, ``nestful`` last because any list of ``{"name", "arguments"}`` objects is valid there).
+2. Otherwise a best guess for lenient parsing, looking only after any ``</think>``:
+   a. Tags: the format whose opening tag occurs first (``<nested function>`` nestools, ``<order_func>`` order,
+      ``<function_list>`` toolace, ``<func_call>`` xlam, ``<functioncall>`` glaive, ``<tool_call>`` hermes or
+      apibank); with no opening tag, the same by closing tag (glaive's ``<|endoftext|>`` included).
+   b. ``<tool_call>`` is ``apibank`` when its first object has ``"parameters"`` and no ``"arguments"`` (or, when it
+      does not decode, ``"parameters"`` is seen first, or it holds several objects one per line), else ``hermes``.
+   c. Untagged JSON (from the first ``{``/``[``): ``openai`` (a message with ``tool_calls`` or items with
+      ``function``), ``anthropic`` (a ``"type": "tool_use"`` block), ``nestools`` (``api_name``), ``order``
+      (``tool_list``), ``nestful`` (a list of items with ``name``; an untagged xLAM list reads the same and is
+      reported as nestful), ``apibank`` / ``hermes`` (one object with ``parameters`` / ``arguments``).
+   d. Untagged pythonic calls ``[name(...)...]``: ``toolace``.
+3. Otherwise ``None``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from refiner.formats.base import lenient_json_in_prose, strip_reasoning
+from refiner.formats.base import MAX_LENIENT_CHARS, get, lenient_json_in_prose, skip_ws, strip_reasoning
 
+STRICT_ORDER = ("nestools", "order", "toolace", "xlam", "glaive", "apibank", "hermes", "openai", "anthropic", "nestful")
 OPEN_TAGS = (
     ("<nested function>", "nestools"),
     ("<order_func>", "order"),
@@ -40,6 +45,7 @@ CLOSE_TAGS = (
 )
 # How much of an untagged text is decoded to classify it.
 DETECT_CHARS = 20_000
+_DECODER = json.JSONDecoder()
 _PYTHONIC = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
 
 
@@ -56,6 +62,12 @@ def _tool_call_dialect(body: str) -> str:
     i = body.find("<tool_call>")
     block = body[i + len("<tool_call>") :] if i >= 0 else body
     block = block.split("</tool_call>", 1)[0][:DETECT_CHARS]
+    try:
+        first, _ = _DECODER.raw_decode(block, skip_ws(block, 0))
+    except ValueError:
+        first = None
+    if isinstance(first, dict) and ("parameters" in first) != ("arguments" in first):
+        return "apibank" if "parameters" in first else "hermes"
     p = min((block.find(k) for k in ('"parameters"', "'parameters'") if k in block), default=-1)
     a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
     if p >= 0 and (a < 0 or p < a):
@@ -99,6 +111,15 @@ def _json_dialect(value: Any) -> str | None:
 
 def detect_format(text: str) -> str | None:
     """The name of the wire format ``text`` is written in, or ``None``; deterministic (see the module doc)."""
+    if len(text) <= MAX_LENIENT_CHARS:
+        for name in STRICT_ORDER:
+            if get(name).is_valid(text):
+                return name
+    return guess_format(text)
+
+
+def guess_format(text: str) -> str | None:
+    """Rule 2 of the module doc alone: the likely format of a text that no format parses strictly."""
     body = strip_reasoning(text)
     fmt = _first_tag(body, OPEN_TAGS) or _first_tag(body, CLOSE_TAGS)
     if fmt == "tool_call":

@@ -71,7 +71,7 @@ class Order(WireFormat):
             tools = item.get("tool_list", item.get("tools", []))
             for name in as_items(tools):
                 if isinstance(name, str) and name.strip():
-                    out.calls.append(ToolCall(name.strip(), {}, step=step))
+                    out.calls.append(ToolCall(name, {}, step=step))
                 else:
                     out.problems.append(f"tool name is not a string: {str(name)[:80]!r}")
 

@@ -149,7 +149,7 @@ class Literals:
 
 
 def _is_plain_identifier(key: str) -> bool:
-    return key.isidentifier() and unicodedata.normalize("NFKC", key) == key
+    return key.isidentifier() and unicodedata.normalize("NFKC", key) == key and not key.startswith(_MANGLE)
 
 
 def literal(value: Any) -> str:
