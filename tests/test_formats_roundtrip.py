@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, canonical_json
+from refiner.formats.detect import ALL_TAGS
 
 # A literal "</think>" marks the end of reasoning (base.strip_reasoning), so call text never holds one here.
 _texts = st.text(max_size=12).filter(lambda s: "</think>" not in s)
@@ -88,11 +89,15 @@ def test_round_trip(name):
         assert fmt.parse_strict(text) == calls
         got = fmt.parse_lenient(text)
         assert got.problems == [] and got.calls == calls
-        assert formats.detect_format(text) == name
+        # a tag string quoted inside the calls of another format is read as that tag (detect's documented rule)
+        tags_inside = any(tag in canonical_json([c.to_dict() for c in calls]) for tag in ALL_TAGS)
+        if not tags_inside:
+            assert formats.detect_format(text) == name
         wrapped = f"<think>I need [some] {{tools}}, maybe <b>.</think>\n{prose}{text}\nDone [ok]."
         assert fmt.parse_strict(wrapped) == calls
         assert fmt.parse_lenient(wrapped).calls == calls
-        assert formats.detect_format(wrapped) == name
+        if not tags_inside:
+            assert formats.detect_format(wrapped) == name
 
     check()
 

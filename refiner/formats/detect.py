@@ -2,20 +2,24 @@
 
 Deterministic; the first rule that gives an answer wins:
 
-1. A format that parses the text strictly, tried in :data:`STRICT_ORDER` (tagged formats first, then the bare
-   JSON ones, ``nestful`` last because any list of ``{"name", "arguments"}`` objects is valid there).
-2. Otherwise a best guess for lenient parsing, looking only after any ``</think>``:
-   a. Tags: the format whose opening tag occurs first (``<nested function>`` nestools, ``<order_func>`` order,
-      ``<function_list>`` toolace, ``<func_call>`` xlam, ``<functioncall>`` glaive, ``<tool_call>`` hermes or
-      apibank); with no opening tag, the same by closing tag (glaive's ``<|endoftext|>`` included).
-   b. ``<tool_call>`` is ``apibank`` when its first object has ``"parameters"`` and no ``"arguments"`` (or, when it
-      does not decode, ``"parameters"`` is seen first, or it holds several objects one per line), else ``hermes``.
-   c. Untagged JSON (from the first ``{``/``[``): ``openai`` (a message with ``tool_calls`` or items with
-      ``function``), ``anthropic`` (a ``"type": "tool_use"`` block), ``nestools`` (``api_name``), ``order``
-      (``tool_list``), ``nestful`` (a list of items with ``name``; an untagged xLAM list reads the same and is
-      reported as nestful), ``apibank`` / ``hermes`` (one object with ``parameters`` / ``arguments``).
-   d. Untagged pythonic calls ``[name(...)...]``: ``toolace``.
-3. Otherwise ``None``.
+1. A tagged format that parses the text strictly, tried in :data:`TAGGED_ORDER`.
+2. A best guess from tags, looking only after any ``</think>``: the format whose opening tag occurs first
+   (``<nested function>`` nestools, ``<order_func>`` order, ``<function_list>`` toolace, ``<func_call>`` xlam,
+   ``<functioncall>`` glaive, ``<tool_call>`` hermes or apibank); with no opening tag, the same by closing tag
+   (glaive's ``<|endoftext|>`` included). ``<tool_call>`` is ``apibank`` when its first object has ``"parameters"``
+   and no ``"arguments"`` (or, when it does not decode, ``"parameters"`` is seen first, or it holds several objects
+   one per line), else ``hermes``.
+3. An untagged format that parses the text strictly, tried in :data:`BARE_ORDER` (``nestful`` last: any list of
+   ``{"name", "arguments"}`` objects is valid there, an untagged xLAM list included).
+4. A guess from the shape of the first JSON value (from the first ``{``/``[``): ``openai`` (a message with
+   ``tool_calls`` or items with ``function``), ``anthropic`` (a ``"type": "tool_use"`` block), ``nestools``
+   (``api_name``), ``order`` (``tool_list``), ``nestful`` (a list of items with ``name``), ``apibank`` / ``hermes``
+   (one object with ``parameters`` / ``arguments``).
+5. Untagged pythonic calls ``[name(...)...]``: ``toolace``.
+6. Otherwise ``None``.
+
+So a tag string quoted inside the calls of an untagged format (a NESTFUL label ``"<func_call>"``) makes the text
+read as that tagged format: tags are taken as the stronger signal.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from typing import Any
 
 from refiner.formats.base import MAX_LENIENT_CHARS, get, lenient_json_in_prose, skip_ws, strip_reasoning
 
-STRICT_ORDER = ("nestools", "order", "toolace", "xlam", "glaive", "apibank", "hermes", "openai", "anthropic", "nestful")
+TAGGED_ORDER = ("nestools", "order", "toolace", "xlam", "glaive", "apibank", "hermes")
+BARE_ORDER = ("openai", "anthropic", "nestful")
 OPEN_TAGS = (
     ("<nested function>", "nestools"),
     ("<order_func>", "order"),
@@ -111,24 +116,27 @@ def _json_dialect(value: Any) -> str | None:
 
 def detect_format(text: str) -> str | None:
     """The name of the wire format ``text`` is written in, or ``None``; deterministic (see the module doc)."""
-    if len(text) <= MAX_LENIENT_CHARS:
-        for name in STRICT_ORDER:
+    small = len(text) <= MAX_LENIENT_CHARS
+    if small:
+        for name in TAGGED_ORDER:
             if get(name).is_valid(text):
                 return name
-    return guess_format(text)
-
-
-def guess_format(text: str) -> str | None:
-    """Rule 2 of the module doc alone: the likely format of a text that no format parses strictly."""
     body = strip_reasoning(text)
     fmt = _first_tag(body, OPEN_TAGS) or _first_tag(body, CLOSE_TAGS)
     if fmt == "tool_call":
         return _tool_call_dialect(body)
     if fmt is not None:
         return fmt
+    if small:
+        for name in BARE_ORDER:
+            if get(name).is_valid(text):
+                return name
     fmt = _json_dialect(lenient_json_in_prose(body[:DETECT_CHARS]))
     if fmt is not None:
         return fmt
     if _PYTHONIC.match(body):
         return "toolace"
     return None
+
+
+ALL_TAGS = tuple(t for t, _ in OPEN_TAGS + CLOSE_TAGS)

@@ -29,6 +29,7 @@ from refiner.formats.base import (
 )
 
 OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
+TURN_BREAK = "\n\n\n"  # raw Glaive separates turns with it; a block without its end tag stops there
 
 
 def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
@@ -101,6 +102,7 @@ class Glaive(WireFormat):
                 chunk = chunk.split(CLOSE, 1)[0]
             else:
                 out.problems.append(f"missing {CLOSE}")
+                chunk = chunk.split(TURN_BREAK, 1)[0]
             call = coerce_call(_lenient_object(self, chunk), out.problems)
             if call is not None:
                 out.calls.append(call)
@@ -117,7 +119,11 @@ def _lenient_object(fmt: WireFormat, chunk: str) -> Any:
         return obj
     except (FormatError, RecursionError):
         pass
-    i, j = chunk.find("'{"), chunk.rfind("}'")
-    if 0 <= i < j:  # unquote a single-quoted arguments text so JSON repair sees an object
-        chunk = chunk[:i] + chunk[i + 1 : j + 1] + chunk[j + 2 :]
+    i = chunk.find("'{")
+    if i >= 0:  # unquote a single-quoted arguments text so JSON repair sees an object
+        j = chunk.rfind("'")
+        if j > i + 1 and not chunk[j + 1 :].strip(" \t\r\n}"):
+            chunk = chunk[:i] + chunk[i + 1 : j] + chunk[j + 1 :]
+        else:
+            chunk = chunk[:i] + chunk[i + 1 :]
     return lenient_json(chunk)

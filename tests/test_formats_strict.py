@@ -1,0 +1,174 @@
+"""Strict parsing rejects what a format cannot resolve (with a message and a position), lenient parsing recovers
+what it can and says what it met, and detection tells apart formats that share tags."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError, detect_format
+
+# (format, text, words the error message must contain)
+BAD = [
+    ("hermes", '{"name": "a", "arguments": {}}', "no <tool_call>"),
+    ("hermes", '<tool_call>{"name": "a", "parameters": {}}</tool_call>', "unexpected keys"),
+    ("hermes", '<tool_call>{"name": "a", "arguments": {"x": [1, NaN]}}</tool_call>', "NaN"),
+    ("glaive", '{"name": "a", "arguments": "{}"} <|endoftext|>', "missing <functioncall>"),
+    ("glaive", '<functioncall> {"name": "a", "arguments": \'{"x": 1}\'}', "missing <|endoftext|>"),
+    ("glaive", "<functioncall> {\"name\": \"a\", \"arguments\": '[1, 2]'} <|endoftext|>", "must be a JSON object"),
+    ("glaive", '<functioncall> {"name": "a", "arguments": "{\\"x\\": [1,}"} <|endoftext|>', "invalid JSON"),
+    ("toolace", '[f(a=1)]', "missing <function_list>"),
+    ("toolace", '<function_list>[f(a=1)]', "missing </function_list>"),
+    ("toolace", '<function_list>[Get Weather(city="x")]</function_list>', "pythonic"),
+    ("toolace", '<function_list>[f(a=[1, {"k": {2, 3}}])]</function_list>', "Set is not a literal"),
+    ("toolace", '<function_list>[f(a=[1, (2, 3)])]</function_list>', "Tuple is not a literal"),
+    ("toolace", '<function_list>[f(a=g(1))]</function_list>', "Call is not a literal"),
+    ("toolace", '<function_list>[f("pos")]</function_list>', "positional"),
+    ("toolace", '<function_list>[f(a=1, a=2)]</function_list>', "given twice"),
+    ("toolace", '<function_list>[f(a={1: "x"})]</function_list>', "keys must be strings"),
+    ("toolace", '<function_list>f(a=1)</function_list>', "must be a [...] list"),
+    ("xlam", '[{"name": "a", "arguments": {}}]', "missing <func_call>"),
+    ("xlam", '<func_call>{"name": "a", "arguments": {}}</func_call>', "must hold a JSON list"),
+    ("xlam", '<func_call>[{"name": "a", "arguments": "{}"}]</func_call>', "must be a JSON object"),
+    ("xlam", '<func_call>[{"name": "a", "arguments": {}}, 3]</func_call>', "call #1"),
+    ("xlam", '<func_call>[{"name": "a", "arguments": {}}] trailing</func_call>', "unexpected text"),
+    ("nestools", '<nested function>[{"api_name": "a", "parameters": {}, "responses": [0]}]</nested function>', "list of strings"),
+    ("nestools", '<nested function>[{"name": "a", "parameters": {}}]</nested function>', "unexpected keys"),
+    ("order", '<order_func>[{"step": "1", "tool_list": ["a"]}]</order_func>', "integer"),
+    ("order", '<order_func>[{"step": 1, "tool_list": ["a", 2]}]</order_func>', "list of strings"),
+    ("order", '<order_func>[{"step": 1}]</order_func>', "no 'tool_list'"),
+    ("apibank", '<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>', "unexpected keys"),
+    ("apibank", '<tool_call>\n{"name": "a", "parameters": {}}\n{"name": "b", "parameters": [}\n</tool_call>', "invalid JSON"),
+    ("apibank", '<response>Hello</response>', "no <tool_call>"),
+    ("openai", '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": {}}}]}', "must be a string"),
+    ("openai", '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "[1]"}}]}', "must be a JSON object"),
+    ("openai", '{"role": "assistant", "tool_calls": [{"type": "retrieval", "function": {"name": "a", "arguments": "{}"}}]}', "'type'"),
+    ("openai", '{"role": "user", "tool_calls": []}', "role"),
+    ("openai", "no json here", "no assistant message"),
+    ("anthropic", '[{"type": "tool_use", "id": "t", "name": "a", "input": "x"}]', "must be a JSON object"),
+    ("anthropic", '[{"type": "tool_use", "id": "t", "name": "a", "input": {}}, {"type": "image"}]', "unknown 'type'"),
+    ("anthropic", '[{"type": "text", "text": "hi"}]', "no tool_use"),
+    ("nestful", '[{"name": "a", "arguments": {}, "label": 3}]', "must be a string"),
+    ("nestful", '[{"name": "a", "arguments": [1]}]', "must be a JSON object"),
+    ("nestful", '[{"name": "a", "arguments": {}, "output": "x"}]', "unexpected keys"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "words"), BAD, ids=[f"{b[0]}-{i}" for i, b in enumerate(BAD)])
+def test_strict_rejects_with_message_and_position(name, text, words):
+    fmt = formats.get(name)
+    with pytest.raises(FormatError) as info:
+        fmt.parse_strict(text)
+    err = info.value
+    assert err.fmt == name
+    assert words in err.message, err.message
+    assert 0 <= err.position <= len(text)
+    assert not fmt.is_valid(text)
+    got = fmt.parse_lenient(text)  # lenient never raises and always reports the defect
+    assert got.problems
+
+
+def test_error_positions_point_at_the_defect():
+    fmt = formats.get("xlam")
+    text = '<think>x</think><func_call>[{"name": "a", "arguments": {"k": [1, 2,]}}]</func_call>'
+    with pytest.raises(FormatError) as info:
+        fmt.parse_strict(text)
+    assert text[info.value.position] == "]"
+    text = '<function_list>[f(a=1), g(b={"x": {1, 2}})]</function_list>'
+    with pytest.raises(FormatError) as info:
+        formats.get("toolace").parse_strict(text)
+    assert text[info.value.position] == "{" and text[info.value.position + 1] == "1"
+
+
+def test_toolace_reads_keywords_json_constants_and_star_star():
+    text = '<function_list>[Financial_Fundamentals_API(shareuid=6789, from="2024-01-01", to="2024-12-31"), ' \
+           'api.v2.search(flag=true, none=null, **{"max-results": 5}), neg(x=-1.5e3)]</function_list>'
+    assert formats.get("toolace").parse_strict(text) == [
+        ToolCall("Financial_Fundamentals_API", {"shareuid": 6789, "from": "2024-01-01", "to": "2024-12-31"}),
+        ToolCall("api.v2.search", {"flag": True, "none": None, "max-results": 5}),
+        ToolCall("neg", {"x": -1500.0}),
+    ]
+
+
+def test_toolace_lenient_recovers_names_with_spaces():
+    fmt = formats.get("toolace")
+    text = '[Get Stock Price(symbol="AAPL", exchange=\'NASDAQ\'), Weather Forecast(city="Paris", days=(1, 2)), broken]'
+    got = fmt.parse_lenient(text)
+    assert got.calls == [
+        ToolCall("Get Stock Price", {"symbol": "AAPL", "exchange": "NASDAQ"}),
+        ToolCall("Weather Forecast", {"city": "Paris", "days": [1, 2]}),
+    ]
+    problems = " | ".join(got.problems)
+    assert "missing <function_list>" in problems and "'Get Stock Price' is not an identifier" in problems
+    assert "not a call: 'broken'" in problems
+
+
+def test_toolace_lenient_unparseable_values():
+    got = formats.get("toolace").parse_lenient('<function_list>[f(a="unterminated, b=2)]</function_list>')
+    assert got.problems and len(got.calls) == 1 and got.calls[0].name == "f"
+
+
+def test_glaive_raw_single_quoted_arguments_with_apostrophes():
+    text = (
+        "USER: Send it\n\n\nASSISTANT: <functioncall> {\"name\": \"send_email\", \"arguments\": "
+        "'{\"to\": \"a@b.c\", \"body\": \"It's done, isn't it?\"}'} <|endoftext|>\n\n\nFUNCTION RESPONSE: {\"ok\": true}"
+    )
+    want = [ToolCall("send_email", {"to": "a@b.c", "body": "It's done, isn't it?"})]
+    assert formats.get("glaive").parse_strict(text) == want
+    broken = text.replace(" <|endoftext|>", "").replace("isn't it?\"}", "isn't it?\"")
+    got = formats.get("glaive").parse_lenient(broken)
+    assert got.calls == want and any("<|endoftext|>" in p for p in got.problems)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "want"),
+    [
+        ("hermes", '<tool_call>{"name": "a", "arguments": {"x": 1,}', [ToolCall("a", {"x": 1})]),
+        ("xlam", '{"name": "a", "arguments": {"x": "y"}}</func_call>', [ToolCall("a", {"x": "y"})]),
+        ("xlam", "<func_call>[{'name': 'a', 'arguments': {'x': True}}]</func_call>", [ToolCall("a", {"x": True})]),
+        ("nestools", '<nested function>[{"api_name": "a", "parameters": {}, "responses": ["API_call_0"]}',
+         [ToolCall("a", {}, outputs=("API_call_0",))]),
+        ("order", '<order_func>[{"step": "2", "tool_list": ["a"]}, {"tool_list": ["b"]}]</order_func>',
+         [ToolCall("a", {}, step=2), ToolCall("b", {}, step=2)]),
+        ("apibank", '<tool_call>\n{"name": "a", "parameters": {"x": 1}\n{"name": "b", "parameters": {}}\n',
+         [ToolCall("a", {"x": 1}), ToolCall("b", {})]),
+        ("openai", '[{"function": {"name": "a", "arguments": "{\\"x\\": 1"}}]', [ToolCall("a", {"x": 1})]),
+        ("anthropic", '{"content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "name": "a", "input": {"x": 1}',
+         [ToolCall("a", {"x": 1})]),
+        ("nestful", 'Plan: [{"name": "a", "arguments": {}, "label": "$var_1"}, {"name": "b", "arguments": {"y": "$var_1.result$"}',
+         [ToolCall("a", {}, outputs=("$var_1",)), ToolCall("b", {"y": "$var_1.result$"})]),
+    ],
+)
+def test_lenient_recovers_broken_text(name, text, want):
+    got = formats.get(name).parse_lenient(text)
+    assert got.calls == want
+    assert got.problems
+
+
+def test_detect_tells_shared_tags_apart():
+    hermes = '<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>'
+    apibank = '<think>ok</think>\n<tool_call>\n{"name": "a", "parameters": {"x": 1}}\n{"name": "b", "parameters": {}}\n</tool_call>\n<response>done</response>'
+    assert detect_format(hermes) == "hermes"
+    assert detect_format(apibank) == "apibank"
+    # broken texts still get a best guess from tags and keys
+    assert detect_format('<tool_call>\n{"name": "a", "parameters": {"x": 1}') == "apibank"
+    assert detect_format('<tool_call>{"name": "a", "arguments": {"x": 1') == "hermes"
+    assert detect_format('[{"name": "a", "arguments": {}}]</func_call>') == "xlam"
+    assert detect_format("[Get Weather(city='Paris')]") == "toolace"
+    assert detect_format('<functioncall> {"name": "a", "arguments": \'{"x": 1') == "glaive"
+    assert detect_format('{"tool_calls": [{"function": {"name": "a"') == "openai"
+    assert detect_format("I cannot help with that.") is None
+    assert detect_format("") is None
+
+
+def test_detect_priority_is_first_tag():
+    text = '<func_call>[{"name": "a", "arguments": {}}]</func_call> and then <tool_call>{"name": "b"'
+    assert detect_format(text) == "xlam"
+    text = 'broken <order_func>[{"step": 1, "tool_list": ["a"]} <func_call>'
+    assert detect_format(text) == "order"
+
+
+def test_every_format_has_description_and_tags():
+    for fmt in formats.all_formats():
+        assert fmt.description and fmt.tags, fmt.name
