@@ -71,7 +71,8 @@ def refine_request(body: dict, tool_calls: Sequence[dict], fmt: str) -> dict:
 
 def rebuild_tool_calls(original: Sequence[dict], calls: Sequence[dict]) -> list[dict]:
     """OpenAI ``tool_calls`` for the refined ``calls``: a call keeps the id of the original call at its position
-    when the name matches, else of the first unused original with its name; new calls get fresh ids."""
+    when the name matches, else of the first unused original with its name, else (a renamed call) of the first
+    unused original; calls beyond the originals get fresh ids."""
     used: set[int] = set()
     ids: list[str | None] = [None] * len(calls)
     names = [(o.get("function") or {}).get("name") for o in original]
@@ -85,6 +86,11 @@ def rebuild_tool_calls(original: Sequence[dict], calls: Sequence[dict]) -> list[
             if j is not None:
                 used.add(j)
                 ids[i] = original[j].get("id")
+    spare = iter(j for j in range(len(original)) if j not in used)  # renamed calls keep the ids of the rest
+    for i in range(len(calls)):
+        if ids[i] is None:
+            j = next(spare, None)
+            ids[i] = original[j].get("id") if j is not None else None
     return [
         {
             "id": ids[i] or f"call_{uuid.uuid4().hex[:24]}",

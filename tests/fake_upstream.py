@@ -166,3 +166,62 @@ def serve_in_thread(app: Any, *, startup_timeout: float = 20.0, log_level: str =
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_in_subprocess(argv: list[str], port: int, *, startup_timeout: float = 60.0,
+                        health_path: str = "/v1/models") -> Iterator[str]:
+    """Starts ``argv`` (a server that will listen on ``127.0.0.1:port``), waits until ``health_path`` answers, yields
+    its base URL and terminates it on exit (killed if it does not stop within 10 s)."""
+    import subprocess
+    import tempfile
+
+    import httpx
+
+    log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server can never block on it
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"server exited with {proc.returncode}: {log.read()[-2000:]}")
+            try:
+                if httpx.get(url + health_path, timeout=1.0).status_code < 500:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server on port {port} did not start within {startup_timeout:g}s")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+
+
+def main() -> None:
+    """``python tests/fake_upstream.py PORT``: serve the fake upstream on 127.0.0.1:PORT."""
+    import sys
+
+    uvicorn.run(create_fake_upstream(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
+                backlog=4096)
+
+
+if __name__ == "__main__":
+    main()

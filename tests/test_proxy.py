@@ -1,0 +1,284 @@
+"""The refining proxy over real HTTP on loopback: fake upstream (uvicorn thread) ← proxy (uvicorn thread) ← client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fake_upstream import create_fake_upstream, free_port, serve_in_subprocess, serve_in_thread
+from refiner.engines import make_engine
+from refiner.pipeline import Refiner
+from refiner.proxy import apply_result, create_app, rebuild_tool_calls
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city.",
+                                      "parameters": {"type": "object", "properties": {
+                                          "city": {"type": "string"}, "days": {"type": "integer"}},
+                                          "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Current time in a time zone.",
+                                      "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
+                                                     "required": ["tz"]}}},
+]
+MESSAGES = [{"role": "user", "content": "Weather in Paris for 3 days, and the time in CET?"}]
+SECRET = "sk-proxy-SECRET-never-log-7"
+
+
+def tc(name: str, arguments: str, id: str) -> dict:
+    return {"name": name, "arguments": arguments, "id": id}
+
+
+BROKEN = [tc("get_wether", "{'city': 'Paris', 'days': '3',}", "call_a"), tc("get_time", '{"tz": "CET"}', "call_b")]
+
+
+def body(fake: dict, **kw) -> dict:
+    return {"model": "fake-model", "messages": MESSAGES, "tools": TOOLS, "x_fake": fake, **kw}
+
+
+class DropAll:
+    """Stand-in refiner whose answer removes every call."""
+
+    def refine_batch(self, requests: list[dict]) -> list[dict]:
+        return [{"calls": [], "changed": True, "stage": "model"} for _ in requests]
+
+
+class Boom:
+    def refine_batch(self, requests: list[dict]) -> list[dict]:
+        raise RuntimeError("refiner exploded")
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    app = create_fake_upstream()
+    with serve_in_thread(app) as url:
+        yield app, url
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream):
+    with serve_in_thread(create_app(upstream[1] + "/v1", timeout=1.0)) as url:
+        yield url
+
+
+def post(url: str, payload: dict, **kw) -> httpx.Response:
+    return httpx.post(url + "/v1/chat/completions", json=payload, timeout=30, **kw)
+
+
+def args_of(choice: dict) -> list[tuple[str, dict, str]]:
+    return [(t["function"]["name"], json.loads(t["function"]["arguments"]), t["id"])
+            for t in choice["message"]["tool_calls"]]
+
+
+# ------------------------------------------------------------------------------------------------ non-streaming
+
+
+def test_broken_calls_are_repaired_and_ids_order_content_usage_kept(proxy) -> None:
+    r = post(proxy, body({"content": "Let me check.", "tool_calls": BROKEN}))
+    assert r.status_code == 200, r.text
+    data = r.json()
+    choice = data["choices"][0]
+    assert args_of(choice) == [("get_weather", {"city": "Paris", "days": 3}, "call_a"),
+                               ("get_time", {"tz": "CET"}, "call_b")]
+    assert all(isinstance(t["function"]["arguments"], str) for t in choice["message"]["tool_calls"])
+    assert choice["message"]["content"] == "Let me check."
+    assert choice["finish_reason"] == "tool_calls"
+    assert data["usage"] == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    assert data["id"] == "chatcmpl-fake" and r.headers["x-tool-refiner"] == "repaired"
+
+
+def test_valid_calls_come_back_byte_for_byte(proxy) -> None:
+    calls = [tc("get_weather", '{"city":"Paris",   "days": 3}', "call_x")]
+    r = post(proxy, body({"tool_calls": calls}))
+    t = r.json()["choices"][0]["message"]["tool_calls"][0]
+    assert t == {"id": "call_x", "type": "function",
+                 "function": {"name": "get_weather", "arguments": '{"city":"Paris",   "days": 3}'}}
+    assert r.headers["x-tool-refiner"] == "unchanged"
+
+
+def test_plain_answers_pass_through(proxy) -> None:
+    r = post(proxy, body({"content": "Hello!"}, n=2))
+    data = r.json()
+    assert [c["message"]["content"] for c in data["choices"]] == ["Hello!", "Hello!"]
+    assert all("tool_calls" not in c["message"] and c["finish_reason"] == "stop" for c in data["choices"])
+    assert r.headers["x-tool-refiner"] == "none,none"
+
+
+def test_every_choice_is_refined(proxy) -> None:
+    r = post(proxy, body({"tool_calls": BROKEN[:1]}, n=3))
+    choices = r.json()["choices"]
+    assert [args_of(c) for c in choices] == [[("get_weather", {"city": "Paris", "days": 3}, "call_a")]] * 3
+
+
+def test_no_call_left_downgrades_finish_reason(upstream) -> None:
+    with serve_in_thread(create_app(upstream[1] + "/v1", refiner=DropAll())) as url:
+        r = post(url, body({"content": "text", "tool_calls": BROKEN}))
+    choice = r.json()["choices"][0]
+    assert "tool_calls" not in choice["message"]
+    assert choice["finish_reason"] == "stop" and choice["message"]["content"] == "text"
+
+
+def test_a_failing_refiner_returns_the_upstream_answer(upstream, caplog) -> None:
+    with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Boom())) as url:
+        r = post(url, body({"tool_calls": BROKEN}))
+    assert r.status_code == 200 and r.headers["x-tool-refiner"] == "error"
+    assert r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == BROKEN[0]["arguments"]
+    assert "refiner exploded" in caplog.text
+
+
+def test_model_backed_refiner_over_http(upstream) -> None:
+    """The refiner model behind an OpenAI-compatible server (here: the fake, scripted with the corrected answer)."""
+    fixed = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "get_weather",
+                                                          "arguments": '{"city": "Paris", "days": 3}'}}]}
+    answer = "<think>book_flight is not a tool; the user wants the weather.</think>\n" + json.dumps(fixed)
+    eng = make_engine("openai", base_url=upstream[1] + "/v1", model="refiner",
+                      extra_body={"x_fake": {"content": answer}})
+    with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Refiner(eng))) as url:
+        r = post(url, body({"tool_calls": [tc("book_flight", '{"to": "Paris"}', "call_q")]}))
+    assert r.headers["x-tool-refiner"] == "model"
+    assert args_of(r.json()["choices"][0]) == [("get_weather", {"city": "Paris", "days": 3}, "call_q")]
+
+
+def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
+    original = [{"id": "a", "function": {"name": "f"}}, {"id": "b", "function": {"name": "g"}},
+                {"id": "c", "function": {"name": "h"}}]
+    calls = [{"name": "g", "arguments": {}}, {"name": "x", "arguments": {"k": 1}}, {"name": "h", "arguments": {}},
+             {"name": "y", "arguments": {}}]
+    out = rebuild_tool_calls(original, calls)
+    assert [t["id"] for t in out[:3]] == ["b", "a", "c"]
+    assert out[3]["id"].startswith("call_") and out[3]["id"] not in "abc"
+    assert out[1]["function"] == {"name": "x", "arguments": '{"k": 1}'}
+    msg, reason = apply_result({"content": None, "tool_calls": original}, "stop", {"calls": calls, "changed": True,
+                                                                                  "stage": "repaired"})
+    assert reason == "tool_calls" and len(msg["tool_calls"]) == 4
+
+
+# ------------------------------------------------------------------------------------------------ errors
+
+
+@pytest.mark.parametrize(
+    "fake, status, kind",
+    [
+        ({"delay": 3}, 504, "upstream_timeout"),
+        ({"malformed": True}, 502, "upstream_malformed"),
+        ({"status": 500}, 502, "upstream_error"),
+        ({"status": 503}, 502, "upstream_error"),
+        ({"status": 400}, 400, "upstream_client_error"),
+        ({"status": 429}, 429, "upstream_client_error"),
+    ],
+)
+def test_upstream_failures_map_to_openai_errors(proxy, fake, status, kind) -> None:
+    r = post(proxy, body(fake))
+    assert r.status_code == status
+    err = r.json()["error"]
+    assert err["type"] == kind and err["code"] == status and err["message"]
+
+
+def test_unreachable_upstream_is_502() -> None:
+    with serve_in_thread(create_app("http://127.0.0.1:9/v1")) as url:
+        r = post(url, body({}))
+        assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_unreachable"
+        assert httpx.get(url + "/v1/models").status_code == 502
+
+
+def test_bad_client_json_is_400(proxy) -> None:
+    r = httpx.post(proxy + "/v1/chat/completions", content=b"{nope", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    assert httpx.post(proxy + "/v1/chat/completions", json=[1, 2]).status_code == 400
+
+
+def test_models_passthrough_and_health(proxy, upstream) -> None:
+    assert httpx.get(proxy + "/v1/models").json()["data"][0]["id"] == "fake-model"
+    health = httpx.get(proxy + "/health").json()
+    assert health["status"] == "ok" and health["upstream"] == upstream[1] + "/v1" and health["model"] is False
+
+
+# ------------------------------------------------------------------------------------------------ streaming
+
+
+def stream(url: str, payload: dict) -> tuple[int, list]:
+    events = []
+    with httpx.stream("POST", url + "/v1/chat/completions", json={**payload, "stream": True}, timeout=30) as r:
+        if r.status_code != 200:
+            r.read()
+            return r.status_code, [r.json()]
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                events.append(line[6:] if line[6:] == "[DONE]" else json.loads(line[6:]))
+    return 200, events
+
+
+def test_stream_forwards_content_and_reemits_refined_tool_calls(proxy) -> None:
+    status, events = stream(proxy, body({"content": "Checking the forecast now.", "tool_calls": BROKEN}))
+    assert status == 200 and events[-1] == "[DONE]"
+    chunks = events[:-1]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    text = "".join(d.get("content") or "" for d in deltas)
+    assert text == "Checking the forecast now."
+    assert sum(1 for d in deltas if "content" in d) >= 5  # forwarded piece by piece, not buffered
+    calls = [t for d in deltas for t in d.get("tool_calls", [])]
+    assert [(t["index"], t["id"], t["function"]["name"], json.loads(t["function"]["arguments"])) for t in calls] == [
+        (0, "call_a", "get_weather", {"city": "Paris", "days": 3}), (1, "call_b", "get_time", {"tz": "CET"})]
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+    assert finishes[-1] == "tool_calls" and all(f is None for f in finishes[:-1])
+    assert all(c["id"] == "chatcmpl-fake-stream" for c in chunks)
+
+
+def test_stream_without_tool_calls(proxy) -> None:
+    status, events = stream(proxy, body({"content": "Just text."}))
+    deltas = [c["choices"][0] for c in events[:-1]]
+    assert "".join(d["delta"].get("content") or "" for d in deltas) == "Just text."
+    assert deltas[-1]["finish_reason"] == "stop" and events[-1] == "[DONE]"
+
+
+def test_stream_upstream_errors(proxy) -> None:
+    assert stream(proxy, body({"status": 500}))[0] == 502
+    status, events = stream(proxy, body({"delay": 3}))
+    assert status == 504 and events[0]["error"]["type"] == "upstream_timeout"
+
+
+# ------------------------------------------------------------------------------------------------ keys, load
+
+
+def test_api_keys_are_forwarded_and_never_logged(upstream, caplog) -> None:
+    app, up = upstream
+    caplog.set_level(logging.DEBUG)
+    with serve_in_thread(create_app(up + "/v1", api_key=SECRET), log_level="debug") as url:
+        post(url, body({"tool_calls": BROKEN}), headers={"authorization": "Bearer client-key"})
+        assert app.state.auth_seen[-1] == f"Bearer {SECRET}"  # the proxy's own key replaces the client's
+        post(url, body({"status": 500}))
+    with serve_in_thread(create_app(up + "/v1"), log_level="debug") as url:
+        post(url, body({"delay": 0}), headers={"authorization": f"Bearer {SECRET}"})
+        assert app.state.auth_seen[-1] == f"Bearer {SECRET}"  # no key configured: the client's is forwarded
+    assert caplog.records and SECRET not in caplog.text
+
+
+def test_cli_proxy_serves_500_concurrent_requests_without_error() -> None:
+    """``tool-refiner serve`` started for real (own process) in front of the fake upstream (own process)."""
+    py = sys.executable
+    up_port, px_port = free_port(), free_port()
+    with serve_in_subprocess([py, str(Path(__file__).with_name("fake_upstream.py")), str(up_port)], up_port) as up:
+        cli = [py, "-m", "refiner.cli", "serve", "--upstream-base-url", up + "/v1", "--port", str(px_port),
+               "--log-level", "warning"]
+        with serve_in_subprocess(cli, px_port, health_path="/health") as proxy:
+
+            async def run() -> list[httpx.Response]:
+                async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=500)) as client:
+                    payloads = [body({"tool_calls": BROKEN if i % 2 else BROKEN[1:], "content": f"r{i}"})
+                                for i in range(500)]
+                    return await asyncio.gather(*(client.post(proxy + "/v1/chat/completions", json=p)
+                                                  for p in payloads))
+
+            responses = asyncio.run(run())
+    assert [r.status_code for r in responses] == [200] * 500
+    for i, r in enumerate(responses):
+        choice = r.json()["choices"][0]
+        assert choice["message"]["content"] == f"r{i}"
+        names = [t["function"]["name"] for t in choice["message"]["tool_calls"]]
+        assert names == (["get_weather", "get_time"] if i % 2 else ["get_time"])
+        assert all(isinstance(json.loads(t["function"]["arguments"]), dict) for t in choice["message"]["tool_calls"])
