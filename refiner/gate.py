@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
@@ -71,7 +71,8 @@ class Diagnostic:
     severity: str = ERROR
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"code": self.code, "message": self.message, "call": self.call, "tool": self.tool,
+                "param": self.param, "severity": self.severity}
 
 
 @dataclass
@@ -139,7 +140,7 @@ def is_reference(value: Any) -> bool:
 
 def output_label(label: str) -> str:
     """The bare name of an output label: ``$var_1`` and ``var_1`` both name ``var_1``."""
-    return label[1:] if label.startswith("$") else label
+    return label.removeprefix("$")
 
 
 def producers(calls: Sequence[ToolCall]) -> dict[str, int]:

@@ -215,13 +215,11 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
 
 
 def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in request.items():
-        try:
-            json.dumps(v)
-        except (TypeError, ValueError):
-            continue  # e.g. ToolSpec objects passed in directly
-        out[k] = v
+    """The request's fields for the result; a tool list given as ToolSpec objects is left out (not JSON)."""
+    out = dict(request)
+    tools = out.get("tools")
+    if isinstance(tools, (list, tuple)) and any(not isinstance(t, (dict, str)) for t in tools):
+        del out["tools"]
     return out
 
 

@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rapidfuzz import fuzz
@@ -67,7 +67,7 @@ class Action:
     param: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {"kind": self.kind, "message": self.message, "call": self.call, "tool": self.tool, "param": self.param}
 
 
 @dataclass

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 import typer
 
@@ -88,7 +88,7 @@ def request_table(results: list[dict]) -> str:
     for r in results:
         errs = f"{_errors(r.get('upstream_diagnostics'))}->{_errors(r.get('diagnostics'))}"
         kinds = ",".join(dict.fromkeys(a["kind"] for a in r.get("actions") or [])) or "-"
-        rows.append(f"{r.get('line', ''):>4}  {str(r.get('format', '-')):<10}{r.get('stage', ''):<10}{errs:>8}  {kinds}")
+        rows.append(f"{r.get('line', ''):>4}  {r.get('format', '-')!s:<10}{r.get('stage', ''):<10}{errs:>8}  {kinds}")
     return "\n".join(rows)
 
 
@@ -96,16 +96,16 @@ def _errors(diags: Any) -> int:
     return sum(1 for d in diags or [] if d.get("severity") == "error")
 
 
-def _open_out(path: Optional[Path]) -> TextIO:
+def _open_out(path: Path | None) -> TextIO:
     return path.open("w", encoding="utf-8") if path else sys.stdout
 
 
 def register(app: typer.Typer) -> None:
     @app.command("repair")
     def repair(
-        src: Optional[Path] = typer.Argument(None, help="Requests JSONL (default: the bundled broken examples)."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
-        fmt: Optional[str] = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
+        src: Path | None = typer.Argument(None, help="Requests JSONL (default: the bundled broken examples)."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
+        fmt: str | None = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
         batch_size: int = typer.Option(256, help="Requests per batch."),
     ) -> None:
         """Tier-1 repair (no model) + never-worse guard on every request; prints a summary table."""
@@ -121,15 +121,15 @@ def register(app: typer.Typer) -> None:
     @app.command("refine")
     def refine(
         src: Path = typer.Argument(..., help="Requests JSONL."),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
+        output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
         model: str = typer.Option(..., "--model", help="Refiner model: a local path or a served model id."),
         engine: str = typer.Option("vllm", "--engine", help="vllm | openai | hf"),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (engine openai)."),
-        thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="Model reasoning on/off."),
+        base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (engine openai)."),
+        thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Model reasoning on/off."),
         n: int = typer.Option(1, "--n", min=1, help="Samples per request (best of N by gate and agreement)."),
         bypass: bool = typer.Option(True, "--bypass/--no-bypass", help="Skip the model when tier 1 passes the gate."),
-        fmt: Optional[str] = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
-        temperature: Optional[float] = typer.Option(None, help="Sampling temperature (default 0, or 0.7 with --n>1)."),
+        fmt: str | None = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
+        temperature: float | None = typer.Option(None, help="Sampling temperature (default 0, or 0.7 with --n>1)."),
         max_tokens: int = typer.Option(1024, help="Generation budget per sample."),
         batch_size: int = typer.Option(64, help="Requests per engine call."),
     ) -> None:
