@@ -25,7 +25,7 @@ Variant = Literal["paper", "strict"]
 VARIANTS: tuple[str, ...] = ("paper", "strict")
 
 
-class lazy:  # noqa: N801 (used as a decorator, like functools.cached_property)
+class lazy:
     """A property computed on first access and stored on the instance; unlike ``functools.cached_property`` on
     Python 3.11 it takes no lock, which matters at a few microseconds per reward."""
 
@@ -66,13 +66,18 @@ def sequences_by_step(calls: Iterable[ToolCall]) -> bool:
 
 
 class CallFeatures:
-    """What the components look at in one call list. Each feature is computed on first use and kept, so a variant
-    pays only for what it reads and the ground truth's features are computed once."""
+    """What the components look at in one call list. The value keys are computed once, up front; every other feature
+    on first use, so a variant pays only for what it reads and the ground truth's features are computed once."""
 
     def __init__(self, calls: Sequence[ToolCall], *, by_step: bool | None = None) -> None:
         self.calls: tuple[ToolCall, ...] = tuple(calls)
         # the order sequence is per-step name sets (simplified order format) or per-call names
         self.by_step: bool = sequences_by_step(self.calls) if by_step is None else by_step
+        self.name_list: tuple[str, ...] = tuple(c.name for c in self.calls)
+        # per call: ((parameter, value key), ...)
+        self.arg_keys: tuple[tuple[tuple[str, Hashable], ...], ...] = tuple(
+            tuple([(k, value_key(v)) for k, v in c.arguments.items()]) for c in self.calls
+        )
 
     @classmethod
     def of(cls, calls: Sequence[ToolCall], *, by_step: bool | None = None) -> CallFeatures:
@@ -84,40 +89,46 @@ class CallFeatures:
         return len(self.calls)
 
     @lazy
-    def name_counts(self) -> Counter:
-        return Counter(c.name for c in self.calls)
+    def n_args(self) -> int:
+        """Number of arguments over all calls: the size of every parameter multiset."""
+        return sum(map(len, self.arg_keys))
 
     @lazy
     def names(self) -> frozenset[str]:
-        return frozenset(c.name for c in self.calls)
+        return frozenset(self.name_list)
 
     @lazy
-    def _values(self) -> tuple[tuple[str, str, Hashable], ...]:
-        """(tool, parameter, value key) for every argument of every call."""
-        return tuple((c.name, k, value_key(v)) for c in self.calls for k, v in c.arguments.items())
+    def name_counts(self) -> Counter:
+        return Counter(self.name_list)
+
+    @lazy
+    def call_keys(self) -> tuple[tuple, ...]:
+        """Per call, a key equal exactly when ``ToolCall.key()`` is (name, canonical arguments, outputs, step), built
+        from the value keys instead of serialising every call."""
+        return tuple((c.name, frozenset(a), c.outputs, c.step) for c, a in zip(self.calls, self.arg_keys))
 
     @lazy
     def param_names(self) -> frozenset[str]:
-        return frozenset(k for c in self.calls for k in c.arguments)
+        return frozenset([k for a in self.arg_keys for k, _ in a])
 
     @lazy
     def param_values(self) -> Counter:
         """Multiset of value keys (paper)."""
-        return Counter(v for _, _, v in self._values)
+        return Counter([v for a in self.arg_keys for _, v in a])
 
     @lazy
     def tool_param_pairs(self) -> Counter:
         """Multiset of (tool, parameter) (strict)."""
-        return Counter((t, k) for t, k, _ in self._values)
+        return Counter([(n, k) for n, a in zip(self.name_list, self.arg_keys) for k, _ in a])
 
     @lazy
     def param_value_pairs(self) -> Counter:
         """Multiset of (parameter, value key) (strict)."""
-        return Counter((k, v) for _, k, v in self._values)
+        return Counter([kv for a in self.arg_keys for kv in a])
 
     @lazy
     def sequence(self) -> tuple[Hashable, ...]:
-        return tuple(steps_of(self.calls)) if self.by_step else tuple(c.name for c in self.calls)
+        return tuple(steps_of(self.calls)) if self.by_step else self.name_list
 
 
 def scale(fraction: float) -> float:
@@ -177,19 +188,19 @@ def param_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = 
         return None
     if variant == "strict":
         inter = _multiset_overlap(out.tool_param_pairs, gold.tool_param_pairs)
-        return scale(f1(inter, _multiset_size(out.tool_param_pairs), _multiset_size(gold.tool_param_pairs)))
+        return scale(f1(inter, out.n_args, gold.n_args))
     return scale(recall(len(out.param_names & gold.param_names), len(gold.param_names)))
 
 
 def param_content_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float | None:
     """R_pcontent = 4·|O_pc ∩ G_pc| / |G_pc| − 2 over value multisets (paper: recall); ``None`` when the ground truth
     has no parameter values."""
-    if not gold.param_values:
+    if not gold.n_args:
         return None
     if variant == "strict":
         inter = _multiset_overlap(out.param_value_pairs, gold.param_value_pairs)
-        return scale(f1(inter, _multiset_size(out.param_value_pairs), _multiset_size(gold.param_value_pairs)))
-    return scale(recall(_multiset_overlap(out.param_values, gold.param_values), _multiset_size(gold.param_values)))
+        return scale(f1(inter, out.n_args, gold.n_args))
+    return scale(recall(_multiset_overlap(out.param_values, gold.param_values), gold.n_args))
 
 
 def order_reward(out: CallFeatures, gold: CallFeatures) -> float | None:

@@ -38,13 +38,9 @@ class Gold:
     features: CallFeatures
 
     @lazy
-    def keys(self) -> list:
-        """``ToolCall.key()`` of each gold call, in order (the identity ``calls_equal`` compares)."""
-        return [c.key() for c in self.calls]
-
-    @lazy
-    def key_counts(self) -> Counter:
-        return Counter(self.keys)
+    def call_key_counts(self) -> Counter:
+        """Multiset of the gold calls' identity keys (for order-free exact match)."""
+        return Counter(self.features.call_keys)
 
     @lazy
     def steps(self) -> list[frozenset[str]]:
@@ -80,11 +76,13 @@ def parse_ground_truth(ground_truth: str | Mapping[str, Any]) -> Gold:
     if isinstance(ground_truth, str):
         return _parse_cached(ground_truth)
     if isinstance(ground_truth, Mapping):
-        return _gold_from_fields(ground_truth.get("format"), ground_truth.get("answer"),
-                                 ground_truth.get("order_sensitive"), set(ground_truth))
-    raise GroundTruthError(
-        f"ground_truth must be a JSON object string or a mapping, got {type(ground_truth).__name__}"
-    )
+        return _gold_from_fields(
+            ground_truth.get("format"),
+            ground_truth.get("answer"),
+            ground_truth.get("order_sensitive"),
+            set(ground_truth),
+        )
+    raise GroundTruthError(f"ground_truth must be a JSON object string or a mapping, got {type(ground_truth).__name__}")
 
 
 @lru_cache(maxsize=8192)

@@ -109,25 +109,27 @@ def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCal
         pass
     except RecursionError:
         pass
-    except Exception as e:  # a parser bug must not stop training; it is logged and scored as a format failure
+    except Exception as e:  # noqa: BLE001 - a parser bug must not stop training; logged, scored as a format failure
         log.warning("%s.parse_strict raised %r; scored as a format error", fmt.name, e)
     try:
         return False, list(fmt.parse_lenient(text).calls)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - never raise on model output; logged
         log.warning("%s.parse_lenient raised %r; scored as no calls", fmt.name, e)
         return False, []
 
 
-def is_exact(calls: Sequence[ToolCall], gold: Gold) -> bool:
-    """The output's calls equal the gold calls: same steps for step lists (order format), else the same calls as a
-    sequence (order-sensitive) or a multiset."""
-    if len(calls) != len(gold.calls) or any(c.name not in gold.features.names for c in calls):
+def is_exact(out: CallFeatures | Sequence[ToolCall], gold: Gold) -> bool:
+    """The output's calls equal the gold calls: same steps for step lists (order format), else the same calls
+    (``refiner.calls.calls_equal`` semantics) as a sequence (order-sensitive) or a multiset."""
+    if not isinstance(out, CallFeatures):
+        out = CallFeatures.of(out, by_step=gold.by_step)
+    if out.n_calls != len(gold.calls) or any(c.name not in gold.features.names for c in out.calls):
         return False  # cheap rejections first
     if gold.by_step:
-        return steps_of(calls) == gold.steps
-    # calls_equal's comparison, with the gold side's keys computed once per ground truth
-    keys = [c.key() for c in calls]
-    return keys == gold.keys if gold.order_sensitive else Counter(keys) == gold.key_counts
+        return steps_of(out.calls) == gold.steps
+    if gold.order_sensitive:
+        return out.call_keys == gold.features.call_keys
+    return Counter(out.call_keys) == gold.call_key_counts
 
 
 def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: Variant = "paper") -> Breakdown:
@@ -140,7 +142,7 @@ def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, vari
         param_name=param_name_reward(out, g, variant),
         param_content=param_content_reward(out, g, variant),
         order=order_reward(out, g) if gold.order_sensitive else None,
-        acc=1.0 if format_ok and is_exact(calls, gold) else 0.0,
+        acc=1.0 if format_ok and is_exact(out, gold) else 0.0,
     )
 
 
@@ -149,7 +151,7 @@ def breakdown(text: str, gold: Gold, variant: Variant = "paper") -> Breakdown:
     format_ok, calls = parse_output(text, gold.fmt)
     try:
         return breakdown_calls(format_ok, calls, gold, variant)
-    except Exception as e:  # defensive: scoring must never stop training
+    except Exception as e:  # noqa: BLE001 - scoring must never stop training; logged
         log.warning("reward scoring failed on an output (%r); scored as no calls", e)
         return breakdown_calls(False, [], gold, variant)
 

@@ -273,8 +273,10 @@ def test_ground_truth_accepts_dict_and_json_string():
         ({"format": "hermes"}, "'answer' is missing"),
         ({"format": "hermes", "answer": ["x"]}, "'answer' must be a string"),
         ({"format": "hermes", "answer": "no calls here"}, "'answer' is not valid hermes"),
-        ({"format": "hermes", "answer": '<tool_call>{"name": "a"}</tool_call>', "order_sensitive": "yes"},
-         "'order_sensitive'"),
+        (
+            {"format": "hermes", "answer": '<tool_call>{"name": "a"}</tool_call>', "order_sensitive": "yes"},
+            "'order_sensitive'",
+        ),
         (42, "ground_truth must be"),
     ],
 )
@@ -301,7 +303,7 @@ def test_api_bank_gold_scores_one_and_perturbations_score_less(api_bank_levels):
             # drop one argument (when there is one): recall drops, acc goes
             first = gold[0]
             if first.arguments:
-                k = sorted(first.arguments)[0]
+                k = min(first.arguments)
                 cut = [ToolCall(first.name, {kk: v for kk, v in first.arguments.items() if kk != k})] + gold[1:]
                 r2 = score_calls(H.render(cut), gold, "hermes")
                 assert r2["acc"] == 0.0 and r2["param_name"] < 2.0 and r2["score"] < 1.0

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refiner import formats
-from refiner.calls import ToolCall, canonical_json
-from rewards import compute_score, make_ground_truth, parse_ground_truth, score_calls
+from refiner.calls import ToolCall, calls_equal, canonical_json
+from rewards import Gold, compute_score, is_exact, make_ground_truth, parse_ground_truth, score_calls
 from rewards.components import CallFeatures, order_reward, value_key
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -17,15 +17,13 @@ ident = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
 # Strings without angle brackets or control characters: a value holding a format's own closing tag is a limit of
 # that format's syntax, not of the reward.
 safe_text = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="<>"), max_size=12)
-scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(-1e6, 1e6, allow_nan=False) | safe_text
+scalars = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(-1e6, 1e6, allow_nan=False) | safe_text
 json_values = st.recursive(
     scalars,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ident, inner, max_size=3),
     max_leaves=6,
 )
-calls_st = st.lists(
-    st.builds(ToolCall, ident, st.dictionaries(ident, json_values, max_size=3)), min_size=1, max_size=4
-)
+calls_st = st.lists(st.builds(ToolCall, ident, st.dictionaries(ident, json_values, max_size=3)), min_size=1, max_size=4)
 
 
 def gold_in(fmt: formats.WireFormat, calls: list[ToolCall]) -> tuple[str, list[ToolCall]]:
@@ -111,3 +109,13 @@ def test_ground_truth_json_and_dict_agree(calls):
     gt = make_ground_truth("hermes", calls)
     a, b = parse_ground_truth(gt), parse_ground_truth(json.loads(gt))
     assert a.calls == b.calls and a.order_sensitive == b.order_sensitive
+
+
+@SETTINGS
+@given(gold=calls_st, out=calls_st, data=st.data(), ordered=st.booleans())
+def test_is_exact_agrees_with_calls_equal(gold, out, data, ordered):
+    g = Gold.from_calls(gold, "hermes", ordered)
+    # an equal list (arguments rebuilt in reverse key order), a permutation, and an unrelated list
+    same = [ToolCall(c.name, dict(reversed(list(c.arguments.items())))) for c in gold]
+    for cand in (same, data.draw(st.permutations(gold)), out, gold[:-1]):
+        assert is_exact(cand, g) == calls_equal(cand, gold, ordered=ordered)

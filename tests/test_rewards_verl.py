@@ -14,11 +14,11 @@ import json
 import os
 
 import pytest
+from conftest import qwen_tokenizer_dir
 
 from refiner import formats
 from refiner.calls import ToolCall
 from rewards import make_ground_truth
-from conftest import qwen_tokenizer_dir
 
 pytestmark = pytest.mark.verl
 
