@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 import random
 
 import pytest
@@ -180,3 +181,53 @@ def test_order_format_step_corruptions(nestools_records, cls):
             assert cls == "split_step"  # every step holds one tool
             continue
         _assert_honest(c, gold, "order")
+
+
+def _cases_for(fmt, glaive_records, nestools_records):
+    """Real gold calls shaped for ``fmt``: step plans for ``order``; single Glaive calls (one with no arguments)
+    and multi-call NesTools chains for every other format."""
+    if fmt == "order":
+        return [[ToolCall(c["api_name"], {}, step=i + 1) for i, c in enumerate(rec["call"])]
+                for rec in nestools_records[:4]] + [
+               [ToolCall("a", {}, step=1), ToolCall("b", {}, step=1), ToolCall("c", {}, step=2)]]
+    cases = [gold for gold, _ in _glaive_cases(glaive_records, 4)]
+    cases.append([ToolCall("get_time", {})])
+    cases += [gold for gold, _ in _nestools_cases(nestools_records, 3)]
+    return cases
+
+
+def test_every_class_in_every_registered_format_never_crashes(glaive_records, nestools_records):
+    """Every error class x every registered format x several seeds: ``corrupt`` returns an honest Corruption or
+    raises CorruptionError (not applicable / nothing changed), which the builder counts; nothing else escapes."""
+    applied, not_applicable = Counter(), Counter()
+    for fmt in formats.names():
+        f = formats.get(fmt)
+        for raw in _cases_for(fmt, glaive_records, nestools_records):
+            try:
+                gold = f.parse_strict(f.render(raw))  # the calls as this format expresses them
+            except Exception:
+                gold = raw  # a format that cannot carry these calls: corrupt() must still only raise CorruptionError
+            for cls in ERROR_CLASSES:
+                for seed in range(3):
+                    try:
+                        c = corrupt(gold, fmt, None, random.Random(seed), [cls])
+                    except CorruptionError:
+                        not_applicable[fmt] += 1
+                        continue
+                    assert c.error_classes == (cls,)
+                    _assert_honest(c, gold, fmt)
+                    applied[(fmt, cls)] += 1
+    for fmt in formats.names():
+        # every format takes errors of every group it can express (order errors only in order-sensitive formats)
+        groups = {rules.GROUP_OF[cls] for (f, cls) in applied if f == fmt}
+        want = {"format", "name"} | ({"order"} if formats.get(fmt).order_sensitive else set())
+        assert want <= groups, (fmt, sorted(groups))
+    assert ("nestful", "wrong_tag") not in applied  # bare bracket markers: not applicable, never an IndexError
+    assert ("hermes", "wrong_tag") in applied and not_applicable["nestful"] > 0
+
+
+def test_wrong_tag_on_bare_bracket_markers_is_not_applicable(nestools_records):
+    gold = _nestools_cases(nestools_records, 1)[0][0]
+    for seed in range(10):
+        with pytest.raises(CorruptionError, match="applies"):
+            corrupt(gold, "nestful", None, seed, ["wrong_tag"])

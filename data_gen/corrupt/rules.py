@@ -609,7 +609,11 @@ def _op_missing_tag(text, fmt, calls, rng):
     return text.replace(choice, "", 1).strip(), f"tag {choice!r} removed"
 
 
-def _tag_variant(tag: str, rng: random.Random, others: Sequence[str]) -> str:
+def _tag_variant(tag: str, rng: random.Random, others: Sequence[str]) -> str | None:
+    """A look-alike of the special tag ``tag`` (or one of ``others``), or ``None`` when ``tag`` has no letters to
+    misspell (a bare bracket marker such as NESTFUL's ``[``: changing it is a JSON error, not a wrong tag)."""
+    if not any(ch.isalpha() for ch in tag):
+        return None
     options = []
     if tag.startswith("</"):
         options.append("<" + tag[2:])  # closing tag written as an opening one
@@ -628,17 +632,22 @@ def _tag_variant(tag: str, rng: random.Random, others: Sequence[str]) -> str:
     options.append(tag.upper() if tag != tag.upper() else tag.lower())
     options += [o for o in others if o != tag]
     options = [o for o in dict.fromkeys(options) if o != tag and o]
-    return rng.choice(options)
+    return rng.choice(options) if options else None
 
 
 def _op_wrong_tag(text, fmt, calls, rng):
+    """One special tag of ``fmt`` misspelt or swapped for another format's; ``None`` (not applicable) when the text
+    holds no tag that can be misspelt."""
     present = [t for t in dict.fromkeys(fmt.tags) if t and t in text]
     if not present:
         return None
-    tag = rng.choice(present)
+    first = rng.choice(present)
     other_tags = [t for f in formats.all_formats() if f.name != fmt.name for t in f.tags if t not in fmt.tags]
-    new = _tag_variant(tag, rng, other_tags if rng.random() < 0.3 else [])
-    return text.replace(tag, new, 1), f"tag {tag!r} written as {new!r}"
+    for tag in [first] + [t for t in present if t != first]:
+        new = _tag_variant(tag, rng, other_tags if rng.random() < 0.3 else [])
+        if new is not None:
+            return text.replace(tag, new, 1), f"tag {tag!r} written as {new!r}"
+    return None
 
 
 _KEY_SWAPS = [('"arguments"', '"parameters"'), ('"parameters"', '"arguments"'), ('"api_name"', '"name"'),
