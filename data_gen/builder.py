@@ -4,11 +4,11 @@ The four data types of the paper (Section 3.2): ``erroneous`` (corrupted calls, 
 source), ``correct`` (the gold calls as upstream), ``shuffled_full`` (NesTools calls in a wrong order) and
 ``shuffled_simplified`` (NesTools tool names per step, wrongly grouped or ordered). Each row's prompt comes from
 :func:`refiner.prompt.build_messages`; its ground truth is checked with :func:`rewards.compute_score`: the answer
-scores 1.0, a correct upstream 1.0, a corrupted upstream less.
+scores 1.0, a correct upstream 1.0, a corrupted upstream less, under the configured ``reward_variant``.
 
 Row schema (verl): ``data_source``, ``prompt`` (chat list), ``ability``, ``reward_model = {"style": "rule",
 "ground_truth": '{"format", "answer", "order_sensitive"}'}``, ``extra_info`` (index, split, source, record_id,
-data_type, label, error_group, error_classes, corruptor, model, upstream).
+data_type, label, error_group, error_classes, corruptor, model, format, upstream, reward_variant).
 """
 
 from __future__ import annotations
@@ -206,20 +206,21 @@ def make_row(
             "model": job.model or "",
             "format": sample.fmt,
             "upstream": upstream,
+            "reward_variant": cfg["reward_variant"],
         },
     }
 
 
-def check_row(row: dict[str, Any]) -> str | None:
-    """Why the row is inconsistent with the reward, or ``None``: the answer must score 1.0, a correct upstream
-    1.0 and a corrupted upstream less."""
+def check_row(row: dict[str, Any], variant: str = "paper") -> str | None:
+    """Why the row is inconsistent with the reward (``variant``: ``paper`` | ``strict``), or ``None``: the answer
+    must score 1.0, a correct upstream 1.0 and a corrupted upstream less."""
     from rewards import compute_score
 
     gt = row["reward_model"]["ground_truth"]
     ds = row["data_source"]
-    if compute_score(ds, json.loads(gt)["answer"], gt)["score"] != 1.0:
+    if compute_score(ds, json.loads(gt)["answer"], gt, variant=variant)["score"] != 1.0:
         return "gold answer does not score 1.0"
-    up = compute_score(ds, row["extra_info"]["upstream"], gt)["score"]
+    up = compute_score(ds, row["extra_info"]["upstream"], gt, variant=variant)["score"]
     if row["extra_info"]["label"] == "correct" and up != 1.0:
         return "correct upstream does not score 1.0"
     if row["extra_info"]["label"] == "corrupted" and up >= 1.0:
@@ -298,7 +299,7 @@ def build(
                 report.rejected["rule corruption changed nothing (regenerated)"] += rejected
                 label, corruptor = "corrupted", "rules"
             row = make_row(cfg, job, sample, upstream, label, classes, corruptor)
-            why = check_row(row)
+            why = check_row(row, cfg["reward_variant"])
             if why is None:
                 rows.append(row)
                 report.counts[(job.dtype, sample.source)] += 1

@@ -27,6 +27,9 @@ DEFAULTS: dict[str, Any] = {
     },
     "split": {"validation": 0.05},
     "max_prompt_length": 4096,
+    # The reward variant that checks rows (rewards.compute_score): "paper" (recall-based, Section 3.3) drops
+    # corruptions the paper reward cannot see (an extra parameter scores 1.0); "strict" keeps them.
+    "reward_variant": "paper",
     "llm": {"engine": "vllm", "base_url": None, "temperature": 0.7, "max_tokens": 1024, "batch_size": 64,
             "cache": None, "engine_kwargs": {}},
 }
@@ -57,6 +60,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> dict[str, A
     cfg = _merge(cfg, overrides)
     if cfg["corruptor"] not in ("rules", "llm"):
         raise ValueError(f"corruptor must be 'rules' or 'llm', got {cfg['corruptor']!r}")
+    from rewards.components import VARIANTS
+
+    if cfg["reward_variant"] not in VARIANTS:
+        raise ValueError(f"reward_variant must be one of {', '.join(VARIANTS)}, got {cfg['reward_variant']!r}")
     for name, t in cfg["types"].items():
         if name not in ("erroneous", "correct", "shuffled_full", "shuffled_simplified"):
             raise ValueError(f"unknown data type {name!r} in 'types'")

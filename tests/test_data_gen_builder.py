@@ -129,9 +129,12 @@ def test_cli_build_and_stats(tmp_path):
         formats.get("glaive")
     except KeyError:
         pytest.skip("the glaive wire format is not registered yet")
-    res = CliRunner().invoke(app, args)
+    res = CliRunner().invoke(app, args + ["--reward-variant", "strict"])
     assert res.exit_code == 0, res.output
     assert (out / "train.parquet").exists() and '"train"' in res.output
+    assert json.loads((out / "manifest.json").read_text())["config"]["reward_variant"] == "strict"
+    bad = CliRunner().invoke(app, args + ["--reward-variant", "loose"])
+    assert bad.exit_code == 2 and "reward_variant must be one of" in bad.output
     res = CliRunner().invoke(app, ["data", "stats", str(out), "--tokenizer", str(qwen_tokenizer_dir()),
                                    "--max-prompt-length", "300"])
     assert res.exit_code == 0, res.output
@@ -210,3 +213,78 @@ def test_llm_corruption_resumes_after_interrupt(tmp_path):
 
 def type_counts_items(cfg):
     return [((t, None), n) for t, n in type_counts(cfg).items() if t != "correct"]
+
+
+def _content_only_cfg(variant):
+    cfg = _local_cfg(reward_variant=variant)
+    cfg["types"] = {"erroneous": {"sources": ["glaive"], "error_types": ["content"], "models": ["a", "b", "c"],
+                                  "per_source": 8}}
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def variant_builds(tmp_path_factory):
+    out = {}
+    for variant in ("paper", "strict"):
+        d = tmp_path_factory.mktemp(f"variant_{variant}")
+        out[variant] = (build(_content_only_cfg(variant), d, progress=False), _rows(d))
+    return out
+
+
+def test_paper_variant_rejects_extra_param_rows(variant_builds):
+    from rewards import compute_score
+
+    report, rows = variant_builds["paper"]
+    assert len(rows) == 24 and report.rejected["corrupted upstream scores 1.0"] > 0
+    assert not any("extra_param" in r["extra_info"]["error_classes"] for r in rows)
+    for r in rows:
+        assert r["extra_info"]["reward_variant"] == "paper"
+        gt = r["reward_model"]["ground_truth"]
+        assert compute_score(r["data_source"], r["extra_info"]["upstream"], gt, variant="paper")["score"] < 1.0
+
+
+def test_strict_variant_keeps_extra_param_rows(variant_builds):
+    from rewards import compute_score
+
+    report, rows = variant_builds["strict"]
+    assert len(rows) == 24 and report.rejected["corrupted upstream scores 1.0"] == 0
+    extra = [r for r in rows if "extra_param" in r["extra_info"]["error_classes"]]
+    assert extra
+    for r in rows:
+        info, gt = r["extra_info"], r["reward_model"]["ground_truth"]
+        assert info["reward_variant"] == "strict"
+        assert compute_score(r["data_source"], info["upstream"], gt, dict(info))["score"] < 1.0  # variant from row
+        assert compute_score(r["data_source"], json.loads(gt)["answer"], gt, dict(info))["score"] == 1.0
+    # the paper reward cannot see these errors: exactly what the strict build keeps
+    assert all(compute_score(r["data_source"], r["extra_info"]["upstream"], r["reward_model"]["ground_truth"],
+                             variant="paper")["score"] == 1.0 for r in extra)
+    manifest = json.loads((report.out_dir / "manifest.json").read_text())
+    assert manifest["config"]["reward_variant"] == "strict"
+
+
+def test_reward_variant_is_checked(tmp_path):
+    with pytest.raises(ValueError, match="reward_variant must be one of paper, strict"):
+        load_config(SMOKE, reward_variant="lenient")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("reward_variant: nope\n")
+    with pytest.raises(ValueError, match="nope"):
+        load_config(bad)
+
+
+def test_builder_counts_not_applicable_corruptions(tmp_path, monkeypatch):
+    """A CorruptionError (no class applies to the drawn sample) is counted and another sample is drawn."""
+    from data_gen import builder
+    from data_gen.corrupt.rules import CorruptionError
+
+    real, calls = builder.corrupt, {"n": 0}
+
+    def flaky(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] <= 3:
+            raise CorruptionError("none of the error classes applies (test)")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(builder, "corrupt", flaky)
+    report = build(_content_only_cfg("paper"), tmp_path, progress=False)
+    assert report.rejected["no applicable corruption; another sample drawn"] == 3
+    assert sum(report.rows.values()) == 24

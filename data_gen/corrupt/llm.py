@@ -201,7 +201,7 @@ def llm_upstreams(cfg, jobs, samples, engine_factory, report, progress=True):
         sample = samples[k]
         f = formats.get(sample.fmt)
         gt = json.dumps({"format": sample.fmt, "answer": f.render(sample.calls), "order_sensitive": f.order_sensitive})
-        if compute_score(cfg["data_source"], text, gt)["score"] >= 1.0:
+        if compute_score(cfg["data_source"], text, gt, variant=cfg["reward_variant"])["score"] >= 1.0:
             report.rejected["LLM output unchanged (kept as correct)"] += 1
             out[k] = (text, "correct", ())
         else:

@@ -35,6 +35,8 @@ def register(app: typer.Typer) -> None:
         source_path: Optional[list[str]] = typer.Option(None, "--source-path", help="NAME=PATH local copy."),
         corruptor: Optional[str] = typer.Option(None, help="rules | llm (overrides the config)."),
         seed: Optional[int] = typer.Option(None, help="Random seed (overrides the config)."),
+        reward_variant: Optional[str] = typer.Option(
+            None, help="paper | strict: the reward that checks rows (overrides the config)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     ) -> None:
         """Build the training set (the paper's four data types) as verl parquet."""
@@ -42,7 +44,8 @@ def register(app: typer.Typer) -> None:
         from data_gen.config import load_config
         from data_gen.sources import SourceUnavailable
 
-        over = {k: v for k, v in (("corruptor", corruptor), ("seed", seed)) if v is not None}
+        over = {k: v for k, v in (("corruptor", corruptor), ("seed", seed), ("reward_variant", reward_variant))
+                if v is not None}
         try:
             cfg = load_config(config, **over)
             report = build(cfg, out, source_paths=_source_paths(source_path or []), progress=not quiet)
