@@ -21,6 +21,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, steps_of
+from refiner.formats.base import reasoning_offset
 from rewards.components import (
     VARIANTS,
     CallFeatures,
@@ -34,6 +35,10 @@ from rewards.components import (
 from rewards.ground_truth import Gold, GroundTruthError, parse_ground_truth
 
 log = logging.getLogger(__name__)
+
+# A text that fails the strict parse is parsed leniently up to this many characters after its reasoning: a real
+# answer is a few KB at most, and best-effort JSON repair on a long hostile text costs milliseconds per KB.
+LENIENT_ANSWER_CHARS = 8192
 
 # Totals closer than this are equal for the regression penalty (sums of fractions are not exact in floating point).
 TOTAL_EPS = 1e-9
@@ -101,8 +106,9 @@ class Breakdown:
 
 
 def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCall]]:
-    """``(True, strict calls)`` when ``text`` is strictly valid in ``fmt``; else ``(False, lenient calls)``.
-    Never raises: a parser failure other than :class:`FormatError` is logged and counts as unparseable."""
+    """``(True, strict calls)`` when ``text`` is strictly valid in ``fmt``; else ``(False, lenient calls)`` from the
+    reasoning plus the first :data:`LENIENT_ANSWER_CHARS` characters of the answer. Never raises: a parser failure
+    other than :class:`FormatError` is logged and counts as unparseable."""
     try:
         return True, fmt.parse_strict(text)
     except formats.FormatError:
@@ -111,6 +117,9 @@ def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCal
         pass
     except Exception as e:  # noqa: BLE001 - a parser bug must not stop training; logged, scored as a format failure
         log.warning("%s.parse_strict raised %r; scored as a format error", fmt.name, e)
+    start = reasoning_offset(text)
+    if len(text) - start > LENIENT_ANSWER_CHARS:  # bounded time on hostile text; strict saw all of it
+        text = text[: start + LENIENT_ANSWER_CHARS]
     try:
         return False, list(fmt.parse_lenient(text).calls)
     except Exception as e:  # noqa: BLE001 - never raise on model output; logged

@@ -326,3 +326,60 @@ def test_nestools_swapped_calls_lose_order_reward(nestools_records):
         assert (r_sw["tool_name"], r_sw["param_name"], r_sw["param_content"]) == (2.0, 2.0, 2.0)
         checked += 1
     assert checked > 500
+
+
+# ---------------------------------------------------------------- the real order-sensitive formats
+
+
+def _order_text(*steps: list[str]) -> str:
+    body = ", ".join(json.dumps({"step": i + 1, "tool_list": names}) for i, names in enumerate(steps))
+    return f"<order_func>[{body}]</order_func>"
+
+
+def test_order_format_scores_steps_and_skips_parameter_components():
+    gt = make_ground_truth("order", formats.get("order").parse_strict(_order_text(["a", "b"], ["c"])))
+    assert parse_ground_truth(gt).order_sensitive  # the format's default
+    same = compute_score("s", _order_text(["b", "a"], ["c"]), gt)  # order inside a step is free
+    assert (same["score"], same["acc"], same["order"]) == (1.0, 1.0, 2.0)
+    assert same["param_name_applicable"] == same["param_content_applicable"] == 0.0
+    assert (same["total_min"], same["total_max"]) == (-4.0, 5.0)  # k = 2: name and order
+    moved = compute_score("s", _order_text(["a"], ["b", "c"]), gt)
+    # names {a, b, c} all right; steps ({a}, {b, c}) vs ({a, b}, {c}): no step matches -> order -2
+    assert (moved["tool_name"], moved["order"], moved["acc"]) == (2.0, -2.0, 0.0)
+    assert moved["score"] == pytest.approx((1 + 2 - 2 + 4) / 9)
+    partial = compute_score("s", _order_text(["a", "b"], ["d"], ["c"]), gt)
+    # step 1 matches, 3 steps vs 2 -> 4 * 1/3 - 2; names {a, b, c, d} vs {a, b, c} -> 4 * 3/4 - 2
+    assert partial["order"] == pytest.approx(4 / 3 - 2)
+    assert partial["tool_name"] == pytest.approx(1.0)
+
+
+def test_nestools_format_on_real_records(nestools_records):
+    fmt = formats.get("nestools")
+    checked = 0
+    for rec in nestools_records[:300]:
+        gold = [
+            ToolCall(c["api_name"], c.get("parameters") or {}, outputs=tuple(c.get("responses") or ()))
+            for c in rec["call"]
+        ]
+        answer = fmt.render(gold)
+        gt = make_ground_truth("nestools", fmt.parse_strict(answer))
+        r = compute_score("nestools", answer, gt)
+        assert (r["score"], r["acc"], r["order_applicable"]) == (1.0, 1.0, 1.0)
+        if len(gold) > 1 and gold[0].name != gold[-1].name:
+            rev = compute_score("nestools", fmt.render(gold[::-1]), gt, {"upstream": answer})
+            assert rev["order"] < 2.0 and rev["acc"] == 0.0 and rev["penalized"] == 1.0
+            checked += 1
+    assert checked > 100
+
+
+def test_output_labels_count_for_acc_only():
+    """NesTools ``responses`` / NESTFUL labels are part of a call's identity (acc), not of the paper's components."""
+    fmt = formats.get("nestools")
+    gold = [
+        ToolCall("a", {"x": 1}, outputs=("API_call_0",)),
+        ToolCall("b", {"y": "API_call_0"}, outputs=("API_call_1",)),
+    ]
+    gt = make_ground_truth("nestools", gold)
+    relabeled = [ToolCall("a", {"x": 1}, outputs=("API_call_9",)), gold[1]]
+    r = compute_score("s", fmt.render(relabeled), gt)
+    assert r["score"] == 1.0 and r["acc"] == 0.0
