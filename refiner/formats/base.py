@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -80,7 +81,11 @@ class WireFormat:
                     return out
                 except (FormatError, RecursionError) as e:
                     strict_error = e
-            self.recover(text, out)
+            _budget.deadline = time.perf_counter() + LENIENT_BUDGET_S
+            try:
+                self.recover(text, out)
+            finally:
+                _budget.deadline = None
             if not out.problems:
                 out.problems.append(str(strict_error or self._strict_error(text)))
         except Exception as e:  # never raise: anything unexpected becomes a problem
@@ -204,8 +209,11 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
 
 
 # json_repair is pure Python and, on some inputs (long runs of unclosed ``{"`` or ``{]``), quadratic: it runs under a
-# wall-clock budget per call, checked from a profile hook, so no input can make lenient parsing hang.
-REPAIR_BUDGET_S = 0.5
+# wall-clock budget per call, checked from a profile hook, and all repairs within one ``parse_lenient`` share a total
+# budget, so no input can make lenient parsing hang.
+REPAIR_BUDGET_S = 0.25
+LENIENT_BUDGET_S = 0.5
+_budget = threading.local()
 
 
 class _RepairTimeout(Exception):
@@ -233,6 +241,12 @@ def _run_with_budget(fn: Any, arg: str, budget_s: float) -> Any:
         sys.setprofile(previous)
 
 
+def out_of_time() -> bool:
+    """Whether the current ``parse_lenient`` has spent its total budget (recovery loops stop early then)."""
+    deadline = getattr(_budget, "deadline", None)
+    return deadline is not None and time.perf_counter() > deadline
+
+
 def lenient_json(text: str) -> Any:
     """Best-effort JSON: strict first, then ``json_repair`` (under a time budget). Returns ``None`` when nothing
     could be recovered. Never raises."""
@@ -241,10 +255,14 @@ def lenient_json(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         pass
+    deadline = getattr(_budget, "deadline", None)
+    budget = REPAIR_BUDGET_S if deadline is None else min(REPAIR_BUDGET_S, deadline - time.perf_counter())
+    if budget <= 0:
+        return None
     try:
         import json_repair
 
-        value = _run_with_budget(json_repair.loads, text, REPAIR_BUDGET_S)
+        value = _run_with_budget(json_repair.loads, text, budget)
     except Exception:  # json_repair is best effort itself; any failure (or the budget) means nothing recovered
         return None
     if value == "" or value is None:

@@ -12,6 +12,7 @@ import ast
 import io
 import json
 import keyword
+import re
 import tokenize
 import unicodedata
 from typing import Any
@@ -20,6 +21,8 @@ from refiner.formats.base import FormatError, WireFormat
 
 _MANGLE = "__kw__"
 _JSONISH = {"true": True, "false": False, "null": None}
+# A keyword followed by "=" (not "=="): the only case that needs the tokenize pass of _mangle_keywords.
+_KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
 
 
 def _mangle_keywords(src: str) -> str:
@@ -54,6 +57,8 @@ def parse_expr(fmt: WireFormat, src: str, offset: int) -> ast.expr:
         try:
             return ast.parse(src, mode="eval").body
         except SyntaxError:
+            if not _KEYWORD_ARG.search(src):
+                raise
             return ast.parse(_mangle_keywords(src), mode="eval").body
     except SyntaxError as e:
         raise fmt.error(f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)) from None

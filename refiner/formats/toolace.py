@@ -17,6 +17,7 @@ from refiner.formats.base import (
     WireFormat,
     lenient_json,
     lenient_region,
+    out_of_time,
     reasoning_offset,
     register,
 )
@@ -76,6 +77,9 @@ class ToolAce(WireFormat):
         if src.endswith("]"):
             src = src[:-1]
         for segment in split_top_level(src):
+            if out_of_time():
+                out.problems.append("gave up: recovery took too long")
+                return
             if segment.strip():
                 call = self._recover_call(segment.strip(), out.problems)
                 if call is not None:

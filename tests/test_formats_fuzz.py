@@ -1,0 +1,145 @@
+"""``parse_lenient`` never raises and never hangs, and ``detect_format`` never raises, on random and mutated text.
+
+Default run: 10,000 strings overall (1,000 per format, mutated from that format's rendered text, with random
+strings and tag/bracket soup mixed in), each parsed by its own format and detected, plus 100 KB inputs: each
+format's own broken text, and tag soup and pathological repetitions parsed by every format. The slow variant runs 5x as many strings, every string through every format.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats.base import MAX_LENIENT_CHARS
+
+ALL = sorted(formats.names())
+PIECES = [
+    "<tool_call>", "</tool_call>", "<functioncall>", "<|endoftext|>", "<func_call>", "</func_call>",
+    "<nested function>", "</nested function>", "<order_func>", "</order_func>", "<function_list>",
+    "</function_list>", "<think>", "</think>", "<response>", '{"', '"}', "{", "}", "[", "]", "(", ")", ",", ":",
+    '"', "'", "\\", '"name"', '"arguments"', '"parameters"', '"api_name"', '"tool_calls"', '"tool_use"', "=",
+    "true", "NaN", "\n", " ", "é", "😀", "\x00", "f(", "a=1", "'{", "}'", "$var_1.result$", "API_call_0",
+]
+
+
+def _sample_calls(rng: random.Random, name: str) -> list[ToolCall]:
+    calls = []
+    for i in range(rng.randint(1, 4)):
+        args = {f"k{j}": rng.choice([1, -2.5, "s é", None, True, [1, {"a": "b"}], {"x": []}]) for j in range(rng.randint(0, 3))}
+        if name == "order":
+            calls.append(ToolCall(f"tool_{i}", {}, step=rng.randint(1, 3)))
+        elif name in ("nestools", "nestful"):
+            calls.append(ToolCall(f"tool_{i}", args, outputs=(f"API_call_{i}",)))
+        else:
+            calls.append(ToolCall(f"tool_{i}", args))
+    return calls
+
+
+def _mutate(rng: random.Random, text: str) -> str:
+    for _ in range(rng.randint(1, 6)):
+        op = rng.randrange(6)
+        i = rng.randint(0, len(text))
+        if op == 0 and text:  # delete a span
+            text = text[:i] + text[i + rng.randint(1, 8) :]
+        elif op == 1:  # insert a piece
+            text = text[:i] + rng.choice(PIECES) + text[i:]
+        elif op == 2 and text:  # replace a character
+            text = text[:i] + chr(rng.randint(0, 0x2FF)) + text[i + 1 :]
+        elif op == 3:  # truncate
+            text = text[:i]
+        elif op == 4 and text:  # duplicate a span
+            j = rng.randint(i, min(len(text), i + 40))
+            text = text[:j] + text[i:j] + text[j:]
+        else:  # swap quote styles
+            text = text.replace('"', "'") if rng.random() < 0.5 else text.replace("'", '"')
+    return text
+
+
+def _random_text(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 30)))
+    return "".join(chr(rng.randint(0, 0x7F if rng.random() < 0.8 else 0x10FFFF)) for _ in range(rng.randint(0, 80)))
+
+
+def corpus(rng: random.Random, name: str, n: int) -> list[str]:
+    fmt = formats.get(name)
+    out = []
+    for k in range(n):
+        if k % 5 == 4:
+            out.append(_random_text(rng))
+        else:
+            out.append(_mutate(rng, fmt.render(_sample_calls(rng, name))))
+    return out
+
+
+def big_inputs(rng: random.Random, name: str) -> list[str]:
+    """~100 KB inputs: a huge valid call list broken near its end, and pathological repetitions."""
+    fmt = formats.get(name)
+    calls = _sample_calls(rng, name) * 400
+    valid = fmt.render(calls)
+    while len(valid) < 100_000:
+        valid += "\n" + valid
+    broken = valid[:100_000]
+    soup = ""
+    while len(soup) < 100_000:
+        soup += "".join(rng.choice(PIECES) for _ in range(5_000))
+    return [broken, soup, '{"' * 50_000, "{]" * 50_000, "[" * 100_000, "<tool_call>{" * 9_000, "f(" * 50_000]
+
+
+def _check(fmt: formats.WireFormat, text: str) -> float:
+    t = time.perf_counter()
+    got = fmt.parse_lenient(text)
+    spent = time.perf_counter() - t
+    assert isinstance(got, formats.Lenient)
+    assert all(isinstance(c, ToolCall) for c in got.calls)
+    assert all(isinstance(p, str) for p in got.problems)
+    if not got.problems:  # no problem reported means the text was strictly valid
+        assert fmt.parse_strict(text) == got.calls
+    return spent
+
+
+def test_fuzz_lenient_never_raises():
+    rng = random.Random(1234)
+    n_strings = worst = 0.0
+    for name in ALL:
+        fmt = formats.get(name)
+        for text in corpus(rng, name, 1000):
+            worst = max(worst, _check(fmt, text))
+            formats.detect_format(text)
+            n_strings += 1
+    assert n_strings == 10_000
+    assert worst < 2.0, f"slowest lenient parse took {worst:.2f}s"
+
+
+def test_fuzz_huge_inputs_stay_bounded():
+    """Each format's own huge text broken near its end, then tag soup and pathological repetitions through every
+    format."""
+    rng = random.Random(99)
+    for name in ALL:
+        broken = big_inputs(rng, name)[0]
+        assert len(broken) >= 100_000
+        assert _check(formats.get(name), broken) < 3.0
+    texts = big_inputs(rng, "hermes")[1:] + ["x" * (MAX_LENIENT_CHARS + 10)]
+    assert all(len(t) >= 100_000 for t in texts)
+    for text in texts:
+        for name in ALL:
+            spent = _check(formats.get(name), text)
+            assert spent < 3.0, f"{name} took {spent:.2f}s on a {len(text)}-char input starting {text[:30]!r}"
+        formats.detect_format(text)
+
+
+@pytest.mark.slow
+def test_fuzz_every_string_through_every_format():
+    rng = random.Random(777)
+    texts = [t for name in ALL for t in corpus(rng, name, 5000)]
+    for text in texts:
+        for name in ALL:
+            _check(formats.get(name), text)
+    for name in ALL:
+        for text in big_inputs(rng, name):
+            for other in ALL:
+                _check(formats.get(other), text)
