@@ -1,0 +1,97 @@
+"""``formats`` (list the wire formats, print a bundled example) and ``convert`` (between formats, on a file, stdin
+or one field of a JSONL file)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("formats")
+    def formats_cmd(
+        example: Optional[str] = typer.Option(None, "--example", help="Print the bundled example text of FORMAT."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable list."),
+    ) -> None:
+        """List the tool-call wire formats (name, order sensitivity, tags, description)."""
+        from refiner import formats
+        from refiner.formats.convert import example_text
+
+        if example is not None:
+            try:
+                typer.echo(example_text(example), nl=False)
+            except KeyError as e:
+                _fail(str(e.args[0]))
+            return
+        rows = [
+            {"name": f.name, "order_sensitive": f.order_sensitive, "tags": list(f.tags), "description": f.description}
+            for f in formats.all_formats()
+        ]
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+            return
+        typer.echo(f"{'name':<10} {'ordered':<8} {'tags':<40} description")
+        for r in rows:
+            tags = " ".join(r["tags"])
+            typer.echo(f"{r['name']:<10} {'yes' if r['order_sensitive'] else 'no':<8} {tags:<40} {r['description']}")
+
+    @app.command("convert")
+    def convert_cmd(
+        input_path: Optional[Path] = typer.Argument(None, help="Input file (default: stdin; '-' for stdin)."),
+        src: str = typer.Option("auto", "--from", help="Source format, or 'auto' to detect it."),
+        dst: str = typer.Option(..., "--to", help="Target format."),
+        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout)."),
+        lenient: bool = typer.Option(False, "--lenient", help="Recover what parses; report problems on stderr."),
+        jsonl: bool = typer.Option(False, "--jsonl", help="Input is JSONL; convert --field of every record."),
+        field: Optional[str] = typer.Option(None, "--field", help="With --jsonl: the field holding the calls."),
+        out_field: Optional[str] = typer.Option(None, "--out-field", help="With --jsonl: write here (default: --field)."),
+    ) -> None:
+        """Convert tool calls from one wire format to another."""
+        from refiner import formats
+        from refiner.formats.convert import ConvertError, convert_jsonl, convert_text
+
+        for name in {dst} | ({src} - {"auto"}):
+            if name not in formats.names():
+                _fail(f"unknown format {name!r}; known: {', '.join(formats.names())}")
+        if jsonl and not field:
+            _fail("--jsonl needs --field")
+        source = "<stdin>" if input_path in (None, Path("-")) else str(input_path)
+        try:
+            text = sys.stdin.read() if source == "<stdin>" else input_path.read_text(encoding="utf-8")
+        except OSError as e:
+            _fail(f"{source}: {e.strerror or e}")
+        try:
+            if jsonl:
+                out_lines, n_calls, n_problems = [], 0, 0
+                for record, done in convert_jsonl(
+                    text.splitlines(), src, dst, field, lenient=lenient, source=source, out_field=out_field
+                ):
+                    out_lines.append(json.dumps(record, ensure_ascii=False))
+                    n_calls += done.calls
+                    for p in done.problems:
+                        typer.echo(f"{source}:{len(out_lines)}: {p}", err=True)
+                    n_problems += len(done.problems)
+                result = "\n".join(out_lines) + ("\n" if out_lines else "")
+                summary = f"{len(out_lines)} records, {n_calls} calls, {n_problems} problems"
+            else:
+                done = convert_text(text, src, dst, lenient=lenient, where=source)
+                for p in done.problems:
+                    typer.echo(f"{source}: {p}", err=True)
+                result = done.text + "\n"
+                summary = f"{done.calls} calls from {done.source_format}"
+        except ConvertError as e:
+            _fail(str(e))
+        if output is None:
+            typer.echo(result, nl=False)
+        else:
+            output.write_text(result, encoding="utf-8")
+            typer.echo(f"wrote {output} ({summary})", err=True)
