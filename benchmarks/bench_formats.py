@@ -36,8 +36,11 @@ def sample_calls(n: int, seed: int = 0) -> tuple[list[ToolCall], str]:
         return calls[:n], f"real NesTools calls ({p})"
     rng = random.Random(seed)
     calls = [
-        ToolCall(f"tool_{i}", {"query": f"text {i} é", "limit": rng.randint(1, 50), "flag": True, "tags": ["a", "b"]},
-                 outputs=(f"API_call_{i}",))
+        ToolCall(
+            f"tool_{i}",
+            {"query": f"text {i} é", "limit": rng.randint(1, 50), "flag": True, "tags": ["a", "b"]},
+            outputs=(f"API_call_{i}",),
+        )
         for i in range(n)
     ]
     return calls, "synthetic calls"
@@ -76,7 +79,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=0.5, help="time per measurement")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     calls, origin = sample_calls(args.per_text * args.texts)
     n = len(calls)
     print(f"{n} calls ({origin}), {args.per_text} per text, one core, best of 3 x {args.seconds}s\n")
@@ -90,7 +93,10 @@ def main() -> None:
         texts = [fmt.render(g) for g in groups]
         for t, g in zip(texts, groups):
             assert fmt.parse_strict(t) == g, name
-        peer_texts = [json.dumps([{"name": c.name, "arguments": dict(c.arguments)} for c in g], ensure_ascii=False) for g in groups]
+        peer_texts = [
+            json.dumps([{"name": c.name, "arguments": dict(c.arguments)} for c in g], ensure_ascii=False)
+            for g in groups
+        ]
         parse = rate(fmt.parse_strict, texts, n, args.seconds)
         render = rate(fmt.render, groups, n, args.seconds)
         peer = rate(json.loads, peer_texts, n, args.seconds)

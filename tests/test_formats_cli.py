@@ -53,7 +53,9 @@ def test_convert_file_to_output_and_order(tmp_path):
     out = tmp_path / "out.txt"
     res = runner.invoke(app, ["convert", str(src), "--from", "order", "--to", "order", "-o", str(out)])
     assert res.exit_code == 0
-    assert formats.get("order").parse_strict(out.read_text()) == formats.get("order").parse_strict(example_text("order"))
+    assert formats.get("order").parse_strict(out.read_text()) == formats.get("order").parse_strict(
+        example_text("order")
+    )
 
 
 def test_convert_errors_name_the_input(tmp_path):
@@ -75,8 +77,22 @@ def test_convert_jsonl_field(tmp_path, nestful_dir):
     src.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
     res = runner.invoke(
-        app, ["convert", str(src), "--jsonl", "--field", "output", "--from", "nestful", "--to", "xlam",
-              "--out-field", "xlam", "-o", str(out)],
+        app,
+        [
+            "convert",
+            str(src),
+            "--jsonl",
+            "--field",
+            "output",
+            "--from",
+            "nestful",
+            "--to",
+            "xlam",
+            "--out-field",
+            "xlam",
+            "-o",
+            str(out),
+        ],
     )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]

@@ -18,18 +18,64 @@ from refiner.formats.base import MAX_LENIENT_CHARS
 
 ALL = sorted(formats.names())
 PIECES = [
-    "<tool_call>", "</tool_call>", "<functioncall>", "<|endoftext|>", "<func_call>", "</func_call>",
-    "<nested function>", "</nested function>", "<order_func>", "</order_func>", "<function_list>",
-    "</function_list>", "<think>", "</think>", "<response>", '{"', '"}', "{", "}", "[", "]", "(", ")", ",", ":",
-    '"', "'", "\\", '"name"', '"arguments"', '"parameters"', '"api_name"', '"tool_calls"', '"tool_use"', "=",
-    "true", "NaN", "\n", " ", "é", "😀", "\x00", "f(", "a=1", "'{", "}'", "$var_1.result$", "API_call_0",
+    "<tool_call>",
+    "</tool_call>",
+    "<functioncall>",
+    "<|endoftext|>",
+    "<func_call>",
+    "</func_call>",
+    "<nested function>",
+    "</nested function>",
+    "<order_func>",
+    "</order_func>",
+    "<function_list>",
+    "</function_list>",
+    "<think>",
+    "</think>",
+    "<response>",
+    '{"',
+    '"}',
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    ":",
+    '"',
+    "'",
+    "\\",
+    '"name"',
+    '"arguments"',
+    '"parameters"',
+    '"api_name"',
+    '"tool_calls"',
+    '"tool_use"',
+    "=",
+    "true",
+    "NaN",
+    "\n",
+    " ",
+    "é",
+    "😀",
+    "\x00",
+    "f(",
+    "a=1",
+    "'{",
+    "}'",
+    "$var_1.result$",
+    "API_call_0",
 ]
 
 
 def _sample_calls(rng: random.Random, name: str) -> list[ToolCall]:
     calls = []
     for i in range(rng.randint(1, 4)):
-        args = {f"k{j}": rng.choice([1, -2.5, "s é", None, True, [1, {"a": "b"}], {"x": []}]) for j in range(rng.randint(0, 3))}
+        args = {
+            f"k{j}": rng.choice([1, -2.5, "s é", None, True, [1, {"a": "b"}], {"x": []}])
+            for j in range(rng.randint(0, 3))
+        }
         if name == "order":
             calls.append(ToolCall(f"tool_{i}", {}, step=rng.randint(1, 3)))
         elif name in ("nestools", "nestful"):

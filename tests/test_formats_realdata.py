@@ -10,10 +10,10 @@ import json
 import re
 
 import pytest
+from conftest import shared_path
 
 from refiner import formats
 from refiner.calls import ToolCall
-from conftest import shared_path
 
 NESTFUL_FILES = {
     "executable/executable-data.json": (85, 318),
@@ -56,7 +56,7 @@ def test_glaive_subset(glaive_records):
             # the converted text as an assistant turn, and the same call in the raw single-quoted Glaive form
             _check("glaive", calls, f"ASSISTANT: <functioncall> {turn['value']} <|endoftext|>")
             raw = (
-                f"ASSISTANT: <functioncall> {{\"name\": \"{obj['name']}\", "
+                f'ASSISTANT: <functioncall> {{"name": "{obj["name"]}", '
                 f"\"arguments\": '{json.dumps(obj['arguments'])}'}} <|endoftext|>\n\n\nFUNCTION RESPONSE: {{}}"
             )
             assert formats.get("glaive").parse_strict(raw) == calls
@@ -66,7 +66,7 @@ def test_glaive_subset(glaive_records):
     assert n_calls == 211
 
 
-_BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.S)
+_BLOCK = re.compile(r"<tool_call>.*?</tool_call>", re.DOTALL)
 
 
 def test_api_bank_levels(api_bank_levels):
@@ -77,7 +77,11 @@ def test_api_bank_levels(api_bank_levels):
             gold = rec["answer"] if isinstance(rec["answer"], list) else [rec["answer"]]  # level 2: a dict
             calls = [ToolCall(c["name"], c["parameters"]) for c in gold]
             # ToolRL's answer text: optional reasoning, the block, a response
-            text = "<think>The user wants this.</think>\n" + formats.get("apibank").render(calls) + "\n<response>Done.</response>"
+            text = (
+                "<think>The user wants this.</think>\n"
+                + formats.get("apibank").render(calls)
+                + "\n<response>Done.</response>"
+            )
             _check("apibank", calls, text)
             answers[level] += len(calls)
             # real text: the <tool_call> blocks of the dialogue history

@@ -35,7 +35,10 @@ identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}(\.[A-Za-z_][A-Za-z0-9_
 )
 
 
-def _calls(name_st, args_st, outputs_st=st.just(()), min_size=1, max_size=5):
+NO_OUTPUTS = st.just(())
+
+
+def _calls(name_st, args_st, outputs_st=NO_OUTPUTS, min_size=1, max_size=5):
     return st.lists(
         st.builds(ToolCall, name=name_st, arguments=args_st, outputs=outputs_st), min_size=min_size, max_size=max_size
     )
@@ -68,7 +71,16 @@ SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[Healt
 
 def test_all_formats_registered():
     assert set(ALL) == {
-        "glaive", "toolace", "xlam", "nestools", "order", "apibank", "hermes", "openai", "anthropic", "nestful",
+        "glaive",
+        "toolace",
+        "xlam",
+        "nestools",
+        "order",
+        "apibank",
+        "hermes",
+        "openai",
+        "anthropic",
+        "nestful",
     }
     assert {f.name for f in formats.all_formats() if f.order_sensitive} == {"nestools", "order", "nestful"}
 
@@ -126,7 +138,10 @@ def test_many_calls_round_trip(name):
     rng = random.Random(7)
     calls = []
     for i in range(300):
-        args = {f"p{j}": rng.choice([i, -j * 1.5, f"v{i}é", None, True, [i, {"k": "x"}], {}]) for j in range(rng.randint(0, 4))}
+        args = {
+            f"p{j}": rng.choice([i, -j * 1.5, f"v{i}é", None, True, [i, {"k": "x"}], {}])
+            for j in range(rng.randint(0, 4))
+        }
         if name == "order":
             calls.append(ToolCall(f"tool_{i % 17}", {}, step=i // 3))
         elif name == "nestools":

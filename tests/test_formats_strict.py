@@ -16,34 +16,54 @@ BAD = [
     ("hermes", '<tool_call>{"name": "a", "arguments": {"x": [1, NaN]}}</tool_call>', "NaN"),
     ("glaive", '{"name": "a", "arguments": "{}"} <|endoftext|>', "missing <functioncall>"),
     ("glaive", '<functioncall> {"name": "a", "arguments": \'{"x": 1}\'}', "missing <|endoftext|>"),
-    ("glaive", "<functioncall> {\"name\": \"a\", \"arguments\": '[1, 2]'} <|endoftext|>", "must be a JSON object"),
+    ("glaive", '<functioncall> {"name": "a", "arguments": \'[1, 2]\'} <|endoftext|>', "must be a JSON object"),
     ("glaive", '<functioncall> {"name": "a", "arguments": "{\\"x\\": [1,}"} <|endoftext|>', "invalid JSON"),
-    ("toolace", '[f(a=1)]', "missing <function_list>"),
-    ("toolace", '<function_list>[f(a=1)]', "missing </function_list>"),
+    ("toolace", "[f(a=1)]", "missing <function_list>"),
+    ("toolace", "<function_list>[f(a=1)]", "missing </function_list>"),
     ("toolace", '<function_list>[Get Weather(city="x")]</function_list>', "pythonic"),
     ("toolace", '<function_list>[f(a=[1, {"k": {2, 3}}])]</function_list>', "Set is not a literal"),
-    ("toolace", '<function_list>[f(a=[1, (2, 3)])]</function_list>', "Tuple is not a literal"),
-    ("toolace", '<function_list>[f(a=g(1))]</function_list>', "Call is not a literal"),
+    ("toolace", "<function_list>[f(a=[1, (2, 3)])]</function_list>", "Tuple is not a literal"),
+    ("toolace", "<function_list>[f(a=g(1))]</function_list>", "Call is not a literal"),
     ("toolace", '<function_list>[f("pos")]</function_list>', "positional"),
-    ("toolace", '<function_list>[f(a=1, a=2)]</function_list>', "given twice"),
+    ("toolace", "<function_list>[f(a=1, a=2)]</function_list>", "given twice"),
     ("toolace", '<function_list>[f(a={1: "x"})]</function_list>', "keys must be strings"),
-    ("toolace", '<function_list>f(a=1)</function_list>', "must be a [...] list"),
+    ("toolace", "<function_list>f(a=1)</function_list>", "must be a [...] list"),
     ("xlam", '[{"name": "a", "arguments": {}}]', "missing <func_call>"),
     ("xlam", '<func_call>{"name": "a", "arguments": {}}</func_call>', "must hold a JSON list"),
     ("xlam", '<func_call>[{"name": "a", "arguments": "{}"}]</func_call>', "must be a JSON object"),
     ("xlam", '<func_call>[{"name": "a", "arguments": {}}, 3]</func_call>', "call #1"),
     ("xlam", '<func_call>[{"name": "a", "arguments": {}}] trailing</func_call>', "unexpected text"),
-    ("nestools", '<nested function>[{"api_name": "a", "parameters": {}, "responses": [0]}]</nested function>', "list of strings"),
+    (
+        "nestools",
+        '<nested function>[{"api_name": "a", "parameters": {}, "responses": [0]}]</nested function>',
+        "list of strings",
+    ),
     ("nestools", '<nested function>[{"name": "a", "parameters": {}}]</nested function>', "unexpected keys"),
     ("order", '<order_func>[{"step": "1", "tool_list": ["a"]}]</order_func>', "integer"),
     ("order", '<order_func>[{"step": 1, "tool_list": ["a", 2]}]</order_func>', "list of strings"),
     ("order", '<order_func>[{"step": 1}]</order_func>', "no 'tool_list'"),
     ("apibank", '<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>', "unexpected keys"),
-    ("apibank", '<tool_call>\n{"name": "a", "parameters": {}}\n{"name": "b", "parameters": [}\n</tool_call>', "invalid JSON"),
-    ("apibank", '<response>Hello</response>', "no <tool_call>"),
-    ("openai", '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": {}}}]}', "must be a string"),
-    ("openai", '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "[1]"}}]}', "must be a JSON object"),
-    ("openai", '{"role": "assistant", "tool_calls": [{"type": "retrieval", "function": {"name": "a", "arguments": "{}"}}]}', "'type'"),
+    (
+        "apibank",
+        '<tool_call>\n{"name": "a", "parameters": {}}\n{"name": "b", "parameters": [}\n</tool_call>',
+        "invalid JSON",
+    ),
+    ("apibank", "<response>Hello</response>", "no <tool_call>"),
+    (
+        "openai",
+        '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": {}}}]}',
+        "must be a string",
+    ),
+    (
+        "openai",
+        '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "[1]"}}]}',
+        "must be a JSON object",
+    ),
+    (
+        "openai",
+        '{"role": "assistant", "tool_calls": [{"type": "retrieval", "function": {"name": "a", "arguments": "{}"}}]}',
+        "'type'",
+    ),
     ("openai", '{"role": "user", "tool_calls": []}', "role"),
     ("openai", "no json here", "no assistant message"),
     ("anthropic", '[{"type": "tool_use", "id": "t", "name": "a", "input": "x"}]', "must be a JSON object"),
@@ -82,8 +102,10 @@ def test_error_positions_point_at_the_defect():
 
 
 def test_toolace_reads_keywords_json_constants_and_star_star():
-    text = '<function_list>[Financial_Fundamentals_API(shareuid=6789, from="2024-01-01", to="2024-12-31"), ' \
-           'api.v2.search(flag=true, none=null, **{"max-results": 5}), neg(x=-1.5e3)]</function_list>'
+    text = (
+        '<function_list>[Financial_Fundamentals_API(shareuid=6789, from="2024-01-01", to="2024-12-31"), '
+        'api.v2.search(flag=true, none=null, **{"max-results": 5}), neg(x=-1.5e3)]</function_list>'
+    )
     assert formats.get("toolace").parse_strict(text) == [
         ToolCall("Financial_Fundamentals_API", {"shareuid": 6789, "from": "2024-01-01", "to": "2024-12-31"}),
         ToolCall("api.v2.search", {"flag": True, "none": None, "max-results": 5}),
@@ -111,8 +133,8 @@ def test_toolace_lenient_unparseable_values():
 
 def test_glaive_raw_single_quoted_arguments_with_apostrophes():
     text = (
-        "USER: Send it\n\n\nASSISTANT: <functioncall> {\"name\": \"send_email\", \"arguments\": "
-        "'{\"to\": \"a@b.c\", \"body\": \"It's done, isn't it?\"}'} <|endoftext|>\n\n\nFUNCTION RESPONSE: {\"ok\": true}"
+        'USER: Send it\n\n\nASSISTANT: <functioncall> {"name": "send_email", "arguments": '
+        '\'{"to": "a@b.c", "body": "It\'s done, isn\'t it?"}\'} <|endoftext|>\n\n\nFUNCTION RESPONSE: {"ok": true}'
     )
     want = [ToolCall("send_email", {"to": "a@b.c", "body": "It's done, isn't it?"})]
     assert formats.get("glaive").parse_strict(text) == want
@@ -127,17 +149,32 @@ def test_glaive_raw_single_quoted_arguments_with_apostrophes():
         ("hermes", '<tool_call>{"name": "a", "arguments": {"x": 1,}', [ToolCall("a", {"x": 1})]),
         ("xlam", '{"name": "a", "arguments": {"x": "y"}}</func_call>', [ToolCall("a", {"x": "y"})]),
         ("xlam", "<func_call>[{'name': 'a', 'arguments': {'x': True}}]</func_call>", [ToolCall("a", {"x": True})]),
-        ("nestools", '<nested function>[{"api_name": "a", "parameters": {}, "responses": ["API_call_0"]}',
-         [ToolCall("a", {}, outputs=("API_call_0",))]),
-        ("order", '<order_func>[{"step": "2", "tool_list": ["a"]}, {"tool_list": ["b"]}]</order_func>',
-         [ToolCall("a", {}, step=2), ToolCall("b", {}, step=2)]),
-        ("apibank", '<tool_call>\n{"name": "a", "parameters": {"x": 1}\n{"name": "b", "parameters": {}}\n',
-         [ToolCall("a", {"x": 1}), ToolCall("b", {})]),
+        (
+            "nestools",
+            '<nested function>[{"api_name": "a", "parameters": {}, "responses": ["API_call_0"]}',
+            [ToolCall("a", {}, outputs=("API_call_0",))],
+        ),
+        (
+            "order",
+            '<order_func>[{"step": "2", "tool_list": ["a"]}, {"tool_list": ["b"]}]</order_func>',
+            [ToolCall("a", {}, step=2), ToolCall("b", {}, step=2)],
+        ),
+        (
+            "apibank",
+            '<tool_call>\n{"name": "a", "parameters": {"x": 1}\n{"name": "b", "parameters": {}}\n',
+            [ToolCall("a", {"x": 1}), ToolCall("b", {})],
+        ),
         ("openai", '[{"function": {"name": "a", "arguments": "{\\"x\\": 1"}}]', [ToolCall("a", {"x": 1})]),
-        ("anthropic", '{"content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "name": "a", "input": {"x": 1}',
-         [ToolCall("a", {"x": 1})]),
-        ("nestful", 'Plan: [{"name": "a", "arguments": {}, "label": "$var_1"}, {"name": "b", "arguments": {"y": "$var_1.result$"}',
-         [ToolCall("a", {}, outputs=("$var_1",)), ToolCall("b", {"y": "$var_1.result$"})]),
+        (
+            "anthropic",
+            '{"content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "name": "a", "input": {"x": 1}',
+            [ToolCall("a", {"x": 1})],
+        ),
+        (
+            "nestful",
+            'Plan: [{"name": "a", "arguments": {}, "label": "$var_1"}, {"name": "b", "arguments": {"y": "$var_1.result$"}',
+            [ToolCall("a", {}, outputs=("$var_1",)), ToolCall("b", {"y": "$var_1.result$"})],
+        ),
     ],
 )
 def test_lenient_recovers_broken_text(name, text, want):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,7 +18,7 @@ def _fail(message: str) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("formats")
     def formats_cmd(
-        example: Optional[str] = typer.Option(None, "--example", help="Print the bundled example text of FORMAT."),
+        example: str | None = typer.Option(None, "--example", help="Print the bundled example text of FORMAT."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable list."),
     ) -> None:
         """List the tool-call wire formats (name, order sensitivity, tags, description)."""
@@ -46,14 +45,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command("convert")
     def convert_cmd(
-        input_path: Optional[Path] = typer.Argument(None, help="Input file (default: stdin; '-' for stdin)."),
+        input_path: Path | None = typer.Argument(None, help="Input file (default: stdin; '-' for stdin)."),
         src: str = typer.Option("auto", "--from", help="Source format, or 'auto' to detect it."),
         dst: str = typer.Option(..., "--to", help="Target format."),
-        output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout)."),
+        output: Path | None = typer.Option(None, "--output", "-o", help="Output file (default: stdout)."),
         lenient: bool = typer.Option(False, "--lenient", help="Recover what parses; report problems on stderr."),
         jsonl: bool = typer.Option(False, "--jsonl", help="Input is JSONL; convert --field of every record."),
-        field: Optional[str] = typer.Option(None, "--field", help="With --jsonl: the field holding the calls."),
-        out_field: Optional[str] = typer.Option(None, "--out-field", help="With --jsonl: write here (default: --field)."),
+        field: str | None = typer.Option(None, "--field", help="With --jsonl: the field holding the calls."),
+        out_field: str | None = typer.Option(None, "--out-field", help="With --jsonl: write here (default: --field)."),
     ) -> None:
         """Convert tool calls from one wire format to another."""
         from refiner import formats

@@ -79,5 +79,8 @@ class Anthropic(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return dumps(
-            [{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)} for i, c in enumerate(calls)]
+            [
+                {"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)}
+                for i, c in enumerate(calls)
+            ]
         )

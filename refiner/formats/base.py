@@ -88,7 +88,7 @@ class WireFormat:
                 _budget.deadline = None
             if not out.problems:
                 out.problems.append(str(strict_error or self._strict_error(text)))
-        except Exception as e:  # never raise: anything unexpected becomes a problem
+        except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
             out.problems.append(f"internal: {e!r}")
         return out
 
@@ -263,7 +263,7 @@ def lenient_json(text: str) -> Any:
         import json_repair
 
         value = _run_with_budget(json_repair.loads, text, budget)
-    except Exception:  # json_repair is best effort itself; any failure (or the budget) means nothing recovered
+    except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure (or the budget) means nothing recovered
         return None
     if value == "" or value is None:
         return None
@@ -315,7 +315,7 @@ def expect_blank(fmt: WireFormat, text: str, start: int, end: int, what: str) ->
     """Raises unless ``text[start:end]`` is only whitespace."""
     i = skip_ws(text, start)
     if i < end:
-        raise fmt.error(f"unexpected text {text[i:min(end, i + 30)]!r} {what}", i)
+        raise fmt.error(f"unexpected text {text[i : min(end, i + 30)]!r} {what}", i)
 
 
 def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
@@ -402,7 +402,9 @@ NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
 ARG_KEYS = ("arguments", "parameters", "input", "args", "params")
 
 
-def coerce_call(item: Any, problems: list[str], *, outputs: tuple[str, ...] = (), step: int | None = None) -> ToolCall | None:
+def coerce_call(
+    item: Any, problems: list[str], *, outputs: tuple[str, ...] = (), step: int | None = None
+) -> ToolCall | None:
     """A call from a loosely shaped dict (any of the usual name/argument keys, OpenAI ``function`` nesting,
     arguments as a JSON string); ``None`` (with a problem) when no name can be found."""
     if not isinstance(item, dict):

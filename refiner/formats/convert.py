@@ -73,7 +73,9 @@ def convert_jsonl(
             raise ConvertError(f"{where}: not a JSON record: {e.msg} at column {e.colno}") from None
         if not isinstance(record, dict) or field_name not in record:
             raise ConvertError(f"{where}: record has no field {field_name!r}")
-        done = convert_text(_field_text(record[field_name]), src, dst, lenient=lenient, where=f"{where} field {field_name!r}")
+        done = convert_text(
+            _field_text(record[field_name]), src, dst, lenient=lenient, where=f"{where} field {field_name!r}"
+        )
         record[out_field or field_name] = done.text
         yield record, done
 

@@ -70,7 +70,7 @@ def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
 @register
 class Glaive(WireFormat):
     name = "glaive"
-    description = "Glaive: <functioncall> {\"name\": ..., \"arguments\": '{...}'} <|endoftext|> per call"
+    description = 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call'
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -109,7 +109,7 @@ class Glaive(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(
-            f"{OPEN} {{\"name\": {dumps(c.name)}, \"arguments\": '{dumps(dict(c.arguments))}'}} {CLOSE}" for c in calls
+            f'{OPEN} {{"name": {dumps(c.name)}, "arguments": \'{dumps(dict(c.arguments))}\'}} {CLOSE}' for c in calls
         )
 
 

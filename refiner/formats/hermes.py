@@ -66,6 +66,4 @@ class Hermes(WireFormat):
                     out.calls.append(call)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        return "\n".join(
-            f"{OPEN}\n{dumps({'name': c.name, 'arguments': dict(c.arguments)})}\n{CLOSE}" for c in calls
-        )
+        return "\n".join(f"{OPEN}\n{dumps({'name': c.name, 'arguments': dict(c.arguments)})}\n{CLOSE}" for c in calls)

@@ -32,7 +32,9 @@ def _looks_like_calls(value: object) -> bool:
 @register
 class Nestful(WireFormat):
     name = "nestful"
-    description = 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references'
+    description = (
+        'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references'
+    )
     order_sensitive = True
     tags = ("[", "]")
 

@@ -29,7 +29,9 @@ OPEN, CLOSE = "<nested function>", "</nested function>"
 @register
 class NesTools(WireFormat):
     name = "nestools"
-    description = 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested function>'
+    description = (
+        'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested function>'
+    )
     order_sensitive = True
     tags = (OPEN, CLOSE)
 

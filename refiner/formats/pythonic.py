@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import json
 import keyword
 import re
 import tokenize
 import unicodedata
+import warnings
 from typing import Any
 
 from refiner.formats.base import FormatError, WireFormat
@@ -33,8 +35,13 @@ def _mangle_keywords(src: str) -> str:
     for ln in lines:
         starts.append(starts[-1] + len(ln))
     edits = []
-    for tok, nxt in zip(tokens, tokens[1:]):
-        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
+    for tok, nxt in itertools.pairwise(tokens):
+        if (
+            tok.type == tokenize.NAME
+            and keyword.iskeyword(tok.string)
+            and nxt.type == tokenize.OP
+            and nxt.string == "="
+        ):
             edits.append(starts[tok.start[0] - 1] + tok.start[1])
     for off in reversed(edits):
         src = src[:off] + _MANGLE + src[off:]
@@ -51,17 +58,26 @@ def _offset(src: str, lineno: int | None, col: int | None) -> int:
     return base + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
 
 
+def _parse_quietly(src: str) -> ast.expr:
+    """``ast.parse`` in eval mode without the SyntaxWarnings broken text provokes (``1if``, ``"\\d"``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return ast.parse(src, mode="eval").body
+
+
 def parse_expr(fmt: WireFormat, src: str, offset: int) -> ast.expr:
     """The expression ``src`` as an ast node; a :class:`FormatError` at the absolute position otherwise."""
     try:
         try:
-            return ast.parse(src, mode="eval").body
+            return _parse_quietly(src)
         except SyntaxError:
             if not _KEYWORD_ARG.search(src):
                 raise
-            return ast.parse(_mangle_keywords(src), mode="eval").body
+            return _parse_quietly(_mangle_keywords(src))
     except SyntaxError as e:
-        raise fmt.error(f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)) from None
+        raise fmt.error(
+            f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)
+        ) from None
     except (tokenize.TokenError, IndentationError, ValueError) as e:
         raise fmt.error(f"not a pythonic call list: {e}", offset) from None
     except (RecursionError, MemoryError):
@@ -91,7 +107,9 @@ class Literals:
         self.fmt, self.src, self.offset, self.strict = fmt, src, offset, strict
 
     def fail(self, node: ast.AST, message: str) -> FormatError:
-        return self.fmt.error(message, self.offset + _offset(self.src, getattr(node, "lineno", 0), getattr(node, "col_offset", 0)))
+        return self.fmt.error(
+            message, self.offset + _offset(self.src, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        )
 
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
@@ -101,7 +119,11 @@ class Literals:
             if not self.strict:
                 return str(v)
             raise self.fail(node, f"{type(v).__name__} literal is not a JSON value")
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant):
+        if (
+            isinstance(node, ast.UnaryOp)
+            and isinstance(node.op, (ast.USub, ast.UAdd))
+            and isinstance(node.operand, ast.Constant)
+        ):
             v = node.operand.value
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v if isinstance(node.op, ast.USub) else v

@@ -72,10 +72,8 @@ class ToolAce(WireFormat):
             return
         except FormatError as e:
             out.problems.append(str(e))
-        if src.startswith("["):
-            src = src[1:]
-        if src.endswith("]"):
-            src = src[:-1]
+        src = src.removeprefix("[")
+        src = src.removesuffix("]")
         for segment in split_top_level(src):
             if out_of_time():
                 out.problems.append("gave up: recovery took too long")
