@@ -179,7 +179,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def serve_in_subprocess(argv: list[str], port: int, *, startup_timeout: float = 60.0,
-                        health_path: str = "/v1/models") -> Iterator[str]:
+                        health_path: str = "/v1/models", env: dict[str, str] | None = None) -> Iterator[str]:
     """Starts ``argv`` (a server that will listen on ``127.0.0.1:port``), waits until ``health_path`` answers, yields
     its base URL and terminates it on exit (killed if it does not stop within 10 s)."""
     import subprocess
@@ -188,7 +188,7 @@ def serve_in_subprocess(argv: list[str], port: int, *, startup_timeout: float = 
     import httpx
 
     log = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty server can never block on it
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_timeout

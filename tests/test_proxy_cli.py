@@ -1,0 +1,33 @@
+"""``tool-refiner serve``: option wiring (which refiner it builds) and the help text."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from refiner.cli import app
+from refiner.commands.serve import build_refiner
+from refiner.engines.openai_http import OpenAIEngine
+from refiner.pipeline import Refiner
+
+
+def test_without_a_model_the_proxy_runs_tier1_only() -> None:
+    ref = build_refiner(model=None, refiner_base_url=None, engine=None)
+    assert isinstance(ref, Refiner) and ref.engine is None
+
+
+def test_refiner_base_url_builds_an_http_engine_reading_its_key_from_env(monkeypatch) -> None:
+    monkeypatch.setenv("MY_REFINER_KEY", "sk-r")
+    ref = build_refiner(model="refiner-1.7b", refiner_base_url="http://127.0.0.1:8001/v1", engine=None, n=3,
+                        thinking=False, refiner_api_key_env="MY_REFINER_KEY")
+    assert isinstance(ref.engine, OpenAIEngine)
+    assert (ref.engine.base_url, ref.engine.model, ref.engine._api_key) == ("http://127.0.0.1:8001/v1",
+                                                                             "refiner-1.7b", "sk-r")
+    assert (ref.n, ref.thinking) == (3, False)
+
+
+def test_serve_command_is_registered_and_requires_an_upstream() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+    assert result.exit_code == 0 and "--upstream-base-url" in result.output and "--refiner-base-url" in result.output
+    result = runner.invoke(app, ["serve"])
+    assert result.exit_code != 0
