@@ -18,7 +18,9 @@ forwarded when no key is configured) are never logged.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import time
@@ -104,7 +106,7 @@ def rebuild_tool_calls(original: Sequence[dict], calls: Sequence[dict]) -> list[
 def apply_result(message: dict, finish_reason: str | None, result: dict) -> tuple[dict, str | None]:
     """The choice's message and finish reason after refinement (unchanged results keep the upstream's bytes)."""
     original = message.get("tool_calls") or []
-    if not result.get("changed") and result.get("stage") in ("unchanged", None):
+    if not result.get("changed") or result.get("stage") == "error":
         return message, finish_reason
     tool_calls = rebuild_tool_calls(original, result.get("calls") or [])
     out = dict(message)
@@ -115,6 +117,75 @@ def apply_result(message: dict, finish_reason: str | None, result: dict) -> tupl
         out.pop("tool_calls", None)
         reason = "stop" if finish_reason in (None, "tool_calls") else finish_reason
     return out, reason
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Micro-batching
+
+
+class RefineBatcher:
+    """Runs the refiner in one worker thread, one batch at a time: requests that arrive while a batch runs are
+    grouped into the next one (up to ``max_batch``). Engines see batches (vLLM's strength) and are never called from
+    two threads at once (``vllm.LLM`` is not thread-safe)."""
+
+    def __init__(self, refine_batch: Callable[[list[dict]], list[dict]], max_batch: int = 64) -> None:
+        self.refine_batch = refine_batch
+        self.max_batch = max_batch
+        self.queue: asyncio.Queue[tuple[list[dict], asyncio.Future]] = asyncio.Queue()
+        self.task: asyncio.Task | None = None
+        self.batches = 0  # number of refiner calls so far
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+    async def refine(self, requests: list[dict]) -> list[dict]:
+        """Results for ``requests`` (in order); raises what the refiner raised for their batch."""
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        await self.queue.put((requests, future))
+        return await future
+
+    async def _run(self) -> None:
+        while True:
+            items = [await self.queue.get()]
+            size = len(items[0][0])
+            while not self.queue.empty() and size < self.max_batch:
+                items.append(self.queue.get_nowait())
+                size += len(items[-1][0])
+            flat = [r for reqs, _ in items for r in reqs]
+            try:
+                results = await anyio.to_thread.run_sync(self.refine_batch, flat)
+                if len(results) != len(flat):
+                    raise RuntimeError(f"refiner returned {len(results)} results for {len(flat)} requests")
+            except Exception as e:  # handed to every waiting request; the worker keeps running
+                for _, future in items:
+                    if not future.done():
+                        future.set_exception(e)
+                continue
+            finally:
+                self.batches += 1
+            start = 0
+            for reqs, future in items:
+                if not future.done():
+                    future.set_result(results[start : start + len(reqs)])
+                start += len(reqs)
+
+
+def batch_function(ref: Any) -> Callable[[list[dict]], list[dict]]:
+    """``ref``'s batch method; the pipeline's turns unreadable requests into error results instead of raising."""
+    fn = getattr(ref, "refine_batch", None)
+    if fn is None:
+        return lambda reqs: [ref.refine(r) for r in reqs]
+    try:
+        takes_errors = "errors" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        takes_errors = False
+    return (lambda reqs: fn(reqs, errors="result")) if takes_errors else fn
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -135,20 +206,19 @@ def create_app(
     timeout: float = 120.0,
     connect_timeout: float = 10.0,
     max_connections: int = 1024,
+    max_batch: int = 64,
     fmt: str = WIRE_FORMAT,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
     """The proxy app. ``upstream_base_url`` ends in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); ``refiner`` is a
     :class:`refiner.pipeline.Refiner` (default: tier-1 repair and the guard, no model) or anything with
     ``refine_batch(requests) -> list[dict]``. ``api_key`` is sent upstream; without it the client's
-    ``Authorization`` header is forwarded."""
+    ``Authorization`` header is forwarded. Refinement runs in micro-batches of up to ``max_batch`` requests."""
     if not upstream_base_url.startswith(("http://", "https://")):
         raise ValueError(f"upstream_base_url must be an http(s) URL, got {upstream_base_url!r}")
     base = upstream_base_url.rstrip("/")
     ref = refiner if refiner is not None else _default_refiner()
-    refine_batch: Callable[[list[dict]], list[dict]] = getattr(ref, "refine_batch", None) or (
-        lambda reqs: [ref.refine(r) for r in reqs]
-    )
+    refine_batch = batch_function(ref)
     http_timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
 
     @contextlib.asynccontextmanager
@@ -156,7 +226,12 @@ def create_app(
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         async with httpx.AsyncClient(timeout=http_timeout, limits=limits, transport=transport) as client:
             app.state.client = client
-            yield
+            app.state.batcher = RefineBatcher(refine_batch, max_batch=max_batch)
+            app.state.batcher.start()
+            try:
+                yield
+            finally:
+                await app.state.batcher.stop()
 
     app = FastAPI(title="tool-refiner proxy", lifespan=lifespan)
     app.state.upstream = base
@@ -185,7 +260,7 @@ def create_app(
             return out
         requests = [refine_request(body, items[i][0]["tool_calls"], fmt) for i in todo]
         try:
-            results = await anyio.to_thread.run_sync(refine_batch, requests)
+            results = await app.state.batcher.refine(requests)
         except Exception as e:  # the proxy never fails a request because the refiner did
             log.warning("refiner failed (%s: %s); returning the upstream calls", type(e).__name__, e)
             return [(m, f, "error" if i in todo else s) for i, (m, f, s) in enumerate(out)]

@@ -10,7 +10,8 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
   ``fail_times`` requests carrying ``key`` get ``fail_status`` (default 503), later ones succeed;
 - ``delay``: seconds to wait before answering; ``malformed``: reply 200 with a body that is not JSON;
 - ``stream: true`` in the body streams SSE chunks: content in small pieces, each tool call split into a name chunk
-  and several argument fragments, then ``finish_reason`` and ``[DONE]``.
+  and several argument fragments, then ``finish_reason``, a usage chunk when ``stream_options.include_usage``, and
+  ``[DONE]``; ``stream_stall``: seconds to stall after the content (a read timeout mid-stream).
 
 Every request's ``Authorization`` header is recorded in ``app.state.auth_seen`` (to check keys are forwarded) and
 the latest bodies in ``app.state.bodies``.
@@ -24,7 +25,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import uvicorn
@@ -66,12 +67,14 @@ def _chunk(cid: str, delta: dict, finish: str | None = None, index: int = 0) -> 
     return f"data: {json.dumps(obj)}\n\n"
 
 
-def _stream(body: dict, fake: dict) -> Iterator[str]:
+async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
     cid = "chatcmpl-fake-stream"
     yield _chunk(cid, {"role": "assistant", "content": ""})
     content = _content(body, fake) or ""
     for i in range(0, len(content), 4):
         yield _chunk(cid, {"content": content[i : i + 4]})
+    if fake.get("stream_stall"):
+        await asyncio.sleep(float(fake["stream_stall"]))
     calls = _tool_calls(fake.get("tool_calls") or [])
     for k, call in enumerate(calls):
         head = {"index": k, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"],
@@ -81,6 +84,9 @@ def _stream(body: dict, fake: dict) -> Iterator[str]:
         for i in range(0, len(args), 5):
             yield _chunk(cid, {"tool_calls": [{"index": k, "function": {"arguments": args[i : i + 5]}}]})
     yield _chunk(cid, {}, "tool_calls" if calls else "stop")
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        yield f"data: {json.dumps({'id': cid, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})}\n\n"
     yield "data: [DONE]\n\n"
 
 

@@ -6,6 +6,8 @@ import asyncio
 import json
 import logging
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -234,6 +236,58 @@ def test_stream_without_tool_calls(proxy) -> None:
     deltas = [c["choices"][0] for c in events[:-1]]
     assert "".join(d["delta"].get("content") or "" for d in deltas) == "Just text."
     assert deltas[-1]["finish_reason"] == "stop" and events[-1] == "[DONE]"
+
+
+def test_stream_reemits_usage_last(proxy) -> None:
+    status, events = stream(proxy, body({"tool_calls": BROKEN[:1]}, stream_options={"include_usage": True}))
+    assert events[-1] == "[DONE]" and events[-2]["choices"] == []
+    assert events[-2]["usage"] == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    assert events[-3]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_stream_stalling_mid_way_ends_with_an_error_event(proxy) -> None:
+    status, events = stream(proxy, body({"content": "partial", "stream_stall": 3}))
+    assert status == 200 and events[-1] == "[DONE]"
+    assert events[-2]["error"]["type"] == "upstream_timeout"
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in events[:-2]) == "partial"
+
+
+def test_stream_with_a_failing_refiner_reemits_the_upstream_calls(upstream) -> None:
+    with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Boom())) as url:
+        status, events = stream(url, body({"tool_calls": BROKEN}))
+    calls = [t for c in events[:-1] for t in c["choices"][0]["delta"].get("tool_calls", [])]
+    assert [(t["id"], t["function"]["arguments"]) for t in calls] == [(c["id"], c["arguments"]) for c in BROKEN]
+
+
+class SlowSerialRefiner:
+    """Stand-in that fails if called from two threads at once, and records its batch sizes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sizes: list[int] = []
+
+    def refine_batch(self, requests: list[dict]) -> list[dict]:
+        assert self.lock.acquire(blocking=False), "refiner called concurrently"
+        try:
+            time.sleep(0.05)
+            self.sizes.append(len(requests))
+            return [{"changed": False, "stage": "unchanged"} for _ in requests]
+        finally:
+            self.lock.release()
+
+
+def test_refiner_calls_are_serialised_and_batched(upstream) -> None:
+    ref = SlowSerialRefiner()
+
+    async def run(url: str) -> list[int]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            rs = await asyncio.gather(*(client.post(url + "/v1/chat/completions", json=body({"tool_calls": BROKEN}))
+                                        for _ in range(40)))
+        return [r.status_code for r in rs]
+
+    with serve_in_thread(create_app(upstream[1] + "/v1", refiner=ref, max_batch=16)) as url:
+        assert asyncio.run(run(url)) == [200] * 40
+    assert sum(ref.sizes) == 40 and max(ref.sizes) <= 16 and len(ref.sizes) < 40
 
 
 def test_stream_upstream_errors(proxy) -> None:
