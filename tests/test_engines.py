@@ -70,9 +70,9 @@ def test_hf_engine_generates_on_tiny_qwen3(tiny_hf) -> None:
 
 
 def test_hf_engine_sampling_n_and_seed(tiny_hf) -> None:
-    a = tiny_hf.chat(CONVS[:1], n=3, temperature=1.0, seed=7, max_tokens=6)
-    b = tiny_hf.chat(CONVS[:1], n=3, temperature=1.0, seed=7, max_tokens=6)
-    c = tiny_hf.chat(CONVS[:1], n=3, temperature=1.0, seed=8, max_tokens=6)
+    a = tiny_hf.chat(CONVS[:1], n=3, temperature=1.0, seed=7, max_tokens=4)
+    b = tiny_hf.chat(CONVS[:1], n=3, temperature=1.0, seed=7, max_tokens=4)
+    c = tiny_hf.chat(CONVS[:1], n=3, temperature=1.0, seed=8, max_tokens=4)
     assert len(a) == 1 and len(a[0]) == 3
     assert a == b and a != c
     assert len(set(a[0])) > 1  # samples differ from each other

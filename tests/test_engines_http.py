@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-
 from fake_upstream import MODEL_ID, create_fake_upstream, serve_in_thread
+
 from refiner.engines import EngineError, make_engine
 
 CONV = [{"role": "user", "content": "ping"}]

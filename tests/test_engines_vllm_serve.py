@@ -14,8 +14,8 @@ import sys
 
 import httpx
 import pytest
-
 from fake_upstream import free_port, serve_in_subprocess, serve_in_thread
+
 from refiner.engines import make_engine
 from refiner.pipeline import Refiner
 from refiner.proxy import create_app

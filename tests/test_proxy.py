@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from fake_upstream import create_fake_upstream, free_port, serve_in_subprocess, serve_in_thread
+
 from refiner.engines import make_engine
 from refiner.pipeline import Refiner
 from refiner.proxy import apply_result, create_app, rebuild_tool_calls

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
 
 def build_refiner(
     *,
-    model: Optional[str],
-    refiner_base_url: Optional[str],
-    engine: Optional[str],
+    model: str | None,
+    refiner_base_url: str | None,
+    engine: str | None,
     n: int = 1,
-    thinking: Optional[bool] = None,
+    thinking: bool | None = None,
     max_tokens: int = 1024,
     refiner_api_key_env: str = "REFINER_API_KEY",
 ) -> Any:
@@ -39,18 +39,18 @@ def register(app: typer.Typer) -> None:
     def serve(
         upstream_base_url: str = typer.Option(..., "--upstream-base-url", help="Upstream OpenAI-compatible URL "
                                               "ending in /v1 (e.g. http://127.0.0.1:8000/v1)."),
-        refiner_base_url: Optional[str] = typer.Option(None, "--refiner-base-url", help="Refiner model served "
+        refiner_base_url: str | None = typer.Option(None, "--refiner-base-url", help="Refiner model served "
                                                        "behind an OpenAI-compatible URL (engine openai)."),
-        model: Optional[str] = typer.Option(None, "--model", help="Refiner model: local path (engines vllm/hf) or "
+        model: str | None = typer.Option(None, "--model", help="Refiner model: local path (engines vllm/hf) or "
                                             "served model id (with --refiner-base-url). Without a model, and without "
                                             "--refiner-base-url, the proxy runs tier-1 repair + guard only."),
-        engine: Optional[str] = typer.Option(None, "--engine", help="vllm | openai | hf (default: openai with "
+        engine: str | None = typer.Option(None, "--engine", help="vllm | openai | hf (default: openai with "
                                              "--refiner-base-url, else vllm)."),
         host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
         port: int = typer.Option(8080, "--port", help="Port to bind."),
         timeout: float = typer.Option(120.0, "--timeout", help="Upstream request timeout, seconds (504 after)."),
         n: int = typer.Option(1, "--n", min=1, help="Refiner samples per request."),
-        thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
+        thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
         max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
                                                  "upstream key (if unset, the client's Authorization is forwarded)."),

@@ -97,7 +97,8 @@ class OpenAIEngine:
         enable_thinking: bool | None = None,
         seed: int | None = None,
     ) -> list[list[str]]:
-        coro_args = dict(n=n, temperature=temperature, max_tokens=max_tokens, enable_thinking=enable_thinking, seed=seed)
+        coro_args = {"n": n, "temperature": temperature, "max_tokens": max_tokens, "enable_thinking": enable_thinking,
+                     "seed": seed}
         try:
             asyncio.get_running_loop()
         except RuntimeError:
