@@ -4,13 +4,18 @@
     result = refiner.refine({"tools": [...], "query": "...", "upstream": "<tool_call>...</tool_call>"})
     result["refined"], result["stage"], result["diagnostics"]
 
-A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional}``.
+A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional,
+"format_hint": optional}``; ``format_hint`` replaces the default sentence that tells the model which format to answer in
+(:func:`refiner.prompt.format_hint`), e.g. with a benchmark's own instruction ("" leaves the sentence out).
 The result is the request plus ``refined`` (text in the output format: the request's ``format``, else the
 refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``, ``stage`` (``unchanged`` |
 ``repaired`` | ``model`` | ``fallback``), ``reason``, ``format``, ``diagnostics`` (the gate on ``refined``),
-``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable.
+``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable. A request that cannot be read becomes,
+with ``refine_batch(..., errors="result")``, a result with ``stage: "error"`` and an ``error`` message
+(:func:`error_result`).
 
-With ``engine=None`` only tier 1 and the guard run.
+With ``engine=None`` only tier 1 and the guard run. Tier 1 believes a tool spec only where it is safe (see
+:mod:`refiner.repair`); ``Refiner(trust_spec=True)`` makes it treat every spec as exact.
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.gate import Diagnostic, GateReport, check_text, tool_index
-from refiner.prompt import build_messages, extract_answer, split_reasoning
+from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
-STAGES = ("unchanged", "repaired", "model", "fallback")
+STAGES = ("unchanged", "repaired", "model", "fallback")  # plus "error" for an unreadable request (error_result)
 
 
 class RequestError(ValueError):
@@ -50,7 +55,7 @@ def validate_request(request: Any) -> None:
     query = request.get("query", "")
     if not isinstance(query, (str, list)):
         raise RequestError(f"field 'query' must be a string or a list of messages, got {type(query).__name__}")
-    for key in ("system", "format"):
+    for key in ("system", "format", "format_hint"):
         if request.get(key) is not None and not isinstance(request[key], str):
             raise RequestError(f"field {key!r} must be a string, got {type(request[key]).__name__}")
     if request.get("format") is not None and request["format"] not in formats.names():
@@ -108,6 +113,7 @@ class Job:
     upstream: GateReport
     tier1: Tier1
     samples: list[Tier1] = field(default_factory=list)  # model answers, each parsed, gated and tier-1 repaired
+    trust_spec: bool = False  # tier 1 treats every tool spec as exact
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -118,23 +124,18 @@ class Job:
         return "unchanged", None
 
 
-def prepare(request: Mapping[str, Any], default_fmt: str | None) -> Job:
+def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False) -> Job:
     """Request → parse → gate → tier-1 repair."""
     validate_request(request)
     upstream_fmt, out_fmt = pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     upstream = check_text(request["upstream"], upstream_fmt, tools)
-    tier1 = repair_parsed(upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt)
-    return Job(request, upstream_fmt, out_fmt, tools, upstream, tier1)
+    tier1 = repair_parsed(upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec)
+    return Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec)
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # 4. Model
-
-
-def format_hint(fmt: str) -> str:
-    """The sentence telling the model which wire format to answer in."""
-    return f"Write the corrected tool calls in the {fmt} format ({formats.get(fmt).description})."
 
 
 def tools_text(request: Mapping[str, Any]) -> str:
@@ -146,6 +147,13 @@ def tools_text(request: Mapping[str, Any]) -> str:
     return f"You can call the following tools:\n{body}"
 
 
+def request_hint(job: Job) -> str:
+    """The format instruction for the model: the request's ``format_hint`` when it has one, else the default sentence
+    for the output format."""
+    hint = job.request.get("format_hint")
+    return format_hint(job.out_fmt) if hint is None else hint
+
+
 def model_messages(job: Job) -> list[dict[str, str]]:
     """The refiner prompt for one job; the upstream's reasoning, when it has some, goes in its own block."""
     reasoning, calls_text = split_reasoning(job.request["upstream"])
@@ -153,7 +161,7 @@ def model_messages(job: Job) -> list[dict[str, str]]:
         tools_text(job.request),
         job.request.get("query", ""),
         calls_text,
-        format_hint=format_hint(job.out_fmt),
+        format_hint=request_hint(job),
         upstream_reasoning=reasoning,
     )
 
@@ -162,7 +170,7 @@ def read_sample(job: Job, generation: str) -> Tier1:
     """One generation: the answer after the reasoning, parsed in the output format, gated and tier-1 repaired."""
     answer = extract_answer(generation)
     report = check_text(answer, job.out_fmt, job.tools)
-    return repair_parsed(report, answer, job.out_fmt, job.tools)
+    return repair_parsed(report, answer, job.out_fmt, job.tools, trust_spec=job.trust_spec)
 
 
 def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:
@@ -269,7 +277,9 @@ class Refiner:
 
     Options: ``bypass`` (default True) skips the model when the gate passes after tier 1; ``n`` samples per request
     (best of N by gate and agreement); ``thinking`` (True/False/None: the model's default); ``temperature`` (default
-    0 for one sample, 0.7 for several); ``max_tokens``; ``seed``.
+    0 for one sample, 0.7 for several); ``max_tokens``; ``seed``; ``trust_spec`` (default False): tier 1 treats
+    every tool spec as complete and exact, as if each said ``additionalProperties: false`` (see
+    :mod:`refiner.repair`: by default a call whose only gate findings are soft ones is left to the model).
     """
 
     def __init__(
@@ -283,6 +293,7 @@ class Refiner:
         temperature: float | None = None,
         max_tokens: int = 1024,
         seed: int | None = None,
+        trust_spec: bool = False,
     ) -> None:
         if fmt is not None:
             formats.get(fmt)  # unknown names fail here, not per request
@@ -296,6 +307,7 @@ class Refiner:
         self.temperature = temperature if temperature is not None else (0.0 if n == 1 else 0.7)
         self.max_tokens = max_tokens
         self.seed = seed
+        self.trust_spec = trust_spec
 
     def refine(self, request: Mapping[str, Any]) -> dict:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""
@@ -307,7 +319,7 @@ class Refiner:
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             try:
-                jobs.append(prepare(request, self.fmt))
+                jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec))
             except RequestError as e:
                 if errors != "result":
                     raise RequestError(f"request {i}: {e}") from e

@@ -4,6 +4,11 @@ Structure (Tool-Use Refiner paper, Appendix A): a system message that gives the 
 and the error categories it fixes; then one user message carrying the task's own system prompt with its tool list,
 the user's query, and the upstream model's output. The wording is ours.
 
+The user message ends with one sentence naming the wire format to answer in: :func:`format_hint` gives the default
+sentence for a format, and both the data builder and the pipeline must pass it (``build_messages(...,
+format_hint=format_hint(fmt))``) so that training and inference prompts match; a request may replace it with its own
+instruction (the pipeline's ``format_hint`` request key, e.g. the paper's API-Bank instruction, Appendix E.1.3).
+
 The model answers with reasoning (Qwen3 ``<think>``) followed by the corrected calls in the requested wire format;
 :func:`extract_answer` returns the part after the reasoning.
 """
@@ -33,6 +38,14 @@ USER_TEMPLATE = (
 )
 
 REASONING_TEMPLATE = "Reasoning the other model gave before its calls:\n<<<REASONING\n{reasoning}\nREASONING>>>\n\n"
+
+
+def format_hint(fmt: str) -> str:
+    """The default sentence telling the refiner which wire format to answer in (``fmt``: a registered format name;
+    an unknown one raises ``KeyError`` from :func:`refiner.formats.get`)."""
+    from refiner import formats
+
+    return f"Write the corrected tool calls in the {fmt} format ({formats.get(fmt).description})."
 
 
 def render_query(query: str | Sequence[Mapping[str, Any]]) -> str:

@@ -9,12 +9,41 @@ What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 - parameter names snapped the same way among the tool's parameters not already used (``snap_param``); parameters the
   schema lacks are dropped (``drop_param``);
 - values coerced where the schema is explicit: ``"12"`` → ``12`` for integers, ``12`` → ``"12"`` for strings,
-  ``["Paris"]`` → ``"Paris"`` for a scalar,
-  ``"true"`` → ``true``, JSON text → array/object, case/spelling of enum members (``coerce``);
+  ``["Paris"]`` → ``"Paris"`` for a scalar, ``"true"`` → ``true``, JSON text → array/object, and an enum member
+  written with another case, spacing or punctuation (``coerce``);
 - nested calls reordered so that every call comes after the calls whose outputs it references: topological order,
   stable for independent calls (``reorder``).
 
 It never invents a value: a missing required parameter stays missing, for the model to fill in.
+
+When the spec is believed (the policy)
+    Real tool specs are often incomplete or loose: NESTFUL's spec files omit parameters its gold calls use and its
+    gold writes ``"2010"`` for an integer or ``sortBy`` for ``sort_by``; BFCL's gold passes ``False`` where the spec
+    declares the string enum ``["True", "False", "dontcare"]``. Tier 1 must never make a correct call wrong, so the
+    gate's *soft* findings (unknown parameter, type, enum, range, pattern, length) are not enough on their own to
+    change a call. A call's names and values are repaired only when one of these holds:
+
+    - the call is *failing*: its tool does not exist (and was snapped to one that does) or a required parameter is
+      missing. Such a call cannot run as written, so repairing it cannot break a working call; a parameter name
+      snapped to fill the missing one is the typical case, and unknown parameters left over once every required one
+      is present are dropped as the residue of that repair;
+    - the tool's spec declares itself closed: ``additionalProperties: false`` or OpenAI ``strict: true`` (kept in
+      ``ToolSpec.extra``);
+    - the caller says every spec is exact (``trust_spec=True``; the pipeline's ``Refiner(trust_spec=True)``).
+
+    On any other call only the repairs that no loose spec can contradict are made: a parameter name that is a
+    one-slip misspelling of a free declared one (:func:`is_misspelling`: ``sotr_by`` → ``sort_by``, but not the other
+    spelling convention ``sortBy``, which real APIs and their spec files do mix), and a value *encoded as text* where the
+    schema wants a boolean, array or object (``"true"`` → ``true``, ``'["a"]'`` → ``["a"]``; :func:`decode_value`).
+    Unknown parameters are kept, numbers and numeric text are not converted either way, one-item lists are not
+    unwrapped, enum spellings are not changed: real gold data does each of these where its spec says otherwise.
+
+    Text-level repairs (parsing, tags, the output format) and the dependency reorder always apply, and so does writing
+    values as text in a string-valued format (API-Bank: its format, not its spec, says every value is a string).
+    Two coercions never happen at all, because they change what a value means: an enum value is never replaced by a
+    merely *similar* member (``"5 minutes"`` is not ``"45 minutes"``, ``"openai"`` is not ``"openapi"``), and a
+    boolean is never turned into text outside string-valued formats (which text a tool wants for it, ``"true"``,
+    ``"True"`` or ``"yes"``, the spec does not say, and BFCL's gold keeps the boolean).
 """
 
 from __future__ import annotations
@@ -28,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rapidfuzz import fuzz
+from rapidfuzz.distance import DamerauLevenshtein
 
 from refiner import formats
 from refiner.calls import ToolCall
@@ -45,15 +75,16 @@ from refiner.gate import (
 
 # Similarity cutoffs (rapidfuzz ``ratio`` on normalised names, 0..100) and the lead the best candidate needs over
 # the second best; chosen on the corruption-recovery test (tests/test_repair_real.py) so that no correct call moves.
+# Enum values get no similarity snapping at all (see the module docstring).
 TOOL_CUTOFF = 80.0
 PARAM_CUTOFF = 75.0
-ENUM_CUTOFF = 85.0
 MARGIN = 5.0
 
 _MAX_DEPTH = 32
 _INT_TEXT = re.compile(r"[+-]?\d{1,30}")
 _NUM_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_NUMBERS = re.compile(r"[+-]?\d+(?:[.,]\d+)*")
 
 
 @dataclass(frozen=True)
@@ -85,6 +116,13 @@ class Tier1:
         return bool(self.actions)
 
 
+def spec_is_closed(spec: Any) -> bool:
+    """Whether a tool spec says it lists every parameter exactly: ``additionalProperties: false`` or OpenAI's
+    ``strict: true`` (both read from ``ToolSpec.extra``)."""
+    extra = getattr(spec, "extra", None) or {}
+    return extra.get("additionalProperties") is False or extra.get("strict") is True
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Name snapping
 
@@ -112,6 +150,17 @@ def snap(name: str, candidates: Sequence[str], cutoff: float, margin: float = MA
     if len(scored) > 1 and best_score - scored[1][0] < margin:
         return None
     return best
+
+
+def is_misspelling(written: str, declared: str) -> bool:
+    """Whether ``written`` is one slip away from ``declared``: their normalised forms (:func:`normalise_name`) differ
+    by exactly one inserted, dropped, replaced or swapped character, both have at least four characters, and they
+    hold the same digits. Names that differ only in case or separators (``sortBy`` / ``sort_by``) are two spelling
+    conventions, not a slip; ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a digit."""
+    a, b = normalise_name(written), normalise_name(declared)
+    if a == b or min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
+        return False
+    return DamerauLevenshtein.distance(a, b) == 1
 
 
 def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float) -> dict[str, str]:
@@ -180,6 +229,15 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
     return value
 
 
+def decode_value(param: Any, value: Any) -> Any:
+    """``value`` decoded when it is text standing for the boolean, array or object the schema declares (``"true"``,
+    ``"False"``, ``'["a", "b"]'``, ``'{"k": 1}'``); otherwise ``value`` itself (the same object)."""
+    ptype = getattr(param, "type", None)
+    if ptype not in ("boolean", "array", "object") or not isinstance(value, str) or is_reference(value):
+        return value
+    return _convert(ptype, value)
+
+
 def _convert(ptype: str | None, value: Any) -> Any:
     if isinstance(value, list) and len(value) == 1 and ptype in ("string", "integer", "number", "boolean"):
         inner = value[0] if type_matches(ptype, value[0]) else _convert(ptype, value[0])
@@ -207,7 +265,7 @@ def _convert(ptype: str | None, value: Any) -> Any:
             return value.strip().lower() == "true"
     elif ptype == "string":
         if isinstance(value, bool):
-            return "true" if value else "false"
+            return value  # which text a tool wants for a boolean is not in the spec (see the module docstring)
         if isinstance(value, int):
             return str(value)
         if isinstance(value, float) and math.isfinite(value):
@@ -239,8 +297,19 @@ def _snap_enum(enum: list[Any], value: Any) -> Any:
         numeric = [e for e in enum if isinstance(e, (int, float)) and not isinstance(e, bool)]
         matches = [e for e in numeric if _number_text(e) == value.strip()]
         return matches[0] if len(matches) == 1 else value
-    hit = snap(value, text_enum, ENUM_CUTOFF)
-    return hit if hit is not None else value
+    return enum_spelling(value, text_enum)
+
+
+def enum_spelling(value: str, members: Sequence[str]) -> str:
+    """The one member that ``value`` spells with another case, spacing or punctuation (``"3D"`` → ``"3d"``,
+    ``"in progress"`` → ``"IN_PROGRESS"``), else ``value``. Numbers must stay exactly as written: ``"-1"`` is not
+    ``"1"`` and ``"1.5"`` is not ``"15"``."""
+    key = normalise_name(value)
+    if not key:
+        return value
+    numbers = _NUMBERS.findall(value)
+    hits = [m for m in members if normalise_name(m) == key and _NUMBERS.findall(m) == numbers]
+    return hits[0] if len(hits) == 1 else value
 
 
 def _number_text(x: float) -> str:
@@ -252,11 +321,21 @@ def _number_text(x: float) -> str:
 
 
 def repair_call(
-    call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action], *, strings: bool = False
+    call: ToolCall,
+    index: int,
+    tools: Mapping[str, Any],
+    actions: list[Action],
+    *,
+    strings: bool = False,
+    trust_spec: bool = False,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did.
-    Unknown parameters are dropped only when no required one is missing (else one of them may be the missing value
-    under another name, which the model can still use). ``strings``: see :data:`refiner.gate.STRING_VALUED_FORMATS`."""
+
+    Names and values are fully repaired only on a failing call (tool snapped, or a required parameter missing) or
+    against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
+    values (see the module docstring). Unknown parameters are dropped only
+    when no required one is missing (else one of them may be the missing value under another name, which the model
+    can still use). ``strings``: see :data:`refiner.gate.STRING_VALUED_FORMATS`."""
     n_before = len(actions)
     name = call.name
     if name not in tools:
@@ -268,21 +347,29 @@ def repair_call(
     if spec is None:
         return call if name == call.name else replace(call, name=name)
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
+    required = tuple(getattr(spec, "required", ()) or ())
     args = dict(call.arguments)
+    failing = name != call.name or any(r not in args for r in required)
+    believe = failing or trust_spec or spec_is_closed(spec)
     unknown = [k for k in args if k not in params]
     if unknown and params:
         free = [p for p in params if p not in args]
-        renames = _pair_names(unknown, free, set(getattr(spec, "required", ()) or ()), PARAM_CUTOFF)
+        renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF)
+        if not believe:
+            renames = {u: p for u, p in renames.items() if is_misspelling(u, p)}
         if renames:
             args = {renames.get(k, k): v for k, v in args.items()}
             for old, new in renames.items():
                 actions.append(Action("snap_param", f"parameter {old!r} -> {new!r}", index, name, new))
-    complete = all(r in args for r in getattr(spec, "required", ()) or ())
-    for k in [k for k in args if k not in params and complete]:
-        del args[k]
-        actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
+    if believe and all(r in args for r in required):
+        for k in [k for k in args if k not in params]:
+            del args[k]
+            actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
     for k, v in list(args.items()):
-        new_v = coerce_value(params.get(k), v, strings=strings)
+        if believe or strings:
+            new_v = coerce_value(params.get(k), v, strings=strings)
+        else:
+            new_v = decode_value(params.get(k), v)
         if new_v is not v:
             args[k] = new_v
             actions.append(Action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
@@ -323,8 +410,10 @@ def repair_calls(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     fmt: str | None = None,
+    trust_spec: bool = False,
 ) -> tuple[list[ToolCall], list[Action]]:
-    """Tier-1 repair of a call list: names, parameters, values (when tools are known), then dependency order."""
+    """Tier-1 repair of a call list: names, parameters, values (when tools are known; see :func:`repair_call` for
+    when a call's spec is believed), then dependency order."""
     actions: list[Action] = []
     index = tool_index(tools)
     out = list(calls)
@@ -335,7 +424,9 @@ def repair_calls(
             if names_only:
                 fixed.append(_snap_name_only(c, i, index, actions))
             else:
-                fixed.append(repair_call(c, i, index, actions, strings=fmt in STRING_VALUED_FORMATS))
+                fixed.append(
+                    repair_call(c, i, index, actions, strings=fmt in STRING_VALUED_FORMATS, trust_spec=trust_spec)
+                )
         out = fixed
     order = dependency_order(out)
     if order is not None and order != list(range(len(out))):
@@ -365,16 +456,18 @@ def repair_parsed(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     out_fmt: str | None = None,
+    trust_spec: bool = False,
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
-    ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim."""
+    ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim. ``trust_spec``:
+    treat every tool spec as exact (see the module docstring)."""
     out_fmt = out_fmt or fmt
     actions: list[Action] = []
     if not before.strict_ok and before.calls:
         actions.append(Action("parse_repair", f"recovered {len(before.calls)} call(s) from text that is not valid {fmt}"))
     if out_fmt != fmt and before.calls:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
-    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt)
+    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt, trust_spec=trust_spec)
     actions.extend(call_actions)
     if not actions or not calls:
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
@@ -388,7 +481,8 @@ def repair_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     out_fmt: str | None = None,
+    trust_spec: bool = False,
 ) -> Tier1:
     """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again."""
     index = tool_index(tools)
-    return repair_parsed(check_text(text, fmt, index), text, fmt, index, out_fmt=out_fmt)
+    return repair_parsed(check_text(text, fmt, index), text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec)

@@ -31,12 +31,7 @@ def load(bench: str, limit: int | None = None):
         pytest.skip(str(e))
 
 
-TIER1_HARMS_NESTFUL = pytest.mark.xfail(
-    reason="tier-1 repair drops arguments that NESTFUL's incomplete spec files do not declare, making correct gold "
-    "sequences wrong (pipeline issue, reported)", strict=False)
-
-
-@pytest.mark.parametrize("bench", ["apibank", pytest.param("nestful", marks=TIER1_HARMS_NESTFUL), "bamboogle", "bfcl"])
+@pytest.mark.parametrize("bench", ["apibank", "nestful", "bamboogle", "bfcl"])
 def test_gold_upstream_scores_full_marks(bench):
     """The gold rendered in the benchmark's format is strictly valid and scores 1 on every metric, raw and after
     tier 1 (which must leave a correct answer correct)."""

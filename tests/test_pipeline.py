@@ -7,6 +7,7 @@ import json
 import pytest
 
 from refiner.pipeline import Refiner, RequestError, error_result
+from refiner.prompt import format_hint
 
 TOOLS = [
     {
@@ -94,10 +95,45 @@ def test_guard_keeps_tier1_when_the_model_answer_is_unreadable():
 
 
 def test_model_output_is_tier1_repaired_too():
-    broken = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}'
+    broken = '<tool_call>{"name": "get_wether", "arguments": {"city": "Paris", "days": "3"}'  # tag, tool name, type
     eng = ScriptedEngine([broken])
     res = Refiner(eng).refine(req(MISSING))
-    assert res["stage"] == "model" and res["calls"][0]["arguments"] == {"city": "Paris", "days": 3}
+    assert res["stage"] == "model" and res["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+
+
+def test_soft_findings_are_left_to_the_model_unless_the_spec_is_trusted():
+    """A complete call with a number written as text and an undeclared parameter: tier 1 does not touch it (the spec
+    may be loose), the gate still reports it, so it goes to the model; trust_spec=True repairs it without one."""
+    soft = tc("get_weather", city="Paris", days="3", lang="fr")
+    res = Refiner().refine(req(soft))
+    assert res["stage"] == "unchanged" and res["refined"] == soft and not res["changed"]
+    assert {d["code"] for d in res["diagnostics"]} == {"type", "unknown_param"}
+    eng = ScriptedEngine([GOOD])
+    assert Refiner(eng).refine(req(soft))["stage"] == "model" and len(eng.calls) == 1
+    res = Refiner(trust_spec=True).refine(req(soft))
+    assert res["stage"] == "repaired" and res["calls"][0]["arguments"] == {"city": "Paris", "days": 3}
+    assert {a["kind"] for a in res["actions"]} == {"coerce", "drop_param"}
+
+
+def test_request_format_hint_replaces_the_default_sentence():
+    hint = "Output only <tool_call> blocks; write every number as a quoted string."
+    eng = ScriptedEngine([GOOD], [GOOD], [GOOD])
+    r = Refiner(eng)
+    r.refine(req(MISSING, format_hint=hint))
+    r.refine(req(MISSING))
+    r.refine(req(MISSING, format_hint=""))
+    users = [c["conversations"][0][1]["content"] for c in eng.calls]
+    assert users[0].rstrip().endswith(hint) and format_hint("hermes") not in users[0]
+    assert users[1].rstrip().endswith(format_hint("hermes"))
+    assert format_hint("hermes") not in users[2] and users[2].rstrip().endswith("only the corrected tool calls.")
+    with pytest.raises(RequestError, match="'format_hint' must be a string"):
+        Refiner().refine(req(GOOD, format_hint=["x"]))
+
+
+def test_default_hint_names_the_output_format():
+    eng = ScriptedEngine([GOOD])
+    Refiner(eng, fmt="glaive").refine(req(MISSING))
+    assert format_hint("glaive") in eng.calls[0]["conversations"][0][1]["content"]
 
 
 def test_best_of_n_majority_among_gate_passing_samples():

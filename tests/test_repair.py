@@ -6,8 +6,18 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.repair import coerce_value, dependency_order, repair_calls, repair_text, snap
-from refiner.specs import load_tools
+from refiner.repair import (
+    coerce_value,
+    decode_value,
+    dependency_order,
+    enum_spelling,
+    is_misspelling,
+    repair_calls,
+    repair_text,
+    snap,
+    spec_is_closed,
+)
+from refiner.specs import ToolSpec, load_tools
 
 TOOLS = [
     {
@@ -73,7 +83,7 @@ def test_missing_required_value_is_not_invented(tools):
         ("direct_only", "false", False),
         ("flight_no", 123, "123"),
         ("cabin", "Business", "business"),
-        ("cabin", "busines", "business"),
+        ("cabin", " BUSINESS ", "business"),
         ("airlines", '["BA", "AF"]', ["BA", "AF"]),
     ],
 )
@@ -85,7 +95,16 @@ def test_schema_guided_coercion(tools, param, value, expected):
 
 @pytest.mark.parametrize(
     "param, value",
-    [("passengers", "two"), ("passengers", 2.5), ("direct_only", "yes"), ("cabin", "premium"), ("max_price", "nan")],
+    [
+        ("passengers", "two"),
+        ("passengers", 2.5),
+        ("direct_only", "yes"),
+        ("cabin", "premium"),
+        ("cabin", "busines"),  # similar is not the same: enum values are never fuzzy-snapped
+        ("max_price", "nan"),
+        ("flight_no", True),  # which text a boolean stands for is not in the spec
+        ("flight_no", False),
+    ],
 )
 def test_no_coercion_when_ambiguous(tools, param, value):
     spec = {t.name: t for t in tools}["search_flights"]
@@ -123,3 +142,99 @@ def test_repair_text_leaves_correct_text_verbatim(tools):
 def test_repair_text_unrecoverable_is_returned_as_is(tools):
     r = repair_text("no calls here", "hermes", tools)
     assert not r.changed and r.text == "no calls here" and not r.after.passed
+
+
+@pytest.mark.parametrize(
+    "value, members",
+    [
+        ("5 minutes", ["1 hour", "30 minutes", "1 hour 30 minutes", "45 minutes", "2 hours"]),  # BFCL live_multiple_947
+        ("openai", ["all", "postgres", "openapi", "graphql"]),  # one letter apart, another product
+        ("-1", ["1", "2"]),  # punctuation that is a sign
+        ("1.5", ["15", "2"]),  # or a decimal point
+        ("in progress", ["in_progress", "In-Progress"]),  # two members spell it: ambiguous
+        ("", ["a"]),
+    ],
+)
+def test_enum_spelling_never_changes_meaning(value, members):
+    assert enum_spelling(value, members) is value
+
+
+def test_enum_spelling_fixes_case_spacing_punctuation():
+    assert enum_spelling("3D", ["regular", "3d", "imax"]) == "3d"
+    assert enum_spelling("in progress", ["IN_PROGRESS", "DONE"]) == "IN_PROGRESS"
+    assert enum_spelling("1 Hour 30 Minutes", ["1 hour", "1 hour 30 minutes"]) == "1 hour 30 minutes"
+
+
+def test_boolean_for_a_string_enum_is_left_as_written():
+    """BFCL's spec declares in_unit_laundry a string enum ["True", "False", "dontcare"] while its gold passes the
+    boolean False: turning it into "False" made a correct answer wrong."""
+    spec = load_tools([{"name": "find_home", "parameters": {"type": "object", "properties": {
+        "in_unit_laundry": {"type": "string", "enum": ["True", "False", "dontcare"], "default": "dontcare"}}}}])[0]
+    for trust in (False, True):
+        out, actions = repair_calls([ToolCall("find_home", {"in_unit_laundry": False})], [spec], trust_spec=trust)
+        assert out[0].arguments["in_unit_laundry"] is False and actions == []
+    # in a string-valued format (API-Bank) every value is text, so there the boolean is written as its text
+    out, _ = repair_calls([ToolCall("find_home", {"in_unit_laundry": False})], [spec], fmt="apibank")
+    assert out[0].arguments["in_unit_laundry"] == "False"
+
+
+def test_is_misspelling():
+    assert is_misspelling("sotr_by", "sort_by")  # swapped letters
+    assert is_misspelling("destinaton", "destination")  # a dropped letter
+    assert is_misspelling("originn", "origin")
+    assert not is_misspelling("sortBy", "sort_by")  # another spelling convention, not a slip
+    assert not is_misspelling("min_price", "max_price")  # two slips: another parameter
+    assert not is_misspelling("address_line1", "address_line2")  # digits differ
+    assert not is_misspelling("lat", "lan")  # too short to tell a slip from another word
+
+
+def test_decode_value_only_undoes_text_encoding(tools):
+    p = {t.name: t for t in tools}["search_flights"].params
+    assert decode_value(p["direct_only"], "True") is True
+    assert decode_value(p["airlines"], '["BA"]') == ["BA"]
+    for name, value in [("passengers", "2"), ("flight_no", 12), ("cabin", "Business"), ("origin", ["NYC"])]:
+        assert decode_value(p[name], value) is value
+
+
+def test_call_with_only_soft_findings_keeps_what_the_spec_may_have_missed(tools):
+    """All required parameters present: an unknown parameter, a number written as text, a one-item list, an enum in
+    another case and a name in another spelling convention may all be what the tool really takes (NESTFUL's and
+    BFCL's gold do each of these); tier 1 leaves them to the model. A misspelling and JSON/boolean text are fixed."""
+    args = {"origin": ["NYC"], "destination": "LON", "passengers": "2", "cabin": "Business", "flightNo": "BA1",
+            "colour": "red"}
+    call = ToolCall("search_flights", args)
+    out, actions = repair_calls([call], tools)
+    assert out == [call] and actions == []
+    out, actions = repair_calls([ToolCall("search_flights", {**args, "dirct_only": "true", "airlines": '["BA"]'})], tools)
+    assert out[0].arguments == {**args, "direct_only": True, "airlines": ["BA"]}
+    assert kinds(actions) == ["snap_param", "coerce", "coerce"]
+    # the same call with the spec trusted: everything is repaired
+    out, actions = repair_calls([call], tools, trust_spec=True)
+    assert out[0].arguments == {"origin": "NYC", "destination": "LON", "passengers": 2, "cabin": "business",
+                                "flight_no": "BA1"}
+    assert set(kinds(actions)) == {"snap_param", "drop_param", "coerce"}
+
+
+def test_failing_call_is_repaired_in_full(tools):
+    """A required parameter is missing: the call cannot run as written, so the spec is believed. The snap fills the
+    missing name; the unknown parameter left over is the residue and is dropped; values are coerced."""
+    call = ToolCall("search_flights", {"originn": "NYC", "destination": "LON", "passengers": "2", "colour": "red"})
+    out, actions = repair_calls([call], tools)
+    assert out == [ToolCall("search_flights", {"origin": "NYC", "destination": "LON", "passengers": 2})]
+    assert kinds(actions) == ["snap_param", "drop_param", "coerce"]
+    # while a required parameter is still missing, unknown ones are kept: one may be its value under another name
+    out, actions = repair_calls([ToolCall("search_flights", {"from": "NYC", "destination": "LON", "passengers": "2"})],
+                                tools)
+    assert out[0].arguments == {"from": "NYC", "destination": "LON", "passengers": 2} and kinds(actions) == ["coerce"]
+
+
+def test_closed_spec_is_believed():
+    schema = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]}
+    strict = load_tools([{"type": "function", "function": {"name": "s", "strict": True, "parameters": schema}}])[0]
+    loose = load_tools([{"type": "function", "function": {"name": "s", "parameters": schema}}])[0]
+    closed = ToolSpec("s", params=loose.params, required=loose.required, extra={"additionalProperties": False})
+    assert spec_is_closed(strict) and spec_is_closed(closed) and not spec_is_closed(loose)
+    call = ToolCall("s", {"q": "x", "n": "3", "extra": 1})
+    assert repair_calls([call], [loose])[0] == [call]
+    for spec in (strict, closed):
+        assert repair_calls([call], [spec])[0] == [ToolCall("s", {"q": "x", "n": 3})]

@@ -1,5 +1,7 @@
 """``tool-refiner repair`` (tier 1 + guard, no model) and ``tool-refiner refine`` (the full pipeline): JSONL in, one
-result per request out, in order. A line that is not a readable request becomes an error result naming its line."""
+result per request out, in order. A line that is not a readable request becomes an error result naming its line
+(``stage: "error"``, see :func:`refiner.pipeline.error_result`). ``--trust-spec`` makes tier 1 treat every tool spec
+as exact (see :mod:`refiner.repair`)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import typer
 from refiner.pipeline import Refiner, RequestError, error_result, validate_request
 
 BUNDLED = "requests.jsonl"  # in refiner/examples/
+TRUST_HELP = ("Treat every tool spec as complete and exact: tier 1 then also drops undeclared parameters and converts "
+              "values to the declared types on calls that are otherwise fine (by default those are left to the model).")
 
 
 def bundled_requests_path() -> Path:
@@ -107,13 +111,15 @@ def register(app: typer.Typer) -> None:
         output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
         fmt: str | None = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
         batch_size: int = typer.Option(256, help="Requests per batch."),
+        trust_spec: bool = typer.Option(False, "--trust-spec", help=TRUST_HELP),
     ) -> None:
         """Tier-1 repair (no model) + never-worse guard on every request; prints a summary table."""
         path = src or bundled_requests_path()
         _check_input(path)
         demo = src is None and output is None  # the bundled examples: show a table instead of the JSONL
         with _closing(open(os.devnull, "w") if demo else _open_out(output)) as out:
-            results = run_jsonl(Refiner(None, fmt), path, out, batch_size=batch_size, progress=output is not None)
+            results = run_jsonl(Refiner(None, fmt, trust_spec=trust_spec), path, out, batch_size=batch_size,
+                                progress=output is not None)
         if demo:
             typer.echo(request_table(results) + "\n")
         typer.echo(f"{path}\n{summary_table(results)}", err=output is None and not demo)
@@ -132,13 +138,15 @@ def register(app: typer.Typer) -> None:
         temperature: float | None = typer.Option(None, help="Sampling temperature (default 0, or 0.7 with --n>1)."),
         max_tokens: int = typer.Option(1024, help="Generation budget per sample."),
         batch_size: int = typer.Option(64, help="Requests per engine call."),
+        trust_spec: bool = typer.Option(False, "--trust-spec", help=TRUST_HELP),
     ) -> None:
         """Full pipeline: parse, gate, tier-1 repair, the refiner model where still needed, never-worse guard."""
         from refiner.engines import make_engine
 
         _check_input(src)
         eng = make_engine(engine, model=model, base_url=base_url)
-        ref = Refiner(eng, fmt, n=n, thinking=thinking, bypass=bypass, temperature=temperature, max_tokens=max_tokens)
+        ref = Refiner(eng, fmt, n=n, thinking=thinking, bypass=bypass, temperature=temperature, max_tokens=max_tokens,
+                      trust_spec=trust_spec)
         with _closing(_open_out(output)) as out:
             results = run_jsonl(ref, src, out, batch_size=batch_size, progress=True)
         typer.echo(summary_table(results), err=True)
