@@ -72,7 +72,7 @@ def pct(xs: list[float], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=1000)
-    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per target")
     args = ap.parse_args()

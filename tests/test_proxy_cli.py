@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+import typer
 from typer.testing import CliRunner
 
 from refiner.cli import app
-from refiner.commands.serve import build_refiner
+from refiner.commands.serve import build_refiner, parse_engine_args
 from refiner.engines.openai_http import OpenAIEngine
 from refiner.pipeline import Refiner
 
@@ -31,3 +33,10 @@ def test_serve_command_is_registered_and_requires_an_upstream() -> None:
     assert result.exit_code == 0 and "--upstream-base-url" in result.output and "--refiner-base-url" in result.output
     result = runner.invoke(app, ["serve"])
     assert result.exit_code != 0
+
+
+def test_engine_args_are_parsed_as_json_or_strings() -> None:
+    assert parse_engine_args(["max_model_len=4096", "dtype=float32", "in_process=true", "x=a=b"]) == {
+        "max_model_len": 4096, "dtype": "float32", "in_process": True, "x": "a=b"}
+    with pytest.raises(typer.BadParameter, match="expected KEY=VALUE"):
+        parse_engine_args(["novalue"])

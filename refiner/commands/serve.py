@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 import typer
+
+
+def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
+    """``["max_model_len=4096", "dtype=float32"]`` → keyword arguments; values are read as JSON when they parse
+    (numbers, booleans), else kept as strings."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"--engine-arg {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
 
 
 def build_refiner(
@@ -17,6 +33,7 @@ def build_refiner(
     thinking: bool | None = None,
     max_tokens: int = 1024,
     refiner_api_key_env: str = "REFINER_API_KEY",
+    engine_kwargs: dict[str, Any] | None = None,
 ) -> Any:
     """The proxy's refiner: tier 1 + guard when no model is given; else the pipeline over an engine
     (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``)."""
@@ -27,7 +44,7 @@ def build_refiner(
     from refiner.engines import make_engine
 
     kind = engine or ("openai" if refiner_base_url else "vllm")
-    kw: dict[str, Any] = {}
+    kw: dict[str, Any] = dict(engine_kwargs or {})
     if kind == "openai":
         kw["api_key_env"] = refiner_api_key_env
     eng = make_engine(kind, model=model, base_url=refiner_base_url, **kw)
@@ -54,6 +71,8 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
                                                  "upstream key (if unset, the client's Authorization is forwarded)."),
+        engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra engine setting KEY=VALUE "
+                                                    "(repeatable), e.g. max_model_len=4096, dtype=float32."),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
@@ -62,7 +81,7 @@ def register(app: typer.Typer) -> None:
         from refiner.proxy import create_app
 
         ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
-                            max_tokens=max_tokens)
+                            max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg))
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
                          timeout=timeout)
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
