@@ -21,20 +21,22 @@ When the spec is believed (the policy)
     gold writes ``"2010"`` for an integer or ``sortBy`` for ``sort_by``; BFCL's gold passes ``False`` where the spec
     declares the string enum ``["True", "False", "dontcare"]``. Tier 1 must never make a correct call wrong, so the
     gate's *soft* findings (unknown parameter, type, enum, range, pattern, length) are not enough on their own to
-    change a call. A call's names and values are repaired only when one of these holds:
+    change a call. A call's names and values are repaired in full only when one of these holds:
 
     - the call is *failing*: its tool does not exist (and was snapped to one that does) or a required parameter is
       missing. Such a call cannot run as written, so repairing it cannot break a working call; a parameter name
       snapped to fill the missing one is the typical case, and unknown parameters left over once every required one
       is present are dropped as the residue of that repair;
-    - the tool's spec declares itself closed: ``additionalProperties: false`` or OpenAI ``strict: true`` (kept in
-      ``ToolSpec.extra``);
+    - the tool's spec declares itself closed: OpenAI ``strict: true`` or ``additionalProperties: false``, read from
+      ``ToolSpec.extra`` (:func:`spec_is_closed`; the spec loader keeps ``strict`` there, but not yet a top-level
+      ``additionalProperties``);
     - the caller says every spec is exact (``trust_spec=True``; the pipeline's ``Refiner(trust_spec=True)``).
 
     On any other call only the repairs that no loose spec can contradict are made: a parameter name that is a
     one-slip misspelling of a free declared one (:func:`is_misspelling`: ``sotr_by`` → ``sort_by``, but not the other
-    spelling convention ``sortBy``, which real APIs and their spec files do mix), and a value *encoded as text* where the
-    schema wants a boolean, array or object (``"true"`` → ``true``, ``'["a"]'`` → ``["a"]``; :func:`decode_value`).
+    spelling convention ``sortBy``, which real APIs and their spec files do mix), and a value *encoded as text* where
+    the schema wants a boolean, array or object (``"true"`` → ``true``, ``'["a"]'`` → ``["a"]``;
+    :func:`decode_value`).
     Unknown parameters are kept, numbers and numeric text are not converted either way, one-item lists are not
     unwrapped, enum spellings are not changed: real gold data does each of these where its spec says otherwise.
 
@@ -156,7 +158,8 @@ def is_misspelling(written: str, declared: str) -> bool:
     """Whether ``written`` is one slip away from ``declared``: their normalised forms (:func:`normalise_name`) differ
     by exactly one inserted, dropped, replaced or swapped character, both have at least four characters, and they
     hold the same digits. Names that differ only in case or separators (``sortBy`` / ``sort_by``) are two spelling
-    conventions, not a slip; ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a digit."""
+    conventions, not a slip; ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a
+    digit."""
     a, b = normalise_name(written), normalise_name(declared)
     if a == b or min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
         return False

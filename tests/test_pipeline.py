@@ -98,7 +98,8 @@ def test_model_output_is_tier1_repaired_too():
     broken = '<tool_call>{"name": "get_wether", "arguments": {"city": "Paris", "days": "3"}'  # tag, tool name, type
     eng = ScriptedEngine([broken])
     res = Refiner(eng).refine(req(MISSING))
-    assert res["stage"] == "model" and res["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+    assert res["stage"] == "model"
+    assert res["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
 
 
 def test_soft_findings_are_left_to_the_model_unless_the_spec_is_trusted():

@@ -205,7 +205,8 @@ def test_call_with_only_soft_findings_keeps_what_the_spec_may_have_missed(tools)
     call = ToolCall("search_flights", args)
     out, actions = repair_calls([call], tools)
     assert out == [call] and actions == []
-    out, actions = repair_calls([ToolCall("search_flights", {**args, "dirct_only": "true", "airlines": '["BA"]'})], tools)
+    slips = {"dirct_only": "true", "airlines": '["BA"]'}
+    out, actions = repair_calls([ToolCall("search_flights", {**args, **slips})], tools)
     assert out[0].arguments == {**args, "direct_only": True, "airlines": ["BA"]}
     assert kinds(actions) == ["snap_param", "coerce", "coerce"]
     # the same call with the spec trusted: everything is repaired

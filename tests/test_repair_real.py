@@ -14,9 +14,10 @@ source):
   ``[nested function]`` is not recovered by those formats' lenient parsers → ≥ 75%.
 - ``broken_json``: 80-90%; the rest are edits ``json_repair`` cannot undo (a dropped quote that merges two strings,
   a dropped colon) → ≥ 75%.
-- ``tool_name_typo`` and ``param_name_typo``: 96.5-100% → ≥ 90% under both policies (default: param_name_typo 97.4-98.4%;
-  its misses are short names whose typo is as close to a sibling as to the original, and, by default, a typo of an
-  optional parameter that only changes case or separators: another spelling convention, left to the model).
+- ``tool_name_typo`` and ``param_name_typo``: 96.5-100% → ≥ 90% under both policies (default: param_name_typo
+  97.4-98.4%; its misses are short names whose typo is as close to a sibling as to the original, and, by default, a
+  typo of an optional parameter that only changes case or separators: another spelling convention, left to the
+  model).
 - ``extra_param``: trusted 94.8-95.4% → ≥ 85%; default 0% on every source, and asserted so: dropping a parameter the
   spec does not declare is exactly what made correct NESTFUL calls wrong.
 - ``value_type_drift``: trusted 90-100% → ≥ 85%; default 5.5% (NesTools), 7.8% (Glaive): only booleans and JSON
