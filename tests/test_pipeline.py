@@ -177,3 +177,21 @@ def test_bad_requests_raise_or_become_error_results():
     assert [x["stage"] for x in res] == ["unchanged", "error", "error"]
     assert "upstream" in res[1]["error"] and res[2]["input"] == "text"
     assert error_result({"upstream": "x"}, "bad", line=7)["line"] == 7
+
+
+def test_apibank_instruction_from_evaluation_reaches_the_model():
+    """The API-Bank benchmark's samples carry the paper's instruction (Appendix E.1.3) as the request's format_hint;
+    it must be what the model reads, in place of the default format sentence."""
+    from refiner.eval.apibank import ADJUSTMENT_HINT
+    from refiner.eval.runner import make_benchmark
+
+    try:
+        sample = make_benchmark("apibank").load(3)[0]
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    request = sample.refine_request("<tool_call>{not a call")
+    assert request["format_hint"] == ADJUSTMENT_HINT
+    eng = ScriptedEngine([GOOD])
+    Refiner(eng).refine(request)
+    user = eng.calls[0]["conversations"][0][1]["content"]
+    assert user.rstrip().endswith(ADJUSTMENT_HINT) and format_hint("apibank") not in user
