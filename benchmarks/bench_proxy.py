@@ -21,26 +21,14 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_upstream import free_port, serve_in_subprocess  # noqa: E402
-
-TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city.",
-                                      "parameters": {"type": "object", "properties": {
-                                          "city": {"type": "string"}, "days": {"type": "integer"}},
-                                          "required": ["city"]}}},
-    {"type": "function", "function": {"name": "get_time", "description": "Current time in a time zone.",
-                                      "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
-                                                     "required": ["tz"]}}},
-]
-VALID = [{"name": "get_weather", "arguments": '{"city": "Paris", "days": 3}', "id": "call_a"},
-         {"name": "get_time", "arguments": '{"tz": "CET"}', "id": "call_b"}]
-BROKEN = [{"name": "get_wether", "arguments": "{'city': 'Paris', 'days': '3',}", "id": "call_a"},
-          {"name": "get_time", "arguments": '{"tz": "CET"', "id": "call_b"}]
+from fake_upstream import BROKEN_CALLS as BROKEN  # noqa: E402
+from fake_upstream import VALID_CALLS as VALID  # noqa: E402
+from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, free_port, serve_in_subprocess  # noqa: E402
 
 
 def payload(calls: list[dict], i: int) -> dict:
-    return {"model": "fake-model", "tools": TOOLS, "x_fake": {"tool_calls": calls, "content": f"r{i}"},
-            "messages": [{"role": "user", "content": "Weather in Paris for 3 days, and the time in CET?"}]}
+    return {"model": "fake-model", "tools": WEATHER_TOOLS, "x_fake": {"tool_calls": calls, "content": f"r{i}"},
+            "messages": [{"role": "user", "content": WEATHER_QUERY}]}
 
 
 async def load(url: str, calls: list[dict], requests: int, concurrency: int) -> tuple[list[float], float, int]:

@@ -34,6 +34,23 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 MODEL_ID = "fake-model"
 
+# A small tool set and scripted upstream calls shared by the proxy tests and benchmarks.
+WEATHER_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city.",
+                                      "parameters": {"type": "object", "properties": {
+                                          "city": {"type": "string"}, "days": {"type": "integer"}},
+                                          "required": ["city"]}}},
+    {"type": "function", "function": {"name": "get_time", "description": "Current time in a time zone.",
+                                      "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
+                                                     "required": ["tz"]}}},
+]
+WEATHER_QUERY = "Weather in Paris for 3 days, and the time in CET?"
+VALID_CALLS = [{"name": "get_weather", "arguments": '{"city": "Paris", "days": 3}', "id": "call_a"},
+               {"name": "get_time", "arguments": '{"tz": "CET"}', "id": "call_b"}]
+# Misspelled tool, Python-style quotes, trailing comma, a string for an integer; then a missing closing brace.
+BROKEN_CALLS = [{"name": "get_wether", "arguments": "{'city': 'Paris', 'days': '3',}", "id": "call_a"},
+                {"name": "get_time", "arguments": '{"tz": "CET"', "id": "call_b"}]
+
 
 def _tool_calls(spec: list[dict]) -> list[dict]:
     out = []

@@ -14,7 +14,7 @@ import sys
 
 import httpx
 import pytest
-from fake_upstream import free_port, serve_in_subprocess, serve_in_thread
+from fake_upstream import WEATHER_TOOLS, free_port, serve_in_subprocess, serve_in_thread
 
 from refiner.engines import make_engine
 from refiner.pipeline import Refiner
@@ -23,9 +23,7 @@ from refiner.proxy import create_app
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 CONVS = [[{"role": "user", "content": "What is the weather in Paris?"}], [{"role": "user", "content": "Add 2 and 3."}]]
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
-                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                          "required": ["city"]}}}]
+TOOLS = WEATHER_TOOLS
 
 
 @pytest.fixture(scope="module")

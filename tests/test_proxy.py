@@ -12,22 +12,22 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fake_upstream import create_fake_upstream, free_port, serve_in_subprocess, serve_in_thread
+from fake_upstream import (
+    BROKEN_CALLS,
+    WEATHER_QUERY,
+    WEATHER_TOOLS,
+    create_fake_upstream,
+    free_port,
+    serve_in_subprocess,
+    serve_in_thread,
+)
 
 from refiner.engines import make_engine
 from refiner.pipeline import Refiner
 from refiner.proxy import apply_result, create_app, rebuild_tool_calls
 
-TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "description": "Weather forecast for a city.",
-                                      "parameters": {"type": "object", "properties": {
-                                          "city": {"type": "string"}, "days": {"type": "integer"}},
-                                          "required": ["city"]}}},
-    {"type": "function", "function": {"name": "get_time", "description": "Current time in a time zone.",
-                                      "parameters": {"type": "object", "properties": {"tz": {"type": "string"}},
-                                                     "required": ["tz"]}}},
-]
-MESSAGES = [{"role": "user", "content": "Weather in Paris for 3 days, and the time in CET?"}]
+TOOLS = WEATHER_TOOLS
+MESSAGES = [{"role": "user", "content": WEATHER_QUERY}]
 SECRET = "sk-proxy-SECRET-never-log-7"
 
 
@@ -35,7 +35,7 @@ def tc(name: str, arguments: str, id: str) -> dict:
     return {"name": name, "arguments": arguments, "id": id}
 
 
-BROKEN = [tc("get_wether", "{'city': 'Paris', 'days': '3',}", "call_a"), tc("get_time", '{"tz": "CET"}', "call_b")]
+BROKEN = [{**BROKEN_CALLS[0]}, tc("get_time", '{"tz": "CET"}', "call_b")]
 
 
 def body(fake: dict, **kw) -> dict:

@@ -11,13 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fake_upstream import free_port, serve_in_subprocess
+from fake_upstream import WEATHER_TOOLS, free_port, serve_in_subprocess
 
 pytestmark = pytest.mark.slow
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather for a city.",
-                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                          "required": ["city"]}}}]
+TOOLS = WEATHER_TOOLS
 # An unknown tool: tier 1 cannot make it pass the gate, so the model is asked.
 UNKNOWN = [{"name": "book_flight", "arguments": '{"to": "Paris"}', "id": "call_z"}]
 
