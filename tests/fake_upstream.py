@@ -5,7 +5,7 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 
 - ``content``: assistant text (default: ``"echo: <last user message>"``); ``reasoning``: a ``reasoning_content``;
 - ``tool_calls``: ``[{"name", "arguments": str | obj, "id"?}]`` returned as OpenAI ``tool_calls`` (string arguments
-  are sent verbatim, so broken JSON can be scripted);
+  are sent verbatim, so broken JSON can be scripted); ``raw_tool_calls``: a ``tool_calls`` list sent exactly as given;
 - ``status``: reply with this HTTP status and an OpenAI-style error body; ``fail_times`` + ``key``: the first
   ``fail_times`` requests carrying ``key`` get ``fail_status`` (default 503), later ones succeed;
 - ``delay``: seconds to wait before answering; ``malformed``: reply 200 with a body that is not JSON;
@@ -145,7 +145,7 @@ def create_fake_upstream() -> FastAPI:
             return PlainTextResponse('{"id": "x", "choices": [ not json', 200, media_type="application/json")
         if body.get("stream"):
             return StreamingResponse(_stream(body, fake), media_type="text/event-stream")
-        calls = _tool_calls(fake.get("tool_calls") or [])
+        calls = fake.get("raw_tool_calls") or _tool_calls(fake.get("tool_calls") or [])
         choices = []
         for i in range(int(body.get("n") or 1)):
             message: dict[str, Any] = {"role": "assistant", "content": _content(body, fake)}

@@ -102,6 +102,14 @@ def test_valid_calls_come_back_byte_for_byte(proxy) -> None:
     assert r.headers["x-tool-refiner"] == "unchanged"
 
 
+def test_arguments_sent_as_objects_come_back_as_json_strings(proxy) -> None:
+    raw = [{"id": "call_o", "type": "function", "function": {"name": "get_time", "arguments": {"tz": "CET"}}}]
+    r = post(proxy, body({"raw_tool_calls": raw, "content": None}))
+    message = r.json()["choices"][0]["message"]
+    assert message["tool_calls"][0]["function"]["arguments"] == '{"tz": "CET"}'
+    assert message["tool_calls"][0]["id"] == "call_o" and message["content"] is None
+
+
 def test_plain_answers_pass_through(proxy) -> None:
     r = post(proxy, body({"content": "Hello!"}, n=2))
     data = r.json()
