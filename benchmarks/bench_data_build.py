@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from data_gen.builder import _job_sample, build, load_pools, plan, BuildReport, ORDER_CLASSES  # noqa: E402
-from data_gen.config import load_config, type_counts  # noqa: E402
-from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt  # noqa: E402
+from data_gen.builder import ORDER_CLASSES, BuildReport, _job_sample, build, load_pools, plan
+from data_gen.config import load_config, type_counts
+from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt
 
 
 def main() -> None:
@@ -58,8 +58,8 @@ def main() -> None:
     for s in report.substitutions:
         print(f"  substitution: {s}")
     print()
-    print(f"| step | rows | seconds | rows/s | target |")
-    print(f"|---|---|---|---|---|")
+    print("| step | rows | seconds | rows/s | target |")
+    print("|---|---|---|---|---|")
     print(f"| full build (load, corrupt, prompt, reward check, parquet) | {rows} | {total:.1f} | {rows / total:.0f} "
           f"| <= 60 s: {'PASS' if total <= 60 else 'FAIL'} |")
     print(f"| peer: bare rules.corrupt on the same jobs | {len(jobs)} | {bare:.1f} | {len(jobs) / bare:.0f} | - |")

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, qwen_tokenizer_dir, shared_path
+
 from data_gen.builder import build
 from data_gen.config import load_config, type_counts
 from data_gen.sources import SourceUnavailable

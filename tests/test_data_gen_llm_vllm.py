@@ -1,5 +1,5 @@
-"""LLM corruption for real: ``tool-refiner data build --corruptor llm`` over the vLLM offline engine on CPU with the tiny
-random Qwen3, killed with SIGKILL once its cache holds some batches and restarted with the same arguments.
+"""LLM corruption for real: ``tool-refiner data build --corruptor llm`` over the vLLM offline engine on CPU with the
+tiny random Qwen3, killed with SIGKILL once its cache holds some batches and restarted with the same arguments.
 
 The tiny model writes nonsense; that is fine here: every output becomes a labelled row or a counted rejection, and
 what is checked is the mechanics (batching, two corrupting models plus the order model, the resumable cache).
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import shared_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
@@ -85,7 +84,8 @@ def _cache_lines(cache: Path) -> list[dict]:
 def _rows(out: Path) -> list[dict]:
     import pandas as pd
 
-    return [r for split in ("train", "validation") for r in pd.read_parquet(out / f"{split}.parquet").to_dict("records")]
+    return [r for split in ("train", "validation")
+            for r in pd.read_parquet(out / f"{split}.parquet").to_dict("records")]
 
 
 def _row_id(r: dict) -> tuple:
@@ -138,7 +138,7 @@ def test_kill_then_resume_loses_and_duplicates_nothing(runs) -> None:
     assert llm["requests"] == n_requests and llm["from_cache"] == len(at_kill)
     assert llm["generated"] == n_requests - len(at_kill)
     assert Counter(r["model"] for r in final) == Counter(r["model"] for r in ref)
-    assert set(r["model"] for r in final) == set(runs["models"])
+    assert {r["model"] for r in final} == set(runs["models"])
 
 
 def test_resumed_rows_equal_the_uninterrupted_run(runs) -> None:

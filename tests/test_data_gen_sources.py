@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import shared_path
 
 from data_gen import sources
 from data_gen.sources import BadRecord, SkipLog, SourceUnavailable
 from data_gen.sources.nestools import steps, to_order
 from refiner.calls import ToolCall
-from conftest import shared_path
 
 
 def _fmt_or_skip(name):
@@ -113,11 +113,21 @@ def test_xlam_records_and_bad_fields(tmp_path):
         sources.load("xlam", p, skips=SkipLog(strict=True), progress=False)
 
 
-def test_unavailable_hub_source_says_so(monkeypatch):
+def test_unreachable_hub_source_says_so(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(sources.base, "hub_reachable", lambda timeout=3.0: False)
+    _fmt_or_skip("xlam")
+    msg = r"source 'xlam'.*Hub is unreachable.*--source-path xlam=PATH.*local.yaml"
+    with pytest.raises(SourceUnavailable, match=msg):
+        sources.load("xlam", progress=False)
+
+
+@pytest.mark.slow  # datasets.load_dataset looks for a cached copy first (about 20 s)
+def test_offline_hub_source_without_cache_says_so(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(sources.base, "hub_reachable", lambda timeout=3.0: False)
     _fmt_or_skip("xlam")
-    with pytest.raises(SourceUnavailable, match=r"source 'xlam'.*--source-path xlam=PATH.*local.yaml"):
+    with pytest.raises(SourceUnavailable, match=r"source 'xlam'.*could not load.*--source-path xlam=PATH.*local.yaml"):
         sources.load("xlam", progress=False)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from data_gen.sources.base import (  # noqa: F401
+from data_gen.sources.base import (
     BadRecord,
     Sample,
     SkipLog,
@@ -105,4 +105,4 @@ def load(
     return out
 
 
-from data_gen.sources import glaive, nestools, toolace, xlam  # noqa: E402,F401  (register)
+from data_gen.sources import glaive, nestools, toolace, xlam  # noqa: F401  (register)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -31,11 +30,11 @@ def register(app: typer.Typer) -> None:
     @data_app.command("build")
     def build_cmd(
         out: Path = typer.Option(..., "--out", "-o", help="Output folder (train/validation parquet, manifest)."),
-        config: Optional[Path] = typer.Option(None, "--config", "-c", help="Data config YAML (configs/data/)."),
-        source_path: Optional[list[str]] = typer.Option(None, "--source-path", help="NAME=PATH local copy."),
-        corruptor: Optional[str] = typer.Option(None, help="rules | llm (overrides the config)."),
-        seed: Optional[int] = typer.Option(None, help="Random seed (overrides the config)."),
-        reward_variant: Optional[str] = typer.Option(
+        config: Path | None = typer.Option(None, "--config", "-c", help="Data config YAML (configs/data/)."),
+        source_path: list[str] | None = typer.Option(None, "--source-path", help="NAME=PATH local copy."),
+        corruptor: str | None = typer.Option(None, help="rules | llm (overrides the config)."),
+        seed: int | None = typer.Option(None, help="Random seed (overrides the config)."),
+        reward_variant: str | None = typer.Option(
             None, help="paper | strict: the reward that checks rows (overrides the config)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     ) -> None:
@@ -60,8 +59,8 @@ def register(app: typer.Typer) -> None:
     @data_app.command("stats")
     def stats_cmd(
         data_dir: Path = typer.Argument(..., help="A folder written by 'data build'."),
-        tokenizer: Optional[str] = typer.Option(None, help="Tokenizer folder/name for token lengths."),
-        max_prompt_length: Optional[int] = typer.Option(None, help="Warn above this many prompt tokens."),
+        tokenizer: str | None = typer.Option(None, help="Tokenizer folder/name for token lengths."),
+        max_prompt_length: int | None = typer.Option(None, help="Warn above this many prompt tokens."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Mix per source, data type and error class; prompt lengths; warnings for over-long prompts."""
