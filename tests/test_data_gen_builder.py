@@ -288,3 +288,21 @@ def test_builder_counts_not_applicable_corruptions(tmp_path, monkeypatch):
     report = build(_content_only_cfg("paper"), tmp_path, progress=False)
     assert report.rejected["no applicable corruption; another sample drawn"] == 3
     assert sum(report.rows.values()) == 24
+
+
+def test_vllm_cpu_seeded_chunked_prefill_failure_is_explained(tmp_path):
+    """vLLM 0.32's CPU sampler cannot split a seeded prompt over steps; the corruptor says what to change, and the
+    batches finished before the failure stay cached."""
+    from data_gen.corrupt.llm import LLMCorruptor
+
+    class CpuSeedFailure(_ScriptedEngine):
+        def chat(self, conversations, **kw):
+            if self.batches >= 1:
+                raise RuntimeError("CPU Generator does not use offset")
+            return super().chat(conversations, **kw)
+
+    c = LLMCorruptor(lambda m: CpuSeedFailure(), tmp_path / "c.jsonl", batch_size=2, progress=False)
+    reqs = [(f"s{i}", "m", "name", f'{{"name": "f{i}", "arguments": {{}}}}') for i in range(5)]
+    with pytest.raises(RuntimeError, match="max_num_batched_tokens.*llm.batch_size"):
+        c.run(reqs)
+    assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 2

@@ -103,6 +103,15 @@ class Cache:
             os.fsync(fh.fileno())
 
 
+# vLLM on CPU (0.32) fails with "CPU Generator does not use offset" when a seeded request's prompt is prefilled over
+# several engine steps, i.e. when a batch's prompts exceed the step budget (max_num_batched_tokens, 4096 by default).
+_CPU_SEED_HINT = (
+    "vLLM on CPU failed on a batch of {n} seeded corruption requests for {model}: a prompt was prefilled over several "
+    "steps, which vLLM's CPU sampler cannot do with a seed. Raise llm.engine_kwargs.max_num_batched_tokens above the "
+    "batch's total prompt tokens, or lower llm.batch_size; the cache keeps every finished batch, so rerun to resume."
+)
+
+
 class LLMCorruptor:
     """Runs corruption requests ``(sample_key, model, kind, original)`` through one engine per model, cached."""
 
@@ -140,14 +149,19 @@ class LLMCorruptor:
             bar = tqdm(total=len(items), desc=f"corrupt with {model}", unit="req", disable=not self.progress)
             for i in range(0, len(items), self.batch_size):
                 chunk = items[i : i + self.batch_size]
-                outs = engine.chat(
-                    [m for _, m in chunk],
-                    n=1,
-                    temperature=self.sampling["temperature"],
-                    max_tokens=self.sampling["max_tokens"],
-                    enable_thinking=False,
-                    seed=self.sampling["seed"],
-                )
+                try:
+                    outs = engine.chat(
+                        [m for _, m in chunk],
+                        n=1,
+                        temperature=self.sampling["temperature"],
+                        max_tokens=self.sampling["max_tokens"],
+                        enable_thinking=False,
+                        seed=self.sampling["seed"],
+                    )
+                except RuntimeError as e:
+                    if "does not use offset" in str(e):
+                        raise RuntimeError(_CPU_SEED_HINT.format(model=model, n=len(chunk))) from e
+                    raise
                 self.cache.add_many([(k, model, o[0] if o else "") for (k, _), o in zip(chunk, outs)])
                 self.generated += len(chunk)
                 bar.update(len(chunk))
