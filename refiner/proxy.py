@@ -41,14 +41,18 @@ WIRE_FORMAT = "openai"
 class UpstreamError(Exception):
     """An upstream failure, with the HTTP status the proxy answers and an OpenAI-style error type."""
 
-    def __init__(self, status: int, message: str, kind: str = "upstream_error") -> None:
+    def __init__(self, status: int, message: str, kind: str = "upstream_error", retry_after: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.kind = kind
+        self.retry_after = retry_after
 
     def response(self) -> JSONResponse:
-        return error_response(self.status, self.message, self.kind)
+        resp = error_response(self.status, self.message, self.kind)
+        if self.retry_after:
+            resp.headers["retry-after"] = self.retry_after
+        return resp
 
 
 def error_response(status: int, message: str, kind: str) -> JSONResponse:
@@ -380,7 +384,8 @@ def check_status(status: int, content: bytes, headers: dict[str, str]) -> None:
     except (ValueError, AttributeError):
         detail = content[:200].decode("utf-8", "replace")
     if status < 500:
-        raise UpstreamError(status, f"upstream: {detail}", "upstream_client_error")
+        retry_after = {k.lower(): v for k, v in headers.items()}.get("retry-after")
+        raise UpstreamError(status, f"upstream: {detail}", "upstream_client_error", retry_after)
     raise UpstreamError(502, f"upstream answered HTTP {status}: {detail}", "upstream_error")
 
 

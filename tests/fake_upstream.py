@@ -140,7 +140,8 @@ def create_fake_upstream() -> FastAPI:
         if fake.get("status"):
             status = int(fake["status"])
             return JSONResponse({"error": {"message": f"scripted status {status}", "type": "scripted",
-                                           "code": status}}, status)
+                                           "code": status}}, status, headers={"retry-after": "7"} if status == 429
+                                else None)
         if fake.get("malformed"):
             return PlainTextResponse('{"id": "x", "choices": [ not json', 200, media_type="application/json")
         if body.get("stream"):

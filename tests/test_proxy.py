@@ -187,6 +187,7 @@ def test_upstream_failures_map_to_openai_errors(proxy, fake, status, kind) -> No
     assert r.status_code == status
     err = r.json()["error"]
     assert err["type"] == kind and err["code"] == status and err["message"]
+    assert r.headers.get("retry-after") == ("7" if status == 429 else None)
 
 
 def test_unreachable_upstream_is_502() -> None:
