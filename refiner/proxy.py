@@ -7,7 +7,9 @@
 refined against the request's ``tools`` (``Refiner.refine_batch``; without a refiner model, tier-1 repair and the guard
 only). Call ids, order, content and usage are kept; ``arguments`` is always a JSON string; ``finish_reason`` becomes
 ``"stop"`` when no call remains. With ``stream: true`` content deltas are forwarded as they come, the tool-call deltas
-are buffered, refined and re-emitted whole before the final chunk and ``[DONE]``.
+are buffered, refined and re-emitted whole before the final chunk and ``[DONE]``. Refiner calls are micro-batched
+and serialised in one worker thread. Optionally (``content_calls``) calls an upstream left in its text content are
+moved to ``tool_calls``.
 
 Errors: upstream timeouts answer 504, unreachable or malformed upstreams and upstream 5xx answer 502, upstream 4xx
 pass through; all with OpenAI-style ``{"error": {...}}`` bodies. A refiner failure never fails the request: the
@@ -123,6 +125,35 @@ def apply_result(message: dict, finish_reason: str | None, result: dict) -> tupl
     return out, reason
 
 
+def content_call_format(content: Any, allowed: Sequence[str]) -> str | None:
+    """The wire format of tool calls written in an answer's text, when it is one of ``allowed``."""
+    if not isinstance(content, str) or not content.strip():
+        return None
+    from refiner.formats import detect_format
+
+    found = detect_format(content)
+    return found if found in allowed else None
+
+
+def calls_from_content(
+    message: dict, finish_reason: str | None, result: dict, fmt_name: str
+) -> tuple[dict, str | None]:
+    """The message with the calls found in its content moved to ``tool_calls``; the content keeps the text before
+    the format's first tag (None when nothing is left). Unchanged when no call was recovered."""
+    calls = result.get("calls") or []
+    if not calls or result.get("stage") == "error":
+        return message, finish_reason
+    from refiner import formats
+
+    content = message["content"]
+    tags = formats.get(fmt_name).tags
+    cut = content.find(tags[0]) if tags else -1
+    out = dict(message)
+    out["content"] = (content[:cut].strip() or None) if cut >= 0 else None
+    out["tool_calls"] = rebuild_tool_calls([], calls)
+    return out, "tool_calls" if finish_reason in (None, "stop", "tool_calls") else finish_reason
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Micro-batching
 
@@ -211,18 +242,28 @@ def create_app(
     connect_timeout: float = 10.0,
     max_connections: int = 1024,
     max_batch: int = 64,
+    content_calls: Sequence[str] = (),
     fmt: str = WIRE_FORMAT,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
     """The proxy app. ``upstream_base_url`` ends in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); ``refiner`` is a
     :class:`refiner.pipeline.Refiner` (default: tier-1 repair and the guard, no model) or anything with
     ``refine_batch(requests) -> list[dict]``. ``api_key`` is sent upstream; without it the client's
-    ``Authorization`` header is forwarded. Refinement runs in micro-batches of up to ``max_batch`` requests."""
+    ``Authorization`` header is forwarded. Refinement runs in micro-batches of up to ``max_batch`` requests.
+
+    ``content_calls`` (e.g. ``("hermes",)``) names wire formats whose calls are also taken from an answer's
+    ``content`` when it has no ``tool_calls`` (non-streaming only): an upstream whose own tool parser failed on broken
+    output, such as ``vllm serve --tool-call-parser hermes``, returns the raw calls there."""
     if not upstream_base_url.startswith(("http://", "https://")):
         raise ValueError(f"upstream_base_url must be an http(s) URL, got {upstream_base_url!r}")
     base = upstream_base_url.rstrip("/")
     ref = refiner if refiner is not None else _default_refiner()
     refine_batch = batch_function(ref)
+    content_formats = tuple(content_calls)
+    for name in content_formats:
+        from refiner import formats
+
+        formats.get(name)  # unknown names fail at start-up
     http_timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
 
     @contextlib.asynccontextmanager
@@ -259,17 +300,28 @@ def create_app(
     async def refine_choices(body: dict, items: list[tuple[dict, str | None]]) -> list[tuple[dict, str | None, str]]:
         """``(message, finish_reason)`` pairs → refined pairs with the stage; a refiner failure keeps them."""
         todo = [i for i, (m, _) in enumerate(items) if m.get("tool_calls")]
+        requests = [refine_request(body, items[i][0]["tool_calls"], fmt) for i in todo]
+        in_content: dict[int, str] = {}  # choice -> format of the calls found in its content
+        if content_formats and body.get("tools"):
+            for i, (m, _) in enumerate(items):
+                found = None if i in todo else content_call_format(m.get("content"), content_formats)
+                if found:
+                    in_content[i] = found
+                    todo.append(i)
+                    requests.append({**refine_request(body, [], fmt), "upstream": m["content"]})
         out = [(m, f, "none") for m, f in items]
         if not todo:
             return out
-        requests = [refine_request(body, items[i][0]["tool_calls"], fmt) for i in todo]
         try:
             results = await app.state.batcher.refine(requests)
         except Exception as e:  # the proxy never fails a request because the refiner did
             log.warning("refiner failed (%s: %s); returning the upstream calls", type(e).__name__, e)
             return [(m, f, "error" if i in todo else s) for i, (m, f, s) in enumerate(out)]
         for i, result in zip(todo, results):
-            message, reason = apply_result(items[i][0], items[i][1], result)
+            if i in in_content:
+                message, reason = calls_from_content(items[i][0], items[i][1], result, in_content[i])
+            else:
+                message, reason = apply_result(items[i][0], items[i][1], result)
             out[i] = (message, reason, str(result.get("stage", "unchanged")))
         return out
 

@@ -154,6 +154,27 @@ def test_model_backed_refiner_over_http(upstream) -> None:
     assert args_of(r.json()["choices"][0]) == [("get_weather", {"city": "Paris", "days": 3}, "call_q")]
 
 
+HERMES_IN_CONTENT = ('I will check.\n<tool_call>\n{"name": "get_wether", "arguments": {"city": "Paris", "days": "3"}}'
+                     '\n</tool_call>')
+
+
+def test_calls_left_in_content_are_moved_to_tool_calls_when_asked(upstream, proxy) -> None:
+    """An upstream whose tool parser failed returns the raw Hermes calls as content (vLLM does this)."""
+    assert post(proxy, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
+        "role": "assistant", "content": HERMES_IN_CONTENT}  # off by default: content untouched
+    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls=("hermes",))) as url:
+        r = post(url, body({"content": HERMES_IN_CONTENT}))
+        prose = post(url, body({"content": "Sure (happy to help): it is sunny."})).json()["choices"][0]
+    choice = r.json()["choices"][0]
+    assert choice["message"]["content"] == "I will check." and choice["finish_reason"] == "tool_calls"
+    assert [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in choice["message"]["tool_calls"]
+            ] == [("get_weather", {"city": "Paris", "days": 3})]
+    assert prose["message"] == {"role": "assistant", "content": "Sure (happy to help): it is sunny."}
+    assert prose["finish_reason"] == "stop"
+    with pytest.raises(KeyError, match="unknown wire format"):
+        create_app("http://127.0.0.1:9/v1", content_calls=("nope",))
+
+
 def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
     original = [{"id": "a", "function": {"name": "f"}}, {"id": "b", "function": {"name": "g"}},
                 {"id": "c", "function": {"name": "h"}}]

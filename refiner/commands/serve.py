@@ -71,6 +71,9 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
                                                  "upstream key (if unset, the client's Authorization is forwarded)."),
+        content_calls: list[str] | None = typer.Option(None, "--content-calls", help="Wire format (repeatable, e.g. "
+                                                       "hermes) whose calls are also read from an answer's content "
+                                                       "when it has no tool_calls (non-streaming)."),
         engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra engine setting KEY=VALUE "
                                                     "(repeatable), e.g. max_model_len=4096, dtype=float32."),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
@@ -83,7 +86,7 @@ def register(app: typer.Typer) -> None:
         ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
                             max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg))
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
-                         timeout=timeout)
+                         timeout=timeout, content_calls=tuple(content_calls or ()))
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
         typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what})", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level)
