@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from test_train_rows import rl_rows  # noqa: F401  (fixture)
+from test_train_rows import built_dir, rl_rows  # noqa: F401  (fixtures)
 
 from refiner import train as T
 
@@ -50,7 +50,8 @@ def scored(rl_rows):
     from rewards import compute_score
 
     uids, texts, results = [], [], []
-    for p, row in enumerate(rl_rows[:3]):
+    corrupted = [r for r in rl_rows if r["extra_info"].get("label", "corrupted") == "corrupted"]
+    for p, row in enumerate(corrupted[:3]):
         for kind, responses in group_responses(row).items():
             for text in responses:
                 uids.append(f"p{p}-{kind}")
@@ -181,7 +182,7 @@ def test_dapo_reward_manager_applies_the_overlong_penalty(cfg, rl_rows, tiny_qwe
     tok = AutoTokenizer.from_pretrained(tiny_qwen3_dir)
     manager = load_reward_manager(cfg, tok)
     assert type(manager).__name__ == "DAPORewardManager"
-    row = rl_rows[0]
+    row = next(r for r in rl_rows if decodes_unchanged(tok, json.loads(r["reward_model"]["ground_truth"])["answer"]))
     answer = json.loads(row["reward_model"]["ground_truth"])["answer"]
     answer_ids = tok(answer, add_special_tokens=False)["input_ids"]
     filler = tok("\n", add_special_tokens=False)["input_ids"][0]
@@ -210,3 +211,30 @@ def test_dapo_reward_manager_applies_the_overlong_penalty(cfg, rl_rows, tiny_qwe
     assert penalties[2560] == pytest.approx(-0.5)
     assert penalties[4096] == pytest.approx(-1.0)
     assert float(out[4096]["reward_score"]) == pytest.approx(out[4096]["reward_extra_info"]["score"] - 1.0)
+
+
+def decodes_unchanged(tok, text: str) -> bool:
+    """Whether ``text`` survives verl's decode of the response ids (``skip_special_tokens=True``)."""
+    return tok.decode(tok(text, add_special_tokens=False)["input_ids"], skip_special_tokens=True) == text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="verl's reward managers decode responses with skip_special_tokens=True, which drops glaive's "
+    "<|endoftext|> end marker (a Qwen3 special token), so a perfect glaive answer scores < 1 and acc 0",
+)
+def test_every_gold_answer_scores_perfectly_after_verl_decoding(rl_rows, tiny_qwen3_dir):
+    from transformers import AutoTokenizer
+
+    from rewards import compute_score
+
+    tok = AutoTokenizer.from_pretrained(tiny_qwen3_dir)
+    bad = {}
+    for row in rl_rows:
+        gt = row["reward_model"]["ground_truth"]
+        answer = json.loads(gt)["answer"]
+        decoded = tok.decode(tok(answer, add_special_tokens=False)["input_ids"], skip_special_tokens=True)
+        result = compute_score(row["data_source"], decoded, gt, row["extra_info"])
+        if result["acc"] != 1.0:
+            bad.setdefault(json.loads(gt)["format"], result["score"])
+    assert bad == {}

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from refiner import train as T
-from test_train_rows import rl_data_dir, rl_rows, write_parquet  # noqa: F401  (fixtures)
+from test_train_rows import built_dir, rl_data_dir, rl_rows, write_parquet  # noqa: F401  (fixtures)
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")

@@ -12,6 +12,7 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.prompt import build_messages
+from refiner import train as T
 from refiner.train import RL_COLUMNS, TrainConfigError, rl_to_sft_parquet, validate_rl_parquet
 
 
@@ -78,31 +79,61 @@ def write_parquet(rows: list[dict], path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def rl_rows(glaive_records) -> list[dict]:
-    rows = build_rl_rows(glaive_records, 40)
-    assert len(rows) == 40
+def built_dir(tmp_path_factory, glaive_records) -> Path:
+    """The data builder's smoke mix from the real local sources (``train.parquet`` + ``validation.parquet``);
+    rows built here from glaive records when the builder is not importable."""
+    out = tmp_path_factory.mktemp("built")
+    try:
+        from data_gen.builder import build
+        from data_gen.config import load_config
+    except ImportError:
+        rows = build_rl_rows(glaive_records, 40)
+        write_parquet(rows[:32], out / "train.parquet")
+        write_parquet(rows[32:], out / "validation.parquet")
+        return out
+    from conftest import ROOT, shared_path
+
+    glaive = {"path": str(shared_path("glaive_demo")), "limit": 40}
+    try:
+        formats.get("glaive")
+    except KeyError:
+        glaive["format"] = "hermes"
+    sources = {"glaive": glaive, "nestools": {"path": str(shared_path("nestools", "test_data.jsonl")), "limit": 40}}
+    build(load_config(ROOT / "configs" / "data" / "smoke.yaml", sources=sources), out, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def rl_rows(built_dir) -> list[dict]:
+    """Every built row (train first, then validation), as verl reads them."""
+    import pyarrow.parquet as pq
+
+    rows = [r for name in ("train", "validation") for r in pq.read_table(built_dir / f"{name}.parquet").to_pylist()]
+    assert len(rows) >= 30
     return rows
 
 
 @pytest.fixture
-def rl_data_dir(tmp_path, rl_rows) -> Path:
-    write_parquet(rl_rows[:32], tmp_path / "data" / "train.parquet")
-    write_parquet(rl_rows[32:], tmp_path / "data" / "val.parquet")
-    return tmp_path / "data"
+def rl_data_dir(built_dir) -> Path:
+    return built_dir
 
 
 def test_built_rows_pass_validation_and_score_gold_as_correct(rl_data_dir, rl_rows):
     from rewards import compute_score
 
-    summary = validate_rl_parquet(rl_data_dir / "train.parquet", min_rows=16)
-    assert summary["rows"] == 32
-    assert summary["mix"] == {"glaive/hermes/glaive": 32}
-    row = rl_rows[0]
-    gt = json.loads(row["reward_model"]["ground_truth"])
-    good = compute_score("glaive", gt["answer"], row["reward_model"]["ground_truth"], row["extra_info"])
-    bad = compute_score("glaive", row["extra_info"]["upstream"], row["reward_model"]["ground_truth"], row["extra_info"])
-    assert good["acc"] == 1.0 and good["score"] == 1.0
-    assert bad["acc"] == 0.0 and bad["score"] < good["score"]
+    train, val = T.find_data_files(rl_data_dir)
+    summary = validate_rl_parquet(train, min_rows=16)
+    assert summary["rows"] >= 16 and sum(summary["mix"].values()) == summary["rows"]
+    assert validate_rl_parquet(val)["rows"] >= 1
+    corrupted = [r for r in rl_rows if r["extra_info"].get("label", "corrupted") == "corrupted"]
+    assert corrupted
+    for row in corrupted[:10]:
+        gt = json.loads(row["reward_model"]["ground_truth"])
+        good = compute_score(row["data_source"], gt["answer"], row["reward_model"]["ground_truth"], row["extra_info"])
+        bad = compute_score(row["data_source"], row["extra_info"]["upstream"], row["reward_model"]["ground_truth"],
+                            row["extra_info"])
+        assert good["acc"] == 1.0 and good["score"] == 1.0
+        assert bad["score"] < good["score"]
 
 
 def test_missing_parquet_is_named(tmp_path):
@@ -142,12 +173,13 @@ def test_sft_conversion_appends_the_correct_calls(tmp_path, rl_data_dir):
     import pyarrow.parquet as pq
 
     n = rl_to_sft_parquet(rl_data_dir / "train.parquet", tmp_path / "sft" / "train.parquet")
-    assert n == 32
+    assert n == validate_rl_parquet(rl_data_dir / "train.parquet")["rows"]
     src = pq.read_table(rl_data_dir / "train.parquet").to_pylist()
     out = pq.read_table(tmp_path / "sft" / "train.parquet").to_pylist()
     for s, o in zip(src, out):
         answer = json.loads(s["reward_model"]["ground_truth"])["answer"]
         assert o["messages"][:-1] == [{"role": m["role"], "content": m["content"]} for m in s["prompt"]]
         assert o["messages"][-1] == {"role": "assistant", "content": answer}
-        assert formats.get("hermes").parse_strict(o["messages"][-1]["content"])
+        fmt = json.loads(s["reward_model"]["ground_truth"])["format"]
+        assert formats.get(fmt).parse_strict(o["messages"][-1]["content"])
     assert set(RL_COLUMNS) - {"ability", "reward_model"} <= set(out[0]) | {"prompt"}
