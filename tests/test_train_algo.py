@@ -106,7 +106,8 @@ def test_grpo_advantages_are_zero_exactly_for_groups_dynamic_sampling_drops(scor
 
 def test_verl_replay_buffer_drops_the_zero_variance_acc_groups(scored, monkeypatch):
     """verl's own DAPO filter (ReplayBuffer._dapo_filtered_keys, metric=acc) on our reward extra info."""
-    pytest.importorskip("transfer_queue")
+    pytest.importorskip("transfer_queue")  # verl's V1 trainer dependencies (not pulled by verl --no-deps)
+    pytest.importorskip("peft")
     from verl.trainer.ppo.v1 import replay_buffer as rb_mod
 
     uids, _, results = scored

@@ -232,3 +232,11 @@ def test_wandb_logger_requires_wandb(rl_data_dir, tiny_qwen3_dir, monkeypatch):
     monkeypatch.delenv("WANDB_DISABLED", raising=False)
     res = run_cli("train", "--data", str(rl_data_dir), "--model", str(tiny_qwen3_dir), "--dry-run")
     assert res.exit_code == 2 and "wandb is not installed" in res.output
+
+
+def test_sft_dry_run_converts_the_data_and_prints_torchrun(rl_data_dir, tiny_qwen3_dir):
+    res = run_cli("sft", "--data", str(rl_data_dir), "--model", str(tiny_qwen3_dir), "--no-wandb", "--dry-run")
+    assert res.exit_code == 0, res.output
+    assert "torch.distributed.run" in res.stdout and "-m verl.trainer.sft_trainer" in res.stdout
+    assert f"data.train_files={rl_data_dir / 'sft' / 'train.parquet'}" in res.stdout
+    assert (rl_data_dir / "sft" / "validation.parquet").is_file() or (rl_data_dir / "sft" / "val.parquet").is_file()
