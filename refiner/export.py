@@ -40,9 +40,7 @@ def resolve_actor_dir(ckpt: str | Path) -> Path:
         if text.isdigit():
             step_dir = root / f"global_step_{text}"
     if step_dir is None or not step_dir.is_dir():
-        steps = sorted(
-            (int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name))
-        )
+        steps = sorted((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
         step_dir = steps[-1][1] if steps else None
     if step_dir is not None:
         for cand in (step_dir / "actor", step_dir):
@@ -114,8 +112,10 @@ def model_card(
         "",
         f"# {out_dir.name}",
         "",
-        "A small *tool-call refiner*: it reads the tools, the user's request and another model's tool calls, and "
-        "answers with corrected calls in the same wire format (tool-refiner project).",
+        (
+            "A small *tool-call refiner*: it reads the tools, the user's request and another model's tool calls, "
+            "and answers with corrected calls in the same wire format (tool-refiner project)."
+        ),
         "",
         "## Training",
         f"- Method: {'DAPO (GRPO advantages, decoupled clip, dynamic sampling, overlong penalty) on verl 0.9.1' if kind == 'dapo' else 'supervised fine-tuning on verl 0.9.1'}",
@@ -157,8 +157,12 @@ def model_card(
             lines += ["", f"Validation: `{data['val']['path']}` ({data['val']['rows']} rows)"]
         lines += ["", "## Launch command", "```", str(manifest.get("command", "")), "```"]
     if metrics:
-        lines += ["", "## Training metrics (first -> last logged step)", "| metric | first | last | steps |",
-                  "| --- | ---: | ---: | ---: |"]
+        lines += [
+            "",
+            "## Training metrics (first -> last logged step)",
+            "| metric | first | last | steps |",
+            "| --- | ---: | ---: | ---: |",
+        ]
         for name, series in metrics.items():
             if series:
                 lines.append(f"| {name} | {series[0][1]:.4g} | {series[-1][1]:.4g} | {len(series)} |")
@@ -181,7 +185,7 @@ def export_checkpoint(
     if run_merge:
         if not (actor_dir / "huggingface" / "config.json").is_file():
             raise ExportError(f"{actor_dir}: no huggingface/config.json (verl saves it with every FSDP checkpoint)")
-        proc = subprocess.run(merge_command(actor_dir, out), capture_output=True, text=True)
+        proc = subprocess.run(merge_command(actor_dir, out), capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout)[-3000:]
             raise ExportError(f"verl.model_merger failed on {actor_dir} (exit {proc.returncode}):\n{tail}")

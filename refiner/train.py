@@ -103,7 +103,7 @@ def load_recipe(path: str | Path) -> Recipe:
 # Overrides
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_.\-/:]+$")
-_OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.@/\-]*)(?:=(?P<value>.*))?$", re.S)
+_OVERRIDE = re.compile(r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][\w.@/\-]*)(?:=(?P<value>.*))?$", re.DOTALL)
 
 
 def render_value(value: Any) -> str:
@@ -195,7 +195,9 @@ def plan_overrides(
         choice = str(choices.get(name) or sw.get("default"))
         table = {str(k): v for k, v in sw["choices"].items()}
         if choice not in table:
-            raise TrainConfigError(f"{recipe.path}: switch {name!r} has no choice {choice!r}; known: {', '.join(table)}")
+            raise TrainConfigError(
+                f"{recipe.path}: switch {name!r} has no choice {choice!r}; known: {', '.join(table)}"
+            )
         for k, v in (table[choice] or {}).items():
             ov.set(k, v)
     profile = profile or recipe.default_profile
@@ -328,7 +330,7 @@ def validate_rl_parquet(path: str | Path, *, min_rows: int = 1) -> dict[str, Any
         raise TrainConfigError(f"parquet file not found: {p}")
     try:
         table = pq.read_table(p)
-    except Exception as e:  # pyarrow raises several types for a corrupt/non-parquet file
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a corrupt/non-parquet file
         raise TrainConfigError(f"{p}: not a readable parquet file: {e}") from None
     missing = [c for c in RL_COLUMNS if c not in table.column_names]
     if missing:
@@ -342,8 +344,13 @@ def validate_rl_parquet(path: str | Path, *, min_rows: int = 1) -> dict[str, Any
     for i, row in enumerate(table.select(list(RL_COLUMNS)).to_pylist()):
         where = f"{p}, row {i}"
         prompt = row["prompt"]
-        if not isinstance(prompt, list) or not prompt or not all(
-            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in prompt
+        if (
+            not isinstance(prompt, list)
+            or not prompt
+            or not all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in prompt
+            )
         ):
             raise TrainConfigError(f"{where}, field 'prompt': must be a non-empty list of {{role, content}} messages")
         rm = row["reward_model"]
@@ -398,7 +405,7 @@ def validate_reward_function(path: str | None, name: str | None) -> None:
         if not callable(getattr(module, name, None)):
             raise TrainConfigError(f"reward module {module_name!r} has no function {name!r}")
         return
-    file_path = path[len("file://") :] if path.startswith("file://") else path
+    file_path = path.removeprefix("file://")
     if not Path(file_path).is_file():
         raise TrainConfigError(f"reward function file not found: {file_path}")
 
@@ -422,7 +429,9 @@ def validate_inputs(overrides: Sequence[str], *, min_train_rows: int | None = No
     )
     loggers = override_value(overrides, "trainer.logger") or ""
     if "wandb" in loggers and importlib.util.find_spec("wandb") is None and not os.environ.get("WANDB_DISABLED"):
-        raise TrainConfigError("trainer.logger includes wandb but wandb is not installed: pip install wandb, or --no-wandb")
+        raise TrainConfigError(
+            "trainer.logger includes wandb but wandb is not installed: pip install wandb, or --no-wandb"
+        )
     return summary
 
 
@@ -439,7 +448,12 @@ def ray_runtime_env(working_dir: str | Path, *, pip: Sequence[str] = (), env: Ma
     renv: dict[str, Any] = {
         "working_dir": str(working_dir),
         "excludes": [".venv/", ".git/", "checkpoints/", "outputs/", "wandb/", ".cache/", "*.parquet", "*.safetensors"],
-        "env_vars": {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN", "VLLM_LOGGING_LEVEL": "WARN", **(env or {})},
+        "env_vars": {
+            "TOKENIZERS_PARALLELISM": "true",
+            "NCCL_DEBUG": "WARN",
+            "VLLM_LOGGING_LEVEL": "WARN",
+            **(env or {}),
+        },
     }
     if pip:
         renv["pip"] = list(pip)

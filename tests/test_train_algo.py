@@ -2,6 +2,8 @@
 vanilla policy loss with the recipe's decoupled clip and token-mean aggregation, the DAPO reward manager's overlong
 penalty, and which groups dynamic sampling drops."""
 
+# ruff: noqa: F811  (fixtures imported from test_train_rows are redefined as test arguments)
+
 from __future__ import annotations
 
 import json
@@ -57,8 +59,13 @@ def scored(rl_rows):
                 uids.append(f"p{p}-{kind}")
                 texts.append(text)
                 results.append(
-                    compute_score(row["data_source"], text, row["reward_model"]["ground_truth"], row["extra_info"],
-                                  variant="paper")
+                    compute_score(
+                        row["data_source"],
+                        text,
+                        row["reward_model"]["ground_truth"],
+                        row["extra_info"],
+                        variant="paper",
+                    )
                 )
     return uids, texts, results
 

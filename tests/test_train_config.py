@@ -1,6 +1,8 @@
 """The DAPO recipe composes with verl 0.9.1's own trainer config (strictly) and passes verl's own validation for every
 hardware profile; the launch command validates its inputs before anything starts."""
 
+# ruff: noqa: F811  (fixtures imported from test_train_rows are redefined as test arguments)
+
 from __future__ import annotations
 
 import copy
@@ -8,9 +10,9 @@ import functools
 
 import pytest
 import yaml
+from test_train_rows import built_dir, rl_data_dir, rl_rows, write_parquet  # noqa: F401  (fixtures)
 
 from refiner import train as T
-from test_train_rows import built_dir, rl_data_dir, rl_rows, write_parquet  # noqa: F401  (fixtures)
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
@@ -26,7 +28,7 @@ def composed(profile=None, choices=None, extra=()):
     return ov, copy.deepcopy(_compose(tuple(ov)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compose(ov: tuple[str, ...]):
     return T.compose_verl_config(list(ov), RECIPE.base)
 
@@ -38,7 +40,7 @@ def paper_cfg():
 
 @pytest.mark.parametrize("profile", sorted(RECIPE.profiles))
 def test_every_profile_composes_and_passes_verl_validation(profile):
-    ov, cfg = composed(profile)
+    _, cfg = composed(profile)
     T.check_verl_config(cfg)
     gpus = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes
     assert gpus == {"gpu24": 1, "gpu80": 1, "paper4x24": 4, "multinode": 16}[profile]
@@ -170,8 +172,16 @@ def run_cli(*args):
 
 
 def test_train_dry_run_prints_main_ppo_command(rl_data_dir, tiny_qwen3_dir):
-    res = run_cli("train", "--data", str(rl_data_dir), "--model", str(tiny_qwen3_dir), "--no-wandb", "--dry-run",
-                  "trainer.experiment_name=unit")
+    res = run_cli(
+        "train",
+        "--data",
+        str(rl_data_dir),
+        "--model",
+        str(tiny_qwen3_dir),
+        "--no-wandb",
+        "--dry-run",
+        "trainer.experiment_name=unit",
+    )
     assert res.exit_code == 0, res.output
     assert "-m verl.trainer.main_ppo" in res.output
     assert f"data.train_files={rl_data_dir / 'train.parquet'}" in res.output
@@ -183,8 +193,19 @@ def test_train_ray_submit_ships_the_repo(rl_data_dir, tiny_qwen3_dir):
     import json
     import shlex
 
-    res = run_cli("train", "--data", str(rl_data_dir), "--model", str(tiny_qwen3_dir), "--no-wandb", "--dry-run",
-                  "--profile", "multinode", "--ray-address", "http://head:8265")
+    res = run_cli(
+        "train",
+        "--data",
+        str(rl_data_dir),
+        "--model",
+        str(tiny_qwen3_dir),
+        "--no-wandb",
+        "--dry-run",
+        "--profile",
+        "multinode",
+        "--ray-address",
+        "http://head:8265",
+    )
     assert res.exit_code == 0, res.output
     words = shlex.split(res.stdout.replace("\\\n", " "))
     assert words[:6] == ["ray", "job", "submit", "--address", "http://head:8265", "--no-wait"]
@@ -209,8 +230,11 @@ def test_bad_inputs_fail_before_launch(tmp_path, rl_rows, tiny_qwen3_dir, case, 
     if case == "missing_parquet":
         write_parquet(rl_rows[:20], data / "val.parquet")
     else:
-        rows = rl_rows[:20] if case != "wrong_columns" else [{k: v for k, v in r.items() if k != "reward_model"}
-                                                              for r in rl_rows[:20]]
+        rows = (
+            rl_rows[:20]
+            if case != "wrong_columns"
+            else [{k: v for k, v in r.items() if k != "reward_model"} for r in rl_rows[:20]]
+        )
         write_parquet(rows, data / "train.parquet")
         write_parquet(rl_rows[:4], data / "val.parquet")
     if case == "missing_model":

@@ -46,8 +46,12 @@ def test_read_metrics_parses_console_and_jsonl(tmp_path):
     assert s["response_length/mean"] == [(1, 741.0), (2, 650.5), (3, 402.25)]
     assert "actor/entropy" not in s  # nan dropped
     jl = tmp_path / "metrics.jsonl"
-    jl.write_text("\n".join(json.dumps({"step": i, "data": {"critic/score/mean": v, "x": "str"}})
-                            for i, v in ((2, 0.5), (1, 0.25))) + "\n")
+    jl.write_text(
+        "\n".join(
+            json.dumps({"step": i, "data": {"critic/score/mean": v, "x": "str"}}) for i, v in ((2, 0.5), (1, 0.25))
+        )
+        + "\n"
+    )
     assert read_metrics(jl) == {"critic/score/mean": [(1, 0.25), (2, 0.5)]}
 
 
@@ -84,8 +88,17 @@ def test_resolve_actor_dir_layouts(tmp_path):
         resolve_actor_dir(tmp_path)
     with pytest.raises(ExportError, match="checkpoint folder not found"):
         resolve_actor_dir(tmp_path / "nope")
-    assert merge_command("A", "B")[1:] == ["-m", "verl.model_merger", "merge", "--backend", "fsdp",
-                                            "--local_dir", "A", "--target_dir", "B"]
+    assert merge_command("A", "B")[1:] == [
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        "A",
+        "--target_dir",
+        "B",
+    ]
 
 
 def test_card_only_uses_the_launch_record_and_metrics(tmp_path):
@@ -95,10 +108,23 @@ def test_card_only_uses_the_launch_record_and_metrics(tmp_path):
     (actor / "fsdp_config.json").write_text("{}")
     recipe = T.load_recipe(T.DEFAULT_RECIPE)
     ov = T.plan_overrides(recipe, train_files="/d/train.parquet", val_files="/d/val.parquet")
-    T.write_manifest(root, {"kind": "dapo", "recipe": str(recipe.path), "profile": "gpu24", "overrides": ov,
-                            "command": "python -m verl.trainer.main_ppo ...",
-                            "data": {"train": {"path": "/d/train.parquet", "rows": 3, "mix": {"glaive/hermes/g": 2,
-                                                                                             "nestools/nestools/n": 1}}}})
+    T.write_manifest(
+        root,
+        {
+            "kind": "dapo",
+            "recipe": str(recipe.path),
+            "profile": "gpu24",
+            "overrides": ov,
+            "command": "python -m verl.trainer.main_ppo ...",
+            "data": {
+                "train": {
+                    "path": "/d/train.parquet",
+                    "rows": 3,
+                    "mix": {"glaive/hermes/g": 2, "nestools/nestools/n": 1},
+                }
+            },
+        },
+    )
     (root / "train.log").write_text(CONSOLE)
     out = export_checkpoint(root, tmp_path / "hf", run_merge=False)
     card = (out / "README.md").read_text()

@@ -1,5 +1,7 @@
 """Override planning and input checks that need no verl: rendering, user overrides, recipe errors, model paths."""
 
+# ruff: noqa: F811  (fixtures imported from test_train_rows are redefined as test arguments)
+
 from __future__ import annotations
 
 import pytest

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from refiner import formats
+from refiner import train as T
 from refiner.calls import ToolCall
 from refiner.prompt import build_messages
-from refiner import train as T
 from refiner.train import RL_COLUMNS, TrainConfigError, rl_to_sft_parquet, validate_rl_parquet
 
 
@@ -31,7 +31,9 @@ def glaive_examples(records: list[dict], limit: int) -> list[dict]:
             args = obj.get("arguments")
             if isinstance(args, str):
                 args = json.loads(args)
-            query = [{"role": "user" if t["from"] == "human" else "assistant", "content": t["value"]} for t in convo[:i]]
+            query = [
+                {"role": "user" if t["from"] == "human" else "assistant", "content": t["value"]} for t in convo[:i]
+            ]
             out.append({"tools": rec["tools"], "query": query, "gold": [ToolCall(obj["name"], args or {})]})
             break
         if len(out) >= limit:
@@ -130,8 +132,9 @@ def test_built_rows_pass_validation_and_score_gold_as_correct(rl_data_dir, rl_ro
     for row in corrupted[:10]:
         gt = json.loads(row["reward_model"]["ground_truth"])
         good = compute_score(row["data_source"], gt["answer"], row["reward_model"]["ground_truth"], row["extra_info"])
-        bad = compute_score(row["data_source"], row["extra_info"]["upstream"], row["reward_model"]["ground_truth"],
-                            row["extra_info"])
+        bad = compute_score(
+            row["data_source"], row["extra_info"]["upstream"], row["reward_model"]["ground_truth"], row["extra_info"]
+        )
         assert good["acc"] == 1.0 and good["score"] == 1.0
         assert bad["score"] < good["score"]
 

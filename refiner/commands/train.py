@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -19,16 +18,16 @@ def _fail(e: Exception) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("train")
     def train_cmd(
-        overrides: Optional[list[str]] = typer.Argument(None, help="Extra Hydra overrides for verl, key=value."),
+        overrides: list[str] | None = typer.Argument(None, help="Extra Hydra overrides for verl, key=value."),
         config: Path = typer.Option(None, "--config", "-c", help="Recipe YAML (default configs/verl/paper.yaml)."),
-        profile: Optional[str] = typer.Option(None, help="Hardware profile from the recipe (gpu24, gpu80, ...)."),
-        data: Optional[Path] = typer.Option(None, help="Data builder output folder (train.parquet + val.parquet)."),
-        model: Optional[str] = typer.Option(None, help="Model folder or hub id (default: the recipe's model)."),
-        thinking: Optional[str] = typer.Option(None, help="Qwen3 thinking: on | off."),
-        reward: Optional[str] = typer.Option(None, help="Reward variant: paper | strict."),
+        profile: str | None = typer.Option(None, help="Hardware profile from the recipe (gpu24, gpu80, ...)."),
+        data: Path | None = typer.Option(None, help="Data builder output folder (train.parquet + val.parquet)."),
+        model: str | None = typer.Option(None, help="Model folder or hub id (default: the recipe's model)."),
+        thinking: str | None = typer.Option(None, help="Qwen3 thinking: on | off."),
+        reward: str | None = typer.Option(None, help="Reward variant: paper | strict."),
         no_wandb: bool = typer.Option(False, "--no-wandb", help="Log to console + JSONL only."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the command; launch nothing."),
-        ray_address: Optional[str] = typer.Option(None, help="Submit to this Ray cluster (ray job submit)."),
+        ray_address: str | None = typer.Option(None, help="Submit to this Ray cluster (ray job submit)."),
         skip_checks: bool = typer.Option(False, "--skip-checks", help="Skip the data/model checks (paths on cluster)."),
     ) -> None:
         """Train the refiner with DAPO on verl 0.9.1 (locally, or as a Ray job)."""
@@ -44,7 +43,9 @@ def register(app: typer.Typer) -> None:
             ckpt = T.checkpoint_dir(ov)
             if T.override_value(ov, "trainer.default_local_dir") is None:
                 ov.append(f"trainer.default_local_dir={ckpt.resolve()}")
-            ov.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={(ckpt / 'metrics.jsonl').resolve()}")
+            ov.append(
+                f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={(ckpt / 'metrics.jsonl').resolve()}"
+            )
             summary = {} if skip_checks else T.validate_inputs(ov)  # cheap checks first
             cfg = T.compose_verl_config(ov, recipe.base)
             T.check_verl_config(cfg)
@@ -70,12 +71,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sft")
     def sft_cmd(
-        overrides: Optional[list[str]] = typer.Argument(None, help="Extra Hydra overrides for verl's SFT trainer."),
+        overrides: list[str] | None = typer.Argument(None, help="Extra Hydra overrides for verl's SFT trainer."),
         data: Path = typer.Option(..., help="Data builder output folder (the RL parquet files)."),
         config: Path = typer.Option(None, "--config", "-c", help="Recipe YAML (default configs/sft/paper.yaml)."),
-        profile: Optional[str] = typer.Option(None, help="Hardware profile from the recipe."),
-        model: Optional[str] = typer.Option(None, help="Model folder or hub id."),
-        thinking: Optional[str] = typer.Option(None, help="Qwen3 thinking: on | off."),
+        profile: str | None = typer.Option(None, help="Hardware profile from the recipe."),
+        model: str | None = typer.Option(None, help="Model folder or hub id."),
+        thinking: str | None = typer.Option(None, help="Qwen3 thinking: on | off."),
         no_wandb: bool = typer.Option(False, "--no-wandb"),
         dry_run: bool = typer.Option(False, "--dry-run"),
     ) -> None:
@@ -113,15 +114,23 @@ def register(app: typer.Typer) -> None:
         if dry_run:
             return
         ckpt = T.checkpoint_dir(ov)
-        T.write_manifest(ckpt, {"kind": "sft", "recipe": str(recipe.path), "profile": profile, "overrides": ov,
-                                "command": T.format_command(cmd)})
+        T.write_manifest(
+            ckpt,
+            {
+                "kind": "sft",
+                "recipe": str(recipe.path),
+                "profile": profile,
+                "overrides": ov,
+                "command": T.format_command(cmd),
+            },
+        )
         raise typer.Exit(T.run_command(cmd))
 
     @app.command("export")
     def export_cmd(
         ckpt_dir: Path = typer.Argument(..., help="verl checkpoint: trainer root, global_step_N, or its actor/."),
         out: Path = typer.Option(..., "--out", "-o", help="Hugging Face output folder."),
-        log: Optional[Path] = typer.Option(None, help="Metrics log (JSONL or console) for the model card."),
+        log: Path | None = typer.Option(None, help="Metrics log (JSONL or console) for the model card."),
         card_only: bool = typer.Option(False, "--card-only", help="Only (re)write README.md."),
     ) -> None:
         """Merge FSDP shards into a Hugging Face folder (verl.model_merger) and write its model card."""
@@ -137,7 +146,7 @@ def register(app: typer.Typer) -> None:
     def plot_cmd(
         run_log: Path = typer.Argument(..., help="verl console log or file-logger JSONL."),
         out: Path = typer.Option(Path("training_curves.png"), "--out", "-o"),
-        title: Optional[str] = typer.Option(None),
+        title: str | None = typer.Option(None),
     ) -> None:
         """Reward and response-length curves of a run (paper Figure 2)."""
         from refiner.plot import PlotError, plot_run
@@ -149,4 +158,3 @@ def register(app: typer.Typer) -> None:
         for label, n in counts.items():
             typer.echo(f"{label}: {n} points", err=True)
         typer.echo(str(out))
-
