@@ -29,7 +29,8 @@ CHILD = textwrap.dedent(
     from refiner.engines import make_engine
     model, convs = sys.argv[1], json.loads(sys.argv[2])
     eng = make_engine("vllm", model=model, in_process=True, dtype="float32", max_model_len=1024,
-                      cpu_kvcache_gib=1, use_tqdm=False)
+                      max_num_batched_tokens=1024, cpu_kvcache_gib=1, use_tqdm=False)
+    long = [[{"role": "user", "content": "word " * 300 + str(i)}] for i in range(12)]
     out = {
         "greedy_off": eng.chat(convs, max_tokens=8, enable_thinking=False),
         "greedy_off_again": eng.chat(convs, max_tokens=8, enable_thinking=False),
@@ -37,6 +38,7 @@ CHILD = textwrap.dedent(
         "sampled": eng.chat(convs, n=3, temperature=1.0, seed=11, max_tokens=8),
         "sampled_again": eng.chat(convs, n=3, temperature=1.0, seed=11, max_tokens=8),
         "empty": eng.chat([], max_tokens=8),
+        "long_seeded": eng.chat(long, n=2, temperature=1.0, seed=3, max_tokens=4),
     }
     try:
         eng.chat([[{"content": "no role"}]])
@@ -84,6 +86,13 @@ def test_vllm_engine_batched_greedy_is_deterministic(vllm_run) -> None:
 @slow
 def test_vllm_engine_applies_enable_thinking(vllm_run) -> None:
     assert vllm_run["greedy_off"] != vllm_run["greedy_default"]
+
+
+@slow
+def test_vllm_engine_seeded_batch_larger_than_one_step(vllm_run) -> None:
+    """12 prompts of ~310 tokens with a 1024-token step budget: on CPU, a seeded prompt split over steps would fail
+    ("CPU Generator does not use offset"); the engine turns chunked prefill off there."""
+    assert [len(t) for t in vllm_run["long_seeded"]] == [2] * 12
 
 
 @slow

@@ -25,7 +25,9 @@ class VLLMEngine:
 
     ``in_process=True`` runs vLLM's engine core inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), which
     starts about 3x faster on CPU; the default leaves vLLM's own choice. ``cpu_kvcache_gib`` sets
-    ``VLLM_CPU_KVCACHE_SPACE`` on CPU builds when it is not already set. Other keyword arguments go to ``vllm.LLM``.
+    ``VLLM_CPU_KVCACHE_SPACE`` on CPU builds when it is not already set. On CPU, chunked prefill is off unless
+    ``enable_chunked_prefill`` is given (seeded sampling fails on split prompts there). Other keyword arguments go to
+    ``vllm.LLM``.
     """
 
     def __init__(
@@ -53,6 +55,9 @@ class VLLMEngine:
                 os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cpu_kvcache_gib if cpu_kvcache_gib is not None else 4)
             if enforce_eager is None:
                 enforce_eager = True  # no graph capture on CPU; compiling only costs start-up time
+            # vLLM's CPU sampler fails on a seeded request whose prompt is split over steps ("CPU Generator does
+            # not use offset"); without chunked prefill a prompt is never split.
+            llm_kwargs.setdefault("enable_chunked_prefill", False)
         kwargs: dict[str, Any] = dict(model=str(model), dtype=dtype, seed=seed, **llm_kwargs)
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
