@@ -1,74 +1,16 @@
-"""RL rows for the training tests, built from real glaive demo records with the refiner prompt and the real reward
-ground truth (the same columns the data builder writes), and the parquet validation that guards every launch."""
+"""RL rows for the training tests (the data builder's smoke mix from the real local sources) and the parquet
+validation that guards every launch."""
 
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 
 from refiner import formats
 from refiner import train as T
-from refiner.calls import ToolCall
-from refiner.prompt import build_messages
 from refiner.train import RL_COLUMNS, TrainConfigError, rl_to_sft_parquet, validate_rl_parquet
-
-
-def glaive_examples(records: list[dict], limit: int) -> list[dict]:
-    """``{"tools", "query", "gold": [ToolCall]}`` for glaive records whose first tool call is a JSON object."""
-    out = []
-    for rec in records:
-        convo = rec["conversations"]
-        for i, turn in enumerate(convo):
-            if turn["from"] != "function_call":
-                continue
-            try:
-                obj = json.loads(turn["value"])
-            except json.JSONDecodeError:
-                break
-            args = obj.get("arguments")
-            if isinstance(args, str):
-                args = json.loads(args)
-            query = [
-                {"role": "user" if t["from"] == "human" else "assistant", "content": t["value"]} for t in convo[:i]
-            ]
-            out.append({"tools": rec["tools"], "query": query, "gold": [ToolCall(obj["name"], args or {})]})
-            break
-        if len(out) >= limit:
-            break
-    return out
-
-
-def corrupt_value(call: ToolCall, rng: random.Random) -> ToolCall:
-    """A wrong version of a call: one argument value changed (or a misspelled name when there are none)."""
-    if not call.arguments:
-        return ToolCall(call.name + "_x", {})
-    key = rng.choice(sorted(call.arguments))
-    return ToolCall(call.name, {**call.arguments, key: "WRONG"})
-
-
-def build_rl_rows(records: list[dict], n: int, seed: int = 0) -> list[dict]:
-    """verl RL rows: prompt = refiner messages on a corrupted upstream, ground truth = the gold hermes calls."""
-    from rewards import make_ground_truth
-
-    rng = random.Random(seed)
-    hermes = formats.get("hermes")
-    rows = []
-    for idx, ex in enumerate(glaive_examples(records, n)):
-        upstream = hermes.render([corrupt_value(c, rng) for c in ex["gold"]])
-        system = "You can call these tools:\n" + ex["tools"]
-        rows.append(
-            {
-                "data_source": "glaive",
-                "prompt": build_messages(system, ex["query"], upstream),
-                "ability": "tool_refine",
-                "reward_model": {"style": "rule", "ground_truth": make_ground_truth("hermes", ex["gold"])},
-                "extra_info": {"upstream": upstream, "index": idx, "split": "train", "source": "glaive"},
-            }
-        )
-    return rows
 
 
 def write_parquet(rows: list[dict], path: Path) -> Path:
@@ -81,19 +23,14 @@ def write_parquet(rows: list[dict], path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_dir(tmp_path_factory, glaive_records) -> Path:
-    """The data builder's smoke mix from the real local sources (``train.parquet`` + ``validation.parquet``);
-    rows built here from glaive records when the builder is not importable."""
-    out = tmp_path_factory.mktemp("built")
-    try:
-        from data_gen.builder import build
-        from data_gen.config import load_config
-    except ImportError:
-        rows = build_rl_rows(glaive_records, 40)
-        write_parquet(rows[:32], out / "train.parquet")
-        write_parquet(rows[32:], out / "validation.parquet")
-        return out
+def built_dir(tmp_path_factory) -> Path:
+    """The data builder's smoke mix from the real local sources (``train.parquet`` + ``validation.parquet``)."""
     from conftest import ROOT, shared_path
+
+    from data_gen.builder import build
+    from data_gen.config import load_config
+
+    out = tmp_path_factory.mktemp("built")
 
     glaive = {"path": str(shared_path("glaive_demo")), "limit": 40}
     try:
