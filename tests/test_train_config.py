@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from pathlib import Path
 
 import pytest
 import yaml
@@ -184,6 +185,10 @@ def test_train_dry_run_prints_main_ppo_command(rl_data_dir, tiny_qwen3_dir):
     )
     assert res.exit_code == 0, res.output
     assert "-m verl.trainer.main_ppo" in res.output
+    ckpt = (Path.cwd() / "checkpoints" / "tool-refiner" / "unit").resolve()
+    assert f"trainer.default_local_dir={ckpt}" in res.stdout
+    assert f"VERL_FILE_LOGGER_PATH={ckpt / 'metrics.jsonl'}" in res.stdout
+    assert not ckpt.exists()  # a dry run writes nothing
     assert f"data.train_files={rl_data_dir / 'train.parquet'}" in res.output
     assert f"actor_rollout_ref.model.path={tiny_qwen3_dir}" in res.output
     assert "trainer.logger=[console,file]" in res.output
@@ -213,6 +218,7 @@ def test_train_ray_submit_ships_the_repo(rl_data_dir, tiny_qwen3_dir):
     assert renv["working_dir"] == str(T.ROOT) and ".venv/" in renv["excludes"]
     assert words[words.index("--") + 1 : words.index("--") + 4] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in words
+    assert not any("VERL_FILE_LOGGER_PATH" in w or w.startswith("trainer.default_local_dir=") for w in words)
 
 
 @pytest.mark.parametrize(

@@ -41,11 +41,13 @@ def register(app: typer.Typer) -> None:
                 extra.append("trainer.logger=[console,file]")
             ov = T.plan_overrides(recipe, profile=profile, choices=choices, data_dir=data, model=model, extra=extra)
             ckpt = T.checkpoint_dir(ov)
-            if T.override_value(ov, "trainer.default_local_dir") is None:
-                ov.append(f"trainer.default_local_dir={ckpt.resolve()}")
-            ov.append(
-                f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={(ckpt / 'metrics.jsonl').resolve()}"
-            )
+            if ray_address is None:
+                # Local run: absolute checkpoint dir (created with the launch record below) and the JSONL metrics
+                # file inside it. On a cluster both stay verl's defaults, relative to the job's working dir.
+                if T.override_value(ov, "trainer.default_local_dir") is None:
+                    ov.append(f"trainer.default_local_dir={ckpt.resolve()}")
+                metrics = (ckpt / "metrics.jsonl").resolve()
+                ov.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics}")
             summary = {} if skip_checks else T.validate_inputs(ov)  # cheap checks first
             cfg = T.compose_verl_config(ov, recipe.base)
             T.check_verl_config(cfg)
