@@ -49,7 +49,7 @@ class Anthropic(WireFormat):
             what = f"content block #{i}"
             block = expect_object(self, block, what, pos)
             kind = block.get("type")
-            if kind in IGNORED_BLOCKS:
+            if isinstance(kind, str) and kind in IGNORED_BLOCKS:
                 continue
             if kind != "tool_use":
                 raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
@@ -71,7 +71,7 @@ class Anthropic(WireFormat):
         if not isinstance(blocks, list):
             out.problems.append("no list of content blocks")
         for block in as_items(blocks):
-            if isinstance(block, dict) and block.get("type") in IGNORED_BLOCKS:
+            if isinstance(block, dict) and isinstance(block.get("type"), str) and block["type"] in IGNORED_BLOCKS:
                 continue
             call = coerce_call(block, out.problems)
             if call is not None:

@@ -62,6 +62,7 @@ def _parse_quietly(src: str) -> ast.expr:
     """``ast.parse`` in eval mode without the SyntaxWarnings broken text provokes (``1if``, ``"\\d"``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)  # invalid escape sequences, before Python 3.12
         return ast.parse(src, mode="eval").body
 
 
