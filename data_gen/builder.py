@@ -30,7 +30,7 @@ from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt
 from data_gen.sources import Sample, SkipLog, SourceUnavailable
 from data_gen.sources.nestools import to_order
 from refiner import formats
-from refiner.prompt import build_messages
+from refiner.prompt import build_messages, format_hint
 
 ORDER_CLASSES = {
     "shuffled_full": ["shuffled_order", "swapped_calls"],
@@ -190,7 +190,7 @@ def make_row(
     gt = {"format": sample.fmt, "answer": f.render(sample.calls), "order_sensitive": f.order_sensitive}
     return {
         "data_source": cfg["data_source"],
-        "prompt": build_messages(sample.system, sample.query, upstream),
+        "prompt": build_messages(sample.system, sample.query, upstream, format_hint=format_hint(sample.fmt)),
         "ability": cfg["ability"],
         "reward_model": {"style": "rule", "ground_truth": json.dumps(gt, ensure_ascii=False)},
         "extra_info": {

@@ -306,3 +306,27 @@ def test_vllm_cpu_seeded_chunked_prefill_failure_is_explained(tmp_path):
     with pytest.raises(RuntimeError, match="max_num_batched_tokens.*llm.batch_size"):
         c.run(reqs)
     assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 2
+
+
+def test_training_prompt_is_the_inference_prompt(built):
+    """A row's prompt is exactly what the inference pipeline sends the model for the same task and upstream, so the
+    refiner is served the prompt it was trained on."""
+    from refiner.pipeline import model_messages, prepare
+
+    _, out, _ = built
+    rows = _rows(out)
+    checked = Counter()
+    for row in rows:
+        info = row["extra_info"]
+        if "<think>" in info["upstream"]:
+            continue  # the pipeline moves upstream reasoning into its own block; the builder writes none
+        user = row["prompt"][1]["content"]
+        system_part = user.split("<<<SYSTEM\n", 1)[1].split("\nSYSTEM>>>", 1)[0]
+        query_part = user.split("<<<QUERY\n", 1)[1].split("\nQUERY>>>", 1)[0]
+        request = {"system": system_part, "query": query_part, "upstream": info["upstream"], "format": info["format"]}
+        job = prepare(request, None)
+        if job.out_fmt != info["format"]:
+            continue
+        assert [dict(m) for m in row["prompt"]] == model_messages(job), info["record_id"]
+        checked[info["format"]] += 1
+    assert sum(checked.values()) >= len(rows) // 2, checked
