@@ -71,7 +71,7 @@ def test_recovery_tier1(tmp_path):
         need(bench)
     report = run_eval(["recovery"], tmp_path, refiner=Refiner(engine=None), limit=24, recovery_sources=["apibank",
                       "bfcl"], clean_ratio=0.2, progress=False, chart=False)
-    table = json.loads((tmp_path / "summary.json").read_text())["recovery"]
+    table = json.loads((tmp_path / "summary.json").read_text())["recovery"]["off"]
     assert "clean" in table and table["clean"]["n"] > 0
     assert table["clean"]["kept"] + table["clean"]["harmed"] == table["clean"]["n"]
     corrupted = [c for c in table if c not in ("clean", "all")]

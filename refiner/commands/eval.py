@@ -3,72 +3,131 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any
 
 import typer
 
+HELP = """Score an upstream model's tool calls on API-Bank, NESTFUL, Bamboogle*, BFCL (AST) and corruption recovery,
+raw and after the refiner, and write OUT/report.md with the paper's tables.
+
+\b
+Upstream (exactly one):
+  --upstream-base-url URL --upstream-model NAME   a served model (vllm serve, any OpenAI-compatible API; cached)
+  --upstream-file FILE                            JSONL of {"id": <sample id>, "output": <text>}
+  --upstream-scripted P                           the gold answers, rule-corrupted with probability P
+\b
+Refiner:
+  --refiner tier1 (default)                       no model: parse, gate, tier-1 repair, never-worse guard
+  --refiner none                                  raw scores only
+  --model PATH --engine vllm|hf                   the refiner model, loaded in this process
+  --refiner-base-url URL --model NAME             the refiner model behind vllm serve (engine openai)
+\b
+Example (upstream served by vllm serve on :8000, refiner on :8001):
+  tool-refiner eval --upstream-base-url http://127.0.0.1:8000/v1 --upstream-model Qwen/Qwen2.5-7B-Instruct \\
+      --refiner-base-url http://127.0.0.1:8001/v1 --model refiner --out results/qwen7b
+"""
+
+
+def make_refiner(kind: str, *, model: str | None, engine: str | None, refiner_base_url: str | None, n: int,
+                 thinking: bool | None, max_tokens: int, always_model: bool, trust_spec: bool,
+                 engine_kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    """``(Refiner or None, its name in the report)`` for the command's refiner options."""
+    from refiner.pipeline import Refiner
+
+    if model or refiner_base_url:
+        kind = "model"
+    if kind == "none":
+        return None, None
+    if kind == "tier1":
+        return Refiner(engine=None, trust_spec=trust_spec), "Refiner tier 1"
+    if kind != "model":
+        raise typer.BadParameter(f"--refiner must be tier1, none or model, got {kind!r}")
+    if not model and not refiner_base_url:
+        raise typer.BadParameter("--refiner model needs --model (a path for vllm/hf, or the served name with "
+                                 "--refiner-base-url)")
+    from refiner.engines import make_engine
+
+    kind_engine = engine or ("openai" if refiner_base_url else "vllm")
+    if kind_engine == "openai" and not refiner_base_url:
+        raise typer.BadParameter("--engine openai needs --refiner-base-url")
+    eng = make_engine(kind_engine, model=model, base_url=refiner_base_url, **engine_kwargs)
+    ref = Refiner(engine=eng, n=n, thinking=thinking, max_tokens=max_tokens, bypass=not always_model,
+                  trust_spec=trust_spec)
+    return ref, f"Refiner {model or refiner_base_url}"
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("eval")
+    @app.command("eval", help=HELP)
     def eval_cmd(
+        out: Path = typer.Option(..., help="Results folder: report.md, summary.json, chart.png, <bench>/outputs.jsonl, "
+                                 "upstream_cache.jsonl."),
         bench: str = typer.Option("apibank,nestful,bamboogle,bfcl", help="Comma-separated: apibank, nestful, "
                                   "bamboogle, bfcl, recovery."),
-        out: Path = typer.Option(..., help="Results folder (outputs, summary.json, report.md, chart.png)."),
-        upstream_file: Optional[Path] = typer.Option(None, help="JSONL of {id, output} upstream outputs."),
-        upstream_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint of the upstream "
-                                                        "model, e.g. http://127.0.0.1:8000/v1."),
-        upstream_model: Optional[str] = typer.Option(None, help="Upstream model name at the endpoint."),
-        upstream_scripted: Optional[float] = typer.Option(None, help="Script the upstream from the gold answers, "
+        limit: int | None = typer.Option(None, help="Samples per benchmark, spread over its subsets (default: "
+                                            "all)."),
+        upstream_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint of the upstream "
+                                                        "model, e.g. http://127.0.0.1:8000/v1 (vllm serve)."),
+        upstream_model: str | None = typer.Option(None, help="Upstream model name at that endpoint."),
+        upstream_file: Path | None = typer.Option(None, help="JSONL of {id, output} upstream outputs."),
+        upstream_scripted: float | None = typer.Option(None, help="Script the upstream from the gold answers, "
                                                           "rule-corrupted with this probability (0-1)."),
         upstream_max_tokens: int = typer.Option(1024, help="Upstream generation length."),
         upstream_temperature: float = typer.Option(0.0, help="Upstream sampling temperature."),
-        cache_file: Optional[Path] = typer.Option(None, help="Upstream answer cache (default OUT/upstream_cache"
+        upstream_thinking: bool | None = typer.Option(None, "--upstream-thinking/--upstream-no-thinking",
+                                                         help="Upstream reasoning on/off (Qwen3 chat template "
+                                                         "enable_thinking; default: the server's)."),
+        cache_file: Path | None = typer.Option(None, help="Upstream answer cache (default OUT/upstream_cache"
                                                   ".jsonl); a rerun sends only uncached prompts."),
-        refiner: str = typer.Option("tier1", help="tier1 (no model), none (raw scores only) or model (needs "
-                                    "--model)."),
-        model: Optional[str] = typer.Option(None, help="Refiner model path/name (implies --refiner model)."),
-        engine: str = typer.Option("vllm", help="Refiner engine: vllm, hf or openai."),
-        refiner_base_url: Optional[str] = typer.Option(None, help="Endpoint serving the refiner (engine openai)."),
-        n: int = typer.Option(1, help="Refiner samples per request (best of n)."),
-        limit: Optional[int] = typer.Option(None, help="Samples per benchmark (spread over its subsets)."),
-        data_dir: Optional[Path] = typer.Option(None, help="Public data folder (default ../shared/data or "
+        refiner: str = typer.Option("tier1", help="tier1 (no model), none (raw scores only) or model (set by "
+                                    "--model / --refiner-base-url)."),
+        model: str | None = typer.Option(None, help="Refiner model: a local path (engines vllm, hf) or the "
+                                            "served model name (with --refiner-base-url)."),
+        engine: str | None = typer.Option(None, help="Refiner engine: vllm, hf or openai (default: openai with "
+                                             "--refiner-base-url, else vllm)."),
+        refiner_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint serving the refiner, "
+                                                       "e.g. http://127.0.0.1:8001/v1."),
+        engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra refiner engine setting "
+                                                       "KEY=VALUE (repeatable), e.g. max_model_len=16384."),
+        n: int = typer.Option(1, min=1, help="Refiner samples per request (best of n)."),
+        max_tokens: int = typer.Option(1024, help="Refiner generation budget (reasoning included)."),
+        thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
+        always_model: bool = typer.Option(False, "--always-model", help="Call the refiner model on every sample, "
+                                          "also when the upstream already passes the checks."),
+        trust_spec: bool = typer.Option(False, "--trust-spec", help="Tier 1 treats every tool spec as exact "
+                                        "(Refiner(trust_spec=True)); default: only where that cannot make a correct "
+                                        "call wrong."),
+        compare_trust_spec: bool = typer.Option(False, "--compare-trust-spec", help="Run corruption recovery "
+                                                "under both tier-1 spec policies (trust_spec off and on) and report "
+                                                "them side by side."),
+        data_dir: Path | None = typer.Option(None, help="Public data folder (default ../shared/data or "
                                                 "$TOOL_REFINER_SHARED_DATA)."),
-        bfcl_wheel: Optional[Path] = typer.Option(None, help="bfcl-eval wheel (default .cache/bfcl/*.whl)."),
-        bfcl_categories: Optional[str] = typer.Option(None, help="Comma-separated BFCL categories."),
+        bfcl_wheel: Path | None = typer.Option(None, help="bfcl-eval wheel (default .cache/bfcl/*.whl)."),
+        bfcl_categories: str | None = typer.Option(None, help="Comma-separated BFCL categories (default: the 8 "
+                                                      "Python AST ones)."),
         bfcl_format: str = typer.Option("toolace", help="Wire format BFCL answers are parsed in."),
-        no_apibank_adjustments: bool = typer.Option(False, help="Turn off the paper's refiner-side API-Bank "
-                                                    "adjustments (tool calls only, numbers as strings)."),
+        apibank_adjustments: bool = typer.Option(True, "--apibank-adjustments/--no-apibank-adjustments",
+                                                 help="The paper's refiner-side API-Bank adjustments (tool calls "
+                                                 "only, numbers as strings)."),
         recovery_sources: str = typer.Option("apibank,nestful,bamboogle,bfcl", help="Sources of gold calls for "
                                              "the recovery benchmark."),
         clean_ratio: float = typer.Option(0.15, help="Share of uncorrupted inputs in recovery (measures harm)."),
         seed: int = typer.Option(0, help="Seed for sampling, in-context examples and corruption."),
-        no_chart: bool = typer.Option(False, help="Skip the PNG chart."),
-        quiet: bool = typer.Option(False, help="No progress bars."),
+        chart: bool = typer.Option(True, "--chart/--no-chart", help="Draw chart.png."),
+        quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
     ) -> None:
-        """Scores upstream tool calls on API-Bank, NESTFUL, Bamboogle*, BFCL and corruption recovery, raw and refined,
-        and writes OUT/report.md with the paper's tables."""
+        from refiner.commands.serve import parse_engine_args
         from refiner.eval.runner import run_eval
-        from refiner.pipeline import Refiner
 
-        kind = "model" if model else refiner
-        if kind == "none":
-            ref, ref_name = None, None
-        elif kind == "tier1":
-            ref, ref_name = Refiner(engine=None), "Refiner tier 1"
-        elif kind == "model":
-            if not model and not refiner_base_url:
-                raise typer.BadParameter("--refiner model needs --model (or --refiner-base-url with --engine openai)")
-            from refiner.engines import make_engine
-
-            eng = make_engine(engine, model=model, base_url=refiner_base_url)
-            ref, ref_name = Refiner(engine=eng, n=n), f"Refiner {model or refiner_base_url}"
-        else:
-            raise typer.BadParameter(f"--refiner must be tier1, none or model, got {refiner!r}")
+        ref, ref_name = make_refiner(refiner, model=model, engine=engine, refiner_base_url=refiner_base_url, n=n,
+                                     thinking=thinking, max_tokens=max_tokens, always_model=always_model,
+                                     trust_spec=trust_spec, engine_kwargs=parse_engine_args(engine_arg))
         if upstream_base_url and not upstream_model:
             raise typer.BadParameter("--upstream-base-url needs --upstream-model")
         upstream_name = upstream_model or (upstream_file.name if upstream_file else None) or (
             f"gold, {upstream_scripted:.0%} rule-corrupted" if upstream_scripted is not None else "upstream")
         meta = {"upstream": upstream_name, "refiner": ref_name or "none", "limit": limit, "seed": seed}
+        if ref is not None:
+            meta["trust_spec"] = "off and on (recovery)" if compare_trust_spec else ("on" if trust_spec else "off")
         try:
             report = run_eval(
                 [b.strip() for b in bench.split(",") if b.strip()],
@@ -78,20 +137,22 @@ def register(app: typer.Typer) -> None:
                 upstream_base_url=upstream_base_url,
                 upstream_model=upstream_model,
                 upstream_scripted=upstream_scripted,
-                upstream_settings={"max_tokens": upstream_max_tokens, "temperature": upstream_temperature},
+                upstream_settings={"max_tokens": upstream_max_tokens, "temperature": upstream_temperature,
+                                   "enable_thinking": upstream_thinking},
                 cache_file=cache_file,
                 limit=limit,
                 recovery_sources=[s.strip() for s in recovery_sources.split(",") if s.strip()],
                 clean_ratio=clean_ratio,
+                recovery_trust_spec=(False, True) if compare_trust_spec else None,
                 seed=seed,
                 meta=meta,
                 progress=not quiet,
-                chart=not no_chart,
+                chart=chart,
                 data_dir=data_dir,
                 bfcl_wheel=bfcl_wheel,
                 bfcl_categories=[c.strip() for c in bfcl_categories.split(",")] if bfcl_categories else None,
                 bfcl_format=bfcl_format,
-                apibank_adjustments=not no_apibank_adjustments,
+                apibank_adjustments=apibank_adjustments,
             )
         except (ValueError, FileNotFoundError) as e:
             typer.echo(f"error: {e}", err=True)

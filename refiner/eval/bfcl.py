@@ -6,14 +6,15 @@ Data: the JSON-lines files inside the ``bfcl-eval`` wheel (``bfcl_eval/data/BFCL
 
 The upstream model is prompted in BFCL's prompting style: the functions as JSON in the system message and the
 answer as a bare pythonic call list ``[func(a=1), other(b="x")]`` (the ``toolace`` wire format without its
-``<function_list>`` tags by default; any registered format can be chosen). An answer that does not parse strictly scores 0; otherwise BFCL's AST rules decide
-(:mod:`refiner.eval.bfcl_ast`).
+``<function_list>`` tags by default; any registered format can be chosen). An answer that does not parse strictly
+scores 0; otherwise BFCL's AST rules decide (:mod:`refiner.eval.bfcl_ast`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -60,13 +61,29 @@ def _read_lines(zf: zipfile.ZipFile, member: str) -> list[dict]:
     return rows
 
 
+_FILE = re.compile(r"BFCL_v(\d+)_(\w+)\.json")
+
+
+def _category_file(member: str, folder: str, category: str) -> bool:
+    """Whether ``member`` is ``<folder>BFCL_v<N>_<category>.json`` (exactly that category)."""
+    if not member.startswith(folder):
+        return False
+    m = _FILE.fullmatch(member[len(folder):])
+    return m is not None and m.group(2) == category
+
+
+def _version(member: str) -> int:
+    m = _FILE.search(member)
+    return int(m.group(1)) if m else -1
+
+
 def read_category(wheel: Path, category: str) -> list[tuple[dict, list]]:
     """``(question record, possible answer)`` pairs of one category, joined on ``id``."""
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-        q = sorted(n for n in names if n.startswith("bfcl_eval/data/BFCL_v") and n.endswith(f"_{category}.json"))
-        a = sorted(n for n in names if n.startswith("bfcl_eval/data/possible_answer/BFCL_v")
-                   and n.endswith(f"_{category}.json"))
+        # exact names: "multiple" must not pick BFCL_v4_parallel_multiple.json
+        q = sorted((n for n in names if _category_file(n, "bfcl_eval/data/", category)), key=_version)
+        a = sorted((n for n in names if _category_file(n, "bfcl_eval/data/possible_answer/", category)), key=_version)
         if not q or not a:
             raise FileNotFoundError(f"{wheel}: no question or possible-answer file for BFCL category {category!r}")
         questions, answers = _read_lines(zf, q[-1]), _read_lines(zf, a[-1])

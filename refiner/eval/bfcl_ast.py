@@ -66,17 +66,18 @@ def _answer_type(options: Sequence[Any]) -> type | None:
 
 
 def _type_ok(value: Any, expected: type, item_type: type | None, options: Sequence[Any]) -> tuple[bool, bool]:
-    """(valid, is_variable): a value of another type than the schema's is accepted when it has the possible answer's
-    type (BFCL treats that as a variable reference)."""
+    """``(valid, is_variable)``, as BFCL's ``type_checker``: a value of the schema's type is valid (for an array, when
+    its items pass this same check against the items of one list option, or an option is not a list); a value of
+    another type is valid when it has the possible answer's type, and is then a variable reference (compared as is).
+    A failed item check is final."""
     ans_type = _answer_type(options)
+    is_var = ans_type is not None and ans_type is not expected
     if type(value) is expected:
-        if item_type is None or not isinstance(value, list):
-            return True, ans_type is not None and ans_type is not expected
+        if item_type is None:
+            return True, is_var
         for opt in options:
-            if not isinstance(opt, list):  # BFCL: an option that is not a list (e.g. "") does not constrain items
-                return True, False
-            if all(type(v) is item_type or (item_type is float and type(v) is int) for v in value):
-                return True, False
+            if not isinstance(opt, list) or all(_type_ok(v, item_type, None, opt)[0] for v in value):
+                return True, is_var
         return False, False
     if ans_type is not None and type(value) is ans_type:
         return True, True
@@ -95,12 +96,24 @@ def _dict_ok(value: Mapping, options: Sequence[Any]) -> bool:
     return False
 
 
+def _as_list_option(opt: Any) -> list | None:
+    """A list option as BFCL iterates it: a list, or ``""`` (no items, so it accepts the empty list)."""
+    if isinstance(opt, list):
+        return opt
+    return [] if opt == "" else None
+
+
 def _list_of_dicts_ok(value: list, options: Sequence[Any]) -> bool:
-    for opt in options:
-        if isinstance(opt, list) and len(opt) == len(value):
+    for opt in map(_as_list_option, options):
+        if opt is not None and len(opt) == len(value):
             if all(isinstance(v, Mapping) and _dict_ok(v, [o]) for v, o in zip(value, opt)):
                 return True
     return False
+
+
+def _list_ok(value: list, options: Sequence[Any]) -> bool:
+    std_opts = [[_std(x) for x in o] for o in map(_as_list_option, options) if o is not None]
+    return [_std(x) for x in value] in std_opts
 
 
 def check_call(spec: Mapping[str, Any], call: ToolCall, answer: Mapping[str, Sequence[Any]]) -> Check:
@@ -141,8 +154,7 @@ def check_call(spec: Mapping[str, Any], call: ToolCall, answer: Mapping[str, Seq
                     return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
                 continue
             if expected is list:
-                std_opts = [[_std(x) for x in o] for o in options if isinstance(o, list)]
-                if [_std(x) for x in value] not in std_opts:
+                if not _list_ok(value, options):
                     return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
                 continue
         if value not in options:
@@ -188,18 +200,24 @@ def check(category: str, functions: Sequence[Mapping[str, Any]], calls: Sequence
 
 def first_answer(possible: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]],
                  functions: Sequence[Mapping[str, Any]] | None = None) -> list[ToolCall]:
-    """One correct call list: each parameter's first accepted value (inside dict values too); optional parameters
-    are left out when the function's schema does not declare them (a quirk of some BFCL answers)."""
+    """One correct call list: each parameter's first accepted value (inside dict values too). Optional parameters
+    are left out when the function's schema does not declare them (a quirk of some BFCL answers); a required
+    parameter whose only accepted value is ``""`` gets ``""`` (the one value BFCL's checker accepts there)."""
     calls = []
     for expected in possible:
         (name, answer), = expected.items()
-        props = None
+        props, required = None, ()
         if functions is not None:
-            props = ((_find_spec(functions, name).get("parameters") or {}).get("properties") or {})
+            params = _find_spec(functions, name).get("parameters") or {}
+            props, required = params.get("properties") or {}, tuple(params.get("required") or ())
         args = {}
         for p, options in answer.items():
             vals = [o for o in options if o != ""]
-            if not vals or ("" in options and props is not None and p not in props):
+            if not vals:
+                if "" in options and p in required:
+                    args[p] = ""
+                continue
+            if "" in options and props is not None and p not in props:
                 continue
             args[p] = _first(vals[0])
         calls.append(ToolCall(name, args))

@@ -17,6 +17,8 @@ from typing import Any, ClassVar
 from refiner.calls import ToolCall
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Start of the error message of a sample the refiner itself failed on (see refine_safely).
+REFINER_FAILED = "refiner failed"
 
 
 def default_data_dir() -> Path:
@@ -210,3 +212,18 @@ class Variant:
                                                  f"{len(spans)}", start)
         a, b = spans[0]
         return fmt.parse_strict(f"{own[0]}{text[a:b]}{own[1]}")
+
+
+def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """``refiner.refine_batch(requests, errors="result")``, where a failure of the refiner itself (e.g. a prompt
+    longer than the refiner model's context) costs only the requests that cause it: the batch is retried one request
+    at a time and a request that still fails becomes an error result (stage ``"error"``, its upstream text passed
+    through, the message under ``"error"``)."""
+    from refiner.pipeline import error_result
+
+    try:
+        return list(refiner.refine_batch(list(requests), errors="result"))
+    except Exception as e:  # noqa: BLE001 - any engine failure; retried request by request below
+        if len(requests) == 1:
+            return [error_result(requests[0], f"{REFINER_FAILED}: {type(e).__name__}: {str(e)[:300]}")]
+    return [res for req in requests for res in refine_safely(refiner, [req])]

@@ -217,7 +217,8 @@ def _dict_field(value: Any, fld: str) -> Any:
 
 def same_answer(a: Any, b: Any, rel_tol: float = 1e-6, abs_tol: float = 1e-9) -> bool:
     """Equality of final answers; numbers compared with a small tolerance."""
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) and not isinstance(b, bool):
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
         return math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=abs_tol)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_answer(x, y, rel_tol, abs_tol) for x, y in zip(a, b))

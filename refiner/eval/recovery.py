@@ -9,6 +9,7 @@ calls equal the gold (in order for order-sensitive formats).
 
 Per error class: ``fixed`` (corrupted → correct), ``still_wrong`` (corrupted → not correct); the ``clean`` row
 counts ``harmed`` (a correct input made wrong). Raw inputs are never correct for a corrupted row, by construction.
+The runner can repeat the run under both tier-1 spec policies (``Refiner(trust_spec=False/True)``) on the same inputs.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from refiner.eval.common import Sample
+from refiner.eval.common import Sample, refine_safely
 
 BATCH = 64
 
@@ -30,6 +31,11 @@ class RecoveryResult:
     rows: list[dict]
     table: dict[str, dict[str, int]]
     skipped: dict[str, int] = field(default_factory=dict)  # class -> samples it could not corrupt
+
+
+def spec_policy(trust_spec: bool) -> str:
+    """The label of a tier-1 spec policy in reports: ``"on"`` (every tool spec treated as exact) or ``"off"``."""
+    return "on" if trust_spec else "off"
 
 
 def _tools_for(sample: Sample) -> Any:
@@ -86,7 +92,7 @@ def run_recovery(samples: Sequence[Sample], refiner: Any, seed: int = 0, clean_r
     bar = tqdm(total=len(items), desc="recovery", disable=not progress, leave=False)
     for start in range(0, len(items), BATCH):
         chunk = items[start : start + BATCH]
-        results = refiner.refine_batch([it["sample"].refine_request(it["text"]) for it in chunk], errors="result")
+        results = refine_safely(refiner, [it["sample"].refine_request(it["text"]) for it in chunk])
         for it, res in zip(chunk, results):
             s: Sample = it["sample"]
             correct = not changes_something(res.get("refined", ""), s.gold_calls, s.fmt)

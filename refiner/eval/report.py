@@ -90,30 +90,54 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
         for row in result.rows:
             stages[str(row.get("stage"))] = stages.get(str(row.get("stage")), 0) + 1
         parts += ["", "Pipeline stages: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())) + "."]
+        errors = [row for row in result.rows if row.get("error")]
+        if errors:
+            parts += ["", f"Not refined ({len(errors)}, upstream kept and scored as refined): "
+                      + "; ".join(f"{row['id']}: {row['error'][:160]}" for row in errors[:3])
+                      + (" ..." if len(errors) > 3 else "")]
     return "\n".join(parts)
 
 
-def recovery_section(recovery: Any) -> str:
-    header = ["Error class", "n", "fixed", "still wrong", "harmed", "fixed %"]
+def _recovery_cells(t: Mapping[str, int]) -> list[str]:
+    corrupted = t["fixed"] + t["still_wrong"]
+    fixed_pct = f"{t['fixed'] / corrupted * 100:.1f}" if corrupted else "–"
+    return [str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]), fixed_pct]
+
+
+def recovery_section(recovery: Mapping[str, Any]) -> str:
+    """The recovery table; with several tier-1 spec policies (``{"off": result, "on": result}``), their columns side
+    by side (the inputs are the same, so ``n`` is shared)."""
+    policies = list(recovery)
+    first = recovery[policies[0]]
+    cols = ["fixed", "still wrong", "harmed", "fixed %"]
+    if len(policies) == 1:
+        header = ["Error class", "n", *cols]
+    else:
+        header = ["Error class", "n", *(f"{c} (trust_spec {p})" for p in policies for c in cols)]
     rows = []
-    for cls, t in recovery.table.items():
-        corrupted = t["fixed"] + t["still_wrong"]
-        fixed_pct = f"{t['fixed'] / corrupted * 100:.1f}" if corrupted else "–"
-        rows.append([cls, str(t["n"]), str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]), fixed_pct])
+    for cls, t in first.table.items():
+        cells = [cls, str(t["n"])]
+        for p in policies:
+            cells += _recovery_cells(recovery[p].table.get(cls, {"fixed": 0, "still_wrong": 0, "harmed": 0}))
+        rows.append(cells)
+    policy_text = ("Tier-1 spec policy: trust_spec " + policies[0] + "." if len(policies) == 1 else
+                   "Both tier-1 spec policies on the same inputs: trust_spec off (a spec is believed only where that "
+                   "cannot make a correct call wrong) and on (every spec treated as exact).")
     return "\n".join([
         "## Corruption recovery",
         "",
         "Gold calls of each source, corrupted by the rule corruptor (one error class per sample) or left clean, then "
         "refined. fixed: a corrupted input refined to the gold calls; still wrong: not; harmed: a clean input made "
-        "wrong by the refiner.",
+        "wrong by the refiner. " + policy_text,
         "",
         _table(header, rows),
-        *([f"\nNot corruptible (class → samples passed on to the next class): "
-           + ", ".join(f"{k} {v}" for k, v in sorted(recovery.skipped.items()))] if recovery.skipped else []),
+        *(["\nNot corruptible (class → samples passed on to the next class): "
+           + ", ".join(f"{k} {v}" for k, v in sorted(first.skipped.items()))] if first.skipped else []),
     ])
 
 
-def render_report(results: Sequence[Any], recovery: Any = None, meta: Mapping[str, Any] | None = None) -> str:
+def render_report(results: Sequence[Any], recovery: Mapping[str, Any] | None = None,
+                  meta: Mapping[str, Any] | None = None) -> str:
     meta = dict(meta or {})
     upstream = str(meta.get("upstream", "upstream"))
     refiner = str(meta.get("refiner", "Refiner"))
@@ -122,7 +146,7 @@ def render_report(results: Sequence[Any], recovery: Any = None, meta: Mapping[st
         parts.append(f"- **{k}**: {v}")
     for r in results:
         parts += ["", bench_section(r, upstream, refiner)]
-    if recovery is not None:
+    if recovery:
         parts += ["", recovery_section(recovery)]
     if results:
         parts += ["", "![raw vs refined](chart.png)"]

@@ -4,7 +4,9 @@ Results folder layout (``write_results``)::
 
     OUT/<bench>/outputs.jsonl   one line per sample: id, subset, upstream (raw) text, refined text, pipeline stage,
                                 changed, raw and refined scores
-    OUT/summary.json            every benchmark's summaries (overall and per subset), raw and refined
+    OUT/recovery/outputs.jsonl  corruption recovery, one line per input and spec policy (``trust_spec``: off/on)
+    OUT/summary.json            every benchmark's summaries (overall and per subset), raw and refined; ``recovery``:
+                                the per-class table for each spec policy that ran
     OUT/report.md, OUT/chart.png  (refiner.eval.report)
 """
 
@@ -18,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from refiner.eval.common import Benchmark, Sample
+from refiner.eval.common import REFINER_FAILED, Benchmark, Sample, refine_safely
 
 BATCH = 64
 
@@ -44,12 +46,15 @@ def refine_outputs(refiner: Any, samples: Sequence[Sample], outputs: Mapping[str
     for start in range(0, len(samples), BATCH):
         chunk = samples[start : start + BATCH]
         reqs = [s.refine_request(outputs[s.id]) for s in chunk]
-        for s, res in zip(chunk, refiner.refine_batch(reqs, errors="result")):
+        for s, res in zip(chunk, refine_safely(refiner, reqs)):
             res = dict(res)
             res["refined"] = bench.postprocess_refined(s, res.get("refined", ""))
             results.append(res)
         bar.update(len(chunk))
     bar.close()
+    failed = [r for r in results if str(r.get("error", "")).startswith(REFINER_FAILED)]
+    if len(results) > 1 and len(failed) == len(results):
+        raise RuntimeError(f"{bench.name}: the refiner failed on every sample, e.g. {failed[0]['error']}")
     return results
 
 
@@ -84,9 +89,10 @@ def evaluate(bench: Benchmark, samples: Sequence[Sample], outputs: Mapping[str, 
 
 
 def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Mapping[str, Any] | None = None,
-                  recovery: Any = None, chart: bool = True) -> Path:
+                  recovery: Mapping[str, Any] | None = None, chart: bool = True) -> Path:
     """Writes per-sample outputs, ``summary.json``, ``report.md`` and (if matplotlib is there) ``chart.png``;
-    returns the report path."""
+    returns the report path. ``recovery`` maps a tier-1 spec policy (``"off"``/``"on"``, see
+    :func:`refiner.eval.recovery.spec_policy`) to its :class:`refiner.eval.recovery.RecoveryResult`."""
     from refiner.eval import report
 
     out = Path(out_dir)
@@ -99,13 +105,14 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
             for row in r.rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         summary["benchmarks"][r.bench.name] = {"raw": r.raw, "refined": r.refined, **r.extra}
-    if recovery is not None:
+    if recovery:
         d = out / "recovery"
         d.mkdir(exist_ok=True)
         with (d / "outputs.jsonl").open("w", encoding="utf-8") as f:
-            for row in recovery.rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        summary["recovery"] = recovery.table
+            for policy, res in recovery.items():
+                for row in res.rows:
+                    f.write(json.dumps({**row, "trust_spec": policy}, ensure_ascii=False) + "\n")
+        summary["recovery"] = {policy: res.table for policy, res in recovery.items()}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
                                       encoding="utf-8")
     text = report.render_report(results, recovery=recovery, meta=meta)
@@ -155,6 +162,7 @@ def run_eval(
     limit: int | None = None,
     recovery_sources: Sequence[str] = BENCH_NAMES,
     clean_ratio: float = 0.15,
+    recovery_trust_spec: Sequence[bool] | None = None,
     seed: int = 0,
     meta: Mapping[str, Any] | None = None,
     progress: bool = True,
@@ -166,7 +174,9 @@ def run_eval(
     Upstream outputs come from exactly one of ``upstream_file`` (JSONL of ``{id, output}``), an OpenAI-compatible
     endpoint (``upstream_base_url`` + ``upstream_model``, or an ``upstream_engine`` object) or ``upstream_scripted``
     (the gold, rule-corrupted with that probability). ``refiner`` is a :class:`refiner.pipeline.Refiner` (or None:
-    raw scores only). ``recovery`` needs no upstream."""
+    raw scores only). ``recovery`` needs no upstream; ``recovery_trust_spec`` (e.g. ``(False, True)``) runs it once
+    per tier-1 spec policy (a copy of ``refiner`` with that ``trust_spec``) on the same corrupted inputs and reports
+    them side by side; by default it runs once with ``refiner`` as given."""
     from refiner.eval import upstream as up
 
     benches = list(dict.fromkeys(benches))
@@ -196,10 +206,20 @@ def run_eval(
     if RECOVERY in benches:
         if refiner is None:
             raise ValueError("the recovery benchmark needs a refiner (tier1 or a model)")
-        from refiner.eval.recovery import run_recovery
+        import copy
+
+        from refiner.eval.recovery import run_recovery, spec_policy
 
         samples = []
         for name in recovery_sources:
             samples += make_benchmark(name, seed=seed, **bench_options).load(limit)
-        recovery = run_recovery(samples, refiner, seed=seed, clean_ratio=clean_ratio, progress=progress)
+        recovery = {}
+        policies = list(dict.fromkeys(recovery_trust_spec)) if recovery_trust_spec else [None]
+        for trust in policies:
+            ref = refiner
+            if trust is not None and bool(getattr(refiner, "trust_spec", False)) != trust:
+                ref = copy.copy(refiner)
+                ref.trust_spec = trust
+            recovery[spec_policy(bool(getattr(ref, "trust_spec", False)))] = run_recovery(
+                samples, ref, seed=seed, clean_ratio=clean_ratio, progress=progress)
     return write_results(results, out, meta=meta, recovery=recovery, chart=chart)

@@ -109,7 +109,8 @@ def scripted_outputs(bench: Any, samples: Sequence[Sample], corrupt_ratio: float
         text = bench.render(s, s.gold_calls)
         if rng.random() < corrupt_ratio:
             try:
-                text = corrupt(s.gold_calls, s.fmt, _tools_for(s), random.Random(f"{seed}-{s.id}"), classes=classes).text
+                rng_s = random.Random(f"{seed}-{s.id}")
+                text = corrupt(s.gold_calls, s.fmt, _tools_for(s), rng_s, classes=classes).text
             except CorruptionError:
                 pass
             except Exception as e:  # a corruptor bug must not stop the evaluation; the sample stays clean
