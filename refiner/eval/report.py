@@ -133,6 +133,9 @@ def recovery_section(recovery: Mapping[str, Any]) -> str:
         _table(header, rows),
         *(["\nNot corruptible (class → samples passed on to the next class): "
            + ", ".join(f"{k} {v}" for k, v in sorted(first.skipped.items()))] if first.skipped else []),
+        *[f"\nNot refined (trust_spec {p}): {n} input(s) the refiner failed on, kept as they were and counted "
+          "above as still wrong (clean: kept)." for p, n in
+          ((p, sum(row.get("stage") == "error" for row in recovery[p].rows)) for p in policies) if n],
     ])
 
 
