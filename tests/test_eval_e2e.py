@@ -86,6 +86,45 @@ def test_recovery_tier1(tmp_path):
     assert "## Corruption recovery" in report.read_text()
 
 
+def test_recovery_under_both_spec_policies(tmp_path):
+    """The same corrupted inputs refined by tier 1 with trust_spec off and on: trusting the spec fixes more of the
+    errors a schema reveals (an undeclared parameter, a value of the wrong type), and the report shows both."""
+    for bench in ("apibank", "bfcl"):
+        need(bench)
+    report = run_eval(["recovery"], tmp_path, refiner=Refiner(engine=None), limit=24,
+                      recovery_sources=["apibank", "bfcl"], clean_ratio=0.2, recovery_trust_spec=(False, True),
+                      progress=False, chart=False)
+    rec = json.loads((tmp_path / "summary.json").read_text())["recovery"]
+    off, on = rec["off"], rec["on"]
+    assert {c: t["n"] for c, t in off.items()} == {c: t["n"] for c, t in on.items()}  # same inputs
+    assert on["all"]["fixed"] > off["all"]["fixed"]
+    assert on["extra_param"]["fixed"] > off["extra_param"]["fixed"]
+    rows = [json.loads(x) for x in (tmp_path / "recovery" / "outputs.jsonl").read_text().splitlines()]
+    assert sorted({r["trust_spec"] for r in rows}) == ["off", "on"] and len(rows) == 2 * off["all"]["n"]
+    text = report.read_text()
+    assert "fixed (trust_spec off)" in text and "fixed (trust_spec on)" in text
+
+
+def test_cli_trust_spec_reaches_the_refiner(tmp_path):
+    for bench in ("apibank", "bfcl"):
+        need(bench)
+    from typer.testing import CliRunner
+
+    from refiner.cli import app
+
+    base = ["eval", "--bench", "recovery", "--recovery-sources", "apibank,bfcl", "--limit", "12", "--quiet",
+            "--no-chart"]
+    res = CliRunner().invoke(app, [*base, "--trust-spec", "--out", str(tmp_path / "on")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "on" / "summary.json").read_text())
+    # the table's key is read back from the Refiner that ran
+    assert list(summary["recovery"]) == ["on"] and summary["meta"]["trust_spec"] == "on"
+    res = CliRunner().invoke(app, [*base, "--compare-trust-spec", "--out", str(tmp_path / "both")])
+    assert res.exit_code == 0, res.output
+    assert list(json.loads((tmp_path / "both" / "summary.json").read_text())["recovery"]) == ["off", "on"]
+    assert "fixed % (trust_spec on)" in res.output
+
+
 class CountingEngine:
     """Stands in for the OpenAI engine: answers every conversation with a fixed text and counts calls."""
 
@@ -96,6 +135,48 @@ class CountingEngine:
     def chat(self, conversations, *, n=1, temperature=0.0, max_tokens=1024, enable_thinking=None, seed=None):
         self.calls += len(conversations)
         return [[self.text] for _ in conversations]
+
+
+class ContextLimitEngine:
+    """Stands in for a model engine with a context limit: a batch holding a prompt longer than ``limit`` characters
+    fails as a whole (as vLLM's prompt validation does); otherwise every conversation gets ``answer``."""
+
+    def __init__(self, limit: int, answer: str = "no calls") -> None:
+        self.limit = limit
+        self.answer = answer
+        self.batches = 0
+
+    def chat(self, conversations, *, n=1, temperature=0.0, max_tokens=1024, enable_thinking=None, seed=None):
+        self.batches += 1
+        for conv in conversations:
+            size = sum(len(m["content"]) for m in conv)
+            if size > self.limit:
+                raise ValueError(f"prompt of {size} characters exceeds the context ({self.limit})")
+        return [[self.answer] * n for _ in conversations]
+
+
+def test_a_refiner_failure_costs_only_its_samples():
+    need("apibank")
+    from refiner.pipeline import model_messages, prepare
+
+    b, samples = load("apibank", 9)
+    outputs = up.scripted_outputs(b, samples, corrupt_ratio=1.0, seed=4)
+    sizes = {s.id: sum(len(m["content"]) for m in model_messages(prepare(s.refine_request(outputs[s.id]), None)))
+             for s in samples}
+    longest = max(sizes, key=sizes.get)
+    limit = max(v for k, v in sizes.items() if k != longest)  # only the longest prompt is too long
+    engine = ContextLimitEngine(limit)
+    res = evaluate(b, samples, outputs, Refiner(engine=engine, bypass=False), progress=False)
+    errors = {r["id"]: r for r in res.rows if r["stage"] == "error"}
+    assert list(errors) == [longest]
+    assert "exceeds the context" in errors[longest]["error"] and errors[longest]["refined"] == outputs[longest]
+    assert errors[longest]["scores"] == errors[longest]["raw"]
+    assert engine.batches == 1 + len(samples)  # the batch, then one request at a time
+    from refiner.eval.report import bench_section
+
+    assert f"Not refined (1, upstream kept and scored as refined): {longest}" in bench_section(res, "u", "r")
+    with pytest.raises(RuntimeError, match="failed on every sample"):
+        evaluate(b, samples, outputs, Refiner(engine=ContextLimitEngine(0), bypass=False), progress=False)
 
 
 def test_endpoint_upstream_is_cached(tmp_path):
