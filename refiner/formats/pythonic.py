@@ -58,7 +58,7 @@ def _offset(src: str, lineno: int | None, col: int | None) -> int:
     return base + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
 
 
-def _parse_quietly(src: str) -> ast.expr:
+def parse_quietly(src: str) -> ast.expr:
     """``ast.parse`` in eval mode without the SyntaxWarnings broken text provokes (``1if``, ``"\\d"``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
@@ -70,11 +70,11 @@ def parse_expr(fmt: WireFormat, src: str, offset: int) -> ast.expr:
     """The expression ``src`` as an ast node; a :class:`FormatError` at the absolute position otherwise."""
     try:
         try:
-            return _parse_quietly(src)
+            return parse_quietly(src)
         except SyntaxError:
             if not _KEYWORD_ARG.search(src):
                 raise
-            return _parse_quietly(_mangle_keywords(src))
+            return parse_quietly(_mangle_keywords(src))
     except SyntaxError as e:
         raise fmt.error(
             f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)

@@ -26,6 +26,7 @@ from refiner.formats.pythonic import (
     dotted_name,
     matching_paren,
     parse_expr,
+    parse_quietly,
     render_call,
     split_top_level,
 )
@@ -132,6 +133,6 @@ class ToolAce(WireFormat):
 
 def _name_node(name: str) -> ast.expr:
     try:
-        return ast.parse(name, mode="eval").body
+        return parse_quietly(name)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ast.Constant(None)
