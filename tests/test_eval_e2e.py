@@ -220,6 +220,23 @@ def test_cli_eval_apibank(tmp_path):
     assert res.exit_code == 2 and "unknown benchmark" in res.output
 
 
+def test_cli_argument_errors_come_before_any_model_load(tmp_path):
+    from typer.testing import CliRunner
+
+    from refiner.cli import app
+
+    run = lambda *args: CliRunner().invoke(app, ["eval", "--out", str(tmp_path), *args])  # noqa: E731
+    res = run("--bench", "apibank", "--model", str(tmp_path / "no-model"), "--engine", "hf")
+    assert res.exit_code == 2 and "exactly one upstream" in res.output  # checked before the model path
+    res = run("--bench", "apibank", "--upstream-scripted", "0.5", "--model", str(tmp_path / "no-model"),
+              "--engine", "hf")
+    assert res.exit_code == 2 and "refiner could not be set up" in res.output and "no-model" in res.output
+    res = run("--upstream-base-url", "http://127.0.0.1:1/v1")
+    assert res.exit_code == 2 and "--upstream-model" in res.output
+    res = run("--upstream-scripted", "0.5", "--engine", "openai", "--model", "m")
+    assert res.exit_code == 2 and "--refiner-base-url" in res.output
+
+
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_cli_eval_with_a_tiny_qwen_refiner_through_vllm(tmp_path, request):

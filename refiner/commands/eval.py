@@ -116,13 +116,24 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
     ) -> None:
         from refiner.commands.serve import parse_engine_args
+        from refiner.engines import EngineError
         from refiner.eval.runner import run_eval
 
-        ref, ref_name = make_refiner(refiner, model=model, engine=engine, refiner_base_url=refiner_base_url, n=n,
-                                     thinking=thinking, max_tokens=max_tokens, always_model=always_model,
-                                     trust_spec=trust_spec, engine_kwargs=parse_engine_args(engine_arg))
+        benches = [b.strip() for b in bench.split(",") if b.strip()]
+        # argument errors first, before a model is loaded
         if upstream_base_url and not upstream_model:
             raise typer.BadParameter("--upstream-base-url needs --upstream-model")
+        sources = [x for x in (upstream_file, upstream_base_url, upstream_scripted) if x is not None]
+        if any(b != "recovery" for b in benches) and len(sources) != 1:
+            raise typer.BadParameter("give exactly one upstream: --upstream-base-url with --upstream-model, "
+                                     "--upstream-file or --upstream-scripted")
+        try:
+            ref, ref_name = make_refiner(refiner, model=model, engine=engine, refiner_base_url=refiner_base_url,
+                                         n=n, thinking=thinking, max_tokens=max_tokens, always_model=always_model,
+                                         trust_spec=trust_spec, engine_kwargs=parse_engine_args(engine_arg))
+        except (ValueError, FileNotFoundError, EngineError) as e:
+            typer.echo(f"error: the refiner could not be set up: {e}", err=True)
+            raise typer.Exit(2) from None
         upstream_name = upstream_model or (upstream_file.name if upstream_file else None) or (
             f"gold, {upstream_scripted:.0%} rule-corrupted" if upstream_scripted is not None else "upstream")
         meta = {"upstream": upstream_name, "refiner": ref_name or "none", "limit": limit, "seed": seed}
@@ -130,7 +141,7 @@ def register(app: typer.Typer) -> None:
             meta["trust_spec"] = "off and on (recovery)" if compare_trust_spec else ("on" if trust_spec else "off")
         try:
             report = run_eval(
-                [b.strip() for b in bench.split(",") if b.strip()],
+                benches,
                 out,
                 refiner=ref,
                 upstream_file=upstream_file,
