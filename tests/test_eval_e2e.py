@@ -192,6 +192,40 @@ def test_endpoint_upstream_is_cached(tmp_path):
     assert eng.calls == len(samples) + 2 and set(other) == {s.id for s in samples[:2]}
 
 
+def test_cli_served_upstream_over_http_then_refined_from_the_cache(tmp_path):
+    """The documented two-step story against a real HTTP endpoint (the scripted OpenAI-compatible fake, which answers
+    "echo: <last user message>"): raw only, then refined with the first run's cache, which sends nothing again."""
+    need("apibank")
+    pytest.importorskip("fastapi")
+    from fake_upstream import MODEL_ID, create_fake_upstream, serve_in_thread
+    from typer.testing import CliRunner
+
+    from refiner.cli import app
+
+    _, samples = load("apibank", 6)
+    fake = create_fake_upstream()
+    with serve_in_thread(fake) as url:
+        common = ["eval", "--bench", "apibank", "--limit", "6", "--upstream-base-url", f"{url}/v1",
+                  "--upstream-model", MODEL_ID, "--upstream-max-tokens", "64", "--quiet", "--no-chart"]
+        res = CliRunner().invoke(app, [*common, "--refiner", "none", "--out", str(tmp_path / "raw")])
+        assert res.exit_code == 0, res.output
+        assert fake.state.requests == len(samples)
+        body = fake.state.bodies[-1]
+        assert body["model"] == MODEL_ID and body["max_tokens"] == 64 and body["temperature"] == 0.0
+        assert body["messages"] in [s.messages for s in samples] and "tools" not in body
+        cache = tmp_path / "raw" / "upstream_cache.jsonl"
+        assert len(cache.read_text().splitlines()) == len(samples)
+        res = CliRunner().invoke(app, [*common, "--cache-file", str(cache), "--out", str(tmp_path / "refined")])
+        assert res.exit_code == 0, res.output
+        assert fake.state.requests == len(samples)  # every answer came from the cache
+    raw = json.loads((tmp_path / "raw" / "summary.json").read_text())["benchmarks"]["apibank"]
+    both = json.loads((tmp_path / "refined" / "summary.json").read_text())["benchmarks"]["apibank"]
+    assert raw["refined"] is None and both["raw"] == raw["raw"] and both["refined"]["overall"]["n"] == len(samples)
+    rows = [json.loads(x) for x in (tmp_path / "refined" / "apibank" / "outputs.jsonl").read_text().splitlines()]
+    assert all(r["upstream"].startswith("echo: ") for r in rows)
+    assert f"{MODEL_ID} (Raw)" in res.output and f"{MODEL_ID} (w/ Refiner tier 1)" in res.output
+
+
 def test_upstream_file_errors_name_file_and_record(tmp_path):
     need("apibank")
     _, samples = load("apibank", 3)

@@ -1,7 +1,7 @@
 """Evaluation: the paper's benchmarks (API-Bank, NESTFUL, Bamboogle*, BFCL) and corruption recovery, raw vs refined.
 
-    from refiner.eval import BENCHMARKS
-    bench = BENCHMARKS["apibank"]()
+    from refiner.eval.runner import make_benchmark
+    bench = make_benchmark("apibank")
     samples = bench.load(limit=30)
 
 See ``docs/evaluation.md`` and ``tool-refiner eval --help``.
