@@ -209,3 +209,17 @@ def test_detect_priority_is_first_tag():
 def test_every_format_has_description_and_tags():
     for fmt in formats.all_formats():
         assert fmt.description and fmt.tags, fmt.name
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "want"),
+    [
+        ("nestful", 'Plan [draft]: [{"name": "a", "arguments": {"x": 1}', [ToolCall("a", {"x": 1})]),
+        ("openai", 'Calling [now] {"tool_calls": [{"function": {"name": "a", "arguments": "{}"}}', [ToolCall("a", {})]),
+        ("anthropic", 'Calling [now] [{"type": "tool_use", "name": "a", "input": {}', [ToolCall("a", {})]),
+        ("xlam", '<func_call>Here [1]: [{"name": "a", "arguments": {}}</func_call>', [ToolCall("a", {})]),
+    ],
+)
+def test_lenient_skips_bracketed_prose_before_broken_json(name, text, want):
+    got = formats.get(name).parse_lenient(text)
+    assert got.calls == want and got.problems

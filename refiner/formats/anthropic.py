@@ -67,7 +67,7 @@ class Anthropic(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        blocks = _blocks(lenient_json_in_prose(strip_reasoning(text)))
+        blocks = _blocks(lenient_json_in_prose(strip_reasoning(text), _looks_like))
         if not isinstance(blocks, list):
             out.problems.append("no list of content blocks")
         for block in as_items(blocks):

@@ -390,12 +390,30 @@ def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[str]
     return body
 
 
-def lenient_json_in_prose(text: str) -> Any:
-    """Best-effort JSON value from text that may hold prose around it: from the first ``{`` or ``[`` on."""
-    i = _next_bracket(text, 0)
-    if i < 0:
-        return None
-    return lenient_json(text[i:])
+LENIENT_CANDIDATES = 8
+
+
+def _holds_objects(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict) for v in value))
+
+
+def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
+    """Best-effort JSON value from text that may hold prose around it: repaired from each of the first
+    :data:`LENIENT_CANDIDATES` ``{``/``[`` positions in turn until ``accept(value)`` (by default: an object, or a list
+    holding one) holds; else the first value recovered, or ``None``."""
+    first = None
+    pos = 0
+    for _ in range(LENIENT_CANDIDATES):
+        pos = _next_bracket(text, pos)
+        if pos < 0 or out_of_time():
+            break
+        value = lenient_json(text[pos:])
+        if value is not None and accept(value):
+            return value
+        if first is None:
+            first = value
+        pos += 1
+    return first
 
 
 NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")

@@ -49,7 +49,7 @@ class Nestful(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        value = lenient_json_in_prose(strip_reasoning(text))
+        value = lenient_json_in_prose(strip_reasoning(text), _looks_like_calls)
         if not isinstance(value, list):
             out.problems.append("calls are not a JSON list")
         for item in as_items(value):

@@ -74,7 +74,7 @@ class OpenAI(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        value = lenient_json_in_prose(strip_reasoning(text))
+        value = lenient_json_in_prose(strip_reasoning(text), _looks_like)
         if isinstance(value, dict) and "tool_calls" in value:
             value = value["tool_calls"]
         if not isinstance(value, list):
