@@ -62,7 +62,7 @@ def test_convert_errors_name_the_input(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text('<func_call>[{"name": "a", "arguments": {"x": 1,}}]</func_call>', encoding="utf-8")
     res = runner.invoke(app, ["convert", str(bad), "--from", "xlam", "--to", "hermes"])
-    assert res.exit_code == 2 and str(bad) in res.output and "[xlam] invalid JSON" in res.output
+    assert res.exit_code == 2 and f"{bad}:1:48: [xlam] invalid JSON" in res.output
     res = runner.invoke(app, ["convert", str(bad), "--from", "xlam", "--to", "hermes", "--lenient"])
     assert res.exit_code == 0 and formats.get("hermes").parse_strict(res.stdout)
     assert runner.invoke(app, ["convert", str(tmp_path / "missing.txt"), "--to", "xlam"]).exit_code == 2

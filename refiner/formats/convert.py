@@ -28,8 +28,11 @@ class Converted:
     problems: list[str] = field(default_factory=list)
 
 
-def convert_text(text: str, src: str, dst: str, *, lenient: bool = False, where: str = "<input>") -> Converted:
-    """``text`` in format ``src`` (``"auto"`` detects it) rendered in format ``dst``."""
+def convert_text(
+    text: str, src: str, dst: str, *, lenient: bool = False, where: str = "<input>", locate: bool = True
+) -> Converted:
+    """``text`` in format ``src`` (``"auto"`` detects it) rendered in format ``dst``. Errors start with ``where``
+    (and, when ``locate``, the ``:line:column`` of the defect)."""
     if src == "auto":
         detected = detect_format(text)
         if detected is None:
@@ -43,8 +46,16 @@ def convert_text(text: str, src: str, dst: str, *, lenient: bool = False, where:
         try:
             calls, problems = reader.parse_strict(text), []
         except FormatError as e:
-            raise ConvertError(f"{where}: {e}") from None
+            raise ConvertError(f"{where}{_line_col(text, e.position) if locate else ''}: {e}") from None
     return Converted(writer.render(calls), src, len(calls), problems)
+
+
+def _line_col(text: str, position: int) -> str:
+    """``:line:column`` (1-based) of a character offset, or nothing for an unknown position."""
+    if position < 0:
+        return ""
+    line = text.count("\n", 0, position) + 1
+    return f":{line}:{position - (text.rfind(chr(10), 0, position) + 1) + 1}"
 
 
 def _field_text(value: Any) -> str:
@@ -74,7 +85,12 @@ def convert_jsonl(
         if not isinstance(record, dict) or field_name not in record:
             raise ConvertError(f"{where}: record has no field {field_name!r}")
         done = convert_text(
-            _field_text(record[field_name]), src, dst, lenient=lenient, where=f"{where} field {field_name!r}"
+            _field_text(record[field_name]),
+            src,
+            dst,
+            lenient=lenient,
+            where=f"{where} field {field_name!r}",
+            locate=False,
         )
         record[out_field or field_name] = done.text
         yield record, done
