@@ -89,17 +89,21 @@ def build_messages(
 
 
 def extract_answer(text: str) -> str:
-    """The answer part of a generation: what follows the last ``</think>`` (all of it when there is none)."""
-    i = text.rfind("</think>")
-    return text[i + len("</think>") :].strip() if i >= 0 else text.strip()
+    """The answer part of a generation: what follows the reasoning block (all of it when there is none). The end of
+    reasoning is decided in one place, :func:`refiner.formats.base.reasoning_offset`, the rule every parser uses."""
+    from refiner.formats.base import reasoning_offset
+
+    return text[reasoning_offset(text) :].strip()
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
     """``(reasoning, rest)``: the content of a leading ``<think>`` block, if any, and what follows it."""
-    i = text.rfind("</think>")
-    if i < 0:
+    from refiner.formats.base import reasoning_offset
+
+    end = reasoning_offset(text)
+    if end == 0:
         return None, text
-    head = text[:i]
+    head = text[: end - len("</think>")]
     j = head.find("<think>")
     reasoning = head[j + len("<think>") :] if j >= 0 else head
-    return reasoning.strip(), text[i + len("</think>") :].strip()
+    return reasoning.strip(), text[end:].strip()

@@ -15,7 +15,7 @@ BAD = [
     ("hermes", '<tool_call>{"name": "a", "parameters": {}}</tool_call>', "unexpected keys"),
     ("hermes", '<tool_call>{"name": "a", "arguments": {"x": [1, NaN]}}</tool_call>', "NaN"),
     ("glaive", '{"name": "a", "arguments": "{}"} <|endoftext|>', "missing <functioncall>"),
-    ("glaive", '<functioncall> {"name": "a", "arguments": \'{"x": 1}\'}', "missing <|endoftext|>"),
+    ("glaive", '<functioncall> {"name": "a", "arguments": \'{"x": 1}\'} then prose', "missing <|endoftext|>"),
     ("glaive", '<functioncall> {"name": "a", "arguments": \'[1, 2]\'} <|endoftext|>', "must be a JSON object"),
     ("glaive", '<functioncall> {"name": "a", "arguments": "{\\"x\\": [1,}"} <|endoftext|>', "invalid JSON"),
     ("toolace", "[f(a=1)]", "missing <function_list>"),
@@ -223,3 +223,20 @@ def test_every_format_has_description_and_tags():
 def test_lenient_skips_bracketed_prose_before_broken_json(name, text, want):
     got = formats.get(name).parse_lenient(text)
     assert got.calls == want and got.problems
+
+
+def test_glaive_end_marker_may_be_dropped_after_the_last_call_only():
+    """``<|endoftext|>`` is a special token: decoding with skip_special_tokens drops it, so the last call may lack it;
+    between two calls it is still required."""
+    from refiner.calls import ToolCall
+    from refiner.formats import FormatError, get
+
+    g = get("glaive")
+    calls = [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    text = g.render(calls)
+    assert g.parse_strict(text.removesuffix("<|endoftext|>").rstrip()) == calls
+    broken = text.replace("<|endoftext|>", "", 1)  # the marker between the calls is gone
+    with pytest.raises(FormatError, match="endoftext"):
+        g.parse_strict(broken)
+    with pytest.raises(FormatError):
+        g.parse_strict(text.removesuffix("<|endoftext|>") + " trailing prose")

@@ -1,6 +1,9 @@
 """Glaive function calling v2: ``<functioncall> {"name": ..., "arguments": '{...}'} <|endoftext|>``, one block
 per call.
 
+The end marker ``<|endoftext|>`` may be missing after the last call only: it is a special token, and decoders that
+skip special tokens drop it. Between calls it is required.
+
 Raw Glaive writes ``arguments`` as a single-quoted string holding JSON (so a block is not valid JSON); an object
 (as in converted ShareGPT copies) or a double-quoted JSON string is accepted as well. Rendering writes the raw form.
 """
@@ -85,9 +88,13 @@ class Glaive(WireFormat):
                 obj["arguments"] = strict_json(self, obj["arguments"], i)
             name, args, _ = strict_fields(self, obj, i, what=f"the call at {i}")
             end = skip_ws(text, end)
-            if not text.startswith(CLOSE, end):
-                raise self.error(f"missing {CLOSE} after the call", end)
             calls.append(ToolCall(name, args))
+            if not text.startswith(CLOSE, end):
+                if end == len(text):
+                    # <|endoftext|> is a special token in Qwen-family tokenizers: decoding with
+                    # skip_special_tokens (as verl's reward managers do) drops it from the end of the text.
+                    break
+                raise self.error(f"missing {CLOSE} after the call", end)
             i = text.find(OPEN, end + len(CLOSE))
         return calls
 
