@@ -10,7 +10,6 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     dumps,
     expect_object,
     expect_str,
@@ -73,9 +72,7 @@ class Anthropic(WireFormat):
         for block in as_items(blocks):
             if isinstance(block, dict) and isinstance(block.get("type"), str) and block["type"] in IGNORED_BLOCKS:
                 continue
-            call = coerce_call(block, out.problems)
-            if call is not None:
-                out.calls.append(call)
+            out.add(block)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return dumps(

@@ -15,16 +15,15 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     decode_at,
     dumps,
     find_all_tagged,
+    lenient_blocks,
     lenient_json,
     reasoning_offset,
     register,
     skip_ws,
     strict_fields,
-    strip_reasoning,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -53,21 +52,9 @@ class ApiBank(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        body = strip_reasoning(text)
-        chunks = body.split(OPEN)[1:]
-        if not chunks:
-            out.problems.append(f"missing {OPEN}")
-            chunks = [body]
-        for chunk in chunks:
-            if CLOSE in chunk:
-                chunk = chunk.split(CLOSE, 1)[0]
-            else:
-                out.problems.append(f"missing {CLOSE}")
-                chunk = chunk.split("<response>", 1)[0]
+        for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
             for item in _objects(self, chunk):
-                call = coerce_call(item, out.problems)
-                if call is not None:
-                    out.calls.append(call)
+                out.add(item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         lines = [dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls]

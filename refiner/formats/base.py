@@ -21,7 +21,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -52,6 +52,12 @@ class Lenient:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def add(self, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
+        """Adds the call :func:`coerce_call` makes of ``item``; a problem instead when it makes none."""
+        call = coerce_call(item, self.problems, outputs=outputs)
+        if call is not None:
+            self.calls.append(call)
 
 
 class WireFormat:
@@ -318,9 +324,9 @@ def expect_blank(fmt: WireFormat, text: str, start: int, end: int, what: str) ->
         raise fmt.error(f"unexpected text {text[i : min(end, i + 30)]!r} {what}", i)
 
 
-def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
-    """The single JSON value between the first ``open_tag`` and its ``close_tag`` after any reasoning, and its
-    position; nothing else is allowed inside the tags."""
+def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
+    """``(a, b)``: ``text[a:b]`` lies between the first ``open_tag`` after any reasoning and the ``close_tag`` after
+    it; raises when either tag is missing."""
     start = reasoning_offset(text)
     i = text.find(open_tag, start)
     if i < 0:
@@ -329,9 +335,24 @@ def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
     b = text.find(close_tag, a)
     if b < 0:
         raise fmt.error(f"missing {close_tag}", len(text))
+    return a, b
+
+
+def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
+    """The single JSON value between the first ``open_tag`` and its ``close_tag`` after any reasoning, and its
+    position; nothing else is allowed inside the tags."""
+    a, b = tagged_span(fmt, text, open_tag, close_tag)
     value, end = decode_at(fmt, text[:b], a)
     expect_blank(fmt, text, end, b, f"before {close_tag}")
     return value, skip_ws(text, a)
+
+
+def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
+    """:func:`tagged_json` for formats whose tags hold a JSON list; raises when the value is anything else."""
+    value, pos = tagged_json(fmt, text, open_tag, close_tag)
+    if not isinstance(value, list):
+        raise fmt.error(f"{open_tag} must hold a JSON list, got {type(value).__name__}", pos)
+    return value, pos
 
 
 MAX_JSON_CANDIDATES = 64
@@ -388,6 +409,27 @@ def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[str]
     else:
         body = body[:j]
     return body
+
+
+def lenient_blocks(
+    text: str, open_tag: str, close_tag: str, problems: list[str], stop: str | None = None
+) -> Iterator[str]:
+    """The bodies of the ``open_tag ... close_tag`` blocks after any reasoning, one at a time, tolerating missing
+    tags (each is reported as its block comes): without any ``open_tag`` the whole text is one block; a block
+    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given."""
+    body = strip_reasoning(text)
+    chunks = body.split(open_tag)[1:]
+    if not chunks:
+        problems.append(f"missing {open_tag}")
+        chunks = [body]
+    for chunk in chunks:
+        if close_tag in chunk:
+            chunk = chunk.split(close_tag, 1)[0]
+        else:
+            problems.append(f"missing {close_tag}")
+            if stop is not None:
+                chunk = chunk.split(stop, 1)[0]
+        yield chunk
 
 
 LENIENT_CANDIDATES = 8

@@ -18,17 +18,16 @@ from refiner.formats.base import (
     FormatError,
     Lenient,
     WireFormat,
-    coerce_call,
     decode_at,
     dumps,
     expect_object,
+    lenient_blocks,
     lenient_json,
     reasoning_offset,
     register,
     skip_ws,
     strict_fields,
     strict_json,
-    strip_reasoning,
 )
 
 OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
@@ -99,20 +98,8 @@ class Glaive(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        body = strip_reasoning(text)
-        chunks = body.split(OPEN)[1:]
-        if not chunks:
-            out.problems.append(f"missing {OPEN}")
-            chunks = [body]
-        for chunk in chunks:
-            if CLOSE in chunk:
-                chunk = chunk.split(CLOSE, 1)[0]
-            else:
-                out.problems.append(f"missing {CLOSE}")
-                chunk = chunk.split(TURN_BREAK, 1)[0]
-            call = coerce_call(_lenient_object(self, chunk), out.problems)
-            if call is not None:
-                out.calls.append(call)
+        for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop=TURN_BREAK):
+            out.add(_lenient_object(self, chunk))
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(

@@ -15,15 +15,14 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     dumps,
     find_all_tagged,
+    lenient_blocks,
     lenient_json,
     reasoning_offset,
     register,
     strict_fields,
     strict_json,
-    strip_reasoning,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -48,22 +47,12 @@ class Hermes(WireFormat):
         return [_call_from_obj(self, strict_json(self, text[a:b], a), a) for a, b in spans]
 
     def recover(self, text: str, out: Lenient) -> None:
-        body = strip_reasoning(text)
-        chunks = body.split(OPEN)[1:] if OPEN in body else [body]
-        if OPEN not in body:
-            out.problems.append(f"missing {OPEN}")
-        for chunk in chunks:
-            if CLOSE in chunk:
-                chunk = chunk.split(CLOSE, 1)[0]
-            else:
-                out.problems.append(f"missing {CLOSE}")
+        for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems):
             items = as_items(lenient_json(chunk))
             if not items:
                 out.problems.append(f"unrecoverable call: {chunk[:80]!r}")
             for item in items:
-                call = coerce_call(item, out.problems)
-                if call is not None:
-                    out.calls.append(call)
+                out.add(item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(f"{OPEN}\n{dumps({'name': c.name, 'arguments': dict(c.arguments)})}\n{CLOSE}" for c in calls)

@@ -14,7 +14,6 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     dumps,
     expect_str,
     json_in_prose,
@@ -54,9 +53,7 @@ class Nestful(WireFormat):
             out.problems.append("calls are not a JSON list")
         for item in as_items(value):
             label = item.get("label") if isinstance(item, dict) else None
-            call = coerce_call(item, out.problems, outputs=(str(label),) if isinstance(label, (str, int)) else ())
-            if call is not None:
-                out.calls.append(call)
+            out.add(item, outputs=(str(label),) if isinstance(label, (str, int)) else ())
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         items = []

@@ -13,14 +13,13 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     dumps,
     expect_str_list,
     lenient_json_in_prose,
     lenient_region,
     register,
     strict_fields,
-    tagged_json,
+    tagged_list,
 )
 
 OPEN, CLOSE = "<nested function>", "</nested function>"
@@ -36,9 +35,7 @@ class NesTools(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        value, pos = tagged_json(self, text, OPEN, CLOSE)
-        if not isinstance(value, list):
-            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
+        value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls = []
         for i, item in enumerate(value):
             what = f"call #{i}"
@@ -59,9 +56,7 @@ class NesTools(WireFormat):
                 out.problems.append(f"'responses' is not a list: {str(responses)[:80]!r}")
                 responses = []
             outputs = tuple(str(r) for r in responses if isinstance(r, (str, int)))
-            call = coerce_call(item, out.problems, outputs=outputs)
-            if call is not None:
-                out.calls.append(call)
+            out.add(item, outputs=outputs)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         items = [{"api_name": c.name, "parameters": dict(c.arguments), "responses": list(c.outputs)} for c in calls]

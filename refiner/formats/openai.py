@@ -10,7 +10,6 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     dumps,
     expect_object,
     expect_str,
@@ -80,9 +79,7 @@ class OpenAI(WireFormat):
         if not isinstance(value, list):
             out.problems.append("no tool_calls list")
         for item in as_items(value):
-            call = coerce_call(item, out.problems)
-            if call is not None:
-                out.calls.append(call)
+            out.add(item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         tool_calls = [

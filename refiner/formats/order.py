@@ -20,7 +20,7 @@ from refiner.formats.base import (
     lenient_json_in_prose,
     lenient_region,
     register,
-    tagged_json,
+    tagged_list,
 )
 
 OPEN, CLOSE = "<order_func>", "</order_func>"
@@ -34,9 +34,7 @@ class Order(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        value, pos = tagged_json(self, text, OPEN, CLOSE)
-        if not isinstance(value, list):
-            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
+        value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls = []
         for i, item in enumerate(value):
             item = expect_object(self, item, f"step entry #{i}", pos)

@@ -18,8 +18,8 @@ from refiner.formats.base import (
     lenient_json,
     lenient_region,
     out_of_time,
-    reasoning_offset,
     register,
+    tagged_span,
 )
 from refiner.formats.pythonic import (
     Literals,
@@ -41,14 +41,7 @@ class ToolAce(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(OPEN, start)
-        if i < 0:
-            raise self.error(f"missing {OPEN}", start)
-        a = i + len(OPEN)
-        b = text.find(CLOSE, a)
-        if b < 0:
-            raise self.error(f"missing {CLOSE}", len(text))
+        a, b = tagged_span(self, text, OPEN, CLOSE)
         return self._calls(text[a:b].strip(), a + len(text[a:b]) - len(text[a:b].lstrip()))
 
     def _calls(self, src: str, offset: int) -> list[ToolCall]:

@@ -13,13 +13,12 @@ from refiner.formats.base import (
     Lenient,
     WireFormat,
     as_items,
-    coerce_call,
     dumps,
     lenient_json_in_prose,
     lenient_region,
     register,
     strict_fields,
-    tagged_json,
+    tagged_list,
 )
 
 OPEN, CLOSE = "<func_call>", "</func_call>"
@@ -32,9 +31,7 @@ class XLam(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        value, pos = tagged_json(self, text, OPEN, CLOSE)
-        if not isinstance(value, list):
-            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
+        value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls = []
         for i, item in enumerate(value):
             name, args, _ = strict_fields(self, item, pos, what=f"call #{i}")
@@ -46,9 +43,7 @@ class XLam(WireFormat):
         if not isinstance(value, list):
             out.problems.append("calls are not a JSON list")
         for item in as_items(value):
-            call = coerce_call(item, out.problems)
-            if call is not None:
-                out.calls.append(call)
+            out.add(item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}{dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}{CLOSE}"
