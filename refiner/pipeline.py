@@ -14,6 +14,12 @@ refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``,
 with ``refine_batch(..., errors="result")``, a result with ``stage: "error"`` and an ``error`` message
 (:func:`error_result`).
 
+A failing model step never fails a request or its batch: when the batched engine call raises (a prompt longer than
+the model's context, an HTTP error for one conversation, ...), each request is retried alone, and a request whose
+model step still fails gets the best result without the model (tier-1 repair or the upstream) with ``stage:
+"fallback"``, a ``reason`` naming the error and ``model_error`` (``"<ExceptionType>: <message>"``; the field is present
+only then, so callers such as evaluation can tell a model failure from a model answer the guard rejected).
+
 With ``engine=None`` only tier 1 and the guard run. Tier 1 believes a tool spec only where it is safe (see
 :mod:`refiner.repair`); ``Refiner(trust_spec=True)`` makes it treat every spec as exact.
 """
@@ -21,6 +27,7 @@ With ``engine=None`` only tier 1 and the guard run. Tier 1 believes a tool spec 
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +41,9 @@ from refiner.repair import Tier1, repair_parsed
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 STAGES = ("unchanged", "repaired", "model", "fallback")  # plus "error" for an unreadable request (error_result)
+MAX_ERROR_CHARS = 300  # of an engine error's message kept in ``model_error`` and ``reason``
+
+log = logging.getLogger(__name__)
 
 
 class RequestError(ValueError):
@@ -114,6 +124,7 @@ class Job:
     tier1: Tier1
     samples: list[Tier1] = field(default_factory=list)  # model answers, each parsed, gated and tier-1 repaired
     trust_spec: bool = False  # tier 1 treats every tool spec as exact
+    model_error: str | None = None  # "<ExceptionType>: <message>" when the model step failed for this request
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -204,6 +215,9 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
     base_report = base.after if base else job.upstream
     if base_stage == "unchanged" and job.out_fmt != job.upstream_fmt and job.upstream.calls:
         base_stage = "repaired"  # the format conversion alone is a change
+    if model is None and job.model_error is not None:
+        what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
+        return "fallback", base_text, base_calls, base_report, f"the model step failed ({job.model_error}); {what} kept"
     if model is None:
         what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
         verdict = "passes the gate" if base_report.passed else "still fails the gate (no model ran)"
@@ -232,6 +246,9 @@ def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: GateReport, reason: str) -> dict:
+    """The JSON result of a job (see the module docstring); ``actions`` are listed whenever tier-1's text is
+    returned, also as a fallback."""
+    tier1_text = stage == "repaired" or (stage == "fallback" and job.best_without_model[0] == "repaired")
     changed = not (text == job.request["upstream"] and job.upstream.strict_ok)
     if stage == "unchanged" and not job.upstream.strict_ok:
         changed = False  # nothing could be done: the text is returned as it came
@@ -245,7 +262,8 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
         "format": job.out_fmt,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
         "upstream_diagnostics": [d.to_dict() for d in job.upstream.diagnostics],
-        "actions": [a.to_dict() for a in job.tier1.actions] if stage == "repaired" else [],
+        "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
+        **({"model_error": job.model_error} if job.model_error is not None else {}),
     }
 
 
@@ -314,7 +332,8 @@ class Refiner:
         return self.refine_batch([request])[0]
 
     def refine_batch(self, requests: Iterable[Mapping[str, Any]], *, errors: str = "raise") -> list[dict]:
-        """Results in request order; the model runs once for all requests that need it. ``errors="result"`` turns an
+        """Results in request order; the model runs once for all requests that need it (if that call fails, once per
+        request; a request whose model step fails falls back, see :meth:`run_model`). ``errors="result"`` turns an
         unreadable request into an error result (see :func:`error_result`) instead of raising."""
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
@@ -346,7 +365,25 @@ class Refiner:
         return not (base.after if base else job.upstream).passed
 
     def run_model(self, jobs: Sequence[Job]) -> None:
-        """One batched engine call for all ``jobs``; fills each job's ``samples``."""
+        """Fills each job's ``samples``: one batched engine call for all ``jobs``; when it fails, one call per job,
+        and a job whose own call fails gets ``model_error`` instead (never an exception)."""
+        try:
+            self._model_step(jobs)
+            return
+        except Exception as e:  # noqa: BLE001 - any engine failure; retried request by request below
+            if len(jobs) == 1:
+                self._model_failed(jobs[0], e)
+                return
+            log.warning("refiner model step failed for a batch of %d (%s); retrying one request at a time",
+                        len(jobs), describe_error(e))
+        for job in jobs:
+            try:
+                self._model_step([job])
+            except Exception as e:  # noqa: BLE001 - this request falls back to its best result without the model
+                self._model_failed(job, e)
+
+    def _model_step(self, jobs: Sequence[Job]) -> None:
+        """One engine call for ``jobs``; every job's answers are read before any is stored (all or nothing)."""
         conversations = [model_messages(j) for j in jobs]
         generations = self.engine.chat(
             conversations,
@@ -358,5 +395,20 @@ class Refiner:
         )
         if len(generations) != len(jobs):
             raise RuntimeError(f"engine returned {len(generations)} results for {len(jobs)} conversations")
-        for job, texts in zip(jobs, generations):
-            job.samples = [read_sample(job, t) for t in texts]
+        samples = [[read_sample(job, t) for t in texts] for job, texts in zip(jobs, generations)]
+        for job, got in zip(jobs, samples):
+            job.samples = got
+
+    @staticmethod
+    def _model_failed(job: Job, error: Exception) -> None:
+        job.samples = []
+        job.model_error = describe_error(error)
+        log.warning("refiner model step failed for one request: %s", job.model_error)
+
+
+def describe_error(error: BaseException) -> str:
+    """``"<ExceptionType>: <message>"``, the message cut to :data:`MAX_ERROR_CHARS` characters."""
+    message = str(error)
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[:MAX_ERROR_CHARS] + "..."
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from refiner.calls import ToolCall
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# Start of the error message of a sample the refiner itself failed on (see refine_safely).
+# Start of the error message of a sample the refiner model failed on (see refine_safely).
 REFINER_FAILED = "refiner failed"
 
 
@@ -215,15 +215,15 @@ class Variant:
 
 
 def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """``refiner.refine_batch(requests, errors="result")``, where a failure of the refiner itself (e.g. a prompt
-    longer than the refiner model's context) costs only the requests that cause it: the batch is retried one request
-    at a time and a request that still fails becomes an error result (stage ``"error"``, its upstream text passed
-    through, the message under ``"error"``)."""
+    """``refiner.refine_batch(requests, errors="result")``, where a request the refiner model failed on (the pipeline
+    retries a failed batch one request at a time and marks what still fails with ``model_error``, see
+    :mod:`refiner.pipeline`) becomes an error result: stage ``"error"``, its upstream text passed through and scored
+    as refined, the message under ``"error"`` starting with :data:`REFINER_FAILED`. So a sample the model could not
+    see is reported as not refined rather than credited to tier 1."""
     from refiner.pipeline import error_result
 
-    try:
-        return list(refiner.refine_batch(list(requests), errors="result"))
-    except Exception as e:  # noqa: BLE001 - any engine failure; retried request by request below
-        if len(requests) == 1:
-            return [error_result(requests[0], f"{REFINER_FAILED}: {type(e).__name__}: {str(e)[:300]}")]
-    return [res for req in requests for res in refine_safely(refiner, [req])]
+    results = list(refiner.refine_batch(list(requests), errors="result"))
+    if len(results) != len(requests):
+        raise RuntimeError(f"the refiner returned {len(results)} results for {len(requests)} requests")
+    return [error_result(req, f"{REFINER_FAILED}: {res['model_error']}") if res.get("model_error") else res
+            for req, res in zip(requests, results)]
