@@ -17,6 +17,7 @@ import re
 import tokenize
 import unicodedata
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from refiner.formats.base import FormatError, WireFormat
@@ -207,10 +208,12 @@ def render_call(name: str, arguments: dict[str, Any]) -> str:
 # Splitting broken text (lenient): one linear scan, quotes and bracket depth tracked
 
 
-def split_top_level(src: str) -> list[str]:
-    """``src`` cut at commas outside brackets and quotes."""
-    parts, depth, quote, escaped, last = [], 0, "", False, 0
-    for i, ch in enumerate(src):
+def _unquoted(src: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` for each character of ``src`` from ``start`` that lies outside quoted strings (quotes
+    themselves and backslash escapes inside them skipped)."""
+    quote, escaped = "", False
+    for i in range(start, len(src)):
+        ch = src[i]
         if quote:
             if escaped:
                 escaped = False
@@ -220,7 +223,15 @@ def split_top_level(src: str) -> list[str]:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch in "([{":
+        else:
+            yield i, ch
+
+
+def split_top_level(src: str) -> list[str]:
+    """``src`` cut at commas outside brackets and quotes."""
+    parts, depth, last = [], 0, 0
+    for i, ch in _unquoted(src):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth = max(depth - 1, 0)
@@ -233,19 +244,9 @@ def split_top_level(src: str) -> list[str]:
 
 def matching_paren(src: str, open_at: int) -> int:
     """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none."""
-    depth, quote, escaped = 0, "", False
-    for i in range(open_at, len(src)):
-        ch = src[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
+    depth = 0
+    for i, ch in _unquoted(src, open_at):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
