@@ -24,6 +24,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.specs.types import json_type_of
 
 ERROR = "error"
 WARNING = "warning"
@@ -223,21 +224,8 @@ def type_matches(type_name: str | None, value: Any) -> bool:
 
 
 def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
+    """The JSON type name of a parsed value (lists are arrays, mappings objects); the Python type name otherwise."""
+    return json_type_of(value, arrays=(list,), objects=(Mapping,)) or type(value).__name__
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -91,7 +91,11 @@ _GENERIC = re.compile(r"^([A-Za-z_][\w.]*)\s*[\[(<](.*)[\])>]$", re.DOTALL)
 _OR = re.compile(r"\s+or\s+|\s*\|\s*", re.IGNORECASE)
 
 
-def _json_type_of(value: Any) -> str | None:
+def json_type_of(
+    value: Any, *, arrays: tuple[type, ...] = (list, tuple), objects: tuple[type, ...] = (dict,)
+) -> str | None:
+    """The JSON Schema type name of a Python value (``bool`` is ``boolean``, not ``integer``); instances of
+    ``arrays`` are ``array`` and of ``objects`` are ``object``; None for anything else."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -102,16 +106,16 @@ def _json_type_of(value: Any) -> str | None:
         return "number"
     if isinstance(value, str):
         return "string"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, arrays):
         return "array"
-    if isinstance(value, dict):
+    if isinstance(value, objects):
         return "object"
     return None
 
 
 def type_of_values(values: list[Any]) -> str | None:
     """The one JSON type all ``values`` share (``integer`` widens to ``number``), else None."""
-    types = {_json_type_of(v) for v in values}
+    types = {json_type_of(v) for v in values}
     types.discard("null")
     if types == {"integer", "number"}:
         return "number"
