@@ -362,30 +362,33 @@ def _rename_key(args: Mapping[str, Any], old: str, new: str) -> dict[str, Any]:
     return {(new if k == old else k): v for k, v in args.items()}
 
 
-def _op_param_name_typo(calls, tools, fmt, rng):
+def _pick_arg(calls: Sequence[ToolCall], rng: random.Random) -> tuple[int, str] | None:
+    """A seeded ``(call index, parameter name)`` among the calls that have arguments; None when none has."""
     idx = _with_args(calls)
     if not idx:
         return None
     i = rng.choice(idx)
+    return i, rng.choice(list(calls[i].arguments))
+
+
+def _rename_param(calls, rng, new_name: Callable[[str, random.Random], str]):
+    """Renames one seeded parameter to ``new_name(key, rng)``; None when there is none or that name is taken."""
+    if (picked := _pick_arg(calls, rng)) is None:
+        return None
+    i, key = picked
     args = calls[i].arguments
-    key = rng.choice(list(args))
-    new = _typo(key, rng)
+    new = new_name(key, rng)
     if new in args:
         return None
     return _replace(calls, i, arguments=_rename_key(args, key, new)), f"call {i}: parameter {key!r} -> {new!r}"
+
+
+def _op_param_name_typo(calls, tools, fmt, rng):
+    return _rename_param(calls, rng, _typo)
 
 
 def _op_param_name_synonym(calls, tools, fmt, rng):
-    idx = _with_args(calls)
-    if not idx:
-        return None
-    i = rng.choice(idx)
-    args = calls[i].arguments
-    key = rng.choice(list(args))
-    new = _param_synonym(key, rng)
-    if new in args:
-        return None
-    return _replace(calls, i, arguments=_rename_key(args, key, new)), f"call {i}: parameter {key!r} -> {new!r}"
+    return _rename_param(calls, rng, _param_synonym)
 
 
 def _op_missing_required_param(calls, tools, fmt, rng):
@@ -420,24 +423,20 @@ def _op_extra_param(calls, tools, fmt, rng):
 
 
 def _op_value_type_drift(calls, tools, fmt, rng):
-    idx = _with_args(calls)
-    if not idx:
+    if (picked := _pick_arg(calls, rng)) is None:
         return None
-    i = rng.choice(idx)
+    i, key = picked
     args = dict(calls[i].arguments)
-    key = rng.choice(list(args))
     new = _drift(args[key], rng)
     args[key] = new
     return _replace(calls, i, arguments=args), f"call {i}: {key!r} type drift -> {new!r}"
 
 
 def _op_wrong_value(calls, tools, fmt, rng):
-    idx = _with_args(calls)
-    if not idx:
+    if (picked := _pick_arg(calls, rng)) is None:
         return None
-    i = rng.choice(idx)
+    i, key = picked
     args = dict(calls[i].arguments)
-    key = rng.choice(list(args))
     info = tools.get(calls[i].name)
     placeholders = [o for c in calls for o in c.outputs]
     new = _wrong(args[key], rng, enum=info.enums.get(key) if info else None, placeholders=placeholders)
