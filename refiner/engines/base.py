@@ -51,6 +51,29 @@ def check_request(conversations: Sequence[Conversation], n: int, temperature: fl
                 raise ValueError(f"conversation {i}, message {j}: field 'content' missing")
 
 
+class CheckedEngine:
+    """Base of the project's engines: :meth:`chat` checks every request here (:func:`check_request`), then hands
+    it to the engine's :meth:`_run`."""
+
+    def chat(
+        self,
+        conversations: Sequence[Conversation],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        enable_thinking: bool | None = None,
+        seed: int | None = None,
+    ) -> list[list[str]]:
+        check_request(conversations, n, temperature, max_tokens)
+        return self._run(conversations, n=n, temperature=temperature, max_tokens=max_tokens,
+                         enable_thinking=enable_thinking, seed=seed)
+
+    def _run(self, conversations: Sequence[Conversation], **sampling: Any) -> list[list[str]]:
+        """``n`` texts per conversation of a checked request (``sampling``: the keyword arguments of :meth:`chat`)."""
+        raise NotImplementedError
+
+
 def template_kwargs(enable_thinking: bool | None) -> dict[str, Any]:
     """Chat-template variables: ``enable_thinking`` only when the caller chose (Qwen3 templates read it)."""
     return {} if enable_thinking is None else {"enable_thinking": bool(enable_thinking)}

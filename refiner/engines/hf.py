@@ -14,7 +14,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from refiner.engines.base import Conversation, EngineError, check_request, template_kwargs
+from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ def packaged_gguf(package: str) -> Path:
     raise FileNotFoundError(f"no .gguf file in package {package!r}")
 
 
-class HFEngine:
+class HFEngine(CheckedEngine):
     """A causal LM run by ``transformers`` (``generate``), batched with left padding, ``batch_size`` at a time."""
 
     def __init__(
@@ -73,17 +73,8 @@ class HFEngine:
         ).to(device)
         self.model.eval()
 
-    def chat(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        enable_thinking: bool | None = None,
-        seed: int | None = None,
-    ) -> list[list[str]]:
-        check_request(conversations, n, temperature, max_tokens)
+    def _run(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
+             enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
         prompts = [
             self.tokenizer.apply_chat_template(
                 [dict(m) for m in conv], tokenize=False, add_generation_prompt=True, **template_kwargs(enable_thinking)

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from refiner.engines.base import Conversation, EngineError, check_request, template_kwargs
+from refiner.engines.base import CheckedEngine, Conversation, EngineError, check_request, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def _error_detail(response: httpx.Response) -> str:
         return response.text[:300]
 
 
-class OpenAIEngine:
+class OpenAIEngine(CheckedEngine):
     """Chat completions from an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``).
 
     ``model`` defaults to the first model the server lists under ``/models``. ``extra_body`` is merged into every
@@ -87,25 +87,14 @@ class OpenAIEngine:
 
     # ------------------------------------------------------------------------------------------------ public API
 
-    def chat(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        enable_thinking: bool | None = None,
-        seed: int | None = None,
-    ) -> list[list[str]]:
-        coro_args = {"n": n, "temperature": temperature, "max_tokens": max_tokens, "enable_thinking": enable_thinking,
-                     "seed": seed}
+    def _run(self, conversations: Sequence[Conversation], **sampling: Any) -> list[list[str]]:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.achat(conversations, **coro_args))
+            return asyncio.run(self._arun(conversations, **sampling))
         # Called from inside an event loop (e.g. a server handler): run on a private loop in a worker thread.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self.achat(conversations, **coro_args)).result()
+            return pool.submit(asyncio.run, self._arun(conversations, **sampling)).result()
 
     async def achat(
         self,
@@ -119,6 +108,11 @@ class OpenAIEngine:
     ) -> list[list[str]]:
         """Async form of :meth:`chat`."""
         check_request(conversations, n, temperature, max_tokens)
+        return await self._arun(conversations, n=n, temperature=temperature, max_tokens=max_tokens,
+                                enable_thinking=enable_thinking, seed=seed)
+
+    async def _arun(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
+                    enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
         if not conversations:
             return []
         sem = asyncio.Semaphore(self.concurrency)

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from refiner.engines.base import Conversation, EngineError, check_request, template_kwargs
+from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ def _on_cpu() -> bool:
     return bool(current_platform.is_cpu())
 
 
-class VLLMEngine:
+class VLLMEngine(CheckedEngine):
     """A local model served by ``vllm.LLM``; the chat template (with ``enable_thinking``) is applied by vLLM.
 
     ``in_process=True`` runs vLLM's engine core inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), which
@@ -69,17 +69,8 @@ class VLLMEngine:
         self._vllm = vllm
         self.llm = vllm.LLM(**kwargs)
 
-    def chat(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        enable_thinking: bool | None = None,
-        seed: int | None = None,
-    ) -> list[list[str]]:
-        check_request(conversations, n, temperature, max_tokens)
+    def _run(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
+             enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
         if not conversations:
             return []
         params = self._vllm.SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
