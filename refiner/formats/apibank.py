@@ -17,13 +17,12 @@ from refiner.formats.base import (
     as_items,
     decode_at,
     dumps,
-    find_all_tagged,
     lenient_blocks,
     lenient_json,
-    reasoning_offset,
     register,
     skip_ws,
     strict_fields,
+    tag_spans,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -36,12 +35,8 @@ class ApiBank(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        spans = find_all_tagged(text, OPEN, CLOSE, start)
-        if not spans:
-            raise self.error(f"no {OPEN}...{CLOSE} block", start)
         calls = []
-        for a, b in spans:
+        for a, b in tag_spans(self, text, OPEN, CLOSE):
             block = text[:b]
             pos = skip_ws(block, a)
             while pos < b:

@@ -198,6 +198,15 @@ def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) ->
         pos = span[1] + len(close_tag)
 
 
+def tag_spans(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
+    """:func:`find_all_tagged` after any reasoning; raises when there is no block."""
+    start = reasoning_offset(text)
+    spans = find_all_tagged(text, open_tag, close_tag, start)
+    if not spans:
+        raise fmt.error(f"no {open_tag}...{close_tag} block", start)
+    return spans
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -409,6 +418,15 @@ def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[str]
     else:
         body = body[:j]
     return body
+
+
+def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[str], what: str) -> list[Any]:
+    """The items of the JSON list recovered from between the tags (:func:`lenient_region`); a value that is not a
+    list is reported (``what`` names the items) and taken as one item."""
+    value = lenient_json_in_prose(lenient_region(text, open_tag, close_tag, problems))
+    if not isinstance(value, list):
+        problems.append(f"{what} are not a JSON list")
+    return as_items(value)
 
 
 def lenient_blocks(

@@ -16,13 +16,12 @@ from refiner.formats.base import (
     WireFormat,
     as_items,
     dumps,
-    find_all_tagged,
     lenient_blocks,
     lenient_json,
-    reasoning_offset,
     register,
     strict_fields,
     strict_json,
+    tag_spans,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -40,11 +39,7 @@ class Hermes(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        spans = find_all_tagged(text, OPEN, CLOSE, start)
-        if not spans:
-            raise self.error(f"no {OPEN}...{CLOSE} block", start)
-        return [_call_from_obj(self, strict_json(self, text[a:b], a), a) for a, b in spans]
+        return [_call_from_obj(self, strict_json(self, text[a:b], a), a) for a, b in tag_spans(self, text, OPEN, CLOSE)]
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems):

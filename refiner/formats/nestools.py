@@ -12,11 +12,9 @@ from refiner.calls import ToolCall
 from refiner.formats.base import (
     Lenient,
     WireFormat,
-    as_items,
     dumps,
     expect_str_list,
-    lenient_json_in_prose,
-    lenient_region,
+    lenient_list,
     register,
     strict_fields,
     tagged_list,
@@ -47,10 +45,7 @@ class NesTools(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        value = lenient_json_in_prose(lenient_region(text, OPEN, CLOSE, out.problems))
-        if not isinstance(value, list):
-            out.problems.append("calls are not a JSON list")
-        for item in as_items(value):
+        for item in lenient_list(text, OPEN, CLOSE, out.problems, "calls"):
             responses = item.get("responses", []) if isinstance(item, dict) else []
             if not isinstance(responses, list):
                 out.problems.append(f"'responses' is not a list: {str(responses)[:80]!r}")

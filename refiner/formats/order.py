@@ -17,8 +17,7 @@ from refiner.formats.base import (
     dumps,
     expect_object,
     expect_str_list,
-    lenient_json_in_prose,
-    lenient_region,
+    lenient_list,
     register,
     tagged_list,
 )
@@ -53,10 +52,7 @@ class Order(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        value = lenient_json_in_prose(lenient_region(text, OPEN, CLOSE, out.problems))
-        if not isinstance(value, list):
-            out.problems.append("steps are not a JSON list")
-        for i, item in enumerate(as_items(value), start=1):
+        for i, item in enumerate(lenient_list(text, OPEN, CLOSE, out.problems, "steps"), start=1):
             if not isinstance(item, dict):
                 out.problems.append(f"step entry is not an object: {str(item)[:80]!r}")
                 continue

@@ -12,10 +12,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import (
     Lenient,
     WireFormat,
-    as_items,
     dumps,
-    lenient_json_in_prose,
-    lenient_region,
+    lenient_list,
     register,
     strict_fields,
     tagged_list,
@@ -39,10 +37,7 @@ class XLam(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        value = lenient_json_in_prose(lenient_region(text, OPEN, CLOSE, out.problems))
-        if not isinstance(value, list):
-            out.problems.append("calls are not a JSON list")
-        for item in as_items(value):
+        for item in lenient_list(text, OPEN, CLOSE, out.problems, "calls"):
             out.add(item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
