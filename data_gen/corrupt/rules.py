@@ -422,26 +422,29 @@ def _op_extra_param(calls, tools, fmt, rng):
     return _replace(calls, i, arguments=args), f"call {i}: added parameter {key!r}={value!r}"
 
 
-def _op_value_type_drift(calls, tools, fmt, rng):
+def _revalue(calls, rng, new_value: Callable[[int, str, Any], Any], change: str):
+    """Gives one seeded parameter the value ``new_value(call index, key, old value)``; ``change`` words it."""
     if (picked := _pick_arg(calls, rng)) is None:
         return None
     i, key = picked
     args = dict(calls[i].arguments)
-    new = _drift(args[key], rng)
+    new = new_value(i, key, args[key])
     args[key] = new
-    return _replace(calls, i, arguments=args), f"call {i}: {key!r} type drift -> {new!r}"
+    return _replace(calls, i, arguments=args), f"call {i}: {key!r}{change} -> {new!r}"
+
+
+def _op_value_type_drift(calls, tools, fmt, rng):
+    return _revalue(calls, rng, lambda i, key, old: _drift(old, rng), " type drift")
 
 
 def _op_wrong_value(calls, tools, fmt, rng):
-    if (picked := _pick_arg(calls, rng)) is None:
-        return None
-    i, key = picked
-    args = dict(calls[i].arguments)
-    info = tools.get(calls[i].name)
     placeholders = [o for c in calls for o in c.outputs]
-    new = _wrong(args[key], rng, enum=info.enums.get(key) if info else None, placeholders=placeholders)
-    args[key] = new
-    return _replace(calls, i, arguments=args), f"call {i}: {key!r} -> {new!r}"
+
+    def wrong(i: int, key: str, old: Any) -> Any:
+        info = tools.get(calls[i].name)
+        return _wrong(old, rng, enum=info.enums.get(key) if info else None, placeholders=placeholders)
+
+    return _revalue(calls, rng, wrong, "")
 
 
 def _has_steps(calls: Sequence[ToolCall]) -> bool:
