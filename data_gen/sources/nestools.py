@@ -14,7 +14,7 @@ from typing import Any
 
 from data_gen.sources import SourceDef, register
 from data_gen.sources.base import BadRecord, Sample
-from data_gen.sources.util import json_field
+from data_gen.sources.util import call_objects, json_field
 from refiner.calls import ToolCall
 
 NAME = "nestools"
@@ -46,16 +46,8 @@ def normalise(rid: str, rec: dict[str, Any]) -> Sample:
     task = rec.get("task")
     if not isinstance(task, str) or not task.strip():
         raise BadRecord(NAME, rid, "task", "missing or not a string")
-    raw_calls = json_field(NAME, rid, rec, "call", list)
-    if not raw_calls:
-        raise BadRecord(NAME, rid, "call", "no tool call")
     calls = []
-    for k, c in enumerate(raw_calls):
-        if not isinstance(c, dict) or not isinstance(c.get("api_name"), str):
-            raise BadRecord(NAME, rid, f"call[{k}]", "a call needs a string 'api_name'")
-        params = c.get("parameters", {})
-        if not isinstance(params, dict):
-            raise BadRecord(NAME, rid, f"call[{k}].parameters", f"expected an object, got {type(params).__name__}")
+    for k, c, params in call_objects(NAME, rid, rec, "call", "api_name", "parameters"):
         outs = c.get("responses") or []
         if not isinstance(outs, list) or not all(isinstance(o, str) for o in outs):
             raise BadRecord(NAME, rid, f"call[{k}].responses", "expected a list of placeholder strings")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from data_gen.sources.base import BadRecord
@@ -21,6 +22,24 @@ def json_field(source: str, rid: str, rec: dict[str, Any], key: str, kind: type)
     if not isinstance(value, kind):
         raise BadRecord(source, rid, key, f"expected a {kind.__name__}, got {type(value).__name__}")
     return value
+
+
+def call_objects(
+    source: str, rid: str, rec: dict[str, Any], key: str, name_key: str, args_key: str
+) -> Iterator[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """``(k, call, arguments)`` for each call object of the non-empty list ``rec[key]``, checked one at a time as
+    it is taken: a string ``call[name_key]`` and an object ``call[args_key]`` (default ``{}``). Raises
+    :class:`BadRecord` naming the call and field."""
+    raw_calls = json_field(source, rid, rec, key, list)
+    if not raw_calls:
+        raise BadRecord(source, rid, key, "no tool call")
+    for k, c in enumerate(raw_calls):
+        if not isinstance(c, dict) or not isinstance(c.get(name_key), str):
+            raise BadRecord(source, rid, f"{key}[{k}]", f"a call needs a string {name_key!r}")
+        args = c.get(args_key, {})
+        if not isinstance(args, dict):
+            raise BadRecord(source, rid, f"{key}[{k}].{args_key}", f"expected an object, got {type(args).__name__}")
+        yield k, c, args
 
 
 def embedded_json(text: str, opener: str, want: type) -> tuple[Any, int, int] | None:

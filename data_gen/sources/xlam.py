@@ -12,7 +12,7 @@ from typing import Any
 
 from data_gen.sources import SourceDef, register
 from data_gen.sources.base import BadRecord, Sample
-from data_gen.sources.util import json_field
+from data_gen.sources.util import call_objects, json_field
 from refiner.calls import ToolCall
 
 NAME = "xlam"
@@ -35,17 +35,7 @@ def normalise(rid: str, rec: dict[str, Any]) -> Sample:
     tools = json_field(NAME, rid, rec, "tools", list)
     if not tools or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tools):
         raise BadRecord(NAME, rid, "tools", "expected a non-empty list of {name, ...} objects")
-    answers = json_field(NAME, rid, rec, "answers", list)
-    if not answers:
-        raise BadRecord(NAME, rid, "answers", "no tool call")
-    calls = []
-    for k, a in enumerate(answers):
-        if not isinstance(a, dict) or not isinstance(a.get("name"), str):
-            raise BadRecord(NAME, rid, f"answers[{k}]", "a call needs a string 'name'")
-        args = a.get("arguments", {})
-        if not isinstance(args, dict):
-            raise BadRecord(NAME, rid, f"answers[{k}].arguments", f"expected an object, got {type(args).__name__}")
-        calls.append(ToolCall(a["name"], args))
+    calls = [ToolCall(a["name"], args) for _, a, args in call_objects(NAME, rid, rec, "answers", "name", "arguments")]
     return Sample(NAME, rid, system_prompt(tools), query, tools, calls, "xlam")
 
 
