@@ -11,15 +11,15 @@ No spec is excluded. Known data quirks (not parser issues) are listed where a te
 
 from __future__ import annotations
 
-import glob
 import json
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, shared_path
+from conftest import shared_path
 
+from refiner.eval.bfcl import find_wheel
 from refiner.specs import Param, by_name, detect_dialect, load_tools
 
 
@@ -236,13 +236,15 @@ def test_nestful_hand_read(nestful_dir: Path) -> None:
 
 
 def _bfcl_wheel() -> Path:
-    wheels = sorted(glob.glob(str(ROOT / ".cache" / "bfcl" / "*.whl")))
-    if not wheels:
-        pytest.skip("bfcl-eval wheel not downloaded into .cache/bfcl")
-    return Path(wheels[-1])
+    try:
+        return find_wheel()  # the wheel the BFCL benchmark reads
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
 
 
 def _bfcl_records():
+    """Every record of the question files (not ``possible_answer/``): the lines that start with a record ``id``.
+    Wider than the benchmark's per-category reader: all categories, and no answer needed."""
     with zipfile.ZipFile(_bfcl_wheel()) as z:
         for info in z.infolist():
             name = info.filename
