@@ -28,8 +28,7 @@ When the spec is believed (the policy)
       snapped to fill the missing one is the typical case, and unknown parameters left over once every required one
       is present are dropped as the residue of that repair;
     - the tool's spec declares itself closed: OpenAI ``strict: true`` or ``additionalProperties: false``, read from
-      ``ToolSpec.extra`` (:func:`spec_is_closed`; the spec loader keeps ``strict`` there, but not yet a top-level
-      ``additionalProperties``);
+      ``ToolSpec.extra`` (:func:`spec_is_closed`; the spec loader keeps both there);
     - the caller says every spec is exact (``trust_spec=True``; the pipeline's ``Refiner(trust_spec=True)``).
 
     On any other call only the repairs that no loose spec can contradict are made: a parameter name that is a

@@ -235,7 +235,11 @@ def test_closed_spec_is_believed():
     loose = load_tools([{"type": "function", "function": {"name": "s", "parameters": schema}}])[0]
     closed = ToolSpec("s", params=loose.params, required=loose.required, extra={"additionalProperties": False})
     assert spec_is_closed(strict) and spec_is_closed(closed) and not spec_is_closed(loose)
+    # a JSON Schema that closes its parameters is read as closed, and says so again when rendered back
+    loaded = load_tools([{"name": "s", "parameters": {**schema, "additionalProperties": False}}])[0]
+    assert spec_is_closed(loaded) and loaded.to_json_schema()["parameters"]["additionalProperties"] is False
+    assert spec_is_closed(load_tools([loaded.to_json_schema()])[0])
     call = ToolCall("s", {"q": "x", "n": "3", "extra": 1})
     assert repair_calls([call], [loose])[0] == [call]
-    for spec in (strict, closed):
+    for spec in (strict, closed, loaded):
         assert repair_calls([call], [spec])[0] == [ToolCall("s", {"q": "x", "n": 3})]

@@ -439,4 +439,6 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
             outputs.update(read_outputs(ctx, key, d[key]))
     extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
     extra.update(wrapper_extra)
+    if any(isinstance(d.get(key), Mapping) and d[key].get("additionalProperties") is False for key in blocks):
+        extra["additionalProperties"] = False  # a closed parameter list: tier-1 repair may trust it fully
     return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra)

@@ -123,11 +123,14 @@ class ToolSpec:
 
     def param_schema(self) -> dict[str, Any]:
         """The parameters as one JSON Schema ``object``."""
-        return {
+        schema: dict[str, Any] = {
             "type": "object",
             "properties": {k: p.to_json_schema() for k, p in self.params.items()},
             "required": list(self.required),
         }
+        if self.extra.get("additionalProperties") is False:
+            schema["additionalProperties"] = False
+        return schema
 
     def to_json_schema(self, *, include_outputs: bool = True) -> dict[str, Any]:
         """OpenAI-function shape ``{"name", "description", "parameters"}``; declared outputs (when any and asked
