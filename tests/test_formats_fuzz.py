@@ -192,3 +192,39 @@ def test_fuzz_every_string_through_every_format():
         for text in big_inputs(rng, name):
             for other in ALL:
                 _check(formats.get(other), text)
+
+
+def test_repair_work_is_bounded_by_count_not_time(monkeypatch):
+    """json_repair only ever sees bounded regions and a bounded total per parse (counted, so the same text always
+    gets the same result), on huge and pathological inputs through every format."""
+    import json_repair
+
+    from refiner.formats import base
+
+    seen: list[str] = []
+    real = json_repair.loads
+
+    def recording(text, *a, **k):
+        seen.append(text)
+        return real(text, *a, **k)
+
+    monkeypatch.setattr(json_repair, "loads", recording)
+    rng = random.Random(7)
+    texts = big_inputs(rng, "hermes")[1:] + ["<tool_call>{]" * 8_000, '{"a":' * 20_000]
+    repaired_somewhere = False
+    for text in texts:
+        for name in ALL:
+            fmt = formats.get(name)
+            seen.clear()
+            first = fmt.parse_lenient(text)
+            regions = list(seen)
+            repaired_somewhere |= bool(regions)
+            assert all(len(r) <= base.REPAIR_REGION_CHARS for r in regions), name
+            assert all(r.count("{") < base.REPAIR_REGION_OPENS for r in regions), name
+            costs = [base.repair_cost(r) for r in regions]
+            assert sum(costs[:-1]) < base.REPAIR_TOTAL_COST, (name, len(costs), sum(costs))
+            seen.clear()
+            again = fmt.parse_lenient(text)
+            assert (again.calls, again.problems) == (first.calls, first.problems), name
+            assert seen == regions, name
+    assert repaired_somewhere

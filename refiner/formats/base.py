@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -88,6 +87,7 @@ class WireFormat:
                 except (FormatError, RecursionError) as e:
                     strict_error = e
             _budget.deadline = time.perf_counter() + LENIENT_BUDGET_S
+            _budget.repaired = 0
             try:
                 self.recover(text, out)
             finally:
@@ -223,62 +223,74 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
         raise fmt.error("JSON nested too deeply", offset) from None
 
 
-# json_repair is pure Python and, on some inputs (long runs of unclosed ``{"`` or ``{]``), quadratic: it runs under a
-# wall-clock budget per call, checked from a profile hook, and all repairs within one ``parse_lenient`` share a total
-# budget, so no input can make lenient parsing hang.
-REPAIR_BUDGET_S = 0.25
+# json_repair is pure Python, costs microseconds per character and is super-linear on some inputs (runs of ``{]``,
+# ``{"`` or ``{``: its cost grows with the number of objects opened times the length). So it only ever sees bounded
+# regions, and the bounds are counted, not timed, so the same text always gets the same result whatever the machine
+# load: a region is cut at REPAIR_REGION_CHARS characters and before its REPAIR_REGION_OPENS-th ``{`` (real calls are
+# under 2 KB with a few objects each), and the repairs within one ``parse_lenient`` share a budget of
+# REPAIR_TOTAL_COST, each costing its length plus REPAIR_CALL_COST plus REPAIR_OPEN_COST per ``{``; once it is spent
+# nothing more is repaired.
+REPAIR_REGION_CHARS = 4096
+REPAIR_REGION_OPENS = 24
+REPAIR_TOTAL_COST = 32_768
+REPAIR_CALL_COST = 512
+REPAIR_OPEN_COST = 256
+# Loops over many blocks (see :func:`out_of_time`) stop once one ``parse_lenient`` has run this long.
 LENIENT_BUDGET_S = 0.5
 _budget = threading.local()
 
 
-class _RepairTimeout(Exception):
-    pass
-
-
-def _run_with_budget(fn: Any, arg: str, budget_s: float) -> Any:
-    """``fn(arg)``, aborted with :class:`_RepairTimeout` once ``budget_s`` seconds have passed (checked on Python
-    function calls inside ``fn``)."""
-    deadline = time.perf_counter() + budget_s
-    calls = 0
-
-    def hook(frame: Any, event: str, _arg: Any) -> None:
-        nonlocal calls
-        if event == "call":
-            calls += 1
-            if not calls & 127 and time.perf_counter() > deadline:
-                raise _RepairTimeout
-
-    previous = sys.getprofile()
-    sys.setprofile(hook)
-    try:
-        return fn(arg)
-    finally:
-        sys.setprofile(previous)
-
-
 def out_of_time() -> bool:
-    """Whether the current ``parse_lenient`` has spent its total budget (recovery loops stop early then)."""
+    """Whether the current ``parse_lenient`` has spent its time budget or its repair budget (recovery loops stop
+    early then)."""
     deadline = getattr(_budget, "deadline", None)
-    return deadline is not None and time.perf_counter() > deadline
+    if deadline is None:
+        return False
+    return getattr(_budget, "repaired", 0) >= REPAIR_TOTAL_COST or time.perf_counter() > deadline
+
+
+def repair_region(text: str) -> str:
+    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair (see REPAIR_REGION_CHARS)."""
+    text = text[:REPAIR_REGION_CHARS]
+    i = -1
+    for _ in range(REPAIR_REGION_OPENS):
+        i = text.find("{", i + 1)
+        if i < 0:
+            return text
+    return text[:i]
+
+
+def repair_cost(region: str) -> int:
+    """What repairing ``region`` costs against REPAIR_TOTAL_COST."""
+    return len(region) + REPAIR_CALL_COST + REPAIR_OPEN_COST * region.count("{")
+
+
+def _take_repair_budget(region: str) -> bool:
+    """Charges repairing ``region`` to the current ``parse_lenient``'s budget; False when that is already spent."""
+    if getattr(_budget, "deadline", None) is None:
+        return True
+    used = getattr(_budget, "repaired", 0)
+    if used >= REPAIR_TOTAL_COST:
+        return False
+    _budget.repaired = used + repair_cost(region)
+    return True
 
 
 def lenient_json(text: str) -> Any:
-    """Best-effort JSON: strict first, then ``json_repair`` (under a time budget). Returns ``None`` when nothing
-    could be recovered. Never raises."""
-    text = text[:MAX_LENIENT_CHARS]
+    """Best-effort JSON: strict first, then ``json_repair`` on a bounded prefix (:func:`repair_region`). Returns
+    ``None`` when nothing could be recovered. Never raises."""
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
         pass
-    deadline = getattr(_budget, "deadline", None)
-    budget = REPAIR_BUDGET_S if deadline is None else min(REPAIR_BUDGET_S, deadline - time.perf_counter())
-    if budget <= 0:
+    region = repair_region(text)
+    if not region.strip() or not _take_repair_budget(region):
         return None
     try:
         import json_repair
 
-        value = _run_with_budget(json_repair.loads, text, budget)
-    except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure (or the budget) means nothing recovered
+        value = json_repair.loads(region)
+    except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
         return None
     if value == "" or value is None:
         return None
@@ -467,13 +479,25 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
         pos = _next_bracket(text, pos)
         if pos < 0 or out_of_time():
             break
-        value = lenient_json(text[pos:])
+        value = _whole_value_at(text, pos)
+        if value is None:
+            value = lenient_json(text[pos:])
         if value is not None and accept(value):
             return value
         if first is None:
             first = value
         pos += 1
     return first
+
+
+def _whole_value_at(text: str, pos: int) -> Any:
+    """The strictly valid JSON value starting at ``pos`` when no other ``{``/``[`` follows it (so repairing the
+    rest could not add to it); else ``None``. Linear time."""
+    try:
+        value, end = _DECODER.raw_decode(text, pos)
+    except (ValueError, RecursionError):
+        return None
+    return value if _next_bracket(text, end) < 0 else None
 
 
 NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
