@@ -32,11 +32,13 @@ class ToolCall:
     step: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
+        # exact type checks first: parsers build one call per call of every output scored, and an ABC isinstance
+        # check costs as much as the rest of the construction
+        if type(self.name) is not str and not isinstance(self.name, str):
             raise TypeError(f"tool name must be a string, got {type(self.name).__name__}")
-        if not isinstance(self.arguments, Mapping):
+        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):
             raise TypeError(f"arguments of {self.name!r} must be an object, got {type(self.arguments).__name__}")
-        if not isinstance(self.outputs, tuple):
+        if type(self.outputs) is not tuple:
             object.__setattr__(self, "outputs", tuple(self.outputs))
 
     def key(self) -> tuple[str, str, tuple[str, ...], int | None]:

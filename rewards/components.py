@@ -75,8 +75,9 @@ class CallFeatures:
         self.by_step: bool = sequences_by_step(self.calls) if by_step is None else by_step
         self.name_list: tuple[str, ...] = tuple(c.name for c in self.calls)
         # per call: ((parameter, value key), ...)
+        # (strings, most values, are their own key: inlined, as this runs for every argument of every output)
         self.arg_keys: tuple[tuple[tuple[str, Hashable], ...], ...] = tuple(
-            tuple([(k, value_key(v)) for k, v in c.arguments.items()]) for c in self.calls
+            [tuple([(k, v if type(v) is str else value_key(v)) for k, v in c.arguments.items()]) for c in self.calls]
         )
 
     @classmethod
@@ -112,19 +113,31 @@ class CallFeatures:
         return frozenset([k for a in self.arg_keys for k, _ in a])
 
     @lazy
+    def value_list(self) -> list[Hashable]:
+        """The value keys of all arguments, in order: the multiset of parameter values (paper)."""
+        return [v for a in self.arg_keys for _, v in a]
+
+    @lazy
     def param_values(self) -> Counter:
-        """Multiset of value keys (paper)."""
-        return Counter([v for a in self.arg_keys for _, v in a])
+        return Counter(self.value_list)
+
+    @lazy
+    def tool_param_list(self) -> list[tuple[str, str]]:
+        """(tool, parameter) of all arguments: that multiset (strict)."""
+        return [(n, k) for n, a in zip(self.name_list, self.arg_keys) for k, _ in a]
 
     @lazy
     def tool_param_pairs(self) -> Counter:
-        """Multiset of (tool, parameter) (strict)."""
-        return Counter([(n, k) for n, a in zip(self.name_list, self.arg_keys) for k, _ in a])
+        return Counter(self.tool_param_list)
+
+    @lazy
+    def value_pair_list(self) -> list[tuple[str, Hashable]]:
+        """(parameter, value key) of all arguments: that multiset (strict)."""
+        return [kv for a in self.arg_keys for kv in a]
 
     @lazy
     def param_value_pairs(self) -> Counter:
-        """Multiset of (parameter, value key) (strict)."""
-        return Counter([kv for a in self.arg_keys for kv in a])
+        return Counter(self.value_pair_list)
 
     @lazy
     def sequence(self) -> tuple[Hashable, ...]:
@@ -144,6 +157,18 @@ def _multiset_overlap(a: Counter, b: Counter) -> int:
     if len(a) > len(b):
         a, b = b, a
     return sum(min(n, b[k]) for k, n in a.items() if k in b)
+
+
+def multiset_hits(items: Iterable[Hashable], gold: Counter) -> int:
+    """|items ∩ gold| as multisets, with ``items`` as a plain sequence (no Counter built for the output)."""
+    left = dict(gold)
+    hits = 0
+    for item in items:
+        n = left.get(item)
+        if n:
+            left[item] = n - 1
+            hits += 1
+    return hits
 
 
 def jaccard(out: frozenset | set, gold: frozenset | set) -> float:
@@ -187,7 +212,7 @@ def param_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = 
     if not gold.param_names:
         return None
     if variant == "strict":
-        inter = _multiset_overlap(out.tool_param_pairs, gold.tool_param_pairs)
+        inter = multiset_hits(out.tool_param_list, gold.tool_param_pairs)
         return scale(f1(inter, out.n_args, gold.n_args))
     return scale(recall(len(out.param_names & gold.param_names), len(gold.param_names)))
 
@@ -198,9 +223,9 @@ def param_content_reward(out: CallFeatures, gold: CallFeatures, variant: Variant
     if not gold.n_args:
         return None
     if variant == "strict":
-        inter = _multiset_overlap(out.param_value_pairs, gold.param_value_pairs)
+        inter = multiset_hits(out.value_pair_list, gold.param_value_pairs)
         return scale(f1(inter, out.n_args, gold.n_args))
-    return scale(recall(_multiset_overlap(out.param_values, gold.param_values), gold.n_args))
+    return scale(recall(multiset_hits(out.value_list, gold.param_values), gold.n_args))
 
 
 def order_reward(out: CallFeatures, gold: CallFeatures) -> float | None:

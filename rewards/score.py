@@ -15,18 +15,15 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, steps_of
-from refiner.formats.base import reasoning_offset
 from rewards.components import (
     VARIANTS,
     CallFeatures,
     Variant,
-    lazy,
     order_reward,
     param_content_reward,
     param_name_reward,
@@ -66,65 +63,69 @@ RESULT_KEYS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
 class Breakdown:
-    """Every component of one output against one ground truth. ``None`` means not applicable."""
+    """Every component of one output against one ground truth (``None``: not applicable), and the totals derived
+    from them: ``content`` (the applicable content components), ``k`` (their number), ``total``, its range
+    ``[total_min, total_max]`` = [−2k, 1 + 2k] and ``normalized`` (the total mapped from that range to [0, 1])."""
 
-    format: float
-    tool_name: float
-    param_name: float | None
-    param_content: float | None
-    order: float | None
-    acc: float
+    __slots__ = (
+        "format",
+        "tool_name",
+        "param_name",
+        "param_content",
+        "order",
+        "acc",
+        "content",
+        "k",
+        "total",
+        "total_min",
+        "total_max",
+        "normalized",
+    )
 
-    @lazy
-    def content(self) -> tuple[float, ...]:
-        """The applicable content components (everything but format)."""
-        return tuple(v for v in (self.tool_name, self.param_name, self.param_content, self.order) if v is not None)
+    def __init__(
+        self,
+        format: float,  # noqa: A002 - the component's name
+        tool_name: float,
+        param_name: float | None,
+        param_content: float | None,
+        order: float | None,
+        acc: float,
+    ) -> None:
+        self.format, self.tool_name, self.param_name = format, tool_name, param_name
+        self.param_content, self.order, self.acc = param_content, order, acc
+        self.content = tuple(v for v in (tool_name, param_name, param_content, order) if v is not None)
+        self.k = len(self.content)
+        self.total = format + sum(self.content)
+        self.total_min = -2.0 * self.k
+        self.total_max = 1.0 + 2.0 * self.k
+        self.normalized = min(1.0, max(0.0, (self.total - self.total_min) / (self.total_max - self.total_min)))
 
-    @lazy
-    def k(self) -> int:
-        return len(self.content)
-
-    @lazy
-    def total(self) -> float:
-        return self.format + sum(self.content)
-
-    @lazy
-    def total_min(self) -> float:
-        return -2.0 * self.k
-
-    @lazy
-    def total_max(self) -> float:
-        return 1.0 + 2.0 * self.k
-
-    @lazy
-    def normalized(self) -> float:
-        """The total mapped from [−2k, 1 + 2k] to [0, 1]."""
-        lo, hi = self.total_min, self.total_max
-        return min(1.0, max(0.0, (self.total - lo) / (hi - lo)))
+    def __repr__(self) -> str:
+        return (
+            f"Breakdown(format={self.format}, tool_name={self.tool_name}, param_name={self.param_name}, "
+            f"param_content={self.param_content}, order={self.order}, acc={self.acc})"
+        )
 
 
 def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCall]]:
     """``(True, strict calls)`` when ``text`` is strictly valid in ``fmt``; else ``(False, lenient calls)`` from the
-    reasoning plus the first :data:`LENIENT_ANSWER_CHARS` characters of the answer. Never raises: a parser failure
-    other than :class:`FormatError` is logged and counts as unparseable."""
-    try:
-        return True, fmt.parse_strict(text)
-    except formats.FormatError:
-        pass
-    except RecursionError:
-        pass
-    except Exception as e:  # noqa: BLE001 - a parser bug must not stop training; logged, scored as a format failure
-        log.warning("%s.parse_strict raised %r; scored as a format error", fmt.name, e)
-    start = reasoning_offset(text)
-    if len(text) - start > LENIENT_ANSWER_CHARS:  # bounded time on hostile text; strict saw all of it
-        text = text[: start + LENIENT_ANSWER_CHARS]
-    try:
-        return False, list(fmt.parse_lenient(text).calls)
-    except Exception as e:  # noqa: BLE001 - never raise on model output; logged
-        log.warning("%s.parse_lenient raised %r; scored as no calls", fmt.name, e)
-        return False, []
+    reasoning plus the first :data:`LENIENT_ANSWER_CHARS` characters of the answer (one strict parse either way).
+    Never raises: a parser failure other than :class:`FormatError` is logged and counts as unparseable."""
+    if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try these strictly
+        try:
+            return True, fmt.parse_strict(text)
+        except (formats.FormatError, RecursionError):
+            pass
+        except Exception as e:  # noqa: BLE001 - a parser bug must not stop training; logged, scored as a format error
+            log.warning("%s.parse_strict raised %r; scored as a format error", fmt.name, e)
+    result = fmt.parse_lenient(text, limit=LENIENT_ANSWER_CHARS)
+    if result.ok:
+        return True, result.calls
+    for problem in result.problems:
+        if problem.startswith("internal:"):  # a parser bug: never raised, but worth a log line
+            log.warning("%s parse failed on an output (%s); scored as a format error", fmt.name, problem)
+    return False, result.calls
 
 
 def is_exact(out: CallFeatures | Sequence[ToolCall], gold: Gold) -> bool:

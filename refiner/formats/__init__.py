@@ -21,6 +21,7 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     xlam,
 )
 from refiner.formats.base import (  # noqa: F401
+    MAX_LENIENT_CHARS,
     FormatError,
     Lenient,
     WireFormat,

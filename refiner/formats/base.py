@@ -18,13 +18,21 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from refiner.calls import ToolCall
+from refiner.formats.jsonfix import (  # noqa: F401 - re-exported: the formats' lenient JSON
+    REPAIR_REGION_CHARS,
+    REPAIR_REGION_OPENS,
+    REPAIR_TOTAL_COST,
+    budget_spent,
+    lenient_json,
+    repair_budget,
+    repair_cost,
+    repair_region,
+)
 
 # Inputs longer than this are cut before lenient parsing, so a pathological string cannot cost unbounded time.
 MAX_LENIENT_CHARS = 200_000
@@ -70,28 +78,27 @@ class WireFormat:
     def parse_strict(self, text: str) -> list[ToolCall]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def parse_lenient(self, text: str) -> Lenient:
-        """Best effort, never raises. A strictly valid text gives the strict calls and no problems; otherwise huge
-        inputs are cut, :meth:`recover` collects what it can, and the strict error is reported when recovery
-        itself met no problem."""
+    def parse_lenient(self, text: str, *, limit: int = MAX_LENIENT_CHARS) -> Lenient:
+        """Best effort, never raises. A strictly valid text gives the strict calls and no problems (so ``ok`` tells
+        whether the strict parse succeeded); otherwise :meth:`recover` collects what it can from the reasoning and at
+        most ``limit`` characters after it, and the strict error is reported when recovery itself met no problem.
+        Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid)."""
         out = Lenient()
         strict_error: Exception | None = None
         try:
-            if len(text) > MAX_LENIENT_CHARS:
-                out.problems.append(f"input cut to its first {MAX_LENIENT_CHARS} characters")
-                text = text[:MAX_LENIENT_CHARS]
-            else:
+            if len(text) <= MAX_LENIENT_CHARS:
                 try:
                     out.calls = self.parse_strict(text)
                     return out
                 except (FormatError, RecursionError) as e:
                     strict_error = e
-            _budget.deadline = time.perf_counter() + LENIENT_BUDGET_S
-            _budget.repaired = 0
-            try:
+            start = reasoning_offset(text)
+            limit = min(limit, MAX_LENIENT_CHARS)
+            if len(text) - start > limit:
+                out.problems.append(f"only the first {limit} characters after the reasoning were read")
+                text = text[: start + limit]
+            with repair_budget():
                 self.recover(text, out)
-            finally:
-                _budget.deadline = None
             if not out.problems:
                 out.problems.append(str(strict_error or self._strict_error(text)))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
@@ -199,11 +206,15 @@ def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) ->
 
 
 def tag_spans(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
-    """:func:`find_all_tagged` after any reasoning; raises when there is no block."""
+    """:func:`find_all_tagged` after any reasoning; raises when there is no block, or when an ``open_tag`` after the
+    last block is never closed (a call cut short is not a valid call)."""
     start = reasoning_offset(text)
     spans = find_all_tagged(text, open_tag, close_tag, start)
     if not spans:
         raise fmt.error(f"no {open_tag}...{close_tag} block", start)
+    dangling = text.find(open_tag, spans[-1][1] + len(close_tag))
+    if dangling >= 0:
+        raise fmt.error(f"{open_tag} without {close_tag}", dangling)
     return spans
 
 
@@ -211,98 +222,31 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_WS = re.compile(r"\s*")
+_JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
+JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # strict JSON: NaN and Infinity rejected
+
+
 def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
-    """``json.loads`` that raises a :class:`FormatError` with the absolute position; NaN/Infinity rejected."""
+    """``json.loads`` that raises a :class:`FormatError` with the absolute position; NaN/Infinity rejected. (One
+    shared decoder: ``json.loads`` with options builds a new decoder per call, a third of the cost of a small value.)"""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        value, end = JSON_DECODER.raw_decode(text, _JSON_WS.match(text).end())
     except json.JSONDecodeError as e:
         raise fmt.error(f"invalid JSON: {e.msg}", offset + e.pos) from None
     except ValueError as e:
         raise fmt.error(str(e), offset) from None
     except RecursionError:
         raise fmt.error("JSON nested too deeply", offset) from None
-
-
-# json_repair is pure Python, costs microseconds per character and is super-linear on some inputs (runs of ``{]``,
-# ``{"`` or ``{``: its cost grows with the number of objects opened times the length). So it only ever sees bounded
-# regions, and the bounds are counted, not timed, so the same text always gets the same result whatever the machine
-# load: a region is cut at REPAIR_REGION_CHARS characters and before its REPAIR_REGION_OPENS-th ``{`` (real calls are
-# under 2 KB with a few objects each), and the repairs within one ``parse_lenient`` share a budget of
-# REPAIR_TOTAL_COST, each costing its length plus REPAIR_CALL_COST plus REPAIR_OPEN_COST per ``{``; once it is spent
-# nothing more is repaired.
-REPAIR_REGION_CHARS = 4096
-REPAIR_REGION_OPENS = 24
-REPAIR_TOTAL_COST = 32_768
-REPAIR_CALL_COST = 512
-REPAIR_OPEN_COST = 256
-# Loops over many blocks (see :func:`out_of_time`) stop once one ``parse_lenient`` has run this long.
-LENIENT_BUDGET_S = 0.5
-_budget = threading.local()
-
-
-def out_of_time() -> bool:
-    """Whether the current ``parse_lenient`` has spent its time budget or its repair budget (recovery loops stop
-    early then)."""
-    deadline = getattr(_budget, "deadline", None)
-    if deadline is None:
-        return False
-    return getattr(_budget, "repaired", 0) >= REPAIR_TOTAL_COST or time.perf_counter() > deadline
-
-
-def repair_region(text: str) -> str:
-    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair (see REPAIR_REGION_CHARS)."""
-    text = text[:REPAIR_REGION_CHARS]
-    i = -1
-    for _ in range(REPAIR_REGION_OPENS):
-        i = text.find("{", i + 1)
-        if i < 0:
-            return text
-    return text[:i]
-
-
-def repair_cost(region: str) -> int:
-    """What repairing ``region`` costs against REPAIR_TOTAL_COST."""
-    return len(region) + REPAIR_CALL_COST + REPAIR_OPEN_COST * region.count("{")
-
-
-def _take_repair_budget(region: str) -> bool:
-    """Charges repairing ``region`` to the current ``parse_lenient``'s budget; False when that is already spent."""
-    if getattr(_budget, "deadline", None) is None:
-        return True
-    used = getattr(_budget, "repaired", 0)
-    if used >= REPAIR_TOTAL_COST:
-        return False
-    _budget.repaired = used + repair_cost(region)
-    return True
-
-
-def lenient_json(text: str) -> Any:
-    """Best-effort JSON: strict first, then ``json_repair`` on a bounded prefix (:func:`repair_region`). Returns
-    ``None`` when nothing could be recovered. Never raises."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        pass
-    region = repair_region(text)
-    if not region.strip() or not _take_repair_budget(region):
-        return None
-    try:
-        import json_repair
-
-        value = json_repair.loads(region)
-    except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
-        return None
-    if value == "" or value is None:
-        return None
+    end = _JSON_WS.match(text, end).end()
+    if end != len(text):
+        raise fmt.error("invalid JSON: Extra data", offset + end)
     return value
 
 
 def dumps(value: Any) -> str:
     """Rendering JSON: compact-ish, readable, unicode kept, key order kept."""
     return json.dumps(value, ensure_ascii=False)
-
-
-_WS = re.compile(r"\s*")
 
 
 def expect_object(fmt: WireFormat, value: Any, what: str, position: int = -1) -> dict:
@@ -322,14 +266,11 @@ def skip_ws(text: str, pos: int) -> int:
     return m.end() if m else pos
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
 def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
     """One strict JSON value starting at ``pos`` (leading whitespace skipped): ``(value, end)``."""
     pos = skip_ws(text, pos)
     try:
-        return _DECODER.raw_decode(text, pos)
+        return JSON_DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as e:
         raise fmt.error(f"invalid JSON: {e.msg}", e.pos) from None
     except ValueError as e:
@@ -477,7 +418,7 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
     pos = 0
     for _ in range(LENIENT_CANDIDATES):
         pos = _next_bracket(text, pos)
-        if pos < 0 or out_of_time():
+        if pos < 0 or budget_spent():
             break
         value = _whole_value_at(text, pos)
         if value is None:
@@ -494,7 +435,7 @@ def _whole_value_at(text: str, pos: int) -> Any:
     """The strictly valid JSON value starting at ``pos`` when no other ``{``/``[`` follows it (so repairing the
     rest could not add to it); else ``None``. Linear time."""
     try:
-        value, end = _DECODER.raw_decode(text, pos)
+        value, end = JSON_DECODER.raw_decode(text, pos)
     except (ValueError, RecursionError):
         return None
     return value if _next_bracket(text, end) < 0 else None

@@ -15,9 +15,9 @@ from refiner.formats.base import (
     FormatError,
     Lenient,
     WireFormat,
+    budget_spent,
     lenient_json,
     lenient_region,
-    out_of_time,
     register,
     tagged_span,
 )
@@ -32,6 +32,8 @@ from refiner.formats.pythonic import (
 )
 
 OPEN, CLOSE = "<function_list>", "</function_list>"
+# Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls).
+MAX_RECOVERED_SEGMENTS = 256
 
 
 @register
@@ -68,9 +70,9 @@ class ToolAce(WireFormat):
             out.problems.append(str(e))
         src = src.removeprefix("[")
         src = src.removesuffix("]")
-        for segment in split_top_level(src):
-            if out_of_time():
-                out.problems.append("gave up: recovery took too long")
+        for n, segment in enumerate(split_top_level(src)):
+            if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
+                out.problems.append(f"gave up after {n} of the list's items")
                 return
             if segment.strip():
                 call = self._recover_call(segment.strip(), out.problems)

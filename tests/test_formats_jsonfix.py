@@ -1,0 +1,191 @@
+"""Lenient JSON (refiner.formats.jsonfix): texts cut short are closed without json_repair, never inventing values;
+everything else still reaches json_repair under the shared budget. Plus the fast paths beside it (the shared strict
+decoder, Glaive's raw layout) give exactly the results of the general code."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import glaive, jsonfix
+from refiner.formats.base import FormatError, strict_json
+from test_formats_roundtrip import arguments, json_values, names
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.fixture
+def no_json_repair(monkeypatch):
+    """json_repair raises if called: what passes with this fixture was recovered without it."""
+    import json_repair
+
+    def refuse(*a, **k):
+        raise AssertionError("json_repair was called")
+
+    monkeypatch.setattr(json_repair, "loads", refuse)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[{"a": 1}, {"b": "xy', [{"a": 1}, {"b": "xy"}]),  # open string closed
+        ('{"a": 1, "b"', {"a": 1}),  # a key without its value is dropped
+        ('{"a": 1, "b":', {"a": 1}),
+        ('{"a": 1, "b": ', {"a": 1}),
+        ('{"a": 1,', {"a": 1}),  # trailing comma
+        ('{"a": [1, 2', {"a": [1, 2]}),  # a number at the end is kept as written
+        ('{"a": 1.5e', {}),
+        ('{"a": 1.', {}),
+        ('{"a": 1, "b": -', {"a": 1}),
+        ('{"a": true', {"a": True}),
+        ('{"a": tru', {}),  # half a literal is not a value
+        ('{"x": {"y": 1}, "z": {"w', {"x": {"y": 1}, "z": {}}),
+        ("[", []),
+        ('{"a": "say \\"hi', {"a": 'say "hi'}),  # an escaped quote does not end the string
+        ('{"a": "[{,:", "b": [1, ', {"a": "[{,:", "b": [1]}),  # brackets inside strings are text
+        ('[{"name": "f", "arguments": {"q": "a\\', [{"name": "f", "arguments": {}}]),  # cut inside an escape
+        ('  {"a": 1  \n', {"a": 1}),
+    ],
+)
+def test_cut_texts_are_closed_without_json_repair(no_json_repair, text, expected):
+    assert jsonfix.lenient_json(text) == expected
+
+
+@pytest.mark.parametrize("text", ['{"a": 1,}', "{'a': 1}", '{"a": True}', '[{"a": 1} {"b": 2}]'])
+def test_other_defects_still_reach_json_repair(text, monkeypatch):
+    import json_repair
+
+    seen = []
+    real = json_repair.loads
+    monkeypatch.setattr(json_repair, "loads", lambda t, *a, **k: seen.append(t) or real(t, *a, **k))
+    value = jsonfix.lenient_json(text)
+    assert seen == [text]
+    assert value is not None
+
+
+def test_ran_off_the_end_only_for_cut_texts():
+    cases = [('{"a": 1', True), ('{"a": "x', True), ("[1, ", True), ('{"a": fal', True), ('{"a": -', True)]
+    cases += [('{"a": 1,}', False), ("{'a'", False), ('{"a": falsy', False), ('{"a": x', False)]
+    for text, cut in cases:
+        with pytest.raises(json.JSONDecodeError) as e:
+            json.loads(text)
+        assert jsonfix._ran_off_the_end(text, e.value) is cut, text
+
+
+@SETTINGS
+@given(st.lists(st.fixed_dictionaries({"name": names, "arguments": arguments}), min_size=1, max_size=4))
+def test_every_prefix_of_a_call_list_keeps_the_complete_calls(calls):
+    """Cut anywhere, a call list comes back as the calls before the cut, unchanged, plus at most one partial call
+    whose content is a prefix of the real one: nothing is invented."""
+    text = json.dumps(calls, ensure_ascii=False)
+    for cut in range(1, len(text)):
+        prefix = text[:cut]
+        try:
+            json.loads(prefix)
+            continue  # not cut short (e.g. a whole number)
+        except json.JSONDecodeError as e:
+            if not jsonfix._ran_off_the_end(prefix, e):
+                continue
+        value = jsonfix.complete_cut(prefix)
+        assert isinstance(value, list), prefix
+        assert len(value) <= len(calls)
+        if value:
+            assert value[:-1] == calls[: len(value) - 1], prefix
+            _assert_partial(value[-1], calls[len(value) - 1], prefix)
+
+
+def _assert_partial(got, full, where):
+    """``got`` is what a cut can leave of ``full``: equal, or the same type holding partial content."""
+    if got == full:
+        return
+    if isinstance(full, str):
+        assert isinstance(got, str) and full.startswith(got), where
+    elif isinstance(full, dict):
+        assert isinstance(got, dict) and list(got) == list(full)[: len(got)], where
+        for k in list(got)[:-1]:
+            assert got[k] == full[k], where
+        if got:
+            last = list(got)[-1]
+            _assert_partial(got[last], full[last], where)
+    elif isinstance(full, list):
+        assert isinstance(got, list) and len(got) <= len(full), where
+        if got:
+            assert got[:-1] == full[: len(got) - 1], where
+            _assert_partial(got[-1], full[len(got) - 1], where)
+    elif isinstance(full, (int, float)) and not isinstance(full, bool) and re.search(r"[0-9.eE+-]\Z", where):
+        assert isinstance(got, (int, float)) and not isinstance(got, bool), where  # the text ends in this number
+    else:  # literals, and numbers before the cut, come back whole or not at all
+        raise AssertionError(f"{where}: {got!r} is not part of {full!r}")
+
+
+@SETTINGS
+@given(json_values, st.sampled_from(["", " ", "\n\t ", "\x0c", "\u00a0", " x", "]"]))
+def test_strict_json_is_json_loads_without_nan(value, pad):
+    fmt = formats.get("hermes")
+    text = pad + json.dumps(value, ensure_ascii=False) + pad
+    try:
+        expected = json.loads(text)
+    except json.JSONDecodeError:
+        with pytest.raises(FormatError):
+            strict_json(fmt, text)
+        return
+    assert strict_json(fmt, text) == expected
+    for const in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(FormatError, match="not valid JSON"):
+            strict_json(fmt, f"[{const}]")
+
+
+@SETTINGS
+@given(st.lists(st.builds(ToolCall, names, arguments), min_size=1, max_size=3), st.data())
+def test_glaive_raw_layout_reads_what_the_general_parser_reads(calls, data):
+    """The fast path takes the raw layout only: on rendered calls and on mutated copies of them it either declines
+    (None) or returns exactly what the general object parser returns."""
+    fmt = formats.get("glaive")
+    text = fmt.render(calls)
+    texts = [text, text.replace('", "arguments"', '" , "arguments"'), text.replace("'}", "' }")]
+    for _ in range(5):
+        i = data.draw(st.integers(0, len(text) - 1))
+        ch = data.draw(st.sampled_from(["", " ", "'", '"', "{", "}", ",", "\\", "x"]))
+        texts.append(text[:i] + ch + text[i + 1 :])
+    for t in texts:
+        pos = t.find(glaive.OPEN)
+        if pos < 0:
+            continue
+        pos += len(glaive.OPEN)
+        fast = glaive._raw_layout(t, pos)
+        try:
+            general = glaive._parse_object(fmt, t, pos)
+        except (FormatError, RecursionError):
+            general = None
+        if fast is not None:
+            assert fast == general, t
+    assert glaive._raw_layout(text, text.find(glaive.OPEN) + len(glaive.OPEN)) is not None
+
+
+def test_toolace_recovery_reads_a_bounded_number_of_items():
+    fmt = formats.get("toolace")
+    text = "<function_list>[" + ", ".join(f"f{i}(a={i})" for i in range(1000)) + "</function_list>"  # no ']'
+    out = fmt.parse_lenient(text)
+    assert [c.name for c in out.calls[:3]] == ["f0", "f1", "f2"]
+    assert out.calls[0].arguments == {"a": 0}
+    assert len(out.calls) <= formats.toolace.MAX_RECOVERED_SEGMENTS
+    assert any("gave up after" in p for p in out.problems)
+    assert (fmt.parse_lenient(text).calls, fmt.parse_lenient(text).problems) == (out.calls, out.problems)
+
+
+def test_parse_lenient_limit_reads_the_answer_after_the_reasoning():
+    fmt = formats.get("hermes")
+    call = '<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
+    text = "<think>" + "r" * 5000 + "</think>" + call + " " * 100 + '<tool_call>{"name": "b", "arguments": {'
+    full = fmt.parse_lenient(text)
+    cut = fmt.parse_lenient(text, limit=len(call) + 10)
+    assert [c.name for c in full.calls] == ["a", "b"]
+    assert [c.name for c in cut.calls] == ["a"]
+    assert not cut.ok and any("only the first" in p for p in cut.problems)
+    assert fmt.parse_lenient("<think>" + "r" * 5000 + "</think>" + call, limit=10).ok  # valid: strict, no limit
