@@ -66,19 +66,29 @@ def sequences_by_step(calls: Iterable[ToolCall]) -> bool:
 
 
 class CallFeatures:
-    """What the components look at in one call list. The value keys are computed once, up front; every other feature
-    on first use, so a variant pays only for what it reads and the ground truth's features are computed once."""
+    """What the components look at in one call list. Flat lists of every call's names, parameter names and value
+    keys are built in one pass up front; every other feature on first use, so a variant pays only for what it reads
+    and the ground truth's features are computed once."""
 
     def __init__(self, calls: Sequence[ToolCall], *, by_step: bool | None = None) -> None:
         self.calls: tuple[ToolCall, ...] = tuple(calls)
         # the order sequence is per-step name sets (simplified order format) or per-call names
         self.by_step: bool = sequences_by_step(self.calls) if by_step is None else by_step
-        self.name_list: tuple[str, ...] = tuple(c.name for c in self.calls)
-        # per call: ((parameter, value key), ...)
-        # (strings, most values, are their own key: inlined, as this runs for every argument of every output)
-        self.arg_keys: tuple[tuple[tuple[str, Hashable], ...], ...] = tuple(
-            [tuple([(k, v if type(v) is str else value_key(v)) for k, v in c.arguments.items()]) for c in self.calls]
-        )
+        names: list[str] = []
+        keys: list[str] = []
+        values: list[Hashable] = []
+        counts: list[int] = []
+        for c in self.calls:
+            args = c.arguments
+            names.append(c.name)
+            counts.append(len(args))
+            keys.extend(args)
+            # (strings, most values, are their own key: inlined, as this runs for every argument of every output)
+            values.extend([v if type(v) is str else value_key(v) for v in args.values()])
+        self.name_list: tuple[str, ...] = tuple(names)
+        self.key_list: list[str] = keys  # every call's parameter names, in order
+        self.value_list: list[Hashable] = values  # their value keys: the multiset of parameter values (paper)
+        self.arg_counts: list[int] = counts  # arguments per call
 
     @classmethod
     def of(cls, calls: Sequence[ToolCall], *, by_step: bool | None = None) -> CallFeatures:
@@ -89,10 +99,20 @@ class CallFeatures:
     def n_calls(self) -> int:
         return len(self.calls)
 
-    @lazy
+    @property
     def n_args(self) -> int:
         """Number of arguments over all calls: the size of every parameter multiset."""
-        return sum(map(len, self.arg_keys))
+        return len(self.value_list)
+
+    @lazy
+    def arg_keys(self) -> tuple[tuple[tuple[str, Hashable], ...], ...]:
+        """Per call: ((parameter, value key), ...)."""
+        pairs = list(zip(self.key_list, self.value_list))
+        out, i = [], 0
+        for n in self.arg_counts:
+            out.append(tuple(pairs[i : i + n]))
+            i += n
+        return tuple(out)
 
     @lazy
     def names(self) -> frozenset[str]:
@@ -110,12 +130,7 @@ class CallFeatures:
 
     @lazy
     def param_names(self) -> frozenset[str]:
-        return frozenset([k for a in self.arg_keys for k, _ in a])
-
-    @lazy
-    def value_list(self) -> list[Hashable]:
-        """The value keys of all arguments, in order: the multiset of parameter values (paper)."""
-        return [v for a in self.arg_keys for _, v in a]
+        return frozenset(self.key_list)
 
     @lazy
     def param_values(self) -> Counter:
@@ -133,7 +148,7 @@ class CallFeatures:
     @lazy
     def value_pair_list(self) -> list[tuple[str, Hashable]]:
         """(parameter, value key) of all arguments: that multiset (strict)."""
-        return [kv for a in self.arg_keys for kv in a]
+        return list(zip(self.key_list, self.value_list))
 
     @lazy
     def param_value_pairs(self) -> Counter:

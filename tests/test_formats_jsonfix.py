@@ -5,6 +5,7 @@ decoder, Glaive's raw layout) give exactly the results of the general code."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -17,7 +18,12 @@ from refiner.formats import glaive, jsonfix
 from refiner.formats.base import FormatError, strict_json
 from test_formats_roundtrip import arguments, json_values, names
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# HYPOTHESIS_EXAMPLES=2000 for a longer hunt (the fast readers must agree with the general ones everywhere)
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @pytest.fixture

@@ -39,6 +39,14 @@ BAD = [
         "list of strings",
     ),
     ("nestools", '<nested function>[{"name": "a", "parameters": {}}]</nested function>', "unexpected keys"),
+    (
+        "nestools",
+        '<nested function>[{"api_name": "a", "responses": "API_call_0"}]</nested function>',
+        "list of strings",
+    ),
+    ("nestools", '<nested function>[{"api_name": " ", "parameters": {}}]</nested function>', "empty 'api_name'"),
+    ("hermes", '<tool_call>{"name": "a", "arguments": {}}</tool_call> <tool_call>{"name": "b"', "without </tool_call>"),
+    ("hermes", '<tool_call>{"name": "a", "arguments": {}, "id": 1}</tool_call>', "unexpected keys"),
     ("order", '<order_func>[{"step": "1", "tool_list": ["a"]}]</order_func>', "integer"),
     ("order", '<order_func>[{"step": 1, "tool_list": ["a", 2]}]</order_func>', "list of strings"),
     ("order", '<order_func>[{"step": 1}]</order_func>', "no 'tool_list'"),
@@ -87,6 +95,16 @@ def test_strict_rejects_with_message_and_position(name, text, words):
     assert not fmt.is_valid(text)
     got = fmt.parse_lenient(text)  # lenient never raises and always reports the defect
     assert got.problems
+
+
+def test_optional_fields_may_be_left_out():
+    """The fast validity checks accept what the general ones do: no arguments, no responses, no label."""
+    assert formats.get("nestools").parse_strict('<nested function>[{"api_name": "a"}]</nested function>') == [
+        ToolCall("a", {})
+    ]
+    assert formats.get("nestful").parse_strict('[{"name": "a"}]') == [ToolCall("a", {})]
+    assert formats.get("hermes").parse_strict('<tool_call>{"name": "a"}</tool_call>') == [ToolCall("a", {})]
+    assert formats.get("xlam").parse_strict('<func_call>[{"name": "a"}]</func_call>') == [ToolCall("a", {})]
 
 
 def test_error_positions_point_at_the_defect():
@@ -240,3 +258,15 @@ def test_glaive_end_marker_may_be_dropped_after_the_last_call_only():
         g.parse_strict(broken)
     with pytest.raises(FormatError):
         g.parse_strict(text.removesuffix("<|endoftext|>") + " trailing prose")
+
+
+@pytest.mark.parametrize("name", ["xlam", "nestools", "order", "hermes", "apibank", "glaive", "openai", "nestful"])
+def test_closing_tags_quoted_inside_strings_are_text(name):
+    """A value (or, for the order format, a tool name) holding a closing tag of any format still parses strictly:
+    JSON values are decoded before their closing tag is looked for."""
+    from refiner.formats.detect import ALL_TAGS
+
+    fmt = formats.get(name)
+    text = " ".join(sorted(ALL_TAGS))
+    call = ToolCall(text, {}, step=1) if name == "order" else ToolCall("search", {"q": text, "n": 1})
+    assert fmt.parse_strict(fmt.render([call, call])) == [call, call]

@@ -17,12 +17,12 @@ from refiner.formats.base import (
     as_items,
     decode_at,
     dumps,
+    json_blocks,
     lenient_blocks,
     lenient_json,
     register,
     skip_ws,
     strict_fields,
-    tag_spans,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -36,14 +36,9 @@ class ApiBank(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         calls = []
-        for a, b in tag_spans(self, text, OPEN, CLOSE):
-            block = text[:b]
-            pos = skip_ws(block, a)
-            while pos < b:
-                value, end = decode_at(self, block, pos)
-                name, args, _ = strict_fields(self, value, pos, what="a tool call", args_key="parameters")
-                calls.append(ToolCall(name, args))
-                pos = skip_ws(block, end)
+        for value, pos in json_blocks(self, text, OPEN, CLOSE, many=True):
+            name, args, _ = strict_fields(self, value, pos, what="a tool call", args_key="parameters")
+            calls.append(ToolCall(name, args))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

@@ -205,19 +205,6 @@ def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) ->
         pos = span[1] + len(close_tag)
 
 
-def tag_spans(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> list[tuple[int, int]]:
-    """:func:`find_all_tagged` after any reasoning; raises when there is no block, or when an ``open_tag`` after the
-    last block is never closed (a call cut short is not a valid call)."""
-    start = reasoning_offset(text)
-    spans = find_all_tagged(text, open_tag, close_tag, start)
-    if not spans:
-        raise fmt.error(f"no {open_tag}...{close_tag} block", start)
-    dangling = text.find(open_tag, spans[-1][1] + len(close_tag))
-    if dangling >= 0:
-        raise fmt.error(f"{open_tag} without {close_tag}", dangling)
-    return spans
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -244,9 +231,12 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     return value
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder: json.dumps with options builds one per call
+
+
 def dumps(value: Any) -> str:
     """Rendering JSON: compact-ish, readable, unicode kept, key order kept."""
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODE(value)
 
 
 def expect_object(fmt: WireFormat, value: Any, what: str, position: int = -1) -> dict:
@@ -279,13 +269,6 @@ def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
         raise fmt.error("JSON nested too deeply", pos) from None
 
 
-def expect_blank(fmt: WireFormat, text: str, start: int, end: int, what: str) -> None:
-    """Raises unless ``text[start:end]`` is only whitespace."""
-    i = skip_ws(text, start)
-    if i < end:
-        raise fmt.error(f"unexpected text {text[i : min(end, i + 30)]!r} {what}", i)
-
-
 def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
     """``(a, b)``: ``text[a:b]`` lies between the first ``open_tag`` after any reasoning and the ``close_tag`` after
     it; raises when either tag is missing."""
@@ -301,12 +284,45 @@ def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
 
 
 def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
-    """The single JSON value between the first ``open_tag`` and its ``close_tag`` after any reasoning, and its
-    position; nothing else is allowed inside the tags."""
-    a, b = tagged_span(fmt, text, open_tag, close_tag)
-    value, end = decode_at(fmt, text[:b], a)
-    expect_blank(fmt, text, end, b, f"before {close_tag}")
+    """The single JSON value between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and
+    its position; nothing else is allowed inside the tags. The value is decoded before the closing tag is looked
+    for, so a tag quoted inside one of its strings is text."""
+    a, _ = tagged_span(fmt, text, open_tag, close_tag)
+    value, end = decode_at(fmt, text, a)
+    expect_close(fmt, text, end, close_tag)
     return value, skip_ws(text, a)
+
+
+def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
+    """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
+    j = skip_ws(text, pos)
+    if text.startswith(close_tag, j):
+        return j + len(close_tag)
+    if text.find(close_tag, j) < 0:
+        raise fmt.error(f"missing {close_tag}", len(text))
+    raise fmt.error(f"unexpected text {text[j : j + 30]!r} before {close_tag}", j)
+
+
+def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
+    """``(value, position)`` for the JSON value of each ``open_tag ... close_tag`` block after any reasoning (with
+    ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds anything
+    else, or a block is not closed. Values are decoded before their closing tag is looked for, so a tag quoted
+    inside a string is text."""
+    start = reasoning_offset(text)
+    i = text.find(open_tag, start)
+    if i < 0:
+        raise fmt.error(f"no {open_tag}...{close_tag} block", start)
+    while i >= 0:
+        pos = skip_ws(text, i + len(open_tag))
+        if text.find(close_tag, pos) < 0:
+            raise fmt.error(f"{open_tag} without {close_tag}", i)
+        while not (many and text.startswith(close_tag, pos)):  # (with many, a block may be empty)
+            value, end = decode_at(fmt, text, pos)
+            yield value, pos
+            pos = skip_ws(text, end)
+            if not many or pos >= len(text):
+                break
+        i = text.find(open_tag, expect_close(fmt, text, pos, close_tag))
 
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
@@ -482,18 +498,36 @@ def as_items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
+_ALLOWED_KEYS: dict[tuple[str, str, tuple[str, ...]], frozenset[str]] = {}
+_ABSENT = object()
+
+
 def strict_fields(
     fmt: WireFormat,
     obj: Any,
     pos: int,
     *,
     what: str,
+    index: int | None = None,
     name_key: str = "name",
     args_key: str = "arguments",
     extra_keys: tuple[str, ...] = (),
 ) -> tuple[str, dict, dict]:
     """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means
-    ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``."""
+    ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``. Errors name
+    ``what`` (``"what #index"`` when ``index`` is given)."""
+    if type(obj) is dict:  # the valid case, checked without building any message
+        shape = (name_key, args_key, extra_keys)
+        allowed = _ALLOWED_KEYS.get(shape)
+        if allowed is None:
+            allowed = _ALLOWED_KEYS.setdefault(shape, frozenset((name_key, args_key, *extra_keys)))
+        name = obj.get(name_key)
+        args = obj.get(args_key, _ABSENT)
+        if type(name) is str and (args is _ABSENT or type(args) is dict) and obj.keys() <= allowed and name.strip():
+            extras = {k: obj[k] for k in extra_keys if k in obj} if extra_keys else {}
+            return name, {} if args is _ABSENT else args, extras
+    if index is not None:
+        what = f"{what} #{index}"
     obj = expect_object(fmt, obj, what, pos)
     unknown = set(obj) - {name_key, args_key, *extra_keys}
     if unknown:

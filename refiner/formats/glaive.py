@@ -113,7 +113,7 @@ class Glaive(WireFormat):
             obj, end = _raw_layout(text, i + len(OPEN)) or _parse_object(self, text, i + len(OPEN))
             if isinstance(obj.get("arguments"), str):
                 obj["arguments"] = strict_json(self, obj["arguments"], i)
-            name, args, _ = strict_fields(self, obj, i, what=f"the call at {i}")
+            name, args, _ = strict_fields(self, obj, i, what="the call at", index=i)
             end = skip_ws(text, end)
             calls.append(ToolCall(name, args))
             if not text.startswith(CLOSE, end):

@@ -16,12 +16,11 @@ from refiner.formats.base import (
     WireFormat,
     as_items,
     dumps,
+    json_blocks,
     lenient_blocks,
     lenient_json,
     register,
     strict_fields,
-    strict_json,
-    tag_spans,
 )
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -39,7 +38,7 @@ class Hermes(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        return [_call_from_obj(self, strict_json(self, text[a:b], a), a) for a, b in tag_spans(self, text, OPEN, CLOSE)]
+        return [_call_from_obj(self, value, pos) for value, pos in json_blocks(self, text, OPEN, CLOSE)]
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems):

@@ -41,9 +41,11 @@ class Nestful(WireFormat):
         value, pos = json_in_prose(self, text, _looks_like_calls, "JSON list of calls")
         calls = []
         for i, item in enumerate(value):
-            what = f"call #{i}"
-            name, args, extra = strict_fields(self, item, pos, what=what, extra_keys=("label",))
-            outputs = (expect_str(self, extra["label"], f"'label' of {what}", pos),) if "label" in extra else ()
+            name, args, extra = strict_fields(self, item, pos, what="call", index=i, extra_keys=("label",))
+            outputs: tuple[str, ...] = ()
+            if "label" in extra:
+                label = extra["label"]
+                outputs = (label if type(label) is str else expect_str(self, label, f"'label' of call #{i}", pos),)
             calls.append(ToolCall(name, args, outputs=outputs))
         return calls
 

@@ -36,11 +36,21 @@ class NesTools(WireFormat):
         value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls = []
         for i, item in enumerate(value):
-            what = f"call #{i}"
             name, args, extra = strict_fields(
-                self, item, pos, what=what, name_key="api_name", args_key="parameters", extra_keys=("responses",)
+                self,
+                item,
+                pos,
+                what="call",
+                index=i,
+                name_key="api_name",
+                args_key="parameters",
+                extra_keys=("responses",),
             )
-            outputs = expect_str_list(self, extra.get("responses", []), f"'responses' of {what}", pos)
+            responses = extra.get("responses", [])
+            if type(responses) is list and all(type(r) is str for r in responses):
+                outputs = tuple(responses)
+            else:
+                outputs = expect_str_list(self, responses, f"'responses' of call #{i}", pos)
             calls.append(ToolCall(name, args, outputs=outputs))
         return calls
 

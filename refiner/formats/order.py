@@ -23,6 +23,7 @@ from refiner.formats.base import (
 )
 
 OPEN, CLOSE = "<order_func>", "</order_func>"
+_ENTRY_KEYS = frozenset(("step", "tool_list"))
 
 
 @register
@@ -36,6 +37,11 @@ class Order(WireFormat):
         value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls = []
         for i, item in enumerate(value):
+            if type(item) is dict and item.keys() == _ENTRY_KEYS:  # the valid case, checked without messages
+                step, names = item["step"], item["tool_list"]
+                if type(step) is int and type(names) is list and all(type(n) is str and n.strip() for n in names):
+                    calls.extend([ToolCall(n, {}, step=step) for n in names])
+                    continue
             item = expect_object(self, item, f"step entry #{i}", pos)
             unknown = set(item) - {"step", "tool_list"}
             if unknown:

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from refiner.formats.base import FormatError, WireFormat
+from refiner.formats.base import FormatError, WireFormat, dumps
 
 _MANGLE = "__kw__"
 _JSONISH = {"true": True, "false": False, "null": None}
@@ -178,17 +178,23 @@ class Literals:
 
 
 def _is_plain_identifier(key: str) -> bool:
-    return key.isidentifier() and unicodedata.normalize("NFKC", key) == key and not key.startswith(_MANGLE)
+    return (
+        key.isidentifier()
+        and (key.isascii() or unicodedata.normalize("NFKC", key) == key)
+        and not key.startswith(_MANGLE)
+    )
 
 
 def literal(value: Any) -> str:
     """A JSON value as Python literal source (strings in JSON quoting, which Python reads identically)."""
+    if type(value) is str:  # the common case first
+        return dumps(value)
     if value is None or isinstance(value, bool):
         return repr(value)
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return dumps(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, dict):

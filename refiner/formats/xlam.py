@@ -32,7 +32,7 @@ class XLam(WireFormat):
         value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls = []
         for i, item in enumerate(value):
-            name, args, _ = strict_fields(self, item, pos, what=f"call #{i}")
+            name, args, _ = strict_fields(self, item, pos, what="call", index=i)
             calls.append(ToolCall(name, args))
         return calls
 
