@@ -16,7 +16,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import glaive, jsonfix
 from refiner.formats.base import FormatError, strict_json
-from test_formats_roundtrip import arguments, json_values, names
+from test_formats_roundtrip import arguments, calls_for, json_values, names
 
 # HYPOTHESIS_EXAMPLES=2000 for a longer hunt (the fast readers must agree with the general ones everywhere)
 SETTINGS = settings(
@@ -195,3 +195,72 @@ def test_parse_lenient_limit_reads_the_answer_after_the_reasoning():
     assert [c.name for c in cut.calls] == ["a"]
     assert not cut.ok and any("only the first" in p for p in cut.problems)
     assert fmt.parse_lenient("<think>" + "r" * 5000 + "</think>" + call, limit=10).ok  # valid: strict, no limit
+
+
+def _ast_calls(src: str):
+    """The ast reading of a toolace call list (the fast reader bypassed); None when it rejects the text."""
+    import ast
+
+    from refiner.formats import toolace
+
+    fmt = formats.get("toolace")
+    try:
+        node = toolace.parse_expr(fmt, src, 0)
+        if not isinstance(node, ast.List):
+            return None
+        lit = toolace.Literals(fmt, src, 0, strict=True)
+        out = []
+        for el in node.elts:
+            name = toolace.dotted_name(el.func) if isinstance(el, ast.Call) else None
+            if name is None:
+                return None
+            out.append((name, lit.arguments(el)))
+        return out
+    except FormatError:
+        return None
+
+
+_MUTATIONS = [
+    *["", " ", "\t", "\n", "'", '"', "(", ")", "[", "]", "{", "}", ",", "=", "\\", "#", "1", "e", ".", "-", "+"],
+    *["True", "None", "true", "NaN", "\u3000", "\x0c", "\x00", "x(", "**", "\\/", "\\ud83d\\ude00", "from="],
+]
+
+
+@SETTINGS
+@given(calls_for("toolace"), st.data())
+def test_toolace_fast_reader_agrees_with_ast(calls, data):
+    """fast_call_list reads the renderer's layout like ast does; on mutated text it either declines or agrees with
+    ast (which then accepts the text too)."""
+    from refiner.formats.pythonic import fast_call_list, render_call
+
+    src = "[" + ", ".join(render_call(c.name, dict(c.arguments)) for c in calls) + "]"
+    expected = _ast_calls(src)
+    assert expected is not None
+    got = fast_call_list(src)
+    if got is not None:  # it declines layouts it does not read (e.g. '**{...}' for keys that are not identifiers)
+        assert got == expected
+    for _ in range(10):
+        i = data.draw(st.integers(0, len(src)))
+        j = data.draw(st.integers(i, min(len(src), i + 3)))
+        mutated = src[:i] + data.draw(st.sampled_from(_MUTATIONS)) + src[j:]
+        fast = fast_call_list(mutated)
+        if fast is not None:
+            assert fast == _ast_calls(mutated), mutated
+
+
+def test_toolace_fast_reader_takes_real_renderings(nestools_records):
+    """Real calls rendered by the format are read by the fast reader, with ast's result."""
+    from refiner.formats.pythonic import fast_call_list
+
+    fmt = formats.get("toolace")
+    taken = 0
+    for rec in nestools_records[:300]:
+        calls = [ToolCall(c["api_name"], c.get("parameters") or {}) for c in rec["call"]]
+        text = fmt.render(calls)
+        src = text[len("<function_list>") : -len("</function_list>")]
+        fast = fast_call_list(src)
+        if fast is not None:
+            taken += 1
+            assert fast == _ast_calls(src)
+        assert fmt.parse_strict(text) == calls
+    assert taken >= 290
