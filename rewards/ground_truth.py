@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from refiner import formats
-from refiner.calls import ToolCall, steps_of
+from refiner.calls import ToolCall
 from rewards.components import CallFeatures, lazy, sequences_by_step
 
 
@@ -41,10 +41,6 @@ class Gold:
     def call_key_counts(self) -> Counter:
         """Multiset of the gold calls' identity keys (for order-free exact match)."""
         return Counter(self.features.call_keys)
-
-    @lazy
-    def steps(self) -> list[frozenset[str]]:
-        return steps_of(self.calls)
 
     @classmethod
     def from_calls(
