@@ -17,11 +17,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import chain
+from operator import methodcaller
 from typing import Any, Literal
 
 from refiner.calls import ToolCall, canonical_json, steps_of
 
 Variant = Literal["paper", "strict"]
+
+_chain = chain.from_iterable
+_values = methodcaller("values")
+
 VARIANTS: tuple[str, ...] = ("paper", "strict")
 
 
@@ -42,16 +48,25 @@ class lazy:
         return value
 
 
+# Types whose values are their own key: ``12``, ``"12"``, ``12.0`` and ``True`` are four different JSON values, and
+# the keys of the other types (tuples) never equal a str or an int.
+_OWN_KEY = frozenset((str, int))
+
+
 def value_key(value: object) -> Hashable:
     """A key with the same equality as ``canonical_json(value)``, cheaper for the common scalar values.
 
-    Strings key as themselves and ints/bools/null as type-tagged tuples (their JSON text is unique per value); other
-    values key as ``("j", canonical JSON)``. A value that cannot be serialised (too deep) falls back to its repr."""
+    Strings and ints key as themselves (a str never equals an int, and their JSON text is unique per value); floats,
+    bools and null as tagged tuples (``1.0 == 1 == True`` and ``0.0 == -0.0`` in Python, not in JSON, so floats key
+    by their repr, which is their JSON text up to the spelling of inf and nan); other values key as
+    ``("j", canonical JSON)``. A value that cannot be serialised (too deep) falls back to its repr."""
     t = type(value)
-    if t is str:
+    if t in _OWN_KEY:
         return value
-    if t is int or t is bool:
-        return (t.__name__, value)
+    if t is float:
+        return ("f", repr(value))  # the JSON encoder writes finite floats as their repr; inf and nan map one to one
+    if t is bool:
+        return ("bool", value)
     if value is None:
         return ("null",)
     try:
@@ -74,21 +89,16 @@ class CallFeatures:
         self.calls: tuple[ToolCall, ...] = tuple(calls)
         # the order sequence is per-step name sets (simplified order format) or per-call names
         self.by_step: bool = sequences_by_step(self.calls) if by_step is None else by_step
-        names: list[str] = []
-        keys: list[str] = []
-        values: list[Hashable] = []
-        counts: list[int] = []
-        for c in self.calls:
-            args = c.arguments
-            names.append(c.name)
-            counts.append(len(args))
-            keys.extend(args)
-            # (strings, most values, are their own key: inlined, as this runs for every argument of every output)
-            values.extend([v if type(v) is str else value_key(v) for v in args.values()])
-        self.name_list: tuple[str, ...] = tuple(names)
-        self.key_list: list[str] = keys  # every call's parameter names, in order
-        self.value_list: list[Hashable] = values  # their value keys: the multiset of parameter values (paper)
-        self.arg_counts: list[int] = counts  # arguments per call
+        calls = self.calls
+        argss = [c.arguments for c in calls]
+        self.name_list: tuple[str, ...] = tuple([c.name for c in calls])
+        self.arg_counts: list[int] = list(map(len, argss))  # arguments per call
+        self.key_list: list[str] = list(_chain(argss))  # every call's parameter names, in order
+        # their value keys: the multiset of parameter values (paper); strings and ints, most values, are their own
+        # key (checked inline, as this runs for every argument of every output scored)
+        self.value_list: list[Hashable] = [
+            v if type(v) in _OWN_KEY else value_key(v) for v in _chain(map(_values, argss))
+        ]
 
     @classmethod
     def of(cls, calls: Sequence[ToolCall], *, by_step: bool | None = None) -> CallFeatures:

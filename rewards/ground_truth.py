@@ -19,7 +19,14 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall
-from rewards.components import CallFeatures, lazy, sequences_by_step
+from rewards.components import (
+    CallFeatures,
+    lazy,
+    param_content_reward,
+    param_name_reward,
+    sequences_by_step,
+    tool_name_reward,
+)
 
 
 class GroundTruthError(ValueError):
@@ -41,6 +48,24 @@ class Gold:
     def call_key_counts(self) -> Counter:
         """Multiset of the gold calls' identity keys (for order-free exact match)."""
         return Counter(self.features.call_keys)
+
+    @lazy
+    def _own_components(self) -> dict[str, tuple[float, float | None, float | None]]:
+        return {}
+
+    def own_components(self, variant: str) -> tuple[float, float | None, float | None]:
+        """``(tool_name, param_name, param_content)`` of the gold calls scored against themselves, per variant: what
+        any output with the same names and arguments in the same order scores, as the components read nothing else."""
+        cache = self._own_components
+        got = cache.get(variant)
+        if got is None:
+            g = self.features
+            got = cache[variant] = (
+                tool_name_reward(g, g, variant),  # type: ignore[arg-type]
+                param_name_reward(g, g, variant),  # type: ignore[arg-type]
+                param_content_reward(g, g, variant),  # type: ignore[arg-type]
+            )
+        return got
 
     @classmethod
     def from_calls(

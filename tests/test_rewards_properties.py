@@ -91,6 +91,20 @@ def test_value_key_equality_is_canonical_json_equality(a, b):
     assert value_key(a) == value_key(a)
 
 
+EDGE_VALUES = [
+    0, 1, -1, 1.0, -0.0, 0.0, 1e16, 10**16, 0.1, 0.30000000000000004, float("inf"), float("-inf"), float("nan"),
+    True, False, None, "1", "1.0", "true", "null", "NaN", [1], [1.0], [True], {"a": 1}, {"a": 1.0}, 2**70,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("a", EDGE_VALUES, ids=repr)
+def test_value_key_equality_is_canonical_json_equality_on_edge_values(a):
+    """Values Python calls equal but JSON does not (1, 1.0, True; 0.0, -0.0), and nan, which Python calls unequal to
+    itself, key exactly as their canonical JSON compares."""
+    for b in EDGE_VALUES:
+        assert (value_key(a) == value_key(b)) == (canonical_json(a) == canonical_json(b)), (a, b)
+
+
 @pytest.mark.parametrize("fmt_name", formats.names())
 @SETTINGS
 @given(calls=calls_st)

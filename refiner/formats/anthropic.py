@@ -33,6 +33,34 @@ def _looks_like(value: object) -> bool:
     return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
 
 
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
+
+
+def _plain_blocks(blocks: list) -> list[ToolCall] | None:
+    """The calls of ``blocks`` when every block is valid, checked without building any message; ``None`` at the
+    first doubt, and the checked loop of :meth:`Anthropic.parse_strict` then finds and explains the error."""
+    calls = []
+    for block in blocks:
+        if type(block) is not dict:
+            return None
+        kind = block.get("type")
+        if kind != "tool_use":
+            if type(kind) is str and kind in IGNORED_BLOCKS:
+                continue
+            return None
+        name, args = block.get("name"), block.get("input")
+        if (
+            type(name) is not str
+            or type(args) is not dict
+            or not name.strip()
+            or not block.keys() <= _TOOL_USE_KEYS
+            or ("id" in block and type(block["id"]) is not str)
+        ):
+            return None
+        calls.append(ToolCall.trusted(name, args))
+    return calls
+
+
 @register
 class Anthropic(WireFormat):
     name = "anthropic"
@@ -43,6 +71,9 @@ class Anthropic(WireFormat):
         value, pos = json_in_prose(self, text, _looks_like, "tool_use content blocks")
         if isinstance(value, dict) and value.get("role", "assistant") != "assistant":
             raise self.error(f"message role must be 'assistant', got {value.get('role')!r}", pos)
+        fast = _plain_blocks(_blocks(value))
+        if fast is not None:
+            return fast
         calls = []
         for i, block in enumerate(_blocks(value)):
             what = f"content block #{i}"
@@ -62,7 +93,7 @@ class Anthropic(WireFormat):
                 raise self.error(f"empty 'name' in {what}", pos)
             if "input" not in block:
                 raise self.error(f"{what} has no 'input'", pos)
-            calls.append(ToolCall(name, expect_object(self, block["input"], f"'input' of {what}", pos)))
+            calls.append(ToolCall.trusted(name, expect_object(self, block["input"], f"'input' of {what}", pos)))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

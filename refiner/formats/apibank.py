@@ -20,6 +20,7 @@ from refiner.formats.base import (
     json_blocks,
     lenient_blocks,
     lenient_json,
+    plain_calls,
     register,
     skip_ws,
     strict_fields,
@@ -35,10 +36,15 @@ class ApiBank(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
+        fast = plain_calls(
+            (value for value, _ in json_blocks(self, text, OPEN, CLOSE, many=True)), args_key="parameters"
+        )
+        if fast is not None:
+            return fast
         calls = []
         for value, pos in json_blocks(self, text, OPEN, CLOSE, many=True):
             name, args, _ = strict_fields(self, value, pos, what="a tool call", args_key="parameters")
-            calls.append(ToolCall(name, args))
+            calls.append(ToolCall.trusted(name, args))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -231,6 +231,18 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     return value
 
 
+def json_object(text: str) -> dict | None:
+    """The JSON object ``text`` holds (whitespace around it allowed), or ``None`` when it holds anything else or is
+    not strict JSON: :func:`strict_json` for fast paths, which leave explaining a failure to it."""
+    try:
+        value, end = JSON_DECODER.raw_decode(text, _JSON_WS.match(text).end())
+    except (ValueError, RecursionError):
+        return None
+    if type(value) is not dict or _JSON_WS.match(text, end).end() != len(text):
+        return None
+    return value
+
+
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder: json.dumps with options builds one per call
 
 
@@ -307,22 +319,31 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
     """``(value, position)`` for the JSON value of each ``open_tag ... close_tag`` block after any reasoning (with
     ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds anything
     else, or a block is not closed. Values are decoded before their closing tag is looked for, so a tag quoted
-    inside a string is text."""
+    inside a string is text. Lazy, so a caller that stops at the first bad value never decodes the rest of a long
+    hostile block."""
     start = reasoning_offset(text)
     i = text.find(open_tag, start)
     if i < 0:
         raise fmt.error(f"no {open_tag}...{close_tag} block", start)
+    ws, decode = _WS.match, JSON_DECODER.raw_decode
+    after_open, after_close = len(open_tag), len(close_tag)
     while i >= 0:
-        pos = skip_ws(text, i + len(open_tag))
+        pos = ws(text, i + after_open).end()
         if text.find(close_tag, pos) < 0:
             raise fmt.error(f"{open_tag} without {close_tag}", i)
         while not (many and text.startswith(close_tag, pos)):  # (with many, a block may be empty)
-            value, end = decode_at(fmt, text, pos)
+            try:
+                value, end = decode(text, pos)
+            except (ValueError, RecursionError):
+                decode_at(fmt, text, pos)  # raises the decoder's error as a FormatError
+                raise
             yield value, pos
-            pos = skip_ws(text, end)
+            pos = ws(text, end).end()
             if not many or pos >= len(text):
                 break
-        i = text.find(open_tag, expect_close(fmt, text, pos, close_tag))
+        if not text.startswith(close_tag, pos):
+            expect_close(fmt, text, pos, close_tag)  # raises: text before the closing tag
+        i = text.find(open_tag, pos + after_close)
 
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
@@ -539,6 +560,51 @@ def strict_fields(
         raise fmt.error(f"empty {name_key!r} in {what}", pos)
     args = expect_object(fmt, obj.get(args_key, {}), repr(args_key), pos)
     return name, args, {k: obj[k] for k in extra_keys if k in obj}
+
+
+def plain_calls(
+    items: Iterable[Any],
+    name_key: str = "name",
+    args_key: str = "arguments",
+    outputs_key: str | None = None,
+    outputs_as: type = list,
+) -> list[ToolCall] | None:
+    """The calls of ``items`` when every item is a valid call object (what :func:`strict_fields` accepts, with no
+    other keys): a non-empty string ``name_key``, an object ``args_key`` (missing means ``{}``), and where
+    ``outputs_key`` is given, optionally that key holding a list of strings (``outputs_as=list``) or one string
+    (``outputs_as=str``). ``None`` at the first doubt: the format's own loop then finds and explains the error. The
+    valid case costs a few dict lookups per call, as every reward of a well-formed output takes it. ``items`` may
+    be lazy: nothing after the first doubt is read."""
+    trusted = ToolCall.trusted
+    calls = []
+    for item in items:
+        if type(item) is not dict:
+            return None
+        name = item.get(name_key)
+        if type(name) is not str or not name.strip():
+            return None
+        size = 1
+        args = item.get(args_key)
+        if type(args) is dict:
+            size = 2
+        elif args_key in item:
+            return None
+        else:
+            args = {}
+        outputs: tuple[str, ...] = ()
+        if outputs_key is not None and outputs_key in item:
+            size += 1
+            out = item[outputs_key]
+            if outputs_as is str and type(out) is str:
+                outputs = (out,)
+            elif outputs_as is list and type(out) is list and all(type(o) is str for o in out):
+                outputs = tuple(out)
+            else:
+                return None
+        if len(item) != size:
+            return None
+        calls.append(trusted(name, args, outputs))
+    return calls
 
 
 def expect_str_list(fmt: WireFormat, value: Any, what: str, position: int = -1) -> tuple[str, ...]:

@@ -37,29 +37,35 @@ TURN_BREAK = "\n\n\n"  # raw Glaive separates turns with it; a block without its
 
 
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*')
+_SIMPLE_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"([^"\\\x00-\x1f]*)"\s*,\s*"arguments"\s*:\s*\'\s*')  # no escapes
 _MID = re.compile(r"\s*,\s*\"arguments\"\s*:\s*'\s*")
-_TAIL = re.compile(r"\s*'\s*\}")
+_TAIL = re.compile(r"\s*'\s*\}\s*")
 
 
-def _raw_layout(text: str, pos: int) -> tuple[dict, int] | None:
-    """The raw layout ``{"name": "...", "arguments": '{...}'}`` at ``pos`` in a few C-speed steps; ``None`` for any
-    other layout or any defect, which :func:`_parse_object` then reads (it accepts everything this does, with the
-    same result, and explains what it rejects)."""
-    m = _HEAD.match(text, pos)
-    if m is None:
-        return None
+def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
+    """``(name, arguments, end)`` for the raw layout ``{"name": "...", "arguments": '{...}'}`` at ``pos`` (``end``
+    after the whitespace that follows it), in a few C-speed steps; ``None`` for any other layout or any defect, which
+    :func:`_parse_object` then reads (it accepts everything this does, with the same result, and explains what it
+    rejects)."""
     try:
-        name, end = JSON_DECODER.raw_decode(text, m.end())
-        m = _MID.match(text, end)
-        if m is None or not isinstance(name, str):
-            return None
+        m = _SIMPLE_HEAD.match(text, pos)
+        if m is not None:
+            name = m.group(1)
+        else:  # a name with escapes, or another layout
+            m = _HEAD.match(text, pos)
+            if m is None:
+                return None
+            name, end = JSON_DECODER.raw_decode(text, m.end())
+            m = _MID.match(text, end)
+            if m is None or type(name) is not str:
+                return None
         args, end = JSON_DECODER.raw_decode(text, m.end())
     except (ValueError, RecursionError):
         return None
     m = _TAIL.match(text, end)
-    if m is None or not isinstance(args, dict):
+    if m is None or type(args) is not dict:
         return None
-    return {"name": name, "arguments": args}, m.end()
+    return name, args, m.end()
 
 
 def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
@@ -110,12 +116,16 @@ class Glaive(WireFormat):
         if i < 0:
             raise self.error(f"missing {OPEN}", start)
         while i >= 0:
-            obj, end = _raw_layout(text, i + len(OPEN)) or _parse_object(self, text, i + len(OPEN))
-            if isinstance(obj.get("arguments"), str):
-                obj["arguments"] = strict_json(self, obj["arguments"], i)
-            name, args, _ = strict_fields(self, obj, i, what="the call at", index=i)
-            end = skip_ws(text, end)
-            calls.append(ToolCall(name, args))
+            raw = _raw_layout(text, i + len(OPEN))
+            if raw is not None and raw[0].strip():
+                name, args, end = raw
+            else:
+                obj, end = _parse_object(self, text, i + len(OPEN))
+                if isinstance(obj.get("arguments"), str):
+                    obj["arguments"] = strict_json(self, obj["arguments"], i)
+                name, args, _ = strict_fields(self, obj, i, what="the call at", index=i)
+                end = skip_ws(text, end)
+            calls.append(ToolCall.trusted(name, args))
             if not text.startswith(CLOSE, end):
                 if end == len(text):
                     # <|endoftext|> is a special token in Qwen-family tokenizers: decoding with

@@ -19,6 +19,7 @@ from refiner.formats.base import (
     json_blocks,
     lenient_blocks,
     lenient_json,
+    plain_calls,
     register,
     strict_fields,
 )
@@ -28,7 +29,7 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 def _call_from_obj(fmt: WireFormat, obj: object, pos: int) -> ToolCall:
     name, args, _ = strict_fields(fmt, obj, pos, what="a <tool_call> block")
-    return ToolCall(name, args)
+    return ToolCall.trusted(name, args)
 
 
 @register
@@ -38,6 +39,9 @@ class Hermes(WireFormat):
     tags = (OPEN, CLOSE)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
+        fast = plain_calls(value for value, _ in json_blocks(self, text, OPEN, CLOSE))
+        if fast is not None:
+            return fast
         return [_call_from_obj(self, value, pos) for value, pos in json_blocks(self, text, OPEN, CLOSE)]
 
     def recover(self, text: str, out: Lenient) -> None:

@@ -18,6 +18,7 @@ from refiner.formats.base import (
     expect_str,
     json_in_prose,
     lenient_json_in_prose,
+    plain_calls,
     register,
     strict_fields,
     strip_reasoning,
@@ -39,6 +40,9 @@ class Nestful(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = json_in_prose(self, text, _looks_like_calls, "JSON list of calls")
+        fast = plain_calls(value, outputs_key="label", outputs_as=str)
+        if fast is not None:
+            return fast
         calls = []
         for i, item in enumerate(value):
             name, args, extra = strict_fields(self, item, pos, what="call", index=i, extra_keys=("label",))
@@ -46,7 +50,7 @@ class Nestful(WireFormat):
             if "label" in extra:
                 label = extra["label"]
                 outputs = (label if type(label) is str else expect_str(self, label, f"'label' of call #{i}", pos),)
-            calls.append(ToolCall(name, args, outputs=outputs))
+            calls.append(ToolCall.trusted(name, args, outputs))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

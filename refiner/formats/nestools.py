@@ -15,6 +15,7 @@ from refiner.formats.base import (
     dumps,
     expect_str_list,
     lenient_list,
+    plain_calls,
     register,
     strict_fields,
     tagged_list,
@@ -34,6 +35,9 @@ class NesTools(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
+        fast = plain_calls(value, "api_name", "parameters", "responses", list)
+        if fast is not None:
+            return fast
         calls = []
         for i, item in enumerate(value):
             name, args, extra = strict_fields(
@@ -51,7 +55,7 @@ class NesTools(WireFormat):
                 outputs = tuple(responses)
             else:
                 outputs = expect_str_list(self, responses, f"'responses' of call #{i}", pos)
-            calls.append(ToolCall(name, args, outputs=outputs))
+            calls.append(ToolCall.trusted(name, args, outputs))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

@@ -14,6 +14,7 @@ from refiner.formats.base import (
     expect_object,
     expect_str,
     json_in_prose,
+    json_object,
     lenient_json_in_prose,
     register,
     strict_json,
@@ -29,6 +30,36 @@ def _looks_like(value: object) -> bool:
     if isinstance(value, dict):
         return "tool_calls" in value
     return isinstance(value, list) and bool(value) and all(_is_tool_call(v) for v in value)
+
+
+_CALL_KEYS = frozenset({"id", "type", "function", "index"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
+def _plain_calls(tool_calls: list) -> list[ToolCall] | None:
+    """The calls of ``tool_calls`` when every entry is valid, checked without building any message; ``None`` at the
+    first doubt, and the checked loop of :meth:`OpenAI.parse_strict` then finds and explains the error."""
+    calls = []
+    for tc in tool_calls:
+        if type(tc) is not dict:
+            return None
+        fn = tc.get("function")
+        if (
+            type(fn) is not dict
+            or not tc.keys() <= _CALL_KEYS
+            or not fn.keys() <= _FUNCTION_KEYS
+            or tc.get("type", "function") != "function"
+            or ("id" in tc and type(tc["id"]) is not str)
+        ):
+            return None
+        name, raw = fn.get("name"), fn.get("arguments")
+        if type(name) is not str or type(raw) is not str or not name.strip():
+            return None
+        args = json_object(raw)
+        if args is None:
+            return None
+        calls.append(ToolCall.trusted(name, args))
+    return calls
 
 
 @register
@@ -49,6 +80,9 @@ class OpenAI(WireFormat):
             value = value["tool_calls"]
             if not isinstance(value, list):
                 raise self.error("'tool_calls' must be a list", pos)
+        fast = _plain_calls(value)
+        if fast is not None:
+            return fast
         calls = []
         for i, tc in enumerate(value):
             what = f"tool call #{i}"
@@ -69,7 +103,7 @@ class OpenAI(WireFormat):
                 raise self.error(f"empty 'function.name' in {what}", pos)
             raw = expect_str(self, fn.get("arguments"), f"'function.arguments' of {what}", pos)
             args = expect_object(self, strict_json(self, raw, pos), f"decoded 'function.arguments' of {what}", pos)
-            calls.append(ToolCall(name, args))
+            calls.append(ToolCall.trusted(name, args))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

@@ -50,7 +50,7 @@ class ToolAce(WireFormat):
     def _calls(self, src: str, offset: int) -> list[ToolCall]:
         fast = fast_call_list(src)  # the renderer's layout, without ast (several times faster)
         if fast is not None:
-            return [ToolCall(name, args) for name, args in fast]
+            return [ToolCall.trusted(name, args) for name, args in fast]
         node = parse_expr(self, src, offset)
         lit = Literals(self, src, offset, strict=True)
         if not isinstance(node, ast.List):

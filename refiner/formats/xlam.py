@@ -14,6 +14,7 @@ from refiner.formats.base import (
     WireFormat,
     dumps,
     lenient_list,
+    plain_calls,
     register,
     strict_fields,
     tagged_list,
@@ -30,10 +31,13 @@ class XLam(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
+        fast = plain_calls(value)
+        if fast is not None:
+            return fast
         calls = []
         for i, item in enumerate(value):
             name, args, _ = strict_fields(self, item, pos, what="call", index=i)
-            calls.append(ToolCall(name, args))
+            calls.append(ToolCall.trusted(name, args))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
