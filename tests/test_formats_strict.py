@@ -55,6 +55,8 @@ BAD = [
     ("order", '<order_func>[{"step": "1", "tool_list": ["a"]}]</order_func>', "integer"),
     ("order", '<order_func>[{"step": 1, "tool_list": ["a", 2]}]</order_func>', "list of strings"),
     ("order", '<order_func>[{"step": 1}]</order_func>', "no 'tool_list'"),
+    ("order", '<order_func>[{"step": 1, "tool_list": ["a", " "]}]</order_func>', "empty tool name"),
+    ("order", '<order_func>[{"step": 1, "tool_list": ["a"]}, {"step": 2, "tool_list": "b"}]</order_func>', "list of strings"),
     ("apibank", '<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>', "unexpected keys"),
     (
         "apibank",

@@ -177,69 +177,91 @@ class Literals:
 # Fast reader: call lists laid out like the renderer's, with the values read by the JSON decoder
 
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
-_FAST_NAME = re.compile(_WS + r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)" + _WS + r"\(")
-_FAST_KEY = re.compile(_WS + r"([A-Za-z_][A-Za-z0-9_]*)" + _WS + r"=(?!=)" + _WS)
-_FAST_AFTER_ARG = re.compile(_WS + r"([,)])")
-_FAST_AFTER_CALL = re.compile(_WS + r"([,\]])")
-_FAST_EMPTY = re.compile(_WS + r"[)\]]")
-# escapes JSON reads otherwise than Python (\/, surrogate pairs), and characters Python source cannot hold
-_FAST_REFUSE = re.compile(r"\\(?:/|u[dD][89abAB])|[\x00\ud800-\udfff]")
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_KEY = "(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS
+# after "[": the first call's name, or "]" (no calls); after a call: ", name(" or "]"
+_FAST_FIRST_CALL = re.compile(_WS + r"(?:(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\(|\])")
+_FAST_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + r"(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\(|\])")
+# after "(": the first argument's "key=", or ")" (no arguments); after a value: ", key=" or ")"
+_FAST_FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
+_FAST_NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
+_FAST_REFUSE_ESCAPE = re.compile(r"\\(?:/|u[dD][89abAB])")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Python's constants outside strings (not as argument or call names), for the decoder
 _FAST_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b(?!' + _WS + r"[=(.])")
 _TO_JSON = {"True": "true", "False": "false", "None": "null"}
+_KEYWORDS = frozenset(keyword.kwlist)
 
 
 def _constant_to_json(m: re.Match) -> str:
     return _TO_JSON[m.group(1)] if m.group(1) else m.group(0)
 
 
+def _refused(src: str) -> bool:
+    """Escapes JSON reads otherwise than Python (``\\/``, surrogate pairs) and characters Python source cannot hold
+    (NUL, lone surrogates). Checked with C-speed substring tests first: a regex scan of the whole text costs more than
+    reading a short call list."""
+    if "\x00" in src:
+        return True
+    if "\\" in src and _FAST_REFUSE_ESCAPE.search(src):
+        return True
+    return not src.isascii() and _SURROGATE.search(src) is not None
+
+
 def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     """``[(name, arguments), ...]`` for a call list laid out as the renderer writes one: keyword arguments whose
-    values are JSON values or Python constants. A few regex steps per argument and the JSON decoder for each value,
-    instead of :mod:`ast`; ``None`` for anything else (any other layout, any doubt), which the :mod:`ast` reader then
-    handles and explains. Whatever it accepts, :mod:`ast` reads the same way (tested on renderings and their
-    mutations)."""
-    if not src.startswith("[") or _FAST_REFUSE.search(src):
+    values are JSON values or Python constants. One regex step per call and per argument and the JSON decoder for
+    each value, instead of :mod:`ast`; ``None`` for anything else (any other layout, any doubt), which the :mod:`ast`
+    reader then handles and explains. Whatever it accepts, :mod:`ast` reads the same way (tested on renderings and
+    their mutations)."""
+    if not src.startswith("[") or _refused(src):
         return None
-    if "True" in src or "False" in src or "None" in src:
-        src = _FAST_CONSTANT.sub(_constant_to_json, src)  # same lengths: positions unchanged
+    calls = _fast_read(src)
+    if calls is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: rewritten as JSON, read again
+        calls = _fast_read(_FAST_CONSTANT.sub(_constant_to_json, src))  # same lengths: positions unchanged
+    return None if calls is _NESTED_CONSTANT else calls  # type: ignore[return-value]
+
+
+_NESTED_CONSTANT: Any = object()
+_CONSTANT_VALUE = re.compile(r"(True|False|None)(?![A-Za-z0-9_])")
+_PY_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _fast_read(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     decode = JSON_DECODER.raw_decode
+    next_arg = _FAST_NEXT_ARG.match
     calls: list[tuple[str, dict[str, Any]]] = []
-    pos = 1
-    m = _FAST_EMPTY.match(src, pos)
-    if m is not None:
-        return [] if m.group(0).endswith("]") and m.end() == len(src) else None
-    while True:
-        m = _FAST_NAME.match(src, pos)
-        if m is None or any(keyword.iskeyword(part) for part in m.group(1).split(".")):
+    m = _FAST_FIRST_CALL.match(src, 1)
+    while m is not None:
+        name = m.group(1)
+        if name is None:  # "]": the end of the list, which must be the end of the text
+            return calls if m.end() == len(src) else None
+        if name in _KEYWORDS or ("." in name and any(part in _KEYWORDS for part in name.split("."))):
             return None
-        name, pos = m.group(1), m.end()
         args: dict[str, Any] = {}
-        m = _FAST_EMPTY.match(src, pos)
-        if m is not None and m.group(0).endswith(")"):
-            pos = m.end()
-        else:
-            while True:
-                m = _FAST_KEY.match(src, pos)
-                if m is None or m.group(1) in args or m.group(1).startswith(_MANGLE):
+        m = _FAST_FIRST_ARG.match(src, m.end())
+        while m is not None:
+            key = m.group(1)
+            if key is None:  # ")"
+                break
+            if key in args or key.startswith(_MANGLE):
+                return None
+            try:
+                args[key], pos = decode(src, m.end())
+            except (ValueError, RecursionError):
+                const = _CONSTANT_VALUE.match(src, m.end())  # a Python constant as the whole value
+                if const is not None:
+                    args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
+                elif "True" in src or "False" in src or "None" in src:
+                    return _NESTED_CONSTANT
+                else:
                     return None
-                try:
-                    args[m.group(1)], pos = decode(src, m.end())
-                except (ValueError, RecursionError):
-                    return None
-                m = _FAST_AFTER_ARG.match(src, pos)
-                if m is None:
-                    return None
-                pos = m.end()
-                if m.group(1) == ")":
-                    break
-        calls.append((name, args))
-        m = _FAST_AFTER_CALL.match(src, pos)
+            m = next_arg(src, pos)
         if m is None:
             return None
-        pos = m.end()
-        if m.group(1) == "]":
-            return calls if pos == len(src) else None
+        calls.append((name, args))
+        m = _FAST_NEXT_CALL.match(src, m.end())
+    return None
 
 
 # ----------------------------------------------------------------------------------------------------------------
