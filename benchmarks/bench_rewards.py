@@ -12,7 +12,8 @@ does not land on one size or format.
 
 Prints: per-sample times by output size (the targets: an output of about 1 KB scored in a median ≤ 50 µs and a p99
 ≤ 1 ms, and the same per KB for larger outputs), warm caches (each ground truth and upstream scored before, as in GRPO
-where a prompt's rollouts share them) and cold; per format; the 100 KB adversarial times; and the ratio against
+where a prompt's rollouts share them) and cold; per format; the adversarial times (100 KB, and the longest answer
+still parsed strictly); and the ratio against
 ToolRL. Run: ``.venv/bin/python benchmarks/bench_rewards.py [--limit N]``.
 """
 
@@ -36,7 +37,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from rewards import compute_score, make_ground_truth
 from rewards.ground_truth import _gold_cached, _parse_cached
-from rewards.score import _upstream_breakdown
+from rewards.score import STRICT_ANSWER_CHARS, _upstream_breakdown
 
 DATA = Path(os.environ.get("TOOL_REFINER_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
@@ -178,21 +179,31 @@ def clear_caches() -> None:
     _upstream_breakdown.cache_clear()
 
 
-def adversarial() -> dict[str, str]:
+def adversarial(size: int) -> dict[str, str]:
+    """Hostile outputs of ``size`` characters: tag and JSON junk, and pythonic call lists (the slowest format to read)."""
     rng = random.Random(0)
     call = '<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
     bad = '<tool_call>{"name": "a", "arguments": {"x": 1,}</tool_call>'
-    size = 100_000
+
+    def fill(head: str, unit: str, tail: str) -> str:
+        return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
+
     return {
         "repeated open tags": "<tool_call>" * (size // 11),
         "unclosed brackets": '<tool_call>{"name": "a", "arguments": {"x": ' + "[" * (size - 40),
         "deeply nested object": "<tool_call>" + '{"a":' * (size // 12) + "1" + "}" * (size // 12) + "</tool_call>",
-        "one 100 KB string value": '<tool_call>{"name": "a", "arguments": {"x": "' + "z" * size + '"}}</tool_call>',
-        "2000 valid calls": (call * (size // len(call) + 1))[:size],
-        "2000 broken calls": (bad * (size // len(bad) + 1))[:size],
+        f"one {size // 1000} KB string value": '<tool_call>{"name": "a", "arguments": {"x": "'
+        + "z" * size
+        + '"}}</tool_call>',
+        "many valid calls": (call * (size // len(call) + 1))[:size],
+        "many broken calls": (bad * (size // len(bad) + 1))[:size],
         "bracket/tag junk": "".join(rng.choice('{}[]":,<>/tool_call 0123abc\n') for _ in range(size)),
         "unbalanced quotes": "<tool_call>" + '"' * size,
-        "100 KB reasoning only": "<think>" + "x" * size + "</think>",
+        "reasoning only": "<think>" + "x" * size + "</think>",
+        "pythonic calls, bad last": fill("<function_list>[", "f(a=1), ", "f(1)]</function_list>"),
+        "pythonic calls, unclosed": fill("<function_list>[", "f(a=1), ", "</function_list>"),
+        "pythonic tuple values": fill("<function_list>[", "f(a=(1, 2)), ", "]</function_list>"),
+        "pythonic single quotes": fill("<function_list>[", "f(a='x'), ", "$]</function_list>"),
     }
 
 
@@ -322,17 +333,19 @@ def main() -> None:
     gold = [ToolCall("a", {"x": 1, "y": "abc"})]
     fmts = formats.all_formats()
     gts = {f.name: make_ground_truth(f.name, f.parse_strict(f.render(gold))) for f in fmts}
-    print("100 KB adversarial output, ms per reward, gold in each format:")
-    print(f"{'case':26s}" + "".join(f"{f.name[:9]:>10s}" for f in fmts))
     worst = (0.0, "", "")
-    for name, text in adversarial().items():
-        line = f"{name:26s}"
-        for f in fmts:
-            ms = time_call(lambda text=text, f=f: compute_score("b", text, gts[f.name]), 3) / 1000
-            worst = max(worst, (ms, name, f.name))
-            line += f"{ms:10.2f}"
-        print(line)
-    print()
+    # 100 KB, and the longest answer still parsed strictly (longer ones are format errors read leniently)
+    for size in (100_000, STRICT_ANSWER_CHARS):
+        print(f"{size / 1000:g} KB adversarial output, ms per reward, gold in each format:")
+        print(f"{'case':26s}" + "".join(f"{f.name[:9]:>10s}" for f in fmts))
+        for name, text in adversarial(size).items():
+            line = f"{name:26s}"
+            for f in fmts:
+                ms = time_call(lambda text=text, f=f: compute_score("b", text, gts[f.name]), 3) / 1000
+                worst = max(worst, (ms, f"{name}, {size / 1000:g} KB", f.name))
+                line += f"{ms:10.2f}"
+            print(line)
+        print()
     one_kb = [warm[i] for i, s in enumerate(samples) if 0.75 <= s["kb"] < 1.25]
     big_kb = [warm[i] / s["kb"] for i, s in enumerate(samples) if s["kb"] >= 1.0]
     checks = [
@@ -340,7 +353,7 @@ def main() -> None:
         ("1 KB outputs: p99 µs", pct(one_kb, 0.99), 1000.0),
         (f"outputs >= 1 KB (n={len(big_kb)}): median µs per KB", statistics.median(big_kb), 50.0),
         ("outputs >= 1 KB: p99 µs per KB", pct(big_kb, 0.99), 1000.0),
-        (f"100 KB adversarial, worst ms ({worst[1]}, {worst[2]})", worst[0], 20.0),
+        (f"adversarial, worst ms ({worst[1]}, {worst[2]})", worst[0], 20.0),
     ]
     print(
         f"machine speed: reference loop {speed_before:.2f} ms before, {machine_speed():.2f} ms after "

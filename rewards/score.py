@@ -37,6 +37,11 @@ log = logging.getLogger(__name__)
 # answer is a few KB at most, and best-effort JSON repair on a long hostile text costs milliseconds per KB.
 LENIENT_ANSWER_CHARS = 8192
 
+# An answer (the text after the reasoning) longer than this is a format error and is only read leniently (its first
+# LENIENT_ANSWER_CHARS): a refiner answer is a few KB and a training response at most a few thousand tokens, while
+# reading a 100 KB answer of thousands of tiny calls costs tens of milliseconds in any format.
+STRICT_ANSWER_CHARS = 16_384
+
 # Totals closer than this are equal for the regression penalty (sums of fractions are not exact in floating point).
 TOTAL_EPS = 1e-9
 
@@ -110,8 +115,13 @@ class Breakdown:
 
 def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCall]]:
     """``(True, strict calls)`` when ``text`` is strictly valid in ``fmt``; else ``(False, lenient calls)`` from the
-    reasoning plus the first :data:`LENIENT_ANSWER_CHARS` characters of the answer (one strict parse either way).
-    Never raises: a parser failure other than :class:`FormatError` is logged and counts as unparseable."""
+    reasoning plus the first :data:`LENIENT_ANSWER_CHARS` characters of the answer (at most one strict parse).
+    Answers longer than :data:`STRICT_ANSWER_CHARS` are not parsed strictly (format error). Never raises: a parser
+    failure other than :class:`FormatError` is logged and counts as unparseable."""
+    start = formats.reasoning_offset(text)
+    if len(text) - start > STRICT_ANSWER_CHARS:
+        cut = text[: start + LENIENT_ANSWER_CHARS]
+        return False, fmt.parse_lenient(cut, limit=LENIENT_ANSWER_CHARS).calls
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try these strictly
         try:
             return True, fmt.parse_strict(text)

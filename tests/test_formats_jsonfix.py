@@ -177,14 +177,27 @@ def test_glaive_raw_layout_reads_what_the_general_parser_reads(calls, data):
 
 
 def test_toolace_recovery_reads_a_bounded_number_of_items():
+    """Items outside the plain layout are recovered one by one (an ast parse each), at most MAX_RECOVERED_SEGMENTS."""
     fmt = formats.get("toolace")
-    text = "<function_list>[" + ", ".join(f"f{i}(a={i})" for i in range(1000)) + "</function_list>"  # no ']'
+    text = "<function_list>[" + ", ".join(f"f{i}(a='{i}')" for i in range(1000)) + "</function_list>"  # no ']'
     out = fmt.parse_lenient(text)
     assert [c.name for c in out.calls[:3]] == ["f0", "f1", "f2"]
-    assert out.calls[0].arguments == {"a": 0}
+    assert out.calls[0].arguments == {"a": "0"}
     assert len(out.calls) <= formats.toolace.MAX_RECOVERED_SEGMENTS
     assert any("gave up after" in p for p in out.problems)
     assert (fmt.parse_lenient(text).calls, fmt.parse_lenient(text).problems) == (out.calls, out.problems)
+
+
+def test_toolace_recovery_reads_a_plain_prefix_whole_then_item_by_item():
+    """A broken list in the plain layout is read by the fast reader up to the broken item; the rest item by item."""
+    fmt = formats.get("toolace")
+    plain = ", ".join(f"f{i}(a={i}, b=[True, null])" for i in range(1000))
+    text = f"<function_list>[{plain}, g(x='y', 3), h(k=1)]</function_list>"
+    out = fmt.parse_lenient(text)
+    assert out.calls[:1000] == [ToolCall(f"f{i}", {"a": i, "b": [True, None]}) for i in range(1000)]
+    assert [c.name for c in out.calls[1000:]] == ["g", "h"]
+    assert out.calls[1000].arguments == {"x": "y"} and out.calls[1001].arguments == {"k": 1}
+    assert any("without a name dropped" in p for p in out.problems)
 
 
 def test_parse_lenient_limit_reads_the_answer_after_the_reasoning():
@@ -225,7 +238,8 @@ def _ast_calls(src: str):
 _MUTATIONS = [
     *["", " ", "\t", "\n", "'", '"', "(", ")", "[", "]", "{", "}", ",", "=", "\\", "#", "1", "e", ".", "-", "+"],
     *["True", "None", "true", "NaN", "\u3000", "\x0c", "\x00", "x(", "**", "\\/", "\\ud83d\\ude00", "from="],
-    *["False", "[True, None]", "{\"k\": False}", "True)", "Truex", "None(", "g(", "b=", "__kw__if=", ".", "1.0"],
+    *["False", "[True, None]", '{"k": False}', "True)", "Truex", "None(", "g(", "b=", "__kw__if=", ".", "1.0"],
+    *["é", "\u00b7", "\u0301", "\ufb01", "日", '**{"a b": 1}', "**{}", "**[1]"],
 ]
 
 
@@ -245,8 +259,8 @@ def test_toolace_fast_reader_agrees_with_ast(calls, data):
     expected = _ast_calls(src)
     assert expected is not None
     got = fast_call_list(src)
-    if got is not None:  # it declines layouts it does not read (e.g. '**{...}' for keys that are not identifiers)
-        assert _typed(got) == _typed(expected)
+    assert got is not None  # the renderer's layout, '**{...}' for keys that are not identifiers included
+    assert _typed(got) == _typed(expected)
     for _ in range(10):
         i = data.draw(st.integers(0, len(src)))
         j = data.draw(st.integers(i, min(len(src), i + 3)))

@@ -56,7 +56,11 @@ BAD = [
     ("order", '<order_func>[{"step": 1, "tool_list": ["a", 2]}]</order_func>', "list of strings"),
     ("order", '<order_func>[{"step": 1}]</order_func>', "no 'tool_list'"),
     ("order", '<order_func>[{"step": 1, "tool_list": ["a", " "]}]</order_func>', "empty tool name"),
-    ("order", '<order_func>[{"step": 1, "tool_list": ["a"]}, {"step": 2, "tool_list": "b"}]</order_func>', "list of strings"),
+    (
+        "order",
+        '<order_func>[{"step": 1, "tool_list": ["a"]}, {"step": 2, "tool_list": "b"}]</order_func>',
+        "list of strings",
+    ),
     ("apibank", '<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>', "unexpected keys"),
     (
         "apibank",
@@ -267,7 +271,9 @@ def test_glaive_end_marker_may_be_dropped_after_the_last_call_only():
         g.parse_strict(text.removesuffix("<|endoftext|>") + " trailing prose")
 
 
-@pytest.mark.parametrize("name", ["xlam", "nestools", "order", "hermes", "apibank", "glaive", "openai", "nestful"])
+@pytest.mark.parametrize(
+    "name", ["xlam", "nestools", "order", "hermes", "apibank", "glaive", "openai", "nestful", "toolace"]
+)
 def test_closing_tags_quoted_inside_strings_are_text(name):
     """A value (or, for the order format, a tool name) holding a closing tag of any format still parses strictly:
     JSON values are decoded before their closing tag is looked for."""
@@ -277,6 +283,12 @@ def test_closing_tags_quoted_inside_strings_are_text(name):
     text = " ".join(sorted(ALL_TAGS))
     call = ToolCall(text, {}, step=1) if name == "order" else ToolCall("search", {"q": text, "n": 1})
     assert fmt.parse_strict(fmt.render([call, call])) == [call, call]
+
+
+def test_toolace_a_broken_list_is_still_reported_at_its_first_closing_tag():
+    fmt = formats.get("toolace")
+    with pytest.raises(FormatError, match="positional"):
+        fmt.parse_strict('<function_list>[f("a")]</function_list> and </function_list>')
 
 
 # --- plain_calls: the fast reader of call objects must accept exactly what the checked reader accepts -------------
@@ -289,7 +301,11 @@ _field_values = st.one_of(
     st.lists(st.sampled_from(["API_call_0", "v"]), max_size=2),
     st.lists(st.integers(0, 1), min_size=1, max_size=2),
 )
-_SHAPES = [("name", "arguments", None, list), ("api_name", "parameters", "responses", list), ("name", "arguments", "label", str)]
+_SHAPES = [
+    ("name", "arguments", None, list),
+    ("api_name", "parameters", "responses", list),
+    ("name", "arguments", "label", str),
+]
 
 
 def _checked_reader(items, name_key, args_key, outputs_key, outputs_as):
@@ -336,3 +352,20 @@ def test_plain_calls_accepts_exactly_what_the_checked_reader_accepts(shape, data
     assert got == want
     if fast is not None:  # trusted calls behave like checked ones
         assert all(c == ToolCall(c.name, c.arguments, c.outputs) for c in fast)
+
+
+def test_toolace_general_reader_takes_lists_up_to_its_cap_and_plain_lists_at_any_length():
+    from refiner.formats.toolace import MAX_AST_CHARS
+
+    fmt = formats.get("toolace")
+    n = MAX_AST_CHARS // 10 + 1
+    quoted = "<function_list>[" + ", ".join(f"f{i}(a='v')" for i in range(n)) + "]</function_list>"  # not plain
+    with pytest.raises(FormatError, match="longer than the 4096 characters"):
+        fmt.parse_strict(quoted)
+    out = fmt.parse_lenient(quoted)  # read item by item instead
+    assert out.calls[:2] == [ToolCall("f0", {"a": "v"}), ToolCall("f1", {"a": "v"})] and not out.ok
+    short = "<function_list>[" + ", ".join(f"f{i}(a='v')" for i in range(20)) + "]</function_list>"
+    assert fmt.parse_strict(short) == [ToolCall(f"f{i}", {"a": "v"}) for i in range(20)]
+    plain = [ToolCall(f"f{i}", {"a": "v", "b c": [1, None]}) for i in range(2 * n)]  # '**{...}' for "b c"
+    assert len(fmt.render(plain)) > 4 * MAX_AST_CHARS
+    assert fmt.parse_strict(fmt.render(plain)) == plain

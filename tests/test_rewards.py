@@ -383,3 +383,25 @@ def test_output_labels_count_for_acc_only():
     relabeled = [ToolCall("a", {"x": 1}, outputs=("API_call_9",)), gold[1]]
     r = compute_score("s", fmt.render(relabeled), gt)
     assert r["score"] == 1.0 and r["acc"] == 0.0
+
+
+def test_answers_longer_than_the_strict_cap_are_format_errors_read_leniently():
+    """An answer over STRICT_ANSWER_CHARS (after the reasoning) loses the format point and keeps content credit from
+    the lenient reading of its start; a long reasoning before a short answer does not count against it."""
+    from rewards.score import LENIENT_ANSWER_CHARS, STRICT_ANSWER_CHARS, parse_output
+
+    gold = [C("search", q="x", n=1)]
+    answer = H.render(gold)
+    prose = "\nmore words" * (STRICT_ANSWER_CHARS // 10)  # text after the blocks: allowed by hermes' strict parser
+    long_answer = answer + prose
+    assert H.parse_strict(long_answer) == gold  # valid in the format itself
+    assert parse_output(long_answer, H) == (False, gold)
+    r = score_calls(long_answer, gold, "hermes")
+    assert r["format"] == 0.0 and r["tool_name"] == 2.0 and r["param_content"] == 2.0
+    just_under = answer + prose[: STRICT_ANSWER_CHARS - len(answer)]
+    assert parse_output(just_under, H) == (True, gold)
+    thinking = "<think>" + "x" * (2 * STRICT_ANSWER_CHARS) + "</think>\n"
+    assert score_calls(thinking + answer, gold, "hermes")["score"] == 1.0
+    # the lenient reading stops after LENIENT_ANSWER_CHARS: a call beyond it is not seen
+    late = "<tool_call>" + " " * LENIENT_ANSWER_CHARS + answer[len("<tool_call>") :] + prose
+    assert parse_output(late, H) == (False, [])

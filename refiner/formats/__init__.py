@@ -28,6 +28,7 @@ from refiner.formats.base import (  # noqa: F401
     all_formats,
     get,
     names,
+    reasoning_offset,
     register,
 )
 from refiner.formats.detect import detect_format  # noqa: F401

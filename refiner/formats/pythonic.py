@@ -177,12 +177,14 @@ class Literals:
 # Fast reader: call lists laid out like the renderer's, with the values read by the JSON decoder
 
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_KEY = "(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS
+# An identifier: ASCII letters, digits and "_" (no digit first), or any character outside ASCII and whitespace; a
+# match with non-ASCII characters is checked with str.isidentifier after the match (_plain).
+_IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
+_KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)|(\*\*))" + _WS  # "key=" or "**" (a dict of further arguments)
 # after "[": the first call's name, or "]" (no calls); after a call: ", name(" or "]"
 _FAST_FIRST_CALL = re.compile(_WS + r"(?:(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\(|\])")
 _FAST_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + r"(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\(|\])")
-# after "(": the first argument's "key=", or ")" (no arguments); after a value: ", key=" or ")"
+# after "(": the first argument's "key=" or "**", or ")" (no arguments); after a value: ", key=", ", **" or ")"
 _FAST_FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
 _FAST_NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
 _FAST_REFUSE_ESCAPE = re.compile(r"\\(?:/|u[dD][89abAB])")
@@ -214,54 +216,87 @@ def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     each value, instead of :mod:`ast`; ``None`` for anything else (any other layout, any doubt), which the :mod:`ast`
     reader then handles and explains. Whatever it accepts, :mod:`ast` reads the same way (tested on renderings and
     their mutations)."""
+    calls, _, complete = fast_call_prefix(src)
+    return calls if complete else None
+
+
+def fast_call_prefix(src: str) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+    """``(calls, end, complete)``: the calls a list starts with, read as :func:`fast_call_list` reads them, up to
+    the first one it cannot read; ``end`` is where the last call read ends (after its ``)``) and ``complete`` whether
+    that was the whole list. Lenient parsing reads the rest item by item."""
     if not src.startswith("[") or _refused(src):
-        return None
-    calls = _fast_read(src)
-    if calls is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: rewritten as JSON, read again
-        calls = _fast_read(_FAST_CONSTANT.sub(_constant_to_json, src))  # same lengths: positions unchanged
-    return None if calls is _NESTED_CONSTANT else calls  # type: ignore[return-value]
+        return [], 0, False
+    calls, end, status = _fast_read(src)
+    if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: rewritten as JSON, read again
+        calls, end, status = _fast_read(_FAST_CONSTANT.sub(_constant_to_json, src))  # same lengths and positions
+    return calls, end, status is True
 
 
 _NESTED_CONSTANT: Any = object()
+
+
+def _plain(identifier: str) -> bool:
+    """A non-ASCII identifier that Python reads as written (``ast`` NFKC-normalises identifiers)."""
+    return identifier.isidentifier() and unicodedata.normalize("NFKC", identifier) == identifier
+
+
+def _has_constant(src: str) -> bool:
+    return "True" in src or "False" in src or "None" in src
+
+
 _CONSTANT_VALUE = re.compile(r"(True|False|None)(?![A-Za-z0-9_])")
 _PY_CONSTANTS = {"True": True, "False": False, "None": None}
 
 
-def _fast_read(src: str) -> list[tuple[str, dict[str, Any]]] | None:
+def _fast_read(src: str) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
+    """``(calls, end, status)``: status True when the whole list was read, False when reading stopped at a call it
+    cannot read, :data:`_NESTED_CONSTANT` when that call may hold Python constants inside a value."""
     decode = JSON_DECODER.raw_decode
     next_arg = _FAST_NEXT_ARG.match
     calls: list[tuple[str, dict[str, Any]]] = []
+    end = 1
     m = _FAST_FIRST_CALL.match(src, 1)
     while m is not None:
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
-            return calls if m.end() == len(src) else None
+            return calls, end, m.end() == len(src)
         if name in _KEYWORDS or ("." in name and any(part in _KEYWORDS for part in name.split("."))):
-            return None
+            break
+        if not name.isascii() and not all(_plain(part) for part in name.split(".")):
+            break
         args: dict[str, Any] = {}
         m = _FAST_FIRST_ARG.match(src, m.end())
         while m is not None:
             key = m.group(1)
-            if key is None:  # ")"
-                break
-            if key in args or key.startswith(_MANGLE):
-                return None
+            if key is None:
+                if m.group(2) is None:  # ")"
+                    break
+                # "**{...}": the renderer's form for keys that are not identifiers
+                try:
+                    more, pos = decode(src, m.end())
+                except (ValueError, RecursionError):
+                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+                if type(more) is not dict or not more.keys().isdisjoint(args):
+                    return calls, end, False
+                args.update(more)
+                m = next_arg(src, pos)
+                continue
+            if key in args or key.startswith(_MANGLE) or not (key.isascii() or _plain(key)):
+                return calls, end, False
             try:
                 args[key], pos = decode(src, m.end())
             except (ValueError, RecursionError):
                 const = _CONSTANT_VALUE.match(src, m.end())  # a Python constant as the whole value
-                if const is not None:
-                    args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
-                elif "True" in src or "False" in src or "None" in src:
-                    return _NESTED_CONSTANT
-                else:
-                    return None
+                if const is None:
+                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+                args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
             m = next_arg(src, pos)
         if m is None:
-            return None
+            break
         calls.append((name, args))
-        m = _FAST_NEXT_CALL.match(src, m.end())
-    return None
+        end = m.end()
+        m = _FAST_NEXT_CALL.match(src, end)
+    return calls, end, False
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -19,12 +19,14 @@ from refiner.formats.base import (
     lenient_json,
     lenient_region,
     register,
+    skip_ws,
     tagged_span,
 )
 from refiner.formats.pythonic import (
     Literals,
     dotted_name,
     fast_call_list,
+    fast_call_prefix,
     matching_paren,
     parse_expr,
     parse_quietly,
@@ -34,7 +36,29 @@ from refiner.formats.pythonic import (
 
 OPEN, CLOSE = "<function_list>", "</function_list>"
 # Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls).
-MAX_RECOVERED_SEGMENTS = 256
+MAX_RECOVERED_SEGMENTS = 128
+# The general (ast) reader takes call lists up to this many characters: Python's parser costs about 1.5 µs per
+# character, twice that on a syntax error, and the reward must stay fast on any output. Lists in the plain layout
+# (what render writes) are read at any length without it.
+MAX_AST_CHARS = 4096
+# When the list does not end at the first closing tag, strict parsing looks (quotes respected) for the list's own
+# end within this many characters: a closing tag inside a string value is text. Real answers are a few KB at most.
+MAX_QUOTED_TAG_LIST = 4096
+
+
+def _quoted_close_end(text: str, a: int, b: int) -> int | None:
+    """Where the closing tag that ends the list starting after ``a`` lies, when the list (read with quotes
+    respected, at most :data:`MAX_QUOTED_TAG_LIST` characters) ends after ``b``, the first closing tag, which then
+    sits inside one of its strings; ``None`` otherwise."""
+    i = skip_ws(text, a)
+    if not text.startswith("[", i):
+        return None
+    window = text[i : i + MAX_QUOTED_TAG_LIST]
+    j = matching_paren(window, 0)
+    if j >= len(window) or i + j < b:
+        return None
+    k = skip_ws(text, i + j + 1)
+    return k if text.startswith(CLOSE, k) else None
 
 
 @register
@@ -45,12 +69,28 @@ class ToolAce(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         a, b = tagged_span(self, text, OPEN, CLOSE)
-        return self._calls(text[a:b].strip(), a + len(text[a:b]) - len(text[a:b].lstrip()))
+        try:
+            return self._span_calls(text, a, b)
+        except FormatError:
+            b2 = _quoted_close_end(text, a, b)  # the first closing tag may sit inside a string of the list
+            if b2 is None:
+                raise
+        return self._span_calls(text, a, b2)
+
+    def _span_calls(self, text: str, a: int, b: int) -> list[ToolCall]:
+        body = text[a:b]
+        return self._calls(body.strip(), a + len(body) - len(body.lstrip()))
 
     def _calls(self, src: str, offset: int) -> list[ToolCall]:
         fast = fast_call_list(src)  # the renderer's layout, without ast (several times faster)
         if fast is not None:
             return [ToolCall.trusted(name, args) for name, args in fast]
+        if len(src) > MAX_AST_CHARS:
+            raise self.error(
+                f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
+                f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
+                offset,
+            )
         node = parse_expr(self, src, offset)
         lit = Literals(self, src, offset, strict=True)
         if not isinstance(node, ast.List):
@@ -67,11 +107,18 @@ class ToolAce(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         src = lenient_region(text, OPEN, CLOSE, out.problems).strip()
-        try:
-            out.calls.extend(self._calls(src, 0))
-            return
-        except FormatError as e:
-            out.problems.append(str(e))
+        if out.problems:  # a tag is missing: the strict parse never read this list
+            try:
+                out.calls.extend(self._calls(src, 0))
+                return
+            except FormatError as e:
+                out.problems.append(str(e))
+        # (with both tags there, the strict parse read this list and failed: recover its items one by one, the
+        # leading ones in the plain layout with the fast reader)
+        prefix, end, _ = fast_call_prefix(src)
+        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+        if end:
+            src = src[end:].lstrip().removeprefix(",")
         src = src.removeprefix("[")
         src = src.removesuffix("]")
         for n, segment in enumerate(split_top_level(src)):
