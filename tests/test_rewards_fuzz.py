@@ -9,6 +9,7 @@ import time
 from refiner import formats
 from refiner.calls import ToolCall
 from rewards import RESULT_KEYS, compute_score, make_ground_truth
+from rewards.score import STRICT_ANSWER_CHARS
 
 N_STRINGS = 10_000
 # Not a speed target (see benchmarks/bench_rewards.py): a guard that catches a hang or super-linear blow-up.
@@ -104,20 +105,23 @@ def _strings(golds: list[tuple[str, str]]) -> list[str]:
             out.append("".join(chr(rng.randint(0, 0x2FFF)) for _ in range(rng.randint(0, 200))))
         else:  # a valid answer of another format, or two glued together
             out.append(rng.choice(answers) + rng.choice(["", "\n", rng.choice(answers)]))
-    size = 100_000
     call = answers[0]
-    out += [
-        "<tool_call>" * (size // 11),
-        '<tool_call>{"name": "a", "arguments": {"x": ' + "[" * size,
-        "<tool_call>" + '{"a":' * (size // 5) + "1" + "}" * (size // 5) + "</tool_call>",
-        '<tool_call>{"name": "get_weather", "arguments": {"city": "' + "z" * size + '"}}</tool_call>',
-        (call * (size // len(call) + 1))[:size],
-        "".join(rng.choice(pieces) for _ in range(size // 4))[:size],
-        '"' * size,
-        "<think>" + "x" * size,
-        "[" * size,
-        "(" * size + "get_weather(" * 100,
-    ] + [(a * (size // len(a) + 1))[:size] for a in answers]
+    # 100 KB, and the longest answer the reward still parses strictly (longer ones are only read leniently)
+    for size in (100_000, STRICT_ANSWER_CHARS):
+        out += [
+            "<tool_call>" * (size // 11),
+            '<tool_call>{"name": "a", "arguments": {"x": ' + "[" * size,
+            "<tool_call>" + '{"a":' * (size // 5) + "1" + "}" * (size // 5) + "</tool_call>",
+            '<tool_call>{"name": "get_weather", "arguments": {"city": "' + "z" * size + '"}}</tool_call>',
+            (call * (size // len(call) + 1))[:size],
+            "".join(rng.choice(pieces) for _ in range(size // 4))[:size],
+            '"' * size,
+            "<think>" + "x" * size,
+            "[" * size,
+            "(" * size + "get_weather(" * 100,
+            "<function_list>[" + "f(a=1), " * (size // 8),
+            "<function_list>[" + "f(a=(1, 'x')), " * (size // 15) + "]</function_list>",
+        ] + [(a * (size // len(a) + 1))[:size] for a in answers]
     return out
 
 
