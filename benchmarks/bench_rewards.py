@@ -200,6 +200,7 @@ def adversarial(size: int) -> dict[str, str]:
         "bracket/tag junk": "".join(rng.choice('{}[]":,<>/tool_call 0123abc\n') for _ in range(size)),
         "unbalanced quotes": "<tool_call>" + '"' * size,
         "reasoning only": "<think>" + "x" * size + "</think>",
+        "pythonic calls, all valid": fill("<function_list>[", "f(a=1), ", "f(a=1)]</function_list>"),
         "pythonic calls, bad last": fill("<function_list>[", "f(a=1), ", "f(1)]</function_list>"),
         "pythonic calls, unclosed": fill("<function_list>[", "f(a=1), ", "</function_list>"),
         "pythonic tuple values": fill("<function_list>[", "f(a=(1, 2)), ", "]</function_list>"),

@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 LENIENT_ANSWER_CHARS = 8192
 
 # An answer (the text after the reasoning) longer than this is a format error and is only read leniently (its first
-# LENIENT_ANSWER_CHARS): a refiner answer is a few KB and a training response at most a few thousand tokens, while
-# reading a 100 KB answer of thousands of tiny calls costs tens of milliseconds in any format.
-STRICT_ANSWER_CHARS = 16_384
+# LENIENT_ANSWER_CHARS): a refiner answer is a few KB, and 4,096 tokens of answer text measure 11-15 KiB in every
+# format, while reading a 100 KB answer of thousands of tiny calls costs tens of milliseconds in any format.
+STRICT_ANSWER_CHARS = 24_576
 
 # Totals closer than this are equal for the regression penalty (sums of fractions are not exact in floating point).
 TOTAL_EPS = 1e-9

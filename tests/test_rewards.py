@@ -405,3 +405,27 @@ def test_answers_longer_than_the_strict_cap_are_format_errors_read_leniently():
     # the lenient reading stops after LENIENT_ANSWER_CHARS: a call beyond it is not seen
     late = "<tool_call>" + " " * LENIENT_ANSWER_CHARS + answer[len("<tool_call>") :] + prose
     assert parse_output(late, H) == (False, [])
+
+
+def test_a_whole_training_response_of_answer_text_stays_under_the_strict_cap(nestools_records):
+    """The paper caps responses at 4,096 tokens: that many tokens of real answers (NesTools calls rendered in every
+    format, measured with Qwen3's tokenizer) is fewer characters than STRICT_ANSWER_CHARS, so the cap never takes the
+    format point from a response the trainer would keep."""
+    from conftest import qwen_tokenizer_dir
+    from tokenizers import Tokenizer
+
+    from rewards.score import STRICT_ANSWER_CHARS
+
+    tok = Tokenizer.from_file(str(qwen_tokenizer_dir() / "tokenizer.json"))
+    for fmt in formats.all_formats():
+        chars = tokens = 0
+        for rec in nestools_records[:300]:
+            calls = [
+                ToolCall(c["api_name"], c.get("parameters") or {}, tuple(c.get("responses") or ())) for c in rec["call"]
+            ]
+            if fmt.name == "order":
+                calls = [ToolCall(c.name, {}, step=i + 1) for i, c in enumerate(calls)]
+            text = fmt.render(calls)
+            chars += len(text)
+            tokens += len(tok.encode(text).ids)
+        assert 4096 * chars / tokens < 0.75 * STRICT_ANSWER_CHARS, fmt.name
