@@ -356,6 +356,10 @@ def check_calls(
     return out
 
 
+def _reason(e: BaseException) -> str:
+    return getattr(e, "message", None) or str(e) or type(e).__name__
+
+
 def check_text(
     text: str,
     fmt: str,
@@ -364,13 +368,20 @@ def check_text(
     """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds."""
     wire = formats.get(fmt)
     report = GateReport()
-    try:
-        report.calls = list(wire.parse_strict(text))
-        report.strict_ok = True
-    except Exception as e:  # FormatError, or anything a format lets slip: the text is not strictly valid
-        message = getattr(e, "message", None) or str(e) or type(e).__name__
-        report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {message}"))
-        report.calls = list(wire.parse_lenient(text).calls)
+    if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
+        try:
+            report.calls = list(wire.parse_strict(text))
+            report.strict_ok = True
+        except Exception as e:  # FormatError, or anything a format lets slip: the text is not strictly valid
+            report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {_reason(e)}"))
+            report.calls = list(wire.parse_lenient(text).calls)
+    else:  # one strict parse: parse_lenient tries it first and says why it failed
+        got = wire.parse_lenient(text)
+        report.calls = list(got.calls)
+        report.strict_ok = got.ok
+        if not got.ok:
+            reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(got.problems[:3])
+            report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt))

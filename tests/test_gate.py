@@ -144,5 +144,26 @@ def test_check_text_reports_format_and_recovers_calls(tools):
     assert codes(rep.diagnostics) == ["format", "no_calls"]
 
 
+
+def test_check_text_parses_strictly_once_and_says_why_it_failed(tools, monkeypatch):
+    from refiner import formats
+
+    hermes = type(formats.get("hermes"))
+    strict_calls = []
+    original = hermes.parse_strict
+
+    def counting(self, text):
+        strict_calls.append(text)
+        return original(self, text)
+
+    monkeypatch.setattr(hermes, "parse_strict", counting)
+    broken = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}'
+    rep = check_text(broken, "hermes", tools)
+    assert len(strict_calls) == 1
+    with pytest.raises(formats.FormatError) as err:
+        original(formats.get("hermes"), broken)
+    assert rep.diagnostics[0].message == f"not valid hermes: {err.value.message}"
+
+
 def test_without_tools_only_structure_is_checked():
     assert check_calls([ToolCall("anything", {"x": 1})], None) == []

@@ -55,6 +55,8 @@ class Lenient:
 
     calls: list[ToolCall] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # why the strict parse failed (None when it succeeded, or was not tried: a text over MAX_LENIENT_CHARS)
+    strict_error: FormatError | RecursionError | None = field(default=None, compare=False, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -91,7 +93,7 @@ class WireFormat:
                     out.calls = self.parse_strict(text)
                     return out
                 except (FormatError, RecursionError) as e:
-                    strict_error = e
+                    strict_error = out.strict_error = e
             start = reasoning_offset(text)
             limit = min(limit, MAX_LENIENT_CHARS)
             if len(text) - start > limit:
