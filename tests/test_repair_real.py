@@ -28,7 +28,6 @@ The other classes (near-miss names, synonyms, wrong format, order) are reported,
 
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from collections.abc import Iterator
@@ -43,6 +42,8 @@ from refiner.repair import repair_calls
 from refiner.specs import load_tools
 
 rules = pytest.importorskip("data_gen.corrupt.rules")
+from data_gen import sources  # noqa: E402
+from data_gen.sources.base import BadRecord  # noqa: E402
 
 PER_SOURCE = 150  # records per source in the default run (all of them under -m slow)
 ASSERTED = {
@@ -69,20 +70,17 @@ def _fit(calls: list[ToolCall], fmt: str) -> list[ToolCall]:
     return calls
 
 
-def nestools_cases(records: list[dict]) -> Iterator[tuple[str, object, list[ToolCall]]]:
-    fmt = fmt_for("nestools")
-    for r in records:
-        gold = [ToolCall(c["api_name"], c["parameters"], tuple(c.get("responses") or ())) for c in r["call"]]
-        yield fmt, r["api"], _fit(gold, fmt)
-
-
-def glaive_cases(records: list[dict]) -> Iterator[tuple[str, object, list[ToolCall]]]:
-    fmt = fmt_for("glaive")
-    for r in records:
-        turns = [t for t in r["conversations"] if t["from"] == "function_call"]
-        if turns:
-            call = json.loads(turns[0]["value"])  # the first call of the dialogue: the tools are the record's
-            yield fmt, json.loads(r["tools"]), [ToolCall(call["name"], call.get("arguments") or {})]
+def source_cases(source: str, records: list[dict]) -> Iterator[tuple[str, object, list[ToolCall]]]:
+    """``(format, tools, gold calls)`` per record, read by the data builder's own source reader (a record it rejects
+    is left out, as the builder leaves it out)."""
+    fmt = fmt_for(source)
+    normalise = sources.get(source).normalise
+    for i, r in enumerate(records):
+        try:
+            sample = normalise(str(i), r)
+        except BadRecord:
+            continue
+        yield fmt, sample.tools, _fit(sample.calls, fmt)
 
 
 def apibank_cases(levels: dict[int, list[dict]]) -> Iterator[tuple[str, object, list[ToolCall]]]:
@@ -96,8 +94,8 @@ def apibank_cases(levels: dict[int, list[dict]]) -> Iterator[tuple[str, object, 
 @pytest.fixture(scope="module")
 def all_cases(nestools_records, glaive_records, api_bank_levels) -> dict[str, list]:
     return {
-        "nestools": list(nestools_cases(nestools_records)),
-        "glaive": list(glaive_cases(glaive_records)),
+        "nestools": list(source_cases("nestools", nestools_records)),
+        "glaive": list(source_cases("glaive", glaive_records)),
         "apibank": list(apibank_cases(api_bank_levels)),
     }
 
