@@ -86,14 +86,13 @@ class WireFormat:
         most ``limit`` characters after it, and the strict error is reported when recovery itself met no problem.
         Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid)."""
         out = Lenient()
-        strict_error: Exception | None = None
         try:
             if len(text) <= MAX_LENIENT_CHARS:
                 try:
                     out.calls = self.parse_strict(text)
                     return out
                 except (FormatError, RecursionError) as e:
-                    strict_error = out.strict_error = e
+                    out.strict_error = e
             start = reasoning_offset(text)
             limit = min(limit, MAX_LENIENT_CHARS)
             if len(text) - start > limit:
@@ -102,7 +101,7 @@ class WireFormat:
             with repair_budget():
                 self.recover(text, out)
             if not out.problems:
-                out.problems.append(str(strict_error or self._strict_error(text)))
+                out.problems.append(str(out.strict_error or self._strict_error(text)))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
             out.problems.append(f"internal: {e!r}")
         return out

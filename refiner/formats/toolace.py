@@ -106,15 +106,16 @@ class ToolAce(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
+        known = len(out.problems)
         src = lenient_region(text, OPEN, CLOSE, out.problems).strip()
-        if out.problems:  # a tag is missing: the strict parse never read this list
+        if len(out.problems) > known:  # a tag is missing: the strict parse never read this list
             try:
                 out.calls.extend(self._calls(src, 0))
                 return
             except FormatError as e:
                 out.problems.append(str(e))
-        # (with both tags there, the strict parse read this list and failed: recover its items one by one, the
-        # leading ones in the plain layout with the fast reader)
+        # (with both tags there the strict parse already read this list and failed): recover it item by item, the
+        # leading items in the plain layout with the fast reader
         prefix, end, _ = fast_call_prefix(src)
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
         if end:
