@@ -46,12 +46,11 @@ CODES = (
     "duplicate_output",
 )
 
-# Formats whose calls carry only names (arguments are not part of the format).
-NAME_ONLY_FORMATS = frozenset({"order"})
-# Formats whose argument values are written as text whatever the declared type: API-Bank's gold writes integers,
-# numbers, booleans and lists as strings (1,276 of 1,276 gold values in the three levels), so there a string is the
-# right value for every parameter and a bare number or boolean is the type error.
-STRING_VALUED_FORMATS = frozenset({"apibank"})
+# Value styles: how a caller's data set writes argument values. "typed" (the default): as the JSON type the spec
+# declares. "text": every value as a string whatever the declared type (API-Bank's gold writes integers, numbers,
+# booleans and lists as strings: 1,276 of 1,276 gold values in its three levels). A data set's convention, never a
+# wire format's: whoever knows it says so (the request's ``value_style``, a benchmark, a data source).
+VALUE_STYLES = ("typed", "text")
 
 _MAX_DEPTH = 32  # nesting depth beyond which values are not inspected further
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
@@ -237,7 +236,7 @@ def check_value(
     param: Any, value: Any, where: str, depth: int = 0, *, strings: bool = False
 ) -> list[tuple[str, str]]:
     """``(code, message)`` pairs for one value against one parameter schema (recursively). ``strings``: the format
-    writes every value as text (see :data:`STRING_VALUED_FORMATS`)."""
+    writes every value as text (value style "text", see :data:`VALUE_STYLES`)."""
     if depth > _MAX_DEPTH or param is None:
         return []
     if is_reference(value):
@@ -298,7 +297,7 @@ def check_value(
 
 
 def _check_text_value(param: Any, value: Any, where: str) -> list[tuple[str, str]]:
-    """A value in a string-valued format: text of the declared type, compared with the enum as text."""
+    """A value under value style "text": text of the declared type, compared with the enum as text."""
     if not isinstance(value, str):
         return [("type", f"{where} should be written as a string ({param.type}), got {json_type(value)} {_short(value)}")]
     enum = getattr(param, "enum", None)
@@ -338,10 +337,12 @@ def check_calls(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     fmt: str | None = None,
+    text_values: bool = False,
 ) -> list[Diagnostic]:
-    """Diagnostics for a call list against a tool list (``tools=None``: only reference checks)."""
+    """Diagnostics for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
+    format, which says whether calls carry names only; ``text_values``: every value should be written as text."""
     index = tool_index(tools)
-    names_only = fmt in NAME_ONLY_FORMATS
+    names_only = fmt is not None and formats.get(fmt).names_only
     out: list[Diagnostic] = []
     for i, call in enumerate(calls):
         if index is None:
@@ -350,7 +351,7 @@ def check_calls(
         if spec is None:
             out.append(Diagnostic("unknown_tool", f"no tool named {call.name!r}", i, call.name))
             continue
-        out.extend(check_call(call, spec, i, names_only=names_only, strings=fmt in STRING_VALUED_FORMATS))
+        out.extend(check_call(call, spec, i, names_only=names_only, strings=text_values))
     if not names_only:
         out.extend(_check_references(calls))
     return out
@@ -364,15 +365,18 @@ def check_text(
     text: str,
     fmt: str,
     tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    text_values: bool = False,
 ) -> GateReport:
-    """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds."""
+    """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`)."""
     wire = formats.get(fmt)
     report = GateReport()
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
         try:
             report.calls = list(wire.parse_strict(text))
             report.strict_ok = True
-        except Exception as e:  # FormatError, or anything a format lets slip: the text is not strictly valid
+        except formats.FormatError as e:
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {_reason(e)}"))
             report.calls = list(wire.parse_lenient(text).calls)
     else:  # one strict parse: parse_lenient tries it first and says why it failed
@@ -380,9 +384,9 @@ def check_text(
         report.calls = list(got.calls)
         report.strict_ok = got.ok
         if not got.ok:
-            reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(got.problems[:3])
+            reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
-    report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt))
+    report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt, text_values=text_values))
     return report

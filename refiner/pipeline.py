@@ -5,7 +5,9 @@
     result["refined"], result["stage"], result["diagnostics"]
 
 A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional,
-"format_hint": optional}``; ``format_hint`` replaces the default sentence that tells the model which format to answer in
+"format_hint": optional, "value_style": optional}``; ``value_style`` is ``"typed"`` (the default: values are the JSON
+types the spec declares) or ``"text"`` (the caller's data writes every value as a string, as API-Bank's gold does);
+``format_hint`` replaces the default sentence that tells the model which format to answer in
 (:func:`refiner.prompt.format_hint`), e.g. with a benchmark's own instruction ("" leaves the sentence out).
 The result is the request plus ``refined`` (text in the output format: the request's ``format``, else the
 refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``, ``stage`` (``unchanged`` |
@@ -35,7 +37,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.gate import Diagnostic, GateReport, check_text, tool_index
+from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
 
@@ -70,6 +72,8 @@ def validate_request(request: Any) -> None:
             raise RequestError(f"field {key!r} must be a string, got {type(request[key]).__name__}")
     if request.get("format") is not None and request["format"] not in formats.names():
         raise RequestError(f"field 'format': unknown wire format {request['format']!r}; known: {formats.names()}")
+    if request.get("value_style") is not None and request["value_style"] not in VALUE_STYLES:
+        raise RequestError(f"field 'value_style' must be one of {list(VALUE_STYLES)}, got {request['value_style']!r}")
 
 
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
@@ -80,8 +84,7 @@ def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, 
     text = request["upstream"]
     if wanted and formats.get(wanted).is_valid(text):
         return wanted, wanted
-    detect = getattr(formats, "detect_format", None)
-    detected = detect(text) if detect is not None else None
+    detected = formats.detect_format(text)
     if detected and (wanted is None or formats.get(detected).is_valid(text)):
         return detected, wanted or detected
     upstream_fmt = wanted or DEFAULT_FORMAT
@@ -124,6 +127,7 @@ class Job:
     tier1: Tier1
     samples: list[Tier1] = field(default_factory=list)  # model answers, each parsed, gated and tier-1 repaired
     trust_spec: bool = False  # tier 1 treats every tool spec as exact
+    text_values: bool = False  # the request's value_style is "text": every value is written as a string
     model_error: str | None = None  # "<ExceptionType>: <message>" when the model step failed for this request
 
     @property
@@ -140,9 +144,13 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     validate_request(request)
     upstream_fmt, out_fmt = pick_formats(request, default_fmt)
     tools = load_request_tools(request)
-    upstream = check_text(request["upstream"], upstream_fmt, tools)
-    tier1 = repair_parsed(upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec)
-    return Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec)
+    text_values = request.get("value_style") == "text"
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
+    tier1 = repair_parsed(
+        upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
+        text_values=text_values,
+    )
+    return Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec, text_values=text_values)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -180,8 +188,8 @@ def model_messages(job: Job) -> list[dict[str, str]]:
 def read_sample(job: Job, generation: str) -> Tier1:
     """One generation: the answer after the reasoning, parsed in the output format, gated and tier-1 repaired."""
     answer = extract_answer(generation)
-    report = check_text(answer, job.out_fmt, job.tools)
-    return repair_parsed(report, answer, job.out_fmt, job.tools, trust_spec=job.trust_spec)
+    report = check_text(answer, job.out_fmt, job.tools, text_values=job.text_values)
+    return repair_parsed(report, answer, job.out_fmt, job.tools, trust_spec=job.trust_spec, text_values=job.text_values)
 
 
 def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:

@@ -90,15 +90,15 @@ def build_messages(
 
 def extract_answer(text: str) -> str:
     """The answer part of a generation: what follows the reasoning block (all of it when there is none). The end of
-    reasoning is decided in one place, :func:`refiner.formats.base.reasoning_offset`, the rule every parser uses."""
-    from refiner.formats.base import reasoning_offset
+    reasoning is decided in one place, :func:`refiner.formats.text.reasoning_offset`, the rule every parser uses."""
+    from refiner.formats.text import reasoning_offset
 
     return text[reasoning_offset(text) :].strip()
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
     """``(reasoning, rest)``: the content of a leading ``<think>`` block, if any, and what follows it."""
-    from refiner.formats.base import reasoning_offset
+    from refiner.formats.text import reasoning_offset
 
     end = reasoning_offset(text)
     if end == 0:

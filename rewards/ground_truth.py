@@ -124,8 +124,6 @@ def _gold_cached(fmt_name: str, answer: str, order_sensitive: bool | None) -> Go
         calls = wf.parse_strict(answer)
     except formats.FormatError as e:
         raise GroundTruthError(f"ground_truth field 'answer' is not valid {fmt_name}: {e}") from None
-    except RecursionError:
-        raise GroundTruthError(f"ground_truth field 'answer' is nested too deeply for {fmt_name}") from None
     return Gold.from_calls(calls, wf, order_sensitive)
 
 

@@ -36,7 +36,6 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.gate import STRING_VALUED_FORMATS
 from refiner.pipeline import Refiner
 from refiner.repair import repair_calls
 from refiner.specs import load_tools
@@ -54,7 +53,9 @@ ASSERTED = {
     "param_name_typo": 0.90,
 }
 ASSERTED_TRUSTED = {"extra_param": 0.85, "value_type_drift": 0.85}  # with trust_spec=True only
-ASSERTED_STRING_VALUED = {"value_type_drift": 0.90}  # default policy, string-valued formats (API-Bank)
+ASSERTED_TEXT_VALUED = {"value_type_drift": 0.90}  # default policy, value style "text" (API-Bank)
+# Sources whose gold writes every value as text, which they say to tier 1 (the request's value_style)
+VALUE_STYLE = {"apibank": "text"}
 NEVER_FIXED = ("missing_required_param", "wrong_value")
 NEVER_FIXED_BY_DEFAULT = ("extra_param",)
 
@@ -109,7 +110,8 @@ def test_gold_calls_are_not_touched(all_cases, source, convention):
     """Every gold call list, in the source's own value convention (API-Bank: every value a string): no repair."""
     harmed = []
     for i, (_, tools, gold) in enumerate(all_cases[source]):
-        out, actions = repair_calls(gold, load_tools(tools), fmt=convention)
+        text_values = VALUE_STYLE.get(source) == "text"
+        out, actions = repair_calls(gold, load_tools(tools), fmt=convention, text_values=text_values)
         if out != gold or actions:
             harmed.append((i, [a.message for a in actions]))
     assert len(all_cases[source]) > 100
@@ -120,9 +122,9 @@ def test_gold_calls_are_not_touched(all_cases, source, convention):
 def test_gold_text_passes_through_verbatim(all_cases, source):
     refiner = Refiner()
     cases = all_cases[source]
-    if source == "apibank" and cases[0][0] != "apibank":
-        pytest.skip("API-Bank's string-valued convention needs the apibank format")
-    requests = [{"tools": t, "upstream": formats.get(f).render(g), "format": f} for f, t, g in cases]
+    style = VALUE_STYLE.get(source, "typed")
+    requests = [{"tools": t, "upstream": formats.get(f).render(g), "format": f, "value_style": style}
+                for f, t, g in cases]
     results = refiner.refine_batch(requests)
     harmed = [(i, r["stage"], r["reason"]) for i, r in enumerate(results) if r["changed"] or r["refined"] != requests[i]["upstream"]]
     assert harmed == [], harmed[:5]
@@ -133,8 +135,8 @@ def test_gold_text_passes_through_verbatim(all_cases, source):
 # Corruptions are repaired at measured rates
 
 
-def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_spec: bool = False
-            ) -> dict[str, tuple[int, int]]:
+def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_spec: bool = False,
+            value_style: str = "typed") -> dict[str, tuple[int, int]]:
     """``{class: (corrupted, fixed)}``: fixed when the no-model pipeline's text parses strictly to the gold."""
     refiner = Refiner(trust_spec=trust_spec)
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -145,7 +147,7 @@ def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_sp
                 bad = rules.corrupt(gold, fmt, specs, random.Random(seed + 1000 * i + k), classes=[cls])
             except rules.CorruptionError:
                 continue  # the class does not apply to these calls
-            res = refiner.refine({"tools": specs, "upstream": bad.text, "format": fmt})
+            res = refiner.refine({"tools": specs, "upstream": bad.text, "format": fmt, "value_style": value_style})
             try:
                 fixed = rules.same_calls(formats.get(fmt).parse_strict(res["refined"]), gold, fmt)
             except formats.FormatError:
@@ -172,13 +174,14 @@ def check_rates(source: str, cases: list) -> None:
     fmt = cases[0][0]
     if fmt == "hermes" and source in ("nestools", "apibank"):
         pytest.skip(f"{source} needs its own format registered (output labels / string-valued arguments)")
-    stats = measure(cases)
-    trusted = measure(cases, trust_spec=True)
+    style = VALUE_STYLE.get(source, "typed")
+    stats = measure(cases, value_style=style)
+    trusted = measure(cases, trust_spec=True, value_style=style)
     print("\n" + rate_table(source, fmt, stats, trusted))
     _floors(source, stats, ASSERTED, "default")
     _floors(source, trusted, {**ASSERTED, **ASSERTED_TRUSTED}, "trust_spec")
-    if fmt in STRING_VALUED_FORMATS:
-        _floors(source, stats, ASSERTED_STRING_VALUED, "default")
+    if style == "text":
+        _floors(source, stats, ASSERTED_TEXT_VALUED, "default")
     for cls in NEVER_FIXED:
         for st in (stats, trusted):
             if cls in st:

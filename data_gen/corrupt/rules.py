@@ -39,9 +39,6 @@ ERROR_CLASSES: tuple[str, ...] = tuple(c for group in ERROR_GROUPS.values() for 
 TEXT_CLASSES = frozenset(ERROR_GROUPS["format"])
 GROUP_OF: dict[str, str] = {c: g for g, cs in ERROR_GROUPS.items() for c in cs}
 
-# Formats never used as the "wrong family" target: they cannot carry the arguments of ordinary calls.
-_NOT_A_FAMILY_TARGET = frozenset({"order"})
-
 
 class CorruptionError(ValueError):
     """No corruption of the requested classes applies to these calls (or none changed anything)."""
@@ -405,8 +402,8 @@ def _op_missing_required_param(calls, tools, fmt, rng):
 
 
 def _op_extra_param(calls, tools, fmt, rng):
-    if not calls or all(c.step is not None and not c.arguments for c in calls):
-        return None  # the order format carries no arguments
+    if not calls or fmt.names_only:
+        return None  # a names-only format carries no arguments
     i = rng.randrange(len(calls))
     args = dict(calls[i].arguments)
     info = tools.get(calls[i].name)
@@ -662,7 +659,8 @@ def _op_wrong_format(text, fmt, calls, rng):
         if swaps:
             a, b = rng.choice(swaps)
             return text.replace(a, b), f"key {a} written as {b}"
-    targets = [f for f in formats.all_formats() if f.name != fmt.name and f.name not in _NOT_A_FAMILY_TARGET]
+    # (a names-only format cannot carry the arguments of ordinary calls: never a "wrong family" target)
+    targets = [f for f in formats.all_formats() if f.name != fmt.name and not f.names_only]
     rng.shuffle(targets)
     for other in targets:
         try:
@@ -707,7 +705,7 @@ def changes_something(text: str, gold: Sequence[ToolCall], fmt: WireFormat | str
     f = formats.get(fmt) if isinstance(fmt, str) else fmt
     try:
         parsed = f.parse_strict(text)
-    except (FormatError, RecursionError):
+    except FormatError:
         return True
     return not same_calls(parsed, gold, f)
 
@@ -804,6 +802,6 @@ def _honest(text: str, gold: Sequence[ToolCall], f: WireFormat, *, broken: bool)
     """The label is true: a format error really fails strict parsing; any other error parses and differs."""
     try:
         parsed = f.parse_strict(text)
-    except (FormatError, RecursionError):
+    except FormatError:
         return broken
     return not broken and not same_calls(parsed, gold, f)

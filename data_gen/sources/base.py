@@ -185,7 +185,7 @@ def parse_calls(source: str, record: str, fld: str, fmt: str, text: str) -> list
     for t in attempts:
         try:
             calls = f.parse_strict(t)
-        except (FormatError, RecursionError) as e:
+        except FormatError as e:
             last = e
             continue
         if not calls:

@@ -106,7 +106,8 @@ class APIBank(Benchmark):
                         fmt="apibank",
                         gold=gold,
                         gold_calls=gold,
-                        meta={"format_hint": ADJUSTMENT_HINT} if self.adjustments else {},
+                        # API-Bank's gold writes every value as text: the benchmark says so to tier 1
+                        meta={"value_style": "text", **({"format_hint": ADJUSTMENT_HINT} if self.adjustments else {})},
                     )
                 )
         return out

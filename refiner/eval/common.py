@@ -79,8 +79,9 @@ class Sample:
         """The pipeline request for this sample and an upstream output."""
         req = {"tools": self.tools, "system": self.system, "query": self.query, "upstream": upstream,
                "format": self.fmt}
-        if self.meta.get("format_hint"):
-            req["format_hint"] = self.meta["format_hint"]
+        for key in ("format_hint", "value_style"):
+            if self.meta.get(key):
+                req[key] = self.meta[key]
         return req
 
 
@@ -192,7 +193,7 @@ class Variant:
     def parse_strict(self, text: str) -> list[ToolCall]:
         """Calls of a strictly valid text of this variant; raises ``FormatError`` otherwise."""
         from refiner import formats
-        from refiner.formats.base import find_all_tagged, reasoning_offset
+        from refiner.formats.text import find_all_tagged, reasoning_offset
 
         fmt = formats.get(self.wire)
         own = self._own

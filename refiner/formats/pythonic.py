@@ -20,9 +20,21 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from refiner.formats.base import JSON_DECODER, FormatError, WireFormat, dumps
+from refiner.formats.base import FormatError, Problem, WireFormat
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import dumps
 
 _MANGLE = "__kw__"
+
+# What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``).
+IDENTIFIER_NAME = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
+_LOOKS_PYTHONIC = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
+
+
+def looks_pythonic(body: str) -> bool:
+    """Whether ``body`` starts like pythonic calls: ``[name(`` or ``name(`` (names with a few spaces allowed, as raw
+    ToolACE writes them)."""
+    return _LOOKS_PYTHONIC.match(body) is not None
 _JSONISH = {"true": True, "false": False, "null": None}
 # A keyword followed by "=" (not "=="): the only case that needs the tokenize pass of _mangle_keywords.
 _KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
@@ -149,12 +161,12 @@ class Literals:
             return ast.get_source_segment(self.src, node) or ""
         raise self.fail(node, f"{type(node).__name__} is not a literal value")
 
-    def arguments(self, call: ast.Call, problems: list[str] | None = None) -> dict[str, Any]:
+    def arguments(self, call: ast.Call, problems: list[Problem] | None = None) -> dict[str, Any]:
         """Keyword arguments of ``call`` (``**{...}`` merged); positional ones are an error (or a problem)."""
         if call.args:
             if problems is None:
                 raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
-            problems.append(f"{len(call.args)} positional argument(s) dropped")
+            problems.append(Problem("bad_argument", f"{len(call.args)} positional argument(s) dropped"))
         args: dict[str, Any] = {}
         for kw in call.keywords:
             if kw.arg is None:
@@ -168,7 +180,7 @@ class Literals:
                 if k in args:
                     if problems is None:
                         raise self.fail(kw.value, f"argument {k!r} given twice")
-                    problems.append(f"argument {k!r} given twice; last kept")
+                    problems.append(Problem("bad_argument", f"argument {k!r} given twice; last kept"))
                 args[k] = v
         return args
 
