@@ -368,3 +368,38 @@ def test_toolace_general_reader_takes_lists_up_to_its_cap_and_plain_lists_at_any
     plain = [ToolCall(f"f{i}", {"a": "v", "b c": [1, None]}) for i in range(2 * n)]  # '**{...}' for "b c"
     assert len(fmt.render(plain)) > 4 * MAX_AST_CHARS
     assert fmt.parse_strict(fmt.render(plain)) == plain
+
+
+def test_render_raises_only_render_error_for_calls_a_format_cannot_write():
+    toolace = formats.get("toolace")
+    for name in ("Get Stock Price", "class", "a.b c", "1abc"):
+        with pytest.raises(formats.RenderError, match="toolace"):
+            toolace.render([ToolCall(name, {})])
+    for fmt in formats.all_formats():
+        if fmt.names_only:
+            continue
+        for bad in (float("inf"), float("nan"), {1, 2}, object()):
+            with pytest.raises(formats.RenderError):
+                fmt.render([ToolCall("f", {"x": bad})])
+
+
+def test_parse_strict_raises_only_format_error_whatever_the_input():
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    texts = [None, 12, b"<tool_call>", ["x"], f'<tool_call>{{"name": "f", "arguments": {{"x": {deep}}}}}</tool_call>',
+             "[" * 10_000 + "]" * 10_000, "[calc(x=" + "[" * 3000 + "1" + "]" * 3000 + ")]"]
+    for fmt in formats.all_formats():
+        for text in texts:
+            with pytest.raises(FormatError):
+                fmt.parse_strict(text)
+            assert fmt.is_valid(text) is False
+            got = fmt.parse_lenient(text)
+            assert isinstance(got, formats.Lenient) and not got.ok
+    assert formats.detect_format(None) is None
+
+
+def test_numbers_json_cannot_hold_are_not_valid():
+    for text in ('<func_call>[{"name": "calc", "arguments": {"x": 1e999}}]</func_call>',
+                 '<tool_call>{"name": "calc", "arguments": {"x": -1e999}}</tool_call>'):
+        fmt = formats.get(formats.detect_format(text))
+        with pytest.raises(FormatError, match="out of range"):
+            fmt.parse_strict(text)

@@ -236,7 +236,8 @@ class WireFormat:
         return RenderError(self.name, message)
 
     def check_renderable(self, calls: Sequence[ToolCall]) -> None:
-        """Raises :class:`RenderError` for a call whose name the format cannot write (``name_pattern``)."""
+        """Raises :class:`RenderError` for a call whose name the format cannot write (``name_pattern``); ``render``
+        calls it first. A format with further limits extends it."""
         if self.name_pattern is not None:
             pattern = _compiled(self.name_pattern)
             for i, c in enumerate(calls):
@@ -282,6 +283,7 @@ def _raises_only_render_errors(render: Any) -> Any:
     @functools.wraps(render)
     def wrapped(self: WireFormat, calls: Sequence[ToolCall]) -> str:
         try:
+            self.check_renderable(calls)
             return render(self, calls)
         except RenderError:
             raise

@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import keyword
+import math
 import re
 import tokenize
 import unicodedata
@@ -329,6 +330,8 @@ def literal(value: Any) -> str:
         return dumps(value)
     if value is None or isinstance(value, bool):
         return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a JSON number")
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):

@@ -8,6 +8,7 @@ raw ToolACE data has names with spaces (``Get Stock Price(...)``), which lenient
 from __future__ import annotations
 
 import ast
+import keyword
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
@@ -178,6 +179,12 @@ class ToolAce(WireFormat):
             problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
             return raw.strip("\"'")
         return value
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        super().check_renderable(calls)
+        for i, c in enumerate(calls):
+            if any(keyword.iskeyword(part) for part in c.name.split(".")):
+                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}[{', '.join(render_call(c.name, dict(c.arguments)) for c in calls)}]{CLOSE}"
