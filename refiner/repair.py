@@ -476,7 +476,11 @@ def repair_parsed(
     actions.extend(call_actions)
     if not actions or not calls:
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
-    new_text = formats.get(out_fmt).render(calls)
+    try:
+        new_text = formats.get(out_fmt).render(calls)
+    except formats.RenderError:  # calls the output format cannot write (a tool name with spaces in a pythonic
+        # format, say): nothing is changed, the gate's report on the upstream stands and the model sees it
+        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     after = check_text(new_text, out_fmt, tools, text_values=text_values)
     return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
 

@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
-from refiner.formats.lenient import add_call, as_items, lenient_blocks
-from refiner.formats.strict import JSON_DECODER, decode_at, json_blocks, plain_calls, strict_fields
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import add_call, block_values, lenient_blocks
+from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
 from refiner.formats.text import dumps, skip_ws
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -57,29 +56,12 @@ class ApiBank(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
-            for item in _objects(self, chunk):
+            for item in block_values(chunk):
                 add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         lines = [dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls]
         return "\n".join([OPEN, *lines, CLOSE])
-
-
-def _objects(fmt: WireFormat, chunk: str) -> list:
-    """The JSON values of a block: decoded in sequence when that works, else repaired line by line."""
-    items, pos = [], skip_ws(chunk, 0)
-    try:
-        while pos < len(chunk):
-            value, end = decode_at(fmt, chunk, pos)
-            items.append(value)
-            pos = skip_ws(chunk, end)
-        return [x for v in items for x in as_items(v)]
-    except FormatError:
-        pass
-    lines = [ln for ln in chunk.split("\n") if ln.strip()]
-    if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
-        lines = [chunk]
-    return [x for ln in lines for x in as_items(lenient_json(ln))]
 
 
 DETECT_CHARS = 20_000  # of a <tool_call> block read to tell API-Bank from Hermes

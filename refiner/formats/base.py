@@ -75,6 +75,7 @@ PROBLEM_CODES = (
     "no_name",  # a call object without a usable tool name
     "bad_name",  # a tool name the format does not allow (kept)
     "bad_arguments",  # arguments that are not an object (dropped)
+    "flat_arguments",  # arguments written beside the name instead of under an arguments key (read as the arguments)
     "bad_argument",  # one argument that could not be read (dropped, or kept as text: the message says)
     "bad_outputs",  # output labels or steps that could not be read
     "unreadable",  # a block or item nothing could be recovered from

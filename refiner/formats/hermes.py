@@ -13,8 +13,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
-from refiner.formats.lenient import add_call, as_items, lenient_blocks
+from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import json_blocks, plain_calls, strict_fields
 from refiner.formats.text import dumps
 
@@ -56,7 +55,7 @@ class Hermes(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems):
-            items = as_items(lenient_json(chunk))
+            items = block_values(chunk)  # models put several objects in one block: each is a call
             if not items:
                 out.note("unreadable", f"unrecoverable call: {chunk[:80]!r}")
             for item in items:

@@ -12,7 +12,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.text import next_bracket, strip_reasoning
+from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
 
 def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Problem]) -> str:
@@ -31,6 +31,7 @@ def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Prob
         body = body[:j]
     return body
 
+
 def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Problem], what: str) -> list[Any]:
     """The items of the JSON list recovered from between the tags (:func:`lenient_region`); a value that is not a
     list is reported (``what`` names the items) and taken as one item."""
@@ -38,6 +39,7 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
     if not isinstance(value, list):
         problems.append(Problem("not_a_list", f"{what} are not a JSON list"))
     return as_items(value)
+
 
 def lenient_blocks(
     text: str, open_tag: str, close_tag: str, problems: list[Problem], stop: str | None = None
@@ -59,10 +61,13 @@ def lenient_blocks(
                 chunk = chunk.split(stop, 1)[0]
         yield chunk
 
+
 LENIENT_CANDIDATES = 8
+
 
 def _holds_objects(value: Any) -> bool:
     return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict) for v in value))
+
 
 def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
     """Best-effort JSON value from text that may hold prose around it: repaired from each of the first
@@ -84,6 +89,7 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
         pos += 1
     return first
 
+
 def _whole_value_at(text: str, pos: int) -> Any:
     """The strictly valid JSON value starting at ``pos`` when no other ``{``/``[`` follows it (so repairing the
     rest could not add to it); else ``None``. Linear time."""
@@ -93,9 +99,13 @@ def _whole_value_at(text: str, pos: int) -> Any:
         return None
     return value if next_bracket(text, end) < 0 else None
 
+
 NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
 
 ARG_KEYS = ("arguments", "parameters", "input", "args", "params")
+# Keys of a call object that are neither its name nor its arguments.
+CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "responses", "step", "call_id"})
+
 
 def coerce_call(
     item: Any, problems: list[Problem], *, outputs: tuple[str, ...] = (), step: int | None = None
@@ -116,7 +126,14 @@ def coerce_call(
     if name is None:
         problems.append(Problem("no_name", f"call without a name: {str(item)[:80]!r}"))
         return None
-    raw = next((item[k] for k in ARG_KEYS if k in item), {})
+    arg_key = next((k for k in ARG_KEYS if k in item), None)
+    if arg_key is None:
+        flat = {k: v for k, v in item.items() if k not in NAME_KEYS and k not in CALL_METADATA_KEYS}
+        if flat:  # {"name": "f", "city": "Paris"}: the arguments written beside the name; kept, and reported
+            problems.append(Problem("flat_arguments", f"arguments of {name!r} written beside its name: {sorted(flat)}"))
+        raw: Any = flat
+    else:
+        raw = item[arg_key]
     if isinstance(raw, str):
         raw = lenient_json(raw) if raw.strip() else {}
     if raw is None:
@@ -125,6 +142,7 @@ def coerce_call(
         problems.append(Problem("bad_arguments", f"arguments of {name!r} are not an object: {str(raw)[:80]!r}"))
         raw = {}
     return ToolCall(name, {str(k): v for k, v in raw.items()}, outputs=outputs, step=step)
+
 
 def as_items(value: Any) -> list[Any]:
     """A JSON value as a list of items: lists as they are, anything else as a one-item list (none for None)."""
@@ -138,3 +156,23 @@ def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
     call = coerce_call(item, out.problems, outputs=outputs)
     if call is not None:
         out.calls.append(call)
+
+
+def block_values(chunk: str) -> list[Any]:
+    """The items of the JSON values a tag block holds: decoded one after another when the whole block is a
+    sequence of valid values (one object per line, or several on one line), else repaired line by line when every
+    line starts an object, else the block repaired as one value. Lists are flattened into their items."""
+    items: list[Any] = []
+    pos = skip_ws(chunk, 0)
+    try:
+        while pos < len(chunk):
+            value, end = JSON_DECODER.raw_decode(chunk, pos)
+            items.extend(as_items(value))
+            pos = skip_ws(chunk, end)
+        return items
+    except (ValueError, RecursionError):
+        pass
+    lines = [ln for ln in chunk.split("\n") if ln.strip()]
+    if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
+        lines = [chunk]
+    return [x for ln in lines for x in as_items(lenient_json(ln))]

@@ -18,7 +18,9 @@ from refiner.formats.text import dumps, strip_reasoning
 
 
 def _looks_like_calls(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
+    """A non-empty list of objects with a name. (An empty list in prose is not taken for the calls: any ``[]`` in
+    any text, say ``f(steps=[])``, would be; the empty call list is the whole answer ``[]``.)"""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "name" in v for v in value)
 
 
 @register
@@ -39,6 +41,8 @@ class Nestful(WireFormat):
         return isinstance(value, list) and any(isinstance(x, dict) and "name" in x for x in value)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
+        if strip_reasoning(text).strip() == "[]":
+            return []
         value, pos = json_in_prose(self, text, _looks_like_calls, "JSON list of calls")
         fast = plain_calls(value, outputs_key="label", outputs_as=str)
         if fast is not None:

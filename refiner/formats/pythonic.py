@@ -129,6 +129,10 @@ class Literals:
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             v = node.value
+            if isinstance(v, float) and not math.isfinite(v):  # 1e999: no JSON number holds it
+                if self.strict:
+                    raise self.fail(node, "number out of range")
+                return ast.get_source_segment(self.src, node) or str(v)
             if v is None or isinstance(v, (str, bool, int, float)):
                 return v
             if not self.strict:
@@ -140,6 +144,10 @@ class Literals:
             and isinstance(node.operand, ast.Constant)
         ):
             v = node.operand.value
+            if isinstance(v, float) and not math.isfinite(v):
+                if self.strict:
+                    raise self.fail(node, "number out of range")
+                return ast.get_source_segment(self.src, node) or str(v)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.List) or (not self.strict and isinstance(node, (ast.Tuple, ast.Set))):

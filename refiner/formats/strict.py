@@ -17,7 +17,9 @@ from refiner.formats.text import _WS, next_bracket, reasoning_offset, skip_ws
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
+
 _JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
+
 
 def _finite_float(text: str) -> float:
     value = float(text)
@@ -30,6 +32,7 @@ _INF = float("inf")
 # strict JSON: NaN and Infinity rejected, and so are numbers too large for a float (``1e999``), which JSON cannot
 # write back
 JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
 
 def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     """``json.loads`` that raises a :class:`FormatError` with the absolute position; NaN/Infinity rejected. (One
@@ -47,6 +50,7 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
         raise fmt.error("invalid JSON: Extra data", offset + end)
     return value
 
+
 def json_object(text: str) -> dict | None:
     """The JSON object ``text`` holds (whitespace around it allowed), or ``None`` when it holds anything else or is
     not strict JSON: :func:`strict_json` for fast paths, which leave explaining a failure to it."""
@@ -58,20 +62,24 @@ def json_object(text: str) -> dict | None:
         return None
     return value
 
+
 def expect_object(fmt: WireFormat, value: Any, what: str, position: int = -1) -> dict:
     if not isinstance(value, dict):
         raise fmt.error(f"{what} must be a JSON object, got {type(value).__name__}", position)
     return value
+
 
 def expect_str(fmt: WireFormat, value: Any, what: str, position: int = -1) -> str:
     if not isinstance(value, str):
         raise fmt.error(f"{what} must be a string, got {type(value).__name__}", position)
     return value
 
+
 def expect_str_list(fmt: WireFormat, value: Any, what: str, position: int = -1) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise fmt.error(f"{what} must be a list of strings", position)
     return tuple(value)
+
 
 def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
     """One strict JSON value starting at ``pos`` (leading whitespace skipped): ``(value, end)``."""
@@ -84,6 +92,7 @@ def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
         raise fmt.error(str(e), pos) from None
     except RecursionError:
         raise fmt.error("JSON nested too deeply", pos) from None
+
 
 def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
     """``(a, b)``: ``text[a:b]`` lies between the first ``open_tag`` after any reasoning and the ``close_tag`` after
@@ -98,6 +107,7 @@ def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
         raise fmt.error(f"missing {close_tag}", len(text))
     return a, b
 
+
 def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
     """The single JSON value between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and
     its position; nothing else is allowed inside the tags. The value is decoded before the closing tag is looked
@@ -107,6 +117,7 @@ def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
     expect_close(fmt, text, end, close_tag)
     return value, skip_ws(text, a)
 
+
 def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
     """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
     j = skip_ws(text, pos)
@@ -115,6 +126,7 @@ def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
     if text.find(close_tag, j) < 0:
         raise fmt.error(f"missing {close_tag}", len(text))
     raise fmt.error(f"unexpected text {text[j : j + 30]!r} before {close_tag}", j)
+
 
 def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
     """``(value, position)`` for the JSON value of each ``open_tag ... close_tag`` block after any reasoning (with
@@ -146,6 +158,7 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
             expect_close(fmt, text, pos, close_tag)  # raises: text before the closing tag
         i = text.find(open_tag, pos + after_close)
 
+
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
     """:func:`tagged_json` for formats whose tags hold a JSON list; raises when the value is anything else."""
     value, pos = tagged_json(fmt, text, open_tag, close_tag)
@@ -153,7 +166,9 @@ def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
         raise fmt.error(f"{open_tag} must hold a JSON list, got {type(value).__name__}", pos)
     return value, pos
 
+
 MAX_JSON_CANDIDATES = 64
+
 
 def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[Any, int]:
     """The first JSON value after any reasoning that starts at a ``{`` or ``[`` and satisfies ``accept(value)``;
@@ -177,9 +192,11 @@ def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[A
         raise first_error
     raise fmt.error(f"no {what} found", reasoning_offset(text))
 
+
 _ALLOWED_KEYS: dict[tuple[str, str, tuple[str, ...]], frozenset[str]] = {}
 
 _ABSENT = object()
+
 
 def strict_fields(
     fmt: WireFormat,
@@ -218,6 +235,7 @@ def strict_fields(
         raise fmt.error(f"empty {name_key!r} in {what}", pos)
     args = expect_object(fmt, obj.get(args_key, {}), repr(args_key), pos)
     return name, args, {k: obj[k] for k in extra_keys if k in obj}
+
 
 def plain_calls(
     items: Iterable[Any],

@@ -12,6 +12,7 @@ from typing import Any
 
 _THINK_CLOSE = "</think>"
 
+
 def strip_reasoning(text: str) -> str:
     """Drops a leading reasoning block: everything up to the first ``</think>`` if there is one.
 
@@ -20,9 +21,11 @@ def strip_reasoning(text: str) -> str:
     text with no reasoning at all is therefore read as the end of reasoning."""
     return text[reasoning_offset(text) :]
 
+
 def reasoning_offset(text: str) -> int:
     i = text.find(_THINK_CLOSE)
     return i + len(_THINK_CLOSE) if i >= 0 else 0
+
 
 def find_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> tuple[int, int] | None:
     """Span (content_start, content_end) of the first ``open_tag ... close_tag`` at or after ``start``; plain
@@ -35,6 +38,7 @@ def find_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> tup
         return None
     return i + len(open_tag), j
 
+
 def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> list[tuple[int, int]]:
     spans = []
     pos = start
@@ -45,17 +49,24 @@ def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) ->
         spans.append(span)
         pos = span[1] + len(close_tag)
 
+
 _WS = re.compile(r"\s*")
+
 
 def skip_ws(text: str, pos: int) -> int:
     m = _WS.match(text, pos)
     return m.end() if m else pos
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # one encoder: json.dumps with options builds one per call
+
+_ENCODE = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False
+).encode  # one encoder: json.dumps with options builds one per call
+
 
 def dumps(value: Any) -> str:
     """Rendering JSON: compact-ish, readable, unicode kept, key order kept."""
     return _ENCODE(value)
+
 
 def next_bracket(text: str, pos: int) -> int:
     a, b = text.find("{", pos), text.find("[", pos)
