@@ -24,6 +24,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.specs.types import json_type_of
 
 ERROR = "error"
@@ -82,6 +83,8 @@ class GateReport:
     calls: list[ToolCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     strict_ok: bool = False
+    # when the calls were read by salvage (check_text(..., salvage=True)): where they were found
+    salvaged: Salvage | None = None
 
     @property
     def passed(self) -> bool:
@@ -367,9 +370,11 @@ def check_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     text_values: bool = False,
+    salvage: bool = False,
 ) -> GateReport:
     """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
-    (``text_values``: value style "text", see :data:`VALUE_STYLES`)."""
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`). ``salvage``: a text that is not valid in ``fmt``
+    is also read wherever its calls are (:func:`salvage_calls`), and that reading is used when it is the better one."""
     wire = formats.get(fmt)
     report = GateReport()
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
@@ -386,7 +391,34 @@ def check_text(
         if not got.ok:
             reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
+    if salvage and not report.strict_ok:
+        found = salvage_calls(text, report.calls, tools)
+        if found is not None:
+            report.calls, report.salvaged = list(found.calls), found
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt, text_values=text_values))
     return report
+
+
+_PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
+
+
+def salvage_calls(
+    text: str, lenient: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None
+) -> Salvage | None:
+    """The calls of a text that is not valid in its format, read wherever they are
+    (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
+    (``lenient``); else None. Better: more calls to offered tools (to plausibly named ones when there is no tool list),
+    then fewer calls to other names. So a lenient reading that found nothing, or fewer calls than are there, gives
+    way, and so does one that made a call of prose (``You could use get_weather(city)``), where salvage reads none;
+    a reading as good as salvage's is kept."""
+    index = tool_index(tools)
+    offered = {name: list(getattr(spec, "params", None) or ()) for name, spec in index.items()} if index else None
+    found = salvage(text, offered)
+
+    def score(calls: Sequence[ToolCall]) -> tuple[int, int]:
+        good = sum(is_offered(c.name, offered) if offered else bool(_PLAUSIBLE_NAME.fullmatch(c.name)) for c in calls)
+        return good, good - len(calls)
+
+    return found if score(found.calls) > score(lenient) else None

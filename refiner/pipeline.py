@@ -140,12 +140,18 @@ class Job:
 
 
 def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False) -> Job:
-    """Request → parse → gate → tier-1 repair."""
+    """Request → parse → gate → tier-1 repair. An upstream that is not valid in its format is also read wherever its
+    calls are (salvage, :func:`refiner.gate.salvage_calls`); with no format asked for and none detected, the answer
+    is then written in the dialect the calls were found in."""
     validate_request(request)
     upstream_fmt, out_fmt = pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     text_values = request.get("value_style") == "text"
-    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, salvage=True)
+    found = upstream.salvaged
+    if found is not None and found.fmt and not (request.get("format") or default_fmt):
+        if formats.detect_format(request["upstream"]) is None:
+            out_fmt = found.fmt
     tier1 = repair_parsed(
         upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
         text_values=text_values,

@@ -468,7 +468,10 @@ def repair_parsed(
     treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"."""
     out_fmt = out_fmt or fmt
     actions: list[Action] = []
-    if not before.strict_ok and before.calls:
+    if not before.strict_ok and before.calls and before.salvaged is not None:
+        actions.append(Action("salvage", f"read {len(before.calls)} call(s) from text that is not valid {fmt}, where "
+                                         f"the model put them: {before.salvaged.describe()}"))
+    elif not before.strict_ok and before.calls:
         actions.append(Action("parse_repair", f"recovered {len(before.calls)} call(s) from text that is not valid {fmt}"))
     if out_fmt != fmt and before.calls:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
