@@ -410,15 +410,22 @@ def salvage_calls(
     """The calls of a text that is not valid in its format, read wherever they are
     (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
     (``lenient``); else None. Better: more calls to offered tools (to plausibly named ones when there is no tool list),
-    then fewer calls to other names. So a lenient reading that found nothing, or fewer calls than are there, gives
-    way, and so does one that made a call of prose (``You could use get_weather(city)``), where salvage reads none;
-    a reading as good as salvage's is kept."""
+    then more of them spelled exactly as offered, then fewer calls to other names, then more arguments read. So a
+    lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
+    and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
+    too. A reading as good as salvage's is kept."""
     index = tool_index(tools)
     offered = {name: list(getattr(spec, "params", None) or ()) for name, spec in index.items()} if index else None
     found = salvage(text, offered)
 
-    def score(calls: Sequence[ToolCall]) -> tuple[int, int]:
-        good = sum(is_offered(c.name, offered) if offered else bool(_PLAUSIBLE_NAME.fullmatch(c.name)) for c in calls)
-        return good, good - len(calls)
+    def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
+        if offered:
+            good = sum(is_offered(c.name, offered) for c in calls)
+            exact = sum(c.name in offered for c in calls)
+        else:
+            good = exact = sum(bool(_PLAUSIBLE_NAME.fullmatch(c.name)) for c in calls)
+        return good, exact, good - len(calls), sum(len(c.arguments) for c in calls)
 
+    if found.complete and not found.calls:
+        return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)
     return found if score(found.calls) > score(lenient) else None

@@ -92,6 +92,7 @@ class _Reader(WireFormat):
 
 _READER = _Reader()
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_SPELLING = re.compile(r"[\w.\- ]{1,256}")  # what another spelling of a tool name may hold
 # A call: a dotted identifier (markdown-escaped underscores allowed) not inside a longer name, then "(".
 _CALL = re.compile(r"(?<![\w.\\])([^\W\d](?:\w|\\_)*(?:\.[^\W\d](?:\w|\\_)*)*)[ \t]*\(")
 # What may stand before a structured call on its line: tags, bullets, numbering, code keywords, an assignment,
@@ -103,6 +104,9 @@ _STRUCT_PREFIX = re.compile(
     r"(?:[^\W\d][\w.]*\s*=\s*)?"
     r"[\s\[('\"`]*"
 )
+_TRAILER = " \t;,.)]}'\"`*"  # what may follow a call on its line without making it part of a sentence
+# words before a call's name, starting a list item: a tool name written with spaces
+_SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")
 _GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
 _STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()]*")  # between a structured call and the next one
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
@@ -135,6 +139,7 @@ class Salvage:
     calls: list[ToolCall] = field(default_factory=list)
     sites: list[Site] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    complete: bool = True  # the whole text was read (no bound reached, nothing cut)
 
     @property
     def fmt(self) -> str | None:
@@ -171,6 +176,8 @@ def _resolve(name: str, offered: Mapping[str, Any]) -> tuple[str, str | None]:
     namespace prefix (``functions.get_weather``)."""
     if name in offered:
         return name, name
+    if not _SPELLING.fullmatch(name):
+        return name, None  # text around a name ("``` [get_weather") is not another spelling of it
     key = normalise(name)
     hits = [n for n in offered if normalise(n) == key]
     if len(hits) == 1:
@@ -335,6 +342,11 @@ class _Scan:
         if keyword.iskeyword(written.split(".")[0]):
             return m.end()
         structured, where, listed = self.context(start)
+        if not structured:  # a raw ToolACE name with spaces as a list item: "[Get Stock Price(symbol='AAPL')"
+            head = _SPACED_HEAD.search(self.text, max(self.at, start - PREFIX_CHARS), start)
+            if head is not None and "\n" not in head.group(0):
+                written = " ".join(head.group(1).split() + [written])
+                start, (structured, where, listed) = head.start(1), (True, "in a list", True)
         name, hit = (written, None) if self.offered is None else _resolve(written, self.offered)
         if (not structured and hit is None) or (self.offered is not None and hit is None and not listed):
             return m.end()  # prose, or a name that is not offered outside a list (code, a sentence)
@@ -346,13 +358,24 @@ class _Scan:
         close, closed = self.match_paren(paren)
         if not closed and close < len(self.text):
             return m.end()  # not closed within the window: not a call
+        end = close + 1 if closed else len(self.text)
+        if structured and not listed and where != "in a code fence" and self.sentence_follows(end):
+            structured, where = False, "in prose"  # "get_weather() needs a city": a call inside a sentence
+            if hit is None:
+                return m.end()
         args_src = self.text[paren + 1 : close if closed else len(self.text)]
         call = self.read_call(name, hit, args_src, structured, cut=not closed)
         if call is None:
             return m.end()
-        end = close + 1 if closed else len(self.text)
         self.add(Site(start, end, [call], "pythonic call", _pythonic_format(), structured, where, self.line_of(start)))
         return end
+
+    def sentence_follows(self, end: int) -> bool:
+        """Whether prose follows a call ending at ``end`` on its line (other calls, separators and closing brackets
+        do not count)."""
+        line_end = self.text.find("\n", end, end + PREFIX_CHARS)
+        rest = self.text[end : line_end if line_end >= 0 else end + PREFIX_CHARS].lstrip(_TRAILER)
+        return bool(rest) and _CALL.match(rest) is None
 
     def quoted_call(self, q: int, written: str, name: str, hit: str | None, structured: bool, where: str) -> int | None:
         """A call written inside a string literal starting at ``q`` (``['f(a=1)']``): read from the string's value."""
@@ -454,7 +477,7 @@ class _Scan:
                                   self.line_of(at)))
                     return end
         name = _object_name(value)
-        if name is None:
+        if name is None or _is_spec(value):
             return at + 1
         flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
         if flat and not is_offered(name, self.offered):
@@ -593,6 +616,15 @@ def _object_name(value: dict) -> str | None:
     return None
 
 
+def _is_spec(value: dict) -> bool:
+    """A tool's description quoted (``{"name", "description", "parameters": {"type": "object", "properties"}}``), not
+    a call."""
+    if "description" in value:
+        return True
+    args = next((value[k] for k in ARG_KEYS if k in value), None)
+    return isinstance(args, dict) and isinstance(args.get("properties"), dict) and isinstance(args.get("type"), str)
+
+
 def _usable_name(name: str) -> bool:
     return bool(name.strip()) and len(name) <= 256 and "\n" not in name
 
@@ -618,12 +650,20 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         text = text[:MAX_LENIENT_CHARS]
     scan = _Scan(text, reasoning_offset(text), offered)
     scan.notes.extend(notes)
+    complete = not notes
     try:
         with repair_budget():
             scan.tagged()
             scan.scan()
+            if budget_spent():
+                complete = False
+                scan.notes.append("gave up repairing JSON: the repair budget was spent")
     except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
+        complete = False
         scan.notes.append(f"internal: {type(e).__name__}: {e}"[:300])
     if not scan.budget_left():
+        complete = False
         scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
-    return scan.result()
+    out = scan.result()
+    out.complete = complete
+    return out
