@@ -13,9 +13,10 @@ Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
 
     answer   := (noise | site)*
     site     := tagged | object | call | quoted
-    tagged   := MARKER ... CLOSER      a registered format's first marker up to its last closer (or the end of the
-                                       text), read by that format's parse_lenient; formats sharing a marker are
-                                       told apart by their sniff hooks, as detection does
+    tagged   := MARKER ...             a registered format's first marker to the end of the text, read by that
+                                       format's parse_lenient (the site ends after the format's last closer when
+                                       one follows its last marker); formats sharing a marker are told apart by
+                                       their sniff hooks, as detection does
     object   := "{" ... "}"            a JSON object, or a Python dict literal (single quotes, True/None), or one
                                        repaired by json_repair, that either a bare registered format claims
                                        (claims_value: an OpenAI message with tool_calls, ...) or that holds a tool
@@ -260,11 +261,15 @@ class _Scan:
         for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
             if any(a <= start < b for a, b in self.claimed):
                 continue
+            # the format reads from its first marker to the end (its closers need not end it: Mistral's [ARGS] is
+            # followed by the arguments); the region claimed from the other readers ends after its last closer when
+            # one follows its last marker
             end = len(body)
-            closes = [body.rfind(c) + len(c) for c in fmt.detection.closers if body.rfind(c) > start]
-            if closes:
+            last_marker = max(body.rfind(m) + len(m) for m in fmt.detection.markers)
+            closes = [body.rfind(c) + len(c) for c in fmt.detection.closers]
+            if closes and max(closes) > last_marker:
                 end = max(closes)
-            got = fmt.parse_lenient(body[start:end])
+            got = fmt.parse_lenient(body[start:])
             calls = [c for c in got.calls if _usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else "after prose" if body[self.at : start].strip() \
@@ -277,13 +282,15 @@ class _Scan:
 
     def scan(self) -> None:
         text, pos = self.text, self.at
-        call_m = obj_at = None
+        call_m: re.Match | None = None
+        calls_left, obj_at = True, -2  # -1: no "{" after pos; each search runs again only once passed
         while pos < len(text) and self.budget_left():
-            if call_m is None or call_m.start() < pos:
+            if calls_left and (call_m is None or call_m.start() < pos):
                 call_m = self._next_call(pos)
-            if obj_at is None or 0 <= obj_at < pos:
+                calls_left = call_m is not None
+            if obj_at == -2 or 0 <= obj_at < pos:
                 obj_at = text.find("{", pos)
-            starts = [s for s in (call_m.start() if call_m else -1, obj_at) if s >= 0]
+            starts = [s for s in (call_m.start() if calls_left else -1, obj_at) if s >= 0]
             if not starts:
                 return
             here = min(starts)
@@ -292,7 +299,7 @@ class _Scan:
                 pos = claim[1]
                 continue
             self.candidates += 1
-            if call_m is not None and call_m.start() == here:
+            if calls_left and call_m.start() == here:
                 pos = self.call_site(call_m)
             else:
                 pos = self.object_site(here)
