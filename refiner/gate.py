@@ -83,7 +83,7 @@ class GateReport:
     calls: list[ToolCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     strict_ok: bool = False
-    # when the calls were read by salvage (check_text(..., salvage=True)): where they were found
+    # when the calls were read by salvage (salvage_report): where they were found
     salvaged: Salvage | None = None
 
     @property
@@ -370,11 +370,9 @@ def check_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     text_values: bool = False,
-    salvage: bool = False,
 ) -> GateReport:
     """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
-    (``text_values``: value style "text", see :data:`VALUE_STYLES`). ``salvage``: a text that is not valid in ``fmt``
-    is also read wherever its calls are (:func:`salvage_calls`), and that reading is used when it is the better one."""
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`)."""
     wire = formats.get(fmt)
     report = GateReport()
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
@@ -391,14 +389,33 @@ def check_text(
         if not got.ok:
             reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
-    if salvage and not report.strict_ok:
-        found = salvage_calls(text, report.calls, tools)
-        if found is not None:
-            report.calls, report.salvaged = list(found.calls), found
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt, text_values=text_values))
     return report
+
+
+def salvage_report(
+    report: GateReport,
+    text: str,
+    fmt: str,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    text_values: bool = False,
+) -> GateReport:
+    """``report`` (:func:`check_text` on ``text`` in ``fmt``) with the calls read wherever the model put them, when
+    the text is not valid in ``fmt`` and that reading is the better one (:func:`salvage_calls`): a new report on
+    those calls (the ``format`` finding kept, ``salvaged`` saying where they were found); else ``report`` itself."""
+    if report.strict_ok:
+        return report
+    found = salvage_calls(text, report.calls, tools)
+    if found is None:
+        return report
+    out = GateReport(list(found.calls), [d for d in report.diagnostics if d.code == "format"], False, found)
+    if not out.calls:
+        out.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
+    out.diagnostics.extend(check_calls(out.calls, tools, fmt=fmt, text_values=text_values))
+    return out
 
 
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")

@@ -37,7 +37,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, tool_index
+from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
 
@@ -141,13 +141,14 @@ class Job:
 
 def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False) -> Job:
     """Request → parse → gate → tier-1 repair. An upstream that is not valid in its format is also read wherever its
-    calls are (salvage, :func:`refiner.gate.salvage_calls`); with no format asked for and none detected, the answer
+    calls are (salvage, :func:`refiner.gate.salvage_report`); with no format asked for and none detected, the answer
     is then written in the dialect the calls were found in."""
     validate_request(request)
     upstream_fmt, out_fmt = pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     text_values = request.get("value_style") == "text"
-    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, salvage=True)
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
+    upstream = salvage_report(upstream, request["upstream"], upstream_fmt, tools, text_values=text_values)
     found = upstream.salvaged
     if found is not None and found.fmt and not (request.get("format") or default_fmt):
         if formats.detect_format(request["upstream"]) is None:
