@@ -141,6 +141,7 @@ class Salvage:
     sites: list[Site] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     complete: bool = True  # the whole text was read (no bound reached, nothing cut)
+    work: dict[str, int] = field(default_factory=dict)  # candidates examined, characters scanned and parsed
 
     @property
     def fmt(self) -> str | None:
@@ -673,4 +674,5 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
     out = scan.result()
     out.complete = complete
+    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed}
     return out
