@@ -120,7 +120,10 @@ def test_without_tools_only_structured_calls_count():
     assert read("lookup(term='x')", None) == [ToolCall("lookup", {"term": "x"})]
     assert read("I would call lookup(term='x') later.", None) == []
     assert read("As a rule f(x) grows faster than g(y).", None) == []
-    assert read("[lookup('x')]", None) == []  # positional values cannot be placed without the tool's parameters
+    assert read("[lookup('x')]", None) == [ToolCall("lookup", {})]  # a value no parameter takes is dropped
+    assert read("```python\nprint('hello')\n```", None) == []  # code, not a call
+    assert read('{"name": "lookup", "term": "x"}', None) == [ToolCall("lookup", {"term": "x"})]
+    assert read('It returned {"name": "Paris", "country": "FR"}.', None) == []
 
 
 def test_a_name_that_is_not_offered_counts_in_a_list_only():
@@ -141,9 +144,10 @@ def test_a_restated_call_counts_once_but_repeats_in_one_list_are_kept():
     assert read("[roll_dice(sides=6), roll_dice(sides=6)]") == [ToolCall("roll_dice", {"sides": 6})] * 2
 
 
-def test_positional_values_that_do_not_fit_are_not_read():
-    assert read("[get_time('Paris', 'extra')]") == []  # get_time has one parameter
-    assert read("[get_weather('Paris', city='Rome')]") == []  # the same parameter twice
+def test_positional_values_that_do_not_fit_are_dropped_in_a_list_and_unreadable_elsewhere():
+    assert read("[get_time('Paris', 'extra')]") == [ToolCall("get_time", {})]  # get_time has one parameter
+    assert read("[get_weather('Paris', city='Rome')]") == [ToolCall("get_weather", {"city": "Rome"})]  # twice
+    assert read("get_time('Paris', 'extra')") == []
 
 
 def test_values_inside_a_call_are_part_of_it():

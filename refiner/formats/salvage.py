@@ -40,9 +40,13 @@ When a call counts (no call is ever made up from prose that does not hold one):
   calls count only when the answer holds no structured call at all.
 - With tools offered, a name that is not offered counts in a list (``[...]``), a tagged region or a call object, not
   in a bare code line (``print(x)``, ``json.dumps(...)``).
-- A call whose argument is a placeholder (``get_weather(city)``, ``f(x=...)``) is a signature, not a call; a call
-  with positional arguments that cannot be mapped onto declared parameters is not read either; an expression value
-  (``math.pi``) in a structured call is kept as its text, as the formats' lenient readers do.
+- A call whose argument is a placeholder (``get_weather(city)``, ``f(x=...)``) is a signature, not a call.
+  Positional values that no declared parameter takes (no tools, too many, a parameter given twice) are dropped
+  from a call in a list (as the formats' lenient readers drop them) and make any other call unreadable
+  (``print("x")`` in code). An expression value (``math.pi``) in a structured call is kept as its text.
+- A call object whose arguments are written beside its name (``{"name": "f", "city": "Paris"}``) counts for an
+  offered tool, or without tools when it starts its line; a quoted tool description (``"description"`` beside the
+  name, or a JSON schema as the arguments) is not a call.
 - Sites inside another site are part of it (a dict inside a call's arguments is a value). A call written again in
   another site (a restatement: the same name and arguments in another list, block or sentence) counts once; inside
   one list, repeated calls are kept.
@@ -360,7 +364,7 @@ class _Scan:
             return m.end()  # prose, or a name that is not offered outside a list (code, a sentence)
         quote = self.text[start - 1] if start > self.at else ""
         if quote in ("'", '"'):
-            got = self.quoted_call(start - 1, written, name, hit, structured, where)
+            got = self.quoted_call(start - 1, written, name, hit, structured, where, listed)
             if got is not None:
                 return got
         close, closed = self.match_paren(paren)
@@ -372,7 +376,7 @@ class _Scan:
             if hit is None:
                 return m.end()
         args_src = self.text[paren + 1 : close if closed else len(self.text)]
-        call = self.read_call(name, hit, args_src, structured, cut=not closed)
+        call = self.read_call(name, hit, args_src, structured, cut=not closed, listed=listed)
         if call is None:
             return m.end()
         self.add(Site(start, end, [call], "pythonic call", _pythonic_format(), structured, where, self.line_of(start)))
@@ -385,7 +389,9 @@ class _Scan:
         rest = self.text[end : line_end if line_end >= 0 else end + PREFIX_CHARS].lstrip(_TRAILER)
         return bool(rest) and _CALL.match(rest) is None
 
-    def quoted_call(self, q: int, written: str, name: str, hit: str | None, structured: bool, where: str) -> int | None:
+    def quoted_call(
+        self, q: int, written: str, name: str, hit: str | None, structured: bool, where: str, listed: bool
+    ) -> int | None:
         """A call written inside a string literal starting at ``q`` (``['f(a=1)']``): read from the string's value."""
         end = _string_end(self.text, q, MAX_CALL_CHARS)
         if end < 0:
@@ -401,7 +407,7 @@ class _Scan:
             return None
         if matching_paren(inner, m.end() - 1) != len(inner) - 1:
             return None
-        call = self.read_call(name, hit, inner[m.end() : -1], structured, cut=False)
+        call = self.read_call(name, hit, inner[m.end() : -1], structured, cut=False, listed=listed)
         if call is None:
             return None
         self.add(Site(q, end + 1, [call], "pythonic call quoted as a string", _pythonic_format(), structured, where,
@@ -416,7 +422,9 @@ class _Scan:
             return None
         return node.value if isinstance(node, ast.Constant) else None
 
-    def read_call(self, name: str, hit: str | None, args_src: str, structured: bool, cut: bool) -> ToolCall | None:
+    def read_call(
+        self, name: str, hit: str | None, args_src: str, structured: bool, cut: bool, listed: bool = False
+    ) -> ToolCall | None:
         """The call ``name(args_src)``, or None when its arguments are not a call's (see the module docstring)."""
         if cut:  # the text ends inside the call: its last argument may be cut, so it is dropped
             if not structured:
@@ -435,10 +443,12 @@ class _Scan:
             except FormatError:
                 continue
             if isinstance(node, ast.Call):
-                return self._call_from(name, hit, node, src, structured)
+                return self._call_from(name, hit, node, src, structured, listed)
         return None
 
-    def _call_from(self, name: str, hit: str | None, node: ast.Call, src: str, structured: bool) -> ToolCall | None:
+    def _call_from(
+        self, name: str, hit: str | None, node: ast.Call, src: str, structured: bool, listed: bool
+    ) -> ToolCall | None:
         lit = Literals(_READER, src, 0, strict=False)
         positional = []
         for a in node.args:
@@ -455,12 +465,12 @@ class _Scan:
             return None
         if positional:
             params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else []
-            if len(positional) > len(params):
-                return None
-            for p, v in zip(params, positional):
-                if p in args:
-                    return None
-                args[p] = v
+            if len(positional) <= len(params) and not any(p in args for p in params[: len(positional)]):
+                args.update(zip(params, positional))
+            elif not listed:
+                return None  # values that cannot be placed, outside a list: code (print("x")) or prose
+            else:
+                self.notes.append(f"{name}: {len(positional)} positional value(s) that no parameter takes dropped")
         if not structured and not args:
             return None
         return ToolCall(name, args)
@@ -471,7 +481,7 @@ class _Scan:
         value, end = self._object_value(at)
         if not isinstance(value, dict):
             return at + 1
-        where = self.context(at)[1]
+        structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
         for fmt in by_rank():
@@ -488,8 +498,8 @@ class _Scan:
         if name is None or _is_spec(value):
             return at + 1
         flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
-        if flat and not is_offered(name, self.offered):
-            return at + 1  # {"name": "Paris", ...}: a value, not a call
+        if flat and not (is_offered(name, self.offered) or self.offered is None and structured):
+            return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
         label = value.get("label")
         call = coerce_call(value, [], outputs=(label,) if isinstance(label, str) else ())
         if call is None or not _usable_name(call.name):
