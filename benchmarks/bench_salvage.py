@@ -140,15 +140,20 @@ def judge(rows: list[Row], samples: dict) -> list[dict]:
     out = []
     for row in rows:
         req = row.request(samples)
+        t0 = time.perf_counter()
         res = refiner.refine(req)
+        t1 = time.perf_counter()
         got = [{"name": c["name"], "arguments": c["arguments"]} for c in res["calls"]]
         sample = samples.get(f"bfcl-{row.bfcl_id}") if row.bfcl_id else None
         names = [t["name"] for t in sample.tools] if sample else [t.get("name", "") for t in (row.tools or [])
                                                                     if isinstance(t, dict)]
+        t2 = time.perf_counter()
         naive = naive_extract(row.text, names)
+        t3 = time.perf_counter()
         v = {"row": row, "tier1_calls": got, "naive_calls": [c.to_dict() for c in naive],
              "tier1_as_meant": keys(got) == keys(row.calls), "naive_as_meant": keys([c.to_dict() for c in naive]) ==
-             keys(row.calls), "tier1": None, "naive": None, "before": None, "stage": res["stage"]}
+             keys(row.calls), "tier1": None, "naive": None, "before": None, "stage": res["stage"],
+             "tier1_s": t1 - t0, "naive_s": t3 - t2}
         if sample is not None:
             def passes(text: str) -> bool:
                 return bench.score(sample, bench.postprocess_refined(sample, text))["acc"] == 1.0
@@ -199,6 +204,8 @@ def table(verdicts: list[dict]) -> tuple[str, dict]:
         "invented_before": None,
     }
     summary["ratio"] = summary["tier1"] / summary["naive"] if summary["naive"] else float("inf")
+    summary["tier1_ms"] = 1000 * sum(v["tier1_s"] for v in verdicts) / max(len(verdicts), 1)
+    summary["naive_ms"] = 1000 * sum(v["naive_s"] for v in verdicts) / max(len(verdicts), 1)
     lines.append("-" * len(head))
     n = max(summary["call_rows"], 1)
     lines.append(f"{'all (call rows)':<20}{summary['call_rows']:>5}{100 * summary['before'] / n:>10.1f}"
@@ -209,6 +216,8 @@ def table(verdicts: list[dict]) -> tuple[str, dict]:
     lines.append(f"recovery tier 1 / naive = {summary['ratio']:.2f}x (target >= {TARGET_RATIO}x); invented calls on "
                  f"{summary['talk_rows']} talk-only answers: tier 1 {summary['invented_tier1']} (target 0), naive "
                  f"{summary['invented_naive']}")
+    lines.append(f"time per answer: tier 1 (whole pipeline, no model) {summary['tier1_ms']:.2f} ms, naive "
+                 f"{summary['naive_ms']:.2f} ms")
     return "\n".join(lines), summary
 
 
