@@ -32,15 +32,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import json_repair  # noqa: E402
-from salvage_corpus import Row, bfcl_samples, keys, load  # noqa: E402
+import json_repair
+from salvage_corpus import Row, bfcl_samples, keys, load
 
-from refiner.calls import ToolCall  # noqa: E402
-from refiner.eval import bfcl_ast  # noqa: E402
-from refiner.eval.bfcl import BFCL  # noqa: E402
-from refiner.gate import check_text  # noqa: E402
-from refiner.pipeline import Refiner, load_request_tools, pick_formats  # noqa: E402
-from refiner.repair import repair_parsed  # noqa: E402
+from refiner.calls import ToolCall
+from refiner.eval import bfcl_ast
+from refiner.eval.bfcl import BFCL
+from refiner.gate import check_text
+from refiner.pipeline import Refiner, load_request_tools, pick_formats
+from refiner.repair import repair_parsed
 
 TARGET_RATIO = 1.1
 
@@ -107,7 +107,7 @@ def naive_extract(text: str, names: Sequence[str]) -> list[ToolCall]:
     text = text.replace("\\_", "_")
     calls = _naive_pythonic(text, names)
     if not calls:
-        for block in re.findall(r"<tool_call>(.*?)</tool_call>", text, re.S):
+        for block in re.findall(r"<tool_call>(.*?)</tool_call>", text, re.DOTALL):
             calls += _naive_object(json_repair.loads(block))
     if not calls:
         i = text.find("{")
@@ -155,7 +155,7 @@ def judge(rows: list[Row], samples: dict) -> list[dict]:
              keys(row.calls), "tier1": None, "naive": None, "before": None, "stage": res["stage"],
              "tier1_s": t1 - t0, "naive_s": t3 - t2}
         if sample is not None:
-            def passes(text: str) -> bool:
+            def passes(text: str, sample=sample) -> bool:
                 return bench.score(sample, bench.postprocess_refined(sample, text))["acc"] == 1.0
 
             v["tier1"] = passes(res["refined"])

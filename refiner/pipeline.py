@@ -150,9 +150,9 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
     upstream = salvage_report(upstream, request["upstream"], upstream_fmt, tools, text_values=text_values)
     found = upstream.salvaged
-    if found is not None and found.fmt and not (request.get("format") or default_fmt):
-        if formats.detect_format(request["upstream"]) is None:
-            out_fmt = found.fmt
+    asked = request.get("format") or default_fmt
+    if found is not None and found.fmt and not asked and formats.detect_format(request["upstream"]) is None:
+        out_fmt = found.fmt
     tier1 = repair_parsed(
         upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
         text_values=text_values,

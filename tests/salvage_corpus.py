@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "salvage"
 KINDS = ("call", "talk")
 

@@ -51,8 +51,8 @@ SHAPES = {
     "arguments as JSON text": ('{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}', [P]),
     "function key": ("{'function': {'name': 'get_weather', 'arguments': {'city': 'Paris'}}}", [P]),
     "broken json": ('{"name": "get_weather", "arguments": {"city": "Paris",}}', [P]),
-    "hermes blocks": ('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
-                      '<tool_call>\n{"name": "get_time", "arguments": {"city": "Paris"}}\n</tool_call>', [P, T]),
+    "hermes blocks": (('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+                       '<tool_call>\n{"name": "get_time", "arguments": {"city": "Paris"}}\n</tool_call>'), [P, T]),
     "pythonic inside a hermes block": ('<tool_call>[get_weather(city="Paris")]</tool_call>', [P]),
     "quoted call strings": ("['get_weather(city=\"Paris\")', 'get_time(city=\"Paris\")']", [P, T]),
     "JSON list of call strings": ('["get_weather(city=\\"Paris\\")"]', [P]),
@@ -75,10 +75,10 @@ SHAPES = {
     "reasoning ignored": ("<think>get_weather(city='Rome')?</think>\n[get_weather(city='Paris')]", [P]),
     "loose call in a sentence": ("I will call get_weather(city='Paris') now.", [P]),
     "another spelling": ("[getWeather(city='Paris')]", [ToolCall("getWeather", {"city": "Paris"})]),
-    "openai message": ('{"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": '
-                       '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}', [P]),
-    "anthropic blocks": ('[{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "get_weather", '
-                         '"input": {"city": "Paris"}}]', [P]),
+    "openai message": (('{"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": '
+                        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}'), [P]),
+    "anthropic blocks": (('[{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "get_weather", '
+                          '"input": {"city": "Paris"}}]'), [P]),
     "unicode and brackets in values": ('[get_weather(city="Zürich ]) (x")]\nok', [ToolCall("get_weather", {
         "city": "Zürich ]) (x"})]),
 }

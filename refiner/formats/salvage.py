@@ -334,9 +334,9 @@ class _Scan:
         prefix = self.text[line_start:start] if line_start >= 0 else ""
         listed = "[" in prefix[-PREFIX_CHARS:]
         prev = self.last
-        if prev is not None and prev.structured and start - prev.end <= MAX_GAP:
-            if _STRUCT_GAP.fullmatch(self.text, prev.end, start):
-                return True, prev.context, listed or prev.context == "in a list"
+        if (prev is not None and prev.structured and start - prev.end <= MAX_GAP
+                and _STRUCT_GAP.fullmatch(self.text, prev.end, start)):
+            return True, prev.context, listed or prev.context == "in a list"
         if self.in_fence(start):
             return True, "in a code fence", listed
         if line_start < 0:

@@ -20,14 +20,15 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from refiner.eval import bfcl_ast  # noqa: E402
-from refiner.eval.bfcl import CATEGORIES, find_wheel, read_category  # noqa: E402
+from refiner.eval import bfcl_ast
+from refiner.eval.bfcl import CATEGORIES, find_wheel, read_category
 
 SEED = 1205
 OUT = Path(__file__).resolve().parent / "bfcl_generated.jsonl"
