@@ -27,8 +27,8 @@ from refiner.prompt import extract_answer
 from rewards import compute_score, make_ground_truth
 
 # The instruction kind for each error group (erroneous rows) and each shuffled data type.
-LLM_KIND: dict[str, str] = {"format": "format", "name": "name", "content": "content", "shuffled_full": "order_full",
-                            "shuffled_simplified": "order_simplified"}
+LLM_KIND: dict[str, str] = {"format": "format", "name": "name", "content": "content",
+                            "shuffled_full": "order_full", "shuffled_simplified": "order_simplified"}
 
 INSTRUCTIONS: dict[str, str] = {
     "format": (
