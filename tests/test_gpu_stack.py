@@ -71,7 +71,7 @@ def test_constraints_pin_what_verl_0_9_1_pins():
             name = canonicalize_name(req.name)
             if str(req.specifier).startswith("=="):
                 assert name in pins, f"verl[{extra}] pins {req}, the constraints do not"
-                assert pins[name].specifier == req.specifier, f"{name}: verl[{extra}] {req.specifier}, ours {pins[name]}"
+                assert pins[name].specifier == req.specifier, f"{name}: verl[{extra}] {req}, ours {pins[name]}"
                 checked.append(name)
     for must in ("torch", "vllm", "transformers", "flash-attn"):
         assert must in checked, must
@@ -270,7 +270,7 @@ def test_project_code_runs_on_verls_transformers(tmp_path):
     needs = [Requirement(r) for r in metadata.Distribution.at(dist).requires or []]
     companions = [str(r) for r in needs if r.marker is None
                   and canonicalize_name(r.name) in ("huggingface-hub", "tokenizers")]
-    subprocess.run([*pip, *companions], check=True, timeout=600, env=env)
+    subprocess.run([*pip, "--upgrade", *companions], check=True, timeout=600, env=env)
     run_env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
     probe = subprocess.run([sys.executable, "-c", "import transformers; print(transformers.__version__)"],
                            capture_output=True, text=True, env=run_env, cwd=ROOT, timeout=300)
