@@ -35,6 +35,7 @@ from refiner.formats.base import (  # noqa: F401
     all_formats,
     by_rank,
     get,
+    model_view,
     names,
     register,
 )

@@ -25,6 +25,7 @@ class ApiBank(WireFormat):
     description = 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per line\\n</tool_call> <response>..</response>'
     tags = (OPEN, CLOSE)
     detection = Detection(rank=60, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     example = (
         '<think>The user wants flights and the weather; both tools apply.</think>\n'
         '<tool_call>\n'

@@ -152,6 +152,10 @@ class WireFormat:
     steps: ClassVar[bool] = False
     # Tool names must match this pattern in full (pythonic formats: dotted identifiers); None: any non-blank text.
     name_pattern: ClassVar[str | None] = None
+    # Whether the refiner model was trained to read and write this format (the paper's training formats, Qwen3's
+    # native one and the benchmarks' own). For any other format the pipeline shows the model the upstream in a
+    # trained format (:func:`model_view`) and renders its answer back (refiner.pipeline).
+    trained: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -333,3 +337,18 @@ def all_formats() -> list[WireFormat]:
 def by_rank() -> list[WireFormat]:
     """Every format in detection rank order."""
     return sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))
+
+
+def model_view(fmt: WireFormat) -> WireFormat:
+    """The trained format a model is shown ``fmt``'s calls in: ``fmt`` itself when it is trained, else the trained
+    format that carries the same things (pythonic names: ``toolace``; names only with steps: ``order``; output labels:
+    ``nestools``; plain calls: ``xlam``)."""
+    if fmt.trained:
+        return fmt
+    if fmt.steps or fmt.names_only:
+        return get("order")
+    if fmt.outputs:
+        return get("nestools")
+    if fmt.name_pattern is not None:
+        return get("toolace")
+    return get("xlam")

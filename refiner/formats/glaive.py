@@ -98,6 +98,7 @@ class Glaive(WireFormat):
     description = 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call'
     tags = (OPEN, CLOSE)
     detection = Detection(rank=50, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     example = (
         '<functioncall> {"name": "search_flights", "arguments": \'{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}\'} <|endoftext|>\n'
         '<functioncall> {"name": "get_weather", "arguments": \'{"city": "London", "days": 3, "units": "metric"}\'} <|endoftext|>'

@@ -31,6 +31,7 @@ class Hermes(WireFormat):
     description = 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call'
     tags = (OPEN, CLOSE)
     detection = Detection(rank=70, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     example = (
         '<think>\n'
         'Two independent calls.\n'

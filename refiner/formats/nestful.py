@@ -31,6 +31,7 @@ class Nestful(WireFormat):
     )
     tags = ("[", "]")
     detection = Detection(rank=120, bare=True)
+    trained = True
     outputs = "one"
     order_sensitive = True
     example = (

@@ -26,6 +26,7 @@ class NesTools(WireFormat):
     )
     tags = (OPEN, CLOSE)
     detection = Detection(rank=10, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     outputs = "list"
     order_sensitive = True
     example = (

@@ -26,6 +26,7 @@ class Order(WireFormat):
     description = 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>'
     tags = (OPEN, CLOSE)
     detection = Detection(rank=20, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     names_only = True
     steps = True
     order_sensitive = True

@@ -64,6 +64,7 @@ class ToolAce(WireFormat):
     description = '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)'
     tags = (OPEN, CLOSE)
     detection = Detection(rank=30, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     name_pattern = IDENTIFIER_NAME
     example = (
         '<function_list>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]</function_list>'

@@ -23,6 +23,7 @@ class XLam(WireFormat):
     description = 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>'
     tags = (OPEN, CLOSE)
     detection = Detection(rank=40, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
     example = (
         '<func_call>[{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]</func_call>'
     )
