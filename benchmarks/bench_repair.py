@@ -33,6 +33,7 @@ from test_repair_real import apibank_cases, glaive_cases, nestools_cases
 
 from data_gen.corrupt import rules
 from refiner import formats
+from refiner.calls import same_calls
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
@@ -64,7 +65,8 @@ def broken_inputs(cases) -> list[dict]:
 
 def is_fixed(text: str, item: dict) -> bool:
     try:
-        return rules.same_calls(formats.get(item["fmt"]).parse_strict(text), item["gold"], item["fmt"])
+        fmt = formats.get(item["fmt"])
+        return same_calls(fmt.parse_strict(text), item["gold"], fmt)
     except Exception:
         return False
 

@@ -34,15 +34,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from data_gen import sources
+from data_gen.corrupt import rules
+from data_gen.sources.base import BadRecord
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, same_calls
 from refiner.pipeline import Refiner
 from refiner.repair import repair_calls
 from refiner.specs import load_tools
-
-rules = pytest.importorskip("data_gen.corrupt.rules")
-from data_gen import sources  # noqa: E402
-from data_gen.sources.base import BadRecord  # noqa: E402
 
 PER_SOURCE = 150  # records per source in the default run (all of them under -m slow)
 ASSERTED = {
@@ -149,7 +148,7 @@ def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_sp
                 continue  # the class does not apply to these calls
             res = refiner.refine({"tools": specs, "upstream": bad.text, "format": fmt, "value_style": value_style})
             try:
-                fixed = rules.same_calls(formats.get(fmt).parse_strict(res["refined"]), gold, fmt)
+                fixed = same_calls(formats.get(fmt).parse_strict(res["refined"]), gold, formats.get(fmt))
             except formats.FormatError:
                 fixed = False
             stats[cls][0] += 1
