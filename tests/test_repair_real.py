@@ -1,9 +1,9 @@
 """Tier 1 on real gold calls (NesTools, Glaive, API-Bank): correct calls pass through untouched, and the rule
 corruptor's errors are repaired at measured rates per error class.
 
-Each record's gold calls are rendered in the source's own wire format (Hermes while that format is not registered)
-and corrupted once per error class with a seeded RNG; the pipeline without a model (``Refiner()``: parse, gate, tier 1,
-guard) must give back text that parses strictly to the gold calls. Rates are measured twice: with the default policy
+Each record's gold calls are rendered in the source's own wire format and corrupted once per error class with a
+seeded RNG; the pipeline without a model (``Refiner()``: parse, gate, tier 1, guard) must give back text that parses
+strictly to the gold calls. Rates are measured twice: with the default policy
 (a call whose only findings are soft ones keeps its unknown parameters and its value types; see refiner.repair) and
 with ``trust_spec=True`` (every spec believed, as for tools declared ``additionalProperties: false``).
 
@@ -59,32 +59,21 @@ NEVER_FIXED = ("missing_required_param", "wrong_value")
 NEVER_FIXED_BY_DEFAULT = ("extra_param",)
 
 
-def fmt_for(source: str) -> str:
-    return source if source in formats.names() else "hermes"
-
-
-def _fit(calls: list[ToolCall], fmt: str) -> list[ToolCall]:
-    """The gold as ``fmt`` can express it (Hermes has no output labels)."""
-    if fmt == "hermes":
-        return [ToolCall(c.name, dict(c.arguments)) for c in calls]
-    return calls
-
-
 def source_cases(source: str, records: list[dict]) -> Iterator[tuple[str, object, list[ToolCall]]]:
     """``(format, tools, gold calls)`` per record, read by the data builder's own source reader (a record it rejects
     is left out, as the builder leaves it out)."""
-    fmt = fmt_for(source)
+    fmt = formats.get(source).name  # each source here has a wire format of its own name
     normalise = sources.get(source).normalise
     for i, r in enumerate(records):
         try:
             sample = normalise(str(i), r)
         except BadRecord:
             continue
-        yield fmt, sample.tools, _fit(sample.calls, fmt)
+        yield fmt, sample.tools, sample.calls
 
 
 def apibank_cases(levels: dict[int, list[dict]]) -> Iterator[tuple[str, object, list[ToolCall]]]:
-    fmt = fmt_for("apibank")
+    fmt = formats.get("apibank").name
     for lvl in sorted(levels):
         for r in levels[lvl]:
             answer = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
@@ -171,8 +160,6 @@ def _floors(source: str, stats: dict[str, tuple[int, int]], floors: dict[str, fl
 
 def check_rates(source: str, cases: list) -> None:
     fmt = cases[0][0]
-    if fmt == "hermes" and source in ("nestools", "apibank"):
-        pytest.skip(f"{source} needs its own format registered (output labels / string-valued arguments)")
     style = VALUE_STYLE.get(source, "typed")
     stats = measure(cases, value_style=style)
     trusted = measure(cases, trust_spec=True, value_style=style)
