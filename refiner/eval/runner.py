@@ -22,13 +22,13 @@ from typing import Any
 from tqdm import tqdm
 
 from refiner.eval import report
-from refiner.eval import upstream as up
 from refiner.eval.apibank import APIBank
 from refiner.eval.bamboogle import BamboogleStar
 from refiner.eval.bfcl import BFCL, CATEGORIES
 from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_safely
 from refiner.eval.nestful import NESTFUL
 from refiner.eval.recovery import run_recovery, spec_policy
+from refiner.eval.upstream import endpoint_outputs, read_outputs_file, scripted_outputs
 
 BATCH = 64
 
@@ -193,11 +193,11 @@ def run_eval(
         bench = make_benchmark(name, seed=seed, **bench_options)
         items = bench.load(limit)
         if upstream_file is not None:
-            outputs = up.read_outputs_file(upstream_file, items)
+            outputs = read_outputs_file(upstream_file, items)
         elif upstream_scripted is not None:
-            outputs = up.scripted_outputs(bench, items, upstream_scripted, seed=seed)
+            outputs = scripted_outputs(bench, items, upstream_scripted, seed=seed)
         else:
-            outputs = up.endpoint_outputs(items, upstream_base_url or "", upstream_model or "",
+            outputs = endpoint_outputs(items, upstream_base_url or "", upstream_model or "",
                                           cache_file or out / "upstream_cache.jsonl", engine=upstream_engine,
                                           **dict(upstream_settings or {}))
         results.append(evaluate(bench, items, outputs, refiner, progress=progress))
