@@ -28,11 +28,15 @@ The other classes (near-miss names, synonyms, wrong format, order) are reported,
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
+from conftest import ROOT, shared_path
 
 from data_gen import sources
 from data_gen.corrupt import rules
@@ -188,3 +192,15 @@ def test_corruptions_repaired_at_measured_rates(all_cases, source):
 @pytest.mark.parametrize("source", ["nestools", "glaive", "apibank"])
 def test_corruptions_repaired_all_records(all_cases, source):
     check_rates(source, all_cases[source])
+
+
+
+def test_the_repair_benchmark_runs_at_a_tiny_size():
+    """benchmarks/bench_repair.py on 3 records per source: it reads its cases through this file's readers and prints
+    its tables (the suite runs it nowhere else)."""
+    shared = shared_path("nestools").parent
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_repair.py"), "--per-source", "3"],
+                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "TOOL_REFINER_SHARED_DATA": str(shared)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "broken inputs (3 records per source" in res.stdout and "missing_tag" in res.stdout
