@@ -40,6 +40,7 @@ from refiner.calls import ToolCall, calls_equal
 from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
+from refiner.specs import load_tools
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 STAGES = ("unchanged", "repaired", "model", "fallback")  # plus "error" for an unreadable request (error_result)
@@ -101,8 +102,6 @@ def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     if isinstance(raw, list) and raw and all(hasattr(t, "params") and hasattr(t, "name") for t in raw):
         return tool_index(raw)  # already ToolSpec objects
-    from refiner.specs import load_tools
-
     try:
         return tool_index(load_tools(raw))
     except Exception as e:

@@ -23,7 +23,7 @@ from refiner.calls import ToolCall
 from rewards.components import (
     VARIANTS,
     CallFeatures,
-    Variant,
+    RewardVariant,
     order_reward,
     param_content_reward,
     param_name_reward,
@@ -177,7 +177,9 @@ def _same_in_order(out: CallFeatures, gold: Gold) -> bool:
     return all(oa == ga or frozenset(oa) == frozenset(ga) for oa, ga in zip(out.arg_keys, g.arg_keys))
 
 
-def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: Variant = "paper") -> Breakdown:
+def breakdown_calls(
+    format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: RewardVariant = "paper"
+) -> Breakdown:
     """Components for already-parsed ``calls`` (``format_ok``: whether their text parsed strictly)."""
     out = CallFeatures.of(calls, by_step=gold.by_step)
     g = gold.features
@@ -197,7 +199,7 @@ def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, vari
     )
 
 
-def breakdown(text: str, gold: Gold, variant: Variant = "paper") -> Breakdown:
+def breakdown(text: str, gold: Gold, variant: RewardVariant = "paper") -> Breakdown:
     """Components of output ``text`` against ``gold``. Never raises on any text."""
     format_ok, calls = parse_output(text, gold.fmt)
     try:
@@ -213,7 +215,7 @@ def _upstream_breakdown(gold: Gold, upstream: str, variant: str) -> Breakdown:
     return breakdown(upstream, gold, variant)  # type: ignore[arg-type]
 
 
-def check_variant(variant: Any) -> Variant:
+def check_variant(variant: Any) -> RewardVariant:
     if variant not in VARIANTS:
         raise ValueError(f"reward variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
     return variant
@@ -224,7 +226,7 @@ def score_gold(
     gold: Gold,
     *,
     upstream: str | None = None,
-    variant: Variant = "paper",
+    variant: RewardVariant = "paper",
     regression_penalty: bool = True,
 ) -> dict[str, float]:
     """The full result for ``text`` against a parsed :class:`Gold`: every key of :data:`RESULT_KEYS`, all floats."""
@@ -264,7 +266,7 @@ def score_calls(
     *,
     order_sensitive: bool | None = None,
     upstream: str | None = None,
-    variant: Variant = "paper",
+    variant: RewardVariant = "paper",
     regression_penalty: bool = True,
 ) -> dict[str, float]:
     """The result for ``output_text`` against ``gold_calls`` in ``fmt`` (order sensitivity defaults to the format's).

@@ -33,10 +33,6 @@ def built_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("built")
 
     glaive = {"path": str(shared_path("glaive_demo")), "limit": 40}
-    try:
-        formats.get("glaive")
-    except KeyError:
-        glaive["format"] = "hermes"
     sources = {"glaive": glaive, "nestools": {"path": str(shared_path("nestools", "test_data.jsonl")), "limit": 40}}
     build(load_config(ROOT / "configs" / "data" / "smoke.yaml", sources=sources), out, progress=False)
     return out
