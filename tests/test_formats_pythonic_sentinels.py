@@ -26,10 +26,16 @@ def test_lfm2_sentinel_is_never_glued_to_the_tool_name():
     res = Refiner().refine({"upstream": text, "format": "toolace"})
     assert res["calls"] == expected and res["format"] == "toolace"
     assert formats.get("toolace").parse_strict(res["refined"]) == [ToolCall("get_candidate_status", {"candidate_id": "12345"})]
-    # broken LFM2 (end token lost) with no format given: still read as LFM2, reported
-    res = Refiner().refine({"upstream": text.removesuffix("<|tool_call_end|>")})
-    assert res["calls"] == expected and res["format"] == "lfm2"
-    assert any(d["code"] == "format" for d in res["upstream_diagnostics"])
+    # broken LFM2 (end token lost): read as LFM2 (its own tag, none of the requested format's), reported, and
+    # written in the requested format
+    broken = text.removesuffix("<|tool_call_end|>")
+    for fmt in (None, "toolace", "hermes"):
+        res = Refiner().refine({"upstream": broken, **({"format": fmt} if fmt else {})})
+        assert res["calls"] == expected and res["format"] == (fmt or "lfm2"), fmt
+        assert any(d["code"] == "format" for d in res["upstream_diagnostics"])
+    # a broken text of the requested format itself is still read in that format
+    res = Refiner().refine({"upstream": "<function_list>[get_candidate_status(candidate_id='12345')", "format": "toolace"})
+    assert res["calls"] == expected
 
 
 def test_llama4_bare_list_only_as_the_whole_answer():
