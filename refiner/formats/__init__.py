@@ -14,12 +14,17 @@ importing it below.
 from refiner.formats import (  # noqa: F401  (each import registers a format)
     anthropic,
     apibank,
+    deepseek,
     glaive,
+    glm45,
+    harmony,
     hermes,
+    kimi_k2,
     nestful,
     nestools,
     openai,
     order,
+    qwen3_coder,
     toolace,
     xlam,
 )
