@@ -140,6 +140,9 @@ class Glm45(WireFormat):
     def _value_end(self, text: str, pos: int) -> int:
         end = value_end(text, pos, VAL, VAL_END, (KEY, CLOSE))
         if end < 0:
+            j = text.find(VAL_END, pos)
+            if j >= 0 and skip_ws(text, j + len(VAL_END)) == len(text):
+                raise self.error(f"missing {CLOSE}", len(text))
             raise self.error(f"unclosed value (no {VAL_END} followed by {KEY} or {CLOSE})", pos)
         return end
 

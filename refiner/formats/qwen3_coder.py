@@ -20,7 +20,9 @@ Grammar, from the model's chat template and vLLM's ``qwen3coder_tool_parser.py``
   practice); a name given twice is an error.
 
 Shares ``<tool_call>`` with ``hermes`` and ``apibank``: it ranks before them and :meth:`QwenCoder.sniff` claims a
-block only when ``<function=`` opens it.
+block only when ``<function=`` opens it. Recovery reads cut texts, lost tags (vLLM's fallbacks: a value ends at the
+next ``<parameter=`` or ``</function>``) and JSON arguments written inside the function tags
+(``<function=NAME>{...}</function>``, as Llama 3.1 writes calls).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import lenient_json
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
@@ -161,6 +164,9 @@ class QwenCoder(WireFormat):
         the start of a line, as vLLM's parser counts them)."""
         end = value_end(text, pos, "\n" + PARAM, PARAM_END, (PARAM, FUNC_END))
         if end < 0:
+            j = text.find(PARAM_END, pos)
+            if j >= 0 and skip_ws(text, j + len(PARAM_END)) == len(text):
+                raise self.error(f"missing {FUNC_END}", len(text))
             raise self.error(f"unclosed parameter value (no {PARAM_END} followed by {PARAM} or {FUNC_END})", pos)
         return end
 
@@ -208,12 +214,16 @@ class QwenCoder(WireFormat):
                 pos = self._recover_param(text, pos + len(PARAM), f, args, out)
                 continue
             nxt, tag = f.first((PARAM, FUNC_END, FUNC, CLOSE, OPEN), pos)
-            if tag in (PARAM, FUNC_END):
-                out.note("unreadable", f"text skipped in call {name!r}: {text[pos:nxt][:60]!r}")
-                pos = nxt
-                continue
+            junk = text[pos:nxt]
+            value = lenient_json(junk) if junk.startswith("{") and not args else None
+            if isinstance(value, dict):  # JSON arguments inside the function tags (Llama 3.1 writes calls this way)
+                out.note("missing_tag", f"arguments of {name!r} written as JSON instead of {PARAM}KEY> tags")
+                args.update((str(k), v) for k, v in value.items())
+            elif tag in (PARAM, FUNC_END) or junk.strip():
+                out.note("unreadable", f"text skipped in call {name!r}: {junk[:60]!r}")
             pos = nxt
-            break
+            if tag not in (PARAM, FUNC_END):
+                break
         if not closed:
             out.note("missing_tag", f"missing {FUNC_END} in call {name!r}")
         k = skip_ws(text, pos)
