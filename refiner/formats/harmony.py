@@ -52,7 +52,7 @@ def _is_name(name: str) -> bool:
 
 
 class _Header:
-    __slots__ = ("role", "channel", "recipient", "content_type")
+    __slots__ = ("channel", "content_type", "recipient", "role")
 
     def __init__(self) -> None:
         self.role: str | None = None

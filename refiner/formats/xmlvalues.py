@@ -122,10 +122,8 @@ def read_key(text: str) -> str | None:
 def strip_one_newline(text: str) -> str:
     """Drops one newline at each end: Qwen3-Coder's template writes ``<parameter=K>\\nVALUE\\n</parameter>`` (vLLM's
     and SGLang's parsers strip the same)."""
-    if text.startswith("\n"):
-        text = text[1:]
-    if text.endswith("\n"):
-        text = text[:-1]
+    text = text.removeprefix("\n")
+    text = text.removesuffix("\n")
     return text
 
 
