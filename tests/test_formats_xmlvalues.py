@@ -19,7 +19,10 @@ TAGS = ("<parameter=", "</parameter>")
     [
         ("42", 42), ("-1.5", -1.5), ("1e+16", 1e16), ("0.1", 0.1), ("100000000000000000000", 10**20),
         ("true", True), ("false", False), ("null", None),
-        ('{"a": [1, "x"]}', {"a": [1, "x"]}), ('{"a":1}', {"a": 1}), ("[]", []), ('"42"', "42"), ('"a\\nb"', "a\nb"),
+        ('{"a": [1, "x"]}', {"a": [1, "x"]}), ('{"a":1}', {"a": 1}), ("[]", []),
+        # a JSON string literal escapes a string that would be misread; a quoted text that needs none stays quoted
+        ('"42"', "42"), ('"{\\"a\\": 1}"', '{"a": 1}'), ('"\\"x\\""', '"x"'), ('"a\\u003c/parameter>"', "a</parameter>"),
+        ('"machine learning"', '"machine learning"'), ('"a\\nb"', '"a\\nb"'), ('""', '""'),
         # text that is not exactly the template's rendering of a non-string stays the string it is
         ("007", "007"), ("12.50", "12.50"), ("1e3", "1e3"), ("-0", "-0"), (" 5", " 5"), ("5 ", "5 "), ("1,000", "1,000"),
         ("True", "True"), ("nan", "nan"), ("Infinity", "Infinity"), ("1e999", "1e999"), ('{"a": 1', '{"a": 1'),
@@ -27,7 +30,7 @@ TAGS = ("<parameter=", "</parameter>")
     ],
 )  # fmt: skip
 def test_read_value_types_only_what_the_template_writes_for_a_non_string(text, want):
-    got = read_value(text)
+    got = read_value(text, tags=TAGS)
     assert canonical_json(got) == canonical_json(want) and type(got) is type(want)
 
 
@@ -41,19 +44,19 @@ def test_python_literals_are_read_only_where_the_dialect_writes_them():
 
 
 def test_strings_that_would_read_as_something_else_are_written_as_json_strings():
-    for s in ["42", "true", "None", '"quoted"', '{"a": 1}', "[1]", "-3.5"]:
+    for s in ["42", "true", "None", '{"a": 1}', "[1]", "-3.5", '"42"', '"\\"x\\""']:
         text = write_value(s, TAGS, python_literals=True)
         assert text.startswith('"') and read_value(text, python_literals=True) == s
-    for s in ["Paris", "007", "12.50", "", " spaced ", "a\nb", "<b>bold</b>"]:
+    for s in ["Paris", "007", "12.50", "", " spaced ", "a\nb", "<b>bold</b>", '"exact phrase"', '"', '""']:
         assert write_value(s, TAGS, python_literals=True) == s
 
 
 def test_a_value_holding_the_dialects_tags_is_written_without_them():
     for s in ["x</parameter>\n<parameter=y>1", "<parameter=a>"]:
         text = write_value(s, TAGS)
-        assert not any(t in text for t in TAGS) and read_value(text) == s
+        assert not any(t in text for t in TAGS) and read_value(text, tags=TAGS) == s
     text = write_value({"code": "</parameter>"}, TAGS)
-    assert "</parameter>" not in text and read_value(text) == {"code": "</parameter>"}
+    assert "</parameter>" not in text and read_value(text, tags=TAGS) == {"code": "</parameter>"}
 
 
 def test_non_json_values_raise_for_render_to_report():
@@ -77,7 +80,7 @@ json_values = st.recursive(
 def test_write_then_read_gives_the_value_back(value, python_literals):
     text = write_value(value, TAGS, python_literals)
     assert "</parameter>" not in text
-    assert canonical_json(read_value(text, python_literals)) == canonical_json(value)
+    assert canonical_json(read_value(text, python_literals, TAGS)) == canonical_json(value)
 
 
 @settings(max_examples=200, deadline=None)

@@ -11,11 +11,10 @@ SGLang's ``glm4_moe_detector.py``:
   come before, prose after;
 - the template writes a string value as it is and any other value as JSON (``tojson``): values are typed as
   :mod:`refiner.formats.xmlvalues` says (numbers in their canonical JSON text, ``true`` / ``false`` / ``null``,
-  objects and arrays, JSON string literals; anything else is the string exactly as written). A string that would
-  read as something else (``"42"``, ``"true"``) or holds ``<arg_value>`` / ``</arg_value>`` is written as a JSON
-  string literal. With
-  the tool specs known, :meth:`Glm45.retype` settles each value by its declared type (vLLM types values by the
-  schema the same way);
+  objects and arrays; anything else is the string exactly as written). A string that would read as something else
+  (``42``, ``true``) or holds ``<arg_value>`` / ``</arg_value>`` is written as its JSON string literal (``"42"``);
+  a quoted text that escapes nothing (``"exact phrase"``) is read as written. With the tool specs known,
+  :meth:`Glm45.retype` settles each value by its declared type (vLLM types values by the schema the same way);
 - a ``</arg_value>`` closes the value only when ``<arg_key>`` or ``</tool_call>`` follows it (whitespace aside) and
   it does not close an ``<arg_value>`` the value quotes itself: a value quoting the tags is read whole, and one whose
   ``</arg_value>`` was lost (the next pair follows inside it) is not valid; a parameter given twice is an error.
@@ -38,6 +37,7 @@ from refiner.formats.xmlvalues import Finder, read_key, read_value, retype_calls
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 KEY, KEY_END = "<arg_key>", "</arg_key>"
 VAL, VAL_END = "<arg_value>", "</arg_value>"
+VALUE_TAGS = (VAL, VAL_END)  # a string holding one of these is written as a JSON string literal
 # A tool name: words of characters other than whitespace, angle brackets, braces and quotes, single spaces between.
 NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _NAME = re.compile(NAME_PATTERN)
@@ -131,7 +131,7 @@ class Glm45(WireFormat):
                     raise self.error(f"expected {VAL} after the {key!r} key, got {text[pos : pos + 30]!r}", pos)
                 pos += len(VAL)
                 end = self._value_end(text, pos)
-                args[key] = read_value(text[pos:end])
+                args[key] = read_value(text[pos:end], tags=VALUE_TAGS)
                 pos = end + len(VAL_END)
             calls.append(ToolCall.trusted(name, args))
             i = text.find(OPEN, pos)
@@ -239,7 +239,7 @@ class Glm45(WireFormat):
                 raw_value = raw_value.rstrip()  # the newline the template puts before the next tag
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
-        args[key] = read_value(raw_value)
+        args[key] = read_value(raw_value, tags=VALUE_TAGS)
         return after
 
     # Render
@@ -250,7 +250,7 @@ class Glm45(WireFormat):
             parts = [f"{OPEN}{c.name}\n"]
             for k, v in c.arguments.items():
                 key = write_key(k, KEY_END not in k)
-                parts.append(f"{KEY}{key}{KEY_END}\n{VAL}{write_value(v, (VAL, VAL_END))}{VAL_END}\n")
+                parts.append(f"{KEY}{key}{KEY_END}\n{VAL}{write_value(v, VALUE_TAGS)}{VAL_END}\n")
             parts.append(CLOSE)
             blocks.append("".join(parts))
         return "\n".join(blocks)

@@ -13,9 +13,11 @@ Grammar, from the model's chat template and vLLM's ``qwen3coder_tool_parser.py``
   value whose ``</parameter>`` was lost (the next parameter follows inside it) is not valid;
 - values are typed as :mod:`refiner.formats.xmlvalues` says: strings raw, numbers in their canonical JSON text,
   booleans and null as ``True`` / ``False`` / ``None`` (the template's ``| string``; ``true`` / ``false`` / ``null``
-  are read too), objects and arrays as JSON. A string that would read as something else (``"42"``, ``"True"``,
-  ``'{"a": 1}'``) or holds ``<parameter=`` or ``</parameter>`` is written as a JSON string literal. With the tool specs known,
-  :meth:`QwenCoder.retype` settles each value by its declared type (the gate calls it), as the published parsers do;
+  are read too), objects and arrays as JSON. A string that would read as something else (``42``, ``True``,
+  ``{"a": 1}``) or holds ``<parameter=`` / ``</parameter>`` is written as its JSON string literal (``"42"``); a
+  quoted text that escapes nothing (``"exact phrase"``) is read as written, quotes and all. With the tool specs
+  known, :meth:`QwenCoder.retype` settles each value by its declared type (the gate calls it), as the published
+  parsers do;
 - a parameter name is written as it is, or as a JSON string literal when it holds ``>`` or a newline (never in
   practice); a name given twice is an error.
 
@@ -49,6 +51,7 @@ from refiner.formats.xmlvalues import (
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FUNC, FUNC_END = "<function=", "</function>"
 PARAM, PARAM_END = "<parameter=", "</parameter>"
+VALUE_TAGS = (PARAM, PARAM_END)  # a string holding one of these is written as a JSON string literal
 # A tool name: no whitespace, no angle brackets, quotes or braces (vLLM's parser rejects the same).
 NAME_PATTERN = r"[^\s<>{}\"']+"
 # Recovery reads at most this many calls.
@@ -121,7 +124,7 @@ class QwenCoder(WireFormat):
                 if key in args:
                     raise self.error(f"parameter {key!r} of {name!r} given twice", pos)
                 end = self._value_end(text, pos)
-                args[key] = read_value(strip_one_newline(text[pos:end]), python_literals=True)
+                args[key] = read_value(strip_one_newline(text[pos:end]), True, VALUE_TAGS)
                 pos = end + len(PARAM_END)
             pos = skip_ws(text, pos)
             if not text.startswith(CLOSE, pos):
@@ -259,7 +262,7 @@ class QwenCoder(WireFormat):
                 out.note("missing_tag", f"missing {PARAM_END} after parameter {key[:40]!r}")
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
-        args[key] = read_value(strip_one_newline(text[vstart:end]), python_literals=True)
+        args[key] = read_value(strip_one_newline(text[vstart:end]), True, VALUE_TAGS)
         return after
 
     # Render
@@ -270,7 +273,7 @@ class QwenCoder(WireFormat):
             lines = [f"{OPEN}\n{FUNC}{c.name}>"]
             for k, v in c.arguments.items():
                 key = write_key(k, ">" not in k and "\n" not in k and "\r" not in k)
-                lines.append(f"{PARAM}{key}>\n{write_value(v, (PARAM, PARAM_END), python_literals=True)}\n{PARAM_END}")
+                lines.append(f"{PARAM}{key}>\n{write_value(v, VALUE_TAGS, python_literals=True)}\n{PARAM_END}")
             lines.append(f"{FUNC_END}\n{CLOSE}")
             blocks.append("\n".join(lines))
         return "\n".join(blocks)

@@ -10,16 +10,17 @@ what the template writes for that value:
 - a number whose text is its canonical JSON (``42``, ``-1.5``, ``1e+16``); ``007``, ``12.50``, ``1e3`` or ``-0``
   stay text, so a number read back to text is exactly what was written;
 - ``true`` / ``false`` / ``null`` (and, for Qwen3-Coder, Python's ``True`` / ``False`` / ``None``);
-- a JSON object or array (any layout) or a JSON string literal (``"42"`` is the string ``42``: how a string that
-  would otherwise read as something else is written);
+- a JSON object or array (any layout);
+- a JSON string literal only where it escapes a string that would otherwise be misread: ``"42"`` is the string
+  ``42``, ``"{\\"a\\": 1}"`` the string ``{"a": 1}``; a quoted text that needs no escape stays as written, quotes
+  and all (``"machine learning"``, an exact-phrase query, as vLLM keeps it for a string parameter);
 - anything else is the string, exactly as written (no stripping beyond what the dialect's parser strips).
 
-So reading never loses text, and :func:`retype` can settle a value by the tool's declared type exactly: ``94105``
-read as a number is the string ``"94105"`` where the spec says string, ``12.50`` read as text is the number 12.5
-where it says number (vLLM's and SGLang's parsers type these values by the tool schema the same way; without one
-they keep every value a string). :func:`write_value` writes a string raw unless reading it back would give
-something else, or it holds the dialect's closing tag; then it writes the JSON string literal, with ``<`` escaped
-as ``\\u003c`` where the closing tag would appear.
+So reading never loses text, and :func:`retype_calls` can settle a value by the tool's declared type exactly:
+``94105`` read as a number is the string ``"94105"`` where the spec says string, ``12.50`` read as text is the
+number 12.5 where it says number (vLLM's and SGLang's parsers type these values by the tool schema the same way;
+without one they keep every value a string). :func:`write_value` writes a string raw when it reads back as itself,
+else as its JSON string literal, with ``<`` escaped as ``\\u003c`` where one of the dialect's tags would appear.
 """
 
 from __future__ import annotations
@@ -36,24 +37,45 @@ _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
-def read_value(text: str, python_literals: bool = False) -> Any:
-    """The value a raw parameter text stands for (see the module doc); never raises."""
+def read_value(text: str, python_literals: bool = False, tags: tuple[str, ...] = ()) -> Any:
+    """The value a raw parameter text stands for (see the module doc); ``tags``: the dialect's value tags, which a
+    string holding them is escaped for. Never raises."""
     if not text:
         return text
+    typed = _typed(text, python_literals)
+    if typed is not _TEXT:
+        if type(typed) is str and not _needs_escape(typed, python_literals, tags):
+            return text  # a quoted text that needs no escape: the quotes are part of it
+        return typed
+    return text
+
+
+_TEXT = object()  # _typed's answer for a text that stands for itself
+
+
+def _typed(text: str, python_literals: bool) -> Any:
+    """The non-text value ``text`` is the exact rendering of (a JSON string literal's content included), or
+    ``_TEXT``."""
     if text[0] in _JSON_STARTS:
         try:
             value, end = JSON_DECODER.raw_decode(text, 0)
         except (ValueError, RecursionError):
-            return text
+            return _TEXT
         if end != len(text):
-            return text
+            return _TEXT
         t = type(value)
         if t is int or t is float:
-            return value if dumps(value) == text else text
+            return value if dumps(value) == text else _TEXT
         return value
     if python_literals and text in _PYTHON_LITERALS:
         return _PYTHON_LITERALS[text]
-    return text
+    return _TEXT
+
+
+def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
+    """Whether the content ``s`` of a JSON string literal is one the literal escapes: ``s`` alone would read as a
+    non-text value or as a JSON string literal, or it holds one of the dialect's tags."""
+    return bool(s) and (_typed(s, python_literals) is not _TEXT or any(tag in s for tag in tags))
 
 
 def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False) -> str:
@@ -63,7 +85,7 @@ def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False
     a value JSON cannot hold (the format's render turns them into ``RenderError``)."""
     if type(value) is str:
         if not any(tag in value for tag in tags):
-            back = read_value(value, python_literals)
+            back = read_value(value, python_literals, tags)
             if type(back) is str and back == value:
                 return value
         text = dumps(value)
