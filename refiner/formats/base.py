@@ -18,8 +18,9 @@ format's name). It provides:
   pythonic format, a number JSON cannot hold, a value that is not JSON).
 
 Class attributes (see :class:`WireFormat`): ``name``, ``description``, ``tags``, ``detection``, ``example``,
-``order_sensitive``, ``names_only``, ``outputs``, ``steps``, ``name_pattern``; and three detection hooks,
-``sniff``, ``claims_value`` and ``claims_text``.
+``order_sensitive``, ``names_only``, ``outputs``, ``steps``, ``name_pattern``; three detection hooks,
+``sniff``, ``claims_value`` and ``claims_text``; and ``retype``, which settles values written as untyped text by
+the tool specs.
 
 This is the only place a format's text is parsed: rewards, data generation, inference and evaluation all go through
 the registry (``refiner.formats.get(name)``).
@@ -30,7 +31,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -233,6 +234,15 @@ class WireFormat:
         """Last resort for a text that holds no marker and no recognisable JSON: whether its shape (e.g. pythonic
         calls) is this format's."""
         return False
+
+    # Typing by the tool specs
+
+    def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
+        """The calls with argument values settled by the declared parameter types of ``tools`` (specs by name), for
+        a format that writes values as untyped text (XML parameter values: ``94105`` may be a number or the string
+        ``"94105"``, which only the spec tells). The gate calls it whenever the tools are known, before checking the
+        calls. The default, for formats whose values carry their JSON type, keeps the calls as they are."""
+        return list(calls)
 
     def error(self, message: str, position: int = -1) -> FormatError:
         return FormatError(self.name, message, position)
