@@ -415,7 +415,12 @@ def salvage_report(
     found = salvage_calls(text, report.calls, tools)
     if found is None:
         return report
-    out = GateReport(list(found.calls), [d for d in report.diagnostics if d.code == "format"], False, found)
+    calls = list(found.calls)
+    index = tool_index(tools)
+    if index:  # values a site's format writes as untyped text are settled by the specs, as check_text does
+        site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
+        calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
+    out = GateReport(calls, [d for d in report.diagnostics if d.code == "format"], False, found)
     if not out.calls:
         out.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     out.diagnostics.extend(check_calls(out.calls, tools, fmt=fmt, text_values=text_values))

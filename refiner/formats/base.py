@@ -153,6 +153,8 @@ class WireFormat:
     steps: ClassVar[bool] = False
     # Tool names must match this pattern in full (pythonic formats: dotted identifiers); None: any non-blank text.
     name_pattern: ClassVar[str | None] = None
+    # Calls are written as Python calls, ``name(key=value)`` (the model is shown them as pythonic calls too).
+    pythonic: ClassVar[bool] = False
     # Whether the refiner model was trained to read and write this format (the paper's training formats, Qwen3's
     # native one and the benchmarks' own). For any other format the pipeline shows the model the upstream in a
     # trained format (:func:`model_view`) and renders its answer back (refiner.pipeline).
@@ -351,7 +353,7 @@ def by_rank() -> list[WireFormat]:
 
 def model_view(fmt: WireFormat) -> WireFormat:
     """The trained format a model is shown ``fmt``'s calls in: ``fmt`` itself when it is trained, else the trained
-    format that carries the same things (pythonic names: ``toolace``; names only with steps: ``order``; output labels:
+    format that carries the same things (pythonic calls: ``toolace``; names only with steps: ``order``; output labels:
     ``nestools``; plain calls: ``xlam``)."""
     if fmt.trained:
         return fmt
@@ -359,6 +361,6 @@ def model_view(fmt: WireFormat) -> WireFormat:
         return get("order")
     if fmt.outputs:
         return get("nestools")
-    if fmt.name_pattern is not None:
+    if fmt.pythonic:
         return get("toolace")
     return get("xlam")

@@ -68,6 +68,7 @@ class SentinelPythonic(WireFormat):
 
     wrapper: Wrapper
     name_pattern = IDENTIFIER_NAME
+    pythonic = True
 
     # ---- reading -----------------------------------------------------------------------------------------------
 
