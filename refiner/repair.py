@@ -14,7 +14,10 @@ What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 - nested calls reordered so that every call comes after the calls whose outputs it references: topological order,
   stable for independent calls (``reorder``).
 
-It never invents a value: a missing required parameter stays missing, for the model to fill in.
+It never invents a value: a missing required parameter stays missing, for the model to fill in; and a call the
+text stops inside (cut short mid-value, or any cut call when the caller says the upstream hit its token limit: see
+:class:`refiner.formats.Cut`) is left out of the repaired text rather than completed (``drop_cut``): the complete
+calls before it are kept, and the cut one is reported, not presented as a call the model wrote.
 
 When the spec is believed (the policy)
     Real tool specs are often incomplete or loose: NESTFUL's spec files omit parameters its gold calls use and its
@@ -62,8 +65,9 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import DamerauLevenshtein
 
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, preview
 from refiner.gate import (
+    Count,
     GateReport,
     check_text,
     dependencies,
@@ -82,6 +86,13 @@ PARAM_CUTOFF = 75.0
 MARGIN = 5.0
 
 _MAX_DEPTH = 32
+# Counted bounds (a real call list has a few calls of a few arguments; a 200 KB text can hold 100,000 values):
+# names longer than MAX_SNAP_NAME_CHARS are matched exactly only (similarity costs grow with length squared); at
+# most MAX_SNAP_PARAMS unknown parameter names of a call are paired with declared ones; at most MAX_COERCED_VALUES
+# values (arguments, items, properties) of a call list are coerced; the rest are left as written.
+MAX_SNAP_NAME_CHARS = 256
+MAX_SNAP_PARAMS = 64
+MAX_COERCED_VALUES = 4096
 _INT_TEXT = re.compile(r"[+-]?\d{1,30}")
 _NUM_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
@@ -138,13 +149,20 @@ def snap(name: str, candidates: Sequence[str], cutoff: float, margin: float = MA
     least ``cutoff`` and leads the runner-up by ``margin``; ``None`` when there is no such candidate."""
     if not candidates:
         return None
+    if len(name) > MAX_SNAP_NAME_CHARS:
+        return None
     key = normalise_name(name)
     exact = [c for c in candidates if normalise_name(c) == key]
     if len(exact) == 1:
         return exact[0]
     if exact or not key:
         return None
-    scored = sorted(((fuzz.ratio(key, normalise_name(c)), c) for c in candidates), key=lambda t: -t[0])
+    scored = sorted(
+        ((fuzz.ratio(key, normalise_name(c)), c) for c in candidates if len(c) <= MAX_SNAP_NAME_CHARS),
+        key=lambda t: -t[0],
+    )
+    if not scored:
+        return None
     best_score, best = scored[0]
     if best_score < cutoff:
         return None
@@ -159,6 +177,8 @@ def is_misspelling(written: str, declared: str) -> bool:
     hold the same digits. Names that differ only in case or separators (``sortBy`` / ``sort_by``) are two spelling
     conventions, not a slip; ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a
     digit."""
+    if max(len(written), len(declared)) > MAX_SNAP_NAME_CHARS:
+        return False
     a, b = normalise_name(written), normalise_name(declared)
     if a == b or min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
         return False
@@ -168,6 +188,8 @@ def is_misspelling(written: str, declared: str) -> bool:
 def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float) -> dict[str, str]:
     """Assigns unknown parameter names to free schema parameters, best pairs first, each used once."""
     pairs: list[tuple[float, int, str, str]] = []
+    unknown = [u for u in unknown if len(u) <= MAX_SNAP_NAME_CHARS][:MAX_SNAP_PARAMS]
+    free = [p for p in free if len(p) <= MAX_SNAP_NAME_CHARS]
     for u in unknown:
         ku = normalise_name(u)
         for p in free:
@@ -195,11 +217,16 @@ def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str],
 # Values
 
 
-def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = False) -> Any:
+def coerce_value(
+    param: Any, value: Any, depth: int = 0, *, strings: bool = False, count: Count | None = None
+) -> Any:
     """``value`` converted to the parameter's declared type where the conversion is lossless and unambiguous;
     otherwise ``value`` itself (the same object). ``strings``: every value is written as text (value style "text"),
-    so a number becomes its text; a boolean stays a boolean (which text a tool wants for it is not in the spec)."""
-    if param is None or depth > _MAX_DEPTH or is_reference(value):
+    so a number becomes its text; a boolean stays a boolean (which text a tool wants for it is not in the spec).
+    At most as many values as ``count`` has left (:data:`MAX_COERCED_VALUES` by default) are looked at."""
+    if count is None:
+        count = Count(MAX_COERCED_VALUES)
+    if param is None or depth > _MAX_DEPTH or not count.take() or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
     if value is None and getattr(param, "nullable", False):
@@ -219,14 +246,14 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
         value = _snap_enum(list(enum), value)
     if isinstance(value, list):
         items = getattr(param, "items", None)
-        if items is not None:
-            new = [coerce_value(items, v, depth + 1) for v in value]
+        if items is not None and count.left > 0:
+            new = [coerce_value(items, v, depth + 1, count=count) for v in value]
             if any(a is not b for a, b in zip(new, value)):
                 value = new
     elif isinstance(value, Mapping):
         props = getattr(param, "properties", None) or {}
-        if props:
-            new_d = {k: coerce_value(props[k], v, depth + 1) if k in props else v for k, v in value.items()}
+        if props and count.left > 0:
+            new_d = {k: coerce_value(props[k], v, depth + 1, count=count) if k in props else v for k, v in value.items()}
             if any(new_d[k] is not value[k] for k in value):
                 value = new_d
     return value
@@ -243,6 +270,8 @@ def decode_value(param: Any, value: Any) -> Any:
 
 def _convert(ptype: str | None, value: Any) -> Any:
     if isinstance(value, list) and len(value) == 1 and ptype in ("string", "integer", "number", "boolean"):
+        if isinstance(value[0], list):
+            return value  # one level of list is unwrapped, no more
         inner = value[0] if type_matches(ptype, value[0]) else _convert(ptype, value[0])
         return inner if type_matches(ptype, inner) else value  # ["Paris"] for a string: the one item
     if ptype == "integer":
@@ -331,8 +360,10 @@ def repair_call(
     *,
     strings: bool = False,
     trust_spec: bool = False,
+    count: Count | None = None,
 ) -> ToolCall:
-    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did.
+    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did
+    (at most as many values coerced as ``count`` has left: :data:`MAX_COERCED_VALUES` by default).
 
     Names and values are fully repaired only on a failing call (tool snapped, or a required parameter missing) or
     against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
@@ -368,10 +399,15 @@ def repair_call(
         for k in [k for k in args if k not in params]:
             del args[k]
             actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
+    if count is None:
+        count = Count(MAX_COERCED_VALUES)
     for k, v in list(args.items()):
+        if count.left <= 0:
+            break
         if believe or strings:
-            new_v = coerce_value(params.get(k), v, strings=strings)
+            new_v = coerce_value(params.get(k), v, strings=strings, count=count)
         else:
+            count.take()
             new_v = decode_value(params.get(k), v)
         if new_v is not v:
             args[k] = new_v
@@ -382,7 +418,16 @@ def repair_call(
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    """A value as JSON for a message, cut to ``limit`` characters; a large or deep value as its bounded
+    :func:`~refiner.calls.preview` (its cost does not grow with the value)."""
+    if isinstance(value, str):
+        value = value[: limit + 1]
+    elif isinstance(value, (list, dict)) and preview(value, limit).endswith("..."):
+        return preview(value, limit)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # a huge integer
+        return preview(value, limit)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -424,12 +469,13 @@ def repair_calls(
     if index:
         names_only = fmt is not None and formats.get(fmt).names_only
         fixed: list[ToolCall] = []
+        count = Count(MAX_COERCED_VALUES)
         for i, c in enumerate(out):
             if names_only:
                 fixed.append(_snap_name_only(c, i, index, actions))
             else:
                 fixed.append(
-                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec)
+                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count)
                 )
         out = fixed
     order = dependency_order(out)
@@ -453,6 +499,15 @@ def _snap_name_only(call: ToolCall, index: int, tools: Mapping[str, Any], action
 # Texts
 
 
+def cut_call_index(before: GateReport, cut_off: bool = False) -> int | None:
+    """The index (in ``before.calls``) of the call the text stops inside, when it is to be left out: the text stops
+    there mid-value, or ``cut_off`` (the upstream is known to have hit its token limit) and it stops there at all."""
+    cut = before.cut
+    if cut is None or cut.index is None or cut.index >= len(before.calls) or (cut.clean and not cut_off):
+        return None
+    return cut.index
+
+
 def repair_parsed(
     before: GateReport,
     text: str,
@@ -462,24 +517,37 @@ def repair_parsed(
     out_fmt: str | None = None,
     trust_spec: bool = False,
     text_values: bool = False,
+    cut_off: bool = False,
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
     ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim. ``trust_spec``:
-    treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"."""
+    treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"; ``cut_off``:
+    the upstream is known to have stopped at its token limit, so a call the text stops inside is left out even when
+    only its closing brackets are missing (:func:`cut_call_index`)."""
     out_fmt = out_fmt or fmt
     actions: list[Action] = []
-    if not before.strict_ok and before.calls:
-        actions.append(Action("parse_repair", f"recovered {len(before.calls)} call(s) from text that is not valid {fmt}"))
-    if out_fmt != fmt and before.calls:
+    source = list(before.calls)
+    dropped = cut_call_index(before, cut_off)
+    if dropped is not None:
+        gone = source.pop(dropped)
+        actions.append(
+            Action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
+                   dropped, gone.name)
+        )
+    if not before.strict_ok and source:
+        actions.append(Action("parse_repair", f"recovered {len(source)} call(s) from text that is not valid {fmt}"))
+    if out_fmt != fmt and source:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
-    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
+    calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
     actions.extend(call_actions)
-    if not actions or not calls:
+    if not actions or (not calls and dropped is None):
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     try:
         new_text = formats.get(out_fmt).render(calls)
     except formats.RenderError:  # calls the output format cannot write (a tool name with spaces in a pythonic
         # format, say): nothing is changed, the gate's report on the upstream stands and the model sees it
+        if dropped is not None:  # (but the cut call is still not one of the calls read)
+            return Tier1(text=text, calls=source, actions=actions[:1], before=before, after=before)
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     after = check_text(new_text, out_fmt, tools, text_values=text_values)
     return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
@@ -493,8 +561,12 @@ def repair_text(
     out_fmt: str | None = None,
     trust_spec: bool = False,
     text_values: bool = False,
+    cut_off: bool = False,
 ) -> Tier1:
-    """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again."""
+    """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again (options: see
+    :func:`repair_parsed`)."""
     index = tool_index(tools)
     report = check_text(text, fmt, index, text_values=text_values)
-    return repair_parsed(report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
+    return repair_parsed(
+        report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values, cut_off=cut_off
+    )

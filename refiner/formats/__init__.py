@@ -24,8 +24,10 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     xlam,
 )
 from refiner.formats.base import (  # noqa: F401
+    MAX_ARGUMENT_DEPTH,
     MAX_LENIENT_CHARS,
     PROBLEM_CODES,
+    Cut,
     Detection,
     FormatError,
     Lenient,

@@ -23,11 +23,14 @@ parser stops at its missing tag), one substring search per marker, one bounded l
 from __future__ import annotations
 
 from refiner.formats.base import MAX_LENIENT_CHARS, WireFormat, by_rank
+from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.text import strip_reasoning
 
-# How much of an untagged text is decoded to classify it.
+# How much of an untagged text is decoded to classify it, and the repair units (see refiner.formats.jsonfix) that
+# decoding may spend.
 DETECT_CHARS = 20_000
+DETECT_REPAIR_COST = 2048
 
 
 def _by_marker(body: str, ranked: list[WireFormat], which: str) -> str | None:
@@ -66,7 +69,8 @@ def detect_format(text: str) -> str | None:
         for fmt in ranked:
             if fmt.detection.bare and fmt.is_valid(text):
                 return fmt.name
-    value = lenient_json_in_prose(body[:DETECT_CHARS])
+    with repair_budget(total=DETECT_REPAIR_COST):
+        value = lenient_json_in_prose(body[:DETECT_CHARS])
     if value is not None:
         for fmt in ranked:
             if fmt.claims_value(value):
