@@ -12,12 +12,16 @@ and its value types; see refiner.repair) and with ``trust_spec=True`` (every spe
 Targets: tier 1 ≥ 2,000 requests/s per core, p99 ≤ 5 ms.
 
     .venv/bin/python benchmarks/bench_repair.py [--per-source 300]
+
+The records and their formats are read the way ``tests/test_repair_real.py`` reads them (the data builder's own source
+readers; API-Bank's value style "text" passed as its request field).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -27,25 +31,30 @@ from pathlib import Path
 import json_repair
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_repair_real import apibank_cases, glaive_cases, nestools_cases
+from test_repair_real import VALUE_STYLE, apibank_cases, fmt_for, source_cases  # noqa: E402
 
-from data_gen.corrupt import rules
-from refiner import formats
-from refiner.pipeline import Refiner
-from refiner.specs import load_tools
+from data_gen.corrupt import rules  # noqa: E402
+from refiner import formats  # noqa: E402
+from refiner.pipeline import Refiner  # noqa: E402
+from refiner.specs import load_tools  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("TOOL_REFINER_SHARED_DATA", ROOT.parent / "shared" / "data"))
+# the value style each case's format stands for (API-Bank's gold writes every value as text)
+STYLE_BY_FORMAT = {fmt_for(source): style for source, style in VALUE_STYLE.items()}
 
 
 def load_cases(per_source: int) -> list[tuple[str, object, list]]:
+    if not (DATA / "nestools" / "test_data.jsonl").exists():
+        sys.exit(f"no data under {DATA} (set TOOL_REFINER_SHARED_DATA)")
     nestools = [json.loads(x) for x in (DATA / "nestools" / "test_data.jsonl").read_text().splitlines() if x.strip()]
     glaive = json.loads((DATA / "glaive_demo" / "glaive_toolcall_en_demo.json").read_text())
     levels = {lvl: json.loads((DATA / "api_bank" / f"level-{lvl}-api_processed.json").read_text()) for lvl in (1, 2, 3)}
     out = []
-    for cases in (nestools_cases(nestools), glaive_cases(glaive), apibank_cases(levels)):
-        out += list(cases)[:per_source]
+    for cases in (source_cases("nestools", nestools), source_cases("glaive", glaive), apibank_cases(levels)):
+        out += [c for _, c in zip(range(per_source), cases)]
     return out
 
 
@@ -91,11 +100,17 @@ def main() -> None:
     items = broken_inputs(load_cases(args.per_source))
     refiner, trusting = Refiner(), Refiner(trust_spec=True)
 
+    def request(item):
+        req = {"tools": item["specs"], "upstream": item["text"], "format": item["fmt"]}
+        if item["fmt"] in STYLE_BY_FORMAT:
+            req["value_style"] = STYLE_BY_FORMAT[item["fmt"]]
+        return req
+
     def tier1(item):
-        return refiner.refine({"tools": item["specs"], "upstream": item["text"], "format": item["fmt"]})["refined"]
+        return refiner.refine(request(item))["refined"]
 
     def tier1_trust(item):
-        return trusting.refine({"tools": item["specs"], "upstream": item["text"], "format": item["fmt"]})["refined"]
+        return trusting.refine(request(item))["refined"]
 
     def peer(item):
         try:

@@ -85,31 +85,49 @@ def _canonical_iterative(value: JSON) -> str:
     return "".join(out)
 
 
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
 def value_depth(value: JSON, limit: int) -> int:
     """How deeply ``value`` nests lists and objects (a scalar: 0), counted up to ``limit + 1`` (deeper values stop
-    there). Iterative, and visits each node at most once."""
-    deepest = 0
-    stack = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, Mapping):
-            children = v.values()
-        elif isinstance(v, (list, tuple)):
-            children = v
-        else:
-            continue
-        d += 1
-        if d > deepest:
-            deepest = d
-            if d > limit:
-                return d
-        stack.extend((c, d) for c in children)
-    return deepest
+    there). Iterative, level by level, and visits each node at most once."""
+    level = [value]
+    depth = 0
+    while level:
+        below: list[Any] = []
+        found = False
+        for v in level:
+            if type(v) is dict:
+                children = v.values()
+            elif type(v) is list or type(v) is tuple:
+                children = v
+            elif type(v) in _LEAVES:
+                continue
+            elif isinstance(v, Mapping):
+                children = v.values()
+            elif isinstance(v, (list, tuple)):
+                children = v
+            else:
+                continue
+            found = True
+            below.extend([c for c in children if type(c) not in _LEAVES])
+        if not found:
+            return depth
+        depth += 1
+        if depth > limit:
+            return depth
+        level = below
+    return depth
 
 
 def preview(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, built from at most ``limit`` nodes: a huge, deeply nested or
     unprintable value costs no more than a small one, and this never raises."""
+    if type(value) is str and len(value) <= limit - 2 and value.isprintable() and "'" not in value:
+        return "'" + value + "'"  # (the common case, as repr writes it)
+    if type(value) in _LEAVES and type(value) is not str and (type(value) is not int or value.bit_length() <= 128):
+        text = repr(value)
+        return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
     out: list[str] = []
     size = 0
     stack: list[tuple[int, Any]] = [(_VALUE, value)]

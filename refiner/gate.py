@@ -64,7 +64,7 @@ _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against 
 # Values (arguments and the items and properties inside them) checked against their schemas per call list, and
 # values searched for references: real call lists hold tens; a 200 KB text can hold 100,000.
 MAX_CHECKED_VALUES = 4096
-MAX_REFERENCE_VALUES = 8192
+MAX_REFERENCE_VALUES = 4096
 
 _NESTOOLS_REF = re.compile(r"\bAPI_call_\d+\b")
 _NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
@@ -144,6 +144,14 @@ def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> 
     """Output labels referenced anywhere inside a JSON value (NesTools ``API_call_N``; NESTFUL ``$label...$``), in
     order; iterative, to a depth of ``_MAX_DEPTH`` and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count``
     has left)."""
+    if type(value) is str:  # the common case, without the walk
+        if count is not None and not count.take():
+            return []
+        if "API_call_" not in value and "$" not in value:
+            return []
+        refs = _NESTOOLS_REF.findall(value)
+        refs.extend(m.group(1) for m in _NESTFUL_REF.finditer(value))
+        return refs
     count = count if count is not None else Count(MAX_REFERENCE_VALUES)
     refs: list[str] = []
     stack = [(value, depth)]
@@ -440,12 +448,16 @@ def check_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     text_values: bool = False,
+    strict_calls: Sequence[ToolCall] | None = None,
 ) -> GateReport:
     """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
-    (``text_values``: value style "text", see :data:`VALUE_STYLES`)."""
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`). ``strict_calls``: the calls of ``text`` read
+    strictly in ``fmt`` by the caller (the pipeline's choice of format parses it), which are not read again."""
     wire = formats.get(fmt)
     report = GateReport()
-    if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
+    if strict_calls is not None:
+        report.calls, report.strict_ok = list(strict_calls), True
+    elif len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
         try:
             report.calls = list(wire.parse_strict(text))
             report.strict_ok = True

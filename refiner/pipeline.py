@@ -96,15 +96,29 @@ def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, 
     """``(upstream format, output format)``. The result is written in the requested format (else the refiner's, else
     the upstream's). The upstream is read in the requested format when it is strictly valid there, else in the
     detected format when it is strictly valid in that one, else (broken text) in the requested one, leniently."""
+    return _pick_formats(request, default)[:2]
+
+
+def _pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str, list[ToolCall] | None]:
+    """:func:`pick_formats`, plus the upstream's calls when it was found strictly valid in its format (each strict
+    parse runs once: a long valid text costs milliseconds to read)."""
     wanted = request.get("format") or default
     text = request["upstream"]
-    if wanted and formats.get(wanted).is_valid(text):
-        return wanted, wanted
-    detected = formats.detect_format(text)
-    if detected and (wanted is None or formats.get(detected).is_valid(text)):
-        return detected, wanted or detected
+    if wanted:
+        try:
+            return wanted, wanted, formats.get(wanted).parse_strict(text)
+        except formats.FormatError:
+            pass
+    detected, calls = formats.detect_with_calls(text)
+    if detected and calls is None and wanted and len(text) > formats.MAX_LENIENT_CHARS:  # (detection does not parse
+        try:  # texts that long strictly)
+            calls = formats.get(detected).parse_strict(text)
+        except formats.FormatError:
+            pass
+    if detected and (wanted is None or calls is not None):
+        return detected, wanted or detected, calls
     upstream_fmt = wanted or DEFAULT_FORMAT
-    return upstream_fmt, upstream_fmt
+    return upstream_fmt, upstream_fmt, None
 
 
 def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -164,11 +178,11 @@ class Job:
 def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False) -> Job:
     """Request → parse → gate → tier-1 repair."""
     validate_request(request)
-    upstream_fmt, out_fmt = pick_formats(request, default_fmt)
+    upstream_fmt, out_fmt, strict_calls = _pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     text_values = request.get("value_style") == "text"
     cut_off = request.get("finish_reason") in CUT_FINISH_REASONS
-    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, strict_calls=strict_calls)
     tier1 = repair_parsed(
         upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
         text_values=text_values, cut_off=cut_off,

@@ -53,6 +53,7 @@ When the spec is believed (the policy)
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import math
@@ -93,6 +94,9 @@ _MAX_DEPTH = 32
 MAX_SNAP_NAME_CHARS = 256
 MAX_SNAP_PARAMS = 64
 MAX_COERCED_VALUES = 4096
+# Name comparisons (a written name against a declared one) per call list: snapping a tool name compares it with
+# every tool, pairing parameter names every unknown name with every free parameter.
+MAX_NAME_COMPARISONS = 8192
 _INT_TEXT = re.compile(r"[+-]?\d{1,30}")
 _NUM_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
@@ -139,18 +143,25 @@ def spec_is_closed(spec: Any) -> bool:
 # Name snapping
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise_name(name: str) -> str:
     """Lower-case, separators removed: ``getWeather``, ``get_weather`` and ``Get-Weather`` are one name."""
     return _NON_ALNUM.sub("", name.lower())
 
 
-def snap(name: str, candidates: Sequence[str], cutoff: float, margin: float = MARGIN) -> str | None:
+def snap(
+    name: str, candidates: Sequence[str], cutoff: float, margin: float = MARGIN, *, count: Count | None = None
+) -> str | None:
     """The candidate ``name`` was meant to be: a unique normalised match, else the most similar one when it scores at
     least ``cutoff`` and leads the runner-up by ``margin``; ``None`` when there is no such candidate."""
     if not candidates:
         return None
     if len(name) > MAX_SNAP_NAME_CHARS:
         return None
+    if count is not None:  # one comparison per candidate, from the call list's allowance
+        if count.left < len(candidates):
+            return None
+        count.left -= len(candidates)
     key = normalise_name(name)
     exact = [c for c in candidates if normalise_name(c) == key]
     if len(exact) == 1:
@@ -185,11 +196,18 @@ def is_misspelling(written: str, declared: str) -> bool:
     return DamerauLevenshtein.distance(a, b) == 1
 
 
-def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float) -> dict[str, str]:
-    """Assigns unknown parameter names to free schema parameters, best pairs first, each used once."""
+def _pair_names(
+    unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float, count: Count | None = None
+) -> dict[str, str]:
+    """Assigns unknown parameter names to free schema parameters, best pairs first, each used once (at most
+    MAX_SNAP_PARAMS unknown names, and as many comparisons as ``count`` has left)."""
     pairs: list[tuple[float, int, str, str]] = []
     unknown = [u for u in unknown if len(u) <= MAX_SNAP_NAME_CHARS][:MAX_SNAP_PARAMS]
     free = [p for p in free if len(p) <= MAX_SNAP_NAME_CHARS]
+    if count is not None:
+        fits = max(count.left, 0) // max(len(free), 1)
+        unknown = unknown[:fits]
+        count.left -= len(unknown) * len(free)
     for u in unknown:
         ku = normalise_name(u)
         for p in free:
@@ -361,9 +379,11 @@ def repair_call(
     strings: bool = False,
     trust_spec: bool = False,
     count: Count | None = None,
+    compare: Count | None = None,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did
-    (at most as many values coerced as ``count`` has left: :data:`MAX_COERCED_VALUES` by default).
+    (at most as many values coerced as ``count`` has left, :data:`MAX_COERCED_VALUES` by default, and as many name
+    comparisons as ``compare`` has left, :data:`MAX_NAME_COMPARISONS` by default).
 
     Names and values are fully repaired only on a failing call (tool snapped, or a required parameter missing) or
     against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
@@ -373,7 +393,7 @@ def repair_call(
     n_before = len(actions)
     name = call.name
     if name not in tools:
-        hit = snap(name, list(tools), TOOL_CUTOFF)
+        hit = snap(name, list(tools), TOOL_CUTOFF, count=compare)
         if hit is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
             name = hit
@@ -388,7 +408,7 @@ def repair_call(
     unknown = [k for k in args if k not in params]
     if unknown and params:
         free = [p for p in params if p not in args]
-        renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF)
+        renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF, compare)
         if not believe:
             renames = {u: p for u, p in renames.items() if is_misspelling(u, p)}
         if renames:
@@ -470,12 +490,14 @@ def repair_calls(
         names_only = fmt is not None and formats.get(fmt).names_only
         fixed: list[ToolCall] = []
         count = Count(MAX_COERCED_VALUES)
+        compare = Count(MAX_NAME_COMPARISONS)
         for i, c in enumerate(out):
             if names_only:
-                fixed.append(_snap_name_only(c, i, index, actions))
+                fixed.append(_snap_name_only(c, i, index, actions, compare))
             else:
                 fixed.append(
-                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count)
+                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
+                                compare=compare)
                 )
         out = fixed
     order = dependency_order(out)
@@ -485,10 +507,12 @@ def repair_calls(
     return out, actions
 
 
-def _snap_name_only(call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action]) -> ToolCall:
+def _snap_name_only(
+    call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action], compare: Count | None = None
+) -> ToolCall:
     if call.name in tools:
         return call
-    hit = snap(call.name, list(tools), TOOL_CUTOFF)
+    hit = snap(call.name, list(tools), TOOL_CUTOFF, count=compare)
     if hit is None:
         return call
     actions.append(Action("snap_tool", f"tool {call.name!r} -> {hit!r}", index, hit))
@@ -503,7 +527,7 @@ def cut_call_index(before: GateReport, cut_off: bool = False) -> int | None:
     """The index (in ``before.calls``) of the call the text stops inside, when it is to be left out: the text stops
     there mid-value, or ``cut_off`` (the upstream is known to have hit its token limit) and it stops there at all."""
     cut = before.cut
-    if cut is None or cut.index is None or cut.index >= len(before.calls) or (cut.clean and not cut_off):
+    if cut is None or cut.index is None or not 0 <= cut.index < len(before.calls) or (cut.clean and not cut_off):
         return None
     return cut.index
 

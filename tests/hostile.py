@@ -43,6 +43,9 @@ def storms(size: int) -> list[tuple[str, str]]:
         ("marker_storm", _fill("".join(markers), size)),
         ("tag_storm", _fill("".join(tags), size)),
         ("deep_objects", '{"a":' * deep + "1" + "}" * deep),
+        # just past the arguments' depth bound, and just under Python's recursion limit (which a decoder may reach)
+        ("deep_objects_70", '{"a":' * 70 + "1" + "}" * 70),
+        ("deep_lists_990", "[" * 990 + "]" * 990),
         ("deep_objects_open", '{"a":' * deep + "1"),
         ("deep_lists", "[" * deep + "]" * deep),
         ("deep_pythonic", "f(a=" * deep + "1" + ")" * deep),

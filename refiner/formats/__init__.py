@@ -40,5 +40,5 @@ from refiner.formats.base import (  # noqa: F401
     names,
     register,
 )
-from refiner.formats.detect import all_markers, detect_format  # noqa: F401
+from refiner.formats.detect import all_markers, detect_format, detect_with_calls  # noqa: F401
 from refiner.formats.text import reasoning_offset, strip_reasoning  # noqa: F401

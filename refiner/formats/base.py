@@ -108,9 +108,10 @@ class Cut:
     closing brackets and tags. ``index``: the call of :attr:`Lenient.calls` the text stops in (``None``: it stops
     between calls, or in a call that could not be read); ``name``: that call's name when it was written whole;
     ``arguments``: its arguments written whole before the cut (a value the cut fell in, or a number the text ends
-    with, is left out: nothing is invented); ``clean``: the text stops right after a complete value (only closing
-    brackets or tags are missing), which also reads as a lost ending; otherwise it stops mid-value (inside a string,
-    a key, a literal, or after ``,`` ``:`` ``=`` or an opening bracket), which only a cut explains."""
+    with, is left out: nothing is invented); ``clean``: the text stops right after a value that cannot go on (a
+    closed string, a literal, a closed bracket: only closing brackets or tags are missing), which also reads as a lost
+    ending; otherwise it stops mid-value (inside a string, a key, a literal or a number, or after ``,`` ``:`` ``=``
+    or an opening bracket), which only a cut explains."""
 
     index: int | None
     name: str | None = None
@@ -149,6 +150,8 @@ class Lenient:
     ) -> None:
         """Records that the text stops inside call ``index`` of :attr:`calls` (see :class:`Cut`); a cut mid-value is
         also a ``truncated`` problem. A later mark replaces an earlier one (the text stops once)."""
+        if index is not None and not 0 <= index < len(self.calls):
+            index = None
         self.cut = Cut(index, name, dict(arguments or {}), clean)
         if not clean and not any(p.code == "truncated" for p in self.problems):
             self.note("truncated", self.cut.describe(self.calls))

@@ -153,4 +153,6 @@ def _lenient_object(fmt: WireFormat, chunk: str) -> Any:
             chunk = chunk[:i] + chunk[i + 1 : j] + chunk[j + 1 :]
         else:
             chunk = chunk[:i] + chunk[i + 1 :]
+    elif at_end and chunk.rstrip().endswith("'"):  # cut right after the quote that opens the arguments
+        chunk = chunk.rstrip()[:-1]
     return lenient_json(chunk, at_end=at_end)

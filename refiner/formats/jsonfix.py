@@ -32,8 +32,8 @@ REPAIR_REGION_CHARS = 4096
 # Openers ('{', '[', '(') a repaired region holds at most (real calls hold a few each).
 REPAIR_REGION_OPENS = 64
 # Estimated units one json_repair call may cost (see repair_cost), and what one parse_lenient may spend in all.
-REPAIR_REGION_COST = 5120
-REPAIR_TOTAL_COST = 10_240
+REPAIR_REGION_COST = 4096
+REPAIR_TOTAL_COST = 8192
 # A json_repair call costs this on top of its estimate (its fixed overhead).
 REPAIR_CALL_COST = 64
 # A completion costs one unit per COMPLETE_TOKENS_PER_COST structural characters, one per COMPLETE_CHARS_PER_COST
@@ -43,7 +43,7 @@ COMPLETE_CHARS_PER_COST = 2048
 COMPLETE_CALL_COST = 32
 # Items (tag blocks, values in a block, list items, lines) one parse_lenient reads at most: real broken outputs
 # hold a few calls; a 200 KB text of '""' holds 100,000 values.
-MAX_RECOVERED_ITEMS = 1024
+MAX_RECOVERED_ITEMS = 512
 # How much of the end of a completed input is compared with the end of the parsed text to tell a cut upstream from
 # a region closed in the middle of the text.
 CUT_TAIL_CHARS = 256
@@ -68,9 +68,9 @@ class _Parse:
 
 class Completion:
     """A value closed by :func:`complete_cut` at the end of the parsed text (see :func:`open_at_cut`). ``clean``: the
-    text stops right after a complete value (a closed string, a literal, a number, a closed container), so only
-    closing brackets are missing; otherwise it stops inside a string, a key, a literal or after ``,``, ``:`` or an
-    opening bracket."""
+    text stops right after a value that cannot go on (a closed string, a literal, a closed container), so only
+    closing brackets are missing; otherwise it stops inside a string, a key, a literal or a number (``12`` may be
+    the start of ``123``), or after ``,``, ``:`` or an opening bracket."""
 
     __slots__ = ("clean",)
 
@@ -271,6 +271,22 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     return finite(value)
 
 
+def written_whole(text: str) -> dict[str, Any]:
+    """The members of a JSON object text cut short (OpenAI's ``arguments`` string, say) that were written whole:
+    :func:`complete_cut`'s object, less the member the cut fell in (or a number it ends with); ``{}`` when it is not
+    such a text or the budget is spent."""
+    if not _charge(complete_cost(text)):
+        return {}
+    done = _complete(text)
+    if done is None or type(done[0]) is not dict:
+        return {}
+    value, depth, last, _ = done
+    out = {str(k): v for k, v in finite(value).items()}
+    if depth >= 1 and out and (depth > 1 or last != "complete"):
+        out.pop(next(reversed(out)))
+    return out
+
+
 def ends_text(text: str) -> bool:
     """Whether ``text`` (a region of the text being parsed) ends where that text ends: their last
     :data:`CUT_TAIL_CHARS` characters, trailing whitespace aside, agree. False outside ``parse_lenient``."""
@@ -343,6 +359,8 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
     """Whether the decoder failed because the text ended: everything before was a valid start of a JSON value."""
     if e.msg.startswith("Unterminated string"):
         return True
+    if e.msg.startswith("Invalid \\uXXXX escape"):  # cut inside a \u escape
+        return _CUT_ESCAPE.fullmatch(text, e.pos) is not None
     if not e.msg.startswith("Expecting"):
         return False
     rest = text[e.pos : _TRAILING_WS.search(text).start()]
@@ -353,6 +371,7 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
 # "-"), or after a number's digits when its fraction or exponent was cut ("1." stops at ".", "1e+" at "e+").
 _CUT_VALUE_STARTS = frozenset(w[:i] for w in ("true", "false", "null", "-") for i in range(1, len(w) + 1))
 _CUT_NUMBER_TAIL = re.compile(r"\.|[eE][+-]?")
+_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # (the decoder also refuses a whole \uXXXX at the very end)
 
 
 # Strings (closed or running to the end: group 1 is the closing quote) and the structural characters.
@@ -402,8 +421,8 @@ def _complete(text: str) -> tuple[Any, int, str, bool] | None:
     else:
         if open_string:
             return value, len(stack), "cut", False
-        if end in _NUMBER_END:
-            return value, len(stack), "number", True
+        if end in _NUMBER_END:  # whole, or cut after some of its digits: no telling
+            return value, len(stack), "number", False
         return value, len(stack), "complete", end not in ("[", "{")
     if last_cut >= 0:
         try:

@@ -10,7 +10,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem
-from refiner.formats.jsonfix import budget_spent, give_up, lenient_json, open_at_cut, take_items
+from refiner.formats.jsonfix import budget_spent, give_up, lenient_json, open_at_cut, take_items, written_whole
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
@@ -198,8 +198,8 @@ def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, A
             if inner is not None:
                 if inner[0] != "complete" and value:
                     args.pop(str(next(reversed(value))), None)
-            elif last != "complete":
-                args = {}  # arguments written as a JSON text, cut inside it
+            elif last != "complete":  # arguments written as a JSON text, cut inside it
+                args = written_whole(value) if type(value) is str else {}
         elif key not in CALL_METADATA_KEYS and last != "complete":
             args.pop(str(key), None)  # an argument written beside the name
     return name, args, clean
@@ -210,28 +210,28 @@ MAX_BLOCK_LINES = 256
 
 
 def block_values(chunk: str) -> list[Any]:
-    """The items of the JSON values a tag block holds: decoded one after another when the whole block is a
-    sequence of valid values (one object per line, or several on one line), else repaired line by line when every
-    line starts an object, else the block repaired as one value. Lists are flattened into their items. Each value
-    and line counts as an item read (:func:`~refiner.formats.jsonfix.take_items`)."""
-    items: list[Any] = []
-    pos = skip_ws(chunk, 0)
+    """The items of the JSON values a tag block holds: decoded one after another while they are valid (one object
+    per line, or several on one line); what follows the last valid one is repaired line by line when every line
+    starts an object, else as one value. Lists are flattened into their items. Each value and line counts as an item
+    read (:func:`~refiner.formats.jsonfix.take_items`)."""
     values: list[Any] = []
-    try:
-        while pos < len(chunk) and take_items(1):
+    pos = skip_ws(chunk, 0)
+    while pos < len(chunk) and take_items(1):
+        try:
             value, end = JSON_DECODER.raw_decode(chunk, pos)
-            values.append(value)
-            pos = skip_ws(chunk, end)
-        for value in values:
-            items.extend(as_items(value))
+        except (ValueError, RecursionError):
+            break
+        values.append(value)
+        pos = skip_ws(chunk, end)
+    items = [x for value in values for x in as_items(value)]
+    rest = chunk[pos:]
+    if not rest.strip() or budget_spent():
         return items
-    except (ValueError, RecursionError):
-        pass
-    parts = chunk.split("\n", MAX_BLOCK_LINES)
+    parts = rest.split("\n", MAX_BLOCK_LINES)
     if len(parts) > MAX_BLOCK_LINES:
         give_up()
         parts.pop()
     lines = [ln for ln in parts if ln.strip()]
     if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
-        lines = [chunk]
-    return [x for ln in lines[: take_items(len(lines))] for x in as_items(lenient_json(ln))]
+        lines = [rest]
+    return items + [x for ln in lines[: take_items(len(lines))] for x in as_items(lenient_json(ln))]

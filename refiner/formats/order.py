@@ -87,7 +87,9 @@ class Order(WireFormat):
                     out.note("no_name", f"tool name is not a string: {str(name)[:80]!r}")
             cut = open_at_cut(tools) if type(tools) is list and names else None
             if cut is not None and cut[0] != "complete":  # the text stops inside the last tool name
-                out.mark_cut(len(out.calls) - 1 if isinstance(names[-1], str) else None, None, {}, cut[1].clean)
+                last = names[-1]
+                out.mark_cut(len(out.calls) - 1 if isinstance(last, str) and last.strip() else None, None, {},
+                             cut[1].clean)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         """Consecutive calls with the same step share one entry; a call without a step starts a new step."""

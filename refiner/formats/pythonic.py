@@ -242,17 +242,17 @@ def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     return calls if complete else None
 
 
-def fast_call_prefix(src: str) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
     """``(calls, end, complete)``: the calls a list starts with, read as :func:`fast_call_list` reads them, up to
-    the first one it cannot read; ``end`` is where the last call read ends (after its ``)``) and ``complete`` whether
-    that was the whole list. Lenient parsing reads the rest item by item."""
+    the first one it cannot read (or ``limit`` calls); ``end`` is where the last call read ends (after its ``)``) and
+    ``complete`` whether that was the whole list. Lenient parsing reads the rest item by item."""
     if not src.startswith("[") or _refused(src):
         return [], 0, False
-    calls, end, status = _fast_read(src)
+    calls, end, status = _fast_read(src, limit=limit)
     if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
         # lengths and positions) and read on from the call that stopped the reader (the calls before it stand)
         rewritten = src[:end] + _FAST_CONSTANT.sub(_constant_to_json, src[end:])
-        calls, end, status = _fast_read(rewritten, end, calls)
+        calls, end, status = _fast_read(rewritten, end, calls, limit=limit)
     return calls, end, status is True
 
 
@@ -274,11 +274,11 @@ _CONSTANT_STARTS = frozenset("TFN")
 
 
 def _fast_read(
-    src: str, end: int = 1, calls: list[tuple[str, dict[str, Any]]] | None = None
+    src: str, end: int = 1, calls: list[tuple[str, dict[str, Any]]] | None = None, limit: int | None = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
     """``(calls, end, status)``: status True when the whole list was read, False when reading stopped at a call it
-    cannot read, :data:`_NESTED_CONSTANT` when that call may hold Python constants inside a value. Reads on from
-    ``end`` after ``calls`` when given (``end`` 1: from the first call)."""
+    cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when that call may hold Python constants inside
+    a value. Reads on from ``end`` after ``calls`` when given (``end`` 1: from the first call)."""
     decode = JSON_DECODER.raw_decode
     next_arg = _FAST_NEXT_ARG.match
     if calls is None:
@@ -326,6 +326,9 @@ def _fast_read(
             break
         calls.append((name, args))
         end = m.end()
+        if limit is not None and len(calls) >= limit:
+            m = _FAST_NEXT_CALL.match(src, end)
+            return calls, end, m is not None and m.group(1) is None and m.end() == len(src)
         m = _FAST_NEXT_CALL.match(src, end)
     return calls, end, False
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, register
-from refiner.formats.jsonfix import budget_spent, charge, lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import lenient_region
 from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
@@ -130,7 +130,13 @@ class ToolAce(WireFormat):
         known = len(out.problems)
         src = lenient_region(text, OPEN, CLOSE, out.problems).strip()
         close_missing = any(p.message == f"missing {CLOSE}" for p in out.problems[known:])
-        prefix, end, complete = fast_call_prefix(src)  # the leading items in the plain layout
+        # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)
+        prefix, end, complete = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
+        k = take_items(len(prefix))
+        if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
+            out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
+            out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
+            return
         if len(out.problems) > known:  # a tag is missing: the strict parse never read this list
             if complete:
                 out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
@@ -147,11 +153,12 @@ class ToolAce(WireFormat):
         if end:
             src = src[end:].lstrip().removeprefix(",")
         src = src.removeprefix("[")
-        at_end = close_missing and not src.endswith("]")
-        src = src.removesuffix("]")
+        at_end = close_missing
         if len(src) > MAX_RECOVER_CHARS:
             out.note("gave_up", f"only the first {MAX_RECOVER_CHARS} characters of the broken list were read")
             src, at_end = src[:MAX_RECOVER_CHARS], False
+        elif src.endswith("]") and matching_paren("[" + src, 0, lenient_quotes=True) == len(src):
+            src, at_end = src[:-1], False  # the list's own "]": the text does not stop inside it
         segments = split_top_level(src, lenient_quotes=True)
         for n, segment in enumerate(segments):
             if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
@@ -204,6 +211,14 @@ class ToolAce(WireFormat):
         return args
 
     def _recover_value(self, key: str, raw: str, problems: list[Problem]) -> object:
+        """One argument's value: a Python literal (ast), else a string whose own quotes were not escaped (read to
+        the quote that ends the value, and reported), else repaired JSON, else the text itself (reported)."""
+        if len(raw) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(raw)):
+            try:
+                node = parse_expr(self, raw, 0)
+                return Literals(self, raw, 0, strict=False).value(node)
+            except FormatError:
+                pass
         text = lenient_string(raw) if len(raw) <= MAX_AST_CHARS else None
         if text is not None:
             value, unescaped = text
@@ -213,12 +228,6 @@ class ToolAce(WireFormat):
                                             f"quote that ends the value: {value[:60]!r}")
                 )
             return value
-        if len(raw) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(raw)):
-            try:
-                node = parse_expr(self, raw, 0)
-                return Literals(self, raw, 0, strict=False).value(node)
-            except FormatError:
-                pass
         value = lenient_json(raw)
         if value is None:
             problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
@@ -245,22 +254,27 @@ def _name_node(name: str) -> ast.expr:
 
 
 _MID_VALUE_ENDS = tuple(",=([{:")
+_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
 
 
 def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
     """For a call the text stops inside (``inner``: its arguments as written, up to the end of the text):
     ``(complete, clean)``, the arguments written whole before the cut, and whether the text stops right after a
-    complete value (see :class:`~refiner.formats.base.Cut`)."""
-    parts = split_top_level(inner, lenient_quotes=True)
-    tail = parts[-1].strip()
-    if not tail:  # stops after "(" or after a comma: every argument read was written whole
-        return dict(args), False
-    depth, in_string = open_brackets(tail, lenient_quotes=True)
-    ends = tail.rstrip()
-    clean = not in_string and not ends.endswith(_MID_VALUE_ENDS) and "=" in tail
-    whole = clean and depth == 0 and not ends[-1:].isdigit()
-    key = tail.partition("=")[0].strip()
+    value that cannot go on (a closed string, a constant, a closed bracket; see :class:`~refiner.formats.base.Cut`)."""
+    tail = split_top_level(inner, lenient_quotes=True)[-1].strip()
     complete = dict(args)
-    if not whole:
-        complete.pop(key, None)
-    return complete, clean
+    if not tail:  # stops after "(" or after a comma: every argument read was written whole
+        return complete, False
+    key, eq, raw = tail.partition("=")
+    raw = raw.strip()
+    if not eq or not raw:  # stops in a name, or after "="
+        complete.pop(key.strip(), None)
+        return complete, False
+    depth, in_string = open_brackets(raw, lenient_quotes=True)
+    if in_string or depth:  # stops inside a string, or inside a list or dict (partly written)
+        complete.pop(key.strip(), None)
+        return complete, not in_string and not raw.endswith(_MID_VALUE_ENDS)
+    if raw in _CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
+        return complete, True
+    complete.pop(key.strip(), None)  # a number (12 may be the start of 123), or half a name
+    return complete, False
