@@ -30,7 +30,8 @@ from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=os.environ.get("TOOL_REFINER_SHARED_DATA", str(ROOT.parent / "shared" / "data")))
+    default_shared = os.environ.get("TOOL_REFINER_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--shared", default=default_shared)
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every row count of the mix (at least 1 each)")
     args = ap.parse_args()
     shared = Path(args.shared)

@@ -103,7 +103,8 @@ class Table:
         for entry, (spent, kind, n) in self.rows.items():
             ok = spent <= BOUND_S
             missed += not ok
-            print(f"{entry:42} {kind[:44]:44} {n:8d} {spent * 1e3:8.2f} {spent / peer:7.1f}  {'met' if ok else 'MISSED'}")
+            verdict = "met" if ok else "MISSED"
+            print(f"{entry:42} {kind[:44]:44} {n:8d} {spent * 1e3:8.2f} {spent / peer:7.1f}  {verdict}")
         print(f"\npeer: json.loads of a valid {PEER_CHARS // 1000} KB call list: {peer * 1e3:.2f} ms")
         print(f"{len(self.rows) - missed} of {len(self.rows)} entry points within 50 ms; {missed} missed")
         for f in self.failures:

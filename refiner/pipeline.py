@@ -19,15 +19,15 @@ message (:func:`error_result`).
 
 Truncation. An upstream that was cut off is reported, never completed: the stage is ``truncated`` when the request's
 ``finish_reason`` is one of :data:`CUT_FINISH_REASONS` (``"length"``, Anthropic's ``"max_tokens"``), or when the text
-stops inside a call mid-value (inside a string, a key or a literal, or after ``,`` ``:`` ``=`` or an opening bracket:
-no model that lost only its closing brackets stops there). Then the complete calls before the cut are kept (tier 1
-repairs them as usual), the call the text stops in is left out of ``refined`` and ``calls`` (its values are not the
-model's: a string cut mid-way is not a value it meant), the model is not run (it would complete the cut call by
-inventing its values), and the result carries ``cut``: ``{"index", "name", "arguments", "clean", "finish_reason"}``,
-the cut call's position among the upstream's calls (``null``: the text stops between calls), its name when written
-whole, the arguments written whole before the cut, and whether the text stops right after a complete value. A text
-that stops right after a complete value with only closing brackets or tags missing, and no ``finish_reason`` saying it
-was cut, reads as a lost ending and is closed as before (stage ``repaired``).
+stops inside a call mid-value (inside a string, a key, a literal or a number, or after ``,`` ``:`` ``=`` or an opening
+bracket: no model that lost only its closing brackets stops there). Then the complete calls before the cut are kept
+(tier 1 repairs them as usual), the call the text stops in is left out of ``refined`` and ``calls`` (its values are not
+the model's: a string cut mid-way is not a value it meant), the model is not run (it would complete the cut call by
+inventing its values), and the result carries ``cut``: ``{"index", "name", "arguments", "clean", "finish_reason"}``, the
+cut call's position among the upstream's calls (``null``: the text stops between calls), its name when written whole,
+the arguments written whole before the cut, and whether the text stops right after a complete value. A text that stops
+right after a complete value with only closing brackets or tags missing, and no ``finish_reason`` saying it was cut,
+reads as a lost ending and is closed as before (stage ``repaired``).
 
 A failing model step never fails a request or its batch: when the batched engine call raises (a prompt longer than
 the model's context, an HTTP error for one conversation, ...), each request is retried alone, and a request whose

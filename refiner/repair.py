@@ -271,7 +271,9 @@ def coerce_value(
     elif isinstance(value, Mapping):
         props = getattr(param, "properties", None) or {}
         if props and count.left > 0:
-            new_d = {k: coerce_value(props[k], v, depth + 1, count=count) if k in props else v for k, v in value.items()}
+            new_d = {
+                k: coerce_value(props[k], v, depth + 1, count=count) if k in props else v for k, v in value.items()
+            }
             if any(new_d[k] is not value[k] for k in value):
                 value = new_d
     return value

@@ -89,18 +89,21 @@ def _calls(n: int, fmt: formats.WireFormat) -> list[ToolCall]:
 def format_texts(fmt: formats.WireFormat, size: int) -> list[tuple[str, str]]:
     """Hostile texts in ``fmt``: every storm where one of its values (or, for name-only formats, a tool name) goes;
     the example repeated; thousands of calls, whole and cut short; the format's tags storming around a call."""
-    slot = _slot_text(fmt)
-    out = []
-    for kind, storm in storms(size):
-        out.append((f"value {kind}", slot.replace(str(SLOT), storm, 1)))
-    example = fmt.example
-    out.append(("repeated_example", _fill(example + "\n", size)))
-    one = fmt.render(_calls(1, fmt))
-    n = max(2, size // max(len(one) - 10, 1))
-    many = fmt.render(_calls(n, fmt))
+    out = [("repeated_example", _fill(fmt.example + "\n", size))]
+    try:
+        slot = _slot_text(fmt)
+        one = fmt.render(_calls(1, fmt))
+        n = max(2, size // max(len(one) - 10, 1))
+        many = fmt.render(_calls(n, fmt))
+    except formats.RenderError:  # a format that cannot write these calls: its example stands in
+        slot = many = fmt.example
+    if str(SLOT) in slot:
+        for kind, storm in storms(size):
+            out.append((f"value {kind}", slot.replace(str(SLOT), storm, 1)))
     out.append(("many_calls", many))
     out.append(("many_calls_cut", many[: len(many) // 2]))
-    out.append(("many_calls_cut_in_string", many[: many.find("Paris", len(many) // 2) + 3]))
+    if "Paris" in many:
+        out.append(("many_calls_cut_in_string", many[: many.find("Paris", len(many) // 2) + 3]))
     for tag in fmt.tags:
         out.append((f"storm of {tag}", _fill(tag, size // 2) + slot))
         out.append((f"{tag} in a value", slot.replace(str(SLOT), '"' + _fill(tag, size) + '"', 1)))

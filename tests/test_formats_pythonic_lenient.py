@@ -25,7 +25,8 @@ def test_field_report_unescaped_quote_in_a_single_quoted_value():
     assert formats.detect_format(FIELD_REPORT) == "toolace"
     res = Refiner().refine({"upstream": FIELD_REPORT})
     assert res["calls"] == [{"name": "bash", "arguments": {"command": "sed -n '360,450p' /testbed/f.py"}}]
-    assert formats.get("toolace").parse_strict(res["refined"])[0].arguments["command"] == "sed -n '360,450p' /testbed/f.py"
+    refined = formats.get("toolace").parse_strict(res["refined"])
+    assert refined[0].arguments["command"] == "sed -n '360,450p' /testbed/f.py"
 
 
 @pytest.mark.parametrize(

@@ -321,7 +321,7 @@ def _checked_reader(items, name_key, args_key, outputs_key, outputs_as):
             return None
         outputs = extra.get(outputs_key, [] if outputs_as is list else None) if outputs_key else None
         if outputs_as is str and outputs_key:
-            if outputs is not None and type(outputs) is not str:
+            if outputs_key in extra and type(outputs) is not str:  # (a label written as null is not a label)
                 return None
             outputs = () if outputs is None else (outputs,)
         elif outputs_key:

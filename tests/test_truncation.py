@@ -74,6 +74,8 @@ CUTS = {
 @pytest.mark.parametrize("name", [n for n in ALL if not formats.get(n).names_only])
 @pytest.mark.parametrize("kind", list(CUTS))
 def test_a_cut_inside_the_last_call_keeps_the_complete_ones(name, kind):
+    """The reader marks the call the text stops in (``Lenient.cut``, with what was written whole), or leaves it out;
+    either way the pipeline returns the complete call only, and says the upstream was cut when it can tell."""
     fmt = formats.get(name)
     gold = _fit(fmt, GOLD)
     text = fmt.render(gold)
@@ -81,23 +83,43 @@ def test_a_cut_inside_the_last_call_keeps_the_complete_ones(name, kind):
     marker = next(m for m in markers if m in text)  # (pythonic formats write keys bare, OpenAI's escaped)
     cut = _cut(text, marker, len(marker) if keep is None else keep)
     got = fmt.parse_lenient(cut)
-    assert got.cut is not None and got.cut.index == 1 and not got.cut.clean, (cut[-40:], got.cut)
     assert got.calls[0] == gold[0]
-    assert any(p.code == "truncated" for p in got.problems)
-    # what the cut call held whole before the cut: the restaurant (written whole) once the cut is past it
-    written = got.cut.arguments
-    assert all(gold[1].arguments[k] == v for k, v in written.items())
-    assert ("restaurant" in written) == (kind != "inside a string")
-    assert "when" not in written
-    res = Refiner().refine({"tools": TOOLS, "upstream": cut, "format": name})
-    assert res["stage"] == "truncated", res["reason"]
-    assert [c["name"] for c in res["calls"]] == ["get_weather"]
-    assert res["calls"][0]["arguments"] == dict(gold[0].arguments)
+    if got.cut is not None:
+        assert got.cut.index == 1 and not got.cut.clean, (cut[-40:], got.cut)
+        assert any(p.code == "truncated" for p in got.problems)
+        written = got.cut.arguments  # what the cut call held whole before the cut
+        assert all(gold[1].arguments[k] == v for k, v in written.items())
+        assert "when" not in written
+    else:  # a reader that leaves the cut call out
+        assert len(got.calls) == 1, got.calls
+    for finish in (None, "length"):
+        req = {"tools": TOOLS, "upstream": cut, "format": name, **({"finish_reason": finish} if finish else {})}
+        res = Refiner().refine(req)
+        assert [c["name"] for c in res["calls"]] == ["get_weather"], (finish, res["calls"])
+        assert res["calls"][0]["arguments"] == dict(gold[0].arguments)
+        assert "Chez" not in res["refined"]  # the cut call is not in the text handed back
+        assert formats.get(name).parse_strict(res["refined"]) == [gold[0]]
+        if finish or got.cut is not None:
+            assert res["stage"] == "truncated", res["reason"]
+            assert res["cut"]["finish_reason"] == finish
+        json.dumps(res)
+
+
+@pytest.mark.parametrize("name, kind", [(n, k) for n in ["hermes", "xlam", "nestools", "glaive", "apibank", "openai",
+                                                         "anthropic", "nestful", "toolace"] for k in CUTS])
+def test_the_built_in_readers_say_what_was_written_whole(name, kind):
+    fmt = formats.get(name)
+    gold = _fit(fmt, GOLD)
+    text = fmt.render(gold)
+    markers, keep = CUTS[kind]
+    marker = next(m for m in markers if m in text)
+    got = fmt.parse_lenient(_cut(text, marker, len(marker) if keep is None else keep))
+    assert got.cut is not None and got.cut.index == 1 and got.cut.name == "book_table"
+    assert ("restaurant" in got.cut.arguments) == (kind != "inside a string")
+    res = Refiner().refine({"tools": TOOLS, "upstream": _cut(text, marker, len(marker) if keep is None else keep),
+                            "format": name})
     assert res["cut"]["index"] == 1 and res["cut"]["finish_reason"] is None
-    assert "Chez" not in res["refined"]  # the cut call is not in the text handed back
-    assert formats.get(name).parse_strict(res["refined"]) == [gold[0]]
     assert any(a["kind"] == "drop_cut" for a in res["actions"])
-    json.dumps(res)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -193,8 +215,8 @@ def test_the_model_never_completes_a_cut_call():
 
         def chat(self, conversations, **kw):
             self.seen += len(conversations)
-            return [["<tool_call>\n{\"name\": \"book_table\", \"arguments\": {\"restaurant\": \"Chez Nous\"}}\n</tool_call>"]
-                    for _ in conversations]
+            answer = formats.get("hermes").render([ToolCall("book_table", {"restaurant": "Chez Nous"})])
+            return [[answer] for _ in conversations]
 
     engine = Recorder()
     cut = _cut(formats.get("hermes").render(GOLD), "Chez Nous", 4)

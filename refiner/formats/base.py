@@ -12,7 +12,11 @@ format's name). It provides:
   missing or anything inside is not resolvable in that format, checked recursively. Reasoning before the calls
   (``<think>...</think>`` or plain prose) and prose after them are allowed.
 - ``parse_lenient(text) -> Lenient``: best effort, never raises, on any string: the calls it recovered and the
-  :class:`Problem` list of what it met (empty when the text was strictly valid).
+  :class:`Problem` list of what it met (empty when the text was strictly valid), and where the text stops inside a
+  call (:class:`Cut`; a reader that does not go through :mod:`~refiner.formats.jsonfix` marks it with
+  :meth:`Lenient.mark_cut`). Its work is bounded by counts (repair units, items read: see jsonfix).
+- Arguments nest at most :data:`MAX_ARGUMENT_DEPTH` levels: ``parse_strict`` raises on deeper ones (the base class
+  checks, after the format's parser) and ``parse_lenient`` drops them with a problem.
 - ``render(calls) -> str``: the canonical text, with ``parse_strict(render(calls)) == calls``; raises
   :class:`RenderError`, and only that, for calls the format cannot write (a name that is not an identifier in a
   pythonic format, a number JSON cannot hold, a value that is not JSON).
@@ -350,7 +354,8 @@ def _drop_deep_arguments(out: Lenient) -> None:
             if value_depth(v, MAX_ARGUMENT_DEPTH - 1) < MAX_ARGUMENT_DEPTH:
                 keep[k] = v
             else:
-                out.note("bad_argument", f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; dropped")
+                what = f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; dropped"
+                out.note("bad_argument", what)
         out.calls[i] = ToolCall(c.name, keep, c.outputs, c.step)
         if out.cut is not None and out.cut.index == i:
             shallow = {k: v for k, v in out.cut.arguments.items() if k in keep}
