@@ -39,7 +39,7 @@ OPEN, CLOSE = "<function_list>", "</function_list>"
 # length); every character handed to ast costs AST_COST_PER_CHAR units of the parse's repair budget
 # (refiner.formats.jsonfix: ast costs up to 3 µs per character on broken text).
 MAX_RECOVERED_SEGMENTS = 128
-MAX_RECOVER_CHARS = 16_384
+MAX_RECOVER_CHARS = 4096
 AST_COST_PER_CHAR = 2
 # The general (ast) reader takes call lists up to this many characters: Python's parser costs about 1.5 µs per
 # character, twice that on a syntax error, and the reward must stay fast on any output. Lists in the plain layout
