@@ -21,9 +21,9 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_upstream import BROKEN_CALLS as BROKEN  # noqa: E402
-from fake_upstream import VALID_CALLS as VALID  # noqa: E402
-from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, free_port, serve_in_subprocess  # noqa: E402
+from fake_upstream import BROKEN_CALLS as BROKEN
+from fake_upstream import VALID_CALLS as VALID
+from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, free_port, serve_in_subprocess
 
 
 def payload(calls: list[dict], i: int) -> dict:

@@ -262,14 +262,14 @@ def test_stream_forwards_content_and_reemits_refined_tool_calls(proxy) -> None:
 
 
 def test_stream_without_tool_calls(proxy) -> None:
-    status, events = stream(proxy, body({"content": "Just text."}))
+    _, events = stream(proxy, body({"content": "Just text."}))
     deltas = [c["choices"][0] for c in events[:-1]]
     assert "".join(d["delta"].get("content") or "" for d in deltas) == "Just text."
     assert deltas[-1]["finish_reason"] == "stop" and events[-1] == "[DONE]"
 
 
 def test_stream_reemits_usage_last(proxy) -> None:
-    status, events = stream(proxy, body({"tool_calls": BROKEN[:1]}, stream_options={"include_usage": True}))
+    _, events = stream(proxy, body({"tool_calls": BROKEN[:1]}, stream_options={"include_usage": True}))
     assert events[-1] == "[DONE]" and events[-2]["choices"] == []
     assert events[-2]["usage"] == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     assert events[-3]["choices"][0]["finish_reason"] == "tool_calls"
@@ -284,7 +284,7 @@ def test_stream_stalling_mid_way_ends_with_an_error_event(proxy) -> None:
 
 def test_stream_with_a_failing_refiner_reemits_the_upstream_calls(upstream) -> None:
     with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Boom())) as url:
-        status, events = stream(url, body({"tool_calls": BROKEN}))
+        _, events = stream(url, body({"tool_calls": BROKEN}))
     calls = [t for c in events[:-1] for t in c["choices"][0]["delta"].get("tool_calls", [])]
     assert [(t["id"], t["function"]["arguments"]) for t in calls] == [(c["id"], c["arguments"]) for c in BROKEN]
 

@@ -1,0 +1,105 @@
+"""OpenAI ``tool_calls`` ⇄ refiner requests and results.
+
+A choice's ``tool_calls`` go to the pipeline as text in the ``openai`` wire format (the array exactly as received,
+broken arguments included); the refined calls come back as OpenAI ``tool_calls`` that keep the upstream's call ids.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from refiner import formats
+
+WIRE_FORMAT = "openai"
+
+
+def upstream_text(tool_calls: Sequence[dict]) -> str:
+    """The upstream's calls as text in the ``openai`` wire format: the ``tool_calls`` array exactly as received
+    (arguments kept as the strings the upstream wrote, broken or not)."""
+    return json.dumps(list(tool_calls), ensure_ascii=False)
+
+
+def refine_request(body: dict, tool_calls: Sequence[dict], fmt: str) -> dict:
+    """The pipeline request for one choice: the chat's tools and messages, and the upstream's calls."""
+    return {"tools": body.get("tools") or None, "query": body.get("messages") or "", "upstream":
+            upstream_text(tool_calls), "format": fmt}
+
+
+def new_call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def rebuild_tool_calls(original: Sequence[dict], calls: Sequence[dict]) -> list[dict]:
+    """OpenAI ``tool_calls`` for the refined ``calls``: a call keeps the id of the original call at its position
+    when the name matches, else of the first unused original with its name, else (a renamed call) of the first
+    unused original; calls beyond the originals get fresh ids."""
+    used: set[int] = set()
+    ids: list[str | None] = [None] * len(calls)
+    names = [(o.get("function") or {}).get("name") for o in original]
+    for i, c in enumerate(calls):
+        if i < len(original) and names[i] == c["name"]:
+            ids[i] = original[i].get("id")
+            used.add(i)
+    for i, c in enumerate(calls):
+        if ids[i] is None:
+            j = next((j for j, n in enumerate(names) if j not in used and n == c["name"]), None)
+            if j is not None:
+                used.add(j)
+                ids[i] = original[j].get("id")
+    spare = iter(j for j in range(len(original)) if j not in used)  # renamed calls keep the ids of the rest
+    for i in range(len(calls)):
+        if ids[i] is None:
+            j = next(spare, None)
+            ids[i] = original[j].get("id") if j is not None else None
+    return [
+        {
+            "id": ids[i] or new_call_id(),
+            "type": "function",
+            "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {}, ensure_ascii=False)},
+        }
+        for i, c in enumerate(calls)
+    ]
+
+
+def apply_result(message: dict, finish_reason: str | None, result: dict) -> tuple[dict, str | None]:
+    """The choice's message and finish reason after refinement (unchanged results keep the upstream's bytes)."""
+    original = message.get("tool_calls") or []
+    if not result.get("changed") or result.get("stage") == "error":
+        return message, finish_reason
+    tool_calls = rebuild_tool_calls(original, result.get("calls") or [])
+    out = dict(message)
+    if tool_calls:
+        out["tool_calls"] = tool_calls
+        reason = "tool_calls" if finish_reason in (None, "stop", "tool_calls") else finish_reason
+    else:
+        out.pop("tool_calls", None)
+        reason = "stop" if finish_reason in (None, "tool_calls") else finish_reason
+    return out, reason
+
+
+def content_call_format(content: Any, allowed: Sequence[str]) -> str | None:
+    """The wire format of tool calls written in an answer's text, when it is one of ``allowed``."""
+    if not isinstance(content, str) or not content.strip():
+        return None
+    found = formats.detect_format(content)
+    return found if found in allowed else None
+
+
+def calls_from_content(
+    message: dict, finish_reason: str | None, result: dict, fmt_name: str
+) -> tuple[dict, str | None]:
+    """The message with the calls found in its content moved to ``tool_calls``; the content keeps the text before
+    the format's first tag (None when nothing is left). Unchanged when no call was recovered."""
+    calls = result.get("calls") or []
+    if not calls or result.get("stage") == "error":
+        return message, finish_reason
+    content = message["content"]
+    tags = formats.get(fmt_name).tags
+    cut = content.find(tags[0]) if tags else -1
+    out = dict(message)
+    out["content"] = (content[:cut].strip() or None) if cut >= 0 else None
+    out["tool_calls"] = rebuild_tool_calls([], calls)
+    return out, "tool_calls" if finish_reason in (None, "stop", "tool_calls") else finish_reason
