@@ -158,19 +158,28 @@ HERMES_IN_CONTENT = ('I will check.\n<tool_call>\n{"name": "get_wether", "argume
                      '\n</tool_call>')
 
 
-def test_calls_left_in_content_are_moved_to_tool_calls_when_asked(upstream, proxy) -> None:
+def test_calls_left_in_content_are_moved_to_tool_calls_by_default(upstream, proxy) -> None:
     """An upstream whose tool parser failed returns the raw Hermes calls as content (vLLM does this)."""
-    assert post(proxy, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
-        "role": "assistant", "content": HERMES_IN_CONTENT}  # off by default: content untouched
-    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls=("hermes",))) as url:
-        r = post(url, body({"content": HERMES_IN_CONTENT}))
-        prose = post(url, body({"content": "Sure (happy to help): it is sunny."})).json()["choices"][0]
+    r = post(proxy, body({"content": HERMES_IN_CONTENT}))
     choice = r.json()["choices"][0]
     assert choice["message"]["content"] == "I will check." and choice["finish_reason"] == "tool_calls"
     assert [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in choice["message"]["tool_calls"]
             ] == [("get_weather", {"city": "Paris", "days": 3})]
-    assert prose["message"] == {"role": "assistant", "content": "Sure (happy to help): it is sunny."}
-    assert prose["finish_reason"] == "stop"
+    assert r.headers["x-tool-refiner-content-calls"] == "0:hermes"
+    assert r.json()["tool_refiner"]["content_calls"] == [{"choice": 0, "format": "hermes"}]
+    prose = post(proxy, body({"content": "Sure (happy to help): it is sunny."}))
+    assert prose.json()["choices"][0]["message"] == {"role": "assistant", "content": "Sure (happy to help): it is sunny."}
+    assert prose.json()["choices"][0]["finish_reason"] == "stop" and "tool_refiner" not in prose.json()
+    # no tools offered, tool_choice "none", or a JSON answer asked for: the content is an answer, never calls
+    for extra in ({"tools": None}, {"tool_choice": "none"}, {"response_format": {"type": "json_object"}}):
+        message = post(proxy, {**body({"content": HERMES_IN_CONTENT}), **extra}).json()["choices"][0]["message"]
+        assert message == {"role": "assistant", "content": HERMES_IN_CONTENT}, extra
+    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls="off")) as url:
+        assert post(url, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
+            "role": "assistant", "content": HERMES_IN_CONTENT}
+    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls=("xlam",))) as url:  # hermes not allowed
+        assert post(url, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
+            "role": "assistant", "content": HERMES_IN_CONTENT}
     with pytest.raises(KeyError, match="unknown wire format"):
         create_app("http://127.0.0.1:9/v1", content_calls=("nope",))
 
@@ -347,8 +356,9 @@ def test_cli_proxy_serves_500_concurrent_requests_without_error() -> None:
     py = sys.executable
     up_port, px_port = free_port(), free_port()
     with serve_in_subprocess([py, str(Path(__file__).with_name("fake_upstream.py")), str(up_port)], up_port) as up:
+        # a capacity test: the deadline is set out of reach, so a busy machine cannot turn refinements into timeouts
         cli = [py, "-m", "refiner.cli", "serve", "--upstream-base-url", up + "/v1", "--port", str(px_port),
-               "--log-level", "warning"]
+               "--log-level", "warning", "--refine-timeout", "300"]
         with serve_in_subprocess(cli, px_port, health_path="/health") as proxy:
 
             async def run() -> list[httpx.Response]:
@@ -360,6 +370,7 @@ def test_cli_proxy_serves_500_concurrent_requests_without_error() -> None:
 
             responses = asyncio.run(run())
     assert [r.status_code for r in responses] == [200] * 500
+    assert {r.headers["x-tool-refiner"] for r in responses} == {"repaired", "unchanged"}
     for i, r in enumerate(responses):
         choice = r.json()["choices"][0]
         assert choice["message"]["content"] == f"r{i}"

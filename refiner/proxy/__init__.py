@@ -25,7 +25,7 @@ the one mapping of its failures), :mod:`~refiner.proxy.convert` (``tool_calls`` 
 
 from refiner.proxy.app import create_app
 from refiner.proxy.batching import RefineBatcher, batch_function
-from refiner.proxy.convert import WIRE_FORMAT, apply_result, calls_from_content, rebuild_tool_calls, refine_request
+from refiner.proxy.convert import WIRE_FORMAT, apply_result, rebuild_tool_calls, refine_request
 from refiner.proxy.stream import StreamBuffer
 from refiner.proxy.upstream import UpstreamError, error_response
 
@@ -36,7 +36,6 @@ __all__ = [
     "UpstreamError",
     "apply_result",
     "batch_function",
-    "calls_from_content",
     "create_app",
     "error_response",
     "rebuild_tool_calls",

@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from typing import Any
-
-from refiner import formats
 
 WIRE_FORMAT = "openai"
 
@@ -79,27 +76,3 @@ def apply_result(message: dict, finish_reason: str | None, result: dict) -> tupl
         reason = "stop" if finish_reason in (None, "tool_calls") else finish_reason
     return out, reason
 
-
-def content_call_format(content: Any, allowed: Sequence[str]) -> str | None:
-    """The wire format of tool calls written in an answer's text, when it is one of ``allowed``."""
-    if not isinstance(content, str) or not content.strip():
-        return None
-    found = formats.detect_format(content)
-    return found if found in allowed else None
-
-
-def calls_from_content(
-    message: dict, finish_reason: str | None, result: dict, fmt_name: str
-) -> tuple[dict, str | None]:
-    """The message with the calls found in its content moved to ``tool_calls``; the content keeps the text before
-    the format's first tag (None when nothing is left). Unchanged when no call was recovered."""
-    calls = result.get("calls") or []
-    if not calls or result.get("stage") == "error":
-        return message, finish_reason
-    content = message["content"]
-    tags = formats.get(fmt_name).tags
-    cut = content.find(tags[0]) if tags else -1
-    out = dict(message)
-    out["content"] = (content[:cut].strip() or None) if cut >= 0 else None
-    out["tool_calls"] = rebuild_tool_calls([], calls)
-    return out, "tool_calls" if finish_reason in (None, "stop", "tool_calls") else finish_reason

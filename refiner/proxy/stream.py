@@ -1,14 +1,17 @@
 """Streaming (``stream: true``): the upstream's SSE chunks are relayed as they come, except the parts that must be
-refined first (tool-call deltas, finish reasons, usage), which are held in a :class:`StreamBuffer` and re-emitted
-whole once the upstream's stream has ended."""
+refined first (tool-call deltas, finish reasons, usage, and content that may hold calls), which are held back and
+re-emitted once the upstream's stream has ended."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
+from refiner.proxy.content import ContentSplit
 from refiner.proxy.convert import new_call_id
+from refiner.proxy.history import HistoryReport
+from refiner.proxy.refining import Refinement, report
 from refiner.proxy.upstream import UpstreamError
 
 DONE = "data: [DONE]\n\n"
@@ -84,29 +87,74 @@ class StreamBuffer:
         return {**self.template(), "choices": [{"index": i, "delta": delta, "finish_reason": finish}]}
 
 
-RefineChoices = Callable[[list[tuple[dict, str | None]]], Awaitable[list[tuple[dict, str | None, str]]]]
-
-
-async def relay(events: AsyncIterator[dict], refine_choices: RefineChoices) -> AsyncIterator[str]:
-    """The SSE text sent to the client for the upstream's stream ``events``: chunks forwarded as they come, then the
-    refined tool calls, the finish reasons, the usage and ``[DONE]``. An upstream failure mid-stream ends the stream
-    with an error event."""
+async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
+                history: HistoryReport | None = None) -> AsyncIterator[str]:
+    """The SSE text sent to the client for the upstream's stream ``events``: chunks forwarded as they come, except
+    content that may hold calls (held back by a :class:`~refiner.proxy.content.ContentSplit` per choice, and
+    released as soon as it proves to be text); then, once the upstream's stream has ended, the rest of the held
+    content or the calls read from it, the refined tool calls, the finish reasons (the last one carrying the
+    ``tool_refiner`` report when there is one), the usage and ``[DONE]``. An upstream failure mid-stream releases
+    the held content and ends the stream with an error event."""
     buf = StreamBuffer()
+    reads_content = refinement.content.applies(body)
+    splits: dict[int, ContentSplit] = {}
     try:
         async for chunk in events:
             forward = buf.take(chunk)
+            if forward is not None and reads_content:
+                forward = await _hold_content(forward, splits, refinement, body)
             if forward is not None:
                 yield sse(forward)
     except UpstreamError as e:
+        for i, split in sorted(splits.items()):
+            split.give_up_checks()
+            text = split.end().release + split.held
+            if text:
+                yield sse(buf.chunk(i, {"content": text}))
         yield sse(e.body())
         yield DONE
         return
-    items = [(buf.message(i), buf.finish.get(i)) for i in buf.indices()]
-    refined = await refine_choices(items)
-    for i, (message, reason, _) in zip(buf.indices(), refined):
-        for k, call in enumerate(message.get("tool_calls") or []):
+    for i, split in sorted(splits.items()):
+        text = await refinement.drive(split, split.end(), body, refinement.deadline())
+        if text:
+            yield sse(buf.chunk(i, {"content": text}))
+    indices = buf.indices()
+    results = await refinement.choices(body, [(buf.message(i), buf.finish.get(i)) for i in indices], splits)
+    _, extra = report(results, history)
+    if extra or any(r.stage != "none" for r in results):
+        extra = {"stages": [r.stage for r in results], **extra}
+    for n, (i, r) in enumerate(zip(indices, results)):
+        if r.content_tail:
+            yield sse(buf.chunk(i, {"content": r.content_tail}))
+        for k, call in enumerate(r.message.get("tool_calls") or []):
             yield sse(buf.chunk(i, {"tool_calls": [{"index": k, **call}]}))
-        yield sse(buf.chunk(i, {}, reason))
+        last = buf.chunk(i, {}, r.finish_reason)
+        if extra and n == len(indices) - 1:
+            last["tool_refiner"] = extra
+        yield sse(last)
     if buf.usage is not None:
         yield sse({**buf.template(), "choices": [], "usage": buf.usage})
     yield DONE
+
+
+async def _hold_content(chunk: dict, splits: dict[int, ContentSplit], refinement: Refinement,
+                        body: dict) -> dict | None:
+    """The chunk with each choice's content replaced by what its split releases now (None when nothing is left)."""
+    kept = []
+    for choice in chunk["choices"]:
+        piece = choice["delta"].get("content")
+        if piece:
+            i = choice["index"]
+            split = splits.get(i)
+            if split is None:
+                split = splits[i] = refinement.splitter(body)
+            released = await refinement.drive(split, split.feed(piece), body, refinement.deadline())
+            delta = {k: v for k, v in choice["delta"].items() if k != "content"}
+            if released:
+                delta["content"] = released
+            others = any(v is not None for k, v in choice.items() if k not in ("index", "delta", "finish_reason"))
+            if not delta and not others:
+                continue
+            choice = {**choice, "delta": delta}
+        kept.append(choice)
+    return {**chunk, "choices": kept} if kept else None

@@ -134,23 +134,29 @@ class Upstream:
             raise RuntimeError("the upstream client is not open (the app's lifespan has not started)")
         return self._client
 
-    def headers(self, authorization: str | None) -> dict[str, str]:
+    def headers(self, authorization: str | None, body: bytes | None = None) -> dict[str, str]:
+        out = {"content-type": "application/json"} if body is not None else {}
         if self.api_key:
-            return {"authorization": f"Bearer {self.api_key}"}
-        return {"authorization": authorization} if authorization else {}
+            out["authorization"] = f"Bearer {self.api_key}"
+        elif authorization:
+            out["authorization"] = authorization
+        return out
 
-    async def request(self, method: str, path: str, authorization: str | None, body: dict | None) -> httpx.Response:
-        """The upstream's answer; :class:`UpstreamError` for a transport failure or an error status."""
+    async def request(self, method: str, path: str, authorization: str | None, body: bytes | None) -> httpx.Response:
+        """The upstream's answer to ``body`` (JSON bytes); :class:`UpstreamError` for a transport failure or an error
+        status."""
         try:
-            resp = await self.client.request(method, f"{self.base}{path}", json=body, headers=self.headers(authorization))
+            resp = await self.client.request(method, f"{self.base}{path}", content=body,
+                                             headers=self.headers(authorization, body))
         except httpx.HTTPError as e:
             raise transport_failure(e, self.timeout) from None
         check_status(resp.status_code, resp.content, resp.headers)
         return resp
 
-    async def open_stream(self, path: str, authorization: str | None, body: dict) -> httpx.Response:
+    async def open_stream(self, path: str, authorization: str | None, body: bytes) -> httpx.Response:
         """A streaming response whose status is below 400 (the caller closes it); :class:`UpstreamError` otherwise."""
-        req = self.client.build_request("POST", f"{self.base}{path}", json=body, headers=self.headers(authorization))
+        req = self.client.build_request("POST", f"{self.base}{path}", content=body,
+                                        headers=self.headers(authorization, body))
         try:
             resp = await self.client.send(req, stream=True)
         except httpx.HTTPError as e:
