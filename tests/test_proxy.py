@@ -198,6 +198,44 @@ def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
     assert reason == "tool_calls" and len(msg["tool_calls"]) == 4
 
 
+# ------------------------------------------------------------------------------------------------ truncation
+
+CUT = tc("get_time", '{"tz": "CE', "call_cut")  # the upstream hit its token limit inside this call
+
+
+def test_a_call_cut_by_the_token_limit_is_kept_as_sent_and_reported(proxy) -> None:
+    r = post(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "length"
+    calls = choice["message"]["tool_calls"]
+    assert args_of({"message": {"tool_calls": calls[:1]}}) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]
+    assert calls[1] == {"id": "call_cut", "type": "function", "function": {"name": "get_time", "arguments": '{"tz": "CE'}}
+    assert r.headers["x-tool-refiner-truncated"] == "0" and r.headers["x-tool-refiner"] == "repaired"
+    assert r.json()["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+    only = post(proxy, body({"tool_calls": [CUT], "finish_reason": "length"}))
+    assert only.json()["choices"][0]["message"]["tool_calls"] == [calls[1]]
+    assert only.headers["x-tool-refiner"] == "none" and only.json()["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_complete_last_call_under_length_is_refined_and_length_kept(proxy) -> None:
+    r = post(proxy, body({"tool_calls": BROKEN[:1] + [tc("get_time", '{"tz": "CET"}', "call_t")],
+                          "finish_reason": "length"}))
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "length" and "x-tool-refiner-truncated" not in r.headers
+    assert [n for n, _, _ in args_of(choice)] == ["get_weather", "get_time"]
+
+
+def test_a_cut_call_in_a_stream_is_kept_as_sent(proxy) -> None:
+    _, events = stream(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
+    chunks = [c for c in events[:-1] if c["choices"]]
+    calls = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
+    assert [(t["id"], t["function"]["name"]) for t in calls] == [("call_a", "get_weather"), ("call_cut", "get_time")]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris", "days": 3}
+    assert calls[1]["function"]["arguments"] == '{"tz": "CE'
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-1]["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+
+
 # ------------------------------------------------------------------------------------------------ errors
 
 
@@ -358,8 +396,11 @@ def test_cli_proxy_serves_500_concurrent_requests_without_error() -> None:
     with serve_in_subprocess([py, str(Path(__file__).with_name("fake_upstream.py")), str(up_port)], up_port) as up:
         # a capacity test: the deadline is set out of reach, so a busy machine cannot turn refinements into timeouts
         cli = [py, "-m", "refiner.cli", "serve", "--upstream-base-url", up + "/v1", "--port", str(px_port),
-               "--log-level", "warning", "--refine-timeout", "300"]
+               "--log-level", "warning", "--refine-timeout", "300", "--max-body-mb", "2", "--content-calls", "off"]
         with serve_in_subprocess(cli, px_port, health_path="/health") as proxy:
+            health = httpx.get(proxy + "/health").json()
+            assert (health["max_body_bytes"], health["refine_timeout"], health["content_calls"]) == (2 * 1024 * 1024,
+                                                                                                    300, "off")
 
             async def run() -> list[httpx.Response]:
                 async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=500)) as client:

@@ -95,7 +95,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     refine_timeout: float | None = None,
     workers: int | None = None,
-    slow_after: float = 0.1,
+    slow_after: float = 0.02,
     fmt: str = WIRE_FORMAT,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> FastAPI:
@@ -105,8 +105,8 @@ def create_app(
     ``Authorization`` header is forwarded. ``timeout`` bounds each upstream call (504 after).
 
     Isolation: request bodies over ``max_body_bytes`` are refused (413). Tier-1 work runs in ``workers`` processes
-    (default: the CPU count, at least 2; ``0``: threads of this process, no isolation); a task still running after
-    ``slow_after`` seconds is demoted to the lowest CPU priority. ``refine_timeout`` (default 5 s, 60 s with a
+    (default: the CPU count, at least 2; ``0``: threads of this process, no isolation); a task that has used
+    ``slow_after`` CPU seconds is demoted to the lowest CPU priority and replaced in the pool. ``refine_timeout`` (default 5 s, 60 s with a
     refiner model) bounds what refinement adds to one response: past it the upstream's answer is returned as it came
     (stage ``timeout``). Requests that need the model are batched (up to ``max_batch``) into one engine call.
 
@@ -192,15 +192,18 @@ def create_app(
         except UpstreamError as e:
             log.warning("chat completion failed: %s %s", e.status, e.message)
             return e.response()
+        answered = time.perf_counter()
         items = [(c.get("message") or {}, c.get("finish_reason")) for c in data["choices"]]
         results = await refinement.choices(body, items)
+        refined = time.perf_counter()
         for choice, r in zip(data["choices"], results):
             choice["message"], choice["finish_reason"] = r.message, r.finish_reason
         headers, extra = report(results, history)
         if extra:
             data["tool_refiner"] = extra
-        log.info("chat completion: %d choice(s), stages %s, %.1f ms", len(results), headers["x-tool-refiner"],
-                 1e3 * (time.perf_counter() - started))
+        log.info("chat completion: %d choice(s), stages %s, %.1f ms (upstream %.1f ms, refinement %.1f ms)",
+                 len(results), headers["x-tool-refiner"], 1e3 * (time.perf_counter() - started),
+                 1e3 * (answered - started), 1e3 * (refined - answered))
         if big or len(resp.content) > OFFLOAD_BYTES:
             return Response(await dumps(data, True), media_type="application/json", headers=headers)
         return JSONResponse(data, headers=headers)

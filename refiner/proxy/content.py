@@ -42,8 +42,8 @@ def markers() -> tuple[str, ...]:
 class Openers:
     """Finds where calls may start in a text, for one request's tool names."""
 
-    def __init__(self, tool_names: Iterable[str] = ()) -> None:
-        self.markers = markers()
+    def __init__(self, tool_names: Iterable[str] = (), known_markers: Sequence[str] | None = None) -> None:
+        self.markers = tuple(known_markers) if known_markers is not None else markers()
         names = sorted({n for n in tool_names if isinstance(n, str) and n.strip()}, key=len, reverse=True)
         parts = [f"(?P<marker>{'|'.join(map(re.escape, self.markers))})"] if self.markers else []
         parts += [r"(?P<fence>^[ \t]*```)", r"(?P<list>^[ \t]*\[|\[(?=\s*" + _IDENT + r"\s*\())",
@@ -134,6 +134,7 @@ class _Region:
     pos: int = -1  # bracket matching: next character to read
     depth: int = 0
     quote: str | None = None
+    end: int = -1  # where the brackets closed, once they have
 
 
 @dataclass
@@ -263,11 +264,27 @@ class ContentSplit:
             if close < 0:
                 return "open"
             return close + 3
-        return self._match_brackets(r)
+        end = self._match_brackets(r)
+        if r.kind == "call" and end != "open":
+            return self._bare_call_end(end)
+        return end
+
+    def _bare_call_end(self, end: int) -> str | int:
+        """A bare call (``name(...)`` at a line start) counts only when its line holds calls alone (more calls after
+        ``;`` or ``,``), never when prose goes on after it: "get_weather(city) is a function you can call"."""
+        nl = self.text.find("\n", end)
+        if nl < 0 and not self.final:
+            return "open"
+        rest = self.text[end : nl if nl >= 0 else len(self.text)].lstrip(" \t;,")
+        if not rest or _ident_call(rest, 0):
+            return end
+        return "not_call"
 
     def _match_brackets(self, r: _Region) -> str | int:
         """Reads on from where it stopped; the end of the region once its brackets are balanced. Strings (in single
         or double quotes) end at a newline, so a stray apostrophe cannot swallow the rest of the answer."""
+        if r.end >= 0:
+            return r.end
         text = self.text
         i = r.pos if r.pos >= 0 else r.start
         n = len(text)
@@ -286,7 +303,7 @@ class ContentSplit:
             elif c in ")]}":
                 r.depth -= 1
                 if r.depth <= 0:
-                    r.pos = i + 1
+                    r.pos = r.end = i + 1
                     return i + 1
             i += 1
         r.pos = min(i, n)

@@ -5,7 +5,7 @@ The helper is started with ``subprocess`` (a fresh interpreter given this proces
 re-running the program's main module (which ``multiprocessing``'s spawn and forkserver methods do, and which would
 start a second server from a script that calls ``uvicorn.run`` without a ``__main__`` guard). It is single-threaded,
 so forking it is safe, and it ignores ``SIGCHLD`` so that its children are reaped by the kernel. Each worker talks to
-this process over its own socket (a :class:`multiprocessing.connection.Connection`) and runs
+this process over its own socket and runs
 :func:`refiner.proxy.work.serve`; the helper sends back the worker's pid (to renice or kill it) and the socket.
 """
 
@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import threading
-from multiprocessing.connection import Connection
 from typing import Any
 
 from refiner.proxy import work
@@ -31,7 +30,7 @@ PID_BYTES = 8
 
 class ForkServer:
     """``start()`` launches the helper with ``state`` (picklable, given to every worker); ``fork()`` returns
-    ``(pid, connection)`` of a new worker; ``close()`` ends the helper (workers end when their connection closes)."""
+    ``(pid, socket)`` of a new worker; ``close()`` ends the helper (workers end when their connection closes)."""
 
     def __init__(self, state: Any, *, start_timeout: float = 120.0) -> None:
         self.blob = pickle.dumps(state)
@@ -41,8 +40,10 @@ class ForkServer:
         self._ctrl: socket.socket | None = None
 
     def start(self) -> None:
+        """Starts the helper unless it is running."""
         with self._lock:
-            self._start()
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
 
     def _start(self) -> None:
         self._stop()
@@ -67,7 +68,7 @@ class ForkServer:
             raise
         self._proc, self._ctrl = proc, ours
 
-    def fork(self) -> tuple[int, Connection]:
+    def fork(self) -> tuple[int, socket.socket]:
         """A new worker (restarting the helper first when it has died); thread-safe."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
@@ -83,7 +84,7 @@ class ForkServer:
                     os.close(fd)
                 self._stop()
                 raise RuntimeError("the worker fork server did not answer")
-        return int.from_bytes(msg, "little"), Connection(fds[0])
+        return int.from_bytes(msg, "little"), socket.socket(fileno=fds[0])
 
     def close(self) -> None:
         with self._lock:
@@ -100,6 +101,22 @@ class ForkServer:
                 self._proc.kill()
                 self._proc.wait(timeout=5)
             self._proc = None
+
+
+_SHARED: dict[bytes, ForkServer] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(state: Any) -> ForkServer:
+    """The fork server for ``state`` shared by every pool of this process with the same state (apps started one
+    after another, as in tests, start the helper once). A shared helper lives until this process exits (it sees its
+    control socket close then)."""
+    blob = pickle.dumps(state)
+    with _SHARED_LOCK:
+        server = _SHARED.get(blob)
+        if server is None:
+            server = _SHARED[blob] = ForkServer(state)
+        return server
 
 
 def serve(fd: int) -> None:
@@ -125,7 +142,7 @@ def serve(fd: int) -> None:
                 ctrl.close()
                 parent_end.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                work.serve(Connection(child_end.detach()), state)
+                work.serve(child_end, state)
             except BaseException:  # noqa: BLE001 - a worker never returns into the helper's loop
                 code = 1
             finally:

@@ -1,22 +1,25 @@
 """Request isolation: tier-1 work runs in a small pool of worker processes, one task at a time per process, each
 task with a deadline, so that one slow (or hostile) request cannot hold up the others.
 
-- Tasks wait in one queue (first come, first served) for ``workers`` processes (default: the CPU count).
-- Work is measured in CPU seconds of the worker process (read from ``/proc``; wall time where that is missing), so
-  a busy machine does not make a normal task look slow. A worker whose task has used ``stuck_after`` CPU seconds
-  while others wait is *stuck*: an extra worker is forked for the queue (up to ``max_workers``), and stopped again
-  after ``idle_timeout`` seconds without work.
-- A task that has used ``slow_after`` CPU seconds (or run five times that long) is *demoted*: its process drops to the lowest CPU priority (nice
-  19), so the other requests' work gets the CPU first, and a fresh worker takes its place in the pool. A demoted
-  worker is retired once its task ends (its priority cannot be raised again). At most ``max_slow`` demoted workers
-  live at once: past that, the oldest is stopped early.
+- Tasks wait in one queue for ``workers`` processes (default: the CPU count, at least 2): first come, first served
+  among tasks under 64 KiB; larger ones (a huge answer costs more) wait behind them, so under overload the huge are
+  the first to reach their deadline.
+- Work is measured in CPU seconds of the worker process (read from ``/proc``; wall time where that is missing), so a
+  busy machine does not make a normal task look slow. A task that has used ``slow_after`` CPU seconds (default 20
+  ms: tier 1 takes a few milliseconds on a normal answer) is *demoted*: its process drops to the lowest CPU priority
+  (nice 19), so the other requests' work gets the CPU first, and a fresh worker takes its place in the pool, so the
+  queue never waits behind it. A demoted worker is retired once its task ends (its priority cannot be raised
+  again). At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
+  stopped early.
 - At the deadline (wall time from submission) a running task's process is killed, so work is bounded whatever the
   input, and the task fails with :class:`WorkTimeout`; a queued task is dropped the same way.
 - A worker that dies fails its task with :class:`WorkerLost` and is replaced.
 
-Workers are forked from a helper process that has the refiner already imported (:mod:`refiner.proxy.forks`), so a
-replacement costs a fork (about a millisecond), not an interpreter start. :class:`ThreadRunner` runs the tasks in
-threads of this process instead (same interface; deadlines without the kill, and no CPU isolation).
+Workers are forked from a helper process that has the refiner already imported (:mod:`refiner.proxy.forks`; one per
+process and tier-1 configuration), so a replacement costs a fork (about a millisecond), not an interpreter start. Tasks and replies travel over each
+worker's socket as length-prefixed pickles (:func:`refiner.proxy.work.frame`), read and written without ever
+blocking the event loop. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
+deadlines without the kill, and no CPU isolation).
 """
 
 from __future__ import annotations
@@ -24,23 +27,26 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import heapq
+import itertools
 import logging
 import os
 import pickle
 import signal
+import socket
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
 import anyio
 
 from refiner.proxy import work
-from refiner.proxy.forks import ForkServer
+from refiner.proxy import forks
 
 log = logging.getLogger("refiner.proxy")
 
 SLOW_NICE = 19
-SLOW_WALL_FACTOR = 5  # a task running this many times ``slow_after`` in wall time is slow, whatever its CPU time
+SMALL_TASK_BYTES = 64 * 1024
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class IsolationError(RuntimeError):
@@ -56,40 +62,7 @@ class WorkerLost(IsolationError):
 
 
 class WorkFailed(IsolationError):
-    """The task raised inside the worker; the message is ``"<ExceptionType>: <message>"``."""
-
-
-@dataclass(eq=False)
-class _Task:
-    name: str
-    payload: Any
-    future: asyncio.Future
-    deadline: float  # loop time
-    worker: _Worker | None = None
-    slow: bool = False
-    started: float = 0.0  # CPU seconds of its worker when it started there
-    dispatched: float = 0.0  # loop time when it started there
-    timers: list[asyncio.TimerHandle] = field(default_factory=list)
-
-    def fail(self, error: Exception) -> None:
-        for t in self.timers:
-            t.cancel()
-        if not self.future.done():
-            self.future.set_exception(error)
-
-    def succeed(self, value: Any) -> None:
-        for t in self.timers:
-            t.cancel()
-        if not self.future.done():
-            self.future.set_result((value, self.slow))
-
-
-@dataclass(eq=False)
-class _Worker:
-    pid: int
-    conn: Connection
-    task: _Task | None = None
-    slow: bool = False
+    """The task raised inside the worker (or could not be sent); the message is ``"<ExceptionType>: <message>"``."""
 
 
 def cpu_seconds(pid: int, wall: float) -> float:
@@ -108,59 +81,90 @@ def cpu_seconds(pid: int, wall: float) -> float:
         return wall
 
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+def size_class(size: int) -> int:
+    """Queue priority of a task of ``size`` bytes: every task under :data:`SMALL_TASK_BYTES` is in class 0 (first
+    come, first served); larger ones wait behind them, one class per doubling."""
+    return max(0, size.bit_length() - SMALL_TASK_BYTES.bit_length() + 1)
+
+
+@dataclass(eq=False)
+class _Task:
+    frame: bytes  # the pickled (task name, payload), framed for the worker
+    future: asyncio.Future
+    deadline: float  # loop time
+    worker: _Worker | None = None
+    started: float = 0.0  # CPU seconds of its worker when the task started there
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def fail(self, error: Exception) -> None:
+        for t in self.timers:
+            t.cancel()
+        if not self.future.done():
+            self.future.set_exception(error)
+
+    def succeed(self, value: Any, cpu: float) -> None:
+        for t in self.timers:
+            t.cancel()
+        if not self.future.done():
+            self.future.set_result((value, cpu))
+
+
+@dataclass(eq=False)
+class _Worker:
+    pid: int
+    sock: socket.socket
+    writer: asyncio.StreamWriter | None = None
+    reader_task: asyncio.Task | None = None
+    task: _Task | None = None
+    slow: bool = False
+    gone: bool = False  # removed from the pool (its process is stopping or has ended)
 
 
 class WorkerPool:
     """``await pool.run(name, payload, timeout)`` runs ``work.TASKS[name](state, payload)`` in a worker process and
-    returns ``(value, slow)`` (``slow``: the task was demoted). ``state`` (picklable) is given to every worker at
-    start. See the module docstring for ``workers``, ``max_workers`` (default 2x ``workers``), ``stuck_after``,
-    ``slow_after``, ``max_slow`` (default 2x ``workers``) and ``idle_timeout``."""
+    returns ``(value, cpu)``: the task's value and the CPU seconds it used. ``state`` (picklable) is given to every
+    worker at start. See the module docstring for ``workers``, ``slow_after`` and ``max_slow``."""
 
-    def __init__(self, state: Any, *, workers: int | None = None, max_workers: int | None = None,
-                 stuck_after: float = 0.02, slow_after: float = 0.1, max_slow: int | None = None,
-                 idle_timeout: float = 10.0) -> None:
-        self._forks = ForkServer(state)  # pickles the state: an unpicklable one fails here, at start-up
+    def __init__(self, state: Any, *, workers: int | None = None, slow_after: float = 0.02,
+                 max_slow: int | None = None) -> None:
+        self._forks = forks.shared(state)  # pickles the state: an unpicklable one fails here, at start-up
         self.size = workers if workers else max(2, os.cpu_count() or 1)
-        self.max_workers = max(self.size, max_workers or 2 * self.size)
-        self.stuck_after = min(stuck_after, slow_after)
         self.slow_after = slow_after
         self.max_slow = max_slow if max_slow is not None else 2 * self.size
-        self.idle_timeout = idle_timeout
         self._idle: collections.deque[_Worker] = collections.deque()
         self._busy: set[_Worker] = set()
         self._slow: collections.deque[_Worker] = collections.deque()  # oldest demotion first
-        self._queue: collections.deque[_Task] = collections.deque()
-        self._starting = 0
+        self._queue: list[tuple[int, int, _Task]] = []  # heap of (size class, arrival number, task)
+        self._arrivals = itertools.count()
+        self._starting = 0  # forks asked for, not yet connected
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stuck_check: asyncio.TimerHandle | None = None
         self.stats: collections.Counter[str] = collections.Counter()
 
     # -- life cycle
 
     async def start(self) -> None:
-        """Starts the workers; raises when none can be started."""
+        """Starts the fork server and the workers; raises when no worker can be started."""
         self._loop = asyncio.get_running_loop()
         await self._loop.run_in_executor(None, self._forks.start)
-        started = await asyncio.gather(*(self._loop.run_in_executor(None, self._start_process)
+        started = await asyncio.gather(*(self._loop.run_in_executor(None, self._forks.fork)
                                          for _ in range(self.size)), return_exceptions=True)
         errors = [s for s in started if isinstance(s, BaseException)]
+        if len(errors) == len(started):
+            raise RuntimeError(f"no tier-1 worker process could be started: {errors[0]!r}") from errors[0]
+        self._starting += len(started) - len(errors)
         for s in started:
             if not isinstance(s, BaseException):
                 self._add(*s)
-        if errors and not self._idle:
-            raise RuntimeError(f"no tier-1 worker process could be started: {errors[0]!r}") from errors[0]
         self._fill()
 
     async def stop(self) -> None:
         self._closed = True
-        for task in self._queue:
+        for _, _, task in self._queue:
             task.fail(WorkerLost("the proxy is shutting down"))
         self._queue.clear()
         for w in [*self._idle, *self._busy, *self._slow]:
             self._remove(w, WorkerLost("the proxy is shutting down"))
-        await asyncio.get_running_loop().run_in_executor(None, self._forks.close)
 
     def info(self) -> dict[str, Any]:
         return {"workers": len(self._idle) + len(self._busy), "idle": len(self._idle), "slow": len(self._slow),
@@ -168,68 +172,64 @@ class WorkerPool:
 
     # -- tasks
 
-    async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, bool]:
-        """``(value, slow)`` of the task; raises :class:`IsolationError` (:class:`WorkTimeout`, :class:`WorkerLost`,
-        :class:`WorkFailed`)."""
+    async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, float]:
+        """``(value, cpu seconds)`` of the task; raises :class:`IsolationError` (:class:`WorkTimeout`,
+        :class:`WorkerLost`, :class:`WorkFailed`)."""
         if self._closed or self._loop is None:
             raise WorkerLost("the worker pool is not running")
+        try:
+            frame = work.frame(pickle.dumps((name, payload), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as e:  # noqa: BLE001 - a payload that cannot be pickled fails its task only
+            raise WorkFailed(f"{type(e).__name__}: {e}") from None
         loop = self._loop
-        task = _Task(name, payload, loop.create_future(), loop.time() + timeout)
+        task = _Task(frame, loop.create_future(), loop.time() + timeout)
         task.timers.append(loop.call_at(task.deadline, self._expire, task))
-        self._queue.append(task)
+        heapq.heappush(self._queue, (size_class(len(frame)), next(self._arrivals), task))
         self.stats["tasks"] += 1
         self._dispatch()
         return await task.future
 
     def _dispatch(self) -> None:
         while self._queue and self._idle:
-            task = self._queue.popleft()
+            _, _, task = heapq.heappop(self._queue)
             if task.future.done():  # expired or abandoned while queued
                 continue
             worker = self._idle.popleft()
-            try:
-                worker.conn.send((task.name, task.payload))
-            except (pickle.PicklingError, TypeError, AttributeError) as e:  # nothing was written: the worker is fine
-                self._idle.appendleft(worker)
-                task.fail(WorkFailed(f"{type(e).__name__}: {e}"))
-                continue
-            except OSError as e:
-                self._queue.appendleft(task)
-                self._remove(worker, WorkerLost(f"worker unreachable ({type(e).__name__})"))
-                continue
+            worker.writer.write(task.frame)  # buffered, never blocks the loop; a dead worker shows as EOF on its reader
+            task.frame = b""
             worker.task, task.worker = task, worker
-            task.started, task.dispatched = self._cpu(worker), self._loop.time()
+            task.started = self._cpu(worker)
             self._busy.add(worker)
             task.timers.append(self._loop.call_later(self.slow_after, self._check_slow, worker, task))
-        if self._queue and self._stuck_check is None:
-            self._stuck_check = self._loop.call_later(self.stuck_after, self._check_stuck)
 
     def _cpu(self, worker: _Worker) -> float:
         return cpu_seconds(worker.pid, self._loop.time())
 
-    def _used(self, worker: _Worker, task: _Task) -> float:
-        return self._cpu(worker) - task.started
-
-    def _check_stuck(self) -> None:
-        """While tasks wait, forks an extra worker for each busy one whose task has used ``stuck_after`` CPU
-        seconds."""
-        self._stuck_check = None
-        if not any(not t.future.done() for t in self._queue):
-            return
-        stuck = sum(1 for w in self._busy if w.task is not None and self._used(w, w.task) >= self.stuck_after)
-        self._grow(min(self.max_workers, self.size + stuck), extra=True)
-        self._stuck_check = self._loop.call_later(self.stuck_after, self._check_stuck)
-
-    def _on_readable(self, worker: _Worker) -> None:
+    async def _read_replies(self, worker: _Worker) -> None:
+        """Connects to a new worker, then reads its replies for as long as it lives; its end (EOF, a broken reply)
+        removes it."""
         try:
-            ok, value = worker.conn.recv()
-        except Exception as e:  # noqa: BLE001 - EOF (the process died) or a reply that cannot be read
-            self._remove(worker, WorkerLost(f"the worker process ended ({type(e).__name__})"))
-            return
+            try:
+                reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
+            finally:
+                self._starting -= 1
+            self._idle.append(worker)
+            self._dispatch()
+            while True:
+                size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
+                ok, value = pickle.loads(await reader.readexactly(size))
+                self._reply(worker, ok, value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - EOF (the process ended), a reset, or a reply that cannot be read
+            if not worker.gone:
+                self._remove(worker, WorkerLost(f"the worker process ended ({type(e).__name__})"), alive=False)
+
+    def _reply(self, worker: _Worker, ok: bool, value: Any) -> None:
         task, worker.task = worker.task, None
         if task is not None:
             if ok:
-                task.succeed(value)
+                task.succeed(value, self._cpu(worker) - task.started)
             else:
                 task.fail(WorkFailed(value))
         if worker.slow or self._closed:
@@ -237,26 +237,17 @@ class WorkerPool:
         else:
             self._busy.discard(worker)
             self._idle.append(worker)
-            if len(self._idle) + len(self._busy) > self.size:
-                self._loop.call_later(self.idle_timeout, self._trim)
         self._dispatch()
-
-    def _trim(self) -> None:
-        """Stops the workers beyond ``workers`` that have been idle the longest, when nothing waits."""
-        while not self._queue and self._idle and len(self._idle) + len(self._busy) > self.size:
-            self.stats["trimmed"] += 1
-            self._remove(self._idle[0], None)
 
     def _check_slow(self, worker: _Worker, task: _Task) -> None:
         if worker.task is not task or worker.slow:
             return
-        used = self._used(worker, task)
-        ran = self._loop.time() - task.dispatched
-        if used < self.slow_after and ran < SLOW_WALL_FACTOR * self.slow_after:  # waited for the CPU: look again
-            task.timers.append(self._loop.call_later(max(0.01, self.slow_after - used), self._check_slow, worker,
+        used = self._cpu(worker) - task.started
+        if used < self.slow_after:  # it waited for the CPU rather than used it: look again later
+            task.timers.append(self._loop.call_later(max(0.005, self.slow_after - used), self._check_slow, worker,
                                                      task))
             return
-        task.slow = worker.slow = True
+        worker.slow = True
         self.stats["demoted"] += 1
         self._busy.discard(worker)
         self._slow.append(worker)
@@ -271,53 +262,45 @@ class WorkerPool:
         if task.future.done():
             return
         self.stats["timeouts"] += 1
-        if task.worker is None:
-            with contextlib.suppress(ValueError):
-                self._queue.remove(task)
+        if task.worker is None:  # still queued: dropped when its turn comes (its future is done)
             task.fail(WorkTimeout("deadline passed while queued"))
         else:
             self._remove(task.worker, WorkTimeout("deadline passed; the worker was stopped"))
 
     # -- workers
 
-    def _start_process(self) -> tuple[int, Connection]:
-        return self._forks.fork()
-
-    def _add(self, pid: int, conn: Connection) -> None:
+    def _add(self, pid: int, sock: socket.socket) -> None:
+        worker = _Worker(pid, sock)
         if self._closed:
-            _kill(pid)
-            conn.close()
+            self._starting -= 1
+            worker.gone = True
+            sock.close()  # the worker sees EOF and exits
             return
-        worker = _Worker(pid, conn)
-        self._loop.add_reader(conn.fileno(), self._on_readable, worker)
-        self._idle.append(worker)
         self.stats["started"] += 1
-        self._dispatch()
+        worker.reader_task = self._loop.create_task(self._read_replies(worker))
 
     def _fill(self) -> None:
-        """Starts workers until the pool has ``workers`` of them (demoted ones do not count)."""
-        self._grow(self.size)
-
-    def _grow(self, target: int, extra: bool = False) -> None:
-        while not self._closed and len(self._idle) + len(self._busy) + self._starting < target:
+        """Forks workers until the pool has ``workers`` of them (demoted ones do not count)."""
+        while not self._closed and len(self._idle) + len(self._busy) + self._starting < self.size:
             self._starting += 1
-            self.stats["extra" if extra else "replaced"] += 1
-            self._loop.run_in_executor(None, self._start_process).add_done_callback(self._started)
+            self._loop.run_in_executor(None, self._forks.fork).add_done_callback(self._forked)
 
-    def _started(self, future: asyncio.Future) -> None:
-        self._starting -= 1
+    def _forked(self, future: asyncio.Future) -> None:
         error = future.exception()
         if error is not None:
+            self._starting -= 1
             log.error("could not start a tier-1 worker process: %r; retrying in 1 s", error)
             self.stats["start_failures"] += 1
             self._loop.call_later(1.0, self._fill)
             return
         self._add(*future.result())
 
-    def _remove(self, worker: _Worker, error: Exception | None) -> None:
-        """Stops ``worker`` (killed when it is busy) and fails its task with ``error``; refills the pool."""
-        with contextlib.suppress(Exception):
-            self._loop.remove_reader(worker.conn.fileno())
+    def _remove(self, worker: _Worker, error: Exception | None, *, alive: bool = True) -> None:
+        """Takes ``worker`` out of the pool and fails its task with ``error``: a busy worker is killed, an idle one
+        told to exit (its socket closed); refills the pool."""
+        if worker.gone:
+            return
+        worker.gone = True
         self._busy.discard(worker)
         with contextlib.suppress(ValueError):
             self._idle.remove(worker)
@@ -327,22 +310,24 @@ class WorkerPool:
         if task is not None:
             task.fail(error or WorkerLost("the worker was stopped"))
             self.stats["killed"] += 1
-        _kill(worker.pid)  # reaped by the fork server's kernel settings, not waited for here
-        with contextlib.suppress(Exception):
-            worker.conn.close()
+            if alive:
+                with contextlib.suppress(OSError):  # reaped by the fork server (it ignores SIGCHLD)
+                    os.kill(worker.pid, signal.SIGKILL)
+        if worker.reader_task is not None and worker.reader_task is not asyncio.current_task():
+            worker.reader_task.cancel()
+        if worker.writer is not None:
+            worker.writer.close()
+        else:
+            worker.sock.close()
         self._fill()
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
 
 
 class ThreadRunner:
     """The :class:`WorkerPool` interface with tasks run in threads of this process: the deadline answers the request
-    but cannot stop the work, and threads share the interpreter lock (no isolation of CPU-bound work)."""
+    but cannot stop the work, and threads share the interpreter lock (no isolation of CPU-bound work). The CPU time
+    reported is the thread's wall time."""
 
-    def __init__(self, state: Any, **_: Any) -> None:
+    def __init__(self, state: Any) -> None:
         self.state = state
         self.stats: collections.Counter[str] = collections.Counter()
 
@@ -355,9 +340,10 @@ class ThreadRunner:
     def info(self) -> dict[str, Any]:
         return {"workers": 0, **self.stats}
 
-    async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, bool]:
+    async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, float]:
         self.stats["tasks"] += 1
         fn = work.TASKS[name]
+        start = asyncio.get_running_loop().time()
         try:
             with anyio.fail_after(timeout):
                 value = await anyio.to_thread.run_sync(fn, self.state, payload, abandon_on_cancel=True)
@@ -366,4 +352,4 @@ class ThreadRunner:
             raise WorkTimeout("deadline passed (the thread keeps running)") from None
         except Exception as e:  # noqa: BLE001 - same contract as a worker process
             raise WorkFailed(f"{type(e).__name__}: {str(e)[:300]}") from None
-        return value, False
+        return value, asyncio.get_running_loop().time() - start

@@ -12,8 +12,8 @@ Per response, within one deadline (``timeout`` seconds from when the upstream an
    deadline, stopped; it never holds up the others.
 3. **The model, batched.** Choices whose tier-1 result still fails the gate go to the refiner model, all requests'
    together, through one :class:`~refiner.proxy.batching.RefineBatcher` (the engine sees batches, from one thread).
-   A choice whose tier 1 was demoted does not go to the model (its text is hostile or huge; the batch is not made to
-   wait for it). Any other refiner (an object with ``refine_batch``) gets every choice through the batcher.
+   A choice whose tier 1 took more than :data:`MODEL_SKIP_CPU` seconds of CPU does not go to the model (its text is
+   hostile or huge, and the model step would run tier 1 on it again; the batch is not made to wait for it). Any other refiner (an object with ``refine_batch``) gets every choice through the batcher.
 4. **The result.** Past the deadline, or when the refiner fails, a choice is returned as the upstream sent it, with
    stage ``timeout`` or ``error``.
 """
@@ -29,12 +29,14 @@ from typing import Any
 
 from refiner.pipeline import Refiner
 from refiner.proxy.batching import RefineBatcher
-from refiner.proxy.content import ContentCalls, ContentSplit, Openers, Step, holds_calls, tool_names
+from refiner.proxy.content import ContentCalls, ContentSplit, Openers, Step, holds_calls, markers, tool_names
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
 from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
 
 log = logging.getLogger("refiner.proxy")
+
+MODEL_SKIP_CPU = 0.25  # seconds of tier-1 CPU past which a choice is not sent to the model
 
 Choice = tuple[dict, str | None]  # (message, finish_reason)
 
@@ -94,8 +96,8 @@ def tier1_request(request: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=64)
-def _openers(names: frozenset[str]) -> Openers:
-    return Openers(names)
+def _openers(names: frozenset[str], known_markers: tuple[str, ...]) -> Openers:
+    return Openers(names, known_markers)
 
 
 class Refinement:
@@ -127,7 +129,7 @@ class Refinement:
         """A content split for one answer of this request, or None when its answers are not read for calls."""
         if not self.content.applies(body):
             return None
-        return ContentSplit(_openers(frozenset(tool_names(body))))
+        return ContentSplit(_openers(frozenset(tool_names(body)), markers()))
 
     async def drive(self, split: ContentSplit, step: Step, body: dict, deadline: float) -> str:
         """Answers the split's region checks (tier 1 in a worker) until it needs more text; the text released."""
@@ -205,7 +207,7 @@ class Refinement:
         work = [{"request": tier1_request(j.request), "detect": j.kind == "content", "allowed": self.content.allowed}
                 for j in todo]
         try:
-            outcomes, slow = await self.runner.run("tier1", work, self.remaining(deadline))
+            outcomes, cpu = await self.runner.run("tier1", work, self.remaining(deadline))
         except WorkTimeout as e:
             log.warning("tier-1 refinement stopped at the deadline (%s); returning the upstream answer", e)
             for j in todo:
@@ -217,7 +219,7 @@ class Refinement:
                 j.status = "error"
             return
         for j, outcome in zip(todo, outcomes):
-            j.outcome, j.slow = outcome, slow
+            j.outcome, j.slow = outcome, cpu > MODEL_SKIP_CPU
             if j.kind == "content" and outcome.get("format"):
                 j.request["format"] = outcome["format"]
 

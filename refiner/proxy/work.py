@@ -4,7 +4,7 @@ items, each a pipeline request, optionally with its wire format detected first.
 An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None}``. With ``detect`` the request's
 upstream text is a chat answer's ``content``: its format is detected (:func:`refiner.formats.detect_format`), and
 the item is refined only when a format is found (and is one of ``allowed`` when that is given). Each item's outcome
-is ``{"format": name | None, "result": pipeline result | None}``. Nothing here raises for one bad item: the
+is ``{"format": name | None, "result": pipeline result | None}`` (the result's :data:`RESULT_KEYS` only). Nothing here raises for one bad item: the
 pipeline's ``errors="result"`` turns an unreadable request into an error result, and a detection failure counts as
 no format.
 """
@@ -12,9 +12,10 @@ no format.
 from __future__ import annotations
 
 import logging
+import pickle
 import signal
+import socket
 from collections.abc import Sequence
-from multiprocessing.connection import Connection
 from typing import Any
 
 from refiner import formats
@@ -29,6 +30,10 @@ def detect(text: str) -> str | None:
         return formats.detect_format(text)
     except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
         return None
+
+
+# What the proxy reads of a pipeline result; the rest (the request echoed, the refined text) stays in the worker.
+RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error"})
 
 
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
@@ -49,30 +54,44 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
         requests.append(request)
     if requests:
         for i, result in zip(todo, refiner.refine_batch(requests, errors="result")):
-            outcomes[i]["result"] = result
+            outcomes[i]["result"] = {k: v for k, v in result.items() if k in RESULT_KEYS}
     return outcomes
 
 
 TASKS = {"tier1": tier1}
+HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
 
 
-def serve(conn: Connection, refiner: Refiner) -> None:
-    """A worker's loop: receives ``(task name, payload)``, answers ``(True, value)`` or ``(False, "<Type>: message")``;
-    stops on ``None`` or when the pipe closes. Interrupts are ignored: the proxy process decides when a worker ends."""
+def frame(data: bytes) -> bytes:
+    return len(data).to_bytes(HEADER, "little") + data
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < size:
+        chunk = sock.recv(min(size - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def serve(sock: socket.socket, refiner: Refiner) -> None:
+    """A worker's loop over its socket: receives ``(task name, payload)`` frames, answers ``(True, value)`` or
+    ``(False, "<Type>: message")``; returns when the socket closes. Interrupts are ignored: the proxy process decides
+    when a worker ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock.setblocking(True)
     while True:
         try:
-            message = conn.recv()
+            name, payload = pickle.loads(_read_exactly(sock, int.from_bytes(_read_exactly(sock, HEADER), "little")))
         except (EOFError, OSError):
             return
-        if message is None:
-            return
-        name, payload = message
         try:
             reply: tuple[bool, Any] = (True, TASKS[name](refiner, payload))
         except Exception as e:  # noqa: BLE001 - reported to the proxy, which answers without refinement
             reply = (False, f"{type(e).__name__}: {str(e)[:300]}")
         try:
-            conn.send(reply)
-        except (EOFError, OSError):
+            sock.sendall(frame(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)))
+        except OSError:
             return
