@@ -8,14 +8,16 @@ with the real CLI (tier-1 repair + guard, no refiner model).
 2. **Isolation** (open loop, Poisson arrivals at ``--rate``): normal requests alone, then the *same* normal requests
    with hostile ones mixed in (``--hostile-share`` of all requests, default 10 %): bracket, paren, quote and tag
    storms, deep nesting, huge strings, thousands of calls, a hostile conversation history, each sized at the body
-   limit (``--max-body-mb``; answers that big come from the upstream), and bodies just over it (413). The two phases
-   alternate over ``--rounds`` rounds so that a change in machine load hits both alike. Target: the normal requests'
+   limit (``--max-body-mb``; answers that big come from the upstream), and bodies just over it (413), sent by a
+   second client process at the same time. The two phases alternate over ``--rounds`` rounds so that a change in
+   machine load hits both alike. Target: the normal requests'
    p99 with hostile ones within 2x of their p99 without, and every normal request answered 200 and refined.
    ``--compare-threads`` runs the same mix once more with the proxy's tier-1 work in threads (``--workers 0``),
-   the peer without process isolation.
+   the peer without process isolation; ``--compare-direct`` sends it to the upstream itself, the peer without any
+   proxy (what the mix costs the upstream, the clients and the machine alone).
 
     .venv/bin/python benchmarks/bench_proxy.py                                  # both tables, default sizes
-    .venv/bin/python benchmarks/bench_proxy.py --mode isolation --rate 30 --normal 600 --compare-threads
+    .venv/bin/python benchmarks/bench_proxy.py --mode isolation --rate 30 --normal 600 --compare-threads --compare-direct
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -160,22 +163,26 @@ def hostile_requests(limit: int) -> list[tuple[str, bytes, int]]:
     ]
 
 
-def check_normal(r: httpx.Response, names: list[str]) -> bool:
-    """Answered 200, refined (not timed out, not failed) and carrying the right tools."""
+def check_normal(r: httpx.Response, names: list[str] | None) -> bool:
+    """Answered 200, refined (not timed out, not failed) and carrying the right tools; ``names`` None (the upstream
+    called directly): answered 200."""
+    if names is None:
+        return r.status_code == 200
     if r.status_code != 200 or r.headers.get("x-tool-refiner") not in ("repaired", "unchanged"):
         return False
     message = r.json()["choices"][0]["message"]
     return [t["function"]["name"] for t in message.get("tool_calls") or []] == names
 
 
-async def open_loop(url: str, schedule: list[tuple[float, str, bytes, object]]) -> list[tuple[str, float, object]]:
-    """Sends each ``(time offset, kind, body, expected)`` at its time; ``(kind, latency s, outcome)`` per request,
-    where a normal request's outcome is whether it passed :func:`check_normal` and a hostile one's is
-    ``(status, stage)``."""
+async def open_loop(url: str, schedule: list[tuple[float, str, bytes, object]],
+                    start_at: float | None = None) -> list[tuple[str, float, object]]:
+    """Sends each ``(time offset, kind, body, expected)`` at ``start_at`` (epoch seconds; default: now) plus its
+    offset; ``(kind, latency s, outcome)`` per request, where a normal request's outcome is whether it passed
+    :func:`check_normal` and a hostile one's is ``(status, stage)``."""
     limits = httpx.Limits(max_connections=512, max_keepalive_connections=64)
     async with httpx.AsyncClient(timeout=300, limits=limits) as client:
         loop = asyncio.get_running_loop()
-        start = loop.time() + 0.05
+        start = loop.time() + (0.05 if start_at is None else max(0.0, start_at - time.time()))
 
         async def one(at: float, kind: str, body: bytes, expected: object) -> tuple[str, float, object]:
             await asyncio.sleep(max(0.0, start + at - loop.time()))
@@ -193,7 +200,7 @@ async def open_loop(url: str, schedule: list[tuple[float, str, bytes, object]]) 
 
 
 def schedules(args: argparse.Namespace, limit: int, seed: int) -> tuple[list, list]:
-    """The two phases' schedules: the same normal requests at the same times, the second with hostile ones added."""
+    """The normal requests and the hostile ones of a round: Poisson arrivals, reproducible from ``seed``."""
     rng = random.Random(seed)
     normal_rate = args.rate * (1 - args.hostile_share)
     hostile_rate = args.rate * args.hostile_share
@@ -212,24 +219,51 @@ def schedules(args: argparse.Namespace, limit: int, seed: int) -> tuple[list, li
         name, body, status = shapes[k % len(shapes)]
         hostile.append((t, name, body, status))
         k += 1
-    return normal, sorted(normal + hostile, key=lambda s: s[0])
+    return normal, hostile
+
+
+def send_hostile(spec: dict) -> None:
+    """The hostile client (its own process, as hostile traffic comes from other clients): sends a round's hostile
+    requests from ``start_at`` and prints their outcomes as JSON."""
+    args = argparse.Namespace(**spec["args"])
+    _, hostile = schedules(args, spec["limit"], spec["seed"])
+    rows = asyncio.run(open_loop(spec["url"], hostile, spec["start_at"]))
+    print(json.dumps([[kind, latency, list(outcome)] for kind, latency, outcome in rows]))
+
+
+def mixed_round(proxy: str, args: argparse.Namespace, limit: int, seed: int, normal: list) -> list:
+    """The normal requests of a round with the hostile ones sent at the same time by another process."""
+    start_at = time.time() + 3.0  # time for the other process to start
+    spec = {"url": proxy, "limit": limit, "seed": seed, "start_at": start_at, "args": vars(args)}
+    sender = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--hostile-sender", json.dumps(spec)],
+                              stdout=subprocess.PIPE, text=True)
+    rows = asyncio.run(open_loop(proxy, normal, start_at))
+    out, _ = sender.communicate(timeout=600)
+    if sender.returncode != 0:
+        raise RuntimeError(f"the hostile client failed with exit code {sender.returncode}")
+    return rows + [(kind, latency, tuple(outcome)) for kind, latency, outcome in json.loads(out)]
 
 
 def proxy_flags(args: argparse.Namespace) -> list[str]:
     return ["--max-body-mb", str(args.max_body_mb), "--refine-timeout", str(args.refine_timeout)]
 
 
-def isolation_run(proxy: str, args: argparse.Namespace, label: str) -> dict:
+def isolation_run(proxy: str, args: argparse.Namespace, label: str, direct: bool = False) -> dict:
+    """Both phases against ``proxy`` (``direct``: the upstream itself, the peer without any proxy)."""
     limit = int(args.max_body_mb * 1024 * 1024)
     results: dict[str, list] = {"without": [], "with": []}
     warm = [(0.01 * i, "normal", *normal_request(i)) for i in range(min(20, args.normal))]
     asyncio.run(open_loop(proxy, warm))
-    for r in range(args.rounds):
-        plain, mixed = schedules(args, limit, seed=r + 1)
-        phases = [("without", plain), ("with", mixed)]
-        for name, schedule in phases if r % 2 == 0 else phases[::-1]:
-            results[name] += asyncio.run(open_loop(proxy, schedule))
-    health = httpx.get(proxy + "/health").json()
+    for r in range(args.rounds):  # the two phases alternate, so a change in machine load hits both alike
+        normal, _ = schedules(args, limit, seed=r + 1)
+        if direct:
+            normal = [(t, kind, body, None) for t, kind, body, _ in normal]
+        for name in ("without", "with") if r % 2 == 0 else ("with", "without"):
+            if name == "without":
+                results[name] += asyncio.run(open_loop(proxy, normal))
+            else:
+                results[name] += mixed_round(proxy, args, limit, r + 1, normal)
+    health = httpx.get(proxy + "/health").json() if not direct else {}
     out = {"label": label, "health": health}
     for name, rows in results.items():
         lat = [lat for kind, lat, _ in rows if kind == "normal"]
@@ -248,15 +282,17 @@ def isolation_run(proxy: str, args: argparse.Namespace, label: str) -> dict:
 
 
 def isolation(upstream: str, proxy: str, args: argparse.Namespace) -> list[dict]:
-    runs = [isolation_run(proxy, args, "processes (default)")]
+    runs = [isolation_run(proxy, args, "proxy (processes)")]
     if args.compare_threads:
         with start_proxy(upstream, free_port(), [*proxy_flags(args), "--workers", "0"]) as threaded:
-            runs.append(isolation_run(threaded, args, "threads (--workers 0)"))
+            runs.append(isolation_run(threaded, args, "proxy (--workers 0)"))
+    if args.compare_direct:
+        runs.append(isolation_run(upstream, args, "no proxy (upstream)", direct=True))
     n_hostile = sum(len(h["lat"]) for h in runs[0]["hostile"].values())
     print(f"\n2. Isolation: open loop at {args.rate:g} req/s, {args.rounds} alternating rounds per phase, hostile share "
           f"{args.hostile_share:.0%} ({n_hostile} hostile requests in the mixed phase), body limit "
           f"{args.max_body_mb:g} MiB, refine timeout {args.refine_timeout:g} s; latencies of the normal requests\n")
-    head = (f"{'tier-1 work in':<22}{'normal':>8}{'p50 ms':>9}{'p99 ms':>9}{'p50 ms':>9}{'p99 ms':>9}"
+    head = (f"{'target':<22}{'normal':>8}{'p50 ms':>9}{'p99 ms':>9}{'p50 ms':>9}{'p99 ms':>9}"
             f"{'p99 x':>8}{'ok':>13}  target (p99 x <= {TARGET_RATIO:g}, all ok)")
     print(f"{'':<30}{'without hostile':>18}{'with hostile':>18}")
     print(head + "\n" + "-" * len(head))
@@ -265,7 +301,7 @@ def isolation(upstream: str, proxy: str, args: argparse.Namespace) -> list[dict]
         ok = f"{a['ok'] + b['ok']}/{a['n'] + b['n']}"
         print(f"{run['label']:<22}{a['n']:>8}{a['p50']:>9.1f}{a['p99']:>9.1f}{b['p50']:>9.1f}{b['p99']:>9.1f}"
               f"{run['ratio']:>8.2f}{ok:>13}  {'met' if run['met'] else 'MISSED'}")
-    print("\nHostile requests (processes): latency and outcome (status, stage)\n")
+    print("\nHostile requests through the proxy: latency and outcome (status, stage)\n")
     head = f"{'shape':<24}{'n':>4}{'p50 ms':>9}{'max ms':>9}  outcomes"
     print(head + "\n" + "-" * len(head))
     for kind, h in sorted(runs[0]["hostile"].items()):
@@ -289,7 +325,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--max-body-mb", type=float, default=1.0, help="isolation: the proxy's body limit, MiB")
     ap.add_argument("--refine-timeout", type=float, default=5.0, help="isolation: the proxy's refine timeout, s")
     ap.add_argument("--compare-threads", action="store_true", help="isolation: also run with --workers 0")
+    ap.add_argument("--compare-direct", action="store_true", help="isolation: also send the same traffic to the "
+                    "upstream directly (how much the mix slows the upstream, the client and the machine themselves)")
+    ap.add_argument("--hostile-sender", help=argparse.SUPPRESS)  # internal: the hostile client's process
     args = ap.parse_args(argv)
+    if args.hostile_sender:
+        send_hostile(json.loads(args.hostile_sender))
+        return {}
 
     up_port = free_port()
     out: dict = {"load": os.getloadavg() if hasattr(os, "getloadavg") else None}

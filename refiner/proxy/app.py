@@ -10,7 +10,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import anyio
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -29,7 +28,6 @@ log = logging.getLogger("refiner.proxy")
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 TIER1_TIMEOUT = 5.0  # default refine_timeout without a refiner model
 MODEL_TIMEOUT = 60.0  # default refine_timeout with one
-OFFLOAD_BYTES = 256 * 1024  # JSON bigger than this is parsed and serialised off the event loop
 
 
 class BodyTooLarge(Exception):
@@ -49,17 +47,6 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise BodyTooLarge
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-async def loads(raw: bytes) -> Any:
-    return json.loads(raw) if len(raw) <= OFFLOAD_BYTES else await anyio.to_thread.run_sync(json.loads, raw)
-
-
-async def dumps(obj: Any, big: bool) -> bytes:
-    def run() -> bytes:
-        return json.dumps(obj, ensure_ascii=False).encode()
-
-    return await anyio.to_thread.run_sync(run) if big else run()
 
 
 def tier1_runner(ref: Any, workers: int | None, slow_after: float) -> WorkerPool | ThreadRunner:
@@ -105,7 +92,7 @@ def create_app(
     ``Authorization`` header is forwarded. ``timeout`` bounds each upstream call (504 after).
 
     Isolation: request bodies over ``max_body_bytes`` are refused (413). Tier-1 work runs in ``workers`` processes
-    (default: the CPU count, at least 2; ``0``: threads of this process, no isolation); a task that has used
+    (default: twice the CPU count, at least 4; ``0``: threads of this process, no isolation); a task that has used
     ``slow_after`` CPU seconds is demoted to the lowest CPU priority and replaced in the pool. ``refine_timeout`` (default 5 s, 60 s with a
     refiner model) bounds what refinement adds to one response: past it the upstream's answer is returned as it came
     (stage ``timeout``). Requests that need the model are batched (up to ``max_batch``) into one engine call.
@@ -166,7 +153,7 @@ def create_app(
             return error_response(413, f"request body is larger than {max_body_bytes} bytes, this proxy's limit",
                                   "invalid_request_error", code="request_too_large")
         try:
-            body = await loads(raw)
+            body = json.loads(raw)
         except (ValueError, RecursionError):
             return error_response(400, "request body is not valid JSON", "invalid_request_error")
         if not isinstance(body, dict):
@@ -175,8 +162,7 @@ def create_app(
         history = None
         if heal_history:
             body, history = await refinement.heal_history(body)
-        big = len(raw) > OFFLOAD_BYTES
-        payload = raw if history is None or not history.fixed else await dumps(body, big)
+        payload = raw if history is None or not history.fixed else json.dumps(body, ensure_ascii=False).encode()
         auth = request.headers.get("authorization")
         try:
             if body.get("stream"):
@@ -187,8 +173,7 @@ def create_app(
                 events = relay(upstream.events(resp), refinement, body, history)
                 return StreamingResponse(events, media_type="text/event-stream", headers=headers)
             resp = await upstream.request("POST", "/chat/completions", auth, payload)
-            data = parse_completion(resp.content) if len(resp.content) <= OFFLOAD_BYTES else (
-                await anyio.to_thread.run_sync(parse_completion, resp.content))
+            data = parse_completion(resp.content)
         except UpstreamError as e:
             log.warning("chat completion failed: %s %s", e.status, e.message)
             return e.response()
@@ -204,8 +189,6 @@ def create_app(
         log.info("chat completion: %d choice(s), stages %s, %.1f ms (upstream %.1f ms, refinement %.1f ms)",
                  len(results), headers["x-tool-refiner"], 1e3 * (time.perf_counter() - started),
                  1e3 * (answered - started), 1e3 * (refined - answered))
-        if big or len(resp.content) > OFFLOAD_BYTES:
-            return Response(await dumps(data, True), media_type="application/json", headers=headers)
         return JSONResponse(data, headers=headers)
 
     return app

@@ -11,6 +11,7 @@ this process over its own socket and runs
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -125,6 +126,7 @@ def serve(fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     state = pickle.load(sys.stdin.buffer)
+    gc.freeze()  # what is loaded now is shared by every worker: the collector leaves it alone (fewer copied pages)
     ctrl = socket.socket(fileno=fd)
     ctrl.sendall(READY)
     while True:

@@ -1,13 +1,14 @@
 """Request isolation: tier-1 work runs in a small pool of worker processes, one task at a time per process, each
 task with a deadline, so that one slow (or hostile) request cannot hold up the others.
 
-- Tasks wait in one queue for ``workers`` processes (default: the CPU count, at least 2): first come, first served
+- Tasks wait in one queue for ``workers`` processes (default: twice the CPU count, at least 4; tier-1 tasks are
+  short, so a few more processes than cores keep a core free when one task turns out slow): first come, first served
   among tasks under 64 KiB; larger ones (a huge answer costs more) wait behind them, so under overload the huge are
   the first to reach their deadline.
 - Work is measured in CPU seconds of the worker process (read from ``/proc``; wall time where that is missing), so a
   busy machine does not make a normal task look slow. A task that has used ``slow_after`` CPU seconds (default 20
   ms: tier 1 takes a few milliseconds on a normal answer) is *demoted*: its process drops to the lowest CPU priority
-  (nice 19), so the other requests' work gets the CPU first, and a fresh worker takes its place in the pool, so the
+  (the ``SCHED_IDLE`` policy, and nice 19), so the other requests' work gets the CPU first, and a fresh worker takes its place in the pool, so the
   queue never waits behind it. A demoted worker is retired once its task ends (its priority cannot be raised
   again). At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
   stopped early.
@@ -39,8 +40,7 @@ from typing import Any
 
 import anyio
 
-from refiner.proxy import work
-from refiner.proxy import forks
+from refiner.proxy import forks, work
 
 log = logging.getLogger("refiner.proxy")
 
@@ -79,6 +79,15 @@ def cpu_seconds(pid: int, wall: float) -> float:
         return (int(fields[11]) + int(fields[12])) / _TICKS
     except (OSError, ValueError, IndexError):
         return wall
+
+
+def demote(pid: int) -> None:
+    """Lowest CPU priority for process ``pid``: the ``SCHED_IDLE`` policy where the OS has it (any other task that
+    wakes up takes the CPU from it at once), and nice 19 in any case."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, pid, SLOW_NICE)
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
 
 
 def size_class(size: int) -> int:
@@ -128,7 +137,7 @@ class WorkerPool:
     def __init__(self, state: Any, *, workers: int | None = None, slow_after: float = 0.02,
                  max_slow: int | None = None) -> None:
         self._forks = forks.shared(state)  # pickles the state: an unpicklable one fails here, at start-up
-        self.size = workers if workers else max(2, os.cpu_count() or 1)
+        self.size = workers if workers else max(4, 2 * (os.cpu_count() or 1))
         self.slow_after = slow_after
         self.max_slow = max_slow if max_slow is not None else 2 * self.size
         self._idle: collections.deque[_Worker] = collections.deque()
@@ -211,6 +220,9 @@ class WorkerPool:
         try:
             try:
                 reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
+                size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
+                if pickle.loads(await reader.readexactly(size)) != (True, work.READY):
+                    raise ValueError("the worker did not say it was ready")
             finally:
                 self._starting -= 1
             self._idle.append(worker)
@@ -251,8 +263,7 @@ class WorkerPool:
         self.stats["demoted"] += 1
         self._busy.discard(worker)
         self._slow.append(worker)
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, worker.pid, SLOW_NICE)
+        demote(worker.pid)
         while len(self._slow) > self.max_slow:
             self.stats["evicted"] += 1
             self._remove(self._slow[0], WorkTimeout("gave up: too many slow requests at once"))

@@ -59,6 +59,7 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
 
 
 TASKS = {"tier1": tier1}
+READY = "ready"
 HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
 
 
@@ -76,12 +77,30 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(buf)
 
 
+# One small answer to repair before a new worker says it is ready: its first real request then does not pay for
+# the pages a fresh fork copies on first use.
+WARMUP = [{"request": {"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}],
+    "upstream": '[{"id": "c", "type": "function", "function": {"name": "get_wether", "arguments": "{\'city\': \'Paris\', '
+                '\'days\': \'3\',"}}]', "format": "openai"}},
+    {"request": {"tools": None, "upstream": 'Sure.\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'},
+     "detect": True}]
+
+
 def serve(sock: socket.socket, refiner: Refiner) -> None:
-    """A worker's loop over its socket: receives ``(task name, payload)`` frames, answers ``(True, value)`` or
-    ``(False, "<Type>: message")``; returns when the socket closes. Interrupts are ignored: the proxy process decides
-    when a worker ends."""
+    """A worker's loop over its socket: warms up, sends ``(True, READY)``, then receives ``(task name, payload)``
+    frames and answers ``(True, value)`` or ``(False, "<Type>: message")``; returns when the socket closes.
+    Interrupts are ignored: the proxy process decides when a worker ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock.setblocking(True)
+    try:
+        tier1(refiner, WARMUP)
+    except Exception as e:  # noqa: BLE001 - a warm-up failure is not fatal; the first request will tell
+        log.warning("tier-1 worker warm-up failed: %r", e)
+    try:
+        sock.sendall(frame(pickle.dumps((True, READY))))
+    except OSError:
+        return
     while True:
         try:
             name, payload = pickle.loads(_read_exactly(sock, int.from_bytes(_read_exactly(sock, HEADER), "little")))
