@@ -158,6 +158,7 @@ class ContentSplit:
         self.pending: tuple[int, int] | None = None  # the region being checked
         self.checks = 0
         self.final = False
+        self.deadline: float | None = None  # kept for whoever answers the checks (one budget per answer)
 
     @property
     def held(self) -> str:

@@ -131,9 +131,14 @@ class Refinement:
             return None
         return ContentSplit(_openers(frozenset(tool_names(body)), markers()))
 
-    async def drive(self, split: ContentSplit, step: Step, body: dict, deadline: float) -> str:
-        """Answers the split's region checks (tier 1 in a worker) until it needs more text; the text released."""
+    async def drive(self, split: ContentSplit, step: Step, body: dict, deadline: float | None = None) -> str:
+        """Answers the split's region checks (tier 1 in a worker) until it needs more text; the text released. All
+        checks of one answer share one deadline (``deadline``, else one refine timeout from its first check)."""
         out = [step.release]
+        if deadline is None and step.check is not None:
+            if split.deadline is None:
+                split.deadline = self.deadline()
+            deadline = split.deadline
         while step.check is not None:
             is_calls = False
             if self.remaining(deadline) > 0:
@@ -176,7 +181,8 @@ class Refinement:
             if isinstance(tool_calls, list) and tool_calls:
                 calls = list(tool_calls)
                 if reason == "length" and cut_off(calls[-1]):
-                    results[i].truncated = {"call": len(calls) - 1, "id": (calls[-1] or {}).get("id")}
+                    cut = calls[-1]
+                    results[i].truncated = {"call": len(calls) - 1, "id": cut.get("id") if isinstance(cut, dict) else None}
                     calls = calls[:-1]
                 if calls:
                     jobs.append(_Job(i, "calls", refine_request(body, calls, self.fmt), calls=calls))

@@ -115,7 +115,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         yield DONE
         return
     for i, split in sorted(splits.items()):
-        text = await refinement.drive(split, split.end(), body, refinement.deadline())
+        text = await refinement.drive(split, split.end(), body)
         if text:
             yield sse(buf.chunk(i, {"content": text}))
     indices = buf.indices()
@@ -148,7 +148,7 @@ async def _hold_content(chunk: dict, splits: dict[int, ContentSplit], refinement
             split = splits.get(i)
             if split is None:
                 split = splits[i] = refinement.splitter(body)
-            released = await refinement.drive(split, split.feed(piece), body, refinement.deadline())
+            released = await refinement.drive(split, split.feed(piece), body)
             delta = {k: v for k, v in choice["delta"].items() if k != "content"}
             if released:
                 delta["content"] = released
