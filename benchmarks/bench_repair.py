@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -29,14 +30,15 @@ import json_repair
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_repair_real import apibank_cases, glaive_cases, nestools_cases
+from test_repair_real import apibank_cases, source_cases
 
 from data_gen.corrupt import rules
 from refiner import formats
+from refiner.calls import same_calls
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = Path(os.environ.get("TOOL_REFINER_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
 def load_cases(per_source: int) -> list[tuple[str, object, list]]:
@@ -44,7 +46,7 @@ def load_cases(per_source: int) -> list[tuple[str, object, list]]:
     glaive = json.loads((DATA / "glaive_demo" / "glaive_toolcall_en_demo.json").read_text())
     levels = {lvl: json.loads((DATA / "api_bank" / f"level-{lvl}-api_processed.json").read_text()) for lvl in (1, 2, 3)}
     out = []
-    for cases in (nestools_cases(nestools), glaive_cases(glaive), apibank_cases(levels)):
+    for cases in (source_cases("nestools", nestools), source_cases("glaive", glaive), apibank_cases(levels)):
         out += list(cases)[:per_source]
     return out
 
@@ -64,7 +66,8 @@ def broken_inputs(cases) -> list[dict]:
 
 def is_fixed(text: str, item: dict) -> bool:
     try:
-        return rules.same_calls(formats.get(item["fmt"]).parse_strict(text), item["gold"], item["fmt"])
+        fmt = formats.get(item["fmt"])
+        return same_calls(fmt.parse_strict(text), item["gold"], fmt)
     except Exception:
         return False
 

@@ -14,6 +14,7 @@ data_type, label, error_group, error_classes, corruptor, model, format, upstream
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections import Counter
@@ -26,18 +27,20 @@ from tqdm import tqdm
 
 from data_gen import sources
 from data_gen.config import type_counts
+from data_gen.corrupt.llm import llm_upstreams
 from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt
 from data_gen.sources import Sample, SkipLog, SourceUnavailable
 from data_gen.sources.nestools import to_order
 from refiner import formats
 from refiner.prompt import build_messages, format_hint
+from rewards import compute_score, make_ground_truth, parse_ground_truth
+
+log = logging.getLogger(__name__)
 
 ORDER_CLASSES = {
     "shuffled_full": ["shuffled_order", "swapped_calls"],
     "shuffled_simplified": ["shuffled_order", "swapped_calls", "split_step", "merge_steps"],
 }
-LLM_KIND = {"format": "format", "name": "name", "content": "content", "shuffled_full": "order_full",
-            "shuffled_simplified": "order_simplified"}
 
 
 @dataclass
@@ -64,11 +67,17 @@ class BuildReport:
     llm: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
+    def sources_text(self) -> str:
+        """Per source: where it was read from, records read, kept and skipped per reason (deliberate filters with
+        why), as the build logs it."""
+        return "\n".join(self.skips.describe(name) for name in self.skips.by_source())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "rows": self.rows,
             "per_type_source": {f"{t}/{s}": n for (t, s), n in sorted(self.counts.items())},
             "rejected": dict(self.rejected),
+            "sources": self.skips.by_source(),
             "skipped_records": self.skips.summary(),
             "unavailable_sources": self.unavailable,
             "substitutions": self.substitutions,
@@ -102,30 +111,51 @@ class _Cycle:
 def load_pools(
     cfg: dict[str, Any], source_paths: dict[str, str], report: BuildReport, progress: bool = True
 ) -> dict[str, list[Sample]]:
-    """Samples per needed source (``nestools_order`` is derived from ``nestools``). Unavailable sources are
-    recorded in the report, and raise unless ``missing_sources`` allows it."""
+    """Samples per needed source (``nestools_order`` is derived from ``nestools``). Every source is checked before
+    any is read (:func:`data_gen.sources.check`: a missing file, no Hub copy, a gated, missing or unreachable Hub
+    dataset), so a build that cannot be made stops before any work; with ``missing_sources: substitute | skip``
+    unavailable sources are recorded in the report and left out. What each source read, kept and skipped (per
+    reason) is logged and kept in ``report.skips``."""
     needed = sorted({s for t in cfg["types"].values() for s in t["sources"]})
-    pools: dict[str, list[Sample]] = {}
+    paths: dict[str, str | None] = {}
     for name in needed:
         scfg = cfg["sources"].get(name) or {}
-        path = source_paths.get(name) or scfg.get("path")
+        paths[name] = source_paths.get(name) or scfg.get("path")
+        if scfg.get("format"):
+            sources.ensure_format(scfg["format"])
         try:
-            pools[name] = sources.load(name, path, limit=scfg.get("limit"), skips=report.skips, progress=progress,
-                                       fmt=scfg.get("format"))
+            sources.check(name, paths[name])
+        except SourceUnavailable as e:
+            report.unavailable[name] = str(e)
+    if report.unavailable and cfg["missing_sources"] == "error":
+        _raise_unavailable(report)
+    pools: dict[str, list[Sample]] = {}
+    for name in needed:
+        if name in report.unavailable:
+            continue
+        scfg = cfg["sources"].get(name) or {}
+        try:
+            pools[name] = sources.load(name, paths[name], limit=scfg.get("limit"), skips=report.skips,
+                                       progress=progress, fmt=scfg.get("format"))
         except (SourceUnavailable, FileNotFoundError) as e:
             report.unavailable[name] = str(e)
             continue
+        log.info("%s", report.skips.describe(name))
         if not pools[name]:
             report.unavailable[name] = f"source {name!r}: no usable records ({report.skips.total(name)} skipped)"
             del pools[name]
     if report.unavailable and cfg["missing_sources"] == "error":
-        lines = "\n  ".join(report.unavailable.values())
-        raise SourceUnavailable(
-            f"{len(report.unavailable)} source(s) unavailable:\n  {lines}\n"
-            "Give local copies with --source-path NAME=PATH, set missing_sources: substitute (other sources of the "
-            "same type stand in) or skip, or use configs/data/local.yaml (NesTools + the Glaive subset only)."
-        )
+        _raise_unavailable(report)
     return pools
+
+
+def _raise_unavailable(report: BuildReport) -> None:
+    lines = "\n  ".join(report.unavailable.values())
+    raise SourceUnavailable(
+        f"{len(report.unavailable)} source(s) unavailable:\n  {lines}\n"
+        "Give local copies with --source-path NAME=PATH, set missing_sources: substitute (other sources of the "
+        "same type stand in) or skip, or use configs/data/local.yaml (NesTools + the Glaive subset only)."
+    )
 
 
 def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random, report: BuildReport) -> list[Job]:
@@ -186,13 +216,11 @@ def make_row(
     cfg: dict[str, Any], job: Job, sample: Sample, upstream: str, label: str, error_classes: tuple[str, ...],
     corruptor: str,
 ) -> dict[str, Any]:
-    f = formats.get(sample.fmt)
-    gt = {"format": sample.fmt, "answer": f.render(sample.calls), "order_sensitive": f.order_sensitive}
     return {
         "data_source": cfg["data_source"],
         "prompt": build_messages(sample.system, sample.query, upstream, format_hint=format_hint(sample.fmt)),
         "ability": cfg["ability"],
-        "reward_model": {"style": "rule", "ground_truth": json.dumps(gt, ensure_ascii=False)},
+        "reward_model": {"style": "rule", "ground_truth": make_ground_truth(sample.fmt, sample.calls)},
         "extra_info": {
             "index": -1,
             "split": "",
@@ -214,11 +242,9 @@ def make_row(
 def check_row(row: dict[str, Any], variant: str = "paper") -> str | None:
     """Why the row is inconsistent with the reward (``variant``: ``paper`` | ``strict``), or ``None``: the answer
     must score 1.0, a correct upstream 1.0 and a corrupted upstream less."""
-    from rewards import compute_score
-
     gt = row["reward_model"]["ground_truth"]
     ds = row["data_source"]
-    if compute_score(ds, json.loads(gt)["answer"], gt, variant=variant)["score"] != 1.0:
+    if compute_score(ds, parse_ground_truth(gt).answer, gt, variant=variant)["score"] != 1.0:
         return "gold answer does not score 1.0"
     up = compute_score(ds, row["extra_info"]["upstream"], gt, variant=variant)["score"]
     if row["extra_info"]["label"] == "correct" and up != 1.0:
@@ -269,11 +295,7 @@ def build(
     rng = random.Random(cfg["seed"])
     pools = load_pools(cfg, source_paths or {}, report, progress)
     jobs = plan(cfg, pools, rng, report)
-    if any(j.dtype == "shuffled_simplified" for j in jobs):
-        sources.ensure_format("order")
     if cfg["corruptor"] == "llm":
-        from data_gen.corrupt.llm import llm_upstreams
-
         llm_out = llm_upstreams(cfg, jobs, [_job_sample(j) for j in jobs], engine_factory, report, progress)
     rows: list[dict[str, Any]] = []
     for k, job in enumerate(tqdm(jobs, desc="build rows", unit="row", disable=not progress)):

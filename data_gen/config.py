@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from rewards.components import VARIANTS
+
 PAPER_MODELS = ["Qwen/Qwen3-1.7B", "Qwen/Qwen3-8B", "Qwen/Qwen3-14B", "meta-llama/Llama-3.1-8B-Instruct",
                 "meta-llama/Llama-3.2-3B-Instruct"]
 
@@ -60,8 +62,6 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> dict[str, A
     cfg = _merge(cfg, overrides)
     if cfg["corruptor"] not in ("rules", "llm"):
         raise ValueError(f"corruptor must be 'rules' or 'llm', got {cfg['corruptor']!r}")
-    from rewards.components import VARIANTS
-
     if cfg["reward_variant"] not in VARIANTS:
         raise ValueError(f"reward_variant must be one of {', '.join(VARIANTS)}, got {cfg['reward_variant']!r}")
     for name, t in cfg["types"].items():

@@ -6,15 +6,19 @@ A call has a tool ``name``, ``arguments`` (a JSON object: keys are strings, valu
 
 Two calls are equal when their names, outputs, steps and canonical argument JSON are equal: keys are sorted, so key
 order never matters, and JSON types are kept, so ``12`` and ``"12"`` (or ``1`` and ``true``) are different values.
+
+Call lists are compared here and nowhere else: :func:`calls_equal` (as sequences or multisets) and :func:`same_calls`
+(what two lists mean in a wire format: by step groups when both carry steps, else in sequence for order-sensitive
+formats and as multisets for the others).
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 JSON = Any
 
@@ -100,6 +104,31 @@ def calls_equal(a: Iterable[ToolCall], b: Iterable[ToolCall], *, ordered: bool) 
     if ordered:
         return a == b
     return Counter(c.key() for c in a) == Counter(c.key() for c in b)
+
+
+class OrderRule(Protocol):
+    """What :func:`same_calls` reads of a wire format (a ``refiner.formats.WireFormat``)."""
+
+    order_sensitive: bool
+
+
+def has_steps(calls: Sequence[ToolCall]) -> bool:
+    """Whether every call of a non-empty list carries a step number (the simplified order format)."""
+    return bool(calls) and all(c.step is not None for c in calls)
+
+
+def same_calls(a: Sequence[ToolCall], b: Sequence[ToolCall], fmt: OrderRule) -> bool:
+    """Whether two call lists mean the same in the wire format ``fmt`` (a registered ``WireFormat``; only its
+    ``order_sensitive`` flag is read): when both carry steps, the same tool names per step and the same calls as a
+    multiset (step numbers aside); else the same calls in sequence when ``fmt`` is order-sensitive, as multisets
+    when it is not."""
+    if has_steps(b) and has_steps(a):
+        return steps_of(a) == steps_of(b) and calls_equal(
+            [ToolCall(c.name, dict(c.arguments), c.outputs) for c in a],
+            [ToolCall(c.name, dict(c.arguments), c.outputs) for c in b],
+            ordered=False,
+        )
+    return calls_equal(a, b, ordered=fmt.order_sensitive)
 
 
 def steps_of(calls: Iterable[ToolCall]) -> list[frozenset[str]]:

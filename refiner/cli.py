@@ -1,14 +1,17 @@
 """The ``tool-refiner`` command line: a thin shell over library functions.
 
 Each area registers its subcommands from its own module in ``refiner/commands/`` (``register(app)``), so this file
-only assembles them.
+only assembles them. Every area is imported here: a missing or broken command module is an import error when the CLI
+starts, never a silently absent command.
 """
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+from refiner import __version__
+from refiner.commands import data, formats, inference, serve, train
+from refiner.commands import eval as eval_commands
 
 app = typer.Typer(
     name="tool-refiner",
@@ -18,26 +21,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# One module per area; each defines register(app). A module that does not exist yet is skipped.
-COMMAND_MODULES = ("formats", "data", "train", "inference", "serve", "eval")
+# One module per area, in the order ``--help`` lists them; each defines register(app).
+COMMAND_MODULES = (formats, data, train, inference, serve, eval_commands)
 
 
 @app.command()
 def version() -> None:
     """Print the installed tool-refiner version."""
-    from refiner import __version__
-
     typer.echo(__version__)
 
 
-for _name in COMMAND_MODULES:
-    try:
-        _mod = importlib.import_module(f"refiner.commands.{_name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"refiner.commands.{_name}":
-            raise
-        continue
-    _mod.register(app)
+for _module in COMMAND_MODULES:
+    _module.register(app)
 
 
 def main() -> None:  # pragma: no cover

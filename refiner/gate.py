@@ -24,6 +24,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.specs.types import json_type_of
 
 ERROR = "error"
@@ -46,12 +47,11 @@ CODES = (
     "duplicate_output",
 )
 
-# Formats whose calls carry only names (arguments are not part of the format).
-NAME_ONLY_FORMATS = frozenset({"order"})
-# Formats whose argument values are written as text whatever the declared type: API-Bank's gold writes integers,
-# numbers, booleans and lists as strings (1,276 of 1,276 gold values in the three levels), so there a string is the
-# right value for every parameter and a bare number or boolean is the type error.
-STRING_VALUED_FORMATS = frozenset({"apibank"})
+# Value styles: how a caller's data set writes argument values. "typed" (the default): as the JSON type the spec
+# declares. "text": every value as a string whatever the declared type (API-Bank's gold writes integers, numbers,
+# booleans and lists as strings: 1,276 of 1,276 gold values in its three levels). A data set's convention, never a
+# wire format's: whoever knows it says so (the request's ``value_style``, a benchmark, a data source).
+VALUE_STYLES = ("typed", "text")
 
 _MAX_DEPTH = 32  # nesting depth beyond which values are not inspected further
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
@@ -83,6 +83,8 @@ class GateReport:
     calls: list[ToolCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     strict_ok: bool = False
+    # when the calls were read by salvage (salvage_report): where they were found
+    salvaged: Salvage | None = None
 
     @property
     def passed(self) -> bool:
@@ -237,7 +239,7 @@ def check_value(
     param: Any, value: Any, where: str, depth: int = 0, *, strings: bool = False
 ) -> list[tuple[str, str]]:
     """``(code, message)`` pairs for one value against one parameter schema (recursively). ``strings``: the format
-    writes every value as text (see :data:`STRING_VALUED_FORMATS`)."""
+    writes every value as text (value style "text", see :data:`VALUE_STYLES`)."""
     if depth > _MAX_DEPTH or param is None:
         return []
     if is_reference(value):
@@ -298,7 +300,7 @@ def check_value(
 
 
 def _check_text_value(param: Any, value: Any, where: str) -> list[tuple[str, str]]:
-    """A value in a string-valued format: text of the declared type, compared with the enum as text."""
+    """A value under value style "text": text of the declared type, compared with the enum as text."""
     if not isinstance(value, str):
         return [("type", f"{where} should be written as a string ({param.type}), got {json_type(value)} {_short(value)}")]
     enum = getattr(param, "enum", None)
@@ -338,10 +340,12 @@ def check_calls(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     fmt: str | None = None,
+    text_values: bool = False,
 ) -> list[Diagnostic]:
-    """Diagnostics for a call list against a tool list (``tools=None``: only reference checks)."""
+    """Diagnostics for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
+    format, which says whether calls carry names only; ``text_values``: every value should be written as text."""
     index = tool_index(tools)
-    names_only = fmt in NAME_ONLY_FORMATS
+    names_only = fmt is not None and formats.get(fmt).names_only
     out: list[Diagnostic] = []
     for i, call in enumerate(calls):
         if index is None:
@@ -350,7 +354,7 @@ def check_calls(
         if spec is None:
             out.append(Diagnostic("unknown_tool", f"no tool named {call.name!r}", i, call.name))
             continue
-        out.extend(check_call(call, spec, i, names_only=names_only, strings=fmt in STRING_VALUED_FORMATS))
+        out.extend(check_call(call, spec, i, names_only=names_only, strings=text_values))
     if not names_only:
         out.extend(_check_references(calls))
     return out
@@ -364,15 +368,18 @@ def check_text(
     text: str,
     fmt: str,
     tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    text_values: bool = False,
 ) -> GateReport:
-    """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds."""
+    """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`)."""
     wire = formats.get(fmt)
     report = GateReport()
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
         try:
             report.calls = list(wire.parse_strict(text))
             report.strict_ok = True
-        except Exception as e:  # FormatError, or anything a format lets slip: the text is not strictly valid
+        except formats.FormatError as e:
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {_reason(e)}"))
             report.calls = list(wire.parse_lenient(text).calls)
     else:  # one strict parse: parse_lenient tries it first and says why it failed
@@ -380,9 +387,62 @@ def check_text(
         report.calls = list(got.calls)
         report.strict_ok = got.ok
         if not got.ok:
-            reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(got.problems[:3])
+            reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
-    report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt))
+    report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt, text_values=text_values))
     return report
+
+
+def salvage_report(
+    report: GateReport,
+    text: str,
+    fmt: str,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    text_values: bool = False,
+) -> GateReport:
+    """``report`` (:func:`check_text` on ``text`` in ``fmt``) with the calls read wherever the model put them, when
+    the text is not valid in ``fmt`` and that reading is the better one (:func:`salvage_calls`): a new report on
+    those calls (the ``format`` finding kept, ``salvaged`` saying where they were found); else ``report`` itself."""
+    if report.strict_ok:
+        return report
+    found = salvage_calls(text, report.calls, tools)
+    if found is None:
+        return report
+    out = GateReport(list(found.calls), [d for d in report.diagnostics if d.code == "format"], False, found)
+    if not out.calls:
+        out.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
+    out.diagnostics.extend(check_calls(out.calls, tools, fmt=fmt, text_values=text_values))
+    return out
+
+
+_PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
+
+
+def salvage_calls(
+    text: str, lenient: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None
+) -> Salvage | None:
+    """The calls of a text that is not valid in its format, read wherever they are
+    (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
+    (``lenient``); else None. Better: more calls to offered tools (to plausibly named ones when there is no tool list),
+    then more of them spelled exactly as offered, then fewer calls to other names, then more arguments read. So a
+    lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
+    and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
+    too. A reading as good as salvage's is kept."""
+    index = tool_index(tools)
+    offered = {name: list(getattr(spec, "params", None) or ()) for name, spec in index.items()} if index else None
+    found = salvage(text, offered)
+
+    def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
+        if offered:
+            good = sum(is_offered(c.name, offered) for c in calls)
+            exact = sum(c.name in offered for c in calls)
+        else:
+            good = exact = sum(bool(_PLAUSIBLE_NAME.fullmatch(c.name)) for c in calls)
+        return good, exact, good - len(calls), sum(len(c.arguments) for c in calls)
+
+    if found.complete and not found.calls:
+        return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)
+    return found if score(found.calls) > score(lenient) else None

@@ -5,7 +5,9 @@
     result["refined"], result["stage"], result["diagnostics"]
 
 A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional,
-"format_hint": optional}``; ``format_hint`` replaces the default sentence that tells the model which format to answer in
+"format_hint": optional, "value_style": optional}``; ``value_style`` is ``"typed"`` (the default: values are the JSON
+types the spec declares) or ``"text"`` (the caller's data writes every value as a string, as API-Bank's gold does);
+``format_hint`` replaces the default sentence that tells the model which format to answer in
 (:func:`refiner.prompt.format_hint`), e.g. with a benchmark's own instruction ("" leaves the sentence out).
 The result is the request plus ``refined`` (text in the output format: the request's ``format``, else the
 refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``, ``stage`` (``unchanged`` |
@@ -29,15 +31,16 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.gate import Diagnostic, GateReport, check_text, tool_index
+from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
+from refiner.specs import load_tools
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 STAGES = ("unchanged", "repaired", "model", "fallback")  # plus "error" for an unreadable request (error_result)
@@ -70,22 +73,34 @@ def validate_request(request: Any) -> None:
             raise RequestError(f"field {key!r} must be a string, got {type(request[key]).__name__}")
     if request.get("format") is not None and request["format"] not in formats.names():
         raise RequestError(f"field 'format': unknown wire format {request['format']!r}; known: {formats.names()}")
+    if request.get("value_style") is not None and request["value_style"] not in VALUE_STYLES:
+        raise RequestError(f"field 'value_style' must be one of {list(VALUE_STYLES)}, got {request['value_style']!r}")
 
 
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
     """``(upstream format, output format)``. The result is written in the requested format (else the refiner's, else
     the upstream's). The upstream is read in the requested format when it is strictly valid there, else in the
-    detected format when it is strictly valid in that one, else (broken text) in the requested one, leniently."""
+    detected format when it is strictly valid in that one or (broken) carries that format's tags and none of the
+    requested one's, else (broken text) in the requested one, leniently."""
     wanted = request.get("format") or default
     text = request["upstream"]
     if wanted and formats.get(wanted).is_valid(text):
         return wanted, wanted
-    detect = getattr(formats, "detect_format", None)
-    detected = detect(text) if detect is not None else None
-    if detected and (wanted is None or formats.get(detected).is_valid(text)):
+    detected = formats.detect_format(text)
+    if detected and (wanted is None or formats.get(detected).is_valid(text) or _marked_as(detected, wanted, text)):
         return detected, wanted or detected
     upstream_fmt = wanted or DEFAULT_FORMAT
     return upstream_fmt, upstream_fmt
+
+
+def _marked_as(detected: str, wanted: str, text: str) -> bool:
+    """Whether a broken text carries the detected format's own tags and none of the requested format's: it is read
+    in the format it is written in (a requested format is the output format, not a filter on what is read)."""
+    body = formats.strip_reasoning(text)
+    own, other = formats.get(detected).detection, formats.get(wanted).detection
+    return any(m in body for m in (*own.markers, *own.closers)) and not any(
+        m in body for m in (*other.markers, *other.closers)
+    )
 
 
 def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -98,8 +113,6 @@ def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     if isinstance(raw, list) and raw and all(hasattr(t, "params") and hasattr(t, "name") for t in raw):
         return tool_index(raw)  # already ToolSpec objects
-    from refiner.specs import load_tools
-
     try:
         return tool_index(load_tools(raw))
     except Exception as e:
@@ -124,7 +137,9 @@ class Job:
     tier1: Tier1
     samples: list[Tier1] = field(default_factory=list)  # model answers, each parsed, gated and tier-1 repaired
     trust_spec: bool = False  # tier 1 treats every tool spec as exact
+    text_values: bool = False  # the request's value_style is "text": every value is written as a string
     model_error: str | None = None  # "<ExceptionType>: <message>" when the model step failed for this request
+    model_fmt: str = ""  # the format the model reads and writes (model_format), set by prepare
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -135,14 +150,34 @@ class Job:
         return "unchanged", None
 
 
-def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False) -> Job:
-    """Request → parse → gate → tier-1 repair."""
+def prepare(
+    request: Mapping[str, Any],
+    default_fmt: str | None,
+    *,
+    trust_spec: bool = False,
+    model_formats: Collection[str] | None = None,
+) -> Job:
+    """Request → parse → gate → tier-1 repair (and which format the model would read and write: :func:`model_format`,
+    ``model_formats`` as for :class:`Refiner`). An upstream that is not valid in its format is also read wherever its
+    calls are (salvage, :func:`refiner.gate.salvage_report`); with no format asked for and none detected, the answer
+    is then written in the dialect the calls were found in."""
     validate_request(request)
     upstream_fmt, out_fmt = pick_formats(request, default_fmt)
     tools = load_request_tools(request)
-    upstream = check_text(request["upstream"], upstream_fmt, tools)
-    tier1 = repair_parsed(upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec)
-    return Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec)
+    text_values = request.get("value_style") == "text"
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
+    upstream = salvage_report(upstream, request["upstream"], upstream_fmt, tools, text_values=text_values)
+    found = upstream.salvaged
+    asked = request.get("format") or default_fmt
+    if found is not None and found.fmt and not asked and formats.detect_format(request["upstream"]) is None:
+        out_fmt = found.fmt
+    tier1 = repair_parsed(
+        upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
+        text_values=text_values,
+    )
+    job = Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec, text_values=text_values)
+    job.model_fmt = model_format(job, model_formats)
+    return job
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -158,16 +193,46 @@ def tools_text(request: Mapping[str, Any]) -> str:
     return f"You can call the following tools:\n{body}"
 
 
+def model_format(job: Job, known: Collection[str] | None) -> str:
+    """The format the model reads and writes for this job: the output format when the model knows it (``known``, by
+    default the formats marked ``trained``), else the trained format that carries the same things
+    (:func:`refiner.formats.model_view`). A request with its own ``format_hint`` keeps the output format."""
+    out = formats.get(job.out_fmt)
+    if job.request.get("format_hint") is not None:
+        return out.name
+    if known is None:
+        return formats.model_view(out).name
+    if out.name in known:
+        return out.name
+    view = formats.model_view(out).name
+    return view if view in known else out.name
+
+
 def request_hint(job: Job) -> str:
     """The format instruction for the model: the request's ``format_hint`` when it has one, else the default sentence
-    for the output format."""
+    for the format the model answers in."""
     hint = job.request.get("format_hint")
-    return format_hint(job.out_fmt) if hint is None else hint
+    return format_hint(job.model_fmt) if hint is None else hint
+
+
+def shown_upstream(job: Job) -> str:
+    """The upstream calls as the model is shown them: the upstream text itself, or, when the model answers in another
+    (trained) format than the output's, the calls read from it rendered in that format (the raw text when none could
+    be read or rendered)."""
+    text = job.request["upstream"]
+    if job.model_fmt == job.out_fmt or not job.upstream.calls:
+        return text
+    try:
+        return formats.get(job.model_fmt).render(job.upstream.calls)
+    except formats.RenderError:
+        return text
 
 
 def model_messages(job: Job) -> list[dict[str, str]]:
     """The refiner prompt for one job; the upstream's reasoning, when it has some, goes in its own block."""
-    reasoning, calls_text = split_reasoning(job.request["upstream"])
+    reasoning, calls_text = split_reasoning(shown_upstream(job))
+    if reasoning is None:
+        reasoning, _ = split_reasoning(job.request["upstream"])
     return build_messages(
         tools_text(job.request),
         job.request.get("query", ""),
@@ -178,10 +243,12 @@ def model_messages(job: Job) -> list[dict[str, str]]:
 
 
 def read_sample(job: Job, generation: str) -> Tier1:
-    """One generation: the answer after the reasoning, parsed in the output format, gated and tier-1 repaired."""
+    """One generation: the answer after the reasoning, parsed in the format the model answers in, gated and tier-1
+    repaired, and written in the output format."""
     answer = extract_answer(generation)
-    report = check_text(answer, job.out_fmt, job.tools)
-    return repair_parsed(report, answer, job.out_fmt, job.tools, trust_spec=job.trust_spec)
+    report = check_text(answer, job.model_fmt, job.tools, text_values=job.text_values)
+    return repair_parsed(report, answer, job.model_fmt, job.tools, out_fmt=job.out_fmt, trust_spec=job.trust_spec,
+                         text_values=job.text_values)
 
 
 def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:
@@ -297,7 +364,10 @@ class Refiner:
     (best of N by gate and agreement); ``thinking`` (True/False/None: the model's default); ``temperature`` (default
     0 for one sample, 0.7 for several); ``max_tokens``; ``seed``; ``trust_spec`` (default False): tier 1 treats
     every tool spec as complete and exact, as if each said ``additionalProperties: false`` (see
-    :mod:`refiner.repair`: by default a call whose only gate findings are soft ones is left to the model).
+    :mod:`refiner.repair`: by default a call whose only gate findings are soft ones is left to the model);
+    ``model_formats``: the wire formats the refiner model was trained on (default: the formats marked ``trained``,
+    the paper's). For an output format outside them, the model is shown the upstream's calls in the closest trained
+    format, answers in it, and its answer is written back in the output format (:func:`model_format`).
     """
 
     def __init__(
@@ -312,9 +382,12 @@ class Refiner:
         max_tokens: int = 1024,
         seed: int | None = None,
         trust_spec: bool = False,
+        model_formats: Collection[str] | None = None,
     ) -> None:
         if fmt is not None:
             formats.get(fmt)  # unknown names fail here, not per request
+        for name in model_formats or ():
+            formats.get(name)
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
         self.engine = engine
@@ -326,6 +399,7 @@ class Refiner:
         self.max_tokens = max_tokens
         self.seed = seed
         self.trust_spec = trust_spec
+        self.model_formats = None if model_formats is None else frozenset(model_formats)
 
     def refine(self, request: Mapping[str, Any]) -> dict:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""
@@ -338,7 +412,7 @@ class Refiner:
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             try:
-                jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec))
+                jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats))
             except RequestError as e:
                 if errors != "result":
                     raise RequestError(f"request {i}: {e}") from e

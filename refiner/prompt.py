@@ -15,8 +15,12 @@ The model answers with reasoning (Qwen3 ``<think>``) followed by the corrected c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from refiner import formats
+from refiner.formats.text import reasoning_offset
 
 SYSTEM_PROMPT = (
     "You correct tool calls written by another language model. You are given the tools that were available, "
@@ -43,8 +47,6 @@ REASONING_TEMPLATE = "Reasoning the other model gave before its calls:\n<<<REASO
 def format_hint(fmt: str) -> str:
     """The default sentence telling the refiner which wire format to answer in (``fmt``: a registered format name;
     an unknown one raises ``KeyError`` from :func:`refiner.formats.get`)."""
-    from refiner import formats
-
     return f"Write the corrected tool calls in the {fmt} format ({formats.get(fmt).description})."
 
 
@@ -57,8 +59,6 @@ def render_query(query: str | Sequence[Mapping[str, Any]]) -> str:
         role = str(m.get("role", "user")).upper()
         content = m.get("content")
         if content is None and m.get("tool_calls"):
-            import json
-
             content = json.dumps(m["tool_calls"], ensure_ascii=False)
         if isinstance(content, list):  # content parts
             content = " ".join(str(p.get("text", p)) if isinstance(p, Mapping) else str(p) for p in content)
@@ -90,16 +90,12 @@ def build_messages(
 
 def extract_answer(text: str) -> str:
     """The answer part of a generation: what follows the reasoning block (all of it when there is none). The end of
-    reasoning is decided in one place, :func:`refiner.formats.base.reasoning_offset`, the rule every parser uses."""
-    from refiner.formats.base import reasoning_offset
-
+    reasoning is decided in one place, :func:`refiner.formats.text.reasoning_offset`, the rule every parser uses."""
     return text[reasoning_offset(text) :].strip()
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
     """``(reasoning, rest)``: the content of a leading ``<think>`` block, if any, and what follows it."""
-    from refiner.formats.base import reasoning_offset
-
     end = reasoning_offset(text)
     if end == 0:
         return None, text

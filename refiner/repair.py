@@ -40,10 +40,11 @@ When the spec is believed (the policy)
     unwrapped, enum spellings are not changed: real gold data does each of these where its spec says otherwise.
 
     Text-level repairs (parsing, tags, the output format) and the dependency reorder always apply, and so does writing
-    values as text in a string-valued format (API-Bank: its format, not its spec, says every value is a string).
-    Two coercions never happen at all, because they change what a value means: an enum value is never replaced by a
-    merely *similar* member (``"5 minutes"`` is not ``"45 minutes"``, ``"openai"`` is not ``"openapi"``), and a
-    boolean is never turned into text outside string-valued formats (which text a tool wants for it, ``"true"``,
+    numbers as text when the caller says its data writes every value as text (value style ``"text"``, e.g. API-Bank's
+    gold; :data:`refiner.gate.VALUE_STYLES`). A value that already matches its declared type is otherwise never
+    rewritten, in any wire format. Two coercions never happen at all, because they change what a value means: an
+    enum value is never replaced by a merely *similar* member (``"5 minutes"`` is not ``"45 minutes"``, ``"openai"``
+    is not ``"openapi"``), and a boolean is never turned into text (which text a tool wants for it, ``"true"``,
     ``"True"`` or ``"yes"``, the spec does not say, and BFCL's gold keeps the boolean).
 """
 
@@ -63,7 +64,6 @@ from rapidfuzz.distance import DamerauLevenshtein
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.gate import (
-    STRING_VALUED_FORMATS,
     GateReport,
     check_text,
     dependencies,
@@ -197,8 +197,8 @@ def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str],
 
 def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = False) -> Any:
     """``value`` converted to the parameter's declared type where the conversion is lossless and unambiguous;
-    otherwise ``value`` itself (the same object). ``strings``: the format writes every value as text, so a number or
-    boolean becomes its text."""
+    otherwise ``value`` itself (the same object). ``strings``: every value is written as text (value style "text"),
+    so a number becomes its text; a boolean stays a boolean (which text a tool wants for it is not in the spec)."""
     if param is None or depth > _MAX_DEPTH or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
@@ -210,7 +210,8 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
         if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (str, int, float)):
             value = value[0]  # ["Paris"]: the one item
         finite = not isinstance(value, float) or math.isfinite(value)
-        return json_text(value) if isinstance(value, (int, float)) and finite else value
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return json_text(value) if number and finite else value  # a boolean's text is not in the spec: kept
     if not type_matches(ptype, value):
         value = _convert(ptype, value)
     enum = getattr(param, "enum", None)
@@ -337,7 +338,7 @@ def repair_call(
     against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
     values (see the module docstring). Unknown parameters are dropped only
     when no required one is missing (else one of them may be the missing value under another name, which the model
-    can still use). ``strings``: see :data:`refiner.gate.STRING_VALUED_FORMATS`."""
+    can still use). ``strings``: value style "text" (see :data:`refiner.gate.VALUE_STYLES`)."""
     n_before = len(actions)
     name = call.name
     if name not in tools:
@@ -413,6 +414,7 @@ def repair_calls(
     *,
     fmt: str | None = None,
     trust_spec: bool = False,
+    text_values: bool = False,
 ) -> tuple[list[ToolCall], list[Action]]:
     """Tier-1 repair of a call list: names, parameters, values (when tools are known; see :func:`repair_call` for
     when a call's spec is believed), then dependency order."""
@@ -420,14 +422,14 @@ def repair_calls(
     index = tool_index(tools)
     out = list(calls)
     if index:
-        names_only = fmt == "order"
+        names_only = fmt is not None and formats.get(fmt).names_only
         fixed: list[ToolCall] = []
         for i, c in enumerate(out):
             if names_only:
                 fixed.append(_snap_name_only(c, i, index, actions))
             else:
                 fixed.append(
-                    repair_call(c, i, index, actions, strings=fmt in STRING_VALUED_FORMATS, trust_spec=trust_spec)
+                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec)
                 )
         out = fixed
     order = dependency_order(out)
@@ -459,22 +461,31 @@ def repair_parsed(
     *,
     out_fmt: str | None = None,
     trust_spec: bool = False,
+    text_values: bool = False,
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
     ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim. ``trust_spec``:
-    treat every tool spec as exact (see the module docstring)."""
+    treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"."""
     out_fmt = out_fmt or fmt
     actions: list[Action] = []
-    if not before.strict_ok and before.calls:
+    if not before.strict_ok and before.calls and before.salvaged is not None:
+        actions.append(Action("salvage", f"read {len(before.calls)} call(s) from text that is not valid {fmt}, where "
+                                         f"the model put them: {before.salvaged.describe()}"))
+    elif not before.strict_ok and before.calls:
         actions.append(Action("parse_repair", f"recovered {len(before.calls)} call(s) from text that is not valid {fmt}"))
     if out_fmt != fmt and before.calls:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
-    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt, trust_spec=trust_spec)
+    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
     actions.extend(call_actions)
     if not actions or not calls:
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
-    new_text = formats.get(out_fmt).render(calls)
-    return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=check_text(new_text, out_fmt, tools))
+    try:
+        new_text = formats.get(out_fmt).render(calls)
+    except formats.RenderError:  # calls the output format cannot write (a tool name with spaces in a pythonic
+        # format, say): nothing is changed, the gate's report on the upstream stands and the model sees it
+        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
+    after = check_text(new_text, out_fmt, tools, text_values=text_values)
+    return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
 
 
 def repair_text(
@@ -484,7 +495,9 @@ def repair_text(
     *,
     out_fmt: str | None = None,
     trust_spec: bool = False,
+    text_values: bool = False,
 ) -> Tier1:
     """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again."""
     index = tool_index(tools)
-    return repair_parsed(check_text(text, fmt, index), text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec)
+    report = check_text(text, fmt, index, text_values=text_values)
+    return repair_parsed(report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)

@@ -363,15 +363,15 @@ def validate_rl_parquet(path: str | Path, *, min_rows: int = 1) -> dict[str, Any
 
 
 def parse_ground_truth(gt: Any, where: str) -> dict[str, Any]:
-    """``reward_model.ground_truth`` (a JSON string, or already a dict) with its ``answer`` checked."""
-    if isinstance(gt, str):
-        try:
-            gt = json.loads(gt)
-        except json.JSONDecodeError as e:
-            raise TrainConfigError(f"{where}, field 'reward_model.ground_truth': not JSON ({e.msg})") from None
-    if not isinstance(gt, dict) or not isinstance(gt.get("answer"), str):
-        raise TrainConfigError(f"{where}, field 'reward_model.ground_truth': needs a string 'answer'")
-    return gt
+    """``reward_model.ground_truth`` (a JSON string, or already a dict) read and checked by the reward's own reader:
+    ``{"format", "answer", "order_sensitive"}``, or :class:`TrainConfigError` naming the row and the field."""
+    from rewards.ground_truth import GroundTruthError
+    from rewards.ground_truth import parse_ground_truth as read_ground_truth
+
+    try:
+        return read_ground_truth(gt).fields()
+    except GroundTruthError as e:
+        raise TrainConfigError(f"{where}, field 'reward_model.ground_truth': {e}") from None
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from refiner.calls import ToolCall, canonical_json, steps_of
 
-Variant = Literal["paper", "strict"]
+RewardVariant = Literal["paper", "strict"]
 
 _chain = chain.from_iterable
 _values = methodcaller("values")
@@ -223,7 +223,7 @@ def f1(overlap: int, out_size: int, gold_size: int) -> float:
 # Components. Each takes the features of the output (O) and of the ground truth (G).
 
 
-def tool_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float:
+def tool_name_reward(out: CallFeatures, gold: CallFeatures, variant: RewardVariant = "paper") -> float:
     """R_name = 4·J(O_n, G_n) − 2. Always applicable: with no gold calls, producing none scores +2 and producing any
     scores −2."""
     if variant == "strict":
@@ -231,7 +231,9 @@ def tool_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "
     return scale(jaccard(out.names, gold.names))
 
 
-def param_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float | None:
+def param_name_reward(
+    out: CallFeatures, gold: CallFeatures, variant: RewardVariant = "paper"
+) -> float | None:
     """R_pname = 4·|O_pn ∩ G_pn| / |G_pn| − 2 (paper: recall over unique names); ``None`` when the ground truth has no
     parameters."""
     if not gold.param_names:
@@ -242,7 +244,9 @@ def param_name_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = 
     return scale(recall(len(out.param_names & gold.param_names), len(gold.param_names)))
 
 
-def param_content_reward(out: CallFeatures, gold: CallFeatures, variant: Variant = "paper") -> float | None:
+def param_content_reward(
+    out: CallFeatures, gold: CallFeatures, variant: RewardVariant = "paper"
+) -> float | None:
     """R_pcontent = 4·|O_pc ∩ G_pc| / |G_pc| − 2 over value multisets (paper: recall); ``None`` when the ground truth
     has no parameter values."""
     if not gold.n_args:

@@ -1,8 +1,12 @@
-"""The reward ground truth written by the data builder and read by the reward: schema, validation, parsing.
+"""The reward ground truth: its one writer and its one reader.
 
 ``reward_model.ground_truth`` is a JSON string (a dict is accepted too)::
 
     {"format": "<wire format name>", "answer": "<the correct text in that format>", "order_sensitive": true|false}
+
+- Writer: :func:`make_ground_truth` (the data builder and the LLM corruptor write rows with it).
+- Reader: :func:`parse_ground_truth` (the reward, the builder's row checks and the pre-launch parquet checks of
+  ``tool-refiner train`` read rows with it). It returns a :class:`Gold`; ``Gold.fields()`` gives the three fields back.
 
 ``order_sensitive`` is optional and defaults to the format's ``order_sensitive``. The answer must parse strictly in
 its format. Any violation raises :class:`GroundTruthError` naming the field.
@@ -43,6 +47,15 @@ class Gold:
     order_sensitive: bool
     by_step: bool
     features: CallFeatures
+
+    @lazy
+    def answer(self) -> str:
+        """The answer text: as the ground truth wrote it, or the gold calls rendered in the format."""
+        return self.fmt.render(list(self.calls))
+
+    def fields(self) -> dict[str, Any]:
+        """The ground truth's fields, ``{"format", "answer", "order_sensitive"}`` (``order_sensitive`` resolved)."""
+        return {"format": self.fmt.name, "answer": self.answer, "order_sensitive": self.order_sensitive}
 
     @lazy
     def call_key_counts(self) -> Counter:
@@ -124,9 +137,9 @@ def _gold_cached(fmt_name: str, answer: str, order_sensitive: bool | None) -> Go
         calls = wf.parse_strict(answer)
     except formats.FormatError as e:
         raise GroundTruthError(f"ground_truth field 'answer' is not valid {fmt_name}: {e}") from None
-    except RecursionError:
-        raise GroundTruthError(f"ground_truth field 'answer' is nested too deeply for {fmt_name}") from None
-    return Gold.from_calls(calls, wf, order_sensitive)
+    gold = Gold.from_calls(calls, wf, order_sensitive)
+    gold.__dict__["answer"] = answer  # the text as written (``lazy`` reads the instance dict first)
+    return gold
 
 
 def _gold_from_fields(fmt_name: Any, answer: Any, order_sensitive: Any, keys: set) -> Gold:
@@ -145,13 +158,16 @@ def _gold_from_fields(fmt_name: Any, answer: Any, order_sensitive: Any, keys: se
     return _gold_cached(fmt_name, answer, order_sensitive)
 
 
-def make_ground_truth(fmt: str, calls: list[ToolCall], order_sensitive: bool | None = None) -> str:
-    """The ground-truth JSON string for ``calls`` rendered in ``fmt`` (what the data builder writes)."""
+def make_ground_truth(
+    fmt: str | formats.WireFormat, calls: list[ToolCall] | tuple[ToolCall, ...], order_sensitive: bool | None = None
+) -> str:
+    """The ground-truth JSON string for ``calls`` rendered in ``fmt``: the only writer of ``reward_model.ground_truth``
+    (``order_sensitive`` defaults to the format's)."""
     wf = resolve_format(fmt)
     return json.dumps(
         {
             "format": wf.name,
-            "answer": wf.render(calls),
+            "answer": wf.render(list(calls)),
             "order_sensitive": wf.order_sensitive if order_sensitive is None else bool(order_sensitive),
         },
         ensure_ascii=False,

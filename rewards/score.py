@@ -23,7 +23,7 @@ from refiner.calls import ToolCall
 from rewards.components import (
     VARIANTS,
     CallFeatures,
-    Variant,
+    RewardVariant,
     order_reward,
     param_content_reward,
     param_name_reward,
@@ -116,8 +116,9 @@ class Breakdown:
 def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCall]]:
     """``(True, strict calls)`` when ``text`` is strictly valid in ``fmt``; else ``(False, lenient calls)`` from the
     reasoning plus the first :data:`LENIENT_ANSWER_CHARS` characters of the answer (at most one strict parse).
-    Answers longer than :data:`STRICT_ANSWER_CHARS` are not parsed strictly (format error). Never raises: a parser
-    failure other than :class:`FormatError` is logged and counts as unparseable."""
+    Answers longer than :data:`STRICT_ANSWER_CHARS` are not parsed strictly (format error). Never raises (strict
+    parsers raise only :class:`FormatError`; a parser bug, which lenient parsing reports as an ``internal`` problem,
+    is logged and counts as unparseable)."""
     start = formats.reasoning_offset(text)
     if len(text) - start > STRICT_ANSWER_CHARS:
         cut = text[: start + LENIENT_ANSWER_CHARS]
@@ -125,15 +126,13 @@ def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCal
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try these strictly
         try:
             return True, fmt.parse_strict(text)
-        except (formats.FormatError, RecursionError):
+        except formats.FormatError:
             pass
-        except Exception as e:  # noqa: BLE001 - a parser bug must not stop training; logged, scored as a format error
-            log.warning("%s.parse_strict raised %r; scored as a format error", fmt.name, e)
     result = fmt.parse_lenient(text, limit=LENIENT_ANSWER_CHARS)
     if result.ok:
         return True, result.calls
     for problem in result.problems:
-        if problem.startswith("internal:"):  # a parser bug: never raised, but worth a log line
+        if problem.code == "internal":  # a parser bug: never raised, but worth a log line
             log.warning("%s parse failed on an output (%s); scored as a format error", fmt.name, problem)
     return False, result.calls
 
@@ -178,7 +177,9 @@ def _same_in_order(out: CallFeatures, gold: Gold) -> bool:
     return all(oa == ga or frozenset(oa) == frozenset(ga) for oa, ga in zip(out.arg_keys, g.arg_keys))
 
 
-def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: Variant = "paper") -> Breakdown:
+def breakdown_calls(
+    format_ok: bool, calls: Sequence[ToolCall], gold: Gold, variant: RewardVariant = "paper"
+) -> Breakdown:
     """Components for already-parsed ``calls`` (``format_ok``: whether their text parsed strictly)."""
     out = CallFeatures.of(calls, by_step=gold.by_step)
     g = gold.features
@@ -198,7 +199,7 @@ def breakdown_calls(format_ok: bool, calls: Sequence[ToolCall], gold: Gold, vari
     )
 
 
-def breakdown(text: str, gold: Gold, variant: Variant = "paper") -> Breakdown:
+def breakdown(text: str, gold: Gold, variant: RewardVariant = "paper") -> Breakdown:
     """Components of output ``text`` against ``gold``. Never raises on any text."""
     format_ok, calls = parse_output(text, gold.fmt)
     try:
@@ -214,7 +215,7 @@ def _upstream_breakdown(gold: Gold, upstream: str, variant: str) -> Breakdown:
     return breakdown(upstream, gold, variant)  # type: ignore[arg-type]
 
 
-def check_variant(variant: Any) -> Variant:
+def check_variant(variant: Any) -> RewardVariant:
     if variant not in VARIANTS:
         raise ValueError(f"reward variant must be one of {', '.join(VARIANTS)}; got {variant!r}")
     return variant
@@ -225,7 +226,7 @@ def score_gold(
     gold: Gold,
     *,
     upstream: str | None = None,
-    variant: Variant = "paper",
+    variant: RewardVariant = "paper",
     regression_penalty: bool = True,
 ) -> dict[str, float]:
     """The full result for ``text`` against a parsed :class:`Gold`: every key of :data:`RESULT_KEYS`, all floats."""
@@ -265,7 +266,7 @@ def score_calls(
     *,
     order_sensitive: bool | None = None,
     upstream: str | None = None,
-    variant: Variant = "paper",
+    variant: RewardVariant = "paper",
     regression_penalty: bool = True,
 ) -> dict[str, float]:
     """The result for ``output_text`` against ``gold_calls`` in ``fmt`` (order sensitivity defaults to the format's).

@@ -4,6 +4,7 @@ CLI builds and reports; unavailable sources are named; LLM corruption resumes af
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -20,10 +21,6 @@ SMOKE = ROOT / "configs" / "data" / "smoke.yaml"
 
 def _local_cfg(**over):
     glaive = {"path": str(shared_path("glaive_demo")), "limit": 40}
-    try:
-        formats.get("glaive")
-    except KeyError:
-        glaive["format"] = "hermes"  # until the glaive wire format lands: the same calls, Hermes-rendered
     sources = {"glaive": glaive, "nestools": {"path": str(shared_path("nestools", "test_data.jsonl")), "limit": 40}}
     return load_config(SMOKE, sources=sources, **over)
 
@@ -125,13 +122,12 @@ def test_cli_build_and_stats(tmp_path):
     args = ["data", "build", "--config", str(SMOKE), "--out", str(out), "-q",
             "--source-path", f"nestools={shared_path('nestools', 'test_data.jsonl')}",
             "--source-path", f"glaive={shared_path('glaive_demo')}"]
-    try:
-        formats.get("glaive")
-    except KeyError:
-        pytest.skip("the glaive wire format is not registered yet")
     res = CliRunner().invoke(app, args + ["--reward-variant", "strict"])
     assert res.exit_code == 0, res.output
     assert (out / "train.parquet").exists() and '"train"' in res.output
+    # the build output says per source what was read, kept and skipped why
+    assert re.search(r"glaive: read \d+ records from \S*glaive_demo, kept 40", res.output), res.output
+    assert "no tools (a plain chat record)" in res.output
     assert json.loads((out / "manifest.json").read_text())["config"]["reward_variant"] == "strict"
     bad = CliRunner().invoke(app, args + ["--reward-variant", "loose"])
     assert bad.exit_code == 2 and "reward_variant must be one of" in bad.output

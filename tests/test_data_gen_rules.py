@@ -15,11 +15,11 @@ from data_gen.corrupt.rules import (
     CorruptionError,
     changes_something,
     corrupt,
-    same_calls,
 )
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, same_calls
 from refiner.formats import FormatError
+from refiner.specs import SpecError, load_tools
 
 
 def _glaive_cases(glaive_records, limit=40):
@@ -44,13 +44,6 @@ def _nestools_cases(nestools_records, limit=40):
         )
         for rec in nestools_records[:limit]
     ]
-
-
-def _format_or_skip(name):
-    try:
-        return formats.get(name)
-    except KeyError:
-        pytest.skip(f"wire format {name!r} not registered yet")
 
 
 def _assert_honest(c, gold, fmt):
@@ -149,7 +142,7 @@ def test_no_op_attempts_are_rejected_and_counted(monkeypatch):
 
 @pytest.mark.parametrize("fmt", ["glaive", "toolace", "xlam", "nestools", "hermes"])
 def test_all_classes_honest_in_each_format(glaive_records, fmt):
-    f = _format_or_skip(fmt)
+    f = formats.get(fmt)
     cases = _glaive_cases(glaive_records, 25)
     for k, (gold, tools) in enumerate(cases):
         for cls in ERROR_CLASSES:
@@ -162,7 +155,6 @@ def test_all_classes_honest_in_each_format(glaive_records, fmt):
 
 @pytest.mark.parametrize("cls", ["swapped_calls", "shuffled_order", "wrong_value", "broken_json", "missing_tag"])
 def test_nested_order_corruptions_on_real_nestools(nestools_records, cls):
-    _format_or_skip("nestools")
     for k, (gold, tools) in enumerate(_nestools_cases(nestools_records, 30)):
         c = corrupt(gold, "nestools", tools, random.Random(k), [cls])
         _assert_honest(c, gold, "nestools")
@@ -172,7 +164,6 @@ def test_nested_order_corruptions_on_real_nestools(nestools_records, cls):
 
 @pytest.mark.parametrize("cls", ["split_step", "merge_steps", "shuffled_order", "tool_name_typo", "broken_json"])
 def test_order_format_step_corruptions(nestools_records, cls):
-    _format_or_skip("order")
     for k, rec in enumerate(nestools_records[:30]):
         gold = [ToolCall(c["api_name"], {}, step=i + 1) for i, c in enumerate(rec["call"])]
         try:
@@ -231,3 +222,24 @@ def test_wrong_tag_on_bare_bracket_markers_is_not_applicable(nestools_records):
     for seed in range(10):
         with pytest.raises(CorruptionError, match="applies"):
             corrupt(gold, "nestful", None, seed, ["wrong_tag"])
+
+
+def test_tools_are_read_by_the_spec_loader_in_any_form(glaive_records):
+    """Raw dicts in the source's dialect, the same tools as ToolSpec objects, or as JSON text: the same corruption."""
+    for k, (gold, tools) in enumerate(_glaive_cases(glaive_records, 15)):
+        for cls in ("tool_name_near_miss", "extra_param", "missing_required_param", "wrong_value"):
+            got = []
+            for given in (tools, load_tools(tools), json.dumps(tools)):
+                try:
+                    got.append(corrupt(gold, "hermes", given, random.Random(k), [cls]))
+                except CorruptionError as e:
+                    got.append(str(e))
+            assert got[0] == got[1] == got[2]
+
+
+def test_an_unreadable_tool_list_is_an_error_naming_the_tool():
+    gold = [ToolCall("f", {"a": 1})]
+    with pytest.raises(SpecError, match="tool 1"):
+        corrupt(gold, "hermes", [{"name": "f", "parameters": {}}, "not a tool"], 0, ["extra_param"])
+    with pytest.raises(SpecError, match="cannot recognise"):
+        corrupt(gold, "hermes", [{"title": "no name, no dialect"}], 0, ["extra_param"])

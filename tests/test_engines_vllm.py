@@ -44,6 +44,15 @@ CHILD = textwrap.dedent(
         eng.chat([[{"content": "no role"}]])
     except ValueError as e:
         out["bad_request"] = str(e)
+    # the pipeline on a dialect the refiner was not trained on: the model answers in a trained view of it
+    from refiner import formats
+    from refiner.calls import ToolCall
+    from refiner.pipeline import Refiner
+    tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                   "required": ["city"]}}]
+    upstream = formats.get("openai").render([ToolCall("lookup_forecast_now", {"town": "Paris"})])
+    out["refine_untrained"] = Refiner(engine=eng, max_tokens=16, thinking=False).refine(
+        {"tools": tools, "query": "Weather in Paris?", "upstream": upstream})
     print("RESULT " + json.dumps(out))
     """
 )
@@ -110,3 +119,14 @@ def test_vllm_greedy_matches_transformers(vllm_run, tiny_qwen3_dir) -> None:
 
     hf = make_engine("hf", model=str(tiny_qwen3_dir))
     assert hf.chat(CONVS, max_tokens=8, enable_thinking=False) == vllm_run["greedy_off"]
+
+
+@slow
+def test_vllm_refiner_on_an_untrained_dialect_answers_in_its_own_dialect(vllm_run) -> None:
+    """The tiny random model's answer is noise, but the path is real: it ran, was read in the trained view (xlam) and
+    the result is written in the upstream's own dialect (openai) or falls back to it, never in the view's."""
+    from refiner import formats
+
+    res = vllm_run["refine_untrained"]
+    assert res["format"] == "openai" and res["stage"] in ("model", "fallback")
+    assert formats.detect_format(res["refined"]) == "openai" or res["refined"] == res["upstream"]

@@ -1,6 +1,6 @@
 """``parse_lenient`` never raises and never hangs, and ``detect_format`` never raises, on random and mutated text.
 
-Default run: 10,000 strings overall (1,000 per format, mutated from that format's rendered text, with random
+Default run: 1,000 strings per format (mutated from that format's rendered text, with random
 strings and tag/bracket soup mixed in), each parsed by its own format and detected, plus 100 KB inputs: each
 format's own broken text, and tag soup and pathological repetitions parsed by every format. The slow variant runs 20,000 strings, every string through every format, and every 100 KB input through every
 format.
@@ -143,9 +143,9 @@ def _check(fmt: formats.WireFormat, text: str) -> float:
     spent = time.perf_counter() - t
     assert isinstance(got, formats.Lenient)
     assert all(isinstance(c, ToolCall) for c in got.calls)
-    assert all(isinstance(p, str) for p in got.problems)
-    # strict parsing raised only FormatError and recovery raised nothing (else lenient reports "internal: ...")
-    assert not [p for p in got.problems if p.startswith("internal:")], (fmt.name, text[:200], got.problems)
+    assert all(isinstance(p, formats.Problem) and p.code in formats.PROBLEM_CODES for p in got.problems)
+    # strict parsing raised only FormatError and recovery raised nothing (else lenient reports an internal problem)
+    assert not [p for p in got.problems if p.code == "internal"], (fmt.name, text[:200], got.problems)
     if not got.problems:  # no problem reported means the text was strictly valid
         assert fmt.parse_strict(text) == got.calls
     return spent
@@ -160,7 +160,7 @@ def test_fuzz_lenient_never_raises():
             worst = max(worst, _check(fmt, text))
             formats.detect_format(text)
             n_strings += 1
-    assert n_strings == 10_000
+    assert n_strings == 1000 * len(ALL)
     assert worst < 2.0, f"slowest lenient parse took {worst:.2f}s"
 
 
@@ -199,7 +199,7 @@ def test_repair_work_is_bounded_by_count_not_time(monkeypatch):
     gets the same result), on huge and pathological inputs through every format."""
     import json_repair
 
-    from refiner.formats import base
+    from refiner.formats import jsonfix as base
 
     seen: list[str] = []
     real = json_repair.loads

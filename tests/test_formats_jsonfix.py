@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
 from refiner.formats import glaive, jsonfix
-from refiner.formats.base import FormatError, skip_ws, strict_json
+from refiner.formats.base import FormatError
+from refiner.formats.strict import strict_json
+from refiner.formats.text import skip_ws
 from test_formats_roundtrip import arguments, calls_for, json_values, names
 
 # HYPOTHESIS_EXAMPLES=2000 for a longer hunt (the fast readers must agree with the general ones everywhere)
@@ -168,7 +170,7 @@ def test_glaive_raw_layout_reads_what_the_general_parser_reads(calls, data):
         try:
             obj, end = glaive._parse_object(fmt, t, pos)
             general = (obj, skip_ws(t, end))
-        except (FormatError, RecursionError):
+        except FormatError:
             general = None
         if fast is not None:
             name, args, end = fast
@@ -184,7 +186,7 @@ def test_toolace_recovery_reads_a_bounded_number_of_items():
     assert [c.name for c in out.calls[:3]] == ["f0", "f1", "f2"]
     assert out.calls[0].arguments == {"a": "0"}
     assert len(out.calls) <= formats.toolace.MAX_RECOVERED_SEGMENTS
-    assert any("gave up after" in p for p in out.problems)
+    assert any("gave up after" in str(p) for p in out.problems)
     assert (fmt.parse_lenient(text).calls, fmt.parse_lenient(text).problems) == (out.calls, out.problems)
 
 
@@ -197,7 +199,7 @@ def test_toolace_recovery_reads_a_plain_prefix_whole_then_item_by_item():
     assert out.calls[:1000] == [ToolCall(f"f{i}", {"a": i, "b": [True, None]}) for i in range(1000)]
     assert [c.name for c in out.calls[1000:]] == ["g", "h"]
     assert out.calls[1000].arguments == {"x": "y"} and out.calls[1001].arguments == {"k": 1}
-    assert any("without a name dropped" in p for p in out.problems)
+    assert any("without a name dropped" in str(p) for p in out.problems)
 
 
 def test_parse_lenient_limit_reads_the_answer_after_the_reasoning():
@@ -208,7 +210,7 @@ def test_parse_lenient_limit_reads_the_answer_after_the_reasoning():
     cut = fmt.parse_lenient(text, limit=len(call) + 10)
     assert [c.name for c in full.calls] == ["a", "b"]
     assert [c.name for c in cut.calls] == ["a"]
-    assert not cut.ok and any("only the first" in p for p in cut.problems)
+    assert not cut.ok and any(p.code == "cut_input" for p in cut.problems)
     assert fmt.parse_lenient("<think>" + "r" * 5000 + "</think>" + call, limit=10).ok  # valid: strict, no limit
 
 

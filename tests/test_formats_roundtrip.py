@@ -4,6 +4,7 @@ agrees without problems, text around the calls does not matter, and detection na
 from __future__ import annotations
 
 import keyword
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,6 @@ from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
-from refiner.formats.detect import ALL_TAGS
 
 # A literal "</think>" marks the end of reasoning (base.strip_reasoning), so call text never holds one here.
 _texts = st.text(max_size=12).filter(lambda s: "</think>" not in s)
@@ -53,36 +53,50 @@ def order_calls():
 
 
 def calls_for(fmt: str):
-    """A strategy of call lists that ``fmt`` represents exactly."""
-    if fmt == "toolace":
-        return _calls(identifiers, arguments)
-    if fmt == "order":
+    """A strategy of call lists that ``fmt`` represents exactly, read from the format's attributes: what its names
+    may be, whether calls carry arguments, steps or output labels."""
+    f = formats.get(fmt)
+    if f.steps:
         return order_calls()
-    if fmt == "nestools":
-        return _calls(names, arguments, st.lists(_texts, max_size=3).map(tuple))
-    if fmt == "nestful":
-        return _calls(names, arguments, st.lists(_texts, max_size=1).map(tuple))
-    return _calls(names, arguments)
+    name_st = names if f.name_pattern is None else identifiers.filter(lambda s: re.fullmatch(f.name_pattern, s))
+    args_st = st.just({}) if f.names_only else arguments
+    outputs_st = {None: NO_OUTPUTS, "one": st.lists(_texts, max_size=1).map(tuple),
+                  "list": st.lists(_texts, max_size=3).map(tuple)}[f.outputs]
+    return _calls(name_st, args_st, outputs_st)
 
 
 ALL = sorted(formats.names())
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def test_all_formats_registered():
-    assert set(ALL) == {
-        "glaive",
-        "toolace",
-        "xlam",
-        "nestools",
-        "order",
-        "apibank",
-        "hermes",
-        "openai",
-        "anthropic",
-        "nestful",
-    }
-    assert {f.name for f in formats.all_formats() if f.order_sensitive} == {"nestools", "order", "nestful"}
+def test_every_format_declares_what_the_rest_of_the_code_reads():
+    """The registry contract: each format has a description, tags, a detection rule and an example with at least two
+    calls, which it parses strictly, renders back to the same calls, and detection names; the attributes hold
+    values the code understands. (Registration itself refuses a format without name, description, detection or
+    example.)"""
+    ranks = {}
+    for f in formats.all_formats():
+        assert f.description and isinstance(f.tags, tuple), f.name
+        assert isinstance(f.detection, formats.Detection), f.name
+        assert f.detection.bare or f.detection.markers, f"{f.name}: a tagged format needs markers"
+        assert f.detection.rank not in ranks, f"{f.name} shares rank {f.detection.rank} with {ranks.get(f.detection.rank)}"
+        ranks[f.detection.rank] = f.name
+        assert f.outputs in (None, "one", "list") and isinstance(f.names_only, bool) and isinstance(f.steps, bool)
+        calls = f.parse_strict(f.example)
+        assert len(calls) >= 2, f.name
+        assert f.parse_strict(f.render(calls)) == calls, f.name
+        assert formats.detect_format(f.example) == f.name, f.name
+    assert {f.name for f in formats.all_formats() if f.order_sensitive} >= {"nestools", "order", "nestful"}
+
+
+def test_a_format_without_its_attributes_is_refused():
+    class Incomplete(formats.WireFormat):
+        name = "incomplete"
+        description = "no detection rule, no example"
+
+    with pytest.raises(TypeError, match="detection, example"):
+        formats.register(Incomplete)
+    assert "incomplete" not in formats.names()
 
 
 PROSE = ["", "Sure, calling it now [1] {x}:\n", "```\n"]
@@ -102,7 +116,7 @@ def test_round_trip(name):
         got = fmt.parse_lenient(text)
         assert got.problems == [] and got.calls == calls
         # a tag string quoted inside the calls of another format is read as that tag (detect's documented rule)
-        tags_inside = any(tag in canonical_json([c.to_dict() for c in calls]) for tag in ALL_TAGS)
+        tags_inside = any(tag in canonical_json([c.to_dict() for c in calls]) for tag in formats.all_markers())
         if not tags_inside:
             assert formats.detect_format(text) == name
         wrapped = f"<think>I need [some] {{tools}}, maybe <b>.</think>\n{prose}{text}\nDone [ok]."
@@ -124,9 +138,7 @@ def test_unicode_and_quotes_survive_every_format():
     args = {"q": "naïve \"quoted\" 'single' \\ back — 東京 😀", "n": -0.5, "deep": {"l": [1, [2, {"x": None}]]}}
     for name in ALL:
         fmt = formats.get(name)
-        call = ToolCall("search_v2", args, step=1) if name == "order" else ToolCall("search_v2", args)
-        if name == "order":
-            call = ToolCall("search_v2", {}, step=1)
+        call = ToolCall("search_v2", {}, step=1) if fmt.names_only else ToolCall("search_v2", args)
         assert fmt.parse_strict(fmt.render([call])) == [call], name
 
 
@@ -135,6 +147,7 @@ def test_many_calls_round_trip(name):
     """Hundreds of calls in one text (seeded, not Hypothesis: generating that many is slow)."""
     import random
 
+    fmt = formats.get(name)
     rng = random.Random(7)
     calls = []
     for i in range(300):
@@ -142,13 +155,10 @@ def test_many_calls_round_trip(name):
             f"p{j}": rng.choice([i, -j * 1.5, f"v{i}é", None, True, [i, {"k": "x"}], {}])
             for j in range(rng.randint(0, 4))
         }
-        if name == "order":
+        if fmt.steps:
             calls.append(ToolCall(f"tool_{i % 17}", {}, step=i // 3))
-        elif name == "nestools":
-            calls.append(ToolCall(f"tool_{i}", args, outputs=(f"API_call_{i}",)))
-        elif name == "nestful":
+        elif fmt.outputs:
             calls.append(ToolCall(f"tool_{i}", args, outputs=(f"$var_{i}",)))
         else:
             calls.append(ToolCall(f"tool_{i}", args))
-    fmt = formats.get(name)
     assert fmt.parse_strict(fmt.render(calls)) == calls

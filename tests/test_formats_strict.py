@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import FormatError, detect_format
-from refiner.formats.base import plain_calls, strict_fields
+from refiner.formats.strict import plain_calls, strict_fields
 
 # (format, text, words the error message must contain)
 BAD = [
@@ -150,7 +150,7 @@ def test_toolace_lenient_recovers_names_with_spaces():
         ToolCall("Get Stock Price", {"symbol": "AAPL", "exchange": "NASDAQ"}),
         ToolCall("Weather Forecast", {"city": "Paris", "days": [1, 2]}),
     ]
-    problems = " | ".join(got.problems)
+    problems = " | ".join(map(str, got.problems))
     assert "missing <function_list>" in problems and "'Get Stock Price' is not an identifier" in problems
     assert "not a call: 'broken'" in problems
 
@@ -169,7 +169,7 @@ def test_glaive_raw_single_quoted_arguments_with_apostrophes():
     assert formats.get("glaive").parse_strict(text) == want
     broken = text.replace(" <|endoftext|>", "").replace("isn't it?\"}", "isn't it?\"")
     got = formats.get("glaive").parse_lenient(broken)
-    assert got.calls == want and any("<|endoftext|>" in p for p in got.problems)
+    assert got.calls == want and any("<|endoftext|>" in str(p) for p in got.problems)
 
 
 @pytest.mark.parametrize(
@@ -277,10 +277,9 @@ def test_glaive_end_marker_may_be_dropped_after_the_last_call_only():
 def test_closing_tags_quoted_inside_strings_are_text(name):
     """A value (or, for the order format, a tool name) holding a closing tag of any format still parses strictly:
     JSON values are decoded before their closing tag is looked for."""
-    from refiner.formats.detect import ALL_TAGS
 
     fmt = formats.get(name)
-    text = " ".join(sorted(ALL_TAGS))
+    text = " ".join(sorted(formats.all_markers()))
     call = ToolCall(text, {}, step=1) if name == "order" else ToolCall("search", {"q": text, "n": 1})
     assert fmt.parse_strict(fmt.render([call, call])) == [call, call]
 
@@ -322,7 +321,7 @@ def _checked_reader(items, name_key, args_key, outputs_key, outputs_as):
             return None
         outputs = extra.get(outputs_key, [] if outputs_as is list else None) if outputs_key else None
         if outputs_as is str and outputs_key:
-            if outputs is not None and type(outputs) is not str:
+            if outputs_key in extra and type(outputs) is not str:  # a label present must be a string (null too)
                 return None
             outputs = () if outputs is None else (outputs,)
         elif outputs_key:
@@ -369,3 +368,38 @@ def test_toolace_general_reader_takes_lists_up_to_its_cap_and_plain_lists_at_any
     plain = [ToolCall(f"f{i}", {"a": "v", "b c": [1, None]}) for i in range(2 * n)]  # '**{...}' for "b c"
     assert len(fmt.render(plain)) > 4 * MAX_AST_CHARS
     assert fmt.parse_strict(fmt.render(plain)) == plain
+
+
+def test_render_raises_only_render_error_for_calls_a_format_cannot_write():
+    toolace = formats.get("toolace")
+    for name in ("Get Stock Price", "class", "a.b c", "1abc"):
+        with pytest.raises(formats.RenderError, match="toolace"):
+            toolace.render([ToolCall(name, {})])
+    for fmt in formats.all_formats():
+        if fmt.names_only:
+            continue
+        for bad in (float("inf"), float("nan"), {1, 2}, object()):
+            with pytest.raises(formats.RenderError):
+                fmt.render([ToolCall("f", {"x": bad})])
+
+
+def test_parse_strict_raises_only_format_error_whatever_the_input():
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    texts = [None, 12, b"<tool_call>", ["x"], f'<tool_call>{{"name": "f", "arguments": {{"x": {deep}}}}}</tool_call>',
+             "[" * 10_000 + "]" * 10_000, "[calc(x=" + "[" * 3000 + "1" + "]" * 3000 + ")]"]
+    for fmt in formats.all_formats():
+        for text in texts:
+            with pytest.raises(FormatError):
+                fmt.parse_strict(text)
+            assert fmt.is_valid(text) is False
+            got = fmt.parse_lenient(text)
+            assert isinstance(got, formats.Lenient) and not got.ok
+    assert formats.detect_format(None) is None
+
+
+def test_numbers_json_cannot_hold_are_not_valid():
+    for text in ('<func_call>[{"name": "calc", "arguments": {"x": 1e999}}]</func_call>',
+                 '<tool_call>{"name": "calc", "arguments": {"x": -1e999}}</tool_call>'):
+        fmt = formats.get(formats.detect_format(text))
+        with pytest.raises(FormatError, match="out of range"):
+            fmt.parse_strict(text)

@@ -141,11 +141,12 @@ def test_a_failing_refiner_returns_the_upstream_answer(upstream, caplog) -> None
 
 
 def test_model_backed_refiner_over_http(upstream) -> None:
-    """The refiner model behind an OpenAI-compatible server (here: the fake, scripted with the corrected answer)."""
-    fixed = {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_0", "type": "function", "function": {"name": "get_weather",
-                                                          "arguments": '{"city": "Paris", "days": 3}'}}]}
-    answer = "<think>book_flight is not a tool; the user wants the weather.</think>\n" + json.dumps(fixed)
+    """The refiner model behind an OpenAI-compatible server (here: the fake, scripted with the corrected answer). The
+    model was not trained on OpenAI's message JSON: it is shown the calls in a trained format (xlam) and answers in
+    it; the proxy writes the answer back as tool_calls."""
+    fixed = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+    answer = ("<think>book_flight is not a tool; the user wants the weather.</think>\n"
+              f"<func_call>{json.dumps(fixed)}</func_call>")
     eng = make_engine("openai", base_url=upstream[1] + "/v1", model="refiner",
                       extra_body={"x_fake": {"content": answer}})
     with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Refiner(eng))) as url:

@@ -6,6 +6,7 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.pipeline import Refiner, RequestError
 from refiner.repair import (
     coerce_value,
     decode_value,
@@ -173,9 +174,45 @@ def test_boolean_for_a_string_enum_is_left_as_written():
     for trust in (False, True):
         out, actions = repair_calls([ToolCall("find_home", {"in_unit_laundry": False})], [spec], trust_spec=trust)
         assert out[0].arguments["in_unit_laundry"] is False and actions == []
-    # in a string-valued format (API-Bank) every value is text, so there the boolean is written as its text
-    out, _ = repair_calls([ToolCall("find_home", {"in_unit_laundry": False})], [spec], fmt="apibank")
-    assert out[0].arguments["in_unit_laundry"] == "False"
+    # not even when the caller's data writes every value as text (value style "text"): which text, the spec does
+    # not say
+    out, actions = repair_calls([ToolCall("find_home", {"in_unit_laundry": False})], [spec], text_values=True)
+    assert out[0].arguments["in_unit_laundry"] is False and actions == []
+
+
+def test_a_value_of_its_declared_type_is_never_rewritten_in_any_format():
+    """A correct call written the way ToolRL-trained models write API-Bank calls (typed values): untouched in every
+    format. The value style is the caller's to state, never implied by the wire format."""
+    spec = load_tools([{"name": "calc_area_triangle", "parameters": {"type": "object", "properties": {
+        "base": {"type": "integer"}, "height": {"type": "integer"}, "exact": {"type": "boolean"}},
+        "required": ["base", "height"]}}])
+    call = ToolCall("calc_area_triangle", {"base": 5, "height": 3, "exact": True})
+    refiner = Refiner()
+    for name in formats.names():
+        fmt = formats.get(name)
+        if fmt.names_only:
+            continue
+        text = fmt.render([call])
+        for trust in (False, True):
+            out, actions = repair_calls([call], spec, fmt=name, trust_spec=trust)
+            assert out == [call] and actions == [], (name, trust, actions)
+        res = refiner.refine({"tools": spec, "upstream": text, "format": name})
+        assert res["stage"] == "unchanged" and res["refined"] == text and not res["changed"], (name, res["reason"])
+    # the exact text from the field report, in the apibank format
+    text = '<tool_call>\n{"name": "calc_area_triangle", "parameters": {"base": 5, "height": 3}}\n</tool_call>'
+    res = refiner.refine({"tools": spec, "upstream": text})
+    assert res["format"] == "apibank" and res["calls"][0]["arguments"] == {"base": 5, "height": 3}
+    assert res["stage"] == "unchanged" and not res["changed"]
+
+
+def test_value_style_text_writes_numbers_as_text_and_keeps_booleans():
+    spec = load_tools([{"name": "f", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}, "on": {"type": "boolean"}}}}])
+    res = Refiner().refine({"tools": spec, "upstream": formats.get("apibank").render([ToolCall("f", {"n": 5, "on": True})]),
+                            "format": "apibank", "value_style": "text"})
+    assert res["calls"][0]["arguments"] == {"n": "5", "on": True}
+    with pytest.raises(RequestError, match="value_style"):
+        Refiner().refine({"upstream": "x", "value_style": "strings"})
 
 
 def test_is_misspelling():

@@ -1,9 +1,9 @@
 """Tier 1 on real gold calls (NesTools, Glaive, API-Bank): correct calls pass through untouched, and the rule
 corruptor's errors are repaired at measured rates per error class.
 
-Each record's gold calls are rendered in the source's own wire format (Hermes while that format is not registered)
-and corrupted once per error class with a seeded RNG; the pipeline without a model (``Refiner()``: parse, gate, tier 1,
-guard) must give back text that parses strictly to the gold calls. Rates are measured twice: with the default policy
+Each record's gold calls are rendered in the source's own wire format and corrupted once per error class with a
+seeded RNG; the pipeline without a model (``Refiner()``: parse, gate, tier 1, guard) must give back text that parses
+strictly to the gold calls. Rates are measured twice: with the default policy
 (a call whose only findings are soft ones keeps its unknown parameters and its value types; see refiner.repair) and
 with ``trust_spec=True`` (every spec believed, as for tools declared ``additionalProperties: false``).
 
@@ -28,22 +28,24 @@ The other classes (near-miss names, synonyms, wrong format, order) are reported,
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
+from conftest import ROOT, shared_path
 
+from data_gen import sources
+from data_gen.corrupt import rules
+from data_gen.sources.base import BadRecord
 from refiner import formats
-from refiner.calls import ToolCall
-from refiner.gate import STRING_VALUED_FORMATS
+from refiner.calls import ToolCall, same_calls
 from refiner.pipeline import Refiner
 from refiner.repair import repair_calls
 from refiner.specs import load_tools
-
-rules = pytest.importorskip("data_gen.corrupt.rules")
-from data_gen import sources  # noqa: E402
-from data_gen.sources.base import BadRecord  # noqa: E402
 
 PER_SOURCE = 150  # records per source in the default run (all of them under -m slow)
 ASSERTED = {
@@ -54,37 +56,28 @@ ASSERTED = {
     "param_name_typo": 0.90,
 }
 ASSERTED_TRUSTED = {"extra_param": 0.85, "value_type_drift": 0.85}  # with trust_spec=True only
-ASSERTED_STRING_VALUED = {"value_type_drift": 0.90}  # default policy, string-valued formats (API-Bank)
+ASSERTED_TEXT_VALUED = {"value_type_drift": 0.90}  # default policy, value style "text" (API-Bank)
+# Sources whose gold writes every value as text, which they say to tier 1 (the request's value_style)
+VALUE_STYLE = {"apibank": "text"}
 NEVER_FIXED = ("missing_required_param", "wrong_value")
 NEVER_FIXED_BY_DEFAULT = ("extra_param",)
-
-
-def fmt_for(source: str) -> str:
-    return source if source in formats.names() else "hermes"
-
-
-def _fit(calls: list[ToolCall], fmt: str) -> list[ToolCall]:
-    """The gold as ``fmt`` can express it (Hermes has no output labels)."""
-    if fmt == "hermes":
-        return [ToolCall(c.name, dict(c.arguments)) for c in calls]
-    return calls
 
 
 def source_cases(source: str, records: list[dict]) -> Iterator[tuple[str, object, list[ToolCall]]]:
     """``(format, tools, gold calls)`` per record, read by the data builder's own source reader (a record it rejects
     is left out, as the builder leaves it out)."""
-    fmt = fmt_for(source)
+    fmt = formats.get(source).name  # each source here has a wire format of its own name
     normalise = sources.get(source).normalise
     for i, r in enumerate(records):
         try:
             sample = normalise(str(i), r)
         except BadRecord:
             continue
-        yield fmt, sample.tools, _fit(sample.calls, fmt)
+        yield fmt, sample.tools, sample.calls
 
 
 def apibank_cases(levels: dict[int, list[dict]]) -> Iterator[tuple[str, object, list[ToolCall]]]:
-    fmt = fmt_for("apibank")
+    fmt = formats.get("apibank").name
     for lvl in sorted(levels):
         for r in levels[lvl]:
             answer = r["answer"] if isinstance(r["answer"], list) else [r["answer"]]
@@ -109,7 +102,8 @@ def test_gold_calls_are_not_touched(all_cases, source, convention):
     """Every gold call list, in the source's own value convention (API-Bank: every value a string): no repair."""
     harmed = []
     for i, (_, tools, gold) in enumerate(all_cases[source]):
-        out, actions = repair_calls(gold, load_tools(tools), fmt=convention)
+        text_values = VALUE_STYLE.get(source) == "text"
+        out, actions = repair_calls(gold, load_tools(tools), fmt=convention, text_values=text_values)
         if out != gold or actions:
             harmed.append((i, [a.message for a in actions]))
     assert len(all_cases[source]) > 100
@@ -120,9 +114,9 @@ def test_gold_calls_are_not_touched(all_cases, source, convention):
 def test_gold_text_passes_through_verbatim(all_cases, source):
     refiner = Refiner()
     cases = all_cases[source]
-    if source == "apibank" and cases[0][0] != "apibank":
-        pytest.skip("API-Bank's string-valued convention needs the apibank format")
-    requests = [{"tools": t, "upstream": formats.get(f).render(g), "format": f} for f, t, g in cases]
+    style = VALUE_STYLE.get(source, "typed")
+    requests = [{"tools": t, "upstream": formats.get(f).render(g), "format": f, "value_style": style}
+                for f, t, g in cases]
     results = refiner.refine_batch(requests)
     harmed = [(i, r["stage"], r["reason"]) for i, r in enumerate(results) if r["changed"] or r["refined"] != requests[i]["upstream"]]
     assert harmed == [], harmed[:5]
@@ -133,8 +127,8 @@ def test_gold_text_passes_through_verbatim(all_cases, source):
 # Corruptions are repaired at measured rates
 
 
-def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_spec: bool = False
-            ) -> dict[str, tuple[int, int]]:
+def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_spec: bool = False,
+            value_style: str = "typed") -> dict[str, tuple[int, int]]:
     """``{class: (corrupted, fixed)}``: fixed when the no-model pipeline's text parses strictly to the gold."""
     refiner = Refiner(trust_spec=trust_spec)
     stats: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -145,9 +139,9 @@ def measure(cases: list, classes=rules.ERROR_CLASSES, seed: int = 0, *, trust_sp
                 bad = rules.corrupt(gold, fmt, specs, random.Random(seed + 1000 * i + k), classes=[cls])
             except rules.CorruptionError:
                 continue  # the class does not apply to these calls
-            res = refiner.refine({"tools": specs, "upstream": bad.text, "format": fmt})
+            res = refiner.refine({"tools": specs, "upstream": bad.text, "format": fmt, "value_style": value_style})
             try:
-                fixed = rules.same_calls(formats.get(fmt).parse_strict(res["refined"]), gold, fmt)
+                fixed = same_calls(formats.get(fmt).parse_strict(res["refined"]), gold, formats.get(fmt))
             except formats.FormatError:
                 fixed = False
             stats[cls][0] += 1
@@ -170,15 +164,14 @@ def _floors(source: str, stats: dict[str, tuple[int, int]], floors: dict[str, fl
 
 def check_rates(source: str, cases: list) -> None:
     fmt = cases[0][0]
-    if fmt == "hermes" and source in ("nestools", "apibank"):
-        pytest.skip(f"{source} needs its own format registered (output labels / string-valued arguments)")
-    stats = measure(cases)
-    trusted = measure(cases, trust_spec=True)
+    style = VALUE_STYLE.get(source, "typed")
+    stats = measure(cases, value_style=style)
+    trusted = measure(cases, trust_spec=True, value_style=style)
     print("\n" + rate_table(source, fmt, stats, trusted))
     _floors(source, stats, ASSERTED, "default")
     _floors(source, trusted, {**ASSERTED, **ASSERTED_TRUSTED}, "trust_spec")
-    if fmt in STRING_VALUED_FORMATS:
-        _floors(source, stats, ASSERTED_STRING_VALUED, "default")
+    if style == "text":
+        _floors(source, stats, ASSERTED_TEXT_VALUED, "default")
     for cls in NEVER_FIXED:
         for st in (stats, trusted):
             if cls in st:
@@ -199,3 +192,15 @@ def test_corruptions_repaired_at_measured_rates(all_cases, source):
 @pytest.mark.parametrize("source", ["nestools", "glaive", "apibank"])
 def test_corruptions_repaired_all_records(all_cases, source):
     check_rates(source, all_cases[source])
+
+
+
+def test_the_repair_benchmark_runs_at_a_tiny_size():
+    """benchmarks/bench_repair.py on 3 records per source: it reads its cases through this file's readers and prints
+    its tables (the suite runs it nowhere else)."""
+    shared = shared_path("nestools").parent
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_repair.py"), "--per-source", "3"],
+                         capture_output=True, text=True, cwd=ROOT, check=False, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "TOOL_REFINER_SHARED_DATA": str(shared)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "broken inputs (3 records per source" in res.stdout and "missing_tag" in res.stdout

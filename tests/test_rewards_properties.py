@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import keyword
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,7 +15,8 @@ from rewards.components import CallFeatures, order_reward, value_key
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-ident = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
+# Python keywords are left out: no pythonic format can name a tool ``if`` (render raises RenderError)
+ident = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
 # Strings without angle brackets or control characters: a value holding a format's own closing tag is a limit of
 # that format's syntax, not of the reward.
 safe_text = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="<>"), max_size=12)

@@ -33,10 +33,6 @@ def built_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("built")
 
     glaive = {"path": str(shared_path("glaive_demo")), "limit": 40}
-    try:
-        formats.get("glaive")
-    except KeyError:
-        glaive["format"] = "hermes"
     sources = {"glaive": glaive, "nestools": {"path": str(shared_path("nestools", "test_data.jsonl")), "limit": 40}}
     build(load_config(ROOT / "configs" / "data" / "smoke.yaml", sources=sources), out, progress=False)
     return out
@@ -92,7 +88,25 @@ def test_bad_ground_truth_names_row_and_field(tmp_path, rl_rows):
     rows = [dict(r) for r in rl_rows[:3]]
     rows[2] = {**rows[2], "reward_model": {"style": "rule", "ground_truth": "{not json"}}
     p = write_parquet(rows, tmp_path / "train.parquet")
-    with pytest.raises(TrainConfigError, match=r"row 2, field 'reward_model.ground_truth': not JSON"):
+    with pytest.raises(TrainConfigError, match=r"row 2, field 'reward_model.ground_truth': .*not valid JSON"):
+        validate_rl_parquet(p)
+
+
+@pytest.mark.parametrize(
+    ("gt", "why"),
+    [
+        ({"format": "hermes"}, r"field 'answer' is missing"),
+        ({"format": "no_such_format", "answer": "x"}, r"field 'format'.*no_such_format"),
+        ({"format": "xlam", "answer": "<func_call>[{\"name\": 1}]</func_call>"}, r"'answer' is not valid xlam"),
+        ({"format": "xlam", "answer": "[]", "order_sensitive": "yes"}, r"'order_sensitive' must be true/false"),
+    ],
+)
+def test_launch_checks_read_the_ground_truth_as_the_reward_does(tmp_path, rl_rows, gt, why):
+    """The pre-launch parquet check uses the reward's reader: a row the reward would reject stops the launch."""
+    rows = [dict(r) for r in rl_rows[:3]]
+    rows[1] = {**rows[1], "reward_model": {"style": "rule", "ground_truth": json.dumps(gt)}}
+    p = write_parquet(rows, tmp_path / "train.parquet")
+    with pytest.raises(TrainConfigError, match=rf"row 1, field 'reward_model.ground_truth': .*{why}"):
         validate_rl_parquet(p)
 
 

@@ -24,6 +24,11 @@ from tqdm import tqdm
 
 from refiner import formats
 from refiner.prompt import extract_answer
+from rewards import compute_score, make_ground_truth
+
+# The instruction kind for each error group (erroneous rows) and each shuffled data type.
+LLM_KIND: dict[str, str] = {"format": "format", "name": "name", "content": "content",
+                            "shuffled_full": "order_full", "shuffled_simplified": "order_simplified"}
 
 INSTRUCTIONS: dict[str, str] = {
     "format": (
@@ -185,9 +190,6 @@ def default_engine_factory(llm_cfg: dict[str, Any]) -> Callable[[str], Any]:
 def llm_upstreams(cfg, jobs, samples, engine_factory, report, progress=True):
     """``(upstream | None, label, error_classes)`` per job: LLM corruptions labelled by the reward (an output that
     still scores 1.0 is labelled ``correct``); ``correct`` jobs are left to the builder."""
-    from data_gen.builder import LLM_KIND
-    from rewards import compute_score
-
     llm_cfg = cfg["llm"]
     cache = llm_cfg.get("cache") or str(Path(report.out_dir) / "llm_cache.jsonl")
     corruptor = LLMCorruptor(
@@ -213,8 +215,7 @@ def llm_upstreams(cfg, jobs, samples, engine_factory, report, progress=True):
             report.rejected["empty LLM output"] += 1
             continue
         sample = samples[k]
-        f = formats.get(sample.fmt)
-        gt = json.dumps({"format": sample.fmt, "answer": f.render(sample.calls), "order_sensitive": f.order_sensitive})
+        gt = make_ground_truth(sample.fmt, sample.calls)
         if compute_score(cfg["data_source"], text, gt, variant=cfg["reward_variant"])["score"] >= 1.0:
             report.rejected["LLM output unchanged (kept as correct)"] += 1
             out[k] = (text, "correct", ())

@@ -7,7 +7,8 @@ Two record shapes are read:
 - ShareGPT (LLaMA-Factory's converted subset): ``{"conversations": [{"from": "human"|"gpt"|"function_call"|
   "observation", "value"}], "tools": "<JSON list>"}``.
 
-One sample per record: the first tool call, with the dialogue before it as the query.
+One sample per record: the first tool call, with the dialogue before it as the query (raw records' end-of-text
+markers are removed from the earlier turns).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ NAME = "glaive"
 SYSTEM_HEAD = "You are a helpful assistant with access to the following functions. Use them if required -"
 _ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "observation": "tool",
           "function_response": "tool"}
+_EOT = "<|endoftext|>"
 _TURN = re.compile(r"(?:^|\n+)\s*(USER|ASSISTANT|FUNCTION RESPONSE):\s*")
 
 
@@ -79,7 +81,8 @@ def _raw(rid: str, rec: dict[str, Any]) -> Sample:
         if role == "assistant" and "<functioncall>" in content:
             calls = parse_calls(NAME, rid, "chat", "glaive", content)
             return Sample(NAME, rid, system.strip(), query, tools, calls, "glaive")
-        query.append({"role": role, "content": content})
+        # Raw Glaive ends every assistant turn with the end-of-text marker: history turns lose it.
+        query.append({"role": role, "content": content.replace(_EOT, "").strip()})
     raise BadRecord(NAME, rid, "chat", "no function call in the dialogue")
 
 

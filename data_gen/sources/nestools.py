@@ -79,4 +79,6 @@ def to_order(sample: Sample) -> Sample:
 
 
 register(SourceDef(NAME, None, "nestools", normalise, local_names=("test_data.jsonl",),
-                   description="NesTools nested calls with API_call_N placeholders (GitHub test split)"))
+                   description="NesTools nested calls with API_call_N placeholders (GitHub test split)",
+                   obtain="it is published on GitHub only: git clone https://github.com/hhan1018/NesTools and use "
+                          "NesTools/data/test_data.jsonl"))

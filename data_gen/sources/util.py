@@ -72,7 +72,3 @@ def concatenated_objects(text: str) -> list[dict[str, Any]]:
             out.append(value)
         pos = text.find("{", end)
     return out
-
-
-def tool_list_text(tools: list[dict[str, Any]]) -> str:
-    return json.dumps(tools, ensure_ascii=False)

@@ -3,6 +3,9 @@
 Record: ``{"id", "query", "answers": "<JSON list of {name, arguments}>", "tools": "<JSON list of {name,
 description, parameters: {p: {type: "str, optional", description, default}}}>"}``. The records carry no system
 prompt; ours states the tools and the expected ``<func_call>[...]</func_call>`` answer.
+
+The Hub dataset is gated: loading it needs a token (``HF_TOKEN`` or ``hf auth login``) of an account that accepted
+its terms at https://huggingface.co/datasets/Salesforce/xlam-function-calling-60k.
 """
 
 from __future__ import annotations
@@ -41,4 +44,4 @@ def normalise(rid: str, rec: dict[str, Any]) -> Sample:
 
 register(SourceDef(NAME, "Salesforce/xlam-function-calling-60k", "xlam", normalise,
                    local_names=("xlam_function_calling_60k.json",),
-                   description="xLAM 60k: JSON call lists in <func_call> tags"))
+                   description="xLAM 60k: JSON call lists in <func_call> tags", hub_gated=True))

@@ -53,8 +53,10 @@ def register(app: typer.Typer) -> None:
         summary = report.to_json()
         typer.echo(json.dumps({k: summary[k] for k in ("rows", "per_type_source", "rejected", "substitutions",
                                                        "unavailable_sources", "seconds")}, indent=2))
+        typer.echo(report.sources_text())
         skipped = sum(s["count"] for s in summary["skipped_records"])
-        typer.echo(f"skipped source records: {skipped} (reasons in {out / 'manifest.json'})")
+        typer.echo(f"skipped source records: {skipped} (per source and reason in {out / 'manifest.json'}, "
+                   "key 'sources')")
 
     @data_app.command("stats")
     def stats_cmd(

@@ -15,11 +15,23 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def markdown_table() -> str:
+    """The README's table of wire formats, generated from the registry (``tool-refiner formats --markdown``)."""
+    from refiner import formats
+
+    lines = ["| name | ordered | shape |", "|---|---|---|"]
+    for f in formats.all_formats():
+        shape = f.description.replace("|", "\\|")
+        lines.append(f"| `{f.name}` | {'yes' if f.order_sensitive else ''} | `{shape}` |")
+    return "\n".join(lines) + "\n"
+
+
 def register(app: typer.Typer) -> None:
     @app.command("formats")
     def formats_cmd(
-        example: str | None = typer.Option(None, "--example", help="Print the bundled example text of FORMAT."),
+        example: str | None = typer.Option(None, "--example", help="Print the example text of FORMAT."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable list."),
+        markdown: bool = typer.Option(False, "--markdown", help="The README's table of formats."),
     ) -> None:
         """List the tool-call wire formats (name, order sensitivity, tags, description)."""
         from refiner import formats
@@ -30,6 +42,9 @@ def register(app: typer.Typer) -> None:
                 typer.echo(example_text(example), nl=False)
             except KeyError as e:
                 _fail(str(e.args[0]))
+            return
+        if markdown:
+            typer.echo(markdown_table(), nl=False)
             return
         rows = [
             {"name": f.name, "order_sensitive": f.order_sensitive, "tags": list(f.tags), "description": f.description}

@@ -20,7 +20,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.eval.common import Benchmark, Sample, default_data_dir, read_json, require_file, spread
+from refiner.eval.common import BenchItem, Benchmark, default_data_dir, read_json, require_file, spread
 
 LEVELS = (1, 2, 3)
 
@@ -79,9 +79,9 @@ class APIBank(Benchmark):
         self.dir = Path(data_dir or default_data_dir()) / "api_bank"
         self.adjustments = adjustments
 
-    def load(self, limit: int | None = None) -> list[Sample]:
+    def load(self, limit: int | None = None) -> list[BenchItem]:
         per_level = None if limit is None else max(1, limit // len(LEVELS))
-        out: list[Sample] = []
+        out: list[BenchItem] = []
         for lvl in LEVELS:
             path = require_file(self.dir / f"level-{lvl}-api_processed.json", f"API-Bank level {lvl}")
             records = read_json(path)
@@ -94,7 +94,7 @@ class APIBank(Benchmark):
                         raise ValueError(f"{where}: field {key!r} missing or not a string")
                 gold = gold_calls(rec, where)
                 out.append(
-                    Sample(
+                    BenchItem(
                         id=f"apibank-L{lvl}-{i}",
                         bench=self.name,
                         subset=f"level-{lvl}",
@@ -106,15 +106,16 @@ class APIBank(Benchmark):
                         fmt="apibank",
                         gold=gold,
                         gold_calls=gold,
-                        meta={"format_hint": ADJUSTMENT_HINT} if self.adjustments else {},
+                        # API-Bank's gold writes every value as text: the benchmark says so to tier 1
+                        meta={"value_style": "text", **({"format_hint": ADJUSTMENT_HINT} if self.adjustments else {})},
                     )
                 )
         return out
 
-    def score(self, sample: Sample, text: str) -> dict[str, float]:
-        return {"acc": float(is_correct(text, sample.gold))}
+    def score(self, item: BenchItem, text: str) -> dict[str, float]:
+        return {"acc": float(is_correct(text, item.gold))}
 
-    def postprocess_refined(self, sample: Sample, refined: str) -> str:
+    def postprocess_refined(self, item: BenchItem, refined: str) -> str:
         if not self.adjustments:
             return refined
         fmt = formats.get("apibank")

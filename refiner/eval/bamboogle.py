@@ -32,7 +32,7 @@ from pathlib import Path
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.eval.common import Benchmark, Sample, Variant, default_data_dir, read_json, require_file, spread
+from refiner.eval.common import BenchItem, Benchmark, Retagged, default_data_dir, read_json, require_file, spread
 
 FOUNDATION = {
     "birthplace": ("find_birthplace", "Returns the birthplace of a celebrity.", "output_birthplace"),
@@ -87,10 +87,11 @@ OUTPUT_FORMATS = {
 }
 # The wire format each output format is parsed in (tool_call: xLAM's JSON list, with <tool_call> for xLAM's tags).
 WIRE = {"tool_call": "xlam", "pythonic": "toolace", "tool_use": "anthropic"}
-VARIANTS = {
-    "tool_call": Variant("xlam", ("<tool_call>", "</tool_call>")),
-    "pythonic": Variant("toolace", None),  # the bare list, without ToolACE's <function_list> tags
-    "tool_use": Variant("anthropic"),
+# How each output format is written: its wire format, re-tagged where the task's tags differ.
+OUTPUT_FORMATS = {
+    "tool_call": Retagged("xlam", ("<tool_call>", "</tool_call>")),
+    "pythonic": Retagged("toolace", None),  # the bare list, without ToolACE's <function_list> tags
+    "tool_use": Retagged("anthropic"),
 }
 
 SYSTEM_TEMPLATE = (
@@ -151,12 +152,12 @@ def people(records: Sequence[dict], where: str) -> list[str]:
 
 def render(calls: Sequence[ToolCall], output_format: str) -> str:
     """The calls in one of the three output formats (used to script upstream outputs)."""
-    return VARIANTS[output_format].render(calls)
+    return OUTPUT_FORMATS[output_format].render(calls)
 
 
 def parse_strict(text: str, output_format: str) -> list[ToolCall]:
     """Calls of a strictly valid answer in the output format; raises :class:`~refiner.formats.FormatError`."""
-    return VARIANTS[output_format].parse_strict(text)
+    return OUTPUT_FORMATS[output_format].parse_strict(text)
 
 
 def parse_any(text: str) -> list[ToolCall]:
@@ -182,7 +183,7 @@ class BamboogleStar(Benchmark):
         self.path = Path(data_dir or default_data_dir()) / "bamboogle" / "data.json"
         self.seed = seed
 
-    def load(self, limit: int | None = None) -> list[Sample]:
+    def load(self, limit: int | None = None) -> list[BenchItem]:
         path = require_file(self.path, "Bamboogle data")
         records = read_json(path)
         if not isinstance(records, list):
@@ -199,7 +200,7 @@ class BamboogleStar(Benchmark):
             system = SYSTEM_TEMPLATE.format(tools=tools_json, fmt=OUTPUT_FORMATS[ofmt])
             question = task[3].format(p=person)
             gold = gold_for(person, task)
-            out.append(Sample(
+            out.append(BenchItem(
                 id=f"bamboogle-{task[0]}-{person.replace(' ', '_')}",
                 bench=self.name,
                 subset=ofmt,
@@ -214,9 +215,9 @@ class BamboogleStar(Benchmark):
             ))
         return out
 
-    def score(self, sample: Sample, text: str) -> dict[str, float]:
-        gold = sample.gold
-        ofmt = sample.meta["output_format"]
+    def score(self, item: BenchItem, text: str) -> dict[str, float]:
+        gold = item.gold
+        ofmt = item.meta["output_format"]
         try:
             full = calls_equal(parse_strict(text, ofmt), gold, ordered=True)
         except formats.FormatError:
@@ -226,9 +227,9 @@ class BamboogleStar(Benchmark):
         params_ok = calls_equal(calls, gold, ordered=False)
         return {"acc_full": float(full), "acc_toolname": float(names_ok), "acc_parameter": float(params_ok)}
 
-    def render(self, sample: Sample, calls: Sequence[ToolCall]) -> str:
-        return render(calls, sample.meta["output_format"])
+    def render(self, item: BenchItem, calls: Sequence[ToolCall]) -> str:
+        return render(calls, item.meta["output_format"])
 
-    def postprocess_refined(self, sample: Sample, refined: str) -> str:
+    def postprocess_refined(self, item: BenchItem, refined: str) -> str:
         """The pipeline answers in the wire format; the output format's tags replace the wire format's."""
-        return VARIANTS[sample.meta["output_format"]].from_wire(refined)
+        return OUTPUT_FORMATS[item.meta["output_format"]].from_wire(refined)

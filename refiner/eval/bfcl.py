@@ -21,7 +21,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.eval import bfcl_ast
-from refiner.eval.common import PROJECT_ROOT, Benchmark, Sample, Variant, spread
+from refiner.eval.common import PROJECT_ROOT, BenchItem, Benchmark, Retagged, spread
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple",
               "live_parallel", "live_parallel_multiple")
@@ -108,9 +108,9 @@ class BFCL(Benchmark):
         self.categories = categories
         self.fmt = fmt
         # BFCL's answers are bare pythonic lists: ToolACE's format without its <function_list> tags
-        self.variant = Variant(fmt, None) if fmt == "toolace" else Variant(fmt)
+        self.answer_format = Retagged(fmt, None) if fmt == "toolace" else Retagged(fmt)
 
-    def load(self, limit: int | None = None) -> list[Sample]:
+    def load(self, limit: int | None = None) -> list[BenchItem]:
         wheel = find_wheel(self.wheel)
         per_cat = None if limit is None else max(1, limit // len(self.categories))
         out = []
@@ -129,7 +129,7 @@ class BFCL(Benchmark):
                 if extra_system:
                     system = "\n\n".join([system, *extra_system])
                 out.append(
-                    Sample(
+                    BenchItem(
                         id=f"bfcl-{rec['id']}",
                         bench=self.name,
                         subset=cat,
@@ -145,15 +145,15 @@ class BFCL(Benchmark):
                 )
         return out
 
-    def score(self, sample: Sample, text: str) -> dict[str, Any]:
+    def score(self, item: BenchItem, text: str) -> dict[str, Any]:
         try:
-            calls = self.variant.parse_strict(text)
+            calls = self.answer_format.parse_strict(text)
         except formats.FormatError:
             return {"acc": 0.0}
-        return {"acc": float(bool(bfcl_ast.check(sample.subset, sample.meta["functions"], calls, sample.gold)))}
+        return {"acc": float(bool(bfcl_ast.check(item.subset, item.meta["functions"], calls, item.gold)))}
 
-    def render(self, sample: Sample, calls) -> str:
-        return self.variant.render(calls)
+    def render(self, item: BenchItem, calls) -> str:
+        return self.answer_format.render(calls)
 
-    def postprocess_refined(self, sample: Sample, refined: str) -> str:
-        return self.variant.from_wire(refined)
+    def postprocess_refined(self, item: BenchItem, refined: str) -> str:
+        return self.answer_format.from_wire(refined)

@@ -1,7 +1,7 @@
-"""What every benchmark shares: the sample record, the benchmark interface, data-folder lookup and small helpers.
+"""What every benchmark shares: the item record, the benchmark interface, data-folder lookup and small helpers.
 
-A benchmark turns public data into :class:`Sample` records (the upstream prompt, the refiner's view of the task, the
-gold answer), scores one output text against a sample (``score``: a dict of 0/1 or fractional metrics) and averages
+A benchmark turns public data into :class:`BenchItem` records (the upstream prompt, the refiner's view of the task, the
+gold answer), scores one output text against an item (``score``: a dict of 0/1 or fractional metrics) and averages
 those per subset (``summarize``). The runner does the rest (upstream outputs, refinement, report).
 """
 
@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from refiner import formats
 from refiner.calls import ToolCall
+from refiner.formats.text import find_all_tagged, reasoning_offset
+from refiner.pipeline import error_result
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Start of the error message of a sample the refiner model failed on (see refine_safely).
@@ -54,7 +57,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 @dataclass
-class Sample:
+class BenchItem:
     """One benchmark item.
 
     ``messages`` is the upstream model's prompt; ``system``/``query`` are what the refiner is shown as the task (the
@@ -76,11 +79,12 @@ class Sample:
     meta: dict = field(default_factory=dict)
 
     def refine_request(self, upstream: str) -> dict:
-        """The pipeline request for this sample and an upstream output."""
+        """The pipeline request for this item and an upstream output."""
         req = {"tools": self.tools, "system": self.system, "query": self.query, "upstream": upstream,
                "format": self.fmt}
-        if self.meta.get("format_hint"):
-            req["format_hint"] = self.meta["format_hint"]
+        for key in ("format_hint", "value_style"):
+            if self.meta.get(key):
+                req[key] = self.meta[key]
         return req
 
 
@@ -99,26 +103,24 @@ class Benchmark:
     def __init__(self) -> None:
         self.notes = []
 
-    def load(self, limit: int | None = None) -> list[Sample]:  # pragma: no cover - interface
+    def load(self, limit: int | None = None) -> list[BenchItem]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def score(self, sample: Sample, text: str) -> dict[str, float]:  # pragma: no cover - interface
+    def score(self, item: BenchItem, text: str) -> dict[str, float]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def render(self, sample: Sample, calls: Sequence[ToolCall]) -> str:
-        """``calls`` as a correct answer text for ``sample`` (used to script upstream outputs)."""
-        from refiner import formats
+    def render(self, item: BenchItem, calls: Sequence[ToolCall]) -> str:
+        """``calls`` as a correct answer text for ``item`` (used to script upstream outputs)."""
+        return formats.get(item.fmt).render(calls)
 
-        return formats.get(sample.fmt).render(calls)
-
-    def postprocess_refined(self, sample: Sample, refined: str) -> str:
+    def postprocess_refined(self, item: BenchItem, refined: str) -> str:
         """Hook for benchmark-specific adjustments of the refiner's answer (identity by default)."""
         return refined
 
-    def summarize(self, samples: Sequence[Sample], scores: Sequence[Mapping[str, float]]) -> dict[str, dict]:
+    def summarize(self, items: Sequence[BenchItem], scores: Sequence[Mapping[str, float]]) -> dict[str, dict]:
         """Mean of every metric, overall and per subset: ``{"overall": {...,"n"}, subset: {...}}``."""
         groups: dict[str, list[Mapping[str, float]]] = {"overall": list(scores)}
-        for s, sc in zip(samples, scores):
+        for s, sc in zip(items, scores):
             groups.setdefault(s.subset, []).append(sc)
         return {g: mean_metrics(rows, self.metrics) for g, rows in groups.items()}
 
@@ -150,7 +152,7 @@ def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
 
 
 @dataclass(frozen=True)
-class Variant:
+class Retagged:
     """A wire format as a benchmark asks for it: the registered format ``wire`` with its tags replaced by ``tags``
     (``None``: no tags, the bare body, e.g. BFCL's ``[f(a=1)]``; the format's own tags: unchanged). Parsing wraps the
     body back in the format's tags and uses the format's strict parser, so the text is still parsed only by
@@ -161,8 +163,6 @@ class Variant:
 
     @property
     def _own(self) -> tuple[str, str] | None:
-        from refiner import formats
-
         t = formats.get(self.wire).tags
         return (t[0], t[1]) if len(t) == 2 and t[0].startswith("<") else None
 
@@ -171,14 +171,10 @@ class Variant:
         return self.tags == ("", "") or self._own is None or self.tags == self._own
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        from refiner import formats
-
         return self.from_wire(formats.get(self.wire).render(calls))
 
     def from_wire(self, text: str) -> str:
-        """A strictly valid text of the wire format, re-tagged as this variant (other texts unchanged)."""
-        from refiner import formats
-
+        """A strictly valid text of the wire format, re-tagged with this object's tags (other texts unchanged)."""
         own = self._own
         if self.identity or own is None or not formats.get(self.wire).is_valid(text):
             return text
@@ -190,10 +186,7 @@ class Variant:
         return text[:a] + new[0] + body + new[1] + text[b + len(own[1]) :]
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        """Calls of a strictly valid text of this variant; raises ``FormatError`` otherwise."""
-        from refiner import formats
-        from refiner.formats.base import find_all_tagged, reasoning_offset
-
+        """Calls of a strictly valid text with this object's tags; raises ``FormatError`` otherwise."""
         fmt = formats.get(self.wire)
         own = self._own
         if self.identity or own is None:
@@ -220,8 +213,6 @@ def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[d
     :mod:`refiner.pipeline`) becomes an error result: stage ``"error"``, its upstream text passed through and scored
     as refined, the message under ``"error"`` starting with :data:`REFINER_FAILED`. So a sample the model could not
     see is reported as not refined rather than credited to tier 1."""
-    from refiner.pipeline import error_result
-
     results = list(refiner.refine_batch(list(requests), errors="result"))
     if len(results) != len(requests):
         raise RuntimeError(f"the refiner returned {len(results)} results for {len(requests)} requests")

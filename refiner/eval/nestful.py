@@ -30,7 +30,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
-from refiner.eval.common import Benchmark, Sample, default_data_dir, read_json, read_jsonl, require_file, spread
+from refiner.eval.common import BenchItem, Benchmark, default_data_dir, read_json, read_jsonl, require_file, spread
 from refiner.eval.nestful_exec import ExecutionError, MathLibrary, label_key, same_answer, symbolic_result
 
 V1_SPLITS = {
@@ -127,11 +127,11 @@ class NESTFUL(Benchmark):
             out["v2"] = (read_jsonl(self.dir / V2_FILE), None, self.dir / V2_FILE)
         return out
 
-    def load(self, limit: int | None = None) -> list[Sample]:
+    def load(self, limit: int | None = None) -> list[BenchItem]:
         self.notes = []
         splits = self._records()
         per_split = None if limit is None else max(1, limit // len(splits))
-        samples: list[Sample] = []
+        items: list[BenchItem] = []
         for split, (records, spec_by_name, path) in splits.items():
             gold_all = [calls_from_record(r.get("output"), f"{path} record {i}") for i, r in enumerate(records)]
             for i, rec in spread(list(enumerate(records)), per_split):
@@ -144,8 +144,8 @@ class NESTFUL(Benchmark):
                 icl = self._examples(records, gold_all, i, rng)
                 system = SYSTEM_TEMPLATE.format(library=_library(specs), examples=icl)
                 execution = self._execution(split, gold, rec.get("gold_answer"), where)
-                samples.append(
-                    Sample(
+                items.append(
+                    BenchItem(
                         id=f"nestful-{split}-{i}",
                         bench=self.name,
                         subset=split,
@@ -159,7 +159,7 @@ class NESTFUL(Benchmark):
                         meta={"execution": execution, "gold_answer": rec.get("gold_answer")},
                     )
                 )
-        return samples
+        return items
 
     def _execution(self, split: str, gold: list[ToolCall], answer: Any, where: str) -> str:
         """How this record's win rate is judged: ``math``, ``symbolic`` or ``none`` (when its own gold cannot run)."""
@@ -201,14 +201,14 @@ class NESTFUL(Benchmark):
         return "\n\n".join(f"Input: {records[j]['input']}\nOutput: {fmt.render(gold_all[j])}" for j in picks)
 
     # -- scoring -------------------------------------------------------------------------------------------------
-    def score(self, sample: Sample, text: str) -> dict[str, float]:
+    def score(self, item: BenchItem, text: str) -> dict[str, float]:
         try:
             pred = formats.get("nestful").parse_strict(text)
         except formats.FormatError:
-            wr = None if sample.meta.get("execution") == "none" else 0.0
+            wr = None if item.meta.get("execution") == "none" else 0.0
             return {"part_acc": 0.0, "full_acc": 0.0, "win_rate": wr}
         return {
-            "part_acc": part_accuracy(pred, sample.gold),
-            "full_acc": full_accuracy(pred, sample.gold),
-            "win_rate": win(pred, sample.gold, sample.meta.get("gold_answer"), sample.meta.get("execution", "none")),
+            "part_acc": part_accuracy(pred, item.gold),
+            "full_acc": full_accuracy(pred, item.gold),
+            "win_rate": win(pred, item.gold, item.meta.get("gold_answer"), item.meta.get("execution", "none")),
         }

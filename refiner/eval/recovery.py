@@ -21,7 +21,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from refiner.eval.common import Sample, refine_safely
+from data_gen.corrupt.rules import CorruptionError, changes_something, corrupt, expand_classes
+from refiner import formats
+from refiner.eval.common import BenchItem, refine_safely
 
 BATCH = 64
 
@@ -38,63 +40,46 @@ def spec_policy(trust_spec: bool) -> str:
     return "on" if trust_spec else "off"
 
 
-def _tools_for(sample: Sample) -> Any:
-    if isinstance(sample.tools, str):
-        from refiner.specs import load_tools
-
-        try:
-            return load_tools(sample.tools)
-        except Exception:
-            return None
-    return sample.tools
-
-
-def make_upstreams(samples: Sequence[Sample], seed: int = 0, clean_ratio: float = 0.15,
+def make_upstreams(items: Sequence[BenchItem], seed: int = 0, clean_ratio: float = 0.15,
                    classes: Sequence[str] | None = None) -> tuple[list[dict], dict[str, int]]:
-    """One upstream per sample: ``{"sample", "text", "error_class"}`` (``"clean"`` when left as the gold)."""
-    from data_gen.corrupt.rules import CorruptionError, corrupt, expand_classes
-    from refiner import formats
-
+    """One upstream per item: ``{"item", "text", "error_class"}`` (``"clean"`` when left as the gold)."""
     pool = expand_classes(classes)
     rng = random.Random(seed)
     out, skipped = [], {}
     turn = 0
-    for s in samples:
+    for s in items:
         if not s.gold_calls:
             continue
         if rng.random() < clean_ratio:
-            out.append({"sample": s, "text": formats.get(s.fmt).render(s.gold_calls), "error_class": "clean"})
+            out.append({"item": s, "text": formats.get(s.fmt).render(s.gold_calls), "error_class": "clean"})
             continue
-        tools = _tools_for(s)
         for k in range(len(pool)):
             cls = pool[(turn + k) % len(pool)]
             try:
-                c = corrupt(s.gold_calls, s.fmt, tools, random.Random(f"{seed}-{s.id}-{cls}"), classes=[cls])
+                c = corrupt(s.gold_calls, s.fmt, s.tools, random.Random(f"{seed}-{s.id}-{cls}"), classes=[cls])
             except CorruptionError:
                 skipped[cls] = skipped.get(cls, 0) + 1
                 continue
             except Exception:  # a corruptor bug on this class and sample: counted apart, next class
                 skipped[f"{cls} (corruptor error)"] = skipped.get(f"{cls} (corruptor error)", 0) + 1
                 continue
-            out.append({"sample": s, "text": c.text, "error_class": c.error_classes[0]})
+            out.append({"item": s, "text": c.text, "error_class": c.error_classes[0]})
             turn = (turn + k + 1) % len(pool)
             break
     return out, skipped
 
 
-def run_recovery(samples: Sequence[Sample], refiner: Any, seed: int = 0, clean_ratio: float = 0.15,
+def run_recovery(items: Sequence[BenchItem], refiner: Any, seed: int = 0, clean_ratio: float = 0.15,
                  classes: Sequence[str] | None = None, progress: bool = True) -> RecoveryResult:
-    from data_gen.corrupt.rules import changes_something
-
-    items, skipped = make_upstreams(samples, seed, clean_ratio, classes)
+    upstreams, skipped = make_upstreams(items, seed, clean_ratio, classes)
     rows: list[dict] = []
     table: dict[str, dict[str, int]] = {}
-    bar = tqdm(total=len(items), desc="recovery", disable=not progress, leave=False)
-    for start in range(0, len(items), BATCH):
-        chunk = items[start : start + BATCH]
-        results = refine_safely(refiner, [it["sample"].refine_request(it["text"]) for it in chunk])
+    bar = tqdm(total=len(upstreams), desc="recovery", disable=not progress, leave=False)
+    for start in range(0, len(upstreams), BATCH):
+        chunk = upstreams[start : start + BATCH]
+        results = refine_safely(refiner, [it["item"].refine_request(it["text"]) for it in chunk])
         for it, res in zip(chunk, results):
-            s: Sample = it["sample"]
+            s: BenchItem = it["item"]
             correct = not changes_something(res.get("refined", ""), s.gold_calls, s.fmt)
             cls = it["error_class"]
             t = table.setdefault(cls, {"n": 0, "fixed": 0, "still_wrong": 0, "harmed": 0, "kept": 0})

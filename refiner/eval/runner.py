@@ -12,6 +12,7 @@ Results folder layout (``write_results``)::
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from refiner.eval.common import REFINER_FAILED, Benchmark, Sample, refine_safely
+from refiner.eval import report
+from refiner.eval.apibank import APIBank
+from refiner.eval.bamboogle import BamboogleStar
+from refiner.eval.bfcl import BFCL, CATEGORIES
+from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_safely
+from refiner.eval.nestful import NESTFUL
+from refiner.eval.recovery import run_recovery, spec_policy
+from refiner.eval.upstream import endpoint_outputs, read_outputs_file, scripted_outputs
 
 BATCH = 64
 
@@ -30,21 +38,21 @@ class BenchResult:
     """One benchmark's samples, per-sample rows and summaries (``refined`` is None when no refiner ran)."""
 
     bench: Benchmark
-    samples: list[Sample]
+    items: list[BenchItem]
     rows: list[dict]
     raw: dict[str, dict]
     refined: dict[str, dict] | None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def refine_outputs(refiner: Any, samples: Sequence[Sample], outputs: Mapping[str, str], bench: Benchmark,
+def refine_outputs(refiner: Any, items: Sequence[BenchItem], outputs: Mapping[str, str], bench: Benchmark,
                    progress: bool = True) -> list[dict]:
     """The pipeline's result for every sample (in order), with ``refined`` after the benchmark's post-processing.
     A request the pipeline cannot read becomes an error result (its upstream text passed through), never dropped."""
     results: list[dict] = []
-    bar = tqdm(total=len(samples), desc=f"refine {bench.name}", disable=not progress, leave=False)
-    for start in range(0, len(samples), BATCH):
-        chunk = samples[start : start + BATCH]
+    bar = tqdm(total=len(items), desc=f"refine {bench.name}", disable=not progress, leave=False)
+    for start in range(0, len(items), BATCH):
+        chunk = items[start : start + BATCH]
         reqs = [s.refine_request(outputs[s.id]) for s in chunk]
         for s, res in zip(chunk, refine_safely(refiner, reqs)):
             res = dict(res)
@@ -58,16 +66,16 @@ def refine_outputs(refiner: Any, samples: Sequence[Sample], outputs: Mapping[str
     return results
 
 
-def evaluate(bench: Benchmark, samples: Sequence[Sample], outputs: Mapping[str, str], refiner: Any = None,
+def evaluate(bench: Benchmark, items: Sequence[BenchItem], outputs: Mapping[str, str], refiner: Any = None,
              progress: bool = True) -> BenchResult:
     """Raw scores of ``outputs`` and, when a refiner is given, refined scores."""
-    samples = list(samples)
-    missing = [s.id for s in samples if s.id not in outputs]
+    items = list(items)
+    missing = [s.id for s in items if s.id not in outputs]
     if missing:
         raise ValueError(f"{bench.name}: no upstream output for {len(missing)} sample(s), e.g. {missing[:5]}")
-    refined = refine_outputs(refiner, samples, outputs, bench, progress) if refiner is not None else None
+    refined = refine_outputs(refiner, items, outputs, bench, progress) if refiner is not None else None
     rows, raw_scores, ref_scores = [], [], []
-    for i, s in enumerate(tqdm(samples, desc=f"score {bench.name}", disable=not progress, leave=False)):
+    for i, s in enumerate(tqdm(items, desc=f"score {bench.name}", disable=not progress, leave=False)):
         raw = bench.score(s, outputs[s.id])
         raw_scores.append(raw)
         row = {"id": s.id, "subset": s.subset, "upstream": outputs[s.id], "raw": raw}
@@ -81,10 +89,10 @@ def evaluate(bench: Benchmark, samples: Sequence[Sample], outputs: Mapping[str, 
         rows.append(row)
     return BenchResult(
         bench=bench,
-        samples=samples,
+        items=items,
         rows=rows,
-        raw=bench.summarize(samples, raw_scores),
-        refined=bench.summarize(samples, ref_scores) if refined is not None else None,
+        raw=bench.summarize(items, raw_scores),
+        refined=bench.summarize(items, ref_scores) if refined is not None else None,
     )
 
 
@@ -93,8 +101,6 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
     """Writes per-sample outputs, ``summary.json``, ``report.md`` and (if matplotlib is there) ``chart.png``;
     returns the report path. ``recovery`` maps a tier-1 spec policy (``"off"``/``"on"``, see
     :func:`refiner.eval.recovery.spec_policy`) to its :class:`refiner.eval.recovery.RecoveryResult`."""
-    from refiner.eval import report
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"meta": dict(meta or {}), "benchmarks": {}}
@@ -130,11 +136,6 @@ RECOVERY = "recovery"
 def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel: str | Path | None = None,
                    bfcl_categories: Sequence[str] | None = None, bfcl_format: str = "toolace",
                    apibank_adjustments: bool = True, seed: int = 0) -> Benchmark:
-    from refiner.eval.apibank import APIBank
-    from refiner.eval.bamboogle import BamboogleStar
-    from refiner.eval.bfcl import BFCL, CATEGORIES
-    from refiner.eval.nestful import NESTFUL
-
     dd = Path(data_dir) if data_dir else None
     if name == "apibank":
         return APIBank(dd, adjustments=apibank_adjustments)
@@ -177,8 +178,6 @@ def run_eval(
     raw scores only). ``recovery`` needs no upstream; ``recovery_trust_spec`` (e.g. ``(False, True)``) runs it once
     per tier-1 spec policy (a copy of ``refiner`` with that ``trust_spec``) on the same corrupted inputs and reports
     them side by side; by default it runs once with ``refiner`` as given."""
-    from refiner.eval import upstream as up
-
     benches = list(dict.fromkeys(benches))
     unknown = [b for b in benches if b not in (*BENCH_NAMES, RECOVERY)]
     if unknown:
@@ -192,27 +191,23 @@ def run_eval(
     results: list[BenchResult] = []
     for name in sources:
         bench = make_benchmark(name, seed=seed, **bench_options)
-        samples = bench.load(limit)
+        items = bench.load(limit)
         if upstream_file is not None:
-            outputs = up.read_outputs_file(upstream_file, samples)
+            outputs = read_outputs_file(upstream_file, items)
         elif upstream_scripted is not None:
-            outputs = up.scripted_outputs(bench, samples, upstream_scripted, seed=seed)
+            outputs = scripted_outputs(bench, items, upstream_scripted, seed=seed)
         else:
-            outputs = up.endpoint_outputs(samples, upstream_base_url or "", upstream_model or "",
+            outputs = endpoint_outputs(items, upstream_base_url or "", upstream_model or "",
                                           cache_file or out / "upstream_cache.jsonl", engine=upstream_engine,
                                           **dict(upstream_settings or {}))
-        results.append(evaluate(bench, samples, outputs, refiner, progress=progress))
+        results.append(evaluate(bench, items, outputs, refiner, progress=progress))
     recovery = None
     if RECOVERY in benches:
         if refiner is None:
             raise ValueError("the recovery benchmark needs a refiner (tier1 or a model)")
-        import copy
-
-        from refiner.eval.recovery import run_recovery, spec_policy
-
-        samples = []
+        items = []
         for name in recovery_sources:
-            samples += make_benchmark(name, seed=seed, **bench_options).load(limit)
+            items += make_benchmark(name, seed=seed, **bench_options).load(limit)
         recovery = {}
         policies = list(dict.fromkeys(recovery_trust_spec)) if recovery_trust_spec else [None]
         for trust in policies:
@@ -221,5 +216,5 @@ def run_eval(
                 ref = copy.copy(refiner)
                 ref.trust_spec = trust
             recovery[spec_policy(bool(getattr(ref, "trust_spec", False)))] = run_recovery(
-                samples, ref, seed=seed, clean_ratio=clean_ratio, progress=progress)
+                items, ref, seed=seed, clean_ratio=clean_ratio, progress=progress)
     return write_results(results, out, meta=meta, recovery=recovery, chart=chart)

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from refiner.eval.common import Sample, read_jsonl
+from data_gen.corrupt.rules import CorruptionError, corrupt
+from refiner.engines import make_engine
+from refiner.eval.common import BenchItem, read_jsonl
 
 
-def read_outputs_file(path: str | Path, samples: Sequence[Sample]) -> dict[str, str]:
-    """``{sample id: output}`` for ``samples`` from a JSONL file."""
+def read_outputs_file(path: str | Path, items: Sequence[BenchItem]) -> dict[str, str]:
+    """``{sample id: output}`` for ``items`` from a JSONL file."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"upstream file {path} does not exist")
@@ -30,10 +33,10 @@ def read_outputs_file(path: str | Path, samples: Sequence[Sample]) -> dict[str, 
         if not isinstance(row.get("output"), str):
             raise ValueError(f"{path}: record {i} ({row['id']}): field 'output' missing or not a string")
         by_id[row["id"]] = row["output"]
-    missing = [s.id for s in samples if s.id not in by_id]
+    missing = [s.id for s in items if s.id not in by_id]
     if missing:
         raise ValueError(f"{path}: no output for {len(missing)} sample(s), e.g. {missing[:5]}")
-    return {s.id: by_id[s.id] for s in samples}
+    return {s.id: by_id[s.id] for s in items}
 
 
 def cache_key(model: str, messages: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> str:
@@ -81,36 +84,29 @@ class CachedChat:
         return [self.cache[k] for k in keys]
 
 
-def endpoint_outputs(samples: Sequence[Sample], base_url: str, model: str, cache_file: str | Path | None, *,
+def endpoint_outputs(items: Sequence[BenchItem], base_url: str, model: str, cache_file: str | Path | None, *,
                      engine: Any = None, **settings: Any) -> dict[str, str]:
     """``{sample id: output}`` from an OpenAI-compatible endpoint (``engine`` overrides the HTTP engine, for
     tests)."""
     if engine is None:
-        from refiner.engines import make_engine
-
         engine = make_engine("openai", model=model, base_url=base_url)
     chat = CachedChat(engine, model, cache_file, **settings)
-    texts = chat.generate([s.messages for s in samples])
-    return {s.id: t for s, t in zip(samples, texts)}
+    texts = chat.generate([s.messages for s in items])
+    return {s.id: t for s, t in zip(items, texts)}
 
 
-def scripted_outputs(bench: Any, samples: Sequence[Sample], corrupt_ratio: float = 0.5, seed: int = 0,
+def scripted_outputs(bench: Any, items: Sequence[BenchItem], corrupt_ratio: float = 0.5, seed: int = 0,
                      classes: Sequence[str] | None = None) -> dict[str, str]:
     """Upstream outputs made from the gold: each sample's gold calls, corrupted by the rule corruptor with
     probability ``corrupt_ratio`` (a seeded error of a random class; kept clean when no class applies)."""
-    import random
-
-    from data_gen.corrupt.rules import CorruptionError, corrupt
-    from refiner.eval.recovery import _tools_for
-
     rng = random.Random(seed)
     out = {}
-    for s in samples:
+    for s in items:
         text = bench.render(s, s.gold_calls)
         if rng.random() < corrupt_ratio:
             try:
                 rng_s = random.Random(f"{seed}-{s.id}")
-                text = corrupt(s.gold_calls, s.fmt, _tools_for(s), rng_s, classes=classes).text
+                text = corrupt(s.gold_calls, s.fmt, s.tools, rng_s, classes=classes).text
             except CorruptionError:
                 pass
             except Exception as e:  # a corruptor bug must not stop the evaluation; the sample stays clean

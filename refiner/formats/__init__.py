@@ -2,10 +2,13 @@
 
 from refiner import formats
 fmt = formats.get("hermes")
-calls = fmt.parse_strict(text)          # raises formats.FormatError
-got = fmt.parse_lenient(text)           # never raises: got.calls, got.problems
-text = fmt.render(calls)
+calls = fmt.parse_strict(text)          # raises formats.FormatError (and nothing else)
+got = fmt.parse_lenient(text)           # never raises: got.calls, got.problems (typed: code + message)
+text = fmt.render(calls)                # raises formats.RenderError for calls the format cannot write
 formats.detect_format(text)             # "hermes", "apibank", ... or None
+
+A format is one module (the contract is :mod:`refiner.formats.base`); adding one means writing the module and
+importing it below.
 """
 
 from refiner.formats import (  # noqa: F401  (each import registers a format)
@@ -13,22 +16,32 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     apibank,
     glaive,
     hermes,
+    llama3,
+    mistral,
     nestful,
     nestools,
     openai,
     order,
+    pythonic_sentinels,
+    tagged_json,
     toolace,
     xlam,
 )
 from refiner.formats.base import (  # noqa: F401
     MAX_LENIENT_CHARS,
+    PROBLEM_CODES,
+    Detection,
     FormatError,
     Lenient,
+    Problem,
+    RenderError,
     WireFormat,
     all_formats,
+    by_rank,
     get,
+    model_view,
     names,
-    reasoning_offset,
     register,
 )
-from refiner.formats.detect import detect_format  # noqa: F401
+from refiner.formats.detect import all_markers, detect_format  # noqa: F401
+from refiner.formats.text import reasoning_offset, strip_reasoning  # noqa: F401

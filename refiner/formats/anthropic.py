@@ -4,20 +4,13 @@ block list or inside a message's ``content``. Text and thinking blocks are allow
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    Lenient,
-    WireFormat,
-    as_items,
-    dumps,
-    expect_object,
-    expect_str,
-    json_in_prose,
-    lenient_json_in_prose,
-    register,
-    strip_reasoning,
-)
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
+from refiner.formats.strict import expect_object, expect_str, json_in_prose
+from refiner.formats.text import dumps, strip_reasoning
 
 IGNORED_BLOCKS = {"text", "thinking", "redacted_thinking"}
 
@@ -66,6 +59,14 @@ class Anthropic(WireFormat):
     name = "anthropic"
     description = 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'
     tags = ('"tool_use"',)
+    detection = Detection(rank=110, bare=True)
+    example = (
+        '[{"type": "tool_use", "id": "toolu_0", "name": "search_flights", "input": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "London", "days": 3, "units": "metric"}}]'
+    )
+
+    def claims_value(self, value: Any) -> bool:
+        blocks = value.get("content") if isinstance(value, dict) else value
+        return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = json_in_prose(self, text, _looks_like, "tool_use content blocks")
@@ -99,11 +100,11 @@ class Anthropic(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         blocks = _blocks(lenient_json_in_prose(strip_reasoning(text), _looks_like))
         if not isinstance(blocks, list):
-            out.problems.append("no list of content blocks")
+            out.note("not_a_list", "no list of content blocks")
         for block in as_items(blocks):
             if isinstance(block, dict) and isinstance(block.get("type"), str) and block["type"] in IGNORED_BLOCKS:
                 continue
-            out.add(block)
+            add_call(out, block)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return dumps(

@@ -2,7 +2,9 @@
 ``{"name": ..., "parameters": {...}}`` JSON object per line, then an optional ``<response>...</response>``.
 
 It shares the ``<tool_call>`` tag with ``hermes`` (one ``{"name", "arguments"}`` object per block); strict parsing
-here rejects ``"arguments"`` and :func:`refiner.formats.detect_format` tells the two apart by that key.
+here rejects ``"arguments"`` and :func:`refiner.formats.detect_format` tells the two apart by that key. A bare
+``{"name", "parameters"}`` object with neither tag is Llama 3's JSON call (``llama3_json``), not an API-Bank block
+that lost both tags, so this format claims no untagged value.
 """
 
 from __future__ import annotations
@@ -10,21 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    FormatError,
-    Lenient,
-    WireFormat,
-    as_items,
-    decode_at,
-    dumps,
-    json_blocks,
-    lenient_blocks,
-    lenient_json,
-    plain_calls,
-    register,
-    skip_ws,
-    strict_fields,
-)
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import add_call, block_values, lenient_blocks
+from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
+from refiner.formats.text import dumps, skip_ws
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -34,6 +25,21 @@ class ApiBank(WireFormat):
     name = "apibank"
     description = 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per line\\n</tool_call> <response>..</response>'
     tags = (OPEN, CLOSE)
+    detection = Detection(rank=60, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
+    example = (
+        '<think>The user wants flights and the weather; both tools apply.</think>\n'
+        '<tool_call>\n'
+        '{"name": "search_flights", "parameters": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}\n'
+        '{"name": "get_weather", "parameters": {"city": "London", "days": 3, "units": "metric"}}\n'
+        '</tool_call>\n'
+        '<response>Searching flights and the forecast now.</response>'
+    )
+
+    def sniff(self, body: str, at: int) -> bool:
+        """A ``<tool_call>`` block whose first object has ``"parameters"`` and no ``"arguments"`` (when it does not
+        decode: ``"parameters"`` seen first, or several objects one per line) is API-Bank's; else it is Hermes'."""
+        return tool_call_block_has_parameters(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         fast = plain_calls(
@@ -49,26 +55,32 @@ class ApiBank(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
-            for item in _objects(self, chunk):
-                out.add(item)
+            for item in block_values(chunk):
+                add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         lines = [dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls]
         return "\n".join([OPEN, *lines, CLOSE])
 
 
-def _objects(fmt: WireFormat, chunk: str) -> list:
-    """The JSON values of a block: decoded in sequence when that works, else repaired line by line."""
-    items, pos = [], skip_ws(chunk, 0)
+DETECT_CHARS = 20_000  # of a <tool_call> block read to tell API-Bank from Hermes
+
+
+def tool_call_block_has_parameters(body: str, at: int) -> bool:
+    """Whether the ``<tool_call>`` block at ``at`` holds API-Bank objects (see :meth:`ApiBank.sniff`)."""
+    block = body[at + len(OPEN) :]
+    block = block.split(CLOSE, 1)[0][:DETECT_CHARS]
     try:
-        while pos < len(chunk):
-            value, end = decode_at(fmt, chunk, pos)
-            items.append(value)
-            pos = skip_ws(chunk, end)
-        return [x for v in items for x in as_items(v)]
-    except FormatError:
-        pass
-    lines = [ln for ln in chunk.split("\n") if ln.strip()]
-    if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
-        lines = [chunk]
-    return [x for ln in lines for x in as_items(lenient_json(ln))]
+        first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
+    except (ValueError, RecursionError):
+        first = None
+    if isinstance(first, dict) and ("parameters" in first) != ("arguments" in first):
+        return "parameters" in first
+    p = min((block.find(k) for k in ('"parameters"', "'parameters'") if k in block), default=-1)
+    a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
+    if p >= 0 and (a < 0 or p < a):
+        return True
+    if a >= 0:
+        return False
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    return len(lines) > 1 and all(ln.startswith("{") for ln in lines)

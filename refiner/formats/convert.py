@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from refiner.formats.base import FormatError, get, names
@@ -97,6 +96,5 @@ def convert_jsonl(
 
 
 def example_text(fmt: str) -> str:
-    """The bundled example text of a format (``refiner/examples/calls_<fmt>.txt``)."""
-    get(fmt)  # unknown names fail with the list of known ones
-    return resources.files("refiner").joinpath("examples", f"calls_{fmt}.txt").read_text(encoding="utf-8")
+    """The example text of a format (its ``example`` attribute), ending in a newline."""
+    return get(fmt).example + "\n"

@@ -15,22 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    JSON_DECODER,
-    FormatError,
-    Lenient,
-    WireFormat,
-    decode_at,
-    dumps,
-    expect_object,
-    lenient_blocks,
-    lenient_json,
-    reasoning_offset,
-    register,
-    skip_ws,
-    strict_fields,
-    strict_json,
-)
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, register
+from refiner.formats.jsonfix import lenient_json
+from refiner.formats.lenient import add_call, lenient_blocks
+from refiner.formats.strict import JSON_DECODER, decode_at, expect_object, strict_fields, strict_json
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
 TURN_BREAK = "\n\n\n"  # raw Glaive separates turns with it; a block without its end tag stops there
@@ -108,6 +97,12 @@ class Glaive(WireFormat):
     name = "glaive"
     description = 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call'
     tags = (OPEN, CLOSE)
+    detection = Detection(rank=50, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
+    example = (
+        '<functioncall> {"name": "search_flights", "arguments": \'{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}\'} <|endoftext|>\n'
+        '<functioncall> {"name": "get_weather", "arguments": \'{"city": "London", "days": 3, "units": "metric"}\'} <|endoftext|>'
+    )
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         start = reasoning_offset(text)
@@ -137,7 +132,7 @@ class Glaive(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop=TURN_BREAK):
-            out.add(_lenient_object(self, chunk))
+            add_call(out, _lenient_object(self, chunk))
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(

@@ -92,12 +92,12 @@ def lenient_json(text: str) -> Any:
     ``json_repair`` on a bounded prefix (:func:`repair_region`). Returns ``None`` when nothing could be recovered.
     Never raises."""
     try:
-        return json.loads(text)
+        return finite(json.loads(text))
     except json.JSONDecodeError as e:
         if _ran_off_the_end(text, e) and _charge(complete_cost(text)):
             value = complete_cut(text)
             if value is not None:
-                return value
+                return finite(value)
     except (ValueError, RecursionError):
         pass
     region = repair_region(text)
@@ -111,6 +111,42 @@ def lenient_json(text: str) -> Any:
         return None
     if value == "" or value is None:
         return None
+    return finite(value)
+
+
+_NON_FINITE_TEXT = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
+FINITE_MAX_NODES = 100_000  # values visited by finite(); deeper or larger values are returned as they are
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every float JSON cannot hold (``1e999``, ``NaN``, which Python's decoders accept) replaced
+    by its text (``"Infinity"``, ``"NaN"``): a lenient read keeps what was written, as text, and never hands back a
+    number no JSON can carry. Returns the same object when there is nothing to replace. Iterative, at most
+    :data:`FINITE_MAX_NODES` nodes."""
+    stack, seen, found = [value], 0, False
+    while stack and seen < FINITE_MAX_NODES:
+        v = stack.pop()
+        seen += 1
+        if type(v) is float:
+            if v != v or v in _NON_FINITE_TEXT:
+                found = True
+                break
+        elif type(v) is dict:
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return _replace_non_finite(value) if found else value
+
+
+def _replace_non_finite(value: Any, depth: int = 0) -> Any:
+    if type(value) is float and (value != value or value in _NON_FINITE_TEXT):
+        return "NaN" if value != value else _NON_FINITE_TEXT[value]
+    if depth > 64:
+        return value
+    if type(value) is dict:
+        return {k: _replace_non_finite(v, depth + 1) for k, v in value.items()}
+    if type(value) is list:
+        return [_replace_non_finite(v, depth + 1) for v in value]
     return value
 
 

@@ -7,19 +7,13 @@ those placeholder strings as argument values; they become :attr:`ToolCall.output
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    Lenient,
-    WireFormat,
-    dumps,
-    expect_str_list,
-    lenient_list,
-    plain_calls,
-    register,
-    strict_fields,
-    tagged_list,
-)
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import add_call, lenient_list
+from refiner.formats.strict import expect_str_list, plain_calls, strict_fields, tagged_list
+from refiner.formats.text import dumps
 
 OPEN, CLOSE = "<nested function>", "</nested function>"
 
@@ -30,8 +24,18 @@ class NesTools(WireFormat):
     description = (
         'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested function>'
     )
-    order_sensitive = True
     tags = (OPEN, CLOSE)
+    detection = Detection(rank=10, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
+    outputs = "list"
+    order_sensitive = True
+    example = (
+        '<nested function>[{"api_name": "search_flights", "parameters": {"origin": "New York", "destination": "London", "date": "2024-08-15"}, "responses": ["API_call_0"]}, {"api_name": "book_flight", "parameters": {"flight_id": "API_call_0", "seat": "aisle"}, "responses": ["API_call_1"]}]</nested function>'
+    )
+
+    def claims_value(self, value: Any) -> bool:
+        items = value if isinstance(value, list) else [value]
+        return any(isinstance(x, dict) and "api_name" in x for x in items)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
@@ -62,10 +66,10 @@ class NesTools(WireFormat):
         for item in lenient_list(text, OPEN, CLOSE, out.problems, "calls"):
             responses = item.get("responses", []) if isinstance(item, dict) else []
             if not isinstance(responses, list):
-                out.problems.append(f"'responses' is not a list: {str(responses)[:80]!r}")
+                out.note("bad_outputs", f"'responses' is not a list: {str(responses)[:80]!r}")
                 responses = []
             outputs = tuple(str(r) for r in responses if isinstance(r, (str, int)))
-            out.add(item, outputs=outputs)
+            add_call(out, item, outputs=outputs)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         items = [{"api_name": c.name, "parameters": dict(c.arguments), "responses": list(c.outputs)} for c in calls]

@@ -4,22 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    Lenient,
-    WireFormat,
-    as_items,
-    dumps,
-    expect_object,
-    expect_str,
-    json_in_prose,
-    json_object,
-    lenient_json_in_prose,
-    register,
-    strict_json,
-    strip_reasoning,
-)
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
+from refiner.formats.strict import expect_object, expect_str, json_in_prose, json_object, strict_json
+from refiner.formats.text import dumps, strip_reasoning
 
 
 def _is_tool_call(v: object) -> bool:
@@ -67,6 +58,15 @@ class OpenAI(WireFormat):
     name = "openai"
     description = 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}]}'
     tags = ('"tool_calls"', '"function"')
+    detection = Detection(rank=100, bare=True)
+    example = (
+        '{"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "search_flights", "arguments": "{\\"origin\\": \\"New York\\", \\"destination\\": \\"London\\", \\"date\\": \\"2024-08-15\\", \\"max_stops\\": 1}"}}, {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"London\\", \\"days\\": 3, \\"units\\": \\"metric\\"}"}}]}'
+    )
+
+    def claims_value(self, value: Any) -> bool:
+        if isinstance(value, dict):
+            return "tool_calls" in value
+        return isinstance(value, list) and any(isinstance(x, dict) and "function" in x for x in value)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = json_in_prose(self, text, _looks_like, "assistant message with tool_calls")
@@ -111,9 +111,9 @@ class OpenAI(WireFormat):
         if isinstance(value, dict) and "tool_calls" in value:
             value = value["tool_calls"]
         if not isinstance(value, list):
-            out.problems.append("no tool_calls list")
+            out.note("not_a_list", "no tool_calls list")
         for item in as_items(value):
-            out.add(item)
+            add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         tool_calls = [

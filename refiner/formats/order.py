@@ -8,19 +8,13 @@ ordered (the reward compares :func:`refiner.calls.steps_of`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    Lenient,
-    WireFormat,
-    as_items,
-    dumps,
-    expect_object,
-    expect_str_list,
-    lenient_list,
-    register,
-    tagged_list,
-)
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import as_items, lenient_list
+from refiner.formats.strict import expect_object, expect_str_list, tagged_list
+from refiner.formats.text import dumps
 
 OPEN, CLOSE = "<order_func>", "</order_func>"
 _ENTRY_KEYS = frozenset(("step", "tool_list"))
@@ -30,8 +24,18 @@ _ENTRY_KEYS = frozenset(("step", "tool_list"))
 class Order(WireFormat):
     name = "order"
     description = 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>'
-    order_sensitive = True
     tags = (OPEN, CLOSE)
+    detection = Detection(rank=20, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
+    names_only = True
+    steps = True
+    order_sensitive = True
+    example = (
+        '<order_func>[{"step": 1, "tool_list": ["search_flights", "get_weather"]}, {"step": 2, "tool_list": ["book_flight"]}]</order_func>'
+    )
+
+    def claims_value(self, value: Any) -> bool:
+        return isinstance(value, list) and any(isinstance(x, dict) and "tool_list" in x for x in value)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
@@ -66,20 +70,20 @@ class Order(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         for i, item in enumerate(lenient_list(text, OPEN, CLOSE, out.problems, "steps"), start=1):
             if not isinstance(item, dict):
-                out.problems.append(f"step entry is not an object: {str(item)[:80]!r}")
+                out.note("not_a_call", f"step entry is not an object: {str(item)[:80]!r}")
                 continue
             step = item.get("step")
             if isinstance(step, str) and step.strip().isdigit():
                 step = int(step)
             if not isinstance(step, int) or isinstance(step, bool):
-                out.problems.append(f"entry #{i} has no integer 'step'; numbered by position")
+                out.note("bad_outputs", f"entry #{i} has no integer 'step'; numbered by position")
                 step = i
             tools = item.get("tool_list", item.get("tools", []))
             for name in as_items(tools):
                 if isinstance(name, str) and name.strip():
                     out.calls.append(ToolCall(name, {}, step=step))
                 else:
-                    out.problems.append(f"tool name is not a string: {str(name)[:80]!r}")
+                    out.note("no_name", f"tool name is not a string: {str(name)[:80]!r}")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         """Consecutive calls with the same step share one entry; a call without a step starts a new step."""

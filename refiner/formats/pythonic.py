@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import keyword
+import math
 import re
 import tokenize
 import unicodedata
@@ -20,9 +21,21 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from refiner.formats.base import JSON_DECODER, FormatError, WireFormat, dumps
+from refiner.formats.base import FormatError, Problem, WireFormat
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import dumps
 
 _MANGLE = "__kw__"
+
+# What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``).
+IDENTIFIER_NAME = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
+_LOOKS_PYTHONIC = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
+
+
+def looks_pythonic(body: str) -> bool:
+    """Whether ``body`` starts like pythonic calls: ``[name(`` or ``name(`` (names with a few spaces allowed, as raw
+    ToolACE writes them)."""
+    return _LOOKS_PYTHONIC.match(body) is not None
 _JSONISH = {"true": True, "false": False, "null": None}
 # A keyword followed by "=" (not "=="): the only case that needs the tokenize pass of _mangle_keywords.
 _KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
@@ -116,6 +129,10 @@ class Literals:
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             v = node.value
+            if isinstance(v, float) and not math.isfinite(v):  # 1e999: no JSON number holds it
+                if self.strict:
+                    raise self.fail(node, "number out of range")
+                return ast.get_source_segment(self.src, node) or str(v)
             if v is None or isinstance(v, (str, bool, int, float)):
                 return v
             if not self.strict:
@@ -127,6 +144,10 @@ class Literals:
             and isinstance(node.operand, ast.Constant)
         ):
             v = node.operand.value
+            if isinstance(v, float) and not math.isfinite(v):
+                if self.strict:
+                    raise self.fail(node, "number out of range")
+                return ast.get_source_segment(self.src, node) or str(v)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.List) or (not self.strict and isinstance(node, (ast.Tuple, ast.Set))):
@@ -149,12 +170,12 @@ class Literals:
             return ast.get_source_segment(self.src, node) or ""
         raise self.fail(node, f"{type(node).__name__} is not a literal value")
 
-    def arguments(self, call: ast.Call, problems: list[str] | None = None) -> dict[str, Any]:
+    def arguments(self, call: ast.Call, problems: list[Problem] | None = None) -> dict[str, Any]:
         """Keyword arguments of ``call`` (``**{...}`` merged); positional ones are an error (or a problem)."""
         if call.args:
             if problems is None:
                 raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
-            problems.append(f"{len(call.args)} positional argument(s) dropped")
+            problems.append(Problem("bad_argument", f"{len(call.args)} positional argument(s) dropped"))
         args: dict[str, Any] = {}
         for kw in call.keywords:
             if kw.arg is None:
@@ -168,7 +189,7 @@ class Literals:
                 if k in args:
                     if problems is None:
                         raise self.fail(kw.value, f"argument {k!r} given twice")
-                    problems.append(f"argument {k!r} given twice; last kept")
+                    problems.append(Problem("bad_argument", f"argument {k!r} given twice; last kept"))
                 args[k] = v
         return args
 
@@ -317,6 +338,8 @@ def literal(value: Any) -> str:
         return dumps(value)
     if value is None or isinstance(value, bool):
         return repr(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a JSON number")
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):

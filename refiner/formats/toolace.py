@@ -8,31 +8,28 @@ raw ToolACE data has names with spaces (``Get Stock Price(...)``), which lenient
 from __future__ import annotations
 
 import ast
+import keyword
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    FormatError,
-    Lenient,
-    WireFormat,
-    budget_spent,
-    lenient_json,
-    lenient_region,
-    register,
-    skip_ws,
-    tagged_span,
-)
+from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, register
+from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.lenient import lenient_region
 from refiner.formats.pythonic import (
+    IDENTIFIER_NAME,
     Literals,
     dotted_name,
     fast_call_list,
     fast_call_prefix,
+    looks_pythonic,
     matching_paren,
     parse_expr,
     parse_quietly,
     render_call,
     split_top_level,
 )
+from refiner.formats.strict import tagged_span
+from refiner.formats.text import skip_ws
 
 OPEN, CLOSE = "<function_list>", "</function_list>"
 # Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls).
@@ -66,6 +63,16 @@ class ToolAce(WireFormat):
     name = "toolace"
     description = '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)'
     tags = (OPEN, CLOSE)
+    detection = Detection(rank=30, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
+    name_pattern = IDENTIFIER_NAME
+    example = (
+        '<function_list>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]</function_list>'
+    )
+
+    def claims_text(self, body: str) -> bool:
+        """Untagged pythonic calls (``[f(a=1)]`` or ``f(a=1)``) are read as this format's list."""
+        return looks_pythonic(body)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         a, b = tagged_span(self, text, OPEN, CLOSE)
@@ -113,7 +120,7 @@ class ToolAce(WireFormat):
                 out.calls.extend(self._calls(src, 0))
                 return
             except FormatError as e:
-                out.problems.append(str(e))
+                out.note("strict", str(e))
         # (with both tags there the strict parse already read this list and failed): recover it item by item, the
         # leading items in the plain layout with the fast reader
         prefix, end, _ = fast_call_prefix(src)
@@ -124,28 +131,28 @@ class ToolAce(WireFormat):
         src = src.removesuffix("]")
         for n, segment in enumerate(split_top_level(src)):
             if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
-                out.problems.append(f"gave up after {n} of the list's items")
+                out.note("gave_up", f"gave up after {n} of the list's items")
                 return
             if segment.strip():
                 call = self._recover_call(segment.strip(), out.problems)
                 if call is not None:
                     out.calls.append(call)
 
-    def _recover_call(self, segment: str, problems: list[str]) -> ToolCall | None:
+    def _recover_call(self, segment: str, problems: list[Problem]) -> ToolCall | None:
         p = segment.find("(")
         if p <= 0:
-            problems.append(f"not a call: {segment[:80]!r}")
+            problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
             return None
         name = " ".join(segment[:p].split())
         if dotted_name(_name_node(name)) is None:
-            problems.append(f"tool name {name!r} is not an identifier")
+            problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
         close = matching_paren(segment, p)
         if close == len(segment):
-            problems.append(f"unclosed '(' in {name!r}")
+            problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
         inner = segment[p + 1 : close]
         return ToolCall(name, self._recover_args(inner, problems))
 
-    def _recover_args(self, inner: str, problems: list[str]) -> dict:
+    def _recover_args(self, inner: str, problems: list[Problem]) -> dict:
         try:
             node = parse_expr(self, f"f({inner})", 0)
             if isinstance(node, ast.Call):
@@ -157,12 +164,12 @@ class ToolAce(WireFormat):
             key, eq, raw = part.partition("=")
             if not eq or not key.strip():
                 if part.strip():
-                    problems.append(f"argument without a name dropped: {part.strip()[:80]!r}")
+                    problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
                 continue
             args[key.strip()] = self._recover_value(raw.strip(), problems)
         return args
 
-    def _recover_value(self, raw: str, problems: list[str]) -> object:
+    def _recover_value(self, raw: str, problems: list[Problem]) -> object:
         try:
             node = parse_expr(self, raw, 0)
             return Literals(self, raw, 0, strict=False).value(node)
@@ -170,9 +177,15 @@ class ToolAce(WireFormat):
             pass
         value = lenient_json(raw)
         if value is None:
-            problems.append(f"value {raw[:80]!r} kept as text")
+            problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
             return raw.strip("\"'")
         return value
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        super().check_renderable(calls)
+        for i, c in enumerate(calls):
+            if any(keyword.iskeyword(part) for part in c.name.split(".")):
+                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}[{', '.join(render_call(c.name, dict(c.arguments)) for c in calls)}]{CLOSE}"

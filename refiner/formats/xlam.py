@@ -9,16 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import (
-    Lenient,
-    WireFormat,
-    dumps,
-    lenient_list,
-    plain_calls,
-    register,
-    strict_fields,
-    tagged_list,
-)
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.lenient import add_call, lenient_list
+from refiner.formats.strict import plain_calls, strict_fields, tagged_list
+from refiner.formats.text import dumps
 
 OPEN, CLOSE = "<func_call>", "</func_call>"
 
@@ -28,6 +22,11 @@ class XLam(WireFormat):
     name = "xlam"
     description = 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>'
     tags = (OPEN, CLOSE)
+    detection = Detection(rank=40, markers=(OPEN,), closers=(CLOSE,))
+    trained = True
+    example = (
+        '<func_call>[{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]</func_call>'
+    )
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
@@ -42,7 +41,7 @@ class XLam(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         for item in lenient_list(text, OPEN, CLOSE, out.problems, "calls"):
-            out.add(item)
+            add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}{dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}{CLOSE}"

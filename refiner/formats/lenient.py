@@ -1,0 +1,178 @@
+"""Lenient reading helpers: regions between tags that may be missing, JSON that may be broken (repaired by
+:mod:`refiner.formats.jsonfix`), call objects with any of the usual key spellings. None of them raises; every defect
+met is recorded as a :class:`~refiner.formats.base.Problem`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Lenient, Problem
+from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
+
+
+def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Problem]) -> str:
+    """What lies between ``open_tag`` and ``close_tag`` after any reasoning, tolerating either tag missing (each
+    missing tag is reported)."""
+    body = strip_reasoning(text)
+    i = body.find(open_tag)
+    if i < 0:
+        problems.append(Problem("missing_tag", f"missing {open_tag}"))
+    else:
+        body = body[i + len(open_tag) :]
+    j = body.find(close_tag)
+    if j < 0:
+        problems.append(Problem("missing_tag", f"missing {close_tag}"))
+    else:
+        body = body[:j]
+    return body
+
+
+def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Problem], what: str) -> list[Any]:
+    """The items of the JSON list recovered from between the tags (:func:`lenient_region`); a value that is not a
+    list is reported (``what`` names the items) and taken as one item."""
+    value = lenient_json_in_prose(lenient_region(text, open_tag, close_tag, problems))
+    if not isinstance(value, list):
+        problems.append(Problem("not_a_list", f"{what} are not a JSON list"))
+    return as_items(value)
+
+
+def lenient_blocks(
+    text: str, open_tag: str, close_tag: str, problems: list[Problem], stop: str | None = None
+) -> Iterator[str]:
+    """The bodies of the ``open_tag ... close_tag`` blocks after any reasoning, one at a time, tolerating missing
+    tags (each is reported as its block comes): without any ``open_tag`` the whole text is one block; a block
+    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given."""
+    body = strip_reasoning(text)
+    chunks = body.split(open_tag)[1:]
+    if not chunks:
+        problems.append(Problem("missing_tag", f"missing {open_tag}"))
+        chunks = [body]
+    for chunk in chunks:
+        if close_tag in chunk:
+            chunk = chunk.split(close_tag, 1)[0]
+        else:
+            problems.append(Problem("missing_tag", f"missing {close_tag}"))
+            if stop is not None:
+                chunk = chunk.split(stop, 1)[0]
+        yield chunk
+
+
+LENIENT_CANDIDATES = 8
+
+
+def _holds_objects(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict) for v in value))
+
+
+def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
+    """Best-effort JSON value from text that may hold prose around it: repaired from each of the first
+    :data:`LENIENT_CANDIDATES` ``{``/``[`` positions in turn until ``accept(value)`` (by default: an object, or a list
+    holding one) holds; else the first value recovered, or ``None``."""
+    first = None
+    pos = 0
+    for _ in range(LENIENT_CANDIDATES):
+        pos = next_bracket(text, pos)
+        if pos < 0 or budget_spent():
+            break
+        value = _whole_value_at(text, pos)
+        if value is None:
+            value = lenient_json(text[pos:])
+        if value is not None and accept(value):
+            return value
+        if first is None:
+            first = value
+        pos += 1
+    return first
+
+
+def _whole_value_at(text: str, pos: int) -> Any:
+    """The strictly valid JSON value starting at ``pos`` when no other ``{``/``[`` follows it (so repairing the
+    rest could not add to it); else ``None``. Linear time."""
+    try:
+        value, end = JSON_DECODER.raw_decode(text, pos)
+    except (ValueError, RecursionError):
+        return None
+    return value if next_bracket(text, end) < 0 else None
+
+
+NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
+
+ARG_KEYS = ("arguments", "parameters", "input", "args", "params")
+# Keys of a call object that are neither its name nor its arguments.
+CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "responses", "step", "call_id"})
+
+
+def coerce_call(
+    item: Any, problems: list[Problem], *, outputs: tuple[str, ...] = (), step: int | None = None
+) -> ToolCall | None:
+    """A call from a loosely shaped dict (any of the usual name/argument keys, OpenAI ``function`` nesting,
+    arguments as a JSON string); ``None`` (with a problem) when no name can be found."""
+    if not isinstance(item, dict):
+        problems.append(Problem("not_a_call", f"not a call object: {str(item)[:80]!r}"))
+        return None
+    fn = item.get("function")
+    if isinstance(fn, dict):
+        merged = dict(item)
+        merged.update(fn)
+        item = merged
+    name = next((item[k] for k in NAME_KEYS if isinstance(item.get(k), str) and item[k].strip()), None)
+    if name is None and isinstance(fn, str) and fn.strip():
+        name = fn
+    if name is None:
+        problems.append(Problem("no_name", f"call without a name: {str(item)[:80]!r}"))
+        return None
+    arg_key = next((k for k in ARG_KEYS if k in item), None)
+    if arg_key is None:
+        flat = {k: v for k, v in item.items() if k not in NAME_KEYS and k not in CALL_METADATA_KEYS}
+        if flat:  # {"name": "f", "city": "Paris"}: the arguments written beside the name; kept, and reported
+            problems.append(Problem("flat_arguments", f"arguments of {name!r} written beside its name: {sorted(flat)}"))
+        raw: Any = flat
+    else:
+        raw = item[arg_key]
+    if isinstance(raw, str):
+        raw = lenient_json(raw) if raw.strip() else {}
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        problems.append(Problem("bad_arguments", f"arguments of {name!r} are not an object: {str(raw)[:80]!r}"))
+        raw = {}
+    return ToolCall(name, {str(k): v for k, v in raw.items()}, outputs=outputs, step=step)
+
+
+def as_items(value: Any) -> list[Any]:
+    """A JSON value as a list of items: lists as they are, anything else as a one-item list (none for None)."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
+    """Adds the call :func:`coerce_call` makes of ``item`` to ``out.calls``; a problem instead when it makes none."""
+    call = coerce_call(item, out.problems, outputs=outputs)
+    if call is not None:
+        out.calls.append(call)
+
+
+def block_values(chunk: str) -> list[Any]:
+    """The items of the JSON values a tag block holds: decoded one after another when the whole block is a
+    sequence of valid values (one object per line, or several on one line), else repaired line by line when every
+    line starts an object, else the block repaired as one value. Lists are flattened into their items."""
+    items: list[Any] = []
+    pos = skip_ws(chunk, 0)
+    try:
+        while pos < len(chunk):
+            value, end = JSON_DECODER.raw_decode(chunk, pos)
+            items.extend(as_items(value))
+            pos = skip_ws(chunk, end)
+        return items
+    except (ValueError, RecursionError):
+        pass
+    lines = [ln for ln in chunk.split("\n") if ln.strip()]
+    if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
+        lines = [chunk]
+    return [x for ln in lines for x in as_items(lenient_json(ln))]

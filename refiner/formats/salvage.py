@@ -1,0 +1,688 @@
+"""Salvage: the tool calls of an answer read wherever the model put them, whatever format it was asked for.
+
+Models asked for one format often answer in another or wrap the calls in noise: a pythonic list with prose before
+or after it, several lists on separate lines, bare calls one per line or joined by ``;``, code fences (with or
+without a language tag, indented, ``return [...]`` inside code), JSON-ish call objects (single quotes,
+``parameters``), their own native dialect (``<tool_call>`` blocks, any registered format's tags), calls quoted as
+strings (``['f(a=1)']``), markdown-escaped names (``calculate\\_area``). :func:`salvage` reads all of these. It is a
+reader, not a format: nothing is rendered here, and the wire formats stay the only place a format is parsed (tagged
+regions go to the format's own lenient parser; pythonic calls to :mod:`refiner.formats.pythonic`; JSON to the shared
+decoder and :mod:`refiner.formats.jsonfix`).
+
+Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
+
+    answer   := (noise | site)*
+    site     := tagged | object | call | quoted
+    tagged   := MARKER ...             a registered format's first marker to the end of the text, read by that
+                                       format's parse_lenient (the site ends after the format's last closer when
+                                       one follows its last marker); formats sharing a marker are told apart by
+                                       their sniff hooks, as detection does
+    object   := "{" ... "}"            a JSON object, or a Python dict literal (single quotes, True/None), or one
+                                       repaired by json_repair, that either a bare registered format claims
+                                       (claims_value: an OpenAI message with tool_calls, ...) or that holds a tool
+                                       name (name / tool_name / api_name / function.name / ...) and its arguments
+                                       (arguments / parameters / input / args, an object or JSON text); items of a
+                                       JSON list are objects of their own
+    call     := NAME ws "(" args ")"   NAME a dotted identifier (a markdown escape \\_ reads as _; a namespace prefix
+                                       such as functions. or default_api. is dropped when the rest names an offered
+                                       tool); args keyword literals (true/false/null too), and positional literals
+                                       mapped onto the offered tool's parameters in their declared order
+    quoted   := QUOTE call QUOTE       a string literal holding exactly one call
+
+When a call counts (no call is ever made up from prose that does not hold one):
+
+- A call is *structured* when it sits in a code fence, or its line up to it holds only list brackets, quotes,
+  bullets, numbering, tags, ``return`` / ``await`` / ``>>>`` / an assignment, or ends with ``:``, or it follows
+  another structured call with only separators (``,`` ``;`` brackets, quotes, spaces) between. Tagged regions and
+  call objects are structured. Any other call is *loose* (inside a sentence).
+- A structured call counts. A loose call counts only when the request offers tools, its name is an offered one
+  (same name up to case and separators), it has at least one argument and every argument is a literal; and loose
+  calls count only when the answer holds no structured call at all.
+- With tools offered, a name that is not offered counts in a list (``[...]``), a tagged region or a call object, not
+  in a bare code line (``print(x)``, ``json.dumps(...)``).
+- A call whose argument is a placeholder (``get_weather(city)``, ``f(x=...)``) is a signature, not a call.
+  Positional values that no declared parameter takes (no tools, too many, a parameter given twice) are dropped
+  from a call in a list (as the formats' lenient readers drop them) and make any other call unreadable
+  (``print("x")`` in code). An expression value (``math.pi``) in a structured call is kept as its text.
+- A call object whose arguments are written beside its name (``{"name": "f", "city": "Paris"}``) counts for an
+  offered tool, or without tools when it starts its line; a quoted tool description (``"description"`` beside the
+  name, or a JSON schema as the arguments) is not a call.
+- Sites inside another site are part of it (a dict inside a call's arguments is a value). A call written again in
+  another site (a restatement: the same name and arguments in another list, block or sentence) counts once; inside
+  one list, repeated calls are kept.
+- A call cut off by the end of the text keeps its complete arguments and drops the cut one (never an invented value).
+
+Cost: linear scans (``str.find``, anchored or linear regexes, the JSON decoder) over at most
+:data:`~refiner.formats.base.MAX_LENIENT_CHARS` characters, at most :data:`MAX_CANDIDATES` candidate sites,
+:data:`SCAN_BUDGET` characters of bracket matching and :data:`AST_BUDGET` characters given to Python's parser; json
+repairs share one :func:`~refiner.formats.jsonfix.repair_budget`. Never raises: an unexpected error gives what was read
+so far and a note.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import keyword
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from refiner.calls import ToolCall, canonical_json
+from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank
+from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
+from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
+from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, split_top_level
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import dumps, reasoning_offset
+
+MAX_CANDIDATES = 256  # candidate sites examined (call names followed by "(", "{" positions)
+MAX_SITES = 64  # sites read
+MAX_CALLS = 128  # calls returned
+MAX_CALL_CHARS = 4096  # a call's or object's text, brackets matched within this window
+MAX_OBJECT_CHARS = 32_768  # a JSON object decoded strictly at one position
+SCAN_BUDGET = 65_536  # characters of bracket matching in all
+AST_BUDGET = 32_768  # characters given to Python's parser in all
+PREFIX_CHARS = 160  # how much of a call's line before it is looked at
+MAX_FENCES = 256
+MAX_GAP = 64  # separators between two sites of one group
+
+
+class _Reader(WireFormat):
+    """Error messages of the pythonic helpers (never registered)."""
+
+    name = "salvage"
+
+
+_READER = _Reader()
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_SPELLING = re.compile(r"[\w.\- ]{1,256}")  # what another spelling of a tool name may hold
+# A call: a dotted identifier (markdown-escaped underscores allowed) not inside a longer name, then "(".
+_CALL = re.compile(r"(?<![\w.\\])([^\W\d](?:\w|\\_)*(?:\.[^\W\d](?:\w|\\_)*)*)[ \t]*\(")
+# What may stand before a structured call on its line: tags, bullets, numbering, code keywords, an assignment,
+# brackets and quotes.
+_STRUCT_PREFIX = re.compile(
+    r"(?:<[^<>\n]{1,40}>|[\s>*+\-•|])*"
+    r"(?:\d{1,3}[.)]\s+)?"
+    r"(?:(?:return|await|yield|print|>>>|\$)\s*)?"
+    r"(?:[^\W\d][\w.]*\s*=\s*)?"
+    r"[\s\[('\"`]*"
+)
+_TRAILER = " \t;,.)]}'\"`*"  # what may follow a call on its line without making it part of a sentence
+# words before a call's name, starting a list item: a tool name written with spaces
+_SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")
+_GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
+_STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()]*")  # between a structured call and the next one
+_NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
+
+
+def normalise(name: str) -> str:
+    """A tool name for comparison: lower case, separators dropped (``getWeather`` == ``get_weather``)."""
+    return _NON_ALNUM.sub("", name.lower())
+
+
+@dataclass
+class Site:
+    """One place calls were read from: ``text[start:end]`` of the answer (offsets in the whole text)."""
+
+    start: int
+    end: int
+    calls: list[ToolCall]
+    kind: str  # "pythonic call", "JSON call object", "<tool_call> block", ...
+    fmt: str | None  # the registered format that writes this shape (for output when none was asked for)
+    structured: bool
+    context: str  # "in a code fence", "in a list", "in prose", ...
+    line: int = 0
+    group: int = 0
+
+
+@dataclass
+class Salvage:
+    """What :func:`salvage` read: the calls in order, the sites they came from, and notes on what was passed over."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    sites: list[Site] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    complete: bool = True  # the whole text was read (no bound reached, nothing cut)
+    work: dict[str, int] = field(default_factory=dict)  # candidates examined, characters scanned and parsed
+
+    @property
+    def fmt(self) -> str | None:
+        """The registered format of the first site that gave calls."""
+        return next((s.fmt for s in self.sites if s.calls and s.fmt), None)
+
+    def describe(self, limit: int = 4) -> str:
+        """Where the calls were found, for people: ``"2 pythonic calls in a code fence (line 3); ..."``."""
+        seen: dict[tuple[str, str], list[int]] = {}
+        for s in self.sites:
+            if s.calls:
+                seen.setdefault((s.kind, s.context), [0, s.line])[0] += len(s.calls)
+        parts = [
+            f"{n} {kind if n == 1 else _plural(kind)} {context} (line {line})"
+            for (kind, context), (n, line) in list(seen.items())[:limit]
+        ]
+        if len(seen) > limit:
+            parts.append(f"{len(seen) - limit} more")
+        return "; ".join(parts) if parts else "no call"
+
+
+def _plural(kind: str) -> str:
+    head, sep, tail = kind.partition(" (")
+    return f"{head}s{sep}{tail}"
+
+
+def is_offered(name: str, offered: Mapping[str, Any] | None) -> bool:
+    """Whether ``name`` is one of the offered tools, up to case and separators (always False without tools)."""
+    return offered is not None and _resolve(name, offered)[1] is not None
+
+
+def _resolve(name: str, offered: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``(name to emit, offered name or None)``: exact, then equal up to case and separators, then without a
+    namespace prefix (``functions.get_weather``)."""
+    if name in offered:
+        return name, name
+    if not _SPELLING.fullmatch(name):
+        return name, None  # text around a name ("``` [get_weather") is not another spelling of it
+    key = normalise(name)
+    hits = [n for n in offered if normalise(n) == key]
+    if len(hits) == 1:
+        return name, hits[0]
+    head, dot, rest = name.partition(".")
+    if dot and head.lower() in _NAMESPACE:
+        inner, hit = _resolve(rest, offered)
+        if hit is not None:
+            return inner, hit
+    return name, None
+
+
+class _Scan:
+    """One salvage pass over one text (state: budgets, fences, sites)."""
+
+    def __init__(self, text: str, body_at: int, offered: Mapping[str, Sequence[str]] | None) -> None:
+        self.text = text
+        self.at = body_at
+        self.offered = offered
+        self.candidates = 0
+        self.scanned = 0
+        self.parsed = 0
+        self.sites: list[Site] = []
+        self.notes: list[str] = []
+        self.fences = self._fences()
+        self.claimed: list[tuple[int, int]] = []
+        self.last: Site | None = None  # the last site the left-to-right scan read
+        self._spaced = self._spaced_names()
+
+    # -- shared ---------------------------------------------------------------------------------------------
+
+    def _fences(self) -> list[tuple[int, int]]:
+        """``(start, end)`` of each ````` ``` ````` fenced block (an unclosed one runs to the end)."""
+        marks, i = [], self.text.find("```", self.at)
+        while i >= 0 and len(marks) < 2 * MAX_FENCES:
+            marks.append(i)
+            i = self.text.find("```", i + 3)
+        if len(marks) % 2:
+            marks.append(len(self.text))
+        return list(zip(marks[::2], marks[1::2]))
+
+    def in_fence(self, pos: int) -> bool:
+        k = bisect.bisect_right(self.fences, (pos, len(self.text) + 1)) - 1
+        return k >= 0 and self.fences[k][0] <= pos < self.fences[k][1]
+
+    def line_of(self, pos: int) -> int:
+        return self.text.count("\n", 0, pos) + 1
+
+    def match_paren(self, open_at: int) -> tuple[int, bool]:
+        """``(index of the matching closer, closed)`` for the bracket at ``open_at``, within MAX_CALL_CHARS; when it is
+        not closed there, ``(end of the window, False)``."""
+        window = self.text[open_at : open_at + MAX_CALL_CHARS]
+        j = matching_paren(window, 0)
+        self.scanned += min(j + 1, len(window))
+        return open_at + j, j < len(window)
+
+    def budget_left(self) -> bool:
+        return (
+            self.candidates < MAX_CANDIDATES
+            and self.scanned < SCAN_BUDGET
+            and self.parsed < AST_BUDGET
+            and len(self.sites) < MAX_SITES
+        )
+
+    # -- tagged regions, by the registry ---------------------------------------------------------------------
+
+    def tagged(self) -> None:
+        """A site per registered format whose marker occurs: its first marker to its last closer, read by it."""
+        body = self.text
+        chosen: dict[str, tuple[WireFormat, int, str]] = {}
+        ranked = [f for f in by_rank() if not f.detection.bare]
+        for marker in dict.fromkeys(m for f in ranked for m in f.detection.markers):
+            i = body.find(marker, self.at)
+            if i < 0:
+                continue
+            sharing = [f for f in ranked if marker in f.detection.markers]
+            fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
+            if fmt.name not in chosen or i < chosen[fmt.name][1]:
+                chosen[fmt.name] = (fmt, i, marker)
+        for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
+            if any(a <= start < b for a, b in self.claimed):
+                continue
+            # the format reads from its first marker to the end (its closers need not end it: Mistral's [ARGS] is
+            # followed by the arguments); the region claimed from the other readers ends after its last closer when
+            # one follows its last marker
+            end = len(body)
+            last_marker = max(body.rfind(m) + len(m) for m in fmt.detection.markers)
+            closes = [body.rfind(c) + len(c) for c in fmt.detection.closers]
+            if closes and max(closes) > last_marker:
+                end = max(closes)
+            got = fmt.parse_lenient(body[start:])
+            calls = [c for c in got.calls if _usable_name(c.name)]
+            if calls:
+                where = "in a code fence" if self.in_fence(start) else "after prose" if body[self.at : start].strip() \
+                    else "at the start"
+                self.sites.append(Site(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, True, where,
+                                       self.line_of(start)))
+                self.claimed.append((start, end))
+
+    # -- the scan for calls and call objects ------------------------------------------------------------------
+
+    def scan(self) -> None:
+        text, pos = self.text, self.at
+        call_m: re.Match | None = None
+        calls_left, obj_at = True, -2  # -1: no "{" after pos; each search runs again only once passed
+        while pos < len(text) and self.budget_left():
+            if calls_left and (call_m is None or call_m.start() < pos):
+                call_m = self._next_call(pos)
+                calls_left = call_m is not None
+            if obj_at == -2 or 0 <= obj_at < pos:
+                obj_at = text.find("{", pos)
+            starts = [s for s in (call_m.start() if calls_left else -1, obj_at) if s >= 0]
+            if not starts:
+                return
+            here = min(starts)
+            claim = next(((a, b) for a, b in self.claimed if a <= here < b), None)
+            if claim is not None:
+                pos = claim[1]
+                continue
+            self.candidates += 1
+            if calls_left and call_m.start() == here:
+                pos = self.call_site(call_m)
+            else:
+                pos = self.object_site(here)
+
+    def _next_call(self, pos: int) -> re.Match | None:
+        m = _CALL.search(self.text, pos)
+        if self._spaced is not None:
+            s = self._spaced.search(self.text, pos)
+            if s is not None and (m is None or s.start() < m.start()):
+                return s
+        return m
+
+    def _spaced_names(self) -> re.Pattern | None:
+        """Offered names that are not identifiers (raw ToolACE writes ``Get Stock Price``), as one pattern."""
+        if not self.offered:
+            return None
+        odd = sorted((n for n in self.offered if n and not _CALL.fullmatch(n + "(")), key=len, reverse=True)[:200]
+        if not odd:
+            return None
+        return re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in odd) + r")[ \t]*\(")
+
+    def context(self, start: int) -> tuple[bool, str, bool]:
+        """``(structured, description, in a list)`` for a call or object starting at ``start``."""
+        line_start = self.text.rfind("\n", max(self.at, start - PREFIX_CHARS), start) + 1
+        if line_start == 0:
+            line_start = self.at if start - self.at <= PREFIX_CHARS else -1
+        prefix = self.text[line_start:start] if line_start >= 0 else ""
+        listed = "[" in prefix[-PREFIX_CHARS:]
+        prev = self.last
+        if (prev is not None and prev.structured and start - prev.end <= MAX_GAP
+                and _STRUCT_GAP.fullmatch(self.text, prev.end, start)):
+            return True, prev.context, listed or prev.context == "in a list"
+        if self.in_fence(start):
+            return True, "in a code fence", listed
+        if line_start < 0:
+            return False, "in prose", False
+        if _STRUCT_PREFIX.fullmatch(prefix):
+            return True, "in a list" if listed else "on its own line", listed
+        if prefix.rstrip(" \t[('\"`").endswith(":"):
+            return True, "after prose", listed
+        return False, "in prose", False
+
+    def call_site(self, m: re.Match) -> int:
+        """Reads the call whose name ``m`` matched; returns where scanning goes on."""
+        start, paren = m.start(1), m.end() - 1
+        written = m.group(1).replace("\\_", "_")
+        if keyword.iskeyword(written.split(".")[0]):
+            return m.end()
+        structured, where, listed = self.context(start)
+        if not structured:  # a raw ToolACE name with spaces as a list item: "[Get Stock Price(symbol='AAPL')"
+            head = _SPACED_HEAD.search(self.text, max(self.at, start - PREFIX_CHARS), start)
+            if head is not None and "\n" not in head.group(0):
+                written = " ".join(head.group(1).split() + [written])
+                start, (structured, where, listed) = head.start(1), (True, "in a list", True)
+        name, hit = (written, None) if self.offered is None else _resolve(written, self.offered)
+        if (not structured and hit is None) or (self.offered is not None and hit is None and not listed):
+            return m.end()  # prose, or a name that is not offered outside a list (code, a sentence)
+        quote = self.text[start - 1] if start > self.at else ""
+        if quote in ("'", '"'):
+            got = self.quoted_call(start - 1, written, name, hit, structured, where, listed)
+            if got is not None:
+                return got
+        close, closed = self.match_paren(paren)
+        if not closed and close < len(self.text):
+            return m.end()  # not closed within the window: not a call
+        end = close + 1 if closed else len(self.text)
+        if structured and not listed and where != "in a code fence" and self.sentence_follows(end):
+            structured, where = False, "in prose"  # "get_weather() needs a city": a call inside a sentence
+            if hit is None:
+                return m.end()
+        args_src = self.text[paren + 1 : close if closed else len(self.text)]
+        call = self.read_call(name, hit, args_src, structured, cut=not closed, listed=listed)
+        if call is None:
+            return m.end()
+        self.add(Site(start, end, [call], "pythonic call", _pythonic_format(), structured, where, self.line_of(start)))
+        return end
+
+    def sentence_follows(self, end: int) -> bool:
+        """Whether prose follows a call ending at ``end`` on its line (other calls, separators and closing brackets
+        do not count)."""
+        line_end = self.text.find("\n", end, end + PREFIX_CHARS)
+        rest = self.text[end : line_end if line_end >= 0 else end + PREFIX_CHARS].lstrip(_TRAILER)
+        return bool(rest) and _CALL.match(rest) is None
+
+    def quoted_call(
+        self, q: int, written: str, name: str, hit: str | None, structured: bool, where: str, listed: bool
+    ) -> int | None:
+        """A call written inside a string literal starting at ``q`` (``['f(a=1)']``): read from the string's value."""
+        end = _string_end(self.text, q, MAX_CALL_CHARS)
+        if end < 0:
+            return None
+        self.scanned += end - q
+        literal = self.text[q : end + 1]
+        value = self._literal_text(literal)
+        if not isinstance(value, str):
+            return None
+        inner = value.strip()
+        m = _CALL.match(inner)
+        if m is None or m.group(1).replace("\\_", "_") != written or not inner.endswith(")"):
+            return None
+        if matching_paren(inner, m.end() - 1) != len(inner) - 1:
+            return None
+        call = self.read_call(name, hit, inner[m.end() : -1], structured, cut=False, listed=listed)
+        if call is None:
+            return None
+        self.add(Site(q, end + 1, [call], "pythonic call quoted as a string", _pythonic_format(), structured, where,
+                      self.line_of(q)))
+        return end + 1
+
+    def _literal_text(self, literal: str) -> Any:
+        self.parsed += len(literal)
+        try:
+            node = parse_quietly(literal)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        return node.value if isinstance(node, ast.Constant) else None
+
+    def read_call(
+        self, name: str, hit: str | None, args_src: str, structured: bool, cut: bool, listed: bool = False
+    ) -> ToolCall | None:
+        """The call ``name(args_src)``, or None when its arguments are not a call's (see the module docstring)."""
+        if cut:  # the text ends inside the call: its last argument may be cut, so it is dropped
+            if not structured:
+                return None
+            args_src = ",".join(split_top_level(args_src)[:-1])
+        attempts = [args_src]
+        if "\\_" in args_src:
+            attempts.append(args_src.replace("\\_", "_"))
+        for src_args in attempts:
+            src = f"f({src_args})"
+            if len(src) > MAX_CALL_CHARS + 3 or self.parsed + len(src) > AST_BUDGET:
+                return None
+            self.parsed += len(src)
+            try:
+                node = parse_expr(_READER, src, 0)
+            except FormatError:
+                continue
+            if isinstance(node, ast.Call):
+                return self._call_from(name, hit, node, src, structured, listed)
+        return None
+
+    def _call_from(
+        self, name: str, hit: str | None, node: ast.Call, src: str, structured: bool, listed: bool
+    ) -> ToolCall | None:
+        lit = Literals(_READER, src, 0, strict=False)
+        positional = []
+        for a in node.args:
+            if isinstance(a, ast.Starred) or _kind(a) != "literal":
+                return None  # a signature (get_weather(city)) or an expression: not a call to read
+            positional.append(lit.value(a))
+        kinds = [_kind(kw.value) for kw in node.keywords]
+        if "placeholder" in kinds or (not structured and "expression" in kinds):
+            return None
+        problems: list[Problem] = []
+        try:
+            args = lit.arguments(ast.Call(func=node.func, args=[], keywords=node.keywords), problems)
+        except (FormatError, RecursionError):
+            return None
+        if positional:
+            params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else []
+            if len(positional) <= len(params) and not any(p in args for p in params[: len(positional)]):
+                args.update(zip(params, positional))
+            elif not listed:
+                return None  # values that cannot be placed, outside a list: code (print("x")) or prose
+            else:
+                self.notes.append(f"{name}: {len(positional)} positional value(s) that no parameter takes dropped")
+        if not structured and not args:
+            return None
+        return ToolCall(name, args)
+
+    def object_site(self, at: int) -> int:
+        """Reads the object starting at ``at`` when it is a call (or a message holding calls); returns where scanning
+        goes on."""
+        value, end = self._object_value(at)
+        if not isinstance(value, dict):
+            return at + 1
+        structured, where, _ = self.context(at)
+        if where == "in prose":
+            where = "after prose"
+        for fmt in by_rank():
+            if fmt.detection.bare and fmt.claims_value(value):
+                try:
+                    calls = [c for c in fmt.parse_lenient(dumps(value)).calls if _usable_name(c.name)]
+                except (TypeError, ValueError):
+                    calls = []
+                if calls:
+                    self.add(Site(at, end, calls, f"JSON message ({fmt.name})", fmt.name, True, where,
+                                  self.line_of(at)))
+                    return end
+        name = _object_name(value)
+        if name is None or _is_spec(value):
+            return at + 1
+        flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
+        if flat and not (is_offered(name, self.offered) or self.offered is None and structured):
+            return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
+        label = value.get("label")
+        call = coerce_call(value, [], outputs=(label,) if isinstance(label, str) else ())
+        if call is None or not _usable_name(call.name):
+            return at + 1
+        if "\\_" in call.name:  # a markdown-escaped name
+            call = ToolCall(call.name.replace("\\_", "_"), call.arguments, call.outputs)
+        if self.offered is not None:
+            resolved, hit = _resolve(call.name, self.offered)
+            if hit is not None and resolved != call.name:
+                call = ToolCall(resolved, call.arguments, call.outputs)
+        fmt_name = next((f.name for f in by_rank() if f.claims_value(value)), None)
+        self.add(Site(at, end, [call], "JSON call object", fmt_name, True, where, self.line_of(at)))
+        return end
+
+    def _object_value(self, at: int) -> tuple[Any, int]:
+        """The value of the object at ``at`` and its end: strict JSON, else a Python literal, else repaired."""
+        window = self.text[at : at + MAX_OBJECT_CHARS]
+        try:
+            value, n = JSON_DECODER.raw_decode(window)
+            return value, at + n
+        except (ValueError, RecursionError):
+            pass
+        close, closed = self.match_paren(at)
+        if not closed and close < len(self.text):
+            return None, at + 1
+        span = self.text[at : close + 1]
+        if closed and self.parsed + len(span) <= AST_BUDGET:
+            self.parsed += len(span)
+            try:
+                node = parse_quietly(span)
+                if isinstance(node, ast.Dict) and _kind(node) != "placeholder":
+                    return Literals(_READER, span, 0, strict=False).value(node), close + 1
+            except (SyntaxError, ValueError, RecursionError, MemoryError, FormatError):
+                pass
+        if budget_spent() or not any(k in span for k in ("name", "function", "tool")):
+            return None, at + 1
+        return lenient_json(span), close + 1 if closed else len(self.text)
+
+    # -- collecting -----------------------------------------------------------------------------------------
+
+    def add(self, site: Site) -> None:
+        self.sites.append(site)
+        self.last = site
+
+    def result(self) -> Salvage:
+        sites = sorted(self.sites, key=lambda s: s.start)
+        if any(s.structured for s in sites):
+            loose = [s for s in sites if not s.structured]
+            if loose:
+                self.notes.append(f"{len(loose)} call(s) in prose passed over: the answer holds structured calls")
+            sites = [s for s in sites if s.structured]
+        for prev, s in zip([None, *sites], sites):  # a group: sites with only separators between them
+            same = prev is not None and s.start - prev.end <= MAX_GAP and _GAP.fullmatch(self.text, prev.end, s.start)
+            s.group = prev.group if same else (prev.group + 1 if prev else 0)
+        calls: list[ToolCall] = []
+        seen: dict[str, int] = {}  # call key -> group it was first read in
+        kept = []
+        for s in sites:
+            mine = []
+            for c in s.calls:
+                key = canonical_json([c.name, dict(c.arguments)])
+                if key in seen and seen[key] != s.group:
+                    self.notes.append(f"{c.name} written again (line {s.line}): counted once")
+                    continue
+                seen.setdefault(key, s.group)
+                mine.append(c)
+            if mine:
+                s.calls = mine
+                kept.append(s)
+                calls.extend(mine)
+        if len(calls) > MAX_CALLS:
+            self.notes.append(f"only the first {MAX_CALLS} calls kept")
+            calls = calls[:MAX_CALLS]
+        return Salvage(calls, kept, self.notes)
+
+
+def _string_end(text: str, q: int, limit: int) -> int:
+    """Index of the quote closing the string literal opened at ``q`` (backslash escapes skipped), or -1 within
+    ``limit`` characters."""
+    quote = text[q]
+    i, stop = q + 1, min(len(text), q + limit)
+    while i < stop:
+        j = text.find(quote, i, stop)
+        if j < 0:
+            return -1
+        k = j
+        while k > q + 1 and text[k - 1] == "\\":
+            k -= 1
+        if (j - k) % 2 == 0:
+            return j
+        i = j + 1
+    return -1
+
+
+def _kind(node: ast.AST, depth: int = 0) -> str:
+    """``"literal"`` (a JSON value written as a Python literal: true/false/null too), ``"placeholder"`` (a bare name or
+    ``...``: a signature or template) or ``"expression"`` (anything else: ``math.pi``, ``1/3``)."""
+    if depth > 32:
+        return "expression"
+    if isinstance(node, ast.Constant):
+        if node.value is Ellipsis:
+            return "placeholder"
+        return "literal" if node.value is None or isinstance(node.value, (str, bool, int, float)) else "expression"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return "literal" if isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float) \
+            else "expression"
+    if isinstance(node, ast.Name):
+        return "literal" if node.id in ("true", "false", "null") else "placeholder"
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [_kind(e, depth + 1) for e in node.elts]
+    elif isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            return "expression"
+        items = [_kind(e, depth + 1) for e in (*node.keys, *node.values)]
+    else:
+        return "expression"
+    for k in ("placeholder", "expression"):
+        if k in items:
+            return k
+    return "literal"
+
+
+def _object_name(value: dict) -> str | None:
+    for k in NAME_KEYS:
+        if isinstance(value.get(k), str) and value[k].strip():
+            return value[k]
+    fn = value.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"].strip():
+        return fn["name"]
+    if isinstance(fn, str) and fn.strip():
+        return fn
+    return None
+
+
+def _is_spec(value: dict) -> bool:
+    """A tool's description quoted (``{"name", "description", "parameters": {"type": "object", "properties"}}``), not
+    a call."""
+    if "description" in value:
+        return True
+    args = next((value[k] for k in ARG_KEYS if k in value), None)
+    return isinstance(args, dict) and isinstance(args.get("properties"), dict) and isinstance(args.get("type"), str)
+
+
+def _usable_name(name: str) -> bool:
+    return bool(name.strip()) and len(name) <= 256 and "\n" not in name
+
+
+_PYTHONIC: list[str | None] = []
+
+
+def _pythonic_format() -> str | None:
+    """The first registered format (by rank) that claims untagged pythonic calls."""
+    if not _PYTHONIC:
+        _PYTHONIC.append(next((f.name for f in by_rank() if f.claims_text("[f(a=1)]")), None))
+    return _PYTHONIC[0]
+
+
+def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Salvage:
+    """The calls of ``text`` read wherever they are (see the module docstring). ``offered``: the request's tools, as
+    tool name -> parameter names in declared order (None when the request has no tools). Never raises."""
+    if not isinstance(text, str):
+        return Salvage(notes=[f"not a text: {type(text).__name__}"])
+    notes = []
+    if len(text) > MAX_LENIENT_CHARS:
+        notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
+        text = text[:MAX_LENIENT_CHARS]
+    scan = _Scan(text, reasoning_offset(text), offered)
+    scan.notes.extend(notes)
+    complete = not notes
+    try:
+        with repair_budget():
+            scan.tagged()
+            scan.scan()
+            if budget_spent():
+                complete = False
+                scan.notes.append("gave up repairing JSON: the repair budget was spent")
+    except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
+        complete = False
+        scan.notes.append(f"internal: {type(e).__name__}: {e}"[:300])
+    if not scan.budget_left():
+        complete = False
+        scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
+    out = scan.result()
+    out.complete = complete
+    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed}
+    return out

@@ -1,0 +1,282 @@
+"""Strict reading helpers: JSON that must be exactly right, tags that must be there, call objects that must have the
+right keys. Each raises the format's :class:`~refiner.formats.base.FormatError` with a message and a position, and
+reads well-formed input through checks that build no message (the reward parses every output strictly).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import FormatError, WireFormat
+from refiner.formats.text import _WS, next_bracket, reasoning_offset, skip_ws
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (_INF, -_INF):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+_INF = float("inf")
+# strict JSON: NaN and Infinity rejected, and so are numbers too large for a float (``1e999``), which JSON cannot
+# write back
+JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
+    """``json.loads`` that raises a :class:`FormatError` with the absolute position; NaN/Infinity rejected. (One
+    shared decoder: ``json.loads`` with options builds a new decoder per call, a third of the cost of a small value.)"""
+    try:
+        value, end = JSON_DECODER.raw_decode(text, _JSON_WS.match(text).end())
+    except json.JSONDecodeError as e:
+        raise fmt.error(f"invalid JSON: {e.msg}", offset + e.pos) from None
+    except ValueError as e:
+        raise fmt.error(str(e), offset) from None
+    except RecursionError:
+        raise fmt.error("JSON nested too deeply", offset) from None
+    end = _JSON_WS.match(text, end).end()
+    if end != len(text):
+        raise fmt.error("invalid JSON: Extra data", offset + end)
+    return value
+
+
+def json_object(text: str) -> dict | None:
+    """The JSON object ``text`` holds (whitespace around it allowed), or ``None`` when it holds anything else or is
+    not strict JSON: :func:`strict_json` for fast paths, which leave explaining a failure to it."""
+    try:
+        value, end = JSON_DECODER.raw_decode(text, _JSON_WS.match(text).end())
+    except (ValueError, RecursionError):
+        return None
+    if type(value) is not dict or _JSON_WS.match(text, end).end() != len(text):
+        return None
+    return value
+
+
+def expect_object(fmt: WireFormat, value: Any, what: str, position: int = -1) -> dict:
+    if not isinstance(value, dict):
+        raise fmt.error(f"{what} must be a JSON object, got {type(value).__name__}", position)
+    return value
+
+
+def expect_str(fmt: WireFormat, value: Any, what: str, position: int = -1) -> str:
+    if not isinstance(value, str):
+        raise fmt.error(f"{what} must be a string, got {type(value).__name__}", position)
+    return value
+
+
+def expect_str_list(fmt: WireFormat, value: Any, what: str, position: int = -1) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise fmt.error(f"{what} must be a list of strings", position)
+    return tuple(value)
+
+
+def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
+    """One strict JSON value starting at ``pos`` (leading whitespace skipped): ``(value, end)``."""
+    pos = skip_ws(text, pos)
+    try:
+        return JSON_DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as e:
+        raise fmt.error(f"invalid JSON: {e.msg}", e.pos) from None
+    except ValueError as e:
+        raise fmt.error(str(e), pos) from None
+    except RecursionError:
+        raise fmt.error("JSON nested too deeply", pos) from None
+
+
+def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
+    """``(a, b)``: ``text[a:b]`` lies between the first ``open_tag`` after any reasoning and the ``close_tag`` after
+    it; raises when either tag is missing."""
+    start = reasoning_offset(text)
+    i = text.find(open_tag, start)
+    if i < 0:
+        raise fmt.error(f"missing {open_tag}", start)
+    a = i + len(open_tag)
+    b = text.find(close_tag, a)
+    if b < 0:
+        raise fmt.error(f"missing {close_tag}", len(text))
+    return a, b
+
+
+def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
+    """The single JSON value between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and
+    its position; nothing else is allowed inside the tags. The value is decoded before the closing tag is looked
+    for, so a tag quoted inside one of its strings is text."""
+    a, _ = tagged_span(fmt, text, open_tag, close_tag)
+    value, end = decode_at(fmt, text, a)
+    expect_close(fmt, text, end, close_tag)
+    return value, skip_ws(text, a)
+
+
+def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
+    """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
+    j = skip_ws(text, pos)
+    if text.startswith(close_tag, j):
+        return j + len(close_tag)
+    if text.find(close_tag, j) < 0:
+        raise fmt.error(f"missing {close_tag}", len(text))
+    raise fmt.error(f"unexpected text {text[j : j + 30]!r} before {close_tag}", j)
+
+
+def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
+    """``(value, position)`` for the JSON value of each ``open_tag ... close_tag`` block after any reasoning (with
+    ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds anything
+    else, or a block is not closed. Values are decoded before their closing tag is looked for, so a tag quoted
+    inside a string is text. Lazy, so a caller that stops at the first bad value never decodes the rest of a long
+    hostile block."""
+    start = reasoning_offset(text)
+    i = text.find(open_tag, start)
+    if i < 0:
+        raise fmt.error(f"no {open_tag}...{close_tag} block", start)
+    ws, decode = _WS.match, JSON_DECODER.raw_decode
+    after_open, after_close = len(open_tag), len(close_tag)
+    while i >= 0:
+        pos = ws(text, i + after_open).end()
+        if text.find(close_tag, pos) < 0:
+            raise fmt.error(f"{open_tag} without {close_tag}", i)
+        while not (many and text.startswith(close_tag, pos)):  # (with many, a block may be empty)
+            try:
+                value, end = decode(text, pos)
+            except (ValueError, RecursionError):
+                decode_at(fmt, text, pos)  # raises the decoder's error as a FormatError
+                raise
+            yield value, pos
+            pos = ws(text, end).end()
+            if not many or pos >= len(text):
+                break
+        if not text.startswith(close_tag, pos):
+            expect_close(fmt, text, pos, close_tag)  # raises: text before the closing tag
+        i = text.find(open_tag, pos + after_close)
+
+
+def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
+    """:func:`tagged_json` for formats whose tags hold a JSON list; raises when the value is anything else."""
+    value, pos = tagged_json(fmt, text, open_tag, close_tag)
+    if not isinstance(value, list):
+        raise fmt.error(f"{open_tag} must hold a JSON list, got {type(value).__name__}", pos)
+    return value, pos
+
+
+MAX_JSON_CANDIDATES = 64
+
+
+def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[Any, int]:
+    """The first JSON value after any reasoning that starts at a ``{`` or ``[`` and satisfies ``accept(value)``;
+    prose before and after it is allowed. Tries at most :data:`MAX_JSON_CANDIDATES` starting points."""
+    pos = reasoning_offset(text)
+    first_error: FormatError | None = None
+    for _ in range(MAX_JSON_CANDIDATES):
+        pos = next_bracket(text, pos)
+        if pos < 0:
+            break
+        try:
+            value, end = decode_at(fmt, text, pos)
+        except FormatError as e:
+            first_error = first_error or e
+            pos += 1
+            continue
+        if accept(value):
+            return value, pos
+        pos = end
+    if first_error is not None:
+        raise first_error
+    raise fmt.error(f"no {what} found", reasoning_offset(text))
+
+
+_ALLOWED_KEYS: dict[tuple[str, str, tuple[str, ...]], frozenset[str]] = {}
+
+_ABSENT = object()
+
+
+def strict_fields(
+    fmt: WireFormat,
+    obj: Any,
+    pos: int,
+    *,
+    what: str,
+    index: int | None = None,
+    name_key: str = "name",
+    args_key: str = "arguments",
+    extra_keys: tuple[str, ...] = (),
+) -> tuple[str, dict, dict]:
+    """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means
+    ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``. Errors name
+    ``what`` (``"what #index"`` when ``index`` is given)."""
+    if type(obj) is dict:  # the valid case, checked without building any message
+        shape = (name_key, args_key, extra_keys)
+        allowed = _ALLOWED_KEYS.get(shape)
+        if allowed is None:
+            allowed = _ALLOWED_KEYS.setdefault(shape, frozenset((name_key, args_key, *extra_keys)))
+        name = obj.get(name_key)
+        args = obj.get(args_key, _ABSENT)
+        if type(name) is str and (args is _ABSENT or type(args) is dict) and obj.keys() <= allowed and name.strip():
+            extras = {k: obj[k] for k in extra_keys if k in obj} if extra_keys else {}
+            return name, {} if args is _ABSENT else args, extras
+    if index is not None:
+        what = f"{what} #{index}"
+    obj = expect_object(fmt, obj, what, pos)
+    unknown = set(obj) - {name_key, args_key, *extra_keys}
+    if unknown:
+        raise fmt.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+    if name_key not in obj:
+        raise fmt.error(f"{what} has no {name_key!r}", pos)
+    name = expect_str(fmt, obj[name_key], repr(name_key), pos)
+    if not name.strip():
+        raise fmt.error(f"empty {name_key!r} in {what}", pos)
+    args = expect_object(fmt, obj.get(args_key, {}), repr(args_key), pos)
+    return name, args, {k: obj[k] for k in extra_keys if k in obj}
+
+
+def plain_calls(
+    items: Iterable[Any],
+    name_key: str = "name",
+    args_key: str = "arguments",
+    outputs_key: str | None = None,
+    outputs_as: type = list,
+) -> list[ToolCall] | None:
+    """The calls of ``items`` when every item is a valid call object (what :func:`strict_fields` accepts, with no
+    other keys): a non-empty string ``name_key``, an object ``args_key`` (missing means ``{}``), and where
+    ``outputs_key`` is given, optionally that key holding a list of strings (``outputs_as=list``) or one string
+    (``outputs_as=str``). ``None`` at the first doubt: the format's own loop then finds and explains the error. The
+    valid case costs a few dict lookups per call, as every reward of a well-formed output takes it. ``items`` may
+    be lazy: nothing after the first doubt is read."""
+    trusted = ToolCall.trusted
+    calls = []
+    for item in items:
+        if type(item) is not dict:
+            return None
+        name = item.get(name_key)
+        if type(name) is not str or not name.strip():
+            return None
+        size = 1
+        args = item.get(args_key)
+        if type(args) is dict:
+            size = 2
+        elif args_key in item:
+            return None
+        else:
+            args = {}
+        outputs: tuple[str, ...] = ()
+        if outputs_key is not None and outputs_key in item:
+            size += 1
+            out = item[outputs_key]
+            if outputs_as is str and type(out) is str:
+                outputs = (out,)
+            elif outputs_as is list and type(out) is list and all(type(o) is str for o in out):
+                outputs = tuple(out)
+            else:
+                return None
+        if len(item) != size:
+            return None
+        calls.append(trusted(name, args, outputs))
+    return calls

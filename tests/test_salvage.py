@@ -1,0 +1,285 @@
+"""The salvage reader (refiner/formats/salvage.py) and its hook in tier 1 (gate.salvage_report): calls are read
+wherever a model put them, never made of prose, within counted bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import salvage as salvage_mod
+from refiner.formats.salvage import salvage
+from refiner.gate import check_text, salvage_calls, salvage_report, tool_index
+from refiner.pipeline import Refiner
+from refiner.specs import load_tools
+
+TOOLS = [
+    {"name": "get_weather", "description": "Weather.", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}},
+    {"name": "get_time", "description": "Time.", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}}, "required": ["city"]}},
+    {"name": "math.factorial", "description": "n!", "parameters": {"type": "object", "properties": {
+        "n": {"type": "integer"}}, "required": ["n"]}},
+    {"name": "roll_dice", "description": "A die.", "parameters": {"type": "object", "properties": {
+        "sides": {"type": "integer"}}}},
+]
+OFFERED = {t["name"]: list(t["parameters"]["properties"]) for t in TOOLS}
+P = ToolCall("get_weather", {"city": "Paris"})
+T = ToolCall("get_time", {"city": "Paris"})
+
+
+def read(text: str, offered=OFFERED) -> list[ToolCall]:
+    return salvage(text, offered).calls
+
+
+SHAPES = {
+    "list then prose": ('[get_weather(city="Paris")]\nThis fetches it.', [P]),
+    "prose then list": ("Sure! Here's the call: [get_weather(city='Paris'), get_time(city='Paris')]", [P, T]),
+    "lists on lines": ('[get_weather(city="Paris")]\n[get_time(city="Paris")]', [P, T]),
+    "bare lines": ('get_weather(city="Paris")\nget_time(city="Paris")', [P, T]),
+    "semicolons": ('get_weather(city="Paris");get_time(city="Paris");', [P, T]),
+    "python fence": ('```python\n[get_weather(city="Paris")]\n```', [P]),
+    "plain fence": ('```\nget_weather(city="Paris")\n```\nDone.', [P]),
+    "indented": ('Calls:\n\n    get_weather(city="Paris")\n    get_time(city="Paris")\n', [P, T]),
+    "return in code": ('```python\ndef f():\n    return [get_weather(city="Paris"),\n            get_time(city="Paris")]\n```',
+                       [P, T]),
+    "assignment in code": ("```python\nimport json\nw = get_weather(city='Paris')\nprint(json.dumps(w))\n```", [P]),
+    "json fence": ('```json\n[{"name": "get_weather", "arguments": {"city": "Paris"}}]\n```', [P]),
+    "single quotes, parameters": ("{'name': 'get_weather', 'parameters': {'city': 'Paris'}}", [P]),
+    "python literals in a dict": ("{'name': 'get_weather', 'parameters': {'city': 'Paris', 'unit': None}}",
+                                  [ToolCall("get_weather", {"city": "Paris", "unit": None})]),
+    "arguments as JSON text": ('{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}', [P]),
+    "function key": ("{'function': {'name': 'get_weather', 'arguments': {'city': 'Paris'}}}", [P]),
+    "broken json": ('{"name": "get_weather", "arguments": {"city": "Paris",}}', [P]),
+    "hermes blocks": (('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+                       '<tool_call>\n{"name": "get_time", "arguments": {"city": "Paris"}}\n</tool_call>'), [P, T]),
+    "pythonic inside a hermes block": ('<tool_call>[get_weather(city="Paris")]</tool_call>', [P]),
+    "quoted call strings": ("['get_weather(city=\"Paris\")', 'get_time(city=\"Paris\")']", [P, T]),
+    "JSON list of call strings": ('["get_weather(city=\\"Paris\\")"]', [P]),
+    "markdown escapes": ('[get\\_weather(city="Paris"), get\\_time(city\\_x="Paris")]',
+                         [P, ToolCall("get_time", {"city_x": "Paris"})]),
+    "bullets": ('Plan:\n- get_weather(city="Paris")\n- get_time(city="Paris")', [P, T]),
+    "numbered inline code": ('1. `get_weather(city="Paris")`\n2. `get_time(city="Paris")`', [P, T]),
+    "special tokens": ('<|python_tag|>get_weather(city="Paris")<|eom_id|>', [P]),
+    "namespace prefix": ('functions.get_weather(city="Paris")', [P]),
+    "dotted name": ("Answer: math.factorial(n=5)", [ToolCall("math.factorial", {"n": 5})]),
+    "json-isms in pythonic": ('[get_weather(city="Paris", unit=null)]',
+                              [ToolCall("get_weather", {"city": "Paris", "unit": None})]),
+    "positional literals": ('[get_weather("Paris", "celsius")]',
+                            [ToolCall("get_weather", {"city": "Paris", "unit": "celsius"})]),
+    "positional then keyword": ('[get_weather("Paris", unit="celsius")]',
+                                [ToolCall("get_weather", {"city": "Paris", "unit": "celsius"})]),
+    "keyword argument": ('[get_time(city="Paris", **{"from": "x"})]',
+                         [ToolCall("get_time", {"city": "Paris", "from": "x"})]),
+    "zero-argument call in a list": ("[roll_dice()]", [ToolCall("roll_dice", {})]),
+    "reasoning ignored": ("<think>get_weather(city='Rome')?</think>\n[get_weather(city='Paris')]", [P]),
+    "loose call in a sentence": ("I will call get_weather(city='Paris') now.", [P]),
+    "another spelling": ("[getWeather(city='Paris')]", [ToolCall("getWeather", {"city": "Paris"})]),
+    "openai message": (('{"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": '
+                        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}'), [P]),
+    "anthropic blocks": (('[{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "get_weather", '
+                          '"input": {"city": "Paris"}}]'), [P]),
+    "unicode and brackets in values": ('[get_weather(city="Zürich ]) (x")]\nok', [ToolCall("get_weather", {
+        "city": "Zürich ]) (x"})]),
+}
+
+
+@pytest.mark.parametrize("text,want", list(SHAPES.values()), ids=list(SHAPES))
+def test_reads_calls_wherever_they_are(text, want):
+    assert read(text) == want
+
+
+TALK = {
+    "decline": "I'm sorry, none of the available functions can do that.",
+    "ask back": "Which city should I use for get_weather?",
+    "mention": "You could use get_weather to check the forecast.",
+    "signature": "The function get_weather(city, unit) returns the forecast.",
+    "signature in a fence": "```python\nget_weather(city, unit)\n```\nTell me the city.",
+    "placeholder": "Call get_weather(city=...) with your city.",
+    "angle placeholder": "Use get_weather(city=<city>) here.",
+    "zero-argument mention": "get_time() needs a city - which one?",
+    "quoted spec": 'I have {"name": "get_weather", "description": "Weather.", "parameters": {"type": "object", '
+                   '"properties": {"city": {"type": "string"}}}}. What city?',
+    "python spec": "{'name': 'get_weather', 'parameters': {'type': 'object', 'properties': {'city': {}}}}",
+    "arguments only": 'It returned {"city": "Paris", "temp": 21}.',
+    "names in a list": "Available: [get_weather, get_time].",
+    "def line": "```python\ndef get_weather(city: str) -> dict: ...\n```",
+    "prose parentheses": "Paris (France) is sunny (mostly).",
+    "code calls to other names": "```python\nimport json\nprint(json.dumps({'a': 1}))\n```",
+    "unclosed in prose": "Try get_weather(city='Paris' sometime",
+}
+
+
+@pytest.mark.parametrize("text", list(TALK.values()), ids=list(TALK))
+def test_no_call_is_made_of_prose(text):
+    assert read(text) == []
+
+
+def test_without_tools_only_structured_calls_count():
+    assert read("[lookup(term='x')]\nok", None) == [ToolCall("lookup", {"term": "x"})]
+    assert read("lookup(term='x')", None) == [ToolCall("lookup", {"term": "x"})]
+    assert read("I would call lookup(term='x') later.", None) == []
+    assert read("As a rule f(x) grows faster than g(y).", None) == []
+    assert read("[lookup('x')]", None) == [ToolCall("lookup", {})]  # a value no parameter takes is dropped
+    assert read("```python\nprint('hello')\n```", None) == []  # code, not a call
+    assert read('{"name": "lookup", "term": "x"}', None) == [ToolCall("lookup", {"term": "x"})]
+    assert read('It returned {"name": "Paris", "country": "FR"}.', None) == []
+
+
+def test_a_name_that_is_not_offered_counts_in_a_list_only():
+    assert read("[search(q='x')]") == [ToolCall("search", {"q": "x"})]
+    assert read("search(q='x')") == []
+    assert read("Let me search(q='x').") == []
+    assert read("```python\nlogging.basicConfig(level=10)\nget_weather(city='Paris')\n```") == [P]
+
+
+def test_structured_calls_win_over_calls_in_prose():
+    got = salvage("First get_time(city='Paris') maybe.\n[get_weather(city='Paris')]", OFFERED)
+    assert got.calls == [P] and any("prose" in n for n in got.notes)
+
+
+def test_a_restated_call_counts_once_but_repeats_in_one_list_are_kept():
+    assert read("I'll call get_weather(city='Paris').\n\n[get_weather(city='Paris')]") == [P]
+    assert read("```\n[get_weather(city='Paris')]\n```\nFinal: [get_weather(city='Paris')]") == [P]
+    assert read("[roll_dice(sides=6), roll_dice(sides=6)]") == [ToolCall("roll_dice", {"sides": 6})] * 2
+
+
+def test_positional_values_that_do_not_fit_are_dropped_in_a_list_and_unreadable_elsewhere():
+    assert read("[get_time('Paris', 'extra')]") == [ToolCall("get_time", {})]  # get_time has one parameter
+    assert read("[get_weather('Paris', city='Rome')]") == [ToolCall("get_weather", {"city": "Rome"})]  # twice
+    assert read("get_time('Paris', 'extra')") == []
+
+
+def test_values_inside_a_call_are_part_of_it():
+    assert read("[get_weather(city={'name': 'get_time', 'arguments': {}})]") == [
+        ToolCall("get_weather", {"city": {"name": "get_time", "arguments": {}}})]
+    assert read("[get_weather(city=get_time(city='Paris'))]") == [
+        ToolCall("get_weather", {"city": "get_time(city='Paris')"})]  # an expression is kept as its text
+
+
+def test_a_call_cut_by_the_end_of_the_text_keeps_its_complete_arguments():
+    assert read("[get_time(city='Paris'), get_weather(unit='celsius', city='Par") == [
+        T, ToolCall("get_weather", {"unit": "celsius"})]
+    assert read("I'll call get_weather(city='Par") == []  # cut in prose: nothing
+
+
+def test_describe_and_format():
+    got = salvage("Here:\n```python\nget_weather(city='Paris')\n```\n<tool_call>\n"
+                  '{"name": "get_time", "arguments": {"city": "Paris"}}\n</tool_call>', OFFERED)
+    assert got.calls == [P, T]
+    assert "pythonic call in a code fence (line 3)" in got.describe()
+    assert "<tool_call> block (hermes)" in got.describe()
+    assert got.fmt == "toolace" and got.complete
+    assert salvage("nothing here").describe() == "no call"
+
+
+@pytest.mark.parametrize("fmt", formats.all_formats(), ids=formats.names())
+@pytest.mark.parametrize("noise", ["before", "after", "fence"])
+def test_every_registered_format_is_read_inside_noise(fmt, noise):
+    """Each format's own example with prose around it or inside a code fence: salvage reads the calls the format's
+    strict parser reads from the example (so a format added to the registry is covered)."""
+    text = {"before": f"Sure, here you go:\n{fmt.example}", "after": f"{fmt.example}\n\nAnything else?",
+            "fence": f"Here:\n```\n{fmt.example}\n```\nDone."}[noise]
+    assert salvage(text).calls == fmt.parse_strict(fmt.example)
+
+
+HOSTILE = {
+    "call storm": "get_weather(" * 60_000,
+    "list storm": "[get_weather(city=" * 20_000,
+    "brace storm": "{" * 200_000,
+    "objects": '{"name": "get_weather", "arguments": {"city": "x"}} ' * 4_000,
+    "quote storm": "'\"" * 100_000,
+    "valid calls": "get_weather(city='Paris')\n" * 8_000,
+    "tag storm": "<tool_call>" * 18_000,
+    "fence storm": "```" * 66_000,
+    "dotted chain": "a." * 100_000 + "(",
+    "one word": "x" * 200_000,
+    "spaced words": "[" + "a " * 100_000 + "b(",
+    "unclosed object": '{"name": "get_weather", "arguments": {"city": "' + "y" * 200_000,
+    "deep object": '{"a": ' * 30_000 + "1" + "}" * 30_000,
+    "unclosed call": "get_weather(city='" + "p" * 200_000,
+    "escapes": "\\_" * 100_000,
+    "over the limit": "[get_weather(city='Paris')] " + "z" * 300_000,
+}
+
+
+@pytest.mark.parametrize("text", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_hostile_inputs_are_read_within_counted_bounds(text):
+    got = salvage(text, OFFERED)
+    assert len(got.calls) <= salvage_mod.MAX_CALLS and len(got.sites) <= salvage_mod.MAX_SITES
+    assert got.work["candidates"] <= salvage_mod.MAX_CANDIDATES
+    assert got.work["scanned"] <= salvage_mod.SCAN_BUDGET + salvage_mod.MAX_CALL_CHARS
+    assert got.work["parsed"] <= salvage_mod.AST_BUDGET + salvage_mod.MAX_CALL_CHARS + 8
+    assert all(c.name == "get_weather" for c in got.calls)
+
+
+def test_hostile_inputs_through_the_pipeline_never_raise():
+    refiner = Refiner()
+    for text in (HOSTILE["call storm"], HOSTILE["objects"], HOSTILE["over the limit"]):
+        res = refiner.refine({"upstream": text, "tools": TOOLS, "format": "toolace"})
+        assert res["stage"] in ("unchanged", "repaired")
+
+
+def test_a_bound_reached_leaves_the_reading_incomplete():
+    got = salvage("(x) " * 10 + "f(q) " * 300 + "[get_weather(city='Paris')]", OFFERED)
+    assert not got.complete and any("gave up" in n for n in got.notes)
+    assert salvage("[get_weather(city='Paris')]", OFFERED).complete
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The hook
+
+
+INDEX = tool_index(load_tools(TOOLS))
+
+
+def test_a_valid_text_is_never_re_read():
+    text = "<function_list>[get_weather(city='Paris')]</function_list>\nAlso [get_time(city='Paris')]"
+    report = check_text(text, "toolace", INDEX)
+    assert report.strict_ok and salvage_report(report, text, "toolace", INDEX) is report
+
+
+def test_a_lenient_reading_as_good_as_salvages_is_kept():
+    text = "[get_weather(city='Paris')]\nDone."
+    report = check_text(text, "toolace", INDEX)
+    assert report.calls == [P] and salvage_calls(text, report.calls, INDEX) is None
+
+
+def test_salvage_replaces_a_reading_with_fewer_calls_and_says_where():
+    text = "Sure! Here are the calls:\n[get_weather(city='Paris'), get_time(city='Paris')]"
+    report = salvage_report(check_text(text, "toolace", INDEX), text, "toolace", INDEX)
+    assert report.calls == [P, T] and report.salvaged is not None
+    assert [d.code for d in report.diagnostics] == ["format"]
+    assert "in a list (line 2)" in report.salvaged.describe()
+
+
+def test_calls_made_of_prose_give_way_to_none():
+    text = "You could use get_weather(city) once you know the city."
+    report = check_text(text, "toolace", INDEX)
+    assert report.calls  # the format's lenient reader made a call of the sentence
+    out = salvage_report(report, text, "toolace", INDEX)
+    assert out.calls == [] and {d.code for d in out.diagnostics} == {"format", "no_calls"}
+
+
+def test_an_incomplete_salvage_never_drops_the_lenient_reading():
+    text = "f(q) " * 300 + "[get_weather(city='Paris')]"
+    lenient = [P]
+    assert not salvage(text, {n: list(s.params) for n, s in INDEX.items()}).complete
+    assert salvage_calls(text, lenient, INDEX) is None
+
+
+def test_pipeline_reads_salvaged_calls_in_the_requested_format():
+    refiner = Refiner()
+    res = refiner.refine({"upstream": "```python\nget_weather(city='Paris')\n```", "tools": TOOLS, "format": "hermes"})
+    assert res["stage"] == "repaired" and formats.get("hermes").parse_strict(res["refined"]) == [P]
+    assert [a["kind"] for a in res["actions"]][:1] == ["salvage"]
+    res = refiner.refine({"upstream": "Sorry, which city?", "tools": TOOLS, "format": "toolace"})
+    assert res["calls"] == [] and res["stage"] == "unchanged" and res["refined"] == "Sorry, which city?"
+
+
+def test_pipeline_with_nothing_asked_or_detected_answers_in_the_dialect_found():
+    res = Refiner().refine({"upstream": "Here:\n```python\nget_weather(city='Paris')\n```", "tools": TOOLS})
+    assert res["format"] == "toolace" and formats.get("toolace").parse_strict(res["refined"]) == [P]
+    res = Refiner().refine({"upstream": "Calling it: {'name': 'get_weather', 'arguments': {'city': 'Paris'}}",
+                            "tools": TOOLS})
+    assert [c["name"] for c in res["calls"]] == ["get_weather"]
