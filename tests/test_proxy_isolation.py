@@ -113,6 +113,7 @@ def test_a_slow_task_is_demoted_and_others_pass_it() -> None:
             while pool.stats["demoted"] < 2:  # both workers taken by heavy tasks, then demoted and replaced
                 await asyncio.sleep(0.01)
             assert {os.getpriority(os.PRIO_PROCESS, w.pid) for w in pool._slow} == {SLOW_NICE}
+            assert {os.sched_getscheduler(w.pid) for w in pool._slow} == {os.SCHED_IDLE}
             normal = asyncio.ensure_future(pool.run("tier1", [item('{"city": "Paris"')], 60))
             done, _ = await asyncio.wait([normal, *slow], return_when=asyncio.FIRST_COMPLETED)
             assert done == {normal}
