@@ -11,7 +11,7 @@ from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, se
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.formats.base import WireFormat
+from refiner.formats.base import Detection, WireFormat
 from refiner.proxy import create_app
 from refiner.proxy.content import MAX_CHECKS, ContentSplit, Openers, markers
 
@@ -100,11 +100,15 @@ def test_calls_in_streamed_content_are_held_back_and_moved(proxy, fmt) -> None:
 
 
 def test_a_format_registered_later_is_picked_up(upstream, monkeypatch) -> None:
-    """A new dialect is one module: its markers come from the registry at use, with no change here."""
+    """A new dialect is one module: its markers and its detection come from the registry at use, with no change to
+    the proxy."""
 
     class Bracketed(WireFormat):
         name = "test_bracketed"
+        description = "test only: a JSON list of calls between [[CALLS]] and [[/CALLS]]"
         tags = ("[[CALLS]]", "[[/CALLS]]")
+        detection = Detection(rank=999, markers=("[[CALLS]]",), closers=("[[/CALLS]]",))
+        example = '[[CALLS]][{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}][[/CALLS]]'
 
         def parse_strict(self, text: str) -> list[ToolCall]:
             start, end = text.find(self.tags[0]), text.find(self.tags[1])
@@ -117,28 +121,27 @@ def test_a_format_registered_later_is_picked_up(upstream, monkeypatch) -> None:
             return [ToolCall(i["name"], i["arguments"]) for i in items]
 
         def recover(self, text: str, out) -> None:
-            try:
-                out.calls.extend(self.parse_strict(text))
-            except Exception as e:  # noqa: BLE001
-                out.problems.append(str(e))
+            out.calls.extend(self.parse_strict(text))
 
         def render(self, calls) -> str:
-            return "[[CALLS]]" + json.dumps([{"name": c.name, "arguments": dict(c.arguments)} for c in calls]) + \
-                "[[/CALLS]]"
+            items = [{"name": c.name, "arguments": dict(c.arguments)} for c in calls]
+            return f"[[CALLS]]{json.dumps(items)}[[/CALLS]]"
 
     monkeypatch.setitem(formats.base._REGISTRY, Bracketed.name, Bracketed())
-    monkeypatch.setattr(formats, "detect_format",
-                        lambda text, _old=formats.detect_format: "test_bracketed" if "[[CALLS]]" in text else _old(text))
     assert "[[CALLS]]" in markers()
-    split = ContentSplit(Openers(NAMES))
     text = "Sure.\n" + Bracketed().render(CALLS)
+    assert formats.detect_format(text) == "test_bracketed"
+    split = ContentSplit(Openers(NAMES))
     released = split.feed(text).release + split.end().release
     assert released == "Sure.\n" and split.held == text[len("Sure.\n"):]
-    # through the proxy (tier 1 runs in threads here, so that the patched registry is the one used)
+    # through the proxy (tier 1 runs in threads here, so that it sees the registry this test changed)
     with serve_in_thread(create_app(upstream + "/v1", workers=0)) as url:
         r = httpx.post(url + "/v1/chat/completions", json=body(text), timeout=60)
-    check_calls(r.json()["choices"][0]["message"]["tool_calls"])
-    assert r.headers["x-tool-refiner-content-calls"] == "0:test_bracketed"
+        check_calls(r.json()["choices"][0]["message"]["tool_calls"])
+        assert r.headers["x-tool-refiner-content-calls"] == "0:test_bracketed"
+        _, chunks = stream(url, body(text))
+    pieces, calls, _ = streamed(chunks)
+    assert "".join(pieces) == "Sure.\n" and [t["function"]["name"] for t in calls] == NAMES
 
 
 # ------------------------------------------------------------------------------------------------ prose stays prose
@@ -228,6 +231,7 @@ def split_all(text: str, size: int, is_calls) -> tuple[str, str, int]:
 
 @pytest.mark.parametrize("size", [1, 2, 5, 10_000])
 def test_split_holds_only_what_may_be_calls(size) -> None:
+    assert "[TOOL_CALLS]" in markers()  # Mistral's marker, from the registry
     def calls(region: str) -> bool:
         return "get_weather" in region
 
@@ -244,6 +248,7 @@ def test_split_holds_only_what_may_be_calls(size) -> None:
         "Bob's [list] of {things}\n  [x] done\n": ("Bob's [list] of {things}\n  [x] done\n", ""),
         "text ending with <tool_": ("text ending with <tool_", ""),
         "[get_weather(city='Par": ("", "[get_weather(city='Par"),
+        'Ok.\n[TOOL_CALLS][{"name": "x"}] and more': ("Ok.\n", '[TOOL_CALLS][{"name": "x"}] and more'),
     }
     for text, (released, held) in cases.items():
         assert split_all(text, size, calls)[:2] == (released, held), (text, size)

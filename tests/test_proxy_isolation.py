@@ -230,8 +230,8 @@ def test_a_refiner_that_cannot_go_to_a_process_runs_in_threads(upstream, caplog)
 
 # ------------------------------------------------------------------------------------------------ the model, batched
 
-MODEL_ANSWER = json.dumps({"role": "assistant", "content": None, "tool_calls": [
-    {"id": "call_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]})
+# The model is shown OpenAI tool calls in a format it was trained on (xlam) and answers in it.
+MODEL_ANSWER = '<func_call>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</func_call>'
 
 
 class RecordingEngine:

@@ -1,9 +1,9 @@
 """Tool calls left in an answer's ``content``: when an upstream's own tool parser fails, it returns the raw calls as
 text (vLLM does this), in whatever dialect the model writes. The proxy finds them and moves them to ``tool_calls``.
 
-Where calls may start (:class:`Openers`): a marker of any registered wire format (a tag or sentinel token of a
-format's ``tags``: ``<tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``, ..., read from the registry at use, so a
-format added later is picked up), or, for the untagged dialects, a line that starts with a JSON list or object, a
+Where calls may start (:class:`Openers`): a marker of any registered wire format (the tags and sentinel tokens its
+``detection`` rule and ``tags`` name: ``<tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``, ``functools[``, ...,
+read from the registry at use, so a format added later is picked up), or, for the untagged dialects, a line that starts with a JSON list or object, a
 code fence, or one of the request's tool names followed by ``(``, and a ``[name(`` anywhere.
 
 :class:`ContentSplit` reads the content as it arrives (the whole text at once, or a stream's deltas) and says what
@@ -33,9 +33,15 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 
 def markers() -> tuple[str, ...]:
-    """The call markers of every registered wire format, longest first."""
-    found = {t for f in formats.all_formats() for t in getattr(f, "tags", ()) or ()
-             if isinstance(t, str) and len(t) >= 3 and not t.startswith(("'", '"')) and MARKER_CHARS & set(t)}
+    """The call markers of every registered wire format, longest first: the markers and closers its detection rule
+    looks for, and its tags (those that are tags or sentinel tokens, not JSON keys or single brackets)."""
+    found = set()
+    for f in formats.all_formats():
+        detection = getattr(f, "detection", None)
+        candidates = [*(getattr(f, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
+                      *(getattr(detection, "closers", ()) or ())]
+        found |= {t for t in candidates if isinstance(t, str) and len(t) >= 3 and not t.startswith(("'", '"'))
+                  and MARKER_CHARS & set(t)}
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
@@ -218,6 +224,9 @@ class ContentSplit:
                     break
                 self.region = _Region(pos, kind, looks_like_call=kind == "call")
             state = self._region_state(self.region)
+            if state == "marker":  # the region's opener turned out to begin a format's marker ("[TOOL_CALLS]")
+                self.held_from, self.region = self.region.start, None
+                break
             if state == "open":
                 if self.final or len(self.text) - self.region.start > MAX_REGION_CHARS:
                     self.held_from, self.region = self.region.start, None
@@ -233,8 +242,13 @@ class ContentSplit:
         return Step("".join(out))
 
     def _region_state(self, r: _Region) -> str | int:
-        """``"open"`` (more text needed), ``"not_call"``, or the end of a closed region that looks like calls."""
+        """``"open"`` (more text needed), ``"not_call"``, ``"marker"`` (a marker starts there), or the end of a closed
+        region that looks like calls."""
         text = self.text
+        if any(text.startswith(m, r.start) for m in self.openers.markers):
+            return "marker"
+        if not self.final and text[r.start :] in self.openers.prefixes:
+            return "open"
         if r.kind == "fence" and r.body < 0:
             nl = text.find("\n", r.start + 3)
             if nl < 0:
