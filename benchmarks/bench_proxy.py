@@ -1,7 +1,7 @@
 """The refining proxy on loopback: its overhead, and how well it isolates requests from hostile ones.
 
-Both servers run as separate processes: the scripted fake upstream (``tests/fake_upstream.py``) and the proxy started
-with the real CLI (tier-1 repair + guard, no refiner model).
+Both servers run as separate processes: the scripted fake upstream (``tests/fake_upstream.py``, in
+``--upstream-workers`` processes) and the proxy started with the real CLI (tier-1 repair + guard, no refiner model).
 
 1. **Overhead** (closed loop, fixed concurrency): latency p50/p99 and throughput through the proxy vs the upstream
    called directly, for valid and for broken calls.
@@ -252,17 +252,22 @@ def isolation_run(proxy: str, args: argparse.Namespace, label: str, direct: bool
     """Both phases against ``proxy`` (``direct``: the upstream itself, the peer without any proxy)."""
     limit = int(args.max_body_mb * 1024 * 1024)
     results: dict[str, list] = {"without": [], "with": []}
+    round_ratios: list[float] = []
     warm = [(0.01 * i, "normal", *normal_request(i)) for i in range(min(20, args.normal))]
     asyncio.run(open_loop(proxy, warm))
     for r in range(args.rounds):  # the two phases alternate, so a change in machine load hits both alike
         normal, _ = schedules(args, limit, seed=r + 1)
         if direct:
             normal = [(t, kind, body, None) for t, kind, body, _ in normal]
+        p99s = {}
         for name in ("without", "with") if r % 2 == 0 else ("with", "without"):
             if name == "without":
-                results[name] += asyncio.run(open_loop(proxy, normal))
+                rows = asyncio.run(open_loop(proxy, normal))
             else:
-                results[name] += mixed_round(proxy, args, limit, r + 1, normal)
+                rows = mixed_round(proxy, args, limit, r + 1, normal)
+            results[name] += rows
+            p99s[name] = pct([lat for kind, lat, _ in rows if kind == "normal"], 99)
+        round_ratios.append(p99s["with"] / p99s["without"])
     health = httpx.get(proxy + "/health").json() if not direct else {}
     out = {"label": label, "health": health}
     for name, rows in results.items():
@@ -270,6 +275,7 @@ def isolation_run(proxy: str, args: argparse.Namespace, label: str, direct: bool
         out[name] = {"n": len(lat), "ok": sum(1 for kind, _, ok in rows if kind == "normal" and ok),
                      "p50": pct(lat, 50) * 1e3, "p99": pct(lat, 99) * 1e3}
     out["ratio"] = out["with"]["p99"] / out["without"]["p99"]
+    out["round_ratios"] = round_ratios
     out["met"] = out["ratio"] <= TARGET_RATIO and all(out[p]["ok"] == out[p]["n"] for p in ("without", "with"))
     hostile: dict[str, dict] = {}
     for kind, lat, outcome in results["with"]:
@@ -301,6 +307,8 @@ def isolation(upstream: str, proxy: str, args: argparse.Namespace) -> list[dict]
         ok = f"{a['ok'] + b['ok']}/{a['n'] + b['n']}"
         print(f"{run['label']:<22}{a['n']:>8}{a['p50']:>9.1f}{a['p99']:>9.1f}{b['p50']:>9.1f}{b['p99']:>9.1f}"
               f"{run['ratio']:>8.2f}{ok:>13}  {'met' if run['met'] else 'MISSED'}")
+    print("\np99 x per round (each round's two phases back to back): "
+          + "; ".join(f"{run['label']}: " + ", ".join(f"{x:.2f}" for x in run["round_ratios"]) for run in runs))
     print("\nHostile requests through the proxy: latency and outcome (status, stage)\n")
     head = f"{'shape':<24}{'n':>4}{'p50 ms':>9}{'max ms':>9}  outcomes"
     print(head + "\n" + "-" * len(head))
@@ -327,6 +335,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--compare-threads", action="store_true", help="isolation: also run with --workers 0")
     ap.add_argument("--compare-direct", action="store_true", help="isolation: also send the same traffic to the "
                     "upstream directly (how much the mix slows the upstream, the client and the machine themselves)")
+    ap.add_argument("--upstream-workers", type=int, default=2, help="processes of the fake upstream (a single one "
+                    "is itself held up by every large answer it writes)")
     ap.add_argument("--hostile-sender", help=argparse.SUPPRESS)  # internal: the hostile client's process
     args = ap.parse_args(argv)
     if args.hostile_sender:
@@ -335,8 +345,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     up_port = free_port()
     out: dict = {"load": os.getloadavg() if hasattr(os, "getloadavg") else None}
-    with serve_in_subprocess([sys.executable, str(ROOT / "tests" / "fake_upstream.py"), str(up_port)],
-                             up_port) as upstream, start_proxy(upstream, free_port(), proxy_flags(args)) as proxy:
+    argv = [sys.executable, str(ROOT / "tests" / "fake_upstream.py"), str(up_port), str(args.upstream_workers)]
+    with serve_in_subprocess(argv, up_port) as upstream, start_proxy(upstream, free_port(), proxy_flags(args)) as proxy:
         if args.mode in ("overhead", "both"):
             out["overhead"] = overhead(upstream, proxy, args)
         if args.mode in ("isolation", "both"):

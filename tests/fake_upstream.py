@@ -252,11 +252,18 @@ def serve_in_subprocess(argv: list[str], port: int, *, startup_timeout: float = 
 
 
 def main() -> None:
-    """``python tests/fake_upstream.py PORT``: serve the fake upstream on 127.0.0.1:PORT."""
+    """``python tests/fake_upstream.py PORT [WORKERS]``: serve the fake upstream on 127.0.0.1:PORT, in WORKERS
+    processes (default 1; several keep one slow request from delaying the others, as a real server would)."""
     import sys
+    from pathlib import Path
 
-    uvicorn.run(create_fake_upstream(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-                backlog=4096)
+    port = int(sys.argv[1])
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    if workers == 1:
+        uvicorn.run(create_fake_upstream(), host="127.0.0.1", port=port, log_level="warning", backlog=4096)
+    else:
+        uvicorn.run("fake_upstream:create_fake_upstream", factory=True, workers=workers, host="127.0.0.1", port=port,
+                    log_level="warning", backlog=4096, app_dir=str(Path(__file__).resolve().parent))
 
 
 if __name__ == "__main__":
