@@ -144,6 +144,18 @@ def test_a_format_registered_later_is_picked_up(upstream, monkeypatch) -> None:
     assert "".join(pieces) == "Sure.\n" and [t["function"]["name"] for t in calls] == NAMES
 
 
+def test_long_content_is_split_in_a_worker(proxy) -> None:
+    """Content longer than the event loop splits itself (16,000 characters) goes to a worker; same answers."""
+    prose = "The forecast, in long form. " * 1000 + "\n"
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(prose + formats.get("hermes").render(CALLS)), timeout=60)
+    choice = r.json()["choices"][0]
+    check_calls(choice["message"]["tool_calls"])
+    assert choice["message"]["content"] == prose.strip()
+    text = prose + "See [the docs](https://example.org).\n```python\nprint(1)\n```\n" + prose
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
+    assert r.json()["choices"][0]["message"] == {"role": "assistant", "content": text}
+
+
 # ------------------------------------------------------------------------------------------------ prose stays prose
 
 PROSE = [

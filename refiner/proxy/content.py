@@ -157,8 +157,10 @@ class ContentSplit:
 
     def __init__(self, openers: Openers) -> None:
         self.openers = openers
-        self.text = ""
+        self.text = ""  # the text not yet released or held, after the start of its first line
         self.released = 0  # text[:released] has been released
+        self._released_before: list[str] = []  # released text dropped from ``text`` (see :meth:`_compact`)
+        self._held_after: list[str] = []  # text that arrived once everything from ``held_from`` on was held
         self.held_from: int | None = None  # text[held_from:] is held to the end
         self.region: _Region | None = None
         self.pending: tuple[int, int] | None = None  # the region being checked
@@ -168,15 +170,30 @@ class ContentSplit:
 
     @property
     def held(self) -> str:
-        return self.text[self.held_from :] if self.held_from is not None else ""
+        return self.text[self.held_from :] + "".join(self._held_after) if self.held_from is not None else ""
 
     @property
     def released_text(self) -> str:
-        return self.text[: self.released]
+        return "".join(self._released_before) + self.text[: self.released]
 
     def feed(self, piece: str) -> Step:
+        if self.held_from is not None:
+            self._held_after.append(piece)  # held to the end: kept as pieces, never re-joined on each delta
+            return Step()
+        self._compact()
         self.text += piece
         return self._advance()
+
+    def _compact(self) -> None:
+        """Drops released text from ``text`` but its last character (the line-start rules look at it: a search from
+        just after a newline is at a line start, from just after anything else is not), so that a long streamed
+        answer costs linear time, not the square of its length."""
+        if self.region is not None or self.pending is not None or self.released < 4096:
+            return
+        cut = self.released - 1
+        self._released_before.append(self.text[:cut])
+        self.text = self.text[cut:]
+        self.released = 1
 
     def end(self) -> Step:
         """No more text: a region still open is held; the rest is released."""

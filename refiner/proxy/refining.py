@@ -6,7 +6,8 @@ Per response, within one deadline (``timeout`` seconds from when the upstream an
    its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is kept exactly
    as sent, after the refined others, the finish reason stays ``length`` and the response says so (it is never
    completed with invented closing values). A choice without ``tool_calls`` whose content may hold calls
-   (:mod:`refiner.proxy.content`) is read for them.
+   (:mod:`refiner.proxy.content`) is read for them; content longer than :data:`MAX_SPLIT_HERE` characters is split
+   in a worker, not in the event loop.
 2. **Tier 1, isolated.** With a :class:`refiner.pipeline.Refiner`, tier-1 repair (and the content's format
    detection) runs in a worker process (:mod:`refiner.proxy.isolation`): a slow request is demoted and, at the
    deadline, stopped; it never holds up the others.
@@ -37,6 +38,15 @@ from refiner.proxy.isolation import IsolationError, WorkTimeout
 log = logging.getLogger("refiner.proxy")
 
 MODEL_SKIP_CPU = 0.25  # seconds of tier-1 CPU past which a choice is not sent to the model
+MAX_SPLIT_HERE = 16_000  # characters of content split in the event loop; longer content is split in a worker
+
+
+@dataclass
+class SplitText:
+    """A content split made in a worker: the text released and the text held (see :class:`ContentSplit`)."""
+
+    released_text: str
+    held: str
 
 Choice = tuple[dict, str | None]  # (message, finish_reason)
 
@@ -61,7 +71,7 @@ class _Job:
     kind: str  # "calls" | "content"
     request: dict  # the pipeline request (with the conversation)
     calls: list = field(default_factory=list)  # kind "calls": the tool calls refined
-    split: ContentSplit | None = None  # kind "content"
+    split: ContentSplit | SplitText | None = None  # kind "content"
     outcome: dict | None = None  # {"format", "result"}
     slow: bool = False
     status: str | None = None  # "timeout" | "error": no result
@@ -159,10 +169,21 @@ class Refinement:
             return False
         return holds_calls(outcome.get("result"), tool_names(body))
 
-    async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | None:
+    async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
+        """The content of a whole (non-streamed) answer, split; a long one is split in a worker (within the
+        deadline; past it, or when that fails, the content is all released)."""
         split = self.splitter(body)
         if split is None:
             return None
+        if len(text) > MAX_SPLIT_HERE:
+            payload = {"text": text, "tools": body.get("tools") or None, "names": sorted(tool_names(body)),
+                       "markers": list(split.openers.markers), "allowed": self.content.allowed}
+            try:
+                value, _ = await self.runner.run("split", payload, self.remaining(deadline))
+            except IsolationError as e:
+                log.info("content split gave no answer (%s: %s)", type(e).__name__, e)
+                return SplitText(text, "")
+            return SplitText(value["released"], value["held"])
         await self.drive(split, split.feed(text), body, deadline)
         await self.drive(split, split.end(), body, deadline)
         return split

@@ -27,7 +27,7 @@ class StreamBuffer:
     def __init__(self) -> None:
         self.head: dict[str, Any] = {}
         self.calls: dict[int, dict[int, dict]] = {}  # choice index -> tool index -> {"id","type","name","args"}
-        self.content: dict[int, str] = {}
+        self.content: dict[int, list[str]] = {}  # pieces, joined once at the end
         self.roles: dict[int, str] = {}
         self.finish: dict[int, str | None] = {}
         self.usage: dict | None = None
@@ -44,18 +44,18 @@ class StreamBuffer:
             self.finish.setdefault(i, None)
             delta = dict(choice.get("delta") or {})
             for tc in delta.pop("tool_calls", None) or []:
-                slot = self.calls.setdefault(i, {}).setdefault(int(tc.get("index", 0)), {"args": ""})
+                slot = self.calls.setdefault(i, {}).setdefault(int(tc.get("index", 0)), {"args": []})
                 fn = tc.get("function") or {}
                 for key, value in (("id", tc.get("id")), ("type", tc.get("type")), ("name", fn.get("name"))):
                     if value:
                         slot[key] = value
-                slot["args"] += fn.get("arguments") or ""
+                slot["args"].append(fn.get("arguments") or "")
             if choice.get("finish_reason"):
                 self.finish[i] = choice["finish_reason"]
             if "role" in delta:
                 self.roles[i] = delta["role"]
             if delta.get("content"):
-                self.content[i] = self.content.get(i, "") + delta["content"]
+                self.content.setdefault(i, []).append(delta["content"])
             if delta:
                 kept.append({**{k: v for k, v in choice.items() if k not in ("delta", "finish_reason")},
                              "index": i, "delta": delta, "finish_reason": None})
@@ -70,12 +70,13 @@ class StreamBuffer:
 
     def message(self, i: int) -> dict:
         """The assembled assistant message of choice ``i`` (content and tool calls)."""
-        msg: dict[str, Any] = {"role": self.roles.get(i, "assistant"), "content": self.content.get(i)}
+        pieces = self.content.get(i)
+        msg: dict[str, Any] = {"role": self.roles.get(i, "assistant"), "content": "".join(pieces) if pieces else None}
         slots = self.calls.get(i)
         if slots:
             msg["tool_calls"] = [
                 {"id": s.get("id") or new_call_id(), "type": s.get("type", "function"),
-                 "function": {"name": s.get("name", ""), "arguments": s["args"]}}
+                 "function": {"name": s.get("name", ""), "arguments": "".join(s["args"])}}
                 for _, s in sorted(slots.items())
             ]
         return msg

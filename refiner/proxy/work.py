@@ -1,5 +1,6 @@
-"""What runs inside an isolated worker process (see :mod:`refiner.proxy.isolation`): tier-1 refinement of a list of
-items, each a pipeline request, optionally with its wire format detected first.
+"""What runs inside an isolated worker process (see :mod:`refiner.proxy.isolation`): ``tier1``, the tier-1
+refinement of a list of items, each a pipeline request, optionally with its wire format detected first; and
+``split``, the content split of a long answer (:func:`split`).
 
 An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None}``. With ``detect`` the request's
 upstream text is a chat answer's ``content``: its format is detected (:func:`refiner.formats.detect_format`), and
@@ -20,6 +21,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.pipeline import Refiner
+from refiner.proxy.content import ContentSplit, Openers, holds_calls
 
 log = logging.getLogger("refiner.proxy")
 
@@ -58,7 +60,25 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     return outcomes
 
 
-TASKS = {"tier1": tier1}
+def split(refiner: Refiner, payload: dict) -> dict:
+    """A long answer's content split into released and held text (:class:`refiner.proxy.content.ContentSplit`), its
+    region checks answered here with tier 1; ``payload``: ``text``, ``tools``, ``names``, ``markers``, ``allowed``.
+    Run here rather than in the proxy's event loop, which it would hold for about 0.1 s per megabyte."""
+    names = set(payload["names"])
+    cut = ContentSplit(Openers(names, payload["markers"]))
+
+    def is_calls(region: str) -> bool:
+        item = {"request": {"tools": payload["tools"], "upstream": region, "format": None}, "detect": True,
+                "allowed": payload["allowed"]}
+        return holds_calls(tier1(refiner, [item])[0]["result"], names)
+
+    for step in (cut.feed(payload["text"]), cut.end()):
+        while step.check is not None:
+            step = cut.verdict(is_calls(step.check))
+    return {"released": cut.released_text, "held": cut.held}
+
+
+TASKS = {"tier1": tier1, "split": split}
 READY = "ready"
 HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
 
