@@ -210,7 +210,8 @@ def schedules(args: argparse.Namespace, limit: int, seed: int) -> tuple[list, li
         t += rng.expovariate(normal_rate)
         body, names = normal_request(seed * 100_000 + i)
         normal.append((t, "normal", body, names))
-    hostile, shapes, t = [], hostile_requests(limit), 0.0
+    shapes = [h for h in hostile_requests(limit) if not args.shapes or h[0] in args.shapes.split(",")]
+    hostile, t = [], 0.0
     k = rng.randrange(len(shapes))
     while hostile_rate > 0:
         t += rng.expovariate(hostile_rate)
@@ -332,6 +333,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--hostile-share", type=float, default=0.1, help="isolation: share of hostile requests")
     ap.add_argument("--max-body-mb", type=float, default=1.0, help="isolation: the proxy's body limit, MiB")
     ap.add_argument("--refine-timeout", type=float, default=5.0, help="isolation: the proxy's refine timeout, s")
+    ap.add_argument("--shapes", default="", help="isolation: only these hostile shapes (comma-separated names)")
     ap.add_argument("--compare-threads", action="store_true", help="isolation: also run with --workers 0")
     ap.add_argument("--compare-direct", action="store_true", help="isolation: also send the same traffic to the "
                     "upstream directly (how much the mix slows the upstream, the client and the machine themselves)")

@@ -197,6 +197,10 @@ def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
     msg, reason = apply_result({"content": None, "tool_calls": original}, "stop", {"calls": calls, "changed": True,
                                                                                   "stage": "repaired"})
     assert reason == "tool_calls" and len(msg["tool_calls"]) == 4
+    # thousands of renamed calls (a hostile answer's shape) keep their ids in order
+    many = [{"id": f"c{i}", "function": {"name": "get_wether"}} for i in range(5000)]
+    out = rebuild_tool_calls(many, [{"name": "get_weather", "arguments": {}}] * 5000)
+    assert [t["id"] for t in out] == [f"c{i}" for i in range(5000)]
 
 
 # ------------------------------------------------------------------------------------------------ truncation

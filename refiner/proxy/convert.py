@@ -6,9 +6,11 @@ broken arguments included); the refined calls come back as OpenAI ``tool_calls``
 
 from __future__ import annotations
 
+import collections
 import json
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 WIRE_FORMAT = "openai"
 
@@ -32,25 +34,33 @@ def new_call_id() -> str:
 def rebuild_tool_calls(original: Sequence[dict], calls: Sequence[dict]) -> list[dict]:
     """OpenAI ``tool_calls`` for the refined ``calls``: a call keeps the id of the original call at its position
     when the name matches, else of the first unused original with its name, else (a renamed call) of the first
-    unused original; calls beyond the originals get fresh ids."""
-    used: set[int] = set()
+    unused original; calls beyond the originals get fresh ids. Linear time (thousands of calls are a hostile
+    answer's shape, not a reason to stall)."""
+    names = [(o.get("function") or {}).get("name") if isinstance(o, dict) else None for o in original]
+    used = [False] * len(original)
+    assigned = [False] * len(calls)
     ids: list[str | None] = [None] * len(calls)
-    names = [(o.get("function") or {}).get("name") for o in original]
+
+    def take(i: int, j: int) -> None:
+        used[j], assigned[i] = True, True
+        ids[i] = original[j].get("id") if isinstance(original[j], dict) else None
+
     for i, c in enumerate(calls):
         if i < len(original) and names[i] == c["name"]:
-            ids[i] = original[i].get("id")
-            used.add(i)
+            take(i, i)
+    unused_by_name: dict[Any, collections.deque[int]] = collections.defaultdict(collections.deque)
+    for j, name in enumerate(names):
+        if not used[j]:
+            unused_by_name[name].append(j)
     for i, c in enumerate(calls):
-        if ids[i] is None:
-            j = next((j for j, n in enumerate(names) if j not in used and n == c["name"]), None)
-            if j is not None:
-                used.add(j)
-                ids[i] = original[j].get("id")
-    spare = iter(j for j in range(len(original)) if j not in used)  # renamed calls keep the ids of the rest
+        if not assigned[i] and unused_by_name.get(c["name"]):
+            take(i, unused_by_name[c["name"]].popleft())
+    spare = (j for j in range(len(original)) if not used[j])  # renamed calls keep the ids of the rest
     for i in range(len(calls)):
-        if ids[i] is None:
+        if not assigned[i]:
             j = next(spare, None)
-            ids[i] = original[j].get("id") if j is not None else None
+            if j is not None:
+                take(i, j)
     return [
         {
             "id": ids[i] or new_call_id(),

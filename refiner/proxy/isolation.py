@@ -8,18 +8,19 @@ task with a deadline, so that one slow (or hostile) request cannot hold up the o
 - Work is measured in CPU seconds of the worker process (read from ``/proc``; wall time where that is missing), so a
   busy machine does not make a normal task look slow. A task that has used ``slow_after`` CPU seconds (default 20
   ms: tier 1 takes a few milliseconds on a normal answer) is *demoted*: its process drops to the lowest CPU priority
-  (the ``SCHED_IDLE`` policy, and nice 19), so the other requests' work gets the CPU first, and a fresh worker takes its place in the pool, so the
-  queue never waits behind it. A demoted worker is retired once its task ends (its priority cannot be raised
-  again). At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
+  (the ``SCHED_IDLE`` policy, and nice 19), so the other requests' work gets the CPU first; a fresh worker takes its
+  place as soon as a task would wait for one, so the queue never waits behind it. Once its task ends, a demoted
+  worker gets its normal priority back where the OS allows it (running as root, or with ``RLIMIT_NICE``), else it
+  is retired. At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
   stopped early.
 - At the deadline (wall time from submission) a running task's process is killed, so work is bounded whatever the
   input, and the task fails with :class:`WorkTimeout`; a queued task is dropped the same way.
 - A worker that dies fails its task with :class:`WorkerLost` and is replaced.
 
 Workers are forked from a helper process that has the refiner already imported (:mod:`refiner.proxy.forks`; one per
-process and tier-1 configuration), so a replacement costs a fork (about a millisecond), not an interpreter start. Tasks and replies travel over each
-worker's socket as length-prefixed pickles (:func:`refiner.proxy.work.frame`), read and written without ever
-blocking the event loop. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
+process and tier-1 configuration), so a replacement costs a fork (about a millisecond) and a short warm-up, not an
+interpreter start. Tasks and replies travel over each worker's socket as length-prefixed pickles
+(:func:`refiner.proxy.work.frame`), read and written without ever blocking the event loop. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
 deadlines without the kill, and no CPU isolation).
 """
 
@@ -90,6 +91,16 @@ def demote(pid: int) -> None:
         os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
 
 
+def promote(pid: int) -> bool:
+    """Gives process ``pid`` its normal CPU priority back; False where that needs a privilege this process lacks."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, pid, 0)
+        return os.getpriority(os.PRIO_PROCESS, pid) == 0 and os.sched_getscheduler(pid) == os.SCHED_OTHER
+    except (OSError, AttributeError):
+        return False
+
+
 def size_class(size: int) -> int:
     """Queue priority of a task of ``size`` bytes: every task under :data:`SMALL_TASK_BYTES` is in class 0 (first
     come, first served); larger ones wait behind them, one class per doubling."""
@@ -140,6 +151,7 @@ class WorkerPool:
         self.size = workers if workers else max(4, 2 * (os.cpu_count() or 1))
         self.slow_after = slow_after
         self.max_slow = max_slow if max_slow is not None else 2 * self.size
+        self.reserve = max(1, self.size // 2)  # workers kept at once when one is demoted; the rest when needed
         self._idle: collections.deque[_Worker] = collections.deque()
         self._busy: set[_Worker] = set()
         self._slow: collections.deque[_Worker] = collections.deque()  # oldest demotion first
@@ -210,6 +222,8 @@ class WorkerPool:
             task.started = self._cpu(worker)
             self._busy.add(worker)
             task.timers.append(self._loop.call_later(self.slow_after, self._check_slow, worker, task))
+        if self._queue or not self._idle:
+            self._fill()  # tasks wait, or the next one would: back to full strength
 
     def _cpu(self, worker: _Worker) -> float:
         return cpu_seconds(worker.pid, self._loop.time())
@@ -244,6 +258,10 @@ class WorkerPool:
                 task.succeed(value, self._cpu(worker) - task.started)
             else:
                 task.fail(WorkFailed(value))
+        if worker.slow and not self._closed and len(self._idle) + len(self._busy) < self.size and promote(worker.pid):
+            worker.slow = False  # the process could be given its normal priority back: no fork needed
+            self._slow.remove(worker)
+            self.stats["promoted"] += 1
         if worker.slow or self._closed:
             self._remove(worker, None)
         else:
@@ -267,7 +285,7 @@ class WorkerPool:
         while len(self._slow) > self.max_slow:
             self.stats["evicted"] += 1
             self._remove(self._slow[0], WorkTimeout("gave up: too many slow requests at once"))
-        self._fill()
+        self._fill(self.reserve)  # the rest of the way when a task waits (see _dispatch)
 
     def _expire(self, task: _Task) -> None:
         if task.future.done():
@@ -290,9 +308,10 @@ class WorkerPool:
         self.stats["started"] += 1
         worker.reader_task = self._loop.create_task(self._read_replies(worker))
 
-    def _fill(self) -> None:
-        """Forks workers until the pool has ``workers`` of them (demoted ones do not count)."""
-        while not self._closed and len(self._idle) + len(self._busy) + self._starting < self.size:
+    def _fill(self, target: int | None = None) -> None:
+        """Forks workers until the pool has ``target`` (default ``workers``) of them (demoted ones do not count)."""
+        target = self.size if target is None else target
+        while not self._closed and len(self._idle) + len(self._busy) + self._starting < target:
             self._starting += 1
             self._loop.run_in_executor(None, self._forks.fork).add_done_callback(self._forked)
 
