@@ -151,7 +151,7 @@ class WorkerPool:
         self.size = workers if workers else max(4, 2 * (os.cpu_count() or 1))
         self.slow_after = slow_after
         self.max_slow = max_slow if max_slow is not None else 2 * self.size
-        self.reserve = max(1, self.size // 2)  # workers kept at once when one is demoted; the rest when needed
+        self.reserve = max(1, self.size - 1)  # workers kept at once when one is demoted; the rest when needed
         self._idle: collections.deque[_Worker] = collections.deque()
         self._busy: set[_Worker] = set()
         self._slow: collections.deque[_Worker] = collections.deque()  # oldest demotion first
