@@ -96,6 +96,10 @@ def test_the_deadline_stops_a_running_task_and_the_pool_recovers() -> None:
             (outcome,), _ = await pool.run("tier1", [item('{"city": "Paris"')], 30)
             assert outcome["result"]["stage"] == "repaired" and outcome["format"] == "openai"
             assert set(outcome["result"]) <= {"calls", "changed", "stage", "reason", "format", "diagnostics"}
+            for _ in range(1000):  # the killed worker is replaced
+                if pool.info()["workers"] == 2 and pool.stats["started"] >= 3:
+                    break
+                await asyncio.sleep(0.01)
             return dict(pool.stats)
         finally:
             await pool.stop()
