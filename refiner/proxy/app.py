@@ -18,6 +18,7 @@ from refiner.pipeline import Refiner
 from refiner.proxy.batching import RefineBatcher, batch_function
 from refiner.proxy.content import ContentCalls
 from refiner.proxy.convert import WIRE_FORMAT
+from refiner.proxy.history import HistoryReport
 from refiner.proxy.isolation import ThreadRunner, WorkerPool
 from refiner.proxy.refining import Refinement, report
 from refiner.proxy.stream import relay
@@ -145,12 +146,26 @@ def create_app(
             return e.response()
         return Response(resp.content, resp.status_code, media_type="application/json")
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Response:
+    app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, heal_history).handle)
+    return app
+
+
+
+class ChatCompletions:
+    """``POST /v1/chat/completions``: read the body (within the limit), heal its history, forward it, refine the
+    answer (or relay the stream), report."""
+
+    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int, heal_history: bool) -> None:
+        self.upstream = upstream
+        self.refinement = refinement
+        self.max_body_bytes = max_body_bytes
+        self.heal_history = heal_history
+
+    async def handle(self, request: Request) -> Response:
         try:
-            raw = await read_body(request, max_body_bytes)
+            raw = await read_body(request, self.max_body_bytes)
         except BodyTooLarge:
-            return error_response(413, f"request body is larger than {max_body_bytes} bytes, this proxy's limit",
+            return error_response(413, f"request body is larger than {self.max_body_bytes} bytes, this proxy's limit",
                                   "invalid_request_error", code="request_too_large")
         try:
             body = json.loads(raw)
@@ -160,26 +175,21 @@ def create_app(
             return error_response(400, "request body must be a JSON object", "invalid_request_error")
         started = time.perf_counter()
         history = None
-        if heal_history:
-            body, history = await refinement.heal_history(body)
+        if self.heal_history:
+            body, history = await self.refinement.heal_history(body)
         payload = raw if history is None or not history.fixed else json.dumps(body, ensure_ascii=False).encode()
         auth = request.headers.get("authorization")
         try:
             if body.get("stream"):
-                resp = await upstream.open_stream("/chat/completions", auth, payload)
-                headers = {"cache-control": "no-cache"}
-                if history is not None and history.header():
-                    headers["x-tool-refiner-history"] = history.header()
-                events = relay(upstream.events(resp), refinement, body, history)
-                return StreamingResponse(events, media_type="text/event-stream", headers=headers)
-            resp = await upstream.request("POST", "/chat/completions", auth, payload)
+                return await self.stream(body, payload, auth, history)
+            resp = await self.upstream.request("POST", "/chat/completions", auth, payload)
             data = parse_completion(resp.content)
         except UpstreamError as e:
             log.warning("chat completion failed: %s %s", e.status, e.message)
             return e.response()
         answered = time.perf_counter()
         items = [(c.get("message") or {}, c.get("finish_reason")) for c in data["choices"]]
-        results = await refinement.choices(body, items)
+        results = await self.refinement.choices(body, items)
         refined = time.perf_counter()
         for choice, r in zip(data["choices"], results):
             choice["message"], choice["finish_reason"] = r.message, r.finish_reason
@@ -191,5 +201,10 @@ def create_app(
                  1e3 * (answered - started), 1e3 * (refined - answered))
         return JSONResponse(data, headers=headers)
 
-    return app
-
+    async def stream(self, body: dict, payload: bytes, auth: str | None, history: HistoryReport | None) -> Response:
+        resp = await self.upstream.open_stream("/chat/completions", auth, payload)
+        headers = {"cache-control": "no-cache"}
+        if history is not None and history.header():
+            headers["x-tool-refiner-history"] = history.header()
+        events = relay(self.upstream.events(resp), self.refinement, body, history)
+        return StreamingResponse(events, media_type="text/event-stream", headers=headers)
