@@ -110,7 +110,9 @@ def test_a_hostile_history_is_bounded_and_forwarded_as_sent(upstream) -> None:
     messages = conversation(*[call(f"call_{i}", "get_weather", storm) for i in range(4)])
     with serve_in_thread(create_app(upstream[1] + "/v1", refine_timeout=0.3)) as url:
         r = post(url, messages)
-    assert r.status_code == 200 and r.headers["x-tool-refiner-history"] == "timeout"
+    # the core's counted bounds usually finish these within the deadline (nothing fixable: all four left as sent);
+    # on a loaded machine the deadline may come first: either way the history goes out as it came
+    assert r.status_code == 200 and r.headers["x-tool-refiner-history"] in ("timeout", "fixed=0 left=4")
     assert forwarded(upstream) == messages
 
 
