@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -165,6 +165,7 @@ class _DeepSeek(WireFormat):
         cut = tag is None
         if cut and (not sep or (head.strip() == TYPE and "\n" not in rest)):
             out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
+            out.mark_cut(None)
             return after
         if not sep:
             out.note("missing_tag", f"missing {SEP} in {seg[:60]!r}")
@@ -184,16 +185,14 @@ class _DeepSeek(WireFormat):
         body = body.strip()
         if body.endswith(FENCE_CLOSE):
             body = body[: -len(FENCE_CLOSE)].rstrip()
-        args = lenient_json(body) if body else {}
-        if not isinstance(args, dict):
-            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
-            args = {}
         if not name:
             out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            if cut:
+                out.mark_cut(None)
             return after
         if not _is_name(name):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
-        out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        add_arguments_call(out, name, body, at_end=cut)
         return after
 
     # Render

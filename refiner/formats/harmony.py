@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -191,6 +191,7 @@ class Harmony(WireFormat):
         pos += len(name)
         if pos >= len(text):
             out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
+            out.mark_cut(None)
             return pos
         if not _is_name(name):
             out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
@@ -207,13 +208,10 @@ class Harmony(WireFormat):
             out.note("unclosed", f"the call to {name[:60]!r} is cut short")
         elif tag != CALL:
             out.note("missing_tag", f"missing {CALL} after the call to {name[:60]!r}")
-        body = text[body_start:end].strip()
-        args = lenient_json(body) if body else {}
-        if not isinstance(args, dict):
-            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
-            args = {}
         if name:
-            out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+            add_arguments_call(out, name, text[body_start:end], at_end=tag is None)
+        elif tag is None:
+            out.mark_cut(None)
         return end + len(CALL) if tag == CALL else end
 
     # Render

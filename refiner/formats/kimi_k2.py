@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -157,6 +157,7 @@ class KimiK2(WireFormat):
         head, sep, body = seg.partition(ARG_BEGIN)
         if tag is None and not sep:
             out.note("unclosed", f"the text ends inside a call id: {seg[:60]!r}")
+            out.mark_cut(None)
             return after
         if not sep:
             brace = seg.find("{")
@@ -167,17 +168,14 @@ class KimiK2(WireFormat):
         name = name.strip()
         if not name:
             out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            if tag is None:
+                out.mark_cut(None)
             return after
         if not had_prefix or index is None:
             out.note("bad_name", f"call id {call_id[:60]!r} is not functions.NAME:INDEX")
         if not _is_name(name):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
-        body = body.strip()
-        args = lenient_json(body) if body else {}
-        if not isinstance(args, dict):
-            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
-            args = {}
-        out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        add_arguments_call(out, name, body, at_end=tag is None)
         return after
 
     # Render

@@ -157,12 +157,12 @@ class SentinelPythonic(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         w = self.wrapper
         body = text[reasoning_offset(text) :]
-        chunks = body.split(w.open)[1 : MAX_RECOVERED_BLOCKS + 1]
+        chunks = body.split(w.open)[1:]
         if not chunks:
             if not (w.bare and body.lstrip().startswith("[")):
                 out.note("missing_tag", f"missing {w.open}")
             chunks = [body]
-        for chunk in chunks:
+        for n, chunk in enumerate(chunks[:MAX_RECOVERED_BLOCKS]):
             if budget_spent():
                 out.note("gave_up", "stopped: the repair budget is spent")
                 return
@@ -171,28 +171,27 @@ class SentinelPythonic(WireFormat):
                 chunk = chunk[:j]
             elif not w.close_optional:
                 out.note("missing_tag", f"missing {w.close}")
-            self._recover_block(chunk.strip(), out)
+            self._recover_block(chunk.strip(), out, at_end=j < 0 and n == len(chunks) - 1)
 
-    def _recover_block(self, src: str, out: Lenient) -> None:
+    def _recover_block(self, src: str, out: Lenient, at_end: bool) -> None:
+        """The calls of one block's body (``at_end``: the text ends inside it, so a call left open there is the one
+        the text stops in), read as ``toolace`` reads its list (:meth:`~refiner.formats.toolace.ToolAce.recover_list`,
+        asked through the registry)."""
         if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
             if not self.wrapper.json_ok:
                 out.note("not_a_call", "JSON call objects where pythonic calls were expected")
             for item in as_items(lenient_json_in_prose(src)):
                 add_call(out, item)
             return
+        close = "" if at_end else "]"  # (a list the text stops in is left open, as written)
         if self.wrapper.lines and not src.startswith("["):
-            src = "[" + ", ".join(self._line_calls(src, out)) + "]"
+            src = "[" + ", ".join(self._line_calls(src, out)) + close
         elif not src.startswith("["):
-            src = f"[{src}]"
-        if src == "[]":
+            src = f"[{src}{close}"
+        if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
-        toolace = get("toolace")
-        got = toolace.parse_lenient(f"{toolace.tags[0]}{src}{toolace.tags[1]}")
-        out.calls.extend(got.calls)
-        for p in got.problems:
-            if p.code != "strict":
-                out.note(p.code, p.message.replace("[toolace]", f"[{self.name}]"))
+        get("toolace").recover_list(src, out, read_whole=True, at_end=at_end, reader=self.name)
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body. A call starts at a line that starts like one and runs to its
