@@ -109,7 +109,9 @@ def test_json_repair_sees_bounded_regions_within_the_budget(name, json_repair_in
         json_repair_inputs.clear()
         fmt.parse_lenient(text)
         assert json_repair_inputs == regions  # counted, so the same text gets the same work
-    assert used
+    # (the storms reached json_repair, so the bounds above were checked on real work; a format that writes its values
+    # as untyped text, the XML dialects, reads a storm in a value as the text it is and repairs no JSON there)
+    assert used or type(fmt).retype is not formats.WireFormat.retype
 
 
 def test_the_estimate_is_what_is_charged_and_bounds_parens():
