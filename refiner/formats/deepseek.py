@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -33,7 +34,6 @@ SEP = "<｜tool▁sep｜>"
 TYPE = "function"
 FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
-MAX_RECOVERED_CALLS = 1024
 DETECT_CHARS = 2_000
 
 
@@ -129,14 +129,13 @@ class _DeepSeek(WireFormat):
         if b < 0 or (0 <= first < b):
             out.note("missing_tag", f"missing {CALLS_BEGIN}")
         pos = start
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(CALL_BEGIN, pos)
             if c < 0:
                 if n == 0:
                     self._recover_bare(text, start, f, out)
                 break
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
         if f.next(CALLS_END, start) < 0:

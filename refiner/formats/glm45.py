@@ -31,6 +31,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
@@ -51,7 +52,6 @@ VALUE_TAGS = (VAL, VAL_END)  # a string holding one of these is written as a JSO
 # A tool name: words of characters other than whitespace, angle brackets, braces and quotes, single spaces between.
 NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _NAME = re.compile(NAME_PATTERN)
-MAX_RECOVERED_CALLS = 1024
 DETECT_CHARS = 2_000
 
 
@@ -162,7 +162,7 @@ class Glm45(WireFormat):
         f = Finder(text)
         pos = reasoning_offset(text)
         first_key = f.next(KEY, pos)
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             o = f.next(OPEN, pos)
             if o < 0:
                 if n == 0:
@@ -172,8 +172,7 @@ class Glm45(WireFormat):
                 return
             if n == 0 and 0 <= first_key < o:
                 out.note("unreadable", f"arguments before the first {OPEN} dropped")
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             pos = self._recover_call(text, o + len(OPEN), f, out)
 
@@ -196,6 +195,8 @@ class Glm45(WireFormat):
                 closed = True
                 break
             if text.startswith(KEY, pos):
+                if not take_items(1):  # the rest is not read: this call, read in part, is left out
+                    return len(text)
                 pos, cut_key = self._recover_pair(text, pos + len(KEY), f, args, out)
                 if cut_key is None:
                     whole = pos

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -33,7 +34,6 @@ PREFIX = "functions."
 NAME_PATTERN = r"[^\s<>{}\"']+"
 _NAME = re.compile(NAME_PATTERN)
 _INDEX = re.compile(r"[0-9]+")
-MAX_RECOVERED_CALLS = 1024
 
 
 def _is_name(name: str) -> bool:
@@ -127,15 +127,14 @@ class KimiK2(WireFormat):
         elif f.next(SECTION_BEGIN, start) != section:
             out.note("missing_tag", f"{SECTION_BEGIN_1} written for {SECTION_BEGIN}")
         pos = start
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(CALL_BEGIN, pos)
             a = f.next(ARG_BEGIN, pos)
             if c < 0 and a < 0:
                 if n == 0:
                     out.note("missing_tag", f"no {CALL_BEGIN} found")
                 break
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             if c >= 0 and (a < 0 or c < a):
                 pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)

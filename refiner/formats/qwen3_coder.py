@@ -34,7 +34,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -57,8 +57,6 @@ PARAM, PARAM_END = "<parameter=", "</parameter>"
 VALUE_TAGS = (PARAM, PARAM_END)  # a string holding one of these is written as a JSON string literal
 # A tool name: no whitespace, no angle brackets, quotes or braces (vLLM's parser rejects the same).
 NAME_PATTERN = r"[^\s<>{}\"']+"
-# Recovery reads at most this many calls.
-MAX_RECOVERED_CALLS = 1024
 DETECT_CHARS = 2_000  # of text after a marker read to tell this format from others sharing it
 
 
@@ -181,14 +179,13 @@ class QwenCoder(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         f = Finder(text)
         pos = reasoning_offset(text)
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             fs = f.next(FUNC, pos)
             if fs < 0:
                 if n == 0:
                     out.note("missing_tag", f"no {FUNC}NAME> found")
                 return
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             o = f.next(OPEN, pos)
             if o < 0 or o > fs:
@@ -220,6 +217,8 @@ class QwenCoder(WireFormat):
                 closed = True
                 break
             if text.startswith(PARAM, pos):
+                if not take_items(1):  # the rest is not read: this call, read in part, is left out
+                    return len(text)
                 pos, cut_key = self._recover_param(text, pos + len(PARAM), f, args, out)
                 if cut_key is None:
                     whole = pos
