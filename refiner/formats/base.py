@@ -375,11 +375,10 @@ class same_texts:
     format, detection, the gate's lenient parse, salvage's reading of the format's region): a long text costs
     milliseconds to read. Nesting keeps the outer one; outside any, nothing is remembered."""
 
-    def __enter__(self) -> same_texts:
+    def __enter__(self) -> None:
         self.outer = getattr(_strict_memos, "scope", None)
         if self.outer is None:
             _strict_memos.scope = {}
-        return self
 
     def __exit__(self, *exc: object) -> None:
         if self.outer is None:
