@@ -198,6 +198,13 @@ def prepare(
     calls are (salvage, :func:`refiner.gate.salvage_report`); with no format asked for and none detected, the answer
     is then written in the dialect the calls were found in."""
     validate_request(request)
+    with formats.same_texts():  # (the upstream is read in one format several times: strictly once)
+        return _prepare(request, default_fmt, trust_spec, model_formats)
+
+
+def _prepare(
+    request: Mapping[str, Any], default_fmt: str | None, trust_spec: bool, model_formats: Collection[str] | None
+) -> Job:
     upstream_fmt, out_fmt, strict_calls = _pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     text_values = request.get("value_style") == "text"

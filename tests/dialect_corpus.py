@@ -11,7 +11,7 @@ One JSON object per line:
   ``prose`` (an answer that only talks: no call may be read);
 - ``text``: the raw output, exactly as the model emits it (special tokens as text);
 - ``calls``: the calls the model meant, ``[{"name": ..., "arguments": {...}}]``; for ``broken`` rows the calls a careful
-  reader recovers (possibly fewer), for ``prose`` rows ``[]``;
+  reader recovers (possibly fewer: a call the text stops inside is left out, and reported), for ``prose`` rows ``[]``;
 - ``tools`` (optional): the tool list the model was given (any spec dialect);
 - ``source``: where the grammar was taken from (the chat template or parser file), ``note`` (optional).
 

@@ -109,7 +109,9 @@ def test_json_repair_sees_bounded_regions_within_the_budget(name, json_repair_in
         json_repair_inputs.clear()
         fmt.parse_lenient(text)
         assert json_repair_inputs == regions  # counted, so the same text gets the same work
-    assert used
+    # (the storms reached json_repair, so the bounds above were checked on real work; a format that writes its values
+    # as untyped text, the XML dialects, reads a storm in a value as the text it is and repairs no JSON there)
+    assert used or type(fmt).retype is not formats.WireFormat.retype
 
 
 def test_the_estimate_is_what_is_charged_and_bounds_parens():
@@ -157,11 +159,64 @@ def test_items_read_per_parse_are_counted():
         ("xlam", "<func_call>[" + '{"name": "f", "arguments": {}}, ' * 6_000),
         ("nestful", "[" + '{"name": "f", "arguments": {}, "label": "$v"}, ' * 4_000),
         ("order", '<order_func>[{"step": 1, "tool_list": [' + '"a", ' * 40_000),
+        ("qwen3_coder", "<tool_call>\n<function=f>\n</function>\n" * 6_000),
+        ("qwen3_coder", "<tool_call>\n<function=f>\n" + "<parameter=a>\nx\n</parameter>\n" * 6_000),
+        ("glm45", "<tool_call>f\n<arg_key>a</arg_key><arg_value>x</arg_value>\n" * 4_000),
+        ("deepseek_v31", "<｜tool▁call▁begin｜>f<｜tool▁sep｜>{}<｜tool▁call▁end｜>" * 4_000),
+        ("kimi_k2", "<|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{}<|tool_call_end|>" * 3_000),
+        ("harmony", "<|start|>assistant<|channel|>commentary to=functions.f <|message|>{}<|call|>x" * 3_000),
     ]
     for name, text in cases:
         got = formats.get(name).parse_lenient(text)
         assert len(got.calls) + sum(p.code in ("not_a_call", "no_name", "unreadable") for p in got.problems) <= n
         assert any(p.code == "gave_up" for p in got.problems), name
+
+
+def test_one_call_per_line_recovery_bounds_its_parenthesis_matching(monkeypatch):
+    """OLMo 3's recovery matches parentheses in at most MAX_SPLIT_CHARS characters of a block in all, on a 200 KB
+    storm in a value and on thousands of call lines, and still reads the complete calls before them."""
+    from refiner.formats import pythonic_sentinels
+
+    matched: list[int] = []
+    real = pythonic_sentinels.matching_paren
+    monkeypatch.setattr(pythonic_sentinels, "matching_paren", lambda src, at: matched.append(len(src)) or real(src, at))
+    storm = "<function_calls>f(a=1)\ng(a=1, b=" + "{]" * 100_000
+    lines = "<function_calls>I will call:\n" + "f(a=1) and more\n" * 12_000
+    for text in (storm, lines):
+        matched.clear()
+        got = formats.get("olmo3").parse_lenient(text)
+        assert sum(matched) <= pythonic_sentinels.MAX_SPLIT_CHARS
+        assert got.calls[0] == ToolCall("f", {"a": 1})
+
+
+def test_a_long_text_is_read_strictly_once_per_format_within_same_texts():
+    """Within formats.same_texts (the pipeline's prepare), a long text is read strictly once per format: the calls,
+    or the error, of the first reading are given again; outside it, and for a short text, each call reads."""
+
+    class Counting(formats.WireFormat):
+        name = "counting"
+        reads = 0
+
+        def parse_strict(self, text):
+            Counting.reads += 1
+            if text.startswith("bad"):
+                raise self.error("not valid", 3)
+            return [ToolCall("f", {"n": len(text)})]
+
+    fmt, long_text, bad = Counting(), "x" * formats.base.STRICT_MEMO_CHARS, "bad" + "x" * 5000
+    with formats.same_texts():
+        assert fmt.parse_strict(long_text) == fmt.parse_strict(long_text) == [ToolCall("f", {"n": 4096})]
+        assert Counting.reads == 1
+        for _ in range(2):
+            with pytest.raises(formats.FormatError, match="not valid") as err:
+                fmt.parse_strict(bad)
+            assert err.value.position == 3
+        assert Counting.reads == 2
+        fmt.parse_strict("short")
+        fmt.parse_strict("short")
+        assert Counting.reads == 4
+    fmt.parse_strict(long_text)
+    assert Counting.reads == 5
 
 
 def test_pythonic_recovery_bounds_its_ast_work(monkeypatch):

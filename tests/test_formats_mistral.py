@@ -140,6 +140,7 @@ def test_pipeline_reads_v11_and_writes_the_requested_format():
         ToolCall("get_weather", {"city": "Paris"}),
         ToolCall("get_time", {"tz": "CET"}),
     ]
-    # cut short, with another format requested: read as Mistral all the same
+    # cut short, with another format requested: read as Mistral all the same, the call it stops in left out
     res = Refiner().refine({"upstream": text[:-5], "format": "hermes"})
-    assert [c["name"] for c in res["calls"]] == ["get_weather", "get_time"]
+    assert [c["name"] for c in res["calls"]] == ["get_weather"]
+    assert res["stage"] == "truncated" and res["cut"]["name"] == "get_time"

@@ -67,7 +67,7 @@ def _cut(text: str, marker: str, extra: int) -> str:
 CUTS = {
     "inside a string": (("Chez Nous",), 4),
     "inside a later string": (("tonight at eight",), 7),
-    "after a key": (('"when"', '\\"when\\"', "when="), None),
+    "after a key": (('"when"', '\\"when\\"', "when=", "<parameter=when>", "<arg_key>when</arg_key>"), None),
 }
 
 
@@ -80,7 +80,8 @@ def test_a_cut_inside_the_last_call_keeps_the_complete_ones(name, kind):
     gold = _fit(fmt, GOLD)
     text = fmt.render(gold)
     markers, keep = CUTS[kind]
-    marker = next(m for m in markers if m in text)  # (pythonic formats write keys bare, OpenAI's escaped)
+    marker = next(m for m in markers if m in text)  # (pythonic formats write keys bare, OpenAI's escaped,
+    # XML dialects in their tags)
     cut = _cut(text, marker, len(marker) if keep is None else keep)
     got = fmt.parse_lenient(cut)
     assert got.calls[0] == gold[0]
@@ -124,14 +125,14 @@ def test_the_built_in_readers_say_what_was_written_whole(name, kind):
 
 @pytest.mark.parametrize("name", ALL)
 def test_a_cut_between_calls(name):
-    """Cut right after the first call (a comma, or the opening of the second): nothing is dropped, the stage says
-    the upstream was cut."""
+    """Cut right after the first call (a comma, or the opening of the second: a tag, a brace, Mistral's
+    ``[TOOL_CALLS]``): nothing is dropped, the stage says the upstream was cut."""
     fmt = formats.get(name)
     gold = _fit(fmt, GOLD)
     text = fmt.render(gold)
     second = "book_table"
     i = text.find(second)
-    j = max(text.rfind(sep, 0, i) for sep in (",", "<", "\n", "{"))
+    j = max(text.rfind(sep, 0, i) for sep in (",", "<", "\n", "{", "["))
     cut = text[:j]
     res = Refiner().refine({"tools": TOOLS, "upstream": cut, "format": name, "finish_reason": "length"})
     assert res["stage"] == "truncated"

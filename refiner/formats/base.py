@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -330,14 +331,24 @@ def _raises_only_format_errors(parse: Any) -> Any:
 
     @functools.wraps(parse)
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
+        memo = _strict_memo(text)
+        if memo is not None and self in memo:
+            got = memo[self]
+            if type(got) is list:
+                return list(got)
+            raise FormatError(got.fmt, got.message, got.position)
         try:
             calls = parse(self, text)
             if _may_nest_deeply(text):
                 for i, c in enumerate(calls):
                     if value_depth(c.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
                         raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
+            if memo is not None:
+                memo[self] = list(calls)
             return calls
-        except FormatError:
+        except FormatError as e:
+            if memo is not None:
+                memo[self] = e
             raise
         except RecursionError:
             raise self.error("nested too deeply") from None
@@ -350,6 +361,40 @@ def _raises_only_format_errors(parse: Any) -> Any:
             raise self.error(f"internal error: {type(e).__name__}: {e}"[:300]) from e
 
     return parse_strict
+
+
+# Texts shorter than this are read again rather than remembered (see same_texts).
+STRICT_MEMO_CHARS = 4096
+_strict_memos = threading.local()
+
+
+class same_texts:
+    """Context manager: within it, each format reads a given long text (the same object, at least
+    :data:`STRICT_MEMO_CHARS` characters) strictly once, and every later ``parse_strict`` of it gives the calls or
+    raises the error of the first. The pipeline reads a request's upstream in one format several times (the requested
+    format, detection, the gate's lenient parse, salvage's reading of the format's region): a long text costs
+    milliseconds to read. Nesting keeps the outer one; outside any, nothing is remembered."""
+
+    def __enter__(self) -> None:
+        self.outer = getattr(_strict_memos, "scope", None)
+        if self.outer is None:
+            _strict_memos.scope = {}
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outer is None:
+            _strict_memos.scope = None
+
+
+def _strict_memo(text: Any) -> dict[WireFormat, list[ToolCall] | FormatError] | None:
+    """The strict readings already made of ``text`` (this very object) by format, within :class:`same_texts`;
+    ``None`` outside one, and for a short text."""
+    scope = getattr(_strict_memos, "scope", None)
+    if scope is None or type(text) is not str or len(text) < STRICT_MEMO_CHARS:
+        return None
+    entry = scope.get(id(text))
+    if entry is None or entry[0] is not text:
+        entry = scope[id(text)] = (text, {})
+    return entry[1]
 
 
 def _may_nest_deeply(text: str) -> bool:

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -33,7 +34,6 @@ SEP = "<｜tool▁sep｜>"
 TYPE = "function"
 FENCE_OPEN, FENCE_CLOSE = "```json", "```"
 NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
-MAX_RECOVERED_CALLS = 1024
 DETECT_CHARS = 2_000
 
 
@@ -129,14 +129,13 @@ class _DeepSeek(WireFormat):
         if b < 0 or (0 <= first < b):
             out.note("missing_tag", f"missing {CALLS_BEGIN}")
         pos = start
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(CALL_BEGIN, pos)
             if c < 0:
                 if n == 0:
                     self._recover_bare(text, start, f, out)
                 break
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
         if f.next(CALLS_END, start) < 0:
@@ -165,6 +164,7 @@ class _DeepSeek(WireFormat):
         cut = tag is None
         if cut and (not sep or (head.strip() == TYPE and "\n" not in rest)):
             out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
+            out.mark_cut(None)
             return after
         if not sep:
             out.note("missing_tag", f"missing {SEP} in {seg[:60]!r}")
@@ -184,16 +184,14 @@ class _DeepSeek(WireFormat):
         body = body.strip()
         if body.endswith(FENCE_CLOSE):
             body = body[: -len(FENCE_CLOSE)].rstrip()
-        args = lenient_json(body) if body else {}
-        if not isinstance(args, dict):
-            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
-            args = {}
         if not name:
             out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            if cut:
+                out.mark_cut(None)
             return after
         if not _is_name(name):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
-        out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        add_arguments_call(out, name, body, at_end=cut)
         return after
 
     # Render

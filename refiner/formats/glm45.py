@@ -31,8 +31,19 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xmlvalues import Finder, read_key, read_value, retype_calls, value_end, write_key, write_value
+from refiner.formats.xmlvalues import (
+    Finder,
+    mark_xml_cut,
+    read_key,
+    read_value,
+    retype_calls,
+    stops_in_call,
+    value_end,
+    write_key,
+    write_value,
+)
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 KEY, KEY_END = "<arg_key>", "</arg_key>"
@@ -41,7 +52,6 @@ VALUE_TAGS = (VAL, VAL_END)  # a string holding one of these is written as a JSO
 # A tool name: words of characters other than whitespace, angle brackets, braces and quotes, single spaces between.
 NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _NAME = re.compile(NAME_PATTERN)
-MAX_RECOVERED_CALLS = 1024
 DETECT_CHARS = 2_000
 
 
@@ -152,7 +162,7 @@ class Glm45(WireFormat):
         f = Finder(text)
         pos = reasoning_offset(text)
         first_key = f.next(KEY, pos)
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             o = f.next(OPEN, pos)
             if o < 0:
                 if n == 0:
@@ -162,8 +172,7 @@ class Glm45(WireFormat):
                 return
             if n == 0 and 0 <= first_key < o:
                 out.note("unreadable", f"arguments before the first {OPEN} dropped")
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             pos = self._recover_call(text, o + len(OPEN), f, out)
 
@@ -177,6 +186,8 @@ class Glm45(WireFormat):
         pos = e
         args: dict[str, Any] = {}
         closed = False
+        whole = pos  # where the last value written whole ends (the name, at first)
+        cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
         while pos < len(text):
             pos = skip_ws(text, pos)
             if text.startswith(CLOSE, pos):
@@ -184,7 +195,13 @@ class Glm45(WireFormat):
                 closed = True
                 break
             if text.startswith(KEY, pos):
-                pos = self._recover_pair(text, pos + len(KEY), f, args, out)
+                if not take_items(1):  # the rest is not read: this call, read in part, is left out
+                    return len(text)
+                pos, cut_key = self._recover_pair(text, pos + len(KEY), f, args, out)
+                if cut_key is None:
+                    whole = pos
+                else:  # the text ends inside this pair
+                    cut = {k: v for k, v in args.items() if k != cut_key}, False
                 continue
             nxt, tag = f.first((KEY, CLOSE, OPEN), pos)
             if tag == KEY:
@@ -202,12 +219,17 @@ class Glm45(WireFormat):
             out.note("missing_tag", f"missing {CLOSE} after call {name!r}")
             if not args:  # nothing but a name line: a cut text or prose mentioning the tag, not a call
                 out.note("unreadable", f"a {OPEN} with neither arguments nor {CLOSE} dropped: {name[:60]!r}")
+                mark_xml_cut(out, "", args, cut, stops_in_call(text, whole, CLOSE, (KEY,)))
                 return pos
         if name:
             out.calls.append(ToolCall(name, args))
+        if not closed:
+            mark_xml_cut(out, name, args, cut, stops_in_call(text, whole, CLOSE, (KEY,)))
         return pos
 
-    def _recover_pair(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> int:
+    def _recover_pair(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
+        """Reads one key/value pair into ``args``: ``(where reading goes on, its key when the text ends inside the
+        pair, else None)``."""
         j, tag = f.first((KEY_END, VAL, "\n", CLOSE, OPEN), pos)
         raw = text[pos:j]
         key = read_key(raw)
@@ -225,22 +247,24 @@ class Glm45(WireFormat):
             nxt, _ = f.first((VAL_END, KEY, CLOSE, OPEN), pos)
             if not text[pos:nxt].strip():
                 out.note("bad_argument", f"key {key[:40]!r} without a value dropped")
-                return nxt + len(VAL_END) if text.startswith(VAL_END, nxt) else nxt
+                return (nxt + len(VAL_END) if text.startswith(VAL_END, nxt) else nxt), key if nxt >= len(text) else None
         close = f.next(VAL_END, vstart)
         stop, tag = f.first((KEY, CLOSE, OPEN), vstart)
+        cut = False
         if 0 <= close <= stop:
             raw_value, after = text[vstart:close], close + len(VAL_END)
         else:
             raw_value, after = text[vstart:stop], stop
             if tag is None:
                 out.note("unclosed", f"value of {key[:40]!r} cut short")
+                cut = True
             else:
                 out.note("missing_tag", f"missing {VAL_END} after the value of {key[:40]!r}")
                 raw_value = raw_value.rstrip()  # the newline the template puts before the next tag
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
         args[key] = read_value(raw_value, tags=VALUE_TAGS)
-        return after
+        return after, key if cut else None
 
     # Render
 

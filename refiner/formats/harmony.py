@@ -28,7 +28,8 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -43,7 +44,6 @@ _NAME = re.compile(NAME_PATTERN)
 _WORD = re.compile(r"[^\s<]*")
 # A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant.
 _LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to=[^\s<]+\s*\Z")
-MAX_RECOVERED_CALLS = 1024
 RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
 
 
@@ -175,14 +175,13 @@ class Harmony(WireFormat):
         f = Finder(text)
         pos = reasoning_offset(text)
         marker = TO + PREFIX
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             r = f.next(marker, pos)
             if r < 0:
                 if n == 0:
                     out.note("missing_tag", f"no message addressed to {PREFIX}NAME")
                 return
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             pos = self._recover_call(text, r + len(marker), f, out)
 
@@ -191,6 +190,7 @@ class Harmony(WireFormat):
         pos += len(name)
         if pos >= len(text):
             out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
+            out.mark_cut(None)
             return pos
         if not _is_name(name):
             out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
@@ -207,13 +207,10 @@ class Harmony(WireFormat):
             out.note("unclosed", f"the call to {name[:60]!r} is cut short")
         elif tag != CALL:
             out.note("missing_tag", f"missing {CALL} after the call to {name[:60]!r}")
-        body = text[body_start:end].strip()
-        args = lenient_json(body) if body else {}
-        if not isinstance(args, dict):
-            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
-            args = {}
         if name:
-            out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+            add_arguments_call(out, name, text[body_start:end], at_end=tag is None)
+        elif tag is None:
+            out.mark_cut(None)
         return end + len(CALL) if tag == CALL else end
 
     # Render

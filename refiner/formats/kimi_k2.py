@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -33,7 +34,6 @@ PREFIX = "functions."
 NAME_PATTERN = r"[^\s<>{}\"']+"
 _NAME = re.compile(NAME_PATTERN)
 _INDEX = re.compile(r"[0-9]+")
-MAX_RECOVERED_CALLS = 1024
 
 
 def _is_name(name: str) -> bool:
@@ -127,15 +127,14 @@ class KimiK2(WireFormat):
         elif f.next(SECTION_BEGIN, start) != section:
             out.note("missing_tag", f"{SECTION_BEGIN_1} written for {SECTION_BEGIN}")
         pos = start
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(CALL_BEGIN, pos)
             a = f.next(ARG_BEGIN, pos)
             if c < 0 and a < 0:
                 if n == 0:
                     out.note("missing_tag", f"no {CALL_BEGIN} found")
                 break
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             if c >= 0 and (a < 0 or c < a):
                 pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
@@ -157,6 +156,7 @@ class KimiK2(WireFormat):
         head, sep, body = seg.partition(ARG_BEGIN)
         if tag is None and not sep:
             out.note("unclosed", f"the text ends inside a call id: {seg[:60]!r}")
+            out.mark_cut(None)
             return after
         if not sep:
             brace = seg.find("{")
@@ -167,17 +167,14 @@ class KimiK2(WireFormat):
         name = name.strip()
         if not name:
             out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            if tag is None:
+                out.mark_cut(None)
             return after
         if not had_prefix or index is None:
             out.note("bad_name", f"call id {call_id[:60]!r} is not functions.NAME:INDEX")
         if not _is_name(name):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
-        body = body.strip()
-        args = lenient_json(body) if body else {}
-        if not isinstance(args, dict):
-            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
-            args = {}
-        out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        add_arguments_call(out, name, body, at_end=tag is None)
         return after
 
     # Render

@@ -205,6 +205,41 @@ def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, A
     return name, args, clean
 
 
+def written_before_cut(args: dict) -> tuple[dict[str, Any], bool] | None:
+    """For arguments read by :func:`~refiner.formats.jsonfix.lenient_json` that a cut at the end of the text left
+    open (:func:`~refiner.formats.jsonfix.open_at_cut`): ``(members written whole, clean)``, the member the cut fell
+    in (or a number the text ends with) left out; ``None`` for arguments that were closed."""
+    state = open_at_cut(args)
+    if state is None:
+        return None
+    whole = {str(k): v for k, v in args.items()}
+    if state[0] != "complete" and whole:
+        whole.pop(next(reversed(whole)))
+    return whole, state[1].clean
+
+
+def add_arguments_call(out: Lenient, name: str, body: str, *, at_end: bool) -> None:
+    """Adds the call ``name`` whose arguments are the JSON object text ``body``, for the dialects that write a call's
+    name in their own tokens and its arguments as one JSON object after it (DeepSeek, Kimi-K2, harmony, Mistral v11:
+    broken JSON is repaired by :func:`~refiner.formats.jsonfix.lenient_json`). ``at_end``: no closing token follows
+    the call, the text ends inside it; unless its arguments were closed, it is marked as the call the text stops in
+    (:meth:`Lenient.mark_cut`: the members written whole before the cut, nothing completed), as it is when its
+    arguments had not begun or are not an object."""
+    body = body.strip()
+    args = lenient_json(body, at_end=at_end) if body else {}
+    if not isinstance(args, dict):
+        out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
+        args = None
+    out.calls.append(ToolCall(name, {str(k): v for k, v in (args or {}).items()}))
+    if not at_end:
+        return
+    cut = written_before_cut(args) if args is not None else None
+    if cut is not None:
+        out.mark_cut(len(out.calls) - 1, name, *cut)
+    elif not body or args is None:
+        out.mark_cut(len(out.calls) - 1, name)
+
+
 # Lines of one tag block repaired one by one at most (each also counts as an item read).
 MAX_BLOCK_LINES = 256
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import budget_spent, lenient_json
-from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
+from refiner.formats.jsonfix import budget_spent
+from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -168,13 +168,14 @@ class MistralV11(WireFormat):
             if n >= MAX_SEGMENTS or len(out.calls) >= MAX_SEGMENTS or budget_spent():
                 out.note("gave_up", f"gave up after {n} calls")
                 return
-            self._recover_call(segment, out)
+            self._recover_call(segment, out, last=n == len(segments) - 1)
         if not segments:
             out.note("unreadable", "no call found")
 
-    def _recover_call(self, segment: str, out: Lenient) -> None:
+    def _recover_call(self, segment: str, out: Lenient, last: bool) -> None:
         """The calls of one segment after a ``[TOOL_CALLS]``: normally one; more when the token before a further
-        ``NAME[ARGS]{...}`` was lost (each is reported)."""
+        ``NAME[ARGS]{...}`` was lost (each is reported). ``last``: the text ends with this segment, so a call whose
+        arguments run to its end is the call the text stops in."""
         for n in range(MAX_SEGMENTS):
             if n:
                 out.note("missing_tag", f"missing {BOT} before a call")
@@ -191,17 +192,20 @@ class MistralV11(WireFormat):
             if cut < 0:
                 out.note("unclosed", f"the call {name!r} has no arguments (cut short?)")
                 out.calls.append(ToolCall(name, {}))
+                if last:  # the text stops in the name, or right after it
+                    out.mark_cut(len(out.calls) - 1)
                 return
             raw = segment[cut + len(ARGS) :] if cut == a else segment[cut:]
             start = skip_ws(raw, 0)
             try:
                 args, end = JSON_DECODER.raw_decode(raw, start)
             except (ValueError, RecursionError):
-                args, end = lenient_json(raw.strip()) if raw.strip() else {}, len(raw)
+                add_arguments_call(out, name, raw, at_end=last)
+                return
             if not isinstance(args, dict):
                 out.note("bad_arguments", f"arguments of {name!r} are not an object: {raw.strip()[:80]!r}")
                 args = {}
-            add_call(out, {"name": name, "arguments": args})
+            out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
             segment = raw[end:]
             if ARGS not in segment or len(out.calls) >= MAX_SEGMENTS:
                 return

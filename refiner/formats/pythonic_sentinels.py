@@ -51,6 +51,11 @@ MAX_BLOCKS = 64
 MAX_LINES = 512
 # Blocks recovery reads (each may cost a general parse of up to MAX_AST_CHARS).
 MAX_RECOVERED_BLOCKS = 16
+# Characters of a one-call-per-line body recovery matches for parentheses in all (to split the calls written on one
+# line and find prose after them; toolace's recovery reads at most MAX_RECOVER_CHARS beyond the plain layout), and
+# how much of a line is looked at to tell whether a call starts it.
+MAX_SPLIT_CHARS = 16_384
+MAX_NAME_CHARS = 256
 
 
 @dataclass(frozen=True)
@@ -157,12 +162,12 @@ class SentinelPythonic(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         w = self.wrapper
         body = text[reasoning_offset(text) :]
-        chunks = body.split(w.open)[1 : MAX_RECOVERED_BLOCKS + 1]
+        chunks = body.split(w.open)[1:]
         if not chunks:
             if not (w.bare and body.lstrip().startswith("[")):
                 out.note("missing_tag", f"missing {w.open}")
             chunks = [body]
-        for chunk in chunks:
+        for n, chunk in enumerate(chunks[:MAX_RECOVERED_BLOCKS]):
             if budget_spent():
                 out.note("gave_up", "stopped: the repair budget is spent")
                 return
@@ -171,58 +176,68 @@ class SentinelPythonic(WireFormat):
                 chunk = chunk[:j]
             elif not w.close_optional:
                 out.note("missing_tag", f"missing {w.close}")
-            self._recover_block(chunk.strip(), out)
+            self._recover_block(chunk.strip(), out, at_end=j < 0 and n == len(chunks) - 1)
 
-    def _recover_block(self, src: str, out: Lenient) -> None:
+    def _recover_block(self, src: str, out: Lenient, at_end: bool) -> None:
+        """The calls of one block's body (``at_end``: the text ends inside it, so a call left open there is the one
+        the text stops in), read as ``toolace`` reads its list (:meth:`~refiner.formats.toolace.ToolAce.recover_list`,
+        asked through the registry)."""
         if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
             if not self.wrapper.json_ok:
                 out.note("not_a_call", "JSON call objects where pythonic calls were expected")
             for item in as_items(lenient_json_in_prose(src)):
                 add_call(out, item)
             return
+        close = "" if at_end else "]"  # (a list the text stops in is left open, as written)
         if self.wrapper.lines and not src.startswith("["):
-            src = "[" + ", ".join(self._line_calls(src, out)) + "]"
+            src = "[" + ", ".join(self._line_calls(src, out)) + close
         elif not src.startswith("["):
-            src = f"[{src}]"
-        if src == "[]":
+            src = f"[{src}{close}"
+        if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
-        toolace = get("toolace")
-        got = toolace.parse_lenient(f"{toolace.tags[0]}{src}{toolace.tags[1]}")
-        out.calls.extend(got.calls)
-        for p in got.problems:
-            if p.code != "strict":
-                out.note(p.code, p.message.replace("[toolace]", f"[{self.name}]"))
+        get("toolace").recover_list(src, out, read_whole=True, at_end=at_end, reader=self.name)
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body. A call starts at a line that starts like one and runs to its
         closing parenthesis (quotes respected; it may span lines, and a comma may put another call after it on the
         same line); lines before the first call and text after a call's closing parenthesis are prose, dropped and
-        reported. Linear: each line is looked at once and each call's text scanned once."""
-        segments: list[str] = []
-        for line in src.split("\n")[:MAX_LINES]:
+        reported. Linear: each line is looked at once, and at most :data:`MAX_SPLIT_CHARS` characters in all are
+        matched for parentheses (a call not closed within them, and every call after them, is taken to the end of
+        its line group as it is: ``toolace``'s recovery reads it from there)."""
+        groups: list[list[str]] = []
+        for line in src.split("\n", MAX_LINES)[:MAX_LINES]:
             stripped = line.strip()  # (looks_pythonic's pattern is slow on long leading whitespace)
-            if looks_pythonic(stripped):
-                segments.append(stripped)
-            elif segments:
-                segments[-1] += "\n" + line
+            if looks_pythonic(stripped[:MAX_NAME_CHARS]):
+                groups.append([stripped])
+            elif groups:
+                groups[-1].append(line)
             elif stripped:
                 out.note("not_a_call", f"not a call: {stripped[:80]!r}")
         pieces = []
-        for segment in segments:
-            rest = segment
+        budget = MAX_SPLIT_CHARS
+        for group in groups:
+            segment = "\n".join(group)
+            pos = 0
             for _ in range(MAX_LINES):
-                p = rest.find("(")
+                p = segment.find("(", pos)
                 if p < 0:
                     break
-                close = matching_paren(rest, p)
-                pieces.append(rest[: close + 1].strip())
-                rest = rest[close + 1 :].strip()
-                if not rest.startswith(","):
+                window = segment[p : p + budget]
+                close = matching_paren(window, 0)
+                budget -= min(close + 1, len(window))
+                if close >= len(window):  # not closed (within the characters left to match): taken as it is
+                    pieces.append(segment[pos:].strip())
+                    pos = len(segment)
                     break
-                rest = rest[1:].strip()
-                if not looks_pythonic(rest):
+                pieces.append(segment[pos : p + close + 1].strip())
+                pos = skip_ws(segment, p + close + 1)
+                if not segment.startswith(",", pos):
                     break
+                pos = skip_ws(segment, pos + 1)
+                if not looks_pythonic(segment[pos : pos + MAX_NAME_CHARS]):
+                    break
+            rest = segment[pos:].strip()
             if rest and rest != ",":
                 out.note("not_a_call", f"text after a call: {rest[:80]!r}")
         return pieces

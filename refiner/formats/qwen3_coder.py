@@ -34,14 +34,17 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
+from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
+    mark_xml_cut,
     read_key,
     read_value,
     retype_calls,
+    stops_in_call,
     strip_one_newline,
     value_end,
     write_key,
@@ -54,8 +57,6 @@ PARAM, PARAM_END = "<parameter=", "</parameter>"
 VALUE_TAGS = (PARAM, PARAM_END)  # a string holding one of these is written as a JSON string literal
 # A tool name: no whitespace, no angle brackets, quotes or braces (vLLM's parser rejects the same).
 NAME_PATTERN = r"[^\s<>{}\"']+"
-# Recovery reads at most this many calls.
-MAX_RECOVERED_CALLS = 1024
 DETECT_CHARS = 2_000  # of text after a marker read to tell this format from others sharing it
 
 
@@ -178,14 +179,13 @@ class QwenCoder(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         f = Finder(text)
         pos = reasoning_offset(text)
-        for n in range(MAX_RECOVERED_CALLS + 1):
+        for n in range(MAX_RECOVERED_ITEMS + 1):
             fs = f.next(FUNC, pos)
             if fs < 0:
                 if n == 0:
                     out.note("missing_tag", f"no {FUNC}NAME> found")
                 return
-            if n == MAX_RECOVERED_CALLS:
-                out.note("gave_up", f"gave up after {n} calls")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             o = f.next(OPEN, pos)
             if o < 0 or o > fs:
@@ -200,6 +200,7 @@ class QwenCoder(WireFormat):
         pos = name_end + 1 if which == ">" else name_end
         if which is None:  # cut inside the name: no call can be trusted
             out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
+            out.mark_cut(None)
             return pos
         if which != ">":
             out.note("missing_tag", f"the {FUNC}{name}> tag is not closed")
@@ -207,6 +208,8 @@ class QwenCoder(WireFormat):
             out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
         args: dict[str, Any] = {}
         closed = False
+        whole = pos  # where the last value written whole ends (the function tag, at first)
+        cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
         while pos < len(text):
             pos = skip_ws(text, pos)
             if text.startswith(FUNC_END, pos):
@@ -214,14 +217,21 @@ class QwenCoder(WireFormat):
                 closed = True
                 break
             if text.startswith(PARAM, pos):
-                pos = self._recover_param(text, pos + len(PARAM), f, args, out)
+                if not take_items(1):  # the rest is not read: this call, read in part, is left out
+                    return len(text)
+                pos, cut_key = self._recover_param(text, pos + len(PARAM), f, args, out)
+                if cut_key is None:
+                    whole = pos
+                else:  # the text ends inside this parameter's value
+                    cut = {k: v for k, v in args.items() if k != cut_key}, False
                 continue
             nxt, tag = f.first((PARAM, FUNC_END, FUNC, CLOSE, OPEN), pos)
             junk = text[pos:nxt]
-            value = lenient_json(junk) if junk.startswith("{") and not args else None
+            value = lenient_json(junk, at_end=tag is None) if junk.startswith("{") and not args else None
             if isinstance(value, dict):  # JSON arguments inside the function tags (Llama 3.1 writes calls this way)
                 out.note("missing_tag", f"arguments of {name!r} written as JSON instead of {PARAM}KEY> tags")
                 args.update((str(k), v) for k, v in value.items())
+                cut, whole = written_before_cut(value), nxt
             elif tag in (PARAM, FUNC_END) or junk.strip():
                 out.note("unreadable", f"text skipped in call {name!r}: {junk[:60]!r}")
             pos = nxt
@@ -236,9 +246,13 @@ class QwenCoder(WireFormat):
             out.note("missing_tag", f"missing {CLOSE} after call {name!r}")
         if name:
             out.calls.append(ToolCall(name, args))
+        if not closed:
+            mark_xml_cut(out, name, args, cut, stops_in_call(text, whole, FUNC_END + CLOSE, (PARAM,)))
         return pos
 
-    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> int:
+    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
+        """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends inside its
+        value, else None)``."""
         key_end, which = f.first((">", "\n"), pos)
         raw_key = text[pos:key_end]
         key = read_key(raw_key)
@@ -252,18 +266,20 @@ class QwenCoder(WireFormat):
         # block comes first (the closing tag was lost), or at the end of the text (cut short)
         close = f.next(PARAM_END, vstart)
         stop, tag = f.first(("\n" + PARAM, FUNC_END, CLOSE, OPEN), vstart)
+        cut = False
         if 0 <= close <= stop:
             end, after = close, close + len(PARAM_END)
         else:
             end, after = stop, stop
             if tag is None:
                 out.note("unclosed", f"parameter {key[:40]!r} cut short")
+                cut = True
             else:
                 out.note("missing_tag", f"missing {PARAM_END} after parameter {key[:40]!r}")
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
         args[key] = read_value(strip_one_newline(text[vstart:end]), True, VALUE_TAGS)
-        return after
+        return after, key if cut else None
 
     # Render
 

@@ -77,7 +77,7 @@ from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
 from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.text import dumps, reasoning_offset
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 MAX_CANDIDATES = 256  # candidate sites examined (call names followed by "(", "{" positions)
 MAX_SITES = 64  # sites read
@@ -283,7 +283,9 @@ class _Scan:
             closes = [body.rfind(c) + len(c) for c in fmt.detection.closers]
             if closes and max(closes) > last_marker:
                 end = max(closes)
-            got = fmt.parse_lenient(body[start:])
+            # (with only whitespace between the reasoning and the marker the whole text reads the same, and a request
+            # has read it in this format already: its strict reading is not made again, see formats.same_texts)
+            got = fmt.parse_lenient(body if start == skip_ws(body, self.at) else body[start:])
             calls = [c for c in got.calls if _usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else "after prose" if body[self.at : start].strip() \

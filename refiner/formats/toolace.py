@@ -126,13 +126,21 @@ class ToolAce(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        """The calls of a broken list: the leading items in the plain layout with the fast reader, the rest item by
-        item with quotes read leniently (a quote the model forgot to escape inside a value does not end it: see
-        :func:`refiner.formats.pythonic.string_end`). A text that stops inside its last call (no closing tag, no
-        ``]``, the call's ``(`` not closed) marks that call as cut (:meth:`Lenient.mark_cut`)."""
+        """The calls of a broken list (:meth:`recover_list`) between the tags, either of which may be missing."""
         known = len(out.problems)
         src = lenient_region(text, OPEN, CLOSE, out.problems).strip()
-        close_missing = any(p.message == f"missing {CLOSE}" for p in out.problems[known:])
+        missing = [p.message for p in out.problems[known:]]
+        # (with both tags there the strict parse already read this list whole and failed)
+        self.recover_list(src, out, read_whole=bool(missing), at_end=f"missing {CLOSE}" in missing)
+
+    def recover_list(self, src: str, out: Lenient, *, read_whole: bool, at_end: bool, reader: str = "") -> None:
+        """Adds the calls of the pythonic call list ``src`` (``[f(a=1), ...``, its tags removed) to ``out``: the
+        leading items in the plain layout with the fast reader; then, when ``read_whole`` (no strict parse read this
+        list), the whole list with :mod:`ast`; else, or when that fails, the rest item by item with quotes read
+        leniently (a quote the model forgot to escape inside a value does not end it: see
+        :func:`refiner.formats.pythonic.string_end`). ``at_end``: the text ends inside the list (its closing tag
+        never came), so a call whose ``(`` is not closed is the call the text stops in (:meth:`Lenient.mark_cut`).
+        The pythonic dialects in other sentinels read their lists here too (``reader``: their name, for messages)."""
         # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)
         prefix, end, complete = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
         k = take_items(len(prefix))
@@ -140,7 +148,7 @@ class ToolAce(WireFormat):
             out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
             out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
             return
-        if len(out.problems) > known:  # a tag is missing: the strict parse never read this list
+        if read_whole:
             if complete:
                 out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
                 return
@@ -149,14 +157,11 @@ class ToolAce(WireFormat):
                     out.calls.extend(self._ast_calls(src, 0))
                     return
                 except FormatError as e:
-                    out.note("strict", str(e))
-        # (with both tags there the strict parse already read this list and failed): recover it item by item after
-        # the plain-layout prefix
+                    out.note("strict", str(e).replace(f"[{self.name}]", f"[{reader or self.name}]"))
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
         if end:
             src = src[end:].lstrip().removeprefix(",")
         src = src.removeprefix("[")
-        at_end = close_missing
         if len(src) > MAX_RECOVER_CHARS:
             out.note("gave_up", f"only the first {MAX_RECOVER_CHARS} characters of the broken list were read")
             src, at_end = src[:MAX_RECOVER_CHARS], False

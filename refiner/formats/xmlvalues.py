@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from refiner.calls import ToolCall
+from refiner.formats.base import Lenient
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
 
@@ -147,6 +148,40 @@ def strip_one_newline(text: str) -> str:
     text = text.removeprefix("\n")
     text = text.removesuffix("\n")
     return text
+
+
+def stops_in_call(text: str, start: int, closers: str, openers: tuple[str, ...]) -> bool | None:
+    """How ``text`` ends after the last complete value of a call whose closing tag never came (``start``: where that
+    value ends): ``True`` when only the closing tags are missing (the rest is blank or the start of ``closers``,
+    whitespace aside: a clean cut, see :class:`~refiner.formats.base.Cut`); ``False`` when it stops inside the start
+    of one of ``openers`` (a further parameter was begun); ``None`` when other text follows (the closing tags were
+    lost, the text does not stop in this call). Reads only what lies before the next text that is not whitespace,
+    and a few characters more."""
+    i = skip_ws(text, start)
+    rest = text[i : i + 2 * len(closers)]
+    if skip_ws(text, i + len(rest)) < len(text):
+        return None
+    rest = "".join(rest.split())
+    if not rest:
+        return True
+    if any(o.startswith(rest) for o in openers):
+        return False
+    return True if closers.startswith(rest) else None
+
+
+def mark_xml_cut(
+    out: Lenient, name: str, args: dict[str, Any], cut: tuple[dict[str, Any], bool] | None, tail: bool | None
+) -> None:
+    """For a call whose closing tag never came, just read (added to ``out.calls`` when it has a ``name``): marks it
+    as the call the text stops in (:meth:`~refiner.formats.base.Lenient.mark_cut`). ``cut``: ``(arguments written
+    whole, clean)`` when the text ends inside one of its values; else ``tail``, what :func:`stops_in_call` says of the
+    text after its last complete value (``None``: the text goes on, the call is not cut). A call with no value
+    written whole stops after an opening tag, which is not clean."""
+    if cut is None:
+        if tail is None:
+            return
+        cut = dict(args), tail and bool(args)
+    out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
 
 
 class Finder:
