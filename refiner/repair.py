@@ -65,6 +65,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.gate import (
     GateReport,
+    accepts_null,
     check_text,
     dependencies,
     is_reference,
@@ -202,7 +203,7 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
     if param is None or depth > _MAX_DEPTH or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
-    if value is None and getattr(param, "nullable", False):
+    if value is None and accepts_null(param):
         return value
     if strings:
         if ptype is None:
