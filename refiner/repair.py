@@ -5,7 +5,9 @@ What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 - broken JSON, tags and brackets: the wire formats' lenient parsers (``json_repair`` underneath) recover the calls,
   which are then re-rendered (``parse_repair``); a different requested format is rendered too (``normalise_format``);
 - tool names snapped to the tool list by normalised equality, then by string similarity above a cutoff with a margin
-  over the runner-up (``snap_tool``);
+  over the runner-up, then by words and arguments: the one tool whose name adds or drops words of the written one
+  and whose parameters fit the call's arguments (``math.gcd`` for ``math.gcd_info(num1=..., num2=...)``;
+  ``snap_tool``);
 - parameter names snapped the same way among the tool's parameters not already used (``snap_param``); parameters the
   schema lacks are dropped (``drop_param``);
 - values coerced where the schema is explicit: ``"12"`` → ``12`` for integers, ``12`` → ``"12"`` for strings,
@@ -152,6 +154,39 @@ def snap(name: str, candidates: Sequence[str], cutoff: float, margin: float = MA
     if len(scored) > 1 and best_score - scored[1][0] < margin:
         return None
     return best
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def name_words(name: str) -> set[str]:
+    """The lower-case words of a name, split at separators and camelCase humps, a plural ``s`` dropped
+    (``scienceFacts.getWeights`` → ``{"science", "fact", "get", "weight"}``)."""
+    words = re.split(r"[^0-9a-z]+", _CAMEL.sub("_", name).lower())
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w}
+
+
+def snap_by_arguments(name: str, arguments: Mapping[str, Any], tools: Mapping[str, Any]) -> str | None:
+    """The tool a call to the unknown tool ``name`` meant, when its name and arguments both say so: the one offered
+    tool whose name has only words of ``name`` or ``name`` only words of it (:func:`name_words`: ``math.gcd_info`` →
+    ``math.gcd``, ``get_weather`` → ``get_weather_forecast``), that declares every argument the call passes and has
+    every required parameter among them; ``None`` when the call passes no argument, or no tool, or more than one,
+    fits. A changed word is never enough (``DeleteReminder`` is not ``AddReminder``, whatever their parameters)."""
+    if not arguments:
+        return None
+    words = name_words(name)
+    fits = []
+    for tool, spec in tools.items():
+        params = getattr(spec, "params", None) or {}
+        required = getattr(spec, "required", None) or ()
+        tool_words = name_words(tool)
+        if not (words <= tool_words or tool_words <= words):
+            continue
+        if all(k in params for k in arguments) and all(r in arguments for r in required):
+            fits.append(tool)
+            if len(fits) > 1:
+                return None
+    return fits[0] if fits else None
 
 
 def is_misspelling(written: str, declared: str) -> bool:
@@ -346,6 +381,10 @@ def repair_call(
         hit = snap(name, list(tools), TOOL_CUTOFF)
         if hit is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
+            name = hit
+        elif (hit := snap_by_arguments(name, call.arguments, tools)) is not None:
+            actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r} (the one tool whose parameters fit the "
+                                               f"call's arguments)", index, hit))
             name = hit
     spec = tools.get(name)
     if spec is None:

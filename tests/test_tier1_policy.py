@@ -7,6 +7,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.gate import check_calls
 from refiner.pipeline import Refiner
+from refiner.repair import name_words, snap_by_arguments
 from refiner.specs import load_tools
 
 # BFCL live_simple_103-61-1: optional string parameters whose declared default is null, and a gold call passing null
@@ -47,3 +48,62 @@ def test_a_tool_name_typo_is_fixed_when_the_call_passes_null_defaults():
                                                "upstream": fmt.render([ToolCall("calculate_tex", TAX_GOLD)])})
         assert fmt.parse_strict(res["refined"]) == [ToolCall("calculate_tax", TAX_GOLD)], res["reason"]
         assert res["stage"] == "repaired"
+
+
+# BFCL simple_python_160 and parallel_80, with a sibling tool that shares words but not parameters
+GET_CASE_INFO = {
+    "name": "get_case_info",
+    "description": "Retrieve case details using a specific case docket number and court location.",
+    "parameters": {"type": "dict", "required": ["docket", "court", "info_type"], "properties": {
+        "docket": {"type": "string", "description": "Docket number."},
+        "court": {"type": "string", "description": "Court in which the case was heard."},
+        "info_type": {"type": "string", "description": "victim, accused, verdict etc."}}},
+}
+GET_CASE_STATUS = {
+    "name": "get_case_status",
+    "description": "Status of a case.",
+    "parameters": {"type": "dict", "required": ["case_id"], "properties": {"case_id": {"type": "string"}}},
+}
+MATH_GCD = {
+    "name": "math.gcd",
+    "description": "Calculate the greatest common divisor of two integers.",
+    "parameters": {"type": "dict", "required": ["num1", "num2"], "properties": {
+        "num1": {"type": "integer"}, "num2": {"type": "integer"}}},
+}
+CASE_ARGS = {"docket": "2022/AL2562", "court": "California", "info_type": "victim"}
+
+
+def test_snap_by_arguments_picks_the_one_tool_the_arguments_fit():
+    tools = {t.name: t for t in load_tools([GET_CASE_INFO, GET_CASE_STATUS, MATH_GCD])}
+    assert name_words("scienceFacts.getWeights") == {"science", "fact", "get", "weight"}
+    assert snap_by_arguments("math.gcd_info", {"num1": 36, "num2": 48}, tools) == "math.gcd"
+    assert snap_by_arguments("case_info", CASE_ARGS, tools) == "get_case_info"
+    assert snap_by_arguments("get_case_infos_data", CASE_ARGS, tools) == "get_case_info"
+    # a changed word is never enough: a synonym (retrieve/get) cannot be told from an opposite (API-Bank's gold calls
+    # DeleteReminder, which its tool list lacks, with exactly the parameters of the AddReminder it offers)
+    assert snap_by_arguments("retrieve_case_info", CASE_ARGS, tools) is None
+    reminders = {t.name: t for t in load_tools([{"name": "AddReminder", "parameters": {"type": "object", "properties": {
+        "token": {"type": "string"}, "content": {"type": "string"}, "time": {"type": "string"}},
+        "required": ["token", "content", "time"]}}])}
+    assert snap_by_arguments("DeleteReminder", {"token": "t", "content": "c", "time": "x"}, reminders) is None
+    # an argument the tool does not declare, or a required parameter missing: it does not fit
+    assert snap_by_arguments("case_info", {**CASE_ARGS, "year": 2022}, tools) is None
+    assert snap_by_arguments("case_info", {"docket": "x", "court": "y"}, tools) is None
+    # no arguments: no evidence
+    assert snap_by_arguments("math.gcd_info", {}, tools) is None
+
+
+def test_snap_by_arguments_gives_up_when_two_tools_fit():
+    twin = {**GET_CASE_INFO, "name": "get_case"}
+    tools = {t.name: t for t in load_tools([GET_CASE_INFO, twin])}
+    assert snap_by_arguments("get_case_info_data", CASE_ARGS, tools) is None
+
+
+def test_a_look_alike_tool_name_is_fixed_through_the_pipeline():
+    fmt = formats.get("toolace")
+    bad = [ToolCall("get_case_info_data", CASE_ARGS), ToolCall("math.gcd_info", {"num1": 60, "num2": 96})]
+    res = Refiner().refine({"tools": [GET_CASE_INFO, GET_CASE_STATUS, MATH_GCD], "format": "toolace",
+                            "upstream": fmt.render(bad)})
+    assert fmt.parse_strict(res["refined"]) == [ToolCall("get_case_info", CASE_ARGS),
+                                                ToolCall("math.gcd", {"num1": 60, "num2": 96})]
+    assert [a["kind"] for a in res["actions"]] == ["snap_tool", "snap_tool"]
