@@ -6,9 +6,9 @@ It says *what* is wrong, as structured :class:`Diagnostic` records, never how to
 - the text is strictly valid in its wire format (``format``), and holds at least one call (``no_calls``);
 - the tool exists (``unknown_tool``);
 - every required parameter is present (``missing_required``) and no unknown one is (``unknown_param``);
-- values match the declared JSON Schema type (``type``; ``null`` is valid where the type is nullable or the spec
-  declares ``null`` as the default), enum (``enum``), numeric range (``range``), string pattern
-  (``pattern``) and string/array length (``length``), recursively through array items and object properties;
+- values match the declared JSON Schema type (``type``), enum (``enum``), numeric range (``range``), string pattern
+  (``pattern``) and string/array length (``length``), recursively through array items and object properties; the
+  parameter's own declared default is always valid (:func:`is_declared_default`);
 - in nested call lists, every reference (NesTools ``API_call_N``, NESTFUL ``$var$`` / ``$var.field$``) names the
   output of an *earlier* call (``undefined_reference``, ``forward_reference``), and output labels are unique
   (``duplicate_output``).
@@ -236,12 +236,20 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def accepts_null(param: Any) -> bool:
-    """Whether ``null`` is a valid value of a parameter: its type is nullable, or the spec declares ``null`` as its
-    default (BFCL's ``"county": {"type": "string", "default": null}``: the spec's own default is never wrong)."""
-    if getattr(param, "nullable", False):
+def is_declared_default(param: Any, value: Any) -> bool:
+    """Whether ``value`` is the parameter's own declared default (same JSON type), or ``null`` where the type is
+    nullable. The spec's own default is never wrong, whatever its type or enum say: BFCL declares
+    ``"county": {"type": "string", "default": null}`` and ``"genre": {"enum": ["World", ...], "default": "dontcare"}``,
+    and its gold passes exactly those values."""
+    if value is None and getattr(param, "nullable", False):
         return True
-    return bool(getattr(param, "has_default", False)) and getattr(param, "default", 0) is None
+    if not getattr(param, "has_default", False):
+        return False
+    default = getattr(param, "default", None)
+    try:
+        return bool(value == default) and json_type(value) == json_type(default)
+    except Exception:  # noqa: BLE001 - a value that cannot be compared is not the default
+        return False
 
 
 def check_value(
@@ -253,7 +261,7 @@ def check_value(
         return []
     if is_reference(value):
         return []
-    if value is None and accepts_null(param):
+    if is_declared_default(param, value):
         return []
     ptype = getattr(param, "type", None)
     if strings and ptype is not None:

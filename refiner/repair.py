@@ -67,9 +67,9 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.gate import (
     GateReport,
-    accepts_null,
     check_text,
     dependencies,
+    is_declared_default,
     is_reference,
     json_text,
     json_type,
@@ -238,7 +238,7 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
     if param is None or depth > _MAX_DEPTH or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
-    if value is None and accepts_null(param):
+    if is_declared_default(param, value):
         return value
     if strings:
         if ptype is None:

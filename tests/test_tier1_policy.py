@@ -29,6 +29,30 @@ CALCULATE_TAX = {
 TAX_GOLD = {"purchase_amount": 999.0, "state": "CA", "county": None, "tax_exempt": False}
 
 
+# BFCL live_multiple_421-141-10: enum parameters whose declared default ("dontcare") is not an enum member
+FIND_MOVIES = {
+    "name": "Movies_1_FindMovies",
+    "description": "Search for movies by location, genre, or other attributes at various theaters.",
+    "parameters": {"type": "dict", "required": ["location"], "properties": {
+        "location": {"type": "string", "description": "The city where the theatre is located."},
+        "genre": {"type": "string", "enum": ["World", "Offbeat", "Mystery"], "default": "dontcare"},
+        "show_type": {"type": "string", "enum": ["regular", "3d", "imax"], "default": "dontcare"}}},
+}
+MOVIES_GOLD = {"location": "Mountain View, CA", "genre": "dontcare", "show_type": "dontcare"}
+
+
+def test_the_declared_default_is_valid_whatever_the_enum_says():
+    tools = load_tools([FIND_MOVIES])
+    assert check_calls([ToolCall("Movies_1_FindMovies", MOVIES_GOLD)], tools) == []
+    diags = check_calls([ToolCall("Movies_1_FindMovies", {**MOVIES_GOLD, "genre": "whatever"})], tools)
+    assert [(d.code, d.param) for d in diags] == [("enum", "genre")]
+    fmt = formats.get("xlam")
+    for trust in (False, True):
+        res = Refiner(trust_spec=trust).refine({"tools": [FIND_MOVIES], "format": "xlam",
+                                               "upstream": fmt.render([ToolCall("Movies_1_FindMoies", MOVIES_GOLD)])})
+        assert fmt.parse_strict(res["refined"]) == [ToolCall("Movies_1_FindMovies", MOVIES_GOLD)], res["reason"]
+
+
 def test_null_is_valid_where_the_spec_declares_it_the_default():
     tools = load_tools([CALCULATE_TAX])
     assert check_calls([ToolCall("calculate_tax", TAX_GOLD)], tools) == []
