@@ -189,14 +189,28 @@ def snap_by_arguments(name: str, arguments: Mapping[str, Any], tools: Mapping[st
     return fits[0] if fits else None
 
 
+def _word_breaks(name: str) -> set[int]:
+    """Where a name's words end, as offsets into its normalised form (``sort_by`` and ``sortBy``: ``{4}``)."""
+    words = [w for w in re.split(r"[^0-9a-z]+", _CAMEL.sub("_", name).lower()) if w]
+    breaks, at = set(), 0
+    for w in words[:-1]:
+        at += len(w)
+        breaks.add(at)
+    return breaks
+
+
 def is_misspelling(written: str, declared: str) -> bool:
     """Whether ``written`` is one slip away from ``declared``: their normalised forms (:func:`normalise_name`) differ
     by exactly one inserted, dropped, replaced or swapped character, both have at least four characters, and they
-    hold the same digits. Names that differ only in case or separators (``sortBy`` / ``sort_by``) are two spelling
-    conventions, not a slip; ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a
-    digit."""
+    hold the same digits; or the same letters with a separator moved inside a word (``fullt_erm_only`` for
+    ``full_term_only``). Names that differ only in case or separators between the same words (``sortBy`` /
+    ``sort_by``), or by words joined or split (``zipcode`` / ``zip_code``), are two spelling conventions, not a slip;
+    ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a digit."""
     a, b = normalise_name(written), normalise_name(declared)
-    if a == b or min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
+    if a == b:
+        wa, wb = _word_breaks(written), _word_breaks(declared)
+        return len(a) >= 4 and not (wa <= wb or wb <= wa)
+    if min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
         return False
     return DamerauLevenshtein.distance(a, b) == 1
 

@@ -7,7 +7,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.gate import check_calls
 from refiner.pipeline import Refiner
-from refiner.repair import name_words, snap_by_arguments
+from refiner.repair import is_misspelling, name_words, snap_by_arguments
 from refiner.specs import load_tools
 
 # BFCL live_simple_103-61-1: optional string parameters whose declared default is null, and a gold call passing null
@@ -131,3 +131,19 @@ def test_a_look_alike_tool_name_is_fixed_through_the_pipeline():
     assert fmt.parse_strict(res["refined"]) == [ToolCall("get_case_info", CASE_ARGS),
                                                 ToolCall("math.gcd", {"num1": 60, "num2": 96})]
     assert [a["kind"] for a in res["actions"]] == ["snap_tool", "snap_tool"]
+
+
+def test_a_moved_separator_is_a_slip_but_joined_or_split_words_are_a_convention():
+    assert is_misspelling("fullt_erm_only", "full_term_only")  # BFCL history_api_get_president_by_year
+    assert is_misspelling("includeh_uman_impact", "include_human_impact")
+    assert not is_misspelling("sortBy", "sort_by")  # the same words: NESTFUL's gold writes sortBy for sort_by
+    assert not is_misspelling("dietary__requirements", "dietary_requirements")
+    assert not is_misspelling("getperimeter", "get_perimeter")  # words joined
+    assert not is_misspelling("zip_code", "zipcode")  # a word split
+    tools = [{"name": "history_api_get_president_by_year", "parameters": {"type": "object", "required": ["year"],
+              "properties": {"year": {"type": "integer"}, "full_term_only": {"type": "boolean"}}}}]
+    fmt = formats.get("hermes")
+    bad = fmt.render([ToolCall("history_api_get_president_by_year", {"year": 1940, "fullt_erm_only": True})])
+    res = Refiner().refine({"tools": tools, "format": "hermes", "upstream": bad})
+    assert fmt.parse_strict(res["refined"]) == [
+        ToolCall("history_api_get_president_by_year", {"year": 1940, "full_term_only": True})]
