@@ -389,7 +389,8 @@ def check_text(
     text_values: bool = False,
 ) -> GateReport:
     """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
-    (``text_values``: value style "text", see :data:`VALUE_STYLES`)."""
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`). With the tools known, values the format writes
+    as untyped text are first settled by their declared types (:meth:`~refiner.formats.WireFormat.retype`)."""
     wire = formats.get(fmt)
     report = GateReport()
     if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
@@ -406,9 +407,12 @@ def check_text(
         if not got.ok:
             reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
+    index = tool_index(tools)
+    if index and report.calls:  # values a format writes as untyped text take their declared types
+        report.calls = list(wire.retype(report.calls, index))
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
-    report.diagnostics.extend(check_calls(report.calls, tools, fmt=fmt, text_values=text_values))
+    report.diagnostics.extend(check_calls(report.calls, index, fmt=fmt, text_values=text_values))
     return report
 
 
@@ -428,7 +432,12 @@ def salvage_report(
     found = salvage_calls(text, report.calls, tools)
     if found is None:
         return report
-    out = GateReport(list(found.calls), [d for d in report.diagnostics if d.code == "format"], False, found)
+    calls = list(found.calls)
+    index = tool_index(tools)
+    if index:  # values a site's format writes as untyped text are settled by the specs, as check_text does
+        site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
+        calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
+    out = GateReport(calls, [d for d in report.diagnostics if d.code == "format"], False, found)
     if not out.calls:
         out.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     out.diagnostics.extend(check_calls(out.calls, tools, fmt=fmt, text_values=text_values))

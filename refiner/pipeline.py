@@ -80,16 +80,27 @@ def validate_request(request: Any) -> None:
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
     """``(upstream format, output format)``. The result is written in the requested format (else the refiner's, else
     the upstream's). The upstream is read in the requested format when it is strictly valid there, else in the
-    detected format when it is strictly valid in that one, else (broken text) in the requested one, leniently."""
+    detected format when it is strictly valid in that one or (broken) carries that format's tags and none of the
+    requested one's, else (broken text) in the requested one, leniently."""
     wanted = request.get("format") or default
     text = request["upstream"]
     if wanted and formats.get(wanted).is_valid(text):
         return wanted, wanted
     detected = formats.detect_format(text)
-    if detected and (wanted is None or formats.get(detected).is_valid(text)):
+    if detected and (wanted is None or formats.get(detected).is_valid(text) or _marked_as(detected, wanted, text)):
         return detected, wanted or detected
     upstream_fmt = wanted or DEFAULT_FORMAT
     return upstream_fmt, upstream_fmt
+
+
+def _marked_as(detected: str, wanted: str, text: str) -> bool:
+    """Whether a broken text carries the detected format's own tags and none of the requested format's: it is read
+    in the format it is written in (a requested format is the output format, not a filter on what is read)."""
+    body = formats.strip_reasoning(text)
+    own, other = formats.get(detected).detection, formats.get(wanted).detection
+    return any(m in body for m in (*own.markers, *own.closers)) and not any(
+        m in body for m in (*other.markers, *other.closers)
+    )
 
 
 def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:

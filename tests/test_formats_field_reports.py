@@ -9,7 +9,7 @@ from refiner.pipeline import Refiner
 
 def test_an_empty_list_inside_pythonic_calls_is_not_an_empty_nestful_answer():
     text = "[do_something_cool(steps=[])]"
-    assert formats.detect_format(text) == "toolace"
+    assert formats.detect_format(text) == "llama4_pythonic"  # a bare pythonic list is a strictly valid Llama 4 answer
     for fmt in (None, "toolace"):
         res = Refiner().refine({"upstream": text, **({"format": fmt} if fmt else {})})
         assert res["calls"] == [{"name": "do_something_cool", "arguments": {"steps": []}}], res

@@ -1,6 +1,6 @@
 """``parse_lenient`` never raises and never hangs, and ``detect_format`` never raises, on random and mutated text.
 
-Default run: 10,000 strings overall (1,000 per format, mutated from that format's rendered text, with random
+Default run: 1,000 strings per format (mutated from that format's rendered text, with random
 strings and tag/bracket soup mixed in), each parsed by its own format and detected, plus 100 KB inputs: each
 format's own broken text, and tag soup and pathological repetitions parsed by every format. The slow variant runs 20,000 strings, every string through every format, and every 100 KB input through every
 format.
@@ -160,7 +160,7 @@ def test_fuzz_lenient_never_raises():
             worst = max(worst, _check(fmt, text))
             formats.detect_format(text)
             n_strings += 1
-    assert n_strings == 10_000
+    assert n_strings == 1000 * len(ALL)
     assert worst < 2.0, f"slowest lenient parse took {worst:.2f}s"
 
 

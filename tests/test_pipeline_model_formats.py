@@ -23,6 +23,7 @@ def test_every_untrained_format_has_a_trained_view_that_carries_its_calls():
         view = formats.model_view(fmt)
         assert view.trained
         assert view is fmt or (fmt.names_only == view.names_only and bool(fmt.outputs) <= bool(view.outputs)), fmt.name
+        assert view is fmt or view.pythonic == fmt.pythonic, fmt.name  # XML and JSON dialects are shown as JSON
 
 
 def test_untrained_output_format_goes_through_a_trained_view_and_back():

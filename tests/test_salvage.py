@@ -283,3 +283,16 @@ def test_pipeline_with_nothing_asked_or_detected_answers_in_the_dialect_found():
     res = Refiner().refine({"upstream": "Calling it: {'name': 'get_weather', 'arguments': {'city': 'Paris'}}",
                             "tools": TOOLS})
     assert [c["name"] for c in res["calls"]] == ["get_weather"]
+
+
+def test_salvaged_values_are_typed_by_the_specs_as_the_gate_types_them():
+    """A Qwen3-Coder block read by salvage (the text asked for pythonic): its untyped values settle by the specs."""
+    from refiner.gate import check_text, salvage_report
+    from refiner.specs import load_tools
+
+    tools = load_tools([{"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "zip": {"type": "string"}, "days": {"type": "integer"}}}}])
+    text = ("Calling it:\n<tool_call>\n<function=get_weather>\n<parameter=zip>\n94105\n</parameter>\n"
+            "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>")
+    report = salvage_report(check_text(text, "toolace", tools), text, "toolace", tools)
+    assert [c.arguments for c in report.calls] == [{"zip": "94105", "days": 3}]

@@ -2,13 +2,14 @@
 ``{"name": ..., "parameters": {...}}`` JSON object per line, then an optional ``<response>...</response>``.
 
 It shares the ``<tool_call>`` tag with ``hermes`` (one ``{"name", "arguments"}`` object per block); strict parsing
-here rejects ``"arguments"`` and :func:`refiner.formats.detect_format` tells the two apart by that key.
+here rejects ``"arguments"`` and :func:`refiner.formats.detect_format` tells the two apart by that key. A bare
+``{"name", "parameters"}`` object with neither tag is Llama 3's JSON call (``llama3_json``), not an API-Bank block
+that lost both tags, so this format claims no untagged value.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
@@ -39,9 +40,6 @@ class ApiBank(WireFormat):
         """A ``<tool_call>`` block whose first object has ``"parameters"`` and no ``"arguments"`` (when it does not
         decode: ``"parameters"`` seen first, or several objects one per line) is API-Bank's; else it is Hermes'."""
         return tool_call_block_has_parameters(body, at)
-
-    def claims_value(self, value: Any) -> bool:
-        return isinstance(value, dict) and "name" in value and "parameters" in value and "arguments" not in value
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         fast = plain_calls(

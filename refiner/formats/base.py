@@ -18,8 +18,9 @@ format's name). It provides:
   pythonic format, a number JSON cannot hold, a value that is not JSON).
 
 Class attributes (see :class:`WireFormat`): ``name``, ``description``, ``tags``, ``detection``, ``example``,
-``order_sensitive``, ``names_only``, ``outputs``, ``steps``, ``name_pattern``; and three detection hooks,
-``sniff``, ``claims_value`` and ``claims_text``.
+``order_sensitive``, ``names_only``, ``outputs``, ``steps``, ``name_pattern``; three detection hooks,
+``sniff``, ``claims_value`` and ``claims_text``; and ``retype``, which settles values written as untyped text by
+the tool specs.
 
 This is the only place a format's text is parsed: rewards, data generation, inference and evaluation all go through
 the registry (``refiner.formats.get(name)``).
@@ -30,7 +31,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -152,6 +153,8 @@ class WireFormat:
     steps: ClassVar[bool] = False
     # Tool names must match this pattern in full (pythonic formats: dotted identifiers); None: any non-blank text.
     name_pattern: ClassVar[str | None] = None
+    # Calls are written as Python calls, ``name(key=value)`` (the model is shown them as pythonic calls too).
+    pythonic: ClassVar[bool] = False
     # Whether the refiner model was trained to read and write this format (the paper's training formats, Qwen3's
     # native one and the benchmarks' own). For any other format the pipeline shows the model the upstream in a
     # trained format (:func:`model_view`) and renders its answer back (refiner.pipeline).
@@ -233,6 +236,15 @@ class WireFormat:
         """Last resort for a text that holds no marker and no recognisable JSON: whether its shape (e.g. pythonic
         calls) is this format's."""
         return False
+
+    # Typing by the tool specs
+
+    def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
+        """The calls with argument values settled by the declared parameter types of ``tools`` (specs by name), for
+        a format that writes values as untyped text (XML parameter values: ``94105`` may be a number or the string
+        ``"94105"``, which only the spec tells). The gate calls it whenever the tools are known, before checking the
+        calls. The default, for formats whose values carry their JSON type, keeps the calls as they are."""
+        return list(calls)
 
     def error(self, message: str, position: int = -1) -> FormatError:
         return FormatError(self.name, message, position)
@@ -341,7 +353,7 @@ def by_rank() -> list[WireFormat]:
 
 def model_view(fmt: WireFormat) -> WireFormat:
     """The trained format a model is shown ``fmt``'s calls in: ``fmt`` itself when it is trained, else the trained
-    format that carries the same things (pythonic names: ``toolace``; names only with steps: ``order``; output labels:
+    format that carries the same things (pythonic calls: ``toolace``; names only with steps: ``order``; output labels:
     ``nestools``; plain calls: ``xlam``)."""
     if fmt.trained:
         return fmt
@@ -349,6 +361,6 @@ def model_view(fmt: WireFormat) -> WireFormat:
         return get("order")
     if fmt.outputs:
         return get("nestools")
-    if fmt.name_pattern is not None:
+    if fmt.pythonic:
         return get("toolace")
     return get("xlam")

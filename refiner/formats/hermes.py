@@ -46,7 +46,9 @@ class Hermes(WireFormat):
     )
 
     def claims_value(self, value: Any) -> bool:
-        return isinstance(value, dict) and "name" in value
+        """An untagged object with a name (a block that lost its tags), unless its arguments are under
+        ``"parameters"`` alone: that is Llama 3's JSON call (``llama3_json``)."""
+        return isinstance(value, dict) and "name" in value and ("parameters" not in value or "arguments" in value)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         fast = plain_calls(value for value, _ in json_blocks(self, text, OPEN, CLOSE))

@@ -16,7 +16,8 @@ Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
     tagged   := MARKER ...             a registered format's first marker to the end of the text, read by that
                                        format's parse_lenient (the site ends after the format's last closer when
                                        one follows its last marker); formats sharing a marker are told apart by
-                                       their sniff hooks, as detection does
+                                       their sniff hooks, as detection does; with no marker anywhere, the first
+                                       format (by rank) whose closer occurs reads the whole text
     object   := "{" ... "}"            a JSON object, or a Python dict literal (single quotes, True/None), or one
                                        repaired by json_repair, that either a bare registered format claims
                                        (claims_value: an OpenAI message with tool_calls, ...) or that holds a tool
@@ -254,7 +255,7 @@ class _Scan:
         """A site per registered format whose marker occurs: its first marker to its last closer, read by it."""
         body = self.text
         chosen: dict[str, tuple[WireFormat, int, str]] = {}
-        ranked = [f for f in by_rank() if not f.detection.bare]
+        ranked = [f for f in by_rank() if f.detection.markers]  # (an untagged format may have markers too)
         for marker in dict.fromkeys(m for f in ranked for m in f.detection.markers):
             i = body.find(marker, self.at)
             if i < 0:
@@ -263,6 +264,12 @@ class _Scan:
             fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
             if fmt.name not in chosen or i < chosen[fmt.name][1]:
                 chosen[fmt.name] = (fmt, i, marker)
+        if not chosen:  # no marker at all: a format whose closer occurs reads the whole text (its opener was lost)
+            for fmt in ranked:
+                found = [c for c in fmt.detection.closers if body.find(c, self.at) >= 0]
+                if found:
+                    chosen[fmt.name] = (fmt, self.at, found[0])
+                    break
         for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
             if any(a <= start < b for a, b in self.claimed):
                 continue
@@ -484,6 +491,8 @@ class _Scan:
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
+        if _is_spec(value):  # a tool's description quoted, whichever format's shape it has
+            return at + 1
         for fmt in by_rank():
             if fmt.detection.bare and fmt.claims_value(value):
                 try:
@@ -495,7 +504,7 @@ class _Scan:
                                   self.line_of(at)))
                     return end
         name = _object_name(value)
-        if name is None or _is_spec(value):
+        if name is None:
             return at + 1
         flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
         if flat and not (is_offered(name, self.offered) or self.offered is None and structured):

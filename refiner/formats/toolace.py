@@ -66,6 +66,7 @@ class ToolAce(WireFormat):
     detection = Detection(rank=30, markers=(OPEN,), closers=(CLOSE,))
     trained = True
     name_pattern = IDENTIFIER_NAME
+    pythonic = True
     example = (
         '<function_list>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]</function_list>'
     )

@@ -1,0 +1,246 @@
+"""DeepSeek tool calls, between sentinel tokens written with full-width bars and ``▁`` (U+2581) for spaces:
+``<｜tool▁calls▁begin｜>`` ... ``<｜tool▁calls▁end｜>``, one ``<｜tool▁call▁begin｜>`` ... ``<｜tool▁call▁end｜>`` per call.
+Two dialects, one grammar with a small table:
+
+- ``deepseek_v3`` (DeepSeek-V3, R1, R1-0528): ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```
+  <｜tool▁call▁end｜>``, calls separated by a newline (the chat template; vLLM's ``deepseekv3_tool_parser.py``, SGLang's
+  ``deepseekv3_detector.py``);
+- ``deepseek_v31`` (DeepSeek-V3.1, V3.2-Exp): ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>``, calls
+  written back to back (vLLM's ``deepseekv31_tool_parser.py``, SGLang's ``deepseekv31_detector.py``).
+
+The arguments are one JSON object, decoded before the closing token is looked for (so a string may hold it).
+Prose (the template's ``content``) may come before ``<｜tool▁calls▁begin｜>``, R1's ``<think>...</think>`` before
+that, and ``<｜end▁of▁sentence｜>`` or anything else after ``<｜tool▁calls▁end｜>``; whitespace between the tokens is
+free. Recovery reads either dialect in either format: the ``function<｜tool▁sep｜>`` prefix and the code fence tell
+them apart, and detection uses the same signs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import lenient_json
+from refiner.formats.strict import decode_at
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.xmlvalues import Finder
+
+CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+CALL_BEGIN, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>"
+SEP = "<｜tool▁sep｜>"
+TYPE = "function"
+FENCE_OPEN, FENCE_CLOSE = "```json", "```"
+NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
+MAX_RECOVERED_CALLS = 1024
+DETECT_CHARS = 2_000
+
+
+_NAME = re.compile(NAME_PATTERN)
+
+
+def _is_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+def looks_v3(body: str, at: int) -> bool:
+    """Whether the first call after ``at`` is written the V3 way (``function<｜tool▁sep｜>`` or a code fence)."""
+    seg = body[at : at + DETECT_CHARS]
+    c = seg.find(CALL_BEGIN)
+    if c < 0:
+        return FENCE_CLOSE in seg
+    after = seg[c + len(CALL_BEGIN) :].lstrip()
+    return after.startswith(TYPE + SEP) or FENCE_CLOSE in after.split(CALL_END, 1)[0]
+
+
+class _DeepSeek(WireFormat):
+    fenced: bool  # the V3 layout: "function" + SEP + NAME + fenced JSON
+    tags = (CALLS_BEGIN, CALL_BEGIN, SEP, CALL_END, CALLS_END)
+    name_pattern = NAME_PATTERN
+
+    # Strict
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        i = text.find(CALLS_BEGIN, start)
+        if i < 0:
+            raise self.error(f"no {CALLS_BEGIN}", start)
+        calls = []
+        while i >= 0:
+            pos = i + len(CALLS_BEGIN)
+            while True:
+                pos = skip_ws(text, pos)
+                if text.startswith(CALLS_END, pos):
+                    pos += len(CALLS_END)
+                    break
+                if not text.startswith(CALL_BEGIN, pos):
+                    if pos >= len(text):
+                        raise self.error(f"missing {CALLS_END}", pos)
+                    raise self.error(f"expected {CALL_BEGIN} or {CALLS_END}, got {text[pos : pos + 30]!r}", pos)
+                call, pos = self._call(text, pos + len(CALL_BEGIN))
+                calls.append(call)
+            i = text.find(CALLS_BEGIN, pos)
+        return calls
+
+    def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
+        if self.fenced:
+            if not text.startswith(TYPE + SEP, pos):
+                raise self.error(f"expected {TYPE}{SEP}NAME after {CALL_BEGIN}", pos)
+            pos += len(TYPE + SEP)
+            j = text.find("\n", pos)
+            if j < 0:
+                raise self.error("missing the newline after the tool name", pos)
+            name = text[pos:j]
+            if not _is_name(name):
+                raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+            pos = skip_ws(text, j)
+            if not text.startswith(FENCE_OPEN, pos):
+                raise self.error(f"expected {FENCE_OPEN} before the arguments of {name!r}", pos)
+            pos += len(FENCE_OPEN)
+        else:
+            j = text.find(SEP, pos)
+            if j < 0:
+                raise self.error(f"missing {SEP} after the tool name", pos)
+            name = text[pos:j]
+            if not _is_name(name):
+                raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+            pos = j + len(SEP)
+        at = skip_ws(text, pos)
+        args, pos = decode_at(self, text, pos)
+        if type(args) is not dict:
+            raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        pos = skip_ws(text, pos)
+        if self.fenced:
+            if not text.startswith(FENCE_CLOSE, pos):
+                raise self.error(f"expected {FENCE_CLOSE} after the arguments of {name!r}", pos)
+            pos = skip_ws(text, pos + len(FENCE_CLOSE))
+        if not text.startswith(CALL_END, pos):
+            raise self.error(f"expected {CALL_END} after the arguments of {name!r}, got {text[pos : pos + 30]!r}", pos)
+        return ToolCall.trusted(name, args), pos + len(CALL_END)
+
+    # Lenient (either dialect)
+
+    def recover(self, text: str, out: Lenient) -> None:
+        start = reasoning_offset(text)
+        f = Finder(text)
+        first = f.next(CALL_BEGIN, start)
+        b = f.next(CALLS_BEGIN, start)
+        if b < 0 or (0 <= first < b):
+            out.note("missing_tag", f"missing {CALLS_BEGIN}")
+        pos = start
+        for n in range(MAX_RECOVERED_CALLS + 1):
+            c = f.next(CALL_BEGIN, pos)
+            if c < 0:
+                if n == 0:
+                    self._recover_bare(text, start, f, out)
+                break
+            if n == MAX_RECOVERED_CALLS:
+                out.note("gave_up", f"gave up after {n} calls")
+                return
+            pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
+        if f.next(CALLS_END, start) < 0:
+            out.note("missing_tag", f"missing {CALLS_END}")
+
+    def _recover_bare(self, text: str, start: int, f: Finder, out: Lenient) -> None:
+        """No call token at all: a lone ``NAME<｜tool▁sep｜>...`` can still be read."""
+        s = f.next(SEP, start)
+        if s < 0:
+            out.note("missing_tag", f"no {CALL_BEGIN} or {SEP} found")
+            return
+        out.note("missing_tag", f"missing {CALL_BEGIN}")
+        b = text.rfind(CALLS_BEGIN, start, s)
+        line_start = text.rfind("\n", start, s) + 1
+        self._recover_call(text, max(start, line_start, b + len(CALLS_BEGIN) if b >= 0 else 0), f, out)
+
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
+        end, tag = f.first((CALL_END, CALL_BEGIN, CALLS_END), pos)
+        seg = text[pos:end]
+        if tag is None:
+            out.note("unclosed", f"a call cut short: {seg[:60]!r}")
+        elif tag != CALL_END:
+            out.note("missing_tag", f"missing {CALL_END} after {seg[:60]!r}")
+        after = end + len(CALL_END) if tag == CALL_END else end
+        head, sep, rest = seg.partition(SEP)
+        cut = tag is None
+        if cut and (not sep or (head.strip() == TYPE and "\n" not in rest)):
+            out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
+            return after
+        if not sep:
+            out.note("missing_tag", f"missing {SEP} in {seg[:60]!r}")
+            brace = seg.find("{")
+            head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
+        head = head.strip()
+        if head == TYPE:  # the V3 layout: the name is the first line after the separator
+            name, _, rest = rest.partition("\n")
+        else:
+            name = head
+        name = name.strip()
+        body = rest.strip()
+        if body.startswith(FENCE_OPEN):
+            body = body[len(FENCE_OPEN) :]
+        elif body.startswith(FENCE_CLOSE):
+            body = body[len(FENCE_CLOSE) :]
+        body = body.strip()
+        if body.endswith(FENCE_CLOSE):
+            body = body[: -len(FENCE_CLOSE)].rstrip()
+        args = lenient_json(body) if body else {}
+        if not isinstance(args, dict):
+            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
+            args = {}
+        if not name:
+            out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            return after
+        if not _is_name(name):
+            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        return after
+
+    # Render
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        if self.fenced:
+            items = [f"{CALL_BEGIN}{TYPE}{SEP}{c.name}\n{FENCE_OPEN}\n{dumps(dict(c.arguments))}\n{FENCE_CLOSE}{CALL_END}"
+                     for c in calls]
+            return CALLS_BEGIN + "\n".join(items) + CALLS_END
+        return CALLS_BEGIN + "".join(f"{CALL_BEGIN}{c.name}{SEP}{dumps(dict(c.arguments))}{CALL_END}" for c in calls) + CALLS_END
+
+
+@register
+class DeepSeekV3(_DeepSeek):
+    name = "deepseek_v3"
+    fenced = True
+    description = (
+        "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```"
+        "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>"
+    )
+    detection = Detection(rank=200, markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
+    example = (
+        "<think>\nTwo independent calls.\n</think>\n\n"
+        f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}search_flights\n```json\n"
+        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}\n'
+        f"```{CALL_END}\n{CALL_BEGIN}function{SEP}get_weather\n```json\n"
+        '{"city": "London", "days": 3, "units": "metric"}\n'
+        f"```{CALL_END}{CALLS_END}"
+    )
+
+    def sniff(self, body: str, at: int) -> bool:
+        return looks_v3(body, at)
+
+
+@register
+class DeepSeekV31(_DeepSeek):
+    name = "deepseek_v31"
+    fenced = False
+    description = (
+        "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>..."
+        "<｜tool▁calls▁end｜>"
+    )
+    detection = Detection(rank=201, markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
+    example = (
+        f"{CALLS_BEGIN}{CALL_BEGIN}search_flights{SEP}"
+        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'
+        f"{CALL_END}{CALL_BEGIN}get_weather{SEP}"
+        '{"city": "London", "days": 3, "units": "metric"}'
+        f"{CALL_END}{CALLS_END}"
+    )

@@ -1,0 +1,226 @@
+"""gpt-oss (OpenAI harmony) tool calls: one message per call addressed to ``functions.NAME``,
+``<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>``.
+
+Grammar, from the harmony format guide (openai-harmony), vLLM's ``openai_tool_parser.py`` (which reads the messages
+with openai-harmony's parser) and SGLang's ``gpt_oss_detector.py``:
+
+- the text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``.
+  The model's raw completion starts after the prompt's ``<|start|>assistant``, so the first message may lack it;
+  every later one has it;
+- a header holds the channel (``<|channel|>analysis`` / ``commentary`` / ``final``), optionally the recipient
+  ``to=functions.NAME`` (after the channel name, or before ``<|channel|>``, next to the role) and optionally the
+  content type (``<|constrain|>json``, or a bare ``json``);
+- a message addressed to ``functions.NAME`` is a call: its content is one JSON object and it ends with ``<|call|>``
+  (the last one may end the text without it: the decoder drops the stop token). The analysis channel is reasoning,
+  a commentary message without a recipient is a preamble and the final channel the answer: all skipped; a
+  recipient outside ``functions.`` (the built-in ``browser.*`` / ``python`` tools) is not a function call (an error);
+- prose before the first message and after the last is allowed (and a ``<think>`` block), text between messages is
+  not.
+
+Recovery reads each ``to=functions.NAME`` it finds, with or without its ``<|message|>`` and end tokens (also in text
+decoded with the special tokens dropped: ``commentary to=functions.NAME json{...}``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import lenient_json
+from refiner.formats.strict import decode_at
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.xmlvalues import Finder
+
+START, CHANNEL, MESSAGE = "<|start|>", "<|channel|>", "<|message|>"
+CALL, END, RETURN, CONSTRAIN = "<|call|>", "<|end|>", "<|return|>", "<|constrain|>"
+TO = "to="
+PREFIX = "functions."
+CHANNELS = ("analysis", "commentary", "final")
+NAME_PATTERN = r"[^\s<>{}\"']+"
+_NAME = re.compile(NAME_PATTERN)
+_WORD = re.compile(r"[^\s<]*")
+# A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant.
+_LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to=[^\s<]+\s*\Z")
+MAX_RECOVERED_CALLS = 1024
+RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
+
+
+def _is_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+class _Header:
+    __slots__ = ("channel", "content_type", "recipient", "role")
+
+    def __init__(self) -> None:
+        self.role: str | None = None
+        self.channel: str | None = None
+        self.recipient: str | None = None
+        self.content_type: str | None = None
+
+
+@register
+class Harmony(WireFormat):
+    name = "harmony"
+    description = (
+        "gpt-oss harmony: <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}"
+        "<|call|> per call (analysis channel before it is reasoning)"
+    )
+    tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
+    detection = Detection(rank=220, markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
+    name_pattern = NAME_PATTERN
+    example = (
+        "<|channel|>analysis<|message|>The user wants flights and the weather; two calls.<|end|>"
+        "<|start|>assistant<|channel|>commentary to=functions.search_flights <|constrain|>json<|message|>"
+        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}<|call|>'
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+        '{"city": "London", "days": 3, "units": "metric"}<|call|>'
+    )
+
+    # Strict
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        begin = reasoning_offset(text)
+        s, c = text.find(START, begin), text.find(CHANNEL, begin)
+        if s < 0 and c < 0:
+            raise self.error(f"no harmony message ({START} or {CHANNEL})", begin)
+        if s >= 0 and (c < 0 or s < c):
+            pos = s + len(START)
+        else:  # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
+            lead = _LEADING_RECIPIENT.search(text, max(begin, c - 256), c)
+            pos = lead.start() if lead else c
+        f = Finder(text)
+        calls: list[ToolCall] = []
+        while True:
+            m = f.next(MESSAGE, pos)
+            if m < 0:
+                raise self.error(f"missing {MESSAGE} after a header", pos)
+            header = self._header(text, pos, m)
+            pos = m + len(MESSAGE)
+            if header.recipient is not None:
+                call, pos = self._call(text, pos, header)
+                calls.append(call)
+                if pos >= len(text):
+                    break
+            else:
+                i, t = f.first((END, RETURN, CALL), pos)
+                if t is None:
+                    pos = len(text)  # the last message, its stop token dropped
+                    break
+                if t == CALL:
+                    raise self.error(f"{CALL} ends a message without a recipient", i)
+                pos = i + len(t)
+            k = skip_ws(text, pos)
+            if not text.startswith(START, k):
+                break
+            pos = k + len(START)
+        rest = text.find(START, pos), text.find(CHANNEL, pos)
+        if max(rest) >= 0:
+            raise self.error("text between harmony messages", min(i for i in rest if i >= 0))
+        if not calls:
+            raise self.error(f"no message addressed to {PREFIX}NAME", begin)
+        return calls
+
+    def _header(self, text: str, pos: int, end: int) -> _Header:
+        h = _Header()
+        head, sep, chan = text[pos:end].partition(CHANNEL)
+        if not sep:
+            raise self.error(f"a header without {CHANNEL}", pos)
+        words = head.split()
+        if words and not words[0].startswith(TO):
+            h.role = words.pop(0)
+            if h.role != "assistant":
+                raise self.error(f"a message from {h.role!r}, not the assistant", pos)
+        chan, csep, ctype = chan.partition(CONSTRAIN)
+        if csep:
+            h.content_type = ctype.strip()
+        cwords = chan.split()
+        if not cwords or cwords[0] not in CHANNELS:
+            raise self.error(f"unknown channel {cwords[0] if cwords else ''!r}", pos)
+        h.channel = cwords.pop(0)
+        for w in words + cwords:
+            if w.startswith(TO) and h.recipient is None:
+                h.recipient = w[len(TO) :]
+            elif w == "json" and h.content_type is None and h.recipient is not None:
+                h.content_type = w
+            else:
+                raise self.error(f"unexpected {w[:40]!r} in a message header", pos)
+        return h
+
+    def _call(self, text: str, pos: int, h: _Header) -> tuple[ToolCall, int]:
+        recipient = h.recipient or ""
+        if not recipient.startswith(PREFIX):
+            raise self.error(f"recipient {recipient[:60]!r} is not a function ({PREFIX}NAME)", pos)
+        name = recipient[len(PREFIX) :]
+        if not _is_name(name):
+            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+        if h.content_type not in (None, "json"):
+            raise self.error(f"content type {h.content_type[:40]!r} of a call to {name!r} is not json", pos)
+        at = skip_ws(text, pos)
+        args, end = decode_at(self, text, at)
+        if type(args) is not dict:
+            raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        end = skip_ws(text, end)
+        if text.startswith(CALL, end):
+            return ToolCall.trusted(name, args), end + len(CALL)
+        if end >= len(text):
+            return ToolCall.trusted(name, args), end
+        raise self.error(f"expected {CALL} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
+
+    # Lenient
+
+    def recover(self, text: str, out: Lenient) -> None:
+        f = Finder(text)
+        pos = reasoning_offset(text)
+        marker = TO + PREFIX
+        for n in range(MAX_RECOVERED_CALLS + 1):
+            r = f.next(marker, pos)
+            if r < 0:
+                if n == 0:
+                    out.note("missing_tag", f"no message addressed to {PREFIX}NAME")
+                return
+            if n == MAX_RECOVERED_CALLS:
+                out.note("gave_up", f"gave up after {n} calls")
+                return
+            pos = self._recover_call(text, r + len(marker), f, out)
+
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
+        name = _WORD.match(text, pos).group()
+        pos += len(name)
+        if pos >= len(text):
+            out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
+            return pos
+        if not _is_name(name):
+            out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
+        stop, _ = f.first((TO + PREFIX, START), pos)
+        m = f.next(MESSAGE, pos)
+        if 0 <= m < stop:
+            body_start = m + len(MESSAGE)
+        else:  # the <|message|> token was lost (or every special token was dropped by the decoder)
+            out.note("missing_tag", f"missing {MESSAGE} in the call to {name[:60]!r}")
+            brace = text.find("{", pos, min(stop, pos + RECOVER_ARGS_WINDOW))
+            body_start = brace if brace >= 0 else pos
+        end, tag = f.first((CALL, END, RETURN, START, CHANNEL, TO + PREFIX), body_start)
+        if tag is None:
+            out.note("unclosed", f"the call to {name[:60]!r} is cut short")
+        elif tag != CALL:
+            out.note("missing_tag", f"missing {CALL} after the call to {name[:60]!r}")
+        body = text[body_start:end].strip()
+        args = lenient_json(body) if body else {}
+        if not isinstance(args, dict):
+            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
+            args = {}
+        if name:
+            out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        return end + len(CALL) if tag == CALL else end
+
+    # Render
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return "".join(
+            f"{START}assistant{CHANNEL}commentary {TO}{PREFIX}{c.name} {CONSTRAIN}json{MESSAGE}"
+            f"{dumps(dict(c.arguments))}{CALL}"
+            for c in calls
+        )

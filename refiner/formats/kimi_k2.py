@@ -1,0 +1,189 @@
+"""Kimi-K2 tool calls: ``<|tool_calls_section_begin|>``, then per call
+``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>``, then
+``<|tool_calls_section_end|>``.
+
+Grammar, from the Kimi-K2 chat template and tool-call guide, vLLM's ``kimi_k2_tool_parser.py`` and SGLang's
+``kimik2_detector.py``: the call id is ``functions.`` + the tool name + ``:`` + a call index (a counter over the
+conversation, so a message's calls need not start at 0); the name is what lies between ``functions.`` and the last
+``:`` (dots kept, as SGLang does). Calls are read in the order written, which is their index order; render numbers
+them ``functions.NAME:0``, ``:1``, ... The arguments are one JSON object, decoded before the closing token is looked
+for. Whitespace between the tokens is free; prose may come before the section (and reasoning before that, as
+K2-Thinking writes), anything after it.
+
+Recovery also reads ids without ``functions.`` or without an index (vLLM's parser accepts ``NAME:IDX``), the
+singular ``<|tool_call_section_begin|>`` vLLM lists as a variant, and calls whose section or end tokens were lost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import lenient_json
+from refiner.formats.strict import decode_at
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.xmlvalues import Finder
+
+SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+SECTION_BEGIN_1, SECTION_END_1 = "<|tool_call_section_begin|>", "<|tool_call_section_end|>"  # singular variants
+CALL_BEGIN, ARG_BEGIN, CALL_END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
+PREFIX = "functions."
+NAME_PATTERN = r"[^\s<>{}\"']+"
+_NAME = re.compile(NAME_PATTERN)
+_INDEX = re.compile(r"[0-9]+")
+MAX_RECOVERED_CALLS = 1024
+
+
+def _is_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+def split_id(call_id: str) -> tuple[str, str | None, bool]:
+    """``(name, index or None, had the functions. prefix)`` of a call id such as ``functions.get_weather:0``."""
+    had_prefix = call_id.startswith(PREFIX)
+    rest = call_id[len(PREFIX) :] if had_prefix else call_id
+    name, colon, index = rest.rpartition(":")
+    if not colon or _INDEX.fullmatch(index) is None:
+        return rest, None, had_prefix
+    return name, index, had_prefix
+
+
+@register
+class KimiK2(WireFormat):
+    name = "kimi_k2"
+    description = (
+        "Kimi-K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>"
+        "{...}<|tool_call_end|>...<|tool_calls_section_end|>"
+    )
+    tags = (SECTION_BEGIN, CALL_BEGIN, ARG_BEGIN, CALL_END, SECTION_END)
+    detection = Detection(
+        rank=210,
+        markers=(SECTION_BEGIN, SECTION_BEGIN_1, CALL_BEGIN, ARG_BEGIN),
+        closers=(CALL_END, SECTION_END, SECTION_END_1),
+    )
+    name_pattern = NAME_PATTERN
+    example = (
+        f"{SECTION_BEGIN}{CALL_BEGIN}functions.search_flights:0{ARG_BEGIN}"
+        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'
+        f"{CALL_END}{CALL_BEGIN}functions.get_weather:1{ARG_BEGIN}"
+        '{"city": "London", "days": 3, "units": "metric"}'
+        f"{CALL_END}{SECTION_END}"
+    )
+
+    # Strict
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        i = text.find(SECTION_BEGIN, start)
+        if i < 0:
+            raise self.error(f"no {SECTION_BEGIN}", start)
+        calls = []
+        while i >= 0:
+            pos = i + len(SECTION_BEGIN)
+            while True:
+                pos = skip_ws(text, pos)
+                if text.startswith(SECTION_END, pos):
+                    pos += len(SECTION_END)
+                    break
+                if not text.startswith(CALL_BEGIN, pos):
+                    if pos >= len(text):
+                        raise self.error(f"missing {SECTION_END}", pos)
+                    raise self.error(f"expected {CALL_BEGIN} or {SECTION_END}, got {text[pos : pos + 30]!r}", pos)
+                call, pos = self._call(text, pos + len(CALL_BEGIN))
+                calls.append(call)
+            i = text.find(SECTION_BEGIN, pos)
+        return calls
+
+    def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
+        j = text.find(ARG_BEGIN, pos)
+        if j < 0:
+            raise self.error(f"missing {ARG_BEGIN}", pos)
+        call_id = text[pos:j].strip()
+        name, index, had_prefix = split_id(call_id)
+        if not had_prefix or index is None:
+            raise self.error(f"call id {call_id[:60]!r} is not functions.NAME:INDEX", pos)
+        if not _is_name(name):
+            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+        at = skip_ws(text, j + len(ARG_BEGIN))
+        args, end = decode_at(self, text, at)
+        if type(args) is not dict:
+            raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        end = skip_ws(text, end)
+        if not text.startswith(CALL_END, end):
+            raise self.error(f"expected {CALL_END} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
+        return ToolCall.trusted(name, args), end + len(CALL_END)
+
+    # Lenient
+
+    def recover(self, text: str, out: Lenient) -> None:
+        start = reasoning_offset(text)
+        f = Finder(text)
+        section = min((h for h in (f.next(SECTION_BEGIN, start), f.next(SECTION_BEGIN_1, start)) if h >= 0), default=-1)
+        first = f.next(CALL_BEGIN, start)
+        if section < 0 or (0 <= first < section):
+            out.note("missing_tag", f"missing {SECTION_BEGIN}")
+        elif f.next(SECTION_BEGIN, start) != section:
+            out.note("missing_tag", f"{SECTION_BEGIN_1} written for {SECTION_BEGIN}")
+        pos = start
+        for n in range(MAX_RECOVERED_CALLS + 1):
+            c = f.next(CALL_BEGIN, pos)
+            a = f.next(ARG_BEGIN, pos)
+            if c < 0 and a < 0:
+                if n == 0:
+                    out.note("missing_tag", f"no {CALL_BEGIN} found")
+                break
+            if n == MAX_RECOVERED_CALLS:
+                out.note("gave_up", f"gave up after {n} calls")
+                return
+            if c >= 0 and (a < 0 or c < a):
+                pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
+            else:  # an argument block whose <|tool_call_begin|> was lost: its id is the text just before it
+                out.note("missing_tag", f"missing {CALL_BEGIN}")
+                line = max(text.rfind("\n", pos, a), text.rfind(">", pos, a)) + 1
+                pos = self._recover_call(text, max(pos, line), f, out)
+        if f.next(SECTION_END, start) < 0 and f.next(SECTION_END_1, start) < 0:
+            out.note("missing_tag", f"missing {SECTION_END}")
+
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
+        end, tag = f.first((CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1), pos)
+        seg = text[pos:end]
+        if tag is None:
+            out.note("unclosed", f"a call cut short: {seg[:60]!r}")
+        elif tag != CALL_END:
+            out.note("missing_tag", f"missing {CALL_END} after {seg[:60]!r}")
+        after = end + len(CALL_END) if tag == CALL_END else end
+        head, sep, body = seg.partition(ARG_BEGIN)
+        if tag is None and not sep:
+            out.note("unclosed", f"the text ends inside a call id: {seg[:60]!r}")
+            return after
+        if not sep:
+            brace = seg.find("{")
+            head, body = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
+            out.note("missing_tag", f"missing {ARG_BEGIN} in {seg[:60]!r}")
+        call_id = head.strip()
+        name, index, had_prefix = split_id(call_id)
+        name = name.strip()
+        if not name:
+            out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            return after
+        if not had_prefix or index is None:
+            out.note("bad_name", f"call id {call_id[:60]!r} is not functions.NAME:INDEX")
+        if not _is_name(name):
+            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        body = body.strip()
+        args = lenient_json(body) if body else {}
+        if not isinstance(args, dict):
+            out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
+            args = {}
+        out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
+        return after
+
+    # Render
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        items = "".join(
+            f"{CALL_BEGIN}{PREFIX}{c.name}:{i}{ARG_BEGIN}{dumps(dict(c.arguments))}{CALL_END}" for i, c in enumerate(calls)
+        )
+        return f"{SECTION_BEGIN}{items}{SECTION_END}"

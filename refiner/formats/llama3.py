@@ -1,0 +1,184 @@
+"""Llama 3.1 / 3.2 / 3.3 JSON tool calls: ``{"name": ..., "parameters": {...}}``, optionally after the
+``<|python_tag|>`` token, several calls joined by ``;`` (Meta's chat templates, vLLM ``llama_tool_parser.py``,
+SGLang ``llama32_detector.py``).
+
+Meta's templates ask for ``"parameters"``; outputs constrained by SGLang's grammar and some fine-tunes write
+``"arguments"``, which both published parsers accept, so a call object is ``name`` plus exactly one of the two (and
+optionally ``"type": "function"``, which Llama 3.2 often adds and the parsers ignore). Rendering writes
+``"parameters"`` and joins calls with ``"; "``.
+
+The calls are untagged JSON objects: text before them (reasoning, content) and after them (``<|eom_id|>``, prose) is
+allowed, as in vLLM's parser, but a second call object that is not joined to the first by ``;`` makes the text not
+strictly valid (read leniently instead, so no call is silently dropped). A strictly valid text is claimed by
+detection after every tagged format failed (the object is the whole signal); a broken one holding
+``{"name", "parameters"}`` is claimed through :meth:`Llama3Json.claims_value`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.lenient import add_call
+from refiner.formats.strict import JSON_DECODER, decode_at, strict_fields
+from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
+
+PYTHON_TAG = "<|python_tag|>"
+SEP = ";"
+ARG_KEYS = ("parameters", "arguments")
+# How many "{"/"[" in the prose around the calls strict parsing decodes (see _check_prose); "{" recovery reads.
+MAX_CANDIDATES = 64
+MAX_OBJECTS = 256
+
+
+@register
+class Llama3Json(WireFormat):
+    name = "llama3_json"
+    description = 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")'
+    tags = (PYTHON_TAG,)
+    detection = Detection(rank=150, markers=(PYTHON_TAG,), bare=True)
+    example = (
+        '{"name": "search_flights", "parameters": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}; '
+        '{"name": "get_weather", "parameters": {"city": "London", "days": 3, "units": "metric"}}'
+    )
+
+    def claims_value(self, value: Any) -> bool:
+        return isinstance(value, dict) and "name" in value and "parameters" in value and "arguments" not in value
+
+    def _call(self, value: Any, pos: int, index: int) -> ToolCall:
+        key = "arguments" if isinstance(value, dict) and "arguments" in value and "parameters" not in value else "parameters"
+        name, args, extra = strict_fields(self, value, pos, what="call", index=index, args_key=key, extra_keys=("type",))
+        if key not in value:
+            raise self.error(f"call #{index} has no 'parameters'", pos)
+        if extra.get("type", "function") != "function":
+            raise self.error(f"'type' of call #{index} must be 'function'", pos)
+        return ToolCall.trusted(name, args)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        tag = text.find(PYTHON_TAG, start)
+        brace = text.find("{", start)
+        if tag >= 0 and (brace < 0 or tag < brace):  # (a tag quoted inside a value is text)
+            self._check_prose(text, start, tag)
+            pos = skip_ws(text, tag + len(PYTHON_TAG))
+            if not text.startswith("{", pos):
+                raise self.error(f"{PYTHON_TAG} must be followed by a JSON call object", pos)
+        else:
+            pos = self._first_call(text, start)
+        value, end = decode_at(self, text, pos)
+        calls = [self._call(value, pos, 0)]
+        while True:
+            nxt = skip_ws(text, end)
+            if not text.startswith(SEP, nxt):
+                break
+            pos = skip_ws(text, nxt + 1)
+            value, end = decode_at(self, text, pos)
+            calls.append(self._call(value, pos, len(calls)))
+        self._check_prose(text, end, len(text))
+        return calls
+
+    def _first_call(self, text: str, start: int) -> int:
+        """Where the first call object starts; the prose before it must hold no call (see :meth:`_check_prose`)."""
+        pos = last = start
+        for _ in range(MAX_CANDIDATES):
+            pos = next_bracket(text, pos)
+            if pos < 0:
+                break
+            try:
+                value, end = JSON_DECODER.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                pos += 1
+                continue
+            self._check_gap(text, last, pos)
+            if text[pos] == "{" and isinstance(value, dict) and "name" in value:
+                return pos  # a call, or a broken one that _call explains
+            pos = last = end
+        self._check_gap(text, last, len(text) if pos < 0 else pos)
+        raise self.error('no JSON call object {"name": ..., "parameters": {...}} found', start)
+
+    def _check_prose(self, text: str, a: int, b: int) -> None:
+        """Raises when the prose ``text[a:b]`` around the calls holds a further call: a JSON object with a ``name``
+        key, or a ``"name"`` key in text that does not decode (a broken call would otherwise be dropped unseen)."""
+        pos = last = a
+        for _ in range(MAX_CANDIDATES):
+            pos = next_bracket(text, pos)
+            if pos < 0 or pos >= b:
+                break
+            try:
+                value, end = JSON_DECODER.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                pos += 1
+                continue
+            self._check_gap(text, last, pos)
+            if isinstance(value, dict) and "name" in value:
+                raise self.error(f"a call object that is not joined to the others by {SEP!r}", pos)
+            pos = last = end
+        self._check_gap(text, last, b)
+
+    def _check_gap(self, text: str, a: int, b: int) -> None:
+        i = text.find('"name"', a, b)
+        if i >= 0:
+            raise self.error("a broken call object (a \"name\" key in text that is not JSON)", i)
+
+    def recover(self, text: str, out: Lenient) -> None:
+        body = text[reasoning_offset(text) :]
+        tag, brace = body.find(PYTHON_TAG), body.find("{")
+        if tag >= 0 and (brace < 0 or tag < brace):
+            body = body[tag + len(PYTHON_TAG) :]
+        pos, found = 0, 0
+        for n in range(MAX_OBJECTS + 1):
+            pos = body.find("{", pos)
+            if pos < 0:
+                break
+            if n == MAX_OBJECTS or budget_spent():
+                out.note("gave_up", f"gave up after {n} objects")
+                break
+            try:
+                value, end = JSON_DECODER.raw_decode(body, pos)
+            except (ValueError, RecursionError):
+                value, end = self._repair_one(body, pos)
+            if isinstance(value, dict) and ("name" in value or any(k in value for k in ARG_KEYS)):
+                found += 1
+                add_call(out, value)
+            pos = max(end, pos + 1)
+        if not found:
+            out.note("unreadable", "no JSON call object found")
+
+    def _repair_one(self, body: str, pos: int) -> tuple[Any, int]:
+        """A broken object at ``pos``: repaired up to where the next call starts (``;`` or a line break, then
+        ``{"name"``) or to the end of the text."""
+        nxt = _next_call_start(body, pos)
+        end = len(body) if nxt < 0 else nxt
+        return lenient_json(body[pos:end].rstrip().removesuffix(SEP)), end
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return f"{SEP} ".join(dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls)
+
+
+_WS = frozenset(" \t\r\n")
+
+
+def _next_call_start(body: str, pos: int) -> int:
+    """The ``{`` after ``pos`` that starts a further call: ``;`` or a line break, then ``{"name"`` (whitespace
+    between allowed); -1 when there is none among the next :data:`MAX_CANDIDATES` ``"name"`` keys. Each
+    whitespace run is scanned once, so the cost is linear."""
+    i = pos
+    for _ in range(MAX_CANDIDATES):
+        i = body.find('"name"', i + 1)
+        if i < 0:
+            return -1
+        j = i - 1
+        while j > pos and body[j] in _WS:
+            j -= 1
+        if j <= pos or body[j] != "{":
+            continue
+        k, newline = j - 1, False
+        while k > pos and body[k] in _WS:
+            newline = newline or body[k] == "\n"
+            k -= 1
+        if newline or body[k] == SEP:
+            return j
+    return -1

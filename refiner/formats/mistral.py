@@ -1,0 +1,210 @@
+"""Mistral's tool calls, in the two shapes its tokenizers define (mistral-common ``tokens/tokenizers/tools.py``, vLLM
+``mistral_tool_parser.py``). Both start at the ``[TOOL_CALLS]`` control token; text before it is the message content.
+
+- ``mistral`` (tokenizers v2-v7: Mistral-7B-Instruct-v0.3, Mixtral-8x22B, Mistral-Nemo, ...): one ``[TOOL_CALLS]``
+  followed by a JSON list, ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``. The chat templates write a
+  space after the token and may add ``"id"`` (nine letters or digits) to each call, which is accepted and dropped.
+- ``mistral_v11`` (tokenizers v11+: Mistral-Small-3.1+, Magistral, Devstral, Ministral-3): one
+  ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, repeated; some versions write ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}``
+  (the id is dropped), and text decoded without the ``[ARGS]`` token (``[TOOL_CALLS]NAME{...}``) is read as vLLM
+  reads it.
+
+They are two formats because each renders one canonical text; they share the marker and
+:func:`refiner.formats.detect_format` tells them apart by what follows it (``[`` starts the v2-v7 list; a v11 name
+never starts with ``[``). Reasoning may come first as ``<think>...</think>`` or Magistral's ``[THINK]...[/THINK]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
+from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
+
+BOT, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
+THINK, THINK_END = "[THINK]", "[/THINK]"
+# Recovery reads at most this many [TOOL_CALLS] segments (real answers hold a few).
+MAX_SEGMENTS = 256
+# A v11 tool name: anything up to the next "[" or "{" with no bracket or brace, no whitespace at either end and no
+# line break (the character classes alternate, so matching is linear).
+V11_NAME = r"[^\s\[\]{}]+(?:[^\S\n]+[^\s\[\]{}]+)*"
+_V11_NAME = re.compile(V11_NAME)
+# What recovery takes for a tool name (letters, digits, "_", ".", "-"): anything else after the token is prose.
+_RECOVERED_NAME = re.compile(r"[\w.\-]+")
+
+
+def calls_start(text: str) -> int:
+    """Where the answer starts: after ``</think>``, or after Magistral's ``[/THINK]`` when the answer opens with
+    ``[THINK]`` (so a token quoted in the reasoning is not read as a call)."""
+    start = reasoning_offset(text)
+    if text.startswith(THINK, skip_ws(text, start)):
+        j = text.find(THINK_END, start)
+        if j >= 0:
+            return j + len(THINK_END)
+    return start
+
+
+def _holds_list_after(body: str, at: int) -> bool:
+    return body.startswith("[", skip_ws(body, at + len(BOT)))
+
+
+@register
+class Mistral(WireFormat):
+    name = "mistral"
+    description = 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]'
+    tags = (BOT,)
+    detection = Detection(rank=250, markers=(BOT,))
+    example = (
+        '[TOOL_CALLS] [{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]'
+    )
+
+    def sniff(self, body: str, at: int) -> bool:
+        """``[TOOL_CALLS]`` followed by a list is this format; by a tool name, ``mistral_v11``."""
+        return _holds_list_after(body, at)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = calls_start(text)
+        i = text.find(BOT, start)
+        if i < 0:
+            raise self.error(f"missing {BOT}", start)
+        pos = skip_ws(text, i + len(BOT))
+        if not text.startswith("[", pos):
+            raise self.error(f"{BOT} must be followed by a JSON list of calls", pos)
+        value, end = decode_at(self, text, pos)
+        again = text.find(BOT, end)
+        if again >= 0:
+            raise self.error(f"a second {BOT}: these tokenizers write all calls in one list", again)
+        fast = plain_calls(value)
+        if fast is not None:
+            return fast
+        calls = []
+        for n, item in enumerate(value):
+            name, args, extra = strict_fields(self, item, pos, what="call", index=n, extra_keys=("id",))
+            if "id" in extra:
+                expect_str(self, extra["id"], f"'id' of call #{n}", pos)
+            calls.append(ToolCall.trusted(name, args))
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        body = text[calls_start(text) :]
+        i = body.find(BOT)
+        if i < 0:
+            out.note("missing_tag", f"missing {BOT}")
+        else:
+            body = body[i + len(BOT) :].replace(BOT, " ")  # a repeated token is noise inside the list
+        value = lenient_json_in_prose(body)
+        if not isinstance(value, list):
+            out.note("not_a_list", "calls are not a JSON list")
+        for item in as_items(value):
+            add_call(out, item)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return f"{BOT} {dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}"
+
+
+@register
+class MistralV11(WireFormat):
+    name = "mistral_v11"
+    description = "Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)"
+    tags = (BOT, ARGS)
+    detection = Detection(rank=251, markers=(BOT,), closers=(ARGS,))
+    name_pattern = V11_NAME
+    example = (
+        '[TOOL_CALLS]search_flights[ARGS]{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'
+        '[TOOL_CALLS]get_weather[ARGS]{"city": "London", "days": 3, "units": "metric"}'
+    )
+
+    def sniff(self, body: str, at: int) -> bool:
+        return not _holds_list_after(body, at)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = calls_start(text)
+        i = text.find(BOT, start)
+        if i < 0:
+            raise self.error(f"missing {BOT}", start)
+        calls = []
+        while True:
+            pos = i + len(BOT)
+            m = _V11_NAME.match(text, pos)
+            if m is None:
+                raise self.error(f"expected a tool name after {BOT}", pos)
+            name, pos = m.group(), m.end()
+            if text.startswith(CALL_ID, pos):
+                j = text.find(ARGS, pos)
+                call_id = text[pos + len(CALL_ID) : j] if j >= 0 else ""
+                if not call_id or call_id != call_id.strip() or "[" in call_id or "{" in call_id:
+                    raise self.error(f"{CALL_ID} must be followed by an id and {ARGS}", pos)
+                pos = j
+            if text.startswith(ARGS, pos):
+                pos += len(ARGS)
+            elif not text.startswith("{", pos):
+                raise self.error(f"expected {ARGS} after the tool name {name!r}", pos)
+            if not text.startswith("{", pos):
+                raise self.error(f"the arguments of {name!r} must be a JSON object", pos)
+            args, end = decode_at(self, text, pos)
+            calls.append(ToolCall.trusted(name, args))
+            nxt = skip_ws(text, end)
+            if text.startswith(BOT, nxt):
+                i = nxt
+                continue
+            if text.find(BOT, nxt) >= 0 or text.find(ARGS, nxt) >= 0:  # a further call after text, or without BOT
+                raise self.error(f"text between calls: each call is {BOT}NAME{ARGS}{{...}}", nxt)
+            return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        body = text[calls_start(text) :]
+        segments = body.split(BOT)
+        if len(segments) == 1:
+            out.note("missing_tag", f"missing {BOT}")
+            segments = [body] if ARGS in body else []
+        else:
+            segments = segments[1:]
+        for n, segment in enumerate(segments):
+            if n >= MAX_SEGMENTS or len(out.calls) >= MAX_SEGMENTS or budget_spent():
+                out.note("gave_up", f"gave up after {n} calls")
+                return
+            self._recover_call(segment, out)
+        if not segments:
+            out.note("unreadable", "no call found")
+
+    def _recover_call(self, segment: str, out: Lenient) -> None:
+        """The calls of one segment after a ``[TOOL_CALLS]``: normally one; more when the token before a further
+        ``NAME[ARGS]{...}`` was lost (each is reported)."""
+        for n in range(MAX_SEGMENTS):
+            if n:
+                out.note("missing_tag", f"missing {BOT} before a call")
+            a, b = segment.find(ARGS), segment.find("{")
+            cut = a if a >= 0 and (b < 0 or a < b) else b
+            head = segment if cut < 0 else segment[:cut]
+            name = " ".join(head.split(CALL_ID, 1)[0].split())
+            if not name:
+                out.note("no_name", f"call without a name: {segment[:80]!r}")
+                return
+            if _RECOVERED_NAME.fullmatch(name) is None:  # prose after a quoted token, not a call
+                out.note("not_a_call", f"not a call: {segment.strip()[:80]!r}")
+                return
+            if cut < 0:
+                out.note("unclosed", f"the call {name!r} has no arguments (cut short?)")
+                out.calls.append(ToolCall(name, {}))
+                return
+            raw = segment[cut + len(ARGS) :] if cut == a else segment[cut:]
+            start = skip_ws(raw, 0)
+            try:
+                args, end = JSON_DECODER.raw_decode(raw, start)
+            except (ValueError, RecursionError):
+                args, end = lenient_json(raw.strip()) if raw.strip() else {}, len(raw)
+            if not isinstance(args, dict):
+                out.note("bad_arguments", f"arguments of {name!r} are not an object: {raw.strip()[:80]!r}")
+                args = {}
+            add_call(out, {"name": name, "arguments": args})
+            segment = raw[end:]
+            if ARGS not in segment or len(out.calls) >= MAX_SEGMENTS:
+                return
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return "".join(f"{BOT}{c.name}{ARGS}{dumps(dict(c.arguments))}" for c in calls)

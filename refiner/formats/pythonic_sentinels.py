@@ -1,0 +1,280 @@
+"""Pythonic call lists inside a model's own sentinel tokens: one grammar, three wrappers (a table below).
+
+- ``llama4_pythonic`` (Llama 4, vLLM ``llama4_pythonic_tool_parser.py``): ``[f(a=1), g(b="x")]``, sometimes inside
+  ``<|python_start|>...<|python_end|>`` (the end token may be missing). A bare list is valid when it is the whole
+  answer (after any reasoning), as vLLM's parser reads it; rendering writes the sentinels.
+- ``lfm2`` (LiquidAI LFM2 / LFM2.5, vLLM ``lfm2_tool_parser.py``): ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>``;
+  the body LFM2 sometimes echoes after the end token (capped by a second end token) is not read as calls. LFM2 writes
+  a JSON list of ``{"name", "arguments"}`` objects inside the same tokens when its system prompt asks for JSON
+  (LiquidAI's model card); that is valid too. Rendering writes the pythonic list.
+- ``olmo3`` (OLMo 3, vLLM ``olmo3_tool_parser.py``): ``<function_calls>`` with one call per line, then
+  ``</function_calls>``; values may be written ``true``/``false``/``null``.
+
+Calls are read by :mod:`refiner.formats.pythonic` (the JSON-decoder fast path for the plain layout, :mod:`ast` for
+the rest, literals only); a broken list is recovered item by item by the ``toolace`` format's recovery, asked
+through the registry with the body between its tags. Text before and after the sentinels is allowed. A closing
+token quoted inside a string value is text (the next closing token is tried). Names are identifiers (dotted allowed);
+values are JSON values written as Python literals.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, register
+from refiner.formats.jsonfix import budget_spent
+from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
+from refiner.formats.pythonic import (
+    IDENTIFIER_NAME,
+    Literals,
+    dotted_name,
+    fast_call_list,
+    looks_pythonic,
+    matching_paren,
+    parse_expr,
+    render_call,
+)
+from refiner.formats.strict import plain_calls, strict_fields, strict_json
+from refiner.formats.text import reasoning_offset, skip_ws
+
+# The general (ast) reader takes call lists up to this many characters (see toolace.MAX_AST_CHARS); the plain layout
+# is read at any length.
+MAX_AST_CHARS = 4096
+# A closing token inside a string value: strict parsing tries at most this many closing tokens for one block.
+MAX_CLOSE_TRIES = 4
+# Blocks read per text (real answers hold one or two); lines of a one-call-per-line block read by recovery.
+MAX_BLOCKS = 64
+MAX_LINES = 512
+# Blocks recovery reads (each may cost a general parse of up to MAX_AST_CHARS).
+MAX_RECOVERED_BLOCKS = 16
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    open: str
+    close: str
+    lines: bool = False  # one call per line instead of a [...] list
+    close_optional: bool = False  # the end token may be missing when the calls run to the end of the text
+    bare: bool = False  # a bare [...] list that is the whole answer is valid too
+    json_ok: bool = False  # a JSON list of {"name", "arguments"} objects is valid too (LFM2's JSON mode)
+
+
+class SentinelPythonic(WireFormat):
+    """A pythonic call list (or one call per line) between ``wrapper.open`` and ``wrapper.close``."""
+
+    wrapper: Wrapper
+    name_pattern = IDENTIFIER_NAME
+    pythonic = True
+
+    # ---- reading -----------------------------------------------------------------------------------------------
+
+    def _list_calls(self, src: str, offset: int) -> list[ToolCall]:
+        """The calls of the list ``src`` (stripped), read as :mod:`refiner.formats.toolace` reads its body."""
+        fast = fast_call_list(src)
+        if fast is not None:
+            return [ToolCall.trusted(name, args) for name, args in fast]
+        if len(src) > MAX_AST_CHARS:
+            raise self.error(
+                f"a call list of {len(src)} characters that is not in the plain layout is longer than the "
+                f"{MAX_AST_CHARS} characters the general reader takes",
+                offset,
+            )
+        node = parse_expr(self, src, offset)
+        lit = Literals(self, src, offset, strict=True)
+        if not isinstance(node, ast.List):
+            raise lit.fail(node, "the calls must be a [...] list")
+        calls = []
+        for el in node.elts:
+            if not isinstance(el, ast.Call):
+                raise lit.fail(el, "list items must be calls like name(key=value)")
+            name = dotted_name(el.func)
+            if name is None:
+                raise lit.fail(el, "a call's name must be an identifier")
+            calls.append(ToolCall(name, lit.arguments(el)))
+        return calls
+
+    def _body_calls(self, text: str, a: int, b: int) -> list[ToolCall]:
+        body = text[a:b]
+        src = body.strip()
+        offset = a + len(body) - len(body.lstrip())
+        if self.wrapper.json_ok and src.startswith("[") and src[1:].lstrip().startswith("{"):
+            items = strict_json(self, src, offset)
+            fast = plain_calls(items)
+            if fast is not None:
+                return fast
+            return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
+                    for i, item in enumerate(items)]
+        if self.wrapper.lines:
+            lines = [ln.strip() for ln in src.split("\n") if ln.strip()]
+            if not lines:
+                return []
+            return self._list_calls("[" + ", ".join(lines) + "]", offset)
+        return self._list_calls(src, offset)
+
+    def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:
+        """The calls of the block whose open token is at ``i`` and the position after its close token."""
+        w = self.wrapper
+        a = i + len(w.open)
+        b = text.find(w.close, a)
+        if b < 0:
+            if w.close_optional:
+                return self._body_calls(text, a, len(text)), len(text)
+            raise self.error(f"{w.open} without {w.close}", i)
+        error: FormatError | None = None
+        for _ in range(MAX_CLOSE_TRIES):
+            try:
+                return self._body_calls(text, a, b), b + len(w.close)
+            except FormatError as e:  # the close token may sit inside a string value: try the next one
+                error = error or e
+            b = text.find(w.close, b + len(w.close))
+            if b < 0:
+                break
+        raise error
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        w = self.wrapper
+        start = reasoning_offset(text)
+        i = text.find(w.open, start)
+        if i < 0:
+            if w.bare and text.startswith("[", skip_ws(text, start)):
+                return self._list_calls(text[start:].strip(), skip_ws(text, start))
+            raise self.error(f"missing {w.open}", start)
+        calls: list[ToolCall] = []
+        for _ in range(MAX_BLOCKS):
+            got, end = self._block(text, i)
+            calls.extend(got)
+            i = text.find(w.open, end)
+            if i < 0:
+                return calls
+        raise self.error(f"more than {MAX_BLOCKS} {w.open} blocks", i)
+
+    # ---- recovery ----------------------------------------------------------------------------------------------
+
+    def recover(self, text: str, out: Lenient) -> None:
+        w = self.wrapper
+        body = text[reasoning_offset(text) :]
+        chunks = body.split(w.open)[1 : MAX_RECOVERED_BLOCKS + 1]
+        if not chunks:
+            if not (w.bare and body.lstrip().startswith("[")):
+                out.note("missing_tag", f"missing {w.open}")
+            chunks = [body]
+        for chunk in chunks:
+            if budget_spent():
+                out.note("gave_up", "stopped: the repair budget is spent")
+                return
+            j = chunk.find(w.close)
+            if j >= 0:
+                chunk = chunk[:j]
+            elif not w.close_optional:
+                out.note("missing_tag", f"missing {w.close}")
+            self._recover_block(chunk.strip(), out)
+
+    def _recover_block(self, src: str, out: Lenient) -> None:
+        if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
+            if not self.wrapper.json_ok:
+                out.note("not_a_call", "JSON call objects where pythonic calls were expected")
+            for item in as_items(lenient_json_in_prose(src)):
+                add_call(out, item)
+            return
+        if self.wrapper.lines and not src.startswith("["):
+            src = "[" + ", ".join(self._line_calls(src, out)) + "]"
+        elif not src.startswith("["):
+            src = f"[{src}]"
+        if src == "[]":
+            out.note("unreadable", "no call found")
+            return
+        toolace = get("toolace")
+        got = toolace.parse_lenient(f"{toolace.tags[0]}{src}{toolace.tags[1]}")
+        out.calls.extend(got.calls)
+        for p in got.problems:
+            if p.code != "strict":
+                out.note(p.code, p.message.replace("[toolace]", f"[{self.name}]"))
+
+    def _line_calls(self, src: str, out: Lenient) -> list[str]:
+        """The calls of a one-call-per-line body. A call starts at a line that starts like one and runs to its
+        closing parenthesis (quotes respected; it may span lines, and a comma may put another call after it on the
+        same line); lines before the first call and text after a call's closing parenthesis are prose, dropped and
+        reported. Linear: each line is looked at once and each call's text scanned once."""
+        segments: list[str] = []
+        for line in src.split("\n")[:MAX_LINES]:
+            stripped = line.strip()  # (looks_pythonic's pattern is slow on long leading whitespace)
+            if looks_pythonic(stripped):
+                segments.append(stripped)
+            elif segments:
+                segments[-1] += "\n" + line
+            elif stripped:
+                out.note("not_a_call", f"not a call: {stripped[:80]!r}")
+        pieces = []
+        for segment in segments:
+            rest = segment
+            for _ in range(MAX_LINES):
+                p = rest.find("(")
+                if p < 0:
+                    break
+                close = matching_paren(rest, p)
+                pieces.append(rest[: close + 1].strip())
+                rest = rest[close + 1 :].strip()
+                if not rest.startswith(","):
+                    break
+                rest = rest[1:].strip()
+                if not looks_pythonic(rest):
+                    break
+            if rest and rest != ",":
+                out.note("not_a_call", f"text after a call: {rest[:80]!r}")
+        return pieces
+
+    # ---- writing -----------------------------------------------------------------------------------------------
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        super().check_renderable(calls)
+        for i, c in enumerate(calls):
+            if any(keyword.iskeyword(part) for part in c.name.split(".")):
+                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        w = self.wrapper
+        rendered = [render_call(c.name, dict(c.arguments)) for c in calls]
+        if w.lines:
+            return w.open + "\n".join(rendered) + w.close
+        return f"{w.open}[{', '.join(rendered)}]{w.close}"
+
+
+@register
+class Llama4Pythonic(SentinelPythonic):
+    name = "llama4_pythonic"
+    description = "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>...<|python_end|>"
+    wrapper = Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)
+    tags = (wrapper.open, wrapper.close)
+    detection = Detection(rank=160, markers=(wrapper.open,), closers=(wrapper.close,), bare=True)
+    example = (
+        '<|python_start|>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]<|python_end|>'
+    )
+
+
+@register
+class Lfm2(SentinelPythonic):
+    name = "lfm2"
+    description = "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>"
+    wrapper = Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)
+    tags = (wrapper.open, wrapper.close)
+    detection = Detection(rank=270, markers=(wrapper.open,), closers=(wrapper.close,))
+    example = (
+        '<|tool_call_start|>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]<|tool_call_end|>'
+    )
+
+
+@register
+class Olmo3(SentinelPythonic):
+    name = "olmo3"
+    description = "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)"
+    wrapper = Wrapper("<function_calls>", "</function_calls>", lines=True)
+    tags = (wrapper.open, wrapper.close)
+    detection = Detection(rank=271, markers=(wrapper.open,), closers=(wrapper.close,))
+    example = (
+        '<function_calls>search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1)\n'
+        'get_weather(city="London", days=3, units="metric")</function_calls>'
+    )

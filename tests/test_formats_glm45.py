@@ -1,0 +1,114 @@
+"""GLM-4.5/4.6 (and 4.7) XML tool calls (refiner/formats/glm45.py): the template's exact text, both layouts, grammar
+edge cases, value typing, recovery, and detection against the other formats sharing ``<tool_call>``."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError
+from refiner.pipeline import Refiner
+
+G = formats.get("glm45")
+
+
+def test_render_is_the_glm45_templates_text():
+    calls = [ToolCall("get_weather", {"city": "北京", "days": 3, "detail": {"hourly": True}}), ToolCall("get_time", {})]
+    assert G.render(calls) == (
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>北京</arg_value>\n<arg_key>days</arg_key>\n"
+        '<arg_value>3</arg_value>\n<arg_key>detail</arg_key>\n<arg_value>{"hourly": true}</arg_value>\n</tool_call>\n'
+        "<tool_call>get_time\n</tool_call>"
+    )
+
+
+def test_the_glm47_layout_without_newlines_is_the_same_grammar():
+    text = ("<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key>"
+            "<arg_value>2</arg_value></tool_call><tool_call>get_time</tool_call>")
+    assert G.parse_strict(text) == [ToolCall("get_weather", {"city": "Paris", "days": 2}), ToolCall("get_time", {})]
+    assert formats.detect_format(text) == "glm45"
+
+
+def test_values_are_exact_text_unless_the_template_would_write_json():
+    text = ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value> padded </arg_value>\n<arg_key>b</arg_key>\n"
+            "<arg_value>True</arg_value>\n<arg_key>c</arg_key>\n<arg_value>null</arg_value>\n<arg_key>d</arg_key>\n"
+            '<arg_value>"7"</arg_value>\n</tool_call>')
+    assert G.parse_strict(text) == [ToolCall("f", {"a": " padded ", "b": "True", "c": None, "d": "7"})]
+
+
+def test_a_value_quoting_the_tags_is_read_whole_and_round_trips():
+    doc = "End a value with </arg_value> and a call with </tool_call>; pairs look like <arg_value>x</arg_value>."
+    text = f"<tool_call>write\n<arg_key>text</arg_key>\n<arg_value>{doc}</arg_value>\n</tool_call>"
+    assert G.parse_strict(text) == [ToolCall("write", {"text": doc})]
+    for value in [doc, "a</arg_value>\n<arg_key>b</arg_key>\n<arg_value>c", "<arg_value>", {"k": "</arg_value>"}]:
+        call = ToolCall("f", {"v": value, "</arg_key>": 1, '"k"': 2})
+        assert G.parse_strict(G.render([call])) == [call]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1\n<arg_key>b</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+         "unclosed value"),
+        ("<tool_call>f\n<arg_key>a</arg_key>\nx</arg_value>\n</tool_call>", "expected <arg_value>"),
+        ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_key>a</arg_key>\n<arg_value>2</arg_value>\n</tool_call>",
+         "given twice"),
+        ('<tool_call>\n{"name": "f"}\n</tool_call>', "not allowed"),
+        ("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n", "missing </tool_call>"),
+    ],
+)
+def test_strict_errors(text, message):
+    with pytest.raises(FormatError, match=message):
+        G.parse_strict(text)
+
+
+def test_tool_names_with_spaces_are_a_name_line():
+    assert G.parse_strict("<tool_call>Get Stock Price\n<arg_key>t</arg_key>\n<arg_value>X</arg_value>\n</tool_call>") == [
+        ToolCall("Get Stock Price", {"t": "X"})]
+    with pytest.raises(formats.RenderError):
+        G.render([ToolCall("two\nlines", {})])
+
+
+def test_the_tool_specs_settle_values_through_the_pipeline():
+    tools = [{"type": "function", "function": {"name": "cache_set", "parameters": {"type": "object", "properties": {
+        "key": {"type": "string"}, "value": {"type": "string"}, "ttl": {"type": "integer"}}}}}]
+    text = ("<tool_call>cache_set\n<arg_key>key</arg_key>\n<arg_value>42</arg_value>\n<arg_key>value</arg_key>\n"
+            '<arg_value>{"a": [1, 2]}</arg_value>\n<arg_key>ttl</arg_key>\n<arg_value>3600</arg_value>\n</tool_call>')
+    assert G.parse_strict(text)[0].arguments == {"key": 42, "value": {"a": [1, 2]}, "ttl": 3600}
+    res = Refiner().refine({"upstream": text, "tools": tools})
+    assert res["format"] == "glm45" and res["stage"] == "unchanged" and not res["upstream_diagnostics"]
+    assert res["calls"][0]["arguments"] == {"key": "42", "value": '{"a": [1, 2]}', "ttl": 3600}
+
+
+def test_recovery_of_cut_and_broken_texts():
+    cut = G.parse_lenient("<think>x</think><tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_key>b</arg_key>\n<arg_value>hel")
+    assert cut.calls == [ToolCall("f", {"a": 1, "b": "hel"})] and {p.code for p in cut.problems} >= {"unclosed", "missing_tag"}
+    lost_value_tag = G.parse_lenient("<tool_call>f\n<arg_key>city</arg_key>\nOslo</arg_value>\n</tool_call>")
+    assert lost_value_tag.calls == [ToolCall("f", {"city": "Oslo"})]
+    lost_end = G.parse_lenient("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>x\n<arg_key>b</arg_key>\n<arg_value>y</arg_value>\n</tool_call>")
+    assert lost_end.calls == [ToolCall("f", {"a": "x", "b": "y"})]
+    name_only = G.parse_lenient("I would use <tool_call> blocks for that")
+    assert name_only.calls == [] and name_only.problems
+
+
+def test_detection_against_the_formats_sharing_tool_call():
+    glm = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    assert formats.detect_format(glm) == "glm45"
+    assert formats.detect_format(glm[:50]) == "glm45"
+    assert formats.detect_format("<tool_call>get_time\n</tool_call>") == "glm45"
+    assert formats.detect_format('<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>') == "hermes"
+    assert formats.detect_format('<tool_call>\n{"name": "get_time", "arguments": {') == "hermes"
+    assert formats.detect_format('<tool_call>\n{"name": "get_time", "parameters": {}}\n</tool_call>') == "apibank"
+    assert formats.detect_format("<tool_call>\n<function=get_time>\n</function>\n</tool_call>") == "qwen3_coder"
+    assert formats.detect_format("<tool_call>\n</tool_call>") != "glm45"
+    assert formats.detect_format("<arg_key>city</arg_key><arg_value>Paris</arg_value>") == "glm45"
+    # prose that mentions the tag is not claimed
+    assert formats.detect_format("Write a <tool_call> block to call a tool.") != "glm45"
+
+
+def test_hostile_inputs_give_problems_not_errors():
+    for text in ["<arg_value>" * 15_000, "</arg_value><arg_key>" * 8_000, "<tool_call>a\n" * 15_000,
+                 "<tool_call>f<arg_key>a</arg_key><arg_value>" + "</arg_value>" * 15_000, "<tool_call>" + "a" * 190_000]:
+        got = G.parse_lenient(text)
+        assert not [p for p in got.problems if p.code == "internal"]
+        assert got.ok == G.is_valid(text)

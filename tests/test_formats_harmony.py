@@ -1,0 +1,102 @@
+"""gpt-oss harmony tool calls (refiner/formats/harmony.py): message headers in every order the model writes them,
+reasoning and preambles skipped, a dropped stop token, errors, and recovery (also of text whose special tokens were
+dropped by the decoder)."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError
+
+H = formats.get("harmony")
+ANALYSIS = "<|channel|>analysis<|message|>Need the weather.<|end|>"
+CALL = '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>'
+PARIS = ToolCall("get_weather", {"city": "Paris"})
+
+
+def test_render_is_the_guides_text():
+    assert H.render([PARIS, ToolCall("t", {})]) == (
+        '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}'
+        "<|call|><|start|>assistant<|channel|>commentary to=functions.t <|constrain|>json<|message|>{}<|call|>"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ANALYSIS + CALL,  # a raw completion: the prompt ended with <|start|>assistant
+        "<|start|>assistant" + ANALYSIS + CALL,  # the whole turn
+        CALL.removeprefix("<|start|>assistant"),  # calls at once
+        ANALYSIS + CALL.replace(" <|constrain|>json", " json"),  # content type without <|constrain|>
+        ANALYSIS + CALL.replace(" <|constrain|>json", ""),  # no content type
+        ANALYSIS + '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city":"Paris"}<|call|>',
+        'to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city":"Paris"}<|call|>',
+        ANALYSIS + CALL.removesuffix("<|call|>"),  # the stop token dropped by the decoder
+        ANALYSIS + "<|start|>assistant<|channel|>commentary<|message|>Checking now.<|end|>" + CALL,  # a preamble first
+        "<think>x</think>Sure [1] {x}:\n" + ANALYSIS + CALL + "\nDone [ok].",  # prose around the messages
+    ],
+)
+def test_the_header_variants_read_the_same_call(text):
+    assert H.parse_strict(text) == [PARIS]
+    assert formats.detect_format(text) == "harmony"
+
+
+def test_several_calls_and_a_final_answer_after_them():
+    text = ANALYSIS + CALL + CALL.replace("Paris", "Rome") + "<|start|>assistant<|channel|>final<|message|>Done.<|return|>"
+    assert H.parse_strict(text) == [PARIS, ToolCall("get_weather", {"city": "Rome"})]
+
+
+def test_tokens_inside_the_json_are_text():
+    call = ToolCall("post", {"text": "<|call|><|start|>assistant<|channel|>final<|message|>x<|end|>"})
+    assert H.parse_strict(H.render([call])) == [call]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (ANALYSIS + "<|start|>assistant<|channel|>final<|message|>Paris is sunny.<|return|>", "no message addressed"),
+        ('<|channel|>commentary to=browser.search <|constrain|>json<|message|>{"query":"x"}<|call|>', "not a function"),
+        ('<|channel|>commentary to=functions.f <|constrain|>text<|message|>{"a":1}<|call|>', "not json"),
+        ('<|channel|>commentary to=functions.f json<|message|>[1]<|call|>', "must be a JSON object"),
+        ('<|channel|>commentary to=functions.f json<|message|>{"a":1}<|end|>', "expected <\\|call\\|>"),
+        ('<|channel|>chat to=functions.f<|message|>{}<|call|>', "unknown channel"),
+        ('<|start|>user<|channel|>commentary to=functions.f<|message|>{}<|call|>', "not the assistant"),
+        (CALL + " junk " + CALL, "text between harmony messages"),
+        ("no harmony here", "no harmony message"),
+    ],
+)
+def test_strict_errors(text, message):
+    with pytest.raises(FormatError, match=message):
+        H.parse_strict(text)
+
+
+def test_recovery():
+    cut = H.parse_lenient(ANALYSIS + CALL + '<|start|>assistant<|channel|>commentary to=functions.b json<|message|>{"x": "ab')
+    assert cut.calls == [PARIS, ToolCall("b", {"x": "ab"})] and "unclosed" in {p.code for p in cut.problems}
+    in_name = H.parse_lenient(ANALYSIS + CALL + "<|start|>assistant<|channel|>commentary to=functions.get_wea")
+    assert in_name.calls == [PARIS]
+    no_message = H.parse_lenient(ANALYSIS + CALL.replace("<|message|>", ""))
+    assert no_message.calls == [PARIS] and no_message.problems
+    stripped = H.parse_lenient('analysisNeed weather.assistantcommentary to=functions.get_weather json{"city":"Paris"}')
+    assert stripped.calls == [PARIS]
+    assert formats.detect_format('analysisx.assistantcommentary to=functions.get_weather json{"city":"Paris"}') == "harmony"
+    wrong_end = H.parse_lenient(ANALYSIS + CALL.replace("<|call|>", "<|end|>"))
+    assert wrong_end.calls == [PARIS] and "missing_tag" in {p.code for p in wrong_end.problems}
+    final_only = H.parse_lenient(ANALYSIS + "<|start|>assistant<|channel|>final<|message|>Hi.<|return|>")
+    assert final_only.calls == [] and final_only.problems
+
+
+def test_render_refuses_names_the_recipient_cannot_hold():
+    for name in ("get weather", "a<b", ""):
+        with pytest.raises(formats.RenderError):
+            H.render([ToolCall(name, {})])
+
+
+def test_hostile_inputs_give_problems_not_errors():
+    for text in ["<|channel|>" * 15_000, "to=functions." * 14_000, ("to=functions.a<|message|>{" * 7_000),
+                 "<|start|>assistant<|channel|>analysis<|message|>x<|end|>" * 3_500, "<|message|>" * 15_000]:
+        got = H.parse_lenient(text)
+        assert not [p for p in got.problems if p.code == "internal"]
+        assert got.ok == H.is_valid(text)

@@ -1,0 +1,82 @@
+"""Kimi-K2 tool calls (refiner/formats/kimi_k2.py): the template's exact text, call ids, grammar edge cases and
+recovery."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError
+from refiner.formats.kimi_k2 import split_id
+
+K = formats.get("kimi_k2")
+SB, SE = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+CB, AB, CE = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
+
+
+def test_render_numbers_the_calls_in_order():
+    calls = [ToolCall("get_weather", {"city": "北京"}), ToolCall("get_weather", {"city": "上海"}), ToolCall("t", {})]
+    assert K.render(calls) == (
+        f'{SB}{CB}functions.get_weather:0{AB}{{"city": "北京"}}{CE}{CB}functions.get_weather:1{AB}{{"city": "上海"}}{CE}'
+        f"{CB}functions.t:2{AB}{{}}{CE}{SE}"
+    )
+
+
+def test_call_ids():
+    assert split_id("functions.get_weather:0") == ("get_weather", "0", True)
+    assert split_id("functions.github.create_issue:12") == ("github.create_issue", "12", True)
+    assert split_id("functions.ns:tool:3") == ("ns:tool", "3", True)
+    assert split_id("get_weather:0") == ("get_weather", "0", False)
+    assert split_id("functions.get_weather") == ("get_weather", None, True)
+
+
+def test_indices_need_not_start_at_zero_and_order_is_the_texts():
+    text = f'Sure.{SB}\n{CB} functions.b:7 {AB} {{"x": 1}} {CE}\n{CB}functions.a:8{AB}{{}}{CE}\n{SE}'
+    assert K.parse_strict(text) == [ToolCall("b", {"x": 1}), ToolCall("a", {})]
+
+
+def test_tokens_inside_strings_are_text():
+    call = ToolCall("say", {"text": CE + SE + AB, "n": [1, {"k": None}]})
+    assert K.parse_strict(K.render([call])) == [call]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (f"{SB}{CB}get_weather:0{AB}{{}}{CE}{SE}", "not functions.NAME:INDEX"),
+        (f"{SB}{CB}functions.get_weather{AB}{{}}{CE}{SE}", "not functions.NAME:INDEX"),
+        (f"{SB}{CB}functions.get_weather:x{AB}{{}}{CE}{SE}", "not functions.NAME:INDEX"),
+        (f"{SB}{CB}functions.get weather:0{AB}{{}}{CE}{SE}", "not allowed"),
+        (f"{SB}{CB}functions.f:0{AB}[]{CE}{SE}", "must be a JSON object"),
+        (f"{SB}{CB}functions.f:0{AB}{{}}{SE}", "expected <\\|tool_call_end\\|>"),
+        (f"{SB}{CB}functions.f:0{AB}{{}}{CE}", "missing <\\|tool_calls_section_end\\|>"),
+    ],
+)
+def test_strict_errors(text, message):
+    with pytest.raises(FormatError, match=message):
+        K.parse_strict(text)
+
+
+def test_recovery():
+    cut = K.parse_lenient(f'{SB}{CB}functions.a:0{AB}{{"x": 1}}{CE}{CB}functions.b:1{AB}{{"y": "hel')
+    assert cut.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {"y": "hel"})]
+    in_id = K.parse_lenient(f"{SB}{CB}functions.a:0{AB}{{}}{CE}{CB}functions.get_wea")
+    assert in_id.calls == [ToolCall("a", {})]
+    no_prefix = K.parse_lenient(f'{SB}{CB}a:0{AB}{{"x": 1}}{CE}{SE}')
+    assert no_prefix.calls == [ToolCall("a", {"x": 1})] and "bad_name" in {p.code for p in no_prefix.problems}
+    singular = K.parse_lenient(f'<|tool_call_section_begin|>{CB}functions.a:0{AB}{{"x": 1}}{CE}<|tool_call_section_end|>')
+    assert singular.calls == [ToolCall("a", {"x": 1})] and singular.problems
+    assert formats.detect_format(f'<|tool_call_section_begin|>{CB}functions.a:0{AB}{{}}{CE}') == "kimi_k2"
+    lost_begin = K.parse_lenient(f'{SB}functions.a:0{AB}{{"x": 1}}{CE}{CB}functions.b:1{AB}{{}}{CE}{SE}')
+    assert lost_begin.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    python_json = K.parse_lenient(f"{SB}{CB}functions.a:0{AB}{{'x': 'y'}}{CE}{SE}")
+    assert python_json.calls == [ToolCall("a", {"x": "y"})]
+
+
+def test_hostile_inputs_give_problems_not_errors():
+    for text in [CB * 7_000, AB * 6_000, (CB + "functions.a:0" + AB + "{") * 4_000, SB + "functions." * 15_000,
+                 SB + (CB + "x:1") * 10_000]:
+        got = K.parse_lenient(text)
+        assert not [p for p in got.problems if p.code == "internal"]
+        assert got.ok == K.is_valid(text)

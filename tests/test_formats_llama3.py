@@ -1,0 +1,115 @@
+"""Llama 3.x JSON calls (``llama3_json``): grammar edge cases, recovery, and detection against the formats that used
+to claim bare ``{"name", ...}`` objects (apibank, hermes) and bare lists (nestful, openai)."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError, detect_format
+from refiner.pipeline import Refiner
+
+L3 = formats.get("llama3_json")
+
+
+def test_the_shapes_the_published_parsers_read():
+    one = [ToolCall("get_weather", {"city": "Paris"})]
+    for text in (
+        '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        '{"type": "function", "name": "get_weather", "parameters": {"city": "Paris"}}',
+        '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>',
+        'I will check.\n\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n\nDone.',
+        '<think>{maybe} [a list]</think>{"name": "get_weather", "parameters": {"city": "Paris"}}',
+    ):
+        assert L3.parse_strict(text) == one, text
+        assert detect_format(text) == "llama3_json", text
+    two = '<|python_tag|>{"name": "a", "parameters": {"x": 1}} ;\n{"name": "b", "arguments": {}}'
+    assert L3.parse_strict(two) == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"name": "a", "parameters": {}, "arguments": {}}', "unexpected keys"),
+        ('{"name": "a"}', "has no 'parameters'"),
+        ('{"name": "a", "parameters": {}, "type": "tool"}', "'type' of call #0 must be 'function'"),
+        ('{"name": "a", "parameters": "{}"}', "must be a JSON object"),
+        ('{"name": "test", "value": 123}', "unexpected keys"),
+        ('{"name": "a", "parameters": {}}; 42', "must be a JSON object"),
+        ('<|python_tag|>brave_search.call(query="x")', "must be followed by a JSON call object"),
+        ("Nothing to call {here}.", "no JSON call object"),
+        ('[{"name": "a", "arguments": {}}]', "no JSON call object"),
+    ],
+)
+def test_strict_errors(text, message):
+    with pytest.raises(FormatError, match=message.replace("(", r"\(").replace("'", "'")):
+        L3.parse_strict(text)
+
+
+def test_no_call_is_silently_dropped():
+    """A second call not joined by ';', or a broken one before or after the joined calls, makes the text not
+    strictly valid; lenient parsing then reads every call."""
+    a, b = ToolCall("a", {"x": 1}), ToolCall("b", {"y": 2})
+    cases = {
+        '{"name": "a", "parameters": {"x": 1}}\n{"name": "b", "parameters": {"y": 2}}': [a, b],
+        '{"name": "a", "parameters": {"x": 1}}\n{"name": "b", "parameters": {"y": 2': [a, b],
+        '{"name": "a", "parameters": {"x": 1,}}; {"name": "b", "parameters": {"y": 2}}': [a, b],
+        '{"name": "a", "parameters": {"x": 1}} then {"name": "b", "parameters": {"y": 2}}': [a, b],
+    }
+    for text, calls in cases.items():
+        with pytest.raises(FormatError):
+            L3.parse_strict(text)
+        got = L3.parse_lenient(text)
+        assert got.calls == calls and not got.ok, text
+
+
+def test_tokens_and_separators_inside_values_are_text():
+    text = '{"name": "sql", "parameters": {"q": "SELECT 1; {\\"name\\": 2}", "t": "<|python_tag|>"}}'
+    assert L3.parse_strict(text) == [ToolCall("sql", {"q": 'SELECT 1; {"name": 2}', "t": "<|python_tag|>"})]
+    assert detect_format(text) == "llama3_json"
+
+
+def test_recovery_of_common_breakage():
+    assert L3.parse_lenient('{"name": "a", "parameters": "{\\"x\\": 1}"}').calls == [ToolCall("a", {"x": 1})]
+    assert L3.parse_lenient("{'name': 'a', 'parameters': {'x': 1}}").calls == [ToolCall("a", {"x": 1})]
+    cut = L3.parse_lenient('<|python_tag|>{"name": "a", "parameters": {"x": 1}}; {"name": "b", "parameters": {"y": ')
+    assert cut.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    assert L3.parse_lenient("no call here").calls == []
+
+
+def test_detection_against_the_formats_that_read_bare_objects():
+    # strictly valid bare objects are Llama 3's whichever argument key they use
+    assert detect_format('{"name": "a", "parameters": {"x": 1}}') == "llama3_json"
+    assert detect_format('{"name": "a", "arguments": {"x": 1}}') == "llama3_json"
+    # broken bare objects: "parameters" alone is Llama 3's shape; anything else keeps going to hermes
+    assert detect_format('{"name": "a", "parameters": {"x": 1') == "llama3_json"
+    assert detect_format('{"name": "a", "arguments": {"x": 1') == "hermes"
+    assert detect_format('{"name": "test", "value": 123}') == "hermes"
+    # tagged texts and bare lists are unchanged
+    assert detect_format('<tool_call>\n{"name": "a", "parameters": {"x": 1}}\n</tool_call>') == "apibank"
+    assert detect_format('<tool_call>\n{"name": "a", "parameters": {"x": 1}') == "apibank"
+    assert detect_format('<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>') == "hermes"
+    assert detect_format('[{"name": "a", "arguments": {"x": 1}}]') == "nestful"
+    openai = '{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "a", "arguments": "{}"}}]}'
+    assert detect_format(openai) == "openai"
+    assert detect_format("You can write {name} in the template.") is None
+
+
+def test_render_joins_calls_with_semicolons():
+    calls = [ToolCall("a", {"x": "é"}), ToolCall("b", {})]
+    text = L3.render(calls)
+    assert text == '{"name": "a", "parameters": {"x": "é"}}; {"name": "b", "parameters": {}}'
+    assert L3.parse_strict(text) == calls
+
+
+def test_pipeline_keeps_a_valid_llama3_answer_and_converts_on_request():
+    text = '{"name": "get_weather", "parameters": {"city": "Paris"}}'
+    res = Refiner().refine({"upstream": text})
+    assert res["stage"] == "unchanged" and res["format"] == "llama3_json" and res["refined"] == text
+    res = Refiner().refine({"upstream": text, "format": "apibank"})
+    assert formats.get("apibank").parse_strict(res["refined"]) == [ToolCall("get_weather", {"city": "Paris"})]
+    broken = Refiner().refine({"upstream": '{"name": "get_weather", "parameters": {"city": "Paris"'})
+    assert broken["format"] == "llama3_json" and broken["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    assert any(d["code"] == "format" for d in broken["upstream_diagnostics"])

@@ -1,0 +1,145 @@
+"""Mistral's two tool-call shapes (``mistral``: tokenizers v2-v7, ``mistral_v11``: v11+): grammar edge cases, what
+lenient parsing recovers, and detection against each other and the other formats."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError, RenderError, detect_format
+from refiner.pipeline import Refiner
+
+V3 = formats.get("mistral")
+V11 = formats.get("mistral_v11")
+
+
+def test_v3_list_with_ids_and_spacing_variants():
+    calls = [ToolCall("get_weather", {"city": "Paris"}), ToolCall("get_time", {})]
+    for text in (
+        '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}, '
+        '{"name": "get_time", "arguments": {}, "id": "Zz9Yy8Xx7"}]',
+        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time"}]',
+        'Checking.[TOOL_CALLS]\n[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+        '{"name": "get_time", "arguments": {}}]</s>',
+    ):
+        assert V3.parse_strict(text) == calls, text
+        assert detect_format(text) == "mistral", text
+    assert V3.parse_strict("[TOOL_CALLS] []") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[TOOL_CALLS] [{"name": "a", "arguments": {}, "id": 7}]', "'id' of call #0 must be a string"),
+        ('[TOOL_CALLS] [{"name": "a", "arguments": {}, "extra": 1}]', "unexpected keys"),
+        ('[TOOL_CALLS] {"name": "a", "arguments": {}}', "must be followed by a JSON list"),
+        ('[TOOL_CALLS] [{"name": "a", "arguments": {}}] [TOOL_CALLS] [{"name": "b"}]', "a second [TOOL_CALLS]"),
+        ('[{"name": "a", "arguments": {}}]', "missing [TOOL_CALLS]"),
+        ('[TOOL_CALLS] [{"name": "a", "arguments": {"x": 1}]', "invalid JSON"),
+    ],
+)
+def test_v3_strict_errors(text, message):
+    with pytest.raises(FormatError, match=message.replace("[", r"\[")):
+        V3.parse_strict(text)
+
+
+def test_v3_lenient_reads_a_repeated_token_and_a_cut_list():
+    got = V3.parse_lenient('[TOOL_CALLS] [{"name": "a", "arguments": {"x": 1}}, [TOOL_CALLS] {"name": "b", "arguments": {}}]')
+    assert got.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {})] and not got.ok
+    got = V3.parse_lenient('[TOOL_CALLS] [{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {"y": ')
+    assert got.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+
+
+def test_v11_call_id_and_decoded_without_args_token():
+    assert V11.parse_strict('[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]{"city": "Paris"}') == [
+        ToolCall("get_weather", {"city": "Paris"})
+    ]
+    assert V11.parse_strict('[TOOL_CALLS]get_weather{"city": "Paris"}') == [ToolCall("get_weather", {"city": "Paris"})]
+    two = '[TOOL_CALLS]a[ARGS]{"x": 1}\n[TOOL_CALLS]b[CALL_ID]k9[ARGS]{}'
+    assert V11.parse_strict(two) == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[TOOL_CALLS] get_weather[ARGS]{"city": "Paris"}', "expected a tool name"),
+        ('[TOOL_CALLS]get_weather[CALL_ID][ARGS]{"city": "Paris"}', "must be followed by an id"),
+        ('[TOOL_CALLS]get_weather[ARGS]["Paris"]', "must be a JSON object"),
+        ('[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"} and then [TOOL_CALLS]b[ARGS]{}', "text between calls"),
+        ('[TOOL_CALLS]a[ARGS]{"x": 1}b[ARGS]{"y": 2}', "text between calls"),
+        ('[TOOL_CALLS]get_weather', "expected [ARGS]"),
+        ('get_weather[ARGS]{"city": "Paris"}', "missing [TOOL_CALLS]"),
+    ],
+)
+def test_v11_strict_errors(text, message):
+    with pytest.raises(FormatError, match=message.replace("[", r"\[")):
+        V11.parse_strict(text)
+
+
+def test_v11_a_lost_token_between_calls_is_recovered_and_reported():
+    got = V11.parse_lenient('[TOOL_CALLS]a[ARGS]{"x": 1}b[ARGS]{"y": 2}')
+    assert got.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {"y": 2})]
+    assert any(p.code == "missing_tag" for p in got.problems)
+
+
+def test_v11_values_holding_the_control_tokens_are_text():
+    text = '[TOOL_CALLS]echo[ARGS]{"text": "[TOOL_CALLS]x[ARGS]{} and [CALL_ID]"}'
+    assert V11.parse_strict(text) == [ToolCall("echo", {"text": "[TOOL_CALLS]x[ARGS]{} and [CALL_ID]"})]
+    assert detect_format(text) == "mistral_v11"
+
+
+def test_magistral_reasoning_may_quote_the_token():
+    text = '[THINK]I could answer with [TOOL_CALLS] later.[/THINK][TOOL_CALLS]get_time[ARGS]{}'
+    assert V11.parse_strict(text) == [ToolCall("get_time", {})]
+    assert detect_format(text) == "mistral_v11"
+    v3 = '[THINK]Use [TOOL_CALLS] once.[/THINK][TOOL_CALLS] [{"name": "get_time", "arguments": {}}]'
+    assert V3.parse_strict(v3) == [ToolCall("get_time", {})]
+
+
+def test_prose_naming_the_token_is_no_call():
+    for text in ("The [TOOL_CALLS] token starts calls, but I make none.", "[TOOL_CALLS], then nothing {at all}."):
+        assert detect_format(text) in ("mistral", "mistral_v11")
+        assert formats.get(detect_format(text)).parse_lenient(text).calls == []
+        assert Refiner().refine({"upstream": text})["calls"] == []
+
+
+def test_detection_between_the_two_shapes_and_the_other_formats():
+    assert detect_format('[TOOL_CALLS] [{"name": "a", "arguments": {"q": "<tool_call>"}}]') == "mistral"
+    assert detect_format('[TOOL_CALLS]a[ARGS]{"q": "</func_call>"}') == "mistral_v11"
+    # broken texts: the token alone decides
+    assert detect_format('[TOOL_CALLS] [{"name": "a", "arguments": {"q": ') == "mistral"
+    assert detect_format('[TOOL_CALLS]a[ARGS]{"q": ') == "mistral_v11"
+    assert detect_format('a[ARGS]{"q": 1}') == "mistral_v11"  # the token lost: [ARGS] still names the format
+    # other formats quoting the token stay themselves
+    hermes = '<tool_call>\n{"name": "a", "arguments": {"q": "[TOOL_CALLS]"}}\n</tool_call>'
+    assert detect_format(hermes) == "hermes"
+    # a marker quoted inside an untagged format's calls names the marker's format (detect's documented rule); the
+    # format given with the request still reads it
+    nestful = '[{"name": "a", "arguments": {"q": "[TOOL_CALLS]"}}]'
+    assert detect_format(nestful) in ("mistral", "mistral_v11")
+    res = Refiner().refine({"upstream": nestful, "format": "nestful"})
+    assert res["calls"] == [{"name": "a", "arguments": {"q": "[TOOL_CALLS]"}}] and res["stage"] == "unchanged"
+
+
+def test_render_is_one_canonical_text_per_shape():
+    calls = [ToolCall("a", {"x": [1, {"y": None}]}), ToolCall("b", {})]
+    assert V3.render(calls) == '[TOOL_CALLS] [{"name": "a", "arguments": {"x": [1, {"y": null}]}}, {"name": "b", "arguments": {}}]'
+    assert V11.render(calls) == '[TOOL_CALLS]a[ARGS]{"x": [1, {"y": null}]}[TOOL_CALLS]b[ARGS]{}'
+    for bad in ("a[b", "x{", " lead", "two\nlines"):
+        with pytest.raises(RenderError):
+            V11.render([ToolCall(bad, {})])
+
+
+def test_pipeline_reads_v11_and_writes_the_requested_format():
+    text = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[ARGS]{"tz": "CET"}'
+    res = Refiner().refine({"upstream": text})
+    assert res["stage"] == "unchanged" and res["format"] == "mistral_v11"
+    res = Refiner().refine({"upstream": text, "format": "hermes"})
+    assert formats.get("hermes").parse_strict(res["refined"]) == [
+        ToolCall("get_weather", {"city": "Paris"}),
+        ToolCall("get_time", {"tz": "CET"}),
+    ]
+    # cut short, with another format requested: read as Mistral all the same
+    res = Refiner().refine({"upstream": text[:-5], "format": "hermes"})
+    assert [c["name"] for c in res["calls"]] == ["get_weather", "get_time"]

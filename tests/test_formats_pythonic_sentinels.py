@@ -1,0 +1,114 @@
+"""Pythonic calls in a model's sentinels (``llama4_pythonic``, ``lfm2``, ``olmo3``): grammar edge cases, recovery,
+detection against toolace (the other pythonic format) and the field report of a sentinel glued onto a tool name."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError, RenderError, detect_format
+from refiner.pipeline import Refiner
+
+L4 = formats.get("llama4_pythonic")
+LFM2 = formats.get("lfm2")
+OLMO3 = formats.get("olmo3")
+
+
+def test_lfm2_sentinel_is_never_glued_to_the_tool_name():
+    """Field report: with format "toolace" the name came back as '<|tool_call_start|>[get_candidate_status' and the
+    pipeline called that "repaired". The text is strictly valid LFM2: it is read as LFM2, written as ToolACE."""
+    text = "<|tool_call_start|>[get_candidate_status(candidate_id='12345')]<|tool_call_end|>"
+    expected = [{"name": "get_candidate_status", "arguments": {"candidate_id": "12345"}}]
+    assert detect_format(text) == "lfm2"
+    res = Refiner().refine({"upstream": text})
+    assert res["calls"] == expected and res["stage"] == "unchanged" and res["format"] == "lfm2"
+    res = Refiner().refine({"upstream": text, "format": "toolace"})
+    assert res["calls"] == expected and res["format"] == "toolace"
+    assert formats.get("toolace").parse_strict(res["refined"]) == [ToolCall("get_candidate_status", {"candidate_id": "12345"})]
+    # broken LFM2 (end token lost): read as LFM2 (its own tag, none of the requested format's), reported, and
+    # written in the requested format
+    broken = text.removesuffix("<|tool_call_end|>")
+    for fmt in (None, "toolace", "hermes"):
+        res = Refiner().refine({"upstream": broken, **({"format": fmt} if fmt else {})})
+        assert res["calls"] == expected and res["format"] == (fmt or "lfm2"), fmt
+        assert any(d["code"] == "format" for d in res["upstream_diagnostics"])
+    # a broken text of the requested format itself is still read in that format
+    res = Refiner().refine({"upstream": "<function_list>[get_candidate_status(candidate_id='12345')", "format": "toolace"})
+    assert res["calls"] == expected
+
+
+def test_llama4_bare_list_only_as_the_whole_answer():
+    calls = [ToolCall("f", {"a": 1}), ToolCall("g", {"b": "x"})]
+    for text in ('[f(a=1), g(b="x")]', '  [f(a=1), g(b="x")]\n', '<think>[no]</think>\n[f(a=1), g(b="x")]',
+                 '<|python_start|>[f(a=1), g(b="x")]<|python_end|>', "<|python_start|>[f(a=1), g(b='x')]",
+                 'Calling: <|python_start|>[f(a=1), g(b="x")]<|python_end|> done.'):
+        assert L4.parse_strict(text) == calls, text
+        assert detect_format(text) == "llama4_pythonic", text
+    for text in ('Sure: [f(a=1)]', '[f(a=1)] and more', '[f(a=1)]<|python_end|>'):
+        with pytest.raises(FormatError):
+            L4.parse_strict(text)
+
+
+def test_close_tokens_inside_string_values_are_text():
+    for fmt, text, value in (
+        (L4, '<|python_start|>[echo(t="<|python_end|>")]<|python_end|>', "<|python_end|>"),
+        (LFM2, '<|tool_call_start|>[echo(t="a <|tool_call_end|> b")]<|tool_call_end|>', "a <|tool_call_end|> b"),
+        (OLMO3, '<function_calls>echo(t="</function_calls>")</function_calls>', "</function_calls>"),
+    ):
+        assert fmt.parse_strict(text) == [ToolCall("echo", {"t": value})], fmt.name
+        assert detect_format(text) == fmt.name
+
+
+def test_lfm2_echo_after_the_end_token_is_not_a_call_and_json_mode_is_read():
+    echo = '<|tool_call_start|>[f(a=1)]<|tool_call_end|>[f(a=1)]<|tool_call_end|>'
+    assert LFM2.parse_strict(echo) == [ToolCall("f", {"a": 1})]
+    json_mode = '<|tool_call_start|>[{"name": "f", "arguments": {"a": 1}}]<|tool_call_end|>'
+    assert LFM2.parse_strict(json_mode) == [ToolCall("f", {"a": 1})]
+    with pytest.raises(FormatError, match="unexpected keys"):
+        LFM2.parse_strict('<|tool_call_start|>[{"name": "f", "args": {}}]<|tool_call_end|>')
+    with pytest.raises(FormatError, match="without"):
+        LFM2.parse_strict("<|tool_call_start|>[f(a=1)]")
+
+
+def test_olmo3_one_call_per_line():
+    text = "<function_calls>\nf(a=1, b=null)\ng(flag=true, off=false)\nh()\n</function_calls>"
+    assert OLMO3.parse_strict(text) == [
+        ToolCall("f", {"a": 1, "b": None}), ToolCall("g", {"flag": True, "off": False}), ToolCall("h", {})
+    ]
+    assert OLMO3.render(OLMO3.parse_strict(text)) == "<function_calls>f(a=1, b=None)\ng(flag=True, off=False)\nh()</function_calls>"
+    with pytest.raises(FormatError):
+        OLMO3.parse_strict("<function_calls>I will call:\nf(a=1)</function_calls>")
+    # recovery: prose lines dropped and reported, a call spanning lines kept whole, text after a call dropped
+    got = OLMO3.parse_lenient("<function_calls>I'll call it:\nf(a=[1,\n 2], b='x')\ng(c={'k': 'v'}) and that's all\n</function_calls>")
+    assert got.calls == [ToolCall("f", {"a": [1, 2], "b": "x"}), ToolCall("g", {"c": {"k": "v"}})]
+    assert [p.code for p in got.problems if p.code == "not_a_call"] == ["not_a_call", "not_a_call"]
+
+
+def test_recovery_of_cut_and_untagged_bodies():
+    got = LFM2.parse_lenient('<|tool_call_start|>[f(a=1), g(b="x"), h(')
+    assert got.calls == [ToolCall("f", {"a": 1}), ToolCall("g", {"b": "x"}), ToolCall("h", {})] and not got.ok
+    got = L4.parse_lenient('<|python_start|>f(a=1)<|python_end|>')
+    assert got.calls == [ToolCall("f", {"a": 1})] and not got.ok
+    assert LFM2.parse_lenient('[f(a=1)]<|tool_call_end|>').calls == [ToolCall("f", {"a": 1})]
+    assert OLMO3.parse_lenient('<function_calls><invoke name="x"></invoke></function_calls>').calls == []
+
+
+def test_detection_against_toolace():
+    assert detect_format('<function_list>[f(a=1)]</function_list>') == "toolace"
+    assert detect_format("[Get Weather(city='Paris')]") == "toolace"  # broken bare lists are still toolace's claim
+    assert detect_format('[f(a=1)') == "toolace"
+    assert detect_format('[f(a=1)]') == "llama4_pythonic"
+    assert detect_format('<function_list>[f(a="<|tool_call_start|>")]</function_list>') == "toolace"
+    assert detect_format('<|tool_call_start|>[f(a="<function_list>")]<|tool_call_end|>') == "lfm2"
+    assert detect_format("[1, 2, 3]") is None and detect_format("(a) [b] {c}") is None
+
+
+def test_render_refuses_names_python_cannot_call():
+    for fmt in (L4, LFM2, OLMO3):
+        with pytest.raises(RenderError):
+            fmt.render([ToolCall("class", {})])
+        with pytest.raises(RenderError):
+            fmt.render([ToolCall("get weather", {})])
+        calls = [ToolCall("math.sqrt", {"x": 2.0, "not-an-identifier": [1, None]})]
+        assert fmt.parse_strict(fmt.render(calls)) == calls

@@ -1,0 +1,116 @@
+"""JSON calls behind a family's own tag (granite, phi4_mini, minimax, jamba, nemotron, internlm): grammar edge cases,
+recovery, and detection where tags are shared (MiniMax vs Jamba/Hunyuan on <tool_calls>, Granite 3.1's <tool_call>
+vs hermes/apibank)."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import FormatError, detect_format
+from refiner.pipeline import Refiner
+
+NAMES = ("granite", "phi4_mini", "minimax", "jamba", "nemotron", "internlm")
+A, B = ToolCall("a", {"x": 1}), ToolCall("b", {"y": [1, {"z": None}]})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_render_round_trip_detection_and_prose_around(name):
+    fmt = formats.get(name)
+    text = fmt.render([A, B])
+    assert fmt.parse_strict(text) == [A, B]
+    wrapped = f"<think>maybe [a] {{b}}</think>\nSure, calling now.\n{text}\nDone."
+    assert fmt.parse_strict(wrapped) == [A, B]
+    assert detect_format(text) == detect_format(wrapped) == name
+
+
+def test_tool_calls_tag_is_told_apart_by_what_follows():
+    minimax = '<tool_calls>\n{"name": "a", "arguments": {"x": 1}}\n</tool_calls>'
+    jamba = '<tool_calls>[{"name": "a", "arguments": {"x": 1}}]</tool_calls>'
+    assert detect_format(minimax) == "minimax" and detect_format(jamba) == "jamba"
+    # broken texts: the same rule
+    assert detect_format('<tool_calls>\n{"name": "a", "arguments": {"x": ') == "minimax"
+    assert detect_format('<tool_calls>[{"name": "a", "arguments": {"x": ') == "jamba"
+    assert detect_format("<tool_calls>") == "jamba"
+    # and each reads the other's shape only leniently
+    with pytest.raises(FormatError):
+        formats.get("minimax").parse_strict(jamba)
+    with pytest.raises(FormatError, match="must hold a JSON list"):
+        formats.get("jamba").parse_strict(minimax)
+    assert formats.get("jamba").parse_lenient(minimax).calls == [A]
+    assert formats.get("minimax").parse_lenient(jamba).calls == [A]
+
+
+def test_minimax_wants_one_object_per_line():
+    mm = formats.get("minimax")
+    two = '<tool_calls>\n{"name": "a", "arguments": {"x": 1}} {"name": "b", "arguments": {}}\n</tool_calls>'
+    with pytest.raises(FormatError, match="one call object per line"):
+        mm.parse_strict(two)
+    got = mm.parse_lenient(two)
+    assert got.calls == [A, ToolCall("b", {})] and not got.ok
+    assert mm.parse_strict("<tool_calls>\n</tool_calls>") == []
+    with pytest.raises(FormatError):
+        mm.parse_strict('<tool_calls>\nsure: {"name": "a", "arguments": {}}\n</tool_calls>')
+
+
+def test_granite_31_spelling_and_the_tool_call_formats():
+    gr = formats.get("granite")
+    text = '<tool_call>[{"name": "a", "arguments": {"x": 1}}]'
+    assert gr.parse_strict(text) == [A] and detect_format(text) == "granite"
+    assert detect_format('<tool_call>\n{"name": "a", "arguments": {"x": 1}}\n</tool_call>') == "hermes"
+    assert detect_format('<tool_call>\n{"name": "a", "parameters": {"x": 1}}\n</tool_call>') == "apibank"
+    with pytest.raises(FormatError, match="followed by a JSON list"):
+        gr.parse_strict('<|tool_call|>{"name": "a", "arguments": {}}')
+    assert gr.parse_lenient('<|tool_call|>{"name": "a", "arguments": {"x": 1}}').calls == [A]
+
+
+def test_phi4_marker_needs_the_bracket():
+    ph = formats.get("phi4_mini")
+    assert ph.parse_strict('functools[{"name": "a", "parameters": {"x": 1}}]') == [A]
+    for text in ("functools.partial is handy.", "Use functools [sic] here."):
+        assert detect_format(text) is None
+    with pytest.raises(FormatError):
+        ph.parse_strict('functools [{"name": "a", "arguments": {}}]')
+
+
+def test_internlm_keys_and_one_object_per_action():
+    il = formats.get("internlm")
+    assert il.parse_strict('<|action_start|><|plugin|>\n{"name": "a", "arguments": {"x": 1}}<|action_end|>') == [A]
+    for text, message in (
+        ('<|action_start|><|plugin|>\n{"name": "a", "parameters": {}, "arguments": {}}<|action_end|>', "unexpected keys"),
+        ('<|action_start|><|plugin|>\n[{"name": "a", "parameters": {}}]<|action_end|>', "one JSON call object"),
+        ('<|action_start|><|plugin|>\n{"name": "a", "parameters": {}}', "without"),
+    ):
+        with pytest.raises(FormatError, match=message):
+            il.parse_strict(text)
+
+
+def test_nemotron_single_object_is_recovered_and_reported():
+    nm = formats.get("nemotron")
+    text = '<TOOLCALL>{"name": "a", "arguments": {"x": 1}}</TOOLCALL>'
+    with pytest.raises(FormatError, match="must hold a JSON list"):
+        nm.parse_strict(text)
+    got = nm.parse_lenient(text)
+    assert got.calls == [A] and not got.ok
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_values_holding_the_tags_are_text(name):
+    fmt = formats.get(name)
+    tags = " ".join((*fmt.tags, *fmt.detection.markers, *fmt.detection.closers))
+    calls = [ToolCall("echo", {"text": f"quoted {tags} here"}), A]
+    text = fmt.render(calls)
+    assert fmt.parse_strict(text) == calls
+    assert detect_format(text) == name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cut_text_keeps_the_complete_calls(name):
+    fmt = formats.get(name)
+    text = fmt.render([A, B])
+    cut = text[: text.index('"y"') + 6]
+    got = fmt.parse_lenient(cut)
+    assert got.calls[0] == A and got.calls[1].name == "b" and not got.ok
+    res = Refiner().refine({"upstream": cut})
+    assert res["format"] == name and res["calls"][0] == {"name": "a", "arguments": {"x": 1}}
