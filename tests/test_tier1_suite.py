@@ -85,7 +85,7 @@ def test_cases_alternate_between_bfcl_and_openai_specs():
 def test_carry_skips_formats_that_cannot_hold_the_calls():
     calls = [ToolCall("get_weather", {"city": "Paris"})]
     assert ts.carry(calls, "hermes") == (calls, "")
-    assert ts.carry(calls, "order") == (None, "drops content")  # a format of tool names only
+    assert ts.carry(calls, "order") == (None, "names only")
     assert ts.carry([ToolCall("get weather", {"city": "Paris"})], "toolace") == (None, "render error")
 
 
@@ -113,7 +113,7 @@ def test_every_registered_format_is_measured_or_counted_as_skipped(sample):
         skipped = sum(sample.inputs.cannot_carry[f].values())
         assert sample.inputs.carried[f] + skipped == sample.n_cases, f
         if formats.get(f).names_only:
-            assert sample.inputs.cannot_carry[f] == {"drops content": sample.n_cases}
+            assert sample.inputs.cannot_carry[f] == {"names only": sample.n_cases}
         else:
             assert sample.inputs.carried[f] == sample.n_cases, (f, sample.inputs.cannot_carry[f])
 

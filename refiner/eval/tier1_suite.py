@@ -7,8 +7,10 @@ tools instead (converted the way BFCL converts them for OpenAI-style models: :fu
 is rendered in every registered wire format that can carry it (the format renders it and reads it back as the same
 calls; a format that cannot is skipped and counted, per reason) and corrupted by the rule corruptor
 (:func:`data_gen.corrupt.rules.corrupt`, seeded per record, format and class) one error class at a time; the clean
-rendering is kept too. Every text goes through the pipeline without a model (parse, gate, tier 1, guard), once with
-the default spec policy and once with ``Refiner(trust_spec=True)``.
+rendering is kept too (a corruption that changes nothing the format writes is counted as not applicable). Every text
+goes through the pipeline without a model (parse, gate, tier 1, guard), once with the default spec policy and once
+with ``Refiner(trust_spec=True)``. Texts are read as the gate reads them: values typed by the specs in formats that
+write them as untyped text (:meth:`refiner.formats.WireFormat.retype`).
 
 Outcomes, per input: ``fixed`` (the refined text parses strictly in the format to the gold calls), ``still_wrong``
 (otherwise), ``harmed`` (a call the upstream had right, read leniently, is no longer in the refined text); for a clean
@@ -139,6 +141,11 @@ class SuiteCase:
     tools: list[dict]
     specs: list[Any]
     gold: list[ToolCall]
+    index: dict[str, Any] = field(default_factory=dict, repr=False)  # the specs by name
+
+    def __post_init__(self) -> None:
+        if not self.index:
+            self.index = {s.name: s for s in self.specs}
 
 
 def load_cases(wheel: str | Path | None = None, categories: Sequence[str] = CATEGORIES, limit: int | None = None,
@@ -194,20 +201,43 @@ class Inputs:
     carried: Counter = field(default_factory=Counter)  # format -> records it carries
 
 
-def carry(calls: Sequence[ToolCall], fmt: str) -> tuple[list[ToolCall] | None, str]:
+def read_strict(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall]:
+    """The calls of ``text`` read strictly in ``fmt``, values typed by the specs where the format writes them as
+    untyped text (:meth:`refiner.formats.WireFormat.retype`, as the gate reads them); raises ``FormatError``."""
+    f = formats.get(fmt)
+    return list(f.retype(f.parse_strict(text), specs))
+
+
+def read_lenient(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall]:
+    f = formats.get(fmt)
+    return list(f.retype(f.parse_lenient(text).calls, specs))
+
+
+def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None = None
+          ) -> tuple[list[ToolCall] | None, str]:
     """``(the calls as the format reads them back, "")`` when ``fmt`` can carry them, else ``(None, reason)``:
-    ``render error`` (the format cannot write them) or ``drops content`` (it writes them but reads back other calls,
-    e.g. a format of tool names only)."""
+    ``render error`` (the format cannot write them), ``names only`` (a format of tool names without arguments) or
+    ``reads back other calls`` (e.g. a value whose type the format does not write and the spec does not declare:
+    BFCL's ``any``). ``specs`` (by name) type the values of formats that write them as text."""
     f = formats.get(fmt)
     try:
-        back = f.parse_strict(f.render(list(calls)))
+        back = read_strict(fmt, f.render(list(calls)), specs or {})
     except formats.RenderError:
         return None, "render error"
     except formats.FormatError:
         return None, "unreadable rendering"
     if not same_calls(back, list(calls), f):
-        return None, "drops content"
+        return None, "names only" if f.names_only else "reads back other calls"
     return back, ""
+
+
+def _unchanged(text: str, gold: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any]) -> bool:
+    """Whether a corrupted text reads back, typed by the specs, as the gold: the corruption changed only what the
+    format does not write (``12`` → ``"12"`` in a format of untyped values)."""
+    try:
+        return same_calls(read_strict(fmt, text, specs), gold, formats.get(fmt))
+    except formats.FormatError:
+        return False
 
 
 def _variant(cls: str, gold: Sequence[ToolCall], bad: Sequence[ToolCall], specs: Mapping[str, Any]) -> str | None:
@@ -253,9 +283,9 @@ def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
         out.cannot_carry.setdefault(fmt, Counter())
         out.not_applicable.setdefault(fmt, Counter())
     for case in cases:
-        specs = {s.name: s for s in case.specs}
+        specs = case.index
         for fmt in fmts:
-            gold, why = carry(case.gold, fmt)
+            gold, why = carry(case.gold, fmt, specs)
             if gold is None:
                 out.cannot_carry[fmt][why] += 1
                 continue
@@ -269,6 +299,9 @@ def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
                     continue
                 except Exception:  # noqa: BLE001 - a corruptor bug on this record: counted apart, next class
                     out.not_applicable[fmt][f"{cls} (corruptor error)"] += 1
+                    continue
+                if _unchanged(bad.text, gold, fmt, specs):
+                    out.not_applicable[fmt][f"{cls} (not visible in the format)"] += 1
                     continue
                 variant = _variant(cls, gold, bad.calls or [], specs)
                 row = f"{cls}/{variant}" if variant else cls
@@ -287,13 +320,14 @@ def _multiset(calls: Iterable[ToolCall]) -> Counter:
 def judge(item: SuiteInput, refined: str, changed: bool) -> dict[str, int]:
     """The outcome counters of one refined text (see the module docstring)."""
     f = formats.get(item.fmt)
+    specs = item.case.index
     try:
-        got = f.parse_strict(refined)
+        got = read_strict(item.fmt, refined, specs)
         correct = same_calls(got, item.gold, f)
     except formats.FormatError:
-        got, correct = list(f.parse_lenient(refined).calls), False
+        got, correct = read_lenient(item.fmt, refined, specs), False
     gold = _multiset(item.gold)
-    right_before = _multiset(f.parse_lenient(item.text).calls) & gold
+    right_before = _multiset(read_lenient(item.fmt, item.text, specs)) & gold
     kept = right_before & _multiset(got)
     harmed_calls = sum(right_before.values()) - sum(kept.values())
     out = {"n": 1, "harmed": int(harmed_calls > 0), "harmed_calls": harmed_calls}
