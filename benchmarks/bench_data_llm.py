@@ -11,6 +11,10 @@ The model defaults to the tiny random Qwen3 of ``tests/tiny_qwen.py`` (real toke
 outputs): on CPU it measures the pipeline's overhead around vLLM, not a real model's speed.
 
     .venv/bin/python benchmarks/bench_data_llm.py [--model DIR] [--prompts 64] [--max-tokens 32] [--rounds 3]
+
+``--engine echo`` replaces vLLM by an in-process stand-in that answers every conversation with its last message
+(no model, no tokenizer): it measures nothing about vLLM and exists so that the test suite can run every line of
+this script but the engine in seconds.
 """
 
 from __future__ import annotations
@@ -55,6 +59,17 @@ def corruption_requests(shared: Path, n: int) -> list[tuple[str, str, str, str]]
     return out
 
 
+class EchoEngine:
+    """A stand-in for an engine (``--engine echo``): every conversation's answer is its last message, cut to 200
+    characters; ``encode`` counts words (it stands in for the tokenizer too)."""
+
+    def chat(self, conversations, *, n=1, temperature=0.0, max_tokens=1024, enable_thinking=None, seed=None):
+        return [[conv[-1]["content"][:200]] * n for conv in conversations]
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[str]:
+        return text.split()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
@@ -65,30 +80,41 @@ def main() -> None:
     ap.add_argument("--batch-sizes", default="256,16", help="our corruptor's batch sizes to measure")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--step-tokens", type=int, default=131072, help="vLLM max_num_batched_tokens")
+    ap.add_argument("--engine", choices=("vllm", "echo"), default="vllm",
+                    help="echo: an in-process stand-in for vLLM (a smoke run of the script, no measurement)")
     args = ap.parse_args()
 
     from refiner.engines import make_engine
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_data_llm_"))
-    model = args.model
-    if model is None:
-        from tiny_qwen import make_tiny_qwen3
-
-        model = str(make_tiny_qwen3(tmp / "tiny_qwen3"))
     requests = corruption_requests(Path(args.shared), args.prompts)
-    # vLLM 0.32 on CPU fails ("CPU Generator does not use offset") when a seeded request's prefill is split over
-    # steps, so the step budget holds a whole batch's prompts; peer and ours share this engine and its settings.
-    engine = make_engine("vllm", model=model, in_process=True, dtype="float32", max_model_len=4096,
-                         cpu_kvcache_gib=2, use_tqdm=False, max_num_batched_tokens=args.step_tokens)
-    llm, vllm = engine.llm, engine._vllm
-    tok = llm.get_tokenizer()
-    seed = 0
-    params = vllm.SamplingParams(n=1, temperature=args.temperature, max_tokens=args.max_tokens, seed=seed)
     convs = [corruption_messages(kind, original) for _, _, kind, original in requests]
+    seed = 0
+    if args.engine == "echo":
+        engine = EchoEngine()
+        model = "echo (no model)"
+        tok = engine
 
-    def peer() -> list[str]:
-        outs = llm.chat(convs, params, use_tqdm=False, chat_template_kwargs={"enable_thinking": False})
-        return [o.outputs[0].text for o in outs]
+        def peer() -> list[str]:
+            return [texts[0] for texts in engine.chat(convs, temperature=args.temperature,
+                                                      max_tokens=args.max_tokens, seed=seed)]
+    else:
+        model = args.model
+        if model is None:
+            from tiny_qwen import make_tiny_qwen3
+
+            model = str(make_tiny_qwen3(tmp / "tiny_qwen3"))
+        # vLLM 0.32 on CPU fails ("CPU Generator does not use offset") when a seeded request's prefill is split over
+        # steps, so the step budget holds a whole batch's prompts; peer and ours share this engine and its settings.
+        engine = make_engine("vllm", model=model, in_process=True, dtype="float32", max_model_len=4096,
+                             cpu_kvcache_gib=2, use_tqdm=False, max_num_batched_tokens=args.step_tokens)
+        llm, vllm = engine.llm, engine._vllm
+        tok = llm.get_tokenizer()
+        params = vllm.SamplingParams(n=1, temperature=args.temperature, max_tokens=args.max_tokens, seed=seed)
+
+        def peer() -> list[str]:
+            outs = llm.chat(convs, params, use_tqdm=False, chat_template_kwargs={"enable_thinking": False})
+            return [o.outputs[0].text for o in outs]
 
     counter = iter(range(10**6))
 
@@ -133,7 +159,10 @@ def main() -> None:
         toks = statistics.median(t for _, t in runs)
         ratio, ratio_best = peer_med / med, peer_best / best
         target = "-" if name == "peer" else ("PASS" if ratio >= 0.8 else "FAIL") + " (>= 80%)"
-        label = ("vLLM LLM.chat, all prompts in one call (peer)" if name == "peer"
+        if args.engine == "echo":
+            target = "- (smoke run: no model)"
+        peer_label = "vLLM LLM.chat" if args.engine == "vllm" else "the echo stand-in called directly"
+        label = (f"{peer_label}, all prompts in one call (peer)" if name == "peer"
                  else f"our LLMCorruptor, batch_size {name.split('=')[1]}")
         print(f"| {label} | {med:.2f} | {n / med:.1f} | {toks / med:.0f} | {ratio:.0%} | {ratio_best:.0%} | {target} |")
     print(f"| our LLMCorruptor, rerun over a full cache | {cache_s:.3f} | {n / cache_s:.0f} | - | - | - | - |")

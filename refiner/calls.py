@@ -24,8 +24,162 @@ JSON = Any
 
 
 def canonical_json(value: JSON) -> str:
-    """The one canonical text of a JSON value: sorted keys, no whitespace, unicode kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    """The one canonical text of a JSON value: sorted keys, no whitespace, unicode kept. Total on JSON values of any
+    depth (nesting beyond Python's recursion limit is written by an iterative writer, with the same text) and size:
+    an integer with more digits than Python turns into text (``sys.get_int_max_str_digits()``) is written in
+    hexadecimal (``0x...``, which no JSON number text starts with). Raises ``TypeError`` for a value that is not
+    JSON."""
+    try:
+        return _dumps(value)
+    except (RecursionError, ValueError):
+        return _canonical_iterative(value)
+
+
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode
+_encode_str = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _scalar_text(value: JSON) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _encode_str(value)
+    if isinstance(value, int):
+        try:
+            return int.__repr__(value)
+        except ValueError:  # more digits than Python writes in decimal
+            return hex(value)
+    if isinstance(value, float):
+        return _dumps(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_TEXT = 0  # a stack entry that is text to write as it is
+_VALUE = 1  # a stack entry that is a value to write
+
+
+def _canonical_iterative(value: JSON) -> str:
+    """:func:`canonical_json` with an explicit stack (for values nested deeper than the recursion limit)."""
+    out: list[str] = []
+    stack: list[tuple[int, Any]] = [(_VALUE, value)]
+    while stack:
+        kind, item = stack.pop()
+        if kind == _TEXT:
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append("{")
+            stack.append((_TEXT, "}"))
+            keys = sorted(item)
+            for n in range(len(keys) - 1, -1, -1):
+                stack.append((_VALUE, item[keys[n]]))
+                stack.append((_TEXT, ("," if n else "") + _scalar_text(keys[n]) + ":"))
+        elif isinstance(item, (list, tuple)):
+            out.append("[")
+            stack.append((_TEXT, "]"))
+            for n in range(len(item) - 1, -1, -1):
+                stack.append((_VALUE, item[n]))
+                if n:
+                    stack.append((_TEXT, ","))
+        else:
+            out.append(_scalar_text(item))
+    return "".join(out)
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
+def value_depth(value: JSON, limit: int) -> int:
+    """How deeply ``value`` nests lists and objects (a scalar: 0), counted up to ``limit + 1`` (deeper values stop
+    there). Iterative, level by level, and visits each node at most once."""
+    level = [value]
+    depth = 0
+    while level:
+        below: list[Any] = []
+        found = False
+        for v in level:
+            if type(v) is dict:
+                children = v.values()
+            elif type(v) is list or type(v) is tuple:
+                children = v
+            elif type(v) in _LEAVES:
+                continue
+            elif isinstance(v, Mapping):
+                children = v.values()
+            elif isinstance(v, (list, tuple)):
+                children = v
+            else:
+                continue
+            found = True
+            below.extend([c for c in children if type(c) not in _LEAVES])
+        if not found:
+            return depth
+        depth += 1
+        if depth > limit:
+            return depth
+        level = below
+    return depth
+
+
+def preview(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, built from at most ``limit`` nodes: a huge, deeply nested or
+    unprintable value costs no more than a small one, and this never raises."""
+    if type(value) is str and len(value) <= limit - 2 and value.isprintable() and "'" not in value:
+        return "'" + value + "'"  # (the common case, as repr writes it)
+    if type(value) in _LEAVES and type(value) is not str and (type(value) is not int or value.bit_length() <= 128):
+        text = repr(value)
+        return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
+    out: list[str] = []
+    size = 0
+    stack: list[tuple[int, Any]] = [(_VALUE, value)]
+    while stack and size <= limit:
+        kind, item = stack.pop()
+        if kind == _TEXT:
+            piece = item
+        elif isinstance(item, Mapping):
+            piece = "{"
+            stack.append((_TEXT, "}"))
+            pairs = list(_first(item.items(), limit))
+            for n in range(len(pairs) - 1, -1, -1):
+                stack.append((_VALUE, pairs[n][1]))
+                stack.append((_TEXT, (", " if n else "") + _short_repr(pairs[n][0], limit) + ": "))
+        elif isinstance(item, (list, tuple)):
+            piece = "[" if isinstance(item, list) else "("
+            stack.append((_TEXT, "]" if isinstance(item, list) else ")"))
+            items = list(_first(item, limit))
+            for n in range(len(items) - 1, -1, -1):
+                stack.append((_VALUE, items[n]))
+                if n:
+                    stack.append((_TEXT, ", "))
+        else:
+            piece = _short_repr(item, limit)
+        out.append(piece)
+        size += len(piece)
+    text = "".join(out)
+    if stack or len(text) > limit:
+        return text[: max(limit - 3, 0)] + "..."
+    return text
+
+
+def _short_repr(item: Any, limit: int) -> str:
+    if isinstance(item, str):
+        return repr(item[: limit + 1])
+    if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 256:
+        return f"<integer of {item.bit_length()} bits>"
+    try:
+        return repr(item)[: limit + 1]
+    except Exception:  # noqa: BLE001 - a preview never fails
+        return f"<{type(item).__name__}>"
+
+
+def _first(items: Any, n: int) -> Any:
+    for i, x in enumerate(items):
+        if i >= n:
+            return
+        yield x
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,7 +229,11 @@ class ToolCall:
             extra += f", outputs={self.outputs!r}"
         if self.step is not None:
             extra += f", step={self.step}"
-        return f"ToolCall({self.name!r}, {dict(self.arguments)!r}{extra})"
+        try:
+            args = repr(dict(self.arguments))
+        except (RecursionError, ValueError):  # nested beyond the recursion limit, or a huge integer
+            args = preview(dict(self.arguments), 200)
+        return f"ToolCall({self.name!r}, {args}{extra})"
 
     def to_dict(self) -> dict[str, JSON]:
         d: dict[str, JSON] = {"name": self.name, "arguments": dict(self.arguments)}

@@ -11,9 +11,14 @@ It says *what* is wrong, as structured :class:`Diagnostic` records, never how to
   parameter's own declared default is always valid (:func:`is_declared_default`);
 - in nested call lists, every reference (NesTools ``API_call_N``, NESTFUL ``$var$`` / ``$var.field$``) names the
   output of an *earlier* call (``undefined_reference``, ``forward_reference``), and output labels are unique
-  (``duplicate_output``).
+  (``duplicate_output``);
+- a text that stops inside a call, mid-value, was cut short (``truncated``; :attr:`GateReport.cut` says where).
 
-Every function here is total: any input yields diagnostics, never an exception.
+Every function here is total: any input yields diagnostics, never an exception. Work is bounded by counts: values
+are inspected to a depth of :data:`_MAX_DEPTH` and at most :data:`MAX_CHECKED_VALUES` values (arguments, items,
+properties) and :data:`MAX_REFERENCE_VALUES` values searched for references per call list; what lies beyond is not
+inspected and one ``unchecked`` warning says so. Messages show values through :func:`refiner.calls.preview`, whose
+cost does not grow with the value.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, preview
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.specs.types import json_type_of
 
@@ -46,6 +51,8 @@ CODES = (
     "undefined_reference",
     "forward_reference",
     "duplicate_output",
+    "truncated",
+    "unchecked",
 )
 
 # Value styles: how a caller's data set writes argument values. "typed" (the default): as the JSON type the spec
@@ -56,6 +63,10 @@ VALUE_STYLES = ("typed", "text")
 
 _MAX_DEPTH = 32  # nesting depth beyond which values are not inspected further
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
+# Values (arguments and the items and properties inside them) checked against their schemas per call list, and
+# values searched for references: real call lists hold tens; a 200 KB text can hold 100,000.
+MAX_CHECKED_VALUES = 4096
+MAX_REFERENCE_VALUES = 4096
 
 _NESTOOLS_REF = re.compile(r"\bAPI_call_\d+\b")
 _NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
@@ -79,11 +90,13 @@ class Diagnostic:
 
 @dataclass
 class GateReport:
-    """What the gate found for one text: the calls it read (leniently) and the diagnostics."""
+    """What the gate found for one text: the calls it read (leniently) and the diagnostics. ``cut``: where the
+    text stops inside a call (:class:`refiner.formats.Cut`), or None."""
 
     calls: list[ToolCall] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     strict_ok: bool = False
+    cut: formats.Cut | None = None  # where the text was cut off, when it was
     # when the calls were read by salvage (salvage_report): where they were found
     salvaged: Salvage | None = None
 
@@ -118,21 +131,45 @@ def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any
 # References between calls
 
 
-def references_in(value: Any, depth: int = 0) -> list[str]:
-    """Output labels referenced anywhere inside a JSON value (NesTools ``API_call_N``; NESTFUL ``$label...$``)."""
-    if depth > _MAX_DEPTH:
-        return []
-    if isinstance(value, str):
+class Count:
+    """A countdown of values still to inspect, shared by the checks of one call list."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def take(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
+
+
+def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> list[str]:
+    """Output labels referenced anywhere inside a JSON value (NesTools ``API_call_N``; NESTFUL ``$label...$``), in
+    order; iterative, to a depth of ``_MAX_DEPTH`` and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count``
+    has left)."""
+    if type(value) is str:  # the common case, without the walk
+        if count is not None and not count.take():
+            return []
         if "API_call_" not in value and "$" not in value:
             return []
         refs = _NESTOOLS_REF.findall(value)
         refs.extend(m.group(1) for m in _NESTFUL_REF.finditer(value))
         return refs
-    if isinstance(value, Mapping):
-        return [r for v in value.values() for r in references_in(v, depth + 1)]
-    if isinstance(value, list):
-        return [r for v in value for r in references_in(v, depth + 1)]
-    return []
+    count = count if count is not None else Count(MAX_REFERENCE_VALUES)
+    refs: list[str] = []
+    stack = [(value, depth)]
+    while stack and count.take():
+        v, d = stack.pop()
+        if isinstance(v, str):
+            if "API_call_" in v or "$" in v:
+                refs.extend(_NESTOOLS_REF.findall(v))
+                refs.extend(m.group(1) for m in _NESTFUL_REF.finditer(v))
+        elif d < _MAX_DEPTH + 1 and isinstance(v, Mapping):
+            stack.extend((c, d + 1) for c in reversed(list(v.values())))
+        elif d < _MAX_DEPTH + 1 and isinstance(v, list):
+            stack.extend((c, d + 1) for c in reversed(v))
+    return refs
 
 
 def is_reference(value: Any) -> bool:
@@ -157,11 +194,17 @@ def producers(calls: Sequence[ToolCall]) -> dict[str, int]:
 
 
 def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
-    """For each call, the indices of the calls whose outputs it references (self-references excluded)."""
+    """For each call, the indices of the calls whose outputs it references (self-references excluded). At most
+    :data:`MAX_REFERENCE_VALUES` values are searched over the whole list."""
     made_by = producers(calls)
     deps: list[set[int]] = []
+    count = Count(MAX_REFERENCE_VALUES)
     for i, c in enumerate(calls):
-        deps.append({made_by[r] for r in references_in(dict(c.arguments)) if r in made_by and made_by[r] != i})
+        if not made_by:
+            deps.append(set())
+            continue
+        refs = references_in(dict(c.arguments), count=count)
+        deps.append({made_by[r] for r in refs if r in made_by and made_by[r] != i})
     return deps
 
 
@@ -177,9 +220,10 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Diagnostic]:
             seen.add(bare)
     if not made_by:
         return out  # a format without output labels cannot express references between calls
+    count = Count(MAX_REFERENCE_VALUES)
     for i, c in enumerate(calls):
         for key, value in c.arguments.items():
-            for ref in references_in(value):
+            for ref in references_in(value, count=count):
                 j = made_by.get(ref)
                 if j is None:
                     out.append(
@@ -232,7 +276,12 @@ def json_type(value: Any) -> str:
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    return preview(value, limit)
+
+
+def _clip(text: Any, limit: int = 60) -> str:
+    """A name for a message, as it is, cut to ``limit`` characters."""
+    text = str(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -253,11 +302,14 @@ def is_declared_default(param: Any, value: Any) -> bool:
 
 
 def check_value(
-    param: Any, value: Any, where: str, depth: int = 0, *, strings: bool = False
+    param: Any, value: Any, where: str, depth: int = 0, *, strings: bool = False, count: Count | None = None
 ) -> list[tuple[str, str]]:
-    """``(code, message)`` pairs for one value against one parameter schema (recursively). ``strings``: the format
-    writes every value as text (value style "text", see :data:`VALUE_STYLES`)."""
-    if depth > _MAX_DEPTH or param is None:
+    """``(code, message)`` pairs for one value against one parameter schema (recursively, to a depth of
+    ``_MAX_DEPTH`` and as many values as ``count`` has left: :data:`MAX_CHECKED_VALUES` by default). ``strings``: the
+    format writes every value as text (value style "text", see :data:`VALUE_STYLES`)."""
+    if count is None:
+        count = Count(MAX_CHECKED_VALUES)
+    if depth > _MAX_DEPTH or param is None or not count.take():
         return []
     if is_reference(value):
         return []
@@ -281,9 +333,9 @@ def check_value(
         lo, hi = getattr(param, "minimum", None), getattr(param, "maximum", None)
         try:
             if lo is not None and value < lo:
-                out.append(("range", f"{where} is {value}, below the minimum {lo}"))
+                out.append(("range", f"{where} is {_short(value)}, below the minimum {_short(lo)}"))
             if hi is not None and value > hi:
-                out.append(("range", f"{where} is {value}, above the maximum {hi}"))
+                out.append(("range", f"{where} is {_short(value)}, above the maximum {_short(hi)}"))
         except TypeError:
             pass
     if isinstance(value, (str, list)):
@@ -304,15 +356,19 @@ def check_value(
         items = getattr(param, "items", None)
         if items is not None:
             for k, item in enumerate(value):
-                out.extend(check_value(items, item, f"{where}[{k}]", depth + 1))
+                if count.left <= 0:
+                    break
+                out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
     elif isinstance(value, Mapping):
         props = getattr(param, "properties", None) or {}
         for req in getattr(param, "required", None) or ():
             if req not in value:
                 out.append(("missing_required", f"{where} lacks the required field {req!r}"))
         for k, v in value.items():
+            if count.left <= 0:
+                break
             if k in props:
-                out.extend(check_value(props[k], v, f"{where}.{k}", depth + 1))
+                out.extend(check_value(props[k], v, f"{where}.{_clip(k)}", depth + 1, count=count))
     return out
 
 
@@ -332,22 +388,37 @@ def json_text(value: Any) -> str:
 
 
 def check_call(
-    call: ToolCall, spec: Any, index: int | None = None, *, names_only: bool = False, strings: bool = False
+    call: ToolCall,
+    spec: Any,
+    index: int | None = None,
+    *,
+    names_only: bool = False,
+    strings: bool = False,
+    count: Count | None = None,
 ) -> list[Diagnostic]:
-    """Diagnostics for one call against its tool's spec."""
+    """Diagnostics for one call against its tool's spec (at most as many values as ``count`` has left:
+    :data:`MAX_CHECKED_VALUES` by default)."""
     if names_only:
         return []
+    if count is None:
+        count = Count(MAX_CHECKED_VALUES)
     out: list[Diagnostic] = []
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
     args = call.arguments
+    name = _clip(call.name)
     for req in getattr(spec, "required", None) or ():
         if req not in args:
             out.append(Diagnostic("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
     for key, value in args.items():
+        if count.left <= 0:
+            break
         if key not in params:
-            out.append(Diagnostic("unknown_param", f"{call.name} has no parameter {key!r}", index, call.name, key))
+            count.take()
+            out.append(
+                Diagnostic("unknown_param", f"{name} has no parameter {_short(key)}", index, call.name, key)
+            )
             continue
-        for code, msg in check_value(params[key], value, key, strings=strings):
+        for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
             out.append(Diagnostic(code, msg, index, call.name, key))
     return out
 
@@ -364,14 +435,24 @@ def check_calls(
     index = tool_index(tools)
     names_only = fmt is not None and formats.get(fmt).names_only
     out: list[Diagnostic] = []
+    count = Count(MAX_CHECKED_VALUES)
+    unchecked = 0
     for i, call in enumerate(calls):
         if index is None:
             continue
+        if count.left <= 0:
+            unchecked = len(calls) - i
+            break
+        count.take()
         spec = index.get(call.name)
         if spec is None:
-            out.append(Diagnostic("unknown_tool", f"no tool named {call.name!r}", i, call.name))
+            out.append(Diagnostic("unknown_tool", f"no tool named {_short(call.name)}", i, call.name))
             continue
-        out.extend(check_call(call, spec, i, names_only=names_only, strings=text_values))
+        out.extend(check_call(call, spec, i, names_only=names_only, strings=text_values, count=count))
+    if count.left < 0 or unchecked:
+        what = f"the last {unchecked} call(s) and " if unchecked else ""
+        out.append(Diagnostic("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
+                              severity=WARNING))
     if not names_only:
         out.extend(_check_references(calls))
     return out
@@ -387,26 +468,35 @@ def check_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     text_values: bool = False,
+    strict_calls: Sequence[ToolCall] | None = None,
 ) -> GateReport:
     """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
-    (``text_values``: value style "text", see :data:`VALUE_STYLES`). With the tools known, values the format writes
-    as untyped text are first settled by their declared types (:meth:`~refiner.formats.WireFormat.retype`)."""
+    (``text_values``: value style "text", see :data:`VALUE_STYLES`). ``strict_calls``: the calls of ``text`` read
+    strictly in ``fmt`` by the caller (the pipeline's choice of format parses it), which are not read again. With the
+    tools known, values the format writes as untyped text are settled by their declared types
+    (:meth:`~refiner.formats.WireFormat.retype`)."""
     wire = formats.get(fmt)
     report = GateReport()
-    if len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
+    if strict_calls is not None:
+        report.calls, report.strict_ok = list(strict_calls), True
+    elif len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
         try:
             report.calls = list(wire.parse_strict(text))
             report.strict_ok = True
         except formats.FormatError as e:
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {_reason(e)}"))
-            report.calls = list(wire.parse_lenient(text).calls)
+            got = wire.parse_lenient(text)
+            report.calls, report.cut = list(got.calls), got.cut
     else:  # one strict parse: parse_lenient tries it first and says why it failed
         got = wire.parse_lenient(text)
         report.calls = list(got.calls)
         report.strict_ok = got.ok
+        report.cut = got.cut
         if not got.ok:
             reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
+    if report.cut is not None and not report.cut.clean:
+        report.diagnostics.append(Diagnostic("truncated", report.cut.describe(), report.cut.index, report.cut.name))
     index = tool_index(tools)
     if index and report.calls:  # values a format writes as untyped text take their declared types
         report.calls = list(wire.retype(report.calls, index))
@@ -437,7 +527,9 @@ def salvage_report(
     if index:  # values a site's format writes as untyped text are settled by the specs, as check_text does
         site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
         calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
-    out = GateReport(calls, [d for d in report.diagnostics if d.code == "format"], False, found)
+    out = GateReport(calls, [d for d in report.diagnostics if d.code in ("format", "truncated")], False, found)
+    if report.cut is not None:  # the text was cut: still said, though the cut call (left out by salvage) has no index
+        out.cut = formats.Cut(None, report.cut.name, {}, report.cut.clean)
     if not out.calls:
         out.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     out.diagnostics.extend(check_calls(out.calls, tools, fmt=fmt, text_values=text_values))

@@ -5,16 +5,29 @@
     result["refined"], result["stage"], result["diagnostics"]
 
 A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional,
-"format_hint": optional, "value_style": optional}``; ``value_style`` is ``"typed"`` (the default: values are the JSON
-types the spec declares) or ``"text"`` (the caller's data writes every value as a string, as API-Bank's gold does);
-``format_hint`` replaces the default sentence that tells the model which format to answer in
-(:func:`refiner.prompt.format_hint`), e.g. with a benchmark's own instruction ("" leaves the sentence out).
+"format_hint": optional, "value_style": optional, "finish_reason": optional}``; ``value_style`` is ``"typed"`` (the
+default: values are the JSON types the spec declares) or ``"text"`` (the caller's data writes every value as a string,
+as API-Bank's gold does); ``format_hint`` replaces the default sentence that tells the model which format to answer in
+(:func:`refiner.prompt.format_hint`), e.g. with a benchmark's own instruction ("" leaves the sentence out);
+``finish_reason`` is why the upstream stopped, as its API said (``"stop"``, ``"tool_calls"``, ``"length"``, ...).
 The result is the request plus ``refined`` (text in the output format: the request's ``format``, else the
 refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``, ``stage`` (``unchanged`` |
-``repaired`` | ``model`` | ``fallback``), ``reason``, ``format``, ``diagnostics`` (the gate on ``refined``),
-``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable. A request that cannot be read becomes,
-with ``refine_batch(..., errors="result")``, a result with ``stage: "error"`` and an ``error`` message
-(:func:`error_result`).
+``repaired`` | ``model`` | ``fallback`` | ``truncated``), ``reason``, ``format``, ``diagnostics`` (the gate on
+``refined``), ``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable. A request that cannot
+be read becomes, with ``refine_batch(..., errors="result")``, a result with ``stage: "error"`` and an ``error``
+message (:func:`error_result`).
+
+Truncation. An upstream that was cut off is reported, never completed: the stage is ``truncated`` when the request's
+``finish_reason`` is one of :data:`CUT_FINISH_REASONS` (``"length"``, Anthropic's ``"max_tokens"``), or when the text
+stops inside a call mid-value (inside a string, a key, a literal or a number, or after ``,`` ``:`` ``=`` or an opening
+bracket: no model that lost only its closing brackets stops there). Then the complete calls before the cut are kept
+(tier 1 repairs them as usual), the call the text stops in is left out of ``refined`` and ``calls`` (its values are not
+the model's: a string cut mid-way is not a value it meant), the model is not run (it would complete the cut call by
+inventing its values), and the result carries ``cut``: ``{"index", "name", "arguments", "clean", "finish_reason"}``, the
+cut call's position among the upstream's calls (``null``: the text stops between calls), its name when written whole,
+the arguments written whole before the cut, and whether the text stops right after a complete value. A text that stops
+right after a complete value with only closing brackets or tags missing, and no ``finish_reason`` saying it was cut,
+reads as a lost ending and is closed as before (stage ``repaired``).
 
 A failing model step never fails a request or its batch: when the batched engine call raises (a prompt longer than
 the model's context, an HTTP error for one conversation, ...), each request is retried alone, and a request whose
@@ -43,7 +56,10 @@ from refiner.repair import Tier1, repair_parsed
 from refiner.specs import load_tools
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
-STAGES = ("unchanged", "repaired", "model", "fallback")  # plus "error" for an unreadable request (error_result)
+STAGES = ("unchanged", "repaired", "model", "fallback", "truncated")  # plus "error": an unreadable request
+# The finish reasons that mean the upstream hit its token limit (OpenAI-compatible APIs and vLLM: "length";
+# Anthropic: "max_tokens").
+CUT_FINISH_REASONS = ("length", "max_tokens")
 MAX_ERROR_CHARS = 300  # of an engine error's message kept in ``model_error`` and ``reason``
 
 log = logging.getLogger(__name__)
@@ -68,7 +84,7 @@ def validate_request(request: Any) -> None:
     query = request.get("query", "")
     if not isinstance(query, (str, list)):
         raise RequestError(f"field 'query' must be a string or a list of messages, got {type(query).__name__}")
-    for key in ("system", "format", "format_hint"):
+    for key in ("system", "format", "format_hint", "finish_reason"):
         if request.get(key) is not None and not isinstance(request[key], str):
             raise RequestError(f"field {key!r} must be a string, got {type(request[key]).__name__}")
     if request.get("format") is not None and request["format"] not in formats.names():
@@ -82,15 +98,29 @@ def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, 
     the upstream's). The upstream is read in the requested format when it is strictly valid there, else in the
     detected format when it is strictly valid in that one or (broken) carries that format's tags and none of the
     requested one's, else (broken text) in the requested one, leniently."""
+    return _pick_formats(request, default)[:2]
+
+
+def _pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str, list[ToolCall] | None]:
+    """:func:`pick_formats`, plus the upstream's calls when it was found strictly valid in its format (each strict
+    parse runs once: a long valid text costs milliseconds to read)."""
     wanted = request.get("format") or default
     text = request["upstream"]
-    if wanted and formats.get(wanted).is_valid(text):
-        return wanted, wanted
-    detected = formats.detect_format(text)
-    if detected and (wanted is None or formats.get(detected).is_valid(text) or _marked_as(detected, wanted, text)):
-        return detected, wanted or detected
+    if wanted:
+        try:
+            return wanted, wanted, formats.get(wanted).parse_strict(text)
+        except formats.FormatError:
+            pass
+    detected, calls = formats.detect_with_calls(text)
+    if detected and calls is None and wanted and len(text) > formats.MAX_LENIENT_CHARS:  # (detection does not parse
+        try:  # texts that long strictly)
+            calls = formats.get(detected).parse_strict(text)
+        except formats.FormatError:
+            pass
+    if detected and (wanted is None or calls is not None or _marked_as(detected, wanted, text)):
+        return detected, wanted or detected, calls
     upstream_fmt = wanted or DEFAULT_FORMAT
-    return upstream_fmt, upstream_fmt
+    return upstream_fmt, upstream_fmt, None
 
 
 def _marked_as(detected: str, wanted: str, text: str) -> bool:
@@ -140,6 +170,12 @@ class Job:
     text_values: bool = False  # the request's value_style is "text": every value is written as a string
     model_error: str | None = None  # "<ExceptionType>: <message>" when the model step failed for this request
     model_fmt: str = ""  # the format the model reads and writes (model_format), set by prepare
+    truncated: bool = False  # the upstream was cut off (its finish_reason, or a text that stops mid-value)
+
+    @property
+    def cut_off(self) -> bool:
+        """The request says the upstream stopped at its token limit."""
+        return self.request.get("finish_reason") in CUT_FINISH_REASONS
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -162,10 +198,11 @@ def prepare(
     calls are (salvage, :func:`refiner.gate.salvage_report`); with no format asked for and none detected, the answer
     is then written in the dialect the calls were found in."""
     validate_request(request)
-    upstream_fmt, out_fmt = pick_formats(request, default_fmt)
+    upstream_fmt, out_fmt, strict_calls = _pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     text_values = request.get("value_style") == "text"
-    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values)
+    cut_off = request.get("finish_reason") in CUT_FINISH_REASONS
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, strict_calls=strict_calls)
     upstream = salvage_report(upstream, request["upstream"], upstream_fmt, tools, text_values=text_values)
     found = upstream.salvaged
     asked = request.get("format") or default_fmt
@@ -173,9 +210,11 @@ def prepare(
         out_fmt = found.fmt
     tier1 = repair_parsed(
         upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
-        text_values=text_values,
+        text_values=text_values, cut_off=cut_off,
     )
-    job = Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec, text_values=text_values)
+    truncated = cut_off or (upstream.cut is not None and not upstream.cut.clean)
+    job = Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec, text_values=text_values,
+              truncated=truncated)
     job.model_fmt = model_format(job, model_formats)
     return job
 
@@ -276,6 +315,8 @@ def choose_sample(samples: Sequence[Tier1], ordered: bool) -> Tier1 | None:
 def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], GateReport, str]:
     """``(stage, refined text, calls, gate report, reason)``: the model's answer unless it fails the gate where the
     upstream or tier-1 text passes (or it has more gate errors than they do); then the better of those."""
+    if job.truncated:
+        return truncated_outcome(job)
     base_stage, base = job.best_without_model
     base_text = base.text if base else job.request["upstream"]
     base_calls = base.calls if base else job.upstream.calls
@@ -303,6 +344,40 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
     return "fallback", base_text, base_calls, base_report, f"model answer fails the gate ({', '.join(codes)})"
 
 
+def truncated_outcome(job: Job) -> tuple[str, str, list[ToolCall], GateReport, str]:
+    """The guard's answer for an upstream that was cut off (see the module docstring): tier 1's text when it changed
+    anything (the cut call is then left out of it), else the upstream as it came."""
+    t1 = job.tier1
+    if t1.changed:
+        text, calls, report = t1.text, t1.calls, t1.after
+    else:
+        text, calls, report = job.request["upstream"], job.upstream.calls, job.upstream
+    why = f"finish_reason {job.request['finish_reason']!r}" if job.cut_off else "the text stops mid-value"
+    cut = job.upstream.cut
+    if cut is not None and cut.index is not None and any(a.kind == "drop_cut" for a in t1.actions):
+        what = f"cut off inside call #{cut.index}" + (f" ({cut.name})" if cut.name else "")
+        kept = f"{len(calls)} complete call(s) kept; the cut call is left out, not completed"
+    elif cut is not None:
+        what = "cut off after its last complete call"
+        kept = f"its {len(calls)} complete call(s) kept"
+    else:
+        what = "cut off at its token limit"
+        kept = f"its {len(calls)} call(s) are complete; any call after them is missing"
+    return "truncated", text, calls, report, f"the upstream was {what} ({why}): {kept}"
+
+
+def cut_field(job: Job) -> dict[str, Any]:
+    """The result's ``cut`` field for a truncated job."""
+    cut = job.upstream.cut
+    return {
+        "index": cut.index if cut is not None else None,
+        "name": cut.name if cut is not None else None,
+        "arguments": dict(cut.arguments) if cut is not None else {},
+        "clean": cut.clean if cut is not None else True,
+        "finish_reason": job.request.get("finish_reason"),
+    }
+
+
 def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
     """The request's fields for the result; a tool list given as ToolSpec objects is left out (not JSON)."""
     out = dict(request)
@@ -315,10 +390,14 @@ def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
 def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: GateReport, reason: str) -> dict:
     """The JSON result of a job (see the module docstring); ``actions`` are listed whenever tier-1's text is
     returned, also as a fallback."""
-    tier1_text = stage == "repaired" or (stage == "fallback" and job.best_without_model[0] == "repaired")
+    tier1_text = (
+        stage == "repaired"
+        or (stage == "fallback" and job.best_without_model[0] == "repaired")
+        or (stage == "truncated" and job.tier1.changed)
+    )
     changed = not (text == job.request["upstream"] and job.upstream.strict_ok)
-    if stage == "unchanged" and not job.upstream.strict_ok:
-        changed = False  # nothing could be done: the text is returned as it came
+    if stage in ("unchanged", "truncated") and text == job.request["upstream"]:
+        changed = False  # nothing could be done (or needed): the text is returned as it came
     return {
         **_json_safe(job.request),
         "refined": text,
@@ -331,6 +410,7 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
         "upstream_diagnostics": [d.to_dict() for d in job.upstream.diagnostics],
         "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
         **({"model_error": job.model_error} if job.model_error is not None else {}),
+        **({"cut": cut_field(job)} if stage == "truncated" else {}),
     }
 
 
@@ -417,6 +497,11 @@ class Refiner:
                 if errors != "result":
                     raise RequestError(f"request {i}: {e}") from e
                 jobs.append(error_result(request, str(e)))
+            except Exception as e:  # a bug: with errors="result" it stays this request's, as an error result
+                if errors != "result":
+                    raise
+                log.exception("refiner failed on request %d", i)
+                jobs.append(error_result(request, f"internal error: {describe_error(e)}"))
         todo = [j for j in jobs if isinstance(j, Job) and self.needs_model(j)]
         if todo:
             self.run_model(todo)
@@ -425,13 +510,19 @@ class Refiner:
             if isinstance(j, dict):
                 results.append(j)
                 continue
-            ordered = formats.get(j.out_fmt).order_sensitive
-            chosen = choose_sample(j.samples, ordered) if j.samples else None
-            results.append(make_result(j, *guard(j, chosen)))
+            try:
+                ordered = formats.get(j.out_fmt).order_sensitive
+                chosen = choose_sample(j.samples, ordered) if j.samples else None
+                results.append(make_result(j, *guard(j, chosen)))
+            except Exception as e:  # a bug: with errors="result" it stays this request's, as an error result
+                if errors != "result":
+                    raise
+                log.exception("refiner failed on a request")
+                results.append(error_result(j.request, f"internal error: {describe_error(e)}"))
         return results
 
     def needs_model(self, job: Job) -> bool:
-        if self.engine is None:
+        if self.engine is None or job.truncated:  # a cut call is reported, never completed by the model
             return False
         if not self.bypass:
             return True

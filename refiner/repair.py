@@ -16,7 +16,10 @@ What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 - nested calls reordered so that every call comes after the calls whose outputs it references: topological order,
   stable for independent calls (``reorder``).
 
-It never invents a value: a missing required parameter stays missing, for the model to fill in.
+It never invents a value: a missing required parameter stays missing, for the model to fill in; and a call the
+text stops inside (cut short mid-value, or any cut call when the caller says the upstream hit its token limit: see
+:class:`refiner.formats.Cut`) is left out of the repaired text rather than completed (``drop_cut``): the complete
+calls before it are kept, and the cut one is reported, not presented as a call the model wrote.
 
 When the spec is believed (the policy)
     Real tool specs are often incomplete or loose: NESTFUL's spec files omit parameters its gold calls use and its
@@ -52,6 +55,7 @@ When the spec is believed (the policy)
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import math
@@ -64,8 +68,9 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import DamerauLevenshtein
 
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, preview
 from refiner.gate import (
+    Count,
     GateReport,
     check_text,
     dependencies,
@@ -85,6 +90,16 @@ PARAM_CUTOFF = 75.0
 MARGIN = 5.0
 
 _MAX_DEPTH = 32
+# Counted bounds (a real call list has a few calls of a few arguments; a 200 KB text can hold 100,000 values):
+# names longer than MAX_SNAP_NAME_CHARS are matched exactly only (similarity costs grow with length squared); at
+# most MAX_SNAP_PARAMS unknown parameter names of a call are paired with declared ones; at most MAX_COERCED_VALUES
+# values (arguments, items, properties) of a call list are coerced; the rest are left as written.
+MAX_SNAP_NAME_CHARS = 256
+MAX_SNAP_PARAMS = 64
+MAX_COERCED_VALUES = 4096
+# Name comparisons (a written name against a declared one) per call list: snapping a tool name compares it with
+# every tool, pairing parameter names every unknown name with every free parameter.
+MAX_NAME_COMPARISONS = 8192
 _INT_TEXT = re.compile(r"[+-]?\d{1,30}")
 _NUM_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
@@ -131,23 +146,37 @@ def spec_is_closed(spec: Any) -> bool:
 # Name snapping
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise_name(name: str) -> str:
     """Lower-case, separators removed: ``getWeather``, ``get_weather`` and ``Get-Weather`` are one name."""
     return _NON_ALNUM.sub("", name.lower())
 
 
-def snap(name: str, candidates: Sequence[str], cutoff: float, margin: float = MARGIN) -> str | None:
+def snap(
+    name: str, candidates: Sequence[str], cutoff: float, margin: float = MARGIN, *, count: Count | None = None
+) -> str | None:
     """The candidate ``name`` was meant to be: a unique normalised match, else the most similar one when it scores at
     least ``cutoff`` and leads the runner-up by ``margin``; ``None`` when there is no such candidate."""
     if not candidates:
         return None
+    if len(name) > MAX_SNAP_NAME_CHARS:
+        return None
+    if count is not None:  # one comparison per candidate, from the call list's allowance
+        if count.left < len(candidates):
+            return None
+        count.left -= len(candidates)
     key = normalise_name(name)
     exact = [c for c in candidates if normalise_name(c) == key]
     if len(exact) == 1:
         return exact[0]
     if exact or not key:
         return None
-    scored = sorted(((fuzz.ratio(key, normalise_name(c)), c) for c in candidates), key=lambda t: -t[0])
+    scored = sorted(
+        ((fuzz.ratio(key, normalise_name(c)), c) for c in candidates if len(c) <= MAX_SNAP_NAME_CHARS),
+        key=lambda t: -t[0],
+    )
+    if not scored:
+        return None
     best_score, best = scored[0]
     if best_score < cutoff:
         return None
@@ -166,19 +195,29 @@ def name_words(name: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w}
 
 
-def snap_by_arguments(name: str, arguments: Mapping[str, Any], tools: Mapping[str, Any]) -> str | None:
+def snap_by_arguments(
+    name: str, arguments: Mapping[str, Any], tools: Mapping[str, Any], *, count: Count | None = None
+) -> str | None:
     """The tool a call to the unknown tool ``name`` meant, when its name and arguments both say so: the one offered
     tool whose name has only words of ``name`` or ``name`` only words of it (:func:`name_words`: ``math.gcd_info`` →
     ``math.gcd``, ``get_weather`` → ``get_weather_forecast``), that declares every argument the call passes and has
     every required parameter among them; ``None`` when the call passes no argument, or no tool, or more than one,
-    fits. A changed word is never enough (``DeleteReminder`` is not ``AddReminder``, whatever their parameters)."""
-    if not arguments:
+    fits. A changed word is never enough (``DeleteReminder`` is not ``AddReminder``, whatever their parameters).
+    One comparison per offered tool, from ``count``'s allowance (``None`` when it has too few left); names longer
+    than :data:`MAX_SNAP_NAME_CHARS` are not compared."""
+    if not arguments or len(name) > MAX_SNAP_NAME_CHARS:
         return None
+    if count is not None:
+        if count.left < len(tools):
+            return None
+        count.left -= len(tools)
     words = name_words(name)
     fits = []
     for tool, spec in tools.items():
         params = getattr(spec, "params", None) or {}
         required = getattr(spec, "required", None) or ()
+        if len(tool) > MAX_SNAP_NAME_CHARS:
+            continue
         tool_words = name_words(tool)
         if not (words <= tool_words or tool_words <= words):
             continue
@@ -206,6 +245,8 @@ def is_misspelling(written: str, declared: str) -> bool:
     ``full_term_only``). Names that differ only in case or separators between the same words (``sortBy`` /
     ``sort_by``), or by words joined or split (``zipcode`` / ``zip_code``), are two spelling conventions, not a slip;
     ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a digit."""
+    if max(len(written), len(declared)) > MAX_SNAP_NAME_CHARS:
+        return False
     a, b = normalise_name(written), normalise_name(declared)
     if a == b:
         wa, wb = _word_breaks(written), _word_breaks(declared)
@@ -215,9 +256,18 @@ def is_misspelling(written: str, declared: str) -> bool:
     return DamerauLevenshtein.distance(a, b) == 1
 
 
-def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float) -> dict[str, str]:
-    """Assigns unknown parameter names to free schema parameters, best pairs first, each used once."""
+def _pair_names(
+    unknown: Sequence[str], free: Sequence[str], required: set[str], cutoff: float, count: Count | None = None
+) -> dict[str, str]:
+    """Assigns unknown parameter names to free schema parameters, best pairs first, each used once (at most
+    MAX_SNAP_PARAMS unknown names, and as many comparisons as ``count`` has left)."""
     pairs: list[tuple[float, int, str, str]] = []
+    unknown = [u for u in unknown if len(u) <= MAX_SNAP_NAME_CHARS][:MAX_SNAP_PARAMS]
+    free = [p for p in free if len(p) <= MAX_SNAP_NAME_CHARS]
+    if count is not None:
+        fits = max(count.left, 0) // max(len(free), 1)
+        unknown = unknown[:fits]
+        count.left -= len(unknown) * len(free)
     for u in unknown:
         ku = normalise_name(u)
         for p in free:
@@ -245,11 +295,16 @@ def _pair_names(unknown: Sequence[str], free: Sequence[str], required: set[str],
 # Values
 
 
-def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = False) -> Any:
+def coerce_value(
+    param: Any, value: Any, depth: int = 0, *, strings: bool = False, count: Count | None = None
+) -> Any:
     """``value`` converted to the parameter's declared type where the conversion is lossless and unambiguous;
     otherwise ``value`` itself (the same object). ``strings``: every value is written as text (value style "text"),
-    so a number becomes its text; a boolean stays a boolean (which text a tool wants for it is not in the spec)."""
-    if param is None or depth > _MAX_DEPTH or is_reference(value):
+    so a number becomes its text; a boolean stays a boolean (which text a tool wants for it is not in the spec).
+    At most as many values as ``count`` has left (:data:`MAX_COERCED_VALUES` by default) are looked at."""
+    if count is None:
+        count = Count(MAX_COERCED_VALUES)
+    if param is None or depth > _MAX_DEPTH or not count.take() or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
     if is_declared_default(param, value):
@@ -269,14 +324,16 @@ def coerce_value(param: Any, value: Any, depth: int = 0, *, strings: bool = Fals
         value = _snap_enum(list(enum), value)
     if isinstance(value, list):
         items = getattr(param, "items", None)
-        if items is not None:
-            new = [coerce_value(items, v, depth + 1) for v in value]
+        if items is not None and count.left > 0:
+            new = [coerce_value(items, v, depth + 1, count=count) for v in value]
             if any(a is not b for a, b in zip(new, value)):
                 value = new
     elif isinstance(value, Mapping):
         props = getattr(param, "properties", None) or {}
-        if props:
-            new_d = {k: coerce_value(props[k], v, depth + 1) if k in props else v for k, v in value.items()}
+        if props and count.left > 0:
+            new_d = {
+                k: coerce_value(props[k], v, depth + 1, count=count) if k in props else v for k, v in value.items()
+            }
             if any(new_d[k] is not value[k] for k in value):
                 value = new_d
     return value
@@ -293,6 +350,8 @@ def decode_value(param: Any, value: Any) -> Any:
 
 def _convert(ptype: str | None, value: Any) -> Any:
     if isinstance(value, list) and len(value) == 1 and ptype in ("string", "integer", "number", "boolean"):
+        if isinstance(value[0], list):
+            return value  # one level of list is unwrapped, no more
         inner = value[0] if type_matches(ptype, value[0]) else _convert(ptype, value[0])
         return inner if type_matches(ptype, inner) else value  # ["Paris"] for a string: the one item
     if ptype == "integer":
@@ -381,8 +440,12 @@ def repair_call(
     *,
     strings: bool = False,
     trust_spec: bool = False,
+    count: Count | None = None,
+    compare: Count | None = None,
 ) -> ToolCall:
-    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did.
+    """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did
+    (at most as many values coerced as ``count`` has left, :data:`MAX_COERCED_VALUES` by default, and as many name
+    comparisons as ``compare`` has left, :data:`MAX_NAME_COMPARISONS` by default).
 
     Names and values are fully repaired only on a failing call (tool snapped, or a required parameter missing) or
     against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
@@ -392,11 +455,11 @@ def repair_call(
     n_before = len(actions)
     name = call.name
     if name not in tools:
-        hit = snap(name, list(tools), TOOL_CUTOFF)
+        hit = snap(name, list(tools), TOOL_CUTOFF, count=compare)
         if hit is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
             name = hit
-        elif (hit := snap_by_arguments(name, call.arguments, tools)) is not None:
+        elif (hit := snap_by_arguments(name, call.arguments, tools, count=compare)) is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r} (the one tool whose parameters fit the "
                                                f"call's arguments)", index, hit))
             name = hit
@@ -411,7 +474,7 @@ def repair_call(
     unknown = [k for k in args if k not in params]
     if unknown and params:
         free = [p for p in params if p not in args]
-        renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF)
+        renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF, compare)
         if not believe:
             renames = {u: p for u, p in renames.items() if is_misspelling(u, p)}
         if renames:
@@ -422,10 +485,15 @@ def repair_call(
         for k in [k for k in args if k not in params]:
             del args[k]
             actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
+    if count is None:
+        count = Count(MAX_COERCED_VALUES)
     for k, v in list(args.items()):
+        if count.left <= 0:
+            break
         if believe or strings:
-            new_v = coerce_value(params.get(k), v, strings=strings)
+            new_v = coerce_value(params.get(k), v, strings=strings, count=count)
         else:
+            count.take()
             new_v = decode_value(params.get(k), v)
         if new_v is not v:
             args[k] = new_v
@@ -436,7 +504,16 @@ def repair_call(
 
 
 def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    """A value as JSON for a message, cut to ``limit`` characters; a large or deep value as its bounded
+    :func:`~refiner.calls.preview` (its cost does not grow with the value)."""
+    if isinstance(value, str):
+        value = value[: limit + 1]
+    elif isinstance(value, (list, dict)) and preview(value, limit).endswith("..."):
+        return preview(value, limit)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):  # a huge integer
+        return preview(value, limit)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -478,12 +555,15 @@ def repair_calls(
     if index:
         names_only = fmt is not None and formats.get(fmt).names_only
         fixed: list[ToolCall] = []
+        count = Count(MAX_COERCED_VALUES)
+        compare = Count(MAX_NAME_COMPARISONS)
         for i, c in enumerate(out):
             if names_only:
-                fixed.append(_snap_name_only(c, i, index, actions))
+                fixed.append(_snap_name_only(c, i, index, actions, compare))
             else:
                 fixed.append(
-                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec)
+                    repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
+                                compare=compare)
                 )
         out = fixed
     order = dependency_order(out)
@@ -493,10 +573,12 @@ def repair_calls(
     return out, actions
 
 
-def _snap_name_only(call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action]) -> ToolCall:
+def _snap_name_only(
+    call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action], compare: Count | None = None
+) -> ToolCall:
     if call.name in tools:
         return call
-    hit = snap(call.name, list(tools), TOOL_CUTOFF)
+    hit = snap(call.name, list(tools), TOOL_CUTOFF, count=compare)
     if hit is None:
         return call
     actions.append(Action("snap_tool", f"tool {call.name!r} -> {hit!r}", index, hit))
@@ -505,6 +587,15 @@ def _snap_name_only(call: ToolCall, index: int, tools: Mapping[str, Any], action
 
 # ----------------------------------------------------------------------------------------------------------------
 # Texts
+
+
+def cut_call_index(before: GateReport, cut_off: bool = False) -> int | None:
+    """The index (in ``before.calls``) of the call the text stops inside, when it is to be left out: the text stops
+    there mid-value, or ``cut_off`` (the upstream is known to have hit its token limit) and it stops there at all."""
+    cut = before.cut
+    if cut is None or cut.index is None or not 0 <= cut.index < len(before.calls) or (cut.clean and not cut_off):
+        return None
+    return cut.index
 
 
 def repair_parsed(
@@ -516,27 +607,40 @@ def repair_parsed(
     out_fmt: str | None = None,
     trust_spec: bool = False,
     text_values: bool = False,
+    cut_off: bool = False,
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
     ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim. ``trust_spec``:
-    treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"."""
+    treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"; ``cut_off``:
+    the upstream is known to have stopped at its token limit, so a call the text stops inside is left out even when
+    only its closing brackets are missing (:func:`cut_call_index`)."""
     out_fmt = out_fmt or fmt
     actions: list[Action] = []
-    if not before.strict_ok and before.calls and before.salvaged is not None:
-        actions.append(Action("salvage", f"read {len(before.calls)} call(s) from text that is not valid {fmt}, where "
+    source = list(before.calls)
+    dropped = cut_call_index(before, cut_off)
+    if dropped is not None:
+        gone = source.pop(dropped)
+        actions.append(
+            Action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
+                   dropped, gone.name)
+        )
+    if not before.strict_ok and source and before.salvaged is not None:
+        actions.append(Action("salvage", f"read {len(source)} call(s) from text that is not valid {fmt}, where "
                                          f"the model put them: {before.salvaged.describe()}"))
-    elif not before.strict_ok and before.calls:
-        actions.append(Action("parse_repair", f"recovered {len(before.calls)} call(s) from text that is not valid {fmt}"))
-    if out_fmt != fmt and before.calls:
+    elif not before.strict_ok and source:
+        actions.append(Action("parse_repair", f"recovered {len(source)} call(s) from text that is not valid {fmt}"))
+    if out_fmt != fmt and source:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
-    calls, call_actions = repair_calls(before.calls, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
+    calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
     actions.extend(call_actions)
-    if not actions or not calls:
+    if not actions or (not calls and dropped is None):
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     try:
         new_text = formats.get(out_fmt).render(calls)
     except formats.RenderError:  # calls the output format cannot write (a tool name with spaces in a pythonic
         # format, say): nothing is changed, the gate's report on the upstream stands and the model sees it
+        if dropped is not None:  # (but the cut call is still not one of the calls read)
+            return Tier1(text=text, calls=source, actions=actions[:1], before=before, after=before)
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     after = check_text(new_text, out_fmt, tools, text_values=text_values)
     return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
@@ -550,8 +654,12 @@ def repair_text(
     out_fmt: str | None = None,
     trust_spec: bool = False,
     text_values: bool = False,
+    cut_off: bool = False,
 ) -> Tier1:
-    """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again."""
+    """Tier 1 on one upstream text in ``fmt``: parse, gate, repair, render, gate again (options: see
+    :func:`repair_parsed`)."""
     index = tool_index(tools)
     report = check_text(text, fmt, index, text_values=text_values)
-    return repair_parsed(report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
+    return repair_parsed(
+        report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values, cut_off=cut_off
+    )

@@ -18,71 +18,68 @@ from refiner.calls import ToolCall
 from refiner.formats.base import MAX_LENIENT_CHARS
 
 ALL = sorted(formats.names())
-PIECES = [
-    "<tool_call>",
-    "</tool_call>",
-    "<functioncall>",
-    "<|endoftext|>",
-    "<func_call>",
-    "</func_call>",
-    "<nested function>",
-    "</nested function>",
-    "<order_func>",
-    "</order_func>",
-    "<function_list>",
-    "</function_list>",
-    "<think>",
-    "</think>",
-    "<response>",
-    '{"',
-    '"}',
-    "{",
-    "}",
-    "[",
-    "]",
-    "(",
-    ")",
-    ",",
-    ":",
-    '"',
-    "'",
-    "\\",
-    '"name"',
-    '"arguments"',
-    '"parameters"',
-    '"api_name"',
-    '"tool_calls"',
-    '"tool_use"',
-    "=",
-    "true",
-    "NaN",
-    "\n",
-    " ",
-    "é",
-    "😀",
-    "\x00",
-    "f(",
-    "a=1",
-    "'{",
-    "}'",
-    "$var_1.result$",
-    "API_call_0",
-]
+# Every registered format's markers, closers and tags (so a format added later is fuzzed with its own), and the
+# characters and fragments broken outputs are made of.
+PIECES = list(
+    dict.fromkeys(
+        [
+            *formats.all_markers(),
+            *(t for f in formats.all_formats() for t in f.tags),
+            "<think>",
+            "</think>",
+            "<response>",
+            '{"',
+            '"}',
+            "{",
+            "}",
+            "[",
+            "]",
+            "(",
+            ")",
+            ",",
+            ":",
+            '"',
+            "'",
+            "\\",
+            '"name"',
+            '"arguments"',
+            '"parameters"',
+            '"api_name"',
+            '"tool_calls"',
+            '"tool_use"',
+            "=",
+            "true",
+            "NaN",
+            "1e999",
+            "9" * 400,
+            "\n",
+            " ",
+            "é",
+            "😀",
+            "\x00",
+            "f(",
+            "a=1",
+            "'{",
+            "}'",
+            "$var_1.result$",
+            "API_call_0",
+        ]
+    )
+)
 
 
 def _sample_calls(rng: random.Random, name: str) -> list[ToolCall]:
+    """Calls the format can write, read from its attributes (names only, steps, output labels)."""
+    fmt = formats.get(name)
     calls = []
     for i in range(rng.randint(1, 4)):
         args = {
             f"k{j}": rng.choice([1, -2.5, "s é", None, True, [1, {"a": "b"}], {"x": []}])
             for j in range(rng.randint(0, 3))
         }
-        if name == "order":
-            calls.append(ToolCall(f"tool_{i}", {}, step=rng.randint(1, 3)))
-        elif name in ("nestools", "nestful"):
-            calls.append(ToolCall(f"tool_{i}", args, outputs=(f"API_call_{i}",)))
-        else:
-            calls.append(ToolCall(f"tool_{i}", args))
+        step = rng.randint(1, 3) if fmt.steps else None
+        outputs = (f"API_call_{i}",) if fmt.outputs else ()
+        calls.append(ToolCall(f"tool_{i}", {} if fmt.names_only else args, outputs=outputs, step=step))
     return calls
 
 

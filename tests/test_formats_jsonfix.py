@@ -191,15 +191,22 @@ def test_toolace_recovery_reads_a_bounded_number_of_items():
 
 
 def test_toolace_recovery_reads_a_plain_prefix_whole_then_item_by_item():
-    """A broken list in the plain layout is read by the fast reader up to the broken item; the rest item by item."""
+    """A broken list in the plain layout is read by the fast reader up to the broken item; the rest item by item.
+    At most MAX_RECOVERED_ITEMS calls are read: a longer broken list stops there and says so."""
     fmt = formats.get("toolace")
-    plain = ", ".join(f"f{i}(a={i}, b=[True, null])" for i in range(1000))
+    n = jsonfix.MAX_RECOVERED_ITEMS - 10
+    plain = ", ".join(f"f{i}(a={i}, b=[True, null])" for i in range(n))
     text = f"<function_list>[{plain}, g(x='y', 3), h(k=1)]</function_list>"
     out = fmt.parse_lenient(text)
-    assert out.calls[:1000] == [ToolCall(f"f{i}", {"a": i, "b": [True, None]}) for i in range(1000)]
-    assert [c.name for c in out.calls[1000:]] == ["g", "h"]
-    assert out.calls[1000].arguments == {"x": "y"} and out.calls[1001].arguments == {"k": 1}
+    assert out.calls[:n] == [ToolCall(f"f{i}", {"a": i, "b": [True, None]}) for i in range(n)]
+    assert [c.name for c in out.calls[n:]] == ["g", "h"]
+    assert out.calls[n].arguments == {"x": "y"} and out.calls[n + 1].arguments == {"k": 1}
     assert any("without a name dropped" in str(p) for p in out.problems)
+    longer = ", ".join(f"f{i}(a={i})" for i in range(3 * jsonfix.MAX_RECOVERED_ITEMS))
+    out = fmt.parse_lenient(f"<function_list>[{longer}, g(x='y', 3)]</function_list>")
+    assert len(out.calls) == jsonfix.MAX_RECOVERED_ITEMS
+    assert out.calls[-1] == ToolCall(f"f{jsonfix.MAX_RECOVERED_ITEMS - 1}", {"a": jsonfix.MAX_RECOVERED_ITEMS - 1})
+    assert any(p.code == "gave_up" for p in out.problems)
 
 
 def test_parse_lenient_limit_reads_the_answer_after_the_reasoning():

@@ -135,7 +135,9 @@ def test_fuzz_texts_through_the_pipeline(specs):
         t0 = time.perf_counter()
         res = refiner.refine(request)
         worst = max(worst, time.perf_counter() - t0)
-        assert res["stage"] in ("unchanged", "repaired")
+        assert res["stage"] in ("unchanged", "repaired", "truncated")
+        if res["stage"] == "truncated":  # a text that stops mid-value: the cut call is reported, not returned
+            assert res["cut"]["clean"] is False and len(res["calls"]) <= len(res["upstream_diagnostics"]) + 99
         json.dumps({k: v for k, v in res.items() if k != "tools"})
     assert worst < SLOW_INPUT_S, f"one input took {worst:.2f}s"
 
@@ -147,7 +149,7 @@ def test_deep_nesting_is_bounded(specs, unit, depth):
     t0 = time.perf_counter()
     res = Refiner().refine({"tools": specs, "upstream": unit * depth, "format": "hermes"})
     assert time.perf_counter() - t0 < 10 * SLOW_INPUT_S
-    assert res["stage"] == "unchanged" and res["diagnostics"]
+    assert res["stage"] in ("unchanged", "truncated") and res["diagnostics"]
 
 
 def test_fuzz_calls_through_gate_and_repair(specs):

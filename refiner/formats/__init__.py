@@ -33,8 +33,10 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     xlam,
 )
 from refiner.formats.base import (  # noqa: F401
+    MAX_ARGUMENT_DEPTH,
     MAX_LENIENT_CHARS,
     PROBLEM_CODES,
+    Cut,
     Detection,
     FormatError,
     Lenient,
@@ -48,5 +50,5 @@ from refiner.formats.base import (  # noqa: F401
     names,
     register,
 )
-from refiner.formats.detect import all_markers, detect_format  # noqa: F401
+from refiner.formats.detect import all_markers, detect_format, detect_with_calls  # noqa: F401
 from refiner.formats.text import reasoning_offset, strip_reasoning  # noqa: F401

@@ -12,7 +12,11 @@ format's name). It provides:
   missing or anything inside is not resolvable in that format, checked recursively. Reasoning before the calls
   (``<think>...</think>`` or plain prose) and prose after them are allowed.
 - ``parse_lenient(text) -> Lenient``: best effort, never raises, on any string: the calls it recovered and the
-  :class:`Problem` list of what it met (empty when the text was strictly valid).
+  :class:`Problem` list of what it met (empty when the text was strictly valid), and where the text stops inside a
+  call (:class:`Cut`; a reader that does not go through :mod:`~refiner.formats.jsonfix` marks it with
+  :meth:`Lenient.mark_cut`). Its work is bounded by counts (repair units, items read: see jsonfix).
+- Arguments nest at most :data:`MAX_ARGUMENT_DEPTH` levels: ``parse_strict`` raises on deeper ones (the base class
+  checks, after the format's parser) and ``parse_lenient`` drops them with a problem.
 - ``render(calls) -> str``: the canonical text, with ``parse_strict(render(calls)) == calls``; raises
   :class:`RenderError`, and only that, for calls the format cannot write (a name that is not an identifier in a
   pythonic format, a number JSON cannot hold, a value that is not JSON).
@@ -35,14 +39,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from refiner.calls import ToolCall
-from refiner.formats.jsonfix import repair_budget
+from refiner.calls import ToolCall, value_depth
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, repair_budget
 from refiner.formats.text import reasoning_offset
 
 log = logging.getLogger(__name__)
 
 # Inputs longer than this are cut before lenient parsing, so a pathological string cannot cost unbounded time.
 MAX_LENIENT_CHARS = 200_000
+# A call's arguments (an object) nest lists and objects at most this many levels deep: deeper calls are not valid
+# (parse_strict raises) and lenient parsing drops the arguments that nest deeper. No real tool takes such values;
+# nesting bombs do, and every later step (the gate, repair, the reward, JSON results) then stays far from Python's
+# recursion limit.
+MAX_ARGUMENT_DEPTH = 64
 
 
 class FormatError(ValueError):
@@ -81,6 +90,7 @@ PROBLEM_CODES = (
     "bad_outputs",  # output labels or steps that could not be read
     "unreadable",  # a block or item nothing could be recovered from
     "unclosed",  # a bracket or call left open
+    "truncated",  # the text stops inside a call, mid-value (cut short: Lenient.cut says where)
     "gave_up",  # a counted bound stopped recovery (the rest of the text was not read)
     "internal",  # a parser bug
 )
@@ -97,14 +107,41 @@ class Problem:
         return self.message
 
 
+@dataclass(frozen=True)
+class Cut:
+    """Where a text stops inside a call: the upstream was cut short (typically at its token limit), or lost its
+    closing brackets and tags. ``index``: the call of :attr:`Lenient.calls` the text stops in (``None``: it stops
+    between calls, or in a call that could not be read); ``name``: that call's name when it was written whole;
+    ``arguments``: its arguments written whole before the cut (a value the cut fell in, or a number the text ends
+    with, is left out: nothing is invented); ``clean``: the text stops right after a value that cannot go on (a
+    closed string, a literal, a closed bracket: only closing brackets or tags are missing), which also reads as a lost
+    ending; otherwise it stops mid-value (inside a string, a key, a literal or a number, or after ``,`` ``:`` ``=``
+    or an opening bracket), which only a cut explains."""
+
+    index: int | None
+    name: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    clean: bool = False
+
+    def describe(self, calls: Sequence[ToolCall] = ()) -> str:
+        if self.index is None:
+            return "the text stops after its last complete call" if self.clean else "the text stops between calls"
+        what = f"call #{self.index}" + (f" ({self.name})" if self.name else "")
+        where = "after a complete value" if self.clean else "mid-value"
+        return f"the text stops inside {what}, {where}; {len(self.arguments)} argument(s) written whole before it"
+
+
 @dataclass
 class Lenient:
-    """Result of a best-effort parse: what was recovered, and what could not be."""
+    """Result of a best-effort parse: what was recovered, and what could not be. A text that stops inside a call
+    keeps that call in ``calls`` as read (its open string and brackets closed) and says so in ``cut``."""
 
     calls: list[ToolCall] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     # why the strict parse failed (None when it succeeded, or was not tried: a text over MAX_LENIENT_CHARS)
     strict_error: FormatError | None = field(default=None, compare=False, repr=False)
+    # where the text stops inside a call (None: it does not)
+    cut: Cut | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -112,6 +149,17 @@ class Lenient:
 
     def note(self, code: str, message: str) -> None:
         self.problems.append(Problem(code, message))
+
+    def mark_cut(
+        self, index: int | None, name: str | None = None, arguments: dict[str, Any] | None = None, clean: bool = False
+    ) -> None:
+        """Records that the text stops inside call ``index`` of :attr:`calls` (see :class:`Cut`); a cut mid-value is
+        also a ``truncated`` problem. A later mark replaces an earlier one (the text stops once)."""
+        if index is not None and not 0 <= index < len(self.calls):
+            index = None
+        self.cut = Cut(index, name, dict(arguments or {}), clean)
+        if not clean and not any(p.code == "truncated" for p in self.problems):
+            self.note("truncated", self.cut.describe(self.calls))
 
 
 @dataclass(frozen=True)
@@ -191,8 +239,14 @@ class WireFormat:
             if len(text) - start > limit:
                 out.note("cut_input", f"only the first {limit} characters after the reasoning were read")
                 text = text[: start + limit]
-            with repair_budget():
+            with repair_budget(text) as parse:
                 self.recover(text, out)
+                if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
+                    out.mark_cut(None, clean=parse.cuts[-1].clean)
+                if parse.gave_up:
+                    out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
+            if _may_nest_deeply(text):
+                _drop_deep_arguments(out)
             if not out.problems:
                 out.note("strict", str(out.strict_error or self._strict_error(text)))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
@@ -277,7 +331,12 @@ def _raises_only_format_errors(parse: Any) -> Any:
     @functools.wraps(parse)
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
         try:
-            return parse(self, text)
+            calls = parse(self, text)
+            if _may_nest_deeply(text):
+                for i, c in enumerate(calls):
+                    if value_depth(c.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+                        raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
+            return calls
         except FormatError:
             raise
         except RecursionError:
@@ -291,6 +350,32 @@ def _raises_only_format_errors(parse: Any) -> Any:
             raise self.error(f"internal error: {type(e).__name__}: {e}"[:300]) from e
 
     return parse_strict
+
+
+def _may_nest_deeply(text: str) -> bool:
+    """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH (three C-speed
+    counts; the depth itself is only measured when this holds)."""
+    return (
+        len(text) > MAX_ARGUMENT_DEPTH
+        and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
+    )
+
+
+def _drop_deep_arguments(out: Lenient) -> None:
+    for i, c in enumerate(out.calls):
+        if value_depth(c.arguments, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH:
+            continue
+        keep = {}
+        for k, v in c.arguments.items():
+            if value_depth(v, MAX_ARGUMENT_DEPTH - 1) < MAX_ARGUMENT_DEPTH:
+                keep[k] = v
+            else:
+                what = f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; dropped"
+                out.note("bad_argument", what)
+        out.calls[i] = ToolCall(c.name, keep, c.outputs, c.step)
+        if out.cut is not None and out.cut.index == i:
+            shallow = {k: v for k, v in out.cut.arguments.items() if k in keep}
+            out.cut = Cut(i, out.cut.name, shallow, out.cut.clean)
 
 
 def _raises_only_render_errors(render: Any) -> Any:

@@ -22,12 +22,16 @@ parser stops at its missing tag), one substring search per marker, one bounded l
 
 from __future__ import annotations
 
-from refiner.formats.base import MAX_LENIENT_CHARS, WireFormat, by_rank
+from refiner.calls import ToolCall
+from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, WireFormat, by_rank
+from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.text import strip_reasoning
 
-# How much of an untagged text is decoded to classify it.
+# How much of an untagged text is decoded to classify it, and the repair units (see refiner.formats.jsonfix) that
+# decoding may spend.
 DETECT_CHARS = 20_000
+DETECT_REPAIR_COST = 2048
 
 
 def _by_marker(body: str, ranked: list[WireFormat], which: str) -> str | None:
@@ -50,31 +54,49 @@ def _by_marker(body: str, ranked: list[WireFormat], which: str) -> str | None:
 
 def detect_format(text: str) -> str | None:
     """The name of the wire format ``text`` is written in, or ``None``; deterministic (see the module doc)."""
-    if not isinstance(text, str):
+    return detect_with_calls(text)[0]
+
+
+def _strict_calls(fmt: WireFormat, text: str) -> list[ToolCall] | None:
+    try:
+        return fmt.parse_strict(text)
+    except FormatError:
         return None
+
+
+def detect_with_calls(text: str) -> tuple[str | None, list[ToolCall] | None]:
+    """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
+    in that format (rules 1 and 3; else ``None``), so a caller need not parse it again."""
+    if not isinstance(text, str):
+        return None, None
     ranked = by_rank()
     small = len(text) <= MAX_LENIENT_CHARS
     if small:
         for fmt in ranked:
-            if not fmt.detection.bare and fmt.is_valid(text):
-                return fmt.name
+            if not fmt.detection.bare:
+                calls = _strict_calls(fmt, text)
+                if calls is not None:
+                    return fmt.name, calls
     body = strip_reasoning(text)
     name = _by_marker(body, ranked, "markers") or _by_marker(body, ranked, "closers")
     if name is not None:
-        return name
+        return name, None
     if small:
         for fmt in ranked:
-            if fmt.detection.bare and fmt.is_valid(text):
-                return fmt.name
-    value = lenient_json_in_prose(body[:DETECT_CHARS])
+            if fmt.detection.bare:
+                calls = _strict_calls(fmt, text)
+                if calls is not None:
+                    return fmt.name, calls
+    with repair_budget(total=DETECT_REPAIR_COST):
+        value = lenient_json_in_prose(body[:DETECT_CHARS])
     if value is not None:
         for fmt in ranked:
             if fmt.claims_value(value):
-                return fmt.name
+                return fmt.name, None
     for fmt in ranked:
         if fmt.claims_text(body):
-            return fmt.name
-    return None
+            return fmt.name, None
+    return None, None
 
 
 def all_markers() -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, register
-from refiner.formats.jsonfix import lenient_json
+from refiner.formats.jsonfix import ends_text, lenient_json
 from refiner.formats.lenient import add_call, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_object, strict_fields, strict_json
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -146,6 +146,7 @@ def _lenient_object(fmt: WireFormat, chunk: str) -> Any:
         return obj
     except (FormatError, RecursionError):
         pass
+    at_end = ends_text(chunk)  # (unquoting changes the block's last characters)
     i = chunk.find("'{")
     if i >= 0:  # unquote a single-quoted arguments text so JSON repair sees an object
         j = chunk.rfind("'")
@@ -153,4 +154,6 @@ def _lenient_object(fmt: WireFormat, chunk: str) -> Any:
             chunk = chunk[:i] + chunk[i + 1 : j] + chunk[j + 1 :]
         else:
             chunk = chunk[:i] + chunk[i + 1 :]
-    return lenient_json(chunk)
+    elif at_end and chunk.rstrip().endswith("'"):  # cut right after the quote that opens the arguments
+        chunk = chunk.rstrip()[:-1]
+    return lenient_json(chunk, at_end=at_end)

@@ -1,17 +1,24 @@
 """Best-effort JSON for lenient parsing: strict first, then closing a text that was cut short, then json_repair.
 
 Every step is bounded by counts, not by time, so the same text always gets the same result whatever the machine
-load (rewards depend on it):
+load (rewards depend on it). Work is counted in *units* of about one character of json_repair's work (measured at
+up to 2 µs each on one core); one ``parse_lenient`` spends at most :data:`REPAIR_TOTAL_COST` units on the two steps
+below, and once they are spent nothing more is repaired (recovery loops stop early: :func:`budget_spent`).
 
 - **Cut short** (the commonest broken output: a generation stopped at its token limit, or a closing tag and the
   brackets before it lost): when the decoder ran off the end of the text, :func:`complete_cut` closes the open string
-  and brackets in one linear pass, dropping a member left half-written. It never invents a value.
-- **Anything else** goes to ``json_repair``, which is pure Python, costs microseconds per character and is
-  super-linear on some inputs (runs of ``{]``, ``{"`` or ``{``: the number of objects opened times the length). It
-  only ever sees a bounded region: cut at :data:`REPAIR_REGION_CHARS` characters and before the
-  :data:`REPAIR_REGION_OPENS`-th ``{`` (real calls are under 2 KB with a few objects each). The repairs and
-  completions within one ``parse_lenient`` share a budget of :data:`REPAIR_TOTAL_COST`; once it is spent nothing more
-  is repaired.
+  and brackets in one linear pass, dropping a member left half-written. It never invents a value. It costs one unit
+  per :data:`COMPLETE_TOKENS_PER_COST` structural characters (its loop runs once per bracket, comma and string).
+  When the text it closed is the end of the text being parsed, the containers it left open are remembered for that
+  parse (:func:`open_at_cut`), so the call the text stops in can be marked as cut rather than taken as complete.
+- **Anything else** goes to ``json_repair``, which is pure Python and super-linear on runs of openers: every ``{``
+  (and ``(``, which it reads as a tuple) followed by something other than a well-formed member makes it rescan the
+  rest of its input, so ``"{" * 24 + "x" * 4000`` costs as much as 30,000 characters of plain text. Its input is a
+  bounded region (:func:`repair_region`): at most :data:`REPAIR_REGION_CHARS` characters, cut before the
+  :data:`REPAIR_REGION_OPENS`-th opener (``{``, ``[`` or ``(``) and where the estimated cost reaches
+  :data:`REPAIR_REGION_COST`. The estimate (:func:`repair_cost`) is the region's length plus, for every opener, the
+  distance to the closer that matches it (or to the end of the region): an upper bound of json_repair's work that is
+  tight on bracket storms and about five times too high on well-formed text.
 """
 
 from __future__ import annotations
@@ -22,86 +29,236 @@ import threading
 from typing import Any
 
 REPAIR_REGION_CHARS = 4096
-REPAIR_REGION_OPENS = 24
-REPAIR_TOTAL_COST = 32_768
-# A json_repair call costs its length plus this, plus REPAIR_OPEN_COST per '{'.
-REPAIR_CALL_COST = 512
-REPAIR_OPEN_COST = 256
-# A completion costs one unit per COMPLETE_CHARS_PER_COST characters plus COMPLETE_CALL_COST (it runs at C speed
-# except for one step per bracket, comma or string).
-COMPLETE_CHARS_PER_COST = 16
+# Openers ('{', '[', '(') a repaired region holds at most (real calls hold a few each).
+REPAIR_REGION_OPENS = 64
+# Estimated units one json_repair call may cost (see repair_cost), and what one parse_lenient may spend in all.
+REPAIR_REGION_COST = 4096
+REPAIR_TOTAL_COST = 8192
+# A json_repair call costs this on top of its estimate (its fixed overhead).
+REPAIR_CALL_COST = 64
+# A completion costs one unit per COMPLETE_TOKENS_PER_COST structural characters, one per COMPLETE_CHARS_PER_COST
+# characters (the C decoder's passes) and COMPLETE_CALL_COST.
+COMPLETE_TOKENS_PER_COST = 8
+COMPLETE_CHARS_PER_COST = 2048
 COMPLETE_CALL_COST = 32
+# Items (tag blocks, values in a block, list items, lines) one parse_lenient reads at most: real broken outputs
+# hold a few calls; a 200 KB text of '""' holds 100,000 values.
+MAX_RECOVERED_ITEMS = 512
+# How much of the end of a completed input is compared with the end of the parsed text to tell a cut upstream from
+# a region closed in the middle of the text.
+CUT_TAIL_CHARS = 256
 
-_budget = threading.local()
+_state = threading.local()
+
+
+class _Parse:
+    """One ``parse_lenient``'s counters: units spent, and the containers a cut at the end of the text left open."""
+
+    __slots__ = ("used", "total", "items", "gave_up", "tail", "open", "cuts")
+
+    def __init__(self, text: str | None, total: int) -> None:
+        self.used = 0
+        self.total = total
+        self.items = MAX_RECOVERED_ITEMS
+        self.gave_up = False  # the item count ran out: the rest of the text was not read
+        self.tail = _tail(text) if isinstance(text, str) else None
+        self.open: dict[int, tuple[Any, str, Completion]] = {}  # id -> (container, last member's state, completion)
+        self.cuts: list[Completion] = []
+
+
+class Completion:
+    """A value closed by :func:`complete_cut` at the end of the parsed text (see :func:`open_at_cut`). ``clean``: the
+    text stops right after a value that cannot go on (a closed string, a literal, a closed container), so only
+    closing brackets are missing; otherwise it stops inside a string, a key, a literal or a number (``12`` may be
+    the start of ``123``), or after ``,``, ``:`` or an opening bracket."""
+
+    __slots__ = ("clean",)
+
+    def __init__(self, clean: bool) -> None:
+        self.clean = clean
+
+
+def _tail(text: str) -> str:
+    return text.rstrip()[-CUT_TAIL_CHARS:]
 
 
 class repair_budget:
-    """Context manager: one ``parse_lenient``'s shared repair budget (nesting keeps the outer one)."""
+    """Context manager: one ``parse_lenient``'s shared repair budget and cut record (nesting keeps the outer one).
+    ``text``: the text being parsed, so that a value closed at its very end is known as cut; ``as`` gives the
+    record (:attr:`cuts`, :func:`open_at_cut`). ``total``: the units it may spend (detection reads with less)."""
 
-    def __enter__(self) -> None:
-        self.outer = getattr(_budget, "used", None)
+    def __init__(self, text: str | None = None, total: int = REPAIR_TOTAL_COST) -> None:
+        self.text = text
+        self.total = total
+
+    def __enter__(self) -> _Parse:
+        self.outer = getattr(_state, "parse", None)
         if self.outer is None:
-            _budget.used = 0
+            _state.parse = _Parse(self.text, self.total)
+        return _state.parse
 
     def __exit__(self, *exc: object) -> None:
         if self.outer is None:
-            _budget.used = None
+            _state.parse = None
 
 
 def budget_spent() -> bool:
     """Whether the current ``parse_lenient`` has spent its repair budget (recovery loops stop early then)."""
-    used = getattr(_budget, "used", None)
-    return used is not None and used >= REPAIR_TOTAL_COST
+    parse = getattr(_state, "parse", None)
+    return parse is not None and parse.used >= parse.total
+
+
+def take_items(n: int) -> int:
+    """How many of ``n`` further items (blocks, values, list items) the current ``parse_lenient`` may still read
+    (:data:`MAX_RECOVERED_ITEMS` in all), counted as read; outside ``parse_lenient``, all of them."""
+    parse = getattr(_state, "parse", None)
+    if parse is None:
+        return n
+    k = min(n, max(parse.items, 0))
+    parse.items -= k
+    if k < n:
+        parse.gave_up = True
+    return k
+
+
+def give_up() -> None:
+    """Records that the current ``parse_lenient`` left part of the text unread (a ``gave_up`` problem)."""
+    parse = getattr(_state, "parse", None)
+    if parse is not None:
+        parse.gave_up = True
+
+
+def charge(units: int) -> bool:
+    """Spends ``units`` of the current ``parse_lenient``'s budget on some other bounded step (a format's own
+    reader: pythonic recovery charges its ``ast`` parses here); False, with nothing spent, when the budget is gone.
+    Outside ``parse_lenient``, always True."""
+    return _charge(units)
 
 
 def _charge(cost: int) -> bool:
     """Charges ``cost`` to the current budget; False (nothing charged) when it is already spent. Outside a
     ``parse_lenient`` nothing is counted (a direct call repairs one bounded region)."""
-    used = getattr(_budget, "used", None)
-    if used is None:
+    parse = getattr(_state, "parse", None)
+    if parse is None:
         return True
-    if used >= REPAIR_TOTAL_COST:
+    if parse.used >= parse.total:
         return False
-    _budget.used = used + cost
+    parse.used += cost
     return True
 
 
-def repair_region(text: str) -> str:
-    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair (see REPAIR_REGION_CHARS)."""
+def open_at_cut(container: Any) -> tuple[str, Completion] | None:
+    """For a list or dict that a cut at the end of the text being parsed left open (the call the text stops in, its
+    arguments, ...): ``(last, completion)`` where ``last`` says what its last member is: ``"cut"`` (a string, key or
+    container the cut fell in: not a value the model wrote), ``"number"`` (a number the text ends with: whole, or
+    cut after some digits) or ``"complete"`` (written whole: only what came after it is missing). ``None`` for any
+    other value, and outside ``parse_lenient``."""
+    parse = getattr(_state, "parse", None)
+    if parse is None or not parse.open:
+        return None
+    hit = parse.open.get(id(container))
+    if hit is None or hit[0] is not container:
+        return None
+    return hit[1], hit[2]
+
+
+_BRACKETS = re.compile(r"[{}\[\]()]")
+_MATCHES = {"}": "{", "]": "[", ")": "("}
+
+
+def _region(text: str) -> tuple[str, int]:
+    """``(region, estimated cost)``: see :func:`repair_region`. One pass over the brackets of at most
+    REPAIR_REGION_CHARS characters."""
     text = text[:REPAIR_REGION_CHARS]
-    i = -1
-    for _ in range(REPAIR_REGION_OPENS):
-        i = text.find("{", i + 1)
-        if i < 0:
-            return text
-    return text[:i]
+    cap = REPAIR_REGION_COST - REPAIR_CALL_COST
+    stack: list[tuple[str, int]] = []
+    closed = 0  # summed spans of the openers closed so far
+    open_sum = 0  # summed positions of the openers still open
+    opens = 0
+    last = 0
+    for m in _BRACKETS.finditer(text):
+        p = m.start()
+        depth = len(stack)
+        # cost of text[:p]: its length, the closed spans, and the open ones up to p
+        if p + closed + depth * p - open_sum > cap:
+            return _cut_region(text, last, closed, depth, open_sum, cap)
+        c = text[p]
+        if c in "{[(":
+            opens += 1
+            if opens >= REPAIR_REGION_OPENS:
+                return text[:p], p + closed + depth * p - open_sum + REPAIR_CALL_COST
+            stack.append((c, p))
+            open_sum += p
+        elif stack and stack[-1][0] == _MATCHES[c]:
+            q = stack.pop()[1]
+            open_sum -= q
+            closed += p - q
+        last = p
+    n, depth = len(text), len(stack)
+    cost = n + closed + depth * n - open_sum
+    if cost > cap:
+        return _cut_region(text, last, closed, depth, open_sum, cap)
+    return text, cost + REPAIR_CALL_COST
+
+
+def _cut_region(text: str, last: int, closed: int, depth: int, open_sum: int, cap: int) -> tuple[str, int]:
+    """The region cut where its cost reaches ``cap``: past ``last`` (the last bracket read) it grows by ``1 + depth``
+    per character."""
+    at_last = last + closed + depth * last - open_sum
+    end = last + max(cap - at_last, 0) // (1 + depth)
+    return text[:end], end + closed + depth * end - open_sum + REPAIR_CALL_COST
+
+
+def repair_region(text: str) -> str:
+    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair: at most
+    :data:`REPAIR_REGION_CHARS` characters, cut before the :data:`REPAIR_REGION_OPENS`-th opener and where the
+    estimated cost (:func:`repair_cost`) would pass :data:`REPAIR_REGION_COST`."""
+    return _region(text)[0]
 
 
 def repair_cost(region: str) -> int:
-    """What repairing ``region`` with json_repair costs against REPAIR_TOTAL_COST."""
-    return len(region) + REPAIR_CALL_COST + REPAIR_OPEN_COST * region.count("{")
+    """What repairing ``region`` with json_repair costs against REPAIR_TOTAL_COST: REPAIR_CALL_COST, plus its length,
+    plus for every opener the distance to the closer of its kind that matches it (or to the end)."""
+    stack: list[tuple[str, int]] = []
+    spans = 0
+    for m in _BRACKETS.finditer(region):
+        p = m.start()
+        c = region[p]
+        if c in "{[(":
+            stack.append((c, p))
+        elif stack and stack[-1][0] == _MATCHES[c]:
+            spans += p - stack.pop()[1]
+    n = len(region)
+    return REPAIR_CALL_COST + n + spans + sum(n - q for _, q in stack)
 
 
 def complete_cost(text: str) -> int:
     """What :func:`complete_cut` on ``text`` costs against REPAIR_TOTAL_COST."""
-    return len(text) // COMPLETE_CHARS_PER_COST + COMPLETE_CALL_COST
+    tokens = sum(map(text.count, '{}[],"'))
+    return tokens // COMPLETE_TOKENS_PER_COST + len(text) // COMPLETE_CHARS_PER_COST + COMPLETE_CALL_COST
 
 
-def lenient_json(text: str) -> Any:
+def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     """Best-effort JSON: strict first; a text cut short is closed (:func:`complete_cut`); anything else goes to
     ``json_repair`` on a bounded prefix (:func:`repair_region`). Returns ``None`` when nothing could be recovered.
-    Never raises."""
+    Never raises. ``at_end``: whether ``text`` ends where the text being parsed ends (so a value closed at its end
+    was cut there: :func:`open_at_cut`); by default, whether their last characters agree (:func:`ends_text`)."""
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
         if _ran_off_the_end(text, e) and _charge(complete_cost(text)):
-            value = complete_cut(text)
-            if value is not None:
-                return finite(value)
+            done = _complete(text)
+            if done is not None:
+                value = finite(done[0])
+                if ends_text(text) if at_end is None else at_end:
+                    _remember_cut(value, *done[1:])
+                return value
     except (ValueError, RecursionError):
         pass
-    region = repair_region(text)
-    if not region.strip() or not _charge(repair_cost(region)):
+    if budget_spent():
+        return None
+    region, cost = _region(text)
+    if not region.strip() or not _charge(cost):
         return None
     try:
         import json_repair
@@ -112,6 +269,51 @@ def lenient_json(text: str) -> Any:
     if value == "" or value is None:
         return None
     return finite(value)
+
+
+def written_whole(text: str) -> dict[str, Any]:
+    """The members of a JSON object text cut short (OpenAI's ``arguments`` string, say) that were written whole:
+    :func:`complete_cut`'s object, less the member the cut fell in (or a number it ends with); ``{}`` when it is not
+    such a text or the budget is spent."""
+    if not _charge(complete_cost(text)):
+        return {}
+    done = _complete(text)
+    if done is None or type(done[0]) is not dict:
+        return {}
+    value, depth, last, _ = done
+    out = {str(k): v for k, v in finite(value).items()}
+    if depth >= 1 and out and (depth > 1 or last != "complete"):
+        out.pop(next(reversed(out)))
+    return out
+
+
+def ends_text(text: str) -> bool:
+    """Whether ``text`` (a region of the text being parsed) ends where that text ends: their last
+    :data:`CUT_TAIL_CHARS` characters, trailing whitespace aside, agree. False outside ``parse_lenient``."""
+    parse = getattr(_state, "parse", None)
+    if parse is None or parse.tail is None:
+        return False
+    tail = _tail(text)
+    return bool(tail) and parse.tail.endswith(tail)
+
+
+def _remember_cut(value: Any, depth: int, last: str, clean: bool) -> None:
+    """Records the containers a completion at the end of the parsed text left open (see :func:`open_at_cut`)."""
+    parse = getattr(_state, "parse", None)
+    if parse is None:
+        return
+    done = Completion(clean)
+    parse.cuts.append(done)
+    node = value
+    for level in range(depth):
+        if type(node) is dict:
+            child = next(reversed(node.values()), None) if node else None
+        elif type(node) is list:
+            child = node[-1] if node else None
+        else:
+            break
+        parse.open[id(node)] = (node, last if level == depth - 1 else "cut", done)
+        node = child
 
 
 _NON_FINITE_TEXT = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
@@ -157,6 +359,8 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
     """Whether the decoder failed because the text ended: everything before was a valid start of a JSON value."""
     if e.msg.startswith("Unterminated string"):
         return True
+    if e.msg.startswith("Invalid \\uXXXX escape"):  # cut inside a \u escape
+        return _CUT_ESCAPE.fullmatch(text, e.pos) is not None
     if not e.msg.startswith("Expecting"):
         return False
     rest = text[e.pos : _TRAILING_WS.search(text).start()]
@@ -167,6 +371,7 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
 # "-"), or after a number's digits when its fraction or exponent was cut ("1." stops at ".", "1e+" at "e+").
 _CUT_VALUE_STARTS = frozenset(w[:i] for w in ("true", "false", "null", "-") for i in range(1, len(w) + 1))
 _CUT_NUMBER_TAIL = re.compile(r"\.|[eE][+-]?")
+_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # (the decoder also refuses a whole \uXXXX at the very end)
 
 
 # Strings (closed or running to the end: group 1 is the closing quote) and the structural characters.
@@ -179,7 +384,19 @@ def complete_cut(text: str) -> Any:
     ``json.loads`` ran off its end): the open string and brackets are closed; when that does not decode (the cut fell
     in a key, after a ``:`` or ``,``, or inside a literal), the last member is dropped, back to the last ``,`` or
     opening bracket. A string cut short is kept as the prefix it is, and a number at the end as written (most texts
-    that end there lost only their closing brackets). ``None`` when nothing decodes. Linear time; never raises."""
+    that end there lost only their closing brackets). ``None`` when nothing decodes. Linear time; never raises.
+    (Within ``parse_lenient``, :func:`lenient_json` also records which containers the cut left open.)"""
+    done = _complete(text)
+    return None if done is None else done[0]
+
+
+_NUMBER_END = frozenset("0123456789")
+
+
+def _complete(text: str) -> tuple[Any, int, str, bool] | None:
+    """``(value, depth, last, clean)``: :func:`complete_cut`'s value; ``depth``, how many containers on its
+    rightmost path the cut left open; ``last``, the state of the innermost open one's last member (see
+    :func:`open_at_cut`); ``clean``, whether the text stops right after a complete value."""
     stack: list[str] = []
     last_cut = -1  # position just before the last ',' or just after the last '[' / '{' (outside strings)
     cut_depth = 0  # brackets open at last_cut
@@ -196,13 +413,21 @@ def complete_cut(text: str) -> Any:
                 return None
         elif c == ",":
             last_cut, cut_depth = m.start(), len(stack)
-    closers = "".join(reversed(stack))
-    candidates = [text + ('"' if open_string else "") + closers]
+    end = text.rstrip()[-1:]
+    try:
+        value = json.loads(text + ('"' if open_string else "") + "".join(reversed(stack)))
+    except (ValueError, RecursionError):
+        pass
+    else:
+        if open_string:
+            return value, len(stack), "cut", False
+        if end in _NUMBER_END:  # whole, or cut after some of its digits: no telling
+            return value, len(stack), "number", False
+        return value, len(stack), "complete", end not in ("[", "{")
     if last_cut >= 0:
-        candidates.append(text[:last_cut] + "".join(reversed(stack[:cut_depth])))
-    for candidate in candidates:
         try:
-            return json.loads(candidate)
+            value = json.loads(text[:last_cut] + "".join(reversed(stack[:cut_depth])))
         except (ValueError, RecursionError):
-            continue
+            return None
+        return value, cut_depth, "complete", False
     return None

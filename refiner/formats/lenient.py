@@ -10,7 +10,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem
-from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.jsonfix import budget_spent, give_up, lenient_json, open_at_cut, take_items, written_whole
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
@@ -46,13 +46,16 @@ def lenient_blocks(
 ) -> Iterator[str]:
     """The bodies of the ``open_tag ... close_tag`` blocks after any reasoning, one at a time, tolerating missing
     tags (each is reported as its block comes): without any ``open_tag`` the whole text is one block; a block
-    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given."""
+    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given. Each block counts as an item
+    read (:func:`~refiner.formats.jsonfix.take_items`): reading stops when they run out."""
     body = strip_reasoning(text)
     chunks = body.split(open_tag)[1:]
     if not chunks:
         problems.append(Problem("missing_tag", f"missing {open_tag}"))
         chunks = [body]
     for chunk in chunks:
+        if not take_items(1):
+            return
         if close_tag in chunk:
             chunk = chunk.split(close_tag, 1)[0]
         else:
@@ -145,34 +148,90 @@ def coerce_call(
 
 
 def as_items(value: Any) -> list[Any]:
-    """A JSON value as a list of items: lists as they are, anything else as a one-item list (none for None)."""
+    """A JSON value as a list of items: lists as they are, anything else as a one-item list (none for None). Within
+    ``parse_lenient``, only as many items as may still be read (:func:`~refiner.formats.jsonfix.take_items`)."""
     if value is None:
         return []
-    return value if isinstance(value, list) else [value]
+    if not isinstance(value, list):
+        return [value] if take_items(1) else []
+    k = take_items(len(value))
+    return value if k == len(value) else value[:k]
 
 
 def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
-    """Adds the call :func:`coerce_call` makes of ``item`` to ``out.calls``; a problem instead when it makes none."""
+    """Adds the call :func:`coerce_call` makes of ``item`` to ``out.calls``; a problem instead when it makes none.
+    A call object the text stops in (left open by a cut at the end of the text) is marked: ``out.cut``."""
     call = coerce_call(item, out.problems, outputs=outputs)
     if call is not None:
         out.calls.append(call)
+    if type(item) is dict:
+        cut = cut_call(item, call)
+        if cut is not None:
+            out.mark_cut(len(out.calls) - 1 if call is not None else None, *cut)
+
+
+def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, Any], bool] | None:
+    """For a call object a cut at the end of the text left open (:func:`~refiner.formats.jsonfix.open_at_cut`):
+    ``(name, arguments, clean)``, its name when written whole, its arguments written whole before the cut, and
+    whether the text stops right after a complete value (see :class:`~refiner.formats.base.Cut`); ``None`` for an
+    object that was closed."""
+    fn = item.get("function")
+    holders = [item, fn] if type(fn) is dict else [item]
+    states = [(h, open_at_cut(h)) for h in holders]
+    opened = [s for _, s in states if s is not None]
+    if not opened:
+        return None
+    clean = opened[0][1].clean
+    name = call.name if call is not None else None
+    args = dict(call.arguments) if call is not None else {}
+    for holder, state in states:
+        if state is None or not holder:
+            continue
+        key = next(reversed(holder))
+        last = state[0]
+        value = holder[key]
+        if key in NAME_KEYS and value == name:
+            if last != "complete":
+                name = None
+        elif key in ARG_KEYS:
+            inner = open_at_cut(value) if type(value) is dict else None
+            if inner is not None:
+                if inner[0] != "complete" and value:
+                    args.pop(str(next(reversed(value))), None)
+            elif last != "complete":  # arguments written as a JSON text, cut inside it
+                args = written_whole(value) if type(value) is str else {}
+        elif key not in CALL_METADATA_KEYS and last != "complete":
+            args.pop(str(key), None)  # an argument written beside the name
+    return name, args, clean
+
+
+# Lines of one tag block repaired one by one at most (each also counts as an item read).
+MAX_BLOCK_LINES = 256
 
 
 def block_values(chunk: str) -> list[Any]:
-    """The items of the JSON values a tag block holds: decoded one after another when the whole block is a
-    sequence of valid values (one object per line, or several on one line), else repaired line by line when every
-    line starts an object, else the block repaired as one value. Lists are flattened into their items."""
-    items: list[Any] = []
+    """The items of the JSON values a tag block holds: decoded one after another while they are valid (one object
+    per line, or several on one line); what follows the last valid one is repaired line by line when every line
+    starts an object, else as one value. Lists are flattened into their items. Each value and line counts as an item
+    read (:func:`~refiner.formats.jsonfix.take_items`)."""
+    values: list[Any] = []
     pos = skip_ws(chunk, 0)
-    try:
-        while pos < len(chunk):
+    while pos < len(chunk) and take_items(1):
+        try:
             value, end = JSON_DECODER.raw_decode(chunk, pos)
-            items.extend(as_items(value))
-            pos = skip_ws(chunk, end)
+        except (ValueError, RecursionError):
+            break
+        values.append(value)
+        pos = skip_ws(chunk, end)
+    items = [x for value in values for x in as_items(value)]
+    rest = chunk[pos:]
+    if not rest.strip() or budget_spent():
         return items
-    except (ValueError, RecursionError):
-        pass
-    lines = [ln for ln in chunk.split("\n") if ln.strip()]
+    parts = rest.split("\n", MAX_BLOCK_LINES)
+    if len(parts) > MAX_BLOCK_LINES:
+        give_up()
+        parts.pop()
+    lines = [ln for ln in parts if ln.strip()]
     if not (len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines)):
-        lines = [chunk]
-    return [x for ln in lines for x in as_items(lenient_json(ln))]
+        lines = [rest]
+    return items + [x for ln in lines[: take_items(len(lines))] for x in as_items(lenient_json(ln))]

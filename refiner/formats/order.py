@@ -12,6 +12,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import as_items, lenient_list
 from refiner.formats.strict import expect_object, expect_str_list, tagged_list
 from refiner.formats.text import dumps
@@ -79,11 +80,17 @@ class Order(WireFormat):
                 out.note("bad_outputs", f"entry #{i} has no integer 'step'; numbered by position")
                 step = i
             tools = item.get("tool_list", item.get("tools", []))
-            for name in as_items(tools):
+            names = as_items(tools)
+            for name in names:
                 if isinstance(name, str) and name.strip():
                     out.calls.append(ToolCall(name, {}, step=step))
                 else:
                     out.note("no_name", f"tool name is not a string: {str(name)[:80]!r}")
+            cut = open_at_cut(tools) if type(tools) is list and names else None
+            if cut is not None and cut[0] != "complete":  # the text stops inside the last tool name
+                last = names[-1]
+                out.mark_cut(len(out.calls) - 1 if isinstance(last, str) and last.strip() else None, None, {},
+                             cut[1].clean)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         """Consecutive calls with the same step share one entry; a call without a step starts a new step."""

@@ -9,6 +9,7 @@ render as a trailing ``**{"key": value}``, which reads back. Values are JSON val
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import itertools
 import json
@@ -241,15 +242,17 @@ def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     return calls if complete else None
 
 
-def fast_call_prefix(src: str) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
     """``(calls, end, complete)``: the calls a list starts with, read as :func:`fast_call_list` reads them, up to
-    the first one it cannot read; ``end`` is where the last call read ends (after its ``)``) and ``complete`` whether
-    that was the whole list. Lenient parsing reads the rest item by item."""
+    the first one it cannot read (or ``limit`` calls); ``end`` is where the last call read ends (after its ``)``) and
+    ``complete`` whether that was the whole list. Lenient parsing reads the rest item by item."""
     if not src.startswith("[") or _refused(src):
         return [], 0, False
-    calls, end, status = _fast_read(src)
-    if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: rewritten as JSON, read again
-        calls, end, status = _fast_read(_FAST_CONSTANT.sub(_constant_to_json, src))  # same lengths and positions
+    calls, end, status = _fast_read(src, limit=limit)
+    if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
+        # lengths and positions) and read on from the call that stopped the reader (the calls before it stand)
+        rewritten = src[:end] + _FAST_CONSTANT.sub(_constant_to_json, src[end:])
+        calls, end, status = _fast_read(rewritten, end, calls, limit=limit)
     return calls, end, status is True
 
 
@@ -267,16 +270,20 @@ def _has_constant(src: str) -> bool:
 
 _CONSTANT_VALUE = re.compile(r"(True|False|None)(?![A-Za-z0-9_])")
 _PY_CONSTANTS = {"True": True, "False": False, "None": None}
+_CONSTANT_STARTS = frozenset("TFN")
 
 
-def _fast_read(src: str) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
+def _fast_read(
+    src: str, end: int = 1, calls: list[tuple[str, dict[str, Any]]] | None = None, limit: int | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
     """``(calls, end, status)``: status True when the whole list was read, False when reading stopped at a call it
-    cannot read, :data:`_NESTED_CONSTANT` when that call may hold Python constants inside a value."""
+    cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when that call may hold Python constants inside
+    a value. Reads on from ``end`` after ``calls`` when given (``end`` 1: from the first call)."""
     decode = JSON_DECODER.raw_decode
     next_arg = _FAST_NEXT_ARG.match
-    calls: list[tuple[str, dict[str, Any]]] = []
-    end = 1
-    m = _FAST_FIRST_CALL.match(src, 1)
+    if calls is None:
+        calls = []
+    m = _FAST_FIRST_CALL.match(src, 1) if end == 1 else _FAST_NEXT_CALL.match(src, end)
     while m is not None:
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
@@ -304,18 +311,24 @@ def _fast_read(src: str) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
                 continue
             if key in args or key.startswith(_MANGLE) or not (key.isascii() or _plain(key)):
                 return calls, end, False
-            try:
-                args[key], pos = decode(src, m.end())
-            except (ValueError, RecursionError):
-                const = _CONSTANT_VALUE.match(src, m.end())  # a Python constant as the whole value
-                if const is None:
-                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+            # a Python constant as the whole value, matched first: a failed decode costs a pass over the text
+            # before it (the decoder's error counts the lines), which would make a long list quadratic
+            const = _CONSTANT_VALUE.match(src, m.end()) if src[m.end() : m.end() + 1] in _CONSTANT_STARTS else None
+            if const is not None:
                 args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
+            else:
+                try:
+                    args[key], pos = decode(src, m.end())
+                except (ValueError, RecursionError):
+                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
             m = next_arg(src, pos)
         if m is None:
             break
         calls.append((name, args))
         end = m.end()
+        if limit is not None and len(calls) >= limit:
+            m = _FAST_NEXT_CALL.match(src, end)
+            return calls, end, m is not None and m.group(1) is None and m.end() == len(src)
         m = _FAST_NEXT_CALL.match(src, end)
     return calls, end, False
 
@@ -360,47 +373,91 @@ def render_call(name: str, arguments: dict[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Splitting broken text (lenient): one linear scan, quotes and bracket depth tracked
+# Splitting broken text (lenient): one linear scan, quotes and bracket depth tracked, at C speed between the
+# structural characters
+
+_PLAIN = re.compile(r"[^\"'()\[\]{},]*")
+# A string from its opening quote: Python's reading (the first quote not escaped ends it) ...
+_STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.S) for q in "'\""}
+# ... and the lenient one: the first quote not escaped that is followed (after spaces) by what may follow a value
+# (",", ")", "]", "}", ":" or the end), so an unescaped quote inside a value ('sed -n '1,5p' f') stays text. The
+# quotes that may end a string that way are found once per text (one regex pass), then each string's end is a
+# binary search: linear in all.
+_CLOSING_QUOTE = {q: re.compile(q + r"(?=[ \t\r\n]*(?:[,)\]}:]|\Z))") for q in "'\""}
+_closing_cache: tuple[str, dict[str, list[int]]] = ("", {})
 
 
-def _unquoted(src: str, start: int = 0) -> Iterator[tuple[int, str]]:
-    """``(index, char)`` for each character of ``src`` from ``start`` that lies outside quoted strings (quotes
-    themselves and backslash escapes inside them skipped)."""
-    quote, escaped = "", False
-    for i in range(start, len(src)):
+def _closing_quotes(src: str, q: str) -> list[int]:
+    """Positions of the quotes ``q`` in ``src`` that are not escaped and are followed by what may follow a value."""
+    global _closing_cache
+    cached_src, table = _closing_cache
+    if cached_src is not src:
+        table = {}
+        _closing_cache = (src, table)
+    found = table.get(q)
+    if found is None:
+        found = []
+        for m in _CLOSING_QUOTE[q].finditer(src):
+            p = m.start()
+            k = p
+            while k > 0 and src[k - 1] == "\\":
+                k -= 1
+            if (p - k) % 2 == 0:
+                found.append(p)
+        table[q] = found
+    return found
+
+
+def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
+    """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed). With
+    ``lenient_quotes``, the string ends at the first unescaped quote that is followed by what may follow a value
+    (else as Python reads it): a quote the model forgot to escape inside a value does not end it."""
+    q = src[i]
+    if lenient_quotes:
+        ends = _closing_quotes(src, q)
+        k = bisect.bisect_right(ends, i)
+        if k < len(ends):
+            return ends[k] + 1
+    m = _STRICT_STRING[q].match(src, i)
+    return m.end() if m is not None else len(src)
+
+
+def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` for each bracket and comma of ``src`` from ``start`` that lies outside quoted strings (see
+    :func:`string_end`). Linear: the text between them is skipped by one regex step."""
+    n = len(src)
+    i = start
+    while i < n:
+        i = _PLAIN.match(src, i).end()
+        if i >= n:
+            return
         ch = src[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        else:
-            yield i, ch
+        if ch == "'" or ch == '"':
+            i = string_end(src, i, lenient_quotes=lenient_quotes)
+            continue
+        yield i, ch
+        i += 1
 
 
-def split_top_level(src: str) -> list[str]:
-    """``src`` cut at commas outside brackets and quotes."""
+def split_top_level(src: str, *, lenient_quotes: bool = False) -> list[str]:
+    """``src`` cut at commas outside brackets and quotes (``lenient_quotes``: see :func:`string_end`)."""
     parts, depth, last = [], 0, 0
-    for i, ch in _unquoted(src):
+    for i, ch in _unquoted(src, lenient_quotes=lenient_quotes):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth = max(depth - 1, 0)
-        elif ch == "," and depth == 0:
+        elif depth == 0:  # a comma
             parts.append(src[last:i])
             last = i + 1
     parts.append(src[last:])
     return parts
 
 
-def matching_paren(src: str, open_at: int) -> int:
+def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False) -> int:
     """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none."""
     depth = 0
-    for i, ch in _unquoted(src, open_at):
+    for i, ch in _unquoted(src, open_at, lenient_quotes=lenient_quotes):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -408,3 +465,56 @@ def matching_paren(src: str, open_at: int) -> int:
             if depth == 0:
                 return i
     return len(src)
+
+
+def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
+    """``(depth, in_string)`` at the end of ``src``: brackets left open, and whether a string is left open."""
+    depth, i, n = 0, 0, len(src)
+    while i < n:
+        i = _PLAIN.match(src, i).end()
+        if i >= n:
+            break
+        ch = src[i]
+        if ch == "'" or ch == '"':
+            end = string_end(src, i, lenient_quotes=lenient_quotes)
+            if end >= n and not _closed(src, i, lenient_quotes):
+                return depth, True
+            i = end
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return depth, False
+
+
+def _closed(src: str, j: int, lenient_quotes: bool) -> bool:
+    q = src[j]
+    if lenient_quotes and bisect.bisect_right(_closing_quotes(src, q), j) < len(_closing_quotes(src, q)):
+        return True
+    return _STRICT_STRING[q].match(src, j) is not None
+
+
+def lenient_string(raw: str) -> tuple[str, bool] | None:
+    """For a value ``raw`` that is one quoted string as the lenient reading of :func:`string_end` sees it (it starts
+    with a quote and the string it starts ends where ``raw`` ends): ``(text, unescaped)``, its text (escape
+    sequences decoded as Python decodes them) and whether it holds quotes of its own kind that were not escaped;
+    ``None`` otherwise."""
+    raw = raw.strip()
+    if len(raw) < 2 or raw[0] not in "'\"" or string_end(raw, 0, lenient_quotes=True) != len(raw) or raw[-1] != raw[0]:
+        return None
+    q, body = raw[0], raw[1:-1]
+    pieces = _STRING_PIECES.findall(body)
+    unescaped = q in pieces
+    fixed = "".join("\\" + p if p == q else p for p in pieces)
+    try:
+        value = parse_quietly(q + fixed + q)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return body, unescaped
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value, unescaped
+    return body, unescaped
+
+
+_STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.S)

@@ -51,7 +51,8 @@ When a call counts (no call is ever made up from prose that does not hold one):
 - Sites inside another site are part of it (a dict inside a call's arguments is a value). A call written again in
   another site (a restatement: the same name and arguments in another list, block or sentence) counts once; inside
   one list, repeated calls are kept.
-- A call cut off by the end of the text keeps its complete arguments and drops the cut one (never an invented value).
+- A call cut off by the end of the text is left out, as tier 1 leaves out the call a text stops inside (never
+  presented as complete, never an invented value).
 
 Cost: linear scans (``str.find``, anchored or linear regexes, the JSON decoder) over at most
 :data:`~refiner.formats.base.MAX_LENIENT_CHARS` characters, at most :data:`MAX_CANDIDATES` candidate sites,
@@ -433,10 +434,9 @@ class _Scan:
         self, name: str, hit: str | None, args_src: str, structured: bool, cut: bool, listed: bool = False
     ) -> ToolCall | None:
         """The call ``name(args_src)``, or None when its arguments are not a call's (see the module docstring)."""
-        if cut:  # the text ends inside the call: its last argument may be cut, so it is dropped
-            if not structured:
-                return None
-            args_src = ",".join(split_top_level(args_src)[:-1])
+        if cut:  # the text ends inside the call: it is not presented as a complete call (nothing is invented)
+            self.notes.append(f"a call to {name} cut off by the end of the text is left out")
+            return None
         attempts = [args_src]
         if "\\_" in args_src:
             attempts.append(args_src.replace("\\_", "_"))

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, register
-from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import lenient_region
 from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
@@ -21,8 +21,10 @@ from refiner.formats.pythonic import (
     dotted_name,
     fast_call_list,
     fast_call_prefix,
+    lenient_string,
     looks_pythonic,
     matching_paren,
+    open_brackets,
     parse_expr,
     parse_quietly,
     render_call,
@@ -32,8 +34,13 @@ from refiner.formats.strict import tagged_span
 from refiner.formats.text import skip_ws
 
 OPEN, CLOSE = "<function_list>", "</function_list>"
-# Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls).
+# Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls),
+# from at most MAX_RECOVER_CHARS characters after the list's plain-layout prefix (which the fast reader takes at any
+# length); every character handed to ast costs AST_COST_PER_CHAR units of the parse's repair budget
+# (refiner.formats.jsonfix: ast costs up to 3 µs per character on broken text).
 MAX_RECOVERED_SEGMENTS = 128
+MAX_RECOVER_CHARS = 4096
+AST_COST_PER_CHAR = 2
 # The general (ast) reader takes call lists up to this many characters: Python's parser costs about 1.5 µs per
 # character, twice that on a syntax error, and the reward must stay fast on any output. Lists in the plain layout
 # (what render writes) are read at any length without it.
@@ -93,6 +100,10 @@ class ToolAce(WireFormat):
         fast = fast_call_list(src)  # the renderer's layout, without ast (several times faster)
         if fast is not None:
             return [ToolCall.trusted(name, args) for name, args in fast]
+        return self._ast_calls(src, offset)
+
+    def _ast_calls(self, src: str, offset: int) -> list[ToolCall]:
+        """The general reader (ast) for lists the fast reader declines."""
         if len(src) > MAX_AST_CHARS:
             raise self.error(
                 f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
@@ -114,68 +125,111 @@ class ToolAce(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
+        """The calls of a broken list: the leading items in the plain layout with the fast reader, the rest item by
+        item with quotes read leniently (a quote the model forgot to escape inside a value does not end it: see
+        :func:`refiner.formats.pythonic.string_end`). A text that stops inside its last call (no closing tag, no
+        ``]``, the call's ``(`` not closed) marks that call as cut (:meth:`Lenient.mark_cut`)."""
         known = len(out.problems)
         src = lenient_region(text, OPEN, CLOSE, out.problems).strip()
+        close_missing = any(p.message == f"missing {CLOSE}" for p in out.problems[known:])
+        # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)
+        prefix, end, complete = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
+        k = take_items(len(prefix))
+        if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
+            out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
+            out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
+            return
         if len(out.problems) > known:  # a tag is missing: the strict parse never read this list
-            try:
-                out.calls.extend(self._calls(src, 0))
+            if complete:
+                out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
                 return
-            except FormatError as e:
-                out.note("strict", str(e))
-        # (with both tags there the strict parse already read this list and failed): recover it item by item, the
-        # leading items in the plain layout with the fast reader
-        prefix, end, _ = fast_call_prefix(src)
+            if len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src)):
+                try:
+                    out.calls.extend(self._ast_calls(src, 0))
+                    return
+                except FormatError as e:
+                    out.note("strict", str(e))
+        # (with both tags there the strict parse already read this list and failed): recover it item by item after
+        # the plain-layout prefix
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
         if end:
             src = src[end:].lstrip().removeprefix(",")
         src = src.removeprefix("[")
-        src = src.removesuffix("]")
-        for n, segment in enumerate(split_top_level(src)):
+        at_end = close_missing
+        if len(src) > MAX_RECOVER_CHARS:
+            out.note("gave_up", f"only the first {MAX_RECOVER_CHARS} characters of the broken list were read")
+            src, at_end = src[:MAX_RECOVER_CHARS], False
+        elif src.endswith("]") and matching_paren("[" + src, 0, lenient_quotes=True) == len(src):
+            src, at_end = src[:-1], False  # the list's own "]": the text does not stop inside it
+        segments = split_top_level(src, lenient_quotes=True)
+        for n, segment in enumerate(segments):
             if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
                 out.note("gave_up", f"gave up after {n} of the list's items")
                 return
             if segment.strip():
-                call = self._recover_call(segment.strip(), out.problems)
-                if call is not None:
-                    out.calls.append(call)
+                last = at_end and n == len(segments) - 1
+                self._recover_call(segment.strip(), out, last)
 
-    def _recover_call(self, segment: str, problems: list[Problem]) -> ToolCall | None:
+    def _recover_call(self, segment: str, out: Lenient, last: bool) -> None:
+        """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
+        problems = out.problems
         p = segment.find("(")
         if p <= 0:
             problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
-            return None
+            if last:
+                out.mark_cut(None)
+            return
         name = " ".join(segment[:p].split())
         if dotted_name(_name_node(name)) is None:
             problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
-        close = matching_paren(segment, p)
-        if close == len(segment):
+        close = matching_paren(segment, p, lenient_quotes=True)
+        unclosed = close == len(segment)
+        if unclosed:
             problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
         inner = segment[p + 1 : close]
-        return ToolCall(name, self._recover_args(inner, problems))
+        args = self._recover_args(inner, problems)
+        out.calls.append(ToolCall(name, args))
+        if last and unclosed:
+            complete, clean = _cut_arguments(inner, args)
+            out.mark_cut(len(out.calls) - 1, name, complete, clean)
 
     def _recover_args(self, inner: str, problems: list[Problem]) -> dict:
-        try:
-            node = parse_expr(self, f"f({inner})", 0)
-            if isinstance(node, ast.Call):
-                return Literals(self, f"f({inner})", 0, strict=False).arguments(node, problems)
-        except FormatError:
-            pass
+        src = f"f({inner})"
+        if len(src) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(src)):
+            try:
+                node = parse_expr(self, src, 0)
+                if isinstance(node, ast.Call):
+                    return Literals(self, src, 0, strict=False).arguments(node, problems)
+            except FormatError:
+                pass
         args = {}
-        for part in split_top_level(inner):
+        for part in split_top_level(inner, lenient_quotes=True):
             key, eq, raw = part.partition("=")
             if not eq or not key.strip():
                 if part.strip():
                     problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
                 continue
-            args[key.strip()] = self._recover_value(raw.strip(), problems)
+            args[key.strip()] = self._recover_value(key.strip(), raw.strip(), problems)
         return args
 
-    def _recover_value(self, raw: str, problems: list[Problem]) -> object:
-        try:
-            node = parse_expr(self, raw, 0)
-            return Literals(self, raw, 0, strict=False).value(node)
-        except FormatError:
-            pass
+    def _recover_value(self, key: str, raw: str, problems: list[Problem]) -> object:
+        """One argument's value: a Python literal (ast), else a string whose own quotes were not escaped (read to
+        the quote that ends the value, and reported), else repaired JSON, else the text itself (reported)."""
+        if len(raw) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(raw)):
+            try:
+                node = parse_expr(self, raw, 0)
+                return Literals(self, raw, 0, strict=False).value(node)
+            except FormatError:
+                pass
+        text = lenient_string(raw) if len(raw) <= MAX_AST_CHARS else None
+        if text is not None:
+            value, unescaped = text
+            if unescaped:
+                problems.append(
+                    Problem("bad_argument", f"value of {key!r} holds a {raw[0]} that was not escaped; read to the "
+                                            f"quote that ends the value: {value[:60]!r}")
+                )
+            return value
         value = lenient_json(raw)
         if value is None:
             problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
@@ -193,7 +247,36 @@ class ToolAce(WireFormat):
 
 
 def _name_node(name: str) -> ast.expr:
+    if len(name) > MAX_AST_CHARS:
+        return ast.Constant(None)
     try:
         return parse_quietly(name)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ast.Constant(None)
+
+
+_MID_VALUE_ENDS = tuple(",=([{:")
+_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
+
+
+def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
+    """For a call the text stops inside (``inner``: its arguments as written, up to the end of the text):
+    ``(complete, clean)``, the arguments written whole before the cut, and whether the text stops right after a
+    value that cannot go on (a closed string, a constant, a closed bracket; see :class:`~refiner.formats.base.Cut`)."""
+    tail = split_top_level(inner, lenient_quotes=True)[-1].strip()
+    complete = dict(args)
+    if not tail:  # stops after "(" or after a comma: every argument read was written whole
+        return complete, False
+    key, eq, raw = tail.partition("=")
+    raw = raw.strip()
+    if not eq or not raw:  # stops in a name, or after "="
+        complete.pop(key.strip(), None)
+        return complete, False
+    depth, in_string = open_brackets(raw, lenient_quotes=True)
+    if in_string or depth:  # stops inside a string, or inside a list or dict (partly written)
+        complete.pop(key.strip(), None)
+        return complete, not in_string and not raw.endswith(_MID_VALUE_ENDS)
+    if raw in _CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
+        return complete, True
+    complete.pop(key.strip(), None)  # a number (12 may be the start of 123), or half a name
+    return complete, False

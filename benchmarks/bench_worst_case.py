@@ -1,0 +1,189 @@
+"""Worst-case cost of every public entry point on hostile inputs, against the 50 ms bound for any input up to 200 KB.
+
+Inputs come from ``tests/hostile.py`` and are built from the format registry (so formats added later are measured
+too): bracket, paren, quote and tag storms (every format's markers and tags), deep nesting (5,000 levels), repeated
+blocks, huge numbers (10**5000, 1e999), very long strings, thousands of calls, texts cut short; each format's own
+storms sit where one of its values goes. Entry points: each format's ``parse_strict`` and ``parse_lenient``,
+``formats.detect_format``, the gate (``check_text`` on every text in every format, ``check_calls`` on hostile call
+lists), tier 1 (``repair_text``, ``repair_calls``), ``Refiner().refine`` (format detected, and each format requested),
+``Refiner().refine_batch(errors="result")`` and ``rewards.compute_score`` (with the hostile text as the upstream too).
+
+Each input is timed as CPU time of this thread, best of ``--repeat`` runs (the reward's upstream cache is cleared
+before each), and the table prints, per entry point (and per format for the parsers), the slowest input, its time and
+whether the 50 ms bound is met. The peer, in the same run: ``json.loads`` of a valid 200 KB JSON text of calls.
+Any exception other than an entry point's documented one is reported as a failure.
+
+    PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_worst_case.py [--size 200000] [--repeat 3] [--format NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hostile import format_texts, hostile_calls, hostile_texts  # noqa: E402
+
+from refiner import formats  # noqa: E402
+from refiner.calls import ToolCall  # noqa: E402
+from refiner.gate import check_calls, check_text  # noqa: E402
+from refiner.pipeline import Refiner, RequestError  # noqa: E402
+from refiner.repair import repair_calls, repair_text  # noqa: E402
+from refiner.specs import load_tools  # noqa: E402
+from rewards import compute_score, make_ground_truth  # noqa: E402
+from rewards.score import _upstream_breakdown  # noqa: E402
+
+BOUND_S = 0.050
+TOOLS = [
+    {
+        "name": "book_table",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "restaurant": {"type": "string", "minLength": 1, "pattern": "^[A-Za-z ]+$"},
+                "people": {"type": "integer", "minimum": 1, "maximum": 20},
+                "time": {"type": "string"},
+                "price": {"type": "number"},
+                "dishes": {"type": "array", "items": {"type": "string", "enum": ["soup", "fish", "cake"]}},
+                "contact": {"type": "object", "properties": {"phone": {"type": "string"}}, "required": ["phone"]},
+            },
+            "required": ["restaurant", "people"],
+        },
+    },
+    {"name": "cancel_booking", "parameters": {"type": "object", "properties": {"booking_id": {"type": "string"}}}},
+    {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}},
+]
+GOLD = [ToolCall("book_table", {"restaurant": "Chez Nous", "people": 4}), ToolCall("f", {"a": 1, "b": "x"})]
+
+
+def cpu_time(fn: Callable[[], object], repeat: int, before: Callable[[], None] | None = None) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        t = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t)
+    return best
+
+
+class Table:
+    def __init__(self, repeat: int) -> None:
+        self.repeat = repeat
+        self.rows: dict[str, tuple[float, str, int]] = {}  # entry -> (worst time, input kind, size)
+        self.failures: list[str] = []
+
+    def measure(self, entry: str, kind: str, text_len: int, fn: Callable[[], object], allowed: tuple = (),
+                before: Callable[[], None] | None = None) -> None:
+        def run() -> None:
+            try:
+                fn()
+            except allowed:
+                pass
+
+        try:
+            spent = cpu_time(run, self.repeat, before)
+        except Exception as e:  # noqa: BLE001 - an undocumented exception is the finding
+            self.failures.append(f"{entry} on {kind} ({text_len} chars): {type(e).__name__}: {str(e)[:120]}")
+            return
+        worst = self.rows.get(entry)
+        if worst is None or spent > worst[0]:
+            self.rows[entry] = (spent, kind, text_len)
+
+    def print(self, peer: float) -> int:
+        print(f"\n{'entry point':42} {'worst input':44} {'chars':>8} {'ms':>8} {'x peer':>7}  50 ms")
+        missed = 0
+        for entry, (spent, kind, n) in self.rows.items():
+            ok = spent <= BOUND_S
+            missed += not ok
+            verdict = "met" if ok else "MISSED"
+            print(f"{entry:42} {kind[:44]:44} {n:8d} {spent * 1e3:8.2f} {spent / peer:7.1f}  {verdict}")
+        print(f"\npeer: json.loads of a valid {PEER_CHARS // 1000} KB call list: {peer * 1e3:.2f} ms")
+        print(f"{len(self.rows) - missed} of {len(self.rows)} entry points within 50 ms; {missed} missed")
+        for f in self.failures:
+            print("FAILURE (undocumented exception):", f)
+        return missed + len(self.failures)
+
+
+PEER_CHARS = 200_000
+
+
+def peer_time(repeat: int) -> float:
+    call = {"name": "book_table", "arguments": {"restaurant": "Chez Nous", "people": 4, "dishes": ["soup", "fish"]}}
+    text = json.dumps([call] * (PEER_CHARS // len(json.dumps(call))))
+    return cpu_time(lambda: json.loads(text), max(repeat, 3))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=200_000, help="characters per storm (the bound is for 200 KB)")
+    ap.add_argument("--repeat", type=int, default=3, help="timing runs per input (best of)")
+    ap.add_argument("--format", action="append", help="only these formats (default: every registered one)")
+    ap.add_argument("--skip-pipeline", action="store_true", help="parsers, detection and the reward only")
+    args = ap.parse_args(argv)
+    size, repeat = args.size, args.repeat
+    fmts = [formats.get(n) for n in args.format] if args.format else formats.by_rank()
+    specs = load_tools(TOOLS)
+    index = {s.name: s for s in specs}
+    refiner = Refiner()
+    table = Table(repeat)
+
+    common = hostile_texts(size)
+    per_format = {f.name: format_texts(f, size) for f in fmts}
+    every = common + [(f"{n}: {k}", t) for n, texts in per_format.items() for k, t in texts]
+    print(f"{len(every)} hostile texts (storms of {size} characters), {len(fmts)} formats, best of {repeat}")
+
+    for fmt in fmts:
+        texts = common + per_format[fmt.name]
+        for kind, text in texts:
+            n = len(text)
+            table.measure(f"{fmt.name}.parse_strict", kind, n, lambda: fmt.parse_strict(text), (formats.FormatError,))
+            table.measure(f"{fmt.name}.parse_lenient", kind, n, lambda: fmt.parse_lenient(text))
+    for kind, text in every:
+        table.measure("formats.detect_format", kind, len(text), lambda: formats.detect_format(text))
+
+    gts = {f.name: make_ground_truth(f.name, f.parse_strict(f.render([c for c in GOLD if not f.names_only]
+                                                                      or [ToolCall("f", {})])))
+           for f in fmts if not f.names_only}
+    for fmt in fmts:
+        gt = gts.get(fmt.name) or make_ground_truth(fmt.name, fmt.parse_strict(fmt.example))
+        for kind, text in common + per_format[fmt.name]:
+            table.measure(
+                "rewards.compute_score", f"{fmt.name}: {kind}", len(text),
+                lambda: compute_score("bench", text, gt, {"upstream": text}),
+                before=_upstream_breakdown.cache_clear,
+            )
+
+    if not args.skip_pipeline:
+        for fmt in fmts:
+            for kind, text in common + per_format[fmt.name]:
+                n, label = len(text), f"{fmt.name}: {kind}"
+                table.measure("gate.check_text", label, n, lambda: check_text(text, fmt.name, index))
+                table.measure("repair.repair_text", label, n, lambda: repair_text(text, fmt.name, index))
+                table.measure("Refiner.refine (format given)", label, n,
+                              lambda: refiner.refine({"tools": TOOLS, "upstream": text, "format": fmt.name}))
+        for kind, text in every:
+            table.measure("Refiner.refine (format detected)", kind, len(text),
+                          lambda: refiner.refine({"tools": TOOLS, "upstream": text}), (RequestError,))
+            table.measure("Refiner.refine_batch(errors=result)", kind, len(text),
+                          lambda: refiner.refine_batch([{"tools": TOOLS, "upstream": text}, {"upstream": 1}],
+                                                       errors="result"))
+        for kind, calls in hostile_calls(size):
+            for fmt in fmts:
+                label = f"{fmt.name}: {kind}"
+                table.measure("gate.check_calls", label, 0, lambda: check_calls(calls, index, fmt=fmt.name))
+                table.measure("repair.repair_calls", label, 0, lambda: repair_calls(calls, index, fmt=fmt.name))
+
+    missed = table.print(peer_time(repeat))
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Hostile inputs for the bounded-work tests and ``benchmarks/bench_worst_case.py``, built from the registry so that
+every registered format (and any format added later) gets its own: bracket, paren, quote and tag storms (every
+format's markers and tags, from :func:`refiner.formats.all_markers`), deep nesting (thousands of levels), repeated
+blocks, huge numbers, very long strings, thousands of calls, texts cut short; each at a chosen size (the bound is
+stated for 200 KB; the test suite runs them at a few KB, and at full size where the check is a count).
+
+    hostile_texts(size)             -> [(kind, text)]  format-independent storms
+    format_texts(fmt, size)         -> [(kind, text)]  the storms placed where a value of ``fmt`` goes, and more
+    hostile_calls(size)             -> [(kind, [ToolCall])]  call lists for the gate, repair and the reward
+"""
+
+from __future__ import annotations
+
+from refiner import formats
+from refiner.calls import ToolCall
+
+# A number no other part of a rendered call holds: rendering a call with it as a value marks where a value goes in
+# the format's text (inside a JSON string in OpenAI's arguments, as a literal elsewhere), so a storm can replace it.
+SLOT = 731_953_157_731
+DEEP = 5_000  # nesting levels of the deep inputs (Python's recursion limit is 1,000)
+
+
+def _fill(piece: str, size: int) -> str:
+    return (piece * (size // max(len(piece), 1) + 1))[:size]
+
+
+def storms(size: int) -> list[tuple[str, str]]:
+    """Value-sized storms: what goes in a value slot (or makes a whole text)."""
+    deep = min(DEEP, max(size // 8, 10))
+    markers = formats.all_markers()
+    tags = tuple(dict.fromkeys(t for f in formats.all_formats() for t in f.tags))
+    return [
+        ("paren_storm", "(" * size),
+        ("close_paren_storm", ")" * size),
+        ("bracket_storm", "[" * size),
+        ("brace_storm", "{" * size),
+        ("brace_bracket_storm", _fill("{]", size)),
+        ("key_storm", _fill('{"', size)),
+        ("quote_storm", '"' * size),
+        ("single_quote_storm", "'" * size),
+        ("escape_storm", _fill('\\"', size)),
+        ("mixed_storm", _fill('({["\')}]', size)),
+        ("marker_storm", _fill("".join(markers), size)),
+        ("tag_storm", _fill("".join(tags), size)),
+        ("deep_objects", '{"a":' * deep + "1" + "}" * deep),
+        # just past the arguments' depth bound, and just under Python's recursion limit (which a decoder may reach)
+        ("deep_objects_70", '{"a":' * 70 + "1" + "}" * 70),
+        ("deep_lists_990", "[" * 990 + "]" * 990),
+        ("deep_objects_open", '{"a":' * deep + "1"),
+        ("deep_lists", "[" * deep + "]" * deep),
+        ("deep_pythonic", "f(a=" * deep + "1" + ")" * deep),
+        ("huge_int", "9" * min(size, 100_000)),
+        ("huge_float", "1e999"),
+        ("huge_exponent", "1" + "0" * min(size, 5_000) + ".5e99999"),
+        ("long_string", '"' + _fill("x\\\"<é😀", size) + '"'),
+        ("paren_in_key", '{"a": 1, "b"' + "(" * size + "}"),
+    ]
+
+
+def hostile_texts(size: int) -> list[tuple[str, str]]:
+    """Whole texts that belong to no format: each storm alone, and marker storms around broken JSON."""
+    out = list(storms(size))
+    markers = formats.all_markers()
+    for m in markers:
+        out.append((f"repeat {m}", _fill(m, size)))
+        out.append((f"repeat {m}{{", _fill(m + "{", size)))
+    out.append(("think_open", "<think>" + "x" * size))
+    out.append(("think_storm", _fill("</think><think>", size)))
+    return out
+
+
+def _slot_text(fmt: formats.WireFormat) -> str:
+    call = ToolCall("f", {"a": 1, "b": SLOT})
+    if fmt.names_only:
+        return fmt.render([ToolCall(str(SLOT), {}, step=1)]) if fmt.steps else fmt.render([ToolCall(str(SLOT), {})])
+    outputs = ("API_call_0",) if fmt.outputs == "list" else ("$var_1",) if fmt.outputs == "one" else ()
+    return fmt.render([ToolCall(call.name, call.arguments, outputs=outputs, step=1 if fmt.steps else None)])
+
+
+def _calls(n: int, fmt: formats.WireFormat) -> list[ToolCall]:
+    out = []
+    for i in range(n):
+        outputs = (f"API_call_{i}",) if fmt.outputs == "list" else (f"$var_{i}",) if fmt.outputs == "one" else ()
+        args = {} if fmt.names_only else {"city": f"Paris {i}", "days": i, "ok": True}
+        out.append(ToolCall(f"tool_{i % 7}", args, outputs=outputs, step=(i // 3 + 1) if fmt.steps else None))
+    return out
+
+
+def format_texts(fmt: formats.WireFormat, size: int) -> list[tuple[str, str]]:
+    """Hostile texts in ``fmt``: every storm where one of its values (or, for name-only formats, a tool name) goes;
+    the example repeated; thousands of calls, whole and cut short; the format's tags storming around a call."""
+    out = [("repeated_example", _fill(fmt.example + "\n", size))]
+    try:
+        slot = _slot_text(fmt)
+        one = fmt.render(_calls(1, fmt))
+        n = max(2, size // max(len(one) - 10, 1))
+        many = fmt.render(_calls(n, fmt))
+    except formats.RenderError:  # a format that cannot write these calls: its example stands in
+        slot = many = fmt.example
+    if str(SLOT) in slot:
+        for kind, storm in storms(size):
+            out.append((f"value {kind}", slot.replace(str(SLOT), storm, 1)))
+    out.append(("many_calls", many))
+    out.append(("many_calls_cut", many[: len(many) // 2]))
+    if "Paris" in many:
+        out.append(("many_calls_cut_in_string", many[: many.find("Paris", len(many) // 2) + 3]))
+    for tag in fmt.tags:
+        out.append((f"storm of {tag}", _fill(tag, size // 2) + slot))
+        out.append((f"{tag} in a value", slot.replace(str(SLOT), '"' + _fill(tag, size) + '"', 1)))
+    return out
+
+
+def hostile_calls(size: int) -> list[tuple[str, list[ToolCall]]]:
+    """Call lists for :func:`refiner.gate.check_calls`, :func:`refiner.repair.repair_calls` and the reward."""
+    deep: object = 1
+    for _ in range(min(DEEP, max(size // 8, 10))):
+        deep = {"a": deep}
+    deep_list: object = []
+    for _ in range(min(DEEP, max(size // 8, 10))):
+        deep_list = [deep_list]
+    n = max(2, size // 40)
+    return [
+        ("deep_object", [ToolCall("book_table", {"restaurant": deep, "contact": deep})]),
+        ("deep_list", [ToolCall("book_table", {"dishes": deep_list, "people": deep_list})]),
+        ("huge_int", [ToolCall("book_table", {"people": 10 ** min(size, 5_000), "restaurant": "x"})]),
+        ("non_finite", [ToolCall("book_table", {"people": float("inf"), "price": float("nan")})]),
+        ("long_string", [ToolCall("book_table", {"restaurant": "a" * size, "time": "1" * size, "people": 2})]),
+        ("many_calls", [ToolCall("book_table", {"restaurant": f"R{i}", "people": "2"}) for i in range(n)]),
+        ("many_refs", [ToolCall("cancel_booking", {"booking_id": f"API_call_{i + 1}"}, outputs=(f"API_call_{i}",))
+                       for i in range(n)]),
+        ("many_args", [ToolCall("book_tabel", {f"p{i}": i for i in range(n)})]),
+        ("long_names", [ToolCall("b" * size, {"x" * size: 1})]),
+    ]

@@ -1,0 +1,302 @@
+"""Truncation is honest: an upstream cut off mid-call (its ``finish_reason`` says ``length``, or the text stops
+mid-value) keeps its complete calls, and the call it stops in is reported, never completed with invented values.
+
+Checked per format on cuts inside a string, after a key, after a colon, between calls, inside a tool name; through
+the lenient parsers (``Lenient.cut``), tier 1 (``drop_cut``) and the pipeline (stage ``truncated``, the ``cut``
+field); and, as a property, on every cut of rendered call lists in every registered format: what the pipeline returns
+is never a call the upstream did not write whole.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.gate import check_text
+from refiner.pipeline import CUT_FINISH_REASONS, Refiner, RequestError
+from refiner.repair import repair_parsed, repair_text
+
+ALL = [f.name for f in formats.by_rank()]
+TOOLS = [
+    {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+    {
+        "name": "book_table",
+        "parameters": {
+            "type": "object",
+            "properties": {"restaurant": {"type": "string"}, "when": {"type": "string"}, "people": {"type": "integer"}},
+            "required": ["restaurant"],
+        },
+    },
+]
+GOLD = [
+    ToolCall("get_weather", {"city": "Paris", "days": 3}),
+    ToolCall("book_table", {"restaurant": "Chez Nous", "when": "tonight at eight", "people": 4}),
+]
+
+
+def _fit(fmt: formats.WireFormat, calls: list[ToolCall]) -> list[ToolCall]:
+    """``calls`` as ``fmt`` writes them (output labels, steps, names only)."""
+    out = []
+    for i, c in enumerate(calls):
+        outputs = (f"API_call_{i}",) if fmt.outputs == "list" else (f"$var_{i}",) if fmt.outputs == "one" else ()
+        args = {} if fmt.names_only else dict(c.arguments)
+        out.append(ToolCall(c.name, args, outputs, i + 1 if fmt.steps else None))
+    return out
+
+
+def _cut(text: str, marker: str, extra: int) -> str:
+    i = text.rfind(marker)
+    assert i >= 0, (marker, text)
+    return text[: i + extra]
+
+
+# where to cut the second call, per kind: (markers, the first found from the end; characters of it kept)
+CUTS = {
+    "inside a string": (("Chez Nous",), 4),
+    "inside a later string": (("tonight at eight",), 7),
+    "after a key": (('"when"', '\\"when\\"', "when="), None),
+}
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if not formats.get(n).names_only])
+@pytest.mark.parametrize("kind", list(CUTS))
+def test_a_cut_inside_the_last_call_keeps_the_complete_ones(name, kind):
+    """The reader marks the call the text stops in (``Lenient.cut``, with what was written whole), or leaves it out;
+    either way the pipeline returns the complete call only, and says the upstream was cut when it can tell."""
+    fmt = formats.get(name)
+    gold = _fit(fmt, GOLD)
+    text = fmt.render(gold)
+    markers, keep = CUTS[kind]
+    marker = next(m for m in markers if m in text)  # (pythonic formats write keys bare, OpenAI's escaped)
+    cut = _cut(text, marker, len(marker) if keep is None else keep)
+    got = fmt.parse_lenient(cut)
+    assert got.calls[0] == gold[0]
+    if got.cut is not None:
+        assert got.cut.index == 1 and not got.cut.clean, (cut[-40:], got.cut)
+        assert any(p.code == "truncated" for p in got.problems)
+        written = got.cut.arguments  # what the cut call held whole before the cut
+        assert all(gold[1].arguments[k] == v for k, v in written.items())
+        assert "when" not in written
+    else:  # a reader that leaves the cut call out
+        assert len(got.calls) == 1, got.calls
+    for finish in (None, "length"):
+        req = {"tools": TOOLS, "upstream": cut, "format": name, **({"finish_reason": finish} if finish else {})}
+        res = Refiner().refine(req)
+        assert [c["name"] for c in res["calls"]] == ["get_weather"], (finish, res["calls"])
+        assert res["calls"][0]["arguments"] == dict(gold[0].arguments)
+        assert "Chez" not in res["refined"]  # the cut call is not in the text handed back
+        assert formats.get(name).parse_strict(res["refined"]) == [gold[0]]
+        if finish or got.cut is not None:
+            assert res["stage"] == "truncated", res["reason"]
+            assert res["cut"]["finish_reason"] == finish
+        json.dumps(res)
+
+
+@pytest.mark.parametrize("name, kind", [(n, k) for n in ["hermes", "xlam", "nestools", "glaive", "apibank", "openai",
+                                                         "anthropic", "nestful", "toolace"] for k in CUTS])
+def test_the_built_in_readers_say_what_was_written_whole(name, kind):
+    fmt = formats.get(name)
+    gold = _fit(fmt, GOLD)
+    text = fmt.render(gold)
+    markers, keep = CUTS[kind]
+    marker = next(m for m in markers if m in text)
+    got = fmt.parse_lenient(_cut(text, marker, len(marker) if keep is None else keep))
+    assert got.cut is not None and got.cut.index == 1 and got.cut.name == "book_table"
+    assert ("restaurant" in got.cut.arguments) == (kind != "inside a string")
+    res = Refiner().refine({"tools": TOOLS, "upstream": _cut(text, marker, len(marker) if keep is None else keep),
+                            "format": name})
+    assert res["cut"]["index"] == 1 and res["cut"]["finish_reason"] is None
+    assert any(a["kind"] == "drop_cut" for a in res["actions"])
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_cut_between_calls(name):
+    """Cut right after the first call (a comma, or the opening of the second): nothing is dropped, the stage says
+    the upstream was cut."""
+    fmt = formats.get(name)
+    gold = _fit(fmt, GOLD)
+    text = fmt.render(gold)
+    second = "book_table"
+    i = text.find(second)
+    j = max(text.rfind(sep, 0, i) for sep in (",", "<", "\n", "{"))
+    cut = text[:j]
+    res = Refiner().refine({"tools": TOOLS, "upstream": cut, "format": name, "finish_reason": "length"})
+    assert res["stage"] == "truncated"
+    assert [c["name"] for c in res["calls"]] == ["get_weather"], (cut[-30:], res["calls"])
+    assert res["cut"]["finish_reason"] == "length"
+    assert "the upstream was cut off" in res["reason"]
+
+
+@pytest.mark.parametrize("name", ["hermes", "xlam", "nestools", "openai", "anthropic", "nestful", "glaive", "apibank"])
+def test_a_cut_inside_the_tool_name(name):
+    fmt = formats.get(name)
+    text = fmt.render(_fit(fmt, GOLD))
+    cut = _cut(text, "book_table", 4)
+    got = fmt.parse_lenient(cut)
+    assert got.cut is not None and got.cut.name is None
+    res = Refiner().refine({"tools": TOOLS, "upstream": cut, "format": name})
+    assert res["stage"] == "truncated"
+    assert [c["name"] for c in res["calls"]] == ["get_weather"]
+
+
+def test_a_text_that_lost_only_its_closers_is_closed_unless_the_upstream_says_it_was_cut():
+    """Stopping right after a complete value also reads as a lost ending: closed as before (stage repaired); with
+    finish_reason "length" the same text is a cut, and the call it stops in is left out."""
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>\n'
+    text += '<tool_call>\n{"name": "book_table", "arguments": {"restaurant": "Chez Nous"'
+    got = formats.get("hermes").parse_lenient(text)
+    assert got.cut is not None and got.cut.clean and got.cut.index == 1
+    assert not any(p.code == "truncated" for p in got.problems)
+    res = Refiner().refine({"tools": TOOLS, "upstream": text})
+    assert res["stage"] == "repaired" and [c["name"] for c in res["calls"]] == ["get_weather", "book_table"]
+    assert "cut" not in res
+    for reason in CUT_FINISH_REASONS:
+        res = Refiner().refine({"tools": TOOLS, "upstream": text, "finish_reason": reason})
+        assert res["stage"] == "truncated" and [c["name"] for c in res["calls"]] == ["get_weather"]
+        assert res["cut"] == {"index": 1, "name": "book_table", "arguments": {"restaurant": "Chez Nous"},
+                              "clean": True, "finish_reason": reason}
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("xlam", '<func_call>[{"name": "book_table", "arguments": {"restaurant": "Chez Nous", "people": 1'),
+        ("toolace", '<function_list>[book_table(restaurant="Chez Nous", people=1'),
+    ],
+)
+def test_a_number_at_the_cut_is_a_cut(name, text):
+    """A text that ends in a number may have been cut inside it (12 may be the start of 123): a cut, the number
+    left out of what was written whole, the call left out of the result."""
+    got = formats.get(name).parse_lenient(text)
+    assert got.cut.arguments == {"restaurant": "Chez Nous"} and not got.cut.clean
+    assert got.calls[0].arguments["people"] == 1  # (the lenient read keeps what was written)
+    assert Refiner().refine({"tools": TOOLS, "upstream": text, "format": name})["calls"] == []
+
+
+def test_a_complete_upstream_that_hit_its_limit_is_truncated_but_unchanged():
+    text = formats.get("hermes").render(GOLD)
+    res = Refiner().refine({"tools": TOOLS, "upstream": text, "finish_reason": "length"})
+    assert res["stage"] == "truncated" and res["changed"] is False and res["refined"] == text
+    assert [c["name"] for c in res["calls"]] == ["get_weather", "book_table"]
+    assert res["cut"]["index"] is None and "any call after them is missing" in res["reason"]
+    for other in ("stop", "tool_calls", None):
+        req = {"tools": TOOLS, "upstream": text}
+        if other is not None:
+            req["finish_reason"] = other
+        assert Refiner().refine(req)["stage"] == "unchanged"
+
+
+def test_finish_reason_is_validated():
+    with pytest.raises(RequestError, match="finish_reason"):
+        Refiner().refine({"upstream": "x", "finish_reason": 1})
+    out = Refiner().refine_batch([{"upstream": "x", "finish_reason": ["length"]}], errors="result")
+    assert out[0]["stage"] == "error" and "finish_reason" in out[0]["error"]
+
+
+def test_the_model_never_completes_a_cut_call():
+    """A truncated upstream is not sent to the model (it would complete the cut call by inventing its values)."""
+
+    class Recorder:
+        def __init__(self):
+            self.seen = 0
+
+        def chat(self, conversations, **kw):
+            self.seen += len(conversations)
+            answer = formats.get("hermes").render([ToolCall("book_table", {"restaurant": "Chez Nous"})])
+            return [[answer] for _ in conversations]
+
+    engine = Recorder()
+    cut = _cut(formats.get("hermes").render(GOLD), "Chez Nous", 4)
+    res = Refiner(engine, bypass=False).refine({"tools": TOOLS, "upstream": cut})
+    assert engine.seen == 0 and res["stage"] == "truncated"
+
+
+def test_tier1_drops_the_cut_call_and_says_so():
+    cut = _cut(formats.get("xlam").render(GOLD), "tonight", 3)
+    t1 = repair_text(cut, "xlam", None)
+    assert t1.calls == [GOLD[0]]
+    assert t1.actions[0].kind == "drop_cut" and t1.actions[0].call == 1
+    assert formats.get("xlam").parse_strict(t1.text) == [GOLD[0]]
+    only = _cut(formats.get("xlam").render(GOLD[:1]), "Paris", 2)
+    t1 = repair_text(only, "xlam", None)
+    assert t1.calls == [] and formats.get("xlam").parse_strict(t1.text) == []
+    clean = formats.get("xlam").render(GOLD)[: -len("]</func_call>")]  # only the closers lost: kept
+    report = check_text(clean, "xlam", None)
+    assert repair_parsed(report, clean, "xlam", None).calls == GOLD
+    assert repair_parsed(report, clean, "xlam", None, cut_off=True).calls == GOLD  # (the cut fell between calls)
+
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0x2FF), max_size=12)
+_values = st.one_of(_text, st.integers(-10**6, 10**6), st.booleans(), st.lists(_text, max_size=3))
+_args = st.dictionaries(st.sampled_from(["city", "days", "when", "note", "tags"]), _values, max_size=3)
+_names = st.sampled_from(["get_weather", "book_table", "search", "send_mail"])
+
+
+def _written_part(got: object, want: object) -> bool:
+    """``got`` is ``want`` or what a text that lost its closing brackets right after a complete value leaves of it:
+    a list's first items (the last of them possibly such a part), an object's first members (likewise)."""
+    if got == want and type(got) is type(want):
+        return True
+    if isinstance(want, list) and isinstance(got, list) and len(got) <= len(want):
+        return all(g == w for g, w in zip(got[:-1], want)) and (not got or _written_part(got[-1], want[len(got) - 1]))
+    if isinstance(want, dict) and isinstance(got, dict) and list(got) == list(want)[: len(got)]:
+        keys = list(got)
+        return all(got[k] == want[k] for k in keys[:-1]) and (not keys or _written_part(got[keys[-1]], want[keys[-1]]))
+    return False
+
+
+def _nothing_invented(returned: list[dict], gold: list[ToolCall], fmt: formats.WireFormat, clean_tail: bool) -> None:
+    """Each returned call is a gold call written whole; only a last one, and only when the text stops right after
+    a value that cannot go on (no finish_reason), may be a part of one: its first arguments, the last of them a
+    list or object missing its last items."""
+    assert len(returned) <= len(gold)
+    for k, (got, want) in enumerate(zip(returned, gold)):
+        assert got["name"] == want.name
+        if got["arguments"] == dict(want.arguments) or fmt.names_only:
+            continue
+        assert clean_tail and k == len(returned) - 1, (got, want)
+        assert _written_part(got["arguments"], dict(want.arguments)), (got, want)
+
+
+@pytest.mark.parametrize("name", ALL)
+@SETTINGS
+@given(calls=st.lists(st.builds(ToolCall, _names, _args), min_size=1, max_size=3), data=st.data())
+def test_no_cut_is_ever_completed_with_invented_values(name, calls, data):
+    """Cut anywhere, in every format: with finish_reason "length" the pipeline returns only calls the upstream wrote
+    whole (a prefix of them); without it, a call left open right after a complete value may be closed, and nothing
+    else is invented."""
+    fmt = formats.get(name)
+    gold = _fit(fmt, calls)
+    try:
+        text = fmt.render(gold)
+    except formats.RenderError:
+        return
+    refiner = Refiner()
+    positions = sorted(set(data.draw(st.lists(st.integers(1, len(text) - 1), min_size=1, max_size=6))))
+    for p in positions:
+        cut = text[:p]
+        res = refiner.refine({"upstream": cut, "format": name, "finish_reason": "length"})
+        assert res["stage"] == "truncated"
+        _nothing_invented(res["calls"], gold, fmt, clean_tail=False)
+        res = refiner.refine({"upstream": cut, "format": name})
+        _nothing_invented(res["calls"], gold, fmt, clean_tail=True)
+        if res["stage"] == "truncated":
+            assert res["cut"]["clean"] is False
