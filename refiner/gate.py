@@ -527,7 +527,7 @@ def salvage_report(
     if index:  # values a site's format writes as untyped text are settled by the specs, as check_text does
         site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
         calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
-    out = GateReport(calls, [d for d in report.diagnostics if d.code in ("format", "truncated")], False, found)
+    out = GateReport(calls, [d for d in report.diagnostics if d.code in ("format", "truncated")], salvaged=found)
     if report.cut is not None:  # the text was cut: still said, though the cut call (left out by salvage) has no index
         out.cut = formats.Cut(None, report.cut.name, {}, report.cut.clean)
     if not out.calls:

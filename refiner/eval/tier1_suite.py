@@ -518,6 +518,25 @@ def class_table(result: SuiteResult) -> str:
     return "\n".join(lines)
 
 
+def group_rates(result: SuiteResult, group: str = "format", policy: str = "default") -> dict[str, tuple[int, int]]:
+    """Per format: ``(fixed, n)`` over the rows of one error group (``format``, ``name``, ...), under ``policy``."""
+    table = result.tables.get(policy, {})
+    out: dict[str, tuple[int, int]] = {}
+    for f in result.fmts:
+        c: Counter = Counter()
+        for row in row_names(ERROR_GROUPS[group]):
+            c.update(table.get(row, {}).get(f, Counter()))
+        if c["n"]:
+            out[f] = (c["fixed"], c["n"])
+    return out
+
+
+def worst_formats(result: SuiteResult, group: str = "format", policy: str = "default", k: int = 5) -> str:
+    """The ``k`` formats with the lowest share of one group's errors fixed, as text."""
+    rates = sorted((h / n, f) for f, (h, n) in group_rates(result, group, policy).items())
+    return ", ".join(f"{f} {r:.0%}" for r, f in rates[:k])
+
+
 def matrix_table(result: SuiteResult, policy: str) -> str:
     """Row × format: % fixed (``untouched`` for the clean row); ``-`` where the class does not apply."""
     table = result.tables[policy]
@@ -564,6 +583,8 @@ def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
          "had right was changed; clean row: texts returned as they came)"),
         class_table(result),
     ]
+    parts += ["", "Lowest formats per error group (default policy): " + "; ".join(
+        f"{g}: {worst_formats(result, g)}" for g in ("format", "name", "content"))]
     if matrices:
         for p in result.tables:
             parts += ["", f"Per class and format, % fixed ({p})", matrix_table(result, p)]
