@@ -186,6 +186,7 @@ def snap(
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_IDENTIFIER = re.compile(r"[^\W\d][\w.\-]*")
 
 
 def name_words(name: str) -> set[str]:
@@ -196,16 +197,21 @@ def name_words(name: str) -> set[str]:
 
 
 def snap_by_arguments(
-    name: str, arguments: Mapping[str, Any], tools: Mapping[str, Any], *, count: Count | None = None
+    name: str, arguments: Mapping[str, Any], tools: Mapping[str, Any], *, count: Count | None = None,
+    identifiers_only: bool = False,
 ) -> str | None:
     """The tool a call to the unknown tool ``name`` meant, when its name and arguments both say so: the one offered
     tool whose name has only words of ``name`` or ``name`` only words of it (:func:`name_words`: ``math.gcd_info`` →
     ``math.gcd``, ``get_weather`` → ``get_weather_forecast``), that declares every argument the call passes and has
     every required parameter among them; ``None`` when the call passes no argument, or no tool, or more than one,
     fits. A changed word is never enough (``DeleteReminder`` is not ``AddReminder``, whatever their parameters).
+    ``identifiers_only``: ``name`` must look like a tool name (letters, digits, ``_``, ``.``, ``-``), for calls read
+    from a text in another format than its own, where a name with the format's markers in it
+    (``commentary to=functions.get_news <|constrain|>json`` from a gpt-oss text read as Mistral's) comes from a
+    misreading that may have lost other calls: it is left to the model.
     One comparison per offered tool, from ``count``'s allowance (``None`` when it has too few left); names longer
     than :data:`MAX_SNAP_NAME_CHARS` are not compared."""
-    if not arguments or len(name) > MAX_SNAP_NAME_CHARS:
+    if not arguments or len(name) > MAX_SNAP_NAME_CHARS or (identifiers_only and not _IDENTIFIER.fullmatch(name)):
         return None
     if count is not None:
         if count.left < len(tools):
@@ -442,6 +448,7 @@ def repair_call(
     trust_spec: bool = False,
     count: Count | None = None,
     compare: Count | None = None,
+    misread: bool = False,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did
     (at most as many values coerced as ``count`` has left, :data:`MAX_COERCED_VALUES` by default, and as many name
@@ -451,7 +458,8 @@ def repair_call(
     against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
     values (see the module docstring). Unknown parameters are dropped only
     when no required one is missing (else one of them may be the missing value under another name, which the model
-    can still use). ``strings``: value style "text" (see :data:`refiner.gate.VALUE_STYLES`)."""
+    can still use). ``strings``: value style "text" (see :data:`refiner.gate.VALUE_STYLES`). ``misread``: the call
+    was read from a text in another format than its own (see :func:`snap_by_arguments`)."""
     n_before = len(actions)
     name = call.name
     if name not in tools:
@@ -459,7 +467,7 @@ def repair_call(
         if hit is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
             name = hit
-        elif (hit := snap_by_arguments(name, call.arguments, tools, count=compare)) is not None:
+        elif (hit := snap_by_arguments(name, call.arguments, tools, count=compare, identifiers_only=misread)):
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r} (the one tool whose parameters fit the "
                                                f"call's arguments)", index, hit))
             name = hit
@@ -546,9 +554,10 @@ def repair_calls(
     fmt: str | None = None,
     trust_spec: bool = False,
     text_values: bool = False,
+    misread: bool = False,
 ) -> tuple[list[ToolCall], list[Action]]:
     """Tier-1 repair of a call list: names, parameters, values (when tools are known; see :func:`repair_call` for
-    when a call's spec is believed), then dependency order."""
+    when a call's spec is believed, and ``misread``), then dependency order."""
     actions: list[Action] = []
     index = tool_index(tools)
     out = list(calls)
@@ -563,7 +572,7 @@ def repair_calls(
             else:
                 fixed.append(
                     repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
-                                compare=compare)
+                                compare=compare, misread=misread)
                 )
         out = fixed
     order = dependency_order(out)
@@ -631,7 +640,8 @@ def repair_parsed(
         actions.append(Action("parse_repair", f"recovered {len(source)} call(s) from text that is not valid {fmt}"))
     if out_fmt != fmt and source:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
-    calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
+    calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values,
+                                       misread=out_fmt != fmt)
     actions.extend(call_actions)
     if not actions or (not calls and dropped is None):
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)

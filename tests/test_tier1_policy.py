@@ -115,6 +115,13 @@ def test_snap_by_arguments_picks_the_one_tool_the_arguments_fit():
     assert snap_by_arguments("case_info", {"docket": "x", "court": "y"}, tools) is None
     # no arguments: no evidence
     assert snap_by_arguments("math.gcd_info", {}, tools) is None
+    # a name with a format's markers in it: snapped when the text was read in its own format (Kimi-K2's
+    # functions.NAME:0 once its sentinels are lost), not when it was read in another one (a gpt-oss text read as
+    # Mistral's, which may have lost calls)
+    junk = "commentary to=functions.math.gcd <|constrain|>json"
+    assert snap_by_arguments(junk, {"num1": 1, "num2": 2}, tools) == "math.gcd"
+    assert snap_by_arguments(junk, {"num1": 1, "num2": 2}, tools, identifiers_only=True) is None
+    assert snap_by_arguments("math.gcd_info", {"num1": 1, "num2": 2}, tools, identifiers_only=True) == "math.gcd"
 
 
 def test_snap_by_arguments_gives_up_when_two_tools_fit():

@@ -178,10 +178,24 @@ def test_format_errors_fixed_per_format(sample):
     assert set(FORMAT_SHORTFALLS) <= fmts
 
 
-# Cells where a correct call is lost for a reason outside tier 1: llama3_json's strict reader accepts
-# '[{call}, {"name: broken...}]' as one call followed by prose, and the pipeline reads a broken NESTFUL list in the
-# format it is strictly valid in, so the second call is gone.
-KNOWN_HARM = {("broken_json", "nestful")}
+# Cells where a correct call is lost before tier 1 sees it, by how the pipeline reads a broken text (full run, default
+# policy: 48 of 807,744 inputs; none on clean inputs):
+KNOWN_HARM = {
+    # a dropped closing quote leaves a string open to the end of the text, which reads as a text cut off mid-value:
+    # the call is left out as truncated (refiner.formats Cut, repair.cut_call_index)
+    ("broken_json", "openai"): "read as truncated",
+    ("broken_json", "llama3_json"): "read as truncated",
+    ("broken_json", "granite"): "read as truncated",
+    # llama3_json's strict reader takes '[{call}, {name": broken}]' as one call followed by prose, and the pipeline
+    # reads a broken text in a format it is strictly valid in (pipeline.pick_formats)
+    ("broken_json", "nestful"): "read as llama3_json",
+    # another format's sentinel in place of the format's own tag: the text is read in that format
+    # (pipeline.pick_formats), which finds fewer calls or a call named by the surrounding JSON
+    ("wrong_tag", "anthropic"): "read as deepseek_v31",
+    ("wrong_tag", "deepseek_v31"): "read as mistral_v11",
+    # salvage reads the first of two pythonic calls on separate lines after a foreign sentinel
+    ("wrong_tag", "olmo3"): "salvage reads one line",
+}
 
 
 def test_the_default_policy_harms_no_correct_call(sample):
