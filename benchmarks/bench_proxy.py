@@ -1,19 +1,37 @@
-"""Proxy overhead: latency (p50/p99) and throughput through ``tool-refiner serve`` vs the upstream called directly.
+"""The refining proxy on loopback: its overhead, and how well it isolates requests from hostile ones.
 
-Both servers run as separate processes on loopback: the scripted fake upstream (``tests/fake_upstream.py``) and the
-proxy started with the real CLI (tier-1 repair + guard, no refiner model). The same client (httpx, async, fixed
-concurrency) sends the same chat requests to each; the proxy rows are compared with the direct row.
+Both servers run as separate processes: the scripted fake upstream (``tests/fake_upstream.py``, in
+``--upstream-workers`` processes) and the proxy started with the real CLI (tier-1 repair + guard, no refiner model).
 
-    .venv/bin/python benchmarks/bench_proxy.py --requests 2000 --concurrency 64
+1. **Overhead** (closed loop, fixed concurrency): latency p50/p99 and throughput through the proxy vs the upstream
+   called directly, for valid and for broken calls.
+2. **Isolation** (open loop, Poisson arrivals at ``--rate``): normal requests alone, then the *same* normal requests
+   with hostile ones mixed in (``--hostile-share`` of all requests, default 10 %): bracket, paren, quote and tag
+   storms, deep nesting, huge strings, thousands of calls, a hostile conversation history, each sized at the body
+   limit (``--max-body-mb``; answers that big come from the upstream), and bodies just over it (413), sent by a
+   second client process at the same time. The two phases alternate over ``--rounds`` rounds so that a change in
+   machine load hits both alike. Target: the normal requests'
+   p99 with hostile ones within 2x of their p99 without, and every normal request answered 200 and refined.
+   ``--compare-threads`` runs the same mix once more with the proxy's tier-1 work in threads (``--workers 0``),
+   the peer without process isolation; ``--compare-direct`` sends it to the upstream itself, the peer without any
+   proxy (what the mix costs the upstream, the clients and the machine alone).
+
+    .venv/bin/python benchmarks/bench_proxy.py                                  # both tables, default sizes
+    .venv/bin/python benchmarks/bench_proxy.py --mode isolation --rate 30 --normal 600 --compare-threads --compare-direct
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import random
 import statistics
+import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -21,14 +39,33 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_upstream import BROKEN_CALLS as BROKEN  # noqa: E402
-from fake_upstream import VALID_CALLS as VALID  # noqa: E402
-from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, free_port, serve_in_subprocess  # noqa: E402
+from fake_upstream import BROKEN_CALLS as BROKEN
+from fake_upstream import VALID_CALLS as VALID
+from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, free_port, serve_in_subprocess
+
+TARGET_RATIO = 2.0
+JSON = {"content-type": "application/json"}
 
 
 def payload(calls: list[dict], i: int) -> dict:
     return {"model": "fake-model", "tools": WEATHER_TOOLS, "x_fake": {"tool_calls": calls, "content": f"r{i}"},
             "messages": [{"role": "user", "content": WEATHER_QUERY}]}
+
+
+def pct(xs: list[float], q: int) -> float:
+    if not xs:
+        return float("nan")
+    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else xs[0]
+
+
+def start_proxy(upstream: str, port: int, extra: list[str]):
+    cli = [sys.executable, "-m", "refiner.cli", "serve", "--upstream-base-url", upstream + "/v1", "--port", str(port),
+           "--log-level", "warning", *extra]
+    return serve_in_subprocess(cli, port, health_path="/health")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 1. Overhead
 
 
 async def load(url: str, calls: list[dict], requests: int, concurrency: int) -> tuple[list[float], float, int]:
@@ -53,47 +90,273 @@ async def load(url: str, calls: list[dict], requests: int, concurrency: int) -> 
         return latencies, time.perf_counter() - start, errors
 
 
-def pct(xs: list[float], q: float) -> float:
-    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else xs[0]
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=1000)
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--warmup", type=int, default=50)
-    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds per target")
-    args = ap.parse_args()
-
-    py = sys.executable
-    up_port, px_port = free_port(), free_port()
-    with serve_in_subprocess([py, str(ROOT / "tests" / "fake_upstream.py"), str(up_port)], up_port) as upstream:
-        cli = [py, "-m", "refiner.cli", "serve", "--upstream-base-url", upstream + "/v1", "--port", str(px_port),
-               "--log-level", "warning"]
-        with serve_in_subprocess(cli, px_port, health_path="/health") as proxy:
-            runs = [("direct upstream", upstream, BROKEN), ("proxy, valid calls", proxy, VALID),
-                    ("proxy, broken calls", proxy, BROKEN)]
-            for _, url, calls in runs:
-                asyncio.run(load(url, calls, args.warmup, min(args.concurrency, args.warmup)))
-            # Interleaved rounds, so a change in machine load hits every target alike.
-            stats = {name: ([], 0.0, 0) for name, _, _ in runs}
-            per_round = max(1, args.requests // args.rounds)
-            for _ in range(args.rounds):
-                for name, url, calls in runs:
-                    lat, wall, errors = asyncio.run(load(url, calls, per_round, args.concurrency))
-                    acc = stats[name]
-                    stats[name] = (acc[0] + lat, acc[1] + wall, acc[2] + errors)
-            rows = [(name, pct(lat, 50) * 1e3, pct(lat, 99) * 1e3, len(lat) / wall, errors)
-                    for name, (lat, wall, errors) in stats.items()]
-
+def overhead(upstream: str, proxy: str, args: argparse.Namespace) -> list[tuple]:
+    runs = [("direct upstream", upstream, BROKEN), ("proxy, valid calls", proxy, VALID),
+            ("proxy, broken calls", proxy, BROKEN)]
+    for _, url, calls in runs:
+        asyncio.run(load(url, calls, args.warmup, min(args.concurrency, args.warmup)))
+    stats = {name: ([], 0.0, 0) for name, _, _ in runs}
+    per_round = max(1, args.requests // args.rounds)
+    for _ in range(args.rounds):  # interleaved, so a change in machine load hits every target alike
+        for name, url, calls in runs:
+            lat, wall, errors = asyncio.run(load(url, calls, per_round, args.concurrency))
+            acc = stats[name]
+            stats[name] = (acc[0] + lat, acc[1] + wall, acc[2] + errors)
+    rows = [(name, pct(lat, 50) * 1e3, pct(lat, 99) * 1e3, len(lat) / wall, errors)
+            for name, (lat, wall, errors) in stats.items()]
     base = rows[0]
-    n = per_round * args.rounds
-    print(f"\n{n} requests per target in {args.rounds} interleaved rounds, concurrency {args.concurrency}, loopback, "
-          "proxy = tier-1 repair + guard (no model); x = ratio to the direct upstream\n")
+    print(f"\n1. Overhead: {per_round * args.rounds} requests per target in {args.rounds} interleaved rounds, "
+          f"concurrency {args.concurrency}; x = ratio to the direct upstream\n")
     head = f"{'target':<22}{'p50 ms':>9}{'p99 ms':>9}{'req/s':>9}{'errors':>8}{'p50 x':>8}{'req/s x':>9}"
     print(head + "\n" + "-" * len(head))
     for name, p50, p99, rps, errors in rows:
         print(f"{name:<22}{p50:>9.2f}{p99:>9.2f}{rps:>9.1f}{errors:>8}{p50 / base[1]:>8.2f}{rps / base[3]:>9.2f}")
+    return rows
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 2. Isolation
+
+
+def normal_request(i: int) -> tuple[bytes, list[str]]:
+    """A normal request (broken or valid calls, alternately) and the tool names its refined answer must carry."""
+    calls = BROKEN if i % 2 else VALID
+    return json.dumps(payload(calls, i)).encode(), ["get_weather", "get_time"]
+
+
+def hostile_requests(limit: int) -> list[tuple[str, bytes, int]]:
+    """``(name, body, expected status)`` of every hostile shape, each sized at the body limit ``limit`` (bytes)."""
+    n = int(limit * 0.9)  # characters of hostile text: the request (or the upstream's answer) is near the limit
+
+    def answer(content: object = None, calls: list[dict] | None = None) -> bytes:
+        fake: dict = {"content": content} if content is not None else {"content": None}
+        if calls is not None:
+            fake["tool_calls"] = calls
+        return json.dumps({"model": "fake-model", "tools": WEATHER_TOOLS, "x_fake": fake,
+                           "messages": [{"role": "user", "content": WEATHER_QUERY}]}).encode()
+
+    def args(prefix: str, unit: str, times: int) -> list[dict]:
+        return [{"name": "get_weather", "arguments": {"$prefix": prefix, "$repeat": [unit, times]}, "id": "call_h"}]
+
+    many = [{"name": "get_wether", "arguments": '{"city": "Paris", "days": "3"', "id": f"call_{k}"}
+            for k in range(min(3000, max(2, n // 60)))]
+    history = [{"role": "user", "content": WEATHER_QUERY},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "call_old", "type": "function",
+                    "function": {"name": "get_wether", "arguments": '{"a": 1, "b"' + "(" * (n - 200)}}]},
+               {"role": "tool", "tool_call_id": "call_old", "content": "sunny"},
+               {"role": "user", "content": "And tomorrow?"}]
+    history_body = json.dumps({"model": "fake-model", "tools": WEATHER_TOOLS, "messages": history,
+                               "x_fake": {"tool_calls": VALID}}).encode()
+    over = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "x" * (limit + 1024)}]})
+    return [
+        ("paren storm", answer(calls=args('{"a": 1, "b"', "(", n)), 200),
+        ("bracket storm", answer(calls=args('{"a": 1, "b": ', "[", n)), 200),
+        ("quote storm", answer(calls=args('{"a": ', '"', n)), 200),
+        ("deep nesting", answer(calls=args("", '{"a":', n // 5)), 200),
+        ("tag storm in content", answer(content={"$prefix": "Let me see.\n", "$repeat": ["<tool_call>{", n // 12]}),
+         200),
+        ("huge string", answer(calls=args('{"city": "', "x", n)), 200),
+        ("thousands of calls", answer(calls=many), 200),
+        ("broken history", history_body, 200),
+        ("over the limit", over.encode(), 413),
+    ]
+
+
+def check_normal(r: httpx.Response, names: list[str] | None) -> bool:
+    """Answered 200, refined (not timed out, not failed) and carrying the right tools; ``names`` None (the upstream
+    called directly): answered 200."""
+    if names is None:
+        return r.status_code == 200
+    if r.status_code != 200 or r.headers.get("x-tool-refiner") not in ("repaired", "unchanged"):
+        return False
+    message = r.json()["choices"][0]["message"]
+    return [t["function"]["name"] for t in message.get("tool_calls") or []] == names
+
+
+async def open_loop(url: str, schedule: list[tuple[float, str, bytes, object]],
+                    start_at: float | None = None) -> list[tuple[str, float, object]]:
+    """Sends each ``(time offset, kind, body, expected)`` at ``start_at`` (epoch seconds; default: now) plus its
+    offset; ``(kind, latency s, outcome)`` per request, where a normal request's outcome is whether it passed
+    :func:`check_normal` and a hostile one's is ``(status, stage)``."""
+    limits = httpx.Limits(max_connections=512, max_keepalive_connections=64)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as client:
+        loop = asyncio.get_running_loop()
+        start = loop.time() + (0.05 if start_at is None else max(0.0, start_at - time.time()))
+
+        async def one(at: float, kind: str, body: bytes, expected: object) -> tuple[str, float, object]:
+            await asyncio.sleep(max(0.0, start + at - loop.time()))
+            t = time.perf_counter()
+            try:
+                r = await client.post(url + "/v1/chat/completions", content=body, headers=JSON)
+            except httpx.HTTPError as e:
+                return kind, time.perf_counter() - t, False if kind == "normal" else (type(e).__name__, "-")
+            latency = time.perf_counter() - t
+            if kind == "normal":
+                return kind, latency, check_normal(r, expected)
+            return kind, latency, (r.status_code, r.headers.get("x-tool-refiner", "-"))
+
+        return await asyncio.gather(*(one(*s) for s in schedule))
+
+
+def schedules(args: argparse.Namespace, limit: int, seed: int) -> tuple[list, list]:
+    """The normal requests and the hostile ones of a round: Poisson arrivals, reproducible from ``seed``."""
+    rng = random.Random(seed)
+    normal_rate = args.rate * (1 - args.hostile_share)
+    hostile_rate = args.rate * args.hostile_share
+    per_round = max(1, args.normal // args.rounds)
+    t, normal = 0.0, []
+    for i in range(per_round):
+        t += rng.expovariate(normal_rate)
+        body, names = normal_request(seed * 100_000 + i)
+        normal.append((t, "normal", body, names))
+    shapes = [h for h in hostile_requests(limit) if not args.shapes or h[0] in args.shapes.split(",")]
+    hostile, t = [], 0.0
+    k = rng.randrange(len(shapes))
+    while hostile_rate > 0:
+        t += rng.expovariate(hostile_rate)
+        if t > normal[-1][0]:
+            break
+        name, body, status = shapes[k % len(shapes)]
+        hostile.append((t, name, body, status))
+        k += 1
+    return normal, hostile
+
+
+def send_hostile(spec: dict) -> None:
+    """The hostile client (its own process, as hostile traffic comes from other clients): sends a round's hostile
+    requests from ``start_at`` and prints their outcomes as JSON."""
+    args = argparse.Namespace(**spec["args"])
+    _, hostile = schedules(args, spec["limit"], spec["seed"])
+    rows = asyncio.run(open_loop(spec["url"], hostile, spec["start_at"]))
+    print(json.dumps([[kind, latency, list(outcome)] for kind, latency, outcome in rows]))
+
+
+def mixed_round(proxy: str, args: argparse.Namespace, limit: int, seed: int, normal: list) -> list:
+    """The normal requests of a round with the hostile ones sent at the same time by another process."""
+    start_at = time.time() + 3.0  # time for the other process to start
+    spec = {"url": proxy, "limit": limit, "seed": seed, "start_at": start_at, "args": vars(args)}
+    sender = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--hostile-sender", json.dumps(spec)],
+                              stdout=subprocess.PIPE, text=True)
+    rows = asyncio.run(open_loop(proxy, normal, start_at))
+    out, _ = sender.communicate(timeout=600)
+    if sender.returncode != 0:
+        raise RuntimeError(f"the hostile client failed with exit code {sender.returncode}")
+    return rows + [(kind, latency, tuple(outcome)) for kind, latency, outcome in json.loads(out)]
+
+
+def proxy_flags(args: argparse.Namespace) -> list[str]:
+    return ["--max-body-mb", str(args.max_body_mb), "--refine-timeout", str(args.refine_timeout)]
+
+
+def isolation_run(proxy: str, args: argparse.Namespace, label: str, direct: bool = False) -> dict:
+    """Both phases against ``proxy`` (``direct``: the upstream itself, the peer without any proxy)."""
+    limit = int(args.max_body_mb * 1024 * 1024)
+    results: dict[str, list] = {"without": [], "with": []}
+    round_ratios: list[float] = []
+    warm = [(0.01 * i, "normal", *normal_request(i)) for i in range(min(20, args.normal))]
+    asyncio.run(open_loop(proxy, warm))
+    for r in range(args.rounds):  # the two phases alternate, so a change in machine load hits both alike
+        normal, _ = schedules(args, limit, seed=r + 1)
+        if direct:
+            normal = [(t, kind, body, None) for t, kind, body, _ in normal]
+        p99s = {}
+        for name in ("without", "with") if r % 2 == 0 else ("with", "without"):
+            if name == "without":
+                rows = asyncio.run(open_loop(proxy, normal))
+            else:
+                rows = mixed_round(proxy, args, limit, r + 1, normal)
+            results[name] += rows
+            p99s[name] = pct([lat for kind, lat, _ in rows if kind == "normal"], 99)
+        round_ratios.append(p99s["with"] / p99s["without"])
+    health = httpx.get(proxy + "/health").json() if not direct else {}
+    out = {"label": label, "health": health}
+    for name, rows in results.items():
+        lat = [lat for kind, lat, _ in rows if kind == "normal"]
+        out[name] = {"n": len(lat), "ok": sum(1 for kind, _, ok in rows if kind == "normal" and ok),
+                     "p50": pct(lat, 50) * 1e3, "p99": pct(lat, 99) * 1e3}
+    out["ratio"] = out["with"]["p99"] / out["without"]["p99"]
+    out["round_ratios"] = round_ratios
+    out["met"] = out["ratio"] <= TARGET_RATIO and all(out[p]["ok"] == out[p]["n"] for p in ("without", "with"))
+    hostile: dict[str, dict] = {}
+    for kind, lat, outcome in results["with"]:
+        if kind != "normal":
+            h = hostile.setdefault(kind, {"lat": [], "outcomes": Counter()})
+            h["lat"].append(lat)
+            h["outcomes"][f"{outcome[0]} {outcome[1]}"] += 1
+    out["hostile"] = hostile
+    return out
+
+
+def isolation(upstream: str, proxy: str, args: argparse.Namespace) -> list[dict]:
+    runs = [isolation_run(proxy, args, "proxy (processes)")]
+    if args.compare_threads:
+        with start_proxy(upstream, free_port(), [*proxy_flags(args), "--workers", "0"]) as threaded:
+            runs.append(isolation_run(threaded, args, "proxy (--workers 0)"))
+    if args.compare_direct:
+        runs.append(isolation_run(upstream, args, "no proxy (upstream)", direct=True))
+    n_hostile = sum(len(h["lat"]) for h in runs[0]["hostile"].values())
+    print(f"\n2. Isolation: open loop at {args.rate:g} req/s, {args.rounds} alternating rounds per phase, hostile share "
+          f"{args.hostile_share:.0%} ({n_hostile} hostile requests in the mixed phase), body limit "
+          f"{args.max_body_mb:g} MiB, refine timeout {args.refine_timeout:g} s; latencies of the normal requests\n")
+    head = (f"{'target':<22}{'normal':>8}{'p50 ms':>9}{'p99 ms':>9}{'p50 ms':>9}{'p99 ms':>9}"
+            f"{'p99 x':>8}{'ok':>13}  target (p99 x <= {TARGET_RATIO:g}, all ok)")
+    print(f"{'':<30}{'without hostile':>18}{'with hostile':>18}")
+    print(head + "\n" + "-" * len(head))
+    for run in runs:
+        a, b = run["without"], run["with"]
+        ok = f"{a['ok'] + b['ok']}/{a['n'] + b['n']}"
+        print(f"{run['label']:<22}{a['n']:>8}{a['p50']:>9.1f}{a['p99']:>9.1f}{b['p50']:>9.1f}{b['p99']:>9.1f}"
+              f"{run['ratio']:>8.2f}{ok:>13}  {'met' if run['met'] else 'MISSED'}")
+    print("\np99 x per round (each round's two phases back to back): "
+          + "; ".join(f"{run['label']}: " + ", ".join(f"{x:.2f}" for x in run["round_ratios"]) for run in runs))
+    print("\nHostile requests through the proxy: latency and outcome (status, stage)\n")
+    head = f"{'shape':<24}{'n':>4}{'p50 ms':>9}{'max ms':>9}  outcomes"
+    print(head + "\n" + "-" * len(head))
+    for kind, h in sorted(runs[0]["hostile"].items()):
+        outcomes = ", ".join(f"{k} x{v}" for k, v in sorted(h["outcomes"].items()))
+        print(f"{kind:<24}{len(h['lat']):>4}{pct(h['lat'], 50) * 1e3:>9.0f}{max(h['lat']) * 1e3:>9.0f}  {outcomes}")
+    tier1 = runs[0]["health"]["tier1"]
+    print("\ntier-1 pool after the run: " + ", ".join(f"{k} {v}" for k, v in sorted(tier1.items())))
+    return runs
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", choices=["overhead", "isolation", "both"], default="both")
+    ap.add_argument("--requests", type=int, default=1000, help="overhead: requests per target")
+    ap.add_argument("--concurrency", type=int, default=8, help="overhead: concurrent clients")
+    ap.add_argument("--warmup", type=int, default=50, help="overhead: warm-up requests per target")
+    ap.add_argument("--rounds", type=int, default=4, help="interleaved rounds (both tables)")
+    ap.add_argument("--rate", type=float, default=20.0, help="isolation: requests per second, all kinds")
+    ap.add_argument("--normal", type=int, default=800, help="isolation: normal requests per phase")
+    ap.add_argument("--hostile-share", type=float, default=0.1, help="isolation: share of hostile requests")
+    ap.add_argument("--max-body-mb", type=float, default=1.0, help="isolation: the proxy's body limit, MiB")
+    ap.add_argument("--refine-timeout", type=float, default=5.0, help="isolation: the proxy's refine timeout, s")
+    ap.add_argument("--shapes", default="", help="isolation: only these hostile shapes (comma-separated names)")
+    ap.add_argument("--compare-threads", action="store_true", help="isolation: also run with --workers 0")
+    ap.add_argument("--compare-direct", action="store_true", help="isolation: also send the same traffic to the "
+                    "upstream directly (how much the mix slows the upstream, the client and the machine themselves)")
+    ap.add_argument("--upstream-workers", type=int, default=2, help="processes of the fake upstream (a single one "
+                    "is itself held up by every large answer it writes)")
+    ap.add_argument("--hostile-sender", help=argparse.SUPPRESS)  # internal: the hostile client's process
+    args = ap.parse_args(argv)
+    if args.hostile_sender:
+        send_hostile(json.loads(args.hostile_sender))
+        return {}
+
+    up_port = free_port()
+    out: dict = {"load": os.getloadavg() if hasattr(os, "getloadavg") else None}
+    argv = [sys.executable, str(ROOT / "tests" / "fake_upstream.py"), str(up_port), str(args.upstream_workers)]
+    with serve_in_subprocess(argv, up_port) as upstream, start_proxy(upstream, free_port(), proxy_flags(args)) as proxy:
+        if args.mode in ("overhead", "both"):
+            out["overhead"] = overhead(upstream, proxy, args)
+        if args.mode in ("isolation", "both"):
+            out["isolation"] = isolation(upstream, proxy, args)
+    if out["load"] is not None:
+        print(f"\nmachine load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in out['load'])}; "
+              f"now: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return out
 
 
 if __name__ == "__main__":

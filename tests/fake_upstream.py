@@ -6,6 +6,9 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 - ``content``: assistant text (default: ``"echo: <last user message>"``); ``reasoning``: a ``reasoning_content``;
 - ``tool_calls``: ``[{"name", "arguments": str | obj, "id"?}]`` returned as OpenAI ``tool_calls`` (string arguments
   are sent verbatim, so broken JSON can be scripted); ``raw_tool_calls``: a ``tool_calls`` list sent exactly as given;
+- ``finish_reason``: the finish reason of every choice (default ``tool_calls`` when there are calls, else ``stop``);
+- a long text without a long request: any ``content`` or call ``arguments`` may be ``{"$prefix": str, "$repeat":
+  [unit, times]}``, sent as ``prefix + unit * times`` (hostile answers for load tests);
 - ``status``: reply with this HTTP status and an OpenAI-style error body; ``fail_times`` + ``key``: the first
   ``fail_times`` requests carrying ``key`` get ``fail_status`` (default 503), later ones succeed;
 - ``delay``: seconds to wait before answering; ``malformed``: reply 200 with a body that is not JSON;
@@ -52,10 +55,18 @@ BROKEN_CALLS = [{"name": "get_wether", "arguments": "{'city': 'Paris', 'days': '
                 {"name": "get_time", "arguments": '{"tz": "CET"', "id": "call_b"}]
 
 
+def _expand(value: Any) -> Any:
+    """``{"$prefix": p, "$repeat": [unit, n]}`` → ``p + unit * n``; anything else as it is."""
+    if isinstance(value, dict) and "$repeat" in value:
+        unit, times = value["$repeat"]
+        return str(value.get("$prefix", "")) + str(unit) * int(times)
+    return value
+
+
 def _tool_calls(spec: list[dict]) -> list[dict]:
     out = []
     for i, c in enumerate(spec):
-        args = c.get("arguments", {})
+        args = _expand(c.get("arguments", {}))
         out.append(
             {
                 "id": c.get("id", f"call_fake_{i}"),
@@ -68,7 +79,7 @@ def _tool_calls(spec: list[dict]) -> list[dict]:
 
 def _content(body: dict, fake: dict) -> str | None:
     if "content" in fake:
-        return fake["content"]
+        return _expand(fake["content"])
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
     return f"echo: {users[-1].get('content') if users else ''}"
 
@@ -100,7 +111,7 @@ async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
         args = call["function"]["arguments"]
         for i in range(0, len(args), 5):
             yield _chunk(cid, {"tool_calls": [{"index": k, "function": {"arguments": args[i : i + 5]}}]})
-    yield _chunk(cid, {}, "tool_calls" if calls else "stop")
+    yield _chunk(cid, {}, fake.get("finish_reason") or ("tool_calls" if calls else "stop"))
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
         yield f"data: {json.dumps({'id': cid, 'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})}\n\n"
@@ -156,15 +167,16 @@ def create_fake_upstream() -> FastAPI:
                 message["reasoning_content"] = fake["reasoning"]
             if calls:
                 message["tool_calls"] = calls
-            choices.append({"index": i, "message": message, "finish_reason": "tool_calls" if calls else "stop"})
-        return {
+            reason = fake.get("finish_reason") or ("tool_calls" if calls else "stop")
+            choices.append({"index": i, "message": message, "finish_reason": reason})
+        return JSONResponse({
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", MODEL_ID),
             "choices": choices,
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        }
+        })
 
     return app
 
@@ -240,11 +252,18 @@ def serve_in_subprocess(argv: list[str], port: int, *, startup_timeout: float = 
 
 
 def main() -> None:
-    """``python tests/fake_upstream.py PORT``: serve the fake upstream on 127.0.0.1:PORT."""
+    """``python tests/fake_upstream.py PORT [WORKERS]``: serve the fake upstream on 127.0.0.1:PORT, in WORKERS
+    processes (default 1; several keep one slow request from delaying the others, as a real server would)."""
     import sys
+    from pathlib import Path
 
-    uvicorn.run(create_fake_upstream(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-                backlog=4096)
+    port = int(sys.argv[1])
+    workers = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    if workers == 1:
+        uvicorn.run(create_fake_upstream(), host="127.0.0.1", port=port, log_level="warning", backlog=4096)
+    else:
+        uvicorn.run("fake_upstream:create_fake_upstream", factory=True, workers=workers, host="127.0.0.1", port=port,
+                    log_level="warning", backlog=4096, app_dir=str(Path(__file__).resolve().parent))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,11 @@ def storms(size: int) -> list[tuple[str, str]]:
         ("huge_exponent", "1" + "0" * min(size, 5_000) + ".5e99999"),
         ("long_string", '"' + _fill("x\\\"<é😀", size) + '"'),
         ("paren_in_key", '{"a": 1, "b"' + "(" * size + "}"),
+        # whitespace runs: two adjacent regex quantifiers over spaces backtrack quadratically on them
+        ("newline_storm", "\n" * size),
+        ("space_storm", " " * size),
+        ("spaces_between_keys", _fill('{"x": 1' + " " * 2000 + '"name"', size)),
+        ("spaces_in_list", "[" + " " * size + "f("),
     ]
 
 

@@ -159,19 +159,28 @@ HERMES_IN_CONTENT = ('I will check.\n<tool_call>\n{"name": "get_wether", "argume
                      '\n</tool_call>')
 
 
-def test_calls_left_in_content_are_moved_to_tool_calls_when_asked(upstream, proxy) -> None:
+def test_calls_left_in_content_are_moved_to_tool_calls_by_default(upstream, proxy) -> None:
     """An upstream whose tool parser failed returns the raw Hermes calls as content (vLLM does this)."""
-    assert post(proxy, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
-        "role": "assistant", "content": HERMES_IN_CONTENT}  # off by default: content untouched
-    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls=("hermes",))) as url:
-        r = post(url, body({"content": HERMES_IN_CONTENT}))
-        prose = post(url, body({"content": "Sure (happy to help): it is sunny."})).json()["choices"][0]
+    r = post(proxy, body({"content": HERMES_IN_CONTENT}))
     choice = r.json()["choices"][0]
     assert choice["message"]["content"] == "I will check." and choice["finish_reason"] == "tool_calls"
     assert [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in choice["message"]["tool_calls"]
             ] == [("get_weather", {"city": "Paris", "days": 3})]
-    assert prose["message"] == {"role": "assistant", "content": "Sure (happy to help): it is sunny."}
-    assert prose["finish_reason"] == "stop"
+    assert r.headers["x-tool-refiner-content-calls"] == "0:hermes"
+    assert r.json()["tool_refiner"]["content_calls"] == [{"choice": 0, "format": "hermes"}]
+    prose = post(proxy, body({"content": "Sure (happy to help): it is sunny."}))
+    assert prose.json()["choices"][0]["message"] == {"role": "assistant", "content": "Sure (happy to help): it is sunny."}
+    assert prose.json()["choices"][0]["finish_reason"] == "stop" and "tool_refiner" not in prose.json()
+    # no tools offered, tool_choice "none", or a JSON answer asked for: the content is an answer, never calls
+    for extra in ({"tools": None}, {"tool_choice": "none"}, {"response_format": {"type": "json_object"}}):
+        message = post(proxy, {**body({"content": HERMES_IN_CONTENT}), **extra}).json()["choices"][0]["message"]
+        assert message == {"role": "assistant", "content": HERMES_IN_CONTENT}, extra
+    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls="off")) as url:
+        assert post(url, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
+            "role": "assistant", "content": HERMES_IN_CONTENT}
+    with serve_in_thread(create_app(upstream[1] + "/v1", content_calls=("xlam",))) as url:  # hermes not allowed
+        assert post(url, body({"content": HERMES_IN_CONTENT})).json()["choices"][0]["message"] == {
+            "role": "assistant", "content": HERMES_IN_CONTENT}
     with pytest.raises(KeyError, match="unknown wire format"):
         create_app("http://127.0.0.1:9/v1", content_calls=("nope",))
 
@@ -188,6 +197,48 @@ def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
     msg, reason = apply_result({"content": None, "tool_calls": original}, "stop", {"calls": calls, "changed": True,
                                                                                   "stage": "repaired"})
     assert reason == "tool_calls" and len(msg["tool_calls"]) == 4
+    # thousands of renamed calls (a hostile answer's shape) keep their ids in order
+    many = [{"id": f"c{i}", "function": {"name": "get_wether"}} for i in range(5000)]
+    out = rebuild_tool_calls(many, [{"name": "get_weather", "arguments": {}}] * 5000)
+    assert [t["id"] for t in out] == [f"c{i}" for i in range(5000)]
+
+
+# ------------------------------------------------------------------------------------------------ truncation
+
+CUT = tc("get_time", '{"tz": "CE', "call_cut")  # the upstream hit its token limit inside this call
+
+
+def test_a_call_cut_by_the_token_limit_is_kept_as_sent_and_reported(proxy) -> None:
+    r = post(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "length"
+    calls = choice["message"]["tool_calls"]
+    assert args_of({"message": {"tool_calls": calls[:1]}}) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]
+    assert calls[1] == {"id": "call_cut", "type": "function", "function": {"name": "get_time", "arguments": '{"tz": "CE'}}
+    assert r.headers["x-tool-refiner-truncated"] == "0" and r.headers["x-tool-refiner"] == "repaired"
+    assert r.json()["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+    only = post(proxy, body({"tool_calls": [CUT], "finish_reason": "length"}))
+    assert only.json()["choices"][0]["message"]["tool_calls"] == [calls[1]]
+    assert only.headers["x-tool-refiner"] == "none" and only.json()["choices"][0]["finish_reason"] == "length"
+
+
+def test_a_complete_last_call_under_length_is_refined_and_length_kept(proxy) -> None:
+    r = post(proxy, body({"tool_calls": BROKEN[:1] + [tc("get_time", '{"tz": "CET"}', "call_t")],
+                          "finish_reason": "length"}))
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "length" and "x-tool-refiner-truncated" not in r.headers
+    assert [n for n, _, _ in args_of(choice)] == ["get_weather", "get_time"]
+
+
+def test_a_cut_call_in_a_stream_is_kept_as_sent(proxy) -> None:
+    _, events = stream(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
+    chunks = [c for c in events[:-1] if c["choices"]]
+    calls = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
+    assert [(t["id"], t["function"]["name"]) for t in calls] == [("call_a", "get_weather"), ("call_cut", "get_time")]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris", "days": 3}
+    assert calls[1]["function"]["arguments"] == '{"tz": "CE'
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-1]["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
 
 
 # ------------------------------------------------------------------------------------------------ errors
@@ -263,14 +314,14 @@ def test_stream_forwards_content_and_reemits_refined_tool_calls(proxy) -> None:
 
 
 def test_stream_without_tool_calls(proxy) -> None:
-    status, events = stream(proxy, body({"content": "Just text."}))
+    _, events = stream(proxy, body({"content": "Just text."}))
     deltas = [c["choices"][0] for c in events[:-1]]
     assert "".join(d["delta"].get("content") or "" for d in deltas) == "Just text."
     assert deltas[-1]["finish_reason"] == "stop" and events[-1] == "[DONE]"
 
 
 def test_stream_reemits_usage_last(proxy) -> None:
-    status, events = stream(proxy, body({"tool_calls": BROKEN[:1]}, stream_options={"include_usage": True}))
+    _, events = stream(proxy, body({"tool_calls": BROKEN[:1]}, stream_options={"include_usage": True}))
     assert events[-1] == "[DONE]" and events[-2]["choices"] == []
     assert events[-2]["usage"] == {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
     assert events[-3]["choices"][0]["finish_reason"] == "tool_calls"
@@ -285,7 +336,7 @@ def test_stream_stalling_mid_way_ends_with_an_error_event(proxy) -> None:
 
 def test_stream_with_a_failing_refiner_reemits_the_upstream_calls(upstream) -> None:
     with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Boom())) as url:
-        status, events = stream(url, body({"tool_calls": BROKEN}))
+        _, events = stream(url, body({"tool_calls": BROKEN}))
     calls = [t for c in events[:-1] for t in c["choices"][0]["delta"].get("tool_calls", [])]
     assert [(t["id"], t["function"]["arguments"]) for t in calls] == [(c["id"], c["arguments"]) for c in BROKEN]
 
@@ -348,9 +399,13 @@ def test_cli_proxy_serves_500_concurrent_requests_without_error() -> None:
     py = sys.executable
     up_port, px_port = free_port(), free_port()
     with serve_in_subprocess([py, str(Path(__file__).with_name("fake_upstream.py")), str(up_port)], up_port) as up:
+        # a capacity test: the deadline is set out of reach, so a busy machine cannot turn refinements into timeouts
         cli = [py, "-m", "refiner.cli", "serve", "--upstream-base-url", up + "/v1", "--port", str(px_port),
-               "--log-level", "warning"]
+               "--log-level", "warning", "--refine-timeout", "300", "--max-body-mb", "2", "--content-calls", "off"]
         with serve_in_subprocess(cli, px_port, health_path="/health") as proxy:
+            health = httpx.get(proxy + "/health").json()
+            assert (health["max_body_bytes"], health["refine_timeout"], health["content_calls"]) == (2 * 1024 * 1024,
+                                                                                                    300, "off")
 
             async def run() -> list[httpx.Response]:
                 async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=500)) as client:
@@ -361,6 +416,7 @@ def test_cli_proxy_serves_500_concurrent_requests_without_error() -> None:
 
             responses = asyncio.run(run())
     assert [r.status_code for r in responses] == [200] * 500
+    assert {r.headers["x-tool-refiner"] for r in responses} == {"repaired", "unchanged"}
     for i, r in enumerate(responses):
         choice = r.json()["choices"][0]
         assert choice["message"]["content"] == f"r{i}"

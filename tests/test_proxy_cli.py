@@ -7,7 +7,7 @@ import typer
 from typer.testing import CliRunner
 
 from refiner.cli import app
-from refiner.commands.serve import build_refiner, parse_engine_args
+from refiner.commands.serve import build_refiner, content_calls_setting, parse_engine_args
 from refiner.engines.openai_http import OpenAIEngine
 from refiner.pipeline import Refiner
 
@@ -33,8 +33,9 @@ def test_serve_command_is_registered_and_requires_an_upstream() -> None:
     assert result.exit_code == 0 and "serve" in result.output
     # the options themselves, not the help rendering (rich fixes its width once per process, and cuts long names)
     serve = typer.main.get_command(app).commands["serve"]
-    options = {opt for p in serve.params for opt in p.opts}
-    assert {"--upstream-base-url", "--refiner-base-url"} <= options
+    options = {opt for p in serve.params for opt in [*p.opts, *p.secondary_opts]}
+    assert {"--upstream-base-url", "--refiner-base-url", "--max-body-mb", "--refine-timeout", "--workers",
+            "--content-calls", "--heal-history", "--no-heal-history"} <= options
     result = runner.invoke(app, ["serve"])
     assert result.exit_code != 0
 
@@ -44,3 +45,11 @@ def test_engine_args_are_parsed_as_json_or_strings() -> None:
         "max_model_len": 4096, "dtype": "float32", "in_process": True, "x": "a=b"}
     with pytest.raises(typer.BadParameter, match="expected KEY=VALUE"):
         parse_engine_args(["novalue"])
+
+
+def test_content_calls_option() -> None:
+    assert content_calls_setting(None) == "auto" and content_calls_setting(["auto"]) == "auto"
+    assert content_calls_setting(["off"]) == "off"
+    assert content_calls_setting(["hermes", "xlam,glaive"]) == ("hermes", "xlam", "glaive")
+    with pytest.raises(typer.BadParameter, match="cannot be combined"):
+        content_calls_setting(["off", "hermes"])

@@ -24,6 +24,18 @@ def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def content_calls_setting(values: list[str] | None) -> str | tuple[str, ...]:
+    """``--content-calls`` values → the proxy's setting: ``"auto"`` when absent, ``"off"``, or format names."""
+    names = [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+    if not names or names == ["auto"]:
+        return "auto"
+    if names == ["off"]:
+        return "off"
+    if "auto" in names or "off" in names:
+        raise typer.BadParameter("--content-calls: auto and off cannot be combined with format names")
+    return tuple(names)
+
+
 def build_refiner(
     *,
     model: str | None,
@@ -71,9 +83,18 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
                                                  "upstream key (if unset, the client's Authorization is forwarded)."),
-        content_calls: list[str] | None = typer.Option(None, "--content-calls", help="Wire format (repeatable, e.g. "
-                                                       "hermes) whose calls are also read from an answer's content "
-                                                       "when it has no tool_calls (non-streaming)."),
+        content_calls: list[str] | None = typer.Option(None, "--content-calls", help="Calls an upstream left in its "
+                                                       "answer's text are moved to tool_calls: auto (default: any "
+                                                       "known format), off, or a format name (repeatable)."),
+        heal_history: bool = typer.Option(True, "--heal-history/--no-heal-history", help="Repair broken tool calls "
+                                          "in the incoming conversation before forwarding it."),
+        max_body_mb: float = typer.Option(8.0, "--max-body-mb", min=0.001, help="Largest request body accepted, in "
+                                          "MiB (413 above)."),
+        refine_timeout: float | None = typer.Option(None, "--refine-timeout", min=0.001, help="Most seconds "
+                                                    "refinement may add to one response before the upstream answer "
+                                                    "is returned as it came (default 5, or 60 with a model)."),
+        workers: int | None = typer.Option(None, "--workers", min=0, help="Tier-1 worker processes (default: the "
+                                           "CPU count; 0: threads in the proxy process, no isolation)."),
         engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra engine setting KEY=VALUE "
                                                     "(repeatable), e.g. max_model_len=4096, dtype=float32."),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
@@ -86,7 +107,9 @@ def register(app: typer.Typer) -> None:
         ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
                             max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg))
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
-                         timeout=timeout, content_calls=tuple(content_calls or ()))
+                         timeout=timeout, content_calls=content_calls_setting(content_calls),
+                         heal_history=heal_history, max_body_bytes=int(max_body_mb * 1024 * 1024),
+                         refine_timeout=refine_timeout, workers=workers)
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
         typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what})", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -30,7 +30,8 @@ _MANGLE = "__kw__"
 
 # What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``).
 IDENTIFIER_NAME = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
-_LOOKS_PYTHONIC = re.compile(r"\s*\[?\s*[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
+# (no two adjacent quantifiers over the same characters: "\s*\[?\s*" backtracks quadratically on a run of spaces)
+_LOOKS_PYTHONIC = re.compile(r"\s*(?:\[\s*)?[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
 
 
 def looks_pythonic(body: str) -> bool:

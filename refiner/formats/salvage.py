@@ -75,7 +75,7 @@ from refiner.calls import ToolCall, canonical_json
 from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
-from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, split_top_level
+from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset
 
@@ -146,7 +146,7 @@ class Salvage:
     calls: list[ToolCall] = field(default_factory=list)
     sites: list[Site] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    complete: bool = True  # the whole text was read (no bound reached, nothing cut)
+    complete: bool = True  # the whole text was read (no bound reached, no structured call left unread)
     work: dict[str, int] = field(default_factory=dict)  # candidates examined, characters scanned and parsed
 
     @property
@@ -210,6 +210,7 @@ class _Scan:
         self.parsed = 0
         self.sites: list[Site] = []
         self.notes: list[str] = []
+        self.unreadable = 0  # structured calls that could not be read
         self.fences = self._fences()
         self.claimed: list[tuple[int, int]] = []
         self.last: Site | None = None  # the last site the left-to-right scan read
@@ -451,6 +452,9 @@ class _Scan:
                 continue
             if isinstance(node, ast.Call):
                 return self._call_from(name, hit, node, src, structured, listed)
+        if structured:  # a call where calls go that Python cannot read (an unescaped quote, say): what a format's
+            self.unreadable += 1  # own lenient reader read there is not prose, so salvage does not overrule it
+            self.notes.append(f"a call to {name} that could not be read")
         return None
 
     def _call_from(
@@ -688,6 +692,8 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
     except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
         complete = False
         scan.notes.append(f"internal: {type(e).__name__}: {e}"[:300])
+    if scan.unreadable:
+        complete = False
     if not scan.budget_left():
         complete = False
         scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import re
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
@@ -176,7 +177,7 @@ class ToolAce(WireFormat):
         p = segment.find("(")
         if p <= 0:
             problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
-            if last:
+            if last and out.calls and _PARTIAL_NAME.fullmatch(segment):  # "[f(a=1), get_we": cut inside a name
                 out.mark_cut(None)
             return
         name = " ".join(segment[:p].split())
@@ -257,6 +258,9 @@ def _name_node(name: str) -> ast.expr:
 
 _MID_VALUE_ENDS = tuple(",=([{:")
 _CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
+
+
+_PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
 def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:

@@ -1,0 +1,395 @@
+"""Tool calls left in an answer's ``content``: when an upstream's own tool parser fails, it returns the raw calls as
+text (vLLM does this), in whatever dialect the model writes. The proxy finds them and moves them to ``tool_calls``.
+
+Where calls may start (:class:`Openers`): a marker of any registered wire format (the tags and sentinel tokens its
+``detection`` rule and ``tags`` name: ``<tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``, ``functools[``, ...,
+read from the registry at use, so a format added later is picked up), or, for the untagged dialects, a line that starts with a JSON list or object, a
+code fence, or one of the request's tool names followed by ``(``, and a ``[name(`` anywhere.
+
+:class:`ContentSplit` reads the content as it arrives (the whole text at once, or a stream's deltas) and says what
+can be released as plain text now and what must be held back. A marker holds back the rest of the answer. An
+untagged opener opens a *region*: its first characters must look like a call (``[{``, ``[name(``, ``{"``, a fence
+whose first line does), else it is released at once; a region that looks like one is held until its brackets (or
+fence) close and is then checked by the caller (tier 1 over the region, in an isolated worker): not calls → released,
+calls → the rest of the answer is held. At the end, the held text is what the caller reads calls from; when it holds
+none, it is released as content unchanged. No call is ever made from text the split released.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from refiner import formats
+
+MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
+MAX_CHECKS = 16  # region checks per answer; past that, the rest of the answer is held
+MARKER_CHARS = set("<>|[]｜")  # a format tag with one of these (and 3+ characters) is a marker, not a JSON key
+
+_IDENT = r"[A-Za-z_][\w.\\-]*"
+_IDENT_RE = re.compile(_IDENT)
+_OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
+
+
+def markers() -> tuple[str, ...]:
+    """The call markers of every registered wire format, longest first: the markers and closers its detection rule
+    looks for, and its tags (those that are tags or sentinel tokens, not JSON keys or single brackets)."""
+    found = set()
+    for f in formats.all_formats():
+        detection = getattr(f, "detection", None)
+        candidates = [*(getattr(f, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
+                      *(getattr(detection, "closers", ()) or ())]
+        found |= {t for t in candidates if isinstance(t, str) and len(t) >= 3 and not t.startswith(("'", '"'))
+                  and MARKER_CHARS & set(t)}
+    return tuple(sorted(found, key=lambda t: (-len(t), t)))
+
+
+class Openers:
+    """Finds where calls may start in a text, for one request's tool names."""
+
+    def __init__(self, tool_names: Iterable[str] = (), known_markers: Sequence[str] | None = None) -> None:
+        self.markers = tuple(known_markers) if known_markers is not None else markers()
+        names = sorted({n for n in tool_names if isinstance(n, str) and n.strip()}, key=len, reverse=True)
+        parts = [f"(?P<marker>{'|'.join(map(re.escape, self.markers))})"] if self.markers else []
+        parts += [r"(?P<fence>^[ \t]*```)", r"(?P<list>^[ \t]*\[|\[(?=\s*" + _IDENT + r"\s*\())",
+                  r"(?P<object>^[ \t]*\{)"]
+        if names:
+            parts.append(r"(?P<call>^[ \t]*(?:" + "|".join(map(re.escape, names)) + r")\s*\()")
+        self.pattern = re.compile("|".join(parts), re.MULTILINE)
+        self.prefixes = {t[:k] for t in self.markers for k in range(1, len(t))}
+        self.prefixes |= {f"{n}("[:k] for n in names for k in range(1, len(n) + 1)}
+        self.longest = max((len(p) for p in self.prefixes), default=0)
+
+    def find(self, text: str, start: int) -> tuple[int, str] | None:
+        """``(position, kind)`` of the first opener at or after ``start`` (kind: ``marker``, ``fence``, ``list``,
+        ``object`` or ``call``); the position is where held text would begin."""
+        m = self.pattern.search(text, start)
+        if m is None:
+            return None
+        kind = m.lastgroup or "marker"
+        pos = m.start(kind)
+        if kind in ("fence", "list", "object", "call"):
+            pos += len(m.group(kind)) - len(m.group(kind).lstrip(" \t"))
+        return pos, kind
+
+    def safe_end(self, text: str, start: int) -> int:
+        """How far ``text`` can be released when :meth:`find` found nothing: all of it but a tail that more text
+        could turn into an opener (part of a marker or of ``name(``, a line of blanks or backticks, an open
+        ``[name``)."""
+        end = len(text)
+        for k in range(min(self.longest, end - start), 0, -1):
+            if text[end - k :] in self.prefixes:
+                end -= k
+                break
+        line = text.rfind("\n", 0, end) + 1
+        if not text[line:end].strip(" \t`"):
+            end = max(start, line)  # a line start that may still become a fence, a list or an object
+        m = _OPEN_LIST_TAIL.search(text, start, end)
+        if m:
+            end = m.start()
+        return end
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _head(text: str, i: int) -> bool | None:
+    """Whether the text at ``i`` (a ``[`` or ``{``, or a line inside a fence) can begin calls: True, False, or None
+    (not enough text yet)."""
+    if i >= len(text):
+        return None
+    c = text[i]
+    if c == "{":
+        j = _skip_ws(text, i + 1)
+        return None if j >= len(text) else text[j] in "\"'"
+    if c == "[":
+        j = _skip_ws(text, i + 1)
+        if j >= len(text):
+            return None
+        if text[j] in "{\"'[":
+            return True
+        return _ident_call(text, j)
+    if text.startswith("return", i) and i + 6 < len(text) and text[i + 6] in " \t":
+        return _head(text, _skip_ws(text, i + 6))
+    if "return".startswith(text[i : i + 6]) and i + 6 >= len(text):
+        return None
+    return _ident_call(text, i)
+
+
+def _ident_call(text: str, j: int) -> bool | None:
+    """An identifier followed by ``(`` at ``j``."""
+    m = _IDENT_RE.match(text, j)
+    if m is None:
+        return False
+    k = _skip_ws(text, m.end())
+    if k >= len(text):
+        return None
+    return text[k] == "("
+
+
+@dataclass
+class _Region:
+    start: int
+    kind: str
+    looks_like_call: bool = False
+    body: int = -1  # fence: where its first line starts
+    pos: int = -1  # bracket matching: next character to read
+    depth: int = 0
+    quote: str | None = None
+    end: int = -1  # where the brackets closed, once they have
+
+
+@dataclass
+class Step:
+    """What :class:`ContentSplit` says after a piece: ``release`` is text to send now; ``check`` (when set) is a
+    region to check before going on (answer with :meth:`ContentSplit.verdict`)."""
+
+    release: str = ""
+    check: str | None = None
+
+
+class ContentSplit:
+    """Splits one answer's content into released text and held text (see the module docstring)."""
+
+    def __init__(self, openers: Openers) -> None:
+        self.openers = openers
+        self.text = ""  # the text not yet released or held, after the start of its first line
+        self.released = 0  # text[:released] has been released
+        self._released_before: list[str] = []  # released text dropped from ``text`` (see :meth:`_compact`)
+        self._held_after: list[str] = []  # text that arrived once everything from ``held_from`` on was held
+        self.held_from: int | None = None  # text[held_from:] is held to the end
+        self.region: _Region | None = None
+        self.pending: tuple[int, int] | None = None  # the region being checked
+        self.checks = 0
+        self.final = False
+        self.deadline: float | None = None  # kept for whoever answers the checks (one budget per answer)
+
+    @property
+    def held(self) -> str:
+        return self.text[self.held_from :] + "".join(self._held_after) if self.held_from is not None else ""
+
+    @property
+    def released_text(self) -> str:
+        return "".join(self._released_before) + self.text[: self.released]
+
+    def feed(self, piece: str) -> Step:
+        if self.held_from is not None:
+            self._held_after.append(piece)  # held to the end: kept as pieces, never re-joined on each delta
+            return Step()
+        self._compact()
+        self.text += piece
+        return self._advance()
+
+    def _compact(self) -> None:
+        """Drops released text from ``text`` but its last character (the line-start rules look at it: a search from
+        just after a newline is at a line start, from just after anything else is not), so that a long streamed
+        answer costs linear time, not the square of its length."""
+        if self.region is not None or self.pending is not None or self.released < 4096:
+            return
+        cut = self.released - 1
+        self._released_before.append(self.text[:cut])
+        self.text = self.text[cut:]
+        self.released = 1
+
+    def end(self) -> Step:
+        """No more text: a region still open is held; the rest is released."""
+        self.final = True
+        return self._advance()
+
+    def verdict(self, is_calls: bool) -> Step:
+        """The answer to the last :class:`Step`'s ``check``."""
+        start, end = self.pending
+        self.pending = None
+        self.region = None
+        self.checks += 1
+        if is_calls:
+            self.held_from = start
+            return Step()
+        out = self.text[self.released : end]
+        self.released = end
+        step = self._advance()
+        return Step(out + step.release, step.check)
+
+    def give_up_checks(self) -> None:
+        """Checks are no longer possible (the answer's time budget is spent): release what is not held yet."""
+        self.checks = MAX_CHECKS + 1
+
+    def _advance(self) -> Step:
+        out: list[str] = []
+        while self.held_from is None and self.pending is None:
+            if self.region is None:
+                found = self.openers.find(self.text, self.released)
+                if self.checks > MAX_CHECKS:
+                    found = None
+                if found is None:
+                    end = len(self.text) if self.final else self.openers.safe_end(self.text, self.released)
+                    out.append(self.text[self.released : end])
+                    self.released = max(self.released, end)
+                    break
+                pos, kind = found
+                out.append(self.text[self.released : pos])
+                self.released = pos
+                if kind == "marker":
+                    self.held_from = pos
+                    break
+                if self.checks >= MAX_CHECKS:
+                    self.held_from = pos
+                    break
+                self.region = _Region(pos, kind, looks_like_call=kind == "call")
+            state = self._region_state(self.region)
+            if state == "marker":  # the region's opener turned out to begin a format's marker ("[TOOL_CALLS]")
+                self.held_from, self.region = self.region.start, None
+                break
+            if state == "open":
+                if self.final or len(self.text) - self.region.start > MAX_REGION_CHARS:
+                    self.held_from, self.region = self.region.start, None
+                break
+            if state == "not_call":
+                start = self.region.start
+                self.region = None
+                out.append(self.text[start : start + 1])  # step past the opener, and look further
+                self.released = start + 1
+                continue
+            self.pending = (self.region.start, state)
+            return Step("".join(out), self.text[self.region.start : state])
+        return Step("".join(out))
+
+    def _region_state(self, r: _Region) -> str | int:
+        """``"open"`` (more text needed), ``"not_call"``, ``"marker"`` (a marker starts there), or the end of a closed
+        region that looks like calls."""
+        text = self.text
+        if any(text.startswith(m, r.start) for m in self.openers.markers):
+            return "marker"
+        if not self.final and text[r.start :] in self.openers.prefixes:
+            return "open"
+        if r.kind == "fence" and r.body < 0:
+            nl = text.find("\n", r.start + 3)
+            if nl < 0:
+                return "not_call" if self.final else "open"
+            r.body = nl + 1
+        if not r.looks_like_call:
+            at = r.start
+            if r.kind == "fence":
+                at = r.body
+                while True:  # the first non-blank line inside the fence
+                    at = _skip_ws(text, at)
+                    if at >= len(text):
+                        return "not_call" if self.final else "open"
+                    break
+                if text.startswith("```", at):
+                    return "not_call"
+                if any(text.startswith(m, at) for m in self.openers.markers):
+                    r.looks_like_call = True
+            if not r.looks_like_call:
+                head = _head(text, at)
+                if head is None:
+                    return "not_call" if self.final else "open"
+                if not head:
+                    return "not_call"
+                r.looks_like_call = True
+        if r.kind == "fence":
+            close = text.find("```", r.body)
+            if close < 0:
+                return "open"
+            return close + 3
+        end = self._match_brackets(r)
+        if r.kind == "call" and end != "open":
+            return self._bare_call_end(end)
+        return end
+
+    def _bare_call_end(self, end: int) -> str | int:
+        """A bare call (``name(...)`` at a line start) counts only when its line holds calls alone (more calls after
+        ``;`` or ``,``), never when prose goes on after it: "get_weather(city) is a function you can call"."""
+        nl = self.text.find("\n", end)
+        if nl < 0 and not self.final:
+            return "open"
+        rest = self.text[end : nl if nl >= 0 else len(self.text)].lstrip(" \t;,")
+        if not rest or _ident_call(rest, 0):
+            return end
+        return "not_call"
+
+    def _match_brackets(self, r: _Region) -> str | int:
+        """Reads on from where it stopped; the end of the region once its brackets are balanced. Strings (in single
+        or double quotes) end at a newline, so a stray apostrophe cannot swallow the rest of the answer."""
+        if r.end >= 0:
+            return r.end
+        text = self.text
+        i = r.pos if r.pos >= 0 else r.start
+        n = len(text)
+        while i < n:
+            c = text[i]
+            if r.quote is not None:
+                if c == "\\":
+                    i += 2
+                    continue
+                if c == r.quote or c == "\n":
+                    r.quote = None
+            elif c in "\"'":
+                r.quote = c
+            elif c in "([{":
+                r.depth += 1
+            elif c in ")]}":
+                r.depth -= 1
+                if r.depth <= 0:
+                    r.pos = r.end = i + 1
+                    return i + 1
+            i += 1
+        r.pos = min(i, n)
+        return "open"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Which answers are read for calls
+
+
+class ContentCalls:
+    """The proxy's setting: ``"auto"`` (calls in any registered format), a list of format names, or off (``None``,
+    ``False``, ``()``, ``"off"``)."""
+
+    def __init__(self, setting: str | bool | Sequence[str] | None) -> None:
+        if setting in (None, False, "off", "none", ()) or (isinstance(setting, Sequence) and not setting):
+            self.enabled, self.allowed = False, None
+        elif setting in (True, "auto", "all"):
+            self.enabled, self.allowed = True, None
+        else:
+            names = (setting,) if isinstance(setting, str) else tuple(setting)
+            for name in names:
+                formats.get(name)  # unknown names fail at start-up
+            self.enabled, self.allowed = True, names
+
+    def applies(self, body: dict) -> bool:
+        """Whether this request's answers are read for calls: it offers tools, does not forbid calling them
+        (``tool_choice: "none"``) and does not ask for a JSON answer (``response_format``)."""
+        if not self.enabled or not tool_names(body):
+            return False
+        if body.get("tool_choice") == "none":
+            return False
+        fmt = body.get("response_format")
+        return not (isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"))
+
+    def describe(self) -> str:
+        return "off" if not self.enabled else ("auto" if self.allowed is None else ",".join(self.allowed))
+
+
+def tool_names(body: dict) -> set[str]:
+    """The names of the request's tools (OpenAI ``tools``, or bare function specs)."""
+    names = set()
+    for t in body.get("tools") or []:
+        if isinstance(t, dict):
+            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            if isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+    return names
+
+
+def holds_calls(result: dict | None, names: set[str]) -> bool:
+    """Whether a tier-1 (or model) result read from content holds calls: at least one, every one naming a tool the
+    request offers."""
+    if not result or result.get("stage") == "error":
+        return False
+    calls = result.get("calls") or []
+    return bool(calls) and all(isinstance(c, dict) and c.get("name") in names for c in calls)

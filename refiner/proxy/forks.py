@@ -1,0 +1,158 @@
+"""A fork server for the tier-1 workers: one helper process that has the refiner imported and forks a worker on
+request, so a new worker costs a fork, not an interpreter start and the imports.
+
+The helper is started with ``subprocess`` (a fresh interpreter given this process's ``sys.path``), never by
+re-running the program's main module (which ``multiprocessing``'s spawn and forkserver methods do, and which would
+start a second server from a script that calls ``uvicorn.run`` without a ``__main__`` guard). It is single-threaded,
+so forking it is safe, and it ignores ``SIGCHLD`` so that its children are reaped by the kernel. Each worker talks to
+this process over its own socket and runs
+:func:`refiner.proxy.work.serve`; the helper sends back the worker's pid (to renice or kill it) and the socket.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from refiner.proxy import work
+
+READY = b"R"
+FORK = b"F"
+PID_BYTES = 8
+
+
+class ForkServer:
+    """``start()`` launches the helper with ``state`` (picklable, given to every worker); ``fork()`` returns
+    ``(pid, socket)`` of a new worker; ``close()`` ends the helper (workers end when their connection closes)."""
+
+    def __init__(self, state: Any, *, start_timeout: float = 120.0) -> None:
+        self.blob = pickle.dumps(state)
+        self.start_timeout = start_timeout
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._ctrl: socket.socket | None = None
+
+    def start(self) -> None:
+        """Starts the helper unless it is running."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+
+    def _start(self) -> None:
+        self._stop()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        code = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+                "from refiner.proxy.forks import serve; serve(int(sys.argv[2]))")
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", code, json.dumps(sys.path), str(theirs.fileno())],
+                                    stdin=subprocess.PIPE, pass_fds=[theirs.fileno()], close_fds=True)
+        finally:
+            theirs.close()
+        try:
+            proc.stdin.write(self.blob)
+            proc.stdin.close()
+            ours.settimeout(self.start_timeout)
+            if ours.recv(1) != READY:
+                raise RuntimeError(f"the worker fork server exited during start-up (code {proc.poll()})")
+            ours.settimeout(None)
+        except BaseException:
+            proc.kill()
+            ours.close()
+            raise
+        self._proc, self._ctrl = proc, ours
+
+    def fork(self) -> tuple[int, socket.socket]:
+        """A new worker (restarting the helper first when it has died); thread-safe."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._start()
+            try:
+                self._ctrl.sendall(FORK)
+                msg, fds, _, _ = socket.recv_fds(self._ctrl, PID_BYTES, 1)
+            except OSError:
+                self._stop()
+                raise
+            if len(msg) != PID_BYTES or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                self._stop()
+                raise RuntimeError("the worker fork server did not answer")
+        return int.from_bytes(msg, "little"), socket.socket(fileno=fds[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _stop(self) -> None:
+        if self._ctrl is not None:
+            self._ctrl.close()  # the helper sees EOF and exits
+            self._ctrl = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=5)
+            self._proc = None
+
+
+_SHARED: dict[bytes, ForkServer] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared(state: Any) -> ForkServer:
+    """The fork server for ``state`` shared by every pool of this process with the same state (apps started one
+    after another, as in tests, start the helper once). A shared helper lives until this process exits (it sees its
+    control socket close then)."""
+    blob = pickle.dumps(state)
+    with _SHARED_LOCK:
+        server = _SHARED.get(blob)
+        if server is None:
+            server = _SHARED[blob] = ForkServer(state)
+        return server
+
+
+def serve(fd: int) -> None:
+    """The helper's main loop (runs in its own interpreter): reads the workers' state from stdin, answers ``READY``,
+    then forks one worker per ``FORK`` until the control socket closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    state = pickle.load(sys.stdin.buffer)
+    gc.freeze()  # what is loaded now is shared by every worker: the collector leaves it alone (fewer copied pages)
+    ctrl = socket.socket(fileno=fd)
+    ctrl.sendall(READY)
+    while True:
+        try:
+            request = ctrl.recv(1)
+        except OSError:
+            return
+        if request != FORK:
+            return
+        parent_end, child_end = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 0
+            try:
+                ctrl.close()
+                parent_end.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                work.serve(child_end, state)
+            except BaseException:  # noqa: BLE001 - a worker never returns into the helper's loop
+                code = 1
+            finally:
+                os._exit(code)
+        child_end.close()
+        try:
+            socket.send_fds(ctrl, [pid.to_bytes(PID_BYTES, "little")], [parent_end.fileno()])
+        except OSError:
+            return
+        finally:
+            parent_end.close()

@@ -1,0 +1,155 @@
+"""Healing the incoming conversation: tool calls in earlier assistant messages that an upstream API would reject (or
+that the model would copy) are repaired before the request is forwarded.
+
+A call needs healing when its ``function.arguments`` is a string that is not a JSON object (broken JSON, a cut-off
+text, a JSON list), is missing, or when its ``function.name`` is not one of the request's ``tools``. Each such call is
+repaired by tier 1 on the ``openai`` wire format (the library, in an isolated worker, within the request's deadline),
+one call per pipeline request. Only what was wrong is replaced: the arguments by tier 1's arguments, the name by tier
+1's name; the call's id, type and every other call and message stay as sent (a ``tool`` message answering a renamed
+call gets the new name when it carried the old one). A call tier 1 cannot repair (no single call read, or still an
+unknown name) is left as sent and reported. Calls whose arguments are already an object (not a string) are left
+alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from refiner.proxy.content import tool_names
+from refiner.proxy.convert import WIRE_FORMAT, upstream_text
+
+MAX_HEALED_CALLS = 64  # per request; further broken calls are left as sent (and reported)
+
+
+@dataclass
+class Broken:
+    message: int
+    call: int
+    tool_call: dict
+    problems: list[str]
+
+
+@dataclass
+class HistoryReport:
+    """What healing did: one entry per broken call (``fixed`` empty when it was left as sent); ``status`` is
+    ``"ok"``, ``"timeout"`` or ``"error"`` (the repair itself did not run; nothing was changed)."""
+
+    entries: list[dict] = field(default_factory=list)
+    status: str = "ok"
+
+    @property
+    def fixed(self) -> int:
+        return sum(1 for e in self.entries if e["fixed"])
+
+    @property
+    def left(self) -> int:
+        return sum(1 for e in self.entries if not e["fixed"])
+
+    def header(self) -> str | None:
+        """The ``x-tool-refiner-history`` value (None when the history had nothing to heal)."""
+        if self.status != "ok":
+            return self.status
+        if not self.entries:
+            return None
+        return f"fixed={self.fixed}" + (f" left={self.left}" if self.left else "")
+
+
+def argument_problem(arguments: Any) -> str | None:
+    """Why ``function.arguments`` needs healing, or None."""
+    if isinstance(arguments, dict):
+        return None
+    if arguments is None:
+        return "arguments are missing"
+    if not isinstance(arguments, str):
+        return f"arguments are a {type(arguments).__name__}, not a JSON string"
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError) as e:
+        return f"arguments are not valid JSON ({str(e)[:120]})"
+    if not isinstance(value, dict):
+        return f"arguments are JSON but not an object ({type(value).__name__})"
+    return None
+
+
+def find_broken(body: dict) -> list[Broken]:
+    """The assistant tool calls of ``body["messages"]`` that need healing, in order."""
+    names = tool_names(body)
+    found = []
+    messages = body.get("messages")
+    for mi, message in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        calls = message.get("tool_calls")
+        for ci, tc in enumerate(calls if isinstance(calls, list) else []):
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if not isinstance(fn, dict):
+                continue
+            problems = []
+            problem = argument_problem(fn.get("arguments"))
+            if problem:
+                problems.append(problem)
+            if names and fn.get("name") not in names:
+                problems.append(f"unknown tool name {fn.get('name')!r}")
+            if problems:
+                found.append(Broken(mi, ci, tc, problems))
+    return found
+
+
+def repair_items(body: dict, broken: list[Broken]) -> list[dict]:
+    """The tier-1 work items (see :mod:`refiner.proxy.work`), one per broken call."""
+    tools = body.get("tools") or None
+    return [{"request": {"tools": tools, "upstream": upstream_text([b.tool_call]), "format": WIRE_FORMAT}}
+            for b in broken]
+
+
+def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tuple[dict, HistoryReport]:
+    """The request with the repaired calls in place (a copy; ``body`` is not changed) and the report."""
+    names = tool_names(body)
+    out = dict(body)
+    out["messages"] = list(body["messages"])
+    report = HistoryReport()
+    renamed: dict[str, tuple[str, str]] = {}  # call id -> (old name, new name)
+    for b, outcome in zip(broken, outcomes):
+        fn = b.tool_call["function"]
+        entry = {"message": b.message, "call": b.call, "id": b.tool_call.get("id"), "problems": b.problems,
+                 "fixed": []}
+        result = (outcome or {}).get("result") or {}
+        calls = result.get("calls") or []
+        new_fn = dict(fn)
+        if result.get("stage") != "error" and len(calls) == 1:
+            call = calls[0]
+            if argument_problem(fn.get("arguments")) and isinstance(call.get("arguments"), dict):
+                new_fn["arguments"] = json.dumps(call["arguments"], ensure_ascii=False)
+                entry["fixed"].append("arguments")
+            bad_name = names and fn.get("name") not in names
+            if bad_name and call.get("name") in names:
+                new_fn["name"] = call["name"]
+                entry["fixed"].append("name")
+                entry["name"] = {"from": fn.get("name"), "to": call["name"]}
+                if isinstance(b.tool_call.get("id"), str):
+                    renamed[b.tool_call["id"]] = (fn.get("name"), call["name"])
+        if entry["fixed"]:
+            message = out["messages"][b.message]
+            if message is body["messages"][b.message]:
+                message = out["messages"][b.message] = {**message, "tool_calls": list(message["tool_calls"])}
+            message["tool_calls"][b.call] = {**b.tool_call, "function": new_fn}
+        report.entries.append(entry)
+    for mi, message in enumerate(out["messages"]):
+        if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") in renamed:
+            old, new = renamed[message["tool_call_id"]]
+            if message.get("name") == old:
+                out["messages"][mi] = {**message, "name": new}
+    return out, report
+
+
+def limit(broken: list[Broken]) -> tuple[list[Broken], list[Broken]]:
+    """The calls healed in this request and those left as sent (over :data:`MAX_HEALED_CALLS`)."""
+    return broken[:MAX_HEALED_CALLS], broken[MAX_HEALED_CALLS:]
+
+
+def left_entries(broken: list[Broken], why: str) -> list[dict]:
+    return [{"message": b.message, "call": b.call, "id": b.tool_call.get("id"), "problems": [*b.problems, why],
+             "fixed": []} for b in broken]
+

@@ -1,0 +1,385 @@
+"""Request isolation: tier-1 work runs in a small pool of worker processes, one task at a time per process, each
+task with a deadline, so that one slow (or hostile) request cannot hold up the others.
+
+- Tasks wait in one queue for ``workers`` processes (default: twice the CPU count, at least 4; tier-1 tasks are
+  short, so a few more processes than cores keep a core free when one task turns out slow): first come, first served
+  among tasks under 64 KiB; larger ones (a huge answer costs more) wait behind them, so under overload the huge are
+  the first to reach their deadline.
+- Work is measured in CPU seconds of the worker process (read from ``/proc``; wall time where that is missing), so a
+  busy machine does not make a normal task look slow. A task that has used ``slow_after`` CPU seconds (default 20
+  ms: tier 1 takes a few milliseconds on a normal answer) is *demoted*: its process drops to the lowest CPU priority
+  (the ``SCHED_IDLE`` policy, and nice 19), so the other requests' work gets the CPU first; a fresh worker takes its
+  place as soon as a task would wait for one, so the queue never waits behind it. Once its task ends, a demoted
+  worker gets its normal priority back where the OS allows it (running as root, or with ``RLIMIT_NICE``), else it
+  is retired. At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
+  stopped early.
+- At the deadline (wall time from submission) a running task's process is killed, so work is bounded whatever the
+  input, and the task fails with :class:`WorkTimeout`; a queued task is dropped the same way.
+- A worker that dies fails its task with :class:`WorkerLost` and is replaced.
+
+Workers are forked from a helper process that has the refiner already imported (:mod:`refiner.proxy.forks`; one per
+process and tier-1 configuration), so a replacement costs a fork (about a millisecond) and a short warm-up, not an
+interpreter start. Tasks and replies travel over each worker's socket as length-prefixed pickles
+(:func:`refiner.proxy.work.frame`), read and written without ever blocking the event loop. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
+deadlines without the kill, and no CPU isolation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import heapq
+import itertools
+import logging
+import os
+import pickle
+import signal
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from refiner.proxy import forks, work
+
+log = logging.getLogger("refiner.proxy")
+
+SLOW_NICE = 19
+SMALL_TASK_BYTES = 64 * 1024
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class IsolationError(RuntimeError):
+    """A task that gave no result."""
+
+
+class WorkTimeout(IsolationError):
+    """The task's deadline passed (queued or running); a running task's process was killed."""
+
+
+class WorkerLost(IsolationError):
+    """The worker process running the task died."""
+
+
+class WorkFailed(IsolationError):
+    """The task raised inside the worker (or could not be sent); the message is ``"<ExceptionType>: <message>"``."""
+
+
+def cpu_seconds(pid: int, wall: float) -> float:
+    """CPU seconds used so far by process ``pid`` (``/proc/PID/schedstat``, else ``/proc/PID/stat``); ``wall`` when
+    neither can be read."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, ValueError, IndexError):
+        return wall
+
+
+def demote(pid: int) -> None:
+    """Lowest CPU priority for process ``pid``: the ``SCHED_IDLE`` policy where the OS has it (any other task that
+    wakes up takes the CPU from it at once), and nice 19 in any case."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, pid, SLOW_NICE)
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+
+
+def promote(pid: int) -> bool:
+    """Gives process ``pid`` its normal CPU priority back; False where that needs a privilege this process lacks."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, pid, 0)
+        return os.getpriority(os.PRIO_PROCESS, pid) == 0 and os.sched_getscheduler(pid) == os.SCHED_OTHER
+    except (OSError, AttributeError):
+        return False
+
+
+def size_class(size: int) -> int:
+    """Queue priority of a task of ``size`` bytes: every task under :data:`SMALL_TASK_BYTES` is in class 0 (first
+    come, first served); larger ones wait behind them, one class per doubling."""
+    return max(0, size.bit_length() - SMALL_TASK_BYTES.bit_length() + 1)
+
+
+@dataclass(eq=False)
+class _Task:
+    frame: bytes  # the pickled (task name, payload), framed for the worker
+    future: asyncio.Future
+    deadline: float  # loop time
+    worker: _Worker | None = None
+    started: float = 0.0  # CPU seconds of its worker when the task started there
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+    def fail(self, error: Exception) -> None:
+        for t in self.timers:
+            t.cancel()
+        if not self.future.done():
+            self.future.set_exception(error)
+
+    def succeed(self, value: Any, cpu: float) -> None:
+        for t in self.timers:
+            t.cancel()
+        if not self.future.done():
+            self.future.set_result((value, cpu))
+
+
+@dataclass(eq=False)
+class _Worker:
+    pid: int
+    sock: socket.socket
+    writer: asyncio.StreamWriter | None = None
+    reader_task: asyncio.Task | None = None
+    task: _Task | None = None
+    slow: bool = False
+    gone: bool = False  # removed from the pool (its process is stopping or has ended)
+
+
+class WorkerPool:
+    """``await pool.run(name, payload, timeout)`` runs ``work.TASKS[name](state, payload)`` in a worker process and
+    returns ``(value, cpu)``: the task's value and the CPU seconds it used. ``state`` (picklable) is given to every
+    worker at start. See the module docstring for ``workers``, ``slow_after`` and ``max_slow``."""
+
+    def __init__(self, state: Any, *, workers: int | None = None, slow_after: float = 0.02,
+                 max_slow: int | None = None) -> None:
+        self._forks = forks.shared(state)  # pickles the state: an unpicklable one fails here, at start-up
+        self.size = workers if workers else max(4, 2 * (os.cpu_count() or 1))
+        self.slow_after = slow_after
+        self.max_slow = max_slow if max_slow is not None else 2 * self.size
+        self.reserve = max(1, self.size - 1)  # workers kept at once when one is demoted; the rest when needed
+        self._idle: collections.deque[_Worker] = collections.deque()
+        self._busy: set[_Worker] = set()
+        self._slow: collections.deque[_Worker] = collections.deque()  # oldest demotion first
+        self._queue: list[tuple[int, int, _Task]] = []  # heap of (size class, arrival number, task)
+        self._arrivals = itertools.count()
+        self._starting = 0  # forks asked for, not yet connected
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.stats: collections.Counter[str] = collections.Counter()
+
+    # -- life cycle
+
+    async def start(self) -> None:
+        """Starts the fork server and the workers; raises when no worker can be started."""
+        self._loop = asyncio.get_running_loop()
+        await self._loop.run_in_executor(None, self._forks.start)
+        started = await asyncio.gather(*(self._loop.run_in_executor(None, self._forks.fork)
+                                         for _ in range(self.size)), return_exceptions=True)
+        errors = [s for s in started if isinstance(s, BaseException)]
+        if len(errors) == len(started):
+            raise RuntimeError(f"no tier-1 worker process could be started: {errors[0]!r}") from errors[0]
+        self._starting += len(started) - len(errors)
+        for s in started:
+            if not isinstance(s, BaseException):
+                self._add(*s)
+        self._fill()
+
+    async def stop(self) -> None:
+        self._closed = True
+        for _, _, task in self._queue:
+            task.fail(WorkerLost("the proxy is shutting down"))
+        self._queue.clear()
+        for w in [*self._idle, *self._busy, *self._slow]:
+            self._remove(w, WorkerLost("the proxy is shutting down"))
+
+    def info(self) -> dict[str, Any]:
+        return {"workers": len(self._idle) + len(self._busy), "idle": len(self._idle), "slow": len(self._slow),
+                "queued": len(self._queue), **self.stats}
+
+    # -- tasks
+
+    async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, float]:
+        """``(value, cpu seconds)`` of the task; raises :class:`IsolationError` (:class:`WorkTimeout`,
+        :class:`WorkerLost`, :class:`WorkFailed`)."""
+        if self._closed or self._loop is None:
+            raise WorkerLost("the worker pool is not running")
+        try:
+            frame = work.frame(pickle.dumps((name, payload), protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as e:  # noqa: BLE001 - a payload that cannot be pickled fails its task only
+            raise WorkFailed(f"{type(e).__name__}: {e}") from None
+        loop = self._loop
+        task = _Task(frame, loop.create_future(), loop.time() + timeout)
+        task.timers.append(loop.call_at(task.deadline, self._expire, task))
+        heapq.heappush(self._queue, (size_class(len(frame)), next(self._arrivals), task))
+        self.stats["tasks"] += 1
+        self._dispatch()
+        return await task.future
+
+    def _dispatch(self) -> None:
+        while self._queue and self._idle:
+            _, _, task = heapq.heappop(self._queue)
+            if task.future.done():  # expired or abandoned while queued
+                continue
+            worker = self._idle.popleft()
+            worker.writer.write(task.frame)  # buffered, never blocks the loop; a dead worker shows as EOF on its reader
+            task.frame = b""
+            worker.task, task.worker = task, worker
+            task.started = self._cpu(worker)
+            self._busy.add(worker)
+            task.timers.append(self._loop.call_later(self.slow_after, self._check_slow, worker, task))
+        if self._queue or not self._idle:
+            self._fill()  # tasks wait, or the next one would: back to full strength
+
+    def _cpu(self, worker: _Worker) -> float:
+        return cpu_seconds(worker.pid, self._loop.time())
+
+    async def _read_replies(self, worker: _Worker) -> None:
+        """Connects to a new worker, then reads its replies for as long as it lives; its end (EOF, a broken reply)
+        removes it."""
+        try:
+            try:
+                reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
+                size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
+                if pickle.loads(await reader.readexactly(size)) != (True, work.READY):
+                    raise ValueError("the worker did not say it was ready")
+            finally:
+                self._starting -= 1
+            self._idle.append(worker)
+            self._dispatch()
+            while True:
+                size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
+                ok, value = pickle.loads(await reader.readexactly(size))
+                self._reply(worker, ok, value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - EOF (the process ended), a reset, or a reply that cannot be read
+            if not worker.gone:
+                self._remove(worker, WorkerLost(f"the worker process ended ({type(e).__name__})"), alive=False)
+
+    def _reply(self, worker: _Worker, ok: bool, value: Any) -> None:
+        task, worker.task = worker.task, None
+        if task is not None:
+            if ok:
+                task.succeed(value, self._cpu(worker) - task.started)
+            else:
+                task.fail(WorkFailed(value))
+        if worker.slow and not self._closed and len(self._idle) + len(self._busy) < self.size and promote(worker.pid):
+            worker.slow = False  # the process could be given its normal priority back: no fork needed
+            self._slow.remove(worker)
+            self.stats["promoted"] += 1
+        if worker.slow or self._closed:
+            self._remove(worker, None)
+        else:
+            self._busy.discard(worker)
+            self._idle.append(worker)
+        self._dispatch()
+
+    def _check_slow(self, worker: _Worker, task: _Task) -> None:
+        if worker.task is not task or worker.slow:
+            return
+        used = self._cpu(worker) - task.started
+        if used < self.slow_after:  # it waited for the CPU rather than used it: look again later
+            task.timers.append(self._loop.call_later(max(0.005, self.slow_after - used), self._check_slow, worker,
+                                                     task))
+            return
+        worker.slow = True
+        self.stats["demoted"] += 1
+        self._busy.discard(worker)
+        self._slow.append(worker)
+        demote(worker.pid)
+        while len(self._slow) > self.max_slow:
+            self.stats["evicted"] += 1
+            self._remove(self._slow[0], WorkTimeout("gave up: too many slow requests at once"))
+        self._fill(self.reserve)  # the rest of the way when a task waits (see _dispatch)
+
+    def _expire(self, task: _Task) -> None:
+        if task.future.done():
+            return
+        self.stats["timeouts"] += 1
+        if task.worker is None:  # still queued: dropped when its turn comes (its future is done)
+            task.fail(WorkTimeout("deadline passed while queued"))
+        else:
+            self._remove(task.worker, WorkTimeout("deadline passed; the worker was stopped"))
+
+    # -- workers
+
+    def _add(self, pid: int, sock: socket.socket) -> None:
+        worker = _Worker(pid, sock)
+        if self._closed:
+            self._starting -= 1
+            worker.gone = True
+            sock.close()  # the worker sees EOF and exits
+            return
+        self.stats["started"] += 1
+        worker.reader_task = self._loop.create_task(self._read_replies(worker))
+
+    def _fill(self, target: int | None = None) -> None:
+        """Forks workers until the pool has ``target`` (default ``workers``) of them (demoted ones do not count)."""
+        target = self.size if target is None else target
+        while not self._closed and len(self._idle) + len(self._busy) + self._starting < target:
+            self._starting += 1
+            self._loop.run_in_executor(None, self._forks.fork).add_done_callback(self._forked)
+
+    def _forked(self, future: asyncio.Future) -> None:
+        error = future.exception()
+        if error is not None:
+            self._starting -= 1
+            log.error("could not start a tier-1 worker process: %r; retrying in 1 s", error)
+            self.stats["start_failures"] += 1
+            self._loop.call_later(1.0, self._fill)
+            return
+        self._add(*future.result())
+
+    def _remove(self, worker: _Worker, error: Exception | None, *, alive: bool = True) -> None:
+        """Takes ``worker`` out of the pool and fails its task with ``error``: a busy worker is killed, an idle one
+        told to exit (its socket closed); refills the pool."""
+        if worker.gone:
+            return
+        worker.gone = True
+        self._busy.discard(worker)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(worker)
+        with contextlib.suppress(ValueError):
+            self._slow.remove(worker)
+        task, worker.task = worker.task, None
+        if task is not None:
+            task.fail(error or WorkerLost("the worker was stopped"))
+            self.stats["killed"] += 1
+            if alive:
+                with contextlib.suppress(OSError):  # reaped by the fork server (it ignores SIGCHLD)
+                    os.kill(worker.pid, signal.SIGKILL)
+        if worker.reader_task is not None and worker.reader_task is not asyncio.current_task():
+            worker.reader_task.cancel()
+        if worker.writer is not None:
+            worker.writer.close()
+        else:
+            worker.sock.close()
+        self._fill()
+
+
+class ThreadRunner:
+    """The :class:`WorkerPool` interface with tasks run in threads of this process: the deadline answers the request
+    but cannot stop the work, and threads share the interpreter lock (no isolation of CPU-bound work). The CPU time
+    reported is the thread's wall time."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.stats: collections.Counter[str] = collections.Counter()
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    def info(self) -> dict[str, Any]:
+        return {"workers": 0, **self.stats}
+
+    async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, float]:
+        self.stats["tasks"] += 1
+        fn = work.TASKS[name]
+        start = asyncio.get_running_loop().time()
+        try:
+            with anyio.fail_after(timeout):
+                value = await anyio.to_thread.run_sync(fn, self.state, payload, abandon_on_cancel=True)
+        except TimeoutError:
+            self.stats["timeouts"] += 1
+            raise WorkTimeout("deadline passed (the thread keeps running)") from None
+        except Exception as e:  # noqa: BLE001 - same contract as a worker process
+            raise WorkFailed(f"{type(e).__name__}: {str(e)[:300]}") from None
+        return value, asyncio.get_running_loop().time() - start

@@ -1,0 +1,338 @@
+"""Refining one chat completion: which choices go to the refiner, where each step runs, and what comes back.
+
+Per response, within one deadline (``timeout`` seconds from when the upstream answered):
+
+1. **Which choices.** A choice with ``tool_calls`` is refined; when it ended with ``finish_reason: "length"`` and
+   its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is kept exactly
+   as sent, after the refined others, the finish reason stays ``length`` and the response says so (it is never
+   completed with invented closing values). A choice without ``tool_calls`` whose content may hold calls
+   (:mod:`refiner.proxy.content`) is read for them; content longer than :data:`MAX_SPLIT_HERE` characters is split
+   in a worker, not in the event loop.
+2. **Tier 1, isolated.** With a :class:`refiner.pipeline.Refiner`, tier-1 repair (and the content's format
+   detection) runs in a worker process (:mod:`refiner.proxy.isolation`): a slow request is demoted and, at the
+   deadline, stopped; it never holds up the others.
+3. **The model, batched.** Choices whose tier-1 result still fails the gate go to the refiner model, all requests'
+   together, through one :class:`~refiner.proxy.batching.RefineBatcher` (the engine sees batches, from one thread).
+   A choice whose tier 1 took more than :data:`MODEL_SKIP_CPU` seconds of CPU does not go to the model (its text is
+   hostile or huge, and the model step would run tier 1 on it again; the batch is not made to wait for it). Any other refiner (an object with ``refine_batch``) gets every choice through the batcher.
+4. **The result.** Past the deadline, or when the refiner fails, a choice is returned as the upstream sent it, with
+   stage ``timeout`` or ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from refiner.pipeline import Refiner
+from refiner.proxy.batching import RefineBatcher
+from refiner.proxy.content import ContentCalls, ContentSplit, Openers, Step, holds_calls, markers, tool_names
+from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
+from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
+from refiner.proxy.isolation import IsolationError, WorkTimeout
+
+log = logging.getLogger("refiner.proxy")
+
+MODEL_SKIP_CPU = 0.25  # seconds of tier-1 CPU past which a choice is not sent to the model
+MAX_SPLIT_HERE = 16_000  # characters of content split in the event loop; longer content is split in a worker
+
+
+@dataclass
+class SplitText:
+    """A content split made in a worker: the text released and the text held (see :class:`ContentSplit`)."""
+
+    released_text: str
+    held: str
+
+Choice = tuple[dict, str | None]  # (message, finish_reason)
+
+
+@dataclass
+class ChoiceResult:
+    """One choice after refinement. ``stage``: ``none`` (nothing to refine), the pipeline's stage, ``timeout`` or
+    ``error``. ``truncated``: the call cut by the token limit (``{"call": index, "id": ...}``). ``content_format``:
+    the format of calls moved out of the content. ``content_tail``: held-back content to release (streaming)."""
+
+    message: dict
+    finish_reason: str | None
+    stage: str = "none"
+    truncated: dict | None = None
+    content_format: str | None = None
+    content_tail: str = ""
+
+
+@dataclass
+class _Job:
+    choice: int
+    kind: str  # "calls" | "content"
+    request: dict  # the pipeline request (with the conversation)
+    calls: list = field(default_factory=list)  # kind "calls": the tool calls refined
+    split: ContentSplit | SplitText | None = None  # kind "content"
+    outcome: dict | None = None  # {"format", "result"}
+    slow: bool = False
+    status: str | None = None  # "timeout" | "error": no result
+
+
+def cut_off(tool_call: Any) -> bool:
+    """Whether a call's arguments stop before the end of a JSON object (the call was cut)."""
+    fn = tool_call.get("function") if isinstance(tool_call, dict) else None
+    args = fn.get("arguments") if isinstance(fn, dict) else None
+    if isinstance(args, dict):
+        return False
+    if not isinstance(args, str):
+        return True
+    try:
+        return not isinstance(json.loads(args), dict)
+    except (ValueError, RecursionError):
+        return True
+
+
+def needs_model(result: dict | None, bypass: bool) -> bool:
+    """Whether a tier-1 result still needs the model (the pipeline's rule: it fails the gate, or ``bypass`` is
+    off)."""
+    if not result or result.get("stage") == "error":
+        return False
+    return not bypass or any(d.get("severity") == "error" for d in result.get("diagnostics") or [])
+
+
+def tier1_request(request: dict) -> dict:
+    """The request as sent to a tier-1 worker: tier 1 reads the tools and the upstream text, not the conversation
+    (which can be large), so the conversation stays here."""
+    return {k: v for k, v in request.items() if k != "query"}
+
+
+@functools.lru_cache(maxsize=64)
+def _openers(names: frozenset[str], known_markers: tuple[str, ...]) -> Openers:
+    return Openers(names, known_markers)
+
+
+class Refinement:
+    """Refines the choices of completions and heals incoming histories (see the module docstring). ``runner`` is a
+    :class:`~refiner.proxy.isolation.WorkerPool` (or :class:`~refiner.proxy.isolation.ThreadRunner`) whose workers
+    hold a tier-1 refiner; ``batcher`` runs ``ref`` (the model, or any other refiner)."""
+
+    def __init__(self, ref: Any, *, runner: Any, batcher: RefineBatcher, fmt: str, content: ContentCalls,
+                 timeout: float) -> None:
+        self.ref = ref
+        self.runner = runner
+        self.batcher = batcher
+        self.fmt = fmt
+        self.content = content
+        self.timeout = timeout
+        self.tier1_first = isinstance(ref, Refiner)
+        self.has_model = self.tier1_first and ref.engine is not None
+
+    def deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self.timeout
+
+    @staticmethod
+    def remaining(deadline: float) -> float:
+        return max(0.0, deadline - asyncio.get_running_loop().time())
+
+    # -- content
+
+    def splitter(self, body: dict) -> ContentSplit | None:
+        """A content split for one answer of this request, or None when its answers are not read for calls."""
+        if not self.content.applies(body):
+            return None
+        return ContentSplit(_openers(frozenset(tool_names(body)), markers()))
+
+    async def drive(self, split: ContentSplit, step: Step, body: dict, deadline: float | None = None) -> str:
+        """Answers the split's region checks (tier 1 in a worker) until it needs more text; the text released. All
+        checks of one answer share one deadline (``deadline``, else one refine timeout from its first check)."""
+        out = [step.release]
+        if deadline is None and step.check is not None:
+            if split.deadline is None:
+                split.deadline = self.deadline()
+            deadline = split.deadline
+        while step.check is not None:
+            is_calls = False
+            if self.remaining(deadline) > 0:
+                is_calls = await self.check_region(body, step.check, deadline)
+            else:
+                split.give_up_checks()
+            step = split.verdict(is_calls)
+            out.append(step.release)
+        return "".join(out)
+
+    async def check_region(self, body: dict, text: str, deadline: float) -> bool:
+        item = {"request": {"tools": body.get("tools") or None, "upstream": text, "format": None}, "detect": True,
+                "allowed": self.content.allowed}
+        try:
+            (outcome,), _ = await self.runner.run("tier1", [item], self.remaining(deadline))
+        except IsolationError as e:
+            log.info("content check gave no answer (%s: %s)", type(e).__name__, e)
+            return False
+        return holds_calls(outcome.get("result"), tool_names(body))
+
+    async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
+        """The content of a whole (non-streamed) answer, split; a long one is split in a worker (within the
+        deadline; past it, or when that fails, the content is all released)."""
+        split = self.splitter(body)
+        if split is None:
+            return None
+        if len(text) > MAX_SPLIT_HERE:
+            payload = {"text": text, "tools": body.get("tools") or None, "names": sorted(tool_names(body)),
+                       "markers": list(split.openers.markers), "allowed": self.content.allowed}
+            try:
+                value, _ = await self.runner.run("split", payload, self.remaining(deadline))
+            except IsolationError as e:
+                log.info("content split gave no answer (%s: %s)", type(e).__name__, e)
+                return SplitText(text, "")
+            return SplitText(value["released"], value["held"])
+        await self.drive(split, split.feed(text), body, deadline)
+        await self.drive(split, split.end(), body, deadline)
+        return split
+
+    # -- choices
+
+    async def choices(self, body: dict, items: list[Choice],
+                      splits: dict[int, ContentSplit] | None = None) -> list[ChoiceResult]:
+        """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice."""
+        deadline = self.deadline()
+        results = [ChoiceResult(m, f) for m, f in items]
+        jobs: list[_Job] = []
+        for i, (message, reason) in enumerate(items):
+            tool_calls = message.get("tool_calls")
+            split = (splits or {}).get(i)
+            if isinstance(tool_calls, list) and tool_calls:
+                calls = list(tool_calls)
+                if reason == "length" and cut_off(calls[-1]):
+                    cut = calls[-1]
+                    results[i].truncated = {"call": len(calls) - 1, "id": cut.get("id") if isinstance(cut, dict) else None}
+                    calls = calls[:-1]
+                if calls:
+                    jobs.append(_Job(i, "calls", refine_request(body, calls, self.fmt), calls=calls))
+                if split is not None:
+                    results[i].content_tail = split.held
+                continue
+            content = message.get("content")
+            if splits is None and reason != "length" and isinstance(content, str):
+                split = await self.split_content(body, content, deadline)
+            if split is None:
+                continue
+            if reason == "length" or not split.held.strip():
+                results[i].content_tail = split.held  # a cut answer's text stays text
+                continue
+            request = {**refine_request(body, [], self.fmt), "upstream": split.held, "format": None}
+            jobs.append(_Job(i, "content", request, split=split))
+        if jobs:
+            await self._tier1(jobs, deadline)
+            await self._model(jobs, deadline)
+        for job in jobs:
+            self._apply(job, items[job.choice], results[job.choice], body)
+        return results
+
+    async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
+        todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
+        if not todo:
+            return
+        work = [{"request": tier1_request(j.request), "detect": j.kind == "content", "allowed": self.content.allowed}
+                for j in todo]
+        try:
+            outcomes, cpu = await self.runner.run("tier1", work, self.remaining(deadline))
+        except WorkTimeout as e:
+            log.warning("tier-1 refinement stopped at the deadline (%s); returning the upstream answer", e)
+            for j in todo:
+                j.status = "timeout"
+            return
+        except IsolationError as e:
+            log.warning("tier-1 refinement failed (%s: %s); returning the upstream answer", type(e).__name__, e)
+            for j in todo:
+                j.status = "error"
+            return
+        for j, outcome in zip(todo, outcomes):
+            j.outcome, j.slow = outcome, cpu > MODEL_SKIP_CPU
+            if j.kind == "content" and outcome.get("format"):
+                j.request["format"] = outcome["format"]
+
+    async def _model(self, jobs: list[_Job], deadline: float) -> None:
+        todo = []
+        for j in jobs:
+            if j.status is not None or (j.kind == "content" and not (j.outcome or {}).get("format")):
+                continue
+            if not self.tier1_first or (self.has_model and not j.slow
+                                        and needs_model(j.outcome.get("result"), self.ref.bypass)):
+                todo.append(j)
+        if not todo:
+            return
+        try:
+            results = await asyncio.wait_for(self.batcher.refine([j.request for j in todo]), self.remaining(deadline))
+        except asyncio.TimeoutError:
+            log.warning("refiner model answer not back by the deadline; returning the upstream answer")
+            for j in todo:
+                j.status = "timeout"
+            return
+        except Exception as e:  # noqa: BLE001 - the proxy never fails a request because the refiner did
+            log.warning("refiner failed (%s: %s); returning the upstream calls", type(e).__name__, e)
+            for j in todo:
+                j.status = "error"
+            return
+        for j, result in zip(todo, results):
+            j.outcome = {"format": j.request.get("format"), "result": result}
+
+    def _apply(self, job: _Job, item: Choice, out: ChoiceResult, body: dict) -> None:
+        message, reason = item
+        result = (job.outcome or {}).get("result")
+        if job.kind == "content":
+            if job.status is None and holds_calls(result, tool_names(body)):
+                out.message = {**message, "content": job.split.released_text.strip() or None,
+                               "tool_calls": rebuild_tool_calls([], result["calls"])}
+                out.finish_reason = "tool_calls" if reason in (None, "stop", "tool_calls") else reason
+                out.stage = str(result.get("stage", "unchanged"))
+                out.content_format = job.outcome.get("format")
+            else:
+                out.stage = job.status or "none"
+                out.content_tail = job.split.held
+            return
+        if job.status is not None or result is None:
+            out.stage = job.status or "error"
+            return
+        refined, reason = apply_result({**message, "tool_calls": job.calls}, reason, result)
+        if out.truncated is not None:
+            refined = {**refined, "tool_calls": [*(refined.get("tool_calls") or []), message["tool_calls"][-1]]}
+        out.message, out.finish_reason = refined, reason
+        out.stage = str(result.get("stage", "unchanged"))
+
+    # -- history
+
+    async def heal_history(self, body: dict) -> tuple[dict, HistoryReport]:
+        """The request with the broken tool calls of its history repaired, and the report (see
+        :mod:`refiner.proxy.history`); on a timeout or failure the request is forwarded as sent."""
+        broken = find_broken(body)
+        if not broken:
+            return body, HistoryReport()
+        healed, left = limit(broken)
+        try:
+            outcomes, _ = await self.runner.run("tier1", repair_items(body, healed), self.timeout)
+        except WorkTimeout:
+            log.warning("history repair stopped at the deadline; forwarding the history as sent")
+            return body, HistoryReport(status="timeout")
+        except IsolationError as e:
+            log.warning("history repair failed (%s: %s); forwarding the history as sent", type(e).__name__, e)
+            return body, HistoryReport(status="error")
+        out, report = apply_repairs(body, healed, outcomes)
+        report.entries += left_entries(left, f"over the limit of calls repaired per request ({len(healed)})")
+        return out, report
+
+
+def report(results: list[ChoiceResult], history: HistoryReport | None) -> tuple[dict[str, str], dict]:
+    """The response headers and the ``tool_refiner`` field (empty when there is nothing beyond the stages)."""
+    headers = {"x-tool-refiner": ",".join(r.stage for r in results)}
+    extra: dict[str, Any] = {}
+    truncated = [{"choice": i, **r.truncated} for i, r in enumerate(results) if r.truncated]
+    if truncated:
+        headers["x-tool-refiner-truncated"] = ",".join(str(t["choice"]) for t in truncated)
+        extra["truncated"] = truncated
+    moved = [{"choice": i, "format": r.content_format} for i, r in enumerate(results) if r.content_format]
+    if moved:
+        headers["x-tool-refiner-content-calls"] = ",".join(f"{m['choice']}:{m['format']}" for m in moved)
+        extra["content_calls"] = moved
+    if history is not None and history.header() is not None:
+        headers["x-tool-refiner-history"] = history.header()
+        extra["history"] = history.entries
+    return headers, extra

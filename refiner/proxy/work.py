@@ -1,0 +1,136 @@
+"""What runs inside an isolated worker process (see :mod:`refiner.proxy.isolation`): ``tier1``, the tier-1
+refinement of a list of items, each a pipeline request, optionally with its wire format detected first; and
+``split``, the content split of a long answer (:func:`split`).
+
+An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None}``. With ``detect`` the request's
+upstream text is a chat answer's ``content``: its format is detected (:func:`refiner.formats.detect_format`), and
+the item is refined only when a format is found (and is one of ``allowed`` when that is given). Each item's outcome
+is ``{"format": name | None, "result": pipeline result | None}`` (the result's :data:`RESULT_KEYS` only). Nothing here raises for one bad item: the
+pipeline's ``errors="result"`` turns an unreadable request into an error result, and a detection failure counts as
+no format.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import signal
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+from refiner import formats
+from refiner.pipeline import Refiner
+from refiner.proxy.content import ContentSplit, Openers, holds_calls
+
+log = logging.getLogger("refiner.proxy")
+
+
+def detect(text: str) -> str | None:
+    """The wire format of ``text``, or None (also when detection itself fails)."""
+    try:
+        return formats.detect_format(text)
+    except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
+        return None
+
+
+# What the proxy reads of a pipeline result; the rest (the request echoed, the refined text) stays in the worker.
+RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error"})
+
+
+def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
+    """The outcome of every item (see the module docstring), in order; one ``refine_batch`` call for all of them."""
+    outcomes: list[dict] = [{"format": None, "result": None} for _ in items]
+    todo: list[int] = []
+    requests: list[dict] = []
+    for i, item in enumerate(items):
+        request = dict(item["request"])
+        if item.get("detect"):
+            found = detect(request["upstream"])
+            allowed = item.get("allowed")
+            if found is None or (allowed is not None and found not in allowed):
+                continue
+            request["format"] = found
+        outcomes[i]["format"] = request.get("format")
+        todo.append(i)
+        requests.append(request)
+    if requests:
+        for i, result in zip(todo, refiner.refine_batch(requests, errors="result")):
+            outcomes[i]["result"] = {k: v for k, v in result.items() if k in RESULT_KEYS}
+    return outcomes
+
+
+def split(refiner: Refiner, payload: dict) -> dict:
+    """A long answer's content split into released and held text (:class:`refiner.proxy.content.ContentSplit`), its
+    region checks answered here with tier 1; ``payload``: ``text``, ``tools``, ``names``, ``markers``, ``allowed``.
+    Run here rather than in the proxy's event loop, which it would hold for about 0.1 s per megabyte."""
+    names = set(payload["names"])
+    cut = ContentSplit(Openers(names, payload["markers"]))
+
+    def is_calls(region: str) -> bool:
+        item = {"request": {"tools": payload["tools"], "upstream": region, "format": None}, "detect": True,
+                "allowed": payload["allowed"]}
+        return holds_calls(tier1(refiner, [item])[0]["result"], names)
+
+    for step in (cut.feed(payload["text"]), cut.end()):
+        while step.check is not None:
+            step = cut.verdict(is_calls(step.check))
+    return {"released": cut.released_text, "held": cut.held}
+
+
+TASKS = {"tier1": tier1, "split": split}
+READY = "ready"
+HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
+
+
+def frame(data: bytes) -> bytes:
+    return len(data).to_bytes(HEADER, "little") + data
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < size:
+        chunk = sock.recv(min(size - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+# One small answer to repair before a new worker says it is ready: its first real request then does not pay for
+# the pages a fresh fork copies on first use.
+WARMUP = [{"request": {"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}],
+    "upstream": '[{"id": "c", "type": "function", "function": {"name": "get_wether", "arguments": "{\'city\': \'Paris\', '
+                '\'days\': \'3\',"}}]', "format": "openai"}},
+    {"request": {"tools": None, "upstream": 'Sure.\n<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'},
+     "detect": True}]
+
+
+def serve(sock: socket.socket, refiner: Refiner) -> None:
+    """A worker's loop over its socket: warms up, sends ``(True, READY)``, then receives ``(task name, payload)``
+    frames and answers ``(True, value)`` or ``(False, "<Type>: message")``; returns when the socket closes.
+    Interrupts are ignored: the proxy process decides when a worker ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sock.setblocking(True)
+    try:
+        tier1(refiner, WARMUP)
+    except Exception as e:  # noqa: BLE001 - a warm-up failure is not fatal; the first request will tell
+        log.warning("tier-1 worker warm-up failed: %r", e)
+    try:
+        sock.sendall(frame(pickle.dumps((True, READY))))
+    except OSError:
+        return
+    while True:
+        try:
+            name, payload = pickle.loads(_read_exactly(sock, int.from_bytes(_read_exactly(sock, HEADER), "little")))
+        except (EOFError, OSError):
+            return
+        try:
+            reply: tuple[bool, Any] = (True, TASKS[name](refiner, payload))
+        except Exception as e:  # noqa: BLE001 - reported to the proxy, which answers without refinement
+            reply = (False, f"{type(e).__name__}: {str(e)[:300]}")
+        try:
+            sock.sendall(frame(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)))
+        except OSError:
+            return

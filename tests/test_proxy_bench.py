@@ -1,0 +1,32 @@
+"""``benchmarks/bench_proxy.py`` at a tiny size: the script runs end to end and prints both tables (a smoke test; the
+speed targets live in the benchmark itself, not here)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_proxy.py"
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_proxy", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_proxy_runs_at_a_tiny_size(capsys) -> None:
+    bench = load_bench()
+    out = bench.main(["--requests", "4", "--warmup", "2", "--rounds", "1", "--concurrency", "2", "--normal", "8",
+                      "--rate", "40", "--hostile-share", "0.3", "--max-body-mb", "0.05", "--refine-timeout", "5"])
+    printed = capsys.readouterr().out
+    assert "1. Overhead" in printed and "2. Isolation" in printed and "target (p99 x <= 2" in printed
+    assert [row[0] for row in out["overhead"]] == ["direct upstream", "proxy, valid calls", "proxy, broken calls"]
+    assert all(row[4] == 0 for row in out["overhead"])  # no failed request
+    (run,) = out["isolation"]
+    for phase in ("without", "with"):
+        assert run[phase]["n"] == 8 and run[phase]["ok"] == 8  # every normal request answered 200 and refined
+    outcomes = {kind: h["outcomes"] for kind, h in run["hostile"].items()}
+    assert outcomes and all(o.split()[0] in ("200", "413") for c in outcomes.values() for o in c)
+    assert all(o.startswith("413") for o in outcomes.get("over the limit", {}))

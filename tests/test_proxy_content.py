@@ -1,0 +1,272 @@
+"""Calls an upstream left in its answer's ``content`` (its own tool parser failed): found in every dialect the format
+registry knows, moved to ``tool_calls``, with and without streaming; prose stays prose."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, serve_in_thread
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, WireFormat
+from refiner.proxy import create_app
+from refiner.proxy.content import MAX_CHECKS, ContentSplit, Openers, markers
+
+CALLS = [ToolCall("get_weather", {"city": "Paris", "days": 3}), ToolCall("get_time", {"tz": "CET"})]
+NAMES = ["get_weather", "get_time"]
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with serve_in_thread(create_fake_upstream()) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream):
+    with serve_in_thread(create_app(upstream + "/v1")) as url:
+        yield url
+
+
+def body(content: str, **kw) -> dict:
+    return {"model": "m", "messages": [{"role": "user", "content": WEATHER_QUERY}], "tools": WEATHER_TOOLS,
+            "x_fake": {"content": content}, **kw}
+
+
+def stream(url: str, payload: dict) -> tuple[httpx.Headers, list[dict]]:
+    chunks, done = [], False
+    with httpx.stream("POST", url + "/v1/chat/completions", json={**payload, "stream": True}, timeout=60) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line == "data: [DONE]":
+                done = True
+            elif line.startswith("data: "):
+                assert not done
+                chunks.append(json.loads(line[6:]))
+    assert done
+    return r.headers, chunks
+
+
+def streamed(chunks: list[dict]) -> tuple[list[str], list[dict], str | None]:
+    """The content pieces, the tool-call deltas and the last finish reason of a streamed answer."""
+    pieces = [c["choices"][0]["delta"]["content"] for c in chunks
+              if c.get("choices") and c["choices"][0]["delta"].get("content")]
+    calls = [t for c in chunks if c.get("choices") for t in c["choices"][0]["delta"].get("tool_calls", [])]
+    finishes = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
+    return pieces, calls, finishes[-1]
+
+
+def check_calls(tool_calls: list[dict]) -> None:
+    """The two calls, by name; arguments wherever the format carries them (a name-only format carries none)."""
+    assert [t["function"]["name"] for t in tool_calls] == NAMES
+    args = [json.loads(t["function"]["arguments"]) for t in tool_calls]
+    assert all(isinstance(a, dict) for a in args)
+    if args[0]:
+        assert args[0]["city"] == "Paris" and str(args[0]["days"]) == "3" and args[1] == {"tz": "CET"}
+    assert all(t["id"].startswith("call_") and t["type"] == "function" for t in tool_calls)
+
+
+# ------------------------------------------------------------------------------------------------ every dialect
+
+
+@pytest.mark.parametrize("fmt", formats.names())
+@pytest.mark.parametrize("prose", ["", "Let me check that for you.\n"])
+def test_calls_in_content_are_moved_in_every_registered_format(proxy, fmt, prose) -> None:
+    text = prose + formats.get(fmt).render(CALLS)
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
+    choice = r.json()["choices"][0]
+    check_calls(choice["message"]["tool_calls"])
+    assert choice["message"]["content"] == (prose.strip() or None)
+    assert choice["finish_reason"] == "tool_calls"
+    assert r.headers["x-tool-refiner-content-calls"] == f"0:{fmt}"
+
+
+@pytest.mark.parametrize("fmt", formats.names())
+def test_calls_in_streamed_content_are_held_back_and_moved(proxy, fmt) -> None:
+    prose = "Let me check that for you, one moment.\n"
+    _, chunks = stream(proxy, body(prose + formats.get(fmt).render(CALLS)))
+    pieces, calls, finish = streamed(chunks)
+    assert "".join(pieces) == prose  # the call text never reaches the client as content
+    assert len(pieces) > 3  # the prose went out as it came (the upstream sends 4 characters a chunk)
+    merged: dict[int, dict] = {}
+    for t in calls:
+        merged.setdefault(t["index"], t)
+    check_calls([merged[k] for k in sorted(merged)])
+    assert finish == "tool_calls"
+    assert chunks[-1]["tool_refiner"]["content_calls"] == [{"choice": 0, "format": fmt}]
+
+
+def test_a_format_registered_later_is_picked_up(upstream, monkeypatch) -> None:
+    """A new dialect is one module: its markers and its detection come from the registry at use, with no change to
+    the proxy."""
+
+    class Bracketed(WireFormat):
+        name = "test_bracketed"
+        description = "test only: a JSON list of calls between [[CALLS]] and [[/CALLS]]"
+        tags = ("[[CALLS]]", "[[/CALLS]]")
+        detection = Detection(rank=999, markers=("[[CALLS]]",), closers=("[[/CALLS]]",))
+        example = '[[CALLS]][{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}][[/CALLS]]'
+
+        def parse_strict(self, text: str) -> list[ToolCall]:
+            start, end = text.find(self.tags[0]), text.find(self.tags[1])
+            if start < 0 or end < 0:
+                raise self.error("missing [[CALLS]] block")
+            try:
+                items = json.loads(text[start + len(self.tags[0]) : end])
+            except ValueError as e:
+                raise self.error(f"not JSON: {e}") from None
+            return [ToolCall(i["name"], i["arguments"]) for i in items]
+
+        def recover(self, text: str, out) -> None:
+            out.calls.extend(self.parse_strict(text))
+
+        def render(self, calls) -> str:
+            items = [{"name": c.name, "arguments": dict(c.arguments)} for c in calls]
+            return f"[[CALLS]]{json.dumps(items)}[[/CALLS]]"
+
+    monkeypatch.setitem(formats.base._REGISTRY, Bracketed.name, Bracketed())
+    assert "[[CALLS]]" in markers()
+    text = "Sure.\n" + Bracketed().render(CALLS)
+    assert formats.detect_format(text) == "test_bracketed"
+    split = ContentSplit(Openers(NAMES))
+    released = split.feed(text).release + split.end().release
+    assert released == "Sure.\n" and split.held == text[len("Sure.\n"):]
+    # through the proxy (tier 1 runs in threads here, so that it sees the registry this test changed)
+    with serve_in_thread(create_app(upstream + "/v1", workers=0)) as url:
+        r = httpx.post(url + "/v1/chat/completions", json=body(text), timeout=60)
+        check_calls(r.json()["choices"][0]["message"]["tool_calls"])
+        assert r.headers["x-tool-refiner-content-calls"] == "0:test_bracketed"
+        _, chunks = stream(url, body(text))
+    pieces, calls, _ = streamed(chunks)
+    assert "".join(pieces) == "Sure.\n" and [t["function"]["name"] for t in calls] == NAMES
+
+
+def test_long_content_is_split_in_a_worker(proxy) -> None:
+    """Content longer than the event loop splits itself (16,000 characters) goes to a worker; same answers."""
+    prose = "The forecast, in long form. " * 1000 + "\n"
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(prose + formats.get("hermes").render(CALLS)), timeout=60)
+    choice = r.json()["choices"][0]
+    check_calls(choice["message"]["tool_calls"])
+    assert choice["message"]["content"] == prose.strip()
+    text = prose + "See [the docs](https://example.org).\n```python\nprint(1)\n```\n" + prose
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
+    assert r.json()["choices"][0]["message"] == {"role": "assistant", "content": text}
+
+
+# ------------------------------------------------------------------------------------------------ prose stays prose
+
+PROSE = [
+    "It is sunny in Paris today, 24 degrees.",
+    "I could call get_weather for Paris if you want; shall I?",
+    "To call a tool, a model writes <tool_call> tags around JSON; I will not do that here.",
+    "See [the forecast](https://example.org/paris) and [the map](https://example.org/map).\n- [x] done\n- [ ] todo",
+    "Here is the code:\n```python\ndef get_weather(city):\n    return {'city': city}\n```\nand that is all.",
+    "The answer as JSON:\n{\"answer\": 42, \"unit\": \"degrees\"}\nDone.",
+    "[1, 2, 3] are the first numbers.\n{not json at all}\n",
+    "get_weather(city) is a function you can call yourself.",
+]
+
+
+@pytest.mark.parametrize("text", PROSE)
+def test_prose_that_only_talks_is_never_turned_into_calls(proxy, text) -> None:
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
+    assert r.json()["choices"][0]["message"] == {"role": "assistant", "content": text}
+    assert r.json()["choices"][0]["finish_reason"] == "stop" and "x-tool-refiner-content-calls" not in r.headers
+    _, chunks = stream(proxy, body(text))
+    pieces, calls, finish = streamed(chunks)
+    assert "".join(pieces) == text and calls == [] and finish == "stop"
+
+
+def test_streamed_prose_is_not_held_to_the_end(proxy) -> None:
+    """A markdown link, a checkbox and a code fence are released as soon as they prove to be text, not at the end."""
+    text = ("See [the docs](https://example.org) first.\n- [x] checked\n```python\nprint('hi')\n```\n"
+            + "and then a long tail of plain words " * 8)
+    _, chunks = stream(proxy, body(text))
+    pieces, _, _ = streamed(chunks)
+    assert "".join(pieces) == text
+    tail, sent, after = text.index("and then"), 0, 0
+    for p in pieces:
+        after += sent >= tail
+        sent += len(p)
+    assert after >= 20  # the plain tail streamed piece by piece, not held back to the end as one block
+
+
+def test_a_cut_answer_keeps_its_text(proxy) -> None:
+    """finish_reason "length": a half-written call in the content stays text (never completed into a call)."""
+    text = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(text, x_fake={"content": text, "finish_reason": "length"}),
+                   timeout=60)
+    choice = r.json()["choices"][0]
+    assert choice["message"] == {"role": "assistant", "content": text} and choice["finish_reason"] == "length"
+    _, chunks = stream(proxy, body(text, x_fake={"content": text, "finish_reason": "length"}))
+    pieces, calls, finish = streamed(chunks)
+    assert "".join(pieces) == text and calls == [] and finish == "length"
+
+
+def test_hostile_content_is_bounded_and_returned_as_text(upstream) -> None:
+    """A paren storm after a call tag (naming no offered tool): the answer comes back as the text it was, within
+    the deadline, streamed or not."""
+    def storm(n: int) -> str:
+        return "Let me see.\n<tool_call>\n" + '{"name": "f", "arguments": {"a": 1, "b"' + "(" * n
+
+    with serve_in_thread(create_app(upstream + "/v1", refine_timeout=0.3)) as url:
+        r = httpx.post(url + "/v1/chat/completions", json=body(storm(200_000)), timeout=60)
+        assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == storm(200_000)
+        assert r.headers["x-tool-refiner"] in ("timeout", "none")
+        _, chunks = stream(url, body(storm(20_000)))
+        assert "".join(streamed(chunks)[0]) == storm(20_000)
+
+
+# ------------------------------------------------------------------------------------------------ the split itself
+
+
+def split_all(text: str, size: int, is_calls) -> tuple[str, str, int]:
+    split = ContentSplit(Openers(NAMES))
+    out = []
+
+    def drive(step):
+        while True:
+            out.append(step.release)
+            if step.check is None:
+                return
+            step = split.verdict(is_calls(step.check))
+
+    for i in range(0, len(text), size):
+        drive(split.feed(text[i : i + size]))
+    drive(split.end())
+    assert "".join(out) == split.released_text and split.released_text + split.held == text
+    return split.released_text, split.held, split.checks
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 10_000])
+def test_split_holds_only_what_may_be_calls(size) -> None:
+    assert "[TOOL_CALLS]" in markers()  # Mistral's marker, from the registry
+    def calls(region: str) -> bool:
+        return "get_weather" in region
+
+    cases = {
+        "Plain words, nothing else.": ("Plain words, nothing else.", ""),
+        "Checking.\n<tool_call>\n{}\n</tool_call>": ("Checking.\n", "<tool_call>\n{}\n</tool_call>"),
+        "See [a](b).\n[get_weather(city='Paris')]": ("See [a](b).\n", "[get_weather(city='Paris')]"),
+        "Here: [get_weather(city='Paris')] ok": ("Here: ", "[get_weather(city='Paris')] ok"),
+        'Sure.\n{"name": "get_weather"}\nmore': ("Sure.\n", '{"name": "get_weather"}\nmore'),
+        'JSON:\n{"answer": 42}\nok': ('JSON:\n{"answer": 42}\nok', ""),
+        "```python\nx = 1\n```\nafter": ("```python\nx = 1\n```\nafter", ""),
+        '```json\n[{"name": "get_weather"}]\n```': ("", '```json\n[{"name": "get_weather"}]\n```'),
+        "get_weather(city='Paris')\nget_time(tz='CET')": ("", "get_weather(city='Paris')\nget_time(tz='CET')"),
+        "Bob's [list] of {things}\n  [x] done\n": ("Bob's [list] of {things}\n  [x] done\n", ""),
+        "text ending with <tool_": ("text ending with <tool_", ""),
+        "[get_weather(city='Par": ("", "[get_weather(city='Par"),
+        'Ok.\n[TOOL_CALLS][{"name": "x"}] and more': ("Ok.\n", '[TOOL_CALLS][{"name": "x"}] and more'),
+    }
+    for text, (released, held) in cases.items():
+        assert split_all(text, size, calls)[:2] == (released, held), (text, size)
+
+
+def test_split_checks_are_bounded() -> None:
+    text = "\n".join(f'{{"k{i}": {i}}}' for i in range(3 * MAX_CHECKS))
+    released, held, checks = split_all(text, 7, lambda region: False)
+    assert checks == MAX_CHECKS and released + held == text and held  # past the budget the rest is held
