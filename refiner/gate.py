@@ -7,7 +7,8 @@ It says *what* is wrong, as structured :class:`Diagnostic` records, never how to
 - the tool exists (``unknown_tool``);
 - every required parameter is present (``missing_required``) and no unknown one is (``unknown_param``);
 - values match the declared JSON Schema type (``type``), enum (``enum``), numeric range (``range``), string pattern
-  (``pattern``) and string/array length (``length``), recursively through array items and object properties;
+  (``pattern``) and string/array length (``length``), recursively through array items and object properties; the
+  parameter's own declared default is always valid (:func:`is_declared_default`);
 - in nested call lists, every reference (NesTools ``API_call_N``, NESTFUL ``$var$`` / ``$var.field$``) names the
   output of an *earlier* call (``undefined_reference``, ``forward_reference``), and output labels are unique
   (``duplicate_output``);
@@ -284,6 +285,22 @@ def _clip(text: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def is_declared_default(param: Any, value: Any) -> bool:
+    """Whether ``value`` is the parameter's own declared default (same JSON type), or ``null`` where the type is
+    nullable. The spec's own default is never wrong, whatever its type or enum say: BFCL declares
+    ``"county": {"type": "string", "default": null}`` and ``"genre": {"enum": ["World", ...], "default": "dontcare"}``,
+    and its gold passes exactly those values."""
+    if value is None and getattr(param, "nullable", False):
+        return True
+    if not getattr(param, "has_default", False):
+        return False
+    default = getattr(param, "default", None)
+    try:
+        return bool(value == default) and json_type(value) == json_type(default)
+    except Exception:  # noqa: BLE001 - a value that cannot be compared is not the default
+        return False
+
+
 def check_value(
     param: Any, value: Any, where: str, depth: int = 0, *, strings: bool = False, count: Count | None = None
 ) -> list[tuple[str, str]]:
@@ -296,7 +313,7 @@ def check_value(
         return []
     if is_reference(value):
         return []
-    if value is None and getattr(param, "nullable", False):
+    if is_declared_default(param, value):
         return []
     ptype = getattr(param, "type", None)
     if strings and ptype is not None:

@@ -5,7 +5,9 @@ What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 - broken JSON, tags and brackets: the wire formats' lenient parsers (``json_repair`` underneath) recover the calls,
   which are then re-rendered (``parse_repair``); a different requested format is rendered too (``normalise_format``);
 - tool names snapped to the tool list by normalised equality, then by string similarity above a cutoff with a margin
-  over the runner-up (``snap_tool``);
+  over the runner-up, then by words and arguments: the one tool whose name adds or drops words of the written one
+  and whose parameters fit the call's arguments (``math.gcd`` for ``math.gcd_info(num1=..., num2=...)``;
+  ``snap_tool``);
 - parameter names snapped the same way among the tool's parameters not already used (``snap_param``); parameters the
   schema lacks are dropped (``drop_param``);
 - values coerced where the schema is explicit: ``"12"`` → ``12`` for integers, ``12`` → ``"12"`` for strings,
@@ -72,6 +74,7 @@ from refiner.gate import (
     GateReport,
     check_text,
     dependencies,
+    is_declared_default,
     is_reference,
     json_text,
     json_type,
@@ -182,16 +185,79 @@ def snap(
     return best
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_IDENTIFIER = re.compile(r"[^\W\d][\w.\-]*")
+
+
+def name_words(name: str) -> set[str]:
+    """The lower-case words of a name, split at separators and camelCase humps, a plural ``s`` dropped
+    (``scienceFacts.getWeights`` → ``{"science", "fact", "get", "weight"}``)."""
+    words = re.split(r"[^0-9a-z]+", _CAMEL.sub("_", name).lower())
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w}
+
+
+def snap_by_arguments(
+    name: str, arguments: Mapping[str, Any], tools: Mapping[str, Any], *, count: Count | None = None,
+    identifiers_only: bool = False,
+) -> str | None:
+    """The tool a call to the unknown tool ``name`` meant, when its name and arguments both say so: the one offered
+    tool whose name has only words of ``name`` or ``name`` only words of it (:func:`name_words`: ``math.gcd_info`` →
+    ``math.gcd``, ``get_weather`` → ``get_weather_forecast``), that declares every argument the call passes and has
+    every required parameter among them; ``None`` when the call passes no argument, or no tool, or more than one,
+    fits. A changed word is never enough (``DeleteReminder`` is not ``AddReminder``, whatever their parameters).
+    ``identifiers_only``: ``name`` must look like a tool name (letters, digits, ``_``, ``.``, ``-``), for calls read
+    from a text in another format than its own, where a name with the format's markers in it
+    (``commentary to=functions.get_news <|constrain|>json`` from a gpt-oss text read as Mistral's) comes from a
+    misreading that may have lost other calls: it is left to the model.
+    One comparison per offered tool, from ``count``'s allowance (``None`` when it has too few left); names longer
+    than :data:`MAX_SNAP_NAME_CHARS` are not compared."""
+    if not arguments or len(name) > MAX_SNAP_NAME_CHARS or (identifiers_only and not _IDENTIFIER.fullmatch(name)):
+        return None
+    if count is not None:
+        if count.left < len(tools):
+            return None
+        count.left -= len(tools)
+    words = name_words(name)
+    fits = []
+    for tool, spec in tools.items():
+        params = getattr(spec, "params", None) or {}
+        required = getattr(spec, "required", None) or ()
+        if len(tool) > MAX_SNAP_NAME_CHARS:
+            continue
+        tool_words = name_words(tool)
+        if not (words <= tool_words or tool_words <= words):
+            continue
+        if all(k in params for k in arguments) and all(r in arguments for r in required):
+            fits.append(tool)
+            if len(fits) > 1:
+                return None
+    return fits[0] if fits else None
+
+
+def _word_breaks(name: str) -> set[int]:
+    """Where a name's words end, as offsets into its normalised form (``sort_by`` and ``sortBy``: ``{4}``)."""
+    words = [w for w in re.split(r"[^0-9a-z]+", _CAMEL.sub("_", name).lower()) if w]
+    breaks, at = set(), 0
+    for w in words[:-1]:
+        at += len(w)
+        breaks.add(at)
+    return breaks
+
+
 def is_misspelling(written: str, declared: str) -> bool:
     """Whether ``written`` is one slip away from ``declared``: their normalised forms (:func:`normalise_name`) differ
     by exactly one inserted, dropped, replaced or swapped character, both have at least four characters, and they
-    hold the same digits. Names that differ only in case or separators (``sortBy`` / ``sort_by``) are two spelling
-    conventions, not a slip; ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a
-    digit."""
+    hold the same digits; or the same letters with a separator moved inside a word (``fullt_erm_only`` for
+    ``full_term_only``). Names that differ only in case or separators between the same words (``sortBy`` /
+    ``sort_by``), or by words joined or split (``zipcode`` / ``zip_code``), are two spelling conventions, not a slip;
+    ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a digit."""
     if max(len(written), len(declared)) > MAX_SNAP_NAME_CHARS:
         return False
     a, b = normalise_name(written), normalise_name(declared)
-    if a == b or min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
+    if a == b:
+        wa, wb = _word_breaks(written), _word_breaks(declared)
+        return len(a) >= 4 and not (wa <= wb or wb <= wa)
+    if min(len(a), len(b)) < 4 or re.findall(r"\d+", a) != re.findall(r"\d+", b):
         return False
     return DamerauLevenshtein.distance(a, b) == 1
 
@@ -247,7 +313,7 @@ def coerce_value(
     if param is None or depth > _MAX_DEPTH or not count.take() or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
-    if value is None and getattr(param, "nullable", False):
+    if is_declared_default(param, value):
         return value
     if strings:
         if ptype is None:
@@ -382,6 +448,7 @@ def repair_call(
     trust_spec: bool = False,
     count: Count | None = None,
     compare: Count | None = None,
+    misread: bool = False,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did
     (at most as many values coerced as ``count`` has left, :data:`MAX_COERCED_VALUES` by default, and as many name
@@ -391,13 +458,18 @@ def repair_call(
     against a spec that is closed or trusted (``trust_spec``); any other call gets only misspelling snaps and decoded
     values (see the module docstring). Unknown parameters are dropped only
     when no required one is missing (else one of them may be the missing value under another name, which the model
-    can still use). ``strings``: value style "text" (see :data:`refiner.gate.VALUE_STYLES`)."""
+    can still use). ``strings``: value style "text" (see :data:`refiner.gate.VALUE_STYLES`). ``misread``: the call
+    was read from a text in another format than its own (see :func:`snap_by_arguments`)."""
     n_before = len(actions)
     name = call.name
     if name not in tools:
         hit = snap(name, list(tools), TOOL_CUTOFF, count=compare)
         if hit is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
+            name = hit
+        elif (hit := snap_by_arguments(name, call.arguments, tools, count=compare, identifiers_only=misread)):
+            actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r} (the one tool whose parameters fit the "
+                                               f"call's arguments)", index, hit))
             name = hit
     spec = tools.get(name)
     if spec is None:
@@ -482,9 +554,10 @@ def repair_calls(
     fmt: str | None = None,
     trust_spec: bool = False,
     text_values: bool = False,
+    misread: bool = False,
 ) -> tuple[list[ToolCall], list[Action]]:
     """Tier-1 repair of a call list: names, parameters, values (when tools are known; see :func:`repair_call` for
-    when a call's spec is believed), then dependency order."""
+    when a call's spec is believed, and ``misread``), then dependency order."""
     actions: list[Action] = []
     index = tool_index(tools)
     out = list(calls)
@@ -499,7 +572,7 @@ def repair_calls(
             else:
                 fixed.append(
                     repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
-                                compare=compare)
+                                compare=compare, misread=misread)
                 )
         out = fixed
     order = dependency_order(out)
@@ -567,7 +640,8 @@ def repair_parsed(
         actions.append(Action("parse_repair", f"recovered {len(source)} call(s) from text that is not valid {fmt}"))
     if out_fmt != fmt and source:
         actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
-    calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values)
+    calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values,
+                                       misread=out_fmt != fmt)
     actions.extend(call_actions)
     if not actions or (not calls and dropped is None):
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)

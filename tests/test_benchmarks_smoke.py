@@ -20,7 +20,10 @@ from conftest import SHARED_DATA
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
-LEFT_OUT = {"bench_proxy.py": "reworked with the proxy; smoke-tested there"}
+LEFT_OUT = {
+    "bench_proxy.py": "reworked with the proxy; smoke-tested there",
+    "bench_tier1.py": "smoke-tested in tests/test_tier1_suite.py, which skips without the bfcl-eval wheel",
+}
 
 # script -> (arguments for a tiny run, text its output must hold, needs ../shared/data)
 RUNS = {

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 HELP = """Score an upstream model's tool calls on API-Bank, NESTFUL, Bamboogle*, BFCL (AST) and corruption recovery,
-raw and after the refiner, and write OUT/report.md with the paper's tables.
+raw and after the refiner, or measure tier 1 per error class and format, and write OUT/report.md with the tables.
 
 \b
 Upstream (exactly one):
@@ -21,6 +21,10 @@ Refiner:
   --refiner none                                  raw scores only
   --model PATH --engine vllm|hf                   the refiner model, loaded in this process
   --refiner-base-url URL --model NAME             the refiner model behind vllm serve (engine openai)
+\b
+Tier 1 per error class and wire format (no upstream, no model; both spec policies):
+  --bench tier1 [--limit N]                       BFCL's gold calls in every registered format, corrupted one
+                                                  class at a time (OUT/tier1/tables.md)
 \b
 Example (upstream served by vllm serve on :8000, refiner on :8001):
   tool-refiner eval --upstream-base-url http://127.0.0.1:8000/v1 --upstream-model Qwen/Qwen2.5-7B-Instruct \\
@@ -62,9 +66,10 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., help="Results folder: report.md, summary.json, chart.png, <bench>/outputs.jsonl, "
                                  "upstream_cache.jsonl."),
         bench: str = typer.Option("apibank,nestful,bamboogle,bfcl", help="Comma-separated: apibank, nestful, "
-                                  "bamboogle, bfcl, recovery."),
+                                  "bamboogle, bfcl, recovery, tier1 (the tier-1 suite: BFCL's gold in every "
+                                  "format, both spec policies, no model)."),
         limit: int | None = typer.Option(None, help="Samples per benchmark, spread over its subsets (default: "
-                                            "all)."),
+                                            "all); for tier1, BFCL records."),
         upstream_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint of the upstream "
                                                         "model, e.g. http://127.0.0.1:8000/v1 (vllm serve)."),
         upstream_model: str | None = typer.Option(None, help="Upstream model name at that endpoint."),
@@ -117,14 +122,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from refiner.commands.serve import parse_engine_args
         from refiner.engines import EngineError
-        from refiner.eval.runner import run_eval
+        from refiner.eval.runner import NO_UPSTREAM, run_eval
 
         benches = [b.strip() for b in bench.split(",") if b.strip()]
         # argument errors first, before a model is loaded
         if upstream_base_url and not upstream_model:
             raise typer.BadParameter("--upstream-base-url needs --upstream-model")
         sources = [x for x in (upstream_file, upstream_base_url, upstream_scripted) if x is not None]
-        if any(b != "recovery" for b in benches) and len(sources) != 1:
+        if any(b not in NO_UPSTREAM for b in benches) and len(sources) != 1:
             raise typer.BadParameter("give exactly one upstream: --upstream-base-url with --upstream-model, "
                                      "--upstream-file or --upstream-scripted")
         try:
@@ -137,8 +142,10 @@ def register(app: typer.Typer) -> None:
         upstream_name = upstream_model or (upstream_file.name if upstream_file else None) or (
             f"gold, {upstream_scripted:.0%} rule-corrupted" if upstream_scripted is not None else "upstream")
         meta = {"upstream": upstream_name, "refiner": ref_name or "none", "limit": limit, "seed": seed}
-        if ref is not None:
+        if ref is not None and any(b != "tier1" for b in benches):
             meta["trust_spec"] = "off and on (recovery)" if compare_trust_spec else ("on" if trust_spec else "off")
+        if "tier1" in benches:
+            meta["tier-1 suite"] = "no model, default spec policy and trust_spec"
         try:
             report = run_eval(
                 benches,

@@ -1,4 +1,5 @@
-"""Evaluation: the paper's benchmarks (API-Bank, NESTFUL, Bamboogle*, BFCL) and corruption recovery, raw vs refined.
+"""Evaluation: the paper's benchmarks (API-Bank, NESTFUL, Bamboogle*, BFCL) and corruption recovery, raw vs refined;
+the tier-1 suite (tier 1 per error class and wire format on BFCL's gold, ``refiner.eval.tier1_suite``).
 
     from refiner.eval.runner import make_benchmark
     bench = make_benchmark("apibank")

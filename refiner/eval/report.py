@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from refiner.eval import tier1_suite
+
 METRIC_NAMES = {
     "acc": "Acc.",
     "part_acc": "Part. Acc.",
@@ -139,8 +141,28 @@ def recovery_section(recovery: Mapping[str, Any]) -> str:
     ])
 
 
+def tier1_section(result: Any) -> str:
+    """The tier-1 suite: coverage, per class over all formats under both policies, and the targets (the per-format
+    tables are in ``tier1/tables.md``)."""
+    return "\n".join([
+        "## Tier 1 per error class and format (BFCL's gold calls)",
+        "",
+        (f"{result.n_cases} BFCL records, their gold calls rendered in every wire format that can carry them and "
+         "corrupted one error class at a time; the pipeline without a model refines each under the default spec "
+         "policy and with trust_spec. fixed: the refined text parses strictly to the gold; harmed: inputs where a "
+         "call the upstream had right was changed; clean: texts returned as they came. Per-format tables: "
+         "tier1/tables.md."),
+        "",
+        tier1_suite.coverage_table(result),
+        "",
+        tier1_suite.class_table(result),
+        "",
+        *(f"- {v.describe()}" for v in tier1_suite.check_targets(result)),
+    ])
+
+
 def render_report(results: Sequence[Any], recovery: Mapping[str, Any] | None = None,
-                  meta: Mapping[str, Any] | None = None) -> str:
+                  meta: Mapping[str, Any] | None = None, tier1: Any = None) -> str:
     meta = dict(meta or {})
     upstream = str(meta.get("upstream", "upstream"))
     refiner = str(meta.get("refiner", "Refiner"))
@@ -151,6 +173,8 @@ def render_report(results: Sequence[Any], recovery: Mapping[str, Any] | None = N
         parts += ["", bench_section(r, upstream, refiner)]
     if recovery:
         parts += ["", recovery_section(recovery)]
+    if tier1 is not None:
+        parts += ["", tier1_section(tier1)]
     if results:
         parts += ["", "![raw vs refined](chart.png)"]
     return "\n".join(parts) + "\n"

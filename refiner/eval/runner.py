@@ -5,8 +5,9 @@ Results folder layout (``write_results``)::
     OUT/<bench>/outputs.jsonl   one line per sample: id, subset, upstream (raw) text, refined text, pipeline stage,
                                 changed, raw and refined scores
     OUT/recovery/outputs.jsonl  corruption recovery, one line per input and spec policy (``trust_spec``: off/on)
+    OUT/tier1/tables.md         the tier-1 suite's tables (``--bench tier1``: refiner.eval.tier1_suite)
     OUT/summary.json            every benchmark's summaries (overall and per subset), raw and refined; ``recovery``:
-                                the per-class table for each spec policy that ran
+                                the per-class table for each spec policy that ran; ``tier1``: the suite's tables
     OUT/report.md, OUT/chart.png  (refiner.eval.report)
 """
 
@@ -28,6 +29,8 @@ from refiner.eval.bfcl import BFCL, CATEGORIES
 from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_safely
 from refiner.eval.nestful import NESTFUL
 from refiner.eval.recovery import run_recovery, spec_policy
+from refiner.eval.tier1_suite import SuiteResult, load_cases, render_tables, run_suite
+from refiner.eval.tier1_suite import summary as tier1_summary
 from refiner.eval.upstream import endpoint_outputs, read_outputs_file, scripted_outputs
 
 BATCH = 64
@@ -97,10 +100,12 @@ def evaluate(bench: Benchmark, items: Sequence[BenchItem], outputs: Mapping[str,
 
 
 def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Mapping[str, Any] | None = None,
-                  recovery: Mapping[str, Any] | None = None, chart: bool = True) -> Path:
+                  recovery: Mapping[str, Any] | None = None, chart: bool = True,
+                  tier1: SuiteResult | None = None) -> Path:
     """Writes per-sample outputs, ``summary.json``, ``report.md`` and (if matplotlib is there) ``chart.png``;
     returns the report path. ``recovery`` maps a tier-1 spec policy (``"off"``/``"on"``, see
-    :func:`refiner.eval.recovery.spec_policy`) to its :class:`refiner.eval.recovery.RecoveryResult`."""
+    :func:`refiner.eval.recovery.spec_policy`) to its :class:`refiner.eval.recovery.RecoveryResult`; ``tier1`` is the
+    tier-1 suite's result (:func:`refiner.eval.tier1_suite.run_suite`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"meta": dict(meta or {}), "benchmarks": {}}
@@ -119,9 +124,14 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
                 for row in res.rows:
                     f.write(json.dumps({**row, "trust_spec": policy}, ensure_ascii=False) + "\n")
         summary["recovery"] = {policy: res.table for policy, res in recovery.items()}
+    if tier1 is not None:
+        d = out / "tier1"
+        d.mkdir(exist_ok=True)
+        (d / "tables.md").write_text(render_tables(tier1) + "\n", encoding="utf-8")
+        summary["tier1"] = tier1_summary(tier1)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
                                       encoding="utf-8")
-    text = report.render_report(results, recovery=recovery, meta=meta)
+    text = report.render_report(results, recovery=recovery, meta=meta, tier1=tier1)
     path = out / "report.md"
     path.write_text(text, encoding="utf-8")
     if chart:
@@ -131,6 +141,8 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
 
 BENCH_NAMES = ("apibank", "nestful", "bamboogle", "bfcl")
 RECOVERY = "recovery"
+TIER1 = "tier1"  # the tier-1 suite (refiner.eval.tier1_suite): BFCL's gold, every format, both spec policies
+NO_UPSTREAM = (RECOVERY, TIER1)  # benchmarks that make their own inputs
 
 
 def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel: str | Path | None = None,
@@ -145,7 +157,7 @@ def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel:
         return BamboogleStar(dd, seed=seed)
     if name == "bfcl":
         return BFCL(bfcl_wheel, tuple(bfcl_categories or CATEGORIES), fmt=bfcl_format)
-    raise ValueError(f"unknown benchmark {name!r}; known: {', '.join((*BENCH_NAMES, RECOVERY))}")
+    raise ValueError(f"unknown benchmark {name!r}; known: {', '.join((*BENCH_NAMES, *NO_UPSTREAM))}")
 
 
 def run_eval(
@@ -177,12 +189,14 @@ def run_eval(
     (the gold, rule-corrupted with that probability). ``refiner`` is a :class:`refiner.pipeline.Refiner` (or None:
     raw scores only). ``recovery`` needs no upstream; ``recovery_trust_spec`` (e.g. ``(False, True)``) runs it once
     per tier-1 spec policy (a copy of ``refiner`` with that ``trust_spec``) on the same corrupted inputs and reports
-    them side by side; by default it runs once with ``refiner`` as given."""
+    them side by side; by default it runs once with ``refiner`` as given. ``tier1`` (the tier-1 suite) needs neither
+    an upstream nor a refiner: it runs the pipeline without a model under both spec policies on ``limit`` BFCL records
+    (default all) in every registered wire format."""
     benches = list(dict.fromkeys(benches))
-    unknown = [b for b in benches if b not in (*BENCH_NAMES, RECOVERY)]
+    unknown = [b for b in benches if b not in (*BENCH_NAMES, *NO_UPSTREAM)]
     if unknown:
-        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join((*BENCH_NAMES, RECOVERY))}")
-    sources = [b for b in benches if b != RECOVERY]
+        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join((*BENCH_NAMES, *NO_UPSTREAM))}")
+    sources = [b for b in benches if b not in NO_UPSTREAM]
     chosen = [x for x in (upstream_file, upstream_base_url or upstream_engine, upstream_scripted) if x is not None]
     if sources and len(chosen) != 1:
         raise ValueError("give exactly one upstream: a file, an endpoint (base URL + model) or scripted")
@@ -217,4 +231,9 @@ def run_eval(
                 ref.trust_spec = trust
             recovery[spec_policy(bool(getattr(ref, "trust_spec", False)))] = run_recovery(
                 items, ref, seed=seed, clean_ratio=clean_ratio, progress=progress)
-    return write_results(results, out, meta=meta, recovery=recovery, chart=chart)
+    tier1 = None
+    if TIER1 in benches:
+        cases = load_cases(bench_options.get("bfcl_wheel"), tuple(bench_options.get("bfcl_categories") or CATEGORIES),
+                           limit, seed=seed)
+        tier1 = run_suite(cases, seed=seed, progress=progress)
+    return write_results(results, out, meta=meta, recovery=recovery, chart=chart, tier1=tier1)

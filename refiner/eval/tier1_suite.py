@@ -1,0 +1,619 @@
+"""Tier 1 measured per error class and per wire format, under both spec policies, on BFCL's gold calls.
+
+The suite: the gold calls of BFCL's AST categories (``simple_python``, ``multiple``, ``parallel``,
+``parallel_multiple`` and the ``live_`` ones; each parameter's first accepted value,
+:func:`refiner.eval.bfcl_ast.first_answer`) with BFCL's own function specs, every other record's specs given as OpenAI
+tools instead (converted the way BFCL converts them for OpenAI-style models: :func:`openai_tools`). Each gold call list
+is rendered in every registered wire format that can carry it (the format renders it and reads it back as the same
+calls; a format that cannot is skipped and counted, per reason) and corrupted by the rule corruptor
+(:func:`data_gen.corrupt.rules.corrupt`, seeded per record, format and class) one error class at a time; the clean
+rendering is kept too (a corruption that changes nothing the format writes is counted as not applicable). Every text
+goes through the pipeline without a model (parse, gate, tier 1, guard), once with the default spec policy and once
+with ``Refiner(trust_spec=True)``. Texts are read as the gate reads them: values typed by the specs in formats that
+write them as untyped text (:meth:`refiner.formats.WireFormat.retype`).
+
+Outcomes, per input: ``fixed`` (the refined text parses strictly in the format to the gold calls), ``still_wrong``
+(otherwise), ``harmed`` (a call the upstream had right, read leniently, is no longer in the refined text); for a clean
+input, ``untouched`` (the text comes back as it went in). Two classes are split by what the corruptor wrote, because
+one half is an error tier 1 can see and the other is a valid call it cannot tell from the right one:
+``tool_name_near_miss`` (``look-alike``: a name no tool has; ``offered``: another tool of the list),
+``extra_param`` (``undeclared``: a parameter the spec lacks; ``declared``: an optional parameter of the spec, set
+unasked) and ``wrong_value`` (``respelt``: the right value in another case or punctuation, ``"GUITARS"`` for the enum
+member ``"Guitars"``, which tier 1 may restore; ``other``: another value, which it never invents).
+
+:data:`TARGETS` are the bars the suite is held to; :func:`check_targets` says which are met.
+
+    cases = load_cases(limit=80)
+    result = run_suite(cases)
+    print(render_tables(result))
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from data_gen.corrupt.labels import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF, CorruptionError
+from data_gen.corrupt.rules import corrupt
+from refiner import formats
+from refiner.calls import ToolCall, same_calls
+from refiner.eval import bfcl_ast
+from refiner.eval.bfcl import CATEGORIES, find_wheel, read_category
+from refiner.eval.common import spread
+from refiner.pipeline import Refiner
+from refiner.repair import normalise_name
+from refiner.specs import load_tools
+
+SPEC_STYLES = ("bfcl", "openai")  # alternate records: BFCL's own dialect, OpenAI tools (JSON Schema)
+POLICIES = ("default", "trust_spec")
+CLEAN = "clean"
+BATCH = 64
+
+# Classes split by what the corruptor wrote (see the module docstring): class -> its variants, the fixable one first.
+VARIANTS: dict[str, tuple[str, str]] = {
+    "tool_name_near_miss": ("look-alike", "offered"),
+    "extra_param": ("undeclared", "declared"),
+    "wrong_value": ("respelt", "other"),
+}
+
+
+def row_names(classes: Iterable[str] = ERROR_CLASSES) -> list[str]:
+    """The table rows: each class, or for a split class each ``class/variant``."""
+    out: list[str] = []
+    for c in classes:
+        out += [f"{c}/{v}" for v in VARIANTS[c]] if c in VARIANTS else [c]
+    return out
+
+
+def class_of(row: str) -> str:
+    return row.split("/", 1)[0]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Cases: BFCL's gold calls with their specs
+
+
+_OPENAI_TYPES = {  # BFCL's own mapping for OpenAI-style models (bfcl_eval GORILLA_TO_OPENAPI)
+    "integer": "integer", "number": "number", "float": "number", "string": "string", "boolean": "boolean",
+    "bool": "boolean", "array": "array", "list": "array", "dict": "object", "object": "object", "tuple": "array",
+    "any": "string", "byte": "integer", "short": "integer", "long": "integer", "double": "number", "char": "string",
+    "ArrayList": "array", "Array": "array", "HashMap": "object", "Hashtable": "object", "Queue": "array",
+    "Stack": "array", "Any": "string", "String": "string", "Bigint": "integer",
+}
+
+
+def openai_name(name: str) -> str:
+    """A BFCL function name as OpenAI tools must spell it (``^[a-zA-Z0-9_-]+$``): BFCL writes dots as underscores."""
+    return name.replace(".", "_")
+
+
+def _openai_schema(prop: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(prop)
+    t = out.get("type")
+    if t is None:
+        out["type"] = "string"  # BFCL's rule for a parameter without a type
+    else:
+        if t == "float":
+            out["format"] = "float"
+        out["type"] = _OPENAI_TYPES.get(t, "string") if isinstance(t, str) else "string"
+    if isinstance(out.get("properties"), Mapping):
+        out["properties"] = {k: _openai_schema(v) if isinstance(v, Mapping) else v for k, v in out["properties"].items()}
+    if isinstance(out.get("items"), Mapping):
+        out["items"] = _openai_schema(out["items"])
+    return out
+
+
+def openai_tools(functions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """BFCL functions as an OpenAI ``tools`` list, converted by BFCL's own rules for OpenAI-style models: names with
+    dots written with underscores, ``dict`` → ``object``, ``float`` → ``number`` (``format: float``), ``tuple`` →
+    ``array``, ``any`` and unknown types → ``string``, a parameter without a type → ``string``, through nested
+    properties and array items. (So a BFCL ``any`` parameter whose gold value is a number becomes a ``string``
+    parameter given a number: a spec looser than it looks, as the OpenAI-style models BFCL evaluates see it.)"""
+    tools = []
+    for f in functions:
+        fn = copy.deepcopy(dict(f))
+        fn["name"] = openai_name(str(fn.get("name", "")))
+        params = dict(fn.get("parameters") or {})
+        params["type"] = "object"
+        props = params.get("properties") or {}
+        params["properties"] = {k: _openai_schema(v) if isinstance(v, Mapping) else v for k, v in props.items()}
+        fn["parameters"] = params
+        tools.append({"type": "function", "function": fn})
+    return tools
+
+
+@dataclass
+class SuiteCase:
+    """One BFCL record: its tools as given to tier 1 (``tools``: BFCL's functions or OpenAI tools, ``style``), the
+    specs read from them, and one correct call list (``gold``, tool names as that style spells them)."""
+
+    id: str
+    category: str
+    style: str
+    tools: list[dict]
+    specs: list[Any]
+    gold: list[ToolCall]
+    index: dict[str, Any] = field(default_factory=dict, repr=False)  # the specs by name
+
+    def __post_init__(self) -> None:
+        if not self.index:
+            self.index = {s.name: s for s in self.specs}
+
+
+def load_cases(wheel: str | Path | None = None, categories: Sequence[str] = CATEGORIES, limit: int | None = None,
+               seed: int = 0) -> list[SuiteCase]:
+    """BFCL records as suite cases: ``limit`` records spread over the categories (default all, 2,351), the specs of
+    every other one (which ones: seeded) given as OpenAI tools, the rest in BFCL's own dialect. Raises ``FileNotFoundError``
+    when the wheel is missing, ``ValueError`` naming the record when one cannot be read."""
+    path = find_wheel(wheel)
+    per_cat = None if limit is None else max(1, limit // max(1, len(categories)))
+    offset = random.Random(f"tier1-suite-{seed}").randrange(2)  # which style the first record gets
+    cases: list[SuiteCase] = []
+    for cat in categories:
+        for rec, possible in spread(read_category(path, cat), per_cat):
+            functions = rec.get("function")
+            if not isinstance(functions, list):
+                raise ValueError(f"{path} {cat} record {rec.get('id')}: field 'function' is not a list")  # noqa: TRY004
+            try:
+                gold = bfcl_ast.first_answer(possible, functions)
+            except (KeyError, ValueError, AttributeError) as e:
+                raise ValueError(f"{path} {cat} record {rec.get('id')}: possible answer: {e}") from None
+            style = SPEC_STYLES[(len(cases) + offset) % 2]
+            tools: list[dict] = functions
+            if style == "openai":
+                tools = openai_tools(functions)
+                gold = [ToolCall(openai_name(c.name), dict(c.arguments)) for c in gold]
+            try:
+                specs = load_tools(tools)
+            except Exception as e:  # noqa: BLE001 - the spec loader's error, with the record named
+                raise ValueError(f"{path} {cat} record {rec.get('id')} ({style} specs): {e}") from None
+            cases.append(SuiteCase(str(rec.get("id")), cat, style, tools, specs, gold))
+    return cases
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Inputs: the gold in every format, corrupted one class at a time
+
+
+@dataclass
+class SuiteInput:
+    case: SuiteCase
+    fmt: str
+    row: str  # "clean", an error class, or "class/variant"
+    text: str
+    gold: list[ToolCall]  # the gold as this format carries it
+    detail: str = ""  # what the corruptor did
+
+
+@dataclass
+class Inputs:
+    items: list[SuiteInput] = field(default_factory=list)
+    cannot_carry: dict[str, Counter] = field(default_factory=dict)  # format -> reason -> records
+    not_applicable: dict[str, Counter] = field(default_factory=dict)  # format -> class -> records
+    carried: Counter = field(default_factory=Counter)  # format -> records it carries
+
+
+def read_strict(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall]:
+    """The calls of ``text`` read strictly in ``fmt``, values typed by the specs where the format writes them as
+    untyped text (:meth:`refiner.formats.WireFormat.retype`, as the gate reads them); raises ``FormatError``."""
+    f = formats.get(fmt)
+    return list(f.retype(f.parse_strict(text), specs))
+
+
+def read_lenient(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall]:
+    f = formats.get(fmt)
+    return list(f.retype(f.parse_lenient(text).calls, specs))
+
+
+def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None = None
+          ) -> tuple[list[ToolCall] | None, str]:
+    """``(the calls as the format reads them back, "")`` when ``fmt`` can carry them, else ``(None, reason)``:
+    ``render error`` (the format cannot write them), ``names only`` (a format of tool names without arguments) or
+    ``reads back other calls`` (e.g. a value whose type the format does not write and the spec does not declare:
+    BFCL's ``any``). ``specs`` (by name) type the values of formats that write them as text."""
+    f = formats.get(fmt)
+    try:
+        back = read_strict(fmt, f.render(list(calls)), specs or {})
+    except formats.RenderError:
+        return None, "render error"
+    except formats.FormatError:
+        return None, "unreadable rendering"
+    if not same_calls(back, list(calls), f):
+        return None, "names only" if f.names_only else "reads back other calls"
+    return back, ""
+
+
+def _unchanged(text: str, gold: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any]) -> bool:
+    """Whether a corrupted text reads back, typed by the specs, as the gold: the corruption changed only what the
+    format does not write (``12`` → ``"12"`` in a format of untyped values)."""
+    try:
+        return same_calls(read_strict(fmt, text, specs), gold, formats.get(fmt))
+    except formats.FormatError:
+        return False
+
+
+def _variant(cls: str, gold: Sequence[ToolCall], bad: Sequence[ToolCall], specs: Mapping[str, Any]) -> str | None:
+    if cls == "tool_name_near_miss":
+        changed = [b.name for g, b in zip(gold, bad) if g.name != b.name]
+        return "offered" if changed and changed[0] in specs else "look-alike"
+    if cls == "wrong_value":
+        for g, b in zip(gold, bad):
+            for k, v in b.arguments.items():
+                if k in g.arguments and g.arguments[k] != v:
+                    return "respelt" if _spelling(g.arguments[k]) == _spelling(v) else "other"
+        return "other"
+    if cls == "extra_param":
+        for g, b in zip(gold, bad):
+            added = [k for k in b.arguments if k not in g.arguments]
+            if added:
+                spec = specs.get(b.name)
+                return "declared" if spec is not None and added[0] in (spec.params or {}) else "undeclared"
+        return "undeclared"
+    return None
+
+
+def _spelling(value: Any, depth: int = 0) -> Any:
+    """A value with every text reduced to its letters and digits in lower case (:func:`normalise_name`)."""
+    if depth > 32:
+        return None
+    if isinstance(value, str):
+        return ("s", normalise_name(value))
+    if isinstance(value, list):
+        return ("l", tuple(_spelling(v, depth + 1) for v in value))
+    if isinstance(value, Mapping):
+        return ("d", tuple(sorted((str(k), _spelling(v, depth + 1)) for k, v in value.items())))
+    return (type(value).__name__, value)
+
+
+def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
+                classes: Sequence[str] = ERROR_CLASSES, seed: int = 0) -> Inputs:
+    """Every case in every format (default: every registered one, :func:`refiner.formats.names`) that carries its
+    gold: the clean rendering and one seeded corruption per class that applies."""
+    fmts = list(fmts) if fmts is not None else list(formats.names())
+    out = Inputs()
+    for fmt in fmts:
+        out.cannot_carry.setdefault(fmt, Counter())
+        out.not_applicable.setdefault(fmt, Counter())
+    for case in cases:
+        specs = case.index
+        for fmt in fmts:
+            gold, why = carry(case.gold, fmt, specs)
+            if gold is None:
+                out.cannot_carry[fmt][why] += 1
+                continue
+            out.carried[fmt] += 1
+            out.items.append(SuiteInput(case, fmt, CLEAN, formats.get(fmt).render(gold), gold))
+            for cls in classes:
+                try:
+                    bad = corrupt(gold, fmt, case.specs, random.Random(f"{seed}-{case.id}-{fmt}-{cls}"), classes=[cls])
+                except CorruptionError:
+                    out.not_applicable[fmt][cls] += 1
+                    continue
+                except Exception:  # noqa: BLE001 - a corruptor bug on this record: counted apart, next class
+                    out.not_applicable[fmt][f"{cls} (corruptor error)"] += 1
+                    continue
+                if _unchanged(bad.text, gold, fmt, specs):
+                    out.not_applicable[fmt][f"{cls} (not visible in the format)"] += 1
+                    continue
+                variant = _variant(cls, gold, bad.calls or [], specs)
+                row = f"{cls}/{variant}" if variant else cls
+                out.items.append(SuiteInput(case, fmt, row, bad.text, gold, "; ".join(bad.details)))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Running and judging
+
+
+def _multiset(calls: Iterable[ToolCall]) -> Counter:
+    return Counter(c.key() for c in calls)
+
+
+def judge(item: SuiteInput, refined: str, changed: bool) -> dict[str, int]:
+    """The outcome counters of one refined text (see the module docstring)."""
+    f = formats.get(item.fmt)
+    specs = item.case.index
+    try:
+        got = read_strict(item.fmt, refined, specs)
+        correct = same_calls(got, item.gold, f)
+    except formats.FormatError:
+        got, correct = read_lenient(item.fmt, refined, specs), False
+    gold = _multiset(item.gold)
+    right_before = _multiset(read_lenient(item.fmt, item.text, specs)) & gold
+    kept = right_before & _multiset(got)
+    harmed_calls = sum(right_before.values()) - sum(kept.values())
+    out = {"n": 1, "harmed": int(harmed_calls > 0), "harmed_calls": harmed_calls}
+    if item.row == CLEAN:
+        out["untouched"] = int(not changed and refined == item.text)
+        out["correct"] = int(correct)
+    else:
+        out["fixed"] = int(correct)
+        out["still_wrong"] = int(not correct)
+    return out
+
+
+Table = dict[str, dict[str, Counter]]  # row -> format -> counters
+
+
+@dataclass
+class SuiteResult:
+    tables: dict[str, Table]  # policy -> table
+    inputs: Inputs
+    n_cases: int
+    categories: dict[str, int]
+    styles: dict[str, int]
+    fmts: list[str]
+    examples: dict[str, dict[str, list[dict]]] = field(default_factory=dict)  # policy -> row -> a few misses
+    seconds: dict[str, float] = field(default_factory=dict)  # policy -> time in the pipeline (refine_batch)
+
+
+def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
+              classes: Sequence[str] = ERROR_CLASSES, seed: int = 0, policies: Sequence[str] = POLICIES,
+              progress: bool = False, keep_examples: int = 3) -> SuiteResult:
+    """Builds the inputs (:func:`make_inputs`) and runs the no-model pipeline on each under each policy."""
+    inputs = make_inputs(cases, fmts, classes, seed)
+    fmt_list = list(fmts) if fmts is not None else list(formats.names())
+    tables: dict[str, Table] = {}
+    examples: dict[str, dict[str, list[dict]]] = {}
+    seconds: dict[str, float] = {}
+    for policy in policies:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown spec policy {policy!r}; known: {POLICIES}")
+        refiner = Refiner(trust_spec=policy == "trust_spec")
+        spent = 0.0
+        table: Table = {}
+        ex: dict[str, list[dict]] = {}
+        bar = tqdm(total=len(inputs.items), desc=f"tier-1 suite ({policy})", disable=not progress, leave=False)
+        for start in range(0, len(inputs.items), BATCH):
+            chunk = inputs.items[start : start + BATCH]
+            requests = [{"tools": it.case.specs, "upstream": it.text, "format": it.fmt} for it in chunk]
+            t0 = time.perf_counter()
+            results = refiner.refine_batch(requests, errors="result")
+            spent += time.perf_counter() - t0
+            for it, res in zip(chunk, results):
+                got = judge(it, res.get("refined", ""), bool(res.get("changed")))
+                table.setdefault(it.row, {}).setdefault(it.fmt, Counter()).update(got)
+                miss = got.get("harmed") or got.get("still_wrong") or (it.row == CLEAN and not got["untouched"])
+                if miss and len(ex.setdefault(it.row, [])) < keep_examples:
+                    ex[it.row].append({"id": it.case.id, "format": it.fmt, "style": it.case.style, "detail": it.detail,
+                                       "upstream": it.text[:400], "refined": str(res.get("refined", ""))[:400],
+                                       "actions": [a.get("message") for a in res.get("actions", [])][:4]})
+            bar.update(len(chunk))
+        bar.close()
+        tables[policy] = table
+        examples[policy] = ex
+        seconds[policy] = spent
+    return SuiteResult(
+        tables=tables, inputs=inputs, n_cases=len(cases),
+        categories=dict(Counter(c.category for c in cases)), styles=dict(Counter(c.style for c in cases)),
+        fmts=fmt_list, examples=examples, seconds=seconds,
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Targets
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bar: ``metric`` (``fixed`` for error rows, ``untouched`` for the clean row) at least ``floor`` under
+    ``policy``: for each of ``rows`` summed over formats, or for the rows together (``combined``), or for each row in
+    every format on its own (``per_format``)."""
+
+    name: str
+    policy: str
+    rows: tuple[str, ...]
+    floor: float
+    metric: str = "fixed"
+    per_format: bool = False
+    combined: bool = False
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("correct calls untouched in every format (default policy)", "default", (CLEAN,), 1.0, "untouched",
+           per_format=True),
+    Target("format errors fixed (default policy)", "default", ERROR_GROUPS["format"], 0.95, combined=True),
+    Target("tool-name errors fixed (default policy)", "default", ("tool_name_typo", "tool_name_near_miss/look-alike"),
+           0.90),
+    Target("name and content errors tier 1 can fix, each (trust_spec)", "trust_spec",
+           ("tool_name_typo", "tool_name_near_miss/look-alike", "param_name_typo", "value_type_drift",
+            "extra_param/undeclared"), 0.90),
+)
+
+# Rows tier 1 must never count as fixed: it never invents a value.
+NEVER_FIXED = ("missing_required_param", "wrong_value/other")
+
+
+@dataclass
+class Verdict:
+    target: Target
+    met: bool
+    rates: dict[str, tuple[int, int]]  # row (or row@format) -> (hits, n)
+
+    def describe(self) -> str:
+        parts = []
+        for key, (hits, n) in self.rates.items():
+            below = n and hits / n < self.target.floor
+            flag = "" if not below else " (below)" if self.target.combined and key != "together" else " MISSED"
+            parts.append(f"{key} {_pct(hits, n)}{flag}")
+        return f"[{'met' if self.met else 'MISSED'}] {self.target.name} >= {self.target.floor:.0%}: " + ", ".join(parts)
+
+
+def row_total(table: Table, row: str, fmts: Iterable[str] | None = None) -> Counter:
+    out: Counter = Counter()
+    for fmt, c in table.get(row, {}).items():
+        if fmts is None or fmt in fmts:
+            out.update(c)
+    return out
+
+
+def check_targets(result: SuiteResult, targets: Sequence[Target] = TARGETS, min_n: int = 1) -> list[Verdict]:
+    """Each target's verdict (a row with fewer than ``min_n`` inputs is not judged)."""
+    out = []
+    for t in targets:
+        table = result.tables.get(t.policy)
+        if table is None:
+            continue
+        rates: dict[str, tuple[int, int]] = {}
+        for row in t.rows:
+            if t.per_format:
+                for fmt, c in sorted(table.get(row, {}).items()):
+                    rates[f"{row}@{fmt}"] = (c[t.metric], c["n"])
+            else:
+                c = row_total(table, row)
+                rates[row] = (c[t.metric], c["n"])
+        judged = rates
+        if t.combined:
+            judged = {"together": (sum(h for h, _ in rates.values()), sum(n for _, n in rates.values()))}
+        met = all(n < min_n or hits / n >= t.floor for hits, n in judged.values())
+        out.append(Verdict(t, met, {**judged, **rates} if t.combined else rates))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tables
+
+
+def _pct(hits: int, n: int) -> str:
+    return f"{hits / n:.1%}" if n else "-"
+
+
+def _short_pct(hits: int, n: int) -> str:
+    if not n:
+        return "-"
+    r = hits / n
+    return "100" if hits == n else f"{100 * r:.0f}" if r >= 0.1 else f"{100 * r:.1f}"
+
+
+def class_table(result: SuiteResult) -> str:
+    """Per class, summed over formats: fixed / harmed under each policy, and the worst formats (default policy)."""
+    pol = [p for p in POLICIES if p in result.tables]
+    head = "| row | group | n | " + " | ".join(f"fixed ({p}) | harmed ({p})" for p in pol) + " | worst formats (default) |"
+    lines = [head, "|" + "---|" * (4 + 2 * len(pol))]
+    rows = [CLEAN, *row_names()]
+    for row in rows:
+        first = result.tables[pol[0]]
+        if row not in first:
+            continue
+        n = row_total(first, row)["n"]
+        metric = "untouched" if row == CLEAN else "fixed"
+        cells = []
+        for p in pol:
+            c = row_total(result.tables[p], row)
+            cells += [_pct(c[metric], c["n"]), str(c["harmed"])]
+        default = result.tables.get("default", first)
+        worst = sorted(((c[metric] / c["n"], fmt) for fmt, c in default.get(row, {}).items() if c["n"]))[:3]
+        worst_text = ", ".join(f"{fmt} {r:.0%}" for r, fmt in worst if r < 1.0) or "none below 100%"
+        group = "-" if row == CLEAN else GROUP_OF[class_of(row)]
+        label = f"{row} (untouched)" if row == CLEAN else row
+        lines.append(f"| {label} | {group} | {n} | " + " | ".join(cells) + f" | {worst_text} |")
+    return "\n".join(lines)
+
+
+def group_rates(result: SuiteResult, group: str = "format", policy: str = "default") -> dict[str, tuple[int, int]]:
+    """Per format: ``(fixed, n)`` over the rows of one error group (``format``, ``name``, ...), under ``policy``."""
+    table = result.tables.get(policy, {})
+    out: dict[str, tuple[int, int]] = {}
+    for f in result.fmts:
+        c: Counter = Counter()
+        for row in row_names(ERROR_GROUPS[group]):
+            c.update(table.get(row, {}).get(f, Counter()))
+        if c["n"]:
+            out[f] = (c["fixed"], c["n"])
+    return out
+
+
+def worst_formats(result: SuiteResult, group: str = "format", policy: str = "default", k: int = 5) -> str:
+    """The ``k`` formats with the lowest share of one group's errors fixed, as text."""
+    rates = sorted((h / n, f) for f, (h, n) in group_rates(result, group, policy).items())
+    return ", ".join(f"{f} {r:.0%}" for r, f in rates[:k])
+
+
+def matrix_table(result: SuiteResult, policy: str) -> str:
+    """Row × format: % fixed (``untouched`` for the clean row); ``-`` where the class does not apply."""
+    table = result.tables[policy]
+    fmts = [f for f in result.fmts if result.inputs.carried[f]]
+    lines = ["| row | " + " | ".join(fmts) + " |", "|---|" + "---|" * len(fmts)]
+    for row in [CLEAN, *row_names()]:
+        if row not in table:
+            continue
+        metric = "untouched" if row == CLEAN else "fixed"
+        cells = []
+        for f in fmts:
+            c = table[row].get(f)
+            cells.append(_short_pct(c[metric], c["n"]) if c else "-")
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def coverage_table(result: SuiteResult) -> str:
+    """Per format: records carried, records skipped (and why), inputs, classes that did not apply."""
+    lines = ["| format | records carried | skipped (reason) | inputs | classes not applicable (records) |",
+             "|---|---|---|---|---|"]
+    for f in result.fmts:
+        skipped = result.inputs.cannot_carry.get(f, Counter())
+        why = ", ".join(f"{k}: {v}" for k, v in skipped.most_common()) or "0"
+        n_inputs = sum(1 for it in result.inputs.items if it.fmt == f)
+        na = result.inputs.not_applicable.get(f, Counter())
+        na_text = ", ".join(f"{k} {v}" for k, v in sorted(na.items())) or "none"
+        lines.append(f"| {f} | {result.inputs.carried[f]} | {why} | {n_inputs} | {na_text} |")
+    return "\n".join(lines)
+
+
+def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
+    """The suite's report: coverage, per-class table, per-format matrices, target verdicts."""
+    cats = ", ".join(f"{k} {v}" for k, v in result.categories.items())
+    styles = ", ".join(f"{k} {v}" for k, v in result.styles.items())
+    parts = [
+        (f"Tier-1 suite: {result.n_cases} BFCL records ({cats}); specs: {styles}; "
+         f"{len(result.inputs.items)} inputs in {sum(1 for f in result.fmts if result.inputs.carried[f])} formats"),
+        "",
+        "Coverage",
+        coverage_table(result),
+        "",
+        ("Per class over all formats (fixed: parses strictly to the gold; harmed: inputs where a call the upstream "
+         "had right was changed; clean row: texts returned as they came)"),
+        class_table(result),
+    ]
+    parts += ["", "Lowest formats per error group (default policy): " + "; ".join(
+        f"{g}: {worst_formats(result, g)}" for g in ("format", "name", "content"))]
+    if matrices:
+        for p in result.tables:
+            parts += ["", f"Per class and format, % fixed ({p})", matrix_table(result, p)]
+    parts += ["", "Targets"]
+    parts += [v.describe() for v in check_targets(result)]
+    never = []
+    for p, table in result.tables.items():
+        for row in NEVER_FIXED:
+            c = row_total(table, row)
+            if c["n"]:
+                never.append(f"{row} ({p}): fixed {c['fixed']} of {c['n']}")
+    parts += ["", "Never fixed by tier 1 (it invents no value): " + "; ".join(never)]
+    return "\n".join(parts)
+
+
+def summary(result: SuiteResult) -> dict[str, Any]:
+    """The tables as JSON: policy -> row -> format -> counters, plus coverage and target verdicts."""
+    return {
+        "cases": result.n_cases,
+        "categories": result.categories,
+        "spec_styles": result.styles,
+        "formats": result.fmts,
+        "carried": dict(result.inputs.carried),
+        "cannot_carry": {f: dict(c) for f, c in result.inputs.cannot_carry.items()},
+        "not_applicable": {f: dict(c) for f, c in result.inputs.not_applicable.items()},
+        "tables": {p: {row: {f: dict(c) for f, c in per.items()} for row, per in t.items()}
+                   for p, t in result.tables.items()},
+        "targets": [{"target": v.target.name, "met": v.met,
+                     "rates": {k: {"hits": h, "n": n} for k, (h, n) in v.rates.items()}}
+                    for v in check_targets(result)],
+    }
+

@@ -1,0 +1,291 @@
+"""The BFCL-derived tier-1 suite (refiner/eval/tier1_suite.py): BFCL's gold calls and specs, every registered wire
+format, one error class at a time, both spec policies. The default run measures a seeded sample of 40 records (5 per
+category) and asserts the targets on it; the full run (2,351 records) is marked slow.
+
+Figures of the full run (27 formats carry the calls, 807,744 inputs), default policy / trust_spec:
+- correct calls untouched: 100% in every format / 99.8% (4 records whose gold breaks BFCL's own spec: an integer for
+  a string enum of digit texts, a lower-case member of a capitalised enum, a parameter the spec lacks);
+- format errors together 90.1% (the nine formats before the model dialects: 95.8%); per format 98% down to 57%, the
+  shortfalls listed below (FORMAT_SHORTFALLS) with their reasons;
+- tool_name_typo 99.3%, tool-name look-alikes 97.1% (both policies);
+- param_name_typo 86.1% / 98.0%, value_type_drift 12.3% / 93.6%, undeclared extra parameters 0% / 99.8%;
+- missing required parameters and wrong values (other than a respelt enum member): never fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.eval import tier1_suite as ts
+from refiner.formats import base as formats_base
+from refiner.specs import load_tools
+
+SAMPLE = 40  # records, 5 per BFCL category
+
+
+def load(**kw) -> list[ts.SuiteCase]:
+    try:
+        return ts.load_cases(**kw)
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def sample() -> ts.SuiteResult:
+    return ts.run_suite(load(limit=SAMPLE))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The cases
+
+
+def test_openai_tools_are_converted_by_bfcl_rules():
+    fn = {"name": "finance.loan_payment", "description": "Monthly payment.", "parameters": {
+        "type": "dict", "required": ["principal"], "properties": {
+            "principal": {"type": "float", "description": "Amount."},
+            "term": {"type": "integer", "description": "Months."},
+            "fees": {"type": "tuple", "items": {"type": "float"}, "description": "Fees."},
+            "extra": {"type": "dict", "properties": {"note": {"type": "any"}}, "description": "More."},
+            "currency": {"description": "No type given."}}}}
+    (tool,) = ts.openai_tools([fn])
+    assert tool["type"] == "function" and tool["function"]["name"] == "finance_loan_payment"
+    params = tool["function"]["parameters"]
+    props = params["properties"]
+    assert params["type"] == "object" and params["required"] == ["principal"]
+    assert props["principal"] == {"type": "number", "format": "float", "description": "Amount."}
+    assert props["fees"]["type"] == "array" and props["fees"]["items"]["type"] == "number"
+    assert props["extra"]["type"] == "object" and props["extra"]["properties"]["note"]["type"] == "string"
+    assert props["currency"]["type"] == "string"
+    assert fn["parameters"]["type"] == "dict"  # the record itself is left as it was
+    (spec,) = load_tools([tool])
+    assert spec.dialect == "openai" and spec.params["fees"].items.type == "number"
+
+
+def test_cases_alternate_between_bfcl_and_openai_specs():
+    cases = load(limit=16)
+    assert len(cases) == 16 and {c.category for c in cases} == set(ts.CATEGORIES)
+    styles = [c.style for c in cases]
+    assert styles.count("bfcl") == styles.count("openai") == 8
+    for c in cases:
+        names = {s.name for s in c.specs}
+        assert c.gold and all(call.name in names for call in c.gold), c.id
+        assert {s.dialect for s in c.specs} == ({"bfcl"} if c.style == "bfcl" else {"openai"}), c.id
+        if c.style == "openai":
+            assert not any("." in n for n in names)
+
+
+def test_carry_skips_formats_that_cannot_hold_the_calls():
+    calls = [ToolCall("get_weather", {"city": "Paris"})]
+    assert ts.carry(calls, "hermes") == (calls, "")
+    assert ts.carry(calls, "order") == (None, "names only")
+    assert ts.carry([ToolCall("get weather", {"city": "Paris"})], "toolace") == (None, "render error")
+
+
+def test_judge_counts_a_correct_call_that_was_changed_as_harm():
+    fmt = formats.get("hermes")
+    gold = [ToolCall("f", {"a": 1}), ToolCall("g", {"b": 2})]
+    case = ts.SuiteCase("x", "parallel", "bfcl", [], [], gold)
+    item = ts.SuiteInput(case, "hermes", "tool_name_typo", fmt.render([ToolCall("ff", {"a": 1}), gold[1]]), gold)
+    assert ts.judge(item, fmt.render(gold), True) == {"n": 1, "harmed": 0, "harmed_calls": 0, "fixed": 1,
+                                                       "still_wrong": 0}
+    broke_g = fmt.render([gold[0], ToolCall("g", {"b": "2"})])
+    assert ts.judge(item, broke_g, True)["harmed_calls"] == 1
+    clean = ts.SuiteInput(case, "hermes", ts.CLEAN, fmt.render(gold), gold)
+    assert ts.judge(clean, clean.text, False)["untouched"] == 1
+    assert ts.judge(clean, broke_g, True) == {"n": 1, "harmed": 1, "harmed_calls": 1, "untouched": 0, "correct": 0}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Coverage: every registered format, including formats added later
+
+
+def test_every_registered_format_is_measured_or_counted_as_skipped(sample):
+    assert sample.fmts == formats.names()
+    for f in sample.fmts:
+        skipped = sum(sample.inputs.cannot_carry[f].values())
+        assert sample.inputs.carried[f] + skipped == sample.n_cases, f
+        fmt = formats.get(f)
+        if fmt.names_only:
+            assert sample.inputs.cannot_carry[f] == {"names only": sample.n_cases}
+        elif type(fmt).retype is not formats.WireFormat.retype:
+            # values written as untyped text: a null for a string parameter reads back as "null" (BFCL's
+            # live_simple_103-61-1 passes county=None), so a few records are not carried
+            assert set(sample.inputs.cannot_carry[f]) <= {"reads back other calls"}, f
+            assert sample.inputs.carried[f] >= 0.9 * sample.n_cases, (f, sample.inputs.cannot_carry[f])
+        else:
+            assert sample.inputs.carried[f] == sample.n_cases, (f, sample.inputs.cannot_carry[f])
+
+
+def test_a_format_registered_later_is_measured_too(monkeypatch):
+    cls = type("XlamTwin", (type(formats.get("xlam")),), {"name": "xlam_twin_for_test"})
+    monkeypatch.setitem(formats_base._REGISTRY, "xlam_twin_for_test", cls())
+    cases = load(limit=8)
+    result = ts.run_suite(cases, classes=("tool_name_typo",), policies=("default",))
+    assert "xlam_twin_for_test" in result.fmts and result.inputs.carried["xlam_twin_for_test"] == len(cases)
+    assert result.tables["default"][ts.CLEAN]["xlam_twin_for_test"]["untouched"] == len(cases)
+    assert result.tables["default"]["tool_name_typo"]["xlam_twin_for_test"]["n"] == len(cases)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The targets, on the seeded sample
+
+
+# Format errors fixed per wire format where the formats' lenient readers fall short of the 95% target on this sample
+# (the text-level repair is each format's reader, refiner/formats/, not a tier-1 policy): a floor a few points below
+# the sample's rate, and why. A format not listed must reach 95%; a listed one must not fall below its floor.
+FORMAT_SHORTFALLS = {
+    "toolace": (0.80, "pythonic: a dropped '=', '(' , '\"' or ',' loses the argument or call (broken_json ~48%)"),
+    "llama4_pythonic": (0.80, "pythonic inside sentinels: as toolace"),
+    "lfm2": (0.84, "pythonic inside sentinels: as toolace"),
+    "olmo3": (0.68, "pythonic: broken_json ~20%, and a misspelt sentinel is not read"),
+    "glm45": (0.55, "XML: with every tag removed nothing is left to read; a misspelt tag loses its value"),
+    "qwen3_coder": (0.63, "XML: as glm45 (<PARAMETER=base> is not read)"),
+    "mistral_v11": (0.49, "name[ARGS]{...} without [TOOL_CALLS], or after another format's sentinel, is not read"),
+    "deepseek_v3": (0.77, "a sentinel with a lost '>' or every sentinel removed is not read"),
+    "deepseek_v31": (0.87, "as deepseek_v3"),
+    "kimi_k2": (0.89, "every sentinel removed: the calls are not read"),
+    "harmony": (0.90, "broken JSON inside the channel text"),
+    "minimax": (0.90, "a misspelt <tool_calls> tag loses the calls"),
+    "nestful": (0.91, "its tags are the list's brackets: the corruptor also removes a list argument's brackets"),
+    "apibank": (0.92, "a mangled closing tag keeps only the last call line"),
+}
+
+
+def test_targets_are_met_on_the_seeded_sample(sample):
+    verdicts = {v.target.name: v for v in ts.check_targets(sample, min_n=20)}
+    assert list(verdicts) == [t.name for t in ts.TARGETS]
+    missed = [v.describe() for name, v in verdicts.items() if not v.met and not name.startswith("format errors")]
+    assert missed == []
+
+
+def test_format_errors_fixed_per_format(sample):
+    """The format-error target per format: 95%, or the known shortfall's floor (see FORMAT_SHORTFALLS)."""
+    below = {}
+    for f, (fixed, n) in ts.group_rates(sample, "format").items():
+        floor = FORMAT_SHORTFALLS.get(f, (0.95, ""))[0]
+        if fixed / n < floor:
+            below[f] = f"{fixed}/{n} < {floor:.0%}"
+    assert below == {}, "a format's reader got worse, or a new format needs its shortfall listed (and why)"
+    fmts = set(sample.fmts)
+    assert set(FORMAT_SHORTFALLS) <= fmts
+
+
+# Cells where a correct call is lost before tier 1 sees it, by how the pipeline reads a broken text (full run, default
+# policy: 48 of 807,744 inputs, none of them clean):
+KNOWN_HARM = {
+    # a dropped closing quote leaves a string open to the end of the text, which reads as a text cut off mid-value:
+    # the call is left out as truncated (refiner.formats Cut, repair.cut_call_index)
+    ("broken_json", "openai"): "read as truncated",
+    ("broken_json", "llama3_json"): "read as truncated",
+    ("broken_json", "granite"): "read as truncated",
+    # llama3_json's strict reader takes '[{call}, {name": broken}]' as one call followed by prose, and the pipeline
+    # reads a broken text in a format it is strictly valid in (pipeline.pick_formats)
+    ("broken_json", "nestful"): "read as llama3_json",
+    # another format's sentinel in place of the format's own tag: the text is read in that format
+    # (pipeline.pick_formats), which finds fewer calls or a call named by the surrounding JSON
+    ("wrong_tag", "anthropic"): "read as deepseek_v31",
+    ("wrong_tag", "deepseek_v31"): "read as mistral_v11",
+    # salvage reads the first of two pythonic calls on separate lines after a foreign sentinel
+    ("wrong_tag", "olmo3"): "salvage reads one line",
+}
+
+
+def test_the_default_policy_harms_no_correct_call(sample):
+    harmed = {(row, f): c["harmed"] for row, per in sample.tables["default"].items() for f, c in per.items()
+              if c["harmed"] and (row, f) not in KNOWN_HARM}
+    assert harmed == {}
+    assert ts.row_total(sample.tables["default"], ts.CLEAN)["harmed"] == 0
+
+
+def test_tier1_never_invents_a_value(sample):
+    for policy, table in sample.tables.items():
+        for row in ts.NEVER_FIXED:
+            c = ts.row_total(table, row)
+            assert c["n"] >= 100 and c["fixed"] == 0, (policy, row, c)
+
+
+def test_what_the_default_policy_leaves_to_the_model(sample):
+    """Undeclared parameters and numbers written as text are left by default (NESTFUL's spec files omit parameters
+    its gold passes; BFCL's gold passes 1 for the string enum ["1", "2", "3"]); trust_spec fixes them."""
+    default, trusted = sample.tables["default"], sample.tables["trust_spec"]
+    extra_d, extra_t = ts.row_total(default, "extra_param/undeclared"), ts.row_total(trusted, "extra_param/undeclared")
+    assert extra_d["fixed"] == 0 and extra_t["fixed"] / extra_t["n"] >= 0.9
+    drift_d, drift_t = ts.row_total(default, "value_type_drift"), ts.row_total(trusted, "value_type_drift")
+    assert drift_d["fixed"] / drift_d["n"] < 0.3
+    assert drift_t["fixed"] / drift_t["n"] >= 0.9
+
+
+def test_the_tables_name_every_format_and_target(sample):
+    text = ts.render_tables(sample)
+    for f in sample.fmts:
+        assert f"| {f} |" in text
+    for t in ts.TARGETS:
+        assert t.name in text
+    summary = json.loads(json.dumps(ts.summary(sample)))
+    assert summary["cases"] == SAMPLE and set(summary["tables"]) == set(ts.POLICIES)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Entry points: the benchmark script and the eval command
+
+
+def test_the_tier1_benchmark_runs_at_a_tiny_size():
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_tier1.py"), "--limit", "8", "--formats",
+                          "hermes,toolace", "--quiet"], capture_output=True, text=True, cwd=ROOT, check=False,
+                         timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if "no bfcl_eval" in res.stderr:
+        pytest.skip("bfcl-eval wheel not available")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Per class and format, % fixed (trust_spec)" in res.stdout and "| clean (untouched) |" in res.stdout
+    assert "targets met:" in res.stdout and "ms per input" in res.stdout
+
+
+def test_eval_command_runs_the_suite(tmp_path):
+    from typer.testing import CliRunner
+
+    from refiner.cli import app
+
+    load(limit=1)  # skips without the wheel
+    res = CliRunner().invoke(app, ["eval", "--bench", "tier1", "--limit", "8", "--quiet", "--no-chart",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["tier1"]["cases"] == 8 and summary["tier1"]["formats"] == formats.names()
+    assert "## Tier 1 per error class and format" in (tmp_path / "report.md").read_text()
+    assert "Per class and format, % fixed (default)" in (tmp_path / "tier1" / "tables.md").read_text()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The full run
+
+
+@pytest.mark.slow
+def test_full_suite_meets_the_targets_in_every_format():
+    result = ts.run_suite(load())
+    assert result.n_cases == 2351
+    verdicts = ts.check_targets(result, min_n=20)
+    missed = [v.describe() for v in verdicts if not v.met and not v.target.name.startswith("format errors")]
+    assert missed == []
+    for f, (fixed, n) in ts.group_rates(result, "format").items():
+        assert fixed / n >= FORMAT_SHORTFALLS.get(f, (0.95, ""))[0] - 0.03, (f, fixed, n)
+    # the per-class targets hold in each format on its own too, except type drift in the formats that write values
+    # as untyped text (GLM-4.5, Qwen3-Coder: ~34% with trust_spec): ["Paris"] for a string reads back as the string
+    # '["Paris"]', which a string parameter takes, so nothing is left to see
+    for t in ts.TARGETS:
+        if t.combined or t.per_format:
+            continue
+        for row in t.rows:
+            for f, c in result.tables[t.policy][row].items():
+                if row == "value_type_drift" and type(formats.get(f)).retype is not formats.WireFormat.retype:
+                    continue
+                assert c["fixed"] / c["n"] >= t.floor, (t.name, row, f, c)
+    assert not any(c["harmed"] for row, per in result.tables["default"].items() for f, c in per.items()
+                   if (row, f) not in KNOWN_HARM)
