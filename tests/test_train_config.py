@@ -47,8 +47,36 @@ def test_every_profile_composes_and_passes_verl_validation(profile):
     _, cfg = composed(profile)
     check_verl_config(cfg)
     gpus = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes
-    assert gpus == {"gpu24": 1, "gpu80": 1, "paper4x24": 4, "multinode": 16}[profile]
+    assert gpus == {"gpu24": 1, "gpu80": 1, "paper4x24": 4, "multinode": 16, "cpu-rehearsal": 1}[profile]
     assert cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n % gpus == 0
+
+
+def test_the_cpu_rehearsal_profile_keeps_the_algorithm():
+    """The rehearsal shrinks sizes and switches off what a CPU lacks; the algorithm is the paper's."""
+    from omegaconf import OmegaConf
+
+    _, paper = composed()
+    _, cpu = composed("cpu-rehearsal")
+    for key in (
+        "algorithm.adv_estimator",
+        "algorithm.filter_groups.enable",
+        "algorithm.filter_groups.metric",
+        "algorithm.use_kl_in_reward",
+        "actor_rollout_ref.actor.optim.lr",
+        "actor_rollout_ref.actor.clip_ratio_low",
+        "actor_rollout_ref.actor.clip_ratio_high",
+        "actor_rollout_ref.actor.loss_agg_mode",
+        "actor_rollout_ref.actor.use_kl_loss",
+        "reward.reward_manager.name",
+        "reward.custom_reward_function.path",
+        "reward.custom_reward_function.name",
+        "reward.reward_kwargs.overlong_buffer_cfg.enable",
+        "actor_rollout_ref.rollout.name",
+        "actor_rollout_ref.rollout.temperature",
+    ):
+        assert OmegaConf.select(cpu, key) == OmegaConf.select(paper, key), key
+    assert cpu.reward.reward_kwargs.max_resp_len == cpu.data.max_response_length
+    assert cpu.trainer.device == "cpu" and cpu.actor_rollout_ref.rollout.enable_sleep_mode is False
 
 
 def test_composed_config_is_the_paper_recipe(paper_cfg):
