@@ -109,7 +109,8 @@ def test_the_reward_is_compute_score(run):
 def test_dynamic_sampling_kept_only_groups_whose_answers_differ(run):
     """With ``filter_groups`` on (metric ``acc``), every group in a training batch has both right and wrong answers
     (a warmed-up answer is right ~85% of the time, so 4 answers are all right about half the time: without the
-    filter, four mixed groups in a row would be a ~2% event); verl counts the evicted ones (whole groups)."""
+    filter, four mixed groups in a row would be a ~2% event); verl counts the evicted groups
+    (``training/filter_groups/evicted_samples`` is a number of groups, logged in the steps that evicted any)."""
     from rewards import compute_score
 
     out, _ = run
@@ -123,7 +124,7 @@ def test_dynamic_sampling_kept_only_groups_whose_answers_differ(run):
         assert len(accs) == 4 and 0 < sum(accs) < 4, (key, accs)
     m = metrics(out)
     evicted = [m[s].get("training/filter_groups/evicted_samples", 0) for s in range(1, STEPS + 1)]
-    assert all(n % 4 == 0 for n in evicted), evicted
+    assert all(n >= 0 and float(n).is_integer() for n in evicted), evicted
 
 
 def checkpoint_state(out: Path) -> dict:

@@ -273,6 +273,11 @@ def warm_start(
         if steps >= min_steps and steps % eval_every == 0:
             p = median_p()
             history.append((steps, round(p, 4)))
+            print(
+                f"warm start: step {steps}, median p(exact answer) {p:.3f} (target {target})",
+                file=sys.stderr,
+                flush=True,
+            )
             if p >= target:
                 break
     model.requires_grad_(True)
