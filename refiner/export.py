@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from refiner.train import MANIFEST, TrainConfigError, override_value
+from refiner.train.errors import TrainConfigError
+from refiner.train.launch import MANIFEST
+from refiner.train.overrides import override_value
 
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
 

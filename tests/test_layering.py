@@ -46,7 +46,6 @@ PENDING: dict[tuple[str, str], str] = {
     ("refiner.engines", "refiner.engines.openai_http"): "import at the top",
     ("refiner.engines", "refiner.engines.vllm_offline"): "import at the top (vllm_offline.py imports vllm lazily)",
     ("refiner.export", "refiner.plot"): "import at the top (plot.py imports matplotlib lazily)",
-    ("refiner.train", "rewards.ground_truth"): "import the ground-truth reader at the top (rewards is below train)",
 }
 
 

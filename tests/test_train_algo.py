@@ -13,7 +13,8 @@ import pytest
 import torch
 from test_train_rows import built_dir, rl_rows  # noqa: F401  (fixtures)
 
-from refiner import train as T
+from refiner.train.recipe import DEFAULT_RECIPE, load_recipe, plan_overrides
+from refiner.train.verl_config import compose_verl_config
 
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl
@@ -23,9 +24,9 @@ N = 4  # responses per prompt in these tests
 
 @pytest.fixture(scope="module")
 def cfg():
-    recipe = T.load_recipe(T.DEFAULT_RECIPE)
-    ov = T.plan_overrides(recipe, train_files="/d/train.parquet", val_files="/d/val.parquet")
-    return T.compose_verl_config(ov, recipe.base)
+    recipe = load_recipe(DEFAULT_RECIPE)
+    ov = plan_overrides(recipe, train_files="/d/train.parquet", val_files="/d/val.parquet")
+    return compose_verl_config(ov, recipe.base)
 
 
 @pytest.fixture(scope="module")

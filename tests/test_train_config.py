@@ -13,25 +13,28 @@ import pytest
 import yaml
 from test_train_rows import built_dir, rl_data_dir, rl_rows, write_parquet  # noqa: F401  (fixtures)
 
-from refiner import train as T
+from refiner.train.errors import TrainConfigError
+from refiner.train.launch import sft_command
+from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, ROOT, load_recipe, plan_overrides
+from refiner.train.verl_config import check_verl_config, compose_verl_config
 
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
 pytestmark = pytest.mark.verl
 
-RECIPE = T.load_recipe(T.DEFAULT_RECIPE)
+RECIPE = load_recipe(DEFAULT_RECIPE)
 DATA = {"train_files": "/data/train.parquet", "val_files": "/data/val.parquet"}
 
 
 def composed(profile=None, choices=None, extra=()):
-    ov = T.plan_overrides(RECIPE, profile=profile, choices=choices, extra=extra, **DATA)
+    ov = plan_overrides(RECIPE, profile=profile, choices=choices, extra=extra, **DATA)
     return ov, copy.deepcopy(_compose(tuple(ov)))
 
 
 @functools.cache
 def _compose(ov: tuple[str, ...]):
-    return T.compose_verl_config(list(ov), RECIPE.base)
+    return compose_verl_config(list(ov), RECIPE.base)
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +45,38 @@ def paper_cfg():
 @pytest.mark.parametrize("profile", sorted(RECIPE.profiles))
 def test_every_profile_composes_and_passes_verl_validation(profile):
     _, cfg = composed(profile)
-    T.check_verl_config(cfg)
+    check_verl_config(cfg)
     gpus = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes
-    assert gpus == {"gpu24": 1, "gpu80": 1, "paper4x24": 4, "multinode": 16}[profile]
+    assert gpus == {"gpu24": 1, "gpu80": 1, "paper4x24": 4, "multinode": 16, "cpu-rehearsal": 1}[profile]
     assert cfg.data.train_batch_size * cfg.actor_rollout_ref.rollout.n % gpus == 0
+
+
+def test_the_cpu_rehearsal_profile_keeps_the_algorithm():
+    """The rehearsal shrinks sizes and switches off what a CPU lacks; the algorithm is the paper's."""
+    from omegaconf import OmegaConf
+
+    _, paper = composed()
+    _, cpu = composed("cpu-rehearsal")
+    for key in (
+        "algorithm.adv_estimator",
+        "algorithm.filter_groups.enable",
+        "algorithm.filter_groups.metric",
+        "algorithm.use_kl_in_reward",
+        "actor_rollout_ref.actor.optim.lr",
+        "actor_rollout_ref.actor.clip_ratio_low",
+        "actor_rollout_ref.actor.clip_ratio_high",
+        "actor_rollout_ref.actor.loss_agg_mode",
+        "actor_rollout_ref.actor.use_kl_loss",
+        "reward.reward_manager.name",
+        "reward.custom_reward_function.path",
+        "reward.custom_reward_function.name",
+        "reward.reward_kwargs.overlong_buffer_cfg.enable",
+        "actor_rollout_ref.rollout.name",
+        "actor_rollout_ref.rollout.temperature",
+    ):
+        assert OmegaConf.select(cpu, key) == OmegaConf.select(paper, key), key
+    assert cpu.reward.reward_kwargs.max_resp_len == cpu.data.max_response_length
+    assert cpu.trainer.device == "cpu" and cpu.actor_rollout_ref.rollout.enable_sleep_mode is False
 
 
 def test_composed_config_is_the_paper_recipe(paper_cfg):
@@ -80,7 +111,7 @@ def test_switches_change_thinking_and_reward_variant():
     _, cfg = composed(choices={"thinking": "off", "reward": "strict"})
     assert cfg.data.apply_chat_template_kwargs.enable_thinking is False
     assert cfg.reward.custom_reward_function.reward_kwargs.variant == "strict"
-    with pytest.raises(T.TrainConfigError, match="switch 'reward' has no choice 'lenient'"):
+    with pytest.raises(TrainConfigError, match="switch 'reward' has no choice 'lenient'"):
         composed(choices={"reward": "lenient"})
 
 
@@ -88,9 +119,9 @@ def test_every_rendered_override_parses_back_to_the_yaml_value():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
-    raw = yaml.safe_load(T.DEFAULT_RECIPE.read_text())
+    raw = yaml.safe_load(DEFAULT_RECIPE.read_text())
     expected = {**raw["overrides"], **raw["additions"], **raw["profiles"]["gpu24"]}
-    for ov in T.plan_overrides(RECIPE, **DATA):
+    for ov in plan_overrides(RECIPE, **DATA):
         parsed = parser.parse_override(ov)
         key = parsed.key_or_group
         if key in expected:
@@ -100,7 +131,7 @@ def test_every_rendered_override_parses_back_to_the_yaml_value():
 
 
 def test_unknown_key_fails_composition():
-    with pytest.raises(T.TrainConfigError, match="clip_ratio_hi"):
+    with pytest.raises(TrainConfigError, match="clip_ratio_hi"):
         composed(extra=["actor_rollout_ref.actor.clip_ratio_hi=0.3"])
 
 
@@ -122,41 +153,41 @@ def test_static_batch_layout_is_checked_by_verl_for_each_gpu_count():
     _, cfg = composed(extra=STATIC_BSZ)
     for gpus in (1, 2, 4, 8, 16):
         cfg.trainer.n_gpus_per_node = gpus
-        T.check_verl_config(cfg)
+        check_verl_config(cfg)
     cfg.trainer.n_gpus_per_node = 3
-    with pytest.raises(T.TrainConfigError, match=r"real_train_batch_size \(256\) must be divisible"):
-        T.check_verl_config(cfg)
+    with pytest.raises(TrainConfigError, match=r"real_train_batch_size \(256\) must be divisible"):
+        check_verl_config(cfg)
 
 
 def test_verl_validation_rejects_an_unknown_loss_aggregation():
     _, cfg = composed()
     cfg.actor_rollout_ref.actor.loss_agg_mode = "token-avg"
-    with pytest.raises(T.TrainConfigError, match="token-avg"):
-        T.check_verl_config(cfg)
+    with pytest.raises(TrainConfigError, match="token-avg"):
+        check_verl_config(cfg)
 
 
 def test_overlong_buffer_must_match_the_response_cap():
     _, cfg = composed()
     cfg.data.max_response_length = 2048
-    with pytest.raises(T.TrainConfigError, match="max_resp_len .4096. must equal data.max_response_length .2048."):
-        T.check_verl_config(cfg)
+    with pytest.raises(TrainConfigError, match="max_resp_len .4096. must equal data.max_response_length .2048."):
+        check_verl_config(cfg)
 
 
 def test_unregistered_reward_manager_is_rejected():
     _, cfg = composed()
     cfg.reward.reward_manager.name = "dapoo"
-    with pytest.raises(T.TrainConfigError, match="not a registered verl reward manager"):
-        T.check_verl_config(cfg)
+    with pytest.raises(TrainConfigError, match="not a registered verl reward manager"):
+        check_verl_config(cfg)
 
 
 def test_sft_recipe_composes_with_verl_sft_trainer_config(tmp_path):
-    recipe = T.load_recipe(T.DEFAULT_SFT_RECIPE)
+    recipe = load_recipe(DEFAULT_SFT_RECIPE)
     for profile in recipe.profiles:
-        ov = T.plan_overrides(recipe, profile=profile, train_files=tmp_path / "t.parquet", model="Qwen/Qwen3-1.7B")
-        cfg = T.compose_verl_config(ov, recipe.base)
+        ov = plan_overrides(recipe, profile=profile, train_files=tmp_path / "t.parquet", model="Qwen/Qwen3-1.7B")
+        cfg = compose_verl_config(ov, recipe.base)
         assert cfg.model.path == "Qwen/Qwen3-1.7B" and cfg.data.messages_key == "messages"
         assert cfg.data.enable_thinking_default is False
-    cmd = T.sft_command(ov, nproc_per_node=8, nnodes=2)
+    cmd = sft_command(ov, nproc_per_node=8, nnodes=2)
     assert cmd[1:3] == ["-m", "torch.distributed.run"] and "verl.trainer.sft_trainer" in cmd
 
 
@@ -215,7 +246,7 @@ def test_train_ray_submit_ships_the_repo(rl_data_dir, tiny_qwen3_dir):
     words = shlex.split(res.stdout.replace("\\\n", " "))
     assert words[:6] == ["ray", "job", "submit", "--address", "http://head:8265", "--no-wait"]
     renv = json.loads(words[words.index("--runtime-env-json") + 1])
-    assert renv["working_dir"] == str(T.ROOT) and ".venv/" in renv["excludes"]
+    assert renv["working_dir"] == str(ROOT) and ".venv/" in renv["excludes"]
     assert words[words.index("--") + 1 : words.index("--") + 4] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in words
     assert not any("VERL_FILE_LOGGER_PATH" in w or w.startswith("trainer.default_local_dir=") for w in words)

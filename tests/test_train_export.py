@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from refiner import train as T
 from refiner.export import ExportError, export_checkpoint, merge_command, resolve_actor_dir
 from refiner.plot import PlotError, plot_run, read_metrics
+from refiner.train.launch import write_manifest
+from refiner.train.recipe import DEFAULT_RECIPE, load_recipe, plan_overrides
 
 CONSOLE = (
     "(TaskRunnerV1 pid=1) step:1 - actor/pg_loss:0.01 - critic/score/mean:0.40 - response_length/mean:741.0 - "
@@ -106,9 +107,9 @@ def test_card_only_uses_the_launch_record_and_metrics(tmp_path):
     actor = root / "global_step_5" / "actor"
     actor.mkdir(parents=True)
     (actor / "fsdp_config.json").write_text("{}")
-    recipe = T.load_recipe(T.DEFAULT_RECIPE)
-    ov = T.plan_overrides(recipe, train_files="/d/train.parquet", val_files="/d/val.parquet")
-    T.write_manifest(
+    recipe = load_recipe(DEFAULT_RECIPE)
+    ov = plan_overrides(recipe, train_files="/d/train.parquet", val_files="/d/val.parquet")
+    write_manifest(
         root,
         {
             "kind": "dapo",

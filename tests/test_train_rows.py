@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from refiner import formats
-from refiner import train as T
-from refiner.train import RL_COLUMNS, TrainConfigError, rl_to_sft_parquet, validate_rl_parquet
+from refiner.train.errors import TrainConfigError
+from refiner.train.inputs import RL_COLUMNS, find_data_files, validate_rl_parquet
+from refiner.train.sft import rl_to_sft_parquet
 
 
 def write_parquet(rows: list[dict], path: Path) -> Path:
@@ -56,7 +57,7 @@ def rl_data_dir(built_dir) -> Path:
 def test_built_rows_pass_validation_and_score_gold_as_correct(rl_data_dir, rl_rows):
     from rewards import compute_score
 
-    train, val = T.find_data_files(rl_data_dir)
+    train, val = find_data_files(rl_data_dir)
     summary = validate_rl_parquet(train, min_rows=16)
     assert summary["rows"] >= 16 and sum(summary["mix"].values()) == summary["rows"]
     assert validate_rl_parquet(val)["rows"] >= 1

@@ -1,13 +1,16 @@
-"""``train`` (DAPO on verl), ``sft`` (warm start), ``export`` (FSDP checkpoint -> HF folder + card), ``plot``."""
+"""``train`` (DAPO on verl), ``sft`` (warm start), ``export`` (FSDP checkpoint -> HF folder + card), ``plot``.
+
+A thin shell: :mod:`refiner.train.launch` plans and checks a launch, :mod:`refiner.export` and :mod:`refiner.plot`
+do the rest; this module maps options to arguments and errors to exit code 2.
+"""
 
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 
 import typer
 
-from refiner.train import TrainConfigError
+from refiner.train.errors import TrainConfigError
 
 
 def _fail(e: Exception) -> None:
@@ -31,45 +34,26 @@ def register(app: typer.Typer) -> None:
         skip_checks: bool = typer.Option(False, "--skip-checks", help="Skip the data/model checks (paths on cluster)."),
     ) -> None:
         """Train the refiner with DAPO on verl 0.9.1 (locally, or as a Ray job)."""
-        from refiner import train as T
+        from refiner.train.launch import plan_dapo, start
 
+        choices = {k: v for k, v in (("thinking", thinking), ("reward", reward)) if v is not None}
         try:
-            recipe = T.load_recipe(config or T.DEFAULT_RECIPE)
-            choices = {k: v for k, v in (("thinking", thinking), ("reward", reward)) if v is not None}
-            extra = list(overrides or [])
-            if no_wandb:
-                extra.append("trainer.logger=[console,file]")
-            ov = T.plan_overrides(recipe, profile=profile, choices=choices, data_dir=data, model=model, extra=extra)
-            ckpt = T.checkpoint_dir(ov)
-            if ray_address is None:
-                # Local run: absolute checkpoint dir (created with the launch record below) and the JSONL metrics
-                # file inside it. On a cluster both stay verl's defaults, relative to the job's working dir.
-                if T.override_value(ov, "trainer.default_local_dir") is None:
-                    ov.append(f"trainer.default_local_dir={ckpt.resolve()}")
-                metrics = (ckpt / "metrics.jsonl").resolve()
-                ov.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics}")
-            summary = {} if skip_checks else T.validate_inputs(ov)  # cheap checks first
-            cfg = T.compose_verl_config(ov, recipe.base)
-            T.check_verl_config(cfg)
+            launch = plan_dapo(
+                config=config,
+                profile=profile,
+                choices=choices,
+                data=data,
+                model=model,
+                extra=overrides or [],
+                no_wandb=no_wandb,
+                ray_address=ray_address,
+                skip_checks=skip_checks,
+            )
         except TrainConfigError as e:
             _fail(e)
-        cmd = T.ray_submit_command(ov, ray_address) if ray_address else T.main_ppo_command(ov)
-        typer.echo(T.format_command(cmd))
-        if dry_run:
-            return
-        T.write_manifest(
-            ckpt,
-            {
-                "kind": "dapo",
-                "recipe": str(recipe.path),
-                "profile": profile or recipe.default_profile,
-                "overrides": ov,
-                "command": T.format_command(cmd),
-                "data": summary,
-                "launched": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            },
-        )
-        raise typer.Exit(T.run_command(cmd))
+        typer.echo(launch.text)
+        if not dry_run:
+            raise typer.Exit(start(launch))
 
     @app.command("sft")
     def sft_cmd(
@@ -83,50 +67,25 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run"),
     ) -> None:
         """Supervised warm start on the same triplets (target = the correct calls); then export and train --model."""
-        from refiner import train as T
+        from refiner.train.launch import plan_sft, start
 
         try:
-            recipe = T.load_recipe(config or T.DEFAULT_SFT_RECIPE)
-            train_rl, val_rl = T.find_data_files(data)
-            sft_dir = data / "sft"
-            n_train = T.rl_to_sft_parquet(train_rl, sft_dir / "train.parquet")
-            n_val = T.rl_to_sft_parquet(val_rl, sft_dir / "val.parquet")
-            typer.echo(f"SFT data: {n_train} train / {n_val} val rows in {sft_dir}", err=True)
-            extra = list(overrides or [])
-            if no_wandb:
-                extra.append("trainer.logger=[console,file]")
-            choices = {"thinking": thinking} if thinking else {}
-            ov = T.plan_overrides(
-                recipe,
+            launch = plan_sft(
+                data=data,
+                config=config,
                 profile=profile,
-                choices=choices,
-                train_files=sft_dir / "train.parquet",
-                val_files=sft_dir / "val.parquet",
+                choices={"thinking": thinking} if thinking else {},
                 model=model,
-                extra=extra,
+                extra=overrides or [],
+                no_wandb=no_wandb,
             )
-            T.compose_verl_config(ov, recipe.base)
-            T.validate_model_path(T.override_value(ov, "model.path"))
-            nproc = int(T.override_value(ov, "trainer.n_gpus_per_node") or 1)
-            nnodes = int(T.override_value(ov, "trainer.nnodes") or 1)
         except TrainConfigError as e:
             _fail(e)
-        cmd = T.sft_command(ov, nproc_per_node=nproc, nnodes=nnodes)
-        typer.echo(T.format_command(cmd))
-        if dry_run:
-            return
-        ckpt = T.checkpoint_dir(ov)
-        T.write_manifest(
-            ckpt,
-            {
-                "kind": "sft",
-                "recipe": str(recipe.path),
-                "profile": profile,
-                "overrides": ov,
-                "command": T.format_command(cmd),
-            },
-        )
-        raise typer.Exit(T.run_command(cmd))
+        for note in launch.notes:
+            typer.echo(note, err=True)
+        typer.echo(launch.text)
+        if not dry_run:
+            raise typer.Exit(start(launch))
 
     @app.command("export")
     def export_cmd(

@@ -1,0 +1,241 @@
+"""Launches: the commands (``main_ppo``, ``ray job submit``, ``torchrun`` for SFT), the launch record, and the two
+plans the CLI runs -- :func:`plan_dapo` and :func:`plan_sft` do every check of this package in order (cheap input
+checks first, then verl's own) and return a :class:`Launch`; :func:`start` records it and runs it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from refiner.train.errors import TrainConfigError
+from refiner.train.inputs import find_data_files, validate_inputs, validate_model_path
+from refiner.train.overrides import override_value
+from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, ROOT, Recipe, load_recipe, plan_overrides
+from refiner.train.sft import rl_to_sft_parquet
+from refiner.train.verl_config import check_verl_config, compose_verl_config
+
+MANIFEST = "tool_refiner_run.json"
+# What --no-wandb puts in place of the recipe's logger list.
+NO_WANDB_LOGGERS = "trainer.logger=[console,file]"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Commands
+
+
+def main_ppo_command(overrides: Sequence[str], python: str | None = None) -> list[str]:
+    return [python or sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
+
+
+def ray_runtime_env(working_dir: str | Path, *, pip: Sequence[str] = (), env: Mapping[str, str] | None = None) -> dict:
+    """Runtime env for ``ray job submit``: ships the repository (rewards/, refiner/) as the working dir."""
+    renv: dict[str, Any] = {
+        "working_dir": str(working_dir),
+        "excludes": [".venv/", ".git/", "checkpoints/", "outputs/", "wandb/", ".cache/", "*.parquet", "*.safetensors"],
+        "env_vars": {
+            "TOKENIZERS_PARALLELISM": "true",
+            "NCCL_DEBUG": "WARN",
+            "VLLM_LOGGING_LEVEL": "WARN",
+            **(env or {}),
+        },
+    }
+    if pip:
+        renv["pip"] = list(pip)
+    return renv
+
+
+# The reward code's own runtime needs (rewards/ imports refiner.formats); shipped to a cluster that lacks them.
+REWARD_PIP = ("json-repair>=0.30", "rapidfuzz>=3.0", "pyyaml>=6.0")
+
+
+def ray_submit_command(
+    overrides: Sequence[str],
+    address: str,
+    *,
+    working_dir: str | Path = ROOT,
+    pip: Sequence[str] = REWARD_PIP,
+    env: Mapping[str, str] | None = None,
+    submission_id: str | None = None,
+) -> list[str]:
+    """``ray job submit`` of main_ppo on an existing cluster; data/model paths must be visible from the cluster."""
+    cmd = ["ray", "job", "submit", "--address", address, "--no-wait"]
+    if submission_id:
+        cmd += ["--submission-id", submission_id]
+    cmd += ["--runtime-env-json", json.dumps(ray_runtime_env(working_dir, pip=pip, env=env))]
+    return [*cmd, "--", "python3", "-m", "verl.trainer.main_ppo", *overrides]
+
+
+def format_command(cmd: Sequence[str]) -> str:
+    """A copy-pasteable shell rendering, one override per line."""
+    head: list[str] = []
+    rest: list[str] = []
+    for i, part in enumerate(cmd):
+        if part in ("verl.trainer.main_ppo", "verl.trainer.sft_trainer"):
+            head, rest = list(cmd[: i + 1]), list(cmd[i + 1 :])
+            break
+    if not head:
+        return shlex.join(cmd)
+    return " \\\n    ".join([shlex.join(head), *(shlex.quote(r) for r in rest)])
+
+
+def write_manifest(directory: str | Path, record: Mapping[str, Any]) -> Path:
+    """Records what was launched (command, overrides, data summary) next to the checkpoints, for export's card."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    out = d / MANIFEST
+    out.write_text(json.dumps(record, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    return out
+
+
+def checkpoint_dir(cfg_or_overrides: Any) -> Path:
+    """``trainer.default_local_dir`` resolved (composed config or its default pattern)."""
+    if isinstance(cfg_or_overrides, (list, tuple)):
+        value = override_value(cfg_or_overrides, "trainer.default_local_dir")
+        if value:
+            return Path(value)
+        project = override_value(cfg_or_overrides, "trainer.project_name") or "verl_examples"
+        name = override_value(cfg_or_overrides, "trainer.experiment_name") or "gsm8k"
+        return Path("checkpoints") / project / name
+    return Path(str(cfg_or_overrides.trainer.default_local_dir))
+
+
+def run_command(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> int:
+    """Runs a launch command in the foreground, streaming its output; returns its exit code."""
+    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
+        raise TrainConfigError(f"{cmd[0]!r} not found on PATH")
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.call(list(cmd), env=full_env, cwd=str(cwd) if cwd else None)
+
+
+def sft_command(overrides: Sequence[str], *, nproc_per_node: int = 1, nnodes: int = 1) -> list[str]:
+    """``torchrun ... -m verl.trainer.sft_trainer`` (verl 0.9.1's engine-based SFT trainer)."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    if nnodes == 1:
+        torchrun += ["--standalone", "--nnodes=1"]
+    else:
+        torchrun += [f"--nnodes={nnodes}"]
+    return [*torchrun, f"--nproc_per_node={nproc_per_node}", "-m", "verl.trainer.sft_trainer", *overrides]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Plans: every check, then the command to start
+
+
+@dataclass
+class Launch:
+    """A checked launch: the command, the override list it carries, where checkpoints go, and the launch record
+    (written into the checkpoint folder by :func:`start`; ``export`` reads it for the model card)."""
+
+    command: list[str]
+    overrides: list[str]
+    checkpoint_dir: Path
+    record: dict[str, Any]
+    notes: list[str] = field(default_factory=list)  # progress lines for the user (e.g. the SFT data written)
+
+    @property
+    def text(self) -> str:
+        return format_command(self.command)
+
+
+def plan_dapo(
+    *,
+    config: str | Path | None = None,
+    profile: str | None = None,
+    choices: Mapping[str, str] | None = None,
+    data: str | Path | None = None,
+    model: str | None = None,
+    extra: Sequence[str] = (),
+    no_wandb: bool = False,
+    ray_address: str | None = None,
+    skip_checks: bool = False,
+) -> Launch:
+    """The DAPO launch (``main_ppo`` locally, or ``ray job submit`` with ``ray_address``) after every check."""
+    recipe = load_recipe(config or DEFAULT_RECIPE)
+    extra = list(extra)
+    if no_wandb:
+        extra.append(NO_WANDB_LOGGERS)
+    ov = plan_overrides(recipe, profile=profile, choices=choices, data_dir=data, model=model, extra=extra)
+    ckpt = checkpoint_dir(ov)
+    if ray_address is None:
+        # Local run: absolute checkpoint dir (created with the launch record) and the JSONL metrics file inside
+        # it. On a cluster both stay verl's defaults, relative to the job's working dir.
+        if override_value(ov, "trainer.default_local_dir") is None:
+            ov.append(f"trainer.default_local_dir={ckpt.resolve()}")
+        metrics = (ckpt / "metrics.jsonl").resolve()
+        ov.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics}")
+    summary = {} if skip_checks else validate_inputs(ov)  # cheap checks first
+    check_verl_config(compose_verl_config(ov, recipe.base))
+    cmd = ray_submit_command(ov, ray_address) if ray_address else main_ppo_command(ov)
+    record = {
+        "kind": "dapo",
+        "recipe": str(recipe.path),
+        "profile": profile or recipe.default_profile,
+        "overrides": ov,
+        "command": format_command(cmd),
+        "data": summary,
+    }
+    return Launch(command=cmd, overrides=ov, checkpoint_dir=ckpt, record=record)
+
+
+def plan_sft(
+    *,
+    data: str | Path,
+    config: str | Path | None = None,
+    profile: str | None = None,
+    choices: Mapping[str, str] | None = None,
+    model: str | None = None,
+    extra: Sequence[str] = (),
+    no_wandb: bool = False,
+) -> Launch:
+    """The SFT warm start (``torchrun -m verl.trainer.sft_trainer``): converts the RL rows under ``DATA/sft/``, then
+    checks the recipe against verl's SFT config and the model path."""
+    recipe: Recipe = load_recipe(config or DEFAULT_SFT_RECIPE)
+    train_rl, val_rl = find_data_files(data)
+    sft_dir = Path(data) / "sft"
+    n_train = rl_to_sft_parquet(train_rl, sft_dir / "train.parquet")
+    n_val = rl_to_sft_parquet(val_rl, sft_dir / "val.parquet")
+    extra = list(extra)
+    if no_wandb:
+        extra.append(NO_WANDB_LOGGERS)
+    ov = plan_overrides(
+        recipe,
+        profile=profile,
+        choices=choices,
+        train_files=sft_dir / "train.parquet",
+        val_files=sft_dir / "val.parquet",
+        model=model,
+        extra=extra,
+    )
+    compose_verl_config(ov, recipe.base)
+    validate_model_path(override_value(ov, "model.path"))
+    nproc = int(override_value(ov, "trainer.n_gpus_per_node") or 1)
+    nnodes = int(override_value(ov, "trainer.nnodes") or 1)
+    cmd = sft_command(ov, nproc_per_node=nproc, nnodes=nnodes)
+    record = {
+        "kind": "sft",
+        "recipe": str(recipe.path),
+        "profile": profile,
+        "overrides": ov,
+        "command": format_command(cmd),
+    }
+    note = f"SFT data: {n_train} train / {n_val} val rows in {sft_dir}"
+    return Launch(command=cmd, overrides=ov, checkpoint_dir=checkpoint_dir(ov), record=record, notes=[note])
+
+
+def start(launch: Launch, *, env: Mapping[str, str] | None = None) -> int:
+    """Writes the launch record into the checkpoint folder, then runs the command in the foreground."""
+    record = dict(launch.record)
+    if record.get("kind") == "dapo":
+        record["launched"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    write_manifest(launch.checkpoint_dir, record)
+    return run_command(launch.command, env=env)
