@@ -44,7 +44,7 @@ ORDER_CLASSES = {
 
 
 @dataclass
-class Job:
+class RowPlan:
     """One row to make: a data type, a sample, and for corrupted types the error group and corrupting model."""
 
     dtype: str
@@ -158,10 +158,10 @@ def _raise_unavailable(report: BuildReport) -> None:
     )
 
 
-def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random, report: BuildReport) -> list[Job]:
+def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random, report: BuildReport) -> list[RowPlan]:
     """Every row to make, by the configured mix."""
     cycles = {name: _Cycle(p, random.Random(rng.random())) for name, p in pools.items()}
-    jobs: list[Job] = []
+    jobs: list[RowPlan] = []
 
     def quota(dtype: str, per: int, wanted: list[str]) -> list[tuple[str, int]]:
         avail = [s for s in wanted if s in pools]
@@ -184,7 +184,7 @@ def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random
                     raise ValueError(f"unknown error type {group!r}; known: {sorted(ERROR_GROUPS)}")
                 for model in t["models"]:
                     for src, n in quota(dtype, int(t["per_source"]), t["sources"]):
-                        jobs += [Job(dtype, cycles[src].next(), group, model, rng.randrange(2**31)) for _ in range(n)]
+                        jobs += [RowPlan(dtype, cycles[src].next(), group, model, rng.randrange(2**31)) for _ in range(n)]
         else:
             if "count" in t:
                 per = -(-int(t["count"]) // len(t["sources"]))
@@ -192,7 +192,7 @@ def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random
                 per = int(t["per_source"])
             made = []
             for src, n in quota(dtype, per, t["sources"]):
-                made += [Job(dtype, cycles[src].next(), None, None, rng.randrange(2**31)) for _ in range(n)]
+                made += [RowPlan(dtype, cycles[src].next(), None, None, rng.randrange(2**31)) for _ in range(n)]
             if "count" in t:
                 made = made[: int(t["count"])]
             jobs += made
@@ -202,18 +202,18 @@ def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random
     return jobs
 
 
-def _job_sample(job: Job) -> Sample:
+def _job_sample(job: RowPlan) -> Sample:
     return to_order(job.sample) if job.dtype == "shuffled_simplified" else job.sample
 
 
-def _rules_upstream(job: Job, sample: Sample) -> tuple[str, tuple[str, ...], int]:
+def _rules_upstream(job: RowPlan, sample: Sample) -> tuple[str, tuple[str, ...], int]:
     classes = ERROR_GROUPS[job.group] if job.dtype == "erroneous" else ORDER_CLASSES[job.dtype]
     c = corrupt(sample.calls, sample.fmt, sample.tools, random.Random(job.seed), classes)
     return c.text, c.error_classes, c.rejected
 
 
 def make_row(
-    cfg: dict[str, Any], job: Job, sample: Sample, upstream: str, label: str, error_classes: tuple[str, ...],
+    cfg: dict[str, Any], job: RowPlan, sample: Sample, upstream: str, label: str, error_classes: tuple[str, ...],
     corruptor: str,
 ) -> dict[str, Any]:
     return {
@@ -228,7 +228,7 @@ def make_row(
             "record_id": sample.record_id,
             "data_type": job.dtype,
             "label": label,
-            "error_group": job.group or ("order" if job.dtype.startswith("shuffled") else ""),
+            "error_group": job.group or ("sequence" if job.dtype.startswith("shuffled") else ""),
             "error_classes": list(error_classes),
             "corruptor": corruptor,
             "model": job.model or "",
@@ -314,7 +314,7 @@ def build(
                     upstream, classes, rejected = _rules_upstream(job, sample)
                 except CorruptionError:
                     report.rejected["no applicable corruption; another sample drawn"] += 1
-                    job = Job(job.dtype, pools[job.sample.source][rng.randrange(len(pools[job.sample.source]))],
+                    job = RowPlan(job.dtype, pools[job.sample.source][rng.randrange(len(pools[job.sample.source]))],
                               job.group, job.model, rng.randrange(2**31))
                     sample = _job_sample(job)
                     continue
@@ -329,7 +329,7 @@ def build(
             report.rejected[why] += 1
             if job.dtype == "correct" or corruptor == "llm":
                 break
-            job = Job(job.dtype, job.sample, job.group, job.model, rng.randrange(2**31))
+            job = RowPlan(job.dtype, job.sample, job.group, job.model, rng.randrange(2**31))
     parts = split_rows(rows, float(cfg["split"]["validation"]), rng)
     for name, part in parts.items():
         if part:

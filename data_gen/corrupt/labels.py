@@ -1,8 +1,9 @@
 """The rule corruptor's vocabulary: error classes by group, the label a corruption carries, and its errors.
 
 Four groups of classes (:data:`ERROR_GROUPS`): ``format`` (the text itself is broken), ``name`` (tool and parameter
-names), ``content`` (parameters dropped or added, values), ``order`` (call and step order). The data config's
-``error_types`` and the recovery benchmark's ``classes`` name groups or classes; :func:`expand_classes` reads both.
+names), ``content`` (parameters dropped or added, values), ``sequence`` (call and step order; not called "order",
+which names a wire format and a reward component). The data config's ``error_types`` and the recovery benchmark's
+``classes`` name groups or classes; :func:`expand_classes` reads both.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ ERROR_GROUPS: dict[str, tuple[str, ...]] = {
     "format": ("broken_json", "missing_tag", "wrong_tag", "wrong_format"),
     "name": ("tool_name_typo", "tool_name_near_miss", "param_name_typo", "param_name_synonym"),
     "content": ("missing_required_param", "extra_param", "value_type_drift", "wrong_value"),
-    "order": ("swapped_calls", "shuffled_order", "split_step", "merge_steps"),
+    "sequence": ("swapped_calls", "shuffled_order", "split_step", "merge_steps"),
 }
 ERROR_CLASSES: tuple[str, ...] = tuple(c for group in ERROR_GROUPS.values() for c in group)
 TEXT_CLASSES = frozenset(ERROR_GROUPS["format"])  # applied to the rendered text, not to the calls
