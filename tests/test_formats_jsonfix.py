@@ -295,3 +295,14 @@ def test_toolace_fast_reader_takes_real_renderings(nestools_records):
             assert _typed(fast) == _typed(_ast_calls(src))
         assert fmt.parse_strict(text) == calls
     assert taken >= 290
+
+
+@pytest.mark.parametrize("char", ["\x0c", "/", "\\", "\b", "\t", "\u00e9", "\\f"])
+def test_escapes_survive_the_json_repair_path(char):
+    """A string's escapes mean the same on every path: a text cut after a key (which only json_repair reads) keeps
+    the form feed of ``\\f`` and the slash of ``\\/`` (json_repair alone keeps both as a backslash and a letter)."""
+    value = {"a": "x" + char + "y", "b": [1]}
+    text = json.dumps(value)
+    for escaped in (text, text.replace("/", "\\/")):
+        cut = escaped[:-1] + ', "c":'
+        assert jsonfix.lenient_json(cut)["a"] == value["a"], cut

@@ -238,6 +238,16 @@ def complete_cost(text: str) -> int:
     return tokens // COMPLETE_TOKENS_PER_COST + len(text) // COMPLETE_CHARS_PER_COST + COMPLETE_CALL_COST
 
 
+# json_repair keeps the escapes \f and \/ of a broken text as two characters (a backslash and the letter); they are
+# spelt \u000c and / before it reads the text. Pairs of backslashes are matched first, so an escaped backslash
+# followed by "f" stays what it is.
+_ESCAPES_JSON_REPAIR_MISSES = re.compile(r"\\[\\f/]")
+
+
+def _spell_escape(m: re.Match[str]) -> str:
+    return {"\\\\": "\\\\", "\\f": "\\u000c", "\\/": "/"}[m.group()]
+
+
 def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     """Best-effort JSON: strict first; a text cut short is closed (:func:`complete_cut`); anything else goes to
     ``json_repair`` on a bounded prefix (:func:`repair_region`). Returns ``None`` when nothing could be recovered.
@@ -263,7 +273,7 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     try:
         import json_repair
 
-        value = json_repair.loads(region)
+        value = json_repair.loads(_ESCAPES_JSON_REPAIR_MISSES.sub(_spell_escape, region))
     except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
         return None
     if value == "" or value is None:

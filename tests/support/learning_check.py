@@ -99,11 +99,20 @@ def smollm2_hf(out: Path) -> Path:
 
 def checkpoint_to_hf(ckpt: Path, base: Path, out: Path) -> Path:
     """The actor's float32 weights from an FSDP checkpoint of world size 1 in a Hugging Face folder (``tool-refiner
-    export`` writes bfloat16, which would blur a before/after comparison)."""
+    export`` writes bfloat16, which would blur a before/after comparison). ``ckpt`` is one ``global_step_N`` folder,
+    or the checkpoint folder (then its highest step)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    shard = next(ckpt.glob("global_step_*/actor/model_world_size_1_rank_0.pt"))
+    ckpt = Path(ckpt)
+    name = "actor/model_world_size_1_rank_0.pt"
+    if (ckpt / name).is_file():
+        shard = ckpt / name
+    else:
+        steps = sorted(ckpt.glob(f"global_step_*/{name}"), key=lambda f: int(f.parts[-3].rsplit("_", 1)[1]))
+        if not steps:
+            raise FileNotFoundError(f"{ckpt}: no global_step_*/{name}")
+        shard = steps[-1]
     state = torch.load(shard, map_location="cpu", weights_only=False)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     model.load_state_dict({k: (v.to_local() if hasattr(v, "to_local") else v) for k, v in state.items()})
@@ -112,9 +121,10 @@ def checkpoint_to_hf(ckpt: Path, base: Path, out: Path) -> Path:
     return out
 
 
-def sampled_eval(model: str, parquet: str, *, n: int = 8, seed: int = 0) -> dict[str, float]:
+def sampled_eval(model: str, parquet: str, *, n: int = 8, seed: int = 0) -> dict[str, Any]:
     """Mean ``compute_score`` and ``acc`` of ``n`` answers sampled at temperature 1 (the rollout's setting) for every
-    row of ``parquet`` whose prompt fits :data:`MAX_PROMPT`; vLLM's CPU build, float32. Run in its own process."""
+    row of ``parquet`` whose prompt fits :data:`MAX_PROMPT`, and each prompt's ``acc`` (for a paired comparison of two
+    models on the same rows and seed); vLLM's CPU build, float32. Run in its own process."""
     import pyarrow.parquet as pq
     from vllm import LLM, SamplingParams
 
@@ -138,7 +148,7 @@ def sampled_eval(model: str, parquet: str, *, n: int = 8, seed: int = 0) -> dict
             rows.append(row)
             prompts.append(text)
     outs = llm.generate(prompts, SamplingParams(n=n, temperature=1.0, max_tokens=MAX_RESPONSE, seed=seed))
-    scores, accs, mixed = [], [], 0
+    scores, accs, per_prompt, mixed = [], [], [], 0
     for row, out in zip(rows, outs):
         res = [
             compute_score("tool_refiner", c.text, row["reward_model"]["ground_truth"], row["extra_info"])
@@ -147,12 +157,14 @@ def sampled_eval(model: str, parquet: str, *, n: int = 8, seed: int = 0) -> dict
         scores += [r["score"] for r in res]
         accs += [r["acc"] for r in res]
         mixed += 0 < sum(r["acc"] for r in res) < n
+        per_prompt.append(sum(r["acc"] for r in res) / n)
     return {
         "prompts": len(rows),
         "samples": len(scores),
         "score": sum(scores) / len(scores),
         "acc": sum(accs) / len(accs),
         "mixed_groups": mixed,
+        "acc_per_prompt": per_prompt,
     }
 
 
@@ -237,6 +249,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out")
     ap.add_argument("--eval", nargs=2, metavar=("MODEL", "PARQUET"), help="Only the sampled evaluation (own process).")
+    ap.add_argument("--samples", type=int, default=8, help="--eval: answers sampled per prompt.")
+    ap.add_argument("--seed", type=int, default=0, help="--eval: sampling seed.")
+    ap.add_argument(
+        "--to-hf",
+        nargs=3,
+        metavar=("CKPT", "BASE", "OUT"),
+        help="Only convert a checkpoint (a global_step_N folder, or the latest in CKPT) to a float32 HF folder.",
+    )
     ap.add_argument(
         "--shared-data", default=os.environ.get("TOOL_REFINER_SHARED_DATA", str(ROOT.parent / "shared" / "data"))
     )
@@ -244,6 +264,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", type=float, default=0.3, help="Warm start: median chance of an exact answer.")
     ap.add_argument("--timeout", type=float, default=4 * 3600)
     args = ap.parse_args(argv)
+    if args.to_hf:
+        print(checkpoint_to_hf(*(Path(a) for a in args.to_hf)))
+        return 0
+    if args.eval:
+        print(
+            json.dumps(
+                {
+                    "model": args.eval[0],
+                    "parquet": args.eval[1],
+                    **sampled_eval(*args.eval, n=args.samples, seed=args.seed),
+                }
+            )
+        )
+        return 0
+    if not args.out:
+        ap.error("--out is required (unless --eval or --to-hf)")
     print(
         json.dumps(
             learning_check(
