@@ -210,7 +210,7 @@ _FAST_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + r"(" + _IDENT + r"(?:\." + _I
 # after "(": the first argument's "key=" or "**", or ")" (no arguments); after a value: ", key=", ", **" or ")"
 _FAST_FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
 _FAST_NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
-# "\\/" or a surrogate escape, after any number of escaped backslashes ("\\\\" pairs, which both readers read alike)
+# a "\/" escape or a surrogate escape, after any number of escaped backslashes (pairs, which both readers read alike)
 _FAST_REFUSE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:/|u[dD][89abAB])")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # Python's constants outside strings (not as argument or call names), for the decoder
