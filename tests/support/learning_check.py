@@ -20,6 +20,9 @@ first message is not a system message (ours always is). Its end of turn is ``<|i
 Qwen3 -- the reward accepts the stripped marker.
 
     python tests/support/learning_check.py --out /tmp/learning [--steps 16]
+    # before/after: a checkpoint as a float32 HF folder, then n sampled answers per prompt of a parquet file
+    python tests/support/learning_check.py --to-hf /tmp/learning/ckpt/global_step_20 /tmp/learning/model /tmp/step20
+    python tests/support/learning_check.py --eval /tmp/step20 /tmp/learning/data/validation.parquet [--samples 8]
 """
 
 from __future__ import annotations
