@@ -209,9 +209,9 @@ def test_every_class_in_every_registered_format_never_crashes(glaive_records, ne
                     _assert_honest(c, gold, fmt)
                     applied[(fmt, cls)] += 1
     for fmt in formats.names():
-        # every format takes errors of every group it can express (order errors only in order-sensitive formats)
+        # every format takes errors of every group it can express (sequence errors only in order-sensitive formats)
         groups = {rules.GROUP_OF[cls] for (f, cls) in applied if f == fmt}
-        want = {"format", "name"} | ({"order"} if formats.get(fmt).order_sensitive else set())
+        want = {"format", "name"} | ({"sequence"} if formats.get(fmt).order_sensitive else set())
         assert want <= groups, (fmt, sorted(groups))
     assert ("nestful", "wrong_tag") not in applied  # bare bracket markers: not applicable, never an IndexError
     assert ("hermes", "wrong_tag") in applied and not_applicable["nestful"] > 0
