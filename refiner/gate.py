@@ -488,7 +488,7 @@ def check_text(
             got = wire.parse_lenient(text)
             report.calls, report.cut = list(got.calls), got.cut
     else:  # one strict parse: parse_lenient tries it first and says why it failed
-        got = wire.parse_lenient(text)
+        got = wire.parse_lenient(text, tools=params_by_tool(tools))
         report.calls = list(got.calls)
         report.strict_ok = got.ok
         report.cut = got.cut
@@ -504,6 +504,13 @@ def check_text(
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
     report.diagnostics.extend(check_calls(report.calls, index, fmt=fmt, text_values=text_values))
     return report
+
+
+def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
+    None when no tool list is known."""
+    index = tool_index(tools)
+    return {name: dict(getattr(spec, "params", None) or {}) for name, spec in index.items()} if index else None
 
 
 def salvage_report(

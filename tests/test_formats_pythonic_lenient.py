@@ -11,6 +11,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.pythonic import lenient_string, split_top_level, string_end
 from refiner.pipeline import Refiner
+from refiner.specs import load_tools
 
 FIELD_REPORT = "[bash(command='sed -n '360,450p' /testbed/f.py')]"
 
@@ -71,3 +72,104 @@ def test_a_value_is_never_silently_cut():
         for piece in ("x", "y", "z", "p", "q", "1", "2"):
             if piece in text:
                 assert piece in kept or piece in dropped, (text, got.calls, got.problems)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A list that lost (or doubled) one character: read whole with it mended, settled by the tools when in doubt
+
+TRIANGLE = {"calculate_triangle_area": {"base": None, "height": None, "unit": None}}
+TOOLS_TRIANGLE = [
+    {"name": "calculate_triangle_area", "parameters": {"type": "object", "properties": {
+        "base": {"type": "integer"}, "height": {"type": "integer"}, "unit": {"type": "string"}}}},
+    {"name": "run_ttest", "parameters": {"type": "object", "properties": {
+        "group1": {"type": "array", "items": {"type": "integer"}},
+        "group2": {"type": "array", "items": {"type": "integer"}}}}},
+    {"name": "math_gcd", "parameters": {"type": "object", "properties": {
+        "num1": {"type": "integer"}, "num2": {"type": "integer"}}}},
+]
+
+
+@pytest.mark.parametrize(
+    "body, calls",
+    [
+        # a comma lost between two arguments, and between two calls
+        ('[area(radius=10 units="meters")]', [ToolCall("area", {"radius": 10, "units": "meters"})]),
+        ('[f(a=1) g(b="x")]', [ToolCall("f", {"a": 1}), ToolCall("g", {"b": "x"})]),
+        # the quote opening or closing a value
+        ('[derive(function=2x**2", value=1, variable="x")]',
+         [ToolCall("derive", {"function": "2x**2", "value": 1, "variable": "x"})]),
+        ('[paint(color="Red, background="white")]', [ToolCall("paint", {"color": "Red", "background": "white"})]),
+        ('[area(base=6, unit="square meters)]', [ToolCall("area", {"base": 6, "unit": "square meters"})]),
+        # "=" before a constant, a string or a list: only one split reads
+        ('[proteins(compartment="membrane", include_descriptionTrue)]',
+         [ToolCall("proteins", {"compartment": "membrane", "include_description": True})]),
+        ('[find(location"England", year=1800)]', [ToolCall("find", {"location": "England", "year": 1800})]),
+        # an opening bracket of a list or a dict, the ')' closing a call before the next one
+        ("[ttest(group1=[3, 4], group2=7, 8], equal=True)]",
+         [ToolCall("ttest", {"group1": [3, 4], "group2": [7, 8], "equal": True})]),
+        ('[query(conditions=["field": "age"}, {"field": "job"}])]',
+         [ToolCall("query", {"conditions": [{"field": "age"}, {"field": "job"}]})]),
+        ('[temp(city="Boston, USA", days=10, humidity(city="Rome", days=10)]',
+         [ToolCall("temp", {"city": "Boston, USA", "days": 10}), ToolCall("humidity", {"city": "Rome", "days": 10})]),
+        # a ':' inside a dict value
+        ('[query(where={"field" "age"})]', [ToolCall("query", {"where": {"field": "age"}})]),
+    ],
+)
+def test_one_lost_character_is_mended(body, calls):
+    text = f"<function_list>{body}</function_list>"
+    got = formats.get("toolace").parse_lenient(text)
+    assert got.calls == calls, (text, got.problems)
+    assert any("broken call list read whole" in p.message for p in got.problems)
+
+
+@pytest.mark.parametrize(
+    "body, calls",
+    [
+        # "base10": base=10 or base1=0; only "base" is a parameter
+        ('[calculate_triangle_area(base10, height=5, unit="units")]',
+         [ToolCall("calculate_triangle_area", {"base": 10, "height": 5, "unit": "units"})]),
+        # "math_gcdnum1=12": the '(' goes after the offered tool's name
+        ("[math_gcdnum1=12, num2=18)]", [ToolCall("math_gcd", {"num1": 12, "num2": 18})]),
+        # "[3, 4]]": a doubled ']' or a lost '[' (a list of lists); the parameter takes integers
+        ("[run_ttest(group1=[3, 4]], group2=[7, 8])]", [ToolCall("run_ttest", {"group1": [3, 4], "group2": [7, 8]})]),
+        # a lost closing quote: one value, or two arguments; "days" is a parameter of the tool
+    ],
+)
+def test_the_tools_settle_which_mended_reading_is_meant(body, calls):
+    """Where several edits read, the tools choose: names and parameters offered, values of their declared types.
+    Without tools such a list is not mended (the argument in doubt is dropped and reported, as before)."""
+    specs = {s.name: s.params for s in load_tools(TOOLS_TRIANGLE)}
+    fmt = formats.get("toolace")
+    text = f"<function_list>{body}</function_list>"
+    assert fmt.parse_lenient(text, tools=specs).calls == calls
+    assert fmt.parse_lenient(text).calls != calls
+    res = Refiner().refine({"tools": TOOLS_TRIANGLE, "upstream": text, "format": "toolace"})
+    assert fmt.parse_strict(res["refined"]) == calls
+
+
+def test_a_mended_reading_is_taken_only_when_the_edits_agree():
+    """``city="Boston, USA, days=10)`` lost a quote: after "USA" (two arguments) or before ")" (one value). Without
+    the tools both read, and neither is taken; with them, the reading whose parameters are all offered and that
+    reads the most arguments."""
+    fmt = formats.get("toolace")
+    text = '<function_list>[forecast(city="Boston, USA, days=10)]</function_list>'
+    assert fmt.parse_lenient(text).calls != [ToolCall("forecast", {"city": "Boston, USA", "days": 10})]
+    tools = {"forecast": ["city", "days"]}
+    assert fmt.parse_lenient(text, tools=tools).calls == [ToolCall("forecast", {"city": "Boston, USA", "days": 10})]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<function_list>[f(a=1), g(b="x',  # the text stops inside a string
+        "<function_list>[f(a=1), g(b=[1, 2]",  # inside a list value
+        "<function_list>[f(a=1), g(b=2",  # after a number
+        '<function_list>[f(a=1), g(b="x)]',  # inside a string (or a quote lost: the text does not say)
+    ],
+)
+def test_a_text_that_stops_is_not_mended_into_a_whole_list(text):
+    """Without its closing tag, a list whose end is not its own ']' is a text that stops: it is never mended into
+    a whole list (the call it stops in is marked as cut)."""
+    got = formats.get("toolace").parse_lenient(text, tools={"f": ["a"], "g": ["b"]})
+    assert not any("broken call list read whole" in p.message for p in got.problems)
+    assert got.cut is not None and got.cut.index == 1

@@ -32,6 +32,7 @@ the registry (``refiner.formats.get(name)``).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import re
@@ -53,6 +54,19 @@ MAX_LENIENT_CHARS = 200_000
 # nesting bombs do, and every later step (the gate, repair, the reward, JSON results) then stays far from Python's
 # recursion limit.
 MAX_ARGUMENT_DEPTH = 64
+
+
+# The request's tools while a lenient parse runs (tool name -> its parameters; None: not known), for readers that
+# settle an ambiguous repair by them: parse_lenient(tools=...) sets it, offered_tools() reads it.
+_OFFERED: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar("offered", default=None)
+
+
+def offered_tools() -> Mapping[str, Any] | None:
+    """The tools of the request whose text the current :meth:`WireFormat.parse_lenient` reads: tool name -> its
+    parameters (parameter name -> :class:`refiner.specs.Param`, or a list of parameter names), or ``None`` when they
+    are not known. A reader may use them only to choose among readings the text itself allows (never to add a
+    value)."""
+    return _OFFERED.get()
 
 
 class FormatError(ValueError):
@@ -219,11 +233,22 @@ class WireFormat:
     def parse_strict(self, text: str) -> list[ToolCall]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def parse_lenient(self, text: str, *, limit: int = MAX_LENIENT_CHARS) -> Lenient:
+    def parse_lenient(
+        self, text: str, *, limit: int = MAX_LENIENT_CHARS, tools: Mapping[str, Any] | None = None
+    ) -> Lenient:
         """Best effort, never raises. A strictly valid text gives the strict calls and no problems (so ``ok`` tells
         whether the strict parse succeeded); otherwise :meth:`recover` collects what it can from the reasoning and at
         most ``limit`` characters after it, and the strict error is reported when recovery itself met no problem.
-        Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid)."""
+        Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid). ``tools``: the
+        request's tools (see :func:`offered_tools`), which recovery may use to choose among the readings a broken text
+        allows (:func:`offered_tools`)."""
+        token = _OFFERED.set(tools)
+        try:
+            return self._parse_lenient(text, limit)
+        finally:
+            _OFFERED.reset(token)
+
+    def _parse_lenient(self, text: str, limit: int) -> Lenient:
         out = Lenient()
         try:
             if not isinstance(text, str):

@@ -19,10 +19,11 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from refiner.formats.base import FormatError, Problem, WireFormat
+from refiner.formats.jsonfix import charge
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps
 
@@ -520,3 +521,181 @@ def lenient_string(raw: str) -> tuple[str, bool] | None:
 
 
 _STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.S)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Mending a call list that lost or doubled one character (lenient)
+#
+# Broken pythonic lists mostly lack one character: an "=" between a parameter and its value (``base10``), the "("
+# after the name (``gcdnum1=12``), a quote, a comma, a bracket; or hold one closing bracket twice. The first call the
+# fast reader cannot read is tried with each such edit near it, and an edit counts when the whole rest of the list
+# then reads in the plain layout. The readings the edits give are compared: one reading is taken; several are
+# settled by the request's tools when they are known (the reading whose names and parameters are all offered, the
+# one with most arguments among those), else none is taken. An edit only inserts punctuation or drops a doubled
+# closer: every value read is text the model wrote.
+
+# Characters of the list, from the first call the fast reader stops at, where edits are tried; edits tried per list.
+MAX_MEND_WINDOW = 512
+MAX_MEND_EDITS = 768
+# Repair-budget units charged per edit tried and per 64 characters it reads (refiner.formats.jsonfix.charge).
+MEND_UNITS_PER_EDIT = 1
+MEND_CHARS_PER_UNIT = 64
+
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_VALUE_AFTER = frozenset("=([{,:")  # what a value follows
+_VALUE_BEFORE = frozenset(",)]}:")  # what may follow a value
+_MEND_WHAT = {
+    "=": "an '=' between a parameter and its value",
+    "(": "the '(' after a tool name",
+    '"': "a quote",
+    ",": "a comma",
+    ":": "a ':' in a dict",
+    "[": "a '['",
+    "{": "a '{'",
+    ")": "a ')'",
+    "]": "a ']'",
+    "}": "a '}'",
+}
+
+
+def _string_spans(src: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """The double-quoted strings of ``src[start:stop]`` as Python reads them (each ``(open, after close)``)."""
+    spans, i = [], start
+    pattern = _STRICT_STRING['"']
+    while True:
+        i = src.find('"', i, stop)
+        if i < 0:
+            return spans
+        m = pattern.match(src, i)
+        end = m.end() if m is not None else len(src)
+        spans.append((i, end))
+        i = end
+
+
+def _mend_edits(src: str, start: int, stop: int) -> Iterator[tuple[int, str]]:
+    """``(position, char)`` edits worth trying in ``src[start:stop]``: ``char`` inserted before ``position``, or
+    (``char`` empty) the doubled closer at ``position`` dropped. Punctuation other than quotes is only inserted
+    outside strings (read as Python reads them); a quote where one may open or close a value."""
+    spans = _string_spans(src, start, stop)
+    k = 0
+    n = len(src)
+    for p in range(start, stop + 1):
+        while k < len(spans) and spans[k][1] <= p:
+            k += 1
+        inside = k < len(spans) and spans[k][0] < p < spans[k][1]
+        a = src[p - 1] if p > 0 else ""
+        b = src[p] if p < n else ""
+        before = src[p - 2] if p > 1 else ""
+        value_start = (a in _VALUE_AFTER or (a == " " and before in _VALUE_AFTER)) and b not in ' \n,)]}'
+        value_end = (b in _VALUE_BEFORE or b == "") and a not in " \n([{,:="
+        # a quote: opening a value, or closing one
+        if b != '"' and a != '"' and (value_start or value_end):
+            yield p, '"'
+        if inside:
+            continue
+        if a in _WORD:
+            if b in _WORD:
+                yield p, "="
+                yield p, "("
+            elif b and b in "\"'[{-":
+                yield p, "="
+        if value_start and b:
+            yield p, "["
+            yield p, "{"
+        if value_end:
+            yield p, ")"
+            yield p, "]"
+            yield p, "}"
+        if b == " " and a and a not in " \n,([{:=":
+            yield p, ","
+            if a == '"':
+                yield p, ":"
+        elif a in ')]}"' and b and b not in ",)]} \n:":
+            yield p, ","
+        if b and b in ")]}" and a == b:
+            yield p, ""
+
+
+def _read_from(src: str, end: int, calls: list[tuple[str, dict[str, Any]]]
+               ) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls of the list ``src`` read on from ``end`` (as :func:`fast_call_prefix` reads, after ``calls``) when
+    the rest of the list reads whole in the plain layout; else ``None``."""
+    got, stop, status = _fast_read(src, end, list(calls))
+    if status is _NESTED_CONSTANT:
+        rewritten = src[:stop] + _FAST_CONSTANT.sub(_constant_to_json, src[stop:])
+        got, stop, status = _fast_read(rewritten, stop, got)
+    return got if status is True else None
+
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _value_fits(value: Any, param: Any, depth: int = 0) -> bool:
+    """Whether ``value`` has the JSON type ``param`` (a :class:`refiner.specs.Param`) declares, its items too."""
+    kind = getattr(param, "type", None)
+    if kind is None or depth > 8 or (value is None and getattr(param, "nullable", False)):
+        return True
+    if kind in ("integer", "number"):
+        return type(value) is int or (kind == "number" and type(value) is float)
+    if kind == "null":
+        return value is None
+    if not isinstance(value, _JSON_TYPES.get(kind, object)):
+        return False
+    items = getattr(param, "items", None)
+    return not (kind == "array" and items is not None and not all(_value_fits(v, items, depth + 1) for v in value))
+
+
+def _fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, bool, int]:
+    """How well a reading fits the offered tools: (every name and parameter offered, every value of its declared
+    type, arguments read)."""
+    named, typed, n = True, True, 0
+    for name, args in calls:
+        n += len(args)
+        params = offered.get(name)
+        if params is None:
+            named = typed = False
+            continue
+        for key, value in args.items():
+            if key not in params:
+                named = typed = False
+            elif isinstance(params, Mapping) and not _value_fits(value, params[key]):
+                typed = False
+    return named, typed, n
+
+
+def mend_list(
+    src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
+) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
+    """For a list ``src`` (``[...]``, its own ``]`` last) whose plain-layout prefix ``calls`` ends at ``end``
+    (:func:`fast_call_prefix`) and whose rest does not read: ``(every call of the list, what was mended)`` when one
+    character inserted (or a doubled closer dropped) near the first call that does not read makes the rest read
+    whole, and the readings such edits give agree, or the request's tools (``offered``: tool name -> parameter
+    names) settle them (see above); else ``None``. Bounded: at most :data:`MAX_MEND_EDITS` edits within
+    :data:`MAX_MEND_WINDOW` characters, each charged to the repair budget."""
+    if not src.startswith("[") or not src.endswith("]") or _refused(src):
+        return None
+    stop = min(len(src), end + MAX_MEND_WINDOW)
+    cost = MEND_UNITS_PER_EDIT + (len(src) - end) // MEND_CHARS_PER_UNIT
+    readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], int, str]] = {}
+    for tried, (p, ch) in enumerate(_mend_edits(src, end, stop)):
+        if tried >= MAX_MEND_EDITS or not charge(cost):
+            return None
+        edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
+        got = _read_from(edited, end, calls)
+        if got is None:
+            continue
+        key = json.dumps(got, sort_keys=True, ensure_ascii=False, default=str)
+        if key not in readings:
+            readings[key] = (got, p, ch)
+    if not readings:
+        return None
+    choice = list(readings.values())
+    if len(choice) > 1 and offered:
+        fits = [(_fit(r[0], offered), r) for r in choice]
+        best = max(fit for fit, _ in fits)
+        choice = [r for fit, r in fits if fit == best] if best[0] else []
+    if len(choice) != 1:
+        return None
+    got, p, ch = choice[0]
+    what = f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
+    return got, what

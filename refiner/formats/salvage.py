@@ -285,7 +285,7 @@ class _Scan:
                 end = max(closes)
             # (with only whitespace between the reasoning and the marker the whole text reads the same, and a request
             # has read it in this format already: its strict reading is not made again, see formats.same_texts)
-            got = fmt.parse_lenient(body if start == skip_ws(body, self.at) else body[start:])
+            got = fmt.parse_lenient(body if start == skip_ws(body, self.at) else body[start:], tools=self.offered)
             calls = [c for c in got.calls if _usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else "after prose" if body[self.at : start].strip() \

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, register
+from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, offered_tools, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import lenient_region
 from refiner.formats.pythonic import (
@@ -25,6 +25,7 @@ from refiner.formats.pythonic import (
     lenient_string,
     looks_pythonic,
     matching_paren,
+    mend_list,
     open_brackets,
     parse_expr,
     parse_quietly,
@@ -158,6 +159,13 @@ class ToolAce(WireFormat):
                     return
                 except FormatError as e:
                     out.note("strict", str(e).replace(f"[{self.name}]", f"[{reader or self.name}]"))
+        if not complete and not at_end:
+            mended = mend_list(src, end, prefix, offered_tools())
+            if mended is not None:  # one character lost or doubled: the list read with it mended
+                calls, what = mended
+                out.calls.extend(ToolCall.trusted(name, args) for name, args in calls)
+                out.note("bad_argument" if "'('" not in what else "bad_name", f"broken call list read whole: {what}")
+                return
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
         if end:
             src = src[end:].lstrip().removeprefix(",")
