@@ -9,6 +9,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import FormatError, RenderError, detect_format
 from refiner.pipeline import Refiner
+from refiner.specs import load_tools
 
 L4 = formats.get("llama4_pythonic")
 LFM2 = formats.get("lfm2")
@@ -112,3 +113,48 @@ def test_render_refuses_names_python_cannot_call():
             fmt.render([ToolCall("get weather", {})])
         calls = [ToolCall("math.sqrt", {"x": 2.0, "not-an-identifier": [1, None]})]
         assert fmt.parse_strict(fmt.render(calls)) == calls
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A body that lost (or doubled) one character is read whole with it mended (refiner.formats.pythonic.mend_list)
+
+GCD = {s.name: s.params for s in load_tools([
+    {"name": "math_gcd", "parameters": {"type": "object", "properties": {
+        "num1": {"type": "integer"}, "num2": {"type": "integer"}}}},
+    {"name": "slope", "parameters": {"type": "object", "properties": {
+        "point1": {"type": "array", "items": {"type": "number"}}, "point2": {"type": "array", "items": {"type": "number"}},
+        "unit": {"type": "string"}}}},
+    {"name": "get_version", "parameters": {"type": "object", "properties": {}}},
+])}
+
+
+@pytest.mark.parametrize(
+    "fmt, text, calls",
+    [
+        # OLMo 3: the "(" after the tool name lost: the line starts with an offered tool's name glued to a parameter
+        (OLMO3, "<function_calls>math_gcdnum1=12, num2=18)\nmath_gcd(num1=81, num2=27)</function_calls>",
+         [ToolCall("math_gcd", {"num1": 12, "num2": 18}), ToolCall("math_gcd", {"num1": 81, "num2": 27})]),
+        # OLMo 3: a doubled "]" inside a value does not end the call's line (a list of lists is not what the tool takes)
+        (OLMO3, '<function_calls>slope(point1=[40.7, -74.0]], point2=[34.0, -118.2], unit="degree")</function_calls>',
+         [ToolCall("slope", {"point1": [40.7, -74.0], "point2": [34.0, -118.2], "unit": "degree"})]),
+        # OLMo 3: the ")" closing a line's call lost before the next line's call
+        (OLMO3, "<function_calls>math_gcd(num1=12, num2=18\nmath_gcd(num1=81, num2=27)</function_calls>",
+         [ToolCall("math_gcd", {"num1": 12, "num2": 18}), ToolCall("math_gcd", {"num1": 81, "num2": 27})]),
+        # Llama 4: a call without arguments that lost its "("
+        (L4, "<|python_start|>[get_version)]<|python_end|>", [ToolCall("get_version", {})]),
+        # LFM2: an "=" lost before a constant
+        (LFM2, "<|tool_call_start|>[math_gcd(num1=12, num2True)]<|tool_call_end|>",
+         [ToolCall("math_gcd", {"num1": 12, "num2": True})]),
+    ],
+)
+def test_a_body_that_lost_one_character_is_mended(fmt, text, calls):
+    got = fmt.parse_lenient(text, tools=GCD)
+    assert got.calls == calls, got.problems
+    assert not got.ok
+
+
+def test_a_glued_line_is_a_call_only_for_an_offered_tool():
+    """Without tools (or for a name no tool has) a line like ``math_gcdnum1=12)`` is not taken for a call."""
+    text = "<function_calls>math_gcdnum1=12, num2=18)</function_calls>"
+    assert OLMO3.parse_lenient(text).calls == []
+    assert OLMO3.parse_lenient(text, tools={"other": ["num1"]}).calls == []

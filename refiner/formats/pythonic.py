@@ -277,62 +277,84 @@ _CONSTANT_STARTS = frozenset("TFN")
 
 
 def _fast_read(
-    src: str, end: int = 1, calls: list[tuple[str, dict[str, Any]]] | None = None, limit: int | None = None
+    src: str,
+    end: int = 1,
+    calls: list[tuple[str, dict[str, Any]]] | None = None,
+    limit: int | None = None,
+    stopped: list[int] | None = None,
 ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
     """``(calls, end, status)``: status True when the whole list was read, False when reading stopped at a call it
     cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when that call may hold Python constants inside
-    a value. Reads on from ``end`` after ``calls`` when given (``end`` 1: from the first call)."""
+    a value. Reads on from ``end`` after ``calls`` when given (``end`` 1: from the first call). ``stopped``: where
+    reading stopped inside that call is appended to it (the position of the part it could not read)."""
     decode = JSON_DECODER.raw_decode
     next_arg = _FAST_NEXT_ARG.match
     if calls is None:
         calls = []
+    at = end
     m = _FAST_FIRST_CALL.match(src, 1) if end == 1 else _FAST_NEXT_CALL.match(src, end)
     while m is not None:
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
+            if stopped is not None:
+                stopped.append(m.start())
             return calls, end, m.end() == len(src)
         if name in _KEYWORDS or ("." in name and any(part in _KEYWORDS for part in name.split("."))):
             break
         if not name.isascii() and not all(_plain(part) for part in name.split(".")):
             break
         args: dict[str, Any] = {}
-        m = _FAST_FIRST_ARG.match(src, m.end())
+        at = m.end()
+        m = _FAST_FIRST_ARG.match(src, at)
         while m is not None:
             key = m.group(1)
+            at = m.end()
             if key is None:
                 if m.group(2) is None:  # ")"
                     break
                 # "**{...}": the renderer's form for keys that are not identifiers
                 try:
-                    more, pos = decode(src, m.end())
+                    more, pos = decode(src, at)
                 except (ValueError, RecursionError):
+                    if stopped is not None:
+                        stopped.append(at)
                     return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
                 if type(more) is not dict or not more.keys().isdisjoint(args):
+                    if stopped is not None:
+                        stopped.append(at)
                     return calls, end, False
                 args.update(more)
+                at = pos
                 m = next_arg(src, pos)
                 continue
             if key in args or key.startswith(_MANGLE) or not (key.isascii() or _plain(key)):
+                if stopped is not None:
+                    stopped.append(at)
                 return calls, end, False
             # a Python constant as the whole value, matched first: a failed decode costs a pass over the text
             # before it (the decoder's error counts the lines), which would make a long list quadratic
-            const = _CONSTANT_VALUE.match(src, m.end()) if src[m.end() : m.end() + 1] in _CONSTANT_STARTS else None
+            const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in _CONSTANT_STARTS else None
             if const is not None:
                 args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
             else:
                 try:
-                    args[key], pos = decode(src, m.end())
+                    args[key], pos = decode(src, at)
                 except (ValueError, RecursionError):
+                    if stopped is not None:
+                        stopped.append(at)
                     return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+            at = pos
             m = next_arg(src, pos)
         if m is None:
             break
         calls.append((name, args))
-        end = m.end()
+        end = at = m.end()
         if limit is not None and len(calls) >= limit:
             m = _FAST_NEXT_CALL.match(src, end)
             return calls, end, m is not None and m.group(1) is None and m.end() == len(src)
         m = _FAST_NEXT_CALL.match(src, end)
+    if stopped is not None:
+        stopped.append(at)
     return calls, end, False
 
 
@@ -534,9 +556,11 @@ _STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.S)
 # one with most arguments among those), else none is taken. An edit only inserts punctuation or drops a doubled
 # closer: every value read is text the model wrote.
 
-# Characters of the list, from the first call the fast reader stops at, where edits are tried; edits tried per list.
+# Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).
 MAX_MEND_WINDOW = 512
 MAX_MEND_EDITS = 768
+# Characters of the list after its plain-layout prefix beyond which it is not mended (each edit reads the rest).
+MAX_MEND_CHARS = 4096
 # Repair-budget units charged per edit tried and per 64 characters it reads (refiner.formats.jsonfix.charge).
 MEND_UNITS_PER_EDIT = 1
 MEND_CHARS_PER_UNIT = 64
@@ -594,9 +618,10 @@ def _mend_edits(src: str, start: int, stop: int) -> Iterator[tuple[int, str]]:
         if inside:
             continue
         if a in _WORD:
+            if b in _WORD or b == ")":
+                yield p, "("
             if b in _WORD:
                 yield p, "="
-                yield p, "("
             elif b and b in "\"'[{-":
                 yield p, "="
         if value_start and b:
@@ -616,14 +641,15 @@ def _mend_edits(src: str, start: int, stop: int) -> Iterator[tuple[int, str]]:
             yield p, ""
 
 
-def _read_from(src: str, end: int, calls: list[tuple[str, dict[str, Any]]]
+def _read_from(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], stopped: list[int] | None = None
                ) -> list[tuple[str, dict[str, Any]]] | None:
     """The calls of the list ``src`` read on from ``end`` (as :func:`fast_call_prefix` reads, after ``calls``) when
-    the rest of the list reads whole in the plain layout; else ``None``."""
-    got, stop, status = _fast_read(src, end, list(calls))
+    the rest of the list reads whole in the plain layout; else ``None`` (``stopped``: where reading stopped is
+    appended to it)."""
+    got, stop, status = _fast_read(src, end, list(calls), stopped=stopped)
     if status is _NESTED_CONSTANT:
         rewritten = src[:stop] + _FAST_CONSTANT.sub(_constant_to_json, src[stop:])
-        got, stop, status = _fast_read(rewritten, stop, got)
+        got, stop, status = _fast_read(rewritten, stop, got, stopped=stopped)
     return got if status is True else None
 
 
@@ -672,13 +698,17 @@ def mend_list(
     whole, and the readings such edits give agree, or the request's tools (``offered``: tool name -> parameter
     names) settle them (see above); else ``None``. Bounded: at most :data:`MAX_MEND_EDITS` edits within
     :data:`MAX_MEND_WINDOW` characters, each charged to the repair budget."""
-    if not src.startswith("[") or not src.endswith("]") or _refused(src):
+    if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or _refused(src):
         return None
-    stop = min(len(src), end + MAX_MEND_WINDOW)
+    stopped: list[int] = []
+    _read_from(src, end, calls, stopped)
+    at = stopped[-1] if stopped else end
+    start, stop = max(end, at - MAX_MEND_WINDOW // 2), min(len(src), at + MAX_MEND_WINDOW // 2)
+    edits = sorted(_mend_edits(src, start, stop), key=lambda e: abs(e[0] - at))[:MAX_MEND_EDITS]
     cost = MEND_UNITS_PER_EDIT + (len(src) - end) // MEND_CHARS_PER_UNIT
     readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], int, str]] = {}
-    for tried, (p, ch) in enumerate(_mend_edits(src, end, stop)):
-        if tried >= MAX_MEND_EDITS or not charge(cost):
+    for p, ch in edits:  # nearest to where reading stopped first
+        if not charge(cost):
             return None
         edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
         got = _read_from(edited, end, calls)

@@ -20,12 +20,15 @@ values are JSON values written as Python literals.
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, register
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools, register
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import (
@@ -206,9 +209,11 @@ class SentinelPythonic(WireFormat):
         matched for parentheses (a call not closed within them, and every call after them, is taken to the end of
         its line group as it is: ``toolace``'s recovery reads it from there)."""
         groups: list[list[str]] = []
+        glued = _glued_call(offered_tools())
         for line in src.split("\n", MAX_LINES)[:MAX_LINES]:
             stripped = line.strip()  # (looks_pythonic's pattern is slow on long leading whitespace)
-            if looks_pythonic(stripped[:MAX_NAME_CHARS]):
+            head = stripped[:MAX_NAME_CHARS]
+            if looks_pythonic(head) or (glued is not None and glued.match(head)):
                 groups.append([stripped])
             elif groups:
                 groups[-1].append(line)
@@ -222,11 +227,15 @@ class SentinelPythonic(WireFormat):
             for _ in range(MAX_LINES):
                 p = segment.find("(", pos)
                 if p < 0:
+                    if pos == 0:  # a call whose "(" was lost (the group starts with a tool's name): as it is
+                        pieces.append(segment.strip())
+                        pos = len(segment)
                     break
                 window = segment[p : p + budget]
                 close = matching_paren(window, 0)
                 budget -= min(close + 1, len(window))
-                if close >= len(window):  # not closed (within the characters left to match): taken as it is
+                if close >= len(window) or window[close] != ")":  # not closed (within the characters left to
+                    # match), or closed by another bracket (one was lost or doubled): taken as it is
                     pieces.append(segment[pos:].strip())
                     pos = len(segment)
                     break
@@ -256,6 +265,27 @@ class SentinelPythonic(WireFormat):
         if w.lines:
             return w.open + "\n".join(rendered) + w.close
         return f"{w.open}[{', '.join(rendered)}]{w.close}"
+
+
+# Offered tools whose names are matched at the start of a one-call-per-line line that does not start like a call.
+MAX_GLUED_TOOLS = 256
+
+
+def _glued_call(offered: Any) -> re.Pattern | None:
+    """For the request's tools: a pattern matching a line that starts with an offered tool's name glued to a
+    parameter's (``math_gcdnum1=12, num2=18)``: the ``(`` between them lost), which recovery then reads as a call;
+    ``None`` without tools."""
+    if not offered:
+        return None
+    names = sorted((n for n in list(offered)[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
+    if not names:
+        return None
+    return _glued_pattern(tuple(names))
+
+
+@functools.lru_cache(maxsize=64)
+def _glued_pattern(names: tuple[str, ...]) -> re.Pattern:
+    return re.compile("(?:" + "|".join(map(re.escape, names)) + r")[^\W\d]\w*[ \t]*=")
 
 
 @register
