@@ -158,3 +158,45 @@ def test_a_glued_line_is_a_call_only_for_an_offered_tool():
     text = "<function_calls>math_gcdnum1=12, num2=18)</function_calls>"
     assert OLMO3.parse_lenient(text).calls == []
     assert OLMO3.parse_lenient(text, tools={"other": ["num1"]}).calls == []
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A misspelt or foreign opening token before the calls is not read as part of them
+
+TWO = [ToolCall("f", {"a": 1}), ToolCall("g", {"b": "x"})]
+
+
+@pytest.mark.parametrize("opening", ["<functioncalls>", "<function-calls>", "<FUNCTION_CALLS>", "<function_calls",
+                                     "[function_calls]", "</function_list>", "<|action_start|><|plugin|>",
+                                     '"tool_calls"', "<|python_end|>"])
+def test_olmo3_misspelt_or_foreign_opening_token(opening):
+    got = OLMO3.parse_lenient(f'{opening}f(a=1)\ng(b="x")</function_calls>')
+    assert got.calls == TWO, got.problems
+    assert any(p.code == "missing_tag" for p in got.problems)
+
+
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        (L4, '[|python_start|][f(a=1), g(b="x")]<|python_end|>'),
+        (L4, '<|pythonstart|>[f(a=1), g(b="x")]<|python_end|>'),
+        (L4, '<|python_start|[f(a=1), g(b="x")]<|python_end|>'),
+        (L4, '<function=[f(a=1), g(b="x")]<|python_end|>'),
+        (LFM2, '[|tool_call_start|][f(a=1), g(b="x")]<|tool_call_end|>'),
+        (formats.get("toolace"), '<functionlist>[f(a=1), g(b="x")]</function_list>'),
+        (formats.get("toolace"), '<FUNCTION_LIST>[f(a=1), g(b="x")]</function_list>'),
+        (formats.get("toolace"), '</func_call>[f(a=1), g(b="x")]</function_list>'),
+        (formats.get("toolace"), '"function"[f(a=1), g(b="x")]</function_list>'),
+    ],
+)
+def test_list_after_a_misspelt_or_foreign_opening_token(fmt, text):
+    """Before, the token was read as part of the first call's name and the list's items as one item."""
+    got = fmt.parse_lenient(text)
+    assert got.calls == TWO, got.problems
+    assert any(p.code == "missing_tag" for p in got.problems)
+
+
+def test_text_holding_a_call_before_the_list_is_not_skipped():
+    """Only text without a call is skipped to reach the list: ``x(y=[f(a=1)])`` is not the list ``[f(a=1)]``."""
+    got = formats.get("toolace").parse_lenient("x(y=[f(a=1)])</function_list>")
+    assert [c.name for c in got.calls] == ["x"]

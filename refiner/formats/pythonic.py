@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import io
 import itertools
 import json
@@ -729,3 +730,53 @@ def mend_list(
     got, p, ch = choice[0]
     what = f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
     return got, what
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Where the calls start when the opening tag is missing (lenient)
+
+# Characters at the start of a body looked at for a misspelt or foreign opening tag.
+MAX_TAG_PREFIX = 256
+# A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call.
+_TAG_LIKE = re.compile(r'[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}")')
+# The start of a call list: "[name(".
+_LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
+
+
+@functools.lru_cache(maxsize=64)
+def tag_look_alike(tag: str) -> re.Pattern:
+    """A pattern matching ``tag`` as a model may misspell it: in any case, with ``_``, ``-``, a space or nothing
+    between its letters, in square brackets, its ``>`` (or ``|>``) lost."""
+    core = r"[_\-\s]?".join(map(re.escape, (c for c in tag if c.isalnum())))
+    return re.compile(r"[<\[]/?\|?\s*" + core + r"\s*\|?[>\]]?", re.IGNORECASE)
+
+
+def after_opening_tag(body: str, tag: str) -> int:
+    """Where the calls start in ``body`` (its opening ``tag`` missing), when it starts with ``tag`` misspelt
+    (:func:`tag_look_alike`) or with tags of another kind (:data:`_TAG_LIKE`, at most four) before them: the position
+    after those; else 0."""
+    head = body[:MAX_TAG_PREFIX]
+    m = tag_look_alike(tag).match(head.lstrip())
+    if m is not None:
+        return len(head) - len(head.lstrip()) + m.end()
+    pos = 0
+    for _ in range(4):
+        m = _TAG_LIKE.match(head, pos)
+        if m is None:
+            break
+        pos = m.end()
+    return pos
+
+
+def list_start(body: str) -> int:
+    """Where the call list (``[name(``) starts in ``body`` when a tag-like word comes before it (one word holding no
+    call: no space, no ``(``), as a misspelt or foreign opening tag leaves it (``<functionlist>[f(a=1)]``,
+    ``[|python_start|][f(a=1)]``); 0 when the list starts the body, is not found within :data:`MAX_TAG_PREFIX`
+    characters, or comes after prose (which salvage reads, and says so)."""
+    m = _LIST_START.search(body, 0, MAX_TAG_PREFIX)
+    if m is None:
+        return 0
+    before = body[: m.start()].strip()
+    if "(" in before or any(ch.isspace() for ch in before):
+        return 0
+    return m.start()

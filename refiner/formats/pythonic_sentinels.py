@@ -34,8 +34,10 @@ from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
     Literals,
+    after_opening_tag,
     dotted_name,
     fast_call_list,
+    list_start,
     looks_pythonic,
     matching_paren,
     parse_expr,
@@ -167,9 +169,11 @@ class SentinelPythonic(WireFormat):
         body = text[reasoning_offset(text) :]
         chunks = body.split(w.open)[1:]
         if not chunks:
-            if not (w.bare and body.lstrip().startswith("[")):
-                out.note("missing_tag", f"missing {w.open}")
-            chunks = [body]
+            # a misspelt or foreign opening token (or prose) before the calls is not read
+            skip = after_opening_tag(body, w.open) if w.lines else list_start(body)
+            if skip or not (w.bare and body.lstrip().startswith("[")):
+                out.note("missing_tag", f"missing {w.open}" + (f" (read after {body[:skip].strip()[:40]!r})" if skip else ""))
+            chunks = [body[skip:]]
         for n, chunk in enumerate(chunks[:MAX_RECOVERED_BLOCKS]):
             if budget_spent():
                 out.note("gave_up", "stopped: the repair budget is spent")

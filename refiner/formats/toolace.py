@@ -23,6 +23,7 @@ from refiner.formats.pythonic import (
     fast_call_list,
     fast_call_prefix,
     lenient_string,
+    list_start,
     looks_pythonic,
     matching_paren,
     mend_list,
@@ -131,6 +132,8 @@ class ToolAce(WireFormat):
         known = len(out.problems)
         src = lenient_region(text, OPEN, CLOSE, out.problems).strip()
         missing = [p.message for p in out.problems[known:]]
+        if f"missing {OPEN}" in missing:  # a misspelt or foreign opening tag (or prose) before the list is not read
+            src = src[list_start(src) :]
         # (with both tags there the strict parse already read this list whole and failed)
         self.recover_list(src, out, read_whole=bool(missing), at_end=f"missing {CLOSE}" in missing)
 
