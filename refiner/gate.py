@@ -99,6 +99,9 @@ class GateReport:
     cut: formats.Cut | None = None  # where the text was cut off, when it was
     # when the calls were read by salvage (salvage_report): where they were found
     salvaged: Salvage | None = None
+    # the format's reader restored one lost or doubled character and read the whole text with it (a "mended"
+    # problem): salvage does not replace that reading
+    mended: bool = False
 
     @property
     def passed(self) -> bool:
@@ -492,6 +495,7 @@ def check_text(
         report.calls = list(got.calls)
         report.strict_ok = got.ok
         report.cut = got.cut
+        report.mended = any(p.code == "mended" for p in got.problems)
         if not got.ok:
             reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
@@ -524,7 +528,7 @@ def salvage_report(
     """``report`` (:func:`check_text` on ``text`` in ``fmt``) with the calls read wherever the model put them, when
     the text is not valid in ``fmt`` and that reading is the better one (:func:`salvage_calls`): a new report on
     those calls (the ``format`` finding kept, ``salvaged`` saying where they were found); else ``report`` itself."""
-    if report.strict_ok:
+    if report.strict_ok or report.mended:
         return report
     found = salvage_calls(text, report.calls, tools)
     if found is None:

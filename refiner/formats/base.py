@@ -105,6 +105,7 @@ PROBLEM_CODES = (
     "bad_outputs",  # output labels or steps that could not be read
     "unreadable",  # a block or item nothing could be recovered from
     "unclosed",  # a bracket or call left open
+    "mended",  # one lost or doubled character restored, and the whole text read with it (the message says which)
     "truncated",  # the text stops inside a call, mid-value (cut short: Lenient.cut says where)
     "gave_up",  # a counted bound stopped recovery (the rest of the text was not read)
     "internal",  # a parser bug

@@ -7,13 +7,16 @@ v1 sequences end in a ``var_result`` pseudo-call without a label. Order matters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
+from refiner.formats.jsonfix import charge
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.strict import expect_str, json_in_prose, plain_calls, strict_fields
+from refiner.formats.pythonic import settle
+from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -59,7 +62,12 @@ class Nestful(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        value = lenient_json_in_prose(strip_reasoning(text), _looks_like_calls)
+        mended = mend_json_list(strip_reasoning(text), offered_tools())
+        if mended is not None:  # one character lost or doubled: the list read with it mended
+            value, what = mended
+            out.note("mended", f"broken call list read whole: {what}")
+        else:
+            value = lenient_json_in_prose(strip_reasoning(text), _looks_like_calls)
         if not isinstance(value, list):
             out.note("not_a_list", "calls are not a JSON list")
         for item in as_items(value):
@@ -74,3 +82,94 @@ class Nestful(WireFormat):
                 item["label"] = c.outputs[0]
             items.append(item)
         return dumps(items)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Mending a list that lost or doubled one character (lenient), as pythonic lists are mended
+# (refiner.formats.pythonic.mend_list): edits near where the JSON decoder stops, each read whole; the readings they give
+# compared, and settled by the request's tools when they differ. Only punctuation is inserted (or a doubled closer
+# dropped): every value read is text the model wrote.
+
+# Texts longer than this are not mended; characters around the decoder's stop where edits are tried; edits per text.
+MAX_MEND_CHARS = 8192
+MAX_MEND_WINDOW = 256
+MAX_MEND_EDITS = 512
+MEND_CHARS_PER_UNIT = 64  # repair-budget units per edit: 1 + its length / this (refiner.formats.jsonfix.charge)
+
+_MEND_WHAT = {'"': "a quote", ":": "a ':'", ",": "a comma", "[": "a '['", "]": "a ']'", "{": "a '{'", "}": "a '}'"}
+
+
+def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
+    """``(position, char)`` edits worth trying around ``at``: ``char`` inserted before ``position``, or (empty) the
+    doubled closer there dropped; never before the list's ``[`` or after its ``]``. Nearest to ``at`` first."""
+    edits = []
+    lo, hi = max(1, at - MAX_MEND_WINDOW // 2), min(len(src) - 1, at + MAX_MEND_WINDOW // 2)
+    for p in range(lo, hi + 1):
+        a, b, before = src[p - 1], src[p], src[p - 2] if p > 1 else ""
+        if a != '"' or b != '"':
+            edits.append((p, '"'))
+        if a == '"':
+            edits.append((p, ":"))
+        if a not in ",:[{ " or (a == " " and before not in ",:[{"):
+            edits.append((p, ","))
+        if a in ":[," or (a == " " and before in ":[,"):
+            edits += [(p, "["), (p, "{")]
+        if a not in ",:[{ ":
+            edits += [(p, "]"), (p, "}")]
+        if b in "]}" and a == b:
+            edits.append((p, ""))
+    edits.sort(key=lambda e: abs(e[0] - at))
+    return edits[:MAX_MEND_EDITS]
+
+
+def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
+    if not _looks_like_calls(value):
+        return None
+    calls = []
+    for item in value:
+        name, args = item.get("name"), item.get("arguments", {})
+        if type(name) is not str or not isinstance(args, dict):
+            return None
+        calls.append((name, args))
+    return calls
+
+
+def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple[list[Any], str] | None:
+    """For a text that is a JSON list of calls (``[`` first, ``]`` last) that does not decode: ``(the list, what
+    was mended)`` when one character inserted (or a doubled closer dropped) near where decoding stops makes it
+    decode whole to calls, and the readings such edits give agree or the tools settle them
+    (:func:`refiner.formats.pythonic.settle`); else ``None``. A quote inserted where only closing brackets follow
+    would close a string the text may simply stop in: never tried."""
+    src = text.strip()
+    if len(src) > MAX_MEND_CHARS or len(src) < 2 or src[0] != "[" or src[-1] != "]":
+        return None
+    try:
+        JSON_DECODER.raw_decode(src)
+        return None  # (valid JSON: there is nothing to mend, the list is read as it is)
+    except json.JSONDecodeError as e:
+        at = e.pos
+    except (ValueError, RecursionError):
+        return None
+    cost = 1 + len(src) // MEND_CHARS_PER_UNIT
+    closers_from = len(src.rstrip("]} \t\r\n"))  # only closing brackets from here on
+    readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
+    for p, ch in _json_edits(src, at):
+        if ch == '"' and p >= closers_from:
+            continue
+        if not charge(cost):
+            return None
+        edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
+        try:
+            value, end = JSON_DECODER.raw_decode(edited)
+        except (ValueError, RecursionError):
+            continue
+        calls = _as_calls(value) if end == len(edited) else None
+        if calls is None:
+            continue
+        key = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        readings.setdefault(key, (calls, value, p, ch))
+    chosen = settle(list(readings.values()), offered)
+    if chosen is None:
+        return None
+    _, value, p, ch = chosen
+    return value, (f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}")

@@ -597,11 +597,12 @@ def _string_spans(src: str, start: int, stop: int) -> list[tuple[int, int]]:
         i = end
 
 
-def _mend_edits(src: str, start: int, stop: int) -> Iterator[tuple[int, str]]:
+def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple[int, str]]:
     """``(position, char)`` edits worth trying in ``src[start:stop]``: ``char`` inserted before ``position``, or
     (``char`` empty) the doubled closer at ``position`` dropped. Punctuation other than quotes is only inserted
-    outside strings (read as Python reads them); a quote where one may open or close a value."""
-    spans = _string_spans(src, start, stop)
+    outside strings (read as Python reads them from ``outside``, a position outside any string: the call's start); a
+    quote where one may open or close a value."""
+    spans = _string_spans(src, outside, stop)
     k = 0
     n = len(src)
     for p in range(start, stop + 1):
@@ -660,7 +661,7 @@ _JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "bo
 def _value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     """Whether ``value`` has the JSON type ``param`` (a :class:`refiner.specs.Param`) declares, its items too."""
     kind = getattr(param, "type", None)
-    if kind is None or depth > 8 or (value is None and getattr(param, "nullable", False)):
+    if kind is None or depth > 8 or value is None:  # (None: the parameter left unset, as pythonic calls write it)
         return True
     if kind in ("integer", "number"):
         return type(value) is int or (kind == "number" and type(value) is float)
@@ -672,7 +673,7 @@ def _value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     return not (kind == "array" and items is not None and not all(_value_fits(v, items, depth + 1) for v in value))
 
 
-def _fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, bool, int]:
+def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, bool, int]:
     """How well a reading fits the offered tools: (every name and parameter offered, every value of its declared
     type, arguments read)."""
     named, typed, n = True, True, 0
@@ -690,6 +691,17 @@ def _fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) ->
     return named, typed, n
 
 
+def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
+    """The one reading of ``readings`` (each a tuple whose first item is its calls, ``[(name, arguments), ...]``)
+    to take: the only one; or, with the tools known, the only one that fits them best (:func:`tools_fit`: names and
+    parameters all offered, then values of the declared types, then most arguments); else ``None``."""
+    if len(readings) > 1 and offered:
+        fits = [(tools_fit(r[0], offered), r) for r in readings]
+        best = max(fit for fit, _ in fits)
+        readings = [r for fit, r in fits if fit == best] if best[0] else []
+    return readings[0] if len(readings) == 1 else None
+
+
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
@@ -705,7 +717,7 @@ def mend_list(
     _read_from(src, end, calls, stopped)
     at = stopped[-1] if stopped else end
     start, stop = max(end, at - MAX_MEND_WINDOW // 2), min(len(src), at + MAX_MEND_WINDOW // 2)
-    edits = sorted(_mend_edits(src, start, stop), key=lambda e: abs(e[0] - at))[:MAX_MEND_EDITS]
+    edits = sorted(_mend_edits(src, start, stop, end), key=lambda e: abs(e[0] - at))[:MAX_MEND_EDITS]
     cost = MEND_UNITS_PER_EDIT + (len(src) - end) // MEND_CHARS_PER_UNIT
     readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], int, str]] = {}
     for p, ch in edits:  # nearest to where reading stopped first
@@ -718,16 +730,10 @@ def mend_list(
         key = json.dumps(got, sort_keys=True, ensure_ascii=False, default=str)
         if key not in readings:
             readings[key] = (got, p, ch)
-    if not readings:
+    chosen = settle(list(readings.values()), offered)
+    if chosen is None:
         return None
-    choice = list(readings.values())
-    if len(choice) > 1 and offered:
-        fits = [(_fit(r[0], offered), r) for r in choice]
-        best = max(fit for fit, _ in fits)
-        choice = [r for fit, r in fits if fit == best] if best[0] else []
-    if len(choice) != 1:
-        return None
-    got, p, ch = choice[0]
+    got, p, ch = chosen
     what = f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
     return got, what
 

@@ -277,8 +277,8 @@ MAX_GLUED_TOOLS = 256
 
 def _glued_call(offered: Any) -> re.Pattern | None:
     """For the request's tools: a pattern matching a line that starts with an offered tool's name glued to a
-    parameter's (``math_gcdnum1=12, num2=18)``: the ``(`` between them lost), which recovery then reads as a call;
-    ``None`` without tools."""
+    parameter's (``math_gcdnum1=12, num2=18)``: the ``(`` between them lost) or to ``)`` (``get_version)``), which
+    recovery then reads as a call; ``None`` without tools."""
     if not offered:
         return None
     names = sorted((n for n in list(offered)[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
@@ -289,7 +289,7 @@ def _glued_call(offered: Any) -> re.Pattern | None:
 
 @functools.lru_cache(maxsize=64)
 def _glued_pattern(names: tuple[str, ...]) -> re.Pattern:
-    return re.compile("(?:" + "|".join(map(re.escape, names)) + r")[^\W\d]\w*[ \t]*=")
+    return re.compile("(?:" + "|".join(map(re.escape, names)) + r")(?:[^\W\d]\w*[ \t]*=|[ \t]*\))")
 
 
 @register

@@ -167,7 +167,7 @@ class ToolAce(WireFormat):
             if mended is not None:  # one character lost or doubled: the list read with it mended
                 calls, what = mended
                 out.calls.extend(ToolCall.trusted(name, args) for name, args in calls)
-                out.note("bad_argument" if "'('" not in what else "bad_name", f"broken call list read whole: {what}")
+                out.note("mended", f"broken call list read whole: {what}")
                 return
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
         if end:

@@ -1,0 +1,63 @@
+"""NESTFUL (a bare JSON list of calls) read leniently: a list that lost or doubled one character is read whole with
+it mended (refiner.formats.nestful.mend_json_list), never a value made up, never a text that stops completed."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats.nestful import mend_json_list
+from refiner.pipeline import Refiner
+from refiner.specs import load_tools
+
+NESTFUL = formats.get("nestful")
+TOOLS = [{"name": "calculate_bmi", "parameters": {"type": "object", "properties": {
+    "weight_kg": {"type": "number"}, "height_m": {"type": "number"}}}}]
+BMI = [ToolCall("calculate_bmi", {"weight_kg": 70, "height_m": 1.75})]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[{"name": "calculate_bmi", "arguments": {"weight_kg" 70, "height_m": 1.75}}]',  # a ':' (read as 0 before)
+        '[{"name": "calculate_bmi", "arguments": {"weight_kg: 70, "height_m": 1.75}}]',  # a key's closing quote
+        '[{"name": "calculate_bmi", "arguments: {"weight_kg": 70, "height_m": 1.75}}]',  # "arguments"'s quote
+        '["name": "calculate_bmi", "arguments": {"weight_kg": 70, "height_m": 1.75}}]',  # the call's '{'
+        '[{"name": "calculate_bmi", "arguments": {"weight_kg": 70, "height_m": 1.75}}}]',  # a doubled '}'
+    ],
+)
+def test_one_lost_or_doubled_character_is_mended(text):
+    got = NESTFUL.parse_lenient(text)
+    assert got.calls == BMI, got.problems
+    assert [p.code for p in got.problems] == ["mended"]
+    # through the pipeline: the mended reading is the one refined (salvage, which finds no call object in the
+    # broken text, does not replace it)
+    res = Refiner().refine({"tools": TOOLS, "upstream": text, "format": "nestful"})
+    assert NESTFUL.parse_strict(res["refined"]) == BMI
+
+
+def test_labels_are_kept():
+    text = '[{"name": "f", "arguments": {"a" 1}, "label": "$var_1"}, {"name": "g", "arguments": {"b": "$var_1.x$"}}]'
+    got = NESTFUL.parse_lenient(text)
+    assert got.calls == [ToolCall("f", {"a": 1}, ("$var_1",)), ToolCall("g", {"b": "$var_1.x$"})]
+
+
+def test_a_text_that_stops_inside_a_string_is_not_mended():
+    """``"tolls]}}]``: a quote lost before the closers, or a text cut inside the string; the text does not say, so
+    it is not closed into a whole call."""
+    text = '[{"name": "directions", "arguments": {"start": "New York", "avoid": ["highways", "tolls]}}]'
+    assert mend_json_list(text) is None
+    got = NESTFUL.parse_lenient(text)
+    assert not any(p.code == "mended" for p in got.problems)
+
+
+def test_the_tools_settle_a_mended_reading_and_without_them_none_is_taken():
+    """``[3, 4]]``: a doubled ']' or a lost '[' (a list of lists); the parameter's declared type settles it."""
+    text = '[{"name": "ttest", "arguments": {"group1": [3, 4]], "group2": [7, 8]}}]'
+    assert mend_json_list(text) is None
+    specs = {s.name: s.params for s in load_tools([{"name": "ttest", "parameters": {"type": "object", "properties": {
+        "group1": {"type": "array", "items": {"type": "integer"}},
+        "group2": {"type": "array", "items": {"type": "integer"}}}}}])}
+    value, what = mend_json_list(text, specs)
+    assert value == [{"name": "ttest", "arguments": {"group1": [3, 4], "group2": [7, 8]}}] and "doubled" in what
