@@ -61,3 +61,14 @@ def test_the_tools_settle_a_mended_reading_and_without_them_none_is_taken():
         "group2": {"type": "array", "items": {"type": "integer"}}}}}])}
     value, what = mend_json_list(text, specs)
     assert value == [{"name": "ttest", "arguments": {"group1": [3, 4], "group2": [7, 8]}}] and "doubled" in what
+
+
+def test_a_mended_item_must_be_a_call_and_more_arguments_outweigh_loose_types():
+    """``, arguments": {...}`` lost the key's opening quote; a quote before the space would make a key
+    ``" arguments"`` (an item with no arguments): not a NESTFUL call. And a value of a type the spec declares
+    otherwise (BFCL passes "dontcare" for an integer) does not make a reading with fewer arguments win."""
+    text = '[{"name": "lookup", arguments": {"artist": "Imagine Dragons", "year": "dontcare"}}]'
+    specs = {s.name: s.params for s in load_tools([{"name": "lookup", "parameters": {"type": "object", "properties": {
+        "artist": {"type": "string"}, "year": {"type": "integer"}}}}])}
+    got = NESTFUL.parse_lenient(text, tools=specs)
+    assert got.calls == [ToolCall("lookup", {"artist": "Imagine Dragons", "year": "dontcare"})], got.problems

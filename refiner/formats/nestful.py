@@ -122,13 +122,18 @@ def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
     return edits[:MAX_MEND_EDITS]
 
 
+_ITEM_KEYS = frozenset(("name", "arguments", "label"))
+
+
 def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls of a well-formed NESTFUL list (items of a name, an arguments object and maybe a label), else
+    ``None``."""
     if not _looks_like_calls(value):
         return None
     calls = []
     for item in value:
-        name, args = item.get("name"), item.get("arguments", {})
-        if type(name) is not str or not isinstance(args, dict):
+        name, args = item.get("name"), item.get("arguments")
+        if type(name) is not str or not isinstance(args, dict) or not _ITEM_KEYS.issuperset(item):
             return None
         calls.append((name, args))
     return calls
@@ -137,7 +142,7 @@ def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
 def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple[list[Any], str] | None:
     """For a text that is a JSON list of calls (``[`` first, ``]`` last) that does not decode: ``(the list, what
     was mended)`` when one character inserted (or a doubled closer dropped) near where decoding stops makes it
-    decode whole to calls, and the readings such edits give agree or the tools settle them
+    decode whole to well-formed calls, and the readings such edits give agree or the tools settle them
     (:func:`refiner.formats.pythonic.settle`); else ``None``. A quote inserted where only closing brackets follow
     would close a string the text may simply stop in: never tried."""
     src = text.strip()

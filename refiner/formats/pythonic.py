@@ -553,9 +553,8 @@ _STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.S)
 # after the name (``gcdnum1=12``), a quote, a comma, a bracket; or hold one closing bracket twice. The first call the
 # fast reader cannot read is tried with each such edit near it, and an edit counts when the whole rest of the list
 # then reads in the plain layout. The readings the edits give are compared: one reading is taken; several are
-# settled by the request's tools when they are known (the reading whose names and parameters are all offered, the
-# one with most arguments among those), else none is taken. An edit only inserts punctuation or drops a doubled
-# closer: every value read is text the model wrote.
+# settled by the request's tools when they are known (see settle), else none is taken. An edit only inserts
+# punctuation or drops a doubled closer: every value read is text the model wrote.
 
 # Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).
 MAX_MEND_WINDOW = 512
@@ -673,9 +672,10 @@ def _value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     return not (kind == "array" and items is not None and not all(_value_fits(v, items, depth + 1) for v in value))
 
 
-def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, bool, int]:
-    """How well a reading fits the offered tools: (every name and parameter offered, every value of its declared
-    type, arguments read)."""
+def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool]:
+    """How well a reading fits the offered tools: (every name and parameter offered, arguments read, every value of
+    its declared type). (Declared types come last: specs declare some types loosely, BFCL passes "dontcare" for
+    integers.)"""
     named, typed, n = True, True, 0
     for name, args in calls:
         n += len(args)
@@ -688,13 +688,13 @@ def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any
                 named = typed = False
             elif isinstance(params, Mapping) and not _value_fits(value, params[key]):
                 typed = False
-    return named, typed, n
+    return named, n, typed
 
 
 def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
     """The one reading of ``readings`` (each a tuple whose first item is its calls, ``[(name, arguments), ...]``)
     to take: the only one; or, with the tools known, the only one that fits them best (:func:`tools_fit`: names and
-    parameters all offered, then values of the declared types, then most arguments); else ``None``."""
+    parameters all offered, then most arguments, then values of the declared types); else ``None``."""
     if len(readings) > 1 and offered:
         fits = [(tools_fit(r[0], offered), r) for r in readings]
         best = max(fit for fit, _ in fits)
