@@ -62,12 +62,13 @@ class Nestful(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        mended = mend_json_list(strip_reasoning(text), offered_tools())
+        body = strip_reasoning(text)
+        mended = mend_json_list(body, offered_tools())
         if mended is not None:  # one character lost or doubled: the list read with it mended
             value, what = mended
             out.note("mended", f"broken call list read whole: {what}")
         else:
-            value = lenient_json_in_prose(strip_reasoning(text), _looks_like_calls)
+            value = lenient_json_in_prose(body, _looks_like_calls)
         if not isinstance(value, list):
             out.note("not_a_list", "calls are not a JSON list")
         for item in as_items(value):
@@ -145,6 +146,8 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
     decode whole to well-formed calls, and the readings such edits give agree or the tools settle them
     (:func:`refiner.formats.pythonic.settle`); else ``None``. A quote inserted where only closing brackets follow
     would close a string the text may simply stop in: never tried."""
+    if len(text) > 2 * MAX_MEND_CHARS:
+        return None
     src = text.strip()
     if len(src) > MAX_MEND_CHARS or len(src) < 2 or src[0] != "[" or src[-1] != "]":
         return None
