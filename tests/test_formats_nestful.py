@@ -72,3 +72,38 @@ def test_a_mended_item_must_be_a_call_and_more_arguments_outweigh_loose_types():
         "artist": {"type": "string"}, "year": {"type": "integer"}}}}])}
     got = NESTFUL.parse_lenient(text, tools=specs)
     assert got.calls == [ToolCall("lookup", {"artist": "Imagine Dragons", "year": "dontcare"})], got.problems
+
+
+ROUTE_TOOLS = [{"name": "route", "parameters": {"type": "object", "properties": {
+    "start": {"type": "string"}, "stops": {"type": "array", "items": {"type": "string"}},
+    "coords": {"type": "array", "items": {"type": "number"}}, "unit": {"type": "string"}}}}]
+ROUTE = {s.name: s.params for s in load_tools(ROUTE_TOOLS)}
+
+
+def test_list_arguments_that_lost_their_brackets_are_read_for_array_parameters():
+    """Every bracket removed (the list's own and its list arguments'): the bare values after a member are its list
+    when the tools declare that parameter an array (json repair dropped all but the first value)."""
+    text = ('{"name": "route", "arguments": {"start": "SF", "stops": "Santa Barbara", "Monterey", "unit": "km"}}, '
+            '{"name": "route", "arguments": {"coords": 33.4, -112.0}}')
+    got = NESTFUL.parse_lenient(text, tools=ROUTE)
+    assert got.calls == [ToolCall("route", {"start": "SF", "stops": ["Santa Barbara", "Monterey"], "unit": "km"}),
+                         ToolCall("route", {"coords": [33.4, -112.0]})], got.problems
+    assert [p.code for p in got.problems] == ["mended"]
+    res = Refiner().refine({"tools": ROUTE_TOOLS, "upstream": text, "format": "nestful"})
+    assert NESTFUL.parse_strict(res["refined"]) == got.calls
+
+
+@pytest.mark.parametrize(
+    "text, tools",
+    [
+        # the parameter is not an array: the bare value is not its list
+        ('{"name": "route", "arguments": {"start": "SF", "Oakland", "unit": "km"}}', ROUTE),
+        # the values do not fit the array's items
+        ('{"name": "route", "arguments": {"coords": "north", "south"}}', ROUTE),
+        # no tools: nothing says the parameter takes a list
+        ('{"name": "route", "arguments": {"stops": "Santa Barbara", "Monterey"}}', None),
+    ],
+)
+def test_bare_values_are_a_list_only_where_the_tools_say_so(text, tools):
+    got = NESTFUL.parse_lenient(text, tools=tools)
+    assert not any(p.code == "mended" for p in got.problems)

@@ -15,7 +15,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
 from refiner.formats.jsonfix import charge
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic import settle
+from refiner.formats.pythonic import settle, value_fits
 from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
@@ -67,6 +67,9 @@ class Nestful(WireFormat):
         if mended is not None:  # one character lost or doubled: the list read with it mended
             value, what = mended
             out.note("mended", f"broken call list read whole: {what}")
+        elif (loose := read_bare_lists(body, offered_tools())) is not None:  # its brackets lost
+            value, what = loose
+            out.note("mended", f"call list read whole: {what}")
         else:
             value = lenient_json_in_prose(body, _looks_like_calls)
         if not isinstance(value, list):
@@ -181,3 +184,137 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
         return None
     _, value, p, ch = chosen
     return value, (f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Lists that lost their brackets (lenient)
+#
+# NESTFUL's only "tags" are the brackets of its list; a text that lost them all lost its list arguments' brackets
+# too: ``{"name": "f", "arguments": {"stops": "Santa Barbara", "Monterey", "unit": "km"}}``. Values that follow a
+# member's value where the next key should be are that member's list, read as such when the tools declare the
+# parameter an array whose items they fit; otherwise nothing is read this way (json repair drops such values).
+
+MAX_LOOSE_DEPTH = 32
+
+
+class _NotLoose(ValueError):
+    pass
+
+
+def _ws(src: str, i: int) -> int:
+    while i < len(src) and src[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _loose_value(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[Any, int]:
+    """The JSON value at ``i`` (after spaces), objects read with :func:`_loose_object`; ``(value, end)``."""
+    i = _ws(src, i)
+    if depth > MAX_LOOSE_DEPTH or i >= len(src):
+        raise _NotLoose
+    ch = src[i]
+    if ch == "{":
+        return _loose_object(src, i + 1, depth + 1, loosened)
+    if ch == "[":
+        out: list[Any] = []
+        i = _ws(src, i + 1)
+        if src.startswith("]", i):
+            return out, i + 1
+        while True:
+            value, i = _loose_value(src, i, depth + 1, loosened)
+            out.append(value)
+            i = _ws(src, i)
+            if src.startswith(",", i):
+                i += 1
+            elif src.startswith("]", i):
+                return out, i + 1
+            else:
+                raise _NotLoose
+    try:
+        return JSON_DECODER.raw_decode(src, i)
+    except (ValueError, RecursionError):
+        raise _NotLoose from None
+
+
+def _next_is_key(src: str, j: int) -> bool:
+    if not src.startswith('"', j):
+        return False
+    try:
+        key, k = JSON_DECODER.raw_decode(src, j)
+    except ValueError:
+        return False
+    return src.startswith(":", _ws(src, k))
+
+
+def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[dict, int]:
+    """The object whose ``{`` ends at ``i``: members ``"key": value``, where values following a member's value in
+    place of the next key (``"k": 1, 2, "m": 3``) make that member a list (recorded in ``loosened``)."""
+    obj: dict[str, Any] = {}
+    i = _ws(src, i)
+    if src.startswith("}", i):
+        return obj, i + 1
+    while True:
+        i = _ws(src, i)
+        if not src.startswith('"', i):
+            raise _NotLoose
+        key, i = _loose_value(src, i, depth, loosened)
+        i = _ws(src, i)
+        if not isinstance(key, str) or not src.startswith(":", i) or key in obj:
+            raise _NotLoose
+        value, i = _loose_value(src, i + 1, depth, loosened)
+        more = []
+        i = _ws(src, i)
+        while src.startswith(",", i):
+            j = _ws(src, i + 1)
+            if _next_is_key(src, j) or src.startswith("}", j):
+                break
+            extra, i = _loose_value(src, j, depth, loosened)
+            more.append(extra)
+            i = _ws(src, i)
+        if more:
+            value = [value, *more]
+            loosened.append((obj, key))
+        obj[key] = value
+        if src.startswith(",", i):
+            i += 1
+        elif src.startswith("}", i):
+            return obj, i + 1
+        else:
+            raise _NotLoose
+
+
+def read_bare_lists(text: str, offered: Mapping[str, Any] | None) -> tuple[list[Any], str] | None:
+    """For a NESTFUL text whose brackets were lost (its call objects one after another, list arguments written as
+    bare values): ``(the list of calls, what was read so)`` when every such argument is one the tools declare an
+    array its values fit (:func:`refiner.formats.pythonic.value_fits`); else ``None``. Linear in the text (at most
+    :data:`MAX_MEND_CHARS` characters)."""
+    if not offered or len(text) > 2 * MAX_MEND_CHARS:
+        return None
+    src = text.strip()
+    if len(src) > MAX_MEND_CHARS or not src.startswith(("{", "[")):
+        return None
+    loosened: list[tuple[dict, str]] = []
+    try:
+        if src.startswith("["):
+            items, end = _loose_value(src, 0, 0, loosened)
+        else:  # the list's own brackets lost too: the call objects one after another
+            items, end = [], 0
+            while True:
+                item, end = _loose_value(src, end, 0, loosened)
+                items.append(item)
+                end = _ws(src, end)
+                if not src.startswith(",", end):
+                    break
+                end += 1
+    except (_NotLoose, RecursionError):
+        return None
+    calls = _as_calls(items) if _ws(src, end) == len(src) else None
+    if calls is None or not loosened:
+        return None
+    for obj, key in loosened:
+        owner = next((name for name, args in calls if args is obj), None)
+        params = offered.get(owner) if owner is not None else None
+        param = params.get(key) if isinstance(params, Mapping) else None
+        if getattr(param, "type", None) != "array" or not value_fits(obj[key], param):
+            return None
+    return items, "list argument(s) written without brackets: " + ", ".join(repr(k) for _, k in loosened[:4])

@@ -657,7 +657,7 @@ def _read_from(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], stop
 _JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool}
 
 
-def _value_fits(value: Any, param: Any, depth: int = 0) -> bool:
+def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     """Whether ``value`` has the JSON type ``param`` (a :class:`refiner.specs.Param`) declares, its items too."""
     kind = getattr(param, "type", None)
     if kind is None or depth > 8 or value is None:  # (None: the parameter left unset, as pythonic calls write it)
@@ -669,7 +669,7 @@ def _value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     if not isinstance(value, _JSON_TYPES.get(kind, object)):
         return False
     items = getattr(param, "items", None)
-    return not (kind == "array" and items is not None and not all(_value_fits(v, items, depth + 1) for v in value))
+    return not (kind == "array" and items is not None and not all(value_fits(v, items, depth + 1) for v in value))
 
 
 def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool]:
@@ -686,7 +686,7 @@ def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any
         for key, value in args.items():
             if key not in params:
                 named = typed = False
-            elif isinstance(params, Mapping) and not _value_fits(value, params[key]):
+            elif isinstance(params, Mapping) and not value_fits(value, params[key]):
                 typed = False
     return named, n, typed
 
