@@ -173,3 +173,20 @@ def test_a_text_that_stops_is_not_mended_into_a_whole_list(text):
     got = formats.get("toolace").parse_lenient(text, tools={"f": ["a"], "g": ["b"]})
     assert not any("broken call list read whole" in p.message for p in got.problems)
     assert got.cut is not None and got.cut.index == 1
+
+
+@pytest.mark.parametrize(
+    "text, calls",
+    [
+        ("<function_list>[f(a=1), g(city='Paris' unit='c')]</function_list>",
+         [ToolCall("f", {"a": 1}), ToolCall("g", {"city": "Paris", "unit": "c"})]),
+        ("<function_list>[g(city'Paris', unit='c')]</function_list>", [ToolCall("g", {"city": "Paris", "unit": "c"})]),
+        ("<function_list>[g(city='Paris, unit='c')]</function_list>", [ToolCall("g", {"city": "Paris", "unit": "c"})]),
+    ],
+)
+def test_a_single_quoted_list_is_mended_too(text, calls):
+    """Pythonic dialects often quote with single quotes; a list quoted so throughout is mended like the plain
+    layout (with its quotes swapped, which reads every string the same)."""
+    got = formats.get("toolace").parse_lenient(text, tools={"f": ["a"], "g": ["city", "unit"]})
+    assert got.calls == calls, got.problems
+    assert any(p.code == "mended" for p in got.problems)

@@ -710,9 +710,14 @@ def mend_list(
     character inserted (or a doubled closer dropped) near the first call that does not read makes the rest read
     whole, and the readings such edits give agree, or the request's tools (``offered``: tool name -> parameter
     names) settle them (see above); else ``None``. Bounded: at most :data:`MAX_MEND_EDITS` edits within
-    :data:`MAX_MEND_WINDOW` characters, each charged to the repair budget."""
+    :data:`MAX_MEND_WINDOW` characters, each charged to the repair budget. A list quoted with single quotes only
+    (no double quote, no backslash) is mended with its quotes swapped: the plain layout's strings are JSON's, and
+    every string reads the same either way."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or _refused(src):
         return None
+    if "'" in src and '"' not in src and "\\" not in src:
+        src = src.replace("'", '"')
+        calls, end, _ = fast_call_prefix(src)
     stopped: list[int] = []
     _read_from(src, end, calls, stopped)
     at = stopped[-1] if stopped else end
