@@ -190,3 +190,17 @@ def test_a_single_quoted_list_is_mended_too(text, calls):
     got = formats.get("toolace").parse_lenient(text, tools={"f": ["a"], "g": ["city", "unit"]})
     assert got.calls == calls, got.problems
     assert any(p.code == "mended" for p in got.problems)
+
+
+@pytest.mark.parametrize(
+    "body, args",
+    [
+        ("[f(a=1, b=], c=0.0)]", {"a": 1, "b": [], "c": 0.0}),  # an empty list's '['
+        ("[f(a=1, b=[, c=[])]", {"a": 1, "b": [], "c": []}),  # ... or its ']'
+        ('[f(a="x /FI \\"IMAGE\\")]', {"a": 'x /FI "IMAGE"'}),  # the closing quote after an escaped one
+        ('[f(a=", b="NY")]', {"a": "", "b": "NY"}),  # one quote of an empty string
+    ],
+)
+def test_empty_values_and_escaped_quotes_are_mended(body, args):
+    got = formats.get("toolace").parse_lenient(f"<function_list>{body}</function_list>")
+    assert got.calls == [ToolCall("f", args)], got.problems

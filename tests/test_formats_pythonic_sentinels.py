@@ -200,3 +200,10 @@ def test_text_holding_a_call_before_the_list_is_not_skipped():
     """Only text without a call is skipped to reach the list: ``x(y=[f(a=1)])`` is not the list ``[f(a=1)]``."""
     got = formats.get("toolace").parse_lenient("x(y=[f(a=1)])</function_list>")
     assert [c.name for c in got.calls] == ["x"]
+
+
+@pytest.mark.parametrize("opening", ["<function=", "]"])
+def test_olmo3_opening_glued_to_the_first_name(opening):
+    """Another dialect's tag start (``<function=``, Qwen3-Coder's) or a lone bracket glued to the first call."""
+    got = OLMO3.parse_lenient(f'{opening}f(a=1)\ng(b="x")</function_calls>')
+    assert got.calls == TWO, got.problems

@@ -613,8 +613,8 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         before = src[p - 2] if p > 1 else ""
         value_start = (a in _VALUE_AFTER or (a == " " and before in _VALUE_AFTER)) and b not in ' \n,)]}'
         value_end = (b in _VALUE_BEFORE or b == "") and a not in " \n([{,:="
-        # a quote: opening a value, or closing one
-        if b != '"' and a != '"' and (value_start or value_end):
+        # a quote: opening a value (an empty string's too), or closing one (after an escaped quote too)
+        if (value_start or value_end) and (a != '"' or before == "\\") and (b != '"' or a in _VALUE_AFTER):
             yield p, '"'
         if inside:
             continue
@@ -628,10 +628,14 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         if value_start and b:
             yield p, "["
             yield p, "{"
+        elif a in _VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
+            yield p, "[" if b == "]" else "{"
         if value_end:
             yield p, ")"
             yield p, "]"
             yield p, "}"
+        elif a in "[{" and b in _VALUE_BEFORE:  # ... or its closer
+            yield p, "]" if a == "[" else "}"
         if b == " " and a and a not in " \n,([{:=":
             yield p, ","
             if a == '"':
@@ -748,8 +752,11 @@ def mend_list(
 
 # Characters at the start of a body looked at for a misspelt or foreign opening tag.
 MAX_TAG_PREFIX = 256
-# A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call.
-_TAG_LIKE = re.compile(r'[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}")')
+# A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call; an
+# XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
+_TAG_LIKE = re.compile(
+    r'[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))'
+)
 # The start of a call list: "[name(".
 _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
 
