@@ -207,3 +207,21 @@ def test_olmo3_opening_glued_to_the_first_name(opening):
     """Another dialect's tag start (``<function=``, Qwen3-Coder's) or a lone bracket glued to the first call."""
     got = OLMO3.parse_lenient(f'{opening}f(a=1)\ng(b="x")</function_calls>')
     assert got.calls == TWO, got.problems
+
+
+def test_olmo3_stray_bracket_before_the_lines():
+    """OLMo 3's opening token written as '[' (no ']' closes it): the lines after it are the calls, all of them."""
+    got = OLMO3.parse_lenient('[f(a=1)\ng(b="x")\nf(a=2)</function_calls>')
+    assert got.calls == [*TWO, ToolCall("f", {"a": 2})], got.problems
+
+
+def test_a_doubled_closer_is_read_sooner_than_a_lost_opener_when_types_do_not_tell():
+    """``elements=[...]]``: a doubled ']' or a list of lists whose '[' was lost; the tool declares an array without
+    item types, so the shallower reading is taken."""
+    text = '<|tool_call_start|>[sort_list(elements=["a", "b"]], order="desc"), g(b="x")]<|tool_call_end|>'
+    specs = {s.name: s.params for s in load_tools([
+        {"name": "sort_list", "parameters": {"type": "object", "properties": {
+            "elements": {"type": "array"}, "order": {"type": "string"}}}},
+        {"name": "g", "parameters": {"type": "object", "properties": {"b": {"type": "string"}}}}])}
+    got = LFM2.parse_lenient(text, tools=specs)
+    assert got.calls == [ToolCall("sort_list", {"elements": ["a", "b"], "order": "desc"}), ToolCall("g", {"b": "x"})]

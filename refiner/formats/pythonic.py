@@ -676,10 +676,18 @@ def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     return not (kind == "array" and items is not None and not all(value_fits(v, items, depth + 1) for v in value))
 
 
-def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool]:
+def _depth(value: Any, level: int = 0) -> int:
+    if level > 32 or not isinstance(value, (list, dict)):
+        return level
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in items), default=level + 1)
+
+
+def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool, int]:
     """How well a reading fits the offered tools: (every name and parameter offered, arguments read, every value of
-    its declared type). (Declared types come last: specs declare some types loosely, BFCL passes "dontcare" for
-    integers.)"""
+    its declared type, the values' nesting, shallower first). (Declared types come after the arguments read: specs
+    declare some types loosely, BFCL passes "dontcare" for integers. Nesting last: ``[3, 4]]`` is a doubled ']'
+    sooner than a list of lists whose '[' was lost.)"""
     named, typed, n = True, True, 0
     for name, args in calls:
         n += len(args)
@@ -692,13 +700,14 @@ def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any
                 named = typed = False
             elif isinstance(params, Mapping) and not value_fits(value, params[key]):
                 typed = False
-    return named, n, typed
+    return named, n, typed, -sum(_depth(v) for _, args in calls for v in args.values())
 
 
 def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
     """The one reading of ``readings`` (each a tuple whose first item is its calls, ``[(name, arguments), ...]``)
     to take: the only one; or, with the tools known, the only one that fits them best (:func:`tools_fit`: names and
-    parameters all offered, then most arguments, then values of the declared types); else ``None``."""
+    parameters all offered, then most arguments, then values of the declared types, then the shallowest values);
+    else ``None``."""
     if len(readings) > 1 and offered:
         fits = [(tools_fit(r[0], offered), r) for r in readings]
         best = max(fit for fit, _ in fits)

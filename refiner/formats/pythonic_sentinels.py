@@ -196,6 +196,9 @@ class SentinelPythonic(WireFormat):
                 add_call(out, item)
             return
         close = "" if at_end else "]"  # (a list the text stops in is left open, as written)
+        if self.wrapper.lines and src.startswith("[") and not at_end and not src.endswith("]"):
+            src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
+            out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
         if self.wrapper.lines and not src.startswith("["):
             src = "[" + ", ".join(self._line_calls(src, out)) + close
         elif not src.startswith("["):
