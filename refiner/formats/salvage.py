@@ -117,6 +117,9 @@ _SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")
 _GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
 _STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()]*")  # between a structured call and the next one
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
+# A tool name written right before its JSON arguments: an identifier, or Kimi-K2's call id functions.NAME:INDEX.
+_NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")
+_V3_TYPE = "function"
 
 
 def normalise(name: str) -> str:
@@ -494,6 +497,9 @@ class _Scan:
         value, end = self._object_value(at)
         if not isinstance(value, dict):
             return at + 1
+        named = self.named_object(at, end, value)
+        if named is not None:
+            return named
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
@@ -527,6 +533,47 @@ class _Scan:
                 call = ToolCall(resolved, call.arguments, call.outputs)
         fmt_name = next((f.name for f in by_rank() if f.claims_value(value)), None)
         self.add(Site(at, end, [call], "JSON call object", fmt_name, True, where, self.line_of(at)))
+        return end
+
+    def named_object(self, at: int, end: int, value: dict) -> int | None:
+        """The object at ``at`` as the arguments of the tool named right before it: ``NAME{...}`` (Mistral v11's and
+        DeepSeek V3.1's calls once their tokens are lost; Kimi-K2's call id ``functions.NAME:0`` too), or, alone in a
+        code fence, the name on the line before the fence (DeepSeek V3's layout, its type word ``function`` glued
+        before the name once the separator is lost). A call when structured and offered (any name without tools);
+        where scanning goes on, or ``None`` when the object is not one."""
+        text, lo = self.text, max(self.at, at - PREFIX_CHARS)
+        start = at
+        while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
+            start -= 1
+        fenced = start == at
+        if fenced:  # NAME \n ```json \n {...}: the name line before the fence, the object alone after it
+            line = text.rfind("\n", lo, at)
+            if line < 0 or text[line + 1 : at].strip() or not self.in_fence(at):
+                return None
+            fence = text.rfind("\n", lo, line)
+            if fence < 0 or not text[fence + 1 : line].strip().startswith("```"):
+                return None
+            k = text.rfind("\n", lo, fence)
+            if k < 0 and lo > self.at:
+                return None
+            start = skip_ws(text, k + 1 if k >= 0 else self.at)
+            written = text[start:fence].rstrip()
+        else:
+            written = text[start:at]
+        m = _NAMED_HEAD.fullmatch(written)
+        if m is None:
+            return None
+        written = m.group(1)
+        structured, where, listed = self.context(start)
+        if not structured:
+            return None
+        name, hit = (written, None) if self.offered is None else _resolve(written, self.offered)
+        if hit is None and fenced and written.startswith(_V3_TYPE) and self.offered is not None:
+            name, hit = _resolve(written[len(_V3_TYPE) :], self.offered)
+        if self.offered is not None and hit is None:
+            return None
+        call = ToolCall(hit or name, {str(k): v for k, v in value.items()})
+        self.add(Site(start, end, [call], "named JSON arguments", None, True, where, self.line_of(start)))
         return end
 
     def _object_value(self, at: int) -> tuple[Any, int]:
