@@ -179,5 +179,8 @@ def test_v11_prose_is_never_read_as_a_call():
 def test_pipeline_reads_v11_calls_with_every_token_lost():
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}}}}]
-    res = Refiner().refine({"upstream": 'get_weather{"city": "Paris"}', "tools": tools, "format": "mistral_v11"})
-    assert V11.parse_strict(res["refined"]) == [ToolCall("get_weather", {"city": "Paris"})]
+    for text in ('get_weather{"city": "Paris"}', '<tool_calls>get_weather[ARGS]{"city": "Paris"}',
+                 '<｜tool▁calls▁end｜>get_weather[ARGS]{"city": "Paris"}', '[tool_calls]get_weather[ARGS]{"city": "Paris"}',
+                 '[TOOL_CALLS]get_weather[args]{"city": "Paris"}'):
+        res = Refiner().refine({"upstream": text, "tools": tools, "format": "mistral_v11"})
+        assert V11.parse_strict(res["refined"]) == [ToolCall("get_weather", {"city": "Paris"})], text

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import keyword
 import re
 from collections.abc import Mapping, Sequence
@@ -120,6 +121,12 @@ _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
 # A tool name written right before its JSON arguments: an identifier, or Kimi-K2's call id functions.NAME:INDEX.
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")
 _V3_TYPE = "function"
+
+
+@functools.lru_cache(maxsize=1)
+def _tokens() -> tuple[str, ...]:
+    """Every registered format's markers and closers that may stand between a tool name and its arguments."""
+    return tuple(m for f in by_rank() for m in (*f.detection.markers, *f.detection.closers) if len(m) > 2)
 
 
 def normalise(name: str) -> str:
@@ -542,7 +549,11 @@ class _Scan:
         before the name once the separator is lost). A call when structured and offered (any name without tools);
         where scanning goes on, or ``None`` when the object is not one."""
         text, lo = self.text, max(self.at, at - PREFIX_CHARS)
-        start = at
+        name_end = at
+        if not (text[at - 1 : at].isalnum() or text[at - 1 : at] in ("_", ".", "-", ":")):
+            # a format's own token between the name and the object: NAME[ARGS]{...} after another format's token
+            name_end = next((at - len(t) for t in _tokens() if text.endswith(t, lo, at)), at)
+        start = name_end
         while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
             start -= 1
         fenced = start == at
@@ -559,7 +570,7 @@ class _Scan:
             start = skip_ws(text, k + 1 if k >= 0 else self.at)
             written = text[start:fence].rstrip()
         else:
-            written = text[start:at]
+            written = text[start:name_end]
         m = _NAMED_HEAD.fullmatch(written)
         if m is None:
             return None
