@@ -186,8 +186,12 @@ class _DeepSeek(WireFormat):
     def _call_start(text: str, lo: int, sep: int) -> int:
         """Where a call whose separator is at ``sep`` starts when its call token was lost: after the token or line
         break before it (not before ``lo``)."""
-        after = [text.rfind(t, lo, sep) + len(t) for t in (CALLS_BEGIN, CALL_END, CALLS_END) if text.rfind(t, lo, sep) >= 0]
-        return max([lo, text.rfind("\n", lo, sep) + 1, *after])
+        starts = [lo, text.rfind("\n", lo, sep) + 1]
+        for token in (CALLS_BEGIN, CALL_END, CALLS_END):
+            i = text.rfind(token, lo, sep)
+            if i >= 0:
+                starts.append(i + len(token))
+        return max(starts)
 
     def _recover_bare(self, text: str, start: int, out: Lenient) -> None:
         """No call token or separator at all: the calls' own shape, when it is unambiguous: V3's

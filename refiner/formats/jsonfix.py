@@ -350,11 +350,11 @@ def _mend_at(text: str, e: json.JSONDecodeError) -> tuple[int, str] | None:
         if start >= 0 and comma > start and not text[comma + 1 : close].strip() and _before(text, start) == ":":
             return comma, '"'
         return None
-    if msg.startswith("Expecting property name enclosed in double quotes") or msg.startswith("Expecting value"):
-        if _BARE_TEXT.match(text, pos) and not _VALUE_START.match(text, pos):
-            if msg.startswith("Expecting value") and _before(text, pos) not in (":", "[", ","):
-                return None
-            return pos, '"'
+    key = msg.startswith("Expecting property name enclosed in double quotes")
+    if (key or (msg.startswith("Expecting value") and _before(text, pos) in (":", "[", ","))) and (
+        _BARE_TEXT.match(text, pos) and not _VALUE_START.match(text, pos)
+    ):
+        return pos, '"'
     return None
 
 

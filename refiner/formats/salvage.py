@@ -575,7 +575,7 @@ class _Scan:
         if m is None:
             return None
         written = m.group(1)
-        structured, where, listed = self.context(start)
+        structured, where, _ = self.context(start)
         if not structured:
             return None
         name, hit = (written, None) if self.offered is None else _resolve(written, self.offered)
