@@ -101,7 +101,9 @@ def test_misspelt_tokens_are_read_as_the_tokens():
     for bad in ("<｜TOOL▁CALL▁BEGIN｜>", "<｜tool▁call▁begin｜", "[｜tool▁call▁begin｜]", "<｜tool▁ca_ll▁begin｜>",
                 "<|tool_call_begin|>", "<｜tool call begin｜>"):
         v31 = V31.parse_lenient(f'{B}{bad}a{SEP}{{"x": 1}}{CE}{CB}b{SEP}{{}}{CE}{E}')
-        v3 = V3.parse_lenient(f'{B}{bad}function{SEP}a\n```json\n{{"x": 1}}\n```{CE}\n{CB}function{SEP}b\n```json\n{{}}\n```{CE}{E}')
+        v3 = V3.parse_lenient(
+            f'{B}{bad}function{SEP}a\n```json\n{{"x": 1}}\n```{CE}\n{CB}function{SEP}b\n```json\n{{}}\n```{CE}{E}'
+        )
         assert v31.calls == want and v3.calls == want, bad
         assert "missing_tag" in {p.code for p in v31.problems}
     for bad in ("<｜tool▁sep｜", "<｜TOOL▁SEP｜>", "[｜tool▁sep｜]", "<｜tool_▁sep｜>"):

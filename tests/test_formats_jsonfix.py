@@ -320,9 +320,16 @@ def test_a_lost_quote_or_colon_is_put_back_where_the_decoder_stops(no_json_repai
     assert jsonfix.lenient_json(text) == expected
 
 
-@pytest.mark.parametrize("text", ['{"a": 1, "b', '{"note": "see: the', '{"a": "x", "b": "y'])
+@pytest.mark.parametrize("text", ['{"a": 1, "b', '{"note": "see: the', '{"a": "x", "b": "y', '{"a": "x}'])
 def test_cut_texts_are_not_mended(text):
     assert jsonfix._mended(text, _error(text)) is None
+
+
+def test_a_value_whose_closing_quote_was_lost_before_a_closing_tag():
+    """Before a closing tag the text was not cut: the brackets that end it close the value's string too."""
+    assert jsonfix.lenient_json('{"a": 1, "b": "x}', at_end=False) == {"a": 1, "b": "x"}
+    assert jsonfix.lenient_json('{"a": ["x", "y]}', at_end=False) == {"a": ["x", "y"]}
+    assert jsonfix.lenient_json('{"a": 1, "b": "x}', at_end=True) == {"a": 1, "b": "x}"}  # at the end: a cut
 
 
 def _error(text: str) -> json.JSONDecodeError:

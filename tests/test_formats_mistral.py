@@ -160,7 +160,8 @@ def test_v11_misspelt_tokens_are_read_as_the_tokens():
 
 def test_v11_calls_whose_token_was_lost_or_replaced_by_another_formats():
     a, b = ToolCall("a.b", {"x": 1}), ToolCall("c", {"y": [2]})
-    for lead in ("", "<tool_call>", "<｜tool▁calls▁begin｜>", "<|python_tag|>", '"tool_calls"', "]", "Calling:\n"):
+    leads = ("", "<tool_call>", "<｜tool▁calls▁begin｜>", "<|python_tag|>", '"tool_calls"', "]", "Calling:\n")
+    for lead in leads:
         got = V11.parse_lenient(f'{lead}a.b[ARGS]{{"x": 1}}[TOOL_CALLS]c[ARGS]{{"y": [2]}}')
         assert got.calls == [a, b], lead
     # every token lost: NAME{...} one after another
@@ -180,7 +181,7 @@ def test_pipeline_reads_v11_calls_with_every_token_lost():
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}}}}]
     for text in ('get_weather{"city": "Paris"}', '<tool_calls>get_weather[ARGS]{"city": "Paris"}',
-                 '<｜tool▁calls▁end｜>get_weather[ARGS]{"city": "Paris"}', '[tool_calls]get_weather[ARGS]{"city": "Paris"}',
-                 '[TOOL_CALLS]get_weather[args]{"city": "Paris"}'):
+                 '<｜tool▁calls▁end｜>get_weather[ARGS]{"city": "Paris"}',
+                 '[tool_calls]get_weather[ARGS]{"city": "Paris"}', '[TOOL_CALLS]get_weather[args]{"city": "Paris"}'):
         res = Refiner().refine({"upstream": text, "tools": tools, "format": "mistral_v11"})
         assert V11.parse_strict(res["refined"]) == [ToolCall("get_weather", {"city": "Paris"})], text

@@ -46,7 +46,9 @@ _WORD = re.compile(r"[^\s<]*")
 # A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant.
 _LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to=[^\s<]+\s*\Z")
 # A recipient in a header whose "=" was lost ("commentary tofunctions.NAME", "to functions.NAME").
-_LOST_EQUALS = re.compile(r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+)to[ \t]*:?[ \t]*(?=functions\.)")
+_LOST_EQUALS = re.compile(
+    r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+)to[ \t]*:?[ \t]*(?=functions\.)"
+)
 RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
 
 

@@ -256,7 +256,7 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
-        mended = _mended(text, e)
+        mended = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
         if mended is not None:
             return finite(mended)
         if _ran_off_the_end(text, e) and _charge(complete_cost(text)):
@@ -291,9 +291,10 @@ _KEY_COLON = re.compile(r'([^":\\\n]{1,64}):[ \t]')  # a key whose closing quote
 _VALUE_START = re.compile(r'["\[{\-0-9]|true\b|false\b|null\b')
 _BARE_TEXT = re.compile(r'[^\s"{}\[\],:0-9\-][^"{}\[\]\n]{0,256}"')  # a string whose opening quote was lost
 _STRING_BEFORE = re.compile(r'"\s*\Z')
+_CLOSERS_AT_END = re.compile(r"[\]}][\s\]}]*\Z")
 
 
-def _mended(text: str, e: json.JSONDecodeError) -> Any:
+def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> Any:
     """The value of ``text`` once the quote or colon its decoding error points at is put back (up to
     :data:`MAX_MENDS` of them, one per error), or ``None``:
 
@@ -302,12 +303,14 @@ def _mended(text: str, e: json.JSONDecodeError) -> Any:
     - a colon lost after a key (``{"a" 1}``);
     - a string value whose closing quote was lost runs to the next key's opening quote (``{"a": "x, "b": 2}``): the
       quote goes before the comma the value ends with;
-    - an opening quote lost before a key or a string value (``{a": 1}``, ``{"a": x"}``).
+    - an opening quote lost before a key or a string value (``{a": 1}``, ``{"a": x"}``);
+    - with ``closed`` (the text does not end where the parsed text ends: a closing tag follows, so it was not cut),
+      the last string value's closing quote, lost before the brackets that end the text (``{"a": "x}``).
 
     Each step inserts one character where the decoder stopped; nothing is invented and the rest is decoded as it
     is. Each decoding costs what a completion of the text does."""
     for _ in range(MAX_MENDS):
-        fix = _mend_at(text, e)
+        fix = _mend_at(text, e, closed)
         if fix is None or not _charge(complete_cost(text)):
             return None
         at, char = fix
@@ -321,14 +324,19 @@ def _mended(text: str, e: json.JSONDecodeError) -> Any:
     return None
 
 
-def _mend_at(text: str, e: json.JSONDecodeError) -> tuple[int, str] | None:
+def _mend_at(text: str, e: json.JSONDecodeError, closed: bool) -> tuple[int, str] | None:
     """Where to put back which character for the decoding error ``e`` (see :func:`_mended`), or ``None``."""
     msg, pos = e.msg, e.pos
     if msg.startswith("Unterminated string"):  # pos: the opening quote
-        if _before(text, pos) in ("{", ","):
+        before = _before(text, pos)
+        if before in ("{", ","):
             m = _KEY_COLON.match(text, pos + 1)
             if m is not None:
                 return m.end(1), '"'
+        if closed and before in (":", "[", ","):
+            m = _CLOSERS_AT_END.search(text, pos + 1)
+            if m is not None and m.start() > pos + 1:
+                return m.start(), '"'
         return None
     if msg.startswith("Expecting ':' delimiter"):
         close = text.rfind('"', 0, pos)
@@ -347,7 +355,8 @@ def _mend_at(text: str, e: json.JSONDecodeError) -> tuple[int, str] | None:
             return None
         start = text.rfind('"', 0, close)
         comma = text.rfind(",", start + 1, close)
-        if start >= 0 and comma > start and not text[comma + 1 : close].strip() and _before(text, start) == ":":
+        swallowed = start >= 0 and comma > start and not text[comma + 1 : close].strip()
+        if swallowed and _before(text, start) in (":", "[", ","):  # (a value: after ':', or an item of a list)
             return comma, '"'
         return None
     key = msg.startswith("Expecting property name enclosed in double quotes")
