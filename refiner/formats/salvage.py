@@ -12,12 +12,18 @@ decoder and :mod:`refiner.formats.jsonfix`).
 Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
 
     answer   := (noise | site)*
-    site     := tagged | object | call | quoted
+    site     := tagged | named | object | call | quoted
     tagged   := MARKER ...             a registered format's first marker to the end of the text, read by that
                                        format's parse_lenient (the site ends after the format's last closer when
                                        one follows its last marker); formats sharing a marker are told apart by
                                        their sniff hooks, as detection does; with no marker anywhere, the first
                                        format (by rank) whose closer occurs reads the whole text
+    named    := NAME [TOKEN] object    a tool name right before its arguments, as a sentinel format's call reads once
+                                       its tokens are lost (NAME{...}, Kimi-K2's id functions.NAME:0{...}), or with
+                                       a registered format's token between them (NAME[ARGS]{...}); or NAME alone on
+                                       the line before a code fence holding the object (DeepSeek V3's layout, its
+                                       type word "function" glued before the name); counts when structured and
+                                       offered (any name without tools)
     object   := "{" ... "}"            a JSON object, or a Python dict literal (single quotes, True/None), or one
                                        repaired by json_repair, that either a bare registered format claims
                                        (claims_value: an OpenAI message with tool_calls, ...) or that holds a tool
