@@ -240,7 +240,7 @@ def _next_is_key(src: str, j: int) -> bool:
     if not src.startswith('"', j):
         return False
     try:
-        key, k = JSON_DECODER.raw_decode(src, j)
+        _, k = JSON_DECODER.raw_decode(src, j)
     except ValueError:
         return False
     return src.startswith(":", _ws(src, k))

@@ -621,9 +621,7 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         if a in _WORD:
             if b in _WORD or b == ")":
                 yield p, "("
-            if b in _WORD:
-                yield p, "="
-            elif b and b in "\"'[{-":
+            if b and (b in _WORD or b in "\"'[{-"):
                 yield p, "="
         if value_start and b:
             yield p, "["
