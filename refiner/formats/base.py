@@ -292,6 +292,11 @@ class WireFormat:
         calls) is this format's."""
         return False
 
+    def region_start(self, body: str, at: int) -> int:
+        """Where the calls of ``body`` that :func:`refiner.formats.salvage.salvage` found by this format's marker at
+        ``at`` start: the marker itself, unless the format writes part of a call before it."""
+        return at
+
     # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:

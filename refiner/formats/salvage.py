@@ -275,6 +275,8 @@ class _Scan:
         for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
             if any(a <= start < b for a, b in self.claimed):
                 continue
+            # (a format whose call starts before its marker, GLM's name line above its first <arg_key>, says where)
+            start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
             # the format reads from its first marker to the end (its closers need not end it: Mistral's [ARGS] is
             # followed by the arguments); the region claimed from the other readers ends after its last closer when
             # one follows its last marker
