@@ -42,7 +42,8 @@ FUZZY_MIN = 5  # letters a word needs before a one-letter slip is read as it
 class Hit:
     """A tag token of the text: ``text[start:end]``. ``word``: the vocabulary word it spells (``"arg_key"``), or
     ``None`` for another format's tag (``foreign``); ``closing``: written with a slash (``</...``, ``[/...``);
-    ``eq``: ended by ``=``; ``exact``: written exactly as one of the format's own tags."""
+    ``eq``: ended by ``=``; ``exact``: written exactly as one of the format's own tags; ``ended``: ended by ``>``,
+    ``]`` or ``=`` (not when its end was lost)."""
 
     start: int
     end: int
@@ -50,6 +51,7 @@ class Hit:
     closing: bool = False
     eq: bool = False
     exact: bool = False
+    ended: bool = True
 
     @property
     def foreign(self) -> bool:
@@ -131,7 +133,7 @@ class Speller:
         if m is not None:
             word = self._near(m.group(2))
             if word is not None:
-                return Hit(pos, m.end(), word, bool(m.group(1)), m.group(3) == "=")
+                return Hit(pos, m.end(), word, bool(m.group(1)), m.group(3) == "=", False)
         return None
 
     def _spelt(self, text: str, m: re.Match) -> Hit | None:
@@ -143,7 +145,7 @@ class Speller:
                 return None
             if not text[m.end() :].strip():
                 return None
-        return Hit(m.start(), m.end(), word, bool(m.group(1)), end == "=")
+        return Hit(m.start(), m.end(), word, bool(m.group(1)), end == "=", False, end is not None)
 
     def _near(self, raw: str) -> str | None:
         core = _letters(raw)
