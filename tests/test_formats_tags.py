@@ -82,3 +82,16 @@ def test_scanning_is_linear_in_the_tags_met():
     text = "<arg_valu>" * 20_000 + "[" * 50_000 + "<" * 50_000
     hits = list(GLM.scan(text))
     assert len(hits) == 20_000
+
+
+def test_json_block_tags_are_put_right_only_where_the_grammar_places_them():
+    from refiner.formats.tags import respell_json_tags
+
+    sp = Speller(("<tool_call>", "</tool_call>"))
+    body = '{"name": "f", "parameters": {"q": "[/tool_call] <TOOL_CALL>"}}\n{"name": "g", "parameters": {}}'
+    fixed, notes = respell_json_tags(f"<TOOL_CALL>\n{body}\n[/tool_call]\n<response>ok</response>", 0, sp,
+                                     "<tool_call>", "</tool_call>")
+    assert fixed == f"<tool_call>\n{body}\n</tool_call>\n<response>ok</response>" and len(notes) == 2
+    # a look-alike not followed by JSON is prose; one inside a string stays
+    assert respell_json_tags("I would write <TOOL_CALL> blocks.", 0, sp, "<tool_call>", "</tool_call>") is None
+    assert respell_json_tags(f"<tool_call>\n{body}\n</tool_call>", 0, sp, "<tool_call>", "</tool_call>") is None

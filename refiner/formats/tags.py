@@ -164,3 +164,40 @@ class Speller:
             if hit is not None:
                 yield hit
                 pos = hit.end
+
+
+_PAYLOAD = re.compile(r"[ \t\r\n]*[\[{]")
+
+
+def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, close_tag: str
+                      ) -> tuple[str, list[str]] | None:
+    """For a format whose calls are JSON between ``open_tag`` and ``close_tag`` (API-Bank, MiniMax, Jamba...): the
+    text with a tag written wrong where the grammar places one put right, and what was changed; ``None`` when nothing
+    was. Outside a block, a look-alike of either tag or another format's tag followed by the JSON (``{`` or ``[``,
+    whitespace aside) is the opening tag; inside one, such a token standing alone at the end of its line right after
+    the JSON (``}`` or ``]``) is the closing tag. Any other token is text (a string's content)."""
+    edits: list[tuple[int, int, str]] = []
+    inside = False
+    for h in speller.scan(text, start):
+        if h.exact:
+            inside = text.startswith(open_tag, h.start) if open_tag != close_tag else not inside
+            continue
+        if not inside:
+            if _PAYLOAD.match(text, h.end):
+                edits.append((h.start, h.end, open_tag))
+                inside = True
+            continue
+        line_end = text.find("\n", h.end)
+        rest = text[h.end : line_end if line_end >= 0 else len(text)]
+        if not rest.strip() and text[start : h.start].rstrip().endswith(("}", "]")):
+            edits.append((h.start, h.end, close_tag))
+            inside = False
+    if not edits:
+        return None
+    parts, pos, notes = [], 0, []
+    for a, b, new in edits:
+        parts += [text[pos:a], new]
+        notes.append(f"tag {text[a:b][:40]!r} read as {new}")
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts), notes
