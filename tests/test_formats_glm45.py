@@ -170,3 +170,35 @@ def test_a_text_cut_inside_a_tag_stays_cut():
     assert cut.cut is not None and cut.cut.arguments == {}
     assert G.parse_lenient("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_ke").cut.arguments == {
         "a": 1}
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "zone": {"type": "string"}}}}}
+    for n in ("get_weather", "get_time")]
+
+
+def _strip_tags(text: str) -> str:
+    for tag in G.tags:
+        text = text.replace(tag, "")
+    return text.strip()
+
+
+def test_calls_whose_tags_were_all_dropped_are_read_by_the_offered_tools():
+    # GLM's tags are special tokens: a decoder that skips them leaves the name, key and value lines
+    two = G.render([CALL, ToolCall("get_time", {"city": "", "zone": "UTC"})])
+    bare = _strip_tags(two)
+    assert bare == "get_weather\ncity\nParis\ndays\n2\n\nget_time\ncity\n\nzone\nUTC"
+    res = Refiner().refine({"upstream": bare, "format": "glm45", "tools": WEATHER_TOOLS})
+    assert res["refined"] == two, res
+    assert Refiner().refine({"upstream": "Here you go.\n" + bare, "format": "glm45", "tools": WEATHER_TOOLS})[
+        "refined"] == two
+    # without tools, or with lines that are not the offered tools' names and parameters, it is prose
+    assert Refiner().refine({"upstream": bare, "format": "glm45"})["calls"] == []
+    for prose in ["get_weather\ncity\nParis\nthen I will tell you more", "weather\ncity\nParis",
+                  "get_weather\ntown\nParis", "get_weather\ncity\nParis\ncity\nRome", "get_weather\n\ncity\nParis",
+                  "get_weather\ncity", "get_weather"]:
+        got = G.read_untagged(prose, 0, {"get_weather": ["city", "days"]})
+        assert got is None, prose
+        assert Refiner().refine({"upstream": prose, "format": "glm45", "tools": WEATHER_TOOLS})["calls"] == [], prose
+
+

@@ -191,3 +191,24 @@ def test_tag_like_text_inside_a_value_is_text():
 def test_a_text_cut_inside_a_tag_stays_cut():
     got = Q.parse_lenient("<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter")
     assert got.cut is not None and got.cut.arguments == {}
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "zone": {"type": "string"}}}}}
+    for n in ("get_weather", "get_time")]
+
+
+def test_calls_whose_tags_were_all_dropped_are_read_by_the_offered_tools():
+    two = Q.render([CALL, ToolCall("get_time", {"zone": "line one\n\nline three", "city": ""})])
+    bare = two
+    for tag in Q.tags:
+        bare = bare.replace(tag, "")
+    bare = bare.strip()
+    assert bare.startswith("get_weather>\ncity>\nParis\n\ndays>\n2\n\n")
+    res = Refiner().refine({"upstream": bare, "format": "qwen3_coder", "tools": WEATHER_TOOLS})
+    assert res["refined"] == two, res
+    assert Refiner().refine({"upstream": bare, "format": "qwen3_coder"})["calls"] == []
+    offered = {"get_weather": ["city", "days"]}
+    for prose in ["get_weather>\nParis\ncity>\nRome", "weather>\ncity>\nParis", "get_weather>", "get_weather>\n"
+                  "town>\nParis"]:
+        assert Q.read_untagged(prose, 0, offered) is None, prose

@@ -36,6 +36,7 @@ from refiner.formats.tags import Hit, Speller
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
+    untagged_lines,
     mark_xml_cut,
     read_key,
     read_value,
@@ -114,6 +115,40 @@ class Glm45(WireFormat):
         if not body[line:at].strip() and line > 0:
             line = body.rfind("\n", 0, line - 1) + 1
         return line if at - line <= NAME_LINE_CHARS else at
+
+    def read_untagged(
+        self, text: str, start: int, offered: Mapping[str, Sequence[str]]
+    ) -> tuple[int, int, list[ToolCall]] | None:
+        """GLM's calls with every tag dropped (its tags are special tokens: a decoder that skips them leaves
+        ``NAME\\nKEY\\nVALUE\\n...``, a blank line between calls), read by the offered tools alone: from the first line
+        that names an offered tool and is followed by one of its parameters, calls made of such a name line, then
+        lines alternating a parameter of that tool (each once) and its value (one line; an empty one is an empty
+        string), up to a blank line; blank lines between calls, and nothing after the last one. A call with no
+        argument, a value over several lines, or any other line, and this is not such a text."""
+        lines = untagged_lines(text, start)
+        if lines is None:
+            return None
+        i = next((k for k, (_, _, ln) in enumerate(lines[:-1])
+                  if ln in offered and lines[k + 1][2] in offered[ln]), None)
+        if i is None:
+            return None
+        first, calls, end = lines[i][0], [], lines[i][1]
+        while i < len(lines):
+            if not lines[i][2].strip():
+                i += 1
+                continue
+            name = lines[i][2]
+            params = set(offered.get(name) or ())
+            args: dict[str, Any] = {}
+            i += 1
+            while i < len(lines) and lines[i][2] in params and lines[i][2] not in args and i + 1 < len(lines):
+                args[lines[i][2]] = read_value(lines[i + 1][2], tags=VALUE_TAGS)
+                end = lines[i + 1][1]
+                i += 2
+            if not args or not (i == len(lines) or not lines[i][2].strip()):
+                return None
+            calls.append(ToolCall(name, args))
+        return first, end, calls
 
     # Strict
 

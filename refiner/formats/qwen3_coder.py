@@ -42,6 +42,7 @@ from refiner.formats.tags import Hit, Speller
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
+    untagged_lines,
     mark_xml_cut,
     read_key,
     read_value,
@@ -125,6 +126,59 @@ class QwenCoder(WireFormat):
         if not body[line:at].strip() and line > 0:
             line = body.rfind("\n", 0, line - 1) + 1
         return line if line >= lo else at
+
+    def read_untagged(
+        self, text: str, start: int, offered: Mapping[str, Sequence[str]]
+    ) -> tuple[int, int, list[ToolCall]] | None:
+        """The calls with every tag dropped (``NAME>``, then ``KEY>`` and the value's lines, blank lines where the
+        closing tags were), read by the offered tools alone: from the first line ``NAME>`` naming an offered tool
+        that is followed by a line ``KEY>`` for one of its parameters, calls made of such a name line and parameter
+        lines (each parameter once), a value running from the line after its ``KEY>`` to the next such line (the
+        blank lines the lost tags leave at its end dropped, and the template's newline at its start). A call with no
+        argument, or other text before a call's first parameter, and this is not such a text."""
+        lines = untagged_lines(text, start)
+        if lines is None:
+            return None
+        names = {f"{n}>": n for n in offered}
+
+        def keys_of(name: str) -> dict[str, str]:
+            return {f"{k}>": k for k in offered.get(name) or ()}
+
+        i = next((k for k, (_, _, ln) in enumerate(lines[:-1]) if ln in names and lines[k + 1][2] in
+                  keys_of(names[ln])), None)
+        if i is None:
+            return None
+        first, calls, end = lines[i][0], [], lines[i][1]
+        while i < len(lines):
+            if not lines[i][2].strip():
+                i += 1
+                continue
+            if lines[i][2] not in names:
+                return None
+            name = names[lines[i][2]]
+            keys = keys_of(name)
+            args: dict[str, Any] = {}
+            i += 1
+            while i < len(lines) and lines[i][2] in keys and keys[lines[i][2]] not in args:
+                key = keys[lines[i][2]]
+                j = i + 1
+                while j < len(lines) and not (lines[j][2] in names or (lines[j][2] in keys and keys[lines[j][2]]
+                                                                        not in args and keys[lines[j][2]] != key)):
+                    j += 1
+                last = j - 1
+                while last > i and not lines[last][2].strip():
+                    last -= 1
+                if last == i:  # no value line: an empty value is written as a blank line
+                    value = ""
+                else:
+                    value = text[lines[i + 1][0] : lines[last][1]]
+                    end = lines[last][1]
+                args[key] = read_value(value, True, VALUE_TAGS)
+                i = j
+            if not args:
+                return None
+            calls.append(ToolCall(name, args))
+        return first, end, calls
 
     # Strict
 
