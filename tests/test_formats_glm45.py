@@ -202,3 +202,12 @@ def test_calls_whose_tags_were_all_dropped_are_read_by_the_offered_tools():
         assert Refiner().refine({"upstream": prose, "format": "glm45", "tools": WEATHER_TOOLS})["calls"] == [], prose
 
 
+
+
+def test_a_stray_value_end_after_the_name_of_a_call_without_arguments_is_dropped():
+    # GLM-5 has been seen writing "<tool_call>NAME</arg_value></tool_call>" for a call without arguments
+    text = "<tool_call>list_mailboxes</arg_value></tool_call>"
+    assert not G.is_valid(text)
+    assert G.parse_lenient(text).calls == [ToolCall("list_mailboxes", {})]
+    assert Refiner().refine({"upstream": text, "format": "glm45"})["refined"] == "<tool_call>list_mailboxes\n</tool_call>"
+    assert G.parse_lenient("<tool_call>list_mailboxes</arg_value>").calls == []  # no end: nothing to read as a call

@@ -150,3 +150,24 @@ def test_a_tag_like_string_inside_a_call_is_text():
     text = '[tool_calls]\n{"name": "c", "arguments": {"q": "[/tool_calls]"}}\n{"name": "c", "arguments": {"q": "x"}}\n'
     got = fmt.parse_lenient(text)
     assert got.calls == [ToolCall("c", {"q": "[/tool_calls]"}), call]
+
+
+@pytest.mark.parametrize("name", ["minimax", "apibank"])
+def test_a_call_line_that_lost_its_opening_brace(name):
+    fmt = formats.get(name)
+    calls = [ToolCall("get_temp", {"city": "Seattle", "hours": 3}), ToolCall("get_temp", {"city": "Lima", "hours": 3})]
+    good = fmt.render(calls)
+    for k in range(2):
+        i = [j for j, ch in enumerate(good) if ch == "{" and good[j - 1] == "\n"][k]
+        text = good[:i] + good[i + 1 :]
+        assert fmt.parse_lenient(text).calls == calls, text
+        assert Refiner().refine({"upstream": text, "format": name})["refined"] == good
+
+
+def test_a_call_object_over_several_lines_keeps_its_brace():
+    from refiner.formats.tags import brace_call_lines
+
+    pretty = '\n{\n  "name": "f", "arguments": {"a": {"b": 1}}\n}\n'
+    assert brace_call_lines(pretty) == pretty
+    assert brace_call_lines('\n"name": "f", "arguments": {}}\n"name": "g", "arguments": {}}\n') == (
+        '\n{"name": "f", "arguments": {}}\n{"name": "g", "arguments": {}}\n')

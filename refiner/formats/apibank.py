@@ -15,7 +15,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
-from refiner.formats.tags import Speller, respell_json_tags
+from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -61,7 +61,7 @@ class ApiBank(WireFormat):
             for note in notes[:MAX_NOTES]:
                 out.note("missing_tag", note)
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
-            for item in block_values(chunk):
+            for item in block_values(brace_call_lines(chunk)):
                 add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:

@@ -371,7 +371,8 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
       after ``</arg_key>``, ``</arg_value>`` when the next tag follows it, ``</tool_call>`` in a call when nothing
       but the next call follows; anywhere else it is text;
     - a lost ``<tool_call>`` before a block's first key is put back before the name line above that key (one word
-      alone on its line), a lost ``<arg_key>`` before the key line that ``</arg_key>`` closes.
+      alone on its line), a lost ``<arg_key>`` before the key line that ``</arg_key>`` closes;
+    - a ``</arg_value>`` right after a call's name with only the call's end after it is dropped.
 
     What the reader then makes of the text (a value still unclosed, a call cut short) is unchanged."""
     hits = list(SPELLER.scan(text, start))
@@ -409,6 +410,10 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
         elif state == _CALL:
             if own == OPEN and after_blank and (nxt is None or next_own == OPEN):
                 role = CLOSE
+            elif own == VAL_END and prev_role == OPEN and after_blank and next_own in (CLOSE, OPEN):
+                edits.append((h.start, h.end, ""))  # a stray </arg_value> right after the name of a call without
+                notes.append(f"a stray {VAL_END} after the tool name dropped")  # arguments (seen from GLM-5)
+                continue
             elif alien:
                 if next_own in (KEY_END, KEY) and nxt is not None and not after_blank:
                     role = KEY

@@ -201,3 +201,23 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
         pos = b
     parts.append(text[pos:])
     return "".join(parts), notes
+
+
+_KEY_LINE = re.compile(r"""[ \t]*["']name["']\s*:.*\}\s*""")
+
+
+def brace_call_lines(chunk: str) -> str:
+    """For a block holding one call object per line (API-Bank, MiniMax): a line that opens with the call's
+    ``"name":`` key and ends with ``}``, first in the block or after a line that ends with ``}``, lost its ``{``,
+    which is put back (a line of an object written over several lines follows its ``{``, and is left)."""
+    if "name" not in chunk:
+        return chunk
+    lines = chunk.split("\n")
+    prev = ""
+    for k, line in enumerate(lines):
+        if (not prev or prev.endswith("}")) and _KEY_LINE.fullmatch(line):
+            at = len(line) - len(line.lstrip())
+            lines[k] = line[:at] + "{" + line[at:]
+        if line.strip():
+            prev = lines[k].rstrip()
+    return "\n".join(lines)
