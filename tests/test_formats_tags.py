@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from refiner.formats.tags import Speller, osa_distance
+from refiner.formats.tags import MAX_FUZZY, Speller, osa_distance
 
 GLM = Speller(("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "</tool_call>"))
 QWEN = Speller(("<tool_call>", "<function=", "<parameter=", "</parameter>", "</function>", "</tool_call>"))
@@ -78,10 +78,12 @@ def test_osa_distance():
     assert osa_distance("toolcall", "toolcalls") == 1
 
 
-def test_scanning_is_linear_in_the_tags_met():
-    text = "<arg_valu>" * 20_000 + "[" * 50_000 + "<" * 50_000
-    hits = list(GLM.scan(text))
-    assert len(hits) == 20_000
+def test_scanning_is_linear_and_bounds_its_one_letter_off_comparisons():
+    text = "<arg-value>" * 20_000 + "[" * 50_000 + "<" * 50_000 + "<a" * 20_000
+    assert len(list(GLM.scan(text))) == 20_000
+    # a word one letter off is compared at most MAX_FUZZY times per scan; past that such tokens are text
+    assert len(list(GLM.scan("<arg_valu>" * 1_000))) == MAX_FUZZY
+    assert GLM.written_wrong("x <arg-key> y") and not GLM.written_wrong("<arg_key>a</arg_key> <b> [1] </arg_value>")
 
 
 def test_json_block_tags_are_put_right_only_where_the_grammar_places_them():

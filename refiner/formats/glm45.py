@@ -25,6 +25,7 @@ the JSON formats, and :meth:`Glm45.sniff` claims a block that opens with a tool 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.tags import Hit, Speller
+from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
@@ -375,7 +376,9 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
     - a ``</arg_value>`` right after a call's name with only the call's end after it is dropped.
 
     What the reader then makes of the text (a value still unclosed, a call cut short) is unchanged."""
-    hits = list(SPELLER.scan(text, start))
+    hits = list(itertools.islice(SPELLER.scan(text, start), MAX_TAG_HITS + 1))
+    if len(hits) > MAX_TAG_HITS:  # a tag storm, not an answer: read as written
+        return None
     edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
     notes: list[str] = []
     state = _OUT

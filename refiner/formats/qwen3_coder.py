@@ -29,6 +29,7 @@ next ``<parameter=`` or ``</function>``) and JSON arguments written inside the f
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,7 +39,7 @@ from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.tags import Hit, Speller
+from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
@@ -433,7 +434,9 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
       ``KEY>`` line a value's ``</parameter>`` closes, are put back.
 
     What the reader then makes of the text (a value still unclosed, a call cut short) is unchanged."""
-    hits = list(SPELLER.scan(text, start))
+    hits = list(itertools.islice(SPELLER.scan(text, start), MAX_TAG_HITS + 1))
+    if len(hits) > MAX_TAG_HITS:  # a tag storm, not an answer: read as written
+        return None
     edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
     notes: list[str] = []
     state = _OUT

@@ -28,6 +28,7 @@ Scanning is linear: each ``<`` and ``[`` is tried once against patterns of bound
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -99,71 +100,138 @@ def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
-_CANDIDATE = re.compile(r"[<\[]")
 _GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)
 _RUN = re.compile(r"[A-Za-z0-9_\-]*")
+_WS = re.compile(r"\s*")
+MAX_FUZZY = 256  # one-letter-off comparisons one scan makes at most (each costs a few microseconds)
+MAX_TAG_HITS = 512  # tag tokens a text may hold for its tags to be put right (real answers hold a few dozen)
+
+
+def _trie_pattern(words: Sequence[str]) -> str:
+    """A regular expression matching exactly the given strings, as a trie (each position tries few branches)."""
+    if not words:
+        return "(?!)"
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def walk(node: dict) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return walk(trie)
 
 
 class Speller:
     """The tag tokens of a text for a format whose tags are ``tags`` (its own, exactly as it writes them)."""
 
     def __init__(self, tags: Sequence[str]) -> None:
-        self.tags = tuple(dict.fromkeys(tags))
+        self.tags = tuple(t for t in dict.fromkeys(tags) if t)
         self.words = tuple(dict.fromkeys(_tag_word(t) for t in self.tags))
         self._exact = {t: (_tag_word(t), t.startswith(("</", "[/")), t.endswith("=")) for t in self.tags}
         self._cores = {_letters(w): w for w in self.words}
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
-        self._pattern = re.compile(r"[<\[](/?)(%s)([>\]=])?" % body, re.IGNORECASE)
+        self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
+        self._scanner: tuple[re.Pattern, re.Pattern] | None = None  # built at first use (every format is
+        # registered by then)
+        self._near_seen: dict[str, str | None] = {}
+        self._others: re.Pattern | None = None
+
+    def _patterns(self) -> tuple[re.Pattern, re.Pattern]:
+        """The scanner, and the same without the words one letter off might match (once their budget is spent)."""
+        if self._scanner is None:
+            tags = foreign_tags(self.tags)
+            foreign = "(?<=<)%s|(?<=\\[)%s" % (_trie_pattern([t[1:] for t in tags if t[0] == "<"]),
+                                               _trie_pattern([t[1:] for t in tags if t[0] == "["]))
+            # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
+            # may follow (a storm of brackets fails there, not once per branch)
+            lead = r"[<\[](?=[/A-Za-z|\uff5c])"
+            own, generic = self._own[len("[<\\[]") :], _GENERIC.pattern[len("[<\\[]") :]
+            self._scanner = (re.compile(r"%s(?:(%s)|%s|%s)" % (lead, foreign, own, generic)),
+                             re.compile(r"%s(?:(%s)|%s)" % (lead, foreign, own)))
+        return self._scanner
+
+    def written_wrong(self, text: str, start: int = 0) -> bool:
+        """Whether ``text[start:]`` holds a token that may be a tag of the format written wrong, or another
+        format's tag (one pass at the regex engine's speed)."""
+        if self._others is None:
+            lead = "[<\\[]"
+            exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}" for t in sorted(self.tags, key=len, reverse=True))
+            self._others = re.compile(r"%s(?!%s)%s" % (lead, exact, self._patterns()[0].pattern[len(lead) :]))
+        return self._others.search(text, start) is not None
 
     def at(self, text: str, pos: int) -> Hit | None:
         """The tag token starting at ``pos``, if one does."""
-        for tag, (word, closing, eq) in self._exact.items():
-            if text.startswith(tag, pos):
-                return Hit(pos, pos + len(tag), word, closing, eq, True)
-        m = self._pattern.match(text, pos)
-        if m is not None:
+        return next(self.scan(text, pos, min(len(text), pos + 1)), None)
+
+    def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:
+        if m.group(1) is not None:  # another format's tag
+            return Hit(m.start(), m.end(), None)
+        if m.group(3) is not None:  # a word of the vocabulary, in some spelling
+            raw = m.group(0)
+            if raw in self._exact:
+                word, closing, eq = self._exact[raw]
+                return Hit(m.start(), m.end(), word, closing, eq, True)
             hit = self._spelt(text, m)
             if hit is not None:
                 return hit
-        for tag in foreign_tags(self.tags):
-            if text.startswith(tag, pos):
-                return Hit(pos, pos + len(tag), None)
-        m = _GENERIC.match(text, pos)
-        if m is not None:
-            word = self._near(m.group(2))
-            if word is not None:
-                return Hit(pos, m.end(), word, bool(m.group(1)), m.group(3) == "=", False)
-        return None
+            g = _GENERIC.match(text, m.start())  # the word runs on: maybe one letter off another word
+            return None if g is None else self._fuzzy(g.start(), g.end(), g.group(1), g.group(2), g.group(3), budget)
+        return self._fuzzy(m.start(), m.end(), m.group(5), m.group(6), m.group(7), budget)
 
     def _spelt(self, text: str, m: re.Match) -> Hit | None:
-        word = self._cores[_letters(m.group(2))]
-        end = m.group(3)
+        word = self._cores[_letters(m.group(3))]
+        end = m.group(4)
         if end is None:  # no closing ">": more text must follow, and not run on into a longer tag word
             run = _RUN.match(text, m.end()).end()
             if run > m.end() and text.startswith((">", "]"), run):
                 return None
-            if not text[m.end() :].strip():
+            if _WS.match(text, m.end()).end() >= len(text):
                 return None
-        return Hit(m.start(), m.end(), word, bool(m.group(1)), end == "=", False, end is not None)
+        return Hit(m.start(), m.end(), word, bool(m.group(2)), end == "=", False, end is not None)
 
-    def _near(self, raw: str) -> str | None:
+    def _fuzzy(self, start: int, end: int, slash: str, raw: str, close: str, budget: list[int]) -> Hit | None:
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
         core = _letters(raw)
-        best = [w for c, w in self._cores.items() if len(c) >= FUZZY_MIN and osa_distance(core, c) <= 1]
+        if core in self._near_seen:
+            word = self._near_seen[core]
+        else:
+            word = self._near(core)
+            if len(self._near_seen) < 4096:
+                self._near_seen[core] = word
+        return None if word is None else Hit(start, end, word, bool(slash), close == "=", False)
+
+    def _near(self, core: str) -> str | None:
+        best = [w for c, w in self._cores.items()
+                if len(c) >= FUZZY_MIN and abs(len(c) - len(core)) <= 1 and osa_distance(core, c) <= 1]
         return best[0] if len(best) == 1 else None
 
     def scan(self, text: str, start: int = 0, end: int | None = None) -> Iterator[Hit]:
-        """The tag tokens of ``text[start:end]``, in order, none overlapping."""
+        """The tag tokens starting in ``text[start:end]``, in order, none overlapping."""
         end = len(text) if end is None else end
+        budget = [MAX_FUZZY]  # tokens that may be one letter off a word, looked at (the rest are not tags)
+        full, plain = self._patterns()
         pos = start
-        for m in _CANDIDATE.finditer(text, start, end):
-            i = m.start()
-            if i < pos:
+        while pos < end:
+            m = (full if budget[0] > 0 else plain).search(text, pos)
+            if m is None or m.start() >= end:
+                return
+            hit = self._hit(text, m, budget)
+            if hit is None:
+                pos = m.start() + 1
                 continue
-            hit = self.at(text, i)
-            if hit is not None:
-                yield hit
-                pos = hit.end
+            yield hit
+            pos = hit.end
 
 
 _PAYLOAD = re.compile(r"[ \t\r\n]*[\[{]")
@@ -176,9 +244,14 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
     was. Outside a block, a look-alike of either tag or another format's tag followed by the JSON (``{`` or ``[``,
     whitespace aside) is the opening tag; inside one, such a token standing alone at the end of its line right after
     the JSON (``}`` or ``]``) is the closing tag. Any other token is text (a string's content)."""
+    if not speller.written_wrong(text, start):
+        return None
+    hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
+    if len(hits) > MAX_TAG_HITS:
+        return None
     edits: list[tuple[int, int, str]] = []
     inside = False
-    for h in speller.scan(text, start):
+    for h in hits:
         if h.exact:
             inside = text.startswith(open_tag, h.start) if open_tag != close_tag else not inside
             continue
@@ -203,7 +276,7 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
     return "".join(parts), notes
 
 
-_KEY_LINE = re.compile(r"""[ \t]*["']name["']\s*:.*\}\s*""")
+_KEY_LINE = re.compile(r"""(?m)^[ \t]*(?=["']name["'][ \t]*:[^\n]*\}[ \t\r]*$)""")
 
 
 def brace_call_lines(chunk: str) -> str:
@@ -212,12 +285,12 @@ def brace_call_lines(chunk: str) -> str:
     which is put back (a line of an object written over several lines follows its ``{``, and is left)."""
     if "name" not in chunk:
         return chunk
-    lines = chunk.split("\n")
-    prev = ""
-    for k, line in enumerate(lines):
-        if (not prev or prev.endswith("}")) and _KEY_LINE.fullmatch(line):
-            at = len(line) - len(line.lstrip())
-            lines[k] = line[:at] + "{" + line[at:]
-        if line.strip():
-            prev = lines[k].rstrip()
-    return "\n".join(lines)
+    parts, pos = [], 0
+    for m in itertools.islice(_KEY_LINE.finditer(chunk), MAX_TAG_HITS):
+        k = m.start() - 1
+        while k >= pos and chunk[k].isspace():
+            k -= 1
+        if k < 0 or chunk[k] == "}":
+            parts += [chunk[pos : m.end()], "{"]
+            pos = m.end()
+    return "".join(parts) + chunk[pos:] if parts else chunk
