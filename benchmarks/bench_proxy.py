@@ -256,6 +256,10 @@ def isolation_run(proxy: str, args: argparse.Namespace, label: str, direct: bool
     round_ratios: list[float] = []
     warm = [(0.01 * i, "normal", *normal_request(i)) for i in range(min(20, args.normal))]
     asyncio.run(open_loop(proxy, warm))
+    if not direct:  # steady state: the workers have read each hostile shape before (lazy imports, compiled patterns)
+        shapes = hostile_requests(limit)
+        asyncio.run(open_loop(proxy, [(0.05 * i, name, body, status) for i, (name, body, status)
+                                      in enumerate(shapes * 4)]))
     for r in range(args.rounds):  # the two phases alternate, so a change in machine load hits both alike
         normal, _ = schedules(args, limit, seed=r + 1)
         if direct:

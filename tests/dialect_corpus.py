@@ -22,10 +22,11 @@ order); a ``broken`` row must also be reported (the upstream's gate diagnostics 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from corpus_rows import read_rows
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
@@ -69,24 +70,12 @@ class Verdict:
 def load(directory: Path = CORPUS_DIR) -> list[Row]:
     """Every row of every corpus file; a malformed row raises ``ValueError`` naming its file, line and field."""
     rows = []
-    for path in sorted(directory.glob("*.jsonl")):
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{n}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not JSON ({e.msg})") from None
-            for key, typ in (("family", str), ("format", str), ("kind", str), ("text", str), ("calls", list)):
-                if not isinstance(obj.get(key), typ):
-                    raise ValueError(f"{where}: field {key!r} missing or not a {typ.__name__}")
-            if obj["kind"] not in KINDS:
-                raise ValueError(f"{where}: field 'kind' must be one of {KINDS}, got {obj['kind']!r}")
-            if obj["format"] not in formats.names():
-                raise ValueError(f"{where}: field 'format': unknown wire format {obj['format']!r}")
-            rows.append(Row(where, obj["family"], obj["format"], obj["kind"], obj["text"], obj["calls"],
-                            obj.get("tools"), obj.get("source", ""), obj.get("note", "")))
+    fields = (("family", str), ("format", str), ("kind", str), ("text", str), ("calls", list))
+    for where, obj in read_rows(directory, fields, KINDS):
+        if obj["format"] not in formats.names():
+            raise ValueError(f"{where}: field 'format': unknown wire format {obj['format']!r}")
+        rows.append(Row(where, obj["family"], obj["format"], obj["kind"], obj["text"], obj["calls"],
+                        obj.get("tools"), obj.get("source", ""), obj.get("note", "")))
     return rows
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpus_rows import read_rows
+
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "salvage"
 KINDS = ("call", "talk")
 
@@ -62,28 +64,16 @@ class Row:
 def load(directory: Path = CORPUS_DIR) -> list[Row]:
     """Every row of every corpus file; a malformed row raises ``ValueError`` naming its file, line and field."""
     rows = []
-    for path in sorted(directory.glob("*.jsonl")):
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{n}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not JSON ({e.msg})") from None
-            for key, typ in (("id", str), ("shape", str), ("kind", str), ("text", str), ("calls", list)):
-                if not isinstance(obj.get(key), typ):
-                    raise ValueError(f"{where}: field {key!r} missing or not a {typ.__name__}")
-            if obj["kind"] not in KINDS:
-                raise ValueError(f"{where}: field 'kind' must be one of {KINDS}, got {obj['kind']!r}")
-            if obj["kind"] == "talk" and obj["calls"]:
-                raise ValueError(f"{where}: field 'calls' must be empty for a talk row")
-            for i, c in enumerate(obj["calls"]):
-                if not isinstance(c, dict) or not isinstance(c.get("name"), str):
-                    raise ValueError(f"{where}: field 'calls' item {i} has no name")
-            rows.append(Row(where, obj["id"], obj["shape"], obj["kind"], obj.get("format", "toolace"), obj["text"],
-                            obj["calls"], obj.get("bfcl_id"), obj.get("category"), obj.get("tools"),
-                            obj.get("note", "")))
+    fields = (("id", str), ("shape", str), ("kind", str), ("text", str), ("calls", list))
+    for where, obj in read_rows(directory, fields, KINDS):
+        if obj["kind"] == "talk" and obj["calls"]:
+            raise ValueError(f"{where}: field 'calls' must be empty for a talk row")
+        for i, c in enumerate(obj["calls"]):
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+                raise ValueError(f"{where}: field 'calls' item {i} has no name")  # noqa: TRY004
+        rows.append(Row(where, obj["id"], obj["shape"], obj["kind"], obj.get("format", "toolace"), obj["text"],
+                        obj["calls"], obj.get("bfcl_id"), obj.get("category"), obj.get("tools"),
+                        obj.get("note", "")))
     ids = [r.id for r in rows]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:

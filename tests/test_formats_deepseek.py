@@ -94,3 +94,35 @@ def test_hostile_inputs_give_problems_not_errors():
             got = fmt.parse_lenient(text)
             assert not [p for p in got.problems if p.code == "internal"]
             assert got.ok == fmt.is_valid(text)
+
+
+def test_misspelt_tokens_are_read_as_the_tokens():
+    want = [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    for bad in ("<｜TOOL▁CALL▁BEGIN｜>", "<｜tool▁call▁begin｜", "[｜tool▁call▁begin｜]", "<｜tool▁ca_ll▁begin｜>",
+                "<|tool_call_begin|>", "<｜tool call begin｜>"):
+        v31 = V31.parse_lenient(f'{B}{bad}a{SEP}{{"x": 1}}{CE}{CB}b{SEP}{{}}{CE}{E}')
+        v3 = V3.parse_lenient(
+            f'{B}{bad}function{SEP}a\n```json\n{{"x": 1}}\n```{CE}\n{CB}function{SEP}b\n```json\n{{}}\n```{CE}{E}'
+        )
+        assert v31.calls == want and v3.calls == want, bad
+        assert "missing_tag" in {p.code for p in v31.problems}
+    for bad in ("<｜tool▁sep｜", "<｜TOOL▁SEP｜>", "[｜tool▁sep｜]", "<｜tool_▁sep｜>"):
+        assert V31.parse_lenient(f'{B}{CB}a{bad}{{"x": 1}}{CE}{E}').calls == want[:1], bad
+    assert V31.parse_lenient(f'{B}{CB}a{SEP}{{"x": 1}}[｜tool▁call▁end｜]{CB}b{SEP}{{}}{CE}{E}').calls == want
+
+
+def test_lost_call_token_separator_or_every_token():
+    want = [ToolCall("a.b", {"x": 1}), ToolCall("c", {})]
+    v3_calls = f'function{SEP}a.b\n```json\n{{"x": 1}}\n```{CE}\n{CB}function{SEP}c\n```json\n{{}}\n```{CE}{E}'
+    assert V3.parse_lenient(B + v3_calls).calls == want  # the first call token lost
+    assert V3.parse_lenient(B + "<tool_call>" + v3_calls).calls == want  # ... or another format's in its place
+    no_sep = f'{B}{CB}functiona.b\n```json\n{{"x": 1}}\n```{CE}\n{CB}function{SEP}c\n```json\n{{}}\n```{CE}{E}'
+    assert V3.parse_lenient(no_sep).calls == want
+    bare_v3 = 'functiona.b\n```json\n{"x": 1}\n```\nfunctionc\n```json\n{}\n```'
+    bare_v31 = 'a.b{"x": 1}c{}'
+    for fmt in (V3, V31):
+        assert fmt.parse_lenient(bare_v3).calls == want
+        assert fmt.parse_lenient(bare_v31).calls == want
+    # prose and a fenced JSON after a sentence are not calls
+    assert V3.parse_lenient('The function returns\n```json\n{"x": 1}\n```').calls == []
+    assert V31.parse_lenient('I would call a{x} later.').calls == []

@@ -100,3 +100,17 @@ def test_hostile_inputs_give_problems_not_errors():
         got = H.parse_lenient(text)
         assert not [p for p in got.problems if p.code == "internal"]
         assert got.ok == H.is_valid(text)
+
+
+def test_misspelt_tokens_and_a_recipient_without_its_equals_sign():
+    want = [ToolCall("get_weather", {"city": "Paris"})]
+    head = "<|start|>assistant<|channel|>commentary "
+    for end in ("[|call|]", "<|CALL|>", "<|call|"):
+        got = H.parse_lenient(f'{head}to=functions.get_weather <|constrain|>json<|message|>{{"city": "Paris"}}{end}')
+        assert got.calls == want and got.cut is None, end
+    for to in ("tofunctions.", "to functions.", "to:functions."):
+        got = H.parse_lenient(f'{head}{to}get_weather <|constrain|>json<|message|>{{"city": "Paris"}}<|call|>')
+        assert got.calls == want, to
+    # "to functions." inside the arguments is text
+    text = f'{head}to=functions.say <|constrain|>json<|message|>{{"text": "go to functions.x"}}'
+    assert H.parse_lenient(text + "[|call|]").calls == [ToolCall("say", {"text": "go to functions.x"})]

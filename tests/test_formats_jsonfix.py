@@ -306,3 +306,35 @@ def test_escapes_survive_the_json_repair_path(char):
     for escaped in (text, text.replace("/", "\\/")):
         cut = escaped[:-1] + ', "c":'
         assert jsonfix.lenient_json(cut)["a"] == value["a"], cut
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('{"a: 1, "b": 2}', {"a": 1, "b": 2}),  # a key's closing quote lost
+    ('{"a": 1, "b: true}', {"a": 1, "b": True}),  # ... in the last member (not a cut: the key holds ': ')
+    ('{"a" 1, "b": 2}', {"a": 1, "b": 2}),  # a colon lost
+    ('{"a": "x, y, "b": 2}', {"a": "x, y", "b": 2}),  # a string value's closing quote lost
+    ('{"a": 1, b": 2}', {"a": 1, "b": 2}),  # a key's opening quote lost
+    ('{"a": kg/m3", "b": ["c", d"]}', {"a": "kg/m3", "b": ["c", "d"]}),  # a value's opening quote lost
+])
+def test_a_lost_quote_or_colon_is_put_back_where_the_decoder_stops(no_json_repair, text, expected):
+    assert jsonfix.lenient_json(text) == expected
+
+
+@pytest.mark.parametrize("text", ['{"a": 1, "b', '{"note": "see: the', '{"a": "x", "b": "y', '{"a": "x}'])
+def test_cut_texts_are_not_mended(text):
+    assert jsonfix._mended(text, _error(text)) is None
+
+
+def test_a_value_whose_closing_quote_was_lost_before_a_closing_tag():
+    """Before a closing tag the text was not cut: the brackets that end it close the value's string too."""
+    assert jsonfix.lenient_json('{"a": 1, "b": "x}', at_end=False) == {"a": 1, "b": "x"}
+    assert jsonfix.lenient_json('{"a": ["x", "y]}', at_end=False) == {"a": ["x", "y"]}
+    assert jsonfix.lenient_json('{"a": 1, "b": "x}', at_end=True) == {"a": 1, "b": "x}"}  # at the end: a cut
+
+
+def _error(text: str) -> json.JSONDecodeError:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return e
+    raise AssertionError(text)

@@ -80,3 +80,19 @@ def test_hostile_inputs_give_problems_not_errors():
         got = K.parse_lenient(text)
         assert not [p for p in got.problems if p.code == "internal"]
         assert got.ok == K.is_valid(text)
+
+
+def test_misspelt_tokens_are_read_as_the_tokens():
+    want = [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    for bad in ("[|tool_call_end|]", "<|tool_call_end|", "<|TOOL_CALL_END|>", "<|toolcall_end|>", "<|tool-call_end|>"):
+        got = K.parse_lenient(f'{SB}{CB}functions.a:0{AB}{{"x": 1}}{bad}{CB}functions.b:1{AB}{{}}{CE}{SE}')
+        assert got.calls == want, bad
+        assert "missing_tag" in {p.code for p in got.problems}
+
+
+def test_every_token_lost_the_call_ids_still_mark_the_calls():
+    got = K.parse_lenient('functions.a.b:0{"x": 1}functions.c:1{"y": "z"}')
+    assert got.calls == [ToolCall("a.b", {"x": 1}), ToolCall("c", {"y": "z"})]
+    # an id without its arguments right after it, or an object with no id before it, is not a call
+    assert K.parse_lenient('functions.a:0 means {"x": 1}').calls == []
+    assert K.parse_lenient('It returned {"x": 1}.').calls == []

@@ -144,3 +144,44 @@ def test_pipeline_reads_v11_and_writes_the_requested_format():
     res = Refiner().refine({"upstream": text[:-5], "format": "hermes"})
     assert [c["name"] for c in res["calls"]] == ["get_weather"]
     assert res["stage"] == "truncated" and res["cut"]["name"] == "get_time"
+
+
+def test_v11_misspelt_tokens_are_read_as_the_tokens():
+    call = ToolCall("get_weather", {"city": "Paris"})
+    for bot in ("[tool_calls]", "[TOOLCALLS]", "[TOOL-CALLS]"):
+        got = V11.parse_lenient(f'{bot}get_weather[ARGS]{{"city": "Paris"}}')
+        assert got.calls == [call] and "missing_tag" in {p.code for p in got.problems}
+    for args in ("[args]", "[AR_GS]", "[Args]"):
+        assert V11.parse_lenient(f'[TOOL_CALLS]get_weather{args}{{"city": "Paris"}}').calls == [call]
+    # a look-alike inside a value, or not where the token stands, is text
+    text = '[TOOL_CALLS]echo[ARGS]{"text": "see [args] and [tool_calls]", "n": 1'
+    assert V11.parse_lenient(text).calls[0].arguments["text"] == "see [args] and [tool_calls]"
+
+
+def test_v11_calls_whose_token_was_lost_or_replaced_by_another_formats():
+    a, b = ToolCall("a.b", {"x": 1}), ToolCall("c", {"y": [2]})
+    leads = ("", "<tool_call>", "<｜tool▁calls▁begin｜>", "<|python_tag|>", '"tool_calls"', "]", "Calling:\n")
+    for lead in leads:
+        got = V11.parse_lenient(f'{lead}a.b[ARGS]{{"x": 1}}[TOOL_CALLS]c[ARGS]{{"y": [2]}}')
+        assert got.calls == [a, b], lead
+    # every token lost: NAME{...} one after another
+    assert V11.parse_lenient('a.b{"x": 1}c{"y": [2]}').calls == [a, b]
+    assert V11.parse_lenient('a.b{"x": 1}\nc{"y": [2]}').calls == [a, b]
+    # a call whose arguments lost their "{" still reads its members
+    assert V11.parse_lenient('[TOOL_CALLS]a.b[ARGS]"x": 1}').calls == [a]
+
+
+def test_v11_prose_is_never_read_as_a_call():
+    for text in ('I will call get_weather[ARGS]{"city": "Paris"} next.', "Use f{x} here.", "The set {1, 2} is small.",
+                 'It returned {"city": "Paris"}.', "Fine, no calls {at all}."):
+        assert V11.parse_lenient(text).calls == [], text
+
+
+def test_pipeline_reads_v11_calls_with_every_token_lost():
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    for text in ('get_weather{"city": "Paris"}', '<tool_calls>get_weather[ARGS]{"city": "Paris"}',
+                 '<｜tool▁calls▁end｜>get_weather[ARGS]{"city": "Paris"}',
+                 '[tool_calls]get_weather[ARGS]{"city": "Paris"}', '[TOOL_CALLS]get_weather[args]{"city": "Paris"}'):
+        res = Refiner().refine({"upstream": text, "tools": tools, "format": "mistral_v11"})
+        assert V11.parse_strict(res["refined"]) == [ToolCall("get_weather", {"city": "Paris"})], text

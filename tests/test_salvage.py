@@ -296,3 +296,17 @@ def test_salvaged_values_are_typed_by_the_specs_as_the_gate_types_them():
             "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>")
     report = salvage_report(check_text(text, "toolace", tools), text, "toolace", tools)
     assert [c.arguments for c in report.calls] == [{"zip": "94105", "days": 3}]
+
+
+def test_arguments_written_right_after_a_tool_name_are_a_call():
+    """NAME{...} (a sentinel format's call whose tokens were lost), Kimi-K2's id before the object, or DeepSeek V3's
+    name line before a fenced object: structured and offered, a call; in a sentence, or naming no offered tool, not."""
+    assert read('get_weather{"city": "Paris"}') == [P]
+    assert read('functions.get_weather:0{"city": "Paris"}') == [P]
+    assert read('functionget_weather\n```json\n{"city": "Paris"}\n```') == [P]
+    assert read('get_weather\n```json\n{"city": "Paris"}\n```') == [P]
+    assert read('<tool_calls>get_weather[ARGS]{"city": "Paris"}') == [P]  # a format's token between name and object
+    assert read('<｜tool▁calls▁end｜>get_weather<｜tool▁sep｜>{"city": "Paris"}') == [P]
+    assert read('I ran get_weather{"city": "Paris"} yesterday.') == []
+    assert read('lookup{"city": "Paris"}') == []
+    assert read('lookup{"term": "x"}', None) == [ToolCall("lookup", {"term": "x"})]

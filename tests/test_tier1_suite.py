@@ -146,11 +146,6 @@ FORMAT_SHORTFALLS = {
     "llama4_pythonic": (0.80, "pythonic inside sentinels: as toolace"),
     "lfm2": (0.84, "pythonic inside sentinels: as toolace"),
     "olmo3": (0.68, "pythonic: broken_json ~20%, and a misspelt sentinel is not read"),
-    "mistral_v11": (0.49, "name[ARGS]{...} without [TOOL_CALLS], or after another format's sentinel, is not read"),
-    "deepseek_v3": (0.77, "a sentinel with a lost '>' or every sentinel removed is not read"),
-    "deepseek_v31": (0.87, "as deepseek_v3"),
-    "kimi_k2": (0.89, "every sentinel removed: the calls are not read"),
-    "harmony": (0.90, "broken JSON inside the channel text"),
     "minimax": (0.93, "broken JSON in a call line: json_repair misreads a dropped ':' or '\"' (the tags are read)"),
     "nestful": (0.91, "its tags are the list's brackets: the corruptor also removes a list argument's brackets"),
 }

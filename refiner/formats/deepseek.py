@@ -24,6 +24,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
+from refiner.formats.loose import bare_calls, respell_tokens
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -38,6 +39,37 @@ DETECT_CHARS = 2_000
 
 
 _NAME = re.compile(NAME_PATTERN)
+# Another format's token left where a call token was lost (<tool_call>, [TOOL_CALLS], <|python_tag|>): not part of
+# the name after it.
+_FOREIGN_TOKEN = re.compile(r"\s*(?:<[^<>\n]{1,40}>|\[[^\[\]\n]{1,40}\])\s*")
+# V3 with every token lost: "functionNAME", the fenced JSON on the next lines.
+_V3_BARE = re.compile(r"[ \t]*function[ \t]*([^\s<>{}\"'`]+)[ \t]*\n[ \t]*```(?:json)?[ \t]*\n")
+MAX_BARE_CALLS = 256
+
+
+def _bare_head(head: str) -> str:
+    """A call's head with a foreign token before it dropped."""
+    head = head.strip()
+    m = _FOREIGN_TOKEN.match(head)
+    return head[m.end() :].strip() if m is not None and m.end() < len(head) else head
+
+
+def _bare_fenced(text: str, start: int, out: Lenient) -> bool:
+    """V3 calls with every token lost, ``functionNAME\\n```json\\n{...}\\n```` one after another (each name line
+    at the start of a line, the first at ``start`` or on one of the next lines); whether one was read."""
+    m = _V3_BARE.match(text, skip_ws(text, start)) or _V3_BARE.search(text, start, start + DETECT_CHARS)
+    if m is None or (m.start() > start and text[m.start() - 1] != "\n"):
+        return False
+    read = 0
+    while m is not None and read < MAX_BARE_CALLS and take_items(1):
+        close = text.find("\n" + FENCE_CLOSE, m.end())
+        stop = close if close >= 0 else len(text)
+        add_arguments_call(out, m.group(1), text[m.end() : stop], at_end=close < 0)
+        read += 1
+        if close < 0:
+            break
+        m = _V3_BARE.match(text, skip_ws(text, close + 1 + len(FENCE_CLOSE)))
+    return read > 0
 
 
 def _is_name(name: str) -> bool:
@@ -122,6 +154,7 @@ class _DeepSeek(WireFormat):
     # Lenient (either dialect)
 
     def recover(self, text: str, out: Lenient) -> None:
+        text = respell_tokens(text, self.tags, out)
         start = reasoning_offset(text)
         f = Finder(text)
         first = f.next(CALL_BEGIN, start)
@@ -131,9 +164,17 @@ class _DeepSeek(WireFormat):
         pos = start
         for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(CALL_BEGIN, pos)
+            # calls whose <｜tool▁call▁begin｜> was lost: a separator before the next call token
+            s = f.next(SEP, pos)
+            while 0 <= s < (c if c >= 0 else len(text)):
+                if not take_items(1):
+                    return
+                out.note("missing_tag", f"missing {CALL_BEGIN}")
+                pos = self._recover_call(text, self._call_start(text, pos, s), f, out)
+                s = f.next(SEP, pos)
             if c < 0:
-                if n == 0:
-                    self._recover_bare(text, start, f, out)
+                if n == 0 and not out.calls:
+                    self._recover_bare(text, start, out)
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
@@ -141,16 +182,22 @@ class _DeepSeek(WireFormat):
         if f.next(CALLS_END, start) < 0:
             out.note("missing_tag", f"missing {CALLS_END}")
 
-    def _recover_bare(self, text: str, start: int, f: Finder, out: Lenient) -> None:
-        """No call token at all: a lone ``NAME<｜tool▁sep｜>...`` can still be read."""
-        s = f.next(SEP, start)
-        if s < 0:
+    @staticmethod
+    def _call_start(text: str, lo: int, sep: int) -> int:
+        """Where a call whose separator is at ``sep`` starts when its call token was lost: after the token or line
+        break before it (not before ``lo``)."""
+        starts = [lo, text.rfind("\n", lo, sep) + 1]
+        for token in (CALLS_BEGIN, CALL_END, CALLS_END):
+            i = text.rfind(token, lo, sep)
+            if i >= 0:
+                starts.append(i + len(token))
+        return max(starts)
+
+    def _recover_bare(self, text: str, start: int, out: Lenient) -> None:
+        """No call token or separator at all: the calls' own shape, when it is unambiguous: V3's
+        ``functionNAME`` line and fenced JSON, or V3.1's ``NAME{...}``."""
+        if not (_bare_fenced(text, start, out) or bare_calls(text, start, out)):
             out.note("missing_tag", f"no {CALL_BEGIN} or {SEP} found")
-            return
-        out.note("missing_tag", f"missing {CALL_BEGIN}")
-        b = text.rfind(CALLS_BEGIN, start, s)
-        line_start = text.rfind("\n", start, s) + 1
-        self._recover_call(text, max(start, line_start, b + len(CALLS_BEGIN) if b >= 0 else 0), f, out)
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
         end, tag = f.first((CALL_END, CALL_BEGIN, CALLS_END), pos)
@@ -162,15 +209,21 @@ class _DeepSeek(WireFormat):
         after = end + len(CALL_END) if tag == CALL_END else end
         head, sep, rest = seg.partition(SEP)
         cut = tag is None
-        if cut and (not sep or (head.strip() == TYPE and "\n" not in rest)):
+        if cut and (not sep or (_bare_head(head) == TYPE and "\n" not in rest)):
             out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
             out.mark_cut(None)
             return after
         if not sep:
             out.note("missing_tag", f"missing {SEP} in {seg[:60]!r}")
-            brace = seg.find("{")
-            head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
-        head = head.strip()
+            line, nl, lines = seg.strip().partition("\n")
+            if nl and lines.lstrip().startswith(FENCE_CLOSE):  # V3: the name line (its type word glued on)
+                head, rest = line, lines
+                if head.startswith(TYPE) and _is_name(head[len(TYPE) :].strip()):
+                    head = head[len(TYPE) :]
+            else:
+                brace = seg.find("{")
+                head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
+        head = _bare_head(head)
         if head == TYPE:  # the V3 layout: the name is the first line after the separator
             name, _, rest = rest.partition("\n")
         else:

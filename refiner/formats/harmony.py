@@ -30,6 +30,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
+from refiner.formats.loose import respell_tokens
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -44,6 +45,10 @@ _NAME = re.compile(NAME_PATTERN)
 _WORD = re.compile(r"[^\s<]*")
 # A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant.
 _LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to=[^\s<]+\s*\Z")
+# A recipient in a header whose "=" was lost ("commentary tofunctions.NAME", "to functions.NAME").
+_LOST_EQUALS = re.compile(
+    r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+)to[ \t]*:?[ \t]*(?=functions\.)"
+)
 RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
 
 
@@ -172,6 +177,10 @@ class Harmony(WireFormat):
     # Lenient
 
     def recover(self, text: str, out: Lenient) -> None:
+        text = respell_tokens(text, self.tags + (RETURN,), out)
+        text, lost = _LOST_EQUALS.subn(r"\1" + TO, text, MAX_RECOVERED_ITEMS)
+        if lost:
+            out.note("missing_tag", f"a recipient written without its '=': {PREFIX}NAME after 'to'")
         f = Finder(text)
         pos = reasoning_offset(text)
         marker = TO + PREFIX

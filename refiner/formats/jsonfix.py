@@ -256,6 +256,9 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
+        mended = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
+        if mended is not None:
+            return finite(mended)
         if _ran_off_the_end(text, e) and _charge(complete_cost(text)):
             done = _complete(text)
             if done is not None:
@@ -279,6 +282,95 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     if value == "" or value is None:
         return None
     return finite(value)
+
+
+# Mending: one lost quote or colon, put back where the decoder's error shows it (before json_repair, which reads a
+# key whose closing quote was lost as running to the next quote, and a lost colon as part of the key).
+MAX_MENDS = 3
+_KEY_COLON = re.compile(r'([^":\\\n]{1,64}):[ \t]')  # a key whose closing quote was lost, then its ':'
+_VALUE_START = re.compile(r'["\[{\-0-9]|true\b|false\b|null\b')
+_BARE_TEXT = re.compile(r'[^\s"{}\[\],:0-9\-][^"{}\[\]\n]{0,256}"')  # a string whose opening quote was lost
+_STRING_BEFORE = re.compile(r'"\s*\Z')
+_CLOSERS_AT_END = re.compile(r"[\]}][\s\]}]*\Z")
+
+
+def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> Any:
+    """The value of ``text`` once the quote or colon its decoding error points at is put back (up to
+    :data:`MAX_MENDS` of them, one per error), or ``None``:
+
+    - a key whose closing quote was lost runs to the next quote (``{"a: 1, "b": 2}``): the quote goes before the
+      key's first ``:``, whether the decoder then expects a ``:`` or runs off the end (``{"a": 1, "b: 2}``);
+    - a colon lost after a key (``{"a" 1}``);
+    - a string value whose closing quote was lost runs to the next key's opening quote (``{"a": "x, "b": 2}``): the
+      quote goes before the comma the value ends with;
+    - an opening quote lost before a key or a string value (``{a": 1}``, ``{"a": x"}``);
+    - with ``closed`` (the text does not end where the parsed text ends: a closing tag follows, so it was not cut),
+      the last string value's closing quote, lost before the brackets that end the text (``{"a": "x}``).
+
+    Each step inserts one character where the decoder stopped; nothing is invented and the rest is decoded as it
+    is. Each decoding costs what a completion of the text does."""
+    for _ in range(MAX_MENDS):
+        fix = _mend_at(text, e, closed)
+        if fix is None or not _charge(complete_cost(text)):
+            return None
+        at, char = fix
+        text = text[:at] + char + text[at:]
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as again:
+            e = again
+        except (ValueError, RecursionError):
+            return None
+    return None
+
+
+def _mend_at(text: str, e: json.JSONDecodeError, closed: bool) -> tuple[int, str] | None:
+    """Where to put back which character for the decoding error ``e`` (see :func:`_mended`), or ``None``."""
+    msg, pos = e.msg, e.pos
+    if msg.startswith("Unterminated string"):  # pos: the opening quote
+        before = _before(text, pos)
+        if before in ("{", ","):
+            m = _KEY_COLON.match(text, pos + 1)
+            if m is not None:
+                return m.end(1), '"'
+        if closed and before in (":", "[", ","):
+            m = _CLOSERS_AT_END.search(text, pos + 1)
+            if m is not None and m.start() > pos + 1:
+                return m.start(), '"'
+        return None
+    if msg.startswith("Expecting ':' delimiter"):
+        close = text.rfind('"', 0, pos)
+        start = text.rfind('"', 0, close) if close > 0 else -1
+        if start < 0 or _before(text, start) not in ("{", ","):
+            return None
+        m = _KEY_COLON.match(text, start + 1, close + 1)
+        if m is not None:
+            return m.end(1), '"'
+        if _STRING_BEFORE.search(text, 0, pos) and _VALUE_START.match(text, pos):
+            return close + 1, ":"
+        return None
+    if msg.startswith("Expecting ',' delimiter"):
+        close = text.rfind('"', 0, pos)
+        if close < 0 or text[close + 1 : pos].strip():  # (the decoder did not stop right after a string)
+            return None
+        start = text.rfind('"', 0, close)
+        comma = text.rfind(",", start + 1, close)
+        swallowed = start >= 0 and comma > start and not text[comma + 1 : close].strip()
+        if swallowed and _before(text, start) in (":", "[", ","):  # (a value: after ':', or an item of a list)
+            return comma, '"'
+        return None
+    key = msg.startswith("Expecting property name enclosed in double quotes")
+    if (key or (msg.startswith("Expecting value") and _before(text, pos) in (":", "[", ","))) and (
+        _BARE_TEXT.match(text, pos) and not _VALUE_START.match(text, pos)
+    ):
+        return pos, '"'
+    return None
+
+
+def _before(text: str, pos: int) -> str:
+    """The last character before ``pos`` that is not whitespace ('' at the start)."""
+    head = text[max(0, pos - 64) : pos].rstrip()
+    return head[-1:]
 
 
 def written_whole(text: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
+from refiner.formats.loose import IDENTIFIER, bare_calls, respell_tokens
 from refiner.formats.strict import decode_at
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -34,6 +35,8 @@ PREFIX = "functions."
 NAME_PATTERN = r"[^\s<>{}\"']+"
 _NAME = re.compile(NAME_PATTERN)
 _INDEX = re.compile(r"[0-9]+")
+# A call whose tokens were all lost: its whole id, then its arguments (functions.NAME:0{...}).
+_BARE_ID = re.compile(rf"{re.escape(PREFIX)}({IDENTIFIER}):[0-9]+(?=\{{)")
 
 
 def _is_name(name: str) -> bool:
@@ -118,6 +121,7 @@ class KimiK2(WireFormat):
     # Lenient
 
     def recover(self, text: str, out: Lenient) -> None:
+        text = respell_tokens(text, (*self.tags, SECTION_BEGIN_1, SECTION_END_1), out)
         start = reasoning_offset(text)
         f = Finder(text)
         section = min((h for h in (f.next(SECTION_BEGIN, start), f.next(SECTION_BEGIN_1, start)) if h >= 0), default=-1)
@@ -131,7 +135,7 @@ class KimiK2(WireFormat):
             c = f.next(CALL_BEGIN, pos)
             a = f.next(ARG_BEGIN, pos)
             if c < 0 and a < 0:
-                if n == 0:
+                if n == 0 and not bare_calls(text, start, out, _BARE_ID):  # every token lost: functions.NAME:0{...}
                     out.note("missing_tag", f"no {CALL_BEGIN} found")
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)

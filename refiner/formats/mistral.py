@@ -23,6 +23,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
+from refiner.formats.loose import IDENTIFIER, bare_calls, respell_tokens
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -36,6 +37,42 @@ V11_NAME = r"[^\s\[\]{}]+(?:[^\S\n]+[^\s\[\]{}]+)*"
 _V11_NAME = re.compile(V11_NAME)
 # What recovery takes for a tool name (letters, digits, "_", ".", "-"): anything else after the token is prose.
 _RECOVERED_NAME = re.compile(r"[\w.\-]+")
+_IDENTIFIER = re.compile(IDENTIFIER)
+# How far back from an [ARGS] token recovery looks for the name before it.
+MAX_NAME_CHARS = 256
+
+
+def _stands_as_token(token: str, text: str, end: int) -> bool:
+    """Whether a look-alike of ``token`` ending at ``end`` stands where the token would: [ARGS] before the
+    arguments' ``{``, [TOOL_CALLS] and [CALL_ID] before a name or id (not a bracketed word in prose or a value)."""
+    nxt = text[end : end + 1]
+    if token == ARGS:
+        return text.startswith("{", skip_ws(text, end))
+    return nxt.isalnum() or nxt == "_"
+
+
+def _name_start(text: str, lo: int, i: int) -> int | None:
+    """Where the tool name written just before ``text[i]`` (an ``[ARGS]`` token, or the end of a head) starts, when
+    it stands on its own: an identifier (``[CALL_ID]ID`` after it allowed) that starts the region at ``lo``, a line,
+    or follows something other than a word (a foreign token, a bracket, a quote). A name after a space is read only
+    when nothing but whitespace comes before it: ``Let me call f[ARGS]{...}`` is prose. ``None`` otherwise."""
+    j = _run_start(text, max(lo, i - MAX_NAME_CHARS), i)
+    name_end = i
+    if text.endswith(CALL_ID, lo, j):
+        name_end = j - len(CALL_ID)
+        j = _run_start(text, max(lo, name_end - MAX_NAME_CHARS), name_end)
+    if _IDENTIFIER.fullmatch(text, j, name_end) is None:
+        return None
+    if j == lo or text[j - 1] == "\n" or not text[j - 1].isspace() or not text[lo:j].strip():
+        return j
+    return None
+
+
+def _run_start(text: str, lo: int, i: int) -> int:
+    j = i
+    while j > lo and (text[j - 1].isalnum() or text[j - 1] in "_.-"):
+        j -= 1
+    return j
 
 
 def calls_start(text: str) -> int:
@@ -127,6 +164,8 @@ class MistralV11(WireFormat):
         i = text.find(BOT, start)
         if i < 0:
             raise self.error(f"missing {BOT}", start)
+        if text.find(ARGS, start, i) >= 0:  # a call before the first token: its token was lost
+            raise self.error(f"{ARGS} before the first {BOT}: each call is {BOT}NAME{ARGS}{{...}}", text.find(ARGS, start))
         calls = []
         while True:
             pos = i + len(BOT)
@@ -157,20 +196,38 @@ class MistralV11(WireFormat):
             return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        body = text[calls_start(text) :]
+        body = respell_tokens(text[calls_start(text) :], (BOT, ARGS, CALL_ID), out, _stands_as_token)
         segments = body.split(BOT)
-        if len(segments) == 1:
+        lead, segments = segments[0], segments[1:]
+        if not segments:
             out.note("missing_tag", f"missing {BOT}")
-            segments = [body] if ARGS in body else []
-        else:
-            segments = segments[1:]
+        if ARGS in lead:  # text before the first token: content, unless it holds NAME[ARGS]{...} (its token lost)
+            self._recover_unmarked(lead, out, last=not segments)
+        elif not segments:  # no token at all: NAME{...} calls with nothing around them
+            if not bare_calls(body, 0, out):
+                out.note("unreadable", "no call found")
+            return
         for n, segment in enumerate(segments):
             if n >= MAX_SEGMENTS or len(out.calls) >= MAX_SEGMENTS or budget_spent():
                 out.note("gave_up", f"gave up after {n} calls")
                 return
             self._recover_call(segment, out, last=n == len(segments) - 1)
-        if not segments:
-            out.note("unreadable", "no call found")
+
+    def _recover_unmarked(self, lead: str, out: Lenient, last: bool) -> None:
+        """The calls of the text before the first ``[TOOL_CALLS]`` (or of a text without one): from the first
+        ``NAME[ARGS]`` whose name stands on its own (see :func:`_name_start`)."""
+        pos = 0
+        for _ in range(MAX_SEGMENTS):
+            i = lead.find(ARGS, pos)
+            if i < 0:
+                break
+            j = _name_start(lead, pos, i)
+            if j is not None:
+                out.note("missing_tag", f"missing {BOT} before {lead[j:i][:60]!r}")
+                self._recover_call(lead[j:], out, last)
+                return
+            pos = i + len(ARGS)
+        out.note("not_a_call", f"not a call: {lead.strip()[:80]!r}")
 
     def _recover_call(self, segment: str, out: Lenient, last: bool) -> None:
         """The calls of one segment after a ``[TOOL_CALLS]``: normally one; more when the token before a further
@@ -186,9 +243,15 @@ class MistralV11(WireFormat):
             if not name:
                 out.note("no_name", f"call without a name: {segment[:80]!r}")
                 return
-            if _RECOVERED_NAME.fullmatch(name) is None:  # prose after a quoted token, not a call
-                out.note("not_a_call", f"not a call: {segment.strip()[:80]!r}")
-                return
+            if _RECOVERED_NAME.fullmatch(name) is None:
+                # a name after a foreign token or a line break (its own token lost or misspelt); else prose after
+                # a quoted token, not a call
+                j = _name_start(head, 0, len(head)) if cut == a else None
+                if j is None:
+                    out.note("not_a_call", f"not a call: {segment.strip()[:80]!r}")
+                    return
+                out.note("missing_tag", f"missing {BOT} before {head[j:][:60]!r}")
+                name = head[j:].split(CALL_ID, 1)[0]
             if cut < 0:
                 out.note("unclosed", f"the call {name!r} has no arguments (cut short?)")
                 out.calls.append(ToolCall(name, {}))
@@ -202,9 +265,9 @@ class MistralV11(WireFormat):
             except (ValueError, RecursionError):
                 add_arguments_call(out, name, raw, at_end=last)
                 return
-            if not isinstance(args, dict):
-                out.note("bad_arguments", f"arguments of {name!r} are not an object: {raw.strip()[:80]!r}")
-                args = {}
+            if not isinstance(args, dict):  # ("key": value, ... after a lost "{" decodes as the first key)
+                add_arguments_call(out, name, raw, at_end=last)
+                return
             out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
             segment = raw[end:]
             if ARGS not in segment or len(out.calls) >= MAX_SEGMENTS:

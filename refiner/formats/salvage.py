@@ -12,12 +12,18 @@ decoder and :mod:`refiner.formats.jsonfix`).
 Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
 
     answer   := (noise | site)*
-    site     := tagged | object | call | quoted
+    site     := tagged | named | object | call | quoted
     tagged   := MARKER ...             a registered format's first marker to the end of the text, read by that
                                        format's parse_lenient (the site ends after the format's last closer when
                                        one follows its last marker); formats sharing a marker are told apart by
                                        their sniff hooks, as detection does; with no marker anywhere, the first
                                        format (by rank) whose closer occurs reads the whole text
+    named    := NAME [TOKEN] object    a tool name right before its arguments, as a sentinel format's call reads once
+                                       its tokens are lost (NAME{...}, Kimi-K2's id functions.NAME:0{...}), or with
+                                       a registered format's token between them (NAME[ARGS]{...}); or NAME alone on
+                                       the line before a code fence holding the object (DeepSeek V3's layout, its
+                                       type word "function" glued before the name); counts when structured and
+                                       offered (any name without tools)
     object   := "{" ... "}"            a JSON object, or a Python dict literal (single quotes, True/None), or one
                                        repaired by json_repair, that either a bare registered format claims
                                        (claims_value: an OpenAI message with tool_calls, ...) or that holds a tool
@@ -65,6 +71,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import keyword
 import re
 from collections.abc import Mapping, Sequence
@@ -117,6 +124,15 @@ _SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")
 _GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
 _STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()]*")  # between a structured call and the next one
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
+# A tool name written right before its JSON arguments: an identifier, or Kimi-K2's call id functions.NAME:INDEX.
+_NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")
+_V3_TYPE = "function"
+
+
+@functools.lru_cache(maxsize=1)
+def _tokens() -> tuple[str, ...]:
+    """Every registered format's markers and closers that may stand between a tool name and its arguments."""
+    return tuple(m for f in by_rank() for m in (*f.detection.markers, *f.detection.closers) if len(m) > 2)
 
 
 def normalise(name: str) -> str:
@@ -511,6 +527,9 @@ class _Scan:
         value, end = self._object_value(at)
         if not isinstance(value, dict):
             return at + 1
+        named = self.named_object(at, end, value)
+        if named is not None:
+            return named
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
@@ -544,6 +563,51 @@ class _Scan:
                 call = ToolCall(resolved, call.arguments, call.outputs)
         fmt_name = next((f.name for f in by_rank() if f.claims_value(value)), None)
         self.add(Site(at, end, [call], "JSON call object", fmt_name, True, where, self.line_of(at)))
+        return end
+
+    def named_object(self, at: int, end: int, value: dict) -> int | None:
+        """The object at ``at`` as the arguments of the tool named right before it: ``NAME{...}`` (Mistral v11's and
+        DeepSeek V3.1's calls once their tokens are lost; Kimi-K2's call id ``functions.NAME:0`` too), or, alone in a
+        code fence, the name on the line before the fence (DeepSeek V3's layout, its type word ``function`` glued
+        before the name once the separator is lost). A call when structured and offered (any name without tools);
+        where scanning goes on, or ``None`` when the object is not one."""
+        text, lo = self.text, max(self.at, at - PREFIX_CHARS)
+        name_end = at
+        if not (text[at - 1 : at].isalnum() or text[at - 1 : at] in ("_", ".", "-", ":")):
+            # a format's own token between the name and the object: NAME[ARGS]{...} after another format's token
+            name_end = next((at - len(t) for t in _tokens() if text.endswith(t, lo, at)), at)
+        start = name_end
+        while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
+            start -= 1
+        fenced = start == at
+        if fenced:  # NAME \n ```json \n {...}: the name line before the fence, the object alone after it
+            line = text.rfind("\n", lo, at)
+            if line < 0 or text[line + 1 : at].strip() or not self.in_fence(at):
+                return None
+            fence = text.rfind("\n", lo, line)
+            if fence < 0 or not text[fence + 1 : line].strip().startswith("```"):
+                return None
+            k = text.rfind("\n", lo, fence)
+            if k < 0 and lo > self.at:
+                return None
+            start = skip_ws(text, k + 1 if k >= 0 else self.at)
+            written = text[start:fence].rstrip()
+        else:
+            written = text[start:name_end]
+        m = _NAMED_HEAD.fullmatch(written)
+        if m is None:
+            return None
+        written = m.group(1)
+        structured, where, _ = self.context(start)
+        if not structured:
+            return None
+        name, hit = (written, None) if self.offered is None else _resolve(written, self.offered)
+        if hit is None and fenced and written.startswith(_V3_TYPE) and self.offered is not None:
+            name, hit = _resolve(written[len(_V3_TYPE) :], self.offered)
+        if self.offered is not None and hit is None:
+            return None
+        call = ToolCall(hit or name, {str(k): v for k, v in value.items()})
+        self.add(Site(start, end, [call], "named JSON arguments", None, True, where, self.line_of(start)))
         return end
 
     def _object_value(self, at: int) -> tuple[Any, int]:

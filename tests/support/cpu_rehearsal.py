@@ -191,6 +191,12 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "refiner.cli", *args]
 
 
+def train_command(data: Path, model: Path | str, overrides: list[str]) -> list[str]:
+    """``tool-refiner train`` on the rehearsal profile as a user runs it (no W&B, thinking off), plus ``overrides``."""
+    return cli("train", "--profile", PROFILE, "--data", str(data), "--model", str(model), "--no-wandb",
+               "--thinking", "off", *overrides)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # The warm start
 
@@ -360,19 +366,7 @@ def rehearse(
     probe = out / "probe.jsonl"
     probe.unlink(missing_ok=True)
     overrides = [f"trainer.default_local_dir={ckpt}", f"trainer.rollout_data_dir={out / 'rollouts'}", *(extra or [])]
-    train = cli(
-        "train",
-        "--profile",
-        PROFILE,
-        "--data",
-        str(data),
-        "--model",
-        str(model),
-        "--no-wandb",
-        "--thinking",
-        "off",
-        *overrides,
-    )
+    train = train_command(data, model, overrides)
     record(run_step("train", train, out, env=shim_env(probe), timeout=timeout))
 
     # 4. export + plot, as a user runs them (no shims)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_rehearsal import PROFILE, ROOT, Step, cli, run_step, shim_env, warm_start
+from cpu_rehearsal import ROOT, Step, cli, run_step, shim_env, train_command, warm_start
 
 DATA_CONFIG = {
     "seed": 0,
@@ -214,21 +214,8 @@ def learning_check(out: str | Path, *, shared_data: str | Path, steps: int, targ
             bf16=True,
         )
     ckpt = out / "ckpt"
-    train = cli(
-        "train",
-        "--profile",
-        PROFILE,
-        "--data",
-        str(data),
-        "--model",
-        str(model),
-        "--no-wandb",
-        "--thinking",
-        "off",
-        f"trainer.default_local_dir={ckpt}",
-        f"trainer.total_training_steps={steps}",
-        *OVERRIDES,
-    )
+    train = train_command(data, model, [f"trainer.default_local_dir={ckpt}",
+                                         f"trainer.total_training_steps={steps}", *OVERRIDES])
     record(run_step("train", train, out, env=shim_env(out / "probe.jsonl"), timeout=timeout))
     record(
         run_step(
