@@ -146,7 +146,6 @@ FORMAT_SHORTFALLS = {
     "llama4_pythonic": (0.80, "pythonic inside sentinels: as toolace"),
     "lfm2": (0.84, "pythonic inside sentinels: as toolace"),
     "olmo3": (0.68, "pythonic: broken_json ~20%, and a misspelt sentinel is not read"),
-    "minimax": (0.93, "broken JSON in a call line: json_repair misreads a dropped ':' or '\"' (the tags are read)"),
     "nestful": (0.91, "its tags are the list's brackets: the corruptor also removes a list argument's brackets"),
 }
 
