@@ -103,8 +103,9 @@ def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
 _GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)
 _RUN = re.compile(r"[A-Za-z0-9_\-]*")
 _WS = re.compile(r"\s*")
-MAX_FUZZY = 256  # one-letter-off comparisons one scan makes at most (each costs a few microseconds)
-MAX_TAG_HITS = 512  # tag tokens a text may hold for its tags to be put right (real answers hold a few dozen)
+MAX_FUZZY = 128  # one-letter-off comparisons one scan makes at most (each costs a few microseconds)
+MAX_TAG_HITS = 256  # tag tokens a text may hold for its tags to be put right (real answers hold a few dozen)
+MAX_JSON_TAG_HITS = 64  # the same for the JSON-block formats (two tags a block)
 
 
 def _trie_pattern(words: Sequence[str]) -> str:
@@ -246,8 +247,8 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
     the JSON (``}`` or ``]``) is the closing tag. Any other token is text (a string's content)."""
     if not speller.written_wrong(text, start):
         return None
-    hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
-    if len(hits) > MAX_TAG_HITS:
+    hits = list(itertools.islice(speller.scan(text, start), MAX_JSON_TAG_HITS + 1))
+    if len(hits) > MAX_JSON_TAG_HITS:
         return None
     edits: list[tuple[int, int, str]] = []
     inside = False
