@@ -112,3 +112,102 @@ def test_hostile_inputs_give_problems_not_errors():
         got = G.parse_lenient(text)
         assert not [p for p in got.problems if p.code == "internal"]
         assert got.ok == G.is_valid(text)
+
+
+CALL = ToolCall("get_weather", {"city": "Paris", "days": 2})
+GOOD = G.render([CALL])  # <tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n...
+
+
+@pytest.mark.parametrize(
+    ("tag", "written"),
+    [
+        ("<tool_call>", "<TOOL_CALL>"), ("<tool_call>", "<tool-call>"), ("<tool_call>", "<tool_call"),
+        ("<tool_call>", "[tool_call]"), ("<tool_call>", "<|tool_call_begin|>"),
+        ("<arg_key>", "<arg-key>"), ("<arg_key>", "<argkey>"), ("<arg_key>", "<arg_kye>"), ("<arg_key>", "<arg_key"),
+        ("<arg_key>", "[TOOL_CALLS]"), ("</arg_key>", "</ARG_KEY>"), ("</arg_key>", "<arg_key>"),
+        ("</arg_key>", "</arg-key>"), ("<arg_value>", "<ARG_VALUE>"), ("<arg_value>", "<argvalue>"),
+        ("<arg_value>", "</function_calls>"), ("<arg_value>", "</TOOLCALL>"), ("</arg_value>", "<arg_value>"),
+        ("</arg_value>", "</arg_valu>"), ("</arg_value>", "[/arg_value]"), ("</arg_value>", "<|endoftext|>"),
+        ("</arg_value>", "</arg_value"), ("</tool_call>", "</TOOL_CALL>"), ("</tool_call>", "<｜tool▁call▁end｜>"),
+    ],
+)
+def test_a_tag_written_wrong_is_read_where_the_grammar_expects_it(tag, written):
+    # (one parameter: with two, a key that runs on to the next </arg_key> is a valid if odd key)
+    call = ToolCall("get_weather", {"city": "Paris"})
+    good = G.render([call])
+    text = good.replace(tag, written, 1)
+    assert not G.is_valid(text)
+    got = G.parse_lenient(text)
+    assert got.calls == [call] and got.cut is None
+    assert any(p.code == "missing_tag" for p in got.problems)
+    res = Refiner().refine({"upstream": text, "format": "glm45"})
+    assert res["refined"] == good, res
+
+
+def test_lost_opening_tags_are_put_back_where_the_text_places_them():
+    two = G.render([CALL, ToolCall("get_time", {"zone": "UTC"})])
+    # (a lost <tool_call> of any call but the last, or of the last, leaves a valid text: prose and calls)
+    for text, good in [(two.replace("<arg_key>", "", 1), two), (GOOD.replace("<tool_call>", "", 1), GOOD)]:
+        assert not G.is_valid(text)
+        assert G.parse_lenient(text).calls == G.parse_strict(good), text
+        assert Refiner().refine({"upstream": text, "format": "glm45"})["refined"] == good
+    # the GLM-4.7 layout: the name and the first key share a line, so a lost <arg_key> there cannot be placed
+    glued = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    assert G.parse_lenient(glued.replace("<arg_key>", "", 1)).calls != [ToolCall("get_weather", {"city": "Paris"})]
+    # prose above a key is not a tool name
+    assert G.parse_lenient("I will look it up now.\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>").calls == []
+
+
+def test_tag_like_text_inside_a_value_is_text():
+    value = "use <b>bold</b> or [tool_call] and <|endoftext|> here"
+    call = ToolCall("note", {"text": value})
+    text = G.render([call]).replace("</tool_call>", "</TOOL_CALL>")
+    assert G.parse_lenient(text).calls == [call]
+
+
+def test_a_text_cut_inside_a_tag_stays_cut():
+    cut = G.parse_lenient("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value")
+    assert cut.cut is not None and cut.cut.arguments == {}
+    assert G.parse_lenient("<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n<arg_ke").cut.arguments == {
+        "a": 1}
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "zone": {"type": "string"}}}}}
+    for n in ("get_weather", "get_time")]
+
+
+def _strip_tags(text: str) -> str:
+    for tag in G.tags:
+        text = text.replace(tag, "")
+    return text.strip()
+
+
+def test_calls_whose_tags_were_all_dropped_are_read_by_the_offered_tools():
+    # GLM's tags are special tokens: a decoder that skips them leaves the name, key and value lines
+    two = G.render([CALL, ToolCall("get_time", {"city": "", "zone": "UTC"})])
+    bare = _strip_tags(two)
+    assert bare == "get_weather\ncity\nParis\ndays\n2\n\nget_time\ncity\n\nzone\nUTC"
+    res = Refiner().refine({"upstream": bare, "format": "glm45", "tools": WEATHER_TOOLS})
+    assert res["refined"] == two, res
+    assert Refiner().refine({"upstream": "Here you go.\n" + bare, "format": "glm45", "tools": WEATHER_TOOLS})[
+        "refined"] == two
+    # without tools, or with lines that are not the offered tools' names and parameters, it is prose
+    assert Refiner().refine({"upstream": bare, "format": "glm45"})["calls"] == []
+    for prose in ["get_weather\ncity\nParis\nthen I will tell you more", "weather\ncity\nParis",
+                  "get_weather\ntown\nParis", "get_weather\ncity\nParis\ncity\nRome", "get_weather\n\ncity\nParis",
+                  "get_weather\ncity", "get_weather"]:
+        got = G.read_untagged(prose, 0, {"get_weather": ["city", "days"]})
+        assert got is None, prose
+        assert Refiner().refine({"upstream": prose, "format": "glm45", "tools": WEATHER_TOOLS})["calls"] == [], prose
+
+
+
+
+def test_a_stray_value_end_after_the_name_of_a_call_without_arguments_is_dropped():
+    # GLM-5 has been seen writing "<tool_call>NAME</arg_value></tool_call>" for a call without arguments
+    text = "<tool_call>list_mailboxes</arg_value></tool_call>"
+    assert not G.is_valid(text)
+    assert G.parse_lenient(text).calls == [ToolCall("list_mailboxes", {})]
+    assert Refiner().refine({"upstream": text, "format": "glm45"})["refined"] == "<tool_call>list_mailboxes\n</tool_call>"
+    assert G.parse_lenient("<tool_call>list_mailboxes</arg_value>").calls == []  # no end: nothing to read as a call

@@ -139,3 +139,76 @@ def test_hostile_inputs_give_problems_not_errors():
         got = Q.parse_lenient(text)
         assert not [p for p in got.problems if p.code == "internal"]
         assert not Q.is_valid(text) or got.ok
+
+
+CALL = ToolCall("get_weather", {"city": "Paris", "days": 2})
+GOOD = Q.render([CALL])
+
+
+@pytest.mark.parametrize(
+    ("tag", "written"),
+    [
+        ("<function=", "<FUNCTION="), ("<function=", "[function="), ("<function=", "<func_tion="),
+        ("<function=", "<|tool_call_begin|>"), ("<function=", "<fucntion="),
+        ("<parameter=", "<PARAMETER="), ("<parameter=", "<param_eter="), ("<parameter=", "[parameter="),
+        ("<parameter=", "<|message|>"), ("<parameter=", "<paramter="),
+        ("</parameter>", "<parameter>"), ("</parameter>", "</parameter"), ("</parameter>", "[/parameter]"),
+        ("</parameter>", "</PARAMETER>"), ("</parameter>", "</arg_value>"), ("</parameter>", "</para_meter>"),
+        ("</function>", "</FUNCTION>"), ("</function>", "<function>"), ("</function>", "<|tool_call_end|>"),
+        ("</tool_call>", "</TOOL_CALL>"),
+    ],
+)
+def test_a_tag_written_wrong_is_read_where_the_grammar_expects_it(tag, written):
+    text = GOOD.replace(tag, written, 1)
+    assert not Q.is_valid(text)
+    got = Q.parse_lenient(text)
+    assert got.calls == [CALL] and got.cut is None
+    assert any(p.code == "missing_tag" for p in got.problems)
+    res = Refiner().refine({"upstream": text, "format": "qwen3_coder"})
+    assert res["refined"] == GOOD, res
+
+
+def test_lost_name_tags_are_put_back_where_the_text_places_them():
+    for tag in ["<function=", "<parameter="]:
+        text = GOOD.replace(tag, "", 1)
+        assert Q.parse_lenient(text).calls == [CALL], tag
+        assert Refiner().refine({"upstream": text, "format": "qwen3_coder"})["refined"] == GOOD
+    # a lost </parameter> before </function> leaves the template's newlines on both sides of it
+    text = block("f", ("a", "x")).replace("</parameter>", "")
+    assert Q.parse_lenient(text).calls == [ToolCall("f", {"a": "x"})]
+    # a line that is not KEY> is not a parameter
+    text = block("f", ("a", "x")).replace("<parameter=a>", "some words here")
+    assert Q.parse_lenient(text).calls != [ToolCall("f", {"a": "x"})]
+
+
+def test_tag_like_text_inside_a_value_is_text():
+    value = "see <PARAMETER=x> and [function=y] or <|endoftext|> in the docs"
+    call = ToolCall("note", {"text": value})
+    text = Q.render([call]).replace("</function>", "</FUNCTION>")
+    assert Q.parse_lenient(text).calls == [call]
+
+
+def test_a_text_cut_inside_a_tag_stays_cut():
+    got = Q.parse_lenient("<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter")
+    assert got.cut is not None and got.cut.arguments == {}
+
+
+WEATHER_TOOLS = [{"type": "function", "function": {"name": n, "parameters": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "zone": {"type": "string"}}}}}
+    for n in ("get_weather", "get_time")]
+
+
+def test_calls_whose_tags_were_all_dropped_are_read_by_the_offered_tools():
+    two = Q.render([CALL, ToolCall("get_time", {"zone": "line one\n\nline three", "city": ""})])
+    bare = two
+    for tag in Q.tags:
+        bare = bare.replace(tag, "")
+    bare = bare.strip()
+    assert bare.startswith("get_weather>\ncity>\nParis\n\ndays>\n2\n\n")
+    res = Refiner().refine({"upstream": bare, "format": "qwen3_coder", "tools": WEATHER_TOOLS})
+    assert res["refined"] == two, res
+    assert Refiner().refine({"upstream": bare, "format": "qwen3_coder"})["calls"] == []
+    offered = {"get_weather": ["city", "days"]}
+    for prose in ["get_weather>\nParis\ncity>\nRome", "weather>\ncity>\nParis", "get_weather>", "get_weather>\n"
+                  "town>\nParis"]:
+        assert Q.read_untagged(prose, 0, offered) is None, prose

@@ -114,3 +114,60 @@ def test_cut_text_keeps_the_complete_calls(name):
     assert got.calls[0] == A and got.calls[1].name == "b" and not got.ok
     res = Refiner().refine({"upstream": cut})
     assert res["format"] == name and res["calls"][0] == {"name": "a", "arguments": {"x": 1}}
+
+
+@pytest.mark.parametrize("name", ["minimax", "apibank", "jamba", "nemotron", "internlm"])
+@pytest.mark.parametrize("which", ["open", "close"])
+@pytest.mark.parametrize("how", ["upper", "dash", "bracket", "no_end", "foreign"])
+def test_a_tag_written_wrong_keeps_every_call_of_its_block(name, which, how):
+    fmt = formats.get(name)
+    calls = [ToolCall("get_temp", {"city": "Seattle", "hours": 3}), ToolCall("get_temp", {"city": "Lima", "hours": 3}),
+             B, ToolCall("c", {"q": "see [/tool_calls] and <toolcall> here"})]
+    good = fmt.render(calls)
+    tag = fmt.tags[0] if which == "open" else fmt.tags[-1]
+    inner = tag.strip("<>/|")
+    written = {
+        "upper": tag.upper() if tag != tag.upper() else tag.lower(),
+        "dash": tag.replace("_", "-") if "_" in tag else tag.replace(inner, inner[:3] + "_" + inner[3:]),
+        "bracket": tag.replace("<", "[", 1).replace(">", "]"),
+        "no_end": tag[:-1],
+        "foreign": "<|tool_call_begin|>" if which == "open" else "<|tool_call_end|>",
+    }[how]
+    if name == "internlm" and how in ("upper", "dash", "bracket", "no_end"):
+        pytest.skip("its tags are sentinel tokens, not words")
+    text = good.replace(tag, written, 1) if which == "open" else good[::-1].replace(tag[::-1], written[::-1], 1)[::-1]
+    if fmt.is_valid(text):
+        pytest.skip("the change leaves a valid text")
+    got = fmt.parse_lenient(text)
+    assert got.calls == fmt.parse_strict(good), text
+    res = Refiner().refine({"upstream": text, "format": name})
+    assert res["refined"] == good, res
+
+
+def test_a_tag_like_string_inside_a_call_is_text():
+    fmt = formats.get("minimax")
+    call = ToolCall("c", {"q": "x"})
+    text = '[tool_calls]\n{"name": "c", "arguments": {"q": "[/tool_calls]"}}\n{"name": "c", "arguments": {"q": "x"}}\n'
+    got = fmt.parse_lenient(text)
+    assert got.calls == [ToolCall("c", {"q": "[/tool_calls]"}), call]
+
+
+@pytest.mark.parametrize("name", ["minimax", "apibank"])
+def test_a_call_line_that_lost_its_opening_brace(name):
+    fmt = formats.get(name)
+    calls = [ToolCall("get_temp", {"city": "Seattle", "hours": 3}), ToolCall("get_temp", {"city": "Lima", "hours": 3})]
+    good = fmt.render(calls)
+    for k in range(2):
+        i = [j for j, ch in enumerate(good) if ch == "{" and good[j - 1] == "\n"][k]
+        text = good[:i] + good[i + 1 :]
+        assert fmt.parse_lenient(text).calls == calls, text
+        assert Refiner().refine({"upstream": text, "format": name})["refined"] == good
+
+
+def test_a_call_object_over_several_lines_keeps_its_brace():
+    from refiner.formats.tags import brace_call_lines
+
+    pretty = '\n{\n  "name": "f", "arguments": {"a": {"b": 1}}\n}\n'
+    assert brace_call_lines(pretty) == pretty
+    assert brace_call_lines('\n"name": "f", "arguments": {}}\n"name": "g", "arguments": {}}\n') == (
+        '\n{"name": "f", "arguments": {}}\n{"name": "g", "arguments": {}}\n')

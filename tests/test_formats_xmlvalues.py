@@ -8,7 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refiner.calls import canonical_json
-from refiner.formats.xmlvalues import Finder, read_key, read_value, retype_value, value_end, write_key, write_value
+from refiner.formats.xmlvalues import (
+    MAX_UNTAGGED_LINES,
+    Finder,
+    read_key,
+    read_value,
+    retype_value,
+    untagged_lines,
+    value_end,
+    write_key,
+    write_value,
+)
 from refiner.specs.model import Param
 
 TAGS = ("<parameter=", "</parameter>")
@@ -119,3 +129,12 @@ def test_finder_returns_the_next_hit_and_searches_again_when_asked_behind():
     assert f.next("ab", 0) == 0 and f.next("ab", 1) == 3 and f.next("ab", 4) == 6 and f.next("ab", 7) == -1
     assert f.next("ab", 2) == 3  # a smaller position than last asked: searched again
     assert f.first(("b", "a"), 4) == (4, "b") and f.first(("zz",), 0) == (8, None)
+
+
+def test_untagged_lines_keep_positions_and_stop_at_the_bound():
+    text = "<think>x</think>\n\n name\r\nkey\n\nvalue  \n\n"
+    got = untagged_lines(text, len("<think>x</think>"))
+    assert [ln for _, _, ln in got] == ["name", "key", "", "value"]
+    assert all(text[a:b].removesuffix("\r") == ln for a, b, ln in got)
+    assert untagged_lines("a\n" * (MAX_UNTAGGED_LINES + 5), 0) is None
+    assert untagged_lines("  \n ", 0) == []

@@ -15,7 +15,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
-from refiner.formats.text import dumps, skip_ws
+from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -54,8 +55,13 @@ class ApiBank(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
+        fixed = respell_json_tags(text, reasoning_offset(text), SPELLER, OPEN, CLOSE)  # tags written wrong
+        if fixed is not None:
+            text, notes = fixed
+            for note in notes[:MAX_NOTES]:
+                out.note("missing_tag", note)
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
-            for item in block_values(chunk):
+            for item in block_values(brace_call_lines(chunk)):
                 add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
@@ -64,6 +70,8 @@ class ApiBank(WireFormat):
 
 
 DETECT_CHARS = 20_000  # of a <tool_call> block read to tell API-Bank from Hermes
+SPELLER = Speller(ApiBank.tags)
+MAX_NOTES = 8  # problems reported per text for tags read in place of others
 
 
 def tool_call_block_has_parameters(body: str, at: int) -> bool:

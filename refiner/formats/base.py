@@ -318,6 +318,21 @@ class WireFormat:
         calls) is this format's."""
         return False
 
+    def region_start(self, body: str, at: int) -> int:
+        """Where the calls of ``body`` that :func:`refiner.formats.salvage.salvage` found by this format's marker at
+        ``at`` start: the marker itself, unless the format writes part of a call before it."""
+        return at
+
+    def read_untagged(
+        self, text: str, start: int, offered: Mapping[str, Sequence[str]]
+    ) -> tuple[int, int, list[ToolCall]] | None:
+        """For a text after ``start`` that holds none of the format's tags: ``(start, end, calls)`` of the calls
+        written in the format's layout with its tags dropped (a decoder that skips special tokens drops GLM's), read by
+        the ``offered`` tools alone (tool name -> its parameter names), as :func:`refiner.formats.salvage.salvage`
+        asks; ``None`` when the text is not such a text (the default: a format whose layout means nothing without its
+        tags)."""
+        return None
+
     # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:

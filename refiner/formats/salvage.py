@@ -288,9 +288,13 @@ class _Scan:
                 if found:
                     chosen[fmt.name] = (fmt, self.at, found[0])
                     break
+        if not chosen and self.offered:  # no tag at all: calls told by the offered tools' names alone
+            self.untagged(ranked)
         for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
             if any(a <= start < b for a, b in self.claimed):
                 continue
+            # (a format whose call starts before its marker, GLM's name line above its first <arg_key>, says where)
+            start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
             # the format reads from its first marker to the end (its closers need not end it: Mistral's [ARGS] is
             # followed by the arguments); the region claimed from the other readers ends after its last closer when
             # one follows its last marker
@@ -309,6 +313,19 @@ class _Scan:
                 self.sites.append(Site(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, True, where,
                                        self.line_of(start)))
                 self.claimed.append((start, end))
+
+    def untagged(self, ranked: Sequence[WireFormat]) -> None:
+        """The first format that reads calls in a text holding none of its tags, by the offered tools
+        (:meth:`~refiner.formats.base.WireFormat.read_untagged`): one site."""
+        for fmt in ranked:
+            got = fmt.read_untagged(self.text, self.at, self.offered)
+            if got is not None:
+                start, end, calls = got
+                where = "after prose" if self.text[self.at : start].strip() else "at the start"
+                self.sites.append(Site(start, end, calls, f"untagged call ({fmt.name})", fmt.name, True, where,
+                                       self.line_of(start)))
+                self.claimed.append((start, end))
+                return
 
     # -- the scan for calls and call objects ------------------------------------------------------------------
 

@@ -26,10 +26,12 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.lenient import add_call, as_items, block_values, lenient_blocks, lenient_json_in_prose
 from refiner.formats.strict import decode_at, expect_close, json_blocks, plain_calls, strict_fields
+from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 # Blocks read per text by strict parsing of the formats without a closing tag (real answers hold one).
 MAX_BLOCKS = 64
+MAX_NOTES = 8  # problems reported per text for tags read in place of others
 
 
 @dataclass(frozen=True)
@@ -136,8 +138,13 @@ class TaggedJson(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         f = self.family
         if f.close is not None:
+            fixed = respell_json_tags(text, reasoning_offset(text), self._speller(), f.open, f.close)
+            if fixed is not None:  # tags written wrong
+                text, notes = fixed
+                for note in notes[:MAX_NOTES]:
+                    out.note("missing_tag", note)
             for chunk in lenient_blocks(text, f.open, f.close, out.problems):
-                items = block_values(chunk)
+                items = block_values(brace_call_lines(chunk) if f.payload == "lines" else chunk)
                 if not items:
                     out.note("unreadable", f"unrecoverable block: {chunk.strip()[:80]!r}")
                 for item in items:
@@ -156,6 +163,12 @@ class TaggedJson(WireFormat):
                 out.note("not_a_list", "calls are not a JSON list")
             for item in as_items(value):
                 add_call(out, item)
+
+    def _speller(self) -> Speller:
+        speller = self.__dict__.get("_tag_speller")
+        if speller is None:
+            speller = self.__dict__["_tag_speller"] = Speller((self.family.open, self.family.close or ""))
+        return speller
 
     # ---- render ------------------------------------------------------------------------------------------------
 
@@ -214,8 +227,10 @@ class MiniMax(TaggedJson):
     )
 
     def sniff(self, body: str, at: int) -> bool:
-        """``<tool_calls>`` followed by an object is MiniMax's (one per line); by a list, Jamba's / Hunyuan's."""
-        return _next_char(body, at, "<tool_calls>") == "{"
+        """``<tool_calls>`` followed by an object is MiniMax's (one per line), or by its ``"name"`` key (its ``{``
+        lost); by a list, Jamba's / Hunyuan's."""
+        j = skip_ws(body, at + len("<tool_calls>"))
+        return body.startswith("{", j) or body.startswith('"name"', j)
 
 
 @register

@@ -184,6 +184,25 @@ def mark_xml_cut(
     out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
 
 
+MAX_UNTAGGED_LINES = 2_048  # lines of a text read as calls whose tags were dropped
+
+
+def untagged_lines(text: str, start: int) -> list[tuple[int, int, str]] | None:
+    """``(start, end, line)`` for each line of ``text[start:]`` (a carriage return before a newline dropped), the
+    text stripped of blank lines at both ends; ``None`` past :data:`MAX_UNTAGGED_LINES`."""
+    out: list[tuple[int, int, str]] = []
+    pos = skip_ws(text, start)
+    stop = len(text.rstrip())
+    while pos <= stop and len(out) <= MAX_UNTAGGED_LINES:
+        nl = text.find("\n", pos, stop)
+        e = stop if nl < 0 else nl
+        out.append((pos, e, text[pos:e].removesuffix("\r")))
+        if nl < 0:
+            break
+        pos = nl + 1
+    return out if len(out) <= MAX_UNTAGGED_LINES else None
+
+
 class Finder:
     """The next occurrence of each of a few tags at or after a position. Positions asked for one tag must not
     decrease (a smaller one searches again); each tag's searches then scan the text once in all, so a scanner that

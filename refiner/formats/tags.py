@@ -1,0 +1,297 @@
+"""Reading a format's tags when the text writes them wrong: a tag speller for the lenient readers.
+
+A model (or a lossy pipeline) sometimes writes a format's tags not quite as the format defines them: in another case
+(``<PARAMETER=base>``), with a separator dropped, changed or added (``<argvalue>``, ``<arg-key>``, ``<func_tion=``),
+in square brackets (``[/arg_value]``), without its closing ``>`` (``<arg_key``), a closing tag without its slash
+(``<arg_value>`` where ``</arg_value>`` belongs), one letter off (``<arg_kye>``, ``</arg_valu>``), or replaced by a
+special token of another format (``<|tool_call_end|>``). :class:`Speller` finds such tokens: each is reported as a
+:class:`Hit` naming the word of the format's vocabulary it spells (``arg_key``), or as another format's tag, and the
+format's reader decides from where it stands in the grammar which tag it takes the place of (a reader asks only where
+its grammar expects a tag, so a value's own text is never read as one).
+
+What counts as a tag token, at a ``<`` or ``[``:
+
+- one of the format's own tags exactly;
+- one of the vocabulary's words spelt with any case, with ``_`` or ``-`` (or nothing) between any two letters, after
+  ``<``, ``</``, ``[`` or ``[/`` and ended by ``>``, ``]`` or ``=``; or not ended at all, when more text follows
+  (the lost ``>``: ``<arg_keytable</arg_key>``) and the word does not run on into another tag (``<tool_calls>`` is
+  not ``<tool_call>`` with text after it);
+- one letter off one of the vocabulary's words of five letters or more (a letter lost, added, changed, or two
+  swapped), ended by ``>``, ``]`` or ``=``;
+- a special token of another registered format (one that holds a letter and starts with ``<`` or ``[``), exactly.
+
+A token without its end at the very end of the text is not read as a tag: the text was cut inside it.
+
+Scanning is linear: each ``<`` and ``[`` is tried once against patterns of bounded length.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from refiner.formats.base import all_formats
+
+MAX_WORD = 40  # letters of a tag word looked at (a longer run is not a tag)
+FUZZY_MIN = 5  # letters a word needs before a one-letter slip is read as it
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A tag token of the text: ``text[start:end]``. ``word``: the vocabulary word it spells (``"arg_key"``), or
+    ``None`` for another format's tag (``foreign``); ``closing``: written with a slash (``</...``, ``[/...``);
+    ``eq``: ended by ``=``; ``exact``: written exactly as one of the format's own tags; ``ended``: ended by ``>``,
+    ``]`` or ``=`` (not when its end was lost)."""
+
+    start: int
+    end: int
+    word: str | None
+    closing: bool = False
+    eq: bool = False
+    exact: bool = False
+    ended: bool = True
+
+    @property
+    def foreign(self) -> bool:
+        return self.word is None
+
+
+def _letters(word: str) -> str:
+    return "".join(ch for ch in word.lower() if ch.isalnum())
+
+
+def _tag_word(tag: str) -> str:
+    return tag.strip("<>[]/=|")
+
+
+def osa_distance(a: str, b: str, cutoff: int = 1) -> int:
+    """The optimal-string-alignment distance of two short words (insertions, deletions, substitutions and swaps of
+    neighbours), or ``cutoff + 1`` when it is larger than ``cutoff``."""
+    if abs(len(a) - len(b)) > cutoff:
+        return cutoff + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > cutoff:
+            return cutoff + 1
+        prev2, prev = prev, cur
+    return prev[-1] if prev[-1] <= cutoff else cutoff + 1
+
+
+@functools.lru_cache(maxsize=64)
+def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
+    """The special tokens of every registered format but those in ``own`` that a scan at ``<`` / ``[`` can meet
+    (they start with one of them and hold a letter), longest first."""
+    found = {
+        t
+        for f in all_formats()
+        for t in f.tags
+        if t and t[0] in "<[" and any(ch.isalpha() for ch in t) and t not in own
+    }
+    return tuple(sorted(found, key=lambda t: (-len(t), t)))
+
+
+_GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)
+_RUN = re.compile(r"[A-Za-z0-9_\-]*")
+_WS = re.compile(r"\s*")
+MAX_FUZZY = 128  # one-letter-off comparisons one scan makes at most (each costs a few microseconds)
+MAX_TAG_HITS = 256  # tag tokens a text may hold for its tags to be put right (real answers hold a few dozen)
+MAX_JSON_TAG_HITS = 64  # the same for the JSON-block formats (two tags a block)
+
+
+def _trie_pattern(words: Sequence[str]) -> str:
+    """A regular expression matching exactly the given strings, as a trie (each position tries few branches)."""
+    if not words:
+        return "(?!)"
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def walk(node: dict) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return walk(trie)
+
+
+class Speller:
+    """The tag tokens of a text for a format whose tags are ``tags`` (its own, exactly as it writes them)."""
+
+    def __init__(self, tags: Sequence[str]) -> None:
+        self.tags = tuple(t for t in dict.fromkeys(tags) if t)
+        self.words = tuple(dict.fromkeys(_tag_word(t) for t in self.tags))
+        self._exact = {t: (_tag_word(t), t.startswith(("</", "[/")), t.endswith("=")) for t in self.tags}
+        self._cores = {_letters(w): w for w in self.words}
+        alts = sorted(self._cores, key=len, reverse=True)
+        body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
+        self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
+        self._scanner: tuple[re.Pattern, re.Pattern] | None = None  # built at first use (every format is
+        # registered by then)
+        self._near_seen: dict[str, str | None] = {}
+        self._others: re.Pattern | None = None
+
+    def _patterns(self) -> tuple[re.Pattern, re.Pattern]:
+        """The scanner, and the same without the words one letter off might match (once their budget is spent)."""
+        if self._scanner is None:
+            tags = foreign_tags(self.tags)
+            foreign = "(?<=<)%s|(?<=\\[)%s" % (_trie_pattern([t[1:] for t in tags if t[0] == "<"]),
+                                               _trie_pattern([t[1:] for t in tags if t[0] == "["]))
+            # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
+            # may follow (a storm of brackets fails there, not once per branch)
+            lead = r"[<\[](?=[/A-Za-z|\uff5c])"
+            own, generic = self._own[len("[<\\[]") :], _GENERIC.pattern[len("[<\\[]") :]
+            self._scanner = (re.compile(r"%s(?:(%s)|%s|%s)" % (lead, foreign, own, generic)),
+                             re.compile(r"%s(?:(%s)|%s)" % (lead, foreign, own)))
+        return self._scanner
+
+    def written_wrong(self, text: str, start: int = 0) -> bool:
+        """Whether ``text[start:]`` holds a token that may be a tag of the format written wrong, or another
+        format's tag (one pass at the regex engine's speed)."""
+        if self._others is None:
+            lead = "[<\\[]"
+            exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}" for t in sorted(self.tags, key=len, reverse=True))
+            self._others = re.compile(r"%s(?!%s)%s" % (lead, exact, self._patterns()[0].pattern[len(lead) :]))
+        return self._others.search(text, start) is not None
+
+    def at(self, text: str, pos: int) -> Hit | None:
+        """The tag token starting at ``pos``, if one does."""
+        return next(self.scan(text, pos, min(len(text), pos + 1)), None)
+
+    def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:
+        if m.group(1) is not None:  # another format's tag
+            return Hit(m.start(), m.end(), None)
+        if m.group(3) is not None:  # a word of the vocabulary, in some spelling
+            raw = m.group(0)
+            if raw in self._exact:
+                word, closing, eq = self._exact[raw]
+                return Hit(m.start(), m.end(), word, closing, eq, True)
+            hit = self._spelt(text, m)
+            if hit is not None:
+                return hit
+            g = _GENERIC.match(text, m.start())  # the word runs on: maybe one letter off another word
+            return None if g is None else self._fuzzy(g.start(), g.end(), g.group(1), g.group(2), g.group(3), budget)
+        return self._fuzzy(m.start(), m.end(), m.group(5), m.group(6), m.group(7), budget)
+
+    def _spelt(self, text: str, m: re.Match) -> Hit | None:
+        word = self._cores[_letters(m.group(3))]
+        end = m.group(4)
+        if end is None:  # no closing ">": more text must follow, and not run on into a longer tag word
+            run = _RUN.match(text, m.end()).end()
+            if run > m.end() and text.startswith((">", "]"), run):
+                return None
+            if _WS.match(text, m.end()).end() >= len(text):
+                return None
+        return Hit(m.start(), m.end(), word, bool(m.group(2)), end == "=", False, end is not None)
+
+    def _fuzzy(self, start: int, end: int, slash: str, raw: str, close: str, budget: list[int]) -> Hit | None:
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
+        core = _letters(raw)
+        if core in self._near_seen:
+            word = self._near_seen[core]
+        else:
+            word = self._near(core)
+            if len(self._near_seen) < 4096:
+                self._near_seen[core] = word
+        return None if word is None else Hit(start, end, word, bool(slash), close == "=", False)
+
+    def _near(self, core: str) -> str | None:
+        best = [w for c, w in self._cores.items()
+                if len(c) >= FUZZY_MIN and abs(len(c) - len(core)) <= 1 and osa_distance(core, c) <= 1]
+        return best[0] if len(best) == 1 else None
+
+    def scan(self, text: str, start: int = 0, end: int | None = None) -> Iterator[Hit]:
+        """The tag tokens starting in ``text[start:end]``, in order, none overlapping."""
+        end = len(text) if end is None else end
+        budget = [MAX_FUZZY]  # tokens that may be one letter off a word, looked at (the rest are not tags)
+        full, plain = self._patterns()
+        pos = start
+        while pos < end:
+            m = (full if budget[0] > 0 else plain).search(text, pos)
+            if m is None or m.start() >= end:
+                return
+            hit = self._hit(text, m, budget)
+            if hit is None:
+                pos = m.start() + 1
+                continue
+            yield hit
+            pos = hit.end
+
+
+_PAYLOAD = re.compile(r"[ \t\r\n]*[\[{]")
+
+
+def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, close_tag: str
+                      ) -> tuple[str, list[str]] | None:
+    """For a format whose calls are JSON between ``open_tag`` and ``close_tag`` (API-Bank, MiniMax, Jamba...): the
+    text with a tag written wrong where the grammar places one put right, and what was changed; ``None`` when nothing
+    was. Outside a block, a look-alike of either tag or another format's tag followed by the JSON (``{`` or ``[``,
+    whitespace aside) is the opening tag; inside one, such a token standing alone at the end of its line right after
+    the JSON (``}`` or ``]``) is the closing tag. Any other token is text (a string's content)."""
+    if not speller.written_wrong(text, start):
+        return None
+    hits = list(itertools.islice(speller.scan(text, start), MAX_JSON_TAG_HITS + 1))
+    if len(hits) > MAX_JSON_TAG_HITS:
+        return None
+    edits: list[tuple[int, int, str]] = []
+    inside = False
+    for h in hits:
+        if h.exact:
+            inside = text.startswith(open_tag, h.start) if open_tag != close_tag else not inside
+            continue
+        if not inside:
+            if _PAYLOAD.match(text, h.end):
+                edits.append((h.start, h.end, open_tag))
+                inside = True
+            continue
+        line_end = text.find("\n", h.end)
+        rest = text[h.end : line_end if line_end >= 0 else len(text)]
+        if not rest.strip() and text[start : h.start].rstrip().endswith(("}", "]")):
+            edits.append((h.start, h.end, close_tag))
+            inside = False
+    if not edits:
+        return None
+    parts, pos, notes = [], 0, []
+    for a, b, new in edits:
+        parts += [text[pos:a], new]
+        notes.append(f"tag {text[a:b][:40]!r} read as {new}")
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts), notes
+
+
+_KEY_LINE = re.compile(r"""(?m)^[ \t]*(?=["']name["'][ \t]*:[^\n]*\}[ \t\r]*$)""")
+
+
+def brace_call_lines(chunk: str) -> str:
+    """For a block holding one call object per line (API-Bank, MiniMax): a line that opens with the call's
+    ``"name":`` key and ends with ``}``, first in the block or after a line that ends with ``}``, lost its ``{``,
+    which is put back (a line of an object written over several lines follows its ``{``, and is left)."""
+    if "name" not in chunk:
+        return chunk
+    parts, pos = [], 0
+    for m in itertools.islice(_KEY_LINE.finditer(chunk), MAX_TAG_HITS):
+        k = m.start() - 1
+        while k >= pos and chunk[k].isspace():
+            k -= 1
+        if k < 0 or chunk[k] == "}":
+            parts += [chunk[pos : m.end()], "{"]
+            pos = m.end()
+    return "".join(parts) + chunk[pos:] if parts else chunk
