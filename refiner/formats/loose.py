@@ -33,6 +33,9 @@ _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 # Look-alikes reported per text at most (one problem each).
 MAX_NOTES = 8
+# Token-shaped spans looked at per text: a storm of tokens past this many is left as written (a counted bound, so a
+# 200 KB storm costs what 4,096 tokens cost, whatever the machine).
+MAX_SCANNED = 4096
 
 
 def token_key(token: str) -> str:
@@ -45,15 +48,24 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     """``text`` with every look-alike of one of ``tokens`` written as that token (each reported in ``out`` as a
     ``missing_tag`` problem: the token itself is missing). ``tokens`` are all barred (``<|x|>``) or all bracketed
     (``[X]``). ``allow(token, text, end)``: whether a look-alike of ``token`` that ends at ``end`` stands where the
-    token would (by default, anywhere)."""
+    token would (by default, anywhere). Only the first :data:`MAX_SCANNED` token-shaped spans are looked at."""
     table = {token_key(t): t for t in tokens}
     pattern = _BRACKETED if all(t.startswith("[") for t in table.values()) else _BARRED
+    exact = set(table.values())
+    keys: dict[str, str] = {}  # look-alike -> its key (a storm repeats a few spellings)
     parts: list[str] = []
     pos = notes = 0
-    for m in pattern.finditer(text):
+    for n, m in enumerate(pattern.finditer(text)):
+        if n == MAX_SCANNED:
+            break
         found = m.group()
-        token = table.get(token_key(found))
-        if token is None or found == token or (allow is not None and not allow(token, text, m.end())):
+        if found in exact:
+            continue
+        key = keys.get(found)
+        if key is None:
+            key = keys[found] = token_key(found)
+        token = table.get(key)
+        if token is None or (allow is not None and not allow(token, text, m.end())):
             continue
         parts += (text[pos : m.start()], token)
         pos = m.end()
