@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from refiner.formats import tags
+from refiner.formats.base import Lenient
 from refiner.formats.tags import MAX_FUZZY, Speller, osa_distance
 
 GLM = Speller(("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "</tool_call>"))
@@ -97,3 +99,32 @@ def test_json_block_tags_are_put_right_only_where_the_grammar_places_them():
     # a look-alike not followed by JSON is prose; one inside a string stays
     assert respell_json_tags("I would write <TOOL_CALL> blocks.", 0, sp, "<tool_call>", "</tool_call>") is None
     assert respell_json_tags(f"<tool_call>\n{body}\n</tool_call>", 0, sp, "<tool_call>", "</tool_call>") is None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sentinel tokens: look-alikes of a sentinel format's own tokens, and the counted bound
+
+DEEPSEEK = ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
+            "<｜tool▁calls▁end｜>"]
+
+
+def test_look_alikes_are_written_as_the_token_and_reported():
+    text = "<|tool_calls_begin|><｜tool▁call▁begin｜>function<｜TOOL-SEP｜get_time\n"
+    out = Lenient()
+    got = tags.respell_tokens(text, DEEPSEEK, out)
+    assert got == "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_time\n"
+    assert [p.code for p in out.problems] == ["missing_tag", "missing_tag"]
+
+
+def test_exact_tokens_and_other_formats_tokens_are_left_as_written():
+    text = "<｜tool▁sep｜> <|im_end|> <|call|> [TOOL_CALLS]"
+    assert tags.respell_tokens(text, DEEPSEEK) == text
+    assert tags.respell_tokens("[tool_calls]f[args]{}", ["[TOOL_CALLS]", "[ARGS]"]) == "[TOOL_CALLS]f[ARGS]{}"
+
+
+def test_a_token_storm_is_looked_at_up_to_the_counted_bound():
+    spelt = "<|TOOL_SEP|>"
+    text = "<｜tool▁sep｜>" * (tags.MAX_SCANNED - 1) + spelt * 3
+    got = tags.respell_tokens(text, DEEPSEEK)
+    # the first look-alike is inside the bound, the two after it are not
+    assert got == "<｜tool▁sep｜>" * tags.MAX_SCANNED + spelt * 2

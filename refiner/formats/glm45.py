@@ -37,12 +37,12 @@ from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
-    untagged_lines,
     mark_xml_cut,
     read_key,
     read_value,
     retype_calls,
     stops_in_call,
+    untagged_lines,
     value_end,
     write_key,
     write_value,

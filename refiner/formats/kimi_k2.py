@@ -20,11 +20,12 @@ import re
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
+from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
-from refiner.formats.loose import IDENTIFIER, bare_calls, respell_tokens
 from refiner.formats.strict import decode_at
+from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 

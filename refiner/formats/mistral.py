@@ -20,11 +20,12 @@ import re
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
+from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
-from refiner.formats.loose import IDENTIFIER, bare_calls, respell_tokens
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
+from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 BOT, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import io
 import itertools
 import json
@@ -26,6 +25,7 @@ from typing import Any
 from refiner.formats.base import FormatError, Problem, WireFormat
 from refiner.formats.jsonfix import charge
 from refiner.formats.strict import JSON_DECODER
+from refiner.formats.tags import tag_look_alike
 from refiner.formats.text import dumps
 
 _MANGLE = "__kw__"
@@ -766,14 +766,6 @@ _TAG_LIKE = re.compile(
 )
 # The start of a call list: "[name(".
 _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
-
-
-@functools.lru_cache(maxsize=64)
-def tag_look_alike(tag: str) -> re.Pattern:
-    """A pattern matching ``tag`` as a model may misspell it: in any case, with ``_``, ``-``, a space or nothing
-    between its letters, in square brackets, its ``>`` (or ``|>``) lost."""
-    core = r"[_\-\s]?".join(map(re.escape, (c for c in tag if c.isalnum())))
-    return re.compile(r"[<\[]/?\|?\s*" + core + r"\s*\|?[>\]]?", re.IGNORECASE)
 
 
 def after_opening_tag(body: str, tag: str) -> int:

@@ -22,6 +22,12 @@ What counts as a tag token, at a ``<`` or ``[``:
 
 A token without its end at the very end of the text is not read as a tag: the text was cut inside it.
 
+Two simpler readings of the same kind live here too, so that a format's tokens written wrong are read in one module:
+:func:`respell_tokens` for the sentinel dialects (Mistral v11, DeepSeek, Kimi-K2, harmony: a look-alike of one of the
+format's own barred or bracketed tokens, other case, ``_`` / ``-`` / ``▁`` / spaces, ASCII ``|`` for ``｜``, ``[...]``
+for ``<...>``, a lost ``>`` or ``]``, is written as the token; another format's token is left as it is), and
+:func:`tag_look_alike` for the pythonic formats' opening sentinel at the start of a body.
+
 Scanning is linear: each ``<`` and ``[`` is tried once against patterns of bounded length.
 """
 
@@ -30,10 +36,10 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from refiner.formats.base import all_formats
+from refiner.formats.base import Lenient, all_formats
 
 MAX_WORD = 40  # letters of a tag word looked at (a longer run is not a tag)
 FUZZY_MIN = 5  # letters a word needs before a one-letter slip is read as it
@@ -295,3 +301,69 @@ def brace_call_lines(chunk: str) -> str:
             parts += [chunk[pos : m.end()], "{"]
             pos = m.end()
     return "".join(parts) + chunk[pos:] if parts else chunk
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sentinel tokens (<|call|>, <｜tool▁sep｜>, [TOOL_CALLS]) written wrong: the sentinel dialects' lenient readers
+
+# Sentinel tokens between bars, ``<|call|>`` / ``<｜tool▁sep｜>`` (either bar; the brackets around may be ``<>``,
+# ``[]`` or lost); and bracketed words, ``[TOOL_CALLS]``.
+_BARRED = re.compile(r"[<\[]?[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
+_BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
+_NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
+# Look-alikes reported per text at most (one problem each).
+MAX_NOTES = 8
+# Token-shaped spans looked at per text: a storm of tokens past this many is left as written (a counted bound, so a
+# 200 KB storm costs what 4,096 tokens cost, whatever the machine).
+MAX_SCANNED = 4096
+
+
+def token_key(token: str) -> str:
+    """What is left of a token once case, separators, bars and brackets are dropped."""
+    return _NOISE.sub("", token).lower()
+
+
+def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
+                   allow: Callable[[str, str, int], bool] | None = None) -> str:
+    """``text`` with every look-alike of one of ``tokens`` written as that token (each reported in ``out`` as a
+    ``missing_tag`` problem: the token itself is missing). ``tokens`` are all barred (``<|x|>``) or all bracketed
+    (``[X]``). ``allow(token, text, end)``: whether a look-alike of ``token`` that ends at ``end`` stands where the
+    token would (by default, anywhere). Only the first :data:`MAX_SCANNED` token-shaped spans are looked at."""
+    table = {token_key(t): t for t in tokens}
+    pattern = _BRACKETED if all(t.startswith("[") for t in table.values()) else _BARRED
+    exact = set(table.values())
+    keys: dict[str, str] = {}  # look-alike -> its key (a storm repeats a few spellings)
+    parts: list[str] = []
+    pos = notes = 0
+    for n, m in enumerate(pattern.finditer(text)):
+        if n == MAX_SCANNED:
+            break
+        found = m.group()
+        if found in exact:
+            continue
+        key = keys.get(found)
+        if key is None:
+            key = keys[found] = token_key(found)
+        token = table.get(key)
+        if token is None or (allow is not None and not allow(token, text, m.end())):
+            continue
+        parts += (text[pos : m.start()], token)
+        pos = m.end()
+        if out is not None and notes < MAX_NOTES:
+            out.note("missing_tag", f"{token} written as {found!r}")
+            notes += 1
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# An opening tag written wrong at the start of a body: the pythonic formats' lenient readers
+
+@functools.lru_cache(maxsize=64)
+def tag_look_alike(tag: str) -> re.Pattern:
+    """A pattern matching ``tag`` as a model may misspell it: in any case, with ``_``, ``-``, a space or nothing
+    between its letters, in square brackets, its ``>`` (or ``|>``) lost."""
+    core = r"[_\-\s]?".join(map(re.escape, (c for c in tag if c.isalnum())))
+    return re.compile(r"[<\[]/?\|?\s*" + core + r"\s*\|?[>\]]?", re.IGNORECASE)
