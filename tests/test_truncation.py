@@ -245,7 +245,10 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0x2FF), max_size=12)
+# A value never holds "</think>": the first one ends the reasoning, in every format (text.reasoning_offset), so the
+# calls before it are reasoning, not a cut answer (Hypothesis draws the constant from the code under test).
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0x2FF), max_size=12).filter(
+    lambda s: "</think>" not in s)
 _values = st.one_of(_text, st.integers(-10**6, 10**6), st.booleans(), st.lists(_text, max_size=3))
 _args = st.dictionaries(st.sampled_from(["city", "days", "when", "note", "tags"]), _values, max_size=3)
 _names = st.sampled_from(["get_weather", "book_table", "search", "send_mail"])

@@ -23,6 +23,9 @@ def strip_reasoning(text: str) -> str:
 
 
 def reasoning_offset(text: str) -> int:
+    """Where the answer starts: after the first ``</think>`` (everything before it is the reasoning), else 0. Like
+    the chat templates and vLLM's reasoning parsers, it reads the first ``</think>`` as the end of the reasoning even
+    when an argument value holds that text; the calls before it are then reasoning, not answer."""
     i = text.find(_THINK_CLOSE)
     return i + len(_THINK_CLOSE) if i >= 0 else 0
 
