@@ -25,7 +25,7 @@ from refiner.formats.bare import bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
-from refiner.formats.strict import decode_at
+from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -95,26 +95,7 @@ class _DeepSeek(WireFormat):
     # Strict
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(CALLS_BEGIN, start)
-        if i < 0:
-            raise self.error(f"no {CALLS_BEGIN}", start)
-        calls = []
-        while i >= 0:
-            pos = i + len(CALLS_BEGIN)
-            while True:
-                pos = skip_ws(text, pos)
-                if text.startswith(CALLS_END, pos):
-                    pos += len(CALLS_END)
-                    break
-                if not text.startswith(CALL_BEGIN, pos):
-                    if pos >= len(text):
-                        raise self.error(f"missing {CALLS_END}", pos)
-                    raise self.error(f"expected {CALL_BEGIN} or {CALLS_END}, got {text[pos : pos + 30]!r}", pos)
-                call, pos = self._call(text, pos + len(CALL_BEGIN))
-                calls.append(call)
-            i = text.find(CALLS_BEGIN, pos)
-        return calls
+        return token_sections(self, text, CALLS_BEGIN, CALL_BEGIN, CALLS_END, self._call)
 
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         if self.fenced:

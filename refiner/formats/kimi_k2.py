@@ -24,7 +24,7 @@ from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
-from refiner.formats.strict import decode_at
+from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -79,26 +79,7 @@ class KimiK2(WireFormat):
     # Strict
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(SECTION_BEGIN, start)
-        if i < 0:
-            raise self.error(f"no {SECTION_BEGIN}", start)
-        calls = []
-        while i >= 0:
-            pos = i + len(SECTION_BEGIN)
-            while True:
-                pos = skip_ws(text, pos)
-                if text.startswith(SECTION_END, pos):
-                    pos += len(SECTION_END)
-                    break
-                if not text.startswith(CALL_BEGIN, pos):
-                    if pos >= len(text):
-                        raise self.error(f"missing {SECTION_END}", pos)
-                    raise self.error(f"expected {CALL_BEGIN} or {SECTION_END}, got {text[pos : pos + 30]!r}", pos)
-                call, pos = self._call(text, pos + len(CALL_BEGIN))
-                calls.append(call)
-            i = text.find(SECTION_BEGIN, pos)
-        return calls
+        return token_sections(self, text, SECTION_BEGIN, CALL_BEGIN, SECTION_END, self._call)
 
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         j = text.find(ARG_BEGIN, pos)

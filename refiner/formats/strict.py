@@ -6,7 +6,7 @@ reads well-formed input through checks that build no message (the reward parses 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -279,4 +279,31 @@ def plain_calls(
         if len(item) != size:
             return None
         calls.append(trusted(name, args, outputs))
+    return calls
+
+
+def token_sections(fmt: WireFormat, text: str, begin: str, call_begin: str, end: str,
+                   read_call: Callable[[str, int], tuple[ToolCall, int]]) -> list[ToolCall]:
+    """The calls of every ``begin ... end`` section after the reasoning, each call opened by ``call_begin`` and read
+    by ``read_call(text, position after call_begin) -> (call, position after it)`` (the sentinel dialects' strict
+    layout: DeepSeek, Kimi-K2). Raises ``FormatError`` when there is no section or a section holds anything else."""
+    start = reasoning_offset(text)
+    i = text.find(begin, start)
+    if i < 0:
+        raise fmt.error(f"no {begin}", start)
+    calls = []
+    while i >= 0:
+        pos = i + len(begin)
+        while True:
+            pos = skip_ws(text, pos)
+            if text.startswith(end, pos):
+                pos += len(end)
+                break
+            if not text.startswith(call_begin, pos):
+                if pos >= len(text):
+                    raise fmt.error(f"missing {end}", pos)
+                raise fmt.error(f"expected {call_begin} or {end}, got {text[pos : pos + 30]!r}", pos)
+            call, pos = read_call(text, pos + len(call_begin))
+            calls.append(call)
+        i = text.find(begin, pos)
     return calls
