@@ -27,7 +27,7 @@ FAST_PATHS = {
     "glaive": ["glaive._raw_layout"],
     "openai": ["openai._plain_calls"],
     "anthropic": ["anthropic._plain_blocks"],
-    "toolace": ["toolace.fast_call_list"],
+    "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list
 }
 
 # Edits that keep JSON well formed but change what a call object holds: renamed, added, retyped and emptied fields

@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat
 from refiner.formats.jsonfix import charge
 from refiner.formats.strict import JSON_DECODER
@@ -244,6 +245,39 @@ def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     their mutations)."""
     calls, _, complete = fast_call_prefix(src)
     return calls if complete else None
+
+
+# The general (ast) reader takes call lists up to this many characters (Python's parser costs about 1.5 µs per
+# character, 3 on a syntax error); the renderer's plain layout is read at any length by fast_call_list.
+MAX_AST_CHARS = 4096
+
+
+def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
+    """The calls of the pythonic list ``src`` (stripped; ``offset``: where it starts in the text), strictly: the
+    renderer's layout through :func:`fast_call_list`, anything else through ``ast`` up to :data:`MAX_AST_CHARS`.
+    Raises ``FormatError`` (of ``fmt``) naming the place."""
+    fast = fast_call_list(src)
+    if fast is not None:
+        return [ToolCall.trusted(name, args) for name, args in fast]
+    if len(src) > MAX_AST_CHARS:
+        raise fmt.error(
+            f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, keyword "
+            f"arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
+            offset,
+        )
+    node = parse_expr(fmt, src, offset)
+    lit = Literals(fmt, src, offset, strict=True)
+    if not isinstance(node, ast.List):
+        raise lit.fail(node, "the calls must be a [...] list")
+    calls = []
+    for el in node.elts:
+        if not isinstance(el, ast.Call):
+            raise lit.fail(el, "list items must be calls like name(key=value)")
+        name = dotted_name(el.func)
+        if name is None:
+            raise lit.fail(el, "a call's name must be an identifier")
+        calls.append(ToolCall(name, lit.arguments(el)))
+    return calls
 
 
 def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:

@@ -19,7 +19,6 @@ values are JSON values written as Python literals.
 
 from __future__ import annotations
 
-import ast
 import functools
 import keyword
 import re
@@ -33,28 +32,22 @@ from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
-    Literals,
     after_opening_tag,
-    dotted_name,
-    fast_call_list,
     list_start,
     looks_pythonic,
     matching_paren,
-    parse_expr,
     render_call,
+    strict_call_list,
 )
 from refiner.formats.strict import plain_calls, strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
 
-# The general (ast) reader takes call lists up to this many characters (see toolace.MAX_AST_CHARS); the plain layout
-# is read at any length.
-MAX_AST_CHARS = 4096
 # A closing token inside a string value: strict parsing tries at most this many closing tokens for one block.
 MAX_CLOSE_TRIES = 4
 # Blocks read per text (real answers hold one or two); lines of a one-call-per-line block read by recovery.
 MAX_BLOCKS = 64
 MAX_LINES = 512
-# Blocks recovery reads (each may cost a general parse of up to MAX_AST_CHARS).
+# Blocks recovery reads (each may cost a general parse of up to pythonic.MAX_AST_CHARS).
 MAX_RECOVERED_BLOCKS = 16
 # Characters of a one-call-per-line body recovery matches for parentheses in all (to split the calls written on one
 # line and find prose after them; toolace's recovery reads at most MAX_RECOVER_CHARS beyond the plain layout), and
@@ -84,28 +77,7 @@ class SentinelPythonic(WireFormat):
 
     def _list_calls(self, src: str, offset: int) -> list[ToolCall]:
         """The calls of the list ``src`` (stripped), read as :mod:`refiner.formats.toolace` reads its body."""
-        fast = fast_call_list(src)
-        if fast is not None:
-            return [ToolCall.trusted(name, args) for name, args in fast]
-        if len(src) > MAX_AST_CHARS:
-            raise self.error(
-                f"a call list of {len(src)} characters that is not in the plain layout is longer than the "
-                f"{MAX_AST_CHARS} characters the general reader takes",
-                offset,
-            )
-        node = parse_expr(self, src, offset)
-        lit = Literals(self, src, offset, strict=True)
-        if not isinstance(node, ast.List):
-            raise lit.fail(node, "the calls must be a [...] list")
-        calls = []
-        for el in node.elts:
-            if not isinstance(el, ast.Call):
-                raise lit.fail(el, "list items must be calls like name(key=value)")
-            name = dotted_name(el.func)
-            if name is None:
-                raise lit.fail(el, "a call's name must be an identifier")
-            calls.append(ToolCall(name, lit.arguments(el)))
-        return calls
+        return strict_call_list(self, src, offset)
 
     def _body_calls(self, text: str, a: int, b: int) -> list[ToolCall]:
         body = text[a:b]

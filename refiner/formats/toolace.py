@@ -18,9 +18,9 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, l
 from refiner.formats.lenient import lenient_region
 from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
+    MAX_AST_CHARS,
     Literals,
     dotted_name,
-    fast_call_list,
     fast_call_prefix,
     lenient_string,
     list_start,
@@ -32,6 +32,7 @@ from refiner.formats.pythonic import (
     parse_quietly,
     render_call,
     split_top_level,
+    strict_call_list,
 )
 from refiner.formats.strict import tagged_span
 from refiner.formats.text import skip_ws
@@ -44,10 +45,6 @@ OPEN, CLOSE = "<function_list>", "</function_list>"
 MAX_RECOVERED_SEGMENTS = 128
 MAX_RECOVER_CHARS = 4096
 AST_COST_PER_CHAR = 2
-# The general (ast) reader takes call lists up to this many characters: Python's parser costs about 1.5 µs per
-# character, twice that on a syntax error, and the reward must stay fast on any output. Lists in the plain layout
-# (what render writes) are read at any length without it.
-MAX_AST_CHARS = 4096
 # When the list does not end at the first closing tag, strict parsing looks (quotes respected) for the list's own
 # end within this many characters: a closing tag inside a string value is text. Real answers are a few KB at most.
 MAX_QUOTED_TAG_LIST = 4096
@@ -100,32 +97,7 @@ class ToolAce(WireFormat):
         return self._calls(body.strip(), a + len(body) - len(body.lstrip()))
 
     def _calls(self, src: str, offset: int) -> list[ToolCall]:
-        fast = fast_call_list(src)  # the renderer's layout, without ast (several times faster)
-        if fast is not None:
-            return [ToolCall.trusted(name, args) for name, args in fast]
-        return self._ast_calls(src, offset)
-
-    def _ast_calls(self, src: str, offset: int) -> list[ToolCall]:
-        """The general reader (ast) for lists the fast reader declines."""
-        if len(src) > MAX_AST_CHARS:
-            raise self.error(
-                f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
-                f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
-                offset,
-            )
-        node = parse_expr(self, src, offset)
-        lit = Literals(self, src, offset, strict=True)
-        if not isinstance(node, ast.List):
-            raise lit.fail(node, "the calls must be a [...] list")
-        calls = []
-        for el in node.elts:
-            if not isinstance(el, ast.Call):
-                raise lit.fail(el, "list items must be calls like name(key=value)")
-            name = dotted_name(el.func)
-            if name is None:
-                raise lit.fail(el, "a call's name must be an identifier")
-            calls.append(ToolCall(name, lit.arguments(el)))
-        return calls
+        return strict_call_list(self, src, offset)
 
     def recover(self, text: str, out: Lenient) -> None:
         """The calls of a broken list (:meth:`recover_list`) between the tags, either of which may be missing."""
@@ -158,7 +130,7 @@ class ToolAce(WireFormat):
                 return
             if len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src)):
                 try:
-                    out.calls.extend(self._ast_calls(src, 0))
+                    out.calls.extend(strict_call_list(self, src, 0))
                     return
                 except FormatError as e:
                     out.note("strict", str(e).replace(f"[{self.name}]", f"[{reader or self.name}]"))
