@@ -13,10 +13,9 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
-from refiner.formats.jsonfix import charge
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic import settle, value_fits
-from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
+from refiner.formats.pythonic import edit_readings, settle, value_fits
+from refiner.formats.strict import JSON_DECODER, JSON_WS, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -163,23 +162,18 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
         return None
     cost = 1 + len(src) // MEND_CHARS_PER_UNIT
     closers_from = len(src.rstrip("]} \t\r\n"))  # only closing brackets from here on
-    readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
-    for p, ch in _json_edits(src, at):
-        if ch == '"' and p >= closers_from:
-            continue
-        if not charge(cost):
-            return None
-        edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
+
+    def read(edited: str) -> tuple[list[tuple[str, dict[str, Any]]], Any] | None:
         try:
             value, end = JSON_DECODER.raw_decode(edited)
         except (ValueError, RecursionError):
-            continue
+            return None
         calls = _as_calls(value) if end == len(edited) else None
-        if calls is None:
-            continue
-        key = json.dumps(value, sort_keys=True, ensure_ascii=False)
-        readings.setdefault(key, (calls, value, p, ch))
-    chosen = settle(list(readings.values()), offered)
+        return None if calls is None else (calls, value)
+
+    edits = [(p, ch) for p, ch in _json_edits(src, at) if not (ch == '"' and p >= closers_from)]
+    readings = edit_readings(src, edits, cost, read)
+    chosen = None if readings is None else settle(readings, offered)
     if chosen is None:
         return None
     _, value, p, ch = chosen
@@ -202,9 +196,7 @@ class _NotLoose(ValueError):
 
 
 def _ws(src: str, i: int) -> int:
-    while i < len(src) and src[i] in " \t\r\n":
-        i += 1
-    return i
+    return JSON_WS.match(src, i).end()
 
 
 def _loose_value(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[Any, int]:

@@ -19,7 +19,7 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -747,6 +747,27 @@ def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
     return readings[0] if len(readings) == 1 else None
 
 
+def edit_readings(
+    src: str, edits: Iterable[tuple[int, str]], cost: int,
+    read: Callable[[str], tuple[list[tuple[str, dict[str, Any]]], Any] | None],
+) -> list[tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] | None:
+    """The readings one-character edits of ``src`` give, for the menders (:func:`mend_list`,
+    :func:`refiner.formats.nestful.mend_json_list`): each edit ``(position, char)`` (``char`` inserted before
+    ``position``, or, empty, the character there dropped), in order, charged ``cost`` units of the repair budget and
+    read with ``read(edited) -> (calls, value) | None``; one ``(calls, value, position, char)`` per distinct value
+    (the first edit that gave it), or ``None`` when the budget ran out."""
+    readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
+    for p, ch in edits:
+        if not charge(cost):
+            return None
+        edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
+        got = read(edited)
+        if got is not None:
+            key = json.dumps(got[1], sort_keys=True, ensure_ascii=False, default=str)
+            readings.setdefault(key, (got[0], got[1], p, ch))
+    return list(readings.values())
+
+
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
@@ -769,21 +790,16 @@ def mend_list(
     start, stop = max(end, at - MAX_MEND_WINDOW // 2), min(len(src), at + MAX_MEND_WINDOW // 2)
     edits = sorted(_mend_edits(src, start, stop, end), key=lambda e: abs(e[0] - at))[:MAX_MEND_EDITS]
     cost = MEND_UNITS_PER_EDIT + (len(src) - end) // MEND_CHARS_PER_UNIT
-    readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], int, str]] = {}
-    for p, ch in edits:  # nearest to where reading stopped first
-        if not charge(cost):
-            return None
-        edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
+
+    def read(edited: str) -> tuple[list[tuple[str, dict[str, Any]]], Any] | None:
         got = _read_from(edited, end, calls)
-        if got is None:
-            continue
-        key = json.dumps(got, sort_keys=True, ensure_ascii=False, default=str)
-        if key not in readings:
-            readings[key] = (got, p, ch)
-    chosen = settle(list(readings.values()), offered)
+        return None if got is None else (got, got)
+
+    readings = edit_readings(src, edits, cost, read)  # nearest to where reading stopped first
+    chosen = None if readings is None else settle(readings, offered)
     if chosen is None:
         return None
-    got, p, ch = chosen
+    got, _, p, ch = chosen
     what = f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
     return got, what
 

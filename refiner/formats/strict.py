@@ -18,7 +18,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
+JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
 
 
 def _finite_float(text: str) -> float:
@@ -38,14 +38,14 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     """``json.loads`` that raises a :class:`FormatError` with the absolute position; NaN/Infinity rejected. (One
     shared decoder: ``json.loads`` with options builds a new decoder per call, a third of the cost of a small value.)"""
     try:
-        value, end = JSON_DECODER.raw_decode(text, _JSON_WS.match(text).end())
+        value, end = JSON_DECODER.raw_decode(text, JSON_WS.match(text).end())
     except json.JSONDecodeError as e:
         raise fmt.error(f"invalid JSON: {e.msg}", offset + e.pos) from None
     except ValueError as e:
         raise fmt.error(str(e), offset) from None
     except RecursionError:
         raise fmt.error("JSON nested too deeply", offset) from None
-    end = _JSON_WS.match(text, end).end()
+    end = JSON_WS.match(text, end).end()
     if end != len(text):
         raise fmt.error("invalid JSON: Extra data", offset + end)
     return value
@@ -55,10 +55,10 @@ def json_object(text: str) -> dict | None:
     """The JSON object ``text`` holds (whitespace around it allowed), or ``None`` when it holds anything else or is
     not strict JSON: :func:`strict_json` for fast paths, which leave explaining a failure to it."""
     try:
-        value, end = JSON_DECODER.raw_decode(text, _JSON_WS.match(text).end())
+        value, end = JSON_DECODER.raw_decode(text, JSON_WS.match(text).end())
     except (ValueError, RecursionError):
         return None
-    if type(value) is not dict or _JSON_WS.match(text, end).end() != len(text):
+    if type(value) is not dict or JSON_WS.match(text, end).end() != len(text):
         return None
     return value
 
