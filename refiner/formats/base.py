@@ -223,6 +223,9 @@ class WireFormat:
     # native one and the benchmarks' own). For any other format the pipeline shows the model the upstream in a
     # trained format (:func:`model_view`) and renders its answer back (refiner.pipeline).
     trained: ClassVar[bool] = False
+    # The family's reasoning blocks, (open, close) pairs: ``<think>...</think>`` unless the family writes another
+    # (``[THINK]...[/THINK]``, Gemma 4's thought channel). Read by the reasoning split.
+    reasoning: ClassVar[tuple[tuple[str, str], ...]] = (("<think>", "</think>"),)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
