@@ -126,8 +126,8 @@ def test_name_then_json_arguments_is_special_with_why():
     assert (d.markers.call_start, d.markers.name_suffix, d.markers.call_end) == (
         "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>")
     assert "JSON object" in d.why
-    with pytest.raises(ValueError, match="no row derived"):
-        install(d)
+    # no row holds it, but the hand-written module reads the template's calls back: the refiner uses it
+    assert d.read_by == ["deepseek_v31"] and install(d) == "deepseek_v31"
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -151,18 +151,25 @@ def test_typing_attribute_and_python_literals(tmp_path):
     d = derive(_write(tmp_path, "dsml.jinja", dsml))
     assert not d.special, d.why
     assert (d.fmt.spelling.typing, d.fmt.spelling.type_attr) == ("attr", "string")
-    # lists written with | string (Python literals) cannot be read back as JSON: special, with why
+    # values written with | string (Python literals, as Seed-OSS does): booleans typed as Python writes them, lists
+    # and objects read as the text written (said in the checks)
     py = CALL_LOOP.replace("{BODY}", (
         "<call><function={{ tc.function.name }}>{% for k, v in tc.function.arguments.items() %}"
         "<parameter={{ k }}>{{ v | string }}</parameter>{% endfor %}</function></call>"))
     d = derive(_write(tmp_path, "py.jinja", py))
-    assert d.special and "Python literals" in d.why
+    assert not d.special, d.why
+    assert d.fmt.spelling.typing == "python" and d.fmt.spelling.section_open == "<call>"
+    assert any("Python literals" in c for c in d.checks)
+    calls = d.fmt.parse_strict(d.markers.renders["two"])
+    assert calls[0].arguments["arg_flag"] is True and calls[0].arguments["arg_items"] == "['val_item', 2]"
 
 
 def test_templates_that_give_no_row(tmp_path):
     none = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
     d = derive(none)
-    assert d.special and "writes no tool calls" in d.why
+    assert d.special and "writes no tool calls" in d.why and d.read_by == []
+    with pytest.raises(ValueError, match="no row derived"):
+        install(d)
     # the call id carries the name (Kimi-K2's functions.NAME:0): the name is not where a grammar reads it
     kimi = CALL_LOOP.replace("{BODY}", (
         "<|call|>functions.{{ tc.function.name }}:{{ loop.index0 }}<|args|>{{ tc.function.arguments | tojson }}"
@@ -268,9 +275,12 @@ def test_refiner_reads_and_writes_the_derived_dialect():
     assert Refiner(chat_template=TEMPLATES / "glm45.jinja").fmt == "glm45"
 
 
-def test_refiner_refuses_a_special_template_and_a_double_format():
-    with pytest.raises(ValueError, match="deepseek_v31.jinja"):
-        Refiner(chat_template=TEMPLATES / "deepseek_v31.jinja")
+def test_refiner_refuses_a_template_nothing_reads_and_a_double_format(tmp_path):
+    plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
+    with pytest.raises(ValueError, match="plain.jinja"):
+        Refiner(chat_template=plain)
+    # a special family read by a hand-written module
+    assert Refiner(chat_template=TEMPLATES / "deepseek_v31.jinja").fmt == "deepseek_v31"
     with pytest.raises(ValueError, match="not both"):
         Refiner(fmt="hermes", chat_template=TEMPLATES / "glm45.jinja")
 
@@ -283,7 +293,7 @@ def test_serve_builds_its_refiner_from_the_template():
     assert ref.fmt == "qwen3_coder"
 
 
-def test_cli_formats_derive():
+def test_cli_formats_derive(tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "glm45.jinja")])
     assert res.exit_code == 0, res.output
@@ -294,7 +304,10 @@ def test_cli_formats_derive():
     assert d["result"] == "row" and d["grammar"] == "TaggedJson" and d["spelling"]["payload"] == "list"
     assert d["markers"]["derived_from"]["section_start"].startswith("two")
     res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "deepseek_v31.jinja")])
-    assert res.exit_code == 1 and "special" in res.output
+    assert res.exit_code == 0 and "special" in res.output and "deepseek_v31" in res.output
+    plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
+    res = runner.invoke(app, ["formats", "derive", "--chat-template", str(plain)])
+    assert res.exit_code == 1 and "writes no tool calls" in res.output
     res = runner.invoke(app, ["formats", "derive", "--chat-template", "/nonexistent/t.jinja"])
     assert res.exit_code == 2 and "no such file" in res.output
     res = runner.invoke(app, ["formats", "--json"])  # the listing is unchanged

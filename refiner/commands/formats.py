@@ -33,6 +33,9 @@ def derived_text(d: dict) -> str:
     lines = [f"template: {d['template']} (sha256 {d['sha256'][:16]}...)"]
     if d["result"] == "special":
         lines.append(f"result: special: {d['why']}")
+        if d["read_by"]:
+            lines.append(f"read by the built-in format(s) {', '.join(d['read_by'])}: the template's render of the "
+                         "placeholder calls reads back exactly (Refiner(chat_template=) uses the first)")
     else:
         same = f" (the same spelling as the built-in row {d['same_as']!r})" if d.get("same_as") else ""
         lines.append(f"result: row {d['name']!r} of the {d['grammar']} grammar{same}")
@@ -82,7 +85,7 @@ def register(app: typer.Typer) -> None:
         except TemplateFailure as e:
             _fail(str(e))
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False) if as_json else derived_text(d), nl=not as_json)
-        if d["result"] == "special":
+        if d["result"] == "special" and not d["read_by"]:
             raise typer.Exit(1)
 
     @group.callback()

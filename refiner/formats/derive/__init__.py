@@ -11,7 +11,9 @@ must read the template's own render of the placeholder calls back as those calls
 why (a typing the grammar cannot hold, a name carried inside the call id, calls in no shape a grammar reads, ...).
 
 :func:`install` registers a derived row under its name (``Refiner(chat_template=...)`` and ``serve --chat-template``
-do, so that the pipeline can name it), or names the built-in row that has the same spelling.
+do, so that the pipeline can name it), or names the built-in row that has the same spelling. For a special family,
+``read_by`` lists the built-in formats (hand-written modules included) that read the template's render of the
+placeholder calls back exactly; :func:`install` then names the first of them.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from refiner.formats import base
-from refiner.formats.derive.analyze import CONTENTS, Markers, analyze
+from refiner.formats.derive.analyze import CONTENTS, NAMES, Markers, analyze
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
-from refiner.formats.derive.rows import RowPlan, plan_row
+from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
 
 __all__ = ["Derived", "TemplateFailure", "derive", "derive_template", "install"]
 
@@ -42,6 +44,7 @@ class Derived:
     special: bool = True
     why: str = ""
     same_as: str | None = None
+    read_by: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
 
     @property
@@ -56,6 +59,7 @@ class Derived:
             "why": self.why,
             "markers": self.markers.as_dict(),
             "checks": list(self.checks),
+            "read_by": list(self.read_by),
         }
         if self.fmt is not None and self.plan is not None:
             out.update(
@@ -77,13 +81,31 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
     """:func:`derive` on a loaded template."""
     sha = hashlib.sha256(template.source.encode("utf-8")).hexdigest()
     compiled = compile_template(template)
-    first = None
+    tried = []
     for content in CONTENTS:
         out = _derive_once(template, compiled, sha, name, content)
         if not out.special:
             return out
-        first = first or out
-    return first
+        tried.append(out)
+    out = next((d for d in tried if d.markers.shape), tried[0])
+    out.read_by = _read_by(out.markers)
+    return out
+
+
+def _read_by(markers: Markers) -> list[str]:
+    """The built-in formats that read the template's render of the placeholder calls back exactly (for a family no
+    row holds: a hand-written module may)."""
+    text = markers.renders.get("two", "")
+    if NAMES[1] not in text:
+        return []
+    found = []
+    for fmt in base.by_rank():
+        try:
+            if tuple(fmt.parse_strict(text)) == EXPECTED:
+                found.append(fmt.name)
+        except base.FormatError:
+            continue
+    return found
 
 
 def _derive_once(template: ChatTemplate, compiled: Any, sha: str, name: str | None, content: str) -> Derived:
@@ -116,10 +138,14 @@ def derive(path: str | Path, name: str | None = None) -> Derived:
 
 def install(derived: Derived) -> str:
     """The registry name that reads and writes the derived dialect: the built-in row with the same spelling, else
-    the derived row, registered under its name (once; registering it again is a no-op). Raises ``ValueError`` for a
-    special family, or a name already registered with another spelling."""
+    the derived row, registered under its name (once; registering it again is a no-op); for a special family, the
+    first built-in format that reads the template's calls back (``read_by``). Raises ``ValueError`` for a special
+    family no format reads, or a name already registered with another spelling."""
     if derived.special or derived.fmt is None or derived.plan is None:
-        raise ValueError(f"{derived.where}: no row derived ({derived.why})")
+        if derived.read_by:
+            return derived.read_by[0]
+        raise ValueError(f"{derived.where}: no row derived ({derived.why}), and no built-in format reads the "
+                         "template's calls")
     if derived.same_as:
         return derived.same_as
     name = derived.fmt.name

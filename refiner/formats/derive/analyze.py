@@ -305,6 +305,8 @@ def analyze(template: ChatTemplate, content: str = "", compiled: Any = None) -> 
     raises :class:`TemplateFailure` when the template fails to compile or render."""
     renders, as_text = _renders(template, content, compiled or compile_template(template))
     m = Markers(arguments_as_text=as_text, content=content)
+    if as_text:
+        m.derived_from["arguments_as_text"] = "one: rendered only when given the arguments as a JSON string"
     one, two = section(renders["none"], renders["one"]), section(renders["none"], renders["two"])
     m.renders = {"one": one, "two": two}
     _reasoning(m, renders)
@@ -350,6 +352,7 @@ def _frame(m: Markers, two: str, spans: list[tuple[int, int]], first_core: int) 
     m.section_start = lead[: len(lead) - len(opener)]
     m.section_end = tail[len(closer) :]
     m.call_sep = between[len(closer) : len(between) - len(opener)]
+    m.derived_from["call_sep"] = "two: between the calls, less what follows and precedes each"
     m.call_start, m.name_prefix = _split_opener(opener) if m.shape != "json_calls" else (opener, "")
     m.call_end = closer
     if m.name_prefix:
@@ -379,6 +382,8 @@ def _json_calls(m: Markers, two: str) -> bool:
             if k0 and k1:
                 m.shape, m.in_list = "json_calls", True
                 m.name_key, m.args_key, m.args_as_text = k0
+                m.derived_from.update(name_key="two: the key holding 'fn_alpha'", args_key="two: the key holding "
+                                      "the arguments")
                 m.section_start, m.section_end = two[:start], two[end:]
                 m.derived_from.update(shape="two: both calls in one JSON list",
                                       section_start="two: before the list", section_end="two: after the list")
@@ -392,6 +397,7 @@ def _json_calls(m: Markers, two: str) -> bool:
         return False
     m.shape = "json_calls"
     m.name_key, m.args_key, m.args_as_text = objs[0][2]
+    m.derived_from.update(name_key="two: the key holding 'fn_alpha'", args_key="two: the key holding the arguments")
     m.derived_from["shape"] = "two: one JSON object per call, holding the name and the arguments"
     _frame(m, two, [(objs[0][0], objs[0][1]), (objs[1][0], objs[1][1])], objs[0][0])
     return True

@@ -81,9 +81,15 @@ class RowPlan:
             got = fmt.parse_strict(text)
         except base.FormatError as e:
             return f"the derived row does not read the template's own render of two calls: {e}"
-        if tuple(got) != EXPECTED:
+        as_text = _python_containers(markers)
+        expected = [_texts_for(c, as_text) for c in EXPECTED]
+        if got != expected:
             return f"the derived row reads the template's render of two calls as {got!r}"
-        notes.append("reads the template's render of two calls (five typed arguments, then one) back exactly")
+        if as_text:
+            notes.append(f"the template writes {' and '.join(sorted(as_text))} values as Python literals (Jinja's "
+                         "| string: ['val_item', 2]): the row reads them as text, as written")
+        notes.append("reads the template's render of two calls (five typed arguments, then one) back"
+                     + (" (those values as text)" if as_text else " exactly"))
         again = fmt.parse_strict(fmt.render(list(EXPECTED)))
         if tuple(again) != EXPECTED:
             return "the derived row does not read its own render back"
@@ -91,6 +97,19 @@ class RowPlan:
         if "".join(fmt.render(list(EXPECTED)).split()) == "".join(text.split()):
             notes.append("renders those calls as the template does (whitespace aside)")
         return ""
+
+
+def _python_containers(m: Markers) -> set[str]:
+    """The container types (``list``, ``dict``) the template writes as Python literals."""
+    return {t for t in ("list", "dict") if m.value_styles.get(t) == "python"}
+
+
+def _texts_for(call: ToolCall, as_text: set[str]) -> ToolCall:
+    """``call`` with its values of the ``as_text`` types as the template writes them (Python's repr)."""
+    if not as_text:
+        return call
+    args = {k: repr(v) if type(v).__name__ in as_text else v for k, v in call.arguments.items()}
+    return ToolCall(call.name, args)
 
 
 def _tagged_json_row(fam: Family, spelling: JsonSpelling) -> base.WireFormat:
@@ -155,10 +174,6 @@ def _json_plan(m: Markers) -> RowPlan | str:
 def _xml_plan(m: Markers) -> RowPlan | str:
     if m.strings != "raw":
         return "string values are written quoted (JSON strings), not as raw text between tags"
-    py = sorted(t for t in ("list", "dict") if m.value_styles.get(t) == "python")
-    if py:
-        return (f"the template writes {' and '.join(py)} values as Python literals (Jinja's | string: "
-                "['val_item', 2]), which the XML grammar, like the published parsers, reads as text, not as JSON")
     np, ns = m.name_prefix.strip(), m.name_suffix
     cs, ce = m.call_start.strip(), m.call_end.strip()
     kw: dict[str, Any] = {}
