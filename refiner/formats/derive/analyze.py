@@ -1,13 +1,14 @@
 """The differential analysis of a chat template: render known calls, diff the renders, keep the markers.
 
-Five renders of one conversation (a user turn, then an assistant turn), changing one thing at a time:
+At most six renders of one conversation (a user turn, then an assistant turn), changing one thing at a time:
 
 - ``none``: the assistant turn with no call;
 - ``one``: the same turn with one call, ``fn_alpha`` with five arguments of five types (a string with a space, an
   integer, a boolean, a list, an object);
 - ``two``: the same first call, then ``fn_beta`` with one string argument;
-- ``text_args``: ``one`` again with the arguments given as a JSON string (rendered only when the template does not
-  write the calls of ``one``: some templates take ``arguments`` as a string);
+- ``one`` again with the arguments given as a JSON string (only when the template does not write the calls of
+  ``one``: some templates take ``arguments`` as a string), and again with call ids that carry the name
+  (``functions.fn_alpha:0``, only when the template writes the id where the name would be, as Kimi-K2's does);
 - ``reasoning``: ``none`` with ``reasoning_content``, for the reasoning block's markers.
 
 ``none`` against ``one`` and ``two`` (shared prefix and suffix cut away, the cut moved back to a marker boundary)
@@ -67,9 +68,10 @@ def _tools() -> list[dict]:
     ]
 
 
-def _call(i: int, name: str, args: dict, as_text: bool) -> dict:
+def _call(i: int, name: str, args: dict, as_text: bool, named_ids: bool = False) -> dict:
     arguments: Any = json.dumps(args, ensure_ascii=False) if as_text else dict(args)
-    return {"id": f"call_{i:04d}", "type": "function", "function": {"name": name, "arguments": arguments}}
+    call_id = f"functions.{name}:{i}" if named_ids else f"call_{i:04d}"
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def _messages(calls: list[dict] | None, reasoning: str | None = None, content: str = "") -> list[dict]:
@@ -288,10 +290,15 @@ def _renders(template: ChatTemplate, content: str, compiled: Any) -> tuple[dict[
         one = go("one", _messages([_call(0, NAMES[0], ARGS_ONE, False)], content=content))
     except TemplateFailure:
         one = ""
-    if NAMES[0] not in one:
+    if NAMES[0] not in section(out["none"], one):  # (the whole render may name it in the tool list)
         as_text = True
-        go("one", _messages([_call(0, NAMES[0], ARGS_ONE, True)], content=content))
-    calls = [_call(0, NAMES[0], ARGS_ONE, as_text), _call(1, NAMES[1], ARGS_TWO, as_text)]
+        one = go("one", _messages([_call(0, NAMES[0], ARGS_ONE, True)], content=content))
+    written = section(out["none"], one)
+    named_ids = NAMES[0] not in written and "call_0000" in written
+    if named_ids:  # the template writes the call's id, not its name: ids that carry the name, as Kimi-K2's do
+        go("one", _messages([_call(0, NAMES[0], ARGS_ONE, as_text, True)], content=content))
+    out["named_ids"] = "yes" if named_ids else ""
+    calls = [_call(0, NAMES[0], ARGS_ONE, as_text, named_ids), _call(1, NAMES[1], ARGS_TWO, as_text, named_ids)]
     go("two", _messages(calls, content=content))
     try:
         go("reasoning", _messages(None, REASONING, content=content))
@@ -301,7 +308,7 @@ def _renders(template: ChatTemplate, content: str, compiled: Any) -> tuple[dict[
 
 
 def analyze(template: ChatTemplate, content: str = "", compiled: Any = None) -> Markers:
-    """Renders ``template`` (at most five times, the assistant turn's text being ``content``) and reads its markers;
+    """Renders ``template`` (at most six times, the assistant turn's text being ``content``) and reads its markers;
     raises :class:`TemplateFailure` when the template fails to compile or render."""
     renders, as_text = _renders(template, content, compiled or compile_template(template))
     m = Markers(arguments_as_text=as_text, content=content)
@@ -312,6 +319,11 @@ def analyze(template: ChatTemplate, content: str = "", compiled: Any = None) -> 
     _reasoning(m, renders)
     if NAMES[0] not in one or NAMES[1] not in two:
         m.why = "the template writes no tool calls (the placeholder names do not appear in its renders)"
+        return m
+    if renders.get("named_ids"):
+        m.derived_from["call_id"] = "one: the template writes each call's id (here functions.NAME:INDEX), not its name"
+        m.why = ("the template writes each call's id in place of its name (Kimi-K2: functions.NAME:INDEX): the name "
+                 "is only known through the id's convention, which no row grammar reads")
         return m
     if two.find(NAMES[0]) > two.find(NAMES[1]):
         m.why = "the template writes the calls out of order"

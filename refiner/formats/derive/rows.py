@@ -99,6 +99,19 @@ class RowPlan:
         return ""
 
 
+def _opener(text: str) -> str:
+    """The marker that opens a section or call: the last run of ``text`` without whitespace (what the template
+    writes before it, such as a role header after an empty answer, is not the model's)."""
+    runs = text.split()
+    return runs[-1] if runs else ""
+
+
+def _closer(text: str) -> str:
+    """The marker that closes a section or call: the first run of ``text`` without whitespace."""
+    runs = text.split()
+    return runs[0] if runs else ""
+
+
 def _python_containers(m: Markers) -> set[str]:
     """The container types (``list``, ``dict``) the template writes as Python literals."""
     return {t for t in ("list", "dict") if m.value_styles.get(t) == "python"}
@@ -155,7 +168,7 @@ def _json_plan(m: Markers) -> RowPlan | str:
     if m.args_as_text:
         return "the arguments are written as a JSON string inside the call object"
     keys = (m.args_key,)
-    ss, se, cs, ce = (x.strip() for x in (m.section_start, m.section_end, m.call_start, m.call_end))
+    ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
     if m.in_list:
         if not ss:
             return "the calls are a JSON list with no marker before it (an untagged format)"
@@ -175,7 +188,7 @@ def _xml_plan(m: Markers) -> RowPlan | str:
     if m.strings != "raw":
         return "string values are written quoted (JSON strings), not as raw text between tags"
     np, ns = m.name_prefix.strip(), m.name_suffix
-    cs, ce = m.call_start.strip(), m.call_end.strip()
+    cs, ce = _opener(m.call_start), m.call_end.strip()
     kw: dict[str, Any] = {}
     if np.endswith(('="', "='")):
         kw.update(name_at="attr", call_open=np.split()[0])
@@ -200,7 +213,7 @@ def _xml_plan(m: Markers) -> RowPlan | str:
             return f"a call is opened by {cs!r} and closed by {ce!r}"
         if cs:
             kw.update(section_open=cs, section_close=ce, section_per_call=True)
-    ss, se = m.section_start.strip(), m.section_end.strip()
+    ss, se = _opener(m.section_start), _closer(m.section_end)
     if ss or se:
         if kw.get("section_per_call") or not (ss and se):
             return f"section markers {ss!r} / {se!r} around per-call markers"
