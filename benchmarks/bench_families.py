@@ -27,7 +27,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from bench_dialects import best_time
 from dialect_corpus import load
 
 from refiner import formats
@@ -77,15 +77,6 @@ def _key(calls: list[dict]) -> list[tuple[str, str]]:
     return [(c["name"], canonical_json(c.get("arguments") or {})) for c in calls]
 
 
-def best(fn: Any, repeat: int) -> float:
-    t_best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        t_best = min(t_best, time.perf_counter() - t)
-    return t_best
-
-
 def ours_parse(text: str) -> None:
     name = formats.detect_format(text)
     if name is not None:
@@ -116,13 +107,13 @@ def run(texts: list[Text], repeat: int, peer: Any) -> str:
         except Exception as e:  # noqa: BLE001 (a request the pipeline refuses is a text it did not read)
             got = [{"name": f"<{type(e).__name__}>", "arguments": {}}]
         r = {"ours": _key(got) == _key(t.calls),
-             "parse": best(lambda t=t: ours_parse(t.text), repeat),
-             "refine": best(lambda req=req: refiner.refine(req), repeat)}
+             "parse": best_time(lambda t=t: ours_parse(t.text), repeat),
+             "refine": best_time(lambda req=req: refiner.refine(req), repeat)}
         if peer is not None:
             got_peer = peer_calls(peer, t.text)
             r["peer"] = _key(got_peer) == _key(t.calls)
             r["peer_raised"] = any(c["name"] == RAISED for c in got_peer)
-            r["peer_us"] = best(lambda t=t: peer_calls(peer, t.text), repeat)
+            r["peer_us"] = best_time(lambda t=t: peer_calls(peer, t.text), repeat)
         rows[t.family].append(r)
     head = (f"{'family':<22}{'texts':>6}{'ours read':>11}{'parse µs':>10}{'refine µs':>11}"
             f"{'peer read':>11}{'peer µs':>9}{'peer raised':>13}")

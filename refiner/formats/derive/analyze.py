@@ -109,8 +109,6 @@ class Markers:
     key_suffix: str = ""
     value_suffix: str = ""
     arg_sep: str = ""
-    args_start: str = ""
-    args_end: str = ""
     strings: str = ""  # "raw" (as written) or "json" (quoted)
     literals: str = ""  # "json" (true, [..]) or "python" (True, [..] with single quotes)
     value_styles: dict[str, str] = field(default_factory=dict)  # by Python type name: raw / json / python
