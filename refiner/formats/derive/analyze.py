@@ -30,6 +30,7 @@ decode per bracket of a render of a few hundred characters.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -345,9 +346,13 @@ def _reasoning(m: Markers, renders: dict[str, str]) -> None:
     k = min((x for x in (after.find(">"), after.find("]")) if x >= 0), default=-1)
     open_ = before[j:] if j >= 0 and before.endswith((">", "]")) else ""
     close = after[: k + 1] if k >= 0 and after.startswith(("<", "[")) else ""
-    if open_ and close:
+    if open_ and close and _words(open_) & _words(close):  # a pair (<think> / </think>), not two unrelated tags
         m.reasoning = ((open_, close),)
         m.derived_from["reasoning"] = "none vs reasoning"
+
+
+def _words(tag: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", tag.lower()))
 
 
 def _frame(m: Markers, two: str, spans: list[tuple[int, int]], first_core: int) -> None:
@@ -471,6 +476,10 @@ def _per_argument(m: Markers, two: str) -> bool:
             m.derived_from["key_suffix_by_type"] = "one, two: the text between key and value differs by value type"
         else:
             m.shape, m.why = "", f"the text between a key and its value varies ({sorted(set(delims))!r})"
+            if len(set(by_type.values())) == len(by_type):
+                m.why = ("each argument names its value's type in its tag, one value per type "
+                         f"({sorted(set(delims))!r}): the XML grammar's typing attribute is a string=\"true|false\" "
+                         "flag, and no other row grammar reads a per-type attribute")
             return False
     m.key_suffix = delims[-1]
     m.value_styles = styles
