@@ -14,6 +14,7 @@ importing it below.
 from refiner.formats import (  # noqa: F401  (each import registers a format)
     anthropic,
     apibank,
+    brace_kv,
     deepseek,
     glaive,
     glm45,
