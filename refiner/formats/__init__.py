@@ -20,6 +20,7 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     glm45,
     harmony,
     hermes,
+    json_calls,
     kimi_k2,
     llama3,
     mistral,
@@ -29,7 +30,6 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     order,
     pythonic_sentinels,
     qwen3_coder,
-    tagged_json,
     toolace,
     xlam,
 )
