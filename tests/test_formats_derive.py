@@ -24,7 +24,7 @@ from refiner.cli import app
 from refiner.formats.derive import TemplateFailure, derive, install
 from refiner.formats.derive.analyze import NAMES, section
 from refiner.formats.derive.render import MAX_STEPS, load_template
-from refiner.formats.tagged_json import TaggedJson
+from refiner.formats.json_calls import JsonCalls
 from refiner.formats.xml_params import XmlParams
 from refiner.pipeline import Refiner
 
@@ -83,9 +83,9 @@ def test_derived_row_reads_the_family_corpus_as_the_registered_row(template, cor
     [
         ("glm45.jinja", XmlParams, "glm45"),
         ("qwen3_coder.jinja", XmlParams, "qwen3_coder"),
-        ("jamba.jinja", TaggedJson, "jamba"),
+        ("jamba.jinja", JsonCalls, "jamba"),
         ("minimax_m2.jinja", XmlParams, None),
-        ("hermes.jinja", TaggedJson, None),
+        ("hermes.jinja", JsonCalls, None),
     ],
 )
 def test_derivation_lands_on_the_grammar_and_the_builtin_spelling(template, grammar, same_as):
@@ -113,7 +113,7 @@ def test_the_markers_of_each_layout():
         "<minimax:tool_call>", "<invoke", "attr")
     assert mm.markers.name_prefix == '<invoke name="' and mm.markers.key_suffix == '">'
     hermes = derive(TEMPLATES / "hermes.jinja")
-    assert (hermes.fmt.family.open, hermes.fmt.family.close, hermes.fmt.family.payload) == (
+    assert (hermes.fmt.spelling.open, hermes.fmt.spelling.close, hermes.fmt.spelling.payload) == (
         "<tool_call>", "</tool_call>", "object")
     assert hermes.markers.reasoning == (("<think>", "</think>"),)
     assert hermes.fmt.reasoning == (("<think>", "</think>"),)
@@ -301,7 +301,7 @@ def test_cli_formats_derive(tmp_path):
     assert "key_prefix" in res.output and "<arg_key>" in res.output
     res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "jamba.jinja"), "--json"])
     d = json.loads(res.output)
-    assert d["result"] == "row" and d["grammar"] == "TaggedJson" and d["spelling"]["payload"] == "list"
+    assert d["result"] == "row" and d["grammar"] == "JsonCalls" and d["spelling"]["payload"] == "list"
     assert d["markers"]["derived_from"]["section_start"].startswith("two")
     res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "deepseek_v31.jinja")])
     assert res.exit_code == 0 and "special" in res.output and "deepseek_v31" in res.output

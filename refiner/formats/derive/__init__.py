@@ -5,7 +5,7 @@ grammar's row.
 or a model folder), renders a few conversations through it in a sandboxed jinja2 environment set up as
 ``transformers`` sets it, reads the markers from the renders (:mod:`~refiner.formats.derive.analyze`), and maps that
 record onto a row of one of the project's grammars (:mod:`~refiner.formats.derive.rows`): the XML-ish parameter
-grammar (:mod:`refiner.formats.xml_params`) or the tagged-JSON grammar (:mod:`refiner.formats.tagged_json`). A row is
+grammar (:mod:`refiner.formats.xml_params`) or the JSON-calls grammar (:mod:`refiner.formats.json_calls`). A row is
 built with :func:`refiner.formats.family.make_row` (not registered), then checked against the template itself: it
 must read the template's own render of the placeholder calls back as those calls. Anything else is *special*, with
 why (a typing the grammar cannot hold, a name carried inside the call id, calls in no shape a grammar reads, ...).

@@ -6,7 +6,7 @@
   one newline stripped at each end of a value when the template writes one, and the typing: strings as written and
   other values as JSON (``json``), booleans as Python writes them (``python``), or a type attribute on the key
   (``attr``, as DSML's ``string="true"``);
-- ``json_calls`` markers become a :class:`~refiner.formats.tagged_json.Family`: one ``{"name", "arguments"}``
+- ``json_calls`` markers become a :class:`~refiner.formats.json_calls.JsonSpelling`: one ``{"name", "arguments"}``
   object per tagged block (``object``), one per line inside one section (``lines``) or every call in one JSON list
   (``list``).
 
@@ -23,9 +23,8 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.derive.analyze import ARGS_ONE, ARGS_TWO, NAMES, Markers
-from refiner.formats.family import EXAMPLE_CALLS, Family, make_row
-from refiner.formats.tagged_json import Family as JsonSpelling
-from refiner.formats.tagged_json import TaggedJson
+from refiner.formats.family import Family, make_row
+from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.xml_params import XmlParams, XmlSpelling
 
 # Derived rows rank after every built-in format: detection tries them last.
@@ -34,17 +33,14 @@ EXPECTED = (ToolCall(NAMES[0], ARGS_ONE), ToolCall(NAMES[1], ARGS_TWO))
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
 
 
-def _spelling_of(fmt: base.WireFormat) -> Any:
-    return getattr(fmt, "spelling", None) if hasattr(type(fmt), "tags_for") else getattr(fmt, "family", None)
-
-
 def _core(spelling: Any) -> Any:
     """A spelling less what only a built-in row adds: its named hook (lenient repairs), other spellings of a tag
     accepted when reading."""
     if isinstance(spelling, XmlSpelling):
         return replace(spelling, hook="")
-    if isinstance(spelling, JsonSpelling):
-        return replace(spelling, alt_opens=(), tight=False)
+    if isinstance(spelling, JsonSpelling):  # (the layout render writes, and the extra keys read, aside)
+        return replace(spelling, alt_opens=(), tight=False, follows=(), lead="\n", between="\n",
+                       arg_keys=spelling.arg_keys[:1])
     return spelling
 
 
@@ -60,7 +56,7 @@ class RowPlan:
     def same_spelling(self, fmt: base.WireFormat) -> bool:
         """Whether ``fmt`` is a row of the same grammar spelt the same (a built-in row's hook and extra spellings of
         its tags aside: it reads what the derived row reads, and repairs more)."""
-        return isinstance(fmt, self.grammar) and _core(_spelling_of(fmt)) == _core(self.spelling)
+        return isinstance(fmt, self.grammar) and _core(getattr(fmt, "spelling", None)) == _core(self.spelling)
 
     def build(self, name: str, where: str, sha: str) -> base.WireFormat:
         fam = Family(
@@ -69,9 +65,7 @@ class RowPlan:
             sources=(f"{where} (sha256 {sha})",),
             **({"reasoning": self.reasoning} if self.reasoning else {}),
         )
-        if hasattr(self.grammar, "tags_for"):
-            return make_row(self.grammar, fam, self.spelling, DERIVED_RANK, register_it=False)
-        return _tagged_json_row(fam, self.spelling)
+        return make_row(self.grammar, fam, self.spelling, DERIVED_RANK, register_it=False)
 
     def check(self, fmt: base.WireFormat, markers: Markers, notes: list[str]) -> str:
         """Why the row does not read the template's own render back (``""``: it does); what was checked goes to
@@ -125,27 +119,6 @@ def _texts_for(call: ToolCall, as_text: set[str]) -> ToolCall:
     return ToolCall(call.name, args)
 
 
-def _tagged_json_row(fam: Family, spelling: JsonSpelling) -> base.WireFormat:
-    """A tagged-JSON row on a grammar that does not take rows yet: the same attributes :func:`make_row` sets."""
-    tags = tuple(t for t in (spelling.open, spelling.close) if t)
-    attrs = {
-        "name": fam.name,
-        "description": fam.description,
-        "row": fam,
-        "family": spelling,
-        "trained": False,
-        "reasoning": fam.reasoning,
-        "tags": tags,
-        "detection": base.Detection(DERIVED_RANK, markers=(spelling.open,),
-                                    closers=(spelling.close,) if spelling.close else ()),
-        "example": "(rendered below)",
-        "__module__": TaggedJson.__module__,
-    }
-    cls = type(f"TaggedJson_{fam.name}", (TaggedJson,), attrs)
-    cls.example = cls().render(list(EXAMPLE_CALLS))
-    return cls()
-
-
 def plan_row(m: Markers) -> RowPlan | str:
     """The row for ``m``, or why there is none."""
     if m.shape == "per_argument":
@@ -163,24 +136,25 @@ def plan_row(m: Markers) -> RowPlan | str:
 
 
 def _json_plan(m: Markers) -> RowPlan | str:
-    if m.name_key != "name" or m.args_key not in ("arguments", "parameters"):
-        return f'call objects keyed {m.name_key!r} / {m.args_key!r}: the tagged-JSON grammar reads "name" + "arguments"'
     if m.args_as_text:
         return "the arguments are written as a JSON string inside the call object"
-    keys = (m.args_key,)
+    keys = {"name_key": m.name_key, "arg_keys": (m.args_key,)}
     ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
     if m.in_list:
         if not ss:
             return "the calls are a JSON list with no marker before it (an untagged format)"
-        return RowPlan(TaggedJson, JsonSpelling(ss, se or None, "list", arg_keys=keys))
+        return RowPlan(JsonCalls, JsonSpelling(ss, se or None, "list", **keys))
     if cs and ss:
-        return "calls are tagged one by one inside a tagged section: the tagged-JSON grammar has one level of tags"
+        return "calls are tagged one by one inside a tagged section: the JSON-calls grammar has one level of tags"
     if cs:
         if not ce:
             return "each call object follows a marker with no closing marker"
-        return RowPlan(TaggedJson, JsonSpelling(cs, ce, "object", arg_keys=keys))
+        i = m.call_start.rfind(cs)
+        lead, before = m.call_start[i + len(cs) :], m.call_start[:i]
+        after = m.call_end[m.call_end.find(ce) + len(ce) :]
+        return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, between=after + m.call_sep + before, **keys))
     if ss and se and "\n" in m.call_sep:
-        return RowPlan(TaggedJson, JsonSpelling(ss, se, "lines", arg_keys=keys))
+        return RowPlan(JsonCalls, JsonSpelling(ss, se, "lines", **keys))
     return "the call objects carry no marker of their own (an untagged format)"
 
 
