@@ -11,9 +11,9 @@ must read the template's own render of the placeholder calls back as those calls
 why (a typing the grammar cannot hold, a name carried inside the call id, calls in no shape a grammar reads, ...).
 
 :func:`install` registers a derived row under its name (``Refiner(chat_template=...)`` and ``serve --chat-template``
-do, so that the pipeline can name it), or names the built-in row that has the same spelling. For a special family,
-``read_by`` lists the built-in formats (hand-written modules included) that read the template's render of the
-placeholder calls back exactly; :func:`install` then names the first of them.
+do, so that the pipeline can name it), or names the built-in row that has the same spelling. ``read_by`` lists the
+built-in formats (hand-written modules included) that read the template's render of the placeholder calls back
+exactly; for a special family :func:`install` names the first of them.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from refiner.formats import base
+from refiner.formats.detect import detect_format
 from refiner.formats.derive.analyze import CONTENTS, NAMES, Markers, analyze
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
@@ -85,9 +86,10 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
     for content in CONTENTS:
         out = _derive_once(template, compiled, sha, name, content)
         if not out.special:
-            return out
+            break
         tried.append(out)
-    out = next((d for d in tried if d.markers.shape), tried[0])
+    else:
+        out = next((d for d in tried if d.markers.shape), tried[0])
     out.read_by = _read_by(out.markers)
     return out
 
@@ -105,7 +107,8 @@ def _read_by(markers: Markers) -> list[str]:
                 found.append(fmt.name)
         except base.FormatError:
             continue
-    return found
+    detected = detect_format(text)  # the format the text's own markers name goes first
+    return sorted(found, key=lambda n: n != detected)
 
 
 def _derive_once(template: ChatTemplate, compiled: Any, sha: str, name: str | None, content: str) -> Derived:

@@ -104,6 +104,7 @@ class Markers:
     in_list: bool = False
     name_key: str = ""
     args_key: str = ""
+    id_key: str = ""  # a key holding the call's id
     args_as_text: bool = False
     # per_argument
     key_prefix: str = ""
@@ -238,6 +239,13 @@ def _call_keys(value: Any, name: str, args: dict) -> tuple[str, str, bool] | Non
             except ValueError:
                 pass
     return None
+
+
+def _id_key(value: Any) -> str:
+    """The key of a call object that holds the first call's id (``call_0000``), else ``""``."""
+    if not isinstance(value, dict):
+        return ""
+    return next((k for k, v in value.items() if v == "call_0000"), "")
 
 
 # ---- value writing -------------------------------------------------------------------------------------------------
@@ -397,6 +405,9 @@ def _json_calls(m: Markers, two: str) -> bool:
             if k0 and k1:
                 m.shape, m.in_list = "json_calls", True
                 m.name_key, m.args_key, m.args_as_text = k0
+                m.id_key = _id_key(value[0])
+                if m.id_key:
+                    m.derived_from["id_key"] = "two: the key holding the call id given (call_0000)"
                 m.derived_from.update(name_key="two: the key holding 'fn_alpha'", args_key="two: the key holding "
                                       "the arguments")
                 m.section_start, m.section_end = two[:start], two[end:]
@@ -412,6 +423,9 @@ def _json_calls(m: Markers, two: str) -> bool:
         return False
     m.shape = "json_calls"
     m.name_key, m.args_key, m.args_as_text = objs[0][2]
+    m.id_key = next((_id_key(v) for s, e, v in values if s == objs[0][0]), "")
+    if m.id_key:
+        m.derived_from["id_key"] = "two: the key holding the call id given (call_0000)"
     m.derived_from.update(name_key="two: the key holding 'fn_alpha'", args_key="two: the key holding the arguments")
     m.derived_from["shape"] = "two: one JSON object per call, holding the name and the arguments"
     _frame(m, two, [(objs[0][0], objs[0][1]), (objs[1][0], objs[1][1])], objs[0][0])

@@ -138,7 +138,7 @@ def plan_row(m: Markers) -> RowPlan | str:
 def _json_plan(m: Markers) -> RowPlan | str:
     if m.args_as_text:
         return "the arguments are written as a JSON string inside the call object"
-    keys = {"name_key": m.name_key, "arg_keys": (m.args_key,)}
+    keys = {"name_key": m.name_key, "arg_keys": (m.args_key,), "id_key": m.id_key or None}
     ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
     if m.in_list:
         if not ss:
