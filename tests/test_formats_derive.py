@@ -142,13 +142,15 @@ CALL_LOOP = (
 )
 
 
+# a DSML-like layout: a string="true|false" attribute on every parameter tag
+DSML_LAYOUT = CALL_LOOP.replace("{BODY}", (
+    '<|calls|><invoke name="{{ tc.function.name }}">{% for k, v in tc.function.arguments.items() %}'
+    '<parameter name="{{ k }}" string="{{ "true" if v is string else "false" }}">'
+    '{{ v if v is string else v | tojson }}</parameter>{% endfor %}</invoke></|calls|>'))
+
+
 def test_typing_attribute_and_python_literals(tmp_path):
-    # a DSML-like layout: a string="true|false" attribute on every parameter tag
-    dsml = CALL_LOOP.replace("{BODY}", (
-        '<|calls|><invoke name="{{ tc.function.name }}">{% for k, v in tc.function.arguments.items() %}'
-        '<parameter name="{{ k }}" string="{{ "true" if v is string else "false" }}">'
-        '{{ v if v is string else v | tojson }}</parameter>{% endfor %}</invoke></|calls|>'))
-    d = derive(_write(tmp_path, "dsml.jinja", dsml))
+    d = derive(_write(tmp_path, "dsml.jinja", DSML_LAYOUT))
     assert not d.special, d.why
     assert (d.fmt.spelling.typing, d.fmt.spelling.type_attr) == ("attr", "string")
     # values written with | string (Python literals, as Seed-OSS does): booleans typed as Python writes them, lists
@@ -312,3 +314,29 @@ def test_cli_formats_derive(tmp_path):
     assert res.exit_code == 2 and "no such file" in res.output
     res = runner.invoke(app, ["formats", "--json"])  # the listing is unchanged
     assert res.exit_code == 0 and any(f["name"] == "glm45" for f in json.loads(res.output))
+
+
+# ---- derived rows on hostile texts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", ["minimax_m2.jinja", "hermes.jinja", "dsml"])
+def test_derived_rows_raise_only_their_error_on_hostile_texts(template, tmp_path):
+    """A derived row is a new spelling of a grammar: it keeps the grammar's contract on the storms every registered
+    format is checked on (tests/test_bounds.py)."""
+    from test_bounds import _assert_lenient, _texts
+
+    if template == "dsml":
+        path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT)
+    else:
+        path = TEMPLATES / template
+    fmt = derive(path).fmt
+    for kind, text in _texts(fmt, 3_000):
+        try:
+            strict = fmt.parse_strict(text)
+        except formats.FormatError:
+            strict = None
+        first, again = fmt.parse_lenient(text), fmt.parse_lenient(text)
+        _assert_lenient(first)
+        assert (first.calls, first.problems) == (again.calls, again.problems), kind
+        if strict is not None:
+            assert first.ok and first.calls == strict, kind
