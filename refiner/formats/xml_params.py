@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import Detection, Lenient, WireFormat, all_formats
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
@@ -198,6 +198,10 @@ class XmlParams(WireFormat):
 
     @classmethod
     def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
+        # the call and key tags point at this row too (a section tag lost), unless a row registered before holds
+        # them (Seed-OSS's <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's): a text with only those
+        # is read as the first row's
+        taken = {m for f in all_formats() for m in f.detection.markers}
         markers = [s.first_open]
         if s.section_open:
             markers.append(s.call_open)
@@ -208,6 +212,7 @@ class XmlParams(WireFormat):
         if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
+        markers = markers[:1] + [m for m in markers[1:] if m not in taken]
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)))
 
     @property
@@ -250,8 +255,8 @@ class XmlParams(WireFormat):
 
     def sniff(self, body: str, at: int) -> bool:
         """A marker that opens this row's layout: a section tag followed by this row's call tag, a call tag
-        followed by its name and then a parameter, the call's end or the end of the text (not by JSON); a bare key
-        tag is this row's."""
+        followed by its name (and the row's tag after it, Hunyuan's ``<tool_sep>``) and then a parameter, the call's
+        end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
         if self.hook.sniff is not None:
             return self.hook.sniff(self, body, at)
         s = self.spelling
@@ -263,13 +268,15 @@ class XmlParams(WireFormat):
             at = k
         elif body.startswith(s.call_open):
             at = 0
-        else:
-            return True
+        else:  # a bare key tag: this row's only when it writes no section (sectioned rows share their key tags)
+            return not s.section_open
         pos = at + len(s.call_open)
         if s.name_at == "text":
             e = _first(body, (s.name_sep, s.key_open, s.call_close), pos)
             if not self.is_name(body[pos:e].strip()):
                 return False
+            if s.name_sep.strip() and not body.startswith(s.name_sep, e):
+                return False  # the row writes a tag after the name (Hunyuan's <tool_sep>): another row's call
             k = skip_ws(body, e + (len(s.name_sep) if body.startswith(s.name_sep, e) else 0))
         else:
             e = body.find(">", pos)
@@ -305,7 +312,12 @@ class XmlParams(WireFormat):
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
         f = Finder(text)
         calls: list[ToolCall] = []
+        prev = start
         while i >= 0:
+            closer = s.section_close or s.call_close
+            stray = text.find(closer, prev, i)
+            if stray >= 0:  # a call before it lost its opening tag (it is not prose: it is closed)
+                raise self.error(f"{closer} without its {s.first_open}", stray)
             pos = i
             if s.section_open:
                 pos = skip_ws(text, pos + len(s.section_open))
@@ -324,6 +336,7 @@ class XmlParams(WireFormat):
                     raise self.error(f"missing {s.section_close}", pos)
                 if s.section_per_call or not text.startswith(s.call_open, pos):
                     raise self.error(f"unexpected text {text[pos : pos + 30]!r} before {s.section_close}", pos)
+            prev = pos
             i = text.find(s.first_open, pos)
         return calls
 
@@ -444,6 +457,9 @@ class XmlParams(WireFormat):
         s = self.spelling
         text = self._plain(text)
         pos = self.answer_start(text)
+        text, notes = self._mend(text, pos)
+        for note in notes[:MAX_NOTES]:
+            out.note("missing_tag", note)
         if self.hook.respell is not None:
             fixed = self.hook.respell(self, text, pos)
             if fixed is not None:
@@ -473,6 +489,26 @@ class XmlParams(WireFormat):
                 elif skip_ws(text, o + len(s.section_open)) != c:
                     out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
+
+    def _mend(self, text: str, pos: int) -> tuple[str, list[str]]:
+        """Two slips every row is read through (lenient reading only): a text written with JSON string escapes
+        (the model wrote its answer as a JSON string: ``\\n`` between the tags, ``\\"`` in values), read with them
+        decoded when a literal ``\\n`` stands next to one of the row's structural tags; and a closing tag with a
+        number appended (``</parameter1>``), read as the closing tag."""
+        s = self.spelling
+        notes = []
+        body = text[pos:]
+        tags = (s.key_open, s.value_close, s.call_close)
+        if "\\n" in body and any("\\n" + t in body or t + "\\n" in body for t in tags):
+            body = _JSON_ESCAPE.sub(_unescape, body)
+            notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
+        for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
+            if close.endswith(">") and close[:-1] in body:
+                pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
+                if pattern.search(body):
+                    body = pattern.sub(close, body)
+                    notes.append(f"a closing tag with a number appended read as {close}")
+        return (text if not notes else text[:pos] + body), notes
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
         """Reads one call (``pos``: after its call tag): ``(where reading goes on, whether the call's section goes
@@ -699,6 +735,13 @@ class XmlParams(WireFormat):
 
 
 _NO_HOOK = Hook()
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(m: re.Match) -> str:
+    e = m.group(1)
+    return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED[e]
 
 
 def _first(text: str, tags: Sequence[str], pos: int) -> int:
@@ -840,7 +883,7 @@ ROWS_OWN_MARKERS = (
      _kv("longcat_")),
 )
 
-ROWS = ROWS_HUNYUAN + ROWS_TOOL_CALL + ROWS_OWN_MARKERS
+ROWS = ROWS_TOOL_CALL + ROWS_HUNYUAN + ROWS_OWN_MARKERS
+register_rows(XmlParams, 51, ROWS_TOOL_CALL)  # first: later rows leave them the <tool_call> family's markers
 register_rows(XmlParams, 47, ROWS_HUNYUAN)
-register_rows(XmlParams, 51, ROWS_TOOL_CALL)
 register_rows(XmlParams, 230, ROWS_OWN_MARKERS)
