@@ -37,13 +37,14 @@ detection or untagged reading), registered by name in :data:`HOOKS`.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import Detection, Lenient, WireFormat, all_formats
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
@@ -90,7 +91,7 @@ class XmlSpelling:
     - ``strip_newline``: one newline at each end of a value is the template's, not the value's;
     - ``typing``: ``"json"``, ``"python"`` or ``"attr"`` (see the module doc), ``type_attr`` the attribute;
     - ``sep``: what ``render`` writes between tags (the template's layout); ``tag_suffix``: a per-checkpoint suffix
-      written before every tag's ``>`` (Hunyuan HY v4's ``:6124c78e``; any ``:HEX`` suffix is read);
+      written before every tag's ``>`` (Hunyuan HY v4's ``:6124c78e``; any ``:SUFFIX`` is read);
     - ``hook``: the name of the row's :class:`Hook` in :data:`HOOKS` (``""``: none)."""
 
     call_open: str
@@ -165,7 +166,22 @@ HOOKS: dict[str, Hook] = {}
 
 
 def _attrs(raw: str) -> dict[str, str]:
-    return {m.group(1): next(g for g in m.groups()[1:] if g is not None) for m in _ATTR.finditer(raw)}
+    """The attributes of a tag's text (``name="f" string="true"``; single quotes and bare values read too), XML's
+    character entities decoded (``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a newline with them)."""
+    out = {}
+    for m in _ATTR.finditer(raw):
+        value = next(g for g in m.groups()[1:] if g is not None)
+        out[m.group(1)] = html.unescape(value) if "&" in value else value
+    return out
+
+
+def _attr_value(value: str) -> str:
+    """An attribute value as ``render`` writes it: XML's entities where the value holds a character the tag cannot
+    (quotes, brackets, ampersands, line breaks)."""
+    if not any(c in value for c in '"<>&\n\r'):
+        return value
+    return (value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", "&#10;").replace("\r", "&#13;"))
 
 
 class XmlParams(WireFormat):
@@ -182,6 +198,10 @@ class XmlParams(WireFormat):
 
     @classmethod
     def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
+        # the call and key tags point at this row too (a section tag lost), unless a row registered before holds
+        # them (Seed-OSS's <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's): a text with only those
+        # is read as the first row's
+        taken = {m for f in all_formats() for m in f.detection.markers}
         markers = [s.first_open]
         if s.section_open:
             markers.append(s.call_open)
@@ -189,6 +209,10 @@ class XmlParams(WireFormat):
         closers = [s.value_close, s.call_close]
         if s.key_at == "element":
             closers.insert(0, s.key_close)
+        if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
+            markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
+            closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
+        markers = markers[:1] + [m for m in markers[1:] if m not in taken]
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)))
 
     @property
@@ -213,15 +237,26 @@ class XmlParams(WireFormat):
             return text
         words = {t[1:-1].lstrip("/") for t in s.tags() if t.endswith(">")}
         alts = "|".join(re.escape(w) for w in sorted(words))
-        pattern = re.compile(r"(</?(?:" + alts + r")):[0-9a-fA-F]{4,64}>")
+        pattern = re.compile(r"(</?(?:" + alts + r")):[^\s<>]{1,64}>")
         return pattern.sub(r"\1>", text)
+
+    def answer_start(self, text: str) -> int:
+        """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
+        own reasoning blocks: Seed-OSS's ``</seed:think>``)."""
+        start = reasoning_offset(text)
+        for _, close in self.reasoning:
+            if close != "</think>":
+                i = text.find(close)
+                if i >= 0:
+                    start = max(start, i + len(close))
+        return start
 
     # Detection
 
     def sniff(self, body: str, at: int) -> bool:
         """A marker that opens this row's layout: a section tag followed by this row's call tag, a call tag
-        followed by its name and then a parameter, the call's end or the end of the text (not by JSON); a bare key
-        tag is this row's."""
+        followed by its name (and the row's tag after it, Hunyuan's ``<tool_sep>``) and then a parameter, the call's
+        end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
         if self.hook.sniff is not None:
             return self.hook.sniff(self, body, at)
         s = self.spelling
@@ -233,13 +268,15 @@ class XmlParams(WireFormat):
             at = k
         elif body.startswith(s.call_open):
             at = 0
-        else:
-            return True
+        else:  # a bare key tag: this row's only when it writes no section (sectioned rows share their key tags)
+            return not s.section_open
         pos = at + len(s.call_open)
         if s.name_at == "text":
             e = _first(body, (s.name_sep, s.key_open, s.call_close), pos)
             if not self.is_name(body[pos:e].strip()):
                 return False
+            if s.name_sep.strip() and not body.startswith(s.name_sep, e):
+                return False  # the row writes a tag after the name (Hunyuan's <tool_sep>): another row's call
             k = skip_ws(body, e + (len(s.name_sep) if body.startswith(s.name_sep, e) else 0))
         else:
             e = body.find(">", pos)
@@ -247,6 +284,8 @@ class XmlParams(WireFormat):
                 return "{" not in body[pos:]  # cut inside the name
             if s.name_at == "attr" and "name" not in _attrs(body[pos:e]):
                 return False
+            if s.name_at == "attr" and body.endswith("/", 0, e):
+                return True  # <invoke name="f"/>
             k = skip_ws(body, e + 1)
         return k >= len(body) or body.startswith((s.key_open, s.call_close), k)
 
@@ -267,13 +306,18 @@ class XmlParams(WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
         text = self._plain(text)
-        start = reasoning_offset(text)
+        start = self.answer_start(text)
         i = text.find(s.first_open, start)
         if i < 0:
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
         f = Finder(text)
         calls: list[ToolCall] = []
+        prev = start
         while i >= 0:
+            closer = s.section_close or s.call_close
+            stray = text.find(closer, prev, i)
+            if stray >= 0:  # a call before it lost its opening tag (it is not prose: it is closed)
+                raise self.error(f"{closer} without its {s.first_open}", stray)
             pos = i
             if s.section_open:
                 pos = skip_ws(text, pos + len(s.section_open))
@@ -292,6 +336,7 @@ class XmlParams(WireFormat):
                     raise self.error(f"missing {s.section_close}", pos)
                 if s.section_per_call or not text.startswith(s.call_open, pos):
                     raise self.error(f"unexpected text {text[pos : pos + 30]!r} before {s.section_close}", pos)
+            prev = pos
             i = text.find(s.first_open, pos)
         return calls
 
@@ -307,6 +352,11 @@ class XmlParams(WireFormat):
                 raise self.error(f"unclosed {s.call_open}", pos)
             name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get("name", "")
             pos = j + 1
+            if s.name_at == "attr" and text.endswith("/", 0, j):  # <invoke name="f"/>: a call without arguments
+                if not self.is_name(name):
+                    raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+                calls.append(ToolCall.trusted(name, {}))
+                return pos
         if not self.is_name(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
         args: dict[str, Any] = {}
@@ -406,7 +456,10 @@ class XmlParams(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
         text = self._plain(text)
-        pos = reasoning_offset(text)
+        pos = self.answer_start(text)
+        text, notes = self._mend(text, pos)
+        for note in notes[:MAX_NOTES]:
+            out.note("missing_tag", note)
         if self.hook.respell is not None:
             fixed = self.hook.respell(self, text, pos)
             if fixed is not None:
@@ -437,6 +490,26 @@ class XmlParams(WireFormat):
                     out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
 
+    def _mend(self, text: str, pos: int) -> tuple[str, list[str]]:
+        """Two slips every row is read through (lenient reading only): a text written with JSON string escapes
+        (the model wrote its answer as a JSON string: ``\\n`` between the tags, ``\\"`` in values), read with them
+        decoded when a literal ``\\n`` stands next to one of the row's structural tags; and a closing tag with a
+        number appended (``</parameter1>``), read as the closing tag."""
+        s = self.spelling
+        notes = []
+        body = text[pos:]
+        tags = (s.key_open, s.value_close, s.call_close)
+        if "\\n" in body and any("\\n" + t in body or t + "\\n" in body for t in tags):
+            body = _JSON_ESCAPE.sub(_unescape, body)
+            notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
+        for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
+            if close.endswith(">") and close[:-1] in body:
+                pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
+                if pattern.search(body):
+                    body = pattern.sub(close, body)
+                    notes.append(f"a closing tag with a number appended read as {close}")
+        return (text if not notes else text[:pos] + body), notes
+
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
         """Reads one call (``pos``: after its call tag): ``(where reading goes on, whether the call's section goes
         on after it)``."""
@@ -462,6 +535,10 @@ class XmlParams(WireFormat):
                 out.note("missing_tag", f"the {s.call_open}{name}> tag is not closed")
             if not self.is_name(name):
                 out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
+            if which == ">" and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
+                if name:
+                    out.calls.append(ToolCall(name, {}))
+                return self._after_call(text, pos, name, out)
         args: dict[str, Any] = {}
         closed = False
         whole = pos  # where the last value written whole ends (the name, at first)
@@ -502,20 +579,26 @@ class XmlParams(WireFormat):
                          f"{name[:60]!r}")
                 mark_xml_cut(out, "", args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
                 return pos, False
-        going_on = False
-        if s.section_open:
-            k = skip_ws(text, pos)
-            if text.startswith(s.section_close, k):
-                pos = k + len(s.section_close)
-            elif not s.section_per_call and text.startswith(s.call_open, k):
-                going_on = True
-            elif s.section_per_call or k < len(text):
-                out.note("missing_tag", f"missing {s.section_close} after call {name!r}")
         if name:
             out.calls.append(ToolCall(name, args))
         if not closed:
             mark_xml_cut(out, name, args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
-        return pos, going_on
+        return self._after_call(text, pos, name, out)
+
+    def _after_call(self, text: str, pos: int, name: str, out: Lenient) -> tuple[int, bool]:
+        """After a call read leniently: its section's closing tag, if it has one: ``(where reading goes on, whether
+        the section goes on with a further call)``."""
+        s = self.spelling
+        if not s.section_open:
+            return pos, False
+        k = skip_ws(text, pos)
+        if text.startswith(s.section_close, k):
+            return k + len(s.section_close), False
+        if not s.section_per_call and text.startswith(s.call_open, k):
+            return pos, True
+        if s.section_per_call or k < len(text):
+            out.note("missing_tag", f"missing {s.section_close} after call {name!r}")
+        return pos, False
 
     def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
         """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends inside its
@@ -605,9 +688,7 @@ class XmlParams(WireFormat):
         if s.name_at == "eq":
             head = f"{s.call_open}{c.name}>"
         elif s.name_at == "attr":
-            if '"' in c.name:
-                raise self.render_error(f"tool name {c.name!r} holds a quote")
-            head = f'{s.call_open} name="{c.name}">'
+            head = f'{s.call_open}name="{c.name}">'
         else:
             head = f"{s.call_open}{c.name}{s.name_sep if s.name_sep.strip() else ''}"
         parts = [head]
@@ -617,18 +698,14 @@ class XmlParams(WireFormat):
                 key = write_key(k, s.key_close not in k)
                 parts.append(f"{s.key_open}{key}{s.key_close}{sep}{s.value_open}{self._write(v)}{s.value_close}")
             elif s.key_at == "attr":
-                if '"' in k or ">" in k or "\n" in k:
-                    raise self.render_error(f"parameter name {k!r} cannot be written in an attribute")
                 typed = ""
-                if s.type_attr:
-                    is_str = type(v) is str
-                    typed = f' {s.type_attr}="{"true" if is_str else "false"}"'
-                    body = v if is_str and s.value_close not in v else self._write(v, attr_typed=True)
-                    if is_str and s.value_close in v:
-                        typed = f' {s.type_attr}="false"'
+                if s.type_attr:  # a string as written (string="true") unless it holds a tag: then JSON, as any value
+                    raw = type(v) is str and not any(t in v for t in s.value_tags)
+                    typed = f' {s.type_attr}="{"true" if raw else "false"}"'
+                    body = v if raw else self._write(v, attr_typed=True)
                 else:
                     body = self._write(v)
-                parts.append(f'{s.key_open} name="{k}"{typed}>{pad}{body}{pad}{s.value_close}')
+                parts.append(f'{s.key_open}name="{_attr_value(k)}"{typed}>{pad}{body}{pad}{s.value_close}')
             else:
                 key = write_key(k, ">" not in k and "\n" not in k and "\r" not in k)
                 parts.append(f"{s.key_open}{key}>{pad}{self._write(v)}{pad}{s.value_close}")
@@ -658,6 +735,13 @@ class XmlParams(WireFormat):
 
 
 _NO_HOOK = Hook()
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(m: re.Match) -> str:
+    e = m.group(1)
+    return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED[e]
 
 
 def _first(text: str, tags: Sequence[str], pos: int) -> int:
@@ -683,22 +767,123 @@ GLM45 = XmlSpelling(
     value_close="</arg_value>", hook="glm45",
 )
 
+
+def _dsml(bar: str, section: str) -> XmlSpelling:
+    """DeepSeek's DSML: ``bar`` is ``<｜DSML｜`` (V3.2, V4) or ``<｜DSML｜ `` (V4.1), ``section`` the block's word."""
+    close = "</" + bar[1:]
+    return XmlSpelling(
+        section_open=f"{bar}{section}>", section_close=f"{close}{section}>",
+        call_open=f"{bar}invoke ", call_close=f"{close}invoke>", name_at="attr",
+        key_open=f"{bar}parameter ", value_close=f"{close}parameter>", key_at="attr", typing="attr", type_attr="string",
+    )
+
+
+def _invoke(section: str, prefix: str = "", param: str = "parameter") -> XmlSpelling:
+    """``<SECTION><PREFIXinvoke name="f"><PREFIXparameter name="k">v</PREFIXparameter></PREFIXinvoke></SECTION>``
+    (MiniMax-M2, dots.llm, Muse Glimmer): strings raw, other values JSON."""
+    return XmlSpelling(
+        section_open=f"<{section}>", section_close=f"</{section}>",
+        call_open=f"<{prefix}invoke ", call_close=f"</{prefix}invoke>", name_at="attr",
+        key_open=f"<{prefix}{param} ", value_close=f"</{prefix}{param}>", key_at="attr",
+    )
+
+
+def _kv(prefix: str = "", *, section: str = "", name_sep: str = "\n", sep: str = "\n", suffix: str = "") -> XmlSpelling:
+    """The key/value tag pairs (GLM's layout): ``<PREFIXtool_call>NAME[NAME_SEP]<PREFIXarg_key>k</PREFIXarg_key>
+    <PREFIXarg_value>v</PREFIXarg_value></PREFIXtool_call>``, in a ``section`` when given."""
+    return XmlSpelling(
+        section_open=f"<{section}>" if section else "", section_close=f"</{section}>" if section else "",
+        call_open=f"<{prefix}tool_call>", call_close=f"</{prefix}tool_call>", name_at="text", name_sep=name_sep,
+        key_open=f"<{prefix}arg_key>", key_close=f"</{prefix}arg_key>", key_at="element",
+        value_open=f"<{prefix}arg_value>", value_close=f"</{prefix}arg_value>", sep=sep, tag_suffix=suffix,
+    )
+
+
+VLLM = "vllm-project/vllm vllm/tool_parsers/"
+SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
+LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
+
+# Hunyuan's <tool_calls> section is shared with the JSON formats minimax (262) and jamba (263), its <tool_call> and
+# <arg_key> with qwen3_coder and glm45: its rows rank before all of them (their sniff needs the <tool_call> inside).
+ROWS_HUNYUAN = (
+    (Family("hunyuan_v4", "Hunyuan HY v4: <tool_calls:S><tool_call:S>NAME<arg_key:S>KEY</arg_key:S><arg_value:S>VALUE"
+            "</arg_value:S></tool_call:S></tool_calls:S>, S a per-checkpoint suffix (any is read)",
+            sources=(VLLM + "hy_v4_tool_parser.py",)),
+     _kv(section="tool_calls", name_sep="\n", sep="", suffix=":6124c78e")),
+    (Family("hunyuan_v3", "Hunyuan HY v3: <tool_calls><tool_call>NAME<tool_sep><arg_key>KEY</arg_key><arg_value>VALUE"
+            "</arg_value></tool_call></tool_calls> (strings raw, other values JSON)",
+            sources=(VLLM + "hy_v3_tool_parser.py",)),
+     _kv(section="tool_calls", name_sep="<tool_sep>", sep="")),
+)
+
 # Qwen3-Coder and GLM share <tool_call> with apibank (60) and hermes (70): they rank before them, Qwen3-Coder first.
 ROWS_TOOL_CALL = (
     (Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
             "</function>\\n</tool_call> per call (strings raw, other values JSON)",
             models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B"),
-            sources=("vllm-project/vllm vllm/tool_parsers/qwen3coder_tool_parser.py",
-                     "sgl-project/sglang python/sglang/srt/function_call/qwen3_coder_detector.py",
+            sources=(VLLM + "qwen3coder_tool_parser.py", SGLANG + "qwen3_coder_detector.py",
                      "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja")),
      QWEN3_CODER),
     (Family("glm45", "GLM-4.5/4.6: <tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n"
             "</tool_call> per call (strings raw, other values JSON)",
             models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
-            sources=("vllm-project/vllm vllm/tool_parsers/glm4_moe_tool_parser.py",
-                     "vllm-project/vllm vllm/tool_parsers/glm47_moe_tool_parser.py",
-                     "sgl-project/sglang python/sglang/srt/function_call/glm4_moe_detector.py",
-                     "zai-org/GLM-4.5 chat_template.jinja")),
+            sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
+                     SGLANG + "glm4_moe_detector.py", LLAMA_CPP + "glm_4_5.jinja", LLAMA_CPP + "GLM-4.6.jinja")),
      GLM45),
 )
-register_rows(XmlParams, 51, ROWS_TOOL_CALL)
+
+# Markers of their own: ranked after the sentinel formats (DeepSeek V3/V3.1 at 200/201).
+ROWS_OWN_MARKERS = (
+    (Family("deepseek_v32", "DeepSeek V3.2 DSML: <｜DSML｜function_calls><｜DSML｜invoke name=\"NAME\"><｜DSML｜parameter "
+            "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
+            models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
+            sources=(VLLM + "deepseekv32_tool_parser.py", LLAMA_CPP + "DeepSeek-V3.2.jinja",
+                     "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
+     _dsml("<｜DSML｜", "function_calls")),
+    (Family("deepseek_v4", "DeepSeek V4 DSML: V3.2's invoke/parameter elements inside <｜DSML｜tool_calls>",
+            models=("deepseek-ai/DeepSeek-V4-Flash",), sources=(VLLM + "deepseekv4_tool_parser.py",)),
+     _dsml("<｜DSML｜", "tool_calls")),
+    (Family("deepseek_v41", "DeepSeek V4.1 DSML: a space after the bar (<｜DSML｜ invoke ...>), inside <｜DSML｜ calls>",
+            models=("deepseek-ai/DeepSeek-V4.1-Flash",), sources=(VLLM + "deepseekv41_engine_tool_parser.py",)),
+     _dsml("<｜DSML｜ ", "calls")),
+    (Family("minimax_m2", "MiniMax-M2: <minimax:tool_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE"
+            "</parameter></invoke></minimax:tool_call> (strings raw, other values JSON)",
+            models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.5"),
+            sources=(VLLM + "minimax_m2_tool_parser.py", LLAMA_CPP + "unsloth-MiniMax-M2.jinja")),
+     _invoke("minimax:tool_call")),
+    (Family("seed_oss", "Seed-OSS: <seed:tool_call><function=NAME><parameter=KEY>VALUE</parameter></function>"
+            "</seed:tool_call> per call, reasoning in <seed:think>",
+            models=("ByteDance-Seed/Seed-OSS-36B-Instruct",), reasoning=(("<seed:think>", "</seed:think>"),),
+            sources=(VLLM + "seed_oss_tool_parser.py", LLAMA_CPP + "ByteDance-Seed-OSS.jinja")),
+     XmlSpelling(section_open="<seed:tool_call>", section_close="</seed:tool_call>", section_per_call=True,
+                 call_open="<function=", call_close="</function>", typing="python")),
+    (Family("step3", "Step-3: <｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"NAME\">"
+            "<steptml:parameter name=\"KEY\">VALUE</steptml:parameter></steptml:invoke><｜tool_call_end｜>"
+            "<｜tool_calls_end｜>", models=("stepfun-ai/step3",),
+            sources=(VLLM + "step3_tool_parser.py", SGLANG + "step3_detector.py")),
+     XmlSpelling(section_open="<｜tool_calls_begin｜>", section_close="<｜tool_calls_end｜>",
+                 call_open="<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke ",
+                 call_close="</steptml:invoke><｜tool_call_end｜>", name_at="attr",
+                 key_open="<steptml:parameter ", value_close="</steptml:parameter>", key_at="attr")),
+    (Family("dots1", "dots.llm: <dots_function_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE</parameter>"
+            "</invoke></dots_function_call>", models=("rednote-hilab/dots.llm1.inst",),
+            sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/dots_tool_parser.py",)),
+     _invoke("dots_function_call")),
+    (Family("muse_glimmer", "Muse Glimmer (ATEM): <atem:function_calls><atem:invoke name=\"NAME\"><atem:parameter "
+            "name=\"KEY\">VALUE</atem:parameter></atem:invoke></atem:function_calls>",
+            sources=(VLLM + "muse_glimmer_tool_parser.py",)),
+     _invoke("atem:function_calls", "atem:")),
+    (Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call",
+            sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py",)),
+     XmlSpelling(call_open="<function ", call_close="</function>", name_at="attr", key_open="<param ",
+                 value_close="</param>", key_at="attr")),
+    (Family("longcat", "LongCat (GLM's layout): <longcat_tool_call>NAME\\n<longcat_arg_key>KEY</longcat_arg_key>\\n"
+            "<longcat_arg_value>VALUE</longcat_arg_value>\\n</longcat_tool_call>",
+            sources=(VLLM + "longcat_tool_parser.py",)),
+     _kv("longcat_")),
+)
+
+ROWS = ROWS_TOOL_CALL + ROWS_HUNYUAN + ROWS_OWN_MARKERS
+register_rows(XmlParams, 51, ROWS_TOOL_CALL)  # first: later rows leave them the <tool_call> family's markers
+register_rows(XmlParams, 47, ROWS_HUNYUAN)
+register_rows(XmlParams, 230, ROWS_OWN_MARKERS)
