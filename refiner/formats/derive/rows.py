@@ -36,8 +36,8 @@ _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
 def _core(spelling: Any) -> Any:
     """A spelling less what only a built-in row adds: its named hook (lenient repairs), other spellings of a tag
     accepted when reading."""
-    if isinstance(spelling, XmlSpelling):
-        return replace(spelling, hook="")
+    if isinstance(spelling, XmlSpelling):  # (and the layout render writes)
+        return replace(spelling, hook="", sep="\n")
     if isinstance(spelling, JsonSpelling):  # (the layout render writes, and the extra keys read, aside)
         return replace(spelling, alt_opens=(), tight=False, follows=(), lead="\n", between="\n",
                        arg_keys=spelling.arg_keys[:1])
@@ -165,7 +165,9 @@ def _xml_plan(m: Markers) -> RowPlan | str:
     cs, ce = _opener(m.call_start), m.call_end.strip()
     kw: dict[str, Any] = {}
     if np.endswith(('="', "='")):
-        kw.update(name_at="attr", call_open=np.split()[0])
+        if _attr_name(np) != "name":
+            return f"the tool name is in the attribute {_attr_name(np)!r}: the XML grammar reads it from name=\"...\""
+        kw.update(name_at="attr", call_open=np.split()[0] + " ")
         if not ns.startswith(np[-1] + ">"):
             return f"the name attribute is not the last one of its tag ({ns!r} follows it)"
     elif np.endswith("="):
@@ -178,7 +180,7 @@ def _xml_plan(m: Markers) -> RowPlan | str:
     else:
         return f"the tool name is written after {m.name_prefix!r}: no tag of the XML grammar holds it"
     if kw["name_at"] != "text":
-        close = "</" + kw["call_open"][1:].rstrip("=") + ">"
+        close = "</" + kw["call_open"][1:].rstrip("= ") + ">"
         if not ce.startswith(close):
             return f"the call element is not closed by {close} ({ce!r})"
         kw["call_close"] = close
@@ -210,10 +212,17 @@ def _xml_plan(m: Markers) -> RowPlan | str:
         return f"the markers make no XML-grammar spelling: {e}"
 
 
+def _attr_name(prefix: str) -> str:
+    """The attribute a prefix such as ``<invoke name="`` leaves open (``name``)."""
+    return prefix.split()[-1].split("=")[0] if len(prefix.split()) > 1 else ""
+
+
 def _key_spelling(m: Markers) -> dict[str, Any] | str:
     kp, ks = m.key_prefix.strip(), m.key_suffix
     if kp.endswith(('="', "='")):
-        out: dict[str, Any] = {"key_at": "attr", "key_open": kp.split()[0]}
+        if _attr_name(kp) != "name":
+            return f"the argument key is in the attribute {_attr_name(kp)!r}: the XML grammar reads it from name=\"...\""
+        out: dict[str, Any] = {"key_at": "attr", "key_open": kp.split()[0] + " "}
         if m.key_suffix_by_type:
             attrs = _ATTR.findall(m.key_suffix_by_type.get("str", ""))
             if len(attrs) != 1 or attrs[0][1] != "true":
