@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from refiner.formats import base
-from refiner.formats.detect import detect_format
 from refiner.formats.derive.analyze import CONTENTS, NAMES, Markers, analyze
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
+from refiner.formats.detect import detect_format
 
 __all__ = ["Derived", "TemplateFailure", "derive", "derive_template", "install"]
 
