@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.cli import app
+from refiner.formats.brace_kv import BraceKV
 from refiner.formats.derive import TemplateFailure, derive, install
 from refiner.formats.derive.analyze import NAMES, section
 from refiner.formats.derive.render import MAX_STEPS, load_template
@@ -38,6 +39,8 @@ ROWS = {
     "minimax_m2.jinja": ("minimax_m2", None),
     "seed_oss.jinja": ("seed_oss", None),
     "deepseek_v32.jinja": ("deepseek_v32", "deepseek"),
+    "gemma4.jinja": ("gemma4", "gemma4"),
+    "functiongemma.jinja": ("functiongemma", None),
 }
 
 
@@ -92,6 +95,8 @@ def test_derived_row_reads_the_family_corpus_as_the_registered_row(template, cor
         ("minimax_m2.jinja", XmlParams, "minimax_m2"),
         ("seed_oss.jinja", XmlParams, "seed_oss"),
         ("deepseek_v32.jinja", XmlParams, "deepseek_v32"),
+        ("gemma4.jinja", BraceKV, "gemma4"),
+        ("functiongemma.jinja", BraceKV, "functiongemma"),
         ("hermes.jinja", JsonCalls, None),
     ],
 )
@@ -339,7 +344,7 @@ def test_cli_formats_derive(tmp_path):
 # ---- derived rows on hostile texts ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("template", ["minimax_m2.jinja", "hermes.jinja", "dsml"])
+@pytest.mark.parametrize("template", ["minimax_m2.jinja", "hermes.jinja", "gemma4.jinja", "dsml"])
 def test_derived_rows_raise_only_their_error_on_hostile_texts(template, tmp_path):
     """A derived row is a new spelling of a grammar: it keeps the grammar's contract on the storms every registered
     format is checked on (tests/test_bounds.py)."""

@@ -105,6 +105,8 @@ class Markers:
     name_key: str = ""
     args_key: str = ""
     id_key: str = ""  # a key holding the call's id
+    # brace_kv
+    quote: str = ""  # the token around string values
     args_as_text: bool = False
     # per_argument
     key_prefix: str = ""
@@ -335,7 +337,7 @@ def analyze(template: ChatTemplate, content: str = "", compiled: Any = None) -> 
     if two.find(NAMES[0]) > two.find(NAMES[1]):
         m.why = "the template writes the calls out of order"
         return m
-    if _json_calls(m, two) or _named_json(m, two) or _per_argument(m, two):
+    if _json_calls(m, two) or _named_json(m, two) or _brace_kv(m, two) or _per_argument(m, two):
         return m
     if not m.why:
         m.why = "the arguments are neither one JSON value nor one element per argument"
@@ -449,6 +451,40 @@ def _named_json(m: Markers, two: str) -> bool:
     m.name_suffix = mid0
     m.derived_from["name_suffix"] = "two: between each name and its arguments"
     return True
+
+
+def _brace_kv(m: Markers, two: str) -> bool:
+    """``OPEN KEYWORD NAME{key:value,...} CLOSE`` with strings between a quote token (Gemma 4's
+    ``<|tool_call>call:NAME{k:<|"|>v<|"|>}<tool_call|>``): the keyword is what follows the opening marker up to the
+    name, the quote what surrounds the string value, the closer what follows the first call's closing brace."""
+    n0 = two.find(NAMES[0])
+    if not two.startswith("{", n0 + len(NAMES[0])):
+        return False
+    lead = two[:n0]
+    j = max(lead.rfind(">"), lead.rfind("]"))
+    keyword, opener = lead[j + 1 :], _last_run(lead[: j + 1])
+    v = two.find(ARGS_ONE["arg_text"], n0)
+    colon = two.rfind(":", n0, v) if v >= 0 else -1
+    quote = two[colon + 1 : v] if colon >= 0 else ""
+    if not opener or not quote.strip() or not two.startswith(quote, v + len(ARGS_ONE["arg_text"])):
+        return False
+    second = two.find(opener + keyword + NAMES[1], v)
+    head = two[:second].rstrip() if second >= 0 else ""
+    closer = head[head.rfind("}") + 1 :].strip() if "}" in head else ""
+    if not closer:
+        return False
+    m.shape, m.why = "brace_kv", ""
+    m.call_start, m.name_prefix, m.call_end, m.quote = opener, keyword, closer, quote
+    m.derived_from.update(
+        shape="two: each call's name followed by a brace holding key:value pairs that are not JSON",
+        call_start="two: the marker before the first name", name_prefix="two: between that marker and the name",
+        quote="one: what surrounds 'val text one'", call_end="two: after the first call's closing brace")
+    return True
+
+
+def _last_run(text: str) -> str:
+    runs = text.split()
+    return runs[-1] if runs else ""
 
 
 def _argument_spans(text: str, start: int, args: dict) -> list[tuple[int, int, int, int, str]] | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats import base
+from refiner.formats.brace_kv import BraceKV, BraceSpelling
 from refiner.formats.derive.analyze import ARGS_ONE, ARGS_TWO, NAMES, Markers
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
@@ -125,6 +126,8 @@ def plan_row(m: Markers) -> RowPlan | str:
         plan = _xml_plan(m)
     elif m.shape == "json_calls":
         plan = _json_plan(m)
+    elif m.shape == "brace_kv":
+        plan = RowPlan(BraceKV, BraceSpelling(m.call_start, m.call_end, m.quote, m.name_prefix))
     elif m.shape == "named_json":
         plan = ("each call is a name then its arguments as one JSON object (DeepSeek V3.x, Kimi-K2 style): no row "
                 "grammar holds that shape yet")
