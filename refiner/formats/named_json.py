@@ -3,7 +3,7 @@ is a row of :data:`ROWS` (:mod:`refiner.formats.family`): a :class:`Family` and 
 
 | format | models | shape (engine parser) |
 |---|---|---|
-| ``plamo3`` | PLaMo 3 | ``<|plamo:begin_tool_requests:plamo|>`` then per call ``<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|>{...}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>``, then ``<|plamo:end_tool_requests:plamo|>`` (vLLM ``plamo3_tool_parser.py``) |
+| ``plamo3`` | PLaMo 3 | ``<|plamo:begin_tool_requests:plamo|>`` then per call ``<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>``, then ``<|plamo:end_tool_requests:plamo|>`` (vLLM ``plamo3_tool_parser.py``; the JSON-constraint tokens are also read when absent, as older vLLM parsers wrote them) |
 | ``functionary_v32`` | Functionary v3.2 | ``>>>NAME\\n{...}`` per call; ``>>>all\\n`` starts text, not a call (llama.cpp ``functionary-v3-2`` handler) |
 
 The arguments are decoded before the closing token is looked for, so a string may hold it. Text before the calls
@@ -43,7 +43,9 @@ MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 class NamedSpelling:
     """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call,
     ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close``; ``joiner``: what rendering writes
-    between two calls; ``text_recipient``: a name that starts text, not a call (Functionary's ``all``)."""
+    between two calls; ``text_recipient``: a name that starts text, not a call (Functionary's ``all``);
+    ``args_prefix``: what the model writes before the JSON (PLaMo 3's JSON-constraint tokens): written, and read
+    when present."""
 
     section_open: str | None
     section_close: str | None
@@ -52,6 +54,7 @@ class NamedSpelling:
     call_close: str = ""
     joiner: str = ""
     text_recipient: str | None = None
+    args_prefix: str = ""
 
 
 class NamedJson(WireFormat):
@@ -112,6 +115,8 @@ class NamedJson(WireFormat):
         if _NAME.fullmatch(name) is None:
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
         at = skip_ws(text, j + len(sp.name_close))
+        if sp.args_prefix and text.startswith(sp.args_prefix, at):
+            at += len(sp.args_prefix)
         args, end = decode_at(self, text, at)
         if type(args) is not dict:
             raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
@@ -167,6 +172,8 @@ class NamedJson(WireFormat):
             name, body = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
             out.note("missing_tag", f"missing {sp.name_close!r} after the tool name in {seg[:60]!r}")
         name = name.strip()
+        if sp.args_prefix:
+            body = body.replace(sp.args_prefix, "", 1)
         if _NAME.fullmatch(name) is None:
             if sum(p.code == "unreadable" for p in out.problems) < MAX_NOTES:
                 out.note("unreadable", f"not a call: {seg[:80]!r}")
@@ -200,8 +207,10 @@ class NamedJson(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
-        items = sp.joiner.join(f"{sp.call_open}{c.name}{sp.name_close}{dumps(dict(c.arguments))}{sp.call_close}"
-                               for c in calls)
+        items = sp.joiner.join(
+            f"{sp.call_open}{c.name}{sp.name_close}{sp.args_prefix}{dumps(dict(c.arguments))}{sp.call_close}"
+            for c in calls
+        )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
 
 
@@ -212,13 +221,17 @@ def _plamo(tag: str) -> str:
 ROWS: tuple[tuple[Family, Any], ...] = (
     (Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
                       "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
-                      "<|plamo:begin_tool_arguments:plamo|>{...}<|plamo:end_tool_arguments:plamo|>...",
+                      "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
+                      "<|plamo:end_tool_arguments:plamo|>...",
             models=("pfnet/plamo-3-nict-31b-instruct",),
-            sources=("vLLM vllm/tool_parsers/plamo3_tool_parser.py",)),
+            sources=("vLLM vllm/tool_parsers/plamo3_tool_parser.py (BEGIN_TOOL_ARGS_TAG with the JSON constraint)",
+                     "vLLM vllm/reasoning/plamo3_reasoning_parser.py"),
+            reasoning=((_plamo("begin_think"), _plamo("end_think")),)),
      NamedSpelling(_plamo("begin_tool_requests"), _plamo("end_tool_requests"),
                    _plamo("begin_tool_request") + _plamo("begin_tool_name"),
                    _plamo("end_tool_name") + _plamo("begin_tool_arguments"),
-                   _plamo("end_tool_arguments") + _plamo("end_tool_request"))),
+                   _plamo("end_tool_arguments") + _plamo("end_tool_request"),
+                   args_prefix="<|plamo:constrain|>json<|plamo:msg|>")),
     (Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
             models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
             sources=("llama.cpp common/parsers/functionary-v3-2.cpp",)),
