@@ -24,6 +24,7 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     kimi_k2,
     llama3,
     mistral,
+    named_json,
     nestful,
     nestools,
     openai,

@@ -36,6 +36,7 @@ from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import (
+    TokenFinder,
     add_call,
     as_items,
     block_values,
@@ -230,9 +231,13 @@ class JsonCalls(WireFormat):
                     self._add(out, item)
             return
         body = text[reasoning_offset(text) :]
-        for t in sp.alt_opens:
-            body = body.replace(t, sp.open)
-        chunks = body.split(sp.open)[1 : (MAX_OBJECT_BLOCKS if sp.payload == "object" else MAX_BLOCKS) + 1]
+        find = TokenFinder(body, (sp.open, *sp.alt_opens)).first  # (an open tag inside a JSON string is text)
+        chunks: list[str] = []
+        i, tag = find(0)
+        while tag is not None and len(chunks) < (MAX_OBJECT_BLOCKS if sp.payload == "object" else MAX_BLOCKS):
+            j, nxt = find(i + len(tag))
+            chunks.append(body[i + len(tag) : j])
+            i, tag = j, nxt
         if not chunks:
             out.note("missing_tag", f"missing {sp.open.strip()}")
             chunks = [body]

@@ -26,7 +26,7 @@ from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.lenient import add_arguments_call
+from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -127,6 +127,7 @@ class KimiK2(WireFormat):
         text = respell_tokens(text, (*self.tags, SECTION_BEGIN_1, SECTION_END_1), out)
         start = reasoning_offset(text)
         f = Finder(text)
+        strings = TokenFinder(text, (CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1))
         section = min((h for h in (f.next(SECTION_BEGIN, start), f.next(SECTION_BEGIN_1, start)) if h >= 0), default=-1)
         first = f.next(CALL_BEGIN, start)
         if section < 0 or (0 <= first < section):
@@ -144,16 +145,16 @@ class KimiK2(WireFormat):
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             if c >= 0 and (a < 0 or c < a):
-                pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
+                pos = self._recover_call(text, c + len(CALL_BEGIN), f, out, strings)
             else:  # an argument block whose <|tool_call_begin|> was lost: its id is the text just before it
                 out.note("missing_tag", f"missing {CALL_BEGIN}")
                 line = max(text.rfind("\n", pos, a), text.rfind(">", pos, a)) + 1
-                pos = self._recover_call(text, max(pos, line), f, out)
+                pos = self._recover_call(text, max(pos, line), f, out, strings)
         if f.next(SECTION_END, start) < 0 and f.next(SECTION_END_1, start) < 0:
             out.note("missing_tag", f"missing {SECTION_END}")
 
-    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
-        end, tag = f.first((CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1), pos)
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
+        end, tag = past_strings(strings, pos, *f.first((CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1), pos))
         seg = text[pos:end]
         if tag is None:
             out.note("unclosed", f"a call cut short: {seg[:60]!r}")
