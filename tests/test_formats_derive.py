@@ -26,6 +26,7 @@ from refiner.formats.derive import TemplateFailure, derive, install
 from refiner.formats.derive.analyze import NAMES, section
 from refiner.formats.derive.render import MAX_STEPS, load_template
 from refiner.formats.json_calls import JsonCalls
+from refiner.formats.named_json import NamedJson
 from refiner.formats.xml_params import XmlParams
 from refiner.pipeline import Refiner
 
@@ -131,15 +132,18 @@ def test_the_markers_of_each_layout():
     assert hermes.fmt.reasoning == (("<think>", "</think>"),)
 
 
-def test_name_then_json_arguments_is_special_with_why():
+def test_name_then_json_arguments_maps_onto_the_named_json_grammar():
     d = derive(TEMPLATES / "deepseek_v31.jinja")
-    assert d.special and d.fmt is None
-    assert d.markers.shape == "named_json"
-    assert (d.markers.call_start, d.markers.name_suffix, d.markers.call_end) == (
-        "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>")
-    assert "JSON object" in d.why
-    # no row holds it, but the hand-written module reads the template's calls back: the refiner uses it
-    assert d.read_by == ["deepseek_v31"] and install(d) == "deepseek_v31"
+    assert not d.special, d.why
+    assert isinstance(d.fmt, NamedJson) and d.markers.shape == "named_json"
+    sp = d.fmt.spelling
+    assert (sp.section_open, sp.call_open, sp.name_close, sp.call_close, sp.section_close) == (
+        "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
+    # the hand-written module reads and writes these calls as the template does: the refiner uses it
+    assert d.read_by == ["deepseek_v31"] and d.writes_as == ["deepseek_v31"] and install(d) == "deepseek_v31"
+    calls = d.fmt.parse_strict('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}'
+                               '<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    assert calls == [ToolCall("get_weather", {"city": "Paris"})]
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -306,7 +310,7 @@ def test_refiner_refuses_a_template_nothing_reads_and_a_double_format(tmp_path):
     plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
     with pytest.raises(ValueError, match="plain.jinja"):
         Refiner(chat_template=plain)
-    # a special family read by a hand-written module
+    # a family a hand-written module reads and writes as the template does
     assert Refiner(chat_template=TEMPLATES / "deepseek_v31.jinja").fmt == "deepseek_v31"
     with pytest.raises(ValueError, match="not both"):
         Refiner(fmt="hermes", chat_template=TEMPLATES / "glm45.jinja")
@@ -331,7 +335,8 @@ def test_cli_formats_derive(tmp_path):
     assert d["result"] == "row" and d["grammar"] == "JsonCalls" and d["spelling"]["payload"] == "list"
     assert d["markers"]["derived_from"]["section_start"].startswith("two")
     res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "deepseek_v31.jinja")])
-    assert res.exit_code == 0 and "special" in res.output and "deepseek_v31" in res.output
+    assert res.exit_code == 0 and "NamedJson" in res.output and "written as the template writes it by: deepseek_v31" \
+        in res.output
     plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
     res = runner.invoke(app, ["formats", "derive", "--chat-template", str(plain)])
     assert res.exit_code == 1 and "writes no tool calls" in res.output

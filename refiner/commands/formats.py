@@ -52,6 +52,8 @@ def derived_text(d: dict) -> str:
         lines += [f"  {k:<18} {json.dumps(v, ensure_ascii=False)}" for k, v in d["spelling"].items()]
     if d["result"] == "row" and d["read_by"]:
         lines.append(f"also read exactly by the built-in format(s): {', '.join(d['read_by'])}")
+    if d["writes_as"]:
+        lines.append(f"written as the template writes it by: {', '.join(d['writes_as'])}")
     for check in d["checks"]:
         lines.append(f"check: {check}")
     lines.append("renders (the tool section of each):")

@@ -13,7 +13,8 @@ why (a typing the grammar cannot hold, a name carried inside the call id, calls 
 :func:`install` registers a derived row under its name (``Refiner(chat_template=...)`` and ``serve --chat-template``
 do, so that the pipeline can name it), or names the built-in row that has the same spelling. ``read_by`` lists the
 built-in formats (hand-written modules included) that read the template's render of the placeholder calls back
-exactly; for a special family :func:`install` names the first of them.
+exactly, ``writes_as`` those that also write them as the template does; :func:`install` prefers a built-in row of
+the same spelling, then one of ``writes_as``, then the derived row (for a special family: ``read_by``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Derived:
     why: str = ""
     same_as: str | None = None
     read_by: list[str] = field(default_factory=list)
+    writes_as: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
 
     @property
@@ -61,6 +63,7 @@ class Derived:
             "markers": self.markers.as_dict(),
             "checks": list(self.checks),
             "read_by": list(self.read_by),
+            "writes_as": list(self.writes_as),
         }
         if self.fmt is not None and self.plan is not None:
             out.update(
@@ -90,16 +93,17 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
         tried.append(out)
     else:
         out = next((d for d in tried if d.markers.shape), tried[0])
-    out.read_by = _read_by(out.markers)
+    out.read_by, out.writes_as = _read_by(out.markers)
     return out
 
 
-def _read_by(markers: Markers) -> list[str]:
-    """The built-in formats that read the template's render of the placeholder calls back exactly (for a family no
-    row holds: a hand-written module may)."""
+def _read_by(markers: Markers) -> tuple[list[str], list[str]]:
+    """The built-in formats that read the template's render of the placeholder calls back exactly (hand-written
+    modules included; the one the render's own markers name first), and those of them that also write the calls as
+    the template does (whitespace aside)."""
     text = markers.renders.get("two", "")
     if NAMES[1] not in text:
-        return []
+        return [], []
     found = []
     for fmt in base.by_rank():
         try:
@@ -108,7 +112,17 @@ def _read_by(markers: Markers) -> list[str]:
         except base.FormatError:
             continue
     detected = detect_format(text)  # the format the text's own markers name goes first
-    return sorted(found, key=lambda n: n != detected)
+    found.sort(key=lambda n: n != detected)
+    squeezed = "".join(text.split())
+    writes = [n for n in found if _renders_as(base.get(n), squeezed)]
+    return found, writes
+
+
+def _renders_as(fmt: base.WireFormat, squeezed: str) -> bool:
+    try:
+        return "".join(fmt.render(list(EXPECTED)).split()) == squeezed
+    except base.RenderError:
+        return False
 
 
 def _derive_once(template: ChatTemplate, compiled: Any, sha: str, name: str | None, content: str) -> Derived:
@@ -140,17 +154,20 @@ def derive(path: str | Path, name: str | None = None) -> Derived:
 
 
 def install(derived: Derived) -> str:
-    """The registry name that reads and writes the derived dialect: the built-in row with the same spelling, else
-    the derived row, registered under its name (once; registering it again is a no-op); for a special family, the
-    first built-in format that reads the template's calls back (``read_by``). Raises ``ValueError`` for a special
+    """The registry name that reads and writes the derived dialect: the built-in row with the same spelling, else a
+    built-in format that reads and writes the template's calls as it does (``writes_as``: a hand-written module,
+    with its own repairs), else the derived row, registered under its name (once; registering it again is a no-op);
+    for a special family, the first built-in format that reads the template's calls back (``read_by``). Raises ``ValueError`` for a special
     family no format reads, or a name already registered with another spelling."""
     if derived.special or derived.fmt is None or derived.plan is None:
         if derived.read_by:
-            return derived.read_by[0]
+            return (derived.writes_as or derived.read_by)[0]
         raise ValueError(f"{derived.where}: no row derived ({derived.why}), and no built-in format reads the "
                          "template's calls")
     if derived.same_as:
         return derived.same_as
+    if derived.writes_as:  # a built-in module that reads and writes the template's calls as it does
+        return derived.writes_as[0]
     name = derived.fmt.name
     if name in base.names():
         if not derived.plan.same_spelling(base.get(name)):

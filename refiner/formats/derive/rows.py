@@ -26,6 +26,7 @@ from refiner.formats.brace_kv import BraceKV, BraceSpelling
 from refiner.formats.derive.analyze import ARGS_ONE, ARGS_TWO, NAMES, Markers
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
+from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.xml_params import XmlParams, XmlSpelling
 
 # Derived rows rank after every built-in format: detection tries them last.
@@ -39,6 +40,8 @@ def _core(spelling: Any) -> Any:
     accepted when reading."""
     if isinstance(spelling, XmlSpelling):  # (and the layout render writes)
         return replace(spelling, hook="", sep="\n")
+    if isinstance(spelling, NamedSpelling):
+        return replace(spelling, joiner="")
     if isinstance(spelling, JsonSpelling):  # (the layout render writes, and the extra keys read, aside)
         return replace(spelling, alt_opens=(), tight=False, follows=(), lead="\n", between="\n",
                        arg_keys=spelling.arg_keys[:1])
@@ -129,13 +132,26 @@ def plan_row(m: Markers) -> RowPlan | str:
     elif m.shape == "brace_kv":
         plan = RowPlan(BraceKV, BraceSpelling(m.call_start, m.call_end, m.quote, m.name_prefix))
     elif m.shape == "named_json":
-        plan = ("each call is a name then its arguments as one JSON object (DeepSeek V3.x, Kimi-K2 style): no row "
-                "grammar holds that shape yet")
+        plan = _named_plan(m)
     else:
         plan = m.why or "no shape found"
     if isinstance(plan, RowPlan):
         plan.reasoning = m.reasoning
     return plan
+
+
+def _named_plan(m: Markers) -> RowPlan | str:
+    """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
+    ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
+    if bool(ss) != bool(se):
+        return f"a section opened by {ss!r} and closed by {se!r}"
+    if not cs:
+        return "the name follows no marker of its own"
+    if not m.name_suffix.strip():
+        return "nothing but whitespace between the name and its arguments"
+    i = m.call_start.rfind(cs)
+    joiner = m.call_end[m.call_end.find(ce) + len(ce) :] + m.call_sep + m.call_start[:i] if ce else m.call_sep
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, m.name_suffix, ce, joiner=joiner))
 
 
 def _json_plan(m: Markers) -> RowPlan | str:
