@@ -353,20 +353,7 @@ def test_cli_formats_derive(tmp_path):
 def test_derived_rows_raise_only_their_error_on_hostile_texts(template, tmp_path):
     """A derived row is a new spelling of a grammar: it keeps the grammar's contract on the storms every registered
     format is checked on (tests/test_bounds.py)."""
-    from test_bounds import _assert_lenient, _texts
+    from test_bounds import SIZE, assert_contract_on_storms
 
-    if template == "dsml":
-        path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT)
-    else:
-        path = TEMPLATES / template
-    fmt = derive(path).fmt
-    for kind, text in _texts(fmt, 3_000):
-        try:
-            strict = fmt.parse_strict(text)
-        except formats.FormatError:
-            strict = None
-        first, again = fmt.parse_lenient(text), fmt.parse_lenient(text)
-        _assert_lenient(first)
-        assert (first.calls, first.problems) == (again.calls, again.problems), kind
-        if strict is not None:
-            assert first.ok and first.calls == strict, kind
+    path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT) if template == "dsml" else TEMPLATES / template
+    assert_contract_on_storms(derive(path).fmt, SIZE)
