@@ -283,7 +283,15 @@ TOMORROW = CALL_LOOP.replace("{BODY}", (
     "</act:arg>\n{% endfor %}</act:call>\n{% if loop.last %}</act:calls>{% endif %}"))
 
 
-def test_refiner_reads_and_writes_the_derived_dialect(tmp_path):
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """Rows installed by a test leave the registry as it was (later tests list every registered format)."""
+    from refiner.formats import base
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+
+def test_refiner_reads_and_writes_the_derived_dialect(tmp_path, scratch_registry):
     path = _write(tmp_path, "tomorrow.jinja", TOMORROW)
     r = Refiner(chat_template=path)
     assert r.fmt.startswith("derived_") and r.fmt in formats.names()
