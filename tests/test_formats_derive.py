@@ -365,3 +365,20 @@ def test_derived_rows_raise_only_their_error_on_hostile_texts(template, tmp_path
 
     path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT) if template == "dsml" else TEMPLATES / template
     assert_contract_on_storms(derive(path).fmt, SIZE)
+
+
+def test_generation_blocks_and_strftime_render_as_in_transformers(tmp_path):
+    """transformers' environment: the {% generation %} tag, strftime_now, tojson without HTML escaping, loopcontrols."""
+    source = (
+        "{{ strftime_now('%Y') }}{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}"
+        "{% for tc in m.tool_calls or [] %}{% if loop.index > 5 %}{% break %}{% endif %}<tool_call>\n"
+        "{{ {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}\n</tool_call>"
+        "{% endfor %}{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}")
+    d = derive(_write(tmp_path, "gen.jinja", source))
+    assert not d.special, d.why
+    assert (d.fmt.spelling.open, d.fmt.spelling.close, d.fmt.spelling.payload) == ("<tool_call>", "</tool_call>", "object")
+    # tojson as transformers defines it: no HTML escaping (jinja2's own writes \u003c), unicode kept, its options
+    from refiner.formats.derive.render import ChatTemplate, compile_template, render
+
+    t = ChatTemplate("{{ messages | tojson }}|{{ messages | tojson(indent=1) }}", "inline")
+    assert render(compile_template(t), t, ["<a> é"], None) == '["<a> é"]|[\n "<a> é"\n]'
