@@ -37,6 +37,7 @@ detection or untagged reading), registered by name in :data:`HOOKS`.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -206,9 +207,13 @@ class XmlParams(WireFormat):
         if s.section_open:
             markers.append(s.call_open)
         markers.append(s.key_open)
-        closers = [s.value_close, s.call_close]
+        # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
+        # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
+        closers = [s.value_close]
         if s.key_at == "element":
             closers.insert(0, s.key_close)
+        elif s.key_at == "eq":
+            closers.append(s.call_close)
         if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
@@ -235,10 +240,7 @@ class XmlParams(WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        words = {t[1:-1].lstrip("/") for t in s.tags() if t.endswith(">")}
-        alts = "|".join(re.escape(w) for w in sorted(words))
-        pattern = re.compile(r"(</?(?:" + alts + r")):[^\s<>]{1,64}>")
-        return pattern.sub(r"\1>", text)
+        return _suffix_pattern(s.tags()).sub(r"\1>", text)
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
@@ -735,6 +737,14 @@ class XmlParams(WireFormat):
 
 
 _NO_HOOK = Hook()
+
+
+@functools.lru_cache(maxsize=64)
+def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
+    """A tag of ``tags`` (and the reasoning block's ``<think>``) with a ``:SUFFIX`` before its ``>``."""
+    words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
+    alts = "|".join(re.escape(w) for w in sorted(words))
+    return re.compile(r"(</?(?:" + alts + r")):[^\s<>]{1,64}>")
 _JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
 _ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
