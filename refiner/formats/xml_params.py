@@ -17,7 +17,12 @@ Reading (the same for every row):
 
 - reasoning and prose may come before the first call, prose after the last; whitespace between tags is free;
 - a value is the text up to its closing tag, less one newline at each end where the row says so
-  (``strip_newline``: Qwen3-Coder and Seed-OSS write ``<parameter=K>\\nV\\n</parameter>``);
+  (``strip_newline``: Qwen3-Coder writes ``<parameter=K>\\nV\\n</parameter>``; Seed-OSS, the same tags, does not);
+- an attribute-named call or parameter reads ``name="..."`` (single quotes and bare values too, XML's entities
+  decoded; ``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a line break with entities); an invoke
+  closed in its own tag (``<invoke name="f"/>``) is a call without arguments;
+- a closing section tag (or, without sections, a closing call tag) before the first opening one is a call whose
+  opening tag was lost: not strictly valid, and recovery reads that call too;
 - a closing value tag ends the value only when the next structural tag follows it (whitespace aside) and it does
   not close a value tag the value opens itself (:func:`refiner.formats.xmlvalues.value_end`, as vLLM's parser
   does): code quoting the tags is read whole. A value whose own closing tag is followed by a further parameter
@@ -29,7 +34,10 @@ Reading (the same for every row):
   ``string="true"`` value is the string as written, ``string="false"`` is JSON); see
   :mod:`refiner.formats.xmlvalues`. With the tool specs known, :meth:`XmlParams.retype` settles untyped values by
   their declared types (vLLM's parsers type these values by the schema the same way);
-- a parameter given twice is an error (strict), the last kept (lenient).
+- a parameter given twice is an error (strict), the last kept (lenient);
+- recovery (``parse_lenient``) also reads an answer the model wrote as a JSON string (a literal ``\\n`` next to
+  the row's tags, ``\\"`` in values: decoded) and closing tags with a number appended (``</parameter1>``), besides
+  cut texts, lost tags and JSON arguments written inside the call's tags.
 
 What a row's table cannot say goes into its one named hook (:class:`Hook`: lenient tag repair, a family's own
 detection or untagged reading), registered by name in :data:`HOOKS`.
@@ -41,7 +49,7 @@ import functools
 import html
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -160,7 +168,6 @@ class Hook:
     sniff: Callable[..., bool] | None = None
     region_start: Callable[..., int] | None = None
     read_untagged: Callable[..., Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 HOOKS: dict[str, Hook] = {}
