@@ -314,6 +314,8 @@ class XmlParams(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
+        if (s.first_open if not s.tag_suffix else s.first_open[:-1]) not in text:  # one scan: detection tries
+            raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", 0)  # every row
         text = self._plain(text)
         start = self.answer_start(text)
         i = text.find(s.first_open, start)
