@@ -152,6 +152,10 @@ def test_hunyuan_v4_reads_any_checkpoint_suffix_and_v3_needs_its_tool_sep():
         assert formats.detect_format(text) == "hunyuan_v4", sfx
         assert v4.parse_strict(text) == [ToolCall("get_time", {}), ToolCall("f", {"n": 2})]
     assert ":6124c78e>" in v4.render([ToolCall("f", {"a": 1})])
+    sfx = ":6124c78e"  # the reasoning block carries the suffix too: a call drafted in it is not read
+    draft = f"<tool_calls{sfx}><tool_call{sfx}>draft</tool_call{sfx}></tool_calls{sfx}>"
+    text = f"<think{sfx}>plan {draft}</think{sfx}>\n" + draft.replace("draft", "get_time")
+    assert v4.parse_strict(text) == [ToolCall("get_time", {})]
     # GLM-4.7 writes the name and the first key with nothing between: not Hunyuan's (no <tool_sep>)
     glm47 = "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
     assert formats.detect_format(glm47) == "glm45"

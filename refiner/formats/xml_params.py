@@ -17,7 +17,12 @@ Reading (the same for every row):
 
 - reasoning and prose may come before the first call, prose after the last; whitespace between tags is free;
 - a value is the text up to its closing tag, less one newline at each end where the row says so
-  (``strip_newline``: Qwen3-Coder and Seed-OSS write ``<parameter=K>\\nV\\n</parameter>``);
+  (``strip_newline``: Qwen3-Coder writes ``<parameter=K>\\nV\\n</parameter>``; Seed-OSS, the same tags, does not);
+- an attribute-named call or parameter reads ``name="..."`` (single quotes and bare values too, XML's entities
+  decoded; ``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a line break with entities); an invoke
+  closed in its own tag (``<invoke name="f"/>``) is a call without arguments;
+- a closing section tag (or, without sections, a closing call tag) before the first opening one is a call whose
+  opening tag was lost: not strictly valid, and recovery reads that call too;
 - a closing value tag ends the value only when the next structural tag follows it (whitespace aside) and it does
   not close a value tag the value opens itself (:func:`refiner.formats.xmlvalues.value_end`, as vLLM's parser
   does): code quoting the tags is read whole. A value whose own closing tag is followed by a further parameter
@@ -29,7 +34,10 @@ Reading (the same for every row):
   ``string="true"`` value is the string as written, ``string="false"`` is JSON); see
   :mod:`refiner.formats.xmlvalues`. With the tool specs known, :meth:`XmlParams.retype` settles untyped values by
   their declared types (vLLM's parsers type these values by the schema the same way);
-- a parameter given twice is an error (strict), the last kept (lenient).
+- a parameter given twice is an error (strict), the last kept (lenient);
+- recovery (``parse_lenient``) also reads an answer the model wrote as a JSON string (a literal ``\\n`` next to
+  the row's tags, ``\\"`` in values: decoded) and closing tags with a number appended (``</parameter1>``), besides
+  cut texts, lost tags and JSON arguments written inside the call's tags.
 
 What a row's table cannot say goes into its one named hook (:class:`Hook`: lenient tag repair, a family's own
 detection or untagged reading), registered by name in :data:`HOOKS`.
@@ -37,10 +45,11 @@ detection or untagged reading), registered by name in :data:`HOOKS`.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -159,7 +168,6 @@ class Hook:
     sniff: Callable[..., bool] | None = None
     region_start: Callable[..., int] | None = None
     read_untagged: Callable[..., Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 HOOKS: dict[str, Hook] = {}
@@ -206,9 +214,13 @@ class XmlParams(WireFormat):
         if s.section_open:
             markers.append(s.call_open)
         markers.append(s.key_open)
-        closers = [s.value_close, s.call_close]
+        # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
+        # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
+        closers = [s.value_close]
         if s.key_at == "element":
             closers.insert(0, s.key_close)
+        elif s.key_at == "eq":
+            closers.append(s.call_close)
         if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
@@ -235,10 +247,7 @@ class XmlParams(WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        words = {t[1:-1].lstrip("/") for t in s.tags() if t.endswith(">")}
-        alts = "|".join(re.escape(w) for w in sorted(words))
-        pattern = re.compile(r"(</?(?:" + alts + r")):[^\s<>]{1,64}>")
-        return pattern.sub(r"\1>", text)
+        return _suffix_pattern(s.tags()).sub(r"\1>", text)
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
@@ -305,6 +314,8 @@ class XmlParams(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
+        if (s.first_open if not s.tag_suffix else s.first_open[:-1]) not in text:  # one scan: detection tries
+            raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", 0)  # every row
         text = self._plain(text)
         start = self.answer_start(text)
         i = text.find(s.first_open, start)
@@ -735,6 +746,14 @@ class XmlParams(WireFormat):
 
 
 _NO_HOOK = Hook()
+
+
+@functools.lru_cache(maxsize=64)
+def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
+    """A tag of ``tags`` (and the reasoning block's ``<think>``) with a ``:SUFFIX`` before its ``>``."""
+    words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
+    alts = "|".join(re.escape(w) for w in sorted(words))
+    return re.compile(r"(</?(?:" + alts + r")):[^\s<>]{1,64}>")
 _JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
 _ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 

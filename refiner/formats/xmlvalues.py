@@ -84,7 +84,8 @@ def _typed(text: str, python_literals: bool) -> Any:
 def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
     """Whether the content ``s`` of a JSON string literal is one the literal escapes: ``s`` alone would read as a
     non-text value or as a JSON string literal, or it holds one of the dialect's tags."""
-    return bool(s) and (_typed(s, python_literals) is not _TEXT or any(tag in s for tag in tags))
+    return bool(s) and (_typed(s, python_literals) is not _TEXT or any(tag in s for tag in tags)
+                        or (python_literals and s in _JSON_LITERALS))  # "true": the string true, as JSON writes it
 
 
 def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False) -> str:
