@@ -73,3 +73,22 @@ def test_functionary_marker_in_prose_is_no_call():
 def test_junk_after_the_call_token_is_no_call():
     got = FUNC.parse_lenient(">>>not a name\n{}")
     assert got.calls == [] and "unreadable" in {p.code for p in got.problems}
+
+
+def test_deepseek_v31_is_this_grammars_shape():
+    """DeepSeek V3.1 written as a named_json row (not registered: its module keeps the recovery of DeepSeek's
+    quirks, bare calls and the V3 layout) reads every valid corpus row as the module does and renders the same."""
+    from dialect_corpus import READ_AS_MEANT, load
+
+    from refiner.formats.deepseek import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
+    from refiner.formats.family import EXAMPLE_CALLS, Family, make_row
+    from refiner.formats.named_json import NamedSpelling
+
+    row = make_row(NamedJson, Family("deepseek_v31_row", "DeepSeek V3.1 as a row"),
+                   NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END), 999, register_it=False)
+    module = formats.get("deepseek_v31")
+    rows = [r for r in load() if r.format == "deepseek_v31" and r.kind in READ_AS_MEANT]
+    assert len(rows) >= 5
+    for r in rows:
+        assert row.parse_strict(r.text) == module.parse_strict(r.text), r.where
+    assert row.render(list(EXAMPLE_CALLS)) == module.render(list(EXAMPLE_CALLS))
