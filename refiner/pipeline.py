@@ -46,10 +46,12 @@ import logging
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
+from refiner.formats import derive
 from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
@@ -444,6 +446,16 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
 # The refiner
 
 
+def _install_template(path: str) -> str:
+    """The registry name of the dialect derived from the chat template at ``path`` (see
+    :mod:`refiner.formats.derive`); ``ValueError`` when the template fails to render or its family is special."""
+    try:
+        derived = derive.derive(path)
+    except derive.TemplateFailure as e:
+        raise ValueError(str(e)) from None
+    return derive.install(derived)
+
+
 class Refiner:
     """Refines upstream tool calls. ``engine``: anything with the engines' ``chat`` method, or None (tier 1 only).
 
@@ -454,7 +466,11 @@ class Refiner:
     :mod:`refiner.repair`: by default a call whose only gate findings are soft ones is left to the model);
     ``model_formats``: the wire formats the refiner model was trained on (default: the formats marked ``trained``,
     the paper's). For an output format outside them, the model is shown the upstream's calls in the closest trained
-    format, answers in it, and its answer is written back in the output format (:func:`model_format`).
+    format, answers in it, and its answer is written back in the output format (:func:`model_format`);
+    ``chat_template``: the upstream model's chat template (a ``.jinja``, a ``tokenizer_config.json`` or a model
+    folder): its dialect is derived from it (:mod:`refiner.formats.derive`) and is the refiner's format, read and
+    written (in place of ``fmt``); a template that fails to render, or whose family no grammar row holds, is a
+    ``ValueError`` naming the file and why.
     """
 
     def __init__(
@@ -470,7 +486,13 @@ class Refiner:
         seed: int | None = None,
         trust_spec: bool = False,
         model_formats: Collection[str] | None = None,
+        chat_template: str | Path | None = None,
     ) -> None:
+        self.chat_template = None if chat_template is None else str(chat_template)
+        if chat_template is not None:
+            if fmt is not None:
+                raise ValueError("give fmt or chat_template, not both (the template's dialect is the format)")
+            fmt = _install_template(self.chat_template)
         if fmt is not None:
             formats.get(fmt)  # unknown names fail here, not per request
         for name in model_formats or ():
@@ -487,6 +509,13 @@ class Refiner:
         self.seed = seed
         self.trust_spec = trust_spec
         self.model_formats = None if model_formats is None else frozenset(model_formats)
+
+    def __setstate__(self, state: dict) -> None:
+        """A refiner sent to another process (the proxy's tier-1 workers) derives its template's dialect there too:
+        a derived row lives in the registry of the process that installed it."""
+        self.__dict__.update(state)
+        if self.__dict__.get("chat_template"):
+            _install_template(self.chat_template)
 
     def refine(self, request: Mapping[str, Any]) -> dict:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""

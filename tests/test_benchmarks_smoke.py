@@ -34,6 +34,7 @@ RUNS = {
         True,
     ),
     "bench_dialects.py": (["--limit", "3", "--repeat", "1"], "read as meant", False),
+    "bench_families.py": (["--limit", "1", "--repeat", "1"], "ours read", False),
     "bench_formats.py": (["--texts", "5", "--seconds", "0.01"], "hermes", False),
     "bench_repair.py": (["--per-source", "2"], "tier 1", True),
     "bench_salvage.py": (["--limit", "1"], "naive", False),

@@ -96,3 +96,28 @@ def test_every_token_lost_the_call_ids_still_mark_the_calls():
     # an id without its arguments right after it, or an object with no id before it, is not a call
     assert K.parse_lenient('functions.a:0 means {"x": 1}').calls == []
     assert K.parse_lenient('It returned {"x": 1}.').calls == []
+
+
+# Issue 20: ids that name no tool are not tool names.
+NO_NAME_IDS = ["functions.invalid.0", "0", "functions.7"]
+
+
+@pytest.mark.parametrize("call_id", NO_NAME_IDS)
+def test_an_id_that_names_no_tool_is_no_tool_name(call_id):
+    kimi = formats.get("kimi_k2")
+    text = (f"<|tool_calls_section_begin|><|tool_call_begin|>{call_id}<|tool_call_argument_begin|>"
+            '{"city": "Oslo"}<|tool_call_end|><|tool_calls_section_end|>')
+    got = kimi.parse_lenient(text)
+    assert got.calls == [] and "no_name" in {p.code for p in got.problems}
+    several = kimi.parse_lenient(text, tools={"get_weather": ["city"], "get_time": []})
+    assert several.calls == [] and "no_name" in {p.code for p in several.problems}
+    one = kimi.parse_lenient(text, tools={"get_weather": ["city"]})  # the one offered tool, as vLLM settles it
+    assert one.calls == [ToolCall("get_weather", {"city": "Oslo"})]
+    assert any(p.code == "bad_name" and "one tool offered" in p.message for p in one.problems)
+
+
+def test_a_name_with_digits_is_still_a_name():
+    kimi = formats.get("kimi_k2")
+    text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.ipv4.lookup<|tool_call_argument_begin|>"
+            '{"ip": "1.1.1.1"}<|tool_call_end|><|tool_calls_section_end|>')
+    assert kimi.parse_lenient(text).calls == [ToolCall("ipv4.lookup", {"ip": "1.1.1.1"})]

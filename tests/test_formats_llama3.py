@@ -38,7 +38,7 @@ def test_the_shapes_the_published_parsers_read():
         ('{"name": "a", "parameters": "{}"}', "must be a JSON object"),
         ('{"name": "test", "value": 123}', "unexpected keys"),
         ('{"name": "a", "parameters": {}}; 42', "must be a JSON object"),
-        ('<|python_tag|>brave_search.call(query="x")', "must be followed by a JSON call object"),
+        ('<|python_tag|>print("x")', "must be followed by a JSON call object"),  # (a built-in call is read)
         ("Nothing to call {here}.", "no JSON call object"),
         ('[{"name": "a", "arguments": {}}]', "no JSON call object"),
     ],
@@ -113,3 +113,17 @@ def test_pipeline_keeps_a_valid_llama3_answer_and_converts_on_request():
     broken = Refiner().refine({"upstream": '{"name": "get_weather", "parameters": {"city": "Paris"'})
     assert broken["format"] == "llama3_json" and broken["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
     assert any(d["code"] == "format" for d in broken["upstream_diagnostics"])
+
+
+# Llama 3.1 built-in tools: <|python_tag|>NAME.call(...) (Meta's template, llama.cpp's builtin-tools handler).
+def test_builtin_tool_calls_are_read_and_written_back():
+    fmt = formats.get("llama3_json")
+    text = '<|python_tag|>brave_search.call(query="Menlo Park weather")<|eom_id|>'
+    want = [ToolCall("brave_search", {"query": "Menlo Park weather"})]
+    assert fmt.parse_strict(text) == want and formats.detect_format(text) == "llama3_json"
+    assert fmt.render(want) == '<|python_tag|>brave_search.call(query="Menlo Park weather")'
+    assert fmt.parse_strict(fmt.render(want)) == want
+    cut = fmt.parse_lenient('<|python_tag|>wolfram_alpha.call(query="x^2')
+    assert cut.calls == [] and cut.cut is not None
+    with pytest.raises(formats.FormatError, match="not closed"):
+        fmt.parse_strict('<|python_tag|>wolfram_alpha.call(query="x^2')

@@ -171,3 +171,46 @@ def test_a_call_object_over_several_lines_keeps_its_brace():
     assert brace_call_lines(pretty) == pretty
     assert brace_call_lines('\n"name": "f", "arguments": {}}\n"name": "g", "arguments": {}}\n') == (
         '\n{"name": "f", "arguments": {}}\n{"name": "g", "arguments": {}}\n')
+
+
+# Issue 20 rows: Apertus, Command A, GigaChat 3, Inkling (vLLM's apertus / gigachat3 / inkling parsers, llama.cpp's
+# Command R7B handler).
+NEW = ("apertus", "command_a", "gigachat3", "inkling")
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_new_rows_round_trip_and_read_their_own_dialect(name):
+    fmt = formats.get(name)
+    calls = [A, B, ToolCall("c", {"s": "holds " + "".join(fmt.tags)})]
+    text = fmt.render(calls)
+    assert fmt.parse_strict(text) == calls and fmt.parse_lenient(text).calls == calls
+    assert fmt.example == fmt.render(fmt.parse_strict(fmt.example))  # the example is the render
+
+
+def test_apertus_calls_are_keyed_by_name():
+    ap = formats.get("apertus")
+    text = 'I will check. <|tools_prefix|>[{"get_weather": {"city": "Bern"}}, {"now": {}}]<|tools_suffix|>'
+    assert ap.parse_strict(text) == [ToolCall("get_weather", {"city": "Bern"}), ToolCall("now", {})]
+    with pytest.raises(FormatError, match="one key"):
+        ap.parse_strict('<|tools_prefix|>[{"a": {}, "b": {}}]<|tools_suffix|>')
+    cut = ap.parse_lenient('<|tools_prefix|>[{"a": {"x": 1}}, {"b": {"y": "ab')
+    assert [c.name for c in cut.calls] == ["a", "b"] and cut.cut.index == 1 and not cut.cut.clean
+
+
+def test_command_a_is_written_back_in_its_own_dialect():
+    ca = formats.get("command_a")
+    text = ('<|START_THINKING|>search first<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": "a", '
+            '"parameters": {"x": 1}}]<|END_ACTION|>')
+    assert ca.parse_strict(text) == [A] and detect_format(text) == "command_a"
+    res = Refiner().refine({"upstream": text})
+    assert res["format"] == "command_a" and '"tool_name": "a"' in res["refined"]
+    with pytest.raises(FormatError, match="unexpected keys"):
+        ca.parse_strict('<|START_ACTION|>[{"tool_name": "a", "parameters": {}, "x": 1}]<|END_ACTION|>')
+
+
+def test_gigachat_reads_both_call_tokens_and_inkling_its_args_key():
+    gc = formats.get("gigachat3")
+    assert gc.parse_strict('text<|message_sep|>\n\nfunction call<|role_sep|>\n{"name": "a", "arguments": {"x": 1}}') == [A]
+    assert gc.parse_strict('<|function_call|>{"name": "a", "arguments": {"x": 1}}') == [A]
+    ink = formats.get("inkling")
+    assert ink.parse_strict('<|content_invoke_tool_json|>{"name": "a", "args": {"x": 1}}<|end_message|>') == [A]

@@ -47,17 +47,21 @@ def test_read_value_types_only_what_the_template_writes_for_a_non_string(text, w
 def test_python_literals_are_read_only_where_the_dialect_writes_them():
     assert read_value("True", python_literals=True) is True
     assert read_value("None", python_literals=True) is None
-    assert read_value("true", python_literals=True) is True  # JSON spelling too
+    # the JSON spellings are text there: the template writes the boolean as True, the string "true" as true (issue
+    # 20: a string parameter's true came back as "True"); the spec settles them (retype_value)
+    assert read_value("true", python_literals=True) == "true" and read_value("false", python_literals=True) == "false"
+    assert read_value('"true"', python_literals=True) == "true"
+    assert read_value("null", python_literals=True) is None  # as vLLM's parser reads it
     assert read_value("TRUE", python_literals=True) == "TRUE"
     assert write_value(False, TAGS, python_literals=True) == "False"
     assert write_value(False, TAGS) == "false"
 
 
 def test_strings_that_would_read_as_something_else_are_written_as_json_strings():
-    for s in ["42", "true", "None", '{"a": 1}', "[1]", "-3.5", '"42"', '"\\"x\\""']:
+    for s in ["42", "True", "None", "null", '{"a": 1}', "[1]", "-3.5", '"42"', '"\\"x\\""']:
         text = write_value(s, TAGS, python_literals=True)
         assert text.startswith('"') and read_value(text, python_literals=True) == s
-    for s in ["Paris", "007", "12.50", "", " spaced ", "a\nb", "<b>bold</b>", '"exact phrase"', '"', '""']:
+    for s in ["Paris", "007", "12.50", "", " spaced ", "a\nb", "<b>bold</b>", '"exact phrase"', '"', '""', "true"]:
         assert write_value(s, TAGS, python_literals=True) == s
 
 
@@ -115,6 +119,8 @@ def test_retype_settles_values_by_the_declared_type_exactly():
     assert retype_value(i, "007") == "007" and retype_value(i, "ten") == "ten"
     value = "Paris"
     assert retype_value(Param(type="boolean"), value) is value and retype_value(None, value) is value
+    b = Param(type="boolean")  # Qwen3-Coder's true / false (text there) for a boolean parameter
+    assert retype_value(b, "true") is True and retype_value(b, "False") is False and retype_value(b, "yes") == "yes"
 
 
 def test_value_end_skips_quoted_blocks_and_needs_a_structural_follower():

@@ -1,4 +1,4 @@
-"""``formats`` (list the wire formats, print a bundled example) and ``convert`` (between formats, on a file, stdin
+"""``formats`` (list the wire formats, print a bundled example; ``formats derive``: a dialect from a chat template) and ``convert`` (between formats, on a file, stdin
 or one field of a JSONL file)."""
 
 from __future__ import annotations
@@ -26,14 +26,82 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def derived_text(d: dict) -> str:
+    """A derivation (``Derived.as_dict()``) for people: the result, each marker with the render it came from, the
+    row's spelling and example."""
+    m = d["markers"]
+    lines = [f"template: {d['template']} (sha256 {d['sha256'][:16]}...)"]
+    if d["result"] == "special":
+        lines.append(f"result: special: {d['why']}")
+        if d["read_by"]:
+            lines.append(f"read by the built-in format(s) {', '.join(d['read_by'])}: the template's render of the "
+                         "placeholder calls reads back exactly (Refiner(chat_template=) uses the first)")
+    else:
+        same = f" (the same spelling as the built-in row {d['same_as']!r})" if d.get("same_as") else ""
+        lines.append(f"result: row {d['name']!r} of the {d['grammar']} grammar{same}")
+    if m["shape"]:
+        lines.append(f"shape: {m['shape']}")
+    lines.append("markers (as the template writes them; from which renders):")
+    for key, value in m.items():
+        if key in ("renders", "derived_from", "why", "shape") or value in ("", False, {}, [], None):
+            continue
+        source = m["derived_from"].get(key, "")
+        lines.append(f"  {key:<18} {json.dumps(value, ensure_ascii=False):<40} {source}")
+    if d.get("spelling"):
+        lines.append("row spelling:")
+        lines += [f"  {k:<18} {json.dumps(v, ensure_ascii=False)}" for k, v in d["spelling"].items()]
+    if d["result"] == "row" and d["read_by"]:
+        lines.append(f"also read exactly by the built-in format(s): {', '.join(d['read_by'])}")
+    if d["writes_as"]:
+        lines.append(f"written as the template writes it by: {', '.join(d['writes_as'])}")
+    for check in d["checks"]:
+        lines.append(f"check: {check}")
+    lines.append("renders (the tool section of each):")
+    for key, text in m["renders"].items():
+        lines.append(f"  {key}: {json.dumps(text, ensure_ascii=False)}")
+    if d.get("example"):
+        lines += ["example (the row's render of two calls):", d["example"]]
+    return "\n".join(lines) + "\n"
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("formats")
+    group = typer.Typer(
+        help="List the tool-call wire formats (name, order sensitivity, tags, description); "
+        "derive a family's dialect from its chat template (formats derive).",
+        invoke_without_command=True,
+        no_args_is_help=False,
+    )
+    app.add_typer(group, name="formats")
+
+    @group.command("derive")
+    def derive_cmd(
+        chat_template: Path = typer.Option(..., "--chat-template", help="A .jinja file, a tokenizer_config.json, or "
+                                           "a model folder holding chat_template.jinja or tokenizer_config.json."),
+        name: str | None = typer.Option(None, "--name", help="The derived row's name (default derived_<sha256>)."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable derivation."),
+    ) -> None:
+        """Derive a model family's tool-call dialect from its chat template: render known calls through it (jinja2,
+        as transformers does), diff the renders, and map the markers onto a grammar's row (or say why not)."""
+        from refiner.formats.derive import TemplateFailure, derive
+
+        try:
+            d = derive(chat_template, name).as_dict()
+        except TemplateFailure as e:
+            _fail(str(e))
+        typer.echo(json.dumps(d, indent=2, ensure_ascii=False) if as_json else derived_text(d), nl=not as_json)
+        if d["result"] == "special" and not d["read_by"]:
+            raise typer.Exit(1)
+
+    @group.callback()
     def formats_cmd(
+        ctx: typer.Context,
         example: str | None = typer.Option(None, "--example", help="Print the example text of FORMAT."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable list."),
         markdown: bool = typer.Option(False, "--markdown", help="The README's table of formats."),
     ) -> None:
         """List the tool-call wire formats (name, order sensitivity, tags, description)."""
+        if ctx.invoked_subcommand is not None:
+            return
         from refiner import formats
         from refiner.formats.convert import example_text
 

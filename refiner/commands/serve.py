@@ -46,13 +46,15 @@ def build_refiner(
     max_tokens: int = 1024,
     refiner_api_key_env: str = "REFINER_API_KEY",
     engine_kwargs: dict[str, Any] | None = None,
+    chat_template: str | None = None,
 ) -> Any:
     """The proxy's refiner: tier 1 + guard when no model is given; else the pipeline over an engine
-    (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``)."""
+    (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``). ``chat_template``: the
+    upstream model's chat template, whose derived dialect the refiner reads and writes (``Refiner(chat_template=)``)."""
     from refiner.pipeline import Refiner
 
     if not model and not refiner_base_url:
-        return Refiner(engine=None)
+        return Refiner(engine=None, chat_template=chat_template)
     from refiner.engines import make_engine
 
     kind = engine or ("openai" if refiner_base_url else "vllm")
@@ -60,7 +62,7 @@ def build_refiner(
     if kind == "openai":
         kw["api_key_env"] = refiner_api_key_env
     eng = make_engine(kind, model=model, base_url=refiner_base_url, **kw)
-    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens)
+    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens, chat_template=chat_template)
 
 
 def register(app: typer.Typer) -> None:
@@ -97,6 +99,9 @@ def register(app: typer.Typer) -> None:
                                            "CPU count; 0: threads in the proxy process, no isolation)."),
         engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra engine setting KEY=VALUE "
                                                     "(repeatable), e.g. max_model_len=4096, dtype=float32."),
+        chat_template: str | None = typer.Option(None, "--chat-template", help="The upstream model's chat template "
+                                                 "(.jinja, tokenizer_config.json or model folder): calls are read and "
+                                                 "written in the dialect derived from it (tool-refiner formats derive)."),
         log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
@@ -104,8 +109,14 @@ def register(app: typer.Typer) -> None:
 
         from refiner.proxy import create_app
 
-        ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
-                            max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg))
+        try:
+            ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
+                                max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg),
+                                chat_template=chat_template)
+        except ValueError as e:
+            if chat_template is None:
+                raise
+            raise typer.BadParameter(f"--chat-template: {e}") from None
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
                          timeout=timeout, content_calls=content_calls_setting(content_calls),
                          heal_history=heal_history, max_body_bytes=int(max_body_mb * 1024 * 1024),

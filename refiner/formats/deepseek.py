@@ -24,7 +24,7 @@ from refiner.calls import ToolCall
 from refiner.formats.bare import bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.lenient import add_arguments_call
+from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -139,6 +139,7 @@ class _DeepSeek(WireFormat):
         text = respell_tokens(text, self.tags, out)
         start = reasoning_offset(text)
         f = Finder(text)
+        strings = TokenFinder(text, (CALL_END, CALL_BEGIN, CALLS_END))
         first = f.next(CALL_BEGIN, start)
         b = f.next(CALLS_BEGIN, start)
         if b < 0 or (0 <= first < b):
@@ -152,7 +153,7 @@ class _DeepSeek(WireFormat):
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {CALL_BEGIN}")
-                pos = self._recover_call(text, self._call_start(text, pos, s), f, out)
+                pos = self._recover_call(text, self._call_start(text, pos, s), f, out, strings)
                 s = f.next(SEP, pos)
             if c < 0:
                 if n == 0 and not out.calls:
@@ -160,7 +161,7 @@ class _DeepSeek(WireFormat):
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
+            pos = self._recover_call(text, c + len(CALL_BEGIN), f, out, strings)
         if f.next(CALLS_END, start) < 0:
             out.note("missing_tag", f"missing {CALLS_END}")
 
@@ -181,8 +182,8 @@ class _DeepSeek(WireFormat):
         if not (_bare_fenced(text, start, out) or bare_calls(text, start, out)):
             out.note("missing_tag", f"no {CALL_BEGIN} or {SEP} found")
 
-    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
-        end, tag = f.first((CALL_END, CALL_BEGIN, CALLS_END), pos)
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
+        end, tag = past_strings(strings, pos, *f.first((CALL_END, CALL_BEGIN, CALLS_END), pos))
         seg = text[pos:end]
         if tag is None:
             out.note("unclosed", f"a call cut short: {seg[:60]!r}")

@@ -12,6 +12,9 @@ K2-Thinking writes), anything after it.
 
 Recovery also reads ids without ``functions.`` or without an index (vLLM's parser accepts ``NAME:IDX``), the
 singular ``<|tool_call_section_begin|>`` vLLM lists as a variant, and calls whose section or end tokens were lost.
+An id that names no tool is not read as a name: a bare counter (``0``), or ``functions.invalid.0`` (K2's id for a
+call it could not name; the index written after a dot). With one tool offered, the call is that tool's (as vLLM
+settles a K2 id it cannot read by the request's tools), reported; otherwise it is reported and left out.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.lenient import add_arguments_call
+from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -42,6 +45,24 @@ _BARE_ID = re.compile(rf"{re.escape(PREFIX)}({IDENTIFIER}):[0-9]+(?=\{{)")
 
 def _is_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
+
+
+# What K2 writes in place of a name it could not give: the index alone, or "invalid" (with its index after a dot).
+_NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")
+
+
+def named_tool(call_id: str, name: str, out: Lenient) -> str | None:
+    """The tool a call id names, or, for an id that names none (:data:`_NO_NAME`), the one tool offered; ``None``
+    (reported) when there is no such tool."""
+    if _NO_NAME.fullmatch(name) is None:
+        return name
+    tools = offered_tools()
+    if tools is not None and len(tools) == 1:
+        only = next(iter(tools))
+        out.note("bad_name", f"call id {call_id[:60]!r} names no tool; read as the one tool offered, {only!r}")
+        return only
+    out.note("no_name", f"call id {call_id[:60]!r} names no tool")
+    return None
 
 
 def split_id(call_id: str) -> tuple[str, str | None, bool]:
@@ -106,6 +127,7 @@ class KimiK2(WireFormat):
         text = respell_tokens(text, (*self.tags, SECTION_BEGIN_1, SECTION_END_1), out)
         start = reasoning_offset(text)
         f = Finder(text)
+        strings = TokenFinder(text, (CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1))
         section = min((h for h in (f.next(SECTION_BEGIN, start), f.next(SECTION_BEGIN_1, start)) if h >= 0), default=-1)
         first = f.next(CALL_BEGIN, start)
         if section < 0 or (0 <= first < section):
@@ -123,16 +145,16 @@ class KimiK2(WireFormat):
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             if c >= 0 and (a < 0 or c < a):
-                pos = self._recover_call(text, c + len(CALL_BEGIN), f, out)
+                pos = self._recover_call(text, c + len(CALL_BEGIN), f, out, strings)
             else:  # an argument block whose <|tool_call_begin|> was lost: its id is the text just before it
                 out.note("missing_tag", f"missing {CALL_BEGIN}")
                 line = max(text.rfind("\n", pos, a), text.rfind(">", pos, a)) + 1
-                pos = self._recover_call(text, max(pos, line), f, out)
+                pos = self._recover_call(text, max(pos, line), f, out, strings)
         if f.next(SECTION_END, start) < 0 and f.next(SECTION_END_1, start) < 0:
             out.note("missing_tag", f"missing {SECTION_END}")
 
-    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
-        end, tag = f.first((CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1), pos)
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
+        end, tag = past_strings(strings, pos, *f.first((CALL_END, CALL_BEGIN, SECTION_END, SECTION_END_1), pos))
         seg = text[pos:end]
         if tag is None:
             out.note("unclosed", f"a call cut short: {seg[:60]!r}")
@@ -156,11 +178,16 @@ class KimiK2(WireFormat):
             if tag is None:
                 out.mark_cut(None)
             return after
-        if not had_prefix or index is None:
+        resolved = named_tool(call_id, name, out)
+        if resolved is None:
+            if tag is None:
+                out.mark_cut(None)
+            return after
+        if resolved == name and (not had_prefix or index is None):
             out.note("bad_name", f"call id {call_id[:60]!r} is not functions.NAME:INDEX")
-        if not _is_name(name):
-            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
-        add_arguments_call(out, name, body, at_end=tag is None)
+        if not _is_name(resolved):
+            out.note("bad_name", f"tool name {resolved[:60]!r} is not allowed")
+        add_arguments_call(out, resolved, body, at_end=tag is None)
         return after
 
     # Render

@@ -5,7 +5,9 @@ met is recorded as a :class:`~refiner.formats.base.Problem`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -41,28 +43,90 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
     return as_items(value)
 
 
+@functools.lru_cache(maxsize=64)
+def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
+    """A JSON string (closed or running to the end) or one of ``tokens``: scanning with it skips the strings."""
+    alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
+    return re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|' + alts, re.DOTALL)
+
+
+class TokenFinder:
+    """The first of some tokens at or after a position, outside JSON strings: a closing tag written inside a string
+    value (``{"s": "a </tool_call> b"}``) is text, not the end of its block, also when the block is broken. Once a
+    string runs to the end of the text (a cut, or a stray quote in prose), tokens are searched plainly from then on,
+    so every search is linear and a reader that asks for ascending positions scans the text about once."""
+
+    def __init__(self, text: str, tokens: Sequence[str]) -> None:
+        self.text = text
+        self.tokens = tuple(dict.fromkeys(t for t in tokens if t))
+        self.pattern = _outside_strings(self.tokens)
+        self.plain = False
+
+    def first(self, pos: int) -> tuple[int, str | None]:
+        """``(position, token)`` of the earliest token at or after ``pos``; ``(len(text), None)`` when none. Strings
+        are skipped only where a JSON value starts at ``pos`` (whitespace aside): quotes in prose are not JSON."""
+        text = self.text
+        if not self.plain and text[skip_ws(text, pos) : skip_ws(text, pos) + 1] in ("{", "["):
+            for m in self.pattern.finditer(text, pos):
+                g = m.group()
+                if g in self.tokens:
+                    return m.start(), g
+                if m.end() == len(text) and (len(g) < 2 or not g.endswith('"') or g.endswith('\\"')):
+                    self.plain = True  # a string left open: the rest is read plainly
+                    break
+            else:
+                return len(text), None
+        best, which = len(text), None
+        for t in self.tokens:
+            i = text.find(t, pos, best + len(t))
+            if 0 <= i < best:
+                best, which = i, t
+        return best, which
+
+
+def past_strings(finder: TokenFinder, pos: int, end: int, tag: str | None) -> tuple[int, str | None]:
+    """``(end, tag)`` of a call found plainly to end at ``end`` (``tag``, None: the end of the text), once the JSON
+    value it holds (from its first ``{``) is read past: a token inside one of its strings does not end it."""
+    brace = finder.text.find("{", pos, end)
+    if brace < 0:
+        return end, tag
+    return finder.first(brace)
+
+
 def lenient_blocks(
     text: str, open_tag: str, close_tag: str, problems: list[Problem], stop: str | None = None
 ) -> Iterator[str]:
     """The bodies of the ``open_tag ... close_tag`` blocks after any reasoning, one at a time, tolerating missing
     tags (each is reported as its block comes): without any ``open_tag`` the whole text is one block; a block
-    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given. Each block counts as an item
-    read (:func:`~refiner.formats.jsonfix.take_items`): reading stops when they run out."""
+    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given. Tags inside a JSON string
+    are text (:class:`TokenFinder`). Each block counts as an item read (:func:`~refiner.formats.jsonfix.take_items`):
+    reading stops when they run out."""
     body = strip_reasoning(text)
-    chunks = body.split(open_tag)[1:]
-    if not chunks:
+    find = TokenFinder(body, (open_tag, close_tag)).first
+    i = body.find(open_tag)
+    if i < 0:
         problems.append(Problem("missing_tag", f"missing {open_tag}"))
-        chunks = [body]
-    for chunk in chunks:
+    while True:
         if not take_items(1):
             return
-        if close_tag in chunk:
-            chunk = chunk.split(close_tag, 1)[0]
-        else:
-            problems.append(Problem("missing_tag", f"missing {close_tag}"))
-            if stop is not None:
-                chunk = chunk.split(stop, 1)[0]
+        a = 0 if i < 0 else i + len(open_tag)
+        end, tag = find(a)
+        if tag == close_tag:
+            yield body[a:end]
+            if i < 0:
+                return
+            i = body.find(open_tag, end + len(close_tag))  # (text between blocks is prose, read plainly)
+            if i < 0:
+                return
+            continue
+        problems.append(Problem("missing_tag", f"missing {close_tag}"))
+        chunk = body[a:end]
+        if stop is not None:
+            chunk = chunk.split(stop, 1)[0]
         yield chunk
+        if tag is None or i < 0:
+            return
+        i = end
 
 
 LENIENT_CANDIDATES = 8

@@ -7,6 +7,11 @@ Meta's templates ask for ``"parameters"``; outputs constrained by SGLang's gramm
 optionally ``"type": "function"``, which Llama 3.2 often adds and the parsers ignore). Rendering writes
 ``"parameters"`` and joins calls with ``"; "``.
 
+Llama 3.1's built-in tools are written as a Python call after the tag, ``<|python_tag|>brave_search.call(query="x")``
+(Meta's template for ``builtin_tools``; llama.cpp's "Llama 3.x with builtin tools" handler): read as the call of the
+tool before ``.call``, its keyword arguments as Python literals; rendering writes a lone call of a built-in tool
+(``brave_search``, ``wolfram_alpha``) that way.
+
 The calls are untagged JSON objects: text before them (reasoning, content) and after them (``<|eom_id|>``, prose) is
 allowed, as in vLLM's parser, but a second call object that is not joined to the first by ``;`` makes the text not
 strictly valid (read leniently instead, so no call is silently dropped). A strictly valid text is claimed by
@@ -16,13 +21,15 @@ detection after every tagged format failed (the object is the whole signal); a b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, register
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import add_call
+from refiner.formats.pythonic import matching_paren, render_call, strict_call_list
 from refiner.formats.strict import JSON_DECODER, decode_at, strict_fields
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 
@@ -32,6 +39,8 @@ ARG_KEYS = ("parameters", "arguments")
 # How many "{"/"[" in the prose around the calls strict parsing decodes (see _check_prose); "{" recovery reads.
 MAX_CANDIDATES = 64
 MAX_OBJECTS = 256
+BUILTIN_TOOLS = ("brave_search", "wolfram_alpha")  # the built-ins Meta's template writes as NAME.call(...)
+_BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 
 
 @register
@@ -64,6 +73,10 @@ class Llama3Json(WireFormat):
         if tag >= 0 and (brace < 0 or tag < brace):  # (a tag quoted inside a value is text)
             self._check_prose(text, start, tag)
             pos = skip_ws(text, tag + len(PYTHON_TAG))
+            if _BUILTIN.match(text, pos):
+                call, end = self._builtin_call(text, pos, strict=True)
+                self._check_prose(text, end, len(text))
+                return [call]
             if not text.startswith("{", pos):
                 raise self.error(f"{PYTHON_TAG} must be followed by a JSON call object", pos)
         else:
@@ -79,6 +92,16 @@ class Llama3Json(WireFormat):
             calls.append(self._call(value, pos, len(calls)))
         self._check_prose(text, end, len(text))
         return calls
+
+    def _builtin_call(self, text: str, pos: int, *, strict: bool) -> tuple[ToolCall, int]:
+        """The built-in tool call ``NAME.call(...)`` at ``pos``, and where it ends; raises when it is not one (a
+        parenthesis left open, arguments that are not keyword literals)."""
+        m = _BUILTIN.match(text, pos)
+        close = matching_paren(text, m.end() - 1, lenient_quotes=not strict)
+        if close >= len(text):
+            raise self.error(f"{m.group(1)}.call( is not closed", pos)
+        [call] = strict_call_list(self, "[" + text[pos : close + 1] + "]", pos - 1)
+        return ToolCall(m.group(1), call.arguments), close + 1
 
     def _first_call(self, text: str, start: int) -> int:
         """Where the first call object starts; the prose before it must hold no call (see :meth:`_check_prose`)."""
@@ -128,6 +151,15 @@ class Llama3Json(WireFormat):
         tag, brace = body.find(PYTHON_TAG), body.find("{")
         if tag >= 0 and (brace < 0 or tag < brace):
             body = body[tag + len(PYTHON_TAG) :]
+            at = skip_ws(body, 0)
+            if _BUILTIN.match(body, at):
+                try:
+                    out.calls.append(self._builtin_call(body, at, strict=False)[0])
+                except FormatError as e:
+                    out.note("unreadable", f"a built-in tool call that could not be read: {e.message}")
+                    if matching_paren(body, _BUILTIN.match(body, at).end() - 1, lenient_quotes=True) >= len(body):
+                        out.mark_cut(None)
+                return
         pos, found = 0, 0
         for n in range(MAX_OBJECTS + 1):
             pos = body.find("{", pos)
@@ -155,6 +187,8 @@ class Llama3Json(WireFormat):
         return lenient_json(body[pos:end].rstrip().removesuffix(SEP)), end
 
     def render(self, calls: Sequence[ToolCall]) -> str:
+        if len(calls) == 1 and calls[0].name in BUILTIN_TOOLS:
+            return PYTHON_TAG + render_call(calls[0].name + ".call", dict(calls[0].arguments))
         return f"{SEP} ".join(dumps({"name": c.name, "parameters": dict(c.arguments)}) for c in calls)
 
 

@@ -1,0 +1,428 @@
+"""Calls written ``call:NAME{key:value,...}`` between a family's call tokens, strings between a quote token: the
+``brace_kv`` grammar. A family is a row of :data:`ROWS` (:mod:`refiner.formats.family`).
+
+| format | models | shape (chat template; engine parser) |
+|---|---|---|
+| ``gemma4`` | Gemma 4 | ``<|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>`` per call, reasoning in ``<|channel>thought...<channel|>`` (``google-gemma-4`` chat template's ``format_argument``; vLLM ``gemma4_tool_parser.py``) |
+| ``functiongemma`` | FunctionGemma | ``<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>`` per call (vLLM ``functiongemma_tool_parser.py``) |
+
+The value grammar, as the templates write it: a string is the raw text between two quote tokens (no escapes: line
+breaks, quotes, braces and the call tokens themselves are text inside it); ``true`` / ``false``; ``null`` (a Jinja
+``None`` renders as ``None``, also read); a number as Python's ``str`` writes it (``-3``, ``2.5``, ``1e-05``,
+``1e+21``); an object ``{key:value,...}``; a list ``[value,...]``. Keys are written bare, spaces included
+(``Basic LLM Chain:{...}``); a key between quote tokens is also read (vLLM does), and rendering writes one that way
+when a bare key could not hold it (empty, with ``:`` ``,`` brackets or outer spaces). The templates write keys in
+Jinja ``dictsort`` order (case-insensitive), and so does rendering; reading keeps the text's order. Whitespace
+around the punctuation is free (SGLang's tests write ``, ``). Calls follow each other with or without text between
+them; content may come before and after them.
+
+Lenient reading: a call the text stops in is read as written and marked (:class:`~refiner.formats.base.Cut`); a
+call whose closing token or braces were lost ends at the next call token; a value that is no literal, number or
+quoted string is kept as text and reported; text between the call tokens that is not ``call:NAME{...}`` (a name with
+spaces, no braces) is no call. A string holding the quote token cannot be written (``render`` raises): inside a
+string, only the quote token ends it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
+from refiner.formats.family import Family, register_rows
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.text import skip_ws
+
+NAME_PATTERN = r"[^\s{}\[\]<>,\"'`|]+"
+_NAME = re.compile(NAME_PATTERN)
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+# A key written bare reads back as itself.
+_BARE_KEY = re.compile(r"[^\s:,{}\[\]<>|\"]+(?: [^\s:,{}\[\]<>|\"]+)*")
+LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": None}
+# Read leniently (reported): what models write in place of the template's literals.
+LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
+MAX_NOTES = 8  # problems reported per text for values read loosely
+_NOTHING = object()  # no value was read (the text stops, or a call token stands where one should be)
+
+
+@dataclass(frozen=True)
+class BraceSpelling:
+    """One family's tokens: ``call_open`` + ``keyword`` + NAME + ``{...}`` + ``call_close``, strings between two
+    ``quote`` tokens."""
+
+    call_open: str
+    call_close: str
+    quote: str
+    keyword: str = "call:"
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class _Reader:
+    """Reads one ``{...}`` object and what it holds, strictly (every deviation raises the format's error) or
+    leniently (deviations are reported in ``out`` and read past; ``cut`` says where the text stops)."""
+
+    def __init__(self, fmt: BraceKV, text: str, out: Lenient | None) -> None:
+        sp = fmt.spelling
+        self.fmt, self.text, self.out, self.n = fmt, text, out, len(text)
+        self.q, self.lq = sp.quote, len(sp.quote)
+        self.tokens = (sp.call_open, sp.call_close)
+        self.bare, self.key = fmt.patterns()
+        self.cut: bool | None = None  # None: the text does not stop inside the value; else whether it stops cleanly
+        self.stopped = False  # (lenient) a call token stood where a key, value or bracket should be
+        self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
+
+    def bad(self, message: str, pos: int, code: str = "bad_argument") -> None:
+        if self.out is None:
+            raise self.fmt.error(message, pos)
+        notes = sum(p.code == code for p in self.out.problems)
+        if notes < MAX_NOTES:
+            self.out.note(code, message)
+
+    def at_token(self, pos: int) -> bool:
+        if self.out is not None and self.text.startswith(self.tokens, pos):
+            self.stopped = True
+            self.bad(f"{self.text[pos : pos + 20]!r} where a value or closing bracket should be", pos, "unclosed")
+            return True
+        return False
+
+    def ends(self, pos: int, clean: bool) -> bool:
+        """Whether the text ends at ``pos`` (strict: raises; lenient: records the cut)."""
+        if pos < self.n:
+            return False
+        if self.out is None:
+            raise self.fmt.error("the text ends inside a call", pos)
+        self.cut = clean
+        return True
+
+    def value(self, pos: int, depth: int) -> tuple[Any, int]:
+        text = self.text
+        pos = skip_ws(text, pos)
+        if self.ends(pos, False) or self.at_token(pos):
+            return _NOTHING, pos
+        c = text[pos]
+        if text.startswith(self.q, pos):
+            return self.string(pos + self.lq)
+        if c == "{":
+            return self.obj(pos, depth)
+        if c == "[":
+            return self.array(pos, depth)
+        m = self.bare.match(text, pos)
+        raw, end = m.group().strip(), m.end()
+        if not raw:
+            self.bad(f"expected a value, got {text[pos : pos + 20]!r}", pos)
+            return _NOTHING, pos
+        if raw in LITERALS:
+            value = LITERALS[raw]
+        elif _NUMBER.fullmatch(raw):
+            value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            if value in (_INF, -_INF):
+                self.bad(f"number {raw[:40]} is out of range", pos)
+                value = raw
+        elif raw in LOOSE_LITERALS and self.out is not None:
+            self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
+            value = LOOSE_LITERALS[raw]
+        else:
+            self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
+            value = raw
+        if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
+            self.ends(end, raw in LITERALS)
+        return value, end
+
+    def string(self, pos: int) -> tuple[Any, int]:
+        e = self.text.find(self.q, pos)
+        if e < 0:
+            if self.out is None:
+                raise self.fmt.error(f"a string without its closing {self.q}", pos)
+            self.cut = False
+            return self.text[pos:], self.n
+        return self.text[pos:e], e + self.lq
+
+    def obj(self, pos: int, depth: int) -> tuple[Any, int]:
+        if depth > MAX_ARGUMENT_DEPTH:
+            if self.out is None:
+                raise self.fmt.error(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
+            raise _TooDeep
+        text, result = self.text, {}
+        pos = skip_ws(text, pos + 1)
+        after_value = False
+        while True:
+            if self.ends(pos, after_value) or self.at_token(pos):
+                return result, pos
+            if text[pos] == "}":
+                return result, pos + 1
+            if after_value:
+                if text[pos] == ",":
+                    pos = skip_ws(text, pos + 1)
+                    if self.ends(pos, False) or self.at_token(pos):
+                        return result, pos
+                    if text[pos] == "}":
+                        self.bad("a comma before }", pos)
+                        return result, pos + 1
+                else:
+                    self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
+            key_at = pos
+            if text.startswith(self.q, pos):
+                key, pos = self.string(pos + self.lq)
+                if self.cut is not None:
+                    return result, pos
+            else:
+                m = self.key.match(text, pos)
+                key, pos = m.group().strip(), m.end()
+                if self.ends(pos, False):
+                    return result, pos
+                if not key:
+                    self.bad(f"expected a key, got {text[pos : pos + 20]!r}", pos)
+                    if self.at_token(pos):
+                        return result, pos
+                    pos += 1  # (lenient) skip what cannot start a key
+                    after_value = False
+                    continue
+            pos = skip_ws(text, pos)
+            if self.ends(pos, False):
+                return result, pos
+            if text[pos] != ":":
+                self.bad(f"key {key[:40]!r} without a value", key_at)
+                after_value = True
+                continue
+            if key in result:
+                self.bad(f"key {key[:40]!r} written twice", key_at)
+            value, pos = self.value(pos + 1, depth + 1)
+            if value is not _NOTHING:
+                result[key] = value
+            if self.cut is not None or self.stopped:
+                if depth == 0 and self.cut is False:
+                    self.cut_key = key
+                return result, pos
+            pos = skip_ws(text, pos)
+            after_value = True
+
+    def array(self, pos: int, depth: int) -> tuple[Any, int]:
+        if depth > MAX_ARGUMENT_DEPTH:
+            if self.out is None:
+                raise self.fmt.error(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
+            raise _TooDeep
+        text, result = self.text, []
+        pos = skip_ws(text, pos + 1)
+        after_value = False
+        while True:
+            if self.ends(pos, after_value) or self.at_token(pos):
+                return result, pos
+            if text[pos] == "]":
+                return result, pos + 1
+            if after_value:
+                if text[pos] == ",":
+                    pos += 1
+                else:
+                    self.bad(f"expected , or ] after a value, got {text[pos : pos + 20]!r}", pos)
+            value, end = self.value(pos, depth + 1)
+            if value is not _NOTHING:
+                result.append(value)
+            elif end == pos and self.cut is None and not self.stopped:
+                end += 1  # (lenient) skip what cannot start a value
+            pos = skip_ws(text, end)
+            if self.cut is not None or self.stopped:
+                return result, pos
+            after_value = True
+
+
+_INF = float("inf")
+LITERALS_SPELT = {True: "true", False: "false", None: "null"}
+
+
+class BraceKV(WireFormat):
+    """The grammar; each row (:data:`ROWS`) is a subclass made by :func:`~refiner.formats.family.register_rows`."""
+
+    spelling: BraceSpelling
+    row: Family
+    name_pattern = NAME_PATTERN
+
+    @classmethod
+    def tags_for(cls, spelling: BraceSpelling) -> tuple[str, ...]:
+        return (spelling.call_open, spelling.quote, spelling.call_close)
+
+    @classmethod
+    def detection_for(cls, spelling: BraceSpelling, rank: int) -> Detection:
+        return Detection(rank=rank, markers=(spelling.call_open,), closers=(spelling.call_close,))
+
+    def patterns(self) -> tuple[re.Pattern, re.Pattern]:
+        """(a bare value, a bare key): text up to the next punctuation that ends one, and never into a token."""
+        got = self.__dict__.get("_patterns")
+        if got is None:
+            sp = self.spelling
+            stop = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close, sp.quote))
+            got = self.__dict__["_patterns"] = (
+                re.compile(rf"(?:(?!{stop})[^,{{}}\[\]])*"),
+                re.compile(rf"(?:(?!{stop})[^:,{{}}\[\]])*"),
+            )
+        return got
+
+    def answer_start(self, text: str) -> int:
+        """Where the answer starts: after the family's reasoning block when one opens before the first call token
+        (a call drafted inside it is reasoning), or after its closer alone before the first call token (the opener
+        may be in the prompt); else 0. A closer quoted in a call's string comes after a call token: not taken."""
+        first = text.find(self.spelling.call_open)
+        limit = len(text) if first < 0 else first
+        start = 0
+        for open_, close in self.reasoning:
+            o = text.find(open_, 0, limit)
+            e = text.find(close, o + len(open_)) if o >= 0 else text.find(close, 0, limit)
+            if e >= 0:  # (an opener never closed: the text was cut in the reasoning, or the model went on anyway)
+                start = max(start, e + len(close))
+        return start
+
+    # ---- strict ------------------------------------------------------------------------------------------------
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        sp = self.spelling
+        start = self.answer_start(text)
+        i = text.find(sp.call_open, start)
+        if i < 0:
+            raise self.error(f"no {sp.call_open}", start)
+        calls = []
+        while i >= 0:
+            pos = i + len(sp.call_open)
+            if not text.startswith(sp.keyword, pos):
+                raise self.error(f"expected {sp.keyword}NAME{{...}} after {sp.call_open}", pos)
+            pos += len(sp.keyword)
+            m = _NAME.match(text, pos)
+            if m is None or not text.startswith("{", m.end()):
+                raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
+            args, pos = _Reader(self, text, None).obj(m.end(), 0)
+            pos = skip_ws(text, pos)
+            if not text.startswith(sp.call_close, pos):
+                raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
+            calls.append(ToolCall.trusted(m.group(), args))
+            i = text.find(sp.call_open, pos + len(sp.call_close))
+        return calls
+
+    # ---- lenient -----------------------------------------------------------------------------------------------
+
+    def recover(self, text: str, out: Lenient) -> None:
+        sp = self.spelling
+        start = self.answer_start(text)
+        i = text.find(sp.call_open, start)
+        if i < 0:
+            out.note("missing_tag", f"no {sp.call_open} found")
+            return
+        for _ in range(MAX_RECOVERED_ITEMS):
+            if i < 0 or not take_items(1):
+                return
+            try:
+                pos = self._recover_call(text, i + len(sp.call_open), out)
+            except _TooDeep:
+                out.note("bad_arguments", f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels; the rest is not read")
+                return
+            i = text.find(sp.call_open, pos)
+
+    def _recover_call(self, text: str, pos: int, out: Lenient) -> int:
+        sp = self.spelling
+        end_at = text.find(sp.call_close, pos)
+        if text.startswith(sp.keyword, pos):
+            pos += len(sp.keyword)
+        elif sum(p.code == "missing_tag" for p in out.problems) < MAX_NOTES:
+            out.note("missing_tag", f"{sp.call_open} not followed by {sp.keyword}")
+        m = _NAME.match(text, pos)
+        if m is not None and m.end() >= len(text):
+            out.note("unclosed", "the text ends inside a tool name")
+            out.mark_cut(None)
+            return len(text)
+        brace = skip_ws(text, m.end()) if m is not None else pos
+        if m is None or not text.startswith("{", brace):
+            if brace >= len(text):
+                out.note("unclosed", "the text ends before the arguments of a call")
+                out.mark_cut(None)
+                return len(text)
+            junk = text[pos : end_at if end_at >= 0 else pos + 60]
+            if sum(p.code == "unreadable" for p in out.problems) < MAX_NOTES:
+                out.note("unreadable", f"not a call between the call tokens: {junk[:80]!r}")
+            return pos if end_at < 0 else end_at + len(sp.call_close)
+        name = m.group()
+        reader = _Reader(self, text, out)
+        args, pos = reader.obj(brace, 0)
+        out.calls.append(ToolCall(name, args))
+        if reader.cut is not None:
+            whole = {k: v for k, v in args.items() if k != reader.cut_key}
+            out.mark_cut(len(out.calls) - 1, name, whole, reader.cut)
+            return pos
+        pos = skip_ws(text, pos)
+        if text.startswith(sp.call_close, pos):
+            return pos + len(sp.call_close)
+        if pos >= len(text):
+            out.note("missing_tag", f"missing {sp.call_close}")
+            out.mark_cut(len(out.calls) - 1, name, args, True)
+        elif not reader.stopped:
+            out.note("missing_tag", f"missing {sp.call_close} after the arguments of {name!r}")
+        return pos
+
+    # ---- render ------------------------------------------------------------------------------------------------
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        sp = self.spelling
+        return "".join(f"{sp.call_open}{sp.keyword}{c.name}{self._value(dict(c.arguments))}{sp.call_close}"
+                       for c in calls)
+
+    def _value(self, v: Any) -> str:
+        q = self.spelling.quote
+        if isinstance(v, str):
+            if q in v:
+                raise self.render_error(f"a string holding {q} cannot be written: {v[:60]!r}")
+            return f"{q}{v}{q}"
+        if v is True or v is False or v is None:
+            return LITERALS_SPELT[v]
+        if isinstance(v, int):
+            return str(int(v))
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise self.render_error(f"{v} is not a JSON number")
+            return repr(v)
+        if isinstance(v, dict):
+            items = sorted(v.items(), key=lambda kv: str(kv[0]).lower())  # Jinja's dictsort
+            return "{" + ",".join(f"{self._key(str(k))}:{self._value(x)}" for k, x in items) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ",".join(self._value(x) for x in v) + "]"
+        raise self.render_error(f"a value of type {type(v).__name__} cannot be written")
+
+    def _key(self, key: str) -> str:
+        if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags):
+            return key
+        return self._value(key)
+
+
+GEMMA4 = BraceSpelling("<|tool_call>", "<tool_call|>", '<|"|>')
+FUNCTIONGEMMA = BraceSpelling("<start_function_call>", "<end_function_call>", "<escape>")
+
+ROWS = (
+    (
+        Family(
+            "gemma4",
+            'Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|> per call',
+            models=("google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it", "google/gemma-4-12B-it"),
+            sources=(
+                "google/gemma-4-31B-it chat_template.jinja (format_argument; sha256 ae53464b...c4d8de4c6d4)",
+                "llama.cpp models/templates/gemma4.jinja",
+                "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
+            ),
+            reasoning=(("<|channel>", "<channel|>"),),
+        ),
+        GEMMA4,
+    ),
+    (
+        Family(
+            "functiongemma",
+            "FunctionGemma: <start_function_call>call:NAME{key:<escape>text<escape>}<end_function_call> per call",
+            models=("google/functiongemma-270m-it",),
+            sources=("vLLM vllm/tool_parsers/functiongemma_tool_parser.py",),
+            reasoning=(),
+        ),
+        FUNCTIONGEMMA,
+    ),
+)
+
+FORMATS = register_rows(BraceKV, 280, ROWS)

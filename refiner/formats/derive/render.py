@@ -1,0 +1,228 @@
+"""Loading a model's chat template and rendering conversations through it, as ``transformers`` does.
+
+``transformers``' ``apply_chat_template`` compiles the template in a jinja2 ``ImmutableSandboxedEnvironment`` with
+``trim_blocks`` and ``lstrip_blocks`` on, the ``loopcontrols`` extension and a ``{% generation %}`` block tag, its own
+``tojson`` filter (``json.dumps`` with ``ensure_ascii=False``: no HTML escaping), and the globals
+``raise_exception`` (raises a template error) and ``strftime_now``; it renders with ``messages``, ``tools``,
+``documents``, ``add_generation_prompt`` and the tokenizer's special tokens (``bos_token``, ``eos_token``, ...).
+:func:`compile_template` builds the same environment; the sandbox refuses attribute access outside plain data, and
+:func:`render` turns every failure into a :class:`TemplateFailure` naming the file. Each render is bounded by counts:
+:data:`MAX_STEPS` calls, lookups and output chunks, :data:`MAX_RENDER_CHARS` characters.
+
+A template is read from a ``.jinja`` file, a ``tokenizer_config.json`` (its ``chat_template``: a string, or a list of
+named templates, of which ``tool_use`` is taken when there is one, else ``default``), or a model folder (its
+``chat_template.jinja``, else its ``tokenizer_config.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jinja2
+import jinja2.ext
+import jinja2.nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import safe_range as _safe_range
+
+# A chat template is a few kilobytes; anything much larger is not one.
+MAX_TEMPLATE_CHARS = 1_000_000
+SPECIAL_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token")
+# What one render may do: calls, attribute and item lookups, and output chunks together (a real template spends a
+# few thousand on a short conversation), and how long its text may grow.
+MAX_STEPS = 200_000
+MAX_RENDER_CHARS = 200_000
+
+
+class TemplateFailure(ValueError):
+    """A chat template that cannot be read, compiled or rendered (the message names the file and why)."""
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """A template's source and where it came from, with the special tokens its tokenizer config names."""
+
+    source: str
+    where: str
+    tokens: dict[str, str] = field(default_factory=dict)
+
+
+def _token_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return value["content"]
+    return None
+
+
+def _from_config(path: Path) -> ChatTemplate:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TemplateFailure(f"{path}: cannot read the tokenizer config: {e}") from None
+    if not isinstance(config, dict):
+        raise TemplateFailure(f"{path}: a tokenizer config is a JSON object")
+    tokens = {k: t for k in SPECIAL_TOKENS if (t := _token_text(config.get(k))) is not None}
+    source = config.get("chat_template")
+    if isinstance(source, list):
+        named = {t.get("name"): t.get("template") for t in source if isinstance(t, dict)}
+        source = named.get("tool_use") or named.get("default")
+    if not isinstance(source, str):
+        sibling = path.with_name("chat_template.jinja")
+        if sibling.is_file():
+            return ChatTemplate(_read_text(sibling), str(sibling), tokens)
+        raise TemplateFailure(f"{path}: no chat_template in the tokenizer config")
+    return ChatTemplate(source, str(path), tokens)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise TemplateFailure(f"{path}: cannot read the chat template: {e}") from None
+    if len(text) > MAX_TEMPLATE_CHARS:
+        raise TemplateFailure(f"{path}: {len(text)} characters is not a chat template (at most {MAX_TEMPLATE_CHARS})")
+    return text
+
+
+def load_template(path: str | Path) -> ChatTemplate:
+    """The chat template at ``path``: a ``.jinja`` file, a ``tokenizer_config.json`` or a model folder."""
+    path = Path(path)
+    if path.is_dir():
+        jinja_file, config = path / "chat_template.jinja", path / "tokenizer_config.json"
+        if jinja_file.is_file():
+            tokens = _from_config(config).tokens if config.is_file() and _has_template(config) else {}
+            return ChatTemplate(_read_text(jinja_file), str(jinja_file), tokens)
+        if config.is_file():
+            return _from_config(config)
+        raise TemplateFailure(f"{path}: no chat_template.jinja or tokenizer_config.json in this folder")
+    if not path.exists():
+        raise TemplateFailure(f"{path}: no such file")
+    if path.suffix == ".json":
+        return _from_config(path)
+    return ChatTemplate(_read_text(path), str(path))
+
+
+def _has_template(config: Path) -> bool:
+    try:
+        _from_config(config)
+    except TemplateFailure:
+        return False
+    return True
+
+
+class _Generation(jinja2.ext.Extension):
+    """``{% generation %}...{% endgeneration %}`` (transformers marks the assistant's tokens with it): renders its
+    body."""
+
+    tags: ClassVar[set[str]] = {"generation"}
+
+    def parse(self, parser: Any) -> jinja2.nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+    def _body(self, caller: Any) -> str:
+        return caller()
+
+
+def _raise_exception(message: Any) -> None:
+    raise jinja2.exceptions.TemplateError(str(message))
+
+
+def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+class _Budgeted(ImmutableSandboxedEnvironment):
+    """The sandbox, counting what a render does: every call, attribute and item access, ``range`` item, arithmetic
+    operation and output chunk draws on a budget of :data:`MAX_STEPS` per render (a concatenation one step per 64
+    items it copies), and a render that spends it stops: a template that loops without end, or builds a huge text,
+    cannot hold derivation up."""
+
+    steps = 0
+    intercepted_binops = frozenset(("*", "**", "+"))
+
+    def _step(self, n: int = 1) -> None:
+        self.steps += n
+        if self.steps > MAX_STEPS:
+            raise TemplateBudget(f"more than {MAX_STEPS} calls and lookups in one render")
+
+    def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self._step()
+        return super().call(context, obj, *args, **kwargs)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        self._step()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        self._step()
+        return super().getitem(obj, argument)
+
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        self._step()
+        if operator == "**" and isinstance(right, (int, float)) and abs(right) > 64:
+            raise TemplateBudget("an exponent above 64")
+        if operator == "*":
+            sized = left if isinstance(left, (str, list, tuple)) else right
+            times = right if sized is left else left
+            if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times > MAX_RENDER_CHARS:
+                raise TemplateBudget(f"a repeated text or list longer than {MAX_RENDER_CHARS}")
+        if operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+            self._step(1 + (len(left) + len(right)) // 64)  # a concatenation copies both sides
+        return super().call_binop(context, operator, left, right)
+
+    def counted_range(self, *args: int) -> Any:
+        """``range`` whose every item draws on the budget (so loops over it are counted)."""
+        for i in _safe_range(*args):
+            self._step()
+            yield i
+
+
+class TemplateBudget(RuntimeError):
+    """A render that spent its budget of steps or characters."""
+
+
+def compile_template(template: ChatTemplate) -> jinja2.Template:
+    env = _Budgeted(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    env.globals["range"] = env.counted_range
+    try:
+        return env.from_string(template.source)
+    except jinja2.exceptions.TemplateSyntaxError as e:
+        raise TemplateFailure(f"{template.where}: the chat template does not parse (line {e.lineno}): {e.message}")
+
+
+def render(
+    compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None, **extra: Any
+) -> str:
+    """One render of ``messages`` (``add_generation_prompt`` off), as ``apply_chat_template(tokenize=False)`` gives
+    it; any failure is a :class:`TemplateFailure` naming the file."""
+    context = {"bos_token": "", "eos_token": "", **template.tokens, **extra}
+    compiled.environment.steps = 0
+    try:
+        parts, size = [], 0
+        for part in compiled.generate(
+            messages=messages, tools=tools, documents=None, add_generation_prompt=False, **context
+        ):
+            size += len(part)
+            if size > MAX_RENDER_CHARS:
+                raise TemplateBudget(f"a render longer than {MAX_RENDER_CHARS} characters")
+            compiled.environment._step()
+            parts.append(part)
+        return "".join(parts)
+    except RecursionError:
+        raise TemplateFailure(f"{template.where}: the chat template recursed too deeply") from None
+    except Exception as e:  # noqa: BLE001 (jinja2's errors, and whatever the template's own code raises)
+        raise TemplateFailure(f"{template.where}: the chat template failed to render: {type(e).__name__}: {e}") from None

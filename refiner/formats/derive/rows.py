@@ -1,0 +1,265 @@
+"""From a derived :class:`~refiner.formats.derive.analyze.Markers` record to a row of one of the project's grammars.
+
+- ``per_argument`` markers become an :class:`~refiner.formats.xml_params.XmlSpelling`: where the name sits
+  (``<function=NAME>``: ``eq``; ``<invoke name="NAME">``: ``attr``; the text after the call tag: ``text``), the key
+  style (``<parameter=K>``, ``<parameter name="K">``, or ``<arg_key>K</arg_key><arg_value>``), the value's closing tag,
+  one newline stripped at each end of a value when the template writes one, and the typing: strings as written and
+  other values as JSON (``json``), booleans as Python writes them (``python``), or a type attribute on the key
+  (``attr``, as DSML's ``string="true"``);
+- ``json_calls`` markers become a :class:`~refiner.formats.json_calls.JsonSpelling`: one ``{"name", "arguments"}``
+  object per tagged block (``object``), one per line inside one section (``lines``) or every call in one JSON list
+  (``list``).
+
+Everything else is answered with why no row holds it. A plan is checked against the template: the row must read the
+template's own render of the placeholder calls back as exactly those calls.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, is_dataclass, replace
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats import base
+from refiner.formats.brace_kv import BraceKV, BraceSpelling
+from refiner.formats.derive.analyze import ARGS_ONE, ARGS_TWO, NAMES, Markers
+from refiner.formats.family import Family, make_row
+from refiner.formats.json_calls import JsonCalls, JsonSpelling
+from refiner.formats.named_json import NamedJson, NamedSpelling
+from refiner.formats.xml_params import XmlParams, XmlSpelling
+
+# Derived rows rank after every built-in format: detection tries them last.
+DERIVED_RANK = 1000
+EXPECTED = (ToolCall(NAMES[0], ARGS_ONE), ToolCall(NAMES[1], ARGS_TWO))
+_ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
+
+
+def _core(spelling: Any) -> Any:
+    """A spelling less what only a built-in row adds: its named hook (lenient repairs), other spellings of a tag
+    accepted when reading."""
+    if isinstance(spelling, XmlSpelling):  # (and the layout render writes)
+        return replace(spelling, hook="", sep="\n")
+    if isinstance(spelling, NamedSpelling):
+        return replace(spelling, joiner="")
+    if isinstance(spelling, JsonSpelling):  # (the layout render writes, and the extra keys read, aside)
+        return replace(spelling, alt_opens=(), tight=False, follows=(), lead="\n", between="\n",
+                       arg_keys=spelling.arg_keys[:1])
+    return spelling
+
+
+@dataclass
+class RowPlan:
+    grammar: type[base.WireFormat]
+    spelling: Any
+    reasoning: tuple[tuple[str, str], ...] = ()
+
+    def spelling_dict(self) -> dict[str, Any]:
+        return asdict(self.spelling) if is_dataclass(self.spelling) else {"spelling": repr(self.spelling)}
+
+    def same_spelling(self, fmt: base.WireFormat) -> bool:
+        """Whether ``fmt`` is a row of the same grammar spelt the same (a built-in row's hook and extra spellings of
+        its tags aside: it reads what the derived row reads, and repairs more)."""
+        return isinstance(fmt, self.grammar) and _core(getattr(fmt, "spelling", None)) == _core(self.spelling)
+
+    def build(self, name: str, where: str, sha: str) -> base.WireFormat:
+        fam = Family(
+            name=name,
+            description=f"derived from the chat template {where}",
+            sources=(f"{where} (sha256 {sha})",),
+            **({"reasoning": self.reasoning} if self.reasoning else {}),
+        )
+        return make_row(self.grammar, fam, self.spelling, DERIVED_RANK, register_it=False)
+
+    def check(self, fmt: base.WireFormat, markers: Markers, notes: list[str]) -> str:
+        """Why the row does not read the template's own render back (``""``: it does); what was checked goes to
+        ``notes``."""
+        text = markers.renders["two"]
+        try:
+            got = fmt.parse_strict(text)
+        except base.FormatError as e:
+            return f"the derived row does not read the template's own render of two calls: {e}"
+        as_text = _python_containers(markers)
+        expected = [_texts_for(c, as_text) for c in EXPECTED]
+        if got != expected:
+            return f"the derived row reads the template's render of two calls as {got!r}"
+        if as_text:
+            notes.append(f"the template writes {' and '.join(sorted(as_text))} values as Python literals (Jinja's "
+                         "| string: ['val_item', 2]): the row reads them as text, as written")
+        notes.append("reads the template's render of two calls (five typed arguments, then one) back"
+                     + (" (those values as text)" if as_text else " exactly"))
+        again = fmt.parse_strict(fmt.render(list(EXPECTED)))
+        if tuple(again) != EXPECTED:
+            return "the derived row does not read its own render back"
+        notes.append("reads its own render of those calls back exactly")
+        if "".join(fmt.render(list(EXPECTED)).split()) == "".join(text.split()):
+            notes.append("renders those calls as the template does (whitespace aside)")
+        return ""
+
+
+def _opener(text: str) -> str:
+    """The marker that opens a section or call: the last run of ``text`` without whitespace (what the template
+    writes before it, such as a role header after an empty answer, is not the model's)."""
+    runs = text.split()
+    return runs[-1] if runs else ""
+
+
+def _closer(text: str) -> str:
+    """The marker that closes a section or call: the first run of ``text`` without whitespace."""
+    runs = text.split()
+    return runs[0] if runs else ""
+
+
+def _python_containers(m: Markers) -> set[str]:
+    """The container types (``list``, ``dict``) the template writes as Python literals."""
+    return {t for t in ("list", "dict") if m.value_styles.get(t) == "python"}
+
+
+def _texts_for(call: ToolCall, as_text: set[str]) -> ToolCall:
+    """``call`` with its values of the ``as_text`` types as the template writes them (Python's repr)."""
+    if not as_text:
+        return call
+    args = {k: repr(v) if type(v).__name__ in as_text else v for k, v in call.arguments.items()}
+    return ToolCall(call.name, args)
+
+
+def plan_row(m: Markers) -> RowPlan | str:
+    """The row for ``m``, or why there is none."""
+    if m.shape == "per_argument":
+        plan = _xml_plan(m)
+    elif m.shape == "json_calls":
+        plan = _json_plan(m)
+    elif m.shape == "brace_kv":
+        plan = RowPlan(BraceKV, BraceSpelling(m.call_start, m.call_end, m.quote, m.name_prefix))
+    elif m.shape == "named_json":
+        plan = _named_plan(m)
+    else:
+        plan = m.why or "no shape found"
+    if isinstance(plan, RowPlan):
+        plan.reasoning = m.reasoning
+    return plan
+
+
+def _named_plan(m: Markers) -> RowPlan | str:
+    """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
+    ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
+    if bool(ss) != bool(se):
+        return f"a section opened by {ss!r} and closed by {se!r}"
+    if not cs:
+        return "the name follows no marker of its own"
+    if not m.name_suffix.strip():
+        return "nothing but whitespace between the name and its arguments"
+    i = m.call_start.rfind(cs)
+    joiner = m.call_end[m.call_end.find(ce) + len(ce) :] + m.call_sep + m.call_start[:i] if ce else m.call_sep
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, m.name_suffix, ce, joiner=joiner))
+
+
+def _json_plan(m: Markers) -> RowPlan | str:
+    if m.args_as_text:
+        return "the arguments are written as a JSON string inside the call object"
+    keys = {"name_key": m.name_key, "arg_keys": (m.args_key,), "id_key": m.id_key or None}
+    ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
+    if m.in_list:
+        if not ss:
+            return "the calls are a JSON list with no marker before it (an untagged format)"
+        return RowPlan(JsonCalls, JsonSpelling(ss, se or None, "list", **keys))
+    if cs and ss:
+        return "calls are tagged one by one inside a tagged section: the JSON-calls grammar has one level of tags"
+    if cs:
+        if not ce:
+            return "each call object follows a marker with no closing marker"
+        i = m.call_start.rfind(cs)
+        lead, before = m.call_start[i + len(cs) :], m.call_start[:i]
+        after = m.call_end[m.call_end.find(ce) + len(ce) :]
+        return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, between=after + m.call_sep + before, **keys))
+    if ss and se and "\n" in m.call_sep:
+        return RowPlan(JsonCalls, JsonSpelling(ss, se, "lines", **keys))
+    return "the call objects carry no marker of their own (an untagged format)"
+
+
+def _xml_plan(m: Markers) -> RowPlan | str:
+    if m.strings != "raw":
+        return "string values are written quoted (JSON strings), not as raw text between tags"
+    np, ns = m.name_prefix.strip(), m.name_suffix
+    cs, ce = _opener(m.call_start), m.call_end.strip()
+    kw: dict[str, Any] = {}
+    if np.endswith(('="', "='")):
+        if _attr_name(np) != "name":
+            return f"the tool name is in the attribute {_attr_name(np)!r}: the XML grammar reads it from name=\"...\""
+        kw.update(name_at="attr", call_open=np.split()[0] + " ")
+        if not ns.startswith(np[-1] + ">"):
+            return f"the name attribute is not the last one of its tag ({ns!r} follows it)"
+    elif np.endswith("="):
+        kw.update(name_at="eq", call_open=np)
+        if not ns.startswith(">"):
+            return f"the name is not closed by '>' ({ns!r} follows it)"
+    elif not np and cs:
+        kw.update(name_at="text", call_open=cs, call_close=ce, name_sep=ns.strip() or "\n")
+        cs = ce = ""
+    else:
+        return f"the tool name is written after {m.name_prefix!r}: no tag of the XML grammar holds it"
+    if kw["name_at"] != "text":
+        close = "</" + kw["call_open"][1:].rstrip("= ") + ">"
+        if not ce.startswith(close):
+            return f"the call element is not closed by {close} ({ce!r})"
+        kw["call_close"] = close
+        ce = ce[len(close) :].strip()
+        if bool(cs) != bool(ce):
+            return f"a call is opened by {cs!r} and closed by {ce!r}"
+        if cs:
+            kw.update(section_open=cs, section_close=ce, section_per_call=True)
+    ss, se = _opener(m.section_start), _closer(m.section_end)
+    if ss or se:
+        if kw.get("section_per_call") or not (ss and se):
+            return f"section markers {ss!r} / {se!r} around per-call markers"
+        kw.update(section_open=ss, section_close=se)
+    key = _key_spelling(m)
+    if isinstance(key, str):
+        return key
+    kw.update(key)
+    kw["value_close"] = m.value_suffix.strip()
+    if not kw["value_close"]:
+        return "a value is not closed by a tag"
+    kw["strip_newline"] = m.key_suffix.endswith("\n") and m.value_suffix.startswith("\n")
+    if "typing" not in kw:
+        kw["typing"] = "python" if m.literals == "python" else "json"
+    layout = m.arg_sep + m.value_suffix + m.key_prefix + m.call_sep + m.name_suffix
+    kw["sep"] = "\n" if "\n" in layout else ""
+    try:
+        return RowPlan(XmlParams, XmlSpelling(**kw))
+    except ValueError as e:
+        return f"the markers make no XML-grammar spelling: {e}"
+
+
+def _attr_name(prefix: str) -> str:
+    """The attribute a prefix such as ``<invoke name="`` leaves open (``name``)."""
+    return prefix.split()[-1].split("=")[0] if len(prefix.split()) > 1 else ""
+
+
+def _key_spelling(m: Markers) -> dict[str, Any] | str:
+    kp, ks = m.key_prefix.strip(), m.key_suffix
+    if kp.endswith(('="', "='")):
+        if _attr_name(kp) != "name":
+            return f"the argument key is in the attribute {_attr_name(kp)!r}: the XML grammar reads it from name=\"...\""
+        out: dict[str, Any] = {"key_at": "attr", "key_open": kp.split()[0] + " "}
+        if m.key_suffix_by_type:
+            attrs = _ATTR.findall(m.key_suffix_by_type.get("str", ""))
+            if len(attrs) != 1 or attrs[0][1] != "true":
+                return f"a typing attribute the XML grammar does not read ({m.key_suffix_by_type.get('str')!r})"
+            out.update(typing="attr", type_attr=attrs[0][0])
+        elif not ks.startswith(kp[-1] + ">"):
+            return f"the key attribute is not the last one of its tag ({ks!r} follows it)"
+        return out
+    if m.key_suffix_by_type:
+        return "a type marker between key and value that is not an attribute of the key's tag"
+    if kp.endswith("="):
+        if not ks.startswith(">"):
+            return f"the key is not closed by '>' ({ks!r} follows it)"
+        return {"key_at": "eq", "key_open": kp}
+    if kp.startswith("<") and kp.endswith(">"):
+        i = ks.find(">")
+        key_close, value_open = ks[: i + 1].strip(), ks[i + 1 :].strip()
+        if i < 0 or not key_close or not value_open:
+            return f"a key element {kp!r} not followed by a closing tag and a value tag ({ks!r})"
+        return {"key_at": "element", "key_open": kp, "key_close": key_close, "value_open": value_open}
+    return f"the argument key is written after {m.key_prefix!r}: no tag of the XML grammar holds it"

@@ -1,0 +1,241 @@
+"""A tool name, then its arguments as one JSON object, between a family's tokens: the ``named_json`` grammar. A family
+is a row of :data:`ROWS` (:mod:`refiner.formats.family`): a :class:`Family` and its :class:`NamedSpelling`.
+
+| format | models | shape (engine parser) |
+|---|---|---|
+| ``plamo3`` | PLaMo 3 | ``<|plamo:begin_tool_requests:plamo|>`` then per call ``<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>``, then ``<|plamo:end_tool_requests:plamo|>`` (vLLM ``plamo3_tool_parser.py``; the JSON-constraint tokens are also read when absent, as older vLLM parsers wrote them) |
+| ``functionary_v32`` | Functionary v3.2 | ``>>>NAME\\n{...}`` per call; ``>>>all\\n`` starts text, not a call (llama.cpp ``functionary-v3-2`` handler) |
+
+The arguments are decoded before the closing token is looked for, so a string may hold it. Text before the calls
+(content, reasoning) is allowed, and so is anything after a closed section. Functionary v3.2 writes no token of its
+own (``>>>`` is plain text): it is an untagged format (``Detection.bare``) whose ``>>>`` marker counts only when a
+tool name and a line break follow it (``sniff``; a text whose only ``>>>`` is prose, a Python prompt's ``>>> x``,
+is still named after it by detection's last rule, and reads as no call). DeepSeek V3/V3.1 and Kimi-K2 write the same shape in their own modules
+(:mod:`refiner.formats.deepseek`, :mod:`refiner.formats.kimi_k2`), whose recovery reads their layouts' quirks.
+
+Lenient reading: each call token starts a call; a call without its closing tokens ends at the next call token or
+the end of the text (a cut: :class:`~refiner.formats.base.Cut`); text between the tokens that is not a tool name is
+no call (reported).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.family import Family, register_rows
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
+from refiner.formats.strict import decode_at, token_sections
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
+
+NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
+_NAME = re.compile(NAME_PATTERN)
+MAX_NOTES = 8  # problems reported per text for text that is no call
+MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
+
+
+@dataclass(frozen=True)
+class NamedSpelling:
+    """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call,
+    ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close``; ``joiner``: what rendering writes
+    between two calls; ``text_recipient``: a name that starts text, not a call (Functionary's ``all``);
+    ``args_prefix``: what the model writes before the JSON (PLaMo 3's JSON-constraint tokens): written, and read
+    when present."""
+
+    section_open: str | None
+    section_close: str | None
+    call_open: str
+    name_close: str
+    call_close: str = ""
+    joiner: str = ""
+    text_recipient: str | None = None
+    args_prefix: str = ""
+
+
+class NamedJson(WireFormat):
+    """The grammar; each row of :data:`ROWS` is a subclass made by :func:`~refiner.formats.family.register_rows`."""
+
+    spelling: NamedSpelling
+    row: Family
+    name_pattern = NAME_PATTERN
+
+    @classmethod
+    def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:
+        tokens = (sp.section_open, sp.call_open, sp.name_close, sp.call_close, sp.section_close)
+        return tuple(t for t in tokens if t and t.strip())
+
+    @classmethod
+    def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
+        if sp.section_open is None:  # no token of its own: its call prefix is a marker, told from prose by sniff
+            return Detection(rank=rank, markers=(sp.call_open,), bare=True)
+        return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.call_close))
+
+    # ---- strict ------------------------------------------------------------------------------------------------
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        sp = self.spelling
+        if sp.section_open is not None:
+            return token_sections(self, text, sp.section_open, sp.call_open, sp.section_close, self._call)
+        start = reasoning_offset(text)
+        i = text.find(sp.call_open, start)
+        if i < 0:
+            raise self.error(f"no {sp.call_open}NAME", start)
+        calls: list[ToolCall] = []
+        for _ in range(MAX_CALLS):
+            pos = i + len(sp.call_open)
+            if sp.text_recipient is not None and text.startswith(sp.text_recipient + sp.name_close, pos):
+                i = text.find(sp.call_open, pos)  # a text block: up to the next recipient
+            else:
+                call, pos = self._call(text, pos)
+                calls.append(call)
+                pos = skip_ws(text, pos)
+                if pos < len(text) and not text.startswith(sp.call_open, pos):  # prose after the calls ends them
+                    later = text.find(sp.call_open, pos)
+                    if later >= 0 and self.sniff(text, later):
+                        raise self.error(f"a call after prose, not after the calls: {text[pos:pos + 30]!r}", pos)
+                    return calls
+                i = pos if pos < len(text) else -1
+            if i < 0:
+                if not calls:
+                    raise self.error("no call, only text", start)
+                return calls
+        raise self.error(f"more than {MAX_CALLS} calls", i)
+
+    def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
+        sp = self.spelling
+        j = text.find(sp.name_close, pos)
+        if j < 0:
+            raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
+        name = text[pos:j]
+        if _NAME.fullmatch(name) is None:
+            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+        at = skip_ws(text, j + len(sp.name_close))
+        if sp.args_prefix and text.startswith(sp.args_prefix, at):
+            at += len(sp.args_prefix)
+        args, end = decode_at(self, text, at)
+        if type(args) is not dict:
+            raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        if sp.call_close:
+            end = skip_ws(text, end)
+            if not text.startswith(sp.call_close, end):
+                raise self.error(f"expected {sp.call_close} after the arguments of {name!r}", end)
+            end += len(sp.call_close)
+        return ToolCall.trusted(name, args), end
+
+    # ---- lenient -----------------------------------------------------------------------------------------------
+
+    def recover(self, text: str, out: Lenient) -> None:
+        sp = self.spelling
+        start = reasoning_offset(text)
+        if sp.section_open is not None and text.find(sp.section_open, start) < 0:
+            out.note("missing_tag", f"missing {sp.section_open}")
+        i = text.find(sp.call_open, start)
+        if i < 0:
+            out.note("missing_tag", f"no {sp.call_open} found")
+            return
+        stops = tuple(t for t in (sp.call_open, sp.section_close) if t)
+        strings = TokenFinder(text, stops)  # (a token inside the arguments' strings is text)
+        for _ in range(MAX_RECOVERED_ITEMS):
+            if i < 0 or not take_items(1):
+                break
+            pos = i + len(sp.call_open)
+            ends = [k for k in (text.find(t, pos) for t in stops) if k >= 0]
+            end, _ = past_strings(strings, pos, min(ends, default=len(text)), None)
+            self._recover_call(text, pos, end, out)
+            i = text.find(sp.call_open, end) if end < len(text) else -1
+        if sp.section_close and text.find(sp.section_close, start) < 0:
+            out.note("missing_tag", f"missing {sp.section_close}")
+
+    def _recover_call(self, text: str, pos: int, end: int, out: Lenient) -> None:
+        sp = self.spelling
+        seg = text[pos:end]
+        name, sep, body = seg.partition(sp.name_close)
+        if sp.text_recipient is not None and name == sp.text_recipient and sep:
+            return  # a text block
+        at_end = end >= len(text)
+        closed = bool(sp.call_close) and sp.call_close in body
+        if closed:
+            body = body[: body.rfind(sp.call_close)]
+        elif sp.call_close:
+            out.note("missing_tag" if not at_end else "unclosed", f"missing {sp.call_close} after {seg[:60]!r}")
+        if not sep:
+            if at_end and _NAME.fullmatch(name.strip() or "-"):
+                out.note("unclosed", "the text ends inside a tool name")
+                out.mark_cut(None)
+                return
+            brace = seg.find("{")
+            name, body = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
+            out.note("missing_tag", f"missing {sp.name_close!r} after the tool name in {seg[:60]!r}")
+        name = name.strip()
+        if sp.args_prefix:
+            body = body.replace(sp.args_prefix, "", 1)
+        if _NAME.fullmatch(name) is None:
+            if sum(p.code == "unreadable" for p in out.problems) < MAX_NOTES:
+                out.note("unreadable", f"not a call: {seg[:80]!r}")
+            return
+        add_arguments_call(out, name, body, at_end=at_end and not closed)
+
+    # ---- detection of the token-less rows ----------------------------------------------------------------------
+
+    def sniff(self, body: str, at: int) -> bool:
+        """``call_open`` followed by a tool name and ``name_close`` (``>>>get_weather\n``), not by prose (a Python
+        prompt's ``>>> x``)."""
+        sp = self.spelling
+        m = _NAME.match(body, at + len(sp.call_open))
+        return m is not None and body.startswith(sp.name_close, m.end())
+
+    def claims_text(self, body: str) -> bool:
+        """A text with no marker: a line ``call_open`` + NAME, then a JSON object (Functionary's shape)."""
+        sp = self.spelling
+        if sp.section_open is not None:
+            return False
+        i = body.find(sp.call_open)
+        while 0 <= i < 20_000:
+            m = _NAME.match(body, i + len(sp.call_open))
+            if (m is not None and body.startswith(sp.name_close, m.end()) and m.group() != sp.text_recipient
+                    and body.startswith("{", skip_ws(body, m.end()))):
+                return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
+            i = body.find(sp.call_open, i + 1)
+        return False
+
+    # ---- render ------------------------------------------------------------------------------------------------
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        sp = self.spelling
+        items = sp.joiner.join(
+            f"{sp.call_open}{c.name}{sp.name_close}{sp.args_prefix}{dumps(dict(c.arguments))}{sp.call_close}"
+            for c in calls
+        )
+        return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
+
+
+def _plamo(tag: str) -> str:
+    return f"<|plamo:{tag}:plamo|>"
+
+
+ROWS: tuple[tuple[Family, Any], ...] = (
+    (Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+                      "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
+                      "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
+                      "<|plamo:end_tool_arguments:plamo|>...",
+            models=("pfnet/plamo-3-nict-31b-instruct",),
+            sources=("vLLM vllm/tool_parsers/plamo3_tool_parser.py (BEGIN_TOOL_ARGS_TAG with the JSON constraint)",
+                     "vLLM vllm/reasoning/plamo3_reasoning_parser.py"),
+            reasoning=((_plamo("begin_think"), _plamo("end_think")),)),
+     NamedSpelling(_plamo("begin_tool_requests"), _plamo("end_tool_requests"),
+                   _plamo("begin_tool_request") + _plamo("begin_tool_name"),
+                   _plamo("end_tool_name") + _plamo("begin_tool_arguments"),
+                   _plamo("end_tool_arguments") + _plamo("end_tool_request"),
+                   args_prefix="<|plamo:constrain|>json<|plamo:msg|>")),
+    (Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
+            models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
+            sources=("llama.cpp common/parsers/functionary-v3-2.cpp",)),
+     NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipient="all")),
+)
+
+FORMATS = register_rows(NamedJson, 300, ROWS)

@@ -1,0 +1,171 @@
+"""The brace_kv grammar (``call:NAME{k:v}``): Gemma 4 and FunctionGemma rows, judged on canitoolcall's real Gemma 4
+fixtures (when the package is installed) and on texts written from the chat template and vLLM's parsers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats.brace_kv import ROWS, BraceKV
+from refiner.pipeline import Refiner
+
+G = formats.get("gemma4")
+F = formats.get("functiongemma")
+Q, O, C = '<|"|>', "<|tool_call>", "<tool_call|>"
+
+
+def _fixtures(family: str):
+    try:
+        from canitoolcall.fixtures import load_families, load_fixtures
+    except ImportError:
+        return None, []
+    return load_families().get(family), load_fixtures(families=[family])
+
+
+FAMILY, FIXTURES = _fixtures("gemma4")
+
+
+@pytest.mark.skipif(not FIXTURES, reason="canitoolcall is not installed")
+@pytest.mark.parametrize("fx", FIXTURES, ids=[fx.id for fx in FIXTURES])
+def test_canitoolcall_gemma4_fixture_calls(fx):
+    """Every canitoolcall Gemma 4 fixture through the pipeline (format auto-detected, the fixture's tools offered, a
+    cut fixture replayed with ``finish_reason: length`` as canitoolcall's spec asks), judged by canitoolcall's own
+    checks on the calls. Content and reasoning are the proxy's (another layer): the expected ones are passed
+    through, so only the calls are judged here."""
+    from canitoolcall.checks import run_checks
+    from canitoolcall.results import Observation, ParsedToolCall, ParseResult, Status
+
+    request = {"upstream": fx.raw_output, "tools": list(fx.tools)}
+    if fx.truncated:
+        request["finish_reason"] = "length"
+    res = Refiner().refine(request)
+    calls = tuple(ParsedToolCall(c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in res["calls"])
+    if fx.expected is not None:
+        content, reasoning = fx.expected.content, fx.expected.reasoning_content
+    else:
+        content, reasoning = (None if calls else fx.raw_output), None
+    rows = run_checks(fx, FAMILY, Observation(nonstream=ParseResult(content, reasoning, calls), streams={}))
+    failed = [r for r in rows if r.status is Status.FAIL]
+    assert not failed, [(r.check, r.detail) for r in failed]
+    assert any(r.check in ("expected_match", "expected_error") for r in rows)
+
+
+def test_rows_are_registered_with_their_family_data():
+    assert [f.name for f in (G, F)] == [fam.name for fam, _ in ROWS]
+    assert G.reasoning == (("<|channel>", "<channel|>"),) and G.row.models and G.row.sources
+    assert G.tags == (O, Q, C) and G.detection.markers == (O,)
+    assert F.detection.rank == G.detection.rank + 1
+    assert G.example == G.render(G.parse_strict(G.example))  # the example is the render
+
+
+def test_values_of_every_type_and_keys_as_the_template_writes_them():
+    text = (f"{O}call:record{{flag:false,key with space:1.5e-05,none:null,other:None,obj:{{a:[1,{Q}t{Q}],B:1}},"
+            f"s:{Q}x,y}} \"q\"{Q},big:1e+21,neg:-3,{Q}quoted key{Q}:{Q}v{Q}}}{C}")
+    [call] = G.parse_strict(text)
+    assert call == ToolCall("record", {"flag": False, "key with space": 1.5e-05, "none": None, "other": None,
+                                       "obj": {"a": [1, "t"], "B": 1}, "s": 'x,y} "q"', "big": 1e21, "neg": -3,
+                                       "quoted key": "v"})
+    assert type(call.arguments["neg"]) is int and type(call.arguments["big"]) is float
+
+
+def test_render_writes_dictsort_order_quotes_keys_a_bare_key_cannot_hold_and_refuses_the_quote_token():
+    call = ToolCall("f", {"b": 1, "A": 2, "a_c": "x", "Zeta": True, "": 0, "k:v": [None, 2.5], " pad": {}})
+    text = G.render([call])
+    assert text.startswith(f"{O}call:f{{{Q}{Q}:0,{Q} pad{Q}:{{}},A:2,a_c:{Q}x{Q},b:1,")
+    assert G.parse_strict(text) == [call]
+    with pytest.raises(formats.RenderError):
+        G.render([ToolCall("f", {"s": f"a{Q}b"})])
+    with pytest.raises(formats.RenderError):
+        G.render([ToolCall("f", {"x": float("nan")})])
+    with pytest.raises(formats.RenderError):
+        G.render([ToolCall("get weather", {})])
+
+
+def test_markers_inside_strings_are_text():
+    value = f"calls look like {O}call:f{{}}{C}; thoughts end with <channel|> and </think>"
+    call = ToolCall("echo", {"text": value})
+    text = G.render([call])
+    assert G.parse_strict(text) == [call] and G.parse_lenient(text).calls == [call]
+    assert formats.detect_format(text) == "gemma4"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (f"{O}call:bad_func no brace{C}", "tool name"),
+        (f"{O}get_weather{{}}{C}", "call:"),
+        (f"{O}call:f{{city:Paris}}{C}", "unquoted value"),
+        (f"{O}call:f{{city:{Q}Paris{Q}}}", "expected <tool_call|>"),
+        (f"{O}call:f{{city:{Q}Paris}}{C}", "closing"),
+        (f"{O}call:f{{a:1,}}{C}", "comma"),
+        (f"{O}call:f{{a:{Q}x{Q} b:2}}{C}", "expected ,"),
+        (f"{O}call:f{{a:1,a:2}}{C}", "twice"),
+        (f"{O}call:f{{x:1e999}}{C}", "out of range"),
+        ("no call here", "no <|tool_call>"),
+    ],
+)
+def test_strict_rejects_with_message(text, words):
+    with pytest.raises(formats.FormatError, match=words):
+        G.parse_strict(text)
+
+
+def test_junk_between_the_tokens_is_no_call():
+    got = G.parse_lenient(f"{O}call:bad_func no brace{C}")
+    assert got.calls == [] and [p.code for p in got.problems] == ["unreadable"]
+    got = G.parse_lenient(f"<|channel>thought\nhmm<channel|>{O}nah uhg{C}")
+    assert got.calls == []
+
+
+def test_cuts_are_marked_where_the_text_stops():
+    mid = G.parse_lenient(f"{O}call:f{{a:{Q}x{Q},b:{Q}Par")
+    assert mid.calls == [ToolCall("f", {"a": "x", "b": "Par"})]
+    assert mid.cut.index == 0 and not mid.cut.clean and mid.cut.arguments == {"a": "x"}
+    clean = G.parse_lenient(f"{O}call:f{{a:{Q}x{Q},n:true")
+    assert clean.cut.clean and clean.cut.arguments == {"a": "x", "n": True}
+    number = G.parse_lenient(f"{O}call:f{{a:{Q}x{Q},n:12")
+    assert not number.cut.clean and number.cut.arguments == {"a": "x"}
+    name = G.parse_lenient(f"{O}call:get")
+    assert name.calls == [] and name.cut is not None and name.cut.index is None
+    second = G.parse_lenient(f"{O}call:f{{}}{C}{O}call:g{{q:{{x:[1,")
+    assert [c.name for c in second.calls] == ["f", "g"] and second.cut.index == 1 and not second.cut.clean
+
+
+def test_lost_closers_end_a_call_at_the_next_call_token():
+    got = G.parse_lenient(f"{O}call:f{{a:{Q}x{Q}{O}call:g{{b:2}}{C}")
+    assert got.calls == [ToolCall("f", {"a": "x"}), ToolCall("g", {"b": 2})]
+    assert {p.code for p in got.problems} >= {"unclosed"}
+
+
+def test_loose_literals_and_bare_text_are_read_and_reported():
+    got = G.parse_lenient(f"{O}call:f{{ok:True,unit:celsius,n:None}}{C}")
+    assert got.calls == [ToolCall("f", {"ok": True, "unit": "celsius", "n": None})]
+    assert [p.code for p in got.problems] == ["bad_argument", "bad_argument"]
+
+
+def test_reasoning_channel_and_prefilled_closer():
+    calls = [ToolCall("f", {"a": 1})]
+    body = G.render(calls)
+    assert G.parse_strict(f"<|channel>thought\nI could write {O}call:g{{}}{C} here<channel|>{body}") == calls
+    assert G.parse_strict(f"drafting...<channel|>{body}") == calls  # the opener was in the prompt
+    assert G.parse_lenient("<|channel>thought\nThe user wants the current weather").calls == []
+
+
+def test_deep_nesting_is_refused_and_bounded():
+    deep = f"{O}call:f{{a:" + "[" * 5000 + "1" + "]" * 5000 + f"}}{C}"
+    with pytest.raises(formats.FormatError, match="deeper"):
+        G.parse_strict(deep)
+    got = G.parse_lenient(deep)
+    assert got.calls == [] or all(c.arguments == {} for c in got.calls)
+    assert not [p for p in got.problems if p.code == "internal"]
+
+
+def test_functiongemma_reads_its_own_tokens_only():
+    text = "<start_function_call>call:set_timer{label:<escape>tea<escape>,minutes:4}<end_function_call>"
+    assert F.parse_strict(text) == [ToolCall("set_timer", {"label": "tea", "minutes": 4})]
+    assert formats.detect_format(text) == "functiongemma"
+    with pytest.raises(formats.FormatError):
+        G.parse_strict(text)
+    assert isinstance(F, BraceKV) and F.reasoning == ()

@@ -1,0 +1,384 @@
+"""Deriving a family's dialect from its chat template (``refiner.formats.derive``, ``tool-refiner formats derive``,
+``Refiner(chat_template=)``).
+
+The templates in ``tests/corpus/templates/`` are written for these tests, each in one family's layout (the layout is
+the family's chat template's, the text our own). For each family with a registered row, the derived row must read the
+family's corpus (``tests/corpus/dialects/``, and canitoolcall's fixtures of that family when it is installed) exactly
+as the registered row does.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from dialect_corpus import load as load_corpus
+from typer.testing import CliRunner
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.cli import app
+from refiner.formats.brace_kv import BraceKV
+from refiner.formats.derive import TemplateFailure, derive, install
+from refiner.formats.derive.analyze import NAMES, section
+from refiner.formats.derive.render import MAX_STEPS, load_template
+from refiner.formats.json_calls import JsonCalls
+from refiner.formats.named_json import NamedJson
+from refiner.formats.xml_params import XmlParams
+from refiner.pipeline import Refiner
+
+TEMPLATES = Path(__file__).resolve().parent / "corpus" / "templates"
+# template -> the registered row of its family, and the canitoolcall fixture family it writes (None: none)
+ROWS = {
+    "glm45.jinja": ("glm45", "glm"),
+    "qwen3_coder.jinja": ("qwen3_coder", "qwen3-xml"),
+    "jamba.jinja": ("jamba", None),
+    "hermes.jinja": ("hermes", "qwen3-hermes"),
+    "minimax_m2.jinja": ("minimax_m2", None),
+    "seed_oss.jinja": ("seed_oss", None),
+    "deepseek_v32.jinja": ("deepseek_v32", "deepseek"),
+    "gemma4.jinja": ("gemma4", "gemma4"),
+    "functiongemma.jinja": ("functiongemma", None),
+}
+
+
+def _fixtures(family: str | None) -> list[str]:
+    if family is None:
+        return []
+    try:
+        from canitoolcall.fixtures import default_fixtures_dir
+    except ImportError:
+        return []
+    texts = []
+    for path in sorted((default_fixtures_dir() / family).glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                texts.append(json.loads(line)["raw_output"])
+    return texts
+
+
+def _strict(fmt, text):
+    try:
+        return fmt.parse_strict(text)
+    except formats.FormatError:
+        return "FormatError"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus()
+
+
+@pytest.mark.parametrize("template", sorted(ROWS))
+def test_derived_row_reads_the_family_corpus_as_the_registered_row(template, corpus):
+    registered, fixture_family = ROWS[template]
+    d = derive(TEMPLATES / template)
+    assert not d.special, d.why
+    reg = formats.get(registered)
+    texts = [r.text for r in corpus if r.format == registered] + _fixtures(fixture_family)
+    assert len(texts) >= 5
+    if fixture_family == "deepseek":  # one family, several dialects: the DSML V3.2 texts are this row's
+        texts = [t for t in texts if "｜DSML｜function_calls" in t]
+    for text in texts:
+        assert _strict(d.fmt, text) == _strict(reg, text), text[:200]
+        assert d.fmt.parse_lenient(text).calls == reg.parse_lenient(text).calls, text[:200]
+
+
+@pytest.mark.parametrize(
+    ("template", "grammar", "same_as"),
+    [
+        ("glm45.jinja", XmlParams, "glm45"),
+        ("qwen3_coder.jinja", XmlParams, "qwen3_coder"),
+        ("jamba.jinja", JsonCalls, "jamba"),
+        ("minimax_m2.jinja", XmlParams, "minimax_m2"),
+        ("seed_oss.jinja", XmlParams, "seed_oss"),
+        ("deepseek_v32.jinja", XmlParams, "deepseek_v32"),
+        ("gemma4.jinja", BraceKV, "gemma4"),
+        ("functiongemma.jinja", BraceKV, "functiongemma"),
+        ("hermes.jinja", JsonCalls, None),
+    ],
+)
+def test_derivation_lands_on_the_grammar_and_the_builtin_spelling(template, grammar, same_as):
+    d = derive(TEMPLATES / template)
+    assert isinstance(d.fmt, grammar)
+    assert d.same_as == same_as
+    # the row is not registered by derivation, and it reads what the template writes
+    assert d.fmt.name not in formats.names() or d.fmt.name == same_as
+    calls = d.fmt.parse_strict(d.markers.renders["two"])
+    assert [c.name for c in calls] == list(NAMES)
+    assert any("reads the template's render" in c for c in d.checks)
+
+
+def test_the_markers_of_each_layout():
+    qwen = derive(TEMPLATES / "qwen3_coder.jinja")
+    s = qwen.fmt.spelling
+    assert (s.section_open, s.call_open, s.key_open, s.value_close, s.call_close, s.section_close) == (
+        "<tool_call>", "<function=", "<parameter=", "</parameter>", "</function>", "</tool_call>")
+    assert s.section_per_call and s.strip_newline and s.typing == "python"  # Jinja's | string writes True
+    glm = derive(TEMPLATES / "glm45.jinja").fmt.spelling
+    assert (glm.name_at, glm.key_at, glm.key_open, glm.key_close, glm.value_open) == (
+        "text", "element", "<arg_key>", "</arg_key>", "<arg_value>")
+    mm = derive(TEMPLATES / "minimax_m2.jinja")
+    assert (mm.fmt.spelling.section_open, mm.fmt.spelling.call_open, mm.fmt.spelling.name_at) == (
+        "<minimax:tool_call>", "<invoke ", "attr")
+    assert mm.markers.name_prefix == '<invoke name="' and mm.markers.key_suffix == '">'
+    hermes = derive(TEMPLATES / "hermes.jinja")
+    assert (hermes.fmt.spelling.open, hermes.fmt.spelling.close, hermes.fmt.spelling.payload) == (
+        "<tool_call>", "</tool_call>", "object")
+    assert hermes.markers.reasoning == (("<think>", "</think>"),)
+    assert hermes.fmt.reasoning == (("<think>", "</think>"),)
+
+
+def test_name_then_json_arguments_maps_onto_the_named_json_grammar():
+    d = derive(TEMPLATES / "deepseek_v31.jinja")
+    assert not d.special, d.why
+    assert isinstance(d.fmt, NamedJson) and d.markers.shape == "named_json"
+    sp = d.fmt.spelling
+    assert (sp.section_open, sp.call_open, sp.name_close, sp.call_close, sp.section_close) == (
+        "<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
+    # the hand-written module reads and writes these calls as the template does: the refiner uses it
+    assert d.read_by == ["deepseek_v31"] and d.writes_as == ["deepseek_v31"] and install(d) == "deepseek_v31"
+    calls = d.fmt.parse_strict('<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}'
+                               '<｜tool▁call▁end｜><｜tool▁calls▁end｜>')
+    assert calls == [ToolCall("get_weather", {"city": "Paris"})]
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+CALL_LOOP = (
+    "{% for m in messages %}{% if m.role == 'assistant' %}{% for tc in m.tool_calls or [] %}"
+    "{BODY}{% endfor %}{% else %}{{ m.content }}{% endif %}{% endfor %}"
+)
+
+
+# a DSML-like layout: a string="true|false" attribute on every parameter tag
+DSML_LAYOUT = CALL_LOOP.replace("{BODY}", (
+    '<|calls|><invoke name="{{ tc.function.name }}">{% for k, v in tc.function.arguments.items() %}'
+    '<parameter name="{{ k }}" string="{{ "true" if v is string else "false" }}">'
+    '{{ v if v is string else v | tojson }}</parameter>{% endfor %}</invoke></|calls|>'))
+
+
+def test_typing_attribute_and_python_literals(tmp_path):
+    d = derive(_write(tmp_path, "dsml.jinja", DSML_LAYOUT))
+    assert not d.special, d.why
+    assert (d.fmt.spelling.typing, d.fmt.spelling.type_attr) == ("attr", "string")
+    # values written with | string (Python literals, as Seed-OSS does): booleans typed as Python writes them, lists
+    # and objects read as the text written (said in the checks)
+    py = CALL_LOOP.replace("{BODY}", (
+        "<call><function={{ tc.function.name }}>{% for k, v in tc.function.arguments.items() %}"
+        "<parameter={{ k }}>{{ v | string }}</parameter>{% endfor %}</function></call>"))
+    d = derive(_write(tmp_path, "py.jinja", py))
+    assert not d.special, d.why
+    assert d.fmt.spelling.typing == "python" and d.fmt.spelling.section_open == "<call>"
+    assert any("Python literals" in c for c in d.checks)
+    calls = d.fmt.parse_strict(d.markers.renders["two"])
+    assert calls[0].arguments["arg_flag"] is True and calls[0].arguments["arg_items"] == "['val_item', 2]"
+
+
+def test_templates_that_give_no_row(tmp_path):
+    none = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
+    d = derive(none)
+    assert d.special and "writes no tool calls" in d.why and d.read_by == []
+    with pytest.raises(ValueError, match="no row derived"):
+        install(d)
+    # the call id carries the name (Kimi-K2's functions.NAME:0): the name is not where a grammar reads it
+    kimi = CALL_LOOP.replace("{BODY}", (
+        "<|call|>functions.{{ tc.function.name }}:{{ loop.index0 }}<|args|>{{ tc.function.arguments | tojson }}"
+        "<|end|>"))
+    d = derive(_write(tmp_path, "kimi.jinja", kimi))
+    assert d.special and d.why
+    # an attribute other than name= holds the tool name
+    d = derive(_write(tmp_path, "fn_attr.jinja", TOMORROW.replace('call name=', 'call fn=')))
+    assert d.special and "'fn'" in d.why
+    untagged = CALL_LOOP.replace("{BODY}", '{"name": "{{ tc.function.name }}", "arguments": '
+                                 "{{ tc.function.arguments | tojson }}}\n")
+    d = derive(_write(tmp_path, "untagged.jinja", untagged))
+    assert d.special and "untagged" in d.why
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("{% for %}", "does not parse"),
+        ("{{ raise_exception('no tools here') }}", "no tools here"),
+        ("{{ ''.__class__.__mro__ }}", "unsafe"),
+        ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", str(MAX_STEPS)),
+        ("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = ns.a + [i] %}{% endfor %}",
+         str(MAX_STEPS)),
+        ("{{ 'x' * 10**8 }}", "longer than"),
+        ("{{ 2 ** 10000000 }}", "exponent"),
+    ],
+)
+def test_a_template_that_fails_is_a_clear_error_naming_the_file(tmp_path, source, message):
+    path = _write(tmp_path, "bad.jinja", source)
+    with pytest.raises(TemplateFailure, match=message) as e:
+        derive(path)
+    assert str(path) in str(e.value)
+
+
+def test_bounded_number_of_renders(monkeypatch):
+    analyze_mod = importlib.import_module("refiner.formats.derive.analyze")
+    count = 0
+    real = analyze_mod.render
+
+    def counting(*a, **k):
+        nonlocal count
+        count += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(analyze_mod, "render", counting)
+    derive(TEMPLATES / "glm45.jinja")
+    assert count <= 6
+    count = 0
+    derive(TEMPLATES / "deepseek_v31.jinja")  # special: tried with and without assistant text
+    assert count <= 12
+
+
+def test_template_sources(tmp_path):
+    source = (TEMPLATES / "glm45.jinja").read_text(encoding="utf-8")
+    cfg = _write(tmp_path, "tokenizer_config.json", json.dumps({"chat_template": source, "eos_token": "<|e|>"}))
+    assert load_template(cfg).source == source and load_template(cfg).tokens["eos_token"] == "<|e|>"
+    named = tmp_path / "named"
+    named.mkdir()
+    _write(named, "tokenizer_config.json", json.dumps(
+        {"chat_template": [{"name": "default", "template": "x"}, {"name": "tool_use", "template": source}]}))
+    assert load_template(named).source == source  # a folder: its tokenizer_config's tool_use template
+    folder = tmp_path / "model"
+    folder.mkdir()
+    _write(folder, "chat_template.jinja", source)
+    assert derive(folder).same_as == "glm45"
+    for bad in (tmp_path / "missing.jinja", tmp_path / "empty_dir"):
+        if bad.suffix == "":
+            bad.mkdir()
+        with pytest.raises(TemplateFailure, match=str(bad)):
+            load_template(bad)
+    with pytest.raises(TemplateFailure, match="no chat_template"):
+        load_template(_write(tmp_path, "t.json", "{}"))
+
+
+def test_section_cut_moves_to_a_marker_boundary():
+    # the shared prefix "...\n<" and suffix ">..." must not eat into the markers
+    base = "A\n<|end|>"
+    other = "A\n<tool_call>x</tool_call><|end|>"
+    assert section(base, other) == "<tool_call>x</tool_call>"
+
+
+# ---- the refiner and the CLI ----------------------------------------------------------------------------------------
+
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+
+
+# a family nobody registered: its own section, call and argument tags
+TOMORROW = CALL_LOOP.replace("{BODY}", (
+    "{% if loop.first %}<act:calls>\n{% endif %}<act:call name=\"{{ tc.function.name }}\">\n"
+    "{% for k, v in tc.function.arguments.items() %}<act:arg name=\"{{ k }}\">{{ v if v is string else v | tojson }}"
+    "</act:arg>\n{% endfor %}</act:call>\n{% if loop.last %}</act:calls>{% endif %}"))
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    """Rows installed by a test leave the registry as it was (later tests list every registered format)."""
+    from refiner.formats import base
+
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+
+def test_refiner_reads_and_writes_the_derived_dialect(tmp_path, scratch_registry):
+    path = _write(tmp_path, "tomorrow.jinja", TOMORROW)
+    r = Refiner(chat_template=path)
+    assert r.fmt.startswith("derived_") and r.fmt in formats.names()
+    text = ('<act:calls>\n<act:call name="get_weather">\n<act:arg name="city">Paris</act:arg>\n'
+            '<act:arg name="days">3</act:arg>\n</act:call>\n</act:calls>')
+    out = r.refine({"upstream": text, "tools": WEATHER})
+    assert out["format"] == r.fmt and out["stage"] == "unchanged"
+    assert out["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+    # another dialect's call is written back in the template's dialect
+    out = r.refine({"upstream": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
+                    "tools": WEATHER})
+    assert out["refined"].startswith('<act:calls>\n<act:call name="get_weather">')
+    assert formats.get(r.fmt).parse_strict(out["refined"]) == [ToolCall("get_weather", {"city": "Oslo"})]
+    # a refiner sent to a worker process installs the dialect there too; installing twice is one registration
+    clone = pickle.loads(pickle.dumps(r))
+    assert clone.fmt == r.fmt and clone.chat_template == r.chat_template
+    assert Refiner(chat_template=path).fmt == r.fmt
+    # a template whose spelling is a built-in row's uses that row (its lenient repairs included)
+    assert Refiner(chat_template=TEMPLATES / "glm45.jinja").fmt == "glm45"
+    assert Refiner(chat_template=TEMPLATES / "minimax_m2.jinja").fmt == "minimax_m2"
+
+
+def test_refiner_refuses_a_template_nothing_reads_and_a_double_format(tmp_path):
+    plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
+    with pytest.raises(ValueError, match="plain.jinja"):
+        Refiner(chat_template=plain)
+    # a family a hand-written module reads and writes as the template does
+    assert Refiner(chat_template=TEMPLATES / "deepseek_v31.jinja").fmt == "deepseek_v31"
+    with pytest.raises(ValueError, match="not both"):
+        Refiner(fmt="hermes", chat_template=TEMPLATES / "glm45.jinja")
+
+
+def test_serve_builds_its_refiner_from_the_template():
+    from refiner.commands.serve import build_refiner
+
+    ref = build_refiner(model=None, refiner_base_url=None, engine=None,
+                        chat_template=str(TEMPLATES / "qwen3_coder.jinja"))
+    assert ref.fmt == "qwen3_coder"
+
+
+def test_cli_formats_derive(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "glm45.jinja")])
+    assert res.exit_code == 0, res.output
+    assert "the same spelling as the built-in row 'glm45'" in res.output
+    assert "key_prefix" in res.output and "<arg_key>" in res.output
+    res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "jamba.jinja"), "--json"])
+    d = json.loads(res.output)
+    assert d["result"] == "row" and d["grammar"] == "JsonCalls" and d["spelling"]["payload"] == "list"
+    assert d["markers"]["derived_from"]["section_start"].startswith("two")
+    res = runner.invoke(app, ["formats", "derive", "--chat-template", str(TEMPLATES / "deepseek_v31.jinja")])
+    assert res.exit_code == 0 and "NamedJson" in res.output and "written as the template writes it by: deepseek_v31" \
+        in res.output
+    plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
+    res = runner.invoke(app, ["formats", "derive", "--chat-template", str(plain)])
+    assert res.exit_code == 1 and "writes no tool calls" in res.output
+    res = runner.invoke(app, ["formats", "derive", "--chat-template", "/nonexistent/t.jinja"])
+    assert res.exit_code == 2 and "no such file" in res.output
+    res = runner.invoke(app, ["formats", "--json"])  # the listing is unchanged
+    assert res.exit_code == 0 and any(f["name"] == "glm45" for f in json.loads(res.output))
+
+
+# ---- derived rows on hostile texts ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", ["minimax_m2.jinja", "hermes.jinja", "gemma4.jinja", "dsml"])
+def test_derived_rows_raise_only_their_error_on_hostile_texts(template, tmp_path):
+    """A derived row is a new spelling of a grammar: it keeps the grammar's contract on the storms every registered
+    format is checked on (tests/test_bounds.py)."""
+    from test_bounds import SIZE, assert_contract_on_storms
+
+    path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT) if template == "dsml" else TEMPLATES / template
+    assert_contract_on_storms(derive(path).fmt, SIZE)
+
+
+def test_generation_blocks_and_strftime_render_as_in_transformers(tmp_path):
+    """transformers' environment: the {% generation %} tag, strftime_now, tojson without HTML escaping, loopcontrols."""
+    source = (
+        "{{ strftime_now('%Y') }}{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}"
+        "{% for tc in m.tool_calls or [] %}{% if loop.index > 5 %}{% break %}{% endif %}<tool_call>\n"
+        "{{ {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}\n</tool_call>"
+        "{% endfor %}{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}")
+    d = derive(_write(tmp_path, "gen.jinja", source))
+    assert not d.special, d.why
+    assert (d.fmt.spelling.open, d.fmt.spelling.close, d.fmt.spelling.payload) == ("<tool_call>", "</tool_call>", "object")
+    # tojson as transformers defines it: no HTML escaping (jinja2's own writes \u003c), unicode kept, its options
+    from refiner.formats.derive.render import ChatTemplate, compile_template, render
+
+    t = ChatTemplate("{{ messages | tojson }}|{{ messages | tojson(indent=1) }}", "inline")
+    assert render(compile_template(t), t, ["<a> é"], None) == '["<a> é"]|[\n "<a> é"\n]'

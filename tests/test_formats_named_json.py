@@ -1,0 +1,94 @@
+"""The named_json grammar (a tool name, then its JSON arguments, between a family's tokens): PLaMo 3 and Functionary
+v3.2 rows, written from vLLM's plamo3 parser and llama.cpp's functionary-v3-2 handler."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats.named_json import ROWS, NamedJson
+from refiner.pipeline import Refiner
+
+PLAMO = formats.get("plamo3")
+FUNC = formats.get("functionary_v32")
+
+
+def _p(tag: str) -> str:
+    return f"<|plamo:{tag}:plamo|>"
+
+
+def _plamo_call(name: str, args: str) -> str:
+    return (_p("begin_tool_request") + _p("begin_tool_name") + name + _p("end_tool_name") + _p("begin_tool_arguments")
+            + args + _p("end_tool_arguments") + _p("end_tool_request"))
+
+
+def test_rows_come_from_the_table():
+    assert [PLAMO.name, FUNC.name] == [fam.name for fam, _ in ROWS]
+    assert isinstance(PLAMO, NamedJson) and PLAMO.row.sources and FUNC.detection.bare
+    for f in (PLAMO, FUNC):
+        assert f.example == f.render(f.parse_strict(f.example))
+
+
+def test_plamo_reads_the_parsers_layout_and_a_closer_inside_a_string():
+    text = ("Checking." + _p("begin_tool_requests") + _plamo_call("get_weather", '{"city": "Tokyo"}')
+            + _plamo_call("note", '{"s": "' + _p("end_tool_arguments") + '"}') + _p("end_tool_requests"))
+    want = [ToolCall("get_weather", {"city": "Tokyo"}), ToolCall("note", {"s": _p("end_tool_arguments")})]
+    assert PLAMO.parse_strict(text) == want and formats.detect_format(text) == "plamo3"
+    broken = text.replace('"}' + _p("end_tool_arguments"), '"' + _p("end_tool_arguments"), 1)
+    got = PLAMO.parse_lenient(broken)
+    assert got.calls == want and not got.ok
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (_p("begin_tool_requests") + _plamo_call("get weather", "{}") + _p("end_tool_requests"), "tool name"),
+        (_p("begin_tool_requests") + _plamo_call("f", "[1]") + _p("end_tool_requests"), "JSON object"),
+        (_p("begin_tool_requests") + _plamo_call("f", "{}"), "missing"),
+        (">>>f\n{} then\n>>>g\n{}", "a call after prose"),
+        (">>>all\nonly text", "no call"),
+    ],
+)
+def test_strict_rejects(text, words):
+    fmt = FUNC if text.startswith(">>>") else PLAMO
+    with pytest.raises(formats.FormatError, match=words):
+        fmt.parse_strict(text)
+
+
+def test_functionary_text_blocks_are_no_calls_and_a_cut_keeps_the_complete_calls():
+    text = '>>>all\nLet me check.\n>>>get_weather\n{"city": "Hue"}\n>>>get_time\n{"tz": "Asia/Ho'
+    got = FUNC.parse_lenient(text)
+    assert got.calls[0] == ToolCall("get_weather", {"city": "Hue"}) and got.cut.index == 1 and not got.cut.clean
+    res = Refiner().refine({"upstream": text})
+    assert res["format"] == "functionary_v32" and [c["name"] for c in res["calls"]] == ["get_weather"]
+
+
+def test_functionary_marker_in_prose_is_no_call():
+    for text in ("In Python:\n>>> print(1)\n1", ">>>all\nHanoi is the capital."):
+        assert Refiner().refine({"upstream": text})["calls"] == []
+    assert not FUNC.sniff(">>> print(1)", 0) and FUNC.sniff(">>>get_weather\n{}", 0)
+
+
+def test_junk_after_the_call_token_is_no_call():
+    got = FUNC.parse_lenient(">>>not a name\n{}")
+    assert got.calls == [] and "unreadable" in {p.code for p in got.problems}
+
+
+def test_deepseek_v31_is_this_grammars_shape():
+    """DeepSeek V3.1 written as a named_json row (not registered: its module keeps the recovery of DeepSeek's
+    quirks, bare calls and the V3 layout) reads every valid corpus row as the module does and renders the same."""
+    from dialect_corpus import READ_AS_MEANT, load
+
+    from refiner.formats.deepseek import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
+    from refiner.formats.family import EXAMPLE_CALLS, Family, make_row
+    from refiner.formats.named_json import NamedSpelling
+
+    row = make_row(NamedJson, Family("deepseek_v31_row", "DeepSeek V3.1 as a row"),
+                   NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END), 999, register_it=False)
+    module = formats.get("deepseek_v31")
+    rows = [r for r in load() if r.format == "deepseek_v31" and r.kind in READ_AS_MEANT]
+    assert len(rows) >= 5
+    for r in rows:
+        assert row.parse_strict(r.text) == module.parse_strict(r.text), r.where
+    assert row.render(list(EXAMPLE_CALLS)) == module.render(list(EXAMPLE_CALLS))
