@@ -755,7 +755,8 @@ def _speller(tags: tuple[str, ...]) -> Speller:
     return Speller(tags)
 
 
-_LOST_NAME = re.compile(r"""[ \t]*name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
+_LOST_NAME = re.compile(r"""name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
+LINE_INDENT_CHARS = 64  # how far before a lost tag's name="..." its line start is looked for
 
 
 def _word(tag: str) -> str:
@@ -805,9 +806,11 @@ def _respell_generic(fmt: XmlParams, text: str, start: int) -> tuple[str, list[s
                 edits.append((h.start, h.end, new))
                 notes.append(f"tag {text[h.start : h.end][:40]!r} read as {new.strip()}")
     if s.name_at == "attr" and "name" in text:
-        for m in _LOST_NAME.finditer(text, start):
-            line = text.rfind("\n", 0, m.start()) + 1
-            if m.start() != line and text[line : m.start()].strip():
+        for m in itertools.islice(_LOST_NAME.finditer(text, start), MAX_TAG_HITS):
+            lo = max(start, m.start() - LINE_INDENT_CHARS)
+            before = text[lo : m.start()]
+            nl = before.rfind("\n")
+            if before[nl + 1 :].strip() or (nl < 0 and lo > start):
                 continue  # not at the start of its line: a tag's own attribute (or prose)
             after = skip_ws(text, m.end())
             if after >= len(text) or text.startswith((s.key_open, s.call_close), after):
@@ -816,8 +819,7 @@ def _respell_generic(fmt: XmlParams, text: str, start: int) -> tuple[str, list[s
                 put = s.key_open  # a value follows
             else:
                 continue
-            at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
-            edits.append((at, at, put))
+            edits.append((m.start(), m.start(), put))
             notes.append(f"missing {put.strip()} put back before {m.group(0).strip()[:40]!r}")
     if not edits:
         return None
