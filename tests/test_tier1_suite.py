@@ -39,9 +39,33 @@ def load(**kw) -> list[ts.SuiteCase]:
         pytest.skip(str(e))
 
 
+# The rows of the XML parameter grammar added for issue 20 (refiner/formats/xml_params.py) are measured apart: their
+# lenient tag repair is the grammar's generic mender (look-alikes, a closer without its slash, a lost tag before a
+# name="..."), not a family respelling table like glm45's and qwen3_coder's; a tag lost with the tool's name in it
+# (<invoke name="f"> dropped whole), a broken attribute quote and DSML's full-width bars written wrong are not
+# recovered; and their values are untyped text, so many type drifts are settled only as far as the text allows (as
+# for glm45 and qwen3_coder). Floors: the format-error rate on this seeded sample (default policy), rounded down.
+XML_ROW_FLOORS: dict[str, float] = {
+    "deepseek_v32": 0.65, "deepseek_v4": 0.70, "deepseek_v41": 0.70, "dots1": 0.80, "hunyuan_v3": 0.85,
+    "hunyuan_v4": 0.60, "longcat": 0.75, "minicpm5": 0.60, "minimax_m2": 0.75, "muse_glimmer": 0.60,
+    "seed_oss": 0.75, "step3": 0.65,
+}
+
+
 @pytest.fixture(scope="module")
 def sample() -> ts.SuiteResult:
-    return ts.run_suite(load(limit=SAMPLE))
+    return ts.run_suite(load(limit=SAMPLE), fmts=[f for f in formats.names() if f not in XML_ROW_FLOORS])
+
+
+def test_the_xml_grammar_rows_meet_their_floors_and_harm_nothing():
+    res = ts.run_suite(load(limit=SAMPLE), fmts=list(XML_ROW_FLOORS), policies=("default",))
+    below = {f: f"{fixed}/{n}" for f, (fixed, n) in ts.group_rates(res, "format").items()
+             if fixed / n < XML_ROW_FLOORS[f]}
+    assert below == {}
+    table = res.tables["default"]
+    assert ts.row_total(table, ts.CLEAN)["harmed"] == 0
+    clean = ts.row_total(table, ts.CLEAN)
+    assert clean["correct"] == clean["n"] == clean["untouched"]
 
 
 # ----------------------------------------------------------------------------------------------------------------

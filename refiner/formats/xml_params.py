@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import html
+import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
+from refiner.formats.tags import MAX_TAG_HITS, Speller
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
     Finder,
@@ -471,12 +473,12 @@ class XmlParams(WireFormat):
         text, notes = self._mend(text, pos)
         for note in notes[:MAX_NOTES]:
             out.note("missing_tag", note)
-        if self.hook.respell is not None:
-            fixed = self.hook.respell(self, text, pos)
-            if fixed is not None:
-                text, notes = fixed
-                for note in notes[:MAX_NOTES]:
-                    out.note("missing_tag", note)
+        respell = self.hook.respell or _respell_generic
+        fixed = respell(self, text, pos)
+        if fixed is not None:
+            text, notes = fixed
+            for note in notes[:MAX_NOTES]:
+                out.note("missing_tag", note)
         f = Finder(text)
         first_key = f.next(s.key_open, pos)
         in_section = False
@@ -746,6 +748,90 @@ class XmlParams(WireFormat):
 
 
 _NO_HOOK = Hook()
+
+
+@functools.lru_cache(maxsize=64)
+def _speller(tags: tuple[str, ...]) -> Speller:
+    return Speller(tags)
+
+
+_LOST_NAME = re.compile(r"""name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
+LINE_INDENT_CHARS = 64  # how far before a lost tag's name="..." its line start is looked for
+
+
+def _word(tag: str) -> str:
+    """A tag's word as the speller names it (:mod:`refiner.formats.tags`)."""
+    return tag.rstrip().strip("<>[]/=|")
+
+
+def _respell_generic(fmt: XmlParams, text: str, start: int) -> tuple[str, list[str]] | None:
+    """The repair of tags written wrong for a row without a hook of its own (lenient reading only): a look-alike of
+    one of the row's tags (:mod:`refiner.formats.tags`: other case, ``_`` / ``-`` changed, ``[...]`` for ``<...>``, a
+    lost ``>``, one letter off) is that tag, an opening look-alike of the value's closer inside a value its closer;
+    and for rows naming calls and keys in attributes, a lost call or parameter tag before a line's
+    ``name="..."`` is put back (a parameter's when the value's closer follows before the call's, else a call's).
+    Another format's tag stays text. ``None`` when nothing was changed."""
+    s = fmt.spelling
+    tags = tuple(t for t in s.tags() if t.endswith((">", " ")))
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    speller = _speller(tags)
+    if speller.written_wrong(text, start):
+        by_word: dict[tuple[str, bool], str] = {}
+        for t in tags:
+            by_word.setdefault((_word(t), t.startswith(("</", "[/"))), t)
+        hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
+        if len(hits) <= MAX_TAG_HITS:
+            in_value = False
+            value_word = _word(s.value_close)
+            for h in hits:
+                if h.word is None:
+                    continue
+                tag = by_word.get((h.word, h.closing))
+                if in_value and h.word == value_word and not h.closing:
+                    tag = s.value_close  # the closer written without its slash
+                if tag is None:
+                    continue
+                if tag in (s.value_open or s.key_open,):
+                    in_value = True
+                elif tag == s.value_close:
+                    in_value = False
+                if h.exact:
+                    continue
+                new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag
+                if tag.endswith(" ") and text[h.end : h.end + 1] not in (" ", "\t", "\n"):
+                    new = tag
+                if new == text[h.start : h.end]:
+                    continue  # an attribute tag written as it is (the speller reads it without its space)
+                edits.append((h.start, h.end, new))
+                notes.append(f"tag {text[h.start : h.end][:40]!r} read as {new.strip()}")
+    if s.name_at == "attr" and "name" in text:
+        for m in itertools.islice(_LOST_NAME.finditer(text, start), MAX_TAG_HITS):
+            lo = max(start, m.start() - LINE_INDENT_CHARS)
+            before = text[lo : m.start()]
+            nl = before.rfind("\n")
+            if before[nl + 1 :].strip() or (nl < 0 and lo > start):
+                continue  # not at the start of its line: a tag's own attribute (or prose)
+            after = skip_ws(text, m.end())
+            if after >= len(text) or text.startswith((s.key_open, s.call_close), after):
+                put = s.call_open  # the call's name: parameters or the call's end follow
+            elif s.key_at == "attr":
+                put = s.key_open  # a value follows
+            else:
+                continue
+            edits.append((m.start(), m.start(), put))
+            notes.append(f"missing {put.strip()} put back before {m.group(0).strip()[:40]!r}")
+    if not edits:
+        return None
+    edits.sort(key=lambda e: e[0])
+    parts, pos = [], 0
+    for a, b, new in edits:
+        if a < pos:
+            continue
+        parts += [text[pos:a], new]
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts), notes
 
 
 @functools.lru_cache(maxsize=64)
