@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall
@@ -169,3 +171,41 @@ def test_functiongemma_reads_its_own_tokens_only():
     with pytest.raises(formats.FormatError):
         G.parse_strict(text)
     assert isinstance(F, BraceKV) and F.reasoning == ()
+
+
+# The fast path (arguments rewritten as JSON and decoded at C speed) reads exactly what the reader reads.
+_EDITS = st.sampled_from(["", '"', "\\", ":", ",", "{", "}", "[", "]", " ", "\n", Q, "None", "NaN", "1e999", "01", "a",
+                          "a:1,", ",a:1", "x y:", C, O, "true", "-"])
+_keys = st.text(max_size=6).filter(lambda s: Q not in s)
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _keys,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_keys, _values, max_size=4), st.integers(min_value=0, max_value=400),
+       st.integers(min_value=0, max_value=3), _EDITS)
+def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
+    from refiner.formats.brace_kv import _Reader
+
+    head = f"{O}call:f"
+    text = G.render([ToolCall("f", args)])
+    body = text[len(head) : -len(C)]
+    if not (insert or cut):
+        assert G._fast_args(text, len(head)) == (args, len(text) - len(C))  # the render is read at C speed
+    at = at % (len(body) + 1)
+    text = head + body[:at] + insert + body[at + cut :] + C
+    if not text.startswith("{", len(head)):
+        return
+    fast = G._fast_args(text, len(head))
+    try:
+        args_read, end = _Reader(G, text, None).obj(len(head), 0)
+        slow = (args_read, end) if text.startswith(C, end) or text[end:].lstrip().startswith(C) else None
+    except formats.FormatError:
+        slow = None
+    if fast is not None:
+        assert slow is not None, (text, fast)
+        assert json.dumps(fast[0], sort_keys=True) == json.dumps(slow[0], sort_keys=True), (text, fast, slow)
+        assert text[slow[1] : fast[1]].strip() == "", (text, fast, slow)
