@@ -29,7 +29,7 @@ NOT_YET = {
     "hunyuan-v4": XML, "step3": XML, "dots": XML, "minicpm5": XML, "muse-glimmer": XML,
     "gemma4": JSON, "functiongemma": JSON, "apertus": JSON, "functionary-v32": JSON, "command-a": JSON,
     "llama31-builtin": JSON, "plamo3": JSON, "k2-horizon": JSON, "longcat": JSON, "gigachat3": JSON, "inkling": JSON,
-    "kimi-k3": ODD, "minimax-m3": ODD,
+    "minimax-m3": ODD,
 }
 
 

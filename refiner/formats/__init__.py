@@ -20,6 +20,7 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     harmony,
     hermes,
     kimi_k2,
+    kimi_k3,
     llama3,
     mistral,
     nestful,
