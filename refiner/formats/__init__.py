@@ -22,6 +22,7 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     kimi_k2,
     kimi_k3,
     llama3,
+    minimax_m3,
     mistral,
     nestful,
     nestools,
