@@ -33,6 +33,7 @@ from refiner.formats import (  # noqa: F401  (each import registers a format)
     tagged_json,
     toolace,
     xlam,
+    xml_params,
 )
 from refiner.formats.base import (  # noqa: F401
     MAX_ARGUMENT_DEPTH,

@@ -1,5 +1,6 @@
-"""GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5) XML tool calls: one block per call,
-``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``.
+"""GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5): the hook of the ``glm45`` row of the XML parameter grammar
+(:mod:`refiner.formats.xml_params`, which reads and writes it:
+``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``).
 
 Grammar, from the GLM-4.5 chat template and vLLM's ``glm4_moe_tool_parser.py`` / ``glm47_moe_tool_parser.py`` and
 SGLang's ``glm4_moe_detector.py``:
@@ -10,17 +11,15 @@ SGLang's ``glm4_moe_detector.py``:
   template puts newlines there); blocks are separated by a newline, reasoning (``<think>...</think>``) and prose may
   come before, prose after;
 - the template writes a string value as it is and any other value as JSON (``tojson``): values are typed as
-  :mod:`refiner.formats.xmlvalues` says (numbers in their canonical JSON text, ``true`` / ``false`` / ``null``,
-  objects and arrays; anything else is the string exactly as written). A string that would read as something else
-  (``42``, ``true``) or holds ``<arg_value>`` / ``</arg_value>`` is written as its JSON string literal (``"42"``);
-  a quoted text that escapes nothing (``"exact phrase"``) is read as written. With the tool specs known,
-  :meth:`Glm45.retype` settles each value by its declared type (vLLM types values by the schema the same way);
+  :mod:`refiner.formats.xmlvalues` says. A string that would read as something else (``42``, ``true``) or holds
+  ``<arg_value>`` / ``</arg_value>`` is written as its JSON string literal (``"42"``);
 - a ``</arg_value>`` closes the value only when ``<arg_key>`` or ``</tool_call>`` follows it (whitespace aside) and
-  it does not close an ``<arg_value>`` the value quotes itself: a value quoting the tags is read whole, and one whose
-  ``</arg_value>`` was lost (the next pair follows inside it) is not valid; a parameter given twice is an error.
+  it does not close an ``<arg_value>`` the value quotes itself; a parameter given twice is an error.
 
-Shares ``<tool_call>`` with ``qwen3_coder``, ``hermes`` and ``apibank``: it ranks after ``qwen3_coder`` and before
-the JSON formats, and :meth:`Glm45.sniff` claims a block that opens with a tool name rather than JSON.
+What the row's table cannot say lives here, as the row's hook (``HOOKS["glm45"]``): detection against the formats
+sharing ``<tool_call>`` (:func:`_sniff`: a block that opens with a tool name rather than JSON), where a region found
+by a lost ``<tool_call>`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`), and the repair of tags
+written wrong (:func:`respell`). The row ranks after ``qwen3_coder`` and before the JSON formats sharing the tag.
 """
 
 from __future__ import annotations
@@ -31,320 +30,98 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
-from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.base import WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
-from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xmlvalues import (
-    Finder,
-    mark_xml_cut,
-    read_key,
-    read_value,
-    retype_calls,
-    stops_in_call,
-    untagged_lines,
-    value_end,
-    write_key,
-    write_value,
-)
+from refiner.formats.text import skip_ws
+from refiner.formats.xml_params import DETECT_CHARS, HOOKS, NAME_LINE_CHARS, SPACED_NAME_PATTERN, Hook
+from refiner.formats.xmlvalues import read_value, untagged_lines
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 KEY, KEY_END = "<arg_key>", "</arg_key>"
 VAL, VAL_END = "<arg_value>", "</arg_value>"
+TAGS = (OPEN, KEY, KEY_END, VAL, VAL_END, CLOSE)
 VALUE_TAGS = (VAL, VAL_END)  # a string holding one of these is written as a JSON string literal
-# A tool name: words of characters other than whitespace, angle brackets, braces and quotes, single spaces between.
-NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
-_NAME = re.compile(NAME_PATTERN)
-DETECT_CHARS = 2_000
-NAME_LINE_CHARS = 400  # how far above its first key a call's name line is looked for
+_NAME = re.compile(SPACED_NAME_PATTERN)
 
 
 def _is_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
 
-@register
-class Glm45(WireFormat):
-    name = "glm45"
-    description = (
-        "GLM-4.5/4.6: <tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n</tool_call> per "
-        "call (strings raw, other values JSON)"
-    )
-    tags = (OPEN, KEY, KEY_END, VAL, VAL_END, CLOSE)
-    detection = Detection(rank=52, markers=(OPEN, KEY), closers=(KEY_END, VAL_END))
-    name_pattern = NAME_PATTERN
-    example = (
-        "<think>Two independent calls.</think>\n"
-        "<tool_call>search_flights\n<arg_key>origin</arg_key>\n<arg_value>New York</arg_value>\n"
-        "<arg_key>destination</arg_key>\n<arg_value>London</arg_value>\n<arg_key>date</arg_key>\n"
-        "<arg_value>2024-08-15</arg_value>\n<arg_key>max_stops</arg_key>\n<arg_value>1</arg_value>\n</tool_call>\n"
-        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>London</arg_value>\n<arg_key>days</arg_key>\n"
-        "<arg_value>3</arg_value>\n<arg_key>units</arg_key>\n<arg_value>metric</arg_value>\n</tool_call>"
-    )
+def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
+    """A ``<tool_call>`` block that opens with a tool name (then a newline, ``<arg_key>`` or the block's end), or
+    with anything but JSON and holds one of the key and value tags; not one that opens with JSON or
+    ``<function=``. A bare ``<arg_key>`` is this format's."""
+    if not body.startswith(OPEN, at):
+        return True
+    k = skip_ws(body, at + len(OPEN))
+    seg = body[k : k + DETECT_CHARS]
+    if seg.startswith(KEY):
+        return True
+    if not seg or seg[0] in "{[\"'<":
+        return False
+    block, closed, _ = seg.partition(CLOSE)
+    if any(tag in block for tag in (KEY, KEY_END, VAL, VAL_END)):
+        return True
+    if not closed:
+        return False  # a name line alone, never closed: prose mentioning the tag, not a call
+    nl = block.find("\n")
+    e = nl if nl >= 0 else len(block)
+    rest = block[e:].strip()
+    return _is_name(block[:e].strip()) and not rest
 
-    # Detection
+def _region_start(fmt: WireFormat, body: str, at: int) -> int:
+    """A region found by an ``<arg_key>`` (its ``<tool_call>`` lost or written wrong) starts at the call's name:
+    on the line above the key (GLM-4.5/4.6), or before the key on its line (GLM-4.7), with what stands before the
+    name on that line (a tag written wrong)."""
+    if body.startswith(OPEN, at):
+        return at
+    line = body.rfind("\n", 0, at) + 1
+    if not body[line:at].strip() and line > 0:
+        line = body.rfind("\n", 0, line - 1) + 1
+    return line if at - line <= NAME_LINE_CHARS else at
 
-    def sniff(self, body: str, at: int) -> bool:
-        """A ``<tool_call>`` block that opens with a tool name (then a newline, ``<arg_key>`` or the block's end), or
-        with anything but JSON and holds one of the key and value tags; not one that opens with JSON or
-        ``<function=``. A bare ``<arg_key>`` is this format's."""
-        if not body.startswith(OPEN, at):
-            return True
-        k = skip_ws(body, at + len(OPEN))
-        seg = body[k : k + DETECT_CHARS]
-        if seg.startswith(KEY):
-            return True
-        if not seg or seg[0] in "{[\"'<":
-            return False
-        block, closed, _ = seg.partition(CLOSE)
-        if any(tag in block for tag in (KEY, KEY_END, VAL, VAL_END)):
-            return True
-        if not closed:
-            return False  # a name line alone, never closed: prose mentioning the tag, not a call
-        nl = block.find("\n")
-        e = nl if nl >= 0 else len(block)
-        rest = block[e:].strip()
-        return _is_name(block[:e].strip()) and not rest
-
-    def region_start(self, body: str, at: int) -> int:
-        """A region found by an ``<arg_key>`` (its ``<tool_call>`` lost or written wrong) starts at the call's name:
-        on the line above the key (GLM-4.5/4.6), or before the key on its line (GLM-4.7), with what stands before the
-        name on that line (a tag written wrong)."""
-        if body.startswith(OPEN, at):
-            return at
-        line = body.rfind("\n", 0, at) + 1
-        if not body[line:at].strip() and line > 0:
-            line = body.rfind("\n", 0, line - 1) + 1
-        return line if at - line <= NAME_LINE_CHARS else at
-
-    def read_untagged(
-        self, text: str, start: int, offered: Mapping[str, Sequence[str]]
-    ) -> tuple[int, int, list[ToolCall]] | None:
-        """GLM's calls with every tag dropped (its tags are special tokens: a decoder that skips them leaves
-        ``NAME\\nKEY\\nVALUE\\n...``, a blank line between calls), read by the offered tools alone: from the first line
-        that names an offered tool and is followed by one of its parameters, calls made of such a name line, then
-        lines alternating a parameter of that tool (each once) and its value (one line; an empty one is an empty
-        string), up to a blank line; blank lines between calls, and nothing after the last one. A call with no
-        argument, a value over several lines, or any other line, and this is not such a text."""
-        lines = untagged_lines(text, start)
-        if lines is None:
-            return None
-        i = next((k for k, (_, _, ln) in enumerate(lines[:-1])
-                  if ln in offered and lines[k + 1][2] in offered[ln]), None)
-        if i is None:
-            return None
-        first, calls, end = lines[i][0], [], lines[i][1]
-        while i < len(lines):
-            if not lines[i][2].strip():
-                i += 1
-                continue
-            name = lines[i][2]
-            params = set(offered.get(name) or ())
-            args: dict[str, Any] = {}
+def _read_untagged(
+    fmt: WireFormat, text: str, start: int, offered: Mapping[str, Sequence[str]]
+) -> tuple[int, int, list[ToolCall]] | None:
+    """GLM's calls with every tag dropped (its tags are special tokens: a decoder that skips them leaves
+    ``NAME\\nKEY\\nVALUE\\n...``, a blank line between calls), read by the offered tools alone: from the first line
+    that names an offered tool and is followed by one of its parameters, calls made of such a name line, then
+    lines alternating a parameter of that tool (each once) and its value (one line; an empty one is an empty
+    string), up to a blank line; blank lines between calls, and nothing after the last one. A call with no
+    argument, a value over several lines, or any other line, and this is not such a text."""
+    lines = untagged_lines(text, start)
+    if lines is None:
+        return None
+    i = next((k for k, (_, _, ln) in enumerate(lines[:-1])
+              if ln in offered and lines[k + 1][2] in offered[ln]), None)
+    if i is None:
+        return None
+    first, calls, end = lines[i][0], [], lines[i][1]
+    while i < len(lines):
+        if not lines[i][2].strip():
             i += 1
-            while i < len(lines) and lines[i][2] in params and lines[i][2] not in args and i + 1 < len(lines):
-                args[lines[i][2]] = read_value(lines[i + 1][2], tags=VALUE_TAGS)
-                end = lines[i + 1][1]
-                i += 2
-            if not args or not (i == len(lines) or not lines[i][2].strip()):
-                return None
-            calls.append(ToolCall(name, args))
-        return first, end, calls
-
-    # Strict
-
-    def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(OPEN, start)
-        if i < 0:
-            raise self.error(f"no {OPEN}...{CLOSE} block", start)
-        f = Finder(text)
-        calls = []
-        while i >= 0:
-            pos = i + len(OPEN)
-            e, _ = f.first(("\n", KEY, CLOSE), pos)
-            name = text[pos:e].strip()
-            if not _is_name(name):
-                raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-            pos = e
-            args: dict[str, Any] = {}
-            while True:
-                pos = skip_ws(text, pos)
-                if text.startswith(CLOSE, pos):
-                    pos += len(CLOSE)
-                    break
-                if not text.startswith(KEY, pos):
-                    if pos >= len(text):
-                        raise self.error(f"missing {CLOSE}", pos)
-                    raise self.error(f"expected {KEY} or {CLOSE}, got {text[pos : pos + 30]!r}", pos)
-                pos += len(KEY)
-                j = f.next(KEY_END, pos)
-                if j < 0:
-                    raise self.error(f"missing {KEY_END}", pos)
-                key = read_key(text[pos:j])
-                if key is None:
-                    raise self.error("a quoted parameter name is not a JSON string", pos)
-                if key in args:
-                    raise self.error(f"parameter {key!r} of {name!r} given twice", pos)
-                pos = skip_ws(text, j + len(KEY_END))
-                if not text.startswith(VAL, pos):
-                    raise self.error(f"expected {VAL} after the {key!r} key, got {text[pos : pos + 30]!r}", pos)
-                pos += len(VAL)
-                end = self._value_end(text, pos)
-                args[key] = read_value(text[pos:end], tags=VALUE_TAGS)
-                pos = end + len(VAL_END)
-            calls.append(ToolCall.trusted(name, args))
-            i = text.find(OPEN, pos)
-        return calls
-
-    def _value_end(self, text: str, pos: int) -> int:
-        end = value_end(text, pos, VAL, VAL_END, (KEY, CLOSE))
-        if end < 0:
-            j = text.find(VAL_END, pos)
-            if j >= 0 and skip_ws(text, j + len(VAL_END)) == len(text):
-                raise self.error(f"missing {CLOSE}", len(text))
-            raise self.error(f"unclosed value (no {VAL_END} followed by {KEY} or {CLOSE})", pos)
-        return end
-
-    # Lenient
-
-    def recover(self, text: str, out: Lenient) -> None:
-        pos = reasoning_offset(text)
-        fixed = respell(text, pos)
-        if fixed is not None:
-            text, notes = fixed
-            for note in notes[:MAX_NOTES]:
-                out.note("missing_tag", note)
-        f = Finder(text)
-        first_key = f.next(KEY, pos)
-        for n in range(MAX_RECOVERED_ITEMS + 1):
-            o = f.next(OPEN, pos)
-            if o < 0:
-                if n == 0:
-                    out.note("missing_tag", f"no {OPEN} found")
-                    if first_key >= 0:
-                        out.note("no_name", f"arguments without a {OPEN}NAME line: no call can be named")
-                return
-            if n == 0 and 0 <= first_key < o:
-                out.note("unreadable", f"arguments before the first {OPEN} dropped")
-            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
-                return
-            pos = self._recover_call(text, o + len(OPEN), f, out)
-
-    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
-        e, _ = f.first(("\n", KEY, CLOSE, OPEN), pos)
-        name = text[pos:e].strip()
-        if not name:
-            out.note("no_name", f"a {OPEN} block without a tool name")
-        elif not _is_name(name):
-            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
-        pos = e
+            continue
+        name = lines[i][2]
+        params = set(offered.get(name) or ())
         args: dict[str, Any] = {}
-        closed = False
-        whole = pos  # where the last value written whole ends (the name, at first)
-        cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
-        while pos < len(text):
-            pos = skip_ws(text, pos)
-            if text.startswith(CLOSE, pos):
-                pos += len(CLOSE)
-                closed = True
-                break
-            if text.startswith(KEY, pos):
-                if not take_items(1):  # the rest is not read: this call, read in part, is left out
-                    return len(text)
-                pos, cut_key = self._recover_pair(text, pos + len(KEY), f, args, out)
-                if cut_key is None:
-                    whole = pos
-                else:  # the text ends inside this pair
-                    cut = {k: v for k, v in args.items() if k != cut_key}, False
-                continue
-            nxt, tag = f.first((KEY, CLOSE, OPEN), pos)
-            if tag == KEY:
-                out.note("unreadable", f"text skipped in call {name!r}: {text[pos:nxt][:60]!r}")
-                pos = nxt
-                continue
-            if tag == CLOSE:
-                out.note("unreadable", f"text skipped in call {name!r}: {text[pos:nxt][:60]!r}")
-                pos = nxt + len(CLOSE)
-                closed = True
-            else:
-                pos = nxt
-            break
-        if not closed:
-            out.note("missing_tag", f"missing {CLOSE} after call {name!r}")
-            if not args:  # nothing but a name line: a cut text or prose mentioning the tag, not a call
-                out.note("unreadable", f"a {OPEN} with neither arguments nor {CLOSE} dropped: {name[:60]!r}")
-                mark_xml_cut(out, "", args, cut, stops_in_call(text, whole, CLOSE, (KEY,)))
-                return pos
-        if name:
-            out.calls.append(ToolCall(name, args))
-        if not closed:
-            mark_xml_cut(out, name, args, cut, stops_in_call(text, whole, CLOSE, (KEY,)))
-        return pos
+        i += 1
+        while i < len(lines) and lines[i][2] in params and lines[i][2] not in args and i + 1 < len(lines):
+            args[lines[i][2]] = read_value(lines[i + 1][2], tags=VALUE_TAGS)
+            end = lines[i + 1][1]
+            i += 2
+        if not args or not (i == len(lines) or not lines[i][2].strip()):
+            return None
+        calls.append(ToolCall(name, args))
+    return first, end, calls
 
-    def _recover_pair(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
-        """Reads one key/value pair into ``args``: ``(where reading goes on, its key when the text ends inside the
-        pair, else None)``."""
-        j, tag = f.first((KEY_END, VAL, "\n", CLOSE, OPEN), pos)
-        raw = text[pos:j]
-        key = read_key(raw)
-        key = raw.strip() if key is None else key
-        if tag == KEY_END:
-            pos = skip_ws(text, j + len(KEY_END))
-        else:
-            out.note("missing_tag", f"missing {KEY_END} after key {key[:40]!r}")
-            pos = skip_ws(text, j)
-        if text.startswith(VAL, pos):
-            vstart = pos + len(VAL)
-        else:  # the <arg_value> tag was lost: the value is the text up to the next tag
-            out.note("missing_tag", f"missing {VAL} after key {key[:40]!r}")
-            vstart = pos
-            nxt, _ = f.first((VAL_END, KEY, CLOSE, OPEN), pos)
-            if not text[pos:nxt].strip():
-                out.note("bad_argument", f"key {key[:40]!r} without a value dropped")
-                return (nxt + len(VAL_END) if text.startswith(VAL_END, nxt) else nxt), key if nxt >= len(text) else None
-        close = f.next(VAL_END, vstart)
-        stop, tag = f.first((KEY, CLOSE, OPEN), vstart)
-        cut = False
-        if 0 <= close <= stop:
-            raw_value, after = text[vstart:close], close + len(VAL_END)
-        else:
-            raw_value, after = text[vstart:stop], stop
-            if tag is None:
-                out.note("unclosed", f"value of {key[:40]!r} cut short")
-                cut = True
-            else:
-                out.note("missing_tag", f"missing {VAL_END} after the value of {key[:40]!r}")
-                raw_value = raw_value.rstrip()  # the newline the template puts before the next tag
-        if key in args:
-            out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
-        args[key] = read_value(raw_value, tags=VALUE_TAGS)
-        return after, key if cut else None
-
-    # Render
-
-    def render(self, calls: Sequence[ToolCall]) -> str:
-        blocks = []
-        for c in calls:
-            parts = [f"{OPEN}{c.name}\n"]
-            for k, v in c.arguments.items():
-                key = write_key(k, KEY_END not in k)
-                parts.append(f"{KEY}{key}{KEY_END}\n{VAL}{write_value(v, VALUE_TAGS)}{VAL_END}\n")
-            parts.append(CLOSE)
-            blocks.append("".join(parts))
-        return "\n".join(blocks)
-
-    # Typing by the tool specs
-
-    def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
-        return retype_calls(calls, tools)
+# Strict
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Tags written wrong (lenient reading only)
 
-SPELLER = Speller(Glm45.tags)
-MAX_NOTES = 8  # problems reported per text for tags read in place of others
+SPELLER = Speller(TAGS)
 _ROLE = {("tool_call", False): OPEN, ("tool_call", True): CLOSE, ("arg_key", False): KEY, ("arg_key", True): KEY_END,
          ("arg_value", False): VAL, ("arg_value", True): VAL_END}
 # Where the reader stands: outside a call, in a call between its parts, in a key, after a key, in a value.
@@ -474,3 +251,7 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
         return None
     at = skip_ws(text, lo + nl + 1)
     return at if at < lo + len(seg) else None
+
+
+HOOKS["glm45"] = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
+                      region_start=_region_start, read_untagged=_read_untagged)

@@ -9,7 +9,11 @@ what the template writes for that value:
 
 - a number whose text is its canonical JSON (``42``, ``-1.5``, ``1e+16``); ``007``, ``12.50``, ``1e3`` or ``-0``
   stay text, so a number read back to text is exactly what was written;
-- ``true`` / ``false`` / ``null`` (and, for Qwen3-Coder, Python's ``True`` / ``False`` / ``None``);
+- ``true`` / ``false`` / ``null``; for a dialect whose template writes Python's spellings (Qwen3-Coder's
+  ``| string``: ``python_literals``) also ``True`` / ``False`` / ``None``, and there ``true`` / ``false`` are text
+  (what the template writes for the *string* ``"true"``), which the tool spec settles: a boolean parameter's
+  ``true`` is ``True``, a string parameter's stays ``"true"`` (never ``"True"``); ``null`` is ``None`` (as vLLM's
+  parser reads it whatever the type);
 - a JSON object or array (any layout);
 - a JSON string literal only where it escapes a string that would otherwise be misread: ``"42"`` is the string
   ``42``, ``"{\\"a\\": 1}"`` the string ``{"a": 1}``; a quoted text that needs no escape stays as written, quotes
@@ -35,6 +39,8 @@ from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
 
 _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
+_JSON_LITERALS = frozenset(("true", "false"))
+_BOOLEANS = {"true": True, "True": True, "false": False, "False": False}
 _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
@@ -58,6 +64,8 @@ def _typed(text: str, python_literals: bool) -> Any:
     """The non-text value ``text`` is the exact rendering of (a JSON string literal's content included), or
     ``_TEXT``."""
     if text[0] in _JSON_STARTS:
+        if python_literals and text in _JSON_LITERALS:
+            return _TEXT
         try:
             value, end = JSON_DECODER.raw_decode(text, 0)
         except (ValueError, RecursionError):
@@ -261,6 +269,8 @@ def retype_value(param: Any, value: Any, python_literals: bool = False) -> Any:
             return dumps(value)  # a number: exactly its text (read_value types canonical numbers only)
         except (TypeError, ValueError):
             return value
+    if ptype == "boolean" and type(value) is str and value.strip() in _BOOLEANS:
+        return _BOOLEANS[value.strip()]  # Qwen3-Coder's true (text in that dialect) for a boolean parameter
     if ptype in ("integer", "number") and type(value) is str:
         number = _number_of(value.strip())
         if number is None:
