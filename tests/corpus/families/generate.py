@@ -482,7 +482,9 @@ FAMILIES: list[Family] = [
            lambda calls: "\n".join(f'<longcat_tool_call>\n{{"name": "{n}", "arguments": {args_json(a)}}}\n'
                                    "</longcat_tool_call>" for n, a in calls),
            joiner="\n", closer="</longcat_tool_call>", junk="<longcat_tool_call>nah uhg</longcat_tool_call>",
-           notes="Hermes layout behind LongCat's own tags; no reasoning rows (markers not verified)."),
+           notes="Hermes layout behind LongCat's own tags (LongCat-Flash-Chat: vLLM's first parser, SGLang's); newer "
+                 "checkpoints write GLM's layout in LongCat's tags (the x-kv-variant rows). No reasoning rows (markers "
+                 "not verified)."),
     Family("gigachat3", ["ai-sage/GigaChat3-10B-A1.8B"],
            [VLLM + "vllm/tool_parsers/gigachat3_tool_parser.py",
             SGLANG + "python/sglang/srt/function_call/gigachat3_detector.py",
@@ -625,6 +627,24 @@ COPIED: list[dict] = [
          "tags": ["parallel-calls", "regression"],
          "notes": "A MiniMax-M3 output leaked as text in a public application's test (its oracle), shortened to two "
                "of its invokes."},
+    {"family": "longcat", "name": "kv-variant-read-file",
+     "raw": "<longcat_tool_call>read_file\n<longcat_arg_key>path</longcat_arg_key>\n<longcat_arg_value>main.py"
+            "</longcat_arg_value>\n<longcat_arg_key>start</longcat_arg_key>\n<longcat_arg_value>0</longcat_arg_value>"
+            "\n<longcat_arg_key>max_chars</longcat_arg_key>\n<longcat_arg_value>24000</longcat_arg_value>\n"
+            "</longcat_tool_call>",
+     "tools": [_fn("read_file", "t", {"path": {"type": "string"}, "start": {"type": "integer"},
+                                      "max_chars": {"type": "integer"}})],
+     "calls": [("read_file", {"path": "main.py", "start": 0, "max_chars": 24000})], "kind": "bug_report",
+     "url": "https://github.com/search?q=%3Clongcat_arg_key%3E&type=code", "tags": ["single-call", "x-kv-variant"],
+     "notes": "The tag-pair layout newer LongCat checkpoints write (GLM's layout in LongCat's tags), as a public "
+              "application's prompt spells it out; vLLM's first LongCat parser and SGLang's read the JSON layout."},
+    {"family": "longcat", "name": "kv-variant-two-calls",
+     "raw": "<longcat_tool_call>get_weather\n<longcat_arg_key>city</longcat_arg_key>\n<longcat_arg_value>Paris"
+            "</longcat_arg_value>\n</longcat_tool_call>\n<longcat_tool_call>get_weather\n<longcat_arg_key>city"
+            "</longcat_arg_key>\n<longcat_arg_value>Tokyo</longcat_arg_value>\n<longcat_arg_key>days"
+            "</longcat_arg_key>\n<longcat_arg_value>3</longcat_arg_value>\n</longcat_tool_call>",
+     "tools": TOOLS, "calls": PARALLEL, "kind": "hand", "url": "https://github.com/search?q=%3Clongcat_arg_key%3E&type=code",
+     "tags": ["parallel-calls", "x-kv-variant"], "notes": "The tag-pair layout, two calls."},
     {"family": "kimi-k3", "name": "sglang-docstring",
          "raw": '<|open|>response<|sep|>text<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="name" '
              'index="1"<|sep|><|open|>argument key="k" type="string"<|sep|>raw text<|close|>argument<|sep|>'
