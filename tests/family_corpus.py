@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from corpus_rows import read_rows
+
 from refiner.pipeline import Refiner
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus" / "families"
@@ -78,32 +80,22 @@ def load(directory: Path = CORPUS_DIR) -> list[Row]:
     rows = []
     seen: set[str] = set()
     families = load_families(directory)
-    for path in sorted(directory.glob("*.jsonl")):
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{n}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not JSON ({e.msg})") from None
-            for key, typ in REQUIRED:
-                if not isinstance(rec.get(key), typ):
-                    raise ValueError(f"{where}: field {key!r} missing or not a {typ.__name__}")  # noqa: TRY004
-            if ("expected" in rec) == ("expected_error" in rec):
-                raise ValueError(f"{where}: a row has exactly one of 'expected' and 'expected_error'")
-            if rec["provenance"].get("kind") not in KINDS:
-                raise ValueError(f"{where}: provenance.kind must be one of {KINDS}")
-            if not str(rec["provenance"].get("source_url", "")).startswith("http"):
-                raise ValueError(f"{where}: provenance.source_url must be a URL")
-            if rec["family"] != path.stem or not rec["id"].startswith(rec["family"] + "/"):
-                raise ValueError(f"{where}: family {rec['family']!r} must name the file and prefix the id")
-            if rec["family"] not in families:
-                raise ValueError(f"{where}: family {rec['family']!r} is not in families.json")
-            if rec["id"] in seen:
-                raise ValueError(f"{where}: duplicate id {rec['id']!r}")
-            seen.add(rec["id"])
-            rows.append(Row(where, rec))
+    for where, rec in read_rows(directory, REQUIRED, None):
+        stem = where.rsplit(".jsonl:", 1)[0]
+        if ("expected" in rec) == ("expected_error" in rec):
+            raise ValueError(f"{where}: a row has exactly one of 'expected' and 'expected_error'")
+        if rec["provenance"].get("kind") not in KINDS:
+            raise ValueError(f"{where}: provenance.kind must be one of {KINDS}")
+        if not str(rec["provenance"].get("source_url", "")).startswith("http"):
+            raise ValueError(f"{where}: provenance.source_url must be a URL")
+        if rec["family"] != stem or not rec["id"].startswith(rec["family"] + "/"):
+            raise ValueError(f"{where}: family {rec['family']!r} must name the file and prefix the id")
+        if rec["family"] not in families:
+            raise ValueError(f"{where}: family {rec['family']!r} is not in families.json")
+        if rec["id"] in seen:
+            raise ValueError(f"{where}: duplicate id {rec['id']!r}")
+        seen.add(rec["id"])
+        rows.append(Row(where, rec))
     return rows
 
 

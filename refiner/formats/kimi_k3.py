@@ -47,7 +47,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
-from refiner.formats.strict import JSON_DECODER, decode_at
+from refiner.formats.strict import JSON_DECODER, decode_at, token_sections
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
@@ -154,25 +154,7 @@ class Xtml(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
-        start = reasoning_offset(text)
-        i = text.find(s.section_open, start)
-        if i < 0:
-            raise self.error(f"no {s.section_open} channel", start)
-        calls: list[ToolCall] = []
-        while i >= 0:
-            pos = i + len(s.section_open)
-            while True:
-                pos = skip_ws(text, pos)
-                if text.startswith(s.section_close, pos):
-                    pos += len(s.section_close)
-                    break
-                if not text.startswith(s.call_open, pos):
-                    if pos >= len(text):
-                        raise self.error(f"missing {s.section_close}", pos)
-                    raise self.error(f"expected {s.call_open} or {s.section_close}, got {text[pos : pos + 30]!r}", pos)
-                pos = self._strict_call(text, pos + len(s.call_open), calls)
-            i = text.find(s.section_open, pos)
-        return calls
+        return token_sections(self, text, s.section_open, s.call_open, s.section_close, self._strict_call)
 
     def _strict_attrs(self, text: str, pos: int, what: str) -> tuple[dict[str, str], int]:
         """The attributes of the element whose name ends at ``pos``, and where its content starts."""
@@ -182,7 +164,7 @@ class Xtml(WireFormat):
             raise self.error(f"the {what} element is not closed by {self.spelling.sep}", end)
         return {k: _unescape(v) for k, v in _ATTR.findall(text, pos, end)}, end + len(self.spelling.sep)
 
-    def _strict_call(self, text: str, pos: int, calls: list[ToolCall]) -> int:
+    def _strict_call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         s = self.spelling
         attrs, pos = self._strict_attrs(text, pos, s.call)
         name = attrs.get(s.name_attr, "")
@@ -192,8 +174,7 @@ class Xtml(WireFormat):
         while True:
             pos = skip_ws(text, pos)
             if text.startswith(s.call_close, pos):
-                calls.append(ToolCall.trusted(name, args))
-                return pos + len(s.call_close)
+                return ToolCall.trusted(name, args), pos + len(s.call_close)
             if not text.startswith(s.arg_open, pos):
                 if pos >= len(text):
                     raise self.error(f"missing {s.call_close}", pos)

@@ -44,7 +44,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import JSON_DECODER, token_sections
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import read_value, retype_value, write_key, write_value
 
@@ -177,25 +177,8 @@ class NsXml(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
-        start = reasoning_offset(text)
-        i = text.find(s.section_open, start)
-        if i < 0:
-            raise self.error(f"no {s.section_open} block", start)
-        calls: list[ToolCall] = []
-        while i >= 0:
-            pos = i + len(s.section_open)
-            while True:
-                pos = skip_ws(text, pos)
-                if text.startswith(s.section_close, pos):
-                    pos += len(s.section_close)
-                    break
-                if not text.startswith(s.invoke_open, pos):
-                    if pos >= len(text):
-                        raise self.error(f"missing {s.section_close}", pos)
-                    raise self.error(f"expected {s.invoke_open} or {s.section_close}, got {text[pos : pos + 30]!r}", pos)
-                pos = self._strict_invoke(text, pos, calls)
-            i = text.find(s.section_open, pos)
-        return calls
+        return token_sections(self, text, s.section_open, s.invoke_open, s.section_close,
+                              lambda t, pos: self._strict_invoke(t, pos - len(s.invoke_open)))
 
     def _strict_tag(self, text: str, pos: int) -> _Tag:
         s = self.spelling
@@ -207,7 +190,7 @@ class NsXml(WireFormat):
             raise self.error(f"a {s.ns} token not followed by a tag", pos)
         return tag
 
-    def _strict_invoke(self, text: str, pos: int, calls: list[ToolCall]) -> int:
+    def _strict_invoke(self, text: str, pos: int) -> tuple[ToolCall, int]:
         s = self.spelling
         tag = self._strict_tag(text, pos)
         name = self._invoke_name(tag)
@@ -227,8 +210,7 @@ class NsXml(WireFormat):
                 if dup is not None:
                     raise self.error(f"argument {dup!r} given twice", pos)
                 if not stack:
-                    calls.append(ToolCall.trusted(name, value))
-                    return tag.end
+                    return ToolCall.trusted(name, value), tag.end
                 stack[-1].children.append((top.key, top.raw == s.item, value))
                 pos = tag.end
                 continue
