@@ -104,9 +104,11 @@ def load_families(directory: Path = CORPUS_DIR) -> dict[str, dict]:
     return json.loads((directory / "families.json").read_text(encoding="utf-8"))
 
 
-def judge(row: Row, refiner: Refiner | None = None) -> Verdict:
+def judge(row: Row, refiner: Refiner | None = None, family: dict | None = None) -> Verdict:
     """Reads ``row`` as a user's pipeline does and judges the result with canitoolcall's checks (imported here:
-    callers skip when canitoolcall is not installed)."""
+    callers skip when canitoolcall is not installed). ``family``: the row's family record (canitoolcall's
+    ``family.json`` shape; default: this corpus's ``families.json``), so canitoolcall's own fixtures are judged
+    the same way."""
     from canitoolcall.checks import case_status, run_checks
     from canitoolcall.fixtures import Family as CFamily
     from canitoolcall.fixtures import Fixture
@@ -124,9 +126,9 @@ def judge(row: Row, refiner: Refiner | None = None) -> Verdict:
         reasoning_content=None if calls_only else res.get("reasoning_content"),
         tool_calls=tuple(ParsedToolCall(c["name"], json.dumps(c["arguments"], ensure_ascii=False)) for c in calls),
     )
-    fam = load_families()[row.family]
-    family = CFamily.from_dict({k: v for k, v in fam.items() if k != "sources"})
-    results = run_checks(fixture, family, Observation(nonstream=got, streams={}))
+    fam = family if family is not None else load_families()[row.family]
+    cfamily = CFamily.from_dict({k: v for k, v in fam.items() if k != "sources"})
+    results = run_checks(fixture, cfamily, Observation(nonstream=got, streams={}))
     status = case_status(results)
     bad = [f"{r.check}: {r.detail}" for r in results if r.status not in (Status.PASS, Status.SOFT_PASS)]
     return Verdict(row, status in (Status.PASS, Status.SOFT_PASS), calls, calls_only, "; ".join(bad), res["stage"])

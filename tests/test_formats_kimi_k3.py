@@ -149,3 +149,24 @@ def test_hostile_texts_are_read_with_bounded_work(kind, text, monkeypatch):
     assert len(got.calls) <= MAX_RECOVERED_ITEMS
     with pytest.raises(formats.FormatError):
         K3.parse_strict(text)
+
+
+def test_canitoolcall_k3_fixtures_are_read_as_the_reference_parser_reads_them():
+    """canitoolcall's Kimi K3 fixtures (rendered with Moonshot's encoder, engine tests, bug reports), through the
+    pipeline with the format auto-detected, judged by canitoolcall's own checks (calls only until the pipeline
+    returns content: see tests/family_corpus.py)."""
+    pytest.importorskip("canitoolcall")
+    import json
+
+    from canitoolcall.fixtures import default_fixtures_dir
+    from family_corpus import Row, judge
+
+    root = default_fixtures_dir() / "kimi"
+    family = json.loads((root / "family.json").read_text(encoding="utf-8"))
+    rows = [Row(f"{p.name}:{n}", rec) for p in sorted(root.glob("*.jsonl"))
+            for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if line.strip()
+            for rec in [json.loads(line)] if "x-kimi-k3" in rec["tags"]]
+    assert len(rows) >= 20
+    refiner = Refiner()
+    failed = [(r.id, v.detail) for r in rows if not (v := judge(r, refiner, family)).passed]
+    assert not failed, failed
