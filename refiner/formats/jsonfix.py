@@ -270,13 +270,14 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
         pass
     if budget_spent():
         return None
-    region, cost = _region(text)
+    # the escapes are spelt before the region is measured: \f grows to \u000c, and the estimate is of what is read
+    region, cost = _region(_ESCAPES_JSON_REPAIR_MISSES.sub(_spell_escape, text[:REPAIR_REGION_CHARS]))
     if not region.strip() or not _charge(cost):
         return None
     try:
         import json_repair
 
-        value = json_repair.loads(_ESCAPES_JSON_REPAIR_MISSES.sub(_spell_escape, region))
+        value = json_repair.loads(region)
     except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
         return None
     if value == "" or value is None:

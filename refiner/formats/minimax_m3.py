@@ -1,0 +1,465 @@
+"""MiniMax-M3 tool calls: XML elements each preceded by the namespace token ``]<]minimax[>[``, one element per
+argument named by the argument itself, objects as nested elements and lists as ``<item>`` elements::
+
+    ]<]minimax[>[<tool_call>
+    ]<]minimax[>[<invoke name="search_docs">
+    ]<]minimax[>[<query>rate limits]<]minimax[>[</query>
+    ]<]minimax[>[<filters>]<]minimax[>[<site>docs.example.com]<]minimax[>[</site>]<]minimax[>[<tags>]<]minimax[>[<item>api]<]minimax[>[</item>]<]minimax[>[</tags>]<]minimax[>[</filters>
+    ]<]minimax[>[</invoke>
+    ]<]minimax[>[</tool_call>
+
+Grammar, from SGLang's ``minimax_m3.py`` and ``_llm_nom/m3_text.py`` (whose writer is the model's serializer) and
+vLLM's ``minimax_m3_tool_parser.py``: parallel calls are ``<invoke>`` elements in one ``<tool_call>`` (several
+blocks are read too); whitespace between elements is free, also between the token and its ``<``; a scalar is the
+raw text of its element, written bare (``{{ val }}``, booleans as JSON); an element whose children are all
+``<item>`` is a list; the writer leaves null values out. Reasoning is ``<mm:think>...</mm:think>``.
+
+Values are typed the way the other XML dialects' raw values are (:func:`refiner.formats.xmlvalues.read_value`):
+canonical numbers, ``true`` / ``false`` / ``null`` and JSON text are typed, anything else is the string as written;
+with the tool specs known, :meth:`MinimaxM3.retype` settles every value, nested ones included, by its declared type
+(``"2024"`` in a list of strings, ``{}`` / ``[]`` for an empty element declared an object or a list), as SGLang
+types them by the schema. ``render`` writes what reads back: a string that would read as another value, or that
+holds the token, as its JSON string literal; an empty object or list, and a null, as JSON text; a key the tag
+syntax cannot hold (``>``, a leading ``/`` or quote, surrounding spaces, ``item`` inside an object) as its JSON
+string literal in the tag (``<"a\\u003eb">``), as the XML grammar writes keys.
+
+Why a grammar of its own and not a row of :mod:`refiner.formats.xml_params`: the closing tag of a value is the
+key's own (``</city>``), not one literal, and values nest (objects and lists of elements), which that grammar's
+one-level key/value reading cannot say; "tokens that confuse the diff" is also why llama.cpp keeps it hand-written.
+The literals are a :class:`NsXmlSpelling`, so another checkpoint writing this syntax is a row.
+
+Recovery reads calls whose ``<tool_call>`` or closing tags were lost (a closing tag closes the elements left open
+inside it), the whitespace the token may carry before its ``<``, and says where a text cut short stops (the call it
+stops in, with the arguments written whole before the cut). Elements nesting deeper than
+:data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are not valid (strict) and dropped (lenient).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
+from refiner.formats.family import Family, register_rows
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.strict import JSON_DECODER, token_sections
+from refiner.formats.text import reasoning_offset, skip_ws
+from refiner.formats.xmlvalues import read_value, retype_value, write_key, write_value
+
+NAME_PATTERN = r"[^\s\"<>]+"
+
+
+@dataclass(frozen=True)
+class NsXmlSpelling:
+    """The literals: the namespace token written before every tag, the block and call elements, the call's name
+    attribute, and the element that holds a list item."""
+
+    ns: str = "]<]minimax[>["
+    section: str = "tool_call"
+    invoke: str = "invoke"
+    name_attr: str = "name"
+    item: str = "item"
+
+    @property
+    def section_open(self) -> str:
+        return f"{self.ns}<{self.section}>"
+
+    @property
+    def section_close(self) -> str:
+        return f"{self.ns}</{self.section}>"
+
+    @property
+    def invoke_open(self) -> str:  # then ` name="..."` and `>`
+        return f"{self.ns}<{self.invoke}"
+
+    @property
+    def invoke_close(self) -> str:
+        return f"{self.ns}</{self.invoke}>"
+
+
+@dataclass
+class _Tag:
+    """One tag after a namespace token: ``start`` (the token's position), ``end`` (after its ``>``), whether it
+    closes, its raw text between ``<``/``</`` and ``>``, and the key it names (a quoted key decoded)."""
+
+    start: int
+    end: int
+    closing: bool
+    raw: str
+    key: str
+
+
+@dataclass
+class _Frame:
+    raw: str
+    key: str
+    children: list[tuple[str, bool, Any]]  # (key, written as an <item>, value)
+    text: str | None = None  # a leaf's raw text
+
+
+def _build(frame: _Frame, item: str, tags: tuple[str, ...], *, top: bool) -> tuple[Any, str | None]:
+    """A frame's value, and a duplicate key when there is one: children all ``<item>`` make a list (never at the
+    top, where the arguments are an object); no children, the leaf's text typed (:func:`read_value`)."""
+    if not frame.children:
+        if top:
+            return {}, None
+        return (read_value(frame.text, False, tags) if frame.text else ""), None
+    if not top and all(is_item for _, is_item, _ in frame.children):
+        return [v for _, _, v in frame.children], None
+    out: dict[str, Any] = {}
+    dup = None
+    for key, _, value in frame.children:
+        if key in out:
+            dup = key
+        out[key] = value
+    return out, dup
+
+
+class NsXml(WireFormat):
+    """The grammar; each row's :class:`NsXmlSpelling` is ``self.spelling`` (rows: :func:`register_rows`)."""
+
+    spelling: NsXmlSpelling
+    name_pattern = NAME_PATTERN
+
+    @classmethod
+    def tags_for(cls, s: NsXmlSpelling) -> tuple[str, ...]:
+        return (s.section_open, s.invoke_open, s.invoke_close, s.section_close)
+
+    @classmethod
+    def detection_for(cls, s: NsXmlSpelling, rank: int) -> Detection:
+        return Detection(rank=rank, markers=(s.section_open, s.invoke_open), closers=(s.invoke_close, s.section_close))
+
+    # Tags
+
+    def _tag_at(self, text: str, p: int, nxt: int, *, lenient: bool) -> _Tag | None:
+        """The tag whose namespace token is at ``p`` (``nxt``: the next token's position, or the text's end), or
+        ``None`` when no tag follows the token there. Strictly no whitespace between the token and ``<``."""
+        s = self.spelling
+        q = p + len(s.ns)
+        if lenient:
+            q = skip_ws(text, q)
+        if not text.startswith("<", q):
+            return None
+        closing = text.startswith("</", q)
+        q += 2 if closing else 1
+        if text.startswith('"', q):  # a key written as its JSON string literal
+            if text.find('"', q + 1, nxt) < 0:
+                return None
+            try:  # within this tag's region: each part of the text is decoded once
+                key, e = JSON_DECODER.raw_decode(text[q:nxt])
+            except (ValueError, RecursionError):
+                return None
+            e += q
+            if type(key) is not str or not text.startswith(">", e):
+                return None
+            return _Tag(p, e + 1, closing, text[q:e], key)
+        gt = text.find(">", q, nxt)
+        if gt < 0:
+            return None
+        raw = text[q:gt]
+        return _Tag(p, gt + 1, closing, raw, raw.strip() if lenient else raw)
+
+    def _invoke_name(self, tag: _Tag) -> str | None:
+        """The tool name when ``tag`` opens a call (``invoke name="..."``), else ``None``."""
+        s = self.spelling
+        raw = tag.raw
+        if tag.closing or not raw.startswith(s.invoke) or not raw[len(s.invoke) : len(s.invoke) + 1].isspace():
+            return None
+        rest = raw[len(s.invoke) :].strip()
+        head = f'{s.name_attr}="'
+        if not rest.startswith(head) or not rest.endswith('"'):
+            return ""
+        return rest[len(head) : -1]
+
+    # Strict
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        s = self.spelling
+        return token_sections(self, text, s.section_open, s.invoke_open, s.section_close,
+                              lambda t, pos: self._strict_invoke(t, pos - len(s.invoke_open)))
+
+    def _strict_tag(self, text: str, pos: int) -> _Tag:
+        s = self.spelling
+        if not text.startswith(s.ns, pos):
+            raise self.error(f"expected {s.ns}<...>, got {text[pos : pos + 30]!r}", pos)
+        nxt = text.find(s.ns, pos + len(s.ns))
+        tag = self._tag_at(text, pos, len(text) if nxt < 0 else nxt, lenient=False)
+        if tag is None:
+            raise self.error(f"a {s.ns} token not followed by a tag", pos)
+        return tag
+
+    def _strict_invoke(self, text: str, pos: int) -> tuple[ToolCall, int]:
+        s = self.spelling
+        tag = self._strict_tag(text, pos)
+        name = self._invoke_name(tag)
+        if not name or any(c.isspace() or c in '"<>' for c in name):
+            raise self.error(f"a call without a usable {s.name_attr}: {tag.raw[:60]!r}", pos)
+        stack = [_Frame(s.invoke, "", [])]
+        pos = tag.end
+        while True:
+            pos = skip_ws(text, pos)
+            tag = self._strict_tag(text, pos)
+            top = stack[-1]
+            if tag.closing:
+                if tag.raw != top.raw:
+                    raise self.error(f"</{tag.raw[:40]}> closes <{top.raw[:40]}>", pos)
+                stack.pop()
+                value, dup = _build(top, s.item, (s.ns,), top=not stack)
+                if dup is not None:
+                    raise self.error(f"argument {dup!r} given twice", pos)
+                if not stack:
+                    return ToolCall.trusted(name, value), tag.end
+                stack[-1].children.append((top.key, top.raw == s.item, value))
+                pos = tag.end
+                continue
+            if self._invoke_name(tag) is not None and len(stack) == 1:
+                raise self.error(f"missing {s.invoke_close} before the next call", pos)
+            if len(stack) > MAX_ARGUMENT_DEPTH:
+                raise self.error(f"the arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
+            k = skip_ws(text, tag.end)
+            if text.startswith(s.ns, k) and not self._closes_next(text, k):  # a container: children follow
+                stack.append(_Frame(tag.raw, tag.key, []))
+                pos = k
+                continue
+            e = text.find(s.ns, tag.end)
+            if e < 0:
+                raise self.error(f"unclosed <{tag.raw[:40]}>", tag.end)
+            end_tag = f"{s.ns}</{tag.raw}>"
+            if not text.startswith(end_tag, e):
+                raise self.error(f"expected {end_tag} after the value of {tag.key!r}", e)
+            leaf = _Frame(tag.raw, tag.key, [], text[tag.end : e])
+            top.children.append((tag.key, tag.raw == s.item, _build(leaf, s.item, (s.ns,), top=False)[0]))
+            pos = e + len(end_tag)
+
+    def _closes_next(self, text: str, k: int) -> bool:
+        """Whether the namespace token at ``k`` opens a closing tag (strictly: ``</`` right after it)."""
+        return text.startswith("</", k + len(self.spelling.ns))
+
+    # Render
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        s = self.spelling
+        self.check_renderable(calls)
+        parts = [s.section_open, "\n"]
+        for c in calls:
+            parts.append(f'{s.invoke_open} {s.name_attr}="{c.name}">\n')
+            for k, v in c.arguments.items():
+                parts.append(self._element(k, v, in_object=False))
+                parts.append("\n")
+            parts.append(s.invoke_close + "\n")
+        parts.append(s.section_close)
+        return "".join(parts)
+
+    def _tag_key(self, key: str, in_object: bool) -> str:
+        s = self.spelling
+        plain = (
+            key != ""
+            and key == key.strip()
+            and not any(c in key for c in '<>"\n\r\t')
+            and not key.startswith("/")
+            and s.ns not in key
+            and not (in_object and key == s.item)
+            and not key.startswith((s.invoke, s.section))
+        )
+        return write_key(key, plain)
+
+    def _element(self, key: str, value: Any, *, in_object: bool) -> str:
+        raw = self._tag_key(key, in_object)
+        ns = self.spelling.ns
+        return f"{ns}<{raw}>{self._body(value)}{ns}</{raw}>"
+
+    def _body(self, value: Any) -> str:
+        s = self.spelling
+        if isinstance(value, dict) and value:
+            return "".join(self._element(k, v, in_object=True) for k, v in value.items())
+        if isinstance(value, list) and value:
+            return "".join(f"{s.ns}<{s.item}>{self._body(v)}{s.ns}</{s.item}>" for v in value)
+        return write_value(value, (s.ns,))
+
+    # Lenient
+
+    def recover(self, text: str, out: Lenient) -> None:
+        s = self.spelling
+        pos = reasoning_offset(text)
+        tags = self._tags(text, pos)
+        if not any(self._invoke_name(t) is not None for t in tags):
+            out.note("missing_tag", f"no {s.invoke_open} ...> call found")
+            if any(t.raw.strip() == s.section and not t.closing for t in tags):
+                out.note("unreadable", f"a {s.section_open} block holding no call")
+            return
+        section_seen = False
+        i = 0
+        for _ in range(MAX_RECOVERED_ITEMS):
+            while i < len(tags) and self._invoke_name(tags[i]) is None:
+                section_seen = section_seen or (not tags[i].closing and tags[i].key == s.section)
+                i += 1
+            if i >= len(tags):
+                break
+            if not section_seen:
+                out.note("missing_tag", f"missing {s.section_open} before a call")
+                section_seen = True
+            if not take_items(1):
+                return
+            start = i
+            i = self._recover_invoke(text, tags, i, out)
+            if i < 0:
+                return
+            if not any(t.closing and t.key == s.section for t in tags[start:]):
+                out.note("missing_tag", f"missing {s.section_close} after the last call")
+                return
+
+    def _tags(self, text: str, pos: int) -> list[_Tag]:
+        """Every tag after ``pos``, in order (one pass over the namespace tokens; at most
+        :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` times 8 of them)."""
+        s = self.spelling
+        out: list[_Tag] = []
+        p = text.find(s.ns, pos)
+        while p >= 0 and len(out) < 8 * MAX_RECOVERED_ITEMS:
+            nxt = text.find(s.ns, p + len(s.ns))
+            tag = self._tag_at(text, p, len(text) if nxt < 0 else nxt, lenient=True)
+            rest = text[p + len(s.ns) :] if tag is None and nxt < 0 else ""
+            if tag is not None:
+                out.append(tag)
+            elif nxt < 0 and (not rest.strip() or (rest.lstrip().startswith("<") and ">" not in rest)):
+                out.append(_Tag(p, len(text), False, "", ""))  # the text ends inside a tag (marks a cut)
+            p = nxt
+        return out
+
+    def _recover_invoke(self, text: str, tags: list[_Tag], i: int, out: Lenient) -> int:
+        """Reads the call opened by ``tags[i]``; returns the index of the next tag to look at (-1: the text ended
+        inside this call, or the count of items read ran out)."""
+        s = self.spelling
+        name = (self._invoke_name(tags[i]) or "").strip()
+        if not name:
+            out.note("no_name", f"a call without a {s.name_attr}: {tags[i].raw[:60]!r}")
+        elif not self.is_name(name):
+            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        stack = [_Frame(s.invoke, "", [])]
+        whole: dict[str, Any] = {}  # the arguments written whole (for a cut)
+        deep = 0  # opening tags skipped for nesting too deeply, still open
+        last_closed = True  # the last tag read closes an element (a text ending after it only lost closing tags)
+        last_end = tags[i].end
+        j = i + 1
+        while j < len(tags):
+            tag = tags[j]
+            key = tag.raw.strip() if not tag.raw.startswith('"') else tag.raw
+            if tag.raw == "" and tag.end == len(text):  # the text ends inside this tag
+                last_closed = False
+                break
+            if self._invoke_name(tag) is not None or tag.key == s.section:
+                out.note("missing_tag", f"missing {s.invoke_close} after call {name[:60]!r}")
+                self._finish(out, name, stack)
+                return j + 1 if tag.closing else j
+            last_end = tag.end
+            if tag.closing:
+                last_closed = True
+                j += 1
+                if key == s.invoke:
+                    if len(stack) > 1:
+                        out.note("missing_tag", f"elements left open in call {name[:60]!r}")
+                    self._finish(out, name, stack)
+                    return j
+                if deep:
+                    deep -= 1
+                    continue
+                at = next((d for d in range(len(stack) - 1, 0, -1) if stack[d].raw == key), 0)
+                if not at:
+                    out.note("unreadable", f"a stray </{key[:40]}> skipped")
+                    continue
+                if at < len(stack) - 1:
+                    out.note("missing_tag", f"missing </{stack[-1].raw[:40]}> before </{key[:40]}>")
+                while len(stack) > at:
+                    done = self._pop(stack)
+                if len(stack) == 1:
+                    whole[done[0]] = done[1]
+                continue
+            if not take_items(1):
+                return -1
+            j += 1
+            last_closed = False
+            if deep or len(stack) > MAX_ARGUMENT_DEPTH:
+                if not deep:
+                    out.note("bad_argument", f"elements nesting deeper than {MAX_ARGUMENT_DEPTH} levels dropped")
+                deep += 1
+                continue
+            body = text[tag.end : tags[j].start if j < len(tags) else len(text)]
+            frame = _Frame(key, tag.key, [])
+            if body.strip() or (j < len(tags) and tags[j].closing):
+                frame.text = body
+            stack.append(frame)
+        # the text ends inside this call: keep it as read, say where it stops
+        self._finish(out, name, stack)
+        clean = last_closed and bool(whole) and not text[last_end:].strip()
+        out.mark_cut(len(out.calls) - 1 if name else None, name or None, whole, clean=clean)
+        return -1
+
+    def _pop(self, stack: list[_Frame]) -> tuple[str, Any]:
+        s = self.spelling
+        frame = stack.pop()
+        value, _ = _build(frame, s.item, (s.ns,), top=False)
+        stack[-1].children.append((frame.key, frame.raw == s.item, value))
+        return frame.key, value
+
+    def _finish(self, out: Lenient, name: str, stack: list[_Frame]) -> None:
+        """Closes what is left open and adds the call (when it has a name)."""
+        while len(stack) > 1:
+            self._pop(stack)
+        s = self.spelling
+        args, dup = _build(stack[0], s.item, (s.ns,), top=True)
+        if dup is not None:
+            out.note("bad_argument", f"argument {dup[:40]!r} given twice: the last value kept")
+        if name:
+            out.calls.append(ToolCall(name, args))
+
+    def is_name(self, name: str) -> bool:
+        return bool(name) and not any(c.isspace() or c in '"<>' for c in name)
+
+    # Typing by the tool specs
+
+    def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
+        out = []
+        for call in calls:
+            params = getattr(tools.get(call.name), "params", None) or {}
+            args = {k: _retype(params.get(k), v, 0) for k, v in call.arguments.items()}
+            out.append(replace(call, arguments=args) if args != call.arguments else call)
+        return out
+
+
+def _retype(param: Any, value: Any, depth: int) -> Any:
+    """``value`` settled by ``param``'s declared type, nested values included (an empty element is the empty
+    object or list its type says; an object's ``<item>`` children read as a list are its ``item`` key)."""
+    if param is None or depth > MAX_ARGUMENT_DEPTH:
+        return value
+    ptype = getattr(param, "type", None)
+    if ptype == "array":
+        if value == "":
+            return []
+        items = getattr(param, "items", None)
+        if isinstance(value, list) and items is not None:
+            return [_retype(items, v, depth + 1) for v in value]
+        return value
+    if ptype == "object":
+        props = getattr(param, "properties", None) or {}
+        if value == "":
+            return {}
+        if isinstance(value, list) and "item" in props:
+            value = {"item": value[0] if len(value) == 1 else value}
+        if isinstance(value, dict):
+            return {k: _retype(props.get(k), v, depth + 1) for k, v in value.items()}
+        return value
+    return retype_value(param, value)
+
+
+M3 = NsXmlSpelling()
+ROWS = (
+    (Family("minimax_m3", "MiniMax-M3: ]<]minimax[>[ before every tag; <tool_call>, <invoke name=\"NAME\">, one "
+            "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
+            models=("MiniMaxAI/MiniMax-M3",),
+            sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py",
+                     "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py"),
+            reasoning=(("<mm:think>", "</mm:think>"),)),
+     M3),
+)
+register_rows(NsXml, 46, ROWS)
