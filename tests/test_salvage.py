@@ -107,6 +107,10 @@ TALK = {
     "prose parentheses": "Paris (France) is sunny (mostly).",
     "code calls to other names": "```python\nimport json\nprint(json.dumps({'a': 1}))\n```",
     "unclosed in prose": "Try get_weather(city='Paris' sometime",
+    # gpt-oss's final channel is the answer (vLLM's harmony parser returns it as content), whatever it holds
+    "gpt-oss final channel": ('<|channel|>analysis<|message|>Quote it.<|end|><|start|>assistant<|channel|>final'
+                              '<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|return|>'),
+    "gpt-oss final pythonic": '<|channel|>final<|message|>[get_weather(city="Paris")]',
 }
 
 
@@ -310,3 +314,10 @@ def test_arguments_written_right_after_a_tool_name_are_a_call():
     assert read('I ran get_weather{"city": "Paris"} yesterday.') == []
     assert read('lookup{"city": "Paris"}') == []
     assert read('lookup{"term": "x"}', None) == [ToolCall("lookup", {"term": "x"})]
+
+
+def test_a_call_beside_gpt_oss_final_channel_is_still_read():
+    final = '<|channel|>final<|message|>As JSON: {"name": "get_time", "arguments": {"city": "Paris"}}<|end|>'
+    call = '<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{"city": "Paris"'
+    assert read(final + call + "}<|call|>") == [P]
+    assert [c.name for c in read(final + call)] == ["get_weather"]  # cut: the answer's JSON is still text

@@ -290,8 +290,12 @@ class _Scan:
                     break
         if not chosen and self.offered:  # no tag at all: calls told by the offered tools' names alone
             self.untagged(ranked)
+        # the parts a format's grammar marks as the answer (gpt-oss's final channel) hold no call, whatever is written
+        answers = {name: fmt.answer_spans(body, self.at) for name, (fmt, _, _) in chosen.items()}
         for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
             if any(a <= start < b for a, b in self.claimed):
+                continue
+            if any(a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):
                 continue
             # (a format whose call starts before its marker, GLM's name line above its first <arg_key>, says where)
             start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
@@ -313,6 +317,7 @@ class _Scan:
                 self.sites.append(Site(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, True, where,
                                        self.line_of(start)))
                 self.claimed.append((start, end))
+        self.claimed.extend(span for spans in answers.values() for span in spans)
 
     def untagged(self, ranked: Sequence[WireFormat]) -> None:
         """The first format that reads calls in a text holding none of its tags, by the offered tools
