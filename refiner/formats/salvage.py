@@ -82,7 +82,7 @@ from refiner.calls import ToolCall, canonical_json
 from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
-from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly
+from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -505,7 +505,10 @@ class _Scan:
         for a in node.args:
             if isinstance(a, ast.Starred) or _kind(a) != "literal":
                 return None  # a signature (get_weather(city)) or an expression: not a call to read
-            positional.append(lit.value(a))
+            try:
+                positional.append(lit.value(a))
+            except FormatError:
+                return None  # 1e999: no JSON value
         kinds = [_kind(kw.value) for kw in node.keywords]
         if "placeholder" in kinds or (not structured and "expression" in kinds):
             return None
@@ -515,13 +518,10 @@ class _Scan:
         except (FormatError, RecursionError):
             return None
         if positional:
-            params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else []
-            if len(positional) <= len(params) and not any(p in args for p in params[: len(positional)]):
-                args.update(zip(params, positional))
-            elif not listed:
+            params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else None
+            if not place_positional(positional, args, params, problems) and not listed:
                 return None  # values that cannot be placed, outside a list: code (print("x")) or prose
-            else:
-                self.notes.append(f"{name}: {len(positional)} positional value(s) that no parameter takes dropped")
+        self.notes.extend(f"{name}: {p.message}" for p in problems)
         if not structured and not args:
             return None
         return ToolCall(name, args)
