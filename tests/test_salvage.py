@@ -79,6 +79,18 @@ SHAPES = {
                         '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}'), [P]),
     "anthropic blocks": (('[{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "get_weather", '
                           '"input": {"city": "Paris"}}]'), [P]),
+    # issue 20: shapes real models answer in
+    "BFCL answer shape": ('{"get_weather": {"city": "Paris"}}', [P]),
+    "BFCL answer list": ('[{"get_weather": {"city": "Paris"}}, {"get_time": {"city": "Paris"}}]', [P, T]),
+    "keyed objects, one per key": ('```json\n{"get_weather": {"city": "Paris"}, "get_time": {"city": "Paris"}}\n```',
+                                   [P, T]),
+    "python tuple pair": ("('get_weather', {'city': 'Paris'})", [P]),
+    "JSON pairs": ('[["get_weather", {"city": "Paris"}], ["get_time", {"city": "Paris"}]]', [P, T]),
+    "tuples in a list": ("Calls: [('get_weather', {'city': 'Paris'}), ('get_time', {'city': 'Paris'})]", [P, T]),
+    "concatenated lists": ('[get_weather(city="Paris")] + [get_time(city="Paris")]', [P, T]),
+    "concatenated, no spaces": ('[get_weather(city="Paris")]+[get_time(city="Paris")]', [P, T]),
+    "escaped parameter in JSON": ('{"name": "get_weather", "arguments": {"city": "Paris", "u\\_nit": "c"}}',
+                                  [ToolCall("get_weather", {"city": "Paris", "u\\_nit": "c"})]),
     "unicode and brackets in values": ('[get_weather(city="Zürich ]) (x")]\nok', [ToolCall("get_weather", {
         "city": "Zürich ]) (x"})]),
 }
@@ -111,6 +123,11 @@ TALK = {
     "gpt-oss final channel": ('<|channel|>analysis<|message|>Quote it.<|end|><|start|>assistant<|channel|>final'
                               '<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|return|>'),
     "gpt-oss final pythonic": '<|channel|>final<|message|>[get_weather(city="Paris")]',
+    # a keyed object or a pair whose name is no offered tool is data
+    "keyed data": 'The record is {"user": {"id": 1, "city": "Paris"}}.',
+    "keyed data alone": '{"weather": {"city": "Paris"}}',
+    "pair of data": '["user", {"id": 1}]',
+    "sum in prose": "Compute [1, 2] + [3] with get_weather? No.",
 }
 
 
@@ -321,3 +338,46 @@ def test_a_call_beside_gpt_oss_final_channel_is_still_read():
     call = '<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{"city": "Paris"'
     assert read(final + call + "}<|call|>") == [P]
     assert [c.name for c in read(final + call)] == ["get_weather"]  # cut: the answer's JSON is still text
+
+
+def test_keyed_objects_and_pairs_need_the_tools():
+    """Without a tool list, {"NAME": {...}} and ("NAME", {...}) are data (a record, a pair): never calls."""
+    for text in ('{"get_weather": {"city": "Paris"}}', "('get_weather', {'city': 'Paris'})",
+                 '[["get_weather", {"city": "Paris"}]]'):
+        assert read(text, None) == [], text
+
+
+def test_markdown_escaped_parameter_names_take_the_declared_names_through_the_pipeline():
+    tools = [{"name": "describe", "parameters": {"type": "object", "properties": {
+        "topic": {"type": "string"}, "detail_level": {"type": "integer"}}, "required": ["topic"]}}]
+    want = [{"name": "describe", "arguments": {"topic": "x", "detail_level": 2}}]
+    for text in ('describe(topic="x", detail\\_level=2)',
+                 '{"name": "describe", "arguments": {"topic": "x", "detail\\_level": 2}}',
+                 '[{"name": "describe", "arguments": {"topic": "x", "detail\\_level": 2}}]',
+                 '<tool_call>{"name": "describe", "arguments": {"topic": "x", "detail\\_level": 2}}</tool_call>',
+                 "{'describe': {'topic': 'x', 'detail\\_level': 2}}"):
+        assert Refiner().refine({"upstream": text, "tools": tools})["calls"] == want, text
+
+
+def test_bfcl_shapes_through_the_pipeline():
+    for text in ('[{"get_weather": {"city": "Paris"}}, {"get_time": {"city": "Paris"}}]',
+                 "[('get_weather', {'city': 'Paris'}), ('get_time', {'city': 'Paris'})]",
+                 '[get_weather(city="Paris")] + [get_time(city="Paris")]'):
+        res = Refiner().refine({"upstream": text, "tools": TOOLS})
+        assert res["calls"] == [P.to_dict(), T.to_dict()], text
+
+
+def test_markdown_escaped_parameter_names_take_the_declared_names():
+    offered = {"describe": ["topic", "detail_level"]}
+    want = [ToolCall("describe", {"topic": "x", "detail_level": 2})]
+    esc = "detail" + "\\" + "_level"  # detail\_level, as markdown escapes it
+    for text in ('[{"name": "describe", "arguments": {"topic": "x", "%s": 2}}]' % esc,
+                 '{"describe": {"topic": "x", "%s": 2}}' % esc,
+                 "('describe', {'topic': 'x', '%s': 2})" % esc,
+                 '<tool_call>{"name": "describe", "arguments": {"topic": "x", "%s": 2}}</tool_call>' % esc,
+                 'describe{"topic": "x", "%s": 2}' % esc,
+                 "[describe(topic='x', %s=2)]" % esc):
+        assert read(text, offered) == want, text
+    # without a tool list the name is kept as written
+    assert read('{"name": "describe", "arguments": {"%s": 2}}' % esc.replace("\\", "\\\\"), None) == [
+        ToolCall("describe", {esc: 2})]
