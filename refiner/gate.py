@@ -15,7 +15,9 @@ It says *what* is wrong, as structured :class:`Diagnostic` records, never how to
 - a text that stops inside a call, mid-value, was cut short (``truncated``; :attr:`GateReport.cut` says where);
 - the called tool's schema was read otherwise than as written (``spec``, a warning: a top-level ``anyOf`` merged, a
   reference that points nowhere, free-form parameters, whose arguments are not checked by name: see
-  :mod:`refiner.specs.schema`).
+  :mod:`refiner.specs.schema`);
+- calls were found only by the offered tool and parameter names, in markup no format knows (``offered_names``, a
+  warning: :mod:`refiner.formats.markup`).
 
 Every function here is total: any input yields diagnostics, never an exception. Work is bounded by counts: values
 are inspected to a depth of :data:`_MAX_DEPTH` and at most :data:`MAX_CHECKED_VALUES` values (arguments, items,
@@ -57,6 +59,7 @@ CODES = (
     "truncated",
     "unchecked",
     "spec",
+    "offered_names",
 )
 
 # Value styles: how a caller's data set writes argument values. "typed" (the default): as the JSON type the spec
@@ -551,6 +554,11 @@ def salvage_report(
         site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
         calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
     out = GateReport(calls, [d for d in report.diagnostics if d.code in ("format", "truncated")], salvaged=found)
+    by_names = [c for site in found.sites if site.by_names for c in site.calls]
+    if by_names:
+        out.diagnostics.append(Diagnostic(
+            "offered_names", f"{len(by_names)} call(s) found only by the offered tool and parameter names, in markup "
+            f"no format knows: {found.describe()}", severity=WARNING))
     if report.cut is not None:  # the text was cut: still said, though the cut call (left out by salvage) has no index
         out.cut = formats.Cut(None, report.cut.name, {}, report.cut.clean)
     if not out.calls:

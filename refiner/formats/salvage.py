@@ -39,6 +39,9 @@ Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
                                        tool); args keyword literals (true/false/null too), and positional literals
                                        mapped onto the offered tool's parameters in their declared order
     quoted   := QUOTE call QUOTE       a string literal holding exactly one call
+    by names := markup no format knows (an XML-ish element, a labelled line, a YAML-ish block) holding an offered
+                tool's name as a whole field and its declared parameter names: read by
+                :mod:`refiner.formats.markup`, only when no other site gave a call, and marked as found so
 
 When a call counts (no call is ever made up from prose that does not hold one):
 
@@ -88,6 +91,7 @@ from refiner.calls import ToolCall, canonical_json
 from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
+from refiner.formats.markup import KIND, calls_by_names
 from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -163,6 +167,7 @@ class Site:
     context: str  # "in a code fence", "in a list", "in prose", ...
     line: int = 0
     group: int = 0
+    by_names: bool = False  # found by the offered tool and parameter names in markup no format knows
 
 
 @dataclass
@@ -237,6 +242,7 @@ class _Scan:
         self.sites: list[Site] = []
         self.notes: list[str] = []
         self.unreadable = 0  # structured calls that could not be read
+        self.name_hits = 0  # occurrences of offered names examined by the markup reader
         self.fences = self._fences()
         self.claimed: list[tuple[int, int]] = []
         self.last: Site | None = None  # the last site the left-to-right scan read
@@ -328,6 +334,19 @@ class _Scan:
                                        self.line_of(start)))
                 self.claimed.append((start, end))
         self.claimed.extend(span for spans in answers.values() for span in spans)
+
+    def by_names(self) -> None:
+        """Calls in markup no format knows, found by the offered tools' names and parameter names
+        (:func:`refiner.formats.markup.calls_by_names`): a site each, marked ``by_names`` and noted."""
+        found, notes, self.name_hits = calls_by_names(self.text, self.at, self.offered or {}, self.claimed)
+        self.notes.extend(notes)
+        for f in found:
+            where = "after prose" if self.text[self.at : f.start].strip() else "at the start"
+            self.add(Site(f.start, f.end, [f.call], f"{KIND} ({f.how})", None, True, where, self.line_of(f.start),
+                          by_names=True))
+        if found:
+            self.notes.append(f"{len(found)} call(s) found only by the offered tool and parameter names, in markup "
+                              "no format knows")
 
     def untagged(self, ranked: Sequence[WireFormat]) -> None:
         """The first format that reads calls in a text holding none of its tags, by the offered tools
@@ -841,6 +860,8 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         with repair_budget():
             scan.tagged()
             scan.scan()
+            if offered and not any(site.calls for site in scan.sites):
+                scan.by_names()
             if budget_spent():
                 complete = False
                 scan.notes.append("gave up repairing JSON: the repair budget was spent")
@@ -854,5 +875,6 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
     out = scan.result()
     out.complete = complete
-    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed}
+    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed,
+                "names": scan.name_hits}
     return out
