@@ -132,6 +132,8 @@ def _is_object(schema: Mapping[str, Any]) -> bool:
     t = schema.get("type")
     if t is None:
         return "properties" in schema or "required" in schema
+    if t == "object" or t == "dict":
+        return True
     types = t if isinstance(t, list) else [t]
     return any(isinstance(x, str) and parse_type(x).type == "object" for x in types)
 
@@ -154,11 +156,44 @@ def is_json_schema(value: Any) -> bool:
                for k in _COMBINATORS)
 
 
+def _plain(schema: Mapping[str, Any]) -> bool:
+    """Whether a schema needs no rewriting: an object with properties, and no reference, ``allOf``, combinator,
+    boolean schema or open-ended properties anywhere (an iterative look at its keys, at most :data:`MAX_NODES`)."""
+    if schema.get("type") not in ("object", "dict") or not isinstance(schema.get("properties"), Mapping):
+        return False
+    stack: list[Any] = [schema]
+    seen = 0
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            return False
+        if isinstance(node, bool):
+            return False
+        if not isinstance(node, Mapping):
+            continue
+        if "$ref" in node or "allOf" in node or "anyOf" in node or "oneOf" in node or "$defs" in node \
+                or "definitions" in node or "patternProperties" in node:
+            return False
+        extra = node.get("additionalProperties")
+        if extra is not None and extra is not False:
+            return False
+        props = node.get("properties")
+        if isinstance(props, Mapping):
+            stack.extend(props.values())
+        items = node.get("items")
+        if items is not None:
+            stack.append(items)
+    return True
+
+
 def normalise(schema: Any) -> tuple[Any, list[str], bool]:
     """``(schema, notes, free_form)``: the parameters schema with its references resolved and its combinators
     merged (see the module docstring); the notes say what was read otherwise than as written; ``free_form``: the
     tool takes any arguments. A value that is not a schema is returned as it is (the dialect reader reports it)."""
     if not isinstance(schema, (Mapping, bool)):
+        return schema, [], False
+    if isinstance(schema, Mapping) and _plain(schema):  # (the common case: read as it is)
         return schema, [], False
     walk = _Walk(schema)
     out = walk.resolve(schema)
