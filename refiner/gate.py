@@ -12,7 +12,12 @@ It says *what* is wrong, as structured :class:`Diagnostic` records, never how to
 - in nested call lists, every reference (NesTools ``API_call_N``, NESTFUL ``$var$`` / ``$var.field$``) names the
   output of an *earlier* call (``undefined_reference``, ``forward_reference``), and output labels are unique
   (``duplicate_output``);
-- a text that stops inside a call, mid-value, was cut short (``truncated``; :attr:`GateReport.cut` says where).
+- a text that stops inside a call, mid-value, was cut short (``truncated``; :attr:`GateReport.cut` says where);
+- the called tool's schema was read otherwise than as written (``spec``, a warning: a top-level ``anyOf`` merged, a
+  reference that points nowhere, free-form parameters, whose arguments are not checked by name: see
+  :mod:`refiner.specs.schema`);
+- calls were found only by the offered tool and parameter names, in markup no format knows (``offered_names``, a
+  warning: :mod:`refiner.formats.markup`).
 
 Every function here is total: any input yields diagnostics, never an exception. Work is bounded by counts: values
 are inspected to a depth of :data:`_MAX_DEPTH` and at most :data:`MAX_CHECKED_VALUES` values (arguments, items,
@@ -53,6 +58,8 @@ CODES = (
     "duplicate_output",
     "truncated",
     "unchecked",
+    "spec",
+    "offered_names",
 )
 
 # Value styles: how a caller's data set writes argument values. "typed" (the default): as the JSON type the spec
@@ -409,6 +416,12 @@ def check_call(
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
     args = call.arguments
     name = _clip(call.name)
+    free_form = getattr(spec, "free_form", False) is True
+    notes = getattr(spec, "notes", None) or ()
+    if notes:
+        more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
+        out.append(Diagnostic("spec", f"the schema of {name} was read otherwise than written: {notes[0]}{more}",
+                              index, call.name, severity=WARNING))
     for req in getattr(spec, "required", None) or ():
         if req not in args:
             out.append(Diagnostic("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
@@ -417,6 +430,8 @@ def check_call(
             break
         if key not in params:
             count.take()
+            if free_form:  # the tool takes any argument
+                continue
             out.append(
                 Diagnostic("unknown_param", f"{name} has no parameter {_short(key)}", index, call.name, key)
             )
@@ -539,6 +554,11 @@ def salvage_report(
         site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
         calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
     out = GateReport(calls, [d for d in report.diagnostics if d.code in ("format", "truncated")], salvaged=found)
+    by_names = [c for site in found.sites if site.by_names for c in site.calls]
+    if by_names:
+        out.diagnostics.append(Diagnostic(
+            "offered_names", f"{len(by_names)} call(s) found only by the offered tool and parameter names, in markup "
+            f"no format knows: {found.describe()}", severity=WARNING))
     if report.cut is not None:  # the text was cut: still said, though the cut call (left out by salvage) has no index
         out.cut = formats.Cut(None, report.cut.name, {}, report.cut.clean)
     if not out.calls:

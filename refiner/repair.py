@@ -249,10 +249,13 @@ def is_misspelling(written: str, declared: str) -> bool:
     by exactly one inserted, dropped, replaced or swapped character, both have at least four characters, and they
     hold the same digits; or the same letters with a separator moved inside a word (``fullt_erm_only`` for
     ``full_term_only``). Names that differ only in case or separators between the same words (``sortBy`` /
-    ``sort_by``), or by words joined or split (``zipcode`` / ``zip_code``), are two spelling conventions, not a slip;
+    ``sort_by``), or by words joined or split (``zipcode`` / ``zip_code``), are two spelling conventions, not a slip
+    (a markdown-escaped name, ``detail\\_level`` for ``detail_level``, is a slip);
     ``min_price`` / ``max_price`` are two slips apart; ``line1`` / ``line2`` differ in a digit."""
     if max(len(written), len(declared)) > MAX_SNAP_NAME_CHARS:
         return False
+    if "\\_" in written and written.replace("\\_", "_") == declared:  # markdown-escaped: detail\_level
+        return True
     a, b = normalise_name(written), normalise_name(declared)
     if a == b:
         wa, wb = _word_breaks(written), _word_breaks(declared)

@@ -114,3 +114,61 @@ def test_misspelt_tokens_and_a_recipient_without_its_equals_sign():
     # "to functions." inside the arguments is text
     text = f'{head}to=functions.say <|constrain|>json<|message|>{{"text": "go to functions.x"}}'
     assert H.parse_lenient(text + "[|call|]").calls == [ToolCall("say", {"text": "go to functions.x"})]
+
+
+# A completion cut by its token limit inside a call's header, written as the harmony guide and vLLM's / SGLang's
+# parsers show it: the recipient in the role part or after the channel, then the channel, then the content type.
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json",
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constr",
+        "<|start|>assistant to=functions.get_weather<|channel|>comm",
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json",
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather json",
+    ],
+)
+def test_a_cut_inside_the_header_is_a_cut_not_a_call(tail):
+    got = H.parse_lenient(ANALYSIS + tail)
+    assert got.calls == []
+    assert got.cut is not None and got.cut.index is None and not got.cut.clean
+    assert any(p.code == "truncated" and "header" in p.message for p in got.problems)
+    # a call written whole before the cut stays
+    assert H.parse_lenient(ANALYSIS + CALL + tail).calls == [PARIS]
+
+
+def test_a_cut_after_the_header_keeps_the_call_marked_as_cut():
+    got = H.parse_lenient(ANALYSIS + CALL.removesuffix('{"city":"Paris"}<|call|>') + '{"city": "Par')
+    assert got.calls == [ToolCall("get_weather", {"city": "Par"})] and got.cut.index == 0 and not got.cut.clean
+
+
+def test_a_role_header_recipient_is_read_after_a_preamble_and_between_calls():
+    role = '<|start|>assistant to=functions.{}<|channel|>commentary json<|message|>{}<|call|>'
+    text = (ANALYSIS + "<|start|>assistant<|channel|>commentary<|message|>Checking.<|end|>"
+            + role.format("get_weather", '{"city":"Paris"}') + role.format("get_time", '{"tz":"CET"}'))
+    want = [PARIS, ToolCall("get_time", {"tz": "CET"})]
+    assert H.parse_strict(text) == want
+    assert H.parse_lenient(text.replace("<|call|>", "", 1)).calls == want  # a stop token lost between them
+
+
+def test_the_final_channel_is_the_answer_even_when_it_holds_json():
+    final = '<|start|>assistant<|channel|>final<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    spans = H.answer_spans(ANALYSIS + final, 0)
+    assert len(spans) == 1 and (ANALYSIS + final)[spans[0][0] :].startswith("<|channel|>final")
+    # a final channel addressed to a function (the model put its call there) is not the answer
+    assert H.answer_spans('<|channel|>final to=functions.f json<|message|>{"a": 1}<|call|>', 0) == []
+    assert H.answer_spans('<|start|>assistant to=functions.f<|channel|>final<|message|>{"a": 1}<|call|>', 0) == []
+
+
+def test_through_the_pipeline_a_header_cut_and_a_final_json_answer_give_no_call():
+    from refiner.pipeline import Refiner
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    cut = ANALYSIS + "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+    for finish in (None, "length"):
+        res = Refiner().refine({"upstream": cut, "tools": tools, "finish_reason": finish})
+        assert res["calls"] == [] and res["stage"] == "truncated", finish
+    final = ANALYSIS + '<|start|>assistant<|channel|>final<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    res = Refiner().refine({"upstream": final, "tools": tools})
+    assert res["calls"] == [] and "no_calls" in {d["code"] for d in res["diagnostics"]}

@@ -185,3 +185,55 @@ def test_pipeline_reads_v11_calls_with_every_token_lost():
                  '[tool_calls]get_weather[ARGS]{"city": "Paris"}', '[TOOL_CALLS]get_weather[args]{"city": "Paris"}'):
         res = Refiner().refine({"upstream": text, "tools": tools, "format": "mistral_v11"})
         assert V11.parse_strict(res["refined"]) == [ToolCall("get_weather", {"city": "Paris"})], text
+
+
+# Issue 20: a string value that holds [TOOL_CALLS] is text, also in a text the strict parser refuses (cut by the token
+# limit, a broken value elsewhere): recovery read the value up to the token (the v11 reader split there, the v3-v7
+# reader blanked the token out of the value).
+QUOTED = "Use [TOOL_CALLS] to call tools."
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        # cut by the token limit after the value
+        (f'[TOOL_CALLS]post[ARGS]{{"text": "{QUOTED}", "n": 1', [ToolCall("post", {"text": QUOTED, "n": 1})]),
+        # a broken value elsewhere, then a further call
+        (f'[TOOL_CALLS]post[ARGS]{{"text": "{QUOTED}", }}[TOOL_CALLS]get_time[ARGS]{{"tz": "CET"}}',
+         [ToolCall("post", {"text": QUOTED}), ToolCall("get_time", {"tz": "CET"})]),
+        # the token and a call's shape inside a value whose JSON is whole
+        ('[TOOL_CALLS]post[ARGS]{"text": "a [TOOL_CALLS]f[ARGS]{} b"}[TOOL_CALLS]g[ARGS]{"a": 1',
+         [ToolCall("post", {"text": "a [TOOL_CALLS]f[ARGS]{} b"}), ToolCall("g", {"a": 1})]),
+        # escaped quotes before the token inside the value
+        ('[TOOL_CALLS]post[ARGS]{"text": "say \\"[TOOL_CALLS]\\" now", ', [ToolCall("post", {"text": 'say "[TOOL_CALLS]" now'})]),
+    ],
+)
+def test_v11_a_value_holding_the_token_reads_whole_in_a_broken_text(text, want):
+    assert V11.parse_lenient(text).calls == want
+
+
+def test_v11_a_string_that_lost_its_closing_quote_still_ends_at_the_next_call():
+    got = V11.parse_lenient('[TOOL_CALLS]f[ARGS]{"a": "x}[TOOL_CALLS]g[ARGS]{"b": "y"}')
+    assert [c.name for c in got.calls] == ["f", "g"] and got.calls[1] == ToolCall("g", {"b": "y"})
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        (f'[TOOL_CALLS] [{{"name": "post", "arguments": {{"text": "{QUOTED}"}}}}',
+         [ToolCall("post", {"text": QUOTED})]),
+        ((f'[TOOL_CALLS] [{{"name": "post", "arguments": {{"text": "{QUOTED}"}}}}, [TOOL_CALLS]'
+          '{"name": "g", "arguments": {"a": 1}}'),
+         [ToolCall("post", {"text": QUOTED}), ToolCall("g", {"a": 1})]),  # a repeated token between calls: noise
+    ],
+)
+def test_v3_a_value_holding_the_token_reads_whole_in_a_broken_text(text, want):
+    assert V3.parse_lenient(text).calls == want
+
+
+def test_a_cut_render_of_a_value_holding_the_token_keeps_the_value():
+    call = ToolCall("post", {"text": QUOTED, "then": "[TOOL_CALLS]get_time[ARGS]{}"})
+    for fmt in (V3, V11):
+        text = fmt.render([call, ToolCall("g", {"a": 1})])
+        cut = text[: text.rindex("1")]  # the token limit hit inside the last call
+        assert fmt.parse_lenient(cut).calls[0] == call, fmt.name

@@ -107,3 +107,13 @@ def test_list_arguments_that_lost_their_brackets_are_read_for_array_parameters()
 def test_bare_values_are_a_list_only_where_the_tools_say_so(text, tools):
     got = NESTFUL.parse_lenient(text, tools=tools)
     assert not any(p.code == "mended" for p in got.problems)
+
+
+def test_a_mend_never_turns_a_backslash_into_an_escaped_quote():
+    """``detail\\_level`` (a markdown escape, not JSON) once read as the key ``detail"_level``: a quote inserted after
+    the backslash made it an escape. The key is read as written (salvage and tier 1 settle it by the tools)."""
+    from refiner import formats
+
+    text = '[{"name": "describe", "arguments": {"topic": "x", "detail' + "\\" + '_level": 2}}]'
+    got = formats.get("nestful").parse_lenient(text)
+    assert all('"' not in k for c in got.calls for k in c.arguments), got.calls

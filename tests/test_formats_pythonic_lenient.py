@@ -204,3 +204,109 @@ def test_a_single_quoted_list_is_mended_too(text, calls):
 def test_empty_values_and_escaped_quotes_are_mended(body, args):
     got = formats.get("toolace").parse_lenient(f"<function_list>{body}</function_list>")
     assert got.calls == [ToolCall("f", args)], got.problems
+
+
+# Issue 20: values the model wrote otherwise than Python and JSON read them, in the layouts LFM2's chat template
+# writes (single-quoted strings, embedded quotes escaped) and Llama 4 / ToolACE write (double quotes).
+DATE_TOOLS = load_tools([
+    {"name": "set_date", "parameters": {"type": "object", "properties": {
+        "month": {"type": "integer"}, "day": {"type": "integer"}, "zip": {"type": "string"}}}},
+    {"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}},
+    {"name": "bash", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
+])
+OFFERED = {t.name: t.params for t in DATE_TOOLS}
+PYTHONIC = ("toolace", "lfm2", "llama4_pythonic", "olmo3")
+
+
+def _wrap(fmt: str, calls: str) -> str:
+    f = formats.get(fmt)
+    if fmt == "olmo3":
+        return f.tags[0] + calls + f.tags[1]
+    return f.tags[0] + "[" + calls + "]" + f.tags[1]
+
+
+def _bad(got) -> list[str]:
+    return [p.message for p in got.problems if p.code == "bad_argument"]
+
+
+@pytest.mark.parametrize("fmt", PYTHONIC)
+def test_leading_zeros_are_read_as_the_integer_and_reported(fmt):
+    got = formats.get(fmt).parse_lenient(_wrap(fmt, "set_date(month=07, day=05)"), tools=OFFERED)
+    assert got.calls == [ToolCall("set_date", {"month": 7, "day": 5})]
+    assert sum("leading zeros" in m for m in _bad(got)) == 2
+    # a parameter declared as a string keeps the text as written (a zip code)
+    got = formats.get(fmt).parse_lenient(_wrap(fmt, "set_date(zip=07030, day=05)"), tools=OFFERED)
+    assert got.calls == [ToolCall("set_date", {"zip": "07030", "day": 5})]
+
+
+@pytest.mark.parametrize("fmt", PYTHONIC)
+def test_an_argument_without_a_value_is_dropped_never_an_empty_string(fmt):
+    for body, want in [("get_weather(city=)", {}), ("get_weather(city=, unit='c')", {"unit": "c"}),
+                       ("get_weather(unit='c', city=)", {"unit": "c"})]:
+        got = formats.get(fmt).parse_lenient(_wrap(fmt, body))
+        assert got.calls == [ToolCall("get_weather", want)], body
+        assert any("'city' has no value" in m for m in _bad(got)), body
+
+
+@pytest.mark.parametrize("fmt", PYTHONIC)
+def test_values_json_cannot_hold_are_reported(fmt):
+    got = formats.get(fmt).parse_lenient(_wrap(fmt, "set_date(day=1e999, month=3)"))
+    assert got.calls == [ToolCall("set_date", {"month": 3})]  # no JSON number holds 1e999: dropped, not "1e999"
+    assert any("'day' dropped" in m and "1e999" in m for m in _bad(got))
+    got = formats.get(fmt).parse_lenient(_wrap(fmt, "set_date(day=-1e999, month=3)"))
+    assert got.calls == [ToolCall("set_date", {"month": 3})] and _bad(got)
+    got = formats.get(fmt).parse_lenient(_wrap(fmt, "bash(command=b'ls -la')"))
+    assert got.calls == [ToolCall("bash", {"command": "ls -la"})]
+    assert any("bytes literal b'ls -la'" in m for m in _bad(got))
+    with pytest.raises(formats.FormatError, match="out of range"):
+        formats.get(fmt).parse_strict(_wrap(fmt, "set_date(day=1e999)"))
+
+
+@pytest.mark.parametrize("fmt", PYTHONIC)
+def test_positional_values_take_the_offered_tools_parameters_in_declared_order(fmt):
+    """LFM2 writes ``get_weather('Paris', unit='celsius')``: with the tools known 'Paris' is the city (the first
+    declared parameter), reported; without them it is dropped and reported (nothing is guessed)."""
+    f = formats.get(fmt)
+    text = _wrap(fmt, "get_weather('Paris', unit='celsius')")
+    got = f.parse_lenient(text, tools=OFFERED)
+    assert got.calls == [ToolCall("get_weather", {"city": "Paris", "unit": "celsius"})]
+    assert any("read as city" in m for m in _bad(got))
+    got = f.parse_lenient(_wrap(fmt, "get_weather('Paris', 'celsius')"), tools=OFFERED)
+    assert got.calls == [ToolCall("get_weather", {"city": "Paris", "unit": "celsius"})]
+    unknown = f.parse_lenient(text)
+    assert unknown.calls == [ToolCall("get_weather", {"unit": "celsius"})]
+    assert any("positional" in m and "dropped" in m for m in _bad(unknown))
+    for body in ("get_weather('Paris', city='Rome')",  # the parameter given twice
+                 "get_weather('Paris', 'celsius', 'extra')",  # more values than parameters
+                 "lookup('Paris')"):  # a tool that is not offered
+        got = f.parse_lenient(_wrap(fmt, body), tools=OFFERED)
+        assert "Paris" not in str([c.arguments for c in got.calls]), body
+        assert any("positional" in m and "dropped" in m for m in _bad(got)), body
+
+
+def test_positional_values_through_the_pipeline():
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}}}]
+    text = "<|tool_call_start|>[get_weather('Paris', unit='celsius')]<|tool_call_end|>"
+    res = Refiner().refine({"upstream": text, "tools": tools})
+    assert res["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}]
+
+
+@pytest.mark.parametrize("fmt", PYTHONIC)
+@pytest.mark.parametrize(
+    "literal, command",
+    [
+        (r'''"echo \"hi there\" > out.txt"''', 'echo "hi there" > out.txt'),
+        (r"""'grep -r \'def main\' src/ | sed \'s/, /\\t/g\''""", r"grep -r 'def main' src/ | sed 's/, /\t/g'"),
+        (r'''"bash -c \"echo \\\"nested, (quoted)\\\"\""''', r'bash -c "echo \"nested, (quoted)\""'),
+        (r'''"find . -name \"*.py\" | xargs grep \"def \""''', 'find . -name "*.py" | xargs grep "def "'),
+    ],
+)
+def test_a_shell_command_with_escaped_quotes_reads_whole(fmt, literal, command):
+    f = formats.get(fmt)
+    for body in (f"bash(command={literal})", f"bash(command={literal}), set_date(month=07)"):
+        got = f.parse_lenient(_wrap(fmt, body) if fmt != "olmo3" else _wrap(fmt, body.replace("), ", ")\n")))
+        assert got.calls[0] == ToolCall("bash", {"command": command}), body
+    cut = f.parse_lenient(_wrap(fmt, f"bash(command={literal}").removesuffix(f.tags[1]).removesuffix("]"))
+    assert cut.calls == [ToolCall("bash", {"command": command})]

@@ -79,6 +79,18 @@ SHAPES = {
                         '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}'), [P]),
     "anthropic blocks": (('[{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "get_weather", '
                           '"input": {"city": "Paris"}}]'), [P]),
+    # issue 20: shapes real models answer in
+    "BFCL answer shape": ('{"get_weather": {"city": "Paris"}}', [P]),
+    "BFCL answer list": ('[{"get_weather": {"city": "Paris"}}, {"get_time": {"city": "Paris"}}]', [P, T]),
+    "keyed objects, one per key": ('```json\n{"get_weather": {"city": "Paris"}, "get_time": {"city": "Paris"}}\n```',
+                                   [P, T]),
+    "python tuple pair": ("('get_weather', {'city': 'Paris'})", [P]),
+    "JSON pairs": ('[["get_weather", {"city": "Paris"}], ["get_time", {"city": "Paris"}]]', [P, T]),
+    "tuples in a list": ("Calls: [('get_weather', {'city': 'Paris'}), ('get_time', {'city': 'Paris'})]", [P, T]),
+    "concatenated lists": ('[get_weather(city="Paris")] + [get_time(city="Paris")]', [P, T]),
+    "concatenated, no spaces": ('[get_weather(city="Paris")]+[get_time(city="Paris")]', [P, T]),
+    "escaped parameter in JSON": ('{"name": "get_weather", "arguments": {"city": "Paris", "u\\_nit": "c"}}',
+                                  [ToolCall("get_weather", {"city": "Paris", "u\\_nit": "c"})]),
     "unicode and brackets in values": ('[get_weather(city="Zürich ]) (x")]\nok', [ToolCall("get_weather", {
         "city": "Zürich ]) (x"})]),
 }
@@ -107,6 +119,15 @@ TALK = {
     "prose parentheses": "Paris (France) is sunny (mostly).",
     "code calls to other names": "```python\nimport json\nprint(json.dumps({'a': 1}))\n```",
     "unclosed in prose": "Try get_weather(city='Paris' sometime",
+    # gpt-oss's final channel is the answer (vLLM's harmony parser returns it as content), whatever it holds
+    "gpt-oss final channel": ('<|channel|>analysis<|message|>Quote it.<|end|><|start|>assistant<|channel|>final'
+                              '<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|return|>'),
+    "gpt-oss final pythonic": '<|channel|>final<|message|>[get_weather(city="Paris")]',
+    # a keyed object or a pair whose name is no offered tool is data
+    "keyed data": 'The record is {"user": {"id": 1, "city": "Paris"}}.',
+    "keyed data alone": '{"weather": {"city": "Paris"}}',
+    "pair of data": '["user", {"id": 1}]',
+    "sum in prose": "Compute [1, 2] + [3] with get_weather? No.",
 }
 
 
@@ -310,3 +331,53 @@ def test_arguments_written_right_after_a_tool_name_are_a_call():
     assert read('I ran get_weather{"city": "Paris"} yesterday.') == []
     assert read('lookup{"city": "Paris"}') == []
     assert read('lookup{"term": "x"}', None) == [ToolCall("lookup", {"term": "x"})]
+
+
+def test_a_call_beside_gpt_oss_final_channel_is_still_read():
+    final = '<|channel|>final<|message|>As JSON: {"name": "get_time", "arguments": {"city": "Paris"}}<|end|>'
+    call = '<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{"city": "Paris"'
+    assert read(final + call + "}<|call|>") == [P]
+    assert [c.name for c in read(final + call)] == ["get_weather"]  # cut: the answer's JSON is still text
+
+
+def test_keyed_objects_and_pairs_need_the_tools():
+    """Without a tool list, {"NAME": {...}} and ("NAME", {...}) are data (a record, a pair): never calls."""
+    for text in ('{"get_weather": {"city": "Paris"}}', "('get_weather', {'city': 'Paris'})",
+                 '[["get_weather", {"city": "Paris"}]]'):
+        assert read(text, None) == [], text
+
+
+def test_markdown_escaped_parameter_names_take_the_declared_names_through_the_pipeline():
+    tools = [{"name": "describe", "parameters": {"type": "object", "properties": {
+        "topic": {"type": "string"}, "detail_level": {"type": "integer"}}, "required": ["topic"]}}]
+    want = [{"name": "describe", "arguments": {"topic": "x", "detail_level": 2}}]
+    for text in ('describe(topic="x", detail\\_level=2)',
+                 '{"name": "describe", "arguments": {"topic": "x", "detail\\_level": 2}}',
+                 '[{"name": "describe", "arguments": {"topic": "x", "detail\\_level": 2}}]',
+                 '<tool_call>{"name": "describe", "arguments": {"topic": "x", "detail\\_level": 2}}</tool_call>',
+                 "{'describe': {'topic': 'x', 'detail\\_level': 2}}"):
+        assert Refiner().refine({"upstream": text, "tools": tools})["calls"] == want, text
+
+
+def test_bfcl_shapes_through_the_pipeline():
+    for text in ('[{"get_weather": {"city": "Paris"}}, {"get_time": {"city": "Paris"}}]',
+                 "[('get_weather', {'city': 'Paris'}), ('get_time', {'city': 'Paris'})]",
+                 '[get_weather(city="Paris")] + [get_time(city="Paris")]'):
+        res = Refiner().refine({"upstream": text, "tools": TOOLS})
+        assert res["calls"] == [P.to_dict(), T.to_dict()], text
+
+
+def test_markdown_escaped_parameter_names_take_the_declared_names():
+    offered = {"describe": ["topic", "detail_level"]}
+    want = [ToolCall("describe", {"topic": "x", "detail_level": 2})]
+    esc = "detail" + "\\" + "_level"  # detail\_level, as markdown escapes it
+    for text in ('[{"name": "describe", "arguments": {"topic": "x", "ESC": 2}}]',
+                 '{"describe": {"topic": "x", "ESC": 2}}',
+                 "('describe', {'topic': 'x', 'ESC': 2})",
+                 '<tool_call>{"name": "describe", "arguments": {"topic": "x", "ESC": 2}}</tool_call>',
+                 'describe{"topic": "x", "ESC": 2}',
+                 "[describe(topic='x', ESC=2)]"):
+        assert read(text.replace("ESC", esc), offered) == want, text
+    # without a tool list the name is kept as written
+    text = '{"name": "describe", "arguments": {"ESC": 2}}'.replace("ESC", esc.replace("\\", "\\\\"))
+    assert read(text, None) == [ToolCall("describe", {esc: 2})]

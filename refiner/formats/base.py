@@ -336,6 +336,12 @@ class WireFormat:
         tags)."""
         return None
 
+    def answer_spans(self, text: str, start: int) -> list[tuple[int, int]]:
+        """``(start, end)`` of the parts of ``text`` after ``start`` that the format's grammar marks as the answer
+        meant for people, never calls (gpt-oss's ``final`` channel): :func:`refiner.formats.salvage.salvage` reads no
+        call there. The default: none (a format without such a mark)."""
+        return []
+
     # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:

@@ -18,7 +18,10 @@ with openai-harmony's parser) and SGLang's ``gpt_oss_detector.py``:
   not.
 
 Recovery reads each ``to=functions.NAME`` it finds, with or without its ``<|message|>`` and end tokens (also in text
-decoded with the special tokens dropped: ``commentary to=functions.NAME json{...}``).
+decoded with the special tokens dropped: ``commentary to=functions.NAME json{...}``). A text that stops inside a
+call's header (``to=functions.NAME<|channel|>commentary <|constrain|>json``, the token limit reached) holds no call:
+it is a cut between calls (``truncated``), nothing is read for it. Messages on the ``final`` channel are the answer,
+whatever they hold (JSON there is text: :meth:`Harmony.answer_spans` tells salvage).
 """
 
 from __future__ import annotations
@@ -49,6 +52,18 @@ _LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to=[^\s<]+\s*\Z")
 _LOST_EQUALS = re.compile(
     r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+)to[ \t]*:?[ \t]*(?=functions\.)"
 )
+# What may follow a recipient before the header's <|message|>: the channel, the content type, their tokens (the last
+# one possibly cut short).
+_HEADER_REST = re.compile(
+    r"(?:\s|<\|(?:channel|constrain)\|>|analysis|commentary|final|json)*(?:<\|?[a-z]*\|?|[a-z]+)?\Z"
+)
+MAX_HEADER_REST = 64  # how long the rest of a header after its recipient may be
+
+
+def _is_header_rest(rest: str) -> bool:
+    return len(rest) <= MAX_HEADER_REST and _HEADER_REST.fullmatch(rest) is not None
+
+
 RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
 
 
@@ -208,8 +223,13 @@ class Harmony(WireFormat):
         if 0 <= m < stop:
             body_start = m + len(MESSAGE)
         else:  # the <|message|> token was lost (or every special token was dropped by the decoder)
-            out.note("missing_tag", f"missing {MESSAGE} in the call to {name[:60]!r}")
             brace = text.find("{", pos, min(stop, pos + RECOVER_ARGS_WINDOW))
+            if brace < 0 and stop == len(text) and _is_header_rest(text[pos:].strip()):
+                # the text stops inside the header (its channel, content type or their tokens): no call was written
+                out.note("truncated", f"the text stops inside the header of the call to {name[:60]!r}")
+                out.mark_cut(None)
+                return len(text)
+            out.note("missing_tag", f"missing {MESSAGE} in the call to {name[:60]!r}")
             body_start = brace if brace >= 0 else pos
         end, tag = f.first((CALL, END, RETURN, START, CHANNEL, TO + PREFIX), body_start)
         if tag is None:
@@ -221,6 +241,25 @@ class Harmony(WireFormat):
         elif tag is None:
             out.mark_cut(None)
         return end + len(CALL) if tag == CALL else end
+
+    def answer_spans(self, text: str, start: int) -> list[tuple[int, int]]:
+        """The messages on the ``final`` channel addressed to no one (the answer: JSON written there is text, not a
+        call), each from its ``<|channel|>`` to its end token (or the next message, or the end of the text)."""
+        spans: list[tuple[int, int]] = []
+        f = Finder(text)
+        pos = start
+        while len(spans) < MAX_RECOVERED_ITEMS:
+            c = f.next(CHANNEL, pos)
+            if c < 0:
+                break
+            k = skip_ws(text, c + len(CHANNEL))
+            end, tag = f.first((END, RETURN, CALL, START), k)
+            m = f.next(MESSAGE, k)
+            role = text[max(start, c - RECOVER_ARGS_WINDOW) : c].rpartition(START)[2].rpartition(END)[2]
+            if text.startswith("final", k) and 0 <= m < end and TO not in text[k:m] and TO not in role:
+                spans.append((c, end))
+            pos = end + len(tag) if tag else len(text)
+        return spans
 
     # Render
 

@@ -12,6 +12,11 @@
 They are two formats because each renders one canonical text; they share the marker and
 :func:`refiner.formats.detect_format` tells them apart by what follows it (``[`` starts the v2-v7 list; a v11 name
 never starts with ``[``). Reasoning may come first as ``<think>...</think>`` or Magistral's ``[THINK]...[/THINK]``.
+
+A ``[TOOL_CALLS]`` inside a JSON string value is text, in both shapes and in recovery too: a call's arguments run to
+where the JSON decoder ends them, or, in broken JSON, to the next token outside their strings
+(:func:`tokens_outside_strings`; a token inside a string that a call's shape follows still separates, as the string
+most likely lost its closing quote).
 """
 
 from __future__ import annotations
@@ -87,8 +92,88 @@ def calls_start(text: str) -> int:
     return start
 
 
+_BOT = re.compile(re.escape(BOT))
+# A [TOOL_CALLS] that starts a call: a name, then [CALL_ID]..., [ARGS] or the arguments' "{".
+_BOT_CALL = re.compile(r"\[TOOL_CALLS\][\w.\-]{1,256}(?:\[CALL_ID\]|\[ARGS\]|\{)")
+MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this length (longer ones: only in junk)
+
+
+def _unescaped_quotes(text: str, a: int, b: int) -> int:
+    """How many double quotes of ``text[a:b]`` are not escaped (preceded by an even run of backslashes): C-speed
+    counts, a quote after a run of ``r`` backslashes counted once for each ``k <= r``, with alternating signs."""
+    n = text.count('"', a, b)
+    if n and text.find("\\", a, b) >= 0:
+        k, sign, run = 1, -1, '\\"'
+        while k <= MAX_ESCAPE_RUN:
+            c = text.count(run, a, b)
+            if not c:
+                break
+            n += sign * c
+            k, sign, run = k + 1, -sign, "\\" + run
+    return n
+
+
+def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) -> list[int]:
+    """Positions of the ``[TOOL_CALLS]`` tokens of ``text`` after ``start`` (a position outside any JSON string) that
+    lie outside the JSON strings (an even number of unescaped quotes since ``start``): a token inside a string value
+    is text. With ``stop_at_call``, only the first token outside strings, or inside a string when a call follows it
+    there (``NAME[ARGS]``, ``NAME{``: the string most likely lost its closing quote). Linear, in C-speed steps: the
+    quotes between two tokens are counted once, and the tokens inside a string are passed over to its next quote."""
+    found: list[int] = []
+    inside, pos = False, start
+    quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
+    b = text.find(BOT, pos)
+    while b >= 0:
+        if 0 <= quote < b:
+            inside ^= _unescaped_quotes(text, pos, b) % 2 == 1
+        if not inside:
+            found.append(b)
+            if stop_at_call:
+                return found
+            if quote < 0:  # no string from here on: every token is outside
+                found.extend(m.start() for m in _BOT.finditer(text, b + len(BOT)))
+                return found
+            pos = b + len(BOT)
+            b = text.find(BOT, pos)
+        else:  # every token up to the next quote is in this string
+            q = text.find('"', b)
+            if stop_at_call:
+                call = _BOT_CALL.search(text, b, len(text) if q < 0 else q + 300)
+                if call is not None and (q < 0 or call.start() < q):
+                    return [call.start()]
+            if q < 0:
+                return found
+            pos = b + len(BOT)
+            b = text.find(BOT, q)
+        if 0 <= quote < pos:
+            quote = text.find('"', pos)
+    return found
+
+
 def _holds_list_after(body: str, at: int) -> bool:
     return body.startswith("[", skip_ws(body, at + len(BOT)))
+
+
+def _segments(body: str) -> tuple[str, list[str]]:
+    """``body`` split at its ``[TOOL_CALLS]`` tokens: the text before the first, and each call's text after its
+    token. A token inside a call's arguments is text: the arguments run to where the JSON decoder ends them, or, when
+    they do not decode, to the next token outside their strings (:func:`tokens_outside_strings`)."""
+    i = body.find(BOT)
+    lead = body[: i if i >= 0 else len(body)]
+    segments: list[str] = []
+    while i >= 0 and len(segments) <= MAX_SEGMENTS:
+        s = i + len(BOT)
+        nxt = body.find(BOT, s)
+        brace = body.find("{", s, nxt if nxt >= 0 else len(body))
+        if brace >= 0 and nxt >= 0:
+            try:
+                nxt = body.find(BOT, JSON_DECODER.raw_decode(body, brace)[1])
+            except (ValueError, RecursionError):
+                after = tokens_outside_strings(body, brace, stop_at_call=True)
+                nxt = after[0] if after else -1
+        segments.append(body[s : nxt if nxt >= 0 else len(body)])
+        i = nxt
+    return lead, segments
 
 
 @register
@@ -133,8 +218,14 @@ class Mistral(WireFormat):
         i = body.find(BOT)
         if i < 0:
             out.note("missing_tag", f"missing {BOT}")
-        else:
-            body = body[i + len(BOT) :].replace(BOT, " ")  # a repeated token is noise inside the list
+        else:  # a repeated token is noise inside the list; inside a string value it is text
+            body = body[i + len(BOT) :]
+            cuts = tokens_outside_strings(body, 0) if '"' in body else []
+            if '"' not in body:
+                body = body.replace(BOT, " ")
+            elif cuts:
+                ends = [0] + [j + len(BOT) for j in cuts]
+                body = " ".join(body[a:b] for a, b in zip(ends, [*cuts, len(body)]))
         value = lenient_json_in_prose(body)
         if not isinstance(value, list):
             out.note("not_a_list", "calls are not a JSON list")
@@ -198,8 +289,7 @@ class MistralV11(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         body = respell_tokens(text[calls_start(text) :], (BOT, ARGS, CALL_ID), out, _stands_as_token)
-        segments = body.split(BOT)
-        lead, segments = segments[0], segments[1:]
+        lead, segments = _segments(body)
         if not segments:
             out.note("missing_tag", f"missing {BOT}")
         if ARGS in lead:  # text before the first token: content, unless it holds NAME[ARGS]{...} (its token lost)

@@ -109,7 +109,7 @@ def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
     lo, hi = max(1, at - MAX_MEND_WINDOW // 2), min(len(src) - 1, at + MAX_MEND_WINDOW // 2)
     for p in range(lo, hi + 1):
         a, b, before = src[p - 1], src[p], src[p - 2] if p > 1 else ""
-        if a != '"' or b != '"':
+        if (a != '"' or b != '"') and a != "\\":  # (a quote after a backslash would be text, not a quote)
             edits.append((p, '"'))
         if a == '"':
             edits.append((p, ":"))

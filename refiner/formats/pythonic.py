@@ -4,6 +4,12 @@ never ``eval``). Used by the ``toolace`` format.
 Argument names that are Python keywords (``from=``, ToolACE has them) are accepted; keys that are not identifiers
 render as a trailing ``**{"key": value}``, which reads back. Values are JSON values written as Python literals;
 ``true``/``false``/``null`` are read as well.
+
+Lenient readings (each reported as a ``bad_argument`` problem): positional values (LFM2 writes
+``get_weather('Paris', unit='celsius')``) take the offered tool's parameters in declared order when the request's
+tools are known and they fit (:func:`place_positional`), else they are dropped; a value no JSON value holds
+(``1e999``) drops its argument; a bytes literal reads as its text. The item-by-item reader
+(:mod:`refiner.formats.toolace`) also reads ``07`` as 7 and drops an argument written without a value (``f(city=)``).
 """
 
 from __future__ import annotations
@@ -121,28 +127,38 @@ def dotted_name(node: ast.expr) -> str | None:
 
 class Literals:
     """Converts literal ast nodes to JSON values. ``strict`` rejects tuples, sets and unknown names; otherwise
-    they become lists and strings."""
+    they become lists and strings. A value no JSON value holds (``1e999``, ``1j``, ``...``) fails in either mode
+    (:meth:`arguments` in a lenient reading drops that argument and says so); a bytes literal (``b'z'``) is a failure
+    in strict mode and its text (``"z"``) otherwise, with a problem."""
 
-    def __init__(self, fmt: WireFormat, src: str, offset: int, strict: bool) -> None:
+    def __init__(
+        self, fmt: WireFormat, src: str, offset: int, strict: bool, problems: list[Problem] | None = None
+    ) -> None:
         self.fmt, self.src, self.offset, self.strict = fmt, src, offset, strict
+        self.problems = problems  # where a lenient reading notes what it read otherwise than as written
 
     def fail(self, node: ast.AST, message: str) -> FormatError:
         return self.fmt.error(
             message, self.offset + _offset(self.src, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
         )
 
+    def _source(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.src, node) or ""
+
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             v = node.value
             if isinstance(v, float) and not math.isfinite(v):  # 1e999: no JSON number holds it
-                if self.strict:
-                    raise self.fail(node, "number out of range")
-                return ast.get_source_segment(self.src, node) or str(v)
+                raise self.fail(node, f"number {self._source(node)[:40]} is out of range (no JSON number holds it)")
             if v is None or isinstance(v, (str, bool, int, float)):
                 return v
-            if not self.strict:
-                return str(v)
-            raise self.fail(node, f"{type(v).__name__} literal is not a JSON value")
+            if isinstance(v, bytes) and not self.strict:
+                text = v.decode("utf-8", errors="replace")
+                if self.problems is not None:
+                    self.problems.append(Problem("bad_argument", f"bytes literal {self._source(node)[:40]} read as "
+                                                                 f"the string {text[:40]!r}"))
+                return text
+            raise self.fail(node, f"{type(v).__name__} literal {self._source(node)[:40]} is not a JSON value")
         if (
             isinstance(node, ast.UnaryOp)
             and isinstance(node.op, (ast.USub, ast.UAdd))
@@ -150,9 +166,7 @@ class Literals:
         ):
             v = node.operand.value
             if isinstance(v, float) and not math.isfinite(v):
-                if self.strict:
-                    raise self.fail(node, "number out of range")
-                return ast.get_source_segment(self.src, node) or str(v)
+                raise self.fail(node, f"number {self._source(node)[:40]} is out of range (no JSON number holds it)")
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.List) or (not self.strict and isinstance(node, (ast.Tuple, ast.Set))):
@@ -172,31 +186,82 @@ class Literals:
         if isinstance(node, ast.Name) and node.id in _JSONISH:
             return _JSONISH[node.id]
         if not self.strict:
-            return ast.get_source_segment(self.src, node) or ""
+            return self._source(node)
         raise self.fail(node, f"{type(node).__name__} is not a literal value")
 
-    def arguments(self, call: ast.Call, problems: list[Problem] | None = None) -> dict[str, Any]:
-        """Keyword arguments of ``call`` (``**{...}`` merged); positional ones are an error (or a problem)."""
-        if call.args:
-            if problems is None:
-                raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
-            problems.append(Problem("bad_argument", f"{len(call.args)} positional argument(s) dropped"))
+    def arguments(
+        self, call: ast.Call, problems: list[Problem] | None = None, params: Iterable[str] | None = None
+    ) -> dict[str, Any]:
+        """Keyword arguments of ``call`` (``**{...}`` merged); positional ones are an error, or, in a lenient reading
+        (``problems`` given), placed on ``params`` (the called tool's declared parameter names, in order: see
+        :func:`place_positional`) when they are known, else dropped; either way a problem says so. A lenient reading
+        drops an argument whose value no JSON value holds, with a problem."""
+        if call.args and problems is None:
+            raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
+        if problems is not None:
+            self.problems = problems
         args: dict[str, Any] = {}
         for kw in call.keywords:
-            if kw.arg is None:
-                extra = self.value(kw.value)
-                if not isinstance(extra, dict):
-                    raise self.fail(kw.value, "'**' must be followed by a dict literal")
-                items = list(extra.items())
-            else:
-                items = [(_arg_name(kw.arg), self.value(kw.value))]
+            try:
+                if kw.arg is None:
+                    extra = self.value(kw.value)
+                    if not isinstance(extra, dict):
+                        raise self.fail(kw.value, "'**' must be followed by a dict literal")
+                    items = list(extra.items())
+                else:
+                    items = [(_arg_name(kw.arg), self.value(kw.value))]
+            except FormatError as e:
+                if problems is None:
+                    raise
+                what = f"argument {_arg_name(kw.arg)!r}" if kw.arg else "'**' arguments"
+                problems.append(Problem("bad_argument", f"{what} dropped: {e.message}"))
+                continue
             for k, v in items:
                 if k in args:
                     if problems is None:
                         raise self.fail(kw.value, f"argument {k!r} given twice")
                     problems.append(Problem("bad_argument", f"argument {k!r} given twice; last kept"))
                 args[k] = v
+        if call.args:
+            values = []
+            for a in call.args:
+                try:
+                    values.append(self.value(a) if not isinstance(a, ast.Starred) else _UNPLACEABLE)
+                except FormatError:
+                    values.append(_UNPLACEABLE)
+            place_positional(values, args, params, problems)
         return args
+
+
+_UNPLACEABLE: Any = object()  # a positional value that is not a JSON value (``*rest``, ``1e999``)
+
+
+def place_positional(
+    values: list[Any], args: dict[str, Any], params: Iterable[str] | None, problems: list[Problem] | None
+) -> bool:
+    """Places positional ``values`` on the declared parameter names ``params`` (in order), adding them to ``args``,
+    when the tool is known and they fit: no more values than parameters, none of those parameters also given by
+    name, every value a JSON value; else drops them all (nothing is guessed). Either way a ``bad_argument`` problem
+    is noted in ``problems`` (when given). Returns whether they were placed."""
+    names = list(params or ())[: len(values)]
+    if (
+        len(names) == len(values)
+        and values
+        and not any(n in args for n in names)
+        and not any(v is _UNPLACEABLE for v in values)
+    ):
+        placed = dict(zip(names, values))  # (first, as written)
+        placed.update(args)
+        args.clear()
+        args.update(placed)
+        if problems is not None:
+            problems.append(Problem("bad_argument", f"{len(values)} positional argument(s) read as "
+                                                    f"{', '.join(names)} (the tool's parameters in declared order)"))
+        return True
+    if problems is not None:
+        why = "the tool's parameters are not known" if params is None else "they do not fit the tool's parameters"
+        problems.append(Problem("bad_argument", f"{len(values)} positional argument(s) dropped: {why}"))
+    return False
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ decoder and :mod:`refiner.formats.jsonfix`).
 Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
 
     answer   := (noise | site)*
-    site     := tagged | named | object | call | quoted
+    site     := tagged | named | object | keyed | pair | call | quoted
     tagged   := MARKER ...             a registered format's first marker to the end of the text, read by that
                                        format's parse_lenient (the site ends after the format's last closer when
                                        one follows its last marker); formats sharing a marker are told apart by
@@ -30,17 +30,25 @@ Grammar (the text after any reasoning block; ``ws`` is spaces and tabs)::
                                        name (name / tool_name / api_name / function.name / ...) and its arguments
                                        (arguments / parameters / input / args, an object or JSON text); items of a
                                        JSON list are objects of their own
+    keyed    := "{" NAME ":" object "}" BFCL's answer shape (and Apertus's calls): each key an offered tool's name,
+                                       its value the arguments (one call per key); with tools only
+    pair     := ( "(" | "[" ) QUOTE NAME QUOTE "," object ( ")" | "]" )
+                                       a name and its arguments as a tuple or a JSON pair; NAME offered, tools only
     call     := NAME ws "(" args ")"   NAME a dotted identifier (a markdown escape \\_ reads as _; a namespace prefix
                                        such as functions. or default_api. is dropped when the rest names an offered
                                        tool); args keyword literals (true/false/null too), and positional literals
                                        mapped onto the offered tool's parameters in their declared order
     quoted   := QUOTE call QUOTE       a string literal holding exactly one call
+    by names := markup no format knows (an XML-ish element, a labelled line, a YAML-ish block) holding an offered
+                tool's name as a whole field and its declared parameter names: read by
+                :mod:`refiner.formats.markup`, only when no other site gave a call, and marked as found so
 
 When a call counts (no call is ever made up from prose that does not hold one):
 
 - A call is *structured* when it sits in a code fence, or its line up to it holds only list brackets, quotes,
   bullets, numbering, tags, ``return`` / ``await`` / ``>>>`` / an assignment, or ends with ``:``, or it follows
-  another structured call with only separators (``,`` ``;`` brackets, quotes, spaces) between. Tagged regions and
+  another structured call with only separators (``,`` ``;`` ``+`` brackets, quotes, spaces) between: lists joined by
+  ``+`` (``[a(x=1)] + [b(y=2)]``) are read whole. Tagged regions and
   call objects are structured. Any other call is *loose* (inside a sentence).
 - A structured call counts. A loose call counts only when the request offers tools, its name is an offered one
   (same name up to case and separators), it has at least one argument and every argument is a literal; and loose
@@ -57,6 +65,7 @@ When a call counts (no call is ever made up from prose that does not hold one):
 - Sites inside another site are part of it (a dict inside a call's arguments is a value). A call written again in
   another site (a restatement: the same name and arguments in another list, block or sentence) counts once; inside
   one list, repeated calls are kept.
+- Markdown-escaped parameter names (``detail\\_level``) are read as the names the offered tool declares.
 - A call cut off by the end of the text is left out, as tier 1 leaves out the call a text stops inside (never
   presented as complete, never an invented value).
 
@@ -82,7 +91,8 @@ from refiner.calls import ToolCall, canonical_json
 from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
-from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly
+from refiner.formats.markup import KIND, calls_by_names
+from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -122,7 +132,11 @@ _TRAILER = " \t;,.)]}'\"`*"  # what may follow a call on its line without making
 # words before a call's name, starting a list item: a tool name written with spaces
 _SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")
 _GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
-_STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()]*")  # between a structured call and the next one
+# between a structured call and the next one ("+" joins two lists: [a(x=1)] + [b(y=2)])
+_STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()+]*")
+# A call written as a pair: ("NAME", {...}) or ["NAME", {...}] (the name quoted, then a comma, before the object)
+_PAIR_HEAD = re.compile(r"[\[(][ \t]*(['\"])([^'\"\n]{1,256})\1[ \t]*,[ \t\n]*\Z")
+_PAIR_TAIL = re.compile(r"[ \t\n]*[\])]")
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
 # A tool name written right before its JSON arguments: an identifier, or Kimi-K2's call id functions.NAME:INDEX.
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")
@@ -153,6 +167,7 @@ class Site:
     context: str  # "in a code fence", "in a list", "in prose", ...
     line: int = 0
     group: int = 0
+    by_names: bool = False  # found by the offered tool and parameter names in markup no format knows
 
 
 @dataclass
@@ -227,6 +242,7 @@ class _Scan:
         self.sites: list[Site] = []
         self.notes: list[str] = []
         self.unreadable = 0  # structured calls that could not be read
+        self.name_hits = 0  # occurrences of offered names examined by the markup reader
         self.fences = self._fences()
         self.claimed: list[tuple[int, int]] = []
         self.last: Site | None = None  # the last site the left-to-right scan read
@@ -290,8 +306,12 @@ class _Scan:
                     break
         if not chosen and self.offered:  # no tag at all: calls told by the offered tools' names alone
             self.untagged(ranked)
+        # the parts a format's grammar marks as the answer (gpt-oss's final channel) hold no call, whatever is written
+        answers = {name: fmt.answer_spans(body, self.at) for name, (fmt, _, _) in chosen.items()}
         for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
             if any(a <= start < b for a, b in self.claimed):
+                continue
+            if any(a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):
                 continue
             # (a format whose call starts before its marker, GLM's name line above its first <arg_key>, says where)
             start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
@@ -306,13 +326,27 @@ class _Scan:
             # (with only whitespace between the reasoning and the marker the whole text reads the same, and a request
             # has read it in this format already: its strict reading is not made again, see formats.same_texts)
             got = fmt.parse_lenient(body if start == skip_ws(body, self.at) else body[start:], tools=self.offered)
-            calls = [c for c in got.calls if _usable_name(c.name)]
+            calls = [self.unescape_params(c) for c in got.calls if _usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else "after prose" if body[self.at : start].strip() \
                     else "at the start"
                 self.sites.append(Site(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, True, where,
                                        self.line_of(start)))
                 self.claimed.append((start, end))
+        self.claimed.extend(span for spans in answers.values() for span in spans)
+
+    def by_names(self) -> None:
+        """Calls in markup no format knows, found by the offered tools' names and parameter names
+        (:func:`refiner.formats.markup.calls_by_names`): a site each, marked ``by_names`` and noted."""
+        found, notes, self.name_hits = calls_by_names(self.text, self.at, self.offered or {}, self.claimed)
+        self.notes.extend(notes)
+        for f in found:
+            where = "after prose" if self.text[self.at : f.start].strip() else "at the start"
+            self.add(Site(f.start, f.end, [f.call], f"{KIND} ({f.how})", None, True, where, self.line_of(f.start),
+                          by_names=True))
+        if found:
+            self.notes.append(f"{len(found)} call(s) found only by the offered tool and parameter names, in markup "
+                              "no format knows")
 
     def untagged(self, ranked: Sequence[WireFormat]) -> None:
         """The first format that reads calls in a text holding none of its tags, by the offered tools
@@ -500,7 +534,10 @@ class _Scan:
         for a in node.args:
             if isinstance(a, ast.Starred) or _kind(a) != "literal":
                 return None  # a signature (get_weather(city)) or an expression: not a call to read
-            positional.append(lit.value(a))
+            try:
+                positional.append(lit.value(a))
+            except FormatError:
+                return None  # 1e999: no JSON value
         kinds = [_kind(kw.value) for kw in node.keywords]
         if "placeholder" in kinds or (not structured and "expression" in kinds):
             return None
@@ -510,13 +547,10 @@ class _Scan:
         except (FormatError, RecursionError):
             return None
         if positional:
-            params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else []
-            if len(positional) <= len(params) and not any(p in args for p in params[: len(positional)]):
-                args.update(zip(params, positional))
-            elif not listed:
+            params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else None
+            if not place_positional(positional, args, params, problems) and not listed:
                 return None  # values that cannot be placed, outside a list: code (print("x")) or prose
-            else:
-                self.notes.append(f"{name}: {len(positional)} positional value(s) that no parameter takes dropped")
+        self.notes.extend(f"{name}: {p.message}" for p in problems)
         if not structured and not args:
             return None
         return ToolCall(name, args)
@@ -530,6 +564,9 @@ class _Scan:
         named = self.named_object(at, end, value)
         if named is not None:
             return named
+        paired = self.pair_object(at, end, value)
+        if paired is not None:
+            return paired
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
@@ -538,7 +575,8 @@ class _Scan:
         for fmt in by_rank():
             if fmt.detection.bare and fmt.claims_value(value):
                 try:
-                    calls = [c for c in fmt.parse_lenient(dumps(value)).calls if _usable_name(c.name)]
+                    calls = [self.unescape_params(c) for c in fmt.parse_lenient(dumps(value)).calls
+                             if _usable_name(c.name)]
                 except (TypeError, ValueError):
                     calls = []
                 if calls:
@@ -547,7 +585,7 @@ class _Scan:
                     return end
         name = _object_name(value)
         if name is None:
-            return at + 1
+            return self.keyed_object(at, end, value, structured, where)
         flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
         if flat and not (is_offered(name, self.offered) or self.offered is None and structured):
             return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
@@ -557,6 +595,7 @@ class _Scan:
             return at + 1
         if "\\_" in call.name:  # a markdown-escaped name
             call = ToolCall(call.name.replace("\\_", "_"), call.arguments, call.outputs)
+        call = self.unescape_params(call)
         if self.offered is not None:
             resolved, hit = _resolve(call.name, self.offered)
             if hit is not None and resolved != call.name:
@@ -564,6 +603,58 @@ class _Scan:
         fmt_name = next((f.name for f in by_rank() if f.claims_value(value)), None)
         self.add(Site(at, end, [call], "JSON call object", fmt_name, True, where, self.line_of(at)))
         return end
+
+    def keyed_object(self, at: int, end: int, value: dict, structured: bool, where: str) -> int:
+        """``{"NAME": {...}}`` (BFCL's answer shape, Apertus's calls): each key a tool name and its value the
+        arguments. A call only when every key names an offered tool (several keys: one call each; without tools
+        ``{"user": {"id": 1}}`` is data); returns where scanning goes on."""
+        if not value or len(value) > 16 or self.offered is None or not all(isinstance(v, dict) for v in value.values()):
+            return at + 1
+        names = list(value)
+        hits = [_resolve(n, self.offered)[1] for n in names]
+        if any(h is None for h in hits):
+            return at + 1
+        calls = [self.unescape_params(ToolCall(h, {str(k): v for k, v in value[n].items()}))
+                 for n, h in zip(names, hits)]
+        self.add(Site(at, end, calls, "tool name keyed object", None, True, where, self.line_of(at)))
+        return end
+
+    def pair_object(self, at: int, end: int, value: dict) -> int | None:
+        """``("NAME", {...})`` / ``["NAME", {...}]``: the arguments after the quoted tool name in a pair. A call when
+        the name is offered (without tools ``["user", {"id": 1}]`` is data); where scanning goes on, or ``None`` when
+        the object is not the second item of such a pair."""
+        lo = max(self.at, at - 300)
+        if self.offered is None or self.text.rfind(",", lo, at) < 0:
+            return None
+        m = _PAIR_HEAD.search(self.text, lo, at)
+        tail = _PAIR_TAIL.match(self.text, end) if m is not None else None
+        if tail is None:
+            return None
+        written = m.group(2).replace("\\_", "_")
+        structured, where, _ = self.context(m.start())
+        name = _resolve(written, self.offered)[1]
+        if name is None:
+            return None
+        call = self.unescape_params(ToolCall(name, {str(k): v for k, v in value.items()}))
+        self.add(Site(m.start(), tail.end(), [call], "name and arguments pair", None, True,
+                      where if structured else "in a list", self.line_of(m.start())))
+        return tail.end()
+
+    def unescape_params(self, call: ToolCall) -> ToolCall:
+        """``call`` with its markdown-escaped parameter names (``detail\\_level``) read as the names the offered
+        tool declares (``detail_level``); as it is without tools, or when the tool declares the name as written."""
+        if self.offered is None or not any("\\_" in k for k in call.arguments):
+            return call
+        declared = self.offered.get(call.name) or ()
+        args = {}
+        for k, v in call.arguments.items():
+            plain = k.replace("\\_", "_")
+            args[plain if plain != k and k not in declared and plain in declared and plain not in call.arguments
+                 else k] = v
+        if args.keys() == call.arguments.keys():
+            return call
+        self.notes.append(f"{call.name}: markdown-escaped parameter names read as the declared ones")
+        return ToolCall(call.name, args, call.outputs, call.step)
 
     def named_object(self, at: int, end: int, value: dict) -> int | None:
         """The object at ``at`` as the arguments of the tool named right before it: ``NAME{...}`` (Mistral v11's and
@@ -606,7 +697,7 @@ class _Scan:
             name, hit = _resolve(written[len(_V3_TYPE) :], self.offered)
         if self.offered is not None and hit is None:
             return None
-        call = ToolCall(hit or name, {str(k): v for k, v in value.items()})
+        call = self.unescape_params(ToolCall(hit or name, {str(k): v for k, v in value.items()}))
         self.add(Site(start, end, [call], "named JSON arguments", None, True, where, self.line_of(start)))
         return end
 
@@ -769,6 +860,8 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         with repair_budget():
             scan.tagged()
             scan.scan()
+            if offered and not any(site.calls for site in scan.sites):
+                scan.by_names()
             if budget_spent():
                 complete = False
                 scan.notes.append("gave up repairing JSON: the repair budget was spent")
@@ -782,5 +875,6 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
     out = scan.result()
     out.complete = complete
-    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed}
+    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed,
+                "names": scan.name_hits}
     return out

@@ -10,7 +10,8 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, offered_tools, register
@@ -30,6 +31,7 @@ from refiner.formats.pythonic import (
     open_brackets,
     parse_expr,
     parse_quietly,
+    place_positional,
     render_call,
     split_top_level,
     strict_call_list,
@@ -176,40 +178,72 @@ class ToolAce(WireFormat):
         if unclosed:
             problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
         inner = segment[p + 1 : close]
-        args = self._recover_args(inner, problems)
+        args = self._recover_args(inner, problems, _declared(name))
         out.calls.append(ToolCall(name, args))
         if last and unclosed:
             complete, clean = _cut_arguments(inner, args)
             out.mark_cut(len(out.calls) - 1, name, complete, clean)
 
-    def _recover_args(self, inner: str, problems: list[Problem]) -> dict:
+    def _recover_args(self, inner: str, problems: list[Problem], params: Mapping[str, Any] | None = None) -> dict:
+        """The arguments ``inner`` (a call's text between its parentheses) holds; ``params``: the called tool's
+        declared parameters when the request's tools are known (positional values are placed on them, in order)."""
         src = f"f({inner})"
         if len(src) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(src)):
             try:
                 node = parse_expr(self, src, 0)
                 if isinstance(node, ast.Call):
-                    return Literals(self, src, 0, strict=False).arguments(node, problems)
+                    return Literals(self, src, 0, strict=False).arguments(node, problems, params)
             except FormatError:
                 pass
         args = {}
+        positional: list[Any] = []
         for part in split_top_level(inner, lenient_quotes=True):
             key, eq, raw = part.partition("=")
-            if not eq or not key.strip():
+            if not eq or not key.strip() or not _ARG_NAME.fullmatch(key.strip()):
+                if part.strip() and not positional and not args and _ARG_NAME.fullmatch(part.strip()) is None:
+                    value = self._recover_value("", part.strip(), problems, None)
+                    if value is not _DROPPED:
+                        positional.append(value)
+                        continue
                 if part.strip():
                     problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
                 continue
-            args[key.strip()] = self._recover_value(key.strip(), raw.strip(), problems)
+            key = key.strip()
+            value = self._recover_value(key, raw.strip(), problems, (params or {}).get(key) if params else None)
+            if value is not _DROPPED:
+                args[key] = value
+        if positional:
+            place_positional(positional, args, params, problems)
         return args
 
-    def _recover_value(self, key: str, raw: str, problems: list[Problem]) -> object:
+    def _recover_value(self, key: str, raw: str, problems: list[Problem], param: Any = None) -> object:
         """One argument's value: a Python literal (ast), else a string whose own quotes were not escaped (read to
-        the quote that ends the value, and reported), else repaired JSON, else the text itself (reported)."""
+        the quote that ends the value, and reported), else repaired JSON, else the text itself (reported).
+        :data:`_DROPPED` (reported) for no value at all (``f(city=)``) and for a number no JSON number holds; an
+        integer written with leading zeros (``07``) is read as the integer (reported), or as its text when ``param``
+        (the parameter's spec, when the tools are known) declares a string."""
+        if not raw:
+            problems.append(Problem("bad_argument", f"argument {key!r} has no value; dropped"))
+            return _DROPPED
         if len(raw) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(raw)):
             try:
                 node = parse_expr(self, raw, 0)
-                return Literals(self, raw, 0, strict=False).value(node)
             except FormatError:
-                pass
+                node = None
+            if node is not None:
+                try:
+                    return Literals(self, raw, 0, strict=False, problems=problems).value(node)
+                except FormatError as e:
+                    problems.append(Problem("bad_argument", f"argument {key!r} dropped: {e.message}"))
+                    return _DROPPED
+        if _LEADING_ZEROS.fullmatch(raw):
+            if getattr(param, "type", None) == "string":
+                problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written without quotes; read as "
+                                                        "the string its parameter declares"))
+                return raw
+            problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written with leading zeros; read as "
+                                                    f"{int(raw)}"))
+            return int(raw)
         text = lenient_string(raw) if len(raw) <= MAX_AST_CHARS else None
         if text is not None:
             value, unescaped = text
@@ -233,6 +267,21 @@ class ToolAce(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}[{', '.join(render_call(c.name, dict(c.arguments)) for c in calls)}]{CLOSE}"
+
+
+_DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
+_ARG_NAME = re.compile(r"[^\W\d]\w*")
+_LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
+
+
+def _declared(name: str) -> Mapping[str, Any] | None:
+    """The declared parameters of the offered tool ``name`` (name -> spec, in declared order), or ``None`` when the
+    request's tools are not known or do not hold it."""
+    offered = offered_tools()
+    params = offered.get(name) if offered is not None else None
+    if params is None:
+        return None
+    return params if isinstance(params, Mapping) else dict.fromkeys(params)
 
 
 def _name_node(name: str) -> ast.expr:

@@ -3,7 +3,11 @@
 Dialects (names used in errors and ``ToolSpec.dialect``):
 
 - ``jsonschema``: ``{"name", "description", "parameters": {"type": "object", "properties", "required"}}`` (OpenAI
-  function, glaive tools); ``openai``: ``{"type": "function", "function": {...}}``; ``anthropic``: ``input_schema``.
+  function, glaive tools); ``openai``: ``{"type": "function", "function": {...}}``; ``anthropic``: ``input_schema``;
+  ``mcp``: an MCP server's tool, ``inputSchema`` (and ``outputSchema``, the outputs; ``title``, ``annotations``
+  kept as extra keys). Any valid JSON Schema is read (:mod:`refiner.specs.schema`: ``$ref`` / ``$defs``, ``allOf``,
+  top-level ``anyOf`` / ``oneOf``, boolean schemas, ``const``), at worst as free-form parameters
+  (``ToolSpec.free_form``) with a note (``ToolSpec.notes``), never refused.
 - ``toolace``: ``"type": "dict"`` with Python-ish type names; ``required`` may sit at the tool level (misplaced) next to
   ``"required": null``. ``bfcl``: ``"type": "dict"`` with ``integer``/``float``/``tuple``/``any`` and Java names.
 - ``xlam``: ``parameters`` maps names directly to ``{"type": "str, optional", "default", "description"}``; a parameter
@@ -21,19 +25,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
+from refiner.specs.schema import is_json_schema, normalise
 from refiner.specs.types import TypeInfo, parse_type, type_of_values
 
-DIALECTS = ("jsonschema", "openai", "anthropic", "glaive", "toolace", "bfcl", "xlam", "nestools", "nestful", "apibank")
+DIALECTS = (
+    "jsonschema", "openai", "anthropic", "mcp", "glaive", "toolace", "bfcl", "xlam", "nestools", "nestful", "apibank",
+)
 
 # How a parameter with no explicit required marker is treated.
 NEVER, UNLESS_OPTIONAL = "never", "unless_optional"
 
 _IMPLICIT = {
-    "jsonschema": NEVER, "openai": NEVER, "anthropic": NEVER, "glaive": NEVER, "toolace": NEVER, "bfcl": NEVER,
+    "jsonschema": NEVER, "openai": NEVER, "anthropic": NEVER, "mcp": NEVER, "glaive": NEVER, "toolace": NEVER, "bfcl": NEVER,
     "nestools": NEVER, "xlam": UNLESS_OPTIONAL, "apibank": UNLESS_OPTIONAL, "nestful": NEVER,
 }
 
@@ -43,7 +50,8 @@ _PARAM_KEYS = {"type", "description", "enum", "allowed_values", "possible_values
                "properties", "required", "minimum", "maximum", "pattern", "minLength", "maxLength", "min_length",
                "max_length", "nullable", "format", "optional", "anyOf", "oneOf"}
 _TOOL_KEYS = {"name", "api_name", "description", "api_description", "parameters", "input_schema", "query_parameters",
-              "path_parameters", "arguments", "required", "responses", "output_parameters", "output_parameter"}
+              "path_parameters", "arguments", "required", "responses", "output_parameters", "output_parameter",
+              "inputSchema", "outputSchema"}
 _PYTHONISH = {"int", "str", "list", "bool"}
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
 
@@ -55,6 +63,9 @@ class Ctx:
     dialect: str
     index: int | None
     name: str | None
+    # what the schema reader read otherwise than as written, and whether the parameters are free-form
+    notes: list[str] = field(default_factory=list, compare=False)
+    free_form: list[bool] = field(default_factory=list, compare=False)
 
     def error(self, field: str, message: str) -> SpecError:
         return SpecError(self.dialect, message, tool=self.index, name=self.name, field=field)
@@ -63,8 +74,11 @@ class Ctx:
 def is_schema_object(value: Mapping[str, Any]) -> bool:
     """A JSON Schema ``object`` (``{"type": "object", "properties": ...}``) rather than a name → parameter map.
 
-    A parameter map can hold a parameter *named* ``type`` or ``properties``; its value is then a dict, not a string."""
-    if isinstance(value.get("type"), str):
+    A parameter map can hold a parameter *named* ``type`` or ``properties``; its value is then a dict, not a string.
+    A schema written with ``$ref``, ``allOf`` / ``anyOf`` / ``oneOf`` or a type list at its top is one too."""
+    if isinstance(value.get("type"), str) or is_json_schema(value):
+        return True
+    if isinstance(value.get("type"), list) and value["type"] and all(isinstance(t, str) for t in value["type"]):
         return True
     props = value.get("properties")
     if not isinstance(props, Mapping) or not set(value) <= _SCHEMA_KEYS:
@@ -154,6 +168,8 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         info, raw = _read_type(ctx, path, value)
         p = _param_from_typeinfo(info)
         return _with(p, raw_type=raw), None, info.optional
+    if isinstance(value, bool):  # a boolean schema: true is any value, false none
+        return (Param() if value else Param(extra={"not": {}})), None, False
     if not isinstance(value, Mapping):
         raise ctx.error(path, f"a parameter must be an object or a type name, got {type(value).__name__}")
     info, raw = _read_type(ctx, f"{path}.type", value.get("type"))
@@ -166,6 +182,8 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         raise ctx.error(f"{path}.description", f"must be a string, got {type(desc).__name__}")
     for key in ("enum", "allowed_values", "possible_values"):
         _enum_like(ctx, path, value.get(key), kw, extra, key)
+    if "const" in value and "enum" not in kw:
+        kw["enum"] = (value["const"],)
     if "enum" not in kw and base.enum is not None:
         kw["enum"] = base.enum
     for key in ("default", "default_value"):
@@ -174,7 +192,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
             break
 
     items = value.get("items")
-    if isinstance(items, (Mapping, str)):
+    if isinstance(items, (Mapping, str, bool)):
         kw["items"] = read_param(ctx, f"{path}.items", items)[0]
     elif isinstance(items, list):
         extra["items"] = items  # tuple validation: kept verbatim
@@ -225,11 +243,13 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
             base = merged
         else:
             extra[alt_key] = alts
+            if merged is None and info.type is None:  # several alternatives: the one type they share, if any
+                base = _with(base, **_alternatives_type(ctx, f"{path}.{alt_key}", alts))
 
     ptype = base.type
     # "type": "Enum", or a NESTFUL (SGD) parameter with no type: the listed values say it
     untyped = value.get("type") is None and ctx.dialect == "nestful"
-    if ptype is None and kw.get("enum") and (untyped or str(value.get("type")).lower() == "enum"):
+    if ptype is None and kw.get("enum") and (untyped or "const" in value or str(value.get("type")).lower() == "enum"):
         ptype = type_of_values(list(kw["enum"]))
     fmt = value.get("format")
     if fmt is not None and not isinstance(fmt, str):
@@ -256,8 +276,21 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     return p, own_flag, optional
 
 
+def _alternatives_type(ctx: Ctx, path: str, alts: list[Any]) -> dict[str, Any]:
+    """The type a value of any of ``alts`` has: their one JSON type (``integer`` within ``number``), nullable when one
+    of them is ``null``; no type when they differ."""
+    params = [read_param(ctx, f"{path}.{i}", a)[0] for i, a in enumerate(alts)]
+    nullable = any(p.type == "null" or p.nullable for p in params)
+    types = {p.type for p in params if p.type != "null"}
+    if types <= {"integer", "number"} and types:
+        types = {"number"} if len(types) > 1 else types
+    return {"type": types.pop(), "nullable": nullable} if len(types) == 1 and None not in types else {}
+
+
 def _nullable_alternative(ctx: Ctx, path: str, alts: Any) -> Param | None:
     """``anyOf: [X, {"type": "null"}]`` → X made nullable; anything else → None (kept verbatim by the caller)."""
+    if isinstance(alts, list):
+        alts = [({} if a else {"not": {}}) if isinstance(a, bool) else a for a in alts]
     if not isinstance(alts, list) or not all(isinstance(a, Mapping) for a in alts):
         raise ctx.error(path, "must be a list of schemas")
     rest = [a for a in alts if a.get("type") != "null"]
@@ -296,10 +329,19 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict
     """A parameters block (JSON Schema object, or a name → parameter map) → (params, required names)."""
     if value is None:
         return {}, ()
+    if isinstance(value, bool):
+        value = {"type": "object"} if value else {"type": "object", "properties": {}, "additionalProperties": False}
+        if value.get("additionalProperties") is not False:
+            ctx.notes.append(f"{path}: the parameters schema is true: parameters read as free-form")
+            ctx.free_form.append(True)
     if not isinstance(value, Mapping):
         raise ctx.error(path, f"must be an object, got {type(value).__name__}")
     explicit: tuple[str, ...] | None = None
     if is_schema_object(value):
+        value, notes, free_form = normalise(value)
+        ctx.notes.extend(f"{path}: {n}" for n in notes)
+        if free_form:
+            ctx.free_form.append(True)
         info, _ = _read_type(ctx, f"{path}.type", value.get("type"))
         if info.type not in (None, "object"):
             raise ctx.error(f"{path}.type", f"the parameters schema must be an object, got {value.get('type')!r}")
@@ -369,6 +411,8 @@ def detect_one(d: Any) -> str | None:
         return None
     if "input_schema" in d:
         return "anthropic"
+    if "inputSchema" in d:
+        return "mcp"
     params = d.get("parameters")
     schema = isinstance(params, Mapping) and is_schema_object(params)
     if any(k in d for k in ("query_parameters", "path_parameters", "output_parameter")) or isinstance(
@@ -418,6 +462,8 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     params: dict[str, Param] = {}
     required: tuple[str, ...] = ()
     blocks = ("input_schema", "parameters") if dialect == "anthropic" else ("parameters",)
+    if dialect == "mcp":
+        blocks = ("inputSchema", "parameters")
     if dialect == "nestful":
         blocks = ("parameters", "path_parameters", "query_parameters", "arguments")
     for key in blocks:
@@ -433,12 +479,15 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     if top_req is not None and not isinstance(top_req, bool):
         required = _names(ctx, "required", top_req) + tuple(r for r in required if r not in top_req)
 
+    free_form = bool(ctx.free_form)
     outputs: dict[str, Param] = {}
-    for key in ("responses", "output_parameters", "output_parameter"):
+    for key in ("responses", "output_parameters", "output_parameter", "outputSchema"):
         if d.get(key) is not None:
             outputs.update(read_outputs(ctx, key, d[key]))
     extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
     extra.update(wrapper_extra)
-    if any(isinstance(d.get(key), Mapping) and d[key].get("additionalProperties") is False for key in blocks):
+    if any(d.get(key) is False or isinstance(d.get(key), Mapping) and d[key].get("additionalProperties") is False
+           for key in blocks):
         extra["additionalProperties"] = False  # a closed parameter list: tier-1 repair may trust it fully
-    return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra)
+    return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra,
+                    notes=tuple(ctx.notes), free_form=free_form)

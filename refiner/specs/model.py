@@ -114,6 +114,11 @@ class ToolSpec:
     # The dialect it was read from, and top-level keys that carry no schema (NESTFUL host/endpoint, OpenAI strict...).
     dialect: str | None = field(default=None, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    # What the schema reader read otherwise than as written (a top-level anyOf merged, a reference that points
+    # nowhere), and whether the tool takes any arguments (a schema that names no parameters but accepts some): its
+    # arguments are then not checked by name (refiner.specs.schema; the gate's ``spec`` warning says so).
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    free_form: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -130,6 +135,8 @@ class ToolSpec:
         }
         if self.extra.get("additionalProperties") is False:
             schema["additionalProperties"] = False
+        elif self.free_form:
+            schema["additionalProperties"] = True
         return schema
 
     def to_json_schema(self, *, include_outputs: bool = True) -> dict[str, Any]:

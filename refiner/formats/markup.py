@@ -1,0 +1,390 @@
+"""Calls in markup no registered format knows, found by the request's offered tool names and their parameter names
+(:func:`refiner.formats.salvage.salvage` asks, when nothing else in the text is a call). Models write their own
+markup when they are not told, or not trained on, their family's: an XML-ish element per call, a ReAct
+``Action:`` / ``Action Input:`` pair, a ``name: key=value`` line, a YAML-ish block. The tool name and the parameter
+names are what make such markup a call; nothing else is trusted.
+
+What is read (``T`` an offered tool's name, ``k`` one of the parameter names it declares)::
+
+    element  := "<" TAG ">" T "</" TAG ">"  ... ("<" k ">" VALUE "</" k ">")*       the name as an element's whole text,
+              | "<" T [ATTRS] ">" ... "</" T ">"                                  the name as a tag, or as a name /
+              | "<" TAG ... (name|tool|function)="T" ... ">" ... "</" TAG ">"     tool / function attribute; the
+                                                                                   arguments: child elements named
+                                                                                   k (or <param name="k">, k="v"
+                                                                                   attributes) before the container
+                                                                                   closes
+    labelled := LABEL T [":"] args? NL (more)*       LABEL nothing or a word ending in tool / action / function /
+                                                     name / call and a ":" or "=" (``Action: T``, ``tool = T``), at
+                                                     the start of its line (after a bullet); args on the same line:
+                                                     k=v or k: v pairs (separated by "," or ";"); more: the next lines,
+                                                     a JSON object (``Action Input: {...}``), or k: v / k=v lines
+                                                     (indented or under an ``arguments:`` line)
+    yaml     := ["-"] T ":" NL (INDENT k ":" VALUE NL)+
+
+Rules, so that no call is made of prose and no value is guessed:
+
+- the name is the *whole* of its field (an element's text, a tag, an attribute value, the value after a label, a
+  mapping key at the start of a line): ``Use get_weather to check`` is prose;
+- only the offered tool's own parameter names are read as arguments (another key is passed over, with a note), and
+  a call needs at least one argument, unless it is an element and the tool requires none;
+- a value is the text written for it: a JSON literal when it is one (``3``, ``true``, ``"a b"``, ``[1, 2]``),
+  else the text itself (quotes around it removed, XML entities decoded); a parameter written without a value is
+  left out (and noted), never filled in;
+- every call found this way is reported (the site says how it was found; the gate adds an ``offered_names``
+  warning).
+
+Cost: one C-speed search over the text for the offered names that occur in it (at most :data:`MAX_NAME_HITS` hits
+examined), and for each hit regex steps within :data:`PREFIX` characters before it and :data:`WINDOW` after it, at
+most :data:`SCAN_BUDGET` characters of argument regions in all.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.strict import JSON_DECODER
+
+MAX_NAME_HITS = 256  # occurrences of offered names examined
+MAX_NAMES = 256  # offered names looked for (the longest first)
+WINDOW = 2048  # characters after a name read for its arguments
+MAX_ARG_LINES = 64  # argument lines read after a labelled name
+SCAN_BUDGET = 131_072  # characters of argument regions read in all (then the rest of the text is not read)
+PREFIX = 300  # characters before a name looked at for its label or its element's tags
+MAX_PARAM_ELEMENTS = 64  # argument elements read per call
+
+KIND = "call found by the offered tool and parameter names"
+
+
+@dataclass
+class Found:
+    start: int
+    end: int
+    call: ToolCall
+    how: str  # "XML-ish element", "labelled line", "YAML-ish block"
+
+
+_LABEL = re.compile(
+    r"[ \t]*(?:[-*•][ \t]+|\d{1,2}[.)][ \t]+)?"
+    r"(?:(?:[A-Za-z][A-Za-z _]{0,24})?(?:tool|action|function|name|call|command|api)(?:[ _]?name)?[ \t]*[:=][ \t]*)?"
+    r"[\"'`*]*\Z",
+    re.IGNORECASE,
+)
+_ARG_HEADER = re.compile(
+    r"[ \t]*(?:[-*][ \t]+)?(?:[A-Za-z][A-Za-z _]{0,24})?(?:arguments|args|parameters|params|input|inputs)[ \t]*[:=]?"
+    r"[ \t]*\Z",
+    re.IGNORECASE,
+)
+_OPEN_TAG_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})(?:\s[^<>]{0,256})?>[ \t]*\Z")
+_NAME_ATTR_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})\s[^<>]{0,256}?\b(?:name|tool|function)=[\"']\Z")
+_CONTAINER_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})(?:\s[^<>]{0,256})?>\s*\Z")
+_OTHER_KEY = re.compile(r"[,;][ \t]*([A-Za-z_][\w\-]{0,64})[ \t]*[=:]")
+_ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
+
+
+@functools.lru_cache(maxsize=256)
+def _param_patterns(params: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """For a tool's declared parameter names: (the opening tag of a child element named k or of a <param name="k">
+    element, a k="v" attribute, a "k: v" / "k = v" pair)."""
+    alt = "|".join(re.escape(p) for p in sorted(params, key=len, reverse=True))
+    element = re.compile(  # (its closing tag is found by str.find: no lazy scan per opening)
+        r"<(?:(?P<tag>" + alt + r")|(?P<ptag>[A-Za-z_][\w\-]{0,32})\s+(?:name|key)=[\"']?(?P<pname>" + alt
+        + r")[\"']?)(?:\s[^<>]{0,256})?>"
+    )
+    attr = re.compile(r"(?<![\w\-])(" + alt + r")=(\"[^\"<>]{0,4096}\"|'[^'<>]{0,4096}')")
+    pair = re.compile(r"(?<![\w\-.])[\"']?(" + alt + r")[\"']?[ \t]*(?::(?!//)|=(?!=))[ \t]*")
+    return element, attr, pair
+
+
+@functools.lru_cache(maxsize=64)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
+    """The names as one plain alternation (a pattern that starts with a literal is searched at C speed; the
+    boundaries around a hit are checked by :func:`_whole_name`)."""
+    return re.compile("|".join(re.escape(n) for n in names))
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch in "_-"
+
+
+def _whole_name(text: str, s: int, e: int) -> bool:
+    """Whether the name at ``text[s:e]`` is not part of a longer name (``my_get_weather``, ``get_weather2``,
+    ``api.get_weather.v2``)."""
+    before = text[s - 1] if s else ""
+    after = text[e] if e < len(text) else ""
+    if before and (_is_word(before) or before == "."):
+        return False
+    return not (after and (_is_word(after) or (after == "." and _is_word(text[e + 1 : e + 2]))))
+
+
+def _text_value(raw: str, xml: bool = False) -> Any:
+    """The value written as ``raw``: a JSON literal when it is one, else its text (quotes around it removed; XML
+    entities decoded in an element). ``None`` result is JSON null; an empty text gives ``_NO_VALUE``."""
+    raw = raw.strip()
+    if xml and "&" in raw and _ENTITY.search(raw):
+        raw = html.unescape(raw).strip()
+    if not raw:
+        return _NO_VALUE
+    try:
+        value, end = JSON_DECODER.raw_decode(raw)
+        if end == len(raw):
+            return value
+    except (ValueError, RecursionError):
+        pass
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"`":
+        return raw[1:-1]
+    if raw in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[raw]
+    return raw
+
+
+_NO_VALUE: Any = object()
+
+
+def _line_bounds(text: str, pos: int, lo: int) -> tuple[int, int]:
+    """The line around ``pos``, looked for within :data:`PREFIX` characters before it (``lo`` at the latest) and
+    :data:`WINDOW` after."""
+    back = max(lo, pos - PREFIX)
+    start = text.rfind("\n", back, pos) + 1
+    if start == 0:
+        start = back
+    end = text.find("\n", pos, pos + WINDOW)
+    return start, min(len(text), pos + WINDOW) if end < 0 else end
+
+
+def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[str, Any]:
+    """``k=v`` / ``k: v`` pairs of declared names in ``segment`` (one line, or the text of several), each value up to
+    the next pair, a separator (``,`` ``;``) before it, or the end; values written as nothing are left out."""
+    args: dict[str, Any] = {}
+    hits = list(pair.finditer(segment))[:MAX_ARG_LINES]
+    for i, m in enumerate(hits):
+        stop = hits[i + 1].start() if i + 1 < len(hits) else len(segment)
+        raw = segment[m.end() : stop].strip()
+        if raw[:1] in ("'", '"'):  # a quoted value ends at its closing quote
+            close = raw.find(raw[0], 1)
+            while close > 0 and raw[close - 1] == "\\":
+                close = raw.find(raw[0], close + 1)
+            raw = raw[: close + 1] if close > 0 else raw
+        else:
+            other = _OTHER_KEY.search(raw)  # an undeclared key after a separator ends the value
+            if other is not None:
+                notes.append(f"{name}: {other.group(1)!r} is not a parameter it declares; passed over")
+                raw = raw[: other.start()]
+        value = _text_value(_strip_trailing(raw))
+        if value is _NO_VALUE:
+            notes.append(f"{name}: parameter {m.group(1)!r} written without a value; left out")
+            continue
+        args.setdefault(m.group(1), value)
+    return args
+
+
+def _strip_trailing(raw: str) -> str:
+    """A value's text without a code fence after it or a trailing separator."""
+    k = raw.find("```")
+    if k >= 0:
+        raw = raw[:k]
+    return raw.strip().rstrip(",;").strip()
+
+
+class _Reader:
+    def __init__(self, text: str, start: int, offered: Mapping[str, Sequence[str]]) -> None:
+        self.text = text
+        self.at = start
+        self.offered = offered
+        self.notes: list[str] = []
+        self.spent = 0  # characters of argument regions read
+
+    def params(self, name: str) -> tuple[str, ...]:
+        return tuple(p for p in (self.offered.get(name) or ()) if isinstance(p, str) and p)
+
+    # -- XML-ish ------------------------------------------------------------------------------------------------
+
+    def element(self, name: str, s: int, e: int) -> Found | None:
+        text = self.text
+        lo = max(self.at, s - PREFIX)
+        lt = text.rfind("<", lo, s)  # (the tags before the name are matched from the last "<", anchored)
+        container = None
+        if text[s - 1 : s] == "<" and (e >= len(text) or text[e] in "> \t\n/"):  # <NAME ...>: the tag is the name
+            head_end = text.find(">", e, e + 300)
+            if head_end < 0:
+                return None
+            body_start, region_end = head_end + 1, self._closing(name, head_end + 1)
+            attrs = text[e:head_end]
+            start = s - 1
+            if text[head_end - 1] == "/":  # <NAME k="v"/>
+                region_end = head_end + 1
+        elif lt >= 0 and (m := _NAME_ATTR_BEFORE.match(text, lt, s)) is not None and text[e : e + 1] in "\"'":
+            head_end = text.find(">", e, e + 300)
+            if head_end < 0:
+                return None
+            container, start = m.group(1), m.start()
+            attrs = text[m.end(1) : head_end].replace(name, "", 1)
+            body_start, region_end = head_end + 1, self._closing(container, head_end + 1)
+            if text[head_end - 1] == "/":
+                region_end = head_end + 1
+        elif lt >= 0 and (m := _OPEN_TAG_BEFORE.match(text, lt, s)) is not None and text.startswith(f"</{m.group(1)}", e):
+            tag, start = m.group(1), m.start()
+            close = text.find(">", e, e + PREFIX) + 1 or e
+            olt = text.rfind("<", max(self.at, start - PREFIX), start)
+            outer = _CONTAINER_BEFORE.match(text, olt, start) if olt >= 0 else None
+            if outer is not None and outer.group(1) != tag:
+                container, start = outer.group(1), outer.start()
+                region_end = self._closing(container, close)
+            else:
+                region_end = self._next_boundary(close)
+            body_start, attrs = start, ""
+        else:
+            return None
+        params = self.params(name)
+        args: dict[str, Any] = {}
+        self.spent += region_end - body_start
+        if params:
+            element, attr, _ = _param_patterns(params)
+            for m in attr.finditer(attrs):
+                args.setdefault(m.group(1), _text_value(m.group(2)[1:-1], xml=True))
+            missing: set[str] = set()
+            for n, m in enumerate(element.finditer(text, body_start, region_end)):
+                if n >= MAX_PARAM_ELEMENTS:
+                    break
+                closer = "</" + (m.group("tag") or m.group("ptag"))
+                k = -1 if closer in missing else text.find(closer, m.end(), region_end)
+                if k < 0:
+                    missing.add(closer)
+                    continue
+                key = m.group("tag") or m.group("pname")
+                value = _text_value(text[m.end() : k], xml=True)
+                if value is _NO_VALUE:
+                    self.notes.append(f"{name}: parameter {key!r} written without a value; left out")
+                    continue
+                args.setdefault(key, value)
+        if not args and (params or region_end <= body_start):
+            return None  # (an element naming a tool that takes parameters, none given: a mention, not a call)
+        return Found(start, region_end, ToolCall(name, args), "XML-ish element")
+
+    def _closing(self, tag: str, pos: int) -> int:
+        """The end of ``</tag>`` after ``pos`` within the window, else the next boundary."""
+        k = self.text.find(f"</{tag}", pos, pos + WINDOW)
+        if k < 0:
+            return self._next_boundary(pos)
+        j = self.text.find(">", k)
+        return j + 1 if j >= 0 else len(self.text)
+
+    def _next_boundary(self, pos: int) -> int:
+        """Where a call read from ``pos`` stops when no container closes it: a blank line, or the window's end."""
+        stop = min(len(self.text), pos + WINDOW)
+        k = self.text.find("\n\n", pos, stop)
+        return stop if k < 0 else k
+
+    # -- lines ----------------------------------------------------------------------------------------------------
+
+    def labelled(self, name: str, s: int, e: int) -> Found | None:
+        text = self.text
+        line_start, line_end = _line_bounds(text, s, self.at)
+        if not _LABEL.fullmatch(text, line_start, s):
+            return None
+        rest = text[e:line_end]
+        params = self.params(name)
+        if not params:
+            return None
+        _, _, pair = _param_patterns(params)
+        tail = rest.lstrip("\"'`* \t")
+        tail = tail[1:].lstrip() if tail[:1] in (":", "=", "-") else tail
+        args: dict[str, Any] = {}
+        end = line_end
+        how = "labelled line"
+        if tail.strip():
+            m = pair.match(tail)
+            if m is None:
+                return None  # the name, then prose: "get_weather: returns the forecast"
+            args = _pairs(tail, pair, self.notes, name)
+        else:  # the arguments on the following lines
+            args, end, how = self.following(name, line_end, pair)
+        if not args:
+            return None
+        return Found(line_start, end, ToolCall(name, args), how)
+
+    def following(self, name: str, pos: int, pair: re.Pattern) -> tuple[dict[str, Any], int, str]:
+        """The arguments on the lines after a labelled name: a JSON object (``Action Input: {...}``), or ``k: v``
+        lines (indented, or under an ``arguments:`` line), up to the first other line."""
+        text = self.text
+        stop = min(len(text), pos + WINDOW)
+        self.spent += stop - pos
+        args: dict[str, Any] = {}
+        end = pos
+        for _ in range(MAX_ARG_LINES):
+            if end >= stop:
+                break
+            nl = text.find("\n", end + 1, stop)
+            line_end = stop if nl < 0 else nl
+            line = text[end + 1 : line_end] if text[end : end + 1] == "\n" else text[end:line_end]
+            if not line.strip() or line.strip().startswith("```"):
+                if args:
+                    break
+                end = line_end
+                continue
+            brace = line.find("{")
+            if not args and brace >= 0 and (not line[:brace].strip() or _ARG_HEADER.fullmatch(line[:brace])):
+                at = text.find("{", end, line_end)
+                try:
+                    value, n = JSON_DECODER.raw_decode(text, at)
+                except (ValueError, RecursionError):
+                    return {}, pos, ""
+                if not isinstance(value, dict):
+                    return {}, pos, ""
+                params = self.params(name)
+                kept = {k: v for k, v in value.items() if k in params}
+                if len(kept) < len(value):
+                    self.notes.append(f"{name}: {len(value) - len(kept)} argument(s) the tool does not declare passed "
+                                      "over")
+                return kept, n, "labelled line and JSON arguments"
+            if _ARG_HEADER.fullmatch(line) is not None:
+                end = line_end
+                continue
+            m = pair.match(line.lstrip(" \t-*"))
+            if m is None:
+                break
+            got = _pairs(line.lstrip(" \t-*"), pair, self.notes, name)
+            for k, v in got.items():
+                args.setdefault(k, v)
+            end = line_end
+        return args, end, "YAML-ish block"
+
+
+def calls_by_names(
+    text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
+) -> tuple[list[Found], list[str], int]:
+    """The calls of ``text`` (after ``start``) written in markup no format knows, found by the ``offered`` tools'
+    names and parameter names (see the module docstring), outside the ``taken`` spans; ``(calls, notes, hits
+    examined)``. Never raises on any text."""
+    names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
+                         reverse=True))[:MAX_NAMES]
+    if not names or start >= len(text):
+        return [], [], 0
+    reader = _Reader(text, start, offered)
+    found: list[Found] = []
+    hits = 0
+    pos = start
+    pattern = _names_pattern(names)
+    while hits < MAX_NAME_HITS and reader.spent < SCAN_BUDGET:
+        m = pattern.search(text, pos)
+        if m is None:
+            break
+        hits += 1
+        s, e = m.span()
+        if not _whole_name(text, s, e) or any(a <= s < b for a, b in taken):
+            pos = s + 1
+            continue
+        got = reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e)
+        if got is None:
+            pos = s + 1
+            continue
+        found.append(got)
+        pos = max(got.end, e)
+    if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
+        reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
+    return found, reader.notes, hits
