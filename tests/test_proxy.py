@@ -208,17 +208,19 @@ def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
 CUT = tc("get_time", '{"tz": "CE', "call_cut")  # the upstream hit its token limit inside this call
 
 
-def test_a_call_cut_by_the_token_limit_is_kept_as_sent_and_reported(proxy) -> None:
+CUT_REPORT = {"choice": 0, "call": 1, "id": "call_cut", "name": "get_time", "arguments": '{"tz": "CE'}
+
+
+def test_a_call_cut_by_the_token_limit_is_reported_never_returned_as_a_call(proxy) -> None:
     r = post(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
     choice = r.json()["choices"][0]
     assert choice["finish_reason"] == "length"
-    calls = choice["message"]["tool_calls"]
-    assert args_of({"message": {"tool_calls": calls[:1]}}) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]
-    assert calls[1] == {"id": "call_cut", "type": "function", "function": {"name": "get_time", "arguments": '{"tz": "CE'}}
+    assert args_of(choice) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]  # the cut call is not there
     assert r.headers["x-tool-refiner-truncated"] == "0" and r.headers["x-tool-refiner"] == "repaired"
-    assert r.json()["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+    assert r.json()["tool_refiner"]["truncated"] == [CUT_REPORT]
     only = post(proxy, body({"tool_calls": [CUT], "finish_reason": "length"}))
-    assert only.json()["choices"][0]["message"]["tool_calls"] == [calls[1]]
+    assert "tool_calls" not in only.json()["choices"][0]["message"]
+    assert only.json()["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": 0}]
     assert only.headers["x-tool-refiner"] == "none" and only.json()["choices"][0]["finish_reason"] == "length"
 
 
@@ -230,15 +232,15 @@ def test_a_complete_last_call_under_length_is_refined_and_length_kept(proxy) -> 
     assert [n for n, _, _ in args_of(choice)] == ["get_weather", "get_time"]
 
 
-def test_a_cut_call_in_a_stream_is_kept_as_sent(proxy) -> None:
-    _, events = stream(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
-    chunks = [c for c in events[:-1] if c["choices"]]
-    calls = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
-    assert [(t["id"], t["function"]["name"]) for t in calls] == [("call_a", "get_weather"), ("call_cut", "get_time")]
-    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris", "days": 3}
-    assert calls[1]["function"]["arguments"] == '{"tz": "CE'
-    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
-    assert chunks[-1]["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+def test_a_cut_call_in_a_stream_is_reported_never_streamed_as_a_call(proxy) -> None:
+    for calls in ([BROKEN[0], CUT], [CUT]):
+        _, events = stream(proxy, body({"tool_calls": calls, "finish_reason": "length"}))
+        chunks = [c for c in events[:-1] if c["choices"]]
+        streamed = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
+        assert [t["id"] for t in streamed] == ["call_a"][: len(calls) - 1]  # no delta of the cut call, not even its id
+        assert all(json.loads(t["function"]["arguments"]) == {"city": "Paris", "days": 3} for t in streamed)
+        assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+        assert chunks[-1]["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": len(calls) - 1}]
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -3,9 +3,10 @@
 Per response, within one deadline (``timeout`` seconds from when the upstream answered):
 
 1. **Which choices.** A choice with ``tool_calls`` is refined; when it ended with ``finish_reason: "length"`` and
-   its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is kept exactly
-   as sent, after the refined others, the finish reason stays ``length`` and the response says so (it is never
-   completed with invented closing values). A choice without ``tool_calls`` whose content may hold calls
+   its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is left out of
+   ``tool_calls`` (a client would run it with values the model never finished; it is never completed with invented
+   closing values either), the finish reason stays ``length`` and the response reports it, with its name and
+   arguments as written (:func:`truncated_call`). A choice without ``tool_calls`` whose content may hold calls
    (:mod:`refiner.proxy.content`) is read for them; content longer than :data:`MAX_SPLIT_HERE` characters is split
    in a worker, not in the event loop.
 2. **Tier 1, isolated.** With a :class:`refiner.pipeline.Refiner`, tier-1 repair (and the content's format
@@ -89,6 +90,25 @@ def cut_off(tool_call: Any) -> bool:
         return not isinstance(json.loads(args), dict)
     except (ValueError, RecursionError):
         return True
+
+
+def truncated_call(tool_call: Any, index: int) -> dict:
+    """The report of a call cut by the token limit: its position, id, name and arguments as the upstream wrote them
+    (the call itself is not returned as a tool call: a client would run it with values the model never finished)."""
+    fn = tool_call.get("function") if isinstance(tool_call, dict) else None
+    fn = fn if isinstance(fn, dict) else {}
+    args = fn.get("arguments")
+    return {"call": index, "id": tool_call.get("id") if isinstance(tool_call, dict) else None,
+            "name": fn.get("name") if isinstance(fn.get("name"), str) else None,
+            "arguments": args if isinstance(args, str) else None}
+
+
+def without_calls(message: dict, calls: list) -> dict:
+    """``message`` with only ``calls`` as its tool calls (the key dropped when none is left)."""
+    out = {k: v for k, v in message.items() if k != "tool_calls"}
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 def needs_model(result: dict | None, bypass: bool) -> bool:
@@ -202,9 +222,9 @@ class Refinement:
             if isinstance(tool_calls, list) and tool_calls:
                 calls = list(tool_calls)
                 if reason == "length" and cut_off(calls[-1]):
-                    cut = calls[-1]
-                    results[i].truncated = {"call": len(calls) - 1, "id": cut.get("id") if isinstance(cut, dict) else None}
+                    results[i].truncated = truncated_call(calls[-1], len(calls) - 1)
                     calls = calls[:-1]
+                    results[i].message = without_calls(message, calls)
                 if calls:
                     jobs.append(_Job(i, "calls", refine_request(body, calls, self.fmt), calls=calls))
                 if split is not None:
@@ -293,8 +313,6 @@ class Refinement:
             out.stage = job.status or "error"
             return
         refined, reason = apply_result({**message, "tool_calls": job.calls}, reason, result)
-        if out.truncated is not None:
-            refined = {**refined, "tool_calls": [*(refined.get("tool_calls") or []), message["tool_calls"][-1]]}
         out.message, out.finish_reason = refined, reason
         out.stage = str(result.get("stage", "unchanged"))
 
