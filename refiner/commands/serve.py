@@ -63,6 +63,19 @@ def build_refiner(
     return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens)
 
 
+def configure_logging(level: str) -> None:
+    """The proxy's own log lines (logger ``refiner``) on stderr at ``level``, beside uvicorn's."""
+    import logging
+
+    logger = logging.getLogger("refiner")
+    logger.setLevel(level.upper())
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
 def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve(
@@ -82,7 +95,11 @@ def register(app: typer.Typer) -> None:
         thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
         max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
-                                                 "upstream key (if unset, the client's Authorization is forwarded)."),
+                                                 "upstream key (if unset, the client's Authorization is forwarded, "
+                                                 "unless --api-key is set)."),
+        api_key: str | None = typer.Option(None, "--api-key", envvar="TOOL_REFINER_API_KEY", show_default=False,
+                                           help="Clients must send this key as their bearer token (401 otherwise; "
+                                           "/health stays open). Also read from TOOL_REFINER_API_KEY."),
         content_calls: list[str] | None = typer.Option(None, "--content-calls", help="Calls an upstream left in its "
                                                        "answer's text are moved to tool_calls: auto (default: any "
                                                        "known format), off, or a format name (repeatable)."),
@@ -97,7 +114,8 @@ def register(app: typer.Typer) -> None:
                                            "CPU count; 0: threads in the proxy process, no isolation)."),
         engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra engine setting KEY=VALUE "
                                                     "(repeatable), e.g. max_model_len=4096, dtype=float32."),
-        log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+        log_level: str = typer.Option("info", "--log-level", help="Log level of uvicorn and of the proxy (info: one "
+                                      "line per request)."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
         import uvicorn
@@ -106,10 +124,12 @@ def register(app: typer.Typer) -> None:
 
         ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
                             max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg))
+        configure_logging(log_level)
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
-                         timeout=timeout, content_calls=content_calls_setting(content_calls),
+                         client_api_key=api_key or None, timeout=timeout, content_calls=content_calls_setting(content_calls),
                          heal_history=heal_history, max_body_bytes=int(max_body_mb * 1024 * 1024),
                          refine_timeout=refine_timeout, workers=workers)
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
-        typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what})", err=True)
+        locked = ", clients need the API key" if api_key else ""
+        typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what}{locked})", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level)
