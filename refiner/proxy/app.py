@@ -36,6 +36,7 @@ from refiner.proxy.upstream import (
     parse_object,
     returned_headers,
 )
+from refiner.specs import loads_keeping_tools
 
 log = logging.getLogger("refiner.proxy")
 
@@ -224,7 +225,7 @@ async def read_json(request: Request, limit: int, route: str, started: float) ->
         log_request("POST", route, 413, "none", time.perf_counter() - started)
         return too_large(limit)
     try:
-        body = json.loads(raw)
+        body = loads_keeping_tools(raw.decode("utf-8"))  # (its tool list keeps its text: see refiner.specs.catalog)
     except (ValueError, RecursionError):
         log_request("POST", route, 400, "none", time.perf_counter() - started)
         return error_response(400, "request body is not valid JSON", "invalid_request_error")
