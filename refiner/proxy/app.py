@@ -200,7 +200,7 @@ def create_app(
     async def health() -> dict:
         return {"status": "ok", "upstream": upstream.base, "refiner": type(ref).__name__, "model": has_model,
                 "content_calls": content.describe(), "heal_history": heal_history, "max_body_bytes": max_body_bytes,
-                "refine_timeout": budget, "tier1": runner.info()}
+                "refine_timeout": budget, "client_auth": bool(client_api_key), "tier1": runner.info()}
 
     app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, heal_history).handle)
     app.post("/v1/responses")(Responses(upstream, refinement, max_body_bytes).handle)
