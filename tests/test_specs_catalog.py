@@ -102,20 +102,26 @@ def test_the_cache_is_keyed_by_the_whole_text_and_bounded(monkeypatch) -> None:
     assert tool_catalog(a)["tool_4"].params["p2"].type == "integer"
     assert tool_catalog(b)["tool_4"].params["p2"].type == "string"
     assert tool_catalog(a.encode().decode()) is tool_catalog(a)  # an equal text finds the same catalog
+    long_a = json.dumps(tools(40))
+    at = long_a.index('"name": "tool_20"')
+    long_b = long_a[:at] + long_a[at:].replace('"p1": {"type": "integer"}', '"p1": {"type": "boolean"}', 1)
+    assert len(long_a) == len(long_b) and long_a[:1000] == long_b[:1000] and long_a[-1000:] == long_b[-1000:]
+    assert tool_catalog(long_a)["tool_20"].params["p1"].type == "integer"
+    assert tool_catalog(long_b)["tool_20"].params["p1"].type == "boolean"  # same length and ends: still its own
     monkeypatch.setattr(catalog_module, "MAX_CACHED_LISTS", 3)
     texts = [json.dumps(tools(k + 1)) for k in range(5)]
     for t in texts:
         tool_catalog(t)
     tool_catalog(texts[2])  # used again: kept
     tool_catalog(json.dumps(tools(9)))
-    assert list(CACHE.entries) == [texts[4], texts[2], json.dumps(tools(9))]
+    assert CACHE.texts() == [texts[4], texts[2], json.dumps(tools(9))]
     monkeypatch.setattr(catalog_module, "MAX_CACHED_CHARS", len(texts[4]) + 10)
     CACHE.clear()
     tool_catalog(texts[4])
     assert tool_catalog(json.dumps(tools(20)))["tool_19"].name == "tool_19"  # longer than the cache: read, not kept
-    assert list(CACHE.entries) == [texts[4]]
+    assert CACHE.texts() == [texts[4]]
     tool_catalog(texts[3])  # the two do not fit together: the older goes
-    assert list(CACHE.entries) == [texts[3]] and CACHE.chars == len(texts[3])
+    assert CACHE.texts() == [texts[3]] and CACHE.chars == len(texts[3])
 
 
 def test_a_request_body_keeps_its_tool_list_text_and_ships_it_as_text() -> None:

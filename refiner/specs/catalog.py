@@ -12,8 +12,9 @@ whole schema only when a check or a repair asks for that tool.
 - A tool read when asked for raises its :class:`SpecError` then (the request was not readable as tool specs).
 - The cache (:func:`tool_catalog`) holds catalogs of JSON texts, least recently used first out, within
   :data:`MAX_CACHED_LISTS` lists and :data:`MAX_CACHED_CHARS` characters of text in all (a list longer than that is
-  read but not kept). It is keyed by the text itself: Python's string hash (SipHash, keyed per process) finds the
-  entry and a full comparison confirms it, so a list that differs in one character is never taken for another.
+  read but not kept). It is keyed by the text itself: its length and ends find the entry, a full comparison of the
+  text confirms it (a memory compare, faster than hashing the whole text), so a list that differs in one character
+  is never taken for another.
   One cache per process (each proxy worker keeps its own).
 
 :class:`ToolList` is the tool list of a request body that keeps its JSON text (:func:`loads_keeping_tools`): it
@@ -218,18 +219,39 @@ def text_catalog(text: str) -> ToolCatalog | None:
     return ToolCatalog(items, text=text, names=names)
 
 
+class _Text:
+    """A cache key: a text, hashed by its length and its ends (a fixed cost, however long the text), equal only to
+    the same text (a full comparison: a memory compare, several times faster than hashing the whole text)."""
+
+    __slots__ = ("_hash", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._hash = hash((len(text), text[:_ENDS], text[-_ENDS:]))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Text) and self.text == other.text
+
+
+_ENDS = 256  # characters at each end of a text that its cache key hashes
+
+
 class _Cache:
     def __init__(self) -> None:
-        self.entries: collections.OrderedDict[str, ToolCatalog] = collections.OrderedDict()
+        self.entries: collections.OrderedDict[_Text, ToolCatalog] = collections.OrderedDict()
         self.chars = 0
         self.lock = threading.Lock()
         self.hits = self.misses = 0
 
     def get(self, text: str) -> ToolCatalog | None:
+        key = _Text(text)
         with self.lock:
-            found = self.entries.get(text)
+            found = self.entries.get(key)
             if found is not None:
-                self.entries.move_to_end(text)
+                self.entries.move_to_end(key)
                 self.hits += 1
             else:
                 self.misses += 1
@@ -238,14 +260,20 @@ class _Cache:
     def put(self, text: str, value: ToolCatalog) -> None:
         if len(text) > MAX_CACHED_CHARS:
             return
+        key = _Text(text)
         with self.lock:
-            if text in self.entries:
+            if key in self.entries:
                 return
-            self.entries[text] = value
+            self.entries[key] = value
             self.chars += len(text)
             while len(self.entries) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
                 old, _ = self.entries.popitem(last=False)
-                self.chars -= len(old)
+                self.chars -= len(old.text)
+
+    def texts(self) -> list[str]:
+        """The texts kept, least recently used first."""
+        with self.lock:
+            return [k.text for k in self.entries]
 
     def clear(self) -> None:
         with self.lock:
