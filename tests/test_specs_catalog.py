@@ -168,3 +168,8 @@ def test_the_proxy_refines_against_a_large_tool_list_in_worker_processes() -> No
             assert (tc["id"], tc["function"]["name"], json.loads(tc["function"]["arguments"])) == (
                 "c1", "tool_321", {"p0": 5})
             assert r.headers["x-tool-refiner"] == "repaired"
+            flat = [{"type": "function", **t["function"]} for t in many]  # the Responses API's tool shape
+            r = httpx.post(proxy + "/v1/responses", json={"model": "m", "input": "x", "tools": flat,
+                                                          "x_fake": body["x_fake"]}, timeout=60)
+            (item,) = r.json()["output"]
+            assert (item["call_id"], item["name"], json.loads(item["arguments"])) == ("c1", "tool_321", {"p0": 5})

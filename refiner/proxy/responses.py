@@ -29,18 +29,23 @@ from typing import Any
 
 from refiner.proxy.refining import ChoiceResult, Refinement, report
 from refiner.proxy.upstream import UpstreamError
+from refiner.specs import ToolList
 
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 CALL_EVENTS = ("response.function_call_arguments.delta", "response.function_call_arguments.done")
 
 
 def chat_body(body: dict) -> dict:
-    """The request as a chat completion request, for the refiner: its function tools in chat form, its input (and
-    instructions) as messages."""
+    """The request as a chat completion request, for the refiner: its function tools in chat form (a list of
+    function tools only, read from its JSON text, is kept as it came: :mod:`refiner.specs` reads the Responses shape,
+    and its text travels to the workers), its input (and instructions) as messages."""
+    given_tools = body.get("tools") or []
     tools = [
         {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters", "strict") if k in t}}
-        for t in body.get("tools") or [] if isinstance(t, dict) and t.get("type") == "function" and "name" in t
+        for t in given_tools if isinstance(t, dict) and t.get("type") == "function" and "name" in t
     ]
+    if isinstance(given_tools, ToolList) and len(tools) == len(given_tools):
+        tools = given_tools
     messages: list[dict] = []
     if isinstance(body.get("instructions"), str):
         messages.append({"role": "system", "content": body["instructions"]})
