@@ -249,9 +249,9 @@ class _Cache:
     def get(self, text: str) -> ToolCatalog | None:
         key = _Text(text)
         with self.lock:
-            found = self.entries.get(key)
+            found = self.entries.pop(key, None)  # (one comparison of the text; put back under the new key: none)
             if found is not None:
-                self.entries.move_to_end(key)
+                self.entries[key] = found
                 self.hits += 1
             else:
                 self.misses += 1
