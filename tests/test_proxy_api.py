@@ -204,4 +204,9 @@ def test_one_info_line_per_request_without_keys_or_bodies(proxy, caplog) -> None
     chat = [x for x in lines if "/v1/chat/completions" in x]
     assert len(chat) == 1 and " 200 " in chat[0] and "stage=repaired" in chat[0] and "ms" in chat[0]
     assert len([x for x in lines if "/v1/models/fake-model" in x]) == 1
+    events_of(proxy, {"model": "fake-model", "input": "x", "tools": RESPONSES_TOOLS,
+                      "x_fake": {"tool_calls": BROKEN_CALLS[:1]}})
+    lines = [r.getMessage() for r in caplog.records if r.name == "refiner.proxy" and r.levelno == logging.INFO]
+    streamed = [x for x in lines if "/v1/responses" in x]
+    assert len(streamed) == 1 and " stream " in streamed[0] and "stage=repaired" in streamed[0]
     assert not any(SECRET in x or "secret-body-text" in x or "Paris" in x for x in lines)

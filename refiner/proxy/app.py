@@ -332,11 +332,12 @@ async def logged_stream(events: AsyncIterator[str], route: str, started: float) 
         async for piece in events:
             if first is None:
                 first = time.perf_counter() - started
-            if len(piece) < 65536 and ('"tool_refiner"' in piece or piece.startswith('data: {"error"')):
-                with contextlib.suppress(ValueError, TypeError):
-                    event = json.loads(piece[5:])
-                    report = event.get("tool_refiner") or report
-                    status = 502 if "error" in event else status
+            if len(piece) < 65536 and ('"tool_refiner"' in piece or '"error"' in piece[:64]):
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    event = json.loads(piece[piece.index("data:") + 5:])
+                    inner = event.get("response") if isinstance(event.get("response"), dict) else {}
+                    report = event.get("tool_refiner") or inner.get("tool_refiner") or report
+                    status = 502 if "error" in event or event.get("type") == "error" else status
             yield piece
     finally:
         stages = report.get("stages") or ([report["stage"]] if "stage" in report else ["none"])
