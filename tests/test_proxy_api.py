@@ -10,21 +10,16 @@ import logging
 import httpx
 import openai
 import pytest
-from fake_upstream import BROKEN_CALLS, WEATHER_TOOLS, create_fake_upstream, serve_in_thread
+import test_proxy
+from fake_upstream import BROKEN_CALLS, WEATHER_TOOLS, serve_in_thread
 
 from refiner.proxy import create_app
 
 SECRET = "sk-proxy-SECRET-never-log-7"
 CLIENT_KEY = "tr-client-KEY-never-log-9"
+upstream = test_proxy.upstream  # the fake upstream fixture (module-scoped), shared
 RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in WEATHER_TOOLS]  # the Responses API's tool shape
 CUT = {"name": "get_time", "arguments": '{"tz": "CE', "id": "call_cut"}
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    app = create_fake_upstream()
-    with serve_in_thread(app) as url:
-        yield app, url
 
 
 @pytest.fixture(scope="module")
