@@ -91,6 +91,9 @@ def test_tier1_repairs_against_the_request_tools(parser_cls) -> None:
         assert streamed(parser_cls, prose, req, 3) == ParseResult(content=prose)
     unknown = '<tool_call>\n{"name": "delete_everything", "arguments": {}}\n</tool_call>'
     assert whole(parser_cls, unknown, req).tool_calls == ()  # a call to no offered tool is not made a call
+    none = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], tools=WEATHER_TOOLS,
+                                 tool_choice="none")
+    assert whole(parser_cls, text, none) == streamed(parser_cls, text, none, 4) == ParseResult(content=text)
     no_tools = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}])
     assert whole(parser_cls, text, no_tools) == ParseResult(content=text)
 

@@ -109,6 +109,11 @@ class Reader:
         return content or None, calls
 
 
+def off(request: Any) -> bool:
+    """``tool_choice: "none"``: the generation is content, whatever it holds."""
+    return getattr(request, "tool_choice", None) == "none"
+
+
 def arguments_text(call: dict) -> str:
     return json.dumps(call.get("arguments") or {}, ensure_ascii=False)
 
@@ -150,7 +155,7 @@ def _build() -> type:
             return self._reader
 
         def extract_tool_calls(self, model_output: str, request: Any) -> Any:
-            content, calls = Reader(request_tools(request)).read(model_output)
+            content, calls = (model_output, []) if off(request) else Reader(request_tools(request)).read(model_output)
             if not calls:
                 return ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)
             tool_calls = [ToolCall(type="function", function=FunctionCall(name=c["name"], arguments=arguments_text(c)))
@@ -161,10 +166,14 @@ def _build() -> type:
                                          previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
                                          delta_token_ids: Sequence[int], request: Any) -> Any:
             self._request = request
+            if off(request):
+                return DeltaMessage(content=delta_text) if delta_text else None
             released = self._reader_for(request).feed(delta_text)
             return DeltaMessage(content=released) if released else None
 
         def finish_streaming(self) -> Any:
+            if self._request is None or off(self._request):
+                return None
             rest, calls = self._reader_for(self._request).end()
             if not calls:
                 return DeltaMessage(content=rest) if rest else None
