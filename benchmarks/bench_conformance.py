@@ -134,6 +134,199 @@ def run_library(cases: Iterable[tuple[Fixture, Family | None]]) -> tuple[list[Ca
     return out, times
 
 
+# ------------------------------------------------------------------------------------------------------- proxy
+
+# Where the family's reasoning parser ends a block: an upstream that separated the reasoning sends what follows.
+REASONING_ENDS = ("</think>", "[/THINK]", "<channel|>", "<|end|>", "<|close|>think<|sep|>", "</seed:think>")
+PREFILLED_TAGS = {"reasoning-prefilled", "x-think-no-open-tag"}
+
+
+def units(text: str, markers: Sequence[str]) -> list[str]:
+    """The text as stream units: characters, a marker of the family kept whole (as a tokenizer keeps a special
+    token)."""
+    ordered = sorted(set(markers), key=len, reverse=True)
+    out, i = [], 0
+    while i < len(text):
+        m = next((m for m in ordered if text.startswith(m, i)), None)
+        out.append(m or text[i])
+        i += len(m) if m else 1
+    return out
+
+
+def pieces(text: str, strategy: ChunkStrategy, markers: Sequence[str]) -> list[str]:
+    from canitoolcall.chunking import split
+
+    u = units(text, markers)
+    return ["".join(g) for g in split(u, strategy, special=set(markers))] if u else []
+
+
+def thinking_kwargs(fx: Fixture) -> dict:
+    """What a client of a thinking model sends: thinking off (the fixture says so, or its generation prompt closed the
+    block) or on (the fixture says so, its generation prompt opened the block, or it is tagged as prefilled)."""
+    gp = (fx.generation_prompt or "").rstrip()
+    if gp.endswith(("</think>", "</seed:think>")) or fx.thinking is False:
+        return {"chat_template_kwargs": {"enable_thinking": False, "thinking": False}}
+    if PREFILLED_TAGS & set(fx.tags) or gp.endswith(("<think>", "<seed:think>")) or fx.thinking:
+        return {"chat_template_kwargs": {"enable_thinking": True, "thinking": True}}
+    return {}
+
+
+def separated(fx: Fixture) -> tuple[str, str] | None:
+    """``(reasoning, content)`` as an upstream running the family's reasoning parser (but not its tool parser)
+    sends it: the expected reasoning, and the raw output after the marker that ends it. None when the fixture has no
+    reasoning or its reasoning is not found in the raw output."""
+    want = fx.expected.reasoning_content if fx.expected is not None else None
+    if not want:
+        return None
+    raw = fx.raw_output
+    at = raw.find(want)
+    if at < 0:
+        at, want = raw.find(want.strip()), want.strip()
+        if at < 0:
+            return None
+    end = at + len(want)
+    found = [(j, m) for m in REASONING_ENDS if (j := raw.find(m, end)) >= 0]
+    if not found:  # a block no closer ends (vLLM's Qwen3 reader ends it where a call begins)
+        return want, raw[end:]
+    j, m = min(found)
+    return want, raw[j + len(m) :]
+
+
+def request_body(fx: Fixture, content: str, reasoning: str | None, stream_pieces: tuple | None) -> dict:
+    fake: dict[str, Any] = {"content": content}
+    if reasoning:
+        fake["reasoning"] = reasoning
+    if fx.truncated:
+        fake["finish_reason"] = "length"
+    if stream_pieces is not None:
+        fake["content_pieces"], fake["reasoning_pieces"] = stream_pieces
+    body = {"model": fx.models[0], "messages": [{"role": "user", "content": "Please help."}],
+            "tools": [dict(t) for t in fx.tools], "tool_choice": "auto", "x_fake": fake, **thinking_kwargs(fx)}
+    if stream_pieces is not None:
+        body["stream"] = True
+    return body
+
+
+def parse_message(message: dict) -> ParseResult:
+    calls = tuple(ParsedToolCall((t.get("function") or {}).get("name", ""), (t.get("function") or {}).get("arguments"))
+                  for t in message.get("tool_calls") or [])
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return ParseResult(message.get("content"), reasoning, calls)
+
+
+def parse_stream(lines: Iterable[str]) -> ParseResult:
+    """A streamed answer accumulated as an OpenAI client does (content and reasoning concatenated, tool-call deltas
+    merged by index: id and name once, argument fragments concatenated)."""
+    content, reasoning, calls = [], [], {}
+    for line in lines:
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        chunk = json.loads(line[6:])
+        if "error" in chunk:
+            return ParseResult(exception=f"StreamError: {chunk['error']}")
+        for choice in chunk.get("choices") or []:
+            d = choice.get("delta") or {}
+            content.append(d.get("content") or "")
+            reasoning.append(d.get("reasoning_content") or d.get("reasoning") or "")
+            for t in d.get("tool_calls") or []:
+                slot = calls.setdefault(t.get("index", 0), {"name": "", "args": []})
+                fn = t.get("function") or {}
+                if fn.get("name"):
+                    slot["name"] = fn["name"]
+                slot["args"].append(fn.get("arguments") or "")
+    return ParseResult("".join(content) or None, "".join(reasoning) or None,
+                       tuple(ParsedToolCall(s["name"], "".join(s["args"])) for _, s in sorted(calls.items())))
+
+
+def _exchange(client: Any, url: str, body: dict) -> tuple[ParseResult, float]:
+    t = time.perf_counter()
+    if body.get("stream"):
+        with client.stream("POST", url + "/v1/chat/completions", json=body) as r:
+            if r.status_code != 200:
+                r.read()
+                return ParseResult(exception=f"HTTP {r.status_code}: {r.text[:200]}"), time.perf_counter() - t
+            result = parse_stream(list(r.iter_lines()))
+        return result, time.perf_counter() - t
+    r = client.post(url + "/v1/chat/completions", json=body)
+    elapsed = time.perf_counter() - t
+    if r.status_code != 200:
+        return ParseResult(exception=f"HTTP {r.status_code}: {r.text[:200]}"), elapsed
+    return parse_message(r.json()["choices"][0]["message"]), elapsed
+
+
+@dataclass
+class Timing:
+    direct: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    proxied: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def added(self, mode: str) -> list[float]:
+        return [p - d for p, d in zip(self.proxied[mode], self.direct[mode])]
+
+    def describe(self) -> str:
+        rows = ["| request | n | upstream direct p50 | through the proxy p50 | added p50 | added p99 |",
+                "|---|---:|---:|---:|---:|---:|"]
+        for mode in ("non-stream", "stream"):
+            add = self.added(mode)
+            rows.append(f"| {mode} | {len(add)} | {1e3 * pct(self.direct[mode], 50):.2f} ms | "
+                        f"{1e3 * pct(self.proxied[mode], 50):.2f} ms | {1e3 * pct(add, 50):.2f} ms | "
+                        f"{1e3 * pct(add, 99):.2f} ms |")
+        return "Time the proxy adds per request (scripted upstream on loopback, one client, sequential):\n\n" + \
+            "\n".join(rows)
+
+
+def replay(fx: Fixture, fam: Family | None, client: Any, proxy: str, upstream: str,
+           strategies: Sequence[ChunkStrategy], timing: Timing) -> list[Case]:
+    """One fixture through the proxy: raw output as content, and (reasoning fixtures) reasoning separated; each
+    non-streamed and streamed with every strategy; judged per upstream mode."""
+    markers = fam.markers if fam is not None else ()
+    modes = [(None, fx.raw_output)]
+    sep = separated(fx)
+    if sep is not None:
+        modes.append(sep)
+    cases = []
+    for k, (reasoning, content) in enumerate(modes):
+        body = request_body(fx, content, reasoning, None)
+        nonstream, dt = _exchange(client, proxy, body)
+        if k == 0:
+            timing.proxied["non-stream"].append(dt)
+            timing.direct["non-stream"].append(_exchange(client, upstream, body)[1])
+        streams = {}
+        for strategy in strategies:
+            split_pieces = (pieces(content, strategy, markers), pieces(reasoning or "", strategy, markers))
+            body = request_body(fx, content, reasoning, split_pieces)
+            streams[strategy.id], dt = _exchange(client, proxy, body)
+            if k == 0 and strategy.kind == "one":
+                timing.proxied["stream"].append(dt)
+                timing.direct["stream"].append(_exchange(client, upstream, body)[1])
+        case = judge(fx, fam, nonstream, streams)
+        if k:
+            case.details = [f"(reasoning separated upstream) {d}" for d in case.details]
+        cases.append(case)
+    worst = max(cases, key=lambda c: {Status.PASS: 0, Status.SOFT_PASS: 1, Status.ERROR: 2, Status.FAIL: 3}[c.status])
+    worst.leaks, worst.cut_calls = sum(c.leaks for c in cases), sum(c.cut_calls for c in cases)
+    return [worst]
+
+
+def run_proxy(cases: Iterable[tuple[Fixture, Family | None]], strategies: Sequence[ChunkStrategy] = STRATEGIES,
+              *, workers: int | None = None) -> tuple[list[Case], Timing]:
+    """Every fixture through the real proxy app (tier 1 in ``workers`` processes) in front of the scripted upstream,
+    both served by uvicorn on loopback. A fixture's status is the worst over its upstream modes."""
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_upstream import create_fake_upstream, serve_in_thread
+
+    from refiner.proxy import create_app
+
+    timing, out = Timing(), []
+    with serve_in_thread(create_fake_upstream()) as upstream, \
+            serve_in_thread(create_app(upstream + "/v1", workers=workers)) as proxy, \
+            httpx.Client(timeout=120) as client:
+        for fx, fam in cases:
+            out += replay(fx, fam, client, proxy, upstream, strategies, timing)
+    return out, timing
+
+
 # ------------------------------------------------------------------------------------------------------- tables
 
 
@@ -196,11 +389,12 @@ def summary(cases: list[Case]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=("library",), default="library")
+    p.add_argument("--mode", choices=("library", "proxy", "both"), default="both")
     p.add_argument("--family", action="append", help="only these families (repeatable)")
     p.add_argument("--limit", type=int, default=None, help="fixtures per family")
     p.add_argument("--out", type=Path, default=None, help="write the tables (markdown) here")
     p.add_argument("--show-failures", action="store_true")
+    p.add_argument("--workers", type=int, default=None, help="the proxy's tier-1 worker processes (default: its own)")
     args = p.parse_args(argv)
     chosen = fixtures(args.family, args.limit)
     parts = [f"canitoolcall conformance: {len(chosen)} fixtures", "", engines_line(), ""]
@@ -210,6 +404,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"refine per fixture: p50 {1e3 * pct(times, 50):.2f} ms, p99 {1e3 * pct(times, 99):.2f} ms", ""]
         if args.show_failures:
             parts += ["failures (library):", failures(cases), ""]
+    if args.mode in ("proxy", "both"):
+        cases, timing = run_proxy(chosen, STRATEGIES, workers=args.workers)
+        parts += [table("proxy: tool-refiner serve in front of a scripted upstream (content, reasoning, calls; "
+                        "non-streamed and streamed)", cases), "", timing.describe(), ""]
+        if args.show_failures:
+            parts += ["failures (proxy):", failures(cases), ""]
     text = "\n".join(parts)
     print(text)
     if args.out:

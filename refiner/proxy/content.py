@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from refiner import formats
+from refiner.formats.reasoning import call_start, may_start_call, pairs, split_reasoning
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
 MAX_CHECKS = 16  # region checks per answer; past that, the rest of the answer is held
@@ -34,7 +35,8 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 def markers() -> tuple[str, ...]:
     """The call markers of every registered wire format, longest first: the markers and closers its detection rule
-    looks for, and its tags (those that are tags or sentinel tokens, not JSON keys or single brackets)."""
+    looks for (gpt-oss's ``to=functions.`` included), and its tags (those that are tags or sentinel tokens, not JSON
+    keys or single brackets)."""
     found = set()
     for f in formats.all_formats():
         detection = getattr(f, "detection", None)
@@ -42,6 +44,8 @@ def markers() -> tuple[str, ...]:
                       *(getattr(detection, "closers", ()) or ())]
         found |= {t for t in candidates if isinstance(t, str) and len(t) >= 3 and not t.startswith(("'", '"'))
                   and MARKER_CHARS & set(t)}
+        found |= {t for t in getattr(detection, "markers", ()) or () if isinstance(t, str) and len(t) >= 8
+                  and not t.startswith(("'", '"', "{", "["))}
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
@@ -393,3 +397,115 @@ def holds_calls(result: dict | None, names: set[str]) -> bool:
         return False
     calls = result.get("calls") or []
     return bool(calls) and all(isinstance(c, dict) and c.get("name") in names for c in calls)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The reasoning block
+
+
+def thinking_hint(body: dict) -> bool:
+    """Whether the request says the prompt opened the reasoning block: ``chat_template_kwargs.enable_thinking``
+    (Qwen3, GLM) or ``chat_template_kwargs.thinking`` (DeepSeek V3.1+, Kimi) is true. Without it only an answer that
+    opens with a reasoning opener has a reasoning block (the proxy cannot tell a prompt that opened one)."""
+    kwargs = body.get("chat_template_kwargs")
+    if not isinstance(kwargs, dict):
+        return False
+    return any(kwargs.get(k) is True for k in ("enable_thinking", "thinking"))
+
+
+def upstream_reasoning(message: dict) -> str | None:
+    """The reasoning an upstream already separated (``reasoning_content``, or vLLM's newer ``reasoning``)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def separate_reasoning(text: str, opened: bool) -> tuple[str | None, str]:
+    """``(reasoning, answer)`` of a whole answer's content (:func:`refiner.formats.reasoning.split_reasoning`, the
+    prompt having opened the block when ``opened``); reasoning None when there is none."""
+    s = split_reasoning(text, opened=opened)
+    if not s.found:
+        return None, text
+    return s.reasoning(text), text[s.answer :]
+
+
+class ReasoningStream:
+    """The reasoning block of a streamed answer, read as it arrives: :meth:`feed` returns ``(reasoning, answer)``,
+    the reasoning text to send now and the answer text to pass on (to the content split), so that the pieces joined
+    equal :func:`separate_reasoning` of the whole answer. While the answer may still open a block (blanks, or part of
+    an opener) nothing is sent; inside the block, a tail that may be the start of a closer, or a line that may begin a
+    call (which would end a block no closer ends), is held."""
+
+    def __init__(self, opened: bool) -> None:
+        self.opened = opened
+        self.known = pairs()
+        self.text = ""
+        self.state = "start"  # start | inside | answer
+        self.body = 0  # where the block's text starts
+        self.sent = 0  # text[body:sent] has been sent as reasoning
+        self.closers: tuple[str, ...] = ()
+        self.longest = max(len(c) for p in self.known for c in p)
+        self.found = False  # a block was found (the answer opened one, or the prompt did)
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        if self.state == "answer":
+            return "", piece
+        self.text += piece
+        return self._advance(final=False)
+
+    def end(self) -> tuple[str, str]:
+        if self.state == "answer":
+            return "", ""
+        return self._advance(final=True)
+
+    def _advance(self, final: bool) -> tuple[str, str]:
+        text = self.text
+        if self.state == "start":
+            if not text:
+                self.state = "answer"
+                return "", ""
+            i = len(text) - len(text.lstrip(" \t\r\n"))
+            rest = text[i:]
+            pair = next((p for p in self.known if rest.startswith(p[0])), None)
+            if pair is None and not final and (not rest or any(p[0].startswith(rest) for p in self.known)):
+                return "", ""
+            self.found = pair is not None or self.opened
+            if pair is not None:
+                self.state, self.body, self.closers = "inside", i + len(pair[0]), (pair[1],)
+            elif self.opened:
+                self.state, self.body, self.closers = "inside", 0, tuple({p[1] for p in self.known})
+            else:
+                self.state, self.text = "answer", ""
+                return "", text
+            self.sent = self.body
+        found = min(((j, c) for c in self.closers if (j := text.find(c, self.body)) >= 0), default=None)
+        if found is not None:
+            j, closer = found
+            out = text[self.sent : j], text[j + len(closer) :]
+            self.state, self.text = "answer", ""
+            return out
+        if final:
+            j = call_start(text, self.body)
+            cut = j if j >= 0 else len(text)
+            out = text[self.sent : cut], text[cut:]
+            self.state, self.text = "answer", ""
+            return out
+        hold = len(text)
+        j = call_start(text, self.body)
+        if j >= 0:
+            hold = j
+        else:
+            nl = text.rfind("\n", self.body)
+            line = nl + 1 if nl >= 0 else (0 if self.body == 0 else -1)
+            if line >= 0 and may_start_call(text[line:]):
+                hold = max(nl, 0)  # a line that may still begin a call
+            for k in range(min(self.longest, len(text) - self.body), 0, -1):
+                if any(c.startswith(text[len(text) - k :]) for c in self.closers):
+                    hold = min(hold, len(text) - k)
+                    break
+        hold = max(hold, self.sent)
+        out = text[self.sent : hold]
+        self.sent = hold
+        return out, ""
