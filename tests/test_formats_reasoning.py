@@ -132,3 +132,19 @@ def test_answer_parts_keep_the_text_around_the_calls():
     parts = harmony.answer_parts(text)
     assert parts.content == "Checking.Done" and parts.reasoning is None
     assert message.trim_turn_end("Hi<|eot_id|> \n") == "Hi"
+
+
+def test_the_switch_is_the_same_in_the_pipeline():
+    from refiner.pipeline import Refiner
+
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+    text = "<think>I will call <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call></think>\nDone."
+    request = {"tools": tools, "upstream": text, "format": "hermes"}
+    assert Refiner(engine=None).refine(request)["calls"] == []
+    assert Refiner(engine=None, calls_in_reasoning=True).refine(request)["calls"] == [{"name": "f", "arguments": {}}]
+    assert Refiner(engine=None).refine({**request, "calls_in_reasoning": True})["calls"] == [
+        {"name": "f", "arguments": {}}]
+    # the answer has a call of its own: the one in the reasoning is its draft, never a second call
+    twice = text.replace("Done.", "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>")
+    assert Refiner(engine=None, calls_in_reasoning=True).refine({**request, "upstream": twice})["calls"] == [
+        {"name": "f", "arguments": {}}]

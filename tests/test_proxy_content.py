@@ -444,3 +444,17 @@ def test_the_streamed_reasoning_split_equals_the_whole_one(text, opened) -> None
         assert (reasoning if rs.found else None, answer) == (want[0] or (None if want[0] is None else ""), want[1])
         if want[0] and seed == 0 and len(want[0]) > 12 and "\n" not in want[0] and "<" not in want[0]:
             assert sum(1 for o in outs if o[0]) > 3  # reasoning is sent as it comes, not at the end
+
+
+def test_calls_in_reasoning_when_switched_on(upstream) -> None:
+    """serve --calls-in-reasoning (Refiner(calls_in_reasoning=True)): a call written only inside the reasoning is
+    returned as a call; the reasoning stays as it came. Streamed = non-streamed."""
+    from refiner.pipeline import Refiner
+
+    text = "<think>I will call " + HERMES_CALL + "</think>One moment."
+    with serve_in_thread(create_app(upstream + "/v1", Refiner(engine=None, calls_in_reasoning=True),
+                                    workers=0)) as url:
+        whole, merged = both(url, body(text))
+    same_answer(whole, merged)
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
+    assert whole["content"] == "One moment." and whole["reasoning_content"] == "I will call " + HERMES_CALL

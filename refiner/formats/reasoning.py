@@ -201,6 +201,21 @@ def reasoning_offset(text: str) -> int:
     return s.answer if s.found else 0
 
 
+def calls_text(text: str) -> str | None:
+    """The text to read calls from when calls written inside reasoning count (the switch is on): the reasoning
+    unwrapped before the answer (:func:`unwrap`), when the answer after the block holds no call (no call tag, not an
+    untagged call list or object); None when there is no block or the answer has calls of its own (the block's are
+    drafts or quotes of them: Seed-OSS writes its call in its thought, then again)."""
+    s = split_reasoning(text)
+    if not s.found or not s.reasoning(text).strip():
+        return None
+    answer = text[s.answer :]
+    tokens, _ = _compiled()
+    if answer.lstrip()[:1] in ("[", "{") or (tokens is not None and tokens.search(answer) is not None):
+        return None
+    return unwrap(text)
+
+
 def unwrap(text: str) -> str:
     """The text with its reasoning block's markers taken out (the reasoning kept as text before the answer): what a
     reader sees when calls written inside reasoning count (:data:`CALLS_IN_REASONING` switched on)."""

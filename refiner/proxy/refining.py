@@ -81,6 +81,7 @@ class ChoiceResult:
     content_tail: str = ""
     reasoning_tail: str = ""
     separated: bool = False
+    reasoning: str | None = None  # the reasoning block taken out of the content (read for calls when switched on)
 
 
 @dataclass
@@ -208,11 +209,15 @@ class Refinement:
 
     # -- choices
 
-    async def choices(self, body: dict, items: list[Choice],
-                      splits: dict[int, ContentSplit] | None = None) -> list[ChoiceResult]:
-        """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice."""
+    async def choices(self, body: dict, items: list[Choice], splits: dict[int, ContentSplit] | None = None,
+                      reasonings: dict[int, str] | None = None) -> list[ChoiceResult]:
+        """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice, and
+        ``reasonings`` the reasoning blocks already sent."""
         deadline = self.deadline()
         results = [ChoiceResult(m, f) for m, f in items]
+        for i, text in (reasonings or {}).items():
+            if 0 <= i < len(results):
+                results[i].reasoning = text
         jobs: list[_Job] = []
         for i, (message, reason) in enumerate(items):
             if splits is None:
@@ -248,11 +253,34 @@ class Refinement:
             await self._model(jobs, deadline)
         for job in jobs:
             self._apply(job, items[job.choice], results[job.choice], body)
+        if getattr(self.ref, "calls_in_reasoning", False):
+            await self._reasoning_calls(body, results, deadline)
         if splits is None:
             for r in results:
                 if r.separated and isinstance(r.message.get("content"), str):
                     r.message = {**r.message, "content": content_or_none(r.message["content"], True)}
         return results
+
+    async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:
+        """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning`` switched
+        on; off by default: see :mod:`refiner.formats.reasoning`). The reasoning stays as it is."""
+        todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")
+                and self.content.applies(body)]
+        if not todo:
+            return
+        work = [{"request": {"tools": body.get("tools") or None, "upstream": r.reasoning, "format": None},
+                 "detect": True, "allowed": self.content.allowed} for r in todo]
+        try:
+            outcomes, _ = await self.runner.run("tier1", work, self.remaining(deadline))
+        except IsolationError as e:
+            log.info("reasoning calls gave no answer (%s: %s)", type(e).__name__, e)
+            return
+        for r, outcome in zip(todo, outcomes):
+            result = outcome.get("result")
+            if holds_calls(result, tool_names(body)):
+                r.message = {**r.message, "tool_calls": rebuild_tool_calls([], result["calls"])}
+                r.finish_reason = "tool_calls" if r.finish_reason in (None, "stop", "tool_calls") else r.finish_reason
+                r.stage, r.content_format = str(result.get("stage", "unchanged")), outcome.get("format")
 
     async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
         todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
@@ -312,7 +340,7 @@ class Refinement:
         reasoning, answer = separate_reasoning(content, thinking_hint(body) and given is None)
         if reasoning is None:
             return message
-        out.separated = True
+        out.separated, out.reasoning = True, reasoning
         return with_reasoning({**message, "content": answer}, reasoning)
 
     def _apply(self, job: _Job, item: Choice, out: ChoiceResult, body: dict) -> None:

@@ -100,6 +100,7 @@ class AnswerStream:
         self.split = split
         self.blanks = ""
         self.started = False  # non-blank content was sent
+        self.sent_reasoning: list[str] = []
 
     @property
     def found_reasoning(self) -> bool:
@@ -118,6 +119,7 @@ class AnswerStream:
     async def feed(self, piece: str, refinement: Refinement, body: dict) -> tuple[str, str]:
         """``(reasoning, content)`` to send for one content delta."""
         reasoning, answer = self.reasoning.feed(piece)
+        self.sent_reasoning.append(reasoning)
         return reasoning, await self._answer(answer, refinement, body)
 
     async def _answer(self, answer: str, refinement: Refinement, body: dict) -> str:
@@ -128,6 +130,7 @@ class AnswerStream:
     async def end(self, refinement: Refinement, body: dict) -> tuple[str, str]:
         """``(reasoning, content)`` to send once the upstream's stream has ended (before the refined calls)."""
         reasoning, answer = self.reasoning.end()
+        self.sent_reasoning.append(reasoning)
         text = await self._answer(answer, refinement, body)
         if self.split is not None:
             text += self._content(await refinement.drive(self.split, self.split.end(), body))
@@ -202,7 +205,9 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
             yield sse(buf.chunk(i, delta))
     indices = buf.indices()
     splits = {i: a.split for i, a in answers.items() if a.split is not None}
-    results = await refinement.choices(body, [(buf.message(i), buf.finish.get(i)) for i in indices], splits)
+    reasonings = {i: "".join(a.sent_reasoning) for i, a in answers.items() if a.found_reasoning}
+    results = await refinement.choices(body, [(buf.message(i), buf.finish.get(i)) for i in indices], splits,
+                                       reasonings)
     _, extra = report(results, history)
     if extra or any(r.stage != "none" for r in results):
         extra = {"stages": [r.stage for r in results], **extra}
