@@ -327,6 +327,84 @@ def run_proxy(cases: Iterable[tuple[Fixture, Family | None]], strategies: Sequen
     return out, timing
 
 
+# ------------------------------------------------------------------------------------------------------- probe
+
+_HERMES = '<tool_call>\n{{"name": "{}", "arguments": {}}}\n</tool_call>'
+
+
+def _calls(*calls: tuple[str, dict]) -> str:
+    return "\n".join(_HERMES.format(n, json.dumps(a, ensure_ascii=False)) for n, a in calls)
+
+
+# What a Qwen3 thinking model writes for canitoolcall's probe scenarios (its chat template's format: a <think> block,
+# then Hermes calls), keyed by words of the scenario's last user message; the scripted upstream returns it as content,
+# as a server without a tool or reasoning parser does.
+PROBE_ANSWERS = (
+    ("Paris and in Tokyo", "<think>\nTwo cities, two calls.\n</think>\n\n" + _calls(
+        ("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Tokyo"}))),
+    ("17 + 25", "<think>\nSimple arithmetic.\n</think>\n\n42"),
+    ("Design review", _calls(("create_event", {"title": "Design review", "start": "2026-10-01T15:00:00Z",
+                                               "attendees": [{"name": "Ana", "email": "ana@example.com"},
+                                                             {"name": "Bo", "email": "bo@example.com"}],
+                                               "location": {"city": "Berlin", "room": "4.12"}}))),
+    ("Grüße", "I'll save it.\n" + _calls(("save_note", {"title": "Grüße aus Zürich",
+                                                         "body": "Café ☕ in 東京 — naïve résumé 🚀"}))),
+    ("time is it", _calls(("get_server_time", {}))),
+    ("Lisbon", _calls(("get_weather", {"city": "Lisbon"}))),
+    ("9.11 or 9.9", "<think>\n9.9 is 9.90, larger than 9.11.\n</think>\n\n" + _calls(
+        ("record_answer", {"answer": "9.9"}))),
+    ("weather in Paris", "<think>\nThe user wants Paris.\n</think>\n\n" + _calls(("get_weather", {"city": "Paris"}))),
+)
+
+
+def probe_answer(body: dict) -> str:
+    messages = body.get("messages") or []
+    if messages and messages[-1].get("role") == "tool":
+        return "<think>\nThe tool answered.\n</think>\n\nIt is 18 °C and clear in Paris."
+    last = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    return next((answer for key, answer in PROBE_ANSWERS if key in last), "I can help with that.")
+
+
+def run_probe(workers: int | None = None) -> str:
+    """``canitoolcall probe`` (its scenarios, non-streamed and streamed) against the proxy in front of a scripted
+    upstream that answers each scenario with a Qwen3 model's raw text as content; the probe's table."""
+    from canitoolcall.probe import probe
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_upstream import create_fake_upstream, serve_in_thread
+
+    from refiner.proxy import create_app
+
+    inner = create_fake_upstream()
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:  # the probe cannot send x_fake: answer by scenario
+        if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
+            return await inner(scope, receive, send)
+        parts, more = [], True
+        while more:
+            msg = await receive()
+            parts.append(msg.get("body", b""))
+            more = msg.get("more_body", False)
+        body = json.loads(b"".join(parts))
+        body["x_fake"] = {"content": probe_answer(body)}
+        raw, given = json.dumps(body).encode(), False
+
+        async def replay() -> dict:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            return await receive()
+
+        headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+        return await inner({**scope, "headers": [*headers, (b"content-length", str(len(raw)).encode())]}, replay,
+                           send)
+
+    with serve_in_thread(app) as upstream, serve_in_thread(create_app(upstream + "/v1", workers=workers)) as proxy:
+        report = probe(proxy + "/v1", "qwen3-scripted", concurrency=2)
+    return report.render_text()
+
+
 # ------------------------------------------------------------------------------------------------------- tables
 
 
@@ -389,13 +467,16 @@ def summary(cases: list[Case]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--mode", choices=("library", "proxy", "both"), default="both")
+    p.add_argument("--mode", choices=("library", "proxy", "both", "probe"), default="both")
     p.add_argument("--family", action="append", help="only these families (repeatable)")
     p.add_argument("--limit", type=int, default=None, help="fixtures per family")
     p.add_argument("--out", type=Path, default=None, help="write the tables (markdown) here")
     p.add_argument("--show-failures", action="store_true")
     p.add_argument("--workers", type=int, default=None, help="the proxy's tier-1 worker processes (default: its own)")
     args = p.parse_args(argv)
+    if args.mode == "probe":
+        print(run_probe(args.workers))
+        return 0
     chosen = fixtures(args.family, args.limit)
     parts = [f"canitoolcall conformance: {len(chosen)} fixtures", "", engines_line(), ""]
     if args.mode in ("library", "both"):
