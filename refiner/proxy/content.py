@@ -422,13 +422,65 @@ def upstream_reasoning(message: dict) -> str | None:
     return None
 
 
+_BLANK = " \t\r\n"
+
+
+def trim_edges(text: str, lead: bool, trail: bool) -> str:
+    """``text`` without the blank run it begins with (``lead``) and the one it ends with (``trail``) when that run
+    holds a line break: the separators a chat template writes around a reasoning block and before the calls
+    (Qwen3's ``</think>\\n\\n`` and ``\\n<tool_call>``), as the template reads its own blocks back. Blanks inside
+    the text, and spaces on the same line, stay."""
+    if lead:
+        body = text.lstrip(_BLANK)
+        if "\n" in text[: len(text) - len(body)]:
+            text = body
+    if trail:
+        body = text.rstrip(_BLANK)
+        if "\n" in text[len(body) :]:
+            text = body
+    return text
+
+
+class EdgeTrim:
+    """:func:`trim_edges` on a text that arrives in pieces: its leading blanks are held until text follows, and its
+    trailing blanks until more text follows or it ends, so the pieces sent join to the whole text's trim."""
+
+    def __init__(self, lead: bool) -> None:
+        self.lead = lead
+        self.pending = ""
+        self.started = False  # text other than blanks was sent
+
+    def feed(self, piece: str) -> str:
+        if not piece:
+            return ""
+        text = self.pending + piece
+        body = text.rstrip(_BLANK)
+        if not body:
+            self.pending = text
+            return ""
+        self.pending = text[len(body) :]
+        if not self.started:
+            self.started = True
+            body = trim_edges(body, self.lead, False)
+        return body
+
+    def end(self, trail: bool, drop_blank: bool) -> str:
+        """The rest once the text has ended: its trailing blanks (trimmed when ``trail``), or nothing when nothing but
+        blanks came and ``drop_blank``."""
+        rest, self.pending = self.pending, ""
+        if not self.started:
+            return "" if drop_blank else trim_edges(rest, self.lead, trail)
+        return trim_edges(rest, False, trail)
+
+
 def separate_reasoning(text: str, opened: bool) -> tuple[str | None, str]:
     """``(reasoning, answer)`` of a whole answer's content (:func:`refiner.formats.reasoning.split_reasoning`, the
-    prompt having opened the block when ``opened``); reasoning None when there is none."""
+    prompt having opened the block when ``opened``): the reasoning without the line breaks around it (None when
+    there is no block)."""
     s = split_reasoning(text, opened=opened)
     if not s.found:
         return None, text
-    return s.reasoning(text), text[s.answer :]
+    return trim_edges(s.reasoning(text), True, True), text[s.answer :]
 
 
 class ReasoningStream:
@@ -448,17 +500,25 @@ class ReasoningStream:
         self.closers: tuple[str, ...] = ()
         self.longest = max(len(c) for p in self.known for c in p)
         self.found = False  # a block was found (the answer opened one, or the prompt did)
+        self.trim = EdgeTrim(lead=True)
 
     def feed(self, piece: str) -> tuple[str, str]:
         if self.state == "answer":
             return "", piece
         self.text += piece
-        return self._advance(final=False)
+        return self._trimmed(*self._advance(final=False))
 
     def end(self) -> tuple[str, str]:
         if self.state == "answer":
             return "", ""
-        return self._advance(final=True)
+        return self._trimmed(*self._advance(final=True))
+
+    def _trimmed(self, reasoning: str, answer: str) -> tuple[str, str]:
+        """The reasoning without the line breaks around the block (:func:`trim_edges`)."""
+        out = self.trim.feed(reasoning)
+        if self.state == "answer" and self.found:
+            out += self.trim.end(True, True)
+        return out, answer
 
     def _advance(self, final: bool) -> tuple[str, str]:
         text = self.text

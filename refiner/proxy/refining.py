@@ -43,6 +43,7 @@ from refiner.proxy.content import (
     separate_reasoning,
     thinking_hint,
     tool_names,
+    trim_edges,
     upstream_reasoning,
 )
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
@@ -258,7 +259,8 @@ class Refinement:
         if splits is None:
             for r in results:
                 if r.separated and isinstance(r.message.get("content"), str):
-                    r.message = {**r.message, "content": content_or_none(r.message["content"], True)}
+                    text = trim_edges(r.message["content"], r.reasoning is not None, True)
+                    r.message = {**r.message, "content": content_or_none(text, True)}
         return results
 
     async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:

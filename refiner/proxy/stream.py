@@ -8,7 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import ContentSplit, ReasoningStream, thinking_hint
+from refiner.proxy.content import ContentSplit, EdgeTrim, ReasoningStream, thinking_hint
 from refiner.proxy.convert import new_call_id
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.refining import Refinement, report
@@ -91,15 +91,15 @@ class StreamBuffer:
 class AnswerStream:
     """One choice's streamed content, read as it arrives: its reasoning block first
     (:class:`~refiner.proxy.content.ReasoningStream`: sent as ``reasoning_content``), then the content split (text
-    that may hold calls held back, when the request's answers are read for calls), and the blanks that begin the
-    content held until text follows (content left blank once reasoning or calls were taken out is no content, as in
-    a whole answer)."""
+    that may hold calls held back, when the request's answers are read for calls); the content's blanks at its start
+    and end are held (:class:`~refiner.proxy.content.EdgeTrim`) so that it is shaped as a whole answer's is: the
+    line breaks after a reasoning block and before the calls are the template's, and content left blank once
+    reasoning or calls were taken out is no content."""
 
     def __init__(self, opened: bool, split: ContentSplit | None) -> None:
         self.reasoning = ReasoningStream(opened)
         self.split = split
-        self.blanks = ""
-        self.started = False  # non-blank content was sent
+        self.trim: EdgeTrim | None = None  # made when the content starts (after the reasoning block, if any)
         self.sent_reasoning: list[str] = []
 
     @property
@@ -107,14 +107,11 @@ class AnswerStream:
         return self.reasoning.found
 
     def _content(self, text: str) -> str:
-        if self.started or not text:
-            return text
-        text, self.blanks = self.blanks + text, ""
-        if text.strip():
-            self.started = True
-            return text
-        self.blanks = text
-        return ""
+        if self.trim is None:
+            if not text:
+                return ""
+            self.trim = EdgeTrim(lead=self.found_reasoning)
+        return self.trim.feed(text)
 
     async def feed(self, piece: str, refinement: Refinement, body: dict) -> tuple[str, str]:
         """``(reasoning, content)`` to send for one content delta."""
@@ -139,18 +136,20 @@ class AnswerStream:
     def give_up(self) -> tuple[str, str]:
         """Everything held, as it is (the upstream failed mid-stream)."""
         reasoning, answer = self.reasoning.end()
+        held = (self.trim.pending if self.trim is not None else "") + answer
         if self.split is None:
-            return reasoning, self.blanks + answer
+            return reasoning, held
         self.split.give_up_checks()
-        self.split.feed(answer)
-        return reasoning, self.blanks + self.split.end().release + self.split.held
+        self.split.feed(held)
+        return reasoning, self.split.end().release + self.split.held
 
     def finish(self, tail: str, separated: bool) -> str:
         """The last content to send: ``tail`` (held text, or the text around the calls read from it)."""
-        text = self.blanks + tail
-        if not self.started and (separated or self.found_reasoning) and not text.strip():
-            return ""
-        return text
+        text = self._content(tail)
+        if self.trim is None:
+            return text
+        cut = separated or self.found_reasoning
+        return text + self.trim.end(cut, cut)
 
 
 ARGUMENT_FRAGMENT = 64  # characters of a refined call's arguments per delta
