@@ -461,3 +461,15 @@ def test_calls_in_reasoning_when_switched_on(upstream) -> None:
     same_answer(whole, merged)
     assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
     assert whole["content"] == "One moment." and whole["reasoning_content"] == "I will call " + HERMES_CALL
+
+
+def test_an_upstream_failure_mid_stream_releases_what_was_held(upstream) -> None:
+    """The upstream stalls after the content (a read timeout): the held text (the call, the blanks before it) reaches
+    the client as it came, before the error event; the reasoning went out as reasoning."""
+    text = "<think>plan</think>Check.\n\n" + HERMES_CALL
+    with serve_in_thread(create_app(upstream + "/v1", timeout=1.0, workers=0)) as url:
+        _, chunks = stream(url, body(text, x_fake={"content": text, "stream_stall": 3}))
+    assert chunks[-1]["error"]["type"] == "upstream_timeout"
+    pieces, calls, _ = streamed([c for c in chunks if c.get("choices")] + [{"choices": [{"delta": {},
+                                                                                         "finish_reason": None}]}])
+    assert "".join(pieces) == "Check.\n\n" + HERMES_CALL and calls == [] and reasoning_of(chunks) == "plan"

@@ -136,12 +136,13 @@ class AnswerStream:
     def give_up(self) -> tuple[str, str]:
         """Everything held, as it is (the upstream failed mid-stream)."""
         reasoning, answer = self.reasoning.end()
-        held = (self.trim.pending if self.trim is not None else "") + answer
+        pending = self.trim.pending if self.trim is not None else ""  # released by the split, held here
         if self.split is None:
-            return reasoning, held
+            return reasoning, pending + answer
         self.split.give_up_checks()
-        self.split.feed(held)
-        return reasoning, self.split.end().release + self.split.held
+        if answer:
+            self.split.feed(answer)
+        return reasoning, pending + self.split.end().release + self.split.held
 
     def finish(self, tail: str, separated: bool) -> str:
         """The last content to send: ``tail`` (held text, or the text around the calls read from it)."""
