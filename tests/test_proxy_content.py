@@ -424,6 +424,10 @@ REASONING_TEXTS = [
     "<|channel|>analysis<|message|>Call it.<|end|><|start|>assistant<|channel|>final<|message|>Hi",
     '<tool_call>\n{"name": "f", "arguments": {"s": "</think>"}}\n</tool_call>',
     "<thi", "", "\n\n", "plain answer with <think> in the middle</think> and more",
+    # long blocks (the buffer drops what was sent): a closer, a call that ends a block no closer ends
+    "<think>" + "a thought that mentions <tool_ and </thin once\n" * 400 + "</think>\n\nanswer",
+    "step by step\n" * 900 + "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+    "<think>" + "x" * 9000 + "</think>" + "y" * 10,
 ]
 
 

@@ -116,7 +116,12 @@ def may_start_call(line: str) -> bool:
     """Whether more text could turn ``line`` (the text after a line start so far) into the start of a call that
     :func:`call_start` finds: blanks, then part of a call marker."""
     rest = line.lstrip(" \t")
-    return not rest or any(m.startswith(rest) for m in _OPENERS)
+    if not rest:
+        return True
+    prefixes = _STATE.get("prefixes")
+    if prefixes is None:
+        prefixes = _STATE["prefixes"] = frozenset(m[:k] for m in _OPENERS for k in range(1, len(m)))
+    return rest in prefixes  # type: ignore[operator]
 
 
 @dataclass(frozen=True)

@@ -483,6 +483,10 @@ def separate_reasoning(text: str, opened: bool) -> tuple[str | None, str]:
     return trim_edges(s.reasoning(text), True, True), text[s.answer :]
 
 
+COMPACT_AFTER = 4096  # characters of sent reasoning kept before they are dropped from the buffer
+LINE_LOOK = 256  # characters of a line start looked at for a call marker (blanks, then the marker)
+
+
 class ReasoningStream:
     """The reasoning block of a streamed answer, read as it arrives: :meth:`feed` returns ``(reasoning, answer)``,
     the reasoning text to send now and the answer text to pass on (to the content split), so that the pieces joined
@@ -501,6 +505,11 @@ class ReasoningStream:
         self.longest = max(len(c) for p in self.known for c in p)
         self.found = False  # a block was found (the answer opened one, or the prompt did)
         self.trim = EdgeTrim(lead=True)
+        self.scanned = 0  # text[:scanned] was searched for closers and call starts
+        self.call_at = -1  # where a call begins inside the block (held from there), once found
+        self.floor = 0  # searches start at or after this (1 once sent text was dropped: text[0] is no line start)
+        self.closer_prefixes: set[str] = set()
+        self.closer_starts: set[str] = set()
 
     def feed(self, piece: str) -> tuple[str, str]:
         if self.state == "answer":
@@ -540,32 +549,49 @@ class ReasoningStream:
                 self.state, self.text = "answer", ""
                 return "", text
             self.sent = self.body
-        found = min(((j, c) for c in self.closers if (j := text.find(c, self.body)) >= 0), default=None)
+            self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
+            self.closer_starts = {c[0] for c in self.closers}
+        look = max(self.body, self.sent, self.scanned - self.longest)  # closers were looked for before this
+        found = min(((j, c) for c in self.closers if (j := text.find(c, look)) >= 0), default=None)
         if found is not None:
             j, closer = found
             out = text[self.sent : j], text[j + len(closer) :]
             self.state, self.text = "answer", ""
             return out
+        if self.call_at < 0:
+            self.call_at = call_start(text, max(self.body, self.sent, self.scanned - LINE_LOOK, self.floor))
+        self.scanned = len(text)
         if final:
-            j = call_start(text, self.body)
-            cut = j if j >= 0 else len(text)
+            cut = self.call_at if self.call_at >= 0 else len(text)
             out = text[self.sent : cut], text[cut:]
             self.state, self.text = "answer", ""
             return out
         hold = len(text)
-        j = call_start(text, self.body)
-        if j >= 0:
-            hold = j
+        if self.call_at >= 0:
+            hold = self.call_at
         else:
-            nl = text.rfind("\n", self.body)
-            line = nl + 1 if nl >= 0 else (0 if self.body == 0 else -1)
-            if line >= 0 and may_start_call(text[line:]):
+            nl = text.rfind("\n", max(self.body, self.sent - 1))
+            line = nl + 1 if nl >= 0 else (0 if self.body == 0 and self.floor == 0 else -1)
+            if line >= 0 and may_start_call(text[line : line + LINE_LOOK]):
                 hold = max(nl, 0)  # a line that may still begin a call
-            for k in range(min(self.longest, len(text) - self.body), 0, -1):
-                if any(c.startswith(text[len(text) - k :]) for c in self.closers):
-                    hold = min(hold, len(text) - k)
+            for k in range(max(len(text) - self.longest + 1, self.body, self.sent), len(text)):
+                if text[k] in self.closer_starts and text[k:] in self.closer_prefixes:
+                    hold = min(hold, k)  # may be the start of a closer
                     break
         hold = max(hold, self.sent)
         out = text[self.sent : hold]
         self.sent = hold
+        self._compact()
         return out, ""
+
+    def _compact(self) -> None:
+        """Drops sent reasoning from ``text`` but a few characters, so a long block streamed in small pieces costs
+        linear time. Searches then start after the first character (which is no line start any more)."""
+        if self.sent < COMPACT_AFTER or self.call_at >= 0:
+            return
+        cut = self.sent - 1
+        self.text = self.text[cut:]
+        self.sent -= cut
+        self.scanned = max(self.scanned - cut, 0)
+        self.body = max(self.body - cut, 0)
+        self.floor = 1
