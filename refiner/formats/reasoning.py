@@ -41,6 +41,7 @@ _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
 _STATE: dict[str, object] = {}  # compiled patterns, rebuilt when a format is registered
+_VERSION = [0]  # counts registrations (the last split kept is only good for the same markers)
 _MARKUP = set("<>|[]｜")
 _CLOSING_WORDS = ("end", "close")
 
@@ -66,6 +67,7 @@ def learn(fmt: object) -> None:
         if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"')):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
     _STATE.clear()
+    _VERSION[0] += 1
 
 
 def pairs() -> tuple[tuple[str, str], ...]:
@@ -73,13 +75,32 @@ def pairs() -> tuple[tuple[str, str], ...]:
     return tuple(_PAIRS)
 
 
+def trie_pattern(words: Iterable[str]) -> str:
+    """One regex for ``words`` (the longest first where one is a prefix of another), built as a trie: at each
+    character the words that share it are tried together, so a text of near-misses (``<a><a>...``) costs a step per
+    character, not one per word."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        branches = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and "" not in node else "(?:" + "|".join(branches) + ")"
+        return body + ("?" if "" in node else "")
+
+    return build(trie)
+
+
 def _compiled() -> tuple[re.Pattern | None, re.Pattern | None]:
     if not _STATE:
-        tokens = sorted(_OPENERS | _CLOSERS, key=len, reverse=True)
-        _STATE["tokens"] = re.compile("|".join(map(re.escape, tokens))) if tokens else None
-        starts = sorted(_OPENERS, key=len, reverse=True)
-        _STATE["line_call"] = (re.compile(r"(?:^|\n)[ \t]*(?:" + "|".join(map(re.escape, starts)) + ")")
-                               if starts else None)
+        tokens = _OPENERS | _CLOSERS
+        _STATE["tokens"] = re.compile(trie_pattern(tokens)) if tokens else None
+        _STATE["line_call"] = re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None
     return _STATE["tokens"], _STATE["line_call"]  # type: ignore[return-value]
 
 
@@ -87,17 +108,15 @@ def inside_call(text: str, start: int, at: int) -> bool:
     """Whether position ``at`` lies inside a call that began at or after ``start``: the text from ``start`` opens
     with ``[`` or ``{`` (an untagged call list or object), or the last call tag before ``at`` opens or continues a
     call (no closing tag after it)."""
-    i = start
-    while i < at and text[i] in " \t\r\n":
-        i += 1
+    seg = text[start:at]
+    i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
     if i < at and text[i] in "[{":
         return True
     tokens, _ = _compiled()
-    if tokens is None:
-        return False
     last = None
-    for m in tokens.finditer(text, start, at):
-        last = m.group()
+    if tokens is not None:
+        for m in tokens.finditer(text, start, at):
+            last = m.group()
     return last is not None and last not in _CLOSERS
 
 
@@ -176,10 +195,21 @@ def split_reasoning(text: str, known: Sequence[tuple[str, str]] | None = None, *
     closed it, None: not known)."""
     if not isinstance(text, str) or not text:
         return NONE
-    known = tuple(known) if known is not None else pairs()
-    i = 0
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
+    if known is None:  # every reader of one text asks again: the last answer is kept (by identity, the text held)
+        last = _LAST[0]
+        if last[0] is text and last[1] == opened and last[2] == _VERSION[0]:
+            return last[3]
+        found = _split(text, pairs(), opened)
+        _LAST[0] = (text, opened, _VERSION[0], found)
+        return found
+    return _split(text, tuple(known), opened)
+
+
+_LAST: list[tuple] = [(None, None, -1, NONE)]
+
+
+def _split(text: str, known: tuple[tuple[str, str], ...], opened: bool | None) -> Split:
+    i = len(text) - len(text.lstrip(" \t\r\n"))
     pair = _opener_at(text, i, known)
     if pair is not None:
         body = i + len(pair[0])
