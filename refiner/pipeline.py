@@ -50,6 +50,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
+from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
@@ -91,6 +92,19 @@ def validate_request(request: Any) -> None:
         raise RequestError(f"field 'format': unknown wire format {request['format']!r}; known: {formats.names()}")
     if request.get("value_style") is not None and request["value_style"] not in VALUE_STYLES:
         raise RequestError(f"field 'value_style' must be one of {list(VALUE_STYLES)}, got {request['value_style']!r}")
+
+
+def reasoning_calls(request: Any, default: bool) -> Any:
+    """The request to read when calls written inside the upstream's reasoning count (``calls_in_reasoning``: the
+    request's field, else the refiner's setting; off by default, see :mod:`refiner.formats.reasoning`): its upstream
+    with the reasoning block unwrapped when the answer after it holds no call."""
+    if not isinstance(request, Mapping) or not isinstance(request.get("upstream"), str):
+        return request
+    on = request.get("calls_in_reasoning")
+    if not (on if isinstance(on, bool) else default):
+        return request
+    text = calls_text(request["upstream"])
+    return request if text is None else {**request, "upstream": text}
 
 
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
@@ -478,6 +492,7 @@ class Refiner:
         seed: int | None = None,
         trust_spec: bool = False,
         model_formats: Collection[str] | None = None,
+        calls_in_reasoning: bool = False,
     ) -> None:
         if fmt is not None:
             formats.get(fmt)  # unknown names fail here, not per request
@@ -495,6 +510,7 @@ class Refiner:
         self.seed = seed
         self.trust_spec = trust_spec
         self.model_formats = None if model_formats is None else frozenset(model_formats)
+        self.calls_in_reasoning = calls_in_reasoning
 
     def refine(self, request: Mapping[str, Any]) -> dict:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""
@@ -507,6 +523,7 @@ class Refiner:
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             try:
+                request = reasoning_calls(request, self.calls_in_reasoning)
                 jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats))
             except RequestError as e:
                 if errors != "result":

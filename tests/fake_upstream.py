@@ -4,6 +4,7 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 (unknown fields travel through the proxy untouched):
 
 - ``content``: assistant text (default: ``"echo: <last user message>"``); ``reasoning``: a ``reasoning_content``;
+  streamed, ``content_pieces`` / ``reasoning_pieces`` (lists of strings) are the deltas exactly (reasoning first);
 - ``tool_calls``: ``[{"name", "arguments": str | obj, "id"?}]`` returned as OpenAI ``tool_calls`` (string arguments
   are sent verbatim, so broken JSON can be scripted); ``raw_tool_calls``: a ``tool_calls`` list sent exactly as given;
 - ``finish_reason``: the finish reason of every choice (default ``tool_calls`` when there are calls, else ``stop``);
@@ -103,9 +104,12 @@ def _chunk(cid: str, delta: dict, finish: str | None = None, index: int = 0) -> 
 async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
     cid = "chatcmpl-fake-stream"
     yield _chunk(cid, {"role": "assistant", "content": ""})
+    for piece in fake.get("reasoning_pieces") or ([fake["reasoning"]] if fake.get("reasoning") else []):
+        yield _chunk(cid, {"reasoning_content": piece})
     content = _content(body, fake) or ""
-    for i in range(0, len(content), 4):
-        yield _chunk(cid, {"content": content[i : i + 4]})
+    pieces = fake.get("content_pieces")
+    for piece in pieces if pieces is not None else (content[i : i + 4] for i in range(0, len(content), 4)):
+        yield _chunk(cid, {"content": piece})
     if fake.get("stream_stall"):
         await asyncio.sleep(float(fake["stream_stall"]))
     calls = _tool_calls(fake.get("tool_calls") or [])

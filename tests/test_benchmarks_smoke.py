@@ -27,6 +27,7 @@ LEFT_OUT = {
 
 # script -> (arguments for a tiny run, text its output must hold, needs ../shared/data)
 RUNS = {
+    "bench_conformance.py": (["--limit", "1", "--workers", "0"], "added p50", False),
     "bench_data_build.py": (["--scale", "0.002", "--shared", str(SHARED_DATA)], "full build", True),
     "bench_data_llm.py": (
         ["--engine", "echo", "--prompts", "5", "--rounds", "1", "--batch-sizes", "4,2", "--shared", str(SHARED_DATA)],

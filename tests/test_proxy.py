@@ -236,8 +236,11 @@ def test_a_cut_call_in_a_stream_is_reported_never_streamed_as_a_call(proxy) -> N
     for calls in ([BROKEN[0], CUT], [CUT]):
         _, events = stream(proxy, body({"tool_calls": calls, "finish_reason": "length"}))
         chunks = [c for c in events[:-1] if c["choices"]]
-        streamed = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
+        deltas = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
+        streamed = [{**t, "function": {**t["function"], "arguments": "".join(
+            d["function"].get("arguments", "") for d in deltas if d["index"] == t["index"])}} for t in deltas if "id" in t]
         assert [t["id"] for t in streamed] == ["call_a"][: len(calls) - 1]  # no delta of the cut call, not even its id
+        assert {d["index"] for d in deltas} == set(range(len(calls) - 1))
         assert all(json.loads(t["function"]["arguments"]) == {"city": "Paris", "days": 3} for t in streamed)
         assert chunks[-1]["choices"][0]["finish_reason"] == "length"
         assert chunks[-1]["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": len(calls) - 1}]
@@ -308,8 +311,12 @@ def test_stream_forwards_content_and_reemits_refined_tool_calls(proxy) -> None:
     assert text == "Checking the forecast now."
     assert sum(1 for d in deltas if "content" in d) >= 5  # forwarded piece by piece, not buffered
     calls = [t for d in deltas for t in d.get("tool_calls", [])]
-    assert [(t["index"], t["id"], t["function"]["name"], json.loads(t["function"]["arguments"])) for t in calls] == [
-        (0, "call_a", "get_weather", {"city": "Paris", "days": 3}), (1, "call_b", "get_time", {"tz": "CET"})]
+    heads = [t for t in calls if "id" in t]  # OpenAI's incremental deltas: index, id and name once, then arguments
+    assert [(t["index"], t["id"], t["function"]["name"], t["function"]["arguments"]) for t in heads] == [
+        (0, "call_a", "get_weather", ""), (1, "call_b", "get_time", "")]
+    args = {k: "".join(t["function"]["arguments"] for t in calls if t["index"] == k) for k in (0, 1)}
+    assert [json.loads(args[0]), json.loads(args[1])] == [{"city": "Paris", "days": 3}, {"tz": "CET"}]
+    assert all(set(t) == {"index", "function"} and set(t["function"]) == {"arguments"} for t in calls if "id" not in t)
     finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
     assert finishes[-1] == "tool_calls" and all(f is None for f in finishes[:-1])
     assert all(c["id"] == "chatcmpl-fake-stream" for c in chunks)
@@ -340,7 +347,9 @@ def test_stream_with_a_failing_refiner_reemits_the_upstream_calls(upstream) -> N
     with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Boom())) as url:
         _, events = stream(url, body({"tool_calls": BROKEN}))
     calls = [t for c in events[:-1] for t in c["choices"][0]["delta"].get("tool_calls", [])]
-    assert [(t["id"], t["function"]["arguments"]) for t in calls] == [(c["id"], c["arguments"]) for c in BROKEN]
+    ids = [t["id"] for t in calls if "id" in t]
+    args = ["".join(t["function"]["arguments"] for t in calls if t["index"] == k) for k in range(len(ids))]
+    assert list(zip(ids, args)) == [(c["id"], c["arguments"]) for c in BROKEN]
 
 
 class SlowSerialRefiner:

@@ -46,13 +46,14 @@ def build_refiner(
     max_tokens: int = 1024,
     refiner_api_key_env: str = "REFINER_API_KEY",
     engine_kwargs: dict[str, Any] | None = None,
+    calls_in_reasoning: bool = False,
 ) -> Any:
     """The proxy's refiner: tier 1 + guard when no model is given; else the pipeline over an engine
     (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``)."""
     from refiner.pipeline import Refiner
 
     if not model and not refiner_base_url:
-        return Refiner(engine=None)
+        return Refiner(engine=None, calls_in_reasoning=calls_in_reasoning)
     from refiner.engines import make_engine
 
     kind = engine or ("openai" if refiner_base_url else "vllm")
@@ -60,7 +61,7 @@ def build_refiner(
     if kind == "openai":
         kw["api_key_env"] = refiner_api_key_env
     eng = make_engine(kind, model=model, base_url=refiner_base_url, **kw)
-    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens)
+    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens, calls_in_reasoning=calls_in_reasoning)
 
 
 def configure_logging(level: str) -> None:
@@ -116,6 +117,9 @@ def register(app: typer.Typer) -> None:
                                                     "(repeatable), e.g. max_model_len=4096, dtype=float32."),
         log_level: str = typer.Option("info", "--log-level", help="Log level of uvicorn and of the proxy (info: one "
                                       "line per request)."),
+        calls_in_reasoning: bool = typer.Option(False, "--calls-in-reasoning/--no-calls-in-reasoning", help="Read "
+                                                "calls written inside the upstream's reasoning when its answer holds "
+                                                "none (default off: a call drafted while thinking is reasoning)."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
         import uvicorn
@@ -123,7 +127,8 @@ def register(app: typer.Typer) -> None:
         from refiner.proxy import create_app
 
         ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
-                            max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg))
+                            max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg),
+                            calls_in_reasoning=calls_in_reasoning)
         configure_logging(log_level)
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
                          client_api_key=api_key or None, timeout=timeout, content_calls=content_calls_setting(content_calls),
