@@ -36,6 +36,7 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, preview
 from refiner.formats.salvage import Salvage, is_offered, salvage
+from refiner.specs.catalog import ToolCatalog
 from refiner.specs.types import json_type_of
 
 ERROR = "error"
@@ -132,6 +133,8 @@ def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
     if tools is None:
         return None
+    if isinstance(tools, ToolCatalog):
+        return tools  # (a copy would read every spec)
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}
@@ -529,7 +532,13 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
     """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
     None when no tool list is known."""
     index = tool_index(tools)
-    return {name: dict(getattr(spec, "params", None) or {}) for name, spec in index.items()} if index else None
+    if isinstance(index, ToolCatalog):
+        return index.view(_params) if index else None
+    return {name: _params(spec) for name, spec in index.items()} if index else None
+
+
+def _params(spec: Any) -> dict[str, Any]:
+    return dict(getattr(spec, "params", None) or {})
 
 
 def salvage_report(
@@ -567,6 +576,10 @@ def salvage_report(
     return out
 
 
+def _param_names(spec: Any) -> list[str]:
+    return list(getattr(spec, "params", None) or ())
+
+
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
 
 
@@ -581,7 +594,10 @@ def salvage_calls(
     and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
     too. A reading as good as salvage's is kept."""
     index = tool_index(tools)
-    offered = {name: list(getattr(spec, "params", None) or ()) for name, spec in index.items()} if index else None
+    if isinstance(index, ToolCatalog):
+        offered = index.view(_param_names) if index else None
+    else:
+        offered = {name: _param_names(spec) for name, spec in index.items()} if index else None
     found = salvage(text, offered)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:

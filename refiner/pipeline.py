@@ -52,10 +52,11 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
+from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
-from refiner.specs import load_tools
+from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 STAGES = ("unchanged", "repaired", "model", "fallback", "truncated")  # plus "error": an unreadable request
@@ -93,6 +94,19 @@ def validate_request(request: Any) -> None:
         raise RequestError(f"field 'format': unknown wire format {request['format']!r}; known: {formats.names()}")
     if request.get("value_style") is not None and request["value_style"] not in VALUE_STYLES:
         raise RequestError(f"field 'value_style' must be one of {list(VALUE_STYLES)}, got {request['value_style']!r}")
+
+
+def reasoning_calls(request: Any, default: bool) -> Any:
+    """The request to read when calls written inside the upstream's reasoning count (``calls_in_reasoning``: the
+    request's field, else the refiner's setting; off by default, see :mod:`refiner.formats.reasoning`): its upstream
+    with the reasoning block unwrapped when the answer after it holds no call."""
+    if not isinstance(request, Mapping) or not isinstance(request.get("upstream"), str):
+        return request
+    on = request.get("calls_in_reasoning")
+    if not (on if isinstance(on, bool) else default):
+        return request
+    text = calls_text(request["upstream"])
+    return request if text is None else {**request, "upstream": text}
 
 
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
@@ -135,18 +149,20 @@ def _marked_as(detected: str, wanted: str, text: str) -> bool:
     )
 
 
-def load_request_tools(request: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The request's tool specs by name (from ``tools``, else from the ``system`` text); ``None`` when it has none."""
+def load_request_tools(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The request's tool specs by name; ``None`` when it has none. A tool list (``tools``: tool objects, or the JSON
+    text of a list of them) is read as far as the request needs it: every name at once, a tool's spec when a check or
+    repair first asks for it, and a list given as text is kept for the next request that offers it
+    (:func:`refiner.specs.tool_catalog`). Other shapes (a record, a system prompt with the tools inside) are read
+    whole."""
     raw = request.get("tools")
     source = "tools"
     if raw is None and request.get("system"):
         raw, source = request["system"], "system"
     if raw is None or raw == [] or raw == "":
         return None
-    if isinstance(raw, list) and raw and all(hasattr(t, "params") and hasattr(t, "name") for t in raw):
-        return tool_index(raw)  # already ToolSpec objects
     try:
-        return tool_index(load_tools(raw))
+        return (source == "tools" and tool_catalog(raw)) or tool_index(load_tools(raw))
     except Exception as e:
         if source == "system":
             return None  # a system prompt need not list tools
@@ -200,8 +216,11 @@ def prepare(
     calls are (salvage, :func:`refiner.gate.salvage_report`); with no format asked for and none detected, the answer
     is then written in the dialect the calls were found in."""
     validate_request(request)
-    with formats.same_texts():  # (the upstream is read in one format several times: strictly once)
-        return _prepare(request, default_fmt, trust_spec, model_formats)
+    try:
+        with formats.same_texts():  # (the upstream is read in one format several times: strictly once)
+            return _prepare(request, default_fmt, trust_spec, model_formats)
+    except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
+        raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
 
 
 def _prepare(
@@ -388,10 +407,13 @@ def cut_field(job: Job) -> dict[str, Any]:
 
 
 def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The request's fields for the result; a tool list given as ToolSpec objects is left out (not JSON)."""
+    """The request's fields for the result; a tool list given as ToolSpec objects or a catalog is left out (not
+    JSON)."""
     out = dict(request)
     tools = out.get("tools")
-    if isinstance(tools, (list, tuple)) and any(not isinstance(t, (dict, str)) for t in tools):
+    if isinstance(tools, ToolCatalog) or (
+        isinstance(tools, (list, tuple)) and any(not isinstance(t, (dict, str)) for t in tools)
+    ):
         del out["tools"]
     return out
 
@@ -487,6 +509,7 @@ class Refiner:
         trust_spec: bool = False,
         model_formats: Collection[str] | None = None,
         chat_template: str | Path | None = None,
+        calls_in_reasoning: bool = False,
     ) -> None:
         self.chat_template = None if chat_template is None else str(chat_template)
         if chat_template is not None:
@@ -509,6 +532,7 @@ class Refiner:
         self.seed = seed
         self.trust_spec = trust_spec
         self.model_formats = None if model_formats is None else frozenset(model_formats)
+        self.calls_in_reasoning = calls_in_reasoning
 
     def __setstate__(self, state: dict) -> None:
         """A refiner sent to another process (the proxy's tier-1 workers) derives its template's dialect there too:
@@ -528,6 +552,7 @@ class Refiner:
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             try:
+                request = reasoning_calls(request, self.calls_in_reasoning)
                 jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats))
             except RequestError as e:
                 if errors != "result":

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner import formats
+from refiner.formats.reasoning import split_reasoning as reasoning_block
 from refiner.formats.text import reasoning_offset
 
 SYSTEM_PROMPT = (
@@ -95,11 +96,9 @@ def extract_answer(text: str) -> str:
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
-    """``(reasoning, rest)``: the content of a leading ``<think>`` block, if any, and what follows it."""
-    end = reasoning_offset(text)
-    if end == 0:
+    """``(reasoning, rest)``: the text of a leading reasoning block, if any (:mod:`refiner.formats.reasoning`: any
+    registered family's markers), and what follows it."""
+    s = reasoning_block(text)
+    if not s.found:
         return None, text
-    head = text[: end - len("</think>")]
-    j = head.find("<think>")
-    reasoning = head[j + len("<think>") :] if j >= 0 else head
-    return reasoning.strip(), text[end:].strip()
+    return s.reasoning(text).strip(), text[s.answer :].strip()

@@ -219,14 +219,15 @@ def snap_by_arguments(
         count.left -= len(tools)
     words = name_words(name)
     fits = []
-    for tool, spec in tools.items():
-        params = getattr(spec, "params", None) or {}
-        required = getattr(spec, "required", None) or ()
+    for tool in tools:
         if len(tool) > MAX_SNAP_NAME_CHARS:
             continue
         tool_words = name_words(tool)
         if not (words <= tool_words or tool_words <= words):
             continue
+        spec = tools[tool]  # (read only for the tools whose names fit)
+        params = getattr(spec, "params", None) or {}
+        required = getattr(spec, "required", None) or ()
         if all(k in params for k in arguments) and all(r in arguments for r in required):
             fits.append(tool)
             if len(fits) > 1:

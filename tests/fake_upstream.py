@@ -4,6 +4,7 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 (unknown fields travel through the proxy untouched):
 
 - ``content``: assistant text (default: ``"echo: <last user message>"``); ``reasoning``: a ``reasoning_content``;
+  streamed, ``content_pieces`` / ``reasoning_pieces`` (lists of strings) are the deltas exactly (reasoning first);
 - ``tool_calls``: ``[{"name", "arguments": str | obj, "id"?}]`` returned as OpenAI ``tool_calls`` (string arguments
   are sent verbatim, so broken JSON can be scripted); ``raw_tool_calls``: a ``tool_calls`` list sent exactly as given;
 - ``finish_reason``: the finish reason of every choice (default ``tool_calls`` when there are calls, else ``stop``);
@@ -16,8 +17,13 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
   and several argument fragments, then ``finish_reason``, a usage chunk when ``stream_options.include_usage``, and
   ``[DONE]``; ``stream_stall``: seconds to stall after the content (a read timeout mid-stream).
 
-Every request's ``Authorization`` header is recorded in ``app.state.auth_seen`` (to check keys are forwarded) and
-the latest bodies in ``app.state.bodies``.
+Every request's ``Authorization`` header is recorded in ``app.state.auth_seen`` (to check keys are forwarded), its
+headers in ``app.state.headers_seen`` and the latest bodies in ``app.state.bodies``.
+
+The other routes a drop-in must pass through: ``GET /v1/models/{id}`` (404 for an unknown id), ``POST
+/v1/completions`` (streams with ``stream: true``), ``POST /v1/embeddings``; and ``POST /v1/responses`` (the Responses
+API), scripted by the same ``x_fake`` (``content``, ``tool_calls``, ``finish_reason: "length"`` → status
+``incomplete`` for ``max_output_tokens``), streamed as the Responses API's events with ``stream: true``.
 """
 
 from __future__ import annotations
@@ -98,9 +104,12 @@ def _chunk(cid: str, delta: dict, finish: str | None = None, index: int = 0) -> 
 async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
     cid = "chatcmpl-fake-stream"
     yield _chunk(cid, {"role": "assistant", "content": ""})
+    for piece in fake.get("reasoning_pieces") or ([fake["reasoning"]] if fake.get("reasoning") else []):
+        yield _chunk(cid, {"reasoning_content": piece})
     content = _content(body, fake) or ""
-    for i in range(0, len(content), 4):
-        yield _chunk(cid, {"content": content[i : i + 4]})
+    pieces = fake.get("content_pieces")
+    for piece in pieces if pieces is not None else (content[i : i + 4] for i in range(0, len(content), 4)):
+        yield _chunk(cid, {"content": piece})
     if fake.get("stream_stall"):
         await asyncio.sleep(float(fake["stream_stall"]))
     calls = _tool_calls(fake.get("tool_calls") or [])
@@ -118,6 +127,70 @@ async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
     yield "data: [DONE]\n\n"
 
 
+def _response(body: dict, fake: dict) -> dict:
+    """A Responses API answer: a message item with the scripted content, then a function call item per call."""
+    output: list[dict] = []
+    text = fake.get("content")
+    if text:
+        output.append({"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
+                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    for k, c in enumerate(fake.get("tool_calls") or []):
+        args = _expand(c.get("arguments", {}))
+        output.append({"type": "function_call", "id": f"fc_fake_{k}", "call_id": c.get("id", f"call_fake_{k}"),
+                       "name": c["name"], "arguments": args if isinstance(args, str) else json.dumps(args),
+                       "status": "completed"})
+    cut = fake.get("finish_reason") == "length"
+    if cut and output and output[-1]["type"] == "function_call":
+        output[-1]["status"] = "incomplete"
+    return {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "model": body.get("model"),
+            "status": "incomplete" if cut else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if cut else None, "error": None,
+            "instructions": body.get("instructions"), "output": output, "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [],
+            "usage": {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+
+
+async def _response_events(answer: dict) -> AsyncIterator[str]:
+    """The Responses API's stream of ``answer``: created, in_progress, each item added / its deltas / done, and the
+    final event (``response.completed``, or ``response.incomplete``), as ``event:`` + ``data:`` SSE records."""
+    seq = 0
+
+    def event(kind: str, **fields: Any) -> str:
+        nonlocal seq
+        seq += 1
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': seq - 1, **fields})}\n\n"
+
+    start = {**answer, "status": "in_progress", "output": [], "incomplete_details": None}
+    yield event("response.created", response=start)
+    yield event("response.in_progress", response=start)
+    for at, item in enumerate(answer["output"]):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            yield event("response.output_item.added", output_index=at, item={**item, "content": [],
+                                                                                "status": "in_progress"})
+            part = {"type": "output_text", "text": "", "annotations": []}
+            yield event("response.content_part.added", item_id=item["id"], output_index=at, content_index=0, part=part)
+            for i in range(0, len(text), 4):
+                yield event("response.output_text.delta", item_id=item["id"], output_index=at, content_index=0,
+                            delta=text[i : i + 4], logprobs=[])
+            yield event("response.output_text.done", item_id=item["id"], output_index=at, content_index=0, text=text,
+                        logprobs=[])
+            yield event("response.content_part.done", item_id=item["id"], output_index=at, content_index=0,
+                        part={**part, "text": text})
+        else:
+            args = item["arguments"]
+            yield event("response.output_item.added", output_index=at, item={**item, "arguments": "",
+                                                                                "status": "in_progress"})
+            for i in range(0, len(args), 5):
+                yield event("response.function_call_arguments.delta", item_id=item["id"], output_index=at,
+                            delta=args[i : i + 5])
+            yield event("response.function_call_arguments.done", item_id=item["id"], output_index=at, arguments=args)
+        yield event("response.output_item.done", output_index=at, item=item)
+    final = "response.incomplete" if answer["status"] == "incomplete" else "response.completed"
+    yield event(final, response=answer)
+
+
 def create_fake_upstream() -> FastAPI:
     """A new fake OpenAI-compatible app (its own failure counters and recorded headers)."""
     app = FastAPI()
@@ -125,6 +198,55 @@ def create_fake_upstream() -> FastAPI:
     app.state.fail_counts = {}
     app.state.requests = 0
     app.state.bodies = collections.deque(maxlen=100)  # the latest request bodies, newest last
+    app.state.headers_seen = collections.deque(maxlen=100)  # the latest requests' headers (lower-case names)
+
+    @app.middleware("http")
+    async def record_headers(request: Request, call_next: Any) -> Any:
+        app.state.headers_seen.append([(k.decode(), v.decode()) for k, v in request.headers.raw])
+        return await call_next(request)
+
+    @app.get("/v1/models/{model_id}")
+    async def model(model_id: str) -> Any:
+        if model_id != MODEL_ID:
+            return JSONResponse({"error": {"message": f"The model {model_id!r} does not exist", "type":
+                                           "invalid_request_error", "code": "model_not_found"}}, 404)
+        return {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tests"}
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Any:
+        body = await request.json()
+        text = f"completion of: {body.get('prompt')}"
+        if body.get("stream"):
+            async def pieces() -> AsyncIterator[str]:
+                for i in range(0, len(text), 6):
+                    chunk = {"id": "cmpl-fake", "object": "text_completion", "model": MODEL_ID,
+                             "choices": [{"index": 0, "text": text[i : i + 6], "finish_reason": None}]}
+                    yield f"data: {json.dumps(chunk)}\n\n"
+                yield "data: [DONE]\n\n"
+            return StreamingResponse(pieces(), media_type="text/event-stream")
+        return {"id": "cmpl-fake", "object": "text_completion", "model": MODEL_ID,
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}}
+
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request) -> Any:
+        body = await request.json()
+        inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return JSONResponse({"object": "list", "model": MODEL_ID, "usage": {"prompt_tokens": 2, "total_tokens": 2},
+                             "data": [{"object": "embedding", "index": i, "embedding": [float(len(str(x))), 0.5]}
+                                      for i, x in enumerate(inputs)]}, headers={"x-fake-upstream": "embeddings"})
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Any:
+        body = await request.json()
+        app.state.bodies.append(body)
+        fake = body.get("x_fake") or {}
+        if fake.get("status"):
+            return JSONResponse({"error": {"message": "scripted", "type": "scripted"}}, int(fake["status"]))
+        answer = _response(body, fake)
+        if body.get("stream"):
+            return StreamingResponse(_response_events(answer), media_type="text/event-stream")
+        return answer
 
     @app.get("/v1/models")
     async def models() -> dict:

@@ -27,6 +27,7 @@ LEFT_OUT = {
 
 # script -> (arguments for a tiny run, text its output must hold, needs ../shared/data)
 RUNS = {
+    "bench_conformance.py": (["--limit", "1", "--workers", "0"], "added p50", False),
     "bench_data_build.py": (["--scale", "0.002", "--shared", str(SHARED_DATA)], "full build", True),
     "bench_data_llm.py": (
         ["--engine", "echo", "--prompts", "5", "--rounds", "1", "--batch-sizes", "4,2", "--shared", str(SHARED_DATA)],
@@ -38,6 +39,7 @@ RUNS = {
     "bench_formats.py": (["--texts", "5", "--seconds", "0.01"], "hermes", False),
     "bench_repair.py": (["--per-source", "2"], "tier 1", True),
     "bench_salvage.py": (["--limit", "1"], "naive", False),
+    "bench_tools.py": (["--sizes", "4,60", "--params", "3", "--repeat", "1"], "misspelled, seen", False),
     "bench_rewards.py": (["--limit", "6", "--joined", "3", "--repeat", "1", "--passes", "1"], "1 KB outputs", True),
     "bench_worst_case.py": (["--size", "400", "--repeat", "1"], "entry points within 50 ms", False),
 }

@@ -208,17 +208,19 @@ def test_rebuild_tool_calls_keeps_ids_by_position_name_then_order() -> None:
 CUT = tc("get_time", '{"tz": "CE', "call_cut")  # the upstream hit its token limit inside this call
 
 
-def test_a_call_cut_by_the_token_limit_is_kept_as_sent_and_reported(proxy) -> None:
+CUT_REPORT = {"choice": 0, "call": 1, "id": "call_cut", "name": "get_time", "arguments": '{"tz": "CE'}
+
+
+def test_a_call_cut_by_the_token_limit_is_reported_never_returned_as_a_call(proxy) -> None:
     r = post(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
     choice = r.json()["choices"][0]
     assert choice["finish_reason"] == "length"
-    calls = choice["message"]["tool_calls"]
-    assert args_of({"message": {"tool_calls": calls[:1]}}) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]
-    assert calls[1] == {"id": "call_cut", "type": "function", "function": {"name": "get_time", "arguments": '{"tz": "CE'}}
+    assert args_of(choice) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]  # the cut call is not there
     assert r.headers["x-tool-refiner-truncated"] == "0" and r.headers["x-tool-refiner"] == "repaired"
-    assert r.json()["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+    assert r.json()["tool_refiner"]["truncated"] == [CUT_REPORT]
     only = post(proxy, body({"tool_calls": [CUT], "finish_reason": "length"}))
-    assert only.json()["choices"][0]["message"]["tool_calls"] == [calls[1]]
+    assert "tool_calls" not in only.json()["choices"][0]["message"]
+    assert only.json()["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": 0}]
     assert only.headers["x-tool-refiner"] == "none" and only.json()["choices"][0]["finish_reason"] == "length"
 
 
@@ -230,15 +232,18 @@ def test_a_complete_last_call_under_length_is_refined_and_length_kept(proxy) -> 
     assert [n for n, _, _ in args_of(choice)] == ["get_weather", "get_time"]
 
 
-def test_a_cut_call_in_a_stream_is_kept_as_sent(proxy) -> None:
-    _, events = stream(proxy, body({"tool_calls": [BROKEN[0], CUT], "finish_reason": "length"}))
-    chunks = [c for c in events[:-1] if c["choices"]]
-    calls = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
-    assert [(t["id"], t["function"]["name"]) for t in calls] == [("call_a", "get_weather"), ("call_cut", "get_time")]
-    assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris", "days": 3}
-    assert calls[1]["function"]["arguments"] == '{"tz": "CE'
-    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
-    assert chunks[-1]["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": "call_cut"}]
+def test_a_cut_call_in_a_stream_is_reported_never_streamed_as_a_call(proxy) -> None:
+    for calls in ([BROKEN[0], CUT], [CUT]):
+        _, events = stream(proxy, body({"tool_calls": calls, "finish_reason": "length"}))
+        chunks = [c for c in events[:-1] if c["choices"]]
+        deltas = [t for c in chunks for t in c["choices"][0]["delta"].get("tool_calls", [])]
+        streamed = [{**t, "function": {**t["function"], "arguments": "".join(
+            d["function"].get("arguments", "") for d in deltas if d["index"] == t["index"])}} for t in deltas if "id" in t]
+        assert [t["id"] for t in streamed] == ["call_a"][: len(calls) - 1]  # no delta of the cut call, not even its id
+        assert {d["index"] for d in deltas} == set(range(len(calls) - 1))
+        assert all(json.loads(t["function"]["arguments"]) == {"city": "Paris", "days": 3} for t in streamed)
+        assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+        assert chunks[-1]["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": len(calls) - 1}]
 
 
 # ------------------------------------------------------------------------------------------------ errors
@@ -306,8 +311,12 @@ def test_stream_forwards_content_and_reemits_refined_tool_calls(proxy) -> None:
     assert text == "Checking the forecast now."
     assert sum(1 for d in deltas if "content" in d) >= 5  # forwarded piece by piece, not buffered
     calls = [t for d in deltas for t in d.get("tool_calls", [])]
-    assert [(t["index"], t["id"], t["function"]["name"], json.loads(t["function"]["arguments"])) for t in calls] == [
-        (0, "call_a", "get_weather", {"city": "Paris", "days": 3}), (1, "call_b", "get_time", {"tz": "CET"})]
+    heads = [t for t in calls if "id" in t]  # OpenAI's incremental deltas: index, id and name once, then arguments
+    assert [(t["index"], t["id"], t["function"]["name"], t["function"]["arguments"]) for t in heads] == [
+        (0, "call_a", "get_weather", ""), (1, "call_b", "get_time", "")]
+    args = {k: "".join(t["function"]["arguments"] for t in calls if t["index"] == k) for k in (0, 1)}
+    assert [json.loads(args[0]), json.loads(args[1])] == [{"city": "Paris", "days": 3}, {"tz": "CET"}]
+    assert all(set(t) == {"index", "function"} and set(t["function"]) == {"arguments"} for t in calls if "id" not in t)
     finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
     assert finishes[-1] == "tool_calls" and all(f is None for f in finishes[:-1])
     assert all(c["id"] == "chatcmpl-fake-stream" for c in chunks)
@@ -338,7 +347,9 @@ def test_stream_with_a_failing_refiner_reemits_the_upstream_calls(upstream) -> N
     with serve_in_thread(create_app(upstream[1] + "/v1", refiner=Boom())) as url:
         _, events = stream(url, body({"tool_calls": BROKEN}))
     calls = [t for c in events[:-1] for t in c["choices"][0]["delta"].get("tool_calls", [])]
-    assert [(t["id"], t["function"]["arguments"]) for t in calls] == [(c["id"], c["arguments"]) for c in BROKEN]
+    ids = [t["id"] for t in calls if "id" in t]
+    args = ["".join(t["function"]["arguments"] for t in calls if t["index"] == k) for k in range(len(ids))]
+    assert list(zip(ids, args)) == [(c["id"], c["arguments"]) for c in BROKEN]
 
 
 class SlowSerialRefiner:

@@ -53,3 +53,27 @@ def test_content_calls_option() -> None:
     assert content_calls_setting(["hermes", "xlam,glaive"]) == ("hermes", "xlam", "glaive")
     with pytest.raises(typer.BadParameter, match="cannot be combined"):
         content_calls_setting(["off", "hermes"])
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_serve_api_key_locks_the_proxy(monkeypatch, how) -> None:
+    import uvicorn
+    from starlette.testclient import TestClient
+
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.update(app=app, **kw))
+    key = "tr-cli-KEY-never-shown"
+    argv = ["serve", "--upstream-base-url", "http://127.0.0.1:9/v1", "--workers", "0", "--log-level", "warning"]
+    if how == "flag":
+        argv += ["--api-key", key]
+    else:
+        monkeypatch.setenv("TOOL_REFINER_API_KEY", key)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert key not in result.output and "clients need the API key" in result.output
+    with TestClient(served["app"]) as client:
+        assert client.get("/health").status_code == 200
+        denied = client.get("/v1/models")
+        assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
+        # the right key passes authentication (the unreachable upstream then answers 502)
+        assert client.get("/v1/models", headers={"authorization": f"Bearer {key}"}).status_code == 502

@@ -51,12 +51,28 @@ def stream(url: str, payload: dict) -> tuple[httpx.Headers, list[dict]]:
 
 
 def streamed(chunks: list[dict]) -> tuple[list[str], list[dict], str | None]:
-    """The content pieces, the tool-call deltas and the last finish reason of a streamed answer."""
+    """The content pieces, the tool calls (their deltas merged as an OpenAI client merges them: by index, id and
+    name once, argument fragments joined) and the last finish reason of a streamed answer."""
     pieces = [c["choices"][0]["delta"]["content"] for c in chunks
               if c.get("choices") and c["choices"][0]["delta"].get("content")]
-    calls = [t for c in chunks if c.get("choices") for t in c["choices"][0]["delta"].get("tool_calls", [])]
+    merged: dict[int, dict] = {}
+    for c in chunks:
+        for t in c["choices"][0]["delta"].get("tool_calls", []) if c.get("choices") else []:
+            slot = merged.setdefault(t["index"], {"index": t["index"], "function": {"name": "", "arguments": ""}})
+            for key in ("id", "type"):
+                if key in t:
+                    assert key not in slot, "id and type are sent once"
+                    slot[key] = t[key]
+            if t["function"].get("name"):
+                assert not slot["function"]["name"], "the name is sent once"
+                slot["function"]["name"] = t["function"]["name"]
+            slot["function"]["arguments"] += t["function"].get("arguments") or ""
     finishes = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
-    return pieces, calls, finishes[-1]
+    return pieces, [merged[k] for k in sorted(merged)], finishes[-1]
+
+
+def reasoning_of(chunks: list[dict]) -> str:
+    return "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in chunks if c.get("choices"))
 
 
 def check_calls(tool_calls: list[dict]) -> None:
@@ -79,7 +95,7 @@ def test_calls_in_content_are_moved_in_every_registered_format(proxy, fmt, prose
     r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
     choice = r.json()["choices"][0]
     check_calls(choice["message"]["tool_calls"])
-    assert choice["message"]["content"] == (prose.strip() or None)
+    assert choice["message"]["content"] == (prose.strip() or None)  # the template's line break before the calls
     assert choice["finish_reason"] == "tool_calls"
     assert r.headers["x-tool-refiner-content-calls"] == f"0:{fmt}"
 
@@ -89,12 +105,9 @@ def test_calls_in_streamed_content_are_held_back_and_moved(proxy, fmt) -> None:
     prose = "Let me check that for you, one moment.\n"
     _, chunks = stream(proxy, body(prose + formats.get(fmt).render(CALLS)))
     pieces, calls, finish = streamed(chunks)
-    assert "".join(pieces) == prose  # the call text never reaches the client as content
+    assert "".join(pieces) == prose.strip()  # the call text never reaches the client as content
     assert len(pieces) > 3  # the prose went out as it came (the upstream sends 4 characters a chunk)
-    merged: dict[int, dict] = {}
-    for t in calls:
-        merged.setdefault(t["index"], t)
-    check_calls([merged[k] for k in sorted(merged)])
+    check_calls(calls)
     assert finish == "tool_calls"
     assert chunks[-1]["tool_refiner"]["content_calls"] == [{"choice": 0, "format": fmt}]
 
@@ -141,7 +154,7 @@ def test_a_format_registered_later_is_picked_up(upstream, monkeypatch) -> None:
         assert r.headers["x-tool-refiner-content-calls"] == "0:test_bracketed"
         _, chunks = stream(url, body(text))
     pieces, calls, _ = streamed(chunks)
-    assert "".join(pieces) == "Sure.\n" and [t["function"]["name"] for t in calls] == NAMES
+    assert "".join(pieces) == "Sure." and [t["function"]["name"] for t in calls] == NAMES
 
 
 def test_long_content_is_split_in_a_worker(proxy) -> None:
@@ -150,7 +163,7 @@ def test_long_content_is_split_in_a_worker(proxy) -> None:
     r = httpx.post(proxy + "/v1/chat/completions", json=body(prose + formats.get("hermes").render(CALLS)), timeout=60)
     choice = r.json()["choices"][0]
     check_calls(choice["message"]["tool_calls"])
-    assert choice["message"]["content"] == prose.strip()
+    assert choice["message"]["content"] == prose.rstrip()  # the blanks before the call end in a line break
     text = prose + "See [the docs](https://example.org).\n```python\nprint(1)\n```\n" + prose
     r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
     assert r.json()["choices"][0]["message"] == {"role": "assistant", "content": text}
@@ -220,6 +233,134 @@ def test_hostile_content_is_bounded_and_returned_as_text(upstream) -> None:
         assert "".join(streamed(chunks)[0]) == storm(20_000)
 
 
+# ------------------------------------------------------------------------------------------------ content, reasoning, calls
+
+
+def both(url: str, payload: dict) -> tuple[dict, dict]:
+    """The non-streamed message and the streamed one (content, reasoning_content and tool calls merged), with the
+    finish reasons."""
+    r = httpx.post(url + "/v1/chat/completions", json=payload, timeout=60)
+    assert r.status_code == 200
+    choice = r.json()["choices"][0]
+    _, chunks = stream(url, payload)
+    pieces, calls, finish = streamed(chunks)
+    merged = {"content": "".join(pieces) or None, "reasoning_content": reasoning_of(chunks) or None,
+              "tool_calls": calls or None, "finish_reason": finish}
+    whole = {"content": choice["message"].get("content"), "reasoning_content":
+             choice["message"].get("reasoning_content"), "tool_calls": choice["message"].get("tool_calls"),
+             "finish_reason": choice["finish_reason"]}
+    return whole, merged
+
+
+def same_answer(whole: dict, merged: dict) -> None:
+    for key in ("content", "reasoning_content", "finish_reason"):
+        assert whole[key] == merged[key], key
+    assert [(t["function"]["name"], json.loads(t["function"]["arguments"])) for t in whole["tool_calls"] or []] == [
+        (t["function"]["name"], json.loads(t["function"]["arguments"])) for t in merged["tool_calls"] or []]
+
+
+HERMES_CALL = '<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("fmt", formats.names())
+def test_reasoning_prose_calls_and_text_after_them_in_every_format(proxy, fmt) -> None:
+    """A reasoning block, prose, the calls and text after them: the block is reasoning_content, the prose around the
+    calls is content (verbatim, nothing dropped, no marker), the calls are tool_calls; streamed = non-streamed."""
+    text = "<think>Two lookups.</think>\n\nLet me check.\n" + formats.get(fmt).render(CALLS)
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    check_calls(whole["tool_calls"])
+    assert whole["reasoning_content"] == "Two lookups."
+    assert whole["content"] == "Let me check."  # the line breaks after </think> and before the calls are the template's
+    after = "\n\nLet me check.\n" + formats.get("hermes").render(CALLS) + "\nBoth are on their way."
+    whole, merged = both(proxy, body("<think>Two lookups.</think>" + after))
+    same_answer(whole, merged)
+    assert whole["content"] == "Let me check.\n\nBoth are on their way."  # blanks inside the content stay
+
+
+def test_reasoning_without_calls_and_without_tools(proxy) -> None:
+    whole, merged = both(proxy, body("<think>Easy.</think>Paris is the capital."))
+    same_answer(whole, merged)
+    assert (whole["reasoning_content"], whole["content"], whole["tool_calls"]) == ("Easy.", "Paris is the capital.",
+                                                                                    None)
+    payload = {**body("[THINK]Easy.[/THINK]Paris."), "tools": []}
+    whole, merged = both(proxy, payload)
+    same_answer(whole, merged)
+    assert (whole["reasoning_content"], whole["content"]) == ("Easy.", "Paris.")
+
+
+def test_a_prompt_that_opened_the_reasoning(proxy) -> None:
+    """chat_template_kwargs.enable_thinking: the answer starts inside the block (Qwen3 thinking writes only the
+    closer); cut inside the reasoning, all of it is reasoning. Without the hint, the text is the answer's."""
+    kw = {"chat_template_kwargs": {"enable_thinking": True}}
+    whole, merged = both(proxy, body("Need the time.\n</think>\n\n" + HERMES_CALL, **kw))
+    same_answer(whole, merged)
+    assert whole["reasoning_content"] == "Need the time." and whole["content"] is None
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
+    whole, merged = both(proxy, body("The user wants", **kw, x_fake={"content": "The user wants",
+                                                                      "finish_reason": "length"}))
+    same_answer(whole, merged)
+    assert (whole["reasoning_content"], whole["content"], whole["finish_reason"]) == ("The user wants", None, "length")
+    # a block no closer ends stops where a call begins
+    whole, merged = both(proxy, body("Need the time.\n" + HERMES_CALL, **kw))
+    same_answer(whole, merged)
+    assert whole["reasoning_content"] == "Need the time." and whole["tool_calls"]
+
+
+def test_a_call_written_inside_reasoning_is_not_a_call(proxy) -> None:
+    text = "<think>I could write " + HERMES_CALL + " but the user only greets.</think>Hello!"
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    assert whole["tool_calls"] is None and whole["content"] == "Hello!" and "<tool_call>" in whole["reasoning_content"]
+
+
+def test_reasoning_the_upstream_separated_is_kept(proxy) -> None:
+    payload = body("\n\n" + HERMES_CALL, x_fake={"content": "\n\n" + HERMES_CALL, "reasoning": "I need the time."})
+    whole, merged = both(proxy, payload)
+    same_answer(whole, merged)
+    assert whole["reasoning_content"] == "I need the time." and whole["content"] is None and whole["tool_calls"]
+
+
+def test_gpt_oss_channels(proxy) -> None:
+    """gpt-oss: analysis is reasoning, a preamble and the final answer are content, the recipient in the role
+    header or in the channel both give a call."""
+    text = ("<|channel|>analysis<|message|>Check the time.<|end|><|start|>assistant<|channel|>commentary<|message|>"
+            "One moment.<|end|><|start|>assistant to=functions.get_time<|channel|>commentary <|constrain|>json"
+            '<|message|>{"tz": "CET"}<|call|>')
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    assert (whole["reasoning_content"], whole["content"]) == ("Check the time.", "One moment.")
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
+    final = "<|channel|>analysis<|message|>No tool needed.<|end|><|start|>assistant<|channel|>final<|message|>Hi!"
+    whole, merged = both(proxy, body(final))
+    same_answer(whole, merged)
+    assert (whole["reasoning_content"], whole["content"], whole["tool_calls"]) == ("No tool needed.", "Hi!", None)
+
+
+def test_a_cut_answer_returns_its_complete_calls(proxy) -> None:
+    """finish_reason "length" after one complete Hermes call and half of a second: the first is returned, the cut
+    one is not (and is reported), the finish reason stays "length"."""
+    text = HERMES_CALL + '\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    payload = body(text, x_fake={"content": text, "finish_reason": "length"})
+    whole, merged = both(proxy, payload)
+    same_answer(whole, merged)
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
+    assert whole["finish_reason"] == "length" and whole["content"] is None
+    r = httpx.post(proxy + "/v1/chat/completions", json=payload, timeout=60)
+    assert r.json()["tool_refiner"]["truncated"] == [{"choice": 0, "call": 1, "id": None, "from": "content",
+                                                     "name": "get_weather"}]
+
+
+def test_whitespace_before_a_moved_call_is_the_same_in_both_modes(proxy) -> None:
+    text = "Checking.\n\n" + HERMES_CALL
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    assert whole["content"] == "Checking."  # the blank line before the call is the template's, in both modes
+    whole, merged = both(proxy, body("Checking the  \t" + HERMES_CALL + "  then more."))
+    same_answer(whole, merged)
+    assert whole["content"] == "Checking the  \t  then more."  # spaces on the line are text
+
+
 # ------------------------------------------------------------------------------------------------ the split itself
 
 
@@ -270,3 +411,69 @@ def test_split_checks_are_bounded() -> None:
     text = "\n".join(f'{{"k{i}": {i}}}' for i in range(3 * MAX_CHECKS))
     released, held, checks = split_all(text, 7, lambda region: False)
     assert checks == MAX_CHECKS and released + held == text and held  # past the budget the rest is held
+
+
+REASONING_TEXTS = [
+    "<think>plan</think>\n\nanswer",
+    "  <think>\nplan\n</think>\n\n<tool_call>\n{}\n</tool_call>",
+    "plan with a closer</think>answer",
+    "Need to look.\n<tool_call>\n<function=ls>\n</function>\n</tool_call>",
+    "<think>Draft <tool_call>{}</tool_call>\nstill thinking</think>done",
+    "<think>never closed, cut here",
+    "[THINK]Two cities.[/THINK][TOOL_CALLS]f[ARGS]{}",
+    "<|channel|>analysis<|message|>Call it.<|end|><|start|>assistant<|channel|>final<|message|>Hi",
+    '<tool_call>\n{"name": "f", "arguments": {"s": "</think>"}}\n</tool_call>',
+    "<thi", "", "\n\n", "plain answer with <think> in the middle</think> and more",
+    # long blocks (the buffer drops what was sent): a closer, a call that ends a block no closer ends
+    "<think>" + "a thought that mentions <tool_ and </thin once\n" * 400 + "</think>\n\nanswer",
+    "step by step\n" * 900 + "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+    "<think>" + "x" * 9000 + "</think>" + "y" * 10,
+]
+
+
+@pytest.mark.parametrize("opened", [False, True])
+@pytest.mark.parametrize("text", REASONING_TEXTS)
+def test_the_streamed_reasoning_split_equals_the_whole_one(text, opened) -> None:
+    import random
+
+    from refiner.proxy.content import ReasoningStream, separate_reasoning
+
+    want = separate_reasoning(text, opened)
+    for seed in range(6):
+        rng, pieces, i = random.Random(seed), [], 0
+        while i < len(text):
+            k = 1 if seed == 0 else rng.randint(1, 7)
+            pieces.append(text[i : i + k])
+            i += k
+        rs = ReasoningStream(opened)
+        outs = [rs.feed(p) for p in pieces] + [rs.end()]
+        reasoning, answer = "".join(o[0] for o in outs), "".join(o[1] for o in outs)
+        assert (reasoning if rs.found else None, answer) == (want[0] or (None if want[0] is None else ""), want[1])
+        if want[0] and seed == 0 and len(want[0]) > 12 and "\n" not in want[0] and "<" not in want[0]:
+            assert sum(1 for o in outs if o[0]) > 3  # reasoning is sent as it comes, not at the end
+
+
+def test_calls_in_reasoning_when_switched_on(upstream) -> None:
+    """serve --calls-in-reasoning (Refiner(calls_in_reasoning=True)): a call written only inside the reasoning is
+    returned as a call; the reasoning stays as it came. Streamed = non-streamed."""
+    from refiner.pipeline import Refiner
+
+    text = "<think>I will call " + HERMES_CALL + "</think>One moment."
+    with serve_in_thread(create_app(upstream + "/v1", Refiner(engine=None, calls_in_reasoning=True),
+                                    workers=0)) as url:
+        whole, merged = both(url, body(text))
+    same_answer(whole, merged)
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
+    assert whole["content"] == "One moment." and whole["reasoning_content"] == "I will call " + HERMES_CALL
+
+
+def test_an_upstream_failure_mid_stream_releases_what_was_held(upstream) -> None:
+    """The upstream stalls after the content (a read timeout): the held text (the call, the blanks before it) reaches
+    the client as it came, before the error event; the reasoning went out as reasoning."""
+    text = "<think>plan</think>Check.\n\n" + HERMES_CALL
+    with serve_in_thread(create_app(upstream + "/v1", timeout=1.0, workers=0)) as url:
+        _, chunks = stream(url, body(text, x_fake={"content": text, "stream_stall": 3}))
+    assert chunks[-1]["error"]["type"] == "upstream_timeout"
+    pieces, calls, _ = streamed([c for c in chunks if c.get("choices")] + [{"choices": [{"delta": {},
+                                                                                         "finish_reason": None}]}])
+    assert "".join(pieces) == "Check.\n\n" + HERMES_CALL and calls == [] and reasoning_of(chunks) == "plan"

@@ -47,6 +47,7 @@ def build_refiner(
     refiner_api_key_env: str = "REFINER_API_KEY",
     engine_kwargs: dict[str, Any] | None = None,
     chat_template: str | None = None,
+    calls_in_reasoning: bool = False,
 ) -> Any:
     """The proxy's refiner: tier 1 + guard when no model is given; else the pipeline over an engine
     (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``). ``chat_template``: the
@@ -54,7 +55,7 @@ def build_refiner(
     from refiner.pipeline import Refiner
 
     if not model and not refiner_base_url:
-        return Refiner(engine=None, chat_template=chat_template)
+        return Refiner(engine=None, chat_template=chat_template, calls_in_reasoning=calls_in_reasoning)
     from refiner.engines import make_engine
 
     kind = engine or ("openai" if refiner_base_url else "vllm")
@@ -62,7 +63,21 @@ def build_refiner(
     if kind == "openai":
         kw["api_key_env"] = refiner_api_key_env
     eng = make_engine(kind, model=model, base_url=refiner_base_url, **kw)
-    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens, chat_template=chat_template)
+    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens, chat_template=chat_template,
+                   calls_in_reasoning=calls_in_reasoning)
+
+
+def configure_logging(level: str) -> None:
+    """The proxy's own log lines (logger ``refiner``) on stderr at ``level``, beside uvicorn's."""
+    import logging
+
+    logger = logging.getLogger("refiner")
+    logger.setLevel(level.upper())
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def register(app: typer.Typer) -> None:
@@ -84,7 +99,11 @@ def register(app: typer.Typer) -> None:
         thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
         max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
-                                                 "upstream key (if unset, the client's Authorization is forwarded)."),
+                                                 "upstream key (if unset, the client's Authorization is forwarded, "
+                                                 "unless --api-key is set)."),
+        api_key: str | None = typer.Option(None, "--api-key", envvar="TOOL_REFINER_API_KEY", show_default=False,
+                                           help="Clients must send this key as their bearer token (401 otherwise; "
+                                           "/health stays open). Also read from TOOL_REFINER_API_KEY."),
         content_calls: list[str] | None = typer.Option(None, "--content-calls", help="Calls an upstream left in its "
                                                        "answer's text are moved to tool_calls: auto (default: any "
                                                        "known format), off, or a format name (repeatable)."),
@@ -102,7 +121,11 @@ def register(app: typer.Typer) -> None:
         chat_template: str | None = typer.Option(None, "--chat-template", help="The upstream model's chat template "
                                                  "(.jinja, tokenizer_config.json or model folder): calls are read and "
                                                  "written in the dialect derived from it (tool-refiner formats derive)."),
-        log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+        log_level: str = typer.Option("info", "--log-level", help="Log level of uvicorn and of the proxy (info: one "
+                                      "line per request)."),
+        calls_in_reasoning: bool = typer.Option(False, "--calls-in-reasoning/--no-calls-in-reasoning", help="Read "
+                                                "calls written inside the upstream's reasoning when its answer holds "
+                                                "none (default off: a call drafted while thinking is reasoning)."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
         import uvicorn
@@ -112,15 +135,17 @@ def register(app: typer.Typer) -> None:
         try:
             ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
                                 max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg),
-                                chat_template=chat_template)
+                                chat_template=chat_template, calls_in_reasoning=calls_in_reasoning)
         except ValueError as e:
             if chat_template is None:
                 raise
             raise typer.BadParameter(f"--chat-template: {e}") from None
+        configure_logging(log_level)
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
-                         timeout=timeout, content_calls=content_calls_setting(content_calls),
+                         client_api_key=api_key or None, timeout=timeout, content_calls=content_calls_setting(content_calls),
                          heal_history=heal_history, max_body_bytes=int(max_body_mb * 1024 * 1024),
                          refine_timeout=refine_timeout, workers=workers)
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
-        typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what})", err=True)
+        locked = ", clients need the API key" if api_key else ""
+        typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what}{locked})", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from refiner.calls import ToolCall, value_depth
+from refiner.formats import message, reasoning
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, repair_budget
 from refiner.formats.text import reasoning_offset
 
@@ -297,6 +298,12 @@ class WireFormat:
     def render(self, calls: Sequence[ToolCall]) -> str:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def answer_parts(self, text: str) -> message.AnswerParts:
+        """What an answer holding calls in this format says besides them: its content (the text before and after
+        the calls, verbatim) and any reasoning written in the format's own channels (see
+        :mod:`refiner.formats.message`). ``text`` is the answer after its reasoning block. Never raises."""
+        return message.outside_calls(self, text)
+
     def is_valid(self, text: str) -> bool:
         try:
             self.parse_strict(text)
@@ -508,6 +515,7 @@ def register(fmt_cls: type[WireFormat]) -> type[WireFormat]:
     if inst.name in _REGISTRY:
         raise ValueError(f"wire format {inst.name!r} registered twice")
     _REGISTRY[inst.name] = inst
+    reasoning.learn(inst)
     return fmt_cls
 
 

@@ -33,6 +33,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
+from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
 from refiner.formats.strict import decode_at
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -90,6 +91,8 @@ class Harmony(WireFormat):
     )
     tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
     detection = Detection(rank=220, markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
+    # A completion that opens on the analysis channel: its first message is the reasoning block.
+    reasoning = ((CHANNEL + "analysis" + MESSAGE, END), ("<think>", "</think>"))
     name_pattern = NAME_PATTERN
     example = (
         "<|channel|>analysis<|message|>The user wants flights and the weather; two calls.<|end|>"
@@ -260,6 +263,47 @@ class Harmony(WireFormat):
                 spans.append((c, end))
             pos = end + len(tag) if tag else len(text)
         return spans
+
+    # The answer's other parts
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """Content and reasoning by channel, as vLLM's harmony reader returns them: analysis messages are reasoning,
+        commentary messages without a recipient (preambles) and ``final`` messages are content, messages addressed
+        to a recipient are calls; prose before the first message and after the last is content."""
+        f = Finder(text)
+        s, c = f.next(START, 0), f.next(CHANNEL, 0)
+        first = min((i for i in (s, c) if i >= 0), default=-1)
+        if first < 0:
+            return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
+        if first == c:
+            lead = _LEADING_RECIPIENT.search(text, max(0, c - 256), c)
+            first = lead.start() if lead else c
+        content, thoughts = [text[:first]], []
+        pos, last = first, first
+        for _ in range(MAX_RECOVERED_ITEMS):
+            if text.startswith(START, pos):
+                pos += len(START)
+            m = f.next(MESSAGE, pos)
+            nxt = f.next(START, pos)
+            if m < 0 or 0 <= nxt < m:  # a header without its message (cut there, or garbled): markup, not content
+                last = len(text) if m < 0 and nxt < 0 else last
+                break
+            header = text[pos:m]
+            body_at = skip_ws(text, m + len(MESSAGE))
+            value_end = bracket_end(text, body_at) if TO in header and text.startswith("{", body_at) else -1
+            end, tag = f.first((END, CALL, RETURN, START), max(m + len(MESSAGE), value_end))
+            body = text[m + len(MESSAGE) : end if tag else len(text)]
+            channel = header.partition(CHANNEL)[2].split()
+            if TO not in header:
+                (thoughts if channel[:1] == ["analysis"] else content).append(body)
+            pos = len(text) if tag is None else end + (len(tag) if tag != START else 0)
+            last = pos
+            k = skip_ws(text, pos)
+            if not text.startswith((START, CHANNEL), k):
+                break
+            pos = k
+        content.append(trim_turn_end(text[last:]))
+        return AnswerParts("".join(content), "".join(thoughts) if thoughts else None, (first, last))
 
     # Render
 

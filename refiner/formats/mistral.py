@@ -182,6 +182,7 @@ class Mistral(WireFormat):
     description = 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]'
     tags = (BOT,)
     detection = Detection(rank=250, markers=(BOT,))
+    reasoning = ((THINK, THINK_END), ("<think>", "</think>"))
     example = (
         '[TOOL_CALLS] [{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]'
     )
@@ -242,6 +243,7 @@ class MistralV11(WireFormat):
     description = "Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)"
     tags = (BOT, ARGS)
     detection = Detection(rank=251, markers=(BOT,), closers=(ARGS,))
+    reasoning = ((THINK, THINK_END), ("<think>", "</think>"))
     name_pattern = V11_NAME
     example = (
         '[TOOL_CALLS]search_flights[ARGS]{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'

@@ -1,4 +1,4 @@
-"""Text helpers every format shares: the reasoning block before the calls, tag spans, whitespace, JSON writing.
+"""Text helpers every format shares: the reasoning block before the calls (read by :mod:`refiner.formats.reasoning`), tag spans, whitespace, JSON writing.
 
 No format-specific knowledge here, and nothing that raises: strict reading is :mod:`refiner.formats.strict`, lenient
 reading :mod:`refiner.formats.lenient`.
@@ -10,24 +10,15 @@ import json
 import re
 from typing import Any
 
-_THINK_CLOSE = "</think>"
+from refiner.formats.reasoning import reasoning_offset
+
+__all__ = ["dumps", "find_all_tagged", "find_tagged", "next_bracket", "reasoning_offset", "skip_ws", "strip_reasoning"]
 
 
 def strip_reasoning(text: str) -> str:
-    """Drops a leading reasoning block: everything up to the first ``</think>`` if there is one.
-
-    The first one, not the last: call text after the reasoning may quote ``</think>`` in a string. (Qwen3 prompts
-    can pre-fill ``<think>``, so the closing tag alone marks the end.) A literal ``</think>`` inside the calls of a
-    text with no reasoning at all is therefore read as the end of reasoning."""
+    """The answer after its reasoning block (:mod:`refiner.formats.reasoning`: a block only at the start of the
+    answer, closed by a closer that is not inside a call)."""
     return text[reasoning_offset(text) :]
-
-
-def reasoning_offset(text: str) -> int:
-    """Where the answer starts: after the first ``</think>`` (everything before it is the reasoning), else 0. Like
-    the chat templates and vLLM's reasoning parsers, it reads the first ``</think>`` as the end of the reasoning even
-    when an argument value holds that text; the calls before it are then reasoning, not answer."""
-    i = text.find(_THINK_CLOSE)
-    return i + len(_THINK_CLOSE) if i >= 0 else 0
 
 
 def find_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> tuple[int, int] | None:

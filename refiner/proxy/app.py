@@ -1,9 +1,12 @@
-"""The proxy's routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``; and its settings."""
+"""The proxy's routes and settings: ``POST /v1/chat/completions`` and ``POST /v1/responses`` (refined), every other
+path under ``/v1`` passed through to the upstream as it is, ``GET /health``; client authentication
+(:class:`ClientAuth`); one info log line per request (:func:`log_request`)."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import hmac
 import json
 import logging
 import time
@@ -13,8 +16,10 @@ from typing import Any
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from refiner.pipeline import Refiner
+from refiner.proxy import responses
 from refiner.proxy.batching import RefineBatcher, batch_function
 from refiner.proxy.content import ContentCalls
 from refiner.proxy.convert import WIRE_FORMAT
@@ -22,7 +27,16 @@ from refiner.proxy.history import HistoryReport
 from refiner.proxy.isolation import ThreadRunner, WorkerPool
 from refiner.proxy.refining import Refinement, report
 from refiner.proxy.stream import relay
-from refiner.proxy.upstream import Upstream, UpstreamError, error_response, parse_completion
+from refiner.proxy.upstream import (
+    Upstream,
+    UpstreamError,
+    error_body,
+    error_response,
+    parse_completion,
+    parse_object,
+    returned_headers,
+)
+from refiner.specs import loads_keeping_tools
 
 log = logging.getLogger("refiner.proxy")
 
@@ -33,6 +47,53 @@ MODEL_TIMEOUT = 60.0  # default refine_timeout with one
 
 class BodyTooLarge(Exception):
     pass
+
+
+OPEN_PATHS = frozenset({"/health"})
+
+
+class ClientAuth:
+    """ASGI middleware: every HTTP request but ``/health`` must carry ``Authorization: Bearer <key>``; others get 401
+    with an OpenAI-style error body. The token is compared in constant time (:func:`hmac.compare_digest`) and never
+    logged."""
+
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        if not key:
+            raise ValueError("the client API key must not be empty")
+        self.app = app
+        self.key = key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS and not self.allowed(scope):
+            log_request(scope.get("method", ""), scope["path"], 401, "unauthorized", 0.0)
+            body = json.dumps(error_body(401, "missing or invalid API key: send Authorization: Bearer <key>",
+                                         "invalid_request_error", code="invalid_api_key")).encode()
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def allowed(self, scope: Scope) -> bool:
+        values = [v for k, v in scope.get("headers") or () if k.lower() == b"authorization"]
+        if len(values) != 1:
+            return False
+        scheme, _, token = values[0].partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
+
+
+def log_request(method: str, route: str, status: int, stages: str, total: float, *, mode: str = "",
+                formats: str = "", upstream: float | None = None, refine: float | None = None) -> None:
+    """The one info line per request: route, status, stages, formats, times (never a key, a header or a body)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    times = f"{1e3 * total:.1f} ms"
+    if upstream is not None:
+        times += f" (upstream {1e3 * upstream:.1f} ms" + (f", refinement {1e3 * refine:.1f} ms)" if refine is not
+                                                            None else ")")
+    log.info("%s %s %d%s stage=%s%s %s", method, route, status, f" {mode}" if mode else "", stages or "-",
+             f" format={formats}" if formats else "", times)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -74,6 +135,7 @@ def create_app(
     refiner: Any = None,
     *,
     api_key: str | None = None,
+    client_api_key: str | None = None,
     timeout: float = 120.0,
     connect_timeout: float = 10.0,
     max_connections: int = 1024,
@@ -90,7 +152,9 @@ def create_app(
     """The proxy app. ``upstream_base_url`` ends in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); ``refiner`` is a
     :class:`refiner.pipeline.Refiner` (default: tier-1 repair and the guard, no model) or anything with
     ``refine_batch(requests) -> list[dict]``. ``api_key`` is sent upstream; without it the client's
-    ``Authorization`` header is forwarded. ``timeout`` bounds each upstream call (504 after).
+    ``Authorization`` header is forwarded (unless ``client_api_key`` is set). ``client_api_key``: clients must send
+    it as their bearer token (401 otherwise; ``/health`` stays open). The client's other headers are forwarded
+    (:func:`refiner.proxy.upstream.forwarded_headers`). ``timeout`` bounds each upstream call (504 after).
 
     Isolation: request bodies over ``max_body_bytes`` are refused (413). Tier-1 work runs in ``workers`` processes
     (default: twice the CPU count, at least 4; ``0``: threads of this process, no isolation); a task that has used
@@ -102,7 +166,7 @@ def create_app(
     ``"auto"`` (default) in any registered wire format, a list of format names, or ``None`` / ``"off"``.
     ``heal_history``: broken tool calls in the incoming conversation are repaired before forwarding (default on)."""
     upstream = Upstream(upstream_base_url, api_key=api_key, timeout=timeout, connect_timeout=connect_timeout,
-                        max_connections=max_connections, transport=transport)
+                        max_connections=max_connections, transport=transport, consume_auth=bool(client_api_key))
     if max_body_bytes < 1:
         raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes}")
     ref = refiner if refiner is not None else Refiner(engine=None)
@@ -136,19 +200,71 @@ def create_app(
     async def health() -> dict:
         return {"status": "ok", "upstream": upstream.base, "refiner": type(ref).__name__, "model": has_model,
                 "content_calls": content.describe(), "heal_history": heal_history, "max_body_bytes": max_body_bytes,
-                "refine_timeout": budget, "tier1": runner.info()}
-
-    @app.get("/v1/models")
-    async def models(request: Request) -> Response:
-        try:
-            resp = await upstream.request("GET", "/models", request.headers.get("authorization"), None)
-        except UpstreamError as e:
-            return e.response()
-        return Response(resp.content, resp.status_code, media_type="application/json")
+                "refine_timeout": budget, "client_auth": bool(client_api_key), "tier1": runner.info()}
 
     app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, heal_history).handle)
+    app.post("/v1/responses")(Responses(upstream, refinement, max_body_bytes).handle)
+    app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])(
+        PassThrough(upstream, max_body_bytes).handle)
+    if client_api_key:
+        app.add_middleware(ClientAuth, key=client_api_key)
     return app
 
+
+def too_large(limit: int) -> JSONResponse:
+    return error_response(413, f"request body is larger than {limit} bytes, this proxy's limit",
+                          "invalid_request_error", code="request_too_large")
+
+
+async def read_json(request: Request, limit: int, route: str, started: float) -> tuple[bytes, dict] | Response:
+    """``(raw body, JSON object)``, or the error response: 413 over ``limit`` bytes, 400 when it is not a JSON
+    object."""
+    try:
+        raw = await read_body(request, limit)
+    except BodyTooLarge:
+        log_request("POST", route, 413, "none", time.perf_counter() - started)
+        return too_large(limit)
+    try:
+        body = loads_keeping_tools(raw.decode("utf-8"))  # (its tool list keeps its text: see refiner.specs.catalog)
+    except (ValueError, RecursionError):
+        log_request("POST", route, 400, "none", time.perf_counter() - started)
+        return error_response(400, "request body is not valid JSON", "invalid_request_error")
+    if not isinstance(body, dict):
+        log_request("POST", route, 400, "none", time.perf_counter() - started)
+        return error_response(400, "request body must be a JSON object", "invalid_request_error")
+    return raw, body
+
+
+class PassThrough:
+    """Every other path under ``/v1`` (``GET /v1/models``, ``/v1/models/{id}``, ``/v1/completions``,
+    ``/v1/embeddings``, ...): forwarded with its method, query, headers and body, and answered with the upstream's
+    status, headers and body as they come (streamed). An upstream 5xx answers 502, a timeout 504, an unreachable
+    upstream 502, as on the refined routes; bodies over the limit 413."""
+
+    def __init__(self, upstream: Upstream, max_body_bytes: int) -> None:
+        self.upstream = upstream
+        self.max_body_bytes = max_body_bytes
+
+    async def handle(self, request: Request, path: str) -> Response:
+        started = time.perf_counter()
+        route = f"/v1/{path}"
+        try:
+            raw = await read_body(request, self.max_body_bytes)
+        except BodyTooLarge:
+            log_request(request.method, route, 413, "none", time.perf_counter() - started)
+            return too_large(self.max_body_bytes)
+        target = f"/{path}" + (f"?{request.url.query}" if request.url.query else "")
+        try:
+            resp = await self.upstream.open_stream(target, request.headers.raw, raw, method=request.method,
+                                                   passthrough=True)
+        except UpstreamError as e:
+            log_request(request.method, route, e.status, "none", time.perf_counter() - started)
+            return e.response()
+        log_request(request.method, route, resp.status_code, "none", time.perf_counter() - started, mode="relayed")
+        return StreamingResponse(self.upstream.body(resp), resp.status_code, headers=returned_headers(resp.headers))
+
+
+ROUTE = "/v1/chat/completions"
 
 
 class ChatCompletions:
@@ -162,30 +278,24 @@ class ChatCompletions:
         self.heal_history = heal_history
 
     async def handle(self, request: Request) -> Response:
-        try:
-            raw = await read_body(request, self.max_body_bytes)
-        except BodyTooLarge:
-            return error_response(413, f"request body is larger than {self.max_body_bytes} bytes, this proxy's limit",
-                                  "invalid_request_error", code="request_too_large")
-        try:
-            body = json.loads(raw)
-        except (ValueError, RecursionError):
-            return error_response(400, "request body is not valid JSON", "invalid_request_error")
-        if not isinstance(body, dict):
-            return error_response(400, "request body must be a JSON object", "invalid_request_error")
         started = time.perf_counter()
+        read = await read_json(request, self.max_body_bytes, ROUTE, started)
+        if isinstance(read, Response):
+            return read
+        raw, body = read
         history = None
         if self.heal_history:
             body, history = await self.refinement.heal_history(body)
         payload = raw if history is None or not history.fixed else json.dumps(body, ensure_ascii=False).encode()
-        auth = request.headers.get("authorization")
+        client = request.headers.raw
         try:
             if body.get("stream"):
-                return await self.stream(body, payload, auth, history)
-            resp = await self.upstream.request("POST", "/chat/completions", auth, payload)
+                return await self.stream(body, payload, client, history, started)
+            resp = await self.upstream.request("POST", "/chat/completions", client, payload)
             data = parse_completion(resp.content)
         except UpstreamError as e:
             log.warning("chat completion failed: %s %s", e.status, e.message)
+            log_request("POST", ROUTE, e.status, "none", time.perf_counter() - started)
             return e.response()
         answered = time.perf_counter()
         items = [(c.get("message") or {}, c.get("finish_reason")) for c in data["choices"]]
@@ -196,15 +306,77 @@ class ChatCompletions:
         headers, extra = report(results, history)
         if extra:
             data["tool_refiner"] = extra
-        log.info("chat completion: %d choice(s), stages %s, %.1f ms (upstream %.1f ms, refinement %.1f ms)",
-                 len(results), headers["x-tool-refiner"], 1e3 * (time.perf_counter() - started),
-                 1e3 * (answered - started), 1e3 * (refined - answered))
+        log_request("POST", ROUTE, 200, headers["x-tool-refiner"], time.perf_counter() - started,
+                    formats=",".join(sorted({r.content_format for r in results if r.content_format})),
+                    upstream=answered - started, refine=refined - answered)
         return JSONResponse(data, headers=headers)
 
-    async def stream(self, body: dict, payload: bytes, auth: str | None, history: HistoryReport | None) -> Response:
-        resp = await self.upstream.open_stream("/chat/completions", auth, payload)
+    async def stream(self, body: dict, payload: bytes, client: Any, history: HistoryReport | None,
+                     started: float) -> Response:
+        resp = await self.upstream.open_stream("/chat/completions", client, payload)
         headers = {"cache-control": "no-cache"}
         if history is not None and history.header():
             headers["x-tool-refiner-history"] = history.header()
         events = relay(self.upstream.events(resp), self.refinement, body, history)
-        return StreamingResponse(events, media_type="text/event-stream", headers=headers)
+        return StreamingResponse(logged_stream(events, ROUTE, started), media_type="text/event-stream",
+                                 headers=headers)
+
+
+async def logged_stream(events: AsyncIterator[str], route: str, started: float) -> AsyncIterator[str]:
+    """``events`` (SSE text) as they come; once they end, the request's log line, with the stages and formats the
+    stream's ``tool_refiner`` report gave (read from the last events only) and the time to the first event."""
+    first: float | None = None
+    report: dict = {}
+    status = 200
+    try:
+        async for piece in events:
+            if first is None:
+                first = time.perf_counter() - started
+            if len(piece) < 65536 and ('"tool_refiner"' in piece or '"error"' in piece[:64]):
+                with contextlib.suppress(ValueError, TypeError, AttributeError):
+                    event = json.loads(piece[piece.index("data:") + 5:])
+                    inner = event.get("response") if isinstance(event.get("response"), dict) else {}
+                    report = event.get("tool_refiner") or inner.get("tool_refiner") or report
+                    status = 502 if "error" in event or event.get("type") == "error" else status
+            yield piece
+    finally:
+        stages = report.get("stages") or ([report["stage"]] if "stage" in report else ["none"])
+        formats = ",".join(sorted({m.get("format", "") for m in report.get("content_calls") or []}))
+        log_request("POST", route, status, ",".join(map(str, stages)), time.perf_counter() - started,
+                    mode="stream", formats=formats, upstream=first)
+
+
+class Responses:
+    """``POST /v1/responses``: forward the request, refine the answer's function calls (or relay the stream), report
+    (see :mod:`refiner.proxy.responses`)."""
+
+    route = "/v1/responses"
+
+    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int) -> None:
+        self.upstream = upstream
+        self.refinement = refinement
+        self.max_body_bytes = max_body_bytes
+
+    async def handle(self, request: Request) -> Response:
+        started = time.perf_counter()
+        read = await read_json(request, self.max_body_bytes, self.route, started)
+        if isinstance(read, Response):
+            return read
+        raw, body = read
+        client = request.headers.raw
+        try:
+            if body.get("stream"):
+                resp = await self.upstream.open_stream("/responses", client, raw)
+                events = responses.relay(self.upstream.events(resp), self.refinement, body)
+                return StreamingResponse(logged_stream(events, self.route, started), media_type="text/event-stream",
+                                         headers={"cache-control": "no-cache"})
+            resp = await self.upstream.request("POST", "/responses", client, raw)
+            data = parse_object(resp.content)
+        except UpstreamError as e:
+            log_request("POST", self.route, e.status, "none", time.perf_counter() - started)
+            return e.response()
+        answered = time.perf_counter()
+        headers = responses.reported(data, await responses.refine_output(self.refinement, body, data))
+        log_request("POST", self.route, 200, headers["x-tool-refiner"], time.perf_counter() - started,
+                    upstream=answered - started, refine=time.perf_counter() - answered)
+        return JSONResponse(data, headers=headers)

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from refiner import formats
+from refiner.formats.reasoning import call_start, may_start_call, pairs, split_reasoning
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
 MAX_CHECKS = 16  # region checks per answer; past that, the rest of the answer is held
@@ -34,7 +35,8 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 def markers() -> tuple[str, ...]:
     """The call markers of every registered wire format, longest first: the markers and closers its detection rule
-    looks for, and its tags (those that are tags or sentinel tokens, not JSON keys or single brackets)."""
+    looks for (gpt-oss's ``to=functions.`` included), and its tags (those that are tags or sentinel tokens, not JSON
+    keys or single brackets)."""
     found = set()
     for f in formats.all_formats():
         detection = getattr(f, "detection", None)
@@ -42,6 +44,8 @@ def markers() -> tuple[str, ...]:
                       *(getattr(detection, "closers", ()) or ())]
         found |= {t for t in candidates if isinstance(t, str) and len(t) >= 3 and not t.startswith(("'", '"'))
                   and MARKER_CHARS & set(t)}
+        found |= {t for t in getattr(detection, "markers", ()) or () if isinstance(t, str) and len(t) >= 8
+                  and not t.startswith(("'", '"', "{", "["))}
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
@@ -393,3 +397,201 @@ def holds_calls(result: dict | None, names: set[str]) -> bool:
         return False
     calls = result.get("calls") or []
     return bool(calls) and all(isinstance(c, dict) and c.get("name") in names for c in calls)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The reasoning block
+
+
+def thinking_hint(body: dict) -> bool:
+    """Whether the request says the prompt opened the reasoning block: ``chat_template_kwargs.enable_thinking``
+    (Qwen3, GLM) or ``chat_template_kwargs.thinking`` (DeepSeek V3.1+, Kimi) is true. Without it only an answer that
+    opens with a reasoning opener has a reasoning block (the proxy cannot tell a prompt that opened one)."""
+    kwargs = body.get("chat_template_kwargs")
+    if not isinstance(kwargs, dict):
+        return False
+    return any(kwargs.get(k) is True for k in ("enable_thinking", "thinking"))
+
+
+def upstream_reasoning(message: dict) -> str | None:
+    """The reasoning an upstream already separated (``reasoning_content``, or vLLM's newer ``reasoning``)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+_BLANK = " \t\r\n"
+
+
+def trim_edges(text: str, lead: bool, trail: bool) -> str:
+    """``text`` without the blank run it begins with (``lead``) and the one it ends with (``trail``) when that run
+    holds a line break: the separators a chat template writes around a reasoning block and before the calls
+    (Qwen3's ``</think>\\n\\n`` and ``\\n<tool_call>``), as the template reads its own blocks back. Blanks inside
+    the text, and spaces on the same line, stay."""
+    if lead:
+        body = text.lstrip(_BLANK)
+        if "\n" in text[: len(text) - len(body)]:
+            text = body
+    if trail:
+        body = text.rstrip(_BLANK)
+        if "\n" in text[len(body) :]:
+            text = body
+    return text
+
+
+class EdgeTrim:
+    """:func:`trim_edges` on a text that arrives in pieces: its leading blanks are held until text follows, and its
+    trailing blanks until more text follows or it ends, so the pieces sent join to the whole text's trim."""
+
+    def __init__(self, lead: bool) -> None:
+        self.lead = lead
+        self.pending = ""
+        self.started = False  # text other than blanks was sent
+
+    def feed(self, piece: str) -> str:
+        if not piece:
+            return ""
+        text = self.pending + piece
+        body = text.rstrip(_BLANK)
+        if not body:
+            self.pending = text
+            return ""
+        self.pending = text[len(body) :]
+        if not self.started:
+            self.started = True
+            body = trim_edges(body, self.lead, False)
+        return body
+
+    def end(self, trail: bool, drop_blank: bool) -> str:
+        """The rest once the text has ended: its trailing blanks (trimmed when ``trail``), or nothing when nothing but
+        blanks came and ``drop_blank``."""
+        rest, self.pending = self.pending, ""
+        if not self.started:
+            return "" if drop_blank else trim_edges(rest, self.lead, trail)
+        return trim_edges(rest, False, trail)
+
+
+def separate_reasoning(text: str, opened: bool) -> tuple[str | None, str]:
+    """``(reasoning, answer)`` of a whole answer's content (:func:`refiner.formats.reasoning.split_reasoning`, the
+    prompt having opened the block when ``opened``): the reasoning without the line breaks around it (None when
+    there is no block)."""
+    s = split_reasoning(text, opened=opened)
+    if not s.found:
+        return None, text
+    return trim_edges(s.reasoning(text), True, True), text[s.answer :]
+
+
+COMPACT_AFTER = 4096  # characters of sent reasoning kept before they are dropped from the buffer
+LINE_LOOK = 256  # characters of a line start looked at for a call marker (blanks, then the marker)
+
+
+class ReasoningStream:
+    """The reasoning block of a streamed answer, read as it arrives: :meth:`feed` returns ``(reasoning, answer)``,
+    the reasoning text to send now and the answer text to pass on (to the content split), so that the pieces joined
+    equal :func:`separate_reasoning` of the whole answer. While the answer may still open a block (blanks, or part of
+    an opener) nothing is sent; inside the block, a tail that may be the start of a closer, or a line that may begin a
+    call (which would end a block no closer ends), is held."""
+
+    def __init__(self, opened: bool) -> None:
+        self.opened = opened
+        self.known = pairs()
+        self.text = ""
+        self.state = "start"  # start | inside | answer
+        self.body = 0  # where the block's text starts
+        self.sent = 0  # text[body:sent] has been sent as reasoning
+        self.closers: tuple[str, ...] = ()
+        self.longest = max(len(c) for p in self.known for c in p)
+        self.found = False  # a block was found (the answer opened one, or the prompt did)
+        self.trim = EdgeTrim(lead=True)
+        self.scanned = 0  # text[:scanned] was searched for closers and call starts
+        self.call_at = -1  # where a call begins inside the block (held from there), once found
+        self.floor = 0  # searches start at or after this (1 once sent text was dropped: text[0] is no line start)
+        self.closer_prefixes: set[str] = set()
+        self.closer_starts: set[str] = set()
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        if self.state == "answer":
+            return "", piece
+        self.text += piece
+        return self._trimmed(*self._advance(final=False))
+
+    def end(self) -> tuple[str, str]:
+        if self.state == "answer":
+            return "", ""
+        return self._trimmed(*self._advance(final=True))
+
+    def _trimmed(self, reasoning: str, answer: str) -> tuple[str, str]:
+        """The reasoning without the line breaks around the block (:func:`trim_edges`)."""
+        out = self.trim.feed(reasoning)
+        if self.state == "answer" and self.found:
+            out += self.trim.end(True, True)
+        return out, answer
+
+    def _advance(self, final: bool) -> tuple[str, str]:
+        text = self.text
+        if self.state == "start":
+            if not text:
+                self.state = "answer"
+                return "", ""
+            i = len(text) - len(text.lstrip(" \t\r\n"))
+            rest = text[i:]
+            pair = next((p for p in self.known if rest.startswith(p[0])), None)
+            if pair is None and not final and (not rest or any(p[0].startswith(rest) for p in self.known)):
+                return "", ""
+            self.found = pair is not None or self.opened
+            if pair is not None:
+                self.state, self.body, self.closers = "inside", i + len(pair[0]), (pair[1],)
+            elif self.opened:
+                self.state, self.body, self.closers = "inside", 0, tuple({p[1] for p in self.known})
+            else:
+                self.state, self.text = "answer", ""
+                return "", text
+            self.sent = self.body
+            self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
+            self.closer_starts = {c[0] for c in self.closers}
+        look = max(self.body, self.sent, self.scanned - self.longest)  # closers were looked for before this
+        found = min(((j, c) for c in self.closers if (j := text.find(c, look)) >= 0), default=None)
+        if found is not None:
+            j, closer = found
+            out = text[self.sent : j], text[j + len(closer) :]
+            self.state, self.text = "answer", ""
+            return out
+        if self.call_at < 0:
+            self.call_at = call_start(text, max(self.body, self.sent, self.scanned - LINE_LOOK, self.floor))
+        self.scanned = len(text)
+        if final:
+            cut = self.call_at if self.call_at >= 0 else len(text)
+            out = text[self.sent : cut], text[cut:]
+            self.state, self.text = "answer", ""
+            return out
+        hold = len(text)
+        if self.call_at >= 0:
+            hold = self.call_at
+        else:
+            nl = text.rfind("\n", max(self.body, self.sent - 1))
+            line = nl + 1 if nl >= 0 else (0 if self.body == 0 and self.floor == 0 else -1)
+            if line >= 0 and may_start_call(text[line : line + LINE_LOOK]):
+                hold = max(nl, 0)  # a line that may still begin a call
+            for k in range(max(len(text) - self.longest + 1, self.body, self.sent), len(text)):
+                if text[k] in self.closer_starts and text[k:] in self.closer_prefixes:
+                    hold = min(hold, k)  # may be the start of a closer
+                    break
+        hold = max(hold, self.sent)
+        out = text[self.sent : hold]
+        self.sent = hold
+        self._compact()
+        return out, ""
+
+    def _compact(self) -> None:
+        """Drops sent reasoning from ``text`` but a few characters, so a long block streamed in small pieces costs
+        linear time. Searches then start after the first character (which is no line start any more)."""
+        if self.sent < COMPACT_AFTER or self.call_at >= 0:
+            return
+        cut = self.sent - 1
+        self.text = self.text[cut:]
+        self.sent -= cut
+        self.scanned = max(self.scanned - cut, 0)
+        self.body = max(self.body - cut, 0)
+        self.floor = 1

@@ -3,9 +3,10 @@
 Per response, within one deadline (``timeout`` seconds from when the upstream answered):
 
 1. **Which choices.** A choice with ``tool_calls`` is refined; when it ended with ``finish_reason: "length"`` and
-   its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is kept exactly
-   as sent, after the refined others, the finish reason stays ``length`` and the response says so (it is never
-   completed with invented closing values). A choice without ``tool_calls`` whose content may hold calls
+   its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is left out of
+   ``tool_calls`` (a client would run it with values the model never finished; it is never completed with invented
+   closing values either), the finish reason stays ``length`` and the response reports it, with its name and
+   arguments as written (:func:`truncated_call`). A choice without ``tool_calls`` whose content may hold calls
    (:mod:`refiner.proxy.content`) is read for them; content longer than :data:`MAX_SPLIT_HERE` characters is split
    in a worker, not in the event loop.
 2. **Tier 1, isolated.** With a :class:`refiner.pipeline.Refiner`, tier-1 repair (and the content's format
@@ -28,9 +29,24 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from refiner import formats
+from refiner.formats.base import WireFormat
+from refiner.formats.message import only_tags
 from refiner.pipeline import Refiner
 from refiner.proxy.batching import RefineBatcher
-from refiner.proxy.content import ContentCalls, ContentSplit, Openers, Step, holds_calls, markers, tool_names
+from refiner.proxy.content import (
+    ContentCalls,
+    ContentSplit,
+    Openers,
+    Step,
+    holds_calls,
+    markers,
+    separate_reasoning,
+    thinking_hint,
+    tool_names,
+    trim_edges,
+    upstream_reasoning,
+)
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
 from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
@@ -55,7 +71,9 @@ Choice = tuple[dict, str | None]  # (message, finish_reason)
 class ChoiceResult:
     """One choice after refinement. ``stage``: ``none`` (nothing to refine), the pipeline's stage, ``timeout`` or
     ``error``. ``truncated``: the call cut by the token limit (``{"call": index, "id": ...}``). ``content_format``:
-    the format of calls moved out of the content. ``content_tail``: held-back content to release (streaming)."""
+    the format of calls moved out of the content. ``content_tail`` / ``reasoning_tail``: held-back content and
+    reasoning read from it (a channel format's), to release at the end of a stream. ``separated``: reasoning or
+    calls were taken out of the content (content left blank is then no content)."""
 
     message: dict
     finish_reason: str | None
@@ -63,6 +81,9 @@ class ChoiceResult:
     truncated: dict | None = None
     content_format: str | None = None
     content_tail: str = ""
+    reasoning_tail: str = ""
+    separated: bool = False
+    reasoning: str | None = None  # the reasoning block taken out of the content (read for calls when switched on)
 
 
 @dataclass
@@ -89,6 +110,25 @@ def cut_off(tool_call: Any) -> bool:
         return not isinstance(json.loads(args), dict)
     except (ValueError, RecursionError):
         return True
+
+
+def truncated_call(tool_call: Any, index: int) -> dict:
+    """The report of a call cut by the token limit: its position, id, name and arguments as the upstream wrote them
+    (the call itself is not returned as a tool call: a client would run it with values the model never finished)."""
+    fn = tool_call.get("function") if isinstance(tool_call, dict) else None
+    fn = fn if isinstance(fn, dict) else {}
+    args = fn.get("arguments")
+    return {"call": index, "id": tool_call.get("id") if isinstance(tool_call, dict) else None,
+            "name": fn.get("name") if isinstance(fn.get("name"), str) else None,
+            "arguments": args if isinstance(args, str) else None}
+
+
+def without_calls(message: dict, calls: list) -> dict:
+    """``message`` with only ``calls`` as its tool calls (the key dropped when none is left)."""
+    out = {k: v for k, v in message.items() if k != "tool_calls"}
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 def needs_model(result: dict | None, bypass: bool) -> bool:
@@ -190,42 +230,79 @@ class Refinement:
 
     # -- choices
 
-    async def choices(self, body: dict, items: list[Choice],
-                      splits: dict[int, ContentSplit] | None = None) -> list[ChoiceResult]:
-        """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice."""
+    async def choices(self, body: dict, items: list[Choice], splits: dict[int, ContentSplit] | None = None,
+                      reasonings: dict[int, str] | None = None) -> list[ChoiceResult]:
+        """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice, and
+        ``reasonings`` the reasoning blocks already sent."""
         deadline = self.deadline()
         results = [ChoiceResult(m, f) for m, f in items]
+        for i, text in (reasonings or {}).items():
+            if 0 <= i < len(results):
+                results[i].reasoning = text
         jobs: list[_Job] = []
         for i, (message, reason) in enumerate(items):
+            if splits is None:
+                message = self.take_reasoning(body, message, results[i])
+                results[i].message = message
             tool_calls = message.get("tool_calls")
             split = (splits or {}).get(i)
             if isinstance(tool_calls, list) and tool_calls:
                 calls = list(tool_calls)
                 if reason == "length" and cut_off(calls[-1]):
-                    cut = calls[-1]
-                    results[i].truncated = {"call": len(calls) - 1, "id": cut.get("id") if isinstance(cut, dict) else None}
+                    results[i].truncated = truncated_call(calls[-1], len(calls) - 1)
                     calls = calls[:-1]
+                    results[i].message = without_calls(message, calls)
                 if calls:
                     jobs.append(_Job(i, "calls", refine_request(body, calls, self.fmt), calls=calls))
                 if split is not None:
                     results[i].content_tail = split.held
                 continue
             content = message.get("content")
-            if splits is None and reason != "length" and isinstance(content, str):
+            if splits is None and isinstance(content, str):
                 split = await self.split_content(body, content, deadline)
             if split is None:
                 continue
-            if reason == "length" or not split.held.strip():
-                results[i].content_tail = split.held  # a cut answer's text stays text
+            if not split.held.strip():
+                results[i].content_tail = split.held
                 continue
             request = {**refine_request(body, [], self.fmt), "upstream": split.held, "format": None}
+            if reason == "length":
+                request["finish_reason"] = reason  # the complete calls before the cut are returned, the cut one is not
             jobs.append(_Job(i, "content", request, split=split))
         if jobs:
             await self._tier1(jobs, deadline)
             await self._model(jobs, deadline)
         for job in jobs:
             self._apply(job, items[job.choice], results[job.choice], body)
+        if getattr(self.ref, "calls_in_reasoning", False):
+            await self._reasoning_calls(body, results, deadline)
+        if splits is None:
+            for r in results:
+                if r.separated and isinstance(r.message.get("content"), str):
+                    text = trim_edges(r.message["content"], r.reasoning is not None, True)
+                    r.message = {**r.message, "content": content_or_none(text, True)}
         return results
+
+    async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:
+        """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning`` switched
+        on; off by default: see :mod:`refiner.formats.reasoning`). The reasoning stays as it is."""
+        todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")
+                and self.content.applies(body)]
+        if not todo:
+            return
+        work = [{"request": {"tools": body.get("tools") or None, "upstream": r.reasoning, "format": None},
+                 "detect": True, "allowed": self.content.allowed} for r in todo]
+        try:
+            outcomes, _ = await self.runner.run("tier1", work, self.remaining(deadline))
+        except IsolationError as e:
+            log.info("reasoning calls gave no answer (%s: %s)", type(e).__name__, e)
+            return
+        for r, outcome in zip(todo, outcomes):
+            result = outcome.get("result")
+            if holds_calls(result, tool_names(body)):
+                r.message = {**r.message, "tool_calls": rebuild_tool_calls([], result["calls"])}
+                r.finish_reason = "tool_calls" if r.finish_reason in (None, "stop", "tool_calls") else r.finish_reason
+                r.stage, r.content_format = str(result.get("stage", "unchanged")), outcome.get("format")
 
     async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
         todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
@@ -275,26 +352,56 @@ class Refinement:
         for j, result in zip(todo, results):
             j.outcome = {"format": j.request.get("format"), "result": result}
 
+    def take_reasoning(self, body: dict, message: dict, out: ChoiceResult) -> dict:
+        """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after any
+        reasoning the upstream separated itself, which is kept as it came)."""
+        content = message.get("content")
+        if not isinstance(content, str) or not content:
+            return message
+        given = upstream_reasoning(message)
+        reasoning, answer = separate_reasoning(content, thinking_hint(body) and given is None)
+        if reasoning is None:
+            return message
+        out.separated, out.reasoning = True, reasoning
+        return with_reasoning({**message, "content": answer}, reasoning)
+
     def _apply(self, job: _Job, item: Choice, out: ChoiceResult, body: dict) -> None:
-        message, reason = item
+        message, reason = out.message, item[1]
         result = (job.outcome or {}).get("result")
         if job.kind == "content":
+            fmt_name = (job.outcome or {}).get("format")
+            fmt = formats.get(fmt_name) if fmt_name in formats.names() else None
             if job.status is None and holds_calls(result, tool_names(body)):
-                out.message = {**message, "content": job.split.released_text.strip() or None,
-                               "tool_calls": rebuild_tool_calls([], result["calls"])}
+                parts = fmt.answer_parts(job.split.held) if fmt is not None else None
+                tail = parts.content if parts is not None else ""
+                calls = rebuild_tool_calls([], result["calls"])
+                out.message = with_reasoning({**message, "content": content_or_none(job.split.released_text + tail,
+                                                                                     True), "tool_calls": calls},
+                                             parts.reasoning if parts is not None else None)
+                out.content_tail, out.reasoning_tail = tail, (parts.reasoning or "") if parts is not None else ""
+                out.separated = True
                 out.finish_reason = "tool_calls" if reason in (None, "stop", "tool_calls") else reason
                 out.stage = str(result.get("stage", "unchanged"))
-                out.content_format = job.outcome.get("format")
+                out.content_format = fmt_name
+                if result.get("stage") == "truncated":  # the call the text stops in is left out, and reported
+                    cut = result.get("cut") if isinstance(result.get("cut"), dict) else {}
+                    out.truncated = {"call": len(calls), "id": None, "from": "content",
+                                     **({"name": cut["name"]} if cut.get("name") else {})}
             else:
                 out.stage = job.status or "none"
                 out.content_tail = job.split.held
+                parts = fmt.answer_parts(job.split.held) if fmt is not None else None
+                a, b = parts.calls if parts is not None else (0, 0)
+                if parts is not None and (has_channels(fmt) or (b > a and only_tags(fmt, job.split.held[a:b]))):
+                    # gpt-oss: its channels are read even without a call; an empty call section is markup
+                    out.content_tail, out.reasoning_tail, out.separated = parts.content, parts.reasoning or "", True
+                    out.message = with_reasoning({**message, "content": content_or_none(
+                        job.split.released_text + parts.content, True)}, parts.reasoning)
             return
         if job.status is not None or result is None:
             out.stage = job.status or "error"
             return
         refined, reason = apply_result({**message, "tool_calls": job.calls}, reason, result)
-        if out.truncated is not None:
-            refined = {**refined, "tool_calls": [*(refined.get("tool_calls") or []), message["tool_calls"][-1]]}
         out.message, out.finish_reason = refined, reason
         out.stage = str(result.get("stage", "unchanged"))
 
@@ -318,6 +425,27 @@ class Refinement:
         out, report = apply_repairs(body, healed, outcomes)
         report.entries += left_entries(left, f"over the limit of calls repaired per request ({len(healed)})")
         return out, report
+
+
+def has_channels(fmt: WireFormat) -> bool:
+    """Whether a format reads an answer's content and reasoning from channels of its own (gpt-oss harmony): it
+    overrides :meth:`WireFormat.answer_parts`."""
+    return type(fmt).answer_parts is not WireFormat.answer_parts
+
+
+def content_or_none(text: str, separated: bool) -> str | None:
+    """A message's ``content``: None when empty, or blank once reasoning or calls were taken out of it."""
+    if not text or (separated and not text.strip()):
+        return None
+    return text
+
+
+def with_reasoning(message: dict, reasoning: str | None) -> dict:
+    """``message`` with ``reasoning`` added to its ``reasoning_content`` (after what is there)."""
+    if not reasoning:
+        return message
+    given = upstream_reasoning(message)
+    return {**message, "reasoning_content": (given or "") + reasoning}
 
 
 def report(results: list[ChoiceResult], history: HistoryReport | None) -> tuple[dict[str, str], dict]:

@@ -1,5 +1,5 @@
-"""The upstream chat-completions server: the HTTP client, and the one mapping from upstream failures to the
-proxy's answers.
+"""The upstream server: the HTTP client (the client's headers forwarded: :func:`forwarded_headers`), and the one
+mapping from upstream failures to the proxy's answers.
 
 - the upstream timed out → 504 ``upstream_timeout``;
 - unreachable, or the connection broke → 502 ``upstream_unreachable``;
@@ -13,7 +13,7 @@ before a stream starts and as a last SSE event once it has.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 
 import httpx
 from fastapi.responses import JSONResponse
@@ -70,12 +70,20 @@ def check_status(status: int, content: bytes, headers: Mapping[str, str]) -> Non
     raise UpstreamError(502, f"upstream answered HTTP {status}: {detail}", "upstream_error")
 
 
-def parse_completion(content: bytes) -> dict:
-    """The upstream's chat completion; :class:`UpstreamError` (502) when it is not one."""
+def parse_object(content: bytes) -> dict:
+    """The upstream's answer, a JSON object; :class:`UpstreamError` (502) when it is not one."""
     try:
         data = json.loads(content)
-    except ValueError:
-        raise UpstreamError(502, "upstream returned malformed JSON", "upstream_malformed") from None
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise UpstreamError(502, "upstream returned malformed JSON", "upstream_malformed")
+    return data
+
+
+def parse_completion(content: bytes) -> dict:
+    """The upstream's chat completion; :class:`UpstreamError` (502) when it is not one."""
+    data = parse_object(content)
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not all(
         isinstance(c, dict) for c in data["choices"]
     ):
@@ -95,10 +103,48 @@ def parse_chunk(payload: str) -> dict:
     return chunk
 
 
+# Headers that describe one connection, not the request (RFC 9110 7.6.1), and the ones the proxy sets itself.
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+                        "te", "trailer", "trailers", "transfer-encoding", "upgrade"})
+NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "authorization"}
+NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
+
+RawHeaders = Iterable[tuple[bytes, bytes]]
+
+
+def _end_to_end(headers: RawHeaders, dropped: frozenset[str]) -> list[tuple[str, str]]:
+    """``headers`` (raw pairs) without ``dropped`` ones and those the ``Connection`` header names, in order."""
+    pairs = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in headers]
+    named = {t.strip().lower() for k, v in pairs if k == "connection" for t in v.split(",")}
+    return [(k, v) for k, v in pairs if k not in dropped and k not in named]
+
+
+def forwarded_headers(client: RawHeaders, api_key: str | None, *, consume_auth: bool = False) -> list[tuple[str, str]]:
+    """The headers sent upstream for a client request with ``client`` headers: every end-to-end header as the client
+    sent it (``OpenAI-Organization``, ``OpenAI-Project``, ``traceparent``, ``User-Agent``, custom ones); hop-by-hop
+    headers, ``Host``, ``Content-Length`` and ``Accept-Encoding`` are the proxy's own. ``Authorization``: the proxy's
+    ``api_key`` when it has one, else the client's, unless ``consume_auth`` (the client's token authenticated it
+    to this proxy and is not sent on)."""
+    raw = list(client)
+    out = _end_to_end(raw, NOT_FORWARDED)
+    if api_key:
+        out.append(("authorization", f"Bearer {api_key}"))
+    elif not consume_auth:
+        out.extend((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.lower() == b"authorization")
+    return out
+
+
+def returned_headers(upstream: httpx.Headers) -> dict[str, str]:
+    """The upstream response's headers given back to the client (the end-to-end ones; the body's length and
+    encoding are recomputed)."""
+    return dict(_end_to_end(upstream.raw, NOT_RETURNED))
+
+
 class Upstream:
-    """An HTTP client for one upstream base URL (``.../v1``). ``api_key`` is sent as the bearer token; without it the
-    client's own ``Authorization`` header is forwarded. :meth:`open` creates the connection pool, :meth:`close`
-    closes it."""
+    """An HTTP client for one upstream base URL (``.../v1``). Requests carry the client's headers
+    (:func:`forwarded_headers`): ``api_key`` is sent as the bearer token; without it the client's own
+    ``Authorization`` header is forwarded, unless ``consume_auth``. :meth:`open` creates the connection pool,
+    :meth:`close` closes it."""
 
     def __init__(
         self,
@@ -109,11 +155,13 @@ class Upstream:
         connect_timeout: float = 10.0,
         max_connections: int = 1024,
         transport: httpx.AsyncBaseTransport | None = None,
+        consume_auth: bool = False,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"upstream_base_url must be an http(s) URL, got {base_url!r}")
         self.base = base_url.rstrip("/")
         self.api_key = api_key
+        self.consume_auth = consume_auth
         self.timeout = timeout
         self._http_timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
         self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
@@ -134,34 +182,34 @@ class Upstream:
             raise RuntimeError("the upstream client is not open (the app's lifespan has not started)")
         return self._client
 
-    def headers(self, authorization: str | None, body: bytes | None = None) -> dict[str, str]:
-        out = {"content-type": "application/json"} if body is not None else {}
-        if self.api_key:
-            out["authorization"] = f"Bearer {self.api_key}"
-        elif authorization:
-            out["authorization"] = authorization
+    def headers(self, client: RawHeaders, body: bytes | None = None) -> list[tuple[str, str]]:
+        out = forwarded_headers(client, self.api_key, consume_auth=self.consume_auth)
+        if body is not None and not any(k == "content-type" for k, _ in out):
+            out.append(("content-type", "application/json"))
         return out
 
-    async def request(self, method: str, path: str, authorization: str | None, body: bytes | None) -> httpx.Response:
+    async def request(self, method: str, path: str, client: RawHeaders, body: bytes | None) -> httpx.Response:
         """The upstream's answer to ``body`` (JSON bytes); :class:`UpstreamError` for a transport failure or an error
         status."""
         try:
             resp = await self.client.request(method, f"{self.base}{path}", content=body,
-                                             headers=self.headers(authorization, body))
+                                             headers=self.headers(client, body))
         except httpx.HTTPError as e:
             raise transport_failure(e, self.timeout) from None
         check_status(resp.status_code, resp.content, resp.headers)
         return resp
 
-    async def open_stream(self, path: str, authorization: str | None, body: bytes) -> httpx.Response:
-        """A streaming response whose status is below 400 (the caller closes it); :class:`UpstreamError` otherwise."""
-        req = self.client.build_request("POST", f"{self.base}{path}", content=body,
-                                        headers=self.headers(authorization, body))
+    async def open_stream(self, path: str, client: RawHeaders, body: bytes, *, method: str = "POST",
+                          passthrough: bool = False) -> httpx.Response:
+        """A streaming response (the caller closes it) whose status is below 400 (below 500 with ``passthrough``: a
+        client error is the client's to read, as it came); :class:`UpstreamError` otherwise."""
+        req = self.client.build_request(method, f"{self.base}{path}", content=body or None,
+                                        headers=self.headers(client, body if body else None))
         try:
             resp = await self.client.send(req, stream=True)
         except httpx.HTTPError as e:
             raise transport_failure(e, self.timeout) from None
-        if resp.status_code >= 400:
+        if resp.status_code >= (500 if passthrough else 400):
             try:
                 content = await resp.aread()
             except httpx.HTTPError as e:
@@ -170,6 +218,16 @@ class Upstream:
                 await resp.aclose()
             check_status(resp.status_code, content, resp.headers)
         return resp
+
+    @staticmethod
+    async def body(resp: httpx.Response) -> AsyncIterator[bytes]:
+        """A streaming response's body as it comes (decoded); closes the response. A break mid-way is raised (the
+        status has been sent: the client sees the response end unfinished)."""
+        try:
+            async for piece in resp.aiter_bytes():
+                yield piece
+        finally:
+            await resp.aclose()
 
     async def events(self, resp: httpx.Response) -> AsyncIterator[dict]:
         """The stream's chunks up to ``[DONE]`` (or its end); closes the response. Raises :class:`UpstreamError`

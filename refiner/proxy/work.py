@@ -35,7 +35,8 @@ def detect(text: str) -> str | None:
 
 
 # What the proxy reads of a pipeline result; the rest (the request echoed, the refined text) stays in the worker.
-RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error"})
+RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
+                         "cut"})
 
 
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:

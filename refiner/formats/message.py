@@ -1,0 +1,153 @@
+"""An answer's parts besides its calls: the text the user should see (``content``) and reasoning written in the
+format's own channels, read from a text that holds calls in one format.
+
+:func:`outside_calls` is the rule every tagged format shares (:meth:`WireFormat.answer_parts`'s default): the calls
+are one region, from the format's first tag to the end of its last call — the last closing tag (``</tool_call>``,
+``<｜tool▁calls▁end｜>``, ``<|tool_calls_section_end|>``, ``<tool_call|>``), or, when the last tag opens a call whose
+body is a JSON object or list (``[TOOL_CALLS]``, ``[ARGS]``, ``<|python_tag|>``, ``functools``), the end of that
+value; a call the text stops inside runs to the end. The text before and after the region is content, verbatim
+(``"Some text before <call> after"`` gives ``"Some text before  after"``, as vLLM's and SGLang's parsers give it);
+end-of-turn tokens the decoder left at the end (:data:`END_OF_TURN`) are not content. An untagged answer (a JSON
+list or object, a pythonic list) is the region from its first bracket to the one that closes it. Text between two
+calls belongs to the calls. A format whose answer has channels (gpt-oss harmony: analysis, commentary preambles,
+``final``) overrides :meth:`WireFormat.answer_parts`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from refiner.formats.reasoning import is_closing_tag
+
+# Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
+END_OF_TURN = ("<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<|eot|>",
+               "<|eom|>", "<|end_of_text|>", "<|return|>", "<|end|>", "<|python_end|>")
+MAX_TAGS = 4096  # format tags read per answer; past that the rest of the text is taken as calls
+
+_MARKUP = set("<>|[]｜")
+
+
+@dataclass(frozen=True)
+class AnswerParts:
+    """``content``: the text outside the calls (verbatim, ``""`` when none); ``reasoning``: reasoning the format
+    writes in its own channels (None when it has none); ``calls``: the span ``(start, end)`` of the calls' region
+    (``(len, len)`` when there is none)."""
+
+    content: str
+    reasoning: str | None = None
+    calls: tuple[int, int] = (0, 0)
+
+
+def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
+    """The format's tags as one pattern, and which of them close a call or a section."""
+    detection = getattr(fmt, "detection", None)
+    tags = {t for t in (*(getattr(fmt, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
+                        *(getattr(detection, "closers", ()) or ()))
+            if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"'))}
+    if not tags:
+        return None, frozenset()
+    pattern = re.compile("|".join(map(re.escape, sorted(tags, key=len, reverse=True))))
+    return pattern, frozenset(t for t in tags if is_closing_tag(t))
+
+
+_OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
+_INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's text up to its quote, a \ or a newline
+
+
+def bracket_end(text: str, i: int) -> int:
+    """The end of the bracketed value opening at ``text[i]`` (``[``, ``{`` or ``(``; strings in either quote, which a
+    newline ends), or -1 when the text stops first. Linear, the text between structural characters skipped by one
+    regex step."""
+    depth, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = _INSIDE[c].match(text, i + 1).end()
+            while j < n and text[j] == "\\":  # an escape: the next character is text
+                j = _INSIDE[c].match(text, j + 2).end() if j + 2 <= n else n
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth <= 0:
+                return i + 1
+        i = _OUTSIDE.match(text, i + 1).end()
+    return -1
+
+
+def values_end(text: str, i: int) -> int:
+    """The end of the bracketed values starting at ``text[i]``, several when ``;`` or ``,`` separate them (Llama 3's
+    ``{...}; {...}``); the end of the text when one is not closed."""
+    for _ in range(MAX_TAGS):
+        end = bracket_end(text, i)
+        if end < 0:
+            return len(text)
+        j = end
+        while j < len(text) and text[j] in " \t\r\n":
+            j += 1
+        if j >= len(text) or text[j] not in ";,":
+            return end
+        j += 1
+        while j < len(text) and text[j] in " \t\r\n":
+            j += 1
+        if j >= len(text) or text[j] not in "[{":
+            return end
+        i = j
+    return len(text)
+
+
+def trim_turn_end(text: str) -> str:
+    """``text`` without the end-of-turn tokens (and the blanks around them) it ends with."""
+    while True:
+        stripped = text.rstrip()
+        for token in END_OF_TURN:
+            if stripped.endswith(token):
+                text = stripped[: -len(token)]
+                break
+        else:
+            return text
+
+
+def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the calls in ``text`` read as ``fmt`` writes them (see the module docstring), or None when
+    the text holds none of its tags and does not open with a bracket."""
+    pattern, closers = tag_pattern(fmt)
+    first = last = None
+    if pattern is not None:
+        for k, m in enumerate(pattern.finditer(text)):
+            if first is None:
+                first = m
+            last = m
+            if k >= MAX_TAGS:
+                return first.start(), len(text)
+    j = len(text) - len(text.lstrip())
+    if j < len(text) and text[j] in "[{" and (first is None or j < first.start()):
+        return j, values_end(text, j)  # an untagged call (its tags, if any, are text in its values)
+    if first is None:
+        return None
+    if last.group() in closers:
+        return first.start(), last.end()
+    j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    if j < len(text) and text[j] in "[{":
+        return first.start(), values_end(text, j)
+    return first.start(), len(text)
+
+
+def only_tags(fmt: object, text: str) -> bool:
+    """Whether ``text`` holds nothing but the format's tags and blanks (an empty call section)."""
+    pattern, _ = tag_pattern(fmt)
+    return pattern is not None and not pattern.sub("", text).strip()
+
+
+def outside_calls(fmt: object, text: str) -> AnswerParts:
+    """The default :meth:`WireFormat.answer_parts`: the text before and after the calls' region is content."""
+    region = calls_region(fmt, text)
+    if region is None:
+        return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
+    a, b = region
+    return AnswerParts(text[:a] + trim_turn_end(text[b:]), None, region)

@@ -1,0 +1,260 @@
+"""The reasoning block of an answer: where it is, what it says, where the answer after it starts.
+
+A family writes its reasoning between its own markers (:attr:`WireFormat.reasoning`: ``<think>…</think>`` by
+default, Magistral's ``[THINK]…[/THINK]``, Gemma 4's ``<|channel>thought…<channel|>``, Seed-OSS's
+``<seed:think>…</seed:think>``); every registered format's pairs are known here (:func:`learn`, called by
+``base.register``), so one split serves every reader and the proxy. gpt-oss's analysis channel is read by the harmony
+format itself.
+
+Rules (:func:`split_reasoning`), as the families' reasoning parsers in vLLM read them:
+
+- **A reasoning block is only at the start of the answer.** When the answer (after blanks) opens with a pair's
+  opener, the block ends at the first closer of that pair. Not closed: the block ends where a call begins (a call
+  marker at the start of a line — vLLM's Qwen3 reader ends reasoning at ``<tool_call>`` the same way), else it runs
+  to the end of the text (an answer cut inside its reasoning).
+- **Without an opener** (a chat template that writes the opener into the prompt: Qwen3 thinking, DeepSeek-R1,
+  GLM, Kimi), a closer still ends a block that began with the answer — but only a closer that is not inside a call:
+  when a call began before it (a call marker of any registered format that no closer has closed since, or an answer
+  that opens with ``[`` or ``{``), the closer is text in a value and there is no reasoning. So a string value holding
+  ``</think>`` never ends reasoning, in any format.
+- ``opened=True`` (the request says the prompt opened the block: ``chat_template_kwargs.enable_thinking``): the
+  answer starts inside the block; it ends at the first closer, or where a call begins, else at the end of the text.
+  ``opened=False`` (the prompt closed it): only an explicit opener starts a block.
+
+**Calls written inside reasoning are not calls** (:data:`CALLS_IN_REASONING` is the default policy): a model drafts
+its call while thinking, and a block that quotes a call would double it (Seed-OSS writes the call in its thought,
+then again). Readers start after the block (:func:`reasoning_offset`); the proxy returns the block as
+``reasoning_content``. Switch: ``Refiner(calls_in_reasoning=True)`` / ``serve --calls-in-reasoning`` read calls
+from the reasoning too when the answer after it holds none (:func:`unwrap` gives the text they read).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+THINK = ("<think>", "</think>")
+CALLS_IN_REASONING = False  # the default policy: a call written inside reasoning stays reasoning
+
+_PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's pairs, in registration order
+_OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
+_CLOSERS: set[str] = set()  # tags that close a call or a call section
+_STATE: dict[str, object] = {}  # compiled patterns, rebuilt when a format is registered
+_VERSION = [0]  # counts registrations (the last split kept is only good for the same markers)
+_MARKUP = set("<>|[]｜")
+_CLOSING_WORDS = ("end", "close")
+
+
+def is_closing_tag(tag: str) -> bool:
+    """Whether a format's tag closes a call or a section: ``</tool_call>``, ``<｜tool▁call▁end｜>``,
+    ``<|tool_calls_section_end|>``, ``<tool_call|>`` (Gemma 4), ``<|call|>``, ``[/TOOL_CALLS]``."""
+    t = tag.lower()
+    if t.startswith(("</", "[/")) or t == "<|call|>" or any(w in t for w in _CLOSING_WORDS):
+        return True
+    return t.endswith("|>") and not t.startswith("<|") and "|" not in t[1:-2]
+
+
+def learn(fmt: object) -> None:
+    """Records a registered format's reasoning pairs and call markers (``base.register`` calls it)."""
+    for pair in getattr(fmt, "reasoning", ()) or ():
+        if isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
+            _PAIRS.setdefault(pair, None)
+    detection = getattr(fmt, "detection", None)
+    tags = [*(getattr(fmt, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
+            *(getattr(detection, "closers", ()) or ())]
+    for t in tags:
+        if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"')):
+            (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
+    _STATE.clear()
+    _VERSION[0] += 1
+
+
+def pairs() -> tuple[tuple[str, str], ...]:
+    """Every known reasoning pair (the default ``<think>``/``</think>`` first)."""
+    return tuple(_PAIRS)
+
+
+def trie_pattern(words: Iterable[str]) -> str:
+    """One regex for ``words`` (the longest first where one is a prefix of another), built as a trie: at each
+    character the words that share it are tried together, so a text of near-misses (``<a><a>...``) costs a step per
+    character, not one per word."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        branches = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and "" not in node else "(?:" + "|".join(branches) + ")"
+        return body + ("?" if "" in node else "")
+
+    return build(trie)
+
+
+def _compiled() -> tuple[re.Pattern | None, re.Pattern | None]:
+    if not _STATE:
+        tokens = _OPENERS | _CLOSERS
+        _STATE["tokens"] = re.compile(trie_pattern(tokens)) if tokens else None
+        _STATE["line_call"] = re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None
+    return _STATE["tokens"], _STATE["line_call"]  # type: ignore[return-value]
+
+
+def inside_call(text: str, start: int, at: int) -> bool:
+    """Whether position ``at`` lies inside a call that began at or after ``start``: the text from ``start`` opens
+    with ``[`` or ``{`` (an untagged call list or object), or the last call tag before ``at`` opens or continues a
+    call (no closing tag after it)."""
+    seg = text[start:at]
+    i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
+    if i < at and text[i] in "[{":
+        return True
+    tokens, _ = _compiled()
+    last = None
+    if tokens is not None:
+        for m in tokens.finditer(text, start, at):
+            last = m.group()
+    return last is not None and last not in _CLOSERS
+
+
+def call_start(text: str, start: int, end: int | None = None) -> int:
+    """Where the first call begins in ``text[start:end]`` (a call marker at the start of a line), else -1."""
+    _, line_call = _compiled()
+    if line_call is None:
+        return -1
+    m = line_call.search(text, start, len(text) if end is None else end)
+    if m is None:
+        return -1
+    return m.start() + (m.group().startswith("\n"))
+
+
+def may_start_call(line: str) -> bool:
+    """Whether more text could turn ``line`` (the text after a line start so far) into the start of a call that
+    :func:`call_start` finds: blanks, then part of a call marker."""
+    rest = line.lstrip(" \t")
+    if not rest:
+        return True
+    prefixes = _STATE.get("prefixes")
+    if prefixes is None:
+        prefixes = _STATE["prefixes"] = frozenset(m[:k] for m in _OPENERS for k in range(1, len(m)))
+    return rest in prefixes  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class Split:
+    """An answer's reasoning block: ``text[body_start:body_end]`` is the reasoning (``body_end < 0``: none), and
+    the answer (content and calls) starts at ``answer``. ``closed``: the block ended at its closer."""
+
+    body_start: int = 0
+    body_end: int = -1
+    answer: int = 0
+    closed: bool = False
+
+    @property
+    def found(self) -> bool:
+        return self.body_end >= 0
+
+    def reasoning(self, text: str) -> str | None:
+        return text[self.body_start : self.body_end] if self.found else None
+
+
+NONE = Split()
+
+
+def _opener_at(text: str, i: int, known: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
+    for pair in known:
+        if text.startswith(pair[0], i):
+            return pair
+    return None
+
+
+def _first_closer(text: str, start: int, closers: Iterable[str]) -> tuple[int, str] | None:
+    best = None
+    for c in closers:
+        j = text.find(c, start)
+        if j >= 0 and (best is None or j < best[0]):
+            best = (j, c)
+    return best
+
+
+def _unclosed(text: str, body: int) -> Split:
+    """A block that no closer ends: it ends where a call begins, else with the text."""
+    j = call_start(text, body)
+    if j >= 0:
+        return Split(body, j, j, False)
+    return Split(body, len(text), len(text), False)
+
+
+def split_reasoning(text: str, known: Sequence[tuple[str, str]] | None = None, *,
+                    opened: bool | None = None) -> Split:
+    """The reasoning block of ``text`` (see the module docstring); ``known``: the pairs to look for (default: every
+    registered family's); ``opened``: what the request says of the prompt (True: it opened the block, False: it
+    closed it, None: not known)."""
+    if not isinstance(text, str) or not text:
+        return NONE
+    if known is None:  # every reader of one text asks again: the last answer is kept (by identity, the text held)
+        last = _LAST[0]
+        if last[0] is text and last[1] == opened and last[2] == _VERSION[0]:
+            return last[3]
+        found = _split(text, pairs(), opened)
+        _LAST[0] = (text, opened, _VERSION[0], found)
+        return found
+    return _split(text, tuple(known), opened)
+
+
+_LAST: list[tuple] = [(None, None, -1, NONE)]
+
+
+def _split(text: str, known: tuple[tuple[str, str], ...], opened: bool | None) -> Split:
+    i = len(text) - len(text.lstrip(" \t\r\n"))
+    pair = _opener_at(text, i, known)
+    if pair is not None:
+        body = i + len(pair[0])
+        j = text.find(pair[1], body)
+        if j >= 0:
+            return Split(body, j, j + len(pair[1]), True)
+        return _unclosed(text, body)
+    if opened is False:
+        return NONE
+    found = _first_closer(text, 0, {p[1] for p in known})
+    if found is not None:
+        j, closer = found
+        if opened or not inside_call(text, 0, j):
+            return Split(0, j, j + len(closer), True)
+        return NONE
+    if opened:
+        return _unclosed(text, 0)
+    return NONE
+
+
+def reasoning_offset(text: str) -> int:
+    """Where the answer starts: after the reasoning block (:func:`split_reasoning`), else 0."""
+    s = split_reasoning(text)
+    return s.answer if s.found else 0
+
+
+def calls_text(text: str) -> str | None:
+    """The text to read calls from when calls written inside reasoning count (the switch is on): the reasoning
+    unwrapped before the answer (:func:`unwrap`), when the answer after the block holds no call (no call tag, not an
+    untagged call list or object); None when there is no block or the answer has calls of its own (the block's are
+    drafts or quotes of them: Seed-OSS writes its call in its thought, then again)."""
+    s = split_reasoning(text)
+    if not s.found or not s.reasoning(text).strip():
+        return None
+    answer = text[s.answer :]
+    tokens, _ = _compiled()
+    if answer.lstrip()[:1] in ("[", "{") or (tokens is not None and tokens.search(answer) is not None):
+        return None
+    return unwrap(text)
+
+
+def unwrap(text: str) -> str:
+    """The text with its reasoning block's markers taken out (the reasoning kept as text before the answer): what a
+    reader sees when calls written inside reasoning count (:data:`CALLS_IN_REASONING` switched on)."""
+    s = split_reasoning(text)
+    if not s.found:
+        return text
+    return text[s.body_start : s.body_end] + "\n" + text[s.answer :]

@@ -1,0 +1,378 @@
+"""tool-refiner inside vLLM: a tool-parser plugin, so that vLLM's own answers carry the calls tier 1 reads, with no
+proxy in between.
+
+    python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --enable-auto-tool-choice \\
+        --tool-parser-plugin refiner.proxy.vllm_plugin --tool-call-parser tool_refiner
+
+(``--tool-parser-plugin`` also takes this file's path.) The parser reads a generation the way the proxy reads an
+upstream answer whose calls were left in ``content`` (:mod:`refiner.proxy.content`): it finds the text that may be
+calls, in any registered wire format, and keeps it as calls only when tier 1 reads calls from it and every call names
+a tool the request offers; tier 1 repairs them against the request's tools (names, parameter names, broken JSON,
+values; a call the text stops in mid-value is left out, never completed). Otherwise the generation stays ``content``
+as it came: the never-worse rule. The text before the calls stays ``content``.
+
+Streaming: content is released as soon as it proves to be text (:class:`~refiner.proxy.content.ContentSplit`); the
+part that may be calls is held, and when the generation ends (vLLM's ``finish_streaming`` call) the calls read from
+it are sent, each as one tool-call delta (index, id, name, whole arguments), or the held text as content.
+
+vLLM parses reasoning before the tool parser sees the text. The reasoning counterpart, ``ToolRefinerReasoningParser``
+(``--reasoning-parser-plugin refiner.proxy.vllm_plugin --reasoning-parser tool_refiner``), splits the reasoning block
+of any registered family (its markers from the registry: ``<think>``, ``[THINK]``, ...) the way the proxy does
+(:func:`refiner.proxy.content.separate_reasoning`, streamed: :class:`~refiner.proxy.content.ReasoningStream`), the
+prompt having opened the block when the request says thinking is on (``chat_template_kwargs.enable_thinking`` /
+``thinking``) or, streamed, when the prompt ends with an opener; whole, without that hint, a closer that is not
+inside a call still ends a block that began with the answer. The tool parser does not know the generation's finish reason: a call cut at the token limit is left out when the
+text stops inside a value (the pipeline's rule), and ``finish_reason: length`` says the rest.
+
+This module imports vLLM only when vLLM loads it (``ToolRefinerToolParser`` is built on first access), so the
+library never imports vLLM by importing it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from refiner.formats.reasoning import pairs
+from refiner.pipeline import Refiner
+from refiner.proxy import work
+from refiner.proxy.content import (
+    ContentSplit,
+    Openers,
+    ReasoningStream,
+    holds_calls,
+    markers,
+    separate_reasoning,
+    thinking_hint,
+    trim_edges,
+)
+
+NAME = "tool_refiner"
+CLASS_NAME = "ToolRefinerToolParser"
+REASONING_CLASS_NAME = "ToolRefinerReasoningParser"
+PROMPT_TAIL_TOKENS = 32  # tokens of a prompt's end decoded to see whether it opened or closed the reasoning block
+
+_TIER1 = Refiner(engine=None)
+
+
+def request_tools(request: Any) -> list[dict]:
+    """The request's tools as dicts (chat ``{"type": "function", "function": {...}}`` or Responses ``{"type":
+    "function", "name", ...}``; both are read by :mod:`refiner.specs`)."""
+    out = []
+    for tool in getattr(request, "tools", None) or []:
+        data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool
+        if isinstance(data, dict) and data.get("type", "function") == "function":
+            out.append(data)
+    return out
+
+
+def tool_names(tools: Sequence[dict]) -> set[str]:
+    names = set()
+    for t in tools:
+        fn = t.get("function") if isinstance(t.get("function"), dict) else t
+        if isinstance(fn.get("name"), str):
+            names.add(fn["name"])
+    return names
+
+
+class Reader:
+    """Reads one generation against ``tools``: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`)."""
+
+    def __init__(self, tools: list[dict]) -> None:
+        self.tools = tools or None
+        self.names = tool_names(tools)
+        self.split = ContentSplit(Openers(frozenset(self.names), markers()))
+
+    def is_calls(self, region: str) -> bool:
+        return holds_calls(self.calls_in(region), self.names)
+
+    def calls_in(self, text: str) -> dict | None:
+        """Tier 1's result on ``text`` (its format detected), or None when no format is found."""
+        item = {"request": {"tools": self.tools, "upstream": text, "format": None}, "detect": True, "allowed": None}
+        return work.tier1(_TIER1, [item])[0]["result"]
+
+    def _drive(self, step: Any) -> str:
+        out = [step.release]
+        while step.check is not None:
+            step = self.split.verdict(self.is_calls(step.check))
+            out.append(step.release)
+        return "".join(out)
+
+    def feed(self, piece: str) -> str:
+        """The content that ``piece`` releases."""
+        return self._drive(self.split.feed(piece))
+
+    def end(self) -> tuple[str, list[dict]]:
+        """At the end of the generation: ``(content still to send, calls)``."""
+        released = self._drive(self.split.end())
+        held = self.split.held
+        if held.strip() and self.names:
+            result = self.calls_in(held)
+            if holds_calls(result, self.names):
+                return released, list(result["calls"])
+        return released + held, []
+
+    def read(self, text: str) -> tuple[str | None, list[dict]]:
+        """``(content, calls)`` of a whole generation; no calls: the text as it came."""
+        if not self.names:
+            return text, []
+        released = self.feed(text)
+        rest, calls = self.end()
+        if not calls:
+            return text, []
+        content = (released + rest).strip()
+        return content or None, calls
+
+
+def off(request: Any) -> bool:
+    """``tool_choice: "none"``: the generation is content, whatever it holds."""
+    return getattr(request, "tool_choice", None) == "none"
+
+
+def arguments_text(call: dict) -> str:
+    return json.dumps(call.get("arguments") or {}, ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The reasoning counterpart
+
+
+def hinted(kwargs: Any) -> bool:
+    """Whether ``chat_template_kwargs`` say thinking is on (:func:`refiner.proxy.content.thinking_hint`)."""
+    return thinking_hint({"chat_template_kwargs": kwargs}) if isinstance(kwargs, dict) else False
+
+
+def tail_marker(text: str) -> bool | None:
+    """What the end of ``text`` (after blanks) is: an opener of a registered reasoning pair (False: the block is
+    open), a closer (True: it was closed), or neither (None)."""
+    end = text.rstrip(" \t\r\n")
+    if any(end.endswith(o) for o, _ in pairs()):
+        return False
+    if any(end.endswith(c) for _, c in pairs()):
+        return True
+    return None
+
+
+class ReasoningReader:
+    """The reasoning block of one generation: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`).
+    The answer after a block loses the blank run it starts with when that run holds a line break (the separator a
+    chat template writes after ``</think>``); streamed, the answer's first text is held until it is more than blanks
+    (:attr:`confirmed` then says the block has ended)."""
+
+    def __init__(self, opened: bool = False) -> None:
+        self.opened = opened
+        self.stream: ReasoningStream | None = None
+        self.pending = ""
+        self.confirmed = False
+
+    def read(self, text: str, opened: bool | None = None) -> tuple[str | None, str | None]:
+        """``(reasoning, content)``; ``opened``: what the request says (None: not known, a closer outside any call
+        still ends a block that began with the answer)."""
+        reasoning, answer = separate_reasoning(text, opened)  # type: ignore[arg-type]  # None: not known
+        if reasoning is None:
+            return None, text or None
+        return reasoning or None, trim_edges(answer, True, False) or None
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        """``(reasoning, content)`` that ``piece`` releases."""
+        if self.stream is None:
+            self.stream = ReasoningStream(self.opened)
+        if self.confirmed:
+            return "", piece
+        reasoning, answer = self.stream.feed(piece)
+        return reasoning, self._answer(answer, False)
+
+    def end(self) -> tuple[str, str]:
+        """What is still held once the generation has ended."""
+        if self.confirmed:
+            return "", ""
+        if self.stream is None:
+            self.stream = ReasoningStream(self.opened)
+        reasoning, answer = self.stream.end()
+        return reasoning, self._answer(answer, True)
+
+    def _answer(self, text: str, final: bool) -> str:
+        stream = self.stream
+        if stream is None or stream.state != "answer":
+            return text
+        if not stream.found:
+            self.confirmed = True
+            return text
+        self.pending += text
+        if not (self.pending.strip() or final):
+            return ""
+        out, self.pending, self.confirmed = trim_edges(self.pending, True, False), "", True
+        return out
+
+
+def _build() -> type:
+    """The vLLM ``ToolParser`` subclass (imports vLLM)."""
+    from vllm.entrypoints.generate.base.protocol import (
+        DeltaFunctionCall,
+        DeltaMessage,
+        DeltaToolCall,
+        ExtractedToolCallInformation,
+        FunctionCall,
+        ToolCall,
+    )
+    from vllm.renderers.chat_utils import make_tool_call_id
+    from vllm.tool_parsers.abstract_tool_parser import ToolParser
+
+    class ToolRefinerToolParser(ToolParser):
+        """vLLM tool parser reading every registered wire format with tier-1 repair (see :mod:`refiner.proxy.vllm_plugin`).
+        """
+
+        engine_based_streaming = True  # vLLM then calls finish_streaming() when the generation ends
+
+        def __init__(self, tokenizer: Any, tools: list | None = None) -> None:
+            super().__init__(tokenizer, tools)
+            self._reader: Reader | None = None
+            self._request: Any = None
+
+        def adjust_request(self, request: Any) -> Any:
+            request = super().adjust_request(request)
+            if getattr(request, "tools", None) and getattr(request, "tool_choice", None) != "none":
+                request.skip_special_tokens = False  # call tokens are special tokens in several families
+            return request
+
+        def _reader_for(self, request: Any) -> Reader:
+            if self._reader is None:
+                self._reader = Reader(request_tools(request) if request is not None else
+                                      [t.model_dump(exclude_none=True) for t in self.tools])
+            return self._reader
+
+        def extract_tool_calls(self, model_output: str, request: Any) -> Any:
+            content, calls = (model_output, []) if off(request) else Reader(request_tools(request)).read(model_output)
+            if not calls:
+                return ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)
+            tool_calls = [ToolCall(type="function", function=FunctionCall(name=c["name"], arguments=arguments_text(c)))
+                          for c in calls]
+            return ExtractedToolCallInformation(tools_called=True, tool_calls=tool_calls, content=content)
+
+        def extract_tool_calls_streaming(self, previous_text: str, current_text: str, delta_text: str,
+                                         previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
+                                         delta_token_ids: Sequence[int], request: Any) -> Any:
+            self._request = request
+            if off(request):
+                return DeltaMessage(content=delta_text) if delta_text else None
+            released = self._reader_for(request).feed(delta_text)
+            return DeltaMessage(content=released) if released else None
+
+        def finish_streaming(self) -> Any:
+            if self._request is None or off(self._request):
+                return None
+            rest, calls = self._reader_for(self._request).end()
+            if not calls:
+                return DeltaMessage(content=rest) if rest else None
+            deltas = []
+            for c in calls:
+                args = arguments_text(c)
+                deltas.append(DeltaToolCall(index=len(deltas), id=make_tool_call_id(), type="function",
+                                            function=DeltaFunctionCall(name=c["name"], arguments=args)))
+                self.prev_tool_call_arr.append({"name": c["name"], "arguments": c.get("arguments") or {}})
+                self.streamed_args_for_tool.append(args)
+            self.current_tool_id = len(calls) - 1
+            return DeltaMessage(content=rest.strip() or None, tool_calls=deltas)
+
+    ToolRefinerToolParser.__module__ = __name__
+    return ToolRefinerToolParser
+
+
+def _build_reasoning() -> type:
+    """The vLLM ``ReasoningParser`` subclass (imports vLLM)."""
+    from vllm.entrypoints.generate.base.protocol import DeltaMessage
+    from vllm.reasoning.abs_reasoning_parsers import ReasoningParser
+
+    class ToolRefinerReasoningParser(ReasoningParser):
+        """vLLM reasoning parser splitting every registered family's reasoning block (see
+        :mod:`refiner.proxy.vllm_plugin`). Text-based: token ids are decoded where vLLM asks about them."""
+
+        engine_based_streaming = True  # vLLM asks has_engine_confirmed_reasoning_end() and calls finish_streaming()
+
+        def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(tokenizer, *args, **kwargs)
+            self.hint = hinted(kwargs.get("chat_template_kwargs"))
+            self.reader = ReasoningReader(self.hint)
+
+        def _decode(self, ids: Sequence[int]) -> str:
+            return self.model_tokenizer.decode(list(ids)) if ids else ""
+
+        def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+            """Whether the text of ``input_ids`` (a prompt's end) closed the reasoning block: it ends with a closer.
+            One that ends with an opener, or with neither, leaves the generation to say."""
+            return tail_marker(self._decode(list(input_ids)[-PROMPT_TAIL_TOKENS:])) is True
+
+        def is_reasoning_end_streaming(self, input_ids: Sequence[int], delta_ids: Iterable[int]) -> bool:
+            delta = list(delta_ids)
+            window = self._decode(list(input_ids)[-(len(delta) + 8):])
+            return any(c in window for _, c in pairs())
+
+        def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
+            if tail_marker(self._decode(list(prompt_token_ids)[-PROMPT_TAIL_TOKENS:])) is False:
+                self.reader.opened = True
+
+        def extract_content_ids(self, input_ids: list[int]) -> list[int]:
+            """The ids after the first closer (none when no closer is in them)."""
+            text = self._decode(input_ids)
+            found = [j + len(c) for _, c in pairs() if (j := text.find(c)) >= 0]
+            if not found:
+                return []
+            lo, hi = 0, len(input_ids)  # the fewest ids whose text reaches past the closer
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if len(self._decode(input_ids[:mid])) >= min(found):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return list(input_ids[lo:])
+
+        def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
+            opened = self.hint or hinted(getattr(request, "chat_template_kwargs", None))
+            return ReasoningReader().read(model_output, True if opened else None)
+
+        def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
+                                        previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
+                                        delta_token_ids: Sequence[int]) -> Any:
+            reasoning, content = self.reader.feed(delta_text)
+            if not (reasoning or content):
+                return None
+            return DeltaMessage(reasoning=reasoning or None, content=content or None)
+
+        def has_engine_confirmed_reasoning_end(self) -> bool:
+            return self.reader.confirmed
+
+        def finish_streaming(self) -> Any:
+            reasoning, content = self.reader.end()
+            if not (reasoning or content):
+                return None
+            return DeltaMessage(reasoning=reasoning or None, content=content or None)
+
+    ToolRefinerReasoningParser.__module__ = __name__
+    return ToolRefinerReasoningParser
+
+
+_BUILDERS = {CLASS_NAME: _build, REASONING_CLASS_NAME: _build_reasoning}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BUILDERS:
+        cls = _BUILDERS[name]()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def register() -> None:
+    """Registers the tool parser and the reasoning parser with vLLM as ``tool_refiner`` (done on import when vLLM is
+    loaded)."""
+    from vllm.reasoning.abs_reasoning_parsers import ReasoningParserManager
+    from vllm.tool_parsers.abstract_tool_parser import ToolParserManager
+
+    ToolParserManager.register_lazy_module(NAME, __name__, CLASS_NAME)
+    ReasoningParserManager.register_lazy_module(NAME, __name__, REASONING_CLASS_NAME)
+
+
+if "vllm" in sys.modules:
+    register()

@@ -1,0 +1,305 @@
+"""Tool lists read as far as a request needs them: :class:`ToolCatalog`, the offered tools by name, each tool's spec
+read (:func:`~refiner.specs.dialects.spec_from_dict`) when it is first asked for, and :func:`tool_catalog`, which keeps
+the catalogs of tool lists given as JSON text for the next request that offers the same list.
+
+Why: reading a spec costs about 20 µs per declared parameter, and agents offer hundreds of tools of which an answer
+calls one or two. A catalog knows every name at once (name repair compares the names of all), and reads a tool's
+whole schema only when a check or a repair asks for that tool.
+
+- Names are taken without reading the schema: ``function.name`` in OpenAI's wrapper, ``api_name`` (NesTools), else
+  ``name``; a tool where none is a non-empty string is read at once (and raises its :class:`SpecError` there, as
+  :func:`~refiner.specs.loader.load_tools` would). Two tools of one name: the last one counts.
+- A tool read when asked for raises its :class:`SpecError` then (the request was not readable as tool specs).
+- The cache (:func:`tool_catalog`) holds catalogs of JSON texts, least recently used first out, within
+  :data:`MAX_CACHED_LISTS` lists and :data:`MAX_CACHED_CHARS` characters of text in all (a list longer than that is
+  read but not kept). It is keyed by the text itself: its length and ends find the entry, a full comparison of the
+  text confirms it (a memory compare, faster than hashing the whole text), so a list that differs in one character
+  is never taken for another.
+  One cache per process (each proxy worker keeps its own).
+
+:class:`ToolList` is the tool list of a request body that keeps its JSON text (:func:`loads_keeping_tools`): it
+travels to worker processes as that text (pickled as a ``str``), so a worker reads it from its cache instead of
+unpickling thousands of objects.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from refiner.specs.dialects import detect_one, spec_from_dict
+from refiner.specs.model import SpecError, ToolSpec
+from refiner.specs.text import _DECODER
+
+MAX_CACHED_LISTS = 64
+MAX_CACHED_CHARS = 32 * 1024 * 1024
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def tool_name(item: Any, dialect: str | None = None) -> str | None:
+    """The name of a tool dict as :func:`spec_from_dict` will read it, without reading the rest; None when it has no
+    usable name."""
+    if type(item) is not dict and not isinstance(item, Mapping):  # (the ABC check is the slow one)
+        return None
+    fn = item.get("function")
+    if fn is not None and "name" not in item and (type(fn) is dict or isinstance(fn, Mapping)):
+        name = fn.get("name")
+    elif "api_name" in item and dialect in (None, "nestools"):
+        name = item.get("api_name")
+    else:
+        name = item.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+class ToolCatalog(Mapping[str, ToolSpec]):
+    """Tool specs by name, each read when first asked for (see the module docstring). ``items``: tool dicts (or
+    :class:`ToolSpec` objects, or ``(start, end)`` spans of ``text`` holding a tool's JSON); ``dialect``: the dialect
+    forced on every tool (else detected per tool)."""
+
+    def __init__(self, items: list[Any], *, dialect: str | None = None, text: str | None = None,
+                 names: list[str | None] | None = None) -> None:
+        self._items = items
+        self._dialect = dialect
+        self._text = text
+        self._read: dict[str, ToolSpec] = {}
+        self._where: dict[str, int] = {}
+        for i, item in enumerate(items):
+            name = names[i] if names is not None else (item.name if isinstance(item, ToolSpec) else
+                                                      tool_name(item, dialect))
+            if name is None:  # no name to file it under: read it now
+                spec = self._load(i)
+                name = spec.name
+                self._read[name] = spec
+            else:
+                self._read.pop(name, None)
+            self._where[name] = i
+
+    def _load(self, i: int) -> ToolSpec:
+        item = self._items[i]
+        if isinstance(item, ToolSpec):
+            return item
+        if isinstance(item, tuple):
+            item = _DECODER.decode(self._text[item[0]:item[1]])
+        dialect = self._dialect or detect_one(item)
+        if dialect is None:
+            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=i,
+                            name=tool_name(item))
+        return spec_from_dict(item, dialect, i)
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        spec = self._read.get(name)
+        if spec is None:
+            spec = self._read[name] = self._load(self._where[name])
+        return spec
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    @property
+    def read(self) -> int:
+        """How many tools' specs have been read so far."""
+        return len(self._read)
+
+    def view(self, fn: Callable[[ToolSpec], Any]) -> Mapping[str, Any]:
+        """A mapping of the same names to ``fn(spec)``, each computed when first asked for."""
+        return CatalogView(self, fn)
+
+
+class CatalogView(Mapping[str, Any]):
+    """``{name: fn(catalog[name])}``, computed per name when asked for."""
+
+    def __init__(self, catalog: ToolCatalog, fn: Callable[[ToolSpec], Any]) -> None:
+        self._catalog = catalog
+        self._fn = fn
+        self._done: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._done:
+            self._done[name] = self._fn(self._catalog[name])
+        return self._done[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._catalog
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._catalog)
+
+    def __len__(self) -> int:
+        return len(self._catalog)
+
+
+class ToolList(list):
+    """A request's tool list (the parsed items) with the JSON text it was read from (``text``). Pickled, it is that
+    text: the receiving process reads it through :func:`tool_catalog`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, items: list, text: str) -> None:
+        super().__init__(items)
+        self.text = text
+
+    def __reduce__(self) -> tuple:
+        return str, (self.text,)
+
+
+def loads_keeping_tools(text: str) -> Any:
+    """``json.loads(text)``, where a top-level object's ``tools`` list becomes a :class:`ToolList` that keeps its
+    text. Raises ``ValueError`` as ``json.loads`` does."""
+    decoder = json.JSONDecoder()
+    at = _WS.match(text, 0).end()
+    if not text.startswith("{", at):
+        return json.loads(text)
+    out: dict[str, Any] = {}
+    at = _WS.match(text, at + 1).end()
+    if text.startswith("}", at):
+        return json.loads(text)
+    scan = decoder.scan_once
+    while True:
+        if not text.startswith('"', at):
+            return json.loads(text)  # (raises with json's own message)
+        key, at = json.decoder.scanstring(text, at + 1)
+        at = _WS.match(text, at).end()
+        if not text.startswith(":", at):
+            return json.loads(text)
+        start = _WS.match(text, at + 1).end()
+        try:
+            value, at = scan(text, start)
+        except StopIteration:
+            return json.loads(text)
+        out[key] = ToolList(value, text[start:at]) if key == "tools" and isinstance(value, list) else value
+        at = _WS.match(text, at).end()
+        if text.startswith(",", at):
+            at = _WS.match(text, at + 1).end()
+            continue
+        if text.startswith("}", at) and not text[at + 1:].strip(" \t\n\r"):
+            return out
+        return json.loads(text)
+
+
+def text_catalog(text: str) -> ToolCatalog | None:
+    """The catalog of a JSON array of tool objects (None when ``text`` is not one)."""
+    at = _WS.match(text, 0).end()
+    if not text.startswith("[", at):
+        return None
+    spans: list[Any] = []
+    names: list[str | None] = []
+    at = _WS.match(text, at + 1).end()
+    if text.startswith("]", at):
+        return None
+    scan = _DECODER.scan_once
+    while True:
+        try:
+            value, end = scan(text, at)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        spans.append((at, end))
+        names.append(tool_name(value))
+        at = _WS.match(text, end).end()
+        if text.startswith(",", at):
+            at = _WS.match(text, at + 1).end()
+            continue
+        if text.startswith("]", at) and not text[at + 1:].strip(" \t\n\r"):
+            break
+        return None
+    items = [span if name is not None else _DECODER.decode(text[span[0]:span[1]])
+             for span, name in zip(spans, names)]
+    return ToolCatalog(items, text=text, names=names)
+
+
+class _Text:
+    """A cache key: a text, hashed by its length and its ends (a fixed cost, however long the text), equal only to
+    the same text (a full comparison: a memory compare, several times faster than hashing the whole text)."""
+
+    __slots__ = ("_hash", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._hash = hash((len(text), text[:_ENDS], text[-_ENDS:]))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Text) and self.text == other.text
+
+
+_ENDS = 256  # characters at each end of a text that its cache key hashes
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self.entries: collections.OrderedDict[_Text, ToolCatalog] = collections.OrderedDict()
+        self.chars = 0
+        self.lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, text: str) -> ToolCatalog | None:
+        key = _Text(text)
+        with self.lock:
+            found = self.entries.pop(key, None)  # (one comparison of the text; put back under the new key: none)
+            if found is not None:
+                self.entries[key] = found
+                self.hits += 1
+            else:
+                self.misses += 1
+            return found
+
+    def put(self, text: str, value: ToolCatalog) -> None:
+        if len(text) > MAX_CACHED_CHARS:
+            return
+        key = _Text(text)
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = value
+            self.chars += len(text)
+            while len(self.entries) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
+                old, _ = self.entries.popitem(last=False)
+                self.chars -= len(old.text)
+
+    def texts(self) -> list[str]:
+        """The texts kept, least recently used first."""
+        with self.lock:
+            return [k.text for k in self.entries]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.chars = self.hits = self.misses = 0
+
+
+CACHE = _Cache()
+
+
+def tool_catalog(tools: Any) -> ToolCatalog | None:
+    """The catalog of a tool list given as a list of tool dicts / :class:`ToolSpec` objects, or as the JSON text of
+    one (a :class:`ToolList` counts as its text; a catalog is its own); None for any other shape (a record, a system prompt: read them with
+    :func:`~refiner.specs.loader.load_tools`). Catalogs of texts are kept (see the module docstring); a kept
+    catalog keeps the specs read for earlier requests."""
+    if isinstance(tools, ToolCatalog):
+        return tools
+    if isinstance(tools, ToolList):
+        tools = tools.text
+    if isinstance(tools, str):
+        found = CACHE.get(tools)
+        if found is None:
+            found = text_catalog(tools)
+            if found is not None:
+                CACHE.put(tools, found)
+        return found
+    if isinstance(tools, (list, tuple)) and all(type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools):
+        return ToolCatalog(list(tools))
+    return None

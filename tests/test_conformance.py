@@ -1,0 +1,80 @@
+"""canitoolcall's fixtures (469 raw outputs of 9 open families, with the parse a correct engine returns), judged with
+canitoolcall's own checks: the pipeline alone (calls only), and the real proxy in front of a scripted upstream
+(content, reasoning and calls; non-streamed and streamed with several chunkings). The replay, the judging and the
+tables are ``benchmarks/bench_conformance.py``; these tests assert today's measured floors (raise them as parsers
+land) and write the table to ``$CONFORMANCE_TABLE`` (default: pytest's temporary directory; the path is printed)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("canitoolcall")
+pytest.importorskip("jsonschema")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+import bench_conformance as bc
+
+# Measured on this branch (raise them as the DSML / Gemma 4 / Kimi K3 parsers land: those three families are most of
+# what fails, and every marker leak is theirs: their calls are not read yet, so their text stays content).
+LIBRARY_FLOOR = 366  # of 469 pass or soft pass, calls only
+PROXY_FLOOR = 358  # of 469 pass or soft pass through the proxy: content, reasoning and calls, streamed and not
+PROXY_LEAKS = 104  # fixtures with a family marker in content, reasoning or calls (all DSML, Gemma 4, Kimi K3)
+CUT_CALLS = 1  # truncated fixtures expected to give no call that gave one (llama/l4-truncated-missing-close-bracket:
+# the complete first call of a cut list is returned, the cut one is not)
+
+
+def _write(tmp_path_factory, name: str, text: str) -> Path:
+    out = Path(os.environ["CONFORMANCE_TABLE"]) if os.environ.get("CONFORMANCE_TABLE") else (
+        tmp_path_factory.mktemp("conformance") / name)
+    with out.open("a", encoding="utf-8") as f:
+        f.write(text + "\n\n")
+    print(f"\n{text}\n(written to {out})")
+    return out
+
+
+@pytest.fixture(scope="module")
+def every_fixture():
+    cases = bc.fixtures()
+    assert len(cases) >= 469  # the package ships them all
+    return cases
+
+
+def test_library_calls_meet_the_floor(every_fixture, tmp_path_factory):
+    cases, _ = bc.run_library(every_fixture)
+    s = bc.summary(cases)
+    _write(tmp_path_factory, "conformance-library.md", bc.table("library, calls only", cases))
+    assert s["ok"] >= LIBRARY_FLOOR, bc.failures(cases, 40)
+    assert s["leaks"] == 0 and s["cut_calls"] <= CUT_CALLS
+
+
+@pytest.mark.slow
+def test_every_fixture_through_the_proxy_meets_the_floor(every_fixture, tmp_path_factory):
+    """The real proxy app (tier 1 in a worker process) on loopback in front of the scripted upstream: raw output as
+    content (and, for fixtures with reasoning, reasoning already separated), non-streamed and streamed in five
+    chunkings."""
+    cases, timing = bc.run_proxy(every_fixture, bc.STRATEGIES, workers=1)
+    s = bc.summary(cases)
+    _write(tmp_path_factory, "conformance-proxy.md", bc.table("proxy", cases) + "\n\n" + timing.describe())
+    assert s["ok"] >= PROXY_FLOOR, bc.failures(cases, 40)
+    assert s["leaks"] <= PROXY_LEAKS and s["cut_calls"] <= CUT_CALLS
+    assert s["error"] == 0
+
+
+def test_a_few_fixtures_of_every_family_through_the_proxy(tmp_path_factory):
+    """The same replay on two fixtures per family (the default run; the whole set is the slow test above)."""
+    cases, _ = bc.run_proxy(bc.fixtures(limit=2), bc.STRATEGIES[:3], workers=0)
+    assert len(cases) == 18
+    failed = [c for c in cases if c.status.value not in ("pass", "soft_pass")]
+    assert {c.fixture.family for c in failed} <= {"deepseek", "gemma4", "kimi"}, bc.failures(failed)
+
+
+def test_canitoolcall_probe_passes_through_the_proxy():
+    """``canitoolcall probe`` (9 scenarios, non-streamed, streamed and their equivalence) against the proxy in front
+    of a scripted upstream that answers as a Qwen3 thinking model writes, with no tool or reasoning parser."""
+    text = bc.run_probe(workers=0)
+    assert "summary: 27 pass, 0 fail, 0 error, 0 skip" in text, text
