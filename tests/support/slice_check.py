@@ -249,7 +249,8 @@ def markdown(table: dict[str, Any]) -> str:
 
 
 def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target: float, timeout: float,
-                extra: list[str] | None = None, warm_max_steps: int = 80) -> dict[str, Any]:
+                extra: list[str] | None = None, warm_max_steps: int = 80, warm_min_steps: int = 8,
+                warm_eval_every: int = 4, warm_eval_rows: int = 8) -> dict[str, Any]:
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"out": str(out), "steps": []}
@@ -268,7 +269,8 @@ def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target:
     model = out / "model"
     if not (model / "config.json").is_file():
         summary["warm_start"] = warm_start(base, data, model, target=target, lr=2e-4, batch_size=2,
-                                           max_steps=warm_max_steps, min_steps=8, eval_every=4, eval_rows=8,
+                                           max_steps=warm_max_steps, min_steps=warm_min_steps,
+                                           eval_every=warm_eval_every, eval_rows=warm_eval_rows,
                                            max_prompt_tokens=MAX_PROMPT, bf16=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     ckpt = out / "ckpt"
@@ -277,6 +279,26 @@ def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target:
     record(run_step("train", train, out, env=shim_env(out / "probe.jsonl"), timeout=timeout))
     record(run_step("plot", cli("plot", str(ckpt / "metrics.jsonl"), "--out", str(out / "curves.png"),
                                 "--title", TITLE), out, timeout=300))
+    return summary
+
+
+TINY_OVERRIDES = [  # one step, no validation; dynamic sampling off so that a step ends whatever the rewards
+    "algorithm.filter_groups.enable=false",
+    "trainer.val_before_train=false",
+    "trainer.test_freq=-1",
+    "trainer.save_freq=1",
+]
+TINY_CONFIGS = ["upstream", "tier1", "warm/greedy", "dapo/greedy"]
+
+
+def tiny(out: str | Path, *, shared_data: str | Path, limit: int = 4, timeout: float = 1800) -> dict[str, Any]:
+    """The whole path at the smallest size, so that it cannot rot (the slow test suite runs it): the slice, 4 warm
+    start steps, 1 DAPO step, the checkpoint as a Hugging Face folder, and the judgement of ``limit`` test prompts
+    through the pipeline with tier 1, the warm start and the DAPO model. Checks plumbing, not learning."""
+    summary = slice_check(out, shared_data=shared_data, steps=1, target=1.1, timeout=timeout, extra=TINY_OVERRIDES,
+                          warm_max_steps=4, warm_min_steps=2, warm_eval_every=2, warm_eval_rows=2)
+    summary["judge"] = judge(out, shared_data=shared_data, limit=limit, configs=TINY_CONFIGS, timeout=timeout)
+    (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
 
 
@@ -294,7 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tier1", metavar="DATA_DIR", help="Only the raw upstream and tier 1 alone, per class.")
     ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int)
+    ap.add_argument("--tiny", action="store_true", help="The slow test's version: see tiny().")
     args, extra = ap.parse_known_args(argv)
+    if args.tiny:
+        if not args.out:
+            ap.error("--tiny needs --out")
+        print(json.dumps(tiny(args.out, shared_data=args.shared_data), indent=2, default=str))
+        return 0
     if args.one:
         print(json.dumps(one(Path(args.one[0]), args.one[1], shared_data=args.shared_data, split=args.split,
                              limit=args.limit)))
