@@ -79,7 +79,7 @@ def test_every_configuration_was_judged_through_the_pipeline(run):
         assert table[name]["model_errors"] == 0  # the engine answered every request
         assert sum(table[name]["all"]["stages"].values()) == 4
     # the table's upstream column is the rows' own upstream, judged again here
-    rows = load_rows(out / "data", "test", tokenizer=str(out / "model"), limit=4)
+    rows = load_rows(out / "data", "test", tokenizer=str(out / "smollm2-135m-instruct"), limit=4)
     reqs = requests_for(rows, shared_path("glaive_demo").parent)
     assert per_class(rows, [q["upstream"] for q in reqs]) == table["upstream"]
     assert "| all |" in markdown(table)
