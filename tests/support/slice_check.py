@@ -215,6 +215,7 @@ def judge(out: str | Path, *, shared_data: str | Path, split: str = "test", limi
         table[name] = json.loads(proc.stdout.strip().splitlines()[-1])
         path.write_text(json.dumps(table, indent=2), encoding="utf-8")
     (out / f"judge-{split}.md").write_text(markdown(table), encoding="utf-8")
+    plot_classes(table, out / f"judge-{split}.png")
     return table
 
 
@@ -245,6 +246,33 @@ def markdown(table: dict[str, Any]) -> str:
             lines.append(f"| {stage} | " + " | ".join(str(table[n]["all"]["stages"].get(stage, 0))
                                                       for n in model_names) + " |")
     return "\n".join(lines) + "\n"
+
+
+def plot_classes(table: dict[str, Any], out: str | Path, *, title: str = TITLE,
+                 names: tuple[str, ...] = ("tier1", "warm/greedy", "dapo/greedy")) -> Path:
+    """Exact answers per class on the held-out test, one bar per configuration in ``names`` that the table has."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = tuple(n for n in names if n in table)
+    classes = sorted(c for c, cell in table[names[0]].items() if isinstance(cell, dict) and c != "all") + ["all"]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        ys = [100 * table[name][c]["exact"] / table[name][c]["n"] for c in classes]
+        ax.bar([i + k * width for i in range(len(classes))], ys, width, label=name)
+    ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(classes))])
+    ax.set_xticklabels([f"{c} ({table[names[0]][c]['n']})" for c in classes], fontsize=7, rotation=20, ha="right")
+    ax.set_ylabel("% exact on the held-out test")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return Path(out)
 
 
 # ---------------------------------------------------------------------------------------------------------------
