@@ -28,7 +28,7 @@ from tqdm import tqdm
 from data_gen import sources
 from data_gen.config import type_counts
 from data_gen.corrupt.llm import llm_upstreams
-from data_gen.corrupt.rules import ERROR_GROUPS, CorruptionError, corrupt
+from data_gen.corrupt.rules import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF, CorruptionError, corrupt
 from data_gen.sources import Sample, SkipLog, SourceUnavailable
 from data_gen.sources.nestools import to_order
 from refiner import formats
@@ -180,8 +180,8 @@ def plan(cfg: dict[str, Any], pools: dict[str, list[Sample]], rng: random.Random
     for dtype, t in cfg["types"].items():
         if dtype == "erroneous":
             for group in t["error_types"]:
-                if group not in ERROR_GROUPS:
-                    raise ValueError(f"unknown error type {group!r}; known: {sorted(ERROR_GROUPS)}")
+                if group not in ERROR_GROUPS and group not in ERROR_CLASSES:
+                    raise ValueError(f"unknown error type {group!r}; known: {sorted(ERROR_GROUPS)} or a class")
                 for model in t["models"]:
                     for src, n in quota(dtype, int(t["per_source"]), t["sources"]):
                         jobs += [RowPlan(dtype, cycles[src].next(), group, model, rng.randrange(2**31)) for _ in range(n)]
@@ -207,8 +207,8 @@ def _job_sample(job: RowPlan) -> Sample:
 
 
 def _rules_upstream(job: RowPlan, sample: Sample) -> tuple[str, tuple[str, ...], int]:
-    classes = ERROR_GROUPS[job.group] if job.dtype == "erroneous" else ORDER_CLASSES[job.dtype]
-    c = corrupt(sample.calls, sample.fmt, sample.tools, random.Random(job.seed), classes)
+    classes = ERROR_GROUPS.get(job.group, [job.group]) if job.dtype == "erroneous" else ORDER_CLASSES[job.dtype]
+    c = corrupt(sample.calls, sample.fmt, sample.tools, random.Random(job.seed), classes, query=sample.query)
     return c.text, c.error_classes, c.rejected
 
 
@@ -228,7 +228,8 @@ def make_row(
             "record_id": sample.record_id,
             "data_type": job.dtype,
             "label": label,
-            "error_group": job.group or ("sequence" if job.dtype.startswith("shuffled") else ""),
+            "error_group": GROUP_OF.get(job.group or "", job.group)
+            or ("sequence" if job.dtype.startswith("shuffled") else ""),
             "error_classes": list(error_classes),
             "corruptor": corruptor,
             "model": job.model or "",
@@ -254,17 +255,35 @@ def check_row(row: dict[str, Any], variant: str = "paper") -> str | None:
     return None
 
 
-def split_rows(rows: list[dict[str, Any]], fraction: float, rng: random.Random) -> dict[str, list[dict[str, Any]]]:
-    """Train/validation split, stratified by data type; indices are per split."""
-    by_type: dict[str, list[dict]] = {}
-    for r in rows:
-        by_type.setdefault(r["extra_info"]["data_type"], []).append(r)
+def split_rows(rows: list[dict[str, Any]], fraction: float, rng: random.Random, *, test: float = 0.0,
+               by_record: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """Train/validation (and, with ``test > 0``, test) split; indices are per split. By default rows are stratified
+    by data type; with ``by_record`` every row made from one source record lands in the same split (records are
+    shuffled and dealt by row count), so no test prompt shares a task with a training prompt."""
     out: dict[str, list[dict]] = {"train": [], "validation": []}
-    for group in by_type.values():
-        rng.shuffle(group)
-        n_val = round(len(group) * fraction)
-        out["validation"] += group[:n_val]
-        out["train"] += group[n_val:]
+    if test > 0:
+        out["test"] = []
+    if by_record:
+        by_rec: dict[tuple[str, str], list[dict]] = {}
+        for r in rows:
+            by_rec.setdefault((r["extra_info"]["source"], str(r["extra_info"]["record_id"])), []).append(r)
+        groups = [by_rec[k] for k in sorted(by_rec)]
+        rng.shuffle(groups)
+        want = {"validation": round(len(rows) * fraction), "test": round(len(rows) * test)}
+        for g in groups:
+            name = next((n for n in ("test", "validation") if n in out and len(out[n]) < want[n]), "train")
+            out[name] += g
+    else:
+        by_type: dict[str, list[dict]] = {}
+        for r in rows:
+            by_type.setdefault(r["extra_info"]["data_type"], []).append(r)
+        for group in by_type.values():
+            rng.shuffle(group)
+            n_val, n_test = round(len(group) * fraction), round(len(group) * test)
+            out["validation"] += group[:n_val]
+            if test > 0:
+                out["test"] += group[n_val : n_val + n_test]
+            out["train"] += group[n_val + n_test :]
     for name, part in out.items():
         rng.shuffle(part)
         for i, r in enumerate(part):
@@ -287,7 +306,8 @@ def build(
     engine_factory: Callable[[str], Any] | None = None,
     progress: bool = True,
 ) -> BuildReport:
-    """Builds the configured mix into ``out_dir/{train,validation}.parquet`` plus ``manifest.json``."""
+    """Builds the configured mix into ``out_dir/{train,validation}.parquet`` (and ``test.parquet`` when the split
+    asks for a test share) plus ``manifest.json``."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -330,7 +350,8 @@ def build(
             if job.dtype == "correct" or corruptor == "llm":
                 break
             job = RowPlan(job.dtype, job.sample, job.group, job.model, rng.randrange(2**31))
-    parts = split_rows(rows, float(cfg["split"]["validation"]), rng)
+    parts = split_rows(rows, float(cfg["split"]["validation"]), rng, test=float(cfg["split"].get("test", 0.0)),
+                       by_record=cfg["split"].get("by") == "record")
     for name, part in parts.items():
         if part:
             write_parquet(part, out / f"{name}.parquet")

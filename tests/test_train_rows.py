@@ -138,3 +138,19 @@ def test_sft_conversion_appends_the_correct_calls(tmp_path, rl_data_dir):
         fmt = json.loads(s["reward_model"]["ground_truth"])["format"]
         assert formats.get(fmt).parse_strict(o["messages"][-1]["content"])
     assert set(RL_COLUMNS) - {"ability", "reward_model"} <= set(out[0]) | {"prompt"}
+
+
+def test_a_held_out_test_split_is_never_the_trainers_validation_file(rl_data_dir, tmp_path):
+    """The builder writes ``test.parquet`` next to ``validation.parquet`` when the split asks for a test share
+    (configs/data/left-to-model.yaml); the trainer validates on ``validation.parquet``, and falls back to a test file
+    only in a folder that has nothing else."""
+    import shutil
+
+    both = tmp_path / "both"
+    both.mkdir()
+    for name in ("train.parquet", "validation.parquet"):
+        shutil.copy(rl_data_dir / name, both / name)
+    shutil.copy(rl_data_dir / "validation.parquet", both / "test.parquet")
+    assert find_data_files(both)[1].name == "validation.parquet"
+    (both / "validation.parquet").unlink()
+    assert find_data_files(both)[1].name == "test.parquet"

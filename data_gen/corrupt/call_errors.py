@@ -157,6 +157,81 @@ def wrong_value(calls, tools, fmt, rng):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# left to the model: the narrow name and content errors the default tier 1 does not repair
+
+
+def _declared_type(tools: Mapping[str, ToolSpec], name: str, key: str) -> str:
+    spec = tools.get(name)
+    param = spec.params.get(key) if spec else None
+    return str((param.type if param else None) or "").lower()
+
+
+def _arg_where(calls: Sequence[ToolCall], rng: random.Random, keep: Callable[[int, str, Any], bool]):
+    """A seeded ``(call index, parameter name)`` among the arguments ``keep(i, key, value)`` accepts; None if none."""
+    found = [(i, k) for i in _with_args(calls) for k, v in calls[i].arguments.items() if keep(i, k, v)]
+    return rng.choice(found) if found else None
+
+
+def param_name_case(calls, tools, fmt, rng):
+    def other(i: int, key: str, value: Any) -> bool:
+        new = mutations.other_case(key, random.Random(0))
+        spec = tools.get(calls[i].name)
+        return new is not None and not (spec and new in spec.params)
+
+    if (picked := _arg_where(calls, rng, other)) is None:
+        return None
+    i, key = picked
+    spec = tools.get(calls[i].name)
+    args = calls[i].arguments
+    new = mutations.other_case(key, rng)
+    if new is None or new in args or (spec and new in spec.params):
+        return None
+    return _replace(calls, i, arguments=_rename_key(args, key, new)), f"call {i}: parameter {key!r} -> {new!r}"
+
+
+def number_as_text(calls, tools, fmt, rng):
+    def number(i: int, key: str, value: Any) -> bool:
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and not _declared_type(tools, calls[i].name, key).startswith("str"))
+
+    if (picked := _arg_where(calls, rng, number)) is None:
+        return None
+    i, key = picked
+    old = calls[i].arguments[key]
+    args = {**calls[i].arguments, key: str(old)}
+    return _replace(calls, i, arguments=args), f"call {i}: {key!r} {old!r} -> {str(old)!r}"
+
+
+def one_item_list(calls, tools, fmt, rng):
+    def scalar(i: int, key: str, value: Any) -> bool:
+        return (isinstance(value, (str, int, float)) and not isinstance(value, bool)
+                and not _declared_type(tools, calls[i].name, key).startswith(("list", "array", "tuple")))
+
+    if (picked := _arg_where(calls, rng, scalar)) is None:
+        return None
+    i, key = picked
+    old = calls[i].arguments[key]
+    args = {**calls[i].arguments, key: [old]}
+    return _replace(calls, i, arguments=args), f"call {i}: {key!r} {old!r} -> {[old]!r}"
+
+
+def undeclared_param(calls, tools, fmt, rng):
+    if fmt.names_only:
+        return None
+    declared = [i for i, c in enumerate(calls) if c.name in tools]
+    if not declared:
+        return None  # "undeclared" needs the tool's spec
+    i = rng.choice(declared)
+    spec, args = tools[calls[i].name], dict(calls[i].arguments)
+    extras = [kv for kv in mutations.EXTRA_PARAMS if kv[0] not in args and kv[0] not in spec.params]
+    if not extras:
+        return None
+    key, value = rng.choice(extras)
+    args[key] = value
+    return _replace(calls, i, arguments=args), f"call {i}: added undeclared parameter {key!r}={value!r}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # order (steps: the simplified order format's numbered groups)
 
 
@@ -253,4 +328,8 @@ CALL_OPS: dict[str, CallOp] = {
     "shuffled_order": shuffled_order,
     "split_step": split_step,
     "merge_steps": merge_steps,
+    "param_name_case": param_name_case,
+    "number_as_text": number_as_text,
+    "one_item_list": one_item_list,
+    "undeclared_param": undeclared_param,
 }

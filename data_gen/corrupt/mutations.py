@@ -211,3 +211,82 @@ def plausible_value(spec: ToolSpec | None, key: str, rng: random.Random) -> Any:
 # Parameters an upstream model adds unasked, with a typical value.
 EXTRA_PARAMS = [("verbose", True), ("limit", 10), ("language", "en"), ("format", "json"), ("timeout", 30),
                 ("include_details", True), ("sort_by", "relevance"), ("units", "metric")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Another case convention, and values the request states
+
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def name_words(name: str) -> list[str]:
+    """The words of an identifier in any convention (``sort_by``, ``sortBy``, ``SortBy``, ``sort-by``: sort, by)."""
+    return [w.lower() for w in _WORDS.findall(name)]
+
+
+def other_case(name: str, rng: random.Random) -> str | None:
+    """``name`` in another case convention with the same words (snake_case, camelCase, PascalCase, kebab-case,
+    lower run-together); None for a one-word name, which has no other convention."""
+    words = name_words(name)
+    if len(words) < 2:
+        return None
+    styles = {
+        "_".join(words),
+        words[0] + "".join(w.capitalize() for w in words[1:]),
+        "".join(w.capitalize() for w in words),
+        "-".join(words),
+        "".join(words),
+    }
+    options = sorted(s for s in styles if s != name)
+    return rng.choice(options) if options else None
+
+
+def request_text(query: Any) -> str:
+    """The user's words of a request: the text itself, or the user turns of a chat list joined by newlines."""
+    if isinstance(query, str):
+        return query
+    if isinstance(query, (list, tuple)):
+        return "\n".join(str(m.get("content") or "") for m in query if isinstance(m, dict) and m.get("role") == "user")
+    return ""
+
+
+def _number_pattern(value: float) -> re.Pattern[str]:
+    text = repr(value) if isinstance(value, float) and not value.is_integer() else str(int(value))
+    return re.compile(r"(?<![\d.])" + re.escape(text) + r"(?![\d]|\.\d)")
+
+
+def stated_in(value: Any, request: str) -> bool:
+    """True when ``value`` is written in ``request``: a number as a number (``25`` in "25 km", not in "125"), a
+    string of at least 3 characters in any case. Booleans, containers and None are never "stated"."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, (int, float)):
+        return bool(_number_pattern(value).search(request))
+    if isinstance(value, str):
+        v = value.strip()
+        return len(v) >= 3 and v.lower() in request.lower()
+    return False
+
+
+def altered(value: Any, request: str, rng: random.Random) -> Any:
+    """``value`` copied wrongly from the request: a number changed (another value of the same type), a string with
+    one word swapped for another word of the request (or one digit changed, or a typo when neither applies). Never
+    ``value`` itself."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return wrong_value(value, rng)
+    if not isinstance(value, str):
+        return wrong_value(value, rng)
+    words = value.split()
+    mine = {w.lower().strip(".,;:!?\"'") for w in words}
+    pool = sorted({w.strip(".,;:!?\"'()") for w in request.split()} - {""})
+    pool = [w for w in pool if len(w) >= 3 and w.lower() not in mine and w.isalpha()]
+    if words and pool and rng.random() < 0.7:
+        j = rng.randrange(len(words))
+        new = " ".join(words[:j] + [rng.choice(pool)] + words[j + 1 :])
+        if new != value:
+            return new
+    digits = [i for i, ch in enumerate(value) if ch.isdigit()]
+    if digits:
+        i = rng.choice(digits)
+        return value[:i] + str((int(value[i]) + rng.randint(1, 9)) % 10) + value[i + 1 :]
+    return typo(value, rng)

@@ -10,6 +10,9 @@ classes by default) and labels the result. Classes fall in four groups (:mod:`da
   and synonyms.
 - ``content``: a dropped required parameter, an extra parameter, value type drift (``12`` -> ``"12"``), a wrong value.
 - ``order``: swapped calls, a shuffled nested order (order-sensitive formats), split or merged steps (``order``).
+- ``left_to_model``: what the default tier 1 leaves to the model: a parameter name in another case convention, a
+  number written as text, a value in a one-item list, an undeclared parameter; and, given the request (``query``), a
+  required value it states dropped from the call or a value it states altered (:mod:`data_gen.corrupt.query_errors`).
 
 The last three change the call list (:mod:`data_gen.corrupt.call_errors`, with the look-alike names and values of
 :mod:`data_gen.corrupt.mutations`). ``tools`` is read by :func:`refiner.specs.load_tools` (any dialect, or
@@ -37,13 +40,15 @@ from data_gen.corrupt.labels import (  # noqa: F401  (the corruptor's public nam
     CorruptionError,
     expand_classes,
 )
+from data_gen.corrupt.mutations import request_text
+from data_gen.corrupt.query_errors import QUERY_OPS
 from data_gen.corrupt.text_errors import TEXT_OPS
 from refiner import formats
 from refiner.calls import ToolCall, same_calls
 from refiner.formats import FormatError, WireFormat
 from refiner.specs import ToolSpec, by_name, load_tools
 
-assert set(CALL_OPS) | set(TEXT_OPS) == set(ERROR_CLASSES)
+assert set(CALL_OPS) | set(TEXT_OPS) | set(QUERY_OPS) == set(ERROR_CLASSES)
 
 
 def tool_index(tools: Iterable[Any] | None) -> dict[str, ToolSpec]:
@@ -77,8 +82,11 @@ def corrupt(
     *,
     n_errors: int = 1,
     max_tries: int = 40,
+    query: Any = None,
 ) -> Corruption:
     """Renders ``calls`` in ``fmt`` with ``n_errors`` seeded errors drawn from ``classes`` (class or group names).
+    ``query`` is the request (text or chat messages): the classes tied to what it states
+    (``query_value_dropped``, ``query_value_altered``) apply only when it is given.
 
     Raises :class:`CorruptionError` when none of the classes applies to these calls, or when every attempt changed
     nothing."""
@@ -87,6 +95,7 @@ def corrupt(
     gold = list(calls)
     pool = expand_classes(classes)
     specs = tool_index(tools)
+    request = request_text(query)
     rejected = 0
     applied_any = False
     for _ in range(max_tries):
@@ -104,7 +113,10 @@ def corrupt(
                     text_cls = cls  # applied after rendering; at most one text-level error
                     chosen.append(cls)
                 continue
-            res = CALL_OPS[cls](cur, specs, f, rng)
+            if cls in QUERY_OPS:
+                res = QUERY_OPS[cls](cur, specs, f, rng, request) if request else None
+            else:
+                res = CALL_OPS[cls](cur, specs, f, rng)
             if res is not None:
                 cur, detail = res
                 chosen.append(cls)

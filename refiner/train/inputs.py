@@ -11,15 +11,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from refiner.train.errors import TrainConfigError
+from refiner.train.overrides import override_value
 from rewards.ground_truth import GroundTruthError
 from rewards.ground_truth import parse_ground_truth as read_ground_truth
 
-from refiner.train.errors import TrainConfigError
-from refiner.train.overrides import override_value
-
 # Columns verl's RLHFDataset and reward loop read from every row (the data builder writes exactly these).
 RL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
-VAL_NAMES = ("val.parquet", "test.parquet", "validation.parquet")
+# The validation file, by preference: the data builder's own name first, and a held-out ``test.parquet`` only when
+# there is nothing else (the builder writes one next to ``validation.parquet`` when the split asks for a test share,
+# and the trainer must never see it).
+VAL_NAMES = ("validation.parquet", "val.parquet", "test.parquet")
 
 
 def find_data_files(data_dir: str | Path) -> tuple[Path, Path]:

