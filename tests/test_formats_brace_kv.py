@@ -57,7 +57,8 @@ def test_canitoolcall_gemma4_fixture_calls(fx):
 
 def test_rows_are_registered_with_their_family_data():
     assert [f.name for f in (G, F)] == [fam.name for fam, _ in ROWS]
-    assert G.reasoning == (("<|channel>", "<channel|>"),) and G.row.models and G.row.sources
+    assert G.reasoning[0] == ("<|channel>thought\n", "<channel|>") and {c for _, c in G.reasoning} == {"<channel|>"}
+    assert G.row.models and G.row.sources
     assert G.tags == (O, Q, C) and G.detection.markers == (O,)
     assert F.detection.rank == G.detection.rank + 1
     assert G.example == G.render(G.parse_strict(G.example))  # the example is the render
@@ -209,3 +210,14 @@ def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
         assert slow is not None, (text, fast)
         assert json.dumps(fast[0], sort_keys=True) == json.dumps(slow[0], sort_keys=True), (text, fast, slow)
         assert text[slow[1] : fast[1]].strip() == "", (text, fast, slow)
+
+
+def test_gemma4_thought_channel_name_is_not_reasoning():
+    """The channel's name ("thought") is markup: the reasoning is what follows it, as canitoolcall's Gemma 4 fixtures
+    expect it."""
+    from refiner.formats.reasoning import split_reasoning
+
+    text = '<|channel>thought\nThe user wants Paris.\n<channel|><|tool_call>call:f{city:<|"|>Paris<|"|>}<tool_call|>'
+    split = split_reasoning(text)
+    assert split.reasoning(text).strip() == "The user wants Paris."
+    assert text[split.answer:].startswith("<|tool_call>")

@@ -482,7 +482,8 @@ ROWS = (
                 "llama.cpp models/templates/gemma4.jinja",
                 "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
             ),
-            reasoning=(("<|channel>", "<channel|>"),),
+            # the thought channel's name is markup, not reasoning (vLLM's Gemma 4 reasoning parser drops it too)
+            reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"), ("<|channel>", "<channel|>")),
         ),
         GEMMA4,
     ),
