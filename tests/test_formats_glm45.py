@@ -211,3 +211,20 @@ def test_a_stray_value_end_after_the_name_of_a_call_without_arguments_is_dropped
     assert G.parse_lenient(text).calls == [ToolCall("list_mailboxes", {})]
     assert Refiner().refine({"upstream": text, "format": "glm45"})["refined"] == "<tool_call>list_mailboxes\n</tool_call>"
     assert G.parse_lenient("<tool_call>list_mailboxes</arg_value>").calls == []  # no end: nothing to read as a call
+
+
+@pytest.mark.parametrize("upstream", ["<tool_call>not valid json</tool_call>", "<think><tool_call>nah uhg</tool_call>"])
+def test_words_between_call_tags_are_not_a_call(upstream):
+    """Junk between Hermes' / GLM's shared tag is not a call named after it (issue 20); a one-word name alone still
+    is GLM's argument-less call, and a spaced name alone is read when the request offers that tool."""
+    from refiner.pipeline import Refiner
+
+    tools = [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]
+    assert Refiner().refine({"tools": tools, "query": "q", "upstream": upstream})["calls"] == []
+    with pytest.raises(formats.FormatError):
+        formats.get("glm45").parse_strict("<tool_call>not valid json</tool_call>")
+    assert formats.get("glm45").parse_strict("<tool_call>get_time</tool_call>") == [ToolCall("get_time", {})]
+    spaced = formats.get("glm45").parse_lenient("<tool_call>Get Weather</tool_call>", tools={"Get Weather": []})
+    assert spaced.calls == [ToolCall("Get Weather", {})]
+    with pytest.raises(formats.RenderError):
+        formats.get("glm45").render([ToolCall("Get Weather", {})])

@@ -67,8 +67,10 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         return False  # a name line alone, never closed: prose mentioning the tag, not a call
     nl = block.find("\n")
     e = nl if nl >= 0 else len(block)
-    rest = block[e:].strip()
-    return _is_name(block[:e].strip()) and not rest
+    rest, name = block[e:].strip(), block[:e].strip()
+    # a name alone (an argument-less call) is claimed only when it is one word: "<tool_call>not valid json
+    # </tool_call>" is junk in Hermes' tag, not a GLM call (a GLM reader asked by name still reads spaced names)
+    return _is_name(name) and not rest and not any(c.isspace() for c in name)
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     """A region found by an ``<arg_key>`` (its ``<tool_call>`` lost or written wrong) starts at the call's name:

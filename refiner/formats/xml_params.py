@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, all_formats
+from refiner.formats.base import Detection, Lenient, WireFormat, all_formats, offered_tools
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
@@ -388,8 +388,26 @@ class XmlParams(WireFormat):
             end = self._value_end(text, pos)
             args[key] = self._value(text[pos:end], string)
             pos = end + len(s.value_close)
+        if not args and self._junk_name(name):
+            raise self.error(f"{name[:60]!r} alone between call tags is text, not an argument-less call", pos)
         calls.append(ToolCall.trusted(name, args))
         return pos
+
+    def _junk_name(self, name: str) -> bool:
+        """A name written as text with spaces in it and no argument after it (``<tool_call>not valid json
+        </tool_call>``): words between the call tags, not a call, unless the request offers a tool of that name. A
+        one-word name alone is an argument-less call (GLM writes those so)."""
+        if self.spelling.name_at != "text" or not any(c.isspace() for c in name):
+            return False
+        offered = offered_tools()
+        return offered is None or name not in offered
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        super().check_renderable(calls)
+        if self.spelling.name_at == "text":
+            for i, c in enumerate(calls):
+                if not c.arguments and any(ch.isspace() for ch in c.name):
+                    raise self.render_error(f"call #{i}: {c.name!r} without arguments would read as text")
 
     def _strict_key(self, text: str, pos: int, f: Finder) -> tuple[str, bool | None, int]:
         """The key at ``pos`` (after the key tag), whether the value is typed a string by an attribute (``None``:
@@ -592,6 +610,9 @@ class XmlParams(WireFormat):
                          f"{name[:60]!r}")
                 mark_xml_cut(out, "", args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
                 return pos, False
+        if name and not args and self._junk_name(name):
+            out.note("not_a_call", f"{name[:60]!r} alone between call tags is text, not a call")
+            name = ""
         if name:
             out.calls.append(ToolCall(name, args))
         if not closed:
