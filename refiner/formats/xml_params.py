@@ -45,6 +45,7 @@ detection or untagged reading), registered by name in :data:`HOOKS`.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import html
 import itertools
@@ -58,6 +59,7 @@ from refiner.formats.base import Detection, Lenient, WireFormat, all_formats, of
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
+from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import MAX_TAG_HITS, Speller
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -243,6 +245,25 @@ class XmlParams(WireFormat):
         if self.spelling.name_at == "text":
             return re.fullmatch(SPACED_NAME_PATTERN, name) is not None
         return not any(c.isspace() or c in "<>{}\"'" for c in name)
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
+        read as for any row, with the suffixes dropped; the calls' span is given in ``text``'s own positions."""
+        if not self.spelling.tag_suffix or ":" not in text:
+            return super().answer_parts(text)
+        ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
+        for m in _suffix_pattern(self.spelling.tags()).finditer(text):
+            total += len(m.group(0)) - len(m.group(1)) - 1
+            ends.append(m.end() - total)
+            shifts.append(total)
+        parts = super().answer_parts(self._plain(text))
+
+        def back(p: int) -> int:
+            k = bisect.bisect_right(ends, p)
+            return p + (shifts[k - 1] if k else 0)
+
+        a, b = parts.calls
+        return AnswerParts(parts.content, parts.reasoning, (back(a), back(b)))
 
     def _plain(self, text: str) -> str:
         """The text with a per-checkpoint tag suffix dropped from every tag (rows with ``tag_suffix``)."""
