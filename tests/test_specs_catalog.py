@@ -141,6 +141,28 @@ def test_a_request_body_keeps_its_tool_list_text_and_ships_it_as_text() -> None:
             assert loads_keeping_tools(bad) == expected
 
 
+def test_a_long_tool_list_read_before_is_found_in_place_not_parsed_again() -> None:
+    from refiner.specs.catalog import MIN_PARSED_CHARS, PARSED
+
+    PARSED.clear()
+    listed = json.dumps(tools(300, params=20))
+    assert len(listed) >= MIN_PARSED_CHARS
+    first = loads_keeping_tools('{"model": "a", "tools": ' + listed + ', "n": 1}')
+    again = loads_keeping_tools(('{"tools":' + listed + ' ,"model": "b"}').encode().decode())  # an equal, new text
+    assert again == json.loads('{"tools":' + listed + ' ,"model": "b"}') and again["tools"].text == listed
+    assert all(a is b for a, b in zip(again["tools"], first["tools"]))  # the same items: not parsed again
+    other = listed.replace("tool_299", "tool_X99")  # same start, another list: parsed
+    got = loads_keeping_tools('{"tools": ' + other + "}")
+    assert got["tools"][-1]["function"]["name"] == "tool_X99" and got["tools"].text == other
+    for bad in ('{"tools": ' + listed + "]}", '{"tools": ' + listed + ' "x": 1}', '{"tools": ' + listed[:-1] + "}"):
+        with pytest.raises(ValueError):  # the known text in place, broken JSON around it: still an error
+            loads_keeping_tools(bad)
+    assert loads_keeping_tools('{"tools": ' + listed + "}")["tools"] == json.loads(listed)
+    short = json.dumps(tools(2))
+    loads_keeping_tools('{"tools": ' + short + "}")
+    assert all(k.text != short for k in PARSED.entries)  # short lists are parsed each time (cheaper than keeping)
+
+
 def test_a_misspelled_name_among_ten_thousand_tools_reads_no_spec_but_the_ones_it_needs() -> None:
     text = json.dumps(tools(10_000, params=20))
     ref = Refiner()

@@ -24,7 +24,6 @@ unpickling thousands of objects.
 
 from __future__ import annotations
 
-import collections
 import json
 import re
 import threading
@@ -153,9 +152,60 @@ class ToolList(list):
         return str, (self.text,)
 
 
+MAX_PARSED_LISTS = 8
+MIN_PARSED_CHARS = 64 * 1024  # shorter lists are parsed again (it costs less than a millisecond)
+
+
+class _Parsed:
+    """The parsed items of the last long tool lists :func:`loads_keeping_tools` read (a proxy sees the same list on
+    every request of an agent), least recently used out: :data:`MAX_PARSED_LISTS` lists of at least
+    :data:`MIN_PARSED_CHARS` characters, :data:`MAX_CACHED_CHARS` in all. The items are shared by the requests that
+    offer the list: read-only."""
+
+    def __init__(self) -> None:
+        self.entries: dict[_Text, list] = {}  # least recently used first
+        self.chars = 0
+        self.lock = threading.Lock()
+
+    def find(self, text: str, start: int) -> tuple[list, str] | None:
+        """``(items, list text)`` of a kept list whose text ``text`` holds at ``start``."""
+        if not text.startswith("[", start):
+            return None
+        with self.lock:
+            for key in reversed(self.entries):  # (a different list differs within its first tool, usually)
+                if text.startswith(key.text, start):
+                    items = self.entries.pop(key)
+                    self.entries[key] = items
+                    return items, key.text
+        return None
+
+    def put(self, text: str, items: list) -> None:
+        if not MIN_PARSED_CHARS <= len(text) <= MAX_CACHED_CHARS:
+            return
+        key = _Text(text)
+        with self.lock:
+            if key in self.entries:
+                return
+            self.entries[key] = items
+            self.chars += len(text)
+            while len(self.entries) > MAX_PARSED_LISTS or self.chars > MAX_CACHED_CHARS:
+                old = next(iter(self.entries))
+                del self.entries[old]
+                self.chars -= len(old.text)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.chars = 0
+
+
+PARSED = _Parsed()
+
+
 def loads_keeping_tools(text: str) -> Any:
     """``json.loads(text)``, where a top-level object's ``tools`` list becomes a :class:`ToolList` that keeps its
-    text. Raises ``ValueError`` as ``json.loads`` does."""
+    text. A long tool list read before is not parsed again (:class:`_Parsed`: its text found in place, the same
+    items returned). Raises ``ValueError`` as ``json.loads`` does."""
     decoder = json.JSONDecoder()
     at = _WS.match(text, 0).end()
     if not text.startswith("{", at):
@@ -173,11 +223,19 @@ def loads_keeping_tools(text: str) -> Any:
         if not text.startswith(":", at):
             return json.loads(text)
         start = _WS.match(text, at + 1).end()
-        try:
-            value, at = scan(text, start)
-        except StopIteration:
-            return json.loads(text)
-        out[key] = ToolList(value, text[start:at]) if key == "tools" and isinstance(value, list) else value
+        known = PARSED.find(text, start) if key == "tools" else None
+        if known is not None:  # a tool list read before: its text is here whole (an array ends at its own bracket)
+            out[key] = ToolList(known[0], known[1])
+            at = start + len(known[1])
+        else:
+            try:
+                value, at = scan(text, start)
+            except StopIteration:
+                return json.loads(text)
+            if key == "tools" and isinstance(value, list):
+                value = ToolList(value, text[start:at])
+                PARSED.put(value.text, value)
+            out[key] = value
         at = _WS.match(text, at).end()
         if text.startswith(",", at):
             at = _WS.match(text, at + 1).end()
@@ -237,11 +295,13 @@ class _Text:
 
 
 _ENDS = 256  # characters at each end of a text that its cache key hashes
+TextKey = _Text  # (the key, for other keepers of long texts: the proxy numbers the tool lists it sends its workers)
 
 
 class _Cache:
     def __init__(self) -> None:
-        self.entries: collections.OrderedDict[_Text, ToolCatalog] = collections.OrderedDict()
+        self.entries: dict[_Text, ToolCatalog] = {}  # least recently used first (a plain dict: an OrderedDict's pop
+        # compares the text twice)
         self.chars = 0
         self.lock = threading.Lock()
         self.hits = self.misses = 0
@@ -267,7 +327,8 @@ class _Cache:
             self.entries[key] = value
             self.chars += len(text)
             while len(self.entries) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
-                old, _ = self.entries.popitem(last=False)
+                old = next(iter(self.entries))
+                del self.entries[old]
                 self.chars -= len(old.text)
 
     def texts(self) -> list[str]:
