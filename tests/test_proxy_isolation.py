@@ -337,8 +337,11 @@ def test_text_numbers_are_stable_bounded_and_never_reused() -> None:
     a, b = numbers.number("a" * 30), numbers.number("b" * 30)
     assert numbers.number("a" * 30) == a and a != b  # an equal text (another object) keeps its number
     c = numbers.number("c" * 30)  # over 2 lists: b (least recently used) is forgotten
+    assert numbers.kept.texts() == ["a" * 30, "c" * 30]
     assert numbers.number("b" * 30) not in (a, b, c)
-    assert numbers.number("x" * 500) > 0 and len(numbers.numbers) == 1  # over the characters: only the newest kept
+    kept = numbers.kept.texts()
+    assert numbers.number("x" * 500) != numbers.number("x" * 500)  # longer than the bound: numbered, never kept
+    assert numbers.kept.texts() == kept
 
 
 def test_a_worker_demoted_while_reading_a_list_keeps_it_and_its_replacement_goes() -> None:

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import pickle
-import sys
 
 import pytest
 
 from refiner.pipeline import Refiner, RequestError
 from refiner.specs import SpecError, ToolCatalog, ToolList, load_tools, loads_keeping_tools, tool_catalog
 from refiner.specs.catalog import CACHE
-
-catalog_module = sys.modules["refiner.specs.catalog"]
 
 
 def tools(n: int, params: int = 3) -> list[dict]:
@@ -108,14 +105,14 @@ def test_the_cache_is_keyed_by_the_whole_text_and_bounded(monkeypatch) -> None:
     assert len(long_a) == len(long_b) and long_a[:1000] == long_b[:1000] and long_a[-1000:] == long_b[-1000:]
     assert tool_catalog(long_a)["tool_20"].params["p1"].type == "integer"
     assert tool_catalog(long_b)["tool_20"].params["p1"].type == "boolean"  # same length and ends: still its own
-    monkeypatch.setattr(catalog_module, "MAX_CACHED_LISTS", 3)
+    monkeypatch.setattr(CACHE, "max_lists", 3)
     texts = [json.dumps(tools(k + 1)) for k in range(5)]
     for t in texts:
         tool_catalog(t)
     tool_catalog(texts[2])  # used again: kept
     tool_catalog(json.dumps(tools(9)))
     assert CACHE.texts() == [texts[4], texts[2], json.dumps(tools(9))]
-    monkeypatch.setattr(catalog_module, "MAX_CACHED_CHARS", len(texts[4]) + 10)
+    monkeypatch.setattr(CACHE, "max_chars", len(texts[4]) + 10)
     CACHE.clear()
     tool_catalog(texts[4])
     assert tool_catalog(json.dumps(tools(20)))["tool_19"].name == "tool_19"  # longer than the cache: read, not kept

@@ -48,7 +48,7 @@ from typing import Any
 import anyio
 
 from refiner.proxy import forks, work
-from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS, TextKey, ToolList
+from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS, KeptTexts, ToolList
 
 log = logging.getLogger("refiner.proxy")
 
@@ -116,28 +116,18 @@ def size_class(size: int) -> int:
 
 class TextNumbers:
     """Numbers for the tool-list texts sent to workers: an equal text gets the number it got before (while it is
-    kept: least recently used out within the tool-list cache's bounds), a new one the next number (never reused).
-    Keyed by :class:`~refiner.specs.catalog.TextKey`: a text's length and ends find it, one memory compare confirms
-    it (a plain dict, whose pop and insert compare once; an ``OrderedDict`` compares again), cheaper than hashing
-    megabytes."""
+    kept: :class:`~refiner.specs.catalog.KeptTexts`, the tool-list cache's bounds), a new one the next number (never
+    reused). A text's length and ends find it, one memory compare confirms it: cheaper than hashing megabytes."""
 
     def __init__(self, max_lists: int = MAX_CACHED_LISTS, max_chars: int = MAX_CACHED_CHARS) -> None:
-        self.max_lists, self.max_chars = max_lists, max_chars
-        self.numbers: dict[TextKey, int] = {}  # least recently used first
-        self.chars = 0
+        self.kept = KeptTexts(max_lists, max_chars)
         self.next = itertools.count(1)
 
     def number(self, text: str) -> int:
-        key = TextKey(text)
-        found = self.numbers.pop(key, None)
+        found = self.kept.get(text)
         if found is None:
             found = next(self.next)
-            self.chars += len(text)
-        self.numbers[key] = found
-        while len(self.numbers) > 1 and (len(self.numbers) > self.max_lists or self.chars > self.max_chars):
-            old = next(iter(self.numbers))
-            del self.numbers[old]
-            self.chars -= len(old.text)
+            self.kept.put(text, found)
         return found
 
 
