@@ -289,3 +289,86 @@ def test_a_model_slower_than_the_deadline_leaves_the_upstream_answer(upstream) -
         assert r.headers["x-tool-refiner"] == "timeout"
         assert r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "book_flight"
         assert httpx.get(url + "/health").json()["refine_timeout"] == 0.3
+
+
+# ------------------------------------------------------------------------------------------------ tool lists sent once
+
+
+def test_a_tool_list_goes_to_each_worker_once_and_again_to_one_that_lost_it() -> None:
+    from refiner.specs import ToolList, loads_keeping_tools
+
+    many = [{"type": "function", "function": {"name": f"tool_{i}", "parameters": {"type": "object", "properties": {
+        "q": {"type": "string"}}}}} for i in range(300)] + WEATHER_TOOLS
+    tools = loads_keeping_tools(json.dumps({"tools": many}))["tools"]
+    assert isinstance(tools, ToolList)
+
+    def request(tool_list) -> list[dict]:
+        return [{"request": {**item('{"city": "Paris"')["request"], "tools": tool_list}}]
+
+    async def run() -> tuple[list, dict]:
+        pool = WorkerPool(Refiner(engine=None), workers=1)
+        await pool.start()
+        try:
+            outs = []
+            for tool_list in (tools, ToolList(list(tools), tools.text.encode().decode()), tools):  # an equal text too
+                (outcome,), _ = await pool.run("tier1", request(tool_list), 60)
+                outs.append(outcome)
+            sent = pool.stats["tool_lists_sent"]
+            await pool.run("forget", None, 60)  # the worker drops what it holds; the proxy does not know
+            (outcome,), _ = await pool.run("tier1", request(tools), 60)
+            outs.append(outcome)
+            other = ToolList(list(WEATHER_TOOLS), json.dumps(WEATHER_TOOLS))  # another list: its own text, once
+            (outcome,), _ = await pool.run("tier1", request(other), 60)
+            outs.append(outcome)
+            return outs, {**pool.stats, "sent_before_forget": sent}
+        finally:
+            await pool.stop()
+
+    outs, stats = asyncio.run(run())
+    assert all(o["result"]["stage"] == "repaired" and o["result"]["calls"][0]["name"] == "get_weather" for o in outs)
+    assert stats["sent_before_forget"] == 1 and stats["tool_lists_named"] == 3  # 3 requests named it, 1 carried it
+    assert stats["tool_lists_missing"] == 1 and stats["tool_lists_sent"] == 3  # sent again once lost, then the other
+
+
+def test_text_numbers_are_stable_bounded_and_never_reused() -> None:
+    from refiner.proxy.isolation import TextNumbers
+
+    numbers = TextNumbers(max_lists=2, max_chars=100)
+    a, b = numbers.number("a" * 30), numbers.number("b" * 30)
+    assert numbers.number("a" * 30) == a and a != b  # an equal text (another object) keeps its number
+    c = numbers.number("c" * 30)  # over 2 lists: b (least recently used) is forgotten
+    assert numbers.kept.texts() == ["a" * 30, "c" * 30]
+    assert numbers.number("b" * 30) not in (a, b, c)
+    kept = numbers.kept.texts()
+    assert numbers.number("x" * 500) != numbers.number("x" * 500)  # longer than the bound: numbered, never kept
+    assert numbers.kept.texts() == kept
+
+
+def test_a_worker_demoted_while_reading_a_list_keeps_it_and_its_replacement_goes() -> None:
+    from refiner.specs import ToolList
+
+    tools = ToolList(list(WEATHER_TOOLS), json.dumps(WEATHER_TOOLS))
+
+    def request(arguments: str) -> list[dict]:
+        return [{"request": {**item(arguments)["request"], "tools": tools}}]
+
+    async def run() -> dict:
+        pool = WorkerPool(Spinner(engine=None), workers=1)
+        await pool.start()
+        try:
+            slow = asyncio.ensure_future(pool.run("tier1", request('{"city": "SPIN=1"'), 60))
+            while not pool.stats["demoted"] or pool._starting or not pool._idle:  # demoted; a fresh worker ready
+                await asyncio.sleep(0.01)
+            await slow
+            (outcome,), _ = await pool.run("tier1", request('{"city": "Paris"'), 60)
+            assert outcome["result"]["stage"] == "repaired"
+            return {**pool.stats, "workers": pool.info()["workers"]}
+        finally:
+            await pool.stop()
+
+    stats = asyncio.run(run())
+    assert stats["demoted"] == 1
+    if not stats["promoted"]:
+        pytest.skip("this process may not restore a worker's priority (needs root or RLIMIT_NICE)")
+    assert stats["swapped"] == 1 and stats["workers"] == 1
+    assert stats["tool_lists_sent"] == 1 and stats["tool_lists_named"] == 1  # the kept worker was not sent it again

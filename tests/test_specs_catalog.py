@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import pickle
-import sys
 
 import pytest
 
 from refiner.pipeline import Refiner, RequestError
 from refiner.specs import SpecError, ToolCatalog, ToolList, load_tools, loads_keeping_tools, tool_catalog
 from refiner.specs.catalog import CACHE
-
-catalog_module = sys.modules["refiner.specs.catalog"]
 
 
 def tools(n: int, params: int = 3) -> list[dict]:
@@ -108,14 +105,14 @@ def test_the_cache_is_keyed_by_the_whole_text_and_bounded(monkeypatch) -> None:
     assert len(long_a) == len(long_b) and long_a[:1000] == long_b[:1000] and long_a[-1000:] == long_b[-1000:]
     assert tool_catalog(long_a)["tool_20"].params["p1"].type == "integer"
     assert tool_catalog(long_b)["tool_20"].params["p1"].type == "boolean"  # same length and ends: still its own
-    monkeypatch.setattr(catalog_module, "MAX_CACHED_LISTS", 3)
+    monkeypatch.setattr(CACHE, "max_lists", 3)
     texts = [json.dumps(tools(k + 1)) for k in range(5)]
     for t in texts:
         tool_catalog(t)
     tool_catalog(texts[2])  # used again: kept
     tool_catalog(json.dumps(tools(9)))
     assert CACHE.texts() == [texts[4], texts[2], json.dumps(tools(9))]
-    monkeypatch.setattr(catalog_module, "MAX_CACHED_CHARS", len(texts[4]) + 10)
+    monkeypatch.setattr(CACHE, "max_chars", len(texts[4]) + 10)
     CACHE.clear()
     tool_catalog(texts[4])
     assert tool_catalog(json.dumps(tools(20)))["tool_19"].name == "tool_19"  # longer than the cache: read, not kept
@@ -139,6 +136,28 @@ def test_a_request_body_keeps_its_tool_list_text_and_ships_it_as_text() -> None:
                 loads_keeping_tools(bad)
         else:
             assert loads_keeping_tools(bad) == expected
+
+
+def test_a_long_tool_list_read_before_is_found_in_place_not_parsed_again() -> None:
+    from refiner.specs.catalog import MIN_PARSED_CHARS, PARSED
+
+    PARSED.clear()
+    listed = json.dumps(tools(300, params=20))
+    assert len(listed) >= MIN_PARSED_CHARS
+    first = loads_keeping_tools('{"model": "a", "tools": ' + listed + ', "n": 1}')
+    again = loads_keeping_tools(('{"tools":' + listed + ' ,"model": "b"}').encode().decode())  # an equal, new text
+    assert again == json.loads('{"tools":' + listed + ' ,"model": "b"}') and again["tools"].text == listed
+    assert all(a is b for a, b in zip(again["tools"], first["tools"]))  # the same items: not parsed again
+    other = listed.replace("tool_299", "tool_X99")  # same start, another list: parsed
+    got = loads_keeping_tools('{"tools": ' + other + "}")
+    assert got["tools"][-1]["function"]["name"] == "tool_X99" and got["tools"].text == other
+    for bad in ('{"tools": ' + listed + "]}", '{"tools": ' + listed + ' "x": 1}', '{"tools": ' + listed[:-1] + "}"):
+        with pytest.raises(ValueError):  # the known text in place, broken JSON around it: still an error
+            loads_keeping_tools(bad)
+    assert loads_keeping_tools('{"tools": ' + listed + "}")["tools"] == json.loads(listed)
+    short = json.dumps(tools(2))
+    loads_keeping_tools('{"tools": ' + short + "}")
+    assert all(k.text != short for k in PARSED.entries)  # short lists are parsed each time (cheaper than keeping)
 
 
 def test_a_misspelled_name_among_ten_thousand_tools_reads_no_spec_but_the_ones_it_needs() -> None:

@@ -101,14 +101,16 @@ def test_tier1_repairs_against_the_request_tools(parser_cls) -> None:
 @pytest.mark.slow
 def test_api_server_loads_the_plugin_and_answers_a_tool_request(tiny_qwen3_dir) -> None:
     """The tiny random model writes what a regex forces it to (vLLM's structured outputs): a Hermes call with a
-    misspelled tool name; the plugin returns it as a repaired tool call, streamed and not."""
+    misspelled tool name; the plugin returns it as a repaired tool call, streamed and not. The reasoning plugin is
+    loaded beside it (the prompt closed the block: no reasoning)."""
     import httpx
 
     port = free_port()
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_qwen3_dir),
             "--served-model-name", "tiny-qwen3", "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager",
             "--enable-auto-tool-choice", "--tool-parser-plugin", "refiner.proxy.vllm_plugin",
-            "--tool-call-parser", "tool_refiner", "--host", "127.0.0.1", "--port", str(port)]
+            "--tool-call-parser", "tool_refiner", "--reasoning-parser-plugin", "refiner.proxy.vllm_plugin",
+            "--reasoning-parser", "tool_refiner", "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TOKENIZERS_PARALLELISM": "false"}
     forced = '<tool_call>\n{"name": "get_wether", "arguments": {"city": "Paris"}}\n</tool_call>'
     pattern = "".join("\\" + ch if ch in '{}[]().*+?^$|\\' else ch for ch in forced)
@@ -123,6 +125,7 @@ def test_api_server_loads_the_plugin_and_answers_a_tool_request(tiny_qwen3_dir) 
         assert (call["function"]["name"], json.loads(call["function"]["arguments"])) == ("get_weather",
                                                                                          {"city": "Paris"})
         assert choice["finish_reason"] == "tool_calls" and not choice["message"]["content"]
+        assert not choice["message"].get("reasoning_content") and not choice["message"].get("reasoning")
         with httpx.stream("POST", url + "/v1/chat/completions", json={**body, "stream": True}, timeout=300) as s:
             chunks = [json.loads(line[5:]) for line in s.iter_lines()
                       if line.startswith("data:") and line.strip() != "data: [DONE]"]

@@ -11,7 +11,9 @@ task with a deadline, so that one slow (or hostile) request cannot hold up the o
   (the ``SCHED_IDLE`` policy, and nice 19), so the other requests' work gets the CPU first; a fresh worker takes its
   place as soon as a task would wait for one, so the queue never waits behind it. Once its task ends, a demoted
   worker gets its normal priority back where the OS allows it (running as root, or with ``RLIMIT_NICE``), else it
-  is retired. At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
+  is retired; when the pool is full again by then, the worker it holds more tool lists than (its fresh replacement)
+  is retired instead, so a worker keeps the lists it has read (a new list of thousands of tools costs more than
+  ``slow_after`` to read once). At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
   stopped early.
 - At the deadline (wall time from submission) a running task's process is killed, so work is bounded whatever the
   input, and the task fails with :class:`WorkTimeout`; a queued task is dropped the same way.
@@ -20,7 +22,10 @@ task with a deadline, so that one slow (or hostile) request cannot hold up the o
 Workers are forked from a helper process that has the refiner already imported (:mod:`refiner.proxy.forks`; one per
 process and tier-1 configuration), so a replacement costs a fork (about a millisecond) and a short warm-up, not an
 interpreter start. Tasks and replies travel over each worker's socket as length-prefixed pickles
-(:func:`refiner.proxy.work.frame`), read and written without ever blocking the event loop. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
+(:func:`refiner.proxy.work.frame`), read and written without ever blocking the event loop. A request's tool list
+(a :class:`~refiner.specs.ToolList`, megabytes for an agent offering thousands of tools) travels as a number
+(:class:`TextNumbers`): its text goes only to a worker that has not been sent it (each worker's sent numbers are
+remembered, as many as a worker keeps); a worker that no longer holds it answers so and is sent the text again. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
 deadlines without the kill, and no CPU isolation).
 """
 
@@ -30,6 +35,7 @@ import asyncio
 import collections
 import contextlib
 import heapq
+import io
 import itertools
 import logging
 import os
@@ -42,6 +48,7 @@ from typing import Any
 import anyio
 
 from refiner.proxy import forks, work
+from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS, KeptTexts, ToolList
 
 log = logging.getLogger("refiner.proxy")
 
@@ -107,9 +114,46 @@ def size_class(size: int) -> int:
     return max(0, size.bit_length() - SMALL_TASK_BYTES.bit_length() + 1)
 
 
+class TextNumbers:
+    """Numbers for the tool-list texts sent to workers: an equal text gets the number it got before (while it is
+    kept: :class:`~refiner.specs.catalog.KeptTexts`, the tool-list cache's bounds), a new one the next number (never
+    reused). A text's length and ends find it, one memory compare confirms it: cheaper than hashing megabytes."""
+
+    def __init__(self, max_lists: int = MAX_CACHED_LISTS, max_chars: int = MAX_CACHED_CHARS) -> None:
+        self.kept = KeptTexts(max_lists, max_chars)
+        self.next = itertools.count(1)
+
+    def number(self, text: str) -> int:
+        found = self.kept.get(text)
+        if found is None:
+            found = next(self.next)
+            self.kept.put(text, found)
+        return found
+
+
+def pickle_payload(payload: Any, numbers: TextNumbers) -> tuple[bytes, dict[int, str]]:
+    """``payload`` pickled with each tool list (:class:`ToolList`) in it as its number, and ``{number: text}`` of
+    those lists."""
+    refs: dict[int, str] = {}
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj: Any) -> Any:
+            if type(obj) is ToolList:
+                n = numbers.number(obj.text)
+                refs[n] = obj.text
+                return (work.TOOLS_REF, n)
+            return None
+
+    buf = io.BytesIO()
+    Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(payload)
+    return buf.getvalue(), refs
+
+
 @dataclass(eq=False)
 class _Task:
-    frame: bytes  # the pickled (task name, payload), framed for the worker
+    name: str
+    blob: bytes  # the pickled payload, its tool lists as numbers
+    refs: dict[int, str]  # the texts of those tool lists, by number
     future: asyncio.Future
     deadline: float  # loop time
     worker: _Worker | None = None
@@ -138,6 +182,7 @@ class _Worker:
     task: _Task | None = None
     slow: bool = False
     gone: bool = False  # removed from the pool (its process is stopping or has ended)
+    sent: collections.OrderedDict[int, None] = field(default_factory=collections.OrderedDict)  # tool lists it holds
 
 
 class WorkerPool:
@@ -160,6 +205,7 @@ class WorkerPool:
         self._starting = 0  # forks asked for, not yet connected
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._numbers = TextNumbers()
         self.stats: collections.Counter[str] = collections.Counter()
 
     # -- life cycle
@@ -199,13 +245,13 @@ class WorkerPool:
         if self._closed or self._loop is None:
             raise WorkerLost("the worker pool is not running")
         try:
-            frame = work.frame(pickle.dumps((name, payload), protocol=pickle.HIGHEST_PROTOCOL))
+            blob, refs = pickle_payload(payload, self._numbers)
         except Exception as e:  # noqa: BLE001 - a payload that cannot be pickled fails its task only
             raise WorkFailed(f"{type(e).__name__}: {e}") from None
         loop = self._loop
-        task = _Task(frame, loop.create_future(), loop.time() + timeout)
+        task = _Task(name, blob, refs, loop.create_future(), loop.time() + timeout)
         task.timers.append(loop.call_at(task.deadline, self._expire, task))
-        heapq.heappush(self._queue, (size_class(len(frame)), next(self._arrivals), task))
+        heapq.heappush(self._queue, (size_class(len(blob)), next(self._arrivals), task))
         self.stats["tasks"] += 1
         self._dispatch()
         return await task.future
@@ -216,14 +262,29 @@ class WorkerPool:
             if task.future.done():  # expired or abandoned while queued
                 continue
             worker = self._idle.popleft()
-            worker.writer.write(task.frame)  # buffered, never blocks the loop; a dead worker shows as EOF on its reader
-            task.frame = b""
+            worker.writer.write(self._frame(worker, task))  # buffered, never blocks the loop; a dead worker shows as
+            # EOF on its reader
             worker.task, task.worker = task, worker
             task.started = self._cpu(worker)
             self._busy.add(worker)
             task.timers.append(self._loop.call_later(self.slow_after, self._check_slow, worker, task))
         if self._queue or not self._idle:
             self._fill()  # tasks wait, or the next one would: back to full strength
+
+    def _frame(self, worker: _Worker, task: _Task) -> bytes:
+        """The task's frame for ``worker``: the texts of the tool lists it has not been sent go along."""
+        texts = {}
+        for n, text in task.refs.items():
+            if n in worker.sent:
+                worker.sent.move_to_end(n)
+                continue
+            texts[n] = text
+            worker.sent[n] = None
+            self.stats["tool_lists_sent"] += 1
+            if len(worker.sent) > MAX_CACHED_LISTS:
+                worker.sent.popitem(last=False)
+        self.stats["tool_lists_named"] += len(task.refs) - len(texts)
+        return work.frame(pickle.dumps((task.name, task.blob, texts), protocol=pickle.HIGHEST_PROTOCOL))
 
     def _cpu(self, worker: _Worker) -> float:
         return cpu_seconds(worker.pid, self._loop.time())
@@ -251,23 +312,45 @@ class WorkerPool:
             if not worker.gone:
                 self._remove(worker, WorkerLost(f"the worker process ended ({type(e).__name__})"), alive=False)
 
-    def _reply(self, worker: _Worker, ok: bool, value: Any) -> None:
+    def _reply(self, worker: _Worker, ok: bool | None, value: Any) -> None:
+        if ok is None:  # the worker no longer holds these tool lists: the same task again, with their texts
+            for n in value if isinstance(value, list) else []:
+                worker.sent.pop(n, None)
+            self.stats["tool_lists_missing"] += 1
+            if worker.task is not None and not worker.task.future.done():
+                worker.writer.write(self._frame(worker, worker.task))
+                return
+            ok, value = False, "the worker lost the request's tool list"
         task, worker.task = worker.task, None
         if task is not None:
             if ok:
                 task.succeed(value, self._cpu(worker) - task.started)
             else:
                 task.fail(WorkFailed(value))
-        if worker.slow and not self._closed and len(self._idle) + len(self._busy) < self.size and promote(worker.pid):
-            worker.slow = False  # the process could be given its normal priority back: no fork needed
-            self._slow.remove(worker)
-            self.stats["promoted"] += 1
+        spare = None
+        if worker.slow and not self._closed:
+            full = len(self._idle) + len(self._busy) >= self.size
+            spare = self._spare(worker) if full else None
+            if (not full or spare is not None) and promote(worker.pid):
+                worker.slow = False  # the process could be given its normal priority back: no fork needed
+                self._slow.remove(worker)
+                self.stats["promoted"] += 1
+            else:
+                spare = None
         if worker.slow or self._closed:
             self._remove(worker, None)
         else:
             self._busy.discard(worker)
             self._idle.append(worker)
+            if spare is not None:  # the fresh worker that took its place goes; the one holding tool lists stays
+                self.stats["swapped"] += 1
+                self._remove(spare, None)
         self._dispatch()
+
+    def _spare(self, worker: _Worker) -> _Worker | None:
+        """An idle worker holding fewer tool lists than ``worker`` (the fewest), or None."""
+        spare = min(self._idle, key=lambda w: len(w.sent), default=None)
+        return spare if spare is not None and len(spare.sent) < len(worker.sent) else None
 
     def _check_slow(self, worker: _Worker, task: _Task) -> None:
         if worker.task is not task or worker.slow:

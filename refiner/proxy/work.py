@@ -12,6 +12,8 @@ no format.
 
 from __future__ import annotations
 
+import collections
+import io
 import logging
 import pickle
 import signal
@@ -22,6 +24,7 @@ from typing import Any
 from refiner import formats
 from refiner.pipeline import Refiner
 from refiner.proxy.content import ContentSplit, Openers, holds_calls
+from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 
 log = logging.getLogger("refiner.proxy")
 
@@ -79,7 +82,85 @@ def split(refiner: Refiner, payload: dict) -> dict:
     return {"released": cut.released_text, "held": cut.held}
 
 
-TASKS = {"tier1": tier1, "split": split}
+# ----------------------------------------------------------------------------------------------------------------
+# Tool lists sent once: a task's payload names each request's tool list (a ToolList) by the proxy's number for its
+# text, and carries the text only to a worker the proxy has not sent it to (refiner.proxy.isolation.TextNumbers).
+
+TOOLS_REF = "tools"  # the persistent id of a tool list in a payload: (TOOLS_REF, number)
+
+
+class TextStore:
+    """The tool-list texts a worker has been sent, by number, least recently used out within the tool-list cache's
+    bounds (:data:`~refiner.specs.catalog.MAX_CACHED_LISTS` lists, :data:`~refiner.specs.catalog.MAX_CACHED_CHARS`
+    characters): the same texts the worker's catalog cache keeps (the same string objects, so the cache confirms
+    them by identity)."""
+
+    def __init__(self, max_lists: int = MAX_CACHED_LISTS, max_chars: int = MAX_CACHED_CHARS) -> None:
+        self.max_lists, self.max_chars = max_lists, max_chars
+        self.texts: collections.OrderedDict[int, str] = collections.OrderedDict()
+        self.chars = 0
+
+    def get(self, number: int) -> str | None:
+        text = self.texts.get(number)
+        if text is not None:
+            self.texts.move_to_end(number)
+        return text
+
+    def put(self, number: int, text: str) -> None:
+        if number in self.texts or len(text) > self.max_chars:
+            return
+        self.texts[number] = text
+        self.chars += len(text)
+        while len(self.texts) > self.max_lists or self.chars > self.max_chars:
+            _, old = self.texts.popitem(last=False)
+            self.chars -= len(old)
+
+    def clear(self) -> None:
+        self.texts.clear()
+        self.chars = 0
+
+
+TEXTS = TextStore()
+
+
+class Missing(Exception):
+    """A payload names tool lists this worker does not hold (``numbers``): the proxy sends them again."""
+
+    def __init__(self, numbers: list[int]) -> None:
+        super().__init__(numbers)
+        self.numbers = numbers
+
+
+def load_payload(blob: bytes, texts: dict[int, str], store: TextStore) -> Any:
+    """The payload pickled in ``blob``, each tool list it names read from ``texts`` (sent with it, then kept in
+    ``store``) or from ``store``; raises :class:`Missing` when one is in neither."""
+    for number, text in texts.items():
+        store.put(number, text)
+    missing: list[int] = []
+
+    class Loader(pickle.Unpickler):
+        def persistent_load(self, pid: Any) -> Any:
+            kind, number = pid
+            if kind != TOOLS_REF:
+                raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
+            text = texts.get(number) or store.get(number)
+            if text is None:
+                missing.append(number)
+                return ""
+            return text
+
+    value = Loader(io.BytesIO(blob)).load()
+    if missing:
+        raise Missing(missing)
+    return value
+
+
+def forget(refiner: Refiner, payload: Any) -> None:
+    """Drops the tool-list texts this worker holds (as an eviction would)."""
+    TEXTS.clear()
+
+
+TASKS = {"tier1": tier1, "split": split, "forget": forget}
 READY = "ready"
 HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
 
@@ -110,7 +191,9 @@ WARMUP = [{"request": {"tools": [{"type": "function", "function": {"name": "get_
 
 def serve(sock: socket.socket, refiner: Refiner) -> None:
     """A worker's loop over its socket: warms up, sends ``(True, READY)``, then receives ``(task name, payload)``
-    frames and answers ``(True, value)`` or ``(False, "<Type>: message")``; returns when the socket closes.
+    frames (the payload pickled apart, with the tool-list texts sent along: :func:`load_payload`) and answers ``(True,
+    value)``, ``(False, "<Type>: message")``, or ``(None, [numbers])`` when the payload names tool lists it does not
+    hold; returns when the socket closes.
     Interrupts are ignored: the proxy process decides when a worker ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock.setblocking(True)
@@ -124,11 +207,13 @@ def serve(sock: socket.socket, refiner: Refiner) -> None:
         return
     while True:
         try:
-            name, payload = pickle.loads(_read_exactly(sock, int.from_bytes(_read_exactly(sock, HEADER), "little")))
+            name, blob, texts = pickle.loads(_read_exactly(sock, int.from_bytes(_read_exactly(sock, HEADER), "little")))
         except (EOFError, OSError):
             return
         try:
-            reply: tuple[bool, Any] = (True, TASKS[name](refiner, payload))
+            reply: tuple[bool | None, Any] = (True, TASKS[name](refiner, load_payload(blob, texts, TEXTS)))
+        except Missing as e:
+            reply = (None, e.numbers)
         except Exception as e:  # noqa: BLE001 - reported to the proxy, which answers without refinement
             reply = (False, f"{type(e).__name__}: {str(e)[:300]}")
         try:

@@ -24,7 +24,6 @@ unpickling thousands of objects.
 
 from __future__ import annotations
 
-import collections
 import json
 import re
 import threading
@@ -153,9 +152,17 @@ class ToolList(list):
         return str, (self.text,)
 
 
+MAX_PARSED_LISTS = 8
+MIN_PARSED_CHARS = 64 * 1024  # shorter lists are parsed again (it costs less than a millisecond)
+
+
+
+
 def loads_keeping_tools(text: str) -> Any:
     """``json.loads(text)``, where a top-level object's ``tools`` list becomes a :class:`ToolList` that keeps its
-    text. Raises ``ValueError`` as ``json.loads`` does."""
+    text. A long tool list read before is not parsed again (:data:`PARSED`: the last :data:`MAX_PARSED_LISTS` lists
+    of :data:`MIN_PARSED_CHARS` characters or more; its text found in place, the same items returned, shared by the
+    requests that offer it: read-only). Raises ``ValueError`` as ``json.loads`` does."""
     decoder = json.JSONDecoder()
     at = _WS.match(text, 0).end()
     if not text.startswith("{", at):
@@ -173,11 +180,19 @@ def loads_keeping_tools(text: str) -> Any:
         if not text.startswith(":", at):
             return json.loads(text)
         start = _WS.match(text, at + 1).end()
-        try:
-            value, at = scan(text, start)
-        except StopIteration:
-            return json.loads(text)
-        out[key] = ToolList(value, text[start:at]) if key == "tools" and isinstance(value, list) else value
+        known = PARSED.find(text, start) if key == "tools" and text.startswith("[", start) else None
+        if known is not None:  # a tool list read before: its text is here whole (an array ends at its own bracket)
+            out[key] = ToolList(known[0], known[1])
+            at = start + len(known[1])
+        else:
+            try:
+                value, at = scan(text, start)
+            except StopIteration:
+                return json.loads(text)
+            if key == "tools" and isinstance(value, list):
+                value = ToolList(value, text[start:at])
+                PARSED.put(value.text, value)
+            out[key] = value
         at = _WS.match(text, at).end()
         if text.startswith(",", at):
             at = _WS.match(text, at + 1).end()
@@ -239,17 +254,23 @@ class _Text:
 _ENDS = 256  # characters at each end of a text that its cache key hashes
 
 
-class _Cache:
-    def __init__(self) -> None:
-        self.entries: collections.OrderedDict[_Text, ToolCatalog] = collections.OrderedDict()
+class KeptTexts:
+    """Values kept for long texts, least recently used out, within ``max_lists`` texts and ``max_chars`` characters
+    in all (a text shorter than ``min_chars`` or longer than ``max_chars`` is not kept). Keyed by :class:`_Text`;
+    a plain dict (least recently used first), whose pop and insert compare the text once (an ``OrderedDict`` compares
+    it again)."""
+
+    def __init__(self, max_lists: int, max_chars: int, min_chars: int = 0) -> None:
+        self.max_lists, self.max_chars, self.min_chars = max_lists, max_chars, min_chars
+        self.entries: dict[_Text, Any] = {}
         self.chars = 0
         self.lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, text: str) -> ToolCatalog | None:
+    def get(self, text: str) -> Any:
         key = _Text(text)
         with self.lock:
-            found = self.entries.pop(key, None)  # (one comparison of the text; put back under the new key: none)
+            found = self.entries.pop(key, None)  # (put back under the new key: no second comparison)
             if found is not None:
                 self.entries[key] = found
                 self.hits += 1
@@ -257,8 +278,18 @@ class _Cache:
                 self.misses += 1
             return found
 
-    def put(self, text: str, value: ToolCatalog) -> None:
-        if len(text) > MAX_CACHED_CHARS:
+    def find(self, text: str, start: int) -> tuple[Any, str] | None:
+        """``(value, kept text)`` of a kept text that ``text`` holds at ``start`` (the most recently used first)."""
+        with self.lock:
+            for key in reversed(self.entries):  # (different texts of one kind differ early, usually)
+                if text.startswith(key.text, start):
+                    found = self.entries.pop(key)
+                    self.entries[key] = found
+                    return found, key.text
+        return None
+
+    def put(self, text: str, value: Any) -> None:
+        if not self.min_chars <= len(text) <= self.max_chars:
             return
         key = _Text(text)
         with self.lock:
@@ -266,8 +297,9 @@ class _Cache:
                 return
             self.entries[key] = value
             self.chars += len(text)
-            while len(self.entries) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
-                old, _ = self.entries.popitem(last=False)
+            while len(self.entries) > 1 and (len(self.entries) > self.max_lists or self.chars > self.max_chars):
+                old = next(iter(self.entries))
+                del self.entries[old]
                 self.chars -= len(old.text)
 
     def texts(self) -> list[str]:
@@ -281,7 +313,8 @@ class _Cache:
             self.chars = self.hits = self.misses = 0
 
 
-CACHE = _Cache()
+CACHE = KeptTexts(MAX_CACHED_LISTS, MAX_CACHED_CHARS)
+PARSED = KeptTexts(MAX_PARSED_LISTS, MAX_CACHED_CHARS, MIN_PARSED_CHARS)  # loads_keeping_tools's parsed lists
 
 
 def tool_catalog(tools: Any) -> ToolCatalog | None:
