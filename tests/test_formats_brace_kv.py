@@ -73,10 +73,10 @@ def test_values_of_every_type_and_keys_as_the_template_writes_them():
     assert type(call.arguments["neg"]) is int and type(call.arguments["big"]) is float
 
 
-def test_render_writes_dictsort_order_quotes_keys_a_bare_key_cannot_hold_and_refuses_the_quote_token():
+def test_render_keeps_key_order_quotes_keys_a_bare_key_cannot_hold_and_refuses_the_quote_token():
     call = ToolCall("f", {"b": 1, "A": 2, "a_c": "x", "Zeta": True, "": 0, "k:v": [None, 2.5], " pad": {}})
     text = G.render([call])
-    assert text.startswith(f"{O}call:f{{{Q}{Q}:0,{Q} pad{Q}:{{}},A:2,a_c:{Q}x{Q},b:1,")
+    assert text == f"{O}call:f{{b:1,A:2,a_c:{Q}x{Q},Zeta:true,{Q}{Q}:0,{Q}k:v{Q}:[null,2.5],{Q} pad{Q}:{{}}}}{C}"
     assert G.parse_strict(text) == [call]
     with pytest.raises(formats.RenderError):
         G.render([ToolCall("f", {"s": f"a{Q}b"})])

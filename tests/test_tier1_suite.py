@@ -133,7 +133,8 @@ def test_judge_counts_a_correct_call_that_was_changed_as_harm():
 
 
 def test_every_registered_format_is_measured_or_counted_as_skipped(sample):
-    assert sample.fmts == formats.names()
+    assert sample.fmts == [f for f in formats.names() if f not in XML_ROW_FLOORS]  # those: measured apart
+    assert set(XML_ROW_FLOORS) <= set(formats.names())
     for f in sample.fmts:
         skipped = sum(sample.inputs.cannot_carry[f].values())
         assert sample.inputs.carried[f] + skipped == sample.n_cases, f

@@ -67,7 +67,7 @@ def _cut(text: str, marker: str, extra: int) -> str:
 CUTS = {
     "inside a string": (("Chez Nous",), 4),
     "inside a later string": (("tonight at eight",), 7),
-    "after a key": (('"when"', '\\"when\\"', "when=", "<parameter=when>", "<arg_key>when</arg_key>"), None),
+    "after a key": (('"when"', '\\"when\\"', "when=", "<parameter=when>", "<arg_key>when</arg_key>", "when:"), None),
 }
 
 

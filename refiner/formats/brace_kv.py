@@ -12,7 +12,8 @@ breaks, quotes, braces and the call tokens themselves are text inside it); ``tru
 ``1e+21``); an object ``{key:value,...}``; a list ``[value,...]``. Keys are written bare, spaces included
 (``Basic LLM Chain:{...}``); a key between quote tokens is also read (vLLM does), and rendering writes one that way
 when a bare key could not hold it (empty, with ``:`` ``,`` brackets or outer spaces). The templates write keys in
-Jinja ``dictsort`` order (case-insensitive), and so does rendering; reading keeps the text's order. Whitespace
+Jinja ``dictsort`` order (case-insensitive); rendering keeps the calls' own order (so a text cut short holds a prefix
+of the arguments), and reading keeps the text's order. Whitespace
 around the punctuation is free (SGLang's tests write ``, ``). Calls follow each other with or without text between
 them; content may come before and after them.
 
@@ -455,9 +456,8 @@ class BraceKV(WireFormat):
             if not math.isfinite(v):
                 raise self.render_error(f"{v} is not a JSON number")
             return repr(v)
-        if isinstance(v, dict):
-            items = sorted(v.items(), key=lambda kv: str(kv[0]).lower())  # Jinja's dictsort
-            return "{" + ",".join(f"{self._key(str(k))}:{self._value(x)}" for k, x in items) + "}"
+        if isinstance(v, dict):  # (in the calls' own order: the templates' dictsort would reorder what a cut keeps)
+            return "{" + ",".join(f"{self._key(str(k))}:{self._value(x)}" for k, x in v.items()) + "}"
         if isinstance(v, (list, tuple)):
             return "[" + ",".join(self._value(x) for x in v) + "]"
         raise self.render_error(f"a value of type {type(v).__name__} cannot be written")

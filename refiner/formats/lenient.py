@@ -171,7 +171,8 @@ NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
 
 ARG_KEYS = ("arguments", "parameters", "input", "args", "params")
 # Keys of a call object that are neither its name nor its arguments.
-CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "responses", "step", "call_id"})
+CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "responses", "step", "call_id",
+                                "tool_call_id"})
 
 
 def coerce_call(

@@ -8,9 +8,10 @@ is a row of :data:`ROWS` (:mod:`refiner.formats.family`): a :class:`Family` and 
 
 The arguments are decoded before the closing token is looked for, so a string may hold it. Text before the calls
 (content, reasoning) is allowed, and so is anything after a closed section. Functionary v3.2 writes no token of its
-own (``>>>`` is plain text): it is an untagged format (``Detection.bare``) whose ``>>>`` marker counts only when a
-tool name and a line break follow it (``sniff``; a text whose only ``>>>`` is prose, a Python prompt's ``>>> x``,
-is still named after it by detection's last rule, and reads as no call). DeepSeek V3/V3.1 and Kimi-K2 write the same shape in their own modules
+own (``>>>`` is plain text): it is an untagged format (``Detection.bare``) whose marker is ``>>>`` at a line start,
+counted only when a tool name and a line break follow it (``sniff``; a text whose only such ``>>>`` is prose, a
+Python prompt's ``>>> x``, is still named after it by detection's last rule, and reads as no call). Inside another
+format's JSON string a line break is ``\\n``, so a value holding ``>>>`` is no marker. DeepSeek V3/V3.1 and Kimi-K2 write the same shape in their own modules
 (:mod:`refiner.formats.deepseek`, :mod:`refiner.formats.kimi_k2`), whose recovery reads their layouts' quirks.
 
 Lenient reading: each call token starts a call; a call without its closing tokens ends at the next call token or
@@ -71,8 +72,9 @@ class NamedJson(WireFormat):
 
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
-        if sp.section_open is None:  # no token of its own: its call prefix is a marker, told from prose by sniff
-            return Detection(rank=rank, markers=(sp.call_open,), bare=True)
+        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker (inside a
+            # JSON string a line break is written \n, so another format's value holding the prefix is no marker)
+            return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.call_close))
 
     # ---- strict ------------------------------------------------------------------------------------------------

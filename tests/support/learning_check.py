@@ -55,21 +55,28 @@ DATA_CONFIG = {
 }
 MAX_PROMPT = 512  # SmolLM2 tokens; about half of the slice (verl drops longer prompts)
 MAX_RESPONSE = 96  # the longest gold answer that fits is ~75 tokens
-# On top of the cpu-rehearsal profile: lengths for this slice, 10x the paper's learning rate (a 135M model, a few
-# steps), gradient checkpointing back on and smaller micro-batches to bound memory.
-OVERRIDES = [
-    f"data.max_prompt_length={MAX_PROMPT}",
-    f"data.max_response_length={MAX_RESPONSE}",
-    f"+reward.reward_kwargs.max_resp_len={MAX_RESPONSE}",
-    f"actor_rollout_ref.rollout.max_model_len={MAX_PROMPT + MAX_RESPONSE}",
-    "+reward.reward_kwargs.overlong_buffer_cfg.len=32",
-    "actor_rollout_ref.actor.optim.lr=1e-05",
-    "actor_rollout_ref.model.enable_gradient_checkpointing=true",
-    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=2048",
-    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=4096",
-    "trainer.test_freq=5",
-    "trainer.experiment_name=learning-check-smollm2",
-]
+
+
+def smollm2_overrides(max_prompt: int, max_response: int, overlong: int, *, test_freq: int, name: str) -> list[str]:
+    """On top of the cpu-rehearsal profile, for SmolLM2: lengths for the slice (the overlong penalty over the last
+    ``overlong`` response tokens), 10x the paper's learning rate (a 135M model, a few steps), gradient checkpointing
+    back on and smaller micro-batches to bound memory."""
+    return [
+        f"data.max_prompt_length={max_prompt}",
+        f"data.max_response_length={max_response}",
+        f"+reward.reward_kwargs.max_resp_len={max_response}",
+        f"actor_rollout_ref.rollout.max_model_len={max_prompt + max_response}",
+        f"+reward.reward_kwargs.overlong_buffer_cfg.len={overlong}",
+        "actor_rollout_ref.actor.optim.lr=1e-05",
+        "actor_rollout_ref.model.enable_gradient_checkpointing=true",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=2048",
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=4096",
+        f"trainer.test_freq={test_freq}",
+        f"trainer.experiment_name={name}",
+    ]
+
+
+OVERRIDES = smollm2_overrides(MAX_PROMPT, MAX_RESPONSE, 32, test_freq=5, name="learning-check-smollm2")
 
 
 def smollm2_hf(out: Path) -> Path:

@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_rehearsal import ROOT, Step, cli, run_step, shim_env, train_command, warm_start
-from learning_check import checkpoint_to_hf, smollm2_hf
+from learning_check import checkpoint_to_hf, smollm2_hf, smollm2_overrides
 
 DATA_CONFIG = ROOT / "configs" / "data" / "left-to-model.yaml"
 SOURCE_PATHS = {  # source -> path under ../shared/data
@@ -50,19 +50,7 @@ SOURCE_PATHS = {  # source -> path under ../shared/data
 # xLAM's prompts and a few of ToolACE's (NesTools' system prompts are all longer): what 2 shared cores can train.
 MAX_PROMPT = 640
 MAX_RESPONSE = 128  # every gold answer of a prompt that fits (the longest is 121 tokens)
-OVERRIDES = [
-    f"data.max_prompt_length={MAX_PROMPT}",
-    f"data.max_response_length={MAX_RESPONSE}",
-    f"+reward.reward_kwargs.max_resp_len={MAX_RESPONSE}",
-    f"actor_rollout_ref.rollout.max_model_len={MAX_PROMPT + MAX_RESPONSE}",
-    "+reward.reward_kwargs.overlong_buffer_cfg.len=32",
-    "actor_rollout_ref.actor.optim.lr=1e-05",
-    "actor_rollout_ref.model.enable_gradient_checkpointing=true",
-    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=2048",
-    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=4096",
-    "trainer.test_freq=10",
-    "trainer.experiment_name=slice-check-smollm2",
-]
+OVERRIDES = smollm2_overrides(MAX_PROMPT, MAX_RESPONSE, 32, test_freq=10, name="slice-check-smollm2")
 BASE = "smollm2-135m-instruct"  # the model before the warm start, under the run's folder (its tokenizer too)
 TITLE = "SmolLM2-135M-Instruct, what tier 1 leaves, DAPO on CPU"
 
