@@ -19,11 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_conformance as bc
 
-# Measured on this branch (raise them as the DSML / Gemma 4 / Kimi K3 parsers land: those three families are most of
-# what fails, and every marker leak is theirs: their calls are not read yet, so their text stays content).
-LIBRARY_FLOOR = 366  # of 469 pass or soft pass, calls only
-PROXY_FLOOR = 358  # of 469 pass or soft pass through the proxy: content, reasoning and calls, streamed and not
-PROXY_LEAKS = 104  # fixtures with a family marker in content, reasoning or calls (all DSML, Gemma 4, Kimi K3)
+# Measured on the merged tree (int + the Kimi K3 content fix, 26 Nov 2026; counts, deterministic: no slack). What
+# still fails: library 4 (deepseek vllm-v3-malformed-missing-brace / -missing-call-tokens and qwen3-hermes
+# sglang-malformed-json-in-tags give a call where none is well formed; llama l4-truncated-missing-close-bracket, below);
+# the proxy 11: the deepseek and llama ones and 8 gemma4 "*-thinking" / thought-prefix / truncated-in-reasoning
+# fixtures (the channel's "thought\n" label is left at the start of reasoning_content). Raise them as fixes land.
+LIBRARY_FLOOR = 465  # of 469 pass or soft pass, calls only
+PROXY_FLOOR = 458  # of 469 pass or soft pass through the proxy: content, reasoning and calls, streamed and not
+PROXY_LEAKS = 0  # fixtures with a family marker in content, reasoning or calls
 CUT_CALLS = 1  # truncated fixtures expected to give no call that gave one (llama/l4-truncated-missing-close-bracket:
 # the complete first call of a cut list is returned, the cut one is not)
 

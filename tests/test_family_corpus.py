@@ -2,8 +2,8 @@
 published parsers; see its README) is read through the pipeline with the format auto-detected and judged by
 canitoolcall's own checks: the calls (names, arguments as JSON, in order), no format marker leaking into a name or
 an argument, arguments that are JSON objects valid against the offered tool; cut and broken rows return no call
-the model did not finish. Families whose dialect no format reads yet are expected failures, keyed by family, so the
-test turns green row by row as their grammars land; a text that holds no call never yields one, in any family."""
+the model did not finish. Rows no format reads yet are expected failures, listed by row id with the reason (every
+other row must pass); a text that holds no call never yields one, in any family."""
 
 from __future__ import annotations
 
@@ -19,28 +19,39 @@ from refiner.pipeline import Refiner
 ROWS = load()
 REFINER = Refiner()
 
-JSON = "not read yet: a row of the JSON / pythonic grammars (branch json)"
-# Families whose dialect the library does not read (fully) yet, and why. strict=False: a row that passes already is
-# reported as XPASS, not as a failure; remove the family here once its rows pass.
+# Rows the library does not read yet on this tree, by row id, and why (every other row must pass: a row that regresses
+# fails). strict=False: a branch that fixes one reports XPASS; then remove its row here.
+_NAH = "text between the call tags ('nah uhg') is read as a call of that name"
+_K2H = "K2-Horizon's <ifm|tool_calls> key/value tags: no format reads them yet (not detected, no call)"
+_SEED = "lists and objects the template writes with '| string' (Python literals) stay strings"
 NOT_YET = {
-    "gemma4": JSON, "functiongemma": JSON, "apertus": JSON, "functionary-v32": JSON, "command-a": JSON,
-    "llama31-builtin": JSON, "plamo3": JSON, "k2-horizon": JSON, "gigachat3": JSON, "inkling": JSON,
-    "hunyuan-v3": "xml_params row: text between the call tags ('nah uhg') is read as a call of that name",
-    "hunyuan-v4": "xml_params row: text between the call tags ('nah uhg') is read as a call of that name",
-    "seed-oss": "xml_params row: lists and objects the template writes with '| string' (Python literals) stay strings",
-    "longcat": "xml_params reads LongCat's tag-pair layout; the JSON layout (LongCat-Flash-Chat, vLLM's first and "
-               "SGLang's parsers) is read through salvage, which keeps a cut call and reads junk as a call",
+    "hunyuan-v3/junk-between-markers": "xml_params row: " + _NAH,
+    "hunyuan-v4/junk-between-markers": "xml_params row: " + _NAH,
+    **{f"k2-horizon/{k}": _K2H for k in ("single", "nested", "typed-values", "strings-that-look-typed",
+                                         "no-arguments", "text-before-call", "parallel", "cut-in-second-call",
+                                         "lost-closer")},
+    "longcat/cut-in-value": "LongCat's JSON layout is read through salvage, which keeps the cut call ({'city': 'Par'})",
+    "longcat/cut-in-second-call": "LongCat's JSON layout is read through salvage, which keeps the cut second call",
+    "longcat/junk-between-markers": "LongCat's JSON layout is read through salvage: " + _NAH,
+    "seed-oss/nested": "xml_params row: " + _SEED,
+    "seed-oss/typed-values": "xml_params row: " + _SEED,
+    "seed-oss/strings-that-look-typed": "xml_params row: " + _SEED,
+    "functionary-v32/cut-in-second-call": "named_json: since e2ae524 a >>> not at a line start (the second call, "
+                                          "written right after the first's JSON) is no marker, so the whole first "
+                                          "call is lost with the cut second one",
 }
+# Families with a row above: their read rate is not held to 95 % (the rows are, one by one).
+NOT_YET_FAMILIES = {row_id.partition("/")[0] for row_id in NOT_YET}
 
 
 def _param(row):
-    marks = [pytest.mark.xfail(reason=NOT_YET[row.family], strict=False)] if row.family in NOT_YET else []
+    marks = [pytest.mark.xfail(reason=NOT_YET[row.id], strict=False)] if row.id in NOT_YET else []
     return pytest.param(row, id=row.id, marks=marks)
 
 
 def test_the_corpus_covers_every_family_with_every_kind_of_row():
     families = load_families()
-    assert set(NOT_YET) <= set(families)
+    assert set(NOT_YET) <= {row.id for row in ROWS}
     by_family: dict[str, set[str]] = {}
     for row in ROWS:
         by_family.setdefault(row.family, set()).update(row.record["tags"])
@@ -73,5 +84,5 @@ def test_read_rate_per_family(capsys):
     rates = read_rates([judge(r, REFINER) for r in ROWS])
     with capsys.disabled():
         print("\n" + rate_table(rates))
-    low = {f: (p, n) for f, (p, n) in rates.items() if f not in NOT_YET and p < 0.95 * n}
+    low = {f: (p, n) for f, (p, n) in rates.items() if f not in NOT_YET_FAMILIES and p < 0.95 * n}
     assert not low, low

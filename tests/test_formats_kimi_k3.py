@@ -119,6 +119,39 @@ def test_text_that_only_quotes_the_tokens_is_no_call():
         assert Refiner().refine({"upstream": text})["calls"] == []
 
 
+def test_answer_parts_take_the_channel_markup_out_of_the_content():
+    """The text the user should see, as vLLM's K3 reasoning parser strips it: the response channel's body, no
+    channel or turn element; the tools channel is the calls' region (to the end of a text cut inside it)."""
+    calls = tools(call("get_time", arg("tz", "CET")))
+    for text, content in [
+        (f"{O}response{S}On it.{C}response{S}{calls}{C}message{S}", "On it."),
+        (f"{O}response{S}{C}response{S}{calls}{C}message{S}", ""),
+        (f"On it.{C}response{S}{calls}", "On it."),  # the prompt opened the response channel
+        (f"{C}response{S}{O}tools{S}{O}call tool=\"f\" index=\"1\"", ""),  # cut inside the tools channel
+        (f"{O}response{S}Paris.{C}response{S}{C}message{S}", "Paris."),  # no call
+        (f"Hello!{C}response{S}{C}message{S}", "Hello!"),
+    ]:
+        parts = K3.answer_parts(text)
+        assert (parts.content, parts.reasoning) == (content, None), text
+        assert "<|" not in parts.content
+    text = f"{O}response{S}On it.{C}response{S}{calls}"
+    a, b = K3.answer_parts(text).calls
+    assert text[a:b] == calls
+
+
+def test_a_call_less_answer_and_a_skipped_think_channel_are_read_as_k3():
+    """The response channel's elements are weak markers: a call-less answer is this format's (its markup is then
+    taken out of the content), and a think channel the prompt opened but the model skipped holds no reasoning."""
+    from refiner.formats.reasoning import split_reasoning
+
+    text = f"{O}response{S}Hello world{C}response{S}{C}message{S}"
+    assert formats.detect_format(text) == "kimi_k3"
+    assert formats.detect_format(f"answer{C}response{S}") == "kimi_k3"
+    assert split_reasoning(text, opened=True).reasoning(text) == ""
+    thought = f"Plan.{C}think{S}{O}response{S}Hi{C}response{S}"
+    assert split_reasoning(thought, opened=True).reasoning(thought) == "Plan."
+
+
 def _hostile(size: int) -> list[tuple[str, str]]:
     closer_storm = f'{O}argument key="k" type="string"{S}' + f"{C}argument{S}x" * (size // 24)
     arg_storm = f'{O}tools{S}{O}call tool="f" index="1"{S}' + (f'{O}argument key="k" type="object"{S}' + '{"a": "'

@@ -337,6 +337,30 @@ def test_gpt_oss_channels(proxy) -> None:
     assert (whole["reasoning_content"], whole["content"], whole["tool_calls"]) == ("No tool needed.", "Hi!", None)
 
 
+def test_kimi_k3_channels(proxy) -> None:
+    """Kimi K3: the think channel is reasoning, the response channel's text is content without its markup, the tools
+    channel gives the calls; a completion the prompt opened in the response channel (thinking off), one that skipped
+    the think channel the prompt opened, and one without calls leak no control token."""
+    o, c, s = "<|open|>", "<|close|>", "<|sep|>"
+    call = (f'{o}tools{s}{o}call tool="get_time" index="1"{s}{o}argument key="tz" type="string"{s}CET{c}argument{s}'
+            f"{c}call{s}{c}tools{s}")
+    on, off = {"chat_template_kwargs": {"thinking": True}}, {"chat_template_kwargs": {"thinking": False}}
+    cases = [
+        (f"Need the time.{c}think{s}{o}response{s}One moment.{c}response{s}{call}{c}message{s}", on,
+         ("Need the time.", "One moment.", ["get_time"])),
+        (f"One moment.{c}response{s}{call}{c}message{s}", off, (None, "One moment.", ["get_time"])),
+        (f"{c}response{s}{call}", off, (None, None, ["get_time"])),
+        (f"Easy.{c}think{s}{o}response{s}Paris.{c}response{s}{c}message{s}", on, ("Easy.", "Paris.", [])),
+        (f"Hi there.{c}response{s}{c}message{s}", off, (None, "Hi there.", [])),
+        (f"{o}response{s}Hello world{c}response{s}{c}message{s}", on, (None, "Hello world", [])),
+    ]
+    for text, kw, want in cases:
+        whole, merged = both(proxy, body(text, **kw))
+        same_answer(whole, merged)
+        got = (whole["reasoning_content"], whole["content"], [t["function"]["name"] for t in whole["tool_calls"] or []])
+        assert got == want, text
+
+
 def test_a_cut_answer_returns_its_complete_calls(proxy) -> None:
     """finish_reason "length" after one complete Hermes call and half of a second: the first is returned, the cut
     one is not (and is reported), the finish reason stays "length"."""

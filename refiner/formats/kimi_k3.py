@@ -47,6 +47,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
+from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.strict import JSON_DECODER, decode_at, token_sections
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -78,6 +79,8 @@ class XtmlSpelling:
     key_attr: str = "key"
     type_attr: str = "type"
     string_type: str = "string"
+    response: str = "response"  # the answer text's channel
+    message: str = "message"  # the turn's element (its closing element ends the turn)
 
     @property
     def section_open(self) -> str:
@@ -102,6 +105,18 @@ class XtmlSpelling:
     @property
     def arg_close(self) -> str:
         return self.close + self.argument + self.sep
+
+    @property
+    def response_open(self) -> str:
+        return self.open + self.response + self.sep
+
+    @property
+    def response_close(self) -> str:
+        return self.close + self.response + self.sep
+
+    @property
+    def message_close(self) -> str:
+        return self.close + self.message + self.sep
 
 
 @functools.lru_cache(maxsize=8)
@@ -138,8 +153,11 @@ class Xtml(WireFormat):
 
     @classmethod
     def detection_for(cls, s: XtmlSpelling, rank: int) -> Detection:
+        """The ``response`` channel's elements are closers (weak markers): an answer without calls is still read as
+        this format's (its channel markup is taken out of the content, :meth:`answer_parts`), and a prompt-opened
+        reasoning block ends where that channel opens (:mod:`refiner.formats.reasoning`)."""
         return Detection(rank=rank, markers=(s.section_open, s.call_open),
-                         closers=(s.arg_close, s.call_close, s.section_close))
+                         closers=(s.arg_close, s.call_close, s.section_close, s.response_open, s.response_close))
 
     def sniff(self, body: str, at: int) -> bool:
         """A call element's token is followed by its attributes or its separator (as SGLang requires: a reply that
@@ -213,6 +231,31 @@ class Xtml(WireFormat):
                 return j
             j = text.find(s.arg_close, j + len(s.arg_close))
         return -1
+
+    # The answer's other parts
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """Content by channel, as vLLM's K3 reasoning parser strips it: the calls are the ``tools`` channel (from its
+        opening element, or the first call when it was lost, to its closing element, else to the end of the text);
+        the text outside it is content with the ``response`` channel's elements and the turn's closing element taken
+        out (``<|open|>response<|sep|>Let me check.<|close|>response<|sep|>`` gives ``Let me check.``); no control
+        token of the channels is left in it. The reasoning (the ``think`` channel) was split off before."""
+        s = self.spelling
+        f = Finder(text)
+        section = f.next(s.section_open, 0)
+        call = self._next_call(text, f, 0)
+        start = min((i for i in (section, call) if i >= 0), default=-1)
+        if start < 0:
+            return AnswerParts(self._content(text), None, (len(text), len(text)))
+        close = text.rfind(s.section_close, start)
+        end = close + len(s.section_close) if close >= 0 else len(text)
+        return AnswerParts(self._content(text[:start]) + self._content(text[end:]), None, (start, end))
+
+    def _content(self, text: str) -> str:
+        s = self.spelling
+        for token in (s.response_open, s.response_close, s.message_close):
+            text = text.replace(token, "")
+        return trim_turn_end(text)
 
     # Render
 
