@@ -537,9 +537,10 @@ class ReasoningStream:
                 return "", ""
             i = len(text) - len(text.lstrip(" \t\r\n"))
             rest = text[i:]
-            pair = next((p for p in self.known if rest.startswith(p[0])), None)
-            if pair is None and not final and (not rest or any(p[0].startswith(rest) for p in self.known)):
+            # wait while more text may still make (a longer) opener: "<|channel>" may go on as "<|channel>thought\n"
+            if not final and (not rest or any(len(p[0]) > len(rest) and p[0].startswith(rest) for p in self.known)):
                 return "", ""
+            pair = next((p for p in self.known if rest.startswith(p[0])), None)
             self.found = pair is not None or self.opened
             if pair is not None:
                 self.state, self.body, self.closers = "inside", i + len(pair[0]), (pair[1],)
