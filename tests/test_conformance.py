@@ -19,13 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_conformance as bc
 
-# Measured on the merged tree (int + the Kimi K3 content fix, 26 Nov 2026; counts, deterministic: no slack). What
-# still fails: library 4 (deepseek vllm-v3-malformed-missing-brace / -missing-call-tokens and qwen3-hermes
-# sglang-malformed-json-in-tags give a call where none is well formed; llama l4-truncated-missing-close-bracket, below);
-# the proxy 11: the deepseek and llama ones and 8 gemma4 "*-thinking" / thought-prefix / truncated-in-reasoning
-# fixtures (the channel's "thought\n" label is left at the start of reasoning_content). Raise them as fixes land.
-LIBRARY_FLOOR = 465  # of 469 pass or soft pass, calls only
-PROXY_FLOOR = 458  # of 469 pass or soft pass through the proxy: content, reasoning and calls, streamed and not
+# Measured on the merged tree (26 Nov 2026, after the Gemma 4 thought-channel and "not valid json" fixes). What still
+# fails: library 3 (deepseek vllm-v3-malformed-missing-brace / -missing-call-tokens give a call where none is well
+# formed; llama l4-truncated-missing-close-bracket, below); the proxy 4: those 3 and, under load, one answer whose
+# tier-1 refinement passed the proxy's deadline and came back as the upstream wrote it (glm47-truncated-inside-arg-value
+# streamed). Counts, not times; the proxy floor keeps that one deadline fallback of room. Raise them as fixes land.
+LIBRARY_FLOOR = 466  # of 469 pass or soft pass, calls only
+PROXY_FLOOR = 464  # of 469 pass or soft pass through the proxy (465 measured): content, reasoning and calls, streamed and not
 PROXY_LEAKS = 0  # fixtures with a family marker in content, reasoning or calls
 CUT_CALLS = 1  # truncated fixtures expected to give no call that gave one (llama/l4-truncated-missing-close-bracket:
 # the complete first call of a cut list is returned, the cut one is not)
