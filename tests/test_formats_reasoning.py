@@ -100,9 +100,9 @@ def _family(**attrs):
 
 
 def test_a_registered_family_brings_its_reasoning_markers():
-    text = "<|channel>thought\nLive data needed.\n<channel|>Let me check."
+    text = "<|reflect>muse\nLive data needed.\n<reflect|>Let me check."  # markers no registered family writes
     assert not split_reasoning(text).found
-    with _family(reasoning=(("<|channel>thought", "<channel|>"),)):
+    with _family(reasoning=(("<|reflect>muse", "<reflect|>"),)):
         assert split_reasoning(text).reasoning(text) == "\nLive data needed.\n"
     with _family(reasoning=(("<seed:think>", "</seed:think>"),)):
         text = "<seed:think>quote <seed:tool_call>f</seed:tool_call></seed:think>answer"

@@ -50,6 +50,8 @@ def is_closing_tag(tag: str) -> bool:
     """Whether a format's tag closes a call or a section: ``</tool_call>``, ``<｜tool▁call▁end｜>``,
     ``<|tool_calls_section_end|>``, ``<tool_call|>`` (Gemma 4), ``<|call|>``, ``[/TOOL_CALLS]``."""
     t = tag.lower()
+    if "><" in t:  # two tokens written as one tag (PLaMo 3's end-of-name + begin-arguments): the last one decides
+        t = t[t.rindex("><") + 1 :]
     if t.startswith(("</", "[/")) or t == "<|call|>" or any(w in t for w in _CLOSING_WORDS):
         return True
     return t.endswith("|>") and not t.startswith("<|") and "|" not in t[1:-2]
@@ -63,6 +65,9 @@ def learn(fmt: object) -> None:
     detection = getattr(fmt, "detection", None)
     tags = [*(getattr(fmt, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
             *(getattr(detection, "closers", ()) or ())]
+    if any(isinstance(m, str) and m.endswith(":") for m in (getattr(detection, "markers", ()) or ())):
+        # tags written with a per-checkpoint suffix (<tool_call:6124c78e>): every tag also in its suffixed form
+        tags += [t[:-1] + ":" for t in tags if isinstance(t, str) and t.endswith(">")]
     for t in tags:
         if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"')):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
