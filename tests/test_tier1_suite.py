@@ -10,7 +10,8 @@ Figures of the full run (27 formats carry the calls, 807,744 inputs; 0.19 ms per
 - tool_name_typo 99.3%, tool-name look-alikes 97.1% (both policies);
 - param_name_typo 86.1% / 98.0%, value_type_drift 12.3% / 93.6%, undeclared extra parameters 0% / 99.8%;
 - missing required parameters and wrong values (other than a respelt enum member): never fixed;
-- harm before tier 1, default policy: 63 of 807,744 inputs, none clean (KNOWN_HARM).
+- harm before tier 1, default policy: 63 of 807,744 inputs, none clean (KNOWN_HARM); the issue-20 formats outside the
+  XML grammar are listed in FORMAT_SHORTFALLS with their sample rates.
 """
 
 from __future__ import annotations
@@ -167,7 +168,17 @@ def test_a_format_registered_later_is_measured_too(monkeypatch):
 # Format errors fixed per wire format where the formats' lenient readers fall short of the 95% target on this sample
 # (the text-level repair is each format's reader, refiner/formats/, not a tier-1 policy): a floor a few points below
 # the sample's rate, and why. A format not listed must reach 95%; a listed one must not fall below its floor.
-FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {}  # every registered format reaches 95% today
+# The formats added for issue 20 outside the XML grammar (measured on the seeded sample, default policy, floors rounded
+# down): their lenient readers recover a lost or misspelt call token only where the grammar's shape shows it; the
+# generic tag speller (formats/tags.py) does not know their tokens yet.
+FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
+    "functionary_v32": (0.75, "78/100: a lost '>>>' before a name is not put back"),
+    "functiongemma": (0.60, "98/160: a lost or misspelt <start_function_call>/<escape> token is not recovered"),
+    "gemma4": (0.60, "103/160: a lost or misspelt <|tool_call>/<|\"|> token is not recovered"),
+    "kimi_k3": (0.60, "96/160: K3's <|open|>/<|sep|>/<|close|> tokens written wrong are not respelt"),
+    "minimax_m3": (0.55, "93/156: the ]<]minimax[>[ namespace token written wrong is not respelt"),
+    "plamo3": (0.75, "125/160: PLaMo 3's long <|plamo:...|> tokens written wrong are not respelt"),
+}
 
 
 def test_targets_are_met_on_the_seeded_sample(sample):
@@ -205,6 +216,12 @@ KNOWN_HARM = {
     # (pipeline.pick_formats), which finds fewer calls or a call named by the surrounding JSON
     ("wrong_tag", "anthropic"): "read as deepseek_v31",
     ("wrong_tag", "deepseek_v31"): "read as mistral_v11",
+    # as mistral_v11: Functionary v3.2 writes no token after the last call's arguments, so a dropped last '}' reads as
+    # a text cut there
+    ("broken_json", "functionary_v32"): "read as truncated",
+    # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
+    # string that runs to the end of the text, which reads as a cut mid-value
+    ("missing_tag", "functiongemma"): "read as truncated",
 }
 
 
