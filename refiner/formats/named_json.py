@@ -191,6 +191,21 @@ class NamedJson(WireFormat):
         m = _NAME.match(body, at + len(sp.call_open))
         return m is not None and body.startswith(sp.name_close, m.end())
 
+    def region_start(self, body: str, at: int) -> int:
+        """Token-less rows (Functionary): the marker is the call token at a line start, so a first call at the very
+        start of the text has none; the calls' region starts at the earliest call token at a line start that runs on
+        to the marker's call with no blank line between."""
+        sp = self.spelling
+        if sp.section_open is not None:
+            return at
+        start = at
+        for _ in range(MAX_NOTES * 64):
+            j = body.rfind(sp.call_open, 0, start)
+            if j < 0 or (j > 0 and body[j - 1] != "\n") or "\n\n" in body[j:start]:
+                return start
+            start = j
+        return start
+
     def claims_text(self, body: str) -> bool:
         """A text with no marker: a line ``call_open`` + NAME, then a JSON object (Functionary's shape)."""
         sp = self.spelling

@@ -224,7 +224,10 @@ def _split(text: str, known: tuple[tuple[str, str], ...], opened: bool | None) -
         return _unclosed(text, body)
     if opened is False:
         return NONE
-    found = _first_closer(text, 0, {p[1] for p in known})
+    # a closer with no opener before it: a prompt that opened the block (said so, or not known); when not known, only
+    # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
+    # <|end_message|> or <|end|> alone is no sign of reasoning
+    found = _first_closer(text, 0, {p[1] for p in known if opened or "think" in p[1].lower()})
     if found is not None:
         j, closer = found
         if opened or not inside_call(text, 0, j):
