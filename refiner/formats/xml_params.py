@@ -253,7 +253,7 @@ class XmlParams(WireFormat):
             return super().answer_parts(text)
         ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
         for m in _suffix_pattern(self.spelling.tags()).finditer(text):
-            total += len(m.group(0)) - len(m.group(1)) - 1
+            total += len(m.group(0)) - len(_unsuffixed(m))
             ends.append(m.end() - total)
             shifts.append(total)
         parts = super().answer_parts(self._plain(text))
@@ -270,7 +270,7 @@ class XmlParams(WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        return _suffix_pattern(s.tags()).sub(r"\1>", text)
+        return _suffix_pattern(s.tags()).sub(_unsuffixed, text)
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
@@ -878,10 +878,17 @@ def _respell_generic(fmt: XmlParams, text: str, start: int) -> tuple[str, list[s
 
 @functools.lru_cache(maxsize=64)
 def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
-    """A tag of ``tags`` (and the reasoning block's ``<think>``) with a ``:SUFFIX`` before its ``>``."""
+    """A tag of ``tags`` (and the reasoning block's ``<think>``) with a ``:SUFFIX`` before its ``>``, or a text that
+    ends inside such a tag's suffix (cut short: ``</arg_value:61``)."""
     words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
     alts = "|".join(re.escape(w) for w in sorted(words))
-    return re.compile(r"(</?(?:" + alts + r")):[^\s<>]{1,64}>")
+    return re.compile(r"(</?(?:" + alts + r")):(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)")
+
+
+def _unsuffixed(m: re.Match) -> str:
+    """A tag matched by :func:`_suffix_pattern` without its suffix; a text cut inside the suffix ends inside the tag
+    (``</arg_value``: a cut, as the same text without a suffix reads), not after a tag read whole."""
+    return m.group(1) + (">" if m.group(0).endswith(">") else "")
 _JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
 _ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 

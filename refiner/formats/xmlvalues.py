@@ -170,12 +170,12 @@ def stops_in_call(text: str, start: int, closers: str, openers: tuple[str, ...])
     rest = text[i : i + 2 * len(closers)]
     if skip_ws(text, i + len(rest)) < len(text):
         return None
-    rest = "".join(rest.split())
+    rest = "".join(rest.split())  # whitespace aside, in the tags too (DSML V4.1 writes "<｜DSML｜ parameter ")
     if not rest:
         return True
-    if any(o.startswith(rest) for o in openers):
+    if any("".join(o.split()).startswith(rest) for o in openers):
         return False
-    return True if closers.startswith(rest) else None
+    return True if "".join(closers.split()).startswith(rest) else None
 
 
 def mark_xml_cut(
