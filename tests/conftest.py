@@ -7,6 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI draws the same examples on every run (a property test's failure there is the code's, not the draw's); a run on a
+# developer's machine draws new ones, which is where new counterexamples are found.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("TOOL_REFINER_SHARED_DATA", ROOT.parent / "shared" / "data"))
