@@ -83,13 +83,16 @@ def pairs() -> tuple[tuple[str, str], ...]:
 def trie_pattern(words: Iterable[str]) -> str:
     """One regex for ``words`` (the longest first where one is a prefix of another), built as a trie: at each
     character the words that share it are tried together, so a text of near-misses (``<a><a>...``) costs a step per
-    character, not one per word."""
+    character, not one per word. No words: a pattern that matches nothing. (The tag speller, formats/tags.py, uses it
+    too.)"""
     trie: dict = {}
     for w in words:
         node = trie
         for ch in w:
             node = node.setdefault(ch, {})
         node[""] = {}
+    if not trie:
+        return "(?!)"
 
     def build(node: dict) -> str:
         branches = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]

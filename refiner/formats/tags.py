@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from refiner.formats.base import Lenient, all_formats
+from refiner.formats.reasoning import trie_pattern
 
 MAX_WORD = 40  # letters of a tag word looked at (a longer run is not a tag)
 FUZZY_MIN = 5  # letters a word needs before a one-letter slip is read as it
@@ -114,28 +115,6 @@ MAX_TAG_HITS = 256  # tag tokens a text may hold for its tags to be put right (r
 MAX_JSON_TAG_HITS = 64  # the same for the JSON-block formats (two tags a block)
 
 
-def _trie_pattern(words: Sequence[str]) -> str:
-    """A regular expression matching exactly the given strings, as a trie (each position tries few branches)."""
-    if not words:
-        return "(?!)"
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def walk(node: dict) -> str:
-        ends = "" in node
-        alts = [re.escape(ch) + walk(child) for ch, child in sorted(node.items()) if ch]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        return f"(?:{body})?" if ends else body
-
-    return walk(trie)
-
-
 class Speller:
     """The tag tokens of a text for a format whose tags are ``tags`` (its own, exactly as it writes them)."""
 
@@ -156,8 +135,8 @@ class Speller:
         """The scanner, and the same without the words one letter off might match (once their budget is spent)."""
         if self._scanner is None:
             tags = foreign_tags(self.tags)
-            foreign = "(?<=<)%s|(?<=\\[)%s" % (_trie_pattern([t[1:] for t in tags if t[0] == "<"]),
-                                               _trie_pattern([t[1:] for t in tags if t[0] == "["]))
+            foreign = "(?<=<)%s|(?<=\\[)%s" % (trie_pattern([t[1:] for t in tags if t[0] == "<"]),
+                                               trie_pattern([t[1:] for t in tags if t[0] == "["]))
             # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
             # may follow (a storm of brackets fails there, not once per branch)
             lead = r"[<\[](?=[/A-Za-z|\uff5c])"
