@@ -21,25 +21,7 @@ REFINER = Refiner()
 
 # Rows the library does not read yet on this tree, by row id, and why (every other row must pass: a row that regresses
 # fails). strict=False: a branch that fixes one reports XPASS; then remove its row here.
-_NAH = "text between the call tags ('nah uhg') is read as a call of that name"
-_K2H = "K2-Horizon's <ifm|tool_calls> key/value tags: no format reads them yet (not detected, no call)"
-_SEED = "lists and objects the template writes with '| string' (Python literals) stay strings"
-NOT_YET = {
-    "hunyuan-v3/junk-between-markers": "xml_params row: " + _NAH,
-    "hunyuan-v4/junk-between-markers": "xml_params row: " + _NAH,
-    **{f"k2-horizon/{k}": _K2H for k in ("single", "nested", "typed-values", "strings-that-look-typed",
-                                         "no-arguments", "text-before-call", "parallel", "cut-in-second-call",
-                                         "lost-closer")},
-    "longcat/cut-in-value": "LongCat's JSON layout is read through salvage, which keeps the cut call ({'city': 'Par'})",
-    "longcat/cut-in-second-call": "LongCat's JSON layout is read through salvage, which keeps the cut second call",
-    "longcat/junk-between-markers": "LongCat's JSON layout is read through salvage: " + _NAH,
-    "seed-oss/nested": "xml_params row: " + _SEED,
-    "seed-oss/typed-values": "xml_params row: " + _SEED,
-    "seed-oss/strings-that-look-typed": "xml_params row: " + _SEED,
-    "functionary-v32/cut-in-second-call": "named_json: since e2ae524 a >>> not at a line start (the second call, "
-                                          "written right after the first's JSON) is no marker, so the whole first "
-                                          "call is lost with the cut second one",
-}
+NOT_YET: dict[str, str] = {}
 # Families with a row above: their read rate is not held to 95 % (the rows are, one by one).
 NOT_YET_FAMILIES = {row_id.partition("/")[0] for row_id in NOT_YET}
 

@@ -123,6 +123,20 @@ def test_retype_settles_values_by_the_declared_type_exactly():
     assert retype_value(b, "true") is True and retype_value(b, "False") is False and retype_value(b, "yes") == "yes"
 
 
+def test_python_literal_lists_and_objects_are_read_by_the_declared_type():
+    """Seed-OSS and Qwen3-Coder write lists and objects with Jinja's ``| string``: Python's repr, read back where the
+    spec declares an array or object (as vLLM's parser does with ``ast.literal_eval``), only in those dialects."""
+    o, a = Param(type="object"), Param(type="array")
+    text = "{'site': 'docs', 'max': 5, 'tags': ('a', None), 'ok': True}"
+    assert retype_value(o, text, python_literals=True) == {"site": "docs", "max": 5, "tags": ["a", None], "ok": True}
+    assert retype_value(a, "['web', '2024']", python_literals=True) == ["web", "2024"]
+    assert retype_value(o, text) == text  # a JSON dialect: the text as written
+    # no JSON value, not a literal, too deep for Python's parser, cut, or a list where an object is declared: text
+    for param, kept in ((a, "{1, 2}"), (a, "[b'z']"), (a, "[1e999]"), (a, "[f(x)]"), (a, "[" * 300 + "]" * 300),
+                        (o, "{'a': 1"), (o, "['a']")):
+        assert retype_value(param, kept, python_literals=True) == kept
+
+
 def test_value_end_skips_quoted_blocks_and_needs_a_structural_follower():
     text = "a </v> b\n<v>inner</v> c</v>\n<k>"
     assert value_end(text, 0, "\n<v>", "</v>", ("<k>",)) == text.rindex("</v>")

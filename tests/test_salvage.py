@@ -184,6 +184,24 @@ def test_a_call_cut_by_the_end_of_the_text_is_left_out():
     assert read("I'll call get_weather(city='Par") == []  # cut in prose: nothing
 
 
+def test_a_format_read_call_cut_mid_value_is_left_out():
+    """A registered format's reading of a text that stops mid-value: the complete calls, never the cut one."""
+    got = salvage('Sure.\n<longcat_tool_call>\n{"name": "get_time", "arguments": {"city": "Paris"}}\n'
+                  '</longcat_tool_call>\n<longcat_tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
+                  OFFERED)
+    assert got.calls == [T]
+
+
+def test_a_line_start_marker_counts_on_the_first_line():
+    """Functionary's ``>>>`` marks a call at a line start; the text's first line is one (a cut second call written
+    right after the first's JSON leaves the first call read, not the whole text taken for prose)."""
+    text = '>>>get_time\n{"city": "Paris"}>>>get_weather\n{"city": "To'
+    got = salvage(text, OFFERED)
+    assert got.calls == [T] and "functionary_v32" in got.describe()
+    lenient = check_text(text, "functionary_v32", load_tools(TOOLS)).calls
+    assert salvage_calls(text, lenient, load_tools(TOOLS)) is None  # the format's own reading stands
+
+
 def test_describe_and_format():
     got = salvage("Here:\n```python\nget_weather(city='Paris')\n```\n<tool_call>\n"
                   '{"name": "get_time", "arguments": {"city": "Paris"}}\n</tool_call>', OFFERED)

@@ -99,6 +99,8 @@ PROBLEM_CODES = (
     "not_a_list",  # a value that should hold a list of calls does not
     "not_a_call",  # an item that is not a call object
     "no_name",  # a call object without a usable tool name
+    "unnamed_call",  # a call the model wrote in the format's own shape but named no tool in (Kimi-K2's
+    # functions.invalid.0): no call, and salvage does not read the same text as one
     "bad_name",  # a tool name the format does not allow (kept)
     "bad_arguments",  # arguments that are not an object (dropped)
     "flat_arguments",  # arguments written beside the name instead of under an arguments key (read as the arguments)

@@ -12,6 +12,7 @@
 | ``apertus`` | Swiss AI Apertus | ``<|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>``: each call an object whose one key is the name (``apertus_tool_parser.py``) |
 | ``command_a`` | Cohere Command A / R7B | ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name", "parameters"}, ...]<|END_ACTION|>`` (llama.cpp's Command R7B handler; vLLM reads it through ``cohere_melody``) |
 | ``gigachat3`` | GigaChat 3 | ``function call<|role_sep|>\\n{"name", "arguments"}``, one call a message (``GigaChat3-10B-A1.8B.jinja``; ``gigachat3_tool_parser.py``, which also reads ``<|function_call|>``) |
+| ``longcat_json`` | LongCat-Flash-Chat | ``<longcat_tool_call>\\n{"name", "arguments"}\\n</longcat_tool_call>`` per call (``longcat_tool_parser.py``; the GLM layout in the same tags is the ``xml_params`` row ``longcat``) |
 | ``inkling`` | Inkling | ``<|content_invoke_tool_json|>{"name", "args"}<|end_message|>`` per call, reasoning in ``<|content_thinking|>`` (vLLM ``parser/inkling.py``) |
 
 A call object is its name plus the arguments under the family's key (rendering writes the first of
@@ -20,8 +21,8 @@ A call object is its name plus the arguments under the family's key (rendering w
 before the closing tag is looked for). MiniMax and Jamba/Hunyuan share ``<tool_calls>``: detection reads what follows
 the tag (an object starts MiniMax's lines, a list Jamba's: the row's ``follows``).
 
-Families read elsewhere: LongCat and K2-Horizon (``<ifm|tool_call>NAME<ifm|arg_key>...``) write key/value tags
-(:mod:`refiner.formats.xml_params`); PLaMo 3 writes its name and its JSON arguments in tokens of their own
+Families read elsewhere: LongCat's newer layout and K2-Horizon (``<ifm|tool_call>NAME<ifm|arg_key>...``) write
+key/value tags (:mod:`refiner.formats.xml_params`); PLaMo 3 writes its name and its JSON arguments in tokens of their own
 (:mod:`refiner.formats.named_json`).
 """
 
@@ -326,6 +327,13 @@ ROWS_2 = (
             reasoning=(("<|content_thinking|>", "<|end_message|>"),)),
      JsonSpelling("<|content_invoke_tool_json|>", "<|end_message|>", "object", arg_keys=("args", "arguments"),
                   lead="", between="<|message_model|>")),
+    (Family("longcat_json", 'LongCat-Flash-Chat: <longcat_tool_call>\\n{"name": ..., "arguments": {...}}\\n'
+            "</longcat_tool_call> per call (Hermes' layout in LongCat's tags; newer checkpoints write GLM's layout "
+            "in the same tags: the xml_params row longcat)",
+            models=("meituan-longcat/LongCat-Flash-Chat",),
+            sources=(VLLM + "longcat_tool_parser.py",
+                     "sgl-project/sglang python/sglang/srt/function_call/longcat_detector.py")),
+     JsonSpelling("<longcat_tool_call>", "</longcat_tool_call>", "object", follows=("{",))),
 )
 
 FORMATS = register_rows(JsonCalls, 260, ROWS) + register_rows(JsonCalls, 290, ROWS_2)

@@ -93,13 +93,26 @@ class repair_budget:
 
     def __enter__(self) -> _Parse:
         self.outer = getattr(_state, "parse", None)
+        self.saved: tuple[Any, ...] | None = None
         if self.outer is None:
             _state.parse = _Parse(self.text, self.total)
+        elif isinstance(self.text, str):  # a parse of its own text inside another's budget (salvage reading a
+            # format's region): the budget is shared, the cut record is this text's
+            p = self.outer
+            self.saved = (p.tail, p.open, p.cuts)
+            p.tail, p.open, p.cuts = _tail(self.text), {}, []
         return _state.parse
 
     def __exit__(self, *exc: object) -> None:
         if self.outer is None:
             _state.parse = None
+        elif self.saved is not None:  # the outer record again, with this text's cuts where both texts end alike
+            p = self.outer
+            tail, opened, cuts = self.saved
+            if tail is None or tail == p.tail:
+                opened.update(p.open)
+                cuts.extend(p.cuts)
+            p.tail, p.open, p.cuts = tail, opened, cuts
 
 
 def budget_spent() -> bool:

@@ -61,7 +61,7 @@ def named_tool(call_id: str, name: str, out: Lenient) -> str | None:
         only = next(iter(tools))
         out.note("bad_name", f"call id {call_id[:60]!r} names no tool; read as the one tool offered, {only!r}")
         return only
-    out.note("no_name", f"call id {call_id[:60]!r} names no tool")
+    out.note("unnamed_call", f"call id {call_id[:60]!r} names no tool")
     return None
 
 

@@ -292,6 +292,10 @@ class _Scan:
         ranked = [f for f in by_rank() if f.detection.markers]  # (an untagged format may have markers too)
         for marker in dict.fromkeys(m for f in ranked for m in f.detection.markers):
             i = body.find(marker, self.at)
+            if marker[:1] == "\n":  # a marker at a line start (Functionary's >>>): the text's first line is one
+                k = skip_ws(body, self.at)
+                if body.startswith(marker[1:], k) and (i < 0 or k < i):
+                    i = k
             if i < 0:
                 continue
             sharing = [f for f in ranked if marker in f.detection.markers]
@@ -326,12 +330,16 @@ class _Scan:
             # (with only whitespace between the reasoning and the marker the whole text reads the same, and a request
             # has read it in this format already: its strict reading is not made again, see formats.same_texts)
             got = fmt.parse_lenient(body if start == skip_ws(body, self.at) else body[start:], tools=self.offered)
-            calls = [self.unescape_params(c) for c in got.calls if _usable_name(c.name)]
+            cut = got.cut.index if got.cut is not None and not got.cut.clean else None  # stopped mid-value: left out
+            calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and _usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else "after prose" if body[self.at : start].strip() \
                     else "at the start"
                 self.sites.append(Site(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, True, where,
                                        self.line_of(start)))
+            # a call the format read as cut, or whose id it read as naming no tool (Kimi-K2's functions.invalid.0), is
+            # no other reader's to take
+            if calls or cut is not None or any(p.code == "unnamed_call" for p in got.problems):
                 self.claimed.append((start, end))
         self.claimed.extend(span for spans in answers.values() for span in spans)
 

@@ -1035,6 +1035,10 @@ ROWS_OWN_MARKERS = (
             "<longcat_arg_value>VALUE</longcat_arg_value>\\n</longcat_tool_call>",
             sources=(VLLM + "longcat_tool_parser.py",)),
      _kv("longcat_")),
+    (Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
+            "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "
+            "other values JSON)", models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
+     _kv("ifm|", section="ifm|tool_calls", sep="")),
 )
 
 ROWS = ROWS_TOOL_CALL + ROWS_HUNYUAN + ROWS_OWN_MARKERS

@@ -29,6 +29,8 @@ else as its JSON string literal, with ``<`` escaped as ``\\u003c`` where one of 
 
 from __future__ import annotations
 
+import ast
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -270,6 +272,8 @@ def retype_value(param: Any, value: Any, python_literals: bool = False) -> Any:
             return dumps(value)  # a number: exactly its text (read_value types canonical numbers only)
         except (TypeError, ValueError):
             return value
+    if ptype in ("object", "array") and type(value) is str and python_literals:
+        return _python_container(value, dict if ptype == "object" else list, value)
     if ptype == "boolean" and type(value) is str and value.strip() in _BOOLEANS:
         return _BOOLEANS[value.strip()]  # Qwen3-Coder's true (text in that dialect) for a boolean parameter
     if ptype in ("integer", "number") and type(value) is str:
@@ -282,6 +286,24 @@ def retype_value(param: Any, value: Any, python_literals: bool = False) -> Any:
             return number
         return number
     return value
+
+
+def _python_container(text: str, want: type, default: Any) -> Any:
+    """The dict or list (``want``) a Python literal stands for (``| string`` writes ``{'a': True}``), as JSON
+    values (tuples become lists); ``default`` where the text is no such literal or holds a value JSON cannot
+    (a set, bytes, ``1e999``). ``ast.literal_eval`` is linear in the text; Python's parser refuses nesting deeper
+    than 200 with a ``SyntaxError``."""
+    s = text.strip()
+    if not s or s[0] not in "{[" or s[-1] not in "}]":
+        return default
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = ast.literal_eval(s)
+        value = JSON_DECODER.decode(dumps(value))  # tuples -> lists; a set, bytes or an infinite number raises
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return default
+    return value if type(value) is want else default
 
 
 def retype_calls(
