@@ -164,6 +164,27 @@ def test_hunyuan_v4_reads_any_checkpoint_suffix_and_v3_needs_its_tool_sep():
     assert formats.get("hunyuan_v3").parse_strict(hy3) == [ToolCall("get_weather", {"city": "Paris"})]
 
 
+def test_k2_horizon_typed_layout_is_read_by_recovery_with_its_types():
+    """K2-Horizon's ``xml_typed`` layout (vLLM's k2_horizon parser, ``tool_call_format="xml_typed"``) writes a type
+    element between each key and value: ``string`` keeps the text, another type is JSON, ``any`` the row's typing;
+    the default ``xml`` layout's strict reading refuses it, as vLLM's parser does for that layout."""
+    def arg(k, t, v):
+        return f"<ifm|arg_key>{k}</ifm|arg_key><ifm|arg_type>{t}</ifm|arg_type><ifm|arg_value>{v}</ifm|arg_value>"
+    text = ("<ifm|tool_calls><ifm|tool_call>f" + arg("zip", "string", "02139") + arg("code", "string", "42")
+            + arg("n", "integer", "7") + arg("tags", "array[string]", '["a", "b"]') + arg("x", "any", "true")
+            + "</ifm|tool_call></ifm|tool_calls>")
+    k2 = formats.get("k2_horizon")
+    assert formats.detect_format(text) == "k2_horizon"
+    with pytest.raises(FormatError):
+        k2.parse_strict(text)
+    assert k2.parse_lenient(text).calls == [
+        ToolCall("f", {"zip": "02139", "code": "42", "n": 7, "tags": ["a", "b"], "x": True})]
+    assert refined(text) == [{"name": "f", "arguments": {"zip": "02139", "code": "42", "n": 7, "tags": ["a", "b"],
+                                                         "x": True}}]
+    with pytest.raises(ValueError, match="type element"):
+        XmlSpelling(call_open="<f=", call_close="</f>", type_open="<t>", type_close="</t>")
+
+
 def test_rows_sharing_tags_are_told_apart():
     minimax = '<minimax:tool_call>\n<invoke name="f">\n<parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>'
     dots = minimax.replace("minimax:tool_call", "dots_function_call")

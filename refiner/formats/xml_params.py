@@ -51,7 +51,7 @@ import html
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -105,7 +105,11 @@ class XmlSpelling:
     - ``typing``: ``"json"``, ``"python"`` or ``"attr"`` (see the module doc), ``type_attr`` the attribute;
     - ``sep``: what ``render`` writes between tags (the template's layout); ``tag_suffix``: a per-checkpoint suffix
       written before every tag's ``>`` (Hunyuan HY v4's ``:6124c78e``; any ``:SUFFIX`` is read);
-    - ``hook``: the name of the row's :class:`Hook` in :data:`HOOKS` (``""``: none)."""
+    - ``hook``: the name of the row's :class:`Hook` in :data:`HOOKS` (``""``: none);
+    - ``type_open`` / ``type_close`` (``"element"`` keys only): a type element the model may write between a key and
+      its value (K2-Horizon's ``xml_typed`` layout, ``<ifm|arg_type>string</ifm|arg_type>``); not strictly valid
+      in the row, read by recovery: ``string`` is the text as written, ``any`` the row's typing, another type
+      JSON."""
 
     call_open: str
     call_close: str
@@ -125,6 +129,8 @@ class XmlSpelling:
     sep: str = "\n"
     tag_suffix: str = ""
     hook: str = ""
+    type_open: str = ""
+    type_close: str = ""
 
     def __post_init__(self) -> None:
         if self.name_at not in ("eq", "attr", "text") or self.key_at not in ("eq", "attr", "element"):
@@ -135,6 +141,8 @@ class XmlSpelling:
             raise ValueError("value_open is the element key style's (and only its)")
         if bool(self.section_open) != bool(self.section_close):
             raise ValueError("a section has both tags or neither")
+        if bool(self.type_open) != bool(self.type_close) or (self.type_open and self.key_at != "element"):
+            raise ValueError("a type element has both tags, and only with element keys")
 
     @property
     def python_literals(self) -> bool:
@@ -670,6 +678,12 @@ class XmlParams(WireFormat):
             else:
                 out.note("missing_tag", f"missing {s.key_close} after key {key[:40]!r}")
                 pos = skip_ws(text, j)
+            if s.type_open and text.startswith(s.type_open, pos):  # a type element (see XmlSpelling)
+                t = text.find(s.type_close, pos, pos + len(s.type_open) + NAME_LINE_CHARS)
+                if t >= 0:
+                    kind = text[pos + len(s.type_open) : t].strip().lower()
+                    string = True if kind == "string" else None if kind in ("any", "") else False
+                    pos = skip_ws(text, t + len(s.type_close))
             if text.startswith(s.value_open, pos):
                 vstart = pos + len(s.value_open)
             else:  # the value's opening tag was lost: the value is the text up to the next tag
@@ -1037,8 +1051,9 @@ ROWS_OWN_MARKERS = (
      _kv("longcat_")),
     (Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
             "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "
-            "other values JSON)", models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
-     _kv("ifm|", section="ifm|tool_calls", sep="")),
+            "other values JSON; the 'xml_typed' layout's <ifm|arg_type> elements are read by recovery)", models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
+     replace(_kv("ifm|", section="ifm|tool_calls", sep=""),
+             type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
 )
 
 ROWS = ROWS_TOOL_CALL + ROWS_HUNYUAN + ROWS_OWN_MARKERS
