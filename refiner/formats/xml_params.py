@@ -1051,7 +1051,8 @@ ROWS_OWN_MARKERS = (
      _kv("longcat_")),
     (Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
             "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "
-            "other values JSON; the 'xml_typed' layout's <ifm|arg_type> elements are read by recovery)", models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
+            "other values JSON; the 'xml_typed' layout's <ifm|arg_type> elements are read by recovery)",
+            models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
      replace(_kv("ifm|", section="ifm|tool_calls", sep=""),
              type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
 )

@@ -25,6 +25,9 @@ So reading never loses text, and :func:`retype_calls` can settle a value by the 
 number 12.5 where it says number (vLLM's and SGLang's parsers type these values by the tool schema the same way;
 without one they keep every value a string). :func:`write_value` writes a string raw when it reads back as itself,
 else as its JSON string literal, with ``<`` escaped as ``\\u003c`` where one of the dialect's tags would appear.
+In the dialects that write Python's spellings, a list or object the template wrote with ``| string``
+(``{'a': True}``) is read by ``ast.literal_eval`` where the spec declares an array or object (as vLLM's Seed-OSS
+parser does), as JSON values only (no set, bytes or infinite number).
 """
 
 from __future__ import annotations
