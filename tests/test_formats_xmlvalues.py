@@ -7,12 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from refiner.calls import canonical_json
+from refiner.calls import ToolCall, canonical_json
 from refiner.formats.xmlvalues import (
     MAX_UNTAGGED_LINES,
+    PY_LITERAL_CHARS,
     Finder,
     read_key,
     read_value,
+    retype_calls,
     retype_value,
     untagged_lines,
     value_end,
@@ -135,6 +137,16 @@ def test_python_literal_lists_and_objects_are_read_by_the_declared_type():
     for param, kept in ((a, "{1, 2}"), (a, "[b'z']"), (a, "[1e999]"), (a, "[f(x)]"), (a, "[" * 300 + "]" * 300),
                         (o, "{'a': 1"), (o, "['a']")):
         assert retype_value(param, kept, python_literals=True) == kept
+    # a counted bound on Python's parser (about 1.5 µs a character): a longer literal stays text, and the calls of
+    # one text share the budget
+    long = "[" + ", ".join(["'x'"] * (PY_LITERAL_CHARS // 5 + 1)) + "]"
+    assert len(long) > PY_LITERAL_CHARS and retype_value(a, long, python_literals=True) == long
+    half = "[" + ", ".join(["'x'"] * (PY_LITERAL_CHARS // 10)) + "]"
+    assert retype_value(a, half, python_literals=True) == ["x"] * (PY_LITERAL_CHARS // 10)
+    call = ToolCall("f", {"p": half, "q": half, "r": half})
+    spec = type("Spec", (), {"params": {k: a for k in "pqr"}})()
+    (got,) = retype_calls([call], {"f": spec}, python_literals=True)
+    assert [type(got.arguments[k]) for k in "pqr"] == [list, list, str]  # the third is past the budget
 
 
 def test_value_end_skips_quoted_blocks_and_needs_a_structural_follower():

@@ -260,9 +260,15 @@ def _number_of(text: str) -> int | float | None:
     return value
 
 
-def retype_value(param: Any, value: Any, python_literals: bool = False) -> Any:
+# Characters of Python literals given to Python's parser per retype_calls (about 1.5 µs a character): a list or
+# object written as a longer literal stays text
+PY_LITERAL_CHARS = 8_192
+
+
+def retype_value(param: Any, value: Any, python_literals: bool = False, budget: list[int] | None = None) -> Any:
     """``value`` (read by :func:`read_value`) settled by the parameter's declared type where its text allows it;
-    otherwise ``value`` itself (the same object)."""
+    otherwise ``value`` itself (the same object). ``budget``: the characters of Python literals still to be parsed,
+    shared by the calls of one text (:data:`PY_LITERAL_CHARS` when not given)."""
     ptype = getattr(param, "type", None)
     if ptype == "string":
         if type(value) is str:
@@ -276,7 +282,8 @@ def retype_value(param: Any, value: Any, python_literals: bool = False) -> Any:
         except (TypeError, ValueError):
             return value
     if ptype in ("object", "array") and type(value) is str and python_literals:
-        return _python_container(value, dict if ptype == "object" else list, value)
+        return _python_container(value, dict if ptype == "object" else list, value,
+                                 [PY_LITERAL_CHARS] if budget is None else budget)
     if ptype == "boolean" and type(value) is str and value.strip() in _BOOLEANS:
         return _BOOLEANS[value.strip()]  # Qwen3-Coder's true (text in that dialect) for a boolean parameter
     if ptype in ("integer", "number") and type(value) is str:
@@ -291,14 +298,15 @@ def retype_value(param: Any, value: Any, python_literals: bool = False) -> Any:
     return value
 
 
-def _python_container(text: str, want: type, default: Any) -> Any:
+def _python_container(text: str, want: type, default: Any, budget: list[int]) -> Any:
     """The dict or list (``want``) a Python literal stands for (``| string`` writes ``{'a': True}``), as JSON
     values (tuples become lists); ``default`` where the text is no such literal or holds a value JSON cannot
     (a set, bytes, ``1e999``). ``ast.literal_eval`` is linear in the text; Python's parser refuses nesting deeper
-    than 200 with a ``SyntaxError``."""
+    than 200 with a ``SyntaxError``. A text longer than what is left of ``budget`` stays ``default``."""
     s = text.strip()
-    if not s or s[0] not in "{[" or s[-1] not in "}]":
+    if not s or s[0] not in "{[" or s[-1] not in "}]" or len(s) > budget[0]:
         return default
+    budget[0] -= len(s)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -315,6 +323,7 @@ def retype_calls(
     """The calls with each top-level argument value settled by its tool's declared parameter type
     (:func:`retype_value`); calls of unknown tools and undeclared parameters are kept as read."""
     out = []
+    budget = [PY_LITERAL_CHARS]
     for call in calls:
         spec = tools.get(call.name)
         params = getattr(spec, "params", None) or {}
@@ -325,7 +334,7 @@ def retype_calls(
         changed = False
         for k, v in args.items():
             if k in params:
-                new = retype_value(params[k], v, python_literals)
+                new = retype_value(params[k], v, python_literals, budget)
                 if new is not v:
                     args[k] = new
                     changed = True
