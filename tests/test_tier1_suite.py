@@ -1,6 +1,6 @@
 """The BFCL-derived tier-1 suite (refiner/eval/tier1_suite.py): BFCL's gold calls and specs, every registered wire
 format, one error class at a time, both spec policies. The default run measures a seeded sample of 40 records (5 per
-category) and asserts the targets on it; a larger one (640 records, up to 100 per category) is marked slow, and the
+category) and asserts the targets on it; a larger one (190 records, up to 25 per category) is marked slow, and the
 full run (2,351 records) is benchmarks/bench_tier1.py.
 
 Figures of the full run (27 formats carry the calls, 807,744 inputs; 0.19 ms per input), default policy / trust_spec:
@@ -297,15 +297,15 @@ def test_eval_command_runs_the_suite(tmp_path):
 # The full run
 
 
-FULL_SAMPLE = 800  # records asked for, 100 per BFCL category (live_parallel has 16, live_parallel_multiple 24): 640
-# of the 2,351 (benchmarks/bench_tier1.py runs them all; with 52 formats the whole run is about 1.5 million inputs,
-# more than CI's slow suite can spend on one test)
+FULL_SAMPLE = 200  # records asked for, 25 per BFCL category (live_parallel has 16): 190 of the 2,351, five times
+# the default sample. benchmarks/bench_tier1.py runs them all: with 52 formats, about 5 million inputs (640 records ran
+# for over 17 CPU minutes here without finishing), more than CI's slow suite can spend on one test.
 
 
 @pytest.mark.slow
 def test_full_suite_meets_the_targets_in_every_format():
-    result = ts.run_suite(load(limit=FULL_SAMPLE))
-    assert result.n_cases == 640
+    result = ts.run_suite(load(limit=FULL_SAMPLE), fmts=[f for f in formats.names() if f not in XML_ROW_FLOORS])
+    assert result.n_cases == 190  # (the XML grammar's rows are measured apart, as on the default sample)
     verdicts = ts.check_targets(result, min_n=20)
     missed = [v.describe() for v in verdicts if not v.met and not v.target.name.startswith("format errors")]
     assert missed == []
