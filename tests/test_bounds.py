@@ -7,8 +7,10 @@ twice, and hands the costly steps (json_repair, ast, name similarity, value chec
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
+import sys
 
 import pytest
 from hostile import format_texts, hostile_calls, hostile_texts
@@ -261,7 +263,9 @@ def test_deep_values_never_reach_recursion_limits():
     MAX_ARGUMENT_DEPTH is read."""
     limit = formats.MAX_ARGUMENT_DEPTH
     ok = "[" * (limit - 2) + "]" * (limit - 2)
-    deep = "[" * 950 + "]" * 950
+    # just under the limit from where this test stands (a pytest-xdist worker's stack is some 60 frames deeper)
+    n = sys.getrecursionlimit() - len(inspect.stack(0)) - 30
+    deep = "[" * n + "]" * n
     for name in ("hermes", "xlam", "nestful", "anthropic", "apibank"):
         fmt = formats.get(name)
         call = fmt.render([ToolCall("f", {"a": 1, "b": 731})]).replace("731", "{slot}")
