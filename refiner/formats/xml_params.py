@@ -79,6 +79,7 @@ from refiner.formats.xmlvalues import (
 DETECT_CHARS = 2_000  # of text after a marker read to tell a row from others sharing it
 MAX_NOTES = 8  # problems reported per text for tags read in place of others
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
+TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
 # A tool name: no whitespace, angle brackets, braces or quotes (vLLM's XML parsers reject the same); rows whose name
 # is the text after the call tag (GLM) allow single spaces between words.
 NAME_PATTERN = r"[^\s<>{}\"']+"
@@ -679,7 +680,7 @@ class XmlParams(WireFormat):
                 out.note("missing_tag", f"missing {s.key_close} after key {key[:40]!r}")
                 pos = skip_ws(text, j)
             if s.type_open and text.startswith(s.type_open, pos):  # a type element (see XmlSpelling)
-                t = text.find(s.type_close, pos, pos + len(s.type_open) + NAME_LINE_CHARS)
+                t = text.find(s.type_close, pos, pos + len(s.type_open) + TYPE_CHARS)
                 if t >= 0:
                     kind = text[pos + len(s.type_open) : t].strip().lower()
                     string = True if kind == "string" else None if kind in ("any", "") else False

@@ -33,13 +33,13 @@ parser does), as JSON values only (no set, bytes or infinite number).
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Lenient
+from refiner.formats.pythonic import parse_quietly
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
 
@@ -308,9 +308,7 @@ def _python_container(text: str, want: type, default: Any, budget: list[int]) ->
         return default
     budget[0] -= len(s)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            value = ast.literal_eval(s)
+        value = ast.literal_eval(parse_quietly(s))
         value = JSON_DECODER.decode(dumps(value))  # tuples -> lists; a set, bytes or an infinite number raises
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         return default
