@@ -75,8 +75,9 @@ def cpu_time(fn: Callable[[], object], repeat: int, before: Callable[[], None] |
 
 
 class Table:
-    def __init__(self, repeat: int) -> None:
+    def __init__(self, repeat: int, show_over: float | None = None) -> None:
         self.repeat = repeat
+        self.show_over = show_over  # seconds: print every input slower than this as it is measured
         self.rows: dict[str, tuple[float, str, int]] = {}  # entry -> (worst time, input kind, size)
         self.failures: list[str] = []
 
@@ -93,6 +94,8 @@ class Table:
         except Exception as e:  # noqa: BLE001 - an undocumented exception is the finding
             self.failures.append(f"{entry} on {kind} ({text_len} chars): {type(e).__name__}: {str(e)[:120]}")
             return
+        if self.show_over is not None and spent > self.show_over:
+            print(f"over: {entry} on {kind} ({text_len} chars): {spent * 1e3:.1f} ms", flush=True)
         worst = self.rows.get(entry)
         if worst is None or spent > worst[0]:
             self.rows[entry] = (spent, kind, text_len)
@@ -126,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=200_000, help="characters per storm (the bound is for 200 KB)")
     ap.add_argument("--repeat", type=int, default=3, help="timing runs per input (best of)")
     ap.add_argument("--format", action="append", help="only these formats (default: every registered one)")
+    ap.add_argument("--show-over", type=float, metavar="MS",
+                    help="also print every input slower than MS milliseconds as it is measured")
     ap.add_argument("--skip-pipeline", action="store_true", help="parsers, detection and the reward only")
     args = ap.parse_args(argv)
     size, repeat = args.size, args.repeat
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = load_tools(TOOLS)
     index = {s.name: s for s in specs}
     refiner = Refiner()
-    table = Table(repeat)
+    table = Table(repeat, None if args.show_over is None else args.show_over / 1e3)
 
     common = hostile_texts(size)
     per_format = {f.name: format_texts(f, size) for f in fmts}

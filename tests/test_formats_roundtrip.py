@@ -162,3 +162,57 @@ def test_many_calls_round_trip(name):
         else:
             calls.append(ToolCall(f"tool_{i}", args))
     assert fmt.parse_strict(fmt.render(calls)) == calls
+
+
+def _needs(fmt) -> tuple[str, ...]:
+    return (*fmt.detection.markers, *fmt.detection.also_read)
+
+
+TAGGED = [f for f in formats.by_rank() if not f.detection.bare and _needs(f)]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_tagged_format_reads_strictly_only_a_text_holding_its_marker(name):
+    """Detection tries a tagged format's strict reading only where one of its markers (or ``also_read`` spellings)
+    occurs (base.Detection): no tagged format may read strictly, without them, a text another format renders."""
+    fmt = formats.get(name)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(calls_for(name), st.sampled_from(PROSE))
+    def check(calls, prose):
+        text = prose + fmt.render(calls)
+        for other in TAGGED:
+            if any(m in text for m in _needs(other)):
+                continue
+            with pytest.raises(formats.FormatError):
+                other.parse_strict(text)
+
+    check()
+
+
+def test_no_tagged_format_reads_a_corpus_text_without_its_marker():
+    """The same over texts written elsewhere: the dialect and family corpora, canitoolcall's raw outputs and every
+    format's example."""
+    import dialect_corpus
+    import family_corpus
+
+    texts = [f.example for f in formats.all_formats()]
+    texts += [r.text for r in dialect_corpus.load()]
+    texts += [r.record["raw_output"] for r in family_corpus.load()]
+    try:
+        from canitoolcall.fixtures import load_fixtures
+    except ImportError:
+        pass
+    else:
+        texts += [fx.raw_output for fx in load_fixtures()]
+    wrong = []
+    for text in texts:
+        for fmt in TAGGED:
+            if any(m in text for m in _needs(fmt)):
+                continue
+            try:
+                fmt.parse_strict(text)
+            except formats.FormatError:
+                continue
+            wrong.append((fmt.name, text[:80]))
+    assert len(texts) > 600 and wrong == []

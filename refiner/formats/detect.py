@@ -3,7 +3,8 @@ attributes and hooks (nothing here names a format).
 
 Deterministic; the first rule that gives an answer wins. Formats are always tried in rank order.
 
-1. A tagged format (``detection.bare`` false) that parses the text strictly.
+1. A tagged format (``detection.bare`` false) that parses the text strictly (only those whose marker, or another
+   spelling their strict reader accepts, occurs in the text are tried).
 2. A guess from markers, looking only after any ``</think>``: the marker (tag or sentinel token) that occurs first
    in the text names its formats, and the first of them whose ``sniff`` accepts the text wins (formats sharing a
    marker, such as ``<tool_call>``, tell each other apart there). With no marker at all, the same by ``closers``.
@@ -16,14 +17,15 @@ Deterministic; the first rule that gives an answer wins. Formats are always trie
 So a marker string quoted inside the calls of an untagged format (a NESTFUL label ``"<func_call>"``) makes the text
 read as that tagged format: markers are taken as the stronger signal.
 
-Cost: one strict parse per format for texts up to :data:`~refiner.formats.base.MAX_LENIENT_CHARS` (a tagged
-parser stops at its missing tag), one substring search per marker, one bounded lenient JSON read.
+Cost: one substring search per marker (remembered within :func:`~refiner.formats.base.same_texts`, which detection
+opens), one strict parse per format whose marker occurs and per untagged format for texts up to
+:data:`~refiner.formats.base.MAX_LENIENT_CHARS`, one bounded lenient JSON read.
 """
 
 from __future__ import annotations
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, WireFormat, by_rank
+from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, WireFormat, by_rank, find_marker, same_texts
 from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.text import strip_reasoning
@@ -39,7 +41,7 @@ def _by_marker(body: str, ranked: list[WireFormat], which: str) -> str | None:
     found: str | None = None
     for fmt in ranked:
         for marker in getattr(fmt.detection, which):
-            i = body.find(marker)
+            i = find_marker(body, marker)
             if i >= 0 and (best is None or (i, -len(marker)) < best):
                 best, found = (i, -len(marker)), marker
     if found is None:
@@ -69,11 +71,22 @@ def detect_with_calls(text: str) -> tuple[str | None, list[ToolCall] | None]:
     in that format (rules 1 and 3; else ``None``), so a caller need not parse it again."""
     if not isinstance(text, str):
         return None, None
+    with same_texts():
+        return _detect(text)
+
+
+def _marked(fmt: WireFormat, text: str) -> bool:
+    """Whether ``text`` holds a string without which ``fmt`` (a tagged format) cannot read it strictly."""
+    needs = (*fmt.detection.markers, *fmt.detection.also_read)
+    return not needs or any(find_marker(text, m) >= 0 for m in needs)
+
+
+def _detect(text: str) -> tuple[str | None, list[ToolCall] | None]:
     ranked = by_rank()
     small = len(text) <= MAX_LENIENT_CHARS
     if small:
         for fmt in ranked:
-            if not fmt.detection.bare:
+            if not fmt.detection.bare and _marked(fmt, text):
                 calls = _strict_calls(fmt, text)
                 if calls is not None:
                     return fmt.name, calls

@@ -96,7 +96,8 @@ class JsonCalls(WireFormat):
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
         marker = sp.open + "[" if sp.tight else sp.open.rstrip()
-        return Detection(rank=rank, markers=(marker,), closers=() if sp.close is None else (sp.close,))
+        return Detection(rank=rank, markers=(marker,), closers=() if sp.close is None else (sp.close,),
+                         also_read=tuple(t.rstrip() for t in sp.alt_opens))
 
     # ---- strict ------------------------------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_item
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.strict import JSON_DECODER, decode_at, token_sections
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
-from refiner.formats.xmlvalues import Finder
+from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder
 
 _ATTR = re.compile(r'\s+([A-Za-z_][\w.-]*)="([^"]*)"')
 _ATTRS = re.compile(r'(?:\s+[A-Za-z_][\w.-]*="[^"]*")*\s*')
@@ -61,7 +61,6 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float), "integer": (int,), "boolean": (bool,), "null": (type(None),), "array": (list,),
     "object": (dict,),
 }
-MAX_ATTR_CHARS = 4_096  # of an opening element read for its attributes (lenient): a longer one is not an element
 
 
 @dataclass(frozen=True)

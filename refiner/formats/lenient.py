@@ -45,9 +45,14 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
 
 @functools.lru_cache(maxsize=64)
 def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
-    """A JSON string (closed or running to the end) or one of ``tokens``: scanning with it skips the strings."""
+    """One of ``tokens`` (group 1); or a run of text outside the tokens with the JSON strings in it; or a lone ``"``
+    (a string running to the end). Scanning with it skips the strings, a run at a time: a storm of quotes or of
+    short strings is one match, not one per string."""
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
-    return re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|' + alts, re.DOTALL)
+    firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
+    string = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+    run = rf'(?:[^"{firsts}]+|{string}|(?!{alts})[{firsts}])+'
+    return re.compile(rf'({alts})|{run}|"', re.DOTALL)
 
 
 class TokenFinder:
@@ -60,7 +65,8 @@ class TokenFinder:
         self.text = text
         self.tokens = tuple(dict.fromkeys(t for t in tokens if t))
         self.pattern = _outside_strings(self.tokens)
-        self.plain = False
+        # (no tag starts with a quote; without tokens there is nothing to skip strings for)
+        self.plain = not self.tokens or any(t.startswith('"') for t in self.tokens)
 
     def first(self, pos: int) -> tuple[int, str | None]:
         """``(position, token)`` of the earliest token at or after ``pos``; ``(len(text), None)`` when none. Strings
@@ -68,10 +74,9 @@ class TokenFinder:
         text = self.text
         if not self.plain and text[skip_ws(text, pos) : skip_ws(text, pos) + 1] in ("{", "["):
             for m in self.pattern.finditer(text, pos):
-                g = m.group()
-                if g in self.tokens:
-                    return m.start(), g
-                if m.end() == len(text) and (len(g) < 2 or not g.endswith('"') or g.endswith('\\"')):
+                if m.group(1) is not None:
+                    return m.start(), m.group(1)
+                if m.group() == '"':
                     self.plain = True  # a string left open: the rest is read plainly
                     break
             else:

@@ -88,7 +88,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall, canonical_json
-from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank
+from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank, find_marker, same_texts
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
 from refiner.formats.markup import KIND, calls_by_names
@@ -108,6 +108,20 @@ MAX_FENCES = 256
 MAX_GAP = 64  # separators between two sites of one group
 
 
+def _next_call_match(text: str, pos: int) -> re.Match | None:
+    """``_CALL.search(text, pos)`` for a name of at most MAX_NAME_CHARS: no match starts before the first "(" that
+    could end one (a name holds no "("), so each such "(" is tried in turn with the name window before it."""
+    for _ in range(MAX_PAREN_MISSES):
+        p = _PAREN_AFTER_WORD.search(text, pos)
+        if p is None:
+            return None
+        m = _CALL.search(text, max(pos, p.end() - 1 - MAX_NAME_CHARS), p.end())
+        if m is not None:
+            return m
+        pos = p.end()
+    return _CALL.search(text, pos)
+
+
 class _Reader(WireFormat):
     """Error messages of the pythonic helpers (never registered)."""
 
@@ -119,6 +133,11 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 _SPELLING = re.compile(r"[\w.\- ]{1,256}")  # what another spelling of a tool name may hold
 # A call: a dotted identifier (markdown-escaped underscores allowed) not inside a longer name, then "(".
 _CALL = re.compile(r"(?<![\w.\\])([^\W\d](?:\w|\\_)*(?:\.[^\W\d](?:\w|\\_)*)*)[ \t]*\(")
+# Where a call may end: a "(" after a name's last character or a blank. _CALL runs only on the few hundred characters
+# before each (a pattern that starts with a lookbehind costs ~100 ns at every position of a 200 KB text).
+_PAREN_AFTER_WORD = re.compile(r"[\w \t]\(")
+MAX_NAME_CHARS = 256  # of a call's name and the blanks after it
+MAX_PAREN_MISSES = 256  # "(" looked at where no call ends, before one search of the rest
 # What may stand before a structured call on its line: tags, bullets, numbering, code keywords, an assignment,
 # brackets and quotes.
 _STRUCT_PREFIX = re.compile(
@@ -291,7 +310,7 @@ class _Scan:
         chosen: dict[str, tuple[WireFormat, int, str]] = {}
         ranked = [f for f in by_rank() if f.detection.markers]  # (an untagged format may have markers too)
         for marker in dict.fromkeys(m for f in ranked for m in f.detection.markers):
-            i = body.find(marker, self.at)
+            i = find_marker(body, marker, self.at)
             if marker[:1] == "\n":  # a marker at a line start (Functionary's >>>): the text's first line is one
                 k = skip_ws(body, self.at)
                 if body.startswith(marker[1:], k) and (i < 0 or k < i):
@@ -304,7 +323,7 @@ class _Scan:
                 chosen[fmt.name] = (fmt, i, marker)
         if not chosen:  # no marker at all: a format whose closer occurs reads the whole text (its opener was lost)
             for fmt in ranked:
-                found = [c for c in fmt.detection.closers if body.find(c, self.at) >= 0]
+                found = [c for c in fmt.detection.closers if find_marker(body, c, self.at) >= 0]
                 if found:
                     chosen[fmt.name] = (fmt, self.at, found[0])
                     break
@@ -396,7 +415,7 @@ class _Scan:
                 pos = self.object_site(here)
 
     def _next_call(self, pos: int) -> re.Match | None:
-        m = _CALL.search(self.text, pos)
+        m = _next_call_match(self.text, pos)
         if self._spaced is not None:
             s = self._spaced.search(self.text, pos)
             if s is not None and (m is None or s.start() < m.start()):
@@ -865,7 +884,7 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
     scan.notes.extend(notes)
     complete = not notes
     try:
-        with repair_budget():
+        with repair_budget(), same_texts():
             scan.tagged()
             scan.scan()
             if offered and not any(site.calls for site in scan.sites):

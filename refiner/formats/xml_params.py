@@ -64,6 +64,7 @@ from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import MAX_TAG_HITS, Speller
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import (
+    MAX_ATTR_CHARS,
     Finder,
     mark_xml_cut,
     read_key,
@@ -323,7 +324,7 @@ class XmlParams(WireFormat):
             e = body.find(">", pos)
             if e < 0:
                 return "{" not in body[pos:]  # cut inside the name
-            if s.name_at == "attr" and "name" not in _attrs(body[pos:e]):
+            if s.name_at == "attr" and (e - pos > MAX_ATTR_CHARS or "name" not in _attrs(body[pos:e])):
                 return False
             if s.name_at == "attr" and body.endswith("/", 0, e):
                 return True  # <invoke name="f"/>
@@ -390,7 +391,7 @@ class XmlParams(WireFormat):
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
         else:
-            j = text.find(">", pos)
+            j = text.find(">", pos, pos + MAX_ATTR_CHARS + 1)
             if j < 0:
                 raise self.error(f"unclosed {s.call_open}", pos)
             name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get("name", "")
@@ -455,7 +456,7 @@ class XmlParams(WireFormat):
                 raise self.error(f"expected {s.value_open} after the {key!r} key, got {text[k : k + 30]!r}", k)
             return key, None, k + len(s.value_open)
         if s.key_at == "attr":
-            j = text.find(">", pos)
+            j = text.find(">", pos, pos + MAX_ATTR_CHARS + 1)
             if j < 0:
                 raise self.error(f"unclosed {s.key_open}", pos)
             attrs = _attrs(text[pos:j])
@@ -585,7 +586,7 @@ class XmlParams(WireFormat):
                 out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
         else:
             name_end, which = f.first((">", "\n"), pos)
-            raw = text[pos:name_end]
+            raw = text[pos : min(name_end, pos + MAX_ATTR_CHARS)]  # (a longer tag is not read for attributes)
             name = raw.strip() if s.name_at == "eq" else _attrs(raw).get("name", "").strip()
             pos = name_end + 1 if which == ">" else name_end
             if which is None:  # cut inside the name: no call can be trusted
@@ -697,7 +698,7 @@ class XmlParams(WireFormat):
                     return after, key if nxt >= len(text) else None
         else:
             key_end, which = f.first((">", "\n"), pos)
-            raw = text[pos:key_end]
+            raw = text[pos : min(key_end, pos + MAX_ATTR_CHARS)]
             if s.key_at == "attr":
                 attrs = _attrs(raw)
                 key = attrs.get("name", raw.strip())

@@ -198,6 +198,7 @@ def mark_xml_cut(
     out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
 
 
+MAX_ATTR_CHARS = 4_096  # of an opening element read for its attributes: a longer one is not an element
 MAX_UNTAGGED_LINES = 2_048  # lines of a text read as calls whose tags were dropped
 
 
