@@ -187,13 +187,15 @@ def snap(
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _IDENTIFIER = re.compile(r"[^\W\d][\w.\-]*")
+_WORD_SEP = re.compile(r"[^0-9a-z]+")
 
 
-def name_words(name: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # (a long call list names the same few tools again and again)
+def name_words(name: str) -> frozenset[str]:
     """The lower-case words of a name, split at separators and camelCase humps, a plural ``s`` dropped
     (``scienceFacts.getWeights`` → ``{"science", "fact", "get", "weight"}``)."""
-    words = re.split(r"[^0-9a-z]+", _CAMEL.sub("_", name).lower())
-    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w}
+    words = _WORD_SEP.split(_CAMEL.sub("_", name).lower())
+    return frozenset(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w)
 
 
 def snap_by_arguments(

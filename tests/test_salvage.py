@@ -238,6 +238,9 @@ HOSTILE = {
     "deep object": '{"a": ' * 30_000 + "1" + "}" * 30_000,
     "unclosed call": "get_weather(city='" + "p" * 200_000,
     "escapes": "\\_" * 100_000,
+    "brace storm": "{" * 200_000,
+    "bracket pairs": "[]{}" * 50_000,
+    "commas in braces": "{" + "," * 200_000,
     "over the limit": "[get_weather(city='Paris')] " + "z" * 300_000,
 }
 
@@ -248,6 +251,7 @@ def test_hostile_inputs_are_read_within_counted_bounds(text):
     assert len(got.calls) <= salvage_mod.MAX_CALLS and len(got.sites) <= salvage_mod.MAX_SITES
     assert got.work["candidates"] <= salvage_mod.MAX_CANDIDATES
     assert got.work["scanned"] <= salvage_mod.SCAN_BUDGET + salvage_mod.MAX_CALL_CHARS
+    assert got.work["marks"] <= salvage_mod.MARK_BUDGET
     assert got.work["parsed"] <= salvage_mod.AST_BUDGET + salvage_mod.MAX_CALL_CHARS + 8
     assert all(c.name == "get_weather" for c in got.calls)
 

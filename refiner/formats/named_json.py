@@ -33,6 +33,7 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
@@ -142,23 +143,26 @@ class NamedJson(WireFormat):
             return
         stops = tuple(t for t in (sp.call_open, sp.section_close) if t)
         strings = TokenFinder(text, stops)  # (a token inside the arguments' strings is text)
+        plain = Finder(text)  # (each stop searched once over the text, however many calls)
+        unreadable = 0
         for _ in range(MAX_RECOVERED_ITEMS):
             if i < 0 or not take_items(1):
                 break
             pos = i + len(sp.call_open)
-            ends = [k for k in (text.find(t, pos) for t in stops) if k >= 0]
-            end, _ = past_strings(strings, pos, min(ends, default=len(text)), None)
-            self._recover_call(text, pos, end, out)
-            i = text.find(sp.call_open, end) if end < len(text) else -1
+            end, _ = past_strings(strings, pos, plain.first(stops, pos)[0], None)
+            unreadable += not self._recover_call(text, pos, end, out, quiet=unreadable >= MAX_NOTES)
+            i = plain.next(sp.call_open, end) if end < len(text) else -1
         if sp.section_close and text.find(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    def _recover_call(self, text: str, pos: int, end: int, out: Lenient) -> None:
+    def _recover_call(self, text: str, pos: int, end: int, out: Lenient, quiet: bool = False) -> bool:
+        """Reads the call from ``pos`` (after its call token) to ``end``; False when it is not a call (noted unless
+        ``quiet``)."""
         sp = self.spelling
         seg = text[pos:end]
         name, sep, body = seg.partition(sp.name_close)
         if sp.text_recipient is not None and name == sp.text_recipient and sep:
-            return  # a text block
+            return True  # a text block
         at_end = end >= len(text)
         closed = bool(sp.call_close) and sp.call_close in body
         if closed:
@@ -169,7 +173,7 @@ class NamedJson(WireFormat):
             if at_end and _NAME.fullmatch(name.strip() or "-"):
                 out.note("unclosed", "the text ends inside a tool name")
                 out.mark_cut(None)
-                return
+                return True
             brace = seg.find("{")
             name, body = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
             out.note("missing_tag", f"missing {sp.name_close!r} after the tool name in {seg[:60]!r}")
@@ -177,10 +181,11 @@ class NamedJson(WireFormat):
         if sp.args_prefix:
             body = body.replace(sp.args_prefix, "", 1)
         if _NAME.fullmatch(name) is None:
-            if sum(p.code == "unreadable" for p in out.problems) < MAX_NOTES:
+            if not quiet:
                 out.note("unreadable", f"not a call: {seg[:80]!r}")
-            return
+            return False
         add_arguments_call(out, name, body, at_end=at_end and not closed)
+        return True
 
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 

@@ -579,10 +579,14 @@ def split_top_level(src: str, *, lenient_quotes: bool = False) -> list[str]:
     return parts
 
 
-def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False) -> int:
-    """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none."""
+def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_marks: int | None = None) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none; ``-1`` when
+    more than ``max_marks`` brackets and commas were passed without finding it (each costs a step of Python: a
+    caller that reads many windows bounds them in all)."""
     depth = 0
-    for i, ch in _unquoted(src, open_at, lenient_quotes=lenient_quotes):
+    for n, (i, ch) in enumerate(_unquoted(src, open_at, lenient_quotes=lenient_quotes)):
+        if max_marks is not None and n >= max_marks:
+            return -1
         if ch in "([{":
             depth += 1
         elif ch in ")]}":

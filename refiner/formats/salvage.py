@@ -102,6 +102,7 @@ MAX_CALLS = 128  # calls returned
 MAX_CALL_CHARS = 4096  # a call's or object's text, brackets matched within this window
 MAX_OBJECT_CHARS = 32_768  # a JSON object decoded strictly at one position
 SCAN_BUDGET = 65_536  # characters of bracket matching in all
+MARK_BUDGET = 8_192  # brackets and commas passed by bracket matching in all (a bracket storm is all marks)
 AST_BUDGET = 32_768  # characters given to Python's parser in all
 PREFIX_CHARS = 160  # how much of a call's line before it is looked at
 MAX_FENCES = 256
@@ -197,7 +198,7 @@ class Salvage:
     sites: list[Site] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     complete: bool = True  # the whole text was read (no bound reached, no structured call left unread)
-    work: dict[str, int] = field(default_factory=dict)  # candidates examined, characters scanned and parsed
+    work: dict[str, int] = field(default_factory=dict)  # candidates examined, characters scanned, marks passed, characters parsed
 
     @property
     def fmt(self) -> str | None:
@@ -257,6 +258,7 @@ class _Scan:
         self.offered = offered
         self.candidates = 0
         self.scanned = 0
+        self.marks = 0  # brackets and commas passed by match_paren
         self.parsed = 0
         self.sites: list[Site] = []
         self.notes: list[str] = []
@@ -290,14 +292,19 @@ class _Scan:
         """``(index of the matching closer, closed)`` for the bracket at ``open_at``, within MAX_CALL_CHARS; when it is
         not closed there, ``(end of the window, False)``."""
         window = self.text[open_at : open_at + MAX_CALL_CHARS]
-        j = matching_paren(window, 0)
+        j = matching_paren(window, 0, max_marks=MARK_BUDGET - self.marks)
+        if j < 0:  # the marks ran out: nothing more is matched
+            self.marks = MARK_BUDGET
+            return open_at + len(window), False
         self.scanned += min(j + 1, len(window))
+        self.marks += sum(window.count(c, 0, j + 1) for c in "()[]{},")
         return open_at + j, j < len(window)
 
     def budget_left(self) -> bool:
         return (
             self.candidates < MAX_CANDIDATES
             and self.scanned < SCAN_BUDGET
+            and self.marks < MARK_BUDGET
             and self.parsed < AST_BUDGET
             and len(self.sites) < MAX_SITES
         )
@@ -902,6 +909,6 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
         scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
     out = scan.result()
     out.complete = complete
-    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "parsed": scan.parsed,
+    out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "marks": scan.marks, "parsed": scan.parsed,
                 "names": scan.name_hits}
     return out
