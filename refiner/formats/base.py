@@ -37,9 +37,9 @@ import functools
 import logging
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from refiner.calls import ToolCall, value_depth
 from refiner.formats import message, reasoning
@@ -47,6 +47,7 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, repair_budget
 from refiner.formats.text import reasoning_offset
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Inputs longer than this are cut before lenient parsing, so a pathological string cannot cost unbounded time.
 MAX_LENIENT_CHARS = 200_000
@@ -275,7 +276,7 @@ class WireFormat:
             limit = min(limit, MAX_LENIENT_CHARS)
             if len(text) - start > limit:
                 out.note("cut_input", f"only the first {limit} characters after the reasoning were read")
-                text = text[: start + limit]
+                text = prefix(text, start + limit)
             with repair_budget(text) as parse:
                 self.recover(text, out)
                 if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
@@ -451,8 +452,8 @@ class same_texts:
 
 
 def _memo_entry(text: Any) -> tuple[str, dict, dict] | None:
-    """``(text, strict readings by format, marker positions by (marker, start))`` remembered for ``text`` (this very
-    object) within :class:`same_texts`; ``None`` outside one, and for a short text."""
+    """``(text, strict readings by format, other readings by key)`` remembered for ``text`` (this very object) within
+    :class:`same_texts`; ``None`` outside one, and for a short text."""
     scope = getattr(_strict_memos, "scope", None)
     if scope is None or type(text) is not str or len(text) < STRICT_MEMO_CHARS:
         return None
@@ -468,18 +469,32 @@ def _strict_memo(text: Any) -> dict[WireFormat, list[ToolCall] | FormatError] | 
     return None if entry is None else entry[1]
 
 
+def remember(text: str, key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, remembered within :class:`same_texts` under ``key`` for a long ``text`` (this very object):
+    for a reading of the text that several readers make alike (``key`` says which; the value must not be changed by
+    its users)."""
+    entry = _memo_entry(text)
+    if entry is None:
+        return compute()
+    memo = entry[2]
+    if key in memo:
+        return memo[key]
+    value = memo[key] = compute()
+    return value
+
+
+def prefix(text: str, n: int) -> str:
+    """``text[:n]``, the same object for every reader within :class:`same_texts` (so that what they remember of it is
+    shared: a text over :data:`MAX_LENIENT_CHARS` is cut before it is read, by each reader)."""
+    if len(text) <= n:
+        return text
+    return remember(text, ("prefix", n), lambda: text[:n])
+
+
 def find_marker(text: str, marker: str, start: int = 0) -> int:
     """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
     every registered format's markers in one text (detection, salvage) search it for each once."""
-    entry = _memo_entry(text)
-    if entry is None:
-        return text.find(marker, start)
-    found = entry[2]
-    key = (marker, start)
-    at = found.get(key)
-    if at is None:
-        at = found[key] = text.find(marker, start)
-    return at
+    return remember(text, ("find", marker, start), lambda: text.find(marker, start))
 
 
 def _may_nest_deeply(text: str) -> bool:

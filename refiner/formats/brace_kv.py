@@ -35,7 +35,7 @@ from json.encoder import encode_basestring as _json_string  # (C speed: a str as
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, remember
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
@@ -90,11 +90,18 @@ class _Reader:
         if len(self.out.problems) < MAX_NOTES:
             self.out.note(code, message)
 
+    def counted(self) -> bool:
+        """(lenient) Whether a member or element more may be read: each is a counted item
+        (:func:`~refiner.formats.jsonfix.take_items`); when they run out, the rest is not read."""
+        if self.out is None or take_items(1):
+            return True
+        self.stopped = True
+        return False
+
     def skip(self, pos: int, closer: str) -> int:
         """(lenient) Past text that cannot start a key or value: to the next ``,`` or ``closer`` (a counted item; when
         items run out, to the end of the text: the rest is not read)."""
-        if not take_items(1):
-            self.stopped = True
+        if not self.counted():
             return self.n
         m = (self.skip_obj if closer == "}" else self.skip_list).match(self.text, pos)
         return max(m.end(), pos + 1)
@@ -171,6 +178,8 @@ class _Reader:
                 return result, pos
             if text[pos] == "}":
                 return result, pos + 1
+            if not self.counted():
+                return result, self.n
             if after_value:
                 if text[pos] == ",":
                     pos = skip_ws(text, pos + 1)
@@ -232,6 +241,8 @@ class _Reader:
                 return result, pos
             if text[pos] == "]":
                 return result, pos + 1
+            if not self.counted():
+                return result, self.n
             if after_value:
                 if text[pos] == ",":
                     pos += 1
@@ -340,15 +351,23 @@ class BraceKV(WireFormat):
         decoded by a strict decoder that refuses what the reader refuses (duplicate keys, NaN, numbers a float cannot
         hold); ``None`` at any doubt (a JSON quote outside a quoted string, anything the decoder refuses), and the
         reader then reads it and explains. Whatever it accepts, the reader reads the same way (tested)."""
+        # (strict and lenient readings of one text, by the gate, detection and salvage, read a call alike: once)
+        return remember(text, ("brace_kv fast", self.name, brace), lambda: self._fast_read(text, brace))
+
+    def _fast_read(self, text: str, brace: int) -> tuple[dict, int] | None:
         sp = self.spelling
         pattern = self.__dict__.get("_fast")
         if pattern is None:
             q, close = re.escape(sp.quote), re.escape(sp.call_close)
             key = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
+            # (the last branch, no group, passes a run of text that starts none of the others in one step)
             pattern = self.__dict__["_fast"] = re.compile(
-                rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)|\"", re.DOTALL)
+                rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)|(\")"
+                rf"|[^{re.escape(sp.quote[0] + sp.call_close[0])}{{,N\"]+", re.DOTALL)
         parts, last = [], brace
         for m in pattern.finditer(text, brace):
+            if m.lastindex is None:  # a run of plain text: copied with what follows it
+                continue
             parts.append(text[last : m.start()])
             last = m.end()
             if m.group(1) is not None:

@@ -88,7 +88,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall, canonical_json
-from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, Problem, WireFormat, by_rank, find_marker, same_texts
+from refiner.formats.base import (
+    MAX_LENIENT_CHARS,
+    FormatError,
+    Problem,
+    WireFormat,
+    by_rank,
+    find_marker,
+    prefix,
+    same_texts,
+)
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
 from refiner.formats.markup import KIND, calls_by_names
@@ -106,6 +115,8 @@ MARK_BUDGET = 8_192  # brackets and commas passed by bracket matching in all (a 
 AST_BUDGET = 32_768  # characters given to Python's parser in all
 PREFIX_CHARS = 160  # how much of a call's line before it is looked at
 MAX_FENCES = 256
+MAX_TAGGED_FORMATS = 4  # formats whose markers occur that read their regions (the first by position; a real answer
+# holds one format's markers, a model mixing dialects two or three; each reading of a 200 KB storm costs milliseconds)
 MAX_GAP = 64  # separators between two sites of one group
 
 
@@ -337,8 +348,14 @@ class _Scan:
         if not chosen and self.offered:  # no tag at all: calls told by the offered tools' names alone
             self.untagged(ranked)
         # the parts a format's grammar marks as the answer (gpt-oss's final channel) hold no call, whatever is written
+        regions = sorted(chosen.values(), key=lambda t: t[1])
+        if len(regions) > MAX_TAGGED_FORMATS:
+            self.notes.append(f"markers of {len(regions)} formats: only the first {MAX_TAGGED_FORMATS} were read")
+            self.unreadable += 1
+            regions = regions[:MAX_TAGGED_FORMATS]
+            chosen = {fmt.name: (fmt, start, marker) for fmt, start, marker in regions}
         answers = {name: fmt.answer_spans(body, self.at) for name, (fmt, _, _) in chosen.items()}
-        for fmt, start, marker in sorted(chosen.values(), key=lambda t: t[1]):
+        for fmt, start, marker in regions:
             if any(a <= start < b for a, b in self.claimed):
                 continue
             if any(a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):
@@ -886,12 +903,16 @@ def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Sa
     notes = []
     if len(text) > MAX_LENIENT_CHARS:
         notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
-        text = text[:MAX_LENIENT_CHARS]
+    with same_texts():
+        return _salvage(prefix(text, MAX_LENIENT_CHARS), offered, notes)
+
+
+def _salvage(text: str, offered: Mapping[str, Sequence[str]] | None, notes: list[str]) -> Salvage:
     scan = _Scan(text, reasoning_offset(text), offered)
     scan.notes.extend(notes)
     complete = not notes
     try:
-        with repair_budget(), same_texts():
+        with repair_budget():
             scan.tagged()
             scan.scan()
             if offered and not any(site.calls for site in scan.sites):
