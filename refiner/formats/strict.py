@@ -91,7 +91,7 @@ def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
     except ValueError as e:
         raise fmt.error(str(e), pos) from None
     except RecursionError:
-        raise fmt.error("JSON nested too deeply", pos) from None
+        raise fmt.error(_DEEP, pos) from None
 
 
 def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
@@ -168,13 +168,19 @@ def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
 
 
 MAX_JSON_CANDIDATES = 64
+# Starting points that nest deeper than Python's JSON decoder may go, before the search gives up: each costs a descent
+# of about a thousand levels, and in a nesting bomb every starting point inside it is one.
+MAX_DEEP_CANDIDATES = 2
+_DEEP = "JSON nested too deeply"
 
 
 def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[Any, int]:
     """The first JSON value after any reasoning that starts at a ``{`` or ``[`` and satisfies ``accept(value)``;
-    prose before and after it is allowed. Tries at most :data:`MAX_JSON_CANDIDATES` starting points."""
+    prose before and after it is allowed. Tries at most :data:`MAX_JSON_CANDIDATES` starting points, of which at most
+    :data:`MAX_DEEP_CANDIDATES` nest too deeply."""
     pos = reasoning_offset(text)
     first_error: FormatError | None = None
+    deep = 0
     for _ in range(MAX_JSON_CANDIDATES):
         pos = next_bracket(text, pos)
         if pos < 0:
@@ -183,6 +189,9 @@ def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[A
             value, end = decode_at(fmt, text, pos)
         except FormatError as e:
             first_error = first_error or e
+            deep += e.message == _DEEP
+            if deep >= MAX_DEEP_CANDIDATES:
+                break
             pos += 1
             continue
         if accept(value):

@@ -151,7 +151,9 @@ class Speller:
         if self._others is None:
             lead = "[<\\[]"
             exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}" for t in sorted(self.tags, key=len, reverse=True))
-            self._others = re.compile(r"%s(?!%s)%s" % (lead, exact, self._patterns()[0].pattern[len(lead) :]))
+            # (what may follow the bracket first: a storm of brackets fails there, before the exact tags are tried)
+            self._others = re.compile(r"%s(?=[/A-Za-z|\uff5c])(?!%s)%s" % (lead, exact,
+                                                                         self._patterns()[0].pattern[len(lead) :]))
         return self._others.search(text, start) is not None
 
     def at(self, text: str, pos: int) -> Hit | None:

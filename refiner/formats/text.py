@@ -62,10 +62,10 @@ def dumps(value: Any) -> str:
     return _ENCODE(value)
 
 
+_BRACKET = re.compile(r"[{\[]")
+
+
 def next_bracket(text: str, pos: int) -> int:
-    a, b = text.find("{", pos), text.find("[", pos)
-    if a < 0:
-        return b
-    if b < 0:
-        return a
-    return min(a, b)
+    """The position of the first ``{`` or ``[`` at or after ``pos``, or -1 (one scan, however far the other one is)."""
+    m = _BRACKET.search(text, pos)
+    return -1 if m is None else m.start()
