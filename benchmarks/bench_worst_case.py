@@ -10,7 +10,9 @@ lists), tier 1 (``repair_text``, ``repair_calls``), ``Refiner().refine`` (format
 
 Each input is timed as CPU time of this thread, best of ``--repeat`` runs (the reward's upstream cache is cleared
 before each), and the table prints, per entry point (and per format for the parsers), the slowest input, its time and
-whether the 50 ms bound is met. The peer, in the same run: ``json.loads`` of a valid 200 KB JSON text of calls.
+whether the 50 ms bound is met. The peer, in the same run: ``json.loads`` of a valid 200 KB JSON text of calls; the
+bound is judged as a multiple of it (``BOUND_X_PEER``: 50 ms on the machine where the peer took 1.81 ms), since the
+speed of a shared machine drifts within a day.
 Any exception other than an entry point's documented one is reported as a failure.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_worst_case.py [--size 200000] [--repeat 3] [--format NAME]
@@ -41,6 +43,11 @@ from rewards import compute_score, make_ground_truth  # noqa: E402
 from rewards.score import _upstream_breakdown  # noqa: E402
 
 BOUND_S = 0.050
+# The bound is judged against the peer measured in the same run: this shared 2-core machine ran the peer in 1.81 ms
+# when the bound was set and in 3.2-3.5 ms hours later the same day (2026-11-27), so a time in milliseconds alone says
+# as much about the machine as about the code. BOUND_X_PEER is the bound as a multiple of the peer on that reference.
+REFERENCE_PEER_S = 0.00181
+BOUND_X_PEER = BOUND_S / REFERENCE_PEER_S
 TOOLS = [
     {
         "name": "book_table",
@@ -101,15 +108,18 @@ class Table:
             self.rows[entry] = (spent, kind, text_len)
 
     def print(self, peer: float) -> int:
-        print(f"\n{'entry point':42} {'worst input':44} {'chars':>8} {'ms':>8} {'x peer':>7}  50 ms")
+        print(f"\n{'entry point':42} {'worst input':44} {'chars':>8} {'ms':>8} {'x peer':>7} {'ref ms':>7}  50 ms")
         missed = 0
         for entry, (spent, kind, n) in self.rows.items():
-            ok = spent <= BOUND_S
+            ok = spent / peer <= BOUND_X_PEER
             missed += not ok
             verdict = "met" if ok else "MISSED"
-            print(f"{entry:42} {kind[:44]:44} {n:8d} {spent * 1e3:8.2f} {spent / peer:7.1f}  {verdict}")
-        print(f"\npeer: json.loads of a valid {PEER_CHARS // 1000} KB call list: {peer * 1e3:.2f} ms")
-        print(f"{len(self.rows) - missed} of {len(self.rows)} entry points within 50 ms; {missed} missed")
+            print(f"{entry:42} {kind[:44]:44} {n:8d} {spent * 1e3:8.2f} {spent / peer:7.1f} "
+                  f"{spent / peer * REFERENCE_PEER_S * 1e3:7.1f}  {verdict}")
+        print(f"\npeer: json.loads of a valid {PEER_CHARS // 1000} KB call list: {peer * 1e3:.2f} ms "
+              f"(reference machine: {REFERENCE_PEER_S * 1e3:.2f} ms; 'ref ms' is the time scaled to it)")
+        print(f"{len(self.rows) - missed} of {len(self.rows)} entry points within 50 ms on the reference "
+              f"({BOUND_X_PEER:.1f}x peer); {missed} missed")
         for f in self.failures:
             print("FAILURE (undocumented exception):", f)
         return missed + len(self.failures)

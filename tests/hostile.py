@@ -100,6 +100,8 @@ def format_texts(fmt: formats.WireFormat, size: int) -> list[tuple[str, str]]:
         one = fmt.render(_calls(1, fmt))
         n = max(2, size // max(len(one) - 10, 1))
         many = fmt.render(_calls(n, fmt))
+        if len(many) > size:  # as many calls as fit in ``size`` characters (the bound is stated for that size)
+            many = fmt.render(_calls(max(2, n * size // len(many)), fmt))
     except formats.RenderError:  # a format that cannot write these calls: its example stands in
         slot = many = fmt.example
     if str(SLOT) in slot:

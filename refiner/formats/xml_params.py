@@ -86,6 +86,8 @@ TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpell
 NAME_PATTERN = r"[^\s<>{}\"']+"
 SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+# The attributes as rendering writes them (a name, then at most one more): read in one match.
+_SIMPLE_ATTRS = re.compile(r"""\s*name="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,11 @@ HOOKS: dict[str, Hook] = {}
 def _attrs(raw: str) -> dict[str, str]:
     """The attributes of a tag's text (``name="f" string="true"``; single quotes and bare values read too), XML's
     character entities decoded (``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a newline with them)."""
+    m = _SIMPLE_ATTRS.fullmatch(raw)
+    if m is not None:
+        if m.group(2) is None:
+            return {"name": m.group(1)}
+        return {"name": m.group(1), m.group(2): m.group(3)}
     out = {}
     for m in _ATTR.finditer(raw):
         value = next(g for g in m.groups()[1:] if g is not None)

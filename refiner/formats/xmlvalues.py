@@ -118,14 +118,18 @@ def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[
     ``open_tag`` ... ``close_tag`` pair the value holds itself (a literal block quoted in code), that is followed
     (whitespace aside) by one of ``follow`` (the next structural tag). As vLLM's Qwen3-Coder parser does: code that
     quotes the tags is read whole, and a value whose closing tag was lost (the next parameter's tags follow inside
-    it) has no end. Linear: each tag is searched forward once."""
+    it) has no end. Linear in the text up to the end found: each tag is searched forward once, the opening one only
+    up to the closer at hand (a text of many values asks once per value)."""
     depth = 0
-    nxt_open = text.find(open_tag, pos)
+    seen = pos  # opening tags before this are counted
     j = text.find(close_tag, pos)
     while j >= 0:
-        while 0 <= nxt_open < j:
+        stop = j + len(open_tag) - 1  # (an opening tag that starts before the closer)
+        o = text.find(open_tag, seen, stop)
+        while o >= 0:
             depth += 1
-            nxt_open = text.find(open_tag, nxt_open + len(open_tag))
+            seen = o + len(open_tag)
+            o = text.find(open_tag, seen, stop)
         if depth:
             depth -= 1
         else:
