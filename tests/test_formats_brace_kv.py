@@ -221,3 +221,48 @@ def test_gemma4_thought_channel_name_is_not_reasoning():
     split = split_reasoning(text)
     assert split.reasoning(text).strip() == "The user wants Paris."
     assert text[split.answer:].startswith("<|tool_call>")
+
+
+def _two_calls(fmt):
+    return fmt.render([ToolCall("get_weather", {"city": "Paris", "n": 5}), ToolCall("f", {"a": [1, 2]})])
+
+
+WANT = [ToolCall("get_weather", {"city": "Paris", "n": 5}), ToolCall("f", {"a": [1, 2]})]
+
+
+@pytest.mark.parametrize("name", [family.name for family, _ in ROWS])
+@pytest.mark.parametrize("damage", ["all tokens dropped", "call tokens dropped", "open upper", "open in brackets",
+                                    "open lost >", "open as another format's tag", "close without underscore",
+                                    "close lost"])
+def test_call_tokens_written_wrong_or_dropped_are_read(name, damage):
+    """A serving stack that drops special tokens (vLLM's skip_special_tokens) leaves ``call:NAME{...}`` alone; a
+    token written wrong (case, separators, brackets, a lost ``>``, another format's tag) is read as the token. Each
+    is reported as a missing tag, and the strict reading refuses the text."""
+    fmt = formats.get(name)
+    sp = fmt.spelling
+    text = _two_calls(fmt)
+    damaged = {
+        "all tokens dropped": text.replace(sp.call_open, "\n").replace(sp.call_close, "").replace(sp.quote, ""),
+        "call tokens dropped": text.replace(sp.call_open, "\n").replace(sp.call_close, ""),
+        "open upper": text.replace(sp.call_open, sp.call_open.upper(), 1),
+        "open in brackets": text.replace(sp.call_open, "[" + sp.call_open[1:-1] + "]", 1),
+        "open lost >": text.replace(sp.call_open, sp.call_open[:-1], 1),
+        "open as another format's tag": text.replace(sp.call_open, "<tool_call>", 1),
+        "close without underscore": text.replace(sp.call_close, sp.call_close.replace("_", "", 1), 1),
+        "close lost": text.replace(sp.call_close, "", 1),
+    }[damage]
+    with pytest.raises(formats.FormatError):
+        fmt.parse_strict(damaged)
+    got = fmt.parse_lenient(damaged)
+    assert got.calls == WANT
+    assert any(p.code == "missing_tag" for p in got.problems)
+
+
+@pytest.mark.parametrize("name", ["gemma4", "functiongemma"])
+def test_a_call_written_in_prose_is_not_read_as_one(name):
+    """``call:NAME{`` inside a sentence is content, with or without call tokens elsewhere."""
+    fmt = formats.get(name)
+    prose = "You could use call:get_weather{city:x} for that, I think."
+    assert fmt.parse_lenient(prose).calls == []
+    text = "I will call:get_weather{city:x} now " + _two_calls(fmt)
+    assert fmt.parse_strict(text) == WANT

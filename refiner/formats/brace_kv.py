@@ -39,11 +39,17 @@ from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFor
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
+from refiner.formats.tags import tag_look_alike
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s{}\[\]<>,\"'`|]+"
 _NAME = re.compile(NAME_PATTERN)
+_NOT_LETTERS = re.compile(r"[^a-z]+")
+
+
+def _letters(token: str) -> str:
+    return _NOT_LETTERS.sub("", token.lower())
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # A key written bare reads back as itself.
 _BARE_KEY = re.compile(r"[^\s:,{}\[\]<>|\"]+(?: [^\s:,{}\[\]<>|\"]+)*")
@@ -51,6 +57,8 @@ LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": 
 # Read leniently (reported): what models write in place of the template's literals.
 LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
 MAX_NOTES = 8  # problems a call's reader reports at most (values read loosely, junk skipped)
+MAX_RESPELT = 4096  # token look-alikes looked at per text (lenient reading)
+MAX_BARE_TRIES = 512  # call:NAME{ looked at per call where the text has no call token (lenient reading)
 MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
 _NOTHING = object()  # no value was read (the text stops, or a call token stands where one should be)
 
@@ -327,6 +335,9 @@ class BraceKV(WireFormat):
         i = text.find(sp.call_open, start)
         if i < 0:
             raise self.error(f"no {sp.call_open}", start)
+        early = self._bare_call(text, start, i, after_tag=True)
+        if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
+            raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
         calls = []
         while i >= 0:
             pos = i + len(sp.call_open)
@@ -396,7 +407,8 @@ class BraceKV(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
         start = self.answer_start(text)
-        i = text.find(sp.call_open, start)
+        text = self._respell(text, start, out)
+        i = self._next_call(text, start, out)
         if i < 0:
             out.note("missing_tag", f"no {sp.call_open} found")
             return
@@ -405,11 +417,87 @@ class BraceKV(WireFormat):
             if i < 0 or not take_items(1):
                 return
             try:
-                pos = self._recover_call(text, i + len(sp.call_open), out, finder)
+                pos = self._recover_call(text, i, out, finder)
             except _TooDeep:
                 out.note("bad_arguments", f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels; the rest is not read")
                 return
-            i = text.find(sp.call_open, pos)
+            i = self._next_call(text, pos, out)
+
+    def _next_call(self, text: str, pos: int, out: Lenient) -> int:
+        """(lenient) Where the next call's ``call:NAME{...}`` starts: after the next call token, or before it where
+        a ``call:NAME{`` starts a line or follows what ends like a token (its own token lost, or written as another
+        format's: a serving stack that drops special tokens leaves none at all); -1 when there is none."""
+        sp = self.spelling
+        i = text.find(sp.call_open, pos)
+        early = self._bare_call(text, pos, i if i >= 0 else None, after_tag=True)
+        if early >= 0:
+            if sum(p.code == "missing_tag" for p in out.problems[-MAX_NOTES:]) < MAX_NOTES:
+                out.note("missing_tag", f"{sp.keyword}NAME{{...}} without its {sp.call_open}")
+            return early
+        return i if i < 0 else i + len(sp.call_open)
+
+    def _bare_call(self, text: str, pos: int, end: int | None = None, after_tag: bool = False) -> int:
+        """Where the next ``call:NAME{`` (before ``end``) that starts a line (or the text, or follows a call's
+        closing token or closing brace; with ``after_tag``, also anything ending like a token: ``>``, ``]``, ``|``)
+        starts, or -1."""
+        sp = self.spelling
+        pattern = self.__dict__.get("_bare")
+        if pattern is None:
+            pattern = self.__dict__["_bare"] = re.compile(rf"{re.escape(sp.keyword)}{NAME_PATTERN}\s*\{{")
+        ends = ("\n", "}", sp.call_close, *((">", "]", "|", sp.call_open[:-1].lower()) if after_tag else ()))
+        for _ in range(MAX_BARE_TRIES):
+            m = pattern.search(text, pos, len(text) if end is None else end)
+            if m is None:
+                return -1
+            before = text[max(0, m.start() - 64) : m.start()].rstrip(" \t")
+            if not before or before.endswith(ends) or (after_tag and before.lower().endswith(ends[-1])):
+                return m.start()
+            pos = m.end()
+        return -1
+
+    def _respell(self, text: str, start: int, out: Lenient) -> str:
+        """(lenient) The row's tokens written wrong (another case, ``_`` / ``-`` changed or dropped, ``[...]`` for
+        ``<...>``, a lost ``>``: :func:`~refiner.formats.tags.tag_look_alike`) written as the tokens. Gemma 4's call
+        tokens share their letters: a bar after the bracket opens a call, a bar before the end closes one, and
+        without either the keyword after it says (``call:`` opens). At most MAX_RESPELT tokens are looked at."""
+        sp = self.spelling
+        tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
+        if not tokens:
+            return text
+        found = self.__dict__.get("_look_alikes")
+        if found is None:
+            alts = "|".join(f"(?:{tag_look_alike(t).pattern})" for t in tokens)
+            found = self.__dict__["_look_alikes"] = re.compile(alts, re.IGNORECASE)
+        by_letters: dict[str, list[str]] = {}
+        for t in tokens:
+            by_letters.setdefault(_letters(t), []).append(t)
+        parts, last, notes = [], start, 0
+        for n, m in enumerate(found.finditer(text, start)):
+            if n >= MAX_RESPELT:
+                break
+            got = m.group()
+            if got in tokens:
+                continue
+            choices = by_letters.get(_letters(got), [])
+            if len(choices) > 1:
+                bar_first = got[1:2] == "|"
+                bar_last = got.rstrip(">]")[-1:] == "|"
+                if bar_first != bar_last:
+                    choices = [t for t in choices if (t[1:2] == "|") == bar_first]
+                else:
+                    opens = text.startswith(sp.keyword, skip_ws(text, m.end()))
+                    choices = [t for t in choices if (t == sp.call_open) == opens]
+            if len(choices) != 1:
+                continue
+            parts += (text[last : m.start()], choices[0])
+            last = m.end()
+            if notes < MAX_NOTES:
+                out.note("missing_tag", f"{choices[0]} written as {got!r}")
+                notes += 1
+        if not parts:
+            return text
+        parts.append(text[last:])
+        return text[:start] + "".join(parts)
 
     def _recover_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
         sp = self.spelling
