@@ -203,3 +203,20 @@ def test_canitoolcall_k3_fixtures_are_read_as_the_reference_parser_reads_them():
     refiner = Refiner()
     failed = [(r.id, v.detail) for r in rows if not (v := judge(r, refiner, family)).passed]
     assert not failed, failed
+
+
+@pytest.mark.parametrize("how", ["upper", "lost >", "brackets"])
+def test_k3_control_tokens_written_wrong_are_read(how):
+    """K3's control tokens written wrong (and an element name in another case after one) are read as written right,
+    and reported; a value holding such a spelling stays the value's text (strictly valid)."""
+    fmt = formats.get("kimi_k3")
+    calls = [ToolCall("get_weather", {"city": "Paris", "n": 5}), ToolCall("f", {"a": [1]})]
+    text = fmt.render(calls)
+    spell = {"upper": str.upper, "lost >": lambda t: t[:-1], "brackets": lambda t: "[" + t[1:-1] + "]"}[how]
+    for tag in ("<|open|>tools<|sep|>", "<|open|>call", "<|close|>call<|sep|>", "<|close|>tools<|sep|>"):
+        if not tag.endswith(">") and how != "upper":
+            continue
+        damaged = text.replace(tag, spell(tag), 1)
+        got = fmt.parse_lenient(damaged)
+        assert got.calls == calls, (tag, damaged)
+        assert any(p.code == "missing_tag" for p in got.problems)

@@ -92,3 +92,18 @@ def test_deepseek_v31_is_this_grammars_shape():
     for r in rows:
         assert row.parse_strict(r.text) == module.parse_strict(r.text), r.where
     assert row.render(list(EXAMPLE_CALLS)) == module.render(list(EXAMPLE_CALLS))
+
+
+@pytest.mark.parametrize("how", ["upper", "separator dropped", "lost >", "brackets"])
+def test_plamo3_tokens_written_wrong_are_read_as_the_tokens(how):
+    """PLaMo 3's long barred tokens, each written wrong in turn, are read as the tokens and reported."""
+    fmt = formats.get("plamo3")
+    call = ToolCall("get_weather", {"city": "Paris"})
+    text = fmt.render([call])
+    spell = {"upper": str.upper, "separator dropped": lambda t: t.replace("_", "", 1), "lost >": lambda t: t[:-1],
+             "brackets": lambda t: "[" + t[1:-1] + "]"}[how]
+    for tag in fmt.tags:
+        damaged = text.replace(tag, spell(tag), 1)
+        got = fmt.parse_lenient(damaged)
+        assert got.calls == [call], (tag, damaged)
+        assert any(p.code == "missing_tag" for p in got.problems)

@@ -20,8 +20,13 @@ them; content may come before and after them.
 Lenient reading: a call the text stops in is read as written and marked (:class:`~refiner.formats.base.Cut`); a
 call whose closing token or braces were lost ends at the next call token; a value that is no literal, number or
 quoted string is kept as text and reported; text between the call tokens that is not ``call:NAME{...}`` (a name with
-spaces, no braces) is no call. A string holding the quote token cannot be written (``render`` raises): inside a
-string, only the quote token ends it.
+spaces, no braces) is no call. The row's tokens written wrong (case, separators, brackets, a lost ``>``) are read as
+the tokens, and a ``call:NAME{`` that starts a line or follows a token-like end (``>``, ``]``, ``|``, another
+format's tag) is a call whose token was lost: a serving stack that drops special tokens (vLLM's
+``skip_special_tokens``) leaves Gemma 4's calls as ``call:f{city:Paris}``, whose unquoted values are kept as text.
+Each is reported as ``missing_tag``; strictly, a ``call:NAME{`` after a token-like end before the first call token is
+refused (its token was written wrong). A string holding the quote token cannot be written (``render`` raises): inside
+a string, only the quote token ends it.
 """
 
 from __future__ import annotations

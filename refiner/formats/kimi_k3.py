@@ -49,6 +49,7 @@ from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.strict import JSON_DECODER, decode_at, token_sections
+from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder
 
@@ -284,6 +285,7 @@ class Xtml(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
+        text = self._respell(text, out)
         pos = reasoning_offset(text)
         f = Finder(text)
         section = f.next(s.section_open, pos)
@@ -339,6 +341,22 @@ class Xtml(WireFormat):
         if tag == s.sep:
             return attrs, j + len(s.sep), True
         return attrs, j, False
+
+    def _respell(self, text: str, out: Lenient) -> str:
+        """(lenient) The control tokens written wrong (other case, separators, brackets, a lost ``>``:
+        :func:`~refiner.formats.tags.respell_tokens`) read as the tokens, and an element name after one in another
+        case (``<|OPEN|>CALL``) as the name; each reported as ``missing_tag``."""
+        s = self.spelling
+        text = respell_tokens(text, (s.open, s.close, s.sep), out)
+        pattern = self.__dict__.get("_element_case")
+        if pattern is None:
+            words = "|".join(re.escape(w) for w in (s.section, s.call, s.argument, s.response, s.message))
+            pattern = self.__dict__["_element_case"] = re.compile(
+                rf"({re.escape(s.open)}|{re.escape(s.close)})(?!{words})(?i:({words}))(?![\w])")
+        if pattern.search(text) is None:
+            return text
+        out.note("missing_tag", "element names written in another case read as the names")
+        return pattern.sub(lambda m: m.group(1) + m.group(2).lower(), text)
 
     def _recover_call(self, text: str, f: Finder, pos: int, out: Lenient) -> int:
         s = self.spelling

@@ -32,11 +32,13 @@ from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
+from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
+_BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
 MAX_NOTES = 8  # problems reported per text for text that is no call
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 
@@ -134,6 +136,9 @@ class NamedJson(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
+        tokens = self._barred_tokens()
+        if tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
+            text = respell_tokens(text, tokens, out)
         start = reasoning_offset(text)
         if sp.section_open is not None and text.find(sp.section_open, start) < 0:
             out.note("missing_tag", f"missing {sp.section_open}")
@@ -154,6 +159,15 @@ class NamedJson(WireFormat):
             i = plain.next(sp.call_open, end) if end < len(text) else -1
         if sp.section_close and text.find(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
+
+    def _barred_tokens(self) -> tuple[str, ...]:
+        """The row's tokens when every one of them is a barred token (``<|...|>``), else none."""
+        got = self.__dict__.get("_barred")
+        if got is None:
+            parts = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]
+            whole = all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags)
+            got = self.__dict__["_barred"] = tuple(dict.fromkeys(parts)) if whole and parts else ()
+        return got
 
     def _recover_call(self, text: str, pos: int, end: int, out: Lenient, quiet: bool = False) -> bool:
         """Reads the call from ``pos`` (after its call token) to ``end``; False when it is not a call (noted unless

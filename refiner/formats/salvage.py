@@ -70,9 +70,11 @@ When a call counts (no call is ever made up from prose that does not hold one):
   presented as complete, never an invented value).
 
 Cost: linear scans (``str.find``, anchored or linear regexes, the JSON decoder) over at most
-:data:`~refiner.formats.base.MAX_LENIENT_CHARS` characters, at most :data:`MAX_CANDIDATES` candidate sites,
-:data:`SCAN_BUDGET` characters of bracket matching and :data:`AST_BUDGET` characters given to Python's parser; json
-repairs share one :func:`~refiner.formats.jsonfix.repair_budget`. Never raises: an unexpected error gives what was read
+:data:`~refiner.formats.base.MAX_LENIENT_CHARS` characters, the regions of at most :data:`MAX_TAGGED_FORMATS`
+formats read leniently, at most :data:`MAX_CANDIDATES` candidate sites, :data:`SCAN_BUDGET` characters and
+:data:`MARK_BUDGET` brackets and commas of bracket matching and :data:`AST_BUDGET` characters given to Python's parser;
+json repairs share one :func:`~refiner.formats.jsonfix.repair_budget`. Each marker is searched once per text, and with
+the pipeline's :func:`~refiner.formats.base.same_texts` once per request. Never raises: an unexpected error gives what was read
 so far and a note.
 """
 
