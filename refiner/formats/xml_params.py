@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, all_formats, offered_tools
+from refiner.formats.base import Detection, Lenient, WireFormat, all_formats, offered_tools, remember
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
@@ -287,7 +287,8 @@ class XmlParams(WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        return _suffix_pattern(s.tags()).sub(_unsuffixed, text)
+        # (the strict and the lenient reading of one text, and salvage's, drop the suffixes once)
+        return remember(text, ("unsuffixed", s.tags()), lambda: _unsuffix(s.tags(), text))
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
@@ -906,6 +907,25 @@ def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
     words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
     alts = "|".join(re.escape(w) for w in sorted(words))
     return re.compile(r"(</?(?:" + alts + r")):(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)")
+
+
+def _unsuffix(tags: tuple[str, ...], text: str) -> str:
+    """``text`` with the suffix dropped from every tag of ``tags`` (:func:`_suffix_pattern`): the whole tags by a
+    template (no Python call per tag), then a tag the text ends inside."""
+    whole, cut = _suffix_parts(tags)
+    text = whole.sub("", text)
+    m = cut.search(text, max(len(text) - 160, 0))
+    return text if m is None else text[: m.start()] + m.group(1)
+
+
+@functools.lru_cache(maxsize=64)
+def _suffix_parts(tags: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern]:
+    """:func:`_suffix_pattern`'s two cases apart: a whole tag's suffix alone (found from its ``:``, replaced by
+    nothing: the substitution then runs at C speed), and a text that ends inside a tag's suffix."""
+    head = _suffix_pattern(tags).pattern.split(":(?:", 1)[0]
+    words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
+    behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in sorted(words) for o in ("<", "</"))
+    return re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z")
 
 
 def _unsuffixed(m: re.Match) -> str:
