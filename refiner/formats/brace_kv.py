@@ -62,6 +62,7 @@ LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": 
 # Read leniently (reported): what models write in place of the template's literals.
 LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
 MAX_NOTES = 8  # problems a call's reader reports at most (values read loosely, junk skipped)
+MAX_FAST_STEPS = 8192  # matches the fast argument read takes before leaving a call to the reader
 MAX_RESPELT = 4096  # token look-alikes looked at per text (lenient reading)
 MAX_BARE_TRIES = 512  # call:NAME{ looked at per call where the text has no call token (lenient reading)
 MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
@@ -309,13 +310,14 @@ class BraceKV(WireFormat):
         got = self.__dict__.get("_patterns")
         if got is None:
             sp = self.spelling
-            stop = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close, sp.quote))
-            got = self.__dict__["_patterns"] = (
-                re.compile(rf"(?:(?!{stop})[^,{{}}\[\]])*"),
-                re.compile(rf"(?:(?!{stop})[^:,{{}}\[\]])*"),
-                re.compile(rf"(?:(?!{stop})[^,}}])*"),
-                re.compile(rf"(?:(?!{stop})[^,\]])*"),
-            )
+            tokens = (sp.call_open, sp.call_close, sp.quote)
+            stop = "|".join(re.escape(t) for t in tokens)
+            firsts = re.escape("".join(sorted({t[0] for t in tokens})))
+
+            def upto(ends: str) -> re.Pattern:  # (runs without a token's first character pass in one step)
+                return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
+
+            got = self.__dict__["_patterns"] = (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"))
         return got
 
     def answer_start(self, text: str) -> int:
@@ -381,7 +383,9 @@ class BraceKV(WireFormat):
                 rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)|(\")"
                 rf"|[^{re.escape(sp.quote[0] + sp.call_close[0])}{{,N\"]+", re.DOTALL)
         parts, last = [], brace
-        for m in pattern.finditer(text, brace):
+        for n, m in enumerate(pattern.finditer(text, brace)):
+            if n >= MAX_FAST_STEPS:  # a storm of punctuation: the reader reads it, and explains
+                return None
             if m.lastindex is None:  # a run of plain text: copied with what follows it
                 continue
             parts.append(text[last : m.start()])

@@ -312,11 +312,12 @@ class NsXml(WireFormat):
 
     def _tags(self, text: str, pos: int) -> list[_Tag]:
         """Every tag after ``pos``, in order (one pass over the namespace tokens; at most
-        :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` times 8 of them)."""
+        :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` times 4 of them: a call and each argument are two tags,
+        and each is a counted item)."""
         s = self.spelling
         out: list[_Tag] = []
         p = text.find(s.ns, pos)
-        while p >= 0 and len(out) < 8 * MAX_RECOVERED_ITEMS:
+        while p >= 0 and len(out) < 4 * MAX_RECOVERED_ITEMS:
             nxt = text.find(s.ns, p + len(s.ns))
             tag = self._tag_at(text, p, len(text) if nxt < 0 else nxt, lenient=True)
             rest = text[p + len(s.ns) :] if tag is None and nxt < 0 else ""
