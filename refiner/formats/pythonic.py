@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import FormatError, Problem, WireFormat
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, FormatError, Problem, WireFormat
 from refiner.formats.jsonfix import charge
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import tag_look_alike
@@ -837,6 +837,21 @@ def edit_readings(
     return list(readings.values())
 
 
+_BRACKETS = re.compile(r"[\[\]{}()]")
+
+
+def _nests_deeper(src: str, limit: int) -> bool:
+    """Whether brackets in ``src`` (quotes not minded: an upper bound) nest deeper than ``limit``."""
+    if src.count("[") + src.count("{") + src.count("(") <= limit:
+        return False
+    depth = 0
+    for m in _BRACKETS.finditer(src):
+        depth += 1 if m.group() in "[{(" else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
@@ -850,6 +865,8 @@ def mend_list(
     every string reads the same either way."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or _refused(src):
         return None
+    if _nests_deeper(src, MAX_ARGUMENT_DEPTH + 2):  # (arguments that deep are dropped anyway: each edit would read
+        return None  # a thousand-level nest again)
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
         calls, end, _ = fast_call_prefix(src)
