@@ -48,6 +48,7 @@ from refiner.formats.lenient import (
 from refiner.formats.strict import decode_at, expect_close, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.xmlvalues import Finder
 
 # Blocks read per text by strict parsing of the formats without a closing tag (real answers hold one list, or one
 # object a call).
@@ -124,12 +125,13 @@ class JsonCalls(WireFormat):
                 return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
-    def _open_at(self, text: str, start: int) -> tuple[int, str]:
-        """The first open tag (any spelling) at or after ``start``: ``(position, tag)``, position -1 if none."""
+    def _open_at(self, text: str, start: int, finder: Finder | None = None) -> tuple[int, str]:
+        """The first open tag (any spelling) at or after ``start``: ``(position, tag)``, position -1 if none
+        (``finder``: a reader that asks for ascending positions searches for a spelling the text lacks once)."""
         sp = self.spelling
         best, tag = -1, sp.open
         for t in (sp.open, *sp.alt_opens):
-            i = text.find(t, start)
+            i = text.find(t, start) if finder is None else finder.next(t, start)
             if i >= 0 and (best < 0 or i < best):
                 best, tag = i, t
         return best, tag
@@ -158,7 +160,8 @@ class JsonCalls(WireFormat):
         one object."""
         sp = self.spelling
         start = reasoning_offset(text)
-        i, tag = self._open_at(text, start)
+        finder = Finder(text)
+        i, tag = self._open_at(text, start, finder)
         if i < 0:
             raise self.error(f"missing {sp.open}", start)
         opener = "{" if sp.payload == "object" else "["
@@ -173,7 +176,7 @@ class JsonCalls(WireFormat):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
             items.extend((item, pos) for item in ([value] if opener == "{" else value))
-            i, tag = self._open_at(text, end)
+            i, tag = self._open_at(text, end, finder)
             if i < 0:
                 return items
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
