@@ -172,15 +172,16 @@ def test_a_format_registered_later_is_measured_too(monkeypatch):
 # (the text-level repair is each format's reader, refiner/formats/, not a tier-1 policy): a floor a few points below
 # the sample's rate, and why. A format not listed must reach 95%; a listed one must not fall below its floor.
 # The formats added for issue 20 outside the XML grammar (measured on the seeded sample, default policy, floors rounded
-# down): their lenient readers recover a lost or misspelt call token only where the grammar's shape shows it; the
-# generic tag speller (formats/tags.py) does not know their tokens yet.
+# down to 5%): their lenient readers recover a lost or misspelt call token only where the grammar's shape shows it.
+# Measured again after the rows' token repair (Gemma 4 / FunctionGemma: call:NAME{ without its token, tokens written
+# wrong; PLaMo 3 and Kimi K3: barred tokens respelt): functionary_v32 99/100 (off the list), functiongemma 98 -> 126,
+# gemma4 103 -> 118, kimi_k3 96 -> 107, plamo3 125 -> 139 of 160; minimax_m3 unchanged.
 FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
-    "functionary_v32": (0.75, "78/100: a lost '>>>' before a name is not put back"),
-    "functiongemma": (0.60, "98/160: a lost or misspelt <start_function_call>/<escape> token is not recovered"),
-    "gemma4": (0.60, "103/160: a lost or misspelt <|tool_call>/<|\"|> token is not recovered"),
-    "kimi_k3": (0.60, "96/160: K3's <|open|>/<|sep|>/<|close|> tokens written wrong are not respelt"),
+    "functiongemma": (0.75, "126/160: a lost or misspelt <escape> quote token is not recovered"),
+    "gemma4": (0.70, "118/160: the <|\"|> quote token (no letters to respell) lost or swapped is not recovered"),
+    "kimi_k3": (0.65, "107/160: a string value's closer written wrong is read as its text (strictly valid)"),
     "minimax_m3": (0.55, "93/156: the ]<]minimax[>[ namespace token written wrong is not respelt"),
-    "plamo3": (0.75, "125/160: PLaMo 3's long <|plamo:...|> tokens written wrong are not respelt"),
+    "plamo3": (0.85, "139/160: a token lost whole or swapped for another format's is not put back"),
 }
 
 
