@@ -475,8 +475,10 @@ class BraceKV(WireFormat):
             return text
         found = self.__dict__.get("_look_alikes")
         if found is None:
-            alts = "|".join(f"(?:{tag_look_alike(t).pattern})" for t in tokens)
-            found = self.__dict__["_look_alikes"] = re.compile(alts, re.IGNORECASE)
+            lead = r"[<\[]"
+            alts = "|".join(f"(?:{tag_look_alike(t).pattern[len(lead):]})" for t in tokens)
+            # (the bracket, then what may follow it: a storm of brackets fails there, once per bracket)
+            found = self.__dict__["_look_alikes"] = re.compile(rf"{lead}(?=/?\|?\s*[A-Za-z])(?:{alts})", re.IGNORECASE)
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
             by_letters.setdefault(_letters(t), []).append(t)
