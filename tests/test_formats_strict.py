@@ -407,3 +407,26 @@ def test_numbers_json_cannot_hold_are_not_valid():
         fmt = formats.get(formats.detect_format(text))
         with pytest.raises(FormatError, match="out of range"):
             fmt.parse_strict(text)
+
+
+def test_json_in_prose_gives_up_inside_a_nesting_bomb():
+    """Every starting point inside a nesting bomb nests too deeply: after MAX_DEEP_CANDIDATES of them the search
+    stops (each is a thousand-level descent), and a value before the bomb is still found."""
+    from unittest import mock
+
+    from refiner.formats import strict as strict_mod
+
+    fmt = formats.get("openai")
+    bomb = "[" * 5000 + "]" * 5000
+    calls = []
+    real = strict_mod.decode_at
+
+    def counted(*a, **k):
+        calls.append(a[2])
+        return real(*a, **k)
+
+    with mock.patch.object(strict_mod, "decode_at", counted), pytest.raises(formats.FormatError):
+        strict_mod.json_in_prose(fmt, "text " + bomb, lambda v: isinstance(v, dict), "a call")
+    assert len(calls) == strict_mod.MAX_DEEP_CANDIDATES
+    value, _ = strict_mod.json_in_prose(fmt, 'x {"a": 1} ' + bomb, lambda v: isinstance(v, dict), "a call")
+    assert value == {"a": 1}

@@ -403,3 +403,19 @@ def test_markdown_escaped_parameter_names_take_the_declared_names():
     # without a tool list the name is kept as written
     text = '{"name": "describe", "arguments": {"ESC": 2}}'.replace("ESC", esc.replace("\\", "\\\\"))
     assert read(text, None) == [ToolCall("describe", {esc: 2})]
+
+
+def test_markers_of_many_formats_are_read_in_the_first_few_only():
+    """A text holding the markers of more formats than MAX_TAGGED_FORMATS (a storm, never a real answer) has the
+    regions of the first ones read; the reading says so and is marked incomplete."""
+    from refiner import formats as fmts
+
+    markers = [f.detection.markers[0] for f in fmts.by_rank() if f.detection.markers and not f.detection.bare]
+    text = " ".join(markers[: salvage_mod.MAX_TAGGED_FORMATS + 6]) * 3
+    got = salvage(text, OFFERED)
+    assert not got.complete
+    assert any(f"only the first {salvage_mod.MAX_TAGGED_FORMATS} were read" in n for n in got.notes)
+    # a real answer with two formats' markers is read in both
+    two = salvage('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+                  '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Rome"}}]', OFFERED)
+    assert [c.arguments["city"] for c in two.calls] == ["Paris", "Rome"]
