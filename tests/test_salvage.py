@@ -238,7 +238,6 @@ HOSTILE = {
     "deep object": '{"a": ' * 30_000 + "1" + "}" * 30_000,
     "unclosed call": "get_weather(city='" + "p" * 200_000,
     "escapes": "\\_" * 100_000,
-    "brace storm": "{" * 200_000,
     "bracket pairs": "[]{}" * 50_000,
     "commas in braces": "{" + "," * 200_000,
     "over the limit": "[get_weather(city='Paris')] " + "z" * 300_000,

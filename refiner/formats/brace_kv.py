@@ -44,17 +44,12 @@ from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFor
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.tags import tag_look_alike
+from refiner.formats.tags import letters, tag_look_alike
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s{}\[\]<>,\"'`|]+"
 _NAME = re.compile(NAME_PATTERN)
-_NOT_LETTERS = re.compile(r"[^a-z]+")
-
-
-def _letters(token: str) -> str:
-    return _NOT_LETTERS.sub("", token.lower())
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # A key written bare reads back as itself.
 _BARE_KEY = re.compile(r"[^\s:,{}\[\]<>|\"]+(?: [^\s:,{}\[\]<>|\"]+)*")
@@ -453,13 +448,14 @@ class BraceKV(WireFormat):
         pattern = self.__dict__.get("_bare")
         if pattern is None:
             pattern = self.__dict__["_bare"] = re.compile(rf"{re.escape(sp.keyword)}{NAME_PATTERN}\s*\{{")
-        ends = ("\n", "}", sp.call_close, *((">", "]", "|", sp.call_open[:-1].lower()) if after_tag else ()))
+        ends = ("\n", "}", sp.call_close, *((">", "]", "|") if after_tag else ()))
+        open_cut = sp.call_open[:-1].lower()  # (the call token with its > lost, in any case)
         for _ in range(MAX_BARE_TRIES):
             m = pattern.search(text, pos, len(text) if end is None else end)
             if m is None:
                 return -1
             before = text[max(0, m.start() - 64) : m.start()].rstrip(" \t")
-            if not before or before.endswith(ends) or (after_tag and before.lower().endswith(ends[-1])):
+            if not before or before.endswith(ends) or (after_tag and before.lower().endswith(open_cut)):
                 return m.start()
             pos = m.end()
         return -1
@@ -481,7 +477,7 @@ class BraceKV(WireFormat):
             found = self.__dict__["_look_alikes"] = re.compile(rf"{lead}(?=/?\|?\s*[A-Za-z])(?:{alts})", re.IGNORECASE)
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
-            by_letters.setdefault(_letters(t), []).append(t)
+            by_letters.setdefault(letters(t), []).append(t)
         parts, last, notes = [], start, 0
         for n, m in enumerate(found.finditer(text, start)):
             if n >= MAX_RESPELT:
@@ -489,7 +485,7 @@ class BraceKV(WireFormat):
             got = m.group()
             if got in tokens:
                 continue
-            choices = by_letters.get(_letters(got), [])
+            choices = by_letters.get(letters(got), [])
             if len(choices) > 1:
                 bar_first = got[1:2] == "|"
                 bar_last = got.rstrip(">]")[-1:] == "|"

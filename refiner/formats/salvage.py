@@ -74,8 +74,8 @@ Cost: linear scans (``str.find``, anchored or linear regexes, the JSON decoder) 
 formats read leniently, at most :data:`MAX_CANDIDATES` candidate sites, :data:`SCAN_BUDGET` characters and
 :data:`MARK_BUDGET` brackets and commas of bracket matching and :data:`AST_BUDGET` characters given to Python's parser;
 json repairs share one :func:`~refiner.formats.jsonfix.repair_budget`. Each marker is searched once per text, and with
-the pipeline's :func:`~refiner.formats.base.same_texts` once per request. Never raises: an unexpected error gives what was read
-so far and a note.
+the pipeline's :func:`~refiner.formats.base.same_texts` once per request. Never raises: an unexpected error gives what
+was read so far and a note.
 """
 
 from __future__ import annotations
@@ -211,7 +211,8 @@ class Salvage:
     sites: list[Site] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     complete: bool = True  # the whole text was read (no bound reached, no structured call left unread)
-    work: dict[str, int] = field(default_factory=dict)  # candidates examined, characters scanned, marks passed, characters parsed
+    # candidates examined, characters scanned, marks passed, characters parsed
+    work: dict[str, int] = field(default_factory=dict)
 
     @property
     def fmt(self) -> str | None:

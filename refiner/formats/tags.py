@@ -66,7 +66,8 @@ class Hit:
         return self.word is None
 
 
-def _letters(word: str) -> str:
+def letters(word: str) -> str:
+    """A tag's word with case and everything but letters and digits dropped (``<Arg-Key>`` -> ``argkey``)."""
     return "".join(ch for ch in word.lower() if ch.isalnum())
 
 
@@ -122,7 +123,7 @@ class Speller:
         self.tags = tuple(t for t in dict.fromkeys(tags) if t)
         self.words = tuple(dict.fromkeys(_tag_word(t) for t in self.tags))
         self._exact = {t: (_tag_word(t), t.startswith(("</", "[/")), t.endswith("=")) for t in self.tags}
-        self._cores = {_letters(w): w for w in self.words}
+        self._cores = {letters(w): w for w in self.words}
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
         self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
@@ -176,7 +177,7 @@ class Speller:
         return self._fuzzy(m.start(), m.end(), m.group(5), m.group(6), m.group(7), budget)
 
     def _spelt(self, text: str, m: re.Match) -> Hit | None:
-        word = self._cores[_letters(m.group(3))]
+        word = self._cores[letters(m.group(3))]
         end = m.group(4)
         if end is None:  # no closing ">": more text must follow, and not run on into a longer tag word
             run = _RUN.match(text, m.end()).end()
@@ -190,7 +191,7 @@ class Speller:
         if budget[0] <= 0:
             return None
         budget[0] -= 1
-        core = _letters(raw)
+        core = letters(raw)
         if core in self._near_seen:
             word = self._near_seen[core]
         else:

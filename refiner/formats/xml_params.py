@@ -900,12 +900,16 @@ def _respell_generic(fmt: XmlParams, text: str, start: int) -> tuple[str, list[s
     return "".join(parts), notes
 
 
+def _suffixed_words(tags: tuple[str, ...]) -> list[str]:
+    """The words of ``tags`` (and of the reasoning block's ``<think>``) that a row with ``tag_suffix`` suffixes."""
+    return sorted({t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"})
+
+
 @functools.lru_cache(maxsize=64)
 def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
     """A tag of ``tags`` (and the reasoning block's ``<think>``) with a ``:SUFFIX`` before its ``>``, or a text that
     ends inside such a tag's suffix (cut short: ``</arg_value:61``)."""
-    words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
-    alts = "|".join(re.escape(w) for w in sorted(words))
+    alts = "|".join(re.escape(w) for w in _suffixed_words(tags))
     return re.compile(r"(</?(?:" + alts + r")):(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)")
 
 
@@ -915,7 +919,7 @@ def _unsuffix(tags: tuple[str, ...], text: str) -> str:
     whole, cut = _suffix_parts(tags)
     text = whole.sub("", text)
     m = cut.search(text, max(len(text) - 160, 0))
-    return text if m is None else text[: m.start()] + m.group(1)
+    return text if m is None else text[: m.start()] + _unsuffixed(m)
 
 
 @functools.lru_cache(maxsize=64)
@@ -923,8 +927,7 @@ def _suffix_parts(tags: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern]:
     """:func:`_suffix_pattern`'s two cases apart: a whole tag's suffix alone (found from its ``:``, replaced by
     nothing: the substitution then runs at C speed), and a text that ends inside a tag's suffix."""
     head = _suffix_pattern(tags).pattern.split(":(?:", 1)[0]
-    words = {t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"}
-    behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in sorted(words) for o in ("<", "</"))
+    behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in _suffixed_words(tags) for o in ("<", "</"))
     return re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z")
 
 
