@@ -35,6 +35,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, preview
+from refiner.formats.base import remember
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.specs.catalog import ToolCatalog
 from refiner.specs.types import json_type_of
@@ -509,7 +510,7 @@ def check_text(
             got = wire.parse_lenient(text)
             report.calls, report.cut = list(got.calls), got.cut
     else:  # one strict parse: parse_lenient tries it first and says why it failed
-        got = wire.parse_lenient(text, tools=params_by_tool(tools))
+        got = wire.parse_lenient(text, tools=_offered_params(text, tools))
         report.calls = list(got.calls)
         report.strict_ok = got.ok
         report.cut = got.cut
@@ -535,6 +536,14 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
     if isinstance(index, ToolCatalog):
         return index.view(_params) if index else None
     return {name: _params(spec) for name, spec in index.items()} if index else None
+
+
+def _offered_params(text: str, tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """:func:`params_by_tool` for the request whose upstream is ``text``: one object per ``tools`` object for a long
+    text within :class:`refiner.formats.same_texts`, so that the gate's lenient reading of the text and salvage's
+    reading of the same text in the same format (remembered by ``parse_lenient`` under that object) are one."""
+    mine = remember(text, ("params_by_tool", id(tools)), lambda: (tools, params_by_tool(tools)))
+    return mine[1] if mine[0] is tools else params_by_tool(tools)
 
 
 def _params(spec: Any) -> dict[str, Any]:
@@ -576,10 +585,6 @@ def salvage_report(
     return out
 
 
-def _param_names(spec: Any) -> list[str]:
-    return list(getattr(spec, "params", None) or ())
-
-
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
 
 
@@ -593,11 +598,7 @@ def salvage_calls(
     lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
     and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
     too. A reading as good as salvage's is kept."""
-    index = tool_index(tools)
-    if isinstance(index, ToolCatalog):
-        offered = index.view(_param_names) if index else None
-    else:
-        offered = {name: _param_names(spec) for name, spec in index.items()} if index else None
+    offered = _offered_params(text, tools)
     found = salvage(text, offered)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:

@@ -19,7 +19,7 @@ from refiner import formats
 from refiner.calls import ToolCall, canonical_json, preview, value_depth
 from refiner.formats import jsonfix, pythonic, toolace
 from refiner.gate import MAX_CHECKED_VALUES, check_calls, check_text
-from refiner.pipeline import Refiner, RequestError
+from refiner.pipeline import Refiner, RequestError, prepare
 from refiner.repair import MAX_NAME_COMPARISONS, repair_calls, repair_text
 from refiner.specs import load_tools
 from rewards import RESULT_KEYS, compute_score, make_ground_truth
@@ -228,6 +228,38 @@ def test_a_long_text_is_read_strictly_once_per_format_within_same_texts():
         assert Counting.reads == 4
     fmt.parse_strict(long_text)
     assert Counting.reads == 5
+
+
+def test_a_long_text_is_read_leniently_once_per_format_and_tools_within_same_texts(monkeypatch):
+    """Within formats.same_texts a long broken text read leniently in one format with the same tools object is
+    recovered once, and each reader gets its own lists; another tools object, or no scope, reads again. Through the
+    pipeline, the gate's reading of a broken DeepSeek-V3 upstream and salvage's reading of the same text in the
+    same format are one recovery."""
+    fmt = formats.get("deepseek_v3")
+    recovered: list[int] = []
+    real = type(fmt).recover
+    monkeypatch.setattr(type(fmt), "recover",
+                        lambda self, text, out: recovered.append(len(text)) or real(self, text, out))
+    call = fmt.render([ToolCall("get_weather", {"city": "x" * 5000})])
+    broken = call[: len(call) - 12]  # its closing tokens lost
+    tools, other = {"get_weather": {"city": None}}, {"get_weather": {"city": None}}
+    with formats.same_texts():
+        first = fmt.parse_lenient(broken, tools=tools)
+        first.calls.append(ToolCall("added", {}))
+        again = fmt.parse_lenient(broken, tools=tools)
+        assert len(recovered) == 1
+        assert [c.name for c in again.calls] == ["get_weather"] and again.problems == first.problems
+        fmt.parse_lenient(broken, tools=other)
+        assert len(recovered) == 2
+    fmt.parse_lenient(broken, tools=tools)
+    assert len(recovered) == 3
+
+    recovered.clear()
+    request = {"tools": [{"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}}}}], "upstream": broken, "format": "deepseek_v3"}
+    job = prepare(request, None)
+    assert [c.name for c in job.upstream.calls] == ["get_weather"]
+    assert len(recovered) == 1
 
 
 def test_pythonic_recovery_bounds_its_ast_work(monkeypatch):

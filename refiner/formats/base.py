@@ -254,11 +254,18 @@ class WireFormat:
         Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid). ``tools``: the
         request's tools (see :func:`offered_tools`), which recovery may use to choose among the readings a broken text
         allows (:func:`offered_tools`)."""
+        entry = _memo_entry(text)
+        key = ("lenient", self.name, limit, id(tools))
+        if entry is not None and key in entry[2] and entry[2][key][0] is tools:
+            return _copy_lenient(entry[2][key][1])
         token = _OFFERED.set(tools)
         try:
-            return self._parse_lenient(text, limit)
+            out = self._parse_lenient(text, limit)
         finally:
             _OFFERED.reset(token)
+        if entry is not None:  # (the gate and salvage read a text in its format alike: remembered within same_texts)
+            entry[2][key] = (tools, _copy_lenient(out))
+        return out
 
     def _parse_lenient(self, text: str, limit: int) -> Lenient:
         out = Lenient()
@@ -438,7 +445,9 @@ class same_texts:
     raises the error of the first. The pipeline reads a request's upstream in one format several times (the requested
     format, detection, the gate's lenient parse, salvage's reading of the format's region): a long text costs
     milliseconds to read. The same holds for :func:`find_marker`: detection and salvage look for every format's
-    markers in the same text (about 70 substring searches, 10-40 ms over 200 KB), once within a scope. Nesting keeps
+    markers in the same text (about 70 substring searches, 10-40 ms over 200 KB), once within a scope; and for
+    :meth:`WireFormat.parse_lenient` of a long text with the same ``tools`` object (the gate's reading and salvage's
+    reading of the format's region, when that region is the whole text). Nesting keeps
     the outer one; outside any, nothing is remembered."""
 
     def __enter__(self) -> None:
@@ -495,6 +504,11 @@ def find_marker(text: str, marker: str, start: int = 0) -> int:
     """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
     every registered format's markers in one text (detection, salvage) search it for each once."""
     return remember(text, ("find", marker, start), lambda: text.find(marker, start))
+
+
+def _copy_lenient(out: Lenient) -> Lenient:
+    """``out`` with its own lists (a remembered reading is given out to readers that may add to theirs)."""
+    return Lenient(list(out.calls), list(out.problems), out.strict_error, out.cut)
 
 
 def _may_nest_deeply(text: str) -> bool:

@@ -900,7 +900,9 @@ def _pythonic_format() -> str | None:
 
 def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Salvage:
     """The calls of ``text`` read wherever they are (see the module docstring). ``offered``: the request's tools, as
-    tool name -> parameter names in declared order (None when the request has no tools). Never raises."""
+    tool name -> its parameter names in declared order, a list or a mapping of each name to its spec (then the
+    formats' lenient readers may settle a broken text by the declared types too, as the gate's own reading does);
+    None when the request has no tools. Never raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     notes = []
