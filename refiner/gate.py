@@ -29,6 +29,7 @@ cost does not grow with the value.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -507,7 +508,7 @@ def check_text(
             report.strict_ok = True
         except formats.FormatError as e:
             report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {_reason(e)}"))
-            got = wire.parse_lenient(text)
+            got = wire.parse_lenient(text, tools=_offered_params(text, tools))
             report.calls, report.cut = list(got.calls), got.cut
     else:  # one strict parse: parse_lenient tries it first and says why it failed
         got = wire.parse_lenient(text, tools=_offered_params(text, tools))
@@ -602,11 +603,12 @@ def salvage_calls(
     found = salvage(text, offered)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
+        names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)
         if offered:
-            good = sum(is_offered(c.name, offered) for c in calls)
-            exact = sum(c.name in offered for c in calls)
+            good = sum(n for name, n in names.items() if is_offered(name, offered))
+            exact = sum(n for name, n in names.items() if name in offered)
         else:
-            good = exact = sum(bool(_PLAUSIBLE_NAME.fullmatch(c.name)) for c in calls)
+            good = exact = sum(n for name, n in names.items() if _PLAUSIBLE_NAME.fullmatch(name))
         return good, exact, good - len(calls), sum(len(c.arguments) for c in calls)
 
     if found.complete and not found.calls:

@@ -254,18 +254,11 @@ class WireFormat:
         Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid). ``tools``: the
         request's tools (see :func:`offered_tools`), which recovery may use to choose among the readings a broken text
         allows (:func:`offered_tools`)."""
-        entry = _memo_entry(text)
-        key = ("lenient", self.name, limit, id(tools))
-        if entry is not None and key in entry[2] and entry[2][key][0] is tools:
-            return _copy_lenient(entry[2][key][1])
         token = _OFFERED.set(tools)
         try:
-            out = self._parse_lenient(text, limit)
+            return self._parse_lenient(text, limit)
         finally:
             _OFFERED.reset(token)
-        if entry is not None:  # (the gate and salvage read a text in its format alike: remembered within same_texts)
-            entry[2][key] = (tools, _copy_lenient(out))
-        return out
 
     def _parse_lenient(self, text: str, limit: int) -> Lenient:
         out = Lenient()
@@ -284,18 +277,41 @@ class WireFormat:
             if len(text) - start > limit:
                 out.note("cut_input", f"only the first {limit} characters after the reasoning were read")
                 text = prefix(text, start + limit)
+            got = self._recovered(text)
+            out.calls, out.cut = got.calls, got.cut
+            out.problems.extend(got.problems)
+            if not out.problems:
+                out.note("strict", str(out.strict_error or self._strict_error(text)))
+        except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
+            out.note("internal", f"{type(e).__name__}: {e}"[:300])
+        return out
+
+    def _recovered(self, text: str) -> Lenient:
+        """What :meth:`recover` reads in ``text`` (already cut to the limit), with the cut and the bounds reached.
+        Remembered within :class:`same_texts` for a long text, per format and request's tools object: the gate's
+        reading of an upstream and salvage's reading of the same text in the same format (its region when that is
+        the whole text, or the same first :data:`MAX_LENIENT_CHARS` characters of a longer one) are one; each reader
+        gets its own lists."""
+        tools = _OFFERED.get()
+        entry = _memo_entry(text)
+        key = ("recovered", self.name, id(tools))
+        if entry is not None and key in entry[2] and entry[2][key][0] is tools:
+            return _copy_lenient(entry[2][key][1])
+        out = Lenient()
+        try:
             with repair_budget(text) as parse:
                 self.recover(text, out)
                 if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
                     out.mark_cut(None, clean=parse.cuts[-1].clean)
                 if parse.gave_up:
                     out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
-            if _may_nest_deeply(text):
-                _drop_deep_arguments(out)
-            if not out.problems:
-                out.note("strict", str(out.strict_error or self._strict_error(text)))
-        except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
+        except Exception as e:  # noqa: BLE001 - what was read so far stands (see _parse_lenient)
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
+            return out
+        if _may_nest_deeply(text):
+            _drop_deep_arguments(out)
+        if entry is not None:
+            entry[2][key] = (tools, _copy_lenient(out))
         return out
 
     def _strict_error(self, text: str) -> FormatError | str:
@@ -445,9 +461,9 @@ class same_texts:
     raises the error of the first. The pipeline reads a request's upstream in one format several times (the requested
     format, detection, the gate's lenient parse, salvage's reading of the format's region): a long text costs
     milliseconds to read. The same holds for :func:`find_marker`: detection and salvage look for every format's
-    markers in the same text (about 70 substring searches, 10-40 ms over 200 KB), once within a scope; and for
-    :meth:`WireFormat.parse_lenient` of a long text with the same ``tools`` object (the gate's reading and salvage's
-    reading of the format's region, when that region is the whole text). Nesting keeps
+    markers in the same text (about 70 substring searches, 10-40 ms over 200 KB), once within a scope; and
+    :meth:`WireFormat.parse_lenient`'s recovery of a long text read with the same ``tools`` object (the gate's
+    reading and salvage's reading of the format's region, when that region is the whole text). Nesting keeps
     the outer one; outside any, nothing is remembered."""
 
     def __enter__(self) -> None:
@@ -502,8 +518,22 @@ def prefix(text: str, n: int) -> str:
 
 def find_marker(text: str, marker: str, start: int = 0) -> int:
     """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
-    every registered format's markers in one text (detection, salvage) search it for each once."""
-    return remember(text, ("find", marker, start), lambda: text.find(marker, start))
+    every registered format's markers in one text (detection, salvage) search it for each once. Most markers miss
+    (a search of the whole text each), so a marker is looked for only from where its first two characters first
+    occur (a search remembered too: 118 markers share 40 such heads, a third of them ``<|``), and a marker with
+    other than ASCII characters not at all in an ASCII text (a flag Python keeps)."""
+    return remember(text, ("find", marker, start), lambda: _find_marker(text, marker, start))
+
+
+def _find_marker(text: str, marker: str, start: int) -> int:
+    if text.isascii() and not marker.isascii():
+        return -1
+    if len(marker) > 2:
+        head = marker[:2]
+        start = remember(text, ("find", head, start), lambda: text.find(head, start))
+        if start < 0:
+            return -1
+    return text.find(marker, start)
 
 
 def _copy_lenient(out: Lenient) -> Lenient:

@@ -377,30 +377,35 @@ class BraceKV(WireFormat):
             pattern = self.__dict__["_fast"] = re.compile(
                 rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)|(\")"
                 rf"|[^{re.escape(sp.quote[0] + sp.call_close[0])}{{,N\"]+", re.DOTALL)
-        parts, last = [], brace
+        parts, last, quote = [], brace, sp.quote
         for n, m in enumerate(pattern.finditer(text, brace)):
             if n >= MAX_FAST_STEPS:  # a storm of punctuation: the reader reads it, and explains
                 return None
-            if m.lastindex is None:  # a run of plain text: copied with what follows it
+            group = m.lastindex  # (which branch matched: one lookup, not one per group)
+            if group is None:  # a run of plain text: copied with what follows it
                 continue
-            parts.append(text[last : m.start()])
-            last = m.end()
-            if m.group(1) is not None:
-                if sp.quote in m.group(1):
+            start, end = m.span()
+            parts.append(text[last:start])
+            last = end
+            if group == 1:
+                inner = m.group(1)
+                if quote in inner:
                     return None
-                parts.append(_json_string(m.group(1)))
-            elif m.group(2) is not None:  # the call's closing token: the object ends before it
+                parts.append(_json_string(inner))
+            elif group == 4:
+                key_at = m.start(4)
+                parts.append(text[start:key_at])
+                parts.append(_json_string(m.group(4)))
+            elif group == 2:  # the call's closing token: the object ends before it
                 body = "".join(parts).rstrip()
                 try:
-                    value, end = _FAST_DECODER.raw_decode(body)
+                    value, stop = _FAST_DECODER.raw_decode(body)
                 except (ValueError, RecursionError):
                     return None
-                if type(value) is not dict or end != len(body):
+                if type(value) is not dict or stop != len(body):
                     return None
-                return value, m.start()
-            elif m.group(3) is not None:
-                parts.append(m.group(3) + _json_string(m.group(4)))
-            elif m.group(5) is not None:
+                return value, start
+            elif group == 5:
                 parts.append("null")
             else:  # a JSON quote outside a quoted string: not this syntax
                 return None
