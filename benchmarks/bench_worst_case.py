@@ -6,7 +6,8 @@ blocks, huge numbers (10**5000, 1e999), very long strings, thousands of calls, t
 storms sit where one of its values goes. Entry points: each format's ``parse_strict`` and ``parse_lenient``,
 ``formats.detect_format``, the gate (``check_text`` on every text in every format, ``check_calls`` on hostile call
 lists), tier 1 (``repair_text``, ``repair_calls``), ``Refiner().refine`` (format detected, and each format requested),
-``Refiner().refine_batch(errors="result")`` and ``rewards.compute_score`` (with the hostile text as the upstream too).
+``Refiner().refine_batch(errors="result")`` and ``rewards.compute_score`` (with the hostile text as the upstream too);
+``refine`` also with a tool list as long as the texts (:func:`long_tool_lists`).
 
 Each input is timed as CPU time of this thread, best of ``--repeat`` runs (the reward's upstream cache is cleared
 before each), and the table prints, per entry point (and per format for the parsers), the slowest input, its time and
@@ -68,6 +69,32 @@ TOOLS = [
     {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}},
 ]
 GOLD = [ToolCall("book_table", {"restaurant": "Chez Nous", "people": 4}), ToolCall("f", {"a": 1, "b": "x"})]
+
+
+def long_tool_lists(size: int) -> list[tuple[str, list[dict], str]]:
+    """``(kind, tools, upstream)``: a request of about ``size`` characters, half of it a tool list in JSON (the tools
+    are input too) and half an upstream of Hermes calls: to names no tool has (each a candidate for a name snap), and
+    to every offered tool in turn with misspelt parameter names (each tool's spec is read)."""
+    tool = {"name": "tool_00000", "description": "d", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
+    size //= 2
+    n_tools = max(1, size // len(json.dumps(tool)))
+    tools = [{**tool, "name": f"tool_{i:05d}"} for i in range(n_tools)]
+
+    def upstream(make: Callable[[int], dict]) -> str:
+        blocks, total, i = [], 0, 0
+        while total < size - 200:
+            block = f"<tool_call>\n{json.dumps(make(i))}\n</tool_call>\n"
+            blocks.append(block)
+            total, i = total + len(block), i + 1
+        return "".join(blocks)
+
+    return [
+        (f"{n_tools} tools, calls to other names", tools,
+         upstream(lambda i: {"name": f"other_{i}", "arguments": {"city": "x", "n": i}})),
+        (f"{n_tools} tools, misspelt parameters", tools,
+         upstream(lambda i: {"name": f"tool_{i % n_tools:05d}", "arguments": {"cty": "x", "dayz": "3"}})),
+    ]
 
 
 def cpu_time(fn: Callable[[], object], repeat: int, before: Callable[[], None] | None = None) -> float:
@@ -212,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
                 label = f"{fmt.name}: {kind}"
                 table.measure("gate.check_calls", label, 0, lambda: check_calls(calls, index, fmt=fmt.name))
                 table.measure("repair.repair_calls", label, 0, lambda: repair_calls(calls, index, fmt=fmt.name))
+        for kind, tools, text in long_tool_lists(size):
+            tools_text = json.dumps(tools)
+            table.measure("Refiner.refine (format given)", kind, len(text),
+                          lambda: refiner.refine({"tools": tools, "upstream": text, "format": "hermes"}))
+            table.measure("Refiner.refine (format detected)", f"{kind}, as JSON text", len(text),
+                          lambda: refiner.refine({"tools": tools_text, "upstream": text}))
 
     missed = table.print()
     return 1 if missed else 0

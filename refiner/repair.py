@@ -468,7 +468,9 @@ def repair_call(
     was read from a text in another format than its own (see :func:`snap_by_arguments`)."""
     n_before = len(actions)
     name = call.name
-    if name not in tools:
+    # (a name snaps only while the call list's comparisons last: one per offered tool, so with too few left neither
+    # snap can compare, and the tool names are not even listed, once per call of a long list)
+    if name not in tools and (compare is None or compare.left >= len(tools)):
         hit = snap(name, list(tools), TOOL_CUTOFF, count=compare)
         if hit is not None:
             actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
@@ -591,7 +593,7 @@ def repair_calls(
 def _snap_name_only(
     call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action], compare: Count | None = None
 ) -> ToolCall:
-    if call.name in tools:
+    if call.name in tools or (compare is not None and compare.left < len(tools)):
         return call
     hit = snap(call.name, list(tools), TOOL_CUTOFF, count=compare)
     if hit is None:

@@ -356,6 +356,25 @@ def test_name_similarity_work_is_counted(monkeypatch):
     assert snapped and len(snapped) <= MAX_NAME_COMPARISONS // len(tools) and len(fixed) == len(calls)
 
 
+def test_names_are_not_listed_per_call_once_the_comparisons_are_spent(monkeypatch):
+    """Past its comparisons, a long call list to unknown names neither snaps nor lists the offered names per call (a
+    tool list of n names once per call is n x calls work): the snaps are tried for the first calls only."""
+    from refiner import repair
+
+    tried = []
+    real = repair.snap
+    monkeypatch.setattr(repair, "snap", lambda name, candidates, *a, **k: tried.append(name) or real(name, candidates,
+                                                                                                    *a, **k))
+    tools = {f"tool_{i}": SPECS["f"] for i in range(1000)}
+    calls = [ToolCall(f"other_{i}", {"a": i}) for i in range(2000)]
+    fixed, _ = repair_calls(calls, tools)
+    assert len(fixed) == len(calls)
+    assert 0 < len(tried) <= MAX_NAME_COMPARISONS // len(tools)
+    tried.clear()
+    repair_calls(calls, tools, fmt="order")  # (a format that writes names only snaps names alone)
+    assert len(tried) <= MAX_NAME_COMPARISONS // len(tools)
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_gate_tier1_and_reward_on_hostile_texts(name):
     fmt = formats.get(name)

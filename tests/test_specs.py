@@ -358,3 +358,28 @@ _specs = st.builds(
 def test_round_trip_property(specs: list[ToolSpec]) -> None:
     assert load_tools([s.to_json_schema() for s in specs]) == specs
     assert load_tools(render_tool_list(specs)) == specs
+
+
+@pytest.mark.parametrize("dialect", ["openai", "glaive", "nestful"])
+@pytest.mark.parametrize("ptype", ["string", "integer", "number", "boolean", "String", "int", "object", "array", "null",
+                                   5, None, "string, optional", ["string", "null"]])
+@pytest.mark.parametrize("desc", [None, "a city", "", 5])
+def test_a_plain_parameter_reads_as_the_general_reader_reads_it(monkeypatch, dialect, ptype, desc):
+    """``{"type": T, "description": D}`` (most parameters) is read by a short path: the same Param, flags and error
+    as the general reader, for every plain and non-plain type and description."""
+    from refiner.specs import dialects
+
+    value = {} if ptype is None else {"type": ptype}
+    if desc is not None:
+        value["description"] = desc
+
+    def read():
+        try:
+            got = dialects.read_param(dialects.Ctx(dialect, 0, "f"), "p", dict(value))
+            return got, got[0].raw_type
+        except Exception as e:  # noqa: BLE001 - the error, compared by type and text
+            return type(e).__name__, str(e)
+
+    short = read()
+    monkeypatch.setattr(dialects, "_plain_param", lambda value: None)
+    assert read() == short

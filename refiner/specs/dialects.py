@@ -161,9 +161,26 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
     raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
 
 
+_PLAIN_KEYS = frozenset(("type", "description"))
+_PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean"))
+
+
+def _plain_param(value: dict[str, Any]) -> Param | None:
+    """The parameter a schema of a plain JSON type and at most a description says (``{"type": "string",
+    "description": "..."}``), as :func:`read_param` reads it; ``None`` for any other schema."""
+    ptype, desc = value.get("type"), value.get("description")
+    if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
+        return None
+    return Param(type=ptype, description=desc)
+
+
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
     """One parameter schema (a dict, or a bare type text) → (Param, its own required flag if it states one,
     whether it says it is optional)."""
+    if type(value) is dict and value.keys() <= _PLAIN_KEYS:  # (most parameters: read at a tenth of the cost)
+        plain = _plain_param(value)
+        if plain is not None:
+            return plain, None, False
     if isinstance(value, str):
         info, raw = _read_type(ctx, path, value)
         p = _param_from_typeinfo(info)
