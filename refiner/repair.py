@@ -455,6 +455,7 @@ def repair_call(
     count: Count | None = None,
     compare: Count | None = None,
     misread: bool = False,
+    paired: dict[tuple, dict[str, str]] | None = None,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools``; appends what it did
     (at most as many values coerced as ``count`` has left, :data:`MAX_COERCED_VALUES` by default, and as many name
@@ -465,7 +466,9 @@ def repair_call(
     values (see the module docstring). Unknown parameters are dropped only
     when no required one is missing (else one of them may be the missing value under another name, which the model
     can still use). ``strings``: value style "text" (see :data:`refiner.gate.VALUE_STYLES`). ``misread``: the call
-    was read from a text in another format than its own (see :func:`snap_by_arguments`)."""
+    was read from a text in another format than its own (see :func:`snap_by_arguments`). ``paired``: the parameter
+    renames already settled for the call list, by the names written and the names free (a long list repeats its
+    misspellings: each is compared once)."""
     n_before = len(actions)
     name = call.name
     # (a name snaps only while the call list's comparisons last: one per offered tool, so with too few left neither
@@ -490,9 +493,15 @@ def repair_call(
     unknown = [k for k in args if k not in params]
     if unknown and params:
         free = [p for p in params if p not in args]
-        renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF, compare)
-        if not believe:
-            renames = {u: p for u, p in renames.items() if is_misspelling(u, p)}
+        key = (tuple(unknown), tuple(free), required, believe)
+        renames = paired.get(key) if paired is not None else None
+        if renames is None:
+            whole = compare is None or compare.left >= len(unknown) * len(free)  # (every pair compared)
+            renames = _pair_names(unknown, free, set(required), PARAM_CUTOFF, compare)
+            if not believe:
+                renames = {u: p for u, p in renames.items() if is_misspelling(u, p)}
+            if paired is not None and whole:
+                paired[key] = renames
         if renames:
             args = {renames.get(k, k): v for k, v in args.items()}
             for old, new in renames.items():
@@ -574,13 +583,14 @@ def repair_calls(
         fixed: list[ToolCall] = []
         count = Count(MAX_COERCED_VALUES)
         compare = Count(MAX_NAME_COMPARISONS)
+        paired: dict[tuple, dict[str, str]] = {}
         for i, c in enumerate(out):
             if names_only:
                 fixed.append(_snap_name_only(c, i, index, actions, compare))
             else:
                 fixed.append(
                     repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
-                                compare=compare, misread=misread)
+                                compare=compare, misread=misread, paired=paired)
                 )
         out = fixed
     order = dependency_order(out)

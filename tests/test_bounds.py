@@ -356,6 +356,22 @@ def test_name_similarity_work_is_counted(monkeypatch):
     assert snapped and len(snapped) <= MAX_NAME_COMPARISONS // len(tools) and len(fixed) == len(calls)
 
 
+def test_a_repeated_misspelling_is_compared_once_per_call_list(monkeypatch):
+    """A long call list that repeats a parameter misspelling compares its names once (the rename settled for the
+    first call is the rename of every call written alike), so every call is repaired, past the comparisons' bound."""
+    from refiner import repair
+
+    compared = [0]
+    real = repair.fuzz.ratio
+    monkeypatch.setattr(repair.fuzz, "ratio", lambda a, b, *k, **kw: compared.__setitem__(0, compared[0] + 1)
+                        or real(a, b, *k, **kw))
+    calls = [ToolCall("book_table", {"restaurant": "x", "peple": 2}) for _ in range(MAX_NAME_COMPARISONS)]
+    fixed, actions = repair_calls(calls, SPECS)
+    assert all("people" in c.arguments and "peple" not in c.arguments for c in fixed)
+    assert sum(a.kind == "snap_param" for a in actions) == len(calls)
+    assert compared[0] <= len(SPECS["book_table"].params)
+
+
 def test_names_are_not_listed_per_call_once_the_comparisons_are_spent(monkeypatch):
     """Past its comparisons, a long call list to unknown names neither snaps nor lists the offered names per call (a
     tool list of n names once per call is n x calls work): the snaps are tried for the first calls only."""
