@@ -403,13 +403,13 @@ def _types_in(params: Any) -> set[str]:
     """The type texts used anywhere in a parameters block (for dialect detection)."""
     found: set[str] = set()
     stack = [params]
-    while stack:
+    while stack:  # (a dict is told by its type first: the Mapping check is a Python call, once per node)
         cur = stack.pop()
-        if isinstance(cur, Mapping):
+        if type(cur) is dict or isinstance(cur, Mapping):
             t = cur.get("type")
-            if isinstance(t, str):
+            if type(t) is str:
                 found.add(t)
-            stack.extend(v for v in cur.values() if isinstance(v, (Mapping, list)))
+            stack.extend(v for v in cur.values() if type(v) in (dict, list) or isinstance(v, (Mapping, list)))
         elif isinstance(cur, list):
             stack.extend(cur)
     return found
@@ -417,7 +417,7 @@ def _types_in(params: Any) -> set[str]:
 
 def detect_one(d: Any) -> str | None:
     """The dialect of one tool dict, or None when it matches none."""
-    if not isinstance(d, Mapping):
+    if not (type(d) is dict or isinstance(d, Mapping)):
         return None
     fn = d.get("function")
     if isinstance(fn, Mapping) and ("name" in fn or d.get("type") == "function"):
@@ -431,7 +431,7 @@ def detect_one(d: Any) -> str | None:
     if "inputSchema" in d:
         return "mcp"
     params = d.get("parameters")
-    schema = isinstance(params, Mapping) and is_schema_object(params)
+    schema = (type(params) is dict or isinstance(params, Mapping)) and is_schema_object(params)
     if any(k in d for k in ("query_parameters", "path_parameters", "output_parameter")) or isinstance(
         d.get("arguments"), Mapping
     ):
