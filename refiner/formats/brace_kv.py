@@ -373,10 +373,12 @@ class BraceKV(WireFormat):
         if pattern is None:
             q, close = re.escape(sp.quote), re.escape(sp.call_close)
             key = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
-            # (the last branch, no group, passes a run of text that starts none of the others in one step)
+            # (the last two branches, no group, pass in one step a run of text that starts none of the others, and a
+            # run of braces and commas each followed by another, where no key starts: a brace storm is one step, not
+            # a regex search trying every branch at each of its characters)
             pattern = self.__dict__["_fast"] = re.compile(
                 rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)|(\")"
-                rf"|[^{re.escape(sp.quote[0] + sp.call_close[0])}{{,N\"]+", re.DOTALL)
+                rf"|[^{re.escape(sp.quote[0] + sp.call_close[0])}{{,N\"]+|[{{,]+(?=[{{,])", re.DOTALL)
         parts, last, quote = [], brace, sp.quote
         for n, m in enumerate(pattern.finditer(text, brace)):
             if n >= MAX_FAST_STEPS:  # a storm of punctuation: the reader reads it, and explains
