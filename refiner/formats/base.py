@@ -520,7 +520,7 @@ def find_marker(text: str, marker: str, start: int = 0) -> int:
     """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
     every registered format's markers in one text (detection, salvage) search it for each once. Most markers miss
     (a search of the whole text each), so a marker is looked for only from where its first two characters first
-    occur (a search remembered too: 118 markers share 40 such heads, a third of them ``<|``), and a marker with
+    occur (a search remembered too: the 118 markers of 52 formats share 22 such heads, ``<|`` for 36 of them), and a marker with
     other than ASCII characters not at all in an ASCII text (a flag Python keeps)."""
     return remember(text, ("find", marker, start), lambda: _find_marker(text, marker, start))
 
