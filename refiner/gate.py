@@ -36,7 +36,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, preview
-from refiner.formats.base import remember
+from refiner.formats.base import remember_for
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.specs.catalog import ToolCatalog
 from refiner.specs.types import json_type_of
@@ -543,8 +543,7 @@ def _offered_params(text: str, tools: Iterable[Any] | Mapping[str, Any] | None) 
     """:func:`params_by_tool` for the request whose upstream is ``text``: one object per ``tools`` object for a long
     text within :class:`refiner.formats.same_texts`, so that the gate's lenient reading of the text and salvage's
     reading of the same text in the same format (remembered by ``parse_lenient`` under that object) are one."""
-    mine = remember(text, ("params_by_tool", id(tools)), lambda: (tools, params_by_tool(tools)))
-    return mine[1] if mine[0] is tools else params_by_tool(tools)
+    return remember_for(text, "params_by_tool", tools, lambda: params_by_tool(tools))
 
 
 def _params(spec: Any) -> dict[str, Any]:

@@ -292,26 +292,23 @@ class WireFormat:
         reading of an upstream and salvage's reading of the same text in the same format (its region when that is
         the whole text, or the same first :data:`MAX_LENIENT_CHARS` characters of a longer one) are one; each reader
         gets its own lists."""
-        tools = _OFFERED.get()
-        entry = _memo_entry(text)
-        key = ("recovered", self.name, id(tools))
-        if entry is not None and key in entry[2] and entry[2][key][0] is tools:
-            return _copy_lenient(entry[2][key][1])
         out = Lenient()
         try:
-            with repair_budget(text) as parse:
-                self.recover(text, out)
-                if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
-                    out.mark_cut(None, clean=parse.cuts[-1].clean)
-                if parse.gave_up:
-                    out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
-        except Exception as e:  # noqa: BLE001 - what was read so far stands (see _parse_lenient)
+            got = remember_for(text, ("recovered", self.name), _OFFERED.get(), lambda: self._recover_into(text, out))
+        except Exception as e:  # noqa: BLE001 - what was read so far stands (see _parse_lenient); nothing remembered
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
             return out
+        return _copy_lenient(got)
+
+    def _recover_into(self, text: str, out: Lenient) -> Lenient:
+        with repair_budget(text) as parse:
+            self.recover(text, out)
+            if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
+                out.mark_cut(None, clean=parse.cuts[-1].clean)
+            if parse.gave_up:
+                out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
         if _may_nest_deeply(text):
             _drop_deep_arguments(out)
-        if entry is not None:
-            entry[2][key] = (tools, _copy_lenient(out))
         return out
 
     def _strict_error(self, text: str) -> FormatError | str:
@@ -508,6 +505,14 @@ def remember(text: str, key: Hashable, compute: Callable[[], T]) -> T:
     return value
 
 
+def remember_for(text: str, key: Hashable, owner: Any, compute: Callable[[], T]) -> T:
+    """:func:`remember` for a reading of ``text`` that also depends on ``owner`` (this very object: a request's
+    tools), remembered under ``key`` and ``owner``'s identity; ``owner`` is held with the value, so that another
+    object given later at the same address is not taken for it."""
+    mine = remember(text, (key, id(owner)), lambda: (owner, compute()))
+    return mine[1] if mine[0] is owner else compute()
+
+
 def prefix(text: str, n: int) -> str:
     """``text[:n]``, the same object for every reader within :class:`same_texts` (so that what they remember of it is
     shared: a text over :data:`MAX_LENIENT_CHARS` is cut before it is read, by each reader)."""
@@ -520,8 +525,8 @@ def find_marker(text: str, marker: str, start: int = 0) -> int:
     """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
     every registered format's markers in one text (detection, salvage) search it for each once. Most markers miss
     (a search of the whole text each), so a marker is looked for only from where its first two characters first
-    occur (a search remembered too: the 118 markers of 52 formats share 22 such heads, ``<|`` for 36 of them), and a marker with
-    other than ASCII characters not at all in an ASCII text (a flag Python keeps)."""
+    occur (a search remembered too: the 118 markers of 52 formats share 22 such heads, ``<|`` for 36 of them), and a
+    marker with other than ASCII characters not at all in an ASCII text (a flag Python keeps)."""
     return remember(text, ("find", marker, start), lambda: _find_marker(text, marker, start))
 
 
