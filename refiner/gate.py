@@ -82,7 +82,7 @@ _NESTOOLS_REF = re.compile(r"\bAPI_call_\d+\b")
 _NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Diagnostic:
     """One finding of the gate. ``call`` is the index of the call in the list (None for text-level findings)."""
 
@@ -93,9 +93,14 @@ class Diagnostic:
     param: str | None = None
     severity: str = ERROR
 
+    def __init__(self, code: str, message: str, call: int | None = None, tool: str | None = None,
+                 param: str | None = None, severity: str = ERROR) -> None:
+        # (the generated constructor of a frozen dataclass sets each field through object.__setattr__: twice this
+        # cost, paid per finding of a long call list)
+        self.__dict__.update(code=code, message=message, call=call, tool=tool, param=param, severity=severity)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "call": self.call, "tool": self.tool,
-                "param": self.param, "severity": self.severity}
+        return self.__dict__.copy()  # (its fields, in order: the constructor sets them all)
 
 
 @dataclass

@@ -106,7 +106,7 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 _NUMBERS = re.compile(r"[+-]?\d+(?:[.,]\d+)*")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Action:
     """One repair that tier 1 made. ``call`` is the call's index in the output list (None for text-level repairs)."""
 
@@ -116,8 +116,13 @@ class Action:
     tool: str | None = None
     param: str | None = None
 
+    def __init__(self, kind: str, message: str, call: int | None = None, tool: str | None = None,
+                 param: str | None = None) -> None:
+        # (as refiner.gate.Diagnostic: the generated frozen constructor costs twice this, per repair of a long list)
+        self.__dict__.update(kind=kind, message=message, call=call, tool=tool, param=param)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "message": self.message, "call": self.call, "tool": self.tool, "param": self.param}
+        return self.__dict__.copy()  # (its fields, in order: the constructor sets them all)
 
 
 @dataclass
@@ -525,7 +530,7 @@ def repair_call(
             actions.append(Action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
     if len(actions) == n_before:
         return call
-    return replace(call, name=name, arguments=args)
+    return ToolCall.trusted(name, args, call.outputs, call.step)  # (args: a dict built here; name: a str)
 
 
 def _short(value: Any, limit: int = 60) -> str:

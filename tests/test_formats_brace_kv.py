@@ -212,6 +212,47 @@ def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
         assert text[slow[1] : fast[1]].strip() == "", (text, fast, slow)
 
 
+def _typed(value):
+    return json.dumps(value, sort_keys=True)  # (1, 1.0 and true told apart)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([G, F]), st.lists(st.dictionaries(_keys, _values, max_size=4), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=600), st.integers(min_value=0, max_value=3), _EDITS),
+                max_size=3))
+def test_split_read_agrees_with_the_scan(fmt, many, edits):
+    """The split read (the common call, sooner) gives exactly the scan's result wherever it answers, on renderings
+    of both rows and on copies damaged anywhere (a token, a quote, a brace, a backslash, ``None`` put in or cut
+    out), at every call's brace."""
+    from refiner.formats.brace_kv import _DOUBT
+
+    text = fmt.render([ToolCall("f", a) for a in many])
+    for at, cut, insert in edits:
+        at %= len(text) + 1
+        text = text[:at] + insert + text[at + cut :]
+    for brace in [i for i, ch in enumerate(text) if ch == "{"]:
+        split = fmt._split_read(text, brace)
+        if split is not _DOUBT:
+            scan = fmt._scan_read(text, brace)
+            assert scan is not None and split[1] == scan[1] and _typed(split[0]) == _typed(scan[0]), (text, brace)
+
+
+@pytest.mark.parametrize("fmt", [G, F], ids=["gemma4", "functiongemma"])
+def test_split_read_takes_plain_calls(fmt):
+    """A call whose keys are plain words and whose values are strings, numbers, lists and objects is read by the
+    split read (not left to the scan), as the scan reads it."""
+    from refiner.formats.brace_kv import _DOUBT
+
+    args = {"city": "Paris, <b>\"France\"</b>", "n": 5, "tags": ["a", "b"], "deep": {"x": [1.5, True, None]}}
+    text = fmt.render([ToolCall("get_weather", args)])
+    brace = text.index("{")
+    assert fmt._split_read(text, brace) is not _DOUBT or "None" in text
+    text = fmt.render([ToolCall("get_weather", {k: v for k, v in args.items() if k != "deep"})])
+    got = fmt._split_read(text, brace)
+    assert got is not _DOUBT and got == fmt._scan_read(text, brace)
+    assert got[0] == {k: v for k, v in args.items() if k != "deep"}
+
+
 def test_gemma4_thought_channel_name_is_not_reasoning():
     """The channel's name ("thought") is markup: the reasoning is what follows it, as canitoolcall's Gemma 4 fixtures
     expect it."""

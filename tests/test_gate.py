@@ -167,3 +167,28 @@ def test_check_text_parses_strictly_once_and_says_why_it_failed(tools, monkeypat
 
 def test_without_tools_only_structure_is_checked():
     assert check_calls([ToolCall("anything", {"x": 1})], None) == []
+
+
+@pytest.mark.parametrize("cls", ["refiner.gate.Diagnostic", "refiner.repair.Action"])
+def test_a_record_with_its_own_constructor_takes_every_field_as_the_generated_one_would(cls):
+    """Diagnostic and Action write their constructor by hand (the generated frozen one is slower): it must take the
+    dataclass's fields in order, with their defaults, and set each one."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    module, name = cls.rsplit(".", 1)
+    klass = getattr(importlib.import_module(module), name)
+    fields = dataclasses.fields(klass)
+    params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+    assert [p.name for p in params] == [f.name for f in fields]
+    assert [p.default for p in params] == [inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+                                           for f in fields]
+    values = [f"v{i}" for i in range(len(fields))]
+    record = klass(*values)
+    assert vars(record) == dict(zip([f.name for f in fields], values))
+    assert list(record.to_dict().items()) == list(zip([f.name for f in fields], values))
+    assert record.to_dict() is not vars(record)
+    assert record == klass(*values) and hash(record) == hash(klass(*values))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(record, fields[0].name, "x")

@@ -491,6 +491,13 @@ def _strict_memo(text: Any) -> dict[WireFormat, list[ToolCall] | FormatError] | 
     return None if entry is None else entry[1]
 
 
+def memo(text: str) -> dict | None:
+    """The readings :func:`remember` keeps for ``text`` (``None`` where it keeps none), for a reader that looks up
+    many of them in a loop (a lookup, not a call, each)."""
+    entry = _memo_entry(text)
+    return None if entry is None else entry[2]
+
+
 def remember(text: str, key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()``, remembered within :class:`same_texts` under ``key`` for a long ``text`` (this very object):
     for a reading of the text that several readers make alike (``key`` says which; the value must not be changed by

@@ -31,16 +31,17 @@ a string, only the quote token ends it.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _json_string  # (C speed: a str as a JSON string, unicode kept)
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, remember
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, memo
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
@@ -269,6 +270,10 @@ class _Reader:
 
 
 _INF = float("inf")
+_DOUBT = object()  # (the split read's "ask the scan")
+_ASK = object()  # (not given, or not kept yet)
+# a bare key, as the fast reads take it
+_KEY = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -341,6 +346,7 @@ class BraceKV(WireFormat):
         if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
             raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
         calls = []
+        kept = memo(text)
         while i >= 0:
             pos = i + len(sp.call_open)
             if not text.startswith(sp.keyword, pos):
@@ -349,7 +355,7 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            got = self._fast_args(text, m.end())
+            got = self._fast_args(text, m.end(), kept)
             args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
@@ -358,21 +364,79 @@ class BraceKV(WireFormat):
             i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
 
-    def _fast_args(self, text: str, brace: int) -> tuple[dict, int] | None:
+    def _fast_args(self, text: str, brace: int, kept: dict | None | object = _ASK) -> tuple[dict, int] | None:
         """The arguments object at ``brace`` read at C speed: rewritten as JSON in one regex pass (quoted strings
         and bare keys quoted as JSON, ``None`` as ``null``, up to the call's closing token outside a string) and
         decoded by a strict decoder that refuses what the reader refuses (duplicate keys, NaN, numbers a float cannot
         hold); ``None`` at any doubt (a JSON quote outside a quoted string, anything the decoder refuses), and the
         reader then reads it and explains. Whatever it accepts, the reader reads the same way (tested)."""
-        # (strict and lenient readings of one text, by the gate, detection and salvage, read a call alike: once)
-        return remember(text, ("brace_kv fast", self.name, brace), lambda: self._fast_read(text, brace))
+        # (strict and lenient readings of one text, by the gate, detection and salvage, read a call alike: once;
+        # ``kept``: the text's memo, when the caller has it: base.memo)
+        if kept is _ASK:
+            kept = memo(text)
+        if kept is None:
+            return self._fast_read(text, brace)
+        key = ("brace_kv fast", self.name, brace)
+        got = kept.get(key, _ASK)
+        if got is _ASK:
+            got = kept[key] = self._fast_read(text, brace)
+        return got
 
     def _fast_read(self, text: str, brace: int) -> tuple[dict, int] | None:
+        got = self._split_read(text, brace)
+        return self._scan_read(text, brace) if got is _DOUBT else got
+
+    def _split_read(self, text: str, brace: int) -> tuple[dict, int] | None | object:
+        """:meth:`_scan_read`'s result for the common call, sooner: the text up to the first closing token, split at
+        the quote tokens, is strings (the odd pieces) between the rest, where only bare keys need quoting: found by
+        one C-level split of the rest joined, and each string and key written as JSON by a C-level map. ``_DOUBT``
+        where that could read otherwise than the scan: an odd number of quotes (the closing token is inside a
+        string), a JSON quote, ``None`` or a ``<`` outside the strings, a call as long as the scan's step bound,
+        anything the decoder refuses, or a family whose tokens are not ``<...>`` with one ``<`` (what makes the two
+        agree holds for those; tested against the scan)."""
+        sp = self.spelling
+        if not self._splits:
+            return _DOUBT
+        close = text.find(sp.call_close, brace)
+        if close < 0 or close - brace >= MAX_FAST_STEPS:
+            return _DOUBT
+        region = text[brace:close]
+        pieces = region.split(sp.quote)
+        if not len(pieces) & 1:
+            return _DOUBT
+        outside = "<".join(pieces[0::2])  # (no key reaches over a "<": the keys are found in one pass)
+        if '"' in outside or "None" in outside or outside.count("<") != len(pieces) // 2:  # (a "<" of its own)
+            return _DOUBT
+        parts = self._keys(outside)  # [text, "{ ", key, text, ", ", key, ..., text]
+        parts[2::3] = map(_json_string, parts[2::3])
+        pieces[0::2] = "".join(parts).split("<")
+        pieces[1::2] = map(_json_string, pieces[1::2])
+        body = "".join(pieces).rstrip()
+        try:
+            value, stop = _FAST_DECODER.raw_decode(body)
+        except (ValueError, RecursionError):
+            return _DOUBT
+        if type(value) is not dict or stop != len(body):
+            return _DOUBT
+        return value, close
+
+    @functools.cached_property
+    def _splits(self) -> bool:
+        sp = self.spelling
+        tokens = (sp.quote, sp.call_close)
+        return all(t[:1] == "<" and t[-1:] == ">" and t.count("<") == 1 for t in tokens) and not (
+            sp.quote.startswith(sp.call_close) or sp.call_close.startswith(sp.quote))
+
+    @functools.cached_property
+    def _keys(self) -> Callable[[str], list[str]]:
+        return re.compile(rf"([{{,][ \t\r\n]*)({_KEY})(?=[ \t\r\n]*:)").split
+
+    def _scan_read(self, text: str, brace: int) -> tuple[dict, int] | None:
         sp = self.spelling
         pattern = self.__dict__.get("_fast")
         if pattern is None:
             q, close = re.escape(sp.quote), re.escape(sp.call_close)
-            key = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
+            key = _KEY
             # (the last two branches, no group, pass in one step a run of text that starts none of the others, and a
             # run of braces and commas each followed by another, where no key starts: a brace storm is one step, not
             # a regex search trying every branch at each of its characters)

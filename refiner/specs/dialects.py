@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
@@ -53,19 +52,20 @@ _TOOL_KEYS = {"name", "api_name", "description", "api_description", "parameters"
               "path_parameters", "arguments", "required", "responses", "output_parameters", "output_parameter",
               "inputSchema", "outputSchema"}
 _PYTHONISH = {"int", "str", "list", "bool"}
+_SCALARS = (str, int, float, bool, type(None))  # (told by type first: the Mapping check is slow on them)
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
-@dataclass(frozen=True)
 class Ctx:
-    """Where we are, for error messages."""
+    """Where we are, for error messages; and what the schema reader read otherwise than as written (``notes``), and
+    whether the parameters are free-form."""
 
-    dialect: str
-    index: int | None
-    name: str | None
-    # what the schema reader read otherwise than as written, and whether the parameters are free-form
-    notes: list[str] = field(default_factory=list, compare=False)
-    free_form: list[bool] = field(default_factory=list, compare=False)
+    __slots__ = ("dialect", "free_form", "index", "name", "notes")
+
+    def __init__(self, dialect: str, index: int | None, name: str | None) -> None:
+        self.dialect, self.index, self.name = dialect, index, name
+        self.notes: list[str] = []
+        self.free_form: list[bool] = []
 
     def error(self, field: str, message: str) -> SpecError:
         return SpecError(self.dialect, message, tool=self.index, name=self.name, field=field)
@@ -171,7 +171,7 @@ def _plain_param(value: dict[str, Any]) -> Param | None:
     ptype, desc = value.get("type"), value.get("description")
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
-    return Param(type=ptype, description=desc)
+    return Param.plain(ptype, desc)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -351,12 +351,13 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict
         if value.get("additionalProperties") is not False:
             ctx.notes.append(f"{path}: the parameters schema is true: parameters read as free-form")
             ctx.free_form.append(True)
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # (a dict told first: the ABC check is slower)
         raise ctx.error(path, f"must be an object, got {type(value).__name__}")
     explicit: tuple[str, ...] | None = None
     if is_schema_object(value):
         value, notes, free_form = normalise(value)
-        ctx.notes.extend(f"{path}: {n}" for n in notes)
+        if notes:
+            ctx.notes.extend(f"{path}: {n}" for n in notes)
         if free_form:
             ctx.free_form.append(True)
         info, _ = _read_type(ctx, f"{path}.type", value.get("type"))
@@ -365,7 +366,7 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict
         props = value.get("properties", {})
         if props is None:
             props = {}
-        if not isinstance(props, Mapping):
+        if type(props) is not dict and not isinstance(props, Mapping):
             raise ctx.error(f"{path}.properties", f"must be an object, got {type(props).__name__}")
         if value.get("required") is not None:
             explicit = _names(ctx, f"{path}.required", value["required"])
@@ -403,14 +404,18 @@ def _types_in(params: Any) -> set[str]:
     """The type texts used anywhere in a parameters block (for dialect detection)."""
     found: set[str] = set()
     stack = [params]
-    while stack:  # (a dict is told by its type first: the Mapping check is a Python call, once per node)
+    while stack:  # (a node is told by its type first: the Mapping check is a slow Python call)
         cur = stack.pop()
-        if type(cur) is dict or isinstance(cur, Mapping):
+        kind = type(cur)
+        if kind is dict or (kind is not list and kind not in _SCALARS and isinstance(cur, Mapping)):
             t = cur.get("type")
             if type(t) is str:
                 found.add(t)
-            stack.extend(v for v in cur.values() if type(v) in (dict, list) or isinstance(v, (Mapping, list)))
-        elif isinstance(cur, list):
+            for v in cur.values():
+                kind = type(v)
+                if kind is dict or kind is list or (kind not in _SCALARS and isinstance(v, (Mapping, list))):
+                    stack.append(v)
+        elif kind is list or isinstance(cur, list):
             stack.extend(cur)
     return found
 
@@ -420,29 +425,30 @@ def detect_one(d: Any) -> str | None:
     if not (type(d) is dict or isinstance(d, Mapping)):
         return None
     fn = d.get("function")
-    if isinstance(fn, Mapping) and ("name" in fn or d.get("type") == "function"):
+    if fn is not None and isinstance(fn, Mapping) and ("name" in fn or d.get("type") == "function"):
         return "openai"
     if "api_name" in d:
         return "nestools"
-    if not isinstance(d.get("name"), str):
+    if type(d.get("name")) is not str and not isinstance(d.get("name"), str):
         return None
     if "input_schema" in d:
         return "anthropic"
     if "inputSchema" in d:
         return "mcp"
     params = d.get("parameters")
-    schema = (type(params) is dict or isinstance(params, Mapping)) and is_schema_object(params)
-    if any(k in d for k in ("query_parameters", "path_parameters", "output_parameter")) or isinstance(
-        d.get("arguments"), Mapping
+    mapping = type(params) is dict or (params is not None and isinstance(params, Mapping))
+    schema = mapping and is_schema_object(params)
+    args = d.get("arguments")
+    if "query_parameters" in d or "path_parameters" in d or "output_parameter" in d or (
+        args is not None and isinstance(args, Mapping)
     ):
         return "nestful"
-    if "output_parameters" in d and isinstance(params, Mapping) and params and not schema:
+    if "output_parameters" in d and mapping and params and not schema:
         return "nestful"
-    if isinstance(params, Mapping) and params and not schema:
+    if mapping and params and not schema:
         return "xlam"
     if schema:
-        names = {t.strip().lower() for t in _types_in(params)}
-        if "required" in d or names & _PYTHONISH:
+        if "required" in d or {t.strip().lower() for t in _types_in(params)} & _PYTHONISH:
             return "toolace"
         if str(params.get("type")).lower() == "dict":
             return "bfcl"
@@ -463,16 +469,17 @@ def _str_field(ctx: Ctx, d: Mapping[str, Any], *keys: str, required: bool = Fals
 def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     """One tool dict in ``dialect`` → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
     ctx = Ctx(dialect, index, None)
-    if not isinstance(d, Mapping):
+    if type(d) is not dict and not isinstance(d, Mapping):
         raise ctx.error("", f"a tool must be an object, got {type(d).__name__}")
     wrapper_extra: dict[str, Any] = {}
-    if isinstance(d.get("function"), Mapping) and "name" not in d:
+    fn = d.get("function")
+    if fn is not None and isinstance(fn, Mapping) and "name" not in d:
         wrapper_extra = {k: v for k, v in d.items() if k not in ("type", "function")}
         d = d["function"]
     name = _str_field(ctx, d, "api_name" if dialect == "nestools" else "name", required=True)
     if not name:
         raise ctx.error("name", "is empty")
-    ctx = Ctx(dialect, index, name)
+    ctx.name = name
     description = _str_field(ctx, d, "api_description", "description") or ""
     implicit = _IMPLICIT.get(dialect, NEVER)
 
@@ -487,7 +494,7 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
         if d.get(key) is None:
             continue
         ps, req = read_param_map(ctx, key, d[key], implicit)
-        dup = set(ps) & set(params)
+        dup = set(ps) & set(params) if params else None
         if dup:
             raise ctx.error(key, f"parameters {sorted(dup)} are declared twice")
         params.update(ps)
@@ -503,8 +510,8 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
             outputs.update(read_outputs(ctx, key, d[key]))
     extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
     extra.update(wrapper_extra)
-    if any(d.get(key) is False or isinstance(d.get(key), Mapping) and d[key].get("additionalProperties") is False
-           for key in blocks):
+    if any(d.get(key) is False or d.get(key) is not None and (type(d[key]) is dict or isinstance(d[key], Mapping))
+           and d[key].get("additionalProperties") is False for key in blocks):
         extra["additionalProperties"] = False  # a closed parameter list: tier-1 repair may trust it fully
     return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra,
                     notes=tuple(ctx.notes), free_form=free_form)

@@ -72,6 +72,17 @@ class Param:
         if self.type == "null" and not self.nullable:
             object.__setattr__(self, "nullable", True)
 
+    @classmethod
+    def plain(cls, type: str, description: str | None) -> Param:
+        """``Param(type=type, description=description)`` for a ``type`` of :data:`JSON_TYPES` other than ``null``
+        (the caller's promise), built from a blank one's fields: most parameters are this, and the generated
+        constructor sets and checks every field in turn."""
+        p = object.__new__(cls)
+        d = p.__dict__
+        d.update(_BLANK_PARAM)
+        d["type"], d["description"], d["properties"], d["extra"] = type, description, {}, {}
+        return p
+
     def to_json_schema(self) -> dict[str, Any]:
         """This parameter as a JSON Schema object (nullable types as ``["t", "null"]``)."""
         out: dict[str, Any] = {}
@@ -100,6 +111,9 @@ class Param:
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out
+
+
+_BLANK_PARAM = dict(Param().__dict__)
 
 
 @dataclass(frozen=True)

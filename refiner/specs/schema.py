@@ -156,10 +156,16 @@ def is_json_schema(value: Any) -> bool:
                for k in _COMBINATORS)
 
 
+_REWRITTEN = frozenset(("$ref", "allOf", "anyOf", "oneOf", "$defs", "definitions", "patternProperties"))
+
+
 def _plain(schema: Mapping[str, Any]) -> bool:
     """Whether a schema needs no rewriting: an object with properties, and no reference, ``allOf``, combinator,
     boolean schema or open-ended properties anywhere (an iterative look at its keys, at most :data:`MAX_NODES`)."""
-    if schema.get("type") not in ("object", "dict") or not isinstance(schema.get("properties"), Mapping):
+    if schema.get("type") not in ("object", "dict"):
+        return False
+    props = schema.get("properties")
+    if type(props) is not dict and not isinstance(props, Mapping):
         return False
     stack: list[Any] = [schema]
     seen = 0
@@ -168,18 +174,18 @@ def _plain(schema: Mapping[str, Any]) -> bool:
         seen += 1
         if seen > MAX_NODES:
             return False
-        if isinstance(node, bool):
-            return False
-        if type(node) is not dict and not isinstance(node, Mapping):  # (a dict told first: the ABC check is slower)
-            continue
-        if "$ref" in node or "allOf" in node or "anyOf" in node or "oneOf" in node or "$defs" in node \
-                or "definitions" in node or "patternProperties" in node:
+        if type(node) is not dict:  # (a dict told first: the ABC check is slower)
+            if isinstance(node, bool):
+                return False
+            if not isinstance(node, Mapping):
+                continue
+        if not _REWRITTEN.isdisjoint(node):
             return False
         extra = node.get("additionalProperties")
         if extra is not None and extra is not False:
             return False
         props = node.get("properties")
-        if type(props) is dict or isinstance(props, Mapping):
+        if props is not None and (type(props) is dict or isinstance(props, Mapping)):
             stack.extend(props.values())
         items = node.get("items")
         if items is not None:
@@ -191,9 +197,11 @@ def normalise(schema: Any) -> tuple[Any, list[str], bool]:
     """``(schema, notes, free_form)``: the parameters schema with its references resolved and its combinators
     merged (see the module docstring); the notes say what was read otherwise than as written; ``free_form``: the
     tool takes any arguments. A value that is not a schema is returned as it is (the dialect reader reports it)."""
+    if type(schema) is dict and _plain(schema):  # (the common case: read as it is)
+        return schema, [], False
     if not isinstance(schema, (Mapping, bool)):
         return schema, [], False
-    if isinstance(schema, Mapping) and _plain(schema):  # (the common case: read as it is)
+    if isinstance(schema, Mapping) and _plain(schema):
         return schema, [], False
     walk = _Walk(schema)
     out = walk.resolve(schema)

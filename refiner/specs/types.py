@@ -46,6 +46,7 @@ _SIMPLE: dict[str, str | None] = {
 # Generic containers: ``Name[args]`` / ``Name(args)`` / ``Name<args>``.
 _ARRAYS = {"list", "array", "sequence", "set", "frozenset", "iterable", "arraylist", "tuple"}
 _OBJECTS = {"dict", "mapping", "map", "hashmap", "object"}
+_NOT_SIMPLE = object()
 _STRING_FORMATS = {"date": "date", "datetime": "date-time", "time": "time", "uuid": "uuid", "url": "uri"}
 
 
@@ -143,6 +144,9 @@ def _union(members: list[TypeInfo]) -> TypeInfo:
 
 def parse_type(text: str) -> TypeInfo:
     """Reads one type text (any dialect) into a :class:`TypeInfo`; never raises."""
+    simple = _SIMPLE.get(text, _NOT_SIMPLE)
+    if simple is not _NOT_SIMPLE:  # (most type texts: a bare JSON or Python type name, read as below, sooner)
+        return TypeInfo(simple, format=_STRING_FORMATS.get(text))
     text = text.strip()
     parts = _split_top(text, ",")
     if len(parts) > 1 and parts[0]:
