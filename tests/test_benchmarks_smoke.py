@@ -10,6 +10,7 @@ variant.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -81,3 +82,26 @@ def test_bench_data_llm_on_vllm_at_a_tiny_size():
                                      "--shared", str(SHARED_DATA)])
     assert out.returncode == 0, out.stderr[-3000:]
     assert "vLLM LLM.chat" in out.stdout
+
+
+def test_worst_case_bench_measures_an_input_over_the_bound_again():
+    """An input the sweep finds over the bound is measured again, each run between two peers of its own, and the
+    entry point is judged by that: one truly over stays over (and is counted missed), one under is never taken
+    over, and an input the sweep's stale peer made look over is judged by the fresh peers."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import bench_worst_case as bench
+    finally:
+        sys.path.remove(str(BENCH))
+    text = json.dumps([{"name": "f", "arguments": {"a": 1}}] * 4000)
+    table = bench.Table(1)
+    table.CONFIRM_RUNS = 3
+    slow = int(bench.BOUND_X_PEER * 2 * bench.PEER_CHARS / len(text)) + 1  # about twice the bound
+    table.measure("slow", "input", len(text), lambda: [json.loads(text) for _ in range(slow)])
+    table.measure("fast", "input", len(text), lambda: json.loads(text))
+    table.peer /= 100  # a peer the machine's speed has left far behind: every input looks over
+    table.measure("stale", "input", len(text), lambda: json.loads(text))
+    assert [c[0] for c in table.confirmed] == ["slow", "stale"]
+    assert table.rows["slow"][0] > bench.BOUND_X_PEER and table.rows["fast"][0] < bench.BOUND_X_PEER
+    assert table.rows["stale"][0] < bench.BOUND_X_PEER < table.confirmed[1][2]
+    assert table.print() == 1
