@@ -289,6 +289,15 @@ _FAST_DECODER = json.JSONDecoder(parse_constant=JSON_DECODER.parse_constant, par
 LITERALS_SPELT = {True: "true", False: "false", None: "null"}
 
 
+def _json_object(body: str) -> dict | None:
+    """The object that ``body`` is, whole, as the fast reads' strict decoder reads it; None for anything else."""
+    try:
+        value, stop = _FAST_DECODER.raw_decode(body)
+    except (ValueError, RecursionError):
+        return None
+    return value if type(value) is dict and stop == len(body) else None
+
+
 class BraceKV(WireFormat):
     """The grammar; each row (:data:`ROWS`) is a subclass made by :func:`~refiner.formats.family.register_rows`."""
 
@@ -411,14 +420,8 @@ class BraceKV(WireFormat):
         parts[2::3] = map(_json_string, parts[2::3])
         pieces[0::2] = "".join(parts).split("<")
         pieces[1::2] = map(_json_string, pieces[1::2])
-        body = "".join(pieces).rstrip()
-        try:
-            value, stop = _FAST_DECODER.raw_decode(body)
-        except (ValueError, RecursionError):
-            return _DOUBT
-        if type(value) is not dict or stop != len(body):
-            return _DOUBT
-        return value, close
+        value = _json_object("".join(pieces).rstrip())
+        return _DOUBT if value is None else (value, close)
 
     @functools.cached_property
     def _splits(self) -> bool:
@@ -463,14 +466,8 @@ class BraceKV(WireFormat):
                 parts.append(text[start:key_at])
                 parts.append(_json_string(m.group(4)))
             elif group == 2:  # the call's closing token: the object ends before it
-                body = "".join(parts).rstrip()
-                try:
-                    value, stop = _FAST_DECODER.raw_decode(body)
-                except (ValueError, RecursionError):
-                    return None
-                if type(value) is not dict or stop != len(body):
-                    return None
-                return value, start
+                value = _json_object("".join(parts).rstrip())
+                return None if value is None else (value, start)
             elif group == 5:
                 parts.append("null")
             else:  # a JSON quote outside a quoted string: not this syntax
