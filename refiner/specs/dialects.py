@@ -429,7 +429,7 @@ def detect_one(d: Any) -> str | None:
         return "openai"
     if "api_name" in d:
         return "nestools"
-    if type(d.get("name")) is not str and not isinstance(d.get("name"), str):
+    if not isinstance(d.get("name"), str):
         return None
     if "input_schema" in d:
         return "anthropic"
@@ -510,8 +510,8 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
             outputs.update(read_outputs(ctx, key, d[key]))
     extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
     extra.update(wrapper_extra)
-    if any(d.get(key) is False or d.get(key) is not None and (type(d[key]) is dict or isinstance(d[key], Mapping))
-           and d[key].get("additionalProperties") is False for key in blocks):
+    if any(block is False or (type(block) is dict or block is not None and isinstance(block, Mapping))
+           and block.get("additionalProperties") is False for block in map(d.get, blocks)):
         extra["additionalProperties"] = False  # a closed parameter list: tier-1 repair may trust it fully
     return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra,
                     notes=tuple(ctx.notes), free_form=free_form)

@@ -197,11 +197,10 @@ def normalise(schema: Any) -> tuple[Any, list[str], bool]:
     """``(schema, notes, free_form)``: the parameters schema with its references resolved and its combinators
     merged (see the module docstring); the notes say what was read otherwise than as written; ``free_form``: the
     tool takes any arguments. A value that is not a schema is returned as it is (the dialect reader reports it)."""
-    if type(schema) is dict and _plain(schema):  # (the common case: read as it is)
-        return schema, [], False
-    if not isinstance(schema, (Mapping, bool)):
-        return schema, [], False
-    if isinstance(schema, Mapping) and _plain(schema):
+    if type(schema) is dict or isinstance(schema, Mapping):  # (a dict told first: the ABC check is slower)
+        if _plain(schema):  # (the common case: read as it is)
+            return schema, [], False
+    elif not isinstance(schema, bool):
         return schema, [], False
     walk = _Walk(schema)
     out = walk.resolve(schema)
