@@ -10,7 +10,12 @@ import os
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+from fake_upstream import create_fake_upstream, serve_in_thread
+
+from refiner.formats.reasoning import pairs
+from refiner.proxy import create_app
 
 pytest.importorskip("canitoolcall")
 pytest.importorskip("jsonschema")
@@ -74,6 +79,33 @@ def test_a_few_fixtures_of_every_family_through_the_proxy(tmp_path_factory):
     assert len(cases) == 18
     failed = [c for c in cases if c.status.value not in ("pass", "soft_pass")]
     assert {c.fixture.family for c in failed} <= {"deepseek", "gemma4", "kimi"}, bc.failures(failed)
+
+
+def test_reasoning_with_no_hint_never_reaches_content():
+    """Every fixture with reasoning, its raw output as ``content``, no ``chat_template_kwargs`` (a client's default),
+    non-streamed through the real proxy: no reasoning closer reaches ``content``, and every answer whose raw output
+    shows where its reasoning ends (a closer) passes canitoolcall's judge. (Before the proxy split at the closer, 96
+    of these 173 returned their reasoning as content.) The rest have no closer (cut inside the reasoning, or a block
+    a call ends): only the prompt can tell those, and their text comes back as the upstream wrote it."""
+    closers = {c for _, c in pairs()} | set(bc.REASONING_ENDS) - {"<|end|>"}
+    chosen = [(fx, fam) for fx, fam in bc.fixtures() if fx.expected is not None and fx.expected.reasoning_content]
+    assert len(chosen) >= 173
+    leaked, failed = [], []
+    with serve_in_thread(create_fake_upstream()) as upstream, \
+            serve_in_thread(create_app(upstream + "/v1", workers=0)) as proxy, httpx.Client(timeout=120) as client:
+        for fx, fam in chosen:
+            body = bc.request_body(fx, fx.raw_output, None, None)
+            body.pop("chat_template_kwargs", None)
+            parse, _ = bc._exchange(client, proxy, body)
+            if any(c in (parse.content or "") for c in closers):
+                leaked.append(fx.id)
+            case = bc.judge(fx, fam, parse)
+            if case.status.value not in ("pass", "soft_pass"):
+                failed.append(case)
+    assert not leaked
+    assert len(chosen) - len(failed) >= 163  # 77 before
+    with_closer = [c for c in failed if any(m in c.fixture.raw_output for m in closers)]
+    assert not with_closer, bc.failures(with_closer)
 
 
 def test_canitoolcall_probe_passes_through_the_proxy():

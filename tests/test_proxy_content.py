@@ -307,6 +307,28 @@ def test_a_prompt_that_opened_the_reasoning(proxy) -> None:
     assert whole["reasoning_content"] == "Need the time." and whole["tool_calls"]
 
 
+def test_a_closer_with_no_hint_ends_the_reasoning_of_a_whole_answer(proxy) -> None:
+    """No ``chat_template_kwargs`` (what LangChain, LiteLLM and the OpenAI SDK send): a thinking closer before any call
+    still ends a block the prompt opened (non-streamed); thinking said off, or a closer inside a call's value, is
+    no reasoning."""
+    def whole(payload: dict) -> dict:
+        r = httpx.post(proxy + "/v1/chat/completions", json=payload, timeout=60)
+        assert r.status_code == 200
+        return r.json()["choices"][0]["message"]
+
+    message = whole(body("Need the time.\n</think>\n\n" + HERMES_CALL))
+    assert message["reasoning_content"] == "Need the time." and message.get("content") is None
+    assert [t["function"]["name"] for t in message["tool_calls"]] == ["get_time"]
+    message = whole(body("Easy.[/THINK]Paris."))
+    assert (message["reasoning_content"], message["content"]) == ("Easy.", "Paris.")
+    off = whole(body("Plain </think> text.", chat_template_kwargs={"enable_thinking": False}))
+    assert off["content"] == "Plain </think> text." and not off.get("reasoning_content")
+    quoted = HERMES_CALL.replace('"CET"', '"CET</think>"')
+    message = whole(body(quoted))
+    assert not message.get("reasoning_content") and json.loads(message["tool_calls"][0]["function"]["arguments"]) == {
+        "tz": "CET</think>"}
+
+
 def test_a_call_written_inside_reasoning_is_not_a_call(proxy) -> None:
     text = "<think>I could write " + HERMES_CALL + " but the user only greets.</think>Hello!"
     whole, merged = both(proxy, body(text))

@@ -403,14 +403,16 @@ def holds_calls(result: dict | None, names: set[str]) -> bool:
 # The reasoning block
 
 
-def thinking_hint(body: dict) -> bool:
-    """Whether the request says the prompt opened the reasoning block: ``chat_template_kwargs.enable_thinking``
-    (Qwen3, GLM) or ``chat_template_kwargs.thinking`` (DeepSeek V3.1+, Kimi) is true. Without it only an answer that
-    opens with a reasoning opener has a reasoning block (the proxy cannot tell a prompt that opened one)."""
+def thinking_hint(body: dict) -> bool | None:
+    """What the request says of the prompt's reasoning block: True when it opened one
+    (``chat_template_kwargs.enable_thinking``, Qwen3 and GLM, or ``chat_template_kwargs.thinking``, DeepSeek V3.1+
+    and Kimi, is true), False when it closed it (one of them is false), None when it says nothing (then only the
+    answer tells: :func:`refiner.formats.reasoning.split_reasoning` with ``opened=None``)."""
     kwargs = body.get("chat_template_kwargs")
     if not isinstance(kwargs, dict):
-        return False
-    return any(kwargs.get(k) is True for k in ("enable_thinking", "thinking"))
+        return None
+    said = [kwargs.get(k) for k in ("enable_thinking", "thinking") if isinstance(kwargs.get(k), bool)]
+    return any(said) if said else None
 
 
 def upstream_reasoning(message: dict) -> str | None:
@@ -473,10 +475,10 @@ class EdgeTrim:
         return trim_edges(rest, False, trail)
 
 
-def separate_reasoning(text: str, opened: bool) -> tuple[str | None, str]:
-    """``(reasoning, answer)`` of a whole answer's content (:func:`refiner.formats.reasoning.split_reasoning`, the
-    prompt having opened the block when ``opened``): the reasoning without the line breaks around it (None when
-    there is no block)."""
+def separate_reasoning(text: str, opened: bool | None) -> tuple[str | None, str]:
+    """``(reasoning, answer)`` of a whole answer's content (:func:`refiner.formats.reasoning.split_reasoning`;
+    ``opened``: what the request says of the prompt's block, :func:`thinking_hint`): the reasoning without the line
+    breaks around it (None when there is no block)."""
     s = split_reasoning(text, opened=opened)
     if not s.found:
         return None, text

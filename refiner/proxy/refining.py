@@ -359,7 +359,7 @@ class Refinement:
         if not isinstance(content, str) or not content:
             return message
         given = upstream_reasoning(message)
-        reasoning, answer = separate_reasoning(content, thinking_hint(body) and given is None)
+        reasoning, answer = separate_reasoning(content, False if given is not None else thinking_hint(body))
         if reasoning is None:
             return message
         out.separated, out.reasoning = True, reasoning

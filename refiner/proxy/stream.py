@@ -249,7 +249,7 @@ async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned:
             i = choice["index"]
             ans = answers.get(i)
             if ans is None:
-                ans = answers[i] = AnswerStream(thinking_hint(body) and i not in reasoned, refinement.splitter(body))
+                ans = answers[i] = AnswerStream(thinking_hint(body) is True and i not in reasoned, refinement.splitter(body))
             reasoning, text = await ans.feed(piece, refinement, body)
             delta = {k: v for k, v in choice["delta"].items() if k != "content"}
             if reasoning:
