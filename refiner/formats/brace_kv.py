@@ -272,6 +272,9 @@ class _Reader:
 _INF = float("inf")
 _DOUBT = object()  # (the split read's "ask the scan")
 _ASK = object()  # (not given, or not kept yet)
+# what JSON holds outside a string, but for what starts a branch of the scan ("{" and "," may start a key, "N" None):
+# white space, brackets, a colon, numbers, and the letters of true, false and null (a regex class)
+_JSON_OUTSIDE_STRINGS = r"\]\[}: \t\r\n0-9.eE+\-truefalsn"
 # a bare key, as the fast reads take it
 _KEY = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
 
@@ -406,8 +409,8 @@ class BraceKV(WireFormat):
         sp = self.spelling
         if not self._splits:
             return _DOUBT
-        close = text.find(sp.call_close, brace)
-        if close < 0 or close - brace >= MAX_FAST_STEPS:
+        close = text.find(sp.call_close, brace, brace + MAX_FAST_STEPS)  # (never further than it would read)
+        if close < 0:
             return _DOUBT
         region = text[brace:close]
         pieces = region.split(sp.quote)
@@ -440,12 +443,14 @@ class BraceKV(WireFormat):
         if pattern is None:
             q, close = re.escape(sp.quote), re.escape(sp.call_close)
             key = _KEY
-            # (the last two branches, no group, pass in one step a run of text that starts none of the others, and a
-            # run of braces and commas each followed by another, where no key starts: a brace storm is one step, not
-            # a regex search trying every branch at each of its characters)
+            # (the branches without a group pass in one step a run of what JSON holds outside a string and that
+            # starts none of the others, and a run of braces and commas each followed by another, where no key
+            # starts: a brace storm is one step, not a regex search trying every branch at each of its characters;
+            # the last branch is any other character, which no JSON holds there: the read stops at it, so it never
+            # goes on past the call into the text after it)
             pattern = self.__dict__["_fast"] = re.compile(
-                rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)|(\")"
-                rf"|[^{re.escape(sp.quote[0] + sp.call_close[0])}{{,N\"]+|[{{,]+(?=[{{,])", re.DOTALL)
+                rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)"
+                rf"|[{_JSON_OUTSIDE_STRINGS}]+|[{{,]+(?=[{{,])|[{{,]|(.)", re.DOTALL)
         parts, last, quote = [], brace, sp.quote
         for n, m in enumerate(pattern.finditer(text, brace)):
             if n >= MAX_FAST_STEPS:  # a storm of punctuation: the reader reads it, and explains
@@ -470,7 +475,7 @@ class BraceKV(WireFormat):
                 return None if value is None else (value, start)
             elif group == 5:
                 parts.append("null")
-            else:  # a JSON quote outside a quoted string: not this syntax
+            else:  # what JSON cannot hold outside a string (a JSON quote among them): not this call's syntax
                 return None
         return None
 
@@ -480,11 +485,11 @@ class BraceKV(WireFormat):
         sp = self.spelling
         start = self.answer_start(text)
         text = self._respell(text, start, out)
-        i = self._next_call(text, start, out)
+        finder = Finder(text)
+        i = self._next_call(text, start, out, finder)
         if i < 0:
             out.note("missing_tag", f"no {sp.call_open} found")
             return
-        finder = Finder(text)
         for _ in range(MAX_RECOVERED_ITEMS):
             if i < 0 or not take_items(1):
                 return
@@ -493,14 +498,14 @@ class BraceKV(WireFormat):
             except _TooDeep:
                 out.note("bad_arguments", f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels; the rest is not read")
                 return
-            i = self._next_call(text, pos, out)
+            i = self._next_call(text, pos, out, finder)
 
-    def _next_call(self, text: str, pos: int, out: Lenient) -> int:
+    def _next_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
         """(lenient) Where the next call's ``call:NAME{...}`` starts: after the next call token, or before it where
         a ``call:NAME{`` starts a line or follows what ends like a token (its own token lost, or written as another
         format's: a serving stack that drops special tokens leaves none at all); -1 when there is none."""
         sp = self.spelling
-        i = text.find(sp.call_open, pos)
+        i = finder.next(sp.call_open, pos)  # (a text without the token is searched once, not once per call)
         early = self._bare_call(text, pos, i if i >= 0 else None, after_tag=True)
         if early >= 0:
             if sum(p.code == "missing_tag" for p in out.problems[-MAX_NOTES:]) < MAX_NOTES:
