@@ -13,6 +13,7 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 - ``status``: reply with this HTTP status and an OpenAI-style error body; ``fail_times`` + ``key``: the first
   ``fail_times`` requests carrying ``key`` get ``fail_status`` (default 503), later ones succeed;
 - ``delay``: seconds to wait before answering; ``malformed``: reply 200 with a body that is not JSON;
+- ``headers``: response headers to send with the answer (streamed or not; chat completions and responses);
 - ``stream: true`` in the body streams SSE chunks: content in small pieces, each tool call split into a name chunk
   and several argument fragments, then ``finish_reason``, a usage chunk when ``stream_options.include_usage``, and
   ``[DONE]``; ``stream_stall``: seconds to stall after the content (a read timeout mid-stream).
@@ -245,8 +246,9 @@ def create_fake_upstream() -> FastAPI:
             return JSONResponse({"error": {"message": "scripted", "type": "scripted"}}, int(fake["status"]))
         answer = _response(body, fake)
         if body.get("stream"):
-            return StreamingResponse(_response_events(answer), media_type="text/event-stream")
-        return answer
+            return StreamingResponse(_response_events(answer), media_type="text/event-stream",
+                                     headers=fake.get("headers"))
+        return JSONResponse(answer, headers=fake.get("headers"))
 
     @app.get("/v1/models")
     async def models() -> dict:
@@ -278,7 +280,7 @@ def create_fake_upstream() -> FastAPI:
         if fake.get("malformed"):
             return PlainTextResponse('{"id": "x", "choices": [ not json', 200, media_type="application/json")
         if body.get("stream"):
-            return StreamingResponse(_stream(body, fake), media_type="text/event-stream")
+            return StreamingResponse(_stream(body, fake), media_type="text/event-stream", headers=fake.get("headers"))
         calls = fake.get("raw_tool_calls") or _tool_calls(fake.get("tool_calls") or [])
         choices = []
         for i in range(int(body.get("n") or 1)):
@@ -298,7 +300,7 @@ def create_fake_upstream() -> FastAPI:
             "model": body.get("model", MODEL_ID),
             "choices": choices,
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-        })
+        }, headers=fake.get("headers"))
 
     return app
 

@@ -216,12 +216,16 @@ def test_a_call_cut_by_the_token_limit_is_reported_never_returned_as_a_call(prox
     choice = r.json()["choices"][0]
     assert choice["finish_reason"] == "length"
     assert args_of(choice) == [("get_weather", {"city": "Paris", "days": 3}, "call_a")]  # the cut call is not there
-    assert r.headers["x-tool-refiner-truncated"] == "0" and r.headers["x-tool-refiner"] == "repaired"
+    assert r.headers["x-tool-refiner-truncated"] == "0" and r.headers["x-tool-refiner"] == "truncated"
     assert r.json()["tool_refiner"]["truncated"] == [CUT_REPORT]
     only = post(proxy, body({"tool_calls": [CUT], "finish_reason": "length"}))
     assert "tool_calls" not in only.json()["choices"][0]["message"]
     assert only.json()["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": 0}]
-    assert only.headers["x-tool-refiner"] == "none" and only.json()["choices"][0]["finish_reason"] == "length"
+    assert only.headers["x-tool-refiner"] == "truncated" and only.json()["choices"][0]["finish_reason"] == "length"
+    clean = post(proxy, body({"tool_calls": [tc("get_weather", '{"city": "Paris"}', "call_w"), CUT],
+                              "finish_reason": "length"}))  # the complete call needs no repair: still not "unchanged"
+    assert clean.headers["x-tool-refiner"] == "truncated" and clean.headers["x-tool-refiner-truncated"] == "0"
+    assert args_of(clean.json()["choices"][0]) == [("get_weather", {"city": "Paris"}, "call_w")]
 
 
 def test_a_complete_last_call_under_length_is_refined_and_length_kept(proxy) -> None:
@@ -244,6 +248,7 @@ def test_a_cut_call_in_a_stream_is_reported_never_streamed_as_a_call(proxy) -> N
         assert all(json.loads(t["function"]["arguments"]) == {"city": "Paris", "days": 3} for t in streamed)
         assert chunks[-1]["choices"][0]["finish_reason"] == "length"
         assert chunks[-1]["tool_refiner"]["truncated"] == [{**CUT_REPORT, "call": len(calls) - 1}]
+        assert chunks[-1]["tool_refiner"]["stages"] == ["truncated"]
 
 
 # ------------------------------------------------------------------------------------------------ errors

@@ -88,6 +88,29 @@ def test_client_headers_are_forwarded_hop_by_hop_ones_dropped(proxy, upstream) -
         assert seen["authorization"] == "Bearer client-key"  # no key of its own: the client's is forwarded
 
 
+def test_the_upstreams_headers_come_back_on_the_refined_routes(proxy) -> None:
+    """Chat completions and responses, streamed and not: the upstream's own headers come back (its request id, rate
+    limits), but not the ones that describe its body or connection, which the proxy writes itself."""
+    sent = {"x-request-id": "req-42", "x-ratelimit-remaining-tokens": "999", "openai-processing-ms": "12",
+            "x-tool-refiner": "inner", "x-tool-refiner-truncated": "0"}
+    fake = {"content": "Checking.", "tool_calls": BROKEN_CALLS, "headers": sent}
+    for path, payload in (("/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                    "tools": WEATHER_TOOLS}),
+                          ("/v1/responses", {"input": "x", "tools": RESPONSES_TOOLS})):
+        for stream in (False, True):
+            with httpx.stream("POST", proxy + path, json={"model": "fake-model", "x_fake": fake, "stream": stream,
+                                                          **payload}, timeout=30) as r:
+                r.read()
+            assert r.status_code == 200, r.text
+            for name in ("x-request-id", "x-ratelimit-remaining-tokens", "openai-processing-ms"):
+                assert r.headers[name] == sent[name], (path, stream, name)
+            assert r.headers["content-type"].startswith("text/event-stream" if stream else "application/json")
+            assert r.headers.get("x-tool-refiner") == (None if stream else "repaired")  # the proxy's own report
+            assert "x-tool-refiner-truncated" not in r.headers
+            if not stream:
+                assert int(r.headers["content-length"]) == len(r.content)  # the refined body's length
+
+
 # ------------------------------------------------------------------------------------------------ authentication
 
 

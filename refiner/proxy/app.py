@@ -309,12 +309,12 @@ class ChatCompletions:
         log_request("POST", ROUTE, 200, headers["x-tool-refiner"], time.perf_counter() - started,
                     formats=",".join(sorted({r.content_format for r in results if r.content_format})),
                     upstream=answered - started, refine=refined - answered)
-        return JSONResponse(data, headers=headers)
+        return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})
 
     async def stream(self, body: dict, payload: bytes, client: Any, history: HistoryReport | None,
                      started: float) -> Response:
         resp = await self.upstream.open_stream("/chat/completions", client, payload)
-        headers = {"cache-control": "no-cache"}
+        headers = {**returned_headers(resp.headers, refined=True), "cache-control": "no-cache"}
         if history is not None and history.header():
             headers["x-tool-refiner-history"] = history.header()
         events = relay(self.upstream.events(resp), self.refinement, body, history)
@@ -369,7 +369,8 @@ class Responses:
                 resp = await self.upstream.open_stream("/responses", client, raw)
                 events = responses.relay(self.upstream.events(resp), self.refinement, body)
                 return StreamingResponse(logged_stream(events, self.route, started), media_type="text/event-stream",
-                                         headers={"cache-control": "no-cache"})
+                                         headers={**returned_headers(resp.headers, refined=True),
+                                                  "cache-control": "no-cache"})
             resp = await self.upstream.request("POST", "/responses", client, raw)
             data = parse_object(resp.content)
         except UpstreamError as e:
@@ -379,4 +380,4 @@ class Responses:
         headers = responses.reported(data, await responses.refine_output(self.refinement, body, data))
         log_request("POST", self.route, 200, headers["x-tool-refiner"], time.perf_counter() - started,
                     upstream=answered - started, refine=time.perf_counter() - answered)
-        return JSONResponse(data, headers=headers)
+        return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})

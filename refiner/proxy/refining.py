@@ -69,8 +69,8 @@ Choice = tuple[dict, str | None]  # (message, finish_reason)
 
 @dataclass
 class ChoiceResult:
-    """One choice after refinement. ``stage``: ``none`` (nothing to refine), the pipeline's stage, ``timeout`` or
-    ``error``. ``truncated``: the call cut by the token limit (``{"call": index, "id": ...}``). ``content_format``:
+    """One choice after refinement. ``stage``: ``none`` (nothing to refine), the pipeline's stage (``truncated``
+    whenever a cut call was left out), ``timeout`` or ``error``. ``truncated``: the call cut by the token limit (``{"call": index, "id": ...}``). ``content_format``:
     the format of calls moved out of the content. ``content_tail`` / ``reasoning_tail``: held-back content and
     reasoning read from it (a channel format's), to release at the end of a stream. ``separated``: reasoning or
     calls were taken out of the content (content left blank is then no content)."""
@@ -276,6 +276,9 @@ class Refinement:
             self._apply(job, items[job.choice], results[job.choice], body)
         if getattr(self.ref, "calls_in_reasoning", False):
             await self._reasoning_calls(body, results, deadline)
+        for r in results:
+            if r.truncated and r.stage not in ("timeout", "error"):
+                r.stage = "truncated"  # a cut call was left out: the answer is not the upstream's, nor just repaired
         if splits is None:
             for r in results:
                 if r.separated and isinstance(r.message.get("content"), str):

@@ -134,10 +134,14 @@ def forwarded_headers(client: RawHeaders, api_key: str | None, *, consume_auth: 
     return out
 
 
-def returned_headers(upstream: httpx.Headers) -> dict[str, str]:
+def returned_headers(upstream: httpx.Headers, *, refined: bool = False) -> dict[str, str]:
     """The upstream response's headers given back to the client (the end-to-end ones; the body's length and
-    encoding are recomputed)."""
-    return dict(_end_to_end(upstream.raw, NOT_RETURNED))
+    encoding are recomputed). A ``refined`` answer's body type and its ``x-tool-refiner`` report are the proxy's own
+    (an upstream that is itself a tool-refiner proxy reported on its answer, not on this one)."""
+    pairs = _end_to_end(upstream.raw, NOT_RETURNED)
+    if refined:
+        pairs = [(k, v) for k, v in pairs if k != "content-type" and not k.startswith("x-tool-refiner")]
+    return dict(pairs)
 
 
 class Upstream:
