@@ -95,7 +95,10 @@ def test_the_deadline_stops_a_running_task_and_the_pool_recovers() -> None:
                 await pool.run("tier1", [item('{"city": "SPIN=30"')], 0.3)
             (outcome,), _ = await pool.run("tier1", [item('{"city": "Paris"')], 30)
             assert outcome["result"]["stage"] == "repaired" and outcome["format"] == "openai"
-            assert set(outcome["result"]) <= {"calls", "changed", "stage", "reason", "format", "diagnostics"}
+            assert set(outcome["result"]) <= {"calls", "changed", "stage", "reason", "format", "diagnostics",
+                                              "repairs"}  # (the repairs counted by class: metrics.repair_classes)
+            repairs = outcome["result"]["repairs"]
+            assert repairs and all(isinstance(n, int) for n in repairs.values())
             for _ in range(1000):  # the killed worker is replaced
                 if pool.info()["workers"] == 2 and pool.stats["started"] >= 3:
                     break

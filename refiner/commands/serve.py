@@ -103,7 +103,7 @@ def register(app: typer.Typer) -> None:
                                                  "unless --api-key is set)."),
         api_key: str | None = typer.Option(None, "--api-key", envvar="TOOL_REFINER_API_KEY", show_default=False,
                                            help="Clients must send this key as their bearer token (401 otherwise; "
-                                           "/health stays open). Also read from TOOL_REFINER_API_KEY."),
+                                           "/health and /metrics stay open). Also read from TOOL_REFINER_API_KEY."),
         content_calls: list[str] | None = typer.Option(None, "--content-calls", help="Calls an upstream left in its "
                                                        "answer's text are moved to tool_calls: auto (default: any "
                                                        "known format), off, or a format name (repeatable)."),

@@ -22,7 +22,7 @@ is then returned as it came); requests that need the refiner model are batched i
 Errors: upstream timeouts answer 504, unreachable or malformed upstreams and upstream 5xx answer 502, upstream 4xx
 pass through; all with OpenAI-style ``{"error": {...}}`` bodies. A refiner failure never fails the request: the
 upstream answer is returned as it came (header ``x-tool-refiner: error``). ``GET /health`` reports liveness and the
-worker pool. ``client_api_key``: clients must send it as their bearer token (401 otherwise). API keys (the proxy's
+worker pool, ``GET /metrics`` the counters in Prometheus' text format (:mod:`~refiner.proxy.metrics`). ``client_api_key``: clients must send it as their bearer token (401 otherwise). API keys (the proxy's
 own ``api_key`` or the client's ``Authorization`` header, forwarded when no key is configured) are never logged.
 
 Modules, one job each: :mod:`~refiner.proxy.app` (routes and settings), :mod:`~refiner.proxy.upstream` (the upstream
@@ -31,8 +31,8 @@ client and the one mapping of its failures), :mod:`~refiner.proxy.convert` (``to
 :mod:`~refiner.proxy.content` (calls left in content, and the streaming hold-back), :mod:`~refiner.proxy.history`
 (healing the incoming conversation), :mod:`~refiner.proxy.isolation` (the worker pool), :mod:`~refiner.proxy.forks`
 (the fork server that starts its workers), :mod:`~refiner.proxy.work` (what runs in a worker),
-:mod:`~refiner.proxy.batching` (micro-batches for the model), :mod:`~refiner.proxy.stream` (the SSE relay) and
-:mod:`~refiner.proxy.responses` (the Responses API).
+:mod:`~refiner.proxy.batching` (micro-batches for the model), :mod:`~refiner.proxy.stream` (the SSE relay),
+:mod:`~refiner.proxy.responses` (the Responses API) and :mod:`~refiner.proxy.metrics` (``/metrics``).
 """
 
 from refiner.proxy.app import create_app

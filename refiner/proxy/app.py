@@ -1,6 +1,6 @@
 """The proxy's routes and settings: ``POST /v1/chat/completions`` and ``POST /v1/responses`` (refined), every other
-path under ``/v1`` passed through to the upstream as it is, ``GET /health``; client authentication
-(:class:`ClientAuth`); one info log line per request (:func:`log_request`)."""
+path under ``/v1`` passed through to the upstream as it is, ``GET /health``, ``GET /metrics``; client
+authentication (:class:`ClientAuth`); one record per request, a log line and its metrics (:class:`RequestLog`)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ from refiner.proxy.content import ContentCalls
 from refiner.proxy.convert import WIRE_FORMAT
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.isolation import ThreadRunner, WorkerPool
+from refiner.proxy.metrics import CONTENT_TYPE, Metrics
 from refiner.proxy.refining import Refinement, report
 from refiner.proxy.stream import relay
 from refiner.proxy.upstream import (
     Upstream,
     UpstreamError,
+    elapsed,
     error_body,
     error_response,
     parse_completion,
@@ -49,23 +51,24 @@ class BodyTooLarge(Exception):
     pass
 
 
-OPEN_PATHS = frozenset({"/health"})
+OPEN_PATHS = frozenset({"/health", "/metrics"})
 
 
 class ClientAuth:
-    """ASGI middleware: every HTTP request but ``/health`` must carry ``Authorization: Bearer <key>``; others get 401
-    with an OpenAI-style error body. The token is compared in constant time (:func:`hmac.compare_digest`) and never
-    logged."""
+    """ASGI middleware: every HTTP request but ``/health`` and ``/metrics`` must carry ``Authorization: Bearer
+    <key>``; others get 401 with an OpenAI-style error body. The token is compared in constant time
+    (:func:`hmac.compare_digest`) and never logged."""
 
-    def __init__(self, app: ASGIApp, key: str) -> None:
+    def __init__(self, app: ASGIApp, key: str, record: RequestLog) -> None:
         if not key:
             raise ValueError("the client API key must not be empty")
         self.app = app
         self.key = key.encode()
+        self.record = record
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] not in OPEN_PATHS and not self.allowed(scope):
-            log_request(scope.get("method", ""), scope["path"], 401, "unauthorized", 0.0)
+            self.record(scope.get("method", ""), scope["path"], 401, "unauthorized", 0.0, refused="auth")
             body = json.dumps(error_body(401, "missing or invalid API key: send Authorization: Bearer <key>",
                                          "invalid_request_error", code="invalid_api_key")).encode()
             await send({"type": "http.response.start", "status": 401, "headers": [
@@ -83,17 +86,59 @@ class ClientAuth:
         return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
 
 
-def log_request(method: str, route: str, status: int, stages: str, total: float, *, mode: str = "",
-                formats: str = "", upstream: float | None = None, refine: float | None = None) -> None:
-    """The one info line per request: route, status, stages, formats, times (never a key, a header or a body)."""
-    if not log.isEnabledFor(logging.INFO):
-        return
-    times = f"{1e3 * total:.1f} ms"
-    if upstream is not None:
-        times += f" (upstream {1e3 * upstream:.1f} ms" + (f", refinement {1e3 * refine:.1f} ms)" if refine is not
-                                                            None else ")")
-    log.info("%s %s %d%s stage=%s%s %s", method, route, status, f" {mode}" if mode else "", stages or "-",
-             f" format={formats}" if formats else "", times)
+class RequestLog:
+    """The one record of each request on the API's routes: its info log line (route, status, stages, formats, times;
+    never a key, a header or a body) and its metrics (:class:`~refiner.proxy.metrics.Metrics`)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def __call__(self, method: str, route: str, status: int, stages: str, total: float, *, mode: str = "",
+                 formats: str = "", upstream: float | None = None, refine: float | None = None,
+                 upstream_elapsed: float | None = None, refused: str | None = None,
+                 upstream_error: str | None = None) -> None:
+        """``upstream``: the time until the upstream answered (on a stream: until its first event), for the log
+        line; ``upstream_elapsed``: the upstream exchange's own time, to the end of its answer, for the metrics;
+        ``refused``: ``auth`` or ``size``; ``upstream_error``: the :class:`UpstreamError`'s kind."""
+        self.metrics.request(route, status, mode="stream" if mode == "stream" else "whole", refused=refused,
+                             upstream_error=upstream_error, total=total, upstream=upstream_elapsed)
+        if not log.isEnabledFor(logging.INFO):
+            return
+        times = f"{1e3 * total:.1f} ms"
+        if upstream is not None:
+            times += f" (upstream {1e3 * upstream:.1f} ms" + (f", refinement {1e3 * refine:.1f} ms)" if refine is not
+                                                                None else ")")
+        log.info("%s %s %d%s stage=%s%s %s", method, route, status, f" {mode}" if mode else "", stages or "-",
+                 f" format={formats}" if formats else "", times)
+
+    async def stream(self, events: AsyncIterator[str], route: str, started: float,
+                     resp: httpx.Response) -> AsyncIterator[str]:
+        """``events`` (SSE text) as they come; once they end, the request's record, with the stages and formats the
+        stream's ``tool_refiner`` report gave (read from the last events only), the time to the first event and the
+        upstream ``resp``'s own time."""
+        first: float | None = None
+        report: dict = {}
+        status, failure = 200, None
+        try:
+            async for piece in events:
+                if first is None:
+                    first = time.perf_counter() - started
+                if len(piece) < 65536 and ('"tool_refiner"' in piece or '"error"' in piece[:64]):
+                    with contextlib.suppress(ValueError, TypeError, AttributeError):
+                        event = json.loads(piece[piece.index("data:") + 5:])
+                        inner = event.get("response") if isinstance(event.get("response"), dict) else {}
+                        report = event.get("tool_refiner") or inner.get("tool_refiner") or report
+                        if "error" in event or event.get("type") == "error":
+                            error = event.get("error")
+                            status = 502
+                            failure = str(error.get("type")) if isinstance(error, dict) else "upstream_error"
+                yield piece
+        finally:
+            stages = report.get("stages") or ([report["stage"]] if "stage" in report else ["none"])
+            formats = ",".join(sorted({m.get("format", "") for m in report.get("content_calls") or []}))
+            self(method="POST", route=route, status=status, stages=",".join(map(str, stages)),
+                 total=time.perf_counter() - started, mode="stream", formats=formats, upstream=first,
+                 upstream_elapsed=elapsed(resp), upstream_error=failure)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -153,8 +198,8 @@ def create_app(
     :class:`refiner.pipeline.Refiner` (default: tier-1 repair and the guard, no model) or anything with
     ``refine_batch(requests) -> list[dict]``. ``api_key`` is sent upstream; without it the client's
     ``Authorization`` header is forwarded (unless ``client_api_key`` is set). ``client_api_key``: clients must send
-    it as their bearer token (401 otherwise; ``/health`` stays open). The client's other headers are forwarded
-    (:func:`refiner.proxy.upstream.forwarded_headers`). ``timeout`` bounds each upstream call (504 after).
+    it as their bearer token (401 otherwise; ``/health`` and ``/metrics`` stay open). The client's other headers are
+    forwarded (:func:`refiner.proxy.upstream.forwarded_headers`). ``timeout`` bounds each upstream call (504 after).
 
     Isolation: request bodies over ``max_body_bytes`` are refused (413). Tier-1 work runs in ``workers`` processes
     (default: twice the CPU count, at least 4; ``0``: threads of this process, no isolation); a task that has used
@@ -177,7 +222,10 @@ def create_app(
         raise ValueError(f"refine_timeout must be positive, got {refine_timeout}")
     runner = tier1_runner(ref, workers, slow_after)
     batcher = RefineBatcher(batch_function(ref), max_batch=max_batch)
-    refinement = Refinement(ref, runner=runner, batcher=batcher, fmt=fmt, content=content, timeout=budget)
+    metrics = Metrics()
+    record = RequestLog(metrics)
+    refinement = Refinement(ref, runner=runner, batcher=batcher, fmt=fmt, content=content, timeout=budget,
+                            metrics=metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -195,6 +243,7 @@ def create_app(
     app.state.upstream = upstream.base
     app.state.batcher = batcher
     app.state.refinement = refinement
+    app.state.metrics = metrics
 
     @app.get("/health")
     async def health() -> dict:
@@ -202,12 +251,17 @@ def create_app(
                 "content_calls": content.describe(), "heal_history": heal_history, "max_body_bytes": max_body_bytes,
                 "refine_timeout": budget, "client_auth": bool(client_api_key), "tier1": runner.info()}
 
-    app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, heal_history).handle)
-    app.post("/v1/responses")(Responses(upstream, refinement, max_body_bytes).handle)
+    @app.get("/metrics")
+    async def metrics_text() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, heal_history,
+                                                     record).handle)
+    app.post("/v1/responses")(Responses(upstream, refinement, max_body_bytes, record).handle)
     app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])(
-        PassThrough(upstream, max_body_bytes).handle)
+        PassThrough(upstream, max_body_bytes, record).handle)
     if client_api_key:
-        app.add_middleware(ClientAuth, key=client_api_key)
+        app.add_middleware(ClientAuth, key=client_api_key, record=record)
     return app
 
 
@@ -216,21 +270,22 @@ def too_large(limit: int) -> JSONResponse:
                           "invalid_request_error", code="request_too_large")
 
 
-async def read_json(request: Request, limit: int, route: str, started: float) -> tuple[bytes, dict] | Response:
+async def read_json(request: Request, limit: int, route: str, started: float,
+                    record: RequestLog) -> tuple[bytes, dict] | Response:
     """``(raw body, JSON object)``, or the error response: 413 over ``limit`` bytes, 400 when it is not a JSON
     object."""
     try:
         raw = await read_body(request, limit)
     except BodyTooLarge:
-        log_request("POST", route, 413, "none", time.perf_counter() - started)
+        record("POST", route, 413, "none", time.perf_counter() - started, refused="size")
         return too_large(limit)
     try:
         body = loads_keeping_tools(raw.decode("utf-8"))  # (its tool list keeps its text: see refiner.specs.catalog)
     except (ValueError, RecursionError):
-        log_request("POST", route, 400, "none", time.perf_counter() - started)
+        record("POST", route, 400, "none", time.perf_counter() - started)
         return error_response(400, "request body is not valid JSON", "invalid_request_error")
     if not isinstance(body, dict):
-        log_request("POST", route, 400, "none", time.perf_counter() - started)
+        record("POST", route, 400, "none", time.perf_counter() - started)
         return error_response(400, "request body must be a JSON object", "invalid_request_error")
     return raw, body
 
@@ -241,9 +296,10 @@ class PassThrough:
     status, headers and body as they come (streamed). An upstream 5xx answers 502, a timeout 504, an unreachable
     upstream 502, as on the refined routes; bodies over the limit 413."""
 
-    def __init__(self, upstream: Upstream, max_body_bytes: int) -> None:
+    def __init__(self, upstream: Upstream, max_body_bytes: int, record: RequestLog) -> None:
         self.upstream = upstream
         self.max_body_bytes = max_body_bytes
+        self.record = record
 
     async def handle(self, request: Request, path: str) -> Response:
         started = time.perf_counter()
@@ -251,16 +307,16 @@ class PassThrough:
         try:
             raw = await read_body(request, self.max_body_bytes)
         except BodyTooLarge:
-            log_request(request.method, route, 413, "none", time.perf_counter() - started)
+            self.record(request.method, route, 413, "none", time.perf_counter() - started, refused="size")
             return too_large(self.max_body_bytes)
         target = f"/{path}" + (f"?{request.url.query}" if request.url.query else "")
         try:
             resp = await self.upstream.open_stream(target, request.headers.raw, raw, method=request.method,
                                                    passthrough=True)
         except UpstreamError as e:
-            log_request(request.method, route, e.status, "none", time.perf_counter() - started)
+            self.record(request.method, route, e.status, "none", time.perf_counter() - started, upstream_error=e.kind)
             return e.response()
-        log_request(request.method, route, resp.status_code, "none", time.perf_counter() - started, mode="relayed")
+        self.record(request.method, route, resp.status_code, "none", time.perf_counter() - started, mode="relayed")
         return StreamingResponse(self.upstream.body(resp), resp.status_code, headers=returned_headers(resp.headers))
 
 
@@ -271,15 +327,17 @@ class ChatCompletions:
     """``POST /v1/chat/completions``: read the body (within the limit), heal its history, forward it, refine the
     answer (or relay the stream), report."""
 
-    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int, heal_history: bool) -> None:
+    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int, heal_history: bool,
+                 record: RequestLog) -> None:
         self.upstream = upstream
         self.refinement = refinement
         self.max_body_bytes = max_body_bytes
         self.heal_history = heal_history
+        self.record = record
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
-        read = await read_json(request, self.max_body_bytes, ROUTE, started)
+        read = await read_json(request, self.max_body_bytes, ROUTE, started, self.record)
         if isinstance(read, Response):
             return read
         raw, body = read
@@ -295,7 +353,7 @@ class ChatCompletions:
             data = parse_completion(resp.content)
         except UpstreamError as e:
             log.warning("chat completion failed: %s %s", e.status, e.message)
-            log_request("POST", ROUTE, e.status, "none", time.perf_counter() - started)
+            self.record("POST", ROUTE, e.status, "none", time.perf_counter() - started, upstream_error=e.kind)
             return e.response()
         answered = time.perf_counter()
         items = [(c.get("message") or {}, c.get("finish_reason")) for c in data["choices"]]
@@ -306,9 +364,9 @@ class ChatCompletions:
         headers, extra = report(results, history)
         if extra:
             data["tool_refiner"] = extra
-        log_request("POST", ROUTE, 200, headers["x-tool-refiner"], time.perf_counter() - started,
+        self.record("POST", ROUTE, 200, headers["x-tool-refiner"], time.perf_counter() - started,
                     formats=",".join(sorted({r.content_format for r in results if r.content_format})),
-                    upstream=answered - started, refine=refined - answered)
+                    upstream=answered - started, refine=refined - answered, upstream_elapsed=elapsed(resp))
         return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})
 
     async def stream(self, body: dict, payload: bytes, client: Any, history: HistoryReport | None,
@@ -318,32 +376,8 @@ class ChatCompletions:
         if history is not None and history.header():
             headers["x-tool-refiner-history"] = history.header()
         events = relay(self.upstream.events(resp), self.refinement, body, history)
-        return StreamingResponse(logged_stream(events, ROUTE, started), media_type="text/event-stream",
+        return StreamingResponse(self.record.stream(events, ROUTE, started, resp), media_type="text/event-stream",
                                  headers=headers)
-
-
-async def logged_stream(events: AsyncIterator[str], route: str, started: float) -> AsyncIterator[str]:
-    """``events`` (SSE text) as they come; once they end, the request's log line, with the stages and formats the
-    stream's ``tool_refiner`` report gave (read from the last events only) and the time to the first event."""
-    first: float | None = None
-    report: dict = {}
-    status = 200
-    try:
-        async for piece in events:
-            if first is None:
-                first = time.perf_counter() - started
-            if len(piece) < 65536 and ('"tool_refiner"' in piece or '"error"' in piece[:64]):
-                with contextlib.suppress(ValueError, TypeError, AttributeError):
-                    event = json.loads(piece[piece.index("data:") + 5:])
-                    inner = event.get("response") if isinstance(event.get("response"), dict) else {}
-                    report = event.get("tool_refiner") or inner.get("tool_refiner") or report
-                    status = 502 if "error" in event or event.get("type") == "error" else status
-            yield piece
-    finally:
-        stages = report.get("stages") or ([report["stage"]] if "stage" in report else ["none"])
-        formats = ",".join(sorted({m.get("format", "") for m in report.get("content_calls") or []}))
-        log_request("POST", route, status, ",".join(map(str, stages)), time.perf_counter() - started,
-                    mode="stream", formats=formats, upstream=first)
 
 
 class Responses:
@@ -352,14 +386,15 @@ class Responses:
 
     route = "/v1/responses"
 
-    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int) -> None:
+    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int, record: RequestLog) -> None:
         self.upstream = upstream
         self.refinement = refinement
         self.max_body_bytes = max_body_bytes
+        self.record = record
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
-        read = await read_json(request, self.max_body_bytes, self.route, started)
+        read = await read_json(request, self.max_body_bytes, self.route, started, self.record)
         if isinstance(read, Response):
             return read
         raw, body = read
@@ -368,16 +403,17 @@ class Responses:
             if body.get("stream"):
                 resp = await self.upstream.open_stream("/responses", client, raw)
                 events = responses.relay(self.upstream.events(resp), self.refinement, body)
-                return StreamingResponse(logged_stream(events, self.route, started), media_type="text/event-stream",
+                return StreamingResponse(self.record.stream(events, self.route, started, resp),
+                                         media_type="text/event-stream",
                                          headers={**returned_headers(resp.headers, refined=True),
                                                   "cache-control": "no-cache"})
             resp = await self.upstream.request("POST", "/responses", client, raw)
             data = parse_object(resp.content)
         except UpstreamError as e:
-            log_request("POST", self.route, e.status, "none", time.perf_counter() - started)
+            self.record("POST", self.route, e.status, "none", time.perf_counter() - started, upstream_error=e.kind)
             return e.response()
         answered = time.perf_counter()
         headers = responses.reported(data, await responses.refine_output(self.refinement, body, data))
-        log_request("POST", self.route, 200, headers["x-tool-refiner"], time.perf_counter() - started,
-                    upstream=answered - started, refine=time.perf_counter() - answered)
+        self.record("POST", self.route, 200, headers["x-tool-refiner"], time.perf_counter() - started,
+                    upstream=answered - started, refine=time.perf_counter() - answered, upstream_elapsed=elapsed(resp))
         return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})

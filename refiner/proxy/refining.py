@@ -50,6 +50,8 @@ from refiner.proxy.content import (
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
 from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
+from refiner.proxy.metrics import Metrics
+from refiner.proxy.work import read_result
 
 log = logging.getLogger("refiner.proxy")
 
@@ -84,6 +86,8 @@ class ChoiceResult:
     reasoning_tail: str = ""
     separated: bool = False
     reasoning: str | None = None  # the reasoning block taken out of the content (read for calls when switched on)
+    repairs: dict[str, int] = field(default_factory=dict)  # the repairs by class (metrics.repair_classes)
+    model: bool = False  # sent to the refiner model
 
 
 @dataclass
@@ -96,6 +100,7 @@ class _Job:
     outcome: dict | None = None  # {"format", "result"}
     slow: bool = False
     status: str | None = None  # "timeout" | "error": no result
+    model: bool = False  # sent to the refiner model
 
 
 def cut_off(tool_call: Any) -> bool:
@@ -156,8 +161,9 @@ class Refinement:
     hold a tier-1 refiner; ``batcher`` runs ``ref`` (the model, or any other refiner)."""
 
     def __init__(self, ref: Any, *, runner: Any, batcher: RefineBatcher, fmt: str, content: ContentCalls,
-                 timeout: float) -> None:
+                 timeout: float, metrics: Metrics | None = None) -> None:
         self.ref = ref
+        self.metrics = metrics
         self.runner = runner
         self.batcher = batcher
         self.fmt = fmt
@@ -279,6 +285,8 @@ class Refinement:
         for r in results:
             if r.truncated and r.stage not in ("timeout", "error"):
                 r.stage = "truncated"  # a cut call was left out: the answer is not the upstream's, nor just repaired
+        if self.metrics is not None:
+            self.metrics.choices(results)
         if splits is None:
             for r in results:
                 if r.separated and isinstance(r.message.get("content"), str):
@@ -306,6 +314,7 @@ class Refinement:
                 r.message = {**r.message, "tool_calls": rebuild_tool_calls([], result["calls"])}
                 r.finish_reason = "tool_calls" if r.finish_reason in (None, "stop", "tool_calls") else r.finish_reason
                 r.stage, r.content_format = str(result.get("stage", "unchanged")), outcome.get("format")
+                r.repairs = result.get("repairs") or {}
 
     async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
         todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
@@ -340,6 +349,8 @@ class Refinement:
                 todo.append(j)
         if not todo:
             return
+        for j in todo:
+            j.model = True
         try:
             results = await asyncio.wait_for(self.batcher.refine([j.request for j in todo]), self.remaining(deadline))
         except asyncio.TimeoutError:
@@ -353,7 +364,7 @@ class Refinement:
                 j.status = "error"
             return
         for j, result in zip(todo, results):
-            j.outcome = {"format": j.request.get("format"), "result": result}
+            j.outcome = {"format": j.request.get("format"), "result": read_result(result)}
 
     def take_reasoning(self, body: dict, message: dict, out: ChoiceResult) -> dict:
         """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after any
@@ -371,6 +382,7 @@ class Refinement:
     def _apply(self, job: _Job, item: Choice, out: ChoiceResult, body: dict) -> None:
         message, reason = out.message, item[1]
         result = (job.outcome or {}).get("result")
+        out.model = job.model
         if job.kind == "content":
             fmt_name = (job.outcome or {}).get("format")
             fmt = formats.get(fmt_name) if fmt_name in formats.names() else None
@@ -385,6 +397,7 @@ class Refinement:
                 out.separated = True
                 out.finish_reason = "tool_calls" if reason in (None, "stop", "tool_calls") else reason
                 out.stage = str(result.get("stage", "unchanged"))
+                out.repairs = result.get("repairs") or {}
                 out.content_format = fmt_name
                 if result.get("stage") == "truncated":  # the call the text stops in is left out, and reported
                     cut = result.get("cut") if isinstance(result.get("cut"), dict) else {}
@@ -407,6 +420,7 @@ class Refinement:
         refined, reason = apply_result({**message, "tool_calls": job.calls}, reason, result)
         out.message, out.finish_reason = refined, reason
         out.stage = str(result.get("stage", "unchanged"))
+        out.repairs = result.get("repairs") or {}
 
     # -- history
 

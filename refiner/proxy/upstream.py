@@ -134,6 +134,12 @@ def forwarded_headers(client: RawHeaders, api_key: str | None, *, consume_auth: 
     return out
 
 
+def elapsed(resp: httpx.Response) -> float | None:
+    """The upstream exchange's own time in seconds, from the request sent to its answer read whole (None while it is
+    still being read)."""
+    return resp.elapsed.total_seconds() if resp.is_closed else None
+
+
 def returned_headers(upstream: httpx.Headers, *, refined: bool = False) -> dict[str, str]:
     """The upstream response's headers given back to the client (the end-to-end ones; the body's length and
     encoding are recomputed). A ``refined`` answer's body type and its ``x-tool-refiner`` report are the proxy's own

@@ -24,6 +24,7 @@ from typing import Any
 from refiner import formats
 from refiner.pipeline import Refiner
 from refiner.proxy.content import ContentSplit, Openers, holds_calls
+from refiner.proxy.metrics import repair_classes
 from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 
 log = logging.getLogger("refiner.proxy")
@@ -40,6 +41,16 @@ def detect(text: str) -> str | None:
 # What the proxy reads of a pipeline result; the rest (the request echoed, the refined text) stays in the worker.
 RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
                          "cut"})
+
+
+def read_result(result: Any) -> Any:
+    """What the proxy reads of a pipeline result: its :data:`RESULT_KEYS`, and ``repairs``, its repairs counted by
+    class (:func:`~refiner.proxy.metrics.repair_classes`; the actions and findings themselves can be many)."""
+    if not isinstance(result, dict):
+        return result
+    out = {k: v for k, v in result.items() if k in RESULT_KEYS}
+    out["repairs"] = repair_classes(result)
+    return out
 
 
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
@@ -60,7 +71,7 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
         requests.append(request)
     if requests:
         for i, result in zip(todo, refiner.refine_batch(requests, errors="result")):
-            outcomes[i]["result"] = {k: v for k, v in result.items() if k in RESULT_KEYS}
+            outcomes[i]["result"] = read_result(result)
     return outcomes
 
 
