@@ -228,3 +228,25 @@ def test_one_info_line_per_request_without_keys_or_bodies(proxy, caplog) -> None
     streamed = [x for x in lines if "/v1/responses" in x]
     assert len(streamed) == 1 and " stream " in streamed[0] and "stage=repaired" in streamed[0]
     assert not any(SECRET in x or "secret-body-text" in x or "Paris" in x for x in lines)
+
+
+def test_responses_mid_stream_failure_is_an_error_event() -> None:
+    """An upstream failure mid-stream ends a Responses stream with an event whose ``type`` is ``error`` (the
+    failure's own type, e.g. ``upstream_timeout``, is its ``code``; it once overwrote the event's type)."""
+    import asyncio
+
+    from refiner.proxy import responses
+    from refiner.proxy.upstream import UpstreamError
+
+    async def events():
+        yield {"type": "response.created", "sequence_number": 0, "response": {"id": "r"}}
+        raise UpstreamError(504, "the upstream stalled", "upstream_timeout")
+
+    async def collect() -> list[str]:
+        return [text async for text in responses.relay(events(), None, {})]
+
+    created, failed = asyncio.run(collect())
+    assert failed.startswith("event: error\n")
+    event = json.loads(failed.split("data: ", 1)[1])
+    assert event == {"type": "error", "code": "upstream_timeout", "message": "the upstream stalled", "param": None,
+                     "sequence_number": 1}

@@ -156,7 +156,15 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict)
                 continue
             yield numbered(event)
     except UpstreamError as e:
-        yield sse({"type": "error", **e.body()["error"], "sequence_number": seq})
+        yield sse(error_event(e, seq))
+
+
+def error_event(e: UpstreamError, seq: int) -> dict:
+    """The Responses API's ``error`` event for an upstream failure mid-stream: ``type`` is ``"error"`` (the event's
+    kind; the failure's own type, ``upstream_timeout``..., is its ``code``), with its message and ``param``."""
+    error = e.body()["error"]
+    return {"type": "error", "code": error.get("type"), "message": error.get("message"), "param": error.get("param"),
+            "sequence_number": seq}
 
 
 async def _final(event: dict, held: dict[int, dict], refinement: Refinement, body: dict) -> list[dict]:
