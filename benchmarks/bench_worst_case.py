@@ -3,9 +3,12 @@
 Inputs come from ``tests/hostile.py`` and are built from the format registry (so formats added later are measured
 too): bracket, paren, quote and tag storms (every format's markers and tags), deep nesting (5,000 levels), repeated
 blocks, huge numbers (10**5000, 1e999), very long strings, thousands of calls, texts cut short; each format's own
-storms sit where one of its values goes. Entry points: each format's ``parse_strict`` and ``parse_lenient``,
-``formats.detect_format``, the gate (``check_text`` on every text in every format, ``check_calls`` on hostile call
-lists), tier 1 (``repair_text``, ``repair_calls``), ``Refiner().refine`` (format detected, and each format requested),
+storms sit where one of its values goes; and every format's own render of many calls (with no arguments, with
+literals only, with strings) and of one call writing a file of three quarters of the size, each put through every
+format's reader (``hostile.family_texts``: no reader may go on past a call, per call). Entry points: each format's
+``parse_strict`` and ``parse_lenient`` (the calls of every format too), ``formats.detect_format``, the gate
+(``check_text`` on every text in every format, ``check_calls`` on hostile call lists), tier 1 (``repair_text``,
+``repair_calls``), ``Refiner().refine`` (format detected, and each format requested),
 ``Refiner().refine_batch(errors="result")`` and ``rewards.compute_score`` (with the hostile text as the upstream too);
 ``refine`` also with a tool list as long as the texts (:func:`long_tool_lists`).
 
@@ -32,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile import format_texts, hostile_calls, hostile_texts  # noqa: E402
+from hostile import family_texts, format_texts, hostile_calls, hostile_texts  # noqa: E402
 
 from refiner import formats  # noqa: E402
 from refiner.calls import ToolCall  # noqa: E402
@@ -116,12 +119,13 @@ def cpu_time(fn: Callable[[], object], repeat: int, before: Callable[[], None] |
 
 class Table:
     """The worst input per entry point, as a multiple of the peer measured close to it: the peer is measured again
-    every PEER_EVERY inputs (best of 3), so a machine whose speed drifts during the run (a shared one does) is
-    judged against itself. An input the sweep finds over the bound is measured again at once, CONFIRM_RUNS times,
+    (best of 3) once PEER_EVERY_S seconds of this thread's time have passed since it last was, so a machine whose
+    speed drifts during the run (a shared one does) is judged against itself, and a run of many small inputs is not
+    mostly peers. An input the sweep finds over the bound is measured again at once, CONFIRM_RUNS times,
     each run between two peers of its own, and judged by its best run against the faster of those two peers (the
     stricter choice; the sweep's peer can be minutes and a burst of load away from the input it judges)."""
 
-    PEER_EVERY = 25
+    PEER_EVERY_S = 0.5
     CONFIRM_RUNS = 9
 
     def __init__(self, repeat: int, show_over: float | None = None) -> None:
@@ -129,9 +133,8 @@ class Table:
         self.show_over = show_over  # ms on the reference machine: print every input slower than this as measured
         self.rows: dict[str, tuple[float, float, str, int]] = {}  # entry -> (worst x peer, its time, input, size)
         self.failures: list[str] = []
-        self.measured = 0
-        self.peer = peer_time(3)
-        self.peers = [self.peer]
+        self.peers: list[float] = []
+        self.peer = self.peer_again()
         self.confirmed: list[tuple[str, str, float, float]] = []  # (entry, input, x peer in the sweep, measured again)
 
     def measure(self, entry: str, kind: str, text_len: int, fn: Callable[[], object], allowed: tuple = (),
@@ -142,10 +145,8 @@ class Table:
             except allowed:
                 pass
 
-        self.measured += 1
-        if self.measured % self.PEER_EVERY == 0:
-            self.peer = peer_time(3)
-            self.peers.append(self.peer)
+        if time.thread_time() - self.peer_at >= self.PEER_EVERY_S:
+            self.peer_again()
         try:
             spent = cpu_time(run, self.repeat, before)
         except Exception as e:  # noqa: BLE001 - an undocumented exception is the finding
@@ -170,14 +171,20 @@ class Table:
         """``(x peer, time)`` of the best of CONFIRM_RUNS runs, each against the faster of the peers just before
         and just after it."""
         best = (float("inf"), 0.0)
-        after = peer_time(3)
+        after = self.peer_again()
         for _ in range(self.CONFIRM_RUNS):
             prior = after
             spent = cpu_time(run, 1, before)
-            after = peer_time(3)
-            self.peers.append(after)
+            after = self.peer_again()
             best = min(best, (spent / min(prior, after), spent))
         return best
+
+    def peer_again(self) -> float:
+        """The peer measured now (best of 3), kept as the sweep's."""
+        self.peer = peer_time(3)
+        self.peer_at = time.thread_time()
+        self.peers.append(self.peer)
+        return self.peer
 
     def print(self) -> int:
         print(f"\n{'entry point':42} {'worst input':44} {'chars':>8} {'ms':>8} {'x peer':>7} {'ref ms':>7}  50 ms")
@@ -229,11 +236,13 @@ def main(argv: list[str] | None = None) -> int:
 
     common = hostile_texts(size)
     per_format = {f.name: format_texts(f, size) for f in fmts}
-    every = common + [(f"{n}: {k}", t) for n, texts in per_format.items() for k, t in texts]
-    print(f"{len(every)} hostile texts (storms of {size} characters), {len(fmts)} formats, best of {repeat}")
+    crossing = [t for f in formats.by_rank() for t in family_texts(f, size)]  # (every format's, for every reader)
+    every = common + [(f"{n}: {k}", t) for n, texts in per_format.items() for k, t in texts] + crossing
+    print(f"{len(every)} hostile texts (storms of {size} characters, {len(crossing)} of them calls for every "
+          f"reader), {len(fmts)} formats, best of {repeat}")
 
     for fmt in fmts:
-        texts = common + per_format[fmt.name]
+        texts = common + per_format[fmt.name] + crossing
         for kind, text in texts:
             n = len(text)
             table.measure(f"{fmt.name}.parse_strict", kind, n, lambda: fmt.parse_strict(text), (formats.FormatError,))

@@ -7,9 +7,13 @@ stated for 200 KB; the test suite runs them at a few KB, and at full size where 
     hostile_texts(size)             -> [(kind, text)]  format-independent storms
     format_texts(fmt, size)         -> [(kind, text)]  the storms placed where a value of ``fmt`` goes, and more
     hostile_calls(size)             -> [(kind, [ToolCall])]  call lists for the gate, repair and the reward
+    family_texts(fmt, size)         -> [(kind, text)]  ``fmt``'s own render of many calls and of one long call, to
+                                       put through every format's reader (a reader must not rescan the text per call)
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from refiner import formats
 from refiner.calls import ToolCall
@@ -82,12 +86,56 @@ def _slot_text(fmt: formats.WireFormat) -> str:
     return fmt.render([ToolCall(call.name, call.arguments, outputs=outputs, step=1 if fmt.steps else None)])
 
 
-def _calls(n: int, fmt: formats.WireFormat) -> list[ToolCall]:
+def _call(i: int, fmt: formats.WireFormat, args: dict) -> ToolCall:
+    outputs = (f"API_call_{i}",) if fmt.outputs == "list" else (f"$var_{i}",) if fmt.outputs == "one" else ()
+    return ToolCall(f"tool_{i % 7}", {} if fmt.names_only else args, outputs=outputs,
+                    step=(i // 3 + 1) if fmt.steps else None)
+
+
+# Arguments of the calls in family_texts: none at all, literals only (no string, so no quote of any kind stops a
+# reader early), and strings beside them.
+CALL_SHAPES = {
+    "no arguments": lambda i: {},
+    "numbers": lambda i: {"n": i, "ok": True},
+    "strings": lambda i: {"city": f"Paris {i}", "days": i, "ok": True},
+}
+# A source file as an agent writes it through one call: quotes, backslashes, braces, brackets, tags and line breaks,
+# each of which some format escapes or ends a value at.
+FILE_LINES = (
+    "def render(items: list[dict[str, int]]) -> str:\n",
+    '    """Rows as <tr><td>...</td></tr>, {"a": 1} -> 1."""\n',
+    "    out = [f\"<td class='n'>{i['a']:>4}</td>\" for i in items if i.get('a', 0) > 0]\n",
+    "    return '\\n'.join(out)  # a backslash, a tab\there, & < > ; :\n",
+)
+
+
+def _many(fmt: formats.WireFormat, size: int, args: Callable[[int], dict]) -> str:
+    """``fmt``'s own render of as many calls as fit in ``size`` characters (the bound is stated for that size)."""
+    one = fmt.render([_call(0, fmt, args(0))])
+    n = max(2, size // max(len(one) - 10, 1))
+    text = fmt.render([_call(i, fmt, args(i)) for i in range(n)])
+    if len(text) > size:
+        text = fmt.render([_call(i, fmt, args(i)) for i in range(max(2, n * size // len(text)))])
+    return text
+
+
+def family_texts(fmt: formats.WireFormat, size: int) -> list[tuple[str, str]]:
+    """``fmt``'s own render of many calls (of each of :data:`CALL_SHAPES`), up to ``size`` characters, and of one
+    call that writes a file of three quarters of ``size`` (none for a name-only format; kinds a format cannot write
+    are left out). Meant for every format's reader, this one's and every other's."""
     out = []
-    for i in range(n):
-        outputs = (f"API_call_{i}",) if fmt.outputs == "list" else (f"$var_{i}",) if fmt.outputs == "one" else ()
-        args = {} if fmt.names_only else {"city": f"Paris {i}", "days": i, "ok": True}
-        out.append(ToolCall(f"tool_{i % 7}", args, outputs=outputs, step=(i // 3 + 1) if fmt.steps else None))
+    for shape, args in CALL_SHAPES.items():
+        try:
+            out.append((f"{fmt.name} calls, {shape}", _many(fmt, size, args)))
+        except formats.RenderError:
+            pass
+    if not fmt.names_only:
+        content = _fill("".join(FILE_LINES), size * 3 // 4)
+        try:
+            out.append((f"{fmt.name}: one call writing {len(content) // 1000} KB",
+                        fmt.render([_call(0, fmt, {"path": "src/render.py", "content": content})])))
+        except formats.RenderError:
+            pass
     return out
 
 
@@ -97,11 +145,7 @@ def format_texts(fmt: formats.WireFormat, size: int) -> list[tuple[str, str]]:
     out = [("repeated_example", _fill(fmt.example + "\n", size))]
     try:
         slot = _slot_text(fmt)
-        one = fmt.render(_calls(1, fmt))
-        n = max(2, size // max(len(one) - 10, 1))
-        many = fmt.render(_calls(n, fmt))
-        if len(many) > size:  # as many calls as fit in ``size`` characters (the bound is stated for that size)
-            many = fmt.render(_calls(max(2, n * size // len(many)), fmt))
+        many = _many(fmt, size, CALL_SHAPES["strings"])
     except formats.RenderError:  # a format that cannot write these calls: its example stands in
         slot = many = fmt.example
     if str(SLOT) in slot:
