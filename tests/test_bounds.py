@@ -13,11 +13,11 @@ import random
 import sys
 
 import pytest
-from hostile import format_texts, hostile_calls, hostile_texts
+from hostile import family_texts, format_texts, hostile_calls, hostile_texts
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json, preview, value_depth
-from refiner.formats import jsonfix, pythonic, toolace
+from refiner.formats import brace_kv, jsonfix, pythonic, toolace
 from refiner.gate import MAX_CHECKED_VALUES, check_calls, check_text
 from refiner.pipeline import Refiner, RequestError, prepare
 from refiner.repair import MAX_NAME_COMPARISONS, repair_calls, repair_text
@@ -462,3 +462,36 @@ def test_pythonic_scanning_is_linear(monkeypatch):
     assert pythonic.split_top_level("a='x', b='it's', c=\"q\"", lenient_quotes=True) == ["a='x'", " b='it's'", ' c="q"']
     assert pythonic.string_end("'a'b', c", 0, lenient_quotes=True) == 5
     assert pythonic.string_end("'a'b', c", 0) == 3
+
+
+@pytest.mark.parametrize("name", [f.name for f in brace_kv.FORMATS])
+def test_brace_kv_reads_go_no_further_than_their_call(monkeypatch, name):
+    """The fast argument read of a call stops where JSON could no longer stand, so the reads of all the calls of a
+    text pass over it about once, whichever row wrote it: it went on from every call through the calls after it
+    (up to 8,192 steps each) where the text has no closing token of the reading row, a Gemma 4 answer read by
+    FunctionGemma (the issue's 21 KB input)."""
+    fmt = formats.get(name)
+    fmt._scan_read("{a:1}" + fmt.spelling.call_close, 0)  # (its pattern, compiled)
+    real = fmt.__dict__["_fast"]
+    passed: list[int] = []
+
+    class Counting:
+        def finditer(self, text, pos):
+            end = pos
+            try:
+                for m in real.finditer(text, pos):
+                    end = m.end()
+                    yield m
+            finally:  # (also when the read stops early)
+                passed.append(end - pos)
+
+    monkeypatch.setitem(fmt.__dict__, "_fast", Counting())
+    for row in brace_kv.FORMATS:
+        for kind, text in family_texts(row, BIG):
+            for read in (fmt.parse_lenient, fmt.parse_strict):
+                passed.clear()
+                try:
+                    read(text)
+                except formats.FormatError:
+                    pass
+                assert sum(passed) <= len(text) + 64, (kind, read.__name__, len(passed), sum(passed))
