@@ -13,6 +13,9 @@ The fake upstream answers ``POST /v1/chat/completions`` according to an ``x_fake
 - ``status``: reply with this HTTP status and an OpenAI-style error body; ``fail_times`` + ``key``: the first
   ``fail_times`` requests carrying ``key`` get ``fail_status`` (default 503), later ones succeed;
 - ``delay``: seconds to wait before answering; ``malformed``: reply 200 with a body that is not JSON;
+- streamed, ``piece_delay``: seconds between content pieces (a generation's pace); ``mark``: ``[key, k]``, the time
+  content piece ``k`` is sent is recorded in ``MARKS[key]`` (``time.perf_counter()``, for latency benchmarks run in
+  the same process);
 - ``headers``: response headers to send with the answer (streamed or not; chat completions and responses);
 - ``stream: true`` in the body streams SSE chunks: content in small pieces, each tool call split into a name chunk
   and several argument fragments, then ``finish_reason``, a usage chunk when ``stream_options.include_usage``, and
@@ -102,6 +105,9 @@ def _chunk(cid: str, delta: dict, finish: str | None = None, index: int = 0) -> 
     return f"data: {json.dumps(obj)}\n\n"
 
 
+MARKS: dict[str, float] = {}  # x_fake.mark [key, k]: time.perf_counter() when content piece k was sent, by key
+
+
 async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
     cid = "chatcmpl-fake-stream"
     yield _chunk(cid, {"role": "assistant", "content": ""})
@@ -109,7 +115,12 @@ async def _stream(body: dict, fake: dict) -> AsyncIterator[str]:
         yield _chunk(cid, {"reasoning_content": piece})
     content = _content(body, fake) or ""
     pieces = fake.get("content_pieces")
-    for piece in pieces if pieces is not None else (content[i : i + 4] for i in range(0, len(content), 4)):
+    delay, mark = float(fake.get("piece_delay") or 0), fake.get("mark")
+    for k, piece in enumerate(pieces if pieces is not None else (content[i : i + 4] for i in range(0, len(content), 4))):
+        if delay and k:
+            await asyncio.sleep(delay)
+        if mark and k == mark[1]:
+            MARKS[mark[0]] = time.perf_counter()  # when content piece mark[1] is sent (see MARKS)
         yield _chunk(cid, {"content": piece})
     if fake.get("stream_stall"):
         await asyncio.sleep(float(fake["stream_stall"]))

@@ -514,12 +514,17 @@ def test_calls_in_reasoning_when_switched_on(upstream) -> None:
 
 
 def test_an_upstream_failure_mid_stream_releases_what_was_held(upstream) -> None:
-    """The upstream stalls after the content (a read timeout): the held text (the call, the blanks before it) reaches
-    the client as it came, before the error event; the reasoning went out as reasoning."""
+    """The upstream stalls after the content (a read timeout): a call that had closed went out as a call as soon as
+    it closed; the held text of one still open (the call, the blanks before it) reaches the client as it came,
+    before the error event; the reasoning went out as reasoning."""
     text = "<think>plan</think>Check.\n\n" + HERMES_CALL
+    cut = "<think>plan</think>Check.\n\n" + HERMES_CALL[:-5]
     with serve_in_thread(create_app(upstream + "/v1", timeout=1.0, workers=0)) as url:
         _, chunks = stream(url, body(text, x_fake={"content": text, "stream_stall": 3}))
-    assert chunks[-1]["error"]["type"] == "upstream_timeout"
-    pieces, calls, _ = streamed([c for c in chunks if c.get("choices")] + [{"choices": [{"delta": {},
-                                                                                         "finish_reason": None}]}])
-    assert "".join(pieces) == "Check.\n\n" + HERMES_CALL and calls == [] and reasoning_of(chunks) == "plan"
+        _, open_chunks = stream(url, body(cut, x_fake={"content": cut, "stream_stall": 3}))
+    for got, held, names in ((chunks, "", ["get_time"]), (open_chunks, HERMES_CALL[:-5], [])):
+        assert got[-1]["error"]["type"] == "upstream_timeout"
+        pieces, calls, _ = streamed([c for c in got if c.get("choices")] + [{"choices": [{"delta": {},
+                                                                                          "finish_reason": None}]}])
+        assert "".join(pieces) == "Check.\n\n" + held and reasoning_of(got) == "plan"
+        assert [c["function"]["name"] for c in calls] == names

@@ -36,6 +36,22 @@ def content_calls_setting(values: list[str] | None) -> str | tuple[str, ...]:
     return tuple(names)
 
 
+def opens_reasoning_setting(values: list[str] | None) -> dict[str, bool]:
+    """``--opens-reasoning`` values (``MODEL=yes|no``) -> model name -> bool."""
+    from refiner.proxy.thinking import parse_setting
+
+    out: dict[str, bool] = {}
+    for item in values or []:
+        model, sep, value = item.rpartition("=")
+        try:
+            if not sep or not model.strip():
+                raise ValueError("expected MODEL=yes|no")
+            out[model.strip()] = parse_setting(value)
+        except ValueError as e:
+            raise typer.BadParameter(f"--opens-reasoning {item!r}: {e}") from None
+    return out
+
+
 def build_refiner(
     *,
     model: str | None,
@@ -126,6 +142,12 @@ def register(app: typer.Typer) -> None:
         calls_in_reasoning: bool = typer.Option(False, "--calls-in-reasoning/--no-calls-in-reasoning", help="Read "
                                                 "calls written inside the upstream's reasoning when its answer holds "
                                                 "none (default off: a call drafted while thinking is reasoning)."),
+        opens_reasoning: list[str] | None = typer.Option(None, "--opens-reasoning", help="MODEL=yes|no (repeatable; "
+                                                         "MODEL * for any model): whether that upstream model's prompt "
+                                                         "opens its reasoning block (a thinking template writing "
+                                                         "<think> into the prompt), so a streamed answer's reasoning is "
+                                                         "sent as reasoning_content from its first token. Default: read "
+                                                         "from --chat-template, else learned from its answers."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
         import uvicorn
@@ -144,7 +166,8 @@ def register(app: typer.Typer) -> None:
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
                          client_api_key=api_key or None, timeout=timeout, content_calls=content_calls_setting(content_calls),
                          heal_history=heal_history, max_body_bytes=int(max_body_mb * 1024 * 1024),
-                         refine_timeout=refine_timeout, workers=workers)
+                         refine_timeout=refine_timeout, workers=workers, chat_template=chat_template,
+                         opens_reasoning=opens_reasoning_setting(opens_reasoning))
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
         locked = ", clients need the API key" if api_key else ""
         typer.echo(f"tool-refiner proxy on http://{host}:{port}/v1 -> {upstream_base_url} ({what}{locked})", err=True)

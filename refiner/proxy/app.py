@@ -10,7 +10,8 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,6 +29,7 @@ from refiner.proxy.isolation import ThreadRunner, WorkerPool
 from refiner.proxy.metrics import CONTENT_TYPE, Metrics
 from refiner.proxy.refining import Refinement, report
 from refiner.proxy.stream import relay
+from refiner.proxy.thinking import PromptReasoning
 from refiner.proxy.upstream import (
     Upstream,
     UpstreamError,
@@ -193,6 +195,8 @@ def create_app(
     slow_after: float = 0.02,
     fmt: str = WIRE_FORMAT,
     transport: httpx.AsyncBaseTransport | None = None,
+    chat_template: str | Path | None = None,
+    opens_reasoning: Mapping[str, bool] | None = None,
 ) -> FastAPI:
     """The proxy app. ``upstream_base_url`` ends in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); ``refiner`` is a
     :class:`refiner.pipeline.Refiner` (default: tier-1 repair and the guard, no model) or anything with
@@ -209,7 +213,12 @@ def create_app(
 
     ``content_calls``: calls an upstream left in its answer's ``content`` are moved to ``tool_calls`` —
     ``"auto"`` (default) in any registered wire format, a list of format names, or ``None`` / ``"off"``.
-    ``heal_history``: broken tool calls in the incoming conversation are repaired before forwarding (default on)."""
+    ``heal_history``: broken tool calls in the incoming conversation are repaired before forwarding (default on).
+
+    Whether the upstream's prompt opens the reasoning block (so that a streamed answer's reasoning is sent as
+    ``reasoning_content`` from its first token; :mod:`refiner.proxy.thinking`): ``opens_reasoning`` (model name, or
+    ``*``, -> True / False), else the upstream model's ``chat_template`` (a path: ``.jinja``, tokenizer_config.json or
+    model folder), else what that model's earlier answers showed."""
     upstream = Upstream(upstream_base_url, api_key=api_key, timeout=timeout, connect_timeout=connect_timeout,
                         max_connections=max_connections, transport=transport, consume_auth=bool(client_api_key))
     if max_body_bytes < 1:
@@ -224,8 +233,9 @@ def create_app(
     batcher = RefineBatcher(batch_function(ref), max_batch=max_batch)
     metrics = Metrics()
     record = RequestLog(metrics)
+    prompts = PromptReasoning(chat_template, opens_reasoning)
     refinement = Refinement(ref, runner=runner, batcher=batcher, fmt=fmt, content=content, timeout=budget,
-                            metrics=metrics)
+                            metrics=metrics, prompts=prompts)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -249,7 +259,8 @@ def create_app(
     async def health() -> dict:
         return {"status": "ok", "upstream": upstream.base, "refiner": type(ref).__name__, "model": has_model,
                 "content_calls": content.describe(), "heal_history": heal_history, "max_body_bytes": max_body_bytes,
-                "refine_timeout": budget, "client_auth": bool(client_api_key), "tier1": runner.info()}
+                "refine_timeout": budget, "client_auth": bool(client_api_key), "tier1": runner.info(),
+                "opens_reasoning": prompts.describe()}
 
     @app.get("/metrics")
     async def metrics_text() -> Response:

@@ -17,12 +17,14 @@ none, it is released as content unchanged. No call is ever made from text the sp
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from refiner import formats
-from refiner.formats.reasoning import call_start, may_start_call, pairs, split_reasoning
+from refiner.formats.reasoning import call_start, inside_call, is_closing_tag, may_start_call, pairs, split_reasoning
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
 MAX_CHECKS = 16  # region checks per answer; past that, the rest of the answer is held
@@ -347,6 +349,145 @@ class ContentSplit:
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# One driver for the split: the proxy (asynchronous, tier 1 in a worker), the worker's own split and the vLLM plugin
+# (synchronous, tier 1 in process) all run it; only how a question is answered differs.
+
+MAX_EARLY_READS = 32  # reads of the held text for calls complete before the end, per answer
+CALL_WORDS = ("call", "invoke", "func", "action", "tool")
+
+
+def call_closers(known: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The tags that end a call (or a call section) in some registered format: ``</tool_call>``,
+    ``<｜tool▁call▁end｜>``, ``</invoke>``, ``<tool_call|>``, ``<|call|>``... (not a parameter's or an argument's
+    closer, which ends a value inside a call)."""
+    out = []
+    for t in markers() if known is None else known:
+        low = t.lower()
+        if is_closing_tag(t) and any(w in low for w in CALL_WORDS) and not any(w in low for w in ("param", "arg")):
+            out.append(t)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A question the driver needs answered before it can go on. ``kind`` ``"region"``: does ``text`` (an untagged
+    region) hold calls? (True, False, or None: no more checks can be made, the rest is released). ``"calls"``: the
+    complete calls ``text`` (the held text up to a call's closing tag) holds, read by tier 1 (a list of
+    ``{"name", "arguments"}``), or None when it is not a text of complete calls only (see :func:`complete_calls`)."""
+
+    kind: str
+    text: str
+
+
+@dataclass
+class Said:
+    """What one piece (or the end) gives: ``release``, text to send as content now; ``calls``, calls complete and
+    read since the last piece, to send now."""
+
+    release: str = ""
+    calls: list[dict] = field(default_factory=list)
+
+
+class CallDriver:
+    """Drives one answer's :class:`ContentSplit` and reads the calls of its held text as each one closes.
+
+    :meth:`feed` and :meth:`end` are generators: each yields :class:`Ask` questions and is sent their answers; their
+    value is a :class:`Said`. :func:`run_sync` runs one with a synchronous answerer; the proxy answers with ``await``
+    (``Refinement.run``). Early calls (``early``): once the split holds text (a call marker began it), each piece that
+    brings a call's closing tag (:func:`call_closers`) has the held text up to that tag read for calls; calls beyond
+    those already read are given in :attr:`Said.calls`. The whole held text is still read at the end, as a whole
+    answer's is; the calls read early are its first ones (the caller sends only those after them). At most
+    :data:`MAX_EARLY_READS` early reads per answer; a read that does not begin with the calls read before ends early
+    reading (the rest waits for the end)."""
+
+    def __init__(self, split: ContentSplit, early: bool = True) -> None:
+        self.split = split
+        self.closers = call_closers(split.openers.markers) if early else ()
+        self.early = bool(self.closers)
+        self.longest = max((len(c) for c in self.closers), default=0)
+        self.held: list[str] | None = None  # the held text, in pieces (None: nothing held yet)
+        self.held_len = 0
+        self.tail = ""  # the last characters of the held text, where a closer may have begun
+        self.boundary = 0  # the held text up to here was read for calls
+        self.calls: list[dict] = []  # calls read early, in order
+        self.reads = 0
+
+    def feed(self, piece: str) -> Generator[Ask, Any, Said]:
+        was_held = self.held is not None
+        release = yield from self._drive(self.split.feed(piece))
+        return Said(release, (yield from self._grow(piece if was_held else None)))
+
+    def end(self) -> Generator[Ask, Any, Said]:
+        return Said((yield from self._drive(self.split.end())))
+
+    def _drive(self, step: Step) -> Generator[Ask, Any, str]:
+        out = [step.release]
+        while step.check is not None:
+            answer = yield Ask("region", step.check)
+            if answer is None:
+                self.split.give_up_checks()
+            step = self.split.verdict(bool(answer))
+            out.append(step.release)
+        return "".join(out)
+
+    def _grow(self, piece: str | None) -> Generator[Ask, Any, list[dict]]:
+        """Records what the held text gained; reads it up to the last call closer that came with it."""
+        if self.split.held_from is None:
+            return []
+        if piece is None:  # the text is held from this piece on
+            piece = self.split.held
+            self.held = []
+        if not self.early:
+            return []
+        start = self.held_len - len(self.tail)
+        window = self.tail + piece
+        self.held.append(piece)
+        self.held_len += len(piece)
+        self.tail = window[-(self.longest - 1) :] if self.longest > 1 else ""
+        end = max((j + len(c) for c in self.closers if (j := window.rfind(c)) >= 0), default=-1)
+        if end < 0 or start + end <= self.boundary:
+            return []
+        self.boundary = start + end
+        self.reads += 1
+        self.early = self.reads < MAX_EARLY_READS
+        text = "".join(self.held)
+        self.held = [text]
+        calls = yield Ask("calls", text[: self.boundary])
+        if not calls or len(calls) <= len(self.calls):
+            return []
+        if [same_call(c) for c in calls[: len(self.calls)]] != [same_call(c) for c in self.calls]:
+            self.early = False  # a later read disagrees with what was sent: the rest waits for the end
+            return []
+        new = list(calls[len(self.calls) :])
+        self.calls += new
+        return new
+
+
+def same_call(call: dict) -> tuple[str, str]:
+    """What two reads of one call must agree on: its name and arguments."""
+    args = call.get("arguments")
+    return str(call.get("name")), args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:
+    """The calls of a tier-1 result read from held text up to a call's closing tag, when they can be sent before the
+    answer ends: calls by :func:`holds_calls`, read or repaired (not cut, not an error); else None."""
+    if not holds_calls(result, names) or result.get("stage") not in ("unchanged", "repaired") or result.get("cut"):
+        return None
+    return list(result["calls"])
+
+
+def run_sync(gen: Generator[Ask, Any, Said], answer: Callable[[Ask], Any]) -> Said:
+    """Runs a :class:`CallDriver` generator, each question answered by ``answer``."""
+    try:
+        ask = next(gen)
+        while True:
+            ask = gen.send(answer(ask))
+    except StopIteration as stop:
+        return stop.value
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # Which answers are read for calls
 
 
@@ -486,6 +627,7 @@ def separate_reasoning(text: str, opened: bool | None) -> tuple[str | None, str]
 
 
 COMPACT_AFTER = 4096  # characters of sent reasoning kept before they are dropped from the buffer
+HOLD_CHARS = 16_384  # characters held while it is not known whether the prompt opened a reasoning block
 LINE_LOOK = 256  # characters of a line start looked at for a call marker (blanks, then the marker)
 
 
@@ -494,9 +636,14 @@ class ReasoningStream:
     the reasoning text to send now and the answer text to pass on (to the content split), so that the pieces joined
     equal :func:`separate_reasoning` of the whole answer. While the answer may still open a block (blanks, or part of
     an opener) nothing is sent; inside the block, a tail that may be the start of a closer, or a line that may begin a
-    call (which would end a block no closer ends), is held."""
+    call (which would end a block no closer ends), is held.
 
-    def __init__(self, opened: bool) -> None:
+    ``opened`` None (nothing says whether the prompt opened a block): an answer that does not open one itself is held
+    (nothing sent) until its first thinking closer (the text before it is reasoning, unless a call began before it:
+    :func:`refiner.formats.reasoning.split_reasoning`'s rule) or its end; past :data:`HOLD_CHARS` characters with no
+    closer it is taken to have no block and is passed on as the answer."""
+
+    def __init__(self, opened: bool | None) -> None:
         self.opened = opened
         self.known = pairs()
         self.text = ""
@@ -543,17 +690,21 @@ class ReasoningStream:
             if not final and (not rest or any(len(p[0]) > len(rest) and p[0].startswith(rest) for p in self.known)):
                 return "", ""
             pair = next((p for p in self.known if rest.startswith(p[0])), None)
-            self.found = pair is not None or self.opened
+            self.found = pair is not None or self.opened is True
             if pair is not None:
                 self.state, self.body, self.closers = "inside", i + len(pair[0]), (pair[1],)
             elif self.opened:
                 self.state, self.body, self.closers = "inside", 0, tuple({p[1] for p in self.known})
+            elif self.opened is None and rest[:1] not in ("[", "{"):  # an answer opening with [ or { holds a call
+                self.state, self.closers = "undecided", tuple({p[1] for p in self.known if "think" in p[1].lower()})
             else:
                 self.state, self.text = "answer", ""
                 return "", text
             self.sent = self.body
             self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
             self.closer_starts = {c[0] for c in self.closers}
+        if self.state == "undecided":
+            return self._undecided(final)
         look = max(self.body, self.sent, self.scanned - self.longest)  # closers were looked for before this
         found = min(((j, c) for c in self.closers if (j := text.find(c, look)) >= 0), default=None)
         if found is not None:
@@ -586,6 +737,21 @@ class ReasoningStream:
         self.sent = hold
         self._compact()
         return out, ""
+
+    def _undecided(self, final: bool) -> tuple[str, str]:
+        """Not known whether the prompt opened a block: held until a closer, the end or :data:`HOLD_CHARS`."""
+        text = self.text
+        found = min(((j, c) for c in self.closers if (j := text.find(c, max(self.scanned - self.longest, 0))) >= 0),
+                    default=None)
+        self.scanned = len(text)
+        if found is not None and not inside_call(text, 0, found[0]):
+            j, closer = found
+            self.found, self.state, self.text = True, "answer", ""
+            return text[:j], text[j + len(closer) :]
+        if found is not None or final or len(text) > HOLD_CHARS:
+            self.state, self.text = "answer", ""  # a closer inside a call, or none: no block
+            return "", text
+        return "", ""
 
     def _compact(self) -> None:
         """Drops sent reasoning from ``text`` but a few characters, so a long block streamed in small pieces costs

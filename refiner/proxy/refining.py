@@ -26,6 +26,7 @@ import asyncio
 import functools
 import json
 import logging
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +36,15 @@ from refiner.formats.message import only_tags
 from refiner.pipeline import Refiner
 from refiner.proxy.batching import RefineBatcher
 from refiner.proxy.content import (
+    Ask,
+    CallDriver,
     ContentCalls,
     ContentSplit,
     Openers,
-    Step,
+    Said,
     holds_calls,
     markers,
     separate_reasoning,
-    thinking_hint,
     tool_names,
     trim_edges,
     upstream_reasoning,
@@ -51,6 +53,7 @@ from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_reque
 from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
+from refiner.proxy.thinking import PromptReasoning
 from refiner.proxy.work import read_result
 
 log = logging.getLogger("refiner.proxy")
@@ -161,8 +164,9 @@ class Refinement:
     hold a tier-1 refiner; ``batcher`` runs ``ref`` (the model, or any other refiner)."""
 
     def __init__(self, ref: Any, *, runner: Any, batcher: RefineBatcher, fmt: str, content: ContentCalls,
-                 timeout: float, metrics: Metrics | None = None) -> None:
+                 timeout: float, metrics: Metrics | None = None, prompts: PromptReasoning | None = None) -> None:
         self.ref = ref
+        self.prompts = prompts if prompts is not None else PromptReasoning()
         self.metrics = metrics
         self.runner = runner
         self.batcher = batcher
@@ -187,33 +191,57 @@ class Refinement:
             return None
         return ContentSplit(_openers(frozenset(tool_names(body)), markers()))
 
-    async def drive(self, split: ContentSplit, step: Step, body: dict, deadline: float | None = None) -> str:
-        """Answers the split's region checks (tier 1 in a worker) until it needs more text; the text released. All
-        checks of one answer share one deadline (``deadline``, else one refine timeout from its first check)."""
-        out = [step.release]
-        if deadline is None and step.check is not None:
-            if split.deadline is None:
-                split.deadline = self.deadline()
-            deadline = split.deadline
-        while step.check is not None:
-            is_calls = False
-            if self.remaining(deadline) > 0:
-                is_calls = await self.check_region(body, step.check, deadline)
-            else:
-                split.give_up_checks()
-            step = split.verdict(is_calls)
-            out.append(step.release)
-        return "".join(out)
+    async def run(self, gen: Generator[Ask, Any, Said], body: dict, split: ContentSplit,
+                  deadline: float | None = None) -> Said:
+        """Runs a :class:`~refiner.proxy.content.CallDriver` step, its questions answered by tier 1 in a worker. All
+        questions of one answer share one deadline (``deadline``, else one refine timeout from its first question);
+        past it, regions are released and no call is read early."""
+        try:
+            ask = next(gen)
+            while True:
+                if deadline is None:
+                    if split.deadline is None:
+                        split.deadline = self.deadline()
+                    deadline = split.deadline
+                answer = None
+                if self.remaining(deadline) > 0:
+                    if ask.kind == "region":
+                        answer = await self.check_region(body, ask.text, deadline)
+                    else:
+                        answer = await self.read_calls(body, ask.text, deadline)
+                ask = gen.send(answer)
+        except StopIteration as stop:
+            return stop.value
 
-    async def check_region(self, body: dict, text: str, deadline: float) -> bool:
+    async def tier1_outcome(self, body: dict, text: str, deadline: float) -> dict | None:
+        """Tier 1's outcome on ``text`` (its format detected) in a worker; None when it gave none."""
         item = {"request": {"tools": body.get("tools") or None, "upstream": text, "format": None}, "detect": True,
                 "allowed": self.content.allowed}
         try:
             (outcome,), _ = await self.runner.run("tier1", [item], self.remaining(deadline))
         except IsolationError as e:
             log.info("content check gave no answer (%s: %s)", type(e).__name__, e)
-            return False
-        return holds_calls(outcome.get("result"), tool_names(body))
+            return None
+        return outcome
+
+    async def check_region(self, body: dict, text: str, deadline: float) -> bool:
+        outcome = await self.tier1_outcome(body, text, deadline)
+        return outcome is not None and holds_calls(outcome.get("result"), tool_names(body))
+
+    async def read_calls(self, body: dict, text: str, deadline: float) -> list[dict] | None:
+        """The complete calls of held text up to a call's closing tag (:func:`refiner.proxy.work.early_calls`, in a
+        worker), to send before the answer ends; None when there are none, or when they would go to the refiner
+        model."""
+        payload = {"text": text, "tools": body.get("tools") or None, "names": sorted(tool_names(body)),
+                   "allowed": self.content.allowed}
+        try:
+            value, _ = await self.runner.run("calls", payload, self.remaining(deadline))
+        except IsolationError as e:
+            log.info("early call read gave no answer (%s: %s)", type(e).__name__, e)
+            return None
+        if self.has_model and (value["errors"] or not self.ref.bypass):
+            return None
+        return value["calls"]
 
     async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
         """The content of a whole (non-streamed) answer, split; a long one is split in a worker (within the
@@ -230,8 +258,9 @@ class Refinement:
                 log.info("content split gave no answer (%s: %s)", type(e).__name__, e)
                 return SplitText(text, "")
             return SplitText(value["released"], value["held"])
-        await self.drive(split, split.feed(text), body, deadline)
-        await self.drive(split, split.end(), body, deadline)
+        driver = CallDriver(split, early=False)
+        await self.run(driver.feed(text), body, split, deadline)
+        await self.run(driver.end(), body, split, deadline)
         return split
 
     # -- choices
@@ -241,6 +270,7 @@ class Refinement:
         """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice, and
         ``reasonings`` the reasoning blocks already sent."""
         deadline = self.deadline()
+        opened = self.prompts.opened(body, whole=True) if splits is None else None
         results = [ChoiceResult(m, f) for m, f in items]
         for i, text in (reasonings or {}).items():
             if 0 <= i < len(results):
@@ -248,7 +278,9 @@ class Refinement:
         jobs: list[_Job] = []
         for i, (message, reason) in enumerate(items):
             if splits is None:
-                message = self.take_reasoning(body, message, results[i])
+                if upstream_reasoning(message) is None:
+                    self.prompts.learn(body, message.get("content"), reason)
+                message = self.take_reasoning(body, message, results[i], opened)
                 results[i].message = message
             tool_calls = message.get("tool_calls")
             split = (splits or {}).get(i)
@@ -366,14 +398,15 @@ class Refinement:
         for j, result in zip(todo, results):
             j.outcome = {"format": j.request.get("format"), "result": read_result(result)}
 
-    def take_reasoning(self, body: dict, message: dict, out: ChoiceResult) -> dict:
+    def take_reasoning(self, body: dict, message: dict, out: ChoiceResult, opened: bool | None = None) -> dict:
         """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after any
-        reasoning the upstream separated itself, which is kept as it came)."""
+        reasoning the upstream separated itself, which is kept as it came); ``opened``: whether the prompt opened the
+        block (:meth:`~refiner.proxy.thinking.PromptReasoning.opened`)."""
         content = message.get("content")
         if not isinstance(content, str) or not content:
             return message
         given = upstream_reasoning(message)
-        reasoning, answer = separate_reasoning(content, False if given is not None else thinking_hint(body))
+        reasoning, answer = separate_reasoning(content, False if given is not None else opened)
         if reasoning is None:
             return message
         out.separated, out.reasoning = True, reasoning

@@ -5,16 +5,18 @@ re-emitted once the upstream's stream has ended."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import ContentSplit, EdgeTrim, ReasoningStream, thinking_hint
-from refiner.proxy.convert import new_call_id
+from refiner.proxy.content import CallDriver, ContentSplit, EdgeTrim, ReasoningStream, same_call
+from refiner.proxy.convert import new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.refining import Refinement, report
 from refiner.proxy.upstream import UpstreamError
 
 DONE = "data: [DONE]\n\n"
+log = logging.getLogger("refiner.proxy")
 
 
 def sse(obj: dict) -> str:
@@ -90,17 +92,21 @@ class StreamBuffer:
 
 class AnswerStream:
     """One choice's streamed content, read as it arrives: its reasoning block first
-    (:class:`~refiner.proxy.content.ReasoningStream`: sent as ``reasoning_content``), then the content split (text
-    that may hold calls held back, when the request's answers are read for calls); the content's blanks at its start
-    and end are held (:class:`~refiner.proxy.content.EdgeTrim`) so that it is shaped as a whole answer's is: the
-    line breaks after a reasoning block and before the calls are the template's, and content left blank once
-    reasoning or calls were taken out is no content."""
+    (:class:`~refiner.proxy.content.ReasoningStream`: sent as ``reasoning_content``; ``opened``: whether the prompt
+    opened the block, None when not known), then the content split (text that may hold calls held back, when the
+    request's answers are read for calls), driven by a :class:`~refiner.proxy.content.CallDriver` that reads each call
+    as it closes (:attr:`calls`: the calls read so far, sent as they come); the content's blanks at its start and end
+    are held (:class:`~refiner.proxy.content.EdgeTrim`) so that it is shaped as a whole answer's is: the line breaks
+    after a reasoning block and before the calls are the template's, and content left blank once reasoning or calls
+    were taken out is no content."""
 
-    def __init__(self, opened: bool, split: ContentSplit | None) -> None:
+    def __init__(self, opened: bool | None, split: ContentSplit | None) -> None:
         self.reasoning = ReasoningStream(opened)
         self.split = split
+        self.driver = CallDriver(split) if split is not None else None
         self.trim: EdgeTrim | None = None  # made when the content starts (after the reasoning block, if any)
         self.sent_reasoning: list[str] = []
+        self.calls: list[dict] = []  # the calls sent before the end (OpenAI tool calls, in order)
 
     @property
     def found_reasoning(self) -> bool:
@@ -113,25 +119,35 @@ class AnswerStream:
             self.trim = EdgeTrim(lead=self.found_reasoning)
         return self.trim.feed(text)
 
-    async def feed(self, piece: str, refinement: Refinement, body: dict) -> tuple[str, str]:
-        """``(reasoning, content)`` to send for one content delta."""
+    async def feed(self, piece: str, refinement: Refinement, body: dict) -> tuple[str, str, list[dict]]:
+        """``(reasoning, content, calls)`` to send for one content delta."""
         reasoning, answer = self.reasoning.feed(piece)
         self.sent_reasoning.append(reasoning)
-        return reasoning, await self._answer(answer, refinement, body)
+        text, calls = await self._answer(answer, refinement, body)
+        return reasoning, text, calls
 
-    async def _answer(self, answer: str, refinement: Refinement, body: dict) -> str:
-        if self.split is None or not answer:
-            return self._content(answer)
-        return self._content(await refinement.drive(self.split, self.split.feed(answer), body))
+    async def _answer(self, answer: str, refinement: Refinement, body: dict) -> tuple[str, list[dict]]:
+        if self.driver is None or not answer:
+            return self._content(answer), []
+        said = await refinement.run(self.driver.feed(answer), body, self.split)
+        calls = rebuild_tool_calls([], said.calls) if said.calls else []
+        self.calls += calls
+        return self._content(said.release), calls
 
     async def end(self, refinement: Refinement, body: dict) -> tuple[str, str]:
         """``(reasoning, content)`` to send once the upstream's stream has ended (before the refined calls)."""
+        self.stop_early_calls()  # the rest is read whole
         reasoning, answer = self.reasoning.end()
         self.sent_reasoning.append(reasoning)
-        text = await self._answer(answer, refinement, body)
-        if self.split is not None:
-            text += self._content(await refinement.drive(self.split, self.split.end(), body))
+        text, _ = await self._answer(answer, refinement, body)
+        if self.driver is not None:
+            text += self._content((await refinement.run(self.driver.end(), body, self.split)).release)
         return reasoning, text
+
+    def stop_early_calls(self) -> None:
+        """No call is read before the end (the upstream sends tool calls of its own)."""
+        if self.driver is not None:
+            self.driver.early = False
 
     def give_up(self) -> tuple[str, str]:
         """Everything held, as it is (the upstream failed mid-stream)."""
@@ -142,7 +158,8 @@ class AnswerStream:
         self.split.give_up_checks()
         if answer:
             self.split.feed(answer)
-        return reasoning, pending + self.split.end().release + self.split.held
+        released = pending + self.split.end().release
+        return reasoning, released if self.calls else released + self.split.held  # (sent calls are not sent twice)
 
     def finish(self, tail: str, separated: bool) -> str:
         """The last content to send: ``tail`` (held text, or the text around the calls read from it)."""
@@ -172,11 +189,11 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 history: HistoryReport | None = None) -> AsyncIterator[str]:
     """The SSE text sent to the client for the upstream's stream ``events``: chunks forwarded as they come, except
     each choice's content, read by an :class:`AnswerStream` (its reasoning block sent as ``reasoning_content``,
-    content that may hold calls held back and released as soon as it proves to be text); then, once the upstream's
-    stream has ended, the rest of the held content or the text around the calls read from it, the refined tool calls
-    (as incremental deltas), the finish reasons (the last one carrying the ``tool_refiner`` report when there is
-    one), the usage and ``[DONE]``. An upstream failure mid-stream releases the held content and ends the stream
-    with an error event."""
+    content that may hold calls held back and released as soon as it proves to be text, each call sent as soon as it
+    has closed and been read); then, once the upstream's stream has ended, the rest of the held content or the text
+    around the calls read from it, the refined tool calls not sent yet (as incremental deltas), the finish reasons
+    (the last one carrying the ``tool_refiner`` report when there is one), the usage and ``[DONE]``. An upstream
+    failure mid-stream releases the held content and ends the stream with an error event."""
     buf = StreamBuffer()
     answers: dict[int, AnswerStream] = {}
     reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
@@ -187,10 +204,17 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 if delta.get("reasoning_content") or delta.get("reasoning"):
                     reasoned.add(int(choice.get("index", 0)))
             forward = buf.take(chunk)
+            for i in buf.calls:  # the upstream sends calls of its own: those are refined at the end
+                if i in answers:
+                    answers[i].stop_early_calls()
+            calls: list[tuple[int, int, dict]] = []
             if forward is not None:
-                forward = await _hold_content(forward, answers, reasoned, refinement, body)
+                forward = await _hold_content(forward, answers, reasoned, refinement, body, buf, calls)
             if forward is not None:
                 yield sse(forward)
+            for i, k, call in calls:
+                for d in call_deltas(k, call):
+                    yield sse(buf.chunk(i, {"tool_calls": [d]}))
     except UpstreamError as e:
         for i, ans in sorted(answers.items()):
             delta = _delta(*ans.give_up())
@@ -206,8 +230,11 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     indices = buf.indices()
     splits = {i: a.split for i, a in answers.items() if a.split is not None}
     reasonings = {i: "".join(a.sent_reasoning) for i, a in answers.items() if a.found_reasoning}
-    results = await refinement.choices(body, [(buf.message(i), buf.finish.get(i)) for i in indices], splits,
-                                       reasonings)
+    messages = [(buf.message(i), buf.finish.get(i)) for i in indices]
+    for i, (message, reason) in zip(indices, messages):
+        if i not in reasoned:
+            refinement.prompts.learn(body, message.get("content"), reason)
+    results = await refinement.choices(body, messages, splits, reasonings)
     _, extra = report(results, history)
     if extra or any(r.stage != "none" for r in results):
         extra = {"stages": [r.stage for r in results], **extra}
@@ -217,7 +244,12 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         delta = _delta(r.reasoning_tail, tail)
         if delta:
             yield sse(buf.chunk(i, delta))
-        for k, call in enumerate(r.message.get("tool_calls") or []):
+        sent = ans.calls if ans is not None else []
+        final = r.message.get("tool_calls") or []
+        if sent and [_key(c) for c in final[: len(sent)]] != [_key(c) for c in sent]:
+            log.warning("calls sent before the end differ from the answer's calls read whole (%d sent, %d read)",
+                        len(sent), len(final))
+        for k, call in enumerate(final[len(sent) :], start=len(sent)):
             for d in call_deltas(k, call):
                 yield sse(buf.chunk(i, {"tool_calls": [d]}))
         last = buf.chunk(i, {}, r.finish_reason)
@@ -227,6 +259,11 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     if buf.usage is not None:
         yield sse({**buf.template(), "choices": [], "usage": buf.usage})
     yield DONE
+
+
+def _key(call: dict) -> tuple[str, str]:
+    fn = call.get("function") or {}
+    return same_call({"name": fn.get("name"), "arguments": fn.get("arguments")})
 
 
 def _delta(reasoning: str, content: str) -> dict:
@@ -239,9 +276,9 @@ def _delta(reasoning: str, content: str) -> dict:
 
 
 async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned: set[int], refinement: Refinement,
-                        body: dict) -> dict | None:
+                        body: dict, buf: StreamBuffer, calls: list[tuple[int, int, dict]]) -> dict | None:
     """The chunk with each choice's content replaced by what its :class:`AnswerStream` sends now (None when nothing
-    is left of it)."""
+    is left of it); the calls read from it are added to ``calls`` (choice, index, call)."""
     kept = []
     for choice in chunk["choices"]:
         piece = choice["delta"].get("content")
@@ -249,8 +286,13 @@ async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned:
             i = choice["index"]
             ans = answers.get(i)
             if ans is None:
-                ans = answers[i] = AnswerStream(thinking_hint(body) is True and i not in reasoned, refinement.splitter(body))
-            reasoning, text = await ans.feed(piece, refinement, body)
+                opened = False if i in reasoned else refinement.prompts.opened(body)
+                ans = answers[i] = AnswerStream(opened, refinement.splitter(body))
+                if i in buf.calls:
+                    ans.stop_early_calls()
+            before = len(ans.calls)
+            reasoning, text, new = await ans.feed(piece, refinement, body)
+            calls += [(i, before + k, call) for k, call in enumerate(new)]
             delta = {k: v for k, v in choice["delta"].items() if k != "content"}
             if reasoning:
                 delta["reasoning_content"] = (delta.get("reasoning_content") or "") + reasoning

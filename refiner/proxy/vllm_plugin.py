@@ -31,6 +31,7 @@ library never imports vLLM by importing it.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -38,16 +39,22 @@ from typing import Any
 from refiner.formats.reasoning import pairs
 from refiner.pipeline import Refiner
 from refiner.proxy import work
+from refiner.formats.derive.render import ChatTemplate
 from refiner.proxy.content import (
+    Ask,
+    CallDriver,
     ContentSplit,
     Openers,
     ReasoningStream,
     holds_calls,
     markers,
+    run_sync,
+    same_call,
     separate_reasoning,
     thinking_hint,
     trim_edges,
 )
+from refiner.proxy.thinking import PromptReasoning
 
 NAME = "tool_refiner"
 CLASS_NAME = "ToolRefinerToolParser"
@@ -78,12 +85,16 @@ def tool_names(tools: Sequence[dict]) -> set[str]:
 
 
 class Reader:
-    """Reads one generation against ``tools``: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`)."""
+    """Reads one generation against ``tools``: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`),
+    with the proxy's driver (:class:`~refiner.proxy.content.CallDriver`): streamed, each call is read as soon as it
+    closes."""
 
     def __init__(self, tools: list[dict]) -> None:
         self.tools = tools or None
         self.names = tool_names(tools)
         self.split = ContentSplit(Openers(frozenset(self.names), markers()))
+        self.driver = CallDriver(self.split)
+        self.sent: list[dict] = []  # calls read before the end
 
     def is_calls(self, region: str) -> bool:
         return holds_calls(self.calls_in(region), self.names)
@@ -93,32 +104,38 @@ class Reader:
         item = {"request": {"tools": self.tools, "upstream": text, "format": None}, "detect": True, "allowed": None}
         return work.tier1(_TIER1, [item])[0]["result"]
 
-    def _drive(self, step: Any) -> str:
-        out = [step.release]
-        while step.check is not None:
-            step = self.split.verdict(self.is_calls(step.check))
-            out.append(step.release)
-        return "".join(out)
+    def _answer(self, ask: Ask) -> Any:
+        if ask.kind == "region":
+            return self.is_calls(ask.text)
+        payload = {"text": ask.text, "tools": self.tools, "names": sorted(self.names), "allowed": None}
+        return work.early_calls(_TIER1, payload)["calls"]
 
-    def feed(self, piece: str) -> str:
-        """The content that ``piece`` releases."""
-        return self._drive(self.split.feed(piece))
+    def feed(self, piece: str) -> tuple[str, list[dict]]:
+        """``(content, calls)`` that ``piece`` releases: the calls complete and read since the last piece."""
+        said = run_sync(self.driver.feed(piece), self._answer)
+        self.sent += said.calls
+        return said.release, said.calls
 
     def end(self) -> tuple[str, list[dict]]:
-        """At the end of the generation: ``(content still to send, calls)``."""
-        released = self._drive(self.split.end())
+        """At the end of the generation: ``(content still to send, calls)``, all the calls read from the held text
+        (those :meth:`feed` gave first)."""
+        self.driver.early = False
+        released = run_sync(self.driver.end(), self._answer).release
         held = self.split.held
         if held.strip() and self.names:
             result = self.calls_in(held)
             if holds_calls(result, self.names):
                 return released, list(result["calls"])
+        if self.sent:  # calls went out: the held text is theirs, not content
+            return released, list(self.sent)
         return released + held, []
 
     def read(self, text: str) -> tuple[str | None, list[dict]]:
         """``(content, calls)`` of a whole generation; no calls: the text as it came."""
         if not self.names:
             return text, []
-        released = self.feed(text)
+        self.driver.early = False
+        released, _ = self.feed(text)
         rest, calls = self.end()
         if not calls:
             return text, []
@@ -141,7 +158,29 @@ def arguments_text(call: dict) -> str:
 
 def hinted(kwargs: Any) -> bool:
     """Whether ``chat_template_kwargs`` say thinking is on (:func:`refiner.proxy.content.thinking_hint`)."""
-    return thinking_hint({"chat_template_kwargs": kwargs}) if isinstance(kwargs, dict) else False
+    return thinking_hint({"chat_template_kwargs": kwargs}) is True if isinstance(kwargs, dict) else False
+
+
+def served_template(tokenizer: Any) -> PromptReasoning | None:
+    """What the served model's chat template (its tokenizer's) says of whether the generation prompt opens the
+    reasoning block (:mod:`refiner.proxy.thinking`); None when the tokenizer has no template."""
+    source = getattr(tokenizer, "chat_template", None)
+    if not isinstance(source, str) or not source:
+        return None
+    tokens = {k: t for k in ("bos_token", "eos_token") if isinstance(t := getattr(tokenizer, k, None), str)}
+    try:
+        return PromptReasoning(ChatTemplate(source, "the served model's tokenizer", tokens), learn=False)
+    except Exception:  # noqa: BLE001 - a template that does not compile tells nothing
+        return None
+
+
+def template_opens(prompts: PromptReasoning | None, kwargs: Any) -> bool | None:
+    """The request's hint (``chat_template_kwargs``), else what the template rendered with them says, else None."""
+    body = {"chat_template_kwargs": kwargs} if isinstance(kwargs, dict) else {}
+    hint = thinking_hint(body)
+    if hint is not None or prompts is None:
+        return hint
+    return prompts.opened(body, whole=True)
 
 
 def tail_marker(text: str) -> bool | None:
@@ -257,24 +296,41 @@ def _build() -> type:
             self._request = request
             if off(request):
                 return DeltaMessage(content=delta_text) if delta_text else None
-            released = self._reader_for(request).feed(delta_text)
-            return DeltaMessage(content=released) if released else None
+            released, calls = self._reader_for(request).feed(delta_text)
+            deltas = self._call_deltas(calls)
+            if not (released or deltas):
+                return None
+            return DeltaMessage(content=released or None, tool_calls=deltas) if deltas else DeltaMessage(
+                content=released)
+
+        def _call_deltas(self, calls: list[dict]) -> list:
+            """Each call as one tool-call delta (index, id, name, whole arguments), numbered after those sent."""
+            deltas = []
+            for c in calls:
+                args = arguments_text(c)
+                deltas.append(DeltaToolCall(index=len(self.prev_tool_call_arr), id=make_tool_call_id(),
+                                            type="function", function=DeltaFunctionCall(name=c["name"],
+                                                                                        arguments=args)))
+                self.prev_tool_call_arr.append({"name": c["name"], "arguments": c.get("arguments") or {}})
+                self.streamed_args_for_tool.append(args)
+                self.current_tool_id = len(self.prev_tool_call_arr) - 1
+            return deltas
 
         def finish_streaming(self) -> Any:
             if self._request is None or off(self._request):
                 return None
-            rest, calls = self._reader_for(self._request).end()
+            reader = self._reader_for(self._request)
+            rest, calls = reader.end()
             if not calls:
                 return DeltaMessage(content=rest) if rest else None
-            deltas = []
-            for c in calls:
-                args = arguments_text(c)
-                deltas.append(DeltaToolCall(index=len(deltas), id=make_tool_call_id(), type="function",
-                                            function=DeltaFunctionCall(name=c["name"], arguments=args)))
-                self.prev_tool_call_arr.append({"name": c["name"], "arguments": c.get("arguments") or {}})
-                self.streamed_args_for_tool.append(args)
-            self.current_tool_id = len(calls) - 1
-            return DeltaMessage(content=rest.strip() or None, tool_calls=deltas)
+            sent = reader.sent
+            if [same_call(c) for c in calls[: len(sent)]] != [same_call(c) for c in sent]:
+                logging.getLogger("refiner.proxy").warning("calls sent before the end differ from those read whole")
+            deltas = self._call_deltas(calls[len(sent) :])
+            content = rest.strip() or None
+            if not (deltas or content):
+                return None
+            return DeltaMessage(content=content, tool_calls=deltas)
 
     ToolRefinerToolParser.__module__ = __name__
     return ToolRefinerToolParser
@@ -293,8 +349,10 @@ def _build_reasoning() -> type:
 
         def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(tokenizer, *args, **kwargs)
-            self.hint = hinted(kwargs.get("chat_template_kwargs"))
-            self.reader = ReasoningReader(self.hint)
+            self.kwargs = kwargs.get("chat_template_kwargs")
+            self.hint = hinted(self.kwargs)
+            self.template = served_template(tokenizer)
+            self.reader = ReasoningReader(template_opens(self.template, self.kwargs) is True)
 
         def _decode(self, ids: Sequence[int]) -> str:
             return self.model_tokenizer.decode(list(ids)) if ids else ""
@@ -310,6 +368,7 @@ def _build_reasoning() -> type:
             return any(c in window for _, c in pairs())
 
         def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
+            """The prompt itself says: it ends with an opener (the block is open)."""
             if tail_marker(self._decode(list(prompt_token_ids)[-PROMPT_TAIL_TOKENS:])) is False:
                 self.reader.opened = True
 
@@ -329,8 +388,9 @@ def _build_reasoning() -> type:
             return list(input_ids[lo:])
 
         def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-            opened = self.hint or hinted(getattr(request, "chat_template_kwargs", None))
-            return ReasoningReader().read(model_output, True if opened else None)
+            kwargs = getattr(request, "chat_template_kwargs", None)
+            opened = template_opens(self.template, kwargs if isinstance(kwargs, dict) else self.kwargs)
+            return ReasoningReader().read(model_output, opened)
 
         def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
                                         previous_token_ids: Sequence[int], current_token_ids: Sequence[int],

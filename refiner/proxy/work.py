@@ -23,7 +23,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.pipeline import Refiner
-from refiner.proxy.content import ContentSplit, Openers, holds_calls
+from refiner.proxy.content import CallDriver, ContentSplit, Openers, complete_calls, holds_calls, run_sync
 from refiner.proxy.metrics import repair_classes
 from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 
@@ -87,10 +87,32 @@ def split(refiner: Refiner, payload: dict) -> dict:
                 "allowed": payload["allowed"]}
         return holds_calls(tier1(refiner, [item])[0]["result"], names)
 
-    for step in (cut.feed(payload["text"]), cut.end()):
-        while step.check is not None:
-            step = cut.verdict(is_calls(step.check))
+    driver = CallDriver(cut, early=False)
+    for step in (driver.feed(payload["text"]), driver.end()):
+        run_sync(step, lambda ask: is_calls(ask.text))
     return {"released": cut.released_text, "held": cut.held}
+
+
+def early_calls(refiner: Refiner, payload: dict) -> dict:
+    """The calls of held text up to a call's closing tag, when they can be sent before the answer ends: tier 1 reads
+    them (:func:`refiner.proxy.content.complete_calls`) and the detected format's strict reader reads the text as
+    that many calls (so the text ends after a call, not inside a value that holds the closing tag). ``payload``:
+    ``text``, ``tools``, ``names``, ``allowed``. ``{"calls": [...] | None, "errors": whether the gate found errors}``."""
+    item = {"request": {"tools": payload["tools"], "upstream": payload["text"], "format": None}, "detect": True,
+            "allowed": payload["allowed"]}
+    outcome = tier1(refiner, [item])[0]
+    result = outcome["result"]
+    calls = complete_calls(result, set(payload["names"]))
+    if calls is not None:
+        try:
+            strict = formats.get(outcome["format"]).parse_strict(payload["text"])
+        except Exception:  # noqa: BLE001 - not strictly calls: read at the end
+            strict = None
+        if strict is None or len(strict) != len(calls):
+            calls = None
+    errors = isinstance(result, dict) and any(isinstance(d, dict) and d.get("severity") == "error"
+                                              for d in result.get("diagnostics") or [])
+    return {"calls": calls, "errors": errors}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -171,7 +193,7 @@ def forget(refiner: Refiner, payload: Any) -> None:
     TEXTS.clear()
 
 
-TASKS = {"tier1": tier1, "split": split, "forget": forget}
+TASKS = {"tier1": tier1, "split": split, "calls": early_calls, "forget": forget}
 READY = "ready"
 HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
 

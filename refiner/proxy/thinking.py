@@ -1,0 +1,169 @@
+"""Whether the upstream's prompt opens the reasoning block, so that a streamed answer's reasoning is sent as
+``reasoning_content`` from its first token.
+
+Thinking models' chat templates write the opener (``<think>``) into the generation prompt: the answer then carries
+its reasoning, the closer (``</think>``) and the answer, with no opener. A whole answer shows where its reasoning ends
+(:func:`refiner.formats.reasoning.split_reasoning`); a stream must know before the closer comes. What the proxy knows
+of a request (:meth:`PromptReasoning.opened`), first found first:
+
+1. the request's ``chat_template_kwargs`` (``enable_thinking`` / ``thinking``: :func:`~refiner.proxy.content.thinking_hint`);
+2. the operator's per-model setting (``serve --opens-reasoning MODEL=yes|no``, ``*`` for any model);
+3. the upstream model's chat template (``serve --chat-template``): its generation prompt, rendered for a short
+   conversation with the request's ``chat_template_kwargs`` (:func:`prompt_opens`), ends inside a reasoning block or
+   not;
+4. that model's earlier answers (requests with no hint, whose upstream did not separate the reasoning itself): one
+   with a thinking closer and no opener says yes; one that opens its own block, or that ended (``stop`` or
+   ``tool_calls``) with no closer at all, says no; the latest answer that says either counts.
+
+Nothing known: a stream holds its text until the first closer or :data:`~refiner.proxy.content.HOLD_CHARS`
+characters (:class:`~refiner.proxy.content.ReasoningStream`). A whole answer reads its own text (a thinking closer
+outside any call ends a block it began with) unless 1-3 say: what earlier answers showed only guides streams, which
+cannot read ahead. So a stream and a whole answer can differ only where an answer contradicts its model's earlier
+ones (a model that showed a closer, then answers with none: the stream sent it as reasoning).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from refiner.formats.derive.render import ChatTemplate, compile_template, load_template
+from refiner.formats.reasoning import pairs, split_reasoning
+from refiner.proxy.content import thinking_hint
+
+log = logging.getLogger("refiner.proxy")
+
+MAX_MODELS = 1024  # models whose answers are remembered
+MAX_RENDERS = 64  # chat_template_kwargs whose generation prompt is remembered
+_DUMMY_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+                                                  "parameters": {"type": "object", "properties": {
+                                                      "city": {"type": "string"}}, "required": ["city"]}}}]
+_DUMMY_MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def ends_inside_block(prompt: str) -> bool:
+    """Whether ``prompt`` ends inside a reasoning block: a registered pair's opener comes after every closer."""
+    last_open = max((prompt.rfind(o) for o, _ in pairs()), default=-1)
+    last_close = max((prompt.rfind(c) for _, c in pairs()), default=-1)
+    return last_open >= 0 and last_open > last_close
+
+
+def _render(compiled: Any, template: ChatTemplate, generation: bool, tools: list | None, kwargs: dict) -> str:
+    compiled.environment.steps = 0
+    context = {"bos_token": "", "eos_token": "", **template.tokens, **kwargs}
+    return compiled.render(messages=_DUMMY_MESSAGES, tools=tools, documents=None, add_generation_prompt=generation,
+                           **context)
+
+
+def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None, compiled: Any = None) -> bool | None:
+    """Whether the template's generation prompt (a one-question conversation, with tools, rendered with ``kwargs``
+    as its ``chat_template_kwargs``) ends inside a reasoning block; None when it does not render."""
+    compiled = compiled if compiled is not None else compile_template(template)
+    extra = {k: v for k, v in (kwargs or {}).items() if k not in ("messages", "tools", "add_generation_prompt")}
+    for tools in (_DUMMY_TOOLS, None):
+        try:
+            full = _render(compiled, template, True, tools, extra)
+        except Exception:  # noqa: BLE001 - a template that cannot render this conversation tells nothing
+            continue
+        try:
+            bare = _render(compiled, template, False, tools, extra)
+        except Exception:  # noqa: BLE001
+            bare = ""
+        start = len(bare) if full.startswith(bare) else 0
+        return ends_inside_block(full[start:])
+    return None
+
+
+def parse_setting(value: Any) -> bool:
+    """``yes``/``no`` (also true/false, on/off, 1/0) as a bool; ValueError otherwise."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in ("yes", "true", "on", "1"):
+        return True
+    if word in ("no", "false", "off", "0"):
+        return False
+    raise ValueError(f"expected yes or no, got {value!r}")
+
+
+def answer_says(content: Any, finish_reason: str | None) -> bool | None:
+    """What one whole answer (raw, its reasoning not separated) says of its prompt: True (a thinking closer with no
+    opener before it, outside any call), False (it opens its own block, or it ended with no closer of any pair), or
+    None (it cannot tell: cut, or a closer inside a call)."""
+    if not isinstance(content, str) or not content.strip():
+        return None
+    s = split_reasoning(content, opened=None)
+    if s.found:
+        return s.body_start == 0
+    if finish_reason in ("stop", "tool_calls") and not any(c in content for _, c in pairs()):
+        return False
+    return None
+
+
+class PromptReasoning:
+    """What the proxy knows of whether a request's prompt opened the reasoning block (see the module docstring).
+    ``template``: the upstream model's chat template (path, or a loaded :class:`ChatTemplate`); ``models``: model
+    name (or ``*``) -> True / False; ``learn``: remember what answers say."""
+
+    def __init__(self, template: str | Path | ChatTemplate | None = None, models: Mapping[str, bool] | None = None,
+                 learn: bool = True) -> None:
+        self.template = load_template(template) if isinstance(template, (str, Path)) else template
+        self.compiled = compile_template(self.template) if self.template is not None else None
+        self.models = dict(models or {})
+        self.learning = learn
+        self.learned: collections.OrderedDict[str, bool] = collections.OrderedDict()
+        self.renders: collections.OrderedDict[str, bool | None] = collections.OrderedDict()
+
+    def from_template(self, kwargs: Any) -> bool | None:
+        if self.template is None:
+            return None
+        kwargs = kwargs if isinstance(kwargs, dict) else {}
+        try:
+            key = json.dumps(kwargs, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return None
+        if key not in self.renders:
+            self.renders[key] = prompt_opens(self.template, kwargs, self.compiled)
+            if self.renders[key] is None:
+                log.warning("the chat template (%s) did not render a generation prompt", self.template.where)
+            while len(self.renders) > MAX_RENDERS:
+                self.renders.popitem(last=False)
+        return self.renders[key]
+
+    def opened(self, body: dict, whole: bool = False) -> bool | None:
+        """True (the prompt opened the block), False (it did not), None (not known). ``whole``: for a whole answer,
+        which reads its own text unless the request, the setting or the template says (its model's earlier answers
+        only guide a stream, which cannot read ahead)."""
+        hint = thinking_hint(body)
+        if hint is not None:
+            return hint
+        model = body.get("model") if isinstance(body.get("model"), str) else ""
+        for key in (model, "*"):
+            if key in self.models:
+                return self.models[key]
+        said = self.from_template(body.get("chat_template_kwargs"))
+        if said is not None:
+            return said
+        return None if whole else self.learned.get(model)
+
+    def learn(self, body: dict, content: Any, finish_reason: str | None) -> None:
+        """Remembers what a raw answer (its upstream did not separate the reasoning) to a request with no hint says
+        of its model's prompt (:func:`answer_says`)."""
+        if not self.learning or thinking_hint(body) is not None:
+            return
+        said = answer_says(content, finish_reason)
+        if said is None:
+            return
+        model = body.get("model") if isinstance(body.get("model"), str) else ""
+        self.learned[model] = said
+        self.learned.move_to_end(model)
+        while len(self.learned) > MAX_MODELS:
+            self.learned.popitem(last=False)
+
+    def describe(self) -> dict:
+        return {"template": self.template.where if self.template is not None else None,
+                "models": dict(self.models), "learned": dict(self.learned)}

@@ -1,0 +1,197 @@
+"""Streamed answers as a thinking model writes them with no hint (reasoning, ``</think>``, then calls, no opener), and
+calls sent as soon as they close: what the proxy knows of the prompt (chat template, per-model setting, earlier
+answers), what it holds while it cannot tell, and stream = non-stream under every chunking."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, serve_in_thread
+
+from refiner.proxy import create_app
+from refiner.proxy.content import HOLD_CHARS, ReasoningStream, separate_reasoning
+from refiner.proxy.thinking import PromptReasoning, answer_says, prompt_opens
+from refiner.formats.derive.render import ChatTemplate
+
+CALL = '<tool_call>\n{{"name": "get_time", "arguments": {{"tz": "{}"}}}}\n</tool_call>'
+QWEN3_THINKING = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                  "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+HYBRID = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% if enable_thinking is defined and not "
+          "enable_thinking %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
+
+
+def body(content: str, model: str = "m", **kw) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": WEATHER_QUERY}], "tools": WEATHER_TOOLS,
+            "x_fake": {"content": content, **kw.pop("fake", {})}, **kw}
+
+
+def chunked(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def exchange(url: str, payload: dict) -> tuple[dict, list[tuple[float, dict]]]:
+    """The streamed answer merged (content, reasoning, calls) and its chunks with the time each arrived."""
+    got: list[tuple[float, dict]] = []
+    with httpx.stream("POST", url + "/v1/chat/completions", json={**payload, "stream": True}, timeout=60) as r:
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                got.append((time.perf_counter(), json.loads(line[6:])))
+    content, reasoning, calls = [], [], {}
+    for _, c in got:
+        for ch in c.get("choices") or []:
+            d = ch["delta"]
+            content.append(d.get("content") or "")
+            reasoning.append(d.get("reasoning_content") or "")
+            for t in d.get("tool_calls") or []:
+                slot = calls.setdefault(t["index"], ["", ""])
+                slot[0] += (t.get("function") or {}).get("name") or ""
+                slot[1] += (t.get("function") or {}).get("arguments") or ""
+    merged = {"content": "".join(content) or None, "reasoning_content": "".join(reasoning) or None,
+              "calls": [(n, json.loads(a)) for n, a in (calls[k] for k in sorted(calls))]}
+    return merged, got
+
+
+def whole(url: str, payload: dict) -> dict:
+    message = httpx.post(url + "/v1/chat/completions", json=payload, timeout=60).json()["choices"][0]["message"]
+    return {"content": message.get("content"), "reasoning_content": message.get("reasoning_content"),
+            "calls": [(t["function"]["name"], json.loads(t["function"]["arguments"]))
+                      for t in message.get("tool_calls") or []]}
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with serve_in_thread(create_fake_upstream()) as url:
+        yield url
+
+
+# ---------------------------------------------------------------------------------------------------- the prompt
+
+
+def test_the_template_says_whether_the_generation_prompt_opens_the_block() -> None:
+    thinking, hybrid = ChatTemplate(QWEN3_THINKING, "thinking"), ChatTemplate(HYBRID, "hybrid")
+    assert prompt_opens(thinking) is True
+    assert prompt_opens(hybrid) is False and prompt_opens(hybrid, {"enable_thinking": False}) is False
+    assert prompt_opens(ChatTemplate("{{ raise_exception('no') }}", "broken")) is None
+    prompts = PromptReasoning(thinking, {"other": False})
+    assert prompts.opened({"model": "m"}) is True and prompts.opened({"model": "other"}) is False
+    assert prompts.opened({"model": "m", "chat_template_kwargs": {"enable_thinking": False}}) is False
+
+
+def test_what_an_answer_says_of_its_prompt() -> None:
+    assert answer_says("plan\n</think>\n\nParis.", "stop") is True
+    assert answer_says("<think>plan</think>Paris.", "stop") is False  # it opens its own block
+    assert answer_says("Paris.", "stop") is False and answer_says("Par", "length") is None
+    assert answer_says(CALL.format("CET</think>"), "tool_calls") is None  # a closer inside a call tells nothing
+    prompts = PromptReasoning()
+    prompts.learn({"model": "m"}, "plan</think>Paris.", "stop")
+    prompts.learn({"model": "h", "chat_template_kwargs": {"enable_thinking": True}}, "plan</think>x", "stop")
+    assert prompts.opened({"model": "m"}) is True and prompts.opened({"model": "h"}) is None
+    assert prompts.opened({"model": "m"}, whole=True) is None  # a whole answer reads its own text
+
+
+@pytest.mark.parametrize("text", ["plan\n</think>\n\nParis.", "Paris.", "<think>a</think>b", "  \n[{\"a\": 1}]</think>",
+                                  CALL.format("CET</think>"), "x[/THINK]y", "plain </think>" + CALL.format("CET")])
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_a_stream_with_nothing_known_reads_as_the_whole_answer(text: str, size: int) -> None:
+    """opened=None: held until the first thinking closer (or the end); the pieces join to the whole answer's split."""
+    stream = ReasoningStream(None)
+    reasoning, answer = [], []
+    for piece in chunked(text, size):
+        r, a = stream.feed(piece)
+        reasoning.append(r)
+        answer.append(a)
+    r, a = stream.end()
+    want = separate_reasoning(text, None)
+    assert ("".join(reasoning + [r]) or None, "".join(answer + [a])) == (want[0] or None, want[1])
+
+
+def test_what_is_held_while_nothing_is_known_is_bounded() -> None:
+    stream = ReasoningStream(None)
+    assert stream.feed("x" * HOLD_CHARS) == ("", "")
+    assert stream.feed("yz") == ("", "x" * HOLD_CHARS + "yz")  # past the bound: no block, passed on as the answer
+    assert stream.feed("</think>") == ("", "</think>")
+
+
+# ---------------------------------------------------------------------------------------------------- through the proxy
+
+THOUGHT = "The user wants the time in Central Europe, so I call get_time with tz CET and then report it."
+REASONED = THOUGHT + "\n</think>\n\n" + CALL.format("CET")
+
+
+def test_streamed_reasoning_with_no_hint_from_the_template(upstream, tmp_path) -> None:
+    """serve --chat-template of a thinking model: the reasoning goes out as reasoning_content from the first piece
+    (before the closer arrives), never as content; the answer equals the non-streamed one."""
+    path = tmp_path / "chat_template.jinja"
+    path.write_text(QWEN3_THINKING)
+    pieces = chunked(REASONED, 3)
+    with serve_in_thread(create_app(upstream + "/v1", workers=0, chat_template=str(path))) as url:
+        merged, got = exchange(url, body(REASONED, fake={"content_pieces": pieces, "piece_delay": 0.01}))
+        assert merged == whole(url, body(REASONED))
+    assert merged["reasoning_content"] == THOUGHT and merged["content"] is None
+    first = next(t for t, c in got if c["choices"] and c["choices"][0]["delta"].get("reasoning_content"))
+    last = max(t for t, c in got if c["choices"] and c["choices"][0]["delta"].get("reasoning_content"))
+    assert last - first > 0.05  # sent as it came, not held to the closer
+
+
+def test_per_model_setting_and_learned_answers(upstream) -> None:
+    """--opens-reasoning MODEL=yes streams reasoning from the first piece; with nothing known the first answer is held
+    until its closer (one reasoning delta, none as content), and the next one of that model streams from the first
+    piece (learned)."""
+    pieces = chunked(REASONED, 3)
+    fake = {"content_pieces": pieces, "piece_delay": 0.005}
+
+    def reasoning_deltas(got):
+        return sum(1 for _, c in got if c["choices"] and c["choices"][0]["delta"].get("reasoning_content"))
+
+    with serve_in_thread(create_app(upstream + "/v1", workers=0, opens_reasoning={"set": True})) as url:
+        set_, got = exchange(url, body(REASONED, model="set", fake=fake))
+        assert reasoning_deltas(got) > 3
+        first, got = exchange(url, body(REASONED, model="new", fake=fake))
+        assert reasoning_deltas(got) == 1
+        second, got = exchange(url, body(REASONED, model="new", fake=fake))
+        assert reasoning_deltas(got) > 3
+        assert httpx.get(url + "/health").json()["opens_reasoning"]["learned"]["new"] is True
+    for merged in (set_, first, second):
+        assert merged["reasoning_content"] == THOUGHT and merged["content"] is None
+        assert merged["calls"] == [("get_time", {"tz": "CET"})]
+
+
+def test_calls_are_sent_as_they_close(upstream) -> None:
+    """A call early in a long generation goes out as soon as its closing tag has come, long before the generation
+    ends; two whole calls in one piece go out together; a call still open at the end is never sent as a call. (The
+    model's prompt is said not to open a reasoning block: with nothing known, the text would be held until a closer
+    or the end, calls included.)"""
+    text = "Checking.\n" + CALL.format("CET") + "\n" + CALL.format("UTC") + "\n" + CALL.format("Europe/Par")[:-17]
+    pieces = ["Checking.\n", CALL.format("CET"), "\n", *(["."] * 40), "\n" + CALL.format("UTC") + "\n"]
+    with serve_in_thread(create_app(upstream + "/v1", workers=0, opens_reasoning={"*": False})) as url:
+        merged, got = exchange(url, body("".join(pieces), fake={"content_pieces": pieces, "piece_delay": 0.01}))
+        calls_at = [t for t, c in got if c["choices"] and c["choices"][0]["delta"].get("tool_calls")]
+        finish_at = next(t for t, c in got if c["choices"] and c["choices"][0]["finish_reason"])
+        assert finish_at - calls_at[0] > 0.2  # the first call went out some 40 pieces before the end
+        two = "Now.\n" + CALL.format("CET") + "\n" + CALL.format("UTC")
+        both, _ = exchange(url, body(two, fake={"content_pieces": ["Now.\n", two[5:], "\nDone."]}))
+        assert both["calls"] == [("get_time", {"tz": "CET"}), ("get_time", {"tz": "UTC"})]
+        assert both == whole(url, body(two + "\nDone."))
+        cut, _ = exchange(url, body(text, fake={"finish_reason": "length", "content_pieces": chunked(text, 2)}))
+        assert cut["calls"] == [("get_time", {"tz": "CET"}), ("get_time", {"tz": "UTC"})]
+        assert cut == whole(url, body(text, fake={"finish_reason": "length"}))
+    assert merged["calls"] == [("get_time", {"tz": "CET"}), ("get_time", {"tz": "UTC"})]
+    assert merged["content"] == "Checking."
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64])
+def test_a_closing_tag_inside_a_value_sends_no_call_early(upstream, size: int) -> None:
+    """``</tool_call>`` written inside an argument is no call's end: nothing goes out until the call really closes,
+    and the stream equals the whole answer in every chunking (split inside the markers and the multi-byte text)."""
+    text = ("Sure — 東京 🚀.\n" + '<tool_call>\n{"name": "get_time", "arguments": {"tz": "Use <tool_call> ... '
+            '</tool_call> tags 🚀"}}\n</tool_call>\n' + CALL.format("CET"))
+    with serve_in_thread(create_app(upstream + "/v1", workers=0)) as url:
+        merged, _ = exchange(url, body(text, fake={"content_pieces": chunked(text, size)}))
+        assert merged == whole(url, body(text))
+    assert merged["calls"] == [("get_time", {"tz": "Use <tool_call> ... </tool_call> tags 🚀"}),
+                               ("get_time", {"tz": "CET"})]
