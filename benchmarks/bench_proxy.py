@@ -16,7 +16,11 @@ Both servers run as separate processes: the scripted fake upstream (``tests/fake
    the peer without process isolation; ``--compare-direct`` sends it to the upstream itself, the peer without any
    proxy (what the mix costs the upstream, the clients and the machine alone).
 
-    .venv/bin/python benchmarks/bench_proxy.py                                  # both tables, default sizes
+3. **Call to delta**: the time from a call's last byte leaving the upstream to its tool-call delta reaching the
+   client, for a call early in a long streamed generation (calls are sent as they close). Target: 5 ms median.
+
+    .venv/bin/python benchmarks/bench_proxy.py                                  # all three tables, default sizes
+    .venv/bin/python benchmarks/bench_proxy.py --mode latency --latency-runs 50
     .venv/bin/python benchmarks/bench_proxy.py --mode isolation --rate 30 --normal 600 --compare-threads --compare-direct
 """
 
@@ -325,9 +329,57 @@ def isolation(upstream: str, proxy: str, args: argparse.Namespace) -> list[dict]
     return runs
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# 3. A call's delta
+
+
+LATENCY_TARGET_MS = 5.0
+CALL_PIECES = ['<tool_call>\n{"name": "get_weather", ', '"arguments": {"city": ', '"Paris", "days": 3}}', "\n</tool_call>"]
+
+
+def call_latency(args: argparse.Namespace) -> dict:
+    """Time from a call's last byte leaving the upstream to its first tool-call delta reaching the client, for a call
+    early in a long generation (a sentence, the call in four pieces, then ``--latency-tail`` pieces of text at
+    ``--latency-pace`` seconds each): the scripted upstream runs in this process (it records when it sends the call's
+    last piece: ``fake_upstream.MARKS``), the proxy is the real CLI in its own process, both on loopback."""
+    import fake_upstream
+    from fake_upstream import create_fake_upstream, serve_in_thread
+
+    pieces = ["Let me look that up.\n", *CALL_PIECES, *(["\nmore text"] * args.latency_tail)]
+    last = len(CALL_PIECES)  # the index of the call's last piece
+    lat, ahead = [], []
+    with serve_in_thread(create_fake_upstream()) as upstream, \
+            start_proxy(upstream, free_port(), ["--opens-reasoning", "latency=no"]) as proxy, \
+            httpx.Client(timeout=60) as client:
+        for run in range(args.latency_runs + 1):
+            key = f"run{run}"
+            body = {"model": "latency", "stream": True, "tools": WEATHER_TOOLS,
+                    "messages": [{"role": "user", "content": WEATHER_QUERY}],
+                    "x_fake": {"content_pieces": pieces, "piece_delay": args.latency_pace, "mark": [key, last]}}
+            got = ended = None
+            with client.stream("POST", proxy + "/v1/chat/completions", json=body) as r:
+                for line in r.iter_lines():
+                    if got is None and '"tool_calls"' in line:
+                        got = time.perf_counter()
+                if r.status_code != 200:
+                    raise RuntimeError(f"the proxy answered {r.status_code}")
+                ended = time.perf_counter()
+            if run and got is not None:  # the first run warms up
+                lat.append(got - fake_upstream.MARKS[key])
+                ahead.append(ended - got)
+    med = pct(lat, 50) * 1e3
+    print(f"\n3. Call to delta: a call early in a generation of {len(pieces)} pieces ({args.latency_pace * 1e3:g} ms "
+          f"apart), {len(lat)} runs; from the call's last piece leaving the upstream to its delta reaching the client\n")
+    print(f"median {med:.2f} ms, p90 {pct(lat, 90) * 1e3:.2f} ms, max {max(lat) * 1e3:.2f} ms; the delta came "
+          f"{pct(ahead, 50) * 1e3:.0f} ms (median) before the stream ended; target (median <= {LATENCY_TARGET_MS:g} ms): "
+          f"{'met' if med <= LATENCY_TARGET_MS else 'MISSED'}")
+    return {"n": len(lat), "median_ms": med, "p90_ms": pct(lat, 90) * 1e3, "before_end_ms": pct(ahead, 50) * 1e3}
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=["overhead", "isolation", "both"], default="both")
+    ap.add_argument("--mode", choices=["overhead", "isolation", "latency", "both"], default="both",
+                    help="both: all three tables")
     ap.add_argument("--requests", type=int, default=1000, help="overhead: requests per target")
     ap.add_argument("--concurrency", type=int, default=8, help="overhead: concurrent clients")
     ap.add_argument("--warmup", type=int, default=50, help="overhead: warm-up requests per target")
@@ -343,6 +395,9 @@ def main(argv: list[str] | None = None) -> dict:
                     "upstream directly (how much the mix slows the upstream, the client and the machine themselves)")
     ap.add_argument("--upstream-workers", type=int, default=2, help="processes of the fake upstream (a single one "
                     "is itself held up by every large answer it writes)")
+    ap.add_argument("--latency-runs", type=int, default=30, help="call to delta: streamed answers timed")
+    ap.add_argument("--latency-tail", type=int, default=200, help="call to delta: text pieces after the call")
+    ap.add_argument("--latency-pace", type=float, default=0.002, help="call to delta: seconds between pieces")
     ap.add_argument("--hostile-sender", help=argparse.SUPPRESS)  # internal: the hostile client's process
     args = ap.parse_args(argv)
     if args.hostile_sender:
@@ -357,6 +412,8 @@ def main(argv: list[str] | None = None) -> dict:
             out["overhead"] = overhead(upstream, proxy, args)
         if args.mode in ("isolation", "both"):
             out["isolation"] = isolation(upstream, proxy, args)
+    if args.mode in ("latency", "both"):
+        out["latency"] = call_latency(args)
     if out["load"] is not None:
         print(f"\nmachine load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in out['load'])}; "
               f"now: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -1,4 +1,4 @@
-"""``benchmarks/bench_proxy.py`` at a tiny size: the script runs end to end and prints both tables (a smoke test; the
+"""``benchmarks/bench_proxy.py`` at a tiny size: the script runs end to end and prints its three tables (a smoke test; the
 speed targets live in the benchmark itself, not here)."""
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ def load_bench():
 def test_bench_proxy_runs_at_a_tiny_size(capsys) -> None:
     bench = load_bench()
     out = bench.main(["--requests", "4", "--warmup", "2", "--rounds", "1", "--concurrency", "2", "--normal", "8",
-                      "--rate", "40", "--hostile-share", "0.3", "--max-body-mb", "0.05", "--refine-timeout", "5"])
+                      "--rate", "40", "--hostile-share", "0.3", "--max-body-mb", "0.05", "--refine-timeout", "5",
+                      "--latency-runs", "3", "--latency-tail", "40", "--latency-pace", "0.005"])
     printed = capsys.readouterr().out
     assert "1. Overhead" in printed and "2. Isolation" in printed and "target (p99 x <= 2" in printed
+    assert "3. Call to delta" in printed and "target (median <= 5 ms)" in printed
+    latency = out["latency"]
+    assert latency["n"] == 3 and latency["before_end_ms"] > 50  # the call went out well before the generation ended
     assert [row[0] for row in out["overhead"]] == ["direct upstream", "proxy, valid calls", "proxy, broken calls"]
     assert all(row[4] == 0 for row in out["overhead"])  # no failed request
     (run,) = out["isolation"]
