@@ -7,7 +7,7 @@ import typer
 from typer.testing import CliRunner
 
 from refiner.cli import app
-from refiner.commands.serve import build_refiner, content_calls_setting, parse_engine_args
+from refiner.commands.serve import build_refiner, content_calls_setting, opens_reasoning_setting, parse_engine_args
 from refiner.engines.openai_http import OpenAIEngine
 from refiner.pipeline import Refiner
 
@@ -53,6 +53,15 @@ def test_content_calls_option() -> None:
     assert content_calls_setting(["hermes", "xlam,glaive"]) == ("hermes", "xlam", "glaive")
     with pytest.raises(typer.BadParameter, match="cannot be combined"):
         content_calls_setting(["off", "hermes"])
+
+
+def test_opens_reasoning_option() -> None:
+    assert opens_reasoning_setting(None) == {}
+    assert opens_reasoning_setting(["Qwen/Qwen3-8B=yes", "org/m=v1=no", "*=off"]) == {
+        "Qwen/Qwen3-8B": True, "org/m=v1": False, "*": False}
+    for bad in (["Qwen3"], ["m=maybe"], ["=yes"]):
+        with pytest.raises(typer.BadParameter):
+            opens_reasoning_setting(bad)
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])

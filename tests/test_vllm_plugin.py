@@ -134,3 +134,18 @@ def test_api_server_loads_the_plugin_and_answers_a_tool_request(tiny_qwen3_dir) 
             ("get_weather", {"city": "Paris"})]
         assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls" or any(
             ch.get("finish_reason") == "tool_calls" for c in chunks for ch in c["choices"])
+
+
+def test_calls_are_sent_as_they_close(parser_cls) -> None:
+    """Streamed, a call goes out in the delta that brings its closing tag, before the generation ends; two calls in
+    one delta go out together; the calls at the end are only those not sent yet."""
+    req = request(WEATHER_TOOLS)
+    call = '<tool_call>\n{{"name": "get_time", "arguments": {{"tz": "{}"}}}}\n</tool_call>'
+    parser = parser_cls(object(), req.tools)
+    pieces = ["Checking.\n", call.format("CET")[:20], call.format("CET")[20:], "\n",
+              call.format("UTC") + "\n" + call.format("GMT"), "\n<tool_call>\n{\"name\": \"get_ti"]
+    out = [parser.extract_tool_calls_streaming("", "", p, [], [], [], req) for p in pieces]
+    sent = [[(t.index, json.loads(t.function.arguments)["tz"]) for t in d.tool_calls] if d else [] for d in out]
+    assert sent == [[], [], [(0, "CET")], [], [(1, "UTC"), (2, "GMT")], []]
+    last = parser.finish_streaming()
+    assert last is None or not last.tool_calls  # the call still open at the end is not a call

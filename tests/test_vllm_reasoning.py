@@ -152,3 +152,25 @@ def test_stream_holds_marker_pieces_and_the_blank_run(parser_cls) -> None:
     content = "".join(d.content or "" for d in out if d)
     assert (reasoning, content) == ("Plan.", "Hi") and parser.has_engine_confirmed_reasoning_end()
     assert not any(d and "<" in (d.reasoning or "") for d in out)  # no part of the closer leaked
+
+
+class TemplateTokenizer(CharTokenizer):
+    """A tokenizer that carries its chat template (as Hugging Face tokenizers do)."""
+
+    def __init__(self, chat_template: str) -> None:
+        self.chat_template = chat_template
+
+
+def test_the_served_template_says_where_the_block_is(parser_cls) -> None:
+    """A whole answer with no hint: the served model's chat template (the tokenizer's) says whether its generation
+    prompt opened the block: an answer cut inside its reasoning is reasoning when it did, the answer when it did
+    not (then a closer with no opener is text)."""
+    thinking = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}")
+    plain = thinking.replace("<think>\n", "")
+    cls = parser_cls.reasoning_parser_cls
+    req = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}])
+    assert cls(TemplateTokenizer(thinking)).extract_reasoning("still thinking", req) == ("still thinking", None)
+    assert cls(TemplateTokenizer(plain)).extract_reasoning("still thinking", req) == (None, "still thinking")
+    assert cls(TemplateTokenizer(plain)).extract_reasoning("a</think>b", req) == (None, "a</think>b")
+    assert cls(TOK).extract_reasoning("a</think>b", req) == ("a", "b")  # no template: the answer tells
