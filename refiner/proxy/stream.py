@@ -240,7 +240,10 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         extra = {"stages": [r.stage for r in results], **extra}
     for n, (i, r) in enumerate(zip(indices, results)):
         ans = answers.get(i)
-        tail = ans.finish(r.content_tail, r.separated) if ans is not None else r.content_tail
+        tail = r.content_tail
+        if ans is not None and ans.calls and not r.message.get("tool_calls"):
+            tail = ""  # the whole read gave nothing (past the deadline): the held text is the calls already sent
+        tail = ans.finish(tail, r.separated) if ans is not None else tail
         delta = _delta(r.reasoning_tail, tail)
         if delta:
             yield sse(buf.chunk(i, delta))
