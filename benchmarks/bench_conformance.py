@@ -28,6 +28,7 @@ send it.
     .venv/bin/python benchmarks/bench_conformance.py                       # both runs, every fixture
     .venv/bin/python benchmarks/bench_conformance.py --mode library --family kimi --show-failures
     .venv/bin/python benchmarks/bench_conformance.py --limit 3 --out /tmp/conformance.md
+    .venv/bin/python benchmarks/bench_conformance.py --mode proxy --no-hints --more-strategies   # a client's defaults
 
 The table (pass / soft pass / fail per family, with the engines' published figures beside it) is printed and, with
 ``--out``, written to a file; the proxy run also prints the time it adds per request (p50/p99, streamed and not,
@@ -59,6 +60,10 @@ from canitoolcall.results import Observation, ParsedToolCall, ParseResult, Statu
 STRATEGIES: tuple[ChunkStrategy, ...] = (ChunkStrategy("one"), ChunkStrategy("special"), ChunkStrategy("token"),
                                          ChunkStrategy("rand", seed=1, max_group=8),
                                          ChunkStrategy("rand", seed=2, max_group=8))
+# Harder chunkings: many tokens per delta (speculative decoding and multi-token prediction: two whole calls in one
+# delta), and characters with the family's markers split (``char``: canitoolcall's synthetic stress strategy).
+MORE_STRATEGIES: tuple[ChunkStrategy, ...] = (ChunkStrategy("rand", seed=3, max_group=64), ChunkStrategy("char", seed=0),
+                                              ChunkStrategy("char", seed=3))
 
 # canitoolcall's published run (its README, v0.1.1): cases passed (pass or soft pass) of those each engine ran.
 ENGINES = {"vLLM 0.30": (354, 469), "llama.cpp": (324, 438), "SGLang": (251, 448)}
@@ -154,8 +159,10 @@ def units(text: str, markers: Sequence[str]) -> list[str]:
 
 
 def pieces(text: str, strategy: ChunkStrategy, markers: Sequence[str]) -> list[str]:
-    from canitoolcall.chunking import split
+    from canitoolcall.chunking import split, split_text
 
+    if strategy.kind == "char":  # characters, markers split too
+        return split_text(text, strategy)
     u = units(text, markers)
     return ["".join(g) for g in split(u, strategy, special=set(markers))] if u else []
 
@@ -192,7 +199,11 @@ def separated(fx: Fixture) -> tuple[str, str] | None:
     return want, raw[j + len(m) :]
 
 
-def request_body(fx: Fixture, content: str, reasoning: str | None, stream_pieces: tuple | None) -> dict:
+def request_body(fx: Fixture, content: str, reasoning: str | None, stream_pieces: tuple | None,
+                 hints: bool = True) -> dict:
+    """What a client sends; ``hints`` False: no ``chat_template_kwargs`` (a client's default), and the model named
+    after the fixture, so the proxy knows nothing of it before its first answer (what it learns of one fixture's model
+    is not carried to the next fixture's)."""
     fake: dict[str, Any] = {"content": content}
     if reasoning:
         fake["reasoning"] = reasoning
@@ -200,8 +211,9 @@ def request_body(fx: Fixture, content: str, reasoning: str | None, stream_pieces
         fake["finish_reason"] = "length"
     if stream_pieces is not None:
         fake["content_pieces"], fake["reasoning_pieces"] = stream_pieces
-    body = {"model": fx.models[0], "messages": [{"role": "user", "content": "Please help."}],
-            "tools": [dict(t) for t in fx.tools], "tool_choice": "auto", "x_fake": fake, **thinking_kwargs(fx)}
+    body = {"model": fx.models[0] if hints else f"{fx.models[0]}@{fx.id}",
+            "messages": [{"role": "user", "content": "Please help."}], "tools": [dict(t) for t in fx.tools],
+            "tool_choice": "auto", "x_fake": fake, **(thinking_kwargs(fx) if hints else {})}
     if stream_pieces is not None:
         body["stream"] = True
     return body
@@ -258,6 +270,13 @@ def _exchange(client: Any, url: str, body: dict) -> tuple[ParseResult, float]:
 class Timing:
     direct: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     proxied: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    same: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))  # strategy -> [equal, all]
+    leaked: set[str] = field(default_factory=set)  # fixtures with a reasoning closer in a parse's content
+
+    def consistency(self) -> str:
+        """Streams equal to the non-streamed answer (content, reasoning and calls, canitoolcall's comparison), per
+        chunking."""
+        return "stream = non-stream: " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in self.same.items())
 
     def added(self, mode: str) -> list[float]:
         return [p - d for p, d in zip(self.proxied[mode], self.direct[mode])]
@@ -274,8 +293,16 @@ class Timing:
             "\n".join(rows)
 
 
+def leaks_reasoning(parse: ParseResult) -> bool:
+    """A reasoning closer in ``content``: the reasoning came back as content."""
+    from refiner.formats.reasoning import pairs
+
+    closers = {c for _, c in pairs()} | set(REASONING_ENDS) - {"<|end|>"}
+    return any(c in (parse.content or "") for c in closers)
+
+
 def replay(fx: Fixture, fam: Family | None, client: Any, proxy: str, upstream: str,
-           strategies: Sequence[ChunkStrategy], timing: Timing) -> list[Case]:
+           strategies: Sequence[ChunkStrategy], timing: Timing, hints: bool = True) -> list[Case]:
     """One fixture through the proxy: raw output as content, and (reasoning fixtures) reasoning separated; each
     non-streamed and streamed with every strategy; judged per upstream mode."""
     markers = fam.markers if fam is not None else ()
@@ -284,17 +311,26 @@ def replay(fx: Fixture, fam: Family | None, client: Any, proxy: str, upstream: s
     if sep is not None:
         modes.append(sep)
     cases = []
+    from canitoolcall.checks import compare
+
     for k, (reasoning, content) in enumerate(modes):
-        body = request_body(fx, content, reasoning, None)
+        body = request_body(fx, content, reasoning, None, hints)
         nonstream, dt = _exchange(client, proxy, body)
+        if leaks_reasoning(nonstream) and fx.expected is not None and fx.expected.reasoning_content:
+            timing.leaked.add(fx.id)
         if k == 0:
             timing.proxied["non-stream"].append(dt)
             timing.direct["non-stream"].append(_exchange(client, upstream, body)[1])
         streams = {}
         for strategy in strategies:
             split_pieces = (pieces(content, strategy, markers), pieces(reasoning or "", strategy, markers))
-            body = request_body(fx, content, reasoning, split_pieces)
+            body = request_body(fx, content, reasoning, split_pieces, hints)
             streams[strategy.id], dt = _exchange(client, proxy, body)
+            if leaks_reasoning(streams[strategy.id]) and fx.expected is not None and fx.expected.reasoning_content:
+                timing.leaked.add(fx.id)
+            same = timing.same[strategy.id]
+            same[0] += compare(nonstream, streams[strategy.id]).name != "FAIL"
+            same[1] += 1
             if k == 0 and strategy.kind == "one":
                 timing.proxied["stream"].append(dt)
                 timing.direct["stream"].append(_exchange(client, upstream, body)[1])
@@ -307,8 +343,20 @@ def replay(fx: Fixture, fam: Family | None, client: Any, proxy: str, upstream: s
     return [worst]
 
 
+def prompt_settings(cases: Iterable[tuple[Fixture, Family | None]]) -> dict[str, bool]:
+    """What an operator who knows each model's template sets (``serve --opens-reasoning MODEL=yes|no``), for the
+    no-hint replay's per-fixture model names: what :func:`thinking_kwargs` says of the fixture's prompt."""
+    out = {}
+    for fx, _ in cases:
+        said = thinking_kwargs(fx).get("chat_template_kwargs")
+        if said is not None:
+            out[f"{fx.models[0]}@{fx.id}"] = said["enable_thinking"]
+    return out
+
+
 def run_proxy(cases: Iterable[tuple[Fixture, Family | None]], strategies: Sequence[ChunkStrategy] = STRATEGIES,
-              *, workers: int | None = None) -> tuple[list[Case], Timing]:
+              *, workers: int | None = None, hints: bool = True,
+              opens: dict[str, bool] | None = None) -> tuple[list[Case], Timing]:
     """Every fixture through the real proxy app (tier 1 in ``workers`` processes) in front of the scripted upstream,
     both served by uvicorn on loopback. A fixture's status is the worst over its upstream modes."""
     import httpx
@@ -320,10 +368,10 @@ def run_proxy(cases: Iterable[tuple[Fixture, Family | None]], strategies: Sequen
 
     timing, out = Timing(), []
     with serve_in_thread(create_fake_upstream()) as upstream, \
-            serve_in_thread(create_app(upstream + "/v1", workers=workers)) as proxy, \
+            serve_in_thread(create_app(upstream + "/v1", workers=workers, opens_reasoning=opens)) as proxy, \
             httpx.Client(timeout=120) as client:
         for fx, fam in cases:
-            out += replay(fx, fam, client, proxy, upstream, strategies, timing)
+            out += replay(fx, fam, client, proxy, upstream, strategies, timing, hints)
     return out, timing
 
 
@@ -473,6 +521,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="write the tables (markdown) here")
     p.add_argument("--show-failures", action="store_true")
     p.add_argument("--workers", type=int, default=None, help="the proxy's tier-1 worker processes (default: its own)")
+    p.add_argument("--no-hints", action="store_true", help="proxy: requests without chat_template_kwargs (a client's "
+                   "default), each fixture's model new to the proxy")
+    p.add_argument("--prompt-known", action="store_true", help="proxy, with --no-hints: the proxy is told each "
+                   "model's prompt (serve --opens-reasoning), as an operator who gives its template")
+    p.add_argument("--more-strategies", action="store_true", help="proxy: also stream in 64-token deltas and in "
+                   "characters with markers split")
     args = p.parse_args(argv)
     if args.mode == "probe":
         print(run_probe(args.workers))
@@ -486,9 +540,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.show_failures:
             parts += ["failures (library):", failures(cases), ""]
     if args.mode in ("proxy", "both"):
-        cases, timing = run_proxy(chosen, STRATEGIES, workers=args.workers)
-        parts += [table("proxy: tool-refiner serve in front of a scripted upstream (content, reasoning, calls; "
-                        "non-streamed and streamed)", cases), "", timing.describe(), ""]
+        strategies = STRATEGIES + (MORE_STRATEGIES if args.more_strategies else ())
+        opens = prompt_settings(chosen) if args.no_hints and args.prompt_known else None
+        cases, timing = run_proxy(chosen, strategies, workers=args.workers, hints=not args.no_hints, opens=opens)
+        how = "no hints" if args.no_hints else "hints as clients of thinking models send them"
+        how += ", each model's prompt told (--opens-reasoning)" if opens is not None else ""
+        parts += [table(f"proxy ({how}): tool-refiner serve in front of a scripted upstream (content, reasoning, "
+                        "calls; non-streamed and streamed)", cases), "", timing.describe(), "",
+                  timing.consistency(), f"fixtures with reasoning returned as content (a closer in content, any "
+                  f"parse): {len(timing.leaked)}", ""]
         if args.show_failures:
             parts += ["failures (proxy):", failures(cases), ""]
     text = "\n".join(parts)
