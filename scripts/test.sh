@@ -1,19 +1,50 @@
 #!/usr/bin/env bash
 # Sets up .venv from scratch (idempotent) and runs the test suite.
 #   scripts/test.sh            default suite (fast tests, 2 workers), then the slow ones when CI=true or SLOW=1
-#   scripts/test.sh -k rewards extra pytest arguments go to both runs
+#   LONG=1 scripts/test.sh     also the long proofs (marker `long`: full-size replays and training runs, ~1 h)
+#   scripts/test.sh -k rewards extra pytest arguments go to every run
+# Prints each phase's time at the end, then the passed and failed tests of all runs on one line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/setup-env.sh
-PY=.venv/bin/python
-run() {  # pytest exit 5 means "no test collected": not a failure for an optional slice
-  set +e; "$PY" -m pytest "$@"; rc=$?; set -e
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
+LOG=$(mktemp -d)
+trap 'rm -rf "$LOG"' EXIT
+PHASES=()
+phase() {  # phase NAME COMMAND...: runs it, keeps its time
+  local t0=$SECONDS
+  "${@:2}"
+  PHASES+=("$1 $((SECONDS - t0))s")
 }
-# the default suite on TEST_WORKERS processes (2: CI's cores), a file per worker (a module's fixtures stay in one);
-# TEST_WORKERS=0 runs it in this process
+PY=.venv/bin/python
+pytest_run() {  # pytest exit 5 means "no test collected": not a failure for an optional slice
+  local name=$1; shift
+  set +e; "$PY" -m pytest "$@" 2>&1 | tee "$LOG/$name"; local rc=${PIPESTATUS[0]}; set -e
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then summary; exit "$rc"; fi
+}
+summary() {
+  echo "phase times: ${PHASES[*]:-none} (total $SECONDS s)"
+  "$PY" - "$LOG" <<'EOF'
+import re, sys
+from pathlib import Path
+n = {"passed": 0, "failed": 0}
+for f in Path(sys.argv[1]).iterdir():
+    lines = [l for l in f.read_text(errors="replace").splitlines() if re.search(r"\d+ (passed|failed|error)", l)]
+    for count, word in re.findall(r"(\d+) (passed|failed|errors?)\b", lines[-1] if lines else ""):
+        n["passed" if word == "passed" else "failed"] += int(count)
+print(f"tests: {n['passed']} passed, {n['failed']} failed")
+EOF
+}
+phase setup bash .ci/setup-env.sh
+# TEST_WORKERS processes (2: CI's cores; 0 runs in this process). The default suite goes a file per worker (a
+# module's fixtures stay in one); the slow and long ones a module per worker too, and the two DAPO runs (~11 GB each)
+# on one worker, one after the other (tests/conftest.py)
 WORKERS=${TEST_WORKERS:-2}
-if [ "$WORKERS" = "0" ]; then run -q -m "not slow" "$@"; else run -q -m "not slow" -n "$WORKERS" --dist loadfile "$@"; fi
+by_file=(); by_group=()
+if [ "$WORKERS" != "0" ]; then by_file=(-n "$WORKERS" --dist loadfile); by_group=(-n "$WORKERS" --dist loadgroup); fi
+phase default pytest_run default -q -m "not slow and not long" "${by_file[@]}" "$@"
 if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
-  run -q -m slow "$@"
+  phase slow pytest_run slow -q -m "slow and not long" "${by_group[@]}" --durations=15 "$@"
 fi
+if [ "${LONG:-}" = "1" ]; then
+  phase long pytest_run long -q -m long "${by_group[@]}" --durations=15 "$@"
+fi
+summary

@@ -71,3 +71,20 @@ def qwen_tokenizer_dir() -> Path:
 
 # The tiny random Qwen3 (real tokenizer) as a session fixture, for engine / vLLM / verl tests.
 from tiny_qwen import tiny_qwen3_dir  # noqa: E402,F401
+
+
+# The slow suite runs on two workers with `--dist loadgroup`: a module's tests stay on one worker (its module fixtures
+# start a model or a server once), and the two DAPO runs (each ~11 GB, a Ray cluster of its own) share one worker so
+# they never run at once. Their group goes first, as it takes the longest; the other worker takes everything else.
+TRAINING_RUNS = ("test_train_rehearsal.py", "test_slice_check.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("dist", "no") == "loadgroup":
+        return
+    for item in items:
+        if not any(True for _ in item.iter_markers("xdist_group")):
+            name = "training" if item.path.name in TRAINING_RUNS else item.path.name
+            item.add_marker(pytest.mark.xdist_group(name))
+    items.sort(key=lambda item: item.path.name not in TRAINING_RUNS)

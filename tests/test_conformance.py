@@ -60,12 +60,18 @@ def test_library_calls_meet_the_floor(every_fixture, tmp_path_factory):
     assert s["leaks"] == 0 and s["cut_calls"] <= CUT_CALLS
 
 
-@pytest.mark.slow
-def test_every_fixture_through_the_proxy_meets_the_floor(every_fixture, tmp_path_factory):
+# The whole replays: every fixture non-streamed and streamed, in one or two chunkings in the slow suite (1-8
+# characters at random), in all of them in the long one
+SOME, ALL = bc.STRATEGIES[3:4], bc.STRATEGIES
+SOME_HARD, ALL_HARD = bc.STRATEGIES[4:5] + bc.MORE_STRATEGIES[:1], bc.STRATEGIES + bc.MORE_STRATEGIES
+
+
+@pytest.mark.parametrize("strategies", [pytest.param(SOME, marks=pytest.mark.slow, id="one-chunking"),
+                                        pytest.param(ALL, marks=pytest.mark.long, id="five-chunkings")])
+def test_every_fixture_through_the_proxy_meets_the_floor(every_fixture, tmp_path_factory, strategies):
     """The real proxy app (tier 1 in a worker process) on loopback in front of the scripted upstream: raw output as
-    content (and, for fixtures with reasoning, reasoning already separated), non-streamed and streamed in five
-    chunkings."""
-    cases, timing = bc.run_proxy(every_fixture, bc.STRATEGIES, workers=1)
+    content (and, for fixtures with reasoning, reasoning already separated), non-streamed and streamed."""
+    cases, timing = bc.run_proxy(every_fixture, strategies, workers=1)
     s = bc.summary(cases)
     _write(tmp_path_factory, "conformance-proxy.md", bc.table("proxy", cases) + "\n\n" + timing.describe())
     assert s["ok"] >= PROXY_FLOOR, bc.failures(cases, 40)
@@ -125,13 +131,14 @@ def test_no_hints_streamed_equals_whole_under_hard_chunkings():
     assert all(n > 0 and same == n for same, n in timing.same.values()), timing.consistency()
 
 
-@pytest.mark.slow
-def test_every_fixture_with_no_hints_through_the_proxy(every_fixture, tmp_path_factory):
+@pytest.mark.parametrize("strategies", [pytest.param(SOME_HARD, marks=pytest.mark.slow, id="two-chunkings"),
+                                        pytest.param(ALL_HARD, marks=pytest.mark.long, id="eight-chunkings")])
+def test_every_fixture_with_no_hints_through_the_proxy(every_fixture, tmp_path_factory, strategies):
     """Every fixture as a client sends it by default (no chat_template_kwargs, each fixture's model new to the proxy),
-    non-streamed and streamed in eight chunkings: measured 456 of 469 pass or soft pass (the 10 cut inside their
-    reasoning need the prompt known, and the library's 3), every stream equals its non-streamed answer, no reasoning
-    closer in content."""
-    cases, timing = bc.run_proxy(every_fixture, bc.STRATEGIES + bc.MORE_STRATEGIES, workers=1, hints=False)
+    non-streamed and streamed (two whole calls in one delta among the chunkings): measured 456 of 469 pass or soft
+    pass in all eight (the 10 cut inside their reasoning need the prompt known, and the library's 3), every stream
+    equals its non-streamed answer, no reasoning closer in content."""
+    cases, timing = bc.run_proxy(every_fixture, strategies, workers=1, hints=False)
     s = bc.summary(cases)
     _write(tmp_path_factory, "conformance-proxy-no-hints.md", bc.table("proxy, no hints", cases) + "\n\n"
            + timing.consistency())

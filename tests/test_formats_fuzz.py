@@ -179,22 +179,22 @@ def test_fuzz_huge_inputs_stay_bounded():
         formats.detect_format(text)
 
 
-SLOW_STRINGS = 20_000  # in all, each through every format: the work grows with the formats, not with their square
-
-
-@pytest.mark.slow
-def test_fuzz_every_string_through_every_format():
+# ``strings`` in all, each through every format (the work grows with the formats, not with their square); then every
+# ``every``-th format's own broken 100 KB text through every format
+@pytest.mark.parametrize(("strings", "every"), [pytest.param(5_000, 4, marks=pytest.mark.slow, id="5k"),
+                                                pytest.param(20_000, 1, marks=pytest.mark.long, id="20k")])
+def test_fuzz_every_string_through_every_format(strings, every):
     rng = random.Random(777)
-    texts = [t for name in ALL for t in corpus(rng, name, max(50, SLOW_STRINGS // len(ALL)))]
+    texts = [t for name in ALL for t in corpus(rng, name, max(50, strings // len(ALL)))]
     for text in texts:
         for name in ALL:
             _check(formats.get(name), text)
-    # every format's own broken 100 KB text through every format; the pathological repetitions (the same for every
-    # format but the random soup) once each, and four soups
+    # the pathological repetitions (the same for every format but the random soup) once each, and four soups
     big = []
     for k, name in enumerate(ALL):
         inputs = big_inputs(rng, name)
-        big += inputs[:1] + (inputs[1:2] if k % (len(ALL) // 4 or 1) == 0 else []) + (inputs[2:] if k == 0 else [])
+        big += (inputs[:1] if k % every == 0 else []) + (inputs[1:2] if k % (len(ALL) // 4 or 1) == 0 else []) + (
+            inputs[2:] if k == 0 else [])
     for text in big:
         for other in ALL:
             _check(formats.get(other), text)

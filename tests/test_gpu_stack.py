@@ -196,8 +196,8 @@ def _clean_pip_env(home: Path) -> dict[str, str]:
 LINUX_X86_64 = [f"manylinux_2_{v}_x86_64" for v in range(39, 16, -1)] + ["manylinux2014_x86_64"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("python", ["3.12", "3.11"])
+@pytest.mark.parametrize("python", [pytest.param("3.12", marks=pytest.mark.slow),
+                                    pytest.param("3.11", marks=pytest.mark.long)])
 def test_gpu_stack_resolves_for_linux_x86_64_cuda(tmp_path, python):
     """``pip install "tool-refiner[gpu]" -c constraints/gpu-verl-0.9.1.txt`` for CPython ``python`` on linux x86_64,
     wheels only (what a GPU node downloads; flash-attn is a separate step), resolved by pip without installing."""

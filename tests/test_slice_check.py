@@ -19,6 +19,8 @@ from conftest import shared_path
 pytestmark = [pytest.mark.slow, pytest.mark.rehearsal, pytest.mark.verl, pytest.mark.vllm]
 
 SUPPORT = Path(__file__).resolve().parent / "support"
+# seconds a step may take before it is stopped: a hang inside a Ray actor fails the test, not CI's time limit
+TRAIN_TIMEOUT = 900
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def run(tmp_path_factory):
     from slice_check import tiny
 
     out = tmp_path_factory.mktemp("slice")
-    return out, tiny(out, shared_data=shared)
+    return out, tiny(out, shared_data=shared, timeout=TRAIN_TIMEOUT)
 
 
 def test_the_trainer_ran_one_step_on_the_slice_with_the_strict_reward(run):

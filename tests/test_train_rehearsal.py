@@ -18,6 +18,8 @@ from conftest import shared_path
 pytestmark = [pytest.mark.slow, pytest.mark.rehearsal, pytest.mark.verl, pytest.mark.vllm]
 
 SUPPORT = Path(__file__).resolve().parent / "support"
+# seconds a step may take before it is stopped: a hang inside a Ray actor fails the test, not CI's time limit
+TRAIN_TIMEOUT = 900
 STEPS = 2
 OVERLONG_START = 64 - 16  # data.max_response_length - overlong_buffer_cfg.len in the cpu-rehearsal profile
 
@@ -36,7 +38,7 @@ def run(tmp_path_factory):
     from cpu_rehearsal import rehearse
 
     out = tmp_path_factory.mktemp("rehearsal")
-    return out, rehearse(out, shared_data=shared)
+    return out, rehearse(out, shared_data=shared, timeout=TRAIN_TIMEOUT)
 
 
 def metrics(out: Path) -> dict[int, dict]:

@@ -358,7 +358,7 @@ def rehearse(
         tiny = make_tiny_qwen3(out / "tiny-qwen3")
         model = out / "model"
         if not (model / "config.json").is_file():
-            summary["warm_start"] = warm_start(tiny, data, model)
+            summary["warm_start"] = warm_start(tiny, data, model, eval_every=4)
     model = Path(model)
 
     # 3. train: verl's main_ppo through the CLI, shims loaded by environment only

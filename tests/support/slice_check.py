@@ -179,7 +179,7 @@ CONFIGS = {  # name -> (model key, n, bypass)
 
 def judge(out: str | Path, *, shared_data: str | Path, split: str = "test", limit: int | None = None,
           configs: list[str] | None = None, timeout: float = 3600) -> dict[str, Any]:
-    """The table: every configuration on ``split``, each in its own process (one vLLM engine at a time); writes
+    """The table: every configuration on ``split``, each model in its own process (one vLLM engine at a time); writes
     ``judge-<split>.json`` and ``judge-<split>.md`` under ``out``."""
     out = Path(out).resolve()
     names = configs or list(CONFIGS)
@@ -191,6 +191,9 @@ def judge(out: str | Path, *, shared_data: str | Path, split: str = "test", limi
         table = json.loads(path.read_text(encoding="utf-8"))
     for name in names:
         if name in table:
+            continue
+        if CONFIGS[name][0] is None:  # no model: no engine to keep apart
+            table[name] = one(out, name, shared_data=shared_data, split=split, limit=limit)
             continue
         cmd = [sys.executable, __file__, "--one", str(out), name, "--split", split, "--shared-data", str(shared_data)]
         if limit:
