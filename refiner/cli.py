@@ -19,6 +19,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: readable when piped and in an 80-column terminal
 )
 
 # One module per area, in the order ``--help`` lists them; each defines register(app).

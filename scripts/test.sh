@@ -40,7 +40,7 @@ phase setup bash .ci/setup-env.sh
 WORKERS=${TEST_WORKERS:-2}
 by_file=(); by_group=()
 if [ "$WORKERS" != "0" ]; then by_file=(-n "$WORKERS" --dist loadfile); by_group=(-n "$WORKERS" --dist loadgroup); fi
-phase default pytest_run default -q -m "not slow and not long" "${by_file[@]}" "$@"
+phase default pytest_run default -q -m "not slow and not long" "${by_file[@]}" --durations=15 "$@"
 if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
   phase slow pytest_run slow -q -m "slow and not long" "${by_group[@]}" --durations=15 "$@"
 fi

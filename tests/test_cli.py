@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import typer
 import typer.main
 
@@ -50,3 +51,22 @@ def test_a_missing_command_module_fails_loudly():
     assert res.returncode != 0
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith(("ImportError", "ModuleNotFoundError")) and "serve" in last, res.stderr
+
+
+@pytest.mark.parametrize("argv", [["serve", "--help"], ["data", "build", "--help"], ["formats", "derive", "--help"]])
+def test_help_is_plain_text_that_fits_80_columns(argv):
+    """Help piped or in an 80-column terminal: no panel borders, every line within 80 characters, every option's
+    whole name written out."""
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(cli.app, argv, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert not set("╭│╰─…") & set(result.output)
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    command = typer.main.get_command(cli.app)
+    for name in argv[:-1]:
+        command = command.commands[name]
+    for param in command.params:
+        for opt in [*param.opts, *param.secondary_opts]:
+            if opt.startswith("--"):
+                assert opt in result.output, opt

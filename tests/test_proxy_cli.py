@@ -31,7 +31,7 @@ def test_serve_command_is_registered_and_requires_an_upstream() -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["serve", "--help"])
     assert result.exit_code == 0 and "serve" in result.output
-    # the options themselves, not the help rendering (rich fixes its width once per process, and cuts long names)
+    # the options themselves (the help's layout is tests/test_cli.py's)
     serve = typer.main.get_command(app).commands["serve"]
     options = {opt for p in serve.params for opt in [*p.opts, *p.secondary_opts]}
     assert {"--upstream-base-url", "--refiner-base-url", "--max-body-mb", "--refine-timeout", "--workers",
