@@ -34,17 +34,16 @@ print(f"tests: {n['passed']} passed, {n['failed']} failed")
 EOF
 }
 phase setup bash .ci/setup-env.sh
-# TEST_WORKERS processes (2: CI's cores; 0 runs in this process). The default suite goes a file per worker (a
-# module's fixtures stay in one); the slow and long ones a module per worker too, and the two DAPO runs (~11 GB each)
-# on one worker, one after the other (tests/conftest.py)
+# TEST_WORKERS processes (2: CI's cores; 0 runs in this process), a module per worker (a module's fixtures stay in
+# one), the two DAPO runs (~11 GB each) on one worker, one after the other (tests/conftest.py)
 WORKERS=${TEST_WORKERS:-2}
-by_file=(); by_group=()
-if [ "$WORKERS" != "0" ]; then by_file=(-n "$WORKERS" --dist loadfile); by_group=(-n "$WORKERS" --dist loadgroup); fi
-phase default pytest_run default -q -m "not slow and not long" "${by_file[@]}" --durations=15 "$@"
+dist=()
+if [ "$WORKERS" != "0" ]; then dist=(-n "$WORKERS" --dist loadfile); fi
+phase default pytest_run default -q -m "not slow and not long" "${dist[@]}" --durations=15 "$@"
 if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
-  phase slow pytest_run slow -q -m "slow and not long" "${by_group[@]}" --durations=15 "$@"
+  phase slow pytest_run slow -q -m "slow and not long" "${dist[@]}" --durations=15 "$@"
 fi
 if [ "${LONG:-}" = "1" ]; then
-  phase long pytest_run long -q -m long "${by_group[@]}" --durations=15 "$@"
+  phase long pytest_run long -q -m long "${dist[@]}" --durations=15 "$@"
 fi
 summary

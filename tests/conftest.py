@@ -73,18 +73,21 @@ def qwen_tokenizer_dir() -> Path:
 from tiny_qwen import tiny_qwen3_dir  # noqa: E402,F401
 
 
-# The slow suite runs on two workers with `--dist loadgroup`: a module's tests stay on one worker (its module fixtures
-# start a model or a server once), and the two DAPO runs (each ~11 GB, a Ray cluster of its own) share one worker so
-# they never run at once. Their group goes first, as it takes the longest; the other worker takes everything else.
+# scripts/test.sh runs each suite on two workers with `--dist loadfile`: a module's tests stay on one worker (its
+# module fixtures start a model or a server once). The two DAPO runs (each ~11 GB, a Ray cluster of its own) are one
+# unit of work, so they never run at once; with the most tests, that unit goes out first (xdist sends the units with
+# the most tests first).
 TRAINING_RUNS = ("test_train_rehearsal.py", "test_slice_check.py")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    if not config.getoption("dist", "no") == "loadgroup":
-        return
-    for item in items:
-        if not any(True for _ in item.iter_markers("xdist_group")):
-            name = "training" if item.path.name in TRAINING_RUNS else item.path.name
-            item.add_marker(pytest.mark.xdist_group(name))
-    items.sort(key=lambda item: item.path.name not in TRAINING_RUNS)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TrainingRunsTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "training runs" if Path(scope).name in TRAINING_RUNS else scope
+
+    return TrainingRunsTogether(config, log)
