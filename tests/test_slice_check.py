@@ -1,5 +1,5 @@
 """The tiny version of the slice check (``tests/support/slice_check.py --tiny``): the ``left_to_model`` slice built
-by ``tool-refiner data build``, SmolLM2-135M-Instruct warm-started for 4 steps, one DAPO step through
+by ``tool-refiner data build``, SmolLM2-135M-Instruct warm-started for 2 steps, one DAPO step through
 ``tool-refiner train --profile cpu-rehearsal --reward strict`` (verl's ``main_ppo``), the checkpoint as a Hugging
 Face folder, and 4 held-out prompts judged through ``Refiner`` with vLLM's CPU engine. It checks that the path the
 docs' table comes from still runs end to end, not that the model learns (docs/training.md has the full run).

@@ -320,11 +320,11 @@ TINY_CONFIGS = ["upstream", "tier1", "warm/greedy", "dapo/greedy"]
 
 
 def tiny(out: str | Path, *, shared_data: str | Path, limit: int = 4, timeout: float = 1800) -> dict[str, Any]:
-    """The whole path at the smallest size, so that it cannot rot (the slow test suite runs it): the slice, 4 warm
+    """The whole path at the smallest size, so that it cannot rot (the slow test suite runs it): the slice, 2 warm
     start steps, 1 DAPO step, the checkpoint as a Hugging Face folder, and the judgement of ``limit`` test prompts
     through the pipeline with tier 1, the warm start and the DAPO model. Checks plumbing, not learning."""
     summary = slice_check(out, shared_data=shared_data, steps=1, target=1.1, timeout=timeout, extra=TINY_OVERRIDES,
-                          warm_max_steps=4, warm_min_steps=2, warm_eval_every=2, warm_eval_rows=2)
+                          warm_max_steps=2, warm_min_steps=2, warm_eval_every=2, warm_eval_rows=2)
     summary["judge"] = judge(out, shared_data=shared_data, limit=limit, configs=TINY_CONFIGS, timeout=timeout)
     (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
