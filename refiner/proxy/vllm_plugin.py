@@ -36,10 +36,10 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from refiner.formats.derive.render import ChatTemplate
 from refiner.formats.reasoning import pairs
 from refiner.pipeline import Refiner
 from refiner.proxy import work
-from refiner.formats.derive.render import ChatTemplate
 from refiner.proxy.content import (
     Ask,
     CallDriver,
