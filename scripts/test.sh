@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv from scratch (idempotent) and runs the test suite.
 #   scripts/test.sh            default suite (fast tests, 2 workers), then the slow ones when CI=true or SLOW=1
-#   LONG=1 scripts/test.sh     also the long proofs (marker `long`: full-size replays and training runs, ~1 h)
+#   LONG=1 scripts/test.sh     also the long proofs (marker `long`: the slow tests at full size, ~11 min)
 #   scripts/test.sh -k rewards extra pytest arguments go to every run
 # Prints each phase's time at the end, then the passed and failed tests of all runs on one line.
 set -euo pipefail
