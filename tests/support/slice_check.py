@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -128,20 +129,25 @@ def exact(text: str, row: dict[str, Any]) -> bool:
 
 def per_class(rows: list[dict[str, Any]], texts: list[str], stages: list[str] | None = None) -> dict[str, Any]:
     """Exact answers per class (``compute_score``'s ``acc``: strict parse in the row's format equals the gold) and, for
-    pipeline results, the stages per class."""
+    pipeline results, the stages per class; ``prompts`` holds each prompt's result."""
     hits: dict[str, list[int]] = defaultdict(list)
     st: dict[str, Counter] = defaultdict(Counter)
+    prompts = []
     for k, (row, text) in enumerate(zip(rows, texts)):
         c = row_class(row)
-        hits[c].append(int(exact(text, row)))
+        hit = int(exact(text, row))
+        hits[c].append(hit)
+        prompts.append({"index": row["extra_info"]["index"], "class": c, "exact": hit})
         if stages is not None:
             st[c][stages[k]] += 1
             st["all"][stages[k]] += 1
+            prompts[-1]["stage"] = stages[k]
     out = {c: {"n": len(h), "exact": sum(h)} for c, h in sorted(hits.items())}
     out["all"] = {"n": len(rows), "exact": sum(sum(h) for h in hits.values())}
     if stages is not None:
         for c, cell in out.items():
             cell["stages"] = dict(st[c])
+    out["prompts"] = prompts
     return out
 
 
@@ -178,7 +184,7 @@ CONFIGS = {  # name -> (model key, n, bypass)
 
 
 def judge(out: str | Path, *, shared_data: str | Path, split: str = "test", limit: int | None = None,
-          configs: list[str] | None = None, timeout: float = 3600) -> dict[str, Any]:
+          configs: list[str] | None = None, timeout: float = 3600, seed: int = 0) -> dict[str, Any]:
     """The table: every configuration on ``split``, each model in its own process (one vLLM engine at a time); writes
     ``judge-<split>.json`` and ``judge-<split>.md`` under ``out``."""
     out = Path(out).resolve()
@@ -195,7 +201,8 @@ def judge(out: str | Path, *, shared_data: str | Path, split: str = "test", limi
         if CONFIGS[name][0] is None:  # no model: no engine to keep apart
             table[name] = one(out, name, shared_data=shared_data, split=split, limit=limit)
             continue
-        cmd = [sys.executable, __file__, "--one", str(out), name, "--split", split, "--shared-data", str(shared_data)]
+        cmd = [sys.executable, __file__, "--one", str(out), name, "--split", split, "--shared-data", str(shared_data),
+               "--seed", str(seed)]
         if limit:
             cmd += ["--limit", str(limit)]
         proc = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
@@ -210,11 +217,13 @@ def judge(out: str | Path, *, shared_data: str | Path, split: str = "test", limi
     return table
 
 
-def one(out: Path, name: str, *, shared_data: str | Path, split: str, limit: int | None) -> dict[str, Any]:
+def one(out: Path, name: str, *, shared_data: str | Path, split: str, limit: int | None,
+        seed: int = 0) -> dict[str, Any]:
     key, n, bypass = CONFIGS[name]
     model = None if key is None else str(out / ("model" if key == "warm" else "dapo-hf"))
     rows = load_rows(out / "data", split, tokenizer=str(out / BASE), limit=limit)
-    return run_config(name.split("/")[0], rows, requests_for(rows, shared_data), model=model, n=n, bypass=bypass)
+    return run_config(name.split("/")[0], rows, requests_for(rows, shared_data), model=model, n=n, bypass=bypass,
+                      seed=seed)
 
 
 def pct(cell: dict[str, int]) -> str:
@@ -272,10 +281,16 @@ def plot_classes(table: dict[str, Any], out: str | Path, *, title: str = TITLE,
 
 def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target: float, timeout: float,
                 extra: list[str] | None = None, warm_max_steps: int = 40, warm_min_steps: int = 8,
-                warm_eval_every: int = 8, warm_eval_rows: int = 6) -> dict[str, Any]:
+                warm_eval_every: int = 8, warm_eval_rows: int = 6, seed: int = 0) -> dict[str, Any]:
+    """Data, warm start, ``steps`` DAPO steps and the plot under ``out``. Each stage is skipped when its output is
+    there, and the trainer resumes from its last saved step: run it again after an interruption. ``seed`` sets the
+    warm start's shuffle and initialisation, the trainer's data order and the rollout's sampling."""
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"out": str(out), "steps": []}
+    summary_path = out / "summary.json"
+    summary: dict[str, Any] = {"out": str(out), "seed": seed, "steps": []}
+    if summary_path.is_file():  # a resumed run keeps what its first part recorded
+        summary = {**json.loads(summary_path.read_text(encoding="utf-8")), "steps": []}
 
     def record(step: Step) -> None:
         summary["steps"].append(step.__dict__)
@@ -298,16 +313,23 @@ def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target:
         summary["warm_start"] = warm_start(base, data, model, target=target, lr=2e-4, batch_size=2,
                                            max_steps=warm_max_steps, min_steps=warm_min_steps,
                                            eval_every=warm_eval_every, eval_rows=warm_eval_rows,
-                                           max_prompt_tokens=MAX_PROMPT, bf16=True)
+                                           max_prompt_tokens=MAX_PROMPT, bf16=True, seed=seed)
         torch.set_num_threads(threads)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     ckpt = out / "ckpt"
-    train = train_command(data, model, ["--reward", "strict", f"trainer.default_local_dir={ckpt}",
-                                        f"trainer.total_training_steps={steps}", *OVERRIDES, *(extra or [])])
-    record(run_step("train", train, out, env=shim_env(out / "probe.jsonl"), timeout=timeout))
+    last = ckpt / "latest_checkpointed_iteration.txt"
+    if not (last.is_file() and int(last.read_text().strip() or 0) >= steps):
+        train = train_command(data, model, ["--reward", "strict", f"trainer.default_local_dir={ckpt}",
+                                            f"trainer.total_training_steps={steps}", f"trainer.save_freq={SAVE_EVERY}",
+                                            f"data.seed={seed}", f"actor_rollout_ref.rollout.seed={seed}",
+                                            *OVERRIDES, *(extra or [])])
+        record(run_step("train", train, out, env=shim_env(out / "probe.jsonl"), timeout=timeout))
     record(run_step("plot", cli("plot", str(ckpt / "metrics.jsonl"), "--out", str(out / "curves.png"),
                                 "--title", TITLE), out, timeout=300))
     return summary
+
+
+SAVE_EVERY = 5  # DAPO steps between checkpoints: what an interrupted run loses at most
 
 
 TINY_OVERRIDES = [  # one step, no validation; dynamic sampling off so that a step ends whatever the rewards
@@ -330,6 +352,152 @@ def tiny(out: str | Path, *, shared_data: str | Path, limit: int = 4, timeout: f
     return summary
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Several seeds: the same protocol, then the comparison pooled over seeds
+
+SEED_CONFIGS = ["upstream", "tier1", "warm/greedy", "warm/sampled", "dapo/greedy", "dapo/sampled"]
+PAIRS = [("dapo/greedy", "warm/greedy"), ("dapo/sampled", "warm/sampled")]
+
+
+def seeds(out: str | Path, *, shared_data: str | Path, steps: int, n: int, target: float, timeout: float,
+          extra: list[str] | None = None) -> dict[str, Any]:
+    """Seeds ``0..n-1`` of the protocol under ``out/seed-K``, on one slice and one base model (``out/data``,
+    ``out/smollm2-135m-instruct``), each judged on the test split once it is trained; then :func:`collect` and
+    :func:`report` write ``out/prompts.jsonl``, ``out/metrics-seed-K.jsonl``, ``out/seeds.md`` and
+    ``out/seeds.png``. Finished stages are skipped, so the same command resumes an interrupted run."""
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for k in range(n):
+        run = out / f"seed-{k}"
+        run.mkdir(exist_ok=True)
+        if k:  # the first seed builds the slice and converts the base model; the others link to them
+            for name in ("data", BASE):
+                link = run / name
+                if not link.exists():
+                    link.symlink_to(Path("..") / "seed-0" / name)
+        slice_check(run, shared_data=shared_data, steps=steps, target=target, timeout=timeout, extra=extra, seed=k)
+        judge(run, shared_data=shared_data, configs=SEED_CONFIGS, timeout=timeout, seed=k)
+        collect(out)
+        print(f"seed {k} of {n} done: {run}", file=sys.stderr, flush=True)
+    return report(out)
+
+
+def collect(out: str | Path) -> None:
+    """The finished seeds' per-prompt results as ``out/prompts.jsonl`` (one line per seed, configuration and prompt)
+    and their training logs as ``out/metrics-seed-K.jsonl``: all that :func:`report` reads."""
+    out = Path(out)
+    lines = []
+    for run in sorted(out.glob("seed-*"), key=lambda p: int(p.name.split("-")[1])):
+        table_path, log = run / "judge-test.json", run / "ckpt" / "metrics.jsonl"
+        if not table_path.is_file():
+            continue
+        k = int(run.name.split("-")[1])
+        table = json.loads(table_path.read_text(encoding="utf-8"))
+        for name in SEED_CONFIGS:
+            for rec in table.get(name, {}).get("prompts", []):
+                lines.append(json.dumps({"seed": k, "config": name, **rec}))
+        if log.is_file():
+            (out / f"metrics-seed-{k}.jsonl").write_text(log.read_text(encoding="utf-8"), encoding="utf-8")
+    (out / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test (McNemar's exact test) on the discordant pairs: the chance of a split at least this
+    uneven if either side were as likely to win."""
+    m = wins + losses
+    if m == 0:
+        return 1.0
+    tail = sum(math.comb(m, i) for i in range(min(wins, losses) + 1)) / 2**m
+    return min(1.0, 2 * tail)
+
+
+def report(src: str | Path) -> dict[str, Any]:
+    """From ``src/prompts.jsonl`` and ``src/metrics-seed-K.jsonl`` alone (no model, no data): per class and overall,
+    each configuration's exact-answer rate as mean and range over seeds; the paired test per prompt of DAPO against
+    its own warm start, pooled over seeds; the reward and validation curves of every seed. Writes ``src/seeds.md``
+    and ``src/seeds.png``."""
+    src = Path(src)
+    recs = [json.loads(line) for line in (src / "prompts.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    if not recs:
+        raise ValueError(f"{src / 'prompts.jsonl'}: no results")
+    seed_ids = sorted({r["seed"] for r in recs})
+    names = [n for n in SEED_CONFIGS if any(r["config"] == n for r in recs)]
+    classes = sorted({r["class"] for r in recs}) + ["all"]
+    rate: dict[tuple[str, str, int], tuple[int, int]] = {}
+    for name in names:
+        for k in seed_ids:
+            mine = [r for r in recs if r["config"] == name and r["seed"] == k]
+            for c in classes:
+                cell = [r["exact"] for r in mine if c in ("all", r["class"])]
+                rate[(name, c, k)] = (sum(cell), len(cell))
+
+    def cell(name: str, c: str) -> str:
+        xs = [100 * e / t for e, t in (rate[(name, c, k)] for k in seed_ids) if t]
+        if not xs:
+            return "-"
+        mean = sum(xs) / len(xs)
+        return f"{mean:.0f}" + (f" ({min(xs):.0f}-{max(xs):.0f})" if len(xs) > 1 else "")
+
+    n_of = {c: rate[(names[0], c, seed_ids[0])][1] for c in classes}
+    lines = [f"Exact answers on the held-out test, % (mean over {len(seed_ids)} seeds, range in brackets)", "",
+             "| class (prompts) | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += [f"| {c} ({n_of[c]}) | " + " | ".join(cell(n, c) for n in names) + " |" for c in classes]
+    tests: dict[str, Any] = {}
+    lines += ["", "Paired per prompt, pooled over seeds (DAPO against its own warm start; two-sided exact sign test "
+              "on the prompts where they differ)", "",
+              "| comparison | pairs | DAPO right, warm wrong | warm right, DAPO wrong | mean change, points | p |",
+              "|---|---|---|---|---|---|"]
+    for a, b in PAIRS:
+        if a not in names or b not in names:
+            continue
+        ha = {(r["seed"], r["index"]): r["exact"] for r in recs if r["config"] == a}
+        hb = {(r["seed"], r["index"]): r["exact"] for r in recs if r["config"] == b}
+        keys = sorted(ha.keys() & hb.keys())
+        wins = sum(ha[key] > hb[key] for key in keys)
+        losses = sum(ha[key] < hb[key] for key in keys)
+        p = sign_test(wins, losses)
+        change = 100 * (wins - losses) / len(keys)
+        tests[f"{a} vs {b}"] = {"pairs": len(keys), "wins": wins, "losses": losses, "p": p, "points": change}
+        lines.append(f"| {a} vs {b} | {len(keys)} | {wins} | {losses} | {change:+.1f} | {p:.3f} |")
+    (src / "seeds.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    plot_seeds(src, seed_ids, src / "seeds.png")
+    return {"seeds": seed_ids, "rates": {f"{n}|{c}|{k}": v for (n, c, k), v in rate.items()}, "tests": tests}
+
+
+def plot_seeds(src: Path, seed_ids: list[int], out: Path) -> Path:
+    """Training reward per step and validation reward per evaluation, one line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from refiner.plot import REWARD_KEYS, read_metrics
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for k in seed_ids:
+        log = src / f"metrics-seed-{k}.jsonl"
+        if not log.is_file():
+            continue
+        series = read_metrics(log)
+        key = next((key for key in REWARD_KEYS if series.get(key)), None)
+        if key:
+            axes[0].plot(*zip(*series[key]), label=f"seed {k}")
+        val = next((key for key in sorted(series) if key.startswith("val-core/") and "reward" in key), None)
+        if val:
+            axes[1].plot(*zip(*series[val]), marker="o", label=f"seed {k}")
+    axes[0].set_title("training reward (mean per response)", fontsize=9)
+    axes[1].set_title("validation reward (mean, greedy)", fontsize=9)
+    for ax in axes:
+        ax.set_xlabel("DAPO step")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(TITLE, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out")
@@ -345,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="test")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--tiny", action="store_true", help="The slow test's version: see tiny().")
+    ap.add_argument("--seeds", type=int, help="Seeds 0..N-1 under OUT/seed-K, judged, then the table (see seeds()).")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--report", metavar="DIR", help="Only the table and plot from DIR/prompts.jsonl (see report()).")
     args, extra = ap.parse_known_args(argv)
     if args.tiny:
         if not args.out:
@@ -353,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.one:
         print(json.dumps(one(Path(args.one[0]), args.one[1], shared_data=args.shared_data, split=args.split,
-                             limit=args.limit)))
+                             limit=args.limit, seed=args.seed)))
         return 0
     if args.tier1:
         rows = load_rows(args.tier1, args.split, max_prompt=None, limit=args.limit)
@@ -367,8 +538,18 @@ def main(argv: list[str] | None = None) -> int:
                       configs=args.configs.split(",") if args.configs else None)
         print(markdown(table))
         return 0
+    if args.report:
+        print(json.dumps(report(args.report)["tests"], indent=2))
+        print((Path(args.report) / "seeds.md").read_text(encoding="utf-8"))
+        return 0
     if not args.out:
-        ap.error("--out is required (unless --judge, --tier1)")
+        ap.error("--out is required (unless --judge, --tier1, --report)")
+    if args.seeds:
+        result = seeds(args.out, shared_data=args.shared_data, steps=args.steps, n=args.seeds, target=args.target,
+                       timeout=args.timeout, extra=extra)
+        print(json.dumps(result["tests"], indent=2))
+        print((Path(args.out) / "seeds.md").read_text(encoding="utf-8"))
+        return 0
     print(json.dumps(slice_check(args.out, shared_data=args.shared_data, steps=args.steps, target=args.target,
                                  timeout=args.timeout, extra=extra), indent=2, default=str))
     return 0
