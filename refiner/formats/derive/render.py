@@ -207,14 +207,15 @@ def compile_template(template: ChatTemplate) -> jinja2.Template:
 def render(
     compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None, **extra: Any
 ) -> str:
-    """One render of ``messages`` (``add_generation_prompt`` off), as ``apply_chat_template(tokenize=False)`` gives
+    """One render of ``messages`` (``add_generation_prompt`` off unless ``extra`` turns it on), as ``apply_chat_template(tokenize=False)`` gives
     it; any failure is a :class:`TemplateFailure` naming the file."""
     context = {"bos_token": "", "eos_token": "", **template.tokens, **extra}
+    generation = bool(context.pop("add_generation_prompt", False))
     compiled.environment.steps = 0
     try:
         parts, size = [], 0
         for part in compiled.generate(
-            messages=messages, tools=tools, documents=None, add_generation_prompt=False, **context
+            messages=messages, tools=tools, documents=None, add_generation_prompt=generation, **context
         ):
             size += len(part)
             if size > MAX_RENDER_CHARS:

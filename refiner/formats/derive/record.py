@@ -1,0 +1,450 @@
+"""A family's dialect as one record of literals, read from its chat template by diffing renders.
+
+The template is rendered as a chat template is (:mod:`~refiner.formats.derive.render`) with conversations that
+differ in one thing at a time: no call; one call (``tlq_alpha``, five arguments of five types: a string with a space,
+an integer, a boolean, a list, an object); two calls (``tlq_alpha``, then ``tlq_beta`` with one string argument);
+two other calls (``tlq_beta``, then ``tlq_gamma`` with two arguments) to check what was read; the same turn with
+reasoning; the bare prompt with and without the generation prompt. Nothing here knows a tag, an attribute, a token
+or a line layout: every literal of the :class:`Record` is the text the template itself wrote around the placeholders.
+
+- The *section* of a render is what it adds to the render with no call (:func:`inserted`: the shared prefix and
+  suffix cut away; where the cut is ambiguous, text both renders hold at that place, it goes back to the start of the
+  run of non-space characters it falls in, never further than the ambiguity reaches).
+- Inside the section of two calls the placeholders are found: each call's *core* runs from its name (or from the
+  JSON object holding it) to the end of its arguments. What precedes both cores is the call opener (split for
+  display at its last space: ``call_start`` and ``name_prefix``); what follows both is the call closer; the rest
+  before the first is the section start, after the last the section end, between them the call separator.
+- The arguments are one JSON object after the name (``json_args``), a JSON object per call holding the name and the
+  arguments under keys of the template's own (``json_object``, or all calls in one JSON list), or one element per
+  argument (``pairs``): what precedes every key, what follows every key up to its value, what follows every value,
+  and between arguments, from comparing consecutive arguments. How each value is written (a string as it is or
+  JSON-quoted, other values as JSON or as Python literals) comes from the five typed values.
+
+:func:`derive_record` fills the record and lists what it could not derive, each with why
+(:attr:`Record.missing`); :mod:`refiner.formats.recorded` reads and writes calls from a complete record. Everything
+is string work on a few renders of a few hundred characters each.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from refiner.formats.derive.analyze import common_prefix, common_suffix, find_value, json_values
+from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, render
+
+NAMES = ("tlq_alpha", "tlq_beta", "tlq_gamma")
+ARGS = (
+    {"kq_text": "vq text one", "kq_count": 4711, "kq_flag": True, "kq_items": ["vq_item", 2],
+     "kq_info": {"vq_key": "vq_inner"}},
+    {"kq_city": "vq_city"},
+    {"kq_word": "vq_word", "kq_num": 17},
+)
+IDS = ("callq_0000", "callq_0001", "callq_0002")
+REASONING = "rq_thought_text"
+USER = "uq_question_text"
+CONTENT = "cq_answer_text"
+SHAPES = ("json_object", "json_list", "json_args", "pairs")
+
+
+@dataclass
+class Record:
+    """What a family writes, as literals the template wrote (whitespace included). ``shape``: ``json_object`` (a
+    JSON object per call, its name under ``name_key`` and its arguments under ``args_key``), ``json_list`` (every
+    call such an object in one JSON list), ``json_args`` (the name, then the arguments as one JSON object) or
+    ``pairs`` (the name, then one element per argument); ``""`` when none was found. ``missing`` lists what could
+    not be derived, each with why; ``derived_from`` says which renders each literal was read from."""
+
+    shape: str = ""
+    section_start: str = ""
+    section_end: str = ""
+    call_start: str = ""
+    call_end: str = ""
+    call_sep: str = ""
+    name_prefix: str = ""
+    name_suffix: str = ""
+    args_start: str = ""
+    args_end: str = ""
+    # pairs
+    key_prefix: str = ""
+    key_suffix: str = ""
+    value_prefix: str = ""
+    value_suffix: str = ""
+    arg_sep: str = ""
+    strings: str = ""  # raw (as written) or json (quoted)
+    literals: str = ""  # json (true, [..]) or python (True, [..])
+    compact_json: bool = False  # JSON written with no space after , and :
+    # json_object / json_list
+    name_key: str = ""
+    args_key: str = ""
+    args_as_text: bool = False  # the arguments are a JSON string holding the object
+    # ids and reasoning
+    id_key: str = ""
+    id_position: str = ""  # where the call id sits: "" (not written), json_key, before_name, after_name, after_args
+    reasoning_start: str = ""
+    reasoning_end: str = ""
+    generation_prompt: str = ""
+    prompt_opens_reasoning: bool = False
+    arguments_given_as_text: bool = False  # the template was given the arguments as a JSON string
+    missing: list[str] = field(default_factory=list)
+    derived_from: dict[str, str] = field(default_factory=dict)
+    sections: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.shape) and not self.missing
+
+    @property
+    def opener(self) -> str:
+        return self.call_start + self.name_prefix
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tools() -> list[dict]:
+    def prop(v: Any) -> dict:
+        t = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}[type(v)]
+        return {"type": t, "description": f"a {t}"}
+
+    return [{"type": "function", "function": {
+        "name": n, "description": f"tool {n}",
+        "parameters": {"type": "object", "properties": {k: prop(v) for k, v in a.items()}, "required": list(a)}}}
+        for n, a in zip(NAMES, ARGS)]
+
+
+def _call(i: int, as_text: bool) -> dict:
+    args: Any = json.dumps(ARGS[i], ensure_ascii=False) if as_text else dict(ARGS[i])
+    return {"id": IDS[i], "type": "function", "function": {"name": NAMES[i], "arguments": args}}
+
+
+def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str = "") -> list[dict]:
+    turn: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        turn["tool_calls"] = calls
+    if reasoning is not None:
+        turn["reasoning_content"] = reasoning
+    return [{"role": "user", "content": USER}, turn]
+
+
+def _candidates(base: str, other: str) -> list[tuple[int, str]]:
+    """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
+    renders allow (the place is ambiguous over the characters both hold there); else the middle left when their shared
+    prefix and suffix are cut away."""
+    p_max = common_prefix(base, other)
+    s_all = common_suffix(base, other)
+    extra = len(other) - len(base)
+    if extra > 0 and p_max + s_all >= len(base):
+        p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
+        return [(i, other[i: i + extra]) for i in range(p_min, p_max + 1)]
+    s = common_suffix(base[p_max:], other[p_max:])
+    return [(p_max, other[p_max: len(other) - s])]
+
+
+def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
+    """What ``other`` adds to ``base``. Where the place is ambiguous, the same two renders with assistant text
+    (``base_c``, ``other_c``) narrow it (the text before the calls then differs); among the places left, the latest
+    that follows a space, else the earliest (a cut never falls inside a run of non-space characters when it can
+    help it)."""
+    cands = _candidates(base, other)
+    if base_c is not None and other_c is not None:
+        alt = {t for _, t in _candidates(base_c, other_c)}
+        both = [c for c in cands if c[1] in alt]
+        cands = both or cands
+    for i, text in reversed(cands):
+        if i == 0 or other[i - 1].isspace():
+            return text
+    return cands[0][1]
+
+
+def _section(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
+    return inserted(base, other, base_c, other_c)
+
+
+class _Renders:
+    def __init__(self, template: ChatTemplate, compiled: Any) -> None:
+        self.template, self.compiled, self.tools = template, compiled, _tools()
+        self.count = 0
+
+    def __call__(self, messages: list[dict], **extra: Any) -> str:
+        self.count += 1
+        return render(self.compiled, self.template, messages, self.tools, **extra)
+
+
+def derive_record(template: ChatTemplate, compiled: Any = None) -> Record:
+    """The record of ``template``'s dialect (at most fourteen renders); raises :class:`TemplateFailure` when the template
+    fails to compile, or to render a conversation with no call."""
+    r = _Renders(template, compiled or compile_template(template))
+    rec = Record()
+    none = r(_turn(None))
+    _reasoning(rec, r, none)
+    sections = {}
+    for as_text in (False, True):
+        try:
+            one = r(_turn([_call(0, as_text)]))
+        except TemplateFailure:
+            continue
+        if NAMES[0] in _section(none, one):
+            rec.arguments_given_as_text = as_text
+            sections["one"] = _section(none, one)
+            try:
+                two = [_call(0, as_text), _call(1, as_text)]
+                none_c, two_c = r(_turn(None, content=CONTENT)), r(_turn(two, content=CONTENT))
+                sections["one"] = _section(none, one, none_c, r(_turn(two[:1], content=CONTENT)))
+                sections["two"] = _section(none, r(_turn(two)), none_c, two_c)
+                other = [_call(1, as_text), _call(2, as_text)]
+                sections["check"] = _section(none, r(_turn(other)), none_c, r(_turn(other, content=CONTENT)))
+            except TemplateFailure as e:
+                rec.missing.append(f"calls: the template fails to render two calls ({e})")
+                return rec
+            break
+    rec.sections = sections
+    if "two" not in sections:
+        rec.missing.append("calls: the template writes no tool calls (the placeholder tool name does not appear in "
+                           "what an assistant turn with a call adds to one without)")
+        return rec
+    if rec.arguments_given_as_text:
+        rec.derived_from["arguments_given_as_text"] = "one: written only when the arguments are given as a JSON string"
+    two = sections["two"]
+    if NAMES[1] not in two or two.find(NAMES[0]) > two.find(NAMES[1]):
+        rec.missing.append("calls: the second call's name is not written after the first's")
+        return rec
+    _ids(rec, two)
+    if not (_json_object(rec, two) or _json_args(rec, two) or _pairs(rec, two)):
+        if not rec.missing:
+            rec.missing.append("arguments: neither one JSON value per call nor one element per argument (the "
+                               "placeholder keys and values were not found in order after the name)")
+    return rec
+
+
+def _reasoning(rec: Record, r: _Renders, none: str) -> None:
+    try:
+        text = _section(none, r(_turn(None, REASONING)))
+    except TemplateFailure:
+        return
+    i = text.find(REASONING)
+    if i < 0:
+        rec.derived_from["reasoning"] = "the template writes no reasoning of a past turn"
+    else:
+        rec.reasoning_start, rec.reasoning_end = text[:i], text[i + len(REASONING):]
+        rec.derived_from["reasoning"] = "no call vs reasoning: around the reasoning text"
+    try:
+        bare = r([{"role": "user", "content": USER}])
+        prompt = r([{"role": "user", "content": USER}], add_generation_prompt=True, enable_thinking=True)
+    except TemplateFailure:
+        return
+    rec.generation_prompt = prompt[common_prefix(bare, prompt):] if prompt.startswith(bare) else ""
+    opener = rec.reasoning_start.strip()
+    if opener and rec.generation_prompt.rstrip().endswith(opener):
+        rec.prompt_opens_reasoning = True
+        rec.derived_from["prompt_opens_reasoning"] = "the generation prompt (thinking on) ends with the reasoning opener"
+
+
+def _ids(rec: Record, two: str) -> None:
+    at = two.find(IDS[0])
+    if at < 0:
+        return
+    n = two.find(NAMES[0])
+    rec.id_position = "before_name" if at < n else "after_name"
+    rec.derived_from["id_position"] = "two: where the given call id (callq_0000) is written"
+
+
+def _call_keys(value: Any, i: int) -> tuple[str, str, bool, str] | None:
+    """``(name key, arguments key, arguments as text, id key)`` when ``value`` is call ``i`` as one JSON object."""
+    if not isinstance(value, dict):
+        return None
+    name_key = next((k for k, v in value.items() if v == NAMES[i]), None)
+    if name_key is None:
+        return None
+    id_key = next((k for k, v in value.items() if v == IDS[i]), "")
+    for k, v in value.items():
+        if v == ARGS[i]:
+            return name_key, k, False, id_key
+        if isinstance(v, str) and v.startswith("{"):
+            try:
+                if json.loads(v) == ARGS[i]:
+                    return name_key, k, True, id_key
+            except ValueError:
+                pass
+    return None
+
+
+def _json_object(rec: Record, two: str) -> bool:
+    values = json_values(two)
+    for start, end, value in values:
+        if isinstance(value, list) and len(value) == 2:
+            k0, k1 = _call_keys(value[0], 0), _call_keys(value[1], 1)
+            if k0 and k1 and k0 == k1:
+                rec.shape = "json_list"
+                rec.name_key, rec.args_key, rec.args_as_text, rec.id_key = k0
+                rec.section_start, rec.section_end = two[:start], two[end:]
+                rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
+                rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
+                                        section_end="two: after the list", name_key="two: the key holding tlq_alpha",
+                                        args_key="two: the key holding the arguments")
+                _id_key(rec)
+                return True
+    objs = [(s, e, k) for s, e, v in values for i in (0, 1) if (k := _call_keys(v, i))]
+    if len(objs) != 2:
+        if any(isinstance(v, dict) and any(isinstance(x, dict) and NAMES[0] in x.values() for x in v.values())
+               for _, _, v in values):
+            rec.missing.append('calls: each call is a JSON object that wraps the call in another object '
+                               '({"function": {...}}): the record holds one level of call keys')
+        return False
+    if objs[0][2] != objs[1][2]:
+        rec.missing.append("calls: the two calls' JSON objects use different keys")
+        return False
+    rec.shape = "json_object"
+    rec.name_key, rec.args_key, rec.args_as_text, rec.id_key = objs[0][2]
+    rec.compact_json = ", " not in two[objs[0][0]:objs[0][1]] and ": " not in two[objs[0][0]:objs[0][1]]
+    rec.derived_from.update(shape="two: one JSON object per call", name_key="two: the key holding tlq_alpha",
+                            args_key="two: the key holding the arguments")
+    _id_key(rec)
+    return _frame(rec, two, [(objs[0][0], objs[0][1]), (objs[1][0], objs[1][1])])
+
+
+def _id_key(rec: Record) -> None:
+    if rec.id_key:
+        rec.id_position = "json_key"
+        rec.derived_from["id_key"] = "two: the key holding the given call id"
+
+
+def _json_args(rec: Record, two: str) -> bool:
+    args = [(s, e) for s, e, v in json_values(two) if v in (ARGS[0], ARGS[1])]
+    if len(args) != 2:
+        return False
+    n0, n1 = two.find(NAMES[0]), two.find(NAMES[1], args[0][1])
+    if not (n0 < args[0][0] and 0 <= n1 < args[1][0]):
+        return False
+    mid0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
+    if mid0 != mid1:
+        why = ("the call id is written between the name and the arguments" if IDS[0] in mid0 else
+               f"the text between the name and the arguments differs per call ({mid0!r}, {mid1!r})")
+        rec.missing.append(f"name_suffix: {why}")
+        return False
+    rec.shape = "json_args"
+    rec.name_suffix = mid0
+    rec.compact_json = ", " not in two[args[0][0]:args[0][1]]
+    rec.derived_from.update(shape="two: each call's name, then its arguments as one JSON object",
+                            name_suffix="two: between each name and its arguments")
+    return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
+
+
+def _spans(text: str, start: int, args: dict) -> list[tuple[int, int, int, int, str]] | None:
+    """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``."""
+    out, pos = [], start
+    for key, value in args.items():
+        k = text.find(key, pos)
+        if k < 0:
+            return None
+        found = find_value(text, k + len(key), value)
+        if found is None:
+            return None
+        out.append((k, k + len(key), *found))
+        pos = found[1]
+    return out
+
+
+def _pairs(rec: Record, two: str) -> bool:
+    n0 = two.find(NAMES[0])
+    a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0])
+    n1 = two.find(NAMES[1], a0[-1][3]) if a0 else -1
+    a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1]) if n1 >= 0 else None
+    if a0 is None or a1 is None:
+        return False
+    delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
+    if len(set(delims)) > 1:
+        rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
+                           f"({sorted(set(delims))!r}): a typing attribute, which the record does not hold")
+        return False
+    rec.shape = "pairs"
+    rec.key_suffix = delims[0]
+    styles = {type(v).__name__: st for (*_, st), v in zip(a0, ARGS[0].values())}
+    rec.strings = styles["str"]
+    rec.literals = "python" if "python" in styles.values() else "json"
+    items = two[a0[3][2]: a0[3][3]]
+    rec.compact_json = rec.literals == "json" and ", " not in items
+    trails = [two[a0[i][3]: a0[i + 1][0]] for i in range(len(a0) - 1)]
+    lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
+    after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
+    vs = _common_prefix(*trails, *after)
+    kp = _common_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
+    seps = {t[len(vs): len(t) - len(kp)] for t in trails}
+    if len(seps) != 1 or any(len(vs) + len(kp) > len(t) for t in trails):
+        rec.missing.append(f"arg_sep: the text between arguments varies ({sorted(set(trails))!r})")
+        rec.shape = ""
+        return False
+    rec.value_suffix, rec.key_prefix, rec.arg_sep = vs, kp, seps.pop()
+    rec.name_suffix = lead0[: len(lead0) - len(kp)]
+    if lead1[: len(lead1) - len(kp)] != rec.name_suffix:
+        why = ("the call id is written after the name" if IDS[0] in rec.name_suffix else
+               f"the text after the name differs per call ({rec.name_suffix!r}, {lead1[:len(lead1) - len(kp)]!r})")
+        rec.missing.append(f"name_suffix: {why}")
+        rec.shape = ""
+        return False
+    rec.derived_from.update(
+        shape="two: each call's name, then each argument's key and value",
+        key_prefix="two: what precedes every key", key_suffix="two: between every key and its value",
+        value_suffix="two: what follows every value", arg_sep="two: between consecutive arguments",
+        name_suffix="two: after each name, before its first key", strings="one: how 'vq text one' is written",
+        literals="one: how true, a list and an object are written",
+        value_prefix="not separable from key_suffix (both lie between a key and its value): held in key_suffix",
+        args_start="not separable from name_suffix in these renders: held in name_suffix",
+        args_end="not separable from call_end in these renders: held in call_end")
+    end = len(rec.value_suffix)
+    return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)])
+
+
+def _glued(c: str) -> bool:
+    return not (c.isalnum() or c.isspace() or c == "_")
+
+
+def _common_prefix(*texts: str) -> str:
+    """The longest common prefix of ``texts``, less the punctuation it ends with when every text goes on with a
+    character that is not a space there (``</p><`` of ``</p><p>`` and ``</p></call>``: the ``<`` opens what comes
+    next)."""
+    n = min(len(t) for t in texts)
+    for t in texts[1:]:
+        n = min(n, common_prefix(texts[0], t))
+    while n > 0 and _glued(texts[0][n - 1]) and all(len(t) > n and not t[n].isspace() for t in texts):
+        n -= 1
+    return texts[0][:n]
+
+
+def _common_suffix(*texts: str) -> str:
+    """The longest common suffix of ``texts``, less the punctuation it starts with when every text has a character
+    that is not a space before it (``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the ``>``
+    closes what came before)."""
+    n = min(len(t) for t in texts)
+    for t in texts[1:]:
+        n = min(n, common_suffix(texts[0], t))
+    while n > 0 and _glued(texts[0][-n]) and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
+        n -= 1
+    return texts[0][len(texts[0]) - n:]
+
+
+def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
+    """Section and call literals from the two calls' cores ``spans`` in ``two``."""
+    (s0, e0), (s1, e1) = spans
+    lead, between, tail = two[:s0], two[e0:s1], two[e1:]
+    closer = _common_prefix(between, tail)
+    opener = _common_suffix(lead, between[len(closer):])
+    rec.section_start = lead[: len(lead) - len(opener)]
+    rec.section_end = tail[len(closer):]
+    rec.call_sep = between[len(closer): len(between) - len(opener)]
+    cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
+    if rec.shape in ("json_object",):
+        cut = len(opener)
+    rec.call_start, rec.name_prefix = opener[:cut], opener[cut:]
+    rec.call_end = closer
+    rec.derived_from.update(
+        section_start="two: before the first call, less what also precedes the second",
+        section_end="two: after the last call, less what also follows the first",
+        call_start="two: what precedes both calls (split from name_prefix at its last space)",
+        name_prefix="two: the end of what precedes both calls, after its last space",
+        call_end="two: what follows both calls", call_sep="two: between the calls, less what follows and precedes each")
+    if not (opener.strip() or rec.section_start.strip()):
+        rec.missing.append("call_start: nothing but spaces precedes the calls: no literal tells a call from prose")
+        return False
+    return True

@@ -1,0 +1,478 @@
+"""One generic reader and writer of tool calls, built from a derived :class:`~refiner.formats.derive.record.Record`.
+
+A record holds the literals a family writes (around the call section, around each call, the name and the
+arguments, each argument's key and value, between calls and between arguments) and how values are typed; nothing
+here knows a tag. :func:`record_format` makes a :class:`~refiner.formats.base.WireFormat` of it, under the format
+contract: ``parse_strict`` (raises :class:`~refiner.formats.base.FormatError`), ``parse_lenient`` (never raises,
+typed problems, the cut marked), ``render`` (the template's own layout), bounded work.
+
+How a literal is matched: by its text without the spaces and newlines around it (its *core*), after any spaces and
+newlines in the text; a literal that is only spaces (``\\n`` after a value, in a ``-- key: value`` line layout) ends a
+value written as raw text at that space. Reading (the ``shape`` of the record)::
+
+    answer   := prose* [SECTION_START] call (CALL_SEP? call)* [SECTION_END] prose*
+    call     := OPENER NAME NAME_SUFFIX arguments CALL_END                  (json_args, pairs)
+              | OPENER {NAME_KEY: NAME, ARGS_KEY: {...}, ...} CALL_END    (json_object; json_list: one JSON list)
+    arguments:= {...}                                                       (json_args: one JSON object)
+              | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*    (pairs)
+
+A value is JSON when the record says the family quotes its strings; otherwise it is the text up to the value's
+terminator (the value suffix's core, else the next argument's or the call's closing literal), read as a JSON value
+or Python literal when it is exactly one (:func:`refiner.formats.xmlvalues.read_value`), else as the text; the tool
+specs settle the rest (:meth:`RecordFormat.retype`).
+
+Cost: every literal is looked for from a position that only moves forward (:class:`~refiner.formats.xmlvalues.Finder`:
+each literal's searches scan the text once in all), each JSON value is decoded once, and at most
+:data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` calls are read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from refiner.calls import ToolCall
+from refiner.formats import base
+from refiner.formats.derive.record import Record
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import skip_ws
+from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
+
+MAX_NAME_CHARS = 256  # a tool name longer than this is not one
+MAX_KEY_CHARS = 256
+DERIVED_RANK = 1000  # after every built-in format: detection tries it last
+
+
+class _Stop(Exception):
+    """Reading one call failed: ``message`` at ``position``; ``cut``: the text ended inside it."""
+
+    def __init__(self, message: str, position: int, cut: bool = False) -> None:
+        super().__init__(message)
+        self.message, self.position, self.cut = message, position, cut
+
+
+def _ws(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+class RecordFormat(base.WireFormat):
+    """The reader and writer of one record (a subclass per record: :func:`record_format`)."""
+
+    record: ClassVar[Record]
+    description = "tool calls read and written from a record derived from a chat template"
+
+    # ---- literals -------------------------------------------------------------------------------------------
+
+    @classmethod
+    def _cores(cls) -> dict[str, str]:
+        r = cls.record
+        return {k: getattr(r, k).strip() for k in ("section_start", "section_end", "call_end", "call_sep",
+                                                  "name_suffix", "key_prefix", "key_suffix", "value_suffix",
+                                                  "arg_sep")} | {"opener": r.opener.strip()}
+
+    @classmethod
+    def tags_for(cls, record: Record) -> tuple[str, ...]:
+        parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,
+                 record.value_suffix, record.call_end, record.section_end)
+        return tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
+
+    @classmethod
+    def markers_for(cls, record: Record) -> tuple[str, ...]:
+        first = record.section_start.strip() or record.opener.strip()
+        return (first,) if first else ()
+
+    # ---- reading --------------------------------------------------------------------------------------------
+
+    def _start(self, text: str) -> int:
+        """Where the answer starts: after the family's reasoning block (or its closer alone, when the generation
+        prompt opened the block)."""
+        r = self.record
+        close = r.reasoning_end.strip()
+        if not close:
+            return 0
+        k = text.find(close)
+        if k < 0:
+            return 0
+        opener = r.reasoning_start.strip()
+        head = text[: k]
+        if r.prompt_opens_reasoning or (opener and text[_ws(text, 0):].startswith(opener)) or opener not in head:
+            return k + len(close)
+        return 0
+
+    def _anchor(self, find: Finder, pos: int) -> int:
+        c = self._c
+        lit = c["section_start"] or c["opener"]
+        return find.next(lit, pos) if lit else -1
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        if not isinstance(text, str):
+            raise self.error(f"not a text: {type(text).__name__}")
+        calls, stop, _ = self._read(text, strict=True)
+        if stop is not None:
+            raise self.error(stop.message, stop.position)
+        if not calls:
+            raise self.error("no call: the section or call opener is missing", 0)
+        return calls
+
+    def recover(self, text: str, out: base.Lenient) -> None:
+        calls, stop, cut = self._read(text, strict=False, out=out)
+        out.calls.extend(calls)
+        if cut is not None:
+            index, name, args = cut
+            out.mark_cut(index, name, args)
+
+    def _read(self, text: str, strict: bool, out: base.Lenient | None = None):
+        c = self._c
+        find = Finder(text)
+        start = self._start(text)
+        at = self._anchor(find, start)
+        calls: list[ToolCall] = []
+        if at < 0:
+            if out is not None:
+                out.note("missing_tag", f"no {c['section_start'] or c['opener']!r}: no call")
+            return calls, _Stop("the section or call opener is missing", 0), None
+        pos = at
+        if c["section_start"]:
+            pos = at + len(c["section_start"])
+        shape = self.record.shape
+        cut = None
+        while len(calls) < MAX_RECOVERED_ITEMS:
+            try:
+                if shape == "json_list":
+                    got, pos = self._json_list(text, pos)
+                    calls.extend(got)
+                    break
+                call, pos = self._call(text, pos, find)
+                calls.append(call)
+            except _Stop as e:
+                if strict:
+                    return calls, e, None
+                if e.cut:
+                    partial = getattr(e, "partial", None)
+                    if partial is not None:
+                        calls.append(partial)
+                        cut = (len(calls) - 1, partial.name, dict(partial.arguments))
+                    else:
+                        cut = (None, None, {})
+                    return calls, None, cut
+                out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
+                nxt = find.next(c["opener"], pos + 1) if c["opener"] else -1
+                if nxt < 0 or (c["section_end"] and 0 <= find.next(c["section_end"], pos) < nxt):
+                    break
+                pos = nxt
+                continue
+            p = _ws(text, pos)
+            if c["call_sep"] and text.startswith(c["call_sep"], p):
+                pos = p + len(c["call_sep"])
+                continue
+            if c["opener"] and text.startswith(c["opener"], p):
+                continue
+            if not c["opener"] and shape == "json_object" and text.startswith("{", p):
+                continue
+            break
+        else:
+            if out is not None:
+                out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls; the rest was not read")
+        if c["section_end"]:
+            p = _ws(text, pos)
+            if text.startswith(c["section_end"], p):
+                pos = p + len(c["section_end"])
+            elif strict:
+                return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
+            elif out is not None and calls:
+                out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
+        return calls, None, cut
+
+    def _expect(self, text: str, pos: int, lit: str, what: str) -> int:
+        if not lit:
+            return pos
+        p = _ws(text, pos)
+        if text.startswith(lit, p):
+            return p + len(lit)
+        cut = len(text) - p < len(lit) and lit.startswith(text[p:])
+        raise _Stop(f"{lit!r} expected {what}", p, cut)
+
+    def _call(self, text: str, pos: int, find: Finder) -> tuple[ToolCall, int]:
+        c, r = self._c, self.record
+        pos = self._expect(text, pos, c["opener"], "to open a call")
+        if r.shape == "json_object":
+            call, pos = self._json_call(text, pos)
+        else:
+            name, pos = self._name(text, pos, find)
+            if r.shape == "json_args":
+                pos = _ws(text, pos)
+                args, pos = self._json(text, pos, f"the arguments of {name}")
+                if not isinstance(args, dict):
+                    raise _Stop(f"the arguments of {name} are not an object", pos)
+            else:
+                args, pos = self._pairs(text, pos, find, name)
+            call = ToolCall(name, args)
+        try:
+            pos = self._expect(text, pos, c["call_end"], f"to close the call to {call.name}")
+        except _Stop as e:
+            if e.cut:
+                e.partial = call  # type: ignore[attr-defined]
+            raise
+        return call, pos
+
+    def _name(self, text: str, pos: int, find: Finder) -> tuple[str, int]:
+        c, r = self._c, self.record
+        pos = pos if r.name_prefix and not r.name_prefix[-1:].isspace() else skip_ws(text, pos)
+        if c["name_suffix"]:
+            end = find.next(c["name_suffix"], pos)
+            after = end + len(c["name_suffix"])
+        else:  # the name ends its line (or at a space)
+            end = pos
+            while end < len(text) and not text[end].isspace():
+                end += 1
+            after = end
+        if end < 0 or end - pos > MAX_NAME_CHARS:
+            raise _Stop("the tool name is not closed", pos, end < 0)
+        name = text[pos:end].strip()
+        if not name or "\n" in name:
+            raise _Stop("no tool name", pos, end >= len(text))
+        return name, after
+
+    def _json(self, text: str, pos: int, what: str) -> tuple[Any, int]:
+        try:
+            return JSON_DECODER.raw_decode(text, pos)
+        except RecursionError:
+            raise _Stop(f"{what} nest too deeply", pos) from None
+        except ValueError as e:
+            raise _Stop(f"{what} are not JSON: {getattr(e, 'msg', e)}", pos, _runs_off(text, pos)) from None
+
+    def _json_call(self, text: str, pos: int) -> tuple[ToolCall, int]:
+        r = self.record
+        pos = _ws(text, pos)
+        obj, pos = self._json(text, pos, "the call")
+        return self._call_of(obj, pos), pos
+
+    def _call_of(self, obj: Any, pos: int) -> ToolCall:
+        r = self.record
+        if not isinstance(obj, dict):
+            raise _Stop("a call is not a JSON object", pos)
+        name = obj.get(r.name_key)
+        if not isinstance(name, str) or not name.strip():
+            raise _Stop(f"a call without a name under {r.name_key!r}", pos)
+        args = obj.get(r.args_key, {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                raise _Stop(f"the arguments of {name} are a text that is not JSON", pos) from None
+        if not isinstance(args, dict):
+            raise _Stop(f"the arguments of {name} are not an object", pos)
+        return ToolCall(name, args)
+
+    def _json_list(self, text: str, pos: int) -> tuple[list[ToolCall], int]:
+        pos = _ws(text, pos)
+        value, end = self._json(text, pos, "the calls")
+        if not isinstance(value, list):
+            raise _Stop("the calls are not a JSON list", pos)
+        return [self._call_of(v, pos) for v in value], end
+
+    def _pairs(self, text: str, pos: int, find: Finder, name: str) -> tuple[dict[str, Any], int]:
+        c, r = self._c, self.record
+        args: dict[str, Any] = {}
+        while True:
+            p = _ws(text, pos)
+            if p >= len(text):
+                err = _Stop(f"the text stops inside the call to {name}", p, True)
+                err.partial = ToolCall(name, args)  # type: ignore[attr-defined]
+                raise err
+            if c["call_end"] and text.startswith(c["call_end"], p):
+                return args, p
+            if c["key_prefix"]:
+                if not text.startswith(c["key_prefix"], p):
+                    if not c["call_end"]:
+                        return args, pos
+                    raise _Stop(f"{c['key_prefix']!r} or {c['call_end']!r} expected in the call to {name}", p,
+                                c["key_prefix"].startswith(text[p:]) or c["call_end"].startswith(text[p:]))
+                p += len(c["key_prefix"])
+            elif not c["call_end"] and (c["opener"] and text.startswith(c["opener"], p)
+                                        or c["section_end"] and text.startswith(c["section_end"], p)):
+                return args, pos
+            key, p = self._key(text, p, find, name)
+            try:
+                value, p = self._value(text, p, find, name, key)
+            except _Stop as e:
+                if e.cut:
+                    e.partial = ToolCall(name, args)  # type: ignore[attr-defined]
+                raise
+            args[key] = value
+            pos = p
+            if c["arg_sep"]:
+                q = _ws(text, pos)
+                if text.startswith(c["arg_sep"], q):
+                    pos = q + len(c["arg_sep"])
+
+    def _key(self, text: str, p: int, find: Finder, name: str) -> tuple[str, int]:
+        c = self._c
+        if c["key_suffix"]:
+            end = find.next(c["key_suffix"], p)
+            after = end + len(c["key_suffix"])
+        else:
+            end = p
+            while end < len(text) and not text[end].isspace():
+                end += 1
+            after = end
+        if end < 0 or end - p > MAX_KEY_CHARS or "\n" in text[p:end].strip():
+            err = _Stop(f"an argument key of {name} is not closed", p, end < 0)
+            raise err
+        key = text[p:end].strip()
+        if not key:
+            raise _Stop(f"an argument of {name} has no key", p)
+        return key, after
+
+    def _value(self, text: str, p: int, find: Finder, name: str, key: str) -> tuple[Any, int]:
+        c, r = self._c, self.record
+        if r.strings == "json":
+            q = _ws(text, p)
+            value, q = self._json(text, q, f"the value of {key}")
+            return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
+        if c["value_suffix"]:
+            end = find.next(c["value_suffix"], p)
+            if end < 0:
+                raise _Stop(f"the value of {key} is not closed", p, True)
+            after = end + len(c["value_suffix"])
+        else:
+            ends = self._raw_ends
+            end, which = find.first(ends, p)
+            if which is None:
+                raise _Stop(f"the value of {key} is not closed", p, True)
+            after = end
+        raw = text[p:end].strip()
+        return read_value(raw, r.literals == "python"), after
+
+    # ---- writing --------------------------------------------------------------------------------------------
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        self.check_renderable(calls)
+        r = self.record
+        if r.shape == "json_list":
+            return r.section_start + self._dumps([self._obj(c, i) for i, c in enumerate(calls)]) + r.section_end
+        parts = []
+        for i, call in enumerate(calls):
+            if not call.name or any(ch.isspace() for ch in call.name.strip("_")) and not self._c["name_suffix"]:
+                raise self.render_error(f"call #{i}: tool name {call.name!r} cannot be written")
+            if self._c["name_suffix"] and self._c["name_suffix"] in call.name:
+                raise self.render_error(f"call #{i}: tool name {call.name!r} holds {self._c['name_suffix']!r}")
+            if r.shape == "json_object":
+                body = self._dumps(self._obj(call, i))
+            elif r.shape == "json_args":
+                body = r.name_prefix + call.name + r.name_suffix + self._dumps(dict(call.arguments))
+            else:
+                body = r.name_prefix + call.name + r.name_suffix + r.arg_sep.join(
+                    self._pair(i, k, v) for k, v in call.arguments.items())
+            parts.append((r.call_start if r.shape != "json_object" else r.opener) + body + r.call_end)
+        return r.section_start + r.call_sep.join(parts) + r.section_end
+
+    def _dumps(self, value: Any) -> str:
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False,
+                              separators=(",", ":") if self.record.compact_json else None)
+        except (TypeError, ValueError) as e:
+            raise self.render_error(f"a value JSON cannot hold: {e}") from None
+
+    def _obj(self, call: ToolCall, i: int) -> dict[str, Any]:
+        r = self.record
+        args: Any = dict(call.arguments)
+        if r.args_as_text:
+            args = self._dumps(args)
+        obj = {r.name_key: call.name, r.args_key: args}
+        if r.id_key:
+            obj[r.id_key] = f"call_{i}"
+        return obj
+
+    def _pair(self, i: int, key: str, value: Any) -> str:
+        r, c = self.record, self._c
+        if c["key_suffix"] and c["key_suffix"] in key or not key.strip() or "\n" in key:
+            raise self.render_error(f"call #{i}: argument key {key!r} cannot be written")
+        if r.strings == "json":
+            text = self._dumps(value)
+        else:
+            try:
+                text = write_value(value, self.tags, r.literals == "python")
+            except (TypeError, ValueError) as e:
+                raise self.render_error(f"call #{i}: {key}: {e}") from None
+            if isinstance(value, str) and self._raw_stops(text):
+                raise self.render_error(f"call #{i}: the value of {key} holds the text that ends a value")
+        return r.key_prefix + key + r.key_suffix + text + r.value_suffix
+
+    def _raw_stops(self, text: str) -> bool:
+        c = self._c
+        if c["value_suffix"]:
+            return c["value_suffix"] in text
+        return any(e in text for e in self._raw_ends)
+
+    def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
+        if self.record.strings == "json":
+            return list(calls)
+        return retype_calls(calls, tools, python_literals=self.record.literals == "python")
+
+
+def _runs_off(text: str, pos: int) -> bool:
+    """Whether a JSON value starting at ``pos`` is cut by the end of the text (it never closes)."""
+    depth, in_str, esc = 0, False, False
+    for ch in text[pos:]:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth <= 0:
+                return False
+    return True
+
+
+def _raw_ends(record: Record) -> tuple[str, ...]:
+    """What ends a value written as raw text when the record has no value suffix of its own: the next argument's
+    opening, the call's closing (each with the line break it starts with, when it starts with one)."""
+    out = []
+    for lit in (record.value_suffix + record.arg_sep + record.key_prefix, record.value_suffix + record.call_end):
+        core = lit.strip()
+        head = lit[: len(lit) - len(lit.lstrip())]
+        if "\n" in head:
+            out.append("\n" + core if core else "\n")
+        elif core:
+            out.append(core)
+    return tuple(dict.fromkeys(out)) or ("\n",)
+
+
+def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
+    """The format reading and writing ``record`` (not registered), named ``name``; ``source``: where the record comes
+    from (the docs table, ``formats derive``)."""
+    from refiner.formats.family import EXAMPLE_CALLS
+
+    if not record.complete:
+        raise ValueError(f"an incomplete record: {'; '.join(record.missing) or 'no shape'}")
+    reasoning = ((record.reasoning_start.strip(), record.reasoning_end.strip()),) \
+        if record.reasoning_start.strip() and record.reasoning_end.strip() else (("<think>", "</think>"),)
+    attrs = {
+        "name": name,
+        "description": f"tool calls as the chat template {source or '(given)'} writes them (a derived record)",
+        "record": record,
+        "tags": RecordFormat.tags_for(record),
+        "detection": base.Detection(rank=DERIVED_RANK, markers=RecordFormat.markers_for(record)),
+        "reasoning": reasoning,
+        "example": "(rendered below)",
+        "_c": {},
+        "_raw_ends": _raw_ends(record),
+    }
+    cls = type(f"RecordFormat_{name}", (RecordFormat,), attrs)
+    cls._c = cls._cores()
+    cls.example = cls().render(list(EXAMPLE_CALLS))
+    return cls()
