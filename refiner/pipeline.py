@@ -468,14 +468,11 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
 # The refiner
 
 
-def _install_template(path: str) -> str:
+def _install_template(path: str) -> str | None:
     """The registry name of the dialect derived from the chat template at ``path`` (see
-    :mod:`refiner.formats.derive`); ``ValueError`` when the template fails to render or its family is special."""
-    try:
-        derived = derive.derive(path)
-    except derive.TemplateFailure as e:
-        raise ValueError(str(e)) from None
-    return derive.install(derived)
+    :mod:`refiner.formats.derive`); ``None`` (the format is detected per request, with one log line) when the
+    template fails to render or no dialect can be derived from it."""
+    return derive.dialect_for(path)
 
 
 class Refiner:
@@ -491,8 +488,8 @@ class Refiner:
     format, answers in it, and its answer is written back in the output format (:func:`model_format`);
     ``chat_template``: the upstream model's chat template (a ``.jinja``, a ``tokenizer_config.json`` or a model
     folder): its dialect is derived from it (:mod:`refiner.formats.derive`) and is the refiner's format, read and
-    written (in place of ``fmt``); a template that fails to render, or whose family no grammar row holds, is a
-    ``ValueError`` naming the file and why.
+    written (in place of ``fmt``); a template that fails to render, or from which no dialect can be derived, leaves
+    the format to detection (one log line naming the file and why).
     """
 
     def __init__(
