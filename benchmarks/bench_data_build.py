@@ -1,4 +1,5 @@
-"""Time to build the paper's mix (4,700 rows) with the rule corruptor, against the target of 60 s on 2 cores.
+"""Time to build the paper's mix (the row counts of the data config) with the rule corruptor, against the target of
+60 s on 2 cores.
 
 Hub sources (ToolACE, xLAM, full Glaive) are unavailable offline: with ``missing_sources: substitute`` the local
 sources (the Glaive subset, NesTools) stand in for them and the table says so. The peer measured in the same run is

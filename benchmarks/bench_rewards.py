@@ -359,7 +359,7 @@ def main() -> None:
     ]
     print(
         f"machine speed: reference loop {speed_before:.2f} ms before, {machine_speed():.2f} ms after "
-        "(about 4 ms on this project's 2-core machine when nothing else runs on its host)"
+        "(a fixed loop: more ms, a slower or busier machine)"
     )
     print(f"{'target':62s} {'measured':>9s} {'target':>8s}")
     for name, value, target in checks:

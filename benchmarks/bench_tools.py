@@ -3,8 +3,7 @@ tools of ``--params`` parameters each offered, against the same request offering
 
 Columns (milliseconds added over that one-tool request, median of ``--repeat`` runs):
 
-- ``every spec``: the peer, reading every offered tool's whole schema (``load_tools``, what each request did before
-  tool lists were read lazily);
+- ``every spec``: the peer, reading every offered tool's whole schema (``load_tools``, no catalog);
 - ``objects``: the tools as parsed JSON objects (a library caller's list);
 - ``text, new``: the tools as JSON text never seen before (the process's catalog cache emptied first), and that cost
   per 200 KB of tool list;
@@ -12,7 +11,7 @@ Columns (milliseconds added over that one-tool request, median of ``--repeat`` r
   the process's cache;
 - ``misspelled, seen``: the call's tool name one letter off (name repair against every name), list seen before;
 - ``pickled``: not refinement: what sending the list's text to a worker process with every request would cost
-  (pickled and unpickled; the objects would be several times slower). The proxy no longer does it:
+  (pickled and unpickled); the proxy sends a list's text once instead:
 - ``body, new`` / ``body, seen``: the proxy reading a request body that holds the list
   (:func:`~refiner.specs.loads_keeping_tools`), first time / a list read before (found in place, not parsed again);
 - ``worker, seen``: through the proxy's worker pool (one worker process, :class:`~refiner.proxy.isolation.WorkerPool`),
@@ -20,7 +19,7 @@ Columns (milliseconds added over that one-tool request, median of ``--repeat`` r
   worker finds the text and its catalog; ms added over the one-tool request through the same pool;
 - ``proxy, seen``: ``body, seen`` + ``worker, seen``: what a repeated list adds to a request through the proxy.
 
-Targets (the issue's): a list seen before adds at most 2 ms at 2,000 tools (``proxy, seen``); a new one stays
+Targets: a list seen before adds at most 2 ms at 2,000 tools (``proxy, seen``); a new one stays
 within the 50 ms worst-case bound per 200 KB.
 
     .venv/bin/python benchmarks/bench_tools.py

@@ -7,9 +7,9 @@ shape. A row is read through the public path a user takes, ``Refiner().refine({"
 with the format auto-detected (``finish_reason: "length"`` for rows tagged ``truncated``, as canitoolcall's adapters
 replay them), and judged by canitoolcall's own checks (``canitoolcall.checks.run_checks`` on the non-streaming parse).
 
-While the pipeline's result carries no ``content`` / ``reasoning_content`` (issue 19 adds them), only the calls are
-judged: the row's expected text fields are set aside (``calls_only``), and said so in the verdict. Once the result
-carries them, the whole parse is judged with no change here.
+When the pipeline's result carries no ``content`` / ``reasoning_content``, only the calls are judged: the row's
+expected text fields are set aside (``calls_only``), and said so in the verdict; when it carries them, the whole parse
+is judged.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def test_every_command_module_is_assembled():
 
 
 def test_a_missing_command_module_fails_loudly():
-    """With one area's module unimportable, starting the CLI raises naming it (it used to be skipped)."""
+    """With one area's module unimportable, starting the CLI raises naming it (it is not skipped)."""
     script = textwrap.dedent("""
         import importlib.abc, sys
 

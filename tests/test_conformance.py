@@ -1,7 +1,7 @@
 """canitoolcall's fixtures (469 raw outputs of 9 open families, with the parse a correct engine returns), judged with
 canitoolcall's own checks: the pipeline alone (calls only), and the real proxy in front of a scripted upstream
 (content, reasoning and calls; non-streamed and streamed with several chunkings). The replay, the judging and the
-tables are ``benchmarks/bench_conformance.py``; these tests assert today's measured floors (raise them as parsers
+tables are ``benchmarks/bench_conformance.py``; these tests assert floors (raise them as parsers
 land) and write the table to ``$CONFORMANCE_TABLE`` (default: pytest's temporary directory; the path is printed)."""
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import bench_conformance as bc
 
-# Measured on the merged tree (26 Nov 2026, after the Gemma 4 thought-channel and "not valid json" fixes). What still
-# fails: library 3 (deepseek vllm-v3-malformed-missing-brace / -missing-call-tokens give a call where none is well
-# formed; llama l4-truncated-missing-close-bracket, below); the proxy 4: those 3 and, under load, one answer whose
-# tier-1 refinement passed the proxy's deadline and came back as the upstream wrote it (glm47-truncated-inside-arg-value
-# streamed). Counts, not times; the proxy floor keeps that one deadline fallback of room. Raise them as fixes land.
+# Floors of fixtures that pass or soft pass. What fails: library 3 (deepseek vllm-v3-malformed-missing-brace /
+# -missing-call-tokens give a call where none is well formed; llama l4-truncated-missing-close-bracket, below); the
+# proxy 4: those 3 and, under load, one answer whose tier-1 refinement passed the proxy's deadline and came back as
+# the upstream wrote it (glm47-truncated-inside-arg-value streamed). Counts, not times; the proxy floor keeps that one
+# deadline fallback of room. Raise them as fixes land.
 LIBRARY_FLOOR = 466  # of 469 pass or soft pass, calls only
-PROXY_FLOOR = 465  # of 469 pass or soft pass through the proxy (466 measured, 1 Dec): content, reasoning and calls, streamed and not
+PROXY_FLOOR = 465  # of 469 pass or soft pass through the proxy: content, reasoning and calls, streamed and not
 PROXY_LEAKS = 0  # fixtures with a family marker in content, reasoning or calls
 CUT_CALLS = 1  # truncated fixtures expected to give no call that gave one (llama/l4-truncated-missing-close-bracket:
 # the complete first call of a cut list is returned, the cut one is not)
@@ -135,9 +135,9 @@ def test_no_hints_streamed_equals_whole_under_hard_chunkings():
                                         pytest.param(ALL_HARD, marks=pytest.mark.long, id="eight-chunkings")])
 def test_every_fixture_with_no_hints_through_the_proxy(every_fixture, tmp_path_factory, strategies):
     """Every fixture as a client sends it by default (no chat_template_kwargs, each fixture's model new to the proxy),
-    non-streamed and streamed (two whole calls in one delta among the chunkings): measured 456 of 469 pass or soft
-    pass in all eight (the 10 cut inside their reasoning need the prompt known, and the library's 3), every stream
-    equals its non-streamed answer, no reasoning closer in content."""
+    non-streamed and streamed (two whole calls in one delta among the chunkings): at least 455 of 469 pass or soft
+    pass (the 10 cut inside their reasoning need the prompt known, and the library's 3 fail), every stream equals its
+    non-streamed answer, no reasoning closer in content."""
     cases, timing = bc.run_proxy(every_fixture, strategies, workers=1, hints=False)
     s = bc.summary(cases)
     _write(tmp_path_factory, "conformance-proxy-no-hints.md", bc.table("proxy, no hints", cases) + "\n\n"

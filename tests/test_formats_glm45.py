@@ -215,7 +215,7 @@ def test_a_stray_value_end_after_the_name_of_a_call_without_arguments_is_dropped
 
 @pytest.mark.parametrize("upstream", ["<tool_call>not valid json</tool_call>", "<think><tool_call>nah uhg</tool_call>"])
 def test_words_between_call_tags_are_not_a_call(upstream):
-    """Junk between Hermes' / GLM's shared tag is not a call named after it (issue 20); a one-word name alone still
+    """Junk between Hermes' / GLM's shared tag is not a call named after it; a one-word name alone still
     is GLM's argument-less call, and a spaced name alone is read when the request offers that tool."""
     from refiner.pipeline import Refiner
 

@@ -274,7 +274,7 @@ def test_glaive_end_marker_may_be_dropped_after_the_last_call_only():
 @pytest.mark.parametrize(
     "name", ["xlam", "nestools", "order", "hermes", "apibank", "glaive", "openai", "nestful",
              pytest.param("toolace", marks=pytest.mark.xfail(strict=True, reason=(
-                 "known bug found when merging issue 20's 22 formats: a string holding 120 call markers of other "
+                 "known bug: a string holding 120 call markers of other "
                  "formats ends toolace's strict list read at its '</function_list>' (a counted bound; 50 markers "
                  "read back)")))]
 )

@@ -137,7 +137,7 @@ def test_python_literal_lists_and_objects_are_read_by_the_declared_type():
     for param, kept in ((a, "{1, 2}"), (a, "[b'z']"), (a, "[1e999]"), (a, "[f(x)]"), (a, "[" * 300 + "]" * 300),
                         (o, "{'a': 1"), (o, "['a']")):
         assert retype_value(param, kept, python_literals=True) == kept
-    # a counted bound on Python's parser (about 1.5 µs a character): a longer literal stays text, and the calls of
+    # a counted bound on Python's parser (characters given to it): a longer literal stays text, and the calls of
     # one text share the budget
     long = "[" + ", ".join(["'x'"] * (PY_LITERAL_CHARS // 5 + 1)) + "]"
     assert len(long) > PY_LITERAL_CHARS and retype_value(a, long, python_literals=True) == long

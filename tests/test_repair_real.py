@@ -7,8 +7,7 @@ strictly to the gold calls. Rates are measured twice: with the default policy
 (a call whose only findings are soft ones keeps its unknown parameters and its value types; see refiner.repair) and
 with ``trust_spec=True`` (every spec believed, as for tools declared ``additionalProperties: false``).
 
-Thresholds (measured on all records: NesTools 1,000, Glaive 153, API-Bank 597; set a few points below the lowest
-source):
+Thresholds (on all records: NesTools 1,000, Glaive 153, API-Bank 597; a few points below the lowest source's rate):
 - ``missing_tag``: the lenient parsers read calls without their tags: 100% everywhere → ≥ 95%.
 - ``wrong_tag``: 100% (API-Bank), 89% (Glaive), 82% (NesTools): an opening tag mangled into ``[functioncall]`` /
   ``[nested function]`` is not recovered by those formats' lenient parsers → ≥ 75%.

@@ -409,7 +409,7 @@ def test_answers_longer_than_the_strict_cap_are_format_errors_read_leniently():
 
 def test_a_whole_training_response_of_answer_text_stays_under_the_strict_cap(nestools_records):
     """The paper caps responses at 4,096 tokens: that many tokens of real answers (NesTools calls rendered in every
-    format, measured with Qwen3's tokenizer) is fewer characters than STRICT_ANSWER_CHARS, so the cap never takes the
+    format, counted with Qwen3's tokenizer) is fewer characters than STRICT_ANSWER_CHARS, so the cap never takes the
     format point from a response the trainer would keep."""
     from conftest import qwen_tokenizer_dir
     from tokenizers import Tokenizer

@@ -79,7 +79,7 @@ SHAPES = {
                         '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}}]}'), [P]),
     "anthropic blocks": (('[{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "get_weather", '
                           '"input": {"city": "Paris"}}]'), [P]),
-    # issue 20: shapes real models answer in
+    # shapes real models answer in
     "BFCL answer shape": ('{"get_weather": {"city": "Paris"}}', [P]),
     "BFCL answer list": ('[{"get_weather": {"city": "Paris"}}, {"get_time": {"city": "Paris"}}]', [P, T]),
     "keyed objects, one per key": ('```json\n{"get_weather": {"city": "Paris"}, "get_time": {"city": "Paris"}}\n```',

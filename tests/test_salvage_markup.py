@@ -1,4 +1,4 @@
-"""Markup nobody registered (issue 20, item 3): with tools offered, the offered tool names and their parameter names
+"""Markup nobody registered: with tools offered, the offered tool names and their parameter names
 find calls in markup no grammar knows (refiner/formats/markup.py, through salvage); never from prose, never a
 guessed value, always reported as found that way. The texts are written the way models answer when no format is
 imposed: an XML-ish element per call, ReAct's Action / Action Input, ``name: key=value`` lines, YAML-ish blocks."""

@@ -1,5 +1,5 @@
 """Every valid JSON Schema a tool list may hold is read (refiner/specs/schema.py, dialects.py), at worst as free-form
-parameters with a note, and a request is never refused for it (issue 20). The schemas are written the way their
+parameters with a note, and a request is never refused for it. The schemas are written the way their
 sources write them: MCP servers' ``tools/list`` (``inputSchema``, draft-07 ``$schema``, ``annotations``), pydantic /
 FastMCP output (``$defs``, ``$ref``, ``anyOf: [{"$ref": ...}, {"type": "null"}]``, ``title`` everywhere), OpenAI
 ``tools`` with a top-level ``anyOf`` (one of two ways to name the thing)."""

@@ -302,7 +302,7 @@ def _nothing_invented(returned: list[dict], gold: list[ToolCall], fmt: formats.W
         assert _written_part(got["arguments"], dict(want.arguments)), (got, want)
 
 
-# A known bug (on main before issue 20 too; found again when CI's draws were made fixed): an xLAM text cut inside a
+# A known bug: an xLAM text cut inside a
 # string that holds "</func_call>", or after a value holding it, can end the calls' region at that quoted closer, and a
 # value then reads as "" (lenient.TokenFinder skips closed strings, not one the cut leaves open).
 _KNOWN_CUT_BUGS = {"xlam": "a value holding '</func_call>' in a cut xLAM text can read as ''"}

@@ -24,7 +24,7 @@ class VLLMEngine(CheckedEngine):
     """A local model served by ``vllm.LLM``; the chat template (with ``enable_thinking``) is applied by vLLM.
 
     ``in_process=True`` runs vLLM's engine core inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), which
-    starts about 3x faster on CPU; the default leaves vLLM's own choice. ``cpu_kvcache_gib`` sets
+    starts sooner on CPU (no engine process to spawn); the default leaves vLLM's own choice. ``cpu_kvcache_gib`` sets
     ``VLLM_CPU_KVCACHE_SPACE`` on CPU builds when it is not already set. On CPU, chunked prefill is off unless
     ``enable_chunked_prefill`` is given (seeded sampling fails on split prompts there). Other keyword arguments go to
     ``vllm.LLM``.

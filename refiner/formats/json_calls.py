@@ -307,7 +307,7 @@ ROWS = (
             models=("internlm/internlm2_5-7b-chat",), sources=(VLLM + "internlm2_tool_parser.py",)),
      JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
 )
-# Families added with issue 20 (their own rank range: the table above keeps its ranks).
+# More families, in a rank range of their own (the table above keeps its ranks).
 ROWS_2 = (
     (Family("apertus", 'Apertus: <|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>',
             models=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),

@@ -1,8 +1,8 @@
 """Best-effort JSON for lenient parsing: strict first, then closing a text that was cut short, then json_repair.
 
 Every step is bounded by counts, not by time, so the same text always gets the same result whatever the machine
-load (rewards depend on it). Work is counted in *units* of about one character of json_repair's work (measured at
-up to 2 µs each on one core); one ``parse_lenient`` spends at most :data:`REPAIR_TOTAL_COST` units on the two steps
+load (rewards depend on it). Work is counted in *units* of about one character of json_repair's work; one
+``parse_lenient`` spends at most :data:`REPAIR_TOTAL_COST` units on the two steps
 below, and once they are spent nothing more is repaired (recovery loops stop early: :func:`budget_spent`).
 
 - **Cut short** (the commonest broken output: a generation stopped at its token limit, or a closing tag and the

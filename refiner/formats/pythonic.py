@@ -322,8 +322,8 @@ def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     return calls if complete else None
 
 
-# The general (ast) reader takes call lists up to this many characters (Python's parser costs about 1.5 µs per
-# character, 3 on a syntax error); the renderer's plain layout is read at any length by fast_call_list.
+# The general (ast) reader takes call lists up to this many characters (Python's parser works per character, more
+# on a syntax error); the renderer's plain layout is read at any length by fast_call_list.
 MAX_AST_CHARS = 4096
 
 

@@ -43,7 +43,7 @@ OPEN, CLOSE = "<function_list>", "</function_list>"
 # Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls),
 # from at most MAX_RECOVER_CHARS characters after the list's plain-layout prefix (which the fast reader takes at any
 # length); every character handed to ast costs AST_COST_PER_CHAR units of the parse's repair budget
-# (refiner.formats.jsonfix: ast costs up to 3 µs per character on broken text).
+# (refiner.formats.jsonfix: ast's work on broken text is about twice json_repair's per character).
 MAX_RECOVERED_SEGMENTS = 128
 MAX_RECOVER_CHARS = 4096
 AST_COST_PER_CHAR = 2

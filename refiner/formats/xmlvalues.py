@@ -277,8 +277,8 @@ def _number_of(text: str) -> int | float | None:
     return value
 
 
-# Characters of Python literals given to Python's parser per retype_calls (about 1.5 µs a character): a list or
-# object written as a longer literal stays text
+# Characters of Python literals given to Python's parser per retype_calls: a list or object written as a longer
+# literal stays text
 PY_LITERAL_CHARS = 8_192
 
 

@@ -2,8 +2,8 @@
 read (:func:`~refiner.specs.dialects.spec_from_dict`) when it is first asked for, and :func:`tool_catalog`, which keeps
 the catalogs of tool lists given as JSON text for the next request that offers the same list.
 
-Why: reading a spec costs about 20 µs per declared parameter, and agents offer hundreds of tools of which an answer
-calls one or two. A catalog knows every name at once (name repair compares the names of all), and reads a tool's
+Why: reading a spec costs work per declared parameter, and agents offer hundreds of tools of which an answer calls
+one or two. A catalog knows every name at once (name repair compares the names of all), and reads a tool's
 whole schema only when a check or a repair asks for that tool.
 
 - Names are taken without reading the schema: ``function.name`` in OpenAI's wrapper, ``api_name`` (NesTools), else
@@ -13,8 +13,8 @@ whole schema only when a check or a repair asks for that tool.
 - The cache (:func:`tool_catalog`) holds catalogs of JSON texts, least recently used first out, within
   :data:`MAX_CACHED_LISTS` lists and :data:`MAX_CACHED_CHARS` characters of text in all (a list longer than that is
   read but not kept). It is keyed by the text itself: its length and ends find the entry, a full comparison of the
-  text confirms it (a memory compare, faster than hashing the whole text), so a list that differs in one character
-  is never taken for another.
+  text confirms it (a memory compare, which costs less than hashing the whole text), so a list that differs in one
+  character is never taken for another.
   One cache per process (each proxy worker keeps its own).
 
 :class:`ToolList` is the tool list of a request body that keeps its JSON text (:func:`loads_keeping_tools`): it
@@ -236,7 +236,7 @@ def text_catalog(text: str) -> ToolCatalog | None:
 
 class _Text:
     """A cache key: a text, hashed by its length and its ends (a fixed cost, however long the text), equal only to
-    the same text (a full comparison: a memory compare, several times faster than hashing the whole text)."""
+    the same text (a full comparison: a memory compare, which costs less than hashing the whole text)."""
 
     __slots__ = ("_hash", "text")
 
