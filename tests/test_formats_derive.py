@@ -194,9 +194,9 @@ def test_templates_that_give_no_row(tmp_path):
         "<|end|>"))
     d = derive(_write(tmp_path, "kimi.jinja", kimi))
     assert d.special and d.why
-    # an attribute other than name= holds the tool name
+    # an attribute other than name= holds the tool name: no grammar row, the generic reader of the derived record
     d = derive(_write(tmp_path, "fn_attr.jinja", TOMORROW.replace('call name=', 'call fn=')))
-    assert d.special and "'fn'" in d.why
+    assert not d.special and d.from_record and d.record.name_prefix == 'fn="' and d.record.missing == []
     untagged = CALL_LOOP.replace("{BODY}", '{"name": "{{ tc.function.name }}", "arguments": '
                                  "{{ tc.function.arguments | tojson }}}\n")
     d = derive(_write(tmp_path, "untagged.jinja", untagged))
@@ -314,10 +314,19 @@ def test_refiner_reads_and_writes_the_derived_dialect(tmp_path, scratch_registry
     assert Refiner(chat_template=TEMPLATES / "minimax_m2.jinja").fmt == "minimax_m2"
 
 
-def test_refiner_refuses_a_template_nothing_reads_and_a_double_format(tmp_path):
+def test_a_template_nothing_reads_falls_back_to_detection_and_a_double_format_is_refused(tmp_path, caplog):
     plain = _write(tmp_path, "plain.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}")
-    with pytest.raises(ValueError, match="plain.jinja"):
-        Refiner(chat_template=plain)
+    with caplog.at_level("WARNING"):
+        r = Refiner(chat_template=plain)  # never a refusal to start: detection, and one log line naming the file
+    assert r.fmt is None
+    lines = [rec.getMessage() for rec in caplog.records if "plain.jinja" in rec.getMessage()]
+    assert len(lines) == 1 and "detected" in lines[0]
+    out = r.refine({"upstream": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
+                    "tools": WEATHER})
+    assert out["calls"] == [{"name": "get_weather", "arguments": {"city": "Oslo"}}]
+    broken = _write(tmp_path, "broken.jinja", "{% for %}")
+    assert Refiner(chat_template=broken).fmt is None
+    assert Refiner(chat_template=tmp_path / "missing.jinja").fmt is None
     # a family a hand-written module reads and writes as the template does
     assert Refiner(chat_template=TEMPLATES / "deepseek_v31.jinja").fmt == "deepseek_v31"
     with pytest.raises(ValueError, match="not both"):

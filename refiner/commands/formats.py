@@ -33,20 +33,37 @@ def derived_text(d: dict) -> str:
     lines = [f"template: {d['template']} (sha256 {d['sha256'][:16]}...)"]
     if d["result"] == "special":
         lines.append(f"result: special: {d['why']}")
+    elif d.get("from_record"):
+        lines.append(f"result: {d['name']!r}, read and written by the generic reader of the record below (no "
+                     "grammar row holds this family)")
         if d["read_by"]:
             lines.append(f"read by the built-in format(s) {', '.join(d['read_by'])}: the template's render of the "
                          "placeholder calls reads back exactly (Refiner(chat_template=) uses the first)")
     else:
         same = f" (the same spelling as the built-in row {d['same_as']!r})" if d.get("same_as") else ""
         lines.append(f"result: row {d['name']!r} of the {d['grammar']} grammar{same}")
-    if m["shape"]:
+    if m["shape"] and not d.get("from_record"):
         lines.append(f"shape: {m['shape']}")
-    lines.append("markers (as the template writes them; from which renders):")
+    if not d.get("from_record"):
+        lines.append("markers (as the template writes them; from which renders):")
     for key, value in m.items():
+        if d.get("from_record"):
+            break
         if key in ("renders", "derived_from", "why", "shape") or value in ("", False, {}, [], None):
             continue
         source = m["derived_from"].get(key, "")
         lines.append(f"  {key:<18} {json.dumps(value, ensure_ascii=False):<40} {source}")
+    rec = d.get("record")
+    if rec:
+        lines.append(f"record (diffing renders; every literal as the template writes it): shape {rec['shape'] or '-'}")
+        for key, value in rec.items():
+            if key in ("derived_from", "shape"):
+                continue
+            source = rec["derived_from"].get(key, "")
+            shown = json.dumps(value, ensure_ascii=False)
+            lines.append(f"  {key:<24} {shown:<40} {source}")
+    for why in d.get("not_derived") or ():
+        lines.append(f"not derived: {why}")
     if d.get("spelling"):
         lines.append("row spelling:")
         lines += [f"  {k:<18} {json.dumps(v, ensure_ascii=False)}" for k, v in d["spelling"].items()]
@@ -75,15 +92,21 @@ def register(app: typer.Typer) -> None:
 
     @group.command("derive")
     def derive_cmd(
-        chat_template: Path = typer.Option(..., "--chat-template", help="A .jinja file, a tokenizer_config.json, or "
-                                           "a model folder holding chat_template.jinja or tokenizer_config.json."),
+        template: Path | None = typer.Argument(None, help="The chat template (as --chat-template)."),
+        chat_template: Path | None = typer.Option(None, "--chat-template", help="A .jinja file, a "
+                                                  "tokenizer_config.json, or a model folder holding "
+                                                  "chat_template.jinja or tokenizer_config.json."),
         name: str | None = typer.Option(None, "--name", help="The derived row's name (default derived_<sha256>)."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable derivation."),
     ) -> None:
         """Derive a model family's tool-call dialect from its chat template: render known calls through it (jinja2,
-        as transformers does), diff the renders, and map the markers onto a grammar's row (or say why not)."""
+        as transformers does), diff the renders into one record of the family's literals, and map it onto a grammar's
+        row, else read it with the generic record reader; says what could not be derived and why."""
         from refiner.formats.derive import TemplateFailure, derive
 
+        chat_template = chat_template or template
+        if chat_template is None:
+            _fail("give the chat template: tool-refiner formats derive TEMPLATE")
         try:
             d = derive(chat_template, name).as_dict()
         except TemplateFailure as e:

@@ -20,17 +20,22 @@ the same spelling, then one of ``writes_as``, then the derived row (for a specia
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from refiner.formats import base
 from refiner.formats.derive.analyze import CONTENTS, NAMES, Markers, analyze
+from refiner.formats.derive.record import ARGS as RECORD_ARGS
+from refiner.formats.derive.record import NAMES as RECORD_NAMES
+from refiner.formats.derive.record import Record, derive_record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
 from refiner.formats.detect import detect_format
 
-__all__ = ["Derived", "TemplateFailure", "derive", "derive_template", "install"]
+__all__ = ["Derived", "Record", "TemplateFailure", "derive", "derive_template", "dialect_for", "install"]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,6 +54,10 @@ class Derived:
     read_by: list[str] = field(default_factory=list)
     writes_as: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
+    # the record of the family's literals (:mod:`~refiner.formats.derive.record`), and whether the format is the
+    # generic reader built from it (a family no grammar row holds)
+    record: Record | None = None
+    from_record: bool = False
 
     @property
     def name(self) -> str | None:
@@ -65,6 +74,14 @@ class Derived:
             "read_by": list(self.read_by),
             "writes_as": list(self.writes_as),
         }
+        if self.record is not None:
+            rec = self.record.as_dict()
+            out["record"] = {k: v for k, v in rec.items() if k not in ("sections", "missing")}
+            out["not_derived"] = list(self.record.missing)
+        out["from_record"] = self.from_record
+        if self.fmt is not None and self.from_record:
+            out.update(name=self.fmt.name, grammar="record", same_as=None, example=self.fmt.example,
+                       tags=list(self.fmt.tags))
         if self.fmt is not None and self.plan is not None:
             out.update(
                 name=self.fmt.name,
@@ -93,8 +110,53 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
         tried.append(out)
     else:
         out = next((d for d in tried if d.markers.shape), tried[0])
+    try:
+        out.record = derive_record(template, compiled)
+    except TemplateFailure as e:
+        out.record = Record(missing=[f"renders: {e}"])
     out.read_by, out.writes_as = _read_by(out.markers)
+    if out.special and not out.read_by:
+        _from_record(out, name or _family_name(template.where, sha))
     return out
+
+
+def _from_record(out: Derived, name: str) -> None:
+    """For a family no grammar row holds and no built-in format reads: the generic reader of its record, when the
+    record is complete and reads the template's own renders of the placeholder calls back exactly."""
+    from refiner.calls import ToolCall
+    from refiner.formats.recorded import record_format
+
+    rec = out.record
+    if rec is None or not rec.complete:
+        return
+    try:
+        fmt = record_format(rec, name, out.where)
+    except (ValueError, base.RenderError) as e:
+        rec.missing.append(f"reader: {e}")
+        return
+    wanted = {"one": (0,), "two": (0, 1), "check": (1, 2)}
+    for key, which in wanted.items():
+        expected = [ToolCall(RECORD_NAMES[i], RECORD_ARGS[i]) for i in which]
+        try:
+            got = fmt.parse_strict(rec.sections[key])
+        except base.FormatError as e:
+            rec.missing.append(f"check: the record's reader does not read the template's render {key!r}: {e}")
+            return
+        got = fmt.retype(got, _specs())
+        if got != expected:
+            rec.missing.append(f"check: the record's reader reads the template's render {key!r} as {got!r}")
+            return
+        out.checks.append(f"the record's reader reads the template's render {key!r} back exactly")
+    out.fmt, out.special, out.from_record = fmt, False, True
+    out.why = ""
+
+
+def _specs() -> dict:
+    """The placeholder tools as specs (for settling values written as raw text)."""
+    from refiner.formats.derive.record import _tools
+    from refiner.specs import load_tools
+
+    return {s.name: s for s in load_tools(_tools())}
 
 
 def _read_by(markers: Markers) -> tuple[list[str], list[str]]:
@@ -153,17 +215,36 @@ def derive(path: str | Path, name: str | None = None) -> Derived:
     return derive_template(load_template(path), name)
 
 
+def dialect_for(path: str | Path) -> str | None:
+    """The registry name that reads and writes the dialect of the chat template at ``path`` (:func:`install`), or
+    ``None`` (detection) when it cannot be derived: never raises; a template that fails to load or render, or whose
+    family nothing reads, is one log line."""
+    try:
+        return install(derive(path))
+    except (TemplateFailure, ValueError) as e:
+        log.warning("chat template %s: no dialect derived, the format is detected per request (%s)", path, e)
+        return None
+
+
 def install(derived: Derived) -> str:
     """The registry name that reads and writes the derived dialect: the built-in row with the same spelling, else a
     built-in format that reads and writes the template's calls as it does (``writes_as``: a hand-written module,
     with its own repairs), else the derived row, registered under its name (once; registering it again is a no-op);
     for a special family, the first built-in format that reads the template's calls back (``read_by``). Raises ``ValueError`` for a special
     family no format reads, or a name already registered with another spelling."""
-    if derived.special or derived.fmt is None or derived.plan is None:
+    if derived.special or derived.fmt is None or (derived.plan is None and not derived.from_record):
         if derived.read_by:
             return (derived.writes_as or derived.read_by)[0]
         raise ValueError(f"{derived.where}: no row derived ({derived.why}), and no built-in format reads the "
                          "template's calls")
+    if derived.from_record:
+        name = derived.fmt.name
+        if name in base.names():
+            if getattr(base.get(name), "record", None) != getattr(derived.fmt, "record", None):
+                raise ValueError(f"wire format {name!r} is already registered with another record")
+            return name
+        base.register(type(derived.fmt))
+        return name
     if derived.same_as:
         return derived.same_as
     if derived.writes_as:  # a built-in module that reads and writes the template's calls as it does
