@@ -1,0 +1,403 @@
+"""Calls in markup no row knows, read by the structure the text itself repeats around the offered tools' names.
+
+With tools offered and no format reading a call, a model that writes its own markup still writes every call the same
+way: the same text before each tool name, the same text before each parameter name, between each key and its value,
+and after each value. :func:`anchored_calls` learns those literals from the text (nothing is known beforehand: no tag,
+no token, no layout) and reads the calls they delimit:
+
+- *anchors*: each offered tool name written as a whole token (not inside a longer name), and after it, up to the
+  next anchor, the first occurrence of each of that tool's parameter names as a whole token;
+- a tool name inside a JSON object (``{"op": "get_weather", "with": {...}}``): the object is the call when one of
+  its other keys holds an object (or a JSON text of one) whose keys are all the tool's parameters; every such call of
+  the text must use the same two keys;
+- otherwise the literals: *key prefix* (the text every key follows), *key suffix* (the text every key is followed
+  by, up to where values differ), *value end* (the text every value is followed by, when values end their line);
+  a value is what lies between its key suffix and the value end (a JSON value when it is exactly one).
+
+What makes such a structure a call and not prose (nothing is read otherwise):
+
+- the key/value structure repeats: at least two keys, in all, written with the same key prefix and key suffix;
+- the key suffix holds a character other than a letter, digit or space (``: ``, `` := ``, ``">``), and every key
+  starts its line or follows a key prefix holding such a character;
+- the text before each tool name on its line holds such a character too (markup: ``@@tool ``, ``<act:call fn="``),
+  and is the same before every call;
+- every value is written (a key with nothing after it reads nothing), and only the tool's own parameters are read.
+
+Every call read so is reported, with the literals learned (:class:`~refiner.formats.markup.Found`'s ``how``).
+
+Cost: one search for the offered names over the text (at most :data:`MAX_HITS` examined), one search for a tool's
+parameter names in the text between two names (each part of the text searched once), and at most
+:data:`JSON_BUDGET` characters of JSON decoded.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.xmlvalues import read_value
+
+MAX_HITS = 256  # tool-name occurrences examined
+MAX_NAMES = 200
+MAX_PARAMS = 100
+MAX_CANDIDATES = 512  # parameter-name occurrences examined
+WINDOW = 4000  # how far after a tool name its arguments are looked for
+CONTEXT = 48  # how far before a key (and after it) its literals are looked for
+JSON_BUDGET = 400_000  # characters of JSON decoded in all
+KIND = "anchored on the offered names"
+
+
+@dataclass
+class Anchored:
+    start: int
+    end: int
+    call: ToolCall
+    how: str
+
+
+def _markup(s: str) -> bool:
+    return any(not (c.isalnum() or c.isspace() or c == "_") for c in s)
+
+
+@functools.lru_cache(maxsize=256)
+def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
+    alts = "|".join(re.escape(n) for n in names)
+    return re.compile(rf"(?<![\w.\-])(?:{alts})(?![\w\-])")
+
+
+def anchored_calls(
+    text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
+) -> tuple[list[Anchored], list[str]]:
+    """The calls of ``text`` after ``start`` in markup the text itself repeats (see the module doc), outside the
+    ``taken`` spans; ``(calls, notes)``. Never raises on any text."""
+    try:
+        return _read(text, start, offered, taken)
+    except (RecursionError, MemoryError, ValueError, TypeError):
+        return [], []
+
+
+def _read(text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]]):
+    names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
+                         reverse=True))[:MAX_NAMES]
+    if not names or start >= len(text):
+        return [], []
+    hits = []
+    for m in _names_pattern(names).finditer(text, start):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
+        hits.append((m.start(), m.end(), m.group()))
+        if len(hits) >= MAX_HITS:
+            break
+    if not hits:
+        return [], []
+    notes: list[str] = []
+    found = _json_calls(text, hits, offered, notes)
+    if found:
+        return found, notes
+    return _markup_calls(text, hits, offered, notes), notes
+
+
+# ---- a tool name inside a JSON object ------------------------------------------------------------------------------
+
+
+def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:
+    budget = JSON_BUDGET
+    out: list[tuple[int, int, ToolCall, str, str]] = []
+    end_of_last = -1
+    for s, e, name in hits:
+        if s < end_of_last or not (s > 0 and text[s - 1] == '"' and text[e: e + 1] == '"'):
+            continue
+        lo = max(0, s - CONTEXT * 4)
+        brace = text.rfind("{", lo, s)
+        tried = 0
+        while brace >= 0 and tried < 3 and budget > 0:
+            tried += 1
+            try:
+                value, end = JSON_DECODER.raw_decode(text, brace)
+            except (ValueError, RecursionError):
+                value, end = None, brace + 1
+            budget -= end - brace
+            if isinstance(value, dict) and end > e:
+                got = _json_call(value, name, offered)
+                if got is not None:
+                    out.append((brace, end, got[0], got[1], got[2]))
+                    end_of_last = end
+                    break
+            brace = text.rfind("{", lo, brace)
+    if not out:
+        return _named_json(text, hits, offered, notes)
+    keys = {(k1, k2) for *_, k1, k2 in out}
+    if len(keys) != 1:
+        if len(keys) > 1:
+            notes.append("tool names inside JSON objects with different keys: none read as calls")
+        return []
+    (name_key, args_key), = keys
+    how = f"{KIND}: a JSON object per call, the name under {name_key!r}, the arguments under {args_key!r}"
+    return [Anchored(a, b, call, how) for a, b, call, _, _ in out]
+
+
+def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> tuple[ToolCall, str, str] | None:
+    name_key = next((k for k, v in value.items() if v == name), None)
+    if name_key is None:
+        return None
+    params = set(offered.get(name) or ())
+    for k, v in value.items():
+        if k == name_key:
+            continue
+        args = v
+        if isinstance(v, str) and v.strip().startswith("{"):
+            try:
+                args = JSON_DECODER.decode(v)
+            except ValueError:
+                continue
+        if isinstance(args, dict) and (args and set(args) <= params or not args and not params):
+            return ToolCall(name, args), name_key, k
+    return None
+
+
+def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:
+    """A tool name, then (on its line, after the same markup for every call) its arguments as one JSON object whose
+    keys are all the tool's parameters."""
+    budget = JSON_BUDGET
+    found = []
+    for s, e, name in hits:
+        nl = text.find("\n", e, e + CONTEXT)
+        brace = text.find("{", e, nl if nl >= 0 else e + CONTEXT)
+        if brace < 0 or budget <= 0:
+            continue
+        try:
+            value, end = JSON_DECODER.raw_decode(text, brace)
+        except (ValueError, RecursionError):
+            budget -= CONTEXT
+            continue
+        budget -= end - brace
+        params = set(offered.get(name) or ())
+        if isinstance(value, dict) and value and set(value) <= params:
+            found.append((s, e, brace, end, ToolCall(name, value)))
+    if not found:
+        return []
+    gaps = {text[e:b] for _, e, b, _, _ in found}
+    opener = _suffix([text[_line_start(text, s, 0): s] for s, *_ in found])
+    if len(gaps) != 1 or not (_markup(opener) or _markup(next(iter(gaps)))):
+        return []
+    gap = next(iter(gaps))
+    how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, between the name and its "
+           f"JSON arguments {gap.strip()!r}")
+    notes.append(f"{len(found)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
+    return [Anchored(s - len(opener), end, call, how) for s, _, _, end, call in found]
+
+
+# ---- markup the text repeats ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Key:
+    call: int
+    key: str
+    start: int
+    end: int
+
+
+def _line_start(text: str, pos: int, floor: int) -> int:
+    return max(text.rfind("\n", floor, pos) + 1, floor, pos - CONTEXT)
+
+
+def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:
+    cands: list[_Key] = []
+    calls: list[tuple[int, int, str, int]] = []  # (name start, name end, name, region end)
+    for i, (s, e, name) in enumerate(hits):
+        region_end = min(hits[i + 1][0] if i + 1 < len(hits) else len(text), e + WINDOW)
+        params = [p for p in (offered.get(name) or ()) if isinstance(p, str) and p.strip()][:MAX_PARAMS]
+        if not params:
+            continue
+        for m in _names_pattern(tuple(sorted(params, key=len, reverse=True))).finditer(text, e, region_end):
+            cands.append(_Key(len(calls), m.group(), m.start(), m.end()))
+            if len(cands) >= MAX_CANDIDATES:
+                break
+        calls.append((s, e, name, region_end))
+        if len(cands) >= MAX_CANDIDATES:
+            break
+    if len(cands) < 2:
+        return []
+    # the literals most keys share: what precedes them, what follows them up to where values differ
+    befores = [text[max(calls[k.call][1], k.start - CONTEXT): k.start] for k in cands]
+    afters = [text[k.end: min(calls[k.call][3], k.end + CONTEXT)] for k in cands]
+    key_suffix = _shared(afters, _prefix, _trim_value_start, str.startswith)
+    key_prefix = _shared(befores, _suffix, lambda x: x, str.endswith)
+    if not _markup(key_suffix):
+        return []
+    keys, seen = [], set()
+    for k, b, a in zip(cands, befores, afters):
+        if b.endswith(key_prefix) and a.startswith(key_suffix) and (k.call, k.key) not in seen:
+            if not _markup(key_prefix) and text[_line_start(text, k.start, 0): k.start].strip():
+                continue  # a key neither after markup nor at its line's start
+            seen.add((k.call, k.key))
+            keys.append(k)
+    if len(keys) < 2:
+        return []
+    # the text from each name to its first key is the same for every call, and the text before each name is markup
+    first: dict[int, _Key] = {}
+    for k in keys:
+        first.setdefault(k.call, k)
+    gaps = {c: text[calls[c][1]: k.start - len(key_prefix)] for c, k in first.items()}
+    gap = max(set(gaps.values()), key=list(gaps.values()).count)
+    if len(gap) > CONTEXT:
+        return []
+    keep = {c for c, g in gaps.items() if g == gap}
+    keys = [k for k in keys if k.call in keep]
+    openers = [text[_line_start(text, calls[c][0], 0): calls[c][0]] for c in sorted(keep)]
+    opener = _suffix(openers)
+    if len(keys) < 2 or not _markup(opener):
+        return []
+    # the values: up to the end of their line or the next key's prefix, less what every value is followed by
+    # values on a line of their own only when every key's line ends after its key suffix
+    own_line = all(text[_skip_spaces(text, k.end + len(key_suffix), len(text)):][:1] == "\n" for k in keys)
+    extents: list[tuple[int, int]] = []
+    inline: list[bool] = []  # the value ends where the next key starts, on the same line
+    for j, k in enumerate(keys):
+        v0 = k.end + len(key_suffix)
+        nxt_key = keys[j + 1] if j + 1 < len(keys) and keys[j + 1].call == k.call else None
+        limit = nxt_key.start if nxt_key else calls[k.call][3]
+        v0 = _skip_spaces(text, v0, limit, "\n" if own_line else "")
+        nl = text.find("\n", v0, limit)
+        end = nl if nl >= 0 else (limit - len(key_prefix) if nxt_key else limit)
+        if text[v0: v0 + 1] in ("{", "[", '"'):  # a JSON value may run over lines
+            try:
+                _, jend = JSON_DECODER.raw_decode(text, v0)
+                if jend <= limit:
+                    nl = text.find("\n", jend, limit)
+                    end = nl if nl >= 0 else limit
+            except (ValueError, RecursionError):
+                pass
+        extents.append((v0, end))
+        inline.append(nxt_key is not None and nl < 0)
+    value_end = _trim_value_end(_shared([text[a:b] for a, b in extents], _suffix, lambda x: x, str.endswith))
+    by_call: dict[int, dict[str, Any]] = {}
+    ends: dict[int, int] = {}
+    for j, (k, (a, b)) in enumerate(zip(keys, extents)):
+        raw = text[a:b]
+        if value_end and raw.endswith(value_end):
+            raw = raw[: len(raw) - len(value_end)]
+        elif value_end.strip() and k is not keys[-1]:
+            continue  # a value not followed by what every other value is: not read
+        raw = raw.strip()
+        last = j + 1 == len(keys) or keys[j + 1].call != k.call
+        if last and any(inline) and not value_end.strip():
+            raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
+        if not raw:
+            continue  # a key written without a value: nothing is read for it
+        by_call.setdefault(k.call, {})[k.key] = _value(raw)
+        ends[k.call] = b
+    out = []
+    how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
+           f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
+           + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
+    for c, (s, e, name, _) in enumerate(calls):
+        if c in by_call:
+            out.append(Anchored(s - len(opener), ends[c], ToolCall(name, by_call[c]), how))
+    if out:
+        notes.append(f"{len(out)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
+    return out
+
+
+def _shared(texts: list[str], common: Any, trim: Any, holds: Any) -> str:
+    """The affix most of ``texts`` share: of the common affixes of consecutive texts (trimmed), the one the most
+    texts hold (the longer among equals)."""
+    options = {trim(common([a, b])) for a, b in zip(texts, texts[1:])}
+    options.discard("")
+    if not options:
+        return trim(common(texts))
+    return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
+
+
+def _value(raw: str) -> Any:
+    """A value as written: a JSON value when the text is exactly one (a quoted string included), else the text."""
+    if raw[:1] in _JSON_STARTS:
+        try:
+            value, end = JSON_DECODER.raw_decode(raw, 0)
+            if end == len(raw):
+                return value
+        except (ValueError, RecursionError):
+            pass
+    return read_value(raw)
+
+
+_JSON_STARTS = frozenset('"{[-0123456789tfn')
+
+
+def _last_inline(raw: str) -> str:
+    """The last value of a call written on one line, when no text learned ends values: a JSON value it starts with,
+    else its first word when markup follows it (``3 #END``); else nothing (the value's end is not known)."""
+    if raw[:1] in _JSON_STARTS:
+        try:
+            value, end = JSON_DECODER.raw_decode(raw, 0)
+            rest = raw[end:].strip()
+            if not rest or not (rest[0].isalnum() or rest[0] == "_"):
+                return raw[:end]
+        except (ValueError, RecursionError):
+            pass
+    head, _, rest = raw.partition(" ")
+    rest = rest.strip()
+    if not rest:
+        return head
+    return head if not (rest[0].isalnum() or rest[0] == "_") else ""
+
+
+def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
+    """``pos`` after spaces (and the characters of ``also``) before ``limit``."""
+    while pos < limit and (text[pos] in " \t" or text[pos] in also):
+        pos += 1
+    return pos
+
+
+def _prefix(texts: Sequence[str]) -> str:
+    if not texts:
+        return ""
+    n = min(len(t) for t in texts)
+    first = texts[0]
+    for t in texts[1:]:
+        i = 0
+        while i < n and t[i] == first[i]:
+            i += 1
+        n = i
+    return first[:n]
+
+
+def _suffix(texts: Sequence[str]) -> str:
+    if not texts:
+        return ""
+    n = min(len(t) for t in texts)
+    first = texts[0]
+    for t in texts[1:]:
+        i = 0
+        while i < n and t[-1 - i] == first[-1 - i]:
+            i += 1
+        n = i
+    return first[len(first) - n:]
+
+
+_VALUE_CHARS = set("\"'{[-+.")
+
+
+def _trim_value_start(s: str) -> str:
+    """A key suffix less what values that happen to start alike share (a quote, a digit, a letter; a whole value
+    and the line after it, when the values are the same)."""
+    core = len(s) - len(s.lstrip())
+    nl = s.find("\n", core)
+    if nl > core:
+        s = s[:nl]
+    while s and (s[-1].isalnum() or s[-1] in _VALUE_CHARS or s[-1] == "_"):
+        s = s[:-1]
+    return s
+
+
+def _trim_value_end(s: str) -> str:
+    """A value end less what values that happen to end alike share (a quote, a digit, a letter, a bracket)."""
+    while s and (s[0].isalnum() or s[0] in "\"'}]_." or s[0] == " "):
+        s = s[1:]
+    return s
