@@ -387,4 +387,10 @@ def calls_by_names(
         pos = max(got.end, e)
     if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
         reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
+    if not found:  # markup none of the rules above knows: the structure the text repeats (refiner.formats.anchored)
+        from refiner.formats.anchored import anchored_calls
+
+        anchored, notes = anchored_calls(text, start, offered, taken)
+        found = [Found(a.start, a.end, a.call, a.how) for a in anchored]
+        reader.notes.extend(notes)
     return found, reader.notes, hits
