@@ -40,7 +40,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.xmlvalues import read_value
+from refiner.formats.xmlvalues import read_value, retype_value
 
 MAX_HITS = 256  # tool-name occurrences examined
 MAX_NAMES = 200
@@ -291,7 +291,11 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
             raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
         if not raw:
             continue  # a key written without a value: nothing is read for it
-        by_call.setdefault(k.call, {})[k.key] = _value(raw)
+        value = _value(raw)
+        params = offered.get(calls[k.call][2])
+        if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
+            value = retype_value(params[k.key], value)  # text as written: the declared type settles 94105
+        by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
     out = []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "

@@ -1,0 +1,133 @@
+"""Families nobody registered (``tests/invented_families.py``, templates in ``tests/data/invented/``): given the
+family's chat template the refiner reads at least 90 % of its call outputs exactly and no call from prose; without
+the template, tools offered, the anchored reader (:mod:`refiner.formats.anchored`) alone reads most calls and invents
+none; the generic record reader (:mod:`refiner.formats.recorded`) keeps the format contract."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from invented_families import CALL_CASES, FAMILIES, TOOLS, _norm, invented, measure, outputs
+
+from refiner import formats
+from refiner.calls import ToolCall
+from refiner.formats import base
+from refiner.formats.anchored import anchored_calls
+from refiner.formats.derive import derive
+from refiner.formats.recorded import RecordFormat
+from refiner.formats.xmlvalues import retype_calls
+from refiner.specs import load_tools
+
+OFFERED = {t["function"]["name"]: list(t["function"]["parameters"]["properties"]) for t in TOOLS}
+SPECS = {s.name: s for s in load_tools(TOOLS)}
+FULL = tuple(c for case, calls in CALL_CASES if case == "parallel three" for c in calls)
+IDS = [f.name for f in FAMILIES]
+
+
+@pytest.fixture
+def scratch_registry(monkeypatch):
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_no_grammar_row_holds_the_family_and_the_record_does(fam):
+    d = derive(fam.template)
+    assert not d.special, (d.why, d.record.missing)
+    assert d.record.complete and d.record.missing == []
+    if fam.name != "tilde":  # (a name then its JSON arguments: the named_json grammar holds it as a row)
+        assert d.from_record and isinstance(d.fmt, RecordFormat)
+    assert any("back exactly" in c for c in d.checks)
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_given_its_template_at_least_90_percent_read_exactly_and_none_from_prose(fam, scratch_registry):
+    r = measure(fam, with_template=True)
+    assert r["format"] is not None  # the template's dialect, not detection
+    assert r["exact"] >= 0.9 * r["calls_outputs"], r["misses"]
+    assert r["from_prose"] == 0 and r["invented"] == 0
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_without_template_the_anchored_reader_reads_most_calls_and_invents_none(fam):
+    exact = total = made_up = 0
+    for o in outputs(fam):
+        found, notes = anchored_calls(o.text, 0, OFFERED)
+        got = retype_calls([f.call for f in found], SPECS)
+        made_up += invented(got, o.calls, FULL if o.kind == "broken" else ())
+        if o.kind == "prose":
+            assert got == [], (o.case, got)
+        if o.kind == "call":
+            total += 1
+            exact += _norm(got) == _norm(o.calls)
+            if got:
+                assert all(f.how.startswith("anchored on the offered names") for f in found)
+    assert made_up == 0
+    assert exact > total / 2, (exact, total)
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_without_template_the_refiner_reads_most_calls_and_invents_none(fam):
+    r = measure(fam, with_template=False)
+    assert r["exact"] > r["calls_outputs"] / 2 and r["invented"] == 0 and r["from_prose"] == 0, r["misses"]
+
+
+def test_the_anchored_reader_reads_no_prose():
+    offered = {"get_weather": ["city", "days"]}
+    for text in (
+        "I will call get_weather with city: Paris, days: 3.",
+        "Use get_weather. Options:\n- city: the city\n- days: how many days",
+        "get_weather takes a city and days.",
+        "To use get_weather, give me a city: Paris or Rome? And days: how many?",
+        '{"note": "get_weather", "city": "Paris"}',
+    ):
+        assert anchored_calls(text, 0, offered)[0] == [], text
+    # a key written with no value reads nothing for it (never a guessed value)
+    got, _ = anchored_calls("@@tool get_weather\n-- city:\n-- days: 3\n@@done", 0, offered)
+    assert [f.call for f in got] == [ToolCall("get_weather", {"days": 3})]
+
+
+def test_the_anchored_reader_is_used_only_when_no_known_format_reads_a_call():
+    from refiner.pipeline import Refiner
+
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    out = Refiner().refine({"upstream": text, "tools": TOOLS})
+    assert "anchored" not in str(out)
+    out = Refiner().refine({"upstream": "%% get_weather\n  city ~> Paris\n  days ~> 3\n%% end", "tools": TOOLS})
+    assert out["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+    assert "anchored on the offered names" in str(out["upstream_diagnostics"])
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_the_record_reader_keeps_the_format_contract(fam):
+    d = derive(fam.template)
+    fmt = d.fmt
+    calls = [ToolCall("get_weather", {"city": "Paris", "days": 3}),
+             ToolCall("create_event", {"title": "x", "attendees": ["a", "b"], "details": {"k": [1, {"z": None}]}})]
+    assert fmt.parse_strict(fmt.render(calls)) == calls
+    for text in ("", "prose only", fmt.render(calls)[:-5], fmt.render(calls)[:17], "\x00" * 50, "{" * 5000,
+                 (fmt.render(calls) + "\n") * 300):
+        got = fmt.parse_lenient(text, tools=OFFERED)
+        assert isinstance(got, base.Lenient)
+        try:
+            fmt.parse_strict(text)
+        except formats.FormatError:
+            pass
+    with pytest.raises(formats.RenderError):
+        fmt.render([ToolCall("f", {"x": float("nan")})])
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_the_new_readers_stay_bounded_on_200_kb(fam):
+    d = derive(fam.template)
+    unit = d.fmt.render([ToolCall("get_weather", {"city": "Paris", "days": 3})])
+    texts = [(unit + "\n") * (200_000 // (len(unit) + 1)), unit[: len(unit) // 2] * (200_000 // len(unit) * 2),
+             "get_weather city: " * 11_000, ("@@tool get_weather\n-- city: " + "x" * 50 + "\n") * 2500,
+             '"get_weather"' + "{" * 199_000]
+    for text in texts:
+        text = text[:200_000]
+        t0 = time.process_time()
+        d.fmt.parse_lenient(text, tools=OFFERED)
+        anchored_calls(text, 0, OFFERED)
+        spent = time.process_time() - t0
+        assert spent < 1.0, spent  # (the 50 ms bound is measured by benchmarks/bench_worst_case.py)
