@@ -10,7 +10,8 @@ format's reader (``hostile.family_texts``: no reader may go on past a call, per 
 (``check_text`` on every text in every format, ``check_calls`` on hostile call lists), tier 1 (``repair_text``,
 ``repair_calls``), ``Refiner().refine`` (format detected, and each format requested),
 ``Refiner().refine_batch(errors="result")`` and ``rewards.compute_score`` (with the hostile text as the upstream too);
-``refine`` also with a tool list as long as the texts (:func:`long_tool_lists`).
+``refine`` also with a tool list as long as the texts (:func:`long_tool_lists`); the readers built at run time
+(:func:`derived_readers`: the record reader of each invented family's template, the anchored reader).
 
 Each input is timed as CPU time of this thread, best of ``--repeat`` runs (the reward's upstream cache is cleared
 before each; one over the bound is measured again, see :class:`Table`), and the table prints, per entry point (and
@@ -218,6 +219,30 @@ def peer_time(repeat: int) -> float:
     return cpu_time(lambda: json.loads(text), max(repeat, 3))
 
 
+def derived_readers(table: Table, size: int, shared: list, every: list, specs: list) -> None:
+    """The readers built at run time: the generic record reader (:mod:`refiner.formats.recorded`) of each invented
+    family's chat template (``tests/data/invented/``, derived here), on the shared storms and its own; the anchored
+    reader (:mod:`refiner.formats.anchored`) on every text, with the bench's tools offered, and on each derived
+    format's own texts (its renders of many calls to offered tools, whole and cut)."""
+    from refiner.formats.anchored import anchored_calls
+    from refiner.formats.derive import derive
+
+    offered = {s.name: s.params for s in specs}
+    own = []
+    for path in sorted((ROOT / "tests" / "data" / "invented").glob("*.jinja")):
+        fmt = derive(path).fmt
+        if fmt is None:
+            continue
+        texts = format_texts(fmt, size)
+        own += [(f"{path.stem}: {k}", t) for k, t in texts]
+        for kind, text in shared + texts:
+            table.measure(f"record {path.stem}.parse_strict", kind, len(text), lambda: fmt.parse_strict(text),
+                          (formats.FormatError,))
+            table.measure(f"record {path.stem}.parse_lenient", kind, len(text), lambda: fmt.parse_lenient(text))
+    for kind, text in every + own:
+        table.measure("anchored.anchored_calls", kind, len(text), lambda: anchored_calls(text, 0, offered))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=200_000, help="characters per storm (the bound is for 200 KB)")
@@ -249,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             table.measure(f"{fmt.name}.parse_lenient", kind, n, lambda: fmt.parse_lenient(text))
     for kind, text in every:
         table.measure("formats.detect_format", kind, len(text), lambda: formats.detect_format(text))
+    derived_readers(table, size, common + crossing, every, specs)
 
     gts = {f.name: make_ground_truth(f.name, f.parse_strict(f.render([c for c in GOLD if not f.names_only]
                                                                       or [ToolCall("f", {})])))
