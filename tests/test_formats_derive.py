@@ -391,3 +391,51 @@ def test_generation_blocks_and_strftime_render_as_in_transformers(tmp_path):
 
     t = ChatTemplate("{{ messages | tojson }}|{{ messages | tojson(indent=1) }}", "inline")
     assert render(compile_template(t), t, ["<a> é"], None) == '["<a> é"]|[\n "<a> é"\n]'
+
+
+# The record (refiner.formats.derive.record) of each corpus template: its literals, or what it could not derive.
+RECORDS = {
+    "hermes.jinja": dict(shape="json_object", call_start="<tool_call>\n", call_end="\n</tool_call>", name_key="name",
+                         args_key="arguments"),
+    "jamba.jinja": dict(shape="json_list", section_start="<tool_calls>", section_end="</tool_calls>"),
+    "glm45.jinja": dict(shape="pairs", name_prefix="<tool_call>", key_prefix="<arg_key>",
+                        key_suffix="</arg_key>\n<arg_value>", value_suffix="</arg_value>\n", call_end="</tool_call>"),
+    "minimax_m2.jinja": dict(shape="pairs", section_start="\n<minimax:tool_call>\n", call_start="<invoke ",
+                             name_prefix='name="', name_suffix='">\n', key_prefix='<parameter name="',
+                             key_suffix='">', value_suffix="</parameter>\n", strings="raw", literals="json"),
+    "qwen3_coder.jinja": dict(shape="pairs", name_prefix="<function=", name_suffix=">\n", key_prefix="<parameter=",
+                              key_suffix=">\n", value_suffix="\n</parameter>\n", literals="python"),
+    "seed_oss.jinja": dict(shape="pairs", name_prefix="<function=", key_prefix="<parameter=", literals="python",
+                           reasoning_end="</seed:think>"),
+}
+NOT_RECORDED = {"deepseek_v32.jinja": "typing attribute", "gemma4.jinja": "neither one JSON value",
+                "functiongemma.jinja": "neither one JSON value"}
+
+
+@pytest.mark.parametrize("template", sorted(RECORDS))
+def test_the_record_of_each_corpus_template(template):
+    d = derive(TEMPLATES / template)
+    assert d.record.complete, d.record.missing
+    for key, value in RECORDS[template].items():
+        assert getattr(d.record, key) == value, key
+    # the derived row (or built-in format) is what it was: the record reader stands in only where nothing else reads
+    assert not d.from_record
+
+
+@pytest.mark.parametrize("template", sorted(NOT_RECORDED))
+def test_what_the_record_cannot_hold_is_said(template):
+    d = derive(TEMPLATES / template)
+    assert not d.record.complete and NOT_RECORDED[template] in " ".join(d.record.missing)
+    assert not d.special  # (a grammar row still holds these families)
+
+
+def test_the_record_is_derived_with_no_assumption_about_spellings(tmp_path):
+    # the same layout with every literal respelt: the record follows the text, whatever it is
+    source = (TEMPLATES / "minimax_m2.jinja").read_text(encoding="utf-8")
+    respelt = (source.replace("minimax:tool_call", "zz|calls").replace("<invoke name=", "<<op fn=")
+               .replace("</invoke>", "<</op>").replace('<parameter name="', '[[k ').replace("</parameter>", "]]/"))
+    d = derive(_write(tmp_path, "respelt.jinja", respelt))
+    assert not d.special and d.record.complete, (d.why, d.record.missing)
+    assert d.record.key_prefix.strip() == "[[k" and d.record.name_prefix.startswith("fn=")
+    text = d.fmt.render([ToolCall("get_weather", {"city": "Paris", "days": 3})])
+    assert d.fmt.parse_strict(text) == [ToolCall("get_weather", {"city": "Paris", "days": 3})]
