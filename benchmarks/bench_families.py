@@ -167,13 +167,58 @@ def lines_per_format() -> str:
     return "\n".join(out)
 
 
+def invented_table() -> str:
+    """Per invented family (``tests/invented_families.py``, each with its own chat template): call outputs read
+    exactly by ``Refiner(chat_template=...).refine`` (tier 1, tools offered); by ``Refiner().refine`` without the
+    template (format detected); by the anchored reader alone (:mod:`refiner.formats.anchored`); calls returned that
+    the text does not hold, on every output (calls, prose, broken), in each of the three; how the dialect was
+    derived."""
+    from invented_families import CALL_CASES, FAMILIES, TOOLS, _norm, invented, measure, outputs
+
+    from refiner.formats import base
+    from refiner.formats.anchored import anchored_calls
+    from refiner.formats.derive import derive
+    from refiner.formats.xmlvalues import retype_calls
+    from refiner.specs import load_tools
+
+    specs = {s.name: s for s in load_tools(TOOLS)}
+    offered = {s.name: s.params for s in specs.values()}
+    full = tuple(c for case, calls in CALL_CASES if case == "parallel three" for c in calls)
+    rows = ["| family | derived as | with template | invented | without template | invented | anchored reader alone"
+            " | invented |", "|---|---|---|---|---|---|---|---|"]
+    for fam in FAMILIES:
+        d = derive(fam.template)
+        how = "record reader" if d.from_record else (d.same_as or (d.plan.grammar.__name__ if d.plan else "-"))
+        saved = dict(base._REGISTRY)
+        with_t = measure(fam, True)
+        base._REGISTRY.clear()
+        base._REGISTRY.update(saved)  # (the derived row is not left for the reading without the template)
+        without = measure(fam, False)
+        exact = total = made_up = 0
+        for o in outputs(fam):
+            got = retype_calls([f.call for f in anchored_calls(o.text, 0, offered)[0]], specs)
+            made_up += invented(got, o.calls, full if o.kind == "broken" else ())
+            if o.kind == "call":
+                total += 1
+                exact += _norm(got) == _norm(o.calls)
+        rows.append(f"| {fam.name} | {how} | {with_t['exact']}/{with_t['calls_outputs']} | {with_t['invented']} | "
+                    f"{without['exact']}/{without['calls_outputs']} | {without['invented']} | {exact}/{total} | "
+                    f"{made_up} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None, help="at most this many texts per family (a smoke run)")
     ap.add_argument("--family", action="append", help="only these families (corpus names, or cit:<family>)")
     ap.add_argument("--peer-python", action="store_true", help="the peer's pure-Python engine, not its Rust one")
+    ap.add_argument("--invented", action="store_true", help="only the table of the families nobody registered "
+                    "(tests/invented_families.py): read with their chat template, and without it")
     args = ap.parse_args(argv)
+    if args.invented:
+        print(invented_table())
+        return 0
     if args.peer_python:
         os.environ["AGENT_TOOL_PARSER_NO_EXT"] = "1"  # read when the package is imported
     try:
