@@ -341,13 +341,28 @@ class RecordFormat(base.WireFormat):
                 raise _Stop(f"the value of {key} is not closed", p, True)
             after = end + len(c["value_suffix"])
         else:
-            ends = self._raw_ends
-            end, which = find.first(ends, p)
-            if which is None:
+            end = self._raw_end(text, p, find)
+            if end < 0:
                 raise _Stop(f"the value of {key} is not closed", p, True)
             after = end
         raw = text[p:end].strip()
         return read_value(raw, r.literals == "python"), after
+
+    def _raw_end(self, text: str, p: int, find: Finder) -> int:
+        """Where a value written as raw text with no value suffix of its own ends: at the first of its terminators
+        (:func:`_raw_ends`); one that starts with a line break matches a line break, then any spaces, then its core
+        (an indented layout reads as the template's); -1 when none follows."""
+        best = -1
+        for lit in self._raw_ends:
+            if not lit.startswith("\n"):
+                hit = find.next(lit, p)
+            else:
+                core, hit = lit[1:], find.next("\n", p)
+                while hit >= 0 and core and not text.startswith(core, _ws(text, hit)):
+                    hit = text.find("\n", hit + 1, best if best >= 0 else len(text))
+            if hit >= 0 and (best < 0 or hit < best):
+                best = hit
+        return best
 
     # ---- writing --------------------------------------------------------------------------------------------
 
