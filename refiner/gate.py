@@ -29,16 +29,21 @@ cost does not grow with the value.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, preview
-from refiner.formats.base import remember_for
-from refiner.formats.salvage import Salvage, is_offered, salvage
-from refiner.specs.catalog import ToolCatalog
+from refiner.formats.reading import (  # noqa: F401  (params_by_tool: read here by callers of the gate)
+    Reading,
+    better_salvage,
+    params_by_tool,
+    read_text,
+    salvaged,
+    tool_index,
+)
+from refiner.formats.salvage import Salvage
 from refiner.specs.types import json_type_of
 
 ERROR = "error"
@@ -117,6 +122,7 @@ class GateReport:
     # the format's reader restored one lost or doubled character and read the whole text with it (a "mended"
     # problem): salvage does not replace that reading
     mended: bool = False
+    reading: Reading | None = None  # the text as read, when the report is on a text
 
     @property
     def passed(self) -> bool:
@@ -134,17 +140,6 @@ def passes(diagnostics: Iterable[Diagnostic]) -> bool:
 
 def count_errors(diagnostics: Iterable[Diagnostic]) -> int:
     return sum(1 for d in diagnostics if d.severity == ERROR)
-
-
-def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None:
-        return None
-    if isinstance(tools, ToolCatalog):
-        return tools  # (a copy would read every spec)
-    if isinstance(tools, Mapping):
-        return dict(tools)
-    return {t.name: t for t in tools}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -486,10 +481,6 @@ def check_calls(
     return out
 
 
-def _reason(e: BaseException) -> str:
-    return getattr(e, "message", None) or str(e) or type(e).__name__
-
-
 def check_text(
     text: str,
     fmt: str,
@@ -497,62 +488,39 @@ def check_text(
     *,
     text_values: bool = False,
     strict_calls: Sequence[ToolCall] | None = None,
+    reading: Reading | None = None,
 ) -> GateReport:
-    """Parses ``text`` in ``fmt`` (strictly, then leniently when that fails) and gates the calls it holds
-    (``text_values``: value style "text", see :data:`VALUE_STYLES`). ``strict_calls``: the calls of ``text`` read
-    strictly in ``fmt`` by the caller (the pipeline's choice of format parses it), which are not read again. With the
-    tools known, values the format writes as untyped text are settled by their declared types
-    (:meth:`~refiner.formats.WireFormat.retype`)."""
-    wire = formats.get(fmt)
-    report = GateReport()
-    if strict_calls is not None:
-        report.calls, report.strict_ok = list(strict_calls), True
-    elif len(text) > formats.MAX_LENIENT_CHARS:  # parse_lenient would not try it strictly
-        try:
-            report.calls = list(wire.parse_strict(text))
-            report.strict_ok = True
-        except formats.FormatError as e:
-            report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {_reason(e)}"))
-            got = wire.parse_lenient(text, tools=_offered_params(text, tools))
-            report.calls, report.cut = list(got.calls), got.cut
-    else:  # one strict parse: parse_lenient tries it first and says why it failed
-        got = wire.parse_lenient(text, tools=_offered_params(text, tools))
-        report.calls = list(got.calls)
-        report.strict_ok = got.ok
-        report.cut = got.cut
-        report.mended = any(p.code == "mended" for p in got.problems)
-        if not got.ok:
-            reason = _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
-            report.diagnostics.append(Diagnostic("format", f"not valid {fmt}: {reason}"))
-    if report.cut is not None and not report.cut.clean:
-        report.diagnostics.append(Diagnostic("truncated", report.cut.describe(), report.cut.index, report.cut.name))
-    index = tool_index(tools)
-    if index and report.calls:  # values a format writes as untyped text take their declared types
-        report.calls = list(wire.retype(report.calls, index))
+    """Gates the calls ``text`` holds in ``fmt`` (``text_values``: value style "text", see :data:`VALUE_STYLES`).
+    ``reading``: the text as already read (:func:`refiner.formats.reading.read_upstream`), else it is read here
+    (:func:`refiner.formats.reading.read_text`: strictly, then leniently, values typed by the specs);
+    ``strict_calls``: the calls of ``text`` read strictly in ``fmt`` by the caller, which are not read again."""
+    if reading is None:
+        tried = {fmt: list(strict_calls)} if strict_calls is not None else None
+        reading = read_text(text, fmt, tools, tried=tried)
+    return check_reading(reading, tools, text_values=text_values)
+
+
+def check_reading(
+    reading: Reading, tools: Iterable[Any] | Mapping[str, Any] | None, *, text_values: bool = False
+) -> GateReport:
+    """The gate's findings on a text as read (:class:`refiner.formats.reading.Reading`)."""
+    report = GateReport(list(reading.calls), [], reading.strict_ok, reading.cut, reading.salvaged, reading.mended,
+                        reading)
+    if not reading.strict_ok:
+        report.diagnostics.append(Diagnostic("format", f"not valid {reading.fmt}: {reading.strict_reason}"))
+    cut = reading.text_cut
+    if cut is not None and not cut.clean:
+        report.diagnostics.append(Diagnostic("truncated", cut.describe(), cut.index, cut.name))
+    found = reading.salvaged
+    by_names = [c for site in found.sites if site.by_names for c in site.calls] if found is not None else ()
+    if by_names:
+        report.diagnostics.append(Diagnostic(
+            "offered_names", f"{len(by_names)} call(s) found only by the offered tool and parameter names, in markup "
+            f"no format knows: {found.describe()}", severity=WARNING))
     if not report.calls:
         report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
-    report.diagnostics.extend(check_calls(report.calls, index, fmt=fmt, text_values=text_values))
+    report.diagnostics.extend(check_calls(report.calls, tool_index(tools), fmt=reading.fmt, text_values=text_values))
     return report
-
-
-def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
-    """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
-    None when no tool list is known."""
-    index = tool_index(tools)
-    if isinstance(index, ToolCatalog):
-        return index.view(_params) if index else None
-    return {name: _params(spec) for name, spec in index.items()} if index else None
-
-
-def _offered_params(text: str, tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
-    """:func:`params_by_tool` for the request whose upstream is ``text``: one object per ``tools`` object for a long
-    text within :class:`refiner.formats.same_texts`, so that the gate's lenient reading of the text and salvage's
-    reading of the same text in the same format (remembered by ``parse_lenient`` under that object) are one."""
-    return remember_for(text, "params_by_tool", tools, lambda: params_by_tool(tools))
-
-
-def _params(spec: Any) -> dict[str, Any]:
-    return dict(getattr(spec, "params", None) or {})
 
 
 def salvage_report(
@@ -564,57 +532,17 @@ def salvage_report(
     text_values: bool = False,
 ) -> GateReport:
     """``report`` (:func:`check_text` on ``text`` in ``fmt``) with the calls read wherever the model put them, when
-    the text is not valid in ``fmt`` and that reading is the better one (:func:`salvage_calls`): a new report on
-    those calls (the ``format`` finding kept, ``salvaged`` saying where they were found); else ``report`` itself."""
-    if report.strict_ok or report.mended:
+    the text is not valid in ``fmt`` and that reading is the better one (:func:`refiner.formats.reading.salvaged`):
+    a new report on those calls (``salvaged`` saying where they were found); else ``report`` itself."""
+    reading = report.reading
+    if report.strict_ok or report.mended or reading is None:
         return report
-    found = salvage_calls(text, report.calls, tools)
-    if found is None:
-        return report
-    calls = list(found.calls)
-    index = tool_index(tools)
-    if index:  # values a site's format writes as untyped text are settled by the specs, as check_text does
-        site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
-        calls = [formats.get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
-    out = GateReport(calls, [d for d in report.diagnostics if d.code in ("format", "truncated")], salvaged=found)
-    by_names = [c for site in found.sites if site.by_names for c in site.calls]
-    if by_names:
-        out.diagnostics.append(Diagnostic(
-            "offered_names", f"{len(by_names)} call(s) found only by the offered tool and parameter names, in markup "
-            f"no format knows: {found.describe()}", severity=WARNING))
-    if report.cut is not None:  # the text was cut: still said, though the cut call (left out by salvage) has no index
-        out.cut = formats.Cut(None, report.cut.name, {}, report.cut.clean)
-    if not out.calls:
-        out.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
-    out.diagnostics.extend(check_calls(out.calls, tools, fmt=fmt, text_values=text_values))
-    return out
-
-
-_PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
+    got = salvaged(reading, tools)
+    return report if got is reading else check_reading(got, tools, text_values=text_values)
 
 
 def salvage_calls(
     text: str, lenient: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None
 ) -> Salvage | None:
-    """The calls of a text that is not valid in its format, read wherever they are
-    (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
-    (``lenient``); else None. Better: more calls to offered tools (to plausibly named ones when there is no tool list),
-    then more of them spelled exactly as offered, then fewer calls to other names, then more arguments read. So a
-    lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
-    and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
-    too. A reading as good as salvage's is kept."""
-    offered = _offered_params(text, tools)
-    found = salvage(text, offered)
-
-    def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
-        names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)
-        if offered:
-            good = sum(n for name, n in names.items() if is_offered(name, offered))
-            exact = sum(n for name, n in names.items() if name in offered)
-        else:
-            good = exact = sum(n for name, n in names.items() if _PLAUSIBLE_NAME.fullmatch(name))
-        return good, exact, good - len(calls), sum(len(c.arguments) for c in calls)
-
-    if found.complete and not found.calls:
-        return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)
-    return found if score(found.calls) > score(lenient) else None
+    """:func:`refiner.formats.reading.better_salvage`."""
+    return better_salvage(text, lenient, tools)

@@ -52,13 +52,13 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
+from refiner.formats.reading import DEFAULT_FORMAT, choose_formats, read_upstream  # noqa: F401
 from refiner.formats.reasoning import calls_text
-from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, salvage_report, tool_index
+from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, tool_index
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
 from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
 
-DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 STAGES = ("unchanged", "repaired", "model", "fallback", "truncated")  # plus "error": an unreadable request
 # The finish reasons that mean the upstream hit its token limit (OpenAI-compatible APIs and vLLM: "length";
 # Anthropic: "max_tokens").
@@ -110,43 +110,8 @@ def reasoning_calls(request: Any, default: bool) -> Any:
 
 
 def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
-    """``(upstream format, output format)``. The result is written in the requested format (else the refiner's, else
-    the upstream's). The upstream is read in the requested format when it is strictly valid there, else in the
-    detected format when it is strictly valid in that one or (broken) carries that format's tags and none of the
-    requested one's, else (broken text) in the requested one, leniently."""
-    return _pick_formats(request, default)[:2]
-
-
-def _pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str, list[ToolCall] | None]:
-    """:func:`pick_formats`, plus the upstream's calls when it was found strictly valid in its format (each strict
-    parse runs once: a long valid text costs milliseconds to read)."""
-    wanted = request.get("format") or default
-    text = request["upstream"]
-    if wanted:
-        try:
-            return wanted, wanted, formats.get(wanted).parse_strict(text)
-        except formats.FormatError:
-            pass
-    detected, calls = formats.detect_with_calls(text)
-    if detected and calls is None and wanted and len(text) > formats.MAX_LENIENT_CHARS:  # (detection does not parse
-        try:  # texts that long strictly)
-            calls = formats.get(detected).parse_strict(text)
-        except formats.FormatError:
-            pass
-    if detected and (wanted is None or calls is not None or _marked_as(detected, wanted, text)):
-        return detected, wanted or detected, calls
-    upstream_fmt = wanted or DEFAULT_FORMAT
-    return upstream_fmt, upstream_fmt, None
-
-
-def _marked_as(detected: str, wanted: str, text: str) -> bool:
-    """Whether a broken text carries the detected format's own tags and none of the requested format's: it is read
-    in the format it is written in (a requested format is the output format, not a filter on what is read)."""
-    body = formats.strip_reasoning(text)
-    own, other = formats.get(detected).detection, formats.get(wanted).detection
-    return any(m in body for m in (*own.markers, *own.closers)) and not any(
-        m in body for m in (*other.markers, *other.closers)
-    )
+    """``(upstream format, output format)`` (:func:`refiner.formats.reading.choose_formats`)."""
+    return choose_formats(request["upstream"], request.get("format") or default)[:2]
 
 
 def load_request_tools(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -217,7 +182,7 @@ def prepare(
     is then written in the dialect the calls were found in."""
     validate_request(request)
     try:
-        with formats.same_texts():  # (the upstream is read in one format several times: strictly once)
+        with formats.same_texts():  # (the markers of a long upstream are searched once)
             return _prepare(request, default_fmt, trust_spec, model_formats)
     except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
         raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
@@ -226,16 +191,12 @@ def prepare(
 def _prepare(
     request: Mapping[str, Any], default_fmt: str | None, trust_spec: bool, model_formats: Collection[str] | None
 ) -> Job:
-    upstream_fmt, out_fmt, strict_calls = _pick_formats(request, default_fmt)
     tools = load_request_tools(request)
     text_values = request.get("value_style") == "text"
     cut_off = request.get("finish_reason") in CUT_FINISH_REASONS
-    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, strict_calls=strict_calls)
-    upstream = salvage_report(upstream, request["upstream"], upstream_fmt, tools, text_values=text_values)
-    found = upstream.salvaged
-    asked = request.get("format") or default_fmt
-    if found is not None and found.fmt and not asked and formats.detect_format(request["upstream"]) is None:
-        out_fmt = found.fmt
+    reading = read_upstream(request["upstream"], request.get("format") or default_fmt, tools)
+    upstream_fmt, out_fmt = reading.fmt, reading.out_fmt
+    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, reading=reading)
     tier1 = repair_parsed(
         upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
         text_values=text_values, cut_off=cut_off,

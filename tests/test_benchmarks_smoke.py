@@ -41,6 +41,7 @@ RUNS = {
     "bench_repair.py": (["--per-source", "2"], "tier 1", True),
     "bench_salvage.py": (["--limit", "1"], "naive", False),
     "bench_tools.py": (["--sizes", "4,60", "--params", "3", "--repeat", "1"], "misspelled, seen", False),
+    "bench_refine_peer.py": (["--limit", "1", "--repeat", "1", "--out", "/dev/null"], "refine / peer", False),
     "bench_rewards.py": (["--limit", "6", "--joined", "3", "--repeat", "1", "--passes", "1"], "1 KB outputs", True),
     "bench_worst_case.py": (["--size", "400", "--repeat", "1"], "entry points within 50 ms", False),
 }

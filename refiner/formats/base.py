@@ -246,27 +246,35 @@ class WireFormat:
         raise NotImplementedError
 
     def parse_lenient(
-        self, text: str, *, limit: int = MAX_LENIENT_CHARS, tools: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        *,
+        limit: int = MAX_LENIENT_CHARS,
+        tools: Mapping[str, Any] | None = None,
+        strict_error: FormatError | None = None,
     ) -> Lenient:
         """Best effort, never raises. A strictly valid text gives the strict calls and no problems (so ``ok`` tells
         whether the strict parse succeeded); otherwise :meth:`recover` collects what it can from the reasoning and at
         most ``limit`` characters after it, and the strict error is reported when recovery itself met no problem.
         Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid). ``tools``: the
         request's tools (see :func:`offered_tools`), which recovery may use to choose among the readings a broken text
-        allows (:func:`offered_tools`)."""
+        allows (:func:`offered_tools`). ``strict_error``: the error this format's strict reading of ``text`` already
+        raised (it is not read strictly again)."""
         token = _OFFERED.set(tools)
         try:
-            return self._parse_lenient(text, limit)
+            return self._parse_lenient(text, limit, strict_error)
         finally:
             _OFFERED.reset(token)
 
-    def _parse_lenient(self, text: str, limit: int) -> Lenient:
+    def _parse_lenient(self, text: str, limit: int, strict_error: FormatError | None = None) -> Lenient:
         out = Lenient()
         try:
             if not isinstance(text, str):
                 out.note("internal", f"not a text: {type(text).__name__}")
                 return out
-            if len(text) <= MAX_LENIENT_CHARS:
+            if strict_error is not None:
+                out.strict_error = strict_error
+            elif len(text) <= MAX_LENIENT_CHARS:
                 try:
                     out.calls = self.parse_strict(text)
                     return out
@@ -528,12 +536,58 @@ def prefix(text: str, n: int) -> str:
     return remember(text, ("prefix", n), lambda: text[:n])
 
 
+class _MarkerTable:
+    """Every registered marker, closer and other spelling (``also_read``), grouped by its first two characters."""
+
+    def __init__(self, fmts: Sequence[WireFormat]) -> None:
+        every = dict.fromkeys(
+            m for f in fmts for m in (*f.detection.markers, *f.detection.closers, *f.detection.also_read) if m
+        )
+        self.known = frozenset(every)
+        heads: dict[str, list[str]] = {}
+        for m in every:
+            heads.setdefault(m[:2], []).append(m)
+        self.heads = [(h, tuple(ms), h.isascii() and all(x.isascii() for x in ms)) for h, ms in heads.items()]
+
+
+def _marker_table() -> _MarkerTable:
+    global _RANKED
+    now, ranked, table = _ranked()
+    if table is None:
+        table = _MarkerTable(ranked)
+        _RANKED = (now, ranked, table)
+    return table
+
+
+def marker_positions(text: str) -> dict[str, int]:
+    """Where each registered marker first occurs in ``text``: marker -> position, for the markers that occur (one
+    search per head of two characters, then one per marker whose head occurs; markers with other than ASCII characters
+    are not looked for in an ASCII text)."""
+    out: dict[str, int] = {}
+    ascii_text = text.isascii()
+    for head, markers, ascii_only in _marker_table().heads:
+        if ascii_text and not ascii_only and not head.isascii():
+            continue
+        at = text.find(head)
+        if at < 0:
+            continue
+        for m in markers:
+            if ascii_text and not m.isascii():
+                continue
+            i = text.find(m, at) if len(m) > 2 else at
+            if i >= 0:
+                out[m] = i
+    return out
+
+
 def find_marker(text: str, marker: str, start: int = 0) -> int:
     """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
     every registered format's markers in one text (detection, salvage) search it for each once. Most markers miss
     (a search of the whole text each), so a marker is looked for only from where its first two characters first
     occur (a search remembered too: the 118 markers of 52 formats share 22 such heads, ``<|`` for 36 of them), and a
     marker with other than ASCII characters not at all in an ASCII text (a flag Python keeps)."""
+    if len(text) < STRICT_MEMO_CHARS:  # (a short text is searched again: cheaper than remembering)
+        return text.find(marker, start)
     return remember(text, ("find", marker, start), lambda: _find_marker(text, marker, start))
 
 
@@ -635,7 +689,19 @@ def all_formats() -> list[WireFormat]:
 
 def by_rank() -> list[WireFormat]:
     """Every format in detection rank order."""
-    return sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))
+    return list(_ranked()[1])
+
+
+# (the registry's formats, them in rank order, their marker table), made again when the registry changes
+_RANKED: tuple[tuple[WireFormat, ...], tuple[WireFormat, ...], Any] = ((), (), None)
+
+
+def _ranked() -> tuple[tuple[WireFormat, ...], tuple[WireFormat, ...], Any]:
+    global _RANKED
+    now = tuple(_REGISTRY.values())
+    if now != _RANKED[0]:
+        _RANKED = (now, tuple(sorted(now, key=lambda f: (f.detection.rank, f.name))), None)
+    return _RANKED
 
 
 def model_view(fmt: WireFormat) -> WireFormat:

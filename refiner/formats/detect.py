@@ -25,7 +25,15 @@ opens), one strict parse per format whose marker occurs and per untagged format 
 from __future__ import annotations
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_LENIENT_CHARS, FormatError, WireFormat, by_rank, find_marker, same_texts
+from refiner.formats.base import (
+    MAX_LENIENT_CHARS,
+    FormatError,
+    WireFormat,
+    by_rank,
+    marker_positions,
+    remember,
+    same_texts,
+)
 from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.text import strip_reasoning
@@ -36,12 +44,12 @@ DETECT_CHARS = 20_000
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(body: str, ranked: list[WireFormat], which: str) -> str | None:
+def _by_marker(body: str, ranked: list[WireFormat], which: str, found_at: dict[str, int]) -> str | None:
     best: tuple[int, int] | None = None  # (position, -len(marker)): earliest, then longest
     found: str | None = None
     for fmt in ranked:
         for marker in getattr(fmt.detection, which):
-            i = find_marker(body, marker)
+            i = found_at.get(marker, -1)
             if i >= 0 and (best is None or (i, -len(marker)) < best):
                 best, found = (i, -len(marker)), marker
     if found is None:
@@ -59,45 +67,58 @@ def detect_format(text: str) -> str | None:
     return detect_with_calls(text)[0]
 
 
-def _strict_calls(fmt: WireFormat, text: str) -> list[ToolCall] | None:
-    try:
-        return fmt.parse_strict(text)
-    except FormatError:
-        return None
+def strict_reading(fmt: WireFormat, text: str, tried: dict[str, list[ToolCall] | FormatError]) -> list[ToolCall] | None:
+    """``fmt``'s strict reading of ``text`` (its calls, or None when it is not valid there), made once: ``tried``
+    holds the readings already made of this text by format name (the calls or the :class:`FormatError`)."""
+    got = tried.get(fmt.name)
+    if got is None:
+        try:
+            got = fmt.parse_strict(text)
+        except FormatError as e:
+            got = e
+        tried[fmt.name] = got
+    return got if type(got) is list else None
 
 
-def detect_with_calls(text: str) -> tuple[str | None, list[ToolCall] | None]:
+def detect_with_calls(
+    text: str, tried: dict[str, list[ToolCall] | FormatError] | None = None
+) -> tuple[str | None, list[ToolCall] | None]:
     """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
-    in that format (rules 1 and 3; else ``None``), so a caller need not parse it again."""
+    in that format (rules 1 and 3; else ``None``), so a caller need not parse it again. ``tried``: the strict readings
+    of ``text`` already made, by format name; those detection makes are added to it (see :func:`strict_reading`)."""
     if not isinstance(text, str):
         return None, None
     with same_texts():
-        return _detect(text)
+        return _detect(text, {} if tried is None else tried)
 
 
-def _marked(fmt: WireFormat, text: str) -> bool:
-    """Whether ``text`` holds a string without which ``fmt`` (a tagged format) cannot read it strictly."""
+def _marked(fmt: WireFormat, found_at: dict[str, int]) -> bool:
+    """Whether the text holds a string without which ``fmt`` (a tagged format) cannot read it strictly."""
     needs = (*fmt.detection.markers, *fmt.detection.also_read)
-    return not needs or any(find_marker(text, m) >= 0 for m in needs)
+    return not needs or any(m in found_at for m in needs)
 
 
-def _detect(text: str) -> tuple[str | None, list[ToolCall] | None]:
+def _detect(
+    text: str, tried: dict[str, list[ToolCall] | FormatError]
+) -> tuple[str | None, list[ToolCall] | None]:
     ranked = by_rank()
     small = len(text) <= MAX_LENIENT_CHARS
+    found_at = remember(text, "marker_positions", lambda: marker_positions(text))
     if small:
         for fmt in ranked:
-            if not fmt.detection.bare and _marked(fmt, text):
-                calls = _strict_calls(fmt, text)
+            if not fmt.detection.bare and _marked(fmt, found_at):
+                calls = strict_reading(fmt, text, tried)
                 if calls is not None:
                     return fmt.name, calls
     body = strip_reasoning(text)
-    name = _by_marker(body, ranked, "markers") or _by_marker(body, ranked, "closers")
+    in_body = found_at if len(body) == len(text) else marker_positions(body)
+    name = _by_marker(body, ranked, "markers", in_body) or _by_marker(body, ranked, "closers", in_body)
     if name is not None:
         return name, None
     if small:
         for fmt in ranked:
             if fmt.detection.bare:
-                calls = _strict_calls(fmt, text)
+                calls = strict_reading(fmt, text, tried)
                 if calls is not None:
                     return fmt.name, calls
     with repair_budget(total=DETECT_REPAIR_COST):

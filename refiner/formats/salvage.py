@@ -93,6 +93,7 @@ from refiner.calls import ToolCall, canonical_json
 from refiner.formats.base import (
     MAX_LENIENT_CHARS,
     FormatError,
+    Lenient,
     Problem,
     WireFormat,
     by_rank,
@@ -266,10 +267,17 @@ def _resolve(name: str, offered: Mapping[str, Any]) -> tuple[str, str | None]:
 class _Scan:
     """One salvage pass over one text (state: budgets, fences, sites)."""
 
-    def __init__(self, text: str, body_at: int, offered: Mapping[str, Sequence[str]] | None) -> None:
+    def __init__(
+        self,
+        text: str,
+        body_at: int,
+        offered: Mapping[str, Sequence[str]] | None,
+        known: Mapping[str, Lenient] | None = None,
+    ) -> None:
         self.text = text
         self.at = body_at
         self.offered = offered
+        self.known = known or {}  # the lenient readings of the whole text already made, by format name
         self.candidates = 0
         self.scanned = 0
         self.marks = 0  # brackets and commas passed by match_paren
@@ -373,9 +381,12 @@ class _Scan:
             closes = [body.rfind(c) + len(c) for c in fmt.detection.closers]
             if closes and max(closes) > last_marker:
                 end = max(closes)
-            # (with only whitespace between the reasoning and the marker the whole text reads the same, and a request
-            # has read it in this format already: its strict reading is not made again, see formats.same_texts)
-            got = fmt.parse_lenient(body if start == skip_ws(body, self.at) else body[start:], tools=self.offered)
+            # (with only whitespace between the reasoning and the marker the whole text reads the same: a reading of
+            # it in this format already made is taken)
+            whole = start == skip_ws(body, self.at)
+            got = self.known.get(fmt.name) if whole else None
+            if got is None:
+                got = fmt.parse_lenient(body if whole else body[start:], tools=self.offered)
             cut = got.cut.index if got.cut is not None and not got.cut.clean else None  # stopped mid-value: left out
             calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and _usable_name(c.name)]
             if calls:
@@ -898,22 +909,27 @@ def _pythonic_format() -> str | None:
     return _PYTHONIC[0]
 
 
-def salvage(text: str, offered: Mapping[str, Sequence[str]] | None = None) -> Salvage:
+def salvage(
+    text: str, offered: Mapping[str, Sequence[str]] | None = None, known: Mapping[str, Lenient] | None = None
+) -> Salvage:
     """The calls of ``text`` read wherever they are (see the module docstring). ``offered``: the request's tools, as
     tool name -> its parameter names in declared order, a list or a mapping of each name to its spec (then the
     formats' lenient readers may settle a broken text by the declared types too, as the gate's own reading does);
-    None when the request has no tools. Never raises."""
+    None when the request has no tools. ``known``: lenient readings of the whole ``text`` already made with the same
+    ``offered``, by format name (not made again). Never raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     notes = []
     if len(text) > MAX_LENIENT_CHARS:
         notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
     with same_texts():
-        return _salvage(prefix(text, MAX_LENIENT_CHARS), offered, notes)
+        return _salvage(prefix(text, MAX_LENIENT_CHARS), offered, notes, None if notes else known)
 
 
-def _salvage(text: str, offered: Mapping[str, Sequence[str]] | None, notes: list[str]) -> Salvage:
-    scan = _Scan(text, reasoning_offset(text), offered)
+def _salvage(
+    text: str, offered: Mapping[str, Sequence[str]] | None, notes: list[str], known: Mapping[str, Lenient] | None = None
+) -> Salvage:
+    scan = _Scan(text, reasoning_offset(text), offered, known)
     scan.notes.extend(notes)
     complete = not notes
     try:

@@ -1,0 +1,250 @@
+"""One reading of a request's upstream text: the format it is read in, and the calls it holds.
+
+    got = read_upstream(text, wanted=None, default=None, tools=index)
+    got.fmt, got.out_fmt, got.calls, got.strict_ok, got.strict_reason, got.text_cut, got.cut, got.salvaged
+
+The text is detected at most once; it is read strictly at most once per format (the readings detection makes are
+kept, by format, and the lenient reading is given the strict error instead of reading again); it is read leniently
+once in the format it is read in, and salvage (calls read wherever they are, :mod:`refiner.formats.salvage`) takes
+that reading for the region that is the whole text; values a format writes as untyped text take the types the tools
+declare (:meth:`~refiner.formats.WireFormat.retype`). The gate checks the result (:func:`refiner.gate.check_text`),
+tier 1 repairs it (:mod:`refiner.repair`).
+
+Choosing the format: the result is written in the requested format (else the refiner's, else the upstream's). The
+upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
+strictly valid in that one or (broken) carries that format's tags and none of the requested one's, else (broken text)
+in the requested one, leniently. With no format asked for and none detected, the answer is written in the dialect
+salvage found the calls in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get
+from refiner.formats.detect import detect_with_calls, strict_reading
+from refiner.formats.salvage import Salvage, is_offered, salvage
+from refiner.formats.text import strip_reasoning
+from refiner.specs.catalog import ToolCatalog
+
+DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
+_PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
+
+Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one text made so far, by format name
+
+
+@dataclass
+class Reading:
+    """What one text holds, read in one format. ``strict_reason``: why the text is not valid in ``fmt`` (None when
+    it is); ``text_cut``: where the text stops inside a call, as ``fmt`` read it; ``cut``: the same for ``calls``
+    (salvage's calls carry no index); ``mended``: the format's reader restored one lost or doubled character and read
+    the whole text with it; ``salvaged``: where the calls were found when salvage's reading replaced the format's;
+    ``detected``: what detection said (None: nothing, or it did not run)."""
+
+    text: str
+    fmt: str
+    calls: list[ToolCall]
+    strict_ok: bool = False
+    strict_reason: str | None = None
+    text_cut: Cut | None = None
+    cut: Cut | None = None
+    mended: bool = False
+    salvaged: Salvage | None = None
+    out_fmt: str = ""
+    detected: str | None = None
+    lenient: Lenient | None = None  # the format's own lenient reading (salvage takes it for the whole text)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tools, as the readers use them
+
+
+def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
+    if tools is None:
+        return None
+    if isinstance(tools, ToolCatalog):
+        return tools  # (a copy would read every spec)
+    if isinstance(tools, Mapping):
+        return dict(tools)
+    return {t.name: t for t in tools}
+
+
+def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
+    """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
+    None when no tool list is known."""
+    index = tool_index(tools)
+    if isinstance(index, ToolCatalog):
+        return index.view(_params) if index else None
+    return {name: _params(spec) for name, spec in index.items()} if index else None
+
+
+def _params(spec: Any) -> dict[str, Any]:
+    return dict(getattr(spec, "params", None) or {})
+
+
+def _reason(e: BaseException) -> str:
+    return getattr(e, "message", None) or str(e) or type(e).__name__
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The format
+
+
+def choose_formats(
+    text: str, wanted: str | None, tried: Strict | None = None
+) -> tuple[str, str, str | None]:
+    """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the
+    requested format, else the refiner's. ``tried`` collects the strict readings made on the way."""
+    tried = {} if tried is None else tried
+    if wanted and strict_reading(get(wanted), text, tried) is not None:
+        return wanted, wanted, None
+    detected, calls = detect_with_calls(text, tried)
+    if detected and calls is None and wanted and len(text) > MAX_LENIENT_CHARS:  # (detection does not parse texts
+        calls = strict_reading(get(detected), text, tried)  # that long strictly)
+    if detected and (wanted is None or calls is not None or _marked_as(detected, wanted, text)):
+        return detected, wanted or detected, detected
+    upstream_fmt = wanted or DEFAULT_FORMAT
+    return upstream_fmt, upstream_fmt, detected
+
+
+def _marked_as(detected: str, wanted: str, text: str) -> bool:
+    """Whether a broken text carries the detected format's own tags and none of the requested format's: it is read
+    in the format it is written in (a requested format is the output format, not a filter on what is read)."""
+    body = strip_reasoning(text)
+    own, other = get(detected).detection, get(wanted).detection
+    return any(m in body for m in (*own.markers, *own.closers)) and not any(
+        m in body for m in (*other.markers, *other.closers)
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_text(
+    text: str,
+    fmt: str,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    tried: Strict | None = None,
+    offered: Mapping[str, Any] | None = None,
+) -> Reading:
+    """``text`` read in ``fmt``: strictly, then leniently when that fails (the strict reading in ``tried`` when it
+    was made), values typed by the tools' specs. ``offered``: :func:`params_by_tool` of ``tools``, when the caller
+    has it."""
+    wire = get(fmt)
+    tried = {} if tried is None else tried
+    out = Reading(text, fmt, [])
+    if fmt in tried or len(text) > MAX_LENIENT_CHARS:  # (parse_lenient does not try a text that long strictly)
+        calls = strict_reading(wire, text, tried)
+        if calls is not None:
+            out.calls, out.strict_ok = list(calls), True
+        else:
+            error = tried[fmt]
+            got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
+            out.lenient, out.calls, out.text_cut, out.strict_reason = got, list(got.calls), got.cut, _reason(error)
+            out.mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
+    else:  # one strict parse: parse_lenient tries it first and says why it failed
+        got = wire.parse_lenient(text, tools=_offered(tools, offered))
+        tried[fmt] = got.calls if got.ok else (got.strict_error or FormatError(fmt, "not valid"))
+        out.calls, out.strict_ok, out.text_cut = list(got.calls), got.ok, got.cut
+        if not got.ok:
+            out.lenient = got
+            out.mended = any(p.code == "mended" for p in got.problems)
+            out.strict_reason = (
+                _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
+            )
+    out.cut = out.text_cut
+    index = tool_index(tools)
+    if index and out.calls:  # values a format writes as untyped text take their declared types
+        out.calls = list(wire.retype(out.calls, index))
+    return out
+
+
+def _offered(tools: Any, offered: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return offered if offered is not None else params_by_tool(tools)
+
+
+def read_upstream(
+    text: str,
+    wanted: str | None,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+) -> Reading:
+    """A request's upstream read once (see the module docstring): the format chosen, the text read in it, and, when
+    it is not valid there, the calls read wherever they are when that reading is the better one."""
+    tried: Strict = {}
+    fmt, out_fmt, detected = choose_formats(text, wanted, tried)
+    offered = params_by_tool(tools)
+    got = read_text(text, fmt, tools, tried=tried, offered=offered)
+    got.out_fmt, got.detected = out_fmt, detected
+    got = salvaged(got, tools, offered=offered)
+    if got.salvaged is not None and got.salvaged.fmt and not wanted and detected is None:
+        got.out_fmt = got.salvaged.fmt
+    return got
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Salvage: the calls read wherever they are, when that is the better reading
+
+
+def salvaged(
+    reading: Reading, tools: Iterable[Any] | Mapping[str, Any] | None, *, offered: Mapping[str, Any] | None = None
+) -> Reading:
+    """``reading`` with the calls read wherever the model put them, when the text is not valid in its format and
+    that reading is the better one (:func:`better_salvage`), values typed by the specs; else ``reading`` itself."""
+    if reading.strict_ok or reading.mended:
+        return reading
+    known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
+    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known)
+    if found is None:
+        return reading
+    calls = list(found.calls)
+    index = tool_index(tools)
+    if index:  # values a site's format writes as untyped text are settled by the specs
+        site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
+        calls = [get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
+    cut = reading.text_cut
+    return Reading(
+        reading.text, reading.fmt, calls, False, reading.strict_reason, cut,
+        None if cut is None else Cut(None, cut.name, {}, cut.clean),  # (the cut call, left out, has no index)
+        False, found, reading.out_fmt, reading.detected, reading.lenient,
+    )
+
+
+def better_salvage(
+    text: str,
+    lenient: Sequence[ToolCall],
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    offered: Mapping[str, Any] | None = None,
+    known: Mapping[str, Lenient] | None = None,
+) -> Salvage | None:
+    """The calls of a text that is not valid in its format, read wherever they are
+    (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
+    (``lenient``); else None. Better: more calls to offered tools (to plausibly named ones when there is no tool list),
+    then more of them spelled exactly as offered, then fewer calls to other names, then more arguments read. So a
+    lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
+    and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
+    too. A reading as good as salvage's is kept. ``known``: the lenient readings of ``text`` already made with
+    ``offered``, by format name."""
+    offered = _offered(tools, offered)
+    found = salvage(text, offered, known)
+
+    def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
+        names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)
+        if offered:
+            good = sum(n for name, n in names.items() if is_offered(name, offered))
+            exact = sum(n for name, n in names.items() if name in offered)
+        else:
+            good = exact = sum(n for name, n in names.items() if _PLAUSIBLE_NAME.fullmatch(name))
+        return good, exact, good - len(calls), sum(len(c.arguments) for c in calls)
+
+    if found.complete and not found.calls:
+        return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)
+    return found if score(found.calls) > score(lenient) else None

@@ -1,0 +1,101 @@
+"""One ``refine`` reads a request's upstream once: one detection, at most one strict read of it in each format (the
+format it is read in exactly once: detection's reading, or the requested format's, is the gate's), at most one
+lenient read in the format it is read in (salvage takes that reading), and at most one read of tier 1's output.
+
+Counted by wrapping the registry's entry points (each format's ``parse_strict`` and ``parse_lenient``, detection),
+not by counters in the library."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from refiner import formats
+from refiner.formats import detect as detect_module
+from refiner.formats import reading as reading_module
+from refiner.pipeline import Refiner
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]
+
+CASES = {
+    "valid": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>',
+    "needs repair": '<tool_call>\n{"name": "get_wether", "arguments": {"city": "Paris", "days": "3"}}\n</tool_call>',
+    "broken json": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}\n</tool_call>',
+    "xml": "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+    "in prose": 'I will call it: {"name": "get_weather", "arguments": {"city": "Paris"}} now.',
+    "no call": "I cannot call a tool for that.",
+    "cut": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par',
+    "long broken": "<tool_call>\n" + '{"name": "get_weather", "arguments": {"city": "' + "x" * 6000 + '"}\n</tool_call>',
+}
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """``(counts, texts)``: set ``texts["upstream"]`` and ``texts["output"]`` before a refine; ``counts`` then
+    holds ``("strict"|"lenient", "upstream"|"output"|"other", format)`` and ``("detect", which)``."""
+    counts: Counter = Counter()
+    texts: dict[str, str | None] = {"upstream": None, "output": None}
+
+    def which(text):
+        return "upstream" if text == texts["upstream"] else "output" if text == texts["output"] else "other"
+
+    for fmt in formats.all_formats():
+        def strict(text, _orig=fmt.parse_strict, _name=fmt.name):
+            counts["strict", which(text), _name] += 1
+            return _orig(text)
+
+        def lenient(text, *a, _orig=fmt.parse_lenient, _name=fmt.name, **k):
+            counts["lenient", which(text), _name] += 1
+            return _orig(text, *a, **k)
+
+        monkeypatch.setattr(fmt, "parse_strict", strict)
+        monkeypatch.setattr(fmt, "parse_lenient", lenient)
+    original = detect_module.detect_with_calls
+
+    def detect(text, *a, **k):
+        counts["detect", which(text)] += 1
+        return original(text, *a, **k)
+
+    for module in (detect_module, reading_module, formats):
+        monkeypatch.setattr(module, "detect_with_calls", detect)
+    return counts, texts
+
+
+@pytest.mark.parametrize("fmt", [None, "hermes"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_refine_reads_its_upstream_once(reads, case, fmt):
+    counts, texts = reads
+    request = {"tools": TOOLS, "query": "", "upstream": CASES[case], "format": fmt}
+    texts["upstream"] = CASES[case]
+    refined = Refiner().refine(request)["refined"]
+    texts["output"] = refined if refined != CASES[case] else None
+    counts.clear()
+    result = Refiner().refine(request)
+    assert result["refined"] == refined
+    read_in = result["format"] if result["stage"] == "unchanged" else None
+    detections = counts["detect", "upstream"]
+    assert detections == (1 if fmt is None else detections) and detections <= 1, counts
+    reads = [(*key, n) for key, n in counts.items() if len(key) == 3]
+    strict = {name: n for kind, text, name, n in reads if kind == "strict" and text == "upstream"}
+    assert all(n == 1 for n in strict.values()), strict  # no format reads the upstream strictly twice
+    lenient = {name: n for kind, text, name, n in reads if kind == "lenient" and text == "upstream"}
+    assert sum(lenient.values()) <= 1, lenient  # salvage takes the format's own lenient reading
+    for name in lenient:  # a lenient read is given the strict reading already made (it does not parse again)
+        assert strict.get(name) == 1
+    if read_in is not None:
+        assert strict.get(read_in) == 1
+    output = sum(n for kind, text, _, n in reads if kind == "strict" and text == "output")
+    assert output <= 1, counts  # tier 1's output: one round trip through its text at most
+    assert counts["detect", "output"] == 0
+
+
+def test_the_read_format_is_read_strictly_exactly_once(reads):
+    counts, texts = reads
+    text = CASES["broken json"]
+    texts["upstream"] = text
+    Refiner().refine({"tools": TOOLS, "query": "", "upstream": text})
+    assert counts["strict", "upstream", "hermes"] == 1
+    assert counts["lenient", "upstream", "hermes"] == 1
+    assert counts["detect", "upstream"] == 1
