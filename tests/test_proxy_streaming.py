@@ -11,10 +11,10 @@ import httpx
 import pytest
 from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, serve_in_thread
 
+from refiner.formats.derive.render import ChatTemplate
 from refiner.proxy import create_app
 from refiner.proxy.content import HOLD_CHARS, ReasoningStream, separate_reasoning
-from refiner.proxy.thinking import PromptReasoning, answer_says, prompt_opens
-from refiner.formats.derive.render import ChatTemplate
+from refiner.proxy.thinking import PromptReasoning, answer_says, leans, prompt_opens
 
 CALL = '<tool_call>\n{{"name": "get_time", "arguments": {{"tz": "{}"}}}}\n</tool_call>'
 QWEN3_THINKING = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
@@ -115,6 +115,82 @@ def test_what_is_held_while_nothing_is_known_is_bounded() -> None:
     assert stream.feed("x" * HOLD_CHARS) == ("", "")
     assert stream.feed("yz") == ("", "x" * HOLD_CHARS + "yz")  # past the bound: no block, passed on as the answer
     assert stream.feed("</think>") == ("", "</think>")
+
+
+# ---------------------------------------------------------------------------------------------------- the model's name
+
+LEAN_TEXTS = [("The user wants the weather in Paris, so I", True),  # cut inside the reasoning
+              ("Need to look.\n" + CALL.format("CET"), False),  # a call ends a block the model did not close
+              ("Paris is the capital of France.", False),  # ended by itself, no call: thinking was off
+              ("Checking." + CALL.format("CET"), False),  # a call not at a line start: the text is content
+              ("plan\n</think>\n\nParis.", False), ("<think>a</think>b", False), ("[{\"a\": 1}]", True),
+              (CALL.format("CET</think>"), False), ("x" * (HOLD_CHARS + 50), False),
+              ("x" * (HOLD_CHARS + 50) + "</think>Paris.", False)]
+
+
+def test_model_names_whose_template_opens_the_block_by_default() -> None:
+    for name in ("Qwen/Qwen3-4B-Thinking-2507", "Qwen/Qwen3.5-9B", "qwen3.6-27b-fp8", "Qwen/QwQ-32B", "zai-org/GLM-4.7",
+                 "zai-org/GLM-5.3", "moonshotai/Kimi-K2.6", "deepseek-ai/DeepSeek-R1-0528"):
+        assert leans(name), name
+    for name in ("Qwen/Qwen3-8B", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "qwen3.5-coder", "zai-org/GLM-4.5",
+                 "deepseek-ai/DeepSeek-V3.2", "moonshotai/Kimi-K2-Instruct-0905", "meta-llama/Llama-3.3-70B", None):
+        assert not leans(name), name
+    prompts = PromptReasoning()
+    assert prompts.leans({"model": "Qwen/Qwen3.5-9B"}) and not prompts.leans({"model": "Qwen/Qwen3-8B"})
+    prompts.learn({"model": "Qwen/Qwen3.5-9B"}, "Paris.", "stop")  # an answer of that model showed thinking off
+    assert not prompts.leans({"model": "Qwen/Qwen3.5-9B"})
+    assert answer_says("Need to look.\n" + CALL.format("CET"), "tool_calls") is None  # a call may end the block
+
+
+@pytest.mark.parametrize("text,cut", LEAN_TEXTS)
+@pytest.mark.parametrize("size", [1, 3, 7, 5000])
+def test_a_leaning_stream_reads_as_the_whole_answer(text: str, cut: bool, size: int) -> None:
+    """A model whose template opens the block by default, nothing else known: held as with nothing known, then read
+    inside the block when cut, when a call begins a line, or past the hold bound; the pieces join to the whole split."""
+    stream = ReasoningStream(None, lean=True)
+    reasoning, answer = [], []
+    for piece in chunked(text, size):
+        r, a = stream.feed(piece)
+        reasoning.append(r)
+        answer.append(a)
+    r, a = stream.end(cut)
+    want = separate_reasoning(text, None, lean=True, cut=cut)
+    assert ("".join(reasoning + [r]) or None, "".join(answer + [a])) == (want[0] or None, want[1])
+
+
+def test_what_a_leaning_model_is_read_as() -> None:
+    assert separate_reasoning("The user wants", None, lean=True, cut=True) == ("The user wants", "")
+    assert separate_reasoning("The user wants", None, lean=False, cut=True) == (None, "The user wants")
+    assert separate_reasoning("Need to look.\n" + CALL.format("CET"), None, lean=True) == (
+        "Need to look.", CALL.format("CET"))
+    assert separate_reasoning("Paris.", None, lean=True) == (None, "Paris.")
+    long = "y" * (HOLD_CHARS + 1)
+    assert separate_reasoning(long, None, lean=True) == (long, "")
+    stream = ReasoningStream(None, lean=True)
+    assert stream.feed(long) == (long, "")  # past the bound it is taken to be reasoning, and sent
+    assert stream.feed("more</think>Paris.") == ("more", "Paris.")
+
+
+def test_a_cut_answer_of_a_thinking_model_is_reasoning_with_no_hint(upstream) -> None:
+    """Through the proxy, no hint: a Qwen3.5 answer cut inside its reasoning comes back as reasoning_content, streamed
+    (in every chunking) and not; the same text from a model the proxy knows nothing of stays content; an answer that
+    ended by itself stays content."""
+    cut = "The user wants the time in Central Europe, so I will"
+    with serve_in_thread(create_app(upstream + "/v1", workers=0)) as url:
+        for size in (1, 4, 100):
+            fake = {"finish_reason": "length", "content_pieces": chunked(cut, size)}
+            merged, _ = exchange(url, body(cut, model="Qwen/Qwen3.5-9B", fake=fake))
+            assert merged == whole(url, body(cut, model="Qwen/Qwen3.5-9B", fake={"finish_reason": "length"}))
+            assert merged == {"content": None, "reasoning_content": cut, "calls": []}
+        other = whole(url, body(cut, model="some/model", fake={"finish_reason": "length"}))
+        assert other == {"content": cut, "reasoning_content": None, "calls": []}
+        said = "It is 14:05 in Central Europe."
+        merged, _ = exchange(url, body(said, model="Qwen/Qwen3.6-35B", fake={"content_pieces": chunked(said, 3)}))
+        assert merged == {"content": said, "reasoning_content": None, "calls": []}
+        preamble = "I need the time.\n" + CALL.format("CET")
+        merged, _ = exchange(url, body(preamble, model="zai-org/GLM-4.7", fake={"content_pieces": chunked(preamble, 5)}))
+        assert merged == whole(url, body(preamble, model="zai-org/GLM-4.7"))
+        assert merged == {"content": None, "reasoning_content": "I need the time.", "calls": [("get_time", {"tz": "CET"})]}
 
 
 # ---------------------------------------------------------------------------------------------------- through the proxy

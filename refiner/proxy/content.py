@@ -616,11 +616,36 @@ class EdgeTrim:
         return trim_edges(rest, False, trail)
 
 
-def separate_reasoning(text: str, opened: bool | None) -> tuple[str | None, str]:
+def think_closers() -> tuple[str, ...]:
+    """The thinking blocks' own closers (``</think>``, ``[/THINK]``, ``<|END_THINKING|>``...): what ends a block
+    when nothing says the prompt opened one (a generic end token such as ``<|end|>`` alone is no sign of reasoning)."""
+    return tuple(dict.fromkeys(p[1] for p in pairs() if "think" in p[1].lower()))
+
+
+def lean_opens(text: str, cut: bool) -> bool:
+    """For a model whose chat template opens the reasoning block by default (:func:`refiner.proxy.thinking.leans`)
+    when nothing else is known: whether its whole answer ``text``, which neither opens a block itself nor holds a
+    thinking closer, is read as written inside the block the prompt opened. Yes when it was cut (``finish_reason:
+    "length"``: it stopped inside its reasoning), when a call begins at the start of a line (a call ends a prompt's
+    block the model did not close: llama.cpp's and vLLM's Qwen3 rule), or when it is longer than :data:`HOLD_CHARS`
+    (a stream holds no longer); no for an answer that ended by itself with no call (a thinking model closes its block
+    before it answers: that prompt had thinking off). An answer that opens with ``[`` or ``{`` is a call: no."""
+    if text.lstrip(_BLANK)[:1] in ("[", "{"):
+        return False
+    return cut or len(text) > HOLD_CHARS or call_start(text, 0) >= 0
+
+
+def separate_reasoning(text: str, opened: bool | None, lean: bool = False,
+                       cut: bool = False) -> tuple[str | None, str]:
     """``(reasoning, answer)`` of a whole answer's content (:func:`refiner.formats.reasoning.split_reasoning`;
     ``opened``: what the request says of the prompt's block, :func:`thinking_hint`): the reasoning without the line
-    breaks around it (None when there is no block)."""
+    breaks around it (None when there is no block). ``lean`` (``opened`` None: the model's template opens the block
+    by default) and ``cut`` (the answer ended on the token limit): an answer with no opener and no thinking closer is
+    read by :func:`lean_opens`, as :class:`ReasoningStream` reads it."""
     s = split_reasoning(text, opened=opened)
+    if opened is None and lean and not s.found and not any(c in text for c in think_closers()) \
+            and lean_opens(text, cut):
+        s = split_reasoning(text, opened=True)
     if not s.found:
         return None, text
     return trim_edges(s.reasoning(text), True, True), text[s.answer :]
@@ -641,10 +666,15 @@ class ReasoningStream:
     ``opened`` None (nothing says whether the prompt opened a block): an answer that does not open one itself is held
     (nothing sent) until its first thinking closer (the text before it is reasoning, unless a call began before it:
     :func:`refiner.formats.reasoning.split_reasoning`'s rule) or its end; past :data:`HOLD_CHARS` characters with no
-    closer it is taken to have no block and is passed on as the answer."""
+    closer it is taken to have no block and is passed on as the answer. With ``lean`` (the model's template opens the
+    block by default: :func:`refiner.proxy.thinking.leans`), past :data:`HOLD_CHARS` with no closer it is taken to be
+    inside the block (reasoning, sent from then on), and at its end it is read by :func:`lean_opens` (``cut``: the
+    answer ended on the token limit, :meth:`end`)."""
 
-    def __init__(self, opened: bool | None) -> None:
+    def __init__(self, opened: bool | None, lean: bool = False) -> None:
         self.opened = opened
+        self.lean = lean and opened is None
+        self.cut = False
         self.known = pairs()
         self.text = ""
         self.state = "start"  # start | inside | answer
@@ -666,9 +696,11 @@ class ReasoningStream:
         self.text += piece
         return self._trimmed(*self._advance(final=False))
 
-    def end(self) -> tuple[str, str]:
+    def end(self, cut: bool = False) -> tuple[str, str]:
+        """The rest once the answer has ended; ``cut``: it ended on the token limit."""
         if self.state == "answer":
             return "", ""
+        self.cut = cut
         return self._trimmed(*self._advance(final=True))
 
     def _trimmed(self, reasoning: str, answer: str) -> tuple[str, str]:
@@ -696,7 +728,7 @@ class ReasoningStream:
             elif self.opened:
                 self.state, self.body, self.closers = "inside", 0, tuple({p[1] for p in self.known})
             elif self.opened is None and rest[:1] not in ("[", "{"):  # an answer opening with [ or { holds a call
-                self.state, self.closers = "undecided", tuple({p[1] for p in self.known if "think" in p[1].lower()})
+                self.state, self.closers = "undecided", think_closers()
             else:
                 self.state, self.text = "answer", ""
                 return "", text
@@ -748,10 +780,20 @@ class ReasoningStream:
             j, closer = found
             self.found, self.state, self.text = True, "answer", ""
             return text[:j], text[j + len(closer) :]
+        if found is None and self.lean and (len(text) > HOLD_CHARS or (final and lean_opens(text, self.cut))):
+            return self._enter_block(final)
         if found is not None or final or len(text) > HOLD_CHARS:
             self.state, self.text = "answer", ""  # a closer inside a call, or none: no block
             return "", text
         return "", ""
+
+    def _enter_block(self, final: bool) -> tuple[str, str]:
+        """Reads the text held so far as written inside the block the prompt opened (as ``opened`` True)."""
+        self.state, self.body, self.sent, self.scanned, self.found = "inside", 0, 0, 0, True
+        self.closers = tuple(dict.fromkeys(p[1] for p in self.known))
+        self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
+        self.closer_starts = {c[0] for c in self.closers}
+        return self._advance(final)
 
     def _compact(self) -> None:
         """Drops sent reasoning from ``text`` but a few characters, so a long block streamed in small pieces costs

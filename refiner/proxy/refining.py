@@ -271,6 +271,7 @@ class Refinement:
         ``reasonings`` the reasoning blocks already sent."""
         deadline = self.deadline()
         opened = self.prompts.opened(body, whole=True) if splits is None else None
+        lean = splits is None and opened is None and self.prompts.leans(body)
         results = [ChoiceResult(m, f) for m, f in items]
         for i, text in (reasonings or {}).items():
             if 0 <= i < len(results):
@@ -280,7 +281,7 @@ class Refinement:
             if splits is None:
                 if upstream_reasoning(message) is None:
                     self.prompts.learn(body, message.get("content"), reason)
-                message = self.take_reasoning(body, message, results[i], opened)
+                message = self.take_reasoning(body, message, results[i], opened, lean, reason == "length")
                 results[i].message = message
             tool_calls = message.get("tool_calls")
             split = (splits or {}).get(i)
@@ -398,15 +399,19 @@ class Refinement:
         for j, result in zip(todo, results):
             j.outcome = {"format": j.request.get("format"), "result": read_result(result)}
 
-    def take_reasoning(self, body: dict, message: dict, out: ChoiceResult, opened: bool | None = None) -> dict:
+    def take_reasoning(self, body: dict, message: dict, out: ChoiceResult, opened: bool | None = None,
+                       lean: bool = False, cut: bool = False) -> dict:
         """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after any
         reasoning the upstream separated itself, which is kept as it came); ``opened``: whether the prompt opened the
-        block (:meth:`~refiner.proxy.thinking.PromptReasoning.opened`)."""
+        block (:meth:`~refiner.proxy.thinking.PromptReasoning.opened`); ``lean``: when not known, the model's family
+        opens it by default (:meth:`~refiner.proxy.thinking.PromptReasoning.leans`); ``cut``: the answer ended on the
+        token limit."""
         content = message.get("content")
         if not isinstance(content, str) or not content:
             return message
         given = upstream_reasoning(message)
-        reasoning, answer = separate_reasoning(content, False if given is not None else opened)
+        reasoning, answer = separate_reasoning(content, False if given is not None else opened, lean and given is None,
+                                               cut)
         if reasoning is None:
             return message
         out.separated, out.reasoning = True, reasoning

@@ -100,8 +100,8 @@ class AnswerStream:
     after a reasoning block and before the calls are the template's, and content left blank once reasoning or calls
     were taken out is no content."""
 
-    def __init__(self, opened: bool | None, split: ContentSplit | None) -> None:
-        self.reasoning = ReasoningStream(opened)
+    def __init__(self, opened: bool | None, split: ContentSplit | None, lean: bool = False) -> None:
+        self.reasoning = ReasoningStream(opened, lean)
         self.split = split
         self.driver = CallDriver(split) if split is not None else None
         self.trim: EdgeTrim | None = None  # made when the content starts (after the reasoning block, if any)
@@ -134,10 +134,11 @@ class AnswerStream:
         self.calls += calls
         return self._content(said.release), calls
 
-    async def end(self, refinement: Refinement, body: dict) -> tuple[str, str]:
-        """``(reasoning, content)`` to send once the upstream's stream has ended (before the refined calls)."""
+    async def end(self, refinement: Refinement, body: dict, cut: bool = False) -> tuple[str, str]:
+        """``(reasoning, content)`` to send once the upstream's stream has ended (before the refined calls); ``cut``:
+        it ended on the token limit."""
         self.stop_early_calls()  # the rest is read whole
-        reasoning, answer = self.reasoning.end()
+        reasoning, answer = self.reasoning.end(cut)
         self.sent_reasoning.append(reasoning)
         text, _ = await self._answer(answer, refinement, body)
         if self.driver is not None:
@@ -224,7 +225,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         yield DONE
         return
     for i, ans in sorted(answers.items()):
-        delta = _delta(*(await ans.end(refinement, body)))
+        delta = _delta(*(await ans.end(refinement, body, buf.finish.get(i) == "length")))
         if delta:
             yield sse(buf.chunk(i, delta))
     indices = buf.indices()
@@ -290,7 +291,8 @@ async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned:
             ans = answers.get(i)
             if ans is None:
                 opened = False if i in reasoned else refinement.prompts.opened(body)
-                ans = answers[i] = AnswerStream(opened, refinement.splitter(body))
+                lean = opened is None and refinement.prompts.leans(body)
+                ans = answers[i] = AnswerStream(opened, refinement.splitter(body), lean)
                 if i in buf.calls:
                     ans.stop_early_calls()
             before = len(ans.calls)

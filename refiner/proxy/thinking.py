@@ -13,13 +13,25 @@ of a request (:meth:`PromptReasoning.opened`), first found first:
    not;
 4. that model's earlier answers (requests with no hint, whose upstream did not separate the reasoning itself): one
    with a thinking closer and no opener says yes; one that opens its own block, or that ended (``stop`` or
-   ``tool_calls``) with no closer at all, says no; the latest answer that says either counts.
+   ``tool_calls``) with no closer and no call at all, says no; the latest answer that says either counts.
 
 Nothing known: a stream holds its text until the first closer or :data:`~refiner.proxy.content.HOLD_CHARS`
 characters (:class:`~refiner.proxy.content.ReasoningStream`). A whole answer reads its own text (a thinking closer
 outside any call ends a block it began with) unless 1-3 say: what earlier answers showed only guides streams, which
 cannot read ahead. So a stream and a whole answer can differ only where an answer contradicts its model's earlier
 ones (a model that showed a closer, then answers with none: the stream sent it as reasoning).
+
+5. The requested model's name, when nothing above says (and its earlier answers did not say no): a model of a family
+   whose chat template opens the block unless the request turns thinking off (:data:`OPENS_BY_DEFAULT`: Qwen3's
+   Thinking-2507 models, Qwen3.5 and later, QwQ, DeepSeek-R1, GLM-4.7 and GLM-5, Kimi K2.5 and later) *leans*
+   (:func:`leans`): an answer that shows neither opener nor thinking closer is still held as in 1-4's absence, and
+   then read as written inside the block when it was cut on the token limit, when a call begins at the start of a
+   line before any closer (a call ends a prompt's block the model did not close), or past
+   :data:`~refiner.proxy.content.HOLD_CHARS` characters (sent as reasoning from then on); an answer that ended by
+   itself with no call stays content (its prompt had thinking off). A stream and a whole answer read it alike
+   (:func:`refiner.proxy.content.lean_opens`). Families whose template closes the block by default (DeepSeek V3.1 and
+   V3.2: ``thinking`` defaults to false) are not listed: a request with no hint gets thinking off there, and an answer
+   that still holds reasoning shows its closer, or cannot be told apart from content.
 """
 
 from __future__ import annotations
@@ -27,12 +39,13 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from refiner.formats.derive.render import ChatTemplate, compile_template, load_template
-from refiner.formats.reasoning import pairs, split_reasoning
+from refiner.formats.reasoning import call_start, pairs, split_reasoning
 from refiner.proxy.content import thinking_hint
 
 log = logging.getLogger("refiner.proxy")
@@ -43,6 +56,26 @@ _DUMMY_TOOLS = [{"type": "function", "function": {"name": "get_weather", "descri
                                                   "parameters": {"type": "object", "properties": {
                                                       "city": {"type": "string"}}, "required": ["city"]}}}]
 _DUMMY_MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+# Models whose chat template, asked for a generation prompt with no chat_template_kwargs, ends inside the reasoning
+# block (searched in the requested model name, any case: "Qwen/Qwen3.5-9B", "qwen3.5-9b-fp8", "unsloth/QwQ-32B-GGUF").
+# Each: what the template writes after the assistant header by default.
+OPENS_BY_DEFAULT: tuple[tuple[str, str], ...] = (
+    (r"qwen3[\w.-]*-thinking", "Qwen3 Thinking-2507 / Qwen3-Next Thinking: '<think>\\n', always"),
+    (r"qwen3\.[5-9](?!.*coder)", "Qwen3.5 and later (hybrid): '<think>\\n' unless enable_thinking is false"),
+    (r"qwq", "QwQ-32B: '<think>\\n', always"),
+    (r"deepseek-r1", "DeepSeek-R1, R1-0528 and the R1 distills: '<think>\\n', always"),
+    (r"glm-?(?:4\.7|5)", "GLM-4.7, GLM-5: '<think>' unless enable_thinking is false"),
+    (r"kimi-k2\.[5-9]", "Kimi K2.5 and later: '<think>' unless thinking is false"),
+)
+_OPENS_RE = re.compile("|".join(f"(?:{p})" for p, _ in OPENS_BY_DEFAULT), re.IGNORECASE)
+
+
+def leans(model: Any) -> bool:
+    """Whether the model name is of a family whose chat template opens the reasoning block by default
+    (:data:`OPENS_BY_DEFAULT`)."""
+    return isinstance(model, str) and _OPENS_RE.search(model) is not None
 
 
 def ends_inside_block(prompt: str) -> bool:
@@ -67,7 +100,7 @@ def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None
     for tools in (_DUMMY_TOOLS, None):
         try:
             full = _render(compiled, template, True, tools, extra)
-        except Exception:  # noqa: BLE001 - a template that cannot render this conversation tells nothing
+        except Exception:  # noqa: BLE001, S112 - a template that cannot render this conversation tells nothing
             continue
         try:
             bare = _render(compiled, template, False, tools, extra)
@@ -99,8 +132,9 @@ def answer_says(content: Any, finish_reason: str | None) -> bool | None:
     s = split_reasoning(content, opened=None)
     if s.found:
         return s.body_start == 0
-    if finish_reason in ("stop", "tool_calls") and not any(c in content for _, c in pairs()):
-        return False
+    if finish_reason in ("stop", "tool_calls") and not any(c in content for _, c in pairs()) \
+            and call_start(content, 0) < 0:
+        return False  # (a call with no closer before it may end a block the prompt opened: it cannot tell)
     return None
 
 
@@ -149,6 +183,12 @@ class PromptReasoning:
         if said is not None:
             return said
         return None if whole else self.learned.get(model)
+
+    def leans(self, body: dict) -> bool:
+        """When :meth:`opened` says None: whether the requested model's family opens the block by default
+        (:func:`leans`, point 5 of the module docstring), its earlier answers not having said no."""
+        model = body.get("model") if isinstance(body.get("model"), str) else ""
+        return leans(model) and self.learned.get(model) is not False
 
     def learn(self, body: dict, content: Any, finish_reason: str | None) -> None:
         """Remembers what a raw answer (its upstream did not separate the reasoning) to a request with no hint says
