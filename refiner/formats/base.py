@@ -548,9 +548,35 @@ class _MarkerTable:
         for m in every:
             heads.setdefault(m[:2], []).append(m)
         self.heads = [(h, tuple(ms), h.isascii() and all(x.isascii() for x in ms)) for h, ms in heads.items()]
+        # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
+        # it holds one of its markers or other spellings), and those that need none, by rank
+        self.rank = {f.name: i for i, f in enumerate(fmts)}
+        self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
+            f.detection.markers or f.detection.also_read))
+        self.tagged_by_marker: dict[str, tuple[WireFormat, ...]] = {}
+        for f in fmts:
+            if not f.detection.bare:
+                for m in dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
+                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), f)
+
+        # each marker (and closer) by the formats it names, in rank order
+        self.naming: dict[str, dict[str, tuple[WireFormat, ...]]] = {"markers": {}, "closers": {}}
+        for which, named in self.naming.items():
+            for f in fmts:
+                for m in dict.fromkeys(getattr(f.detection, which)):
+                    named[m] = (*named.get(m, ()), f)
+
+    def marked(self, found_at: Mapping[str, int]) -> list[WireFormat]:
+        """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those
+        that need none."""
+        got = {f.name: f for f in self.tagged_always}
+        for m in found_at:
+            for f in self.tagged_by_marker.get(m, ()):
+                got[f.name] = f
+        return sorted(got.values(), key=lambda f: self.rank[f.name])
 
 
-def _marker_table() -> _MarkerTable:
+def marker_table() -> _MarkerTable:
     global _RANKED
     now, ranked, table = _ranked()
     if table is None:
@@ -565,7 +591,7 @@ def marker_positions(text: str) -> dict[str, int]:
     are not looked for in an ASCII text)."""
     out: dict[str, int] = {}
     ascii_text = text.isascii()
-    for head, markers, ascii_only in _marker_table().heads:
+    for head, markers, ascii_only in marker_table().heads:
         if ascii_text and not ascii_only and not head.isascii():
             continue
         at = text.find(head)

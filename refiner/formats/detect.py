@@ -31,6 +31,7 @@ from refiner.formats.base import (
     WireFormat,
     by_rank,
     marker_positions,
+    marker_table,
     remember,
     same_texts,
 )
@@ -44,18 +45,18 @@ DETECT_CHARS = 20_000
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(body: str, ranked: list[WireFormat], which: str, found_at: dict[str, int]) -> str | None:
+def _by_marker(body: str, which: str, found_at: dict[str, int]) -> str | None:
+    """The format the earliest (then longest) of the registered ``which`` (markers or closers) in ``body`` names."""
+    named = marker_table().naming[which]
     best: tuple[int, int] | None = None  # (position, -len(marker)): earliest, then longest
     found: str | None = None
-    for fmt in ranked:
-        for marker in getattr(fmt.detection, which):
-            i = found_at.get(marker, -1)
-            if i >= 0 and (best is None or (i, -len(marker)) < best):
-                best, found = (i, -len(marker)), marker
+    for marker, i in found_at.items():
+        if marker in named and (best is None or (i, -len(marker)) < best):
+            best, found = (i, -len(marker)), marker
     if found is None:
         return None
     at = best[0]
-    sharing = [f for f in ranked if found in getattr(f.detection, which)]
+    sharing = named[found]
     for fmt in sharing:
         if fmt.sniff(body, at):
             return fmt.name
@@ -92,12 +93,6 @@ def detect_with_calls(
         return _detect(text, {} if tried is None else tried)
 
 
-def _marked(fmt: WireFormat, found_at: dict[str, int]) -> bool:
-    """Whether the text holds a string without which ``fmt`` (a tagged format) cannot read it strictly."""
-    needs = (*fmt.detection.markers, *fmt.detection.also_read)
-    return not needs or any(m in found_at for m in needs)
-
-
 def _detect(
     text: str, tried: dict[str, list[ToolCall] | FormatError]
 ) -> tuple[str | None, list[ToolCall] | None]:
@@ -105,14 +100,13 @@ def _detect(
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = remember(text, "marker_positions", lambda: marker_positions(text))
     if small:
-        for fmt in ranked:
-            if not fmt.detection.bare and _marked(fmt, found_at):
-                calls = strict_reading(fmt, text, tried)
-                if calls is not None:
-                    return fmt.name, calls
+        for fmt in marker_table().marked(found_at):
+            calls = strict_reading(fmt, text, tried)
+            if calls is not None:
+                return fmt.name, calls
     body = strip_reasoning(text)
     in_body = found_at if len(body) == len(text) else marker_positions(body)
-    name = _by_marker(body, ranked, "markers", in_body) or _by_marker(body, ranked, "closers", in_body)
+    name = _by_marker(body, "markers", in_body) or _by_marker(body, "closers", in_body)
     if name is not None:
         return name, None
     if small:
