@@ -10,6 +10,14 @@ built with :func:`refiner.formats.family.make_row` (not registered), then checke
 must read the template's own render of the placeholder calls back as those calls. Anything else is *special*, with
 why (a typing the grammar cannot hold, a name carried inside the call id, calls in no shape a grammar reads, ...).
 
+Every derivation also fills one :class:`~refiner.formats.derive.record.Record` of the family's literals, read by
+diffing renders with no assumption about tag names, attribute names, token spellings or line layout (section, call,
+name, arguments, each key and value, separators, value typing, id, reasoning, whether the generation prompt opens a
+reasoning block), with what it could not derive and why. A family no grammar row holds and no built-in format reads
+is read and written by the generic reader of its record (:mod:`refiner.formats.recorded`) when that reader reads the
+template's own renders back exactly. :func:`dialect_for` never raises: a template nothing can be derived from leaves
+the format to detection, with one log line.
+
 :func:`install` registers a derived row under its name (``Refiner(chat_template=...)`` and ``serve --chat-template``
 do, so that the pipeline can name it), or names the built-in row that has the same spelling. ``read_by`` lists the
 built-in formats (hand-written modules included) that read the template's render of the placeholder calls back
