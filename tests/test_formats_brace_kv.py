@@ -190,17 +190,18 @@ _values = st.recursive(
        st.integers(min_value=0, max_value=3), _EDITS)
 def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
     from refiner.formats.brace_kv import _Reader
+    from refiner.formats.xmlvalues import Finder
 
     head = f"{O}call:f"
     text = G.render([ToolCall("f", args)])
     body = text[len(head) : -len(C)]
     if not (insert or cut):
-        assert G._fast_args(text, len(head)) == (args, len(text) - len(C))  # the render is read at C speed
+        assert G._fast_args(text, len(head), Finder(text)) == (args, len(text) - len(C))  # read at C speed
     at = at % (len(body) + 1)
     text = head + body[:at] + insert + body[at + cut :] + C
     if not text.startswith("{", len(head)):
         return
-    fast = G._fast_args(text, len(head))
+    fast = G._fast_args(text, len(head), Finder(text))
     try:
         args_read, end = _Reader(G, text, None).obj(len(head), 0)
         slow = (args_read, end) if text.startswith(C, end) or text[end:].lstrip().startswith(C) else None
@@ -216,40 +217,52 @@ def _typed(value):
     return json.dumps(value, sort_keys=True)  # (1, 1.0 and true told apart)
 
 
+def _read(fmt, text, brace):
+    """The reader's strict reading of the object at ``brace`` when the call's closing token follows it, else None."""
+    from refiner.formats.brace_kv import _Reader
+
+    try:
+        args, end = _Reader(fmt, text, None).obj(brace, 0)
+    except formats.FormatError:
+        return None
+    return (args, end) if text[end:].lstrip().startswith(fmt.spelling.call_close) else None
+
+
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([G, F]), st.lists(st.dictionaries(_keys, _values, max_size=4), min_size=1, max_size=3),
        st.lists(st.tuples(st.integers(min_value=0, max_value=600), st.integers(min_value=0, max_value=3), _EDITS),
                 max_size=3))
-def test_split_read_agrees_with_the_scan(fmt, many, edits):
-    """The split read (the common call, sooner) gives exactly the scan's result wherever it answers, on renderings
-    of both rows and on copies damaged anywhere (a token, a quote, a brace, a backslash, ``None`` put in or cut
-    out), at every call's brace."""
-    from refiner.formats.brace_kv import _DOUBT
+def test_split_read_agrees_with_the_reader(fmt, many, edits):
+    """The split read (the fast path) gives the reader's result wherever it answers, on renderings of both rows and
+    on copies damaged anywhere (a token, a quote, a brace, a backslash, ``None`` put in or cut out), at every call's
+    brace."""
+    from refiner.formats.xmlvalues import Finder
 
     text = fmt.render([ToolCall("f", a) for a in many])
     for at, cut, insert in edits:
         at %= len(text) + 1
         text = text[:at] + insert + text[at + cut :]
     for brace in [i for i, ch in enumerate(text) if ch == "{"]:
-        split = fmt._split_read(text, brace)
-        if split is not _DOUBT:
-            scan = fmt._scan_read(text, brace)
-            assert scan is not None and split[1] == scan[1] and _typed(split[0]) == _typed(scan[0]), (text, brace)
+        split = fmt._split_read(text, brace, Finder(text))
+        if split is not None:
+            slow = _read(fmt, text, brace)
+            assert slow is not None and _typed(split[0]) == _typed(slow[0]), (text, brace)
+            assert text[slow[1] : split[1]].strip() == "", (text, brace)
 
 
 @pytest.mark.parametrize("fmt", [G, F], ids=["gemma4", "functiongemma"])
 def test_split_read_takes_plain_calls(fmt):
     """A call whose keys are plain words and whose values are strings, numbers, lists and objects is read by the
-    split read (not left to the scan), as the scan reads it."""
-    from refiner.formats.brace_kv import _DOUBT
+    split read (not left to the reader), as the reader reads it."""
+    from refiner.formats.xmlvalues import Finder
 
     args = {"city": "Paris, <b>\"France\"</b>", "n": 5, "tags": ["a", "b"], "deep": {"x": [1.5, True, None]}}
     text = fmt.render([ToolCall("get_weather", args)])
     brace = text.index("{")
-    assert fmt._split_read(text, brace) is not _DOUBT or "None" in text
+    assert fmt._split_read(text, brace, Finder(text)) is not None or "None" in text
     text = fmt.render([ToolCall("get_weather", {k: v for k, v in args.items() if k != "deep"})])
-    got = fmt._split_read(text, brace)
-    assert got is not _DOUBT and got == fmt._scan_read(text, brace)
+    got = fmt._split_read(text, brace, Finder(text))
+    assert got is not None and got == _read(fmt, text, brace)
     assert got[0] == {k: v for k, v in args.items() if k != "deep"}
 
 

@@ -58,7 +58,6 @@ LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": 
 # Read leniently (reported): what models write in place of the template's literals.
 LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
 MAX_NOTES = 8  # problems a call's reader reports at most (values read loosely, junk skipped)
-MAX_FAST_STEPS = 8192  # matches the fast argument read takes before leaving a call to the reader
 MAX_RESPELT = 4096  # token look-alikes looked at per text (lenient reading)
 MAX_BARE_TRIES = 512  # call:NAME{ looked at per call where the text has no call token (lenient reading)
 MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
@@ -270,12 +269,8 @@ class _Reader:
 
 
 _INF = float("inf")
-_DOUBT = object()  # (the split read's "ask the scan")
 _ASK = object()  # (not given, or not kept yet)
-# what JSON holds outside a string, but for what starts a branch of the scan ("{" and "," may start a key, "N" None):
-# white space, brackets, a colon, numbers, and the letters of true, false and null (a regex class)
-_JSON_OUTSIDE_STRINGS = r"\]\[}: \t\r\n0-9.eE+\-truefalsn"
-# a bare key, as the fast reads take it
+# a bare key, as the split read takes it
 _KEY = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
 
 
@@ -293,7 +288,7 @@ LITERALS_SPELT = {True: "true", False: "false", None: "null"}
 
 
 def _json_object(body: str) -> dict | None:
-    """The object that ``body`` is, whole, as the fast reads' strict decoder reads it; None for anything else."""
+    """The object that ``body`` is, whole, as the split read's strict decoder reads it; None for anything else."""
     try:
         value, stop = _FAST_DECODER.raw_decode(body)
     except (ValueError, RecursionError):
@@ -358,7 +353,7 @@ class BraceKV(WireFormat):
         if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
             raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
         calls = []
-        kept = memo(text)
+        kept, finder = memo(text), Finder(text)
         while i >= 0:
             pos = i + len(sp.call_open)
             if not text.startswith(sp.keyword, pos):
@@ -367,64 +362,62 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            got = self._fast_args(text, m.end(), kept)
+            got = self._fast_args(text, m.end(), finder, kept)
             args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
                 raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
             calls.append(ToolCall.trusted(m.group(), args))
-            i = text.find(sp.call_open, pos + len(sp.call_close))
+            i = finder.next(sp.call_open, pos + len(sp.call_close))
         return calls
 
-    def _fast_args(self, text: str, brace: int, kept: dict | None | object = _ASK) -> tuple[dict, int] | None:
-        """The arguments object at ``brace`` read at C speed: rewritten as JSON in one regex pass (quoted strings
-        and bare keys quoted as JSON, ``None`` as ``null``, up to the call's closing token outside a string) and
-        decoded by a strict decoder that refuses what the reader refuses (duplicate keys, NaN, numbers a float cannot
-        hold); ``None`` at any doubt (a JSON quote outside a quoted string, anything the decoder refuses), and the
-        reader then reads it and explains. Whatever it accepts, the reader reads the same way (tested)."""
+    def _fast_args(self, text: str, brace: int, finder: Finder, kept: dict | None | object = _ASK
+                   ) -> tuple[dict, int] | None:
+        """The arguments object at ``brace`` read by :meth:`_split_read`; ``None`` where it cannot, and the reader
+        then reads it and explains. ``finder``: the text's :class:`~refiner.formats.xmlvalues.Finder`, asked for
+        positions that never decrease."""
         # (strict and lenient readings of one text, by the gate, detection and salvage, read a call alike: once;
         # ``kept``: the text's memo, when the caller has it: base.memo)
         if kept is _ASK:
             kept = memo(text)
         if kept is None:
-            return self._fast_read(text, brace)
+            return self._split_read(text, brace, finder)
         key = ("brace_kv fast", self.name, brace)
         got = kept.get(key, _ASK)
         if got is _ASK:
-            got = kept[key] = self._fast_read(text, brace)
+            got = kept[key] = self._split_read(text, brace, finder)
         return got
 
-    def _fast_read(self, text: str, brace: int) -> tuple[dict, int] | None:
-        got = self._split_read(text, brace)
-        return self._scan_read(text, brace) if got is _DOUBT else got
-
-    def _split_read(self, text: str, brace: int) -> tuple[dict, int] | None | object:
-        """:meth:`_scan_read`'s result for the common call, sooner: the text up to the first closing token, split at
-        the quote tokens, is strings (the odd pieces) between the rest, where only bare keys need quoting: found by
-        one C-level split of the rest joined, and each string and key written as JSON by a C-level map. ``_DOUBT``
-        where that could read otherwise than the scan: an odd number of quotes (the closing token is inside a
-        string), a JSON quote, ``None`` or a ``<`` outside the strings, a call as long as the scan's step bound,
-        anything the decoder refuses, or a family whose tokens are not ``<...>`` with one ``<`` (what makes the two
-        agree holds for those; tested against the scan)."""
+    # The one fast path beside the reader: on many short calls the reader alone is the slower (bench_worst_case).
+    def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
+        """``(arguments, where the closing token starts)`` of the call whose object opens at ``brace``, read at C
+        speed: the text up to the call's closing token, split at the quote tokens, is strings (the odd pieces)
+        between the rest, where only bare keys need quoting: found by one C-level split of the rest joined, and each
+        string and key written as JSON by a C-level map, then decoded by a strict decoder that refuses what the
+        reader refuses (duplicate keys, NaN, numbers a float cannot hold). ``None`` at any doubt: no closing token
+        before the next call token, an odd number of quotes (the closing token is inside a string), a JSON quote,
+        ``None`` or a ``<`` outside the strings, anything the decoder refuses, or a family whose tokens are not
+        ``<...>`` with one ``<``. Whatever it accepts, the reader reads the same way (tested). Each call's read ends
+        before the next call token: the reads of all the calls of a text pass over it about once."""
         sp = self.spelling
         if not self._splits:
-            return _DOUBT
-        close = text.find(sp.call_close, brace, brace + MAX_FAST_STEPS)  # (never further than it would read)
-        if close < 0:
-            return _DOUBT
+            return None
+        close = finder.next(sp.call_close, brace)
+        if close < 0 or 0 <= finder.next(sp.call_open, brace) < close:
+            return None
         region = text[brace:close]
         pieces = region.split(sp.quote)
         if not len(pieces) & 1:
-            return _DOUBT
+            return None
         outside = "<".join(pieces[0::2])  # (no key reaches over a "<": the keys are found in one pass)
         if '"' in outside or "None" in outside or outside.count("<") != len(pieces) // 2:  # (a "<" of its own)
-            return _DOUBT
+            return None
         parts = self._keys(outside)  # [text, "{ ", key, text, ", ", key, ..., text]
         parts[2::3] = map(_json_string, parts[2::3])
         pieces[0::2] = "".join(parts).split("<")
         pieces[1::2] = map(_json_string, pieces[1::2])
         value = _json_object("".join(pieces).rstrip())
-        return _DOUBT if value is None else (value, close)
+        return None if value is None else (value, close)
 
     @functools.cached_property
     def _splits(self) -> bool:
@@ -436,48 +429,6 @@ class BraceKV(WireFormat):
     @functools.cached_property
     def _keys(self) -> Callable[[str], list[str]]:
         return re.compile(rf"([{{,][ \t\r\n]*)({_KEY})(?=[ \t\r\n]*:)").split
-
-    def _scan_read(self, text: str, brace: int) -> tuple[dict, int] | None:
-        sp = self.spelling
-        pattern = self.__dict__.get("_fast")
-        if pattern is None:
-            q, close = re.escape(sp.quote), re.escape(sp.call_close)
-            key = _KEY
-            # (the branches without a group pass in one step a run of what JSON holds outside a string and that
-            # starts none of the others, and a run of braces and commas each followed by another, where no key
-            # starts: a brace storm is one step, not a regex search trying every branch at each of its characters;
-            # the last branch is any other character, which no JSON holds there: the read stops at it, so it never
-            # goes on past the call into the text after it)
-            pattern = self.__dict__["_fast"] = re.compile(
-                rf"{q}(.*?){q}|({close})|([{{,][ \t\r\n]*)({key})(?=[ \t\r\n]*:)|(\bNone\b)"
-                rf"|[{_JSON_OUTSIDE_STRINGS}]+|[{{,]+(?=[{{,])|[{{,]|(.)", re.DOTALL)
-        parts, last, quote = [], brace, sp.quote
-        for n, m in enumerate(pattern.finditer(text, brace)):
-            if n >= MAX_FAST_STEPS:  # a storm of punctuation: the reader reads it, and explains
-                return None
-            group = m.lastindex  # (which branch matched: one lookup, not one per group)
-            if group is None:  # a run of plain text: copied with what follows it
-                continue
-            start, end = m.span()
-            parts.append(text[last:start])
-            last = end
-            if group == 1:
-                inner = m.group(1)
-                if quote in inner:
-                    return None
-                parts.append(_json_string(inner))
-            elif group == 4:
-                key_at = m.start(4)
-                parts.append(text[start:key_at])
-                parts.append(_json_string(m.group(4)))
-            elif group == 2:  # the call's closing token: the object ends before it
-                value = _json_object("".join(parts).rstrip())
-                return None if value is None else (value, start)
-            elif group == 5:
-                parts.append("null")
-            else:  # what JSON cannot hold outside a string (a JSON quote among them): not this call's syntax
-                return None
-        return None
 
     # ---- lenient -----------------------------------------------------------------------------------------------
 
@@ -601,7 +552,7 @@ class BraceKV(WireFormat):
                 out.note("unreadable", f"not a call between the call tokens: {text[pos : min(end_at, pos + 80)]!r}")
             return end_at + len(sp.call_close) if tag == sp.call_close else end_at
         name = m.group()
-        fast = self._fast_args(text, brace)
+        fast = self._fast_args(text, brace, finder)
         if fast is not None:  # (a call written whole, in a text broken elsewhere)
             out.calls.append(ToolCall(name, fast[0]))
             return fast[1] + len(sp.call_close)
