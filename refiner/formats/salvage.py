@@ -97,8 +97,10 @@ from refiner.formats.base import (
     Problem,
     WireFormat,
     by_rank,
-    find_marker,
+    marker_positions,
+    marker_table,
     prefix,
+    remember,
     same_texts,
 )
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
@@ -338,21 +340,30 @@ class _Scan:
         body = self.text
         chosen: dict[str, tuple[WireFormat, int, str]] = {}
         ranked = [f for f in by_rank() if f.detection.markers]  # (an untagged format may have markers too)
-        for marker in dict.fromkeys(m for f in ranked for m in f.detection.markers):
-            i = find_marker(body, marker, self.at)
+        found_at = remember(body, "marker_positions", lambda: marker_positions(body))
+
+        def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning
+            i = found_at.get(marker, -1)
+            return body.find(marker, self.at) if 0 <= i < self.at else i
+
+        naming = marker_table().naming["markers"]  # (every registered marker, in rank order, by its formats)
+        for marker in naming:
+            if marker not in found_at and marker[:1] != "\n":
+                continue
+            i = find(marker)
             if marker[:1] == "\n":  # a marker at a line start (Functionary's >>>): the text's first line is one
                 k = skip_ws(body, self.at)
                 if body.startswith(marker[1:], k) and (i < 0 or k < i):
                     i = k
             if i < 0:
                 continue
-            sharing = [f for f in ranked if marker in f.detection.markers]
+            sharing = naming[marker]
             fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
             if fmt.name not in chosen or i < chosen[fmt.name][1]:
                 chosen[fmt.name] = (fmt, i, marker)
-        if not chosen:  # no marker at all: a format whose closer occurs reads the whole text (its opener was lost)
-            for fmt in ranked:
-                found = [c for c in fmt.detection.closers if find_marker(body, c, self.at) >= 0]
+        if not chosen and found_at:  # no marker at all: a format whose closer occurs reads the whole text (its
+            for fmt in ranked:  # opener was lost)
+                found = [c for c in fmt.detection.closers if find(c) >= 0]
                 if found:
                     chosen[fmt.name] = (fmt, self.at, found[0])
                     break
