@@ -487,16 +487,13 @@ def check_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     text_values: bool = False,
-    strict_calls: Sequence[ToolCall] | None = None,
     reading: Reading | None = None,
 ) -> GateReport:
     """Gates the calls ``text`` holds in ``fmt`` (``text_values``: value style "text", see :data:`VALUE_STYLES`).
     ``reading``: the text as already read (:func:`refiner.formats.reading.read_upstream`), else it is read here
-    (:func:`refiner.formats.reading.read_text`: strictly, then leniently, values typed by the specs);
-    ``strict_calls``: the calls of ``text`` read strictly in ``fmt`` by the caller, which are not read again."""
+    (:func:`refiner.formats.reading.read_text`: strictly, then leniently, values typed by the specs)."""
     if reading is None:
-        tried = {fmt: list(strict_calls)} if strict_calls is not None else None
-        reading = read_text(text, fmt, tools, tried=tried)
+        reading = read_text(text, fmt, tools)
     return check_reading(reading, tools, text_values=text_values)
 
 

@@ -56,6 +56,12 @@ MAX_LENIENT_CHARS = 200_000
 # nesting bombs do, and every later step (the gate, repair, the reward, JSON results) then stays far from Python's
 # recursion limit.
 MAX_ARGUMENT_DEPTH = 64
+# Constants the readers share (one definition each; a reader that needs another value says why beside its own):
+# a tool name in the tagged dialects (no whitespace, no tag or JSON delimiters), the problems a reader reports per text
+# for one kind of defect, and how much of a text is decoded to classify it.
+NAME_PATTERN = r"[^\s<>{}\"']+"
+MAX_NOTES = 8
+DETECT_CHARS = 20_000
 
 
 # The request's tools while a lenient parse runs (tool name -> its parameters; None: not known), for readers that

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from refiner.calls import ToolCall
 from refiner.formats.base import (
+    DETECT_CHARS,
     MAX_LENIENT_CHARS,
     FormatError,
     WireFormat,
@@ -39,9 +40,8 @@ from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.text import strip_reasoning
 
-# How much of an untagged text is decoded to classify it, and the repair units (see refiner.formats.jsonfix) that
-# decoding may spend.
-DETECT_CHARS = 20_000
+# The repair units (see refiner.formats.jsonfix) that decoding an untagged text (its first base.DETECT_CHARS
+# characters) to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
