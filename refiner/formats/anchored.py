@@ -204,7 +204,8 @@ class _Key:
 
 
 def _line_start(text: str, pos: int, floor: int) -> int:
-    return max(text.rfind("\n", floor, pos) + 1, floor, pos - CONTEXT)
+    lo = max(floor, pos - CONTEXT)
+    return max(text.rfind("\n", lo, pos) + 1, lo)
 
 
 def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:

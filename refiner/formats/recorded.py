@@ -161,7 +161,8 @@ class RecordFormat(base.WireFormat):
                         cut = (None, None, {})
                     return calls, None, cut
                 out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
-                nxt = find.next(c["opener"], pos + 1) if c["opener"] else -1
+                # the next call is looked for after where this one failed: no part of the text is read twice
+                nxt = find.next(c["opener"], max(pos + 1, e.position)) if c["opener"] else -1
                 if nxt < 0 or (c["section_end"] and 0 <= find.next(c["section_end"], pos) < nxt):
                     break
                 pos = nxt
@@ -194,7 +195,7 @@ class RecordFormat(base.WireFormat):
         p = _ws(text, pos)
         if text.startswith(lit, p):
             return p + len(lit)
-        cut = len(text) - p < len(lit) and lit.startswith(text[p:])
+        cut = _cut_inside(text, p, lit)
         raise _Stop(f"{lit!r} expected {what}", p, cut)
 
     def _call(self, text: str, pos: int, find: Finder) -> tuple[ToolCall, int]:
@@ -244,7 +245,9 @@ class RecordFormat(base.WireFormat):
         except RecursionError:
             raise _Stop(f"{what} nest too deeply", pos) from None
         except ValueError as e:
-            raise _Stop(f"{what} are not JSON: {getattr(e, 'msg', e)}", pos, _runs_off(text, pos)) from None
+            at, msg = getattr(e, "pos", pos), str(getattr(e, "msg", e))
+            cut = msg.startswith("Unterminated string") or at >= len(text.rstrip()) - 1
+            raise _Stop(f"{what} are not JSON: {msg}", max(at, pos), cut) from None
 
     def _json_call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         r = self.record
@@ -292,7 +295,7 @@ class RecordFormat(base.WireFormat):
                     if not c["call_end"]:
                         return args, pos
                     raise _Stop(f"{c['key_prefix']!r} or {c['call_end']!r} expected in the call to {name}", p,
-                                c["key_prefix"].startswith(text[p:]) or c["call_end"].startswith(text[p:]))
+                                _cut_inside(text, p, c["key_prefix"]) or _cut_inside(text, p, c["call_end"]))
                 p += len(c["key_prefix"])
             elif not c["call_end"] and (c["opener"] and text.startswith(c["opener"], p)
                                         or c["section_end"] and text.startswith(c["section_end"], p)):
@@ -431,26 +434,9 @@ class RecordFormat(base.WireFormat):
         return retype_calls(calls, tools, python_literals=self.record.literals == "python")
 
 
-def _runs_off(text: str, pos: int) -> bool:
-    """Whether a JSON value starting at ``pos`` is cut by the end of the text (it never closes)."""
-    depth, in_str, esc = 0, False, False
-    for ch in text[pos:]:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth <= 0:
-                return False
-    return True
+def _cut_inside(text: str, p: int, lit: str) -> bool:
+    """Whether the text ends at ``p`` inside ``lit`` (what is left of it is the start of ``lit``)."""
+    return len(text) - p < len(lit) and lit.startswith(text[p:])
 
 
 def _raw_ends(record: Record) -> tuple[str, ...]:
