@@ -408,8 +408,9 @@ RECORDS = {
     "seed_oss.jinja": dict(shape="pairs", name_prefix="<function=", key_prefix="<parameter=", literals="python",
                            reasoning_end="</seed:think>"),
 }
-NOT_RECORDED = {"deepseek_v32.jinja": "typing attribute", "gemma4.jinja": "neither one JSON value",
-                "functiongemma.jinja": "neither one JSON value"}
+RECORDS["deepseek_v32.jinja"] = dict(shape="pairs", key_suffix='" string="true">', key_suffix_typed='" string="false">',
+                                     name_prefix='name="', strings="raw")
+NOT_RECORDED = {"gemma4.jinja": "neither one JSON value", "functiongemma.jinja": "neither one JSON value"}
 
 
 @pytest.mark.parametrize("template", sorted(RECORDS))

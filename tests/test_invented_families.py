@@ -131,3 +131,28 @@ def test_the_new_readers_stay_bounded_on_200_kb(fam):
         anchored_calls(text, 0, OFFERED)
         spent = time.process_time() - t0
         assert spent < 1.0, spent  # (the 50 ms bound is measured by benchmarks/bench_worst_case.py)
+
+
+# a family whose argument line says its value's type (an attribute no grammar here spells): given the template only
+TYPED = """{%- for m in messages %}{% if m.role == 'user' %}Q: {{ m.content }}
+{% elif m.role == 'assistant' %}A: {{ m.content }}{% for tc in m.tool_calls or [] %}[call {{ tc.function.name }}]
+{% for k, v in tc.function.arguments.items() %}{{ k }} ({{ 'str' if v is string else 'json' }}) = {{ v if v is string else v | tojson }}
+{% endfor %}[end call]
+{% endfor %}
+{% endif %}{% endfor %}"""
+
+
+def test_a_typing_attribute_of_its_own_is_derived_and_read(tmp_path, scratch_registry):
+    from refiner.pipeline import Refiner
+
+    path = tmp_path / "typed.jinja"
+    path.write_text(TYPED, encoding="utf-8")
+    d = derive(path)
+    assert d.from_record and d.record.key_suffix == " (str) = " and d.record.key_suffix_typed == " (json) = "
+    calls = [ToolCall("set_zip", {"zip": "94105", "note": "true"}), ToolCall("get_weather", {"city": "Oslo", "days": 3})]
+    text = d.fmt.render(calls)
+    assert "zip (str) = 94105" in text and "days (json) = 3" in text
+    assert d.fmt.parse_strict(text) == calls  # the attribute types the value: "94105" and "true" stay strings
+    r = Refiner(chat_template=path)
+    assert r.refine({"upstream": text, "tools": TOOLS})["calls"] == [
+        {"name": c.name, "arguments": dict(c.arguments)} for c in calls]

@@ -71,9 +71,17 @@ class RecordFormat(base.WireFormat):
     @classmethod
     def _cores(cls) -> dict[str, str]:
         r = cls.record
-        return {k: getattr(r, k).strip() for k in ("section_start", "section_end", "call_end", "call_sep",
+        cores: dict[str, Any] = {k: getattr(r, k).strip() for k in ("section_start", "section_end", "call_end", "call_sep",
                                                   "name_suffix", "key_prefix", "key_suffix", "value_suffix",
                                                   "arg_sep")} | {"opener": r.opener.strip()}
+        cores["typing"] = ()
+        if r.key_suffix_typed:
+            a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
+            n = 0
+            while n < min(len(a), len(b)) and a[n] == b[n]:
+                n += 1
+            cores["typing"] = (a[:n], a[n:], b[n:])
+        return cores
 
     @classmethod
     def tags_for(cls, record: Record) -> tuple[str, ...]:
@@ -300,9 +308,9 @@ class RecordFormat(base.WireFormat):
             elif not c["call_end"] and (c["opener"] and text.startswith(c["opener"], p)
                                         or c["section_end"] and text.startswith(c["section_end"], p)):
                 return args, pos
-            key, p = self._key(text, p, find, name)
+            key, p, typed = self._key(text, p, find, name)
             try:
-                value, p = self._value(text, p, find, name, key)
+                value, p = self._value(text, p, find, name, key, typed)
             except _Stop as e:
                 if e.cut:
                     e.partial = ToolCall(name, args)  # type: ignore[attr-defined]
@@ -314,9 +322,23 @@ class RecordFormat(base.WireFormat):
                 if text.startswith(c["arg_sep"], q):
                     pos = q + len(c["arg_sep"])
 
-    def _key(self, text: str, p: int, find: Finder, name: str) -> tuple[str, int]:
+    def _key(self, text: str, p: int, find: Finder, name: str) -> tuple[str, int, bool]:
+        """The key at ``p``, where its value starts, and whether a typing attribute says the value is not a
+        string."""
         c = self._c
-        if c["key_suffix"]:
+        typed = False
+        if c["typing"]:  # a typing attribute: the key ends where the two suffixes part, and the rest says which
+            head, as_text, as_typed = c["typing"]
+            end = find.next(head, p)
+            after = end + len(head)
+            if end >= 0 and text.startswith(as_typed, after):
+                typed, after = True, after + len(as_typed)
+            elif end >= 0 and text.startswith(as_text, after):
+                after += len(as_text)
+            elif end >= 0:
+                raise _Stop(f"the typing of an argument of {name} is neither {as_text!r} nor {as_typed!r}", after,
+                            _cut_inside(text, after, as_text) or _cut_inside(text, after, as_typed))
+        elif c["key_suffix"]:
             end = find.next(c["key_suffix"], p)
             after = end + len(c["key_suffix"])
         else:
@@ -330,9 +352,9 @@ class RecordFormat(base.WireFormat):
         key = text[p:end].strip()
         if not key:
             raise _Stop(f"an argument of {name} has no key", p)
-        return key, after
+        return key, after, typed
 
-    def _value(self, text: str, p: int, find: Finder, name: str, key: str) -> tuple[Any, int]:
+    def _value(self, text: str, p: int, find: Finder, name: str, key: str, typed: bool) -> tuple[Any, int]:
         c, r = self._c, self.record
         if r.strings == "json":
             q = _ws(text, p)
@@ -349,6 +371,8 @@ class RecordFormat(base.WireFormat):
                 raise _Stop(f"the value of {key} is not closed", p, True)
             after = end
         raw = text[p:end].strip()
+        if c["typing"] and not typed:
+            return raw, after  # the typing attribute says: a string, as written
         return read_value(raw, r.literals == "python"), after
 
     def _raw_end(self, text: str, p: int, find: Finder) -> int:
@@ -418,9 +442,14 @@ class RecordFormat(base.WireFormat):
                 text = write_value(value, self.tags, r.literals == "python")
             except (TypeError, ValueError) as e:
                 raise self.render_error(f"call #{i}: {key}: {e}") from None
+            if r.key_suffix_typed and isinstance(value, str):
+                text = value
             if isinstance(value, str) and self._raw_stops(text):
                 raise self.render_error(f"call #{i}: the value of {key} holds the text that ends a value")
-        return r.key_prefix + key + r.key_suffix + text + r.value_suffix
+        suffix = r.key_suffix_typed if r.key_suffix_typed and not isinstance(value, str) else r.key_suffix
+        if r.key_suffix_typed and not isinstance(value, str):
+            text = self._dumps(value)
+        return r.key_prefix + key + suffix + text + r.value_suffix
 
     def _raw_stops(self, text: str) -> bool:
         c = self._c

@@ -69,6 +69,7 @@ class Record:
     # pairs
     key_prefix: str = ""
     key_suffix: str = ""
+    key_suffix_typed: str = ""  # a typing attribute: the key suffix before a value other than a string ("": the same)
     value_prefix: str = ""
     value_suffix: str = ""
     arg_sep: str = ""
@@ -354,12 +355,23 @@ def _pairs(rec: Record, two: str) -> bool:
     if a0 is None or a1 is None:
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
+    kinds = ["str" if isinstance(v, str) else "other" for v in (*ARGS[0].values(), *ARGS[1].values())]
+    by_kind = {k: {d for d, kk in zip(delims, kinds) if kk == k} for k in ("str", "other")}
+    typed = ""
     if len(set(delims)) > 1:
-        rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
-                           f"({sorted(set(delims))!r}): a typing attribute, which the record does not hold")
-        return False
+        s_, o_ = by_kind["str"], by_kind["other"]
+        if len(s_) == 1 and len(o_) == 1 and _typing_split(next(iter(s_)), next(iter(o_))):
+            typed = next(iter(o_))  # a typing attribute: one spelling for strings, one for every other value
+            rec.derived_from["key_suffix_typed"] = ("one, two: between a key and a value other than a string (the "
+                                                    "key's typing attribute)")
+        else:
+            rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
+                               f"({sorted(set(delims))!r}), one spelling per type: the record holds one for strings "
+                               "and one for every other value")
+            return False
     rec.shape = "pairs"
-    rec.key_suffix = delims[0]
+    rec.key_suffix = next(iter(by_kind["str"]))
+    rec.key_suffix_typed = typed
     styles = {type(v).__name__: st for (*_, st), v in zip(a0, ARGS[0].values())}
     rec.strings = styles["str"]
     rec.literals = "python" if "python" in styles.values() else "json"
@@ -422,6 +434,13 @@ def _common_suffix(*texts: str) -> str:
     while n > 0 and _glued(texts[0][-n]) and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
         n -= 1
     return texts[0][len(texts[0]) - n:]
+
+
+def _typing_split(a: str, b: str) -> bool:
+    """Whether two key suffixes differ only after a shared start that is not only spaces (``" string="`` of
+    ``" string="true">`` and ``" string="false">``): the key ends where they part."""
+    n = common_prefix(a, b)
+    return bool(a[:n].strip()) and n < len(a) and n < len(b)
 
 
 def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
