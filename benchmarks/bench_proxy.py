@@ -19,6 +19,12 @@ Both servers run as separate processes: the scripted fake upstream (``tests/fake
 3. **Call to delta**: the time from a call's last byte leaving the upstream to its tool-call delta reaching the
    client, for a call early in a long streamed generation (calls are sent as they close). Target: 5 ms median.
 
+**Added time** (what the proxy adds to a request): p50 and p99 through the proxy less the same percentile of the
+upstream called directly with the same traffic, quiet (table 1's closed loop; table 2's phase without hostile
+requests) and under the hostile load (table 2's mixed phase; needs ``--compare-direct``). Every figure is also
+written to ``--out`` (JSON, default ``benchmarks/results/bench_proxy.json``; ``--out ''``: none), with the machine's
+load average: the machine's other work moves these figures, so compare a run's rows with each other.
+
     .venv/bin/python benchmarks/bench_proxy.py                                  # all three tables, default sizes
     .venv/bin/python benchmarks/bench_proxy.py --mode latency --latency-runs 50
     .venv/bin/python benchmarks/bench_proxy.py --mode isolation --rate 30 --normal 600 --compare-threads --compare-direct
@@ -48,6 +54,7 @@ from fake_upstream import VALID_CALLS as VALID
 from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, free_port, serve_in_subprocess
 
 TARGET_RATIO = 2.0
+OUT = ROOT / "benchmarks" / "results" / "bench_proxy.json"
 JSON = {"content-type": "application/json"}
 
 
@@ -398,8 +405,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--latency-runs", type=int, default=30, help="call to delta: streamed answers timed")
     ap.add_argument("--latency-tail", type=int, default=200, help="call to delta: text pieces after the call")
     ap.add_argument("--latency-pace", type=float, default=0.002, help="call to delta: seconds between pieces")
+    ap.add_argument("--out", default=str(OUT), help="write the figures here as JSON ('' for none)")
     ap.add_argument("--hostile-sender", help=argparse.SUPPRESS)  # internal: the hostile client's process
     args = ap.parse_args(argv)
+    given = list(argv) if argv is not None else sys.argv[1:]
     if args.hostile_sender:
         send_hostile(json.loads(args.hostile_sender))
         return {}
@@ -414,10 +423,59 @@ def main(argv: list[str] | None = None) -> dict:
             out["isolation"] = isolation(upstream, proxy, args)
     if args.mode in ("latency", "both"):
         out["latency"] = call_latency(args)
+    out["added"] = added_time(out)
     if out["load"] is not None:
+        out["load_end"] = os.getloadavg()
         print(f"\nmachine load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in out['load'])}; "
-              f"now: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+              f"now: {', '.join(f'{x:.2f}' for x in out['load_end'])}")
+    if args.out:
+        write_results(Path(args.out), out, given)
     return out
+
+
+def added_time(out: dict) -> list[dict]:
+    """What the proxy adds: its p50 and p99 less the direct upstream's, for the same traffic (printed and returned)."""
+    rows = []
+    overhead_rows = {row[0]: row for row in out.get("overhead") or []}
+    base = overhead_rows.get("direct upstream")
+    for name in ("proxy, valid calls", "proxy, broken calls"):
+        if base is not None and name in overhead_rows:
+            row = overhead_rows[name]
+            rows.append({"load": "quiet (closed loop)", "requests": name.split(", ")[1], "p50_ms": row[1] - base[1],
+                         "p99_ms": row[2] - base[2]})
+    runs = {run["label"]: run for run in out.get("isolation") or []}
+    proxy, direct = runs.get("proxy (processes)"), runs.get("no proxy (upstream)")
+    if proxy is not None and direct is not None:
+        for phase, label in (("without", "quiet (open loop)"), ("with", "hostile load (open loop)")):
+            rows.append({"load": label, "requests": "normal", "p50_ms": proxy[phase]["p50"] - direct[phase]["p50"],
+                         "p99_ms": proxy[phase]["p99"] - direct[phase]["p99"]})
+    if rows:
+        print("\nAdded time: the proxy's p50 / p99 less the direct upstream's for the same traffic\n")
+        head = f"{'load':<28}{'requests':<12}{'p50 ms':>9}{'p99 ms':>9}"
+        print(head + "\n" + "-" * len(head))
+        for r in rows:
+            print(f"{r['load']:<28}{r['requests']:<12}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}")
+    return rows
+
+
+def write_results(path: Path, out: dict, given: list[str]) -> None:
+    """The figures as JSON (the hostile requests' latencies summarised); ``given``: the command line."""
+    data = {k: v for k, v in out.items() if k != "isolation"}
+    data["argv"] = given
+    data["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if "overhead" in out:
+        data["overhead"] = [dict(zip(("target", "p50_ms", "p99_ms", "req_per_s", "errors"), row))
+                            for row in out["overhead"]]
+    if "isolation" in out:
+        data["isolation"] = [{**{k: v for k, v in run.items() if k not in ("hostile", "health")},
+                              "tier1": (run.get("health") or {}).get("tier1"),
+                              "hostile": {kind: {"n": len(h["lat"]), "p50_ms": pct(h["lat"], 50) * 1e3,
+                                                 "max_ms": max(h["lat"]) * 1e3, "outcomes": dict(h["outcomes"])}
+                                          for kind, h in run["hostile"].items()}}
+                             for run in out["isolation"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n", encoding="utf-8")
+    print(f"\nresults written to {path}")
 
 
 if __name__ == "__main__":

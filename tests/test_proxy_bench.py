@@ -4,6 +4,7 @@ speed targets live in the benchmark itself, not here)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_proxy.py"
@@ -16,12 +17,17 @@ def load_bench():
     return module
 
 
-def test_bench_proxy_runs_at_a_tiny_size(capsys) -> None:
+def test_bench_proxy_runs_at_a_tiny_size(capsys, tmp_path) -> None:
     bench = load_bench()
+    results = tmp_path / "bench_proxy.json"
     out = bench.main(["--requests", "4", "--warmup", "2", "--rounds", "1", "--concurrency", "2", "--normal", "8",
                       "--rate", "40", "--hostile-share", "0.3", "--max-body-mb", "0.05", "--refine-timeout", "5",
-                      "--latency-runs", "3", "--latency-tail", "40", "--latency-pace", "0.005"])
+                      "--latency-runs", "3", "--latency-tail", "40", "--latency-pace", "0.005", "--out", str(results)])
     printed = capsys.readouterr().out
+    assert "Added time" in printed
+    written = json.loads(results.read_text())
+    assert [r["requests"] for r in written["added"]] == ["valid calls", "broken calls"]
+    assert written["latency"]["n"] == 3 and written["isolation"][0]["with"]["n"] == 8
     assert "1. Overhead" in printed and "2. Isolation" in printed and "target (p99 x <= 2" in printed
     assert "3. Call to delta" in printed and "target (median <= 5 ms)" in printed
     latency = out["latency"]
