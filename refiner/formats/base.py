@@ -469,13 +469,11 @@ _strict_memos = threading.local()
 class same_texts:
     """Context manager: within it, each format reads a given long text (the same object, at least
     :data:`STRICT_MEMO_CHARS` characters) strictly once, and every later ``parse_strict`` of it gives the calls or
-    raises the error of the first. The pipeline reads a request's upstream in one format several times (the requested
-    format, detection, the gate's lenient parse, salvage's reading of the format's region): a long text costs
-    milliseconds to read. The same holds for :func:`find_marker`: detection and salvage look for every format's
-    markers in the same text (about 70 substring searches, 10-40 ms over 200 KB), once within a scope; and
-    :meth:`WireFormat.parse_lenient`'s recovery of a long text read with the same ``tools`` object (the gate's
-    reading and salvage's reading of the format's region, when that region is the whole text). Nesting keeps
-    the outer one; outside any, nothing is remembered."""
+    raises the error of the first; readings several readers make alike of such a text (:func:`remember`: where its
+    markers occur, its cut at :data:`MAX_LENIENT_CHARS`, its lenient recovery with one ``tools`` object) are made
+    once. A request's own readings are handed on by :mod:`refiner.formats.reading`; this scope serves readers called
+    apart from it on a long text (the proxy's, the reward's). Nesting keeps the outer one; outside any, nothing is
+    remembered."""
 
     def __enter__(self) -> None:
         self.outer = getattr(_strict_memos, "scope", None)
@@ -610,28 +608,6 @@ def marker_positions(text: str) -> dict[str, int]:
             if i >= 0:
                 out[m] = i
     return out
-
-
-def find_marker(text: str, marker: str, start: int = 0) -> int:
-    """``text.find(marker, start)``, remembered within :class:`same_texts` for a long text: the readers that look for
-    every registered format's markers in one text (detection, salvage) search it for each once. Most markers miss
-    (a search of the whole text each), so a marker is looked for only from where its first two characters first
-    occur (a search remembered too: the 118 markers of 52 formats share 22 such heads, ``<|`` for 36 of them), and a
-    marker with other than ASCII characters not at all in an ASCII text (a flag Python keeps)."""
-    if len(text) < STRICT_MEMO_CHARS:  # (a short text is searched again: cheaper than remembering)
-        return text.find(marker, start)
-    return remember(text, ("find", marker, start), lambda: _find_marker(text, marker, start))
-
-
-def _find_marker(text: str, marker: str, start: int) -> int:
-    if text.isascii() and not marker.isascii():
-        return -1
-    if len(marker) > 2:
-        head = marker[:2]
-        start = remember(text, ("find", head, start), lambda: text.find(head, start))
-        if start < 0:
-            return -1
-    return text.find(marker, start)
 
 
 def _copy_lenient(out: Lenient) -> Lenient:
