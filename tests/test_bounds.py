@@ -17,7 +17,7 @@ from hostile import family_texts, format_texts, hostile_calls, hostile_texts
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json, preview, value_depth
-from refiner.formats import brace_kv, jsonfix, pythonic, toolace
+from refiner.formats import brace_kv, jsonfix, pythonic, pythonic_scan, toolace
 from refiner.gate import MAX_CHECKED_VALUES, check_calls, check_text
 from refiner.pipeline import Refiner, RequestError, prepare
 from refiner.repair import MAX_NAME_COMPARISONS, repair_calls, repair_text
@@ -47,7 +47,7 @@ TOOLS = [
 SPECS = {s.name: s for s in load_tools(TOOLS)}
 # Grammars whose values are not JSON and are read by their own reader (no json_repair).
 OWN_VALUE_READERS = ("refiner.formats.brace_kv",)
-# The issue's report: json_repair was quadratic on this (the region bound counted '{' but not '(').
+# json_repair is quadratic on a run of '(' (a tuple opener to it): the repair region's bound counts them too.
 PAREN_KEY = '<func_call>[{"name": "f", "arguments": {"a": 1, "b"' + "(" * 5000 + "}}]</func_call>"
 
 
@@ -441,8 +441,8 @@ def test_an_internal_failure_is_one_requests_error_result(monkeypatch):
 
 def test_pythonic_scanning_is_linear(monkeypatch):
     """The lenient quote reading (a quote ends a string only before what may follow a value) finds the quotes that
-    may end strings by one pass over the text per quote kind, not one pass per string (which was quadratic on a
-    storm of 100,000 strings)."""
+    may end strings by one pass over the text per quote kind, not one pass per string (quadratic on a storm of
+    100,000 strings)."""
     passes: list[str] = []
 
     class Counting:
@@ -453,15 +453,15 @@ def test_pythonic_scanning_is_linear(monkeypatch):
             passes.append(self.pattern.pattern)
             return self.pattern.finditer(src)
 
-    monkeypatch.setattr(pythonic, "_CLOSING_QUOTE", {q: Counting(p) for q, p in pythonic._CLOSING_QUOTE.items()})
+    monkeypatch.setattr(pythonic_scan, "_CLOSING_QUOTE", {q: Counting(p) for q, p in pythonic_scan._CLOSING_QUOTE.items()})
     for src in ('{"' * 50_000, "'" * 100_000, "f(a='x', b=\"y\"), " * 10_000):
         passes.clear()
-        pythonic.split_top_level(src, lenient_quotes=True)
-        pythonic.matching_paren(src, 0, lenient_quotes=True)
+        pythonic_scan.split_top_level(src, lenient_quotes=True)
+        pythonic_scan.matching_paren(src, 0, lenient_quotes=True)
         assert len(passes) <= 2
-    assert pythonic.split_top_level("a='x', b='it's', c=\"q\"", lenient_quotes=True) == ["a='x'", " b='it's'", ' c="q"']
-    assert pythonic.string_end("'a'b', c", 0, lenient_quotes=True) == 5
-    assert pythonic.string_end("'a'b', c", 0) == 3
+    assert pythonic_scan.split_top_level("a='x', b='it's', c=\"q\"", lenient_quotes=True) == ["a='x'", " b='it's'", ' c="q"']
+    assert pythonic_scan.string_end("'a'b', c", 0, lenient_quotes=True) == 5
+    assert pythonic_scan.string_end("'a'b', c", 0) == 3
 
 
 @pytest.mark.parametrize("name", [f.name for f in brace_kv.FORMATS])

@@ -9,7 +9,8 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.formats.pythonic import lenient_string, split_top_level, string_end
+from refiner.formats.pythonic import lenient_string
+from refiner.formats.pythonic_scan import split_top_level, string_end
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 

@@ -116,7 +116,7 @@ def test_render_refuses_names_python_cannot_call():
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# A body that lost (or doubled) one character is read whole with it mended (refiner.formats.pythonic.mend_list)
+# A body that lost (or doubled) one character is read whole with it mended (refiner.formats.pythonic_mend.mend_list)
 
 GCD = {s.name: s.params for s in load_tools([
     {"name": "math_gcd", "parameters": {"type": "object", "properties": {

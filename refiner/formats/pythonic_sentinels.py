@@ -30,15 +30,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools, register
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic import (
-    IDENTIFIER_NAME,
-    after_opening_tag,
-    list_start,
-    looks_pythonic,
-    matching_paren,
-    render_call,
-    strict_call_list,
-)
+from refiner.formats.pythonic import IDENTIFIER_NAME, looks_pythonic, render_call, strict_call_list
+from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren
 from refiner.formats.strict import plain_calls, strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
 

@@ -22,20 +22,17 @@ from refiner.formats.pythonic import (
     MAX_AST_CHARS,
     Literals,
     dotted_name,
-    fast_call_prefix,
     lenient_string,
-    list_start,
     looks_pythonic,
-    matching_paren,
-    mend_list,
-    open_brackets,
     parse_expr,
     parse_quietly,
     place_positional,
     render_call,
-    split_top_level,
     strict_call_list,
 )
+from refiner.formats.pythonic_fast import fast_call_prefix
+from refiner.formats.pythonic_mend import mend_list
+from refiner.formats.pythonic_scan import list_start, matching_paren, open_brackets, split_top_level
 from refiner.formats.strict import tagged_span
 from refiner.formats.text import skip_ws
 
@@ -116,7 +113,7 @@ class ToolAce(WireFormat):
         leading items in the plain layout with the fast reader; then, when ``read_whole`` (no strict parse read this
         list), the whole list with :mod:`ast`; else, or when that fails, the rest item by item with quotes read
         leniently (a quote the model forgot to escape inside a value does not end it: see
-        :func:`refiner.formats.pythonic.string_end`). ``at_end``: the text ends inside the list (its closing tag
+        :func:`refiner.formats.pythonic_scan.string_end`). ``at_end``: the text ends inside the list (its closing tag
         never came), so a call whose ``(`` is not closed is the call the text stops in (:meth:`Lenient.mark_cut`).
         The pythonic dialects in other sentinels read their lists here too (``reader``: their name, for messages)."""
         # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)

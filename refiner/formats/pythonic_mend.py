@@ -1,0 +1,240 @@
+"""Mending a pythonic call list that lost or doubled one character (lenient reading), and settling between readings
+by the request's tools (also used by :mod:`refiner.formats.nestful`).
+
+Broken pythonic lists mostly lack one character: an "=" between a parameter and its value (``base10``), the "("
+after the name (``gcdnum1=12``), a quote, a comma, a bracket; or hold one closing bracket twice. The first call the
+fast reader cannot read is tried with each such edit near it, and an edit counts when the whole rest of the list then
+reads in the plain layout. The readings the edits give are compared: one reading is taken; several are settled by the
+request's tools when they are known (:func:`settle`), else none is taken. An edit only inserts punctuation or drops a
+doubled closer: every value read is text the model wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from refiner.formats.base import MAX_ARGUMENT_DEPTH
+from refiner.formats.jsonfix import charge
+from refiner.formats.pythonic_fast import fast_call_prefix, read_from, refused
+from refiner.formats.pythonic_scan import STRICT_STRING
+
+# Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).
+MAX_MEND_WINDOW = 512
+MAX_MEND_EDITS = 768
+# Characters of the list after its plain-layout prefix beyond which it is not mended (each edit reads the rest).
+MAX_MEND_CHARS = 4096
+# Repair-budget units charged per edit tried and per 64 characters it reads (refiner.formats.jsonfix.charge).
+MEND_UNITS_PER_EDIT = 1
+MEND_CHARS_PER_UNIT = 64
+
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_VALUE_AFTER = frozenset("=([{,:")  # what a value follows
+_VALUE_BEFORE = frozenset(",)]}:")  # what may follow a value
+_MEND_WHAT = {
+    "=": "an '=' between a parameter and its value",
+    "(": "the '(' after a tool name",
+    '"': "a quote",
+    ",": "a comma",
+    ":": "a ':' in a dict",
+    "[": "a '['",
+    "{": "a '{'",
+    ")": "a ')'",
+    "]": "a ']'",
+    "}": "a '}'",
+}
+
+
+def _string_spans(src: str, start: int, stop: int) -> list[tuple[int, int]]:
+    """The double-quoted strings of ``src[start:stop]`` as Python reads them (each ``(open, after close)``)."""
+    spans, i = [], start
+    pattern = STRICT_STRING['"']
+    while True:
+        i = src.find('"', i, stop)
+        if i < 0:
+            return spans
+        m = pattern.match(src, i)
+        end = m.end() if m is not None else len(src)
+        spans.append((i, end))
+        i = end
+
+
+def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple[int, str]]:
+    """``(position, char)`` edits worth trying in ``src[start:stop]``: ``char`` inserted before ``position``, or
+    (``char`` empty) the doubled closer at ``position`` dropped. Punctuation other than quotes is only inserted
+    outside strings (read as Python reads them from ``outside``, a position outside any string: the call's start); a
+    quote where one may open or close a value."""
+    spans = _string_spans(src, outside, stop)
+    k = 0
+    n = len(src)
+    for p in range(start, stop + 1):
+        while k < len(spans) and spans[k][1] <= p:
+            k += 1
+        inside = k < len(spans) and spans[k][0] < p < spans[k][1]
+        a = src[p - 1] if p > 0 else ""
+        b = src[p] if p < n else ""
+        before = src[p - 2] if p > 1 else ""
+        value_start = (a in _VALUE_AFTER or (a == " " and before in _VALUE_AFTER)) and b not in ' \n,)]}'
+        value_end = (b in _VALUE_BEFORE or b == "") and a not in " \n([{,:="
+        # a quote: opening a value (an empty string's too), or closing one (after an escaped quote too)
+        if (value_start or value_end) and (a != '"' or before == "\\") and (b != '"' or a in _VALUE_AFTER):
+            yield p, '"'
+        if inside:
+            continue
+        if a in _WORD:
+            if b in _WORD or b == ")":
+                yield p, "("
+            if b and (b in _WORD or b in "\"'[{-"):
+                yield p, "="
+        if value_start and b:
+            yield p, "["
+            yield p, "{"
+        elif a in _VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
+            yield p, "[" if b == "]" else "{"
+        if value_end:
+            yield p, ")"
+            yield p, "]"
+            yield p, "}"
+        elif a in "[{" and b in _VALUE_BEFORE:  # ... or its closer
+            yield p, "]" if a == "[" else "}"
+        if b == " " and a and a not in " \n,([{:=":
+            yield p, ","
+            if a == '"':
+                yield p, ":"
+        elif a in ')]}"' and b and b not in ",)]} \n:":
+            yield p, ","
+        if b and b in ")]}" and a == b:
+            yield p, ""
+
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
+    """Whether ``value`` has the JSON type ``param`` (a :class:`refiner.specs.Param`) declares, its items too."""
+    kind = getattr(param, "type", None)
+    if kind is None or depth > 8 or value is None:  # (None: the parameter left unset, as pythonic calls write it)
+        return True
+    if kind in ("integer", "number"):
+        return type(value) is int or (kind == "number" and type(value) is float)
+    if kind == "null":
+        return value is None
+    if not isinstance(value, _JSON_TYPES.get(kind, object)):
+        return False
+    items = getattr(param, "items", None)
+    return not (kind == "array" and items is not None and not all(value_fits(v, items, depth + 1) for v in value))
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > 32 or not isinstance(value, (list, dict)):
+        return level
+    items = value.values() if isinstance(value, dict) else value
+    return max((_depth(v, level + 1) for v in items), default=level + 1)
+
+
+def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool, int]:
+    """How well a reading fits the offered tools: (every name and parameter offered, arguments read, every value of
+    its declared type, the values' nesting, shallower first). (Declared types come after the arguments read: specs
+    declare some types loosely, BFCL passes "dontcare" for integers. Nesting last: ``[3, 4]]`` is a doubled ']'
+    sooner than a list of lists whose '[' was lost.)"""
+    named, typed, n = True, True, 0
+    for name, args in calls:
+        n += len(args)
+        params = offered.get(name)
+        if params is None:
+            named = typed = False
+            continue
+        for key, value in args.items():
+            if key not in params:
+                named = typed = False
+            elif isinstance(params, Mapping) and not value_fits(value, params[key]):
+                typed = False
+    return named, n, typed, -sum(_depth(v) for _, args in calls for v in args.values())
+
+
+def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
+    """The one reading of ``readings`` (each a tuple whose first item is its calls, ``[(name, arguments), ...]``)
+    to take: the only one; or, with the tools known, the only one that fits them best (:func:`tools_fit`: names and
+    parameters all offered, then most arguments, then values of the declared types, then the shallowest values);
+    else ``None``."""
+    if len(readings) > 1 and offered:
+        fits = [(tools_fit(r[0], offered), r) for r in readings]
+        best = max(fit for fit, _ in fits)
+        readings = [r for fit, r in fits if fit == best] if best[0] else []
+    return readings[0] if len(readings) == 1 else None
+
+
+def edit_readings(
+    src: str, edits: Iterable[tuple[int, str]], cost: int,
+    read: Callable[[str], tuple[list[tuple[str, dict[str, Any]]], Any] | None],
+) -> list[tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] | None:
+    """The readings one-character edits of ``src`` give, for the menders (:func:`mend_list`,
+    :func:`refiner.formats.nestful.mend_json_list`): each edit ``(position, char)`` (``char`` inserted before
+    ``position``, or, empty, the character there dropped), in order, charged ``cost`` units of the repair budget and
+    read with ``read(edited) -> (calls, value) | None``; one ``(calls, value, position, char)`` per distinct value
+    (the first edit that gave it), or ``None`` when the budget ran out."""
+    readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
+    for p, ch in edits:
+        if not charge(cost):
+            return None
+        edited = src[:p] + ch + src[p:] if ch else src[:p] + src[p + 1 :]
+        got = read(edited)
+        if got is not None:
+            key = json.dumps(got[1], sort_keys=True, ensure_ascii=False, default=str)
+            readings.setdefault(key, (got[0], got[1], p, ch))
+    return list(readings.values())
+
+
+_BRACKETS = re.compile(r"[\[\]{}()]")
+
+
+def _nests_deeper(src: str, limit: int) -> bool:
+    """Whether brackets in ``src`` (quotes not minded: an upper bound) nest deeper than ``limit``."""
+    if src.count("[") + src.count("{") + src.count("(") <= limit:
+        return False
+    depth = 0
+    for m in _BRACKETS.finditer(src):
+        depth += 1 if m.group() in "[{(" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def mend_list(
+    src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
+) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
+    """For a list ``src`` (``[...]``, its own ``]`` last) whose plain-layout prefix ``calls`` ends at ``end``
+    (:func:`fast_call_prefix`) and whose rest does not read: ``(every call of the list, what was mended)`` when one
+    character inserted (or a doubled closer dropped) near the first call that does not read makes the rest read
+    whole, and the readings such edits give agree, or the request's tools (``offered``: tool name -> parameter
+    names) settle them (see the module doc); else ``None``. Bounded: at most :data:`MAX_MEND_EDITS` edits within
+    :data:`MAX_MEND_WINDOW` characters, each charged to the repair budget. A list quoted with single quotes only
+    (no double quote, no backslash) is mended with its quotes swapped: the plain layout's strings are JSON's, and
+    every string reads the same either way."""
+    if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or refused(src):
+        return None
+    if _nests_deeper(src, MAX_ARGUMENT_DEPTH + 2):  # (arguments that deep are dropped anyway: each edit would read
+        return None  # a thousand-level nest again)
+    if "'" in src and '"' not in src and "\\" not in src:
+        src = src.replace("'", '"')
+        calls, end, _ = fast_call_prefix(src)
+    stopped: list[int] = []
+    read_from(src, end, calls, stopped)
+    at = stopped[-1] if stopped else end
+    start, stop = max(end, at - MAX_MEND_WINDOW // 2), min(len(src), at + MAX_MEND_WINDOW // 2)
+    edits = sorted(_mend_edits(src, start, stop, end), key=lambda e: abs(e[0] - at))[:MAX_MEND_EDITS]
+    cost = MEND_UNITS_PER_EDIT + (len(src) - end) // MEND_CHARS_PER_UNIT
+
+    def read(edited: str) -> tuple[list[tuple[str, dict[str, Any]]], Any] | None:
+        got = read_from(edited, end, calls)
+        return None if got is None else (got, got)
+
+    readings = edit_readings(src, edits, cost, read)  # nearest to where reading stopped first
+    chosen = None if readings is None else settle(readings, offered)
+    if chosen is None:
+        return None
+    got, _, p, ch = chosen
+    what = f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
+    return got, what

@@ -1,0 +1,179 @@
+"""Scanning pythonic text that may be broken (lenient reading): strings as Python reads them or as a model that forgot
+an escape meant them, the brackets and commas outside them, and where a call list starts when its opening tag is
+missing or misspelt. Linear: the text between structural characters is skipped by one regex step.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+
+from refiner.formats.tags import tag_look_alike
+
+_PLAIN = re.compile(r"[^\"'()\[\]{},]*")
+# A string from its opening quote: Python's reading (the first quote not escaped ends it) ...
+STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) for q in "'\""}
+# ... and the lenient one: the first quote not escaped that is followed (after spaces) by what may follow a value
+# (",", ")", "]", "}", ":" or the end), so an unescaped quote inside a value ('sed -n '1,5p' f') stays text. The
+# quotes that may end a string that way are found once per text (one regex pass), then each string's end is a
+# binary search: linear in all.
+_CLOSING_QUOTE = {q: re.compile(q + r"(?=[ \t\r\n]*(?:[,)\]}:]|\Z))") for q in "'\""}
+_closing_cache: tuple[str, dict[str, list[int]]] = ("", {})
+
+
+def _closing_quotes(src: str, q: str) -> list[int]:
+    """Positions of the quotes ``q`` in ``src`` that are not escaped and are followed by what may follow a value."""
+    global _closing_cache
+    cached_src, table = _closing_cache
+    if cached_src is not src:
+        table = {}
+        _closing_cache = (src, table)
+    found = table.get(q)
+    if found is None:
+        found = []
+        for m in _CLOSING_QUOTE[q].finditer(src):
+            p = m.start()
+            k = p
+            while k > 0 and src[k - 1] == "\\":
+                k -= 1
+            if (p - k) % 2 == 0:
+                found.append(p)
+        table[q] = found
+    return found
+
+
+def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
+    """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed). With
+    ``lenient_quotes``, the string ends at the first unescaped quote that is followed by what may follow a value
+    (else as Python reads it): a quote the model forgot to escape inside a value does not end it."""
+    q = src[i]
+    if lenient_quotes:
+        ends = _closing_quotes(src, q)
+        k = bisect.bisect_right(ends, i)
+        if k < len(ends):
+            return ends[k] + 1
+    m = STRICT_STRING[q].match(src, i)
+    return m.end() if m is not None else len(src)
+
+
+def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` for each bracket and comma of ``src`` from ``start`` that lies outside quoted strings (see
+    :func:`string_end`). Linear: the text between them is skipped by one regex step."""
+    n = len(src)
+    i = start
+    while i < n:
+        i = _PLAIN.match(src, i).end()
+        if i >= n:
+            return
+        ch = src[i]
+        if ch == "'" or ch == '"':
+            i = string_end(src, i, lenient_quotes=lenient_quotes)
+            continue
+        yield i, ch
+        i += 1
+
+
+def split_top_level(src: str, *, lenient_quotes: bool = False) -> list[str]:
+    """``src`` cut at commas outside brackets and quotes (``lenient_quotes``: see :func:`string_end`)."""
+    parts, depth, last = [], 0, 0
+    for i, ch in _unquoted(src, lenient_quotes=lenient_quotes):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif depth == 0:  # a comma
+            parts.append(src[last:i])
+            last = i + 1
+    parts.append(src[last:])
+    return parts
+
+
+def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_marks: int | None = None) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none; ``-1`` when
+    more than ``max_marks`` brackets and commas were passed without finding it (each costs a step of Python: a
+    caller that reads many windows bounds them in all)."""
+    depth = 0
+    for n, (i, ch) in enumerate(_unquoted(src, open_at, lenient_quotes=lenient_quotes)):
+        if max_marks is not None and n >= max_marks:
+            return -1
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(src)
+
+
+def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
+    """``(depth, in_string)`` at the end of ``src``: brackets left open, and whether a string is left open."""
+    depth, i, n = 0, 0, len(src)
+    while i < n:
+        i = _PLAIN.match(src, i).end()
+        if i >= n:
+            break
+        ch = src[i]
+        if ch == "'" or ch == '"':
+            end = string_end(src, i, lenient_quotes=lenient_quotes)
+            if end >= n and not _closed(src, i, lenient_quotes):
+                return depth, True
+            i = end
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return depth, False
+
+
+def _closed(src: str, j: int, lenient_quotes: bool) -> bool:
+    q = src[j]
+    if lenient_quotes and bisect.bisect_right(_closing_quotes(src, q), j) < len(_closing_quotes(src, q)):
+        return True
+    return STRICT_STRING[q].match(src, j) is not None
+
+
+# Where the calls start when the opening tag is missing
+
+# Characters at the start of a body looked at for a misspelt or foreign opening tag.
+MAX_TAG_PREFIX = 256
+# A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call; an
+# XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
+_TAG_LIKE = re.compile(
+    r'[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))'
+)
+# The start of a call list: "[name(".
+_LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
+
+
+def after_opening_tag(body: str, tag: str) -> int:
+    """Where the calls start in ``body`` (its opening ``tag`` missing), when it starts with ``tag`` misspelt
+    (:func:`tag_look_alike`) or with tags of another kind (:data:`_TAG_LIKE`, at most four) before them: the position
+    after those; else 0."""
+    head = body[:MAX_TAG_PREFIX]
+    m = tag_look_alike(tag).match(head.lstrip())
+    if m is not None:
+        return len(head) - len(head.lstrip()) + m.end()
+    pos = 0
+    for _ in range(4):
+        m = _TAG_LIKE.match(head, pos)
+        if m is None:
+            break
+        pos = m.end()
+    return pos
+
+
+def list_start(body: str) -> int:
+    """Where the call list (``[name(``) starts in ``body`` when a tag-like word comes before it (one word holding no
+    call: no space, no ``(``), as a misspelt or foreign opening tag leaves it (``<functionlist>[f(a=1)]``,
+    ``[|python_start|][f(a=1)]``); 0 when the list starts the body, is not found within :data:`MAX_TAG_PREFIX`
+    characters, or comes after prose (which salvage reads, and says so)."""
+    m = _LIST_START.search(body, 0, MAX_TAG_PREFIX)
+    if m is None:
+        return 0
+    before = body[: m.start()].strip()
+    if "(" in before or any(ch.isspace() for ch in before):
+        return 0
+    return m.start()
