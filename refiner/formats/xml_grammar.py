@@ -1,0 +1,461 @@
+"""The XML-ish parameter grammar: tool calls written as tags, one element (or key/value tag pair) per argument, the
+values raw text between tags. One grammar, read from a spelling (:class:`~refiner.formats.xml_spelling.XmlSpelling`); a
+model family that writes it is a row of :data:`refiner.formats.xml_params.ROWS` (see :mod:`refiner.formats.family`),
+not a module.
+
+The shape, in general terms (every literal comes from the row's spelling)::
+
+    [SECTION_OPEN]                                  optional; around every call, or around all of them
+      CALL_OPEN NAME ...                            the name: `<function=NAME>`, `<invoke name="NAME">`, or the
+                                                    text after the tag up to NAME_SEP (GLM, Hunyuan)
+        KEY_OPEN KEY ... VALUE VALUE_CLOSE          `<parameter=KEY>V</parameter>`,
+                                                    `<parameter name="KEY" [string="true"]>V</parameter>`, or
+                                                    `<arg_key>KEY</arg_key><arg_value>V</arg_value>`
+      CALL_CLOSE
+    [SECTION_CLOSE]
+
+Reading (the same for every row):
+
+- reasoning and prose may come before the first call, prose after the last; whitespace between tags is free;
+- a value is the text up to its closing tag, less one newline at each end where the row says so
+  (``strip_newline``: Qwen3-Coder writes ``<parameter=K>\\nV\\n</parameter>``; Seed-OSS, the same tags, does not);
+- an attribute-named call or parameter reads ``name="..."`` (single quotes and bare values too, XML's entities
+  decoded; ``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a line break with entities); an invoke
+  closed in its own tag (``<invoke name="f"/>``) is a call without arguments;
+- a closing section tag (or, without sections, a closing call tag) before the first opening one is a call whose
+  opening tag was lost: not strictly valid, and recovery reads that call too;
+- a closing value tag ends the value only when the next structural tag follows it (whitespace aside) and it does
+  not close a value tag the value opens itself (:func:`refiner.formats.xmlvalues.value_end`, as vLLM's parser
+  does): code quoting the tags is read whole. A value whose own closing tag is followed by a further parameter
+  *inside the value* (``x</parameter>\\n<parameter=y>``) cannot be told from two parameters in raw-text XML: such a
+  value is written (``render``) as a JSON string literal, which reads back as itself;
+- typing (``typing``): ``"json"`` (the template writes strings raw, anything else as JSON: GLM, MiniMax-M2,
+  Hunyuan), ``"python"`` (the template's ``| string`` writes Python's ``True`` / ``False`` / ``None``: Qwen3-Coder,
+  Seed-OSS), or ``"attr"`` (a type attribute on the parameter tag, ``type_attr="string"``: DSML's
+  ``string="true"`` value is the string as written, ``string="false"`` is JSON); see
+  :mod:`refiner.formats.xmlvalues`. With the tool specs known, :meth:`XmlParams.retype` settles untyped values by
+  their declared types (vLLM's parsers type these values by the schema the same way);
+- a parameter given twice is an error (strict), the last kept (lenient);
+- recovery (``parse_lenient``) also reads an answer the model wrote as a JSON string (a literal ``\\n`` next to
+  the row's tags, ``\\"`` in values: decoded) and closing tags with a number appended (``</parameter1>``), besides
+  cut texts, lost tags and JSON arguments written inside the call's tags.
+
+What a row's table cannot say goes into its one named hook (:class:`Hook`: lenient tag repair, a family's own
+detection or untagged reading), registered by name in :data:`HOOKS`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, WireFormat, all_formats, offered_tools, remember
+from refiner.formats.message import AnswerParts
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.xml_lenient import XmlLenient
+from refiner.formats.xml_spelling import (
+    _NO_HOOK,
+    DETECT_CHARS,
+    HOOKS,
+    NAME_PATTERN,
+    SPACED_NAME_PATTERN,
+    Hook,
+    XmlSpelling,
+    _attr_value,
+    _attrs,
+    _first,
+    _suffix_pattern,
+    _unsuffix,
+    _unsuffixed,
+)
+from refiner.formats.xmlvalues import (
+    MAX_ATTR_CHARS,
+    Finder,
+    read_key,
+    read_value,
+    retype_calls,
+    strip_one_newline,
+    value_end,
+    write_key,
+    write_value,
+)
+
+
+class XmlParams(XmlLenient, WireFormat):
+    """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); rows are registered by
+    :func:`refiner.formats.family.register_rows`."""
+
+    spelling: XmlSpelling
+
+    # The row contract (refiner.formats.family)
+
+    @classmethod
+    def tags_for(cls, s: XmlSpelling) -> tuple[str, ...]:
+        return s.tags()
+
+    @classmethod
+    def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
+        # the call and key tags point at this row too (a section tag lost), unless a row registered before holds
+        # them (Seed-OSS's <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's): a text with only those
+        # is read as the first row's
+        taken = {m for f in all_formats() for m in f.detection.markers}
+        markers = [s.first_open]
+        if s.section_open:
+            markers.append(s.call_open)
+        markers.append(s.key_open)
+        # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
+        # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
+        closers = [s.value_close]
+        if s.key_at == "element":
+            closers.insert(0, s.key_close)
+        elif s.key_at == "eq":
+            closers.append(s.call_close)
+        if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
+            markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
+            closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
+        markers = markers[:1] + [m for m in markers[1:] if m not in taken]
+        return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)))
+
+    @property
+    def hook(self) -> Hook:
+        return HOOKS.get(self.spelling.hook) or _NO_HOOK
+
+    @property
+    def name_pattern(self) -> str:  # type: ignore[override]
+        return SPACED_NAME_PATTERN if self.spelling.name_at == "text" else NAME_PATTERN
+
+    def is_name(self, name: str) -> bool:
+        if not name:
+            return False
+        if self.spelling.name_at == "text":
+            return re.fullmatch(SPACED_NAME_PATTERN, name) is not None
+        return not any(c.isspace() or c in "<>{}\"'" for c in name)
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
+        read as for any row, with the suffixes dropped; the calls' span is given in ``text``'s own positions."""
+        if not self.spelling.tag_suffix or ":" not in text:
+            return super().answer_parts(text)
+        ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
+        for m in _suffix_pattern(self.spelling.tags()).finditer(text):
+            total += len(m.group(0)) - len(_unsuffixed(m))
+            ends.append(m.end() - total)
+            shifts.append(total)
+        parts = super().answer_parts(self._plain(text))
+
+        def back(p: int) -> int:
+            k = bisect.bisect_right(ends, p)
+            return p + (shifts[k - 1] if k else 0)
+
+        a, b = parts.calls
+        return AnswerParts(parts.content, parts.reasoning, (back(a), back(b)))
+
+    def _plain(self, text: str) -> str:
+        """The text with a per-checkpoint tag suffix dropped from every tag (rows with ``tag_suffix``)."""
+        s = self.spelling
+        if not s.tag_suffix or ":" not in text:
+            return text
+        # (the strict and the lenient reading of one text, and salvage's, drop the suffixes once)
+        return remember(text, ("unsuffixed", s.tags()), lambda: _unsuffix(s.tags(), text))
+
+    def answer_start(self, text: str) -> int:
+        """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
+        own reasoning blocks: Seed-OSS's ``</seed:think>``)."""
+        start = reasoning_offset(text)
+        for _, close in self.reasoning:
+            if close != "</think>":
+                i = text.find(close)
+                if i >= 0:
+                    start = max(start, i + len(close))
+        return start
+
+    # Detection
+
+    def sniff(self, body: str, at: int) -> bool:
+        """A marker that opens this row's layout: a section tag followed by this row's call tag, a call tag
+        followed by its name (and the row's tag after it, Hunyuan's ``<tool_sep>``) and then a parameter, the call's
+        end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
+        if self.hook.sniff is not None:
+            return self.hook.sniff(self, body, at)
+        s = self.spelling
+        body = self._plain(body[at : at + DETECT_CHARS])
+        if s.section_open and body.startswith(s.section_open):
+            k = skip_ws(body, len(s.section_open))
+            if not body.startswith(s.call_open, k):
+                return False
+            at = k
+        elif body.startswith(s.call_open):
+            at = 0
+        else:  # a bare key tag: this row's only when it writes no section (sectioned rows share their key tags)
+            return not s.section_open
+        pos = at + len(s.call_open)
+        if s.name_at == "text":
+            e = _first(body, (s.name_sep, s.key_open, s.call_close), pos)
+            if not self.is_name(body[pos:e].strip()):
+                return False
+            if s.name_sep.strip() and not body.startswith(s.name_sep, e):
+                return False  # the row writes a tag after the name (Hunyuan's <tool_sep>): another row's call
+            k = skip_ws(body, e + (len(s.name_sep) if body.startswith(s.name_sep, e) else 0))
+        else:
+            e = body.find(">", pos)
+            if e < 0:
+                return "{" not in body[pos:]  # cut inside the name
+            if s.name_at == "attr" and (e - pos > MAX_ATTR_CHARS or "name" not in _attrs(body[pos:e])):
+                return False
+            if s.name_at == "attr" and body.endswith("/", 0, e):
+                return True  # <invoke name="f"/>
+            k = skip_ws(body, e + 1)
+        return k >= len(body) or body.startswith((s.key_open, s.call_close), k)
+
+    def region_start(self, body: str, at: int) -> int:
+        if self.hook.region_start is not None:
+            return self.hook.region_start(self, body, at)
+        return at
+
+    def read_untagged(
+        self, text: str, start: int, offered: Mapping[str, Sequence[str]]
+    ) -> tuple[int, int, list[ToolCall]] | None:
+        if self.hook.read_untagged is not None:
+            return self.hook.read_untagged(self, text, start, offered)
+        return None
+
+    # Strict
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        s = self.spelling
+        if (s.first_open if not s.tag_suffix else s.first_open[:-1]) not in text:  # one scan: detection tries
+            raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", 0)  # every row
+        text = self._plain(text)
+        start = self.answer_start(text)
+        i = text.find(s.first_open, start)
+        if i < 0:
+            raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
+        f = Finder(text)
+        calls: list[ToolCall] = []
+        prev = start
+        while i >= 0:
+            closer = s.section_close or s.call_close
+            stray = text.find(closer, prev, i)
+            if stray >= 0:  # a call before it lost its opening tag (it is not prose: it is closed)
+                raise self.error(f"{closer} without its {s.first_open}", stray)
+            pos = i
+            if s.section_open:
+                pos = skip_ws(text, pos + len(s.section_open))
+            while True:
+                if not text.startswith(s.call_open, pos):
+                    what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
+                    raise self.error(f"expected {what} after {s.section_open}, got {text[pos : pos + 30]!r}", pos)
+                pos = self._strict_call(text, pos + len(s.call_open), f, calls)
+                if not s.section_open:
+                    break
+                pos = skip_ws(text, pos)
+                if text.startswith(s.section_close, pos):
+                    pos += len(s.section_close)
+                    break
+                if pos >= len(text):
+                    raise self.error(f"missing {s.section_close}", pos)
+                if s.section_per_call or not text.startswith(s.call_open, pos):
+                    raise self.error(f"unexpected text {text[pos : pos + 30]!r} before {s.section_close}", pos)
+            prev = pos
+            i = text.find(s.first_open, pos)
+        return calls
+
+    def _strict_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall]) -> int:
+        s = self.spelling
+        if s.name_at == "text":
+            e, tag = f.first((s.name_sep, s.key_open, s.call_close), pos)
+            name = text[pos:e].strip()
+            pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
+        else:
+            j = text.find(">", pos, pos + MAX_ATTR_CHARS + 1)
+            if j < 0:
+                raise self.error(f"unclosed {s.call_open}", pos)
+            name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get("name", "")
+            pos = j + 1
+            if s.name_at == "attr" and text.endswith("/", 0, j):  # <invoke name="f"/>: a call without arguments
+                if not self.is_name(name):
+                    raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+                calls.append(ToolCall.trusted(name, {}))
+                return pos
+        if not self.is_name(name):
+            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+        args: dict[str, Any] = {}
+        while True:
+            pos = skip_ws(text, pos)
+            if text.startswith(s.call_close, pos):
+                pos += len(s.call_close)
+                break
+            if not text.startswith(s.key_open, pos):
+                if pos >= len(text):
+                    raise self.error(f"missing {s.call_close}", pos)
+                raise self.error(f"expected {s.key_open} or {s.call_close}, got {text[pos : pos + 30]!r}", pos)
+            key, string, pos = self._strict_key(text, pos + len(s.key_open), f)
+            if key in args:
+                raise self.error(f"parameter {key!r} of {name!r} given twice", pos)
+            end = self._value_end(text, pos)
+            args[key] = self._value(text[pos:end], string)
+            pos = end + len(s.value_close)
+        if not args and self._junk_name(name):
+            raise self.error(f"{name[:60]!r} alone between call tags is text, not an argument-less call", pos)
+        calls.append(ToolCall.trusted(name, args))
+        return pos
+
+    def _junk_name(self, name: str) -> bool:
+        """A name written as text with spaces in it and no argument after it (``<tool_call>not valid json
+        </tool_call>``): words between the call tags, not a call, unless the request offers a tool of that name. A
+        one-word name alone is an argument-less call (GLM writes those so)."""
+        if self.spelling.name_at != "text" or not any(c.isspace() for c in name):
+            return False
+        offered = offered_tools()
+        return offered is None or name not in offered
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        super().check_renderable(calls)
+        if self.spelling.name_at == "text":
+            for i, c in enumerate(calls):
+                if not c.arguments and any(ch.isspace() for ch in c.name):
+                    raise self.render_error(f"call #{i}: {c.name!r} without arguments would read as text")
+
+    def _strict_key(self, text: str, pos: int, f: Finder) -> tuple[str, bool | None, int]:
+        """The key at ``pos`` (after the key tag), whether the value is typed a string by an attribute (``None``:
+        no attribute), and where the value starts."""
+        s = self.spelling
+        if s.key_at == "element":
+            j = f.next(s.key_close, pos)
+            if j < 0:
+                raise self.error(f"missing {s.key_close}", pos)
+            key = read_key(text[pos:j])
+            if key is None:
+                raise self.error("a quoted parameter name is not a JSON string", pos)
+            k = skip_ws(text, j + len(s.key_close))
+            if not text.startswith(s.value_open, k):
+                raise self.error(f"expected {s.value_open} after the {key!r} key, got {text[k : k + 30]!r}", k)
+            return key, None, k + len(s.value_open)
+        if s.key_at == "attr":
+            j = text.find(">", pos, pos + MAX_ATTR_CHARS + 1)
+            if j < 0:
+                raise self.error(f"unclosed {s.key_open}", pos)
+            attrs = _attrs(text[pos:j])
+            if "name" not in attrs:
+                raise self.error(f"a {s.key_open} without a name", pos)
+            string = None
+            if s.type_attr:
+                flag = attrs.get(s.type_attr)
+                if flag not in ("true", "false"):
+                    raise self.error(f"{s.type_attr}= must be \"true\" or \"false\", got {flag!r}", pos)
+                string = flag == "true"
+            return attrs["name"], string, j + 1
+        if text.startswith('"', pos):  # a name written as a JSON string literal
+            try:
+                key, end = JSON_DECODER.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                raise self.error("a quoted parameter name is not a JSON string", pos) from None
+            if type(key) is not str or not text.startswith(">", end):
+                raise self.error(f"expected > after the quoted parameter name at {end}", pos)
+            return key, None, end + 1
+        j = text.find(">", pos)
+        if j < 0:
+            raise self.error(f"unclosed {s.key_open}", pos)
+        key = text[pos:j]
+        if "\n" in key:
+            raise self.error(f"a parameter name runs over a line: {key[:40]!r}", pos)
+        return key, None, j + 1
+
+    def _value_end(self, text: str, pos: int) -> int:
+        s = self.spelling
+        quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
+        end = value_end(text, pos, quote, s.value_close, (s.key_open, s.call_close))
+        if end < 0:
+            j = text.find(s.value_close, pos)
+            if j >= 0 and skip_ws(text, j + len(s.value_close)) == len(text):
+                raise self.error(f"missing {s.call_close}", len(text))
+            what = "value" if s.key_at == "element" else "parameter value"
+            raise self.error(f"unclosed {what} (no {s.value_close} followed by {s.key_open} or {s.call_close})", pos)
+        return end
+
+    def _value(self, raw: str, string: bool | None) -> Any:
+        """A raw value's reading: ``string`` from a type attribute (True: the text as written; False: JSON, else
+        the text), else the row's typing."""
+        s = self.spelling
+        if s.strip_newline:
+            raw = strip_one_newline(raw)
+        if string is True:
+            return raw
+        if string is False:
+            try:
+                value, end = JSON_DECODER.raw_decode(raw.strip(), 0)
+            except (ValueError, RecursionError):
+                return raw
+            return value if end == len(raw.strip()) else raw
+        return read_value(raw, s.python_literals, s.value_tags)
+
+    # Render
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        s = self.spelling
+        sep = s.sep
+        blocks = [self._render_call(c) for c in calls]
+        if not s.section_open:
+            text = sep.join(blocks) if sep else "\n".join(blocks)
+        elif s.section_per_call:
+            text = "\n".join(f"{s.section_open}{sep}{b}{sep}{s.section_close}" for b in blocks)
+        else:
+            text = f"{s.section_open}{sep}{sep.join(blocks)}{sep}{s.section_close}"
+        if s.tag_suffix:
+            text = self._suffixed(text)
+        return text
+
+    def _render_call(self, c: ToolCall) -> str:
+        s = self.spelling
+        sep = s.sep
+        if s.name_at == "eq":
+            head = f"{s.call_open}{c.name}>"
+        elif s.name_at == "attr":
+            head = f'{s.call_open}name="{c.name}">'
+        else:
+            head = f"{s.call_open}{c.name}{s.name_sep if s.name_sep.strip() else ''}"
+        parts = [head]
+        pad = "\n" if s.strip_newline else ""
+        for k, v in c.arguments.items():
+            if s.key_at == "element":
+                key = write_key(k, s.key_close not in k)
+                parts.append(f"{s.key_open}{key}{s.key_close}{sep}{s.value_open}{self._write(v)}{s.value_close}")
+            elif s.key_at == "attr":
+                typed = ""
+                if s.type_attr:  # a string as written (string="true") unless it holds a tag: then JSON, as any value
+                    raw = type(v) is str and not any(t in v for t in s.value_tags)
+                    typed = f' {s.type_attr}="{"true" if raw else "false"}"'
+                    body = v if raw else self._write(v, attr_typed=True)
+                else:
+                    body = self._write(v)
+                parts.append(f'{s.key_open}name="{_attr_value(k)}"{typed}>{pad}{body}{pad}{s.value_close}')
+            else:
+                key = write_key(k, ">" not in k and "\n" not in k and "\r" not in k)
+                parts.append(f"{s.key_open}{key}>{pad}{self._write(v)}{pad}{s.value_close}")
+        if s.name_at == "text" and sep == "\n":  # GLM: NAME\n, each pair followed by \n, then the close
+            return "".join(p + sep for p in parts[:1]) + "".join(p + sep for p in parts[1:]) + s.call_close
+        parts.append(s.call_close)
+        return sep.join(parts)
+
+    def _write(self, value: Any, attr_typed: bool = False) -> str:
+        s = self.spelling
+        if attr_typed:  # a typed attribute says "JSON": always JSON, "<" escaped where a tag would appear
+            text = dumps(value)
+            return text.replace("<", "\\u003c") if any(t in text for t in s.value_tags) else text
+        return write_value(value, s.value_tags, python_literals=s.python_literals)
+
+    def _suffixed(self, text: str) -> str:
+        s = self.spelling
+        for t in sorted(set(s.tags()), key=len, reverse=True):
+            if t.endswith(">"):
+                text = text.replace(t, t[:-1] + s.tag_suffix + ">")
+        return text
+
+    # Typing by the tool specs
+
+    def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
+        return retype_calls(calls, tools, python_literals=self.spelling.python_literals)

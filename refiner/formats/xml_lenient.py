@@ -1,0 +1,351 @@
+"""The lenient reading of the XML parameter grammar (:class:`XmlLenient`, a part of
+:class:`~refiner.formats.xml_grammar.XmlParams`): cut texts, lost and misspelt tags, JSON arguments inside a call's
+tags, an answer written as a JSON string, closing tags with a number appended; and the generic tag mender a row
+without a :class:`~refiner.formats.xml_spelling.Hook` of its own is read through.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Lenient
+from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
+from refiner.formats.lenient import written_before_cut
+from refiner.formats.tags import MAX_TAG_HITS, Speller
+from refiner.formats.text import skip_ws
+from refiner.formats.xml_spelling import (
+    MAX_NOTES,
+    TYPE_CHARS,
+    _attrs,
+)
+from refiner.formats.xmlvalues import (
+    MAX_ATTR_CHARS,
+    Finder,
+    mark_xml_cut,
+    read_key,
+    stops_in_call,
+)
+
+
+class XmlLenient:
+    """``recover`` (:meth:`~refiner.formats.base.WireFormat.parse_lenient`'s work) for :class:`XmlParams`, whose
+    strict reader's helpers (``_value``, ``_junk_name``, ``_plain``) and spelling it reads through ``self``."""
+
+    def recover(self, text: str, out: Lenient) -> None:
+        s = self.spelling
+        text = self._plain(text)
+        pos = self.answer_start(text)
+        text, notes = self._mend(text, pos)
+        for note in notes[:MAX_NOTES]:
+            out.note("missing_tag", note)
+        respell = self.hook.respell or _respell_generic
+        fixed = respell(self, text, pos)
+        if fixed is not None:
+            text, notes = fixed
+            for note in notes[:MAX_NOTES]:
+                out.note("missing_tag", note)
+        f = Finder(text)
+        first_key = f.next(s.key_open, pos)
+        in_section = False
+        for n in range(MAX_RECOVERED_ITEMS + 1):
+            c = f.next(s.call_open, pos)
+            if c < 0:
+                if n == 0:
+                    what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
+                    out.note("missing_tag", f"no {what} found")
+                    if first_key >= 0:
+                        out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
+                return
+            if n == 0 and 0 <= first_key < c:
+                out.note("unreadable", f"arguments before the first {s.call_open} dropped")
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
+                return
+            if s.section_open and not (in_section and not text[pos:c].strip()):
+                o = f.next(s.section_open, pos)
+                if o < 0 or o > c:
+                    out.note("missing_tag", f"missing {s.section_open} before call #{n + 1}")
+                elif skip_ws(text, o + len(s.section_open)) != c:
+                    out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
+            pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
+
+    def _mend(self, text: str, pos: int) -> tuple[str, list[str]]:
+        """Two slips every row is read through (lenient reading only): a text written with JSON string escapes
+        (the model wrote its answer as a JSON string: ``\\n`` between the tags, ``\\"`` in values), read with them
+        decoded when a literal ``\\n`` stands next to one of the row's structural tags; and a closing tag with a
+        number appended (``</parameter1>``), read as the closing tag."""
+        s = self.spelling
+        notes = []
+        body = text[pos:]
+        tags = (s.key_open, s.value_close, s.call_close)
+        if "\\n" in body and any("\\n" + t in body or t + "\\n" in body for t in tags):
+            body = _JSON_ESCAPE.sub(_unescape, body)
+            notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
+        for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
+            if close.endswith(">") and close[:-1] in body:
+                pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
+                if pattern.search(body):
+                    body = pattern.sub(close, body)
+                    notes.append(f"a closing tag with a number appended read as {close}")
+        return (text if not notes else text[:pos] + body), notes
+
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
+        """Reads one call (``pos``: after its call tag): ``(where reading goes on, whether the call's section goes
+        on after it)``."""
+        s = self.spelling
+        if s.name_at == "text":
+            e, tag = f.first((s.name_sep, s.key_open, s.call_close, s.call_open), pos)
+            name = text[pos:e].strip()
+            pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
+            if not name:
+                out.note("no_name", f"a {s.call_open} block without a tool name")
+            elif not self.is_name(name):
+                out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        else:
+            name_end, which = f.first((">", "\n"), pos)
+            raw = text[pos : min(name_end, pos + MAX_ATTR_CHARS)]  # (a longer tag is not read for attributes)
+            name = raw.strip() if s.name_at == "eq" else _attrs(raw).get("name", "").strip()
+            pos = name_end + 1 if which == ">" else name_end
+            if which is None:  # cut inside the name: no call can be trusted
+                out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
+                out.mark_cut(None)
+                return pos, False
+            if which != ">":
+                out.note("missing_tag", f"the {s.call_open}{name}> tag is not closed")
+            if not self.is_name(name):
+                out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
+            if which == ">" and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
+                if name:
+                    out.calls.append(ToolCall(name, {}))
+                return self._after_call(text, pos, name, out)
+        args: dict[str, Any] = {}
+        closed = False
+        whole = pos  # where the last value written whole ends (the name, at first)
+        cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
+        stops = tuple(t for t in (s.key_open, s.call_close, s.call_open, s.section_close, s.section_open) if t)
+        while pos < len(text):
+            pos = skip_ws(text, pos)
+            if text.startswith(s.call_close, pos):
+                pos += len(s.call_close)
+                closed = True
+                break
+            if text.startswith(s.key_open, pos):
+                if not take_items(1):  # the rest is not read: this call, read in part, is left out
+                    return len(text), False
+                pos, cut_key = self._recover_param(text, pos + len(s.key_open), f, args, out)
+                if cut_key is None:
+                    whole = pos
+                else:  # the text ends inside this parameter's value
+                    cut = {k: v for k, v in args.items() if k != cut_key}, False
+                continue
+            nxt, tag = f.first(stops, pos)
+            junk = text[pos:nxt]
+            value = lenient_json(junk, at_end=tag is None) if junk.startswith("{") and not args else None
+            if isinstance(value, dict):  # JSON arguments inside the call's tags (as Llama 3.1 writes them)
+                out.note("missing_tag", f"arguments of {name!r} written as JSON instead of {s.key_open} tags")
+                args.update((str(k), v) for k, v in value.items())
+                cut, whole = written_before_cut(value), nxt
+            elif tag in (s.key_open, s.call_close) or junk.strip():
+                out.note("unreadable", f"text skipped in call {name!r}: {junk[:60]!r}")
+            pos = nxt
+            if tag not in (s.key_open, s.call_close):
+                break
+        tail = s.call_close + (s.section_close if s.section_per_call else "")
+        if not closed:
+            out.note("missing_tag", f"missing {s.call_close} after call {name!r}")
+            if s.name_at == "text" and not args:  # a name line alone: a cut text or prose mentioning the tag
+                out.note("unreadable", f"a {s.call_open} with neither arguments nor {s.call_close} dropped: "
+                         f"{name[:60]!r}")
+                mark_xml_cut(out, "", args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
+                return pos, False
+        if name and not args and self._junk_name(name):
+            out.note("not_a_call", f"{name[:60]!r} alone between call tags is text, not a call")
+            name = ""
+        if name:
+            out.calls.append(ToolCall(name, args))
+        if not closed:
+            mark_xml_cut(out, name, args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
+        return self._after_call(text, pos, name, out)
+
+    def _after_call(self, text: str, pos: int, name: str, out: Lenient) -> tuple[int, bool]:
+        """After a call read leniently: its section's closing tag, if it has one: ``(where reading goes on, whether
+        the section goes on with a further call)``."""
+        s = self.spelling
+        if not s.section_open:
+            return pos, False
+        k = skip_ws(text, pos)
+        if text.startswith(s.section_close, k):
+            return k + len(s.section_close), False
+        if not s.section_per_call and text.startswith(s.call_open, k):
+            return pos, True
+        if s.section_per_call or k < len(text):
+            out.note("missing_tag", f"missing {s.section_close} after call {name!r}")
+        return pos, False
+
+    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
+        """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends inside its
+        value, else None)``."""
+        s = self.spelling
+        string: bool | None = None
+        if s.key_at == "element":
+            j, tag = f.first((s.key_close, s.value_open, "\n", s.call_close, s.call_open), pos)
+            raw = text[pos:j]
+            key = read_key(raw)
+            key = raw.strip() if key is None else key
+            if tag == s.key_close:
+                pos = skip_ws(text, j + len(s.key_close))
+            else:
+                out.note("missing_tag", f"missing {s.key_close} after key {key[:40]!r}")
+                pos = skip_ws(text, j)
+            if s.type_open and text.startswith(s.type_open, pos):  # a type element (see XmlSpelling)
+                t = text.find(s.type_close, pos, pos + len(s.type_open) + TYPE_CHARS)
+                if t >= 0:
+                    kind = text[pos + len(s.type_open) : t].strip().lower()
+                    string = True if kind == "string" else None if kind in ("any", "") else False
+                    pos = skip_ws(text, t + len(s.type_close))
+            if text.startswith(s.value_open, pos):
+                vstart = pos + len(s.value_open)
+            else:  # the value's opening tag was lost: the value is the text up to the next tag
+                out.note("missing_tag", f"missing {s.value_open} after key {key[:40]!r}")
+                vstart = pos
+                nxt, _ = f.first((s.value_close, s.key_open, s.call_close, s.call_open), pos)
+                if not text[pos:nxt].strip():
+                    out.note("bad_argument", f"key {key[:40]!r} without a value dropped")
+                    after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
+                    return after, key if nxt >= len(text) else None
+        else:
+            key_end, which = f.first((">", "\n"), pos)
+            raw = text[pos : min(key_end, pos + MAX_ATTR_CHARS)]
+            if s.key_at == "attr":
+                attrs = _attrs(raw)
+                key = attrs.get("name", raw.strip())
+                flag = attrs.get(s.type_attr) if s.type_attr else None
+                string = None if flag not in ("true", "false") else flag == "true"
+            else:
+                key = read_key(raw)
+                key = raw.strip() if key is None else key
+            if which != ">":
+                out.note("missing_tag", f"the {s.key_open}{key[:40]}> tag is not closed")
+                vstart = key_end
+            else:
+                vstart = key_end + 1
+        # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of
+        # the call or section comes first (the closing tag was lost), or at the end of the text (cut short)
+        next_key = s.key_open if s.key_at == "element" else "\n" + s.key_open
+        stop_tags = (next_key, s.call_close) + ((s.section_close, s.section_open) if s.section_open else (s.call_open,))
+        close = f.next(s.value_close, vstart)
+        stop, tag = f.first(stop_tags, vstart)
+        cut = False
+        if 0 <= close <= stop:
+            end, after = close, close + len(s.value_close)
+        else:
+            end, after = stop, stop
+            if tag is None:
+                out.note("unclosed", f"parameter {key[:40]!r} cut short")
+                cut = True
+            else:
+                out.note("missing_tag", f"missing {s.value_close} after parameter {key[:40]!r}")
+                if not s.strip_newline:
+                    end = vstart + len(text[vstart:end].rstrip())  # the newline the template puts before the tag
+                elif tag != next_key and text.startswith("\n\n", end - 2):
+                    end -= 1  # the template's newlines on both sides of the lost tag
+        if key in args:
+            out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
+        args[key] = self._value(text[vstart:end], string)
+        return after, key if cut else None
+
+
+@functools.lru_cache(maxsize=64)
+def _speller(tags: tuple[str, ...]) -> Speller:
+    return Speller(tags)
+
+
+_LOST_NAME = re.compile(r"""name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
+LINE_INDENT_CHARS = 64  # how far before a lost tag's name="..." its line start is looked for
+
+
+def _word(tag: str) -> str:
+    """A tag's word as the speller names it (:mod:`refiner.formats.tags`)."""
+    return tag.rstrip().strip("<>[]/=|")
+
+
+def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
+    """The repair of tags written wrong for a row without a hook of its own (lenient reading only): a look-alike of
+    one of the row's tags (:mod:`refiner.formats.tags`: other case, ``_`` / ``-`` changed, ``[...]`` for ``<...>``, a
+    lost ``>``, one letter off) is that tag, an opening look-alike of the value's closer inside a value its closer;
+    and for rows naming calls and keys in attributes, a lost call or parameter tag before a line's
+    ``name="..."`` is put back (a parameter's when the value's closer follows before the call's, else a call's).
+    Another format's tag stays text. ``None`` when nothing was changed."""
+    s = fmt.spelling
+    tags = tuple(t for t in s.tags() if t.endswith((">", " ")))
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
+    speller = _speller(tags)
+    if speller.written_wrong(text, start):
+        by_word: dict[tuple[str, bool], str] = {}
+        for t in tags:
+            by_word.setdefault((_word(t), t.startswith(("</", "[/"))), t)
+        hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
+        if len(hits) <= MAX_TAG_HITS:
+            in_value = False
+            value_word = _word(s.value_close)
+            for h in hits:
+                if h.word is None:
+                    continue
+                tag = by_word.get((h.word, h.closing))
+                if in_value and h.word == value_word and not h.closing:
+                    tag = s.value_close  # the closer written without its slash
+                if tag is None:
+                    continue
+                if tag in (s.value_open or s.key_open,):
+                    in_value = True
+                elif tag == s.value_close:
+                    in_value = False
+                if h.exact:
+                    continue
+                new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag
+                if tag.endswith(" ") and text[h.end : h.end + 1] not in (" ", "\t", "\n"):
+                    new = tag
+                if new == text[h.start : h.end]:
+                    continue  # an attribute tag written as it is (the speller reads it without its space)
+                edits.append((h.start, h.end, new))
+                notes.append(f"tag {text[h.start : h.end][:40]!r} read as {new.strip()}")
+    if s.name_at == "attr" and "name" in text:
+        for m in itertools.islice(_LOST_NAME.finditer(text, start), MAX_TAG_HITS):
+            lo = max(start, m.start() - LINE_INDENT_CHARS)
+            before = text[lo : m.start()]
+            nl = before.rfind("\n")
+            if before[nl + 1 :].strip() or (nl < 0 and lo > start):
+                continue  # not at the start of its line: a tag's own attribute (or prose)
+            after = skip_ws(text, m.end())
+            if after >= len(text) or text.startswith((s.key_open, s.call_close), after):
+                put = s.call_open  # the call's name: parameters or the call's end follow
+            elif s.key_at == "attr":
+                put = s.key_open  # a value follows
+            else:
+                continue
+            edits.append((m.start(), m.start(), put))
+            notes.append(f"missing {put.strip()} put back before {m.group(0).strip()[:40]!r}")
+    if not edits:
+        return None
+    edits.sort(key=lambda e: e[0])
+    parts, pos = [], 0
+    for a, b, new in edits:
+        if a < pos:
+            continue
+        parts += [text[pos:a], new]
+        pos = b
+    parts.append(text[pos:])
+    return "".join(parts), notes
+
+
+_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _unescape(m: re.Match) -> str:
+    e = m.group(1)
+    return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED[e]
