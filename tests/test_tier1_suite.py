@@ -4,16 +4,9 @@ category) and asserts the targets on it; a larger one (190 records, up to 25 per
 formats in the slow suite and on all of them in the long one, and the full run (2,351 records) is
 benchmarks/bench_tier1.py.
 
-Figures of the full run (27 formats carry the calls, 807,744 inputs; 0.19 ms per input), default policy / trust_spec:
-- correct calls untouched: 100% in every format / 99.8% (4 records whose gold breaks BFCL's own spec: an integer for
-  a string enum of digit texts, a lower-case member of a capitalised enum, a parameter the spec lacks);
-- format errors together 99.3% (broken_json 98.4%, missing_tag 99.8%, wrong_tag 99.6%, wrong_format 99.5%); per
-  format 97.5% (llama3_json) to 99.9% (toolace, llama4_pythonic): none below 95%, so FORMAT_SHORTFALLS is empty;
-- tool_name_typo 99.3%, tool-name look-alikes 97.1% (both policies);
-- param_name_typo 86.1% / 98.0%, value_type_drift 12.3% / 93.6%, undeclared extra parameters 0% / 99.8%;
-- missing required parameters and wrong values (other than a respelt enum member): never fixed;
-- harm before tier 1, default policy: 63 of 807,744 inputs, none clean (KNOWN_HARM); the issue-20 formats outside the
-  XML grammar are listed in FORMAT_SHORTFALLS with their sample rates.
+The full run's figures are in the tables the evaluation writes (``OUT/tier1/tables.md``, ``summary.json``: see
+docs/evaluation.md). The formats whose lenient readers fall short of the 95% format-error target on the seeded
+sample are listed in FORMAT_SHORTFALLS; harm before tier 1 that the suite knows of is in KNOWN_HARM.
 """
 
 from __future__ import annotations
@@ -176,11 +169,11 @@ def test_a_format_registered_later_is_measured_too(monkeypatch):
 # lenient readers recover a lost or misspelt call token only where the grammar's shape shows it (Gemma 4 /
 # FunctionGemma: call:NAME{ without its token, tokens written wrong; PLaMo 3 and Kimi K3: barred tokens respelt).
 FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
-    "functiongemma": (0.75, "126/160: a lost or misspelt <escape> quote token is not recovered"),
-    "gemma4": (0.70, "118/160: the <|\"|> quote token (no letters to respell) lost or swapped is not recovered"),
-    "kimi_k3": (0.65, "107/160: a string value's closer written wrong is read as its text (strictly valid)"),
-    "minimax_m3": (0.55, "93/156: the ]<]minimax[>[ namespace token written wrong is not respelt"),
-    "plamo3": (0.85, "139/160: a token lost whole or swapped for another format's is not put back"),
+    "functiongemma": (0.75, "a lost or misspelt <escape> quote token is not recovered"),
+    "gemma4": (0.70, "the <|\"|> quote token (no letters to respell) lost or swapped is not recovered"),
+    "kimi_k3": (0.65, "a string value's closer written wrong is read as its text (strictly valid)"),
+    "minimax_m3": (0.55, "the ]<]minimax[>[ namespace token written wrong is not respelt"),
+    "plamo3": (0.85, "a token lost whole or swapped for another format's is not put back"),
 }
 
 

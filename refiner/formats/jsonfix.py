@@ -13,12 +13,12 @@ below, and once they are spent nothing more is repaired (recovery loops stop ear
   parse (:func:`open_at_cut`), so the call the text stops in can be marked as cut rather than taken as complete.
 - **Anything else** goes to ``json_repair``, which is pure Python and super-linear on runs of openers: every ``{``
   (and ``(``, which it reads as a tuple) followed by something other than a well-formed member makes it rescan the
-  rest of its input, so ``"{" * 24 + "x" * 4000`` costs as much as 30,000 characters of plain text. Its input is a
+  rest of its input, so ``"{" * 24 + "x" * 4000`` costs many times its length in plain text. Its input is a
   bounded region (:func:`repair_region`): at most :data:`REPAIR_REGION_CHARS` characters, cut before the
   :data:`REPAIR_REGION_OPENS`-th opener (``{``, ``[`` or ``(``) and where the estimated cost reaches
   :data:`REPAIR_REGION_COST`. The estimate (:func:`repair_cost`) is the region's length plus, for every opener, the
   distance to the closer that matches it (or to the end of the region): an upper bound of json_repair's work that is
-  tight on bracket storms and about five times too high on well-formed text.
+  tight on bracket storms and well above it on well-formed text.
 """
 
 from __future__ import annotations
