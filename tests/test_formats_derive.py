@@ -410,7 +410,7 @@ RECORDS = {
 }
 RECORDS["deepseek_v32.jinja"] = dict(shape="pairs", key_suffix='" string="true">', key_suffix_typed='" string="false">',
                                      name_prefix='name="', strings="raw")
-NOT_RECORDED = {"gemma4.jinja": "neither one JSON value", "functiongemma.jinja": "neither one JSON value"}
+NOT_RECORDED = {"gemma4.jinja": "none of the spellings read", "functiongemma.jinja": "none of the spellings read"}
 
 
 @pytest.mark.parametrize("template", sorted(RECORDS))

@@ -333,17 +333,20 @@ def _json_args(rec: Record, two: str) -> bool:
 
 
 def _spans(text: str, start: int, args: dict) -> list[tuple[int, int, int, int, str]] | None:
-    """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``."""
-    out, pos = [], start
-    for key, value in args.items():
-        k = text.find(key, pos)
-        if k < 0:
-            return None
-        found = find_value(text, k + len(key), value)
+    """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``, in the
+    order the template writes them (some sort the keys)."""
+    at = {key: text.find(key, start) for key in args}
+    if any(k < 0 for k in at.values()):
+        return None
+    out = []
+    for key in sorted(args, key=at.get):
+        k = at[key]
+        found = find_value(text, k + len(key), args[key])
         if found is None:
             return None
         out.append((k, k + len(key), *found))
-        pos = found[1]
+    if any(a[3] > b[0] for a, b in zip(out, out[1:])):
+        return None
     return out
 
 
@@ -353,9 +356,11 @@ def _pairs(rec: Record, two: str) -> bool:
     n1 = two.find(NAMES[1], a0[-1][3]) if a0 else -1
     a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1]) if n1 >= 0 else None
     if a0 is None or a1 is None:
+        rec.missing.append(f"arguments: {_why_no_pairs(two, n0 + len(NAMES[0]))}")
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
-    kinds = ["str" if isinstance(v, str) else "other" for v in (*ARGS[0].values(), *ARGS[1].values())]
+    vals0 = [ARGS[0][two[ks:ke]] for ks, ke, *_ in a0]  # (in the order written)
+    kinds = ["str" if isinstance(v, str) else "other" for v in (*vals0, *ARGS[1].values())]
     by_kind = {k: {d for d, kk in zip(delims, kinds) if kk == k} for k in ("str", "other")}
     typed = ""
     if len(set(delims)) > 1:
@@ -372,10 +377,10 @@ def _pairs(rec: Record, two: str) -> bool:
     rec.shape = "pairs"
     rec.key_suffix = next(iter(by_kind["str"]))
     rec.key_suffix_typed = typed
-    styles = {type(v).__name__: st for (*_, st), v in zip(a0, ARGS[0].values())}
+    styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
     rec.strings = styles["str"]
     rec.literals = "python" if "python" in styles.values() else "json"
-    items = two[a0[3][2]: a0[3][3]]
+    items = next(two[vs:ve] for (ks, ke, vs, ve, _) in a0 if two[ks:ke] == "kq_items")
     rec.compact_json = rec.literals == "json" and ", " not in items
     trails = [two[a0[i][3]: a0[i + 1][0]] for i in range(len(a0) - 1)]
     lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
@@ -434,6 +439,22 @@ def _common_suffix(*texts: str) -> str:
     while n > 0 and _glued(texts[0][-n]) and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
         n -= 1
     return texts[0][len(texts[0]) - n:]
+
+
+def _why_no_pairs(text: str, start: int) -> str:
+    """Why the first call's arguments were not found as key/value pairs: the first key or value missing, and what
+    the template wrote there."""
+    at = {key: text.find(key, start) for key in ARGS[0]}
+    for key in sorted(ARGS[0], key=at.get):
+        k, value = at[key], ARGS[0][key]
+        if k < 0:
+            return (f"neither one JSON value per call nor one element per argument: the key {key!r} is not written "
+                    "after the tool name")
+        if find_value(text, k + len(key), value) is None:
+            shown = text[k: k + len(key) + 40]
+            return (f"neither one JSON value per call nor one element per argument: the value {value!r} of {key!r} "
+                    f"is written in none of the spellings read (as is, JSON, Python): the template wrote {shown!r}")
+    return "neither one JSON value per call nor one element per argument (the values overlap the keys)"
 
 
 def _typing_split(a: str, b: str) -> bool:
