@@ -271,3 +271,67 @@ def test_a_closing_tag_inside_a_value_sends_no_call_early(upstream, size: int) -
         assert merged == whole(url, body(text))
     assert merged["calls"] == [("get_time", {"tz": "Use <tool_call> ... </tool_call> tags 🚀"}),
                                ("get_time", {"tz": "CET"})]
+
+
+# ---------------------------------------------------------------------------------------------------- upstream calls
+
+
+def paced_upstream(calls: list[tuple[str, str, str]], pause: float, finish: str = "tool_calls"):
+    """An upstream that streams its own tool calls (``(id, name, arguments)``), each as a head and argument fragments,
+    with ``pause`` seconds after each call (a generation's pace); non-streamed, the same calls at once."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    def chunk(delta: dict, reason: str | None = None) -> str:
+        return "data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}) + "\n\n"
+
+    async def events():
+        import asyncio
+
+        yield chunk({"role": "assistant", "content": ""})
+        for k, (cid, name, args) in enumerate(calls):
+            yield chunk({"tool_calls": [{"index": k, "id": cid, "type": "function",
+                                         "function": {"name": name, "arguments": ""}}]})
+            for i in range(0, len(args), 4):
+                yield chunk({"tool_calls": [{"index": k, "function": {"arguments": args[i : i + 4]}}]})
+            await asyncio.sleep(pause)
+        yield chunk({}, finish)
+        yield "data: [DONE]\n\n"
+
+    async def completions(request):
+        body = await request.json()
+        if body.get("stream"):
+            return StreamingResponse(events(), media_type="text/event-stream")
+        message = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": args}} for cid, name, args in calls]}
+        return JSONResponse({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                             "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def test_upstream_tool_calls_are_sent_as_each_completes() -> None:
+    """An upstream that parses calls itself streams them one after the other: each goes out refined (the misspelled
+    name snapped) as soon as it is complete (its arguments a whole JSON object, or the next call begun), long before
+    the stream ends; the stream equals the non-streamed answer; a call cut by the token limit is never sent."""
+    calls = [("call_a", "get_time", '{"tz": "UTC"}'), ("call_b", "get_wether", "{'city': 'Paris', 'days': '3',}"),
+             ("call_c", "get_time", '{"tz": "CET"}')]
+    payload = {"model": "m", "messages": [{"role": "user", "content": WEATHER_QUERY}], "tools": WEATHER_TOOLS}
+    with serve_in_thread(paced_upstream(calls, 1.0)) as up, serve_in_thread(create_app(up + "/v1", workers=0)) as url:
+        merged, got = exchange(url, payload)
+        assert merged == whole(url, payload)
+        assert merged["calls"] == [("get_time", {"tz": "UTC"}), ("get_weather", {"city": "Paris", "days": 3}),
+                                   ("get_time", {"tz": "CET"})]
+        heads = [t for t, c in got for ch in c["choices"] for d in ch["delta"].get("tool_calls") or [] if "id" in d]
+        end = next(t for t, c in got if c["choices"] and c["choices"][0]["finish_reason"])
+        assert len(heads) == 3
+        assert heads[1] - heads[0] > 0.5  # the first went out as its arguments closed, a pause before the next
+        assert end - heads[2] > 0.5  # the second (not JSON: complete once the third began) and the third before the end
+    cut = calls[1:2] + [("call_c", "get_time", '{"tz": "CE')]
+    with serve_in_thread(paced_upstream(cut, 0.05, "length")) as up, \
+            serve_in_thread(create_app(up + "/v1", workers=0)) as url:
+        merged, _ = exchange(url, payload)
+        assert merged == whole(url, payload)
+        assert merged["calls"] == [("get_weather", {"city": "Paris", "days": 3})]

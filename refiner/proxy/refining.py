@@ -243,6 +243,22 @@ class Refinement:
             return None
         return value["calls"]
 
+    async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> list[dict] | None:
+        """The upstream's complete tool calls of a streamed answer (``calls``: OpenAI tool calls, the first ones of
+        the answer) refined by tier 1 in a worker, to send before the answer ends; None when they must wait for the
+        end: a refiner model is configured (it reads the whole answer), tier 1 gave no clean answer (not read or
+        repaired, or past the deadline), or its answer does not keep one call per call."""
+        if not self.tier1_first or self.has_model:
+            return None
+        job = _Job(0, "calls", refine_request(body, calls, self.fmt), calls=calls)
+        await self._tier1([job], deadline)
+        result = (job.outcome or {}).get("result")
+        if job.status is not None or not result or result.get("stage") not in ("unchanged", "repaired"):
+            return None
+        refined, _ = apply_result({"role": "assistant", "content": None, "tool_calls": calls}, None, result)
+        out = refined.get("tool_calls") or []
+        return out if len(out) == len(calls) else None
+
     async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
         """The content of a whole (non-streamed) answer, split; a long one is split in a worker (within the
         deadline; past it, or when that fails, the content is all released)."""

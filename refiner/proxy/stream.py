@@ -33,6 +33,7 @@ class StreamBuffer:
         self.roles: dict[int, str] = {}
         self.finish: dict[int, str | None] = {}
         self.usage: dict | None = None
+        self.reads: dict[int, int] = {}  # choice -> early refinements of its upstream calls
 
     def take(self, chunk: dict) -> dict | None:
         """Records a chunk; returns what to forward now (None when nothing is left of it)."""
@@ -69,6 +70,32 @@ class StreamBuffer:
 
     def indices(self) -> list[int]:
         return sorted(self.finish)
+
+    def complete_calls(self, i: int) -> list[dict]:
+        """The first tool calls of choice ``i`` the upstream has finished sending (OpenAI tool calls, in order): a
+        call is complete once a later call has begun (calls are streamed one after the other), or once its arguments
+        are a whole JSON object (nothing can follow one); the calls after the first one that is not are not."""
+        slots = self.calls.get(i) or {}
+        if not slots:
+            return []
+        last = max(slots)
+        out = []
+        for k in range(last + 1):
+            s = slots.get(k)
+            if s is None or not s.get("name"):
+                break
+            args = "".join(s["args"])
+            if k == last:
+                try:
+                    whole = isinstance(json.loads(args), dict)
+                except ValueError:
+                    whole = False
+                if not whole:
+                    break
+            s["args"] = [args]
+            out.append({"id": s.get("id") or s.setdefault("id", new_call_id()), "type": s.get("type", "function"),
+                        "function": {"name": s["name"], "arguments": args}})
+        return out
 
     def message(self, i: int) -> dict:
         """The assembled assistant message of choice ``i`` (content and tool calls)."""
@@ -198,6 +225,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     buf = StreamBuffer()
     answers: dict[int, AnswerStream] = {}
     reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
+    early: dict[int, list[dict]] = {}  # choice -> the upstream's calls sent (refined) before the end
     try:
         async for chunk in events:
             for choice in chunk.get("choices") or []:
@@ -205,7 +233,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 if delta.get("reasoning_content") or delta.get("reasoning"):
                     reasoned.add(int(choice.get("index", 0)))
             forward = buf.take(chunk)
-            for i in buf.calls:  # the upstream sends calls of its own: those are refined at the end
+            for i in buf.calls:  # the upstream sends calls of its own: content is not read for calls early
                 if i in answers:
                     answers[i].stop_early_calls()
             calls: list[tuple[int, int, dict]] = []
@@ -213,7 +241,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 forward = await _hold_content(forward, answers, reasoned, refinement, body, buf, calls)
             if forward is not None:
                 yield sse(forward)
-            for i, k, call in calls:
+            for i, k, call in calls + await _early_upstream_calls(buf, answers, early, refinement, body):
                 for d in call_deltas(k, call):
                     yield sse(buf.chunk(i, {"tool_calls": [d]}))
     except UpstreamError as e:
@@ -248,7 +276,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         delta = _delta(r.reasoning_tail, tail)
         if delta:
             yield sse(buf.chunk(i, delta))
-        sent = ans.calls if ans is not None else []
+        sent = (ans.calls if ans is not None else []) or early.get(i, [])
         final = r.message.get("tool_calls") or []
         if sent and [_key(c) for c in final[: len(sent)]] != [_key(c) for c in sent]:
             log.warning("calls sent before the end differ from the answer's calls read whole (%d sent, %d read)",
@@ -263,6 +291,36 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     if buf.usage is not None:
         yield sse({**buf.template(), "choices": [], "usage": buf.usage})
     yield DONE
+
+
+MAX_EARLY_UPSTREAM_READS = 32  # refinements of an answer's complete upstream calls before its end
+
+
+async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStream], early: dict[int, list[dict]],
+                                refinement: Refinement, body: dict) -> list[tuple[int, int, dict]]:
+    """The upstream's own tool calls that have become complete (:meth:`StreamBuffer.complete_calls`) since the last
+    chunk, refined (:meth:`~refiner.proxy.refining.Refinement.early_tool_calls`): ``(choice, index, call)`` to send
+    now. The calls read whole at the end begin with these (only the ones after them are sent then). Not for a choice
+    whose content gave calls before the end, nor once a read disagreed with the calls sent, nor after
+    :data:`MAX_EARLY_UPSTREAM_READS` reads."""
+    out = []
+    for i in list(buf.calls):
+        ans = answers.get(i)
+        sent = early.setdefault(i, [])
+        if (ans is not None and ans.calls) or buf.reads.get(i, 0) >= MAX_EARLY_UPSTREAM_READS:
+            continue
+        complete = buf.complete_calls(i)
+        if len(complete) <= len(sent):
+            continue
+        buf.reads[i] = buf.reads.get(i, 0) + 1
+        refined = await refinement.early_tool_calls(body, complete, refinement.deadline())
+        if refined is None or [_key(c) for c in refined[: len(sent)]] != [_key(c) for c in sent]:
+            buf.reads[i] = MAX_EARLY_UPSTREAM_READS  # the rest waits for the end
+            continue
+        for k, call in enumerate(refined[len(sent) :], start=len(sent)):
+            out.append((i, k, call))
+            sent.append(call)
+    return out
 
 
 def _key(call: dict) -> tuple[str, str]:
