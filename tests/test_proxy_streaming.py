@@ -231,7 +231,8 @@ def test_per_model_setting_and_learned_answers(upstream) -> None:
         assert reasoning_deltas(got) == 1
         second, got = exchange(url, body(REASONED, model="new", fake=fake))
         assert reasoning_deltas(got) > 3
-        assert httpx.get(url + "/health").json()["opens_reasoning"]["learned"]["new"] is True
+        said = httpx.get(url + "/health").json()["opens_reasoning"]
+        assert said["learned"]["new"] is True and "qwq" in said["opens_by_default"]
     for merged in (set_, first, second):
         assert merged["reasoning_content"] == THOUGHT and merged["content"] is None
         assert merged["calls"] == [("get_time", {"tz": "CET"})]

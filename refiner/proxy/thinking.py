@@ -206,4 +206,5 @@ class PromptReasoning:
 
     def describe(self) -> dict:
         return {"template": self.template.where if self.template is not None else None,
-                "models": dict(self.models), "learned": dict(self.learned)}
+                "models": dict(self.models), "learned": dict(self.learned),
+                "opens_by_default": [pattern for pattern, _ in OPENS_BY_DEFAULT]}
