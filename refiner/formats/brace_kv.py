@@ -168,7 +168,7 @@ class BraceKV(WireFormat):
             if not text.startswith(sp.call_close, pos):
                 raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
             calls.append(ToolCall.trusted(m.group(), args))
-            i = finder.next(sp.call_open, pos + len(sp.call_close))
+            i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
 
     def _fast_args(self, text: str, brace: int, finder: Finder, kept: dict | None | object = _ASK
@@ -203,7 +203,7 @@ class BraceKV(WireFormat):
         if not self._splits:
             return None
         close = finder.next(sp.call_close, brace)
-        if close < 0 or 0 <= finder.next(sp.call_open, brace) < close:
+        if close < 0 or text.find(sp.call_open, brace, close) >= 0:
             return None
         region = text[brace:close]
         pieces = region.split(sp.quote)
