@@ -143,11 +143,23 @@ def proxy(engine) -> str:
         yield url + "/v1"
 
 
+EMITTED: dict[str, list[str]] = {}  # form -> the content deltas the engine streamed (tool_choice "none")
+
+
+def emitted(engine: str, form: str) -> tuple[list[str], str]:
+    """What the model wrote for ``form`` (greedy), as the engine streamed it with no parser, and whole."""
+    if form not in EMITTED:
+        body = request(form, "Berlin", tool_choice="none")
+        _, pieces, _ = stream(engine, body)
+        assert "".join(pieces) == message(engine, body)[0]["content"]  # one generation, streamed or not
+        EMITTED[form] = pieces
+    return EMITTED[form], "".join(EMITTED[form])
+
+
 @pytest.mark.parametrize("form", list(FORMS))
 def test_the_proxy_in_front_of_a_real_engine(engine, proxy, form) -> None:
     body = request(form, "Berlin")
-    emitted, _ = message(engine, {**body, "tool_choice": "none"})  # what the model wrote, as text
-    text = emitted["content"]
+    _, text = emitted(engine, form)  # what the model wrote, as text
     engine_msg, engine_finish = message(engine, {**body, "tool_choice": "auto"})  # what vLLM's parser made of it
     got, finish = message(proxy, {**body, "tool_choice": "auto"})
     streamed, _, stream_finish = stream(proxy, {**body, "tool_choice": "auto"})
@@ -188,11 +200,8 @@ def test_the_vllm_plugin_reads_the_real_engine_output(engine, smollm2_dir) -> No
     cls = ToolParserManager.get_tool_parser("tool_refiner")
     tok = AutoTokenizer.from_pretrained(smollm2_dir)
     for form in FORMS:
-        body = request(form, "Tokyo", tool_choice="none")
-        _, pieces, _ = stream(engine, body)
-        text = "".join(pieces)
-        assert text == message(engine, body)[0]["content"]  # the stream and the whole answer are one generation
-        req = ChatCompletionRequest(model="smollm2", messages=body["messages"], tools=TOOLS)
+        pieces, text = emitted(engine, form)
+        req = ChatCompletionRequest(model="smollm2", messages=request(form, "Berlin")["messages"], tools=TOOLS)
         info = cls(tok, req.tools).extract_tool_calls(text, req)
         whole_calls = [(t.function.name, json.loads(t.function.arguments)) for t in info.tool_calls]
         parser, prev, prev_ids, content, calls = cls(tok, req.tools), "", [], [], {}
