@@ -10,7 +10,6 @@ pathological repetitions through every format.
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -135,10 +134,8 @@ def big_inputs(rng: random.Random, name: str) -> list[str]:
     return [broken, soup, '{"' * 50_000, "{]" * 50_000, "[" * 100_000, "<tool_call>{" * 9_000, "f(" * 50_000]
 
 
-def _check(fmt: formats.WireFormat, text: str) -> float:
-    t = time.perf_counter()
+def _check(fmt: formats.WireFormat, text: str) -> None:
     got = fmt.parse_lenient(text)
-    spent = time.perf_counter() - t
     assert isinstance(got, formats.Lenient)
     assert all(isinstance(c, ToolCall) for c in got.calls)
     assert all(isinstance(p, formats.Problem) and p.code in formats.PROBLEM_CODES for p in got.problems)
@@ -146,36 +143,35 @@ def _check(fmt: formats.WireFormat, text: str) -> float:
     assert not [p for p in got.problems if p.code == "internal"], (fmt.name, text[:200], got.problems)
     if not got.problems:  # no problem reported means the text was strictly valid
         assert fmt.parse_strict(text) == got.calls
-    return spent
 
 
 def test_fuzz_lenient_never_raises():
+    """Every reading is well formed (time is bounded by count in test_bounds.py and measured by
+    benchmarks/bench_worst_case.py)."""
     rng = random.Random(1234)
-    n_strings = worst = 0.0
+    n_strings = 0
     for name in ALL:
         fmt = formats.get(name)
         for text in corpus(rng, name, 1000):
-            worst = max(worst, _check(fmt, text))
+            _check(fmt, text)
             formats.detect_format(text)
             n_strings += 1
     assert n_strings == 1000 * len(ALL)
-    assert worst < 2.0, f"slowest lenient parse took {worst:.2f}s"
 
 
-def test_fuzz_huge_inputs_stay_bounded():
+def test_fuzz_huge_inputs_read_well_formed():
     """Each format's own huge text broken near its end, then tag soup and pathological repetitions through every
-    format."""
+    format: well-formed readings (their time is benchmarks/bench_worst_case.py's)."""
     rng = random.Random(99)
     for name in ALL:
         broken = big_inputs(rng, name)[0]
         assert len(broken) >= 100_000
-        assert _check(formats.get(name), broken) < 3.0
+        _check(formats.get(name), broken)
     texts = big_inputs(rng, "hermes")[1:] + ["x" * (MAX_LENIENT_CHARS + 10)]
     assert all(len(t) >= 100_000 for t in texts)
     for text in texts:
         for name in ALL:
-            spent = _check(formats.get(name), text)
-            assert spent < 3.0, f"{name} took {spent:.2f}s on a {len(text)}-char input starting {text[:30]!r}"
+            _check(formats.get(name), text)
         formats.detect_format(text)
 
 
