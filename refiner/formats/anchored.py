@@ -257,7 +257,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
     # values on a line of their own only when every key's line ends after its key suffix
-    own_line = all(text[_skip_spaces(text, k.end + len(key_suffix), len(text)):][:1] == "\n" for k in keys)
+    own_line = all(text[(q := _skip_spaces(text, k.end + len(key_suffix), len(text))): q + 1] == "\n" for k in keys)
     extents: list[tuple[int, int]] = []
     inline: list[bool] = []  # the value ends where the next key starts, on the same line
     for j, k in enumerate(keys):

@@ -29,6 +29,7 @@ each literal's searches scan the text once in all), each JSON value is decoded o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -53,11 +54,12 @@ class _Stop(Exception):
         self.message, self.position, self.cut = message, position, cut
 
 
+_WS = re.compile(r"[ \t\r\n]*")
+MAX_UNREADABLE_NOTES = 8  # calls that could not be read, reported one by one (then counted)
+
+
 def _ws(text: str, pos: int) -> int:
-    n = len(text)
-    while pos < n and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
+    return _WS.match(text, pos).end()
 
 
 class RecordFormat(base.WireFormat):
@@ -149,7 +151,9 @@ class RecordFormat(base.WireFormat):
             pos = at + len(c["section_start"])
         shape = self.record.shape
         cut = None
-        while len(calls) < MAX_RECOVERED_ITEMS:
+        attempts = failed = 0
+        while attempts < MAX_RECOVERED_ITEMS:
+            attempts += 1
             try:
                 if shape == "json_list":
                     got, pos = self._json_list(text, pos)
@@ -168,7 +172,9 @@ class RecordFormat(base.WireFormat):
                     else:
                         cut = (None, None, {})
                     return calls, None, cut
-                out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
+                failed += 1
+                if failed <= MAX_UNREADABLE_NOTES:
+                    out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
                 # the next call is looked for after where this one failed: no part of the text is read twice
                 nxt = find.next(c["opener"], max(pos + 1, e.position)) if c["opener"] else -1
                 if nxt < 0 or (c["section_end"] and 0 <= find.next(c["section_end"], pos) < nxt):
@@ -186,7 +192,9 @@ class RecordFormat(base.WireFormat):
             break
         else:
             if out is not None:
-                out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls; the rest was not read")
+                out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls read or tried; the rest was not read")
+        if failed > MAX_UNREADABLE_NOTES and out is not None:
+            out.note("unreadable", f"{failed} calls could not be read in all")
         if c["section_end"]:
             p = _ws(text, pos)
             if text.startswith(c["section_end"], p):
@@ -236,12 +244,12 @@ class RecordFormat(base.WireFormat):
             end = find.next(c["name_suffix"], pos)
             after = end + len(c["name_suffix"])
         else:  # the name ends its line (or at a space)
-            end = pos
-            while end < len(text) and not text[end].isspace():
+            end, stop = pos, min(len(text), pos + MAX_NAME_CHARS + 1)
+            while end < stop and not text[end].isspace():
                 end += 1
             after = end
-        if end < 0 or end - pos > MAX_NAME_CHARS:
-            raise _Stop("the tool name is not closed", pos, end < 0)
+        if end < 0 or end - pos > MAX_NAME_CHARS:  # (the position: as far as it was looked for)
+            raise _Stop("the tool name is not closed", len(text) if end < 0 else pos + MAX_NAME_CHARS, end < 0)
         name = text[pos:end].strip()
         if not name or "\n" in name:
             raise _Stop("no tool name", pos, end >= len(text))
@@ -342,13 +350,13 @@ class RecordFormat(base.WireFormat):
             end = find.next(c["key_suffix"], p)
             after = end + len(c["key_suffix"])
         else:
-            end = p
-            while end < len(text) and not text[end].isspace():
+            end, stop = p, min(len(text), p + MAX_KEY_CHARS + 1)
+            while end < stop and not text[end].isspace():
                 end += 1
             after = end
         if end < 0 or end - p > MAX_KEY_CHARS or "\n" in text[p:end].strip():
-            err = _Stop(f"an argument key of {name} is not closed", p, end < 0)
-            raise err
+            raise _Stop(f"an argument key of {name} is not closed", len(text) if end < 0 else
+                        min(end, p + MAX_KEY_CHARS), end < 0)
         key = text[p:end].strip()
         if not key:
             raise _Stop(f"an argument of {name} has no key", p)
@@ -385,8 +393,12 @@ class RecordFormat(base.WireFormat):
                 hit = find.next(lit, p)
             else:
                 core, hit = lit[1:], find.next("\n", p)
-                while hit >= 0 and core and not text.startswith(core, _ws(text, hit)):
-                    hit = text.find("\n", hit + 1, best if best >= 0 else len(text))
+                while hit >= 0 and core:
+                    after = _ws(text, hit)
+                    if text.startswith(core, after):
+                        break
+                    # (every line break in the run of spaces just skipped leads to the same place)
+                    hit = text.find("\n", after, best if best >= 0 else len(text))
             if hit >= 0 and (best < 0 or hit < best):
                 best = hit
         return best
