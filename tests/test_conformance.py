@@ -135,12 +135,12 @@ def test_no_hints_streamed_equals_whole_under_hard_chunkings():
                                         pytest.param(ALL_HARD, marks=pytest.mark.long, id="eight-chunkings")])
 def test_every_fixture_with_no_hints_through_the_proxy(every_fixture, tmp_path_factory, strategies):
     """Every fixture as a client sends it by default (no chat_template_kwargs, each fixture's model new to the proxy),
-    non-streamed and streamed (two whole calls in one delta among the chunkings): at least 455 of 469 pass or soft
-    pass (the 10 cut inside their reasoning need the prompt known, and the library's 3 fail), every stream equals its
-    non-streamed answer, no reasoning closer in content."""
+    non-streamed and streamed (two whole calls in one delta among the chunkings): at least 460 of 469 pass or soft
+    pass (DeepSeek's 3 and Kimi K3's 2 cut inside reasoning that their model's name does not say is open need a hint,
+    and the library's 3 fail), every stream equals its non-streamed answer, no reasoning closer in content."""
     cases, timing = bc.run_proxy(every_fixture, strategies, workers=1, hints=False)
     s = bc.summary(cases)
     _write(tmp_path_factory, "conformance-proxy-no-hints.md", bc.table("proxy, no hints", cases) + "\n\n"
            + timing.consistency())
-    assert s["ok"] >= 455 and s["error"] == 0 and not timing.leaked, bc.failures(cases, 40)
+    assert s["ok"] >= 460 and s["error"] == 0 and not timing.leaked, bc.failures(cases, 40)
     assert all(same == n for same, n in timing.same.values()), timing.consistency()
