@@ -5,7 +5,6 @@ none; the generic record reader (:mod:`refiner.formats.recorded`) keeps the form
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from invented_families import CALL_CASES, FAMILIES, TOOLS, _norm, invented, measure, outputs
@@ -118,7 +117,8 @@ def test_the_record_reader_keeps_the_format_contract(fam):
 
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
-def test_the_new_readers_stay_bounded_on_200_kb(fam):
+def test_the_new_readers_read_200_kb_storms_well_formed(fam):
+    """Their time is measured by benchmarks/bench_worst_case.py (these readers are among its entry points)."""
     d = derive(fam.template)
     unit = d.fmt.render([ToolCall("get_weather", {"city": "Paris", "days": 3})])
     texts = [(unit + "\n") * (200_000 // (len(unit) + 1)), unit[: len(unit) // 2] * (200_000 // len(unit) * 2),
@@ -126,11 +126,11 @@ def test_the_new_readers_stay_bounded_on_200_kb(fam):
              '"get_weather"' + "{" * 199_000]
     for text in texts:
         text = text[:200_000]
-        t0 = time.process_time()
-        d.fmt.parse_lenient(text, tools=OFFERED)
-        anchored_calls(text, 0, OFFERED)
-        spent = time.process_time() - t0
-        assert spent < 1.0, spent  # (the 50 ms bound is measured by benchmarks/bench_worst_case.py)
+        got = d.fmt.parse_lenient(text, tools=OFFERED)
+        assert not [p for p in got.problems if p.code == "internal"], got.problems[:3]
+        assert all(c.name == "get_weather" for c in got.calls)
+        found, _ = anchored_calls(text, 0, OFFERED)
+        assert all(a.call.name == "get_weather" for a in found)
 
 
 # a family whose argument line says its value's type (an attribute no grammar here spells): given the template only

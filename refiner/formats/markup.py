@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
+from refiner.formats.anchored import anchored_calls
 from refiner.formats.strict import JSON_DECODER
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
@@ -388,8 +389,6 @@ def calls_by_names(
     if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
         reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
     if not found:  # markup none of the rules above knows: the structure the text repeats (refiner.formats.anchored)
-        from refiner.formats.anchored import anchored_calls
-
         anchored, notes = anchored_calls(text, start, offered, taken)
         found = [Found(a.start, a.end, a.call, a.how) for a in anchored]
         reader.notes.extend(notes)

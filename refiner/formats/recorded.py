@@ -31,15 +31,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from refiner.calls import ToolCall
 from refiner.formats import base
-from refiner.formats.derive.record import Record
+from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
+
+if TYPE_CHECKING:  # the record is derive's value; this reader only reads its fields
+    from refiner.formats.derive.record import Record
 
 MAX_NAME_CHARS = 256  # a tool name longer than this is not one
 MAX_KEY_CHARS = 256
@@ -130,7 +133,7 @@ class RecordFormat(base.WireFormat):
         return calls
 
     def recover(self, text: str, out: base.Lenient) -> None:
-        calls, stop, cut = self._read(text, strict=False, out=out)
+        calls, _stop, cut = self._read(text, strict=False, out=out)
         out.calls.extend(calls)
         if cut is not None:
             index, name, args = cut
@@ -266,7 +269,6 @@ class RecordFormat(base.WireFormat):
             raise _Stop(f"{what} are not JSON: {msg}", max(at, pos), cut) from None
 
     def _json_call(self, text: str, pos: int) -> tuple[ToolCall, int]:
-        r = self.record
         pos = _ws(text, pos)
         obj, pos = self._json(text, pos, "the call")
         return self._call_of(obj, pos), pos
@@ -296,7 +298,7 @@ class RecordFormat(base.WireFormat):
         return [self._call_of(v, pos) for v in value], end
 
     def _pairs(self, text: str, pos: int, find: Finder, name: str) -> tuple[dict[str, Any], int]:
-        c, r = self._c, self.record
+        c, _r = self._c, self.record
         args: dict[str, Any] = {}
         while True:
             p = _ws(text, pos)
@@ -497,8 +499,6 @@ def _raw_ends(record: Record) -> tuple[str, ...]:
 def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
     """The format reading and writing ``record`` (not registered), named ``name``; ``source``: where the record comes
     from (the docs table, ``formats derive``)."""
-    from refiner.formats.family import EXAMPLE_CALLS
-
     if not record.complete:
         raise ValueError(f"an incomplete record: {'; '.join(record.missing) or 'no shape'}")
     reasoning = ((record.reasoning_start.strip(), record.reasoning_end.strip()),) \

@@ -33,14 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.derive.analyze import CONTENTS, NAMES, Markers, analyze
 from refiner.formats.derive.record import ARGS as RECORD_ARGS
 from refiner.formats.derive.record import NAMES as RECORD_NAMES
-from refiner.formats.derive.record import Record, derive_record
+from refiner.formats.derive.record import Record, _tools, derive_record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
 from refiner.formats.detect import detect_format
+from refiner.formats.recorded import record_format
+from refiner.specs import load_tools
 
 __all__ = ["Derived", "Record", "TemplateFailure", "derive", "derive_template", "dialect_for", "install"]
 log = logging.getLogger(__name__)
@@ -131,9 +134,6 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
 def _from_record(out: Derived, name: str) -> None:
     """For a family no grammar row holds and no built-in format reads: the generic reader of its record, when the
     record is complete and reads the template's own renders of the placeholder calls back exactly."""
-    from refiner.calls import ToolCall
-    from refiner.formats.recorded import record_format
-
     rec = out.record
     if rec is None or not rec.complete:
         return
@@ -161,9 +161,6 @@ def _from_record(out: Derived, name: str) -> None:
 
 def _specs() -> dict:
     """The placeholder tools as specs (for settling values written as raw text)."""
-    from refiner.formats.derive.record import _tools
-    from refiner.specs import load_tools
-
     return {s.name: s for s in load_tools(_tools())}
 
 
