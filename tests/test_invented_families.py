@@ -5,7 +5,6 @@ none; the generic record reader (:mod:`refiner.formats.recorded`) keeps the form
 
 from __future__ import annotations
 
-
 import pytest
 from invented_families import CALL_CASES, FAMILIES, TOOLS, _norm, invented, measure, outputs
 
