@@ -33,6 +33,7 @@ parameter names in the text between two names (each part of the text searched on
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -361,29 +362,13 @@ def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
 
 
 def _prefix(texts: Sequence[str]) -> str:
-    if not texts:
-        return ""
-    n = min(len(t) for t in texts)
-    first = texts[0]
-    for t in texts[1:]:
-        i = 0
-        while i < n and t[i] == first[i]:
-            i += 1
-        n = i
-    return first[:n]
+    """The longest text every one of ``texts`` starts with."""
+    return os.path.commonprefix(list(texts))
 
 
 def _suffix(texts: Sequence[str]) -> str:
-    if not texts:
-        return ""
-    n = min(len(t) for t in texts)
-    first = texts[0]
-    for t in texts[1:]:
-        i = 0
-        while i < n and t[-1 - i] == first[-1 - i]:
-            i += 1
-        n = i
-    return first[len(first) - n:]
+    """The longest text every one of ``texts`` ends with."""
+    return os.path.commonprefix([t[::-1] for t in texts])[::-1]
 
 
 _VALUE_CHARS = set("\"'{[-+.")
