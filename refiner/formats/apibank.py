@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import DETECT_CHARS, MAX_NOTES, Detection, Lenient, WireFormat, register
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
@@ -69,9 +69,7 @@ class ApiBank(WireFormat):
         return "\n".join([OPEN, *lines, CLOSE])
 
 
-DETECT_CHARS = 20_000  # of a <tool_call> block read to tell API-Bank from Hermes
 SPELLER = Speller(ApiBank.tags)
-MAX_NOTES = 8  # problems reported per text for tags read in place of others
 
 
 def tool_call_block_has_parameters(body: str, at: int) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Lenient
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Lenient
 from refiner.formats.jsonfix import take_items
 from refiner.formats.text import skip_ws
 
@@ -17,7 +17,6 @@ LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": 
 LITERALS_SPELT = {True: "true", False: "false", None: "null"}
 # Read leniently (reported): what models write in place of the template's literals.
 LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
-MAX_NOTES = 8  # problems a call's reader reports at most (values read loosely, junk skipped)
 MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
 _NOTHING = object()  # no value was read (the text stops, or a call token stands where one should be)
 _INF = float("inf")

@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
@@ -44,7 +44,6 @@ CALL, END, RETURN, CONSTRAIN = "<|call|>", "<|end|>", "<|return|>", "<|constrain
 TO = "to="
 PREFIX = "functions."
 CHANNELS = ("analysis", "commentary", "final")
-NAME_PATTERN = r"[^\s<>{}\"']+"
 _NAME = re.compile(NAME_PATTERN)
 _WORD = re.compile(r"[^\s<]*")
 # A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant.

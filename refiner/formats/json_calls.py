@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import (
@@ -54,7 +54,6 @@ from refiner.formats.xmlvalues import Finder
 # object a call).
 MAX_BLOCKS = 64
 MAX_OBJECT_BLOCKS = 1024
-MAX_NOTES = 8  # problems reported per text for tags read in place of others
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
+from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat, offered_tools, register
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
@@ -36,7 +36,6 @@ SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_secti
 SECTION_BEGIN_1, SECTION_END_1 = "<|tool_call_section_begin|>", "<|tool_call_section_end|>"  # singular variants
 CALL_BEGIN, ARG_BEGIN, CALL_END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
 PREFIX = "functions."
-NAME_PATTERN = r"[^\s<>{}\"']+"
 _NAME = re.compile(NAME_PATTERN)
 _INDEX = re.compile(r"[0-9]+")
 # A call whose tokens were all lost: its whole id, then its arguments (functions.NAME:0{...}).

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
@@ -39,7 +39,6 @@ from refiner.formats.xmlvalues import Finder
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
 _BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
-MAX_NOTES = 8  # problems reported per text for text that is no call
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 
 

@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from refiner.formats.base import Lenient, all_formats
+from refiner.formats.base import MAX_NOTES, Lenient, all_formats
 from refiner.formats.reasoning import trie_pattern
 
 MAX_WORD = 40  # letters of a tag word looked at (a longer run is not a tag)
@@ -294,7 +294,6 @@ _BARRED = re.compile(r"[<\[]?[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 # Look-alikes reported per text at most (one problem each).
-MAX_NOTES = 8
 # Token-shaped spans looked at per text: a storm of tokens past this many is left as written (a counted bound, so a
 # 200 KB storm costs what 4,096 tokens cost, whatever the machine).
 MAX_SCANNED = 4096

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, WireFormat, all_formats, offered_tools, remember
+from refiner.formats.base import NAME_PATTERN, Detection, WireFormat, all_formats, offered_tools, remember
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -61,7 +61,6 @@ from refiner.formats.xml_spelling import (
     _NO_HOOK,
     DETECT_CHARS,
     HOOKS,
-    NAME_PATTERN,
     SPACED_NAME_PATTERN,
     Hook,
     XmlSpelling,

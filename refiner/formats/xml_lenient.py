@@ -12,16 +12,12 @@ import re
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient
+from refiner.formats.base import MAX_NOTES, Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.tags import MAX_TAG_HITS, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import (
-    MAX_NOTES,
-    TYPE_CHARS,
-    _attrs,
-)
+from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
     Finder,

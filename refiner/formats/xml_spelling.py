@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 DETECT_CHARS = 2_000  # of text after a marker read to tell a row from others sharing it
-MAX_NOTES = 8  # problems reported per text for tags read in place of others
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
-# A tool name: no whitespace, angle brackets, braces or quotes (vLLM's XML parsers reject the same); rows whose name
-# is the text after the call tag (GLM) allow single spaces between words.
-NAME_PATTERN = r"[^\s<>{}\"']+"
+# A tool name as base.NAME_PATTERN reads it (no whitespace, angle brackets, braces or quotes), but with single spaces
+# between words: for rows whose name is the text after the call tag (GLM).
 SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 # The attributes as rendering writes them (a name, then at most one more): read in one match.
