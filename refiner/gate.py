@@ -37,7 +37,6 @@ from refiner import formats
 from refiner.calls import ToolCall, preview
 from refiner.formats.reading import (  # noqa: F401  (params_by_tool: read here by callers of the gate)
     Reading,
-    better_salvage,
     params_by_tool,
     read_text,
     salvaged,
@@ -537,9 +536,3 @@ def salvage_report(
     got = salvaged(reading, tools)
     return report if got is reading else check_reading(got, tools, text_values=text_values)
 
-
-def salvage_calls(
-    text: str, lenient: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None
-) -> Salvage | None:
-    """:func:`refiner.formats.reading.better_salvage`."""
-    return better_salvage(text, lenient, tools)

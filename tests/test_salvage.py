@@ -8,8 +8,9 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import salvage as salvage_mod
+from refiner.formats.reading import better_salvage
 from refiner.formats.salvage import salvage
-from refiner.gate import check_text, salvage_calls, salvage_report, tool_index
+from refiner.gate import check_text, salvage_report, tool_index
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
@@ -199,7 +200,7 @@ def test_a_line_start_marker_counts_on_the_first_line():
     got = salvage(text, OFFERED)
     assert got.calls == [T] and "functionary_v32" in got.describe()
     lenient = check_text(text, "functionary_v32", load_tools(TOOLS)).calls
-    assert salvage_calls(text, lenient, load_tools(TOOLS)) is None  # the format's own reading stands
+    assert better_salvage(text, lenient, load_tools(TOOLS)) is None  # the format's own reading stands
 
 
 def test_describe_and_format():
@@ -284,7 +285,7 @@ def test_a_valid_text_is_never_re_read():
 def test_a_lenient_reading_as_good_as_salvages_is_kept():
     text = "[get_weather(city='Paris')]\nDone."
     report = check_text(text, "toolace", INDEX)
-    assert report.calls == [P] and salvage_calls(text, report.calls, INDEX) is None
+    assert report.calls == [P] and better_salvage(text, report.calls, INDEX) is None
 
 
 def test_salvage_replaces_a_reading_with_fewer_calls_and_says_where():
@@ -307,7 +308,7 @@ def test_an_incomplete_salvage_never_drops_the_lenient_reading():
     text = "f(q) " * 300 + "[get_weather(city='Paris')]"
     lenient = [P]
     assert not salvage(text, {n: list(s.params) for n, s in INDEX.items()}).complete
-    assert salvage_calls(text, lenient, INDEX) is None
+    assert better_salvage(text, lenient, INDEX) is None
 
 
 def test_pipeline_reads_salvaged_calls_in_the_requested_format():
