@@ -8,27 +8,27 @@ from typing import Any
 import typer
 
 HELP = """Score an upstream model's tool calls on API-Bank, NESTFUL, Bamboogle*, BFCL (AST) and corruption recovery,
-raw and after the refiner, or measure tier 1 per error class and format, and write OUT/report.md with the tables.
+raw and after the refiner, or measure tier 1 per error class and format; writes OUT/report.md.
 
 \b
 Upstream (exactly one):
-  --upstream-base-url URL --upstream-model NAME   a served model (vllm serve, any OpenAI-compatible API; cached)
-  --upstream-file FILE                            JSONL of {"id": <sample id>, "output": <text>}
-  --upstream-scripted P                           the gold answers, rule-corrupted with probability P
+  --upstream-base-url URL --upstream-model NAME    a served model (cached)
+  --upstream-file FILE       JSONL of {"id": <sample id>, "output": <text>}
+  --upstream-scripted P      the gold, rule-corrupted with probability P
 \b
 Refiner:
-  --refiner tier1 (default)                       no model: parse, gate, tier-1 repair, never-worse guard
-  --refiner none                                  raw scores only
-  --model PATH --engine vllm|hf                   the refiner model, loaded in this process
-  --refiner-base-url URL --model NAME             the refiner model behind vllm serve (engine openai)
+  --refiner tier1 (default)  no model: parse, gate, tier-1 repair, guard
+  --refiner none             raw scores only
+  --model PATH --engine vllm|hf         a model loaded in this process
+  --refiner-base-url URL --model NAME   a model behind vllm serve
 \b
-Tier 1 per error class and wire format (no upstream, no model; both spec policies):
-  --bench tier1 [--limit N]                       BFCL's gold calls in every registered format, corrupted one
-                                                  class at a time (OUT/tier1/tables.md)
+Tier 1 per error class and format (no upstream, no model):
+  --bench tier1 [--limit N]  BFCL's gold in every format (OUT/tier1/)
 \b
-Example (upstream served by vllm serve on :8000, refiner on :8001):
-  tool-refiner eval --upstream-base-url http://127.0.0.1:8000/v1 --upstream-model Qwen/Qwen2.5-7B-Instruct \\
-      --refiner-base-url http://127.0.0.1:8001/v1 --model refiner --out results/qwen7b
+Example (upstream served on :8000, refiner on :8001):
+  tool-refiner eval --upstream-base-url http://127.0.0.1:8000/v1 \\
+      --upstream-model Qwen/Qwen2.5-7B-Instruct --out results/qwen7b \\
+      --refiner-base-url http://127.0.0.1:8001/v1 --model refiner
 """
 
 

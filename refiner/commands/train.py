@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
         profile: str | None = typer.Option(None, help="Hardware profile from the recipe."),
         model: str | None = typer.Option(None, help="Model folder or hub id."),
         thinking: str | None = typer.Option(None, help="Qwen3 thinking: on | off."),
-        no_wandb: bool = typer.Option(False, "--no-wandb"),
-        dry_run: bool = typer.Option(False, "--dry-run"),
+        no_wandb: bool = typer.Option(False, "--no-wandb", help="Log to console + JSONL only."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the command; launch nothing."),
     ) -> None:
         """Supervised warm start on the same triplets (target = the correct calls); then export and train --model."""
         from refiner.train.launch import plan_sft, start
