@@ -35,11 +35,12 @@ _IDENT_RE = re.compile(_IDENT)
 _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 
-def markers() -> tuple[str, ...]:
+def markers(own: str | None = None) -> tuple[str, ...]:
     """The call markers of every registered wire format, longest first: the markers and closers its detection rule
     looks for (gpt-oss's ``to=functions.`` included), and its tags (those that are tags or sentinel tokens, not JSON
-    keys or single brackets)."""
-    found = set()
+    keys or single brackets). ``own``: a format (the served model's dialect) whose detection markers count however
+    they are spelled."""
+    found = set(getattr(formats.get(own).detection, "markers", ())) if own else set()
     for f in formats.all_formats():
         detection = getattr(f, "detection", None)
         candidates = [*(getattr(f, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),

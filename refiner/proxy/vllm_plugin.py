@@ -30,10 +30,13 @@ library never imports vLLM by importing it.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from refiner.formats.derive.render import ChatTemplate
@@ -52,6 +55,7 @@ from refiner.proxy.content import (
     same_call,
     separate_reasoning,
     thinking_hint,
+    tool_names,
     trim_edges,
 )
 from refiner.proxy.thinking import PromptReasoning
@@ -61,7 +65,7 @@ CLASS_NAME = "ToolRefinerToolParser"
 REASONING_CLASS_NAME = "ToolRefinerReasoningParser"
 PROMPT_TAIL_TOKENS = 32  # tokens of a prompt's end decoded to see whether it opened or closed the reasoning block
 
-_TIER1 = Refiner(engine=None)
+log = logging.getLogger("refiner.proxy")
 
 
 def request_tools(request: Any) -> list[dict]:
@@ -75,24 +79,42 @@ def request_tools(request: Any) -> list[dict]:
     return out
 
 
-def tool_names(tools: Sequence[dict]) -> set[str]:
-    names = set()
-    for t in tools:
-        fn = t.get("function") if isinstance(t.get("function"), dict) else t
-        if isinstance(fn.get("name"), str):
-            names.add(fn["name"])
-    return names
+def template_of(tokenizer: Any) -> tuple[str, dict[str, str]] | None:
+    """The chat template the tokenizer vLLM loaded holds, and its special tokens; None when it holds none."""
+    source = getattr(tokenizer, "chat_template", None)
+    if not isinstance(source, str) or not source:
+        return None
+    return source, {k: t for k in ("bos_token", "eos_token") if isinstance(t := getattr(tokenizer, k, None), str)}
+
+
+@functools.lru_cache(maxsize=8)
+def _refiner_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> Refiner:
+    if source is None:
+        return Refiner(engine=None)
+    with tempfile.TemporaryDirectory(prefix="tool-refiner-") as folder:
+        config = Path(folder) / "tokenizer_config.json"
+        config.write_text(json.dumps({"chat_template": source, **dict(tokens)}), encoding="utf-8")
+        return Refiner(engine=None, chat_template=config)
+
+
+def served_refiner(tokenizer: Any) -> Refiner:
+    """The tier-1 refiner of the served model: the dialect derived from its tokenizer's chat template, as
+    ``Refiner(chat_template=...)`` derives it (a template nothing can be derived from leaves the format to detection,
+    with one log line); detection when the tokenizer holds no template. One per template."""
+    found = template_of(tokenizer)
+    return _refiner_for(found[0], tuple(sorted(found[1].items()))) if found else _refiner_for(None, ())
 
 
 class Reader:
     """Reads one generation against ``tools``: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`),
     with the proxy's driver (:class:`~refiner.proxy.content.CallDriver`): streamed, each call is read as soon as it
-    closes."""
+    closes. ``refiner``: the tier-1 refiner (:func:`served_refiner`); its dialect's markers open calls too."""
 
-    def __init__(self, tools: list[dict]) -> None:
+    def __init__(self, tools: list[dict], refiner: Refiner | None = None) -> None:
+        self.refiner = refiner if refiner is not None else _refiner_for(None, ())
         self.tools = tools or None
-        self.names = tool_names(tools)
-        self.split = ContentSplit(Openers(frozenset(self.names), markers()))
+        self.names = tool_names({"tools": tools})
+        self.split = ContentSplit(Openers(frozenset(self.names), markers(self.refiner.fmt)))
         self.driver = CallDriver(self.split)
         self.sent: list[dict] = []  # calls read before the end
 
@@ -102,13 +124,13 @@ class Reader:
     def calls_in(self, text: str) -> dict | None:
         """Tier 1's result on ``text`` (its format detected), or None when no format is found."""
         item = {"request": {"tools": self.tools, "upstream": text, "format": None}, "detect": True, "allowed": None}
-        return work.tier1(_TIER1, [item])[0]["result"]
+        return work.tier1(self.refiner, [item])[0]["result"]
 
     def _answer(self, ask: Ask) -> Any:
         if ask.kind == "region":
             return self.is_calls(ask.text)
         payload = {"text": ask.text, "tools": self.tools, "names": sorted(self.names), "allowed": None}
-        return work.early_calls(_TIER1, payload)["calls"]
+        return work.early_calls(self.refiner, payload)["calls"]
 
     def feed(self, piece: str) -> tuple[str, list[dict]]:
         """``(content, calls)`` that ``piece`` releases: the calls complete and read since the last piece."""
@@ -164,12 +186,11 @@ def hinted(kwargs: Any) -> bool:
 def served_template(tokenizer: Any) -> PromptReasoning | None:
     """What the served model's chat template (its tokenizer's) says of whether the generation prompt opens the
     reasoning block (:mod:`refiner.proxy.thinking`); None when the tokenizer has no template."""
-    source = getattr(tokenizer, "chat_template", None)
-    if not isinstance(source, str) or not source:
+    found = template_of(tokenizer)
+    if found is None:
         return None
-    tokens = {k: t for k in ("bos_token", "eos_token") if isinstance(t := getattr(tokenizer, k, None), str)}
     try:
-        return PromptReasoning(ChatTemplate(source, "the served model's tokenizer", tokens), learn=False)
+        return PromptReasoning(ChatTemplate(found[0], "the served model's tokenizer", found[1]), learn=False)
     except Exception:  # noqa: BLE001 - a template that does not compile tells nothing
         return None
 
@@ -267,6 +288,7 @@ def _build() -> type:
 
         def __init__(self, tokenizer: Any, tools: list | None = None) -> None:
             super().__init__(tokenizer, tools)
+            self._tier1 = served_refiner(tokenizer)
             self._reader: Reader | None = None
             self._request: Any = None
 
@@ -279,11 +301,12 @@ def _build() -> type:
         def _reader_for(self, request: Any) -> Reader:
             if self._reader is None:
                 self._reader = Reader(request_tools(request) if request is not None else
-                                      [t.model_dump(exclude_none=True) for t in self.tools])
+                                      [t.model_dump(exclude_none=True) for t in self.tools], self._tier1)
             return self._reader
 
         def extract_tool_calls(self, model_output: str, request: Any) -> Any:
-            content, calls = (model_output, []) if off(request) else Reader(request_tools(request)).read(model_output)
+            content, calls = (model_output, []) if off(request) else Reader(request_tools(request),
+                                                                                  self._tier1).read(model_output)
             if not calls:
                 return ExtractedToolCallInformation(tools_called=False, tool_calls=[], content=model_output)
             tool_calls = [ToolCall(type="function", function=FunctionCall(name=c["name"], arguments=arguments_text(c)))
@@ -325,7 +348,7 @@ def _build() -> type:
                 return DeltaMessage(content=rest) if rest else None
             sent = reader.sent
             if [same_call(c) for c in calls[: len(sent)]] != [same_call(c) for c in sent]:
-                logging.getLogger("refiner.proxy").warning("calls sent before the end differ from those read whole")
+                log.warning("calls sent before the end differ from those read whole")
             deltas = self._call_deltas(calls[len(sent) :])
             content = rest.strip() or None
             if not (deltas or content):
