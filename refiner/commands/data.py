@@ -7,10 +7,7 @@ from pathlib import Path
 
 import typer
 
-
-def _fail(e: Exception) -> None:
-    typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
+from refiner.commands import exit_on
 
 
 def _source_paths(items: list[str]) -> dict[str, str]:
@@ -45,11 +42,9 @@ def register(app: typer.Typer) -> None:
 
         over = {k: v for k, v in (("corruptor", corruptor), ("seed", seed), ("reward_variant", reward_variant))
                 if v is not None}
-        try:
+        with exit_on(SourceUnavailable, FileNotFoundError, ValueError):
             cfg = load_config(config, **over)
             report = build(cfg, out, source_paths=_source_paths(source_path or []), progress=not quiet)
-        except (SourceUnavailable, FileNotFoundError, ValueError) as e:
-            _fail(e)
         summary = report.to_json()
         typer.echo(json.dumps({k: summary[k] for k in ("rows", "per_type_source", "rejected", "substitutions",
                                                        "unavailable_sources", "seconds")}, indent=2))
@@ -68,8 +63,6 @@ def register(app: typer.Typer) -> None:
         """Mix per source, data type and error class; prompt lengths; warnings for over-long prompts."""
         from data_gen.stats import data_stats, format_stats
 
-        try:
+        with exit_on(FileNotFoundError):
             st = data_stats(data_dir, tokenizer=tokenizer, max_prompt_length=max_prompt_length)
-        except FileNotFoundError as e:
-            _fail(e)
         typer.echo(json.dumps(st, indent=2) if as_json else format_stats(st))

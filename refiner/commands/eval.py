@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
+
+from refiner.commands import exit_on, split_list
 
 HELP = """Score an upstream model's tool calls on API-Bank, NESTFUL, Bamboogle*, BFCL (AST) and corruption recovery,
 raw and after the refiner, or measure tier 1 per error class and format; writes OUT/report.md.
@@ -30,34 +31,6 @@ Example (upstream served on :8000, refiner on :8001):
       --upstream-model Qwen/Qwen2.5-7B-Instruct --out results/qwen7b \\
       --refiner-base-url http://127.0.0.1:8001/v1 --model refiner
 """
-
-
-def make_refiner(kind: str, *, model: str | None, engine: str | None, refiner_base_url: str | None, n: int,
-                 thinking: bool | None, max_tokens: int, always_model: bool, trust_spec: bool,
-                 engine_kwargs: dict[str, Any]) -> tuple[Any, str | None]:
-    """``(Refiner or None, its name in the report)`` for the command's refiner options."""
-    from refiner.pipeline import Refiner
-
-    if model or refiner_base_url:
-        kind = "model"
-    if kind == "none":
-        return None, None
-    if kind == "tier1":
-        return Refiner(engine=None, trust_spec=trust_spec), "Refiner tier 1"
-    if kind != "model":
-        raise typer.BadParameter(f"--refiner must be tier1, none or model, got {kind!r}")
-    if not model and not refiner_base_url:
-        raise typer.BadParameter("--refiner model needs --model (a path for vllm/hf, or the served name with "
-                                 "--refiner-base-url)")
-    from refiner.engines import make_engine
-
-    kind_engine = engine or ("openai" if refiner_base_url else "vllm")
-    if kind_engine == "openai" and not refiner_base_url:
-        raise typer.BadParameter("--engine openai needs --refiner-base-url")
-    eng = make_engine(kind_engine, model=model, base_url=refiner_base_url, **engine_kwargs)
-    ref = Refiner(engine=eng, n=n, thinking=thinking, max_tokens=max_tokens, bypass=not always_model,
-                  trust_spec=trust_spec)
-    return ref, f"Refiner {model or refiner_base_url}"
 
 
 def register(app: typer.Typer) -> None:
@@ -120,25 +93,32 @@ def register(app: typer.Typer) -> None:
         chart: bool = typer.Option(True, "--chart/--no-chart", help="Draw chart.png."),
         quiet: bool = typer.Option(False, "--quiet", help="No progress bars."),
     ) -> None:
-        from refiner.commands.serve import parse_engine_args
+        from refiner.commands.serve import build_refiner, parse_engine_args
         from refiner.engines import EngineError
-        from refiner.eval.runner import NO_UPSTREAM, run_eval
+        from refiner.eval.runner import check_upstream, run_eval
 
-        benches = [b.strip() for b in bench.split(",") if b.strip()]
+        benches = split_list(bench)
         # argument errors first, before a model is loaded
         if upstream_base_url and not upstream_model:
             raise typer.BadParameter("--upstream-base-url needs --upstream-model")
-        sources = [x for x in (upstream_file, upstream_base_url, upstream_scripted) if x is not None]
-        if any(b not in NO_UPSTREAM for b in benches) and len(sources) != 1:
-            raise typer.BadParameter("give exactly one upstream: --upstream-base-url with --upstream-model, "
-                                     "--upstream-file or --upstream-scripted")
-        try:
-            ref, ref_name = make_refiner(refiner, model=model, engine=engine, refiner_base_url=refiner_base_url,
-                                         n=n, thinking=thinking, max_tokens=max_tokens, always_model=always_model,
-                                         trust_spec=trust_spec, engine_kwargs=parse_engine_args(engine_arg))
-        except (ValueError, FileNotFoundError, EngineError) as e:
-            typer.echo(f"error: the refiner could not be set up: {e}", err=True)
-            raise typer.Exit(2) from None
+        with exit_on(ValueError):
+            check_upstream(benches, upstream_file, upstream_base_url, upstream_scripted)
+        with_model = bool(model or refiner_base_url)
+        if refiner not in ("tier1", "none", "model"):
+            raise typer.BadParameter(f"--refiner must be tier1, none or model, got {refiner!r}")
+        if refiner == "model" and not with_model:
+            raise typer.BadParameter("--refiner model needs --model (a path for vllm/hf, or the served name with "
+                                     "--refiner-base-url)")
+        if with_model and engine == "openai" and not refiner_base_url:
+            raise typer.BadParameter("--engine openai needs --refiner-base-url")
+        ref = ref_name = None
+        if refiner != "none" or with_model:
+            with exit_on(ValueError, FileNotFoundError, EngineError, prefix="error: the refiner could not be set up"):
+                ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine,
+                                    refiner_api_key_env="OPENAI_API_KEY", engine_kwargs=parse_engine_args(engine_arg),
+                                    n=n, thinking=thinking, max_tokens=max_tokens, bypass=not always_model,
+                                    trust_spec=trust_spec)
+            ref_name = f"Refiner {model or refiner_base_url}" if with_model else "Refiner tier 1"
         upstream_name = upstream_model or (upstream_file.name if upstream_file else None) or (
             f"gold, {upstream_scripted:.0%} rule-corrupted" if upstream_scripted is not None else "upstream")
         meta = {"upstream": upstream_name, "refiner": ref_name or "none", "limit": limit, "seed": seed}
@@ -146,7 +126,7 @@ def register(app: typer.Typer) -> None:
             meta["trust_spec"] = "off and on (recovery)" if compare_trust_spec else ("on" if trust_spec else "off")
         if "tier1" in benches:
             meta["tier-1 suite"] = "no model, default spec policy and trust_spec"
-        try:
+        with exit_on(ValueError, FileNotFoundError):
             report = run_eval(
                 benches,
                 out,
@@ -159,7 +139,7 @@ def register(app: typer.Typer) -> None:
                                    "enable_thinking": upstream_thinking},
                 cache_file=cache_file,
                 limit=limit,
-                recovery_sources=[s.strip() for s in recovery_sources.split(",") if s.strip()],
+                recovery_sources=split_list(recovery_sources),
                 clean_ratio=clean_ratio,
                 recovery_trust_spec=(False, True) if compare_trust_spec else None,
                 seed=seed,
@@ -168,12 +148,9 @@ def register(app: typer.Typer) -> None:
                 chart=chart,
                 data_dir=data_dir,
                 bfcl_wheel=bfcl_wheel,
-                bfcl_categories=[c.strip() for c in bfcl_categories.split(",")] if bfcl_categories else None,
+                bfcl_categories=split_list(bfcl_categories) or None,
                 bfcl_format=bfcl_format,
                 apibank_adjustments=apibank_adjustments,
             )
-        except (ValueError, FileNotFoundError) as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from None
         typer.echo(report.read_text(encoding="utf-8"))
         typer.echo(f"written: {report}")

@@ -1,7 +1,5 @@
-"""``tool-refiner repair`` (tier 1 + guard, no model) and ``tool-refiner refine`` (the full pipeline): JSONL in, one
-result per request out, in order. A line that is not a readable request becomes an error result naming its line
-(``stage: "error"``, see :func:`refiner.pipeline.error_result`). ``--trust-spec`` makes tier 1 treat every tool spec
-as exact (see :mod:`refiner.repair`)."""
+"""``repair`` (tier 1 + guard, no model) and ``refine`` (the full pipeline): requests JSONL in, one result per line
+out, in order; a line that is not a readable request becomes an error result naming its line."""
 
 from __future__ import annotations
 
@@ -10,6 +8,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import nullcontext
 from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
@@ -100,14 +99,16 @@ def _errors(diags: Any) -> int:
     return sum(1 for d in diags or [] if d.get("severity") == "error")
 
 
-def _open_out(path: Path | None) -> TextIO:
-    return path.open("w", encoding="utf-8") if path else sys.stdout
+def _open_out(path: Path | None) -> Any:
+    """The results file to write, or stdout (left open)."""
+    return path.open("w", encoding="utf-8") if path else nullcontext(sys.stdout)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("repair")
     def repair(
-        src: Path | None = typer.Argument(None, help="Requests JSONL (default: the bundled broken examples)."),
+        src: Path | None = typer.Argument(None, exists=True, dir_okay=False,
+                                          help="Requests JSONL (default: the bundled broken examples)."),
         output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
         fmt: str | None = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
         batch_size: int = typer.Option(256, help="Requests per batch."),
@@ -115,9 +116,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Tier-1 repair (no model) + never-worse guard on every request; prints a summary table."""
         path = src or bundled_requests_path()
-        _check_input(path)
         demo = src is None and output is None  # the bundled examples: show a table instead of the JSONL
-        with _closing(open(os.devnull, "w") if demo else _open_out(output)) as out:
+        with open(os.devnull, "w") if demo else _open_out(output) as out:
             results = run_jsonl(Refiner(None, fmt, trust_spec=trust_spec), path, out, batch_size=batch_size,
                                 progress=output is not None)
         if demo:
@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("refine")
     def refine(
-        src: Path = typer.Argument(..., help="Requests JSONL."),
+        src: Path = typer.Argument(..., exists=True, dir_okay=False, help="Requests JSONL."),
         output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
         model: str = typer.Option(..., "--model", help="Refiner model: a local path or a served model id."),
         engine: str = typer.Option("vllm", "--engine", help="vllm | openai | hf"),
@@ -143,31 +143,10 @@ def register(app: typer.Typer) -> None:
         """Full pipeline: parse, gate, tier-1 repair, the refiner model where still needed, never-worse guard."""
         from refiner.engines import make_engine
 
-        _check_input(src)
         eng = make_engine(engine, model=model, base_url=base_url)
         ref = Refiner(eng, fmt, n=n, thinking=thinking, bypass=bypass, temperature=temperature, max_tokens=max_tokens,
                       trust_spec=trust_spec)
-        with _closing(_open_out(output)) as out:
+        with _open_out(output) as out:
             results = run_jsonl(ref, src, out, batch_size=batch_size, progress=True)
         typer.echo(summary_table(results), err=True)
 
-
-def _check_input(path: Path) -> None:
-    if not path.is_file():
-        raise typer.BadParameter(f"no such file: {path}")
-
-
-class _closing:
-    """Closes a file on exit, but never stdout."""
-
-    def __init__(self, fh: TextIO) -> None:
-        self.fh = fh
-
-    def __enter__(self) -> TextIO:
-        return self.fh
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fh is not sys.stdout:
-            self.fh.close()
-        else:
-            self.fh.flush()

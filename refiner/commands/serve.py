@@ -52,35 +52,22 @@ def opens_reasoning_setting(values: list[str] | None) -> dict[str, bool]:
     return out
 
 
-def build_refiner(
-    *,
-    model: str | None,
-    refiner_base_url: str | None,
-    engine: str | None,
-    n: int = 1,
-    thinking: bool | None = None,
-    max_tokens: int = 1024,
-    refiner_api_key_env: str = "REFINER_API_KEY",
-    engine_kwargs: dict[str, Any] | None = None,
-    chat_template: str | None = None,
-    calls_in_reasoning: bool = False,
-) -> Any:
-    """The proxy's refiner: tier 1 + guard when no model is given; else the pipeline over an engine
-    (``openai`` when ``refiner_base_url`` is given, otherwise ``engine``, default ``vllm``). ``chat_template``: the
-    upstream model's chat template, whose derived dialect the refiner reads and writes (``Refiner(chat_template=)``)."""
+def build_refiner(*, model: str | None, refiner_base_url: str | None, engine: str | None,
+                  refiner_api_key_env: str = "REFINER_API_KEY", engine_kwargs: dict[str, Any] | None = None,
+                  **options: Any) -> Any:
+    """The CLI's refiner: tier 1 + guard without ``model`` and ``refiner_base_url``; else the pipeline over an engine
+    (``openai`` with ``refiner_base_url``, otherwise ``engine``, default ``vllm``). ``options`` go to ``Refiner``."""
     from refiner.pipeline import Refiner
 
     if not model and not refiner_base_url:
-        return Refiner(engine=None, chat_template=chat_template, calls_in_reasoning=calls_in_reasoning)
+        return Refiner(engine=None, **options)
     from refiner.engines import make_engine
 
     kind = engine or ("openai" if refiner_base_url else "vllm")
     kw: dict[str, Any] = dict(engine_kwargs or {})
     if kind == "openai":
         kw["api_key_env"] = refiner_api_key_env
-    eng = make_engine(kind, model=model, base_url=refiner_base_url, **kw)
-    return Refiner(eng, n=n, thinking=thinking, max_tokens=max_tokens, chat_template=chat_template,
-                   calls_in_reasoning=calls_in_reasoning)
+    return Refiner(make_engine(kind, model=model, base_url=refiner_base_url, **kw), **options)
 
 
 def configure_logging(level: str) -> None:

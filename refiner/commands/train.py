@@ -1,8 +1,4 @@
-"""``train`` (DAPO on verl), ``sft`` (warm start), ``export`` (FSDP checkpoint -> HF folder + card), ``plot``.
-
-A thin shell: :mod:`refiner.train.launch` plans and checks a launch, :mod:`refiner.export` and :mod:`refiner.plot`
-do the rest; this module maps options to arguments and errors to exit code 2.
-"""
+"""``train`` (DAPO on verl), ``sft`` (warm start), ``export`` (FSDP checkpoint -> HF folder + card), ``plot``."""
 
 from __future__ import annotations
 
@@ -10,12 +6,19 @@ from pathlib import Path
 
 import typer
 
+from refiner.commands import exit_on
 from refiner.train.errors import TrainConfigError
 
 
-def _fail(e: Exception) -> None:
-    typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
+def _start(launch, dry_run: bool) -> None:
+    """Prints a planned launch's notes and command, then runs it unless ``dry_run``."""
+    from refiner.train.launch import start
+
+    for note in launch.notes:
+        typer.echo(note, err=True)
+    typer.echo(launch.text)
+    if not dry_run:
+        raise typer.Exit(start(launch))
 
 
 def register(app: typer.Typer) -> None:
@@ -34,10 +37,10 @@ def register(app: typer.Typer) -> None:
         skip_checks: bool = typer.Option(False, "--skip-checks", help="Skip the data/model checks (paths on cluster)."),
     ) -> None:
         """Train the refiner with DAPO on verl 0.9.1 (locally, or as a Ray job)."""
-        from refiner.train.launch import plan_dapo, start
+        from refiner.train.launch import plan_dapo
 
         choices = {k: v for k, v in (("thinking", thinking), ("reward", reward)) if v is not None}
-        try:
+        with exit_on(TrainConfigError):
             launch = plan_dapo(
                 config=config,
                 profile=profile,
@@ -49,11 +52,7 @@ def register(app: typer.Typer) -> None:
                 ray_address=ray_address,
                 skip_checks=skip_checks,
             )
-        except TrainConfigError as e:
-            _fail(e)
-        typer.echo(launch.text)
-        if not dry_run:
-            raise typer.Exit(start(launch))
+        _start(launch, dry_run)
 
     @app.command("sft")
     def sft_cmd(
@@ -67,9 +66,9 @@ def register(app: typer.Typer) -> None:
         dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the command; launch nothing."),
     ) -> None:
         """Supervised warm start on the same triplets (target = the correct calls); then export and train --model."""
-        from refiner.train.launch import plan_sft, start
+        from refiner.train.launch import plan_sft
 
-        try:
+        with exit_on(TrainConfigError):
             launch = plan_sft(
                 data=data,
                 config=config,
@@ -79,13 +78,7 @@ def register(app: typer.Typer) -> None:
                 extra=overrides or [],
                 no_wandb=no_wandb,
             )
-        except TrainConfigError as e:
-            _fail(e)
-        for note in launch.notes:
-            typer.echo(note, err=True)
-        typer.echo(launch.text)
-        if not dry_run:
-            raise typer.Exit(start(launch))
+        _start(launch, dry_run)
 
     @app.command("export")
     def export_cmd(
@@ -97,10 +90,8 @@ def register(app: typer.Typer) -> None:
         """Merge FSDP shards into a Hugging Face folder (verl.model_merger) and write its model card."""
         from refiner.export import export_checkpoint
 
-        try:
+        with exit_on(TrainConfigError):
             path = export_checkpoint(ckpt_dir, out, metrics_log=log, run_merge=not card_only)
-        except TrainConfigError as e:
-            _fail(e)
         typer.echo(str(path))
 
     @app.command("plot")
@@ -112,10 +103,8 @@ def register(app: typer.Typer) -> None:
         """Reward and response-length curves of a run (paper Figure 2)."""
         from refiner.plot import PlotError, plot_run
 
-        try:
+        with exit_on(PlotError):
             counts = plot_run(run_log, out, title=title)
-        except PlotError as e:
-            _fail(e)
         for label, n in counts.items():
             typer.echo(f"{label}: {n} points", err=True)
         typer.echo(str(out))

@@ -145,6 +145,15 @@ TIER1 = "tier1"  # the tier-1 suite (refiner.eval.tier1_suite): BFCL's gold, eve
 NO_UPSTREAM = (RECOVERY, TIER1)  # benchmarks that make their own inputs
 
 
+def check_upstream(benches: Sequence[str], *upstreams: Any) -> None:
+    """``ValueError`` unless every benchmark is known and exactly one of ``upstreams`` is given where one is needed."""
+    unknown = [b for b in benches if b not in (*BENCH_NAMES, *NO_UPSTREAM)]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join((*BENCH_NAMES, *NO_UPSTREAM))}")
+    if any(b not in NO_UPSTREAM for b in benches) and sum(u is not None for u in upstreams) != 1:
+        raise ValueError("give exactly one upstream: a file, an endpoint (base URL + model) or scripted")
+
+
 def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel: str | Path | None = None,
                    bfcl_categories: Sequence[str] | None = None, bfcl_format: str = "toolace",
                    apibank_adjustments: bool = True, seed: int = 0) -> Benchmark:
@@ -193,13 +202,8 @@ def run_eval(
     an upstream nor a refiner: it runs the pipeline without a model under both spec policies on ``limit`` BFCL records
     (default all) in every registered wire format."""
     benches = list(dict.fromkeys(benches))
-    unknown = [b for b in benches if b not in (*BENCH_NAMES, *NO_UPSTREAM)]
-    if unknown:
-        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join((*BENCH_NAMES, *NO_UPSTREAM))}")
+    check_upstream(benches, upstream_file, upstream_base_url or upstream_engine, upstream_scripted)
     sources = [b for b in benches if b not in NO_UPSTREAM]
-    chosen = [x for x in (upstream_file, upstream_base_url or upstream_engine, upstream_scripted) if x is not None]
-    if sources and len(chosen) != 1:
-        raise ValueError("give exactly one upstream: a file, an endpoint (base URL + model) or scripted")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     results: list[BenchResult] = []
