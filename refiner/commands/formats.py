@@ -27,57 +27,40 @@ def markdown_table() -> str:
 
 
 def derived_text(d: dict) -> str:
-    """A derivation (``Derived.as_dict()``) for people: the result, each marker with the render it came from, the
-    row's spelling and example."""
-    m = d["markers"]
+    """A derivation (``Derived.as_dict()``) for people: the result, the record (each literal with the renders it came
+    from), what could not be derived and why, the row's spelling, the checks and the example."""
     lines = [f"template: {d['template']} (sha256 {d['sha256'][:16]}...)"]
     if d["result"] == "special":
         lines.append(f"result: special: {d['why']}")
-    elif d.get("from_record"):
+    elif d["from_record"]:
         lines.append(f"result: {d['name']!r}, read and written by the generic reader of the record below (no "
                      "grammar row holds this family)")
-        if d["read_by"]:
-            lines.append(f"read by the built-in format(s) {', '.join(d['read_by'])}: the template's render of the "
-                         "placeholder calls reads back exactly (Refiner(chat_template=) uses the first)")
     else:
         same = f" (the same spelling as the built-in row {d['same_as']!r})" if d.get("same_as") else ""
         lines.append(f"result: row {d['name']!r} of the {d['grammar']} grammar{same}")
-    if m["shape"] and not d.get("from_record"):
-        lines.append(f"shape: {m['shape']}")
-    if not d.get("from_record"):
-        lines.append("markers (as the template writes them; from which renders):")
-    for key, value in m.items():
-        if d.get("from_record"):
-            break
-        if key in ("renders", "derived_from", "why", "shape") or value in ("", False, {}, [], None):
+    rec = d["record"]
+    lines.append(f"record (diffing renders; every literal as the template writes it): shape {rec['shape'] or '-'}")
+    for key, value in rec.items():
+        if key in ("derived_from", "shape") or value in ("", False, {}, []):
             continue
-        source = m["derived_from"].get(key, "")
-        lines.append(f"  {key:<18} {json.dumps(value, ensure_ascii=False):<40} {source}")
-    rec = d.get("record")
-    if rec:
-        lines.append(f"record (diffing renders; every literal as the template writes it): shape {rec['shape'] or '-'}")
-        for key, value in rec.items():
-            if key in ("derived_from", "shape"):
-                continue
-            source = rec["derived_from"].get(key, "")
-            shown = json.dumps(value, ensure_ascii=False)
-            lines.append(f"  {key:<24} {shown:<40} {source}")
-    for why in d.get("not_derived") or ():
+        shown = json.dumps(value, ensure_ascii=False)
+        lines.append(f"  {key:<24} {shown:<40} {rec['derived_from'].get(key, '')}")
+    for why in d["not_derived"]:
         lines.append(f"not derived: {why}")
     if d.get("spelling"):
         lines.append("row spelling:")
         lines += [f"  {k:<18} {json.dumps(v, ensure_ascii=False)}" for k, v in d["spelling"].items()]
-    if d["result"] == "row" and d["read_by"]:
-        lines.append(f"also read exactly by the built-in format(s): {', '.join(d['read_by'])}")
+    if d["read_by"]:
+        lines.append(f"read exactly by the built-in format(s): {', '.join(d['read_by'])}")
     if d["writes_as"]:
         lines.append(f"written as the template writes it by: {', '.join(d['writes_as'])}")
     for check in d["checks"]:
         lines.append(f"check: {check}")
     lines.append("renders (the tool section of each):")
-    for key, text in m["renders"].items():
+    for key, text in d["renders"].items():
         lines.append(f"  {key}: {json.dumps(text, ensure_ascii=False)}")
     if d.get("example"):
-        lines += ["example (the row's render of two calls):", d["example"]]
+        lines += ["example (the format's render of two calls):", d["example"]]
     return "\n".join(lines) + "\n"
 
 
@@ -101,7 +84,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Derive a model family's tool-call dialect from its chat template: render known calls through it (jinja2,
         as transformers does), diff the renders into one record of the family's literals, and map it onto a grammar's
-        row, else read it with the generic record reader; says what could not be derived and why."""
+        row, else read it with the generic record reader; prints the record and says what could not be derived and
+        why."""
         from refiner.formats.derive import TemplateFailure, derive
 
         chat_template = chat_template or template

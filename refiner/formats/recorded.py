@@ -11,15 +11,19 @@ newlines in the text; a literal that is only spaces (``\\n`` after a value, in a
 value written as raw text at that space. Reading (the ``shape`` of the record)::
 
     answer   := prose* [SECTION_START] call (CALL_SEP? call)* [SECTION_END] prose*
-    call     := OPENER NAME NAME_SUFFIX arguments CALL_END                  (json_args, pairs)
-              | OPENER {NAME_KEY: NAME, ARGS_KEY: {...}, ...} CALL_END    (json_object; json_list: one JSON list)
+    call     := OPENER NAME NAME_SUFFIX [ID ID_SUFFIX] arguments CALL_END   (json_args, pairs)
+              | OPENER object CALL_END                                     (json_object; json_list: one JSON list)
+    object   := {NAME_KEY: NAME, ARGS_KEY: {...}, ...}
+              | {WRAPPER: {NAME_KEY: NAME, ARGS_KEY: {...}, ...}, ...}     (the call under a key of an outer object)
     arguments:= {...}                                                       (json_args: one JSON object)
               | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*    (pairs)
 
-A value is JSON when the record says the family quotes its strings; otherwise it is the text up to the value's
-terminator (the value suffix's core, else the next argument's or the call's closing literal), read as a JSON value
-or Python literal when it is exactly one (:func:`refiner.formats.xmlvalues.read_value`), else as the text; the tool
-specs settle the rest (:meth:`RecordFormat.retype`).
+A value is JSON when the record says the family quotes its strings; a string between the family's quote tokens when
+it says so (its lists and objects then JSON, or written with bare keys and those tokens: :func:`read_quoted`);
+otherwise it is the text up to the value's terminator (the value suffix's core, else the next argument's or the
+call's closing literal), read as a JSON value or Python literal when it is exactly one
+(:func:`refiner.formats.xmlvalues.read_value`), else as the text; the tool specs settle the rest
+(:meth:`RecordFormat.retype`).
 
 Cost: every literal is looked for from a position that only moves forward (:class:`~refiner.formats.xmlvalues.Finder`:
 each literal's searches scan the text once in all), each JSON value is decoded once, and at most
@@ -44,8 +48,9 @@ from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_va
 if TYPE_CHECKING:  # the record is derive's value; this reader only reads its fields
     from refiner.formats.derive.record import Record
 
-MAX_NAME_CHARS = 256  # a tool name longer than this is not one
+MAX_NAME_CHARS = 256  # a tool name (or a call id) longer than this is not one
 MAX_KEY_CHARS = 256
+MAX_DEPTH = 64  # containers nested deeper in a value written with quote tokens are not read
 DERIVED_RANK = 1000  # after every built-in format: detection tries it last
 
 
@@ -78,7 +83,7 @@ class RecordFormat(base.WireFormat):
         r = cls.record
         cores: dict[str, Any] = {k: getattr(r, k).strip() for k in ("section_start", "section_end", "call_end", "call_sep",
                                                   "name_suffix", "key_prefix", "key_suffix", "value_suffix",
-                                                  "arg_sep")} | {"opener": r.opener.strip()}
+                                                  "arg_sep", "id_suffix")} | {"opener": r.opener.strip()}
         cores["typing"] = ()
         if r.key_suffix_typed:
             a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
@@ -224,6 +229,8 @@ class RecordFormat(base.WireFormat):
             call, pos = self._json_call(text, pos)
         else:
             name, pos = self._name(text, pos, find)
+            if r.id_position == "after_name":
+                pos = self._id(text, pos, find, name)
             if r.shape == "json_args":
                 pos = _ws(text, pos)
                 args, pos = self._json(text, pos, f"the arguments of {name}")
@@ -258,6 +265,18 @@ class RecordFormat(base.WireFormat):
             raise _Stop("no tool name", pos, end >= len(text))
         return name, after
 
+    def _id(self, text: str, pos: int, find: Finder, name: str) -> int:
+        """Where the arguments start after the call id at ``pos``."""
+        suffix = self._c["id_suffix"]
+        pos = skip_ws(text, pos)
+        end = find.next(suffix, pos) if suffix else pos
+        if not suffix:
+            while end < min(len(text), pos + MAX_NAME_CHARS + 1) and not text[end].isspace():
+                end += 1
+        if end < 0 or end - pos > MAX_NAME_CHARS or not text[pos:end].strip():
+            raise _Stop(f"the call id of {name} is not closed", len(text) if end < 0 else pos, end < 0)
+        return end + len(suffix)
+
     def _json(self, text: str, pos: int, what: str) -> tuple[Any, int]:
         try:
             return JSON_DECODER.raw_decode(text, pos)
@@ -275,6 +294,10 @@ class RecordFormat(base.WireFormat):
 
     def _call_of(self, obj: Any, pos: int) -> ToolCall:
         r = self.record
+        if r.wrapper:
+            if not isinstance(obj, dict) or not isinstance(obj.get(r.wrapper), dict):
+                raise _Stop(f"a call is not an object under {r.wrapper!r}", pos)
+            obj = obj[r.wrapper]
         if not isinstance(obj, dict):
             raise _Stop("a call is not a JSON object", pos)
         name = obj.get(r.name_key)
@@ -366,9 +389,15 @@ class RecordFormat(base.WireFormat):
 
     def _value(self, text: str, p: int, find: Finder, name: str, key: str, typed: bool) -> tuple[Any, int]:
         c, r = self._c, self.record
-        if r.strings == "json":
-            q = _ws(text, p)
+        q = _ws(text, p)
+        if r.strings == "json" or r.strings == "quoted" and text.startswith(("{", "["), q) and r.literals == "json":
             value, q = self._json(text, q, f"the value of {key}")
+            return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
+        if r.strings == "quoted" and (text.startswith(r.quote_open, q) or text.startswith(("{", "["), q)):
+            try:
+                value, q = read_quoted(text, q, r.quote_open, r.quote_close, find)
+            except ValueError as e:
+                raise _Stop(f"the value of {key}: {e}", q, q >= len(text) or "not closed" in str(e)) from None
             return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
         if c["value_suffix"]:
             end = find.next(c["value_suffix"], p)
@@ -420,11 +449,12 @@ class RecordFormat(base.WireFormat):
                 raise self.render_error(f"call #{i}: tool name {call.name!r} holds {self._c['name_suffix']!r}")
             if r.shape == "json_object":
                 body = self._dumps(self._obj(call, i))
-            elif r.shape == "json_args":
-                body = r.name_prefix + call.name + r.name_suffix + self._dumps(dict(call.arguments))
             else:
-                body = r.name_prefix + call.name + r.name_suffix + r.arg_sep.join(
-                    self._pair(i, k, v) for k, v in call.arguments.items())
+                head = r.name_prefix + call.name + r.name_suffix
+                if r.id_position == "after_name":
+                    head += f"call_{i}" + r.id_suffix
+                body = head + (self._dumps(dict(call.arguments)) if r.shape == "json_args" else r.arg_sep.join(
+                    self._pair(i, k, v) for k, v in call.arguments.items()))
             parts.append((r.call_start if r.shape != "json_object" else r.opener) + body + r.call_end)
         return r.section_start + r.call_sep.join(parts) + r.section_end
 
@@ -441,9 +471,12 @@ class RecordFormat(base.WireFormat):
         if r.args_as_text:
             args = self._dumps(args)
         obj = {r.name_key: call.name, r.args_key: args}
-        if r.id_key:
+        if r.id_position == "json_key":
             obj[r.id_key] = f"call_{i}"
-        return obj
+        if not r.wrapper:
+            return obj
+        outer = {r.id_key: f"call_{i}"} if r.id_position == "wrapper_key" else {}
+        return outer | dict(r.wrapper_fields) | {r.wrapper: obj}
 
     def _pair(self, i: int, key: str, value: Any) -> str:
         r, c = self.record, self._c
@@ -451,6 +484,11 @@ class RecordFormat(base.WireFormat):
             raise self.render_error(f"call #{i}: argument key {key!r} cannot be written")
         if r.strings == "json":
             text = self._dumps(value)
+        elif r.strings == "quoted":
+            text = write_quoted(value, r.quote_open, r.quote_close) if isinstance(value, str) or \
+                r.literals == "quoted" else self._dumps(value)
+            if _holds_quote(value, r.quote_close):
+                raise self.render_error(f"call #{i}: the value of {key} holds the closing quote {r.quote_close!r}")
         else:
             try:
                 text = write_value(value, self.tags, r.literals == "python")
@@ -472,9 +510,102 @@ class RecordFormat(base.WireFormat):
         return any(e in text for e in self._raw_ends)
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
-        if self.record.strings == "json":
+        if self.record.strings in ("json", "quoted"):  # the family says which values are strings
             return list(calls)
         return retype_calls(calls, tools, python_literals=self.record.literals == "python")
+
+
+def write_quoted(value: Any, q_open: str, q_close: str) -> str:
+    """``value`` written with bare keys and strings between the quote tokens, compact (as Gemma writes it)."""
+    if isinstance(value, str):
+        return q_open + value + q_close
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{write_quoted(v, q_open, q_close)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(write_quoted(v, q_open, q_close) for v in value) + "]"
+    return json.dumps(value, allow_nan=False)
+
+
+def _holds_quote(value: Any, q_close: str) -> bool:
+    if isinstance(value, str):
+        return q_close in value
+    if isinstance(value, dict):
+        return any(q_close in str(k) or _holds_quote(v, q_close) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_quote(v, q_close) for v in value)
+    return False
+
+
+_SCALAR = re.compile(r"[^\s,:{}\[\]]+")
+_CLOSES = {"{": "}", "[": "]"}
+
+
+def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) -> tuple[Any, int]:
+    """The value at ``pos`` written with bare keys and strings between the quote tokens (a string, or a list or
+    object of such values; a bare scalar inside a container is a JSON literal): ``(value, end)``. Raises
+    ``ValueError`` (``not closed`` when the text ends inside it). One pass: the value is rewritten as JSON and
+    decoded once."""
+    out: list[str] = []
+    stack: list[str] = []
+    i, key_next = pos, False
+    while True:
+        i = _ws(text, i)
+        if i >= len(text):
+            raise ValueError("a value not closed")
+        if stack and text[i] == _CLOSES[stack[-1]] and out[-1] in "{[":  # an empty container
+            out.append(text[i])
+            stack.pop()
+            i += 1
+        elif key_next:
+            j = text.find(":", i, i + MAX_KEY_CHARS)
+            key = text[i:j].strip() if j >= 0 else ""
+            if q_open and key.startswith(q_open) and key.endswith(q_close) and len(key) >= len(q_open + q_close):
+                key = key[len(q_open): len(key) - len(q_close)]
+            if not key:
+                raise ValueError("a key with no ':' after it" + (" (not closed)" if j < 0 else ""))
+            out.append(json.dumps(key) + ":")
+            i, key_next = j + 1, False
+            continue
+        elif q_open and text.startswith(q_open, i):
+            j = find.next(q_close, i + len(q_open))
+            if j < 0:
+                raise ValueError("a string not closed")
+            out.append(json.dumps(text[i + len(q_open): j], ensure_ascii=False))
+            i = j + len(q_close)
+        elif text[i] in "{[":
+            if len(stack) >= MAX_DEPTH:
+                raise ValueError(f"more than {MAX_DEPTH} nested containers")
+            stack.append(text[i])
+            out.append(text[i])
+            i, key_next = i + 1, text[i] == "{"
+            if text.startswith("}", _ws(text, i)):
+                key_next = False
+            continue
+        else:
+            m = _SCALAR.match(text, i)
+            if m is None:
+                raise ValueError(f"no value at {text[i]!r}")
+            out.append(m.group())
+            i = m.end()
+        while stack:  # after a value: closers, or a comma and the next item
+            i = _ws(text, i)
+            if i >= len(text):
+                raise ValueError("a container not closed")
+            if text[i] == _CLOSES[stack[-1]]:
+                out.append(text[i])
+                stack.pop()
+                i += 1
+                continue
+            if text[i] != ",":
+                raise ValueError(f"{text[i]!r} where ',' or {_CLOSES[stack[-1]]!r} was expected")
+            out.append(",")
+            i, key_next = i + 1, stack[-1] == "{"
+            break
+        if not stack:
+            try:
+                return JSON_DECODER.decode("".join(out)), i
+            except (ValueError, RecursionError) as e:
+                raise ValueError(f"not a value: {e}") from None
 
 
 def _cut_inside(text: str, p: int, lit: str) -> bool:

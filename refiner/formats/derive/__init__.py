@@ -1,21 +1,21 @@
-"""A model family's dialect read from its chat template: render known calls, diff, keep the markers, map them onto a
-grammar's row.
+"""A model family's dialect read from its chat template: render known calls, diff, keep one record of what the
+family writes, and read it with a grammar's row or with the generic reader of the record.
 
 ``derive(path)`` loads the template (:mod:`~refiner.formats.derive.render`: a ``.jinja``, a ``tokenizer_config.json``
 or a model folder), renders a few conversations through it in a sandboxed jinja2 environment set up as
-``transformers`` sets it, reads the markers from the renders (:mod:`~refiner.formats.derive.analyze`), and maps that
-record onto a row of one of the project's grammars (:mod:`~refiner.formats.derive.rows`): the XML-ish parameter
-grammar (:mod:`refiner.formats.xml_params`) or the JSON-calls grammar (:mod:`refiner.formats.json_calls`). A row is
-built with :func:`refiner.formats.family.make_row` (not registered), then checked against the template itself: it
-must read the template's own render of the placeholder calls back as those calls. Anything else is *special*, with
-why (a typing the grammar cannot hold, a name carried inside the call id, calls in no shape a grammar reads, ...).
+``transformers`` sets it, and reads one :class:`~refiner.formats.derive.record.Record` from the renders
+(:mod:`~refiner.formats.derive.record`): the family's literals (section, call, name, arguments, each key and value,
+separators, value typing and quote tokens, id, reasoning, whether the generation prompt opens a reasoning block), read
+with no assumption about tag names, attribute names, token spellings or line layout, with what could not be derived
+and why. Two readers read that record:
 
-Every derivation also fills one :class:`~refiner.formats.derive.record.Record` of the family's literals, read by
-diffing renders with no assumption about tag names, attribute names, token spellings or line layout (section, call,
-name, arguments, each key and value, separators, value typing, id, reasoning, whether the generation prompt opens a
-reasoning block), with what it could not derive and why. A family no grammar row holds and no built-in format reads
-is read and written by the generic reader of its record (:mod:`refiner.formats.recorded`) when that reader reads the
-template's own renders back exactly. :func:`dialect_for` never raises: a template nothing can be derived from leaves
+- :mod:`~refiner.formats.derive.rows` maps it onto a row of one of the project's grammars (XML-ish parameters, JSON
+  calls, named JSON, brace key/values), built with :func:`refiner.formats.family.make_row` (not registered) and checked
+  against the template itself: it must read the template's own render of the placeholder calls back as those calls;
+- :mod:`refiner.formats.recorded` reads and writes calls from the record itself, for a family no grammar row holds
+  and no built-in format reads, when it reads the template's own renders back exactly.
+
+Anything else is *special*, with why. :func:`dialect_for` never raises: a template nothing can be derived from leaves
 the format to detection, with one log line.
 
 :func:`install` registers a derived row under its name (``Refiner(chat_template=...)`` and ``serve --chat-template``
@@ -35,28 +35,27 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats import base
-from refiner.formats.derive.analyze import CONTENTS, NAMES, Markers, analyze
-from refiner.formats.derive.record import ARGS as RECORD_ARGS
-from refiner.formats.derive.record import NAMES as RECORD_NAMES
-from refiner.formats.derive.record import Record, _tools, derive_record
+from refiner.formats.derive.record import ARGS, CONTENT, NAMES, Record, _tools, derive_record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
 from refiner.formats.detect import detect_format
 from refiner.formats.recorded import record_format
 from refiner.specs import load_tools
 
+CONTENTS = ("", CONTENT)  # the assistant turn's text in the renders: none, then some
 __all__ = ["Derived", "Record", "TemplateFailure", "derive", "derive_template", "dialect_for", "install"]
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class Derived:
-    """What derivation found. ``fmt`` is the derived row (a format instance, not registered) or ``None`` when the
-    family is ``special`` (``why`` says why); ``same_as`` names a built-in row with the same grammar and spelling."""
+    """What derivation found: the ``record`` of the family's literals; ``fmt``, the derived row (a format instance,
+    not registered) or the generic reader of the record (``from_record``), or ``None`` when the family is ``special``
+    (``why`` says why); ``same_as`` names a built-in row with the same grammar and spelling."""
 
     where: str
     sha256: str
-    markers: Markers
+    record: Record
     plan: RowPlan | None = None
     fmt: base.WireFormat | None = None
     special: bool = True
@@ -65,9 +64,6 @@ class Derived:
     read_by: list[str] = field(default_factory=list)
     writes_as: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
-    # the record of the family's literals (:mod:`~refiner.formats.derive.record`), and whether the format is the
-    # generic reader built from it (a family no grammar row holds)
-    record: Record | None = None
     from_record: bool = False
 
     @property
@@ -75,33 +71,25 @@ class Derived:
         return self.fmt.name if self.fmt is not None else None
 
     def as_dict(self) -> dict[str, Any]:
+        rec = self.record.as_dict()
         out: dict[str, Any] = {
             "template": self.where,
             "sha256": self.sha256,
             "result": "special" if self.special else "row",
             "why": self.why,
-            "markers": self.markers.as_dict(),
+            "record": {k: v for k, v in rec.items() if k not in ("sections", "missing")},
+            "not_derived": list(self.record.missing),
+            "renders": dict(self.record.sections),
             "checks": list(self.checks),
             "read_by": list(self.read_by),
             "writes_as": list(self.writes_as),
+            "from_record": self.from_record,
         }
-        if self.record is not None:
-            rec = self.record.as_dict()
-            out["record"] = {k: v for k, v in rec.items() if k not in ("sections", "missing")}
-            out["not_derived"] = list(self.record.missing)
-        out["from_record"] = self.from_record
-        if self.fmt is not None and self.from_record:
-            out.update(name=self.fmt.name, grammar="record", same_as=None, example=self.fmt.example,
-                       tags=list(self.fmt.tags))
-        if self.fmt is not None and self.plan is not None:
-            out.update(
-                name=self.fmt.name,
-                grammar=self.plan.grammar.__name__,
-                spelling=self.plan.spelling_dict(),
-                same_as=self.same_as,
-                example=self.fmt.example,
-                tags=list(self.fmt.tags),
-            )
+        if self.fmt is not None:
+            out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
+                       grammar=self.plan.grammar.__name__ if self.plan else "record")
+        if self.plan is not None and self.fmt is not None:
+            out["spelling"] = self.plan.spelling_dict()
         return out
 
 
@@ -112,22 +100,35 @@ def _family_name(where: str, sha: str) -> str:
 def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
     """:func:`derive` on a loaded template."""
     sha = hashlib.sha256(template.source.encode("utf-8")).hexdigest()
+    name = name or _family_name(template.where, sha)
     compiled = compile_template(template)
     tried = []
-    for content in CONTENTS:
-        out = _derive_once(template, compiled, sha, name, content)
+    for content in CONTENTS:  # a template may end a turn with text differently from one without (Seed-OSS)
+        out = _with_row(Derived(template.where, sha, derive_record(template, compiled, content)), name)
         if not out.special:
             break
         tried.append(out)
     else:
-        out = next((d for d in tried if d.markers.shape), tried[0])
-    try:
-        out.record = derive_record(template, compiled)
-    except TemplateFailure as e:
-        out.record = Record(missing=[f"renders: {e}"])
-    out.read_by, out.writes_as = _read_by(out.markers)
+        out = tried[0]
+    out.read_by, out.writes_as = _read_by(out.record)
     if out.special and not out.read_by:
-        _from_record(out, name or _family_name(template.where, sha))
+        _from_record(out, name)
+    return out
+
+
+def _with_row(out: Derived, name: str) -> Derived:
+    """``out`` with the row its record maps onto, when the row reads the template's render back."""
+    plan = plan_row(out.record)
+    if isinstance(plan, str):
+        out.why = plan
+        return out
+    fmt = plan.build(name, out.where, out.sha256)
+    problem = plan.check(fmt, out.record, out.checks)
+    if problem:
+        out.why = problem
+        return out
+    out.plan, out.fmt, out.special = plan, fmt, False
+    out.same_as = next((f.name for f in base.all_formats() if plan.same_spelling(f)), None)
     return out
 
 
@@ -135,7 +136,7 @@ def _from_record(out: Derived, name: str) -> None:
     """For a family no grammar row holds and no built-in format reads: the generic reader of its record, when the
     record is complete and reads the template's own renders of the placeholder calls back exactly."""
     rec = out.record
-    if rec is None or not rec.complete:
+    if not rec.complete:
         return
     try:
         fmt = record_format(rec, name, out.where)
@@ -144,7 +145,7 @@ def _from_record(out: Derived, name: str) -> None:
         return
     wanted = {"one": (0,), "two": (0, 1), "check": (1, 2)}
     for key, which in wanted.items():
-        expected = [ToolCall(RECORD_NAMES[i], RECORD_ARGS[i]) for i in which]
+        expected = [ToolCall(NAMES[i], ARGS[i]) for i in which]
         try:
             got = fmt.parse_strict(rec.sections[key])
         except base.FormatError as e:
@@ -164,11 +165,11 @@ def _specs() -> dict:
     return {s.name: s for s in load_tools(_tools())}
 
 
-def _read_by(markers: Markers) -> tuple[list[str], list[str]]:
+def _read_by(rec: Record) -> tuple[list[str], list[str]]:
     """The built-in formats that read the template's render of the placeholder calls back exactly (hand-written
     modules included; the one the render's own markers name first), and those of them that also write the calls as
     the template does (whitespace aside)."""
-    text = markers.renders.get("two", "")
+    text = rec.sections.get("two", "")
     if NAMES[1] not in text:
         return [], []
     found = []
@@ -190,27 +191,6 @@ def _renders_as(fmt: base.WireFormat, squeezed: str) -> bool:
         return "".join(fmt.render(list(EXPECTED)).split()) == squeezed
     except base.RenderError:
         return False
-
-
-def _derive_once(template: ChatTemplate, compiled: Any, sha: str, name: str | None, content: str) -> Derived:
-    markers = analyze(template, content, compiled)
-    out = Derived(template.where, sha, markers)
-    if not markers.shape:
-        out.why = markers.why
-        return out
-    plan = plan_row(markers)
-    if isinstance(plan, str):
-        out.why = plan
-        return out
-    fmt = plan.build(name or _family_name(template.where, sha), template.where, sha)
-    out.plan, out.fmt = plan, fmt
-    problem = plan.check(fmt, markers, out.checks)
-    if problem:
-        out.fmt, out.why = None, problem
-        return out
-    out.special = False
-    out.same_as = next((f.name for f in base.all_formats() if plan.same_spelling(f)), None)
-    return out
 
 
 def derive(path: str | Path, name: str | None = None) -> Derived:
@@ -237,7 +217,7 @@ def install(derived: Derived) -> str:
     with its own repairs), else the derived row, registered under its name (once; registering it again is a no-op);
     for a special family, the first built-in format that reads the template's calls back (``read_by``). Raises ``ValueError`` for a special
     family no format reads, or a name already registered with another spelling."""
-    if derived.special or derived.fmt is None or (derived.plan is None and not derived.from_record):
+    if derived.special or derived.fmt is None:
         if derived.read_by:
             return (derived.writes_as or derived.read_by)[0]
         raise ValueError(f"{derived.where}: no row derived ({derived.why}), and no built-in format reads the "

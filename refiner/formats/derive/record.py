@@ -15,24 +15,28 @@ or a line layout: every literal of the :class:`Record` is the text the template 
   display at its last space: ``call_start`` and ``name_prefix``); what follows both is the call closer; the rest
   before the first is the section start, after the last the section end, between them the call separator.
 - The arguments are one JSON object after the name (``json_args``), a JSON object per call holding the name and the
-  arguments under keys of the template's own (``json_object``, or all calls in one JSON list), or one element per
-  argument (``pairs``): what precedes every key, what follows every key up to its value, what follows every value,
-  and between arguments, from comparing consecutive arguments. How each value is written (a string as it is or
-  JSON-quoted, other values as JSON or as Python literals) comes from the five typed values.
+  arguments under keys of the template's own (``json_object``, or all calls in one JSON list; the call object may sit
+  under a key of an outer object, ``wrapper``), or one element per argument (``pairs``): what precedes every key,
+  what follows every key up to its value, what follows every value, and between arguments, from comparing
+  consecutive arguments. How each value is written (a string as it is, JSON-quoted or between a quote token of the
+  template's own; other values as JSON, as Python literals, or with bare keys and that quote token) comes from the
+  five typed values. A call id written between the name and the arguments splits what follows the name in two.
 
 :func:`derive_record` fills the record and lists what it could not derive, each with why
-(:attr:`Record.missing`); :mod:`refiner.formats.recorded` reads and writes calls from a complete record. Everything
-is string work on a few renders of a few hundred characters each.
+(:attr:`Record.missing`). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader
+(:mod:`refiner.formats.recorded`) both read it. Everything is string work on a few renders of a few hundred
+characters each.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from refiner.formats.derive.analyze import common_prefix, common_suffix, find_value, json_values
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, render
+from refiner.formats.recorded import write_quoted
 
 NAMES = ("tlq_alpha", "tlq_beta", "tlq_gamma")
 ARGS = (
@@ -46,15 +50,18 @@ REASONING = "rq_thought_text"
 USER = "uq_question_text"
 CONTENT = "cq_answer_text"
 SHAPES = ("json_object", "json_list", "json_args", "pairs")
+# closing quote tokens tried for an opening one: the same token, its mirror, its closing tag
+_MIRROR = str.maketrans("<>[](){}«»‹›⟨⟩⟦⟧", "><][)(}{»«›‹⟩⟨⟧⟦")
 
 
 @dataclass
 class Record:
     """What a family writes, as literals the template wrote (whitespace included). ``shape``: ``json_object`` (a
-    JSON object per call, its name under ``name_key`` and its arguments under ``args_key``), ``json_list`` (every
-    call such an object in one JSON list), ``json_args`` (the name, then the arguments as one JSON object) or
-    ``pairs`` (the name, then one element per argument); ``""`` when none was found. ``missing`` lists what could
-    not be derived, each with why; ``derived_from`` says which renders each literal was read from."""
+    JSON object per call, its name under ``name_key`` and its arguments under ``args_key``; under ``wrapper`` of an
+    outer object when there is one), ``json_list`` (every call such an object in one JSON list), ``json_args`` (the
+    name, then the arguments as one JSON object) or ``pairs`` (the name, then one element per argument); ``""`` when
+    none was found. ``missing`` lists what could not be derived, each with why; ``derived_from`` says which renders
+    each literal was read from; ``sections`` holds each render's tool section."""
 
     shape: str = ""
     section_start: str = ""
@@ -64,25 +71,27 @@ class Record:
     call_sep: str = ""
     name_prefix: str = ""
     name_suffix: str = ""
-    args_start: str = ""
-    args_end: str = ""
     # pairs
     key_prefix: str = ""
     key_suffix: str = ""
     key_suffix_typed: str = ""  # a typing attribute: the key suffix before a value other than a string ("": the same)
-    value_prefix: str = ""
     value_suffix: str = ""
     arg_sep: str = ""
-    strings: str = ""  # raw (as written) or json (quoted)
-    literals: str = ""  # json (true, [..]) or python (True, [..])
+    strings: str = ""  # raw (as written), json (quoted) or quoted (between quote_open and quote_close)
+    literals: str = ""  # json (true, [..]), python (True, [..]) or quoted (bare keys, strings between the quote tokens)
+    quote_open: str = ""
+    quote_close: str = ""
     compact_json: bool = False  # JSON written with no space after , and :
     # json_object / json_list
     name_key: str = ""
     args_key: str = ""
     args_as_text: bool = False  # the arguments are a JSON string holding the object
+    wrapper: str = ""  # the key of an outer object that holds each call object
+    wrapper_fields: dict[str, Any] = field(default_factory=dict)  # the outer object's other members, the same per call
     # ids and reasoning
     id_key: str = ""
-    id_position: str = ""  # where the call id sits: "" (not written), json_key, before_name, after_name, after_args
+    id_position: str = ""  # where the call id sits: "" (not written), json_key, wrapper_key, before_name, after_name
+    id_suffix: str = ""  # after_name: what follows the id, up to the arguments
     reasoning_start: str = ""
     reasoning_end: str = ""
     generation_prompt: str = ""
@@ -104,6 +113,68 @@ class Record:
         return asdict(self)
 
 
+# ---- string helpers ------------------------------------------------------------------------------------------------
+
+
+def common_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
+
+
+def common_suffix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a[::-1], b[::-1]]))
+
+
+_DECODER = json.JSONDecoder()
+
+
+def json_values(text: str) -> list[tuple[int, int, Any]]:
+    """The outermost JSON objects and lists in ``text``: ``(start, end, value)``."""
+    out = []
+    i = 0
+    while i < len(text):
+        if text[i] in "{[":
+            try:
+                value, end = _DECODER.raw_decode(text, i)
+            except ValueError:
+                i += 1
+                continue
+            out.append((i, end, value))
+            i = end
+        else:
+            i += 1
+    return out
+
+
+def value_spellings(value: Any, quote: tuple[str, str] = ("", "")) -> list[tuple[str, str]]:
+    """How a template may write ``value``: ``(text, style)``, style ``raw``/``json``/``python``/``quoted``."""
+    out = [(json.dumps(value, ensure_ascii=False), "json")]
+    if quote[0] and (isinstance(value, (str, list, dict))):
+        out.append((write_quoted(value, *quote), "quoted"))
+    if isinstance(value, str):
+        return [*out, (value, "raw")]
+    out.append((json.dumps(value, ensure_ascii=False, separators=(",", ":")), "json"))
+    if isinstance(value, (bool, list, dict)):
+        out.append((repr(value), "python"))
+    return out
+
+
+def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", "")) -> tuple[int, int, str] | None:
+    """The earliest spelling of ``value`` at or after ``start``: ``(start, end, style)``; among spellings at the same
+    place, the longest."""
+    best = None
+    for spelled, style in value_spellings(value, quote):
+        i = text.find(spelled, start)
+        if i < 0:
+            continue
+        cand = (i, i + len(spelled), style)
+        if best is None or i < best[0] or (i == best[0] and cand[1] > best[1]):
+            best = cand
+    return best
+
+
+# ---- the renders ---------------------------------------------------------------------------------------------------
+
+
 def _tools() -> list[dict]:
     def prop(v: Any) -> dict:
         t = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}[type(v)]
@@ -115,9 +186,10 @@ def _tools() -> list[dict]:
         for n, a in zip(NAMES, ARGS)]
 
 
-def _call(i: int, as_text: bool) -> dict:
+def _call(i: int, as_text: bool, named_ids: bool = False) -> dict:
     args: Any = json.dumps(ARGS[i], ensure_ascii=False) if as_text else dict(ARGS[i])
-    return {"id": IDS[i], "type": "function", "function": {"name": NAMES[i], "arguments": args}}
+    call_id = f"functions.{NAMES[i]}:{i}" if named_ids else IDS[i]
+    return {"id": call_id, "type": "function", "function": {"name": NAMES[i], "arguments": args}}
 
 
 def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str = "") -> list[dict]:
@@ -159,43 +231,44 @@ def inserted(base: str, other: str, base_c: str | None = None, other_c: str | No
     return cands[0][1]
 
 
-def _section(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
-    return inserted(base, other, base_c, other_c)
-
-
 class _Renders:
     def __init__(self, template: ChatTemplate, compiled: Any) -> None:
         self.template, self.compiled, self.tools = template, compiled, _tools()
-        self.count = 0
 
     def __call__(self, messages: list[dict], **extra: Any) -> str:
-        self.count += 1
         return render(self.compiled, self.template, messages, self.tools, **extra)
 
 
-def derive_record(template: ChatTemplate, compiled: Any = None) -> Record:
-    """The record of ``template``'s dialect (at most fourteen renders); raises :class:`TemplateFailure` when the template
-    fails to compile, or to render a conversation with no call."""
+def derive_record(template: ChatTemplate, compiled: Any = None, content: str = "") -> Record:
+    """The record of ``template``'s dialect (at most fourteen renders), the assistant turn's text being ``content``
+    (the same renders with another text settle where a section starts); raises :class:`TemplateFailure` when the
+    template fails to compile, or to render a conversation with no call."""
     r = _Renders(template, compiled or compile_template(template))
     rec = Record()
-    none = r(_turn(None))
-    _reasoning(rec, r, none)
+    alt = CONTENT if not content else ""
+    none = r(_turn(None, content=content))
+    _reasoning(rec, r, none if not content else r(_turn(None)))
     sections = {}
+    named_ids = False
     for as_text in (False, True):
         try:
-            one = r(_turn([_call(0, as_text)]))
+            one = r(_turn([_call(0, as_text)], content=content))
         except TemplateFailure:
             continue
-        if NAMES[0] in _section(none, one):
+        written = inserted(none, one)
+        if NAMES[0] not in written and IDS[0] in written:  # the id in place of the name: ids that carry the name
+            named_ids = True
+            one = r(_turn([_call(0, as_text, True)], content=content))
+            written = inserted(none, one)
+        if NAMES[0] in written:
             rec.arguments_given_as_text = as_text
-            sections["one"] = _section(none, one)
             try:
-                two = [_call(0, as_text), _call(1, as_text)]
-                none_c, two_c = r(_turn(None, content=CONTENT)), r(_turn(two, content=CONTENT))
-                sections["one"] = _section(none, one, none_c, r(_turn(two[:1], content=CONTENT)))
-                sections["two"] = _section(none, r(_turn(two)), none_c, two_c)
-                other = [_call(1, as_text), _call(2, as_text)]
-                sections["check"] = _section(none, r(_turn(other)), none_c, r(_turn(other, content=CONTENT)))
+                two = [_call(0, as_text, named_ids), _call(1, as_text, named_ids)]
+                other = [_call(1, as_text, named_ids), _call(2, as_text, named_ids)]
+                none_c = r(_turn(None, content=alt))
+                for key, calls in (("one", two[:1]), ("two", two), ("check", other)):
+                    full = one if key == "one" else r(_turn(calls, content=content))
+                    sections[key] = inserted(none, full, none_c, r(_turn(calls, content=alt)))
             except TemplateFailure as e:
                 rec.missing.append(f"calls: the template fails to render two calls ({e})")
                 return rec
@@ -204,6 +277,10 @@ def derive_record(template: ChatTemplate, compiled: Any = None) -> Record:
     if "two" not in sections:
         rec.missing.append("calls: the template writes no tool calls (the placeholder tool name does not appear in "
                            "what an assistant turn with a call adds to one without)")
+        return rec
+    if named_ids:
+        rec.missing.append("calls: the template writes each call's id in place of its name (here functions.NAME:"
+                           "INDEX, as Kimi-K2's does): the name is known only through the id's convention")
         return rec
     if rec.arguments_given_as_text:
         rec.derived_from["arguments_given_as_text"] = "one: written only when the arguments are given as a JSON string"
@@ -221,7 +298,7 @@ def derive_record(template: ChatTemplate, compiled: Any = None) -> Record:
 
 def _reasoning(rec: Record, r: _Renders, none: str) -> None:
     try:
-        text = _section(none, r(_turn(None, REASONING)))
+        text = inserted(none, r(_turn(None, REASONING)))
     except TemplateFailure:
         return
     i = text.find(REASONING)
@@ -251,24 +328,62 @@ def _ids(rec: Record, two: str) -> None:
     rec.derived_from["id_position"] = "two: where the given call id (callq_0000) is written"
 
 
-def _call_keys(value: Any, i: int) -> tuple[str, str, bool, str] | None:
-    """``(name key, arguments key, arguments as text, id key)`` when ``value`` is call ``i`` as one JSON object."""
+def _split_id(rec: Record, gaps: tuple[str, str], ids: tuple[str, str]) -> str | None:
+    """The text after the name when the call id is written in it (``gaps``: what follows each of two names up to
+    its arguments): the part before the id, the part after it going to ``id_suffix``; ``None`` when it is not."""
+    if not all(i in g for g, i in zip(gaps, ids)):
+        return None
+    before, _, after = gaps[0].partition(ids[0])
+    if gaps[1] != before + ids[1] + after or not after.strip():
+        return None
+    rec.id_position, rec.id_suffix = "after_name", after
+    rec.derived_from.update(id_position="two: the given call id is written between the name and the arguments",
+                            id_suffix="two: between each call's id and its arguments")
+    return before
+
+
+def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | None:
+    """The keys of call ``i`` written as one JSON object (``name_key``, ``args_key``, ``args_as_text``, ``id_key``,
+    and ``wrapper``, ``wrapper_fields`` when the call object sits under a key of an outer object)."""
     if not isinstance(value, dict):
         return None
     name_key = next((k for k, v in value.items() if v == NAMES[i]), None)
     if name_key is None:
+        if wrapped:
+            return None
+        for k, v in value.items():
+            inner = _call_keys(v, i, True)
+            if inner is not None:
+                id_key = next((x for x, y in value.items() if y == IDS[i]), "")
+                fields = {x: y for x, y in value.items() if x not in (k, id_key)}
+                if id_key and not inner["id_key"]:
+                    inner.update(id_key=id_key, id_position="wrapper_key")
+                return inner | {"wrapper": k, "wrapper_fields": fields}
         return None
     id_key = next((k for k, v in value.items() if v == IDS[i]), "")
+    out = {"name_key": name_key, "id_key": id_key, "id_position": "json_key" if id_key else "", "wrapper": "",
+           "wrapper_fields": {}}
     for k, v in value.items():
         if v == ARGS[i]:
-            return name_key, k, False, id_key
+            return out | {"args_key": k, "args_as_text": False}
         if isinstance(v, str) and v.startswith("{"):
             try:
                 if json.loads(v) == ARGS[i]:
-                    return name_key, k, True, id_key
+                    return out | {"args_key": k, "args_as_text": True}
             except ValueError:
                 pass
     return None
+
+
+def _set_keys(rec: Record, keys: dict[str, Any]) -> None:
+    for k, v in keys.items():
+        setattr(rec, k, v)
+    rec.derived_from.update(name_key="two: the key holding tlq_alpha", args_key="two: the key holding the arguments")
+    if rec.id_key:
+        rec.derived_from["id_key"] = "two: the key holding the given call id"
+    if rec.wrapper:
+        rec.derived_from.update(wrapper="two: the key of the outer object holding each call object",
+                                wrapper_fields="two: the outer object's other members (the same in every call)")
 
 
 def _json_object(rec: Record, two: str) -> bool:
@@ -278,37 +393,24 @@ def _json_object(rec: Record, two: str) -> bool:
             k0, k1 = _call_keys(value[0], 0), _call_keys(value[1], 1)
             if k0 and k1 and k0 == k1:
                 rec.shape = "json_list"
-                rec.name_key, rec.args_key, rec.args_as_text, rec.id_key = k0
+                _set_keys(rec, k0)
                 rec.section_start, rec.section_end = two[:start], two[end:]
                 rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
                 rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
-                                        section_end="two: after the list", name_key="two: the key holding tlq_alpha",
-                                        args_key="two: the key holding the arguments")
-                _id_key(rec)
+                                        section_end="two: after the list")
                 return True
     objs = [(s, e, k) for s, e, v in values for i in (0, 1) if (k := _call_keys(v, i))]
     if len(objs) != 2:
-        if any(isinstance(v, dict) and any(isinstance(x, dict) and NAMES[0] in x.values() for x in v.values())
-               for _, _, v in values):
-            rec.missing.append('calls: each call is a JSON object that wraps the call in another object '
-                               '({"function": {...}}): the record holds one level of call keys')
         return False
     if objs[0][2] != objs[1][2]:
         rec.missing.append("calls: the two calls' JSON objects use different keys")
         return False
     rec.shape = "json_object"
-    rec.name_key, rec.args_key, rec.args_as_text, rec.id_key = objs[0][2]
+    _set_keys(rec, objs[0][2])
     rec.compact_json = ", " not in two[objs[0][0]:objs[0][1]] and ": " not in two[objs[0][0]:objs[0][1]]
-    rec.derived_from.update(shape="two: one JSON object per call", name_key="two: the key holding tlq_alpha",
-                            args_key="two: the key holding the arguments")
-    _id_key(rec)
+    rec.derived_from["shape"] = "two: one JSON object per call" + (" (under a key of an outer object)"
+                                                                   if rec.wrapper else "")
     return _frame(rec, two, [(objs[0][0], objs[0][1]), (objs[1][0], objs[1][1])])
-
-
-def _id_key(rec: Record) -> None:
-    if rec.id_key:
-        rec.id_position = "json_key"
-        rec.derived_from["id_key"] = "two: the key holding the given call id"
 
 
 def _json_args(rec: Record, two: str) -> bool:
@@ -320,19 +422,21 @@ def _json_args(rec: Record, two: str) -> bool:
         return False
     mid0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
     if mid0 != mid1:
-        why = ("the call id is written between the name and the arguments" if IDS[0] in mid0 else
-               f"the text between the name and the arguments differs per call ({mid0!r}, {mid1!r})")
-        rec.missing.append(f"name_suffix: {why}")
-        return False
+        mid0 = _split_id(rec, (mid0, mid1), IDS[:2])
+        if mid0 is None:
+            rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
+                               f"({two[n0 + len(NAMES[0]): args[0][0]]!r}, {mid1!r})")
+            return False
     rec.shape = "json_args"
     rec.name_suffix = mid0
     rec.compact_json = ", " not in two[args[0][0]:args[0][1]]
     rec.derived_from.update(shape="two: each call's name, then its arguments as one JSON object",
-                            name_suffix="two: between each name and its arguments")
+                            name_suffix="two: between each name and its arguments" + (
+                                " (its id)" if rec.id_suffix else ""))
     return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
 
 
-def _spans(text: str, start: int, args: dict) -> list[tuple[int, int, int, int, str]] | None:
+def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
     """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``, in the
     order the template writes them (some sort the keys)."""
     at = {key: text.find(key, start) for key in args}
@@ -341,7 +445,7 @@ def _spans(text: str, start: int, args: dict) -> list[tuple[int, int, int, int, 
     out = []
     for key in sorted(args, key=at.get):
         k = at[key]
-        found = find_value(text, k + len(key), args[key])
+        found = find_value(text, k + len(key), args[key], quote)
         if found is None:
             return None
         out.append((k, k + len(key), *found))
@@ -350,11 +454,40 @@ def _spans(text: str, start: int, args: dict) -> list[tuple[int, int, int, int, 
     return out
 
 
+def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
+    """The quote token around string values: what lies between a key and its string value beyond what lies between
+    a key and its integer value (``:<|"|>`` against ``:``), closed by the same token, its mirror or its closing
+    tag; ``("", "")`` when strings are not written so."""
+    ks, kc = two.find("kq_text", start), two.find("kq_count", start)
+    if ks < 0 or kc < 0:
+        return "", ""
+    vs, vc = two.find(ARGS[0]["kq_text"], ks), two.find(str(ARGS[0]["kq_count"]), kc)
+    if vs < 0 or vc < 0:
+        return "", ""
+    s_delim, c_delim = two[ks + len("kq_text"): vs], two[kc + len("kq_count"): vc]
+    q_open = s_delim[len(c_delim):]
+    if not s_delim.startswith(c_delim) or not q_open.strip() or q_open.strip() in ('"', "'"):
+        return "", ""
+    after = two[vs + len(ARGS[0]["kq_text"]):]
+    for q_close in (q_open, q_open[::-1].translate(_MIRROR), q_open[:1] + "/" + q_open[1:]):
+        if after.startswith(q_close):
+            rec.quote_open, rec.quote_close = q_open, q_close
+            rec.derived_from.update(quote_open="one: between a key and a string value, beyond what lies between a "
+                                    "key and an integer", quote_close="one: after a string value")
+            return q_open, q_close
+    rec.missing.append(f"quote_close: a string value follows {q_open!r} but is not closed by the same token, its "
+                       f"mirror or its closing tag ({after[:20]!r} follows it)")
+    return "", ""
+
+
 def _pairs(rec: Record, two: str) -> bool:
     n0 = two.find(NAMES[0])
-    a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0])
+    quote = _quote(rec, two, n0 + len(NAMES[0]))
+    if rec.missing:
+        return False
+    a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0], quote)
     n1 = two.find(NAMES[1], a0[-1][3]) if a0 else -1
-    a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1]) if n1 >= 0 else None
+    a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else None
     if a0 is None or a1 is None:
         rec.missing.append(f"arguments: {_why_no_pairs(two, n0 + len(NAMES[0]))}")
         return False
@@ -379,7 +512,8 @@ def _pairs(rec: Record, two: str) -> bool:
     rec.key_suffix_typed = typed
     styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
     rec.strings = styles["str"]
-    rec.literals = "python" if "python" in styles.values() else "json"
+    others = {st for t, st in styles.items() if t != "str"}
+    rec.literals = next((s for s in ("quoted", "python") if s in others), "json")
     items = next(two[vs:ve] for (ks, ke, vs, ve, _) in a0 if two[ks:ke] == "kq_items")
     rec.compact_json = rec.literals == "json" and ", " not in items
     trails = [two[a0[i][3]: a0[i + 1][0]] for i in range(len(a0) - 1)]
@@ -393,11 +527,11 @@ def _pairs(rec: Record, two: str) -> bool:
         rec.shape = ""
         return False
     rec.value_suffix, rec.key_prefix, rec.arg_sep = vs, kp, seps.pop()
-    rec.name_suffix = lead0[: len(lead0) - len(kp)]
-    if lead1[: len(lead1) - len(kp)] != rec.name_suffix:
-        why = ("the call id is written after the name" if IDS[0] in rec.name_suffix else
-               f"the text after the name differs per call ({rec.name_suffix!r}, {lead1[:len(lead1) - len(kp)]!r})")
-        rec.missing.append(f"name_suffix: {why}")
+    gaps = (lead0[: len(lead0) - len(kp)], lead1[: len(lead1) - len(kp)])
+    rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps, IDS[:2])
+    if rec.name_suffix is None:
+        rec.name_suffix = ""
+        rec.missing.append(f"name_suffix: the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
         rec.shape = ""
         return False
     rec.derived_from.update(
@@ -405,39 +539,37 @@ def _pairs(rec: Record, two: str) -> bool:
         key_prefix="two: what precedes every key", key_suffix="two: between every key and its value",
         value_suffix="two: what follows every value", arg_sep="two: between consecutive arguments",
         name_suffix="two: after each name, before its first key", strings="one: how 'vq text one' is written",
-        literals="one: how true, a list and an object are written",
-        value_prefix="not separable from key_suffix (both lie between a key and its value): held in key_suffix",
-        args_start="not separable from name_suffix in these renders: held in name_suffix",
-        args_end="not separable from call_end in these renders: held in call_end")
+        literals="one: how true, a list and an object are written")
     end = len(rec.value_suffix)
     return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)])
 
 
-def _glued(c: str) -> bool:
-    return not (c.isalnum() or c.isspace() or c == "_")
-
-
 def _common_prefix(*texts: str) -> str:
-    """The longest common prefix of ``texts``, less the punctuation it ends with when every text goes on with a
+    """The longest common prefix of ``texts``, cut back before a marker it ends inside when every text goes on with a
     character that is not a space there (``</p><`` of ``</p><p>`` and ``</p></call>``: the ``<`` opens what comes
     next)."""
-    n = min(len(t) for t in texts)
-    for t in texts[1:]:
-        n = min(n, common_prefix(texts[0], t))
-    while n > 0 and _glued(texts[0][n - 1]) and all(len(t) > n and not t[n].isspace() for t in texts):
+    n = len(os.path.commonprefix(list(texts)))
+    while n > 0 and texts[0][n - 1] in "<[" and all(len(t) > n and not t[n].isspace() for t in texts):
         n -= 1
+    if all(len(t) > n and not t[n].isspace() for t in texts):  # inside a marker: back to where it opens
+        j = max(texts[0].rfind("<", 0, n), texts[0].rfind("[", 0, n))
+        if j >= 0 and not any(c in texts[0][j:n] for c in ">]") and not texts[0][j:n].isspace():
+            n = j
     return texts[0][:n]
 
 
 def _common_suffix(*texts: str) -> str:
-    """The longest common suffix of ``texts``, less the punctuation it starts with when every text has a character
-    that is not a space before it (``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the ``>``
-    closes what came before)."""
-    n = min(len(t) for t in texts)
-    for t in texts[1:]:
-        n = min(n, common_suffix(texts[0], t))
-    while n > 0 and _glued(texts[0][-n]) and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
+    """The longest common suffix of ``texts``, cut forward after a marker it starts inside when every text has a
+    character that is not a space before it (``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the
+    ``>`` closes what came before)."""
+    n = len(os.path.commonprefix([t[::-1] for t in texts]))
+    while n > 0 and texts[0][-n] in ">]" and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
         n -= 1
+    if n and all(len(t) > n and not t[-n - 1].isspace() for t in texts):  # inside a marker: on to where it closes
+        tail = texts[0][len(texts[0]) - n:]
+        j = min((i for i in (tail.find(">"), tail.find("]")) if i >= 0), default=-1)
+        if j >= 0 and not any(c in tail[:j] for c in "<["):
+            n -= j + 1
     return texts[0][len(texts[0]) - n:]
 
 
@@ -453,7 +585,8 @@ def _why_no_pairs(text: str, start: int) -> str:
         if find_value(text, k + len(key), value) is None:
             shown = text[k: k + len(key) + 40]
             return (f"neither one JSON value per call nor one element per argument: the value {value!r} of {key!r} "
-                    f"is written in none of the spellings read (as is, JSON, Python): the template wrote {shown!r}")
+                    f"is written in none of the spellings read (as is, JSON, Python, between quote tokens): the "
+                    f"template wrote {shown!r}")
     return "neither one JSON value per call nor one element per argument (the values overlap the keys)"
 
 
@@ -474,7 +607,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
     rec.section_end = tail[len(closer):]
     rec.call_sep = between[len(closer): len(between) - len(opener)]
     cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
-    if rec.shape in ("json_object",):
+    if rec.shape == "json_object":
         cut = len(opener)
     rec.call_start, rec.name_prefix = opener[:cut], opener[cut:]
     rec.call_end = closer
@@ -485,6 +618,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
         name_prefix="two: the end of what precedes both calls, after its last space",
         call_end="two: what follows both calls", call_sep="two: between the calls, less what follows and precedes each")
     if not (opener.strip() or rec.section_start.strip()):
-        rec.missing.append("call_start: nothing but spaces precedes the calls: no literal tells a call from prose")
+        rec.missing.append("call_start: nothing but spaces precedes the calls (an untagged format): no literal tells a "
+                           "call from prose")
         return False
     return True

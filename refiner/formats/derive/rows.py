@@ -1,14 +1,17 @@
-"""From a derived :class:`~refiner.formats.derive.analyze.Markers` record to a row of one of the project's grammars.
+"""From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the project's grammars.
 
-- ``per_argument`` markers become an :class:`~refiner.formats.xml_params.XmlSpelling`: where the name sits
+- a ``pairs`` record becomes an :class:`~refiner.formats.xml_params.XmlSpelling`: where the name sits
   (``<function=NAME>``: ``eq``; ``<invoke name="NAME">``: ``attr``; the text after the call tag: ``text``), the key
   style (``<parameter=K>``, ``<parameter name="K">``, or ``<arg_key>K</arg_key><arg_value>``), the value's closing tag,
   one newline stripped at each end of a value when the template writes one, and the typing: strings as written and
   other values as JSON (``json``), booleans as Python writes them (``python``), or a type attribute on the key
   (``attr``, as DSML's ``string="true"``);
-- ``json_calls`` markers become a :class:`~refiner.formats.json_calls.JsonSpelling`: one ``{"name", "arguments"}``
-  object per tagged block (``object``), one per line inside one section (``lines``) or every call in one JSON list
-  (``list``).
+- a ``pairs`` record with a quote token, the name followed by ``{``, keys followed by ``:`` and arguments apart by
+  ``,`` becomes a :class:`~refiner.formats.brace_kv.BraceSpelling` (Gemma 4's layout);
+- a ``json_object`` or ``json_list`` record becomes a :class:`~refiner.formats.json_calls.JsonSpelling`: one
+  ``{"name", "arguments"}`` object per tagged block (``object``), one per line inside one section (``lines``) or every
+  call in one JSON list (``list``);
+- a ``json_args`` record becomes a :class:`~refiner.formats.named_json.NamedSpelling`.
 
 Everything else is answered with why no row holds it. A plan is checked against the template: the row must read the
 template's own render of the placeholder calls back as exactly those calls.
@@ -23,7 +26,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.derive.analyze import ARGS_ONE, ARGS_TWO, NAMES, Markers
+from refiner.formats.derive.record import ARGS, NAMES, Record
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
@@ -31,8 +34,9 @@ from refiner.formats.xml_params import XmlParams, XmlSpelling
 
 # Derived rows rank after every built-in format: detection tries them last.
 DERIVED_RANK = 1000
-EXPECTED = (ToolCall(NAMES[0], ARGS_ONE), ToolCall(NAMES[1], ARGS_TWO))
+EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
+MARKER_REACH = 48  # the longest marker left open before a name (``<invoke name="``)
 
 
 def _core(spelling: Any) -> Any:
@@ -71,21 +75,21 @@ class RowPlan:
         )
         return make_row(self.grammar, fam, self.spelling, DERIVED_RANK, register_it=False)
 
-    def check(self, fmt: base.WireFormat, markers: Markers, notes: list[str]) -> str:
+    def check(self, fmt: base.WireFormat, rec: Record, notes: list[str]) -> str:
         """Why the row does not read the template's own render back (``""``: it does); what was checked goes to
         ``notes``."""
-        text = markers.renders["two"]
+        text = rec.sections["two"]
         try:
             got = fmt.parse_strict(text)
         except base.FormatError as e:
             return f"the derived row does not read the template's own render of two calls: {e}"
-        as_text = _python_containers(markers)
+        as_text = _python_containers(rec)
         expected = [_texts_for(c, as_text) for c in EXPECTED]
         if got != expected:
             return f"the derived row reads the template's render of two calls as {got!r}"
         if as_text:
             notes.append(f"the template writes {' and '.join(sorted(as_text))} values as Python literals (Jinja's "
-                         "| string: ['val_item', 2]): the row reads them as text, as written")
+                         "| string: ['vq_item', 2]): the row reads them as text, as written")
         notes.append("reads the template's render of two calls (five typed arguments, then one) back"
                      + (" (those values as text)" if as_text else " exactly"))
         again = fmt.parse_strict(fmt.render(list(EXPECTED)))
@@ -110,9 +114,21 @@ def _closer(text: str) -> str:
     return runs[0] if runs else ""
 
 
-def _python_containers(m: Markers) -> set[str]:
+def _split_opener(opener: str) -> tuple[str, str]:
+    """A call opener split into the call marker and the name prefix: the name prefix is a marker left open just
+    before the name (``<function=``, ``<invoke name="``), else nothing."""
+    for j in range(len(opener) - 1, max(-1, len(opener) - 1 - MARKER_REACH), -1):
+        if opener[j] in ">]":
+            break
+        if opener[j] in "<[":
+            return opener[:j], opener[j:]
+    return opener, ""
+
+
+def _python_containers(rec: Record) -> set[str]:
     """The container types (``list``, ``dict``) the template writes as Python literals."""
-    return {t for t in ("list", "dict") if m.value_styles.get(t) == "python"}
+    one = rec.sections.get("one", "")
+    return {t for t, k in (("list", "kq_items"), ("dict", "kq_info")) if repr(ARGS[0][k]) in one}
 
 
 def _texts_for(call: ToolCall, as_text: set[str]) -> ToolCall:
@@ -123,43 +139,64 @@ def _texts_for(call: ToolCall, as_text: set[str]) -> ToolCall:
     return ToolCall(call.name, args)
 
 
-def plan_row(m: Markers) -> RowPlan | str:
-    """The row for ``m``, or why there is none."""
-    if m.shape == "per_argument":
-        plan = _xml_plan(m)
-    elif m.shape == "json_calls":
-        plan = _json_plan(m)
-    elif m.shape == "brace_kv":
-        plan = RowPlan(BraceKV, BraceSpelling(m.call_start, m.call_end, m.quote, m.name_prefix))
-    elif m.shape == "named_json":
-        plan = _named_plan(m)
+def plan_row(rec: Record) -> RowPlan | str:
+    """The row for ``rec``, or why there is none."""
+    if not rec.complete:
+        return "; ".join(rec.missing) or "no shape found"
+    if rec.id_position == "after_name":
+        return "the call id is written between the name and the arguments: no grammar's row reads it there"
+    if rec.wrapper:
+        return (f"each call object sits under {rec.wrapper!r} of an outer object: the JSON-calls grammar reads call "
+                "objects at one level")
+    if rec.shape == "pairs":
+        plan = _brace_plan(rec) if rec.quote_open else _xml_plan(rec)
+    elif rec.shape in ("json_object", "json_list"):
+        plan = _json_plan(rec)
     else:
-        plan = m.why or "no shape found"
-    if isinstance(plan, RowPlan):
-        plan.reasoning = m.reasoning
+        plan = _named_plan(rec)
+    start, end = rec.reasoning_start.strip(), rec.reasoning_end.strip()
+    if isinstance(plan, RowPlan) and start and end:
+        plan.reasoning = ((start, end),)
     return plan
 
 
-def _named_plan(m: Markers) -> RowPlan | str:
+def _brace_plan(rec: Record) -> RowPlan | str:
+    """``OPEN KEYWORD NAME{key:value,...} CLOSE`` with strings between a quote token: the brace grammar's row."""
+    opener = rec.opener.strip()
+    j = max(opener.rfind(">"), opener.rfind("]"))
+    call_open, keyword = _opener(opener[: j + 1]), opener[j + 1 :]
+    layout = (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.arg_sep.strip(),
+              rec.value_suffix.strip(), rec.call_end.strip()[:1])
+    if layout != ("{", "", ":", ",", "", "}") or rec.quote_open != rec.quote_close or not call_open:
+        return (f"a quote token {rec.quote_open!r} in a layout the brace grammar does not spell (it reads "
+                "OPEN call:NAME{key:value,...} CLOSE)")
+    if rec.literals == "python":
+        return "values other than strings written as Python literals: the brace grammar reads JSON literals"
+    return RowPlan(BraceKV, BraceSpelling(call_open, rec.call_end.strip()[1:].strip(), rec.quote_open, keyword))
+
+
+def _named_plan(rec: Record) -> RowPlan | str:
     """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
-    ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
+    call_start = _split_opener(rec.opener)[0]
+    ss, se, cs, ce = _opener(rec.section_start), _closer(rec.section_end), _opener(call_start), _closer(rec.call_end)
     if bool(ss) != bool(se):
         return f"a section opened by {ss!r} and closed by {se!r}"
     if not cs:
         return "the name follows no marker of its own"
-    if not m.name_suffix.strip():
+    if not rec.name_suffix.strip():
         return "nothing but whitespace between the name and its arguments"
-    i = m.call_start.rfind(cs)
-    joiner = m.call_end[m.call_end.find(ce) + len(ce) :] + m.call_sep + m.call_start[:i] if ce else m.call_sep
-    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, m.name_suffix, ce, joiner=joiner))
+    i = call_start.rfind(cs)
+    joiner = rec.call_end[rec.call_end.find(ce) + len(ce) :] + rec.call_sep + call_start[:i] if ce else rec.call_sep
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, ce, joiner=joiner))
 
 
-def _json_plan(m: Markers) -> RowPlan | str:
-    if m.args_as_text:
+def _json_plan(rec: Record) -> RowPlan | str:
+    if rec.args_as_text:
         return "the arguments are written as a JSON string inside the call object"
-    keys = {"name_key": m.name_key, "arg_keys": (m.args_key,), "id_key": m.id_key or None}
-    ss, se, cs, ce = _opener(m.section_start), _closer(m.section_end), _opener(m.call_start), _closer(m.call_end)
-    if m.in_list:
+    keys = {"name_key": rec.name_key, "arg_keys": (rec.args_key,), "id_key": rec.id_key or None}
+    ss, se = _opener(rec.section_start), _closer(rec.section_end)
+    cs, ce = _opener(rec.call_start), _closer(rec.call_end)
+    if rec.shape == "json_list":
         if not ss:
             return "the calls are a JSON list with no marker before it (an untagged format)"
         return RowPlan(JsonCalls, JsonSpelling(ss, se or None, "list", **keys))
@@ -168,20 +205,22 @@ def _json_plan(m: Markers) -> RowPlan | str:
     if cs:
         if not ce:
             return "each call object follows a marker with no closing marker"
-        i = m.call_start.rfind(cs)
-        lead, before = m.call_start[i + len(cs) :], m.call_start[:i]
-        after = m.call_end[m.call_end.find(ce) + len(ce) :]
-        return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, between=after + m.call_sep + before, **keys))
-    if ss and se and "\n" in m.call_sep:
+        i = rec.call_start.rfind(cs)
+        lead, before = rec.call_start[i + len(cs) :], rec.call_start[:i]
+        after = rec.call_end[rec.call_end.find(ce) + len(ce) :]
+        return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, between=after + rec.call_sep + before,
+                                               **keys))
+    if ss and se and "\n" in rec.call_sep:
         return RowPlan(JsonCalls, JsonSpelling(ss, se, "lines", **keys))
     return "the call objects carry no marker of their own (an untagged format)"
 
 
-def _xml_plan(m: Markers) -> RowPlan | str:
-    if m.strings != "raw":
+def _xml_plan(rec: Record) -> RowPlan | str:
+    if rec.strings != "raw":
         return "string values are written quoted (JSON strings), not as raw text between tags"
-    np, ns = m.name_prefix.strip(), m.name_suffix
-    cs, ce = _opener(m.call_start), m.call_end.strip()
+    call_start, name_prefix = _split_opener(rec.opener)
+    np, ns = name_prefix.strip(), rec.name_suffix
+    cs, ce = _opener(call_start), rec.call_end.strip()
     kw: dict[str, Any] = {}
     if np.endswith(('="', "='")):
         if _attr_name(np) != "name":
@@ -197,7 +236,7 @@ def _xml_plan(m: Markers) -> RowPlan | str:
         kw.update(name_at="text", call_open=cs, call_close=ce, name_sep=ns.strip() or "\n")
         cs = ce = ""
     else:
-        return f"the tool name is written after {m.name_prefix!r}: no tag of the XML grammar holds it"
+        return f"the tool name is written after {name_prefix!r}: no tag of the XML grammar holds it"
     if kw["name_at"] != "text":
         close = "</" + kw["call_open"][1:].rstrip("= ") + ">"
         if not ce.startswith(close):
@@ -208,22 +247,22 @@ def _xml_plan(m: Markers) -> RowPlan | str:
             return f"a call is opened by {cs!r} and closed by {ce!r}"
         if cs:
             kw.update(section_open=cs, section_close=ce, section_per_call=True)
-    ss, se = _opener(m.section_start), _closer(m.section_end)
+    ss, se = _opener(rec.section_start), _closer(rec.section_end)
     if ss or se:
         if kw.get("section_per_call") or not (ss and se):
             return f"section markers {ss!r} / {se!r} around per-call markers"
         kw.update(section_open=ss, section_close=se)
-    key = _key_spelling(m)
+    key = _key_spelling(rec)
     if isinstance(key, str):
         return key
     kw.update(key)
-    kw["value_close"] = m.value_suffix.strip()
+    kw["value_close"] = rec.value_suffix.strip()
     if not kw["value_close"]:
         return "a value is not closed by a tag"
-    kw["strip_newline"] = m.key_suffix.endswith("\n") and m.value_suffix.startswith("\n")
+    kw["strip_newline"] = rec.key_suffix.endswith("\n") and rec.value_suffix.startswith("\n")
     if "typing" not in kw:
-        kw["typing"] = "python" if m.literals == "python" else "json"
-    layout = m.arg_sep + m.value_suffix + m.key_prefix + m.call_sep + m.name_suffix
+        kw["typing"] = "python" if rec.literals == "python" else "json"
+    layout = rec.arg_sep + rec.value_suffix + rec.key_prefix + rec.call_sep + rec.name_suffix
     kw["sep"] = "\n" if "\n" in layout else ""
     try:
         return RowPlan(XmlParams, XmlSpelling(**kw))
@@ -236,21 +275,21 @@ def _attr_name(prefix: str) -> str:
     return prefix.split()[-1].split("=")[0] if len(prefix.split()) > 1 else ""
 
 
-def _key_spelling(m: Markers) -> dict[str, Any] | str:
-    kp, ks = m.key_prefix.strip(), m.key_suffix
+def _key_spelling(rec: Record) -> dict[str, Any] | str:
+    kp, ks = rec.key_prefix.strip(), rec.key_suffix
     if kp.endswith(('="', "='")):
         if _attr_name(kp) != "name":
             return f"the argument key is in the attribute {_attr_name(kp)!r}: the XML grammar reads it from name=\"...\""
         out: dict[str, Any] = {"key_at": "attr", "key_open": kp.split()[0] + " "}
-        if m.key_suffix_by_type:
-            attrs = _ATTR.findall(m.key_suffix_by_type.get("str", ""))
+        if rec.key_suffix_typed:
+            attrs = _ATTR.findall(ks)
             if len(attrs) != 1 or attrs[0][1] != "true":
-                return f"a typing attribute the XML grammar does not read ({m.key_suffix_by_type.get('str')!r})"
+                return f"a typing attribute the XML grammar does not read ({ks!r})"
             out.update(typing="attr", type_attr=attrs[0][0])
         elif not ks.startswith(kp[-1] + ">"):
             return f"the key attribute is not the last one of its tag ({ks!r} follows it)"
         return out
-    if m.key_suffix_by_type:
+    if rec.key_suffix_typed:
         return "a type marker between key and value that is not an attribute of the key's tag"
     if kp.endswith("="):
         if not ks.startswith(">"):
@@ -262,4 +301,4 @@ def _key_spelling(m: Markers) -> dict[str, Any] | str:
         if i < 0 or not key_close or not value_open:
             return f"a key element {kp!r} not followed by a closing tag and a value tag ({ks!r})"
         return {"key_at": "element", "key_open": kp, "key_close": key_close, "value_open": value_open}
-    return f"the argument key is written after {m.key_prefix!r}: no tag of the XML grammar holds it"
+    return f"the argument key is written after {rec.key_prefix!r}: no tag of the XML grammar holds it"
