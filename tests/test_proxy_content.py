@@ -482,16 +482,16 @@ REASONING_TEXTS = [
 def test_the_streamed_reasoning_split_equals_the_whole_one(text, opened) -> None:
     import random
 
-    from refiner.proxy.content import ReasoningStream, separate_reasoning
+    from refiner.proxy.reasoning import Reasoning
 
-    want = separate_reasoning(text, opened)
+    want = Reasoning(opened).read(text)
     for seed in range(6):
         rng, pieces, i = random.Random(seed), [], 0
         while i < len(text):
             k = 1 if seed == 0 else rng.randint(1, 7)
             pieces.append(text[i : i + k])
             i += k
-        rs = ReasoningStream(opened)
+        rs = Reasoning(opened)
         outs = [rs.feed(p) for p in pieces] + [rs.end()]
         reasoning, answer = "".join(o[0] for o in outs), "".join(o[1] for o in outs)
         assert (reasoning if rs.found else None, answer) == (want[0] or (None if want[0] is None else ""), want[1])

@@ -13,7 +13,7 @@ from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, se
 
 from refiner.formats.derive.render import ChatTemplate
 from refiner.proxy import create_app
-from refiner.proxy.content import HOLD_CHARS, ReasoningStream, separate_reasoning
+from refiner.proxy.reasoning import HOLD_CHARS, Reasoning
 from refiner.proxy.thinking import PromptReasoning, answer_says, leans, prompt_opens
 
 CALL = '<tool_call>\n{{"name": "get_time", "arguments": {{"tz": "{}"}}}}\n</tool_call>'
@@ -99,19 +99,19 @@ def test_what_an_answer_says_of_its_prompt() -> None:
 @pytest.mark.parametrize("size", [1, 2, 5, 1000])
 def test_a_stream_with_nothing_known_reads_as_the_whole_answer(text: str, size: int) -> None:
     """opened=None: held until the first thinking closer (or the end); the pieces join to the whole answer's split."""
-    stream = ReasoningStream(None)
+    stream = Reasoning(None)
     reasoning, answer = [], []
     for piece in chunked(text, size):
         r, a = stream.feed(piece)
         reasoning.append(r)
         answer.append(a)
     r, a = stream.end()
-    want = separate_reasoning(text, None)
+    want = Reasoning(None).read(text)
     assert ("".join(reasoning + [r]) or None, "".join(answer + [a])) == (want[0] or None, want[1])
 
 
 def test_what_is_held_while_nothing_is_known_is_bounded() -> None:
-    stream = ReasoningStream(None)
+    stream = Reasoning(None)
     assert stream.feed("x" * HOLD_CHARS) == ("", "")
     assert stream.feed("yz") == ("", "x" * HOLD_CHARS + "yz")  # past the bound: no block, passed on as the answer
     assert stream.feed("</think>") == ("", "</think>")
@@ -147,26 +147,26 @@ def test_model_names_whose_template_opens_the_block_by_default() -> None:
 def test_a_leaning_stream_reads_as_the_whole_answer(text: str, cut: bool, size: int) -> None:
     """A model whose template opens the block by default, nothing else known: held as with nothing known, then read
     inside the block when cut, when a call begins a line, or past the hold bound; the pieces join to the whole split."""
-    stream = ReasoningStream(None, lean=True)
+    stream = Reasoning(None, lean=True)
     reasoning, answer = [], []
     for piece in chunked(text, size):
         r, a = stream.feed(piece)
         reasoning.append(r)
         answer.append(a)
     r, a = stream.end(cut)
-    want = separate_reasoning(text, None, lean=True, cut=cut)
+    want = Reasoning(None, lean=True).read(text, cut=cut)
     assert ("".join(reasoning + [r]) or None, "".join(answer + [a])) == (want[0] or None, want[1])
 
 
 def test_what_a_leaning_model_is_read_as() -> None:
-    assert separate_reasoning("The user wants", None, lean=True, cut=True) == ("The user wants", "")
-    assert separate_reasoning("The user wants", None, lean=False, cut=True) == (None, "The user wants")
-    assert separate_reasoning("Need to look.\n" + CALL.format("CET"), None, lean=True) == (
+    assert Reasoning(None, lean=True).read("The user wants", cut=True) == ("The user wants", "")
+    assert Reasoning(None, lean=False).read("The user wants", cut=True) == (None, "The user wants")
+    assert Reasoning(None, lean=True).read("Need to look.\n" + CALL.format("CET")) == (
         "Need to look.", CALL.format("CET"))
-    assert separate_reasoning("Paris.", None, lean=True) == (None, "Paris.")
+    assert Reasoning(None, lean=True).read("Paris.") == (None, "Paris.")
     long = "y" * (HOLD_CHARS + 1)
-    assert separate_reasoning(long, None, lean=True) == (long, "")
-    stream = ReasoningStream(None, lean=True)
+    assert Reasoning(None, lean=True).read(long) == (long, "")
+    stream = Reasoning(None, lean=True)
     assert stream.feed(long) == (long, "")  # past the bound it is taken to be reasoning, and sent
     assert stream.feed("more</think>Paris.") == ("more", "Paris.")
 

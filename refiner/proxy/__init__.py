@@ -28,7 +28,8 @@ own ``api_key`` or the client's ``Authorization`` header, forwarded when no key 
 Modules, one job each: :mod:`~refiner.proxy.app` (routes and settings), :mod:`~refiner.proxy.upstream` (the upstream
 client and the one mapping of its failures), :mod:`~refiner.proxy.convert` (``tool_calls`` ⇄ refiner requests),
 :mod:`~refiner.proxy.refining` (which choices are refined, where each step runs, the deadline),
-:mod:`~refiner.proxy.content` (calls left in content, and the streaming hold-back), :mod:`~refiner.proxy.history`
+:mod:`~refiner.proxy.content` (calls left in content, and the streaming hold-back),
+:mod:`~refiner.proxy.reasoning` (the reasoning block, whole and streamed), :mod:`~refiner.proxy.history`
 (healing the incoming conversation), :mod:`~refiner.proxy.isolation` (the worker pool), :mod:`~refiner.proxy.forks`
 (the fork server that starts its workers), :mod:`~refiner.proxy.work` (what runs in a worker),
 :mod:`~refiner.proxy.batching` (micro-batches for the model), :mod:`~refiner.proxy.stream` (the SSE relay),

@@ -44,15 +44,13 @@ from refiner.proxy.content import (
     Said,
     holds_calls,
     markers,
-    separate_reasoning,
     tool_names,
-    trim_edges,
-    upstream_reasoning,
 )
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
 from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
+from refiner.proxy.reasoning import Reasoning, trim_edges, upstream_reasoning
 from refiner.proxy.thinking import PromptReasoning
 from refiner.proxy.work import read_result
 
@@ -426,8 +424,7 @@ class Refinement:
         if not isinstance(content, str) or not content:
             return message
         given = upstream_reasoning(message)
-        reasoning, answer = separate_reasoning(content, False if given is not None else opened, lean and given is None,
-                                               cut)
+        reasoning, answer = Reasoning(False if given is not None else opened, lean and given is None).read(content, cut)
         if reasoning is None:
             return message
         out.separated, out.reasoning = True, reasoning

@@ -9,9 +9,10 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import CallDriver, ContentSplit, EdgeTrim, ReasoningStream, same_call
+from refiner.proxy.content import CallDriver, ContentSplit, same_call
 from refiner.proxy.convert import new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
+from refiner.proxy.reasoning import EdgeTrim, Reasoning
 from refiner.proxy.refining import Refinement, report
 from refiner.proxy.upstream import UpstreamError
 
@@ -119,16 +120,16 @@ class StreamBuffer:
 
 class AnswerStream:
     """One choice's streamed content, read as it arrives: its reasoning block first
-    (:class:`~refiner.proxy.content.ReasoningStream`: sent as ``reasoning_content``; ``opened``: whether the prompt
+    (:class:`~refiner.proxy.reasoning.Reasoning`: sent as ``reasoning_content``; ``opened``: whether the prompt
     opened the block, None when not known), then the content split (text that may hold calls held back, when the
     request's answers are read for calls), driven by a :class:`~refiner.proxy.content.CallDriver` that reads each call
     as it closes (:attr:`calls`: the calls read so far, sent as they come); the content's blanks at its start and end
-    are held (:class:`~refiner.proxy.content.EdgeTrim`) so that it is shaped as a whole answer's is: the line breaks
+    are held (:class:`~refiner.proxy.reasoning.EdgeTrim`) so that it is shaped as a whole answer's is: the line breaks
     after a reasoning block and before the calls are the template's, and content left blank once reasoning or calls
     were taken out is no content."""
 
     def __init__(self, opened: bool | None, split: ContentSplit | None, lean: bool = False) -> None:
-        self.reasoning = ReasoningStream(opened, lean)
+        self.reasoning = Reasoning(opened, lean)
         self.split = split
         self.driver = CallDriver(split) if split is not None else None
         self.trim: EdgeTrim | None = None  # made when the content starts (after the reasoning block, if any)

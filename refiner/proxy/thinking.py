@@ -6,7 +6,7 @@ its reasoning, the closer (``</think>``) and the answer, with no opener. A whole
 (:func:`refiner.formats.reasoning.split_reasoning`); a stream must know before the closer comes. What the proxy knows
 of a request (:meth:`PromptReasoning.opened`), first found first:
 
-1. the request's ``chat_template_kwargs`` (``enable_thinking`` / ``thinking``: :func:`~refiner.proxy.content.thinking_hint`);
+1. the request's ``chat_template_kwargs`` (``enable_thinking`` / ``thinking``: :func:`~refiner.proxy.reasoning.thinking_hint`);
 2. the operator's per-model setting (``serve --opens-reasoning MODEL=yes|no``, ``*`` for any model);
 3. the upstream model's chat template (``serve --chat-template``): its generation prompt, rendered for a short
    conversation with the request's ``chat_template_kwargs`` (:func:`prompt_opens`), ends inside a reasoning block or
@@ -15,8 +15,8 @@ of a request (:meth:`PromptReasoning.opened`), first found first:
    with a thinking closer and no opener says yes; one that opens its own block, or that ended (``stop`` or
    ``tool_calls``) with no closer and no call at all, says no; the latest answer that says either counts.
 
-Nothing known: a stream holds its text until the first closer or :data:`~refiner.proxy.content.HOLD_CHARS`
-characters (:class:`~refiner.proxy.content.ReasoningStream`). A whole answer reads its own text (a thinking closer
+Nothing known: a stream holds its text until the first closer or :data:`~refiner.proxy.reasoning.HOLD_CHARS`
+characters (:class:`~refiner.proxy.reasoning.Reasoning`). A whole answer reads its own text (a thinking closer
 outside any call ends a block it began with) unless 1-3 say: what earlier answers showed only guides streams, which
 cannot read ahead. So a stream and a whole answer can differ only where an answer contradicts its model's earlier
 ones (a model that showed a closer, then answers with none: the stream sent it as reasoning).
@@ -27,9 +27,9 @@ ones (a model that showed a closer, then answers with none: the stream sent it a
    (:func:`leans`): an answer that shows neither opener nor thinking closer is still held as in 1-4's absence, and
    then read as written inside the block when it was cut on the token limit, when a call begins at the start of a
    line before any closer (a call ends a prompt's block the model did not close), or past
-   :data:`~refiner.proxy.content.HOLD_CHARS` characters (sent as reasoning from then on); an answer that ended by
+   :data:`~refiner.proxy.reasoning.HOLD_CHARS` characters (sent as reasoning from then on); an answer that ended by
    itself with no call stays content (its prompt had thinking off). A stream and a whole answer read it alike
-   (:func:`refiner.proxy.content.lean_opens`). Families whose template closes the block by default (DeepSeek V3.1 and
+   (:func:`refiner.proxy.reasoning.lean_opens`). Families whose template closes the block by default (DeepSeek V3.1 and
    V3.2: ``thinking`` defaults to false) are not listed: a request with no hint gets thinking off there, and an answer
    that still holds reasoning shows its closer, or cannot be told apart from content.
 """
@@ -46,7 +46,7 @@ from typing import Any
 
 from refiner.formats.derive.render import ChatTemplate, compile_template, load_template
 from refiner.formats.reasoning import call_start, pairs, split_reasoning
-from refiner.proxy.content import thinking_hint
+from refiner.proxy.reasoning import thinking_hint
 
 log = logging.getLogger("refiner.proxy")
 

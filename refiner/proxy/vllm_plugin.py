@@ -18,7 +18,7 @@ it are sent, each as one tool-call delta (index, id, name, whole arguments), or 
 vLLM parses reasoning before the tool parser sees the text. The reasoning counterpart, ``ToolRefinerReasoningParser``
 (``--reasoning-parser-plugin refiner.proxy.vllm_plugin --reasoning-parser tool_refiner``), splits the reasoning block
 of any registered family (its markers from the registry: ``<think>``, ``[THINK]``, ...) the way the proxy does
-(:func:`refiner.proxy.content.separate_reasoning`, streamed: :class:`~refiner.proxy.content.ReasoningStream`), the
+(:class:`refiner.proxy.reasoning.Reasoning`, whole and streamed), the
 prompt having opened the block when the request says thinking is on (``chat_template_kwargs.enable_thinking`` /
 ``thinking``) or, streamed, when the prompt ends with an opener; whole, without that hint, a closer that is not
 inside a call still ends a block that began with the answer. The tool parser does not know the generation's finish reason: a call cut at the token limit is left out when the
@@ -48,16 +48,13 @@ from refiner.proxy.content import (
     CallDriver,
     ContentSplit,
     Openers,
-    ReasoningStream,
     holds_calls,
     markers,
     run_sync,
     same_call,
-    separate_reasoning,
-    thinking_hint,
     tool_names,
-    trim_edges,
 )
+from refiner.proxy.reasoning import Reasoning, thinking_hint, trim_edges
 from refiner.proxy.thinking import PromptReasoning
 
 NAME = "tool_refiner"
@@ -179,7 +176,7 @@ def arguments_text(call: dict) -> str:
 
 
 def hinted(kwargs: Any) -> bool:
-    """Whether ``chat_template_kwargs`` say thinking is on (:func:`refiner.proxy.content.thinking_hint`)."""
+    """Whether ``chat_template_kwargs`` say thinking is on (:func:`refiner.proxy.reasoning.thinking_hint`)."""
     return thinking_hint({"chat_template_kwargs": kwargs}) is True if isinstance(kwargs, dict) else False
 
 
@@ -223,48 +220,38 @@ class ReasoningReader:
 
     def __init__(self, opened: bool = False) -> None:
         self.opened = opened
-        self.stream: ReasoningStream | None = None
+        self.stream: Reasoning | None = None  # made at the first piece (``opened`` may change before it)
         self.pending = ""
         self.confirmed = False
 
     def read(self, text: str, opened: bool | None = None) -> tuple[str | None, str | None]:
-        """``(reasoning, content)``; ``opened``: what the request says (None: not known, a closer outside any call
-        still ends a block that began with the answer)."""
-        reasoning, answer = separate_reasoning(text, opened)  # type: ignore[arg-type]  # None: not known
+        """``(reasoning, content)``; ``opened``: what the request says (None: not known)."""
+        reasoning, answer = Reasoning(opened).read(text)
         if reasoning is None:
             return None, text or None
         return reasoning or None, trim_edges(answer, True, False) or None
 
-    def feed(self, piece: str) -> tuple[str, str]:
-        """``(reasoning, content)`` that ``piece`` releases."""
-        if self.stream is None:
-            self.stream = ReasoningStream(self.opened)
+    def feed(self, piece: str, final: bool = False) -> tuple[str, str]:
+        """``(reasoning, content)`` that ``piece`` releases (``final``: the generation has ended)."""
         if self.confirmed:
-            return "", piece
-        reasoning, answer = self.stream.feed(piece)
-        return reasoning, self._answer(answer, False)
+            return "", "" if final else piece
+        if self.stream is None:
+            self.stream = Reasoning(self.opened)
+        reasoning, text = self.stream.end() if final else self.stream.feed(piece)
+        if self.stream.state != "answer":
+            return reasoning, text
+        if not self.stream.found:
+            self.confirmed = True
+            return reasoning, text
+        self.pending += text
+        if not (self.pending.strip() or final):
+            return reasoning, ""
+        out, self.pending, self.confirmed = trim_edges(self.pending, True, False), "", True
+        return reasoning, out
 
     def end(self) -> tuple[str, str]:
         """What is still held once the generation has ended."""
-        if self.confirmed:
-            return "", ""
-        if self.stream is None:
-            self.stream = ReasoningStream(self.opened)
-        reasoning, answer = self.stream.end()
-        return reasoning, self._answer(answer, True)
-
-    def _answer(self, text: str, final: bool) -> str:
-        stream = self.stream
-        if stream is None or stream.state != "answer":
-            return text
-        if not stream.found:
-            self.confirmed = True
-            return text
-        self.pending += text
-        if not (self.pending.strip() or final):
-            return ""
-        out, self.pending, self.confirmed = trim_edges(self.pending, True, False), "", True
-        return out
+        return self.feed("", final=True)
 
 
 def _build() -> type:

@@ -1,0 +1,267 @@
+"""The reasoning block of an answer, separated from its content: what the request says of the prompt's block
+(:func:`thinking_hint`), the reasoning an upstream separated itself (:func:`upstream_reasoning`), and
+:class:`Reasoning`, which reads the block of a whole answer or of a stream as it arrives, for the proxy
+(:mod:`refiner.proxy.refining`, :mod:`refiner.proxy.stream`) and the vLLM plugin alike."""
+
+from __future__ import annotations
+
+from refiner.formats.reasoning import call_start, inside_call, may_start_call, pairs, split_reasoning
+
+
+def thinking_hint(body: dict) -> bool | None:
+    """What the request says of the prompt's reasoning block: True when it opened one
+    (``chat_template_kwargs.enable_thinking``, Qwen3 and GLM, or ``chat_template_kwargs.thinking``, DeepSeek V3.1+
+    and Kimi, is true), False when it closed it (one of them is false), None when it says nothing (then only the
+    answer tells: :func:`refiner.formats.reasoning.split_reasoning` with ``opened=None``)."""
+    kwargs = body.get("chat_template_kwargs")
+    if not isinstance(kwargs, dict):
+        return None
+    said = [kwargs.get(k) for k in ("enable_thinking", "thinking") if isinstance(kwargs.get(k), bool)]
+    return any(said) if said else None
+
+
+def upstream_reasoning(message: dict) -> str | None:
+    """The reasoning an upstream already separated (``reasoning_content``, or vLLM's newer ``reasoning``)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+_BLANK = " \t\r\n"
+
+
+def trim_edges(text: str, lead: bool, trail: bool) -> str:
+    """``text`` without the blank run it begins with (``lead``) and the one it ends with (``trail``) when that run
+    holds a line break: the separators a chat template writes around a reasoning block and before the calls
+    (Qwen3's ``</think>\\n\\n`` and ``\\n<tool_call>``), as the template reads its own blocks back. Blanks inside
+    the text, and spaces on the same line, stay."""
+    if lead:
+        body = text.lstrip(_BLANK)
+        if "\n" in text[: len(text) - len(body)]:
+            text = body
+    if trail:
+        body = text.rstrip(_BLANK)
+        if "\n" in text[len(body) :]:
+            text = body
+    return text
+
+
+class EdgeTrim:
+    """:func:`trim_edges` on a text that arrives in pieces: its leading blanks are held until text follows, and its
+    trailing blanks until more text follows or it ends, so the pieces sent join to the whole text's trim."""
+
+    def __init__(self, lead: bool) -> None:
+        self.lead = lead
+        self.pending = ""
+        self.started = False  # text other than blanks was sent
+
+    def feed(self, piece: str) -> str:
+        if not piece:
+            return ""
+        text = self.pending + piece
+        body = text.rstrip(_BLANK)
+        if not body:
+            self.pending = text
+            return ""
+        self.pending = text[len(body) :]
+        if not self.started:
+            self.started = True
+            body = trim_edges(body, self.lead, False)
+        return body
+
+    def end(self, trail: bool, drop_blank: bool) -> str:
+        """The rest once the text has ended: its trailing blanks (trimmed when ``trail``), or nothing when nothing but
+        blanks came and ``drop_blank``."""
+        rest, self.pending = self.pending, ""
+        if not self.started:
+            return "" if drop_blank else trim_edges(rest, self.lead, trail)
+        return trim_edges(rest, False, trail)
+
+
+def think_closers() -> tuple[str, ...]:
+    """The thinking blocks' own closers (``</think>``, ``[/THINK]``, ``<|END_THINKING|>``...): what ends a block
+    when nothing says the prompt opened one (a generic end token such as ``<|end|>`` alone is no sign of reasoning)."""
+    return tuple(dict.fromkeys(p[1] for p in pairs() if "think" in p[1].lower()))
+
+
+def lean_opens(text: str, cut: bool) -> bool:
+    """For a model whose chat template opens the reasoning block by default (:func:`refiner.proxy.thinking.leans`)
+    when nothing else is known: whether its whole answer ``text``, which neither opens a block itself nor holds a
+    thinking closer, is read as written inside the block the prompt opened. Yes when it was cut (``finish_reason:
+    "length"``: it stopped inside its reasoning), when a call begins at the start of a line (a call ends a prompt's
+    block the model did not close: llama.cpp's and vLLM's Qwen3 rule), or when it is longer than :data:`HOLD_CHARS`
+    (a stream holds no longer); no for an answer that ended by itself with no call (a thinking model closes its block
+    before it answers: that prompt had thinking off). An answer that opens with ``[`` or ``{`` is a call: no."""
+    if text.lstrip(_BLANK)[:1] in ("[", "{"):
+        return False
+    return cut or len(text) > HOLD_CHARS or call_start(text, 0) >= 0
+
+
+COMPACT_AFTER = 4096  # characters of sent reasoning kept before they are dropped from the buffer
+HOLD_CHARS = 16_384  # characters held while it is not known whether the prompt opened a reasoning block
+LINE_LOOK = 256  # characters of a line start looked at for a call marker (blanks, then the marker)
+
+
+class Reasoning:
+    """The reasoning block of one answer: the one way the proxy and the vLLM plugin separate it. Whole, :meth:`read`;
+    streamed, :meth:`feed` returns ``(reasoning, answer)``, the reasoning text to send now and the answer text to pass
+    on (to the content split), and :meth:`end` the rest, so that the pieces joined equal :meth:`read` of the whole
+    answer. ``opened``: what the request says of the prompt's block (:func:`thinking_hint`; None: not known). While the answer may still open a block (blanks, or part of
+    an opener) nothing is sent; inside the block, a tail that may be the start of a closer, or a line that may begin a
+    call (which would end a block no closer ends), is held.
+
+    ``opened`` None (nothing says whether the prompt opened a block): an answer that does not open one itself is held
+    (nothing sent) until its first thinking closer (the text before it is reasoning, unless a call began before it:
+    :func:`refiner.formats.reasoning.split_reasoning`'s rule) or its end; past :data:`HOLD_CHARS` characters with no
+    closer it is taken to have no block and is passed on as the answer. With ``lean`` (the model's template opens the
+    block by default: :func:`refiner.proxy.thinking.leans`), past :data:`HOLD_CHARS` with no closer it is taken to be
+    inside the block (reasoning, sent from then on), and at its end it is read by :func:`lean_opens` (``cut``: the
+    answer ended on the token limit)."""
+
+    def __init__(self, opened: bool | None, lean: bool = False) -> None:
+        self.opened = opened
+        self.lean = lean and opened is None
+        self.cut = False
+        self.known = pairs()
+        self.text = ""
+        self.state = "start"  # start | inside | answer
+        self.body = 0  # where the block's text starts
+        self.sent = 0  # text[body:sent] has been sent as reasoning
+        self.closers: tuple[str, ...] = ()
+        self.longest = max(len(c) for p in self.known for c in p)
+        self.found = False  # a block was found (the answer opened one, or the prompt did)
+        self.trim = EdgeTrim(lead=True)
+        self.scanned = 0  # text[:scanned] was searched for closers and call starts
+        self.call_at = -1  # where a call begins inside the block (held from there), once found
+        self.floor = 0  # searches start at or after this (1 once sent text was dropped: text[0] is no line start)
+        self.closer_prefixes: set[str] = set()
+        self.closer_starts: set[str] = set()
+
+    def read(self, text: str, cut: bool = False) -> tuple[str | None, str]:
+        """``(reasoning, answer)`` of a whole answer (:func:`refiner.formats.reasoning.split_reasoning`): the
+        reasoning without the line breaks around it, None when there is no block."""
+        s = split_reasoning(text, opened=self.opened)
+        if self.lean and not s.found and not any(c in text for c in think_closers()) and lean_opens(text, cut):
+            s = split_reasoning(text, opened=True)
+        if not s.found:
+            return None, text
+        return trim_edges(s.reasoning(text), True, True), text[s.answer :]
+
+    def feed(self, piece: str) -> tuple[str, str]:
+        if self.state == "answer":
+            return "", piece
+        self.text += piece
+        return self._trimmed(*self._advance(final=False))
+
+    def end(self, cut: bool = False) -> tuple[str, str]:
+        """The rest once the answer has ended; ``cut``: it ended on the token limit."""
+        if self.state == "answer":
+            return "", ""
+        self.cut = cut
+        return self._trimmed(*self._advance(final=True))
+
+    def _trimmed(self, reasoning: str, answer: str) -> tuple[str, str]:
+        """The reasoning without the line breaks around the block (:func:`trim_edges`)."""
+        out = self.trim.feed(reasoning)
+        if self.state == "answer" and self.found:
+            out += self.trim.end(True, True)
+        return out, answer
+
+    def _advance(self, final: bool) -> tuple[str, str]:
+        text = self.text
+        if self.state == "start":
+            if not text:
+                self.state = "answer"
+                return "", ""
+            i = len(text) - len(text.lstrip(" \t\r\n"))
+            rest = text[i:]
+            # wait while more text may still make (a longer) opener: "<|channel>" may go on as "<|channel>thought\n"
+            if not final and (not rest or any(len(p[0]) > len(rest) and p[0].startswith(rest) for p in self.known)):
+                return "", ""
+            pair = next((p for p in self.known if rest.startswith(p[0])), None)
+            self.found = pair is not None or self.opened is True
+            if pair is not None:
+                self.state, self.body, self.closers = "inside", i + len(pair[0]), (pair[1],)
+            elif self.opened:
+                self.state, self.body, self.closers = "inside", 0, tuple({p[1] for p in self.known})
+            elif self.opened is None and rest[:1] not in ("[", "{"):  # an answer opening with [ or { holds a call
+                self.state, self.closers = "undecided", think_closers()
+            else:
+                self.state, self.text = "answer", ""
+                return "", text
+            self.sent = self.body
+            self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
+            self.closer_starts = {c[0] for c in self.closers}
+        if self.state == "undecided":
+            return self._undecided(final)
+        look = max(self.body, self.sent, self.scanned - self.longest)  # closers were looked for before this
+        found = min(((j, c) for c in self.closers if (j := text.find(c, look)) >= 0), default=None)
+        if found is not None:
+            j, closer = found
+            out = text[self.sent : j], text[j + len(closer) :]
+            self.state, self.text = "answer", ""
+            return out
+        if self.call_at < 0:
+            self.call_at = call_start(text, max(self.body, self.sent, self.scanned - LINE_LOOK, self.floor))
+        self.scanned = len(text)
+        if final:
+            cut = self.call_at if self.call_at >= 0 else len(text)
+            out = text[self.sent : cut], text[cut:]
+            self.state, self.text = "answer", ""
+            return out
+        hold = len(text)
+        if self.call_at >= 0:
+            hold = self.call_at
+        else:
+            nl = text.rfind("\n", max(self.body, self.sent - 1))
+            line = nl + 1 if nl >= 0 else (0 if self.body == 0 and self.floor == 0 else -1)
+            if line >= 0 and may_start_call(text[line : line + LINE_LOOK]):
+                hold = max(nl, 0)  # a line that may still begin a call
+            for k in range(max(len(text) - self.longest + 1, self.body, self.sent), len(text)):
+                if text[k] in self.closer_starts and text[k:] in self.closer_prefixes:
+                    hold = min(hold, k)  # may be the start of a closer
+                    break
+        hold = max(hold, self.sent)
+        out = text[self.sent : hold]
+        self.sent = hold
+        self._compact()
+        return out, ""
+
+    def _undecided(self, final: bool) -> tuple[str, str]:
+        """Not known whether the prompt opened a block: held until a closer, the end or :data:`HOLD_CHARS`."""
+        text = self.text
+        found = min(((j, c) for c in self.closers if (j := text.find(c, max(self.scanned - self.longest, 0))) >= 0),
+                    default=None)
+        self.scanned = len(text)
+        if found is not None and not inside_call(text, 0, found[0]):
+            j, closer = found
+            self.found, self.state, self.text = True, "answer", ""
+            return text[:j], text[j + len(closer) :]
+        if found is None and self.lean and (len(text) > HOLD_CHARS or (final and lean_opens(text, self.cut))):
+            return self._enter_block(final)
+        if found is not None or final or len(text) > HOLD_CHARS:
+            self.state, self.text = "answer", ""  # a closer inside a call, or none: no block
+            return "", text
+        return "", ""
+
+    def _enter_block(self, final: bool) -> tuple[str, str]:
+        """Reads the text held so far as written inside the block the prompt opened (as ``opened`` True)."""
+        self.state, self.body, self.sent, self.scanned, self.found = "inside", 0, 0, 0, True
+        self.closers = tuple(dict.fromkeys(p[1] for p in self.known))
+        self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
+        self.closer_starts = {c[0] for c in self.closers}
+        return self._advance(final)
+
+    def _compact(self) -> None:
+        """Drops sent reasoning from ``text`` but a few characters, so a long block streamed in small pieces costs
+        linear time. Searches then start after the first character (which is no line start any more)."""
+        if self.sent < COMPACT_AFTER or self.call_at >= 0:
+            return
+        cut = self.sent - 1
+        self.text = self.text[cut:]
+        self.sent -= cut
+        self.scanned = max(self.scanned - cut, 0)
+        self.body = max(self.body - cut, 0)
+        self.floor = 1
