@@ -91,19 +91,19 @@ def is_schema_object(value: Mapping[str, Any]) -> bool:
 # Parameters
 
 
-def _number(ctx: Ctx, path: str, value: Any) -> float | None:
+def _number(ctx: Ctx, path: str, key: str, value: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ctx.error(path, f"must be a number, got {value!r}")
+        raise ctx.error(f"{path}.{key}", f"must be a number, got {value!r}")
     return value
 
 
-def _int(ctx: Ctx, path: str, value: Any) -> int | None:
+def _int(ctx: Ctx, path: str, key: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ctx.error(path, f"must be an integer, got {value!r}")
+        raise ctx.error(f"{path}.{key}", f"must be an integer, got {value!r}")
     return value
 
 
@@ -115,7 +115,7 @@ def _names(ctx: Ctx, path: str, value: Any) -> tuple[str, ...]:
 
 def _param_from_typeinfo(info: TypeInfo) -> Param:
     items = _param_from_typeinfo(info.items) if info.items is not None else None
-    return Param(type=info.type, items=items, nullable=info.nullable, enum=info.enum, format=info.format)
+    return Param.of(type=info.type, items=items, nullable=info.nullable, enum=info.enum, format=info.format)
 
 
 def _read_type(ctx: Ctx, path: str, value: Any) -> tuple[TypeInfo, str | None]:
@@ -171,7 +171,7 @@ def _plain_param(value: dict[str, Any]) -> Param | None:
     ptype, desc = value.get("type"), value.get("description")
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
-    return Param.plain(ptype, desc)
+    return Param.of(type=ptype, description=desc)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -192,7 +192,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     info, raw = _read_type(ctx, f"{path}.type", value.get("type"))
     kw: dict[str, Any] = {}
     extra: dict[str, Any] = {k: v for k, v in value.items() if k not in _PARAM_KEYS}
-    base = _param_from_typeinfo(info)
+    typed_items = _param_from_typeinfo(info.items) if info.items is not None else None
 
     desc = value.get("description")
     if desc is not None and not isinstance(desc, str):
@@ -201,8 +201,8 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         _enum_like(ctx, path, value.get(key), kw, extra, key)
     if "const" in value and "enum" not in kw:
         kw["enum"] = (value["const"],)
-    if "enum" not in kw and base.enum is not None:
-        kw["enum"] = base.enum
+    if "enum" not in kw and info.enum is not None:
+        kw["enum"] = info.enum
     for key in ("default", "default_value"):
         if key in value:
             kw["default"], kw["has_default"] = value[key], True
@@ -215,8 +215,8 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         extra["items"] = items  # tuple validation: kept verbatim
     elif items is not None:
         raise ctx.error(f"{path}.items", f"must be an object, got {type(items).__name__}")
-    elif base.items is not None:
-        kw["items"] = base.items
+    elif typed_items is not None:
+        kw["items"] = typed_items
 
     props = value.get("properties")
     required_flags: list[str] = []
@@ -251,6 +251,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     if nullable is not None and not isinstance(nullable, bool):
         raise ctx.error(f"{path}.nullable", f"must be true or false, got {nullable!r}")
 
+    base: Param | None = None  # the type's own reading, when alternatives change it
     for alt_key in ("anyOf", "oneOf"):
         alts = value.get(alt_key)
         if alts is None:
@@ -261,9 +262,14 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         else:
             extra[alt_key] = alts
             if merged is None and info.type is None:  # several alternatives: the one type they share, if any
-                base = _with(base, **_alternatives_type(ctx, f"{path}.{alt_key}", alts))
+                base = _with(base or _param_from_typeinfo(info), **_alternatives_type(ctx, f"{path}.{alt_key}", alts))
+    if base is None:
+        ptype, base_items, base_props, base_required = info.type, typed_items, {}, ()
+        base_nullable, base_format = info.nullable, info.format
+    else:
+        ptype, base_items, base_props, base_required = base.type, base.items, dict(base.properties), base.required
+        base_nullable, base_format = base.nullable, base.format
 
-    ptype = base.type
     # "type": "Enum", or a NESTFUL (SGD) parameter with no type: the listed values say it
     untyped = value.get("type") is None and ctx.dialect == "nestful"
     if ptype is None and kw.get("enum") and (untyped or "const" in value or str(value.get("type")).lower() == "enum"):
@@ -271,22 +277,22 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     fmt = value.get("format")
     if fmt is not None and not isinstance(fmt, str):
         raise ctx.error(f"{path}.format", f"must be a string, got {fmt!r}")
-    p = Param(
+    p = Param.of(
         type=ptype,
         enum=kw.get("enum"),
         default=kw.get("default"),
         has_default=kw.get("has_default", False),
         description=desc,
-        items=kw.get("items", base.items),
-        properties=kw.get("properties", dict(base.properties)),
-        required=kw.get("required", base.required),
-        minimum=_number(ctx, f"{path}.minimum", value.get("minimum", kw.get("minimum"))),
-        maximum=_number(ctx, f"{path}.maximum", value.get("maximum", kw.get("maximum"))),
-        pattern=_str_or_none(ctx, f"{path}.pattern", value.get("pattern")),
-        min_length=_int(ctx, f"{path}.minLength", value.get("minLength", value.get("min_length"))),
-        max_length=_int(ctx, f"{path}.maxLength", value.get("maxLength", value.get("max_length"))),
-        nullable=bool(nullable) or base.nullable,
-        format=fmt if fmt is not None else base.format,
+        items=kw.get("items", base_items),
+        properties=kw.get("properties", base_props),
+        required=kw.get("required", base_required),
+        minimum=_number(ctx, path, "minimum", value.get("minimum", kw.get("minimum"))),
+        maximum=_number(ctx, path, "maximum", value.get("maximum", kw.get("maximum"))),
+        pattern=_str_or_none(ctx, path, "pattern", value.get("pattern")),
+        min_length=_int(ctx, path, "minLength", value.get("minLength", value.get("min_length"))),
+        max_length=_int(ctx, path, "maxLength", value.get("maxLength", value.get("max_length"))),
+        nullable=bool(nullable) or base_nullable,
+        format=fmt if fmt is not None else base_format,
         extra=extra,
         raw_type=raw,
     )
@@ -330,9 +336,9 @@ def _boolish(value: Any) -> bool | None:
     return None
 
 
-def _str_or_none(ctx: Ctx, path: str, value: Any) -> str | None:
+def _str_or_none(ctx: Ctx, path: str, key: str, value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise ctx.error(path, f"must be a string, got {value!r}")
+        raise ctx.error(f"{path}.{key}", f"must be a string, got {value!r}")
     return value
 
 

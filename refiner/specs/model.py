@@ -73,14 +73,15 @@ class Param:
             object.__setattr__(self, "nullable", True)
 
     @classmethod
-    def plain(cls, type: str, description: str | None) -> Param:
-        """``Param(type=type, description=description)`` for a ``type`` of :data:`JSON_TYPES` other than ``null``
-        (the caller's promise), built from a blank one's fields: most parameters are this, and the generated
-        constructor sets and checks every field in turn."""
+    def of(cls, **fields: Any) -> Param:
+        """``Param(**fields)``, built from a blank one's fields and checked as the constructor checks them: a schema
+        reader sets a few fields of each parameter, and the generated constructor sets every field in turn."""
         p = object.__new__(cls)
         d = p.__dict__
         d.update(_BLANK_PARAM)
-        d["type"], d["description"], d["properties"], d["extra"] = type, description, {}, {}
+        d["properties"], d["extra"] = {}, {}
+        d.update(fields)
+        p.__post_init__()
         return p
 
     def to_json_schema(self) -> dict[str, Any]:
