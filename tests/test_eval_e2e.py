@@ -12,6 +12,7 @@ import pytest
 
 from refiner import formats
 from refiner.eval import upstream as up
+from refiner.eval.common import write_jsonl
 from refiner.eval.runner import evaluate, make_benchmark, run_eval
 from refiner.pipeline import Refiner
 
@@ -25,6 +26,12 @@ def test_every_benchmark_format_is_registered():
     for bench, names in NEEDS.items():
         for name in names:
             assert formats.get(name).name == name, bench
+
+
+def write_outputs_file(path, outputs):
+    """``{sample id: output}`` as the upstream JSONL file ``--upstream-file`` reads."""
+    write_jsonl(path, ({"id": sid, "output": text} for sid, text in outputs.items()))
+    return path
 
 
 def load(bench: str, limit: int | None = None):
@@ -51,7 +58,7 @@ def test_gold_upstream_scores_full_marks(bench):
 def test_scripted_file_tier1_end_to_end(bench, tmp_path):
     b, samples = load(bench)
     outputs = up.scripted_outputs(b, samples, corrupt_ratio=0.7, seed=1)
-    path = up.write_outputs_file(tmp_path / "upstream.jsonl", outputs, bench)
+    path = write_outputs_file(tmp_path / "upstream.jsonl", outputs)
     report = run_eval([bench], tmp_path / "out", refiner=Refiner(engine=None), upstream_file=path,
                       limit=LIMITS[bench], seed=0, meta={"upstream": "scripted"}, progress=False)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -233,7 +240,7 @@ def test_cli_eval_apibank(tmp_path):
     from refiner.cli import app
 
     b, samples = load("apibank", 6)
-    path = up.write_outputs_file(tmp_path / "u.jsonl", up.scripted_outputs(b, samples, 0.5, seed=3))
+    path = write_outputs_file(tmp_path / "u.jsonl", up.scripted_outputs(b, samples, 0.5, seed=3))
     res = CliRunner().invoke(app, ["eval", "--bench", "apibank", "--upstream-file", str(path), "--limit", "6",
                                    "--out", str(tmp_path / "o"), "--quiet", "--no-chart"])
     assert res.exit_code == 0, res.output
@@ -317,3 +324,13 @@ def test_nestful_gold_scores_full_marks_raw():
     b, samples = load("nestful")
     res = evaluate(b, samples, up.scripted_outputs(b, samples, corrupt_ratio=0.0), None, progress=False)
     assert all(res.raw["overall"][m] == 1.0 for m in b.metrics)
+
+
+def test_bamboogle_prompts_show_the_answer_format_example():
+    """Each sample's prompt and format hint show the example of its output format, not an object's repr."""
+    from refiner.eval.bamboogle import OUTPUT_FORMATS
+
+    _, samples = load("bamboogle")
+    for s in samples:
+        example = OUTPUT_FORMATS[s.meta["output_format"]]
+        assert s.system.endswith(example) and s.meta["format_hint"].endswith(example), s.id

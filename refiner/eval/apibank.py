@@ -1,16 +1,5 @@
-"""API-Bank (paper Table 1), as processed by ToolRL: levels 1-3, exact-match accuracy of the tool calls.
-
-Protocol (ToolRL's): the upstream model gets the record's ``system`` (tool list + output contract) and ``user``
-(dialogue history); its ``<tool_call>`` lines are parsed in the ``apibank`` wire format and the call list must equal
-``answer`` exactly: same names, same parameter names, same values *and JSON types* (``970420`` != ``"970420"``).
-An output that is not strictly valid in the format scores 0.
-
-Refiner-side adjustments (paper Appendix E.1.3), on by default: the refiner is told to output only the tool calls
-and to quote numbers, because the benchmark's gold parameters are strings even where the tool declares ``int`` or
-``float``; its answer is then normalised the same way (numbers become strings) so a tier-1-only refiner, which
-follows no instruction, is judged under the same rule. Only the refined side is adjusted; raw outputs are scored as
-they are.
-"""
+"""API-Bank (paper Table 1) as ToolRL processed it: levels 1-3, exact match of the calls, JSON types included, with
+the paper's refiner-side adjustments (see docs/evaluation.md)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,5 @@
-"""Bamboogle* (paper Table 4, Appendix E.4): a tool-calling reformulation with three output formats.
-
-The paper's reformulation is not published, so this is a reconstruction that follows its description. Three
-foundational tools look up a person's birthplace, birth date or birth year; 17 secondary tools answer a question
-about that information (the capital of the birthplace's country, the US president in the birth year, ...), taking
-``information_type`` (``birthplace`` | ``birthdate`` | ``birthyear``) and ``information_content`` (the foundational
-tool's output name, e.g. ``output_birthplace``). The gold answer is two calls::
-
-    find_birthplace(celebrity_name="X")
-    find_capital(information_type="birthplace", information_content="output_birthplace")
-
-People come from the real Bamboogle data (``../shared/data/bamboogle``): the answers of its "Who ..." questions.
-Each (person, task) pair is one sample; each sample is assigned (seeded) one of three output formats:
-
-- ``tool_call``: ``<tool_call>[{"name": ..., "arguments": {...}}, ...]</tool_call>`` (a JSON list in one tag),
-- ``pythonic``: ``[find_birthplace(celebrity_name="X"), ...]`` (the ``toolace`` wire format),
-- ``tool_use``: ``[{"type": "tool_use", "name": ..., "input": {...}}, ...]`` (the ``anthropic`` wire format).
-
-Metrics (percent of samples): ``acc_full`` (strictly valid in the requested format and the calls are right),
-``acc_toolname`` (the right tool names, whatever the parameters or format: read leniently), ``acc_parameter``
-(the right tools with the right parameters, whatever the format).
-"""
+"""Bamboogle* (paper Table 4), rebuilt from the paper's description: a birth-information tool, then the tool that
+answers the question, in one of three output formats per sample (see docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -85,10 +65,8 @@ OUTPUT_FORMATS = {
     "tool_use": ('[{"type": "tool_use", "name": "tool_name1", "input": {"parameter_name1": "parameter_content1"}}, '
                  '{"type": "tool_use", "name": "tool_name2", "input": {...}}]'),
 }
-# The wire format each output format is parsed in (tool_call: xLAM's JSON list, with <tool_call> for xLAM's tags).
-WIRE = {"tool_call": "xlam", "pythonic": "toolace", "tool_use": "anthropic"}
-# How each output format is written: its wire format, re-tagged where the task's tags differ.
-OUTPUT_FORMATS = {
+# How each output format is read and written: a wire format, re-tagged where the task's tags differ.
+ANSWER_FORMATS = {
     "tool_call": Retagged("xlam", ("<tool_call>", "</tool_call>")),
     "pythonic": Retagged("toolace", None),  # the bare list, without ToolACE's <function_list> tags
     "tool_use": Retagged("anthropic"),
@@ -150,19 +128,9 @@ def people(records: Sequence[dict], where: str) -> list[str]:
     return out
 
 
-def render(calls: Sequence[ToolCall], output_format: str) -> str:
-    """The calls in one of the three output formats (used to script upstream outputs)."""
-    return OUTPUT_FORMATS[output_format].render(calls)
-
-
-def parse_strict(text: str, output_format: str) -> list[ToolCall]:
-    """Calls of a strictly valid answer in the output format; raises :class:`~refiner.formats.FormatError`."""
-    return OUTPUT_FORMATS[output_format].parse_strict(text)
-
-
 def parse_any(text: str) -> list[ToolCall]:
-    """Best-effort calls whatever the format: the first lenient reading (over every registered format) that
-    recovers calls."""
+    """Calls read leniently in any registered format: the first reading with calls, or a later clean one with as
+    many or more."""
     best: list[ToolCall] = []
     for fmt in formats.all_formats():
         got = fmt.parse_lenient(text)
@@ -208,7 +176,7 @@ class BamboogleStar(Benchmark):
                 system=system,
                 query=question,
                 tools=specs,
-                fmt=WIRE[ofmt],
+                fmt=ANSWER_FORMATS[ofmt].wire,
                 gold=gold,
                 gold_calls=gold,
                 meta={"output_format": ofmt, "format_hint": f"Answer in exactly this format: {OUTPUT_FORMATS[ofmt]}"},
@@ -219,7 +187,7 @@ class BamboogleStar(Benchmark):
         gold = item.gold
         ofmt = item.meta["output_format"]
         try:
-            full = calls_equal(parse_strict(text, ofmt), gold, ordered=True)
+            full = calls_equal(ANSWER_FORMATS[ofmt].parse_strict(text), gold, ordered=True)
         except formats.FormatError:
             full = False
         calls = parse_any(text)
@@ -228,8 +196,7 @@ class BamboogleStar(Benchmark):
         return {"acc_full": float(full), "acc_toolname": float(names_ok), "acc_parameter": float(params_ok)}
 
     def render(self, item: BenchItem, calls: Sequence[ToolCall]) -> str:
-        return render(calls, item.meta["output_format"])
+        return ANSWER_FORMATS[item.meta["output_format"]].render(calls)
 
     def postprocess_refined(self, item: BenchItem, refined: str) -> str:
-        """The pipeline answers in the wire format; the output format's tags replace the wire format's."""
-        return OUTPUT_FORMATS[item.meta["output_format"]].from_wire(refined)
+        return ANSWER_FORMATS[item.meta["output_format"]].from_wire(refined)

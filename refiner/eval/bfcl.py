@@ -1,14 +1,5 @@
-"""BFCL (Berkeley Function-Calling Leaderboard), AST categories, raw vs refined.
-
-Data: the JSON-lines files inside the ``bfcl-eval`` wheel (``bfcl_eval/data/BFCL_v*_<category>.json`` and
-``possible_answer/``), read straight from the zip. Categories: ``simple_python``, ``multiple``, ``parallel``,
-``parallel_multiple``, ``live_simple``, ``live_multiple``, ``live_parallel``, ``live_parallel_multiple``.
-
-The upstream model is prompted in BFCL's prompting style: the functions as JSON in the system message and the
-answer as a bare pythonic call list ``[func(a=1), other(b="x")]`` (the ``toolace`` wire format without its
-``<function_list>`` tags by default; any registered format can be chosen). An answer that does not parse strictly
-scores 0; otherwise BFCL's AST rules decide (:mod:`refiner.eval.bfcl_ast`).
-"""
+"""BFCL's AST categories from the ``bfcl-eval`` wheel (read as a zip), prompted in BFCL's style and scored by
+:mod:`refiner.eval.bfcl_ast` (see docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -21,7 +12,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.eval import bfcl_ast
-from refiner.eval.common import PROJECT_ROOT, BenchItem, Benchmark, Retagged, spread
+from refiner.eval.common import PROJECT_ROOT, BenchItem, Benchmark, Retagged, parse_jsonl, spread
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple",
               "live_parallel", "live_parallel_multiple")
@@ -50,17 +41,6 @@ def find_wheel(path: str | Path | None = None) -> Path:
     return wheels[-1]
 
 
-def _read_lines(zf: zipfile.ZipFile, member: str) -> list[dict]:
-    rows = []
-    for i, line in enumerate(zf.read(member).decode("utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{zf.filename}:{member} line {i}: invalid JSON: {e.msg}") from None
-    return rows
-
-
 _FILE = re.compile(r"BFCL_v(\d+)_(\w+)\.json")
 
 
@@ -86,7 +66,7 @@ def read_category(wheel: Path, category: str) -> list[tuple[dict, list]]:
         a = sorted((n for n in names if _category_file(n, "bfcl_eval/data/possible_answer/", category)), key=_version)
         if not q or not a:
             raise FileNotFoundError(f"{wheel}: no question or possible-answer file for BFCL category {category!r}")
-        questions, answers = _read_lines(zf, q[-1]), _read_lines(zf, a[-1])
+        questions, answers = (parse_jsonl(zf.read(m).decode("utf-8"), f"{wheel}:{m}") for m in (q[-1], a[-1]))
     by_id = {r["id"]: r["ground_truth"] for r in answers}
     out = []
     for r in questions:

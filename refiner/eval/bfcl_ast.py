@@ -1,17 +1,5 @@
-"""BFCL's AST matching rules (Python categories), written from the rules BFCL documents and applies:
-
-- a possible answer maps each parameter to a list of accepted values; ``""`` in that list means the parameter may
-  be left out;
-- every required parameter must be present; a parameter that is neither in the function's schema nor in the
-  possible answer is an error;
-- types are checked against the schema (``integer``, ``float``, ``string``, ``boolean``, ``array``, ``tuple``,
-  ``dict``, ``any``); an ``int`` is accepted where ``float`` is expected (Python's auto conversion), ``bool`` is not
-  an ``int``; array items are type-checked one level deep;
-- strings are compared after dropping spaces and ``,./-_*^`` and lower-casing (so "April 1, 2024" matches
-  "april 1 2024"), also inside lists and dicts;
-- category rules: ``simple`` needs exactly one call; ``multiple`` one call of the expected function among several
-  offered; ``parallel``/``parallel_multiple`` the same number of calls as the answer, matched in any order.
-"""
+"""BFCL's AST checker for the Python categories, written from its rules: accepted values per parameter (``""``:
+may be left out), schema types, strings compared without spaces, ``,./-_*^`` and case; parallel calls in any order."""
 
 from __future__ import annotations
 

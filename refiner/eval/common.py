@@ -1,9 +1,4 @@
-"""What every benchmark shares: the item record, the benchmark interface, data-folder lookup and small helpers.
-
-A benchmark turns public data into :class:`BenchItem` records (the upstream prompt, the refiner's view of the task, the
-gold answer), scores one output text against an item (``score``: a dict of 0/1 or fractional metrics) and averages
-those per subset (``summarize``). The runner does the rest (upstream outputs, refinement, report).
-"""
+"""What every benchmark shares: the item record, the benchmark interface, data-folder lookup and small helpers."""
 
 from __future__ import annotations
 
@@ -44,27 +39,36 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def parse_jsonl(text: str, where: str | Path) -> list[dict]:
+    """The JSON object of every non-blank line; ``ValueError`` naming ``where`` and the line otherwise."""
     rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: line {i}: invalid JSON: {e.msg}") from None
+            raise ValueError(f"{where}: line {i}: invalid JSON: {e.msg}") from None
     return rows
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return parse_jsonl(path.read_text(encoding="utf-8"), path)
+
+
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]], mode: str = "w") -> None:
+    """One JSON object a line (``mode="a"`` appends), creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open(mode, encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 @dataclass
 class BenchItem:
-    """One benchmark item.
-
-    ``messages`` is the upstream model's prompt; ``system``/``query`` are what the refiner is shown as the task (the
-    task's own system prompt with its tools, and the user's request); ``fmt`` is the wire format the answer must use;
-    ``gold`` is benchmark-specific (calls, possible answers, ...); ``gold_calls`` is one correct call list (used to
-    script upstream outputs and by the corruption-recovery benchmark).
-    """
+    """One benchmark item: ``messages`` prompt the upstream; ``system`` and ``query`` are the task the refiner is
+    shown; ``fmt`` is the answer's wire format; ``gold`` is the benchmark's own answer, ``gold_calls`` one correct
+    call list."""
 
     id: str
     bench: str
@@ -136,10 +140,6 @@ def mean_metrics(rows: Iterable[Mapping[str, float]], metrics: Sequence[str]) ->
     return out
 
 
-def take(items: Sequence[Any], limit: int | None) -> list[Any]:
-    return list(items) if limit is None or limit < 0 else list(items)[:limit]
-
-
 def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
     """Up to ``limit`` items spread evenly over the sequence (so a small slice still covers every part)."""
     items = list(items)
@@ -153,10 +153,8 @@ def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
 
 @dataclass(frozen=True)
 class Retagged:
-    """A wire format as a benchmark asks for it: the registered format ``wire`` with its tags replaced by ``tags``
-    (``None``: no tags, the bare body, e.g. BFCL's ``[f(a=1)]``; the format's own tags: unchanged). Parsing wraps the
-    body back in the format's tags and uses the format's strict parser, so the text is still parsed only by
-    ``refiner.formats``."""
+    """The registered format ``wire`` with its tags replaced by ``tags`` (``None``: the bare body, e.g. BFCL's
+    ``[f(a=1)]``); parsed by wrapping the body back in the format's own tags."""
 
     wire: str
     tags: tuple[str, str] | None = ("", "")
@@ -208,11 +206,8 @@ class Retagged:
 
 
 def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[dict]:
-    """``refiner.refine_batch(requests, errors="result")``, where a request the refiner model failed on (the pipeline
-    retries a failed batch one request at a time and marks what still fails with ``model_error``, see
-    :mod:`refiner.pipeline`) becomes an error result: stage ``"error"``, its upstream text passed through and scored
-    as refined, the message under ``"error"`` starting with :data:`REFINER_FAILED`. So a sample the model could not
-    see is reported as not refined rather than credited to tier 1."""
+    """``refiner.refine_batch(requests, errors="result")``, where a request the model failed on (``model_error``)
+    becomes an error result starting with :data:`REFINER_FAILED`: reported as not refined, not credited to tier 1."""
     results = list(refiner.refine_batch(list(requests), errors="result"))
     if len(results) != len(requests):
         raise RuntimeError(f"the refiner returned {len(results)} results for {len(requests)} requests")

@@ -1,23 +1,5 @@
-"""NESTFUL (paper Table 2): nested call sequences whose later calls use earlier results (``$var1.field$``).
-
-Data: v1 (executable 85, glaive 169, sgd 46 sequences; tool specs joined by name from the split's spec file) and the
-4-record v2 excerpt (tools inlined, ``gold_answer`` given). The upstream prompt follows the NESTFUL paper's layout: a
-system message with the function library and three in-context examples (other records of the same split), then the
-user's query; the answer is a JSON list of calls with ``label``s, parsed in the ``nestful`` wire format.
-
-Metrics (each sample; the table averages them, on a 0-1 scale like the paper):
-
-- ``part_acc``: correct calls / max(len(gold), len(predicted)) — a call is correct when name, arguments and label
-  (``$`` ignored) equal a gold call's, matched as a multiset, so padding with extra calls does not help;
-- ``full_acc``: the predicted sequence equals the gold sequence, in order;
-- ``win_rate``: the output is strictly valid and executing it gives the gold answer. v2 math records run for real
-  (:class:`~refiner.eval.nestful_exec.MathLibrary`, compared with ``gold_answer``); v1 records, whose RapidAPI /
-  non-executable tools cannot run offline and which ship no answer, are executed symbolically and compared with
-  the symbolic result of the gold sequence. Records whose functions are outside both (v2 code-derived ones) get no
-  win-rate value and are left out of that average (the report gives the count).
-
-An output that is not strictly valid scores 0 on every metric.
-"""
+"""NESTFUL (paper Table 2): nested call sequences whose later calls use earlier results (``$var1.field$``), scored
+by partial and full sequence accuracy and win rate (see docs/evaluation.md)."""
 
 from __future__ import annotations
 

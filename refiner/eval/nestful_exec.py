@@ -1,16 +1,6 @@
-"""Executing NESTFUL call sequences: ``$varN.field$`` references resolved against earlier calls' results.
-
-Two executors share the resolution logic:
-
-- :class:`MathLibrary` runs the MathQA-style functions of NESTFUL v2 (``add``, ``divide``, ``power``, ...) for real;
-  each returns ``{"result": value}``. A sequence using a function outside the library is *not executable* (None).
-- :func:`symbolic_result` runs any sequence in a deterministic symbolic world: a call's result is the term
-  ``name(resolved arguments)`` and ``$varN.f$`` is the field ``f`` of that term. Two sequences give the same final
-  value exactly when they compute the same data flow, whatever labels, order of independent calls or unused extra
-  calls they use. This is how the v1 splits (RapidAPI and non-executable tools, no gold answer shipped) are judged.
-
-A reference to a label that is not defined yet makes the sequence fail (:class:`ExecutionError`).
-"""
+"""Executing NESTFUL call sequences, ``$varN.field$`` resolved against earlier results: v2's math functions for
+real (:class:`MathLibrary`), any other sequence symbolically (:func:`symbolic_result`: a call's result is the term
+``name(arguments)``, so two sequences agree when they compute the same data flow)."""
 
 from __future__ import annotations
 

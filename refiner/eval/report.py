@@ -1,12 +1,10 @@
-"""``report.md`` in the paper's table layouts, and a bar chart of raw vs refined per benchmark.
-
-Δ is the relative improvement of the refined headline metric over the raw one, ``(refined - raw) / raw`` in percent
-(the paper's convention); it is "n/a" when the raw score is 0.
-"""
+"""``report.md`` in the paper's table layouts, and a bar chart of raw vs refined per benchmark. Δ is the paper's
+relative improvement, ``(refined - raw) / raw``."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _name(metric: str) -> str:
+    return METRIC_NAMES.get(metric, metric)
+
+
 def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
     """One benchmark's table(s): overall metrics with Δ, then the headline metric per subset."""
     b = result.bench
@@ -51,36 +53,28 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
     subsets = [k for k in result.raw if k != "overall"]
     n = int(result.raw["overall"]["n"])
     parts = [f"## {b.title or b.name}", "", f"{n} samples; scores {'in %' if b.percent else 'on 0-1'}."]
-    versions = [(f"{upstream_name} (Raw)", result.raw)]
+    versions = [(f"{upstream_name} (Raw)", result.raw, "-")]
     if result.refined is not None:
-        versions.append((f"{upstream_name} (w/ {refiner_name})", result.refined))
+        delta = relative_delta(result.raw["overall"][head], result.refined["overall"][head])
+        versions.append((f"{upstream_name} (w/ {refiner_name})", result.refined, delta))
     if len(b.metrics) == 1:
-        header = ["Model", f"Overall {METRIC_NAMES.get(head, head)}", "Δ", *subsets]
-        rows = []
-        for name, summ in versions:
-            delta = "-" if summ is result.raw else relative_delta(result.raw["overall"][head], summ["overall"][head])
-            rows.append([name, _fmt(summ["overall"][head], b.percent), delta,
-                         *(_fmt(summ[s][head], b.percent) for s in subsets)])
+        header = ["Model", f"Overall {_name(head)}", "Δ", *subsets]
+        rows = [[name, _fmt(summ["overall"][head], b.percent), delta,
+                 *(_fmt(summ[s][head], b.percent) for s in subsets)] for name, summ, delta in versions]
         parts += ["", _table(header, rows)]
     else:
-        header = ["Model", *(METRIC_NAMES.get(m, m) for m in b.metrics), f"Δ ({METRIC_NAMES.get(head, head)})"]
-        rows = []
-        for name, summ in versions:
-            delta = "-" if summ is result.raw else relative_delta(result.raw["overall"][head], summ["overall"][head])
-            rows.append([name, *(_fmt(summ["overall"][m], b.percent) for m in b.metrics), delta])
+        header = ["Model", *(_name(m) for m in b.metrics), f"Δ ({_name(head)})"]
+        rows = [[name, *(_fmt(summ["overall"][m], b.percent) for m in b.metrics), delta]
+                for name, summ, delta in versions]
         parts += ["", _table(header, rows)]
         if subsets:
-            header = ["Subset", "n", *(f"{METRIC_NAMES.get(m, m)} raw → refined" for m in b.metrics)]
-            rows = []
-            for s in subsets:
-                cells = []
-                for m in b.metrics:
-                    raw = _fmt(result.raw[s][m], b.percent)
-                    ref = _fmt(result.refined[s][m], b.percent) if result.refined else "–"
-                    cells.append(f"{raw} → {ref}")
-                rows.append([s, str(int(result.raw[s]["n"])), *cells])
+            header = ["Subset", "n", *(f"{_name(m)} raw → refined" for m in b.metrics)]
+            rows = [[s, str(int(result.raw[s]["n"])),
+                     *(f"{_fmt(result.raw[s][m], b.percent)} → "
+                       f"{_fmt(result.refined[s][m], b.percent) if result.refined else '–'}" for m in b.metrics)]
+                    for s in subsets]
             parts += ["", _table(header, rows)]
-    notes = [f"{METRIC_NAMES.get(k[:-2], k[:-2])}: computed on {int(v)} of {n} samples"
+    notes = [f"{_name(k[:-2])}: computed on {int(v)} of {n} samples"
              for k, v in result.raw["overall"].items() if k.endswith("_n")]
     if notes:
         parts += ["", "Note: " + "; ".join(notes) + "."]
@@ -88,9 +82,7 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
     if quirks:
         parts += ["", f"Data quirks ({len(quirks)}): " + "; ".join(quirks[:5]) + (" ..." if len(quirks) > 5 else "")]
     if result.refined is not None:
-        stages: dict[str, int] = {}
-        for row in result.rows:
-            stages[str(row.get("stage"))] = stages.get(str(row.get("stage")), 0) + 1
+        stages = Counter(str(row.get("stage")) for row in result.rows)
         parts += ["", "Pipeline stages: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())) + "."]
         errors = [row for row in result.rows if row.get("error")]
         if errors:
@@ -192,7 +184,7 @@ def bar_chart(results: Sequence[Any], path: str | Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    labels = [f"{r.bench.name}\n{METRIC_NAMES.get(r.bench.metrics[0], r.bench.metrics[0])}" for r in results]
+    labels = [f"{r.bench.name}\n{_name(r.bench.metrics[0])}" for r in results]
     raw = [r.raw["overall"][r.bench.metrics[0]] * 100 for r in results]
     ref = [(r.refined["overall"][r.bench.metrics[0]] * 100) if r.refined else 0.0 for r in results]
     fig, ax = plt.subplots(figsize=(max(4.0, 1.8 * len(results)), 3.6))

@@ -1,15 +1,5 @@
-"""Running a benchmark: score the upstream outputs, refine them, score again, and write the results folder.
-
-Results folder layout (``write_results``)::
-
-    OUT/<bench>/outputs.jsonl   one line per sample: id, subset, upstream (raw) text, refined text, pipeline stage,
-                                changed, raw and refined scores
-    OUT/recovery/outputs.jsonl  corruption recovery, one line per input and spec policy (``trust_spec``: off/on)
-    OUT/tier1/tables.md         the tier-1 suite's tables (``--bench tier1``: refiner.eval.tier1_suite)
-    OUT/summary.json            every benchmark's summaries (overall and per subset), raw and refined; ``recovery``:
-                                the per-class table for each spec policy that ran; ``tier1``: the suite's tables
-    OUT/report.md, OUT/chart.png  (refiner.eval.report)
-"""
+"""Running the benchmarks: score the upstream outputs, refine them, score again, and write the results folder
+(its layout: docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +16,7 @@ from refiner.eval import report
 from refiner.eval.apibank import APIBank
 from refiner.eval.bamboogle import BamboogleStar
 from refiner.eval.bfcl import BFCL, CATEGORIES
-from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_safely
+from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_safely, write_jsonl
 from refiner.eval.nestful import NESTFUL
 from refiner.eval.recovery import run_recovery, spec_policy
 from refiner.eval.tier1_suite import SuiteResult, load_cases, render_tables, run_suite
@@ -102,32 +92,21 @@ def evaluate(bench: Benchmark, items: Sequence[BenchItem], outputs: Mapping[str,
 def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Mapping[str, Any] | None = None,
                   recovery: Mapping[str, Any] | None = None, chart: bool = True,
                   tier1: SuiteResult | None = None) -> Path:
-    """Writes per-sample outputs, ``summary.json``, ``report.md`` and (if matplotlib is there) ``chart.png``;
-    returns the report path. ``recovery`` maps a tier-1 spec policy (``"off"``/``"on"``, see
-    :func:`refiner.eval.recovery.spec_policy`) to its :class:`refiner.eval.recovery.RecoveryResult`; ``tier1`` is the
-    tier-1 suite's result (:func:`refiner.eval.tier1_suite.run_suite`)."""
+    """Writes per-sample outputs, ``summary.json``, ``report.md`` and ``chart.png``; returns the report path.
+    ``recovery`` maps a spec policy (``"off"``/``"on"``) to its recovery result."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"meta": dict(meta or {}), "benchmarks": {}}
     for r in results:
-        d = out / r.bench.name
-        d.mkdir(exist_ok=True)
-        with (d / "outputs.jsonl").open("w", encoding="utf-8") as f:
-            for row in r.rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl(out / r.bench.name / "outputs.jsonl", r.rows)
         summary["benchmarks"][r.bench.name] = {"raw": r.raw, "refined": r.refined, **r.extra}
     if recovery:
-        d = out / "recovery"
-        d.mkdir(exist_ok=True)
-        with (d / "outputs.jsonl").open("w", encoding="utf-8") as f:
-            for policy, res in recovery.items():
-                for row in res.rows:
-                    f.write(json.dumps({**row, "trust_spec": policy}, ensure_ascii=False) + "\n")
+        write_jsonl(out / "recovery" / "outputs.jsonl",
+                    ({**row, "trust_spec": policy} for policy, res in recovery.items() for row in res.rows))
         summary["recovery"] = {policy: res.table for policy, res in recovery.items()}
     if tier1 is not None:
-        d = out / "tier1"
-        d.mkdir(exist_ok=True)
-        (d / "tables.md").write_text(render_tables(tier1) + "\n", encoding="utf-8")
+        (out / "tier1").mkdir(exist_ok=True)
+        (out / "tier1" / "tables.md").write_text(render_tables(tier1) + "\n", encoding="utf-8")
         summary["tier1"] = tier1_summary(tier1)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
                                       encoding="utf-8")
@@ -191,16 +170,10 @@ def run_eval(
     chart: bool = True,
     **bench_options: Any,
 ) -> Path:
-    """Runs the named benchmarks (and ``recovery``) and writes the results folder; returns the report path.
-
-    Upstream outputs come from exactly one of ``upstream_file`` (JSONL of ``{id, output}``), an OpenAI-compatible
-    endpoint (``upstream_base_url`` + ``upstream_model``, or an ``upstream_engine`` object) or ``upstream_scripted``
-    (the gold, rule-corrupted with that probability). ``refiner`` is a :class:`refiner.pipeline.Refiner` (or None:
-    raw scores only). ``recovery`` needs no upstream; ``recovery_trust_spec`` (e.g. ``(False, True)``) runs it once
-    per tier-1 spec policy (a copy of ``refiner`` with that ``trust_spec``) on the same corrupted inputs and reports
-    them side by side; by default it runs once with ``refiner`` as given. ``tier1`` (the tier-1 suite) needs neither
-    an upstream nor a refiner: it runs the pipeline without a model under both spec policies on ``limit`` BFCL records
-    (default all) in every registered wire format."""
+    """Runs the named benchmarks and writes the results folder; returns the report path. Upstream outputs come from
+    exactly one of ``upstream_file``, an endpoint (``upstream_base_url`` + ``upstream_model``, or ``upstream_engine``)
+    or ``upstream_scripted``; ``recovery`` and ``tier1`` need none. ``recovery_trust_spec`` (e.g. ``(False, True)``)
+    runs recovery once per spec policy on the same inputs."""
     benches = list(dict.fromkeys(benches))
     check_upstream(benches, upstream_file, upstream_base_url or upstream_engine, upstream_scripted)
     sources = [b for b in benches if b not in NO_UPSTREAM]

@@ -1,11 +1,5 @@
-"""Where upstream outputs come from: a JSONL file, or an OpenAI-compatible endpoint with an on-disk cache.
-
-File: one JSON object per line with ``id`` (the sample id, e.g. ``apibank-L1-0``) and ``output`` (the upstream
-text); ``bench`` is optional. Every sample must have a line; a missing one is an error naming the file and id.
-
-Endpoint: the ``openai`` engine of :mod:`refiner.engines` (concurrency, timeouts, retries); each answer is appended
-to a cache file keyed by a hash of (model, messages, sampling settings), so a rerun sends only what is not cached.
-"""
+"""Upstream outputs: from a JSONL file of ``{id, output}``, from an OpenAI-compatible endpoint behind an on-disk cache
+keyed by (model, messages, sampling settings), or scripted from the gold."""
 
 from __future__ import annotations
 
@@ -18,7 +12,7 @@ from typing import Any
 
 from data_gen.corrupt.rules import CorruptionError, corrupt
 from refiner.engines import make_engine
-from refiner.eval.common import BenchItem, read_jsonl
+from refiner.eval.common import BenchItem, read_jsonl, write_jsonl
 
 
 def read_outputs_file(path: str | Path, items: Sequence[BenchItem]) -> dict[str, str]:
@@ -77,10 +71,7 @@ class CachedChat:
             new = {keys[i]: texts[0] for i, texts in zip(order, outs)}
             self.cache.update(new)
             if self.cache_file:
-                self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-                with self.cache_file.open("a", encoding="utf-8") as f:
-                    for k, v in new.items():
-                        f.write(json.dumps({"key": k, "output": v}, ensure_ascii=False) + "\n")
+                write_jsonl(self.cache_file, ({"key": k, "output": v} for k, v in new.items()), mode="a")
         return [self.cache[k] for k in keys]
 
 
@@ -114,15 +105,3 @@ def scripted_outputs(bench: Any, items: Sequence[BenchItem], corrupt_ratio: floa
         out[s.id] = text
     return out
 
-
-def write_outputs_file(path: str | Path, outputs: Mapping[str, str], bench: str | None = None) -> Path:
-    """Writes ``{sample id: output}`` as the JSONL file :func:`read_outputs_file` reads."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as f:
-        for sid, text in outputs.items():
-            row = {"id": sid, "output": text}
-            if bench:
-                row["bench"] = bench
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return path
