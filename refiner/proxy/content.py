@@ -478,8 +478,16 @@ def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:
     return list(result["calls"])
 
 
-def run_sync(gen: Generator[Ask, Any, Said], answer: Callable[[Ask], Any]) -> Said:
-    """Runs a :class:`CallDriver` generator, each question answered by ``answer``."""
+def split_whole(split: ContentSplit, text: str) -> Generator[Ask, Any, str]:
+    """A whole answer's ``text`` through ``split`` (no call read before the end); its value is the text released."""
+    driver = CallDriver(split, early=False)
+    first = yield from driver.feed(text)
+    rest = yield from driver.end()
+    return first.release + rest.release
+
+
+def run_sync(gen: Generator[Ask, Any, Any], answer: Callable[[Ask], Any]) -> Any:
+    """Runs a :class:`CallDriver` generator (or :func:`split_whole`), each question answered by ``answer``."""
     try:
         ask = next(gen)
         while True:

@@ -37,13 +37,12 @@ from refiner.pipeline import Refiner
 from refiner.proxy.batching import RefineBatcher
 from refiner.proxy.content import (
     Ask,
-    CallDriver,
     ContentCalls,
     ContentSplit,
     Openers,
-    Said,
     holds_calls,
     markers,
+    split_whole,
     tool_names,
 )
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
@@ -52,7 +51,7 @@ from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
 from refiner.proxy.reasoning import Reasoning, trim_edges, upstream_reasoning
 from refiner.proxy.thinking import PromptReasoning
-from refiner.proxy.work import read_result
+from refiner.proxy.work import needs_model, read_result
 
 log = logging.getLogger("refiner.proxy")
 
@@ -137,14 +136,6 @@ def without_calls(message: dict, calls: list) -> dict:
     return out
 
 
-def needs_model(result: dict | None, bypass: bool) -> bool:
-    """Whether a tier-1 result still needs the model (the pipeline's rule: it fails the gate, or ``bypass`` is
-    off)."""
-    if not result or result.get("stage") == "error":
-        return False
-    return not bypass or any(d.get("severity") == "error" for d in result.get("diagnostics") or [])
-
-
 def tier1_request(request: dict) -> dict:
     """The request as sent to a tier-1 worker: tier 1 reads the tools and the upstream text, not the conversation
     (which can be large), so the conversation stays here."""
@@ -189,11 +180,11 @@ class Refinement:
             return None
         return ContentSplit(_openers(frozenset(tool_names(body)), markers()))
 
-    async def run(self, gen: Generator[Ask, Any, Said], body: dict, split: ContentSplit,
-                  deadline: float | None = None) -> Said:
-        """Runs a :class:`~refiner.proxy.content.CallDriver` step, its questions answered by tier 1 in a worker. All
-        questions of one answer share one deadline (``deadline``, else one refine timeout from its first question);
-        past it, regions are released and no call is read early."""
+    async def run(self, gen: Generator[Ask, Any, Any], body: dict, split: ContentSplit,
+                  deadline: float | None = None) -> Any:
+        """Runs a :class:`~refiner.proxy.content.CallDriver` step, its questions answered in a worker (:meth:`ask`).
+        All questions of one answer share one deadline (``deadline``, else one refine timeout from its first
+        question); past it, regions are released and no call is read early."""
         try:
             ask = next(gen)
             while True:
@@ -201,45 +192,25 @@ class Refinement:
                     if split.deadline is None:
                         split.deadline = self.deadline()
                     deadline = split.deadline
-                answer = None
-                if self.remaining(deadline) > 0:
-                    if ask.kind == "region":
-                        answer = await self.check_region(body, ask.text, deadline)
-                    else:
-                        answer = await self.read_calls(body, ask.text, deadline)
-                ask = gen.send(answer)
+                ask = gen.send(await self.ask(body, ask, deadline) if self.remaining(deadline) > 0 else None)
         except StopIteration as stop:
             return stop.value
 
-    async def tier1_outcome(self, body: dict, text: str, deadline: float) -> dict | None:
-        """Tier 1's outcome on ``text`` (its format detected) in a worker; None when it gave none."""
-        item = {"request": {"tools": body.get("tools") or None, "upstream": text, "format": None}, "detect": True,
-                "allowed": self.content.allowed}
-        try:
-            (outcome,), _ = await self.runner.run("tier1", [item], self.remaining(deadline))
-        except IsolationError as e:
-            log.info("content check gave no answer (%s: %s)", type(e).__name__, e)
-            return None
-        return outcome
+    def asking(self, body: dict) -> dict:
+        """What a split's questions for this request are answered with (:func:`refiner.proxy.work.answer`)."""
+        return {"tools": body.get("tools") or None, "names": sorted(tool_names(body)), "allowed": self.content.allowed,
+                "model": self.ref.bypass if self.has_model else None}
 
-    async def check_region(self, body: dict, text: str, deadline: float) -> bool:
-        outcome = await self.tier1_outcome(body, text, deadline)
-        return outcome is not None and holds_calls(outcome.get("result"), tool_names(body))
-
-    async def read_calls(self, body: dict, text: str, deadline: float) -> list[dict] | None:
-        """The complete calls of held text up to a call's closing tag (:func:`refiner.proxy.work.early_calls`, in a
-        worker), to send before the answer ends; None when there are none, or when they would go to the refiner
-        model."""
-        payload = {"text": text, "tools": body.get("tools") or None, "names": sorted(tool_names(body)),
-                   "allowed": self.content.allowed}
+    async def ask(self, body: dict, ask: Ask, deadline: float) -> Any:
+        """The answer to a split's question, from a worker; when none comes, a region is not calls and no call is
+        read early."""
         try:
-            value, _ = await self.runner.run("calls", payload, self.remaining(deadline))
+            value, _ = await self.runner.run("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
+                                             self.remaining(deadline))
         except IsolationError as e:
-            log.info("early call read gave no answer (%s: %s)", type(e).__name__, e)
-            return None
-        if self.has_model and (value["errors"] or not self.ref.bypass):
-            return None
-        return value["calls"]
+            log.info("content question gave no answer (%s: %s)", type(e).__name__, e)
+            return False if ask.kind == "region" else None
+        return value
 
     async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> list[dict] | None:
         """The upstream's complete tool calls of a streamed answer (``calls``: OpenAI tool calls, the first ones of
@@ -264,17 +235,14 @@ class Refinement:
         if split is None:
             return None
         if len(text) > MAX_SPLIT_HERE:
-            payload = {"text": text, "tools": body.get("tools") or None, "names": sorted(tool_names(body)),
-                       "markers": list(split.openers.markers), "allowed": self.content.allowed}
+            payload = {**self.asking(body), "text": text, "markers": list(split.openers.markers)}
             try:
                 value, _ = await self.runner.run("split", payload, self.remaining(deadline))
             except IsolationError as e:
                 log.info("content split gave no answer (%s: %s)", type(e).__name__, e)
                 return SplitText(text, "")
             return SplitText(value["released"], value["held"])
-        driver = CallDriver(split, early=False)
-        await self.run(driver.feed(text), body, split, deadline)
-        await self.run(driver.end(), body, split, deadline)
+        await self.run(split_whole(split, text), body, split, deadline)
         return split
 
     # -- choices

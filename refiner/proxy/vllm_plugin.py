@@ -115,19 +115,14 @@ class Reader:
         self.driver = CallDriver(self.split)
         self.sent: list[dict] = []  # calls read before the end
 
-    def is_calls(self, region: str) -> bool:
-        return holds_calls(self.calls_in(region), self.names)
-
     def calls_in(self, text: str) -> dict | None:
         """Tier 1's result on ``text`` (its format detected), or None when no format is found."""
         item = {"request": {"tools": self.tools, "upstream": text, "format": None}, "detect": True, "allowed": None}
         return work.tier1(self.refiner, [item])[0]["result"]
 
     def _answer(self, ask: Ask) -> Any:
-        if ask.kind == "region":
-            return self.is_calls(ask.text)
-        payload = {"text": ask.text, "tools": self.tools, "names": sorted(self.names), "allowed": None}
-        return work.early_calls(self.refiner, payload)["calls"]
+        return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.tools,
+                                          "names": sorted(self.names), "allowed": None})
 
     def feed(self, piece: str) -> tuple[str, list[dict]]:
         """``(content, calls)`` that ``piece`` releases: the calls complete and read since the last piece."""

@@ -1,6 +1,6 @@
 """What runs inside an isolated worker process (see :mod:`refiner.proxy.isolation`): ``tier1``, the tier-1
-refinement of a list of items, each a pipeline request, optionally with its wire format detected first; and
-``split``, the content split of a long answer (:func:`split`).
+refinement of a list of items, each a pipeline request, optionally with its wire format detected first; ``ask``, a
+content split's question (:func:`answer`); and ``split``, the content split of a long answer (:func:`split`).
 
 An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None}``. With ``detect`` the request's
 upstream text is a chat answer's ``content``: its format is detected (:func:`refiner.formats.detect_format`), and
@@ -22,9 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner import formats
-from refiner.pipeline import Refiner
-from refiner.proxy.content import CallDriver, ContentSplit, Openers, complete_calls, holds_calls, run_sync
+from refiner.formats.reading import read_upstream
+from refiner.pipeline import Refiner, load_request_tools
+from refiner.proxy.content import ContentSplit, Openers, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
+from refiner.repair import TOOL_CUTOFF, snap
 from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 
 log = logging.getLogger("refiner.proxy")
@@ -75,44 +77,55 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     return outcomes
 
 
-def split(refiner: Refiner, payload: dict) -> dict:
-    """A long answer's content split into released and held text (:class:`refiner.proxy.content.ContentSplit`), its
-    region checks answered here with tier 1; ``payload``: ``text``, ``tools``, ``names``, ``markers``, ``allowed``.
-    Run here rather than in the proxy's event loop, which it would hold for about 0.1 s per megabyte."""
-    names = set(payload["names"])
-    cut = ContentSplit(Openers(names, payload["markers"]))
-
-    def is_calls(region: str) -> bool:
-        item = {"request": {"tools": payload["tools"], "upstream": region, "format": None}, "detect": True,
-                "allowed": payload["allowed"]}
-        return holds_calls(tier1(refiner, [item])[0]["result"], names)
-
-    driver = CallDriver(cut, early=False)
-    for step in (driver.feed(payload["text"]), driver.end()):
-        run_sync(step, lambda ask: is_calls(ask.text))
-    return {"released": cut.released_text, "held": cut.held}
+def needs_model(result: dict | None, bypass: bool) -> bool:
+    """Whether a tier-1 result still needs the refiner model: it fails the gate, or ``bypass`` is off."""
+    if not result or result.get("stage") == "error":
+        return False
+    return not bypass or any(d.get("severity") == "error" for d in result.get("diagnostics") or [])
 
 
-def early_calls(refiner: Refiner, payload: dict) -> dict:
-    """The calls of held text up to a call's closing tag, when they can be sent before the answer ends: tier 1 reads
-    them (:func:`refiner.proxy.content.complete_calls`) and the detected format's strict reader reads the text as
-    that many calls (so the text ends after a call, not inside a value that holds the closing tag). ``payload``:
-    ``text``, ``tools``, ``names``, ``allowed``. ``{"calls": [...] | None, "errors": whether the gate found errors}``."""
-    item = {"request": {"tools": payload["tools"], "upstream": payload["text"], "format": None}, "detect": True,
+def answer(refiner: Refiner, payload: dict) -> Any:
+    """The answer to one question of a content split (:class:`refiner.proxy.content.Ask`), for the proxy, its workers
+    and the vLLM plugin alike. ``payload``: the question's ``kind`` and ``text``, the request's ``tools``, ``names``
+    and ``allowed`` formats, and ``model`` (the refiner's ``bypass`` when it has a model, else None).
+
+    ``region``: whether an untagged region holds calls: its format detected, the calls read in it (no repair), at
+    least one, each naming an offered tool or one its name snaps to. ``calls``: the complete calls of held text up to
+    a call's closing tag, when they can be sent before the answer ends: tier 1 reads them
+    (:func:`refiner.proxy.content.complete_calls`), the detected format's strict reader reads the text as that many
+    calls (the text ends after a call, not inside a value that holds the closing tag), and they would not go to the
+    model; else None."""
+    text, names = payload["text"], payload["names"]
+    if payload["kind"] == "region":
+        fmt = detect(text)
+        if fmt is None or (payload["allowed"] is not None and fmt not in payload["allowed"]):
+            return False
+        try:
+            calls = read_upstream(text, fmt, load_request_tools({"tools": payload["tools"]})).calls
+        except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
+            return False
+        return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
+    item = {"request": {"tools": payload["tools"], "upstream": text, "format": None}, "detect": True,
             "allowed": payload["allowed"]}
     outcome = tier1(refiner, [item])[0]
-    result = outcome["result"]
-    calls = complete_calls(result, set(payload["names"]))
-    if calls is not None:
-        try:
-            strict = formats.get(outcome["format"]).parse_strict(payload["text"])
-        except Exception:  # noqa: BLE001 - not strictly calls: read at the end
-            strict = None
-        if strict is None or len(strict) != len(calls):
-            calls = None
-    errors = isinstance(result, dict) and any(isinstance(d, dict) and d.get("severity") == "error"
-                                              for d in result.get("diagnostics") or [])
-    return {"calls": calls, "errors": errors}
+    calls = complete_calls(outcome["result"], set(names))
+    if calls is None or (payload.get("model") is not None and needs_model(outcome["result"], payload["model"])):
+        return None
+    try:
+        strict = formats.get(outcome["format"]).parse_strict(text)
+    except Exception:  # noqa: BLE001 - not strictly calls: read at the end
+        return None
+    return calls if strict is not None and len(strict) == len(calls) else None
+
+
+def split(refiner: Refiner, payload: dict) -> dict:
+    """A long answer's content split into released and held text (:func:`refiner.proxy.content.split_whole`), its
+    questions answered here (:func:`answer`); ``payload``: ``text``, ``markers`` and :func:`answer`'s fields. Run
+    here rather than in the proxy's event loop, which it would hold for about 0.1 s per megabyte."""
+    cut = ContentSplit(Openers(set(payload["names"]), payload["markers"]))
+    run_sync(split_whole(cut, payload["text"]), lambda ask: answer(refiner, {**payload, "kind": ask.kind,
+                                                                             "text": ask.text}))
+    return {"released": cut.released_text, "held": cut.held}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -193,7 +206,7 @@ def forget(refiner: Refiner, payload: Any) -> None:
     TEXTS.clear()
 
 
-TASKS = {"tier1": tier1, "split": split, "calls": early_calls, "forget": forget}
+TASKS = {"tier1": tier1, "split": split, "ask": answer, "forget": forget}
 READY = "ready"
 HEADER = 8  # bytes of a frame's length (little-endian), followed by that many bytes of pickle
 

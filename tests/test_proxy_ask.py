@@ -1,0 +1,39 @@
+"""The questions a content split asks (:func:`refiner.proxy.work.answer`, one answerer for the proxy, its workers and
+the vLLM plugin): a region is checked by reading it, not by a tier-1 refinement; early calls are read by tier 1 and
+held back when the refiner model would take them."""
+
+from __future__ import annotations
+
+import pytest
+
+from refiner.pipeline import Refiner
+from refiner.proxy import work
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+BASE = {"tools": TOOLS, "names": ["get_weather"], "allowed": None, "model": None}
+
+
+def test_a_region_is_checked_by_reading_it(monkeypatch) -> None:
+    def no_tier1(*args, **kwargs):
+        raise AssertionError("a region check ran tier 1")
+
+    monkeypatch.setattr(work, "tier1", no_tier1)
+    ref = Refiner(engine=None)
+
+    def region(text: str) -> bool:
+        return work.answer(ref, {**BASE, "kind": "region", "text": text})
+
+    assert region('[{"name": "get_weather", "arguments": {"city": "Paris"}}]') is True
+    assert region('[{"name": "get_wether", "arguments": {"city": "Paris"}}]') is True  # a name tier 1 would snap
+    assert region('[{"name": "delete_everything", "arguments": {}}]') is False  # no offered tool
+    assert region("[1, 2, 3]") is False
+    assert work.answer(ref, {**BASE, "allowed": ["hermes"], "kind": "region",
+                             "text": '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'}) is False
+
+
+@pytest.mark.parametrize("model,sent", [(None, True), (True, True), (False, False)])
+def test_early_calls_wait_when_the_model_would_take_them(model, sent) -> None:
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    got = work.answer(Refiner(engine=None), {**BASE, "model": model, "kind": "calls", "text": text})
+    assert got == ([{"name": "get_weather", "arguments": {"city": "Paris"}}] if sent else None)
