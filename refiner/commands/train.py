@@ -18,7 +18,9 @@ def _start(launch, dry_run: bool) -> None:
         typer.echo(note, err=True)
     typer.echo(launch.text)
     if not dry_run:
-        raise typer.Exit(start(launch))
+        with exit_on(TrainConfigError):
+            code = start(launch)
+        raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:

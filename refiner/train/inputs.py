@@ -18,9 +18,7 @@ from rewards.ground_truth import parse_ground_truth as read_ground_truth
 
 # Columns verl's RLHFDataset and reward loop read from every row (the data builder writes exactly these).
 RL_COLUMNS = ("data_source", "prompt", "ability", "reward_model", "extra_info")
-# The validation file, by preference: the data builder's own name first, and a held-out ``test.parquet`` only when
-# there is nothing else (the builder writes one next to ``validation.parquet`` when the split asks for a test share,
-# and the trainer must never see it).
+# The validation file, by preference; a held-out ``test.parquet`` only when there is nothing else.
 VAL_NAMES = ("validation.parquet", "val.parquet", "test.parquet")
 
 

@@ -1,13 +1,10 @@
-"""Launches: the commands (``main_ppo``, ``ray job submit``, ``torchrun`` for SFT), the launch record, and the two
-plans the CLI runs -- :func:`plan_dapo` and :func:`plan_sft` do every check of this package in order (cheap input
-checks first, then verl's own) and return a :class:`Launch`; :func:`start` records it and runs it.
-"""
+"""Launches: :func:`plan_dapo` and :func:`plan_sft` run every check (cheap input checks first, then verl's own) and
+return a :class:`Launch` (``main_ppo``, ``ray job submit`` or ``torchrun``); :func:`start` records and runs it."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -29,50 +26,24 @@ MANIFEST = "tool_refiner_run.json"
 NO_WANDB_LOGGERS = "trainer.logger=[console,file]"
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Commands
-
-
-def main_ppo_command(overrides: Sequence[str], python: str | None = None) -> list[str]:
-    return [python or sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
-
-
-def ray_runtime_env(working_dir: str | Path, *, pip: Sequence[str] = (), env: Mapping[str, str] | None = None) -> dict:
-    """Runtime env for ``ray job submit``: ships the repository (rewards/, refiner/) as the working dir."""
-    renv: dict[str, Any] = {
-        "working_dir": str(working_dir),
-        "excludes": [".venv/", ".git/", "checkpoints/", "outputs/", "wandb/", ".cache/", "*.parquet", "*.safetensors"],
-        "env_vars": {
-            "TOKENIZERS_PARALLELISM": "true",
-            "NCCL_DEBUG": "WARN",
-            "VLLM_LOGGING_LEVEL": "WARN",
-            **(env or {}),
-        },
-    }
-    if pip:
-        renv["pip"] = list(pip)
-    return renv
+def main_ppo_command(overrides: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
 
 
 # The reward code's own runtime needs (rewards/ imports refiner.formats); shipped to a cluster that lacks them.
 REWARD_PIP = ("json-repair>=0.30", "rapidfuzz>=3.0", "pyyaml>=6.0")
+RAY_RUNTIME_ENV = {
+    "working_dir": str(ROOT),  # ships the repository (rewards/, refiner/)
+    "excludes": [".venv/", ".git/", "checkpoints/", "outputs/", "wandb/", ".cache/", "*.parquet", "*.safetensors"],
+    "env_vars": {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN", "VLLM_LOGGING_LEVEL": "WARN"},
+    "pip": list(REWARD_PIP),
+}
 
 
-def ray_submit_command(
-    overrides: Sequence[str],
-    address: str,
-    *,
-    working_dir: str | Path = ROOT,
-    pip: Sequence[str] = REWARD_PIP,
-    env: Mapping[str, str] | None = None,
-    submission_id: str | None = None,
-) -> list[str]:
+def ray_submit_command(overrides: Sequence[str], address: str) -> list[str]:
     """``ray job submit`` of main_ppo on an existing cluster; data/model paths must be visible from the cluster."""
-    cmd = ["ray", "job", "submit", "--address", address, "--no-wait"]
-    if submission_id:
-        cmd += ["--submission-id", submission_id]
-    cmd += ["--runtime-env-json", json.dumps(ray_runtime_env(working_dir, pip=pip, env=env))]
-    return [*cmd, "--", "python3", "-m", "verl.trainer.main_ppo", *overrides]
+    return ["ray", "job", "submit", "--address", address, "--no-wait", "--runtime-env-json",
+            json.dumps(RAY_RUNTIME_ENV), "--", "python3", "-m", "verl.trainer.main_ppo", *overrides]
 
 
 def format_command(cmd: Sequence[str]) -> str:
@@ -97,24 +68,14 @@ def write_manifest(directory: str | Path, record: Mapping[str, Any]) -> Path:
     return out
 
 
-def checkpoint_dir(cfg_or_overrides: Any) -> Path:
-    """``trainer.default_local_dir`` resolved (composed config or its default pattern)."""
-    if isinstance(cfg_or_overrides, (list, tuple)):
-        value = override_value(cfg_or_overrides, "trainer.default_local_dir")
-        if value:
-            return Path(value)
-        project = override_value(cfg_or_overrides, "trainer.project_name") or "verl_examples"
-        name = override_value(cfg_or_overrides, "trainer.experiment_name") or "gsm8k"
-        return Path("checkpoints") / project / name
-    return Path(str(cfg_or_overrides.trainer.default_local_dir))
-
-
-def run_command(cmd: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> int:
-    """Runs a launch command in the foreground, streaming its output; returns its exit code."""
-    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():
-        raise TrainConfigError(f"{cmd[0]!r} not found on PATH")
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.call(list(cmd), env=full_env, cwd=str(cwd) if cwd else None)
+def checkpoint_dir(overrides: Sequence[str]) -> Path:
+    """``trainer.default_local_dir`` of an override list, else verl's default pattern."""
+    value = override_value(overrides, "trainer.default_local_dir")
+    if value:
+        return Path(value)
+    project = override_value(overrides, "trainer.project_name") or "verl_examples"
+    name = override_value(overrides, "trainer.experiment_name") or "gsm8k"
+    return Path("checkpoints") / project / name
 
 
 def sft_command(overrides: Sequence[str], *, nproc_per_node: int = 1, nnodes: int = 1) -> list[str]:
@@ -125,10 +86,6 @@ def sft_command(overrides: Sequence[str], *, nproc_per_node: int = 1, nnodes: in
     else:
         torchrun += [f"--nnodes={nnodes}"]
     return [*torchrun, f"--nproc_per_node={nproc_per_node}", "-m", "verl.trainer.sft_trainer", *overrides]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Plans: every check, then the command to start
 
 
 @dataclass
@@ -161,9 +118,7 @@ def plan_dapo(
 ) -> Launch:
     """The DAPO launch (``main_ppo`` locally, or ``ray job submit`` with ``ray_address``) after every check."""
     recipe = load_recipe(config or DEFAULT_RECIPE)
-    extra = list(extra)
-    if no_wandb:
-        extra.append(NO_WANDB_LOGGERS)
+    extra = [*extra, *([NO_WANDB_LOGGERS] if no_wandb else [])]
     ov = plan_overrides(recipe, profile=profile, choices=choices, data_dir=data, model=model, extra=extra)
     ckpt = checkpoint_dir(ov)
     if ray_address is None:
@@ -204,18 +159,9 @@ def plan_sft(
     sft_dir = Path(data) / "sft"
     n_train = rl_to_sft_parquet(train_rl, sft_dir / "train.parquet")
     n_val = rl_to_sft_parquet(val_rl, sft_dir / "val.parquet")
-    extra = list(extra)
-    if no_wandb:
-        extra.append(NO_WANDB_LOGGERS)
-    ov = plan_overrides(
-        recipe,
-        profile=profile,
-        choices=choices,
-        train_files=sft_dir / "train.parquet",
-        val_files=sft_dir / "val.parquet",
-        model=model,
-        extra=extra,
-    )
+    extra = [*extra, *([NO_WANDB_LOGGERS] if no_wandb else [])]
+    ov = plan_overrides(recipe, profile=profile, choices=choices, train_files=sft_dir / "train.parquet",
+                        val_files=sft_dir / "val.parquet", model=model, extra=extra)
     compose_verl_config(ov, recipe.base)
     validate_model_path(override_value(ov, "model.path"))
     nproc = int(override_value(ov, "trainer.n_gpus_per_node") or 1)
@@ -232,10 +178,12 @@ def plan_sft(
     return Launch(command=cmd, overrides=ov, checkpoint_dir=checkpoint_dir(ov), record=record, notes=[note])
 
 
-def start(launch: Launch, *, env: Mapping[str, str] | None = None) -> int:
-    """Writes the launch record into the checkpoint folder, then runs the command in the foreground."""
+def start(launch: Launch) -> int:
+    """Writes the launch record into the checkpoint folder, then runs the command in the foreground; its exit code."""
     record = dict(launch.record)
     if record.get("kind") == "dapo":
         record["launched"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
     write_manifest(launch.checkpoint_dir, record)
-    return run_command(launch.command, env=env)
+    if shutil.which(launch.command[0]) is None and not Path(launch.command[0]).exists():
+        raise TrainConfigError(f"{launch.command[0]!r} not found on PATH")
+    return subprocess.call(list(launch.command))

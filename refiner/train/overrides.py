@@ -1,9 +1,5 @@
-"""Hydra's override grammar: rendering values, an ordered override map, reading a value back from a list.
-
-User overrides are ``key=value``, ``+key=value`` (a key verl does not declare), ``++key=value`` or ``~key``
-(delete). In an :class:`Overrides` map a key set twice keeps its first prefix and its last value, so a user
-override replaces a recipe value without losing the ``+`` an undeclared key needs.
-"""
+"""Hydra's override grammar: rendering values, an ordered override map (a key set twice keeps its first prefix and
+its last value, so a user override keeps the ``+`` an undeclared key needs), reading a value back from a list."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""Recipe files: a map of Hydra overrides for one of verl's trainer configs, plus switches and hardware profiles.
-
-A recipe (``configs/verl/*.yaml`` for DAPO, ``configs/sft/*.yaml`` for the SFT warm start) has these sections:
-
-- ``base``: the verl config it overrides (``ppo_trainer``, ``sft_trainer_engine``); ``launcher``: ``main_ppo`` or
-  ``sft_trainer``; ``model``: the default model path or hub id;
-- ``overrides``: keys verl declares (``key=value``); ``additions``: keys verl reads but does not declare
-  (``+key=value``);
-- ``switches``: named choices (``default`` + ``choices``, each an override map);
-- ``profiles``: hardware layouts (override maps), ``default_profile`` naming one of them.
-
-:func:`plan_overrides` turns a recipe into the override list of a launch, applying in order: the recipe's
-``overrides`` and ``additions``, the chosen switch values, the hardware profile, the data and model paths, then the
-user's own overrides.
-"""
+"""Recipe files (``configs/verl/*.yaml``, ``configs/sft/*.yaml``): Hydra overrides for one of verl's trainer configs,
+plus named switches and hardware profiles (format: docs/training.md); :func:`plan_overrides` turns one into a list."""
 
 from __future__ import annotations
 
