@@ -6,25 +6,13 @@ from pathlib import Path
 
 import typer
 
-from refiner.commands import exit_on, split_list
+from refiner import commands as shared
 
 HELP = """Score an upstream model's tool calls on API-Bank, NESTFUL, Bamboogle*, BFCL (AST) and corruption recovery,
-raw and after the refiner, or measure tier 1 per error class and format; writes OUT/report.md.
+raw and after the refiner (tier 1 by default, or a model), or measure tier 1 per error class and format (--bench
+tier1); writes OUT/report.md. Give exactly one upstream: --upstream-base-url with --upstream-model, --upstream-file
+or --upstream-scripted (recovery and tier1 need none).
 
-\b
-Upstream (exactly one):
-  --upstream-base-url URL --upstream-model NAME    a served model (cached)
-  --upstream-file FILE       JSONL of {"id": <sample id>, "output": <text>}
-  --upstream-scripted P      the gold, rule-corrupted with probability P
-\b
-Refiner:
-  --refiner tier1 (default)  no model: parse, gate, tier-1 repair, guard
-  --refiner none             raw scores only
-  --model PATH --engine vllm|hf         a model loaded in this process
-  --refiner-base-url URL --model NAME   a model behind vllm serve
-\b
-Tier 1 per error class and format (no upstream, no model):
-  --bench tier1 [--limit N]  BFCL's gold in every format (OUT/tier1/)
 \b
 Example (upstream served on :8000, refiner on :8001):
   tool-refiner eval --upstream-base-url http://127.0.0.1:8000/v1 \\
@@ -58,22 +46,16 @@ def register(app: typer.Typer) -> None:
                                                   ".jsonl); a rerun sends only uncached prompts."),
         refiner: str = typer.Option("tier1", help="tier1 (no model), none (raw scores only) or model (set by "
                                     "--model / --refiner-base-url)."),
-        model: str | None = typer.Option(None, help="Refiner model: a local path (engines vllm, hf) or the "
-                                            "served model name (with --refiner-base-url)."),
-        engine: str | None = typer.Option(None, help="Refiner engine: vllm, hf or openai (default: openai with "
-                                             "--refiner-base-url, else vllm)."),
-        refiner_base_url: str | None = typer.Option(None, help="OpenAI-compatible endpoint serving the refiner, "
-                                                       "e.g. http://127.0.0.1:8001/v1."),
-        engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra refiner engine setting "
-                                                       "KEY=VALUE (repeatable), e.g. max_model_len=16384."),
-        n: int = typer.Option(1, min=1, help="Refiner samples per request (best of n)."),
-        max_tokens: int = typer.Option(1024, help="Refiner generation budget (reasoning included)."),
-        thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
+        model: str | None = shared.MODEL,
+        engine: str | None = shared.ENGINE,
+        refiner_base_url: str | None = shared.REFINER_BASE_URL,
+        engine_arg: list[str] | None = shared.ENGINE_ARG,
+        n: int = shared.N,
+        max_tokens: int = shared.MAX_TOKENS,
+        thinking: bool | None = shared.THINKING,
         always_model: bool = typer.Option(False, "--always-model", help="Call the refiner model on every sample, "
                                           "also when the upstream already passes the checks."),
-        trust_spec: bool = typer.Option(False, "--trust-spec", help="Tier 1 treats every tool spec as exact "
-                                        "(Refiner(trust_spec=True)); default: only where that cannot make a correct "
-                                        "call wrong."),
+        trust_spec: bool = shared.TRUST_SPEC,
         compare_trust_spec: bool = typer.Option(False, "--compare-trust-spec", help="Run corruption recovery "
                                                 "under both tier-1 spec policies (trust_spec off and on) and report "
                                                 "them side by side."),
@@ -97,11 +79,11 @@ def register(app: typer.Typer) -> None:
         from refiner.engines import EngineError
         from refiner.eval.runner import check_upstream, run_eval
 
-        benches = split_list(bench)
+        benches = shared.split_list(bench)
         # argument errors first, before a model is loaded
         if upstream_base_url and not upstream_model:
             raise typer.BadParameter("--upstream-base-url needs --upstream-model")
-        with exit_on(ValueError):
+        with shared.exit_on(ValueError):
             check_upstream(benches, upstream_file, upstream_base_url, upstream_scripted)
         with_model = bool(model or refiner_base_url)
         if refiner not in ("tier1", "none", "model"):
@@ -113,7 +95,8 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--engine openai needs --refiner-base-url")
         ref = ref_name = None
         if refiner != "none" or with_model:
-            with exit_on(ValueError, FileNotFoundError, EngineError, prefix="error: the refiner could not be set up"):
+            set_up = "error: the refiner could not be set up"
+            with shared.exit_on(ValueError, FileNotFoundError, EngineError, prefix=set_up):
                 ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine,
                                     refiner_api_key_env="OPENAI_API_KEY", engine_kwargs=parse_engine_args(engine_arg),
                                     n=n, thinking=thinking, max_tokens=max_tokens, bypass=not always_model,
@@ -126,7 +109,7 @@ def register(app: typer.Typer) -> None:
             meta["trust_spec"] = "off and on (recovery)" if compare_trust_spec else ("on" if trust_spec else "off")
         if "tier1" in benches:
             meta["tier-1 suite"] = "no model, default spec policy and trust_spec"
-        with exit_on(ValueError, FileNotFoundError):
+        with shared.exit_on(ValueError, FileNotFoundError):
             report = run_eval(
                 benches,
                 out,
@@ -139,7 +122,7 @@ def register(app: typer.Typer) -> None:
                                    "enable_thinking": upstream_thinking},
                 cache_file=cache_file,
                 limit=limit,
-                recovery_sources=split_list(recovery_sources),
+                recovery_sources=shared.split_list(recovery_sources),
                 clean_ratio=clean_ratio,
                 recovery_trust_spec=(False, True) if compare_trust_spec else None,
                 seed=seed,
@@ -148,7 +131,7 @@ def register(app: typer.Typer) -> None:
                 chart=chart,
                 data_dir=data_dir,
                 bfcl_wheel=bfcl_wheel,
-                bfcl_categories=split_list(bfcl_categories) or None,
+                bfcl_categories=shared.split_list(bfcl_categories) or None,
                 bfcl_format=bfcl_format,
                 apibank_adjustments=apibank_adjustments,
             )

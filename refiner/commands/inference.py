@@ -15,11 +15,10 @@ from typing import Any, TextIO
 
 import typer
 
+from refiner import commands as shared
 from refiner.pipeline import Refiner, RequestError, error_result, validate_request
 
 BUNDLED = "requests.jsonl"  # in refiner/examples/
-TRUST_HELP = ("Treat every tool spec as complete and exact: tier 1 then also drops undeclared parameters and converts "
-              "values to the declared types on calls that are otherwise fine (by default those are left to the model).")
 
 
 def bundled_requests_path() -> Path:
@@ -109,10 +108,10 @@ def register(app: typer.Typer) -> None:
     def repair(
         src: Path | None = typer.Argument(None, exists=True, dir_okay=False,
                                           help="Requests JSONL (default: the bundled broken examples)."),
-        output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
-        fmt: str | None = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
+        output: Path | None = shared.OUTPUT,
+        fmt: str | None = shared.FORMAT,
         batch_size: int = typer.Option(256, help="Requests per batch."),
-        trust_spec: bool = typer.Option(False, "--trust-spec", help=TRUST_HELP),
+        trust_spec: bool = shared.TRUST_SPEC,
     ) -> None:
         """Tier-1 repair (no model) + never-worse guard on every request; prints a summary table."""
         path = src or bundled_requests_path()
@@ -127,18 +126,18 @@ def register(app: typer.Typer) -> None:
     @app.command("refine")
     def refine(
         src: Path = typer.Argument(..., exists=True, dir_okay=False, help="Requests JSONL."),
-        output: Path | None = typer.Option(None, "-o", "--output", help="Results JSONL (default: stdout)."),
+        output: Path | None = shared.OUTPUT,
         model: str = typer.Option(..., "--model", help="Refiner model: a local path or a served model id."),
         engine: str = typer.Option("vllm", "--engine", help="vllm | openai | hf"),
         base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (engine openai)."),
         thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Model reasoning on/off."),
         n: int = typer.Option(1, "--n", min=1, help="Samples per request (best of N by gate and agreement)."),
         bypass: bool = typer.Option(True, "--bypass/--no-bypass", help="Skip the model when tier 1 passes the gate."),
-        fmt: str | None = typer.Option(None, "--format", help="Output wire format (default: the upstream's)."),
+        fmt: str | None = shared.FORMAT,
         temperature: float | None = typer.Option(None, help="Sampling temperature (default 0, or 0.7 with --n>1)."),
         max_tokens: int = typer.Option(1024, help="Generation budget per sample."),
         batch_size: int = typer.Option(64, help="Requests per engine call."),
-        trust_spec: bool = typer.Option(False, "--trust-spec", help=TRUST_HELP),
+        trust_spec: bool = shared.TRUST_SPEC,
     ) -> None:
         """Full pipeline: parse, gate, tier-1 repair, the refiner model where still needed, never-worse guard."""
         from refiner.engines import make_engine

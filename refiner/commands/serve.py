@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from refiner import commands as shared
+
 
 def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
     """``["max_model_len=4096", "dtype=float32"]`` → keyword arguments; values are read as JSON when they parse
@@ -26,7 +28,7 @@ def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
 
 def content_calls_setting(values: list[str] | None) -> str | tuple[str, ...]:
     """``--content-calls`` values → the proxy's setting: ``"auto"`` when absent, ``"off"``, or format names."""
-    names = [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+    names = [name for item in values or [] for name in shared.split_list(item)]
     if not names or names == ["auto"]:
         return "auto"
     if names == ["off"]:
@@ -88,19 +90,15 @@ def register(app: typer.Typer) -> None:
     def serve(
         upstream_base_url: str = typer.Option(..., "--upstream-base-url", help="Upstream OpenAI-compatible URL "
                                               "ending in /v1 (e.g. http://127.0.0.1:8000/v1)."),
-        refiner_base_url: str | None = typer.Option(None, "--refiner-base-url", help="Refiner model served "
-                                                       "behind an OpenAI-compatible URL (engine openai)."),
-        model: str | None = typer.Option(None, "--model", help="Refiner model: local path (engines vllm/hf) or "
-                                            "served model id (with --refiner-base-url). Without a model, and without "
-                                            "--refiner-base-url, the proxy runs tier-1 repair + guard only."),
-        engine: str | None = typer.Option(None, "--engine", help="vllm | openai | hf (default: openai with "
-                                             "--refiner-base-url, else vllm)."),
+        refiner_base_url: str | None = shared.REFINER_BASE_URL,
+        model: str | None = shared.MODEL,
+        engine: str | None = shared.ENGINE,
         host: str = typer.Option("127.0.0.1", "--host", help="Address to bind."),
         port: int = typer.Option(8080, "--port", help="Port to bind."),
         timeout: float = typer.Option(120.0, "--timeout", help="Upstream request timeout, seconds (504 after)."),
-        n: int = typer.Option(1, "--n", min=1, help="Refiner samples per request."),
-        thinking: bool | None = typer.Option(None, "--thinking/--no-thinking", help="Refiner reasoning on/off."),
-        max_tokens: int = typer.Option(1024, "--max-tokens", help="Refiner generation budget."),
+        n: int = shared.N,
+        thinking: bool | None = shared.THINKING,
+        max_tokens: int = shared.MAX_TOKENS,
         upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
                                                  "upstream key (if unset, the client's Authorization is forwarded, "
                                                  "unless --api-key is set)."),
@@ -119,22 +117,20 @@ def register(app: typer.Typer) -> None:
                                                     "is returned as it came (default 5, or 60 with a model)."),
         workers: int | None = typer.Option(None, "--workers", min=0, help="Tier-1 worker processes (default: the "
                                            "CPU count; 0: threads in the proxy process, no isolation)."),
-        engine_arg: list[str] | None = typer.Option(None, "--engine-arg", help="Extra engine setting KEY=VALUE "
-                                                    "(repeatable), e.g. max_model_len=4096, dtype=float32."),
+        engine_arg: list[str] | None = shared.ENGINE_ARG,
         chat_template: str | None = typer.Option(None, "--chat-template", help="The upstream model's chat template "
                                                  "(.jinja, tokenizer_config.json or model folder): calls are read and "
-                                                 "written in the dialect derived from it (tool-refiner formats derive)."),
+                                                 "written in the dialect derived from it."),
         log_level: str = typer.Option("info", "--log-level", help="Log level of uvicorn and of the proxy (info: one "
                                       "line per request)."),
         calls_in_reasoning: bool = typer.Option(False, "--calls-in-reasoning/--no-calls-in-reasoning", help="Read "
                                                 "calls written inside the upstream's reasoning when its answer holds "
                                                 "none (default off: a call drafted while thinking is reasoning)."),
         opens_reasoning: list[str] | None = typer.Option(None, "--opens-reasoning", help="MODEL=yes|no (repeatable; "
-                                                         "MODEL * for any model): whether that upstream model's prompt "
-                                                         "opens its reasoning block (a thinking template writing "
-                                                         "<think> into the prompt), so a streamed answer's reasoning is "
-                                                         "sent as reasoning_content from its first token. Default: read "
-                                                         "from --chat-template, else learned from its answers."),
+                                                         "MODEL * for any model): whether that model's prompt "
+                                                         "opens its reasoning block, so a streamed answer's reasoning "
+                                                         "is sent as reasoning_content from its first token (default: "
+                                                         "read from --chat-template, else learned from its answers)."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
         import uvicorn
@@ -151,9 +147,10 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--chat-template: {e}") from None
         configure_logging(log_level)
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
-                         client_api_key=api_key or None, timeout=timeout, content_calls=content_calls_setting(content_calls),
-                         heal_history=heal_history, max_body_bytes=int(max_body_mb * 1024 * 1024),
-                         refine_timeout=refine_timeout, workers=workers, chat_template=chat_template,
+                         client_api_key=api_key or None, timeout=timeout,
+                         content_calls=content_calls_setting(content_calls), heal_history=heal_history,
+                         max_body_bytes=int(max_body_mb * 1024 * 1024), refine_timeout=refine_timeout,
+                         workers=workers, chat_template=chat_template,
                          opens_reasoning=opens_reasoning_setting(opens_reasoning))
         what = "tier-1 repair + guard" if getattr(ref, "engine", None) is None else f"model {model or refiner_base_url}"
         locked = ", clients need the API key" if api_key else ""
