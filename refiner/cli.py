@@ -1,9 +1,5 @@
-"""The ``tool-refiner`` command line: a thin shell over library functions.
-
-Each area registers its subcommands from its own module in ``refiner/commands/`` (``register(app)``), so this file
-only assembles them. Every area is imported here: a missing or broken command module is an import error when the CLI
-starts, never a silently absent command.
-"""
+"""The ``tool-refiner`` command line: each area's commands come from its module in ``refiner/commands/``, imported
+here (a missing one fails at start-up)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Training curves from a verl run log (the paper's Figure 2: reward and mean response length per step).
-
-Reads either verl's ``file`` logger JSONL (``{"step": N, "data": {metric: value}}`` per line) or its console output
-(``step:N - metric:value - metric:value`` lines, as printed by ``trainer.logger=console``); other lines are ignored.
-"""
+"""Training curves from a verl run log (paper Figure 2: reward and mean response length per step), read from the
+``file`` logger's JSONL or the console's ``step:N - metric:value`` lines."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Generation with ``transformers`` on CPU: slow, for debugging and for machines without vLLM.
-
-Loads a Hugging Face checkpoint directory, or a GGUF file (``gguf_file=``, or a ``model`` path ending in ``.gguf``;
-needs the ``gguf`` package), and applies the tokenizer's chat template (``enable_thinking`` passed to it).
-"""
+"""Generation with ``transformers`` on CPU (slow: debugging, machines without vLLM), from a Hugging Face folder or a
+GGUF file (``gguf_file=``, or a ``model`` path ending in ``.gguf``)."""
 
 from __future__ import annotations
 

@@ -40,11 +40,8 @@ def _error_detail(response: httpx.Response) -> str:
 
 
 class OpenAIEngine(CheckedEngine):
-    """Chat completions from an OpenAI-compatible server at ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``).
-
-    ``model`` defaults to the first model the server lists under ``/models``. ``extra_body`` is merged into every
-    request (e.g. ``{"top_p": 0.95}``); ``enable_thinking`` travels as ``chat_template_kwargs``, which vLLM reads.
-    """
+    """Chat completions from ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``); ``model`` defaults to the first the
+    server lists; ``extra_body`` is merged into every request; ``enable_thinking`` goes as ``chat_template_kwargs``."""
 
     def __init__(
         self,

@@ -21,14 +21,9 @@ def _on_cpu() -> bool:
 
 
 class VLLMEngine(CheckedEngine):
-    """A local model served by ``vllm.LLM``; the chat template (with ``enable_thinking``) is applied by vLLM.
-
-    ``in_process=True`` runs vLLM's engine core inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), which
-    starts sooner on CPU (no engine process to spawn); the default leaves vLLM's own choice. ``cpu_kvcache_gib`` sets
-    ``VLLM_CPU_KVCACHE_SPACE`` on CPU builds when it is not already set. On CPU, chunked prefill is off unless
-    ``enable_chunked_prefill`` is given (seeded sampling fails on split prompts there). Other keyword arguments go to
-    ``vllm.LLM``.
-    """
+    """A local model run by ``vllm.LLM``, which applies the chat template. ``in_process=True`` keeps vLLM's engine core
+    in this process; ``cpu_kvcache_gib`` sets ``VLLM_CPU_KVCACHE_SPACE`` on CPU; other keyword arguments go to
+    ``vllm.LLM``."""
 
     def __init__(
         self,

@@ -128,25 +128,16 @@ def check_call(spec: Mapping[str, Any], call: ToolCall, answer: Mapping[str, Seq
         ok, is_var = _type_ok(value, expected, item_type, options)
         if not ok:
             return Check(False, f"parameter {p!r}: wrong type {type(value).__name__}, expected {tname}")
-        if not is_var:
-            if expected is dict:
-                if not _dict_ok(value, options):
-                    return Check(False, f"parameter {p!r}: dict {value!r} matches no possible answer")
-                continue
-            if expected is list and item_type is dict:
-                if not _list_of_dicts_ok(value, options):
-                    return Check(False, f"parameter {p!r}: list of dicts {value!r} matches no possible answer")
-                continue
-            if expected is str:
-                if standardize(value) not in [standardize(o) for o in options if isinstance(o, str)]:
-                    return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
-                continue
-            if expected is list:
-                if not _list_ok(value, options):
-                    return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
-                continue
-        if value not in options:
-            return Check(False, f"parameter {p!r}: {value!r} not in {options!r}")
+        if is_var or expected not in (dict, list, str):
+            ok = value in options
+        elif expected is dict:
+            ok = _dict_ok(value, options)
+        elif expected is str:
+            ok = standardize(value) in [standardize(o) for o in options if isinstance(o, str)]
+        else:
+            ok = _list_of_dicts_ok(value, options) if item_type is dict else _list_ok(value, options)
+        if not ok:
+            return Check(False, f"parameter {p!r}: {value!r} matches none of {options!r}")
     for p, options in answer.items():
         if p not in args and "" not in options:
             return Check(False, f"parameter {p!r} left out but not optional")

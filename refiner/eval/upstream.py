@@ -50,7 +50,6 @@ class CachedChat:
         self.settings = {"temperature": temperature, "max_tokens": max_tokens, "enable_thinking": enable_thinking,
                          "seed": seed}
         self.cache: dict[str, str] = {}
-        self.hits = 0
         if self.cache_file and self.cache_file.exists():
             for row in read_jsonl(self.cache_file):
                 self.cache[row["key"]] = row["output"]
@@ -58,7 +57,6 @@ class CachedChat:
     def generate(self, conversations: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
         keys = [cache_key(self.model, conv, self.settings) for conv in conversations]
         todo = [i for i, k in enumerate(keys) if k not in self.cache]
-        self.hits = len(keys) - len(todo)
         # the same prompt twice in one batch is sent once
         first: dict[str, int] = {}
         for i in todo:
