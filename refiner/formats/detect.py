@@ -8,7 +8,10 @@ Deterministic; the first rule that gives an answer wins. Formats are always trie
 2. A guess from markers, looking only after any ``</think>``: the marker (tag or sentinel token) that occurs first
    in the text names its formats, and the first of them whose ``sniff`` accepts the text wins (formats sharing a
    marker, such as ``<tool_call>``, tell each other apart there). With no marker at all, the same by ``closers``.
-3. An untagged format (``detection.bare``) that parses the text strictly.
+3. An untagged format (``detection.bare``) that parses the text strictly, tried only when the text holds a ``{``, a
+   ``[`` or one of the format's markers: an untagged format writes its calls as a JSON value or a bracketed call
+   list, or after its marker (``tests/test_detect.py`` holds every untagged format to it), so prose costs no strict
+   parse.
 4. A guess from the shape of the first JSON value (from the first ``{``/``[``, repaired if broken): the first format
    whose ``claims_value`` accepts it.
 5. The first format whose ``claims_text`` accepts the text (pythonic calls ``[name(...)...]``).
@@ -18,9 +21,10 @@ So a marker string quoted inside the calls of an untagged format (a NESTFUL labe
 read as that tagged format: markers are taken as the stronger signal.
 
 Cost: one search per head (first two characters) of the registered markers and one per marker whose head occurs
-(:func:`~refiner.formats.base.marker_positions`), one strict parse per format whose marker occurs and per untagged
-format for texts up to :data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the
-caller), one bounded lenient JSON read.
+(:func:`~refiner.formats.base.marker_positions`; those after the reasoning are taken from them), one strict parse per
+format whose marker occurs and per untagged format (for a text with brackets or its marker) up to
+:data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the caller), one bounded
+lenient JSON read.
 """
 
 from __future__ import annotations
@@ -62,6 +66,18 @@ def _by_marker(body: str, which: str, found_at: dict[str, int]) -> str | None:
         if fmt.sniff(body, at):
             return fmt.name
     return sharing[-1].name
+
+
+def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
+    """Where each marker of ``found_at`` (positions in ``text``) first occurs in ``text[at:]``, relative to ``at``."""
+    out = {}
+    for m, i in found_at.items():
+        if i < at:
+            i = text.find(m, at)
+            if i < 0:
+                continue
+        out[m] = i - at
+    return out
 
 
 def detect_format(text: str) -> str | None:
@@ -106,13 +122,14 @@ def _detect(
             if calls is not None:
                 return fmt.name, calls
     body = strip_reasoning(text)
-    in_body = found_at if len(body) == len(text) else marker_positions(body)
+    in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
     name = _by_marker(body, "markers", in_body) or _by_marker(body, "closers", in_body)
     if name is not None:
         return name, None
     if small:
+        bracketed = "{" in text or "[" in text
         for fmt in ranked:
-            if fmt.detection.bare:
+            if fmt.detection.bare and (bracketed or any(m in found_at for m in fmt.detection.markers)):
                 calls = strict_reading(fmt, text, tried)
                 if calls is not None:
                     return fmt.name, calls
