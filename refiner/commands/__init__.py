@@ -19,6 +19,18 @@ def exit_on(*errors: type[Exception], prefix: str = "error") -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def key_values(items: list[str] | None, option: str, form: str, *, split_last: bool = False) -> list[tuple[str, str]]:
+    """``KEY=VALUE`` option values as ``(key, value)`` pairs, split at the first ``=`` (the last with
+    ``split_last``); ``BadParameter`` naming ``option`` and ``form`` for an item with no ``=`` or no key."""
+    pairs = []
+    for item in items or []:
+        key, sep, value = item.rpartition("=") if split_last else item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"{option} {item!r}: expected {form}")
+        pairs.append((key.strip(), value))
+    return pairs
+
+
 def split_list(text: str | None) -> list[str]:
     """``"a, b,,c"`` -> ``["a", "b", "c"]`` (a comma-separated option)."""
     return [x.strip() for x in (text or "").split(",") if x.strip()]

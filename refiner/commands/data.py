@@ -7,17 +7,14 @@ from pathlib import Path
 
 import typer
 
-from refiner.commands import exit_on
+from refiner.commands import exit_on, key_values
 
 
 def _source_paths(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise typer.BadParameter(f"--source-path expects NAME=PATH, got {item!r}")
-        out[name.strip()] = path.strip()
-    return out
+    paths = {name: path.strip() for name, path in key_values(items, "--source-path", "NAME=PATH")}
+    if "" in paths.values():
+        raise typer.BadParameter("--source-path expects NAME=PATH, with a path")
+    return paths
 
 
 def register(app: typer.Typer) -> None:

@@ -15,14 +15,11 @@ def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
     """``["max_model_len=4096", "dtype=float32"]`` → keyword arguments; values are read as JSON when they parse
     (numbers, booleans), else kept as strings."""
     out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"--engine-arg {item!r}: expected KEY=VALUE")
+    for key, value in shared.key_values(items, "--engine-arg", "KEY=VALUE"):
         try:
-            out[key.strip()] = json.loads(value)
+            out[key] = json.loads(value)
         except ValueError:
-            out[key.strip()] = value
+            out[key] = value
     return out
 
 
@@ -42,16 +39,11 @@ def opens_reasoning_setting(values: list[str] | None) -> dict[str, bool]:
     """``--opens-reasoning`` values (``MODEL=yes|no``) -> model name -> bool."""
     from refiner.proxy.thinking import parse_setting
 
-    out: dict[str, bool] = {}
-    for item in values or []:
-        model, sep, value = item.rpartition("=")
-        try:
-            if not sep or not model.strip():
-                raise ValueError("expected MODEL=yes|no")
-            out[model.strip()] = parse_setting(value)
-        except ValueError as e:
-            raise typer.BadParameter(f"--opens-reasoning {item!r}: {e}") from None
-    return out
+    pairs = shared.key_values(values, "--opens-reasoning", "MODEL=yes|no", split_last=True)
+    try:
+        return {model: parse_setting(value) for model, value in pairs}
+    except ValueError as e:
+        raise typer.BadParameter(f"--opens-reasoning: {e}") from None
 
 
 def build_refiner(*, model: str | None, refiner_base_url: str | None, engine: str | None,
