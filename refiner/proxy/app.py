@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -266,11 +267,10 @@ def create_app(
     async def metrics_text() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, heal_history,
-                                                     record).handle)
+    app.post("/v1/chat/completions")(ChatCompletions(upstream, refinement, max_body_bytes, record, heal_history).handle)
     app.post("/v1/responses")(Responses(upstream, refinement, max_body_bytes, record).handle)
     app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])(
-        PassThrough(upstream, max_body_bytes, record).handle)
+        PassThrough(upstream, None, max_body_bytes, record).handle)
     if client_api_key:
         app.add_middleware(ClientAuth, key=client_api_key, record=record)
     return app
@@ -301,16 +301,23 @@ async def read_json(request: Request, limit: int, route: str, started: float,
     return raw, body
 
 
-class PassThrough:
+@dataclass
+class Route:
+    """What a route's handler uses: the upstream, the refinement (None for a route that refines nothing), the body
+    limit and the request record."""
+
+    upstream: Upstream
+    refinement: Refinement | None
+    max_body_bytes: int
+    record: RequestLog
+    heal_history: bool = False
+
+
+class PassThrough(Route):
     """Every other path under ``/v1`` (``GET /v1/models``, ``/v1/models/{id}``, ``/v1/completions``,
     ``/v1/embeddings``, ...): forwarded with its method, query, headers and body, and answered with the upstream's
     status, headers and body as they come (streamed). An upstream 5xx answers 502, a timeout 504, an unreachable
     upstream 502, as on the refined routes; bodies over the limit 413."""
-
-    def __init__(self, upstream: Upstream, max_body_bytes: int, record: RequestLog) -> None:
-        self.upstream = upstream
-        self.max_body_bytes = max_body_bytes
-        self.record = record
 
     async def handle(self, request: Request, path: str) -> Response:
         started = time.perf_counter()
@@ -334,17 +341,9 @@ class PassThrough:
 ROUTE = "/v1/chat/completions"
 
 
-class ChatCompletions:
+class ChatCompletions(Route):
     """``POST /v1/chat/completions``: read the body (within the limit), heal its history, forward it, refine the
     answer (or relay the stream), report."""
-
-    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int, heal_history: bool,
-                 record: RequestLog) -> None:
-        self.upstream = upstream
-        self.refinement = refinement
-        self.max_body_bytes = max_body_bytes
-        self.heal_history = heal_history
-        self.record = record
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -391,17 +390,11 @@ class ChatCompletions:
                                  headers=headers)
 
 
-class Responses:
+class Responses(Route):
     """``POST /v1/responses``: forward the request, refine the answer's function calls (or relay the stream), report
     (see :mod:`refiner.proxy.responses`)."""
 
     route = "/v1/responses"
-
-    def __init__(self, upstream: Upstream, refinement: Refinement, max_body_bytes: int, record: RequestLog) -> None:
-        self.upstream = upstream
-        self.refinement = refinement
-        self.max_body_bytes = max_body_bytes
-        self.record = record
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()

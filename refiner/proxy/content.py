@@ -10,7 +10,7 @@ code fence, or one of the request's tool names followed by ``(``, and a ``[name(
 can be released as plain text now and what must be held back. A marker holds back the rest of the answer. An
 untagged opener opens a *region*: its first characters must look like a call (``[{``, ``[name(``, ``{"``, a fence
 whose first line does), else it is released at once; a region that looks like one is held until its brackets (or
-fence) close and is then checked by the caller (tier 1 over the region, in an isolated worker): not calls → released,
+fence) close and is then checked by the caller (:func:`refiner.proxy.work.answer`): not calls → released,
 calls → the rest of the answer is held. At the end, the held text is what the caller reads calls from; when it holds
 none, it is released as content unchanged. No call is ever made from text the split released.
 """
@@ -350,8 +350,8 @@ class ContentSplit:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# One driver for the split: the proxy (asynchronous, tier 1 in a worker), the worker's own split and the vLLM plugin
-# (synchronous, tier 1 in process) all run it; only how a question is answered differs.
+# One driver for the split: the proxy (asynchronous, its questions answered in a worker), the worker's own split and
+# the vLLM plugin (synchronous) all run it; each question is answered by refiner.proxy.work.answer.
 
 MAX_EARLY_READS = 32  # reads of the held text for calls complete before the end, per answer
 CALL_WORDS = ("call", "invoke", "func", "action", "tool")
@@ -456,7 +456,7 @@ class CallDriver:
         calls = yield Ask("calls", text[: self.boundary])
         if not calls or len(calls) <= len(self.calls):
             return []
-        if [same_call(c) for c in calls[: len(self.calls)]] != [same_call(c) for c in self.calls]:
+        if not begins_with(calls, self.calls):
             self.early = False  # a later read disagrees with what was sent: the rest waits for the end
             return []
         new = list(calls[len(self.calls) :])
@@ -465,9 +465,15 @@ class CallDriver:
 
 
 def same_call(call: dict) -> tuple[str, str]:
-    """What two reads of one call must agree on: its name and arguments."""
-    args = call.get("arguments")
-    return str(call.get("name")), args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False)
+    """What two reads of one call must agree on: its name and arguments (a call, or an OpenAI tool call)."""
+    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    args = fn.get("arguments")
+    return str(fn.get("name")), args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def begins_with(calls: Sequence[dict], sent: Sequence[dict]) -> bool:
+    """Whether ``calls`` (read whole) begin with the calls ``sent`` before the end."""
+    return [same_call(c) for c in calls[: len(sent)]] == [same_call(c) for c in sent]
 
 
 def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:

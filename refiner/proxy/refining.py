@@ -51,7 +51,7 @@ from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
 from refiner.proxy.reasoning import Reasoning, trim_edges, upstream_reasoning
 from refiner.proxy.thinking import PromptReasoning
-from refiner.proxy.work import needs_model, read_result
+from refiner.proxy.work import content_item, needs_model, read_result
 
 log = logging.getLogger("refiner.proxy")
 
@@ -172,6 +172,17 @@ class Refinement:
     def remaining(deadline: float) -> float:
         return max(0.0, deadline - asyncio.get_running_loop().time())
 
+    async def in_worker(self, task: str, payload: Any, timeout: float, what: str,
+                        level: int = logging.WARNING) -> tuple[Any, float, str | None]:
+        """``(value, cpu seconds, None)`` of a worker task, or ``(None, 0.0, "timeout" | "error")`` when it gave
+        none (logged, naming ``what``)."""
+        try:
+            value, cpu = await self.runner.run(task, payload, timeout)
+        except IsolationError as e:
+            log.log(level, "%s gave no answer (%s: %s)", what, type(e).__name__, e)
+            return None, 0.0, "timeout" if isinstance(e, WorkTimeout) else "error"
+        return value, cpu, None
+
     # -- content
 
     def splitter(self, body: dict) -> ContentSplit | None:
@@ -204,13 +215,9 @@ class Refinement:
     async def ask(self, body: dict, ask: Ask, deadline: float) -> Any:
         """The answer to a split's question, from a worker; when none comes, a region is not calls and no call is
         read early."""
-        try:
-            value, _ = await self.runner.run("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
-                                             self.remaining(deadline))
-        except IsolationError as e:
-            log.info("content question gave no answer (%s: %s)", type(e).__name__, e)
-            return False if ask.kind == "region" else None
-        return value
+        value, _, failed = await self.in_worker("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
+                                                self.remaining(deadline), "a content question", logging.INFO)
+        return (False if ask.kind == "region" else None) if failed else value
 
     async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> list[dict] | None:
         """The upstream's complete tool calls of a streamed answer (``calls``: OpenAI tool calls, the first ones of
@@ -236,12 +243,9 @@ class Refinement:
             return None
         if len(text) > MAX_SPLIT_HERE:
             payload = {**self.asking(body), "text": text, "markers": list(split.openers.markers)}
-            try:
-                value, _ = await self.runner.run("split", payload, self.remaining(deadline))
-            except IsolationError as e:
-                log.info("content split gave no answer (%s: %s)", type(e).__name__, e)
-                return SplitText(text, "")
-            return SplitText(value["released"], value["held"])
+            value, _, failed = await self.in_worker("split", payload, self.remaining(deadline), "a content split",
+                                                    logging.INFO)
+            return SplitText(text, "") if failed else SplitText(value["released"], value["held"])
         await self.run(split_whole(split, text), body, split, deadline)
         return split
 
@@ -316,20 +320,15 @@ class Refinement:
                 and self.content.applies(body)]
         if not todo:
             return
-        work = [{"request": {"tools": body.get("tools") or None, "upstream": r.reasoning, "format": None},
-                 "detect": True, "allowed": self.content.allowed} for r in todo]
-        try:
-            outcomes, _ = await self.runner.run("tier1", work, self.remaining(deadline))
-        except IsolationError as e:
-            log.info("reasoning calls gave no answer (%s: %s)", type(e).__name__, e)
+        work = [content_item(r.reasoning, body.get("tools") or None, self.content.allowed) for r in todo]
+        outcomes, _, failed = await self.in_worker("tier1", work, self.remaining(deadline), "reading calls in reasoning",
+                                                   logging.INFO)
+        if failed:
             return
         for r, outcome in zip(todo, outcomes):
             result = outcome.get("result")
             if holds_calls(result, tool_names(body)):
-                r.message = {**r.message, "tool_calls": rebuild_tool_calls([], result["calls"])}
-                r.finish_reason = "tool_calls" if r.finish_reason in (None, "stop", "tool_calls") else r.finish_reason
-                r.stage, r.content_format = str(result.get("stage", "unchanged")), outcome.get("format")
-                r.repairs = result.get("repairs") or {}
+                r.message = {**r.message, "tool_calls": took_calls(r, result, outcome.get("format"))}
 
     async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
         todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
@@ -337,17 +336,11 @@ class Refinement:
             return
         work = [{"request": tier1_request(j.request), "detect": j.kind == "content", "allowed": self.content.allowed}
                 for j in todo]
-        try:
-            outcomes, cpu = await self.runner.run("tier1", work, self.remaining(deadline))
-        except WorkTimeout as e:
-            log.warning("tier-1 refinement stopped at the deadline (%s); returning the upstream answer", e)
+        outcomes, cpu, failed = await self.in_worker("tier1", work, self.remaining(deadline),
+                                                     "tier-1 refinement (the upstream answer is returned)")
+        if failed:
             for j in todo:
-                j.status = "timeout"
-            return
-        except IsolationError as e:
-            log.warning("tier-1 refinement failed (%s: %s); returning the upstream answer", type(e).__name__, e)
-            for j in todo:
-                j.status = "error"
+                j.status = failed
             return
         for j, outcome in zip(todo, outcomes):
             j.outcome, j.slow = outcome, cpu > MODEL_SKIP_CPU
@@ -405,33 +398,26 @@ class Refinement:
         if job.kind == "content":
             fmt_name = (job.outcome or {}).get("format")
             fmt = formats.get(fmt_name) if fmt_name in formats.names() else None
-            if job.status is None and holds_calls(result, tool_names(body)):
-                parts = fmt.answer_parts(job.split.held) if fmt is not None else None
-                tail = parts.content if parts is not None else ""
-                calls = rebuild_tool_calls([], result["calls"])
-                out.message = with_reasoning({**message, "content": content_or_none(job.split.released_text + tail,
-                                                                                     True), "tool_calls": calls},
-                                             parts.reasoning if parts is not None else None)
-                out.content_tail, out.reasoning_tail = tail, (parts.reasoning or "") if parts is not None else ""
-                out.separated = True
-                out.finish_reason = "tool_calls" if reason in (None, "stop", "tool_calls") else reason
-                out.stage = str(result.get("stage", "unchanged"))
-                out.repairs = result.get("repairs") or {}
-                out.content_format = fmt_name
-                if result.get("stage") == "truncated":  # the call the text stops in is left out, and reported
-                    cut = result.get("cut") if isinstance(result.get("cut"), dict) else {}
-                    out.truncated = {"call": len(calls), "id": None, "from": "content",
-                                     **({"name": cut["name"]} if cut.get("name") else {})}
+            held = job.split.held
+            parts = fmt.answer_parts(held) if fmt is not None else None
+            a, b = parts.calls if parts is not None else (0, 0)
+            calls = job.status is None and holds_calls(result, tool_names(body))
+            # gpt-oss: its channels are read even without a call; an empty call section is markup
+            if calls or (parts is not None and (has_channels(fmt) or (b > a and only_tags(fmt, held[a:b])))):
+                tail, reasoning = (parts.content, parts.reasoning) if parts is not None else ("", None)
+                new = {**message, "content": content_or_none(job.split.released_text + tail, True)}
+                if calls:
+                    new["tool_calls"] = took_calls(out, result, fmt_name)
+                out.message = with_reasoning(new, reasoning)
+                out.content_tail, out.reasoning_tail, out.separated = tail, reasoning or "", True
             else:
+                out.content_tail = held
+            if not calls:
                 out.stage = job.status or "none"
-                out.content_tail = job.split.held
-                parts = fmt.answer_parts(job.split.held) if fmt is not None else None
-                a, b = parts.calls if parts is not None else (0, 0)
-                if parts is not None and (has_channels(fmt) or (b > a and only_tags(fmt, job.split.held[a:b]))):
-                    # gpt-oss: its channels are read even without a call; an empty call section is markup
-                    out.content_tail, out.reasoning_tail, out.separated = parts.content, parts.reasoning or "", True
-                    out.message = with_reasoning({**message, "content": content_or_none(
-                        job.split.released_text + parts.content, True)}, parts.reasoning)
+            elif result.get("stage") == "truncated":  # the call the text stops in is left out, and reported
+                cut = result.get("cut") if isinstance(result.get("cut"), dict) else {}
+                out.truncated = {"call": len(result["calls"]), "id": None, "from": "content",
+                                 **({"name": cut["name"]} if cut.get("name") else {})}
             return
         if job.status is not None or result is None:
             out.stage = job.status or "error"
@@ -450,17 +436,21 @@ class Refinement:
         if not broken:
             return body, HistoryReport()
         healed, left = limit(broken)
-        try:
-            outcomes, _ = await self.runner.run("tier1", repair_items(body, healed), self.timeout)
-        except WorkTimeout:
-            log.warning("history repair stopped at the deadline; forwarding the history as sent")
-            return body, HistoryReport(status="timeout")
-        except IsolationError as e:
-            log.warning("history repair failed (%s: %s); forwarding the history as sent", type(e).__name__, e)
-            return body, HistoryReport(status="error")
+        outcomes, _, failed = await self.in_worker("tier1", repair_items(body, healed), self.timeout,
+                                                   "history repair (the history is forwarded as sent)")
+        if failed:
+            return body, HistoryReport(status=failed)
         out, report = apply_repairs(body, healed, outcomes)
         report.entries += left_entries(left, f"over the limit of calls repaired per request ({len(healed)})")
         return out, report
+
+
+def took_calls(out: ChoiceResult, result: dict, fmt: str | None) -> list[dict]:
+    """The tool calls of the calls ``result`` read from a choice's text (in format ``fmt``), ``out`` marked as
+    answering with them."""
+    out.finish_reason = "tool_calls" if out.finish_reason in (None, "stop", "tool_calls") else out.finish_reason
+    out.stage, out.repairs, out.content_format = str(result.get("stage", "unchanged")), result.get("repairs") or {}, fmt
+    return rebuild_tool_calls([], result["calls"])
 
 
 def has_channels(fmt: WireFormat) -> bool:

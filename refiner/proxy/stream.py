@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import CallDriver, ContentSplit, same_call
+from refiner.proxy.content import CallDriver, ContentSplit, begins_with
 from refiner.proxy.convert import new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
@@ -279,7 +279,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
             yield sse(buf.chunk(i, delta))
         sent = (ans.calls if ans is not None else []) or early.get(i, [])
         final = r.message.get("tool_calls") or []
-        if sent and [_key(c) for c in final[: len(sent)]] != [_key(c) for c in sent]:
+        if sent and not begins_with(final, sent):
             log.warning("calls sent before the end differ from the answer's calls read whole (%d sent, %d read)",
                         len(sent), len(final))
         for k, call in enumerate(final[len(sent) :], start=len(sent)):
@@ -315,18 +315,13 @@ async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStre
             continue
         buf.reads[i] = buf.reads.get(i, 0) + 1
         refined = await refinement.early_tool_calls(body, complete, refinement.deadline())
-        if refined is None or [_key(c) for c in refined[: len(sent)]] != [_key(c) for c in sent]:
+        if refined is None or not begins_with(refined, sent):
             buf.reads[i] = MAX_EARLY_UPSTREAM_READS  # the rest waits for the end
             continue
         for k, call in enumerate(refined[len(sent) :], start=len(sent)):
             out.append((i, k, call))
             sent.append(call)
     return out
-
-
-def _key(call: dict) -> tuple[str, str]:
-    fn = call.get("function") or {}
-    return same_call({"name": fn.get("name"), "arguments": fn.get("arguments")})
 
 
 def _delta(reasoning: str, content: str) -> dict:

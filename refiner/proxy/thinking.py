@@ -1,37 +1,21 @@
-"""Whether the upstream's prompt opens the reasoning block, so that a streamed answer's reasoning is sent as
-``reasoning_content`` from its first token.
+"""Whether the upstream's prompt opened the reasoning block, so that a streamed answer's reasoning is sent as
+``reasoning_content`` from its first token (a thinking model's template writes the opener, ``<think>``, into the
+generation prompt: the answer then carries its reasoning and the closer, with no opener). What the proxy knows of a
+request (:meth:`PromptReasoning.opened`), first found first:
 
-Thinking models' chat templates write the opener (``<think>``) into the generation prompt: the answer then carries
-its reasoning, the closer (``</think>``) and the answer, with no opener. A whole answer shows where its reasoning ends
-(:func:`refiner.formats.reasoning.split_reasoning`); a stream must know before the closer comes. What the proxy knows
-of a request (:meth:`PromptReasoning.opened`), first found first:
-
-1. the request's ``chat_template_kwargs`` (``enable_thinking`` / ``thinking``: :func:`~refiner.proxy.reasoning.thinking_hint`);
+1. the request's ``chat_template_kwargs`` (:func:`~refiner.proxy.reasoning.thinking_hint`);
 2. the operator's per-model setting (``serve --opens-reasoning MODEL=yes|no``, ``*`` for any model);
-3. the upstream model's chat template (``serve --chat-template``): its generation prompt, rendered for a short
-   conversation with the request's ``chat_template_kwargs`` (:func:`prompt_opens`), ends inside a reasoning block or
-   not;
-4. that model's earlier answers (requests with no hint, whose upstream did not separate the reasoning itself): one
-   with a thinking closer and no opener says yes; one that opens its own block, or that ended (``stop`` or
-   ``tool_calls``) with no closer and no call at all, says no; the latest answer that says either counts.
+3. the upstream model's chat template (``serve --chat-template``): its generation prompt, rendered with the request's
+   ``chat_template_kwargs``, ends inside a reasoning block or not (:func:`prompt_opens`);
+4. for a stream, which cannot read ahead, that model's earlier answers with no hint (:func:`answer_says`; the latest
+   answer that says counts). A whole answer reads its own text instead;
+5. the requested model's name: a family whose template opens the block unless the request turns thinking off
+   (:data:`OPENS_BY_DEFAULT`) *leans* (:func:`leans`): an answer with neither opener nor thinking closer is read
+   inside the block when it was cut, when a call begins a line, or when it is long
+   (:func:`~refiner.proxy.reasoning.lean_opens`), whole or streamed alike.
 
 Nothing known: a stream holds its text until the first closer or :data:`~refiner.proxy.reasoning.HOLD_CHARS`
-characters (:class:`~refiner.proxy.reasoning.Reasoning`). A whole answer reads its own text (a thinking closer
-outside any call ends a block it began with) unless 1-3 say: what earlier answers showed only guides streams, which
-cannot read ahead. So a stream and a whole answer can differ only where an answer contradicts its model's earlier
-ones (a model that showed a closer, then answers with none: the stream sent it as reasoning).
-
-5. The requested model's name, when nothing above says (and its earlier answers did not say no): a model of a family
-   whose chat template opens the block unless the request turns thinking off (:data:`OPENS_BY_DEFAULT`: Qwen3's
-   Thinking-2507 models, Qwen3.5 and later, QwQ, DeepSeek-R1, GLM-4.7 and GLM-5, Kimi K2.5 and later) *leans*
-   (:func:`leans`): an answer that shows neither opener nor thinking closer is still held as in 1-4's absence, and
-   then read as written inside the block when it was cut on the token limit, when a call begins at the start of a
-   line before any closer (a call ends a prompt's block the model did not close), or past
-   :data:`~refiner.proxy.reasoning.HOLD_CHARS` characters (sent as reasoning from then on); an answer that ended by
-   itself with no call stays content (its prompt had thinking off). A stream and a whole answer read it alike
-   (:func:`refiner.proxy.reasoning.lean_opens`). Families whose template closes the block by default (DeepSeek V3.1 and
-   V3.2: ``thinking`` defaults to false) are not listed: a request with no hint gets thinking off there, and an answer
-   that still holds reasoning shows its closer, or cannot be told apart from content.
+characters (:class:`~refiner.proxy.reasoning.Reasoning`).
 """
 
 from __future__ import annotations
@@ -76,6 +60,10 @@ def leans(model: Any) -> bool:
     """Whether the model name is of a family whose chat template opens the reasoning block by default
     (:data:`OPENS_BY_DEFAULT`)."""
     return isinstance(model, str) and _OPENS_RE.search(model) is not None
+
+
+def model_of(body: dict) -> str:
+    return body.get("model") if isinstance(body.get("model"), str) else ""
 
 
 def ends_inside_block(prompt: str) -> bool:
@@ -175,7 +163,7 @@ class PromptReasoning:
         hint = thinking_hint(body)
         if hint is not None:
             return hint
-        model = body.get("model") if isinstance(body.get("model"), str) else ""
+        model = model_of(body)
         for key in (model, "*"):
             if key in self.models:
                 return self.models[key]
@@ -187,8 +175,7 @@ class PromptReasoning:
     def leans(self, body: dict) -> bool:
         """When :meth:`opened` says None: whether the requested model's family opens the block by default
         (:func:`leans`, point 5 of the module docstring), its earlier answers not having said no."""
-        model = body.get("model") if isinstance(body.get("model"), str) else ""
-        return leans(model) and self.learned.get(model) is not False
+        return leans(body.get("model")) and self.learned.get(model_of(body)) is not False
 
     def learn(self, body: dict, content: Any, finish_reason: str | None) -> None:
         """Remembers what a raw answer (its upstream did not separate the reasoning) to a request with no hint says
@@ -198,7 +185,7 @@ class PromptReasoning:
         said = answer_says(content, finish_reason)
         if said is None:
             return
-        model = body.get("model") if isinstance(body.get("model"), str) else ""
+        model = model_of(body)
         self.learned[model] = said
         self.learned.move_to_end(model)
         while len(self.learned) > MAX_MODELS:

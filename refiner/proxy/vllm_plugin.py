@@ -4,28 +4,20 @@ proxy in between.
     python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --enable-auto-tool-choice \\
         --tool-parser-plugin refiner.proxy.vllm_plugin --tool-call-parser tool_refiner
 
-(``--tool-parser-plugin`` also takes this file's path.) The parser reads a generation the way the proxy reads an
-upstream answer whose calls were left in ``content`` (:mod:`refiner.proxy.content`): it finds the text that may be
-calls, in any registered wire format, and keeps it as calls only when tier 1 reads calls from it and every call names
-a tool the request offers; tier 1 repairs them against the request's tools (names, parameter names, broken JSON,
-values; a call the text stops in mid-value is left out, never completed). Otherwise the generation stays ``content``
-as it came: the never-worse rule. The text before the calls stays ``content``.
+(``--tool-parser-plugin`` also takes this file's path.) The parser reads a generation as the proxy reads calls left
+in an upstream's ``content`` (:mod:`refiner.proxy.content`): text that may be calls is kept as calls only when tier 1
+reads calls from it, every one naming an offered tool, repaired against the request's tools; otherwise it stays
+``content`` as it came. Its dialect is the one derived from the served model's chat template, read from the tokenizer
+vLLM loaded (:func:`served_refiner`). Streamed, content is released as soon as it proves to be text and each call is
+sent, whole, in the delta that closes it; the rest at the end (vLLM's ``finish_streaming``). A call the text stops
+in mid-value is left out, never completed (the parser is not told the finish reason).
 
-Streaming: content is released as soon as it proves to be text (:class:`~refiner.proxy.content.ContentSplit`); the
-part that may be calls is held, and when the generation ends (vLLM's ``finish_streaming`` call) the calls read from
-it are sent, each as one tool-call delta (index, id, name, whole arguments), or the held text as content.
+The reasoning counterpart, ``ToolRefinerReasoningParser`` (``--reasoning-parser-plugin refiner.proxy.vllm_plugin
+--reasoning-parser tool_refiner``), separates the reasoning block of any registered family as the proxy does
+(:class:`refiner.proxy.reasoning.Reasoning`), the prompt having opened the block when the request says thinking is on
+or, streamed, when the prompt ends with an opener.
 
-vLLM parses reasoning before the tool parser sees the text. The reasoning counterpart, ``ToolRefinerReasoningParser``
-(``--reasoning-parser-plugin refiner.proxy.vllm_plugin --reasoning-parser tool_refiner``), splits the reasoning block
-of any registered family (its markers from the registry: ``<think>``, ``[THINK]``, ...) the way the proxy does
-(:class:`refiner.proxy.reasoning.Reasoning`, whole and streamed), the
-prompt having opened the block when the request says thinking is on (``chat_template_kwargs.enable_thinking`` /
-``thinking``) or, streamed, when the prompt ends with an opener; whole, without that hint, a closer that is not
-inside a call still ends a block that began with the answer. The tool parser does not know the generation's finish reason: a call cut at the token limit is left out when the
-text stops inside a value (the pipeline's rule), and ``finish_reason: length`` says the rest.
-
-This module imports vLLM only when vLLM loads it (``ToolRefinerToolParser`` is built on first access), so the
-library never imports vLLM by importing it.
+vLLM is imported only when vLLM loads this module (the parser classes are built on first access).
 """
 
 from __future__ import annotations
@@ -48,13 +40,13 @@ from refiner.proxy.content import (
     CallDriver,
     ContentSplit,
     Openers,
+    begins_with,
     holds_calls,
     markers,
     run_sync,
-    same_call,
     tool_names,
 )
-from refiner.proxy.reasoning import Reasoning, thinking_hint, trim_edges
+from refiner.proxy.reasoning import Reasoning, trim_edges
 from refiner.proxy.thinking import PromptReasoning
 
 NAME = "tool_refiner"
@@ -117,8 +109,7 @@ class Reader:
 
     def calls_in(self, text: str) -> dict | None:
         """Tier 1's result on ``text`` (its format detected), or None when no format is found."""
-        item = {"request": {"tools": self.tools, "upstream": text, "format": None}, "detect": True, "allowed": None}
-        return work.tier1(self.refiner, [item])[0]["result"]
+        return work.tier1(self.refiner, [work.content_item(text, self.tools, None)])[0]["result"]
 
     def _answer(self, ask: Ask) -> Any:
         return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.tools,
@@ -170,30 +161,20 @@ def arguments_text(call: dict) -> str:
 # The reasoning counterpart
 
 
-def hinted(kwargs: Any) -> bool:
-    """Whether ``chat_template_kwargs`` say thinking is on (:func:`refiner.proxy.reasoning.thinking_hint`)."""
-    return thinking_hint({"chat_template_kwargs": kwargs}) is True if isinstance(kwargs, dict) else False
-
-
-def served_template(tokenizer: Any) -> PromptReasoning | None:
-    """What the served model's chat template (its tokenizer's) says of whether the generation prompt opens the
-    reasoning block (:mod:`refiner.proxy.thinking`); None when the tokenizer has no template."""
+def served_template(tokenizer: Any) -> PromptReasoning:
+    """What the request's ``chat_template_kwargs`` and the served model's chat template (its tokenizer's) say of
+    whether the generation prompt opens the reasoning block (:meth:`~refiner.proxy.thinking.PromptReasoning.opened`,
+    whole); a tokenizer with no template, or one that does not compile, leaves the request to say."""
     found = template_of(tokenizer)
-    if found is None:
-        return None
     try:
-        return PromptReasoning(ChatTemplate(found[0], "the served model's tokenizer", found[1]), learn=False)
+        template = ChatTemplate(found[0], "the served model's tokenizer", found[1]) if found else None
+        return PromptReasoning(template, learn=False)
     except Exception:  # noqa: BLE001 - a template that does not compile tells nothing
-        return None
+        return PromptReasoning(learn=False)
 
 
-def template_opens(prompts: PromptReasoning | None, kwargs: Any) -> bool | None:
-    """The request's hint (``chat_template_kwargs``), else what the template rendered with them says, else None."""
-    body = {"chat_template_kwargs": kwargs} if isinstance(kwargs, dict) else {}
-    hint = thinking_hint(body)
-    if hint is not None or prompts is None:
-        return hint
-    return prompts.opened(body, whole=True)
+def template_opens(prompts: PromptReasoning, kwargs: Any) -> bool | None:
+    return prompts.opened({"chat_template_kwargs": kwargs} if isinstance(kwargs, dict) else {}, whole=True)
 
 
 def tail_marker(text: str) -> bool | None:
@@ -329,7 +310,7 @@ def _build() -> type:
             if not calls:
                 return DeltaMessage(content=rest) if rest else None
             sent = reader.sent
-            if [same_call(c) for c in calls[: len(sent)]] != [same_call(c) for c in sent]:
+            if not begins_with(calls, sent):
                 log.warning("calls sent before the end differ from those read whole")
             deltas = self._call_deltas(calls[len(sent) :])
             content = rest.strip() or None
@@ -355,7 +336,6 @@ def _build_reasoning() -> type:
         def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(tokenizer, *args, **kwargs)
             self.kwargs = kwargs.get("chat_template_kwargs")
-            self.hint = hinted(self.kwargs)
             self.template = served_template(tokenizer)
             self.reader = ReasoningReader(template_opens(self.template, self.kwargs) is True)
 

@@ -55,6 +55,11 @@ def read_result(result: Any) -> Any:
     return out
 
 
+def content_item(text: str, tools: Any, allowed: Sequence[str] | None) -> dict:
+    """The item for calls that may be in a text of an answer: its format detected, one of ``allowed`` (None: any)."""
+    return {"request": {"tools": tools, "upstream": text, "format": None}, "detect": True, "allowed": allowed}
+
+
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     """The outcome of every item (see the module docstring), in order; one ``refine_batch`` call for all of them."""
     outcomes: list[dict] = [{"format": None, "result": None} for _ in items]
@@ -105,9 +110,7 @@ def answer(refiner: Refiner, payload: dict) -> Any:
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return False
         return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
-    item = {"request": {"tools": payload["tools"], "upstream": text, "format": None}, "detect": True,
-            "allowed": payload["allowed"]}
-    outcome = tier1(refiner, [item])[0]
+    outcome = tier1(refiner, [content_item(text, payload["tools"], payload["allowed"])])[0]
     calls = complete_calls(outcome["result"], set(names))
     if calls is None or (payload.get("model") is not None and needs_model(outcome["result"], payload["model"])):
         return None
