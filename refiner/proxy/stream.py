@@ -13,7 +13,7 @@ from refiner.proxy.content import CallDriver, ContentSplit, begins_with
 from refiner.proxy.convert import new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
-from refiner.proxy.refining import Refinement, report
+from refiner.proxy.refining import Refinement, cut_off, report
 from refiner.proxy.upstream import UpstreamError
 
 DONE = "data: [DONE]\n\n"
@@ -86,13 +86,8 @@ class StreamBuffer:
             if s is None or not s.get("name"):
                 break
             args = "".join(s["args"])
-            if k == last:
-                try:
-                    whole = isinstance(json.loads(args), dict)
-                except ValueError:
-                    whole = False
-                if not whole:
-                    break
+            if k == last and cut_off({"function": {"arguments": args}}):
+                break
             s["args"] = [args]
             out.append({"id": s.get("id") or s.setdefault("id", new_call_id()), "type": s.get("type", "function"),
                         "function": {"name": s["name"], "arguments": args}})
