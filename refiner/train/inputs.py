@@ -60,14 +60,9 @@ def validate_rl_parquet(path: str | Path, *, min_rows: int = 1) -> dict[str, Any
     for i, row in enumerate(table.select(list(RL_COLUMNS)).to_pylist()):
         where = f"{p}, row {i}"
         prompt = row["prompt"]
-        if (
-            not isinstance(prompt, list)
-            or not prompt
-            or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
-                for m in prompt
-            )
-        ):
+        messages_ok = all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                          for m in prompt) if isinstance(prompt, list) else False
+        if not prompt or not messages_ok:
             raise TrainConfigError(f"{where}, field 'prompt': must be a non-empty list of {{role, content}} messages")
         rm = row["reward_model"]
         if not isinstance(rm, dict) or rm.get("ground_truth") is None:
