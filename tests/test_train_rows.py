@@ -85,6 +85,15 @@ def test_wrong_columns_are_named(tmp_path, rl_rows):
         validate_rl_parquet(p)
 
 
+@pytest.mark.parametrize("prompt", [[], [{"role": "user", "content": None}]])
+def test_a_prompt_that_is_not_messages_names_row_and_field(tmp_path, rl_rows, prompt):
+    rows = [dict(r) for r in rl_rows[:3]]
+    rows[1] = {**rows[1], "prompt": prompt}
+    p = write_parquet(rows, tmp_path / "train.parquet")
+    with pytest.raises(TrainConfigError, match=r"row 1, field 'prompt': must be a non-empty list"):
+        validate_rl_parquet(p)
+
+
 def test_bad_ground_truth_names_row_and_field(tmp_path, rl_rows):
     rows = [dict(r) for r in rl_rows[:3]]
     rows[2] = {**rows[2], "reward_model": {"style": "rule", "ground_truth": "{not json"}}
