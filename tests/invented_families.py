@@ -106,12 +106,35 @@ def _tilde(calls: list[ToolCall]) -> str:
                                   for c in calls) + "END ACTIONS"
 
 
+def _quill(calls: list[ToolCall]) -> str:
+    def value(v: Any) -> str:
+        return f'~"{v}"~' if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+
+    return "\n".join(f"<<run {c.name}>> " + " ;; ".join(f"{k} => {value(v)}" for k, v in c.arguments.items())
+                     + " <</run>>" for c in calls)
+
+
+def _idcall(calls: list[ToolCall]) -> str:
+    return "::calls::\n" + "".join(f">> {c.name} @call_{i:x}{7 * i + 3} :: "
+                                    f"{json.dumps(dict(c.arguments), ensure_ascii=False)}\n"
+                                    for i, c in enumerate(calls)) + "::end::"
+
+
+def _wrapped(calls: list[ToolCall]) -> str:
+    return "<plan>\n" + "".join(json.dumps({"kind": "call", "step": {"tool": c.name, "input": dict(c.arguments)},
+                                            "ref": f"r-{i}"}, ensure_ascii=False) + "\n"
+                                for i, c in enumerate(calls)) + "</plan>"
+
+
 FAMILIES = [
     Family("actfn", _actfn, ("[[think]]", "[[/think]]\n")),
     Family("walrus", _walrus, ("", "")),
     Family("atat", _atat, ("(thinking) ", " (/thinking)\n")),
     Family("opsjson", _opsjson, ("", "")),
     Family("tilde", _tilde, ("<reflect>", "</reflect>\n")),
+    Family("quill", _quill, ("<<muse>>", "<</muse>>\n")),  # a quote token around strings, keys bare
+    Family("idcall", _idcall, ("{{ponder}}", "{{/ponder}}\n")),  # the call id between the name and the arguments
+    Family("wrapped", _wrapped, ("", "")),  # each call object under a key of an outer object
 ]
 
 

@@ -198,6 +198,10 @@ def test_templates_that_give_no_row(tmp_path):
         "<|end|>"))
     d = derive(_write(tmp_path, "kimi.jinja", kimi))
     assert d.special and "differs per call" in d.why and d.why in d.record.missing[0]
+    # the template writes the call's id where the name would be: rendered again with ids that carry the name
+    by_id = CALL_LOOP.replace("{BODY}", "<|call|>{{ tc.id }}<|args|>{{ tc.function.arguments | tojson }}<|end|>")
+    d = derive(_write(tmp_path, "by_id.jinja", by_id))
+    assert d.special and "in place of its name" in d.why and "functions.tlq_alpha:0" in d.record.sections["two"]
     # an attribute other than name= holds the tool name: no grammar row, the generic reader of the derived record
     d = derive(_write(tmp_path, "fn_attr.jinja", TOMORROW.replace('call name=', 'call fn=')))
     assert not d.special and d.from_record and d.record.name_prefix == 'fn="' and d.record.missing == []

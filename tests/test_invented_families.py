@@ -155,3 +155,26 @@ def test_a_typing_attribute_of_its_own_is_derived_and_read(tmp_path, scratch_reg
     r = Refiner(chat_template=path)
     assert r.refine({"upstream": text, "tools": TOOLS})["calls"] == [
         {"name": c.name, "arguments": dict(c.arguments)} for c in calls]
+
+
+def test_what_the_three_newest_families_need_is_in_the_record():
+    """quill: a quote token around strings, keys bare; idcall: the call id between the name and the arguments;
+    wrapped: each call object under a key of an outer object that is not the tool name."""
+    from invented_families import HERE
+
+    quill = derive(HERE / "quill.jinja").record
+    assert (quill.quote_open, quill.quote_close, quill.strings, quill.literals) == ('~"', '"~', "quoted", "json")
+    idcall = derive(HERE / "idcall.jinja").record
+    assert (idcall.shape, idcall.name_suffix, idcall.id_position, idcall.id_suffix) == (
+        "json_args", " @", "after_name", " :: ")
+    wrapped = derive(HERE / "wrapped.jinja")
+    r = wrapped.record
+    assert (r.wrapper, r.wrapper_fields, r.name_key, r.args_key, r.id_key, r.id_position) == (
+        "step", {"kind": "call"}, "tool", "input", "ref", "wrapper_key")
+    text = wrapped.fmt.render([ToolCall("get_weather", {"city": "Paris"})])
+    assert '"step": {"tool": "get_weather", "input": {"city": "Paris"}}' in text
+    # a quote token the value holds cannot be written; one cut before it closes is a cut
+    q = derive(HERE / "quill.jinja").fmt
+    with pytest.raises(formats.RenderError):
+        q.render([ToolCall("set_zip", {"zip": 'a"~b'})])
+    assert q.parse_lenient('<<run set_zip>> zip => ~"101').calls in ([], [ToolCall("set_zip", {})])

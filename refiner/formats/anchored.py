@@ -12,7 +12,11 @@ no token, no layout) and reads the calls they delimit:
   the text must use the same two keys;
 - otherwise the literals: *key prefix* (the text every key follows), *key suffix* (the text every key is followed
   by, up to where values differ), *value end* (the text every value is followed by, when values end their line);
-  a value is what lies between its key suffix and the value end (a JSON value when it is exactly one).
+  a value is what lies between its key suffix and the value end (a JSON value when it is exactly one; a string when
+  it is written between a quote token of two or more characters and the same token, its mirror or its closing tag:
+  ``~"Paris"~``);
+- a call id may stand between the name and the arguments: the text there may differ from call to call in one
+  token (``NAME @c1 ::``, ``NAME @c2 ::``), between literals that hold markup.
 
 What makes such a structure a call and not prose (nothing is read otherwise):
 
@@ -27,7 +31,8 @@ Every call read so is reported, with the literals learned (:class:`~refiner.form
 
 Cost: one search for the offered names over the text (at most :data:`MAX_HITS` examined), one search for a tool's
 parameter names in the text between two names (each part of the text searched once), and at most
-:data:`JSON_BUDGET` characters of JSON decoded.
+:data:`JSON_BUDGET` characters of JSON decoded; a quote token is looked for in the first :data:`MAX_QUOTE` characters
+of a value.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ WINDOW = 4000  # how far after a tool name its arguments are looked for
 CONTEXT = 48  # how far before a key (and after it) its literals are looked for
 JSON_BUDGET = 400_000  # characters of JSON decoded in all
 KIND = "anchored on the offered names"
+MAX_QUOTE = 16  # the longest quote token looked for around a value
 
 
 @dataclass
@@ -182,15 +188,59 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             found.append((s, e, brace, end, ToolCall(name, value)))
     if not found:
         return []
-    gaps = {text[e:b] for _, e, b, _, _ in found}
+    gaps = [text[e:b] for _, e, b, _, _ in found]
     opener = _suffix([text[_line_start(text, s, 0): s] for s, *_ in found])
-    if len(gaps) != 1 or not (_markup(opener) or _markup(next(iter(gaps)))):
+    gap, ids = _id_gap(gaps)
+    if gap is None or not (_markup(opener) or _markup(gap)):
         return []
-    gap = next(iter(gaps))
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, between the name and its "
-           f"JSON arguments {gap.strip()!r}")
+           f"JSON arguments {gap.strip()!r}" + (" around a call id" if ids else ""))
     notes.append(f"{len(found)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
     return [Anchored(s - len(opener), end, call, how) for s, _, _, end, call in found]
+
+
+_ID = re.compile(r"[\w.:\-]{1,64}")
+
+
+def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
+    """The text every call writes between its name and its arguments: ``(gap, False)`` when it is the same for all;
+    ``(prefix + "ID" + suffix, True)`` when the gaps differ only in one token each (a call id, as in ``NAME @c1 ::``),
+    between a prefix and a suffix that hold markup; ``(None, False)`` otherwise."""
+    if len(set(gaps)) == 1:
+        return gaps[0], False
+    head, tail = _prefix(gaps), _suffix(gaps)
+    if any(len(head) + len(tail) > len(g) for g in gaps):
+        return None, False
+    while head and (head[-1].isalnum() or head[-1] == "_"):  # the id's own start (c_ of c_1, c_2), kept with it
+        head = head[:-1]
+    middles = [g[len(head): len(g) - len(tail)] for g in gaps]
+    if not all(_ID.fullmatch(m) for m in middles) or not (_markup(head) and _markup(tail)):
+        return None, False
+    return head + "ID" + tail, True
+
+
+def quote_closers(q_open: str) -> tuple[str, ...]:
+    """What may close a quote token ``q_open``: the same token, its mirror (``~"`` / ``"~``, ``<<`` / ``>>``), its
+    closing tag (``<q>`` / ``</q>``)."""
+    return tuple(dict.fromkeys((q_open, q_open[::-1].translate(_MIRROR), q_open[:1] + "/" + q_open[1:])))
+
+
+_MIRROR = str.maketrans("<>[](){}«»‹›⟨⟩⟦⟧", "><][)(}{»«›‹⟩⟨⟧⟦")
+
+
+def _unquote(raw: str) -> str | None:
+    """The string a value is when it is written between a quote token of two or more characters (``~"Paris"~``,
+    ``<|"|>Paris<|"|>``): the text up to the token that closes it; ``None`` when it is not."""
+    n = 0
+    while n < min(len(raw), MAX_QUOTE) and not (raw[n].isalnum() or raw[n].isspace() or raw[n] == "_"):
+        n += 1
+    if n < 2 or raw[0] in "{[" or raw[:n] == '""':
+        return None
+    for q_open in (raw[:k] for k in range(n, 1, -1)):
+        best = min((j for c in quote_closers(q_open) if (j := raw.find(c, len(q_open))) >= 0), default=-1)
+        if best >= 0:
+            return raw[len(q_open): best]
+    return None
 
 
 # ---- markup the text repeats ---------------------------------------------------------------------------------------
@@ -236,7 +286,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     keys, seen = [], set()
     for k, b, a in zip(cands, befores, afters):
         if b.endswith(key_prefix) and a.startswith(key_suffix) and (k.call, k.key) not in seen:
-            if not _markup(key_prefix) and text[_line_start(text, k.start, 0): k.start].strip():
+            if not _markup(key_prefix) and not _markup(text[_line_start(text, k.start, 0): k.start].rstrip()[-1:]) \
+                    and text[_line_start(text, k.start, 0): k.start].strip():
                 continue  # a key neither after markup nor at its line's start
             seen.add((k.call, k.key))
             keys.append(k)
@@ -281,15 +332,25 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     value_end = _trim_value_end(_shared([text[a:b] for a, b in extents], _suffix, lambda x: x, str.endswith))
     by_call: dict[int, dict[str, Any]] = {}
     ends: dict[int, int] = {}
+    quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with)
     for j, (k, (a, b)) in enumerate(zip(keys, extents)):
         raw = text[a:b]
-        if value_end and raw.endswith(value_end):
-            raw = raw[: len(raw) - len(value_end)]
-        elif value_end.strip() and k is not keys[-1]:
+        last = j + 1 == len(keys) or keys[j + 1].call != k.call
+        ended = bool(value_end.strip()) and raw.rstrip().endswith(value_end.strip())
+        if ended:
+            raw = raw.rstrip()[: len(raw.rstrip()) - len(value_end.strip())]
+        elif value_end.strip() and not last:
             continue  # a value not followed by what every other value is: not read
         raw = raw.strip()
-        last = j + 1 == len(keys) or keys[j + 1].call != k.call
-        if last and any(inline) and not value_end.strip():
+        inner = _unquote(raw)
+        inner = inner if inner is not None else _unquote(quote_head + raw)
+        if inner is not None:  # a string between a quote token: as written
+            by_call.setdefault(k.call, {})[k.key] = inner
+            ends[k.call] = b
+            continue
+        if not ended and raw[:1] in "[{" and _last_inline(raw):
+            raw = _last_inline(raw)  # a JSON value, then markup on the same line
+        elif last and any(inline) and not ended:
             raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
         if not raw:
             continue  # a key written without a value: nothing is read for it

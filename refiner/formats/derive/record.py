@@ -35,6 +35,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from refiner.formats.anchored import quote_closers
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, render
 from refiner.formats.recorded import write_quoted
 
@@ -50,8 +51,6 @@ REASONING = "rq_thought_text"
 USER = "uq_question_text"
 CONTENT = "cq_answer_text"
 SHAPES = ("json_object", "json_list", "json_args", "pairs")
-# closing quote tokens tried for an opening one: the same token, its mirror, its closing tag
-_MIRROR = str.maketrans("<>[](){}«»‹›⟨⟩⟦⟧", "><][)(}{»«›‹⟩⟨⟧⟦")
 
 
 @dataclass
@@ -303,16 +302,18 @@ def _reasoning(rec: Record, r: _Renders, none: str) -> None:
         return
     i = text.find(REASONING)
     if i < 0:
-        rec.derived_from["reasoning"] = "the template writes no reasoning of a past turn"
+        rec.derived_from["reasoning_start"] = "the template writes no reasoning of a past turn"
     else:
         rec.reasoning_start, rec.reasoning_end = text[:i], text[i + len(REASONING):]
-        rec.derived_from["reasoning"] = "no call vs reasoning: around the reasoning text"
+        rec.derived_from.update(reasoning_start="no call vs reasoning: before the reasoning text",
+                                reasoning_end="no call vs reasoning: after the reasoning text")
     try:
         bare = r([{"role": "user", "content": USER}])
         prompt = r([{"role": "user", "content": USER}], add_generation_prompt=True, enable_thinking=True)
     except TemplateFailure:
         return
     rec.generation_prompt = prompt[common_prefix(bare, prompt):] if prompt.startswith(bare) else ""
+    rec.derived_from["generation_prompt"] = "the bare prompt with the generation prompt (thinking on) vs without"
     opener = rec.reasoning_start.strip()
     if opener and rec.generation_prompt.rstrip().endswith(opener):
         rec.prompt_opens_reasoning = True
@@ -469,7 +470,7 @@ def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
     if not s_delim.startswith(c_delim) or not q_open.strip() or q_open.strip() in ('"', "'"):
         return "", ""
     after = two[vs + len(ARGS[0]["kq_text"]):]
-    for q_close in (q_open, q_open[::-1].translate(_MIRROR), q_open[:1] + "/" + q_open[1:]):
+    for q_close in quote_closers(q_open):
         if after.startswith(q_close):
             rec.quote_open, rec.quote_close = q_open, q_close
             rec.derived_from.update(quote_open="one: between a key and a string value, beyond what lies between a "
