@@ -1,0 +1,196 @@
+"""llama.cpp's public chat templates through derivation (``benchmarks/bench_public_templates.py``).
+
+The slow test reads every ``models/templates/*.jinja`` of the pinned llama-cpp-python sdist ($TOOL_REFINER_LLAMA_SDIST,
+else downloaded with pip into ~/.cache/tool-refiner; skipped when PyPI cannot be reached) and holds what must hold
+for each: derivation fails only as documented (``TemplateFailure``), ``Refiner(chat_template=...)`` always starts, no
+call is read from prose, and a template whose family is registered derives that family's row or the table says why
+not. The quick tests run the same function on templates written here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from refiner import formats
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("bench_public_templates", ROOT / "benchmarks" / "bench_public_templates.py")
+bench = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(bench)
+
+# Each template of llama-cpp-python 0.3.36 -> the registered family whose format the model writes (the vLLM or SGLang
+# parser its makers name, or the layout its template writes), None for a family the catalog does not hold.
+FAMILIES: dict[str, str | None] = {
+    "Apertus-8B-Instruct.jinja": "apertus",
+    "Apriel-1.6-15b-Thinker-fixed.jinja": None,  # ServiceNow Apriel
+    "Bielik-11B-v3.0-Instruct.jinja": "hermes",
+    "ByteDance-Seed-OSS.jinja": "seed_oss",
+    "Cohere2MoE.jinja": "command_a",
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": None,  # Command R+ ("Action:" then a JSON list)
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "command_a",
+    "GLM-4.6.jinja": "glm45",
+    "GLM-4.7-Flash.jinja": "glm45",
+    "GigaChat3-10B-A1.8B.jinja": "gigachat3",
+    "GigaChat3.1-10B-A1.8B.jinja": "gigachat3",
+    "HuggingFaceTB-SmolLM3-3B.jinja": None,  # its template writes no calls
+    "Kimi-K2-Instruct.jinja": "kimi_k2",
+    "Kimi-K2-Thinking.jinja": "kimi_k2",
+    "Kimi-K3.jinja": "kimi_k3",
+    "LFM2-8B-A1B.jinja": "lfm2",
+    "LFM2.5-8B-A1B.jinja": "lfm2",
+    "LFM2.5-Instruct.jinja": "lfm2",
+    "MiMo-VL.jinja": "hermes",
+    "MiniMax-M1.jinja": "minimax",
+    "MiniMax-M2.jinja": "minimax_m2",
+    "MiniMax-M3.jinja": "minimax_m3",
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral_v11",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "qwen3_coder",
+    "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": "hermes",
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja": "hermes",
+    "Qwen-QwQ-32B.jinja": "hermes",
+    "Qwen-Qwen2.5-7B-Instruct.jinja": "hermes",
+    "Qwen-Qwen3-0.6B.jinja": "hermes",
+    "Qwen3-Coder.jinja": "qwen3_coder",
+    "Qwen3.5-4B.jinja": "qwen3_coder",
+    "Reka-Edge.jinja": "hermes",
+    "Spark2.5.jinja": "glm45",
+    "StepFun3.5-Flash.jinja": "qwen3_coder",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "deepseek_v3",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek_v3",
+    "deepseek-ai-DeepSeek-V3.1.jinja": "deepseek_v31",
+    "deepseek-ai-DeepSeek-V3.2.jinja": "deepseek_v32",
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": "deepseek_v4",
+    "deepseek-ai-DeepSeek-V4.jinja": "deepseek_v4",
+    "fireworks-ai-llama-3-firefunction-v2.jinja": None,  # FireFunction v2
+    "google-gemma-2-2b-it.jinja": None,  # no tools
+    "google-gemma-4-31B-it-interleaved.jinja": "gemma4",
+    "google-gemma-4-31B-it.jinja": "gemma4",
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": "granite",
+    "ibm-granite-granite-4.0.jinja": "hermes",
+    "ibm-granite-granite-4.1.jinja": "hermes",
+    "inclusionai-ling-3.0-flash.jinja": "glm45",
+    "llama-cpp-deepseek-r1.jinja": "deepseek_v3",
+    "llama-cpp-rwkv-world.jinja": None,  # no tools
+    "meetkai-functionary-medium-v3.1.jinja": None,  # Functionary v3.1 (<function=NAME>{...}</function>)
+    "meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3_json",
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3_json",
+    "meta-llama-Llama-3.3-70B-Instruct.jinja": "llama3_json",
+    "microsoft-Phi-3.5-mini-instruct.jinja": None,  # no tools
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "mistral_v11",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral",
+    "moonshotai-Kimi-K2.jinja": "kimi_k2",
+    "muse-glimmer.jinja": "muse_glimmer",
+    "openai-gpt-oss-120b.jinja": "harmony",
+    "openbmb-MiniCPM5-1B.jinja": "minicpm5",
+    "poolside-Laguna-S-2.1.jinja": "glm45",
+    "poolside-Laguna-XS-2.1.jinja": "glm45",
+    "poolside-Laguna-XS.2.jinja": "glm45",
+    "tencent-Hy3.jinja": "hunyuan_v3",
+    "unsloth-Apriel-1.5.jinja": None,  # ServiceNow Apriel
+    "unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
+    "upstage-Solar-Open-100B.jinja": None,  # Solar Open
+}
+
+# Written for these tests: calls in the key/value layout of GLM's row, one element pair per argument.
+PAIRS_TEMPLATE = """{#- a made-up assistant that writes each call as an op element pair list -#}
+{%- for m in messages %}
+{%- if m.role == 'user' %}[ASK]{{ m.content }}[/ASK]
+{%- elif m.role == 'assistant' %}[SAY]{{ m.content or '' }}
+{%- for tc in m.tool_calls or [] %}
+<tool_call>{{ tc.function.name }}
+{% for k, v in tc.function.arguments.items() %}
+<arg_key>{{ k }}</arg_key>
+<arg_value>{{ v if v is string else v | tojson }}</arg_value>
+{% endfor %}
+</tool_call>
+{%- endfor %}[/SAY]
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}[SAY]{% endif %}"""
+BROKEN_TEMPLATE = "{% for m in messages %}{{ m.content }}"  # a loop never closed: does not compile
+PLAIN_TEMPLATE = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"  # writes no calls
+
+
+def _sdist(folder: Path, templates: dict[str, str]) -> Path:
+    path = folder / "tiny-0.0.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in {**templates, "README.md": "not a template"}.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(f"tiny-0.0{bench.TEMPLATES_DIR}{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_families_name_registered_formats():
+    registered = set(formats.names())
+    assert {f for f in FAMILIES.values() if f is not None} <= registered
+
+
+def test_survey_of_templates_written_here(tmp_path):
+    sdist = _sdist(tmp_path, {"pairs.jinja": PAIRS_TEMPLATE, "broken.jinja": BROKEN_TEMPLATE,
+                              "plain.jinja": PLAIN_TEMPLATE})
+    before = formats.names()
+    entries = {e.template: e for e in bench.survey(sdist, {"pairs.jinja": "glm45", "broken.jinja": "hermes"})}
+    assert formats.names() == before  # nothing registered stays behind
+    assert sorted(entries) == ["broken.jinja", "pairs.jinja", "plain.jinja"]
+    pairs, broken, plain = entries["pairs.jinja"], entries["broken.jinja"], entries["plain.jinja"]
+    assert (pairs.result, pairs.same_as, pairs.equal, pairs.why_not, pairs.used) == ("row", "glm45", True, "", "glm45")
+    assert pairs.read_by[0] == "glm45" and len(pairs.sha256) == 64
+    assert broken.result == "failed" and "does not parse" in broken.why
+    assert broken.equal is False and broken.why_not.startswith("nothing derived: ")
+    assert broken.used is None and not broken.refused  # detection per request, not a refusal
+    assert plain.result == "special" and plain.why and plain.family is None and plain.equal is None
+    assert all(not e.prose_calls for e in entries.values())
+
+    table = bench.markdown(list(entries.values()), sdist.name)
+    assert table.splitlines()[2].startswith("3 templates: 1 derived as a grammar row (1 equal to a built-in row)")
+    assert "2 of a registered family, 1 of them derive that family's row; 0 refused" in table
+    assert sum(1 for line in table.splitlines() if line.startswith("| ") and ".jinja" in line) == 3
+
+
+def test_script_writes_the_table(tmp_path):
+    sdist = _sdist(tmp_path, {"pairs.jinja": PAIRS_TEMPLATE})
+    out = tmp_path / "table.md"
+    assert bench.main(["--sdist", str(sdist), "--out", str(out)]) == 0
+    assert "| pairs.jinja |" in out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def public_entries():
+    given = os.environ.get("TOOL_REFINER_LLAMA_SDIST")
+    if given:
+        sdist = Path(given)
+    else:
+        try:
+            sdist = bench.fetch_sdist()
+        except (OSError, TimeoutError) as e:
+            pytest.skip(f"PyPI is unreachable, so llama.cpp's templates cannot be had ({e}); "
+                        "or set TOOL_REFINER_LLAMA_SDIST to the llama-cpp-python sdist")
+    return bench.survey(sdist, FAMILIES)
+
+
+@pytest.mark.slow
+def test_public_templates(public_entries):
+    by_name = {e.template: e for e in public_entries}
+    assert set(by_name) == set(FAMILIES), "a template was added or removed: give its family in FAMILIES"
+    for e in public_entries:
+        assert e.result != "crashed", f"{e.template}: derivation raised {e.why}"
+        assert e.result != "failed" or e.why, e.template
+        assert not e.refused, f"{e.template}: Refiner(chat_template=...) refused to start: {e.refused}"
+        assert not e.prose_calls, f"{e.template}: calls read from prose: {e.prose_calls}"
+        if e.result == "special":
+            assert e.why, f"{e.template}: nothing derived and no reason given"
+        if e.equal is not None:
+            assert e.equal or e.why_not, f"{e.template}: not {e.family}'s row and no reason given"
+        if e.equal:
+            assert e.used == e.family, f"{e.template}: derives {e.family}'s row, yet the refiner uses {e.used}"
