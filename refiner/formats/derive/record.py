@@ -50,7 +50,6 @@ IDS = ("callq_0000", "callq_0001", "callq_0002")
 REASONING = "rq_thought_text"
 USER = "uq_question_text"
 CONTENT = "cq_answer_text"
-SHAPES = ("json_object", "json_list", "json_args", "pairs")
 
 
 @dataclass
