@@ -24,6 +24,7 @@ BENCH = ROOT / "benchmarks"
 LEFT_OUT = {
     "bench_proxy.py": "reworked with the proxy; smoke-tested there",
     "bench_tier1.py": "smoke-tested in tests/test_tier1_suite.py, which skips without the bfcl-eval wheel",
+    "bench_public_templates.py": "needs the llama-cpp-python sdist; smoke-tested in tests/test_public_templates.py",
 }
 
 # script -> (arguments for a tiny run, text its output must hold, needs ../shared/data)
