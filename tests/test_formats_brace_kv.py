@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.formats.brace_kv import ROWS, BraceKV
+from refiner.formats.brace_kv import BraceKV
+from refiner.formats.catalog import rows_of
 from refiner.pipeline import Refiner
+
+ROWS = [(row.family, row.spelling) for row in rows_of(BraceKV)]
 
 G = formats.get("gemma4")
 F = formats.get("functiongemma")

@@ -7,8 +7,11 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.formats.named_json import ROWS, NamedJson
+from refiner.formats.catalog import rows_of
+from refiner.formats.named_json import NamedJson
 from refiner.pipeline import Refiner
+
+ROWS = [(row.family, row.spelling) for row in rows_of(NamedJson)]
 
 PLAMO = formats.get("plamo3")
 FUNC = formats.get("functionary_v32")

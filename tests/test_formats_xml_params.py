@@ -1,4 +1,4 @@
-"""The XML parameter grammar (refiner/formats/xml_params.py) and its rows: real DeepSeek DSML outputs from
+"""The XML parameter grammar (refiner/formats/xml_grammar.py) and its rows: real DeepSeek DSML outputs from
 canitoolcall, each row's spelling (typing attribute, self-closing invoke, reasoning blocks, tag suffixes, attribute
 names), detection among rows sharing tags, a row made at run time, and the issue-20 bugs found with outputs nobody
 here wrote."""
@@ -10,9 +10,12 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
 from refiner.formats import FormatError
+from refiner.formats.catalog import rows_of
 from refiner.formats.family import EXAMPLE_CALLS, Family, make_row
-from refiner.formats.xml_params import ROWS, XmlParams, XmlSpelling
+from refiner.formats.xml_params import XmlParams, XmlSpelling
 from refiner.pipeline import Refiner
+
+ROWS = [(row.family, row.spelling) for row in rows_of(XmlParams)]
 
 ROW_NAMES = [fam.name for fam, _ in ROWS]
 

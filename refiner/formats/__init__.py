@@ -7,36 +7,11 @@ got = fmt.parse_lenient(text)           # never raises: got.calls, got.problems 
 text = fmt.render(calls)                # raises formats.RenderError for calls the format cannot write
 formats.detect_format(text)             # "hermes", "apibank", ... or None
 
-A format is one module (the contract is :mod:`refiner.formats.base`); adding one means writing the module and
-importing it below.
+Every format is an entry of the catalog (:mod:`refiner.formats.catalog`): a family whose shape a grammar holds is a
+row there; importing this package registers the catalog.
 """
 
-from refiner.formats import (  # noqa: F401  (each import registers a format)
-    anthropic,
-    apibank,
-    brace_kv,
-    deepseek,
-    glaive,
-    glm45,
-    harmony,
-    hermes,
-    json_calls,
-    kimi_k2,
-    kimi_k3,
-    llama3,
-    minimax_m3,
-    mistral,
-    named_json,
-    nestful,
-    nestools,
-    openai,
-    order,
-    pythonic_sentinels,
-    qwen3_coder,
-    toolace,
-    xlam,
-    xml_params,
-)
+from refiner.formats import catalog  # noqa: F401  (registers every format)
 from refiner.formats.base import (  # noqa: F401
     MAX_ARGUMENT_DEPTH,
     MAX_LENIENT_CHARS,

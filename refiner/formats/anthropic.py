@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.strict import expect_object, expect_str, json_in_prose
 from refiner.formats.text import dumps, strip_reasoning
@@ -54,12 +54,11 @@ def _plain_blocks(blocks: list) -> list[ToolCall] | None:
     return calls
 
 
-@register
 class Anthropic(WireFormat):
     name = "anthropic"
     description = 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'
     tags = ('"tool_use"',)
-    detection = Detection(rank=110, bare=True)
+    detection = Detection(bare=True)
     example = (
         '[{"type": "tool_use", "id": "toolu_0", "name": "search_flights", "input": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "London", "days": 3, "units": "metric"}}]'
     )

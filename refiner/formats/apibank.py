@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import DETECT_CHARS, MAX_NOTES, Detection, Lenient, WireFormat, register
+from refiner.formats.base import DETECT_CHARS, MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
@@ -21,12 +21,11 @@ from refiner.formats.text import dumps, reasoning_offset, skip_ws
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
-@register
 class ApiBank(WireFormat):
     name = "apibank"
     description = 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per line\\n</tool_call> <response>..</response>'
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=60, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     example = (
         '<think>The user wants flights and the weather; both tools apply.</think>\n'

@@ -2,8 +2,8 @@
 :mod:`refiner.formats.text`, :mod:`refiner.formats.strict`, :mod:`refiner.formats.lenient` and
 :mod:`refiner.formats.jsonfix`.
 
-A wire format is one module that subclasses :class:`WireFormat`, sets its class attributes and registers an instance
-with :func:`register`. Everything the rest of the project needs to know about a format is one of those attributes
+A wire format is a :class:`WireFormat` subclass that sets its class attributes; the catalog
+(:mod:`refiner.formats.catalog`) registers one instance of each, with :func:`register`, in its order. Everything the rest of the project needs to know about a format is one of those attributes
 (detection, the gate, tier-1 repair, the corruptor, the round-trip tests and the docs table read them; nothing tests a
 format's name). It provides:
 
@@ -38,7 +38,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 from refiner.calls import ToolCall, value_depth
@@ -193,7 +193,8 @@ class Detection:
     """How :func:`refiner.formats.detect_format` recognises a format (its rules are documented there).
 
     ``rank``: formats are tried in rank order (lower first) at every step, so a more specific format ranks before a
-    more general one sharing its markers. ``markers``: strings (tags, sentinel tokens) whose presence after any
+    more general one sharing its markers; a built-in format's rank is its place in the catalog
+    (:mod:`refiner.formats.catalog`), set when it is registered. ``markers``: strings (tags, sentinel tokens) whose presence after any
     reasoning points at this format; the marker found earliest in the text wins, and among the formats sharing it
     the first (by rank) whose :meth:`WireFormat.sniff` accepts the text. ``closers``: weaker markers (closing tags)
     used only when the text holds no marker at all. ``bare``: an untagged format (a JSON value or call list with no
@@ -203,7 +204,7 @@ class Detection:
     one of ``markers`` or ``also_read`` (a registry test holds every tagged format to it), so detection skips the
     others' strict readings."""
 
-    rank: int
+    rank: int = 0
     markers: tuple[str, ...] = ()
     closers: tuple[str, ...] = ()
     bare: bool = False
@@ -212,7 +213,7 @@ class Detection:
 
 class WireFormat:
     """A wire format: subclass it, set the attributes below, implement ``parse_strict``, ``recover`` and
-    ``render``, and decorate the class with :func:`register`."""
+    ``render``, and add it to the catalog (:mod:`refiner.formats.catalog`)."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
@@ -664,20 +665,24 @@ _REGISTRY: dict[str, WireFormat] = {}
 _REQUIRED = ("name", "description", "detection", "example")
 
 
-def register(fmt_cls: type[WireFormat]) -> type[WireFormat]:
-    """Class decorator: registers one instance of the format under its ``name``; a format that lacks one of the
-    required attributes (name, description, detection, example) fails here, at import."""
+def register(fmt_cls: type[WireFormat], rank: int | None = None) -> WireFormat:
+    """Registers one instance of the format under its ``name``, ranked ``rank`` in detection (``None``: the rank its
+    ``detection`` says) and returns it; a format that lacks one of the required attributes (name, description,
+    detection, example) fails here."""
     missing = [a for a in _REQUIRED if not getattr(fmt_cls, a, None)]
     if missing:
         raise TypeError(f"wire format {fmt_cls.__name__} lacks {', '.join(missing)}")
     if fmt_cls.outputs not in (None, "one", "list"):
         raise TypeError(f"wire format {fmt_cls.__name__}: outputs must be None, 'one' or 'list'")
+    if rank is not None and rank != fmt_cls.detection.rank:  # (a subclass: the class keeps its own attributes)
+        ranked = {"detection": replace(fmt_cls.detection, rank=rank), "__module__": fmt_cls.__module__}
+        fmt_cls = type(fmt_cls.__name__, (fmt_cls,), ranked)
     inst = fmt_cls()
     if inst.name in _REGISTRY:
         raise ValueError(f"wire format {inst.name!r} registered twice")
     _REGISTRY[inst.name] = inst
     reasoning.learn(inst)
-    return fmt_cls
+    return inst
 
 
 def get(name: str) -> WireFormat:

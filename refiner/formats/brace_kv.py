@@ -1,5 +1,5 @@
 """Calls written ``call:NAME{key:value,...}`` between a family's call tokens, strings between a quote token: the
-``brace_kv`` grammar. A family is a row of :data:`ROWS` (:mod:`refiner.formats.family`); the reader of one
+``brace_kv`` grammar. A family is a row of the catalog (:mod:`refiner.formats.catalog`); the reader of one
 ``{...}`` object is :mod:`refiner.formats.brace_reader`.
 
 | format | models | shape (chat template; engine parser) |
@@ -44,7 +44,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, memo
 from refiner.formats.brace_reader import LITERALS_SPELT, MAX_NOTES, _Reader, _TooDeep
-from refiner.formats.family import Family, register_rows
+from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import letters, tag_look_alike
@@ -97,7 +97,7 @@ def _json_object(body: str) -> dict | None:
 
 
 class BraceKV(WireFormat):
-    """The grammar; each row (:data:`ROWS`) is a subclass made by :func:`~refiner.formats.family.register_rows`."""
+    """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
 
     spelling: BraceSpelling
     row: Family
@@ -406,35 +406,10 @@ class BraceKV(WireFormat):
         return self._value(key)
 
 
-GEMMA4 = BraceSpelling("<|tool_call>", "<tool_call|>", '<|"|>')
-FUNCTIONGEMMA = BraceSpelling("<start_function_call>", "<end_function_call>", "<escape>")
+def __getattr__(name: str) -> Any:
+    """``FORMATS``: the registered rows of this grammar, in rank order."""
+    if name == "FORMATS":
+        from refiner.formats.base import by_rank
 
-ROWS = (
-    (
-        Family(
-            "gemma4",
-            'Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|> per call',
-            models=("google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it", "google/gemma-4-12B-it"),
-            sources=(
-                "google/gemma-4-31B-it chat_template.jinja (format_argument; sha256 ae53464b...c4d8de4c6d4)",
-                "llama.cpp models/templates/gemma4.jinja",
-                "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
-            ),
-            # the thought channel's name is markup, not reasoning (vLLM's Gemma 4 reasoning parser drops it too)
-            reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"), ("<|channel>", "<channel|>")),
-        ),
-        GEMMA4,
-    ),
-    (
-        Family(
-            "functiongemma",
-            "FunctionGemma: <start_function_call>call:NAME{key:<escape>text<escape>}<end_function_call> per call",
-            models=("google/functiongemma-270m-it",),
-            sources=("vLLM vllm/tool_parsers/functiongemma_tool_parser.py",),
-            reasoning=(),
-        ),
-        FUNCTIONGEMMA,
-    ),
-)
-
-FORMATS = register_rows(BraceKV, 280, ROWS)
+        return [f for f in by_rank() if isinstance(f, BraceKV)]
+    raise AttributeError(name)

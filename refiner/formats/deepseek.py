@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
@@ -240,7 +240,6 @@ class _DeepSeek(WireFormat):
         return CALLS_BEGIN + "".join(f"{CALL_BEGIN}{c.name}{SEP}{dumps(dict(c.arguments))}{CALL_END}" for c in calls) + CALLS_END
 
 
-@register
 class DeepSeekV3(_DeepSeek):
     name = "deepseek_v3"
     fenced = True
@@ -248,7 +247,7 @@ class DeepSeekV3(_DeepSeek):
         "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```"
         "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>"
     )
-    detection = Detection(rank=200, markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
+    detection = Detection(markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
     example = (
         "<think>\nTwo independent calls.\n</think>\n\n"
         f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}search_flights\n```json\n"
@@ -262,7 +261,6 @@ class DeepSeekV3(_DeepSeek):
         return looks_v3(body, at)
 
 
-@register
 class DeepSeekV31(_DeepSeek):
     name = "deepseek_v31"
     fenced = False
@@ -270,7 +268,7 @@ class DeepSeekV31(_DeepSeek):
         "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>..."
         "<｜tool▁calls▁end｜>"
     )
-    detection = Detection(rank=201, markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
+    detection = Detection(markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
     example = (
         f"{CALLS_BEGIN}{CALL_BEGIN}search_flights{SEP}"
         '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'

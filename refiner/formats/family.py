@@ -2,16 +2,18 @@
 
 A *grammar* is a :class:`~refiner.formats.base.WireFormat` subclass that reads and writes one shape of calls (XML-ish
 invoke/parameter elements, JSON inside sentinels, pythonic lists, ...) from a *spelling*: a frozen dataclass of the
-grammar's own (its tags, how a value is typed, quirk flags, at most one named hook). A *family* is one row: a
-:class:`Family` (what every row holds, whatever the grammar) and the grammar's spelling. :func:`register_rows` turns a
-grammar's table into registered formats:
+grammar's own (its tags, how a value is typed, quirk flags, at most one hook). A *family* is one :class:`Row`: a
+:class:`Family` (what every row holds, whatever the grammar), its grammar and the grammar's spelling. The catalog
+(:mod:`refiner.formats.catalog`) is the ordered table of every family; :func:`register_catalog` registers it:
 
 - ``name``, ``description``, ``trained`` and ``reasoning`` come from the :class:`Family` (kept as ``row``; the
   spelling as ``spelling``);
-- ``detection.rank`` is the grammar's base rank plus the row's place in the table (earlier rows are tried first, so a
-  more specific spelling goes before a more general one sharing its markers);
+- ``detection.rank`` is the entry's place in the table (earlier entries are tried first, so a more specific spelling
+  goes before a more general one sharing its markers);
 - ``detection`` markers and closers, and ``tags``, come from the grammar (``grammar.detection_for(spelling, rank)``
-  and ``grammar.tags_for(spelling)``), never typed again per row;
+  and ``grammar.tags_for(spelling)``), never typed again per row; a row's first marker is its own, its further ones
+  (a call's or a key's tag, which point at it when the section tag is lost) are left to another row holding them
+  (:func:`markers_left`);
 - ``example`` is the grammar's own render of :data:`EXAMPLE_CALLS`, so the example and the renderer cannot drift.
 
 A chat template derived by :mod:`refiner.formats.derive` yields the same kind of row, so a derived dialect and a
@@ -20,12 +22,12 @@ hand-written one are the same value and can be compared.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import WireFormat, get, register
+from refiner.formats.base import Detection, WireFormat, all_formats, register
 
 # Two calls with a string, integers, a list and a nested object: what every row's example renders.
 EXAMPLE_CALLS: tuple[ToolCall, ...] = (
@@ -57,19 +59,67 @@ class Family:
     trained: bool = False
 
 
-def register_rows(grammar: type[WireFormat], base_rank: int, rows: Sequence[tuple[Family, Any]]) -> list[WireFormat]:
-    """Registers one format per row of ``grammar``'s table and returns them, in table order. ``grammar`` provides
-    ``detection_for(spelling, rank) -> Detection`` and ``tags_for(spelling) -> tuple[str, ...]`` (class methods) and
-    reads its row's spelling from ``self.spelling``."""
+@dataclass(frozen=True)
+class Row:
+    """One family of the catalog: a plain value. ``grammar`` reads and writes ``spelling`` (its ``tags_for``,
+    ``detection_for`` and the instance's ``self.spelling``)."""
+
+    family: Family
+    grammar: type[WireFormat]
+    spelling: Any
+
+
+def register_catalog(entries: Sequence[Row | type[WireFormat]]) -> list[WireFormat]:
+    """Registers every entry of the catalog, ranked by its place in it, and returns the formats in that order. An
+    entry is a :class:`Row`, or a format class of its own (a grammar that only one family writes)."""
+    rows = {i: e for i, e in enumerate(entries) if isinstance(e, Row)}
+    wanted = {i: r.grammar.detection_for(r.spelling, i) for i, r in rows.items()}
+    own = [e.detection.markers for e in entries if not isinstance(e, Row)]
+    left = markers_left([wanted.get(i) for i in range(len(entries))],
+                        [r.grammar.tags_for(r.spelling) if r else () for r in map(rows.get, range(len(entries)))], own)
     made = []
-    for i, (fam, spelling) in enumerate(rows):
-        made.append(make_row(grammar, fam, spelling, base_rank + i, register_it=True))
+    for i, entry in enumerate(entries):
+        if isinstance(entry, Row):
+            made.append(make_row(entry.grammar, entry.family, entry.spelling, i, register_it=True, taken=left[i]))
+        else:
+            made.append(register(entry, i))
     return made
 
 
-def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int, *, register_it: bool) -> WireFormat:
+def markers_left(wanted: Sequence[Detection | None], tags: Sequence[Sequence[str]],
+                 others: Sequence[Sequence[str]]) -> list[frozenset[str]]:
+    """For each row (``wanted[i]``: the detection its grammar gives it, ``None`` for an entry that is not a row;
+    ``tags[i]``: its tags), the further markers it leaves to other entries: those another entry holds as its first
+    marker or among ``others`` (the markers of the formats that are not rows), those an earlier row keeps, and those
+    of a row whose first marker this row writes as a tag of its own (this row wraps that row's calls in a section of
+    its own, and leaves their tags to it)."""
+    first = {d.markers[0] for d in wanted if d is not None and d.markers}
+    every_other = {m for ms in others for m in ms}
+    kept: set[str] = set()
+    out = []
+    for i, d in enumerate(wanted):
+        if d is None or len(d.markers) < 2:
+            out.append(frozenset())
+            if d is not None:
+                kept.update(d.markers[1:])
+            continue
+        wrapped = {m for j, e in enumerate(wanted) if j != i and e is not None and e.markers and e.markers[0] in tags[i]
+                   for m in e.markers[1:]}
+        taken = frozenset(m for m in d.markers[1:] if m in first or m in every_other or m in kept or m in wrapped)
+        kept.update(m for m in d.markers[1:] if m not in taken)
+        out.append(taken)
+    return out
+
+
+def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int, *, register_it: bool,
+             taken: Collection[str] | None = None) -> WireFormat:
     """One row as a format instance: registered (a built-in row) or not (a dialect derived at run time, which
-    ``refiner.formats.get`` does not know)."""
+    ``refiner.formats.get`` does not know). ``taken``: the further markers of its grammar's detection that the row
+    leaves to others (``None``: those of every format registered)."""
+    if taken is None:
+        taken = {m for f in all_formats() for m in f.detection.markers}
+    detection = grammar.detection_for(spelling, rank)
+    mine = detection.markers[:1] + tuple(m for m in detection.markers[1:] if m not in taken)
     attrs = {
         "name": fam.name,
         "description": fam.description,
@@ -78,13 +128,12 @@ def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int, *
         "trained": fam.trained,
         "reasoning": fam.reasoning,
         "tags": grammar.tags_for(spelling),
-        "detection": grammar.detection_for(spelling, rank),
+        "detection": replace(detection, markers=mine),
         "example": "(rendered below)",
         "__module__": grammar.__module__,
     }
     cls = type(f"{grammar.__name__}_{fam.name}", (grammar,), attrs)
     cls.example = cls().render(list(EXAMPLE_CALLS))
     if register_it:
-        register(cls)
-        return get(fam.name)
+        return register(cls)
     return cls()

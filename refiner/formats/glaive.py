@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, register
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
 from refiner.formats.jsonfix import ends_text, lenient_json
 from refiner.formats.lenient import add_call, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_object, strict_fields, strict_json
@@ -92,12 +92,11 @@ def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
         pos = skip_ws(text, pos + 1)
 
 
-@register
 class Glaive(WireFormat):
     name = "glaive"
     description = 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call'
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=50, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     example = (
         '<functioncall> {"name": "search_flights", "arguments": \'{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}\'} <|endoftext|>\n'

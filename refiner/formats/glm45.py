@@ -1,5 +1,5 @@
 """GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5): the hook of the ``glm45`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_params`, which reads and writes it:
+(:mod:`refiner.formats.xml_grammar`, which reads and writes it:
 ``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``).
 
 Grammar, from the GLM-4.5 chat template and vLLM's ``glm4_moe_tool_parser.py`` / ``glm47_moe_tool_parser.py`` and
@@ -16,7 +16,7 @@ SGLang's ``glm4_moe_detector.py``:
 - a ``</arg_value>`` closes the value only when ``<arg_key>`` or ``</tool_call>`` follows it (whitespace aside) and
   it does not close an ``<arg_value>`` the value quotes itself; a parameter given twice is an error.
 
-What the row's table cannot say lives here, as the row's hook (``HOOKS["glm45"]``): detection against the formats
+What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against the formats
 sharing ``<tool_call>`` (:func:`_sniff`: a block that opens with a tool name rather than JSON), where a region found
 by a lost ``<tool_call>`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`), and the repair of tags
 written wrong (:func:`respell`). The row ranks after ``qwen3_coder`` and before the JSON formats sharing the tag.
@@ -33,7 +33,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_params import DETECT_CHARS, HOOKS, NAME_LINE_CHARS, SPACED_NAME_PATTERN, Hook
+from refiner.formats.xml_spelling import DETECT_CHARS, NAME_LINE_CHARS, SPACED_NAME_PATTERN, Hook
 from refiner.formats.xmlvalues import read_value, untagged_lines
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -255,5 +255,5 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
     return at if at < lo + len(seg) else None
 
 
-HOOKS["glm45"] = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
-                      region_start=_region_start, read_untagged=_read_untagged)
+HOOK = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
+            region_start=_region_start, read_untagged=_read_untagged)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat, register
+from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
@@ -81,7 +81,6 @@ class _Header:
         self.content_type: str | None = None
 
 
-@register
 class Harmony(WireFormat):
     name = "harmony"
     description = (
@@ -89,7 +88,7 @@ class Harmony(WireFormat):
         "<|call|> per call (analysis channel before it is reasoning)"
     )
     tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
-    detection = Detection(rank=220, markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
+    detection = Detection(markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
     # A completion that opens on the analysis channel: its first message is the reasoning block.
     reasoning = ((CHANNEL + "analysis" + MESSAGE, END), ("<think>", "</think>"))
     name_pattern = NAME_PATTERN

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import json_blocks, plain_calls, strict_fields
 from refiner.formats.text import dumps
@@ -25,12 +25,11 @@ def _call_from_obj(fmt: WireFormat, obj: object, pos: int) -> ToolCall:
     return ToolCall.trusted(name, args)
 
 
-@register
 class Hermes(WireFormat):
     name = "hermes"
     description = 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call'
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=70, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     example = (
         '<think>\n'

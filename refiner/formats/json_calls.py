@@ -1,5 +1,5 @@
 """JSON call objects or lists behind a model family's own tokens: the ``json_calls`` grammar. A family is a row of
-:data:`ROWS` (:mod:`refiner.formats.family`): a :class:`Family` and its :class:`JsonSpelling`.
+the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`JsonSpelling`.
 
 | format | model families | shape (engine parser) |
 |---|---|---|
@@ -12,7 +12,7 @@
 | ``apertus`` | Swiss AI Apertus | ``<|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>``: each call an object whose one key is the name (``apertus_tool_parser.py``) |
 | ``command_a`` | Cohere Command A / R7B | ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name", "parameters"}, ...]<|END_ACTION|>`` (llama.cpp's Command R7B handler; vLLM reads it through ``cohere_melody``) |
 | ``gigachat3`` | GigaChat 3 | ``function call<|role_sep|>\\n{"name", "arguments"}``, one call a message (``GigaChat3-10B-A1.8B.jinja``; ``gigachat3_tool_parser.py``, which also reads ``<|function_call|>``) |
-| ``longcat_json`` | LongCat-Flash-Chat | ``<longcat_tool_call>\\n{"name", "arguments"}\\n</longcat_tool_call>`` per call (``longcat_tool_parser.py``; the GLM layout in the same tags is the ``xml_params`` row ``longcat``) |
+| ``longcat_json`` | LongCat-Flash-Chat | ``<longcat_tool_call>\\n{"name", "arguments"}\\n</longcat_tool_call>`` per call (``longcat_tool_parser.py``; the GLM layout in the same tags is the XML row ``longcat``) |
 | ``inkling`` | Inkling | ``<|content_invoke_tool_json|>{"name", "args"}<|end_message|>`` per call, reasoning in ``<|content_thinking|>`` (vLLM ``parser/inkling.py``) |
 
 A call object is its name plus the arguments under the family's key (rendering writes the first of
@@ -22,7 +22,7 @@ before the closing tag is looked for). MiniMax and Jamba/Hunyuan share ``<tool_c
 the tag (an object starts MiniMax's lines, a list Jamba's: the row's ``follows``).
 
 Families read elsewhere: LongCat's newer layout and K2-Horizon (``<ifm|tool_call>NAME<ifm|arg_key>...``) write
-key/value tags (:mod:`refiner.formats.xml_params`); PLaMo 3 writes its name and its JSON arguments in tokens of their own
+key/value tags (:mod:`refiner.formats.xml_grammar`); PLaMo 3 writes its name and its JSON arguments in tokens of their own
 (:mod:`refiner.formats.named_json`).
 """
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
-from refiner.formats.family import Family, register_rows
+from refiner.formats.family import Family
 from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import (
     TokenFinder,
@@ -84,7 +84,7 @@ class JsonSpelling:
 
 
 class JsonCalls(WireFormat):
-    """The grammar; each row of :data:`ROWS` is a subclass made by :func:`~refiner.formats.family.register_rows`."""
+    """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
 
     spelling: JsonSpelling
     row: Family
@@ -281,62 +281,3 @@ class JsonCalls(WireFormat):
             return {c.name: dict(c.arguments)}
         head = {sp.id_key: str(i)} if sp.id_key else {}
         return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments)}
-
-
-VLLM = "vLLM vllm/tool_parsers/"
-ROWS = (
-    (Family("granite", 'Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]',
-            models=("ibm-granite/granite-3.0-8b-instruct", "ibm-granite/granite-3.1-8b-instruct"),
-            sources=(VLLM + "granite_tool_parser.py",)),
-     JsonSpelling("<|tool_call|>", None, "list", alt_opens=("<tool_call>",))),
-    (Family("phi4_mini", 'Phi-4-mini: functools[{"name": ..., "arguments": {...}}, ...]',
-            models=("microsoft/Phi-4-mini-instruct",), sources=(VLLM + "phi4mini_tool_parser.py",)),
-     JsonSpelling("functools", None, "list", arg_keys=("arguments", "parameters"), tight=True)),
-    (Family("minimax", 'MiniMax: <tool_calls>\\n{"name": ..., "arguments": {...}} per line\\n</tool_calls>',
-            models=("MiniMaxAI/MiniMax-Text-01", "MiniMaxAI/MiniMax-M1-80k"), sources=(VLLM + "minimax_tool_parser.py",)),
-     JsonSpelling("<tool_calls>", "</tool_calls>", "lines", follows=("{", '"name"'))),
-    (Family("jamba", 'Jamba / Hunyuan: <tool_calls>[{"name": ..., "arguments": {...}}, ...]</tool_calls>',
-            models=("ai21labs/AI21-Jamba-1.5-Mini", "tencent/Hunyuan-A13B-Instruct"),
-            sources=(VLLM + "jamba_tool_parser.py", VLLM + "hunyuan_a13b_tool_parser.py")),
-     JsonSpelling("<tool_calls>", "</tool_calls>", "list")),
-    (Family("nemotron", 'Nemotron: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>',
-            models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1",), sources=(VLLM + "nemotron_json_tool_parser.py",)),
-     JsonSpelling("<TOOLCALL>", "</TOOLCALL>", "list")),
-    (Family("internlm", 'InternLM 2: <|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|> per call',
-            models=("internlm/internlm2_5-7b-chat",), sources=(VLLM + "internlm2_tool_parser.py",)),
-     JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
-)
-# More families, in a rank range of their own (the table above keeps its ranks).
-ROWS_2 = (
-    (Family("apertus", 'Apertus: <|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>',
-            models=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),
-            sources=(VLLM + "apertus_tool_parser.py",)),
-     JsonSpelling("<|tools_prefix|>", "<|tools_suffix|>", "list", keyed=True)),
-    (Family("command_a", 'Command A: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}, ...]'
-            "<|END_ACTION|>",
-            models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024"),
-            sources=("llama.cpp models/templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
-                     VLLM + "cohere_command_tool_parser.py"),
-            reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
-     JsonSpelling("<|START_ACTION|>", "<|END_ACTION|>", "list", arg_keys=("parameters", "arguments"),
-                  name_key="tool_name", id_key="tool_call_id")),
-    (Family("gigachat3", 'GigaChat 3: function call<|role_sep|>\\n{"name": ..., "arguments": {...}}',
-            models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3-702B-A36B-preview"),
-            sources=("llama.cpp models/templates/GigaChat3-10B-A1.8B.jinja", VLLM + "gigachat3_tool_parser.py")),
-     JsonSpelling("function call<|role_sep|>", None, "object", alt_opens=("<|function_call|>",),
-                  between="<|message_sep|>\n\n")),
-    (Family("inkling", 'Inkling: <|content_invoke_tool_json|>{"name": ..., "args": {...}}<|end_message|> per call',
-            sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py"),
-            reasoning=(("<|content_thinking|>", "<|end_message|>"),)),
-     JsonSpelling("<|content_invoke_tool_json|>", "<|end_message|>", "object", arg_keys=("args", "arguments"),
-                  lead="", between="<|message_model|>")),
-    (Family("longcat_json", 'LongCat-Flash-Chat: <longcat_tool_call>\\n{"name": ..., "arguments": {...}}\\n'
-            "</longcat_tool_call> per call (Hermes' layout in LongCat's tags; newer checkpoints write GLM's layout "
-            "in the same tags: the xml_params row longcat)",
-            models=("meituan-longcat/LongCat-Flash-Chat",),
-            sources=(VLLM + "longcat_tool_parser.py",
-                     "sgl-project/sglang python/sglang/srt/function_call/longcat_detector.py")),
-     JsonSpelling("<longcat_tool_call>", "</longcat_tool_call>", "object", follows=("{",))),
-)
-
-FORMATS = register_rows(JsonCalls, 260, ROWS) + register_rows(JsonCalls, 290, ROWS_2)

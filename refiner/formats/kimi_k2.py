@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat, offered_tools, register
+from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
@@ -74,7 +74,6 @@ def split_id(call_id: str) -> tuple[str, str | None, bool]:
     return name, index, had_prefix
 
 
-@register
 class KimiK2(WireFormat):
     name = "kimi_k2"
     description = (
@@ -83,7 +82,6 @@ class KimiK2(WireFormat):
     )
     tags = (SECTION_BEGIN, CALL_BEGIN, ARG_BEGIN, CALL_END, SECTION_END)
     detection = Detection(
-        rank=210,
         markers=(SECTION_BEGIN, SECTION_BEGIN_1, CALL_BEGIN, ARG_BEGIN),
         closers=(CALL_END, SECTION_END, SECTION_END_1),
     )

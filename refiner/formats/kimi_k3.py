@@ -18,7 +18,7 @@ values are the raw text up to the argument's closing element, every other type (
 ``response`` channel, both before ``tools`` (the generation prompt opens one of them, so a completion starts inside
 it); ``<|close|>message<|sep|>`` ends the turn.
 
-Why a grammar of its own and not a row of :mod:`refiner.formats.xml_params`: its "tags" are channel tokens whose
+Why a grammar of its own and not a row of :mod:`refiner.formats.xml_grammar`: its "tags" are channel tokens whose
 opening element ends in ``<|sep|>``, not ``>``; the name and key sit in attributes of their own (``tool``, ``key``);
 the typing attribute has six values, not DSML's true/false; attribute values are entity-escaped; render numbers the
 calls. Each is a literal in :class:`XtmlSpelling`, so another checkpoint writing this channel syntax is a row.
@@ -45,7 +45,6 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat
-from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.strict import JSON_DECODER, decode_at, token_sections
@@ -143,7 +142,7 @@ def _type_of(value: Any) -> str:
 
 
 class Xtml(WireFormat):
-    """The grammar; each row's :class:`XtmlSpelling` is ``self.spelling`` (rows: :func:`register_rows`)."""
+    """The grammar; each row's :class:`XtmlSpelling` is ``self.spelling`` (its rows: the catalog)."""
 
     spelling: XtmlSpelling
 
@@ -458,18 +457,3 @@ class Xtml(WireFormat):
             return raw, after, False
         out.note("mended", f"the JSON value of argument {key[:40]!r} was mended")
         return value, after, False
-
-
-K3 = XtmlSpelling()
-ROWS = (
-    (Family("kimi_k3", 'Kimi K3 XTML: <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument '
-            'key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|> '
-            "(type=\"string\" raw, other types JSON)",
-            models=("moonshotai/Kimi-K3",),
-            sources=("sgl-project/sglang python/sglang/srt/function_call/kimik3_detector.py, kimik3_format.py",
-                     "vllm-project/vllm vllm/tool_parsers/kimi_k3_tool_parser.py",
-                     "ggml-org/llama.cpp models/templates/Kimi-K3.jinja"),
-            reasoning=(("<|open|>think<|sep|>", "<|close|>think<|sep|>"),)),
-     K3),
-)
-register_rows(Xtml, 45, ROWS)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, register
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import add_call
 from refiner.formats.pythonic import matching_paren, render_call, strict_call_list
@@ -43,12 +43,11 @@ BUILTIN_TOOLS = ("brave_search", "wolfram_alpha")  # the built-ins Meta's templa
 _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 
 
-@register
 class Llama3Json(WireFormat):
     name = "llama3_json"
     description = 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")'
     tags = (PYTHON_TAG,)
-    detection = Detection(rank=150, markers=(PYTHON_TAG,), bare=True)
+    detection = Detection(markers=(PYTHON_TAG,), bare=True)
     example = (
         '{"name": "search_flights", "parameters": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}; '
         '{"name": "get_weather", "parameters": {"city": "London", "days": 3, "units": "metric"}}'

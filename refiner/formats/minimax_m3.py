@@ -23,7 +23,7 @@ holds the token, as its JSON string literal; an empty object or list, and a null
 syntax cannot hold (``>``, a leading ``/`` or quote, surrounding spaces, ``item`` inside an object) as its JSON
 string literal in the tag (``<"a\\u003eb">``), as the XML grammar writes keys.
 
-Why a grammar of its own and not a row of :mod:`refiner.formats.xml_params`: the closing tag of a value is the
+Why a grammar of its own and not a row of :mod:`refiner.formats.xml_grammar`: the closing tag of a value is the
 key's own (``</city>``), not one literal, and values nest (objects and lists of elements), which that grammar's
 one-level key/value reading cannot say; "tokens that confuse the diff" is also why llama.cpp keeps it hand-written.
 The literals are a :class:`NsXmlSpelling`, so another checkpoint writing this syntax is a row.
@@ -42,7 +42,6 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
-from refiner.formats.family import Family, register_rows
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER, token_sections
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -118,7 +117,7 @@ def _build(frame: _Frame, item: str, tags: tuple[str, ...], *, top: bool) -> tup
 
 
 class NsXml(WireFormat):
-    """The grammar; each row's :class:`NsXmlSpelling` is ``self.spelling`` (rows: :func:`register_rows`)."""
+    """The grammar; each row's :class:`NsXmlSpelling` is ``self.spelling`` (its rows: the catalog)."""
 
     spelling: NsXmlSpelling
     name_pattern = NAME_PATTERN
@@ -451,16 +450,3 @@ def _retype(param: Any, value: Any, depth: int) -> Any:
             return {k: _retype(props.get(k), v, depth + 1) for k, v in value.items()}
         return value
     return retype_value(param, value)
-
-
-M3 = NsXmlSpelling()
-ROWS = (
-    (Family("minimax_m3", "MiniMax-M3: ]<]minimax[>[ before every tag; <tool_call>, <invoke name=\"NAME\">, one "
-            "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
-            models=("MiniMaxAI/MiniMax-M3",),
-            sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py",
-                     "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py"),
-            reasoning=(("<mm:think>", "</mm:think>"),)),
-     M3),
-)
-register_rows(NsXml, 46, ROWS)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
@@ -176,12 +176,11 @@ def _segments(body: str) -> tuple[str, list[str]]:
     return lead, segments
 
 
-@register
 class Mistral(WireFormat):
     name = "mistral"
     description = 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]'
     tags = (BOT,)
-    detection = Detection(rank=250, markers=(BOT,))
+    detection = Detection(markers=(BOT,))
     reasoning = ((THINK, THINK_END), ("<think>", "</think>"))
     example = (
         '[TOOL_CALLS] [{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]'
@@ -237,12 +236,11 @@ class Mistral(WireFormat):
         return f"{BOT} {dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}"
 
 
-@register
 class MistralV11(WireFormat):
     name = "mistral_v11"
     description = "Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)"
     tags = (BOT, ARGS)
-    detection = Detection(rank=251, markers=(BOT,), closers=(ARGS,))
+    detection = Detection(markers=(BOT,), closers=(ARGS,))
     reasoning = ((THINK, THINK_END), ("<think>", "</think>"))
     name_pattern = V11_NAME
     example = (

@@ -1,5 +1,5 @@
 """A tool name, then its arguments as one JSON object, between a family's tokens: the ``named_json`` grammar. A family
-is a row of :data:`ROWS` (:mod:`refiner.formats.family`): a :class:`Family` and its :class:`NamedSpelling`.
+is a row of the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`NamedSpelling`.
 
 | format | models | shape (engine parser) |
 |---|---|---|
@@ -24,11 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
-from refiner.formats.family import Family, register_rows
+from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
@@ -61,7 +60,7 @@ class NamedSpelling:
 
 
 class NamedJson(WireFormat):
-    """The grammar; each row of :data:`ROWS` is a subclass made by :func:`~refiner.formats.family.register_rows`."""
+    """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
 
     spelling: NamedSpelling
     row: Family
@@ -247,30 +246,3 @@ class NamedJson(WireFormat):
             for c in calls
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
-
-
-def _plamo(tag: str) -> str:
-    return f"<|plamo:{tag}:plamo|>"
-
-
-ROWS: tuple[tuple[Family, Any], ...] = (
-    (Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
-                      "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
-                      "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
-                      "<|plamo:end_tool_arguments:plamo|>...",
-            models=("pfnet/plamo-3-nict-31b-instruct",),
-            sources=("vLLM vllm/tool_parsers/plamo3_tool_parser.py (BEGIN_TOOL_ARGS_TAG with the JSON constraint)",
-                     "vLLM vllm/reasoning/plamo3_reasoning_parser.py"),
-            reasoning=((_plamo("begin_think"), _plamo("end_think")),)),
-     NamedSpelling(_plamo("begin_tool_requests"), _plamo("end_tool_requests"),
-                   _plamo("begin_tool_request") + _plamo("begin_tool_name"),
-                   _plamo("end_tool_name") + _plamo("begin_tool_arguments"),
-                   _plamo("end_tool_arguments") + _plamo("end_tool_request"),
-                   args_prefix="<|plamo:constrain|>json<|plamo:msg|>")),
-    (Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
-            models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
-            sources=("llama.cpp common/parsers/functionary-v3-2.cpp",)),
-     NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipient="all")),
-)
-
-FORMATS = register_rows(NamedJson, 300, ROWS)

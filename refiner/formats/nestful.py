@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools, register
+from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import edit_readings, settle, value_fits
 from refiner.formats.strict import JSON_DECODER, JSON_WS, expect_str, json_in_prose, plain_calls, strict_fields
@@ -25,14 +25,13 @@ def _looks_like_calls(value: object) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "name" in v for v in value)
 
 
-@register
 class Nestful(WireFormat):
     name = "nestful"
     description = (
         'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references'
     )
     tags = ("[", "]")
-    detection = Detection(rank=120, bare=True)
+    detection = Detection(bare=True)
     trained = True
     outputs = "one"
     order_sensitive = True

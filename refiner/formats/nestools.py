@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, lenient_list
 from refiner.formats.strict import expect_str_list, plain_calls, strict_fields, tagged_list
 from refiner.formats.text import dumps
@@ -18,14 +18,13 @@ from refiner.formats.text import dumps
 OPEN, CLOSE = "<nested function>", "</nested function>"
 
 
-@register
 class NesTools(WireFormat):
     name = "nestools"
     description = (
         'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested function>'
     )
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=10, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     outputs = "list"
     order_sensitive = True

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.strict import expect_object, expect_str, json_in_prose, json_object, strict_json
 from refiner.formats.text import dumps, strip_reasoning
@@ -53,12 +53,11 @@ def _plain_calls(tool_calls: list) -> list[ToolCall] | None:
     return calls
 
 
-@register
 class OpenAI(WireFormat):
     name = "openai"
     description = 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}]}'
     tags = ('"tool_calls"', '"function"')
-    detection = Detection(rank=100, bare=True)
+    detection = Detection(bare=True)
     example = (
         '{"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "search_flights", "arguments": "{\\"origin\\": \\"New York\\", \\"destination\\": \\"London\\", \\"date\\": \\"2024-08-15\\", \\"max_stops\\": 1}"}}, {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"London\\", \\"days\\": 3, \\"units\\": \\"metric\\"}"}}]}'
     )

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import as_items, lenient_list
 from refiner.formats.strict import expect_object, expect_str_list, tagged_list
@@ -21,12 +21,11 @@ OPEN, CLOSE = "<order_func>", "</order_func>"
 _ENTRY_KEYS = frozenset(("step", "tool_list"))
 
 
-@register
 class Order(WireFormat):
     name = "order"
     description = 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>'
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=20, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     names_only = True
     steps = True

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools, register
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import IDENTIFIER_NAME, looks_pythonic, render_call, strict_call_list
@@ -260,37 +260,34 @@ def _glued_pattern(names: tuple[str, ...]) -> re.Pattern:
     return re.compile("(?:" + "|".join(map(re.escape, names)) + r")(?:[^\W\d]\w*[ \t]*=|[ \t]*\))")
 
 
-@register
 class Llama4Pythonic(SentinelPythonic):
     name = "llama4_pythonic"
     description = "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>...<|python_end|>"
     wrapper = Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)
     tags = (wrapper.open, wrapper.close)
-    detection = Detection(rank=160, markers=(wrapper.open,), closers=(wrapper.close,), bare=True)
+    detection = Detection(markers=(wrapper.open,), closers=(wrapper.close,), bare=True)
     example = (
         '<|python_start|>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]<|python_end|>'
     )
 
 
-@register
 class Lfm2(SentinelPythonic):
     name = "lfm2"
     description = "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>"
     wrapper = Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)
     tags = (wrapper.open, wrapper.close)
-    detection = Detection(rank=270, markers=(wrapper.open,), closers=(wrapper.close,))
+    detection = Detection(markers=(wrapper.open,), closers=(wrapper.close,))
     example = (
         '<|tool_call_start|>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]<|tool_call_end|>'
     )
 
 
-@register
 class Olmo3(SentinelPythonic):
     name = "olmo3"
     description = "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)"
     wrapper = Wrapper("<function_calls>", "</function_calls>", lines=True)
     tags = (wrapper.open, wrapper.close)
-    detection = Detection(rank=271, markers=(wrapper.open,), closers=(wrapper.close,))
+    detection = Detection(markers=(wrapper.open,), closers=(wrapper.close,))
     example = (
         '<function_calls>search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1)\n'
         'get_weather(city="London", days=3, units="metric")</function_calls>'

@@ -1,5 +1,5 @@
 """Qwen3-Coder (and Qwen3.5): the hook of the ``qwen3_coder`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_params`, which reads and writes it:
+(:mod:`refiner.formats.xml_grammar`, which reads and writes it:
 ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``).
 
 Grammar, from the model's chat template and vLLM's ``qwen3coder_tool_parser.py`` / SGLang's
@@ -14,13 +14,13 @@ Grammar, from the model's chat template and vLLM's ``qwen3coder_tool_parser.py``
 - values are typed as :mod:`refiner.formats.xmlvalues` says: strings raw, numbers in their canonical JSON text,
   booleans and null as ``True`` / ``False`` / ``None`` (the template's ``| string``), objects and arrays as JSON.
   ``true`` / ``false`` / ``null`` are text, which the tool specs settle (a boolean parameter's ``true`` is ``True``,
-  a string parameter's is ``"true"``: :meth:`~refiner.formats.xml_params.XmlParams.retype`); a string that would
+  a string parameter's is ``"true"``: :meth:`~refiner.formats.xml_grammar.XmlParams.retype`); a string that would
   read as something else (``42``, ``True``, ``{"a": 1}``) or holds ``<parameter=`` / ``</parameter>`` is written as
   its JSON string literal (``"42"``);
 - a parameter name is written as it is, or as a JSON string literal when it holds ``>`` or a newline (never in
   practice); a name given twice is an error.
 
-What the row's table cannot say lives here, as the row's hook (``HOOKS["qwen3_coder"]``): detection against the
+What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against the
 formats sharing ``<tool_call>`` (:func:`_sniff`: a block opening with ``<function=`` or a look-alike), where a region
 found by a ``<parameter=`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`) and the repair of tags
 written wrong (:func:`respell`). Recovery (the grammar's) reads cut texts, lost tags (vLLM's fallbacks: a value ends
@@ -38,7 +38,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_params import DETECT_CHARS, HOOKS, NAME_LINE_CHARS, Hook
+from refiner.formats.xml_spelling import DETECT_CHARS, NAME_LINE_CHARS, Hook
 from refiner.formats.xmlvalues import read_value, untagged_lines
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -270,5 +270,5 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
     return "".join(parts), notes
 
 
-HOOKS["qwen3_coder"] = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
-                            region_start=_region_start, read_untagged=_read_untagged)
+HOOK = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
+            region_start=_region_start, read_untagged=_read_untagged)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, offered_tools, register
+from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, offered_tools
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import lenient_region
 from refiner.formats.pythonic import (
@@ -64,12 +64,11 @@ def _quoted_close_end(text: str, a: int, b: int) -> int | None:
     return k if text.startswith(CLOSE, k) else None
 
 
-@register
 class ToolAce(WireFormat):
     name = "toolace"
     description = '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)'
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=30, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     name_pattern = IDENTIFIER_NAME
     pythonic = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat, register
+from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, lenient_list
 from refiner.formats.strict import plain_calls, strict_fields, tagged_list
 from refiner.formats.text import dumps
@@ -17,12 +17,11 @@ from refiner.formats.text import dumps
 OPEN, CLOSE = "<func_call>", "</func_call>"
 
 
-@register
 class XLam(WireFormat):
     name = "xlam"
     description = 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>'
     tags = (OPEN, CLOSE)
-    detection = Detection(rank=40, markers=(OPEN,), closers=(CLOSE,))
+    detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     trained = True
     example = (
         '<func_call>[{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]</func_call>'

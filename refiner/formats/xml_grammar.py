@@ -1,7 +1,7 @@
 """The XML-ish parameter grammar: tool calls written as tags, one element (or key/value tag pair) per argument, the
 values raw text between tags. One grammar, read from a spelling (:class:`~refiner.formats.xml_spelling.XmlSpelling`); a
-model family that writes it is a row of :data:`refiner.formats.xml_params.ROWS` (see :mod:`refiner.formats.family`),
-not a module.
+model family that writes it is a row of the catalog (:mod:`refiner.formats.catalog`, see
+:mod:`refiner.formats.family`), not a module.
 
 The shape, in general terms (every literal comes from the row's spelling)::
 
@@ -40,8 +40,8 @@ Reading (the same for every row):
   the row's tags, ``\\"`` in values: decoded) and closing tags with a number appended (``</parameter1>``), besides
   cut texts, lost tags and JSON arguments written inside the call's tags.
 
-What a row's table cannot say goes into its one named hook (:class:`Hook`: lenient tag repair, a family's own
-detection or untagged reading), registered by name in :data:`HOOKS`.
+What a row's table cannot say goes into its one hook (:class:`Hook`: lenient tag repair, a family's own detection or
+untagged reading), a value of its spelling.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, Detection, WireFormat, all_formats, offered_tools, remember
+from refiner.formats.base import NAME_PATTERN, Detection, WireFormat, offered_tools, remember
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -60,7 +60,6 @@ from refiner.formats.xml_lenient import XmlLenient
 from refiner.formats.xml_spelling import (
     _NO_HOOK,
     DETECT_CHARS,
-    HOOKS,
     SPACED_NAME_PATTERN,
     Hook,
     XmlSpelling,
@@ -85,8 +84,7 @@ from refiner.formats.xmlvalues import (
 
 
 class XmlParams(XmlLenient, WireFormat):
-    """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); rows are registered by
-    :func:`refiner.formats.family.register_rows`."""
+    """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); its rows are in the catalog."""
 
     spelling: XmlSpelling
 
@@ -98,10 +96,8 @@ class XmlParams(XmlLenient, WireFormat):
 
     @classmethod
     def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
-        # the call and key tags point at this row too (a section tag lost), unless a row registered before holds
-        # them (Seed-OSS's <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's): a text with only those
-        # is read as the first row's
-        taken = {m for f in all_formats() for m in f.detection.markers}
+        # the call and key tags point at this row too (a section tag lost), unless another row holds them (Seed-OSS's
+        # <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's: refiner.formats.family.markers_left)
         markers = [s.first_open]
         if s.section_open:
             markers.append(s.call_open)
@@ -116,12 +112,11 @@ class XmlParams(XmlLenient, WireFormat):
         if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
-        markers = markers[:1] + [m for m in markers[1:] if m not in taken]
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)))
 
     @property
     def hook(self) -> Hook:
-        return HOOKS.get(self.spelling.hook) or _NO_HOOK
+        return self.spelling.hook or _NO_HOOK
 
     @property
     def name_pattern(self) -> str:  # type: ignore[override]

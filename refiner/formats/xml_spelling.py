@@ -1,7 +1,7 @@
 """What one row of the XML parameter grammar says (:class:`XmlSpelling`), the hooks a row's table cannot hold
-(:class:`Hook`, :data:`HOOKS`), and the tag-level helpers the grammar's readers share: attributes, per-checkpoint tag
+(:class:`Hook`), and the tag-level helpers the grammar's readers share: attributes, per-checkpoint tag
 suffixes, the first of several tags. The grammar itself is :mod:`refiner.formats.xml_grammar`; its rows are
-:mod:`refiner.formats.xml_params`.
+:mod:`refiner.formats.catalog`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class XmlSpelling:
       the attribute;
     - ``sep``: what ``render`` writes between tags (the template's layout); ``tag_suffix``: a per-checkpoint suffix
       written before every tag's ``>`` (Hunyuan HY v4's ``:6124c78e``; any ``:SUFFIX`` is read);
-    - ``hook``: the name of the row's :class:`Hook` in :data:`HOOKS` (``""``: none);
+    - ``hook``: the row's :class:`Hook` (``None``: none);
     - ``type_open`` / ``type_close`` (``"element"`` keys only): a type element the model may write between a key and
       its value (K2-Horizon's ``xml_typed`` layout, ``<ifm|arg_type>string</ifm|arg_type>``); not strictly valid
       in the row, read by recovery: ``string`` is the text as written, ``any`` the row's typing, another type
@@ -67,7 +67,7 @@ class XmlSpelling:
     type_attr: str = ""
     sep: str = "\n"
     tag_suffix: str = ""
-    hook: str = ""
+    hook: Hook | None = None
     type_open: str = ""
     type_close: str = ""
 
@@ -108,7 +108,7 @@ class XmlSpelling:
 
 @dataclass(frozen=True)
 class Hook:
-    """What a row's table cannot say, in one named place. Every field is optional.
+    """What a row's table cannot say, in one place (its spelling's ``hook``). Every field is optional.
 
     ``respell(fmt, text, start) -> (text, notes) | None``: the text with tags written wrong read as the grammar's
     (lenient reading only); ``sniff(fmt, body, at) -> bool``: replaces the grammar's detection check;
@@ -119,9 +119,6 @@ class Hook:
     sniff: Callable[..., bool] | None = None
     region_start: Callable[..., int] | None = None
     read_untagged: Callable[..., Any] | None = None
-
-
-HOOKS: dict[str, Hook] = {}
 
 
 def _attrs(raw: str) -> dict[str, str]:

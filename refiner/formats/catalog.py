@@ -1,0 +1,297 @@
+"""Every wire format the refiner knows, in one ordered table: :data:`CATALOG`.
+
+An entry is a :class:`~refiner.formats.family.Row` (a family: its :class:`~refiner.formats.family.Family` with the
+models it serves and where it was read from, the grammar that reads it, the grammar's spelling), or a format class of
+its own (a shape that only one family writes). Detection tries the entries in the table's order: a format's rank is
+its place here, so a more specific spelling goes before a more general one sharing its markers. Adding a family that
+an existing grammar holds is one more row; importing :mod:`refiner.formats` registers the table
+(:func:`~refiner.formats.family.register_catalog`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from refiner.formats import (
+    anthropic,
+    apibank,
+    deepseek,
+    glaive,
+    glm45,
+    harmony,
+    hermes,
+    kimi_k2,
+    llama3,
+    mistral,
+    nestful,
+    nestools,
+    openai,
+    order,
+    pythonic_sentinels,
+    qwen3_coder,
+    toolace,
+    xlam,
+)
+from refiner.formats.brace_kv import BraceKV, BraceSpelling
+from refiner.formats.family import Family, Row, register_catalog
+from refiner.formats.json_calls import JsonCalls, JsonSpelling
+from refiner.formats.kimi_k3 import Xtml, XtmlSpelling
+from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
+from refiner.formats.named_json import NamedJson, NamedSpelling
+from refiner.formats.xml_grammar import XmlParams
+from refiner.formats.xml_params import dsml, invoke, kv
+from refiner.formats.xml_spelling import XmlSpelling
+
+VLLM = "vllm-project/vllm vllm/tool_parsers/"
+SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
+LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
+
+
+def _plamo(tag: str) -> str:
+    return f"<|plamo:{tag}:plamo|>"
+
+
+# Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
+# sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
+# wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, before apibank and hermes (<tool_call>);
+# DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line).
+CATALOG: tuple[Row | type, ...] = (
+    nestools.NesTools,
+    order.Order,
+    toolace.ToolAce,
+    xlam.XLam,
+    Row(
+        Family("kimi_k3", 'Kimi K3 XTML: <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument '
+               'key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|> '
+               "(type=\"string\" raw, other types JSON)",
+               models=("moonshotai/Kimi-K3",),
+               sources=("sgl-project/sglang python/sglang/srt/function_call/kimik3_detector.py, kimik3_format.py",
+                        "vllm-project/vllm vllm/tool_parsers/kimi_k3_tool_parser.py",
+                        "ggml-org/llama.cpp models/templates/Kimi-K3.jinja"),
+               reasoning=(("<|open|>think<|sep|>", "<|close|>think<|sep|>"),)),
+        Xtml, XtmlSpelling()),
+    Row(
+        Family("minimax_m3", "MiniMax-M3: ]<]minimax[>[ before every tag; <tool_call>, <invoke name=\"NAME\">, one "
+               "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
+               models=("MiniMaxAI/MiniMax-M3",),
+               sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py",
+                        "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py"),
+               reasoning=(("<mm:think>", "</mm:think>"),)),
+        NsXml, NsXmlSpelling()),
+    Row(
+        Family("hunyuan_v4", "Hunyuan HY v4: <tool_calls:S><tool_call:S>NAME<arg_key:S>KEY</arg_key:S><arg_value:S>VALUE"
+               "</arg_value:S></tool_call:S></tool_calls:S>, S a per-checkpoint suffix (any is read)",
+               sources=(VLLM + "hy_v4_tool_parser.py",)),
+        XmlParams, kv(section="tool_calls", name_sep="\n", sep="", suffix=":6124c78e")),
+    Row(
+        Family("hunyuan_v3", "Hunyuan HY v3: <tool_calls><tool_call>NAME<tool_sep><arg_key>KEY</arg_key><arg_value>VALUE"
+               "</arg_value></tool_call></tool_calls> (strings raw, other values JSON)",
+               sources=(VLLM + "hy_v3_tool_parser.py",)),
+        XmlParams, kv(section="tool_calls", name_sep="<tool_sep>", sep="")),
+    glaive.Glaive,
+    Row(
+        Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
+               "</function>\\n</tool_call> per call (strings raw, other values JSON)",
+               models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B"),
+               sources=(VLLM + "qwen3coder_tool_parser.py", SGLANG + "qwen3_coder_detector.py",
+                        "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja")),
+        XmlParams, XmlSpelling(section_open="<tool_call>", section_close="</tool_call>", section_per_call=True, call_open="<function=",
+                    call_close="</function>", strip_newline=True, typing="python", hook=qwen3_coder.HOOK)),
+    Row(
+        Family("glm45", "GLM-4.5/4.6: <tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n"
+               "</tool_call> per call (strings raw, other values JSON)",
+               models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
+               sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
+                        SGLANG + "glm4_moe_detector.py", LLAMA_CPP + "glm_4_5.jinja", LLAMA_CPP + "GLM-4.6.jinja")),
+        XmlParams, XmlSpelling(call_open="<tool_call>", call_close="</tool_call>", name_at="text", key_open="<arg_key>",
+                    key_close="</arg_key>", key_at="element", value_open="<arg_value>", value_close="</arg_value>",
+                    hook=glm45.HOOK)),
+    apibank.ApiBank,
+    hermes.Hermes,
+    openai.OpenAI,
+    anthropic.Anthropic,
+    nestful.Nestful,
+    llama3.Llama3Json,
+    pythonic_sentinels.Llama4Pythonic,
+    deepseek.DeepSeekV3,
+    deepseek.DeepSeekV31,
+    kimi_k2.KimiK2,
+    harmony.Harmony,
+    Row(
+        Family("deepseek_v32", "DeepSeek V3.2 DSML: <｜DSML｜function_calls><｜DSML｜invoke name=\"NAME\"><｜DSML｜parameter "
+               "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
+               models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
+               sources=(VLLM + "deepseekv32_tool_parser.py", LLAMA_CPP + "DeepSeek-V3.2.jinja",
+                        "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
+        XmlParams, dsml("<｜DSML｜", "function_calls")),
+    Row(
+        Family("deepseek_v4", "DeepSeek V4 DSML: V3.2's invoke/parameter elements inside <｜DSML｜tool_calls>",
+               models=("deepseek-ai/DeepSeek-V4-Flash",), sources=(VLLM + "deepseekv4_tool_parser.py",)),
+        XmlParams, dsml("<｜DSML｜", "tool_calls")),
+    Row(
+        Family("deepseek_v41", "DeepSeek V4.1 DSML: a space after the bar (<｜DSML｜ invoke ...>), inside <｜DSML｜ calls>",
+               models=("deepseek-ai/DeepSeek-V4.1-Flash",), sources=(VLLM + "deepseekv41_engine_tool_parser.py",)),
+        XmlParams, dsml("<｜DSML｜ ", "calls")),
+    Row(
+        Family("minimax_m2", "MiniMax-M2: <minimax:tool_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE"
+               "</parameter></invoke></minimax:tool_call> (strings raw, other values JSON)",
+               models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.5"),
+               sources=(VLLM + "minimax_m2_tool_parser.py", LLAMA_CPP + "unsloth-MiniMax-M2.jinja")),
+        XmlParams, invoke("minimax:tool_call")),
+    Row(
+        Family("seed_oss", "Seed-OSS: <seed:tool_call><function=NAME><parameter=KEY>VALUE</parameter></function>"
+               "</seed:tool_call> per call, reasoning in <seed:think>",
+               models=("ByteDance-Seed/Seed-OSS-36B-Instruct",), reasoning=(("<seed:think>", "</seed:think>"),),
+               sources=(VLLM + "seed_oss_tool_parser.py", LLAMA_CPP + "ByteDance-Seed-OSS.jinja")),
+        XmlParams, XmlSpelling(section_open="<seed:tool_call>", section_close="</seed:tool_call>", section_per_call=True,
+            call_open="<function=", call_close="</function>", typing="python")),
+    Row(
+        Family("step3", "Step-3: <｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"NAME\">"
+               "<steptml:parameter name=\"KEY\">VALUE</steptml:parameter></steptml:invoke><｜tool_call_end｜>"
+               "<｜tool_calls_end｜>", models=("stepfun-ai/step3",),
+               sources=(VLLM + "step3_tool_parser.py", SGLANG + "step3_detector.py")),
+        XmlParams, XmlSpelling(section_open="<｜tool_calls_begin｜>", section_close="<｜tool_calls_end｜>",
+            call_open="<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke ",
+            call_close="</steptml:invoke><｜tool_call_end｜>", name_at="attr",
+            key_open="<steptml:parameter ", value_close="</steptml:parameter>", key_at="attr")),
+    Row(
+        Family("dots1", "dots.llm: <dots_function_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE</parameter>"
+               "</invoke></dots_function_call>", models=("rednote-hilab/dots.llm1.inst",),
+               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/dots_tool_parser.py",)),
+        XmlParams, invoke("dots_function_call")),
+    Row(
+        Family("muse_glimmer", "Muse Glimmer (ATEM): <atem:function_calls><atem:invoke name=\"NAME\"><atem:parameter "
+               "name=\"KEY\">VALUE</atem:parameter></atem:invoke></atem:function_calls>",
+               sources=(VLLM + "muse_glimmer_tool_parser.py",)),
+        XmlParams, invoke("atem:function_calls", "atem:")),
+    Row(
+        Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call",
+               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py",)),
+        XmlParams, XmlSpelling(call_open="<function ", call_close="</function>", name_at="attr", key_open="<param ",
+            value_close="</param>", key_at="attr")),
+    Row(
+        Family("longcat", "LongCat (GLM's layout): <longcat_tool_call>NAME\\n<longcat_arg_key>KEY</longcat_arg_key>\\n"
+               "<longcat_arg_value>VALUE</longcat_arg_value>\\n</longcat_tool_call>",
+               sources=(VLLM + "longcat_tool_parser.py",)),
+        XmlParams, kv("longcat_")),
+    Row(
+        Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
+               "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "
+               "other values JSON; the 'xml_typed' layout's <ifm|arg_type> elements are read by recovery)",
+               models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
+        XmlParams, replace(kv("ifm|", section="ifm|tool_calls", sep=""),
+        type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
+    mistral.Mistral,
+    mistral.MistralV11,
+    Row(
+        Family("granite", 'Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]',
+               models=("ibm-granite/granite-3.0-8b-instruct", "ibm-granite/granite-3.1-8b-instruct"),
+               sources=(VLLM + "granite_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<|tool_call|>", None, "list", alt_opens=("<tool_call>",))),
+    Row(
+        Family("phi4_mini", 'Phi-4-mini: functools[{"name": ..., "arguments": {...}}, ...]',
+               models=("microsoft/Phi-4-mini-instruct",), sources=(VLLM + "phi4mini_tool_parser.py",)),
+        JsonCalls, JsonSpelling("functools", None, "list", arg_keys=("arguments", "parameters"), tight=True)),
+    Row(
+        Family("minimax", 'MiniMax: <tool_calls>\\n{"name": ..., "arguments": {...}} per line\\n</tool_calls>',
+               models=("MiniMaxAI/MiniMax-Text-01", "MiniMaxAI/MiniMax-M1-80k"), sources=(VLLM + "minimax_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "lines", follows=("{", '"name"'))),
+    Row(
+        Family("jamba", 'Jamba / Hunyuan: <tool_calls>[{"name": ..., "arguments": {...}}, ...]</tool_calls>',
+               models=("ai21labs/AI21-Jamba-1.5-Mini", "tencent/Hunyuan-A13B-Instruct"),
+               sources=(VLLM + "jamba_tool_parser.py", VLLM + "hunyuan_a13b_tool_parser.py")),
+        JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "list")),
+    Row(
+        Family("nemotron", 'Nemotron: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>',
+               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1",), sources=(VLLM + "nemotron_json_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<TOOLCALL>", "</TOOLCALL>", "list")),
+    Row(
+        Family("internlm", 'InternLM 2: <|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|> per call',
+               models=("internlm/internlm2_5-7b-chat",), sources=(VLLM + "internlm2_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
+    pythonic_sentinels.Lfm2,
+    pythonic_sentinels.Olmo3,
+    Row(
+        Family(
+            "gemma4",
+            'Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|> per call',
+            models=("google/gemma-4-31B-it", "google/gemma-4-26B-A4B-it", "google/gemma-4-12B-it"),
+            sources=(
+                "google/gemma-4-31B-it chat_template.jinja (format_argument; sha256 ae53464b...c4d8de4c6d4)",
+                "llama.cpp models/templates/gemma4.jinja",
+                "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
+            ),
+            # the thought channel's name is markup, not reasoning (vLLM's Gemma 4 reasoning parser drops it too)
+            reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"), ("<|channel>", "<channel|>")),
+        ),
+        BraceKV, BraceSpelling("<|tool_call>", "<tool_call|>", '<|"|>')),
+    Row(
+        Family(
+            "functiongemma",
+            "FunctionGemma: <start_function_call>call:NAME{key:<escape>text<escape>}<end_function_call> per call",
+            models=("google/functiongemma-270m-it",),
+            sources=("vLLM vllm/tool_parsers/functiongemma_tool_parser.py",),
+            reasoning=(),
+        ),
+        BraceKV, BraceSpelling("<start_function_call>", "<end_function_call>", "<escape>")),
+    Row(
+        Family("apertus", 'Apertus: <|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>',
+               models=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),
+               sources=(VLLM + "apertus_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<|tools_prefix|>", "<|tools_suffix|>", "list", keyed=True)),
+    Row(
+        Family("command_a", 'Command A: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}, ...]'
+               "<|END_ACTION|>",
+               models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024"),
+               sources=("llama.cpp models/templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+                        VLLM + "cohere_command_tool_parser.py"),
+               reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
+        JsonCalls, JsonSpelling("<|START_ACTION|>", "<|END_ACTION|>", "list", arg_keys=("parameters", "arguments"),
+             name_key="tool_name", id_key="tool_call_id")),
+    Row(
+        Family("gigachat3", 'GigaChat 3: function call<|role_sep|>\\n{"name": ..., "arguments": {...}}',
+               models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3-702B-A36B-preview"),
+               sources=("llama.cpp models/templates/GigaChat3-10B-A1.8B.jinja", VLLM + "gigachat3_tool_parser.py")),
+        JsonCalls, JsonSpelling("function call<|role_sep|>", None, "object", alt_opens=("<|function_call|>",),
+             between="<|message_sep|>\n\n")),
+    Row(
+        Family("inkling", 'Inkling: <|content_invoke_tool_json|>{"name": ..., "args": {...}}<|end_message|> per call',
+               sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py"),
+               reasoning=(("<|content_thinking|>", "<|end_message|>"),)),
+        JsonCalls, JsonSpelling("<|content_invoke_tool_json|>", "<|end_message|>", "object", arg_keys=("args", "arguments"),
+             lead="", between="<|message_model|>")),
+    Row(
+        Family("longcat_json", 'LongCat-Flash-Chat: <longcat_tool_call>\\n{"name": ..., "arguments": {...}}\\n'
+               "</longcat_tool_call> per call (Hermes' layout in LongCat's tags; newer checkpoints write GLM's layout "
+               "in the same tags: the XML row longcat)",
+               models=("meituan-longcat/LongCat-Flash-Chat",),
+               sources=(VLLM + "longcat_tool_parser.py",
+                        "sgl-project/sglang python/sglang/srt/function_call/longcat_detector.py")),
+        JsonCalls, JsonSpelling("<longcat_tool_call>", "</longcat_tool_call>", "object", follows=("{",))),
+    Row(
+        Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
+                         "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
+                         "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"
+                         "<|plamo:end_tool_arguments:plamo|>...",
+               models=("pfnet/plamo-3-nict-31b-instruct",),
+               sources=("vLLM vllm/tool_parsers/plamo3_tool_parser.py (BEGIN_TOOL_ARGS_TAG with the JSON constraint)",
+                        "vLLM vllm/reasoning/plamo3_reasoning_parser.py"),
+               reasoning=((_plamo("begin_think"), _plamo("end_think")),)),
+        NamedJson, NamedSpelling(_plamo("begin_tool_requests"), _plamo("end_tool_requests"),
+              _plamo("begin_tool_request") + _plamo("begin_tool_name"),
+              _plamo("end_tool_name") + _plamo("begin_tool_arguments"),
+              _plamo("end_tool_arguments") + _plamo("end_tool_request"),
+              args_prefix="<|plamo:constrain|>json<|plamo:msg|>")),
+    Row(
+        Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
+               models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
+               sources=("llama.cpp common/parsers/functionary-v3-2.cpp",)),
+        NamedJson, NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipient="all")),
+)
+
+FORMATS = register_catalog(CATALOG)
+
+
+def rows_of(grammar: type) -> list[Row]:
+    """The catalog's rows that ``grammar`` reads, in the table's order."""
+    return [e for e in CATALOG if isinstance(e, Row) and e.grammar is grammar]
