@@ -374,13 +374,19 @@ def test_cli_formats_derive(tmp_path):
 # ---- derived rows on hostile texts ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("template", ["minimax_m2.jinja", "hermes.jinja", "gemma4.jinja", "dsml"])
+INVENTED = Path(__file__).resolve().parent / "data" / "invented"
+
+
+@pytest.mark.parametrize("template", ["minimax_m2.jinja", "hermes.jinja", "gemma4.jinja", "dsml", "quill.jinja",
+                                      "idcall.jinja", "wrapped.jinja"])
 def test_derived_rows_raise_only_their_error_on_hostile_texts(template, tmp_path):
-    """A derived row is a new spelling of a grammar: it keeps the grammar's contract on the storms every registered
-    format is checked on (tests/test_bounds.py)."""
+    """A derived row is a new spelling of a grammar, and the record reader of a family no grammar holds (quote
+    tokens, an id after the name, wrapped call objects) reads it by its record: each keeps the format contract on the
+    storms every registered format is checked on (tests/test_bounds.py)."""
     from test_bounds import SIZE, assert_contract_on_storms
 
-    path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT) if template == "dsml" else TEMPLATES / template
+    path = _write(tmp_path, "dsml.jinja", DSML_LAYOUT) if template == "dsml" else (
+        INVENTED / template if (INVENTED / template).exists() else TEMPLATES / template)
     assert_contract_on_storms(derive(path).fmt, SIZE)
 
 
