@@ -9,12 +9,15 @@ order never matters, and JSON types are kept, so ``12`` and ``"12"`` (or ``1`` a
 
 Call lists are compared here and nowhere else: :func:`calls_equal` (as sequences or multisets) and :func:`same_calls`
 (what two lists mean in a wire format: by step groups when both carry steps, else in sequence for order-sensitive
-formats and as multisets for the others).
+formats and as multisets for the others). References between the calls of a list (an argument naming an earlier
+call's output) are found here too: :func:`references_in`, :func:`dependencies`, :func:`dependency_order`.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -295,3 +298,106 @@ def steps_of(calls: Iterable[ToolCall]) -> list[frozenset[str]]:
     for c in calls:
         by_step.setdefault(c.step if c.step is not None else 0, set()).add(c.name)
     return [frozenset(by_step[s]) for s in sorted(by_step)]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# References between calls: a call's arguments name the outputs of earlier calls (NesTools ``API_call_N``, NESTFUL
+# ``$var$`` / ``$var.field$``)
+
+MAX_REFERENCE_VALUES = 4096  # values searched for references per call list (a 200 KB text can hold 100,000)
+MAX_REFERENCE_DEPTH = 32
+_NESTOOLS_REF = re.compile(r"\bAPI_call_\d+\b")
+_NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
+
+
+class Count:
+    """A countdown of values still to inspect, shared by the checks or repairs of one call list."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def take(self) -> bool:
+        self.left -= 1
+        return self.left >= 0
+
+
+def _refs_in_text(text: str) -> list[str]:
+    if "API_call_" not in text and "$" not in text:
+        return []
+    return [*_NESTOOLS_REF.findall(text), *(m.group(1) for m in _NESTFUL_REF.finditer(text))]
+
+
+def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> list[str]:
+    """Output labels referenced anywhere inside a JSON value, in order; iterative, to a depth of
+    :data:`MAX_REFERENCE_DEPTH` and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count`` has left)."""
+    if type(value) is str:  # the common case, without the walk
+        return [] if count is not None and not count.take() else _refs_in_text(value)
+    count = count if count is not None else Count(MAX_REFERENCE_VALUES)
+    refs: list[str] = []
+    stack = [(value, depth)]
+    while stack and count.take():
+        v, d = stack.pop()
+        if isinstance(v, str):
+            refs.extend(_refs_in_text(v))
+        elif d <= MAX_REFERENCE_DEPTH and isinstance(v, Mapping):
+            stack.extend((c, d + 1) for c in reversed(list(v.values())))
+        elif d <= MAX_REFERENCE_DEPTH and isinstance(v, list):
+            stack.extend((c, d + 1) for c in reversed(v))
+    return refs
+
+
+def is_reference(value: Any) -> bool:
+    """A whole string that is one reference (its type is the referenced output's)."""
+    return isinstance(value, str) and bool(_NESTOOLS_REF.fullmatch(value) or _NESTFUL_REF.fullmatch(value))
+
+
+def output_label(label: str) -> str:
+    """The bare name of an output label: ``$var_1`` and ``var_1`` both name ``var_1``."""
+    return label.removeprefix("$")
+
+
+def producers(calls: Sequence[ToolCall]) -> dict[str, int]:
+    """Output label → index of the first call that produces it."""
+    out: dict[str, int] = {}
+    for i, c in enumerate(calls):
+        for label in c.outputs:
+            out.setdefault(output_label(label), i)
+    return out
+
+
+def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
+    """For each call, the indices of the calls whose outputs it references (self-references excluded). At most
+    :data:`MAX_REFERENCE_VALUES` values are searched over the whole list."""
+    made_by = producers(calls)
+    if not made_by:
+        return [set() for _ in calls]
+    count = Count(MAX_REFERENCE_VALUES)
+    deps: list[set[int]] = []
+    for i, c in enumerate(calls):
+        refs = references_in(dict(c.arguments), count=count)
+        deps.append({made_by[r] for r in refs if r in made_by and made_by[r] != i})
+    return deps
+
+
+def dependency_order(calls: Sequence[ToolCall]) -> list[int] | None:
+    """Indices of ``calls`` in an order where every call follows the calls it references: Kahn's algorithm taking
+    the lowest original index first (stable for independent calls). ``None`` when the references form a cycle."""
+    deps = dependencies(calls)
+    users: list[list[int]] = [[] for _ in calls]
+    pending = [len(d) for d in deps]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    ready = [i for i, n in enumerate(pending) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                heapq.heappush(ready, u)
+    return order if len(order) == len(calls) else None

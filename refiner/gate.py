@@ -1,6 +1,6 @@
 """The schema gate: cheap, model-free checks of tool calls against the tool list.
 
-It says *what* is wrong, as structured :class:`Diagnostic` records, never how to fix it (that is
+It says *what* is wrong, as structured :class:`Finding` records, never how to fix it (that is
 :mod:`refiner.repair`). Checks (after RETO's Schema Gate and Gecko's syntactic validation rules):
 
 - the text is strictly valid in its wire format (``format``), and holds at least one call (``no_calls``);
@@ -21,7 +21,7 @@ It says *what* is wrong, as structured :class:`Diagnostic` records, never how to
 
 Every function here is total: any input yields diagnostics, never an exception. Work is bounded by counts: values
 are inspected to a depth of :data:`_MAX_DEPTH` and at most :data:`MAX_CHECKED_VALUES` values (arguments, items,
-properties) and :data:`MAX_REFERENCE_VALUES` values searched for references per call list; what lies beyond is not
+properties) and :data:`refiner.calls.MAX_REFERENCE_VALUES` values searched for references per call list; what lies beyond is not
 inspected and one ``unchecked`` warning says so. Messages show values through :func:`refiner.calls.preview`, whose
 cost does not grow with the value.
 """
@@ -34,19 +34,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
-from refiner.calls import ToolCall, preview
-from refiner.formats.reading import (  # noqa: F401  (params_by_tool: read here by callers of the gate)
-    Reading,
-    params_by_tool,
-    read_text,
-    salvaged,
-    tool_index,
+from refiner.calls import (
+    MAX_REFERENCE_VALUES,
+    Count,
+    ToolCall,
+    is_reference,
+    output_label,
+    preview,
+    producers,
+    references_in,
 )
+from refiner.formats.reading import Reading, read_text, tool_index
 from refiner.formats.salvage import Salvage
 from refiner.specs.types import json_type_of
 
 ERROR = "error"
 WARNING = "warning"
+REPAIR = "repair"  # the severity of a finding that is a repair tier 1 made (refiner.repair)
 
 # Codes, in the order a reader meets them; documented in the module docstring.
 CODES = (
@@ -77,18 +81,16 @@ VALUE_STYLES = ("typed", "text")
 
 _MAX_DEPTH = 32  # nesting depth beyond which values are not inspected further
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
-# Values (arguments and the items and properties inside them) checked against their schemas per call list, and
-# values searched for references: real call lists hold tens; a 200 KB text can hold 100,000.
+# Values (arguments and the items and properties inside them) checked against their schemas per call list: real
+# call lists hold tens; a 200 KB text can hold 100,000 (references: refiner.calls.MAX_REFERENCE_VALUES).
 MAX_CHECKED_VALUES = 4096
-MAX_REFERENCE_VALUES = 4096
-
-_NESTOOLS_REF = re.compile(r"\bAPI_call_\d+\b")
-_NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
 
 
 @dataclass(frozen=True, init=False)
-class Diagnostic:
-    """One finding of the gate. ``call`` is the index of the call in the list (None for text-level findings)."""
+class Finding:
+    """One finding about a call list: what the gate found (severity ``error`` or ``warning``) or a repair tier 1 made
+    (severity ``repair``). ``code`` says which (the gate's :data:`CODES`, tier 1's kinds in :mod:`refiner.repair`);
+    ``call`` is the call's index in the list (None for text-level findings)."""
 
     code: str
     message: str
@@ -104,24 +106,35 @@ class Diagnostic:
         self.__dict__.update(code=code, message=message, call=call, tool=tool, param=param, severity=severity)
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"code", "message", "call", "tool", "param", "severity"}``."""
         return self.__dict__.copy()  # (its fields, in order: the constructor sets them all)
 
 
 @dataclass
 class GateReport:
-    """What the gate found for one text: the calls it read (leniently) and the diagnostics. ``cut``: where the
-    text stops inside a call (:class:`refiner.formats.Cut`), or None."""
+    """What the gate found for one text: the text as read (:class:`refiner.formats.reading.Reading`: its calls,
+    strictness, cut, salvage) and the findings."""
 
-    calls: list[ToolCall] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    strict_ok: bool = False
-    cut: formats.Cut | None = None  # where the text was cut off, when it was
-    # when the calls were read by salvage (salvage_report): where they were found
-    salvaged: Salvage | None = None
-    # the format's reader restored one lost or doubled character and read the whole text with it (a "mended"
-    # problem): salvage does not replace that reading
-    mended: bool = False
-    reading: Reading | None = None  # the text as read, when the report is on a text
+    reading: Reading | None = None
+    diagnostics: list[Finding] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        return self.reading.calls if self.reading is not None else []
+
+    @property
+    def strict_ok(self) -> bool:
+        return self.reading is not None and self.reading.strict_ok
+
+    @property
+    def cut(self) -> formats.Cut | None:
+        """Where the calls stop inside a call (:class:`refiner.formats.Cut`), or None."""
+        return self.reading.cut if self.reading is not None else None
+
+    @property
+    def salvaged(self) -> Salvage | None:
+        """Where the calls were found, when salvage read them."""
+        return self.reading.salvaged if self.reading is not None else None
 
     @property
     def passed(self) -> bool:
@@ -132,12 +145,12 @@ class GateReport:
         return count_errors(self.diagnostics)
 
 
-def passes(diagnostics: Iterable[Diagnostic]) -> bool:
+def passes(diagnostics: Iterable[Finding]) -> bool:
     """True when no diagnostic is an error."""
     return not any(d.severity == ERROR for d in diagnostics)
 
 
-def count_errors(diagnostics: Iterable[Diagnostic]) -> int:
+def count_errors(diagnostics: Iterable[Finding]) -> int:
     return sum(1 for d in diagnostics if d.severity == ERROR)
 
 
@@ -145,92 +158,15 @@ def count_errors(diagnostics: Iterable[Diagnostic]) -> int:
 # References between calls
 
 
-class Count:
-    """A countdown of values still to inspect, shared by the checks of one call list."""
-
-    __slots__ = ("left",)
-
-    def __init__(self, left: int) -> None:
-        self.left = left
-
-    def take(self) -> bool:
-        self.left -= 1
-        return self.left >= 0
-
-
-def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> list[str]:
-    """Output labels referenced anywhere inside a JSON value (NesTools ``API_call_N``; NESTFUL ``$label...$``), in
-    order; iterative, to a depth of ``_MAX_DEPTH`` and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count``
-    has left)."""
-    if type(value) is str:  # the common case, without the walk
-        if count is not None and not count.take():
-            return []
-        if "API_call_" not in value and "$" not in value:
-            return []
-        refs = _NESTOOLS_REF.findall(value)
-        refs.extend(m.group(1) for m in _NESTFUL_REF.finditer(value))
-        return refs
-    count = count if count is not None else Count(MAX_REFERENCE_VALUES)
-    refs: list[str] = []
-    stack = [(value, depth)]
-    while stack and count.take():
-        v, d = stack.pop()
-        if isinstance(v, str):
-            if "API_call_" in v or "$" in v:
-                refs.extend(_NESTOOLS_REF.findall(v))
-                refs.extend(m.group(1) for m in _NESTFUL_REF.finditer(v))
-        elif d < _MAX_DEPTH + 1 and isinstance(v, Mapping):
-            stack.extend((c, d + 1) for c in reversed(list(v.values())))
-        elif d < _MAX_DEPTH + 1 and isinstance(v, list):
-            stack.extend((c, d + 1) for c in reversed(v))
-    return refs
-
-
-def is_reference(value: Any) -> bool:
-    """A whole string that is one reference (its type is the referenced output's, so type checks skip it)."""
-    if not isinstance(value, str):
-        return False
-    return bool(_NESTOOLS_REF.fullmatch(value) or _NESTFUL_REF.fullmatch(value))
-
-
-def output_label(label: str) -> str:
-    """The bare name of an output label: ``$var_1`` and ``var_1`` both name ``var_1``."""
-    return label.removeprefix("$")
-
-
-def producers(calls: Sequence[ToolCall]) -> dict[str, int]:
-    """Output label → index of the first call that produces it."""
-    out: dict[str, int] = {}
-    for i, c in enumerate(calls):
-        for label in c.outputs:
-            out.setdefault(output_label(label), i)
-    return out
-
-
-def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
-    """For each call, the indices of the calls whose outputs it references (self-references excluded). At most
-    :data:`MAX_REFERENCE_VALUES` values are searched over the whole list."""
-    made_by = producers(calls)
-    deps: list[set[int]] = []
-    count = Count(MAX_REFERENCE_VALUES)
-    for i, c in enumerate(calls):
-        if not made_by:
-            deps.append(set())
-            continue
-        refs = references_in(dict(c.arguments), count=count)
-        deps.append({made_by[r] for r in refs if r in made_by and made_by[r] != i})
-    return deps
-
-
-def _check_references(calls: Sequence[ToolCall]) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
+def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
+    out: list[Finding] = []
     made_by = producers(calls)
     seen: set[str] = set()
     for i, c in enumerate(calls):
         for label in c.outputs:
             bare = output_label(label)
             if bare in seen:
-                out.append(Diagnostic("duplicate_output", f"output label {label!r} is produced twice", i, c.name))
+                out.append(Finding("duplicate_output", f"output label {label!r} is produced twice", i, c.name))
             seen.add(bare)
     if not made_by:
         return out  # a format without output labels cannot express references between calls
@@ -240,25 +176,10 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Diagnostic]:
             for ref in references_in(value, count=count):
                 j = made_by.get(ref)
                 if j is None:
-                    out.append(
-                        Diagnostic(
-                            "undefined_reference",
-                            f"{ref!r} is not the output of any call",
-                            i,
-                            c.name,
-                            key,
-                        )
-                    )
+                    out.append(Finding("undefined_reference", f"{ref!r} is not the output of any call", i, c.name, key))
                 elif j >= i:
-                    out.append(
-                        Diagnostic(
-                            "forward_reference",
-                            f"{ref!r} is produced by call {j}, which does not come before call {i}",
-                            i,
-                            c.name,
-                            key,
-                        )
-                    )
+                    out.append(Finding("forward_reference", f"{ref!r} is produced by call {j}, which does not come "
+                                       f"before call {i}", i, c.name, key))
     return out
 
 
@@ -287,10 +208,6 @@ def type_matches(type_name: str | None, value: Any) -> bool:
 def json_type(value: Any) -> str:
     """The JSON type name of a parsed value (lists are arrays, mappings objects); the Python type name otherwise."""
     return json_type_of(value, arrays=(list,), objects=(Mapping,)) or type(value).__name__
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    return preview(value, limit)
 
 
 def _clip(text: Any, limit: int = 60) -> str:
@@ -333,7 +250,7 @@ def check_value(
     if strings and ptype is not None:
         return _check_text_value(param, value, where)
     if not type_matches(ptype, value):
-        return [("type", f"{where} should be {ptype}, got {json_type(value)} {_short(value)}")]
+        return [("type", f"{where} should be {ptype}, got {json_type(value)} {preview(value)}")]
     out: list[tuple[str, str]] = []
     enum = getattr(param, "enum", None)
     if enum:
@@ -342,14 +259,14 @@ def check_value(
         except Exception:
             ok = False
         if not ok:
-            out.append(("enum", f"{where} is {_short(value)}, not one of {_short(list(enum), 120)}"))
+            out.append(("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}"))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = getattr(param, "minimum", None), getattr(param, "maximum", None)
         try:
             if lo is not None and value < lo:
-                out.append(("range", f"{where} is {_short(value)}, below the minimum {_short(lo)}"))
+                out.append(("range", f"{where} is {preview(value)}, below the minimum {preview(lo)}"))
             if hi is not None and value > hi:
-                out.append(("range", f"{where} is {_short(value)}, above the maximum {_short(hi)}"))
+                out.append(("range", f"{where} is {preview(value)}, above the maximum {preview(hi)}"))
         except TypeError:
             pass
     if isinstance(value, (str, list)):
@@ -363,7 +280,7 @@ def check_value(
     if isinstance(value, str) and isinstance(pattern, str) and len(value) <= _MAX_PATTERN_INPUT:
         try:
             if re.search(pattern, value) is None:
-                out.append(("pattern", f"{where} {_short(value)} does not match the pattern {pattern!r}"))
+                out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
         except re.error:
             pass  # a pattern Python cannot compile is not the call's fault
     if isinstance(value, list):
@@ -389,10 +306,10 @@ def check_value(
 def _check_text_value(param: Any, value: Any, where: str) -> list[tuple[str, str]]:
     """A value under value style "text": text of the declared type, compared with the enum as text."""
     if not isinstance(value, str):
-        return [("type", f"{where} should be written as a string ({param.type}), got {json_type(value)} {_short(value)}")]
+        return [("type", f"{where} should be written as a string ({param.type}), got {json_type(value)} {preview(value)}")]
     enum = getattr(param, "enum", None)
     if enum and value not in {e if isinstance(e, str) else json_text(e) for e in enum}:
-        return [("enum", f"{where} is {_short(value)}, not one of {_short(list(enum), 120)}")]
+        return [("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
     return []
 
 
@@ -409,14 +326,14 @@ def check_call(
     names_only: bool = False,
     strings: bool = False,
     count: Count | None = None,
-) -> list[Diagnostic]:
-    """Diagnostics for one call against its tool's spec (at most as many values as ``count`` has left:
+) -> list[Finding]:
+    """Findings for one call against its tool's spec (at most as many values as ``count`` has left:
     :data:`MAX_CHECKED_VALUES` by default)."""
     if names_only:
         return []
     if count is None:
         count = Count(MAX_CHECKED_VALUES)
-    out: list[Diagnostic] = []
+    out: list[Finding] = []
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
     args = call.arguments
     name = _clip(call.name)
@@ -424,11 +341,11 @@ def check_call(
     notes = getattr(spec, "notes", None) or ()
     if notes:
         more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
-        out.append(Diagnostic("spec", f"the schema of {name} was read otherwise than written: {notes[0]}{more}",
+        out.append(Finding("spec", f"the schema of {name} was read otherwise than written: {notes[0]}{more}",
                               index, call.name, severity=WARNING))
     for req in getattr(spec, "required", None) or ():
         if req not in args:
-            out.append(Diagnostic("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
+            out.append(Finding("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
     for key, value in args.items():
         if count.left <= 0:
             break
@@ -437,11 +354,11 @@ def check_call(
             if free_form:  # the tool takes any argument
                 continue
             out.append(
-                Diagnostic("unknown_param", f"{name} has no parameter {_short(key)}", index, call.name, key)
+                Finding("unknown_param", f"{name} has no parameter {preview(key)}", index, call.name, key)
             )
             continue
         for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
-            out.append(Diagnostic(code, msg, index, call.name, key))
+            out.append(Finding(code, msg, index, call.name, key))
     return out
 
 
@@ -451,12 +368,12 @@ def check_calls(
     *,
     fmt: str | None = None,
     text_values: bool = False,
-) -> list[Diagnostic]:
-    """Diagnostics for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
+) -> list[Finding]:
+    """Findings for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
     format, which says whether calls carry names only; ``text_values``: every value should be written as text."""
     index = tool_index(tools)
     names_only = fmt is not None and formats.get(fmt).names_only
-    out: list[Diagnostic] = []
+    out: list[Finding] = []
     count = Count(MAX_CHECKED_VALUES)
     unchecked = 0
     for i, call in enumerate(calls):
@@ -468,13 +385,13 @@ def check_calls(
         count.take()
         spec = index.get(call.name)
         if spec is None:
-            out.append(Diagnostic("unknown_tool", f"no tool named {_short(call.name)}", i, call.name))
+            out.append(Finding("unknown_tool", f"no tool named {preview(call.name)}", i, call.name))
             continue
         out.extend(check_call(call, spec, i, names_only=names_only, strings=text_values, count=count))
     if count.left < 0 or unchecked:
         what = f"the last {unchecked} call(s) and " if unchecked else ""
-        out.append(Diagnostic("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
-                              severity=WARNING))
+        out.append(Finding("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
+                           severity=WARNING))
     if not names_only:
         out.extend(_check_references(calls))
     return out
@@ -486,53 +403,31 @@ def check_text(
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     text_values: bool = False,
-    reading: Reading | None = None,
+    offered: Mapping[str, Any] | None = None,
 ) -> GateReport:
-    """Gates the calls ``text`` holds in ``fmt`` (``text_values``: value style "text", see :data:`VALUE_STYLES`).
-    ``reading``: the text as already read (:func:`refiner.formats.reading.read_upstream`), else it is read here
-    (:func:`refiner.formats.reading.read_text`: strictly, then leniently, values typed by the specs)."""
-    if reading is None:
-        reading = read_text(text, fmt, tools)
-    return check_reading(reading, tools, text_values=text_values)
+    """Gates the calls ``text`` holds in ``fmt``, read by :func:`refiner.formats.reading.read_text` (strictly, then
+    leniently, values typed by the specs; ``offered``: :func:`refiner.formats.reading.params_by_tool` of ``tools``
+    when the caller has it). ``text_values``: value style "text", see :data:`VALUE_STYLES`."""
+    return check_reading(read_text(text, fmt, tools, offered=offered), tools, text_values=text_values)
 
 
 def check_reading(
     reading: Reading, tools: Iterable[Any] | Mapping[str, Any] | None, *, text_values: bool = False
 ) -> GateReport:
     """The gate's findings on a text as read (:class:`refiner.formats.reading.Reading`)."""
-    report = GateReport(list(reading.calls), [], reading.strict_ok, reading.cut, reading.salvaged, reading.mended,
-                        reading)
+    report = GateReport(reading)
     if not reading.strict_ok:
-        report.diagnostics.append(Diagnostic("format", f"not valid {reading.fmt}: {reading.strict_reason}"))
+        report.diagnostics.append(Finding("format", f"not valid {reading.fmt}: {reading.strict_reason}"))
     cut = reading.text_cut
     if cut is not None and not cut.clean:
-        report.diagnostics.append(Diagnostic("truncated", cut.describe(), cut.index, cut.name))
+        report.diagnostics.append(Finding("truncated", cut.describe(), cut.index, cut.name))
     found = reading.salvaged
     by_names = [c for site in found.sites if site.by_names for c in site.calls] if found is not None else ()
     if by_names:
-        report.diagnostics.append(Diagnostic(
+        report.diagnostics.append(Finding(
             "offered_names", f"{len(by_names)} call(s) found only by the offered tool and parameter names, in markup "
             f"no format knows: {found.describe()}", severity=WARNING))
     if not report.calls:
-        report.diagnostics.append(Diagnostic("no_calls", "no tool call could be read", severity=WARNING))
+        report.diagnostics.append(Finding("no_calls", "no tool call could be read", severity=WARNING))
     report.diagnostics.extend(check_calls(report.calls, tool_index(tools), fmt=reading.fmt, text_values=text_values))
     return report
-
-
-def salvage_report(
-    report: GateReport,
-    text: str,
-    fmt: str,
-    tools: Iterable[Any] | Mapping[str, Any] | None,
-    *,
-    text_values: bool = False,
-) -> GateReport:
-    """``report`` (:func:`check_text` on ``text`` in ``fmt``) with the calls read wherever the model put them, when
-    the text is not valid in ``fmt`` and that reading is the better one (:func:`refiner.formats.reading.salvaged`):
-    a new report on those calls (``salvaged`` saying where they were found); else ``report`` itself."""
-    reading = report.reading
-    if report.strict_ok or report.mended or reading is None:
-        return report
-    got = salvaged(reading, tools)
-    return report if got is reading else check_reading(got, tools, text_values=text_values)
-

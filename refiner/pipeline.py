@@ -1,4 +1,4 @@
-"""The inference pipeline: request → parse → gate → tier-1 repair → model → never-worse guard → result.
+"""The inference pipeline: request → read once → gate → tier-1 repair → model → never-worse guard → result.
 
     refiner = Refiner(engine=make_engine("vllm", model="path/to/refiner"), n=4)
     result = refiner.refine({"tools": [...], "query": "...", "upstream": "<tool_call>...</tool_call>"})
@@ -52,9 +52,9 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
-from refiner.formats.reading import DEFAULT_FORMAT, choose_formats, read_upstream  # noqa: F401
+from refiner.formats.reading import choose_formats, params_by_tool, read_upstream
 from refiner.formats.reasoning import calls_text
-from refiner.gate import VALUE_STYLES, Diagnostic, GateReport, check_text, tool_index
+from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import Tier1, repair_parsed
 from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
@@ -114,11 +114,11 @@ def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, 
     return choose_formats(request["upstream"], request.get("format") or default)[:2]
 
 
-def load_request_tools(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The request's tool specs by name; ``None`` when it has none. A tool list (``tools``: tool objects, or the JSON
-    text of a list of them) is read as far as the request needs it: every name at once, a tool's spec when a check or
-    repair first asks for it, and a list given as text is kept for the next request that offers it
-    (:func:`refiner.specs.tool_catalog`). Other shapes (a record, a system prompt with the tools inside) are read
+def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
+    """The request's tool specs by name, once per request; ``None`` when it has none. A tool list (``tools``: tool
+    objects, or the JSON text of a list of them) is read as far as the request needs it: every name at once, a tool's
+    spec when a check or repair first asks for it, and a list given as text is kept for the next request that offers
+    it (:func:`refiner.specs.tool_catalog`). Other shapes (a record, a system prompt with the tools inside) are read
     whole."""
     raw = request.get("tools")
     source = "tools"
@@ -127,7 +127,7 @@ def load_request_tools(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
     if raw is None or raw == [] or raw == "":
         return None
     try:
-        return (source == "tools" and tool_catalog(raw)) or tool_index(load_tools(raw))
+        return (source == "tools" and tool_catalog(raw)) or ToolCatalog(load_tools(raw))
     except Exception as e:
         if source == "system":
             return None  # a system prompt need not list tools
@@ -135,7 +135,7 @@ def load_request_tools(request: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 2-3. Parse, gate, tier-1 repair
+# 2-3. Read once, gate, tier-1 repair
 
 
 @dataclass
@@ -145,20 +145,17 @@ class Job:
     request: Mapping[str, Any]
     upstream_fmt: str
     out_fmt: str
-    tools: dict[str, Any] | None
+    tools: ToolCatalog | None  # the request's tools, read once (load_request_tools)
+    offered: Mapping[str, Any] | None  # their parameters, as the readers take them (params_by_tool)
     upstream: GateReport
     tier1: Tier1
-    samples: list[Tier1] = field(default_factory=list)  # model answers, each parsed, gated and tier-1 repaired
+    samples: list[Tier1] = field(default_factory=list)  # model answers, each read, gated and tier-1 repaired
     trust_spec: bool = False  # tier 1 treats every tool spec as exact
     text_values: bool = False  # the request's value_style is "text": every value is written as a string
     model_error: str | None = None  # "<ExceptionType>: <message>" when the model step failed for this request
     model_fmt: str = ""  # the format the model reads and writes (model_format), set by prepare
+    cut_off: bool = False  # the request says the upstream stopped at its token limit (CUT_FINISH_REASONS)
     truncated: bool = False  # the upstream was cut off (its finish_reason, or a text that stops mid-value)
-
-    @property
-    def cut_off(self) -> bool:
-        """The request says the upstream stopped at its token limit."""
-        return self.request.get("finish_reason") in CUT_FINISH_REASONS
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -176,34 +173,28 @@ def prepare(
     trust_spec: bool = False,
     model_formats: Collection[str] | None = None,
 ) -> Job:
-    """Request → parse → gate → tier-1 repair (and which format the model would read and write: :func:`model_format`,
-    ``model_formats`` as for :class:`Refiner`). An upstream that is not valid in its format is also read wherever its
-    calls are (salvage, :func:`refiner.gate.salvage_report`); with no format asked for and none detected, the answer
-    is then written in the dialect the calls were found in."""
+    """Request → its tools and upstream read once (:func:`refiner.formats.reading.read_upstream`: the format
+    chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
+    (:func:`model_format`, ``model_formats`` as for :class:`Refiner`)."""
     validate_request(request)
-    try:
-        with formats.same_texts():  # (the markers of a long upstream are searched once)
-            return _prepare(request, default_fmt, trust_spec, model_formats)
-    except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
-        raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
-
-
-def _prepare(
-    request: Mapping[str, Any], default_fmt: str | None, trust_spec: bool, model_formats: Collection[str] | None
-) -> Job:
-    tools = load_request_tools(request)
+    text = request["upstream"]
     text_values = request.get("value_style") == "text"
     cut_off = request.get("finish_reason") in CUT_FINISH_REASONS
-    reading = read_upstream(request["upstream"], request.get("format") or default_fmt, tools)
-    upstream_fmt, out_fmt = reading.fmt, reading.out_fmt
-    upstream = check_text(request["upstream"], upstream_fmt, tools, text_values=text_values, reading=reading)
-    tier1 = repair_parsed(
-        upstream, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt, trust_spec=trust_spec,
-        text_values=text_values, cut_off=cut_off,
-    )
+    try:
+        # (one scope for the request: detection and salvage find a long text's markers once, and salvage does not
+        # read a region again that detection read strictly: refiner.formats.same_texts)
+        with formats.same_texts():
+            tools = load_request_tools(request)
+            offered = params_by_tool(tools)
+            reading = read_upstream(text, request.get("format") or default_fmt, tools)
+            upstream = check_reading(reading, tools, text_values=text_values)
+            tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
+                                  text_values=text_values, cut_off=cut_off, offered=offered)
+    except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
+        raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
     truncated = cut_off or (upstream.cut is not None and not upstream.cut.clean)
-    job = Job(request, upstream_fmt, out_fmt, tools, upstream, tier1, trust_spec=trust_spec, text_values=text_values,
-              truncated=truncated)
+    job = Job(request, reading.fmt, reading.out_fmt, tools, offered, upstream, tier1, trust_spec=trust_spec,
+              text_values=text_values, cut_off=cut_off, truncated=truncated)
     job.model_fmt = model_format(job, model_formats)
     return job
 
@@ -274,9 +265,9 @@ def read_sample(job: Job, generation: str) -> Tier1:
     """One generation: the answer after the reasoning, parsed in the format the model answers in, gated and tier-1
     repaired, and written in the output format."""
     answer = extract_answer(generation)
-    report = check_text(answer, job.model_fmt, job.tools, text_values=job.text_values)
+    report = check_text(answer, job.model_fmt, job.tools, text_values=job.text_values, offered=job.offered)
     return repair_parsed(report, answer, job.model_fmt, job.tools, out_fmt=job.out_fmt, trust_spec=job.trust_spec,
-                         text_values=job.text_values)
+                         text_values=job.text_values, offered=job.offered)
 
 
 def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:
@@ -343,7 +334,7 @@ def truncated_outcome(job: Job) -> tuple[str, str, list[ToolCall], GateReport, s
         text, calls, report = job.request["upstream"], job.upstream.calls, job.upstream
     why = f"finish_reason {job.request['finish_reason']!r}" if job.cut_off else "the text stops mid-value"
     cut = job.upstream.cut
-    if cut is not None and cut.index is not None and any(a.kind == "drop_cut" for a in t1.actions):
+    if cut is not None and cut.index is not None and any(a.code == "drop_cut" for a in t1.actions):
         what = f"cut off inside call #{cut.index}" + (f" ({cut.name})" if cut.name else "")
         kept = f"{len(calls)} complete call(s) kept; the cut call is left out, not completed"
     elif cut is not None:
@@ -400,7 +391,8 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
         "format": job.out_fmt,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
         "upstream_diagnostics": [d.to_dict() for d in job.upstream.diagnostics],
-        "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
+        # ("kind": the same as "code", read by the proxy's metrics and the CLI's summary)
+        "actions": [{**a.to_dict(), "kind": a.code} for a in job.tier1.actions] if tier1_text else [],
         **({"model_error": job.model_error} if job.model_error is not None else {}),
         **({"cut": cut_field(job)} if stage == "truncated" else {}),
     }
@@ -418,7 +410,7 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
         stage="error",
         reason=message,
         error=message,
-        diagnostics=[Diagnostic("request", message).to_dict()],
+        diagnostics=[Finding("request", message).to_dict()],
     )
     if line is not None:
         out["line"] = line
@@ -427,13 +419,6 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
 
 # ----------------------------------------------------------------------------------------------------------------
 # The refiner
-
-
-def _install_template(path: str) -> str | None:
-    """The registry name of the dialect derived from the chat template at ``path`` (see
-    :mod:`refiner.formats.derive`); ``None`` (the format is detected per request, with one log line) when the
-    template fails to render or no dialect can be derived from it."""
-    return derive.dialect_for(path)
 
 
 class Refiner:
@@ -473,7 +458,7 @@ class Refiner:
         if chat_template is not None:
             if fmt is not None:
                 raise ValueError("give fmt or chat_template, not both (the template's dialect is the format)")
-            fmt = _install_template(self.chat_template)
+            fmt = derive.dialect_for(self.chat_template)
         if fmt is not None:
             formats.get(fmt)  # unknown names fail here, not per request
         for name in model_formats or ():
@@ -497,7 +482,7 @@ class Refiner:
         a derived row lives in the registry of the process that installed it."""
         self.__dict__.update(state)
         if self.__dict__.get("chat_template"):
-            _install_template(self.chat_template)
+            derive.dialect_for(self.chat_template)
 
     def refine(self, request: Mapping[str, Any]) -> dict:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""

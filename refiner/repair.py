@@ -1,4 +1,4 @@
-"""Tier-1 repair: deterministic, model-free fixes of tool calls, each one recorded as an :class:`Action`.
+"""Tier-1 repair: deterministic, model-free fixes of tool calls, each one recorded as a finding (:func:`action`).
 
 What it fixes (after RETO's two-tier repair, whose first tier is rules only):
 
@@ -56,7 +56,6 @@ When the spec is believed (the policy)
 from __future__ import annotations
 
 import functools
-import heapq
 import json
 import math
 import re
@@ -68,17 +67,16 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import DamerauLevenshtein
 
 from refiner import formats
-from refiner.calls import ToolCall, preview
-from refiner.gate import (
-    Count,
+from refiner.calls import Count, ToolCall, dependency_order, is_reference, preview
+from refiner.formats.reading import tool_index
+from refiner.gate import (  # what the gate accepts, which tier 1 leaves alone, and the gate on tier 1's output
+    REPAIR,
+    Finding,
     GateReport,
     check_text,
-    dependencies,
     is_declared_default,
-    is_reference,
     json_text,
     json_type,
-    tool_index,
     type_matches,
 )
 
@@ -106,23 +104,11 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 _NUMBERS = re.compile(r"[+-]?\d+(?:[.,]\d+)*")
 
 
-@dataclass(frozen=True, init=False)
-class Action:
-    """One repair that tier 1 made. ``call`` is the call's index in the output list (None for text-level repairs)."""
-
-    kind: str
-    message: str
-    call: int | None = None
-    tool: str | None = None
-    param: str | None = None
-
-    def __init__(self, kind: str, message: str, call: int | None = None, tool: str | None = None,
-                 param: str | None = None) -> None:
-        # (as refiner.gate.Diagnostic: the generated frozen constructor costs twice this, per repair of a long list)
-        self.__dict__.update(kind=kind, message=message, call=call, tool=tool, param=param)
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.__dict__.copy()  # (its fields, in order: the constructor sets them all)
+def action(code: str, message: str, call: int | None = None, tool: str | None = None,
+           param: str | None = None) -> Finding:
+    """The finding that records one repair tier 1 made (severity ``repair``; ``code``: its kind, see the module
+    docstring). ``call`` is the call's index in the output list (None for text-level repairs)."""
+    return Finding(code, message, call, tool, param, REPAIR)
 
 
 @dataclass
@@ -131,7 +117,7 @@ class Tier1:
 
     text: str  # the repaired text in the output format (the upstream text itself when nothing changed)
     calls: list[ToolCall]
-    actions: list[Action] = field(default_factory=list)
+    actions: list[Finding] = field(default_factory=list)  # the repairs made
     before: GateReport = field(default_factory=GateReport)  # the gate on the upstream text, in its own format
     after: GateReport = field(default_factory=GateReport)  # the gate on ``text``, in the output format
 
@@ -453,7 +439,7 @@ def repair_call(
     call: ToolCall,
     index: int,
     tools: Mapping[str, Any],
-    actions: list[Action],
+    actions: list[Finding],
     *,
     strings: bool = False,
     trust_spec: bool = False,
@@ -475,18 +461,7 @@ def repair_call(
     renames already settled for the call list, by the names written and the names free (a long list repeats its
     misspellings: each is compared once)."""
     n_before = len(actions)
-    name = call.name
-    # (a name snaps only while the call list's comparisons last: one per offered tool, so with too few left neither
-    # snap can compare, and the tool names are not even listed, once per call of a long list)
-    if name not in tools and (compare is None or compare.left >= len(tools)):
-        hit = snap(name, list(tools), TOOL_CUTOFF, count=compare)
-        if hit is not None:
-            actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r}", index, hit))
-            name = hit
-        elif (hit := snap_by_arguments(name, call.arguments, tools, count=compare, identifiers_only=misread)):
-            actions.append(Action("snap_tool", f"tool {name!r} -> {hit!r} (the one tool whose parameters fit the "
-                                               f"call's arguments)", index, hit))
-            name = hit
+    name = _snap_tool(call, index, tools, actions, compare, misread)
     spec = tools.get(name)
     if spec is None:
         return call if name == call.name else replace(call, name=name)
@@ -510,11 +485,11 @@ def repair_call(
         if renames:
             args = {renames.get(k, k): v for k, v in args.items()}
             for old, new in renames.items():
-                actions.append(Action("snap_param", f"parameter {old!r} -> {new!r}", index, name, new))
+                actions.append(action("snap_param", f"parameter {old!r} -> {new!r}", index, name, new))
     if believe and all(r in args for r in required):
         for k in [k for k in args if k not in params]:
             del args[k]
-            actions.append(Action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
+            actions.append(action("drop_param", f"{name} has no parameter {k!r}; dropped", index, name, k))
     if count is None:
         count = Count(MAX_COERCED_VALUES)
     for k, v in list(args.items()):
@@ -527,7 +502,7 @@ def repair_call(
             new_v = decode_value(params.get(k), v)
         if new_v is not v:
             args[k] = new_v
-            actions.append(Action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
+            actions.append(action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
     if len(actions) == n_before:
         return call
     return ToolCall.trusted(name, args, call.outputs, call.step)  # (args: a dict built here; name: a str)
@@ -547,28 +522,6 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def dependency_order(calls: Sequence[ToolCall]) -> list[int] | None:
-    """Indices of ``calls`` in an order where every call follows the calls it references: Kahn's algorithm taking
-    the lowest original index first (stable for independent calls). ``None`` when the references form a cycle."""
-    deps = dependencies(calls)
-    users: list[list[int]] = [[] for _ in calls]
-    pending = [len(d) for d in deps]
-    for i, d in enumerate(deps):
-        for j in d:
-            users[j].append(i)
-    ready = [i for i, n in enumerate(pending) if n == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for u in users[i]:
-            pending[u] -= 1
-            if pending[u] == 0:
-                heapq.heappush(ready, u)
-    return order if len(order) == len(calls) else None
-
-
 def repair_calls(
     calls: Sequence[ToolCall],
     tools: Iterable[Any] | Mapping[str, Any] | None,
@@ -577,10 +530,10 @@ def repair_calls(
     trust_spec: bool = False,
     text_values: bool = False,
     misread: bool = False,
-) -> tuple[list[ToolCall], list[Action]]:
+) -> tuple[list[ToolCall], list[Finding]]:
     """Tier-1 repair of a call list: names, parameters, values (when tools are known; see :func:`repair_call` for
     when a call's spec is believed, and ``misread``), then dependency order."""
-    actions: list[Action] = []
+    actions: list[Finding] = []
     index = tool_index(tools)
     out = list(calls)
     if index:
@@ -591,7 +544,8 @@ def repair_calls(
         paired: dict[tuple, dict[str, str]] = {}
         for i, c in enumerate(out):
             if names_only:
-                fixed.append(_snap_name_only(c, i, index, actions, compare))
+                name = _snap_tool(c, i, index, actions, compare, by_arguments=False)
+                fixed.append(c if name == c.name else replace(c, name=name))
             else:
                 fixed.append(
                     repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
@@ -600,21 +554,29 @@ def repair_calls(
         out = fixed
     order = dependency_order(out)
     if order is not None and order != list(range(len(out))):
-        actions.append(Action("reorder", f"calls reordered by their references: {order}"))
+        actions.append(action("reorder", f"calls reordered by their references: {order}"))
         out = [out[i] for i in order]
     return out, actions
 
 
-def _snap_name_only(
-    call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Action], compare: Count | None = None
-) -> ToolCall:
-    if call.name in tools or (compare is not None and compare.left < len(tools)):
-        return call
-    hit = snap(call.name, list(tools), TOOL_CUTOFF, count=compare)
+def _snap_tool(
+    call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Finding], compare: Count | None,
+    misread: bool = False, *, by_arguments: bool = True,
+) -> str:
+    """The tool ``call`` meant: its name, else the offered tool it snaps to (:func:`snap`, then, ``by_arguments``,
+    :func:`snap_by_arguments`), recorded in ``actions``. A name snaps only while the call list's comparisons last: one
+    per offered tool, so with too few left neither snap can compare (and the names are not even listed)."""
+    name = call.name
+    if name in tools or (compare is not None and compare.left < len(tools)):
+        return name
+    hit, why = snap(name, list(tools), TOOL_CUTOFF, count=compare), ""
+    if hit is None and by_arguments:
+        hit = snap_by_arguments(name, call.arguments, tools, count=compare, identifiers_only=misread) or None
+        why = " (the one tool whose parameters fit the call's arguments)"
     if hit is None:
-        return call
-    actions.append(Action("snap_tool", f"tool {call.name!r} -> {hit!r}", index, hit))
-    return replace(call, name=hit)
+        return name
+    actions.append(action("snap_tool", f"tool {name!r} -> {hit!r}{why}", index, hit))
+    return hit
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -640,29 +602,31 @@ def repair_parsed(
     trust_spec: bool = False,
     text_values: bool = False,
     cut_off: bool = False,
+    offered: Mapping[str, Any] | None = None,
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
     ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim. ``trust_spec``:
     treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"; ``cut_off``:
     the upstream is known to have stopped at its token limit, so a call the text stops inside is left out even when
-    only its closing brackets are missing (:func:`cut_call_index`)."""
+    only its closing brackets are missing (:func:`cut_call_index`); ``offered``: the tools' parameters, for the
+    reading of the output (:func:`refiner.gate.check_text`)."""
     out_fmt = out_fmt or fmt
-    actions: list[Action] = []
+    actions: list[Finding] = []
     source = list(before.calls)
     dropped = cut_call_index(before, cut_off)
     if dropped is not None:
         gone = source.pop(dropped)
         actions.append(
-            Action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
+            action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
                    dropped, gone.name)
         )
     if not before.strict_ok and source and before.salvaged is not None:
-        actions.append(Action("salvage", f"read {len(source)} call(s) from text that is not valid {fmt}, where "
+        actions.append(action("salvage", f"read {len(source)} call(s) from text that is not valid {fmt}, where "
                                          f"the model put them: {before.salvaged.describe()}"))
     elif not before.strict_ok and source:
-        actions.append(Action("parse_repair", f"recovered {len(source)} call(s) from text that is not valid {fmt}"))
+        actions.append(action("parse_repair", f"recovered {len(source)} call(s) from text that is not valid {fmt}"))
     if out_fmt != fmt and source:
-        actions.append(Action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
+        actions.append(action("normalise_format", f"rendered in {out_fmt} (upstream was {fmt})"))
     calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values,
                                        misread=out_fmt != fmt)
     actions.extend(call_actions)
@@ -675,7 +639,7 @@ def repair_parsed(
         if dropped is not None:  # (but the cut call is still not one of the calls read)
             return Tier1(text=text, calls=source, actions=actions[:1], before=before, after=before)
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
-    after = check_text(new_text, out_fmt, tools, text_values=text_values)
+    after = check_text(new_text, out_fmt, tools, text_values=text_values, offered=offered)
     return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
 
 

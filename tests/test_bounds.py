@@ -352,7 +352,7 @@ def test_name_similarity_work_is_counted(monkeypatch):
     calls = [ToolCall("book_tabel", {f"p{j}": j for j in range(80)}) for _ in range(200)]
     fixed, actions = repair_calls(calls, tools)
     assert calls_made[0] <= MAX_NAME_COMPARISONS
-    snapped = [a.call for a in actions if a.kind == "snap_tool"]
+    snapped = [a.call for a in actions if a.code == "snap_tool"]
     assert snapped and len(snapped) <= MAX_NAME_COMPARISONS // len(tools) and len(fixed) == len(calls)
 
 
@@ -368,7 +368,7 @@ def test_a_repeated_misspelling_is_compared_once_per_call_list(monkeypatch):
     calls = [ToolCall("book_table", {"restaurant": "x", "peple": 2}) for _ in range(MAX_NAME_COMPARISONS)]
     fixed, actions = repair_calls(calls, SPECS)
     assert all("people" in c.arguments and "peple" not in c.arguments for c in fixed)
-    assert sum(a.kind == "snap_param" for a in actions) == len(calls)
+    assert sum(a.code == "snap_param" for a in actions) == len(calls)
     assert compared[0] <= len(SPECS["book_table"].params)
 
 
@@ -431,7 +431,7 @@ def test_an_internal_failure_is_one_requests_error_result(monkeypatch):
     def broken(*a, **k):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(pipeline, "check_text", broken)
+    monkeypatch.setattr(pipeline, "check_reading", broken)
     out = Refiner().refine_batch([{"upstream": "x"}, {"upstream": 2}], errors="result")
     assert [r["stage"] for r in out] == ["error", "error"]
     assert "internal error: KeyError" in out[0]["error"]

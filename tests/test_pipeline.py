@@ -60,9 +60,22 @@ def test_tier1_only_results_are_json_and_labelled():
     assert [x["changed"] for x in res] == [False, True, False]
     assert res[0]["refined"] == GOOD and res[0]["diagnostics"] == []
     assert res[1]["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
-    assert res[1]["actions"][0]["kind"] == "snap_tool"
+    assert res[1]["actions"][0]["code"] == "snap_tool"
     assert res[2]["diagnostics"][0]["code"] == "missing_required"
     json.dumps(res)
+
+
+def test_diagnostics_and_actions_are_findings_of_one_shape():
+    """The gate's findings and tier 1's repairs are one record, written alike; a repair's severity is "repair" (and
+    its "kind" repeats its code)."""
+    res = Refiner().refine(req(tc("get_wether", city="Paris")))
+    shape = ["code", "message", "call", "tool", "param", "severity"]
+    assert res["upstream_diagnostics"] and res["actions"]
+    assert all(list(d) == shape for d in res["diagnostics"] + res["upstream_diagnostics"])
+    assert all(list(a) == [*shape, "kind"] and a["severity"] == "repair" and a["kind"] == a["code"]
+               for a in res["actions"])
+    assert res["actions"][0] == {"code": "snap_tool", "message": "tool 'get_wether' -> 'get_weather'", "call": 0,
+                                 "tool": "get_weather", "param": None, "severity": "repair", "kind": "snap_tool"}
 
 
 def test_bypass_skips_the_model_when_the_gate_passes():
@@ -113,7 +126,7 @@ def test_soft_findings_are_left_to_the_model_unless_the_spec_is_trusted():
     assert Refiner(eng).refine(req(soft))["stage"] == "model" and len(eng.calls) == 1
     res = Refiner(trust_spec=True).refine(req(soft))
     assert res["stage"] == "repaired" and res["calls"][0]["arguments"] == {"city": "Paris", "days": 3}
-    assert {a["kind"] for a in res["actions"]} == {"coerce", "drop_param"}
+    assert {a["code"] for a in res["actions"]} == {"coerce", "drop_param"}
 
 
 def test_request_format_hint_replaces_the_default_sentence():

@@ -82,7 +82,7 @@ def test_a_failing_request_keeps_tier1_repairs_with_their_actions():
     assert bad["stage"] == "fallback" and bad["model_error"] == "ValueError: prompt too long"
     assert bad["calls"] == [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}] and bad["changed"]
     assert bad["diagnostics"] == [] and "tier-1 repair kept" in bad["reason"]
-    assert [a["kind"] for a in bad["actions"]] == ["snap_tool"]
+    assert [a["code"] for a in bad["actions"]] == ["snap_tool"]
     assert ok["stage"] == "unchanged" and ok["refined"] == GOOD  # the model kept the calls
 
 

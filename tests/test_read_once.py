@@ -99,3 +99,28 @@ def test_the_read_format_is_read_strictly_exactly_once(reads):
     assert counts["strict", "upstream", "hermes"] == 1
     assert counts["lenient", "upstream", "hermes"] == 1
     assert counts["detect", "upstream"] == 1
+
+
+def test_one_refine_reads_its_tools_once(monkeypatch):
+    """The request's tool list is read once (one catalog; a called tool's spec read once) and its parameters taken
+    once for the readers (the pipeline's, and the upstream reading's own): the reads of tier 1's output and of each
+    of the model's answers are handed them."""
+    from refiner import pipeline
+    from refiner.specs import catalog
+
+    built, specs, offered = [], Counter(), []
+    real_catalog, real_load, real_params = pipeline.tool_catalog, catalog.ToolCatalog._load, pipeline.params_by_tool
+    monkeypatch.setattr(pipeline, "tool_catalog", lambda raw: built.append(raw) or real_catalog(raw))
+    monkeypatch.setattr(catalog.ToolCatalog, "_load", lambda self, i: specs.update([i]) or real_load(self, i))
+    for module in (pipeline, reading_module):
+        monkeypatch.setattr(module, "params_by_tool", lambda tools: offered.append(tools) or real_params(tools))
+
+    class Engine:
+        def chat(self, conversations, *, n=1, **_):
+            return [[CASES["needs repair"]] * n for _ in conversations]
+
+    result = Refiner(Engine(), n=3, bypass=False).refine({"tools": TOOLS, "upstream": CASES["needs repair"]})
+    assert result["stage"] == "model" and result["calls"] == [{"name": "get_weather", "arguments": {
+        "city": "Paris", "days": 3}}]
+    assert len(built) == 1 and dict(specs) == {0: 1}
+    assert len(offered) == 2 and offered[0] is offered[1]  # one catalog, passed down

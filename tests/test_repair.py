@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from refiner import formats
-from refiner.calls import ToolCall
+from refiner.calls import ToolCall, dependency_order
 from refiner.pipeline import Refiner, RequestError
 from refiner.repair import (
     coerce_value,
     decode_value,
-    dependency_order,
     enum_spelling,
     is_misspelling,
     repair_calls,
@@ -49,7 +48,7 @@ def tools():
 
 
 def kinds(actions) -> list[str]:
-    return [a.kind for a in actions]
+    return [a.code for a in actions]
 
 
 def test_snap_uses_cutoff_and_margin():

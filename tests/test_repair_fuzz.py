@@ -155,4 +155,4 @@ def test_fuzz_calls_through_gate_and_repair(specs):
         after = check_calls(fixed, specs, fmt=fmt)
         json.dumps([d.to_dict() for d in diags + after] + [a.to_dict() for a in actions], default=str)
         assert len(fixed) == len(calls)  # tier 1 never adds or drops calls
-        assert not actions or fixed != calls or any(a.kind == "coerce" for a in actions)
+        assert not actions or fixed != calls or any(a.code == "coerce" for a in actions)

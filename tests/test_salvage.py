@@ -1,4 +1,4 @@
-"""The salvage reader (refiner/formats/salvage.py) and its hook in tier 1 (gate.salvage_report): calls are read
+"""The salvage reader (refiner/formats/salvage.py) and its hook in a request's reading (reading.salvaged): calls are read
 wherever a model put them, never made of prose, within counted bounds."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import salvage as salvage_mod
-from refiner.formats.reading import better_salvage
+from refiner.formats.reading import better_salvage, read_text, salvaged, tool_index
 from refiner.formats.salvage import salvage
-from refiner.gate import check_text, salvage_report, tool_index
+from refiner.gate import check_reading, check_text
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
@@ -276,10 +276,15 @@ def test_a_bound_reached_leaves_the_reading_incomplete():
 INDEX = tool_index(load_tools(TOOLS))
 
 
+def salvage_report(text, fmt, tools):
+    """The gate on ``text`` read in ``fmt``, by salvage when that reading is the better one."""
+    return check_reading(salvaged(read_text(text, fmt, tools), tools), tools)
+
+
 def test_a_valid_text_is_never_re_read():
     text = "<function_list>[get_weather(city='Paris')]</function_list>\nAlso [get_time(city='Paris')]"
-    report = check_text(text, "toolace", INDEX)
-    assert report.strict_ok and salvage_report(report, text, "toolace", INDEX) is report
+    reading = read_text(text, "toolace", INDEX)
+    assert reading.strict_ok and salvaged(reading, INDEX) is reading
 
 
 def test_a_lenient_reading_as_good_as_salvages_is_kept():
@@ -290,7 +295,7 @@ def test_a_lenient_reading_as_good_as_salvages_is_kept():
 
 def test_salvage_replaces_a_reading_with_fewer_calls_and_says_where():
     text = "Sure! Here are the calls:\n[get_weather(city='Paris'), get_time(city='Paris')]"
-    report = salvage_report(check_text(text, "toolace", INDEX), text, "toolace", INDEX)
+    report = salvage_report(text, "toolace", INDEX)
     assert report.calls == [P, T] and report.salvaged is not None
     assert [d.code for d in report.diagnostics] == ["format"]
     assert "in a list (line 2)" in report.salvaged.describe()
@@ -300,7 +305,7 @@ def test_calls_made_of_prose_give_way_to_none():
     text = "You could use get_weather(city) once you know the city."
     report = check_text(text, "toolace", INDEX)
     assert report.calls  # the format's lenient reader made a call of the sentence
-    out = salvage_report(report, text, "toolace", INDEX)
+    out = salvage_report(text, "toolace", INDEX)
     assert out.calls == [] and {d.code for d in out.diagnostics} == {"format", "no_calls"}
 
 
@@ -330,14 +335,11 @@ def test_pipeline_with_nothing_asked_or_detected_answers_in_the_dialect_found():
 
 def test_salvaged_values_are_typed_by_the_specs_as_the_gate_types_them():
     """A Qwen3-Coder block read by salvage (the text asked for pythonic): its untyped values settle by the specs."""
-    from refiner.gate import check_text, salvage_report
-    from refiner.specs import load_tools
-
     tools = load_tools([{"name": "get_weather", "parameters": {"type": "object", "properties": {
         "zip": {"type": "string"}, "days": {"type": "integer"}}}}])
     text = ("Calling it:\n<tool_call>\n<function=get_weather>\n<parameter=zip>\n94105\n</parameter>\n"
             "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>")
-    report = salvage_report(check_text(text, "toolace", tools), text, "toolace", tools)
+    report = salvage_report(text, "toolace", tools)
     assert [c.arguments for c in report.calls] == [{"zip": "94105", "days": 3}]
 
 

@@ -251,7 +251,7 @@ def test_tier1_drops_the_cut_call_and_says_so():
     cut = _cut(formats.get("xlam").render(GOLD), "tonight", 3)
     t1 = repair_text(cut, "xlam", None)
     assert t1.calls == [GOLD[0]]
-    assert t1.actions[0].kind == "drop_cut" and t1.actions[0].call == 1
+    assert t1.actions[0].code == "drop_cut" and t1.actions[0].call == 1
     assert formats.get("xlam").parse_strict(t1.text) == [GOLD[0]]
     only = _cut(formats.get("xlam").render(GOLD[:1]), "Paris", 2)
     t1 = repair_text(only, "xlam", None)
