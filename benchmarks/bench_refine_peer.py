@@ -1,7 +1,9 @@
 """One ``refine`` against a peer parser, side by side, on canitoolcall's 469 raw outputs (PyPI ``canitoolcall``).
 
-Per fixture: one ``Refiner().refine`` (no model: detection, the gate and tier 1; the fixture's tools given, the format
-detected), and the peer on the same text: SGLang's own detector for the fixture's family (``detect_and_parse``, told
+Per fixture: one ``Refiner().refine`` (no model: detection, the gate and tier 1; the fixture's tools given as a list of
+dicts, read in every request, the format detected), the same with the tools given as their JSON text, as a server
+receives them (the catalog of a text is kept from one request to the next, :func:`refiner.specs.tool_catalog`, so
+their specs are read once, as the peer's tool objects are built before it is timed), and the peer on the same text: SGLang's own detector for the fixture's family (``detect_and_parse``, told
 the family, as a server started with ``--tool-call-parser`` is), and the family's own lenient read
 (``formats.get(name).parse_lenient`` in the format the text is detected in) for reference. Each text is timed as the
 best of ``--repeat`` runs of each, interleaved (so a burst of load hits both); the table gives the median and p90
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.abc
+import json
 import importlib.machinery
 import math
 import statistics
@@ -119,8 +122,11 @@ def load_sglang(path: str | None) -> tuple[Any, Any] | str:
     return FunctionCallParser.ToolCallParserEnum, Tool
 
 
-def request_of(fx: Fixture) -> dict:
-    return {"tools": [dict(t) for t in fx.tools] or None, "query": "", "upstream": fx.raw_output, "format": None}
+def request_of(fx: Fixture, as_text: bool = False) -> dict:
+    tools = [dict(t) for t in fx.tools] or None
+    if as_text and tools:
+        tools = json.dumps(tools)
+    return {"tools": tools, "query": "", "upstream": fx.raw_output, "format": None}
 
 
 def best_us(fn: Any, repeat: int) -> float:
@@ -156,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     sgl = load_sglang(args.sglang_path)
     peer_name = "SGLang's detector, told the family" if not isinstance(sgl, str) else "the family's lenient read"
     refiner = Refiner()
-    rows: list[tuple[float, float, float]] = []  # (refine, sglang or None, lenient)
+    rows: list[tuple[float, float, float, float]] = []  # (refine, sglang or nan, lenient, refine with tools as text)
     skipped: Counter = Counter()
     for fx in fixtures:
-        req = request_of(fx)
+        req, req_text = request_of(fx), request_of(fx, as_text=True)
         text = fx.raw_output
-        refiner.refine(req)  # warm: tool specs read, regexes compiled
+        refiner.refine(req)  # warm: regexes compiled
+        refiner.refine(req_text)  # (and the text's catalog kept)
         fmt = formats.get(formats.detect_format(text) or "hermes")
         lenient = lambda fmt=fmt, text=text: fmt.parse_lenient(text)
         sglang_fn = None
@@ -181,11 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         r = best_us(lambda req=req: refiner.refine(req), args.repeat)
         s = best_us(sglang_fn, args.repeat) if sglang_fn is not None else float("nan")
         le = best_us(lenient, args.repeat)
-        rows.append((r, s, le))
+        rt = best_us(lambda req_text=req_text: refiner.refine(req_text), args.repeat)
+        rows.append((r, s, le, rt))
 
-    refine_t = [r for r, _, _ in rows]
-    lenient_t = [le for _, _, le in rows]
-    sglang_t = [s for _, s, _ in rows if not math.isnan(s)]
+    refine_t = [r for r, _, _, _ in rows]
+    lenient_t = [le for _, _, le, _ in rows]
+    sglang_t = [s for _, s, _, _ in rows if not math.isnan(s)]
+    text_t = [rt for _, _, _, rt in rows]
     peer_t = sglang_t if sglang_t else lenient_t
     med_r, med_p = statistics.median(refine_t), statistics.median(peer_t)
     lines = [
@@ -199,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---:|---:|---:|---:|",
         (f"| refine (detection, gate, tier 1; tools given) | {len(refine_t)} | {med_r:.1f} | {p90(refine_t):.1f} | "
          f"{med_r / med_p:.2f} |"),
+        (f"| refine, tools given as JSON text (their specs kept from the request before) | {len(text_t)} | "
+         f"{statistics.median(text_t):.1f} | {p90(text_t):.1f} | {statistics.median(text_t) / med_p:.2f} |"),
     ]
     if sglang_t:
         lines.append(f"| SGLang detect_and_parse, told the family | {len(sglang_t)} | {statistics.median(sglang_t):.1f} "

@@ -99,23 +99,32 @@ def strict_reading(fmt: WireFormat, text: str, tried: dict[str, list[ToolCall] |
 
 
 def detect_with_calls(
-    text: str, tried: dict[str, list[ToolCall] | FormatError] | None = None
+    text: str,
+    tried: dict[str, list[ToolCall] | FormatError] | None = None,
+    markers: dict[str, int] | None = None,
 ) -> tuple[str | None, list[ToolCall] | None]:
     """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
     in that format (rules 1 and 3; else ``None``), so a caller need not parse it again. ``tried``: the strict readings
-    of ``text`` already made, by format name; those detection makes are added to it (see :func:`strict_reading`)."""
+    of ``text`` already made, by format name; those detection makes are added to it (see :func:`strict_reading`).
+    ``markers``: :func:`text_markers` of ``text``, when the caller has them."""
     if not isinstance(text, str):
         return None, None
     with same_texts():
-        return _detect(text, {} if tried is None else tried)
+        return _detect(text, {} if tried is None else tried, markers)
+
+
+def text_markers(text: str) -> dict[str, int]:
+    """Where each registered marker first occurs in ``text`` (:func:`~refiner.formats.base.marker_positions`), for the
+    readers of one text to share: detection, then salvage."""
+    return remember(text, "marker_positions", lambda: marker_positions(text))
 
 
 def _detect(
-    text: str, tried: dict[str, list[ToolCall] | FormatError]
+    text: str, tried: dict[str, list[ToolCall] | FormatError], markers: dict[str, int] | None = None
 ) -> tuple[str | None, list[ToolCall] | None]:
     ranked = by_rank()
     small = len(text) <= MAX_LENIENT_CHARS
-    found_at = remember(text, "marker_positions", lambda: marker_positions(text))
+    found_at = text_markers(text) if markers is None else markers
     if small:
         for fmt in marker_table().marked(found_at):
             calls = strict_reading(fmt, text, tried)

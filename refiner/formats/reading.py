@@ -3,12 +3,12 @@
     got = read_upstream(text, wanted=None, default=None, tools=index)
     got.fmt, got.out_fmt, got.calls, got.strict_ok, got.strict_reason, got.text_cut, got.cut, got.salvaged
 
-The text is detected at most once; it is read strictly at most once per format (the readings detection makes are
-kept, by format, and the lenient reading is given the strict error instead of reading again); it is read leniently
-once in the format it is read in, and salvage (calls read wherever they are, :mod:`refiner.formats.salvage`) takes
-that reading for the region that is the whole text; values a format writes as untyped text take the types the tools
-declare (:meth:`~refiner.formats.WireFormat.retype`). The gate checks the result (:func:`refiner.gate.check_text`),
-tier 1 repairs it (:mod:`refiner.repair`).
+The text is detected at most once, its markers searched once (detection's search is salvage's); it is read strictly at
+most once per format (the readings detection makes are kept, by format, and the lenient reading is given the strict
+error instead of reading again); it is read leniently once in the format it is read in, and salvage (calls read
+wherever they are, :mod:`refiner.formats.salvage`) takes that reading for the region that is the whole text; values a
+format writes as untyped text take the types the tools declare (:meth:`~refiner.formats.WireFormat.retype`). The gate
+checks the result (:func:`refiner.gate.check_text`), tier 1 repairs it (:mod:`refiner.repair`).
 
 Choosing the format: the result is written in the requested format (else the refiner's, else the upstream's). The
 upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
@@ -27,7 +27,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get
-from refiner.formats.detect import detect_with_calls, strict_reading
+from refiner.formats.detect import detect_with_calls, strict_reading, text_markers
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import strip_reasoning
 from refiner.specs.catalog import ToolCatalog
@@ -97,14 +97,15 @@ def _reason(e: BaseException) -> str:
 
 
 def choose_formats(
-    text: str, wanted: str | None, tried: Strict | None = None
+    text: str, wanted: str | None, tried: Strict | None = None, markers: dict[str, int] | None = None
 ) -> tuple[str, str, str | None]:
     """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the
-    requested format, else the refiner's. ``tried`` collects the strict readings made on the way."""
+    requested format, else the refiner's. ``tried`` collects the strict readings made on the way; ``markers``: the
+    text's :func:`~refiner.formats.detect.text_markers`, when the caller has them."""
     tried = {} if tried is None else tried
     if wanted and strict_reading(get(wanted), text, tried) is not None:
         return wanted, wanted, None
-    detected, calls = detect_with_calls(text, tried)
+    detected, calls = detect_with_calls(text, tried, markers)
     if detected and calls is None and wanted and len(text) > MAX_LENIENT_CHARS:  # (detection does not parse texts
         calls = strict_reading(get(detected), text, tried)  # that long strictly)
     if detected and (wanted is None or calls is not None or _marked_as(detected, wanted, text)):
@@ -179,11 +180,12 @@ def read_upstream(
     """A request's upstream read once (see the module docstring): the format chosen, the text read in it, and, when
     it is not valid there, the calls read wherever they are when that reading is the better one."""
     tried: Strict = {}
-    fmt, out_fmt, detected = choose_formats(text, wanted, tried)
+    markers = None if wanted else text_markers(text)  # (detection runs: its search is salvage's too)
+    fmt, out_fmt, detected = choose_formats(text, wanted, tried, markers)
     offered = params_by_tool(tools)
     got = read_text(text, fmt, tools, tried=tried, offered=offered)
     got.out_fmt, got.detected = out_fmt, detected
-    got = salvaged(got, tools, offered=offered)
+    got = salvaged(got, tools, offered=offered, markers=markers)
     if got.salvaged is not None and got.salvaged.fmt and not wanted and detected is None:
         got.out_fmt = got.salvaged.fmt
     return got
@@ -194,14 +196,19 @@ def read_upstream(
 
 
 def salvaged(
-    reading: Reading, tools: Iterable[Any] | Mapping[str, Any] | None, *, offered: Mapping[str, Any] | None = None
+    reading: Reading,
+    tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    offered: Mapping[str, Any] | None = None,
+    markers: dict[str, int] | None = None,
 ) -> Reading:
     """``reading`` with the calls read wherever the model put them, when the text is not valid in its format and
-    that reading is the better one (:func:`better_salvage`), values typed by the specs; else ``reading`` itself."""
+    that reading is the better one (:func:`better_salvage`), values typed by the specs; else ``reading`` itself.
+    ``markers``: the text's :func:`~refiner.formats.detect.text_markers`, when the caller has them."""
     if reading.strict_ok or reading.mended:
         return reading
     known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
-    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known)
+    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known, markers=markers)
     if found is None:
         return reading
     calls = list(found.calls)
@@ -224,6 +231,7 @@ def better_salvage(
     *,
     offered: Mapping[str, Any] | None = None,
     known: Mapping[str, Lenient] | None = None,
+    markers: dict[str, int] | None = None,
 ) -> Salvage | None:
     """The calls of a text that is not valid in its format, read wherever they are
     (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
@@ -232,9 +240,9 @@ def better_salvage(
     lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
     and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
     too. A reading as good as salvage's is kept. ``known``: the lenient readings of ``text`` already made with
-    ``offered``, by format name."""
+    ``offered``, by format name; ``markers``: its :func:`~refiner.formats.detect.text_markers`, when already made."""
     offered = _offered(tools, offered)
-    found = salvage(text, offered, known)
+    found = salvage(text, offered, known, markers)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
         names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)

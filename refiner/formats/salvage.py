@@ -73,9 +73,9 @@ Cost: linear scans (``str.find``, anchored or linear regexes, the JSON decoder) 
 :data:`~refiner.formats.base.MAX_LENIENT_CHARS` characters, the regions of at most :data:`MAX_TAGGED_FORMATS`
 formats read leniently, at most :data:`MAX_CANDIDATES` candidate sites, :data:`SCAN_BUDGET` characters and
 :data:`MARK_BUDGET` brackets and commas of bracket matching and :data:`AST_BUDGET` characters given to Python's parser;
-json repairs share one :func:`~refiner.formats.jsonfix.repair_budget`. Each marker is searched once per text, and with
-the pipeline's :func:`~refiner.formats.base.same_texts` once per request. Never raises: an unexpected error gives what
-was read so far and a note.
+json repairs share one :func:`~refiner.formats.jsonfix.repair_budget`. Each marker is searched once per text (a
+request's reading hands detection's search on), and with :func:`~refiner.formats.base.same_texts` once per request.
+Never raises: an unexpected error gives what was read so far and a note.
 """
 
 from __future__ import annotations
@@ -275,11 +275,13 @@ class _Scan:
         body_at: int,
         offered: Mapping[str, Sequence[str]] | None,
         known: Mapping[str, Lenient] | None = None,
+        markers: Mapping[str, int] | None = None,
     ) -> None:
         self.text = text
         self.at = body_at
         self.offered = offered
         self.known = known or {}  # the lenient readings of the whole text already made, by format name
+        self.markers = markers  # where each registered marker first occurs in the text, when already searched
         self.candidates = 0
         self.scanned = 0
         self.marks = 0  # brackets and commas passed by match_paren
@@ -340,7 +342,8 @@ class _Scan:
         body = self.text
         chosen: dict[str, tuple[WireFormat, int, str]] = {}
         ranked = [f for f in by_rank() if f.detection.markers]  # (an untagged format may have markers too)
-        found_at = remember(body, "marker_positions", lambda: marker_positions(body))
+        found_at = self.markers if self.markers is not None else remember(
+            body, "marker_positions", lambda: marker_positions(body))
 
         def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning
             i = found_at.get(marker, -1)
@@ -921,26 +924,36 @@ def _pythonic_format() -> str | None:
 
 
 def salvage(
-    text: str, offered: Mapping[str, Sequence[str]] | None = None, known: Mapping[str, Lenient] | None = None
+    text: str,
+    offered: Mapping[str, Sequence[str]] | None = None,
+    known: Mapping[str, Lenient] | None = None,
+    markers: Mapping[str, int] | None = None,
 ) -> Salvage:
     """The calls of ``text`` read wherever they are (see the module docstring). ``offered``: the request's tools, as
     tool name -> its parameter names in declared order, a list or a mapping of each name to its spec (then the
     formats' lenient readers may settle a broken text by the declared types too, as the gate's own reading does);
     None when the request has no tools. ``known``: lenient readings of the whole ``text`` already made with the same
-    ``offered``, by format name (not made again). Never raises."""
+    ``offered``, by format name (not made again); ``markers``: where each registered marker first occurs in ``text``
+    (:func:`refiner.formats.base.marker_positions`), when the caller searched it. Never raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     notes = []
     if len(text) > MAX_LENIENT_CHARS:
         notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
     with same_texts():
-        return _salvage(prefix(text, MAX_LENIENT_CHARS), offered, notes, None if notes else known)
+        cut = bool(notes)
+        text = prefix(text, MAX_LENIENT_CHARS)
+        return _salvage(text, offered, notes, None if cut else known, None if cut else markers)
 
 
 def _salvage(
-    text: str, offered: Mapping[str, Sequence[str]] | None, notes: list[str], known: Mapping[str, Lenient] | None = None
+    text: str,
+    offered: Mapping[str, Sequence[str]] | None,
+    notes: list[str],
+    known: Mapping[str, Lenient] | None = None,
+    markers: Mapping[str, int] | None = None,
 ) -> Salvage:
-    scan = _Scan(text, reasoning_offset(text), offered, known)
+    scan = _Scan(text, reasoning_offset(text), offered, known, markers)
     scan.notes.extend(notes)
     complete = not notes
     try:
