@@ -56,7 +56,7 @@ from refiner.formats.reading import choose_formats, params_by_tool, read_upstrea
 from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
-from refiner.repair import Tier1, repair_parsed
+from refiner.repair import UNKNOWN_TOOLS, Tier1, repair_parsed
 from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
 
 STAGES = ("unchanged", "repaired", "model", "fallback", "truncated")  # plus "error": an unreadable request
@@ -156,6 +156,7 @@ class Job:
     model_fmt: str = ""  # the format the model reads and writes (model_format), set by prepare
     cut_off: bool = False  # the request says the upstream stopped at its token limit (CUT_FINISH_REASONS)
     truncated: bool = False  # the upstream was cut off (its finish_reason, or a text that stops mid-value)
+    unknown_tools: str = "keep"  # what tier 1 does with a call to a tool the request does not offer
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -172,10 +173,11 @@ def prepare(
     *,
     trust_spec: bool = False,
     model_formats: Collection[str] | None = None,
+    unknown_tools: str = "keep",
 ) -> Job:
     """Request → its tools and upstream read once (:func:`refiner.formats.reading.read_upstream`: the format
     chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
-    (:func:`model_format`, ``model_formats`` as for :class:`Refiner`)."""
+    (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`)."""
     validate_request(request)
     text = request["upstream"]
     text_values = request.get("value_style") == "text"
@@ -189,12 +191,12 @@ def prepare(
             reading = read_upstream(text, request.get("format") or default_fmt, tools)
             upstream = check_reading(reading, tools, text_values=text_values)
             tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
-                                  text_values=text_values, cut_off=cut_off, offered=offered)
+                                  text_values=text_values, cut_off=cut_off, offered=offered, unknown_tools=unknown_tools)
     except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
         raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
     truncated = cut_off or (upstream.cut is not None and not upstream.cut.clean)
     job = Job(request, reading.fmt, reading.out_fmt, tools, offered, upstream, tier1, trust_spec=trust_spec,
-              text_values=text_values, cut_off=cut_off, truncated=truncated)
+              text_values=text_values, cut_off=cut_off, truncated=truncated, unknown_tools=unknown_tools)
     job.model_fmt = model_format(job, model_formats)
     return job
 
@@ -267,7 +269,7 @@ def read_sample(job: Job, generation: str) -> Tier1:
     answer = extract_answer(generation)
     report = check_text(answer, job.model_fmt, job.tools, text_values=job.text_values, offered=job.offered)
     return repair_parsed(report, answer, job.model_fmt, job.tools, out_fmt=job.out_fmt, trust_spec=job.trust_spec,
-                         text_values=job.text_values, offered=job.offered)
+                         text_values=job.text_values, offered=job.offered, unknown_tools=job.unknown_tools)
 
 
 def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:
@@ -435,7 +437,9 @@ class Refiner:
     ``chat_template``: the upstream model's chat template (a ``.jinja``, a ``tokenizer_config.json`` or a model
     folder): its dialect is derived from it (:mod:`refiner.formats.derive`) and is the refiner's format, read and
     written (in place of ``fmt``); a template that fails to render, or from which no dialect can be derived, leaves
-    the format to detection (one log line naming the file and why).
+    the format to detection (one log line naming the file and why); ``unknown_tools``: ``"keep"`` (the default) or
+    ``"drop"`` a call to a tool the request does not offer, once tier 1 has snapped the names near an offered one
+    (docs/formats.md, "What counts as no call").
     """
 
     def __init__(
@@ -453,6 +457,7 @@ class Refiner:
         model_formats: Collection[str] | None = None,
         chat_template: str | Path | None = None,
         calls_in_reasoning: bool = False,
+        unknown_tools: str = "keep",
     ) -> None:
         self.chat_template = None if chat_template is None else str(chat_template)
         if chat_template is not None:
@@ -465,6 +470,9 @@ class Refiner:
             formats.get(name)
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
+        if unknown_tools not in UNKNOWN_TOOLS:
+            raise ValueError(f"unknown_tools must be one of {list(UNKNOWN_TOOLS)}, got {unknown_tools!r}")
+        self.unknown_tools = unknown_tools
         self.engine = engine
         self.fmt = fmt
         self.bypass = bypass
@@ -496,7 +504,8 @@ class Refiner:
         for i, request in enumerate(requests):
             try:
                 request = reasoning_calls(request, self.calls_in_reasoning)
-                jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats))
+                jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats,
+                                    unknown_tools=self.unknown_tools))
             except RequestError as e:
                 if errors != "result":
                     raise RequestError(f"request {i}: {e}") from e

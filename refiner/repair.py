@@ -68,17 +68,20 @@ from rapidfuzz.distance import DamerauLevenshtein
 
 from refiner import formats
 from refiner.calls import Count, ToolCall, dependency_order, is_reference, preview
-from refiner.formats.reading import tool_index
+from refiner.formats.reading import Reading, tool_index
 from refiner.gate import (  # what the gate accepts, which tier 1 leaves alone, and the gate on tier 1's output
     REPAIR,
     Finding,
     GateReport,
+    check_reading,
     check_text,
     is_declared_default,
     json_text,
     json_type,
     type_matches,
 )
+
+UNKNOWN_TOOLS = ("keep", "drop")  # what tier 1 does with a call to a tool the request does not offer
 
 # Similarity cutoffs (rapidfuzz ``ratio`` on normalised names, 0..100) and the lead the best candidate needs over
 # the second best; chosen on the corruption-recovery test (tests/test_repair_real.py) so that no correct call moves.
@@ -603,13 +606,16 @@ def repair_parsed(
     text_values: bool = False,
     cut_off: bool = False,
     offered: Mapping[str, Any] | None = None,
+    unknown_tools: str = "keep",
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): repaired calls rendered in ``out_fmt`` (default
     ``fmt``), gated again. A strictly valid text whose calls need no repair is returned verbatim. ``trust_spec``:
     treat every tool spec as exact (see the module docstring); ``text_values``: value style "text"; ``cut_off``:
     the upstream is known to have stopped at its token limit, so a call the text stops inside is left out even when
     only its closing brackets are missing (:func:`cut_call_index`); ``offered``: the tools' parameters, for the
-    reading of the output (:func:`refiner.gate.check_text`)."""
+    reading of the output (:func:`refiner.gate.check_text`); ``unknown_tools``: ``"keep"`` or ``"drop"`` a call to a
+    tool the request does not offer, once names near an offered one are snapped (:data:`UNKNOWN_TOOLS`; with every
+    call dropped the text is empty)."""
     out_fmt = out_fmt or fmt
     actions: list[Finding] = []
     source = list(before.calls)
@@ -630,6 +636,15 @@ def repair_parsed(
     calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values,
                                        misread=out_fmt != fmt)
     actions.extend(call_actions)
+    index = tool_index(tools)
+    unknown = [i for i, c in enumerate(calls) if c.name not in index] if unknown_tools == "drop" and index else []
+    for i in unknown:
+        actions.append(action("drop_unknown_tool", f"call #{i} ({calls[i].name}) names no offered tool: dropped", i,
+                              calls[i].name))
+    if unknown and len(unknown) == len(calls):
+        none = check_reading(Reading("", out_fmt, [], strict_ok=True), index)  # (no call is a valid answer)
+        return Tier1(text="", calls=[], actions=actions, before=before, after=none)
+    calls = [c for i, c in enumerate(calls) if i not in unknown] if unknown else calls
     if not actions or (not calls and dropped is None):
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     try:
