@@ -19,7 +19,6 @@ from refiner.formats import (
     glaive,
     glm45,
     harmony,
-    hermes,
     kimi_k2,
     llama3,
     mistral,
@@ -27,7 +26,6 @@ from refiner.formats import (
     nestools,
     openai,
     order,
-    pythonic_sentinels,
     qwen3_coder,
     toolace,
     xlam,
@@ -38,6 +36,7 @@ from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.kimi_k3 import Xtml, XtmlSpelling
 from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
+from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
 from refiner.formats.xml_grammar import XmlParams
 from refiner.formats.xml_params import dsml, invoke, kv
 from refiner.formats.xml_spelling import XmlSpelling
@@ -107,12 +106,20 @@ CATALOG: tuple[Row | type, ...] = (
                     key_close="</arg_key>", key_at="element", value_open="<arg_value>", value_close="</arg_value>",
                     hook=glm45.HOOK)),
     apibank.ApiBank,
-    hermes.Hermes,
+    Row(
+        Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
+               models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B"),
+               sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py"), trained=True),
+        JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "object", trail="\n", respell=False, untagged=True)),
     openai.OpenAI,
     anthropic.Anthropic,
     nestful.Nestful,
     llama3.Llama3Json,
-    pythonic_sentinels.Llama4Pythonic,
+    Row(
+        Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
+               "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
+               sources=(VLLM + "llama4_pythonic_tool_parser.py",)),
+        SentinelPythonic, Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)),
     deepseek.DeepSeekV3,
     deepseek.DeepSeekV31,
     kimi_k2.KimiK2,
@@ -209,8 +216,14 @@ CATALOG: tuple[Row | type, ...] = (
         Family("internlm", 'InternLM 2: <|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|> per call',
                models=("internlm/internlm2_5-7b-chat",), sources=(VLLM + "internlm2_tool_parser.py",)),
         JsonCalls, JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
-    pythonic_sentinels.Lfm2,
-    pythonic_sentinels.Olmo3,
+    Row(
+        Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
+               sources=(VLLM + "lfm2_tool_parser.py",)),
+        SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
+    Row(
+        Family("olmo3", "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)",
+               sources=(VLLM + "olmo3_tool_parser.py",)),
+        SentinelPythonic, Wrapper("<function_calls>", "</function_calls>", lines=True)),
     Row(
         Family(
             "gemma4",

@@ -66,8 +66,11 @@ class JsonSpelling:
     ``tight``: the list follows ``open`` with no whitespace (``functools[``); ``name_key``: the key of the name;
     ``keyed``: a call is ``{"NAME": {arguments}}`` (Apertus); ``id_key``: a call id written beside the name, numbered
     from 0 when rendering (Command A's ``tool_call_id``); ``follows``: what the text after ``open`` starts with when it
-    is this family's (detection among families sharing ``open``; empty: anything); ``lead`` / ``between``: what
-    rendering writes after ``open`` and between two blocks of the ``"object"`` payload."""
+    is this family's (detection among families sharing ``open``; empty: anything); ``lead`` / ``trail`` /
+    ``between``: what rendering writes after ``open``, before ``close`` and between two blocks of the ``"object"``
+    payload; ``respell``: tags written wrong are put right before a broken text is read; ``untagged``: a call object
+    with no tag around it (a block that lost its tags) is this family's, unless its arguments are under
+    ``"parameters"`` alone (Llama 3's JSON call)."""
 
     open: str
     close: str | None
@@ -81,6 +84,9 @@ class JsonSpelling:
     follows: tuple[str, ...] = ()
     lead: str = "\n"
     between: str = "\n"
+    trail: str = ""
+    respell: bool = True
+    untagged: bool = False
 
 
 class JsonCalls(WireFormat):
@@ -222,7 +228,8 @@ class JsonCalls(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
         if sp.close is not None:
-            fixed = respell_json_tags(text, reasoning_offset(text), self._speller(), sp.open, sp.close)
+            fixed = respell_json_tags(text, reasoning_offset(text), self._speller(), sp.open, sp.close) \
+                if sp.respell else None
             if fixed is not None:  # tags written wrong
                 text, notes = fixed
                 for note in notes[:MAX_NOTES]:
@@ -259,6 +266,11 @@ class JsonCalls(WireFormat):
             speller = self.__dict__["_tag_speller"] = Speller((sp.open, sp.close or ""))
         return speller
 
+    def claims_value(self, value: Any) -> bool:
+        sp = self.spelling
+        return sp.untagged and isinstance(value, dict) and sp.name_key in value and (
+            sp.arg_keys[0] in value or "parameters" not in value)
+
     def sniff(self, body: str, at: int) -> bool:
         """Among the families sharing this one's opening tag: whether what follows the tag is this one's."""
         follows = self.spelling.follows
@@ -272,7 +284,7 @@ class JsonCalls(WireFormat):
         if sp.payload == "lines":
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
-            return sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.close or ''}" for o in objs)
+            return sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
         return f"{sp.open}{dumps(objs)}{sp.close or ''}"
 
     def _obj(self, c: ToolCall, i: int) -> dict[str, Any]:

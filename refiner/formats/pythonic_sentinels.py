@@ -1,4 +1,4 @@
-"""Pythonic call lists inside a model's own sentinel tokens: one grammar, three wrappers (a table below).
+"""Pythonic call lists inside a model's own sentinel tokens: one grammar, three wrappers (rows of the catalog).
 
 - ``llama4_pythonic`` (Llama 4, vLLM ``llama4_pythonic_tool_parser.py``): ``[f(a=1), g(b="x")]``, sometimes inside
   ``<|python_start|>...<|python_end|>`` (the end token may be missing). A bare list is valid when it is the whole
@@ -60,11 +60,24 @@ class Wrapper:
 
 
 class SentinelPythonic(WireFormat):
-    """A pythonic call list (or one call per line) between ``wrapper.open`` and ``wrapper.close``."""
+    """A pythonic call list (or one call per line) between ``wrapper.open`` and ``wrapper.close``: the grammar; its
+    rows (their :class:`Wrapper` the spelling) are in the catalog (:mod:`refiner.formats.catalog`)."""
 
-    wrapper: Wrapper
+    spelling: Wrapper
     name_pattern = IDENTIFIER_NAME
     pythonic = True
+
+    @classmethod
+    def tags_for(cls, w: Wrapper) -> tuple[str, ...]:
+        return (w.open, w.close)
+
+    @classmethod
+    def detection_for(cls, w: Wrapper, rank: int) -> Detection:
+        return Detection(rank=rank, markers=(w.open,), closers=(w.close,), bare=w.bare)
+
+    @property
+    def wrapper(self) -> Wrapper:
+        return self.spelling
 
     # ---- reading -----------------------------------------------------------------------------------------------
 
@@ -258,37 +271,3 @@ def _glued_call(offered: Any) -> re.Pattern | None:
 @functools.lru_cache(maxsize=64)
 def _glued_pattern(names: tuple[str, ...]) -> re.Pattern:
     return re.compile("(?:" + "|".join(map(re.escape, names)) + r")(?:[^\W\d]\w*[ \t]*=|[ \t]*\))")
-
-
-class Llama4Pythonic(SentinelPythonic):
-    name = "llama4_pythonic"
-    description = "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>...<|python_end|>"
-    wrapper = Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)
-    tags = (wrapper.open, wrapper.close)
-    detection = Detection(markers=(wrapper.open,), closers=(wrapper.close,), bare=True)
-    example = (
-        '<|python_start|>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]<|python_end|>'
-    )
-
-
-class Lfm2(SentinelPythonic):
-    name = "lfm2"
-    description = "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>"
-    wrapper = Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)
-    tags = (wrapper.open, wrapper.close)
-    detection = Detection(markers=(wrapper.open,), closers=(wrapper.close,))
-    example = (
-        '<|tool_call_start|>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]<|tool_call_end|>'
-    )
-
-
-class Olmo3(SentinelPythonic):
-    name = "olmo3"
-    description = "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)"
-    wrapper = Wrapper("<function_calls>", "</function_calls>", lines=True)
-    tags = (wrapper.open, wrapper.close)
-    detection = Detection(markers=(wrapper.open,), closers=(wrapper.close,))
-    example = (
-        '<function_calls>search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1)\n'
-        'get_weather(city="London", days=3, units="metric")</function_calls>'
-    )
