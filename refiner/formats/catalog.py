@@ -15,7 +15,6 @@ from dataclasses import replace
 from refiner.formats import (
     anthropic,
     apibank,
-    deepseek,
     glaive,
     glm45,
     harmony,
@@ -31,6 +30,7 @@ from refiner.formats import (
     xlam,
 )
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
+from refiner.formats.deepseek import DeepSeek, DeepSeekSpelling
 from refiner.formats.family import Family, Row, register_catalog
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.kimi_k3 import Xtml, XtmlSpelling
@@ -120,8 +120,18 @@ CATALOG: tuple[Row | type, ...] = (
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
                sources=(VLLM + "llama4_pythonic_tool_parser.py",)),
         SentinelPythonic, Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)),
-    deepseek.DeepSeekV3,
-    deepseek.DeepSeekV31,
+    Row(
+        Family("deepseek_v3", "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n"
+               "{...}\\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",
+               models=("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528"),
+               sources=(VLLM + "deepseekv3_tool_parser.py", SGLANG + "deepseekv3_detector.py")),
+        DeepSeek, DeepSeekSpelling(fenced=True)),
+    Row(
+        Family("deepseek_v31", "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}"
+               "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",
+               models=("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2-Exp"),
+               sources=(VLLM + "deepseekv31_tool_parser.py", SGLANG + "deepseekv31_detector.py")),
+        DeepSeek, DeepSeekSpelling(fenced=False)),
     kimi_k2.KimiK2,
     harmony.Harmony,
     Row(

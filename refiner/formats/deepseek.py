@@ -1,6 +1,6 @@
 """DeepSeek tool calls, between sentinel tokens written with full-width bars and ``▁`` (U+2581) for spaces:
 ``<｜tool▁calls▁begin｜>`` ... ``<｜tool▁calls▁end｜>``, one ``<｜tool▁call▁begin｜>`` ... ``<｜tool▁call▁end｜>`` per call.
-Two dialects, one grammar with a small table:
+Two dialects, one grammar (rows of the catalog):
 
 - ``deepseek_v3`` (DeepSeek-V3, R1, R1-0528): ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```
   <｜tool▁call▁end｜>``, calls separated by a newline (the chat template; vLLM's ``deepseekv3_tool_parser.py``, SGLang's
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import bare_calls
@@ -87,10 +88,35 @@ def looks_v3(body: str, at: int) -> bool:
     return after.startswith(TYPE + SEP) or FENCE_CLOSE in after.split(CALL_END, 1)[0]
 
 
-class _DeepSeek(WireFormat):
-    fenced: bool  # the V3 layout: "function" + SEP + NAME + fenced JSON
+@dataclass(frozen=True)
+class DeepSeekSpelling:
+    """``fenced``: the V3 layout (``function`` + SEP + NAME + fenced JSON), else V3.1's (NAME + SEP + JSON)."""
+
+    fenced: bool
+
+
+class DeepSeek(WireFormat):
+    """The grammar; its two rows (V3, V3.1) are in the catalog (:mod:`refiner.formats.catalog`)."""
+
+    spelling: DeepSeekSpelling
     tags = (CALLS_BEGIN, CALL_BEGIN, SEP, CALL_END, CALLS_END)
     name_pattern = NAME_PATTERN
+
+    @classmethod
+    def tags_for(cls, sp: DeepSeekSpelling) -> tuple[str, ...]:
+        return cls.tags
+
+    @classmethod
+    def detection_for(cls, sp: DeepSeekSpelling, rank: int) -> Detection:
+        return Detection(rank=rank, markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
+
+    @property
+    def fenced(self) -> bool:
+        return self.spelling.fenced
+
+    def sniff(self, body: str, at: int) -> bool:
+        """V3's layout (``function`` + SEP, a code fence) tells its calls from V3.1's."""
+        return looks_v3(body, at) if self.fenced else True
 
     # Strict
 
@@ -238,41 +264,3 @@ class _DeepSeek(WireFormat):
                      for c in calls]
             return CALLS_BEGIN + "\n".join(items) + CALLS_END
         return CALLS_BEGIN + "".join(f"{CALL_BEGIN}{c.name}{SEP}{dumps(dict(c.arguments))}{CALL_END}" for c in calls) + CALLS_END
-
-
-class DeepSeekV3(_DeepSeek):
-    name = "deepseek_v3"
-    fenced = True
-    description = (
-        "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```"
-        "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>"
-    )
-    detection = Detection(markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
-    example = (
-        "<think>\nTwo independent calls.\n</think>\n\n"
-        f"{CALLS_BEGIN}{CALL_BEGIN}function{SEP}search_flights\n```json\n"
-        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}\n'
-        f"```{CALL_END}\n{CALL_BEGIN}function{SEP}get_weather\n```json\n"
-        '{"city": "London", "days": 3, "units": "metric"}\n'
-        f"```{CALL_END}{CALLS_END}"
-    )
-
-    def sniff(self, body: str, at: int) -> bool:
-        return looks_v3(body, at)
-
-
-class DeepSeekV31(_DeepSeek):
-    name = "deepseek_v31"
-    fenced = False
-    description = (
-        "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>..."
-        "<｜tool▁calls▁end｜>"
-    )
-    detection = Detection(markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
-    example = (
-        f"{CALLS_BEGIN}{CALL_BEGIN}search_flights{SEP}"
-        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'
-        f"{CALL_END}{CALL_BEGIN}get_weather{SEP}"
-        '{"city": "London", "days": 3, "units": "metric"}'
-        f"{CALL_END}{CALLS_END}"
-    )

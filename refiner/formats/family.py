@@ -90,23 +90,23 @@ def markers_left(wanted: Sequence[Detection | None], tags: Sequence[Sequence[str
                  others: Sequence[Sequence[str]]) -> list[frozenset[str]]:
     """For each row (``wanted[i]``: the detection its grammar gives it, ``None`` for an entry that is not a row;
     ``tags[i]``: its tags), the further markers it leaves to other entries: those another entry holds as its first
-    marker or among ``others`` (the markers of the formats that are not rows), those an earlier row keeps, and those
-    of a row whose first marker this row writes as a tag of its own (this row wraps that row's calls in a section of
+    marker or among ``others`` (the markers of the formats that are not rows), those an earlier row keeps (unless it
+    shares this row's first marker: such rows are told apart by their ``sniff``), and those
+    of a row with another first marker, one this row writes as a tag of its own (this row wraps that row's calls in a section of
     its own, and leaves their tags to it)."""
     first = {d.markers[0] for d in wanted if d is not None and d.markers}
     every_other = {m for ms in others for m in ms}
-    kept: set[str] = set()
+    kept: dict[str, str] = {}  # a further marker -> the first marker of the row that keeps it
     out = []
     for i, d in enumerate(wanted):
         if d is None or len(d.markers) < 2:
             out.append(frozenset())
-            if d is not None:
-                kept.update(d.markers[1:])
             continue
-        wrapped = {m for j, e in enumerate(wanted) if j != i and e is not None and e.markers and e.markers[0] in tags[i]
-                   for m in e.markers[1:]}
-        taken = frozenset(m for m in d.markers[1:] if m in first or m in every_other or m in kept or m in wrapped)
-        kept.update(m for m in d.markers[1:] if m not in taken)
+        wrapped = {m for e in wanted if e is not None and e.markers and e.markers[0] != d.markers[0]
+                   and e.markers[0] in tags[i] for m in e.markers[1:]}
+        taken = frozenset(m for m in d.markers[1:] if m in first or m in every_other or m in wrapped
+                          or kept.get(m, d.markers[0]) != d.markers[0])
+        kept.update((m, d.markers[0]) for m in d.markers[1:] if m not in taken)
         out.append(taken)
     return out
 
