@@ -366,9 +366,10 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict
             ctx.notes.extend(f"{path}: {n}" for n in notes)
         if free_form:
             ctx.free_form.append(True)
-        info, _ = _read_type(ctx, f"{path}.type", value.get("type"))
-        if info.type not in (None, "object"):
-            raise ctx.error(f"{path}.type", f"the parameters schema must be an object, got {value.get('type')!r}")
+        if value.get("type") != "object":  # (the usual type needs no reading)
+            info, _ = _read_type(ctx, f"{path}.type", value.get("type"))
+            if info.type not in (None, "object"):
+                raise ctx.error(f"{path}.type", f"the parameters schema must be an object, got {value.get('type')!r}")
         props = value.get("properties", {})
         if props is None:
             props = {}
@@ -479,7 +480,7 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
         raise ctx.error("", f"a tool must be an object, got {type(d).__name__}")
     wrapper_extra: dict[str, Any] = {}
     fn = d.get("function")
-    if fn is not None and isinstance(fn, Mapping) and "name" not in d:
+    if fn is not None and (type(fn) is dict or isinstance(fn, Mapping)) and "name" not in d:
         wrapper_extra = {k: v for k, v in d.items() if k not in ("type", "function")}
         d = d["function"]
     name = _str_field(ctx, d, "api_name" if dialect == "nestools" else "name", required=True)
