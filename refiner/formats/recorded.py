@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from refiner.calls import ToolCall
 from refiner.formats import base
@@ -45,8 +45,9 @@ from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
 
-if TYPE_CHECKING:  # the record is derive's value; this reader only reads its fields
-    from refiner.formats.derive.record import Record
+# The record is derive's value (refiner.formats.derive.record.Record, which imports this module's value writer):
+# this reader only reads its fields.
+Record = Any
 
 MAX_NAME_CHARS = 256  # a tool name (or a call id) longer than this is not one
 MAX_KEY_CHARS = 256
