@@ -175,6 +175,10 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     for s, e, name in hits:
         nl = text.find("\n", e, e + CONTEXT)
         brace = text.find("{", e, nl if nl >= 0 else e + CONTEXT)
+        if brace < 0 and nl >= 0 and _closing(text[e:nl]):  # the name's markup closes: arguments may follow it
+            brace = text.find("{", nl, e + CONTEXT)
+            if brace >= 0 and not all(_closing(line) or not line.strip() for line in text[nl:brace].split("\n")):
+                brace = -1  # only markup lines between the name and its arguments
         if brace < 0 or budget <= 0:
             continue
         try:
@@ -254,6 +258,12 @@ class _Key:
     end: int
 
 
+def _closing(gap: str) -> bool:
+    """Whether ``gap`` is one markup token: no space in it and not starting with a word character."""
+    gap = gap.strip()
+    return bool(gap) and not gap[0].isalnum() and gap[0] != "_" and not any(c.isspace() for c in gap)
+
+
 def _line_start(text: str, pos: int, floor: int) -> int:
     lo = max(floor, pos - CONTEXT)
     return max(text.rfind("\n", lo, pos) + 1, lo)
@@ -329,28 +339,45 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 pass
         extents.append((v0, end))
         inline.append(nxt_key is not None and nl < 0)
-    value_end = _trim_value_end(_shared([text[a:b] for a, b in extents], _suffix, lambda x: x, str.endswith))
+    raws = [text[a:b] for a, b in extents]
+    value_end = _trim_value_end(_shared(raws, _suffix, lambda x: x, str.endswith))
+    if any(inline):  # what ends the values the next key follows on their line, when the last values hold it too
+        held = _trim_value_end(_shared([r for r, i in zip(raws, inline) if i], _suffix, lambda x: x, str.endswith))
+        tails = [r for r, i in zip(raws, inline) if not i]
+        while held and not all(held in r for r in tails):
+            held = _trim_value_end(held[1:])
+        value_end = held or value_end
+    end_mark = value_end.strip()
+    ended = [False] * len(raws)
+    lasts = [j + 1 == len(keys) or keys[j + 1].call != k.call for j, k in enumerate(keys)]
+    for j, raw in enumerate(raws):
+        if end_mark and raw.rstrip().endswith(end_mark):
+            raws[j], ended[j] = raw.rstrip()[: len(raw.rstrip()) - len(end_mark)], True
+        elif end_mark and any(inline) and not inline[j] and end_mark in raw:
+            raws[j], ended[j] = raw[: raw.index(end_mark)], True
+        elif end_mark and not lasts[j]:
+            raws[j] = None  # a value not followed by what every other value is: not read
+    value_start = _value_start([r.strip() for r in raws if r is not None], key_prefix + key_suffix + opener)
     by_call: dict[int, dict[str, Any]] = {}
     ends: dict[int, int] = {}
-    quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with)
+    quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with:
+    quote_head = "" if any(c.isalnum() or c == "_" for c in quote_head) else quote_head  # symbols only)
     for j, (k, (a, b)) in enumerate(zip(keys, extents)):
-        raw = text[a:b]
-        last = j + 1 == len(keys) or keys[j + 1].call != k.call
-        ended = bool(value_end.strip()) and raw.rstrip().endswith(value_end.strip())
-        if ended:
-            raw = raw.rstrip()[: len(raw.rstrip()) - len(value_end.strip())]
-        elif value_end.strip() and not last:
-            continue  # a value not followed by what every other value is: not read
+        raw, last = raws[j], lasts[j]
+        if raw is None:
+            continue
         raw = raw.strip()
+        if value_start:
+            raw = _after_start(raw, value_start)
         inner = _unquote(raw)
         inner = inner if inner is not None else _unquote(quote_head + raw)
         if inner is not None:  # a string between a quote token: as written
             by_call.setdefault(k.call, {})[k.key] = inner
             ends[k.call] = b
             continue
-        if not ended and raw[:1] in "[{" and _last_inline(raw):
+        if not ended[j] and raw[:1] in "[{" and _last_inline(raw):
             raw = _last_inline(raw)  # a JSON value, then markup on the same line
-        elif last and any(inline) and not ended:
+        elif last and any(inline) and not ended[j]:
             raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
         if not raw:
             continue  # a key written without a value: nothing is read for it
@@ -363,6 +390,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     out = []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
+           + (f", before each value {value_start!r}" if isinstance(value_start, str) else
+              ", before each value a word between {0!r} and {1!r}".format(*value_start) if value_start else "")
            + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
     for c, (s, e, name, _) in enumerate(calls):
         if c in by_call:
@@ -370,6 +399,56 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     if out:
         notes.append(f"{len(out)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
     return out
+
+
+_CLOSERS = {">": "<", "]": "[", ")": "(", "}": "{"}
+
+
+def _closes(literal: str, context: str) -> bool:
+    """Whether ``literal`` ends with a closing bracket opened in it or in the markup around the keys."""
+    opener = _CLOSERS.get(literal[-1:])
+    return opener is not None and (opener in literal or opener in context)
+
+
+def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | None:
+    """What every value starts with and no value is: a literal all values share (``<v>``), or a word between two
+    literals (``"int">``: a per-value attribute), each ending with a bracket the markup opened. None when the values
+    are JSON, when there are fewer than two, or when nothing is left of a value without it."""
+    if len(middles) < 2 or all(_is_json(m) for m in middles):
+        return None
+    start = _trim_value_start(_prefix(middles))
+    if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
+        return start
+    heads = [_ATTRIBUTE.match(m) for m in middles]
+    if all(heads) and len({h.group(1) for h in heads}) == 1:
+        before = heads[0].group(1)
+        after = _prefix([m[h.end():] for h, m in zip(heads, middles)])
+        after = after[: max((after.rfind(c) for c in _CLOSERS), default=-1) + 1]
+        if after and not any(c.isalnum() or c.isspace() for c in after) and _closes(after, before + context) \
+                and all(len(m) > h.end() + len(after) for h, m in zip(heads, middles)):
+            return before, after
+    return None
+
+
+_ATTRIBUTE = re.compile(r"([^\w\s]*)([\w.\-]+)")
+
+
+def _after_start(raw: str, start: str | tuple[str, str]) -> str:
+    if isinstance(start, str):
+        return raw[len(start):].strip() if raw.startswith(start) else raw
+    head = _ATTRIBUTE.match(raw)
+    if head and head.group(1) == start[0] and raw.startswith(start[1], head.end()):
+        return raw[head.end() + len(start[1]):].strip()
+    return raw
+
+
+def _is_json(raw: str) -> bool:
+    if raw[:1] not in _JSON_STARTS:
+        return False
+    try:
+        return JSON_DECODER.raw_decode(raw, 0)[1] == len(raw)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _shared(texts: list[str], common: Any, trim: Any, holds: Any) -> str:
@@ -436,14 +515,17 @@ _VALUE_CHARS = set("\"'{[-+.")
 
 
 def _trim_value_start(s: str) -> str:
-    """A key suffix less what values that happen to start alike share (a quote, a digit, a letter; a whole value
-    and the line after it, when the values are the same)."""
+    """A key suffix less what values that happen to start alike share (a quote, a digit, a letter, text after the
+    last closing bracket; a whole value and the line after it, when the values are the same)."""
     core = len(s) - len(s.lstrip())
     nl = s.find("\n", core)
     if nl > core:
         s = s[:nl]
     while s and (s[-1].isalnum() or s[-1] in _VALUE_CHARS or s[-1] == "_"):
         s = s[:-1]
+    close = max(s.rfind(c) for c in _CLOSERS) + 1
+    if close and any(c.isalnum() for c in s[close:]):
+        s = s[:close]  # markup closed, then the start of values that happen to start alike
     return s
 
 
