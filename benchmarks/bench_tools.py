@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from refiner.gate import tool_index
+from refiner.formats.reading import tool_index
 from refiner.pipeline import Refiner
 from refiner.proxy.isolation import WorkerPool
 from refiner.specs import ToolList, load_tools, loads_keeping_tools

@@ -393,8 +393,7 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
         "format": job.out_fmt,
         "diagnostics": [d.to_dict() for d in report.diagnostics],
         "upstream_diagnostics": [d.to_dict() for d in job.upstream.diagnostics],
-        # ("kind": the same as "code", read by the proxy's metrics and the CLI's summary)
-        "actions": [{**a.to_dict(), "kind": a.code} for a in job.tier1.actions] if tier1_text else [],
+        "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
         **({"model_error": job.model_error} if job.model_error is not None else {}),
         **({"cut": cut_field(job)} if stage == "truncated" else {}),
     }

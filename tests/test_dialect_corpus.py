@@ -11,7 +11,7 @@ import pytest
 from dialect_corpus import READ_AS_MEANT, expected_calls, judge, load
 
 from refiner import formats
-from refiner.gate import tool_index
+from refiner.formats.reading import tool_index
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 

@@ -11,7 +11,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import minimax_m3
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
-from refiner.gate import tool_index
+from refiner.formats.reading import tool_index
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 

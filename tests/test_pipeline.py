@@ -66,16 +66,14 @@ def test_tier1_only_results_are_json_and_labelled():
 
 
 def test_diagnostics_and_actions_are_findings_of_one_shape():
-    """The gate's findings and tier 1's repairs are one record, written alike; a repair's severity is "repair" (and
-    its "kind" repeats its code)."""
+    """The gate's findings and tier 1's repairs are one record, written alike; a repair's severity is "repair"."""
     res = Refiner().refine(req(tc("get_wether", city="Paris")))
     shape = ["code", "message", "call", "tool", "param", "severity"]
     assert res["upstream_diagnostics"] and res["actions"]
     assert all(list(d) == shape for d in res["diagnostics"] + res["upstream_diagnostics"])
-    assert all(list(a) == [*shape, "kind"] and a["severity"] == "repair" and a["kind"] == a["code"]
-               for a in res["actions"])
+    assert all(list(a) == shape and a["severity"] == "repair" for a in res["actions"])
     assert res["actions"][0] == {"code": "snap_tool", "message": "tool 'get_wether' -> 'get_weather'", "call": 0,
-                                 "tool": "get_weather", "param": None, "severity": "repair", "kind": "snap_tool"}
+                                 "tool": "get_weather", "param": None, "severity": "repair"}
 
 
 def test_bypass_skips_the_model_when_the_gate_passes():

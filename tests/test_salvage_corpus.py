@@ -59,14 +59,14 @@ def test_row_is_read_as_a_careful_reader_does(row, request):
     if row.format is not None:
         assert out_fmt == row.format, row.where
     if res["stage"] == "repaired" and not formats.get(out_fmt).is_valid(row.text):
-        kinds = {a["kind"] for a in res["actions"]}
+        kinds = {a["code"] for a in res["actions"]}
         assert kinds & {"salvage", "parse_repair", "normalise_format"}, (row.where, res["actions"])
 
 
 def test_salvage_actions_say_where_the_calls_were_found():
     by_id = {r.id: r for r in ROWS}
     res = Refiner().refine(by_id["hand-two-fences"].request())
-    (action,) = [a for a in res["actions"] if a["kind"] == "salvage"]
+    (action,) = [a for a in res["actions"] if a["code"] == "salvage"]
     assert "code fence" in action["message"] and "not valid toolace" in action["message"]
     assert formats.get("toolace").parse_strict(res["refined"])[0].arguments == {"city": "Paris", "unit": "celsius"}
 

@@ -100,7 +100,7 @@ def test_the_pipeline_reads_them_and_says_how_they_were_found():
     assert res["calls"] == [PU.to_dict(), R.to_dict()]
     found = [d for d in res["upstream_diagnostics"] if d["code"] == "offered_names"]
     assert found and found[0]["severity"] == "warning" and "offered tool and parameter names" in found[0]["message"]
-    assert [a["kind"] for a in res["actions"]][:1] == ["salvage"]
+    assert [a["code"] for a in res["actions"]][:1] == ["salvage"]
     res = Refiner().refine({"upstream": PROSE["mention"], "tools": TOOLS})
     assert res["calls"] == [] and not any(d["code"] == "offered_names" for d in res["upstream_diagnostics"])
 

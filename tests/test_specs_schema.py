@@ -11,7 +11,8 @@ import json
 import pytest
 
 from refiner.calls import ToolCall
-from refiner.gate import check_calls, tool_index
+from refiner.formats.reading import tool_index
+from refiner.gate import check_calls
 from refiner.pipeline import Refiner
 from refiner.specs import Param, detect_dialect, load_tools
 from refiner.specs.schema import MAX_NODES, normalise

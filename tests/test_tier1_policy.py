@@ -137,7 +137,7 @@ def test_a_look_alike_tool_name_is_fixed_through_the_pipeline():
                             "upstream": fmt.render(bad)})
     assert fmt.parse_strict(res["refined"]) == [ToolCall("get_case_info", CASE_ARGS),
                                                 ToolCall("math.gcd", {"num1": 60, "num2": 96})]
-    assert [a["kind"] for a in res["actions"]] == ["snap_tool", "snap_tool"]
+    assert [a["code"] for a in res["actions"]] == ["snap_tool", "snap_tool"]
 
 
 def test_a_moved_separator_is_a_slip_but_joined_or_split_words_are_a_convention():

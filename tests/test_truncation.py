@@ -142,7 +142,7 @@ def test_the_built_in_readers_say_what_was_written_whole(name, kind):
     res = Refiner().refine({"tools": TOOLS, "upstream": _cut(text, marker, len(marker) if keep is None else keep),
                             "format": name})
     assert res["cut"]["index"] == 1 and res["cut"]["finish_reason"] is None
-    assert any(a["kind"] == "drop_cut" for a in res["actions"])
+    assert any(a["code"] == "drop_cut" for a in res["actions"])
 
 
 @pytest.mark.parametrize("name", ALL)

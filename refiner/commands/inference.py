@@ -71,7 +71,7 @@ def summary_table(results: list[dict]) -> str:
     stages = Counter(r.get("stage") for r in results)
     before = sum(1 for r in results if r.get("stage") != "error" and not _errors(r.get("upstream_diagnostics")))
     after = sum(1 for r in results if r.get("stage") != "error" and not _errors(r.get("diagnostics")))
-    actions = Counter(a["kind"] for r in results for a in r.get("actions") or [])
+    actions = Counter(a["code"] for r in results for a in r.get("actions") or [])
     lines = [f"{'requests':<28}{n:>6}"]
     for stage in ("unchanged", "repaired", "model", "fallback", "error"):
         if stages.get(stage):
@@ -89,7 +89,7 @@ def request_table(results: list[dict]) -> str:
     rows = [head, "-" * len(head)]
     for r in results:
         errs = f"{_errors(r.get('upstream_diagnostics'))}->{_errors(r.get('diagnostics'))}"
-        kinds = ",".join(dict.fromkeys(a["kind"] for a in r.get("actions") or [])) or "-"
+        kinds = ",".join(dict.fromkeys(a["code"] for a in r.get("actions") or [])) or "-"
         rows.append(f"{r.get('line', ''):>4}  {r.get('format', '-')!s:<10}{r.get('stage', ''):<10}{errs:>8}  {kinds}")
     return "\n".join(rows)
 

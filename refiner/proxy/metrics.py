@@ -48,7 +48,7 @@ def route_label(path: str) -> str:
 def repair_classes(result: dict) -> dict[str, int]:
     """One pipeline result's repairs, counted by class: tier 1's actions (when its text was returned), else the
     errors the gate found in the upstream's answer."""
-    kinds = [a.get("kind") for a in result.get("actions") or [] if isinstance(a, dict)]
+    kinds = [a.get("code") for a in result.get("actions") or [] if isinstance(a, dict)]
     if not kinds:
         kinds = [d.get("code") for d in result.get("upstream_diagnostics") or []
                  if isinstance(d, dict) and d.get("severity") == "error"]
