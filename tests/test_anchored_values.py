@@ -70,6 +70,11 @@ def test_json_after_the_name_is_not_read_across_a_line_of_prose():
     assert _read(text) == []
 
 
+def test_a_call_quoted_in_a_sentence_is_not_read():
+    assert _read("You'd call lookup(term=..., limit=...) with your own values.") == []
+    assert _read("You\u2019d call lookup(term=..., limit=...) with your own values.") == []
+
+
 def test_no_value_holds_the_markup_around_it():
     # every value read from any of the texts above holds none of the literals that delimit it
     for text, _ in CASES.values():

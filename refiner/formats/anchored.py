@@ -68,7 +68,12 @@ class Anchored:
 
 
 def _markup(s: str) -> bool:
-    return any(not (c.isalnum() or c.isspace() or c == "_") for c in s)
+    """Whether ``s`` holds a character other than a letter, digit, space or ``_`` (an apostrophe inside a word, as in
+    prose's "you'd", does not count)."""
+    return any(not (c.isalnum() or c.isspace() or c == "_") for c in _IN_WORD.sub("", s))
+
+
+_IN_WORD = re.compile(r"(?<=[^\W\d_])['\u2019](?=[^\W\d_])")
 
 
 @functools.lru_cache(maxsize=256)
