@@ -222,6 +222,8 @@ def test_templates_that_give_no_row(tmp_path):
          str(MAX_STEPS)),
         ("{{ 'x' * 10**8 }}", "longer than"),
         ("{{ 2 ** 10000000 }}", "exponent"),
+        # list.append is refused, as in transformers' ImmutableSandboxedEnvironment
+        ("{% set l = [] %}{% set _ = l.append(1) %}", "unsafe"),
     ],
 )
 def test_a_template_that_fails_is_a_clear_error_naming_the_file(tmp_path, source, message):
@@ -449,3 +451,72 @@ def test_the_record_is_derived_with_no_assumption_about_spellings(tmp_path):
     assert d.record.key_prefix.strip() == "[[k" and d.record.name_prefix.startswith("fn=")
     text = d.fmt.render([ToolCall("get_weather", {"city": "Paris", "days": 3})])
     assert d.fmt.parse_strict(text) == [ToolCall("get_weather", {"city": "Paris", "days": 3})]
+
+
+# ---- templates that need more than the plain renders: each construct in a template of our own ----------------------
+
+BRACKETS = CALL_LOOP.replace("{BODY}", "[CALL]{{ tc.function.name }}[ARGS]{{ tc.function.arguments | tojson }}")
+
+
+def test_call_ids_are_nine_letters_and_digits_and_found_between_name_and_arguments(tmp_path):
+    # a template that accepts only ids of nine letters or digits (as Mistral's do), and writes the id after the name
+    strict = CALL_LOOP.replace("{BODY}", (
+        "{% if tc.id | length != 9 or not tc.id.isalnum() %}{{ raise_exception('ids are nine letters or digits') }}"
+        "{% endif %}[CALL]{{ tc.function.name }}[ID]{{ tc.id }}[ARGS]{{ tc.function.arguments | tojson }}"))
+    d = derive(_write(tmp_path, "ids.jinja", strict))
+    assert "two" in d.record.sections, d.why
+    assert (d.record.id_position, d.record.name_suffix, d.record.id_suffix) == ("after_name", "[ID]", "[ARGS]")
+
+
+def test_an_iterable_given_to_tojson_is_written_as_a_list(tmp_path):
+    from refiner.formats.derive.render import ChatTemplate, compile_template, render
+
+    t = ChatTemplate("{{ messages | map(attribute='role') | tojson }}", "inline")
+    assert render(compile_template(t), t, [{"role": "user"}, {"role": "assistant"}], None) == '["user", "assistant"]'
+    d = derive(_write(tmp_path, "mapped.jinja", "{{ tools | map(attribute='function') | tojson }}\n" + BRACKETS))
+    assert not d.special, d.why
+
+
+def test_the_placeholder_schema_and_the_engine_variables_templates_read(tmp_path):
+    # a template that spells an object parameter's value type from additionalProperties (as Command R+'s does)
+    typed = ("{% for t in tools %}{% for k, p in t.function.parameters.properties.items() %}{% if p.type == 'object' %}"
+             "{{ k }}: Dict[str, {{ p.additionalProperties.type }}]\n{% endif %}{% endfor %}{% endfor %}" + BRACKETS)
+    assert not derive(_write(tmp_path, "typed.jinja", typed)).special
+    # one that joins the tools as text given as `functions` and today's date (llama.cpp passes both)
+    engine = "{{ 'Today is ' + datetime + '. Functions:\n' + functions + '\n' }}" + BRACKETS
+    d = derive(_write(tmp_path, "engine.jinja", engine))
+    assert not d.special, d.why
+
+
+def test_turns_with_no_text_or_text_that_is_none(tmp_path):
+    # a template that refuses an assistant turn with neither text nor calls (as Ministral 3's does)
+    refusing = ("{% for m in messages %}{% if m.role == 'assistant' and not m.content and not m.tool_calls %}"
+                "{{ raise_exception('an empty assistant turn') }}{% endif %}{% endfor %}" + BRACKETS)
+    d = derive(_write(tmp_path, "refusing.jinja", refusing))
+    assert not d.special, d.why
+    # one that writes calls only when the content is None, and concatenates the arguments as a string (as
+    # DeepSeek-R1-Distill-Llama's does)
+    none_only = ("{% for m in messages %}{% if m.role == 'assistant' and m.content is none %}"
+                 "{% for tc in m.tool_calls %}{{ '[CALL]' + tc.function.name + '[ARGS]' + tc.function.arguments }}"
+                 "{% endfor %}{% elif m.role == 'assistant' %}{{ m.content }}{% else %}{{ m.content }}{% endif %}"
+                 "{% endfor %}")
+    d = derive(_write(tmp_path, "none_only.jinja", none_only))
+    assert not d.special and d.record.arguments_given_as_text, d.why
+
+
+def test_a_replaced_marker_keeps_its_opening_bracket_and_an_insertion_falls_between_markers():
+    # with calls, the no-call turn's end marker "<end|>" is replaced: the shared "<" opens the calls' marker too
+    assert inserted("A\n<end|>\n", "A\n<|call>x<call|><|resp>") == "<|call>x<call|><|resp>"
+    # an insertion the two renders allow at several places, none after a space: where a marker closes and one opens
+    assert inserted("<s><e>", "<s><c>x</c><e>") == "<c>x</c>"
+
+
+def test_the_end_of_turn_token_is_not_part_of_a_closer(tmp_path):
+    # an answer ends with <eot>; a turn with calls writes them in a list, then <eot>; an empty turn writes nothing
+    source = ("{% for m in messages %}{% if m.role != 'assistant' %}{{ m.content }}\n"
+              "{% elif m.tool_calls %}<calls>{{ m.tool_calls | map(attribute='function') | list | tojson }}</calls>"
+              "<eot>\n{% elif m.content %}{{ m.content }}<eot>\n{% endif %}{% endfor %}")
+    d = derive(_write(tmp_path, "eot.jinja", source))
+    assert not d.special, d.why
+    assert d.record.turn_end.strip() == "<eot>" and d.record.section_end.strip() == "</calls>"
+    assert (d.fmt.spelling.open, d.fmt.spelling.close) == ("<calls>", "</calls>")

@@ -42,7 +42,9 @@ from refiner.formats.detect import detect_format
 from refiner.formats.recorded import record_format
 from refiner.specs import load_tools
 
-CONTENTS = ("", CONTENT)  # the assistant turn's text in the renders: none, then some
+# The assistant turn's text in the renders: empty, then some, then none at all (a template may write calls only when
+# the content is None, or refuse a turn with no text).
+CONTENTS = ("", CONTENT, None)
 __all__ = ["Derived", "Record", "TemplateFailure", "derive", "derive_template", "dialect_for", "install"]
 log = logging.getLogger(__name__)
 
@@ -102,14 +104,21 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
     sha = hashlib.sha256(template.source.encode("utf-8")).hexdigest()
     name = name or _family_name(template.where, sha)
     compiled = compile_template(template)
-    tried = []
+    tried, failures = [], []
     for content in CONTENTS:  # a template may end a turn with text differently from one without (Seed-OSS)
-        out = _with_row(Derived(template.where, sha, derive_record(template, compiled, content)), name)
+        try:
+            rec = derive_record(template, compiled, content)
+        except TemplateFailure as e:
+            failures.append(e)
+            continue
+        out = _with_row(Derived(template.where, sha, rec), name)
         if not out.special:
             break
         tried.append(out)
     else:
-        out = tried[0]
+        if not tried:
+            raise failures[0]
+        out = next((t for t in tried if "two" in t.record.sections), tried[0])
     out.read_by, out.writes_as = _read_by(out.record)
     if out.special and not out.read_by:
         _from_record(out, name)

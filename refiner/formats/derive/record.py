@@ -46,7 +46,7 @@ ARGS = (
     {"kq_city": "vq_city"},
     {"kq_word": "vq_word", "kq_num": 17},
 )
-IDS = ("callq_0000", "callq_0001", "callq_0002")
+IDS = ("callq0000", "callq0001", "callq0002")  # nine letters and digits: Mistral's templates accept no other id
 REASONING = "rq_thought_text"
 USER = "uq_question_text"
 CONTENT = "cq_answer_text"
@@ -90,6 +90,8 @@ class Record:
     id_key: str = ""
     id_position: str = ""  # where the call id sits: "" (not written), json_key, wrapper_key, before_name, after_name
     id_suffix: str = ""  # after_name: what follows the id, up to the arguments
+    turn_start: str = ""  # what the template writes before and after the text of a plain answer (role header,
+    turn_end: str = ""  # end of turn): kept out of the section's literals
     reasoning_start: str = ""
     reasoning_end: str = ""
     generation_prompt: str = ""
@@ -176,7 +178,10 @@ def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", 
 def _tools() -> list[dict]:
     def prop(v: Any) -> dict:
         t = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}[type(v)]
-        return {"type": t, "description": f"a {t}"}
+        out: dict[str, Any] = {"type": t, "description": f"a {t}"}
+        if isinstance(v, dict):  # what some templates read to spell the type (Command R+'s Dict[str, ...])
+            out["additionalProperties"] = {"type": "string"}
+        return out
 
     return [{"type": "function", "function": {
         "name": n, "description": f"tool {n}",
@@ -190,7 +195,7 @@ def _call(i: int, as_text: bool, named_ids: bool = False) -> dict:
     return {"id": call_id, "type": "function", "function": {"name": NAMES[i], "arguments": args}}
 
 
-def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str = "") -> list[dict]:
+def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str | None = "") -> list[dict]:
     turn: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         turn["tool_calls"] = calls
@@ -202,13 +207,15 @@ def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str =
 def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
     renders allow (the place is ambiguous over the characters both hold there); else the middle left when their shared
-    prefix and suffix are cut away."""
+    prefix (less a ``<`` or ``[`` it ends with, when a marker goes on there) and suffix are cut away."""
     p_max = common_prefix(base, other)
     s_all = common_suffix(base, other)
     extra = len(other) - len(base)
     if extra > 0 and p_max + s_all >= len(base):
         p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
         return [(i, other[i: i + extra]) for i in range(p_min, p_max + 1)]
+    while p_max > 0 and other[p_max - 1] in "<[" and p_max < len(other) and not other[p_max].isspace():
+        p_max -= 1  # a marker both renders open (``<turn|>``, ``<|tool_call>``) starts the text that differs
     s = common_suffix(base[p_max:], other[p_max:])
     return [(p_max, other[p_max: len(other) - s])]
 
@@ -216,8 +223,8 @@ def _candidates(base: str, other: str) -> list[tuple[int, str]]:
 def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
     """What ``other`` adds to ``base``. Where the place is ambiguous, the same two renders with assistant text
     (``base_c``, ``other_c``) narrow it (the text before the calls then differs); among the places left, the latest
-    that follows a space, else the earliest (a cut never falls inside a run of non-space characters when it can
-    help it)."""
+    that follows a space, else the earliest where a ``<`` or ``[`` follows a ``>`` or ``]``, else the earliest (a cut
+    never falls inside a run of non-space characters or a marker when it can help it)."""
     cands = _candidates(base, other)
     if base_c is not None and other_c is not None:
         alt = {t for _, t in _candidates(base_c, other_c)}
@@ -225,6 +232,9 @@ def inserted(base: str, other: str, base_c: str | None = None, other_c: str | No
         cands = both or cands
     for i, text in reversed(cands):
         if i == 0 or other[i - 1].isspace():
+            return text
+    for i, text in cands:  # a marker that opens right after one closes (``｜><｜tool▁call▁begin｜>``)
+        if text[:1] in "<[" and other[i - 1] in ">]":
             return text
     return cands[0][1]
 
@@ -237,15 +247,15 @@ class _Renders:
         return render(self.compiled, self.template, messages, self.tools, **extra)
 
 
-def derive_record(template: ChatTemplate, compiled: Any = None, content: str = "") -> Record:
+def derive_record(template: ChatTemplate, compiled: Any = None, content: str | None = "") -> Record:
     """The record of ``template``'s dialect (at most fourteen renders), the assistant turn's text being ``content``
-    (the same renders with another text settle where a section starts); raises :class:`TemplateFailure` when the
-    template fails to compile, or to render a conversation with no call."""
+    (``None``: no text at all; the same renders with another text settle where a section starts); raises
+    :class:`TemplateFailure` when the template fails to compile, or to render a conversation with no call."""
     r = _Renders(template, compiled or compile_template(template))
     rec = Record()
     alt = CONTENT if not content else ""
     none = r(_turn(None, content=content))
-    _reasoning(rec, r, none if not content else r(_turn(None)))
+    _reasoning(rec, r, none, content)
     sections = {}
     named_ids = False
     for as_text in (False, True):
@@ -263,10 +273,11 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str = "
             try:
                 two = [_call(0, as_text, named_ids), _call(1, as_text, named_ids)]
                 other = [_call(1, as_text, named_ids), _call(2, as_text, named_ids)]
-                none_c = r(_turn(None, content=alt))
+                none_c = _or_none(r, _turn(None, content=alt))  # (a template may refuse a turn with no text)
                 for key, calls in (("one", two[:1]), ("two", two), ("check", other)):
                     full = one if key == "one" else r(_turn(calls, content=content))
-                    sections[key] = inserted(none, full, none_c, r(_turn(calls, content=alt)))
+                    full_c = None if none_c is None else _or_none(r, _turn(calls, content=alt))
+                    sections[key] = inserted(none, full, none_c, full_c)
             except TemplateFailure as e:
                 rec.missing.append(f"calls: the template fails to render two calls ({e})")
                 return rec
@@ -286,6 +297,7 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str = "
     if NAMES[1] not in two or two.find(NAMES[0]) > two.find(NAMES[1]):
         rec.missing.append("calls: the second call's name is not written after the first's")
         return rec
+    _turn_markers(rec, r)
     _ids(rec, two)
     if not (_json_object(rec, two) or _json_args(rec, two) or _pairs(rec, two)):
         if not rec.missing:
@@ -294,9 +306,23 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str = "
     return rec
 
 
-def _reasoning(rec: Record, r: _Renders, none: str) -> None:
+def _or_none(r: _Renders, messages: list[dict]) -> str | None:
     try:
-        text = inserted(none, r(_turn(None, REASONING)))
+        return r(messages)
+    except TemplateFailure:
+        return None
+
+
+def _reasoning(rec: Record, r: _Renders, none: str, content: str | None) -> None:
+    """Reasoning of a past turn against the same turn without it, both with no text (with ``content`` when the
+    template refuses a turn with no text)."""
+    bare = none if not content else _or_none(r, _turn(None))
+    if bare is None:
+        bare = none
+    else:
+        content = ""
+    try:
+        text = inserted(bare, r(_turn(None, REASONING, content)))
     except TemplateFailure:
         return
     i = text.find(REASONING)
@@ -319,13 +345,27 @@ def _reasoning(rec: Record, r: _Renders, none: str) -> None:
         rec.derived_from["prompt_opens_reasoning"] = "the generation prompt (thinking on) ends with the reasoning opener"
 
 
+def _turn_markers(rec: Record, r: _Renders) -> None:
+    """What a plain answer is written between: the user's turn alone against it followed by an answer."""
+    user = [{"role": "user", "content": USER}]
+    bare, answered = _or_none(r, user), _or_none(r, _turn(None, content=CONTENT))
+    if bare is None or answered is None:
+        return
+    text = inserted(bare, answered)
+    before, found, after = text.partition(CONTENT)
+    if found:
+        rec.turn_start, rec.turn_end = before, after
+        rec.derived_from.update(turn_start="the user's turn vs it and an answer: before the answer's text",
+                                turn_end="the user's turn vs it and an answer: after the answer's text")
+
+
 def _ids(rec: Record, two: str) -> None:
     at = two.find(IDS[0])
     if at < 0:
         return
     n = two.find(NAMES[0])
     rec.id_position = "before_name" if at < n else "after_name"
-    rec.derived_from["id_position"] = "two: where the given call id (callq_0000) is written"
+    rec.derived_from["id_position"] = "two: where the given call id (callq0000) is written"
 
 
 def _split_id(rec: Record, gaps: tuple[str, str], ids: tuple[str, str]) -> str | None:
@@ -394,7 +434,8 @@ def _json_object(rec: Record, two: str) -> bool:
             if k0 and k1 and k0 == k1:
                 rec.shape = "json_list"
                 _set_keys(rec, k0)
-                rec.section_start, rec.section_end = two[:start], two[end:]
+                rec.section_start = _less_turn(two[:start], rec.turn_start, True)
+                rec.section_end = _less_turn(two[end:], rec.turn_end, False)
                 rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
                 rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
                                         section_end="two: after the list")
@@ -597,14 +638,28 @@ def _typing_split(a: str, b: str) -> bool:
     return bool(a[:n].strip()) and n < len(a) and n < len(b)
 
 
+def _less_turn(text: str, marker: str, start: bool) -> str:
+    """``text`` (a section's start or end) less the turn's header (``start``) or end-of-turn token (``marker``) at its
+    outer edge, when more than that marker is left: the model writes the section, the chat writes the turn."""
+    m = marker.strip()
+    core = text.strip()
+    if not m or core == m:
+        return text
+    if start and core.startswith(m):
+        return text[text.find(m) + len(m):]
+    if not start and core.endswith(m):
+        return text[: text.rfind(m)]
+    return text
+
+
 def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
     """Section and call literals from the two calls' cores ``spans`` in ``two``."""
     (s0, e0), (s1, e1) = spans
     lead, between, tail = two[:s0], two[e0:s1], two[e1:]
     closer = _common_prefix(between, tail)
     opener = _common_suffix(lead, between[len(closer):])
-    rec.section_start = lead[: len(lead) - len(opener)]
-    rec.section_end = tail[len(closer):]
+    rec.section_start = _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True)
+    rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
     rec.call_sep = between[len(closer): len(between) - len(opener)]
     cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
     if rec.shape == "json_object":

@@ -5,6 +5,8 @@
 ``tojson`` filter (``json.dumps`` with ``ensure_ascii=False``: no HTML escaping), and the globals
 ``raise_exception`` (raises a template error) and ``strftime_now``; it renders with ``messages``, ``tools``,
 ``documents``, ``add_generation_prompt`` and the tokenizer's special tokens (``bos_token``, ``eos_token``, ...).
+:func:`render` also passes what llama.cpp's engine passes (:data:`ENGINE_CONTEXT`, ``functions``), and its
+``tojson`` writes an iterable JSON has no type for (``map(...)``'s result) as a list, as llama.cpp's does.
 :func:`compile_template` builds the same environment; the sandbox refuses attribute access outside plain data, and
 :func:`render` turns every failure into a :class:`TemplateFailure` naming the file. Each render is bounded by counts:
 :data:`MAX_STEPS` calls, lookups and output chunks, :data:`MAX_RENDER_CHARS` characters.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +37,9 @@ SPECIAL_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token")
 # What one render may do: calls, attribute and item lookups, and output chunks together (a real template spends a
 # few thousand on a short conversation), and how long its text may grow.
 MAX_STEPS = 200_000
+# What llama.cpp's engine passes besides the messages and tools: today's date in two spellings (here one fixed day, so
+# that renders compare equal) and, for firefunction-v2's template, the tools as indented JSON (``functions``).
+ENGINE_CONTEXT = {"datetime": "Jan 01 2026", "date_string": "01 Jan 2026"}
 MAX_RENDER_CHARS = 200_000
 
 
@@ -133,8 +139,17 @@ def _raise_exception(message: Any) -> None:
     raise jinja2.exceptions.TemplateError(str(message))
 
 
+def _listed(x: Any) -> list:
+    """A value JSON has no type for, written as a list when it can be iterated (``map(...)``, a generator), as
+    llama.cpp's template engine writes it."""
+    if isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping)):
+        return list(x)
+    raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
+
+
 def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys: bool = False):
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys,
+                      default=_listed)
 
 
 def _strftime_now(fmt: str) -> str:
@@ -209,7 +224,9 @@ def render(
 ) -> str:
     """One render of ``messages`` (``add_generation_prompt`` off unless ``extra`` turns it on), as ``apply_chat_template(tokenize=False)`` gives
     it; any failure is a :class:`TemplateFailure` naming the file."""
-    context = {"bos_token": "", "eos_token": "", **template.tokens, **extra}
+    context = {"bos_token": "", "eos_token": "", **ENGINE_CONTEXT, **template.tokens, **extra}
+    if tools and "functions" not in context:
+        context["functions"] = json.dumps(tools, ensure_ascii=False, indent=2)
     generation = bool(context.pop("add_generation_prompt", False))
     compiled.environment.steps = 0
     try:
