@@ -22,7 +22,7 @@ FAST_PATHS = {
     "xlam": ["xlam.plain_calls"],
     "nestools": ["nestools.plain_calls"],
     "nestful": ["nestful.plain_calls"],
-    "hermes": ["hermes.plain_calls"],
+    "hermes": ["json_calls.plain_calls"],
     "apibank": ["apibank.plain_calls"],
     "glaive": ["glaive._raw_layout"],
     "openai": ["openai._plain_calls"],

@@ -55,13 +55,8 @@ def _plain_blocks(blocks: list) -> list[ToolCall] | None:
 
 
 class Anthropic(WireFormat):
-    name = "anthropic"
-    description = 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'
     tags = ('"tool_use"',)
     detection = Detection(bare=True)
-    example = (
-        '[{"type": "tool_use", "id": "toolu_0", "name": "search_flights", "input": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "London", "days": 3, "units": "metric"}}]'
-    )
 
     def claims_value(self, value: Any) -> bool:
         blocks = value.get("content") if isinstance(value, dict) else value

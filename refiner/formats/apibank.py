@@ -22,11 +22,8 @@ OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
 
 class ApiBank(WireFormat):
-    name = "apibank"
-    description = 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per line\\n</tool_call> <response>..</response>'
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
-    trained = True
     example = (
         '<think>The user wants flights and the weather; both tools apply.</think>\n'
         '<tool_call>\n'

@@ -2,10 +2,11 @@
 :mod:`refiner.formats.text`, :mod:`refiner.formats.strict`, :mod:`refiner.formats.lenient` and
 :mod:`refiner.formats.jsonfix`.
 
-A wire format is a :class:`WireFormat` subclass that sets its class attributes; the catalog
-(:mod:`refiner.formats.catalog`) registers one instance of each, with :func:`register`, in its order. Everything the rest of the project needs to know about a format is one of those attributes
-(detection, the gate, tier-1 repair, the corruptor, the round-trip tests and the docs table read them; nothing tests a
-format's name). It provides:
+A wire format is a :class:`WireFormat` subclass (a family's row of a grammar, :mod:`refiner.formats.family`); the
+catalog (:mod:`refiner.formats.catalog`) registers one instance of each, with :func:`register`, in its order.
+Everything the rest of the project needs to know about a format is one of its attributes (detection, the gate, tier-1
+repair, the corruptor, the round-trip tests and the docs table read them; nothing tests a format's name). It
+provides:
 
 - ``parse_strict(text) -> list[ToolCall]``: raises :class:`FormatError` (message + character position), and only
   that, whatever the input (deep nesting, a parser bug and a non-string input included), when a required tag is
@@ -192,17 +193,18 @@ class Lenient:
 class Detection:
     """How :func:`refiner.formats.detect_format` recognises a format (its rules are documented there).
 
-    ``rank``: formats are tried in rank order (lower first) at every step, so a more specific format ranks before a
-    more general one sharing its markers; a built-in format's rank is its place in the catalog
-    (:mod:`refiner.formats.catalog`), set when it is registered. ``markers``: strings (tags, sentinel tokens) whose presence after any
-    reasoning points at this format; the marker found earliest in the text wins, and among the formats sharing it
-    the first (by rank) whose :meth:`WireFormat.sniff` accepts the text. ``closers``: weaker markers (closing tags)
-    used only when the text holds no marker at all. ``bare``: an untagged format (a JSON value or call list with no
-    marker of its own): strictly valid texts are only claimed after every tagged format failed, and broken ones by
-    :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker the
-    strict reader accepts (Granite 3.1's ``<tool_call>``): a tagged format reads a text strictly only when it holds
+    ``rank``: formats are tried in rank order (lower first) at every step, so a more specific format ranks before a more
+    general one sharing its markers; a built-in format's rank is its place in the catalog
+    (:mod:`refiner.formats.catalog`), set when it is registered. ``markers``: strings (tags, sentinel tokens) whose
+    presence after any reasoning points at this format; the marker found earliest in the text wins, and among the
+    formats sharing it the first (by rank) whose :meth:`WireFormat.sniff` accepts the text. ``closers``: weaker markers
+    (closing tags) used only when the text holds no marker at all. ``bare``: an untagged format (a JSON value or call
+    list with no marker of its own): strictly valid texts are only claimed after every tagged format failed, and broken
+    ones by :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker
+    the strict reader accepts (Granite 3.1's ``<tool_call>``): a tagged format reads a text strictly only when it holds
     one of ``markers`` or ``also_read`` (a registry test holds every tagged format to it), so detection skips the
-    others' strict readings."""
+    others' strict readings.
+    """
 
     rank: int = 0
     markers: tuple[str, ...] = ()
@@ -248,6 +250,17 @@ class WireFormat:
             cls.parse_strict = _raises_only_format_errors(cls.__dict__["parse_strict"])
         if "render" in cls.__dict__:
             cls.render = _raises_only_render_errors(cls.__dict__["render"])
+
+    # The row contract (refiner.formats.family): a grammar's tags and detection for one row's spelling. A grammar
+    # that one family alone writes has no spelling: its own ``tags`` and ``detection``.
+
+    @classmethod
+    def tags_for(cls, spelling: Any) -> tuple[str, ...]:
+        return cls.tags
+
+    @classmethod
+    def detection_for(cls, spelling: Any, rank: int) -> Detection:
+        return replace(cls.detection, rank=rank)
 
     def parse_strict(self, text: str) -> list[ToolCall]:  # pragma: no cover - interface
         raise NotImplementedError
@@ -665,18 +678,14 @@ _REGISTRY: dict[str, WireFormat] = {}
 _REQUIRED = ("name", "description", "detection", "example")
 
 
-def register(fmt_cls: type[WireFormat], rank: int | None = None) -> WireFormat:
-    """Registers one instance of the format under its ``name``, ranked ``rank`` in detection (``None``: the rank its
-    ``detection`` says) and returns it; a format that lacks one of the required attributes (name, description,
-    detection, example) fails here."""
+def register(fmt_cls: type[WireFormat]) -> WireFormat:
+    """Registers one instance of the format under its ``name`` and returns it; a format that lacks one of the
+    required attributes (name, description, detection, example) fails here."""
     missing = [a for a in _REQUIRED if not getattr(fmt_cls, a, None)]
     if missing:
         raise TypeError(f"wire format {fmt_cls.__name__} lacks {', '.join(missing)}")
     if fmt_cls.outputs not in (None, "one", "list"):
         raise TypeError(f"wire format {fmt_cls.__name__}: outputs must be None, 'one' or 'list'")
-    if rank is not None and rank != fmt_cls.detection.rank:  # (a subclass: the class keeps its own attributes)
-        ranked = {"detection": replace(fmt_cls.detection, rank=rank), "__module__": fmt_cls.__module__}
-        fmt_cls = type(fmt_cls.__name__, (fmt_cls,), ranked)
     inst = fmt_cls()
     if inst.name in _REGISTRY:
         raise ValueError(f"wire format {inst.name!r} registered twice")

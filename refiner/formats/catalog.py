@@ -1,9 +1,10 @@
 """Every wire format the refiner knows, in one ordered table: :data:`CATALOG`.
 
-An entry is a :class:`~refiner.formats.family.Row` (a family: its :class:`~refiner.formats.family.Family` with the
-models it serves and where it was read from, the grammar that reads it, the grammar's spelling), or a format class of
-its own (a shape that only one family writes). Detection tries the entries in the table's order: a format's rank is
-its place here, so a more specific spelling goes before a more general one sharing its markers. Adding a family that
+Each entry is a :class:`~refiner.formats.family.Row`, a plain value: a family (its
+:class:`~refiner.formats.family.Family`: name, shape, the models it serves, where it was read from), the grammar that
+reads and writes it, and the grammar's spelling (``None`` for a grammar that one family alone writes). Detection
+tries the rows in the table's order: a format's rank is its place here, so a more specific spelling goes before a
+more general one sharing its markers. Adding a family that
 an existing grammar holds is one more row; importing :mod:`refiner.formats` registers the table
 (:func:`~refiner.formats.family.register_catalog`).
 """
@@ -54,11 +55,16 @@ def _plamo(tag: str) -> str:
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
 # wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, before apibank and hermes (<tool_call>);
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line).
-CATALOG: tuple[Row | type, ...] = (
-    nestools.NesTools,
-    order.Order,
-    toolace.ToolAce,
-    xlam.XLam,
+CATALOG: tuple[Row, ...] = (
+    Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
+               'function>', trained=True),
+        nestools.NesTools, None),
+    Row(Family('order', 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>', trained=True),
+        order.Order, None),
+    Row(Family('toolace', '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)', trained=True),
+        toolace.ToolAce, None),
+    Row(Family('xlam', 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>', trained=True),
+        xlam.XLam, None),
     Row(
         Family("kimi_k3", 'Kimi K3 XTML: <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument '
                'key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|> '
@@ -87,7 +93,8 @@ CATALOG: tuple[Row | type, ...] = (
                "</arg_value></tool_call></tool_calls> (strings raw, other values JSON)",
                sources=(VLLM + "hy_v3_tool_parser.py",)),
         XmlParams, kv(section="tool_calls", name_sep="<tool_sep>", sep="")),
-    glaive.Glaive,
+    Row(Family('glaive', 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call', trained=True),
+        glaive.Glaive, None),
     Row(
         Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
                "</function>\\n</tool_call> per call (strings raw, other values JSON)",
@@ -105,16 +112,23 @@ CATALOG: tuple[Row | type, ...] = (
         XmlParams, XmlSpelling(call_open="<tool_call>", call_close="</tool_call>", name_at="text", key_open="<arg_key>",
                     key_close="</arg_key>", key_at="element", value_open="<arg_value>", value_close="</arg_value>",
                     hook=glm45.HOOK)),
-    apibank.ApiBank,
+    Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
+               'line\\n</tool_call> <response>..</response>', trained=True),
+        apibank.ApiBank, None),
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B"),
                sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py"), trained=True),
         JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "object", trail="\n", respell=False, untagged=True)),
-    openai.OpenAI,
-    anthropic.Anthropic,
-    nestful.Nestful,
-    llama3.Llama3Json,
+    Row(Family('openai', 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", '
+               '"arguments": "<JSON>"}}]}'),
+        openai.OpenAI, None),
+    Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
+        anthropic.Anthropic, None),
+    Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True),
+        nestful.Nestful, None),
+    Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")'),
+        llama3.Llama3Json, None),
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
@@ -132,8 +146,12 @@ CATALOG: tuple[Row | type, ...] = (
                models=("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2-Exp"),
                sources=(VLLM + "deepseekv31_tool_parser.py", SGLANG + "deepseekv31_detector.py")),
         DeepSeek, DeepSeekSpelling(fenced=False)),
-    kimi_k2.KimiK2,
-    harmony.Harmony,
+    Row(Family('kimi_k2', 'Kimi-K2: '
+               '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>'),
+        kimi_k2.KimiK2, None),
+    Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant<|channel|>commentary to=functions.NAME '
+               '<|constrain|>json<|message|>{...}<|call|> per call (analysis channel before it is reasoning)', reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
+        harmony.Harmony, None),
     Row(
         Family("deepseek_v32", "DeepSeek V3.2 DSML: <｜DSML｜function_calls><｜DSML｜invoke name=\"NAME\"><｜DSML｜parameter "
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
@@ -198,8 +216,10 @@ CATALOG: tuple[Row | type, ...] = (
                models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
         XmlParams, replace(kv("ifm|", section="ifm|tool_calls", sep=""),
         type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
-    mistral.Mistral,
-    mistral.MistralV11,
+    Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>'))),
+        mistral.Mistral, None),
+    Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>'))),
+        mistral.MistralV11, None),
     Row(
         Family("granite", 'Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]',
                models=("ibm-granite/granite-3.0-8b-instruct", "ibm-granite/granite-3.1-8b-instruct"),
@@ -317,4 +337,4 @@ FORMATS = register_catalog(CATALOG)
 
 def rows_of(grammar: type) -> list[Row]:
     """The catalog's rows that ``grammar`` reads, in the table's order."""
-    return [e for e in CATALOG if isinstance(e, Row) and e.grammar is grammar]
+    return [row for row in CATALOG if row.grammar is grammar]

@@ -14,7 +14,8 @@ grammar's own (its tags, how a value is typed, quirk flags, at most one hook). A
   and ``grammar.tags_for(spelling)``), never typed again per row; a row's first marker is its own, its further ones
   (a call's or a key's tag, which point at it when the section tag is lost) are left to another row holding them
   (:func:`markers_left`);
-- ``example`` is the grammar's own render of :data:`EXAMPLE_CALLS`, so the example and the renderer cannot drift.
+- ``example`` is the grammar's own render of :data:`EXAMPLE_CALLS`, so the example and the renderer cannot drift
+  (a grammar whose calls carry more, output labels or steps, sets its own).
 
 A chat template derived by :mod:`refiner.formats.derive` yields the same kind of row, so a derived dialect and a
 hand-written one are the same value and can be compared.
@@ -69,42 +70,29 @@ class Row:
     spelling: Any
 
 
-def register_catalog(entries: Sequence[Row | type[WireFormat]]) -> list[WireFormat]:
-    """Registers every entry of the catalog, ranked by its place in it, and returns the formats in that order. An
-    entry is a :class:`Row`, or a format class of its own (a grammar that only one family writes)."""
-    rows = {i: e for i, e in enumerate(entries) if isinstance(e, Row)}
-    wanted = {i: r.grammar.detection_for(r.spelling, i) for i, r in rows.items()}
-    own = [e.detection.markers for e in entries if not isinstance(e, Row)]
-    left = markers_left([wanted.get(i) for i in range(len(entries))],
-                        [r.grammar.tags_for(r.spelling) if r else () for r in map(rows.get, range(len(entries)))], own)
-    made = []
-    for i, entry in enumerate(entries):
-        if isinstance(entry, Row):
-            made.append(make_row(entry.grammar, entry.family, entry.spelling, i, register_it=True, taken=left[i]))
-        else:
-            made.append(register(entry, i))
-    return made
+def register_catalog(rows: Sequence[Row]) -> list[WireFormat]:
+    """Registers every row of the catalog, ranked by its place in it, and returns the formats in that order."""
+    wanted = [r.grammar.detection_for(r.spelling, i) for i, r in enumerate(rows)]
+    left = markers_left(wanted, [r.grammar.tags_for(r.spelling) for r in rows])
+    return [make_row(r.grammar, r.family, r.spelling, i, register_it=True, taken=left[i]) for i, r in enumerate(rows)]
 
 
-def markers_left(wanted: Sequence[Detection | None], tags: Sequence[Sequence[str]],
-                 others: Sequence[Sequence[str]]) -> list[frozenset[str]]:
-    """For each row (``wanted[i]``: the detection its grammar gives it, ``None`` for an entry that is not a row;
-    ``tags[i]``: its tags), the further markers it leaves to other entries: those another entry holds as its first
-    marker or among ``others`` (the markers of the formats that are not rows), those an earlier row keeps (unless it
-    shares this row's first marker: such rows are told apart by their ``sniff``), and those
-    of a row with another first marker, one this row writes as a tag of its own (this row wraps that row's calls in a section of
-    its own, and leaves their tags to it)."""
-    first = {d.markers[0] for d in wanted if d is not None and d.markers}
-    every_other = {m for ms in others for m in ms}
+def markers_left(wanted: Sequence[Detection], tags: Sequence[Sequence[str]]) -> list[frozenset[str]]:
+    """For each row (``wanted[i]``: the detection its grammar gives it; ``tags[i]``: its tags), the further markers
+    it leaves to other rows: those another row holds as its first marker, those an earlier row keeps (unless it
+    shares this row's first marker: such rows are told apart by their ``sniff``), and those of a row whose first
+    marker this row writes as a tag of its own (this row wraps that row's calls in a section of its own, and leaves
+    their tags to it)."""
+    first = {d.markers[0] for d in wanted if d.markers}
     kept: dict[str, str] = {}  # a further marker -> the first marker of the row that keeps it
     out = []
     for i, d in enumerate(wanted):
-        if d is None or len(d.markers) < 2:
+        if len(d.markers) < 2:
             out.append(frozenset())
             continue
-        wrapped = {m for e in wanted if e is not None and e.markers and e.markers[0] != d.markers[0]
-                   and e.markers[0] in tags[i] for m in e.markers[1:]}
-        taken = frozenset(m for m in d.markers[1:] if m in first or m in every_other or m in wrapped
+        wrapped = {m for e in wanted if e.markers and e.markers[0] != d.markers[0] and e.markers[0] in tags[i]
+                   for m in e.markers[1:]}
+        taken = frozenset(m for m in d.markers[1:] if m in first or m in wrapped
                           or kept.get(m, d.markers[0]) != d.markers[0])
         kept.update((m, d.markers[0]) for m in d.markers[1:] if m not in taken)
         out.append(taken)
@@ -129,11 +117,12 @@ def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int, *
         "reasoning": fam.reasoning,
         "tags": grammar.tags_for(spelling),
         "detection": replace(detection, markers=mine),
-        "example": "(rendered below)",
+        "example": getattr(grammar, "example", None) or "(rendered below)",
         "__module__": grammar.__module__,
     }
     cls = type(f"{grammar.__name__}_{fam.name}", (grammar,), attrs)
-    cls.example = cls().render(list(EXAMPLE_CALLS))
+    if not getattr(grammar, "example", None):  # (a grammar whose calls carry more than these sets its own)
+        cls.example = cls().render(list(EXAMPLE_CALLS))
     if register_it:
         return register(cls)
     return cls()

@@ -93,15 +93,8 @@ def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
 
 
 class Glaive(WireFormat):
-    name = "glaive"
-    description = 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call'
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
-    trained = True
-    example = (
-        '<functioncall> {"name": "search_flights", "arguments": \'{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}\'} <|endoftext|>\n'
-        '<functioncall> {"name": "get_weather", "arguments": \'{"city": "London", "days": 3, "units": "metric"}\'} <|endoftext|>'
-    )
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         start = reasoning_offset(text)

@@ -16,10 +16,11 @@ SGLang's ``glm4_moe_detector.py``:
 - a ``</arg_value>`` closes the value only when ``<arg_key>`` or ``</tool_call>`` follows it (whitespace aside) and
   it does not close an ``<arg_value>`` the value quotes itself; a parameter given twice is an error.
 
-What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against the formats
-sharing ``<tool_call>`` (:func:`_sniff`: a block that opens with a tool name rather than JSON), where a region found
-by a lost ``<tool_call>`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`), and the repair of tags
-written wrong (:func:`respell`). The row ranks after ``qwen3_coder`` and before the JSON formats sharing the tag.
+What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against
+the formats sharing ``<tool_call>`` (:func:`_sniff`: a block that opens with a tool name rather than JSON), where a
+region found by a lost ``<tool_call>`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`), and the
+repair of tags written wrong (:func:`respell`). The row ranks after ``qwen3_coder`` and before the JSON formats sharing
+the tag.
 """
 
 from __future__ import annotations

@@ -82,15 +82,9 @@ class _Header:
 
 
 class Harmony(WireFormat):
-    name = "harmony"
-    description = (
-        "gpt-oss harmony: <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}"
-        "<|call|> per call (analysis channel before it is reasoning)"
-    )
     tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
     detection = Detection(markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
     # A completion that opens on the analysis channel: its first message is the reasoning block.
-    reasoning = ((CHANNEL + "analysis" + MESSAGE, END), ("<think>", "</think>"))
     name_pattern = NAME_PATTERN
     example = (
         "<|channel|>analysis<|message|>The user wants flights and the weather; two calls.<|end|>"

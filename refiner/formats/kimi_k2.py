@@ -75,24 +75,12 @@ def split_id(call_id: str) -> tuple[str, str | None, bool]:
 
 
 class KimiK2(WireFormat):
-    name = "kimi_k2"
-    description = (
-        "Kimi-K2: <|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>"
-        "{...}<|tool_call_end|>...<|tool_calls_section_end|>"
-    )
     tags = (SECTION_BEGIN, CALL_BEGIN, ARG_BEGIN, CALL_END, SECTION_END)
     detection = Detection(
         markers=(SECTION_BEGIN, SECTION_BEGIN_1, CALL_BEGIN, ARG_BEGIN),
         closers=(CALL_END, SECTION_END, SECTION_END_1),
     )
     name_pattern = NAME_PATTERN
-    example = (
-        f"{SECTION_BEGIN}{CALL_BEGIN}functions.search_flights:0{ARG_BEGIN}"
-        '{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'
-        f"{CALL_END}{CALL_BEGIN}functions.get_weather:1{ARG_BEGIN}"
-        '{"city": "London", "days": 3, "units": "metric"}'
-        f"{CALL_END}{SECTION_END}"
-    )
 
     # Strict
 

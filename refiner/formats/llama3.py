@@ -44,14 +44,8 @@ _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 
 
 class Llama3Json(WireFormat):
-    name = "llama3_json"
-    description = 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")'
     tags = (PYTHON_TAG,)
     detection = Detection(markers=(PYTHON_TAG,), bare=True)
-    example = (
-        '{"name": "search_flights", "parameters": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}; '
-        '{"name": "get_weather", "parameters": {"city": "London", "days": 3, "units": "metric"}}'
-    )
 
     def claims_value(self, value: Any) -> bool:
         return isinstance(value, dict) and "name" in value and "parameters" in value and "arguments" not in value

@@ -177,14 +177,8 @@ def _segments(body: str) -> tuple[str, list[str]]:
 
 
 class Mistral(WireFormat):
-    name = "mistral"
-    description = 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]'
     tags = (BOT,)
     detection = Detection(markers=(BOT,))
-    reasoning = ((THINK, THINK_END), ("<think>", "</think>"))
-    example = (
-        '[TOOL_CALLS] [{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]'
-    )
 
     def sniff(self, body: str, at: int) -> bool:
         """``[TOOL_CALLS]`` followed by a list is this format; by a tool name, ``mistral_v11``."""
@@ -237,16 +231,9 @@ class Mistral(WireFormat):
 
 
 class MistralV11(WireFormat):
-    name = "mistral_v11"
-    description = "Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)"
     tags = (BOT, ARGS)
     detection = Detection(markers=(BOT,), closers=(ARGS,))
-    reasoning = ((THINK, THINK_END), ("<think>", "</think>"))
     name_pattern = V11_NAME
-    example = (
-        '[TOOL_CALLS]search_flights[ARGS]{"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}'
-        '[TOOL_CALLS]get_weather[ARGS]{"city": "London", "days": 3, "units": "metric"}'
-    )
 
     def sniff(self, body: str, at: int) -> bool:
         return not _holds_list_after(body, at)

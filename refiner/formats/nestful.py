@@ -26,13 +26,8 @@ def _looks_like_calls(value: object) -> bool:
 
 
 class Nestful(WireFormat):
-    name = "nestful"
-    description = (
-        'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references'
-    )
     tags = ("[", "]")
     detection = Detection(bare=True)
-    trained = True
     outputs = "one"
     order_sensitive = True
     example = (

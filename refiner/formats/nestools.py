@@ -19,13 +19,8 @@ OPEN, CLOSE = "<nested function>", "</nested function>"
 
 
 class NesTools(WireFormat):
-    name = "nestools"
-    description = (
-        'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested function>'
-    )
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
-    trained = True
     outputs = "list"
     order_sensitive = True
     example = (

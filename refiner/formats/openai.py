@@ -54,13 +54,8 @@ def _plain_calls(tool_calls: list) -> list[ToolCall] | None:
 
 
 class OpenAI(WireFormat):
-    name = "openai"
-    description = 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": "<JSON>"}}]}'
     tags = ('"tool_calls"', '"function"')
     detection = Detection(bare=True)
-    example = (
-        '{"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "search_flights", "arguments": "{\\"origin\\": \\"New York\\", \\"destination\\": \\"London\\", \\"date\\": \\"2024-08-15\\", \\"max_stops\\": 1}"}}, {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\\"city\\": \\"London\\", \\"days\\": 3, \\"units\\": \\"metric\\"}"}}]}'
-    )
 
     def claims_value(self, value: Any) -> bool:
         if isinstance(value, dict):

@@ -22,11 +22,8 @@ _ENTRY_KEYS = frozenset(("step", "tool_list"))
 
 
 class Order(WireFormat):
-    name = "order"
-    description = 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>'
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
-    trained = True
     names_only = True
     steps = True
     order_sensitive = True

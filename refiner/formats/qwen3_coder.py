@@ -20,11 +20,11 @@ Grammar, from the model's chat template and vLLM's ``qwen3coder_tool_parser.py``
 - a parameter name is written as it is, or as a JSON string literal when it holds ``>`` or a newline (never in
   practice); a name given twice is an error.
 
-What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against the
-formats sharing ``<tool_call>`` (:func:`_sniff`: a block opening with ``<function=`` or a look-alike), where a region
-found by a ``<parameter=`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`) and the repair of tags
-written wrong (:func:`respell`). Recovery (the grammar's) reads cut texts, lost tags (vLLM's fallbacks: a value ends
-at the next ``<parameter=`` or ``</function>``) and JSON arguments written inside the function tags.
+What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against
+the formats sharing ``<tool_call>`` (:func:`_sniff`: a block opening with ``<function=`` or a look-alike), where a
+region found by a ``<parameter=`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`) and the repair of
+tags written wrong (:func:`respell`). Recovery (the grammar's) reads cut texts, lost tags (vLLM's fallbacks: a value
+ends at the next ``<parameter=`` or ``</function>``) and JSON arguments written inside the function tags.
 """
 
 from __future__ import annotations

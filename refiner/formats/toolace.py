@@ -65,16 +65,10 @@ def _quoted_close_end(text: str, a: int, b: int) -> int | None:
 
 
 class ToolAce(WireFormat):
-    name = "toolace"
-    description = '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)'
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
-    trained = True
     name_pattern = IDENTIFIER_NAME
     pythonic = True
-    example = (
-        '<function_list>[search_flights(origin="New York", destination="London", date="2024-08-15", max_stops=1), get_weather(city="London", days=3, units="metric")]</function_list>'
-    )
 
     def claims_text(self, body: str) -> bool:
         """Untagged pythonic calls (``[f(a=1)]`` or ``f(a=1)``) are read as this format's list."""

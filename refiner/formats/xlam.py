@@ -18,14 +18,8 @@ OPEN, CLOSE = "<func_call>", "</func_call>"
 
 
 class XLam(WireFormat):
-    name = "xlam"
-    description = 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>'
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
-    trained = True
-    example = (
-        '<func_call>[{"name": "search_flights", "arguments": {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}}, {"name": "get_weather", "arguments": {"city": "London", "days": 3, "units": "metric"}}]</func_call>'
-    )
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
