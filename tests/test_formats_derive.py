@@ -502,6 +502,11 @@ def test_turns_with_no_text_or_text_that_is_none(tmp_path):
                  "{% endfor %}")
     d = derive(_write(tmp_path, "none_only.jinja", none_only))
     assert not d.special and d.record.arguments_given_as_text, d.why
+    # when no variant gives a row, the why is that of a variant that wrote the calls
+    untagged = none_only.replace("'[CALL]' + tc.function.name + '[ARGS]' + tc.function.arguments",
+                                 "'{\"name\": \"' + tc.function.name + '\", \"arguments\": ' + tc.function.arguments + '}\n'")
+    d = derive(_write(tmp_path, "untagged_none_only.jinja", untagged))
+    assert d.special and "untagged" in d.why, d.why
 
 
 def test_a_replaced_marker_keeps_its_opening_bracket_and_an_insertion_falls_between_markers():
