@@ -42,7 +42,7 @@ from json.encoder import encode_basestring as _json_string  # (C speed: a str as
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, by_rank, memo
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, memo
 from refiner.formats.brace_reader import LITERALS_SPELT, MAX_NOTES, _Reader, _TooDeep
 from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
@@ -404,10 +404,3 @@ class BraceKV(WireFormat):
         if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags):
             return key
         return self._value(key)
-
-
-def __getattr__(name: str) -> Any:
-    """``FORMATS``: the registered rows of this grammar, in rank order."""
-    if name == "FORMATS":
-        return [f for f in by_rank() if isinstance(f, BraceKV)]
-    raise AttributeError(name)
