@@ -45,7 +45,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +157,7 @@ class Job:
     cut_off: bool = False  # the request says the upstream stopped at its token limit (CUT_FINISH_REASONS)
     truncated: bool = False  # the upstream was cut off (its finish_reason, or a text that stops mid-value)
     unknown_tools: str = "keep"  # what tier 1 does with a call to a tool the request does not offer
+    tools_apart: bool = False  # sent without its tools (sendable): they are read again before the model step
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -165,6 +166,34 @@ class Job:
         if self.tier1.changed and self.tier1.after.n_errors <= self.upstream.n_errors:
             return "repaired", self.tier1
         return "unchanged", None
+
+    def sendable(self) -> Job:
+        """A copy to send to another process that holds the request: without its ``tools`` and ``query`` (an
+        agent's tool list, a long chat: megabytes) and the catalog read from the tools, and its readings without the
+        lenient reading salvage compared them with (read-time only). The receiver puts the fields back
+        (:meth:`rejoined`); :meth:`Refiner.prepare_batch` reads the tools again."""
+        request = {k: v for k, v in self.request.items() if k not in ("tools", "query")}
+        t1 = self.tier1
+        tier1 = replace(t1, before=_read_only(t1.before), after=_read_only(t1.after))
+        return replace(self, request=request, tools=None, offered=None, tools_apart=True,
+                       upstream=_read_only(self.upstream), tier1=tier1)
+
+    def rejoined(self, request: Mapping[str, Any]) -> Job:
+        """A :meth:`sendable` job with the fields of ``request`` (the one it was prepared from) it was sent
+        without."""
+        return replace(self, request={**request, **self.request})
+
+    def with_tools(self) -> Job:
+        """A job sent without its tools (:meth:`sendable`) with them read from its request."""
+        tools = load_request_tools(self.request)
+        return replace(self, tools=tools, offered=params_by_tool(tools), tools_apart=False)
+
+
+def _read_only(report: GateReport) -> GateReport:
+    """``report`` with its reading's ``lenient`` left out."""
+    if report.reading is None or report.reading.lenient is None:
+        return report
+    return replace(report, reading=replace(report.reading, lenient=None))
 
 
 def prepare(
@@ -495,16 +524,30 @@ class Refiner:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""
         return self.refine_batch([request])[0]
 
-    def refine_batch(self, requests: Iterable[Mapping[str, Any]], *, errors: str = "raise") -> list[dict]:
+    def refine_batch(self, requests: Iterable[Mapping[str, Any] | Job], *, errors: str = "raise") -> list[dict]:
         """Results in request order; the model runs once for all requests that need it (if that call fails, once per
         request; a request whose model step fails falls back, see :meth:`run_model`). ``errors="result"`` turns an
-        unreadable request into an error result (see :func:`error_result`) instead of raising."""
+        unreadable request into an error result (see :func:`error_result`) instead of raising. A :class:`Job` among
+        ``requests`` (from :meth:`prepare_batch`, here or in another process) is not read or repaired again."""
+        return self.finish(self.prepare_batch(requests, errors=errors), errors=errors)
+
+    def prepare_batch(self, requests: Iterable[Mapping[str, Any] | Job], *, errors: str = "raise") -> list[Job | dict]:
+        """Each request read once, gated and tier-1 repaired (:func:`prepare`, with this refiner's settings): its
+        :class:`Job`, or with ``errors="result"`` its error result. A job is kept as it is (its tools read again when
+        it was sent without them: :meth:`Job.sendable`)."""
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
+            job = request if isinstance(request, Job) else None
+            if job is not None:
+                request = job.request
             try:
-                request = reasoning_calls(request, self.calls_in_reasoning)
-                jobs.append(prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats,
-                                    unknown_tools=self.unknown_tools))
+                if job is None:
+                    request = reasoning_calls(request, self.calls_in_reasoning)
+                    job = prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats,
+                                  unknown_tools=self.unknown_tools)
+                elif job.tools_apart:
+                    job = job.with_tools()
+                jobs.append(job)
             except RequestError as e:
                 if errors != "result":
                     raise RequestError(f"request {i}: {e}") from e
@@ -514,7 +557,12 @@ class Refiner:
                     raise
                 log.exception("refiner failed on request %d", i)
                 jobs.append(error_result(request, f"internal error: {describe_error(e)}"))
-        todo = [j for j in jobs if isinstance(j, Job) and self.needs_model(j)]
+        return jobs
+
+    def finish(self, jobs: Sequence[Job | dict], *, errors: str = "raise") -> list[dict]:
+        """The model for the jobs that need it (:meth:`needs_model`; when this refiner has an engine), then the guard:
+        each job's result, in order (an error result from :meth:`prepare_batch` as it is)."""
+        todo = [j for j in jobs if isinstance(j, Job) and self.engine is not None and self.needs_model(j)]
         if todo:
             self.run_model(todo)
         results = []
@@ -534,7 +582,9 @@ class Refiner:
         return results
 
     def needs_model(self, job: Job) -> bool:
-        if self.engine is None or job.truncated:  # a cut call is reported, never completed by the model
+        """Whether ``job`` is for the model, given one: its upstream was not cut off (a cut call is reported, never
+        completed by the model), and ``bypass`` is off or its best answer without the model fails the gate."""
+        if job.truncated:
             return False
         if not self.bypass:
             return True

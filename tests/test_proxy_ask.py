@@ -11,7 +11,7 @@ from refiner.proxy import work
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-BASE = {"tools": TOOLS, "names": ["get_weather"], "allowed": None, "model": None}
+BASE = {"tools": TOOLS, "names": ["get_weather"], "allowed": None, "model": False}
 
 
 def test_a_region_is_checked_by_reading_it(monkeypatch) -> None:
@@ -32,8 +32,8 @@ def test_a_region_is_checked_by_reading_it(monkeypatch) -> None:
                              "text": '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'}) is False
 
 
-@pytest.mark.parametrize("model,sent", [(None, True), (True, True), (False, False)])
-def test_early_calls_wait_when_the_model_would_take_them(model, sent) -> None:
+@pytest.mark.parametrize("model,bypass,sent", [(False, False, True), (True, True, True), (True, False, False)])
+def test_early_calls_wait_when_the_model_would_take_them(model, bypass, sent) -> None:
     text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-    got = work.answer(Refiner(engine=None), {**BASE, "model": model, "kind": "calls", "text": text})
+    got = work.answer(Refiner(engine=None, bypass=bypass), {**BASE, "model": model, "kind": "calls", "text": text})
     assert got == ([{"name": "get_weather", "arguments": {"city": "Paris"}}] if sent else None)

@@ -25,14 +25,15 @@ class Spinner(Refiner):
     """Tier 1 that first burns ``N`` seconds of CPU on a request whose upstream text holds ``SPIN=N``: a slow request
     whose cost does not depend on how fast the library is on hostile text (it is being made faster)."""
 
-    def refine_batch(self, requests, **kw):
+    def prepare_batch(self, requests, **kw):
+        requests = list(requests)
         for r in requests:
-            m = re.search(r"SPIN=([0-9.]+)", str(r.get("upstream", "")))
+            m = re.search(r"SPIN=([0-9.]+)", str(r.get("upstream", ""))) if isinstance(r, dict) else None
             if m:
                 end = time.process_time() + float(m.group(1))
                 while time.process_time() < end:
                     pass
-        return super().refine_batch(requests, **kw)
+        return super().prepare_batch(requests, **kw)
 
 
 def spin_calls(seconds: float, n: int = 1) -> list[dict]:

@@ -12,10 +12,12 @@ Per response, within one deadline (``timeout`` seconds from when the upstream an
 2. **Tier 1, isolated.** With a :class:`refiner.pipeline.Refiner`, tier-1 repair (and the content's format
    detection) runs in a worker process (:mod:`refiner.proxy.isolation`): a slow request is demoted and, at the
    deadline, stopped; it never holds up the others.
-3. **The model, batched.** Choices whose tier-1 result still fails the gate go to the refiner model, all requests'
-   together, through one :class:`~refiner.proxy.batching.RefineBatcher` (the engine sees batches, from one thread).
-   A choice whose tier 1 took more than :data:`MODEL_SKIP_CPU` seconds of CPU does not go to the model (its text is
-   hostile or huge, and the model step would run tier 1 on it again; the batch is not made to wait for it). Any other refiner (an object with ``refine_batch``) gets every choice through the batcher.
+3. **The model, batched.** Choices whose tier-1 result still fails the gate
+   (:meth:`~refiner.pipeline.Refiner.needs_model`) go to the refiner model, all requests' together, through one
+   :class:`~refiner.proxy.batching.RefineBatcher` (the engine sees batches, from one thread), each as the job its
+   worker prepared (:class:`~refiner.pipeline.Job`): tier 1 runs once per choice. A choice whose tier 1 took more
+   than :data:`MODEL_SKIP_CPU` seconds of CPU does not go to the model (its text is hostile or huge; the batch is not
+   made to wait for it). Any other refiner (an object with ``refine_batch``) gets every choice through the batcher.
 4. **The result.** Past the deadline, or when the refiner fails, a choice is returned as the upstream sent it, with
    stage ``timeout`` or ``error``.
 """
@@ -33,7 +35,7 @@ from typing import Any
 from refiner import formats
 from refiner.formats.base import WireFormat
 from refiner.formats.message import only_tags
-from refiner.pipeline import Refiner
+from refiner.pipeline import Job, Refiner
 from refiner.proxy.batching import RefineBatcher
 from refiner.proxy.content import (
     Ask,
@@ -51,7 +53,7 @@ from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
 from refiner.proxy.reasoning import Reasoning, trim_edges, upstream_reasoning
 from refiner.proxy.thinking import PromptReasoning
-from refiner.proxy.work import content_item, needs_model, read_result
+from refiner.proxy.work import content_item, read_result
 
 log = logging.getLogger("refiner.proxy")
 
@@ -98,6 +100,7 @@ class _Job:
     calls: list = field(default_factory=list)  # kind "calls": the tool calls refined
     split: ContentSplit | SplitText | None = None  # kind "content"
     outcome: dict | None = None  # {"format", "result"}
+    prepared: Job | None = None  # the worker's job, when it is for the model (refiner.proxy.work.tier1)
     slow: bool = False
     status: str | None = None  # "timeout" | "error": no result
     model: bool = False  # sent to the refiner model
@@ -210,7 +213,7 @@ class Refinement:
     def asking(self, body: dict) -> dict:
         """What a split's questions for this request are answered with (:func:`refiner.proxy.work.answer`)."""
         return {"tools": body.get("tools") or None, "names": sorted(tool_names(body)), "allowed": self.content.allowed,
-                "model": self.ref.bypass if self.has_model else None}
+                "model": self.has_model}
 
     async def ask(self, body: dict, ask: Ask, deadline: float) -> Any:
         """The answer to a split's question, from a worker; when none comes, a region is not calls and no call is
@@ -334,8 +337,8 @@ class Refinement:
         todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
         if not todo:
             return
-        work = [{"request": tier1_request(j.request), "detect": j.kind == "content", "allowed": self.content.allowed}
-                for j in todo]
+        work = [{"request": tier1_request(j.request), "detect": j.kind == "content", "allowed": self.content.allowed,
+                 "model": self.has_model} for j in todo]
         outcomes, cpu, failed = await self.in_worker("tier1", work, self.remaining(deadline),
                                                      "tier-1 refinement (the upstream answer is returned)")
         if failed:
@@ -343,6 +346,7 @@ class Refinement:
                 j.status = failed
             return
         for j, outcome in zip(todo, outcomes):
+            j.prepared = outcome.pop("job", None)
             j.outcome, j.slow = outcome, cpu > MODEL_SKIP_CPU
             if j.kind == "content" and outcome.get("format"):
                 j.request["format"] = outcome["format"]
@@ -352,15 +356,15 @@ class Refinement:
         for j in jobs:
             if j.status is not None or (j.kind == "content" and not (j.outcome or {}).get("format")):
                 continue
-            if not self.tier1_first or (self.has_model and not j.slow
-                                        and needs_model(j.outcome.get("result"), self.ref.bypass)):
+            if not self.tier1_first or (j.prepared is not None and not j.slow):
                 todo.append(j)
         if not todo:
             return
         for j in todo:
             j.model = True
         try:
-            results = await asyncio.wait_for(self.batcher.refine([j.request for j in todo]), self.remaining(deadline))
+            sent = [j.request if j.prepared is None else j.prepared.rejoined(j.request) for j in todo]
+            results = await asyncio.wait_for(self.batcher.refine(sent), self.remaining(deadline))
         except asyncio.TimeoutError:
             log.warning("refiner model answer not back by the deadline; returning the upstream answer")
             for j in todo:

@@ -2,12 +2,15 @@
 refinement of a list of items, each a pipeline request, optionally with its wire format detected first; ``ask``, a
 content split's question (:func:`answer`); and ``split``, the content split of a long answer (:func:`split`).
 
-An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None}``. With ``detect`` the request's
-upstream text is a chat answer's ``content``: its format is detected (:func:`refiner.formats.detect_format`), and
-the item is refined only when a format is found (and is one of ``allowed`` when that is given). Each item's outcome
-is ``{"format": name | None, "result": pipeline result | None}`` (the result's :data:`RESULT_KEYS` only). Nothing here raises for one bad item: the
-pipeline's ``errors="result"`` turns an unreadable request into an error result, and a detection failure counts as
-no format.
+An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None, "model": bool}``. With ``detect``
+the request's upstream text is a chat answer's ``content``: its format is detected
+(:func:`refiner.formats.detect_format`), and the item is refined only when a format is found (and is one of
+``allowed`` when that is given). ``model``: the proxy has a refiner model. Each item's outcome is ``{"format": name |
+None, "result": pipeline result | None}`` (the result's :data:`RESULT_KEYS` only), and ``"job"``, the prepared
+:class:`~refiner.pipeline.Job` (:meth:`~refiner.pipeline.Job.sendable`), when ``model`` is set and the job is for the
+model (:meth:`~refiner.pipeline.Refiner.needs_model`): the model step takes it as it is, without tier 1 again.
+Nothing here raises for one bad item: the pipeline's ``errors="result"`` turns an unreadable request into an error
+result, and a detection failure counts as no format.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.reading import read_upstream
-from refiner.pipeline import Refiner, load_request_tools
+from refiner.pipeline import Job, Refiner, load_request_tools
 from refiner.proxy.content import ContentSplit, Openers, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
@@ -77,22 +80,18 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
         todo.append(i)
         requests.append(request)
     if requests:
-        for i, result in zip(todo, refiner.refine_batch(requests, errors="result")):
+        jobs = refiner.prepare_batch(requests, errors="result")
+        for i, job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
             outcomes[i]["result"] = read_result(result)
+            if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
+                outcomes[i]["job"] = job.sendable()
     return outcomes
-
-
-def needs_model(result: dict | None, bypass: bool) -> bool:
-    """Whether a tier-1 result still needs the refiner model: it fails the gate, or ``bypass`` is off."""
-    if not result or result.get("stage") == "error":
-        return False
-    return not bypass or any(d.get("severity") == "error" for d in result.get("diagnostics") or [])
 
 
 def answer(refiner: Refiner, payload: dict) -> Any:
     """The answer to one question of a content split (:class:`refiner.proxy.content.Ask`), for the proxy, its workers
     and the vLLM plugin alike. ``payload``: the question's ``kind`` and ``text``, the request's ``tools``, ``names``
-    and ``allowed`` formats, and ``model`` (the refiner's ``bypass`` when it has a model, else None).
+    and ``allowed`` formats, and ``model`` (whether the proxy has a refiner model).
 
     ``region``: whether an untagged region holds calls: its format detected, the calls read in it (no repair), at
     least one, each naming an offered tool or one its name snaps to. ``calls``: the complete calls of held text up to
@@ -110,9 +109,10 @@ def answer(refiner: Refiner, payload: dict) -> Any:
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return False
         return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
-    outcome = tier1(refiner, [content_item(text, payload["tools"], payload["allowed"])])[0]
+    item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
+    outcome = tier1(refiner, [item])[0]
     calls = complete_calls(outcome["result"], set(names))
-    if calls is None or (payload.get("model") is not None and needs_model(outcome["result"], payload["model"])):
+    if calls is None or "job" in outcome:
         return None
     try:
         strict = formats.get(outcome["format"]).parse_strict(text)
