@@ -174,9 +174,9 @@ class Job:
         (:meth:`rejoined`); :meth:`Refiner.prepare_batch` reads the tools again."""
         request = {k: v for k, v in self.request.items() if k not in ("tools", "query")}
         t1 = self.tier1
-        tier1 = replace(t1, before=_read_only(t1.before), after=_read_only(t1.after))
+        tier1 = replace(t1, before=_without_lenient(t1.before), after=_without_lenient(t1.after))
         return replace(self, request=request, tools=None, offered=None, tools_apart=True,
-                       upstream=_read_only(self.upstream), tier1=tier1)
+                       upstream=_without_lenient(self.upstream), tier1=tier1)
 
     def rejoined(self, request: Mapping[str, Any]) -> Job:
         """A :meth:`sendable` job with the fields of ``request`` (the one it was prepared from) it was sent
@@ -189,8 +189,9 @@ class Job:
         return replace(self, tools=tools, offered=params_by_tool(tools), tools_apart=False)
 
 
-def _read_only(report: GateReport) -> GateReport:
-    """``report`` with its reading's ``lenient`` left out."""
+def _without_lenient(report: GateReport) -> GateReport:
+    """``report`` with its reading's ``lenient`` left out (used only while the text is read; its strict error does not
+    pickle)."""
     if report.reading is None or report.reading.lenient is None:
         return report
     return replace(report, reading=replace(report.reading, lenient=None))

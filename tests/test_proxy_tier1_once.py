@@ -69,10 +69,12 @@ def test_a_choice_that_goes_to_the_model_runs_tier_1_once(upstream, tier1_runs, 
     assert tier1_runs[text] == 1, tier1_runs
 
 
-def test_a_job_sent_back_from_a_worker_refines_as_the_request_would(tier1_runs) -> None:
+@pytest.mark.parametrize("arguments", ['{"to": "Paris"}', '{"to": "Paris"'], ids=["valid", "broken"])
+def test_a_job_sent_back_from_a_worker_refines_as_the_request_would(tier1_runs, arguments) -> None:
     """The worker's job, pickled without its tools and conversation and given them back, gets the result the whole
     request gets, with no second tier-1 run on its upstream."""
-    request = {"tools": WEATHER_TOOLS, "query": WEATHER_QUERY, "upstream": upstream_text(UNKNOWN), "format": "openai"}
+    calls = [{**UNKNOWN[0], "function": {"name": "book_flight", "arguments": arguments}}]
+    request = {"tools": WEATHER_TOOLS, "query": WEATHER_QUERY, "upstream": upstream_text(calls), "format": "openai"}
     expected = Refiner(Engine()).refine(request)
     tier1_runs.clear()
     (outcome,) = work.tier1(Refiner(engine=None), [{"request": {k: v for k, v in request.items() if k != "query"},
