@@ -169,14 +169,10 @@ class Job:
 
     def sendable(self) -> Job:
         """A copy to send to another process that holds the request: without its ``tools`` and ``query`` (an
-        agent's tool list, a long chat: megabytes) and the catalog read from the tools, and its readings without the
-        lenient reading salvage compared them with (read-time only). The receiver puts the fields back
+        agent's tool list, a long chat: megabytes) and the catalog read from the tools. The receiver puts the fields back
         (:meth:`rejoined`); :meth:`Refiner.prepare_batch` reads the tools again."""
         request = {k: v for k, v in self.request.items() if k not in ("tools", "query")}
-        t1 = self.tier1
-        tier1 = replace(t1, before=_without_lenient(t1.before), after=_without_lenient(t1.after))
-        return replace(self, request=request, tools=None, offered=None, tools_apart=True,
-                       upstream=_without_lenient(self.upstream), tier1=tier1)
+        return replace(self, request=request, tools=None, offered=None, tools_apart=True)
 
     def rejoined(self, request: Mapping[str, Any]) -> Job:
         """A :meth:`sendable` job with the fields of ``request`` (the one it was prepared from) it was sent
@@ -187,14 +183,6 @@ class Job:
         """A job sent without its tools (:meth:`sendable`) with them read from its request."""
         tools = load_request_tools(self.request)
         return replace(self, tools=tools, offered=params_by_tool(tools), tools_apart=False)
-
-
-def _without_lenient(report: GateReport) -> GateReport:
-    """``report`` with its reading's ``lenient`` left out (used only while the text is read; its strict error does not
-    pickle)."""
-    if report.reading is None or report.reading.lenient is None:
-        return report
-    return replace(report, reading=replace(report.reading, lenient=None))
 
 
 def prepare(

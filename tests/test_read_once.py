@@ -124,3 +124,14 @@ def test_one_refine_reads_its_tools_once(monkeypatch):
         "city": "Paris", "days": 3}}]
     assert len(built) == 1 and dict(specs) == {0: 1}
     assert len(offered) == 2 and offered[0] is offered[1]  # one catalog, passed down
+
+
+def test_format_errors_survive_a_trip_between_processes():
+    """A reading holds the strict reader's error; the proxy's worker sends readings back pickled."""
+    import pickle
+
+    from refiner.formats.base import FormatError, RenderError
+
+    for err in (FormatError("hermes", "invalid JSON", 7), FormatError("glm45", "no block"), RenderError("xlam", "x")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err) and vars(back) == vars(err)

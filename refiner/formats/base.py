@@ -88,6 +88,9 @@ class FormatError(ValueError):
         where = f" at position {position}" if position >= 0 else ""
         super().__init__(f"[{fmt}] {message}{where}")
 
+    def __reduce__(self) -> tuple:
+        return type(self), (self.fmt, self.message, self.position)
+
 
 class RenderError(ValueError):
     """Calls that a wire format cannot write (the message says which call and why)."""
@@ -96,6 +99,9 @@ class RenderError(ValueError):
         self.fmt = fmt
         self.message = message
         super().__init__(f"[{fmt}] cannot render: {message}")
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.fmt, self.message)
 
 
 # What a lenient parse can meet, by code. ``strict`` carries the strict parser's error when recovery itself met
