@@ -247,6 +247,31 @@ CATALOG: tuple[Row, ...] = (
                models=("internlm/internlm2_5-7b-chat",), sources=(VLLM + "internlm2_tool_parser.py",)),
         JsonCalls, JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
     Row(
+        Family("qwen25_coder_tools", 'Qwen2.5-Coder: <tools>\\n{"name": ..., "arguments": {...}}\\n</tools> per call',
+               models=("Qwen/Qwen2.5-Coder-7B-Instruct", "Qwen/Qwen2.5-Coder-32B-Instruct"),
+               sources=(VLLM + "qwen25_coder_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<tools>", "</tools>", "object", arg_keys=("arguments", "parameters"), trail="\n")),
+    Row(
+        Family("pangu", 'Pangu: [unused11][{"name": ..., "arguments": {...}}, ...][unused12]',
+               sources=(VLLM + "pangu_tool_parser.py",)),
+        JsonCalls, JsonSpelling("[unused11]", "[unused12]", "list", arg_keys=("arguments", "parameters"))),
+    Row(
+        Family("granite_20b_fc", 'Granite 20B FunctionCalling: <function_call> {"name": ..., "arguments": {...}} per call, '
+               "no closing tag", models=("ibm-granite/granite-20b-functioncalling",),
+               sources=(VLLM + "granite_20b_fc_tool_parser.py",)),
+        JsonCalls, JsonSpelling("<function_call>", None, "object", lead=" ", between=" ")),
+    Row(
+        Family("hyperclovax_14b", 'HyperCLOVA X SEED Think 14B: <|im_start|>assistant -> tool/function_call\\n'
+               '[{"name": ..., "arguments": {...}}, ...]<|im_end|>',
+               models=("naver-hyperclovax/HyperCLOVAX-SEED-Think-14B",),
+               sources=(VLLM + "hyperclovax_seed_think_14b_tool_parser.py",)),
+        JsonCalls, JsonSpelling(" -> tool/function_call\n", "<|im_end|>", "list", arg_keys=("arguments", "parameters"))),
+    Row(
+        Family("rwkv_fenced", 'RWKV: **Tool Call:**\\n```json\\n{"name": ..., "arguments": {...}}\\n``` per call',
+               sources=(VLLM + "rwkv_tool_parser.py",)),
+        JsonCalls, JsonSpelling("**Tool Call:**\n```json", "```", "object", trail="\n", between="\n\n",
+                                close_names=False)),
+    Row(
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
                sources=(VLLM + "lfm2_tool_parser.py",)),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
