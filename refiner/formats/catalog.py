@@ -54,7 +54,8 @@ def _plamo(tag: str) -> str:
 # Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
 # wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, before apibank and hermes (<tool_call>);
-# DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line).
+# DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
+# after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share.
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
@@ -168,6 +169,11 @@ CATALOG: tuple[Row, ...] = (
                models=("deepseek-ai/DeepSeek-V4.1-Flash",), sources=(VLLM + "deepseekv41_engine_tool_parser.py",)),
         XmlParams, dsml("<｜DSML｜ ", "calls")),
     Row(
+        Family("gigachat35", "GigaChat 3.5 (DeepSeek V3.2's DSML with the bar ｜GCML｜): <｜GCML｜tool_calls><｜GCML｜invoke "
+               "name=\"NAME\"><｜GCML｜parameter name=\"KEY\" string=\"true|false\">VALUE</｜GCML｜parameter>...</｜GCML｜invoke>"
+               "</｜GCML｜tool_calls>", sources=(VLLM + "gigachat35_tool_parser.py", SGLANG + "gigachat35_detector.py")),
+        XmlParams, dsml("<｜GCML｜", "tool_calls")),
+    Row(
         Family("minimax_m2", "MiniMax-M2: <minimax:tool_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE"
                "</parameter></invoke></minimax:tool_call> (strings raw, other values JSON)",
                models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.5"),
@@ -209,6 +215,22 @@ CATALOG: tuple[Row, ...] = (
                "<longcat_arg_value>VALUE</longcat_arg_value>\\n</longcat_tool_call>",
                sources=(VLLM + "longcat_tool_parser.py",)),
         XmlParams, kv("longcat_")),
+    Row(
+        Family("zaya_xml", "ZAYA: Qwen3-Coder's XML in <zyphra_tool_call>: <zyphra_tool_call>\\n<function=NAME>\\n"
+               "<parameter=KEY>\\nVALUE\\n</parameter>\\n</function>\\n</zyphra_tool_call> per call (strings raw, other "
+               "values JSON)", sources=(VLLM + "zaya_xml_tool_parser.py",)),
+        XmlParams, XmlSpelling(section_open="<zyphra_tool_call>", section_close="</zyphra_tool_call>",
+            section_per_call=True, call_open="<function=", call_close="</function>", strip_newline=True, typing="python")),
+    Row(
+        Family("iquest_q1", "IQuest Q1 (GLM-4.7's layout): <iquest_tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE"
+               "</arg_value></iquest_tool_call> per call (strings raw, other values JSON)",
+               sources=(SGLANG + "iquest_q1_detector.py",)),
+        XmlParams, replace(kv(sep=""), call_open="<iquest_tool_call>", call_close="</iquest_tool_call>")),
+    Row(
+        Family("iquest_coder_v2", "IQuest-Coder V2 (GLM's layout): <iquestcoder_tool_call>NAME\\n<arg_key>KEY</arg_key>\\n"
+               "<arg_value>VALUE</arg_value>\\n</iquestcoder_tool_call> per call (strings raw, other values JSON)",
+               sources=(VLLM + "iquest_coder_v2_tool_parser.py",)),
+        XmlParams, replace(kv(), call_open="<iquestcoder_tool_call>", call_close="</iquestcoder_tool_call>")),
     Row(
         Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
                "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "
