@@ -289,11 +289,6 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "hyperclovax_seed_think_14b_tool_parser.py",)),
         JsonCalls, JsonSpelling(" -> tool/function_call\n", "<|im_end|>", "list", arg_keys=("arguments", "parameters"))),
     Row(
-        Family("rwkv_fenced", 'RWKV: **Tool Call:**\\n```json\\n{"name": ..., "arguments": {...}}\\n``` per call',
-               sources=(VLLM + "rwkv_tool_parser.py",)),
-        JsonCalls, JsonSpelling("**Tool Call:**\n```json", "```", "object", trail="\n", between="\n\n",
-                                close_names=False)),
-    Row(
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
                sources=(VLLM + "lfm2_tool_parser.py",)),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),

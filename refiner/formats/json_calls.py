@@ -87,7 +87,6 @@ class JsonSpelling:
     trail: str = ""
     respell: bool = True
     untagged: bool = False
-    close_names: bool = True
 
 
 class JsonCalls(WireFormat):
@@ -103,7 +102,7 @@ class JsonCalls(WireFormat):
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
         marker = sp.open + "[" if sp.tight else sp.open.rstrip()
-        return Detection(rank=rank, markers=(marker,), closers=(sp.close,) if sp.close and sp.close_names else (),
+        return Detection(rank=rank, markers=(marker,), closers=() if sp.close is None else (sp.close,),
                          also_read=tuple(t.rstrip() for t in sp.alt_opens))
 
     # ---- strict ------------------------------------------------------------------------------------------------
