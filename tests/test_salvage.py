@@ -320,7 +320,7 @@ def test_pipeline_reads_salvaged_calls_in_the_requested_format():
     refiner = Refiner()
     res = refiner.refine({"upstream": "```python\nget_weather(city='Paris')\n```", "tools": TOOLS, "format": "hermes"})
     assert res["stage"] == "repaired" and formats.get("hermes").parse_strict(res["refined"]) == [P]
-    assert [a["kind"] for a in res["actions"]][:1] == ["salvage"]
+    assert [a["code"] for a in res["actions"]][:1] == ["salvage"]
     res = refiner.refine({"upstream": "Sorry, which city?", "tools": TOOLS, "format": "toolace"})
     assert res["calls"] == [] and res["stage"] == "unchanged" and res["refined"] == "Sorry, which city?"
 
