@@ -11,10 +11,16 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 
 
 @pytest.mark.parametrize("name", ["qwen25_coder_tools", "pangu", "granite_20b_fc", "hyperclovax_14b",
-                                  "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35"])
+                                  "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
     assert formats.detect_format(text) == name
     assert fmt.parse_strict(text) == [CALL, CALL]
 
+
+
+def test_a_glm_call_to_a_tool_named_function_stays_glm():
+    text = "<tool_call>function\n<arg_key>town</arg_key>\n<arg_value>Lisbon</arg_value>\n</tool_call>"
+    assert formats.detect_format(text) == "glm45"
+    assert formats.get("glm45").parse_strict(text) == [ToolCall("function", {"town": "Lisbon"})]

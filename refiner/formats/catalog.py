@@ -121,6 +121,10 @@ CATALOG: tuple[Row, ...] = (
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B"),
                sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py"), trained=True),
         JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "object", trail="\n", respell=False, untagged=True)),
+    Row(
+        Family("step_audio_2", 'Step-Audio 2: <tool_call>function\\nNAME\\n{...}</tool_call> per call',
+               models=("stepfun-ai/Step-Audio-2-mini",), sources=(VLLM + "step_audio_2_tool_parser.py",)),
+        NamedJson, NamedSpelling(None, None, "<tool_call>function\n", "\n", "</tool_call>", call_marker=True)),
     Row(Family('openai', 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", '
                '"arguments": "<JSON>"}}]}'),
         openai.OpenAI, None),

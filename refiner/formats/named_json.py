@@ -47,7 +47,8 @@ class NamedSpelling:
     ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close``; ``joiner``: what rendering writes
     between two calls; ``text_recipient``: a name that starts text, not a call (Functionary's ``all``);
     ``args_prefix``: what the model writes before the JSON (PLaMo 3's JSON-constraint tokens): written, and read
-    when present."""
+    when present; ``call_marker``: with no section, ``call_open`` is a tag of its own, a marker wherever it occurs
+    (else it is a prefix, a marker at a line start only)."""
 
     section_open: str | None
     section_close: str | None
@@ -57,6 +58,7 @@ class NamedSpelling:
     joiner: str = ""
     text_recipient: str | None = None
     args_prefix: str = ""
+    call_marker: bool = False
 
 
 class NamedJson(WireFormat):
@@ -73,6 +75,8 @@ class NamedJson(WireFormat):
 
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
+        if sp.section_open is None and sp.call_marker:
+            return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.call_close,) if sp.call_close else ())
         if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker (inside a
             # JSON string a line break is written \n, so another format's value holding the prefix is no marker)
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
