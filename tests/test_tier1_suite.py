@@ -213,6 +213,7 @@ KNOWN_HARM = {
     # another format's sentinel in place of the format's own tag: the text is read in that format
     # (pipeline.pick_formats), which finds fewer calls or a call named by the surrounding JSON
     ("wrong_tag", "anthropic"): "read as deepseek_v31",
+    ("wrong_tag", "minimax"): "read in the format whose tag replaced minimax's (1 of 190 in the full run)",
     ("wrong_tag", "deepseek_v31"): "read as mistral_v11",
     # as mistral_v11: Functionary v3.2 writes no token after the last call's arguments, so a dropped last '}' reads as
     # a text cut there
