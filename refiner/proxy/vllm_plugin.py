@@ -26,11 +26,10 @@ import functools
 import json
 import logging
 import sys
-import tempfile
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
+from refiner.formats.derive import dialect_for
 from refiner.formats.derive.render import ChatTemplate
 from refiner.formats.reasoning import pairs
 from refiner.pipeline import Refiner
@@ -80,10 +79,7 @@ def template_of(tokenizer: Any) -> tuple[str, dict[str, str]] | None:
 def _refiner_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> Refiner:
     if source is None:
         return Refiner(engine=None)
-    with tempfile.TemporaryDirectory(prefix="tool-refiner-") as folder:
-        config = Path(folder) / "tokenizer_config.json"
-        config.write_text(json.dumps({"chat_template": source, **dict(tokens)}), encoding="utf-8")
-        return Refiner(engine=None, chat_template=config)
+    return Refiner(engine=None, fmt=dialect_for(ChatTemplate(source, "the served model's tokenizer", dict(tokens))))
 
 
 def served_refiner(tokenizer: Any) -> Refiner:

@@ -202,21 +202,22 @@ def _renders_as(fmt: base.WireFormat, squeezed: str) -> bool:
         return False
 
 
-def derive(path: str | Path, name: str | None = None) -> Derived:
-    """Derives the dialect of the chat template at ``path``; raises :class:`TemplateFailure` (naming the file) when
-    the template cannot be read, compiled or rendered. ``name``: the derived row's name (default
-    ``derived_<sha256 prefix>``)."""
-    return derive_template(load_template(path), name)
+def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:
+    """Derives the dialect of the chat template at ``path`` (or one already loaded); raises :class:`TemplateFailure`
+    (naming the file) when the template cannot be read, compiled or rendered. ``name``: the derived row's name
+    (default ``derived_<sha256 prefix>``)."""
+    return derive_template(path if isinstance(path, ChatTemplate) else load_template(path), name)
 
 
-def dialect_for(path: str | Path) -> str | None:
-    """The registry name that reads and writes the dialect of the chat template at ``path`` (:func:`install`), or
-    ``None`` (detection) when it cannot be derived: never raises; a template that fails to load or render, or whose
-    family nothing reads, is one log line."""
+def dialect_for(path: str | Path | ChatTemplate) -> str | None:
+    """The registry name that reads and writes the dialect of the chat template at ``path`` (or one already loaded,
+    as the vLLM plugin holds it) (:func:`install`), or ``None`` (detection) when it cannot be derived: never raises;
+    a template that fails to load or render, or whose family nothing reads, is one log line."""
     try:
         return install(derive(path))
     except (TemplateFailure, ValueError) as e:
-        log.warning("chat template %s: no dialect derived, the format is detected per request (%s)", path, e)
+        where = path.where if isinstance(path, ChatTemplate) else path
+        log.warning("chat template %s: no dialect derived, the format is detected per request (%s)", where, e)
         return None
 
 
