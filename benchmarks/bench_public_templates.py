@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from refiner.formats import base, catalog
 from refiner.formats.derive import TemplateFailure, derive_template
 from refiner.formats.derive.render import ChatTemplate
-from refiner.formats.derive.rows import _core  # a spelling less what only a built-in row adds
+from refiner.formats.derive.rows import _core, policies  # a spelling less what no template says; what that is
 from refiner.formats.family import Row
 from refiner.pipeline import Refiner
 
@@ -78,6 +78,8 @@ class Entry:
     family: str | None = None
     equal: bool | None = None
     why_not: str = ""
+    policy: str = ""
+    named: str = ""
     used: str | None = None
     refused: str = ""
     prose_calls: list[str] = field(default_factory=list)
@@ -136,22 +138,41 @@ def _spelling(x: object) -> dict:
     return asdict(x) if is_dataclass(x) else {}
 
 
+def family_row(name: str | None) -> Row | None:
+    return next((r for r in catalog.CATALOG if r.family.name == name), None)
+
+
 def why_not_equal(entry: Entry, spelling: object, grammar: type | None) -> str:
     """Why the derived dialect is not the catalog row of ``entry.family``: derivation's own reason, the record's
-    reader in place of a row, a family that is a format class of its own, another grammar, or the spelling fields
-    that differ."""
+    reader in place of a row, another grammar, or the spelling fields that differ (reading policies aside)."""
     if entry.result in ("special", "failed", "crashed"):
         return f"nothing derived: {entry.why}" if entry.why else "nothing derived"
     if entry.result == "record":
         return "derived the record's generic reader, not a grammar row"
-    row = next((r for r in catalog.CATALOG if isinstance(r, Row) and r.family.name == entry.family), None)
-    if row is None:
-        return f"{entry.family} is a format class of its own, not a row"
+    row = family_row(entry.family)
     if grammar is not row.grammar:
         return f"derived a {grammar.__name__} row; {entry.family} is a {row.grammar.__name__} row"
     ours, theirs = _spelling(_core(spelling)), _spelling(_core(row.spelling))
     differ = [f"{k}: {ours.get(k)!r} vs {theirs.get(k)!r}" for k in ours if ours.get(k) != theirs.get(k)]
     return "spelling (derived vs catalog): " + "; ".join(differ) if differ else "the same spelling but another name"
+
+
+def policy_of(row: Row, spelling: object, grammar: type | None) -> str:
+    """The catalog row's reading policies that the derived row of the same grammar does not have (no template says
+    them: they are the row's, not a mismatch)."""
+    if grammar is not row.grammar:
+        return ""
+    ours, theirs = policies(spelling), policies(row.spelling)
+    return ", ".join(f"{k}={v!r}" for k, v in theirs.items() if ours.get(k) != v)
+
+
+def named_sha(row: Row, template: str, sha: str) -> str:
+    """Whether the catalog row names ``template`` among the templates it was checked against: ``yes`` (with this
+    sha256 prefix), ``other sha`` (another version of it), or ``""``."""
+    if catalog.llama_cpp_template(template, sha[: catalog.SHA_CHARS]) in row.family.sources:
+        return "yes"
+    stale = catalog.llama_cpp_template(template, "")[:-1]
+    return "other sha" if any(s.startswith(stale) for s in row.family.sources) else ""
 
 
 def survey_template(name: str, source: str, family: str | None = None, workdir: Path | None = None) -> Entry:
@@ -170,10 +191,12 @@ def survey_template(name: str, source: str, family: str | None = None, workdir: 
         entry.read_by, entry.writes_as = list(d.read_by), list(d.writes_as)
         if d.plan is not None:
             spelling, grammar = d.plan.spelling, d.plan.grammar
-    if family is not None and family in base.names():
+    row = family_row(family)
+    if row is not None:
         entry.equal = entry.result == "row" and entry.same_as == family
         if not entry.equal:
             entry.why_not = why_not_equal(entry, spelling, grammar)
+        entry.policy, entry.named = policy_of(row, spelling, grammar), named_sha(row, name, entry.sha256)
     _use(entry, source, workdir)
     return entry
 
@@ -211,6 +234,7 @@ def counts(entries: list[Entry]) -> dict[str, int]:
     return {"templates": len(entries), **{k: by.get(k, 0) for k in ("row", "record", "special", "failed", "crashed")},
             "row equal to a built-in row": sum(1 for e in entries if e.same_as),
             "registered family": len(with_row), "family row derived": sum(1 for e in with_row if e.equal),
+            "named by its row": sum(1 for e in with_row if e.named == "yes"),
             "refused": sum(1 for e in entries if e.refused),
             "calls from prose": sum(1 for e in entries if e.prose_calls)}
 
@@ -225,18 +249,22 @@ def markdown(entries: list[Entry], source: str) -> str:
     head = (f"{c['templates']} templates: {c['row']} derived as a grammar row ({c['row equal to a built-in row']} "
             f"equal to a built-in row), {c['record']} by the record's generic reader, {c['special']} special, "
             f"{c['failed']} failed to render, {c['crashed']} crashed; {c['registered family']} of a registered family, "
-            f"{c['family row derived']} of them derive that family's row; {c['refused']} refused to start; "
+            f"{c['family row derived']} of them derive that family's row, {c['named by its row']} are named with their "
+            f"sha256 by that row; {c['refused']} refused to start; "
             f"{c['calls from prose']} read a call from prose.")
     lines = [
         "# llama.cpp's public chat templates through derivation", "", head, "",
         (f"Templates: `models/templates/*.jinja` of {source}, read from the sdist at run time "
         "(`benchmarks/bench_public_templates.py`). `result`: what `derive` gives; `same as`: the built-in row of the "
         "same spelling; `family`: the template's family when it is registered (`tests/test_public_templates.py`), "
-        "`equal`: the derived row is that family's row, else why not; `read by`: built-in formats that read the "
-        "template's render of two calls back exactly; `used`: the format `Refiner(chat_template=...)` settles on "
-        "(`-`: detection per request)."), "",
-        "| template | sha256 | result | same as | why (derivation) | family | equal | why not | read by | used |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "`equal`: the derived row is that family's row (reading policies aside), else why not; `policy`: the "
+        "catalog row's reading policies the derived row lacks (no template says them); `named`: the catalog row "
+        "names the template with this sha256 among the templates it was checked against; `read by`: built-in formats "
+        "that read the template's render of two calls back exactly; `used`: the format `Refiner(chat_template=...)` "
+        "settles on (`-`: detection per request)."), "",
+        ("| template | sha256 | result | same as | why (derivation) | family | equal | why not | policy | named "
+         "| read by | used |"),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in entries:
         equal = "-" if e.equal is None else "yes" if e.equal else "no"
@@ -244,7 +272,7 @@ def markdown(entries: list[Entry], source: str) -> str:
         if e.prose_calls:
             used = f"{used} (calls from prose: {', '.join(e.prose_calls)})"
         lines.append("| " + " | ".join(_cell(x) for x in (
-            e.template, f"`{e.sha256[:12]}`", e.result, e.same_as, e.why, e.family, equal, e.why_not,
+            e.template, f"`{e.sha256[:12]}`", e.result, e.same_as, e.why, e.family, equal, e.why_not, e.policy, e.named,
             ", ".join(e.read_by), used)) + " |")
     return "\n".join(lines) + "\n"
 
@@ -259,11 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.sdist is None and not args.download:
         ap.error("give --sdist PATH or --download")
     sdist = args.sdist or fetch_sdist(args.cache)
-    logging.getLogger("refiner.formats.derive").setLevel(logging.ERROR)  # the table gives each template's reason
     sys.path.insert(0, str(ROOT / "tests"))
     from test_public_templates import FAMILIES
 
-    entries = survey(sdist, FAMILIES)
+    derive_log = logging.getLogger("refiner.formats.derive")
+    level = derive_log.level
+    derive_log.setLevel(logging.ERROR)  # the table gives each template's reason
+    try:
+        entries = survey(sdist, FAMILIES)
+    finally:
+        derive_log.setLevel(level)
     text = markdown(entries, sdist.name)
     args.out.write_text(text, encoding="utf-8")
     print(text)

@@ -98,7 +98,7 @@ def test_derived_row_reads_the_family_corpus_as_the_registered_row(template, cor
         ("deepseek_v32.jinja", XmlParams, "deepseek_v32"),
         ("gemma4.jinja", BraceKV, "gemma4"),
         ("functiongemma.jinja", BraceKV, "functiongemma"),
-        ("hermes.jinja", JsonCalls, None),
+        ("hermes.jinja", JsonCalls, "hermes"),  # the row's reading policies (respell, untagged) aside
     ],
 )
 def test_derivation_lands_on_the_grammar_and_the_builtin_spelling(template, grammar, same_as):

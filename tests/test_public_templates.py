@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from refiner import formats
+from refiner.formats import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("bench_public_templates", ROOT / "benchmarks" / "bench_public_templates.py")
@@ -154,8 +155,33 @@ def test_survey_of_templates_written_here(tmp_path):
 
     table = bench.markdown(list(entries.values()), sdist.name)
     assert table.splitlines()[2].startswith("3 templates: 1 derived as a grammar row (1 equal to a built-in row)")
-    assert "2 of a registered family, 1 of them derive that family's row; 0 refused" in table
+    assert "2 of a registered family, 1 of them derive that family's row, 0 are named with their sha256 by that " \
+        "row; 0 refused" in table
     assert sum(1 for line in table.splitlines() if line.startswith("| ") and ".jinja" in line) == 3
+
+
+HERMES = (ROOT / "tests" / "corpus" / "templates" / "hermes.jinja").read_text(encoding="utf-8")
+
+
+def test_reading_policies_are_the_rows_and_markup_is_compared(tmp_path):
+    """Hermes' row reads untagged calls and leaves tags written wrong alone: no template says so, so a template in
+    its layout derives its row, the table naming those policies; a template writing one newline less does not."""
+    tight = HERMES.replace("}}}\n</tool_call>", "}}}</tool_call>")
+    assert tight != HERMES
+    sdist = _sdist(tmp_path, {"hermes.jinja": HERMES, "tight.jinja": tight})
+    entries = {e.template: e for e in bench.survey(sdist, {"hermes.jinja": "hermes", "tight.jinja": "hermes"})}
+    same, other = entries["hermes.jinja"], entries["tight.jinja"]
+    assert (same.equal, same.why_not, same.policy) == (True, "", "respell=False, untagged=True")
+    assert other.equal is False and other.why_not == "spelling (derived vs catalog): trail: '' vs '\\n'"
+    assert other.policy == "respell=False, untagged=True"
+
+
+def test_a_row_names_the_templates_it_was_checked_against():
+    row = next(r for r in catalog.CATALOG if r.family.name == "hermes")
+    sha = "87a2728cb8dc" + "0" * 52
+    assert bench.named_sha(row, "Qwen-Qwen3-0.6B.jinja", sha) == "yes"
+    assert bench.named_sha(row, "Qwen-Qwen3-0.6B.jinja", "f" * 64) == "other sha"
+    assert bench.named_sha(row, "pairs.jinja", sha) == ""
 
 
 def test_script_writes_the_table(tmp_path):
@@ -194,3 +220,5 @@ def test_public_templates(public_entries):
             assert e.equal or e.why_not, f"{e.template}: not {e.family}'s row and no reason given"
         if e.equal:
             assert e.used == e.family, f"{e.template}: derives {e.family}'s row, yet the refiner uses {e.used}"
+        # a row names, with its sha256, every public template that derives it, and no other
+        assert (e.named == "yes") == bool(e.equal), f"{e.template}: {e.family}'s row names it: {e.named or 'no'}"

@@ -45,6 +45,18 @@ from refiner.formats.xml_spelling import XmlSpelling
 VLLM = "vllm-project/vllm vllm/tool_parsers/"
 SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
 LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
+SHA_CHARS = 12  # the sha256 prefix that names a template
+
+
+def llama_cpp_template(name: str, sha: str) -> str:
+    """A source naming one of llama.cpp's public chat templates the row was checked against, by its sha256 prefix
+    (``benchmarks/bench_public_templates.py`` derives the row from it)."""
+    return f"{LLAMA_CPP}{name} (sha256 {sha})"
+
+
+def _checked(*named: str) -> tuple[str, ...]:
+    """:func:`llama_cpp_template` for each ``"FILE SHA"``."""
+    return tuple(llama_cpp_template(*n.split()) for n in named)
 
 
 def _plamo(tag: str) -> str:
@@ -101,7 +113,10 @@ CATALOG: tuple[Row, ...] = (
                "</function>\\n</tool_call> per call (strings raw, other values JSON)",
                models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B"),
                sources=(VLLM + "qwen3coder_tool_parser.py", SGLANG + "qwen3_coder_detector.py",
-                        "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja")),
+                        "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja",
+                        *_checked("Qwen3-Coder.jinja d287fb2edf14", "Qwen3.5-4B.jinja a4aee8afcf2e",
+                                  "StepFun3.5-Flash.jinja b18b99dff726",
+                                  "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja ab7813c3abdd"))),
         XmlParams, XmlSpelling(section_open="<tool_call>", section_close="</tool_call>", section_per_call=True, call_open="<function=",
                     call_close="</function>", strip_newline=True, typing="python", hook=qwen3_coder.HOOK)),
     Row(
@@ -109,7 +124,12 @@ CATALOG: tuple[Row, ...] = (
                "</tool_call> per call (strings raw, other values JSON)",
                models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
                sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
-                        SGLANG + "glm4_moe_detector.py", LLAMA_CPP + "glm_4_5.jinja", LLAMA_CPP + "GLM-4.6.jinja")),
+                        SGLANG + "glm4_moe_detector.py", LLAMA_CPP + "glm_4_5.jinja",
+                        *_checked("GLM-4.6.jinja 8804f445c761", "GLM-4.7-Flash.jinja d63ad536c3c8",
+                                  "Spark2.5.jinja afea0f7114d5", "inclusionai-ling-3.0-flash.jinja b4ab3a1c8f74",
+                                  "poolside-Laguna-S-2.1.jinja 444819b8ad46",
+                                  "poolside-Laguna-XS-2.1.jinja 5f1bf14725b6",
+                                  "poolside-Laguna-XS.2.jinja cefcef905157"))),
         XmlParams, XmlSpelling(call_open="<tool_call>", call_close="</tool_call>", name_at="text", key_open="<arg_key>",
                     key_close="</arg_key>", key_at="element", value_open="<arg_value>", value_close="</arg_value>",
                     hook=glm45.HOOK)),
@@ -119,7 +139,15 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B"),
-               sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py"), trained=True),
+               sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py",
+                        *_checked("Qwen-Qwen3-0.6B.jinja 87a2728cb8dc", "Qwen-Qwen2.5-7B-Instruct.jinja cd8e9439f057",
+                                  "Qwen-QwQ-32B.jinja 5ed15374ce53", "MiMo-VL.jinja 10490379c20a",
+                                  "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja 7ce09d55d369",
+                                  "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja 7ce09d55d369",
+                                  "ibm-granite-granite-4.0.jinja 9524df67b77a",
+                                  "ibm-granite-granite-4.1.jinja fed2756d2d24",
+                                  "Bielik-11B-v3.0-Instruct.jinja a30b8c4531dd", "Reka-Edge.jinja 546b04dba749")),
+               trained=True),
         JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "object", trail="\n", respell=False, untagged=True)),
     Row(
         Family("step_audio_2", 'Step-Audio 2: <tool_call>function\\nNAME\\n{...}</tool_call> per call',
@@ -161,12 +189,15 @@ CATALOG: tuple[Row, ...] = (
         Family("deepseek_v32", "DeepSeek V3.2 DSML: <｜DSML｜function_calls><｜DSML｜invoke name=\"NAME\"><｜DSML｜parameter "
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
                models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
-               sources=(VLLM + "deepseekv32_tool_parser.py", LLAMA_CPP + "DeepSeek-V3.2.jinja",
+               sources=(VLLM + "deepseekv32_tool_parser.py", *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"),
                         "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
         XmlParams, dsml("<｜DSML｜", "function_calls")),
     Row(
         Family("deepseek_v4", "DeepSeek V4 DSML: V3.2's invoke/parameter elements inside <｜DSML｜tool_calls>",
-               models=("deepseek-ai/DeepSeek-V4-Flash",), sources=(VLLM + "deepseekv4_tool_parser.py",)),
+               models=("deepseek-ai/DeepSeek-V4-Flash",),
+               sources=(VLLM + "deepseekv4_tool_parser.py",
+                        *_checked("deepseek-ai-DeepSeek-V4.jinja 7bd4fbdf0c06",
+                                  "deepseek-ai-DeepSeek-V4-Flash-0731.jinja aec3d906bce8"))),
         XmlParams, dsml("<｜DSML｜", "tool_calls")),
     Row(
         Family("deepseek_v41", "DeepSeek V4.1 DSML: a space after the bar (<｜DSML｜ invoke ...>), inside <｜DSML｜ calls>",
@@ -181,13 +212,14 @@ CATALOG: tuple[Row, ...] = (
         Family("minimax_m2", "MiniMax-M2: <minimax:tool_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE"
                "</parameter></invoke></minimax:tool_call> (strings raw, other values JSON)",
                models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.5"),
-               sources=(VLLM + "minimax_m2_tool_parser.py", LLAMA_CPP + "unsloth-MiniMax-M2.jinja")),
+               sources=(VLLM + "minimax_m2_tool_parser.py", LLAMA_CPP + "unsloth-MiniMax-M2.jinja",
+                        *_checked("MiniMax-M2.jinja 967ff7e38767"))),
         XmlParams, invoke("minimax:tool_call")),
     Row(
         Family("seed_oss", "Seed-OSS: <seed:tool_call><function=NAME><parameter=KEY>VALUE</parameter></function>"
                "</seed:tool_call> per call, reasoning in <seed:think>",
                models=("ByteDance-Seed/Seed-OSS-36B-Instruct",), reasoning=(("<seed:think>", "</seed:think>"),),
-               sources=(VLLM + "seed_oss_tool_parser.py", LLAMA_CPP + "ByteDance-Seed-OSS.jinja")),
+               sources=(VLLM + "seed_oss_tool_parser.py", *_checked("ByteDance-Seed-OSS.jinja 3f9e0dc4adeb"))),
         XmlParams, XmlSpelling(section_open="<seed:tool_call>", section_close="</seed:tool_call>", section_per_call=True,
             call_open="<function=", call_close="</function>", typing="python")),
     Row(
@@ -266,7 +298,9 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "list")),
     Row(
         Family("nemotron", 'Nemotron: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>',
-               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1",), sources=(VLLM + "nemotron_json_tool_parser.py",)),
+               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1",),
+               sources=(VLLM + "nemotron_json_tool_parser.py",
+                        *_checked("NVIDIA-Nemotron-Nano-v2.jinja 52ae8e50fa08"))),
         JsonCalls, JsonSpelling("<TOOLCALL>", "</TOOLCALL>", "list")),
     Row(
         Family("internlm", 'InternLM 2: <|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|> per call',
@@ -308,6 +342,8 @@ CATALOG: tuple[Row, ...] = (
             sources=(
                 "google/gemma-4-31B-it chat_template.jinja (format_argument; sha256 ae53464b...c4d8de4c6d4)",
                 "llama.cpp models/templates/gemma4.jinja",
+                *_checked("google-gemma-4-31B-it.jinja 85a08664d16d",
+                          "google-gemma-4-31B-it-interleaved.jinja 65f93a25708c"),
                 "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
             ),
             # the thought channel's name is markup, not reasoning (vLLM's Gemma 4 reasoning parser drops it too)

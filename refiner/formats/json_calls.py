@@ -29,7 +29,7 @@ key/value tags (:mod:`refiner.formats.xml_grammar`); PLaMo 3 writes its name and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -54,6 +54,8 @@ from refiner.formats.xmlvalues import Finder
 # object a call).
 MAX_BLOCKS = 64
 MAX_OBJECT_BLOCKS = 1024
+# A spelling field's metadata when the field is a reading policy of the row, not a fact of the family's markup.
+POLICY = {"policy": True}
 
 
 @dataclass(frozen=True)
@@ -70,23 +72,27 @@ class JsonSpelling:
     ``between``: what rendering writes after ``open``, before ``close`` and between two blocks of the ``"object"``
     payload; ``respell``: tags written wrong are put right before a broken text is read; ``untagged``: a call object
     with no tag around it (a block that lost its tags) is this family's, unless its arguments are under
-    ``"parameters"`` alone (Llama 3's JSON call)."""
+    ``"parameters"`` alone (Llama 3's JSON call).
+
+    The fields marked :data:`POLICY` (``alt_opens``, ``tight``, ``follows``, ``respell``, ``untagged``) are how the
+    row reads, not what the family writes: no chat template says them, and a row derived from one leaves them at
+    their defaults."""
 
     open: str
     close: str | None
     payload: str
     arg_keys: tuple[str, ...] = ("arguments",)
-    alt_opens: tuple[str, ...] = ()
-    tight: bool = False
+    alt_opens: tuple[str, ...] = field(default=(), metadata=POLICY)
+    tight: bool = field(default=False, metadata=POLICY)
     name_key: str = "name"
     keyed: bool = False
     id_key: str | None = None
-    follows: tuple[str, ...] = ()
+    follows: tuple[str, ...] = field(default=(), metadata=POLICY)
     lead: str = "\n"
     between: str = "\n"
     trail: str = ""
-    respell: bool = True
-    untagged: bool = False
+    respell: bool = field(default=True, metadata=POLICY)
+    untagged: bool = field(default=False, metadata=POLICY)
 
 
 class JsonCalls(WireFormat):

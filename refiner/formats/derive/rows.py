@@ -20,7 +20,7 @@ template's own render of the placeholder calls back as exactly those calls.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, is_dataclass, replace
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -39,16 +39,25 @@ _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
 MARKER_REACH = 48  # the longest marker left open before a name (``<invoke name="``)
 
 
+def policies(spelling: Any) -> dict[str, Any]:
+    """A spelling's reading policies: its fields marked ``policy``, which no chat template says (a row derived from
+    one has their defaults)."""
+    if not is_dataclass(spelling):
+        return {}
+    return {f.name: getattr(spelling, f.name) for f in fields(spelling) if f.metadata.get("policy")}
+
+
 def _core(spelling: Any) -> Any:
-    """A spelling less what only a built-in row adds: its named hook (lenient repairs), other spellings of a tag
-    accepted when reading."""
-    if isinstance(spelling, XmlSpelling):  # (and the layout render writes)
+    """A spelling less what no template says: its reading policies, a built-in row's named hook (lenient repairs),
+    the extra argument keys it reads, and the layout render writes between calls and arguments."""
+    if is_dataclass(spelling):
+        spelling = replace(spelling, **{f.name: f.default for f in fields(spelling) if f.metadata.get("policy")})
+    if isinstance(spelling, XmlSpelling):
         return replace(spelling, hook="", sep="\n")
     if isinstance(spelling, NamedSpelling):
         return replace(spelling, joiner="")
-    if isinstance(spelling, JsonSpelling):  # (the layout render writes, and the extra keys read, aside)
-        return replace(spelling, alt_opens=(), tight=False, follows=(), lead="\n", between="\n",
-                       arg_keys=spelling.arg_keys[:1])
+    if isinstance(spelling, JsonSpelling):
+        return replace(spelling, between="\n", arg_keys=spelling.arg_keys[:1])
     return spelling
 
 
@@ -205,11 +214,11 @@ def _json_plan(rec: Record) -> RowPlan | str:
     if cs:
         if not ce:
             return "each call object follows a marker with no closing marker"
-        i = rec.call_start.rfind(cs)
+        i, j = rec.call_start.rfind(cs), rec.call_end.find(ce)
         lead, before = rec.call_start[i + len(cs) :], rec.call_start[:i]
-        after = rec.call_end[rec.call_end.find(ce) + len(ce) :]
-        return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, between=after + rec.call_sep + before,
-                                               **keys))
+        trail, after = rec.call_end[:j], rec.call_end[j + len(ce) :]
+        return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, trail=trail,
+                                               between=after + rec.call_sep + before, **keys))
     if ss and se and "\n" in rec.call_sep:
         return RowPlan(JsonCalls, JsonSpelling(ss, se, "lines", **keys))
     return "the call objects carry no marker of their own (an untagged format)"
