@@ -9,7 +9,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.eval.common import BenchItem, Benchmark, default_data_dir, read_json, require_file, spread
+from refiner.eval.common import BenchItem, Benchmark, default_data_dir, per_part, read_json, require_file, spread
 
 LEVELS = (1, 2, 3)
 
@@ -49,15 +49,6 @@ def gold_calls(record: Mapping[str, Any], where: str) -> list[ToolCall]:
     return calls
 
 
-def is_correct(text: str, gold: list[ToolCall]) -> bool:
-    """ToolRL's exact match: the text is strictly valid and its calls equal the gold calls (as a multiset)."""
-    try:
-        pred = formats.get("apibank").parse_strict(text)
-    except formats.FormatError:
-        return False
-    return calls_equal(pred, gold, ordered=False)
-
-
 class APIBank(Benchmark):
     name = "apibank"
     title = "API-Bank (Table 1)"
@@ -69,7 +60,7 @@ class APIBank(Benchmark):
         self.adjustments = adjustments
 
     def load(self, limit: int | None = None) -> list[BenchItem]:
-        per_level = None if limit is None else max(1, limit // len(LEVELS))
+        per_level = per_part(limit, len(LEVELS))
         out: list[BenchItem] = []
         for lvl in LEVELS:
             path = require_file(self.dir / f"level-{lvl}-api_processed.json", f"API-Bank level {lvl}")
@@ -81,35 +72,19 @@ class APIBank(Benchmark):
                 for key in ("system", "user"):
                     if not isinstance(rec.get(key), str):
                         raise ValueError(f"{where}: field {key!r} missing or not a string")
-                gold = gold_calls(rec, where)
-                out.append(
-                    BenchItem(
-                        id=f"apibank-L{lvl}-{i}",
-                        bench=self.name,
-                        subset=f"level-{lvl}",
-                        messages=[{"role": "system", "content": rec["system"]},
-                                  {"role": "user", "content": rec["user"]}],
-                        system=rec["system"],
-                        query=rec["user"],
-                        tools=rec["system"],
-                        fmt="apibank",
-                        gold=gold,
-                        gold_calls=gold,
-                        # API-Bank's gold writes every value as text: the benchmark says so to tier 1
-                        meta={"value_style": "text", **({"format_hint": ADJUSTMENT_HINT} if self.adjustments else {})},
-                    )
-                )
+                # API-Bank's gold writes every value as text: the benchmark says so to tier 1
+                meta = {"value_style": "text", **({"format_hint": ADJUSTMENT_HINT} if self.adjustments else {})}
+                out.append(BenchItem(f"apibank-L{lvl}-{i}", self.name, f"level-{lvl}", rec["system"], rec["user"],
+                                     tools=rec["system"], fmt="apibank", gold=gold_calls(rec, where), meta=meta))
         return out
 
     def score(self, item: BenchItem, text: str) -> dict[str, float]:
-        return {"acc": float(is_correct(text, item.gold))}
+        """ToolRL's exact match: a strictly valid text whose calls equal the gold calls (as a multiset)."""
+        calls = self.read(item, text)
+        return {"acc": float(calls is not None and calls_equal(calls, item.gold, ordered=False))}
 
     def postprocess_refined(self, item: BenchItem, refined: str) -> str:
-        if not self.adjustments:
+        calls = self.read(item, refined) if self.adjustments else None
+        if calls is None:
             return refined
-        fmt = formats.get("apibank")
-        try:
-            calls = fmt.parse_strict(refined)
-        except formats.FormatError:
-            return refined
-        return fmt.render([ToolCall(c.name, numbers_to_strings(dict(c.arguments))) for c in calls])
+        return formats.get("apibank").render([ToolCall(c.name, numbers_to_strings(dict(c.arguments))) for c in calls])

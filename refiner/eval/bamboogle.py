@@ -167,36 +167,21 @@ class BamboogleStar(Benchmark):
             ofmt = random.Random(f"{self.seed}-{person}-{task[0]}").choice(list(OUTPUT_FORMATS))
             system = SYSTEM_TEMPLATE.format(tools=tools_json, fmt=OUTPUT_FORMATS[ofmt])
             question = task[3].format(p=person)
-            gold = gold_for(person, task)
             out.append(BenchItem(
-                id=f"bamboogle-{task[0]}-{person.replace(' ', '_')}",
-                bench=self.name,
-                subset=ofmt,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": question}],
-                system=system,
-                query=question,
-                tools=specs,
-                fmt=ANSWER_FORMATS[ofmt].wire,
-                gold=gold,
-                gold_calls=gold,
+                f"bamboogle-{task[0]}-{person.replace(' ', '_')}", self.name, ofmt, system, question, tools=specs,
+                fmt=ANSWER_FORMATS[ofmt].wire, gold=gold_for(person, task),
                 meta={"output_format": ofmt, "format_hint": f"Answer in exactly this format: {OUTPUT_FORMATS[ofmt]}"},
             ))
         return out
 
+    def answer_format(self, item: BenchItem) -> Retagged:
+        return ANSWER_FORMATS[item.meta["output_format"]]
+
     def score(self, item: BenchItem, text: str) -> dict[str, float]:
         gold = item.gold
-        ofmt = item.meta["output_format"]
-        try:
-            full = calls_equal(ANSWER_FORMATS[ofmt].parse_strict(text), gold, ordered=True)
-        except formats.FormatError:
-            full = False
+        strict = self.read(item, text)
+        full = strict is not None and calls_equal(strict, gold, ordered=True)
         calls = parse_any(text)
         names_ok = Counter(c.name for c in calls) == Counter(c.name for c in gold)
         params_ok = calls_equal(calls, gold, ordered=False)
         return {"acc_full": float(full), "acc_toolname": float(names_ok), "acc_parameter": float(params_ok)}
-
-    def render(self, item: BenchItem, calls: Sequence[ToolCall]) -> str:
-        return ANSWER_FORMATS[item.meta["output_format"]].render(calls)
-
-    def postprocess_refined(self, item: BenchItem, refined: str) -> str:
-        return ANSWER_FORMATS[item.meta["output_format"]].from_wire(refined)

@@ -10,9 +10,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from refiner import formats
 from refiner.eval import bfcl_ast
-from refiner.eval.common import PROJECT_ROOT, BenchItem, Benchmark, Retagged, parse_jsonl, spread
+from refiner.eval.common import PROJECT_ROOT, BenchItem, Benchmark, Retagged, parse_jsonl, per_part, spread
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple",
               "live_parallel", "live_parallel_multiple")
@@ -88,14 +87,16 @@ class BFCL(Benchmark):
         self.categories = categories
         self.fmt = fmt
         # BFCL's answers are bare pythonic lists: ToolACE's format without its <function_list> tags
-        self.answer_format = Retagged(fmt, None) if fmt == "toolace" else Retagged(fmt)
+        self.answers = Retagged(fmt, None) if fmt == "toolace" else Retagged(fmt)
+
+    def answer_format(self, item: BenchItem) -> Retagged:
+        return self.answers
 
     def load(self, limit: int | None = None) -> list[BenchItem]:
         wheel = find_wheel(self.wheel)
-        per_cat = None if limit is None else max(1, limit // len(self.categories))
         out = []
         for cat in self.categories:
-            for rec, possible in spread(read_category(wheel, cat), per_cat):
+            for rec, possible in spread(read_category(wheel, cat), per_part(limit, len(self.categories))):
                 turns = rec.get("question")
                 if not isinstance(turns, list) or not turns or not isinstance(turns[0], list):
                     raise ValueError(f"{wheel} {cat} record {rec.get('id')}: field 'question' is not a list of turns")
@@ -108,32 +109,14 @@ class BFCL(Benchmark):
                 dialogue = [m for m in msgs if m.get("role") != "system"]
                 if extra_system:
                     system = "\n\n".join([system, *extra_system])
-                out.append(
-                    BenchItem(
-                        id=f"bfcl-{rec['id']}",
-                        bench=self.name,
-                        subset=cat,
-                        messages=[{"role": "system", "content": system}, *dialogue],
-                        system=system,
-                        query=dialogue if len(dialogue) != 1 else dialogue[0]["content"],
-                        tools=functions,
-                        fmt=self.fmt,
-                        gold=possible,
-                        gold_calls=bfcl_ast.first_answer(possible, functions),
-                        meta={"functions": functions},
-                    )
-                )
+                query = dialogue if len(dialogue) != 1 else dialogue[0]["content"]
+                out.append(BenchItem(f"bfcl-{rec['id']}", self.name, cat, system, query, tools=functions,
+                                     fmt=self.fmt, gold=possible, gold_calls=bfcl_ast.first_answer(possible, functions),
+                                     meta={"functions": functions},
+                                     messages=[{"role": "system", "content": system}, *dialogue]))
         return out
 
     def score(self, item: BenchItem, text: str) -> dict[str, Any]:
-        try:
-            calls = self.answer_format.parse_strict(text)
-        except formats.FormatError:
-            return {"acc": 0.0}
-        return {"acc": float(bool(bfcl_ast.check(item.subset, item.meta["functions"], calls, item.gold)))}
-
-    def render(self, item: BenchItem, calls) -> str:
-        return self.answer_format.render(calls)
-
-    def postprocess_refined(self, item: BenchItem, refined: str) -> str:
-        return self.answer_format.from_wire(refined)
+        calls = self.read(item, text)
+        ok = calls is not None and bfcl_ast.check(item.subset, item.meta["functions"], calls, item.gold)
+        return {"acc": float(bool(ok))}

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tqdm import tqdm
+
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.text import find_all_tagged, reasoning_offset
@@ -17,6 +19,7 @@ from refiner.pipeline import error_result
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Start of the error message of a sample the refiner model failed on (see refine_safely).
 REFINER_FAILED = "refiner failed"
+BATCH = 64  # requests per refine_batch call
 
 
 def default_data_dir() -> Path:
@@ -66,21 +69,28 @@ def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]], mode: str = "w") 
 
 @dataclass
 class BenchItem:
-    """One benchmark item: ``messages`` prompt the upstream; ``system`` and ``query`` are the task the refiner is
-    shown; ``fmt`` is the answer's wire format; ``gold`` is the benchmark's own answer, ``gold_calls`` one correct
-    call list."""
+    """One benchmark item: the upstream is prompted with ``messages`` (default: ``system``, then ``query``);
+    ``system`` and ``query`` are the task the refiner is shown; ``fmt`` is the answer's wire format; ``gold`` is the
+    benchmark's own answer, ``gold_calls`` one correct call list (default: ``gold``)."""
 
     id: str
     bench: str
     subset: str
-    messages: list[dict]
     system: str
     query: str | list[dict]
     tools: Any
     fmt: str
     gold: Any
-    gold_calls: list[ToolCall]
+    gold_calls: list[ToolCall] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    messages: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.gold_calls:
+            self.gold_calls = self.gold
+        if not self.messages:
+            turns = [{"role": "user", "content": self.query}] if isinstance(self.query, str) else list(self.query)
+            self.messages = [{"role": "system", "content": self.system}, *turns]
 
     def refine_request(self, upstream: str) -> dict:
         """The pipeline request for this item and an upstream output."""
@@ -113,13 +123,24 @@ class Benchmark:
     def score(self, item: BenchItem, text: str) -> dict[str, float]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def answer_format(self, item: BenchItem) -> Retagged:
+        """How ``item``'s answers are read and written: its wire format, re-tagged where the benchmark's differ."""
+        return Retagged(item.fmt)
+
+    def read(self, item: BenchItem, text: str) -> list[ToolCall] | None:
+        """The calls of a strictly valid answer; None for any other text."""
+        try:
+            return self.answer_format(item).parse_strict(text)
+        except formats.FormatError:
+            return None
+
     def render(self, item: BenchItem, calls: Sequence[ToolCall]) -> str:
         """``calls`` as a correct answer text for ``item`` (used to script upstream outputs)."""
-        return formats.get(item.fmt).render(calls)
+        return self.answer_format(item).render(calls)
 
     def postprocess_refined(self, item: BenchItem, refined: str) -> str:
-        """Hook for benchmark-specific adjustments of the refiner's answer (identity by default)."""
-        return refined
+        """The refiner's answer (written in the wire format) in the benchmark's own tags."""
+        return self.answer_format(item).from_wire(refined)
 
     def summarize(self, items: Sequence[BenchItem], scores: Sequence[Mapping[str, float]]) -> dict[str, dict]:
         """Mean of every metric, overall and per subset: ``{"overall": {...,"n"}, subset: {...}}``."""
@@ -205,6 +226,11 @@ class Retagged:
         return fmt.parse_strict(f"{own[0]}{text[a:b]}{own[1]}")
 
 
+def per_part(limit: int | None, parts: int) -> int | None:
+    """An even share of ``limit`` for each of ``parts`` subsets, at least one (None: no limit)."""
+    return None if limit is None else max(1, limit // max(1, parts))
+
+
 def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[dict]:
     """``refiner.refine_batch(requests, errors="result")``, where a request the model failed on (``model_error``)
     becomes an error result starting with :data:`REFINER_FAILED`: reported as not refined, not credited to tier 1."""
@@ -213,3 +239,14 @@ def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[d
         raise RuntimeError(f"the refiner returned {len(results)} results for {len(requests)} requests")
     return [error_result(req, f"{REFINER_FAILED}: {res['model_error']}") if res.get("model_error") else res
             for req, res in zip(requests, results)]
+
+
+def refine_all(refiner: Any, requests: Sequence[Mapping[str, Any]], desc: str, progress: bool = True) -> list[dict]:
+    """:func:`refine_safely` over ``requests``, :data:`BATCH` at a time, with a progress bar."""
+    results: list[dict] = []
+    with tqdm(total=len(requests), desc=desc, disable=not progress, leave=False) as bar:
+        for start in range(0, len(requests), BATCH):
+            chunk = requests[start : start + BATCH]
+            results += refine_safely(refiner, chunk)
+            bar.update(len(chunk))
+    return results

@@ -12,7 +12,16 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
-from refiner.eval.common import BenchItem, Benchmark, default_data_dir, read_json, read_jsonl, require_file, spread
+from refiner.eval.common import (
+    BenchItem,
+    Benchmark,
+    default_data_dir,
+    per_part,
+    read_json,
+    read_jsonl,
+    require_file,
+    spread,
+)
 from refiner.eval.nestful_exec import ExecutionError, MathLibrary, label_key, same_answer, symbolic_result
 
 V1_SPLITS = {
@@ -97,7 +106,6 @@ class NESTFUL(Benchmark):
         self.seed = seed
         self.include_v2 = include_v2
 
-    # -- loading -----------------------------------------------------------------------------------------------
     def _records(self) -> dict[str, tuple[list[dict], dict[str, dict] | None, Path]]:
         out = {}
         for split, (data_f, spec_f) in V1_SPLITS.items():
@@ -112,11 +120,10 @@ class NESTFUL(Benchmark):
     def load(self, limit: int | None = None) -> list[BenchItem]:
         self.notes = []
         splits = self._records()
-        per_split = None if limit is None else max(1, limit // len(splits))
         items: list[BenchItem] = []
         for split, (records, spec_by_name, path) in splits.items():
             gold_all = [calls_from_record(r.get("output"), f"{path} record {i}") for i, r in enumerate(records)]
-            for i, rec in spread(list(enumerate(records)), per_split):
+            for i, rec in spread(list(enumerate(records)), per_part(limit, len(splits))):
                 where = f"{path} record {i}"
                 if not isinstance(rec.get("input"), str):
                     raise ValueError(f"{where}: field 'input' missing or not a string")
@@ -126,21 +133,9 @@ class NESTFUL(Benchmark):
                 icl = self._examples(records, gold_all, i, rng)
                 system = SYSTEM_TEMPLATE.format(library=_library(specs), examples=icl)
                 execution = self._execution(split, gold, rec.get("gold_answer"), where)
-                items.append(
-                    BenchItem(
-                        id=f"nestful-{split}-{i}",
-                        bench=self.name,
-                        subset=split,
-                        messages=[{"role": "system", "content": system}, {"role": "user", "content": rec["input"]}],
-                        system=system,
-                        query=rec["input"],
-                        tools=[dict(s) for s in specs],
-                        fmt="nestful",
-                        gold=gold,
-                        gold_calls=gold,
-                        meta={"execution": execution, "gold_answer": rec.get("gold_answer")},
-                    )
-                )
+                items.append(BenchItem(f"nestful-{split}-{i}", self.name, split, system, rec["input"],
+                                       tools=[dict(s) for s in specs], fmt="nestful", gold=gold,
+                                       meta={"execution": execution, "gold_answer": rec.get("gold_answer")}))
         return items
 
     def _execution(self, split: str, gold: list[ToolCall], answer: Any, where: str) -> str:
@@ -182,11 +177,9 @@ class NESTFUL(Benchmark):
         fmt = formats.get("nestful")
         return "\n\n".join(f"Input: {records[j]['input']}\nOutput: {fmt.render(gold_all[j])}" for j in picks)
 
-    # -- scoring -------------------------------------------------------------------------------------------------
     def score(self, item: BenchItem, text: str) -> dict[str, float]:
-        try:
-            pred = formats.get("nestful").parse_strict(text)
-        except formats.FormatError:
+        pred = self.read(item, text)
+        if pred is None:
             wr = None if item.meta.get("execution") == "none" else 0.0
             return {"part_acc": 0.0, "full_acc": 0.0, "win_rate": wr}
         return {

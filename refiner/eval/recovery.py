@@ -1,16 +1,6 @@
-"""Corruption recovery: gold calls → rule corruptor → refiner → per error class, how many were fixed.
-
-For each sample of the chosen sources (any benchmark: its gold calls, tools and wire format), the rule corruptor
-(:func:`data_gen.corrupt.rules.corrupt`) renders the gold with one seeded error of one class; error classes are
-dealt round-robin so every class gets about the same number of samples, and a class that does not apply to a
-sample passes to the next. A share of the samples (``clean_ratio``) is left uncorrupted, to measure harm. Each
-upstream text goes through the pipeline; a refined text is correct when it parses strictly in the format and its
-calls equal the gold (in order for order-sensitive formats).
-
-Per error class: ``fixed`` (corrupted → correct), ``still_wrong`` (corrupted → not correct); the ``clean`` row
-counts ``harmed`` (a correct input made wrong). Raw inputs are never correct for a corrupted row, by construction.
-The runner can repeat the run under both tier-1 spec policies (``Refiner(trust_spec=False/True)``) on the same inputs.
-"""
+"""Corruption recovery: each sample's gold calls, corrupted by the rule corruptor (one seeded error, classes dealt
+round-robin; a share left clean), refined, and counted per class: ``fixed``, ``still_wrong``, and for clean inputs
+``kept`` or ``harmed``. Correct means the refined text parses strictly to the gold."""
 
 from __future__ import annotations
 
@@ -19,13 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm import tqdm
-
 from data_gen.corrupt.rules import CorruptionError, changes_something, corrupt, expand_classes
 from refiner import formats
-from refiner.eval.common import BenchItem, refine_safely
-
-BATCH = 64
+from refiner.eval.common import BenchItem, refine_all
 
 
 @dataclass
@@ -72,26 +58,21 @@ def make_upstreams(items: Sequence[BenchItem], seed: int = 0, clean_ratio: float
 def run_recovery(items: Sequence[BenchItem], refiner: Any, seed: int = 0, clean_ratio: float = 0.15,
                  classes: Sequence[str] | None = None, progress: bool = True) -> RecoveryResult:
     upstreams, skipped = make_upstreams(items, seed, clean_ratio, classes)
+    results = refine_all(refiner, [it["item"].refine_request(it["text"]) for it in upstreams], "recovery", progress)
     rows: list[dict] = []
     table: dict[str, dict[str, int]] = {}
-    bar = tqdm(total=len(upstreams), desc="recovery", disable=not progress, leave=False)
-    for start in range(0, len(upstreams), BATCH):
-        chunk = upstreams[start : start + BATCH]
-        results = refine_safely(refiner, [it["item"].refine_request(it["text"]) for it in chunk])
-        for it, res in zip(chunk, results):
-            s: BenchItem = it["item"]
-            correct = not changes_something(res.get("refined", ""), s.gold_calls, s.fmt)
-            cls = it["error_class"]
-            t = table.setdefault(cls, {"n": 0, "fixed": 0, "still_wrong": 0, "harmed": 0, "kept": 0})
-            t["n"] += 1
-            if cls == "clean":
-                t["kept" if correct else "harmed"] += 1
-            else:
-                t["fixed" if correct else "still_wrong"] += 1
-            rows.append({"id": s.id, "source": s.bench, "error_class": cls, "upstream": it["text"],
-                         "refined": res.get("refined"), "stage": res.get("stage"), "correct": correct})
-        bar.update(len(chunk))
-    bar.close()
+    for it, res in zip(upstreams, results):
+        s: BenchItem = it["item"]
+        correct = not changes_something(res.get("refined", ""), s.gold_calls, s.fmt)
+        cls = it["error_class"]
+        t = table.setdefault(cls, {"n": 0, "fixed": 0, "still_wrong": 0, "harmed": 0, "kept": 0})
+        t["n"] += 1
+        if cls == "clean":
+            t["kept" if correct else "harmed"] += 1
+        else:
+            t["fixed" if correct else "still_wrong"] += 1
+        rows.append({"id": s.id, "source": s.bench, "error_class": cls, "upstream": it["text"],
+                     "refined": res.get("refined"), "stage": res.get("stage"), "correct": correct})
     order = sorted(table, key=lambda c: (c == "clean", c))
     table = {c: table[c] for c in order}
     total = {k: sum(t[k] for t in table.values()) for k in ("n", "fixed", "still_wrong", "harmed", "kept")}

@@ -16,14 +16,12 @@ from refiner.eval import report
 from refiner.eval.apibank import APIBank
 from refiner.eval.bamboogle import BamboogleStar
 from refiner.eval.bfcl import BFCL, CATEGORIES
-from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_safely, write_jsonl
+from refiner.eval.common import REFINER_FAILED, BenchItem, Benchmark, refine_all, write_jsonl
 from refiner.eval.nestful import NESTFUL
 from refiner.eval.recovery import run_recovery, spec_policy
 from refiner.eval.tier1_suite import SuiteResult, load_cases, render_tables, run_suite
 from refiner.eval.tier1_suite import summary as tier1_summary
 from refiner.eval.upstream import endpoint_outputs, read_outputs_file, scripted_outputs
-
-BATCH = 64
 
 
 @dataclass
@@ -42,17 +40,9 @@ def refine_outputs(refiner: Any, items: Sequence[BenchItem], outputs: Mapping[st
                    progress: bool = True) -> list[dict]:
     """The pipeline's result for every sample (in order), with ``refined`` after the benchmark's post-processing.
     A request the pipeline cannot read becomes an error result (its upstream text passed through), never dropped."""
-    results: list[dict] = []
-    bar = tqdm(total=len(items), desc=f"refine {bench.name}", disable=not progress, leave=False)
-    for start in range(0, len(items), BATCH):
-        chunk = items[start : start + BATCH]
-        reqs = [s.refine_request(outputs[s.id]) for s in chunk]
-        for s, res in zip(chunk, refine_safely(refiner, reqs)):
-            res = dict(res)
-            res["refined"] = bench.postprocess_refined(s, res.get("refined", ""))
-            results.append(res)
-        bar.update(len(chunk))
-    bar.close()
+    results = refine_all(refiner, [s.refine_request(outputs[s.id]) for s in items], f"refine {bench.name}", progress)
+    results = [{**res, "refined": bench.postprocess_refined(s, res.get("refined", ""))}
+               for s, res in zip(items, results)]
     failed = [r for r in results if str(r.get("error", "")).startswith(REFINER_FAILED)]
     if len(results) > 1 and len(failed) == len(results):
         raise RuntimeError(f"{bench.name}: the refiner failed on every sample, e.g. {failed[0]['error']}")

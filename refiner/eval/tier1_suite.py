@@ -1,32 +1,11 @@
 """Tier 1 measured per error class and per wire format, under both spec policies, on BFCL's gold calls.
 
-The suite: the gold calls of BFCL's AST categories (``simple_python``, ``multiple``, ``parallel``,
-``parallel_multiple`` and the ``live_`` ones; each parameter's first accepted value,
-:func:`refiner.eval.bfcl_ast.first_answer`) with BFCL's own function specs, every other record's specs given as OpenAI
-tools instead (converted the way BFCL converts them for OpenAI-style models: :func:`openai_tools`). Each gold call list
-is rendered in every registered wire format that can carry it (the format renders it and reads it back as the same
-calls; a format that cannot is skipped and counted, per reason) and corrupted by the rule corruptor
-(:func:`data_gen.corrupt.rules.corrupt`, seeded per record, format and class) one error class at a time; the clean
-rendering is kept too (a corruption that changes nothing the format writes is counted as not applicable). Every text
-goes through the pipeline without a model (parse, gate, tier 1, guard), once with the default spec policy and once
-with ``Refiner(trust_spec=True)``. Texts are read as the gate reads them: values typed by the specs in formats that
-write them as untyped text (:meth:`refiner.formats.WireFormat.retype`).
-
-Outcomes, per input: ``fixed`` (the refined text parses strictly in the format to the gold calls), ``still_wrong``
-(otherwise), ``harmed`` (a call the upstream had right, read leniently, is no longer in the refined text); for a clean
-input, ``untouched`` (the text comes back as it went in). Two classes are split by what the corruptor wrote, because
-one half is an error tier 1 can see and the other is a valid call it cannot tell from the right one:
-``tool_name_near_miss`` (``look-alike``: a name no tool has; ``offered``: another tool of the list),
-``extra_param`` (``undeclared``: a parameter the spec lacks; ``declared``: an optional parameter of the spec, set
-unasked) and ``wrong_value`` (``respelt``: the right value in another case or punctuation, ``"GUITARS"`` for the enum
-member ``"Guitars"``, which tier 1 may restore; ``other``: another value, which it never invents).
-
-:data:`TARGETS` are the bars the suite is held to; :func:`check_targets` says which are met.
-
-    cases = load_cases(limit=80)
-    result = run_suite(cases)
-    print(render_tables(result))
-"""
+Each BFCL record's gold (:func:`refiner.eval.bfcl_ast.first_answer`; every other record's specs given as OpenAI tools,
+:func:`openai_tools`) is rendered in every format that carries it, left clean and corrupted one class at a time, and
+refined without a model under the default policy and ``trust_spec``. Outcomes per input: ``fixed`` (parses strictly
+to the gold), ``still_wrong``, ``harmed`` (a call the upstream had right is gone), ``untouched`` (a clean text comes
+back as it went). :data:`VARIANTS` splits classes into what tier 1 can see and what it cannot tell from a right call;
+:data:`TARGETS` are the bars the suite is held to."""
 
 from __future__ import annotations
 
@@ -39,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
 
 from data_gen.corrupt.labels import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF, CorruptionError
 from data_gen.corrupt.rules import corrupt
@@ -47,7 +25,7 @@ from refiner import formats
 from refiner.calls import ToolCall, same_calls
 from refiner.eval import bfcl_ast
 from refiner.eval.bfcl import CATEGORIES, find_wheel, read_category
-from refiner.eval.common import spread
+from refiner.eval.common import per_part, refine_all, spread
 from refiner.pipeline import Refiner
 from refiner.repair import normalise_name
 from refiner.specs import load_tools
@@ -55,9 +33,10 @@ from refiner.specs import load_tools
 SPEC_STYLES = ("bfcl", "openai")  # alternate records: BFCL's own dialect, OpenAI tools (JSON Schema)
 POLICIES = ("default", "trust_spec")
 CLEAN = "clean"
-BATCH = 64
 
-# Classes split by what the corruptor wrote (see the module docstring): class -> its variants, the fixable one first.
+# Classes split by what the corruptor wrote: class -> its variants, the one tier 1 can fix first. look-alike: a name
+# no tool has, offered: another tool's; undeclared: a parameter the spec lacks, declared: an optional one set unasked;
+# respelt: the right value in another case or punctuation, other: another value (never invented).
 VARIANTS: dict[str, tuple[str, str]] = {
     "tool_name_near_miss": ("look-alike", "offered"),
     "extra_param": ("undeclared", "declared"),
@@ -112,11 +91,8 @@ def _openai_schema(prop: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def openai_tools(functions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """BFCL functions as an OpenAI ``tools`` list, converted by BFCL's own rules for OpenAI-style models: names with
-    dots written with underscores, ``dict`` → ``object``, ``float`` → ``number`` (``format: float``), ``tuple`` →
-    ``array``, ``any`` and unknown types → ``string``, a parameter without a type → ``string``, through nested
-    properties and array items. (So a BFCL ``any`` parameter whose gold value is a number becomes a ``string``
-    parameter given a number: a spec looser than it looks, as the OpenAI-style models BFCL evaluates see it.)"""
+    """BFCL functions as an OpenAI ``tools`` list, by BFCL's own rules for OpenAI-style models (dots in names as
+    underscores, types mapped by ``_OPENAI_TYPES``, untyped parameters as strings, nested properties and items too)."""
     tools = []
     for f in functions:
         fn = copy.deepcopy(dict(f))
@@ -132,8 +108,8 @@ def openai_tools(functions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
 
 @dataclass
 class SuiteCase:
-    """One BFCL record: its tools as given to tier 1 (``tools``: BFCL's functions or OpenAI tools, ``style``), the
-    specs read from them, and one correct call list (``gold``, tool names as that style spells them)."""
+    """One BFCL record: its tools as given to tier 1 (BFCL's functions or OpenAI tools, ``style``), the specs read
+    from them, and one correct call list (names as that style spells them)."""
 
     id: str
     category: str
@@ -150,15 +126,13 @@ class SuiteCase:
 
 def load_cases(wheel: str | Path | None = None, categories: Sequence[str] = CATEGORIES, limit: int | None = None,
                seed: int = 0) -> list[SuiteCase]:
-    """BFCL records as suite cases: ``limit`` records spread over the categories (default all, 2,351), the specs of
-    every other one (which ones: seeded) given as OpenAI tools, the rest in BFCL's own dialect. Raises ``FileNotFoundError``
-    when the wheel is missing, ``ValueError`` naming the record when one cannot be read."""
+    """BFCL records as suite cases, ``limit`` spread over the categories (default all); every other record's specs
+    (which ones: seeded) as OpenAI tools. ``ValueError`` names a record that cannot be read."""
     path = find_wheel(wheel)
-    per_cat = None if limit is None else max(1, limit // max(1, len(categories)))
     offset = random.Random(f"tier1-suite-{seed}").randrange(2)  # which style the first record gets
     cases: list[SuiteCase] = []
     for cat in categories:
-        for rec, possible in spread(read_category(path, cat), per_cat):
+        for rec, possible in spread(read_category(path, cat), per_part(limit, len(categories))):
             functions = rec.get("function")
             if not isinstance(functions, list):
                 raise ValueError(f"{path} {cat} record {rec.get('id')}: field 'function' is not a list")  # noqa: TRY004
@@ -215,10 +189,8 @@ def read_lenient(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall
 
 def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None = None
           ) -> tuple[list[ToolCall] | None, str]:
-    """``(the calls as the format reads them back, "")`` when ``fmt`` can carry them, else ``(None, reason)``:
-    ``render error`` (the format cannot write them), ``names only`` (a format of tool names without arguments) or
-    ``reads back other calls`` (e.g. a value whose type the format does not write and the spec does not declare:
-    BFCL's ``any``). ``specs`` (by name) type the values of formats that write them as text."""
+    """``(the calls as the format reads them back, "")`` when ``fmt`` can carry them, else ``(None, reason)``;
+    ``specs`` (by name) type the values of formats that write them as text."""
     f = formats.get(fmt)
     try:
         back = read_strict(fmt, f.render(list(calls)), specs or {})
@@ -232,8 +204,8 @@ def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None =
 
 
 def _unchanged(text: str, gold: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any]) -> bool:
-    """Whether a corrupted text reads back, typed by the specs, as the gold: the corruption changed only what the
-    format does not write (``12`` → ``"12"`` in a format of untyped values)."""
+    """Whether a corrupted text reads back, typed by the specs, as the gold (it changed only what the format does not
+    write)."""
     try:
         return same_calls(read_strict(fmt, text, specs), gold, formats.get(fmt))
     except formats.FormatError:
@@ -275,8 +247,8 @@ def _spelling(value: Any, depth: int = 0) -> Any:
 
 def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
                 classes: Sequence[str] = ERROR_CLASSES, seed: int = 0) -> Inputs:
-    """Every case in every format (default: every registered one, :func:`refiner.formats.names`) that carries its
-    gold: the clean rendering and one seeded corruption per class that applies."""
+    """Every case in every format (default: all registered) that carries its gold: the clean rendering and one seeded
+    corruption per class that applies."""
     fmts = list(fmts) if fmts is not None else list(formats.names())
     out = Inputs()
     for fmt in fmts:
@@ -318,7 +290,7 @@ def _multiset(calls: Iterable[ToolCall]) -> Counter:
 
 
 def judge(item: SuiteInput, refined: str, changed: bool) -> dict[str, int]:
-    """The outcome counters of one refined text (see the module docstring)."""
+    """The outcome counters of one refined text."""
     f = formats.get(item.fmt)
     specs = item.case.index
     try:
@@ -368,29 +340,22 @@ def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
         if policy not in POLICIES:
             raise ValueError(f"unknown spec policy {policy!r}; known: {POLICIES}")
         refiner = Refiner(trust_spec=policy == "trust_spec")
-        spent = 0.0
+        requests = [{"tools": it.case.specs, "upstream": it.text, "format": it.fmt} for it in inputs.items]
+        t0 = time.perf_counter()
+        results = refine_all(refiner, requests, f"tier-1 suite ({policy})", progress)
+        seconds[policy] = time.perf_counter() - t0
         table: Table = {}
         ex: dict[str, list[dict]] = {}
-        bar = tqdm(total=len(inputs.items), desc=f"tier-1 suite ({policy})", disable=not progress, leave=False)
-        for start in range(0, len(inputs.items), BATCH):
-            chunk = inputs.items[start : start + BATCH]
-            requests = [{"tools": it.case.specs, "upstream": it.text, "format": it.fmt} for it in chunk]
-            t0 = time.perf_counter()
-            results = refiner.refine_batch(requests, errors="result")
-            spent += time.perf_counter() - t0
-            for it, res in zip(chunk, results):
-                got = judge(it, res.get("refined", ""), bool(res.get("changed")))
-                table.setdefault(it.row, {}).setdefault(it.fmt, Counter()).update(got)
-                miss = got.get("harmed") or got.get("still_wrong") or (it.row == CLEAN and not got["untouched"])
-                if miss and len(ex.setdefault(it.row, [])) < keep_examples:
-                    ex[it.row].append({"id": it.case.id, "format": it.fmt, "style": it.case.style, "detail": it.detail,
-                                       "upstream": it.text[:400], "refined": str(res.get("refined", ""))[:400],
-                                       "actions": [a.get("message") for a in res.get("actions", [])][:4]})
-            bar.update(len(chunk))
-        bar.close()
+        for it, res in zip(inputs.items, results):
+            got = judge(it, res.get("refined", ""), bool(res.get("changed")))
+            table.setdefault(it.row, {}).setdefault(it.fmt, Counter()).update(got)
+            miss = got.get("harmed") or got.get("still_wrong") or (it.row == CLEAN and not got["untouched"])
+            if miss and len(ex.setdefault(it.row, [])) < keep_examples:
+                ex[it.row].append({"id": it.case.id, "format": it.fmt, "style": it.case.style, "detail": it.detail,
+                                   "upstream": it.text[:400], "refined": str(res.get("refined", ""))[:400],
+                                   "actions": [a.get("message") for a in res.get("actions", [])][:4]})
         tables[policy] = table
         examples[policy] = ex
-        seconds[policy] = spent
     return SuiteResult(
         tables=tables, inputs=inputs, n_cases=len(cases),
         categories=dict(Counter(c.category for c in cases)), styles=dict(Counter(c.style for c in cases)),
@@ -404,9 +369,8 @@ def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
 
 @dataclass(frozen=True)
 class Target:
-    """A bar: ``metric`` (``fixed`` for error rows, ``untouched`` for the clean row) at least ``floor`` under
-    ``policy``: for each of ``rows`` summed over formats, or for the rows together (``combined``), or for each row in
-    every format on its own (``per_format``)."""
+    """A bar: ``metric`` at least ``floor`` under ``policy``, for each of ``rows`` summed over formats, for the rows
+    together (``combined``), or for each row in every format on its own (``per_format``)."""
 
     name: str
     policy: str
