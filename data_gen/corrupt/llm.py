@@ -1,28 +1,14 @@
-"""LLM corruption: upstream models are asked to break correct tool calls on purpose (paper Appendix C.1, C.2).
-
-Instruction kinds (our wording): ``format`` (the call format becomes wrong), ``name`` (tool or parameter names become
-wrong), ``content`` (parameter values become wrong), ``order_full`` (the order of nested calls becomes wrong) and
-``order_simplified`` (steps of a tool-name plan are split, merged or regrouped). The "original answer" given to the
-model is the gold rendering in the task's wire format.
-
-Generation goes through any :mod:`refiner.engines` engine (``vllm`` offline batched, ``openai`` for ``vllm serve``),
-one engine per corrupting model. Results are cached in a JSONL file keyed by (sample, model, prompt, sampling), written
-batch by batch with fsync, so a killed run restarted with the same arguments continues without losing or duplicating
-samples.
-"""
+"""LLM corruption: upstream models are asked to break correct tool calls on purpose (paper Appendix C.1, C.2), one
+engine per corrupting model, each answer cached by (sample, model, prompt, sampling) so a killed run resumes."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from refiner import formats
+from refiner.engines.cache import ChatCache, cache_key
 from refiner.prompt import extract_answer
 from rewards import compute_score, make_ground_truth
 
@@ -65,49 +51,6 @@ def corruption_messages(kind: str, original: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": TEMPLATE.format(instruction=INSTRUCTIONS[kind], original=original)}]
 
 
-def cache_key(sample_key: str, model: str, messages: Sequence[dict[str, str]], sampling: dict[str, Any]) -> str:
-    blob = json.dumps([sample_key, model, list(messages), sampling], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-class Cache:
-    """Append-only JSONL of ``{"key", "model", "text"}``; a torn last line (a killed write) is ignored."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.data: dict[str, str] = {}
-        self._torn = False
-        if self.path.exists():
-            text = self.path.read_text(encoding="utf-8")
-            self._torn = bool(text) and not text.endswith("\n")
-            for line in text.splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # the line a killed run was writing
-                if isinstance(rec, dict) and "key" in rec and isinstance(rec.get("text"), str):
-                    self.data[rec["key"]] = rec["text"]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.data
-
-    def get(self, key: str) -> str | None:
-        return self.data.get(key)
-
-    def add_many(self, items: Sequence[tuple[str, str, str]]) -> None:
-        """Appends ``(key, model, text)`` items durably."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            if self._torn:  # end the line a killed run left half-written
-                fh.write("\n")
-                self._torn = False
-            for key, model, text in items:
-                fh.write(json.dumps({"key": key, "model": model, "text": text}, ensure_ascii=False) + "\n")
-                self.data[key] = text
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
 # vLLM on CPU (0.32) fails with "CPU Generator does not use offset" when a seeded request's prompt is prefilled over
 # several engine steps, i.e. when a batch's prompts exceed the step budget (max_num_batched_tokens, 4096 by default).
 _CPU_SEED_HINT = (
@@ -132,7 +75,7 @@ class LLMCorruptor:
         progress: bool = True,
     ) -> None:
         self.engine_factory = engine_factory
-        self.cache = Cache(cache_path)
+        self.cache = ChatCache(cache_path)
         self.sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
         self.batch_size = batch_size
         self.progress = progress
@@ -140,41 +83,32 @@ class LLMCorruptor:
 
     def run(self, requests: Sequence[tuple[str, str, str, str]]) -> list[str]:
         """The raw generation for each request (from the cache, or generated now), in request order."""
-        keyed = []
+        by_model: dict[str, tuple[list[str], list[list[dict[str, str]]]]] = {}
+        keys = []
         for sample_key, model, kind, original in requests:
             msgs = corruption_messages(kind, original)
-            keyed.append((cache_key(sample_key, model, msgs, self.sampling), model, msgs))
-        by_model: dict[str, dict[str, list[dict[str, str]]]] = {}
-        for key, model, msgs in keyed:
-            if key not in self.cache:
-                by_model.setdefault(model, {})[key] = msgs
-        for model, pending in by_model.items():
+            keys.append(cache_key([sample_key, model, msgs, self.sampling]))
+            if keys[-1] not in self.cache.texts:
+                by_model.setdefault(model, ([], []))[0].append(keys[-1])
+                by_model[model][1].append(msgs)
+        for model, (model_keys, convs) in by_model.items():
             engine = self.engine_factory(model)
-            items = list(pending.items())
-            bar = tqdm(total=len(items), desc=f"corrupt with {model}", unit="req", disable=not self.progress)
-            for i in range(0, len(items), self.batch_size):
-                chunk = items[i : i + self.batch_size]
-                try:
-                    outs = engine.chat(
-                        [m for _, m in chunk],
-                        n=1,
-                        temperature=self.sampling["temperature"],
-                        max_tokens=self.sampling["max_tokens"],
-                        enable_thinking=False,
-                        seed=self.sampling["seed"],
-                    )
-                except RuntimeError as e:
-                    if "does not use offset" in str(e):
-                        raise RuntimeError(_CPU_SEED_HINT.format(model=model, n=len(chunk))) from e
-                    raise
-                self.cache.add_many([(k, model, o[0] if o else "") for (k, _), o in zip(chunk, outs)])
-                self.generated += len(chunk)
-                bar.update(len(chunk))
-            bar.close()
+            before = len(self.cache.texts)
+            try:
+                self.cache.chat(engine, convs, model_keys, batch_size=self.batch_size, fields={"model": model},
+                                desc=f"corrupt with {model}" if self.progress else None, enable_thinking=False,
+                                **self.sampling)
+            except RuntimeError as e:
+                if "does not use offset" in str(e):
+                    left = len(set(model_keys) - set(self.cache.texts))
+                    raise RuntimeError(_CPU_SEED_HINT.format(model=model, n=min(left, self.batch_size))) from e
+                raise
+            finally:
+                self.generated += len(self.cache.texts) - before
             close = getattr(engine, "close", None)
             if callable(close):
                 close()
-        return [self.cache.get(key) or "" for key, _, _ in keyed]
+        return [self.cache.texts.get(key) or "" for key in keys]
 
 
 def default_engine_factory(llm_cfg: dict[str, Any]) -> Callable[[str], Any]:

@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
             set_up = "error: the refiner could not be set up"
             with shared.exit_on(ValueError, FileNotFoundError, EngineError, prefix=set_up):
                 ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine,
-                                    refiner_api_key_env="OPENAI_API_KEY", engine_kwargs=parse_engine_args(engine_arg),
+                                    engine_kwargs=parse_engine_args(engine_arg),
                                     n=n, thinking=thinking, max_tokens=max_tokens, bypass=not always_model,
                                     trust_spec=trust_spec)
             ref_name = f"Refiner {model or refiner_base_url}" if with_model else "Refiner tier 1"

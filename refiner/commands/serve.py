@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from refiner import commands as shared
+from refiner.engines import REFINER_KEY_ENV, UPSTREAM_KEY_ENV
 
 
 def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def opens_reasoning_setting(values: list[str] | None) -> dict[str, bool]:
 
 
 def build_refiner(*, model: str | None, refiner_base_url: str | None, engine: str | None,
-                  refiner_api_key_env: str = "REFINER_API_KEY", engine_kwargs: dict[str, Any] | None = None,
+                  refiner_api_key_env: str = REFINER_KEY_ENV, engine_kwargs: dict[str, Any] | None = None,
                   **options: Any) -> Any:
     """The CLI's refiner: tier 1 + guard without ``model`` and ``refiner_base_url``; else the pipeline over an engine
     (``openai`` with ``refiner_base_url``, otherwise ``engine``, default ``vllm``). ``options`` go to ``Refiner``."""
@@ -91,7 +92,7 @@ def register(app: typer.Typer) -> None:
         n: int = shared.N,
         thinking: bool | None = shared.THINKING,
         max_tokens: int = shared.MAX_TOKENS,
-        upstream_api_key_env: str = typer.Option("UPSTREAM_API_KEY", help="Environment variable holding the "
+        upstream_api_key_env: str = typer.Option(UPSTREAM_KEY_ENV, help="Environment variable holding the "
                                                  "upstream key (if unset, the client's Authorization is forwarded, "
                                                  "unless --api-key is set)."),
         api_key: str | None = typer.Option(None, "--api-key", envvar="TOOL_REFINER_API_KEY", show_default=False,

@@ -9,6 +9,9 @@ from typing import Any
 from refiner.engines.base import Conversation, Engine, EngineError, check_request
 
 KINDS = ("vllm", "openai", "hf")
+# Where the command line reads the keys of the two OpenAI-compatible endpoints it may call (eval and serve alike).
+REFINER_KEY_ENV = "REFINER_API_KEY"
+UPSTREAM_KEY_ENV = "UPSTREAM_API_KEY"
 
 
 def make_engine(kind: str, *, model: str | None = None, base_url: str | None = None, **kw: Any) -> Engine:
@@ -34,4 +37,5 @@ def make_engine(kind: str, *, model: str | None = None, base_url: str | None = N
     return VLLMEngine(model, **kw)
 
 
-__all__ = ["KINDS", "Conversation", "Engine", "EngineError", "check_request", "make_engine"]
+__all__ = ["KINDS", "REFINER_KEY_ENV", "UPSTREAM_KEY_ENV", "Conversation", "Engine", "EngineError", "check_request",
+           "make_engine"]

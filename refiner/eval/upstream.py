@@ -3,16 +3,15 @@ keyed by (model, messages, sampling settings), or scripted from the gold."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from data_gen.corrupt.rules import CorruptionError, corrupt
-from refiner.engines import make_engine
-from refiner.eval.common import BenchItem, read_jsonl, write_jsonl
+from refiner.engines import UPSTREAM_KEY_ENV, make_engine
+from refiner.engines.cache import ChatCache, cache_key
+from refiner.eval.common import BenchItem, read_jsonl
 
 
 def read_outputs_file(path: str | Path, items: Sequence[BenchItem]) -> dict[str, str]:
@@ -33,54 +32,16 @@ def read_outputs_file(path: str | Path, items: Sequence[BenchItem]) -> dict[str,
     return {s.id: by_id[s.id] for s in items}
 
 
-def cache_key(model: str, messages: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> str:
-    blob = json.dumps({"model": model, "messages": list(messages), "settings": dict(settings)}, sort_keys=True,
-                      ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-class CachedChat:
-    """An engine's ``chat`` (n=1) behind a JSONL cache: ``generate(conversations) -> texts``."""
-
-    def __init__(self, engine: Any, model: str, cache_file: str | Path | None, *, temperature: float = 0.0,
-                 max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> None:
-        self.engine = engine
-        self.model = model
-        self.cache_file = Path(cache_file) if cache_file else None
-        self.settings = {"temperature": temperature, "max_tokens": max_tokens, "enable_thinking": enable_thinking,
-                         "seed": seed}
-        self.cache: dict[str, str] = {}
-        if self.cache_file and self.cache_file.exists():
-            for row in read_jsonl(self.cache_file):
-                self.cache[row["key"]] = row["output"]
-
-    def generate(self, conversations: Sequence[Sequence[Mapping[str, Any]]]) -> list[str]:
-        keys = [cache_key(self.model, conv, self.settings) for conv in conversations]
-        todo = [i for i, k in enumerate(keys) if k not in self.cache]
-        # the same prompt twice in one batch is sent once
-        first: dict[str, int] = {}
-        for i in todo:
-            first.setdefault(keys[i], i)
-        if first:
-            order = list(first.values())
-            outs = self.engine.chat([list(conversations[i]) for i in order], n=1, **self.settings)
-            if len(outs) != len(order):
-                raise RuntimeError(f"engine returned {len(outs)} results for {len(order)} conversations")
-            new = {keys[i]: texts[0] for i, texts in zip(order, outs)}
-            self.cache.update(new)
-            if self.cache_file:
-                write_jsonl(self.cache_file, ({"key": k, "output": v} for k, v in new.items()), mode="a")
-        return [self.cache[k] for k in keys]
-
-
 def endpoint_outputs(items: Sequence[BenchItem], base_url: str, model: str, cache_file: str | Path | None, *,
-                     engine: Any = None, **settings: Any) -> dict[str, str]:
-    """``{sample id: output}`` from an OpenAI-compatible endpoint (``engine`` overrides the HTTP engine, for
-    tests)."""
+                     engine: Any = None, temperature: float = 0.0, max_tokens: int = 1024,
+                     enable_thinking: bool | None = None, seed: int | None = None) -> dict[str, str]:
+    """``{sample id: output}`` from an OpenAI-compatible endpoint (its key: ``$UPSTREAM_API_KEY``), each answer cached
+    under a hash of model, messages and sampling settings (``engine`` replaces the HTTP engine, for tests)."""
     if engine is None:
-        engine = make_engine("openai", model=model, base_url=base_url)
-    chat = CachedChat(engine, model, cache_file, **settings)
-    texts = chat.generate([s.messages for s in items])
+        engine = make_engine("openai", model=model, base_url=base_url, api_key_env=UPSTREAM_KEY_ENV)
+    settings = {"temperature": temperature, "max_tokens": max_tokens, "enable_thinking": enable_thinking, "seed": seed}
+    keys = [cache_key({"model": model, "messages": list(s.messages), "settings": settings}) for s in items]
+    texts = ChatCache(cache_file).chat(engine, [s.messages for s in items], keys, **settings)
     return {s.id: t for s, t in zip(items, texts)}
 
 
