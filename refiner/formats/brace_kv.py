@@ -1,33 +1,20 @@
 """Calls written ``call:NAME{key:value,...}`` between a family's call tokens, strings between a quote token: the
-``brace_kv`` grammar. A family is a row of the catalog (:mod:`refiner.formats.catalog`); the reader of one
-``{...}`` object is :mod:`refiner.formats.brace_reader`.
+``brace_kv`` grammar; its rows (Gemma 4, FunctionGemma) are in the catalog (:mod:`refiner.formats.catalog`).
 
-| format | models | shape (chat template; engine parser) |
-|---|---|---|
-| ``gemma4`` | Gemma 4 | ``<|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>`` per call, reasoning in ``<|channel>thought...<channel|>`` (``google-gemma-4`` chat template's ``format_argument``; vLLM ``gemma4_tool_parser.py``) |
-| ``functiongemma`` | FunctionGemma | ``<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>`` per call (vLLM ``functiongemma_tool_parser.py``) |
+    <|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>      (Gemma 4; FunctionGemma: <start_function_call>, <escape>)
 
-The value grammar, as the templates write it: a string is the raw text between two quote tokens (no escapes: line
-breaks, quotes, braces and the call tokens themselves are text inside it); ``true`` / ``false``; ``null`` (a Jinja
-``None`` renders as ``None``, also read); a number as Python's ``str`` writes it (``-3``, ``2.5``, ``1e-05``,
-``1e+21``); an object ``{key:value,...}``; a list ``[value,...]``. Keys are written bare, spaces included
-(``Basic LLM Chain:{...}``); a key between quote tokens is also read (vLLM does), and rendering writes one that way
-when a bare key could not hold it (empty, with ``:`` ``,`` brackets or outer spaces). The templates write keys in
-Jinja ``dictsort`` order (case-insensitive); rendering keeps the calls' own order (so a text cut short holds a prefix
-of the arguments), and reading keeps the text's order. Whitespace
-around the punctuation is free (SGLang's tests write ``, ``). Calls follow each other with or without text between
-them; content may come before and after them.
+Values, as the templates write them: a string is the raw text between two quote tokens (no escapes); ``true`` /
+``false``; ``null`` (also ``None``); a number as Python's ``str`` writes it; an object ``{key:value,...}``; a list
+``[value,...]``. Keys are bare, spaces included; a key between quote tokens is also read, and rendering writes one
+that way when a bare key could not hold it. Rendering keeps the calls' own key order. Whitespace around the
+punctuation is free; content may come before, between and after the calls.
 
-Lenient reading: a call the text stops in is read as written and marked (:class:`~refiner.formats.base.Cut`); a
-call whose closing token or braces were lost ends at the next call token; a value that is no literal, number or
-quoted string is kept as text and reported; text between the call tokens that is not ``call:NAME{...}`` (a name with
-spaces, no braces) is no call. The row's tokens written wrong (case, separators, brackets, a lost ``>``) are read as
-the tokens, and a ``call:NAME{`` that starts a line or follows a token-like end (``>``, ``]``, ``|``, another
-format's tag) is a call whose token was lost: a serving stack that drops special tokens (vLLM's
-``skip_special_tokens``) leaves Gemma 4's calls as ``call:f{city:Paris}``, whose unquoted values are kept as text.
-Each is reported as ``missing_tag``; strictly, a ``call:NAME{`` after a token-like end before the first call token is
-refused (its token was written wrong). A string holding the quote token cannot be written (``render`` raises): inside
-a string, only the quote token ends it.
+Lenient reading: a call the text stops in is read as written and marked cut; a call whose closing token or braces
+were lost ends at the next call token; a value that is no literal, number or quoted string is kept as text and
+reported. Tokens written wrong (case, separators, brackets, a lost ``>``) are read as the tokens, and a
+``call:NAME{`` that starts a line or follows a token-like end (``>``, ``]``, ``|``) is a call whose token was lost
+(as vLLM's ``skip_special_tokens`` leaves Gemma 4's calls); each is reported as ``missing_tag``. Strictly, such a
+call before the first call token is refused. A string holding the quote token cannot be written.
 """
 
 from __future__ import annotations
@@ -42,8 +29,7 @@ from json.encoder import encode_basestring as _json_string  # (C speed: a str as
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, memo
-from refiner.formats.brace_reader import LITERALS_SPELT, MAX_NOTES, _Reader, _TooDeep
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat, memo
 from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
@@ -96,6 +82,207 @@ def _json_object(body: str) -> dict | None:
     return value if type(value) is dict and stop == len(body) else None
 
 
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": None}
+LITERALS_SPELT = {True: "true", False: "false", None: "null"}
+# Read leniently (reported): what models write in place of the template's literals.
+LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
+MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
+_NOTHING = object()  # no value was read (the text stops, or a call token stands where one should be)
+_INF = float("inf")
+
+
+class _TooDeep(Exception):
+    pass
+
+
+class _Reader:
+    """Reads one ``{...}`` object and what it holds, strictly (every deviation raises the format's error) or
+    leniently (deviations are reported in ``out`` and read past; ``cut`` says where the text stops)."""
+
+    def __init__(self, fmt: Any, text: str, out: Lenient | None) -> None:
+        sp = fmt.spelling
+        self.fmt, self.text, self.out, self.n = fmt, text, out, len(text)
+        self.q, self.lq = sp.quote, len(sp.quote)
+        self.tokens = (sp.call_open, sp.call_close)
+        self.bare, self.key, self.skip_obj, self.skip_list = fmt.patterns()
+        self.cut: bool | None = None  # None: the text does not stop inside the value; else whether it stops cleanly
+        self.stopped = False  # (lenient) a call token stood where a key, value or bracket should be
+        self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
+
+    def bad(self, message: str, pos: int, code: str = "bad_argument") -> None:
+        if self.out is None:
+            raise self.fmt.error(message, pos)
+        if len(self.out.problems) < MAX_NOTES:
+            self.out.note(code, message)
+
+    def counted(self) -> bool:
+        """(lenient) Whether one more member or element may be read (a counted item: :func:`take_items`)."""
+        if self.out is None or take_items(1):
+            return True
+        self.stopped = True
+        return False
+
+    def skip(self, pos: int, closer: str) -> int:
+        """(lenient) Past text that cannot start a key or value: to the next ``,`` or ``closer`` (a counted item)."""
+        if not self.counted():
+            return self.n
+        m = (self.skip_obj if closer == "}" else self.skip_list).match(self.text, pos)
+        return max(m.end(), pos + 1)
+
+    def at_token(self, pos: int) -> bool:
+        if self.out is not None and self.text.startswith(self.tokens, pos):
+            self.stopped = True
+            self.bad(f"{self.text[pos : pos + 20]!r} where a value or closing bracket should be", pos, "unclosed")
+            return True
+        return False
+
+    def ends(self, pos: int, clean: bool) -> bool:
+        """Whether the text ends at ``pos`` (strict: raises; lenient: records the cut)."""
+        if pos < self.n:
+            return False
+        if self.out is None:
+            raise self.fmt.error("the text ends inside a call", pos)
+        self.cut = clean
+        return True
+
+    def value(self, pos: int, depth: int) -> tuple[Any, int]:
+        text = self.text
+        pos = skip_ws(text, pos)
+        if self.ends(pos, False) or self.at_token(pos):
+            return _NOTHING, pos
+        c = text[pos]
+        if text.startswith(self.q, pos):
+            return self.string(pos + self.lq)
+        if c == "{":
+            return self.obj(pos, depth)
+        if c == "[":
+            return self.array(pos, depth)
+        m = self.bare.match(text, pos)
+        raw, end = m.group().strip(), m.end()
+        if not raw:
+            self.bad(f"expected a value, got {text[pos : pos + 20]!r}", pos)
+            return _NOTHING, pos
+        if raw in LITERALS:
+            value = LITERALS[raw]
+        elif _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
+            value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            if value in (_INF, -_INF):
+                self.bad(f"number {raw[:40]} is out of range", pos)
+                value = raw
+        elif raw in LOOSE_LITERALS and self.out is not None:
+            self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
+            value = LOOSE_LITERALS[raw]
+        else:
+            self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
+            value = raw
+        if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
+            self.ends(end, raw in LITERALS)
+        return value, end
+
+    def string(self, pos: int) -> tuple[Any, int]:
+        e = self.text.find(self.q, pos)
+        if e < 0:
+            if self.out is None:
+                raise self.fmt.error(f"a string without its closing {self.q}", pos)
+            self.cut = False
+            return self.text[pos:], self.n
+        return self.text[pos:e], e + self.lq
+
+    def nest(self, pos: int, depth: int) -> None:
+        if depth > MAX_ARGUMENT_DEPTH:
+            if self.out is None:
+                raise self.fmt.error(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
+            raise _TooDeep
+
+    def obj(self, pos: int, depth: int) -> tuple[Any, int]:
+        self.nest(pos, depth)
+        text, result = self.text, {}
+        pos = skip_ws(text, pos + 1)
+        after_value = False
+        while True:
+            if self.ends(pos, after_value) or self.at_token(pos):
+                return result, pos
+            if text[pos] == "}":
+                return result, pos + 1
+            if not self.counted():
+                return result, self.n
+            if after_value:
+                if text[pos] == ",":
+                    pos = skip_ws(text, pos + 1)
+                    if self.ends(pos, False) or self.at_token(pos):
+                        return result, pos
+                    if text[pos] == "}":
+                        self.bad("a comma before }", pos)
+                        return result, pos + 1
+                else:
+                    self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
+            key_at = pos
+            if text.startswith(self.q, pos):
+                key, pos = self.string(pos + self.lq)
+                if self.cut is not None:
+                    return result, pos
+            else:
+                m = self.key.match(text, pos)
+                key, pos = m.group().strip(), m.end()
+                if self.ends(pos, False):
+                    return result, pos
+                if not key:
+                    self.bad(f"expected a key, got {text[pos : pos + 20]!r}", pos)
+                    if self.at_token(pos):
+                        return result, pos
+                    pos = self.skip(pos, "}")
+                    after_value = True  # (a comma after the junk separates what follows)
+                    if self.stopped:
+                        return result, pos
+                    continue
+            pos = skip_ws(text, pos)
+            if self.ends(pos, False):
+                return result, pos
+            if text[pos] != ":":
+                self.bad(f"key {key[:40]!r} without a value", key_at)
+                after_value = True
+                continue
+            if key in result:
+                self.bad(f"key {key[:40]!r} written twice", key_at)
+            value, pos = self.value(pos + 1, depth + 1)
+            if value is not _NOTHING:
+                result[key] = value
+            if self.cut is not None or self.stopped:
+                if depth == 0 and self.cut is False:
+                    self.cut_key = key
+                return result, pos
+            pos = skip_ws(text, pos)
+            after_value = True
+
+    def array(self, pos: int, depth: int) -> tuple[Any, int]:
+        self.nest(pos, depth)
+        text, result = self.text, []
+        pos = skip_ws(text, pos + 1)
+        after_value = False
+        while True:
+            if self.ends(pos, after_value) or self.at_token(pos):
+                return result, pos
+            if text[pos] == "]":
+                return result, pos + 1
+            if not self.counted():
+                return result, self.n
+            if after_value:
+                if text[pos] == ",":
+                    pos += 1
+                else:
+                    self.bad(f"expected , or ] after a value, got {text[pos : pos + 20]!r}", pos)
+            value, end = self.value(pos, depth + 1)
+            if value is not _NOTHING:
+                result.append(value)
+            elif end == pos and self.cut is None and not self.stopped:
+                end = self.skip(pos, "]")
+            pos = skip_ws(text, end)
+            if self.cut is not None or self.stopped:
+                return result, pos
+            after_value = True
+
+
 class BraceKV(WireFormat):
     """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
 
@@ -112,8 +299,8 @@ class BraceKV(WireFormat):
         return Detection(rank=rank, markers=(spelling.call_open,), closers=(spelling.call_close,))
 
     def patterns(self) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
-        """(a bare value, a bare key, junk in an object, junk in a list): text up to the next punctuation that ends
-        one, and never into a token."""
+        """(a bare value, a bare key, junk in an object, junk in a list): text up to the punctuation that ends one,
+        never into a token."""
         got = self.__dict__.get("_patterns")
         if got is None:
             sp = self.spelling
@@ -128,9 +315,8 @@ class BraceKV(WireFormat):
         return got
 
     def answer_start(self, text: str) -> int:
-        """Where the answer starts: after the family's reasoning block when one opens before the first call token
-        (a call drafted inside it is reasoning), or after its closer alone before the first call token (the opener
-        may be in the prompt); else 0. A closer quoted in a call's string comes after a call token: not taken."""
+        """Where the answer starts: after the family's reasoning block, or its closer alone (the opener may be in the
+        prompt), before the first call token; else 0."""
         first = text.find(self.spelling.call_open)
         limit = len(text) if first < 0 else first
         start = 0
@@ -173,11 +359,8 @@ class BraceKV(WireFormat):
 
     def _fast_args(self, text: str, brace: int, finder: Finder, kept: dict | None | object = _ASK
                    ) -> tuple[dict, int] | None:
-        """The arguments object at ``brace`` read by :meth:`_split_read`; ``None`` where it cannot, and the reader
-        then reads it and explains. ``finder``: the text's :class:`~refiner.formats.xmlvalues.Finder`, asked for
-        positions that never decrease."""
-        # (strict and lenient readings of one text, by the gate, detection and salvage, read a call alike: once;
-        # ``kept``: the text's memo, when the caller has it: base.memo)
+        """The arguments object at ``brace`` read by :meth:`_split_read` (once per text within the text's memo,
+        ``kept``: :func:`~refiner.formats.base.memo`); ``None`` where it cannot, and the reader then reads it."""
         if kept is _ASK:
             kept = memo(text)
         if kept is None:
@@ -188,17 +371,13 @@ class BraceKV(WireFormat):
             got = kept[key] = self._split_read(text, brace, finder)
         return got
 
-    # The one fast path beside the reader: on many short calls the reader alone is the slower (bench_worst_case).
+    # Kept beside the reader: without it, strict parses of calls with values are slower (bench_formats).
     def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
-        """``(arguments, where the closing token starts)`` of the call whose object opens at ``brace``, read at C
-        speed: the text up to the call's closing token, split at the quote tokens, is strings (the odd pieces)
-        between the rest, where only bare keys need quoting: found by one C-level split of the rest joined, and each
-        string and key written as JSON by a C-level map, then decoded by a strict decoder that refuses what the
-        reader refuses (duplicate keys, NaN, numbers a float cannot hold). ``None`` at any doubt: no closing token
-        before the next call token, an odd number of quotes (the closing token is inside a string), a JSON quote,
-        ``None`` or a ``<`` outside the strings, anything the decoder refuses, or a family whose tokens are not
-        ``<...>`` with one ``<``. Whatever it accepts, the reader reads the same way (tested). Each call's read ends
-        before the next call token: the reads of all the calls of a text pass over it about once."""
+        """``(arguments, where the closing token starts)`` of the object at ``brace``, at C speed: the text up to the
+        call's closing token split at the quote tokens (the odd pieces are strings), bare keys quoted, the whole
+        decoded as JSON by a decoder that refuses what the reader refuses. ``None`` at any doubt (a closing token
+        inside a string, a JSON quote, ``None`` or a ``<`` outside the strings, tokens not ``<...>``); whatever it
+        accepts, the reader reads the same way."""
         sp = self.spelling
         if not self._splits:
             return None
@@ -252,9 +431,8 @@ class BraceKV(WireFormat):
             i = self._next_call(text, pos, out, finder)
 
     def _next_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
-        """(lenient) Where the next call's ``call:NAME{...}`` starts: after the next call token, or before it where
-        a ``call:NAME{`` starts a line or follows what ends like a token (its own token lost, or written as another
-        format's: a serving stack that drops special tokens leaves none at all); -1 when there is none."""
+        """(lenient) Where the next ``call:NAME{...}`` starts: after the next call token, or before it where one
+        lost its token (:meth:`_bare_call`); -1 when there is none."""
         sp = self.spelling
         i = finder.next(sp.call_open, pos)  # (a text without the token is searched once, not once per call)
         early = self._bare_call(text, pos, i if i >= 0 else None, after_tag=True)
@@ -285,10 +463,9 @@ class BraceKV(WireFormat):
         return -1
 
     def _respell(self, text: str, start: int, out: Lenient) -> str:
-        """(lenient) The row's tokens written wrong (another case, ``_`` / ``-`` changed or dropped, ``[...]`` for
-        ``<...>``, a lost ``>``: :func:`~refiner.formats.tags.tag_look_alike`) written as the tokens. Gemma 4's call
-        tokens share their letters: a bar after the bracket opens a call, a bar before the end closes one, and
-        without either the keyword after it says (``call:`` opens). At most MAX_RESPELT tokens are looked at."""
+        """(lenient) The row's tokens written wrong (:func:`~refiner.formats.tags.tag_look_alike`) written as the
+        tokens. Tokens sharing their letters (Gemma 4's) are told apart by the bar's side, else by ``call:`` after an
+        opener. At most :data:`MAX_RESPELT` are looked at."""
         sp = self.spelling
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
         if not tokens:

@@ -14,7 +14,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic import edit_readings, settle, value_fits
+from refiner.formats.pythonic_mend import edit_readings, settle, value_fits
 from refiner.formats.strict import JSON_DECODER, JSON_WS, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 

@@ -1,19 +1,14 @@
-"""Reading and writing pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]`` with :mod:`ast` (literals only,
-never ``eval``). Used by the ``toolace`` format and the pythonic sentinel formats.
+"""Pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]``, read and written; literals only, never ``eval``. Used by
+``toolace``, ``llama3`` and the sentinel formats.
 
-Argument names that are Python keywords (``from=``, ToolACE has them) are accepted; keys that are not identifiers
-render as a trailing ``**{"key": value}``, which reads back. Values are JSON values written as Python literals;
-``true``/``false``/``null`` are read as well.
+Argument names that are Python keywords (``from=``) are accepted; keys that are not identifiers render as a trailing
+``**{"key": value}``, which reads back. Values are JSON values written as Python literals; ``true``/``false``/``null``
+are read as well. A list in the renderer's layout is read by :func:`fast_call_list`, anything else by :mod:`ast` (up
+to :data:`MAX_AST_CHARS`), which explains what it refuses.
 
-Lenient readings (each reported as a ``bad_argument`` problem): positional values (LFM2 writes
-``get_weather('Paris', unit='celsius')``) take the offered tool's parameters in declared order when the request's
-tools are known and they fit (:func:`place_positional`), else they are dropped; a value no JSON value holds
-(``1e999``) drops its argument; a bytes literal reads as its text. The item-by-item reader
-(:mod:`refiner.formats.toolace`) also reads ``07`` as 7 and drops an argument written without a value (``f(city=)``).
-
-The other jobs on pythonic text have modules of their own: the fast reader of the renderer's layout
-(:mod:`~refiner.formats.pythonic_fast`), scanning broken text (:mod:`~refiner.formats.pythonic_scan`) and mending a
-list that lost one character (:mod:`~refiner.formats.pythonic_mend`).
+Lenient readings (each reported as ``bad_argument``): positional values take the offered tool's parameters in
+declared order when they fit (:func:`place_positional`), else they are dropped; a value no JSON value holds (``1e999``)
+drops its argument; a bytes literal reads as its text.
 """
 
 from __future__ import annotations
@@ -33,9 +28,8 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat
-from refiner.formats.pythonic_fast import MANGLE, fast_call_list
-from refiner.formats.pythonic_mend import edit_readings, settle, value_fits  # noqa: F401  (nestful imports them here)
 from refiner.formats.pythonic_scan import matching_paren, string_end  # noqa: F401  (llama3, salvage import it here)
+from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps
 
 # What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``).
@@ -48,6 +42,173 @@ def looks_pythonic(body: str) -> bool:
     """Whether ``body`` starts like pythonic calls: ``[name(`` or ``name(`` (names with a few spaces allowed, as raw
     ToolACE writes them)."""
     return _LOOKS_PYTHONIC.match(body) is not None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The fast reader: the renderer's layout, one regex step per call and per argument and the JSON decoder per value.
+# It answers None (or stops, for a prefix) at any doubt; whatever it accepts, ast reads the same way. Kept beside
+# the ast reader: without it strict parses are several times slower (bench_formats), and ast stops at MAX_AST_CHARS.
+
+# The prefix the ast reader gives argument names that are Python keywords (``from=``).
+MANGLE = "__kw__"
+_KEYWORDS = frozenset(keyword.kwlist)
+_WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
+# An identifier: ASCII letters, digits and "_" (no digit first), or any character outside ASCII and whitespace (a
+# match with non-ASCII characters is checked by _plain).
+_IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
+_KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)|(\*\*))" + _WS  # "key=" or "**" (a dict of further arguments)
+_CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("
+# after "[": the first call's "name(", or "]"; after a call: ", name(" or "]"
+_FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
+_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"|\])")
+# after "(": the first "key=" or "**", or ")"; after a value: ", key=", ", **" or ")"
+_FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
+_NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
+# a "\/" escape or a surrogate escape, after any number of escaped backslashes (pairs, which both readers read alike)
+_REFUSE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:/|u[dD][89abAB])")
+# Python's constants outside strings (not as argument or call names), for the decoder
+_NESTED_CONSTANTS = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b(?!' + _WS + r"[=(.])")
+_CONSTANT_VALUE = re.compile(r"(True|False|None)(?![A-Za-z0-9_])")
+_PY_CONSTANTS = {"True": True, "False": False, "None": None}
+_TO_JSON = {"True": "true", "False": "false", "None": "null"}
+_NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
+
+
+def refused(src: str) -> bool:
+    """Whether ``src`` holds escapes JSON reads otherwise than Python (``\\/``, surrogate pairs) or characters Python
+    source cannot hold (NUL, lone surrogates), tested at C speed first."""
+    if "\x00" in src:
+        return True
+    if ("\\/" in src or "\\u" in src) and _REFUSE_ESCAPE.search(src):
+        return True
+    if src.isascii():
+        return False
+    try:
+        src.encode("utf-8")
+    except UnicodeEncodeError:  # a surrogate code point
+        return True
+    return False
+
+
+def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
+    """``[(name, arguments), ...]`` for a call list in the renderer's layout (keyword arguments whose values are JSON
+    values or Python constants); ``None`` for anything else."""
+    calls, _, complete = fast_call_prefix(src)
+    return calls if complete else None
+
+
+def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+    """``(calls, end, complete)``: the calls a list starts with, as :func:`fast_call_list` reads them, up to the
+    first one it cannot read (or ``limit`` calls); ``end``: after the last call's ``)``; ``complete``: the whole
+    list was read."""
+    if not src.startswith("[") or refused(src):
+        return [], 0, False
+    return _read_on(src, 1, [], limit)
+
+
+def read_from(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], stopped: list[int] | None = None
+              ) -> list[tuple[str, dict[str, Any]]] | None:
+    """The calls of the list ``src`` read on from ``end`` after ``calls`` when the rest reads whole in the renderer's
+    layout; else ``None`` (where reading stopped is appended to ``stopped``)."""
+    got, _, complete = _read_on(src, end, list(calls), None, stopped)
+    return got if complete else None
+
+
+def _read_on(src: str, end: int, calls: list, limit: int | None, stopped: list[int] | None = None
+             ) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
+    got, stop, status = _fast_read(src, end, calls, limit, stopped)
+    if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
+        # positions) and read on from the call that stopped the reader
+        rewritten = src[:stop] + _NESTED_CONSTANTS.sub(lambda m: _TO_JSON[m[1]] if m[1] else m[0], src[stop:])
+        got, stop, status = _fast_read(rewritten, stop, got, limit, stopped)
+    return got, stop, status is True
+
+
+def _plain(identifier: str) -> bool:
+    """A non-ASCII identifier that Python reads as written (``ast`` NFKC-normalises identifiers)."""
+    return identifier.isidentifier() and unicodedata.normalize("NFKC", identifier) == identifier
+
+
+def _has_constant(src: str) -> bool:
+    return "True" in src or "False" in src or "None" in src
+
+
+def _fast_read(
+    src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limit: int | None, stopped: list[int] | None
+) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
+    """``(calls, end, status)`` read on from ``end`` (1: the first call): status True when the whole list was read,
+    False when reading stopped at a call it cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when
+    that call may hold Python constants inside a value. Where reading stopped is appended to ``stopped``."""
+    decode = JSON_DECODER.raw_decode
+    next_arg = _NEXT_ARG.match
+    at = end
+    m = _FIRST_CALL.match(src, 1) if end == 1 else _NEXT_CALL.match(src, end)
+    while m is not None:
+        name = m.group(1)
+        if name is None:  # "]": the end of the list, which must be the end of the text
+            if stopped is not None:
+                stopped.append(m.start())
+            return calls, end, m.end() == len(src)
+        if name in _KEYWORDS or ("." in name and any(part in _KEYWORDS for part in name.split("."))):
+            break
+        if not name.isascii() and not all(_plain(part) for part in name.split(".")):
+            break
+        args: dict[str, Any] = {}
+        at = m.end()
+        m = _FIRST_ARG.match(src, at)
+        while m is not None:
+            key = m.group(1)
+            at = m.end()
+            if key is None:
+                if m.group(2) is None:  # ")"
+                    break
+                try:  # "**{...}": the renderer's form for keys that are not identifiers
+                    more, pos = decode(src, at)
+                except (ValueError, RecursionError):
+                    if stopped is not None:
+                        stopped.append(at)
+                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+                if type(more) is not dict or not more.keys().isdisjoint(args):
+                    if stopped is not None:
+                        stopped.append(at)
+                    return calls, end, False
+                args.update(more)
+                at = pos
+                m = next_arg(src, pos)
+                continue
+            if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
+                if stopped is not None:
+                    stopped.append(at)
+                return calls, end, False
+            # a Python constant as the whole value, matched first: a failed decode costs a pass over the text
+            # before it (the decoder's error counts the lines), which would make a long list quadratic
+            const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in "TFN" else None
+            if const is not None:
+                args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
+            else:
+                try:
+                    args[key], pos = decode(src, at)
+                except (ValueError, RecursionError):
+                    if stopped is not None:
+                        stopped.append(at)
+                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+            at = pos
+            m = next_arg(src, pos)
+        if m is None:
+            break
+        calls.append((name, args))
+        end = at = m.end()
+        m = _NEXT_CALL.match(src, end)
+        if limit is not None and len(calls) >= limit:
+            return calls, end, m is not None and m.group(1) is None and m.end() == len(src)
+    if stopped is not None:
+        stopped.append(at)
+    return calls, end, False
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The ast reader
+
 _JSONISH = {"true": True, "false": False, "null": None}
 # A keyword followed by "=" (not "=="): the only case that needs the tokenize pass of _mangle_keywords.
 _KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
@@ -62,12 +223,7 @@ def _mangle_keywords(src: str) -> str:
         starts.append(starts[-1] + len(ln))
     edits = []
     for tok, nxt in itertools.pairwise(tokens):
-        if (
-            tok.type == tokenize.NAME
-            and keyword.iskeyword(tok.string)
-            and nxt.type == tokenize.OP
-            and nxt.string == "="
-        ):
+        if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
             edits.append(starts[tok.start[0] - 1] + tok.start[1])
     for off in reversed(edits):
         src = src[:off] + MANGLE + src[off:]
@@ -127,10 +283,9 @@ def dotted_name(node: ast.expr) -> str | None:
 
 
 class Literals:
-    """Converts literal ast nodes to JSON values. ``strict`` rejects tuples, sets and unknown names; otherwise
-    they become lists and strings. A value no JSON value holds (``1e999``, ``1j``, ``...``) fails in either mode
-    (:meth:`arguments` in a lenient reading drops that argument and says so); a bytes literal (``b'z'``) is a failure
-    in strict mode and its text (``"z"``) otherwise, with a problem."""
+    """Converts literal ast nodes to JSON values. ``strict`` rejects tuples, sets, unknown names and bytes; otherwise
+    they become lists and strings (bytes with a problem). A value no JSON value holds (``1e999``, ``1j``) fails in
+    either mode."""
 
     def __init__(
         self, fmt: WireFormat, src: str, offset: int, strict: bool, problems: list[Problem] | None = None
@@ -146,11 +301,14 @@ class Literals:
     def _source(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.src, node) or ""
 
+    def _number(self, node: ast.expr, v: Any) -> None:
+        if isinstance(v, float) and not math.isfinite(v):  # 1e999: no JSON number holds it
+            raise self.fail(node, f"number {self._source(node)[:40]} is out of range (no JSON number holds it)")
+
     def value(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             v = node.value
-            if isinstance(v, float) and not math.isfinite(v):  # 1e999: no JSON number holds it
-                raise self.fail(node, f"number {self._source(node)[:40]} is out of range (no JSON number holds it)")
+            self._number(node, v)
             if v is None or isinstance(v, (str, bool, int, float)):
                 return v
             if isinstance(v, bytes) and not self.strict:
@@ -166,8 +324,7 @@ class Literals:
             and isinstance(node.operand, ast.Constant)
         ):
             v = node.operand.value
-            if isinstance(v, float) and not math.isfinite(v):
-                raise self.fail(node, f"number {self._source(node)[:40]} is out of range (no JSON number holds it)")
+            self._number(node, v)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.List) or (not self.strict and isinstance(node, (ast.Tuple, ast.Set))):
@@ -193,10 +350,9 @@ class Literals:
     def arguments(
         self, call: ast.Call, problems: list[Problem] | None = None, params: Iterable[str] | None = None
     ) -> dict[str, Any]:
-        """Keyword arguments of ``call`` (``**{...}`` merged); positional ones are an error, or, in a lenient reading
-        (``problems`` given), placed on ``params`` (the called tool's declared parameter names, in order: see
-        :func:`place_positional`) when they are known, else dropped; either way a problem says so. A lenient reading
-        drops an argument whose value no JSON value holds, with a problem."""
+        """Keyword arguments of ``call`` (``**{...}`` merged). Positional ones are an error, or, in a lenient reading
+        (``problems`` given), placed on ``params`` (:func:`place_positional`); a lenient reading also drops an
+        argument whose value no JSON value holds. Each is noted in ``problems``."""
         if call.args and problems is None:
             raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
         if problems is not None:
@@ -240,10 +396,9 @@ _UNPLACEABLE: Any = object()  # a positional value that is not a JSON value (``*
 def place_positional(
     values: list[Any], args: dict[str, Any], params: Iterable[str] | None, problems: list[Problem] | None
 ) -> bool:
-    """Places positional ``values`` on the declared parameter names ``params`` (in order), adding them to ``args``,
-    when the tool is known and they fit: no more values than parameters, none of those parameters also given by
-    name, every value a JSON value; else drops them all (nothing is guessed). Either way a ``bad_argument`` problem
-    is noted in ``problems`` (when given). Returns whether they were placed."""
+    """Places positional ``values`` on the declared parameter names ``params`` (in order) in ``args`` when they fit:
+    no more values than parameters, none of those also given by name, every value a JSON value; else drops them all.
+    Either way a ``bad_argument`` problem goes to ``problems`` (when given). Returns whether they were placed."""
     names = list(params or ())[: len(values)]
     if (
         len(names) == len(values)
@@ -265,8 +420,8 @@ def place_positional(
     return False
 
 
-# The general (ast) reader takes call lists up to this many characters (Python's parser works per character, more
-# on a syntax error); the renderer's plain layout is read at any length by fast_call_list.
+# The ast reader takes call lists up to this many characters (Python's parser works per character, more on a syntax
+# error); the renderer's layout is read at any length by fast_call_list.
 MAX_AST_CHARS = 4096
 
 
@@ -303,16 +458,12 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
 
 
 def _is_plain_identifier(key: str) -> bool:
-    return (
-        key.isidentifier()
-        and (key.isascii() or unicodedata.normalize("NFKC", key) == key)
-        and not key.startswith(MANGLE)
-    )
+    return (key.isidentifier() if key.isascii() else _plain(key)) and not key.startswith(MANGLE)
 
 
 def literal(value: Any) -> str:
     """A JSON value as Python literal source (strings in JSON quoting, which Python reads identically)."""
-    if type(value) is str:  # the common case first
+    if isinstance(value, str):
         return dumps(value)
     if value is None or isinstance(value, bool):
         return repr(value)
@@ -320,8 +471,6 @@ def literal(value: Any) -> str:
         raise ValueError(f"{value!r} is not a JSON number")
     if isinstance(value, (int, float)):
         return repr(value)
-    if isinstance(value, str):
-        return dumps(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -337,11 +486,12 @@ def render_call(name: str, arguments: dict[str, Any]) -> str:
     return f"{name}({', '.join(plain)})"
 
 
+_STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.DOTALL)
+
+
 def lenient_string(raw: str) -> tuple[str, bool] | None:
-    """For a value ``raw`` that is one quoted string as the lenient reading of :func:`string_end` sees it (it starts
-    with a quote and the string it starts ends where ``raw`` ends): ``(text, unescaped)``, its text (escape
-    sequences decoded as Python decodes them) and whether it holds quotes of its own kind that were not escaped;
-    ``None`` otherwise."""
+    """For ``raw`` that is one quoted string as :func:`string_end` reads it leniently: ``(text, unescaped)``, its text
+    (escapes decoded as Python decodes them) and whether it holds unescaped quotes of its own kind; else ``None``."""
     raw = raw.strip()
     if len(raw) < 2 or raw[0] not in "'\"" or string_end(raw, 0, lenient_quotes=True) != len(raw) or raw[-1] != raw[0]:
         return None
@@ -356,6 +506,3 @@ def lenient_string(raw: str) -> tuple[str, bool] | None:
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
         return value.value, unescaped
     return body, unescaped
-
-
-_STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.DOTALL)

@@ -18,7 +18,7 @@ from typing import Any
 
 from refiner.formats.base import MAX_ARGUMENT_DEPTH
 from refiner.formats.jsonfix import charge
-from refiner.formats.pythonic_fast import fast_call_prefix, read_from, refused
+from refiner.formats.pythonic import fast_call_prefix, read_from, refused
 from refiner.formats.pythonic_scan import STRICT_STRING
 
 # Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).

@@ -22,6 +22,7 @@ from refiner.formats.pythonic import (
     MAX_AST_CHARS,
     Literals,
     dotted_name,
+    fast_call_prefix,
     lenient_string,
     looks_pythonic,
     parse_expr,
@@ -30,7 +31,6 @@ from refiner.formats.pythonic import (
     render_call,
     strict_call_list,
 )
-from refiner.formats.pythonic_fast import fast_call_prefix
 from refiner.formats.pythonic_mend import mend_list
 from refiner.formats.pythonic_scan import list_start, matching_paren, open_brackets, split_top_level
 from refiner.formats.strict import tagged_span
