@@ -1,9 +1,5 @@
-"""Export a verl FSDP checkpoint to a Hugging Face folder (``python -m verl.model_merger merge``) with a model card.
-
-The card (README.md in the output folder) says what the model is, how it was trained (recipe overrides recorded at
-launch in ``tool_refiner_run.json``), on which data mix, with which reward, and the first/last training metrics
-when a metrics log (verl's ``file`` logger JSONL, or the console log) is found or given.
-"""
+"""Export a verl FSDP checkpoint to a Hugging Face folder (``python -m verl.model_merger merge``) with a model card
+(README.md: the base model, the recipe recorded at launch, the data mix, the reward and the first and last metrics)."""
 
 from __future__ import annotations
 
@@ -20,6 +16,8 @@ from refiner.train.launch import MANIFEST
 from refiner.train.overrides import override_value
 
 _STEP_DIR = re.compile(r"^global_step_(\d+)$")
+METHODS = {"dapo": "DAPO (GRPO advantages, decoupled clip, dynamic sampling, overlong penalty)",
+           "sft": "supervised fine-tuning"}
 
 
 class ExportError(TrainConfigError):
@@ -48,25 +46,13 @@ def resolve_actor_dir(ckpt: str | Path) -> Path:
         for cand in (step_dir / "actor", step_dir):
             if (cand / "fsdp_config.json").is_file():
                 return cand
-    raise ExportError(
-        f"{root}: no FSDP checkpoint found (looked for fsdp_config.json in it, in actor/, and in the latest "
-        "global_step_N[/actor])"
-    )
+    raise ExportError(f"{root}: no FSDP checkpoint found (looked for fsdp_config.json in it, in actor/, and in the "
+                      "latest global_step_N[/actor])")
 
 
 def merge_command(actor_dir: str | Path, out_dir: str | Path, python: str | None = None) -> list[str]:
-    return [
-        python or sys.executable,
-        "-m",
-        "verl.model_merger",
-        "merge",
-        "--backend",
-        "fsdp",
-        "--local_dir",
-        str(actor_dir),
-        "--target_dir",
-        str(out_dir),
-    ]
+    return [python or sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir",
+            str(actor_dir), "--target_dir", str(out_dir)]
 
 
 def find_manifest(actor_dir: Path) -> dict[str, Any] | None:
@@ -94,13 +80,8 @@ def _fmt_mix(mix: Mapping[str, int]) -> list[str]:
     return lines
 
 
-def model_card(
-    out_dir: Path,
-    *,
-    actor_dir: Path,
-    manifest: Mapping[str, Any] | None,
-    metrics: Mapping[str, Sequence[tuple[int, float]]] | None,
-) -> str:
+def model_card(out_dir: Path, *, actor_dir: Path, manifest: Mapping[str, Any] | None,
+               metrics: Mapping[str, Sequence[tuple[int, float]]] | None) -> str:
     """Markdown model card text."""
     overrides: list[str] = list((manifest or {}).get("overrides") or [])
     base = override_value(overrides, "actor_rollout_ref.model.path") or override_value(overrides, "model.path")
@@ -114,13 +95,11 @@ def model_card(
         "",
         f"# {out_dir.name}",
         "",
-        (
-            "A small *tool-call refiner*: it reads the tools, the user's request and another model's tool calls, "
-            "and answers with corrected calls in the same wire format (tool-refiner project)."
-        ),
+        ("A small *tool-call refiner*: it reads the tools, the user's request and another model's tool calls, "
+         "and answers with corrected calls in the same wire format (tool-refiner project)."),
         "",
         "## Training",
-        f"- Method: {'DAPO (GRPO advantages, decoupled clip, dynamic sampling, overlong penalty) on verl 0.9.1' if kind == 'dapo' else 'supervised fine-tuning on verl 0.9.1'}",
+        f"- Method: {METHODS.get(kind, METHODS['sft'])} on verl 0.9.1",
         f"- Base model: `{base or 'unknown (no launch record found)'}`",
         f"- Exported from: `{actor_dir}`",
     ]
@@ -144,11 +123,9 @@ def model_card(
         variant = override_value(overrides, "reward.custom_reward_function.reward_kwargs.variant")
         fn = override_value(overrides, "reward.custom_reward_function.path")
         if kind == "dapo":
-            lines.append(
-                f"Rule-based `compute_score` from `{fn}` (variant `{variant}`): format, tool name, parameter name, "
-                "parameter content and order components, normalised to [0, 1], regression penalty; plus the DAPO "
-                "overlong penalty on the response length."
-            )
+            lines.append(f"Rule-based `compute_score` from `{fn}` (variant `{variant}`): format, tool name, parameter "
+                         "name, parameter content and order components, normalised to [0, 1], regression penalty; "
+                         "plus the DAPO overlong penalty on the response length.")
         else:
             lines.append("Cross-entropy on the correct tool calls (warm start before DAPO).")
         data = manifest.get("data") or {}
@@ -159,12 +136,8 @@ def model_card(
             lines += ["", f"Validation: `{data['val']['path']}` ({data['val']['rows']} rows)"]
         lines += ["", "## Launch command", "```", str(manifest.get("command", "")), "```"]
     if metrics:
-        lines += [
-            "",
-            "## Training metrics (first -> last logged step)",
-            "| metric | first | last | steps |",
-            "| --- | ---: | ---: | ---: |",
-        ]
+        lines += ["", "## Training metrics (first -> last logged step)", "| metric | first | last | steps |",
+                  "| --- | ---: | ---: | ---: |"]
         for name, series in metrics.items():
             if series:
                 lines.append(f"| {name} | {series[0][1]:.4g} | {series[-1][1]:.4g} | {len(series)} |")
@@ -172,13 +145,8 @@ def model_card(
     return "\n".join(lines)
 
 
-def export_checkpoint(
-    ckpt: str | Path,
-    out_dir: str | Path,
-    *,
-    metrics_log: str | Path | None = None,
-    run_merge: bool = True,
-) -> Path:
+def export_checkpoint(ckpt: str | Path, out_dir: str | Path, *, metrics_log: str | Path | None = None,
+                      run_merge: bool = True) -> Path:
     """Merges the FSDP shards into ``out_dir`` (a Hugging Face folder) and writes its README.md model card."""
     from refiner.plot import CARD_METRICS, read_metrics
 

@@ -12,14 +12,8 @@ from pathlib import Path
 # Total per-sequence reward (compute_score + overlong penalty) and mean response length, in verl 0.9.1's names.
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
 LENGTH_KEY = "response_length/mean"
-CARD_METRICS = (
-    "critic/score/mean",
-    "response_length/mean",
-    "response_length/clip_ratio",
-    "training/filter_groups/evicted_samples",
-    "actor/pg_clipfrac",
-    "actor/entropy",
-)
+CARD_METRICS = ("critic/score/mean", "response_length/mean", "response_length/clip_ratio",
+                "training/filter_groups/evicted_samples", "actor/pg_clipfrac", "actor/entropy")
 
 _CONSOLE = re.compile(r"(?:^|\s)step:(\d+)\s+-\s+(.*)$")
 _NUM = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$")
@@ -78,16 +72,12 @@ def plot_run(log: str | Path, out: str | Path, *, title: str | None = None) -> d
     series = read_metrics(log)
     reward_key = next((k for k in REWARD_KEYS if series.get(k)), None)
     if reward_key is None and not series.get(LENGTH_KEY):
-        raise PlotError(
-            f"{log}: no {' / '.join(REWARD_KEYS)} or {LENGTH_KEY} values found "
-            "(expected verl console lines 'step:N - key:value ...' or file-logger JSONL)"
-        )
+        raise PlotError(f"{log}: no {' / '.join(REWARD_KEYS)} or {LENGTH_KEY} values found (expected verl console "
+                        "lines 'step:N - key:value ...' or file-logger JSONL)")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     counts = {}
-    for ax, key, label, tag in (
-        (axes[0], reward_key, "reward (mean per response)", "(a)"),
-        (axes[1], LENGTH_KEY, "response length (tokens, mean)", "(b)"),
-    ):
+    for ax, key, label, tag in ((axes[0], reward_key, "reward (mean per response)", "(a)"),
+                                (axes[1], LENGTH_KEY, "response length (tokens, mean)", "(b)")):
         points = series.get(key or "", [])
         counts[label] = len(points)
         if points:

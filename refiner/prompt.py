@@ -1,17 +1,6 @@
-"""The refiner's prompt, shared by the data builder (training) and the inference pipeline.
-
-Structure (Tool-Use Refiner paper, Appendix A): a system message that gives the corrector's role, what it receives
-and the error categories it fixes; then one user message carrying the task's own system prompt with its tool list,
-the user's query, and the upstream model's output. The wording is ours.
-
-The user message ends with one sentence naming the wire format to answer in: :func:`format_hint` gives the default
-sentence for a format, and both the data builder and the pipeline must pass it (``build_messages(...,
-format_hint=format_hint(fmt))``) so that training and inference prompts match; a request may replace it with its own
-instruction (the pipeline's ``format_hint`` request key, e.g. the paper's API-Bank instruction, Appendix E.1.3).
-
-The model answers with reasoning (Qwen3 ``<think>``) followed by the corrected calls in the requested wire format;
-:func:`extract_answer` returns the part after the reasoning.
-"""
+"""The refiner's prompt, shared by the data builder (training) and the pipeline (inference): a system message with
+the corrector's role (paper Appendix A, our wording), then one user message with the task's system prompt and tools,
+the user's query, the upstream's output and one sentence naming the wire format to answer in (:func:`format_hint`)."""
 
 from __future__ import annotations
 
@@ -67,31 +56,19 @@ def render_query(query: str | Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def build_messages(
-    system: str,
-    query: str | Sequence[Mapping[str, Any]],
-    upstream: str,
-    *,
-    format_hint: str | None = None,
-    upstream_reasoning: str | None = None,
-    system_prompt: str = SYSTEM_PROMPT,
-) -> list[dict[str, str]]:
+def build_messages(system: str, query: str | Sequence[Mapping[str, Any]], upstream: str, *,
+                   format_hint: str | None = None, upstream_reasoning: str | None = None,
+                   system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
     """Chat messages for the refiner: ``[{"role": "system", ...}, {"role": "user", ...}]``."""
     reasoning_block = REASONING_TEMPLATE.format(reasoning=upstream_reasoning.strip()) if upstream_reasoning else ""
     hint = f"\n{format_hint.strip()}" if format_hint else ""
-    user = USER_TEMPLATE.format(
-        system=system.strip(),
-        query=render_query(query).strip(),
-        upstream=upstream.strip(),
-        reasoning_block=reasoning_block,
-        format_hint=hint,
-    )
+    user = USER_TEMPLATE.format(system=system.strip(), query=render_query(query).strip(), upstream=upstream.strip(),
+                                reasoning_block=reasoning_block, format_hint=hint)
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user}]
 
 
 def extract_answer(text: str) -> str:
-    """The answer part of a generation: what follows the reasoning block (all of it when there is none). The end of
-    reasoning is decided in one place, :func:`refiner.formats.text.reasoning_offset`, the rule every parser uses."""
+    """The answer part of a generation: what follows the reasoning block (all of it when there is none)."""
     return text[reasoning_offset(text) :].strip()
 
 

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import typer
 
 
+def fail(message: object, prefix: str = "error") -> NoReturn:
+    """``prefix: message`` on stderr, then exit code 2."""
+    typer.secho(f"{prefix}: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
 @contextmanager
 def exit_on(*errors: type[Exception], prefix: str = "error") -> Iterator[None]:
-    """``with exit_on(ValueError): ...``: one of ``errors`` becomes ``prefix: message`` on stderr and exit code 2."""
+    """``with exit_on(ValueError): ...``: one of ``errors`` becomes :func:`fail`'s message and exit code."""
     try:
         yield
     except errors as e:
-        typer.secho(f"{prefix}: {e}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+        fail(e, prefix)
 
 
 def key_values(items: list[str] | None, option: str, form: str, *, split_last: bool = False) -> list[tuple[str, str]]:

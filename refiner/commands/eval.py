@@ -111,29 +111,14 @@ def register(app: typer.Typer) -> None:
             meta["tier-1 suite"] = "no model, default spec policy and trust_spec"
         with shared.exit_on(ValueError, FileNotFoundError):
             report = run_eval(
-                benches,
-                out,
-                refiner=ref,
-                upstream_file=upstream_file,
-                upstream_base_url=upstream_base_url,
-                upstream_model=upstream_model,
-                upstream_scripted=upstream_scripted,
+                benches, out, refiner=ref, upstream_file=upstream_file, upstream_base_url=upstream_base_url,
+                upstream_model=upstream_model, upstream_scripted=upstream_scripted, cache_file=cache_file, limit=limit,
                 upstream_settings={"max_tokens": upstream_max_tokens, "temperature": upstream_temperature,
                                    "enable_thinking": upstream_thinking},
-                cache_file=cache_file,
-                limit=limit,
-                recovery_sources=shared.split_list(recovery_sources),
-                clean_ratio=clean_ratio,
-                recovery_trust_spec=(False, True) if compare_trust_spec else None,
-                seed=seed,
-                meta=meta,
-                progress=not quiet,
-                chart=chart,
-                data_dir=data_dir,
-                bfcl_wheel=bfcl_wheel,
-                bfcl_categories=shared.split_list(bfcl_categories) or None,
-                bfcl_format=bfcl_format,
-                apibank_adjustments=apibank_adjustments,
-            )
+                recovery_sources=shared.split_list(recovery_sources), clean_ratio=clean_ratio,
+                recovery_trust_spec=(False, True) if compare_trust_spec else None, seed=seed, meta=meta,
+                progress=not quiet, chart=chart, data_dir=data_dir, bfcl_wheel=bfcl_wheel,
+                bfcl_categories=shared.split_list(bfcl_categories) or None, bfcl_format=bfcl_format,
+                apibank_adjustments=apibank_adjustments)
         typer.echo(report.read_text(encoding="utf-8"))
         typer.echo(f"written: {report}")

@@ -1,5 +1,5 @@
-"""``formats`` (list the wire formats, print a bundled example; ``formats derive``: a dialect from a chat template) and ``convert`` (between formats, on a file, stdin
-or one field of a JSONL file)."""
+"""``formats`` (list the wire formats, print an example; ``formats derive``: a dialect from a chat template) and
+``convert`` (between formats, on a file, stdin or one field of a JSONL file)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ from pathlib import Path
 
 import typer
 
-
-def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(2)
+from refiner.commands import fail
 
 
 def markdown_table() -> str:
@@ -90,11 +87,11 @@ def register(app: typer.Typer) -> None:
 
         chat_template = chat_template or template
         if chat_template is None:
-            _fail("give the chat template: tool-refiner formats derive TEMPLATE")
+            fail("give the chat template: tool-refiner formats derive TEMPLATE")
         try:
             d = derive(chat_template, name).as_dict()
         except TemplateFailure as e:
-            _fail(str(e))
+            fail(str(e))
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False) if as_json else derived_text(d), nl=not as_json)
         if d["result"] == "special" and not d["read_by"]:
             raise typer.Exit(1)
@@ -116,7 +113,7 @@ def register(app: typer.Typer) -> None:
             try:
                 typer.echo(example_text(example), nl=False)
             except KeyError as e:
-                _fail(str(e.args[0]))
+                fail(str(e.args[0]))
             return
         if markdown:
             typer.echo(markdown_table(), nl=False)
@@ -150,14 +147,14 @@ def register(app: typer.Typer) -> None:
 
         for name in {dst} | ({src} - {"auto"}):
             if name not in formats.names():
-                _fail(f"unknown format {name!r}; known: {', '.join(formats.names())}")
+                fail(f"unknown format {name!r}; known: {', '.join(formats.names())}")
         if jsonl and not field:
-            _fail("--jsonl needs --field")
+            fail("--jsonl needs --field")
         source = "<stdin>" if input_path in (None, Path("-")) else str(input_path)
         try:
             text = sys.stdin.read() if source == "<stdin>" else input_path.read_text(encoding="utf-8")
         except OSError as e:
-            _fail(f"{source}: {e.strerror or e}")
+            fail(f"{source}: {e.strerror or e}")
         try:
             if jsonl:
                 out_lines, n_calls, n_problems = [], 0, 0
@@ -178,7 +175,7 @@ def register(app: typer.Typer) -> None:
                 result = done.text + "\n"
                 summary = f"{done.calls} calls from {done.source_format}"
         except ConvertError as e:
-            _fail(str(e))
+            fail(str(e))
         if output is None:
             typer.echo(result, nl=False)
         else:

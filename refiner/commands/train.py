@@ -43,17 +43,9 @@ def register(app: typer.Typer) -> None:
 
         choices = {k: v for k, v in (("thinking", thinking), ("reward", reward)) if v is not None}
         with exit_on(TrainConfigError):
-            launch = plan_dapo(
-                config=config,
-                profile=profile,
-                choices=choices,
-                data=data,
-                model=model,
-                extra=overrides or [],
-                no_wandb=no_wandb,
-                ray_address=ray_address,
-                skip_checks=skip_checks,
-            )
+            launch = plan_dapo(config=config, profile=profile, choices=choices, data=data, model=model,
+                               extra=overrides or [], no_wandb=no_wandb, ray_address=ray_address,
+                               skip_checks=skip_checks)
         _start(launch, dry_run)
 
     @app.command("sft")
@@ -71,15 +63,8 @@ def register(app: typer.Typer) -> None:
         from refiner.train.launch import plan_sft
 
         with exit_on(TrainConfigError):
-            launch = plan_sft(
-                data=data,
-                config=config,
-                profile=profile,
-                choices={"thinking": thinking} if thinking else {},
-                model=model,
-                extra=overrides or [],
-                no_wandb=no_wandb,
-            )
+            launch = plan_sft(data=data, config=config, profile=profile, model=model, extra=overrides or [],
+                              choices={"thinking": thinking} if thinking else {}, no_wandb=no_wandb)
         _start(launch, dry_run)
 
     @app.command("export")

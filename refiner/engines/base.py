@@ -17,16 +17,9 @@ class EngineError(RuntimeError):
 class Engine(Protocol):
     """Generates ``n`` raw texts (reasoning included) for each chat conversation."""
 
-    def chat(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        enable_thinking: bool | None = None,
-        seed: int | None = None,
-    ) -> list[list[str]]: ...
+    def chat(self, conversations: Sequence[Conversation], *, n: int = 1, temperature: float = 0.0,
+             max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> list[list[str]]:
+        ...
 
 
 def check_request(conversations: Sequence[Conversation], n: int, temperature: float, max_tokens: int) -> None:
@@ -55,16 +48,8 @@ class CheckedEngine:
     """Base of the project's engines: :meth:`chat` checks every request here (:func:`check_request`), then hands
     it to the engine's :meth:`_run`."""
 
-    def chat(
-        self,
-        conversations: Sequence[Conversation],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        enable_thinking: bool | None = None,
-        seed: int | None = None,
-    ) -> list[list[str]]:
+    def chat(self, conversations: Sequence[Conversation], *, n: int = 1, temperature: float = 0.0,
+             max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> list[list[str]]:
         check_request(conversations, n, temperature, max_tokens)
         return self._run(conversations, n=n, temperature=temperature, max_tokens=max_tokens,
                          enable_thinking=enable_thinking, seed=seed)

@@ -18,18 +18,9 @@ log = logging.getLogger(__name__)
 class HFEngine(CheckedEngine):
     """A causal LM run by ``transformers`` (``generate``), batched with left padding, ``batch_size`` at a time."""
 
-    def __init__(
-        self,
-        model: str | Path,
-        *,
-        gguf_file: str | None = None,
-        tokenizer: str | Path | None = None,
-        dtype: str = "float32",
-        device: str = "cpu",
-        batch_size: int = 8,
-        show_progress: bool = False,
-        **model_kwargs: Any,
-    ) -> None:
+    def __init__(self, model: str | Path, *, gguf_file: str | None = None, tokenizer: str | Path | None = None,
+                 dtype: str = "float32", device: str = "cpu", batch_size: int = 8, show_progress: bool = False,
+                 **model_kwargs: Any) -> None:
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -52,28 +43,21 @@ class HFEngine(CheckedEngine):
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         log.info("loading transformers model %s%s on %s", path, f" ({gguf_file})" if gguf_file else "", device)
-        self.model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=getattr(torch, dtype), **extra, **model_kwargs
-        ).to(device)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), **extra, **model_kwargs)
+        self.model.to(device)
         self.model.eval()
 
     def _run(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
              enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
-        prompts = [
-            self.tokenizer.apply_chat_template(
-                [dict(m) for m in conv], tokenize=False, add_generation_prompt=True, **template_kwargs(enable_thinking)
-            )
-            for conv in conversations
-        ]
+        prompts = [self.tokenizer.apply_chat_template([dict(m) for m in conv], tokenize=False,
+                                                      add_generation_prompt=True, **template_kwargs(enable_thinking))
+                   for conv in conversations]
         if seed is not None:
             self._torch.manual_seed(seed)
         sampling = temperature > 0
-        gen_kwargs: dict[str, Any] = dict(
-            max_new_tokens=max_tokens,
-            do_sample=sampling,
-            num_return_sequences=n if sampling else 1,
-            pad_token_id=self.tokenizer.pad_token_id,
-        )
+        gen_kwargs: dict[str, Any] = dict(max_new_tokens=max_tokens, do_sample=sampling,
+                                          num_return_sequences=n if sampling else 1,
+                                          pad_token_id=self.tokenizer.pad_token_id)
         if sampling:
             gen_kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
         else:  # greedy: neutral sampling settings so generation_config defaults do not warn or interfere

@@ -43,22 +43,10 @@ class OpenAIEngine(CheckedEngine):
     """Chat completions from ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``); ``model`` defaults to the first the
     server lists; ``extra_body`` is merged into every request; ``enable_thinking`` goes as ``chat_template_kwargs``."""
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str | None = None,
-        *,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 16,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        max_retries: int = 4,
-        backoff: float = 0.5,
-        max_backoff: float = 20.0,
-        extra_body: dict[str, Any] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, model: str | None = None, *, api_key: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", concurrency: int = 16, timeout: float = 120.0,
+                 connect_timeout: float = 10.0, max_retries: int = 4, backoff: float = 0.5, max_backoff: float = 20.0,
+                 extra_body: dict[str, Any] | None = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
         if not base_url or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
         if concurrency < 1:
@@ -105,9 +93,8 @@ class OpenAIEngine(CheckedEngine):
     def _client(self) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        return httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=self.timeout, limits=limits, transport=self._transport
-        )
+        return httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout, limits=limits,
+                                 transport=self._transport)
 
     async def _first_model(self, client: httpx.AsyncClient) -> str:
         response = await self._send(client, "GET", "/models", None)
@@ -117,9 +104,8 @@ class OpenAIEngine(CheckedEngine):
         self.model = str(data[0]["id"])
         return self.model
 
-    async def _generate(
-        self, client: httpx.AsyncClient, sem: asyncio.Semaphore, base: dict, messages: list[dict], n: int
-    ) -> list[str]:
+    async def _generate(self, client: httpx.AsyncClient, sem: asyncio.Semaphore, base: dict, messages: list[dict],
+                        n: int) -> list[str]:
         texts: list[str] = []
         # Servers that ignore ``n`` return fewer choices; ask again for the rest (at most n requests in all).
         for _ in range(n):

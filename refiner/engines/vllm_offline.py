@@ -25,19 +25,9 @@ class VLLMEngine(CheckedEngine):
     in this process; ``cpu_kvcache_gib`` sets ``VLLM_CPU_KVCACHE_SPACE`` on CPU; other keyword arguments go to
     ``vllm.LLM``."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        dtype: str = "auto",
-        max_model_len: int | None = None,
-        seed: int = 0,
-        enforce_eager: bool | None = None,
-        in_process: bool | None = None,
-        cpu_kvcache_gib: int | None = None,
-        use_tqdm: bool = True,
-        **llm_kwargs: Any,
-    ) -> None:
+    def __init__(self, model: str, *, dtype: str = "auto", max_model_len: int | None = None, seed: int = 0,
+                 enforce_eager: bool | None = None, in_process: bool | None = None, cpu_kvcache_gib: int | None = None,
+                 use_tqdm: bool = True, **llm_kwargs: Any) -> None:
         try:
             import vllm
         except ImportError as e:  # pragma: no cover - depends on the environment
@@ -69,12 +59,8 @@ class VLLMEngine(CheckedEngine):
         if not conversations:
             return []
         params = self._vllm.SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
-        outputs = self.llm.chat(
-            [list(map(dict, c)) for c in conversations],
-            params,
-            use_tqdm=self.use_tqdm,
-            chat_template_kwargs=template_kwargs(enable_thinking) or None,
-        )
+        outputs = self.llm.chat([list(map(dict, c)) for c in conversations], params, use_tqdm=self.use_tqdm,
+                                chat_template_kwargs=template_kwargs(enable_thinking) or None)
         if len(outputs) != len(conversations):
             raise EngineError(f"vLLM returned {len(outputs)} results for {len(conversations)} conversations")
         return [[c.text for c in out.outputs] for out in outputs]

@@ -104,18 +104,10 @@ class Launch:
         return format_command(self.command)
 
 
-def plan_dapo(
-    *,
-    config: str | Path | None = None,
-    profile: str | None = None,
-    choices: Mapping[str, str] | None = None,
-    data: str | Path | None = None,
-    model: str | None = None,
-    extra: Sequence[str] = (),
-    no_wandb: bool = False,
-    ray_address: str | None = None,
-    skip_checks: bool = False,
-) -> Launch:
+def plan_dapo(*, config: str | Path | None = None, profile: str | None = None,
+              choices: Mapping[str, str] | None = None, data: str | Path | None = None, model: str | None = None,
+              extra: Sequence[str] = (), no_wandb: bool = False, ray_address: str | None = None,
+              skip_checks: bool = False) -> Launch:
     """The DAPO launch (``main_ppo`` locally, or ``ray job submit`` with ``ray_address``) after every check."""
     recipe = load_recipe(config or DEFAULT_RECIPE)
     extra = [*extra, *([NO_WANDB_LOGGERS] if no_wandb else [])]
@@ -131,27 +123,14 @@ def plan_dapo(
     summary = {} if skip_checks else validate_inputs(ov)  # cheap checks first
     check_verl_config(compose_verl_config(ov, recipe.base))
     cmd = ray_submit_command(ov, ray_address) if ray_address else main_ppo_command(ov)
-    record = {
-        "kind": "dapo",
-        "recipe": str(recipe.path),
-        "profile": profile or recipe.default_profile,
-        "overrides": ov,
-        "command": format_command(cmd),
-        "data": summary,
-    }
+    record = {"kind": "dapo", "recipe": str(recipe.path), "profile": profile or recipe.default_profile,
+              "overrides": ov, "command": format_command(cmd), "data": summary}
     return Launch(command=cmd, overrides=ov, checkpoint_dir=ckpt, record=record)
 
 
-def plan_sft(
-    *,
-    data: str | Path,
-    config: str | Path | None = None,
-    profile: str | None = None,
-    choices: Mapping[str, str] | None = None,
-    model: str | None = None,
-    extra: Sequence[str] = (),
-    no_wandb: bool = False,
-) -> Launch:
+def plan_sft(*, data: str | Path, config: str | Path | None = None, profile: str | None = None,
+             choices: Mapping[str, str] | None = None, model: str | None = None, extra: Sequence[str] = (),
+             no_wandb: bool = False) -> Launch:
     """The SFT warm start (``torchrun -m verl.trainer.sft_trainer``): converts the RL rows under ``DATA/sft/``, then
     checks the recipe against verl's SFT config and the model path."""
     recipe: Recipe = load_recipe(config or DEFAULT_SFT_RECIPE)
@@ -167,13 +146,8 @@ def plan_sft(
     nproc = int(override_value(ov, "trainer.n_gpus_per_node") or 1)
     nnodes = int(override_value(ov, "trainer.nnodes") or 1)
     cmd = sft_command(ov, nproc_per_node=nproc, nnodes=nnodes)
-    record = {
-        "kind": "sft",
-        "recipe": str(recipe.path),
-        "profile": profile,
-        "overrides": ov,
-        "command": format_command(cmd),
-    }
+    record = {"kind": "sft", "recipe": str(recipe.path), "profile": profile, "overrides": ov,
+              "command": format_command(cmd)}
     note = f"SFT data: {n_train} train / {n_val} val rows in {sft_dir}"
     return Launch(command=cmd, overrides=ov, checkpoint_dir=checkpoint_dir(ov), record=record, notes=[note])
 

@@ -58,30 +58,16 @@ def load_recipe(path: str | Path) -> Recipe:
     profiles = raw.get("profiles") or {}
     if default_profile is not None and default_profile not in profiles:
         raise TrainConfigError(f"{p}: default_profile {default_profile!r} is not defined under 'profiles'")
-    return Recipe(
-        path=p,
-        base=str(raw["base"]),
-        model=raw.get("model"),
-        overrides=dict(raw.get("overrides") or {}),
-        additions=dict(raw.get("additions") or {}),
-        switches={str(k): v for k, v in switches.items()},
-        profiles={str(k): dict(v or {}) for k, v in profiles.items()},
-        default_profile=default_profile,
-        launcher=str(raw.get("launcher", "main_ppo")),
-    )
+    return Recipe(path=p, base=str(raw["base"]), model=raw.get("model"), overrides=dict(raw.get("overrides") or {}),
+                  additions=dict(raw.get("additions") or {}), switches={str(k): v for k, v in switches.items()},
+                  profiles={str(k): dict(v or {}) for k, v in profiles.items()}, default_profile=default_profile,
+                  launcher=str(raw.get("launcher", "main_ppo")))
 
 
-def plan_overrides(
-    recipe: Recipe,
-    *,
-    profile: str | None = None,
-    choices: Mapping[str, str] | None = None,
-    data_dir: str | Path | None = None,
-    train_files: str | Path | None = None,
-    val_files: str | Path | None = None,
-    model: str | None = None,
-    extra: Iterable[str] = (),
-) -> list[str]:
+def plan_overrides(recipe: Recipe, *, profile: str | None = None, choices: Mapping[str, str] | None = None,
+                   data_dir: str | Path | None = None, train_files: str | Path | None = None,
+                   val_files: str | Path | None = None, model: str | None = None,
+                   extra: Iterable[str] = ()) -> list[str]:
     """The full override list: recipe, switches, profile, data/model paths, then the user's own overrides."""
     ov = Overrides()
     for k, v in recipe.overrides.items():
@@ -96,9 +82,8 @@ def plan_overrides(
         choice = str(choices.get(name) or sw.get("default"))
         table = {str(k): v for k, v in sw["choices"].items()}
         if choice not in table:
-            raise TrainConfigError(
-                f"{recipe.path}: switch {name!r} has no choice {choice!r}; known: {', '.join(table)}"
-            )
+            raise TrainConfigError(f"{recipe.path}: switch {name!r} has no choice {choice!r}; "
+                                   f"known: {', '.join(table)}")
         for k, v in (table[choice] or {}).items():
             ov.set(k, v)
     profile = profile or recipe.default_profile
@@ -109,20 +94,14 @@ def plan_overrides(
             ov.set(k, v)
     if data_dir is not None:
         train_files, val_files = find_data_files(data_dir)
-    train_key, val_key, model_key = _path_keys(recipe)
     if train_files is not None:
-        ov.set(train_key, str(train_files))
-    if val_files is not None and val_key:
-        ov.set(val_key, str(val_files))
+        ov.set("data.train_files", str(train_files))
+    if val_files is not None:
+        ov.set("data.val_files", str(val_files))
     model = model or recipe.model
     if model:
-        ov.set(model_key, str(model))
+        ov.set("model.path" if recipe.launcher == "sft_trainer" else "actor_rollout_ref.model.path", str(model))
     for text in extra:
         ov.apply(text)
     return ov.to_list()
 
-
-def _path_keys(recipe: Recipe) -> tuple[str, str | None, str]:
-    if recipe.launcher == "sft_trainer":
-        return "data.train_files", "data.val_files", "model.path"
-    return "data.train_files", "data.val_files", "actor_rollout_ref.model.path"
