@@ -421,3 +421,11 @@ def test_markers_of_many_formats_are_read_in_the_first_few_only():
     two = salvage('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
                   '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Rome"}}]', OFFERED)
     assert [c.arguments["city"] for c in two.calls] == ["Paris", "Rome"]
+
+
+def test_a_bytes_literal_in_a_dict_is_read_as_its_text_and_said_so():
+    got = salvage("{'name': 'get_weather', 'arguments': {'city': b'Paris'}}", OFFERED)
+    assert got.calls == [P]
+    assert any("bytes literal b'Paris' read as the string 'Paris'" in n for n in got.notes)
+    got = salvage("{'city': b'Paris'} is a dict.", OFFERED)  # no call read: nothing said of its values
+    assert got.calls == [] and not any("bytes" in n for n in got.notes)

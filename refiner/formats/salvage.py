@@ -545,8 +545,16 @@ class _Scan:
 
     def object_site(self, at: int) -> int:
         """Reads the object starting at ``at`` when it is a call (or a message holding calls); returns where scanning
-        goes on."""
-        value, end = self._object_value(at)
+        goes on. What its Python literal was read as otherwise than written (bytes as text) is noted with its calls."""
+        problems: list[Problem] = []
+        value, end = self._object_value(at, problems)
+        sites = len(self.sites)
+        pos = self._object_calls(at, end, value)
+        if len(self.sites) > sites:
+            self.notes.extend(p.message for p in problems)
+        return pos
+
+    def _object_calls(self, at: int, end: int, value: Any) -> int:
         if not isinstance(value, dict):
             return at + 1
         named = self.named_object(at, end, value)
@@ -680,7 +688,7 @@ class _Scan:
         self.add(self.site(start, end, [self.args_call(hit or name, value)], "named JSON arguments", None, where))
         return end
 
-    def _object_value(self, at: int) -> tuple[Any, int]:
+    def _object_value(self, at: int, problems: list[Problem]) -> tuple[Any, int]:
         """The value of the object at ``at`` and its end: strict JSON, else a Python literal, else repaired."""
         try:
             value, n = JSON_DECODER.raw_decode(self.text[at : at + MAX_OBJECT_CHARS])
@@ -696,7 +704,7 @@ class _Scan:
             try:
                 node = parse_quietly(span)
                 if isinstance(node, ast.Dict) and _kind(node) != "placeholder":
-                    return Literals(_READER, span, 0, strict=False).value(node), close + 1
+                    return Literals(_READER, span, 0, strict=False, problems=problems).value(node), close + 1
             except (SyntaxError, ValueError, RecursionError, MemoryError, FormatError):
                 pass
         if budget_spent() or not any(k in span for k in ("name", "function", "tool")):
