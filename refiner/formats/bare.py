@@ -1,10 +1,7 @@
-"""Calls written ``NAME{...}`` once every token around them was lost (lenient reading only; the sentinel formats
-Mistral v11, DeepSeek and Kimi-K2 share it, and it knows no format): a tool name, then its JSON arguments right after
-it, read only where the shape is unambiguous (the name a plausible identifier at the start of the text or of a line,
-or right after the call before it, and a JSON object directly after it). Prose is never read as a call. Look-alikes
-of a format's tokens are put right before this (:func:`refiner.formats.tags.respell_tokens`).
-
-Cost: one linear regular-expression pass; JSON decoding only at the places the shape allows.
+"""Calls written ``NAME{...}`` once every token around them was lost (lenient reading only, shared by Mistral v11,
+DeepSeek and Kimi-K2): a plausible identifier at the start of the text, of a line or right after the call before it,
+then a JSON object directly after it. Prose is never read as a call. One linear regex pass; JSON decoded only where
+the shape allows.
 """
 
 from __future__ import annotations

@@ -31,11 +31,10 @@ _MID = re.compile(r"\s*,\s*\"arguments\"\s*:\s*'\s*")
 _TAIL = re.compile(r"\s*'\s*\}\s*")
 
 
+# Kept beside _parse_object: without it strict parses are several times slower (bench_formats).
 def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
     """``(name, arguments, end)`` for the raw layout ``{"name": "...", "arguments": '{...}'}`` at ``pos`` (``end``
-    after the whitespace that follows it), in a few C-speed steps; ``None`` for any other layout or any defect, which
-    :func:`_parse_object` then reads (it accepts everything this does, with the same result, and explains what it
-    rejects)."""
+    after the whitespace that follows); ``None`` for anything else, which :func:`_parse_object` reads and explains."""
     try:
         m = _SIMPLE_HEAD.match(text, pos)
         if m is not None:

@@ -1,27 +1,18 @@
 """gpt-oss (OpenAI harmony) tool calls: one message per call addressed to ``functions.NAME``,
 ``<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>``.
 
-Grammar, from the harmony format guide (openai-harmony), vLLM's ``openai_tool_parser.py`` (which reads the messages
-with openai-harmony's parser) and SGLang's ``gpt_oss_detector.py``:
+- the text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``;
+  the first may lack ``<|start|>`` (the prompt wrote it);
+- a header holds the channel (``analysis`` / ``commentary`` / ``final``), optionally the recipient
+  ``to=functions.NAME`` (after the channel name, or before ``<|channel|>``) and the content type (``<|constrain|>json``
+  or ``json``);
+- a message to ``functions.NAME`` is a call: one JSON object ending with ``<|call|>`` (the last may lack it). The
+  other messages (reasoning, preamble, the final answer) are skipped; a recipient outside ``functions.`` is an error;
+- prose (and a ``<think>`` block) may come before the first message and after the last, not between them.
 
-- the text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``.
-  The model's raw completion starts after the prompt's ``<|start|>assistant``, so the first message may lack it;
-  every later one has it;
-- a header holds the channel (``<|channel|>analysis`` / ``commentary`` / ``final``), optionally the recipient
-  ``to=functions.NAME`` (after the channel name, or before ``<|channel|>``, next to the role) and optionally the
-  content type (``<|constrain|>json``, or a bare ``json``);
-- a message addressed to ``functions.NAME`` is a call: its content is one JSON object and it ends with ``<|call|>``
-  (the last one may end the text without it: the decoder drops the stop token). The analysis channel is reasoning,
-  a commentary message without a recipient is a preamble and the final channel the answer: all skipped; a
-  recipient outside ``functions.`` (the built-in ``browser.*`` / ``python`` tools) is not a function call (an error);
-- prose before the first message and after the last is allowed (and a ``<think>`` block), text between messages is
-  not.
-
-Recovery reads each ``to=functions.NAME`` it finds, with or without its ``<|message|>`` and end tokens (also in text
-decoded with the special tokens dropped: ``commentary to=functions.NAME json{...}``). A text that stops inside a
-call's header (``to=functions.NAME<|channel|>commentary <|constrain|>json``, the token limit reached) holds no call:
-it is a cut between calls (``truncated``), nothing is read for it. Messages on the ``final`` channel are the answer,
-whatever they hold (JSON there is text: :meth:`Harmony.answer_spans` tells salvage).
+Recovery reads each ``to=functions.NAME``, with or without its tokens (``commentary to=functions.NAME json{...}``
+when the special tokens were dropped). A text that stops inside a call's header holds no call for it (a cut between
+calls). The ``final`` channel is the answer whatever it holds (:meth:`Harmony.answer_spans`).
 """
 
 from __future__ import annotations

@@ -2,19 +2,14 @@
 ``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>``, then
 ``<|tool_calls_section_end|>``.
 
-Grammar, from the Kimi-K2 chat template and tool-call guide, vLLM's ``kimi_k2_tool_parser.py`` and SGLang's
-``kimik2_detector.py``: the call id is ``functions.`` + the tool name + ``:`` + a call index (a counter over the
-conversation, so a message's calls need not start at 0); the name is what lies between ``functions.`` and the last
-``:`` (dots kept, as SGLang does). Calls are read in the order written, which is their index order; render numbers
-them ``functions.NAME:0``, ``:1``, ... The arguments are one JSON object, decoded before the closing token is looked
-for. Whitespace between the tokens is free; prose may come before the section (and reasoning before that, as
-K2-Thinking writes), anything after it.
+The call id is ``functions.`` + the tool name + ``:`` + an index counted over the conversation; the name is what lies
+between ``functions.`` and the last ``:`` (dots kept). Render numbers the calls from 0. The arguments are one JSON
+object, decoded before the closing token is looked for. Whitespace between the tokens is free; prose (and reasoning)
+may come before the section, anything after it.
 
-Recovery also reads ids without ``functions.`` or without an index (vLLM's parser accepts ``NAME:IDX``), the
-singular ``<|tool_call_section_begin|>`` vLLM lists as a variant, and calls whose section or end tokens were lost.
-An id that names no tool is not read as a name: a bare counter (``0``), or ``functions.invalid.0`` (K2's id for a
-call it could not name; the index written after a dot). With one tool offered, the call is that tool's (as vLLM
-settles a K2 id it cannot read by the request's tools), reported; otherwise it is reported and left out.
+Recovery also reads ids without ``functions.`` or without an index, the singular ``<|tool_call_section_begin|>``, and
+calls whose section or end tokens were lost. An id that names no tool (``0``, ``functions.invalid.0``) is the offered
+tool's when only one is offered, else left out; either way reported.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kimi K3's XTML tool calls: channel elements written with three control tokens, ``<|open|>NAME ATTRS<|sep|>`` and
+"""Kimi K3's XTML tool calls: channel elements written with control tokens, ``<|open|>NAME ATTRS<|sep|>`` and
 ``<|close|>NAME<|sep|>``; the calls are a ``tools`` channel::
 
     <|open|>tools<|sep|>
@@ -8,31 +8,18 @@
       <|close|>call<|sep|>
     <|close|>tools<|sep|>
 
-(no whitespace between the tokens as the model writes them; whitespace between elements is read). Grammar, from
-SGLang's ``kimik3_detector.py`` / ``kimik3_format.py``, vLLM's ``kimi_k3_tool_parser.py`` and llama.cpp's
-``Kimi-K3.jinja``: the tool name is the call's ``tool`` attribute and ``index`` counts the message's calls from 1;
-each argument is one element whose ``key`` attribute names it and whose ``type`` attribute types it: ``string``
-values are the raw text up to the argument's closing element, every other type (``number``, ``integer``,
-``boolean``, ``null``, ``array``, ``object``) is JSON. Attribute values escape ``&`` and ``"`` (``&amp;``,
-``&quot;``; ``&lt;`` and ``&gt;`` are read too). The reasoning is the ``think`` channel and the answer text the
-``response`` channel, both before ``tools`` (the generation prompt opens one of them, so a completion starts inside
-it); ``<|close|>message<|sep|>`` ends the turn.
+(whitespace between elements is read). The tool name is the call's ``tool`` attribute, ``index`` counts the calls
+from 1; an argument's ``key`` attribute names it and ``type`` types it: ``string`` values are raw text, every other
+type (``number``, ``integer``, ``boolean``, ``null``, ``array``, ``object``) is JSON. Attribute values escape ``&``
+and ``"`` (``&lt;``, ``&gt;`` are read too). The ``think`` and ``response`` channels come before ``tools``;
+``<|close|>message<|sep|>`` ends the turn. A grammar of its own (not an XML row): the elements end in ``<|sep|>``,
+the name and key sit in attributes of their own, the type attribute has six values, values are entity-escaped; its
+literals are an :class:`XtmlSpelling`, so another checkpoint writing this syntax is a row.
 
-Why a grammar of its own and not a row of :mod:`refiner.formats.xml_grammar`: its "tags" are channel tokens whose
-opening element ends in ``<|sep|>``, not ``>``; the name and key sit in attributes of their own (``tool``, ``key``);
-the typing attribute has six values, not DSML's true/false; attribute values are entity-escaped; render numbers the
-calls. Each is a literal in :class:`XtmlSpelling`, so another checkpoint writing this channel syntax is a row.
-
-Values: a ``string`` value ends at the first ``<|close|>argument<|sep|>`` that the next structural element follows
-(whitespace aside: ``<|open|>argument`` or ``<|close|>call<|sep|>``), so a value may hold the closing text itself
-(K3's tokenizer writes such text as ordinary tokens; only the token ids tell them apart, and a text reader cannot
-see them). A JSON value is decoded before its closing element is looked for, so markers inside JSON strings are
-text. ``render`` writes every string raw; a string holding the closing element followed by a structural one cannot
-be written so that it reads back, and is refused (:class:`~refiner.formats.base.RenderError`).
-
-Recovery reads calls whose ``tools`` channel or closing elements were lost, a value whose closing element was lost
-(up to the next element), JSON values that need mending, and says where a text cut short stops (the call it stops
-in, with the arguments written whole before the cut).
+A ``string`` value ends at the first ``<|close|>argument<|sep|>`` that the next structural element follows, so it may
+hold the closing text itself; ``render`` refuses a string that would not read back. A JSON value is decoded before
+its closing element is looked for. Recovery reads calls whose channel or closing elements were lost, JSON values that
+need mending, and marks where a text cut short stops.
 """
 
 from __future__ import annotations

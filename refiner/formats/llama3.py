@@ -1,22 +1,14 @@
 """Llama 3.1 / 3.2 / 3.3 JSON tool calls: ``{"name": ..., "parameters": {...}}``, optionally after the
-``<|python_tag|>`` token, several calls joined by ``;`` (Meta's chat templates, vLLM ``llama_tool_parser.py``,
-SGLang ``llama32_detector.py``).
+``<|python_tag|>`` token, several calls joined by ``;`` (Meta's chat templates, vLLM ``llama_tool_parser.py``).
 
-Meta's templates ask for ``"parameters"``; outputs constrained by SGLang's grammar and some fine-tunes write
-``"arguments"``, which both published parsers accept, so a call object is ``name`` plus exactly one of the two (and
-optionally ``"type": "function"``, which Llama 3.2 often adds and the parsers ignore). Rendering writes
-``"parameters"`` and joins calls with ``"; "``.
+A call object is ``name`` plus exactly one of ``"parameters"`` / ``"arguments"`` (some outputs write the latter), and
+optionally ``"type": "function"``. Rendering writes ``"parameters"`` and joins calls with ``"; "``. Llama 3.1's
+built-in tools are a Python call after the tag, ``<|python_tag|>brave_search.call(query="x")``: read as a call of the
+tool before ``.call``; rendering writes a lone call of a built-in tool that way.
 
-Llama 3.1's built-in tools are written as a Python call after the tag, ``<|python_tag|>brave_search.call(query="x")``
-(Meta's template for ``builtin_tools``; llama.cpp's "Llama 3.x with builtin tools" handler): read as the call of the
-tool before ``.call``, its keyword arguments as Python literals; rendering writes a lone call of a built-in tool
-(``brave_search``, ``wolfram_alpha``) that way.
-
-The calls are untagged JSON objects: text before them (reasoning, content) and after them (``<|eom_id|>``, prose) is
-allowed, as in vLLM's parser, but a second call object that is not joined to the first by ``;`` makes the text not
-strictly valid (read leniently instead, so no call is silently dropped). A strictly valid text is claimed by
-detection after every tagged format failed (the object is the whole signal); a broken one holding
-``{"name", "parameters"}`` is claimed through :meth:`Llama3Json.claims_value`.
+Text before and after the calls is allowed, but a second call object not joined to the first by ``;`` makes the text
+not strictly valid (read leniently, so no call is dropped unseen). Detection claims a valid text after every tagged
+format failed, and a broken one holding ``{"name", "parameters"}`` through :meth:`Llama3Json.claims_value`.
 """
 
 from __future__ import annotations
@@ -97,27 +89,21 @@ class Llama3Json(WireFormat):
         return ToolCall(m.group(1), call.arguments), close + 1
 
     def _first_call(self, text: str, start: int) -> int:
-        """Where the first call object starts; the prose before it must hold no call (see :meth:`_check_prose`)."""
-        pos = last = start
-        for _ in range(MAX_CANDIDATES):
-            pos = next_bracket(text, pos)
-            if pos < 0:
-                break
-            try:
-                value, end = JSON_DECODER.raw_decode(text, pos)
-            except (ValueError, RecursionError):
-                pos += 1
-                continue
-            self._check_gap(text, last, pos)
-            if text[pos] == "{" and isinstance(value, dict) and "name" in value:
-                return pos  # a call, or a broken one that _call explains
-            pos = last = end
-        self._check_gap(text, last, len(text) if pos < 0 else pos)
-        raise self.error('no JSON call object {"name": ..., "parameters": {...}} found', start)
+        """Where the first call object starts; the prose before it must hold no broken call."""
+        pos = self._call_object(text, start, len(text), to_end=False)
+        if pos < 0:
+            raise self.error('no JSON call object {"name": ..., "parameters": {...}} found', start)
+        return pos
 
     def _check_prose(self, text: str, a: int, b: int) -> None:
-        """Raises when the prose ``text[a:b]`` around the calls holds a further call: a JSON object with a ``name``
-        key, or a ``"name"`` key in text that does not decode (a broken call would otherwise be dropped unseen)."""
+        """Raises when the prose ``text[a:b]`` around the calls holds a further call, whole or broken."""
+        pos = self._call_object(text, a, b, to_end=True)
+        if pos >= 0:
+            raise self.error(f"a call object that is not joined to the others by {SEP!r}", pos)
+
+    def _call_object(self, text: str, a: int, b: int, *, to_end: bool) -> int:
+        """Where the first JSON object with a ``name`` key in ``text[a:b]`` starts (-1: none); raises at a ``"name"``
+        key in text that does not decode before it (up to ``b`` with ``to_end``, else to where the search stopped)."""
         pos = last = a
         for _ in range(MAX_CANDIDATES):
             pos = next_bracket(text, pos)
@@ -130,9 +116,10 @@ class Llama3Json(WireFormat):
                 continue
             self._check_gap(text, last, pos)
             if isinstance(value, dict) and "name" in value:
-                raise self.error(f"a call object that is not joined to the others by {SEP!r}", pos)
+                return pos  # a call, or a broken one that _call explains
             pos = last = end
-        self._check_gap(text, last, b)
+        self._check_gap(text, last, b if to_end or pos < 0 else pos)
+        return -1
 
     def _check_gap(self, text: str, a: int, b: int) -> None:
         i = text.find('"name"', a, b)

@@ -8,30 +8,17 @@ argument named by the argument itself, objects as nested elements and lists as `
     ]<]minimax[>[</invoke>
     ]<]minimax[>[</tool_call>
 
-Grammar, from SGLang's ``minimax_m3.py`` and ``_llm_nom/m3_text.py`` (whose writer is the model's serializer) and
-vLLM's ``minimax_m3_tool_parser.py``: parallel calls are ``<invoke>`` elements in one ``<tool_call>`` (several
-blocks are read too); whitespace between elements is free, also between the token and its ``<``; a scalar is the
-raw text of its element, written bare (``{{ val }}``, booleans as JSON); an element whose children are all
-``<item>`` is a list; the writer leaves null values out. Reasoning is ``<mm:think>...</mm:think>``.
+Parallel calls are ``<invoke>`` elements of one ``<tool_call>`` (several blocks are read too); whitespace between
+elements is free; a scalar is the raw text of its element; an element whose children are all ``<item>`` is a list;
+null values are left out. Reasoning is ``<mm:think>...</mm:think>``. Values are typed as the XML dialects' raw values
+are (:func:`refiner.formats.xmlvalues.read_value`), and with the tool specs known :meth:`NsXml.retype` settles every
+value, nested ones included, by its declared type. ``render`` writes what reads back (a string that would read as
+another value, and a key the tag cannot hold, as its JSON string literal).
 
-Values are typed the way the other XML dialects' raw values are (:func:`refiner.formats.xmlvalues.read_value`):
-canonical numbers, ``true`` / ``false`` / ``null`` and JSON text are typed, anything else is the string as written;
-with the tool specs known, :meth:`MinimaxM3.retype` settles every value, nested ones included, by its declared type
-(``"2024"`` in a list of strings, ``{}`` / ``[]`` for an empty element declared an object or a list), as SGLang
-types them by the schema. ``render`` writes what reads back: a string that would read as another value, or that
-holds the token, as its JSON string literal; an empty object or list, and a null, as JSON text; a key the tag
-syntax cannot hold (``>``, a leading ``/`` or quote, surrounding spaces, ``item`` inside an object) as its JSON
-string literal in the tag (``<"a\\u003eb">``), as the XML grammar writes keys.
-
-Why a grammar of its own and not a row of :mod:`refiner.formats.xml_grammar`: the closing tag of a value is the
-key's own (``</city>``), not one literal, and values nest (objects and lists of elements), which that grammar's
-one-level key/value reading cannot say; "tokens that confuse the diff" is also why llama.cpp keeps it hand-written.
-The literals are a :class:`NsXmlSpelling`, so another checkpoint writing this syntax is a row.
-
-Recovery reads calls whose ``<tool_call>`` or closing tags were lost (a closing tag closes the elements left open
-inside it), the whitespace the token may carry before its ``<``, and says where a text cut short stops (the call it
-stops in, with the arguments written whole before the cut). Elements nesting deeper than
-:data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are not valid (strict) and dropped (lenient).
+A grammar of its own (not an XML row): a value's closing tag is its key's own, and values nest. Its literals are an
+:class:`NsXmlSpelling`, so another checkpoint writing this syntax is a row. Recovery reads calls whose block or closing
+tags were lost (a closing tag closes the elements left open inside it) and marks where a text cut short stops;
+elements nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid (strict) or dropped.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
-"""Mistral's tool calls, in the two shapes its tokenizers define (mistral-common ``tokens/tokenizers/tools.py``, vLLM
-``mistral_tool_parser.py``). Both start at the ``[TOOL_CALLS]`` control token; text before it is the message content.
+"""Mistral's tool calls, in the two shapes its tokenizers define (mistral-common, vLLM ``mistral_tool_parser.py``),
+both after the ``[TOOL_CALLS]`` token; text before it is the message content.
 
-- ``mistral`` (tokenizers v2-v7: Mistral-7B-Instruct-v0.3, Mixtral-8x22B, Mistral-Nemo, ...): one ``[TOOL_CALLS]``
-  followed by a JSON list, ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``. The chat templates write a
-  space after the token and may add ``"id"`` (nine letters or digits) to each call, which is accepted and dropped.
-- ``mistral_v11`` (tokenizers v11+: Mistral-Small-3.1+, Magistral, Devstral, Ministral-3): one
-  ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, repeated; some versions write ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}``
-  (the id is dropped), and text decoded without the ``[ARGS]`` token (``[TOOL_CALLS]NAME{...}``) is read as vLLM
-  reads it.
+- ``mistral`` (tokenizers v2-v7): ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``, one JSON list; an
+  ``"id"`` per call is accepted and dropped.
+- ``mistral_v11`` (tokenizers v11+): ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, also with ``[CALL_ID]ID`` before
+  ``[ARGS]`` (dropped), or without ``[ARGS]`` (``[TOOL_CALLS]NAME{...}``, as vLLM reads it).
 
-They are two formats because each renders one canonical text; they share the marker and
-:func:`refiner.formats.detect_format` tells them apart by what follows it (``[`` starts the v2-v7 list; a v11 name
-never starts with ``[``). Reasoning may come first as ``<think>...</think>`` or Magistral's ``[THINK]...[/THINK]``.
-
-A ``[TOOL_CALLS]`` inside a JSON string value is text, in both shapes and in recovery too: a call's arguments run to
-where the JSON decoder ends them, or, in broken JSON, to the next token outside their strings
-(:func:`tokens_outside_strings`; a token inside a string that a call's shape follows still separates, as the string
-most likely lost its closing quote).
+Detection tells them apart by what follows the token (``[`` starts the list). Reasoning may come first as
+``<think>...</think>`` or ``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text: a call's arguments
+run to where the JSON decoder ends them, or, in broken JSON, to the next token outside their strings
+(:func:`tokens_outside_strings`).
 """
 
 from __future__ import annotations

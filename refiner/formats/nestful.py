@@ -14,7 +14,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic_mend import edit_readings, settle, value_fits
+from refiner.formats.pythonic_mend import mend, value_fits
 from refiner.formats.strict import JSON_DECODER, JSON_WS, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
@@ -82,19 +82,15 @@ class Nestful(WireFormat):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Mending a list that lost or doubled one character (lenient), as pythonic lists are mended
-# (refiner.formats.pythonic.mend_list): edits near where the JSON decoder stops, each read whole; the readings they give
-# compared, and settled by the request's tools when they differ. Only punctuation is inserted (or a doubled closer
-# dropped): every value read is text the model wrote.
+# Mending a list that lost or doubled one character (lenient): edits near where the JSON decoder stops
+# (refiner.formats.pythonic_mend.mend).
 
 # Texts longer than this are not mended; characters around the decoder's stop where edits are tried; edits per text.
 MAX_MEND_CHARS = 8192
 MAX_MEND_WINDOW = 256
 MAX_MEND_EDITS = 512
 MEND_CHARS_PER_UNIT = 64  # repair-budget units per edit: 1 + its length / this (refiner.formats.jsonfix.charge)
-
 _MEND_WHAT = {'"': "a quote", ":": "a ':'", ",": "a comma", "[": "a '['", "]": "a ']'", "{": "a '{'", "}": "a '}'"}
-
 
 def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
     """``(position, char)`` edits worth trying around ``at``: ``char`` inserted before ``position``, or (empty) the
@@ -139,9 +135,8 @@ def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
 def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple[list[Any], str] | None:
     """For a text that is a JSON list of calls (``[`` first, ``]`` last) that does not decode: ``(the list, what
     was mended)`` when one character inserted (or a doubled closer dropped) near where decoding stops makes it
-    decode whole to well-formed calls, and the readings such edits give agree or the tools settle them
-    (:func:`refiner.formats.pythonic.settle`); else ``None``. A quote inserted where only closing brackets follow
-    would close a string the text may simply stop in: never tried."""
+    decode whole to well-formed calls (:func:`~refiner.formats.pythonic_mend.mend`); else ``None``. A quote is never
+    inserted where only closing brackets follow (it would close a string the text may simply stop in)."""
     if len(text) > 2 * MAX_MEND_CHARS:
         return None
     src = text.strip()
@@ -166,12 +161,8 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
         return None if calls is None else (calls, value)
 
     edits = [(p, ch) for p, ch in _json_edits(src, at) if not (ch == '"' and p >= closers_from)]
-    readings = edit_readings(src, edits, cost, read)
-    chosen = None if readings is None else settle(readings, offered)
-    if chosen is None:
-        return None
-    _, value, p, ch = chosen
-    return value, (f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}")
+    mended = mend(src, edits, cost, read, offered, _MEND_WHAT)
+    return None if mended is None else (mended[1], mended[2])
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -272,7 +263,7 @@ def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]
 def read_bare_lists(text: str, offered: Mapping[str, Any] | None) -> tuple[list[Any], str] | None:
     """For a NESTFUL text whose brackets were lost (its call objects one after another, list arguments written as
     bare values): ``(the list of calls, what was read so)`` when every such argument is one the tools declare an
-    array its values fit (:func:`refiner.formats.pythonic.value_fits`); else ``None``. Linear in the text (at most
+    array its values fit (:func:`refiner.formats.pythonic_mend.value_fits`); else ``None``. Linear in the text (at most
     :data:`MAX_MEND_CHARS` characters)."""
     if not offered or len(text) > 2 * MAX_MEND_CHARS:
         return None

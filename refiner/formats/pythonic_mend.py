@@ -1,12 +1,8 @@
-"""Mending a pythonic call list that lost or doubled one character (lenient reading), and settling between readings
-by the request's tools (also used by :mod:`refiner.formats.nestful`).
-
-Broken pythonic lists mostly lack one character: an "=" between a parameter and its value (``base10``), the "("
-after the name (``gcdnum1=12``), a quote, a comma, a bracket; or hold one closing bracket twice. The first call the
-fast reader cannot read is tried with each such edit near it, and an edit counts when the whole rest of the list then
-reads in the plain layout. The readings the edits give are compared: one reading is taken; several are settled by the
-request's tools when they are known (:func:`settle`), else none is taken. An edit only inserts punctuation or drops a
-doubled closer: every value read is text the model wrote.
+"""Mending a call list that lost or doubled one character (lenient reading; pythonic lists here, NESTFUL's JSON
+lists in :mod:`refiner.formats.nestful`): an "=" (``base10``), the "(" after a name, a quote, a comma, a bracket, or
+one closing bracket twice. Edits near where reading stops are tried, and one counts when the whole rest of the list
+then reads; one reading is taken, several are settled by the request's tools (:func:`settle`), else none. An edit
+only inserts punctuation or drops a doubled closer: every value read is text the model wrote.
 """
 
 from __future__ import annotations
@@ -166,15 +162,16 @@ def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
     return readings[0] if len(readings) == 1 else None
 
 
-def edit_readings(
+def mend(
     src: str, edits: Iterable[tuple[int, str]], cost: int,
-    read: Callable[[str], tuple[list[tuple[str, dict[str, Any]]], Any] | None],
-) -> list[tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] | None:
-    """The readings one-character edits of ``src`` give, for the menders (:func:`mend_list`,
-    :func:`refiner.formats.nestful.mend_json_list`): each edit ``(position, char)`` (``char`` inserted before
-    ``position``, or, empty, the character there dropped), in order, charged ``cost`` units of the repair budget and
-    read with ``read(edited) -> (calls, value) | None``; one ``(calls, value, position, char)`` per distinct value
-    (the first edit that gave it), or ``None`` when the budget ran out."""
+    read: Callable[[str], tuple[list[tuple[str, dict[str, Any]]], Any] | None], offered: Any,
+    names: Mapping[str, str] | None = None,
+) -> tuple[list[tuple[str, dict[str, Any]]], Any, str] | None:
+    """``(calls, value, what was mended)``: the one reading that edits of ``src`` give, or that the tools settle
+    (:func:`settle`); else ``None``. Each edit ``(position, char)`` (``char`` inserted before ``position``, or, empty,
+    the character there dropped), in order, is charged ``cost`` units of the repair budget and read with
+    ``read(edited) -> (calls, value) | None``; ``names``: what each inserted character is called (pythonic's
+    by default)."""
     readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
     for p, ch in edits:
         if not charge(cost):
@@ -184,7 +181,11 @@ def edit_readings(
         if got is not None:
             key = json.dumps(got[1], sort_keys=True, ensure_ascii=False, default=str)
             readings.setdefault(key, (got[0], got[1], p, ch))
-    return list(readings.values())
+    chosen = settle(list(readings.values()), offered)
+    if chosen is None:
+        return None
+    calls, value, p, ch = chosen
+    return calls, value, f"{(names or _MEND_WHAT)[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
 
 
 _BRACKETS = re.compile(r"[\[\]{}()]")
@@ -231,10 +232,5 @@ def mend_list(
         got = read_from(edited, end, calls)
         return None if got is None else (got, got)
 
-    readings = edit_readings(src, edits, cost, read)  # nearest to where reading stopped first
-    chosen = None if readings is None else settle(readings, offered)
-    if chosen is None:
-        return None
-    got, _, p, ch = chosen
-    what = f"{_MEND_WHAT[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
-    return got, what
+    mended = mend(src, edits, cost, read, offered)  # (edits nearest to where reading stopped first)
+    return None if mended is None else (mended[0], mended[2])
