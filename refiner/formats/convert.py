@@ -1,15 +1,11 @@
-"""Converting tool-call text between wire formats: one text, or one field of every JSONL record.
-
-Parsing is strict unless ``lenient`` is set (then the problems met are returned, not raised). Every error names
-where it happened (``source``, line, field).
-"""
+"""Converting tool-call text between wire formats: one text, or one field of every JSONL record (strict unless
+``lenient``; every error names where it happened)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from refiner.formats.base import FormatError, get, names
 from refiner.formats.detect import detect_format
@@ -57,10 +53,6 @@ def _line_col(text: str, position: int) -> str:
     return f":{line}:{position - (text.rfind(chr(10), 0, position) + 1) + 1}"
 
 
-def _field_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 def convert_jsonl(
     lines: Iterable[str],
     src: str,
@@ -83,18 +75,12 @@ def convert_jsonl(
             raise ConvertError(f"{where}: not a JSON record: {e.msg} at column {e.colno}") from None
         if not isinstance(record, dict) or field_name not in record:
             raise ConvertError(f"{where}: record has no field {field_name!r}")
-        done = convert_text(
-            _field_text(record[field_name]),
-            src,
-            dst,
-            lenient=lenient,
-            where=f"{where} field {field_name!r}",
-            locate=False,
-        )
+        value = record[field_name]
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        done = convert_text(text, src, dst, lenient=lenient, where=f"{where} field {field_name!r}", locate=False)
         record[out_field or field_name] = done.text
         yield record, done
 
 
 def example_text(fmt: str) -> str:
-    """The example text of a format (its ``example`` attribute), ending in a newline."""
     return get(fmt).example + "\n"

@@ -1,41 +1,18 @@
-"""Calls in markup no registered format knows, found by the request's offered tool names and their parameter names
-(:func:`refiner.formats.salvage.salvage` asks, when nothing else in the text is a call). Models write their own
-markup when they are not told, or not trained on, their family's: an XML-ish element per call, a ReAct
-``Action:`` / ``Action Input:`` pair, a ``name: key=value`` line, a YAML-ish block. The tool name and the parameter
-names are what make such markup a call; nothing else is trusted.
+"""Calls in markup no registered format knows, found by the offered tool names and their parameter names (asked by
+:func:`refiner.formats.salvage.salvage` when nothing else in the text is a call). ``T`` an offered tool's name, ``k``
+one of its declared parameters::
 
-What is read (``T`` an offered tool's name, ``k`` one of the parameter names it declares)::
-
-    element  := "<" TAG ">" T "</" TAG ">"  ... ("<" k ">" VALUE "</" k ">")*       the name as an element's whole text,
-              | "<" T [ATTRS] ">" ... "</" T ">"                                  the name as a tag, or as a name /
-              | "<" TAG ... (name|tool|function)="T" ... ">" ... "</" TAG ">"     tool / function attribute; the
-                                                                                   arguments: child elements named
-                                                                                   k (or <param name="k">, k="v"
-                                                                                   attributes) before the container
-                                                                                   closes
-    labelled := LABEL T [":"] args? NL (more)*       LABEL nothing or a word ending in tool / action / function /
-                                                     name / call and a ":" or "=" (``Action: T``, ``tool = T``), at
-                                                     the start of its line (after a bullet); args on the same line:
-                                                     k=v or k: v pairs (separated by "," or ";"); more: the next lines,
-                                                     a JSON object (``Action Input: {...}``), or k: v / k=v lines
-                                                     (indented or under an ``arguments:`` line)
+    element  := <TAG>T</TAG> ... (<k>VALUE</k>)*  |  <T [k="v"]>...</T>  |  <TAG name|tool|function="T">...</TAG>
+                (arguments: child elements named k, <param name="k">, or k="v" attributes)
+    labelled := [LABEL] T [":"] [k=v | k: v, ...] NL more     LABEL: Action: / tool = / ... at a line start; more:
+                a JSON object (Action Input: {...}) or k: v lines
     yaml     := ["-"] T ":" NL (INDENT k ":" VALUE NL)+
 
-Rules, so that no call is made of prose and no value is guessed:
-
-- the name is the *whole* of its field (an element's text, a tag, an attribute value, the value after a label, a
-  mapping key at the start of a line): ``Use get_weather to check`` is prose;
-- only the offered tool's own parameter names are read as arguments (another key is passed over, with a note), and
-  a call needs at least one argument, unless it is an element and the tool requires none;
-- a value is the text written for it: a JSON literal when it is one (``3``, ``true``, ``"a b"``, ``[1, 2]``),
-  else the text itself (quotes around it removed, XML entities decoded); a parameter written without a value is
-  left out (and noted), never filled in;
-- every call found this way is reported (the site says how it was found; the gate adds an ``offered_names``
-  warning).
-
-Cost: one C-speed search over the text for the offered names that occur in it (at most :data:`MAX_NAME_HITS` hits
-examined), and for each hit regex steps within :data:`PREFIX` characters before it and :data:`WINDOW` after it, at
-most :data:`SCAN_BUDGET` characters of argument regions in all.
+No call is made of prose and no value guessed: the name is the whole of its field, only declared parameter names
+are arguments, a call needs one (an element of a tool that requires none excepted), a value is a JSON literal or
+its text, one written as nothing is left out. With no such markup, :mod:`refiner.formats.anchored` reads the
+structure the text repeats. Bounded by :data:`MAX_NAME_HITS` names examined, windows of :data:`PREFIX` and
+:data:`WINDOW` characters around each and :data:`SCAN_BUDGET` characters of arguments in all.
 """
 
 from __future__ import annotations
@@ -90,8 +67,7 @@ _ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
 
 @functools.lru_cache(maxsize=256)
 def _param_patterns(params: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """For a tool's declared parameter names: (the opening tag of a child element named k or of a <param name="k">
-    element, a k="v" attribute, a "k: v" / "k = v" pair)."""
+    """For a tool's declared parameter names: (an element's opening tag, a k="v" attribute, a k: v / k = v pair)."""
     alt = "|".join(re.escape(p) for p in sorted(params, key=len, reverse=True))
     element = re.compile(  # (its closing tag is found by str.find: no lazy scan per opening)
         r"<(?:(?P<tag>" + alt + r")|(?P<ptag>[A-Za-z_][\w\-]{0,32})\s+(?:name|key)=[\"']?(?P<pname>" + alt
@@ -104,8 +80,7 @@ def _param_patterns(params: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re
 
 @functools.lru_cache(maxsize=64)
 def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
-    """The names as one plain alternation (a pattern that starts with a literal is searched at C speed; the
-    boundaries around a hit are checked by :func:`_whole_name`)."""
+    """The names as one plain alternation (searched at C speed; :func:`_whole_name` checks the boundaries)."""
     return re.compile("|".join(re.escape(n) for n in names))
 
 
@@ -114,8 +89,7 @@ def _is_word(ch: str) -> bool:
 
 
 def _whole_name(text: str, s: int, e: int) -> bool:
-    """Whether the name at ``text[s:e]`` is not part of a longer name (``my_get_weather``, ``get_weather2``,
-    ``api.get_weather.v2``)."""
+    """Whether the name at ``text[s:e]`` is not part of a longer name (``my_f``, ``f2``, ``api.f.v2``)."""
     before = text[s - 1] if s else ""
     after = text[e] if e < len(text) else ""
     if before and (_is_word(before) or before == "."):
@@ -124,8 +98,8 @@ def _whole_name(text: str, s: int, e: int) -> bool:
 
 
 def _text_value(raw: str, xml: bool = False) -> Any:
-    """The value written as ``raw``: a JSON literal when it is one, else its text (quotes around it removed; XML
-    entities decoded in an element). ``None`` result is JSON null; an empty text gives ``_NO_VALUE``."""
+    """The value written as ``raw``: a JSON literal, else its text unquoted (entities decoded in an element);
+    ``_NO_VALUE`` for nothing."""
     raw = raw.strip()
     if xml and "&" in raw and _ENTITY.search(raw):
         raw = html.unescape(raw).strip()
@@ -148,8 +122,7 @@ _NO_VALUE: Any = object()
 
 
 def _line_bounds(text: str, pos: int, lo: int) -> tuple[int, int]:
-    """The line around ``pos``, looked for within :data:`PREFIX` characters before it (``lo`` at the latest) and
-    :data:`WINDOW` after."""
+    """The line around ``pos``, within :data:`PREFIX` characters before (not before ``lo``) and :data:`WINDOW` after."""
     back = max(lo, pos - PREFIX)
     start = text.rfind("\n", back, pos) + 1
     if start == 0:
@@ -159,8 +132,8 @@ def _line_bounds(text: str, pos: int, lo: int) -> tuple[int, int]:
 
 
 def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[str, Any]:
-    """``k=v`` / ``k: v`` pairs of declared names in ``segment`` (one line, or the text of several), each value up to
-    the next pair, a separator (``,`` ``;``) before it, or the end; values written as nothing are left out."""
+    """``k=v`` / ``k: v`` pairs of declared names in ``segment``, each value up to the next pair, an undeclared key
+    or the end."""
     args: dict[str, Any] = {}
     hits = list(pair.finditer(segment))[:MAX_ARG_LINES]
     for i, m in enumerate(hits):
@@ -209,25 +182,19 @@ class _Reader:
         text = self.text
         lo = max(self.at, s - PREFIX)
         lt = text.rfind("<", lo, s)  # (the tags before the name are matched from the last "<", anchored)
-        container = None
+        head = None  # an opening tag naming the tool: (its tag, its start, where its attributes start)
         if text[s - 1 : s] == "<" and (e >= len(text) or text[e] in "> \t\n/"):  # <NAME ...>: the tag is the name
-            head_end = text.find(">", e, e + 300)
-            if head_end < 0:
-                return None
-            body_start, region_end = head_end + 1, self._closing(name, head_end + 1)
-            attrs = text[e:head_end]
-            start = s - 1
-            if text[head_end - 1] == "/":  # <NAME k="v"/>
-                region_end = head_end + 1
+            head = name, s - 1, e
         elif lt >= 0 and (m := _NAME_ATTR_BEFORE.match(text, lt, s)) is not None and text[e : e + 1] in "\"'":
+            head = m.group(1), m.start(), m.end(1)  # <TAG name="NAME" ...>
+        if head is not None:
+            tag, start, attrs_at = head
             head_end = text.find(">", e, e + 300)
             if head_end < 0:
                 return None
-            container, start = m.group(1), m.start()
-            attrs = text[m.end(1) : head_end].replace(name, "", 1)
-            body_start, region_end = head_end + 1, self._closing(container, head_end + 1)
-            if text[head_end - 1] == "/":
-                region_end = head_end + 1
+            attrs = text[e:head_end] if attrs_at == e else text[attrs_at:head_end].replace(name, "", 1)
+            body_start = head_end + 1
+            region_end = head_end + 1 if text[head_end - 1] == "/" else self._closing(tag, head_end + 1)  # <T k="v"/>
         elif lt >= 0 and (m := _OPEN_TAG_BEFORE.match(text, lt, s)) is not None and text.startswith(f"</{m.group(1)}", e):
             tag, start = m.group(1), m.start()
             close = text.find(">", e, e + PREFIX) + 1 or e
@@ -310,8 +277,7 @@ class _Reader:
         return Found(line_start, end, ToolCall(name, args), how)
 
     def following(self, name: str, pos: int, pair: re.Pattern) -> tuple[dict[str, Any], int, str]:
-        """The arguments on the lines after a labelled name: a JSON object (``Action Input: {...}``), or ``k: v``
-        lines (indented, or under an ``arguments:`` line), up to the first other line."""
+        """The arguments on the lines after a labelled name: a JSON object, or ``k: v`` lines up to another line."""
         text = self.text
         stop = min(len(text), pos + WINDOW)
         self.spent += stop - pos
@@ -359,9 +325,8 @@ class _Reader:
 def calls_by_names(
     text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
 ) -> tuple[list[Found], list[str], int]:
-    """The calls of ``text`` (after ``start``) written in markup no format knows, found by the ``offered`` tools'
-    names and parameter names (see the module docstring), outside the ``taken`` spans; ``(calls, notes, hits
-    examined)``. Never raises on any text."""
+    """The calls of ``text`` after ``start`` in markup no format knows, outside the ``taken`` spans: ``(calls, notes,
+    name hits examined)``. Never raises."""
     names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
                          reverse=True))[:MAX_NAMES]
     if not names or start >= len(text):

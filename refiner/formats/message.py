@@ -1,16 +1,9 @@
-"""An answer's parts besides its calls: the text the user should see (``content``) and reasoning written in the
-format's own channels, read from a text that holds calls in one format.
+"""An answer's parts besides its calls: the content the user should see and reasoning in the format's own channels.
 
-:func:`outside_calls` is the rule every tagged format shares (:meth:`WireFormat.answer_parts`'s default): the calls
-are one region, from the format's first tag to the end of its last call — the last closing tag (``</tool_call>``,
-``<｜tool▁calls▁end｜>``, ``<|tool_calls_section_end|>``, ``<tool_call|>``), or, when the last tag opens a call whose
-body is a JSON object or list (``[TOOL_CALLS]``, ``[ARGS]``, ``<|python_tag|>``, ``functools``), the end of that
-value; a call the text stops inside runs to the end. The text before and after the region is content, verbatim
-(``"Some text before <call> after"`` gives ``"Some text before  after"``, as vLLM's and SGLang's parsers give it);
-end-of-turn tokens the decoder left at the end (:data:`END_OF_TURN`) are not content. An untagged answer (a JSON
-list or object, a pythonic list) is the region from its first bracket to the one that closes it. Text between two
-calls belongs to the calls. A format whose answer has channels (gpt-oss harmony: analysis, commentary preambles,
-``final``) overrides :meth:`WireFormat.answer_parts`.
+:func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's
+first tag to its last closing tag, or to the end of the JSON value the last tag opens (a call the text stops in runs
+to the end); an untagged answer's region is its first bracketed value. The text before and after is content,
+verbatim (as vLLM's and SGLang's parsers give it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`).
 """
 
 from __future__ import annotations
@@ -30,9 +23,7 @@ _MARKUP = set("<>|[]｜")
 
 @dataclass(frozen=True)
 class AnswerParts:
-    """``content``: the text outside the calls (verbatim, ``""`` when none); ``reasoning``: reasoning the format
-    writes in its own channels (None when it has none); ``calls``: the span ``(start, end)`` of the calls' region
-    (``(len, len)`` when there is none)."""
+    """The content outside the calls, reasoning in the format's own channels (None: none), the calls' span."""
 
     content: str
     reasoning: str | None = None
@@ -56,9 +47,8 @@ _INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's te
 
 
 def bracket_end(text: str, i: int) -> int:
-    """The end of the bracketed value opening at ``text[i]`` (``[``, ``{`` or ``(``; strings in either quote, which a
-    newline ends), or -1 when the text stops first. Linear, the text between structural characters skipped by one
-    regex step."""
+    """The end of the bracketed value opening at ``text[i]`` (strings in either quote, ended by a newline too), or
+    -1 when the text stops first. Linear."""
     depth, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -79,8 +69,7 @@ def bracket_end(text: str, i: int) -> int:
 
 
 def values_end(text: str, i: int) -> int:
-    """The end of the bracketed values starting at ``text[i]``, several when ``;`` or ``,`` separate them (Llama 3's
-    ``{...}; {...}``); the end of the text when one is not closed."""
+    """The end of the bracketed values from ``text[i]`` joined by ``;`` or ``,`` (Llama 3's ``{...}; {...}``)."""
     for _ in range(MAX_TAGS):
         end = bracket_end(text, i)
         if end < 0:
@@ -112,8 +101,7 @@ def trim_turn_end(text: str) -> str:
 
 
 def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
-    """``(start, end)`` of the calls in ``text`` read as ``fmt`` writes them (see the module docstring), or None when
-    the text holds none of its tags and does not open with a bracket."""
+    """``(start, end)`` of the calls' region in ``text`` (see the module docstring), or None."""
     pattern, closers = tag_pattern(fmt)
     first = last = None
     if pattern is not None:

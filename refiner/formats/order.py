@@ -1,9 +1,5 @@
-"""The simplified order format: which tools run at which step, without arguments.
-
-``<order_func>[{"step": 1, "tool_list": ["a", "b"]}, {"step": 2, "tool_list": ["c"]}]</order_func>`` becomes one
-``ToolCall(name, {}, step=k)`` per tool, in list order. Tools in the same step may run in any order; steps are
-ordered (the reward compares :func:`refiner.calls.steps_of`).
-"""
+"""The order format: which tools run at which step, without arguments: ``<order_func>[{"step": 1, "tool_list":
+["a", "b"]}]</order_func>`` is one ``ToolCall(name, {}, step=k)`` per tool; the steps are ordered, a step's tools not."""
 
 from __future__ import annotations
 

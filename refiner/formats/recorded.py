@@ -1,38 +1,24 @@
-"""One generic reader and writer of tool calls, built from a derived :class:`~refiner.formats.derive.record.Record`.
+"""One generic reader and writer of tool calls built from a derived :class:`~refiner.formats.derive.record.Record`
+(:func:`record_format`), under the format contract. Nothing here knows a tag: the record holds the literals a family
+writes and how its values are typed. A literal is matched by its text without surrounding blanks (its *core*), after
+any blanks in the text::
 
-A record holds the literals a family writes (around the call section, around each call, the name and the
-arguments, each argument's key and value, between calls and between arguments) and how values are typed; nothing
-here knows a tag. :func:`record_format` makes a :class:`~refiner.formats.base.WireFormat` of it, under the format
-contract: ``parse_strict`` (raises :class:`~refiner.formats.base.FormatError`), ``parse_lenient`` (never raises,
-typed problems, the cut marked), ``render`` (the template's own layout), bounded work.
+    answer    := prose* [SECTION_START] call (CALL_SEP? call)* [SECTION_END] prose*
+    call      := OPENER NAME NAME_SUFFIX [ID ID_SUFFIX] arguments CALL_END     (json_args, pairs)
+               | OPENER object CALL_END                                       (json_object; json_list: one list)
+    object    := {NAME_KEY: NAME, ARGS_KEY: {...}} | {WRAPPER: {...}, ...}
+    arguments := {...} | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*
 
-How a literal is matched: by its text without the spaces and newlines around it (its *core*), after any spaces and
-newlines in the text; a literal that is only spaces (``\\n`` after a value, in a ``-- key: value`` line layout) ends a
-value written as raw text at that space. Reading (the ``shape`` of the record)::
-
-    answer   := prose* [SECTION_START] call (CALL_SEP? call)* [SECTION_END] prose*
-    call     := OPENER NAME NAME_SUFFIX [ID ID_SUFFIX] arguments CALL_END   (json_args, pairs)
-              | OPENER object CALL_END                                     (json_object; json_list: one JSON list)
-    object   := {NAME_KEY: NAME, ARGS_KEY: {...}, ...}
-              | {WRAPPER: {NAME_KEY: NAME, ARGS_KEY: {...}, ...}, ...}     (the call under a key of an outer object)
-    arguments:= {...}                                                       (json_args: one JSON object)
-              | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*    (pairs)
-
-A value is JSON when the record says the family quotes its strings; a string between the family's quote tokens when
-it says so (its lists and objects then JSON, or written with bare keys and those tokens: :func:`read_quoted`);
-otherwise it is the text up to the value's terminator (the value suffix's core, else the next argument's or the
-call's closing literal), read as a JSON value or Python literal when it is exactly one
-(:func:`refiner.formats.xmlvalues.read_value`), else as the text; the tool specs settle the rest
-(:meth:`RecordFormat.retype`).
-
-Cost: every literal is looked for from a position that only moves forward (:class:`~refiner.formats.xmlvalues.Finder`:
-each literal's searches scan the text once in all), each JSON value is decoded once, and at most
+A value is JSON, a string between the family's quote tokens (:func:`read_quoted`), or the raw text up to its
+terminator read by :func:`refiner.formats.xmlvalues.read_value` and settled by the specs (:meth:`RecordFormat.retype`).
+Literals are searched forward only (:class:`~refiner.formats.xmlvalues.Finder`); at most
 :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` calls are read.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -45,9 +31,7 @@ from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
 
-# The record is derive's value (refiner.formats.derive.record.Record, which imports this module's value writer):
-# this reader only reads its fields.
-Record = Any
+Record = Any  # refiner.formats.derive.record.Record (which imports this module): only its fields are read
 
 MAX_NAME_CHARS = 256  # a tool name (or a call id) longer than this is not one
 MAX_KEY_CHARS = 256
@@ -58,17 +42,26 @@ DERIVED_RANK = 1000  # after every built-in format: detection tries it last
 class _Stop(Exception):
     """Reading one call failed: ``message`` at ``position``; ``cut``: the text ended inside it."""
 
-    def __init__(self, message: str, position: int, cut: bool = False) -> None:
+    def __init__(self, message: str, position: int, cut: bool = False, partial: ToolCall | None = None) -> None:
         super().__init__(message)
         self.message, self.position, self.cut = message, position, cut
+        self.partial = partial  # the call read so far, when the text ended inside it
 
 
 _WS = re.compile(r"[ \t\r\n]*")
 MAX_UNREADABLE_NOTES = 8  # calls that could not be read, reported one by one (then counted)
 
 
+_WORD = re.compile(r"\S*")
+
+
 def _ws(text: str, pos: int) -> int:
     return _WS.match(text, pos).end()
+
+
+def _word_end(text: str, pos: int, limit: int) -> int:
+    """Where the text that is not blank from ``pos`` ends, looked for within ``limit + 1`` characters."""
+    return _WORD.match(text, pos, pos + limit + 1).end()
 
 
 class RecordFormat(base.WireFormat):
@@ -88,9 +81,7 @@ class RecordFormat(base.WireFormat):
         cores["typing"] = ()
         if r.key_suffix_typed:
             a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
-            n = 0
-            while n < min(len(a), len(b)) and a[n] == b[n]:
-                n += 1
+            n = len(os.path.commonprefix((a, b)))
             cores["typing"] = (a[:n], a[n:], b[n:])
         return cores
 
@@ -123,11 +114,6 @@ class RecordFormat(base.WireFormat):
             return k + len(close)
         return 0
 
-    def _anchor(self, find: Finder, pos: int) -> int:
-        c = self._c
-        lit = c["section_start"] or c["opener"]
-        return find.next(lit, pos) if lit else -1
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         if not isinstance(text, str):
             raise self.error(f"not a text: {type(text).__name__}")
@@ -148,12 +134,12 @@ class RecordFormat(base.WireFormat):
     def _read(self, text: str, strict: bool, out: base.Lenient | None = None):
         c = self._c
         find = Finder(text)
-        start = self._start(text)
-        at = self._anchor(find, start)
+        first = c["section_start"] or c["opener"]
+        at = find.next(first, self._start(text)) if first else -1
         calls: list[ToolCall] = []
         if at < 0:
             if out is not None:
-                out.note("missing_tag", f"no {c['section_start'] or c['opener']!r}: no call")
+                out.note("missing_tag", f"no {first!r}: no call")
             return calls, _Stop("the section or call opener is missing", 0), None
         pos = at
         if c["section_start"]:
@@ -174,7 +160,7 @@ class RecordFormat(base.WireFormat):
                 if strict:
                     return calls, e, None
                 if e.cut:
-                    partial = getattr(e, "partial", None)
+                    partial = e.partial
                     if partial is not None:
                         calls.append(partial)
                         cut = (len(calls) - 1, partial.name, dict(partial.arguments))
@@ -227,7 +213,8 @@ class RecordFormat(base.WireFormat):
         c, r = self._c, self.record
         pos = self._expect(text, pos, c["opener"], "to open a call")
         if r.shape == "json_object":
-            call, pos = self._json_call(text, pos)
+            obj, pos = self._json(text, _ws(text, pos), "the call")
+            call = self._call_of(obj, pos)
         else:
             name, pos = self._name(text, pos, find)
             if r.id_position == "after_name":
@@ -244,7 +231,7 @@ class RecordFormat(base.WireFormat):
             pos = self._expect(text, pos, c["call_end"], f"to close the call to {call.name}")
         except _Stop as e:
             if e.cut:
-                e.partial = call  # type: ignore[attr-defined]
+                e.partial = call
             raise
         return call, pos
 
@@ -255,10 +242,7 @@ class RecordFormat(base.WireFormat):
             end = find.next(c["name_suffix"], pos)
             after = end + len(c["name_suffix"])
         else:  # the name ends its line (or at a space)
-            end, stop = pos, min(len(text), pos + MAX_NAME_CHARS + 1)
-            while end < stop and not text[end].isspace():
-                end += 1
-            after = end
+            end = after = _word_end(text, pos, MAX_NAME_CHARS)
         if end < 0 or end - pos > MAX_NAME_CHARS:  # (the position: as far as it was looked for)
             raise _Stop("the tool name is not closed", len(text) if end < 0 else pos + MAX_NAME_CHARS, end < 0)
         name = text[pos:end].strip()
@@ -270,10 +254,7 @@ class RecordFormat(base.WireFormat):
         """Where the arguments start after the call id at ``pos``."""
         suffix = self._c["id_suffix"]
         pos = skip_ws(text, pos)
-        end = find.next(suffix, pos) if suffix else pos
-        if not suffix:
-            while end < min(len(text), pos + MAX_NAME_CHARS + 1) and not text[end].isspace():
-                end += 1
+        end = find.next(suffix, pos) if suffix else _word_end(text, pos, MAX_NAME_CHARS)
         if end < 0 or end - pos > MAX_NAME_CHARS or not text[pos:end].strip():
             raise _Stop(f"the call id of {name} is not closed", len(text) if end < 0 else pos, end < 0)
         return end + len(suffix)
@@ -287,11 +268,6 @@ class RecordFormat(base.WireFormat):
             at, msg = getattr(e, "pos", pos), str(getattr(e, "msg", e))
             cut = msg.startswith("Unterminated string") or at >= len(text.rstrip()) - 1
             raise _Stop(f"{what} are not JSON: {msg}", max(at, pos), cut) from None
-
-    def _json_call(self, text: str, pos: int) -> tuple[ToolCall, int]:
-        pos = _ws(text, pos)
-        obj, pos = self._json(text, pos, "the call")
-        return self._call_of(obj, pos), pos
 
     def _call_of(self, obj: Any, pos: int) -> ToolCall:
         r = self.record
@@ -327,9 +303,7 @@ class RecordFormat(base.WireFormat):
         while True:
             p = _ws(text, pos)
             if p >= len(text):
-                err = _Stop(f"the text stops inside the call to {name}", p, True)
-                err.partial = ToolCall(name, args)  # type: ignore[attr-defined]
-                raise err
+                raise _Stop(f"the text stops inside the call to {name}", p, True, ToolCall(name, args))
             if c["call_end"] and text.startswith(c["call_end"], p):
                 return args, p
             if c["key_prefix"]:
@@ -347,7 +321,7 @@ class RecordFormat(base.WireFormat):
                 value, p = self._value(text, p, find, name, key, typed)
             except _Stop as e:
                 if e.cut:
-                    e.partial = ToolCall(name, args)  # type: ignore[attr-defined]
+                    e.partial = ToolCall(name, args)
                 raise
             args[key] = value
             pos = p
@@ -376,10 +350,7 @@ class RecordFormat(base.WireFormat):
             end = find.next(c["key_suffix"], p)
             after = end + len(c["key_suffix"])
         else:
-            end, stop = p, min(len(text), p + MAX_KEY_CHARS + 1)
-            while end < stop and not text[end].isspace():
-                end += 1
-            after = end
+            end = after = _word_end(text, p, MAX_KEY_CHARS)
         if end < 0 or end - p > MAX_KEY_CHARS or "\n" in text[p:end].strip():
             raise _Stop(f"an argument key of {name} is not closed", len(text) if end < 0 else
                         min(end, p + MAX_KEY_CHARS), end < 0)

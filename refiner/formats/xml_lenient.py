@@ -1,8 +1,6 @@
-"""The lenient reading of the XML parameter grammar (:class:`XmlLenient`, a part of
-:class:`~refiner.formats.xml_grammar.XmlParams`): cut texts, lost and misspelt tags, JSON arguments inside a call's
-tags, an answer written as a JSON string, closing tags with a number appended; and the generic tag mender a row
-without a :class:`~refiner.formats.xml_spelling.Hook` of its own is read through.
-"""
+"""The lenient reading of the XML parameter grammar (:class:`XmlLenient`, part of
+:class:`~refiner.formats.xml_grammar.XmlParams`): cut texts, lost and misspelt tags, JSON arguments between a call's
+tags, an answer written as a JSON string, closing tags with a number appended."""
 
 from __future__ import annotations
 
@@ -28,8 +26,7 @@ from refiner.formats.xmlvalues import (
 
 
 class XmlLenient:
-    """``recover`` (:meth:`~refiner.formats.base.WireFormat.parse_lenient`'s work) for :class:`XmlParams`, whose
-    strict reader's helpers (``_value``, ``_junk_name``, ``_plain``) and spelling it reads through ``self``."""
+    """``recover`` for :class:`XmlParams`, whose strict reader's helpers and spelling it uses through ``self``."""
 
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
@@ -69,10 +66,8 @@ class XmlLenient:
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
 
     def _mend(self, text: str, pos: int) -> tuple[str, list[str]]:
-        """Two slips every row is read through (lenient reading only): a text written with JSON string escapes
-        (the model wrote its answer as a JSON string: ``\\n`` between the tags, ``\\"`` in values), read with them
-        decoded when a literal ``\\n`` stands next to one of the row's structural tags; and a closing tag with a
-        number appended (``</parameter1>``), read as the closing tag."""
+        """The text with JSON string escapes decoded when a literal ``\\n`` stands next to a structural tag, and
+        closing tags with a number appended (``</parameter1>``) read as the tag."""
         s = self.spelling
         notes = []
         body = text[pos:]
@@ -89,8 +84,7 @@ class XmlLenient:
         return (text if not notes else text[:pos] + body), notes
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
-        """Reads one call (``pos``: after its call tag): ``(where reading goes on, whether the call's section goes
-        on after it)``."""
+        """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
         if s.name_at == "text":
             e, tag = f.first((s.name_sep, s.key_open, s.call_close, s.call_open), pos)
@@ -167,8 +161,7 @@ class XmlLenient:
         return self._after_call(text, pos, name, out)
 
     def _after_call(self, text: str, pos: int, name: str, out: Lenient) -> tuple[int, bool]:
-        """After a call read leniently: its section's closing tag, if it has one: ``(where reading goes on, whether
-        the section goes on with a further call)``."""
+        """Past a call's section closer: ``(where reading goes on, whether the section goes on)``."""
         s = self.spelling
         if not s.section_open:
             return pos, False
@@ -182,8 +175,7 @@ class XmlLenient:
         return pos, False
 
     def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
-        """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends inside its
-        value, else None)``."""
+        """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends in its value)``."""
         s = self.spelling
         string: bool | None = None
         if s.key_at == "element":
@@ -269,12 +261,9 @@ def _word(tag: str) -> str:
 
 
 def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
-    """The repair of tags written wrong for a row without a hook of its own (lenient reading only): a look-alike of
-    one of the row's tags (:mod:`refiner.formats.tags`: other case, ``_`` / ``-`` changed, ``[...]`` for ``<...>``, a
-    lost ``>``, one letter off) is that tag, an opening look-alike of the value's closer inside a value its closer;
-    and for rows naming calls and keys in attributes, a lost call or parameter tag before a line's
-    ``name="..."`` is put back (a parameter's when the value's closer follows before the call's, else a call's).
-    Another format's tag stays text. ``None`` when nothing was changed."""
+    """Tags written wrong, for a row without a hook of its own: a look-alike of a row's tag
+    (:mod:`refiner.formats.tags`) read as it; for rows naming in attributes, a lost call or parameter tag put back
+    before a line's ``name="..."``. ``None`` when nothing changed."""
     s = fmt.spelling
     tags = tuple(t for t in s.tags() if t.endswith((">", " ")))
     edits: list[tuple[int, int, str]] = []

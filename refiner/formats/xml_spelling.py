@@ -1,8 +1,5 @@
-"""What one row of the XML parameter grammar says (:class:`XmlSpelling`), the hooks a row's table cannot hold
-(:class:`Hook`), and the tag-level helpers the grammar's readers share: attributes, per-checkpoint tag
-suffixes, the first of several tags. The grammar itself is :mod:`refiner.formats.xml_grammar`; its rows are
-:mod:`refiner.formats.catalog`.
-"""
+"""One row of the XML parameter grammar (:class:`XmlSpelling`, :class:`Hook`) and the tag helpers its readers
+share; the grammar is :mod:`refiner.formats.xml_grammar`, its rows :mod:`refiner.formats.catalog`."""
 
 from __future__ import annotations
 
@@ -16,39 +13,22 @@ from typing import Any
 DETECT_CHARS = 2_000  # of text after a marker read to tell a row from others sharing it
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
-# A tool name as base.NAME_PATTERN reads it (no whitespace, angle brackets, braces or quotes), but with single spaces
-# between words: for rows whose name is the text after the call tag (GLM).
+# base.NAME_PATTERN with single spaces between words: a name written as the text after the call tag (GLM)
 SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
-# The attributes as rendering writes them (a name, then at most one more): read in one match.
+# The attributes as render writes them (a name, then at most one more), in one match
 _SIMPLE_ATTRS = re.compile(r"""\s*name="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
 
 
 @dataclass(frozen=True)
 class XmlSpelling:
-    """One row's spelling of the grammar (:mod:`refiner.formats.xml_grammar`). Tag literals are written exactly as
-    the model writes them (special tokens as text).
-
-    - ``call_open`` / ``call_close``: a call's tags; where the name sits is ``name_at``: ``"eq"`` (``<function=`` NAME
-      ``>``), ``"attr"`` (``<invoke`` attributes ``>``, the name in ``name="..."``) or ``"text"`` (the text after
-      ``call_open`` up to ``name_sep``, a key or the call's end: GLM's ``<tool_call>NAME\\n``, Hunyuan's
-      ``<tool_call>NAME<tool_sep>``);
-    - ``key_open`` / ``key_close`` and ``key_at``: ``"eq"`` (``<parameter=`` KEY ``>``, ``key_close`` unused),
-      ``"attr"`` (``<parameter`` attributes ``>``, the key in ``name="..."``, a type in ``type_attr``) or
-      ``"element"`` (``<arg_key>`` KEY ``</arg_key>``, then ``value_open``);
-    - ``value_open`` (``"element"`` only) / ``value_close``;
-    - ``section_open`` / ``section_close``: tags around the calls (``""``: none); ``section_per_call``: one section
-      per call (Qwen3-Coder's ``<tool_call>``), else one around all of them (MiniMax-M2's ``<minimax:tool_call>``);
-    - ``strip_newline``: one newline at each end of a value is the template's, not the value's;
-    - ``typing``: ``"json"``, ``"python"`` or ``"attr"`` (see :mod:`refiner.formats.xml_grammar`), ``type_attr``
-      the attribute;
-    - ``sep``: what ``render`` writes between tags (the template's layout); ``tag_suffix``: a per-checkpoint suffix
-      written before every tag's ``>`` (Hunyuan HY v4's ``:6124c78e``; any ``:SUFFIX`` is read);
-    - ``hook``: the row's :class:`Hook` (``None``: none);
-    - ``type_open`` / ``type_close`` (``"element"`` keys only): a type element the model may write between a key and
-      its value (K2-Horizon's ``xml_typed`` layout, ``<ifm|arg_type>string</ifm|arg_type>``); not strictly valid
-      in the row, read by recovery: ``string`` is the text as written, ``any`` the row's typing, another type
-      JSON."""
+    """One row's spelling of the grammar, its tags exactly as the model writes them. ``name_at``: ``"eq"``
+    (``<function=NAME>``), ``"attr"`` (``name="..."``) or ``"text"`` (after ``call_open`` up to ``name_sep``);
+    ``key_at``: ``"eq"``, ``"attr"`` or ``"element"`` (``<arg_key>KEY</arg_key>`` then ``value_open``); a section
+    around all calls or one per call (``section_per_call``); ``strip_newline``: a newline at each end of a value is
+    the template's; ``typing``: ``"json"``, ``"python"`` or ``"attr"`` (``type_attr``); ``sep``: what render writes
+    between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>``; ``type_open`` / ``type_close``: a
+    type element between a key and its value, read by recovery only."""
 
     call_open: str
     call_close: str
@@ -108,12 +88,9 @@ class XmlSpelling:
 
 @dataclass(frozen=True)
 class Hook:
-    """What a row's table cannot say, in one place (its spelling's ``hook``). Every field is optional.
-
-    ``respell(fmt, text, start) -> (text, notes) | None``: the text with tags written wrong read as the grammar's
-    (lenient reading only); ``sniff(fmt, body, at) -> bool``: replaces the grammar's detection check;
-    ``region_start(fmt, body, at) -> int`` and ``read_untagged(fmt, text, start, offered)``: see
-    :class:`~refiner.formats.base.WireFormat`."""
+    """What a row's table cannot say: ``respell(fmt, text, start) -> (text, notes) | None`` (tags written wrong,
+    lenient reading only), and the :class:`~refiner.formats.base.WireFormat` hooks ``sniff``, ``region_start`` and
+    ``read_untagged`` (each taking the format first)."""
 
     respell: Callable[..., tuple[str, list[str]] | None] | None = None
     sniff: Callable[..., bool] | None = None
@@ -122,8 +99,7 @@ class Hook:
 
 
 def _attrs(raw: str) -> dict[str, str]:
-    """The attributes of a tag's text (``name="f" string="true"``; single quotes and bare values read too), XML's
-    character entities decoded (``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a newline with them)."""
+    """The attributes of a tag's text (any quotes or none), XML's character entities decoded."""
     m = _SIMPLE_ATTRS.fullmatch(raw)
     if m is not None:
         if m.group(2) is None:
@@ -137,8 +113,7 @@ def _attrs(raw: str) -> dict[str, str]:
 
 
 def _attr_value(value: str) -> str:
-    """An attribute value as ``render`` writes it: XML's entities where the value holds a character the tag cannot
-    (quotes, brackets, ampersands, line breaks)."""
+    """An attribute value as render writes it, with XML's entities for the characters a tag cannot hold."""
     if not any(c in value for c in '"<>&\n\r'):
         return value
     return (value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
@@ -155,15 +130,13 @@ def _suffixed_words(tags: tuple[str, ...]) -> list[str]:
 
 @functools.lru_cache(maxsize=64)
 def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
-    """A tag of ``tags`` (and the reasoning block's ``<think>``) with a ``:SUFFIX`` before its ``>``, or a text that
-    ends inside such a tag's suffix (cut short: ``</arg_value:61``)."""
+    """A tag of ``tags`` (or ``<think>``) with a ``:SUFFIX`` before its ``>``, or a text ending inside one."""
     alts = "|".join(re.escape(w) for w in _suffixed_words(tags))
     return re.compile(r"(</?(?:" + alts + r")):(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)")
 
 
 def _unsuffix(tags: tuple[str, ...], text: str) -> str:
-    """``text`` with the suffix dropped from every tag of ``tags`` (:func:`_suffix_pattern`): the whole tags by a
-    template (no Python call per tag), then a tag the text ends inside."""
+    """``text`` with the suffix dropped from every tag of ``tags`` (:func:`_suffix_pattern`)."""
     whole, cut = _suffix_parts(tags)
     text = whole.sub("", text)
     m = cut.search(text, max(len(text) - 160, 0))
@@ -172,16 +145,14 @@ def _unsuffix(tags: tuple[str, ...], text: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _suffix_parts(tags: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern]:
-    """:func:`_suffix_pattern`'s two cases apart: a whole tag's suffix alone (found from its ``:``, replaced by
-    nothing: the substitution then runs at C speed), and a text that ends inside a tag's suffix."""
+    """:func:`_suffix_pattern`'s two cases apart: a whole tag's suffix alone (removed at C speed), and a cut one."""
     head = _suffix_pattern(tags).pattern.split(":(?:", 1)[0]
     behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in _suffixed_words(tags) for o in ("<", "</"))
     return re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z")
 
 
 def _unsuffixed(m: re.Match) -> str:
-    """A tag matched by :func:`_suffix_pattern` without its suffix; a text cut inside the suffix ends inside the tag
-    (``</arg_value``: a cut, as the same text without a suffix reads), not after a tag read whole."""
+    """A tag matched by :func:`_suffix_pattern` without its suffix (cut inside it: the tag stays unclosed)."""
     return m.group(1) + (">" if m.group(0).endswith(">") else "")
 
 

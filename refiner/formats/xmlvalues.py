@@ -1,33 +1,12 @@
-"""Helpers for the XML-style dialects (Qwen3-Coder's ``<parameter=KEY>VALUE</parameter>``, GLM's
-``<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>``): argument values written as raw text between tags, and a
-linear scanner over tags.
+"""Values written as raw text between tags (Qwen3-Coder's ``<parameter=KEY>VALUE</parameter>``, GLM's
+``<arg_key>``/``<arg_value>``), and a linear scanner over tags.
 
-Typing a raw value (:func:`read_value`), without tool specs and deterministically: the chat templates write a
-string as it is and anything else as JSON (GLM: ``tojson``; Qwen3-Coder: ``tojson`` for objects and arrays,
-Python's ``str`` for numbers, booleans and ``None``). A value is read as a non-string only when its text is exactly
-what the template writes for that value:
-
-- a number whose text is its canonical JSON (``42``, ``-1.5``, ``1e+16``); ``007``, ``12.50``, ``1e3`` or ``-0``
-  stay text, so a number read back to text is exactly what was written;
-- ``true`` / ``false`` / ``null``; for a dialect whose template writes Python's spellings (Qwen3-Coder's
-  ``| string``: ``python_literals``) also ``True`` / ``False`` / ``None``, and there ``true`` / ``false`` are text
-  (what the template writes for the *string* ``"true"``), which the tool spec settles: a boolean parameter's
-  ``true`` is ``True``, a string parameter's stays ``"true"`` (never ``"True"``); ``null`` is ``None`` (as vLLM's
-  parser reads it whatever the type);
-- a JSON object or array (any layout);
-- a JSON string literal only where it escapes a string that would otherwise be misread: ``"42"`` is the string
-  ``42``, ``"{\\"a\\": 1}"`` the string ``{"a": 1}``; a quoted text that needs no escape stays as written, quotes
-  and all (``"machine learning"``, an exact-phrase query, as vLLM keeps it for a string parameter);
-- anything else is the string, exactly as written (no stripping beyond what the dialect's parser strips).
-
-So reading never loses text, and :func:`retype_calls` can settle a value by the tool's declared type exactly:
-``94105`` read as a number is the string ``"94105"`` where the spec says string, ``12.50`` read as text is the
-number 12.5 where it says number (vLLM's and SGLang's parsers type these values by the tool schema the same way;
-without one they keep every value a string). :func:`write_value` writes a string raw when it reads back as itself,
-else as its JSON string literal, with ``<`` escaped as ``\\u003c`` where one of the dialect's tags would appear.
-In the dialects that write Python's spellings, a list or object the template wrote with ``| string``
-(``{'a': True}``) is read by ``ast.literal_eval`` where the spec declares an array or object (as vLLM's Seed-OSS
-parser does), as JSON values only (no set, bytes or infinite number).
+A raw value is typed without specs only when its text is exactly what the templates write for it: a number in its
+canonical JSON (``42``, not ``007`` or ``1e3``), ``true`` / ``false`` / ``null`` (with ``python_literals``, the
+Python spellings instead: ``true`` is then text), a JSON object or array, and a JSON string literal where it escapes
+a string that would otherwise be misread (``"42"``); anything else is the string as written. Reading never loses
+text, and :func:`retype_calls` then settles a value by the tool's declared type (``94105`` a string where the spec
+says string; a Python literal container where it says array or object).
 """
 
 from __future__ import annotations
@@ -52,8 +31,7 @@ _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
 def read_value(text: str, python_literals: bool = False, tags: tuple[str, ...] = ()) -> Any:
-    """The value a raw parameter text stands for (see the module doc); ``tags``: the dialect's value tags, which a
-    string holding them is escaped for. Never raises."""
+    """The value a raw parameter text stands for; ``tags``: the dialect's value tags. Never raises."""
     if not text:
         return text
     typed = _typed(text, python_literals)
@@ -68,8 +46,7 @@ _TEXT = object()  # _typed's answer for a text that stands for itself
 
 
 def _typed(text: str, python_literals: bool) -> Any:
-    """The non-text value ``text`` is the exact rendering of (a JSON string literal's content included), or
-    ``_TEXT``."""
+    """The non-text value ``text`` is the exact rendering of, or ``_TEXT``."""
     if text[0] in _JSON_STARTS:
         if python_literals and text in _JSON_LITERALS:
             return _TEXT
@@ -89,17 +66,14 @@ def _typed(text: str, python_literals: bool) -> Any:
 
 
 def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
-    """Whether the content ``s`` of a JSON string literal is one the literal escapes: ``s`` alone would read as a
-    non-text value or as a JSON string literal, or it holds one of the dialect's tags."""
+    """Whether a string literal's content ``s`` needs the literal: alone it would read otherwise, or holds a tag."""
     return bool(s) and (_typed(s, python_literals) is not _TEXT or any(tag in s for tag in tags)
                         or (python_literals and s in _JSON_LITERALS))  # "true": the string true, as JSON writes it
 
 
 def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False) -> str:
-    """The raw text of an argument value, which :func:`read_value` reads back as ``value``: a string as it is unless
-    reading it back would give something else or it holds one of the dialect's ``tags`` (its value's opening and
-    closing tags), else JSON (with ``<`` escaped where a tag would appear). Raises ``ValueError`` / ``TypeError`` for
-    a value JSON cannot hold (the format's render turns them into ``RenderError``)."""
+    """The raw text :func:`read_value` reads back as ``value``: a string as it is when it reads back so and holds
+    none of ``tags``, else JSON (``<`` escaped where a tag would appear). Raises ``ValueError`` / ``TypeError``."""
     if type(value) is str:
         if not any(tag in value for tag in tags):
             back = read_value(value, python_literals, tags)
@@ -116,12 +90,8 @@ def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False
 
 
 def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[str, ...]) -> int:
-    """Where the ``close_tag`` that ends the value starting at ``pos`` lies, or -1: the first one, outside any
-    ``open_tag`` ... ``close_tag`` pair the value holds itself (a literal block quoted in code), that is followed
-    (whitespace aside) by one of ``follow`` (the next structural tag). As vLLM's Qwen3-Coder parser does: code that
-    quotes the tags is read whole, and a value whose closing tag was lost (the next parameter's tags follow inside
-    it) has no end. Linear: the first closer followed by a structural tag is found in one search; only a value that
-    holds an opening tag before it is walked closer by closer (each tag searched forward once)."""
+    """Where the ``close_tag`` ending the value at ``pos`` lies, or -1: the first one outside the tag pairs the value
+    holds itself and followed by one of ``follow``, as vLLM's Qwen3-Coder parser reads it. Linear."""
     j = _followed(close_tag, follow).search(text, pos)
     if j is None:
         return -1
@@ -148,21 +118,19 @@ def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[
 
 @functools.lru_cache(maxsize=256)
 def _followed(close_tag: str, follow: tuple[str, ...]) -> re.Pattern:
-    """``close_tag`` followed, whitespace aside, by one of ``follow`` (as :func:`skip_ws` skips it)."""
+    """``close_tag`` followed, whitespace aside, by one of ``follow``."""
     return re.compile(re.escape(close_tag) + r"(?=\s*(?:" + "|".join(map(re.escape, follow)) + "))")
 
 
 def write_key(key: str, plain_ok: bool) -> str:
-    """A parameter name as written: plain when ``plain_ok`` (the dialect can hold it as it is and it does not start
-    with a quote), else its JSON string literal (with ``<`` and ``>`` escaped)."""
+    """A parameter name as written: plain when ``plain_ok`` and it starts with no quote, else a JSON literal."""
     if plain_ok and not key.startswith('"'):
         return key
     return dumps(key).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def read_key(text: str) -> str | None:
-    """A parameter name as written: a JSON string literal is decoded; ``None`` when it starts with a quote but is not
-    one (the caller decides whether that is an error or the plain name)."""
+    """A parameter name as written, a JSON string literal decoded; ``None`` for a quote that starts no literal."""
     if not text.startswith('"'):
         return text
     try:
@@ -173,20 +141,14 @@ def read_key(text: str) -> str | None:
 
 
 def strip_one_newline(text: str) -> str:
-    """Drops one newline at each end: Qwen3-Coder's template writes ``<parameter=K>\\nVALUE\\n</parameter>`` (vLLM's
-    and SGLang's parsers strip the same)."""
-    text = text.removeprefix("\n")
-    text = text.removesuffix("\n")
-    return text
+    """Drops one newline at each end (Qwen3-Coder's template writes them around a value)."""
+    return text.removeprefix("\n").removesuffix("\n")
 
 
 def stops_in_call(text: str, start: int, closers: str, openers: tuple[str, ...]) -> bool | None:
-    """How ``text`` ends after the last complete value of a call whose closing tag never came (``start``: where that
-    value ends): ``True`` when only the closing tags are missing (the rest is blank or the start of ``closers``,
-    whitespace aside: a clean cut, see :class:`~refiner.formats.base.Cut`); ``False`` when it stops inside the start
-    of one of ``openers`` (a further parameter was begun); ``None`` when other text follows (the closing tags were
-    lost, the text does not stop in this call). Reads only what lies before the next text that is not whitespace,
-    and a few characters more."""
+    """How ``text`` ends after a call's last complete value (ending at ``start``) when its closing tag never came:
+    ``True``, only the closers missing (a clean cut); ``False``, it stops inside one of ``openers``; ``None``,
+    other text follows."""
     i = skip_ws(text, start)
     rest = text[i : i + 2 * len(closers)]
     if skip_ws(text, i + len(rest)) < len(text):
@@ -202,11 +164,8 @@ def stops_in_call(text: str, start: int, closers: str, openers: tuple[str, ...])
 def mark_xml_cut(
     out: Lenient, name: str, args: dict[str, Any], cut: tuple[dict[str, Any], bool] | None, tail: bool | None
 ) -> None:
-    """For a call whose closing tag never came, just read (added to ``out.calls`` when it has a ``name``): marks it
-    as the call the text stops in (:meth:`~refiner.formats.base.Lenient.mark_cut`). ``cut``: ``(arguments written
-    whole, clean)`` when the text ends inside one of its values; else ``tail``, what :func:`stops_in_call` says of the
-    text after its last complete value (``None``: the text goes on, the call is not cut). A call with no value
-    written whole stops after an opening tag, which is not clean."""
+    """Marks the call just read, whose closing tag never came, as the one the text stops in: ``cut`` when the text
+    ends inside a value, else by ``tail`` (:func:`stops_in_call`; ``None``: not cut)."""
     if cut is None:
         if tail is None:
             return
@@ -219,8 +178,7 @@ MAX_UNTAGGED_LINES = 2_048  # lines of a text read as calls whose tags were drop
 
 
 def untagged_lines(text: str, start: int) -> list[tuple[int, int, str]] | None:
-    """``(start, end, line)`` for each line of ``text[start:]`` (a carriage return before a newline dropped), the
-    text stripped of blank lines at both ends; ``None`` past :data:`MAX_UNTAGGED_LINES`."""
+    """``(start, end, line)`` for each line of ``text[start:]`` stripped; ``None`` past :data:`MAX_UNTAGGED_LINES`."""
     out: list[tuple[int, int, str]] = []
     pos = skip_ws(text, start)
     stop = len(text.rstrip())
@@ -235,9 +193,8 @@ def untagged_lines(text: str, start: int) -> list[tuple[int, int, str]] | None:
 
 
 class Finder:
-    """The next occurrence of each of a few tags at or after a position. Positions asked for one tag must not
-    decrease (a smaller one searches again); each tag's searches then scan the text once in all, so a scanner that
-    looks ahead for several tags at every step stays linear."""
+    """The next occurrence of a few tags at or after a position, each tag's searches scanning the text once while
+    the positions asked for do not decrease."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -263,10 +220,6 @@ class Finder:
         return best, which
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Typing by the tool spec
-
-
 def _number_of(text: str) -> int | float | None:
     try:
         value, end = JSON_DECODER.raw_decode(text, 0)
@@ -277,15 +230,12 @@ def _number_of(text: str) -> int | float | None:
     return value
 
 
-# Characters of Python literals given to Python's parser per retype_calls: a list or object written as a longer
-# literal stays text
-PY_LITERAL_CHARS = 8_192
+PY_LITERAL_CHARS = 8_192  # characters of Python literals parsed per retype_calls (a longer one stays text)
 
 
 def retype_value(param: Any, value: Any, python_literals: bool = False, budget: list[int] | None = None) -> Any:
-    """``value`` (read by :func:`read_value`) settled by the parameter's declared type where its text allows it;
-    otherwise ``value`` itself (the same object). ``budget``: the characters of Python literals still to be parsed,
-    shared by the calls of one text (:data:`PY_LITERAL_CHARS` when not given)."""
+    """``value`` settled by the parameter's declared type where its text allows, else the same object; ``budget``:
+    the characters of Python literals still to be parsed."""
     ptype = getattr(param, "type", None)
     if ptype == "string":
         if type(value) is str:
@@ -316,10 +266,8 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
 
 
 def _python_container(text: str, want: type, default: Any, budget: list[int]) -> Any:
-    """The dict or list (``want``) a Python literal stands for (``| string`` writes ``{'a': True}``), as JSON
-    values (tuples become lists); ``default`` where the text is no such literal or holds a value JSON cannot
-    (a set, bytes, ``1e999``). ``ast.literal_eval`` is linear in the text; Python's parser refuses nesting deeper
-    than 200 with a ``SyntaxError``. A text longer than what is left of ``budget`` stays ``default``."""
+    """The dict or list (``want``) a Python literal stands for, as JSON values; ``default`` where it is none, holds a
+    value JSON cannot (a set, bytes, ``1e999``) or passes what is left of ``budget``."""
     s = text.strip()
     if not s or s[0] not in "{[" or s[-1] not in "}]" or len(s) > budget[0]:
         return default
@@ -335,8 +283,7 @@ def _python_container(text: str, want: type, default: Any, budget: list[int]) ->
 def retype_calls(
     calls: Sequence[ToolCall], tools: Mapping[str, Any], python_literals: bool = False
 ) -> list[ToolCall]:
-    """The calls with each top-level argument value settled by its tool's declared parameter type
-    (:func:`retype_value`); calls of unknown tools and undeclared parameters are kept as read."""
+    """The calls with each argument settled by its declared parameter type (:func:`retype_value`)."""
     out = []
     budget = [PY_LITERAL_CHARS]
     for call in calls:
