@@ -1,16 +1,9 @@
-"""The canonical tool-call model shared by every part of the project.
+"""The canonical tool-call model: a call, how two call lists compare, and the references between calls.
 
-A call has a tool ``name``, ``arguments`` (a JSON object: keys are strings, values any JSON value), and optionally
-``outputs`` (the labels its results are stored under: NesTools ``API_call_N`` placeholders, NESTFUL ``$var_N``) and a
-``step`` (the simplified order format groups tool names into numbered steps). A call list is ordered.
-
-Two calls are equal when their names, outputs, steps and canonical argument JSON are equal: keys are sorted, so key
-order never matters, and JSON types are kept, so ``12`` and ``"12"`` (or ``1`` and ``true``) are different values.
-
-Call lists are compared here and nowhere else: :func:`calls_equal` (as sequences or multisets) and :func:`same_calls`
-(what two lists mean in a wire format: by step groups when both carry steps, else in sequence for order-sensitive
-formats and as multisets for the others). References between the calls of a list (an argument naming an earlier
-call's output) are found here too: :func:`references_in`, :func:`dependencies`, :func:`dependency_order`.
+A call has a tool ``name``, ``arguments`` (a JSON object), optionally ``outputs`` (the labels its results are stored
+under: NesTools ``API_call_N``, NESTFUL ``$var_N``) and a ``step`` (the simplified order format's step number). Two
+calls are equal when their names, outputs, steps and canonical argument JSON are equal: key order never matters,
+JSON types do (``12`` is not ``"12"``).
 """
 
 from __future__ import annotations
@@ -19,95 +12,83 @@ import heapq
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from itertools import islice
+from typing import Any
 
 JSON = Any
 
 
 def canonical_json(value: JSON) -> str:
-    """The one canonical text of a JSON value: sorted keys, no whitespace, unicode kept. Total on JSON values of any
-    depth (nesting beyond Python's recursion limit is written by an iterative writer, with the same text) and size:
-    an integer with more digits than Python turns into text (``sys.get_int_max_str_digits()``) is written in
-    hexadecimal (``0x...``, which no JSON number text starts with). Raises ``TypeError`` for a value that is not
+    """The one canonical text of a JSON value: sorted keys, no whitespace, unicode kept. Total on any depth and size
+    (an integer too long for decimal text is written as ``0x...``); raises ``TypeError`` for a value that is not
     JSON."""
     try:
         return _dumps(value)
     except (RecursionError, ValueError):
-        return _canonical_iterative(value)
+        return "".join(_pieces(value, _scalar_text, ",", ":", sort=True))
 
 
 _dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode
-_encode_str = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _scalar_text(value: JSON) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return _encode_str(value)
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         try:
             return int.__repr__(value)
         except ValueError:  # more digits than Python writes in decimal
             return hex(value)
-    if isinstance(value, float):
-        return _dumps(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    return _dumps(value)
 
 
 _TEXT = 0  # a stack entry that is text to write as it is
 _VALUE = 1  # a stack entry that is a value to write
 
 
-def _canonical_iterative(value: JSON) -> str:
-    """:func:`canonical_json` with an explicit stack (for values nested deeper than the recursion limit)."""
-    out: list[str] = []
+def _pieces(value: Any, scalar: Callable[[Any], str], comma: str, colon: str, *, sort: bool = False,
+            width: int | None = None) -> Iterator[str]:
+    """The text of a nested value, piece by piece, with an explicit stack (any depth): ``sort``: keys in order;
+    ``width``: at most that many items or keys of each list or object; tuples are written as lists when ``sort``."""
     stack: list[tuple[int, Any]] = [(_VALUE, value)]
     while stack:
         kind, item = stack.pop()
         if kind == _TEXT:
-            out.append(item)
+            yield item
         elif isinstance(item, Mapping):
-            out.append("{")
+            yield "{"
             stack.append((_TEXT, "}"))
-            keys = sorted(item)
-            for n in range(len(keys) - 1, -1, -1):
-                stack.append((_VALUE, item[keys[n]]))
-                stack.append((_TEXT, ("," if n else "") + _scalar_text(keys[n]) + ":"))
+            pairs = [(k, item[k]) for k in sorted(item)] if sort else list(islice(item.items(), width))
+            for n in range(len(pairs) - 1, -1, -1):
+                stack.append((_VALUE, pairs[n][1]))
+                stack.append((_TEXT, (comma if n else "") + scalar(pairs[n][0]) + colon))
         elif isinstance(item, (list, tuple)):
-            out.append("[")
-            stack.append((_TEXT, "]"))
-            for n in range(len(item) - 1, -1, -1):
-                stack.append((_VALUE, item[n]))
+            brackets = "[]" if sort or isinstance(item, list) else "()"
+            yield brackets[0]
+            stack.append((_TEXT, brackets[1]))
+            items = list(islice(item, width))
+            for n in range(len(items) - 1, -1, -1):
+                stack.append((_VALUE, items[n]))
                 if n:
-                    stack.append((_TEXT, ","))
+                    stack.append((_TEXT, comma))
         else:
-            out.append(_scalar_text(item))
-    return "".join(out)
+            yield scalar(item)
 
 
 _LEAVES = frozenset((str, int, float, bool, type(None)))
 
 
 def value_depth(value: JSON, limit: int) -> int:
-    """How deeply ``value`` nests lists and objects (a scalar: 0), counted up to ``limit + 1`` (deeper values stop
-    there). Iterative, level by level, and visits each node at most once."""
+    """How deeply ``value`` nests lists and objects (a scalar: 0), counted up to ``limit + 1``; level by level,
+    each node visited at most once."""
     level = [value]
     depth = 0
     while level:
         below: list[Any] = []
         found = False
         for v in level:
-            if type(v) is dict:
-                children = v.values()
-            elif type(v) is list or type(v) is tuple:
-                children = v
+            if type(v) is dict or type(v) is list or type(v) is tuple:
+                children = v.values() if type(v) is dict else v
             elif type(v) in _LEAVES:
                 continue
             elif isinstance(v, Mapping):
@@ -128,43 +109,22 @@ def value_depth(value: JSON, limit: int) -> int:
 
 
 def preview(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters, built from at most ``limit`` nodes: a huge, deeply nested or
-    unprintable value costs no more than a small one, and this never raises."""
+    """``repr(value)`` cut to ``limit`` characters, built from at most ``limit`` nodes: a huge, deep or unprintable
+    value costs no more than a small one, and this never raises."""
     if type(value) is str and len(value) <= limit - 2 and value.isprintable() and "'" not in value:
         return "'" + value + "'"  # (the common case, as repr writes it)
     if type(value) in _LEAVES and type(value) is not str and (type(value) is not int or value.bit_length() <= 128):
         text = repr(value)
-        return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
-    out: list[str] = []
-    size = 0
-    stack: list[tuple[int, Any]] = [(_VALUE, value)]
-    while stack and size <= limit:
-        kind, item = stack.pop()
-        if kind == _TEXT:
-            piece = item
-        elif isinstance(item, Mapping):
-            piece = "{"
-            stack.append((_TEXT, "}"))
-            pairs = list(_first(item.items(), limit))
-            for n in range(len(pairs) - 1, -1, -1):
-                stack.append((_VALUE, pairs[n][1]))
-                stack.append((_TEXT, (", " if n else "") + _short_repr(pairs[n][0], limit) + ": "))
-        elif isinstance(item, (list, tuple)):
-            piece = "[" if isinstance(item, list) else "("
-            stack.append((_TEXT, "]" if isinstance(item, list) else ")"))
-            items = list(_first(item, limit))
-            for n in range(len(items) - 1, -1, -1):
-                stack.append((_VALUE, items[n]))
-                if n:
-                    stack.append((_TEXT, ", "))
-        else:
-            piece = _short_repr(item, limit)
-        out.append(piece)
-        size += len(piece)
-    text = "".join(out)
-    if stack or len(text) > limit:
-        return text[: max(limit - 3, 0)] + "..."
-    return text
+    else:
+        out: list[str] = []
+        size = 0
+        for piece in _pieces(value, lambda item: _short_repr(item, limit), ", ", ": ", width=limit):
+            out.append(piece)
+            size += len(piece)
+            if size > limit:
+                break
+        text = "".join(out)
+    return text if len(text) <= limit else text[: max(limit - 3, 0)] + "..."
 
 
 def _short_repr(item: Any, limit: int) -> str:
@@ -178,13 +138,6 @@ def _short_repr(item: Any, limit: int) -> str:
         return f"<{type(item).__name__}>"
 
 
-def _first(items: Any, n: int) -> Any:
-    for i, x in enumerate(items):
-        if i >= n:
-            return
-        yield x
-
-
 @dataclass(frozen=True, eq=False)
 class ToolCall:
     name: str
@@ -193,8 +146,7 @@ class ToolCall:
     step: int | None = None
 
     def __post_init__(self) -> None:
-        # exact type checks first: parsers build one call per call of every output scored, and an ABC isinstance
-        # check costs as much as the rest of the construction
+        # (exact type checks first: an ABC isinstance check costs as much as the rest of the construction)
         if type(self.name) is not str and not isinstance(self.name, str):
             raise TypeError(f"tool name must be a string, got {type(self.name).__name__}")
         if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):
@@ -206,9 +158,8 @@ class ToolCall:
     def trusted(
         cls, name: str, arguments: dict[str, JSON], outputs: tuple[str, ...] = (), step: int | None = None
     ) -> ToolCall:
-        """A call built without the constructor's checks, for parsers that have just checked that ``name`` is a
-        ``str``, ``arguments`` a ``dict`` and ``outputs`` a ``tuple``: a third of the cost of ``ToolCall(...)``,
-        which every reward pays once per call of every output it scores."""
+        """A call built without the constructor's checks, for a reader that knows ``name`` is a ``str``,
+        ``arguments`` a ``dict`` and ``outputs`` a ``tuple``."""
         self = _new(cls)
         d = self.__dict__
         d["name"], d["arguments"], d["outputs"], d["step"] = name, arguments, outputs, step
@@ -227,11 +178,8 @@ class ToolCall:
         return hash(self.key())
 
     def __repr__(self) -> str:
-        extra = ""
-        if self.outputs:
-            extra += f", outputs={self.outputs!r}"
-        if self.step is not None:
-            extra += f", step={self.step}"
+        extra = (f", outputs={self.outputs!r}" if self.outputs else "") + (
+            f", step={self.step}" if self.step is not None else "")
         try:
             args = repr(dict(self.arguments))
         except (RecursionError, ValueError):  # nested beyond the recursion limit, or a huge integer
@@ -248,12 +196,7 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, JSON]) -> ToolCall:
-        return cls(
-            name=d["name"],
-            arguments=dict(d.get("arguments") or {}),
-            outputs=tuple(d.get("outputs") or ()),
-            step=d.get("step"),
-        )
+        return cls(d["name"], dict(d.get("arguments") or {}), tuple(d.get("outputs") or ()), d.get("step"))
 
 
 _new = object.__new__
@@ -267,28 +210,17 @@ def calls_equal(a: Iterable[ToolCall], b: Iterable[ToolCall], *, ordered: bool) 
     return Counter(c.key() for c in a) == Counter(c.key() for c in b)
 
 
-class OrderRule(Protocol):
-    """What :func:`same_calls` reads of a wire format (a ``refiner.formats.WireFormat``)."""
-
-    order_sensitive: bool
-
-
 def has_steps(calls: Sequence[ToolCall]) -> bool:
     """Whether every call of a non-empty list carries a step number (the simplified order format)."""
     return bool(calls) and all(c.step is not None for c in calls)
 
 
-def same_calls(a: Sequence[ToolCall], b: Sequence[ToolCall], fmt: OrderRule) -> bool:
-    """Whether two call lists mean the same in the wire format ``fmt`` (a registered ``WireFormat``; only its
-    ``order_sensitive`` flag is read): when both carry steps, the same tool names per step and the same calls as a
-    multiset (step numbers aside); else the same calls in sequence when ``fmt`` is order-sensitive, as multisets
-    when it is not."""
+def same_calls(a: Sequence[ToolCall], b: Sequence[ToolCall], fmt: Any) -> bool:
+    """Whether two call lists mean the same in the wire format ``fmt`` (only its ``order_sensitive`` flag is read):
+    when both carry steps, the same tool names per step and the same calls as a multiset; else the same calls, in
+    sequence when ``fmt`` is order-sensitive."""
     if has_steps(b) and has_steps(a):
-        return steps_of(a) == steps_of(b) and calls_equal(
-            [ToolCall(c.name, dict(c.arguments), c.outputs) for c in a],
-            [ToolCall(c.name, dict(c.arguments), c.outputs) for c in b],
-            ordered=False,
-        )
+        return steps_of(a) == steps_of(b) and Counter(c.key()[:3] for c in a) == Counter(c.key()[:3] for c in b)
     return calls_equal(a, b, ordered=fmt.order_sensitive)
 
 
@@ -301,8 +233,7 @@ def steps_of(calls: Iterable[ToolCall]) -> list[frozenset[str]]:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# References between calls: a call's arguments name the outputs of earlier calls (NesTools ``API_call_N``, NESTFUL
-# ``$var$`` / ``$var.field$``)
+# References between calls: an argument names an earlier call's output (NesTools ``API_call_N``, NESTFUL ``$var$``)
 
 MAX_REFERENCE_VALUES = 4096  # values searched for references per call list (a 200 KB text can hold 100,000)
 MAX_REFERENCE_DEPTH = 32
@@ -311,7 +242,7 @@ _NESTFUL_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?:\.[^$]*)?\$")
 
 
 class Count:
-    """A countdown of values still to inspect, shared by the checks or repairs of one call list."""
+    """A countdown of work still allowed, shared by the checks or repairs of one call list."""
 
     __slots__ = ("left",)
 
@@ -322,6 +253,13 @@ class Count:
         self.left -= 1
         return self.left >= 0
 
+    def spend(self, n: int) -> bool:
+        """Takes ``n`` when that many are left; False (taking nothing) otherwise."""
+        if self.left < n:
+            return False
+        self.left -= n
+        return True
+
 
 def _refs_in_text(text: str) -> list[str]:
     if "API_call_" not in text and "$" not in text:
@@ -330,8 +268,8 @@ def _refs_in_text(text: str) -> list[str]:
 
 
 def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> list[str]:
-    """Output labels referenced anywhere inside a JSON value, in order; iterative, to a depth of
-    :data:`MAX_REFERENCE_DEPTH` and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count`` has left)."""
+    """Output labels referenced anywhere inside a JSON value, in order, to a depth of :data:`MAX_REFERENCE_DEPTH`
+    and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count`` has left)."""
     if type(value) is str:  # the common case, without the walk
         return [] if count is not None and not count.take() else _refs_in_text(value)
     count = count if count is not None else Count(MAX_REFERENCE_VALUES)
@@ -368,8 +306,8 @@ def producers(calls: Sequence[ToolCall]) -> dict[str, int]:
 
 
 def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
-    """For each call, the indices of the calls whose outputs it references (self-references excluded). At most
-    :data:`MAX_REFERENCE_VALUES` values are searched over the whole list."""
+    """For each call, the indices of the other calls whose outputs it references (at most
+    :data:`MAX_REFERENCE_VALUES` values searched over the list)."""
     made_by = producers(calls)
     if not made_by:
         return [set() for _ in calls]
@@ -382,8 +320,8 @@ def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
 
 
 def dependency_order(calls: Sequence[ToolCall]) -> list[int] | None:
-    """Indices of ``calls`` in an order where every call follows the calls it references: Kahn's algorithm taking
-    the lowest original index first (stable for independent calls). ``None`` when the references form a cycle."""
+    """Indices of ``calls`` in an order where every call follows the calls it references (Kahn's algorithm, lowest
+    index first: stable for independent calls); ``None`` when the references form a cycle."""
     deps = dependencies(calls)
     users: list[list[int]] = [[] for _ in calls]
     pending = [len(d) for d in deps]
