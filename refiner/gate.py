@@ -1,29 +1,16 @@
 """The schema gate: cheap, model-free checks of tool calls against the tool list.
 
-It says *what* is wrong, as structured :class:`Finding` records, never how to fix it (that is
-:mod:`refiner.repair`). Checks (after RETO's Schema Gate and Gecko's syntactic validation rules):
+It says what is wrong, as :class:`Finding` records, and never fixes anything (that is :mod:`refiner.repair`). Codes:
+``format`` (the text is not strictly valid in its wire format), ``no_calls``, ``unknown_tool``, ``missing_required``,
+``unknown_param``; ``type``, ``enum``, ``range``, ``pattern`` and ``length`` of values against their JSON Schema,
+through array items and object properties (a parameter's own declared default is always valid); between calls,
+``undefined_reference``, ``forward_reference`` and ``duplicate_output``; ``truncated`` (the text stops inside a call,
+mid-value); and the warnings ``unchecked`` (work bound reached), ``spec`` (the tool's schema was read otherwise than
+written: :mod:`refiner.specs.schema`) and ``offered_names`` (calls found only by the offered names:
+:mod:`refiner.formats.markup`).
 
-- the text is strictly valid in its wire format (``format``), and holds at least one call (``no_calls``);
-- the tool exists (``unknown_tool``);
-- every required parameter is present (``missing_required``) and no unknown one is (``unknown_param``);
-- values match the declared JSON Schema type (``type``), enum (``enum``), numeric range (``range``), string pattern
-  (``pattern``) and string/array length (``length``), recursively through array items and object properties; the
-  parameter's own declared default is always valid (:func:`is_declared_default`);
-- in nested call lists, every reference (NesTools ``API_call_N``, NESTFUL ``$var$`` / ``$var.field$``) names the
-  output of an *earlier* call (``undefined_reference``, ``forward_reference``), and output labels are unique
-  (``duplicate_output``);
-- a text that stops inside a call, mid-value, was cut short (``truncated``; :attr:`GateReport.cut` says where);
-- the called tool's schema was read otherwise than as written (``spec``, a warning: a top-level ``anyOf`` merged, a
-  reference that points nowhere, free-form parameters, whose arguments are not checked by name: see
-  :mod:`refiner.specs.schema`);
-- calls were found only by the offered tool and parameter names, in markup no format knows (``offered_names``, a
-  warning: :mod:`refiner.formats.markup`).
-
-Every function here is total: any input yields diagnostics, never an exception. Work is bounded by counts: values
-are inspected to a depth of :data:`_MAX_DEPTH` and at most :data:`MAX_CHECKED_VALUES` values (arguments, items,
-properties) and :data:`refiner.calls.MAX_REFERENCE_VALUES` values searched for references per call list; what lies beyond is not
-inspected and one ``unchecked`` warning says so. Messages show values through :func:`refiner.calls.preview`, whose
-cost does not grow with the value.
+Every function is total and bounded: values are inspected to a depth of :data:`_MAX_DEPTH`, at most
+:data:`MAX_CHECKED_VALUES` per call list; messages show values through :func:`refiner.calls.preview`.
 """
 
 from __future__ import annotations
@@ -52,45 +39,19 @@ ERROR = "error"
 WARNING = "warning"
 REPAIR = "repair"  # the severity of a finding that is a repair tier 1 made (refiner.repair)
 
-# Codes, in the order a reader meets them; documented in the module docstring.
-CODES = (
-    "format",
-    "no_calls",
-    "unknown_tool",
-    "missing_required",
-    "unknown_param",
-    "type",
-    "enum",
-    "range",
-    "pattern",
-    "length",
-    "undefined_reference",
-    "forward_reference",
-    "duplicate_output",
-    "truncated",
-    "unchecked",
-    "spec",
-    "offered_names",
-)
-
-# Value styles: how a caller's data set writes argument values. "typed" (the default): as the JSON type the spec
-# declares. "text": every value as a string whatever the declared type (API-Bank's gold writes integers, numbers,
-# booleans and lists as strings: 1,276 of 1,276 gold values in its three levels). A data set's convention, never a
-# wire format's: whoever knows it says so (the request's ``value_style``, a benchmark, a data source).
+# How a caller's data writes argument values: "typed" (the JSON type the spec declares) or "text" (every value as a
+# string, as API-Bank's gold does). A data set's convention, never a wire format's: the caller says which.
 VALUE_STYLES = ("typed", "text")
 
-_MAX_DEPTH = 32  # nesting depth beyond which values are not inspected further
+_MAX_DEPTH = 32  # nesting depth beyond which values are not inspected
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
-# Values (arguments and the items and properties inside them) checked against their schemas per call list: real
-# call lists hold tens; a 200 KB text can hold 100,000 (references: refiner.calls.MAX_REFERENCE_VALUES).
-MAX_CHECKED_VALUES = 4096
+MAX_CHECKED_VALUES = 4096  # values (arguments, items, properties) checked per call list
 
 
 @dataclass(frozen=True, init=False)
 class Finding:
     """One finding about a call list: what the gate found (severity ``error`` or ``warning``) or a repair tier 1 made
-    (severity ``repair``). ``code`` says which (the gate's :data:`CODES`, tier 1's kinds in :mod:`refiner.repair`);
-    ``call`` is the call's index in the list (None for text-level findings)."""
+    (severity ``repair``); ``call``: the call's index in the list (None for text-level findings)."""
 
     code: str
     message: str
@@ -101,19 +62,18 @@ class Finding:
 
     def __init__(self, code: str, message: str, call: int | None = None, tool: str | None = None,
                  param: str | None = None, severity: str = ERROR) -> None:
-        # (the generated constructor of a frozen dataclass sets each field through object.__setattr__: twice this
-        # cost, paid per finding of a long call list)
+        # (one dict update instead of the frozen dataclass's six object.__setattr__ calls)
         self.__dict__.update(code=code, message=message, call=call, tool=tool, param=param, severity=severity)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"code", "message", "call", "tool", "param", "severity"}``."""
-        return self.__dict__.copy()  # (its fields, in order: the constructor sets them all)
+        return self.__dict__.copy()
 
 
 @dataclass
 class GateReport:
-    """What the gate found for one text: the text as read (:class:`refiner.formats.reading.Reading`: its calls,
-    strictness, cut, salvage) and the findings."""
+    """What the gate found for one text: the text as read (:class:`refiner.formats.reading.Reading`) and the
+    findings."""
 
     reading: Reading | None = None
     diagnostics: list[Finding] = field(default_factory=list)
@@ -127,13 +87,11 @@ class GateReport:
         return self.reading is not None and self.reading.strict_ok
 
     @property
-    def cut(self) -> formats.Cut | None:
-        """Where the calls stop inside a call (:class:`refiner.formats.Cut`), or None."""
+    def cut(self) -> formats.Cut | None:  # where the calls stop inside a call
         return self.reading.cut if self.reading is not None else None
 
     @property
-    def salvaged(self) -> Salvage | None:
-        """Where the calls were found, when salvage read them."""
+    def salvaged(self) -> Salvage | None:  # where the calls were found, when salvage read them
         return self.reading.salvaged if self.reading is not None else None
 
     @property
@@ -142,20 +100,12 @@ class GateReport:
 
     @property
     def n_errors(self) -> int:
-        return count_errors(self.diagnostics)
+        return sum(1 for d in self.diagnostics if d.severity == ERROR)
 
 
 def passes(diagnostics: Iterable[Finding]) -> bool:
     """True when no diagnostic is an error."""
     return not any(d.severity == ERROR for d in diagnostics)
-
-
-def count_errors(diagnostics: Iterable[Finding]) -> int:
-    return sum(1 for d in diagnostics if d.severity == ERROR)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# References between calls
 
 
 def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
@@ -186,28 +136,30 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
 # ----------------------------------------------------------------------------------------------------------------
 # Values against parameter schemas
 
-_PY_TYPES: dict[str, Any] = {
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, Mapping),
-    "null": lambda v: v is None,
-}
-
-
-def type_matches(type_name: str | None, value: Any) -> bool:
-    """Whether ``value`` has the JSON Schema type ``type_name`` (unknown or absent types accept anything)."""
-    if type_name is None:
-        return True
-    check = _PY_TYPES.get(type_name)
-    return True if check is None else bool(check(value))
+_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 
 def json_type(value: Any) -> str:
     """The JSON type name of a parsed value (lists are arrays, mappings objects); the Python type name otherwise."""
     return json_type_of(value, arrays=(list,), objects=(Mapping,)) or type(value).__name__
+
+
+def type_matches(type_name: str | None, value: Any) -> bool:
+    """Whether ``value`` has the JSON Schema type ``type_name`` (an integer is a number; unknown or absent types
+    accept anything)."""
+    if type_name not in _JSON_TYPES:
+        return True
+    got = json_type(value)
+    return got == type_name or (type_name == "number" and got == "integer")
+
+
+def in_enum(value: Any, members: Iterable[Any]) -> bool:
+    """Whether ``value`` equals one of ``members`` with the same JSON type (``1`` is not ``true``); False when a
+    comparison fails."""
+    try:
+        return any(value == m and json_type(value) == json_type(m) for m in members)
+    except Exception:  # noqa: BLE001 - a value that cannot be compared is not a member
+        return False
 
 
 def _clip(text: Any, limit: int = 60) -> str:
@@ -217,49 +169,36 @@ def _clip(text: Any, limit: int = 60) -> str:
 
 
 def is_declared_default(param: Any, value: Any) -> bool:
-    """Whether ``value`` is the parameter's own declared default (same JSON type), or ``null`` where the type is
-    nullable. The spec's own default is never wrong, whatever its type or enum say: BFCL declares
-    ``"county": {"type": "string", "default": null}`` and ``"genre": {"enum": ["World", ...], "default": "dontcare"}``,
-    and its gold passes exactly those values."""
+    """Whether ``value`` is the parameter's own declared default, or ``null`` where the type is nullable: the spec's
+    own default is valid whatever its type or enum say."""
     if value is None and getattr(param, "nullable", False):
         return True
-    if not getattr(param, "has_default", False):
-        return False
-    default = getattr(param, "default", None)
-    try:
-        return bool(value == default) and json_type(value) == json_type(default)
-    except Exception:  # noqa: BLE001 - a value that cannot be compared is not the default
-        return False
+    return bool(getattr(param, "has_default", False)) and in_enum(value, (getattr(param, "default", None),))
 
 
 def check_value(
-    param: Any, value: Any, where: str, depth: int = 0, *, strings: bool = False, count: Count | None = None
+    param: Any, value: Any, where: str, depth: int = 0, *, count: Count, strings: bool = False
 ) -> list[tuple[str, str]]:
-    """``(code, message)`` pairs for one value against one parameter schema (recursively, to a depth of
-    ``_MAX_DEPTH`` and as many values as ``count`` has left: :data:`MAX_CHECKED_VALUES` by default). ``strings``: the
-    format writes every value as text (value style "text", see :data:`VALUE_STYLES`)."""
-    if count is None:
-        count = Count(MAX_CHECKED_VALUES)
+    """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`_MAX_DEPTH`,
+    and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
+    declared type, its enum compared as text."""
     if depth > _MAX_DEPTH or param is None or not count.take():
         return []
-    if is_reference(value):
+    if is_reference(value) or is_declared_default(param, value):
         return []
-    if is_declared_default(param, value):
-        return []
-    ptype = getattr(param, "type", None)
+    ptype, enum = getattr(param, "type", None), getattr(param, "enum", None)
     if strings and ptype is not None:
-        return _check_text_value(param, value, where)
+        if not isinstance(value, str):
+            got = f"{json_type(value)} {preview(value)}"
+            return [("type", f"{where} should be written as a string ({ptype}), got {got}")]
+        if enum and value not in {str(e) for e in enum}:
+            return [("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
+        return []
     if not type_matches(ptype, value):
         return [("type", f"{where} should be {ptype}, got {json_type(value)} {preview(value)}")]
     out: list[tuple[str, str]] = []
-    enum = getattr(param, "enum", None)
-    if enum:
-        try:
-            ok = value in enum and any(json_type(value) == json_type(e) for e in enum if e == value)
-        except Exception:
-            ok = False
-        if not ok:
-            out.append(("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}"))
+    if enum and not in_enum(value, enum):
+        out.append(("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}"))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = getattr(param, "minimum", None), getattr(param, "maximum", None)
         try:
@@ -271,11 +210,10 @@ def check_value(
             pass
     if isinstance(value, (str, list)):
         lo, hi = getattr(param, "min_length", None), getattr(param, "max_length", None)
-        n = len(value)
-        if isinstance(lo, int) and n < lo:
-            out.append(("length", f"{where} has length {n}, below the minimum {lo}"))
-        if isinstance(hi, int) and n > hi:
-            out.append(("length", f"{where} has length {n}, above the maximum {hi}"))
+        if isinstance(lo, int) and len(value) < lo:
+            out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
+        if isinstance(hi, int) and len(value) > hi:
+            out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
     pattern = getattr(param, "pattern", None)
     if isinstance(value, str) and isinstance(pattern, str) and len(value) <= _MAX_PATTERN_INPUT:
         try:
@@ -285,11 +223,10 @@ def check_value(
             pass  # a pattern Python cannot compile is not the call's fault
     if isinstance(value, list):
         items = getattr(param, "items", None)
-        if items is not None:
-            for k, item in enumerate(value):
-                if count.left <= 0:
-                    break
-                out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
+        for k, item in enumerate(value if items is not None else ()):
+            if count.left <= 0:
+                break
+            out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
     elif isinstance(value, Mapping):
         props = getattr(param, "properties", None) or {}
         for req in getattr(param, "required", None) or ():
@@ -303,70 +240,35 @@ def check_value(
     return out
 
 
-def _check_text_value(param: Any, value: Any, where: str) -> list[tuple[str, str]]:
-    """A value under value style "text": text of the declared type, compared with the enum as text."""
-    if not isinstance(value, str):
-        return [("type", f"{where} should be written as a string ({param.type}), got {json_type(value)} {preview(value)}")]
-    enum = getattr(param, "enum", None)
-    if enum and value not in {e if isinstance(e, str) else json_text(e) for e in enum}:
-        return [("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
-    return []
-
-
-def json_text(value: Any) -> str:
-    """A scalar as API-Bank-style text: ``12``, ``1.5``, ``True``."""
-    return str(value)
-
-
-def check_call(
-    call: ToolCall,
-    spec: Any,
-    index: int | None = None,
-    *,
-    names_only: bool = False,
-    strings: bool = False,
-    count: Count | None = None,
-) -> list[Finding]:
-    """Findings for one call against its tool's spec (at most as many values as ``count`` has left:
-    :data:`MAX_CHECKED_VALUES` by default)."""
-    if names_only:
-        return []
-    if count is None:
-        count = Count(MAX_CHECKED_VALUES)
+def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: bool = False) -> list[Finding]:
+    """Findings for one call against its tool's spec (at most as many values as ``count`` has left)."""
     out: list[Finding] = []
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
-    args = call.arguments
     name = _clip(call.name)
-    free_form = getattr(spec, "free_form", False) is True
+    free_form = getattr(spec, "free_form", False) is True  # (a free-form tool takes any argument)
     notes = getattr(spec, "notes", None) or ()
     if notes:
         more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
         out.append(Finding("spec", f"the schema of {name} was read otherwise than written: {notes[0]}{more}",
-                              index, call.name, severity=WARNING))
+                           index, call.name, severity=WARNING))
     for req in getattr(spec, "required", None) or ():
-        if req not in args:
+        if req not in call.arguments:
             out.append(Finding("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
-    for key, value in args.items():
+    for key, value in call.arguments.items():
         if count.left <= 0:
             break
-        if key not in params:
+        if key in params:
+            for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
+                out.append(Finding(code, msg, index, call.name, key))
+        else:
             count.take()
-            if free_form:  # the tool takes any argument
-                continue
-            out.append(
-                Finding("unknown_param", f"{name} has no parameter {preview(key)}", index, call.name, key)
-            )
-            continue
-        for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
-            out.append(Finding(code, msg, index, call.name, key))
+            if not free_form:
+                out.append(Finding("unknown_param", f"{name} has no parameter {preview(key)}", index, call.name, key))
     return out
 
 
 def check_calls(
-    calls: Sequence[ToolCall],
-    tools: Iterable[Any] | Mapping[str, Any] | None,
-    *,
-    fmt: str | None = None,
+    calls: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None, *, fmt: str | None = None,
     text_values: bool = False,
 ) -> list[Finding]:
     """Findings for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
@@ -376,9 +278,7 @@ def check_calls(
     out: list[Finding] = []
     count = Count(MAX_CHECKED_VALUES)
     unchecked = 0
-    for i, call in enumerate(calls):
-        if index is None:
-            continue
+    for i, call in enumerate(calls if index is not None else ()):
         if count.left <= 0:
             unchecked = len(calls) - i
             break
@@ -386,8 +286,8 @@ def check_calls(
         spec = index.get(call.name)
         if spec is None:
             out.append(Finding("unknown_tool", f"no tool named {preview(call.name)}", i, call.name))
-            continue
-        out.extend(check_call(call, spec, i, names_only=names_only, strings=text_values, count=count))
+        elif not names_only:
+            out.extend(check_call(call, spec, i, strings=text_values, count=count))
     if count.left < 0 or unchecked:
         what = f"the last {unchecked} call(s) and " if unchecked else ""
         out.append(Finding("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
@@ -398,16 +298,11 @@ def check_calls(
 
 
 def check_text(
-    text: str,
-    fmt: str,
-    tools: Iterable[Any] | Mapping[str, Any] | None,
-    *,
-    text_values: bool = False,
+    text: str, fmt: str, tools: Iterable[Any] | Mapping[str, Any] | None, *, text_values: bool = False,
     offered: Mapping[str, Any] | None = None,
 ) -> GateReport:
-    """Gates the calls ``text`` holds in ``fmt``, read by :func:`refiner.formats.reading.read_text` (strictly, then
-    leniently, values typed by the specs; ``offered``: :func:`refiner.formats.reading.params_by_tool` of ``tools``
-    when the caller has it). ``text_values``: value style "text", see :data:`VALUE_STYLES`."""
+    """The gate on ``text`` in ``fmt`` as :func:`refiner.formats.reading.read_text` reads it (``offered``: the tools'
+    parameters by name, when the caller has them); ``text_values``: value style "text"."""
     return check_reading(read_text(text, fmt, tools, offered=offered), tools, text_values=text_values)
 
 
