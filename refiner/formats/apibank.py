@@ -10,6 +10,7 @@ that lost both tags, so this format claims no untagged value.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 from refiner.calls import ToolCall
 from refiner.formats.base import DETECT_CHARS, MAX_NOTES, Detection, Lenient, WireFormat
@@ -39,13 +40,13 @@ class ApiBank(WireFormat):
         return tool_call_block_has_parameters(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        fast = plain_calls(
-            (value for value, _ in json_blocks(self, text, OPEN, CLOSE, many=True)), args_key="parameters"
-        )
+        blocks = json_blocks(self, text, OPEN, CLOSE, many=True)
+        read: list[tuple] = []  # (the values the fast path took, checked again below when it gives up)
+        fast = plain_calls((read.append(b) or b[0] for b in blocks), args_key="parameters")
         if fast is not None:
             return fast
         calls = []
-        for value, pos in json_blocks(self, text, OPEN, CLOSE, many=True):
+        for value, pos in chain(read, blocks):
             name, args, _ = strict_fields(self, value, pos, what="a tool call", args_key="parameters")
             calls.append(ToolCall.trusted(name, args))
         return calls

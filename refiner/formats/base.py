@@ -560,6 +560,27 @@ def prefix(text: str, n: int) -> str:
     return remember(text, ("prefix", n), lambda: text[:n])
 
 
+# A marker head shared by more markers than this walks its occurrences (marker_positions) ...
+WALK_MARKERS = 6
+# ... at most this many, before it searches for each marker left.
+HEAD_WALK = 8
+
+
+class _Head:
+    """The markers sharing one head (their first two characters), as :func:`marker_positions` looks for them."""
+
+    def __init__(self, head: str, markers: Sequence[str]) -> None:
+        self.head, self.markers, self.ascii, self.is_marker = head, tuple(markers), head.isascii(), head in markers
+        self.ascii_markers = tuple(m for m in markers if m.isascii())
+        self.by_third: dict[str, tuple[str, ...]] | None = None  # the longer markers by their third character
+        self.longer = sum(len(m) > 2 for m in markers)
+        if len(markers) > WALK_MARKERS:
+            self.by_third = {}
+            for m in markers:
+                if len(m) > 2:
+                    self.by_third[m[2]] = (*self.by_third.get(m[2], ()), m)
+
+
 class _MarkerTable:
     """Every registered marker, closer and other spelling (``also_read``), grouped by its first two characters."""
 
@@ -571,7 +592,7 @@ class _MarkerTable:
         heads: dict[str, list[str]] = {}
         for m in every:
             heads.setdefault(m[:2], []).append(m)
-        self.heads = [(h, tuple(ms), h.isascii() and all(x.isascii() for x in ms)) for h, ms in heads.items()]
+        self.heads = [_Head(h, ms) for h, ms in heads.items()]
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
         # it holds one of its markers or other spellings), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
@@ -610,23 +631,42 @@ def marker_table() -> _MarkerTable:
 
 
 def marker_positions(text: str) -> dict[str, int]:
-    """Where each registered marker first occurs in ``text``: marker -> position, for the markers that occur (one
-    search per head of two characters, then one per marker whose head occurs; markers with other than ASCII characters
-    are not looked for in an ASCII text)."""
+    """Where each registered marker first occurs in ``text``: marker -> position, for the markers that occur. Per
+    head (a marker's first two characters) that occurs: a head of few markers searches for each of them; a head of
+    many walks its first :data:`HEAD_WALK` occurrences, each checked against the markers sharing its third character,
+    and then searches for the markers not yet found. Markers with other than ASCII characters are not looked for in
+    an ASCII text."""
     out: dict[str, int] = {}
     ascii_text = text.isascii()
-    for head, markers, ascii_only in marker_table().heads:
-        if ascii_text and not ascii_only and not head.isascii():
+    for h in marker_table().heads:
+        if ascii_text and not h.ascii:
             continue
-        at = text.find(head)
+        at = text.find(h.head)
         if at < 0:
             continue
-        for m in markers:
-            if ascii_text and not m.isascii():
-                continue
-            i = text.find(m, at) if len(m) > 2 else at
-            if i >= 0:
-                out[m] = i
+        if h.by_third is None:
+            for m in h.ascii_markers if ascii_text else h.markers:
+                i = text.find(m, at) if len(m) > 2 else at
+                if i >= 0:
+                    out[m] = i
+            continue
+        if h.is_marker:
+            out[h.head] = at
+        left = h.longer
+        for _ in range(HEAD_WALK):
+            for m in h.by_third.get(text[at + 2 : at + 3], ()):
+                if m not in out and text.startswith(m, at):
+                    out[m] = at
+                    left -= 1
+            at = text.find(h.head, at + 1)
+            if at < 0 or not left:
+                break
+        else:  # a head written often (``</`` in XML): the markers left are searched for
+            for m in h.markers:
+                if len(m) > 2 and m not in out:
+                    i = text.find(m, at)
+                    if i >= 0:
+                        out[m] = i
     return out
 
 
@@ -720,15 +760,18 @@ def by_rank() -> list[WireFormat]:
     return list(_ranked()[1])
 
 
-# (the registry's formats, them in rank order, their marker table), made again when the registry changes
-_RANKED: tuple[tuple[WireFormat, ...], tuple[WireFormat, ...], Any] = ((), (), None)
+# (the registry's state, its formats in rank order, their marker table), made again when the registry changes
+_RANKED: tuple[tuple, tuple[WireFormat, ...], Any] = ((), (), None)
 
 
-def _ranked() -> tuple[tuple[WireFormat, ...], tuple[WireFormat, ...], Any]:
+def _ranked() -> tuple[tuple, tuple[WireFormat, ...], Any]:
     global _RANKED
-    now = tuple(_REGISTRY.values())
-    if now != _RANKED[0]:
-        _RANKED = (now, tuple(sorted(now, key=lambda f: (f.detection.rank, f.name))), None)
+    # the registry's state: the dict itself (tests swap it), its size and its last entry (a format is only ever
+    # added, or taken out again by a test)
+    now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.items()), None))
+    old = _RANKED[0]
+    if not (old and old[0] is now[0] and old[1] == now[1] and old[2] == now[2]):
+        _RANKED = (now, tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))), None)
     return _RANKED
 
 

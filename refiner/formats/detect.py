@@ -20,10 +20,10 @@ Deterministic; the first rule that gives an answer wins. Formats are always trie
 So a marker string quoted inside the calls of an untagged format (a NESTFUL label ``"<func_call>"``) makes the text
 read as that tagged format: markers are taken as the stronger signal.
 
-Cost: one search per head (first two characters) of the registered markers and one per marker whose head occurs
-(:func:`~refiner.formats.base.marker_positions`; those after the reasoning are taken from them), one strict parse per
-format whose marker occurs and per untagged format (for a text with brackets or its marker) up to
-:data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the caller), one bounded
+Cost: one search per head (first two characters) of the registered markers, then a look at the markers whose
+head occurs (:func:`~refiner.formats.base.marker_positions`; those after the reasoning are taken from them), one
+strict parse per format whose marker occurs and per untagged format (for a text with brackets or its marker) up
+to :data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the caller), one bounded
 lenient JSON read.
 """
 

@@ -96,6 +96,9 @@ class ToolCatalog(Mapping[str, ToolSpec]):
             spec = self._read[name] = self._load(self._where[name])
         return spec
 
+    def get(self, name: str, default: Any = None) -> Any:  # (Mapping's raises and catches KeyError for a miss)
+        return self[name] if name in self._where else default
+
     def __contains__(self, name: object) -> bool:
         return name in self._where
 
@@ -127,6 +130,9 @@ class CatalogView(Mapping[str, Any]):
         if name not in self._done:
             self._done[name] = self._fn(self._catalog[name])
         return self._done[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._catalog else default
 
     def __contains__(self, name: object) -> bool:
         return name in self._catalog
