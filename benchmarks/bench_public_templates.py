@@ -150,7 +150,7 @@ def why_not_equal(entry: Entry, spelling: object, grammar: type | None) -> str:
     if entry.result == "record":
         return "derived the record's generic reader, not a grammar row"
     row = family_row(entry.family)
-    if grammar is not row.grammar:
+    if not issubclass(row.grammar, grammar):
         return f"derived a {grammar.__name__} row; {entry.family} is a {row.grammar.__name__} row"
     ours, theirs = _spelling(_core(spelling)), _spelling(_core(row.spelling))
     differ = [f"{k}: {ours.get(k)!r} vs {theirs.get(k)!r}" for k in ours if ours.get(k) != theirs.get(k)]
@@ -159,11 +159,15 @@ def why_not_equal(entry: Entry, spelling: object, grammar: type | None) -> str:
 
 def policy_of(row: Row, spelling: object, grammar: type | None) -> str:
     """The catalog row's reading policies that the derived row of the same grammar does not have (no template says
-    them: they are the row's, not a mismatch)."""
-    if grammar is not row.grammar:
+    them: they are the row's, not a mismatch), and the readers of its own when its grammar is the derived one's
+    with other readers (DeepSeek's)."""
+    if grammar is None or not issubclass(row.grammar, grammar):
         return ""
     ours, theirs = policies(spelling), policies(row.spelling)
-    return ", ".join(f"{k}={v!r}" for k, v in theirs.items() if ours.get(k) != v)
+    found = [f"{k}={v!r}" for k, v in theirs.items() if ours.get(k) != v]
+    if row.grammar is not grammar:
+        found.insert(0, f"{row.grammar.__name__}'s readers")
+    return ", ".join(found)
 
 
 def named_sha(row: Row, template: str, sha: str) -> str:

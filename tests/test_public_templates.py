@@ -176,6 +176,44 @@ def test_reading_policies_are_the_rows_and_markup_is_compared(tmp_path):
     assert other.policy == "respell=False, untagged=True"
 
 
+# Written for these tests: DeepSeek V3's fenced layout, a token of the template's own written right after the calls'
+# section (the section's closer is the first token of the two).
+FENCED_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|ask|>{{ m.content }}
+{%- elif m.role == 'assistant' %}<|say|>{{ m.content or '' }}
+{%- if m.tool_calls %}<｜tool▁calls▁begin｜>
+{%- for tc in m.tool_calls %}{% if not loop.first %}{{ '\\n' }}{% endif %}<｜tool▁call▁begin｜>function<｜tool▁sep｜>
+{{- tc.function.name }}{{ '\\n```json\\n' }}{{ tc.function.arguments | tojson }}{{ '\\n```' }}<｜tool▁call▁end｜>
+{%- endfor %}<｜tool▁calls▁end｜><|calls_done|>{% endif %}<|end|>
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|say|>{% endif %}"""
+
+
+def test_deepseek_v3_is_a_named_json_row_read_by_its_own_readers(tmp_path):
+    sdist = _sdist(tmp_path, {"fenced.jinja": FENCED_TEMPLATE})
+    (e,) = bench.survey(sdist, {"fenced.jinja": "deepseek_v3"})
+    assert (e.result, e.same_as, e.equal, e.used) == ("row", "deepseek_v3", True, "deepseek_v3")
+    assert e.policy == "DeepSeek's readers"  # its grammar: the named-JSON one, with readers of its own
+
+
+# Written for these tests: every call an object whose one key is the tool name, in one list between Apertus' tokens.
+KEYED_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|u|>{{ m.content }}<|e|>
+{%- elif m.role == 'assistant' %}<|a|>{{ m.content or '' }}
+{%- if m.tool_calls %}<|tools_prefix|>[
+{%- for tc in m.tool_calls %}{{ ', ' if not loop.first }}{{ {tc.function.name: tc.function.arguments} | tojson }}
+{%- endfor %}]<|tools_suffix|>{% endif %}<|e|>
+{%- endif %}
+{%- endfor %}"""
+
+
+def test_a_call_object_keyed_by_its_name_derives_the_keyed_row(tmp_path):
+    sdist = _sdist(tmp_path, {"keyed.jinja": KEYED_TEMPLATE})
+    (e,) = bench.survey(sdist, {"keyed.jinja": "apertus"})
+    assert (e.result, e.same_as, e.equal) == ("row", "apertus", True)
+
+
 def test_a_row_names_the_templates_it_was_checked_against():
     row = next(r for r in catalog.CATALOG if r.family.name == "hermes")
     sha = "87a2728cb8dc" + "0" * 52

@@ -16,6 +16,7 @@ from dataclasses import replace
 from refiner.formats import (
     anthropic,
     apibank,
+    deepseek,
     glaive,
     glm45,
     harmony,
@@ -31,7 +32,7 @@ from refiner.formats import (
     xlam,
 )
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.deepseek import DeepSeek, DeepSeekSpelling
+from refiner.formats.deepseek import DeepSeek
 from refiner.formats.family import Family, Row, register_catalog
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.kimi_k3 import Xtml, XtmlSpelling
@@ -171,14 +172,17 @@ CATALOG: tuple[Row, ...] = (
         Family("deepseek_v3", "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n"
                "{...}\\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",
                models=("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528"),
-               sources=(VLLM + "deepseekv3_tool_parser.py", SGLANG + "deepseekv3_detector.py")),
-        DeepSeek, DeepSeekSpelling(fenced=True)),
+               sources=(VLLM + "deepseekv3_tool_parser.py", SGLANG + "deepseekv3_detector.py",
+                        *_checked("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja dd2675619a64",
+                                  "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja bbe594884b44"))),
+        DeepSeek, deepseek.V3),
     Row(
         Family("deepseek_v31", "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}"
                "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",
                models=("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2-Exp"),
-               sources=(VLLM + "deepseekv31_tool_parser.py", SGLANG + "deepseekv31_detector.py")),
-        DeepSeek, DeepSeekSpelling(fenced=False)),
+               sources=(VLLM + "deepseekv31_tool_parser.py", SGLANG + "deepseekv31_detector.py",
+                        *_checked("deepseek-ai-DeepSeek-V3.1.jinja d9f5f351b276"))),
+        DeepSeek, deepseek.V31),
     Row(Family('kimi_k2', 'Kimi-K2: '
                '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>'),
         kimi_k2.KimiK2, None),
@@ -362,7 +366,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("apertus", 'Apertus: <|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>',
                models=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),
-               sources=(VLLM + "apertus_tool_parser.py",)),
+               sources=(VLLM + "apertus_tool_parser.py", *_checked("Apertus-8B-Instruct.jinja dea688e9f24a"))),
         JsonCalls, JsonSpelling("<|tools_prefix|>", "<|tools_suffix|>", "list", keyed=True)),
     Row(
         Family("command_a", 'Command A: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}, ...]'

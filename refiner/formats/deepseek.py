@@ -1,6 +1,7 @@
 """DeepSeek tool calls, between sentinel tokens written with full-width bars and ``▁`` (U+2581) for spaces:
 ``<｜tool▁calls▁begin｜>`` ... ``<｜tool▁calls▁end｜>``, one ``<｜tool▁call▁begin｜>`` ... ``<｜tool▁call▁end｜>`` per call.
-Two dialects, one grammar (rows of the catalog):
+Two dialects, rows of the named-JSON grammar (:mod:`refiner.formats.named_json`) whose spellings (:data:`V3`,
+:data:`V31`) are what the chat templates write and what render writes, read by this module's readers:
 
 - ``deepseek_v3`` (DeepSeek-V3, R1, R1-0528): ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```
   <｜tool▁call▁end｜>``, calls separated by a newline (the chat template; vLLM's ``deepseekv3_tool_parser.py``, SGLang's
@@ -18,17 +19,16 @@ them apart, and detection uses the same signs.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import Detection, Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
+from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.strict import decode_at, token_sections
 from refiner.formats.tags import respell_tokens
-from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -88,31 +88,30 @@ def looks_v3(body: str, at: int) -> bool:
     return after.startswith(TYPE + SEP) or FENCE_CLOSE in after.split(CALL_END, 1)[0]
 
 
-@dataclass(frozen=True)
-class DeepSeekSpelling:
-    """``fenced``: the V3 layout (``function`` + SEP + NAME + fenced JSON), else V3.1's (NAME + SEP + JSON)."""
+# What the templates write: V3's fenced layout, V3.1's plain one.
+V3 = NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN + TYPE + SEP, f"\n{FENCE_OPEN}\n", f"\n{FENCE_CLOSE}{CALL_END}",
+                   joiner="\n")
+V31 = NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END)
 
-    fenced: bool
 
+class DeepSeek(NamedJson):
+    """The named-JSON grammar with DeepSeek's readers: whitespace free between the tokens, names with spaces, and
+    recovery of either layout; its two rows (V3, V3.1) are in the catalog (:mod:`refiner.formats.catalog`)."""
 
-class DeepSeek(WireFormat):
-    """The grammar; its two rows (V3, V3.1) are in the catalog (:mod:`refiner.formats.catalog`)."""
-
-    spelling: DeepSeekSpelling
     tags = (CALLS_BEGIN, CALL_BEGIN, SEP, CALL_END, CALLS_END)
     name_pattern = NAME_PATTERN
 
     @classmethod
-    def tags_for(cls, sp: DeepSeekSpelling) -> tuple[str, ...]:
+    def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:
         return cls.tags
 
     @classmethod
-    def detection_for(cls, sp: DeepSeekSpelling, rank: int) -> Detection:
+    def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
         return Detection(rank=rank, markers=(CALLS_BEGIN, CALL_BEGIN), closers=(CALL_END, CALLS_END, SEP))
 
     @property
     def fenced(self) -> bool:
-        return self.spelling.fenced
+        return FENCE_OPEN in self.spelling.name_close
 
     def sniff(self, body: str, at: int) -> bool:
         """V3's layout (``function`` + SEP, a code fence) tells its calls from V3.1's."""
@@ -255,12 +254,3 @@ class DeepSeek(WireFormat):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
         add_arguments_call(out, name, body, at_end=cut)
         return after
-
-    # Render
-
-    def render(self, calls: Sequence[ToolCall]) -> str:
-        if self.fenced:
-            items = [f"{CALL_BEGIN}{TYPE}{SEP}{c.name}\n{FENCE_OPEN}\n{dumps(dict(c.arguments))}\n{FENCE_CLOSE}{CALL_END}"
-                     for c in calls]
-            return CALLS_BEGIN + "\n".join(items) + CALLS_END
-        return CALLS_BEGIN + "".join(f"{CALL_BEGIN}{c.name}{SEP}{dumps(dict(c.arguments))}{CALL_END}" for c in calls) + CALLS_END

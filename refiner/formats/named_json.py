@@ -11,8 +11,9 @@ The arguments are decoded before the closing token is looked for, so a string ma
 own (``>>>`` is plain text): it is an untagged format (``Detection.bare``) whose marker is ``>>>`` at a line start,
 counted only when a tool name and a line break follow it (``sniff``; a text whose only such ``>>>`` is prose, a
 Python prompt's ``>>> x``, is still named after it by detection's last rule, and reads as no call). Inside another
-format's JSON string a line break is ``\\n``, so a value holding ``>>>`` is no marker. DeepSeek V3/V3.1 and Kimi-K2 write the same shape in their own modules
-(:mod:`refiner.formats.deepseek`, :mod:`refiner.formats.kimi_k2`), whose recovery reads their layouts' quirks.
+format's JSON string a line break is ``\\n``, so a value holding ``>>>`` is no marker. DeepSeek V3/V3.1's rows are this
+grammar's spellings read by their own module's readers (:mod:`refiner.formats.deepseek`: either layout recovered);
+Kimi-K2 writes the same shape in a module of its own (:mod:`refiner.formats.kimi_k2`).
 
 Lenient reading: each call token starts a call; a call without its closing tokens ends at the next call token or
 the end of the text (a cut: :class:`~refiner.formats.base.Cut`); text between the tokens that is not a tool name is
@@ -44,8 +45,9 @@ MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 @dataclass(frozen=True)
 class NamedSpelling:
     """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call,
-    ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close``; ``joiner``: what rendering writes
-    between two calls; ``text_recipient``: a name that starts text, not a call (Functionary's ``all``);
+    ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close`` (whitespace before its token is
+    layout, written and not required); ``joiner``: what rendering writes between two calls; ``text_recipient``: a
+    name that starts text, not a call (Functionary's ``all``);
     ``args_prefix``: what the model writes before the JSON (PLaMo 3's JSON-constraint tokens): written, and read
     when present; ``call_marker``: with no section, ``call_open`` is a tag of its own, a marker wherever it occurs
     (else it is a prefix, a marker at a line start only)."""
@@ -60,6 +62,11 @@ class NamedSpelling:
     args_prefix: str = ""
     call_marker: bool = False
 
+    @property
+    def close(self) -> str:
+        """The token that closes a call, as read."""
+        return self.call_close.strip()
+
 
 class NamedJson(WireFormat):
     """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
@@ -70,17 +77,17 @@ class NamedJson(WireFormat):
 
     @classmethod
     def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:
-        tokens = (sp.section_open, sp.call_open, sp.name_close, sp.call_close, sp.section_close)
+        tokens = (sp.section_open, sp.call_open, sp.name_close, sp.close, sp.section_close)
         return tuple(t for t in tokens if t and t.strip())
 
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
         if sp.section_open is None and sp.call_marker:
-            return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.call_close,) if sp.call_close else ())
+            return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
         if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker (inside a
             # JSON string a line break is written \n, so another format's value holding the prefix is no marker)
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
-        return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.call_close))
+        return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
     # ---- strict ------------------------------------------------------------------------------------------------
 
@@ -127,11 +134,11 @@ class NamedJson(WireFormat):
         args, end = decode_at(self, text, at)
         if type(args) is not dict:
             raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
-        if sp.call_close:
+        if sp.close:
             end = skip_ws(text, end)
-            if not text.startswith(sp.call_close, end):
-                raise self.error(f"expected {sp.call_close} after the arguments of {name!r}", end)
-            end += len(sp.call_close)
+            if not text.startswith(sp.close, end):
+                raise self.error(f"expected {sp.close} after the arguments of {name!r}", end)
+            end += len(sp.close)
         return ToolCall.trusted(name, args), end
 
     # ---- lenient -----------------------------------------------------------------------------------------------
@@ -180,11 +187,11 @@ class NamedJson(WireFormat):
         if sp.text_recipient is not None and name == sp.text_recipient and sep:
             return True  # a text block
         at_end = end >= len(text)
-        closed = bool(sp.call_close) and sp.call_close in body
+        closed = bool(sp.close) and sp.close in body
         if closed:
-            body = body[: body.rfind(sp.call_close)]
-        elif sp.call_close:
-            out.note("missing_tag" if not at_end else "unclosed", f"missing {sp.call_close} after {seg[:60]!r}")
+            body = body[: body.rfind(sp.close)]
+        elif sp.close:
+            out.note("missing_tag" if not at_end else "unclosed", f"missing {sp.close} after {seg[:60]!r}")
         if not sep:
             if at_end and _NAME.fullmatch(name.strip() or "-"):
                 out.note("unclosed", "the text ends inside a tool name")

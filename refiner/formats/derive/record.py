@@ -86,6 +86,7 @@ class Record:
     args_as_text: bool = False  # the arguments are a JSON string holding the object
     wrapper: str = ""  # the key of an outer object that holds each call object
     wrapper_fields: dict[str, Any] = field(default_factory=dict)  # the outer object's other members, the same per call
+    keyed: bool = False  # each call object is {NAME: arguments} (no name or arguments key)
     # ids and reasoning
     id_key: str = ""
     id_position: str = ""  # where the call id sits: "" (not written), json_key, wrapper_key, before_name, after_name
@@ -387,6 +388,8 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
     and ``wrapper``, ``wrapper_fields`` when the call object sits under a key of an outer object)."""
     if not isinstance(value, dict):
         return None
+    if not wrapped and len(value) == 1 and value.get(NAMES[i]) == ARGS[i]:
+        return {"keyed": True}
     name_key = next((k for k, v in value.items() if v == NAMES[i]), None)
     if name_key is None:
         if wrapped:
@@ -418,6 +421,9 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
 def _set_keys(rec: Record, keys: dict[str, Any]) -> None:
     for k, v in keys.items():
         setattr(rec, k, v)
+    if rec.keyed:
+        rec.derived_from["keyed"] = "two: each call object's one key is the name, its value the arguments"
+        return
     rec.derived_from.update(name_key="two: the key holding tlq_alpha", args_key="two: the key holding the arguments")
     if rec.id_key:
         rec.derived_from["id_key"] = "two: the key holding the given call id"

@@ -9,8 +9,8 @@
 - a ``pairs`` record with a quote token, the name followed by ``{``, keys followed by ``:`` and arguments apart by
   ``,`` becomes a :class:`~refiner.formats.brace_kv.BraceSpelling` (Gemma 4's layout);
 - a ``json_object`` or ``json_list`` record becomes a :class:`~refiner.formats.json_calls.JsonSpelling`: one
-  ``{"name", "arguments"}`` object per tagged block (``object``), one per line inside one section (``lines``) or every
-  call in one JSON list (``list``);
+  ``{"name", "arguments"}`` object (or ``{NAME: arguments}``: ``keyed``) per tagged block (``object``), one per line
+  inside one section (``lines``) or every call in one JSON list (``list``);
 - a ``json_args`` record becomes a :class:`~refiner.formats.named_json.NamedSpelling`.
 
 Everything else is answered with why no row holds it. A plan is checked against the template: the row must read the
@@ -36,6 +36,7 @@ from refiner.formats.xml_params import XmlParams, XmlSpelling
 DERIVED_RANK = 1000
 EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
+_TOKENS = re.compile(r"(<[^<>]+>|\[[^\[\]]+\])(?:<[^<>]+>|\[[^\[\]]+\])+")  # two bracketed tokens or more
 MARKER_REACH = 48  # the longest marker left open before a name (``<invoke name="``)
 
 
@@ -71,8 +72,8 @@ class RowPlan:
         return asdict(self.spelling) if is_dataclass(self.spelling) else {"spelling": repr(self.spelling)}
 
     def same_spelling(self, fmt: base.WireFormat) -> bool:
-        """Whether ``fmt`` is a row of the same grammar spelt the same (a built-in row's hook and extra spellings of
-        its tags aside: it reads what the derived row reads, and repairs more)."""
+        """Whether ``fmt`` is a row of the same grammar spelt the same (a built-in row's hook, its grammar's own
+        readers and its reading policies aside: it reads what the derived row reads, and repairs more)."""
         return isinstance(fmt, self.grammar) and _core(getattr(fmt, "spelling", None)) == _core(self.spelling)
 
     def build(self, name: str, where: str, sha: str) -> base.WireFormat:
@@ -121,6 +122,13 @@ def _closer(text: str) -> str:
     """The marker that closes a section or call: the first run of ``text`` without whitespace."""
     runs = text.split()
     return runs[0] if runs else ""
+
+
+def _section_closer(text: str) -> str:
+    """The marker that closes the section: :func:`_closer`, or the first token of it when it is tokens written back
+    to back (the end of the turn written right after it: ``<｜tool▁calls▁end｜><｜end▁of▁sentence｜>``)."""
+    run = _closer(text)
+    return run if _TOKENS.fullmatch(run) is None else _TOKENS.match(run).group(1)
 
 
 def _split_opener(opener: str) -> tuple[str, str]:
@@ -187,23 +195,25 @@ def _brace_plan(rec: Record) -> RowPlan | str:
 def _named_plan(rec: Record) -> RowPlan | str:
     """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
     call_start = _split_opener(rec.opener)[0]
-    ss, se, cs, ce = _opener(rec.section_start), _closer(rec.section_end), _opener(call_start), _closer(rec.call_end)
+    ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
+    cs, ce = _opener(call_start), _closer(rec.call_end)
     if bool(ss) != bool(se):
         return f"a section opened by {ss!r} and closed by {se!r}"
     if not cs:
         return "the name follows no marker of its own"
     if not rec.name_suffix.strip():
         return "nothing but whitespace between the name and its arguments"
-    i = call_start.rfind(cs)
-    joiner = rec.call_end[rec.call_end.find(ce) + len(ce) :] + rec.call_sep + call_start[:i] if ce else rec.call_sep
-    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, ce, joiner=joiner))
+    i, j = call_start.rfind(cs), rec.call_end.find(ce) + len(ce)
+    close, joiner = (rec.call_end[:j], rec.call_end[j:] + rec.call_sep + call_start[:i]) if ce else ("", rec.call_sep)
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner))
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
     if rec.args_as_text:
         return "the arguments are written as a JSON string inside the call object"
-    keys = {"name_key": rec.name_key, "arg_keys": (rec.args_key,), "id_key": rec.id_key or None}
-    ss, se = _opener(rec.section_start), _closer(rec.section_end)
+    keys = {"keyed": True} if rec.keyed else {"name_key": rec.name_key, "arg_keys": (rec.args_key,),
+                                              "id_key": rec.id_key or None}
+    ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
     cs, ce = _opener(rec.call_start), _closer(rec.call_end)
     if rec.shape == "json_list":
         if not ss:
@@ -256,7 +266,7 @@ def _xml_plan(rec: Record) -> RowPlan | str:
             return f"a call is opened by {cs!r} and closed by {ce!r}"
         if cs:
             kw.update(section_open=cs, section_close=ce, section_per_call=True)
-    ss, se = _opener(rec.section_start), _closer(rec.section_end)
+    ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
     if ss or se:
         if kw.get("section_per_call") or not (ss and se):
             return f"section markers {ss!r} / {se!r} around per-call markers"
