@@ -55,18 +55,10 @@ def merge_command(actor_dir: str | Path, out_dir: str | Path, python: str | None
             str(actor_dir), "--target_dir", str(out_dir)]
 
 
-def find_manifest(actor_dir: Path) -> dict[str, Any] | None:
-    """The launch record written by ``tool-refiner train``, searched from the actor folder upwards."""
+def _find_up(actor_dir: Path, names: tuple[str, ...]) -> Path | None:
+    """The first of ``names`` in the actor folder or one of its four parents, nearest first."""
     for d in (actor_dir, *actor_dir.parents[:4]):
-        p = d / MANIFEST
-        if p.is_file():
-            return json.loads(p.read_text(encoding="utf-8"))
-    return None
-
-
-def find_metrics_log(actor_dir: Path) -> Path | None:
-    for d in (actor_dir, *actor_dir.parents[:4]):
-        for name in ("metrics.jsonl", "train.log"):
+        for name in names:
             if (d / name).is_file():
                 return d / name
     return None
@@ -160,11 +152,13 @@ def export_checkpoint(ckpt: str | Path, out_dir: str | Path, *, metrics_log: str
             tail = (proc.stderr or proc.stdout)[-3000:]
             raise ExportError(f"verl.model_merger failed on {actor_dir} (exit {proc.returncode}):\n{tail}")
     out.mkdir(parents=True, exist_ok=True)
-    log = Path(metrics_log) if metrics_log else find_metrics_log(actor_dir)
+    log = Path(metrics_log) if metrics_log else _find_up(actor_dir, ("metrics.jsonl", "train.log"))
     metrics = None
     if log is not None:
         series = read_metrics(log)
         metrics = {k: series[k] for k in CARD_METRICS if k in series}
-    card = model_card(out, actor_dir=actor_dir, manifest=find_manifest(actor_dir), metrics=metrics)
+    manifest = _find_up(actor_dir, (MANIFEST,))  # the launch record written by ``tool-refiner train``
+    card = model_card(out, actor_dir=actor_dir, manifest=manifest and json.loads(manifest.read_text(encoding="utf-8")),
+                      metrics=metrics)
     (out / "README.md").write_text(card, encoding="utf-8")
     return out

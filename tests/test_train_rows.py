@@ -10,8 +10,7 @@ import pytest
 
 from refiner import formats
 from refiner.train.errors import TrainConfigError
-from refiner.train.inputs import RL_COLUMNS, find_data_files, validate_rl_parquet
-from refiner.train.sft import rl_to_sft_parquet
+from refiner.train.inputs import RL_COLUMNS, find_data_files, rl_to_sft_parquet, validate_rl_parquet
 
 
 def write_parquet(rows: list[dict], path: Path) -> Path:

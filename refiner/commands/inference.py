@@ -140,11 +140,10 @@ def register(app: typer.Typer) -> None:
         trust_spec: bool = shared.TRUST_SPEC,
     ) -> None:
         """Full pipeline: parse, gate, tier-1 repair, the refiner model where still needed, never-worse guard."""
-        from refiner.engines import make_engine
+        from refiner.commands.serve import build_refiner
 
-        eng = make_engine(engine, model=model, base_url=base_url)
-        ref = Refiner(eng, fmt, n=n, thinking=thinking, bypass=bypass, temperature=temperature, max_tokens=max_tokens,
-                      trust_spec=trust_spec)
+        ref = build_refiner(model=model, refiner_base_url=base_url, engine=engine, fmt=fmt, n=n, thinking=thinking,
+                            bypass=bypass, temperature=temperature, max_tokens=max_tokens, trust_spec=trust_spec)
         with _open_out(output) as out:
             results = run_jsonl(ref, src, out, batch_size=batch_size, progress=True)
         typer.echo(summary_table(results), err=True)

@@ -9,7 +9,8 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.eval.common import BenchItem, Benchmark, default_data_dir, per_part, read_json, require_file, spread
+from refiner.eval import common
+from refiner.eval.common import BenchItem, Benchmark
 
 LEVELS = (1, 2, 3)
 
@@ -38,15 +39,8 @@ def gold_calls(record: Mapping[str, Any], where: str) -> list[ToolCall]:
     """The record's ``answer`` (a list in levels 1 and 3, a single object in level 2) as calls."""
     answer = record.get("answer")
     items = answer if isinstance(answer, list) else [answer]
-    calls = []
-    for i, item in enumerate(items):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise ValueError(f"{where}: field 'answer'[{i}] is not a {{name, parameters}} object: {item!r}")
-        params = item.get("parameters") or {}
-        if not isinstance(params, Mapping):
-            raise ValueError(f"{where}: field 'answer'[{i}].parameters is not an object: {params!r}")
-        calls.append(ToolCall(item["name"], dict(params)))
-    return calls
+    return [ToolCall(*common.json_call(item, "parameters", f"{where}: field 'answer'[{i}]"))
+            for i, item in enumerate(items)]
 
 
 class APIBank(Benchmark):
@@ -56,18 +50,18 @@ class APIBank(Benchmark):
 
     def __init__(self, data_dir: Path | None = None, adjustments: bool = True) -> None:
         super().__init__()
-        self.dir = Path(data_dir or default_data_dir()) / "api_bank"
+        self.dir = Path(data_dir or common.default_data_dir()) / "api_bank"
         self.adjustments = adjustments
 
     def load(self, limit: int | None = None) -> list[BenchItem]:
-        per_level = per_part(limit, len(LEVELS))
+        per_level = common.per_part(limit, len(LEVELS))
         out: list[BenchItem] = []
         for lvl in LEVELS:
-            path = require_file(self.dir / f"level-{lvl}-api_processed.json", f"API-Bank level {lvl}")
-            records = read_json(path)
+            path = common.require_file(self.dir / f"level-{lvl}-api_processed.json", f"API-Bank level {lvl}")
+            records = common.read_json(path)
             if not isinstance(records, list):
                 raise ValueError(f"{path}: expected a JSON array of records")
-            for i, rec in spread(list(enumerate(records)), per_level):
+            for i, rec in common.spread(list(enumerate(records)), per_level):
                 where = f"{path} record {i}"
                 for key in ("system", "user"):
                     if not isinstance(rec.get(key), str):

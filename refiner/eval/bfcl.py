@@ -40,37 +40,27 @@ def find_wheel(path: str | Path | None = None) -> Path:
     return wheels[-1]
 
 
-_FILE = re.compile(r"BFCL_v(\d+)_(\w+)\.json")
-
-
-def _category_file(member: str, folder: str, category: str) -> bool:
-    """Whether ``member`` is ``<folder>BFCL_v<N>_<category>.json`` (exactly that category)."""
-    if not member.startswith(folder):
-        return False
-    m = _FILE.fullmatch(member[len(folder):])
-    return m is not None and m.group(2) == category
-
-
-def _version(member: str) -> int:
-    m = _FILE.search(member)
-    return int(m.group(1)) if m else -1
+def _latest(names: list[str], folder: str, category: str) -> str | None:
+    """The newest ``<folder>BFCL_v<N>_<category>.json`` among ``names`` (exactly that category: "multiple" must not
+    pick ``BFCL_v4_parallel_multiple.json``)."""
+    pattern = re.compile(re.escape(folder) + r"BFCL_v(\d+)_" + re.escape(category) + r"\.json")
+    found = sorted((int(m.group(1)), n) for n in names if (m := pattern.fullmatch(n)))
+    return found[-1][1] if found else None
 
 
 def read_category(wheel: Path, category: str) -> list[tuple[dict, list]]:
     """``(question record, possible answer)`` pairs of one category, joined on ``id``."""
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-        # exact names: "multiple" must not pick BFCL_v4_parallel_multiple.json
-        q = sorted((n for n in names if _category_file(n, "bfcl_eval/data/", category)), key=_version)
-        a = sorted((n for n in names if _category_file(n, "bfcl_eval/data/possible_answer/", category)), key=_version)
+        q, a = _latest(names, "bfcl_eval/data/", category), _latest(names, "bfcl_eval/data/possible_answer/", category)
         if not q or not a:
             raise FileNotFoundError(f"{wheel}: no question or possible-answer file for BFCL category {category!r}")
-        questions, answers = (parse_jsonl(zf.read(m).decode("utf-8"), f"{wheel}:{m}") for m in (q[-1], a[-1]))
+        questions, answers = (parse_jsonl(zf.read(m).decode("utf-8"), f"{wheel}:{m}") for m in (q, a))
     by_id = {r["id"]: r["ground_truth"] for r in answers}
     out = []
     for r in questions:
         if r.get("id") not in by_id:
-            raise ValueError(f"{wheel}:{q[-1]}: record {r.get('id')!r} has no possible answer")
+            raise ValueError(f"{wheel}:{q}: record {r.get('id')!r} has no possible answer")
         out.append((r, by_id[r["id"]]))
     return out
 

@@ -226,6 +226,17 @@ class Retagged:
         return fmt.parse_strict(f"{own[0]}{text[a:b]}{own[1]}")
 
 
+def json_call(item: Any, args_key: str, where: str) -> tuple[str, dict]:
+    """``(name, arguments)`` of a ``{"name", args_key}`` object of a benchmark's gold; ``ValueError`` naming
+    ``where`` (the record and field) otherwise."""
+    if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+        raise ValueError(f"{where} is not a {{name, {args_key}}} object: {item!r}")
+    args = item.get(args_key) or {}
+    if not isinstance(args, Mapping):
+        raise ValueError(f"{where}.{args_key} is not an object: {args!r}")
+    return item["name"], dict(args)
+
+
 def per_part(limit: int | None, parts: int) -> int | None:
     """An even share of ``limit`` for each of ``parts`` subsets, at least one (None: no limit)."""
     return None if limit is None else max(1, limit // max(1, parts))

@@ -12,16 +12,8 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
-from refiner.eval.common import (
-    BenchItem,
-    Benchmark,
-    default_data_dir,
-    per_part,
-    read_json,
-    read_jsonl,
-    require_file,
-    spread,
-)
+from refiner.eval import common
+from refiner.eval.common import BenchItem, Benchmark
 from refiner.eval.nestful_exec import ExecutionError, MathLibrary, label_key, same_answer, symbolic_result
 
 V1_SPLITS = {
@@ -50,13 +42,9 @@ def calls_from_record(output: Any, where: str) -> list[ToolCall]:
         raise ValueError(f"{where}: field 'output' is not a list")
     calls = []
     for i, item in enumerate(output):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise ValueError(f"{where}: field 'output'[{i}] has no string 'name'")
-        args = item.get("arguments") or {}
-        if not isinstance(args, Mapping):
-            raise ValueError(f"{where}: field 'output'[{i}].arguments is not an object")
+        name, args = common.json_call(item, "arguments", f"{where}: field 'output'[{i}]")
         label = item.get("label")
-        calls.append(ToolCall(item["name"], dict(args), outputs=(label,) if isinstance(label, str) else ()))
+        calls.append(ToolCall(name, args, outputs=(label,) if isinstance(label, str) else ()))
     return calls
 
 
@@ -67,8 +55,8 @@ def _norm(call: ToolCall) -> tuple[str, str, tuple[str, ...]]:
 def part_accuracy(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> float:
     if not gold and not pred:
         return 1.0
-    common = Counter(map(_norm, pred)) & Counter(map(_norm, gold))
-    return sum(common.values()) / max(len(gold), len(pred))
+    shared = Counter(map(_norm, pred)) & Counter(map(_norm, gold))
+    return sum(shared.values()) / max(len(gold), len(pred))
 
 
 def full_accuracy(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> float:
@@ -102,19 +90,19 @@ class NESTFUL(Benchmark):
 
     def __init__(self, data_dir: Path | None = None, seed: int = 0, include_v2: bool = True) -> None:
         super().__init__()
-        self.dir = Path(data_dir or default_data_dir()) / "nestful"
+        self.dir = Path(data_dir or common.default_data_dir()) / "nestful"
         self.seed = seed
         self.include_v2 = include_v2
 
     def _records(self) -> dict[str, tuple[list[dict], dict[str, dict] | None, Path]]:
         out = {}
         for split, (data_f, spec_f) in V1_SPLITS.items():
-            dp = require_file(self.dir / "data_v1" / data_f, f"NESTFUL {split} data")
-            sp = require_file(self.dir / "data_v1" / spec_f, f"NESTFUL {split} specs")
-            specs = read_json(sp)
-            out[split] = (read_json(dp), {s["name"]: s for s in specs if isinstance(s, Mapping) and "name" in s}, dp)
+            dp = common.require_file(self.dir / "data_v1" / data_f, f"NESTFUL {split} data")
+            sp = common.require_file(self.dir / "data_v1" / spec_f, f"NESTFUL {split} specs")
+            by_name = {s["name"]: s for s in common.read_json(sp) if isinstance(s, Mapping) and "name" in s}
+            out[split] = (common.read_json(dp), by_name, dp)
         if self.include_v2 and (self.dir / V2_FILE).exists():
-            out["v2"] = (read_jsonl(self.dir / V2_FILE), None, self.dir / V2_FILE)
+            out["v2"] = (common.read_jsonl(self.dir / V2_FILE), None, self.dir / V2_FILE)
         return out
 
     def load(self, limit: int | None = None) -> list[BenchItem]:
@@ -123,7 +111,7 @@ class NESTFUL(Benchmark):
         items: list[BenchItem] = []
         for split, (records, spec_by_name, path) in splits.items():
             gold_all = [calls_from_record(r.get("output"), f"{path} record {i}") for i, r in enumerate(records)]
-            for i, rec in spread(list(enumerate(records)), per_part(limit, len(splits))):
+            for i, rec in common.spread(list(enumerate(records)), common.per_part(limit, len(splits))):
                 where = f"{path} record {i}"
                 if not isinstance(rec.get("input"), str):
                     raise ValueError(f"{where}: field 'input' missing or not a string")

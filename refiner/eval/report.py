@@ -11,15 +11,8 @@ from typing import Any
 
 from refiner.eval import tier1_suite
 
-METRIC_NAMES = {
-    "acc": "Acc.",
-    "part_acc": "Part. Acc.",
-    "full_acc": "Full Acc.",
-    "win_rate": "Win Rate",
-    "acc_full": "Acc_Full",
-    "acc_toolname": "Acc_Toolname",
-    "acc_parameter": "Acc_Parameter",
-}
+METRIC_NAMES = {"acc": "Acc.", "part_acc": "Part. Acc.", "full_acc": "Full Acc.", "win_rate": "Win Rate",
+                "acc_full": "Acc_Full", "acc_toolname": "Acc_Toolname", "acc_parameter": "Acc_Parameter"}
 
 
 def relative_delta(raw: float, refined: float) -> str:
@@ -136,21 +129,14 @@ def recovery_section(recovery: Mapping[str, Any]) -> str:
 def tier1_section(result: Any) -> str:
     """The tier-1 suite: coverage, per class over all formats under both policies, and the targets (the per-format
     tables are in ``tier1/tables.md``)."""
-    return "\n".join([
-        "## Tier 1 per error class and format (BFCL's gold calls)",
-        "",
-        (f"{result.n_cases} BFCL records, their gold calls rendered in every wire format that can carry them and "
-         "corrupted one error class at a time; the pipeline without a model refines each under the default spec "
-         "policy and with trust_spec. fixed: the refined text parses strictly to the gold; harmed: inputs where a "
-         "call the upstream had right was changed; clean: texts returned as they came. Per-format tables: "
-         "tier1/tables.md."),
-        "",
-        tier1_suite.coverage_table(result),
-        "",
-        tier1_suite.class_table(result),
-        "",
-        *(f"- {v.describe()}" for v in tier1_suite.check_targets(result)),
-    ])
+    intro = (f"{result.n_cases} BFCL records, their gold calls rendered in every wire format that can carry them and "
+             "corrupted one error class at a time; the pipeline without a model refines each under the default spec "
+             "policy and with trust_spec. fixed: the refined text parses strictly to the gold; harmed: inputs where a "
+             "call the upstream had right was changed; clean: texts returned as they came. Per-format tables: "
+             "tier1/tables.md.")
+    return "\n".join(["## Tier 1 per error class and format (BFCL's gold calls)", "", intro, "",
+                      tier1_suite.coverage_table(result), "", tier1_suite.class_table(result), "",
+                      *(f"- {v.describe()}" for v in tier1_suite.check_targets(result))])
 
 
 def render_report(results: Sequence[Any], recovery: Mapping[str, Any] | None = None,
@@ -193,10 +179,8 @@ def bar_chart(results: Sequence[Any], path: str | Path) -> Path | None:
     ax.bar([x - w / 2 for x in xs], raw, w, label="raw")
     if any(r.refined for r in results):
         ax.bar([x + w / 2 for x in xs], ref, w, label="refined")
-    ax.set_xticks(list(xs))
+    ax.set(xticks=list(xs), ylabel="score (0-100)", ylim=(0, 100))
     ax.set_xticklabels(labels, fontsize=8)
-    ax.set_ylabel("score (0-100)")
-    ax.set_ylim(0, 100)
     ax.legend()
     fig.tight_layout()
     path = Path(path)

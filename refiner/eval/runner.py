@@ -70,13 +70,8 @@ def evaluate(bench: Benchmark, items: Sequence[BenchItem], outputs: Mapping[str,
             if res.get("error"):
                 row["error"] = res["error"]
         rows.append(row)
-    return BenchResult(
-        bench=bench,
-        items=items,
-        rows=rows,
-        raw=bench.summarize(items, raw_scores),
-        refined=bench.summarize(items, ref_scores) if refined is not None else None,
-    )
+    return BenchResult(bench, items, rows, raw=bench.summarize(items, raw_scores),
+                       refined=bench.summarize(items, ref_scores) if refined is not None else None)
 
 
 def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Mapping[str, Any] | None = None,
@@ -138,28 +133,13 @@ def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel:
     raise ValueError(f"unknown benchmark {name!r}; known: {', '.join((*BENCH_NAMES, *NO_UPSTREAM))}")
 
 
-def run_eval(
-    benches: Sequence[str],
-    out_dir: str | Path,
-    *,
-    refiner: Any = None,
-    upstream_file: str | Path | None = None,
-    upstream_base_url: str | None = None,
-    upstream_model: str | None = None,
-    upstream_engine: Any = None,
-    upstream_scripted: float | None = None,
-    upstream_settings: Mapping[str, Any] | None = None,
-    cache_file: str | Path | None = None,
-    limit: int | None = None,
-    recovery_sources: Sequence[str] = BENCH_NAMES,
-    clean_ratio: float = 0.15,
-    recovery_trust_spec: Sequence[bool] | None = None,
-    seed: int = 0,
-    meta: Mapping[str, Any] | None = None,
-    progress: bool = True,
-    chart: bool = True,
-    **bench_options: Any,
-) -> Path:
+def run_eval(benches: Sequence[str], out_dir: str | Path, *, refiner: Any = None,
+             upstream_file: str | Path | None = None, upstream_base_url: str | None = None,
+             upstream_model: str | None = None, upstream_engine: Any = None, upstream_scripted: float | None = None,
+             upstream_settings: Mapping[str, Any] | None = None, cache_file: str | Path | None = None,
+             limit: int | None = None, recovery_sources: Sequence[str] = BENCH_NAMES, clean_ratio: float = 0.15,
+             recovery_trust_spec: Sequence[bool] | None = None, seed: int = 0, meta: Mapping[str, Any] | None = None,
+             progress: bool = True, chart: bool = True, **bench_options: Any) -> Path:
     """Runs the named benchmarks and writes the results folder; returns the report path. Upstream outputs come from
     exactly one of ``upstream_file``, an endpoint (``upstream_base_url`` + ``upstream_model``, or ``upstream_engine``)
     or ``upstream_scripted``; ``recovery`` and ``tier1`` need none. ``recovery_trust_spec`` (e.g. ``(False, True)``)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from data_gen.corrupt.labels import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF, CorruptionError
 from data_gen.corrupt.rules import corrupt
 from refiner import formats
@@ -52,10 +51,6 @@ def row_names(classes: Iterable[str] = ERROR_CLASSES) -> list[str]:
     return out
 
 
-def class_of(row: str) -> str:
-    return row.split("/", 1)[0]
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # Cases: BFCL's gold calls with their specs
 
@@ -84,7 +79,8 @@ def _openai_schema(prop: Mapping[str, Any]) -> dict[str, Any]:
             out["format"] = "float"
         out["type"] = _OPENAI_TYPES.get(t, "string") if isinstance(t, str) else "string"
     if isinstance(out.get("properties"), Mapping):
-        out["properties"] = {k: _openai_schema(v) if isinstance(v, Mapping) else v for k, v in out["properties"].items()}
+        out["properties"] = {k: _openai_schema(v) if isinstance(v, Mapping) else v
+                             for k, v in out["properties"].items()}
     if isinstance(out.get("items"), Mapping):
         out["items"] = _openai_schema(out["items"])
     return out
@@ -97,11 +93,8 @@ def openai_tools(functions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
     for f in functions:
         fn = copy.deepcopy(dict(f))
         fn["name"] = openai_name(str(fn.get("name", "")))
-        params = dict(fn.get("parameters") or {})
-        params["type"] = "object"
-        props = params.get("properties") or {}
-        params["properties"] = {k: _openai_schema(v) if isinstance(v, Mapping) else v for k, v in props.items()}
-        fn["parameters"] = params
+        params = {**(fn.get("parameters") or {}), "type": "object"}
+        fn["parameters"] = _openai_schema({**params, "properties": params.get("properties") or {}})
         tools.append({"type": "function", "function": fn})
     return tools
 
@@ -411,11 +404,11 @@ class Verdict:
         return f"[{'met' if self.met else 'MISSED'}] {self.target.name} >= {self.target.floor:.0%}: " + ", ".join(parts)
 
 
-def row_total(table: Table, row: str, fmts: Iterable[str] | None = None) -> Counter:
+def row_total(table: Table, row: str) -> Counter:
+    """One row's counters summed over formats."""
     out: Counter = Counter()
-    for fmt, c in table.get(row, {}).items():
-        if fmts is None or fmt in fmts:
-            out.update(c)
+    for c in table.get(row, {}).values():
+        out.update(c)
     return out
 
 
@@ -460,7 +453,8 @@ def _short_pct(hits: int, n: int) -> str:
 def class_table(result: SuiteResult) -> str:
     """Per class, summed over formats: fixed / harmed under each policy, and the worst formats (default policy)."""
     pol = [p for p in POLICIES if p in result.tables]
-    head = "| row | group | n | " + " | ".join(f"fixed ({p}) | harmed ({p})" for p in pol) + " | worst formats (default) |"
+    cells = " | ".join(f"fixed ({p}) | harmed ({p})" for p in pol)
+    head = f"| row | group | n | {cells} | worst formats (default) |"
     lines = [head, "|" + "---|" * (4 + 2 * len(pol))]
     rows = [CLEAN, *row_names()]
     for row in rows:
@@ -476,7 +470,7 @@ def class_table(result: SuiteResult) -> str:
         default = result.tables.get("default", first)
         worst = sorted(((c[metric] / c["n"], fmt) for fmt, c in default.get(row, {}).items() if c["n"]))[:3]
         worst_text = ", ".join(f"{fmt} {r:.0%}" for r, fmt in worst if r < 1.0) or "none below 100%"
-        group = "-" if row == CLEAN else GROUP_OF[class_of(row)]
+        group = "-" if row == CLEAN else GROUP_OF[row.split("/", 1)[0]]
         label = f"{row} (untouched)" if row == CLEAN else row
         lines.append(f"| {label} | {group} | {n} | " + " | ".join(cells) + f" | {worst_text} |")
     return "\n".join(lines)
@@ -567,10 +561,7 @@ def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
 def summary(result: SuiteResult) -> dict[str, Any]:
     """The tables as JSON: policy -> row -> format -> counters, plus coverage and target verdicts."""
     return {
-        "cases": result.n_cases,
-        "categories": result.categories,
-        "spec_styles": result.styles,
-        "formats": result.fmts,
+        "cases": result.n_cases, "categories": result.categories, "spec_styles": result.styles, "formats": result.fmts,
         "carried": dict(result.inputs.carried),
         "cannot_carry": {f: dict(c) for f, c in result.inputs.cannot_carry.items()},
         "not_applicable": {f: dict(c) for f, c in result.inputs.not_applicable.items()},

@@ -141,3 +141,22 @@ def validate_inputs(overrides: Sequence[str], *, min_train_rows: int | None = No
             "trainer.logger includes wandb but wandb is not installed: pip install wandb, or --no-wandb"
         )
     return summary
+
+
+def rl_to_sft_parquet(src: str | Path, dst: str | Path) -> int:
+    """Writes verl SFT rows (``messages``: the RL prompt, then the correct answer as the assistant turn) from an RL
+    parquet; returns the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    validate_rl_parquet(src)
+    out = []
+    for i, row in enumerate(pq.read_table(src).to_pylist()):
+        gt = parse_ground_truth(row["reward_model"]["ground_truth"], f"{src}, row {i}")
+        messages = [{"role": m["role"], "content": m["content"]} for m in row["prompt"]]
+        messages.append({"role": "assistant", "content": gt["answer"]})
+        out.append({"messages": messages, "data_source": row["data_source"], "prompt": messages[:-1],
+                    "response": gt["answer"], "extra_info": row["extra_info"]})
+    Path(dst).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(out), dst)
+    return len(out)

@@ -15,19 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from refiner.train.errors import TrainConfigError
-from refiner.train.inputs import find_data_files, validate_inputs, validate_model_path
+from refiner.train.inputs import find_data_files, rl_to_sft_parquet, validate_inputs, validate_model_path
 from refiner.train.overrides import override_value
 from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, ROOT, Recipe, load_recipe, plan_overrides
-from refiner.train.sft import rl_to_sft_parquet
 from refiner.train.verl_config import check_verl_config, compose_verl_config
 
 MANIFEST = "tool_refiner_run.json"
 # What --no-wandb puts in place of the recipe's logger list.
 NO_WANDB_LOGGERS = "trainer.logger=[console,file]"
-
-
-def main_ppo_command(overrides: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
 
 
 # The reward code's own runtime needs (rewards/ imports refiner.formats); shipped to a cluster that lacks them.
@@ -48,15 +43,10 @@ def ray_submit_command(overrides: Sequence[str], address: str) -> list[str]:
 
 def format_command(cmd: Sequence[str]) -> str:
     """A copy-pasteable shell rendering, one override per line."""
-    head: list[str] = []
-    rest: list[str] = []
     for i, part in enumerate(cmd):
         if part in ("verl.trainer.main_ppo", "verl.trainer.sft_trainer"):
-            head, rest = list(cmd[: i + 1]), list(cmd[i + 1 :])
-            break
-    if not head:
-        return shlex.join(cmd)
-    return " \\\n    ".join([shlex.join(head), *(shlex.quote(r) for r in rest)])
+            return " \\\n    ".join([shlex.join(cmd[: i + 1]), *(shlex.quote(r) for r in cmd[i + 1 :])])
+    return shlex.join(cmd)
 
 
 def write_manifest(directory: str | Path, record: Mapping[str, Any]) -> Path:
@@ -80,12 +70,9 @@ def checkpoint_dir(overrides: Sequence[str]) -> Path:
 
 def sft_command(overrides: Sequence[str], *, nproc_per_node: int = 1, nnodes: int = 1) -> list[str]:
     """``torchrun ... -m verl.trainer.sft_trainer`` (verl 0.9.1's engine-based SFT trainer)."""
-    torchrun = [sys.executable, "-m", "torch.distributed.run"]
-    if nnodes == 1:
-        torchrun += ["--standalone", "--nnodes=1"]
-    else:
-        torchrun += [f"--nnodes={nnodes}"]
-    return [*torchrun, f"--nproc_per_node={nproc_per_node}", "-m", "verl.trainer.sft_trainer", *overrides]
+    nodes = ["--standalone", "--nnodes=1"] if nnodes == 1 else [f"--nnodes={nnodes}"]
+    return [sys.executable, "-m", "torch.distributed.run", *nodes, f"--nproc_per_node={nproc_per_node}", "-m",
+            "verl.trainer.sft_trainer", *overrides]
 
 
 @dataclass
@@ -122,7 +109,7 @@ def plan_dapo(*, config: str | Path | None = None, profile: str | None = None,
         ov.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics}")
     summary = {} if skip_checks else validate_inputs(ov)  # cheap checks first
     check_verl_config(compose_verl_config(ov, recipe.base))
-    cmd = ray_submit_command(ov, ray_address) if ray_address else main_ppo_command(ov)
+    cmd = ray_submit_command(ov, ray_address) if ray_address else [sys.executable, "-m", "verl.trainer.main_ppo", *ov]
     record = {"kind": "dapo", "recipe": str(recipe.path), "profile": profile or recipe.default_profile,
               "overrides": ov, "command": format_command(cmd), "data": summary}
     return Launch(command=cmd, overrides=ov, checkpoint_dir=ckpt, record=record)

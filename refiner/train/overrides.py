@@ -56,10 +56,6 @@ class Overrides:
         else:
             self.set(key, value, prefix, rendered=True)
 
-    def get(self, key: str) -> str | None:
-        item = self.items.get(key)
-        return None if item is None else item[1]
-
     def to_list(self) -> list[str]:
         return [f"~{k}" if p == "~" else f"{p}{k}={v}" for k, (p, v) in self.items.items()]
 
