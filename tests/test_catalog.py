@@ -9,8 +9,9 @@ from refiner.formats import glm45, qwen3_coder
 from refiner.formats.base import Detection
 from refiner.formats.catalog import CATALOG, rows_of
 from refiner.formats.deepseek import CALL_BEGIN
-from refiner.formats.family import Row, markers_left
+from refiner.formats.family import EXAMPLE_CALLS, Family, Row, make_row, markers_left
 from refiner.formats.json_calls import JsonCalls
+from refiner.formats.named_json import NamedJson, NamedSpelling
 
 
 def test_every_format_is_a_row_and_its_rank_is_its_place():
@@ -62,3 +63,15 @@ def test_hermes_is_a_json_calls_row():
     assert hermes.claims_value({"name": "f", "arguments": {}})
     assert not hermes.claims_value({"name": "f", "parameters": {}})  # Llama 3's JSON call
     assert not formats.get("longcat_json").claims_value({"name": "f", "arguments": {}})
+
+
+def test_deepseek_rows_are_named_json_spellings():
+    """DeepSeek's rows are the named-JSON grammar's spellings: the grammar alone, without DeepSeek's readers, writes
+    and reads their calls as they do."""
+    for name in ("deepseek_v3", "deepseek_v31"):
+        fmt = formats.get(name)
+        assert isinstance(fmt, NamedJson) and isinstance(fmt.spelling, NamedSpelling)
+        plain = make_row(NamedJson, Family(f"{name}_plain", "the grammar alone"), fmt.spelling, 999, register_it=False)
+        text = fmt.render(list(EXAMPLE_CALLS))
+        assert plain.render(list(EXAMPLE_CALLS)) == text
+        assert plain.parse_strict(text) == fmt.parse_strict(text) == list(EXAMPLE_CALLS)
