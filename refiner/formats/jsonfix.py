@@ -1,24 +1,12 @@
-"""Best-effort JSON for lenient parsing: strict first, then closing a text that was cut short, then json_repair.
+"""Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`complete_cut`), then
+json_repair on a bounded region (:func:`repair_region`).
 
-Every step is bounded by counts, not by time, so the same text always gets the same result whatever the machine
-load (rewards depend on it). Work is counted in *units* of about one character of json_repair's work; one
-``parse_lenient`` spends at most :data:`REPAIR_TOTAL_COST` units on the two steps
-below, and once they are spent nothing more is repaired (recovery loops stop early: :func:`budget_spent`).
-
-- **Cut short** (the commonest broken output: a generation stopped at its token limit, or a closing tag and the
-  brackets before it lost): when the decoder ran off the end of the text, :func:`complete_cut` closes the open string
-  and brackets in one linear pass, dropping a member left half-written. It never invents a value. It costs one unit
-  per :data:`COMPLETE_TOKENS_PER_COST` structural characters (its loop runs once per bracket, comma and string).
-  When the text it closed is the end of the text being parsed, the containers it left open are remembered for that
-  parse (:func:`open_at_cut`), so the call the text stops in can be marked as cut rather than taken as complete.
-- **Anything else** goes to ``json_repair``, which is pure Python and super-linear on runs of openers: every ``{``
-  (and ``(``, which it reads as a tuple) followed by something other than a well-formed member makes it rescan the
-  rest of its input, so ``"{" * 24 + "x" * 4000`` costs many times its length in plain text. Its input is a
-  bounded region (:func:`repair_region`): at most :data:`REPAIR_REGION_CHARS` characters, cut before the
-  :data:`REPAIR_REGION_OPENS`-th opener (``{``, ``[`` or ``(``) and where the estimated cost reaches
-  :data:`REPAIR_REGION_COST`. The estimate (:func:`repair_cost`) is the region's length plus, for every opener, the
-  distance to the closer that matches it (or to the end of the region): an upper bound of json_repair's work that is
-  tight on bracket storms and well above it on well-formed text.
+Work is bounded by counts, never by time, so a text always gets the same result. Within one ``parse_lenient``
+(:class:`repair_budget`) the steps share :data:`REPAIR_TOTAL_COST` units of about one character of json_repair's work;
+json_repair, super-linear on runs of openers, gets at most :data:`REPAIR_REGION_CHARS` characters, fewer than
+:data:`REPAIR_REGION_OPENS` openers and an estimated cost of :data:`REPAIR_REGION_COST` (its length plus, per opener,
+the distance to its closer). The containers a cut at the end of the parsed text left open are remembered
+(:func:`open_at_cut`), so the call the text stops in is marked as cut rather than taken as complete.
 """
 
 from __future__ import annotations
@@ -52,7 +40,7 @@ _state = threading.local()
 
 
 class _Parse:
-    """One ``parse_lenient``'s counters: units spent, and the containers a cut at the end of the text left open."""
+    """One ``parse_lenient``'s counters and the containers a cut at the end of its text left open."""
 
     __slots__ = ("used", "total", "items", "gave_up", "tail", "open", "cuts")
 
@@ -67,10 +55,8 @@ class _Parse:
 
 
 class Completion:
-    """A value closed by :func:`complete_cut` at the end of the parsed text (see :func:`open_at_cut`). ``clean``: the
-    text stops right after a value that cannot go on (a closed string, a literal, a closed container), so only
-    closing brackets are missing; otherwise it stops inside a string, a key, a literal or a number (``12`` may be
-    the start of ``123``), or after ``,``, ``:`` or an opening bracket."""
+    """A value closed at the end of the parsed text; ``clean``: only closing brackets were missing (the text stops
+    after a value that cannot go on, not inside a string, key, literal or number, nor after ``,`` ``:`` ``[``)."""
 
     __slots__ = ("clean",)
 
@@ -83,9 +69,8 @@ def _tail(text: str) -> str:
 
 
 class repair_budget:
-    """Context manager: one ``parse_lenient``'s shared repair budget and cut record (nesting keeps the outer one).
-    ``text``: the text being parsed, so that a value closed at its very end is known as cut; ``as`` gives the
-    record (:attr:`cuts`, :func:`open_at_cut`). ``total``: the units it may spend (detection reads with less)."""
+    """Context manager: one ``parse_lenient``'s repair budget of ``total`` units and its cut record for ``text`` (the
+    text parsed); nested, the outer budget is shared."""
 
     def __init__(self, text: str | None = None, total: int = REPAIR_TOTAL_COST) -> None:
         self.text = text
@@ -96,8 +81,7 @@ class repair_budget:
         self.saved: tuple[Any, ...] | None = None
         if self.outer is None:
             _state.parse = _Parse(self.text, self.total)
-        elif isinstance(self.text, str):  # a parse of its own text inside another's budget (salvage reading a
-            # format's region): the budget is shared, the cut record is this text's
+        elif isinstance(self.text, str):  # another text inside the budget: the cut record is this text's
             p = self.outer
             self.saved = (p.tail, p.open, p.cuts)
             p.tail, p.open, p.cuts = _tail(self.text), {}, []
@@ -106,7 +90,7 @@ class repair_budget:
     def __exit__(self, *exc: object) -> None:
         if self.outer is None:
             _state.parse = None
-        elif self.saved is not None:  # the outer record again, with this text's cuts where both texts end alike
+        elif self.saved is not None:  # the outer record again, with this text's cuts when both end alike
             p = self.outer
             tail, opened, cuts = self.saved
             if tail is None or tail == p.tail:
@@ -122,8 +106,8 @@ def budget_spent() -> bool:
 
 
 def take_items(n: int) -> int:
-    """How many of ``n`` further items (blocks, values, list items) the current ``parse_lenient`` may still read
-    (:data:`MAX_RECOVERED_ITEMS` in all), counted as read; outside ``parse_lenient``, all of them."""
+    """How many of ``n`` further items the current ``parse_lenient`` may still read, counted as read (all of them
+    outside one)."""
     parse = getattr(_state, "parse", None)
     if parse is None:
         return n
@@ -135,37 +119,28 @@ def take_items(n: int) -> int:
 
 
 def give_up() -> None:
-    """Records that the current ``parse_lenient`` left part of the text unread (a ``gave_up`` problem)."""
+    """Records that the current ``parse_lenient`` left part of the text unread."""
     parse = getattr(_state, "parse", None)
     if parse is not None:
         parse.gave_up = True
 
 
 def charge(units: int) -> bool:
-    """Spends ``units`` of the current ``parse_lenient``'s budget on some other bounded step (a format's own
-    reader: pythonic recovery charges its ``ast`` parses here); False, with nothing spent, when the budget is gone.
-    Outside ``parse_lenient``, always True."""
-    return _charge(units)
-
-
-def _charge(cost: int) -> bool:
-    """Charges ``cost`` to the current budget; False (nothing charged) when it is already spent. Outside a
-    ``parse_lenient`` nothing is counted (a direct call repairs one bounded region)."""
+    """Spends ``units`` of the current ``parse_lenient``'s budget; False, with nothing spent, once it is spent
+    (always True outside one)."""
     parse = getattr(_state, "parse", None)
     if parse is None:
         return True
     if parse.used >= parse.total:
         return False
-    parse.used += cost
+    parse.used += units
     return True
 
 
 def open_at_cut(container: Any) -> tuple[str, Completion] | None:
-    """For a list or dict that a cut at the end of the text being parsed left open (the call the text stops in, its
-    arguments, ...): ``(last, completion)`` where ``last`` says what its last member is: ``"cut"`` (a string, key or
-    container the cut fell in: not a value the model wrote), ``"number"`` (a number the text ends with: whole, or
-    cut after some digits) or ``"complete"`` (written whole: only what came after it is missing). ``None`` for any
-    other value, and outside ``parse_lenient``."""
+    """For a list or dict a cut at the end of the parsed text left open: ``(last, completion)``, ``last`` its last
+    member's state: ``"cut"`` (the cut fell in it), ``"number"`` (a number the text ends with) or ``"complete"``;
+    ``None`` for any other value and outside ``parse_lenient``."""
     parse = getattr(_state, "parse", None)
     if parse is None or not parse.open:
         return None
@@ -180,8 +155,7 @@ _MATCHES = {"}": "{", "]": "[", ")": "("}
 
 
 def _region(text: str) -> tuple[str, int]:
-    """``(region, estimated cost)``: see :func:`repair_region`. One pass over the brackets of at most
-    REPAIR_REGION_CHARS characters."""
+    """``(region, estimated cost)``: see :func:`repair_region`. One pass over the brackets."""
     text = text[:REPAIR_REGION_CHARS]
     cap = REPAIR_REGION_COST - REPAIR_CALL_COST
     stack: list[tuple[str, int]] = []
@@ -215,23 +189,19 @@ def _region(text: str) -> tuple[str, int]:
 
 
 def _cut_region(text: str, last: int, closed: int, depth: int, open_sum: int, cap: int) -> tuple[str, int]:
-    """The region cut where its cost reaches ``cap``: past ``last`` (the last bracket read) it grows by ``1 + depth``
-    per character."""
+    """The region cut where its cost reaches ``cap`` (past ``last``, the last bracket, ``1 + depth`` a character)."""
     at_last = last + closed + depth * last - open_sum
     end = last + max(cap - at_last, 0) // (1 + depth)
     return text[:end], end + closed + depth * end - open_sum + REPAIR_CALL_COST
 
 
 def repair_region(text: str) -> str:
-    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair: at most
-    :data:`REPAIR_REGION_CHARS` characters, cut before the :data:`REPAIR_REGION_OPENS`-th opener and where the
-    estimated cost (:func:`repair_cost`) would pass :data:`REPAIR_REGION_COST`."""
+    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair (see the module docstring)."""
     return _region(text)[0]
 
 
 def repair_cost(region: str) -> int:
-    """What repairing ``region`` with json_repair costs against REPAIR_TOTAL_COST: REPAIR_CALL_COST, plus its length,
-    plus for every opener the distance to the closer of its kind that matches it (or to the end)."""
+    """What repairing ``region`` costs: REPAIR_CALL_COST, its length, and per opener the distance to its closer."""
     stack: list[tuple[str, int]] = []
     spans = 0
     for m in _BRACKETS.finditer(region):
@@ -251,9 +221,8 @@ def complete_cost(text: str) -> int:
     return tokens // COMPLETE_TOKENS_PER_COST + len(text) // COMPLETE_CHARS_PER_COST + COMPLETE_CALL_COST
 
 
-# json_repair keeps the escapes \f and \/ of a broken text as two characters (a backslash and the letter); they are
-# spelt \u000c and / before it reads the text. Pairs of backslashes are matched first, so an escaped backslash
-# followed by "f" stays what it is.
+# json_repair keeps the escapes \f and \/ as two characters: they are spelt \u000c and / first (pairs of
+# backslashes matched first).
 _ESCAPES_JSON_REPAIR_MISSES = re.compile(r"\\[\\f/]")
 
 
@@ -262,17 +231,15 @@ def _spell_escape(m: re.Match[str]) -> str:
 
 
 def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
-    """Best-effort JSON: strict first; a text cut short is closed (:func:`complete_cut`); anything else goes to
-    ``json_repair`` on a bounded prefix (:func:`repair_region`). Returns ``None`` when nothing could be recovered.
-    Never raises. ``at_end``: whether ``text`` ends where the text being parsed ends (so a value closed at its end
-    was cut there: :func:`open_at_cut`); by default, whether their last characters agree (:func:`ends_text`)."""
+    """Best-effort JSON value of ``text``, or ``None``; never raises. ``at_end``: whether ``text`` ends where the
+    parsed text ends, so a value closed there was cut (default: :func:`ends_text`)."""
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
         mended = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
         if mended is not None:
             return finite(mended)
-        if _ran_off_the_end(text, e) and _charge(complete_cost(text)):
+        if _ran_off_the_end(text, e) and charge(complete_cost(text)):
             done = _complete(text)
             if done is not None:
                 value = finite(done[0])
@@ -283,9 +250,8 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
         pass
     if budget_spent():
         return None
-    # the escapes are spelt before the region is measured: \f grows to \u000c, and the estimate is of what is read
     region, cost = _region(_ESCAPES_JSON_REPAIR_MISSES.sub(_spell_escape, text[:REPAIR_REGION_CHARS]))
-    if not region.strip() or not _charge(cost):
+    if not region.strip() or not charge(cost):
         return None
     try:
         import json_repair
@@ -298,9 +264,7 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     return finite(value)
 
 
-# Mending: one lost quote or colon, put back where the decoder's error shows it (before json_repair, which reads a
-# key whose closing quote was lost as running to the next quote, and a lost colon as part of the key).
-MAX_MENDS = 3
+MAX_MENDS = 3  # lost quotes or colons put back where the decoder's error shows them
 _KEY_COLON = re.compile(r'([^":\\\n]{1,64}):[ \t]')  # a key whose closing quote was lost, then its ':'
 _VALUE_START = re.compile(r'["\[{\-0-9]|true\b|false\b|null\b')
 _BARE_TEXT = re.compile(r'[^\s"{}\[\],:0-9\-][^"{}\[\]\n]{0,256}"')  # a string whose opening quote was lost
@@ -309,23 +273,12 @@ _CLOSERS_AT_END = re.compile(r"[\]}][\s\]}]*\Z")
 
 
 def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> Any:
-    """The value of ``text`` once the quote or colon its decoding error points at is put back (up to
-    :data:`MAX_MENDS` of them, one per error), or ``None``:
-
-    - a key whose closing quote was lost runs to the next quote (``{"a: 1, "b": 2}``): the quote goes before the
-      key's first ``:``, whether the decoder then expects a ``:`` or runs off the end (``{"a": 1, "b: 2}``);
-    - a colon lost after a key (``{"a" 1}``);
-    - a string value whose closing quote was lost runs to the next key's opening quote (``{"a": "x, "b": 2}``): the
-      quote goes before the comma the value ends with;
-    - an opening quote lost before a key or a string value (``{a": 1}``, ``{"a": x"}``);
-    - with ``closed`` (the text does not end where the parsed text ends: a closing tag follows, so it was not cut),
-      the last string value's closing quote, lost before the brackets that end the text (``{"a": "x}``).
-
-    Each step inserts one character where the decoder stopped; nothing is invented and the rest is decoded as it
-    is. Each decoding costs what a completion of the text does."""
+    """The value of ``text`` once the quote or colon its decoding errors point at is put back (up to
+    :data:`MAX_MENDS`: ``{"a: 1}``, ``{"a" 1}``, ``{"a": "x, "b": 2}``, ``{a": 1}``; with ``closed``, a text not
+    cut, ``{"a": "x}``), or ``None``."""
     for _ in range(MAX_MENDS):
         fix = _mend_at(text, e, closed)
-        if fix is None or not _charge(complete_cost(text)):
+        if fix is None or not charge(complete_cost(text)):
             return None
         at, char = fix
         text = text[:at] + char + text[at:]
@@ -339,7 +292,7 @@ def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> Any:
 
 
 def _mend_at(text: str, e: json.JSONDecodeError, closed: bool) -> tuple[int, str] | None:
-    """Where to put back which character for the decoding error ``e`` (see :func:`_mended`), or ``None``."""
+    """``(where, character)`` to put back for the decoding error ``e``, or ``None``."""
     msg, pos = e.msg, e.pos
     if msg.startswith("Unterminated string"):  # pos: the opening quote
         before = _before(text, pos)
@@ -382,16 +335,12 @@ def _mend_at(text: str, e: json.JSONDecodeError, closed: bool) -> tuple[int, str
 
 
 def _before(text: str, pos: int) -> str:
-    """The last character before ``pos`` that is not whitespace ('' at the start)."""
-    head = text[max(0, pos - 64) : pos].rstrip()
-    return head[-1:]
+    return text[max(0, pos - 64) : pos].rstrip()[-1:]
 
 
 def written_whole(text: str) -> dict[str, Any]:
-    """The members of a JSON object text cut short (OpenAI's ``arguments`` string, say) that were written whole:
-    :func:`complete_cut`'s object, less the member the cut fell in (or a number it ends with); ``{}`` when it is not
-    such a text or the budget is spent."""
-    if not _charge(complete_cost(text)):
+    """The members of a JSON object text cut short that were written whole (``{}`` when there are none)."""
+    if not charge(complete_cost(text)):
         return {}
     done = _complete(text)
     if done is None or type(done[0]) is not dict:
@@ -404,8 +353,7 @@ def written_whole(text: str) -> dict[str, Any]:
 
 
 def ends_text(text: str) -> bool:
-    """Whether ``text`` (a region of the text being parsed) ends where that text ends: their last
-    :data:`CUT_TAIL_CHARS` characters, trailing whitespace aside, agree. False outside ``parse_lenient``."""
+    """Whether ``text`` ends where the text being parsed ends (their last characters agree)."""
     parse = getattr(_state, "parse", None)
     if parse is None or parse.tail is None:
         return False
@@ -414,7 +362,7 @@ def ends_text(text: str) -> bool:
 
 
 def _remember_cut(value: Any, depth: int, last: str, clean: bool) -> None:
-    """Records the containers a completion at the end of the parsed text left open (see :func:`open_at_cut`)."""
+    """Records the containers a completion at the end of the parsed text left open."""
     parse = getattr(_state, "parse", None)
     if parse is None:
         return
@@ -437,23 +385,20 @@ FINITE_MAX_NODES = 100_000  # values visited by finite(); deeper or larger value
 
 
 def finite(value: Any) -> Any:
-    """``value`` with every float JSON cannot hold (``1e999``, ``NaN``, which Python's decoders accept) replaced
-    by its text (``"Infinity"``, ``"NaN"``): a lenient read keeps what was written, as text, and never hands back a
-    number no JSON can carry. Returns the same object when there is nothing to replace. Iterative, at most
-    :data:`FINITE_MAX_NODES` nodes."""
-    stack, seen, found = [value], 0, False
+    """``value`` with every float JSON cannot hold (``1e999``, ``NaN``) replaced by its text (``"Infinity"``,
+    ``"NaN"``); the same object when there is none among its first :data:`FINITE_MAX_NODES` nodes."""
+    stack, seen = [value], 0
     while stack and seen < FINITE_MAX_NODES:
         v = stack.pop()
         seen += 1
         if type(v) is float:
             if v != v or v in _NON_FINITE_TEXT:
-                found = True
-                break
+                return _replace_non_finite(value)
         elif type(v) is dict:
             stack.extend(v.values())
         elif type(v) is list:
             stack.extend(v)
-    return _replace_non_finite(value) if found else value
+    return value
 
 
 def _replace_non_finite(value: Any, depth: int = 0) -> Any:
@@ -469,7 +414,7 @@ def _replace_non_finite(value: Any, depth: int = 0) -> Any:
 
 
 def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
-    """Whether the decoder failed because the text ended: everything before was a valid start of a JSON value."""
+    """Whether the decoder failed because the text ended."""
     if e.msg.startswith("Unterminated string"):
         return True
     if e.msg.startswith("Invalid \\uXXXX escape"):  # cut inside a \u escape
@@ -480,8 +425,7 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
     return not rest or rest in _CUT_VALUE_STARTS or _CUT_NUMBER_TAIL.fullmatch(rest) is not None
 
 
-# Where the decoder stops in a value cut short: inside a literal or before a number's first digit ("tru", "nu",
-# "-"), or after a number's digits when its fraction or exponent was cut ("1." stops at ".", "1e+" at "e+").
+# Where the decoder stops in a value cut short: inside a literal ("tru", "-"), or in a number's fraction or exponent.
 _CUT_VALUE_STARTS = frozenset(w[:i] for w in ("true", "false", "null", "-") for i in range(1, len(w) + 1))
 _CUT_NUMBER_TAIL = re.compile(r"\.|[eE][+-]?")
 _CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # (the decoder also refuses a whole \uXXXX at the very end)
@@ -493,12 +437,8 @@ _CLOSER = {"[": "]", "{": "}"}
 
 
 def complete_cut(text: str) -> Any:
-    """The value of a JSON text that was cut short (``text`` must be a valid start of a JSON value, as when
-    ``json.loads`` ran off its end): the open string and brackets are closed; when that does not decode (the cut fell
-    in a key, after a ``:`` or ``,``, or inside a literal), the last member is dropped, back to the last ``,`` or
-    opening bracket. A string cut short is kept as the prefix it is, and a number at the end as written (most texts
-    that end there lost only their closing brackets). ``None`` when nothing decodes. Linear time; never raises.
-    (Within ``parse_lenient``, :func:`lenient_json` also records which containers the cut left open.)"""
+    """The value of a valid start of a JSON text: its open string and brackets closed, else its last member dropped;
+    ``None`` when nothing decodes. Linear; never raises."""
     done = _complete(text)
     return None if done is None else done[0]
 
@@ -507,9 +447,8 @@ _NUMBER_END = frozenset("0123456789")
 
 
 def _complete(text: str) -> tuple[Any, int, str, bool] | None:
-    """``(value, depth, last, clean)``: :func:`complete_cut`'s value; ``depth``, how many containers on its
-    rightmost path the cut left open; ``last``, the state of the innermost open one's last member (see
-    :func:`open_at_cut`); ``clean``, whether the text stops right after a complete value."""
+    """``(value, depth, last, clean)``: the value, the containers left open on its rightmost path, the innermost
+    one's last member's state (:func:`open_at_cut`), and whether the text stops after a complete value."""
     stack: list[str] = []
     last_cut = -1  # position just before the last ',' or just after the last '[' / '{' (outside strings)
     cut_depth = 0  # brackets open at last_cut

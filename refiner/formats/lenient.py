@@ -1,7 +1,5 @@
-"""Lenient reading helpers: regions between tags that may be missing, JSON that may be broken (repaired by
-:mod:`refiner.formats.jsonfix`), call objects with any of the usual key spellings. None of them raises; every defect
-met is recorded as a :class:`~refiner.formats.base.Problem`.
-"""
+"""Lenient reading helpers: regions between tags that may be missing, broken JSON, call objects with any of the
+usual key spellings. None raises; each defect met is a :class:`~refiner.formats.base.Problem`."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
 
 def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Problem]) -> str:
-    """What lies between ``open_tag`` and ``close_tag`` after any reasoning, tolerating either tag missing (each
-    missing tag is reported); a ``close_tag`` inside a JSON string is text (:class:`TokenFinder`)."""
+    """What lies between the tags after any reasoning, either tag may be missing (reported)."""
     body = strip_reasoning(text)
     i = body.find(open_tag)
     if i < 0:
@@ -35,8 +32,7 @@ def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Prob
 
 
 def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Problem], what: str) -> list[Any]:
-    """The items of the JSON list recovered from between the tags (:func:`lenient_region`); a value that is not a
-    list is reported (``what`` names the items) and taken as one item."""
+    """The items of the JSON list between the tags; a value that is not a list is one item (reported)."""
     value = lenient_json_in_prose(lenient_region(text, open_tag, close_tag, problems))
     if not isinstance(value, list):
         problems.append(Problem("not_a_list", f"{what} are not a JSON list"))
@@ -45,9 +41,8 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
 
 @functools.lru_cache(maxsize=64)
 def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
-    """One of ``tokens`` (group 1); or a run of text outside the tokens with the JSON strings in it; or a lone ``"``
-    (a string running to the end). Scanning with it skips the strings, a run at a time: a storm of quotes or of
-    short strings is one match, not one per string."""
+    """One of ``tokens`` (group 1), or a run of other text with its JSON strings, or a lone ``"`` (a string left
+    open): a storm of strings is one match."""
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
     firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
     string = r'"[^"\\]*(?:\\.[^"\\]*)*"'
@@ -56,10 +51,8 @@ def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
 
 
 class TokenFinder:
-    """The first of some tokens at or after a position, outside JSON strings: a closing tag written inside a string
-    value (``{"s": "a </tool_call> b"}``) is text, not the end of its block, also when the block is broken. Once a
-    string runs to the end of the text (a cut, or a stray quote in prose), tokens are searched plainly from then on,
-    so every search is linear and a reader that asks for ascending positions scans the text about once."""
+    """The first of some tokens at or after a position, outside JSON strings (``{"s": "a </tool_call> b"}`` does not
+    end its block). Once a string is left open, tokens are searched plainly: every search is linear."""
 
     def __init__(self, text: str, tokens: Sequence[str]) -> None:
         self.text = text
@@ -69,8 +62,8 @@ class TokenFinder:
         self.plain = not self.tokens or any(t.startswith('"') for t in self.tokens)
 
     def first(self, pos: int) -> tuple[int, str | None]:
-        """``(position, token)`` of the earliest token at or after ``pos``; ``(len(text), None)`` when none. Strings
-        are skipped only where a JSON value starts at ``pos`` (whitespace aside): quotes in prose are not JSON."""
+        """``(position, token)`` of the earliest token at or after ``pos``, or ``(len(text), None)``; strings are
+        skipped only where a JSON value starts at ``pos``."""
         text = self.text
         if not self.plain and text[skip_ws(text, pos) : skip_ws(text, pos) + 1] in ("{", "["):
             for m in self.pattern.finditer(text, pos):
@@ -90,8 +83,7 @@ class TokenFinder:
 
 
 def past_strings(finder: TokenFinder, pos: int, end: int, tag: str | None) -> tuple[int, str | None]:
-    """``(end, tag)`` of a call found plainly to end at ``end`` (``tag``, None: the end of the text), once the JSON
-    value it holds (from its first ``{``) is read past: a token inside one of its strings does not end it."""
+    """``(end, tag)`` of a call found plainly to end at ``end``, once the JSON value it holds is read past."""
     brace = finder.text.find("{", pos, end)
     if brace < 0:
         return end, tag
@@ -101,11 +93,8 @@ def past_strings(finder: TokenFinder, pos: int, end: int, tag: str | None) -> tu
 def lenient_blocks(
     text: str, open_tag: str, close_tag: str, problems: list[Problem], stop: str | None = None
 ) -> Iterator[str]:
-    """The bodies of the ``open_tag ... close_tag`` blocks after any reasoning, one at a time, tolerating missing
-    tags (each is reported as its block comes): without any ``open_tag`` the whole text is one block; a block
-    without its ``close_tag`` runs to the next ``open_tag``, or to ``stop`` where given. Tags inside a JSON string
-    are text (:class:`TokenFinder`). Each block counts as an item read (:func:`~refiner.formats.jsonfix.take_items`):
-    reading stops when they run out."""
+    """The bodies of the tag blocks after any reasoning, missing tags reported: without ``open_tag`` the text is one
+    block; an unclosed block runs to the next ``open_tag`` (or ``stop``). Each block is an item read."""
     body = strip_reasoning(text)
     find = TokenFinder(body, (open_tag, close_tag)).first
     i = body.find(open_tag)
@@ -142,9 +131,8 @@ def _holds_objects(value: Any) -> bool:
 
 
 def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
-    """Best-effort JSON value from text that may hold prose around it: repaired from each of the first
-    :data:`LENIENT_CANDIDATES` ``{``/``[`` positions in turn until ``accept(value)`` (by default: an object, or a list
-    holding one) holds; else the first value recovered, or ``None``."""
+    """The first JSON value recovered at one of the first :data:`LENIENT_CANDIDATES` brackets of ``text`` that
+    ``accept`` takes (default: an object, or a list holding one); else the first recovered, or ``None``."""
     first = None
     pos = 0
     for _ in range(LENIENT_CANDIDATES):
@@ -163,8 +151,7 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
 
 
 def _whole_value_at(text: str, pos: int) -> Any:
-    """The strictly valid JSON value starting at ``pos`` when no other ``{``/``[`` follows it (so repairing the
-    rest could not add to it); else ``None``. Linear time."""
+    """The valid JSON value at ``pos`` when no bracket follows it (repairing could not add to it), else ``None``."""
     try:
         value, end = JSON_DECODER.raw_decode(text, pos)
     except (ValueError, RecursionError):
@@ -183,8 +170,8 @@ CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "res
 def coerce_call(
     item: Any, problems: list[Problem], *, outputs: tuple[str, ...] = (), step: int | None = None
 ) -> ToolCall | None:
-    """A call from a loosely shaped dict (any of the usual name/argument keys, OpenAI ``function`` nesting,
-    arguments as a JSON string); ``None`` (with a problem) when no name can be found."""
+    """A call from a loosely shaped dict (the usual name and argument keys, ``function`` nesting, arguments as
+    JSON text); ``None``, with a problem, when it names none."""
     if not isinstance(item, dict):
         problems.append(Problem("not_a_call", f"not a call object: {str(item)[:80]!r}"))
         return None
@@ -218,8 +205,7 @@ def coerce_call(
 
 
 def as_items(value: Any) -> list[Any]:
-    """A JSON value as a list of items: lists as they are, anything else as a one-item list (none for None). Within
-    ``parse_lenient``, only as many items as may still be read (:func:`~refiner.formats.jsonfix.take_items`)."""
+    """A JSON value as a list of items (a list as it is, None as none), as many as may still be read."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -229,8 +215,7 @@ def as_items(value: Any) -> list[Any]:
 
 
 def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
-    """Adds the call :func:`coerce_call` makes of ``item`` to ``out.calls``; a problem instead when it makes none.
-    A call object the text stops in (left open by a cut at the end of the text) is marked: ``out.cut``."""
+    """Adds the call :func:`coerce_call` makes of ``item``, marked as cut when the text stops inside it."""
     call = coerce_call(item, out.problems, outputs=outputs)
     if call is not None:
         out.calls.append(call)
@@ -241,10 +226,7 @@ def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
 
 
 def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, Any], bool] | None:
-    """For a call object a cut at the end of the text left open (:func:`~refiner.formats.jsonfix.open_at_cut`):
-    ``(name, arguments, clean)``, its name when written whole, its arguments written whole before the cut, and
-    whether the text stops right after a complete value (see :class:`~refiner.formats.base.Cut`); ``None`` for an
-    object that was closed."""
+    """``(name written whole, arguments written whole, clean)`` for a call object a cut left open, else ``None``."""
     fn = item.get("function")
     holders = [item, fn] if type(fn) is dict else [item]
     states = [(h, open_at_cut(h)) for h in holders]
@@ -276,9 +258,7 @@ def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, A
 
 
 def written_before_cut(args: dict) -> tuple[dict[str, Any], bool] | None:
-    """For arguments read by :func:`~refiner.formats.jsonfix.lenient_json` that a cut at the end of the text left
-    open (:func:`~refiner.formats.jsonfix.open_at_cut`): ``(members written whole, clean)``, the member the cut fell
-    in (or a number the text ends with) left out; ``None`` for arguments that were closed."""
+    """``(members written whole, clean)`` for arguments a cut left open, else ``None``."""
     state = open_at_cut(args)
     if state is None:
         return None
@@ -289,12 +269,8 @@ def written_before_cut(args: dict) -> tuple[dict[str, Any], bool] | None:
 
 
 def add_arguments_call(out: Lenient, name: str, body: str, *, at_end: bool) -> None:
-    """Adds the call ``name`` whose arguments are the JSON object text ``body``, for the dialects that write a call's
-    name in their own tokens and its arguments as one JSON object after it (DeepSeek, Kimi-K2, harmony, Mistral v11:
-    broken JSON is repaired by :func:`~refiner.formats.jsonfix.lenient_json`). ``at_end``: no closing token follows
-    the call, the text ends inside it; unless its arguments were closed, it is marked as the call the text stops in
-    (:meth:`Lenient.mark_cut`: the members written whole before the cut, nothing completed), as it is when its
-    arguments had not begun or are not an object."""
+    """Adds the call ``name`` whose arguments are the JSON object text ``body``; ``at_end``: the text ends inside
+    the call, which is marked as cut unless its arguments were closed."""
     body = body.strip()
     args = lenient_json(body, at_end=at_end) if body else {}
     if not isinstance(args, dict):
@@ -310,15 +286,12 @@ def add_arguments_call(out: Lenient, name: str, body: str, *, at_end: bool) -> N
         out.mark_cut(len(out.calls) - 1, name)
 
 
-# Lines of one tag block repaired one by one at most (each also counts as an item read).
-MAX_BLOCK_LINES = 256
+MAX_BLOCK_LINES = 256  # lines of one tag block repaired one by one
 
 
 def block_values(chunk: str) -> list[Any]:
-    """The items of the JSON values a tag block holds: decoded one after another while they are valid (one object
-    per line, or several on one line); what follows the last valid one is repaired line by line when every line
-    starts an object, else as one value. Lists are flattened into their items. Each value and line counts as an item
-    read (:func:`~refiner.formats.jsonfix.take_items`)."""
+    """The items of the JSON values a tag block holds, decoded in turn while valid; the rest repaired line by line
+    when every line starts an object, else as one value. Lists give their items."""
     values: list[Any] = []
     pos = skip_ws(chunk, 0)
     while pos < len(chunk) and take_items(1):

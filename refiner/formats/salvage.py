@@ -321,11 +321,8 @@ class _Scan:
             start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
             # the format reads to the end of the text; the region claimed from the other readers ends after its last
             # closer when one follows its last marker
-            end = len(body)
-            last_marker = max(body.rfind(m) + len(m) for m in fmt.detection.markers)
-            closes = [body.rfind(c) + len(c) for c in fmt.detection.closers]
-            if closes and max(closes) > last_marker:
-                end = max(closes)
+            close = max((body.rfind(c) + len(c) for c in fmt.detection.closers), default=-1)
+            end = close if close > max(body.rfind(m) + len(m) for m in fmt.detection.markers) else len(body)
             whole = start == skip_ws(body, self.at)  # (then a reading of the whole text already made is taken)
             got = self.known.get(fmt.name) if whole else None
             if got is None:
