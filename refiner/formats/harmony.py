@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from refiner.calls import ToolCall
 from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat
@@ -62,20 +63,17 @@ def _is_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
 
+@dataclass(slots=True)
 class _Header:
-    __slots__ = ("channel", "content_type", "recipient", "role")
-
-    def __init__(self) -> None:
-        self.role: str | None = None
-        self.channel: str | None = None
-        self.recipient: str | None = None
-        self.content_type: str | None = None
+    role: str | None = None
+    channel: str | None = None
+    recipient: str | None = None
+    content_type: str | None = None
 
 
 class Harmony(WireFormat):
     tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
     detection = Detection(markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
-    # A completion that opens on the analysis channel: its first message is the reasoning block.
     name_pattern = NAME_PATTERN
     example = (
         "<|channel|>analysis<|message|>The user wants flights and the weather; two calls.<|end|>"

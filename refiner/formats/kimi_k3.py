@@ -68,42 +68,15 @@ class XtmlSpelling:
     response: str = "response"  # the answer text's channel
     message: str = "message"  # the turn's element (its closing element ends the turn)
 
-    @property
-    def section_open(self) -> str:
-        return self.open + self.section + self.sep
-
-    @property
-    def section_close(self) -> str:
-        return self.close + self.section + self.sep
-
-    @property
-    def call_open(self) -> str:  # attributes, then sep
-        return self.open + self.call
-
-    @property
-    def call_close(self) -> str:
-        return self.close + self.call + self.sep
-
-    @property
-    def arg_open(self) -> str:  # attributes, then sep
-        return self.open + self.argument
-
-    @property
-    def arg_close(self) -> str:
-        return self.close + self.argument + self.sep
-
-    @property
-    def response_open(self) -> str:
-        return self.open + self.response + self.sep
-
-    @property
-    def response_close(self) -> str:
-        return self.close + self.response + self.sep
-
-    @property
-    def message_close(self) -> str:
-        return self.close + self.message + self.sep
-
+    section_open = property(lambda s: s.open + s.section + s.sep)
+    section_close = property(lambda s: s.close + s.section + s.sep)
+    call_open = property(lambda s: s.open + s.call)  # attributes, then sep
+    call_close = property(lambda s: s.close + s.call + s.sep)
+    arg_open = property(lambda s: s.open + s.argument)  # attributes, then sep
+    arg_close = property(lambda s: s.close + s.argument + s.sep)
+    response_open = property(lambda s: s.open + s.response + s.sep)
+    response_close = property(lambda s: s.close + s.response + s.sep)
+    message_close = property(lambda s: s.close + s.message + s.sep)
 
 @functools.lru_cache(maxsize=8)
 def _call_pattern(call_open: str, sep: str) -> re.Pattern:

@@ -48,22 +48,10 @@ class NsXmlSpelling:
     name_attr: str = "name"
     item: str = "item"
 
-    @property
-    def section_open(self) -> str:
-        return f"{self.ns}<{self.section}>"
-
-    @property
-    def section_close(self) -> str:
-        return f"{self.ns}</{self.section}>"
-
-    @property
-    def invoke_open(self) -> str:  # then ` name="..."` and `>`
-        return f"{self.ns}<{self.invoke}"
-
-    @property
-    def invoke_close(self) -> str:
-        return f"{self.ns}</{self.invoke}>"
-
+    section_open = property(lambda s: f"{s.ns}<{s.section}>")
+    section_close = property(lambda s: f"{s.ns}</{s.section}>")
+    invoke_open = property(lambda s: f"{s.ns}<{s.invoke}")  # then ` name="..."` and `>`
+    invoke_close = property(lambda s: f"{s.ns}</{s.invoke}>")
 
 @dataclass
 class _Tag:

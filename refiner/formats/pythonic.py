@@ -23,7 +23,7 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -476,6 +476,16 @@ def literal(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{literal(str(k))}: {literal(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+class PythonicWriter:
+    """A format writing pythonic calls: it refuses tool names that are Python keywords."""
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        super().check_renderable(calls)
+        for i, c in enumerate(calls):
+            if any(keyword.iskeyword(part) for part in c.name.split(".")):
+                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
 
 def render_call(name: str, arguments: dict[str, Any]) -> str:

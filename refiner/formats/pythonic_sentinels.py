@@ -1,26 +1,21 @@
 """Pythonic call lists inside a model's own sentinel tokens: one grammar, three wrappers (rows of the catalog).
 
-- ``llama4_pythonic`` (Llama 4, vLLM ``llama4_pythonic_tool_parser.py``): ``[f(a=1), g(b="x")]``, sometimes inside
-  ``<|python_start|>...<|python_end|>`` (the end token may be missing). A bare list is valid when it is the whole
-  answer (after any reasoning), as vLLM's parser reads it; rendering writes the sentinels.
-- ``lfm2`` (LiquidAI LFM2 / LFM2.5, vLLM ``lfm2_tool_parser.py``): ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>``;
-  the body LFM2 sometimes echoes after the end token (capped by a second end token) is not read as calls. LFM2 writes
-  a JSON list of ``{"name", "arguments"}`` objects inside the same tokens when its system prompt asks for JSON
-  (LiquidAI's model card); that is valid too. Rendering writes the pythonic list.
-- ``olmo3`` (OLMo 3, vLLM ``olmo3_tool_parser.py``): ``<function_calls>`` with one call per line, then
-  ``</function_calls>``; values may be written ``true``/``false``/``null``.
+- ``llama4_pythonic`` (Llama 4): ``[f(a=1), g(b="x")]``, maybe inside ``<|python_start|>...<|python_end|>`` (the end
+  token may be missing); a bare list is valid when it is the whole answer. Rendering writes the sentinels.
+- ``lfm2`` (LiquidAI LFM2 / LFM2.5): ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>``; a body echoed after the end
+  token (capped by a second one) is not read. A JSON list of ``{"name", "arguments"}`` objects inside the same tokens
+  (LFM2's JSON mode) is valid too. Rendering writes the pythonic list.
+- ``olmo3`` (OLMo 3): ``<function_calls>`` with one call per line, then ``</function_calls>``; values may be written
+  ``true``/``false``/``null``.
 
-Calls are read by :mod:`refiner.formats.pythonic` (the JSON-decoder fast path for the plain layout, :mod:`ast` for
-the rest, literals only); a broken list is recovered item by item by the ``toolace`` format's recovery, asked
-through the registry with the body between its tags. Text before and after the sentinels is allowed. A closing
-token quoted inside a string value is text (the next closing token is tried). Names are identifiers (dotted allowed);
-values are JSON values written as Python literals.
+Calls are read by :mod:`refiner.formats.pythonic`; a broken list is recovered by the ``toolace`` format's recovery
+(its body between the tags). Text before and after the sentinels is allowed; a closing token quoted inside a string
+value is text (the next closing token is tried).
 """
 
 from __future__ import annotations
 
 import functools
-import keyword
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +25,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic import IDENTIFIER_NAME, looks_pythonic, render_call, strict_call_list
+from refiner.formats.pythonic import IDENTIFIER_NAME, PythonicWriter, looks_pythonic, render_call, strict_call_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren
 from refiner.formats.strict import plain_calls, strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -59,9 +54,9 @@ class Wrapper:
     json_ok: bool = False  # a JSON list of {"name", "arguments"} objects is valid too (LFM2's JSON mode)
 
 
-class SentinelPythonic(WireFormat):
-    """A pythonic call list (or one call per line) between ``wrapper.open`` and ``wrapper.close``: the grammar; its
-    rows (their :class:`Wrapper` the spelling) are in the catalog (:mod:`refiner.formats.catalog`)."""
+class SentinelPythonic(PythonicWriter, WireFormat):
+    """The grammar: a pythonic call list (or one call per line) between the ``open`` and ``close`` of its row's
+    :class:`Wrapper` (the rows: :mod:`refiner.formats.catalog`)."""
 
     spelling: Wrapper
     name_pattern = IDENTIFIER_NAME
@@ -75,37 +70,29 @@ class SentinelPythonic(WireFormat):
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
         return Detection(rank=rank, markers=(w.open,), closers=(w.close,), bare=w.bare)
 
-    @property
-    def wrapper(self) -> Wrapper:
-        return self.spelling
-
     # ---- reading -----------------------------------------------------------------------------------------------
-
-    def _list_calls(self, src: str, offset: int) -> list[ToolCall]:
-        """The calls of the list ``src`` (stripped), read as :mod:`refiner.formats.toolace` reads its body."""
-        return strict_call_list(self, src, offset)
 
     def _body_calls(self, text: str, a: int, b: int) -> list[ToolCall]:
         body = text[a:b]
         src = body.strip()
         offset = a + len(body) - len(body.lstrip())
-        if self.wrapper.json_ok and src.startswith("[") and src[1:].lstrip().startswith("{"):
+        if self.spelling.json_ok and src.startswith("[") and src[1:].lstrip().startswith("{"):
             items = strict_json(self, src, offset)
             fast = plain_calls(items)
             if fast is not None:
                 return fast
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(items)]
-        if self.wrapper.lines:
+        if self.spelling.lines:
             lines = [ln.strip() for ln in src.split("\n") if ln.strip()]
             if not lines:
                 return []
-            return self._list_calls("[" + ", ".join(lines) + "]", offset)
-        return self._list_calls(src, offset)
+            return strict_call_list(self, "[" + ", ".join(lines) + "]", offset)
+        return strict_call_list(self, src, offset)
 
     def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:
         """The calls of the block whose open token is at ``i`` and the position after its close token."""
-        w = self.wrapper
+        w = self.spelling
         a = i + len(w.open)
         b = text.find(w.close, a)
         if b < 0:
@@ -124,12 +111,12 @@ class SentinelPythonic(WireFormat):
         raise error
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        w = self.wrapper
+        w = self.spelling
         start = reasoning_offset(text)
         i = text.find(w.open, start)
         if i < 0:
             if w.bare and text.startswith("[", skip_ws(text, start)):
-                return self._list_calls(text[start:].strip(), skip_ws(text, start))
+                return strict_call_list(self, text[start:].strip(), skip_ws(text, start))
             raise self.error(f"missing {w.open}", start)
         calls: list[ToolCall] = []
         for _ in range(MAX_BLOCKS):
@@ -143,7 +130,7 @@ class SentinelPythonic(WireFormat):
     # ---- recovery ----------------------------------------------------------------------------------------------
 
     def recover(self, text: str, out: Lenient) -> None:
-        w = self.wrapper
+        w = self.spelling
         body = text[reasoning_offset(text) :]
         chunks = body.split(w.open)[1:]
         if not chunks:
@@ -168,16 +155,16 @@ class SentinelPythonic(WireFormat):
         the text stops in), read as ``toolace`` reads its list (:meth:`~refiner.formats.toolace.ToolAce.recover_list`,
         asked through the registry)."""
         if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
-            if not self.wrapper.json_ok:
+            if not self.spelling.json_ok:
                 out.note("not_a_call", "JSON call objects where pythonic calls were expected")
             for item in as_items(lenient_json_in_prose(src)):
                 add_call(out, item)
             return
         close = "" if at_end else "]"  # (a list the text stops in is left open, as written)
-        if self.wrapper.lines and src.startswith("[") and not at_end and not src.endswith("]"):
+        if self.spelling.lines and src.startswith("[") and not at_end and not src.endswith("]"):
             src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
             out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
-        if self.wrapper.lines and not src.startswith("["):
+        if self.spelling.lines and not src.startswith("["):
             src = "[" + ", ".join(self._line_calls(src, out)) + close
         elif not src.startswith("["):
             src = f"[{src}{close}"
@@ -238,14 +225,8 @@ class SentinelPythonic(WireFormat):
 
     # ---- writing -----------------------------------------------------------------------------------------------
 
-    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
-        super().check_renderable(calls)
-        for i, c in enumerate(calls):
-            if any(keyword.iskeyword(part) for part in c.name.split(".")):
-                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
-
     def render(self, calls: Sequence[ToolCall]) -> str:
-        w = self.wrapper
+        w = self.spelling
         rendered = [render_call(c.name, dict(c.arguments)) for c in calls]
         if w.lines:
             return w.open + "\n".join(rendered) + w.close

@@ -8,7 +8,6 @@ raw ToolACE data has names with spaces (``Get Stock Price(...)``), which lenient
 from __future__ import annotations
 
 import ast
-import keyword
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
     MAX_AST_CHARS,
     Literals,
+    PythonicWriter,
     dotted_name,
     fast_call_prefix,
     lenient_string,
@@ -64,7 +64,7 @@ def _quoted_close_end(text: str, a: int, b: int) -> int | None:
     return k if text.startswith(CLOSE, k) else None
 
 
-class ToolAce(WireFormat):
+class ToolAce(PythonicWriter, WireFormat):
     tags = (OPEN, CLOSE)
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
     name_pattern = IDENTIFIER_NAME
@@ -86,10 +86,7 @@ class ToolAce(WireFormat):
 
     def _span_calls(self, text: str, a: int, b: int) -> list[ToolCall]:
         body = text[a:b]
-        return self._calls(body.strip(), a + len(body) - len(body.lstrip()))
-
-    def _calls(self, src: str, offset: int) -> list[ToolCall]:
-        return strict_call_list(self, src, offset)
+        return strict_call_list(self, body.strip(), a + len(body) - len(body.lstrip()))
 
     def recover(self, text: str, out: Lenient) -> None:
         """The calls of a broken list (:meth:`recover_list`) between the tags, either of which may be missing."""
@@ -248,12 +245,6 @@ class ToolAce(WireFormat):
             problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
             return raw.strip("\"'")
         return value
-
-    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
-        super().check_renderable(calls)
-        for i, c in enumerate(calls):
-            if any(keyword.iskeyword(part) for part in c.name.split(".")):
-                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}[{', '.join(render_call(c.name, dict(c.arguments)) for c in calls)}]{CLOSE}"
