@@ -10,18 +10,8 @@ from typing import Any
 
 from refiner.calls import ToolCall
 
-PY_TYPES: dict[str, type] = {
-    "string": str,
-    "integer": int,
-    "float": float,
-    "boolean": bool,
-    "array": list,
-    "tuple": list,
-    "dict": dict,
-    "object": dict,
-    "any": str,
-    "number": float,
-}
+PY_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
+                             "tuple": list, "dict": dict, "object": dict, "any": str, "number": float}
 
 _STRIP = re.compile(r"[ ,./\-_*^]")
 

@@ -50,10 +50,8 @@ def validate_rl_parquet(path: str | Path, *, min_rows: int = 1) -> dict[str, Any
         raise TrainConfigError(f"{p}: not a readable parquet file: {e}") from None
     missing = [c for c in RL_COLUMNS if c not in table.column_names]
     if missing:
-        raise TrainConfigError(
-            f"{p}: missing column(s) {', '.join(missing)}; verl needs {', '.join(RL_COLUMNS)} "
-            f"(found: {', '.join(table.column_names)})"
-        )
+        raise TrainConfigError(f"{p}: missing column(s) {', '.join(missing)}; verl needs {', '.join(RL_COLUMNS)} "
+                               f"(found: {', '.join(table.column_names)})")
     if table.num_rows < min_rows:
         raise TrainConfigError(f"{p}: {table.num_rows} rows, need at least {min_rows} (one full train batch)")
     mix: Counter[str] = Counter()
@@ -131,15 +129,12 @@ def validate_inputs(overrides: Sequence[str], *, min_train_rows: int | None = No
         summary["val"] = validate_rl_parquet(val)
     model = override_value(overrides, "actor_rollout_ref.model.path")
     summary["model"] = {"path": model, "kind": validate_model_path(model)}
-    validate_reward_function(
-        override_value(overrides, "reward.custom_reward_function.path"),
-        override_value(overrides, "reward.custom_reward_function.name"),
-    )
+    validate_reward_function(override_value(overrides, "reward.custom_reward_function.path"),
+                             override_value(overrides, "reward.custom_reward_function.name"))
     loggers = override_value(overrides, "trainer.logger") or ""
     if "wandb" in loggers and importlib.util.find_spec("wandb") is None and not os.environ.get("WANDB_DISABLED"):
-        raise TrainConfigError(
-            "trainer.logger includes wandb but wandb is not installed: pip install wandb, or --no-wandb"
-        )
+        raise TrainConfigError("trainer.logger includes wandb but wandb is not installed: pip install wandb, or "
+                               "--no-wandb")
     return summary
 
 

@@ -63,10 +63,8 @@ def check_verl_config(cfg: Any) -> None:
         from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
 
         if manager.name not in REWARD_MANAGER:
-            raise TrainConfigError(
-                f"reward.reward_manager.name={manager.name!r} is not a registered verl reward manager; "
-                f"known: {', '.join(sorted(REWARD_MANAGER))}"
-            )
+            raise TrainConfigError(f"reward.reward_manager.name={manager.name!r} is not a registered verl reward "
+                                   f"manager; known: {', '.join(sorted(REWARD_MANAGER))}")
     # What verl does not check itself but the DAPO recipe relies on.
     if cfg.reward.reward_manager.name == "dapo":
         reward_kwargs = cfg.reward.get("reward_kwargs") or {}
@@ -74,10 +72,9 @@ def check_verl_config(cfg: Any) -> None:
         if overlong.get("enable"):
             max_resp = reward_kwargs.get("max_resp_len")
             if max_resp != cfg.data.max_response_length:
-                raise TrainConfigError(
-                    f"reward.reward_kwargs.max_resp_len ({max_resp}) must equal data.max_response_length "
-                    f"({cfg.data.max_response_length}), or the overlong penalty never reaches its full value"
-                )
+                raise TrainConfigError(f"reward.reward_kwargs.max_resp_len ({max_resp}) must equal "
+                                       f"data.max_response_length ({cfg.data.max_response_length}), or the overlong "
+                                       "penalty never reaches its full value")
             if not 0 < overlong.get("len", 0) <= max_resp:
                 raise TrainConfigError(f"overlong_buffer_cfg.len ({overlong.get('len')}) must be in (0, {max_resp}]")
     filter_groups = cfg.algorithm.get("filter_groups") or {}
