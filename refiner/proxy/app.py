@@ -1,6 +1,5 @@
 """The proxy's routes and settings: ``POST /v1/chat/completions`` and ``POST /v1/responses`` (refined), every other
-path under ``/v1`` passed through to the upstream as it is, ``GET /health``, ``GET /metrics``; client
-authentication (:class:`ClientAuth`); one record per request, a log line and its metrics (:class:`RequestLog`)."""
+path under ``/v1`` passed through, ``GET /health``, ``GET /metrics``; client authentication; one record per request."""
 
 from __future__ import annotations
 
@@ -24,7 +23,6 @@ from refiner.pipeline import Refiner
 from refiner.proxy import responses
 from refiner.proxy.batching import RefineBatcher, batch_function
 from refiner.proxy.content import ContentCalls
-from refiner.proxy.convert import WIRE_FORMAT
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.isolation import ThreadRunner, WorkerPool
 from refiner.proxy.metrics import CONTENT_TYPE, Metrics
@@ -35,7 +33,6 @@ from refiner.proxy.upstream import (
     Upstream,
     UpstreamError,
     elapsed,
-    error_body,
     error_response,
     parse_completion,
     parse_object,
@@ -59,8 +56,7 @@ OPEN_PATHS = frozenset({"/health", "/metrics"})
 
 class ClientAuth:
     """ASGI middleware: every HTTP request but ``/health`` and ``/metrics`` must carry ``Authorization: Bearer
-    <key>``; others get 401 with an OpenAI-style error body. The token is compared in constant time
-    (:func:`hmac.compare_digest`) and never logged."""
+    <key>`` (compared in constant time, never logged), else 401."""
 
     def __init__(self, app: ASGIApp, key: str, record: RequestLog) -> None:
         if not key:
@@ -72,12 +68,10 @@ class ClientAuth:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] not in OPEN_PATHS and not self.allowed(scope):
             self.record(scope.get("method", ""), scope["path"], 401, "unauthorized", 0.0, refused="auth")
-            body = json.dumps(error_body(401, "missing or invalid API key: send Authorization: Bearer <key>",
-                                         "invalid_request_error", code="invalid_api_key")).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b"Bearer")]})
-            await send({"type": "http.response.body", "body": body})
+            refused = error_response(401, "missing or invalid API key: send Authorization: Bearer <key>",
+                                     "invalid_request_error", code="invalid_api_key")
+            refused.headers["www-authenticate"] = "Bearer"
+            await refused(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -90,8 +84,7 @@ class ClientAuth:
 
 
 class RequestLog:
-    """The one record of each request on the API's routes: its info log line (route, status, stages, formats, times;
-    never a key, a header or a body) and its metrics (:class:`~refiner.proxy.metrics.Metrics`)."""
+    """The one record of each request: its info log line (never a key, a header or a body) and its metrics."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
@@ -100,9 +93,8 @@ class RequestLog:
                  formats: str = "", upstream: float | None = None, refine: float | None = None,
                  upstream_elapsed: float | None = None, refused: str | None = None,
                  upstream_error: str | None = None) -> None:
-        """``upstream``: the time until the upstream answered (on a stream: until its first event), for the log
-        line; ``upstream_elapsed``: the upstream exchange's own time, to the end of its answer, for the metrics;
-        ``refused``: ``auth`` or ``size``; ``upstream_error``: the :class:`UpstreamError`'s kind."""
+        """``upstream``: the time until the upstream answered (a stream: its first event), for the log line;
+        ``upstream_elapsed``: the upstream's time to the end of its answer, for the metrics."""
         self.metrics.request(route, status, mode="stream" if mode == "stream" else "whole", refused=refused,
                              upstream_error=upstream_error, total=total, upstream=upstream_elapsed)
         if not log.isEnabledFor(logging.INFO):
@@ -116,9 +108,8 @@ class RequestLog:
 
     async def stream(self, events: AsyncIterator[str], route: str, started: float,
                      resp: httpx.Response) -> AsyncIterator[str]:
-        """``events`` (SSE text) as they come; once they end, the request's record, with the stages and formats the
-        stream's ``tool_refiner`` report gave (read from the last events only), the time to the first event and the
-        upstream ``resp``'s own time."""
+        """``events`` (SSE text) as they come; once they end, the request's record, with the stages and formats of
+        the stream's ``tool_refiner`` report."""
         first: float | None = None
         report: dict = {}
         status, failure = 200, None
@@ -145,8 +136,7 @@ class RequestLog:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body; :class:`BodyTooLarge` as soon as it passes ``limit`` bytes (before reading it all when the
-    client declares its length)."""
+    """The request body; :class:`BodyTooLarge` as soon as it passes ``limit`` bytes (or declares it will)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge
@@ -159,10 +149,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def tier1_runner(ref: Any, workers: int | None, slow_after: float) -> WorkerPool | ThreadRunner:
-    """The isolated tier-1 workers: a copy of ``ref`` without its model (a :class:`Refiner`), else the default
-    tier-1 refiner (for content detection and history repair); in threads when ``workers == 0`` or the refiner
-    cannot be sent to a process."""
+def tier1_runner(ref: Any, workers: int | None) -> WorkerPool | ThreadRunner:
+    """The isolated tier-1 workers, holding ``ref`` without its model (or a default tier-1 refiner); in threads when
+    ``workers == 0`` or the refiner cannot be sent to a process."""
     if isinstance(ref, Refiner):
         tier1 = copy.copy(ref)
         tier1.engine = None
@@ -171,57 +160,29 @@ def tier1_runner(ref: Any, workers: int | None, slow_after: float) -> WorkerPool
     if workers == 0:
         return ThreadRunner(tier1)
     try:
-        return WorkerPool(tier1, workers=workers, slow_after=slow_after)
+        return WorkerPool(tier1, workers=workers)
     except Exception as e:  # noqa: BLE001 - e.g. a Refiner subclass holding a lock: still served, without isolation
         log.warning("tier-1 refiner cannot run in worker processes (%s: %s); using threads (no isolation)",
                     type(e).__name__, e)
         return ThreadRunner(tier1)
 
 
-def create_app(
-    upstream_base_url: str,
-    refiner: Any = None,
-    *,
-    api_key: str | None = None,
-    client_api_key: str | None = None,
-    timeout: float = 120.0,
-    connect_timeout: float = 10.0,
-    max_connections: int = 1024,
-    max_batch: int = 64,
-    content_calls: str | bool | Sequence[str] | None = "auto",
-    heal_history: bool = True,
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    refine_timeout: float | None = None,
-    workers: int | None = None,
-    slow_after: float = 0.02,
-    fmt: str = WIRE_FORMAT,
-    transport: httpx.AsyncBaseTransport | None = None,
-    chat_template: str | Path | None = None,
-    opens_reasoning: Mapping[str, bool] | None = None,
-) -> FastAPI:
-    """The proxy app. ``upstream_base_url`` ends in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); ``refiner`` is a
-    :class:`refiner.pipeline.Refiner` (default: tier-1 repair and the guard, no model) or anything with
-    ``refine_batch(requests) -> list[dict]``. ``api_key`` is sent upstream; without it the client's
-    ``Authorization`` header is forwarded (unless ``client_api_key`` is set). ``client_api_key``: clients must send
-    it as their bearer token (401 otherwise; ``/health`` and ``/metrics`` stay open). The client's other headers are
-    forwarded (:func:`refiner.proxy.upstream.forwarded_headers`). ``timeout`` bounds each upstream call (504 after).
-
-    Isolation: request bodies over ``max_body_bytes`` are refused (413). Tier-1 work runs in ``workers`` processes
-    (default: twice the CPU count, at least 4; ``0``: threads of this process, no isolation); a task that has used
-    ``slow_after`` CPU seconds is demoted to the lowest CPU priority and replaced in the pool. ``refine_timeout`` (default 5 s, 60 s with a
-    refiner model) bounds what refinement adds to one response: past it the upstream's answer is returned as it came
-    (stage ``timeout``). Requests that need the model are batched (up to ``max_batch``) into one engine call.
-
-    ``content_calls``: calls an upstream left in its answer's ``content`` are moved to ``tool_calls`` —
-    ``"auto"`` (default) in any registered wire format, a list of format names, or ``None`` / ``"off"``.
-    ``heal_history``: broken tool calls in the incoming conversation are repaired before forwarding (default on).
-
-    Whether the upstream's prompt opens the reasoning block (so that a streamed answer's reasoning is sent as
-    ``reasoning_content`` from its first token; :mod:`refiner.proxy.thinking`): ``opens_reasoning`` (model name, or
-    ``*``, -> True / False), else the upstream model's ``chat_template`` (a path: ``.jinja``, tokenizer_config.json or
-    model folder), else what that model's earlier answers showed."""
-    upstream = Upstream(upstream_base_url, api_key=api_key, timeout=timeout, connect_timeout=connect_timeout,
-                        max_connections=max_connections, transport=transport, consume_auth=bool(client_api_key))
+def create_app(upstream_base_url: str, refiner: Any = None, *, api_key: str | None = None,
+               client_api_key: str | None = None, timeout: float = 120.0, max_batch: int = 64,
+               content_calls: str | bool | Sequence[str] | None = "auto", heal_history: bool = True,
+               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, refine_timeout: float | None = None,
+               workers: int | None = None, chat_template: str | Path | None = None,
+               opens_reasoning: Mapping[str, bool] | None = None) -> FastAPI:
+    """The proxy app. ``upstream_base_url`` ends in ``/v1``; ``refiner``: a :class:`refiner.pipeline.Refiner`
+    (default: tier 1 and the guard, no model) or anything with ``refine_batch(requests)``. ``api_key`` is sent
+    upstream (else the client's ``Authorization``, unless ``client_api_key``, which clients must send as their bearer
+    token). ``timeout`` bounds each upstream call. Bodies over ``max_body_bytes`` get 413. Tier 1 runs in ``workers``
+    processes (``0``: threads; :mod:`refiner.proxy.isolation`). ``refine_timeout`` (5 s, 60 s with a model) bounds
+    what refinement adds to a response. Model requests are batched up to ``max_batch``. ``content_calls``: read calls
+    left in ``content`` (``"auto"``, format names, or ``"off"``); ``heal_history``: repair the incoming conversation's
+    broken calls. ``opens_reasoning`` (model or ``*`` -> bool) and ``chat_template`` (a path) say whether the
+    upstream's prompt opens the reasoning block (:mod:`refiner.proxy.thinking`)."""
+    upstream = Upstream(upstream_base_url, api_key=api_key, timeout=timeout, consume_auth=bool(client_api_key))
     if max_body_bytes < 1:
         raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes}")
     ref = refiner if refiner is not None else Refiner(engine=None)
@@ -230,12 +191,12 @@ def create_app(
     budget = refine_timeout if refine_timeout is not None else (MODEL_TIMEOUT if has_model else TIER1_TIMEOUT)
     if budget <= 0:
         raise ValueError(f"refine_timeout must be positive, got {refine_timeout}")
-    runner = tier1_runner(ref, workers, slow_after)
+    runner = tier1_runner(ref, workers)
     batcher = RefineBatcher(batch_function(ref), max_batch=max_batch)
     metrics = Metrics()
     record = RequestLog(metrics)
     prompts = PromptReasoning(chat_template, opens_reasoning)
-    refinement = Refinement(ref, runner=runner, batcher=batcher, fmt=fmt, content=content, timeout=budget,
+    refinement = Refinement(ref, runner=runner, batcher=batcher, content=content, timeout=budget,
                             metrics=metrics, prompts=prompts)
 
     @contextlib.asynccontextmanager
@@ -251,10 +212,6 @@ def create_app(
             await runner.stop()
 
     app = FastAPI(title="tool-refiner proxy", lifespan=lifespan)
-    app.state.upstream = upstream.base
-    app.state.batcher = batcher
-    app.state.refinement = refinement
-    app.state.metrics = metrics
 
     @app.get("/health")
     async def health() -> dict:
@@ -276,31 +233,6 @@ def create_app(
     return app
 
 
-def too_large(limit: int) -> JSONResponse:
-    return error_response(413, f"request body is larger than {limit} bytes, this proxy's limit",
-                          "invalid_request_error", code="request_too_large")
-
-
-async def read_json(request: Request, limit: int, route: str, started: float,
-                    record: RequestLog) -> tuple[bytes, dict] | Response:
-    """``(raw body, JSON object)``, or the error response: 413 over ``limit`` bytes, 400 when it is not a JSON
-    object."""
-    try:
-        raw = await read_body(request, limit)
-    except BodyTooLarge:
-        record("POST", route, 413, "none", time.perf_counter() - started, refused="size")
-        return too_large(limit)
-    try:
-        body = loads_keeping_tools(raw.decode("utf-8"))  # (its tool list keeps its text: see refiner.specs.catalog)
-    except (ValueError, RecursionError):
-        record("POST", route, 400, "none", time.perf_counter() - started)
-        return error_response(400, "request body is not valid JSON", "invalid_request_error")
-    if not isinstance(body, dict):
-        record("POST", route, 400, "none", time.perf_counter() - started)
-        return error_response(400, "request body must be a JSON object", "invalid_request_error")
-    return raw, body
-
-
 @dataclass
 class Route:
     """What a route's handler uses: the upstream, the refinement (None for a route that refines nothing), the body
@@ -312,21 +244,48 @@ class Route:
     record: RequestLog
     heal_history: bool = False
 
+    async def read(self, request: Request, route: str, started: float) -> bytes | Response:
+        """The request body, or the 413 response when it is over the limit."""
+        try:
+            return await read_body(request, self.max_body_bytes)
+        except BodyTooLarge:
+            self.record(request.method, route, 413, "none", time.perf_counter() - started, refused="size")
+            return error_response(413, f"request body is larger than {self.max_body_bytes} bytes, this proxy's limit",
+                                  "invalid_request_error", code="request_too_large")
+
+    async def read_json(self, request: Request, route: str, started: float) -> tuple[bytes, dict] | Response:
+        """``(raw body, JSON object)``, or the error response (413, or 400 when it is not a JSON object)."""
+        raw = await self.read(request, route, started)
+        if isinstance(raw, Response):
+            return raw
+        try:
+            body = loads_keeping_tools(raw.decode("utf-8"))  # (its tool list keeps its text: see refiner.specs.catalog)
+            problem = None if isinstance(body, dict) else "request body must be a JSON object"
+        except (ValueError, RecursionError):
+            problem = "request body is not valid JSON"
+        if problem:
+            self.record("POST", route, 400, "none", time.perf_counter() - started)
+            return error_response(400, problem, "invalid_request_error")
+        return raw, body
+
+    def streamed(self, events: AsyncIterator[str], route: str, started: float, resp: httpx.Response,
+                 extra: dict[str, str] | None = None) -> StreamingResponse:
+        """The SSE response relaying ``events`` (``extra``: more headers), recorded once they end."""
+        return StreamingResponse(self.record.stream(events, route, started, resp), media_type="text/event-stream",
+                                 headers={**returned_headers(resp.headers, refined=True), "cache-control": "no-cache",
+                                          **(extra or {})})
+
 
 class PassThrough(Route):
-    """Every other path under ``/v1`` (``GET /v1/models``, ``/v1/models/{id}``, ``/v1/completions``,
-    ``/v1/embeddings``, ...): forwarded with its method, query, headers and body, and answered with the upstream's
-    status, headers and body as they come (streamed). An upstream 5xx answers 502, a timeout 504, an unreachable
-    upstream 502, as on the refined routes; bodies over the limit 413."""
+    """Every other path under ``/v1`` (``/v1/models``, ``/v1/embeddings``...): forwarded as it came, answered with
+    the upstream's status, headers and body as they come; upstream failures as on the refined routes."""
 
     async def handle(self, request: Request, path: str) -> Response:
         started = time.perf_counter()
         route = f"/v1/{path}"
-        try:
-            raw = await read_body(request, self.max_body_bytes)
-        except BodyTooLarge:
-            self.record(request.method, route, 413, "none", time.perf_counter() - started, refused="size")
-            return too_large(self.max_body_bytes)
+        raw = await self.read(request, route, started)
+        if isinstance(raw, Response):
+            return raw
         target = f"/{path}" + (f"?{request.url.query}" if request.url.query else "")
         try:
             resp = await self.upstream.open_stream(target, request.headers.raw, raw, method=request.method,
@@ -342,23 +301,26 @@ ROUTE = "/v1/chat/completions"
 
 
 class ChatCompletions(Route):
-    """``POST /v1/chat/completions``: read the body (within the limit), heal its history, forward it, refine the
-    answer (or relay the stream), report."""
+    """``POST /v1/chat/completions``: read the body, heal its history, forward it, refine the answer (or relay the
+    stream), report."""
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
-        read = await read_json(request, self.max_body_bytes, ROUTE, started, self.record)
+        read = await self.read_json(request, ROUTE, started)
         if isinstance(read, Response):
             return read
         raw, body = read
-        history = None
+        history = HistoryReport()
         if self.heal_history:
             body, history = await self.refinement.heal_history(body)
-        payload = raw if history is None or not history.fixed else json.dumps(body, ensure_ascii=False).encode()
+        payload = json.dumps(body, ensure_ascii=False).encode() if history.fixed else raw
         client = request.headers.raw
         try:
             if body.get("stream"):
-                return await self.stream(body, payload, client, history, started)
+                resp = await self.upstream.open_stream("/chat/completions", client, payload)
+                healed = {"x-tool-refiner-history": history.header()} if history.header() else {}
+                events = relay(self.upstream.events(resp), self.refinement, body, history)
+                return self.streamed(events, ROUTE, started, resp, healed)
             resp = await self.upstream.request("POST", "/chat/completions", client, payload)
             data = parse_completion(resp.content)
         except UpstreamError as e:
@@ -379,26 +341,16 @@ class ChatCompletions(Route):
                     upstream=answered - started, refine=refined - answered, upstream_elapsed=elapsed(resp))
         return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})
 
-    async def stream(self, body: dict, payload: bytes, client: Any, history: HistoryReport | None,
-                     started: float) -> Response:
-        resp = await self.upstream.open_stream("/chat/completions", client, payload)
-        headers = {**returned_headers(resp.headers, refined=True), "cache-control": "no-cache"}
-        if history is not None and history.header():
-            headers["x-tool-refiner-history"] = history.header()
-        events = relay(self.upstream.events(resp), self.refinement, body, history)
-        return StreamingResponse(self.record.stream(events, ROUTE, started, resp), media_type="text/event-stream",
-                                 headers=headers)
-
 
 class Responses(Route):
     """``POST /v1/responses``: forward the request, refine the answer's function calls (or relay the stream), report
-    (see :mod:`refiner.proxy.responses`)."""
+    (:mod:`refiner.proxy.responses`)."""
 
     route = "/v1/responses"
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
-        read = await read_json(request, self.max_body_bytes, self.route, started, self.record)
+        read = await self.read_json(request, self.route, started)
         if isinstance(read, Response):
             return read
         raw, body = read
@@ -407,10 +359,7 @@ class Responses(Route):
             if body.get("stream"):
                 resp = await self.upstream.open_stream("/responses", client, raw)
                 events = responses.relay(self.upstream.events(resp), self.refinement, body)
-                return StreamingResponse(self.record.stream(events, self.route, started, resp),
-                                         media_type="text/event-stream",
-                                         headers={**returned_headers(resp.headers, refined=True),
-                                                  "cache-control": "no-cache"})
+                return self.streamed(events, self.route, started, resp)
             resp = await self.upstream.request("POST", "/responses", client, raw)
             data = parse_object(resp.content)
         except UpstreamError as e:

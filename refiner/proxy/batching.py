@@ -21,7 +21,6 @@ class RefineBatcher:
         self.max_batch = max_batch
         self.queue: asyncio.Queue[tuple[list[dict], asyncio.Future]] = asyncio.Queue()
         self.task: asyncio.Task | None = None
-        self.batches = 0  # number of refiner calls so far
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._run())
@@ -55,8 +54,6 @@ class RefineBatcher:
                     if not future.done():
                         future.set_exception(e)
                 continue
-            finally:
-                self.batches += 1
             start = 0
             for reqs, future in items:
                 if not future.done():
@@ -66,9 +63,7 @@ class RefineBatcher:
 
 def batch_function(ref: Any) -> Callable[[list[dict]], list[dict]]:
     """``ref``'s batch method; the pipeline's turns unreadable requests into error results instead of raising."""
-    fn = getattr(ref, "refine_batch", None)
-    if fn is None:
-        return lambda reqs: [ref.refine(r) for r in reqs]
+    fn = ref.refine_batch
     try:
         takes_errors = "errors" in inspect.signature(fn).parameters
     except (TypeError, ValueError):

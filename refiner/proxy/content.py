@@ -1,18 +1,10 @@
-"""Tool calls left in an answer's ``content``: when an upstream's own tool parser fails, it returns the raw calls as
-text (vLLM does this), in whatever dialect the model writes. The proxy finds them and moves them to ``tool_calls``.
+"""Tool calls an upstream left in an answer's ``content``, found so that the proxy can move them to ``tool_calls``.
 
-Where calls may start (:class:`Openers`): a marker of any registered wire format (the tags and sentinel tokens its
-``detection`` rule and ``tags`` name: ``<tool_call>``, ``[TOOL_CALLS]``, ``<|python_tag|>``, ``functools[``, ...,
-read from the registry at use, so a format added later is picked up), or, for the untagged dialects, a line that starts with a JSON list or object, a
-code fence, or one of the request's tool names followed by ``(``, and a ``[name(`` anywhere.
-
-:class:`ContentSplit` reads the content as it arrives (the whole text at once, or a stream's deltas) and says what
-can be released as plain text now and what must be held back. A marker holds back the rest of the answer. An
-untagged opener opens a *region*: its first characters must look like a call (``[{``, ``[name(``, ``{"``, a fence
-whose first line does), else it is released at once; a region that looks like one is held until its brackets (or
-fence) close and is then checked by the caller (:func:`refiner.proxy.work.answer`): not calls → released,
-calls → the rest of the answer is held. At the end, the held text is what the caller reads calls from; when it holds
-none, it is released as content unchanged. No call is ever made from text the split released.
+:class:`Openers` finds where calls may start: a registered format's marker, or, untagged, a line that starts a JSON
+list or object, a code fence or an offered tool's ``name(``, or ``[name(`` anywhere. :class:`ContentSplit` says what
+of the content can be released now and what is held: a marker holds the rest; an untagged region that looks like a
+call is held until it closes and is checked (calls: the rest is held; else released). No call is ever made from
+released text.
 """
 
 from __future__ import annotations
@@ -36,10 +28,8 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 
 def markers(own: str | None = None) -> tuple[str, ...]:
-    """The call markers of every registered wire format, longest first: the markers and closers its detection rule
-    looks for (gpt-oss's ``to=functions.`` included), and its tags (those that are tags or sentinel tokens, not JSON
-    keys or single brackets). ``own``: a format (the served model's dialect) whose detection markers count however
-    they are spelled."""
+    """The call markers of every registered format, longest first: its detection markers and closers and its tags
+    that are tags or sentinel tokens. ``own``: a format whose detection markers all count."""
     found = set(getattr(formats.get(own).detection, "markers", ())) if own else set()
     for f in formats.all_formats():
         detection = getattr(f, "detection", None)
@@ -69,8 +59,7 @@ class Openers:
         self.longest = max((len(p) for p in self.prefixes), default=0)
 
     def find(self, text: str, start: int) -> tuple[int, str] | None:
-        """``(position, kind)`` of the first opener at or after ``start`` (kind: ``marker``, ``fence``, ``list``,
-        ``object`` or ``call``); the position is where held text would begin."""
+        """``(position, kind)`` of the first opener at or after ``start`` (a group name of :attr:`pattern`)."""
         m = self.pattern.search(text, start)
         if m is None:
             return None
@@ -81,9 +70,8 @@ class Openers:
         return pos, kind
 
     def safe_end(self, text: str, start: int) -> int:
-        """How far ``text`` can be released when :meth:`find` found nothing: all of it but a tail that more text
-        could turn into an opener (part of a marker or of ``name(``, a line of blanks or backticks, an open
-        ``[name``)."""
+        """How far ``text`` can be released when :meth:`find` found nothing: all but a tail that more text could turn
+        into an opener."""
         end = len(text)
         for k in range(min(self.longest, end - start), 0, -1):
             if text[end - k :] in self.prefixes:
@@ -105,8 +93,7 @@ def _skip_ws(text: str, i: int) -> int:
 
 
 def _head(text: str, i: int) -> bool | None:
-    """Whether the text at ``i`` (a ``[`` or ``{``, or a line inside a fence) can begin calls: True, False, or None
-    (not enough text yet)."""
+    """Whether the text at ``i`` (a ``[`` or ``{``, or a line inside a fence) can begin calls; None: not known yet."""
     if i >= len(text):
         return None
     c = text[i]
@@ -152,8 +139,8 @@ class _Region:
 
 @dataclass
 class Step:
-    """What :class:`ContentSplit` says after a piece: ``release`` is text to send now; ``check`` (when set) is a
-    region to check before going on (answer with :meth:`ContentSplit.verdict`)."""
+    """What :class:`ContentSplit` says after a piece: text to ``release`` now, and a region to ``check`` before going
+    on (answered with :meth:`ContentSplit.verdict`)."""
 
     release: str = ""
     check: str | None = None
@@ -192,9 +179,8 @@ class ContentSplit:
         return self._advance()
 
     def _compact(self) -> None:
-        """Drops released text from ``text`` but its last character (the line-start rules look at it: a search from
-        just after a newline is at a line start, from just after anything else is not), so that a long streamed
-        answer costs linear time, not the square of its length."""
+        """Drops released text from ``text`` but its last character (which tells whether a search starts a line), so
+        that a long stream costs linear time."""
         if self.region is not None or self.pending is not None or self.released < 4096:
             return
         cut = self.released - 1
@@ -229,9 +215,7 @@ class ContentSplit:
         out: list[str] = []
         while self.held_from is None and self.pending is None:
             if self.region is None:
-                found = self.openers.find(self.text, self.released)
-                if self.checks > MAX_CHECKS:
-                    found = None
+                found = None if self.checks > MAX_CHECKS else self.openers.find(self.text, self.released)
                 if found is None:
                     end = len(self.text) if self.final else self.openers.safe_end(self.text, self.released)
                     out.append(self.text[self.released : end])
@@ -240,10 +224,7 @@ class ContentSplit:
                 pos, kind = found
                 out.append(self.text[self.released : pos])
                 self.released = pos
-                if kind == "marker":
-                    self.held_from = pos
-                    break
-                if self.checks >= MAX_CHECKS:
+                if kind == "marker" or self.checks >= MAX_CHECKS:
                     self.held_from = pos
                     break
                 self.region = _Region(pos, kind, looks_like_call=kind == "call")
@@ -281,12 +262,9 @@ class ContentSplit:
         if not r.looks_like_call:
             at = r.start
             if r.kind == "fence":
-                at = r.body
-                while True:  # the first non-blank line inside the fence
-                    at = _skip_ws(text, at)
-                    if at >= len(text):
-                        return "not_call" if self.final else "open"
-                    break
+                at = _skip_ws(text, r.body)  # the first non-blank line inside the fence
+                if at >= len(text):
+                    return "not_call" if self.final else "open"
                 if text.startswith("```", at):
                     return "not_call"
                 if any(text.startswith(m, at) for m in self.openers.markers):
@@ -309,8 +287,7 @@ class ContentSplit:
         return end
 
     def _bare_call_end(self, end: int) -> str | int:
-        """A bare call (``name(...)`` at a line start) counts only when its line holds calls alone (more calls after
-        ``;`` or ``,``), never when prose goes on after it: "get_weather(city) is a function you can call"."""
+        """A bare call (``name(...)`` at a line start) counts only when nothing but more calls follows on its line."""
         nl = self.text.find("\n", end)
         if nl < 0 and not self.final:
             return "open"
@@ -320,8 +297,8 @@ class ContentSplit:
         return "not_call"
 
     def _match_brackets(self, r: _Region) -> str | int:
-        """Reads on from where it stopped; the end of the region once its brackets are balanced. Strings (in single
-        or double quotes) end at a newline, so a stray apostrophe cannot swallow the rest of the answer."""
+        """The end of the region once its brackets balance, read on from where it stopped. A string also ends at a
+        newline, so that a stray apostrophe cannot swallow the answer."""
         if r.end >= 0:
             return r.end
         text = self.text
@@ -349,18 +326,13 @@ class ContentSplit:
         return "open"
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# One driver for the split: the proxy (asynchronous, its questions answered in a worker), the worker's own split and
-# the vLLM plugin (synchronous) all run it; each question is answered by refiner.proxy.work.answer.
-
 MAX_EARLY_READS = 32  # reads of the held text for calls complete before the end, per answer
 CALL_WORDS = ("call", "invoke", "func", "action", "tool")
 
 
 def call_closers(known: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The tags that end a call (or a call section) in some registered format: ``</tool_call>``,
-    ``<｜tool▁call▁end｜>``, ``</invoke>``, ``<tool_call|>``, ``<|call|>``... (not a parameter's or an argument's
-    closer, which ends a value inside a call)."""
+    """The tags that end a call or a call section in some registered format (``</tool_call>``, ``</invoke>``...), not
+    a parameter's or an argument's."""
     out = []
     for t in markers() if known is None else known:
         low = t.lower()
@@ -371,10 +343,9 @@ def call_closers(known: Sequence[str] | None = None) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Ask:
-    """A question the driver needs answered before it can go on. ``kind`` ``"region"``: does ``text`` (an untagged
-    region) hold calls? (True, False, or None: no more checks can be made, the rest is released). ``"calls"``: the
-    complete calls ``text`` (the held text up to a call's closing tag) holds, read by tier 1 (a list of
-    ``{"name", "arguments"}``), or None when it is not a text of complete calls only (see :func:`complete_calls`)."""
+    """A question the driver needs answered (by :func:`refiner.proxy.work.answer`). ``region``: does ``text`` hold
+    calls (True, False, or None: no more checks, release the rest)? ``calls``: the complete calls of ``text`` (held
+    text up to a call's closer) as ``{"name", "arguments"}``, or None."""
 
     kind: str
     text: str
@@ -382,39 +353,34 @@ class Ask:
 
 @dataclass
 class Said:
-    """What one piece (or the end) gives: ``release``, text to send as content now; ``calls``, calls complete and
-    read since the last piece, to send now."""
+    """What one piece (or the end) gives: text to ``release`` as content, and the ``calls`` read since the last one."""
 
     release: str = ""
     calls: list[dict] = field(default_factory=list)
 
 
 class CallDriver:
-    """Drives one answer's :class:`ContentSplit` and reads the calls of its held text as each one closes.
+    """Drives one answer's :class:`ContentSplit`, the one driver of the proxy, its workers and the vLLM plugin.
 
-    :meth:`feed` and :meth:`end` are generators: each yields :class:`Ask` questions and is sent their answers; their
-    value is a :class:`Said`. :func:`run_sync` runs one with a synchronous answerer; the proxy answers with ``await``
-    (``Refinement.run``). Early calls (``early``): once the split holds text (a call marker began it), each piece that
-    brings a call's closing tag (:func:`call_closers`) has the held text up to that tag read for calls; calls beyond
-    those already read are given in :attr:`Said.calls`. The whole held text is still read at the end, as a whole
-    answer's is; the calls read early are its first ones (the caller sends only those after them). At most
-    :data:`MAX_EARLY_READS` early reads per answer; a read that does not begin with the calls read before ends early
-    reading (the rest waits for the end)."""
+    :meth:`feed` and :meth:`end` are generators that yield :class:`Ask` questions, are sent the answers and return a
+    :class:`Said` (:func:`run_sync` runs one; the proxy awaits its answers). With ``early``, each piece that brings a
+    call's closer (:func:`call_closers`) has the held text up to it read for calls, and the new ones are given at once;
+    the held text is still read whole at the end. Early reading stops after :data:`MAX_EARLY_READS` reads, or when a
+    read does not begin with the calls read before."""
 
     def __init__(self, split: ContentSplit, early: bool = True) -> None:
         self.split = split
         self.closers = call_closers(split.openers.markers) if early else ()
         self.early = bool(self.closers)
         self.longest = max((len(c) for c in self.closers), default=0)
-        self.held: list[str] | None = None  # the held text, in pieces (None: nothing held yet)
-        self.held_len = 0
+        self.held_len = 0  # characters of the held text seen
         self.tail = ""  # the last characters of the held text, where a closer may have begun
         self.boundary = 0  # the held text up to here was read for calls
         self.calls: list[dict] = []  # calls read early, in order
         self.reads = 0
 
     def feed(self, piece: str) -> Generator[Ask, Any, Said]:
-        was_held = self.held is not None
+        was_held = self.split.held_from is not None
         release = yield from self._drive(self.split.feed(piece))
         return Said(release, (yield from self._grow(piece if was_held else None)))
 
@@ -435,14 +401,11 @@ class CallDriver:
         """Records what the held text gained; reads it up to the last call closer that came with it."""
         if self.split.held_from is None:
             return []
-        if piece is None:  # the text is held from this piece on
-            piece = self.split.held
-            self.held = []
         if not self.early:
             return []
+        piece = self.split.held if piece is None else piece  # (None: the text is held from this piece on)
         start = self.held_len - len(self.tail)
         window = self.tail + piece
-        self.held.append(piece)
         self.held_len += len(piece)
         self.tail = window[-(self.longest - 1) :] if self.longest > 1 else ""
         end = max((j + len(c) for c in self.closers if (j := window.rfind(c)) >= 0), default=-1)
@@ -451,9 +414,7 @@ class CallDriver:
         self.boundary = start + end
         self.reads += 1
         self.early = self.reads < MAX_EARLY_READS
-        text = "".join(self.held)
-        self.held = [text]
-        calls = yield Ask("calls", text[: self.boundary])
+        calls = yield Ask("calls", self.split.held[: self.boundary])
         if not calls or len(calls) <= len(self.calls):
             return []
         if not begins_with(calls, self.calls):
@@ -465,7 +426,7 @@ class CallDriver:
 
 
 def same_call(call: dict) -> tuple[str, str]:
-    """What two reads of one call must agree on: its name and arguments (a call, or an OpenAI tool call)."""
+    """A call's name and arguments (a call, or an OpenAI tool call), as two reads of it must agree."""
     fn = call.get("function") if isinstance(call.get("function"), dict) else call
     args = fn.get("arguments")
     return str(fn.get("name")), args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False)
@@ -477,15 +438,15 @@ def begins_with(calls: Sequence[dict], sent: Sequence[dict]) -> bool:
 
 
 def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:
-    """The calls of a tier-1 result read from held text up to a call's closing tag, when they can be sent before the
-    answer ends: calls by :func:`holds_calls`, read or repaired (not cut, not an error); else None."""
+    """The calls of a tier-1 result that can be sent before the answer ends (:func:`holds_calls`, read or repaired,
+    not cut); else None."""
     if not holds_calls(result, names) or result.get("stage") not in ("unchanged", "repaired") or result.get("cut"):
         return None
     return list(result["calls"])
 
 
 def split_whole(split: ContentSplit, text: str) -> Generator[Ask, Any, str]:
-    """A whole answer's ``text`` through ``split`` (no call read before the end); its value is the text released."""
+    """A whole answer's ``text`` through ``split``; its value is the text released."""
     driver = CallDriver(split, early=False)
     first = yield from driver.feed(text)
     rest = yield from driver.end()
@@ -500,10 +461,6 @@ def run_sync(gen: Generator[Ask, Any, Any], answer: Callable[[Ask], Any]) -> Any
             ask = gen.send(answer(ask))
     except StopIteration as stop:
         return stop.value
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Which answers are read for calls
 
 
 class ContentCalls:
@@ -522,8 +479,7 @@ class ContentCalls:
             self.enabled, self.allowed = True, names
 
     def applies(self, body: dict) -> bool:
-        """Whether this request's answers are read for calls: it offers tools, does not forbid calling them
-        (``tool_choice: "none"``) and does not ask for a JSON answer (``response_format``)."""
+        """Whether this request's answers are read for calls: it offers tools, allows calls and asks for no JSON."""
         if not self.enabled or not tool_names(body):
             return False
         if body.get("tool_choice") == "none":
@@ -547,8 +503,7 @@ def tool_names(body: dict) -> set[str]:
 
 
 def holds_calls(result: dict | None, names: set[str]) -> bool:
-    """Whether a tier-1 (or model) result read from content holds calls: at least one, every one naming a tool the
-    request offers."""
+    """Whether a result read from content holds calls: at least one, each naming an offered tool."""
     if not result or result.get("stage") == "error":
         return False
     calls = result.get("calls") or []

@@ -1,12 +1,6 @@
-"""A fork server for the tier-1 workers: one helper process that has the refiner imported and forks a worker on
-request, so a new worker costs a fork, not an interpreter start and the imports.
-
-The helper is started with ``subprocess`` (a fresh interpreter given this process's ``sys.path``), never by
-re-running the program's main module (which ``multiprocessing``'s spawn and forkserver methods do, and which would
-start a second server from a script that calls ``uvicorn.run`` without a ``__main__`` guard). It is single-threaded,
-so forking it is safe, and it ignores ``SIGCHLD`` so that its children are reaped by the kernel. Each worker talks to
-this process over its own socket and runs
-:func:`refiner.proxy.work.serve`; the helper sends back the worker's pid (to renice or kill it) and the socket.
+"""A fork server for the tier-1 workers: one helper process with the refiner imported (started as a fresh
+interpreter given this process's ``sys.path``, never re-running the main module) that forks each worker, so a new
+worker costs a fork. It ignores ``SIGCHLD`` and sends back each worker's pid and socket.
 """
 
 from __future__ import annotations
@@ -27,15 +21,15 @@ from refiner.proxy import work
 READY = b"R"
 FORK = b"F"
 PID_BYTES = 8
+START_TIMEOUT = 120.0  # seconds for the helper to import the refiner
 
 
 class ForkServer:
     """``start()`` launches the helper with ``state`` (picklable, given to every worker); ``fork()`` returns
     ``(pid, socket)`` of a new worker; ``close()`` ends the helper (workers end when their connection closes)."""
 
-    def __init__(self, state: Any, *, start_timeout: float = 120.0) -> None:
+    def __init__(self, state: Any) -> None:
         self.blob = pickle.dumps(state)
-        self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ctrl: socket.socket | None = None
@@ -59,7 +53,7 @@ class ForkServer:
         try:
             proc.stdin.write(self.blob)
             proc.stdin.close()
-            ours.settimeout(self.start_timeout)
+            ours.settimeout(START_TIMEOUT)
             if ours.recv(1) != READY:
                 raise RuntimeError(f"the worker fork server exited during start-up (code {proc.poll()})")
             ours.settimeout(None)
@@ -109,9 +103,8 @@ _SHARED_LOCK = threading.Lock()
 
 
 def shared(state: Any) -> ForkServer:
-    """The fork server for ``state`` shared by every pool of this process with the same state (apps started one
-    after another, as in tests, start the helper once). A shared helper lives until this process exits (it sees its
-    control socket close then)."""
+    """The fork server for ``state``, shared by every pool of this process with an equal state; it lives until this
+    process exits."""
     blob = pickle.dumps(state)
     with _SHARED_LOCK:
         server = _SHARED.get(blob)
@@ -121,8 +114,8 @@ def shared(state: Any) -> ForkServer:
 
 
 def serve(fd: int) -> None:
-    """The helper's main loop (runs in its own interpreter): reads the workers' state from stdin, answers ``READY``,
-    then forks one worker per ``FORK`` until the control socket closes."""
+    """The helper's main loop: reads the workers' state from stdin, answers ``READY``, then forks one worker per
+    ``FORK`` until the control socket closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     state = pickle.load(sys.stdin.buffer)

@@ -1,14 +1,7 @@
-"""Healing the incoming conversation: tool calls in earlier assistant messages that an upstream API would reject (or
-that the model would copy) are repaired before the request is forwarded.
-
-A call needs healing when its ``function.arguments`` is a string that is not a JSON object (broken JSON, a cut-off
-text, a JSON list), is missing, or when its ``function.name`` is not one of the request's ``tools``. Each such call is
-repaired by tier 1 on the ``openai`` wire format (the library, in an isolated worker, within the request's deadline),
-one call per pipeline request. Only what was wrong is replaced: the arguments by tier 1's arguments, the name by tier
-1's name; the call's id, type and every other call and message stay as sent (a ``tool`` message answering a renamed
-call gets the new name when it carried the old one). A call tier 1 cannot repair (no single call read, or still an
-unknown name) is left as sent and reported. Calls whose arguments are already an object (not a string) are left
-alone.
+"""Healing the incoming conversation: earlier assistant tool calls whose ``arguments`` are missing or a string that is
+not a JSON object, or whose name is not an offered tool, are repaired by tier 1 (``openai`` format, in a worker) before
+the request is forwarded. Only what was wrong is replaced (a ``tool`` message answering a renamed call takes the new
+name); a call tier 1 cannot repair is left as sent and reported.
 """
 
 from __future__ import annotations
@@ -30,11 +23,16 @@ class Broken:
     tool_call: dict
     problems: list[str]
 
+    def entry(self, *more: str) -> dict:
+        """The report's entry for this call (nothing fixed yet)."""
+        return {"message": self.message, "call": self.call, "id": self.tool_call.get("id"),
+                "problems": [*self.problems, *more], "fixed": []}
+
 
 @dataclass
 class HistoryReport:
-    """What healing did: one entry per broken call (``fixed`` empty when it was left as sent); ``status`` is
-    ``"ok"``, ``"timeout"`` or ``"error"`` (the repair itself did not run; nothing was changed)."""
+    """What healing did: one entry per broken call (``fixed`` empty when left as sent); ``status``: ``ok``,
+    ``timeout`` or ``error`` (the repair did not run)."""
 
     entries: list[dict] = field(default_factory=list)
     status: str = "ok"
@@ -113,8 +111,7 @@ def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tup
     renamed: dict[str, tuple[str, str]] = {}  # call id -> (old name, new name)
     for b, outcome in zip(broken, outcomes):
         fn = b.tool_call["function"]
-        entry = {"message": b.message, "call": b.call, "id": b.tool_call.get("id"), "problems": b.problems,
-                 "fixed": []}
+        entry = b.entry()
         result = (outcome or {}).get("result") or {}
         calls = result.get("calls") or []
         new_fn = dict(fn)
@@ -142,14 +139,3 @@ def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tup
             if message.get("name") == old:
                 out["messages"][mi] = {**message, "name": new}
     return out, report
-
-
-def limit(broken: list[Broken]) -> tuple[list[Broken], list[Broken]]:
-    """The calls healed in this request and those left as sent (over :data:`MAX_HEALED_CALLS`)."""
-    return broken[:MAX_HEALED_CALLS], broken[MAX_HEALED_CALLS:]
-
-
-def left_entries(broken: list[Broken], why: str) -> list[dict]:
-    return [{"message": b.message, "call": b.call, "id": b.tool_call.get("id"), "problems": [*b.problems, why],
-             "fixed": []} for b in broken]
-

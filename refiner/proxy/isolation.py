@@ -1,32 +1,9 @@
-"""Request isolation: tier-1 work runs in a small pool of worker processes, one task at a time per process, each
-task with a deadline, so that one slow (or hostile) request cannot hold up the others.
-
-- Tasks wait in one queue for ``workers`` processes (default: twice the CPU count, at least 4; tier-1 tasks are
-  short, so a few more processes than cores keep a core free when one task turns out slow): first come, first served
-  among tasks under 64 KiB; larger ones (a huge answer costs more) wait behind them, so under overload the huge are
-  the first to reach their deadline.
-- Work is measured in CPU seconds of the worker process (read from ``/proc``; wall time where that is missing), so a
-  busy machine does not make a normal task look slow. A task that has used ``slow_after`` CPU seconds (default 20
-  ms: tier 1 takes a few milliseconds on a normal answer) is *demoted*: its process drops to the lowest CPU priority
-  (the ``SCHED_IDLE`` policy, and nice 19), so the other requests' work gets the CPU first; a fresh worker takes its
-  place as soon as a task would wait for one, so the queue never waits behind it. Once its task ends, a demoted
-  worker gets its normal priority back where the OS allows it (running as root, or with ``RLIMIT_NICE``), else it
-  is retired; when the pool is full again by then, the worker it holds more tool lists than (its fresh replacement)
-  is retired instead, so a worker keeps the lists it has read (a new list of thousands of tools costs more than
-  ``slow_after`` to read once). At most ``max_slow`` demoted workers live at once (default 2x ``workers``): past that, the oldest is
-  stopped early.
-- At the deadline (wall time from submission) a running task's process is killed, so work is bounded whatever the
-  input, and the task fails with :class:`WorkTimeout`; a queued task is dropped the same way.
-- A worker that dies fails its task with :class:`WorkerLost` and is replaced.
-
-Workers are forked from a helper process that has the refiner already imported (:mod:`refiner.proxy.forks`; one per
-process and tier-1 configuration), so a replacement costs a fork (about a millisecond) and a short warm-up, not an
-interpreter start. Tasks and replies travel over each worker's socket as length-prefixed pickles
-(:func:`refiner.proxy.work.frame`), read and written without ever blocking the event loop. A request's tool list
-(a :class:`~refiner.specs.ToolList`, megabytes for an agent offering thousands of tools) travels as a number
-(:class:`TextNumbers`): its text goes only to a worker that has not been sent it (each worker's sent numbers are
-remembered, as many as a worker keeps); a worker that no longer holds it answers so and is sent the text again. :class:`ThreadRunner` runs the tasks in threads of this process instead (same interface;
-deadlines without the kill, and no CPU isolation).
+"""Request isolation: tier-1 tasks run in a pool of worker processes (:mod:`refiner.proxy.forks`), one at a time
+each, every task with a deadline, so that one slow or hostile request cannot hold up the others. Small tasks are
+served first come first served, large ones behind them. A task past :data:`SLOW_AFTER` CPU seconds is demoted to the
+lowest CPU priority and a fresh worker takes its place; at the deadline its process is killed (:class:`WorkTimeout`);
+a worker that dies fails its task (:class:`WorkerLost`) and is replaced. A request's tool list travels as a number
+(:class:`TextNumbers`), its text only to a worker not yet sent it. :class:`ThreadRunner` runs tasks in threads.
 """
 
 from __future__ import annotations
@@ -53,6 +30,7 @@ from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS, KeptTexts,
 log = logging.getLogger("refiner.proxy")
 
 SLOW_NICE = 19
+SLOW_AFTER = 0.02  # CPU seconds after which a task is demoted (tier 1 takes a few milliseconds on a normal answer)
 SMALL_TASK_BYTES = 64 * 1024
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -62,7 +40,7 @@ class IsolationError(RuntimeError):
 
 
 class WorkTimeout(IsolationError):
-    """The task's deadline passed (queued or running); a running task's process was killed."""
+    """The task's deadline passed."""
 
 
 class WorkerLost(IsolationError):
@@ -70,12 +48,11 @@ class WorkerLost(IsolationError):
 
 
 class WorkFailed(IsolationError):
-    """The task raised inside the worker (or could not be sent); the message is ``"<ExceptionType>: <message>"``."""
+    """The task raised (or could not be sent): ``"<ExceptionType>: <message>"``."""
 
 
 def cpu_seconds(pid: int, wall: float) -> float:
-    """CPU seconds used so far by process ``pid`` (``/proc/PID/schedstat``, else ``/proc/PID/stat``); ``wall`` when
-    neither can be read."""
+    """CPU seconds used so far by process ``pid`` (from ``/proc``); ``wall`` when that cannot be read."""
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as f:
             return int(f.read().split()[0]) / 1e9
@@ -90,8 +67,7 @@ def cpu_seconds(pid: int, wall: float) -> float:
 
 
 def demote(pid: int) -> None:
-    """Lowest CPU priority for process ``pid``: the ``SCHED_IDLE`` policy where the OS has it (any other task that
-    wakes up takes the CPU from it at once), and nice 19 in any case."""
+    """Lowest CPU priority for process ``pid``: ``SCHED_IDLE`` where the OS has it, and nice 19."""
     with contextlib.suppress(OSError, AttributeError):
         os.setpriority(os.PRIO_PROCESS, pid, SLOW_NICE)
     with contextlib.suppress(OSError, AttributeError):
@@ -109,15 +85,13 @@ def promote(pid: int) -> bool:
 
 
 def size_class(size: int) -> int:
-    """Queue priority of a task of ``size`` bytes: every task under :data:`SMALL_TASK_BYTES` is in class 0 (first
-    come, first served); larger ones wait behind them, one class per doubling."""
+    """Queue priority of a task of ``size`` bytes: 0 under :data:`SMALL_TASK_BYTES`, then one class per doubling."""
     return max(0, size.bit_length() - SMALL_TASK_BYTES.bit_length() + 1)
 
 
 class TextNumbers:
-    """Numbers for the tool-list texts sent to workers: an equal text gets the number it got before (while it is
-    kept: :class:`~refiner.specs.catalog.KeptTexts`, the tool-list cache's bounds), a new one the next number (never
-    reused). A text's length and ends find it, one memory compare confirms it: cheaper than hashing megabytes."""
+    """Numbers for the tool-list texts sent to workers: an equal text keeps its number while it is kept (within the
+    tool-list cache's bounds), a new one gets the next number (never reused)."""
 
     def __init__(self, max_lists: int = MAX_CACHED_LISTS, max_chars: int = MAX_CACHED_CHARS) -> None:
         self.kept = KeptTexts(max_lists, max_chars)
@@ -132,8 +106,7 @@ class TextNumbers:
 
 
 def pickle_payload(payload: Any, numbers: TextNumbers) -> tuple[bytes, dict[int, str]]:
-    """``payload`` pickled with each tool list (:class:`ToolList`) in it as its number, and ``{number: text}`` of
-    those lists."""
+    """``payload`` pickled with each :class:`ToolList` in it as its number, and ``{number: text}`` of those lists."""
     refs: dict[int, str] = {}
 
     class Pickler(pickle.Pickler):
@@ -147,6 +120,11 @@ def pickle_payload(payload: Any, numbers: TextNumbers) -> tuple[bytes, dict[int,
     buf = io.BytesIO()
     Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(payload)
     return buf.getvalue(), refs
+
+
+async def read_frame(reader: asyncio.StreamReader) -> Any:
+    size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
+    return pickle.loads(await reader.readexactly(size))
 
 
 @dataclass(eq=False)
@@ -187,15 +165,13 @@ class _Worker:
 
 class WorkerPool:
     """``await pool.run(name, payload, timeout)`` runs ``work.TASKS[name](state, payload)`` in a worker process and
-    returns ``(value, cpu)``: the task's value and the CPU seconds it used. ``state`` (picklable) is given to every
-    worker at start. See the module docstring for ``workers``, ``slow_after`` and ``max_slow``."""
+    returns ``(value, cpu seconds)``; ``state`` (picklable) is given to every worker. ``workers``: default twice the
+    CPU count, at least 4."""
 
-    def __init__(self, state: Any, *, workers: int | None = None, slow_after: float = 0.02,
-                 max_slow: int | None = None) -> None:
+    def __init__(self, state: Any, *, workers: int | None = None) -> None:
         self._forks = forks.shared(state)  # pickles the state: an unpicklable one fails here, at start-up
         self.size = workers if workers else max(4, 2 * (os.cpu_count() or 1))
-        self.slow_after = slow_after
-        self.max_slow = max_slow if max_slow is not None else 2 * self.size
+        self.max_slow = 2 * self.size
         self.reserve = max(1, self.size - 1)  # workers kept at once when one is demoted; the rest when needed
         self._idle: collections.deque[_Worker] = collections.deque()
         self._busy: set[_Worker] = set()
@@ -207,8 +183,6 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._numbers = TextNumbers()
         self.stats: collections.Counter[str] = collections.Counter()
-
-    # -- life cycle
 
     async def start(self) -> None:
         """Starts the fork server and the workers; raises when no worker can be started."""
@@ -236,8 +210,6 @@ class WorkerPool:
     def info(self) -> dict[str, Any]:
         return {"workers": len(self._idle) + len(self._busy), "idle": len(self._idle), "slow": len(self._slow),
                 "queued": len(self._queue), **self.stats}
-
-    # -- tasks
 
     async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, float]:
         """``(value, cpu seconds)`` of the task; raises :class:`IsolationError` (:class:`WorkTimeout`,
@@ -267,7 +239,7 @@ class WorkerPool:
             worker.task, task.worker = task, worker
             task.started = self._cpu(worker)
             self._busy.add(worker)
-            task.timers.append(self._loop.call_later(self.slow_after, self._check_slow, worker, task))
+            task.timers.append(self._loop.call_later(SLOW_AFTER, self._check_slow, worker, task))
         if self._queue or not self._idle:
             self._fill()  # tasks wait, or the next one would: back to full strength
 
@@ -295,16 +267,14 @@ class WorkerPool:
         try:
             try:
                 reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
-                size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
-                if pickle.loads(await reader.readexactly(size)) != (True, work.READY):
+                if await read_frame(reader) != (True, work.READY):
                     raise ValueError("the worker did not say it was ready")
             finally:
                 self._starting -= 1
             self._idle.append(worker)
             self._dispatch()
             while True:
-                size = int.from_bytes(await reader.readexactly(work.HEADER), "little")
-                ok, value = pickle.loads(await reader.readexactly(size))
+                ok, value = await read_frame(reader)
                 self._reply(worker, ok, value)
         except asyncio.CancelledError:
             raise
@@ -356,8 +326,8 @@ class WorkerPool:
         if worker.task is not task or worker.slow:
             return
         used = self._cpu(worker) - task.started
-        if used < self.slow_after:  # it waited for the CPU rather than used it: look again later
-            task.timers.append(self._loop.call_later(max(0.005, self.slow_after - used), self._check_slow, worker,
+        if used < SLOW_AFTER:  # it waited for the CPU rather than used it: look again later
+            task.timers.append(self._loop.call_later(max(0.005, SLOW_AFTER - used), self._check_slow, worker,
                                                      task))
             return
         worker.slow = True
@@ -378,8 +348,6 @@ class WorkerPool:
             task.fail(WorkTimeout("deadline passed while queued"))
         else:
             self._remove(task.worker, WorkTimeout("deadline passed; the worker was stopped"))
-
-    # -- workers
 
     def _add(self, pid: int, sock: socket.socket) -> None:
         worker = _Worker(pid, sock)
@@ -437,8 +405,7 @@ class WorkerPool:
 
 class ThreadRunner:
     """The :class:`WorkerPool` interface with tasks run in threads of this process: the deadline answers the request
-    but cannot stop the work, and threads share the interpreter lock (no isolation of CPU-bound work). The CPU time
-    reported is the thread's wall time."""
+    but cannot stop the work; the CPU time reported is wall time."""
 
     def __init__(self, state: Any) -> None:
         self.state = state

@@ -1,26 +1,6 @@
-"""The proxy's Prometheus metrics, served at ``GET /metrics`` in Prometheus' text format (``prometheus_client``).
-
-Each app has its own :class:`~prometheus_client.CollectorRegistry`, so several apps in one process (tests, a
-benchmark) count apart. Labels take a few known values only (routes, HTTP statuses, stages, repair kinds, error
-kinds), never a client's path, a model name, a key or a body.
-
-- ``tool_refiner_requests_total{route, status}``: requests answered (``route``: ``/v1/chat/completions``,
-  ``/v1/responses``, ``/v1/{path}`` for every passed-through one, ``other``; ``status``: the HTTP status, or 502 for a
-  stream the upstream broke mid-way);
-- ``tool_refiner_refused_total{reason}``: refused before reaching the upstream: ``auth`` (401), ``size`` (413);
-- ``tool_refiner_upstream_errors_total{kind}``: the upstream failed (``upstream_timeout``, ``upstream_unreachable``,
-  ``upstream_malformed``, ``upstream_error`` for its 5xx, ``upstream_client_error`` for its 4xx on a refined route);
-- ``tool_refiner_choices_total{stage}``: answers (choices) by the stage ``x-tool-refiner`` reports;
-- ``tool_refiner_calls_read_total{source}``: tool calls returned, read from the upstream's ``tool_calls`` or from its
-  text (``content``);
-- ``tool_refiner_repairs_total{class, stage}``: each repair in an answer: ``class`` is tier 1's repair kind
-  (``snap_tool``, ``parse_repair``, ``coerce``, ...), or, where the model's answer (or the upstream's) was returned
-  instead, each error the gate found in the upstream's answer (``unknown_tool``, ...);
-- ``tool_refiner_model_calls_total{outcome}``: answers sent to the refiner model, by the stage that came of it
-  (``model``; ``fallback``: the guard kept the answer without it; ``timeout``, ``error``);
-- ``tool_refiner_added_seconds{route, mode}`` and ``tool_refiner_upstream_seconds{route, mode}`` (histograms,
-  refined routes, ``mode``: ``whole`` or ``stream``): the upstream's time from request to the end of its answer, and
-  the time the proxy adds to it (the request's time from its arrival to the last byte sent, less the upstream's).
+"""The proxy's Prometheus metrics at ``GET /metrics`` (listed in docs/serving.md). Each app has its own registry;
+labels take a few known values only (routes, statuses, stages, repair and error kinds), never a client's path, a model
+name, a key or a body.
 """
 
 from __future__ import annotations
@@ -38,16 +18,14 @@ UPSTREAM_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
 
 
 def route_label(path: str) -> str:
-    """A request path as a label: a refined route as it is, any other path under ``/v1`` as ``/v1/{path}`` (the
-    client chooses it: one series per path would grow without bound), anything else ``other``."""
+    """A request path as a label: a refined route, ``/v1/{path}`` for any other under ``/v1``, else ``other``."""
     if path in REFINED_ROUTES:
         return path
     return "/v1/{path}" if path.startswith("/v1/") else "other"
 
 
 def repair_classes(result: dict) -> dict[str, int]:
-    """One pipeline result's repairs, counted by class: tier 1's actions (when its text was returned), else the
-    errors the gate found in the upstream's answer."""
+    """One pipeline result's repairs by class: tier 1's actions, else the gate's errors in the upstream's answer."""
     kinds = [a.get("code") for a in result.get("actions") or [] if isinstance(a, dict)]
     if not kinds:
         kinds = [d.get("code") for d in result.get("upstream_diagnostics") or []
@@ -83,8 +61,7 @@ class Metrics:
     def request(self, path: str, status: int, *, mode: str = "whole", refused: str | None = None,
                 upstream_error: str | None = None, total: float | None = None,
                 upstream: float | None = None) -> None:
-        """One request answered (``total`` and ``upstream`` in seconds: its time, and the upstream's when it answered
-        whole; the latency histograms take the refined routes' answered requests)."""
+        """One request answered; ``total`` and ``upstream``: its time and the upstream's, in seconds."""
         route = route_label(path)
         self.requests.labels(route, str(status)).inc()
         if refused:
@@ -96,7 +73,7 @@ class Metrics:
             self.added.labels(route, mode).observe(max(0.0, total - upstream))
 
     def choices(self, results: Iterable[Any]) -> None:
-        """The answers of one response, refined (:class:`~refiner.proxy.refining.ChoiceResult`)."""
+        """The refined answers of one response (:class:`~refiner.proxy.refining.ChoiceResult`)."""
         for r in results:
             self.stages.labels(r.stage).inc()
             calls = r.message.get("tool_calls") if isinstance(r.message, dict) else None

@@ -1,18 +1,17 @@
-"""The reasoning block of an answer, separated from its content: what the request says of the prompt's block
-(:func:`thinking_hint`), the reasoning an upstream separated itself (:func:`upstream_reasoning`), and
-:class:`Reasoning`, which reads the block of a whole answer or of a stream as it arrives, for the proxy
-(:mod:`refiner.proxy.refining`, :mod:`refiner.proxy.stream`) and the vLLM plugin alike."""
+"""The reasoning block of an answer, separated from its content (:class:`Reasoning`, whole or streamed, for the proxy
+and the vLLM plugin alike), and what the request (:func:`thinking_hint`) and the upstream (:func:`upstream_reasoning`)
+say of it."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from refiner.formats.reasoning import call_start, inside_call, may_start_call, pairs, split_reasoning
 
 
 def thinking_hint(body: dict) -> bool | None:
-    """What the request says of the prompt's reasoning block: True when it opened one
-    (``chat_template_kwargs.enable_thinking``, Qwen3 and GLM, or ``chat_template_kwargs.thinking``, DeepSeek V3.1+
-    and Kimi, is true), False when it closed it (one of them is false), None when it says nothing (then only the
-    answer tells: :func:`refiner.formats.reasoning.split_reasoning` with ``opened=None``)."""
+    """Whether the request's ``chat_template_kwargs`` (``enable_thinking`` or ``thinking``) opened the prompt's
+    reasoning block; None when they say nothing."""
     kwargs = body.get("chat_template_kwargs")
     if not isinstance(kwargs, dict):
         return None
@@ -34,9 +33,7 @@ _BLANK = " \t\r\n"
 
 def trim_edges(text: str, lead: bool, trail: bool) -> str:
     """``text`` without the blank run it begins with (``lead``) and the one it ends with (``trail``) when that run
-    holds a line break: the separators a chat template writes around a reasoning block and before the calls
-    (Qwen3's ``</think>\\n\\n`` and ``\\n<tool_call>``), as the template reads its own blocks back. Blanks inside
-    the text, and spaces on the same line, stay."""
+    holds a line break: the separators a chat template writes around a reasoning block and before the calls."""
     if lead:
         body = text.lstrip(_BLANK)
         if "\n" in text[: len(text) - len(body)]:
@@ -49,8 +46,7 @@ def trim_edges(text: str, lead: bool, trail: bool) -> str:
 
 
 class EdgeTrim:
-    """:func:`trim_edges` on a text that arrives in pieces: its leading blanks are held until text follows, and its
-    trailing blanks until more text follows or it ends, so the pieces sent join to the whole text's trim."""
+    """:func:`trim_edges` on a text that arrives in pieces: edge blanks are held until text follows or it ends."""
 
     def __init__(self, lead: bool) -> None:
         self.lead = lead
@@ -72,8 +68,7 @@ class EdgeTrim:
         return body
 
     def end(self, trail: bool, drop_blank: bool) -> str:
-        """The rest once the text has ended: its trailing blanks (trimmed when ``trail``), or nothing when nothing but
-        blanks came and ``drop_blank``."""
+        """The rest once the text has ended (trimmed when ``trail``; none when only blanks came and ``drop_blank``)."""
         rest, self.pending = self.pending, ""
         if not self.started:
             return "" if drop_blank else trim_edges(rest, self.lead, trail)
@@ -81,19 +76,14 @@ class EdgeTrim:
 
 
 def think_closers() -> tuple[str, ...]:
-    """The thinking blocks' own closers (``</think>``, ``[/THINK]``, ``<|END_THINKING|>``...): what ends a block
-    when nothing says the prompt opened one (a generic end token such as ``<|end|>`` alone is no sign of reasoning)."""
+    """The thinking blocks' own closers (``</think>``, ``[/THINK]``...), not generic end tokens such as ``<|end|>``."""
     return tuple(dict.fromkeys(p[1] for p in pairs() if "think" in p[1].lower()))
 
 
 def lean_opens(text: str, cut: bool) -> bool:
-    """For a model whose chat template opens the reasoning block by default (:func:`refiner.proxy.thinking.leans`)
-    when nothing else is known: whether its whole answer ``text``, which neither opens a block itself nor holds a
-    thinking closer, is read as written inside the block the prompt opened. Yes when it was cut (``finish_reason:
-    "length"``: it stopped inside its reasoning), when a call begins at the start of a line (a call ends a prompt's
-    block the model did not close: llama.cpp's and vLLM's Qwen3 rule), or when it is longer than :data:`HOLD_CHARS`
-    (a stream holds no longer); no for an answer that ended by itself with no call (a thinking model closes its block
-    before it answers: that prompt had thinking off). An answer that opens with ``[`` or ``{`` is a call: no."""
+    """For a model whose template opens the block by default (:func:`refiner.proxy.thinking.leans`): whether its
+    answer ``text``, with no opener and no thinking closer, was written inside that block: when it was ``cut``, when
+    a call begins a line, or when it is longer than :data:`HOLD_CHARS`; never when it opens with ``[`` or ``{``."""
     if text.lstrip(_BLANK)[:1] in ("[", "{"):
         return False
     return cut or len(text) > HOLD_CHARS or call_start(text, 0) >= 0
@@ -105,20 +95,11 @@ LINE_LOOK = 256  # characters of a line start looked at for a call marker (blank
 
 
 class Reasoning:
-    """The reasoning block of one answer: the one way the proxy and the vLLM plugin separate it. Whole, :meth:`read`;
-    streamed, :meth:`feed` returns ``(reasoning, answer)``, the reasoning text to send now and the answer text to pass
-    on (to the content split), and :meth:`end` the rest, so that the pieces joined equal :meth:`read` of the whole
-    answer. ``opened``: what the request says of the prompt's block (:func:`thinking_hint`; None: not known). While the answer may still open a block (blanks, or part of
-    an opener) nothing is sent; inside the block, a tail that may be the start of a closer, or a line that may begin a
-    call (which would end a block no closer ends), is held.
-
-    ``opened`` None (nothing says whether the prompt opened a block): an answer that does not open one itself is held
-    (nothing sent) until its first thinking closer (the text before it is reasoning, unless a call began before it:
-    :func:`refiner.formats.reasoning.split_reasoning`'s rule) or its end; past :data:`HOLD_CHARS` characters with no
-    closer it is taken to have no block and is passed on as the answer. With ``lean`` (the model's template opens the
-    block by default: :func:`refiner.proxy.thinking.leans`), past :data:`HOLD_CHARS` with no closer it is taken to be
-    inside the block (reasoning, sent from then on), and at its end it is read by :func:`lean_opens` (``cut``: the
-    answer ended on the token limit)."""
+    """The reasoning block of one answer. Whole, :meth:`read`; streamed, :meth:`feed` gives ``(reasoning, answer)``
+    to send now and :meth:`end` the rest, the pieces joined equal to :meth:`read`. ``opened``: whether the prompt
+    opened the block (None: not known). Text that may still be an opener, a closer or a line that begins a call is
+    held. Not known: an answer that opens no block is held until its first thinking closer, its end or
+    :data:`HOLD_CHARS` characters (then it has no block; with ``lean``, it is inside the block: :func:`lean_opens`)."""
 
     def __init__(self, opened: bool | None, lean: bool = False) -> None:
         self.opened = opened
@@ -129,19 +110,21 @@ class Reasoning:
         self.state = "start"  # start | inside | answer
         self.body = 0  # where the block's text starts
         self.sent = 0  # text[body:sent] has been sent as reasoning
-        self.closers: tuple[str, ...] = ()
+        self._close_with(())
         self.longest = max(len(c) for p in self.known for c in p)
         self.found = False  # a block was found (the answer opened one, or the prompt did)
         self.trim = EdgeTrim(lead=True)
         self.scanned = 0  # text[:scanned] was searched for closers and call starts
         self.call_at = -1  # where a call begins inside the block (held from there), once found
         self.floor = 0  # searches start at or after this (1 once sent text was dropped: text[0] is no line start)
-        self.closer_prefixes: set[str] = set()
-        self.closer_starts: set[str] = set()
+
+    def _close_with(self, closers: Iterable[str]) -> None:
+        self.closers = tuple(dict.fromkeys(closers))
+        self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
+        self.closer_starts = {c[0] for c in self.closers}
 
     def read(self, text: str, cut: bool = False) -> tuple[str | None, str]:
-        """``(reasoning, answer)`` of a whole answer (:func:`refiner.formats.reasoning.split_reasoning`): the
-        reasoning without the line breaks around it, None when there is no block."""
+        """``(reasoning, answer)`` of a whole answer; reasoning None when there is no block."""
         s = split_reasoning(text, opened=self.opened)
         if self.lean and not s.found and not any(c in text for c in think_closers()) and lean_opens(text, cut):
             s = split_reasoning(text, opened=True)
@@ -183,17 +166,16 @@ class Reasoning:
             pair = next((p for p in self.known if rest.startswith(p[0])), None)
             self.found = pair is not None or self.opened is True
             if pair is not None:
-                self.state, self.body, self.closers = "inside", i + len(pair[0]), (pair[1],)
+                self.state, self.body, closers = "inside", i + len(pair[0]), (pair[1],)
             elif self.opened:
-                self.state, self.body, self.closers = "inside", 0, tuple({p[1] for p in self.known})
+                self.state, self.body, closers = "inside", 0, tuple(p[1] for p in self.known)
             elif self.opened is None and rest[:1] not in ("[", "{"):  # an answer opening with [ or { holds a call
-                self.state, self.closers = "undecided", think_closers()
+                self.state, closers = "undecided", think_closers()
             else:
                 self.state, self.text = "answer", ""
                 return "", text
             self.sent = self.body
-            self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
-            self.closer_starts = {c[0] for c in self.closers}
+            self._close_with(closers)
         if self.state == "undecided":
             return self._undecided(final)
         look = max(self.body, self.sent, self.scanned - self.longest)  # closers were looked for before this
@@ -247,16 +229,13 @@ class Reasoning:
         return "", ""
 
     def _enter_block(self, final: bool) -> tuple[str, str]:
-        """Reads the text held so far as written inside the block the prompt opened (as ``opened`` True)."""
+        """Reads the text held so far as written inside the block the prompt opened."""
         self.state, self.body, self.sent, self.scanned, self.found = "inside", 0, 0, 0, True
-        self.closers = tuple(dict.fromkeys(p[1] for p in self.known))
-        self.closer_prefixes = {c[:k] for c in self.closers for k in range(1, len(c))}
-        self.closer_starts = {c[0] for c in self.closers}
+        self._close_with(p[1] for p in self.known)
         return self._advance(final)
 
     def _compact(self) -> None:
-        """Drops sent reasoning from ``text`` but a few characters, so a long block streamed in small pieces costs
-        linear time. Searches then start after the first character (which is no line start any more)."""
+        """Drops sent reasoning from ``text`` but one character (no line start any more), for linear time."""
         if self.sent < COMPACT_AFTER or self.call_at >= 0:
             return
         cut = self.sent - 1

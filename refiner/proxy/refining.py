@@ -1,25 +1,14 @@
-"""Refining one chat completion: which choices go to the refiner, where each step runs, and what comes back.
+"""Refining one chat completion's choices within one deadline (``timeout`` seconds from the upstream's answer).
 
-Per response, within one deadline (``timeout`` seconds from when the upstream answered):
-
-1. **Which choices.** A choice with ``tool_calls`` is refined; when it ended with ``finish_reason: "length"`` and
-   its last call's arguments are not a complete JSON object, that call was cut by the token limit: it is left out of
-   ``tool_calls`` (a client would run it with values the model never finished; it is never completed with invented
-   closing values either), the finish reason stays ``length`` and the response reports it, with its name and
-   arguments as written (:func:`truncated_call`). A choice without ``tool_calls`` whose content may hold calls
-   (:mod:`refiner.proxy.content`) is read for them; content longer than :data:`MAX_SPLIT_HERE` characters is split
-   in a worker, not in the event loop.
-2. **Tier 1, isolated.** With a :class:`refiner.pipeline.Refiner`, tier-1 repair (and the content's format
-   detection) runs in a worker process (:mod:`refiner.proxy.isolation`): a slow request is demoted and, at the
-   deadline, stopped; it never holds up the others.
-3. **The model, batched.** Choices whose tier-1 result still fails the gate
-   (:meth:`~refiner.pipeline.Refiner.needs_model`) go to the refiner model, all requests' together, through one
-   :class:`~refiner.proxy.batching.RefineBatcher` (the engine sees batches, from one thread), each as the job its
-   worker prepared (:class:`~refiner.pipeline.Job`): tier 1 runs once per choice. A choice whose tier 1 took more
-   than :data:`MODEL_SKIP_CPU` seconds of CPU does not go to the model (its text is hostile or huge; the batch is not
-   made to wait for it). Any other refiner (an object with ``refine_batch``) gets every choice through the batcher.
-4. **The result.** Past the deadline, or when the refiner fails, a choice is returned as the upstream sent it, with
-   stage ``timeout`` or ``error``.
+1. A choice with ``tool_calls`` is refined; one that ended on ``length`` with its last call's arguments not a whole
+   JSON object loses that call (reported, never completed: :func:`truncated_call`). A choice without them whose
+   content may hold calls (:mod:`refiner.proxy.content`) is read for them (in a worker past :data:`MAX_SPLIT_HERE`).
+2. Tier 1 (and the content's format detection) runs in an isolated worker (:mod:`refiner.proxy.isolation`).
+3. Choices that still need the model (:meth:`~refiner.pipeline.Refiner.needs_model`) go to it, batched
+   (:class:`~refiner.proxy.batching.RefineBatcher`), as the job their worker prepared, so tier 1 runs once; not one
+   whose tier 1 took over :data:`MODEL_SKIP_CPU` CPU seconds. Any other refiner gets every choice through the batcher.
+4. Past the deadline, or when the refiner fails, a choice is returned as the upstream sent it (stage ``timeout`` or
+   ``error``).
 """
 
 from __future__ import annotations
@@ -48,7 +37,7 @@ from refiner.proxy.content import (
     tool_names,
 )
 from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
-from refiner.proxy.history import HistoryReport, apply_repairs, find_broken, left_entries, limit, repair_items
+from refiner.proxy.history import MAX_HEALED_CALLS, HistoryReport, apply_repairs, find_broken, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
 from refiner.proxy.reasoning import Reasoning, trim_edges, upstream_reasoning
@@ -73,22 +62,20 @@ Choice = tuple[dict, str | None]  # (message, finish_reason)
 
 @dataclass
 class ChoiceResult:
-    """One choice after refinement. ``stage``: ``none`` (nothing to refine), the pipeline's stage (``truncated``
-    whenever a cut call was left out), ``timeout`` or ``error``. ``truncated``: the call cut by the token limit (``{"call": index, "id": ...}``). ``content_format``:
-    the format of calls moved out of the content. ``content_tail`` / ``reasoning_tail``: held-back content and
-    reasoning read from it (a channel format's), to release at the end of a stream. ``separated``: reasoning or
-    calls were taken out of the content (content left blank is then no content)."""
+    """One choice after refinement. ``stage``: ``none``, the pipeline's stage (``truncated`` whenever a cut call was
+    left out), ``timeout`` or ``error``. ``content_tail`` / ``reasoning_tail``: held-back content, and reasoning read
+    from it, to release at the end of a stream. ``separated``: reasoning or calls were taken out of the content."""
 
     message: dict
     finish_reason: str | None
     stage: str = "none"
-    truncated: dict | None = None
-    content_format: str | None = None
+    truncated: dict | None = None  # the call cut by the token limit ({"call": index, "id": ...})
+    content_format: str | None = None  # the format of calls moved out of the content
     content_tail: str = ""
     reasoning_tail: str = ""
     separated: bool = False
-    reasoning: str | None = None  # the reasoning block taken out of the content (read for calls when switched on)
-    repairs: dict[str, int] = field(default_factory=dict)  # the repairs by class (metrics.repair_classes)
+    reasoning: str | None = None  # the reasoning block taken out of the content
+    repairs: dict[str, int] = field(default_factory=dict)  # the repairs by class
     model: bool = False  # sent to the refiner model
 
 
@@ -121,8 +108,7 @@ def cut_off(tool_call: Any) -> bool:
 
 
 def truncated_call(tool_call: Any, index: int) -> dict:
-    """The report of a call cut by the token limit: its position, id, name and arguments as the upstream wrote them
-    (the call itself is not returned as a tool call: a client would run it with values the model never finished)."""
+    """The report of a call cut by the token limit: its position, id, name and arguments as the upstream wrote them."""
     fn = tool_call.get("function") if isinstance(tool_call, dict) else None
     fn = fn if isinstance(fn, dict) else {}
     args = fn.get("arguments")
@@ -131,38 +117,22 @@ def truncated_call(tool_call: Any, index: int) -> dict:
             "arguments": args if isinstance(args, str) else None}
 
 
-def without_calls(message: dict, calls: list) -> dict:
-    """``message`` with only ``calls`` as its tool calls (the key dropped when none is left)."""
-    out = {k: v for k, v in message.items() if k != "tool_calls"}
-    if calls:
-        out["tool_calls"] = calls
-    return out
-
-
-def tier1_request(request: dict) -> dict:
-    """The request as sent to a tier-1 worker: tier 1 reads the tools and the upstream text, not the conversation
-    (which can be large), so the conversation stays here."""
-    return {k: v for k, v in request.items() if k != "query"}
-
-
 @functools.lru_cache(maxsize=64)
 def _openers(names: frozenset[str], known_markers: tuple[str, ...]) -> Openers:
     return Openers(names, known_markers)
 
 
 class Refinement:
-    """Refines the choices of completions and heals incoming histories (see the module docstring). ``runner`` is a
-    :class:`~refiner.proxy.isolation.WorkerPool` (or :class:`~refiner.proxy.isolation.ThreadRunner`) whose workers
-    hold a tier-1 refiner; ``batcher`` runs ``ref`` (the model, or any other refiner)."""
+    """Refines the choices of completions and heals incoming histories. ``runner``: the tier-1 workers
+    (:mod:`refiner.proxy.isolation`); ``batcher`` runs ``ref`` (the model, or any other refiner)."""
 
-    def __init__(self, ref: Any, *, runner: Any, batcher: RefineBatcher, fmt: str, content: ContentCalls,
-                 timeout: float, metrics: Metrics | None = None, prompts: PromptReasoning | None = None) -> None:
+    def __init__(self, ref: Any, *, runner: Any, batcher: RefineBatcher, content: ContentCalls, timeout: float,
+                 metrics: Metrics, prompts: PromptReasoning) -> None:
         self.ref = ref
-        self.prompts = prompts if prompts is not None else PromptReasoning()
+        self.prompts = prompts
         self.metrics = metrics
         self.runner = runner
         self.batcher = batcher
-        self.fmt = fmt
         self.content = content
         self.timeout = timeout
         self.tier1_first = isinstance(ref, Refiner)
@@ -186,8 +156,6 @@ class Refinement:
             return None, 0.0, "timeout" if isinstance(e, WorkTimeout) else "error"
         return value, cpu, None
 
-    # -- content
-
     def splitter(self, body: dict) -> ContentSplit | None:
         """A content split for one answer of this request, or None when its answers are not read for calls."""
         if not self.content.applies(body):
@@ -196,9 +164,8 @@ class Refinement:
 
     async def run(self, gen: Generator[Ask, Any, Any], body: dict, split: ContentSplit,
                   deadline: float | None = None) -> Any:
-        """Runs a :class:`~refiner.proxy.content.CallDriver` step, its questions answered in a worker (:meth:`ask`).
-        All questions of one answer share one deadline (``deadline``, else one refine timeout from its first
-        question); past it, regions are released and no call is read early."""
+        """Runs a :class:`~refiner.proxy.content.CallDriver` step, its questions answered in a worker (:meth:`ask`)
+        within one deadline per answer (``deadline``, else one refine timeout from its first question)."""
         try:
             ask = next(gen)
             while True:
@@ -216,20 +183,17 @@ class Refinement:
                 "model": self.has_model}
 
     async def ask(self, body: dict, ask: Ask, deadline: float) -> Any:
-        """The answer to a split's question, from a worker; when none comes, a region is not calls and no call is
-        read early."""
+        """The answer to a split's question, from a worker; none: a region is not calls, no call is read early."""
         value, _, failed = await self.in_worker("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
                                                 self.remaining(deadline), "a content question", logging.INFO)
         return (False if ask.kind == "region" else None) if failed else value
 
     async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> list[dict] | None:
-        """The upstream's complete tool calls of a streamed answer (``calls``: OpenAI tool calls, the first ones of
-        the answer) refined by tier 1 in a worker, to send before the answer ends; None when they must wait for the
-        end: a refiner model is configured (it reads the whole answer), tier 1 gave no clean answer (not read or
-        repaired, or past the deadline), or its answer does not keep one call per call."""
+        """A streamed answer's first complete tool calls refined by tier 1, to send before the answer ends; None when
+        they must wait: there is a refiner model, tier 1 did not read or repair them, or it changed their number."""
         if not self.tier1_first or self.has_model:
             return None
-        job = _Job(0, "calls", refine_request(body, calls, self.fmt), calls=calls)
+        job = _Job(0, "calls", refine_request(body, calls), calls=calls)
         await self._tier1([job], deadline)
         result = (job.outcome or {}).get("result")
         if job.status is not None or not result or result.get("stage") not in ("unchanged", "repaired"):
@@ -239,8 +203,7 @@ class Refinement:
         return out if len(out) == len(calls) else None
 
     async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
-        """The content of a whole (non-streamed) answer, split; a long one is split in a worker (within the
-        deadline; past it, or when that fails, the content is all released)."""
+        """A whole answer's content, split; a long one in a worker (when that fails, the content is all released)."""
         split = self.splitter(body)
         if split is None:
             return None
@@ -252,12 +215,9 @@ class Refinement:
         await self.run(split_whole(split, text), body, split, deadline)
         return split
 
-    # -- choices
-
     async def choices(self, body: dict, items: list[Choice], splits: dict[int, ContentSplit] | None = None,
                       reasonings: dict[int, str] | None = None) -> list[ChoiceResult]:
-        """The refined choices, in order. ``splits`` (streaming) are the content splits already made per choice, and
-        ``reasonings`` the reasoning blocks already sent."""
+        """The refined choices, in order; a stream gives the ``splits`` made and the ``reasonings`` sent per choice."""
         deadline = self.deadline()
         opened = self.prompts.opened(body, whole=True) if splits is None else None
         lean = splits is None and opened is None and self.prompts.leans(body)
@@ -279,9 +239,11 @@ class Refinement:
                 if reason == "length" and cut_off(calls[-1]):
                     results[i].truncated = truncated_call(calls[-1], len(calls) - 1)
                     calls = calls[:-1]
-                    results[i].message = without_calls(message, calls)
+                    results[i].message = {k: v for k, v in message.items() if k != "tool_calls"}
+                    if calls:
+                        results[i].message["tool_calls"] = calls
                 if calls:
-                    jobs.append(_Job(i, "calls", refine_request(body, calls, self.fmt), calls=calls))
+                    jobs.append(_Job(i, "calls", refine_request(body, calls), calls=calls))
                 if split is not None:
                     results[i].content_tail = split.held
                 continue
@@ -293,7 +255,7 @@ class Refinement:
             if not split.held.strip():
                 results[i].content_tail = split.held
                 continue
-            request = {**refine_request(body, [], self.fmt), "upstream": split.held, "format": None}
+            request = {**refine_request(body, []), "upstream": split.held, "format": None}
             if reason == "length":
                 request["finish_reason"] = reason  # the complete calls before the cut are returned, the cut one is not
             jobs.append(_Job(i, "content", request, split=split))
@@ -307,18 +269,17 @@ class Refinement:
         for r in results:
             if r.truncated and r.stage not in ("timeout", "error"):
                 r.stage = "truncated"  # a cut call was left out: the answer is not the upstream's, nor just repaired
-        if self.metrics is not None:
-            self.metrics.choices(results)
+        self.metrics.choices(results)
         if splits is None:
             for r in results:
                 if r.separated and isinstance(r.message.get("content"), str):
                     text = trim_edges(r.message["content"], r.reasoning is not None, True)
-                    r.message = {**r.message, "content": content_or_none(text, True)}
+                    r.message = {**r.message, "content": content_or_none(text)}
         return results
 
     async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:
-        """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning`` switched
-        on; off by default: see :mod:`refiner.formats.reasoning`). The reasoning stays as it is."""
+        """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning``); the
+        reasoning stays as it is."""
         todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")
                 and self.content.applies(body)]
         if not todo:
@@ -337,8 +298,9 @@ class Refinement:
         todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
         if not todo:
             return
-        work = [{"request": tier1_request(j.request), "detect": j.kind == "content", "allowed": self.content.allowed,
-                 "model": self.has_model} for j in todo]
+        # (the conversation, which can be large, stays here: tier 1 reads the tools and the upstream text)
+        work = [{"request": {k: v for k, v in j.request.items() if k != "query"}, "detect": j.kind == "content",
+                 "allowed": self.content.allowed, "model": self.has_model} for j in todo]
         outcomes, cpu, failed = await self.in_worker("tier1", work, self.remaining(deadline),
                                                      "tier-1 refinement (the upstream answer is returned)")
         if failed:
@@ -365,26 +327,20 @@ class Refinement:
         try:
             sent = [j.request if j.prepared is None else j.prepared.rejoined(j.request) for j in todo]
             results = await asyncio.wait_for(self.batcher.refine(sent), self.remaining(deadline))
-        except asyncio.TimeoutError:
-            log.warning("refiner model answer not back by the deadline; returning the upstream answer")
-            for j in todo:
-                j.status = "timeout"
-            return
         except Exception as e:  # noqa: BLE001 - the proxy never fails a request because the refiner did
-            log.warning("refiner failed (%s: %s); returning the upstream calls", type(e).__name__, e)
+            status = "timeout" if isinstance(e, asyncio.TimeoutError) else "error"
+            log.warning("refiner model gave no answer (%s: %s); returning the upstream answer", status, repr(e))
             for j in todo:
-                j.status = "error"
+                j.status = status
             return
         for j, result in zip(todo, results):
             j.outcome = {"format": j.request.get("format"), "result": read_result(result)}
 
     def take_reasoning(self, body: dict, message: dict, out: ChoiceResult, opened: bool | None = None,
                        lean: bool = False, cut: bool = False) -> dict:
-        """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after any
-        reasoning the upstream separated itself, which is kept as it came); ``opened``: whether the prompt opened the
-        block (:meth:`~refiner.proxy.thinking.PromptReasoning.opened`); ``lean``: when not known, the model's family
-        opens it by default (:meth:`~refiner.proxy.thinking.PromptReasoning.leans`); ``cut``: the answer ended on the
-        token limit."""
+        """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after what the
+        upstream separated); ``opened``, ``lean``: :class:`~refiner.proxy.thinking.PromptReasoning`'s; ``cut``: the
+        answer ended on the token limit."""
         content = message.get("content")
         if not isinstance(content, str) or not content:
             return message
@@ -406,10 +362,11 @@ class Refinement:
             parts = fmt.answer_parts(held) if fmt is not None else None
             a, b = parts.calls if parts is not None else (0, 0)
             calls = job.status is None and holds_calls(result, tool_names(body))
-            # gpt-oss: its channels are read even without a call; an empty call section is markup
-            if calls or (parts is not None and (has_channels(fmt) or (b > a and only_tags(fmt, held[a:b])))):
+            # a format with channels of its own (gpt-oss) is read even without a call; an empty call section is markup
+            channels = fmt is not None and type(fmt).answer_parts is not WireFormat.answer_parts
+            if calls or (parts is not None and (channels or (b > a and only_tags(fmt, held[a:b])))):
                 tail, reasoning = (parts.content, parts.reasoning) if parts is not None else ("", None)
-                new = {**message, "content": content_or_none(job.split.released_text + tail, True)}
+                new = {**message, "content": content_or_none(job.split.released_text + tail)}
                 if calls:
                     new["tool_calls"] = took_calls(out, result, fmt_name)
                 out.message = with_reasoning(new, reasoning)
@@ -431,43 +388,31 @@ class Refinement:
         out.stage = str(result.get("stage", "unchanged"))
         out.repairs = result.get("repairs") or {}
 
-    # -- history
-
     async def heal_history(self, body: dict) -> tuple[dict, HistoryReport]:
-        """The request with the broken tool calls of its history repaired, and the report (see
-        :mod:`refiner.proxy.history`); on a timeout or failure the request is forwarded as sent."""
+        """The request with its history's broken tool calls repaired (:mod:`refiner.proxy.history`), and the report."""
         broken = find_broken(body)
         if not broken:
             return body, HistoryReport()
-        healed, left = limit(broken)
+        healed, left = broken[:MAX_HEALED_CALLS], broken[MAX_HEALED_CALLS:]
         outcomes, _, failed = await self.in_worker("tier1", repair_items(body, healed), self.timeout,
                                                    "history repair (the history is forwarded as sent)")
         if failed:
             return body, HistoryReport(status=failed)
         out, report = apply_repairs(body, healed, outcomes)
-        report.entries += left_entries(left, f"over the limit of calls repaired per request ({len(healed)})")
+        report.entries += [b.entry(f"over the limit of calls repaired per request ({len(healed)})") for b in left]
         return out, report
 
 
 def took_calls(out: ChoiceResult, result: dict, fmt: str | None) -> list[dict]:
-    """The tool calls of the calls ``result`` read from a choice's text (in format ``fmt``), ``out`` marked as
-    answering with them."""
+    """The tool calls ``result`` read from a choice's text in format ``fmt``, ``out`` marked as answering with them."""
     out.finish_reason = "tool_calls" if out.finish_reason in (None, "stop", "tool_calls") else out.finish_reason
     out.stage, out.repairs, out.content_format = str(result.get("stage", "unchanged")), result.get("repairs") or {}, fmt
     return rebuild_tool_calls([], result["calls"])
 
 
-def has_channels(fmt: WireFormat) -> bool:
-    """Whether a format reads an answer's content and reasoning from channels of its own (gpt-oss harmony): it
-    overrides :meth:`WireFormat.answer_parts`."""
-    return type(fmt).answer_parts is not WireFormat.answer_parts
-
-
-def content_or_none(text: str, separated: bool) -> str | None:
-    """A message's ``content``: None when empty, or blank once reasoning or calls were taken out of it."""
-    if not text or (separated and not text.strip()):
-        return None
-    return text
+def content_or_none(text: str) -> str | None:
+    """The ``content`` of a message that reasoning or calls were taken out of: None when blank."""
+    return text if text.strip() else None
 
 
 def with_reasoning(message: dict, reasoning: str | None) -> dict:

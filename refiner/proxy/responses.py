@@ -1,23 +1,7 @@
-"""``POST /v1/responses`` (OpenAI's Responses API): forwarded as it is; the answer's ``function_call`` output items
-are refined as a chat answer's ``tool_calls`` are (:class:`refiner.proxy.refining.Refinement`, against the request's
-function tools), non-streamed and streamed.
-
-- A ``function_call`` item ``{"id", "call_id", "name", "arguments"}`` is read as the tool call ``{"id": call_id,
-  "function": {"name", "arguments"}}``; refined calls take the places of the original items in ``output`` (keeping
-  their ``id`` and ``call_id`` where the call was kept), calls the refiner added come after them.
-- A response ``incomplete`` for ``max_output_tokens`` is a chat answer that ended with ``finish_reason: "length"``:
-  a last call whose arguments are not a complete JSON object was cut there. It is left out of ``output`` (never
-  handed to the client as a call), the status and ``incomplete_details`` stay, and ``tool_refiner.truncated`` reports
-  it with its name and arguments as written.
-- Streaming: every event is relayed as it comes (renumbered: ``sequence_number`` counts the events the client
-  gets), except a function call's (``response.output_item.added`` / ``.done`` for a ``function_call`` item,
-  ``response.function_call_arguments.delta`` / ``.done``), which are held back; at the final event
-  (``response.completed``, ``response.incomplete`` or ``response.failed``) the refined calls are sent, each as
-  ``output_item.added``, one ``function_call_arguments.delta``, ``function_call_arguments.done`` and
-  ``output_item.done``, then the final event with the refined ``output`` and the ``tool_refiner`` report.
-
-The response (or the final event's) ``tool_refiner`` field and the ``x-tool-refiner`` headers are those of chat
-completions (:func:`refiner.proxy.refining.report`).
+"""``POST /v1/responses`` (OpenAI's Responses API): the answer's ``function_call`` items are refined as a chat
+answer's ``tool_calls`` are (``call_id`` as the call's id; refined calls keep their items' places and ids), whole and
+streamed. A response ``incomplete`` for ``max_output_tokens`` is a chat answer cut on ``length``. Streamed, every event
+is relayed (renumbered) but a function call's, held back and sent refined before the final event.
 """
 
 from __future__ import annotations
@@ -36,9 +20,8 @@ CALL_EVENTS = ("response.function_call_arguments.delta", "response.function_call
 
 
 def chat_body(body: dict) -> dict:
-    """The request as a chat completion request, for the refiner: its function tools in chat form (a list of
-    function tools only, read from its JSON text, is kept as it came: :mod:`refiner.specs` reads the Responses shape,
-    and its text travels to the workers), its input (and instructions) as messages."""
+    """The request as a chat request for the refiner: its function tools (a list of function tools only kept as it
+    came: :mod:`refiner.specs` reads that shape), its instructions and input as messages."""
     given_tools = body.get("tools") or []
     tools = [
         {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters", "strict") if k in t}}
@@ -88,8 +71,8 @@ async def refine_output(refinement: Refinement, body: dict, response: dict) -> C
 
 
 def rebuilt_output(output: list, calls: list[dict], refined: list[dict]) -> list:
-    """``output`` with its function call items replaced by the ``refined`` tool calls: in the places of the
-    originals, in order, each keeping the item of the call whose id it kept; further calls after the last one."""
+    """``output`` with its function call items replaced by the ``refined`` tool calls, in their places, each keeping
+    the item of the call whose id it kept; further calls after the last one."""
     by_call_id = {c.get("call_id"): c for c in calls}
     items = []
     for tc in refined:
@@ -126,8 +109,8 @@ def sse(event: dict) -> str:
 
 
 async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict) -> AsyncIterator[str]:
-    """The SSE text for the upstream's Responses stream ``events`` (see the module docstring). An upstream failure
-    mid-stream ends it with an ``error`` event; calls held back then are not sent (they may be unfinished)."""
+    """The SSE text for the upstream's Responses stream ``events``. An upstream failure mid-stream ends it with an
+    ``error`` event; calls held back then are not sent."""
     seq = 0
     held: dict[int, dict] = {}  # output index -> the function call item as far as known
 
@@ -160,8 +143,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict)
 
 
 def error_event(e: UpstreamError, seq: int) -> dict:
-    """The Responses API's ``error`` event for an upstream failure mid-stream: ``type`` is ``"error"`` (the event's
-    kind; the failure's own type, ``upstream_timeout``..., is its ``code``), with its message and ``param``."""
+    """The Responses API's ``error`` event for an upstream failure mid-stream (the failure's type is its ``code``)."""
     error = e.body()["error"]
     return {"type": "error", "code": error.get("type"), "message": error.get("message"), "param": error.get("param"),
             "sequence_number": seq}

@@ -1,6 +1,5 @@
-"""Streaming (``stream: true``): the upstream's SSE chunks are relayed as they come, except the parts that must be
-refined first (tool-call deltas, finish reasons, usage, and content that may hold calls), which are held back and
-re-emitted once the upstream's stream has ended."""
+"""Streaming (``stream: true``): the upstream's SSE chunks are relayed as they come, except what must be refined
+first (tool-call deltas, finish reasons, usage, content that may hold calls), held back and sent at the end."""
 
 from __future__ import annotations
 
@@ -69,13 +68,9 @@ class StreamBuffer:
         out["choices"] = kept
         return out
 
-    def indices(self) -> list[int]:
-        return sorted(self.finish)
-
     def complete_calls(self, i: int) -> list[dict]:
-        """The first tool calls of choice ``i`` the upstream has finished sending (OpenAI tool calls, in order): a
-        call is complete once a later call has begun (calls are streamed one after the other), or once its arguments
-        are a whole JSON object (nothing can follow one); the calls after the first one that is not are not."""
+        """The first tool calls of choice ``i`` the upstream has finished sending: each one before the last, and the
+        last once its arguments are a whole JSON object."""
         slots = self.calls.get(i) or {}
         if not slots:
             return []
@@ -89,8 +84,7 @@ class StreamBuffer:
             if k == last and cut_off({"function": {"arguments": args}}):
                 break
             s["args"] = [args]
-            out.append({"id": s.get("id") or s.setdefault("id", new_call_id()), "type": s.get("type", "function"),
-                        "function": {"name": s["name"], "arguments": args}})
+            out.append(_tool_call(s))
         return out
 
     def message(self, i: int) -> dict:
@@ -99,11 +93,7 @@ class StreamBuffer:
         msg: dict[str, Any] = {"role": self.roles.get(i, "assistant"), "content": "".join(pieces) if pieces else None}
         slots = self.calls.get(i)
         if slots:
-            msg["tool_calls"] = [
-                {"id": s.get("id") or new_call_id(), "type": s.get("type", "function"),
-                 "function": {"name": s.get("name", ""), "arguments": "".join(s["args"])}}
-                for _, s in sorted(slots.items())
-            ]
+            msg["tool_calls"] = [_tool_call(s) for _, s in sorted(slots.items())]
         return msg
 
     def template(self) -> dict:
@@ -113,15 +103,16 @@ class StreamBuffer:
         return {**self.template(), "choices": [{"index": i, "delta": delta, "finish_reason": finish}]}
 
 
+def _tool_call(slot: dict) -> dict:
+    """A streamed call's slot as an OpenAI tool call (its id made once)."""
+    return {"id": slot.setdefault("id", new_call_id()), "type": slot.get("type", "function"),
+            "function": {"name": slot.get("name", ""), "arguments": "".join(slot["args"])}}
+
+
 class AnswerStream:
-    """One choice's streamed content, read as it arrives: its reasoning block first
-    (:class:`~refiner.proxy.reasoning.Reasoning`: sent as ``reasoning_content``; ``opened``: whether the prompt
-    opened the block, None when not known), then the content split (text that may hold calls held back, when the
-    request's answers are read for calls), driven by a :class:`~refiner.proxy.content.CallDriver` that reads each call
-    as it closes (:attr:`calls`: the calls read so far, sent as they come); the content's blanks at its start and end
-    are held (:class:`~refiner.proxy.reasoning.EdgeTrim`) so that it is shaped as a whole answer's is: the line breaks
-    after a reasoning block and before the calls are the template's, and content left blank once reasoning or calls
-    were taken out is no content."""
+    """One choice's streamed content: its reasoning block (:class:`~refiner.proxy.reasoning.Reasoning`, sent as
+    ``reasoning_content``), then the content split (:class:`~refiner.proxy.content.CallDriver`, each call sent as it
+    closes), the content's edge blanks trimmed (:class:`~refiner.proxy.reasoning.EdgeTrim`) as a whole answer's are."""
 
     def __init__(self, opened: bool | None, split: ContentSplit | None, lean: bool = False) -> None:
         self.reasoning = Reasoning(opened, lean)
@@ -158,8 +149,7 @@ class AnswerStream:
         return self._content(said.release), calls
 
     async def end(self, refinement: Refinement, body: dict, cut: bool = False) -> tuple[str, str]:
-        """``(reasoning, content)`` to send once the upstream's stream has ended (before the refined calls); ``cut``:
-        it ended on the token limit."""
+        """``(reasoning, content)`` to send once the upstream's stream has ended; ``cut``: on the token limit."""
         self.stop_early_calls()  # the rest is read whole
         reasoning, answer = self.reasoning.end(cut)
         self.sent_reasoning.append(reasoning)
@@ -186,7 +176,7 @@ class AnswerStream:
         return reasoning, released if self.calls else released + self.split.held  # (sent calls are not sent twice)
 
     def finish(self, tail: str, separated: bool) -> str:
-        """The last content to send: ``tail`` (held text, or the text around the calls read from it)."""
+        """The last content to send: ``tail``, held text or the text around the calls read from it."""
         text = self._content(tail)
         if self.trim is None:
             return text
@@ -198,8 +188,7 @@ ARGUMENT_FRAGMENT = 64  # characters of a refined call's arguments per delta
 
 
 def call_deltas(k: int, call: dict) -> list[dict]:
-    """A refined call as OpenAI's incremental ``tool_calls`` deltas: the index, id, type and name once (arguments
-    ``""``), then the arguments in fragments."""
+    """A refined call as OpenAI's ``tool_calls`` deltas: index, id, type and name, then the arguments in fragments."""
     fn = call.get("function") or {}
     args = fn.get("arguments") or ""
     head = {"index": k, "id": call.get("id"), "type": call.get("type", "function"),
@@ -211,13 +200,10 @@ def call_deltas(k: int, call: dict) -> list[dict]:
 
 async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 history: HistoryReport | None = None) -> AsyncIterator[str]:
-    """The SSE text sent to the client for the upstream's stream ``events``: chunks forwarded as they come, except
-    each choice's content, read by an :class:`AnswerStream` (its reasoning block sent as ``reasoning_content``,
-    content that may hold calls held back and released as soon as it proves to be text, each call sent as soon as it
-    has closed and been read); then, once the upstream's stream has ended, the rest of the held content or the text
-    around the calls read from it, the refined tool calls not sent yet (as incremental deltas), the finish reasons
-    (the last one carrying the ``tool_refiner`` report when there is one), the usage and ``[DONE]``. An upstream
-    failure mid-stream releases the held content and ends the stream with an error event."""
+    """The SSE text for the upstream's stream ``events``: chunks forwarded as they come, each choice's content read
+    by an :class:`AnswerStream`; at the end, the rest of the content, the refined calls not sent yet, the finish
+    reasons (the last with the ``tool_refiner`` report), the usage and ``[DONE]``. An upstream failure mid-stream
+    releases the held content and ends with an error event."""
     buf = StreamBuffer()
     answers: dict[int, AnswerStream] = {}
     reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
@@ -252,7 +238,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         delta = _delta(*(await ans.end(refinement, body, buf.finish.get(i) == "length")))
         if delta:
             yield sse(buf.chunk(i, delta))
-    indices = buf.indices()
+    indices = sorted(buf.finish)
     splits = {i: a.split for i, a in answers.items() if a.split is not None}
     reasonings = {i: "".join(a.sent_reasoning) for i, a in answers.items() if a.found_reasoning}
     messages = [(buf.message(i), buf.finish.get(i)) for i in indices]
@@ -294,10 +280,9 @@ MAX_EARLY_UPSTREAM_READS = 32  # refinements of an answer's complete upstream ca
 
 async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStream], early: dict[int, list[dict]],
                                 refinement: Refinement, body: dict) -> list[tuple[int, int, dict]]:
-    """The upstream's own tool calls that have become complete (:meth:`StreamBuffer.complete_calls`) since the last
-    chunk, refined (:meth:`~refiner.proxy.refining.Refinement.early_tool_calls`): ``(choice, index, call)`` to send
-    now. The calls read whole at the end begin with these (only the ones after them are sent then). Not for a choice
-    whose content gave calls before the end, nor once a read disagreed with the calls sent, nor after
+    """The upstream's tool calls completed since the last chunk, refined
+    (:meth:`~refiner.proxy.refining.Refinement.early_tool_calls`): ``(choice, index, call)`` to send now. Not for a
+    choice whose content gave calls, nor once a read disagreed with the calls sent, nor past
     :data:`MAX_EARLY_UPSTREAM_READS` reads."""
     out = []
     for i in list(buf.calls):
@@ -331,7 +316,7 @@ def _delta(reasoning: str, content: str) -> dict:
 async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned: set[int], refinement: Refinement,
                         body: dict, buf: StreamBuffer, calls: list[tuple[int, int, dict]]) -> dict | None:
     """The chunk with each choice's content replaced by what its :class:`AnswerStream` sends now (None when nothing
-    is left of it); the calls read from it are added to ``calls`` (choice, index, call)."""
+    is left); the calls read are added to ``calls``."""
     kept = []
     for choice in chunk["choices"]:
         piece = choice["delta"].get("content")

@@ -1,21 +1,8 @@
 """Whether the upstream's prompt opened the reasoning block, so that a streamed answer's reasoning is sent as
-``reasoning_content`` from its first token (a thinking model's template writes the opener, ``<think>``, into the
-generation prompt: the answer then carries its reasoning and the closer, with no opener). What the proxy knows of a
-request (:meth:`PromptReasoning.opened`), first found first:
-
-1. the request's ``chat_template_kwargs`` (:func:`~refiner.proxy.reasoning.thinking_hint`);
-2. the operator's per-model setting (``serve --opens-reasoning MODEL=yes|no``, ``*`` for any model);
-3. the upstream model's chat template (``serve --chat-template``): its generation prompt, rendered with the request's
-   ``chat_template_kwargs``, ends inside a reasoning block or not (:func:`prompt_opens`);
-4. for a stream, which cannot read ahead, that model's earlier answers with no hint (:func:`answer_says`; the latest
-   answer that says counts). A whole answer reads its own text instead;
-5. the requested model's name: a family whose template opens the block unless the request turns thinking off
-   (:data:`OPENS_BY_DEFAULT`) *leans* (:func:`leans`): an answer with neither opener nor thinking closer is read
-   inside the block when it was cut, when a call begins a line, or when it is long
-   (:func:`~refiner.proxy.reasoning.lean_opens`), whole or streamed alike.
-
-Nothing known: a stream holds its text until the first closer or :data:`~refiner.proxy.reasoning.HOLD_CHARS`
-characters (:class:`~refiner.proxy.reasoning.Reasoning`).
+``reasoning_content`` from its first token. :meth:`PromptReasoning.opened` asks, first found first: the request's
+``chat_template_kwargs``; the operator's per-model setting; the model's chat template (:func:`prompt_opens`); for a
+stream, the model's earlier answers (:func:`answer_says`). Else a family that opens it by default
+(:data:`OPENS_BY_DEFAULT`) *leans* (:func:`~refiner.proxy.reasoning.lean_opens`).
 """
 
 from __future__ import annotations
@@ -28,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from refiner.formats.derive.render import ChatTemplate, compile_template, load_template
+from refiner.formats.derive.render import ChatTemplate, compile_template, load_template, render
 from refiner.formats.reasoning import call_start, pairs, split_reasoning
 from refiner.proxy.reasoning import thinking_hint
 
@@ -42,9 +29,8 @@ _DUMMY_TOOLS = [{"type": "function", "function": {"name": "get_weather", "descri
 _DUMMY_MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
-# Models whose chat template, asked for a generation prompt with no chat_template_kwargs, ends inside the reasoning
-# block (searched in the requested model name, any case: "Qwen/Qwen3.5-9B", "qwen3.5-9b-fp8", "unsloth/QwQ-32B-GGUF").
-# Each: what the template writes after the assistant header by default.
+# Models whose generation prompt ends inside the reasoning block by default (searched in the model name, any case),
+# each with what its template writes after the assistant header.
 OPENS_BY_DEFAULT: tuple[tuple[str, str], ...] = (
     (r"qwen3[\w.-]*-thinking", "Qwen3 Thinking-2507 / Qwen3-Next Thinking: '<think>\\n', always"),
     (r"qwen3\.[5-9](?!.*coder)", "Qwen3.5 and later (hybrid): '<think>\\n' unless enable_thinking is false"),
@@ -57,8 +43,7 @@ _OPENS_RE = re.compile("|".join(f"(?:{p})" for p, _ in OPENS_BY_DEFAULT), re.IGN
 
 
 def leans(model: Any) -> bool:
-    """Whether the model name is of a family whose chat template opens the reasoning block by default
-    (:data:`OPENS_BY_DEFAULT`)."""
+    """Whether the model name is of a family whose template opens the block by default (:data:`OPENS_BY_DEFAULT`)."""
     return isinstance(model, str) and _OPENS_RE.search(model) is not None
 
 
@@ -73,25 +58,18 @@ def ends_inside_block(prompt: str) -> bool:
     return last_open >= 0 and last_open > last_close
 
 
-def _render(compiled: Any, template: ChatTemplate, generation: bool, tools: list | None, kwargs: dict) -> str:
-    compiled.environment.steps = 0
-    context = {"bos_token": "", "eos_token": "", **template.tokens, **kwargs}
-    return compiled.render(messages=_DUMMY_MESSAGES, tools=tools, documents=None, add_generation_prompt=generation,
-                           **context)
-
-
 def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None, compiled: Any = None) -> bool | None:
-    """Whether the template's generation prompt (a one-question conversation, with tools, rendered with ``kwargs``
-    as its ``chat_template_kwargs``) ends inside a reasoning block; None when it does not render."""
+    """Whether the template's generation prompt for a one-question conversation, rendered with ``kwargs``, ends inside
+    a reasoning block; None when it does not render."""
     compiled = compiled if compiled is not None else compile_template(template)
     extra = {k: v for k, v in (kwargs or {}).items() if k not in ("messages", "tools", "add_generation_prompt")}
     for tools in (_DUMMY_TOOLS, None):
         try:
-            full = _render(compiled, template, True, tools, extra)
+            full = render(compiled, template, _DUMMY_MESSAGES, tools, add_generation_prompt=True, **extra)
         except Exception:  # noqa: BLE001, S112 - a template that cannot render this conversation tells nothing
             continue
         try:
-            bare = _render(compiled, template, False, tools, extra)
+            bare = render(compiled, template, _DUMMY_MESSAGES, tools, **extra)
         except Exception:  # noqa: BLE001
             bare = ""
         start = len(bare) if full.startswith(bare) else 0
@@ -112,9 +90,8 @@ def parse_setting(value: Any) -> bool:
 
 
 def answer_says(content: Any, finish_reason: str | None) -> bool | None:
-    """What one whole answer (raw, its reasoning not separated) says of its prompt: True (a thinking closer with no
-    opener before it, outside any call), False (it opens its own block, or it ended with no closer of any pair), or
-    None (it cannot tell: cut, or a closer inside a call)."""
+    """What one raw answer says of its prompt: True (a closer with no opener before it, outside any call), False (it
+    opens its own block, or ended with no closer), None (it cannot tell)."""
     if not isinstance(content, str) or not content.strip():
         return None
     s = split_reasoning(content, opened=None)
@@ -127,9 +104,9 @@ def answer_says(content: Any, finish_reason: str | None) -> bool | None:
 
 
 class PromptReasoning:
-    """What the proxy knows of whether a request's prompt opened the reasoning block (see the module docstring).
-    ``template``: the upstream model's chat template (path, or a loaded :class:`ChatTemplate`); ``models``: model
-    name (or ``*``) -> True / False; ``learn``: remember what answers say."""
+    """What the proxy knows of whether a request's prompt opened the reasoning block. ``template``: the upstream
+    model's chat template (path or :class:`ChatTemplate`); ``models``: name (or ``*``) -> bool; ``learn``: remember
+    what answers say."""
 
     def __init__(self, template: str | Path | ChatTemplate | None = None, models: Mapping[str, bool] | None = None,
                  learn: bool = True) -> None:
@@ -157,9 +134,8 @@ class PromptReasoning:
         return self.renders[key]
 
     def opened(self, body: dict, whole: bool = False) -> bool | None:
-        """True (the prompt opened the block), False (it did not), None (not known). ``whole``: for a whole answer,
-        which reads its own text unless the request, the setting or the template says (its model's earlier answers
-        only guide a stream, which cannot read ahead)."""
+        """Whether the prompt opened the block (None: not known). ``whole``: for a whole answer, which reads its own
+        text rather than its model's earlier answers."""
         hint = thinking_hint(body)
         if hint is not None:
             return hint
@@ -173,13 +149,11 @@ class PromptReasoning:
         return None if whole else self.learned.get(model)
 
     def leans(self, body: dict) -> bool:
-        """When :meth:`opened` says None: whether the requested model's family opens the block by default
-        (:func:`leans`, point 5 of the module docstring), its earlier answers not having said no."""
+        """Whether the model's family opens the block by default (:func:`leans`) and its answers did not say no."""
         return leans(body.get("model")) and self.learned.get(model_of(body)) is not False
 
     def learn(self, body: dict, content: Any, finish_reason: str | None) -> None:
-        """Remembers what a raw answer (its upstream did not separate the reasoning) to a request with no hint says
-        of its model's prompt (:func:`answer_says`)."""
+        """Remembers what a raw answer to a request with no hint says of its model's prompt (:func:`answer_says`)."""
         if not self.learning or thinking_hint(body) is not None:
             return
         said = answer_says(content, finish_reason)

@@ -1,13 +1,7 @@
-"""The upstream server: the HTTP client (the client's headers forwarded: :func:`forwarded_headers`), and the one
-mapping from upstream failures to the proxy's answers.
-
-- the upstream timed out → 504 ``upstream_timeout``;
-- unreachable, or the connection broke → 502 ``upstream_unreachable``;
-- it answered something that is not a chat completion (or a stream chunk that is not JSON) → 502 ``upstream_malformed``;
-- it answered 5xx → 502 ``upstream_error``; 4xx keeps its status (``upstream_client_error``, with ``retry-after``).
-
-Every failure is an :class:`UpstreamError`; it becomes an OpenAI-style ``{"error": {...}}`` body, as a JSON response
-before a stream starts and as a last SSE event once it has.
+"""The upstream's HTTP client, and the one mapping of its failures to :class:`UpstreamError`: a timeout 504
+``upstream_timeout``; unreachable or broken 502 ``upstream_unreachable``; not a chat completion (or a stream chunk not
+JSON) 502 ``upstream_malformed``; 5xx 502 ``upstream_error``; 4xx its status (``upstream_client_error``). Each becomes
+an OpenAI-style error body: a JSON response before a stream starts, a last SSE event once it has.
 """
 
 from __future__ import annotations
@@ -70,37 +64,23 @@ def check_status(status: int, content: bytes, headers: Mapping[str, str]) -> Non
     raise UpstreamError(502, f"upstream answered HTTP {status}: {detail}", "upstream_error")
 
 
-def parse_object(content: bytes) -> dict:
-    """The upstream's answer, a JSON object; :class:`UpstreamError` (502) when it is not one."""
+def parse_object(content: bytes | str, what: str = "upstream returned malformed JSON") -> dict:
+    """The upstream's answer (or stream chunk), a JSON object; :class:`UpstreamError` (502, ``what``) otherwise."""
     try:
         data = json.loads(content)
     except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
-        raise UpstreamError(502, "upstream returned malformed JSON", "upstream_malformed")
+        raise UpstreamError(502, what, "upstream_malformed")
     return data
 
 
 def parse_completion(content: bytes) -> dict:
     """The upstream's chat completion; :class:`UpstreamError` (502) when it is not one."""
     data = parse_object(content)
-    if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not all(
-        isinstance(c, dict) for c in data["choices"]
-    ):
+    if not isinstance(data.get("choices"), list) or not all(isinstance(c, dict) for c in data["choices"]):
         raise UpstreamError(502, "upstream response has no 'choices' list", "upstream_malformed")
     return data
-
-
-def parse_chunk(payload: str) -> dict:
-    """One SSE ``data:`` payload of the upstream's stream; :class:`UpstreamError` (502) when it is not a JSON
-    object."""
-    try:
-        chunk = json.loads(payload)
-    except ValueError:
-        chunk = None
-    if not isinstance(chunk, dict):
-        raise UpstreamError(502, "upstream sent a malformed stream chunk", "upstream_malformed")
-    return chunk
 
 
 # Headers that describe one connection, not the request (RFC 9110 7.6.1), and the ones the proxy sets itself.
@@ -110,6 +90,8 @@ NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "auth
 NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
 
 RawHeaders = Iterable[tuple[bytes, bytes]]
+CONNECT_TIMEOUT = 10.0
+MAX_CONNECTIONS = 1024
 
 
 def _end_to_end(headers: RawHeaders, dropped: frozenset[str]) -> list[tuple[str, str]]:
@@ -120,11 +102,8 @@ def _end_to_end(headers: RawHeaders, dropped: frozenset[str]) -> list[tuple[str,
 
 
 def forwarded_headers(client: RawHeaders, api_key: str | None, *, consume_auth: bool = False) -> list[tuple[str, str]]:
-    """The headers sent upstream for a client request with ``client`` headers: every end-to-end header as the client
-    sent it (``OpenAI-Organization``, ``OpenAI-Project``, ``traceparent``, ``User-Agent``, custom ones); hop-by-hop
-    headers, ``Host``, ``Content-Length`` and ``Accept-Encoding`` are the proxy's own. ``Authorization``: the proxy's
-    ``api_key`` when it has one, else the client's, unless ``consume_auth`` (the client's token authenticated it
-    to this proxy and is not sent on)."""
+    """The headers sent upstream: the client's end-to-end headers as it sent them, and ``Authorization``: the proxy's
+    ``api_key`` when it has one, else the client's unless ``consume_auth`` (it authenticated to this proxy)."""
     raw = list(client)
     out = _end_to_end(raw, NOT_FORWARDED)
     if api_key:
@@ -135,15 +114,13 @@ def forwarded_headers(client: RawHeaders, api_key: str | None, *, consume_auth: 
 
 
 def elapsed(resp: httpx.Response) -> float | None:
-    """The upstream exchange's own time in seconds, from the request sent to its answer read whole (None while it is
-    still being read)."""
+    """The upstream exchange's own time in seconds, to its answer read whole (None while it is still being read)."""
     return resp.elapsed.total_seconds() if resp.is_closed else None
 
 
 def returned_headers(upstream: httpx.Headers, *, refined: bool = False) -> dict[str, str]:
-    """The upstream response's headers given back to the client (the end-to-end ones; the body's length and
-    encoding are recomputed). A ``refined`` answer's body type and its ``x-tool-refiner`` report are the proxy's own
-    (an upstream that is itself a tool-refiner proxy reported on its answer, not on this one)."""
+    """The upstream response's end-to-end headers given back to the client; a ``refined`` answer's content type and
+    ``x-tool-refiner`` headers are the proxy's own."""
     pairs = _end_to_end(upstream.raw, NOT_RETURNED)
     if refined:
         pairs = [(k, v) for k, v in pairs if k != "content-type" and not k.startswith("x-tool-refiner")]
@@ -151,35 +128,23 @@ def returned_headers(upstream: httpx.Headers, *, refined: bool = False) -> dict[
 
 
 class Upstream:
-    """An HTTP client for one upstream base URL (``.../v1``). Requests carry the client's headers
-    (:func:`forwarded_headers`): ``api_key`` is sent as the bearer token; without it the client's own
-    ``Authorization`` header is forwarded, unless ``consume_auth``. :meth:`open` creates the connection pool,
-    :meth:`close` closes it."""
+    """An HTTP client for one upstream base URL (``.../v1``), sending the client's headers
+    (:func:`forwarded_headers`); :meth:`open` creates the connection pool, :meth:`close` closes it."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        timeout: float = 120.0,
-        connect_timeout: float = 10.0,
-        max_connections: int = 1024,
-        transport: httpx.AsyncBaseTransport | None = None,
-        consume_auth: bool = False,
-    ) -> None:
+    def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float = 120.0,
+                 consume_auth: bool = False) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"upstream_base_url must be an http(s) URL, got {base_url!r}")
         self.base = base_url.rstrip("/")
         self.api_key = api_key
         self.consume_auth = consume_auth
         self.timeout = timeout
-        self._http_timeout = httpx.Timeout(timeout, connect=min(connect_timeout, timeout))
-        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-        self._transport = transport
         self._client: httpx.AsyncClient | None = None
 
     def open(self) -> None:
-        self._client = httpx.AsyncClient(timeout=self._http_timeout, limits=self._limits, transport=self._transport)
+        timeout = httpx.Timeout(self.timeout, connect=min(CONNECT_TIMEOUT, self.timeout))
+        limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
+        self._client = httpx.AsyncClient(timeout=timeout, limits=limits)
 
     async def close(self) -> None:
         if self._client is not None:
@@ -211,8 +176,8 @@ class Upstream:
 
     async def open_stream(self, path: str, client: RawHeaders, body: bytes, *, method: str = "POST",
                           passthrough: bool = False) -> httpx.Response:
-        """A streaming response (the caller closes it) whose status is below 400 (below 500 with ``passthrough``: a
-        client error is the client's to read, as it came); :class:`UpstreamError` otherwise."""
+        """A streaming response (the caller closes it) whose status is below 400 (500 with ``passthrough``: a client
+        error is the client's to read); :class:`UpstreamError` otherwise."""
         req = self.client.build_request(method, f"{self.base}{path}", content=body or None,
                                         headers=self.headers(client, body if body else None))
         try:
@@ -231,8 +196,7 @@ class Upstream:
 
     @staticmethod
     async def body(resp: httpx.Response) -> AsyncIterator[bytes]:
-        """A streaming response's body as it comes (decoded); closes the response. A break mid-way is raised (the
-        status has been sent: the client sees the response end unfinished)."""
+        """A streaming response's body as it comes; closes the response. A break mid-way is raised."""
         try:
             async for piece in resp.aiter_bytes():
                 yield piece
@@ -240,8 +204,8 @@ class Upstream:
             await resp.aclose()
 
     async def events(self, resp: httpx.Response) -> AsyncIterator[dict]:
-        """The stream's chunks up to ``[DONE]`` (or its end); closes the response. Raises :class:`UpstreamError`
-        when the stream breaks, stalls past the timeout or sends a chunk that is not JSON."""
+        """The stream's chunks up to ``[DONE]`` or its end; closes the response; :class:`UpstreamError` when the
+        stream breaks, stalls or sends a chunk that is not a JSON object."""
         try:
             async for line in resp.aiter_lines():
                 if not line.startswith("data:"):
@@ -249,7 +213,7 @@ class Upstream:
                 payload = line[5:].strip()
                 if payload == "[DONE]":
                     return
-                yield parse_chunk(payload)
+                yield parse_object(payload, "upstream sent a malformed stream chunk")
         except httpx.HTTPError as e:
             raise transport_failure(e, self.timeout, streaming=True) from None
         finally:

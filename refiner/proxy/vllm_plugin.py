@@ -4,20 +4,12 @@ proxy in between.
     python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --enable-auto-tool-choice \\
         --tool-parser-plugin refiner.proxy.vllm_plugin --tool-call-parser tool_refiner
 
-(``--tool-parser-plugin`` also takes this file's path.) The parser reads a generation as the proxy reads calls left
-in an upstream's ``content`` (:mod:`refiner.proxy.content`): text that may be calls is kept as calls only when tier 1
-reads calls from it, every one naming an offered tool, repaired against the request's tools; otherwise it stays
-``content`` as it came. Its dialect is the one derived from the served model's chat template, read from the tokenizer
-vLLM loaded (:func:`served_refiner`). Streamed, content is released as soon as it proves to be text and each call is
-sent, whole, in the delta that closes it; the rest at the end (vLLM's ``finish_streaming``). A call the text stops
-in mid-value is left out, never completed (the parser is not told the finish reason).
-
-The reasoning counterpart, ``ToolRefinerReasoningParser`` (``--reasoning-parser-plugin refiner.proxy.vllm_plugin
---reasoning-parser tool_refiner``), separates the reasoning block of any registered family as the proxy does
-(:class:`refiner.proxy.reasoning.Reasoning`), the prompt having opened the block when the request says thinking is on
-or, streamed, when the prompt ends with an opener.
-
-vLLM is imported only when vLLM loads this module (the parser classes are built on first access).
+A generation is read as the proxy reads calls left in ``content`` (:mod:`refiner.proxy.content`), in the dialect
+derived from the served model's chat template (:func:`served_refiner`): text is kept as calls only when tier 1 reads
+calls from it, each naming an offered tool. Streamed, each call is sent whole in the delta that closes it; a call the
+text stops in is left out. The reasoning counterpart (``--reasoning-parser-plugin refiner.proxy.vllm_plugin
+--reasoning-parser tool_refiner``) separates any registered family's reasoning block
+(:class:`refiner.proxy.reasoning.Reasoning`). vLLM is imported only when the parser classes are first used.
 """
 
 from __future__ import annotations
@@ -57,8 +49,7 @@ log = logging.getLogger("refiner.proxy")
 
 
 def request_tools(request: Any) -> list[dict]:
-    """The request's tools as dicts (chat ``{"type": "function", "function": {...}}`` or Responses ``{"type":
-    "function", "name", ...}``; both are read by :mod:`refiner.specs`)."""
+    """The request's function tools as dicts (chat or Responses shape)."""
     out = []
     for tool in getattr(request, "tools", None) or []:
         data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool
@@ -83,17 +74,15 @@ def _refiner_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> Ref
 
 
 def served_refiner(tokenizer: Any) -> Refiner:
-    """The tier-1 refiner of the served model: the dialect derived from its tokenizer's chat template, as
-    ``Refiner(chat_template=...)`` derives it (a template nothing can be derived from leaves the format to detection,
-    with one log line); detection when the tokenizer holds no template. One per template."""
+    """The tier-1 refiner of the served model, in the dialect derived from its tokenizer's chat template (detection
+    when there is none, or nothing can be derived from it); one per template."""
     found = template_of(tokenizer)
     return _refiner_for(found[0], tuple(sorted(found[1].items()))) if found else _refiner_for(None, ())
 
 
 class Reader:
-    """Reads one generation against ``tools``: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`),
-    with the proxy's driver (:class:`~refiner.proxy.content.CallDriver`): streamed, each call is read as soon as it
-    closes. ``refiner``: the tier-1 refiner (:func:`served_refiner`); its dialect's markers open calls too."""
+    """Reads one generation against ``tools``, whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`),
+    with the proxy's :class:`~refiner.proxy.content.CallDriver`; ``refiner``'s dialect markers open calls too."""
 
     def __init__(self, tools: list[dict], refiner: Refiner | None = None) -> None:
         self.refiner = refiner if refiner is not None else _refiner_for(None, ())
@@ -102,10 +91,6 @@ class Reader:
         self.split = ContentSplit(Openers(frozenset(self.names), markers(self.refiner.fmt)))
         self.driver = CallDriver(self.split)
         self.sent: list[dict] = []  # calls read before the end
-
-    def calls_in(self, text: str) -> dict | None:
-        """Tier 1's result on ``text`` (its format detected), or None when no format is found."""
-        return work.tier1(self.refiner, [work.content_item(text, self.tools, None)])[0]["result"]
 
     def _answer(self, ask: Ask) -> Any:
         return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.tools,
@@ -118,13 +103,12 @@ class Reader:
         return said.release, said.calls
 
     def end(self) -> tuple[str, list[dict]]:
-        """At the end of the generation: ``(content still to send, calls)``, all the calls read from the held text
-        (those :meth:`feed` gave first)."""
+        """``(content still to send, calls)`` at the end: all the calls of the held text (those sent first)."""
         self.driver.early = False
         released = run_sync(self.driver.end(), self._answer).release
         held = self.split.held
         if held.strip() and self.names:
-            result = self.calls_in(held)
+            result = work.tier1(self.refiner, [work.content_item(held, self.tools, None)])[0]["result"]
             if holds_calls(result, self.names):
                 return released, list(result["calls"])
         if self.sent:  # calls went out: the held text is theirs, not content
@@ -158,9 +142,8 @@ def arguments_text(call: dict) -> str:
 
 
 def served_template(tokenizer: Any) -> PromptReasoning:
-    """What the request's ``chat_template_kwargs`` and the served model's chat template (its tokenizer's) say of
-    whether the generation prompt opens the reasoning block (:meth:`~refiner.proxy.thinking.PromptReasoning.opened`,
-    whole); a tokenizer with no template, or one that does not compile, leaves the request to say."""
+    """Whether the served model's generation prompt opens the reasoning block, as its tokenizer's chat template says
+    (a missing template, or one that does not compile, leaves the request to say)."""
     found = template_of(tokenizer)
     try:
         template = ChatTemplate(found[0], "the served model's tokenizer", found[1]) if found else None
@@ -174,8 +157,7 @@ def template_opens(prompts: PromptReasoning, kwargs: Any) -> bool | None:
 
 
 def tail_marker(text: str) -> bool | None:
-    """What the end of ``text`` (after blanks) is: an opener of a registered reasoning pair (False: the block is
-    open), a closer (True: it was closed), or neither (None)."""
+    """Whether ``text`` ends (before blanks) with a reasoning closer (True), an opener (False), or neither (None)."""
     end = text.rstrip(" \t\r\n")
     if any(end.endswith(o) for o, _ in pairs()):
         return False
@@ -185,9 +167,8 @@ def tail_marker(text: str) -> bool | None:
 
 
 class ReasoningReader:
-    """The reasoning block of one generation: whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`).
-    The answer after a block loses the blank run it starts with when that run holds a line break (the separator a
-    chat template writes after ``</think>``); streamed, the answer's first text is held until it is more than blanks
+    """The reasoning block of one generation, whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`);
+    the answer after a block loses its leading line break, so its first text is held until it is more than blanks
     (:attr:`confirmed` then says the block has ended)."""
 
     def __init__(self, opened: bool = False) -> None:
@@ -240,8 +221,7 @@ def _build() -> type:
     from vllm.tool_parsers.abstract_tool_parser import ToolParser
 
     class ToolRefinerToolParser(ToolParser):
-        """vLLM tool parser reading every registered wire format with tier-1 repair (see :mod:`refiner.proxy.vllm_plugin`).
-        """
+        """vLLM tool parser reading every registered wire format with tier-1 repair."""
 
         engine_based_streaming = True  # vLLM then calls finish_streaming() when the generation ends
 
@@ -259,8 +239,7 @@ def _build() -> type:
 
         def _reader_for(self, request: Any) -> Reader:
             if self._reader is None:
-                self._reader = Reader(request_tools(request) if request is not None else
-                                      [t.model_dump(exclude_none=True) for t in self.tools], self._tier1)
+                self._reader = Reader(request_tools(request), self._tier1)
             return self._reader
 
         def extract_tool_calls(self, model_output: str, request: Any) -> Any:
@@ -280,10 +259,7 @@ def _build() -> type:
                 return DeltaMessage(content=delta_text) if delta_text else None
             released, calls = self._reader_for(request).feed(delta_text)
             deltas = self._call_deltas(calls)
-            if not (released or deltas):
-                return None
-            return DeltaMessage(content=released or None, tool_calls=deltas) if deltas else DeltaMessage(
-                content=released)
+            return DeltaMessage(content=released or None, tool_calls=deltas) if released or deltas else None
 
         def _call_deltas(self, calls: list[dict]) -> list:
             """Each call as one tool-call delta (index, id, name, whole arguments), numbered after those sent."""
@@ -310,9 +286,7 @@ def _build() -> type:
                 log.warning("calls sent before the end differ from those read whole")
             deltas = self._call_deltas(calls[len(sent) :])
             content = rest.strip() or None
-            if not (deltas or content):
-                return None
-            return DeltaMessage(content=content, tool_calls=deltas)
+            return DeltaMessage(content=content, tool_calls=deltas) if deltas or content else None
 
     ToolRefinerToolParser.__module__ = __name__
     return ToolRefinerToolParser
@@ -323,9 +297,11 @@ def _build_reasoning() -> type:
     from vllm.entrypoints.generate.base.protocol import DeltaMessage
     from vllm.reasoning.abs_reasoning_parsers import ReasoningParser
 
+    def delta(reasoning: str, content: str) -> Any:
+        return DeltaMessage(reasoning=reasoning or None, content=content or None) if reasoning or content else None
+
     class ToolRefinerReasoningParser(ReasoningParser):
-        """vLLM reasoning parser splitting every registered family's reasoning block (see
-        :mod:`refiner.proxy.vllm_plugin`). Text-based: token ids are decoded where vLLM asks about them."""
+        """vLLM reasoning parser splitting every registered family's reasoning block; token ids are decoded."""
 
         engine_based_streaming = True  # vLLM asks has_engine_confirmed_reasoning_end() and calls finish_streaming()
 
@@ -376,19 +352,13 @@ def _build_reasoning() -> type:
         def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
                                         previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
                                         delta_token_ids: Sequence[int]) -> Any:
-            reasoning, content = self.reader.feed(delta_text)
-            if not (reasoning or content):
-                return None
-            return DeltaMessage(reasoning=reasoning or None, content=content or None)
+            return delta(*self.reader.feed(delta_text))
 
         def has_engine_confirmed_reasoning_end(self) -> bool:
             return self.reader.confirmed
 
         def finish_streaming(self) -> Any:
-            reasoning, content = self.reader.end()
-            if not (reasoning or content):
-                return None
-            return DeltaMessage(reasoning=reasoning or None, content=content or None)
+            return delta(*self.reader.end())
 
     ToolRefinerReasoningParser.__module__ = __name__
     return ToolRefinerReasoningParser
@@ -406,8 +376,7 @@ def __getattr__(name: str) -> Any:
 
 
 def register() -> None:
-    """Registers the tool parser and the reasoning parser with vLLM as ``tool_refiner`` (done on import when vLLM is
-    loaded)."""
+    """Registers both parsers with vLLM as ``tool_refiner`` (on import when vLLM is loaded)."""
     from vllm.reasoning.abs_reasoning_parsers import ReasoningParserManager
     from vllm.tool_parsers.abstract_tool_parser import ToolParserManager
 

@@ -1,16 +1,8 @@
-"""What runs inside an isolated worker process (see :mod:`refiner.proxy.isolation`): ``tier1``, the tier-1
-refinement of a list of items, each a pipeline request, optionally with its wire format detected first; ``ask``, a
-content split's question (:func:`answer`); and ``split``, the content split of a long answer (:func:`split`).
-
-An item is ``{"request": {...}, "detect": bool, "allowed": [format names] | None, "model": bool}``. With ``detect``
-the request's upstream text is a chat answer's ``content``: its format is detected
-(:func:`refiner.formats.detect_format`), and the item is refined only when a format is found (and is one of
-``allowed`` when that is given). ``model``: the proxy has a refiner model. Each item's outcome is ``{"format": name |
-None, "result": pipeline result | None}`` (the result's :data:`RESULT_KEYS` only), and ``"job"``, the prepared
-:class:`~refiner.pipeline.Job` (:meth:`~refiner.pipeline.Job.sendable`), when ``model`` is set and the job is for the
-model (:meth:`~refiner.pipeline.Refiner.needs_model`): the model step takes it as it is, without tier 1 again.
-Nothing here raises for one bad item: the pipeline's ``errors="result"`` turns an unreadable request into an error
-result, and a detection failure counts as no format.
+"""What runs inside a worker process (:mod:`refiner.proxy.isolation`): ``tier1`` on a list of items, a content
+split's question (``ask``) and a long answer's split (``split``). An item is ``{"request", "detect", "allowed",
+"model"}``: with ``detect`` the upstream text is content, refined only in an allowed detected format. Each outcome is
+``{"format", "result"}``, plus the prepared ``"job"`` when ``model`` is set and it needs the model (which then takes it
+without tier 1 again). One bad item never raises.
 """
 
 from __future__ import annotations
@@ -35,22 +27,21 @@ from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 log = logging.getLogger("refiner.proxy")
 
 
-def detect(text: str) -> str | None:
-    """The wire format of ``text``, or None (also when detection itself fails)."""
+def detect(text: str, allowed: Sequence[str] | None) -> str | None:
+    """The wire format of ``text`` when it is one of ``allowed`` (None: any), else None (also when detection fails)."""
     try:
-        return formats.detect_format(text)
+        found = formats.detect_format(text)
     except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
         return None
+    return found if allowed is None or found in allowed else None
 
 
-# What the proxy reads of a pipeline result; the rest (the request echoed, the refined text) stays in the worker.
 RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
                          "cut"})
 
 
 def read_result(result: Any) -> Any:
-    """What the proxy reads of a pipeline result: its :data:`RESULT_KEYS`, and ``repairs``, its repairs counted by
-    class (:func:`~refiner.proxy.metrics.repair_classes`; the actions and findings themselves can be many)."""
+    """What the proxy reads of a pipeline result: its :data:`RESULT_KEYS`, and its repairs counted by class."""
     if not isinstance(result, dict):
         return result
     out = {k: v for k, v in result.items() if k in RESULT_KEYS}
@@ -71,11 +62,9 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     for i, item in enumerate(items):
         request = dict(item["request"])
         if item.get("detect"):
-            found = detect(request["upstream"])
-            allowed = item.get("allowed")
-            if found is None or (allowed is not None and found not in allowed):
+            request["format"] = detect(request["upstream"], item.get("allowed"))
+            if request["format"] is None:
                 continue
-            request["format"] = found
         outcomes[i]["format"] = request.get("format")
         todo.append(i)
         requests.append(request)
@@ -89,20 +78,15 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
 
 
 def answer(refiner: Refiner, payload: dict) -> Any:
-    """The answer to one question of a content split (:class:`refiner.proxy.content.Ask`), for the proxy, its workers
-    and the vLLM plugin alike. ``payload``: the question's ``kind`` and ``text``, the request's ``tools``, ``names``
-    and ``allowed`` formats, and ``model`` (whether the proxy has a refiner model).
-
-    ``region``: whether an untagged region holds calls: its format detected, the calls read in it (no repair), at
-    least one, each naming an offered tool or one its name snaps to. ``calls``: the complete calls of held text up to
-    a call's closing tag, when they can be sent before the answer ends: tier 1 reads them
-    (:func:`refiner.proxy.content.complete_calls`), the detected format's strict reader reads the text as that many
-    calls (the text ends after a call, not inside a value that holds the closing tag), and they would not go to the
-    model; else None."""
+    """The answer to a content split's question (:class:`refiner.proxy.content.Ask`); ``payload``: its ``kind`` and
+    ``text``, the request's ``tools``, ``names``, ``allowed`` formats and ``model`` (the proxy has a refiner model).
+    ``region``: whether the region's calls (read in its detected format, unrepaired) all name an offered tool or snap
+    to one. ``calls``: tier 1's calls of the text (:func:`~refiner.proxy.content.complete_calls`) when the format's
+    strict reader reads as many and none would go to the model; else None."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
-        fmt = detect(text)
-        if fmt is None or (payload["allowed"] is not None and fmt not in payload["allowed"]):
+        fmt = detect(text, payload["allowed"])
+        if fmt is None:
             return False
         try:
             calls = read_upstream(text, fmt, load_request_tools({"tools": payload["tools"]})).calls
@@ -122,30 +106,22 @@ def answer(refiner: Refiner, payload: dict) -> Any:
 
 
 def split(refiner: Refiner, payload: dict) -> dict:
-    """A long answer's content split into released and held text (:func:`refiner.proxy.content.split_whole`), its
-    questions answered here (:func:`answer`); ``payload``: ``text``, ``markers`` and :func:`answer`'s fields. Run
-    here rather than in the proxy's event loop, which it would hold for about 0.1 s per megabyte."""
+    """A long answer's content split into released and held text, its questions answered here (:func:`answer`);
+    ``payload``: ``text``, ``markers`` and :func:`answer`'s fields."""
     cut = ContentSplit(Openers(set(payload["names"]), payload["markers"]))
     run_sync(split_whole(cut, payload["text"]), lambda ask: answer(refiner, {**payload, "kind": ask.kind,
                                                                              "text": ask.text}))
     return {"released": cut.released_text, "held": cut.held}
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Tool lists sent once: a task's payload names each request's tool list (a ToolList) by the proxy's number for its
-# text, and carries the text only to a worker the proxy has not sent it to (refiner.proxy.isolation.TextNumbers).
-
-TOOLS_REF = "tools"  # the persistent id of a tool list in a payload: (TOOLS_REF, number)
+TOOLS_REF = "tools"  # a tool list in a payload is pickled as (TOOLS_REF, number): isolation.TextNumbers
 
 
 class TextStore:
     """The tool-list texts a worker has been sent, by number, least recently used out within the tool-list cache's
-    bounds (:data:`~refiner.specs.catalog.MAX_CACHED_LISTS` lists, :data:`~refiner.specs.catalog.MAX_CACHED_CHARS`
-    characters): the same texts the worker's catalog cache keeps (the same string objects, so the cache confirms
-    them by identity)."""
+    bounds (the same string objects the worker's catalog cache keeps)."""
 
-    def __init__(self, max_lists: int = MAX_CACHED_LISTS, max_chars: int = MAX_CACHED_CHARS) -> None:
-        self.max_lists, self.max_chars = max_lists, max_chars
+    def __init__(self) -> None:
         self.texts: collections.OrderedDict[int, str] = collections.OrderedDict()
         self.chars = 0
 
@@ -156,11 +132,11 @@ class TextStore:
         return text
 
     def put(self, number: int, text: str) -> None:
-        if number in self.texts or len(text) > self.max_chars:
+        if number in self.texts or len(text) > MAX_CACHED_CHARS:
             return
         self.texts[number] = text
         self.chars += len(text)
-        while len(self.texts) > self.max_lists or self.chars > self.max_chars:
+        while len(self.texts) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
             _, old = self.texts.popitem(last=False)
             self.chars -= len(old)
 
@@ -228,8 +204,7 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(buf)
 
 
-# One small answer to repair before a new worker says it is ready: its first real request then does not pay for
-# the pages a fresh fork copies on first use.
+# Repaired before a new worker says it is ready, so that its first request does not pay for a fresh fork's pages.
 WARMUP = [{"request": {"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}],
     "upstream": '[{"id": "c", "type": "function", "function": {"name": "get_wether", "arguments": "{\'city\': \'Paris\', '
@@ -239,11 +214,9 @@ WARMUP = [{"request": {"tools": [{"type": "function", "function": {"name": "get_
 
 
 def serve(sock: socket.socket, refiner: Refiner) -> None:
-    """A worker's loop over its socket: warms up, sends ``(True, READY)``, then receives ``(task name, payload)``
-    frames (the payload pickled apart, with the tool-list texts sent along: :func:`load_payload`) and answers ``(True,
-    value)``, ``(False, "<Type>: message")``, or ``(None, [numbers])`` when the payload names tool lists it does not
-    hold; returns when the socket closes.
-    Interrupts are ignored: the proxy process decides when a worker ends."""
+    """A worker's loop over its socket, until it closes: warms up, sends ``(True, READY)``, then answers each ``(task
+    name, payload, tool-list texts)`` frame with ``(True, value)``, ``(False, "<Type>: message")`` or ``(None,
+    [numbers])`` for tool lists it does not hold. Interrupts are ignored: the proxy decides when a worker ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock.setblocking(True)
     try:
