@@ -108,8 +108,7 @@ class RequestLog:
 
     async def stream(self, events: AsyncIterator[str], route: str, started: float,
                      resp: httpx.Response) -> AsyncIterator[str]:
-        """``events`` (SSE text) as they come; once they end, the request's record, with the stages and formats of
-        the stream's ``tool_refiner`` report."""
+        """``events`` (SSE text) as they come; at their end, the request's record (from the ``tool_refiner`` report)."""
         first: float | None = None
         report: dict = {}
         status, failure = 200, None
@@ -150,8 +149,7 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def tier1_runner(ref: Any, workers: int | None) -> WorkerPool | ThreadRunner:
-    """The isolated tier-1 workers, holding ``ref`` without its model (or a default tier-1 refiner); in threads when
-    ``workers == 0`` or the refiner cannot be sent to a process."""
+    """The tier-1 workers, holding ``ref`` without its model; threads when ``workers == 0`` or it cannot be sent."""
     if isinstance(ref, Refiner):
         tier1 = copy.copy(ref)
         tier1.engine = None
@@ -235,8 +233,7 @@ def create_app(upstream_base_url: str, refiner: Any = None, *, api_key: str | No
 
 @dataclass
 class Route:
-    """What a route's handler uses: the upstream, the refinement (None for a route that refines nothing), the body
-    limit and the request record."""
+    """What a route's handler uses: the upstream, the refinement (None: refines nothing), the body limit, the record."""
 
     upstream: Upstream
     refinement: Refinement | None
@@ -301,8 +298,7 @@ ROUTE = "/v1/chat/completions"
 
 
 class ChatCompletions(Route):
-    """``POST /v1/chat/completions``: read the body, heal its history, forward it, refine the answer (or relay the
-    stream), report."""
+    """``POST /v1/chat/completions``: heal the history, forward, refine the answer (or relay the stream), report."""
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -343,8 +339,7 @@ class ChatCompletions(Route):
 
 
 class Responses(Route):
-    """``POST /v1/responses``: forward the request, refine the answer's function calls (or relay the stream), report
-    (:mod:`refiner.proxy.responses`)."""
+    """``POST /v1/responses``: forward, refine the function calls (or relay the stream), report."""
 
     route = "/v1/responses"
 

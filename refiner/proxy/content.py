@@ -70,8 +70,7 @@ class Openers:
         return pos, kind
 
     def safe_end(self, text: str, start: int) -> int:
-        """How far ``text`` can be released when :meth:`find` found nothing: all but a tail that more text could turn
-        into an opener."""
+        """How far ``text`` can be released when :meth:`find` found nothing: all but a tail that may begin an opener."""
         end = len(text)
         for k in range(min(self.longest, end - start), 0, -1):
             if text[end - k :] in self.prefixes:
@@ -139,8 +138,7 @@ class _Region:
 
 @dataclass
 class Step:
-    """What :class:`ContentSplit` says after a piece: text to ``release`` now, and a region to ``check`` before going
-    on (answered with :meth:`ContentSplit.verdict`)."""
+    """What :class:`ContentSplit` says: text to ``release`` now, a region to ``check`` (answered by ``verdict``)."""
 
     release: str = ""
     check: str | None = None
@@ -438,8 +436,7 @@ def begins_with(calls: Sequence[dict], sent: Sequence[dict]) -> bool:
 
 
 def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:
-    """The calls of a tier-1 result that can be sent before the answer ends (:func:`holds_calls`, read or repaired,
-    not cut); else None."""
+    """The calls of a tier-1 result that can be sent before the answer ends (read or repaired, not cut); else None."""
     if not holds_calls(result, names) or result.get("stage") not in ("unchanged", "repaired") or result.get("cut"):
         return None
     return list(result["calls"])

@@ -212,8 +212,7 @@ class WorkerPool:
                 "queued": len(self._queue), **self.stats}
 
     async def run(self, name: str, payload: Any, timeout: float) -> tuple[Any, float]:
-        """``(value, cpu seconds)`` of the task; raises :class:`IsolationError` (:class:`WorkTimeout`,
-        :class:`WorkerLost`, :class:`WorkFailed`)."""
+        """``(value, cpu seconds)`` of the task; raises :class:`IsolationError` when it gives none."""
         if self._closed or self._loop is None:
             raise WorkerLost("the worker pool is not running")
         try:
@@ -262,8 +261,7 @@ class WorkerPool:
         return cpu_seconds(worker.pid, self._loop.time())
 
     async def _read_replies(self, worker: _Worker) -> None:
-        """Connects to a new worker, then reads its replies for as long as it lives; its end (EOF, a broken reply)
-        removes it."""
+        """Connects to a new worker, then reads its replies until it ends (and is removed)."""
         try:
             try:
                 reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
@@ -377,8 +375,7 @@ class WorkerPool:
         self._add(*future.result())
 
     def _remove(self, worker: _Worker, error: Exception | None, *, alive: bool = True) -> None:
-        """Takes ``worker`` out of the pool and fails its task with ``error``: a busy worker is killed, an idle one
-        told to exit (its socket closed); refills the pool."""
+        """Takes ``worker`` out of the pool (killed when busy) and fails its task with ``error``; refills the pool."""
         if worker.gone:
             return
         worker.gone = True

@@ -147,8 +147,7 @@ class Refinement:
 
     async def in_worker(self, task: str, payload: Any, timeout: float, what: str,
                         level: int = logging.WARNING) -> tuple[Any, float, str | None]:
-        """``(value, cpu seconds, None)`` of a worker task, or ``(None, 0.0, "timeout" | "error")`` when it gave
-        none (logged, naming ``what``)."""
+        """``(value, cpu seconds, None)`` of a worker task, or ``(None, 0.0, "timeout" | "error")`` (logged)."""
         try:
             value, cpu = await self.runner.run(task, payload, timeout)
         except IsolationError as e:
@@ -278,8 +277,7 @@ class Refinement:
         return results
 
     async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:
-        """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning``); the
-        reasoning stays as it is."""
+        """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning``)."""
         todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")
                 and self.content.applies(body)]
         if not todo:

@@ -74,8 +74,7 @@ def _refiner_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> Ref
 
 
 def served_refiner(tokenizer: Any) -> Refiner:
-    """The tier-1 refiner of the served model, in the dialect derived from its tokenizer's chat template (detection
-    when there is none, or nothing can be derived from it); one per template."""
+    """The tier-1 refiner in the dialect derived from the tokenizer's chat template (else detection)."""
     found = template_of(tokenizer)
     return _refiner_for(found[0], tuple(sorted(found[1].items()))) if found else _refiner_for(None, ())
 
@@ -142,8 +141,7 @@ def arguments_text(call: dict) -> str:
 
 
 def served_template(tokenizer: Any) -> PromptReasoning:
-    """Whether the served model's generation prompt opens the reasoning block, as its tokenizer's chat template says
-    (a missing template, or one that does not compile, leaves the request to say)."""
+    """What the tokenizer's chat template says of whether the generation prompt opens the reasoning block."""
     found = template_of(tokenizer)
     try:
         template = ChatTemplate(found[0], "the served model's tokenizer", found[1]) if found else None

@@ -106,8 +106,7 @@ def answer(refiner: Refiner, payload: dict) -> Any:
 
 
 def split(refiner: Refiner, payload: dict) -> dict:
-    """A long answer's content split into released and held text, its questions answered here (:func:`answer`);
-    ``payload``: ``text``, ``markers`` and :func:`answer`'s fields."""
+    """A long answer's content split into released and held text (``payload``: ``text``, ``markers``, ``names``...)."""
     cut = ContentSplit(Openers(set(payload["names"]), payload["markers"]))
     run_sync(split_whole(cut, payload["text"]), lambda ask: answer(refiner, {**payload, "kind": ask.kind,
                                                                              "text": ask.text}))
