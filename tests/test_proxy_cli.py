@@ -86,3 +86,27 @@ def test_serve_api_key_locks_the_proxy(monkeypatch, how) -> None:
         assert denied.status_code == 401 and denied.json()["error"]["code"] == "invalid_api_key"
         # the right key passes authentication (the unreachable upstream then answers 502)
         assert client.get("/v1/models", headers={"authorization": f"Bearer {key}"}).status_code == 502
+
+
+@pytest.mark.parametrize("setting", ["keep", "drop"])
+def test_serve_unknown_tools_option_reaches_tier1(monkeypatch, setting) -> None:
+    import uvicorn
+    from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, serve_in_thread
+    from starlette.testclient import TestClient
+
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.update(app=app, **kw))
+    offered = {"name": "get_weather", "arguments": '{"city": "Paris"}', "id": "call_a"}
+    stray = {"name": "send_fax", "arguments": '{"to": "+33 1 23"}', "id": "call_b"}
+    with serve_in_thread(create_fake_upstream()) as url:
+        argv = ["serve", "--upstream-base-url", url + "/v1", "--workers", "0", "--log-level", "warning"]
+        result = CliRunner().invoke(app, argv + ["--unknown-tools", setting])
+        assert result.exit_code == 0, result.output
+        with TestClient(served["app"]) as client:
+            r = client.post("/v1/chat/completions", json={
+                "model": "fake-model", "messages": [{"role": "user", "content": WEATHER_QUERY}],
+                "tools": WEATHER_TOOLS, "x_fake": {"tool_calls": [offered, stray]}})
+    names = [t["function"]["name"] for t in r.json()["choices"][0]["message"]["tool_calls"]]
+    assert names == (["get_weather", "send_fax"] if setting == "keep" else ["get_weather"])
+    bad = CliRunner().invoke(app, ["serve", "--upstream-base-url", "http://127.0.0.1:9/v1", "--unknown-tools", "x"])
+    assert bad.exit_code != 0 and "--unknown-tools" in bad.output

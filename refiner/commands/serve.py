@@ -10,6 +10,7 @@ import typer
 
 from refiner import commands as shared
 from refiner.engines import REFINER_KEY_ENV, UPSTREAM_KEY_ENV
+from refiner.repair import UNKNOWN_TOOLS
 
 
 def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
@@ -124,16 +125,24 @@ def register(app: typer.Typer) -> None:
                                                          "opens its reasoning block, so a streamed answer's reasoning "
                                                          "is sent as reasoning_content from its first token (default: "
                                                          "read from --chat-template, else learned from its answers)."),
+        unknown_tools: str = typer.Option("keep", "--unknown-tools", help="A call to a tool the "
+                                          "request does not offer, no offered name near it: keep (reported) or "
+                                          "drop."),
     ) -> None:
         """Run the refining proxy: clients call it like any OpenAI endpoint; returned tool calls come back refined."""
         import uvicorn
 
         from refiner.proxy import create_app
 
+        if unknown_tools not in UNKNOWN_TOOLS:
+            raise typer.BadParameter(f"{unknown_tools!r}: one of {', '.join(UNKNOWN_TOOLS)}",
+                                     param_hint="--unknown-tools")
+
         try:
             ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
                                 max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg),
-                                chat_template=chat_template, calls_in_reasoning=calls_in_reasoning)
+                                chat_template=chat_template, calls_in_reasoning=calls_in_reasoning,
+                                unknown_tools=unknown_tools)
         except ValueError as e:
             if chat_template is None:
                 raise
