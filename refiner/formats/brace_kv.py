@@ -195,18 +195,24 @@ class _Reader:
                 raise self.fmt.error(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
             raise _TooDeep
 
+    def closed(self, pos: int, after_value: bool, closer: str) -> int | None:
+        """Where an object or list ends when it ends at ``pos`` (the text stops, a call token, its ``closer``, no
+        counted items left); else ``None``."""
+        if self.ends(pos, after_value) or self.at_token(pos):
+            return pos
+        if self.text[pos] == closer:
+            return pos + 1
+        return None if self.counted() else self.n
+
     def obj(self, pos: int, depth: int) -> tuple[Any, int]:
         self.nest(pos, depth)
         text, result = self.text, {}
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
-            if self.ends(pos, after_value) or self.at_token(pos):
-                return result, pos
-            if text[pos] == "}":
-                return result, pos + 1
-            if not self.counted():
-                return result, self.n
+            end = self.closed(pos, after_value, "}")
+            if end is not None:
+                return result, end
             if after_value:
                 if text[pos] == ",":
                     pos = skip_ws(text, pos + 1)
@@ -261,12 +267,9 @@ class _Reader:
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
-            if self.ends(pos, after_value) or self.at_token(pos):
-                return result, pos
-            if text[pos] == "]":
-                return result, pos + 1
-            if not self.counted():
-                return result, self.n
+            end = self.closed(pos, after_value, "]")
+            if end is not None:
+                return result, end
             if after_value:
                 if text[pos] == ",":
                     pos += 1
