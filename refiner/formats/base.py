@@ -59,10 +59,13 @@ MAX_LENIENT_CHARS = 200_000
 MAX_ARGUMENT_DEPTH = 64
 # Constants the readers share (one definition each; a reader that needs another value says why beside its own):
 # a tool name in the tagged dialects (no whitespace, no tag or JSON delimiters), the problems a reader reports per text
-# for one kind of defect, and how much of a text is decoded to classify it.
+# for one kind of defect, how much of a text is decoded to classify it, and how much text after a marker is read to
+# tell one row from others sharing that marker. SPACED_NAME_PATTERN: a name written as plain text (GLM, DeepSeek).
 NAME_PATTERN = r"[^\s<>{}\"']+"
+SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 MAX_NOTES = 8
 DETECT_CHARS = 20_000
+ROW_CHARS = 2_000
 
 
 # The request's tools while a lenient parse runs (tool name -> its parameters; None: not known), for readers that

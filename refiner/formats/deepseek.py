@@ -22,7 +22,7 @@ import re
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import bare_calls
-from refiner.formats.base import Detection, Lenient
+from refiner.formats.base import ROW_CHARS, SPACED_NAME_PATTERN, Detection, Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.named_json import NamedJson, NamedSpelling
@@ -36,11 +36,9 @@ CALL_BEGIN, CALL_END = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>
 SEP = "<｜tool▁sep｜>"
 TYPE = "function"
 FENCE_OPEN, FENCE_CLOSE = "```json", "```"
-NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
-DETECT_CHARS = 2_000
 
 
-_NAME = re.compile(NAME_PATTERN)
+_NAME = re.compile(SPACED_NAME_PATTERN)
 # Another format's token left where a call token was lost (<tool_call>, [TOOL_CALLS], <|python_tag|>): not part of
 # the name after it.
 _FOREIGN_TOKEN = re.compile(r"\s*(?:<[^<>\n]{1,40}>|\[[^\[\]\n]{1,40}\])\s*")
@@ -59,7 +57,7 @@ def _bare_head(head: str) -> str:
 def _bare_fenced(text: str, start: int, out: Lenient) -> bool:
     """V3 calls with every token lost, ``functionNAME\\n```json\\n{...}\\n```` one after another (each name line
     at the start of a line, the first at ``start`` or on one of the next lines); whether one was read."""
-    m = _V3_BARE.match(text, skip_ws(text, start)) or _V3_BARE.search(text, start, start + DETECT_CHARS)
+    m = _V3_BARE.match(text, skip_ws(text, start)) or _V3_BARE.search(text, start, start + ROW_CHARS)
     if m is None or (m.start() > start and text[m.start() - 1] != "\n"):
         return False
     read = 0
@@ -80,7 +78,7 @@ def _is_name(name: str) -> bool:
 
 def looks_v3(body: str, at: int) -> bool:
     """Whether the first call after ``at`` is written the V3 way (``function<｜tool▁sep｜>`` or a code fence)."""
-    seg = body[at : at + DETECT_CHARS]
+    seg = body[at : at + ROW_CHARS]
     c = seg.find(CALL_BEGIN)
     if c < 0:
         return FENCE_CLOSE in seg
@@ -99,7 +97,7 @@ class DeepSeek(NamedJson):
     recovery of either layout; its two rows (V3, V3.1) are in the catalog (:mod:`refiner.formats.catalog`)."""
 
     tags = (CALLS_BEGIN, CALL_BEGIN, SEP, CALL_END, CALLS_END)
-    name_pattern = NAME_PATTERN
+    name_pattern = SPACED_NAME_PATTERN
 
     @classmethod
     def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:

@@ -31,10 +31,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import WireFormat
+from refiner.formats.base import ROW_CHARS, SPACED_NAME_PATTERN, WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import DETECT_CHARS, NAME_LINE_CHARS, SPACED_NAME_PATTERN, Hook
+from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
 from refiner.formats.xmlvalues import read_value, untagged_lines
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -56,7 +56,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     if not body.startswith(OPEN, at):
         return True
     k = skip_ws(body, at + len(OPEN))
-    seg = body[k : k + DETECT_CHARS]
+    seg = body[k : k + ROW_CHARS]
     if seg.startswith(KEY):
         return True
     if not seg or seg[0] in "{[\"'<":

@@ -35,10 +35,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import WireFormat
+from refiner.formats.base import ROW_CHARS, WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import DETECT_CHARS, NAME_LINE_CHARS, Hook
+from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
 from refiner.formats.xmlvalues import read_value, untagged_lines
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -63,7 +63,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         m = _LABEL.match(body, hit.end if hit is not None and hit.word is None else k)
         return m is not None and body.startswith((PARAM, FUNC_END), skip_ws(body, m.end()))
     if body.startswith(FUNC, at):
-        close = body.find(">", at, at + DETECT_CHARS)
+        close = body.find(">", at, at + ROW_CHARS)
         if close < 0:
             return True  # cut inside the name: nothing else writes "<function=" without JSON after it
         k = skip_ws(body, close + 1)

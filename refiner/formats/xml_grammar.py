@@ -52,15 +52,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, Detection, WireFormat, offered_tools, remember
+from refiner.formats.base import (
+    NAME_PATTERN,
+    ROW_CHARS,
+    SPACED_NAME_PATTERN,
+    Detection,
+    WireFormat,
+    offered_tools,
+    remember,
+)
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import XmlLenient
 from refiner.formats.xml_spelling import (
     _NO_HOOK,
-    DETECT_CHARS,
-    SPACED_NAME_PATTERN,
     Hook,
     XmlSpelling,
     _attr_value,
@@ -176,7 +182,7 @@ class XmlParams(XmlLenient, WireFormat):
         if self.hook.sniff is not None:
             return self.hook.sniff(self, body, at)
         s = self.spelling
-        body = self._plain(body[at : at + DETECT_CHARS])
+        body = self._plain(body[at : at + ROW_CHARS])
         if s.section_open and body.startswith(s.section_open):
             k = skip_ws(body, len(s.section_open))
             if not body.startswith(s.call_open, k):

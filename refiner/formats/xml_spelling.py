@@ -10,11 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-DETECT_CHARS = 2_000  # of text after a marker read to tell a row from others sharing it
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
-# base.NAME_PATTERN with single spaces between words: a name written as the text after the call tag (GLM)
-SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 # The attributes as render writes them (a name, then at most one more), in one match
 _SIMPLE_ATTRS = re.compile(r"""\s*name="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
