@@ -4,39 +4,28 @@
     result = refiner.refine({"tools": [...], "query": "...", "upstream": "<tool_call>...</tool_call>"})
     result["refined"], result["stage"], result["diagnostics"]
 
-A request is ``{"tools": [...], "system": optional, "query": str | messages, "upstream": str, "format": optional,
-"format_hint": optional, "value_style": optional, "finish_reason": optional}``; ``value_style`` is ``"typed"`` (the
-default: values are the JSON types the spec declares) or ``"text"`` (the caller's data writes every value as a string,
-as API-Bank's gold does); ``format_hint`` replaces the default sentence that tells the model which format to answer in
-(:func:`refiner.prompt.format_hint`), e.g. with a benchmark's own instruction ("" leaves the sentence out);
-``finish_reason`` is why the upstream stopped, as its API said (``"stop"``, ``"tool_calls"``, ``"length"``, ...).
-The result is the request plus ``refined`` (text in the output format: the request's ``format``, else the
-refiner's ``fmt``, else the upstream's detected format), ``calls``, ``changed``, ``stage`` (``unchanged`` |
-``repaired`` | ``model`` | ``fallback`` | ``truncated``), ``reason``, ``format``, ``diagnostics`` (the gate on
-``refined``), ``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable. A request that cannot
-be read becomes, with ``refine_batch(..., errors="result")``, a result with ``stage: "error"`` and an ``error``
-message (:func:`error_result`).
+A request is ``{"tools", "query": str | messages, "upstream": str}`` plus optional ``system``, ``format``,
+``format_hint`` (replaces the sentence naming the answer format; "" leaves it out), ``value_style`` (``"typed"``, the
+default, or ``"text"``: every value written as a string, as API-Bank's gold does) and ``finish_reason`` (why the
+upstream stopped, as its API said). The result is the request plus ``refined`` (text in the request's ``format``, else
+the refiner's ``fmt``, else the upstream's), ``calls``, ``changed``, ``stage`` (``unchanged`` | ``repaired`` |
+``model`` | ``fallback`` | ``truncated``), ``reason``, ``format``, ``diagnostics`` (the gate on ``refined``),
+``upstream_diagnostics`` and ``actions`` (tier-1 repairs), all JSON-serialisable; with
+``refine_batch(..., errors="result")`` an unreadable request becomes ``stage: "error"`` with an ``error`` message.
 
-Truncation. An upstream that was cut off is reported, never completed: the stage is ``truncated`` when the request's
-``finish_reason`` is one of :data:`CUT_FINISH_REASONS` (``"length"``, Anthropic's ``"max_tokens"``), or when the text
-stops inside a call mid-value (inside a string, a key, a literal or a number, or after ``,`` ``:`` ``=`` or an opening
-bracket: no model that lost only its closing brackets stops there). Then the complete calls before the cut are kept
-(tier 1 repairs them as usual), the call the text stops in is left out of ``refined`` and ``calls`` (its values are not
-the model's: a string cut mid-way is not a value it meant), the model is not run (it would complete the cut call by
-inventing its values), and the result carries ``cut``: ``{"index", "name", "arguments", "clean", "finish_reason"}``, the
-cut call's position among the upstream's calls (``null``: the text stops between calls), its name when written whole,
-the arguments written whole before the cut, and whether the text stops right after a complete value. A text that stops
-right after a complete value with only closing brackets or tags missing, and no ``finish_reason`` saying it was cut,
-reads as a lost ending and is closed as before (stage ``repaired``).
+Truncation is reported, never completed. A text is cut when its ``finish_reason`` is one of
+:data:`CUT_FINISH_REASONS` or it stops inside a call mid-value (in a string, key, literal or number, or after ``,``
+``:`` ``=`` or an opening bracket). Then the complete calls before the cut are kept and repaired, the cut call is left
+out, the model is not run (it would invent the missing values), and the result carries ``cut``: ``{"index", "name",
+"arguments", "clean", "finish_reason"}`` (position among the upstream's calls or ``null`` between calls, the name and
+arguments written whole, whether the text stops right after a complete value). A text missing only closing brackets
+or tags after a complete value, with no cut ``finish_reason``, is closed (stage ``repaired``).
 
-A failing model step never fails a request or its batch: when the batched engine call raises (a prompt longer than
-the model's context, an HTTP error for one conversation, ...), each request is retried alone, and a request whose
-model step still fails gets the best result without the model (tier-1 repair or the upstream) with ``stage:
-"fallback"``, a ``reason`` naming the error and ``model_error`` (``"<ExceptionType>: <message>"``; the field is present
-only then, so callers such as evaluation can tell a model failure from a model answer the guard rejected).
+A failing model step never fails a request or its batch: the batch is retried one request at a time, and a request
+whose model step still fails gets the best result without the model, ``stage: "fallback"``, a ``reason`` and
+``model_error`` (``"<ExceptionType>: <message>"``, present only then).
 
-With ``engine=None`` only tier 1 and the guard run. Tier 1 believes a tool spec only where it is safe (see
-:mod:`refiner.repair`); ``Refiner(trust_spec=True)`` makes it treat every spec as exact.
+With ``engine=None`` only tier 1 and the guard run.
 """
 
 from __future__ import annotations
@@ -97,9 +86,8 @@ def validate_request(request: Any) -> None:
 
 
 def reasoning_calls(request: Any, default: bool) -> Any:
-    """The request to read when calls written inside the upstream's reasoning count (``calls_in_reasoning``: the
-    request's field, else the refiner's setting; off by default, see :mod:`refiner.formats.reasoning`): its upstream
-    with the reasoning block unwrapped when the answer after it holds no call."""
+    """With ``calls_in_reasoning`` on (the request's field, else ``default``), the request with its upstream's
+    reasoning block unwrapped when the answer after it holds no call; else the request."""
     if not isinstance(request, Mapping) or not isinstance(request.get("upstream"), str):
         return request
     on = request.get("calls_in_reasoning")
@@ -115,11 +103,8 @@ def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, 
 
 
 def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
-    """The request's tool specs by name, once per request; ``None`` when it has none. A tool list (``tools``: tool
-    objects, or the JSON text of a list of them) is read as far as the request needs it: every name at once, a tool's
-    spec when a check or repair first asks for it, and a list given as text is kept for the next request that offers
-    it (:func:`refiner.specs.tool_catalog`). Other shapes (a record, a system prompt with the tools inside) are read
-    whole."""
+    """The request's tool specs by name (``None``: it has none): a tool list lazily, each spec when first asked for
+    (:func:`refiner.specs.tool_catalog`); other shapes (a record, tools inside the system prompt) whole."""
     raw = request.get("tools")
     source = "tools"
     if raw is None and request.get("system"):
@@ -161,22 +146,20 @@ class Job:
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
-        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else ``("unchanged",
-        None)``."""
+        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else
+        ``("unchanged", None)``."""
         if self.tier1.changed and self.tier1.after.n_errors <= self.upstream.n_errors:
             return "repaired", self.tier1
         return "unchanged", None
 
     def sendable(self) -> Job:
-        """A copy to send to another process that holds the request: without its ``tools`` and ``query`` (an
-        agent's tool list, a long chat: megabytes) and the catalog read from the tools. The receiver puts the fields back
-        (:meth:`rejoined`); :meth:`Refiner.prepare_batch` reads the tools again."""
+        """A copy to send to a process that holds the request, without its ``tools`` and ``query`` (megabytes in an
+        agent's request) and their catalog; :meth:`rejoined` puts them back."""
         request = {k: v for k, v in self.request.items() if k not in ("tools", "query")}
         return replace(self, request=request, tools=None, offered=None, tools_apart=True)
 
     def rejoined(self, request: Mapping[str, Any]) -> Job:
-        """A :meth:`sendable` job with the fields of ``request`` (the one it was prepared from) it was sent
-        without."""
+        """A :meth:`sendable` job with the fields it was sent without, from the ``request`` it was prepared from."""
         return replace(self, request={**request, **self.request})
 
     def with_tools(self) -> Job:
@@ -185,14 +168,8 @@ class Job:
         return replace(self, tools=tools, offered=params_by_tool(tools), tools_apart=False)
 
 
-def prepare(
-    request: Mapping[str, Any],
-    default_fmt: str | None,
-    *,
-    trust_spec: bool = False,
-    model_formats: Collection[str] | None = None,
-    unknown_tools: str = "keep",
-) -> Job:
+def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False,
+            model_formats: Collection[str] | None = None, unknown_tools: str = "keep") -> Job:
     """Request → its tools and upstream read once (:func:`refiner.formats.reading.read_upstream`: the format
     chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
     (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`)."""
@@ -443,20 +420,15 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
 class Refiner:
     """Refines upstream tool calls. ``engine``: anything with the engines' ``chat`` method, or None (tier 1 only).
 
-    Options: ``bypass`` (default True) skips the model when the gate passes after tier 1; ``n`` samples per request
-    (best of N by gate and agreement); ``thinking`` (True/False/None: the model's default); ``temperature`` (default
-    0 for one sample, 0.7 for several); ``max_tokens``; ``seed``; ``trust_spec`` (default False): tier 1 treats
-    every tool spec as complete and exact, as if each said ``additionalProperties: false`` (see
-    :mod:`refiner.repair`: by default a call whose only gate findings are soft ones is left to the model);
-    ``model_formats``: the wire formats the refiner model was trained on (default: the formats marked ``trained``,
-    the paper's). For an output format outside them, the model is shown the upstream's calls in the closest trained
-    format, answers in it, and its answer is written back in the output format (:func:`model_format`);
-    ``chat_template``: the upstream model's chat template (a ``.jinja``, a ``tokenizer_config.json`` or a model
-    folder): its dialect is derived from it (:mod:`refiner.formats.derive`) and is the refiner's format, read and
-    written (in place of ``fmt``); a template that fails to render, or from which no dialect can be derived, leaves
-    the format to detection (one log line naming the file and why); ``unknown_tools``: ``"keep"`` (the default) or
-    ``"drop"`` a call to a tool the request does not offer, once tier 1 has snapped the names near an offered one
-    (docs/formats.md, "What counts as no call").
+    ``bypass`` (default True): skip the model when the gate passes after tier 1; ``n``: samples per request (best of
+    N by gate and agreement); ``thinking``, ``temperature`` (default 0 for one sample, 0.7 for several), ``max_tokens``,
+    ``seed``; ``trust_spec``: tier 1 treats every spec as exact (:mod:`refiner.repair`); ``model_formats``: the formats
+    the model was trained on (default: those marked ``trained``): other output formats are shown to it in the closest
+    one and its answer written back (:func:`model_format`); ``chat_template``: the upstream model's template
+    (``.jinja``, ``tokenizer_config.json`` or model folder), whose derived dialect becomes the refiner's format (one
+    log line and detection per request when none derives); ``unknown_tools``: ``"keep"`` or ``"drop"`` a call to a
+    tool not offered (docs/formats.md, "What counts as no call"); ``calls_in_reasoning``: read calls written in the
+    upstream's reasoning when its answer holds none.
     """
 
     def __init__(
@@ -521,9 +493,8 @@ class Refiner:
         return self.finish(self.prepare_batch(requests, errors=errors), errors=errors)
 
     def prepare_batch(self, requests: Iterable[Mapping[str, Any] | Job], *, errors: str = "raise") -> list[Job | dict]:
-        """Each request read once, gated and tier-1 repaired (:func:`prepare`, with this refiner's settings): its
-        :class:`Job`, or with ``errors="result"`` its error result. A job is kept as it is (its tools read again when
-        it was sent without them: :meth:`Job.sendable`)."""
+        """Each request read once, gated and tier-1 repaired (:func:`prepare`): its :class:`Job`, or with
+        ``errors="result"`` its error result. A Job given is kept (its tools read again if sent without them)."""
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             job = request if isinstance(request, Job) else None
@@ -549,8 +520,7 @@ class Refiner:
         return jobs
 
     def finish(self, jobs: Sequence[Job | dict], *, errors: str = "raise") -> list[dict]:
-        """The model for the jobs that need it (:meth:`needs_model`; when this refiner has an engine), then the guard:
-        each job's result, in order (an error result from :meth:`prepare_batch` as it is)."""
+        """The model for the jobs that need it (:meth:`needs_model`), then the guard: each job's result, in order."""
         todo = [j for j in jobs if isinstance(j, Job) and self.engine is not None and self.needs_model(j)]
         if todo:
             self.run_model(todo)
