@@ -1,25 +1,8 @@
-"""Tool lists read as far as a request needs them: :class:`ToolCatalog`, the offered tools by name, each tool's spec
-read (:func:`~refiner.specs.dialects.spec_from_dict`) when it is first asked for, and :func:`tool_catalog`, which keeps
-the catalogs of tool lists given as JSON text for the next request that offers the same list.
-
-Why: reading a spec costs work per declared parameter, and agents offer hundreds of tools of which an answer calls
-one or two. A catalog knows every name at once (name repair compares the names of all), and reads a tool's
-whole schema only when a check or a repair asks for that tool.
-
-- Names are taken without reading the schema: ``function.name`` in OpenAI's wrapper, ``api_name`` (NesTools), else
-  ``name``; a tool where none is a non-empty string is read at once (and raises its :class:`SpecError` there, as
-  :func:`~refiner.specs.loader.load_tools` would). Two tools of one name: the last one counts.
-- A tool read when asked for raises its :class:`SpecError` then (the request was not readable as tool specs).
-- The cache (:func:`tool_catalog`) holds catalogs of JSON texts, least recently used first out, within
-  :data:`MAX_CACHED_LISTS` lists and :data:`MAX_CACHED_CHARS` characters of text in all (a list longer than that is
-  read but not kept). It is keyed by the text itself: its length and ends find the entry, a full comparison of the
-  text confirms it (a memory compare, which costs less than hashing the whole text), so a list that differs in one
-  character is never taken for another.
-  One cache per process (each proxy worker keeps its own).
-
-:class:`ToolList` is the tool list of a request body that keeps its JSON text (:func:`loads_keeping_tools`): it
-travels to worker processes as that text (pickled as a ``str``), so a worker reads it from its cache instead of
-unpickling thousands of objects.
+"""Tool lists read as far as a request needs them: :class:`ToolCatalog` knows every tool's name at once and reads a
+tool's spec (:func:`~refiner.specs.dialects.spec_from_dict`) when first asked for; :func:`tool_catalog` keeps the
+catalogs of tool lists given as JSON text (least recently used out, within :data:`MAX_CACHED_LISTS` lists and
+:data:`MAX_CACHED_CHARS` characters), keyed by the whole text. :class:`ToolList` is a request's tool list that keeps
+its JSON text and is pickled as that text.
 """
 
 from __future__ import annotations
@@ -159,16 +142,12 @@ class ToolList(list):
 
 
 MAX_PARSED_LISTS = 8
-MIN_PARSED_CHARS = 64 * 1024  # shorter lists are parsed again (it costs less than a millisecond)
-
-
+MIN_PARSED_CHARS = 64 * 1024  # shorter lists are parsed again
 
 
 def loads_keeping_tools(text: str) -> Any:
     """``json.loads(text)``, where a top-level object's ``tools`` list becomes a :class:`ToolList` that keeps its
-    text. A long tool list read before is not parsed again (:data:`PARSED`: the last :data:`MAX_PARSED_LISTS` lists
-    of :data:`MIN_PARSED_CHARS` characters or more; its text found in place, the same items returned, shared by the
-    requests that offer it: read-only). Raises ``ValueError`` as ``json.loads`` does."""
+    text; a long list seen before (:data:`PARSED`) is not parsed again, its items shared read-only."""
     decoder = json.JSONDecoder()
     at = _WS.match(text, 0).end()
     if not text.startswith("{", at):
@@ -241,8 +220,7 @@ def text_catalog(text: str) -> ToolCatalog | None:
 
 
 class _Text:
-    """A cache key: a text, hashed by its length and its ends (a fixed cost, however long the text), equal only to
-    the same text (a full comparison: a memory compare, which costs less than hashing the whole text)."""
+    """A cache key: a text, hashed by its length and its ends, equal only to the same text."""
 
     __slots__ = ("_hash", "text")
 
@@ -261,17 +239,15 @@ _ENDS = 256  # characters at each end of a text that its cache key hashes
 
 
 class KeptTexts:
-    """Values kept for long texts, least recently used out, within ``max_lists`` texts and ``max_chars`` characters
-    in all (a text shorter than ``min_chars`` or longer than ``max_chars`` is not kept). Keyed by :class:`_Text`;
-    a plain dict (least recently used first), whose pop and insert compare the text once (an ``OrderedDict`` compares
-    it again)."""
+    """Values kept for texts, least recently used out, within ``max_lists`` texts and ``max_chars`` characters in all
+    (a text shorter than ``min_chars`` or longer than ``max_chars`` is not kept)."""
 
     def __init__(self, max_lists: int, max_chars: int, min_chars: int = 0) -> None:
         self.max_lists, self.max_chars, self.min_chars = max_lists, max_chars, min_chars
         self.entries: dict[_Text, Any] = {}
         self.chars = 0
         self.lock = threading.Lock()
-        self.hits = self.misses = 0
+        self.hits = 0
 
     def get(self, text: str) -> Any:
         key = _Text(text)
@@ -280,8 +256,6 @@ class KeptTexts:
             if found is not None:
                 self.entries[key] = found
                 self.hits += 1
-            else:
-                self.misses += 1
             return found
 
     def find(self, text: str, start: int) -> tuple[Any, str] | None:
@@ -316,7 +290,7 @@ class KeptTexts:
     def clear(self) -> None:
         with self.lock:
             self.entries.clear()
-            self.chars = self.hits = self.misses = 0
+            self.chars = self.hits = 0
 
 
 CACHE = KeptTexts(MAX_CACHED_LISTS, MAX_CACHED_CHARS)
@@ -324,10 +298,8 @@ PARSED = KeptTexts(MAX_PARSED_LISTS, MAX_CACHED_CHARS, MIN_PARSED_CHARS)  # load
 
 
 def tool_catalog(tools: Any) -> ToolCatalog | None:
-    """The catalog of a tool list given as a list of tool dicts / :class:`ToolSpec` objects, or as the JSON text of
-    one (a :class:`ToolList` counts as its text; a catalog is its own); None for any other shape (a record, a system prompt: read them with
-    :func:`~refiner.specs.loader.load_tools`). Catalogs of texts are kept (see the module docstring); a kept
-    catalog keeps the specs read for earlier requests."""
+    """The catalog of a list of tool dicts / :class:`ToolSpec` objects or of its JSON text (kept in :data:`CACHE`);
+    None for any other shape (read those with :func:`~refiner.specs.loader.load_tools`)."""
     if isinstance(tools, ToolCatalog):
         return tools
     if isinstance(tools, ToolList):

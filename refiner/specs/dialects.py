@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
@@ -35,13 +36,8 @@ DIALECTS = (
     "jsonschema", "openai", "anthropic", "mcp", "glaive", "toolace", "bfcl", "xlam", "nestools", "nestful", "apibank",
 )
 
-# How a parameter with no explicit required marker is treated.
-NEVER, UNLESS_OPTIONAL = "never", "unless_optional"
-
-_IMPLICIT = {
-    "jsonschema": NEVER, "openai": NEVER, "anthropic": NEVER, "mcp": NEVER, "glaive": NEVER, "toolace": NEVER, "bfcl": NEVER,
-    "nestools": NEVER, "xlam": UNLESS_OPTIONAL, "apibank": UNLESS_OPTIONAL, "nestful": NEVER,
-}
+# Dialects where a parameter with no required marker is required unless its type says optional.
+_REQUIRED_UNLESS_OPTIONAL = ("xlam", "apibank")
 
 _SCHEMA_KEYS = {"type", "properties", "required", "additionalProperties", "description", "title", "$schema",
                 "definitions", "$defs"}
@@ -51,6 +47,10 @@ _PARAM_KEYS = {"type", "description", "enum", "allowed_values", "possible_values
 _TOOL_KEYS = {"name", "api_name", "description", "api_description", "parameters", "input_schema", "query_parameters",
               "path_parameters", "arguments", "required", "responses", "output_parameters", "output_parameter",
               "inputSchema", "outputSchema"}
+_BLOCKS = {  # the keys holding a tool's parameters, where not just "parameters"
+    "anthropic": ("input_schema", "parameters"), "mcp": ("inputSchema", "parameters"),
+    "nestful": ("parameters", "path_parameters", "query_parameters", "arguments"),
+}
 _PYTHONISH = {"int", "str", "list", "bool"}
 _SCALARS = (str, int, float, bool, type(None))  # (told by type first: the Mapping check is slow on them)
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
@@ -184,7 +184,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     if isinstance(value, str):
         info, raw = _read_type(ctx, path, value)
         p = _param_from_typeinfo(info)
-        return _with(p, raw_type=raw), None, info.optional
+        return replace(p, raw_type=raw), None, info.optional
     if isinstance(value, bool):  # a boolean schema: true is any value, false none
         return (Param() if value else Param(extra={"not": {}})), None, False
     if not isinstance(value, Mapping):
@@ -262,7 +262,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         else:
             extra[alt_key] = alts
             if merged is None and info.type is None:  # several alternatives: the one type they share, if any
-                base = _with(base or _param_from_typeinfo(info), **_alternatives_type(ctx, f"{path}.{alt_key}", alts))
+                base = replace(base or _param_from_typeinfo(info), **_alternatives_type(ctx, f"{path}.{alt_key}", alts))
     if base is None:
         ptype, base_items, base_props, base_required = info.type, typed_items, {}, ()
         base_nullable, base_format = info.nullable, info.format
@@ -320,7 +320,7 @@ def _nullable_alternative(ctx: Ctx, path: str, alts: Any) -> Param | None:
     if len(rest) != 1 or len(alts) != 2:
         return None
     p = read_param(ctx, f"{path}.0", rest[0])[0]
-    return _with(p, nullable=True)
+    return replace(p, nullable=True)
 
 
 _TRUE, _FALSE = {"true", "yes"}, {"false", "no"}
@@ -342,14 +342,9 @@ def _str_or_none(ctx: Ctx, path: str, key: str, value: Any) -> str | None:
     return value
 
 
-def _with(p: Param, **changes: Any) -> Param:
-    from dataclasses import replace
-
-    return replace(p, **changes)
-
-
-def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict[str, Param], tuple[str, ...]]:
-    """A parameters block (JSON Schema object, or a name → parameter map) → (params, required names)."""
+def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> tuple[dict[str, Param], tuple[str, ...]]:
+    """A parameters block (JSON Schema object, or a name → parameter map) → (params, required names); ``implicit``:
+    a parameter with no required marker is required unless it says it is optional."""
     if value is None:
         return {}, ()
     if isinstance(value, bool):
@@ -387,7 +382,7 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict
         params[name] = p
         if flag is not None:
             is_req = flag
-        elif optional or explicit is not None or implicit == NEVER:
+        elif optional or explicit is not None or not implicit:
             is_req = False
         else:
             is_req = True
@@ -396,11 +391,6 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: str) -> tuple[dict
     if explicit is not None:
         return params, explicit + tuple(r for r in required if r not in explicit)
     return params, tuple(required)
-
-
-def read_outputs(ctx: Ctx, path: str, value: Any) -> dict[str, Param]:
-    """Declared outputs (NesTools ``responses``, NESTFUL ``output_parameters``): a map or a schema object."""
-    return read_param_map(ctx, path, value, NEVER)[0]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -488,15 +478,11 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
         raise ctx.error("name", "is empty")
     ctx.name = name
     description = _str_field(ctx, d, "api_description", "description") or ""
-    implicit = _IMPLICIT.get(dialect, NEVER)
+    implicit = dialect in _REQUIRED_UNLESS_OPTIONAL
 
     params: dict[str, Param] = {}
     required: tuple[str, ...] = ()
-    blocks = ("input_schema", "parameters") if dialect == "anthropic" else ("parameters",)
-    if dialect == "mcp":
-        blocks = ("inputSchema", "parameters")
-    if dialect == "nestful":
-        blocks = ("parameters", "path_parameters", "query_parameters", "arguments")
+    blocks = _BLOCKS.get(dialect, ("parameters",))
     for key in blocks:
         if d.get(key) is None:
             continue
@@ -514,7 +500,7 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     outputs: dict[str, Param] = {}
     for key in ("responses", "output_parameters", "output_parameter", "outputSchema"):
         if d.get(key) is not None:
-            outputs.update(read_outputs(ctx, key, d[key]))
+            outputs.update(read_param_map(ctx, key, d[key])[0])
     extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
     extra.update(wrapper_extra)
     if any(block is False or (type(block) is dict or block is not None and isinstance(block, Mapping))

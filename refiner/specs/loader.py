@@ -64,7 +64,8 @@ def _text_items(text: str, dialect: str | None) -> list[tuple[Any, str | None]]:
         return [(d, "apibank") for d in spec_text.apibank_tools(s)]
     found = spec_text.embedded_json(s)
     if found:
-        forced = dialect or ("glaive" if _is_glaive(s, found) else None)
+        glaive = spec_text.GLAIVE_MARKER in s or (len(found) > 1 and all(isinstance(v, dict) for v in found))
+        forced = dialect or ("glaive" if glaive else None)
         out: list[tuple[Any, str | None]] = []
         for value in found:
             out.extend((d, forced) for d in (value if isinstance(value, list) else [value]))
@@ -73,10 +74,6 @@ def _text_items(text: str, dialect: str | None) -> list[tuple[Any, str | None]]:
         return []
     raise SpecError(dialect, "no tool specs found in the text (not JSON, no API-Bank tool list, no tool objects "
                     f"inside): {s[:80]!r}")
-
-
-def _is_glaive(text: str, found: list[Any]) -> bool:
-    return spec_text.GLAIVE_MARKER in text or (len(found) > 1 and all(isinstance(v, dict) for v in found))
 
 
 def load_tools(obj: Any, dialect: str | None = None) -> list[ToolSpec]:
