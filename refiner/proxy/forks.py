@@ -1,6 +1,5 @@
-"""A fork server for the tier-1 workers: one helper process with the refiner imported (started as a fresh
-interpreter given this process's ``sys.path``, never re-running the main module) that forks each worker, so a new
-worker costs a fork. It ignores ``SIGCHLD`` and sends back each worker's pid and socket.
+"""A fork server for the tier-1 workers: one helper process with the refiner imported that forks each worker and
+sends back its pid and socket.
 """
 
 from __future__ import annotations

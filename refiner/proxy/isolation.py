@@ -1,9 +1,5 @@
-"""Request isolation: tier-1 tasks run in a pool of worker processes (:mod:`refiner.proxy.forks`), one at a time
-each, every task with a deadline, so that one slow or hostile request cannot hold up the others. Small tasks are
-served first come first served, large ones behind them. A task past :data:`SLOW_AFTER` CPU seconds is demoted to the
-lowest CPU priority and a fresh worker takes its place; at the deadline its process is killed (:class:`WorkTimeout`);
-a worker that dies fails its task (:class:`WorkerLost`) and is replaced. A request's tool list travels as a number
-(:class:`TextNumbers`), its text only to a worker not yet sent it. :class:`ThreadRunner` runs tasks in threads.
+"""Request isolation: tier-1 tasks run one at a time in a pool of worker processes, each with a deadline, so that one
+slow or hostile request cannot hold up the others; :class:`ThreadRunner` runs them in threads instead.
 """
 
 from __future__ import annotations

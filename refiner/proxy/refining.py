@@ -1,14 +1,5 @@
-"""Refining one chat completion's choices within one deadline (``timeout`` seconds from the upstream's answer).
-
-1. A choice with ``tool_calls`` is refined; one that ended on ``length`` with its last call's arguments not a whole
-   JSON object loses that call (reported, never completed: :func:`truncated_call`). A choice without them whose
-   content may hold calls (:mod:`refiner.proxy.content`) is read for them (in a worker past :data:`MAX_SPLIT_HERE`).
-2. Tier 1 (and the content's format detection) runs in an isolated worker (:mod:`refiner.proxy.isolation`).
-3. Choices that still need the model (:meth:`~refiner.pipeline.Refiner.needs_model`) go to it, batched
-   (:class:`~refiner.proxy.batching.RefineBatcher`), as the job their worker prepared, so tier 1 runs once; not one
-   whose tier 1 took over :data:`MODEL_SKIP_CPU` CPU seconds. Any other refiner gets every choice through the batcher.
-4. Past the deadline, or when the refiner fails, a choice is returned as the upstream sent it (stage ``timeout`` or
-   ``error``).
+"""Refining one chat completion's choices within one deadline: tier 1 in an isolated worker, then the choices that
+still need the model batched to it; past the deadline or on a refiner failure, a choice is returned as sent.
 """
 
 from __future__ import annotations

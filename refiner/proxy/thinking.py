@@ -1,8 +1,5 @@
 """Whether the upstream's prompt opened the reasoning block, so that a streamed answer's reasoning is sent as
-``reasoning_content`` from its first token. :meth:`PromptReasoning.opened` asks, first found first: the request's
-``chat_template_kwargs``; the operator's per-model setting; the model's chat template (:func:`prompt_opens`); for a
-stream, the model's earlier answers (:func:`answer_says`). Else a family that opens it by default
-(:data:`OPENS_BY_DEFAULT`) *leans* (:func:`~refiner.proxy.reasoning.lean_opens`).
+``reasoning_content`` from its first token (:meth:`PromptReasoning.opened`).
 """
 
 from __future__ import annotations

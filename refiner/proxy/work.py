@@ -1,8 +1,7 @@
-"""What runs inside a worker process (:mod:`refiner.proxy.isolation`): ``tier1`` on a list of items, a content
-split's question (``ask``) and a long answer's split (``split``). An item is ``{"request", "detect", "allowed",
-"model"}``: with ``detect`` the upstream text is content, refined only in an allowed detected format. Each outcome is
-``{"format", "result"}``, plus the prepared ``"job"`` when ``model`` is set and it needs the model (which then takes it
-without tier 1 again). One bad item never raises.
+"""What runs inside a worker process (:mod:`refiner.proxy.isolation`): the tasks in :data:`TASKS`. A ``tier1`` item is
+``{"request", "detect", "allowed", "model"}`` (with ``detect`` the upstream text is content, refined only in an allowed
+detected format); its outcome ``{"format", "result"}``, plus the prepared ``"job"`` when ``model`` is set and it needs
+the model. One bad item never raises.
 """
 
 from __future__ import annotations
