@@ -74,8 +74,7 @@ class Param:
 
     @classmethod
     def of(cls, **fields: Any) -> Param:
-        """``Param(**fields)``, built from a blank one's fields and checked as the constructor checks them: a schema
-        reader sets a few fields of each parameter, and the generated constructor sets every field in turn."""
+        """``Param(**fields)``, built from a blank one's fields and checked as the constructor checks them."""
         p = object.__new__(cls)
         d = p.__dict__
         d.update(_BLANK_PARAM)
@@ -129,9 +128,8 @@ class ToolSpec:
     # The dialect it was read from, and top-level keys that carry no schema (NESTFUL host/endpoint, OpenAI strict...).
     dialect: str | None = field(default=None, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
-    # What the schema reader read otherwise than as written (a top-level anyOf merged, a reference that points
-    # nowhere), and whether the tool takes any arguments (a schema that names no parameters but accepts some): its
-    # arguments are then not checked by name (refiner.specs.schema; the gate's ``spec`` warning says so).
+    # What the schema reader read otherwise than as written (refiner.specs.schema), and whether the tool takes any
+    # arguments, which are then not checked by name.
     notes: tuple[str, ...] = field(default=(), compare=False)
     free_form: bool = field(default=False, compare=False)
 
@@ -179,5 +177,3 @@ def render_tool_list(specs: Iterable[ToolSpec], *, include_outputs: bool = True)
 def by_name(specs: Iterable[ToolSpec]) -> dict[str, ToolSpec]:
     """Specs keyed by tool name (a later duplicate name replaces an earlier one)."""
     return {s.name: s for s in specs}
-
-

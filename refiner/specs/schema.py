@@ -1,22 +1,8 @@
 """A tool's parameters schema, whatever valid JSON Schema it is written in, brought to the one shape the dialect
-readers take: an ``object`` with ``properties`` (and ``required``), every ``$ref`` resolved.
-
-Real tool lists write parameters in every corner of JSON Schema: MCP servers give ``inputSchema`` with ``$defs`` and
-``$ref`` (pydantic's output), ``allOf: [{"$ref": ...}]`` wrappers, boolean schemas (``true``), top-level ``anyOf`` /
-``oneOf`` / ``allOf`` (one of two ways to name a thing), ``additionalProperties`` / ``patternProperties``, ``const``.
-:func:`normalise` rewrites one schema (never raises, bounded work):
-
-- ``$ref`` to ``#``, ``#/$defs/...``, ``#/definitions/...`` or any local JSON pointer is replaced by its target (a
-  reference inside its own target, a remote one or one that points nowhere reads as any value, with a note);
-- ``allOf`` is merged into its schema (properties united, ``required`` united);
-- at the top, ``anyOf`` / ``oneOf`` of objects: their properties united, required only what every alternative
-  requires, with a note (any alternative's parameters may be given);
-- ``true`` is any value; ``false`` is no value (``const`` is read by the dialect reader as a one-value ``enum``);
-- a top-level schema that names no properties but accepts others (``additionalProperties`` true or a schema,
-  ``patternProperties``, a non-object type, ``true``, alternatives that are not objects) reads as free-form parameters:
-  the tool takes any arguments, which are not checked (``free_form``), with a note saying why.
-
-The notes become the gate's ``spec`` warning on calls to that tool: the request is never refused for its schema.
+readers take: an ``object`` with ``properties`` (and ``required``). :func:`normalise` resolves local ``$ref``s, merges
+``allOf``, unites a top-level ``anyOf`` / ``oneOf`` of objects (requiring what all of them require), and reads a
+schema that names no properties but accepts others as free-form; each such reading leaves a note (the gate's ``spec``
+warning), never an error.
 """
 
 from __future__ import annotations
@@ -160,8 +146,8 @@ _REWRITTEN = frozenset(("$ref", "allOf", "anyOf", "oneOf", "$defs", "definitions
 
 
 def _plain(schema: Mapping[str, Any]) -> bool:
-    """Whether a schema needs no rewriting: an object with properties, and no reference, ``allOf``, combinator,
-    boolean schema or open-ended properties anywhere (an iterative look at its keys, at most :data:`MAX_NODES`)."""
+    """Whether a schema needs no rewriting: an object with properties, and no reference, combinator, boolean schema
+    or open-ended properties anywhere (at most :data:`MAX_NODES` nodes looked at)."""
     if schema.get("type") not in ("object", "dict"):
         return False
     props = schema.get("properties")

@@ -1,12 +1,6 @@
-"""Type names from every dialect, mapped to the JSON Schema vocabulary.
-
-Sources write types as JSON Schema names (``string``, ``integer``), Python names (``str``, ``int``, ``list``,
-``dict``), Python typing expressions (``List[str]``, ``Dict[str, Any]``, ``Optional[int]``, ``Union[int, float]``,
-``Literal['a', 'b']``), ToolACE/BFCL names (``dict``, ``float``, ``tuple``, ``any``), Java names in BFCL
-(``String``, ``HashMap``, ``ArrayList``, ``long``), loose prose (``int or float``, ``Date (yyyy-mm-dd)``, ``Enum``) and
-xLAM modifiers (``str, optional``). :func:`parse_type` reads one such text into a :class:`TypeInfo`.
-
-A name that is not recognised is not an error: the type is unknown (``None``) and the caller keeps the raw text.
+"""Type texts from every dialect (JSON Schema, Python and typing names, Java names, prose such as ``int or float``,
+xLAM's ``str, optional``) read into a :class:`TypeInfo` in the JSON Schema vocabulary by :func:`parse_type`; a text
+not recognised gives an unknown type (``None``), never an error.
 """
 
 from __future__ import annotations
