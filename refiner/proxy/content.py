@@ -1,10 +1,5 @@
-"""Tool calls an upstream left in an answer's ``content``, found so that the proxy can move them to ``tool_calls``.
-
-:class:`Openers` finds where calls may start: a registered format's marker, or, untagged, a line that starts a JSON
-list or object, a code fence or an offered tool's ``name(``, or ``[name(`` anywhere. :class:`ContentSplit` says what
-of the content can be released now and what is held: a marker holds the rest; an untagged region that looks like a
-call is held until it closes and is checked (calls: the rest is held; else released). No call is ever made from
-released text.
+"""Tool calls an upstream left in an answer's ``content``: :class:`Openers` finds where calls may start,
+:class:`ContentSplit` says what can be released now and what is held. No call is ever made from released text.
 """
 
 from __future__ import annotations

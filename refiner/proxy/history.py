@@ -1,7 +1,5 @@
-"""Healing the incoming conversation: earlier assistant tool calls whose ``arguments`` are missing or a string that is
-not a JSON object, or whose name is not an offered tool, are repaired by tier 1 (``openai`` format, in a worker) before
-the request is forwarded. Only what was wrong is replaced (a ``tool`` message answering a renamed call takes the new
-name); a call tier 1 cannot repair is left as sent and reported.
+"""Healing the incoming conversation: earlier assistant tool calls with broken ``arguments`` or a name not offered are
+repaired by tier 1 before the request is forwarded; only what was wrong is replaced.
 """
 
 from __future__ import annotations

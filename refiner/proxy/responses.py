@@ -1,7 +1,5 @@
 """``POST /v1/responses`` (OpenAI's Responses API): the answer's ``function_call`` items are refined as a chat
-answer's ``tool_calls`` are (``call_id`` as the call's id; refined calls keep their items' places and ids), whole and
-streamed. A response ``incomplete`` for ``max_output_tokens`` is a chat answer cut on ``length``. Streamed, every event
-is relayed (renumbered) but a function call's, held back and sent refined before the final event.
+answer's ``tool_calls`` are, whole and streamed.
 """
 
 from __future__ import annotations

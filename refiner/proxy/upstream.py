@@ -1,7 +1,5 @@
-"""The upstream's HTTP client, and the one mapping of its failures to :class:`UpstreamError`: a timeout 504
-``upstream_timeout``; unreachable or broken 502 ``upstream_unreachable``; not a chat completion (or a stream chunk not
-JSON) 502 ``upstream_malformed``; 5xx 502 ``upstream_error``; 4xx its status (``upstream_client_error``). Each becomes
-an OpenAI-style error body: a JSON response before a stream starts, a last SSE event once it has.
+"""The upstream's HTTP client, and the one mapping of its failures to :class:`UpstreamError` (an OpenAI-style error
+body: a JSON response before a stream starts, a last SSE event once it has).
 """
 
 from __future__ import annotations

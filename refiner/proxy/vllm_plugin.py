@@ -1,15 +1,11 @@
-"""tool-refiner inside vLLM: a tool-parser plugin, so that vLLM's own answers carry the calls tier 1 reads, with no
-proxy in between.
+"""tool-refiner inside vLLM: a tool-parser plugin, so that vLLM's own answers carry the calls tier 1 reads, and a
+reasoning-parser plugin (:class:`refiner.proxy.reasoning.Reasoning`); vLLM is imported only when they are first used.
 
     python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --enable-auto-tool-choice \\
         --tool-parser-plugin refiner.proxy.vllm_plugin --tool-call-parser tool_refiner
 
-A generation is read as the proxy reads calls left in ``content`` (:mod:`refiner.proxy.content`), in the dialect
-derived from the served model's chat template (:func:`served_refiner`): text is kept as calls only when tier 1 reads
-calls from it, each naming an offered tool. Streamed, each call is sent whole in the delta that closes it; a call the
-text stops in is left out. The reasoning counterpart (``--reasoning-parser-plugin refiner.proxy.vllm_plugin
---reasoning-parser tool_refiner``) separates any registered family's reasoning block
-(:class:`refiner.proxy.reasoning.Reasoning`). vLLM is imported only when the parser classes are first used.
+Calls are read from ``content`` as the proxy reads them (:mod:`refiner.proxy.content`); streamed, each call is sent
+whole in the delta that closes it.
 """
 
 from __future__ import annotations
