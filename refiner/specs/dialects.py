@@ -1,24 +1,16 @@
-"""Reading one tool dict of any dialect into a :class:`ToolSpec`, and telling the dialects apart.
+"""Reading one tool dict of any dialect into a :class:`ToolSpec` (:func:`spec_from_dict`), and telling the dialects
+apart (:func:`detect_one`). The dialects, as named in errors and ``ToolSpec.dialect``:
 
-Dialects (names used in errors and ``ToolSpec.dialect``):
-
-- ``jsonschema``: ``{"name", "description", "parameters": {"type": "object", "properties", "required"}}`` (OpenAI
-  function, glaive tools); ``openai``: ``{"type": "function", "function": {...}}``; ``anthropic``: ``input_schema``;
-  ``mcp``: an MCP server's tool, ``inputSchema`` (and ``outputSchema``, the outputs; ``title``, ``annotations``
-  kept as extra keys). Any valid JSON Schema is read (:mod:`refiner.specs.schema`: ``$ref`` / ``$defs``, ``allOf``,
-  top-level ``anyOf`` / ``oneOf``, boolean schemas, ``const``), at worst as free-form parameters
-  (``ToolSpec.free_form``) with a note (``ToolSpec.notes``), never refused.
-- ``toolace``: ``"type": "dict"`` with Python-ish type names; ``required`` may sit at the tool level (misplaced) next to
-  ``"required": null``. ``bfcl``: ``"type": "dict"`` with ``integer``/``float``/``tuple``/``any`` and Java names.
-- ``xlam``: ``parameters`` maps names directly to ``{"type": "str, optional", "default", "description"}``; a parameter
-  is required unless its type says ``optional``.
-- ``nestools``: ``api_name``, ``api_description``, ``parameters{p: {type, description}}``, ``required``,
-  ``responses`` (the outputs).
+- ``jsonschema`` (``name``, ``description``, ``parameters``), ``openai`` (that inside ``{"type": "function",
+  "function": ...}``), ``anthropic`` (``input_schema``), ``mcp`` (``inputSchema``, ``outputSchema``): any valid JSON
+  Schema (:mod:`refiner.specs.schema`), at worst read as free-form parameters with a note, never refused.
+- ``toolace`` / ``bfcl``: ``"type": "dict"`` with Python-ish or Java type names (ToolACE's ``required`` may sit at the
+  tool level).
+- ``xlam``: ``parameters`` maps names to ``{"type": "str, optional", ...}``; required unless its type says optional.
+- ``nestools``: ``api_name``, ``api_description``, ``parameters``, ``required``, ``responses`` (the outputs).
 - ``nestful``: ``query_parameters`` / ``path_parameters`` / ``parameters`` / ``arguments`` with per-parameter
-  ``required`` flags (a parameter without a flag is optional, as in JSON Schema), ``allowed_values`` /
-  ``possible_values`` / ``default_value``, and ``output_parameters`` / ``output_parameter`` (the outputs).
-- ``apibank``: parameter dicts from the API-Bank prompt text; the text marks nothing optional, so every parameter is
-  required.
+  ``required`` flags, ``allowed_values`` / ``possible_values`` / ``default_value``, ``output_parameters``.
+- ``apibank``: parameter dicts from the API-Bank prompt text, every parameter required.
 """
 
 from __future__ import annotations
@@ -91,19 +83,10 @@ def is_schema_object(value: Mapping[str, Any]) -> bool:
 # Parameters
 
 
-def _number(ctx: Ctx, path: str, key: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ctx.error(f"{path}.{key}", f"must be a number, got {value!r}")
-    return value
-
-
-def _int(ctx: Ctx, path: str, key: str, value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ctx.error(f"{path}.{key}", f"must be an integer, got {value!r}")
+def _checked(ctx: Ctx, path: str, key: str, value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
+    """``value`` when it is None or of ``kinds`` (never a bool), else the error saying it must be ``what``."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+        raise ctx.error(f"{path}.{key}", f"must be {what}, got {value!r}")
     return value
 
 
@@ -274,9 +257,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     untyped = value.get("type") is None and ctx.dialect == "nestful"
     if ptype is None and kw.get("enum") and (untyped or "const" in value or str(value.get("type")).lower() == "enum"):
         ptype = type_of_values(list(kw["enum"]))
-    fmt = value.get("format")
-    if fmt is not None and not isinstance(fmt, str):
-        raise ctx.error(f"{path}.format", f"must be a string, got {fmt!r}")
+    fmt = _checked(ctx, path, "format", value.get("format"), str, "a string")
     p = Param.of(
         type=ptype,
         enum=kw.get("enum"),
@@ -286,11 +267,11 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         items=kw.get("items", base_items),
         properties=kw.get("properties", base_props),
         required=kw.get("required", base_required),
-        minimum=_number(ctx, path, "minimum", value.get("minimum", kw.get("minimum"))),
-        maximum=_number(ctx, path, "maximum", value.get("maximum", kw.get("maximum"))),
-        pattern=_str_or_none(ctx, path, "pattern", value.get("pattern")),
-        min_length=_int(ctx, path, "minLength", value.get("minLength", value.get("min_length"))),
-        max_length=_int(ctx, path, "maxLength", value.get("maxLength", value.get("max_length"))),
+        minimum=_checked(ctx, path, "minimum", value.get("minimum", kw.get("minimum")), (int, float), "a number"),
+        maximum=_checked(ctx, path, "maximum", value.get("maximum", kw.get("maximum")), (int, float), "a number"),
+        pattern=_checked(ctx, path, "pattern", value.get("pattern"), str, "a string"),
+        min_length=_checked(ctx, path, "minLength", value.get("minLength", value.get("min_length")), int, "an integer"),
+        max_length=_checked(ctx, path, "maxLength", value.get("maxLength", value.get("max_length")), int, "an integer"),
         nullable=bool(nullable) or base_nullable,
         format=fmt if fmt is not None else base_format,
         extra=extra,
@@ -334,12 +315,6 @@ def _boolish(value: Any) -> bool | None:
         low = value.strip().lower()
         return True if low in _TRUE else False if low in _FALSE else None
     return None
-
-
-def _str_or_none(ctx: Ctx, path: str, key: str, value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ctx.error(f"{path}.{key}", f"must be a string, got {value!r}")
-    return value
 
 
 def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> tuple[dict[str, Param], tuple[str, ...]]:

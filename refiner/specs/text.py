@@ -1,12 +1,6 @@
-"""Tool lists written inside text: JSON, glaive system prompts, ToolACE prompts and the API-Bank prompt.
-
-- JSON text: parsed with a duplicate-key rule that keeps the non-null value, so ToolACE's
-  ``"required": [...], "required": null`` keeps the list.
-- glaive: "... Use them if required - {...} {...}": several JSON objects concatenated in prose; ToolACE:
-  "... functions in JSON format that you can invoke: [...]. Should you ...": one JSON list in prose. Both are read by
-  scanning the text for JSON values that look like tools.
-- API-Bank (ToolRL processing): numbered entries ``1. Name: X`` / ``Description: ...`` / ``Parameters: {python dict}``
-  (level 3 writes ``1. X: description``); the dict is read with :func:`ast.literal_eval`, never ``eval``.
+"""Tool lists written inside text: JSON (a repeated key never replaces a value by ``null``, for ToolACE), JSON tool
+objects inside a glaive or ToolACE system prompt, and the API-Bank prompt's numbered entries (their ``Parameters``
+dict read with :func:`ast.literal_eval`).
 """
 
 from __future__ import annotations
