@@ -38,7 +38,25 @@ def tool_name(item: Any, dialect: str | None = None) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-class ToolCatalog(Mapping[str, ToolSpec]):
+class _ByName(Mapping[str, Any]):
+    """A mapping over the names in ``_where``, each value computed by ``__getitem__``."""
+
+    _where: Mapping[str, Any]
+
+    def get(self, name: str, default: Any = None) -> Any:  # (Mapping's raises and catches KeyError for a miss)
+        return self[name] if name in self._where else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
+class ToolCatalog(_ByName):
     """Tool specs by name, each read when first asked for (see the module docstring). ``items``: tool dicts (or
     :class:`ToolSpec` objects, or ``(start, end)`` spans of ``text`` holding a tool's JSON); ``dialect``: the dialect
     forced on every tool (else detected per tool)."""
@@ -79,18 +97,6 @@ class ToolCatalog(Mapping[str, ToolSpec]):
             spec = self._read[name] = self._load(self._where[name])
         return spec
 
-    def get(self, name: str, default: Any = None) -> Any:  # (Mapping's raises and catches KeyError for a miss)
-        return self[name] if name in self._where else default
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._where
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._where)
-
-    def __len__(self) -> int:
-        return len(self._where)
-
     @property
     def read(self) -> int:
         """How many tools' specs have been read so far."""
@@ -101,11 +107,12 @@ class ToolCatalog(Mapping[str, ToolSpec]):
         return CatalogView(self, fn)
 
 
-class CatalogView(Mapping[str, Any]):
+class CatalogView(_ByName):
     """``{name: fn(catalog[name])}``, computed per name when asked for."""
 
     def __init__(self, catalog: ToolCatalog, fn: Callable[[ToolSpec], Any]) -> None:
         self._catalog = catalog
+        self._where = catalog._where
         self._fn = fn
         self._done: dict[str, Any] = {}
 
@@ -113,18 +120,6 @@ class CatalogView(Mapping[str, Any]):
         if name not in self._done:
             self._done[name] = self._fn(self._catalog[name])
         return self._done[name]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self._catalog else default
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._catalog
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._catalog)
-
-    def __len__(self) -> int:
-        return len(self._catalog)
 
 
 class ToolList(list):

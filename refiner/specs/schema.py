@@ -102,16 +102,21 @@ def _merge(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(a)
     for k, v in b.items():
         if k == "properties" and isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            props = dict(out[k])
-            for name, s in v.items():
-                old = props.get(name)
-                props[name] = _merge(old, s) if isinstance(old, Mapping) and isinstance(s, Mapping) else s
-            out[k] = props
+            out[k] = _unite(out[k], v)
         elif k == "required" and isinstance(v, list) and isinstance(out.get(k), list):
             out[k] = list(dict.fromkeys([*out[k], *v]))
         else:
             out[k] = v
     return out
+
+
+def _unite(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """Two ``properties`` maps as one, a property named in both merged."""
+    props = dict(a)
+    for name, s in b.items():
+        old = props.get(name)
+        props[name] = _merge(old, s) if isinstance(old, Mapping) and isinstance(s, Mapping) else s
+    return props
 
 
 def _is_object(schema: Mapping[str, Any]) -> bool:
@@ -206,9 +211,7 @@ def normalise(schema: Any) -> tuple[Any, list[str], bool]:
         out.pop(key)
         united: dict[str, Any] = {}
         for b in branches:
-            for name, s in (b.get("properties") or {}).items():
-                old = united.get(name)
-                united[name] = _merge(old, s) if isinstance(old, Mapping) and isinstance(s, Mapping) else s
+            united = _unite(united, b.get("properties") or {})
         common = None
         for b in branches:
             req = [r for r in (b.get("required") or []) if isinstance(r, str)]
