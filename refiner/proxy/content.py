@@ -353,13 +353,9 @@ class Said:
 
 
 class CallDriver:
-    """Drives one answer's :class:`ContentSplit`, the one driver of the proxy, its workers and the vLLM plugin.
-
-    :meth:`feed` and :meth:`end` are generators that yield :class:`Ask` questions, are sent the answers and return a
-    :class:`Said` (:func:`run_sync` runs one; the proxy awaits its answers). With ``early``, each piece that brings a
-    call's closer (:func:`call_closers`) has the held text up to it read for calls, and the new ones are given at once;
-    the held text is still read whole at the end. Early reading stops after :data:`MAX_EARLY_READS` reads, or when a
-    read does not begin with the calls read before."""
+    """Drives one answer's :class:`ContentSplit` for the proxy, its workers and the vLLM plugin: :meth:`feed` and
+    :meth:`end` yield :class:`Ask` questions, are sent the answers and return a :class:`Said`; with ``early``, calls
+    are read as their closers arrive (up to :data:`MAX_EARLY_READS` reads)."""
 
     def __init__(self, split: ContentSplit, early: bool = True) -> None:
         self.split = split

@@ -200,10 +200,8 @@ def call_deltas(k: int, call: dict) -> list[dict]:
 
 async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 history: HistoryReport | None = None) -> AsyncIterator[str]:
-    """The SSE text for the upstream's stream ``events``: chunks forwarded as they come, each choice's content read
-    by an :class:`AnswerStream`; at the end, the rest of the content, the refined calls not sent yet, the finish
-    reasons (the last with the ``tool_refiner`` report), the usage and ``[DONE]``. An upstream failure mid-stream
-    releases the held content and ends with an error event."""
+    """The SSE text for the upstream's stream ``events``: chunks forwarded as they come, then the held content, the
+    refined calls, the finish reasons with the ``tool_refiner`` report, the usage and ``[DONE]``."""
     buf = StreamBuffer()
     answers: dict[int, AnswerStream] = {}
     reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
@@ -280,10 +278,8 @@ MAX_EARLY_UPSTREAM_READS = 32  # refinements of an answer's complete upstream ca
 
 async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStream], early: dict[int, list[dict]],
                                 refinement: Refinement, body: dict) -> list[tuple[int, int, dict]]:
-    """The upstream's tool calls completed since the last chunk, refined
-    (:meth:`~refiner.proxy.refining.Refinement.early_tool_calls`): ``(choice, index, call)`` to send now. Not for a
-    choice whose content gave calls, nor once a read disagreed with the calls sent, nor past
-    :data:`MAX_EARLY_UPSTREAM_READS` reads."""
+    """The upstream's tool calls completed since the last chunk, refined: ``(choice, index, call)`` to send now (up to
+    :data:`MAX_EARLY_UPSTREAM_READS` reads)."""
     out = []
     for i in list(buf.calls):
         ans = answers.get(i)
