@@ -93,18 +93,10 @@ def json_type_of(
     ``arrays`` are ``array`` and of ``objects`` are ``object``; None for anything else."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, arrays):
-        return "array"
-    if isinstance(value, objects):
-        return "object"
+    for kinds, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (arrays, "array"),
+                        (objects, "object")):
+        if isinstance(value, kinds):
+            return name
     return None
 
 
