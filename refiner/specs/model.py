@@ -20,11 +20,7 @@ class SpecError(ValueError):
 
     def __init__(self, dialect: str | None, message: str, *, tool: int | None = None, name: str | None = None,
                  field: str | None = None) -> None:
-        self.dialect = dialect
-        self.tool = tool
-        self.name = name
-        self.field = field
-        self.message = message
+        self.dialect, self.tool, self.name, self.field, self.message = dialect, tool, name, field, message
         where = []
         if tool is not None:
             where.append(f"tool {tool}")

@@ -14,26 +14,18 @@ JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null
 
 # Lower-cased simple names → JSON Schema type (None: any value).
 _SIMPLE: dict[str, str | None] = {
-    # strings
     "string": "string", "str": "string", "char": "string", "character": "string", "text": "string",
     "bytes": "string", "date": "string", "datetime": "string", "time": "string", "file": "string",
     "url": "string", "uuid": "string",
-    # integers
     "integer": "integer", "int": "integer", "long": "integer", "short": "integer", "byte": "integer",
     "bigint": "integer",
-    # numbers
     "number": "number", "float": "number", "double": "number", "decimal": "number", "numeric": "number",
-    # booleans
     "boolean": "boolean", "bool": "boolean",
-    # arrays
     "array": "array", "list": "array", "tuple": "array", "set": "array", "sequence": "array",
     "arraylist": "array", "iterable": "array", "frozenset": "array",
-    # objects
     "object": "object", "dict": "object", "dictionary": "object", "map": "object", "hashmap": "object",
     "mapping": "object", "json": "object",
-    # null
     "null": "null", "none": "null", "nonetype": "null",
-    # anything
     "any": None, "enum": None, "callable": None, "function": None,
 }
 
