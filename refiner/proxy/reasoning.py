@@ -95,11 +95,9 @@ LINE_LOOK = 256  # characters of a line start looked at for a call marker (blank
 
 
 class Reasoning:
-    """The reasoning block of one answer. Whole, :meth:`read`; streamed, :meth:`feed` gives ``(reasoning, answer)``
-    to send now and :meth:`end` the rest, the pieces joined equal to :meth:`read`. ``opened``: whether the prompt
-    opened the block (None: not known). Text that may still be an opener, a closer or a line that begins a call is
-    held. Not known: an answer that opens no block is held until its first thinking closer, its end or
-    :data:`HOLD_CHARS` characters (then it has no block; with ``lean``, it is inside the block: :func:`lean_opens`)."""
+    """The reasoning block of one answer: whole, :meth:`read`; streamed, :meth:`feed` and :meth:`end` give
+    ``(reasoning, answer)`` pieces that join to what :meth:`read` gives. ``opened``: whether the prompt opened the
+    block (None: not known; then the answer is held up to :data:`HOLD_CHARS`, and ``lean``: :func:`lean_opens`)."""
 
     def __init__(self, opened: bool | None, lean: bool = False) -> None:
         self.opened = opened

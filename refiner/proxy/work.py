@@ -77,11 +77,9 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
 
 
 def answer(refiner: Refiner, payload: dict) -> Any:
-    """The answer to a content split's question (:class:`refiner.proxy.content.Ask`); ``payload``: its ``kind`` and
-    ``text``, the request's ``tools``, ``names``, ``allowed`` formats and ``model`` (the proxy has a refiner model).
-    ``region``: whether the region's calls (read in its detected format, unrepaired) all name an offered tool or snap
-    to one. ``calls``: tier 1's calls of the text (:func:`~refiner.proxy.content.complete_calls`) when the format's
-    strict reader reads as many and none would go to the model; else None."""
+    """The answer to a content split's question (:class:`refiner.proxy.content.Ask`): for ``region``, whether the
+    region's calls all name an offered tool or snap to one; for ``calls``, tier 1's calls of the text when the format's
+    strict reader reads as many and none would go to the model, else None."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
         fmt = detect(text, payload["allowed"])
