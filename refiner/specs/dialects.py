@@ -247,11 +247,8 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
             if merged is None and info.type is None:  # several alternatives: the one type they share, if any
                 base = replace(base or _param_from_typeinfo(info), **_alternatives_type(ctx, f"{path}.{alt_key}", alts))
     if base is None:
-        ptype, base_items, base_props, base_required = info.type, typed_items, {}, ()
-        base_nullable, base_format = info.nullable, info.format
-    else:
-        ptype, base_items, base_props, base_required = base.type, base.items, dict(base.properties), base.required
-        base_nullable, base_format = base.nullable, base.format
+        base = _param_from_typeinfo(info)
+    ptype = base.type
 
     # "type": "Enum", or a NESTFUL (SGD) parameter with no type: the listed values say it
     untyped = value.get("type") is None and ctx.dialect == "nestful"
@@ -264,16 +261,16 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
         default=kw.get("default"),
         has_default=kw.get("has_default", False),
         description=desc,
-        items=kw.get("items", base_items),
-        properties=kw.get("properties", base_props),
-        required=kw.get("required", base_required),
+        items=kw.get("items", base.items),
+        properties=kw.get("properties", dict(base.properties)),
+        required=kw.get("required", base.required),
         minimum=_checked(ctx, path, "minimum", value.get("minimum", kw.get("minimum")), (int, float), "a number"),
         maximum=_checked(ctx, path, "maximum", value.get("maximum", kw.get("maximum")), (int, float), "a number"),
         pattern=_checked(ctx, path, "pattern", value.get("pattern"), str, "a string"),
         min_length=_checked(ctx, path, "minLength", value.get("minLength", value.get("min_length")), int, "an integer"),
         max_length=_checked(ctx, path, "maxLength", value.get("maxLength", value.get("max_length")), int, "an integer"),
-        nullable=bool(nullable) or base_nullable,
-        format=fmt if fmt is not None else base_format,
+        nullable=bool(nullable) or base.nullable,
+        format=fmt if fmt is not None else base.format,
         extra=extra,
         raw_type=raw,
     )
