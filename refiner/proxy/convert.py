@@ -17,6 +17,23 @@ def upstream_text(tool_calls: Sequence[dict]) -> str:
     return json.dumps(list(tool_calls), ensure_ascii=False)
 
 
+def argument_problem(arguments: Any) -> str | None:
+    """Why ``function.arguments`` needs healing, or None."""
+    if isinstance(arguments, dict):
+        return None
+    if arguments is None:
+        return "arguments are missing"
+    if not isinstance(arguments, str):
+        return f"arguments are a {type(arguments).__name__}, not a JSON string"
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError) as e:
+        return f"arguments are not valid JSON ({str(e)[:120]})"
+    if not isinstance(value, dict):
+        return f"arguments are JSON but not an object ({type(value).__name__})"
+    return None
+
+
 def refine_request(body: dict, tool_calls: Sequence[dict]) -> dict:
     """The pipeline request for one choice: the chat's tools and messages, and the upstream's calls."""
     return {"tools": body.get("tools") or None, "query": body.get("messages") or "", "upstream":

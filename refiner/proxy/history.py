@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from refiner.proxy.content import tool_names
-from refiner.proxy.convert import WIRE_FORMAT, upstream_text
+from refiner.proxy.convert import WIRE_FORMAT, argument_problem, upstream_text
 
 MAX_HEALED_CALLS = 64  # per request; further broken calls are left as sent (and reported)
 
@@ -50,23 +49,6 @@ class HistoryReport:
         if not self.entries:
             return None
         return f"fixed={self.fixed}" + (f" left={self.left}" if self.left else "")
-
-
-def argument_problem(arguments: Any) -> str | None:
-    """Why ``function.arguments`` needs healing, or None."""
-    if isinstance(arguments, dict):
-        return None
-    if arguments is None:
-        return "arguments are missing"
-    if not isinstance(arguments, str):
-        return f"arguments are a {type(arguments).__name__}, not a JSON string"
-    try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError) as e:
-        return f"arguments are not valid JSON ({str(e)[:120]})"
-    if not isinstance(value, dict):
-        return f"arguments are JSON but not an object ({type(value).__name__})"
-    return None
 
 
 def find_broken(body: dict) -> list[Broken]:

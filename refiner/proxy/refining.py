@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from refiner.proxy.content import (
     split_whole,
     tool_names,
 )
-from refiner.proxy.convert import apply_result, rebuild_tool_calls, refine_request
+from refiner.proxy.convert import apply_result, argument_problem, rebuild_tool_calls, refine_request
 from refiner.proxy.history import MAX_HEALED_CALLS, HistoryReport, apply_repairs, find_broken, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
@@ -87,15 +86,7 @@ class _Job:
 def cut_off(tool_call: Any) -> bool:
     """Whether a call's arguments stop before the end of a JSON object (the call was cut)."""
     fn = tool_call.get("function") if isinstance(tool_call, dict) else None
-    args = fn.get("arguments") if isinstance(fn, dict) else None
-    if isinstance(args, dict):
-        return False
-    if not isinstance(args, str):
-        return True
-    try:
-        return not isinstance(json.loads(args), dict)
-    except (ValueError, RecursionError):
-        return True
+    return argument_problem(fn.get("arguments") if isinstance(fn, dict) else None) is not None
 
 
 def truncated_call(tool_call: Any, index: int) -> dict:

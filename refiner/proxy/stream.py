@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from refiner.proxy.content import CallDriver, ContentSplit, begins_with
-from refiner.proxy.convert import new_call_id, rebuild_tool_calls
+from refiner.proxy.convert import argument_problem, new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
-from refiner.proxy.refining import Refinement, cut_off, report
+from refiner.proxy.refining import Refinement, report
 from refiner.proxy.upstream import UpstreamError
 
 DONE = "data: [DONE]\n\n"
@@ -81,7 +81,7 @@ class StreamBuffer:
             if s is None or not s.get("name"):
                 break
             args = "".join(s["args"])
-            if k == last and cut_off({"function": {"arguments": args}}):
+            if k == last and argument_problem(args) is not None:
                 break
             s["args"] = [args]
             out.append(_tool_call(s))
