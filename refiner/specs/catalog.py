@@ -87,8 +87,7 @@ class ToolCatalog(_ByName):
             item = _DECODER.decode(self._text[item[0]:item[1]])
         dialect = self._dialect or detect_one(item)
         if dialect is None:
-            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=i,
-                            name=tool_name(item))
+            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=i)
         return spec_from_dict(item, dialect, i)
 
     def __getitem__(self, name: str) -> ToolSpec:

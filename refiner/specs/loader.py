@@ -92,16 +92,9 @@ def load_tools(obj: Any, dialect: str | None = None) -> list[ToolSpec]:
         dl = forced or detect_one(item)
         if dl is None:
             raise SpecError(None, f"cannot recognise the tool spec dialect of {_describe(item)}; known dialects: "
-                            f"{', '.join(DIALECTS)}", tool=i, name=_name_of(item))
+                            f"{', '.join(DIALECTS)}", tool=i)
         specs.append(spec_from_dict(item, dl, i))
     return specs
-
-
-def _name_of(item: Any) -> str | None:
-    if isinstance(item, Mapping):
-        n = item.get("name", item.get("api_name"))
-        return n if isinstance(n, str) else None
-    return None
 
 
 def detect_dialect(obj: Any) -> str:
@@ -116,8 +109,7 @@ def detect_dialect(obj: Any) -> str:
     for i, (item, forced) in enumerate(items):
         dl = forced or (item.dialect if isinstance(item, ToolSpec) else detect_one(item))
         if dl is None:
-            raise SpecError(None, f"cannot recognise the tool spec dialect of {_describe(item)}", tool=i,
-                            name=_name_of(item))
+            raise SpecError(None, f"cannot recognise the tool spec dialect of {_describe(item)}", tool=i)
         seen.setdefault(dl, i)
     if len(seen) > 1:
         raise SpecError(None, f"the tools mix dialects: {', '.join(f'{d} (first at tool {i})' for d, i in seen.items())}")
