@@ -31,6 +31,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 from refiner import formats
 from refiner.calls import Count, ToolCall, dependency_order, is_reference, preview
 from refiner.formats.reading import Reading, tool_index
+from refiner.formats.salvage import normalise
 from refiner.gate import (
     REPAIR,
     Finding,
@@ -98,10 +99,7 @@ def spec_is_closed(spec: Any) -> bool:
 # Names
 
 
-@functools.lru_cache(maxsize=4096)
-def normalise_name(name: str) -> str:
-    """Lower-case, separators removed: ``getWeather``, ``get_weather`` and ``Get-Weather`` are one name."""
-    return _NON_ALNUM.sub("", name.lower())
+normalise_name = functools.lru_cache(maxsize=4096)(normalise)  # getWeather, get_weather, Get-Weather: one name
 
 
 def snap(
