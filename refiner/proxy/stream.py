@@ -301,12 +301,7 @@ async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStre
 
 
 def _delta(reasoning: str, content: str) -> dict:
-    out = {}
-    if reasoning:
-        out["reasoning_content"] = reasoning
-    if content:
-        out["content"] = content
-    return out
+    return {k: v for k, v in (("reasoning_content", reasoning), ("content", content)) if v}
 
 
 async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned: set[int], refinement: Refinement,
