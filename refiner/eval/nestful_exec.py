@@ -65,14 +65,6 @@ def _run(calls: Sequence[ToolCall], call_fn: Callable[[str, dict], Any], field_o
 # Symbolic execution
 
 
-def _term_field(term: Any, fld: str) -> Any:
-    return ("field", term, fld)
-
-
-def _term(name: str, args: dict) -> Any:
-    return ("call", name, canonical_json(_freeze(args)))
-
-
 def _freeze(v: Any) -> Any:
     if isinstance(v, tuple):
         return {"__term__": [_freeze(x) for x in v]}
@@ -85,7 +77,9 @@ def _freeze(v: Any) -> Any:
 
 def symbolic_result(calls: Sequence[ToolCall]) -> str:
     """Canonical text of the symbolic final value (``var_result``'s arguments, else the last call's result)."""
-    return canonical_json(_freeze(_run(calls, _term, _term_field)))
+    term = _run(calls, lambda name, args: ("call", name, canonical_json(_freeze(args))),
+                lambda value, fld: ("field", value, fld))
+    return canonical_json(_freeze(term))
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -101,10 +95,6 @@ def _num(x: Any) -> float:
     return x
 
 
-def _log(x: Any, base: Any = math.e) -> float:
-    return math.log(_num(x), _num(base))
-
-
 MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "add": lambda a, b: _num(a) + _num(b),
     "subtract": lambda a, b: _num(a) - _num(b),
@@ -113,7 +103,7 @@ MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "power": lambda a, b: _num(a) ** _num(b),
     "sqrt": lambda a: math.sqrt(_num(a)),
     "cube_root": lambda a: math.copysign(abs(_num(a)) ** (1 / 3), _num(a)),
-    "log": _log,
+    "log": lambda a, base=math.e: math.log(_num(a), _num(base)),
     "inverse": lambda a: 1 / _num(a),
     "negate": lambda a: -_num(a),
     "negate_prob": lambda a: 1 - _num(a),
