@@ -133,9 +133,6 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Values against parameter schemas
-
 _JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 

@@ -95,10 +95,6 @@ def spec_is_closed(spec: Any) -> bool:
     return extra.get("additionalProperties") is False or extra.get("strict") is True
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Names
-
-
 normalise_name = functools.lru_cache(maxsize=4096)(normalise)  # getWeather, get_weather, Get-Weather: one name
 
 
@@ -222,10 +218,6 @@ def _pair_names(
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Values
-
-
 def coerce_value(
     param: Any, value: Any, depth: int = 0, *, strings: bool = False, count: Count | None = None
 ) -> Any:
@@ -347,10 +339,6 @@ def _number_text(x: float) -> str:
     return str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Calls
-
-
 def repair_call(
     call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Finding], *, strings: bool = False,
     trust_spec: bool = False, count: Count | None = None, compare: Count | None = None, misread: bool = False,
@@ -464,10 +452,6 @@ def _snap_tool(
         return name
     actions.append(action("snap_tool", f"tool {name!r} -> {hit!r}{why}", index, hit))
     return hit
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Texts
 
 
 def cut_call_index(before: GateReport, cut_off: bool = False) -> int | None:

@@ -61,10 +61,6 @@ def _run(calls: Sequence[ToolCall], call_fn: Callable[[str, dict], Any], field_o
     return last
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Symbolic execution
-
-
 def _freeze(v: Any) -> Any:
     if isinstance(v, tuple):
         return {"__term__": [_freeze(x) for x in v]}
@@ -82,10 +78,6 @@ def symbolic_result(calls: Sequence[ToolCall]) -> str:
     return canonical_json(_freeze(term))
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The MathQA-style function library of NESTFUL v2 (positional ``arg_0``, ``arg_1``; result under ``result``)
-
-
 def _num(x: Any) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         try:
@@ -95,6 +87,7 @@ def _num(x: Any) -> float:
     return x
 
 
+# NESTFUL v2's MathQA-style functions: arguments positional (``arg_0``, ``arg_1``...), the value under ``result``.
 MATH_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "add": lambda a, b: _num(a) + _num(b),
     "subtract": lambda a, b: _num(a) - _num(b),

@@ -51,10 +51,6 @@ def row_names(classes: Iterable[str] = ERROR_CLASSES) -> list[str]:
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Cases: BFCL's gold calls with their specs
-
-
 _OPENAI_TYPES = {  # BFCL's own mapping for OpenAI-style models (bfcl_eval GORILLA_TO_OPENAPI)
     "integer": "integer", "number": "number", "float": "number", "string": "string", "boolean": "boolean",
     "bool": "boolean", "array": "array", "list": "array", "dict": "object", "object": "object", "tuple": "array",
@@ -144,10 +140,6 @@ def load_cases(wheel: str | Path | None = None, categories: Sequence[str] = CATE
                 raise ValueError(f"{path} {cat} record {rec.get('id')} ({style} specs): {e}") from None
             cases.append(SuiteCase(str(rec.get("id")), cat, style, tools, specs, gold))
     return cases
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Inputs: the gold in every format, corrupted one class at a time
 
 
 @dataclass
@@ -274,10 +266,6 @@ def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
     return out
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Running and judging
-
-
 def _multiset(calls: Iterable[ToolCall]) -> Counter:
     return Counter(c.key() for c in calls)
 
@@ -356,10 +344,6 @@ def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Targets
-
-
 @dataclass(frozen=True)
 class Target:
     """A bar: ``metric`` at least ``floor`` under ``policy``, for each of ``rows`` summed over formats, for the rows
@@ -433,10 +417,6 @@ def check_targets(result: SuiteResult, targets: Sequence[Target] = TARGETS, min_
         met = all(n < min_n or hits / n >= t.floor for hits, n in judged.values())
         out.append(Verdict(t, met, {**judged, **rates} if t.combined else rates))
     return out
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Tables
 
 
 def _pct(hits: int, n: int) -> str:

@@ -132,10 +132,6 @@ def arguments_text(call: dict) -> str:
     return json.dumps(call.get("arguments") or {}, ensure_ascii=False)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The reasoning counterpart
-
-
 def served_template(tokenizer: Any) -> PromptReasoning:
     """What the tokenizer's chat template says of whether the generation prompt opens the reasoning block."""
     found = template_of(tokenizer)

@@ -79,10 +79,6 @@ def is_schema_object(value: Mapping[str, Any]) -> bool:
     return not (props and set(props) <= _PARAM_KEYS and any(not isinstance(v, Mapping) for v in props.values()))
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Parameters
-
-
 def _checked(ctx: Ctx, path: str, key: str, value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     """``value`` when it is None or of ``kinds`` (never a bool), else the error saying it must be ``what``."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
@@ -363,10 +359,6 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> t
     if explicit is not None:
         return params, explicit + tuple(r for r in required if r not in explicit)
     return params, tuple(required)
-
-
-# ------------------------------------------------------------------------------------------------------------------
-# Tools
 
 
 def _types_in(params: Any) -> set[str]:

@@ -67,9 +67,6 @@ def embedded_json(text: str) -> list[Any]:
             pos = m.start() + 1
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# API-Bank
-
 _APIBANK_HEADER = re.compile(r"^\s*(\d+)\.\s+(?:Name:\s*(?P<named>\S.*?)|(?P<short>[A-Za-z_][\w.\-]*):\s*(?P<desc>.*?))\s*$")
 _APIBANK_PARAMS = re.compile(r"^\s*Parameters:\s*(.*)$")
 _APIBANK_DESC = re.compile(r"^\s*Description:\s*(.*)$")
