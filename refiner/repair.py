@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
-from typing import Any
+from typing import Any, Literal, get_args
 
 from rapidfuzz import fuzz
 from rapidfuzz.distance import DamerauLevenshtein
@@ -44,7 +44,8 @@ from refiner.gate import (
     type_matches,
 )
 
-UNKNOWN_TOOLS = ("keep", "drop")  # what tier 1 does with a call to a tool the request does not offer
+UnknownTools = Literal["keep", "drop"]  # what tier 1 does with a call to a tool the request does not offer
+UNKNOWN_TOOLS: tuple[str, ...] = get_args(UnknownTools)
 
 # Similarity cutoffs (rapidfuzz ``ratio`` on normalised names, 0..100) and the lead the best candidate needs over the
 # runner-up, set so that no correct call of tests/test_repair_real.py moves.

@@ -10,7 +10,7 @@ import typer
 
 from refiner import commands as shared
 from refiner.engines import REFINER_KEY_ENV, UPSTREAM_KEY_ENV
-from refiner.repair import UNKNOWN_TOOLS
+from refiner.repair import UnknownTools
 
 
 def parse_engine_args(items: list[str] | None) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
                                                          "opens its reasoning block, so a streamed answer's reasoning "
                                                          "is sent as reasoning_content from its first token (default: "
                                                          "read from --chat-template, else learned from its answers)."),
-        unknown_tools: str = typer.Option("keep", "--unknown-tools", help="A call to a tool the "
+        unknown_tools: UnknownTools = typer.Option("keep", "--unknown-tools", help="A call to a tool the "
                                           "request does not offer, no offered name near it: keep (reported) or "
                                           "drop."),
     ) -> None:
@@ -134,19 +134,13 @@ def register(app: typer.Typer) -> None:
 
         from refiner.proxy import create_app
 
-        if unknown_tools not in UNKNOWN_TOOLS:
-            raise typer.BadParameter(f"{unknown_tools!r}: one of {', '.join(UNKNOWN_TOOLS)}",
-                                     param_hint="--unknown-tools")
-
         try:
             ref = build_refiner(model=model, refiner_base_url=refiner_base_url, engine=engine, n=n, thinking=thinking,
                                 max_tokens=max_tokens, engine_kwargs=parse_engine_args(engine_arg),
                                 chat_template=chat_template, calls_in_reasoning=calls_in_reasoning,
                                 unknown_tools=unknown_tools)
-        except ValueError as e:
-            if chat_template is None:
-                raise
-            raise typer.BadParameter(f"--chat-template: {e}") from None
+        except ValueError as e:  # an option the refiner refuses, named in its message
+            raise typer.BadParameter(str(e)) from None
         configure_logging(log_level)
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
                          client_api_key=api_key or None, timeout=timeout,
