@@ -388,9 +388,7 @@ class CallDriver:
 
     def _grow(self, piece: str | None) -> Generator[Ask, Any, list[dict]]:
         """Records what the held text gained; reads it up to the last call closer that came with it."""
-        if self.split.held_from is None:
-            return []
-        if not self.early:
+        if self.split.held_from is None or not self.early:
             return []
         piece = self.split.held if piece is None else piece  # (None: the text is held from this piece on)
         start = self.held_len - len(self.tail)
