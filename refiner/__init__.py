@@ -1,7 +1,7 @@
 """tool-refiner: corrects the tool calls of any upstream LLM.
 
 The pieces, in the order a request meets them:
-    refiner.formats   wire formats (parse strict / lenient, render), one module each, in a registry
+    refiner.formats   wire formats (parse strict / lenient, render), the rows of one catalog, in a registry
     refiner.calls     the canonical call model (ToolCall)
     refiner.specs     tool specs from every schema dialect, normalised
     refiner.gate      the schema gate (structured diagnostics)
