@@ -100,8 +100,12 @@ class BFCL(Benchmark):
                 if extra_system:
                     system = "\n\n".join([system, *extra_system])
                 query = dialogue if len(dialogue) != 1 else dialogue[0]["content"]
+                try:
+                    gold = bfcl_ast.first_answer(possible, functions)
+                except (KeyError, ValueError, AttributeError) as e:
+                    raise ValueError(f"{wheel} {cat} record {rec.get('id')}: possible answer: {e}") from None
                 out.append(BenchItem(f"bfcl-{rec['id']}", self.name, cat, system, query, tools=functions,
-                                     fmt=self.fmt, gold=possible, gold_calls=bfcl_ast.first_answer(possible, functions),
+                                     fmt=self.fmt, gold=possible, gold_calls=gold,
                                      meta={"functions": functions},
                                      messages=[{"role": "system", "content": system}, *dialogue]))
         return out

@@ -22,9 +22,8 @@ from data_gen.corrupt.labels import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF, Corru
 from data_gen.corrupt.rules import corrupt
 from refiner import formats
 from refiner.calls import ToolCall, same_calls
-from refiner.eval import bfcl_ast
-from refiner.eval.bfcl import CATEGORIES, find_wheel, read_category
-from refiner.eval.common import per_part, refine_all, spread
+from refiner.eval.bfcl import BFCL, CATEGORIES
+from refiner.eval.common import refine_all
 from refiner.pipeline import Refiner
 from refiner.repair import normalise_name
 from refiner.specs import load_tools
@@ -115,30 +114,22 @@ class SuiteCase:
 
 def load_cases(wheel: str | Path | None = None, categories: Sequence[str] = CATEGORIES, limit: int | None = None,
                seed: int = 0) -> list[SuiteCase]:
-    """BFCL records as suite cases, ``limit`` spread over the categories (default all); every other record's specs
-    (which ones: seeded) as OpenAI tools. ``ValueError`` names a record that cannot be read."""
-    path = find_wheel(wheel)
+    """BFCL records (as :class:`refiner.eval.bfcl.BFCL` reads them) as suite cases, ``limit`` spread over the
+    categories (default all); every other record's specs (which ones: seeded) as OpenAI tools. ``ValueError`` names a
+    record that cannot be read."""
     offset = random.Random(f"tier1-suite-{seed}").randrange(2)  # which style the first record gets
     cases: list[SuiteCase] = []
-    for cat in categories:
-        for rec, possible in spread(read_category(path, cat), per_part(limit, len(categories))):
-            functions = rec.get("function")
-            if not isinstance(functions, list):
-                raise ValueError(f"{path} {cat} record {rec.get('id')}: field 'function' is not a list")  # noqa: TRY004
-            try:
-                gold = bfcl_ast.first_answer(possible, functions)
-            except (KeyError, ValueError, AttributeError) as e:
-                raise ValueError(f"{path} {cat} record {rec.get('id')}: possible answer: {e}") from None
-            style = SPEC_STYLES[(len(cases) + offset) % 2]
-            tools: list[dict] = functions
-            if style == "openai":
-                tools = openai_tools(functions)
-                gold = [ToolCall(openai_name(c.name), dict(c.arguments)) for c in gold]
-            try:
-                specs = load_tools(tools)
-            except Exception as e:  # noqa: BLE001 - the spec loader's error, with the record named
-                raise ValueError(f"{path} {cat} record {rec.get('id')} ({style} specs): {e}") from None
-            cases.append(SuiteCase(str(rec.get("id")), cat, style, tools, specs, gold))
+    for item in BFCL(wheel, tuple(categories)).load(limit):
+        style = SPEC_STYLES[(len(cases) + offset) % 2]
+        tools, gold = item.tools, item.gold_calls
+        if style == "openai":
+            tools = openai_tools(tools)
+            gold = [ToolCall(openai_name(c.name), dict(c.arguments)) for c in gold]
+        try:
+            specs = load_tools(tools)
+        except Exception as e:  # noqa: BLE001 - the spec loader's error, with the record named
+            raise ValueError(f"{item.id} ({style} specs): {e}") from None
+        cases.append(SuiteCase(item.id.removeprefix("bfcl-"), item.subset, style, tools, specs, gold))
     return cases
 
 
