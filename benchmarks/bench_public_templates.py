@@ -150,6 +150,8 @@ def why_not_equal(entry: Entry, spelling: object, grammar: type | None) -> str:
     if entry.result == "record":
         return "derived the record's generic reader, not a grammar row"
     row = family_row(entry.family)
+    if grammar is None:
+        return f"derived {entry.same_as}'s row, a grammar of its own" if entry.same_as else "no grammar derived"
     if not issubclass(row.grammar, grammar):
         return f"derived a {grammar.__name__} row; {entry.family} is a {row.grammar.__name__} row"
     ours, theirs = _spelling(_core(spelling)), _spelling(_core(row.spelling))

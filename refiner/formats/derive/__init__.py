@@ -37,7 +37,7 @@ from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.derive.record import ARGS, CONTENT, NAMES, Record, _tools, derive_record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
-from refiner.formats.derive.rows import EXPECTED, RowPlan, plan_row
+from refiner.formats.derive.rows import CHECKED, EXPECTED, RowPlan, own_grammar, plan_row
 from refiner.formats.detect import detect_format
 from refiner.formats.recorded import record_format
 from refiner.specs import load_tools
@@ -89,7 +89,8 @@ class Derived:
         }
         if self.fmt is not None:
             out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
-                       grammar=self.plan.grammar.__name__ if self.plan else "record")
+                       grammar=self.plan.grammar.__name__ if self.plan else "record" if self.from_record
+                       else type(self.fmt).__name__)
         if self.plan is not None and self.fmt is not None:
             out["spelling"] = self.plan.spelling_dict()
         return out
@@ -120,9 +121,36 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
             raise failures[0]
         out = next((t for t in tried if "two" in t.record.sections), tried[0])
     out.read_by, out.writes_as = _read_by(out.record)
+    if not out.same_as:
+        _own_grammar(out)
     if out.special and not out.read_by:
         _from_record(out, name)
     return out
+
+
+def _own_grammar(out: Derived) -> None:
+    """The built-in row of a grammar no record maps onto (one family writes it, or its spelling is not one the rows
+    of :mod:`~refiner.formats.derive.rows` spell) that writes the template's renders of both pairs of placeholder
+    calls exactly as the template does and reads them back: the derived dialect is that row (a family whose shape
+    no record holds, such as a call index after the name)."""
+    sections = out.record.sections
+    pairs = [(sections.get("two"), list(EXPECTED)), (sections.get("check"), list(CHECKED))]
+    if any(text is None or NAMES[1] not in text for text, _ in pairs):
+        return
+    for fmt in base.by_rank():
+        if not own_grammar(fmt) or fmt.name not in out.read_by:
+            continue
+        try:
+            if not all(fmt.render(calls) == text and fmt.parse_strict(text) == calls for text, calls in pairs):
+                continue
+        except (base.RenderError, base.FormatError):
+            continue
+        out.same_as = fmt.name
+        out.checks.append(f"{fmt.name}, a grammar of its own, writes the template's renders of both pairs of calls "
+                          "exactly and reads them back")
+        if out.special:
+            out.fmt, out.special, out.why = fmt, False, ""
+        return
 
 
 def _with_row(out: Derived, name: str) -> Derived:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -50,6 +51,7 @@ IDS = ("callq0000", "callq0001", "callq0002")  # nine letters and digits: Mistra
 REASONING = "rq_thought_text"
 USER = "uq_question_text"
 CONTENT = "cq_answer_text"
+MARKER_REACH = 32  # the longest part of a marker a cut between renders may fall inside
 
 
 @dataclass
@@ -75,7 +77,7 @@ class Record:
     key_suffix_typed: str = ""  # a typing attribute: the key suffix before a value other than a string ("": the same)
     value_suffix: str = ""
     arg_sep: str = ""
-    strings: str = ""  # raw (as written), json (quoted) or quoted (between quote_open and quote_close)
+    strings: str = ""  # raw (as written), json (quoted), python ('quoted') or quoted (between quote_open and quote_close)
     literals: str = ""  # json (true, [..]), python (True, [..]) or quoted (bare keys, strings between the quote tokens)
     quote_open: str = ""
     quote_close: str = ""
@@ -147,12 +149,13 @@ def json_values(text: str) -> list[tuple[int, int, Any]]:
 
 
 def value_spellings(value: Any, quote: tuple[str, str] = ("", "")) -> list[tuple[str, str]]:
-    """How a template may write ``value``: ``(text, style)``, style ``raw``/``json``/``python``/``quoted``."""
+    """How a template may write ``value``: ``(text, style)``, style ``raw``/``json``/``python`` (a string between
+    Python's quotes: ``'vq text one'``)/``quoted``."""
     out = [(json.dumps(value, ensure_ascii=False), "json")]
     if quote[0] and (isinstance(value, (str, list, dict))):
         out.append((write_quoted(value, *quote), "quoted"))
     if isinstance(value, str):
-        return [*out, (value, "raw")]
+        return [*out, (repr(value), "python"), (value, "raw")]
     out.append((json.dumps(value, ensure_ascii=False, separators=(",", ":")), "json"))
     if isinstance(value, (bool, list, dict)):
         out.append((repr(value), "python"))
@@ -217,8 +220,37 @@ def _candidates(base: str, other: str) -> list[tuple[int, str]]:
         return [(i, other[i: i + extra]) for i in range(p_min, p_max + 1)]
     while p_max > 0 and other[p_max - 1] in "<[" and p_max < len(other) and not other[p_max].isspace():
         p_max -= 1  # a marker both renders open (``<turn|>``, ``<|tool_call>``) starts the text that differs
+    p_max = _marker_start(other, p_max)
     s = common_suffix(base[p_max:], other[p_max:])
-    return [(p_max, other[p_max: len(other) - s])]
+    return [(p_max, other[p_max: _marker_end(other, len(other) - s, p_max)])]
+
+
+def _marker_start(text: str, i: int) -> int:
+    """``i``, or where the marker opens when ``i`` falls inside one (``<|START_`` shared by ``<|START_ACTION|>`` and
+    ``<|START_RESPONSE|>``): the ``<`` or ``[`` before it with no space, ``>`` or ``]`` between."""
+    j = max(text.rfind("<", max(0, i - MARKER_REACH), i), text.rfind("[", max(0, i - MARKER_REACH), i))
+    if j < 0 or i >= len(text) or text[i].isspace() or any(c in text[j:i] for c in "<[>]") and text[j] not in "<[":
+        return i
+    inside = text[j + 1: i]
+    return j if inside and not any(c.isspace() or c in "<[>]" for c in inside) else i
+
+
+def _marker_end(text: str, i: int, floor: int) -> int:
+    """``i``, or where the marker closes when ``i`` falls inside one (``|>`` shared by ``<|END_ACTION|>`` and
+    ``<|END_RESPONSE|>``): past the ``>`` or ``]`` after it with no space, ``<`` or ``[`` between."""
+    if i <= floor or text[i - 1].isspace():
+        return i
+    ends = [k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0]
+    if not ends:
+        return i
+    k = min(ends)
+    inside = text[i:k]
+    if any(c.isspace() or c in "<[>]" for c in inside) or any(c in "<[" for c in text[floor:i][-1:]):
+        return i
+    start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
+    if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]):
+        return i
+    return k + 1
 
 
 def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
@@ -257,7 +289,8 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str | N
     alt = CONTENT if not content else ""
     none = r(_turn(None, content=content))
     _reasoning(rec, r, none, content)
-    sections = {}
+    sections: dict[str, str] = {}
+    fulls: dict[str, str] = {}
     named_ids = False
     for as_text in (False, True):
         try:
@@ -279,8 +312,10 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str | N
                     full = one if key == "one" else r(_turn(calls, content=content))
                     full_c = None if none_c is None else _or_none(r, _turn(calls, content=alt))
                     sections[key] = inserted(none, full, none_c, full_c)
+                    fulls[key] = full
             except TemplateFailure as e:
-                rec.missing.append(f"calls: the template fails to render two calls ({e})")
+                rec.missing.append(f"calls: the template renders one call per turn and refuses two ({e}): what "
+                                   "separates calls cannot be derived")
                 return rec
             break
     rec.sections = sections
@@ -295,10 +330,18 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str | N
     if rec.arguments_given_as_text:
         rec.derived_from["arguments_given_as_text"] = "one: written only when the arguments are given as a JSON string"
     two = sections["two"]
-    if NAMES[1] not in two or two.find(NAMES[0]) > two.find(NAMES[1]):
+    if NAMES[1] not in two:
+        rec.missing.append("calls: the template writes only the first call of a turn (the second call's name is not "
+                           "written): what separates calls cannot be derived")
+        return rec
+    if two.find(NAMES[0]) > two.find(NAMES[1]):
         rec.missing.append("calls: the second call's name is not written after the first's")
         return rec
-    _turn_markers(rec, r)
+    bare = _turn_markers(rec, r)
+    if bare is not None:
+        two = _empty_section(rec, inserted(bare, none), fulls)
+    if not rec.reasoning_start:
+        _reasoning_with_calls(rec, r, none, _turn([_call(0, rec.arguments_given_as_text)], REASONING, content))
     _ids(rec, two)
     if not (_json_object(rec, two) or _json_args(rec, two) or _pairs(rec, two)):
         if not rec.missing:
@@ -346,18 +389,76 @@ def _reasoning(rec: Record, r: _Renders, none: str, content: str | None) -> None
         rec.derived_from["prompt_opens_reasoning"] = "the generation prompt (thinking on) ends with the reasoning opener"
 
 
-def _turn_markers(rec: Record, r: _Renders) -> None:
-    """What a plain answer is written between: the user's turn alone against it followed by an answer."""
+_TOKEN = re.compile(r"<[^<>]+>|\[[^\[\]]+\]|[^<\[]+")
+
+
+def _reasoning_with_calls(rec: Record, r: _Renders, none: str, messages: list[dict]) -> None:
+    """Reasoning the template writes only in a turn with calls, inside what the calls add (Command R7B's
+    ``<|START_THINKING|>...<|END_THINKING|>`` before its action): the marker right before the reasoning text and
+    the one right after it, when the one-call render with reasoning is the one without plus that text."""
+    try:
+        text = inserted(none, r(messages))
+    except TemplateFailure:
+        return
+    before, found, after = text.partition(REASONING)
+    if not found or before + after != rec.sections.get("one"):
+        return
+    runs, rest = before.split(), after.split()
+    start = _TOKEN.findall(runs[-1])[-1] if runs else ""
+    end = _TOKEN.findall(rest[0])[0] if rest else ""
+    if start.strip() and end.strip():
+        rec.reasoning_start, rec.reasoning_end = start, end
+        rec.derived_from.update(reasoning_start="one call vs one call with reasoning: the marker before the text",
+                                reasoning_end="one call vs one call with reasoning: the marker after the text")
+
+
+def _less_reasoning(rec: Record, text: str) -> str:
+    """``text`` (a section's start) less an empty reasoning block the template writes before the calls."""
+    empty = rec.reasoning_start.strip() + rec.reasoning_end.strip()
+    core = text.lstrip()
+    if empty and empty != rec.reasoning_start.strip() and core.startswith(empty) and core[len(empty):].strip():
+        return core[len(empty):]
+    return text
+
+
+def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
+    """The sections with the markers of an empty one put back, when the template writes the section's markers in a
+    turn with no call (``empty``: what that turn adds to the user's turn) and the calls between them: what the calls
+    add then lacks those markers. Returns the section of two calls."""
+    sections = rec.sections
+    inner = empty
+    if rec.turn_start and inner.startswith(rec.turn_start):
+        inner = inner[len(rec.turn_start):]
+    if rec.turn_end and inner.endswith(rec.turn_end):
+        inner = inner[: len(inner) - len(rec.turn_end)]
+    if not inner.strip() or NAMES[0] in inner:
+        return sections["two"]
+    for k in range(1, len(inner)):
+        if not (inner[:k].strip() and inner[k:].strip()):
+            continue
+        if all(inner[:k] + sections[key] + inner[k:] in fulls.get(key, "") for key in sections):
+            for key in sections:
+                sections[key] = inner[:k] + sections[key] + inner[k:]
+            rec.derived_from["sections"] = ("a turn with no call writes an empty section; the calls go between its "
+                                            f"markers ({inner[:k]!r}, {inner[k:]!r})")
+            break
+    return sections["two"]
+
+
+def _turn_markers(rec: Record, r: _Renders) -> str | None:
+    """What a plain answer is written between: the user's turn alone against it followed by an answer. Returns the
+    user's turn alone."""
     user = [{"role": "user", "content": USER}]
     bare, answered = _or_none(r, user), _or_none(r, _turn(None, content=CONTENT))
     if bare is None or answered is None:
-        return
+        return bare
     text = inserted(bare, answered)
     before, found, after = text.partition(CONTENT)
     if found:
         rec.turn_start, rec.turn_end = before, after
         rec.derived_from.update(turn_start="the user's turn vs it and an answer: before the answer's text",
                                 turn_end="the user's turn vs it and an answer: after the answer's text")
+    return bare
 
 
 def _ids(rec: Record, two: str) -> None:
@@ -397,13 +498,13 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
         for k, v in value.items():
             inner = _call_keys(v, i, True)
             if inner is not None:
-                id_key = next((x for x, y in value.items() if y == IDS[i]), "")
+                id_key = next((x for x, y in value.items() if _is_id(y, i)), "")
                 fields = {x: y for x, y in value.items() if x not in (k, id_key)}
                 if id_key and not inner["id_key"]:
                     inner.update(id_key=id_key, id_position="wrapper_key")
                 return inner | {"wrapper": k, "wrapper_fields": fields}
         return None
-    id_key = next((k for k, v in value.items() if v == IDS[i]), "")
+    id_key = next((k for k, v in value.items() if _is_id(v, i)), "")
     out = {"name_key": name_key, "id_key": id_key, "id_position": "json_key" if id_key else "", "wrapper": "",
            "wrapper_fields": {}}
     for k, v in value.items():
@@ -418,6 +519,12 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
     return None
 
 
+def _is_id(value: Any, i: int) -> bool:
+    """Whether ``value`` is call ``i``'s id: the id given, or one the template numbers itself (the call's place in
+    the turn: ``"0"``, ``"1"``)."""
+    return value == IDS[i] or (type(value) in (int, str) and str(value) == str(i))
+
+
 def _set_keys(rec: Record, keys: dict[str, Any]) -> None:
     for k, v in keys.items():
         setattr(rec, k, v)
@@ -426,7 +533,7 @@ def _set_keys(rec: Record, keys: dict[str, Any]) -> None:
         return
     rec.derived_from.update(name_key="two: the key holding tlq_alpha", args_key="two: the key holding the arguments")
     if rec.id_key:
-        rec.derived_from["id_key"] = "two: the key holding the given call id"
+        rec.derived_from["id_key"] = "two: the key holding the given call id (or the call's place in the turn)"
     if rec.wrapper:
         rec.derived_from.update(wrapper="two: the key of the outer object holding each call object",
                                 wrapper_fields="two: the outer object's other members (the same in every call)")
@@ -440,7 +547,7 @@ def _json_object(rec: Record, two: str) -> bool:
             if k0 and k1 and k0 == k1:
                 rec.shape = "json_list"
                 _set_keys(rec, k0)
-                rec.section_start = _less_turn(two[:start], rec.turn_start, True)
+                rec.section_start = _less_reasoning(rec, _less_turn(two[:start], rec.turn_start, True))
                 rec.section_end = _less_turn(two[end:], rec.turn_end, False)
                 rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
                 rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
@@ -471,8 +578,9 @@ def _json_args(rec: Record, two: str) -> bool:
     if mid0 != mid1:
         mid0 = _split_id(rec, (mid0, mid1), IDS[:2])
         if mid0 is None:
+            gap0 = two[n0 + len(NAMES[0]): args[0][0]]
             rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
-                               f"({two[n0 + len(NAMES[0]): args[0][0]]!r}, {mid1!r})")
+                               f"({gap0!r}, {mid1!r})" + _numbered(gap0, mid1))
             return False
     rec.shape = "json_args"
     rec.name_suffix = mid0
@@ -481,6 +589,14 @@ def _json_args(rec: Record, two: str) -> bool:
                             name_suffix="two: between each name and its arguments" + (
                                 " (its id)" if rec.id_suffix else ""))
     return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
+
+
+def _numbered(gap0: str, gap1: str) -> str:
+    """What the two calls' texts after the name say when they differ only in the call's place in the turn."""
+    n = common_prefix(gap0, gap1)
+    if gap0[n:n + 1] == "0" and gap1[n:n + 1] == "1" and gap0[n + 1:] == gap1[n + 1:]:
+        return ": it numbers the calls (0, 1, ...), a counter no spelling holds"
+    return ""
 
 
 def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
@@ -664,7 +780,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
     lead, between, tail = two[:s0], two[e0:s1], two[e1:]
     closer = _common_prefix(between, tail)
     opener = _common_suffix(lead, between[len(closer):])
-    rec.section_start = _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True)
+    rec.section_start = _less_reasoning(rec, _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True))
     rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
     rec.call_sep = between[len(closer): len(between) - len(opener)]
     cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1

@@ -7,7 +7,11 @@
 ``documents``, ``add_generation_prompt`` and the tokenizer's special tokens (``bos_token``, ``eos_token``, ...).
 :func:`render` also passes what llama.cpp's engine passes (:data:`ENGINE_CONTEXT`, ``functions``), and its
 ``tojson`` writes an iterable JSON has no type for (``map(...)``'s result) as a list, as llama.cpp's does.
-:func:`compile_template` builds the same environment; the sandbox refuses attribute access outside plain data, and
+:func:`compile_template` builds the same environment, except that a template may change its own lists and dicts one
+item at a time (``append``, ``insert``, ``pop``, ``remove``, ``clear``, ``setdefault``, ``update``), as llama.cpp's
+engine lets it (Kimi-K2's templates keep a queue of call ids so); every other method that changes a value in place
+(``extend``: a list doubling itself would escape the step budget) stays refused. The sandbox refuses attribute access
+outside plain data, and
 :func:`render` turns every failure into a :class:`TemplateFailure` naming the file. Each render is bounded by counts:
 :data:`MAX_STEPS` calls, lookups and output chunks, :data:`MAX_RENDER_CHARS` characters.
 
@@ -28,7 +32,7 @@ from typing import Any, ClassVar
 import jinja2
 import jinja2.ext
 import jinja2.nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 from jinja2.sandbox import safe_range as _safe_range
 
 # A chat template is a few kilobytes; anything much larger is not one.
@@ -41,6 +45,9 @@ MAX_STEPS = 200_000
 # that renders compare equal) and, for firefunction-v2's template, the tools as indented JSON (``functions``).
 ENGINE_CONTEXT = {"datetime": "Jan 01 2026", "date_string": "01 Jan 2026"}
 MAX_RENDER_CHARS = 200_000
+# The in-place changes a template may make to its own lists and dicts: each adds, moves or drops one item (or, for
+# ``update``, copies keys that already exist), so the step budget bounds what they build.
+ITEM_CHANGES = frozenset(("append", "insert", "pop", "remove", "clear", "setdefault", "update"))
 
 
 class TemplateFailure(ValueError):
@@ -156,7 +163,7 @@ def _strftime_now(fmt: str) -> str:
     return datetime.now().strftime(fmt)
 
 
-class _Budgeted(ImmutableSandboxedEnvironment):
+class _Budgeted(SandboxedEnvironment):
     """The sandbox, counting what a render does: every call, attribute and item access, ``range`` item, arithmetic
     operation and output chunk draws on a budget of :data:`MAX_STEPS` per render (a concatenation one step per 64
     items it copies), and a render that spends it stops: a template that loops without end, or builds a huge text,
@@ -164,6 +171,11 @@ class _Budgeted(ImmutableSandboxedEnvironment):
 
     steps = 0
     intercepted_binops = frozenset(("*", "**", "+"))
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if not super().is_safe_attribute(obj, attr, value):
+            return False
+        return attr in ITEM_CHANGES or not modifies_known_mutable(obj, attr)
 
     def _step(self, n: int = 1) -> None:
         self.steps += n

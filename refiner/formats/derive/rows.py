@@ -30,14 +30,26 @@ from refiner.formats.derive.record import ARGS, NAMES, Record
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
+from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
 from refiner.formats.xml_params import XmlParams, XmlSpelling
 
 # Derived rows rank after every built-in format: detection tries them last.
 DERIVED_RANK = 1000
 EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
+CHECKED = (ToolCall(NAMES[1], ARGS[1]), ToolCall(NAMES[2], ARGS[2]))  # the calls of the render that checks
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
 _TOKENS = re.compile(r"(<[^<>]+>|\[[^\[\]]+\])(?:<[^<>]+>|\[[^\[\]]+\])+")  # two bracketed tokens or more
 MARKER_REACH = 48  # the longest marker left open before a name (``<invoke name="``)
+# The grammars a record maps onto (:func:`plan_row`).
+SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
+# What a pythonic row reads beyond what its template writes: a missing end token, a bare list, a JSON list.
+WRAPPER_POLICIES = ("close_optional", "bare", "json_ok")
+
+
+def own_grammar(fmt: base.WireFormat) -> bool:
+    """Whether ``fmt`` is a row no record maps onto: a grammar one family writes (no spelling), or a spelling of a
+    grammar other than the ones :func:`plan_row` spells."""
+    return getattr(fmt, "spelling", None) is None or not isinstance(fmt, SPELT)
 
 
 def policies(spelling: Any) -> dict[str, Any]:
@@ -45,14 +57,15 @@ def policies(spelling: Any) -> dict[str, Any]:
     one has their defaults)."""
     if not is_dataclass(spelling):
         return {}
-    return {f.name: getattr(spelling, f.name) for f in fields(spelling) if f.metadata.get("policy")}
+    return {f.name: getattr(spelling, f.name) for f in fields(spelling)
+            if f.metadata.get("policy") or (isinstance(spelling, Wrapper) and f.name in WRAPPER_POLICIES)}
 
 
 def _core(spelling: Any) -> Any:
     """A spelling less what no template says: its reading policies, a built-in row's named hook (lenient repairs),
     the extra argument keys it reads, and the layout render writes between calls and arguments."""
     if is_dataclass(spelling):
-        spelling = replace(spelling, **{f.name: f.default for f in fields(spelling) if f.metadata.get("policy")})
+        spelling = replace(spelling, **{f.name: f.default for f in fields(spelling) if f.name in policies(spelling)})
     if isinstance(spelling, XmlSpelling):
         return replace(spelling, hook="", sep="\n")
     if isinstance(spelling, NamedSpelling):
@@ -93,7 +106,7 @@ class RowPlan:
             got = fmt.parse_strict(text)
         except base.FormatError as e:
             return f"the derived row does not read the template's own render of two calls: {e}"
-        as_text = _python_containers(rec)
+        as_text = set() if getattr(self.grammar, "pythonic", False) else _python_containers(rec)
         expected = [_texts_for(c, as_text) for c in EXPECTED]
         if got != expected:
             return f"the derived row reads the template's render of two calls as {got!r}"
@@ -165,7 +178,9 @@ def plan_row(rec: Record) -> RowPlan | str:
     if rec.wrapper:
         return (f"each call object sits under {rec.wrapper!r} of an outer object: the JSON-calls grammar reads call "
                 "objects at one level")
-    if rec.shape == "pairs":
+    if rec.shape == "pairs" and _pythonic(rec):
+        plan = _pythonic_plan(rec)
+    elif rec.shape == "pairs":
         plan = _brace_plan(rec) if rec.quote_open else _xml_plan(rec)
     elif rec.shape in ("json_object", "json_list"):
         plan = _json_plan(rec)
@@ -192,6 +207,30 @@ def _brace_plan(rec: Record) -> RowPlan | str:
     return RowPlan(BraceKV, BraceSpelling(call_open, rec.call_end.strip()[1:].strip(), rec.quote_open, keyword))
 
 
+def _pythonic(rec: Record) -> bool:
+    """Whether each call is written as a Python call: ``NAME(key=value, ...)``, strings quoted."""
+    layout = (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.value_suffix.strip(),
+              rec.arg_sep.strip(), rec.call_end.strip()[:1])
+    return layout == ("(", "", "=", "", ",", ")") and rec.strings in ("python", "json") and not rec.quote_open
+
+
+def _pythonic_plan(rec: Record) -> RowPlan | str:
+    """Python calls in one list between two markers (``OPEN[f(a=1), g(b='x')]CLOSE``), or one per line between
+    them: the pythonic grammar's row."""
+    if rec.call_start.strip() or rec.call_end.strip() != ")":
+        return f"a Python call between markers of its own ({rec.call_start!r} / {rec.call_end!r})"
+    ss, se, sep = rec.section_start.strip(), rec.section_end.strip(), rec.call_sep.strip()
+    if ss.endswith("[") and se.startswith("]") and sep == ",":
+        opened, closed, lines = _opener(ss[:-1]), _section_closer(se[1:]), False
+    elif not sep and "\n" in rec.call_sep:
+        opened, closed, lines = _opener(ss), _section_closer(se), True
+    else:
+        return f"Python calls apart by {rec.call_sep!r} between {ss!r} and {se!r}: neither one list nor one per line"
+    if not (opened and closed):
+        return f"Python calls with no marker before or after them ({opened!r} / {closed!r}): an untagged format"
+    return RowPlan(SentinelPythonic, Wrapper(opened, closed, lines=lines))
+
+
 def _named_plan(rec: Record) -> RowPlan | str:
     """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
     call_start = _split_opener(rec.opener)[0]
@@ -201,11 +240,23 @@ def _named_plan(rec: Record) -> RowPlan | str:
         return f"a section opened by {ss!r} and closed by {se!r}"
     if not cs:
         return "the name follows no marker of its own"
-    if not rec.name_suffix.strip():
-        return "nothing but whitespace between the name and its arguments"
+    if not rec.name_suffix:
+        return "nothing between the name and its arguments"
     i, j = call_start.rfind(cs), rec.call_end.find(ce) + len(ce)
     close, joiner = (rec.call_end[:j], rec.call_end[j:] + rec.call_sep + call_start[:i]) if ce else ("", rec.call_sep)
-    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner))
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
+                                            text_recipient=_text_recipient(rec, cs)))
+
+
+def _text_recipient(rec: Record, call_open: str) -> str | None:
+    """The name a plain answer is addressed to when the template writes the answer's text as a call (Functionary
+    writes ``>>>all`` and a newline before the text): the word the turn's header ends with, between the call marker
+    and what follows a name; else ``None``."""
+    _, marker, word = rec.turn_start.rpartition(call_open)
+    if not marker or not rec.name_suffix or not word.endswith(rec.name_suffix):
+        return None
+    word = word[: len(word) - len(rec.name_suffix)]
+    return word if word.isidentifier() else None
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
@@ -229,7 +280,7 @@ def _json_plan(rec: Record) -> RowPlan | str:
         trail, after = rec.call_end[:j], rec.call_end[j + len(ce) :]
         return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, trail=trail,
                                                between=after + rec.call_sep + before, **keys))
-    if ss and se and "\n" in rec.call_sep:
+    if ss and se and "\n" in rec.call_end + rec.call_sep:  # (the newline after each call object is its closer)
         return RowPlan(JsonCalls, JsonSpelling(ss, se, "lines", **keys))
     return "the call objects carry no marker of their own (an untagged format)"
 

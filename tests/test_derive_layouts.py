@@ -1,0 +1,149 @@
+"""Derivation on layouts that need more than one diff: Python calls in a list, ids the template numbers itself, an
+empty section written in a turn with no call, reasoning written only beside calls, a plain answer addressed as a
+call, one JSON call per line, markers that share their first characters, and a family no record holds that a
+grammar of its own writes. Every template here is written for these tests, with markers of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from refiner.formats.derive import derive, install
+from refiner.formats.json_calls import JsonCalls
+from refiner.formats.named_json import NamedJson
+from refiner.formats.pythonic_sentinels import SentinelPythonic
+
+
+def _derive(tmp_path: Path, name: str, source: str):
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    return derive(path)
+
+
+def _chat(assistant: str) -> str:
+    """A chat whose assistant turn is ``assistant`` (jinja, ``m`` the message)."""
+    return ("{%- for m in messages %}{%- if m.role == 'user' %}<|u|>{{ m.content }}<|eot|>\n"
+            "{%- elif m.role == 'assistant' %}" + assistant + "{%- endif %}{%- endfor %}")
+
+
+PYTHONIC = _chat(
+    "<|a|>{{ m.content or '' }}{%- if m.tool_calls %}<|calls|>["
+    "{%- for tc in m.tool_calls %}{{ ', ' if not loop.first }}{{ tc.function.name }}("
+    "{%- for k, v in tc.function.arguments.items() %}{{ ', ' if not loop.first }}{{ k }}="
+    "{{ v | tojson if v is mapping else v | string if v is not string else \"'\" + v + \"'\" }}"
+    "{%- endfor %}){%- endfor %}]<|/calls|>{%- endif %}<|eot|>\n")
+
+
+def test_python_calls_in_a_list_between_markers_are_a_pythonic_row(tmp_path):
+    d = _derive(tmp_path, "pythonic.jinja", PYTHONIC)
+    assert not d.special, d.why
+    assert d.plan.grammar is SentinelPythonic
+    assert (d.plan.spelling.open, d.plan.spelling.close, d.plan.spelling.lines) == ("<|calls|>", "<|/calls|>", False)
+    assert d.record.strings == "python"
+
+
+NUMBERED = _chat(
+    "<|a|>{{ m.content or '' }}{%- if m.tool_calls %}<|go_calls|>["
+    "{%- for tc in m.tool_calls %}{{ ', ' if not loop.first }}"
+    "{\"num\": \"{{ loop.index0 }}\", \"tool\": \"{{ tc.function.name }}\", \"input\": {{ tc.function.arguments | tojson }}}"
+    "{%- endfor %}]<|go_done|>{%- endif %}<|go_reply|><|eot|>\n")
+
+
+def test_an_id_the_template_numbers_itself_is_the_call_objects_id_key(tmp_path):
+    """The calls' own place in the turn as their id, and markers that share their first characters with the ones a
+    turn without calls writes (``<|go_calls|>`` against ``<|go_reply|>``): the cut goes back to where each opens."""
+    d = _derive(tmp_path, "numbered.jinja", NUMBERED)
+    assert not d.special, d.why
+    assert d.plan.grammar is JsonCalls
+    sp = d.plan.spelling
+    assert (sp.open, sp.close, sp.name_key, sp.arg_keys[0], sp.id_key) == ("<|go_calls|>", "<|go_done|>", "tool",
+                                                                           "input", "num")
+
+
+EMPTY_SECTION = _chat(
+    "{%- if not m.content %}<|a|><|calls_open|>{%- for tc in m.tool_calls or [] %}<|call|>{{ tc.function.name }}"
+    "<|args|>{{ tc.function.arguments | tojson }}<|/call|>{%- endfor %}<|calls_shut|><|eot|>\n"
+    "{%- else %}<|a|>{{ m.content }}<|eot|>\n{%- endif %}")
+
+
+def test_an_empty_section_written_in_a_turn_with_no_call_keeps_its_markers(tmp_path):
+    d = _derive(tmp_path, "empty_section.jinja", EMPTY_SECTION)
+    assert not d.special, d.why
+    assert d.plan.grammar is NamedJson
+    sp = d.plan.spelling
+    assert (sp.section_open, sp.section_close, sp.call_open) == ("<|calls_open|>", "<|calls_shut|>", "<|call|>")
+
+
+REASONING_WITH_CALLS = _chat(
+    "<|a|>{%- if m.tool_calls %}<|muse|>{{ m.reasoning_content or '' }}<|/muse|><|act|>["
+    "{%- for tc in m.tool_calls %}{{ ', ' if not loop.first }}"
+    "{\"name\": \"{{ tc.function.name }}\", \"arguments\": {{ tc.function.arguments | tojson }}}"
+    "{%- endfor %}]<|/act|>{%- else %}{{ m.content }}{%- endif %}<|eot|>\n")
+
+
+def test_reasoning_written_only_beside_calls_is_not_the_sections_opener(tmp_path):
+    d = _derive(tmp_path, "reasoning_with_calls.jinja", REASONING_WITH_CALLS)
+    assert not d.special, d.why
+    assert (d.record.reasoning_start, d.record.reasoning_end) == ("<|muse|>", "<|/muse|>")
+    assert (d.plan.spelling.open, d.plan.spelling.close) == ("<|act|>", "<|/act|>")
+
+
+RECIPIENT = _chat(
+    "<|a|>{%- if m.content %}=>reply\n{{ m.content }}{%- endif %}"
+    "{%- for tc in m.tool_calls or [] %}=>{{ tc.function.name }}\n{{ tc.function.arguments | tojson }}{%- endfor %}"
+    "<|eot|>\n")
+
+
+def test_a_plain_answer_written_as_a_call_names_its_recipient(tmp_path):
+    d = _derive(tmp_path, "recipient.jinja", RECIPIENT)
+    assert not d.special, d.why
+    assert d.plan.grammar is NamedJson
+    assert (d.plan.spelling.call_open, d.plan.spelling.name_close, d.plan.spelling.text_recipient) == ("=>", "\n",
+                                                                                                       "reply")
+
+
+LINES = _chat(
+    "<|a|>{{ m.content or '' }}{%- if m.tool_calls %}<calls>{{ '\\n' }}{%- for tc in m.tool_calls %}"
+    "{\"name\": \"{{ tc.function.name }}\", \"arguments\": {{ tc.function.arguments | tojson }}}{{ '\\n' }}"
+    "{%- endfor %}</calls>{%- endif %}<|eot|>\n")
+
+
+def test_one_json_call_per_line_in_a_section(tmp_path):
+    d = _derive(tmp_path, "lines.jinja", LINES)
+    assert not d.special, d.why
+    sp = d.plan.spelling
+    assert (sp.open, sp.close, sp.payload) == ("<calls>", "</calls>", "lines")
+
+
+COUNTED = _chat(
+    "<|a|>{{ m.content or '' }}{%- if m.tool_calls %}<|tool_calls_section_begin|>"
+    "{%- set seen = [] %}{%- for tc in m.tool_calls %}"
+    "<|tool_call_begin|>functions.{{ tc.function.name }}:{{ seen | length }}<|tool_call_argument_begin|>"
+    "{{ tc.function.arguments | tojson }}<|tool_call_end|>{%- set _ = seen.append(1) %}"
+    "{%- endfor %}<|tool_calls_section_end|>{%- endif %}<|eot|>\n")
+
+
+def test_a_family_no_record_holds_is_the_grammar_that_writes_it_exactly(tmp_path):
+    """Kimi-K2's layout (a call index after the name, counted in a list the template appends to): no spelling holds
+    the counter; its own grammar writes both renders exactly, so the derived dialect is that row."""
+    d = _derive(tmp_path, "counted.jinja", COUNTED)
+    assert any("numbers the calls" in m for m in d.record.missing)
+    assert not d.special and d.same_as == "kimi_k2" and d.fmt.name == "kimi_k2"
+    assert install(d) == "kimi_k2"
+    one_space_more = COUNTED.replace("<|tool_call_end|>{%-", "<|tool_call_end|>{{ ' ' }}{%-")
+    d = _derive(tmp_path, "counted_spaced.jinja", one_space_more)
+    assert d.same_as is None  # written otherwise than the row writes it: not that row
+
+
+ONE_CALL = _chat(
+    "<|a|>{{ m.content or '' }}{%- if m.tool_calls %}{%- if m.tool_calls | length > 1 %}"
+    "{{ raise_exception('one call at a time') }}{%- endif %}<|call|>{{ m.tool_calls[0].function | tojson }}"
+    "{%- endif %}<|eot|>\n")
+FIRST_ONLY = ONE_CALL.replace("{%- if m.tool_calls | length > 1 %}{{ raise_exception('one call at a time') }}"
+                              "{%- endif %}", "")
+
+
+def test_a_template_that_writes_one_call_says_so(tmp_path):
+    d = _derive(tmp_path, "one_call.jinja", ONE_CALL)
+    assert d.special and "refuses two" in d.why and "what separates calls cannot be derived" in d.why
+    d = _derive(tmp_path, "first_only.jinja", FIRST_ONLY)
+    assert d.special and "only the first call of a turn" in d.why
