@@ -12,6 +12,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.reasoning import is_closing_tag
+from refiner.specs.catalog import tool_name
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
 MAX_CHECKS = 16  # region checks per answer; past that, the rest of the answer is held
@@ -478,14 +479,8 @@ class ContentCalls:
 
 
 def tool_names(body: dict) -> set[str]:
-    """The names of the request's tools (OpenAI ``tools``, or bare function specs)."""
-    names = set()
-    for t in body.get("tools") or []:
-        if isinstance(t, dict):
-            fn = t.get("function") if isinstance(t.get("function"), dict) else t
-            if isinstance(fn.get("name"), str):
-                names.add(fn["name"])
-    return names
+    """The names of the request's tools, as the tool specs are read (:func:`refiner.specs.catalog.tool_name`)."""
+    return {name for t in body.get("tools") or [] if (name := tool_name(t)) is not None}
 
 
 def holds_calls(result: dict | None, names: set[str]) -> bool:
