@@ -147,3 +147,16 @@ def test_a_template_that_writes_one_call_says_so(tmp_path):
     assert d.special and "refuses two" in d.why and "what separates calls cannot be derived" in d.why
     d = _derive(tmp_path, "first_only.jinja", FIRST_ONLY)
     assert d.special and "only the first call of a turn" in d.why
+
+
+IDS_BETWEEN = _chat(
+    "<|a|>{{ m.content or '' }}{%- for tc in m.tool_calls or [] %}[TOOL_CALLS]{{ tc.function.name }}[CALL_ID]"
+    "{{ tc.id }}[ARGS]{{ tc.function.arguments | tojson }}{%- endfor %}<|eot|>\n")
+
+
+def test_a_grammar_that_reads_ids_and_writes_none_is_the_row_of_a_template_writing_them(tmp_path):
+    """Mistral v11's layout with the call id between the name and the arguments: no spelling holds the id there;
+    its own grammar reads it and writes the calls without it, otherwise as the template does."""
+    d = _derive(tmp_path, "ids_between.jinja", IDS_BETWEEN)
+    assert d.record.id_position == "after_name"
+    assert not d.special and d.same_as == "mistral_v11"

@@ -35,7 +35,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats import base
-from refiner.formats.derive.record import ARGS, CONTENT, NAMES, Record, _tools, derive_record
+from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, Record, _tools, derive_record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import CHECKED, EXPECTED, RowPlan, own_grammar, plan_row
 from refiner.formats.detect import detect_format
@@ -133,17 +133,23 @@ def _own_grammar(out: Derived) -> None:
     of :mod:`~refiner.formats.derive.rows` spell) that writes the template's renders of both pairs of placeholder
     calls exactly as the template does and reads them back: the derived dialect is that row (a family whose shape
     no record holds, such as a call index after the name)."""
-    sections = out.record.sections
-    pairs = [(sections.get("two"), list(EXPECTED)), (sections.get("check"), list(CHECKED))]
+    rec = out.record
+    pairs = [(rec.sections.get("two"), list(EXPECTED)), (rec.sections.get("check"), list(CHECKED))]
     if any(text is None or NAMES[1] not in text for text, _ in pairs):
         return
+    spaced = []  # rows that write the renders but for whitespace
     for fmt in base.by_rank():
         if not own_grammar(fmt) or fmt.name not in out.read_by:
             continue
         try:
-            if not all(fmt.render(calls) == text and fmt.parse_strict(text) == calls for text, calls in pairs):
+            written = [(fmt.render(calls), text) for text, calls in pairs]
+            if not all(fmt.parse_strict(text) == calls for text, calls in pairs):
                 continue
         except (base.RenderError, base.FormatError):
+            continue
+        if not all(mine in (text, _less_ids(rec, text)) for mine, text in written):
+            if all("".join(mine.split()) == "".join(text.split()) for mine, text in written):
+                spaced.append(fmt.name)
             continue
         out.same_as = fmt.name
         out.checks.append(f"{fmt.name}, a grammar of its own, writes the template's renders of both pairs of calls "
@@ -151,6 +157,9 @@ def _own_grammar(out: Derived) -> None:
         if out.special:
             out.fmt, out.special, out.why = fmt, False, ""
         return
+    if spaced and out.special:
+        out.why = (f"{', '.join(spaced)}, a grammar of its own, reads the template's renders back and writes them "
+                   f"but for whitespace; {out.why}")
 
 
 def _with_row(out: Derived, name: str) -> Derived:
@@ -167,6 +176,16 @@ def _with_row(out: Derived, name: str) -> Derived:
     out.plan, out.fmt, out.special = plan, fmt, False
     out.same_as = next((f.name for f in base.all_formats() if plan.same_spelling(f)), None)
     return out
+
+
+def _less_ids(rec: Record, text: str) -> str:
+    """``text`` without the call ids written between the name and the arguments (a row that reads them there and
+    writes none: ``[CALL_ID]callq0000[ARGS]`` becomes ``[ARGS]``)."""
+    if rec.id_position != "after_name":
+        return text
+    for call_id in IDS:
+        text = text.replace(rec.name_suffix + call_id + rec.id_suffix, rec.id_suffix)
+    return text
 
 
 def _from_record(out: Derived, name: str) -> None:
