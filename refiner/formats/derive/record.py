@@ -9,7 +9,9 @@ or a line layout: every literal of the :class:`Record` is the text the template 
 
 - The *section* of a render is what it adds to the render with no call (:func:`inserted`: the shared prefix and
   suffix cut away; where the cut is ambiguous, text both renders hold at that place, it goes back to the start of the
-  run of non-space characters it falls in, never further than the ambiguity reaches).
+  run of non-space characters it falls in, never further than the ambiguity reaches; a cut inside a marker goes to
+  where the marker opens or closes). When a turn with no call writes an empty section, its markers are put back
+  around the calls; reasoning written only beside calls is read from the one-call render with reasoning.
 - Inside the section of two calls the placeholders are found: each call's *core* runs from its name (or from the
   JSON object holding it) to the end of its arguments. What precedes both cores is the call opener (split for
   display at its last space: ``call_start`` and ``name_prefix``); what follows both is the call closer; the rest
@@ -18,9 +20,10 @@ or a line layout: every literal of the :class:`Record` is the text the template 
   arguments under keys of the template's own (``json_object``, or all calls in one JSON list; the call object may sit
   under a key of an outer object, ``wrapper``), or one element per argument (``pairs``): what precedes every key,
   what follows every key up to its value, what follows every value, and between arguments, from comparing
-  consecutive arguments. How each value is written (a string as it is, JSON-quoted or between a quote token of the
-  template's own; other values as JSON, as Python literals, or with bare keys and that quote token) comes from the
-  five typed values. A call id written between the name and the arguments splits what follows the name in two.
+  consecutive arguments. How each value is written (a string as it is, JSON-quoted, between Python's quotes or
+  between a quote token of the template's own; other values as JSON, as Python literals, or with bare keys and that
+  quote token) comes from the five typed values. A call id written between the name and the arguments splits what
+  follows the name in two; in a call object, the id is the given one or the call's place in the turn.
 
 :func:`derive_record` fills the record and lists what it could not derive, each with why
 (:attr:`Record.missing`). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader
@@ -229,7 +232,7 @@ def _marker_start(text: str, i: int) -> int:
     """``i``, or where the marker opens when ``i`` falls inside one (``<|START_`` shared by ``<|START_ACTION|>`` and
     ``<|START_RESPONSE|>``): the ``<`` or ``[`` before it with no space, ``>`` or ``]`` between."""
     j = max(text.rfind("<", max(0, i - MARKER_REACH), i), text.rfind("[", max(0, i - MARKER_REACH), i))
-    if j < 0 or i >= len(text) or text[i].isspace() or any(c in text[j:i] for c in "<[>]") and text[j] not in "<[":
+    if j < 0 or i >= len(text) or text[i].isspace():
         return i
     inside = text[j + 1: i]
     return j if inside and not any(c.isspace() or c in "<[>]" for c in inside) else i
@@ -694,7 +697,10 @@ def _pairs(rec: Record, two: str) -> bool:
     rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps, IDS[:2])
     if rec.name_suffix is None:
         rec.name_suffix = ""
-        rec.missing.append(f"name_suffix: the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
+        twice = NAMES[0] in gaps[0] and NAMES[1] in gaps[1]
+        rec.missing.append("name_suffix: " + ("each call's name is written twice, the second time inside the call: "
+                                              if twice else "") +
+                           f"the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
         rec.shape = ""
         return False
     rec.derived_from.update(

@@ -11,10 +11,14 @@
 - a ``json_object`` or ``json_list`` record becomes a :class:`~refiner.formats.json_calls.JsonSpelling`: one
   ``{"name", "arguments"}`` object (or ``{NAME: arguments}``: ``keyed``) per tagged block (``object``), one per line
   inside one section (``lines``) or every call in one JSON list (``list``);
-- a ``json_args`` record becomes a :class:`~refiner.formats.named_json.NamedSpelling`.
+- a ``pairs`` record of Python calls (``NAME(key=value, ...)``, strings quoted) becomes a pythonic
+  :class:`~refiner.formats.pythonic_sentinels.Wrapper`: one list between two markers, or one call per line;
+- a ``json_args`` record becomes a :class:`~refiner.formats.named_json.NamedSpelling` (with the name a plain answer
+  is addressed to, when the template writes the answer's text as a call).
 
-Everything else is answered with why no row holds it. A plan is checked against the template: the row must read the
-template's own render of the placeholder calls back as exactly those calls.
+Everything else is answered with why no row holds it (:mod:`refiner.formats.derive` then tries the built-in rows no
+record maps onto: :func:`own_grammar`). A plan is checked against the template: the row must read the template's own
+render of the placeholder calls back as exactly those calls.
 """
 
 from __future__ import annotations
