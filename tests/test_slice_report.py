@@ -76,3 +76,17 @@ def test_collect_gathers_finished_seeds_only(tmp_path):
                                                                               "metrics-seed-1.jsonl"]
     result = report(tmp_path)
     assert math.isclose(sum(result["rates"][f"tier1|all|{k}"][1] for k in (0, 1)), 10)
+
+
+def test_collect_keeps_the_lines_of_seeds_run_elsewhere(tmp_path):
+    elsewhere = [{"seed": 0, "config": "tier1", "index": i, "class": "c", "exact": i % 2} for i in range(4)]
+    stale = {"seed": 1, "config": "tier1", "index": 0, "class": "c", "exact": 0}  # seed 1 is judged here again
+    (tmp_path / "prompts.jsonl").write_text("\n".join(json.dumps(r) for r in [*elsewhere, stale]) + "\n")
+    run = tmp_path / "seed-1"
+    run.mkdir()
+    (run / "judge-test.json").write_text(json.dumps(
+        {"tier1": {"prompts": [{"index": i, "class": "c", "exact": 1} for i in range(4)]}}))
+    collect(tmp_path)
+    recs = [json.loads(line) for line in (tmp_path / "prompts.jsonl").read_text().splitlines()]
+    assert [r for r in recs if r["seed"] == 0] == elsewhere
+    assert [r["exact"] for r in recs if r["seed"] == 1] == [1, 1, 1, 1]

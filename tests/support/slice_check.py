@@ -360,20 +360,22 @@ PAIRS = [("dapo/greedy", "warm/greedy"), ("dapo/sampled", "warm/sampled")]
 
 
 def seeds(out: str | Path, *, shared_data: str | Path, steps: int, n: int, target: float, timeout: float,
-          extra: list[str] | None = None) -> dict[str, Any]:
-    """Seeds ``0..n-1`` of the protocol under ``out/seed-K``, on one slice and one base model (``out/data``,
-    ``out/smollm2-135m-instruct``), each judged on the test split once it is trained; then :func:`collect` and
-    :func:`report` write ``out/prompts.jsonl``, ``out/metrics-seed-K.jsonl``, ``out/seeds.md`` and
-    ``out/seeds.png``. Finished stages are skipped, so the same command resumes an interrupted run."""
+          extra: list[str] | None = None, only: list[int] | None = None) -> dict[str, Any]:
+    """Seeds ``0..n-1`` of the protocol (``only``: just these) under ``out/seed-K``, on one slice and one base
+    model, each judged on the test split once it is trained; then :func:`collect` and :func:`report` write
+    ``out/prompts.jsonl``, ``out/metrics-seed-K.jsonl``, ``out/seeds.md`` and ``out/seeds.png``. Finished stages
+    are skipped, so the same command resumes an interrupted run; seeds run elsewhere join the report when their
+    ``prompts.jsonl`` lines and ``metrics-seed-K.jsonl`` are in ``out``."""
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for k in range(n):
+    first = out / "seed-0"
+    for k in range(n) if only is None else only:
         run = out / f"seed-{k}"
         run.mkdir(exist_ok=True)
-        if k:  # the first seed builds the slice and converts the base model; the others link to them
+        if k:  # seed 0 builds the slice and converts the base model; the others link to them when it has
             for name in ("data", BASE):
                 link = run / name
-                if not link.exists():
+                if not link.exists() and not link.is_symlink() and (first / name).exists():
                     link.symlink_to(Path("..") / "seed-0" / name)
         slice_check(run, shared_data=shared_data, steps=steps, target=target, timeout=timeout, extra=extra, seed=k)
         judge(run, shared_data=shared_data, configs=SEED_CONFIGS, timeout=timeout, seed=k)
@@ -384,9 +386,13 @@ def seeds(out: str | Path, *, shared_data: str | Path, steps: int, n: int, targe
 
 def collect(out: str | Path) -> None:
     """The finished seeds' per-prompt results as ``out/prompts.jsonl`` (one line per seed, configuration and prompt)
-    and their training logs as ``out/metrics-seed-K.jsonl``: all that :func:`report` reads."""
+    and their training logs as ``out/metrics-seed-K.jsonl``: all that :func:`report` reads. Lines already there of
+    a seed with no finished folder here (a seed run elsewhere) are kept."""
     out = Path(out)
-    lines = []
+    path = out / "prompts.jsonl"
+    here = {int(run.name.split("-")[1]) for run in out.glob("seed-*") if (run / "judge-test.json").is_file()}
+    lines = [line for line in (path.read_text(encoding="utf-8").splitlines() if path.is_file() else [])
+             if line and json.loads(line)["seed"] not in here]
     for run in sorted(out.glob("seed-*"), key=lambda p: int(p.name.split("-")[1])):
         table_path, log = run / "judge-test.json", run / "ckpt" / "metrics.jsonl"
         if not table_path.is_file():
@@ -398,7 +404,7 @@ def collect(out: str | Path) -> None:
                 lines.append(json.dumps({"seed": k, "config": name, **rec}))
         if log.is_file():
             (out / f"metrics-seed-{k}.jsonl").write_text(log.read_text(encoding="utf-8"), encoding="utf-8")
-    (out / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -443,8 +449,8 @@ def report(src: str | Path) -> dict[str, Any]:
              "| class (prompts) | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     lines += [f"| {c} ({n_of[c]}) | " + " | ".join(cell(n, c) for n in names) + " |" for c in classes]
     tests: dict[str, Any] = {}
-    lines += ["", "Paired per prompt, pooled over seeds (DAPO against its own warm start; two-sided exact sign test "
-              "on the prompts where they differ)", "",
+    lines += ["", ("Paired per prompt, pooled over seeds (DAPO against its own warm start; two-sided exact sign test "
+                   "on the prompts where they differ)"), "",
               "| comparison | pairs | DAPO right, warm wrong | warm right, DAPO wrong | mean change, points | p |",
               "|---|---|---|---|---|---|"]
     for a, b in PAIRS:
@@ -514,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--tiny", action="store_true", help="The slow test's version: see tiny().")
     ap.add_argument("--seeds", type=int, help="Seeds 0..N-1 under OUT/seed-K, judged, then the table (see seeds()).")
+    ap.add_argument("--only", help="--seeds: only these seeds (comma-separated), e.g. one seed per machine.")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--report", metavar="DIR", help="Only the table and plot from DIR/prompts.jsonl (see report()).")
     args, extra = ap.parse_known_args(argv)
@@ -546,12 +553,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--out is required (unless --judge, --tier1, --report)")
     if args.seeds:
         result = seeds(args.out, shared_data=args.shared_data, steps=args.steps, n=args.seeds, target=args.target,
-                       timeout=args.timeout, extra=extra)
+                       timeout=args.timeout, extra=extra,
+                       only=[int(k) for k in args.only.split(",")] if args.only else None)
         print(json.dumps(result["tests"], indent=2))
         print((Path(args.out) / "seeds.md").read_text(encoding="utf-8"))
         return 0
     print(json.dumps(slice_check(args.out, shared_data=args.shared_data, steps=args.steps, target=args.target,
-                                 timeout=args.timeout, extra=extra), indent=2, default=str))
+                                 timeout=args.timeout, extra=extra,
+                       only=[int(k) for k in args.only.split(",")] if args.only else None), indent=2, default=str))
     return 0
 
 
