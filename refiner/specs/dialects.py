@@ -22,7 +22,7 @@ from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
 from refiner.specs.schema import is_json_schema, normalise
-from refiner.specs.types import TypeInfo, parse_type, type_of_values
+from refiner.specs.types import TypeInfo, parse_type, type_of_values, union
 
 DIALECTS = (
     "jsonschema", "openai", "anthropic", "mcp", "glaive", "toolace", "bfcl", "xlam", "nestools", "nestful", "apibank",
@@ -106,17 +106,8 @@ def _read_type(ctx: Ctx, path: str, value: Any) -> tuple[TypeInfo, str | None]:
         return info, (None if value == info.type else value)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         infos = [parse_type(v) for v in value]
-        nullable = any(i.type == "null" for i in infos)
-        rest = [i for i in infos if i.type != "null"]
-        if not rest:
-            return TypeInfo("null", nullable=True), None
-        if len(rest) == 1:
-            r = rest[0]
-            r.nullable = r.nullable or nullable
-            return r, None
-        types = {i.type for i in rest}
-        t = "number" if types <= {"integer", "number"} else None
-        return TypeInfo(t, nullable=nullable), "|".join(value)
+        several = sum(i.type != "null" for i in infos) > 1
+        return union(infos), ("|".join(value) if several else None)
     raise ctx.error(path, f"a type must be a string or a list of strings, got {value!r}")
 
 
@@ -274,14 +265,10 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
 
 
 def _alternatives_type(ctx: Ctx, path: str, alts: list[Any]) -> dict[str, Any]:
-    """The type a value of any of ``alts`` has: their one JSON type (``integer`` within ``number``), nullable when one
-    of them is ``null``; no type when they differ."""
+    """The type a value of any of ``alts`` has (:func:`refiner.specs.types.union`); no type when they differ."""
     params = [read_param(ctx, f"{path}.{i}", a)[0] for i, a in enumerate(alts)]
-    nullable = any(p.type == "null" or p.nullable for p in params)
-    types = {p.type for p in params if p.type != "null"}
-    if types <= {"integer", "number"} and types:
-        types = {"number"} if len(types) > 1 else types
-    return {"type": types.pop(), "nullable": nullable} if len(types) == 1 and None not in types else {}
+    one = union([TypeInfo(p.type, nullable=p.nullable) for p in params])
+    return {"type": one.type, "nullable": one.nullable} if one.type not in (None, "null") else {}
 
 
 def _nullable_alternative(ctx: Ctx, path: str, alts: Any) -> Param | None:

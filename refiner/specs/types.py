@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
@@ -47,7 +47,6 @@ class TypeInfo:
     enum: list[Any] | None = None
     format: str | None = None
     known: bool = True  # False when the text (or part of it) was not recognised
-    extra_modifiers: list[str] = field(default_factory=list)
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
@@ -101,7 +100,9 @@ def type_of_values(values: list[Any]) -> str | None:
     return types.pop() if len(types) == 1 else None
 
 
-def _union(members: list[TypeInfo]) -> TypeInfo:
+def union(members: list[TypeInfo]) -> TypeInfo:
+    """The type a value of any of ``members`` has: their one JSON type (``integer`` within ``number``), nullable when
+    one of them is ``null`` or nullable; no type when they differ."""
     nullable = any(m.type == "null" or m.nullable for m in members)
     rest = [m for m in members if m.type != "null"]
     known = all(m.known for m in members)
@@ -111,13 +112,11 @@ def _union(members: list[TypeInfo]) -> TypeInfo:
     if len(rest) == 1:
         r = rest[0]
         return TypeInfo(r.type, r.items, nullable or r.nullable, False, r.enum, r.format, known and r.known)
-    if types <= {"integer", "number"}:
-        return TypeInfo("number", nullable=nullable, known=known)
     if len(types) == 1 and None not in types:
         t = types.pop()
         items = rest[0].items if all(m.items == rest[0].items for m in rest) else None
         return TypeInfo(t, items, nullable, known=known)
-    return TypeInfo(None, nullable=nullable, known=known)
+    return TypeInfo("number" if types <= {"integer", "number"} else None, nullable=nullable, known=known)
 
 
 def parse_type(text: str) -> TypeInfo:
@@ -129,15 +128,11 @@ def parse_type(text: str) -> TypeInfo:
     parts = _split_top(text, ",")
     if len(parts) > 1 and parts[0]:
         info = parse_type(parts[0])
-        for mod in parts[1:]:
-            if mod.lower() == "optional":
-                info.optional = True
-            else:
-                info.extra_modifiers.append(mod)
+        info.optional = info.optional or any(mod.lower() == "optional" for mod in parts[1:])
         return info
     alts = [a for a in _OR.split(text) if a] if _OR.search(text) and not _GENERIC.match(text) else []
     if len(alts) > 1:
-        return _union([parse_type(a) for a in alts])
+        return union([parse_type(a) for a in alts])
     m = _GENERIC.match(text)
     if m:
         return _parse_generic(m.group(1), m.group(2), text)
@@ -171,7 +166,7 @@ def _parse_generic(base: str, args_text: str, whole: str) -> TypeInfo:
         inner.nullable = True
         return inner
     if low == "union" and args:
-        return _union([parse_type(a) for a in args])
+        return union([parse_type(a) for a in args])
     if low == "literal" and args:
         try:
             values = list(ast.literal_eval(f"({args_text},)"))
