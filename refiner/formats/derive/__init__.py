@@ -90,10 +90,16 @@ class Derived:
         if self.fmt is not None:
             out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
                        grammar=self.plan.grammar.__name__ if self.plan else "record" if self.from_record
-                       else type(self.fmt).__name__)
+                       else _grammar_name(self.fmt))
         if self.plan is not None and self.fmt is not None:
             out["spelling"] = self.plan.spelling_dict()
         return out
+
+
+def _grammar_name(fmt: base.WireFormat) -> str:
+    """The grammar a built-in row is a row of (a catalog row's class is its grammar's subclass named after it)."""
+    cls = type(fmt)
+    return cls.__mro__[1].__name__ if cls.__name__.endswith(f"_{fmt.name}") else cls.__name__
 
 
 def _family_name(where: str, sha: str) -> str:
