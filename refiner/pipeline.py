@@ -178,15 +178,12 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     text_values = request.get("value_style") == "text"
     cut_off = request.get("finish_reason") in CUT_FINISH_REASONS
     try:
-        # (one scope for the request: detection and salvage find a long text's markers once, and salvage does not
-        # read a region again that detection read strictly: refiner.formats.same_texts)
-        with formats.same_texts():
-            tools = load_request_tools(request)
-            offered = params_by_tool(tools)
-            reading = read_upstream(text, request.get("format") or default_fmt, tools)
-            upstream = check_reading(reading, tools, text_values=text_values)
-            tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
-                                  text_values=text_values, cut_off=cut_off, offered=offered, unknown_tools=unknown_tools)
+        tools = load_request_tools(request)
+        offered = params_by_tool(tools)
+        reading = read_upstream(text, request.get("format") or default_fmt, tools)
+        upstream = check_reading(reading, tools, text_values=text_values)
+        tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
+                              text_values=text_values, cut_off=cut_off, offered=offered, unknown_tools=unknown_tools)
     except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
         raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
     truncated = cut_off or (upstream.cut is not None and not upstream.cut.clean)

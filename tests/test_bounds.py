@@ -200,41 +200,9 @@ def test_one_call_per_line_recovery_bounds_its_parenthesis_matching(monkeypatch)
         assert got.calls[0] == ToolCall("f", {"a": 1})
 
 
-def test_a_long_text_is_read_strictly_once_per_format_within_same_texts():
-    """Within formats.same_texts (the pipeline's prepare), a long text is read strictly once per format: the calls,
-    or the error, of the first reading are given again; outside it, and for a short text, each call reads."""
-
-    class Counting(formats.WireFormat):
-        name = "counting"
-        reads = 0
-
-        def parse_strict(self, text):
-            Counting.reads += 1
-            if text.startswith("bad"):
-                raise self.error("not valid", 3)
-            return [ToolCall("f", {"n": len(text)})]
-
-    fmt, long_text, bad = Counting(), "x" * formats.base.STRICT_MEMO_CHARS, "bad" + "x" * 5000
-    with formats.same_texts():
-        assert fmt.parse_strict(long_text) == fmt.parse_strict(long_text) == [ToolCall("f", {"n": 4096})]
-        assert Counting.reads == 1
-        for _ in range(2):
-            with pytest.raises(formats.FormatError, match="not valid") as err:
-                fmt.parse_strict(bad)
-            assert err.value.position == 3
-        assert Counting.reads == 2
-        fmt.parse_strict("short")
-        fmt.parse_strict("short")
-        assert Counting.reads == 4
-    fmt.parse_strict(long_text)
-    assert Counting.reads == 5
-
-
-def test_a_long_text_is_read_leniently_once_per_format_and_tools_within_same_texts(monkeypatch):
-    """Within formats.same_texts a long broken text read leniently in one format with the same tools object is
-    recovered once, and each reader gets its own lists; another tools object, or no scope, reads again. Through the
-    pipeline, the gate's reading of a broken DeepSeek-V3 upstream and salvage's reading of the same text in the
-    same format are one recovery."""
+def test_a_long_broken_upstream_is_recovered_once(monkeypatch):
+    """Through the pipeline, the gate's reading of a long broken DeepSeek-V3 upstream and salvage's reading of the
+    same text in the same format are one recovery: the reading is handed to salvage."""
     fmt = formats.get("deepseek_v3")
     recovered: list[int] = []
     real = type(fmt).recover
@@ -242,19 +210,6 @@ def test_a_long_text_is_read_leniently_once_per_format_and_tools_within_same_tex
                         lambda self, text, out: recovered.append(len(text)) or real(self, text, out))
     call = fmt.render([ToolCall("get_weather", {"city": "x" * 5000})])
     broken = call[: len(call) - 12]  # its closing tokens lost
-    tools, other = {"get_weather": {"city": None}}, {"get_weather": {"city": None}}
-    with formats.same_texts():
-        first = fmt.parse_lenient(broken, tools=tools)
-        first.calls.append(ToolCall("added", {}))
-        again = fmt.parse_lenient(broken, tools=tools)
-        assert len(recovered) == 1
-        assert [c.name for c in again.calls] == ["get_weather"] and again.problems == first.problems
-        fmt.parse_lenient(broken, tools=other)
-        assert len(recovered) == 2
-    fmt.parse_lenient(broken, tools=tools)
-    assert len(recovered) == 3
-
-    recovered.clear()
     request = {"tools": [{"name": "get_weather", "parameters": {"type": "object", "properties": {
         "city": {"type": "string"}}}}], "upstream": broken, "format": "deepseek_v3"}
     job = prepare(request, None)

@@ -199,12 +199,12 @@ def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
     text = G.render([ToolCall("f", args)])
     body = text[len(head) : -len(C)]
     if not (insert or cut):
-        assert G._fast_args(text, len(head), Finder(text)) == (args, len(text) - len(C))  # read at C speed
+        assert G._split_read(text, len(head), Finder(text)) == (args, len(text) - len(C))  # read at C speed
     at = at % (len(body) + 1)
     text = head + body[:at] + insert + body[at + cut :] + C
     if not text.startswith("{", len(head)):
         return
-    fast = G._fast_args(text, len(head), Finder(text))
+    fast = G._split_read(text, len(head), Finder(text))
     try:
         args_read, end = _Reader(G, text, None).obj(len(head), 0)
         slow = (args_read, end) if text.startswith(C, end) or text[end:].lstrip().startswith(C) else None

@@ -29,7 +29,6 @@ from refiner.formats.base import (  # noqa: F401
     model_view,
     names,
     register,
-    same_texts,
 )
 from refiner.formats.detect import all_markers, detect_format, detect_with_calls  # noqa: F401
 from refiner.formats.text import reasoning_offset, strip_reasoning  # noqa: F401

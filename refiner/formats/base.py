@@ -37,10 +37,9 @@ import contextvars
 import functools
 import logging
 import re
-import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from refiner.calls import ToolCall, value_depth
 from refiner.formats import message, reasoning
@@ -48,7 +47,6 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, repair_budget
 from refiner.formats.text import reasoning_offset
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # Inputs longer than this are cut before lenient parsing, so a pathological string cannot cost unbounded time.
 MAX_LENIENT_CHARS = 200_000
@@ -301,6 +299,7 @@ class WireFormat:
             if not isinstance(text, str):
                 out.note("internal", f"not a text: {type(text).__name__}")
                 return out
+            text = reasoning.read(text)  # (the strict reading and recovery take its reasoning split from it)
             if strict_error is not None:
                 out.strict_error = strict_error
             elif len(text) <= MAX_LENIENT_CHARS:
@@ -313,7 +312,7 @@ class WireFormat:
             limit = min(limit, MAX_LENIENT_CHARS)
             if len(text) - start > limit:
                 out.note("cut_input", f"only the first {limit} characters after the reasoning were read")
-                text = prefix(text, start + limit)
+                text = reasoning.read(text[: start + limit])
             got = self._recovered(text)
             out.calls, out.cut = got.calls, got.cut
             out.problems.extend(got.problems)
@@ -324,28 +323,20 @@ class WireFormat:
         return out
 
     def _recovered(self, text: str) -> Lenient:
-        """What :meth:`recover` reads in ``text`` (already cut to the limit), with the cut and the bounds reached.
-        Remembered within :class:`same_texts` for a long text, per format and request's tools object: the gate's
-        reading of an upstream and salvage's reading of the same text in the same format (its region when that is
-        the whole text, or the same first :data:`MAX_LENIENT_CHARS` characters of a longer one) are one; each reader
-        gets its own lists."""
+        """What :meth:`recover` reads in ``text`` (already cut to the limit), with the cut and the bounds reached; an
+        unexpected error keeps what was read before it (see :meth:`_parse_lenient`)."""
         out = Lenient()
         try:
-            got = remember_for(text, ("recovered", self.name), _OFFERED.get(), lambda: self._recover_into(text, out))
-        except Exception as e:  # noqa: BLE001 - what was read so far stands (see _parse_lenient); nothing remembered
+            with repair_budget(text) as parse:
+                self.recover(text, out)
+                if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
+                    out.mark_cut(None, clean=parse.cuts[-1].clean)
+                if parse.gave_up:
+                    out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
+            if _may_nest_deeply(text):
+                _drop_deep_arguments(out)
+        except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
-            return out
-        return _copy_lenient(got)
-
-    def _recover_into(self, text: str, out: Lenient) -> Lenient:
-        with repair_budget(text) as parse:
-            self.recover(text, out)
-            if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
-                out.mark_cut(None, clean=parse.cuts[-1].clean)
-            if parse.gave_up:
-                out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
-        if _may_nest_deeply(text):
-            _drop_deep_arguments(out)
         return out
 
     def _strict_error(self, text: str) -> FormatError | str:
@@ -452,24 +443,14 @@ def _raises_only_format_errors(parse: Any) -> Any:
 
     @functools.wraps(parse)
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
-        memo = _strict_memo(text)
-        if memo is not None and self in memo:
-            got = memo[self]
-            if type(got) is list:
-                return list(got)
-            raise FormatError(got.fmt, got.message, got.position)
         try:
             calls = parse(self, text)
             if _may_nest_deeply(text):
                 for i, c in enumerate(calls):
                     if value_depth(c.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
                         raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
-            if memo is not None:
-                memo[self] = list(calls)
             return calls
-        except FormatError as e:
-            if memo is not None:
-                memo[self] = e
+        except FormatError:
             raise
         except RecursionError:
             raise self.error("nested too deeply") from None
@@ -482,85 +463,6 @@ def _raises_only_format_errors(parse: Any) -> Any:
             raise self.error(f"internal error: {type(e).__name__}: {e}"[:300]) from e
 
     return parse_strict
-
-
-# Texts shorter than this are read again rather than remembered (see same_texts).
-STRICT_MEMO_CHARS = 4096
-_strict_memos = threading.local()
-
-
-class same_texts:
-    """Context manager: within it, each format reads a given long text (the same object, at least
-    :data:`STRICT_MEMO_CHARS` characters) strictly once, and every later ``parse_strict`` of it gives the calls or
-    raises the error of the first; readings several readers make alike of such a text (:func:`remember`: where its
-    markers occur, its cut at :data:`MAX_LENIENT_CHARS`, its lenient recovery with one ``tools`` object) are made
-    once. A request's own readings are handed on by :mod:`refiner.formats.reading`; this scope serves readers called
-    apart from it on a long text (the proxy's, the reward's). Nesting keeps the outer one; outside any, nothing is
-    remembered."""
-
-    def __enter__(self) -> None:
-        self.outer = getattr(_strict_memos, "scope", None)
-        if self.outer is None:
-            _strict_memos.scope = {}
-
-    def __exit__(self, *exc: object) -> None:
-        if self.outer is None:
-            _strict_memos.scope = None
-
-
-def _memo_entry(text: Any) -> tuple[str, dict, dict] | None:
-    """``(text, strict readings by format, other readings by key)`` remembered for ``text`` (this very object) within
-    :class:`same_texts`; ``None`` outside one, and for a short text."""
-    scope = getattr(_strict_memos, "scope", None)
-    if scope is None or type(text) is not str or len(text) < STRICT_MEMO_CHARS:
-        return None
-    entry = scope.get(id(text))
-    if entry is None or entry[0] is not text:
-        entry = scope[id(text)] = (text, {}, {})
-    return entry
-
-
-def _strict_memo(text: Any) -> dict[WireFormat, list[ToolCall] | FormatError] | None:
-    """The strict readings already made of ``text`` by format, within :class:`same_texts` (see :func:`_memo_entry`)."""
-    entry = _memo_entry(text)
-    return None if entry is None else entry[1]
-
-
-def memo(text: str) -> dict | None:
-    """The readings :func:`remember` keeps for ``text`` (``None`` where it keeps none), for a reader that looks up
-    many of them in a loop (a lookup, not a call, each)."""
-    entry = _memo_entry(text)
-    return None if entry is None else entry[2]
-
-
-def remember(text: str, key: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()``, remembered within :class:`same_texts` under ``key`` for a long ``text`` (this very object):
-    for a reading of the text that several readers make alike (``key`` says which; the value must not be changed by
-    its users)."""
-    entry = _memo_entry(text)
-    if entry is None:
-        return compute()
-    memo = entry[2]
-    if key in memo:
-        return memo[key]
-    value = memo[key] = compute()
-    return value
-
-
-def remember_for(text: str, key: Hashable, owner: Any, compute: Callable[[], T]) -> T:
-    """:func:`remember` for a reading of ``text`` that also depends on ``owner`` (this very object: a request's
-    tools), remembered under ``key`` and ``owner``'s identity; ``owner`` is held with the value, so that another
-    object given later at the same address is not taken for it."""
-    mine = remember(text, (key, id(owner)), lambda: (owner, compute()))
-    return mine[1] if mine[0] is owner else compute()
-
-
-def prefix(text: str, n: int) -> str:
-    """``text[:n]``, the same object for every reader within :class:`same_texts` (so that what they remember of it is
-    shared: a text over :data:`MAX_LENIENT_CHARS` is cut before it is read, by each reader)."""
-    if len(text) <= n:
-        return text
-    return remember(text, ("prefix", n), lambda: text[:n])
 
 
 # A marker head shared by more markers than this walks its occurrences (marker_positions) ...
@@ -671,11 +573,6 @@ def marker_positions(text: str) -> dict[str, int]:
                     if i >= 0:
                         out[m] = i
     return out
-
-
-def _copy_lenient(out: Lenient) -> Lenient:
-    """``out`` with its own lists (a remembered reading is given out to readers that may add to theirs)."""
-    return Lenient(list(out.calls), list(out.problems), out.strict_error, out.cut)
 
 
 def _may_nest_deeply(text: str) -> bool:

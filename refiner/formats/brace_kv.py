@@ -29,7 +29,7 @@ from json.encoder import encode_basestring as _json_string  # (C speed: a str as
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat, memo
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
@@ -56,7 +56,6 @@ class BraceSpelling:
     keyword: str = "call:"
 
 
-_ASK = object()  # (not given, or not kept yet)
 # a bare key, as the split read takes it
 _KEY = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
 
@@ -342,7 +341,7 @@ class BraceKV(WireFormat):
         if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
             raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
         calls = []
-        kept, finder = memo(text), Finder(text)
+        finder = Finder(text)
         while i >= 0:
             pos = i + len(sp.call_open)
             if not text.startswith(sp.keyword, pos):
@@ -351,7 +350,7 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            got = self._fast_args(text, m.end(), finder, kept)
+            got = self._split_read(text, m.end(), finder)
             args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
@@ -359,20 +358,6 @@ class BraceKV(WireFormat):
             calls.append(ToolCall.trusted(m.group(), args))
             i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
-
-    def _fast_args(self, text: str, brace: int, finder: Finder, kept: dict | None | object = _ASK
-                   ) -> tuple[dict, int] | None:
-        """The arguments object at ``brace`` read by :meth:`_split_read` (once per text within the text's memo,
-        ``kept``: :func:`~refiner.formats.base.memo`); ``None`` where it cannot, and the reader then reads it."""
-        if kept is _ASK:
-            kept = memo(text)
-        if kept is None:
-            return self._split_read(text, brace, finder)
-        key = ("brace_kv fast", self.name, brace)
-        got = kept.get(key, _ASK)
-        if got is _ASK:
-            got = kept[key] = self._split_read(text, brace, finder)
-        return got
 
     # Kept beside the reader: without it, strict parses of calls with values are slower (bench_formats).
     def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
@@ -532,7 +517,7 @@ class BraceKV(WireFormat):
                 out.note("unreadable", f"not a call between the call tokens: {text[pos : min(end_at, pos + 80)]!r}")
             return end_at + len(sp.call_close) if tag == sp.call_close else end_at
         name = m.group()
-        fast = self._fast_args(text, brace, finder)
+        fast = self._split_read(text, brace, finder)
         if fast is not None:  # (a call written whole, in a text broken elsewhere)
             out.calls.append(ToolCall(name, fast[0]))
             return fast[1] + len(sp.call_close)

@@ -38,11 +38,10 @@ from refiner.formats.base import (
     by_rank,
     marker_positions,
     marker_table,
-    remember,
-    same_texts,
 )
 from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
+from refiner.formats.reasoning import read
 from refiner.formats.text import strip_reasoning
 
 # The repair units (see refiner.formats.jsonfix) that decoding an untagged text (its first base.DETECT_CHARS
@@ -106,17 +105,10 @@ def detect_with_calls(
     """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
     in that format (rules 1 and 3; else ``None``), so a caller need not parse it again. ``tried``: the strict readings
     of ``text`` already made, by format name; those detection makes are added to it (see :func:`strict_reading`).
-    ``markers``: :func:`text_markers` of ``text``, when the caller has them."""
+    ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the caller has them."""
     if not isinstance(text, str):
         return None, None
-    with same_texts():
-        return _detect(text, {} if tried is None else tried, markers)
-
-
-def text_markers(text: str) -> dict[str, int]:
-    """Where each registered marker first occurs in ``text`` (:func:`~refiner.formats.base.marker_positions`), for the
-    readers of one text to share: detection, then salvage."""
-    return remember(text, "marker_positions", lambda: marker_positions(text))
+    return _detect(read(text), {} if tried is None else tried, markers)
 
 
 def _detect(
@@ -124,7 +116,7 @@ def _detect(
 ) -> tuple[str | None, list[ToolCall] | None]:
     ranked = by_rank()
     small = len(text) <= MAX_LENIENT_CHARS
-    found_at = text_markers(text) if markers is None else markers
+    found_at = marker_positions(text) if markers is None else markers
     if small:
         for fmt in marker_table().marked(found_at):
             calls = strict_reading(fmt, text, tried)

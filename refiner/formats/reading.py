@@ -3,10 +3,11 @@
     got = read_upstream(text, wanted=None, default=None, tools=index)
     got.fmt, got.out_fmt, got.calls, got.strict_ok, got.strict_reason, got.text_cut, got.cut, got.salvaged
 
-The text is detected at most once, its markers searched once (detection's search is salvage's); it is read strictly at
-most once per format (the readings detection makes are kept, by format, and the lenient reading is given the strict
-error instead of reading again); it is read leniently once in the format it is read in, and salvage (calls read
-wherever they are, :mod:`refiner.formats.salvage`) takes that reading for the region that is the whole text; values a
+The text's reasoning block is split off once (every reader is handed a :class:`~refiner.formats.reasoning.Read`), it
+is detected at most once, its markers searched once (detection's search is salvage's); it is read strictly at most
+once per format (the readings detection makes are kept, by format, and a lenient reading is given the strict error
+instead of reading again); it is read leniently once in the format it is read in, and salvage (calls read wherever
+they are, :mod:`refiner.formats.salvage`) takes that reading for the region that is the whole text; values a
 format writes as untyped text take the types the tools declare (:meth:`~refiner.formats.WireFormat.retype`). The gate
 checks the result (:func:`refiner.gate.check_text`), tier 1 repairs it (:mod:`refiner.repair`).
 
@@ -26,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get
-from refiner.formats.detect import detect_with_calls, strict_reading, text_markers
+from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get, marker_positions
+from refiner.formats.detect import detect_with_calls, strict_reading
+from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import strip_reasoning
 from refiner.specs.catalog import ToolCatalog
@@ -101,7 +103,7 @@ def choose_formats(
 ) -> tuple[str, str, str | None]:
     """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the
     requested format, else the refiner's. ``tried`` collects the strict readings made on the way; ``markers``: the
-    text's :func:`~refiner.formats.detect.text_markers`, when the caller has them."""
+    text's :func:`~refiner.formats.base.marker_positions`, when the caller has them."""
     tried = {} if tried is None else tried
     if wanted and strict_reading(get(wanted), text, tried) is not None:
         return wanted, wanted, None
@@ -180,12 +182,14 @@ def read_upstream(
     """A request's upstream read once (see the module docstring): the format chosen, the text read in it, and, when
     it is not valid there, the calls read wherever they are when that reading is the better one."""
     tried: Strict = {}
-    markers = None if wanted else text_markers(text)  # (detection runs: its search is salvage's too)
+    given, text = text, read(text)  # (its reasoning split made once, for every reader below)
+    markers = None if wanted else marker_positions(text)  # (detection runs: its search is salvage's too)
     fmt, out_fmt, detected = choose_formats(text, wanted, tried, markers)
     offered = params_by_tool(tools)
     got = read_text(text, fmt, tools, tried=tried, offered=offered)
     got.out_fmt, got.detected = out_fmt, detected
-    got = salvaged(got, tools, offered=offered, markers=markers)
+    got = salvaged(got, tools, offered=offered, markers=markers, tried=tried)
+    got.text = given
     if got.salvaged is not None and got.salvaged.fmt and not wanted and detected is None:
         got.out_fmt = got.salvaged.fmt
     return got
@@ -201,14 +205,17 @@ def salvaged(
     *,
     offered: Mapping[str, Any] | None = None,
     markers: dict[str, int] | None = None,
+    tried: Strict | None = None,
 ) -> Reading:
     """``reading`` with the calls read wherever the model put them, when the text is not valid in its format and
     that reading is the better one (:func:`better_salvage`), values typed by the specs; else ``reading`` itself.
-    ``markers``: the text's :func:`~refiner.formats.detect.text_markers`, when the caller has them."""
+    ``markers``: the text's :func:`~refiner.formats.base.marker_positions`, when the caller has them; ``tried``: its
+    strict readings made so far, by format name."""
     if reading.strict_ok or reading.mended:
         return reading
     known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
-    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known, markers=markers)
+    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known, markers=markers,
+                           tried=tried)
     if found is None:
         return reading
     calls = list(found.calls)
@@ -232,6 +239,7 @@ def better_salvage(
     offered: Mapping[str, Any] | None = None,
     known: Mapping[str, Lenient] | None = None,
     markers: dict[str, int] | None = None,
+    tried: Strict | None = None,
 ) -> Salvage | None:
     """The calls of a text that is not valid in its format, read wherever they are
     (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
@@ -240,9 +248,10 @@ def better_salvage(
     lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
     and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
     too. A reading as good as salvage's is kept. ``known``: the lenient readings of ``text`` already made with
-    ``offered``, by format name; ``markers``: its :func:`~refiner.formats.detect.text_markers`, when already made."""
+    ``offered``, by format name; ``markers``: its :func:`~refiner.formats.base.marker_positions`, when already made; ``tried``: its strict
+    readings already made, by format name."""
     offered = _offered(tools, offered)
-    found = salvage(text, offered, known, markers)
+    found = salvage(text, offered, known, markers, tried)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
         names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)

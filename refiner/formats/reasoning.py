@@ -41,7 +41,6 @@ _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
 _STATE: dict[str, object] = {}  # compiled patterns, rebuilt when a format is registered
-_VERSION = [0]  # counts registrations (the last split kept is only good for the same markers)
 _MARKUP = set("<>|[]｜")
 _CLOSING_WORDS = ("end", "close")
 
@@ -72,7 +71,6 @@ def learn(fmt: object) -> None:
         if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"')):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
     _STATE.clear()
-    _VERSION[0] += 1
 
 
 def pairs() -> tuple[tuple[str, str], ...]:
@@ -200,20 +198,30 @@ def split_reasoning(text: str, known: Sequence[tuple[str, str]] | None = None, *
                     opened: bool | None = None) -> Split:
     """The reasoning block of ``text`` (see the module docstring); ``known``: the pairs to look for (default: every
     registered family's); ``opened``: what the request says of the prompt (True: it opened the block, False: it
-    closed it, None: not known)."""
+    closed it, None: not known). A :class:`Read` text gives the split it carries."""
     if not isinstance(text, str) or not text:
         return NONE
-    if known is None:  # every reader of one text asks again: the last answer is kept (by identity, the text held)
-        last = _LAST[0]
-        if last[0] is text and last[1] == opened and last[2] == _VERSION[0]:
-            return last[3]
-        found = _split(text, pairs(), opened)
-        _LAST[0] = (text, opened, _VERSION[0], found)
-        return found
+    if known is None:
+        if opened is None and type(text) is Read:
+            return text.split
+        return _split(text, pairs(), opened)
     return _split(text, tuple(known), opened)
 
 
-_LAST: list[tuple] = [(None, None, -1, NONE)]
+class Read(str):
+    """A text handed to its readers with its reasoning split made once (:func:`read`): a request's reading passes
+    this object to detection, the strict and lenient readers and salvage, and each takes the split from it."""
+
+    split: Split
+
+
+def read(text: str) -> str:
+    """``text`` as a :class:`Read` (itself when it already is one; a non-text as it is)."""
+    if type(text) is Read or not isinstance(text, str):
+        return text
+    out = Read(text)
+    out.split = _split(text, pairs(), None) if text else NONE
+    return out
 
 
 def _split(text: str, known: tuple[tuple[str, str], ...], opened: bool | None) -> Split:

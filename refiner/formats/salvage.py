@@ -52,15 +52,13 @@ from refiner.formats.base import (
     by_rank,
     marker_positions,
     marker_table,
-    prefix,
-    remember,
-    same_texts,
 )
 from refiner.formats.jsonfix import budget_spent, lenient_json, repair_budget
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
 from refiner.formats.markup import KIND, calls_by_names
 from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING
+from refiner.formats.reasoning import read
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -217,11 +215,13 @@ class _Scan:
     """One salvage pass over one text (state: budgets, fences, sites)."""
 
     def __init__(self, text: str, body_at: int, offered: Mapping[str, Sequence[str]] | None,
-                 known: Mapping[str, Lenient] | None = None, markers: Mapping[str, int] | None = None) -> None:
+                 known: Mapping[str, Lenient] | None = None, markers: Mapping[str, int] | None = None,
+                 tried: Mapping[str, list[ToolCall] | FormatError] | None = None) -> None:
         self.text = text
         self.at = body_at
         self.offered = offered
         self.known = known or {}  # the lenient readings of the whole text already made, by format name
+        self.tried = tried or {}  # the strict readings of the whole text already made, by format name
         self.markers = markers  # where each registered marker first occurs in the text, when already searched
         self.candidates = self.scanned = self.marks = self.parsed = 0  # marks: brackets and commas matched
         self.sites: list[Site] = []
@@ -275,8 +275,7 @@ class _Scan:
         """A site per registered format whose marker occurs: its first marker to its last closer, read by it."""
         body = self.text
         chosen: dict[str, tuple[WireFormat, int, str]] = {}
-        found_at = self.markers if self.markers is not None else remember(
-            body, "marker_positions", lambda: marker_positions(body))
+        found_at = self.markers if self.markers is not None else marker_positions(body)
 
         def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning
             i = found_at.get(marker, -1)
@@ -326,7 +325,9 @@ class _Scan:
             whole = start == skip_ws(body, self.at)  # (then a reading of the whole text already made is taken)
             got = self.known.get(fmt.name) if whole else None
             if got is None:
-                got = fmt.parse_lenient(body if whole else body[start:], tools=self.offered)
+                error = self.tried.get(fmt.name) if whole else None
+                got = fmt.parse_lenient(body if whole else body[start:], tools=self.offered,
+                                        strict_error=error if isinstance(error, FormatError) else None)
             cut = got.cut.index if got.cut is not None and not got.cut.clean else None  # stopped mid-value: left out
             calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and _usable_name(c.name)]
             if calls:
@@ -793,37 +794,39 @@ def salvage(
     offered: Mapping[str, Sequence[str]] | None = None,
     known: Mapping[str, Lenient] | None = None,
     markers: Mapping[str, int] | None = None,
+    tried: Mapping[str, list[ToolCall] | FormatError] | None = None,
 ) -> Salvage:
     """The calls of ``text`` read wherever they are. ``offered``: the request's tools, as tool name -> its parameter
     names in declared order (or their specs, which the formats' lenient readers then type values by); None without
     tools. ``known``: lenient readings of the whole ``text`` already made with the same ``offered``, by format name;
-    ``markers``: where each registered marker first occurs in ``text`` (:func:`refiner.formats.base.marker_positions`).
-    Never raises."""
+    ``markers``: where each registered marker first occurs in ``text`` (:func:`refiner.formats.base.marker_positions`);
+    ``tried``: the strict readings of the whole ``text`` already made, by format name (the calls or the
+    :class:`~refiner.formats.base.FormatError`). Never raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     cut = len(text) > MAX_LENIENT_CHARS
-    with same_texts():
-        text = prefix(text, MAX_LENIENT_CHARS)
-        scan = _Scan(text, reasoning_offset(text), offered, None if cut else known, None if cut else markers)
-        if cut:
-            scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
-        complete = not cut
-        try:
-            with repair_budget():
-                scan.tagged()
-                scan.scan()
-                if offered and not any(site.calls for site in scan.sites):
-                    scan.by_names()
-                if budget_spent():
-                    complete = False
-                    scan.notes.append("gave up repairing JSON: the repair budget was spent")
-        except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
-            complete = False
-            scan.notes.append(f"internal: {type(e).__name__}: {e}"[:300])
-        if not scan.budget_left():
-            complete = False
-            scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
-        out = scan.result()
+    text = read(text[:MAX_LENIENT_CHARS] if cut else text)
+    scan = _Scan(text, reasoning_offset(text), offered, None if cut else known, None if cut else markers,
+                 None if cut else tried)
+    if cut:
+        scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
+    complete = not cut
+    try:
+        with repair_budget():
+            scan.tagged()
+            scan.scan()
+            if offered and not any(site.calls for site in scan.sites):
+                scan.by_names()
+            if budget_spent():
+                complete = False
+                scan.notes.append("gave up repairing JSON: the repair budget was spent")
+    except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
+        complete = False
+        scan.notes.append(f"internal: {type(e).__name__}: {e}"[:300])
+    if not scan.budget_left():
+        complete = False
+        scan.notes.append("gave up: the scan's bounds were reached (the rest of the text was not read)")
+    out = scan.result()
     out.complete = complete and not scan.unreadable
     out.work = {"candidates": scan.candidates, "scanned": scan.scanned, "marks": scan.marks, "parsed": scan.parsed,
                 "names": scan.name_hits}

@@ -59,7 +59,6 @@ from refiner.formats.base import (
     Detection,
     WireFormat,
     offered_tools,
-    remember,
 )
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
@@ -159,8 +158,7 @@ class XmlParams(XmlLenient, WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        # (the strict and the lenient reading of one text, and salvage's, drop the suffixes once)
-        return remember(text, ("unsuffixed", s.tags()), lambda: _unsuffix(s.tags(), text))
+        return _unsuffix(s.tags(), text)
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
