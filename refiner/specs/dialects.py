@@ -201,21 +201,17 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
                 required_flags.append(k)
         kw["properties"] = children
 
-    own_flag: bool | None = None
     req = value.get("required")
-    if _boolish(req) is not None:
-        own_flag = _boolish(req)
-    elif req is not None:
+    own_flag = _boolish(req)
+    if own_flag is None and req is not None:
         kw["required"] = _names(ctx, f"{path}.required", req) + tuple(r for r in required_flags if r not in req)
     if "required" not in kw and required_flags:
         kw["required"] = tuple(required_flags)
 
-    optional = info.optional
     opt = value.get("optional")
-    if opt is not None:
-        if _boolish(opt) is None:
-            raise ctx.error(f"{path}.optional", f"must be true or false, got {opt!r}")
-        optional = optional or bool(_boolish(opt))
+    if opt is not None and _boolish(opt) is None:
+        raise ctx.error(f"{path}.optional", f"must be true or false, got {opt!r}")
+    optional = info.optional or bool(_boolish(opt))
 
     nullable = value.get("nullable")
     if nullable is not None and not isinstance(nullable, bool):
@@ -320,9 +316,7 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> t
             info, _ = _read_type(ctx, f"{path}.type", value.get("type"))
             if info.type not in (None, "object"):
                 raise ctx.error(f"{path}.type", f"the parameters schema must be an object, got {value.get('type')!r}")
-        props = value.get("properties", {})
-        if props is None:
-            props = {}
+        props = {} if value.get("properties") is None else value["properties"]
         if type(props) is not dict and not isinstance(props, Mapping):
             raise ctx.error(f"{path}.properties", f"must be an object, got {type(props).__name__}")
         if value.get("required") is not None:
@@ -335,13 +329,9 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> t
     for name, spec in props.items():
         p, flag, optional = read_param(ctx, f"{path}.{name}", spec)
         params[name] = p
-        if flag is not None:
-            is_req = flag
-        elif optional or explicit is not None or not implicit:
-            is_req = False
-        else:
-            is_req = True
-        if is_req:
+        if flag is None:  # no marker of its own
+            flag = implicit and explicit is None and not optional
+        if flag:
             required.append(name)
     if explicit is not None:
         return params, explicit + tuple(r for r in required if r not in explicit)
