@@ -86,7 +86,7 @@ CATALOG: tuple[Row, ...] = (
                models=("moonshotai/Kimi-K3",),
                sources=("sgl-project/sglang python/sglang/srt/function_call/kimik3_detector.py, kimik3_format.py",
                         "vllm-project/vllm vllm/tool_parsers/kimi_k3_tool_parser.py",
-                        "ggml-org/llama.cpp models/templates/Kimi-K3.jinja"),
+                        *_checked("Kimi-K3.jinja 4578103bf225")),
                reasoning=(("<|open|>think<|sep|>", "<|close|>think<|sep|>"),)),
         Xtml, XtmlSpelling()),
     Row(
@@ -174,7 +174,8 @@ CATALOG: tuple[Row, ...] = (
                models=("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528"),
                sources=(VLLM + "deepseekv3_tool_parser.py", SGLANG + "deepseekv3_detector.py",
                         *_checked("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja dd2675619a64",
-                                  "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja bbe594884b44"))),
+                                  "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja bbe594884b44",
+                                  "llama-cpp-deepseek-r1.jinja 0d11fd8d7cf3"))),
         DeepSeek, deepseek.V3),
     Row(
         Family("deepseek_v31", "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}"
@@ -184,7 +185,9 @@ CATALOG: tuple[Row, ...] = (
                         *_checked("deepseek-ai-DeepSeek-V3.1.jinja d9f5f351b276"))),
         DeepSeek, deepseek.V31),
     Row(Family('kimi_k2', 'Kimi-K2: '
-               '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>'),
+               '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>',
+               sources=_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
+                                "moonshotai-Kimi-K2.jinja 9fcc72b7c248")),
         kimi_k2.KimiK2, None),
     Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant<|channel|>commentary to=functions.NAME '
                '<|constrain|>json<|message|>{...}<|call|> per call (analysis channel before it is reasoning)', reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
@@ -280,7 +283,10 @@ CATALOG: tuple[Row, ...] = (
         type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
     Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>'))),
         mistral.Mistral, None),
-    Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>'))),
+    Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>')),
+               sources=_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
+                                "mistralai-Ministral-3-14B-Reasoning-2512.jinja 39f03c383413",
+                                "unsloth-mistral-Devstral-Small-2507.jinja 039a4710e2aa")),
         mistral.MistralV11, None),
     Row(
         Family("granite", 'Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]',
@@ -293,7 +299,8 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("functools", None, "list", arg_keys=("arguments", "parameters"), tight=True)),
     Row(
         Family("minimax", 'MiniMax: <tool_calls>\\n{"name": ..., "arguments": {...}} per line\\n</tool_calls>',
-               models=("MiniMaxAI/MiniMax-Text-01", "MiniMaxAI/MiniMax-M1-80k"), sources=(VLLM + "minimax_tool_parser.py",)),
+               models=("MiniMaxAI/MiniMax-Text-01", "MiniMaxAI/MiniMax-M1-80k"),
+               sources=(VLLM + "minimax_tool_parser.py", *_checked("MiniMax-M1.jinja e1790d8fbe1c"))),
         JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "lines", follows=("{", '"name"'))),
     Row(
         Family("jamba", 'Jamba / Hunyuan: <tool_calls>[{"name": ..., "arguments": {...}}, ...]</tool_calls>',
@@ -332,7 +339,7 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling(" -> tool/function_call\n", "<|im_end|>", "list", arg_keys=("arguments", "parameters"))),
     Row(
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
-               sources=(VLLM + "lfm2_tool_parser.py",)),
+               sources=(VLLM + "lfm2_tool_parser.py", *_checked("LFM2.5-8B-A1B.jinja 6d65c8804847"))),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
     Row(
         Family("olmo3", "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)",
@@ -372,8 +379,9 @@ CATALOG: tuple[Row, ...] = (
         Family("command_a", 'Command A: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}, ...]'
                "<|END_ACTION|>",
                models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024"),
-               sources=("llama.cpp models/templates/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
-                        VLLM + "cohere_command_tool_parser.py"),
+               sources=(VLLM + "cohere_command_tool_parser.py",
+                        *_checked("Cohere2MoE.jinja d8366efb9f07",
+                                  "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja cc60b5532793")),
                reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
         JsonCalls, JsonSpelling("<|START_ACTION|>", "<|END_ACTION|>", "list", arg_keys=("parameters", "arguments"),
              name_key="tool_name", id_key="tool_call_id")),
@@ -414,7 +422,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
                models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
-               sources=("llama.cpp common/parsers/functionary-v3-2.cpp",)),
+               sources=("llama.cpp common/parsers/functionary-v3-2.cpp",
+                        *_checked("meetkai-functionary-medium-v3.2.jinja 5c7c96c27cfe"))),
         NamedJson, NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipient="all")),
 )
 
