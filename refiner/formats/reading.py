@@ -248,8 +248,8 @@ def better_salvage(
     lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
     and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
     too. A reading as good as salvage's is kept. ``known``: the lenient readings of ``text`` already made with
-    ``offered``, by format name; ``markers``: its :func:`~refiner.formats.base.marker_positions`, when already made; ``tried``: its strict
-    readings already made, by format name."""
+    ``offered``, by format name; ``markers``: its :func:`~refiner.formats.base.marker_positions`, when already made;
+    ``tried``: its strict readings already made, by format name."""
     offered = _offered(tools, offered)
     found = salvage(text, offered, known, markers, tried)
 

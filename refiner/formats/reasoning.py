@@ -23,9 +23,10 @@ Rules (:func:`split_reasoning`), as the families' reasoning parsers in vLLM read
 
 **Calls written inside reasoning are not calls** (:data:`CALLS_IN_REASONING` is the default policy): a model drafts
 its call while thinking, and a block that quotes a call would double it (Seed-OSS writes the call in its thought,
-then again). Readers start after the block (:func:`reasoning_offset`); the proxy returns the block as
-``reasoning_content``. Switch: ``Refiner(calls_in_reasoning=True)`` / ``serve --calls-in-reasoning`` read calls
-from the reasoning too when the answer after it holds none (:func:`unwrap` gives the text they read).
+then again). Readers start after the block (:func:`reasoning_offset`; a :class:`Read` hands one split to every
+reader of a text); the proxy returns the block as ``reasoning_content``. Switch: ``Refiner(calls_in_reasoning=True)``
+/ ``serve --calls-in-reasoning`` read calls from the reasoning too when the answer after it holds none
+(:func:`unwrap` gives the text they read).
 """
 
 from __future__ import annotations
