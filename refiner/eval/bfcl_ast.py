@@ -36,19 +36,12 @@ def _std(v: Any) -> Any:
     return standardize(v) if isinstance(v, str) else v
 
 
-def _answer_type(options: Sequence[Any]) -> type | None:
-    for o in options:
-        if o != "":
-            return type(o)
-    return None
-
-
 def _type_ok(value: Any, expected: type, item_type: type | None, options: Sequence[Any]) -> tuple[bool, bool]:
     """``(valid, is_variable)``, as BFCL's ``type_checker``: a value of the schema's type is valid (for an array, when
     its items pass this same check against the items of one list option, or an option is not a list); a value of
     another type is valid when it has the possible answer's type, and is then a variable reference (compared as is).
     A failed item check is final."""
-    ans_type = _answer_type(options)
+    ans_type = next((type(o) for o in options if o != ""), None)  # the possible answer's type
     is_var = ans_type is not None and ans_type is not expected
     if type(value) is expected:
         if item_type is None:
@@ -82,11 +75,9 @@ def _as_list_option(opt: Any) -> list | None:
 
 
 def _list_of_dicts_ok(value: list, options: Sequence[Any]) -> bool:
-    for opt in map(_as_list_option, options):
-        if opt is not None and len(opt) == len(value):
-            if all(isinstance(v, Mapping) and _dict_ok(v, [o]) for v, o in zip(value, opt)):
-                return True
-    return False
+    return any(opt is not None and len(opt) == len(value)
+               and all(isinstance(v, Mapping) and _dict_ok(v, [o]) for v, o in zip(value, opt))
+               for opt in map(_as_list_option, options))
 
 
 def _list_ok(value: list, options: Sequence[Any]) -> bool:

@@ -54,19 +54,18 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
         header = ["Model", f"Overall {_name(head)}", "Δ", *subsets]
         rows = [[name, _fmt(summ["overall"][head], b.percent), delta,
                  *(_fmt(summ[s][head], b.percent) for s in subsets)] for name, summ, delta in versions]
-        parts += ["", _table(header, rows)]
     else:
         header = ["Model", *(_name(m) for m in b.metrics), f"Δ ({_name(head)})"]
         rows = [[name, *(_fmt(summ["overall"][m], b.percent) for m in b.metrics), delta]
                 for name, summ, delta in versions]
+    parts += ["", _table(header, rows)]
+    if len(b.metrics) > 1 and subsets:
+        header = ["Subset", "n", *(f"{_name(m)} raw → refined" for m in b.metrics)]
+        rows = [[s, str(int(result.raw[s]["n"])),
+                 *(f"{_fmt(result.raw[s][m], b.percent)} → "
+                   f"{_fmt(result.refined[s][m], b.percent) if result.refined else '–'}" for m in b.metrics)]
+                for s in subsets]
         parts += ["", _table(header, rows)]
-        if subsets:
-            header = ["Subset", "n", *(f"{_name(m)} raw → refined" for m in b.metrics)]
-            rows = [[s, str(int(result.raw[s]["n"])),
-                     *(f"{_fmt(result.raw[s][m], b.percent)} → "
-                       f"{_fmt(result.refined[s][m], b.percent) if result.refined else '–'}" for m in b.metrics)]
-                    for s in subsets]
-            parts += ["", _table(header, rows)]
     notes = [f"{_name(k[:-2])}: computed on {int(v)} of {n} samples"
              for k, v in result.raw["overall"].items() if k.endswith("_n")]
     if notes:

@@ -226,10 +226,7 @@ def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
     """Every case in every format (default: all registered) that carries its gold: the clean rendering and one seeded
     corruption per class that applies."""
     fmts = list(fmts) if fmts is not None else list(formats.names())
-    out = Inputs()
-    for fmt in fmts:
-        out.cannot_carry.setdefault(fmt, Counter())
-        out.not_applicable.setdefault(fmt, Counter())
+    out = Inputs(cannot_carry={f: Counter() for f in fmts}, not_applicable={f: Counter() for f in fmts})
     for case in cases:
         specs = case.index
         for fmt in fmts:
@@ -328,11 +325,9 @@ def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
                                    "actions": [a.get("message") for a in res.get("actions", [])][:4]})
         tables[policy] = table
         examples[policy] = ex
-    return SuiteResult(
-        tables=tables, inputs=inputs, n_cases=len(cases),
-        categories=dict(Counter(c.category for c in cases)), styles=dict(Counter(c.style for c in cases)),
-        fmts=fmt_list, examples=examples, seconds=seconds,
-    )
+    return SuiteResult(tables=tables, inputs=inputs, n_cases=len(cases), fmts=fmt_list, examples=examples,
+                       categories=dict(Counter(c.category for c in cases)), seconds=seconds,
+                       styles=dict(Counter(c.style for c in cases)))
 
 
 @dataclass(frozen=True)
@@ -517,8 +512,7 @@ def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
     if matrices:
         for p in result.tables:
             parts += ["", f"Per class and format, % fixed ({p})", matrix_table(result, p)]
-    parts += ["", "Targets"]
-    parts += [v.describe() for v in check_targets(result)]
+    parts += ["", "Targets", *(v.describe() for v in check_targets(result))]
     never = []
     for p, table in result.tables.items():
         for row in NEVER_FIXED:
