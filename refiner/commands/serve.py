@@ -109,8 +109,9 @@ def register(app: typer.Typer) -> None:
         refine_timeout: float | None = typer.Option(None, "--refine-timeout", min=0.001, help="Most seconds "
                                                     "refinement may add to one response before the upstream answer "
                                                     "is returned as it came (default 5, or 60 with a model)."),
-        workers: int | None = typer.Option(None, "--workers", min=0, help="Tier-1 worker processes (default: the "
-                                           "CPU count; 0: threads in the proxy process, no isolation)."),
+        workers: int | None = typer.Option(None, "--workers", min=0, help="Tier-1 worker processes (default: twice "
+                                           "the CPU count, at least 4; 0: threads in the proxy process, no "
+                                           "isolation)."),
         engine_arg: list[str] | None = shared.ENGINE_ARG,
         chat_template: str | None = typer.Option(None, "--chat-template", help="The upstream model's chat template "
                                                  "(.jinja, tokenizer_config.json or model folder): calls are read and "

