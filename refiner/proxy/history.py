@@ -85,8 +85,7 @@ def repair_items(body: dict, broken: list[Broken]) -> list[dict]:
 def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tuple[dict, HistoryReport]:
     """The request with the repaired calls in place (a copy; ``body`` is not changed) and the report."""
     names = tool_names(body)
-    out = dict(body)
-    out["messages"] = list(body["messages"])
+    out = {**body, "messages": list(body["messages"])}
     report = HistoryReport()
     renamed: dict[str, tuple[str, str]] = {}  # call id -> (old name, new name)
     for b, outcome in zip(broken, outcomes):

@@ -99,9 +99,7 @@ def truncated_call(tool_call: Any, index: int) -> dict:
             "arguments": args if isinstance(args, str) else None}
 
 
-@functools.lru_cache(maxsize=64)
-def _openers(names: frozenset[str], known_markers: tuple[str, ...]) -> Openers:
-    return Openers(names, known_markers)
+_openers = functools.lru_cache(maxsize=64)(Openers)  # (tool names as a frozenset, markers as a tuple)
 
 
 class Refinement:
