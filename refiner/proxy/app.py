@@ -294,15 +294,15 @@ class PassThrough(Route):
         return StreamingResponse(self.upstream.body(resp), resp.status_code, headers=returned_headers(resp.headers))
 
 
-ROUTE = "/v1/chat/completions"
-
-
 class ChatCompletions(Route):
     """``POST /v1/chat/completions``: heal the history, forward, refine the answer (or relay the stream), report."""
 
+    route, path, parse = "/v1/chat/completions", "/chat/completions", staticmethod(parse_completion)
+    failing = "chat completion"  # what an upstream failure is logged as (nothing when empty)
+
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
-        read = await self.read_json(request, ROUTE, started)
+        read = await self.read_json(request, self.route, started)
         if isinstance(read, Response):
             return read
         raw, body = read
@@ -313,55 +313,46 @@ class ChatCompletions(Route):
         client = request.headers.raw
         try:
             if body.get("stream"):
-                resp = await self.upstream.open_stream("/chat/completions", client, payload)
+                resp = await self.upstream.open_stream(self.path, client, payload)
                 healed = {"x-tool-refiner-history": history.header()} if history.header() else {}
-                events = relay(self.upstream.events(resp), self.refinement, body, history)
-                return self.streamed(events, ROUTE, started, resp, healed)
-            resp = await self.upstream.request("POST", "/chat/completions", client, payload)
-            data = parse_completion(resp.content)
+                return self.streamed(self.relay(resp, body, history), self.route, started, resp, healed)
+            resp = await self.upstream.request("POST", self.path, client, payload)
+            data = self.parse(resp.content)
         except UpstreamError as e:
-            log.warning("chat completion failed: %s %s", e.status, e.message)
-            self.record("POST", ROUTE, e.status, "none", time.perf_counter() - started, upstream_error=e.kind)
+            if self.failing:
+                log.warning("%s failed: %s %s", self.failing, e.status, e.message)
+            self.record("POST", self.route, e.status, "none", time.perf_counter() - started, upstream_error=e.kind)
             return e.response()
         answered = time.perf_counter()
+        headers, content_formats = await self.refine(body, data, history)
+        self.record("POST", self.route, 200, headers["x-tool-refiner"], time.perf_counter() - started,
+                    formats=content_formats, upstream=answered - started, refine=time.perf_counter() - answered,
+                    upstream_elapsed=elapsed(resp))
+        return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})
+
+    def relay(self, resp: httpx.Response, body: dict, history: HistoryReport) -> AsyncIterator[str]:
+        return relay(self.upstream.events(resp), self.refinement, body, history)
+
+    async def refine(self, body: dict, data: dict, history: HistoryReport) -> tuple[dict[str, str], str]:
+        """Refines ``data``'s choices in place: the response headers, the formats of calls taken from content."""
         items = [(c.get("message") or {}, c.get("finish_reason")) for c in data["choices"]]
         results = await self.refinement.choices(body, items)
-        refined = time.perf_counter()
         for choice, r in zip(data["choices"], results):
             choice["message"], choice["finish_reason"] = r.message, r.finish_reason
         headers, extra = report(results, history)
         if extra:
             data["tool_refiner"] = extra
-        self.record("POST", ROUTE, 200, headers["x-tool-refiner"], time.perf_counter() - started,
-                    formats=",".join(sorted({r.content_format for r in results if r.content_format})),
-                    upstream=answered - started, refine=refined - answered, upstream_elapsed=elapsed(resp))
-        return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})
+        return headers, ",".join(sorted({r.content_format for r in results if r.content_format}))
 
 
-class Responses(Route):
+class Responses(ChatCompletions):
     """``POST /v1/responses``: forward, refine the function calls (or relay the stream), report."""
 
-    route = "/v1/responses"
+    route, path, parse = "/v1/responses", "/responses", staticmethod(parse_object)
+    failing = ""
 
-    async def handle(self, request: Request) -> Response:
-        started = time.perf_counter()
-        read = await self.read_json(request, self.route, started)
-        if isinstance(read, Response):
-            return read
-        raw, body = read
-        client = request.headers.raw
-        try:
-            if body.get("stream"):
-                resp = await self.upstream.open_stream("/responses", client, raw)
-                events = responses.relay(self.upstream.events(resp), self.refinement, body)
-                return self.streamed(events, self.route, started, resp)
-            resp = await self.upstream.request("POST", "/responses", client, raw)
-            data = parse_object(resp.content)
-        except UpstreamError as e:
-            self.record("POST", self.route, e.status, "none", time.perf_counter() - started, upstream_error=e.kind)
-            return e.response()
-        answered = time.perf_counter()
-        headers = responses.reported(data, await responses.refine_output(self.refinement, body, data))
-        self.record("POST", self.route, 200, headers["x-tool-refiner"], time.perf_counter() - started,
-                    upstream=answered - started, refine=time.perf_counter() - answered, upstream_elapsed=elapsed(resp))
-        return JSONResponse(data, headers={**returned_headers(resp.headers, refined=True), **headers})
+    def relay(self, resp: httpx.Response, body: dict, history: HistoryReport) -> AsyncIterator[str]:
+        return responses.relay(self.upstream.events(resp), self.refinement, body)
+
+    async def refine(self, body: dict, data: dict, history: HistoryReport) -> tuple[dict[str, str], str]:
+        return responses.reported(data, await responses.refine_output(self.refinement, body, data)), ""
