@@ -9,7 +9,7 @@ mid-value); and the warnings ``unchecked`` (work bound reached), ``spec`` (the t
 written: :mod:`refiner.specs.schema`) and ``offered_names`` (calls found only by the offered names:
 :mod:`refiner.formats.markup`).
 
-Every function is total and bounded: values are inspected to a depth of :data:`_MAX_DEPTH`, at most
+Every function is total and bounded: values are inspected to a depth of :data:`MAX_DEPTH`, at most
 :data:`MAX_CHECKED_VALUES` per call list; messages show values through :func:`refiner.calls.preview`.
 """
 
@@ -33,7 +33,7 @@ from refiner.calls import (
 )
 from refiner.formats.reading import Reading, read_text, tool_index
 from refiner.formats.salvage import Salvage
-from refiner.specs.types import json_type_of
+from refiner.specs.types import JSON_TYPES, json_type_of
 
 ERROR = "error"
 WARNING = "warning"
@@ -43,7 +43,7 @@ REPAIR = "repair"  # the severity of a finding that is a repair tier 1 made (ref
 # string, as API-Bank's gold does). A data set's convention, never a wire format's: the caller says which.
 VALUE_STYLES = ("typed", "text")
 
-_MAX_DEPTH = 32  # nesting depth beyond which values are not inspected
+MAX_DEPTH = 32  # nesting depth beyond which values are not inspected (nor coerced by tier 1)
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
 MAX_CHECKED_VALUES = 4096  # values (arguments, items, properties) checked per call list
 
@@ -133,9 +133,6 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
     return out
 
 
-_JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
-
-
 def json_type(value: Any) -> str:
     """The JSON type name of a parsed value (lists are arrays, mappings objects); the Python type name otherwise."""
     return json_type_of(value, arrays=(list,), objects=(Mapping,)) or type(value).__name__
@@ -144,7 +141,7 @@ def json_type(value: Any) -> str:
 def type_matches(type_name: str | None, value: Any) -> bool:
     """Whether ``value`` has the JSON Schema type ``type_name`` (an integer is a number; unknown or absent types
     accept anything)."""
-    if type_name not in _JSON_TYPES:
+    if type_name not in JSON_TYPES:
         return True
     got = json_type(value)
     return got == type_name or (type_name == "number" and got == "integer")
@@ -176,10 +173,10 @@ def is_declared_default(param: Any, value: Any) -> bool:
 def check_value(
     param: Any, value: Any, where: str, depth: int = 0, *, count: Count, strings: bool = False
 ) -> list[tuple[str, str]]:
-    """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`_MAX_DEPTH`,
+    """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`MAX_DEPTH`,
     and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
     declared type, its enum compared as text."""
-    if depth > _MAX_DEPTH or param is None or not count.take():
+    if depth > MAX_DEPTH or param is None or not count.take():
         return []
     if is_reference(value) or is_declared_default(param, value):
         return []

@@ -33,6 +33,7 @@ from refiner.calls import Count, ToolCall, dependency_order, is_reference, previ
 from refiner.formats.reading import Reading, tool_index
 from refiner.formats.salvage import normalise
 from refiner.gate import (
+    MAX_DEPTH,
     REPAIR,
     Finding,
     GateReport,
@@ -55,7 +56,6 @@ MARGIN = 5.0
 
 # Work bounds per call list: longer names are matched exactly only; at most MAX_SNAP_PARAMS unknown parameter names
 # per call are paired, MAX_COERCED_VALUES values coerced and MAX_NAME_COMPARISONS names compared.
-_MAX_DEPTH = 32
 MAX_SNAP_NAME_CHARS = 256
 MAX_SNAP_PARAMS = 64
 MAX_COERCED_VALUES = 4096
@@ -227,7 +227,7 @@ def coerce_value(
     as ``count`` has left are looked at."""
     if count is None:
         count = Count(MAX_COERCED_VALUES)
-    if param is None or depth > _MAX_DEPTH or not count.take() or is_reference(value):
+    if param is None or depth > MAX_DEPTH or not count.take() or is_reference(value):
         return value
     ptype = getattr(param, "type", None)
     if is_declared_default(param, value):
