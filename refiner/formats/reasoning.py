@@ -76,7 +76,7 @@ def learn(fmt: object) -> None:
 
 def pairs() -> tuple[tuple[str, str], ...]:
     """Every known reasoning pair (the default ``<think>``/``</think>`` first)."""
-    return tuple(_PAIRS)
+    return _registered().pairs
 
 
 def trie_pattern(words: Iterable[str]) -> str:
@@ -104,7 +104,7 @@ def trie_pattern(words: Iterable[str]) -> str:
 
 
 def _compiled() -> tuple[re.Pattern | None, re.Pattern | None]:
-    if not _STATE:
+    if "tokens" not in _STATE:
         tokens = _OPENERS | _CLOSERS
         _STATE["tokens"] = re.compile(trie_pattern(tokens)) if tokens else None
         _STATE["line_call"] = re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None
@@ -171,8 +171,33 @@ class Split:
 NONE = Split()
 
 
-def _opener_at(text: str, i: int, known: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
-    for pair in known:
+class _Known:
+    """The pairs a split looks for, with their openers and closers gathered once."""
+
+    __slots__ = ("closers", "openers", "pairs", "think_closers")
+
+    def __init__(self, known: tuple[tuple[str, str], ...]) -> None:
+        self.pairs = known
+        self.openers = tuple(p[0] for p in known)
+        self.closers = frozenset(p[1] for p in known)
+        self.think_closers = frozenset(p[1] for p in known if "think" in p[1].lower())
+
+
+def _registered() -> _Known:
+    """Every registered family's pairs (made again when a format is registered)."""
+    got = _STATE.get("known")
+    if got is None:
+        got = _STATE["known"] = _Known(tuple(_PAIRS))
+    return got  # type: ignore[return-value]
+
+
+_BLANKS = re.compile(r"[ \t\r\n]*")
+
+
+def _opener_at(text: str, i: int, known: _Known) -> tuple[str, str] | None:
+    if not text.startswith(known.openers, i):
+        return None
+    for pair in known.pairs:
         if text.startswith(pair[0], i):
             return pair
     return None
@@ -205,8 +230,9 @@ def split_reasoning(text: str, known: Sequence[tuple[str, str]] | None = None, *
     if known is None:
         if opened is None and type(text) is Read:
             return text.split
-        return _split(text, pairs(), opened)
-    return _split(text, tuple(known), opened)
+        return _split(text, _registered(), opened)
+    known, registered = tuple(known), _registered()
+    return _split(text, registered if known == registered.pairs else _Known(known), opened)
 
 
 class Read(str):
@@ -221,12 +247,12 @@ def read(text: str) -> str:
     if type(text) is Read or not isinstance(text, str):
         return text
     out = Read(text)
-    out.split = _split(text, pairs(), None) if text else NONE
+    out.split = _split(text, _registered(), None) if text else NONE
     return out
 
 
-def _split(text: str, known: tuple[tuple[str, str], ...], opened: bool | None) -> Split:
-    i = len(text) - len(text.lstrip(" \t\r\n"))
+def _split(text: str, known: _Known, opened: bool | None) -> Split:
+    i = _BLANKS.match(text).end()
     pair = _opener_at(text, i, known)
     if pair is not None:
         body = i + len(pair[0])
@@ -239,7 +265,7 @@ def _split(text: str, known: tuple[tuple[str, str], ...], opened: bool | None) -
     # a closer with no opener before it: a prompt that opened the block (said so, or not known); when not known, only
     # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
     # <|end_message|> or <|end|> alone is no sign of reasoning
-    found = _first_closer(text, 0, {p[1] for p in known if opened or "think" in p[1].lower()})
+    found = _first_closer(text, 0, known.closers if opened else known.think_closers)
     if found is not None:
         j, closer = found
         if opened or not inside_call(text, 0, j):
