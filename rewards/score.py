@@ -20,6 +20,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.formats import reasoning
 from rewards.components import (
     VARIANTS,
     CallFeatures,
@@ -119,6 +120,7 @@ def parse_output(text: str, fmt: formats.WireFormat) -> tuple[bool, list[ToolCal
     Answers longer than :data:`STRICT_ANSWER_CHARS` are not parsed strictly (format error). Never raises (strict
     parsers raise only :class:`FormatError`; a parser bug, which lenient parsing reports as an ``internal`` problem,
     is logged and counts as unparseable)."""
+    text = reasoning.read(text)  # its reasoning split made once, for every reader below
     start = formats.reasoning_offset(text)
     if len(text) - start > STRICT_ANSWER_CHARS:
         cut = text[: start + LENIENT_ANSWER_CHARS]
