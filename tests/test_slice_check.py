@@ -50,7 +50,7 @@ def test_the_trainer_ran_one_step_on_the_slice_with_the_strict_reward(run):
     record = json.loads((out / "ckpt" / "tool_refiner_run.json").read_text())
     assert "strict" in json.dumps(record) and "cpu-rehearsal" in json.dumps(record)
     assert (out / "curves.png").stat().st_size > 0
-    assert summary["warm_start"]["steps"] == 2 and summary["warm_start"]["bf16_slowdown"] > 0
+    assert summary["warm_start"]["steps"] == 2
 
 
 def test_the_test_split_is_held_out(run):

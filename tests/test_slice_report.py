@@ -90,3 +90,11 @@ def test_collect_keeps_the_lines_of_seeds_run_elsewhere(tmp_path):
     recs = [json.loads(line) for line in (tmp_path / "prompts.jsonl").read_text().splitlines()]
     assert [r for r in recs if r["seed"] == 0] == elsewhere
     assert [r["exact"] for r in recs if r["seed"] == 1] == [1, 1, 1, 1]
+
+
+def test_bf16_slowdown_is_a_ratio_of_two_timings():
+    pytest.importorskip("torch")
+    from cpu_rehearsal import bf16_slowdown
+
+    slower = bf16_slowdown()
+    assert math.isfinite(slower) and slower > 0

@@ -281,7 +281,7 @@ def plot_classes(table: dict[str, Any], out: str | Path, *, title: str = TITLE,
 
 def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target: float, timeout: float,
                 extra: list[str] | None = None, warm_max_steps: int = 40, warm_min_steps: int = 8,
-                warm_eval_every: int = 8, warm_eval_rows: int = 6, seed: int = 0) -> dict[str, Any]:
+                warm_eval_every: int = 8, warm_eval_rows: int = 6, seed: int = 0, bf16: bool = True) -> dict[str, Any]:
     """Data, warm start, ``steps`` DAPO steps and the plot under ``out``. Each stage is skipped when its output is
     there, and the trainer resumes from its last saved step: run it again after an interruption. ``seed`` sets the
     warm start's shuffle and initialisation, the trainer's data order and the rollout's sampling."""
@@ -313,7 +313,7 @@ def slice_check(out: str | Path, *, shared_data: str | Path, steps: int, target:
         summary["warm_start"] = warm_start(base, data, model, target=target, lr=2e-4, batch_size=2,
                                            max_steps=warm_max_steps, min_steps=warm_min_steps,
                                            eval_every=warm_eval_every, eval_rows=warm_eval_rows,
-                                           max_prompt_tokens=MAX_PROMPT, bf16=True, seed=seed)
+                                           max_prompt_tokens=MAX_PROMPT, bf16=bf16, seed=seed)
         torch.set_num_threads(threads)
         (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     ckpt = out / "ckpt"
@@ -346,7 +346,8 @@ def tiny(out: str | Path, *, shared_data: str | Path, limit: int = 4, timeout: f
     start steps, 1 DAPO step, the checkpoint as a Hugging Face folder, and the judgement of ``limit`` test prompts
     through the pipeline with tier 1, the warm start and the DAPO model. Checks plumbing, not learning."""
     summary = slice_check(out, shared_data=shared_data, steps=1, target=1.1, timeout=timeout, extra=TINY_OVERRIDES,
-                          warm_max_steps=2, warm_min_steps=2, warm_eval_every=2, warm_eval_rows=2)
+                          warm_max_steps=2, warm_min_steps=2, warm_eval_every=2, warm_eval_rows=2,
+                          bf16=False)  # plumbing only: float32 runs at full speed on a CPU without native bf16
     summary["judge"] = judge(out, shared_data=shared_data, limit=limit, configs=TINY_CONFIGS, timeout=timeout)
     (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     return summary
