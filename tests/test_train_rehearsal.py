@@ -34,6 +34,11 @@ def run(tmp_path_factory):
     if done:
         out = Path(done)
         return out, json.loads((out / "summary.json").read_text())
+    from cpu_rehearsal import bf16_slowdown
+
+    if (slower := bf16_slowdown()) > 4:
+        pytest.skip(f"this CPU has no native bf16 (bf16 runs {slower:.0f}x slower than float32 here): verl's FSDP "
+                    "actor computes in bf16, and its step would outrun the test's time limit")
     shared = shared_path("glaive_demo").parent
     from cpu_rehearsal import rehearse
 
