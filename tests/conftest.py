@@ -27,6 +27,16 @@ def shared_path(*parts: str) -> Path:
     return p
 
 
+def skip_without_native_bf16() -> None:
+    """Skips a test that trains through verl on a CPU without native bf16 (tests/support on the path): verl's FSDP
+    actor computes in bf16, and there one step outruns the test's time limit."""
+    from cpu_rehearsal import BF16_EMULATED, bf16_slowdown
+
+    if (slower := bf16_slowdown()) > BF16_EMULATED:
+        pytest.skip(f"this CPU has no native bf16 (bf16 runs {slower:.0f}x slower than float32 here): verl's FSDP "
+                    "actor computes in bf16, and its step would outrun the test's time limit")
+
+
 @pytest.fixture(scope="session")
 def nestools_records() -> list[dict]:
     p = shared_path("nestools", "test_data.jsonl")

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import shared_path
+from conftest import shared_path, skip_without_native_bf16
 
 pytestmark = [pytest.mark.slow, pytest.mark.rehearsal, pytest.mark.verl, pytest.mark.vllm]
 
@@ -34,11 +34,7 @@ def run(tmp_path_factory):
     if done:
         out = Path(done)
         return out, json.loads((out / "summary.json").read_text())
-    from cpu_rehearsal import bf16_slowdown
-
-    if (slower := bf16_slowdown()) > 4:
-        pytest.skip(f"this CPU has no native bf16 (bf16 runs {slower:.0f}x slower than float32 here): verl's FSDP "
-                    "actor computes in bf16, and its step would outrun the test's time limit")
+    skip_without_native_bf16()
     shared = shared_path("glaive_demo").parent
     from cpu_rehearsal import rehearse
 

@@ -201,6 +201,9 @@ def train_command(data: Path, model: Path | str, overrides: list[str]) -> list[s
 # The warm start
 
 
+BF16_EMULATED = 4  # bf16 this many times slower than float32: the CPU has no native bf16, torch emulates it
+
+
 def bf16_slowdown() -> float:
     """How many times longer a bfloat16 matrix product takes than a float32 one here (about 1 where the CPU has
     native bf16, tens where torch emulates it)."""
@@ -285,7 +288,7 @@ def warm_start(
 
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
     slower = bf16_slowdown() if bf16 else 1.0
-    if slower > 4:
+    if slower > BF16_EMULATED:
         print(f"warm start: bf16 runs {slower:.0f}x slower than float32 on this CPU (no native bf16): expect hours, "
               "not minutes; a CPU with AVX-512 BF16 or AMX runs this protocol as documented", file=sys.stderr,
               flush=True)
