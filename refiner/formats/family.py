@@ -30,6 +30,10 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, WireFormat, all_formats, register
 
+# A spelling field's metadata when the field is a reading policy of the row (what it reads beyond what the family
+# writes), not a fact of the family's markup: derivation leaves such fields out (refiner.formats.derive.rows).
+POLICY = {"policy": True}
+
 # Two calls with a string, integers, a list and a nested object: what every row's example renders.
 EXAMPLE_CALLS: tuple[ToolCall, ...] = (
     ToolCall(

@@ -34,7 +34,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
-from refiner.formats.family import Family
+from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import (
     TokenFinder,
@@ -54,8 +54,6 @@ from refiner.formats.xmlvalues import Finder
 # object a call).
 MAX_BLOCKS = 64
 MAX_OBJECT_BLOCKS = 1024
-# A spelling field's metadata when the field is a reading policy of the row, not a fact of the family's markup.
-POLICY = {"policy": True}
 
 
 @dataclass(frozen=True)
@@ -74,7 +72,7 @@ class JsonSpelling:
     with no tag around it (a block that lost its tags) is this family's, unless its arguments are under
     ``"parameters"`` alone (Llama 3's JSON call).
 
-    The fields marked :data:`POLICY` (``alt_opens``, ``tight``, ``follows``, ``respell``, ``untagged``) are how the
+    The fields marked :data:`~refiner.formats.family.POLICY` (``alt_opens``, ``tight``, ``follows``, ``respell``, ``untagged``) are how the
     row reads, not what the family writes: no chat template says them, and a row derived from one leaves them at
     their defaults."""
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools
+from refiner.formats.family import POLICY
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import IDENTIFIER_NAME, PythonicWriter, looks_pythonic, render_call, strict_call_list
@@ -49,9 +50,9 @@ class Wrapper:
     open: str
     close: str
     lines: bool = False  # one call per line instead of a [...] list
-    close_optional: bool = False  # the end token may be missing when the calls run to the end of the text
-    bare: bool = False  # a bare [...] list that is the whole answer is valid too
-    json_ok: bool = False  # a JSON list of {"name", "arguments"} objects is valid too (LFM2's JSON mode)
+    close_optional: bool = field(default=False, metadata=POLICY)  # the end token may be missing at the text's end
+    bare: bool = field(default=False, metadata=POLICY)  # a bare [...] list that is the whole answer is valid too
+    json_ok: bool = field(default=False, metadata=POLICY)  # a JSON list of {"name", "arguments"} objects too (LFM2)
 
 
 class SentinelPythonic(PythonicWriter, WireFormat):

@@ -46,8 +46,6 @@ _TOKENS = re.compile(r"(<[^<>]+>|\[[^\[\]]+\])(?:<[^<>]+>|\[[^\[\]]+\])+")  # tw
 MARKER_REACH = 48  # the longest marker left open before a name (``<invoke name="``)
 # The grammars a record maps onto (:func:`plan_row`).
 SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
-# What a pythonic row reads beyond what its template writes: a missing end token, a bare list, a JSON list.
-WRAPPER_POLICIES = ("close_optional", "bare", "json_ok")
 
 
 def own_grammar(fmt: base.WireFormat) -> bool:
@@ -61,8 +59,7 @@ def policies(spelling: Any) -> dict[str, Any]:
     one has their defaults)."""
     if not is_dataclass(spelling):
         return {}
-    return {f.name: getattr(spelling, f.name) for f in fields(spelling)
-            if f.metadata.get("policy") or (isinstance(spelling, Wrapper) and f.name in WRAPPER_POLICIES)}
+    return {f.name: getattr(spelling, f.name) for f in fields(spelling) if f.metadata.get("policy")}
 
 
 def _core(spelling: Any) -> Any:
