@@ -97,10 +97,13 @@ LINE_LOOK = 256  # characters of a line start looked at for a call marker (blank
 class Reasoning:
     """The reasoning block of one answer: whole, :meth:`read`; streamed, :meth:`feed` and :meth:`end` give
     ``(reasoning, answer)`` pieces that join to what :meth:`read` gives. ``opened``: whether the prompt opened the
-    block (None: not known; then the answer is held up to :data:`HOLD_CHARS`, and ``lean``: :func:`lean_opens`)."""
+    block (None: not known; then the answer is held up to :data:`HOLD_CHARS`, and ``lean``: :func:`lean_opens`);
+    ``lead``: the answer after a block loses its leading line break (streamed, it is held until it is more than
+    blanks, and :attr:`confirmed` then says the block has ended)."""
 
-    def __init__(self, opened: bool | None, lean: bool = False) -> None:
+    def __init__(self, opened: bool | None, lean: bool = False, lead: bool = False) -> None:
         self.opened = opened
+        self.lead: str | None = "" if lead else None  # the answer held while only blanks came after the block
         self.lean = lean and opened is None
         self.cut = False
         self.known = pairs()
@@ -128,27 +131,45 @@ class Reasoning:
             s = split_reasoning(text, opened=True)
         if not s.found:
             return None, text
-        return trim_edges(s.reasoning(text), True, True), text[s.answer :]
+        return trim_edges(s.reasoning(text), True, True), trim_edges(text[s.answer :], self.lead is not None, False)
+
+    @property
+    def confirmed(self) -> bool:
+        """The block has ended (or there is none) and, with ``lead``, the answer's first text has come."""
+        return self.state == "answer" and self.lead is None
 
     def feed(self, piece: str) -> tuple[str, str]:
         if self.state == "answer":
-            return "", piece
+            return "", self._answer(piece, False)
         self.text += piece
-        return self._trimmed(*self._advance(final=False))
+        return self._trimmed(*self._advance(final=False), False)
 
     def end(self, cut: bool = False) -> tuple[str, str]:
         """The rest once the answer has ended; ``cut``: it ended on the token limit."""
         if self.state == "answer":
-            return "", ""
+            return "", self._answer("", True)
         self.cut = cut
-        return self._trimmed(*self._advance(final=True))
+        return self._trimmed(*self._advance(final=True), True)
 
-    def _trimmed(self, reasoning: str, answer: str) -> tuple[str, str]:
+    def _trimmed(self, reasoning: str, answer: str, final: bool) -> tuple[str, str]:
         """The reasoning without the line breaks around the block (:func:`trim_edges`)."""
         out = self.trim.feed(reasoning)
         if self.state == "answer" and self.found:
             out += self.trim.end(True, True)
-        return out, answer
+        return out, self._answer(answer, final)
+
+    def _answer(self, text: str, final: bool) -> str:
+        """``text`` of the answer, with ``lead`` its leading line break after a block dropped once it is known."""
+        if self.lead is None or self.state != "answer":
+            return text
+        if not self.found:
+            self.lead = None
+            return text
+        self.lead += text
+        if not (self.lead.strip() or final):
+            return ""
+        out, self.lead = trim_edges(self.lead, True, False), None
+        return out
 
     def _advance(self, final: bool) -> tuple[str, str]:
         text = self.text

@@ -33,7 +33,7 @@ from refiner.proxy.content import (
     run_sync,
     tool_names,
 )
-from refiner.proxy.reasoning import Reasoning, trim_edges
+from refiner.proxy.reasoning import Reasoning
 from refiner.proxy.thinking import PromptReasoning
 
 NAME = "tool_refiner"
@@ -156,47 +156,6 @@ def tail_marker(text: str) -> bool | None:
     return None
 
 
-class ReasoningReader:
-    """The reasoning block of one generation, whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`);
-    the answer after a block loses its leading line break, so its first text is held until it is more than blanks
-    (:attr:`confirmed` then says the block has ended)."""
-
-    def __init__(self, opened: bool = False) -> None:
-        self.opened = opened
-        self.stream: Reasoning | None = None  # made at the first piece (``opened`` may change before it)
-        self.pending = ""
-        self.confirmed = False
-
-    def read(self, text: str, opened: bool | None = None) -> tuple[str | None, str | None]:
-        """``(reasoning, content)``; ``opened``: what the request says (None: not known)."""
-        reasoning, answer = Reasoning(opened).read(text)
-        if reasoning is None:
-            return None, text or None
-        return reasoning or None, trim_edges(answer, True, False) or None
-
-    def feed(self, piece: str, final: bool = False) -> tuple[str, str]:
-        """``(reasoning, content)`` that ``piece`` releases (``final``: the generation has ended)."""
-        if self.confirmed:
-            return "", "" if final else piece
-        if self.stream is None:
-            self.stream = Reasoning(self.opened)
-        reasoning, text = self.stream.end() if final else self.stream.feed(piece)
-        if self.stream.state != "answer":
-            return reasoning, text
-        if not self.stream.found:
-            self.confirmed = True
-            return reasoning, text
-        self.pending += text
-        if not (self.pending.strip() or final):
-            return reasoning, ""
-        out, self.pending, self.confirmed = trim_edges(self.pending, True, False), "", True
-        return reasoning, out
-
-    def end(self) -> tuple[str, str]:
-        """What is still held once the generation has ended."""
-        return self.feed("", final=True)
-
-
 def _build() -> type:
     """The vLLM ``ToolParser`` subclass (imports vLLM)."""
     from vllm.entrypoints.generate.base.protocol import (
@@ -299,7 +258,7 @@ def _build_reasoning() -> type:
             super().__init__(tokenizer, *args, **kwargs)
             self.kwargs = kwargs.get("chat_template_kwargs")
             self.template = served_template(tokenizer)
-            self.reader = ReasoningReader(template_opens(self.template, self.kwargs) is True)
+            self.reader = Reasoning(template_opens(self.template, self.kwargs) is True, lead=True)
 
         def _decode(self, ids: Sequence[int]) -> str:
             return self.model_tokenizer.decode(list(ids)) if ids else ""
@@ -337,7 +296,8 @@ def _build_reasoning() -> type:
         def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
             kwargs = getattr(request, "chat_template_kwargs", None)
             opened = template_opens(self.template, kwargs if isinstance(kwargs, dict) else self.kwargs)
-            return ReasoningReader().read(model_output, opened)
+            reasoning, answer = Reasoning(opened, lead=True).read(model_output)
+            return (None, model_output or None) if reasoning is None else (reasoning or None, answer or None)
 
         def extract_reasoning_streaming(self, previous_text: str, current_text: str, delta_text: str,
                                         previous_token_ids: Sequence[int], current_token_ids: Sequence[int],
