@@ -39,6 +39,7 @@ _PARAM_KEYS = {"type", "description", "enum", "allowed_values", "possible_values
 _TOOL_KEYS = {"name", "api_name", "description", "api_description", "parameters", "input_schema", "query_parameters",
               "path_parameters", "arguments", "required", "responses", "output_parameters", "output_parameter",
               "inputSchema", "outputSchema"}
+_WRAPPER_KEYS = frozenset(("type", "function"))  # an OpenAI tool's own keys around its function
 _BLOCKS = {  # the keys holding a tool's parameters, where not just "parameters"
     "anthropic": ("input_schema", "parameters"), "mcp": ("inputSchema", "parameters"),
     "nestful": ("parameters", "path_parameters", "query_parameters", "arguments"),
@@ -131,17 +132,23 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
     raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
 
 
-_PLAIN_KEYS = frozenset(("type", "description"))
+_PLAIN_KEYS = frozenset(("type", "description", "enum", "default"))
 _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean"))
 
 
 def _plain_param(value: dict[str, Any]) -> Param | None:
-    """The parameter a schema of a plain JSON type and at most a description says (``{"type": "string",
-    "description": "..."}``), as :func:`read_param` reads it; ``None`` for any other schema."""
+    """The parameter a schema of a plain JSON type with at most a description, a list of values and a default says
+    (``{"type": "string", "description": "...", "enum": ["c", "f"]}``), as :func:`read_param` reads it; ``None`` for
+    any other schema."""
     ptype, desc = value.get("type"), value.get("description")
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
-    return Param.of(type=ptype, description=desc)
+    enum = value.get("enum")
+    if enum is not None and type(enum) is not list and type(enum) is not tuple:
+        return None
+    if "default" not in value:
+        return Param.of(type=ptype, description=desc, enum=enum)
+    return Param.of(type=ptype, description=desc, enum=enum, default=value["default"], has_default=True)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -412,8 +419,9 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     wrapper_extra: dict[str, Any] = {}
     fn = d.get("function")
     if fn is not None and (type(fn) is dict or isinstance(fn, Mapping)) and "name" not in d:
-        wrapper_extra = {k: v for k, v in d.items() if k not in ("type", "function")}
-        d = d["function"]
+        if not d.keys() <= _WRAPPER_KEYS:
+            wrapper_extra = {k: v for k, v in d.items() if k not in _WRAPPER_KEYS}
+        d = fn
     name = _str_field(ctx, d, "api_name" if dialect == "nestools" else "name", required=True)
     if not name:
         raise ctx.error("name", "is empty")
@@ -442,10 +450,14 @@ def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     for key in ("responses", "output_parameters", "output_parameter", "outputSchema"):
         if d.get(key) is not None:
             outputs.update(read_param_map(ctx, key, d[key])[0])
-    extra = {k: v for k, v in d.items() if k not in _TOOL_KEYS}
+    extra = {} if d.keys() <= _TOOL_KEYS else {k: v for k, v in d.items() if k not in _TOOL_KEYS}
     extra.update(wrapper_extra)
-    if any(block is False or (type(block) is dict or block is not None and isinstance(block, Mapping))
-           and block.get("additionalProperties") is False for block in map(d.get, blocks)):
-        extra["additionalProperties"] = False  # a closed parameter list: tier-1 repair may trust it fully
+    for key in blocks:
+        block = d.get(key)
+        if block is False or (type(block) is dict or block is not None and isinstance(block, Mapping)) and block.get(
+            "additionalProperties"
+        ) is False:
+            extra["additionalProperties"] = False  # a closed parameter list: tier-1 repair may trust it fully
+            break
     return ToolSpec(name, description, params, tuple(dict.fromkeys(required)), outputs, dialect=dialect, extra=extra,
                     notes=tuple(ctx.notes), free_form=free_form)
