@@ -7,6 +7,8 @@ the model. One bad item never raises.
 from __future__ import annotations
 
 import collections
+import copy
+import functools
 import io
 import logging
 import pickle
@@ -26,13 +28,27 @@ from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 log = logging.getLogger("refiner.proxy")
 
 
-def detect(text: str, allowed: Sequence[str] | None) -> str | None:
-    """The wire format of ``text`` when it is one of ``allowed`` (None: any), else None (also when detection fails)."""
+def allowed_format(found: str | None, allowed: Sequence[str] | None) -> str | None:
+    """The detected format ``found`` when it is one of ``allowed`` (None: any), else None."""
+    return found if allowed is None or found in allowed else None
+
+
+def detect(text: str) -> str | None:
+    """The wire format detected in ``text``; None also when detection fails."""
     try:
-        found = formats.detect_format(text)
+        return formats.detect_format(text)
     except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
         return None
-    return found if allowed is None or found in allowed else None
+
+
+@functools.lru_cache(maxsize=4)
+def detecting(refiner: Refiner) -> Refiner:
+    """``refiner`` without a format of its own: a text of an answer is read in the format detected in it."""
+    if refiner.fmt is None:
+        return refiner
+    plain = copy.copy(refiner)
+    plain.fmt = None
+    return plain
 
 
 RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
@@ -56,23 +72,22 @@ def content_item(text: str, tools: Any, allowed: Sequence[str] | None) -> dict:
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     """The outcome of every item (see the module docstring), in order; one ``refine_batch`` call for all of them."""
     outcomes: list[dict] = [{"format": None, "result": None} for _ in items]
-    todo: list[int] = []
-    requests: list[dict] = []
+    todo: list[tuple[int, Job | dict]] = []
     for i, item in enumerate(items):
-        request = dict(item["request"])
-        if item.get("detect"):
-            request["format"] = detect(request["upstream"], item.get("allowed"))
-            if request["format"] is None:
+        if not item.get("detect"):
+            job = refiner.prepare_batch([item["request"]], errors="result")[0]
+            outcomes[i]["format"] = item["request"].get("format")
+        else:  # (detected once, by the reading; a request the pipeline cannot read is detected here)
+            job = detecting(refiner).prepare_batch([{**item["request"], "format": None}], errors="result")[0]
+            found = job.upstream.reading.detected if isinstance(job, Job) else detect(item["request"]["upstream"])
+            outcomes[i]["format"] = allowed_format(found, item.get("allowed"))
+            if outcomes[i]["format"] is None:
                 continue
-        outcomes[i]["format"] = request.get("format")
-        todo.append(i)
-        requests.append(request)
-    if requests:
-        jobs = refiner.prepare_batch(requests, errors="result")
-        for i, job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
-            outcomes[i]["result"] = read_result(result)
-            if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
-                outcomes[i]["job"] = job.sendable()
+        todo.append((i, job))
+    for (i, job), result in zip(todo, refiner.finish([job for _, job in todo], errors="result")):
+        outcomes[i]["result"] = read_result(result)
+        if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
+            outcomes[i]["job"] = job.sendable()
     return outcomes
 
 
@@ -82,13 +97,11 @@ def answer(refiner: Refiner, payload: dict) -> Any:
     strict reader reads as many and none would go to the model, else None."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
-        fmt = detect(text, payload["allowed"])
-        if fmt is None:
-            return False
         try:
-            calls = read_upstream(text, fmt, load_request_tools({"tools": payload["tools"]})).calls
+            reading = read_upstream(text, None, load_request_tools({"tools": payload["tools"]}))
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return False
+        calls = reading.calls if allowed_format(reading.detected, payload["allowed"]) else []
         return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
     item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
     outcome = tier1(refiner, [item])[0]
