@@ -94,7 +94,8 @@ CATALOG: tuple[Row, ...] = (
                "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
                models=("MiniMaxAI/MiniMax-M3",),
                sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py",
-                        "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py"),
+                        "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py",
+                        *_checked("MiniMax-M3.jinja 11421244f675")),
                reasoning=(("<mm:think>", "</mm:think>"),)),
         NsXml, NsXmlSpelling()),
     Row(
@@ -103,10 +104,13 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "hy_v4_tool_parser.py",)),
         XmlParams, kv(section="tool_calls", name_sep="\n", sep="", suffix=":6124c78e")),
     Row(
-        Family("hunyuan_v3", "Hunyuan HY v3: <tool_calls><tool_call>NAME<tool_sep><arg_key>KEY</arg_key><arg_value>VALUE"
-               "</arg_value></tool_call></tool_calls> (strings raw, other values JSON)",
-               sources=(VLLM + "hy_v3_tool_parser.py",)),
-        XmlParams, kv(section="tool_calls", name_sep="<tool_sep>", sep="")),
+        Family("hunyuan_v3", "Hunyuan HY v3: <tool_calls:S><tool_call:S>NAME<tool_sep:S><arg_key:S>KEY</arg_key:S>"
+               "<arg_value:S>VALUE</arg_value:S></tool_call:S></tool_calls:S> (strings raw, other values JSON), S the "
+               "tokenizer's token suffix (:opensource in the public checkpoint; any, or none, is read)",
+               sources=(VLLM + "hy_v3_tool_parser.py (token_suffix from the tokenizer config)",
+                        *_checked("tencent-Hy3.jinja 84437b974642"))),
+        XmlParams, replace(kv(section="tool_calls", name_sep="<tool_sep>", sep="", suffix=":opensource"),
+                           suffix_optional=True)),
     Row(Family('glaive', 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call', trained=True),
         glaive.Glaive, None),
     Row(
@@ -249,10 +253,12 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "muse_glimmer_tool_parser.py",)),
         XmlParams, invoke("atem:function_calls", "atem:")),
     Row(
-        Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call",
-               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py",)),
+        Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call "
+               "(strings raw, other values as Python writes them: True, ['a', 2]; settled by the declared types)",
+               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py (JSON, "
+                        "then a Python literal)", *_checked("openbmb-MiniCPM5-1B.jinja 7451a05cf1e2"))),
         XmlParams, XmlSpelling(call_open="<function ", call_close="</function>", name_at="attr", key_open="<param ",
-            value_close="</param>", key_at="attr")),
+            value_close="</param>", key_at="attr", typing="python")),
     Row(
         Family("longcat", "LongCat (GLM's layout): <longcat_tool_call>NAME\\n<longcat_arg_key>KEY</longcat_arg_key>\\n"
                "<longcat_arg_value>VALUE</longcat_arg_value>\\n</longcat_tool_call>",

@@ -2,14 +2,11 @@
 argument named by the argument itself, objects as nested elements and lists as ``<item>`` elements::
 
     ]<]minimax[>[<tool_call>
-    ]<]minimax[>[<invoke name="search_docs">
-    ]<]minimax[>[<query>rate limits]<]minimax[>[</query>
-    ]<]minimax[>[<filters>]<]minimax[>[<site>docs.example.com]<]minimax[>[</site>]<]minimax[>[<tags>]<]minimax[>[<item>api]<]minimax[>[</item>]<]minimax[>[</tags>]<]minimax[>[</filters>
-    ]<]minimax[>[</invoke>
+    ]<]minimax[>[<invoke name="search_docs">]<]minimax[>[<query>rate limits]<]minimax[>[</query>]<]minimax[>[<filters>]<]minimax[>[<site>docs.example.com]<]minimax[>[</site>]<]minimax[>[<tags>]<]minimax[>[<item>api]<]minimax[>[</item>]<]minimax[>[</tags>]<]minimax[>[</filters>]<]minimax[>[</invoke>
     ]<]minimax[>[</tool_call>
 
 Parallel calls are ``<invoke>`` elements of one ``<tool_call>`` (several blocks are read too); whitespace between
-elements is free; a scalar is the raw text of its element; an element whose children are all ``<item>`` is a list;
+elements is free (render writes the template's: a newline after the block's tag and after each call); a scalar is the raw text of its element; an element whose children are all ``<item>`` is a list;
 null values are left out. Reasoning is ``<mm:think>...</mm:think>``. Values are typed as the XML dialects' raw values
 are (:func:`refiner.formats.xmlvalues.read_value`), and with the tool specs known :meth:`NsXml.retype` settles every
 value, nested ones included, by its declared type. ``render`` writes what reads back (a string that would read as
@@ -218,10 +215,8 @@ class NsXml(WireFormat):
         self.check_renderable(calls)
         parts = [s.section_open, "\n"]
         for c in calls:
-            parts.append(f'{s.invoke_open} {s.name_attr}="{c.name}">\n')
-            for k, v in c.arguments.items():
-                parts.append(self._element(k, v, in_object=False))
-                parts.append("\n")
+            parts.append(f'{s.invoke_open} {s.name_attr}="{c.name}">')
+            parts.extend(self._element(k, v, in_object=False) for k, v in c.arguments.items())
             parts.append(s.invoke_close + "\n")
         parts.append(s.section_close)
         return "".join(parts)

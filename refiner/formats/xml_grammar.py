@@ -114,10 +114,14 @@ class XmlParams(XmlLenient, WireFormat):
             closers.insert(0, s.key_close)
         elif s.key_at == "eq":
             closers.append(s.call_close)
-        if s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
+        also: tuple[str, ...] = ()
+        if s.tag_suffix and s.suffix_optional:  # plain tags are the markers; a suffixed first tag is read too
+            also = (s.first_open[:-1] + ":",)
+        elif s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
-        return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)))
+        return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)),
+                         also_read=also)
 
     @property
     def hook(self) -> Hook:

@@ -7,8 +7,10 @@ import functools
 import html
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from refiner.formats.family import POLICY
 
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
@@ -24,8 +26,10 @@ class XmlSpelling:
     ``key_at``: ``"eq"``, ``"attr"`` or ``"element"`` (``<arg_key>KEY</arg_key>`` then ``value_open``); a section
     around all calls or one per call (``section_per_call``); ``strip_newline``: a newline at each end of a value is
     the template's; ``typing``: ``"json"``, ``"python"`` or ``"attr"`` (``type_attr``); ``sep``: what render writes
-    between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>``; ``type_open`` / ``type_close``: a
-    type element between a key and its value, read by recovery only."""
+    between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>`` (render writes it; any suffix, or
+    none, is read); ``suffix_optional`` (a reading policy): the family's tags are also written with no suffix, so
+    detection looks for them plain (a suffixed first tag is another spelling the strict reader accepts);
+    ``type_open`` / ``type_close``: a type element between a key and its value, read by recovery only."""
 
     call_open: str
     call_close: str
@@ -47,6 +51,7 @@ class XmlSpelling:
     hook: Hook | None = None
     type_open: str = ""
     type_close: str = ""
+    suffix_optional: bool = field(default=False, metadata=POLICY)
 
     def __post_init__(self) -> None:
         if self.name_at not in ("eq", "attr", "text") or self.key_at not in ("eq", "attr", "element"):
@@ -59,6 +64,8 @@ class XmlSpelling:
             raise ValueError("a section has both tags or neither")
         if bool(self.type_open) != bool(self.type_close) or (self.type_open and self.key_at != "element"):
             raise ValueError("a type element has both tags, and only with element keys")
+        if self.suffix_optional and not self.tag_suffix:
+            raise ValueError("suffix_optional is a suffixed row's")
 
     @property
     def python_literals(self) -> bool:

@@ -28,7 +28,9 @@ the same spelling, then one of ``writes_as``, then the derived row (for a specia
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,8 +187,14 @@ def _with_row(out: Derived, name: str) -> Derived:
 
 
 def _less_ids(rec: Record, text: str) -> str:
-    """``text`` without the call ids written between the name and the arguments (a row that reads them there and
-    writes none: ``[CALL_ID]callq0000[ARGS]`` becomes ``[ARGS]``)."""
+    """``text`` without the call ids a row may read and write none of: written between the name and the arguments
+    (``[CALL_ID]callq0000[ARGS]`` becomes ``[ARGS]``), or as a key of the call object (``, "id": "callq0000"``)."""
+    if rec.id_position == "json_key" and rec.id_key:
+        key = re.escape(json.dumps(rec.id_key))
+        for call_id in IDS:
+            value = re.escape(json.dumps(call_id))
+            text = re.sub(rf'\s*,\s*{key}\s*:\s*{value}|{key}\s*:\s*{value}\s*,\s*', "", text)
+        return text
     if rec.id_position != "after_name":
         return text
     for call_id in IDS:

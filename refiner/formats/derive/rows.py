@@ -335,10 +335,28 @@ def _xml_plan(rec: Record) -> RowPlan | str:
         kw["typing"] = "python" if rec.literals == "python" else "json"
     layout = rec.arg_sep + rec.value_suffix + rec.key_prefix + rec.call_sep + rec.name_suffix
     kw["sep"] = "\n" if "\n" in layout else ""
+    kw.update(_tag_suffix(kw))
     try:
         return RowPlan(XmlParams, XmlSpelling(**kw))
     except ValueError as e:
         return f"the markers make no XML-grammar spelling: {e}"
+
+
+# The tags of an XML spelling, and one of them with a suffix before its ">" (<tool_call:opensource>).
+_TAG_FIELDS = ("section_open", "section_close", "call_open", "call_close", "name_sep", "key_open", "key_close",
+               "value_open", "value_close")
+_SUFFIXED_TAG = re.compile(r"(</?[^\s<>:=\"']+)(:[^\s<>:=\"']{1,64})>")
+
+
+def _tag_suffix(kw: dict[str, Any]) -> dict[str, Any]:
+    """The spelling's tags less a suffix every one of them carries before its ``>`` (a tokenizer's token suffix:
+    ``<tool_call:opensource>``), with that suffix as ``tag_suffix``; nothing when some tag carries none or another."""
+    tags = {f: kw[f] for f in _TAG_FIELDS if kw.get(f, "").strip()}
+    found = {f: _SUFFIXED_TAG.fullmatch(t) for f, t in tags.items()}
+    suffixes = {m.group(2) for m in found.values() if m is not None}
+    if len(tags) < 2 or None in found.values() or len(suffixes) != 1:
+        return {}
+    return {**{f: m.group(1) + ">" for f, m in found.items()}, "tag_suffix": suffixes.pop()}
 
 
 def _attr_name(prefix: str) -> str:
