@@ -226,6 +226,12 @@ class Retagged:
         return fmt.parse_strict(f"{own[0]}{text[a:b]}{own[1]}")
 
 
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def json_call(item: Any, args_key: str, where: str) -> tuple[str, dict]:
     """``(name, arguments)`` of a ``{"name", args_key}`` object of a benchmark's gold; ``ValueError`` naming
     ``where`` (the record and field) otherwise."""

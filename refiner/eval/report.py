@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from refiner.eval import tier1_suite
+from refiner.eval.common import markdown_table
 
 METRIC_NAMES = {"acc": "Acc.", "part_acc": "Part. Acc.", "full_acc": "Full Acc.", "win_rate": "Win Rate",
                 "acc_full": "Acc_Full", "acc_toolname": "Acc_Toolname", "acc_parameter": "Acc_Parameter"}
@@ -27,12 +28,6 @@ def _fmt(v: Any, percent: bool) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
     return f"{v * 100:.2f}" if percent else f"{v:.2f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def _name(metric: str) -> str:
@@ -58,14 +53,14 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
         header = ["Model", *(_name(m) for m in b.metrics), f"Δ ({_name(head)})"]
         rows = [[name, *(_fmt(summ["overall"][m], b.percent) for m in b.metrics), delta]
                 for name, summ, delta in versions]
-    parts += ["", _table(header, rows)]
+    parts += ["", markdown_table(header, rows)]
     if len(b.metrics) > 1 and subsets:
         header = ["Subset", "n", *(f"{_name(m)} raw → refined" for m in b.metrics)]
         rows = [[s, str(int(result.raw[s]["n"])),
                  *(f"{_fmt(result.raw[s][m], b.percent)} → "
                    f"{_fmt(result.refined[s][m], b.percent) if result.refined else '–'}" for m in b.metrics)]
                 for s in subsets]
-        parts += ["", _table(header, rows)]
+        parts += ["", markdown_table(header, rows)]
     notes = [f"{_name(k[:-2])}: computed on {int(v)} of {n} samples"
              for k, v in result.raw["overall"].items() if k.endswith("_n")]
     if notes:
@@ -116,7 +111,7 @@ def recovery_section(recovery: Mapping[str, Any]) -> str:
         "refined. fixed: a corrupted input refined to the gold calls; still wrong: not; harmed: a clean input made "
         "wrong by the refiner. " + policy_text,
         "",
-        _table(header, rows),
+        markdown_table(header, rows),
         *(["\nNot corruptible (class → samples passed on to the next class): "
            + ", ".join(f"{k} {v}" for k, v in sorted(first.skipped.items()))] if first.skipped else []),
         *[f"\nNot refined (trust_spec {p}): {n} input(s) the refiner failed on, kept as they were and counted "

@@ -23,7 +23,7 @@ from data_gen.corrupt.rules import corrupt
 from refiner import formats
 from refiner.calls import ToolCall, same_calls
 from refiner.eval.bfcl import BFCL, CATEGORIES
-from refiner.eval.common import refine_all
+from refiner.eval.common import markdown_table, refine_all
 from refiner.pipeline import Refiner
 from refiner.repair import normalise_name
 from refiner.specs import load_tools
@@ -419,11 +419,9 @@ def _short_pct(hits: int, n: int) -> str:
 def class_table(result: SuiteResult) -> str:
     """Per class, summed over formats: fixed / harmed under each policy, and the worst formats (default policy)."""
     pol = [p for p in POLICIES if p in result.tables]
-    cells = " | ".join(f"fixed ({p}) | harmed ({p})" for p in pol)
-    head = f"| row | group | n | {cells} | worst formats (default) |"
-    lines = [head, "|" + "---|" * (4 + 2 * len(pol))]
-    rows = [CLEAN, *row_names()]
-    for row in rows:
+    header = ["row", "group", "n", *(f"{k} ({p})" for p in pol for k in ("fixed", "harmed")), "worst formats (default)"]
+    lines = []
+    for row in [CLEAN, *row_names()]:
         first = result.tables[pol[0]]
         if row not in first:
             continue
@@ -438,8 +436,8 @@ def class_table(result: SuiteResult) -> str:
         worst_text = ", ".join(f"{fmt} {r:.0%}" for r, fmt in worst if r < 1.0) or "none below 100%"
         group = "-" if row == CLEAN else GROUP_OF[row.split("/", 1)[0]]
         label = f"{row} (untouched)" if row == CLEAN else row
-        lines.append(f"| {label} | {group} | {n} | " + " | ".join(cells) + f" | {worst_text} |")
-    return "\n".join(lines)
+        lines.append([label, group, str(n), *cells, worst_text])
+    return markdown_table(header, lines)
 
 
 def group_rates(result: SuiteResult, group: str = "format", policy: str = "default") -> dict[str, tuple[int, int]]:
@@ -465,31 +463,28 @@ def matrix_table(result: SuiteResult, policy: str) -> str:
     """Row × format: % fixed (``untouched`` for the clean row); ``-`` where the class does not apply."""
     table = result.tables[policy]
     fmts = [f for f in result.fmts if result.inputs.carried[f]]
-    lines = ["| row | " + " | ".join(fmts) + " |", "|---|" + "---|" * len(fmts)]
+    lines = []
     for row in [CLEAN, *row_names()]:
         if row not in table:
             continue
         metric = "untouched" if row == CLEAN else "fixed"
-        cells = []
-        for f in fmts:
-            c = table[row].get(f)
-            cells.append(_short_pct(c[metric], c["n"]) if c else "-")
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        cells = [_short_pct(c[metric], c["n"]) if (c := table[row].get(f)) else "-" for f in fmts]
+        lines.append([row, *cells])
+    return markdown_table(["row", *fmts], lines)
 
 
 def coverage_table(result: SuiteResult) -> str:
     """Per format: records carried, records skipped (and why), inputs, classes that did not apply."""
-    lines = ["| format | records carried | skipped (reason) | inputs | classes not applicable (records) |",
-             "|---|---|---|---|---|"]
+    lines = []
     for f in result.fmts:
         skipped = result.inputs.cannot_carry.get(f, Counter())
         why = ", ".join(f"{k}: {v}" for k, v in skipped.most_common()) or "0"
         n_inputs = sum(1 for it in result.inputs.items if it.fmt == f)
         na = result.inputs.not_applicable.get(f, Counter())
         na_text = ", ".join(f"{k} {v}" for k, v in sorted(na.items())) or "none"
-        lines.append(f"| {f} | {result.inputs.carried[f]} | {why} | {n_inputs} | {na_text} |")
-    return "\n".join(lines)
+        lines.append([f, str(result.inputs.carried[f]), why, str(n_inputs), na_text])
+    return markdown_table(["format", "records carried", "skipped (reason)", "inputs", "classes not applicable (records)"],
+                          lines)
 
 
 def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
