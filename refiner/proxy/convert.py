@@ -40,6 +40,11 @@ def refine_request(body: dict, tool_calls: Sequence[dict]) -> dict:
             upstream_text(tool_calls), "format": WIRE_FORMAT}
 
 
+def arguments_text(call: dict) -> str:
+    """A call's arguments as OpenAI's ``function.arguments`` JSON text."""
+    return json.dumps(call.get("arguments") or {}, ensure_ascii=False)
+
+
 def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
@@ -64,9 +69,8 @@ def rebuild_tool_calls(original: Sequence[dict], calls: Sequence[dict]) -> list[
     out = []
     for c, j in zip(calls, owner):
         given = original[j].get("id") if j is not None and isinstance(original[j], dict) else None
-        arguments = json.dumps(c.get("arguments") or {}, ensure_ascii=False)
         out.append({"id": given or new_call_id(), "type": "function",
-                    "function": {"name": c["name"], "arguments": arguments}})
+                    "function": {"name": c["name"], "arguments": arguments_text(c)}})
     return out
 
 

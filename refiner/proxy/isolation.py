@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from refiner.pipeline import describe_error
 from refiner.proxy import forks, work
 from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS, KeptTexts, ToolList
 
@@ -214,7 +215,7 @@ class WorkerPool:
         try:
             blob, refs = pickle_payload(payload, self._numbers)
         except Exception as e:  # noqa: BLE001 - a payload that cannot be pickled fails its task only
-            raise WorkFailed(f"{type(e).__name__}: {e}") from None
+            raise WorkFailed(describe_error(e)) from None
         loop = self._loop
         task = _Task(name, blob, refs, loop.create_future(), loop.time() + timeout)
         task.timers.append(loop.call_at(task.deadline, self._expire, task))
@@ -424,5 +425,5 @@ class ThreadRunner:
             self.stats["timeouts"] += 1
             raise WorkTimeout("deadline passed (the thread keeps running)") from None
         except Exception as e:  # noqa: BLE001 - same contract as a worker process
-            raise WorkFailed(f"{type(e).__name__}: {str(e)[:300]}") from None
+            raise WorkFailed(describe_error(e)) from None
         return value, asyncio.get_running_loop().time() - start

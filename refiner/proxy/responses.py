@@ -4,12 +4,12 @@ answer's ``tool_calls`` are, whole and streamed.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from refiner.proxy.refining import ChoiceResult, Refinement, report
+from refiner.proxy.stream import sse
 from refiner.proxy.upstream import UpstreamError
 from refiner.specs import ToolList
 
@@ -102,10 +102,6 @@ def reported(response: dict, result: ChoiceResult | None) -> dict[str, str]:
     return headers
 
 
-def sse(event: dict) -> str:
-    return f"event: {event.get('type', 'message')}\ndata: {json.dumps(event, ensure_ascii=False)}\n\n"
-
-
 async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict) -> AsyncIterator[str]:
     """The SSE text for the upstream's Responses stream ``events``. An upstream failure mid-stream ends it with an
     ``error`` event; calls held back then are not sent."""
@@ -117,7 +113,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict)
         if "sequence_number" in event:
             event = {**event, "sequence_number": seq}
         seq += 1
-        return sse(event)
+        return sse(event, event.get("type", "message"))
 
     try:
         async for event in events:
@@ -137,7 +133,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict)
                 continue
             yield numbered(event)
     except UpstreamError as e:
-        yield sse(error_event(e, seq))
+        yield sse(error_event(e, seq), "error")
 
 
 def error_event(e: UpstreamError, seq: int) -> dict:

@@ -19,8 +19,9 @@ DONE = "data: [DONE]\n\n"
 log = logging.getLogger("refiner.proxy")
 
 
-def sse(obj: dict) -> str:
-    return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
+def sse(obj: dict, event: str | None = None) -> str:
+    """One server-sent event: ``obj`` as its data, after an ``event:`` line when ``event`` names one."""
+    return (f"event: {event}\n" if event else "") + f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
 
 
 class StreamBuffer:

@@ -11,7 +11,6 @@ whole in the delta that closes it.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import sys
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ from refiner.proxy.content import (
     run_sync,
     tool_names,
 )
+from refiner.proxy.convert import arguments_text
 from refiner.proxy.reasoning import Reasoning
 from refiner.proxy.thinking import PromptReasoning
 
@@ -126,10 +126,6 @@ class Reader:
 def off(request: Any) -> bool:
     """``tool_choice: "none"``: the generation is content, whatever it holds."""
     return getattr(request, "tool_choice", None) == "none"
-
-
-def arguments_text(call: dict) -> str:
-    return json.dumps(call.get("arguments") or {}, ensure_ascii=False)
 
 
 def served_template(tokenizer: Any) -> PromptReasoning:

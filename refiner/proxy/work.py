@@ -19,7 +19,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.reading import read_upstream
-from refiner.pipeline import Job, Refiner, load_request_tools
+from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
 from refiner.proxy.content import ContentSplit, Openers, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
@@ -246,7 +246,7 @@ def serve(sock: socket.socket, refiner: Refiner) -> None:
         except Missing as e:
             reply = (None, e.numbers)
         except Exception as e:  # noqa: BLE001 - reported to the proxy, which answers without refinement
-            reply = (False, f"{type(e).__name__}: {str(e)[:300]}")
+            reply = (False, describe_error(e))
         try:
             sock.sendall(frame(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)))
         except OSError:
