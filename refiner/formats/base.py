@@ -477,13 +477,17 @@ class _Head:
     def __init__(self, head: str, markers: Sequence[str]) -> None:
         self.head, self.markers, self.ascii, self.is_marker = head, tuple(markers), head.isascii(), head in markers
         self.ascii_markers = tuple(m for m in markers if m.isascii())
-        self.by_third: dict[str, tuple[str, ...]] | None = None  # the longer markers by their third character
-        self.longer = sum(len(m) > 2 for m in markers)
-        if len(markers) > WALK_MARKERS:
-            self.by_third = {}
-            for m in markers:
-                if len(m) > 2:
-                    self.by_third[m[2]] = (*self.by_third.get(m[2], ()), m)
+        longer = [m for m in markers if len(m) > 2]
+        self.longer = len(longer)
+        # a head of many markers: the longest of its longer markers written at a place (one match), and the markers
+        # each of them begins with (also written there)
+        self.walk = len(markers) > WALK_MARKERS
+        self.longest: re.Pattern | None = None
+        self.starts: dict[str, tuple[str, ...]] = {}
+        if self.walk:
+            longer.sort(key=len, reverse=True)
+            self.longest = re.compile("|".join(map(re.escape, longer)))
+            self.starts = {m: (m, *(o for o in longer if o != m and m.startswith(o))) for m in longer}
 
 
 class _MarkerTable:
@@ -538,8 +542,8 @@ def marker_table() -> _MarkerTable:
 def marker_positions(text: str) -> dict[str, int]:
     """Where each registered marker first occurs in ``text``: marker -> position, for the markers that occur. Per
     head (a marker's first two characters) that occurs: a head of few markers searches for each of them; a head of
-    many walks its first :data:`HEAD_WALK` occurrences, each checked against the markers sharing its third character,
-    and then searches for the markers not yet found. Markers with other than ASCII characters are not looked for in
+    many walks its first :data:`HEAD_WALK` occurrences, at each taking the longest of its markers written there (one
+    regular expression match) and those that one begins with, and then searches for the markers not yet found. Markers with other than ASCII characters are not looked for in
     an ASCII text."""
     out: dict[str, int] = {}
     ascii_text = text.isascii()
@@ -549,7 +553,7 @@ def marker_positions(text: str) -> dict[str, int]:
         at = text.find(h.head)
         if at < 0:
             continue
-        if h.by_third is None:
+        if not h.walk:
             for m in h.ascii_markers if ascii_text else h.markers:
                 i = text.find(m, at) if len(m) > 2 else at
                 if i >= 0:
@@ -558,11 +562,14 @@ def marker_positions(text: str) -> dict[str, int]:
         if h.is_marker:
             out[h.head] = at
         left = h.longer
+        longest, starts = h.longest.match, h.starts
         for _ in range(HEAD_WALK):
-            for m in h.by_third.get(text[at + 2 : at + 3], ()):
-                if m not in out and text.startswith(m, at):
-                    out[m] = at
-                    left -= 1
+            written = longest(text, at)
+            if written is not None:
+                for m in starts[written.group()]:
+                    if m not in out:
+                        out[m] = at
+                        left -= 1
             at = text.find(h.head, at + 1)
             if at < 0 or not left:
                 break
