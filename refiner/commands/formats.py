@@ -15,12 +15,11 @@ from refiner.commands import fail
 def markdown_table() -> str:
     """The README's table of wire formats, generated from the registry (``tool-refiner formats --markdown``)."""
     from refiner import formats
+    from refiner.eval.common import markdown_table as table
 
-    lines = ["| name | ordered | shape |", "|---|---|---|"]
-    for f in formats.all_formats():
-        shape = f.description.replace("|", "\\|")
-        lines.append(f"| `{f.name}` | {'yes' if f.order_sensitive else ''} | `{shape}` |")
-    return "\n".join(lines) + "\n"
+    rows = [(f"`{f.name}`", "yes" if f.order_sensitive else "", "`" + f.description.replace("|", "\\|") + "`")
+            for f in formats.all_formats()]
+    return table(("name", "ordered", "shape"), rows) + "\n"
 
 
 def derived_text(d: dict) -> str:

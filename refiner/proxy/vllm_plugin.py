@@ -84,8 +84,7 @@ class Reader:
         self.tools = tools or None
         self.names = tool_names({"tools": tools})
         self.split = ContentSplit(Openers(frozenset(self.names), markers(self.refiner.fmt)))
-        self.driver = CallDriver(self.split)
-        self.sent: list[dict] = []  # calls read before the end
+        self.driver = CallDriver(self.split)  # (its ``calls``: those read before the end)
 
     def _answer(self, ask: Ask) -> Any:
         return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.tools,
@@ -94,7 +93,6 @@ class Reader:
     def feed(self, piece: str) -> tuple[str, list[dict]]:
         """``(content, calls)`` that ``piece`` releases: the calls complete and read since the last piece."""
         said = run_sync(self.driver.feed(piece), self._answer)
-        self.sent += said.calls
         return said.release, said.calls
 
     def end(self) -> tuple[str, list[dict]]:
@@ -106,8 +104,8 @@ class Reader:
             result = work.tier1(self.refiner, [work.content_item(held, self.tools, None)])[0]["result"]
             if holds_calls(result, self.names):
                 return released, list(result["calls"])
-        if self.sent:  # calls went out: the held text is theirs, not content
-            return released, list(self.sent)
+        if self.driver.calls:  # calls went out: the held text is theirs, not content
+            return released, list(self.driver.calls)
         return released + held, []
 
     def read(self, text: str) -> tuple[str | None, list[dict]]:
@@ -226,7 +224,7 @@ def _build() -> type:
             rest, calls = reader.end()
             if not calls:
                 return DeltaMessage(content=rest) if rest else None
-            sent = reader.sent
+            sent = reader.driver.calls
             if not begins_with(calls, sent):
                 log.warning("calls sent before the end differ from those read whole")
             deltas = self._call_deltas(calls[len(sent) :])
