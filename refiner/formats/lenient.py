@@ -4,6 +4,7 @@ usual key spellings. None raises; each defect met is a :class:`~refiner.formats.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -50,9 +51,37 @@ def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf'({alts})|{run}|"', re.DOTALL)
 
 
+# Tells whether JSON values run to the end of the text valid as far as they go (lenient: raw line breaks in strings).
+_CUT_DECODER = json.JSONDecoder(strict=False)
+_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # a \u escape the text stops in (the decoder refuses one at the end)
+MAX_CUT_VALUES = 64  # JSON values before the one a text was cut in (a block of one call per line)
+
+
+def _cut_inside(text: str, start: int, quote: int) -> bool:
+    """Whether the JSON values from ``start`` (one after another, blanks between) are valid up to the string opened
+    at ``quote``, which the end of the text leaves open: a text cut inside that string, not a quote lost in the
+    middle of the text. Linear: each value is decoded once."""
+    pos = start
+    for _ in range(MAX_CUT_VALUES):
+        try:
+            _, end = _CUT_DECODER.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            if e.msg.startswith("Unterminated string"):
+                return e.pos == quote
+            return e.msg.startswith("Invalid \\uXXXX") and e.pos > quote and _CUT_ESCAPE.fullmatch(text, e.pos) is not None
+        except (ValueError, RecursionError):
+            return False
+        pos = skip_ws(text, end)
+        if pos >= quote or text[pos : pos + 1] not in ("{", "["):
+            return False
+    return False
+
+
 class TokenFinder:
     """The first of some tokens at or after a position, outside JSON strings (``{"s": "a </tool_call> b"}`` does not
-    end its block). Once a string is left open, tokens are searched plainly: every search is linear."""
+    end its block). A string left open by the end of the text is one of two things: the text was cut inside it, when
+    the JSON before it is valid (:func:`_cut_inside`), and no token after its quote is one; else a quote was lost,
+    and tokens are searched plainly from that quote on, and from then on. Every search is linear."""
 
     def __init__(self, text: str, tokens: Sequence[str]) -> None:
         self.text = text
@@ -60,23 +89,28 @@ class TokenFinder:
         self.pattern = _outside_strings(self.tokens)
         # (no tag starts with a quote; without tokens there is nothing to skip strings for)
         self.plain = not self.tokens or any(t.startswith('"') for t in self.tokens)
+        self.end = len(text)  # tokens are looked for before this: the quote of the string the text was cut in
 
     def first(self, pos: int) -> tuple[int, str | None]:
         """``(position, token)`` of the earliest token at or after ``pos``, or ``(len(text), None)``; strings are
         skipped only where a JSON value starts at ``pos``."""
-        text = self.text
-        if not self.plain and text[skip_ws(text, pos) : skip_ws(text, pos) + 1] in ("{", "["):
-            for m in self.pattern.finditer(text, pos):
+        text, end = self.text, self.end
+        start = skip_ws(text, pos)
+        if not self.plain and text[start : start + 1] in ("{", "["):
+            for m in self.pattern.finditer(text, pos, end):
                 if m.group(1) is not None:
                     return m.start(), m.group(1)
                 if m.group() == '"':
-                    self.plain = True  # a string left open: the rest is read plainly
+                    if end < len(text) or _cut_inside(text, start, m.start()):  # (decoded once at most)
+                        self.end = m.start()
+                        return len(text), None
+                    self.plain, pos = True, m.start()  # a quote lost: the rest is read plainly
                     break
             else:
                 return len(text), None
         best, which = len(text), None
         for t in self.tokens:
-            i = text.find(t, pos, best + len(t))
+            i = text.find(t, pos, min(best + len(t), end))
             if 0 <= i < best:
                 best, which = i, t
         return best, which
