@@ -528,3 +528,15 @@ def test_an_upstream_failure_mid_stream_releases_what_was_held(upstream) -> None
                                                                                           "finish_reason": None}]}])
         assert "".join(pieces) == "Check.\n\n" + held and reasoning_of(got) == "plan"
         assert [c["function"]["name"] for c in calls] == names
+
+
+def test_an_upstream_failure_mid_stream_releases_an_answer_held_for_its_reasoning(upstream) -> None:
+    """An answer held while it is not known whether the prompt opened a reasoning block (no block marker yet)
+    reaches the client as it came when the upstream stalls, before the error event."""
+    text = "Sure: the weather in Paris is fine today."
+    with serve_in_thread(create_app(upstream + "/v1", timeout=1.0, workers=0)) as url:
+        _, got = stream(url, body(text, x_fake={"content": text, "stream_stall": 3}))
+    assert got[-1]["error"]["type"] == "upstream_timeout"
+    pieces, calls, _ = streamed([c for c in got if c.get("choices")] + [{"choices": [{"delta": {},
+                                                                                      "finish_reason": None}]}])
+    assert "".join(pieces) == text and not calls and reasoning_of(got) == ""

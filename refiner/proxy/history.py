@@ -4,11 +4,10 @@ repaired by tier 1 before the request is forwarded; only what was wrong is repla
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from refiner.proxy.content import tool_names
-from refiner.proxy.convert import WIRE_FORMAT, argument_problem, upstream_text
+from refiner.proxy.convert import WIRE_FORMAT, argument_problem, arguments_text, upstream_text
 
 MAX_HEALED_CALLS = 64  # per request; further broken calls are left as sent (and reported)
 
@@ -19,6 +18,8 @@ class Broken:
     call: int
     tool_call: dict
     problems: list[str]
+    bad_arguments: bool = False
+    offered: set[str] = field(default_factory=set)  # the request's tool names, when the call's name is not one
 
     def entry(self, *more: str) -> dict:
         """The report's entry for this call (nothing fixed yet)."""
@@ -64,14 +65,11 @@ def find_broken(body: dict) -> list[Broken]:
             fn = tc.get("function") if isinstance(tc, dict) else None
             if not isinstance(fn, dict):
                 continue
-            problems = []
             problem = argument_problem(fn.get("arguments"))
-            if problem:
-                problems.append(problem)
-            if names and fn.get("name") not in names:
-                problems.append(f"unknown tool name {fn.get('name')!r}")
+            bad_name = bool(names) and fn.get("name") not in names
+            problems = [p for p in (problem, bad_name and f"unknown tool name {fn.get('name')!r}") if p]
             if problems:
-                found.append(Broken(mi, ci, tc, problems))
+                found.append(Broken(mi, ci, tc, problems, problem is not None, names if bad_name else set()))
     return found
 
 
@@ -84,7 +82,6 @@ def repair_items(body: dict, broken: list[Broken]) -> list[dict]:
 
 def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tuple[dict, HistoryReport]:
     """The request with the repaired calls in place (a copy; ``body`` is not changed) and the report."""
-    names = tool_names(body)
     out = {**body, "messages": list(body["messages"])}
     report = HistoryReport()
     renamed: dict[str, tuple[str, str]] = {}  # call id -> (old name, new name)
@@ -96,11 +93,10 @@ def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tup
         new_fn = dict(fn)
         if result.get("stage") != "error" and len(calls) == 1:
             call = calls[0]
-            if argument_problem(fn.get("arguments")) and isinstance(call.get("arguments"), dict):
-                new_fn["arguments"] = json.dumps(call["arguments"], ensure_ascii=False)
+            if b.bad_arguments and isinstance(call.get("arguments"), dict):
+                new_fn["arguments"] = arguments_text(call)
                 entry["fixed"].append("arguments")
-            bad_name = names and fn.get("name") not in names
-            if bad_name and call.get("name") in names:
+            if call.get("name") in b.offered:
                 new_fn["name"] = call["name"]
                 entry["fixed"].append("name")
                 entry["name"] = {"from": fn.get("name"), "to": call["name"]}

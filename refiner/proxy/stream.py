@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import CallDriver, ContentSplit, begins_with
+from refiner.proxy.content import CallDriver, ContentSplit, begins_with, run_sync
 from refiner.proxy.convert import argument_problem, new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
@@ -168,12 +168,12 @@ class AnswerStream:
         """Everything held, as it is (the upstream failed mid-stream)."""
         reasoning, answer = self.reasoning.end()
         pending = self.trim.pending if self.trim is not None else ""  # released by the split, held here
-        if self.split is None:
+        if self.driver is None:
             return reasoning, pending + answer
-        self.split.give_up_checks()
-        if answer:
-            self.split.feed(answer)
-        released = pending + self.split.end().release
+        self.stop_early_calls()
+        self.split.give_up_checks()  # (a region already open is released: its question gets no answer)
+        released = pending + "".join(run_sync(step, lambda _: None).release for step in (self.driver.feed(answer),
+                                                                                       self.driver.end()))
         return reasoning, released if self.calls else released + self.split.held  # (sent calls are not sent twice)
 
     def finish(self, tail: str, separated: bool) -> str:
