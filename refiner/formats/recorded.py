@@ -9,10 +9,10 @@ any blanks in the text::
     object    := {NAME_KEY: NAME, ARGS_KEY: {...}} | {WRAPPER: {...}, ...}
     arguments := {...} | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*
 
-A value is JSON, a string between the family's quote tokens (:func:`read_quoted`), or the raw text up to its
-terminator read by :func:`refiner.formats.xmlvalues.read_value` and settled by the specs (:meth:`RecordFormat.retype`).
-Literals are searched forward only (:class:`~refiner.formats.xmlvalues.Finder`); at most
-:data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` calls are read.
+A value is JSON, a string between the family's quote tokens (:func:`~refiner.formats.quoted.read_quoted`), or the
+raw text up to its terminator read by :func:`refiner.formats.xmlvalues.read_value` and settled by the specs
+(:meth:`RecordFormat.retype`). Literals are searched forward only (:class:`~refiner.formats.xmlvalues.Finder`); at
+most :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` calls are read.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
+from refiner.formats.quoted import MAX_KEY_CHARS, holds_quote, read_quoted, skip_blanks, write_quoted
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
@@ -34,8 +35,6 @@ from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_va
 Record = Any  # refiner.formats.derive.record.Record (which imports this module): only its fields are read
 
 MAX_NAME_CHARS = 256  # a tool name (or a call id) longer than this is not one
-MAX_KEY_CHARS = 256
-MAX_DEPTH = 64  # containers nested deeper in a value written with quote tokens are not read
 DERIVED_RANK = 1000  # after every built-in format: detection tries it last
 
 
@@ -48,15 +47,7 @@ class _Stop(Exception):
         self.partial = partial  # the call read so far, when the text ended inside it
 
 
-_WS = re.compile(r"[ \t\r\n]*")
-MAX_UNREADABLE_NOTES = 8  # calls that could not be read, reported one by one (then counted)
-
-
 _WORD = re.compile(r"\S*")
-
-
-def _ws(text: str, pos: int) -> int:
-    return _WS.match(text, pos).end()
 
 
 def _word_end(text: str, pos: int, limit: int) -> int:
@@ -110,7 +101,8 @@ class RecordFormat(base.WireFormat):
             return 0
         opener = r.reasoning_start.strip()
         head = text[: k]
-        if r.prompt_opens_reasoning or (opener and text[_ws(text, 0):].startswith(opener)) or opener not in head:
+        opened = opener and text.startswith(opener, skip_blanks(text, 0))
+        if r.prompt_opens_reasoning or opened or opener not in head:
             return k + len(close)
         return 0
 
@@ -168,7 +160,7 @@ class RecordFormat(base.WireFormat):
                         cut = (None, None, {})
                     return calls, None, cut
                 failed += 1
-                if failed <= MAX_UNREADABLE_NOTES:
+                if failed <= base.MAX_NOTES:
                     out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
                 # the next call is looked for after where this one failed: no part of the text is read twice
                 nxt = find.next(c["opener"], max(pos + 1, e.position)) if c["opener"] else -1
@@ -176,7 +168,7 @@ class RecordFormat(base.WireFormat):
                     break
                 pos = nxt
                 continue
-            p = _ws(text, pos)
+            p = skip_blanks(text, pos)
             if c["call_sep"] and text.startswith(c["call_sep"], p):
                 pos = p + len(c["call_sep"])
                 continue
@@ -188,10 +180,10 @@ class RecordFormat(base.WireFormat):
         else:
             if out is not None:
                 out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls read or tried; the rest was not read")
-        if failed > MAX_UNREADABLE_NOTES and out is not None:
+        if failed > base.MAX_NOTES and out is not None:
             out.note("unreadable", f"{failed} calls could not be read in all")
         if c["section_end"]:
-            p = _ws(text, pos)
+            p = skip_blanks(text, pos)
             if text.startswith(c["section_end"], p):
                 pos = p + len(c["section_end"])
             elif strict:
@@ -203,7 +195,7 @@ class RecordFormat(base.WireFormat):
     def _expect(self, text: str, pos: int, lit: str, what: str) -> int:
         if not lit:
             return pos
-        p = _ws(text, pos)
+        p = skip_blanks(text, pos)
         if text.startswith(lit, p):
             return p + len(lit)
         cut = _cut_inside(text, p, lit)
@@ -213,14 +205,14 @@ class RecordFormat(base.WireFormat):
         c, r = self._c, self.record
         pos = self._expect(text, pos, c["opener"], "to open a call")
         if r.shape == "json_object":
-            obj, pos = self._json(text, _ws(text, pos), "the call")
+            obj, pos = self._json(text, skip_blanks(text, pos), "the call")
             call = self._call_of(obj, pos)
         else:
             name, pos = self._name(text, pos, find)
             if r.id_position == "after_name":
                 pos = self._id(text, pos, find, name)
             if r.shape == "json_args":
-                pos = _ws(text, pos)
+                pos = skip_blanks(text, pos)
                 args, pos = self._json(text, pos, f"the arguments of {name}")
                 if not isinstance(args, dict):
                     raise _Stop(f"the arguments of {name} are not an object", pos)
@@ -291,7 +283,7 @@ class RecordFormat(base.WireFormat):
         return ToolCall(name, args)
 
     def _json_list(self, text: str, pos: int) -> tuple[list[ToolCall], int]:
-        pos = _ws(text, pos)
+        pos = skip_blanks(text, pos)
         value, end = self._json(text, pos, "the calls")
         if not isinstance(value, list):
             raise _Stop("the calls are not a JSON list", pos)
@@ -301,7 +293,7 @@ class RecordFormat(base.WireFormat):
         c, _r = self._c, self.record
         args: dict[str, Any] = {}
         while True:
-            p = _ws(text, pos)
+            p = skip_blanks(text, pos)
             if p >= len(text):
                 raise _Stop(f"the text stops inside the call to {name}", p, True, ToolCall(name, args))
             if c["call_end"] and text.startswith(c["call_end"], p):
@@ -326,7 +318,7 @@ class RecordFormat(base.WireFormat):
             args[key] = value
             pos = p
             if c["arg_sep"]:
-                q = _ws(text, pos)
+                q = skip_blanks(text, pos)
                 if text.startswith(c["arg_sep"], q):
                     pos = q + len(c["arg_sep"])
 
@@ -361,7 +353,7 @@ class RecordFormat(base.WireFormat):
 
     def _value(self, text: str, p: int, find: Finder, name: str, key: str, typed: bool) -> tuple[Any, int]:
         c, r = self._c, self.record
-        q = _ws(text, p)
+        q = skip_blanks(text, p)
         if r.strings == "json" or r.strings == "quoted" and text.startswith(("{", "["), q) and r.literals == "json":
             value, q = self._json(text, q, f"the value of {key}")
             return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
@@ -397,7 +389,7 @@ class RecordFormat(base.WireFormat):
             else:
                 core, hit = lit[1:], find.next("\n", p)
                 while hit >= 0 and core:
-                    after = _ws(text, hit)
+                    after = skip_blanks(text, hit)
                     if text.startswith(core, after):
                         break
                     # (every line break in the run of spaces just skipped leads to the same place)
@@ -459,7 +451,7 @@ class RecordFormat(base.WireFormat):
         elif r.strings == "quoted":
             text = write_quoted(value, r.quote_open, r.quote_close) if isinstance(value, str) or \
                 r.literals == "quoted" else self._dumps(value)
-            if _holds_quote(value, r.quote_close):
+            if holds_quote(value, r.quote_close):
                 raise self.render_error(f"call #{i}: the value of {key} holds the closing quote {r.quote_close!r}")
         else:
             try:
@@ -485,99 +477,6 @@ class RecordFormat(base.WireFormat):
         if self.record.strings in ("json", "quoted"):  # the family says which values are strings
             return list(calls)
         return retype_calls(calls, tools, python_literals=self.record.literals == "python")
-
-
-def write_quoted(value: Any, q_open: str, q_close: str) -> str:
-    """``value`` written with bare keys and strings between the quote tokens, compact (as Gemma writes it)."""
-    if isinstance(value, str):
-        return q_open + value + q_close
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{write_quoted(v, q_open, q_close)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(write_quoted(v, q_open, q_close) for v in value) + "]"
-    return json.dumps(value, allow_nan=False)
-
-
-def _holds_quote(value: Any, q_close: str) -> bool:
-    if isinstance(value, str):
-        return q_close in value
-    if isinstance(value, dict):
-        return any(q_close in str(k) or _holds_quote(v, q_close) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_quote(v, q_close) for v in value)
-    return False
-
-
-_SCALAR = re.compile(r"[^\s,:{}\[\]]+")
-_CLOSES = {"{": "}", "[": "]"}
-
-
-def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) -> tuple[Any, int]:
-    """The value at ``pos`` written with bare keys and strings between the quote tokens (a string, or a list or
-    object of such values; a bare scalar inside a container is a JSON literal): ``(value, end)``. Raises
-    ``ValueError`` (``not closed`` when the text ends inside it). One pass: the value is rewritten as JSON and
-    decoded once."""
-    out: list[str] = []
-    stack: list[str] = []
-    i, key_next = pos, False
-    while True:
-        i = _ws(text, i)
-        if i >= len(text):
-            raise ValueError("a value not closed")
-        if stack and text[i] == _CLOSES[stack[-1]] and out[-1] in "{[":  # an empty container
-            out.append(text[i])
-            stack.pop()
-            i += 1
-        elif key_next:
-            j = text.find(":", i, i + MAX_KEY_CHARS)
-            key = text[i:j].strip() if j >= 0 else ""
-            if q_open and key.startswith(q_open) and key.endswith(q_close) and len(key) >= len(q_open + q_close):
-                key = key[len(q_open): len(key) - len(q_close)]
-            if not key:
-                raise ValueError("a key with no ':' after it" + (" (not closed)" if j < 0 else ""))
-            out.append(json.dumps(key) + ":")
-            i, key_next = j + 1, False
-            continue
-        elif q_open and text.startswith(q_open, i):
-            j = find.next(q_close, i + len(q_open))
-            if j < 0:
-                raise ValueError("a string not closed")
-            out.append(json.dumps(text[i + len(q_open): j], ensure_ascii=False))
-            i = j + len(q_close)
-        elif text[i] in "{[":
-            if len(stack) >= MAX_DEPTH:
-                raise ValueError(f"more than {MAX_DEPTH} nested containers")
-            stack.append(text[i])
-            out.append(text[i])
-            i, key_next = i + 1, text[i] == "{"
-            if text.startswith("}", _ws(text, i)):
-                key_next = False
-            continue
-        else:
-            m = _SCALAR.match(text, i)
-            if m is None:
-                raise ValueError(f"no value at {text[i]!r}")
-            out.append(m.group())
-            i = m.end()
-        while stack:  # after a value: closers, or a comma and the next item
-            i = _ws(text, i)
-            if i >= len(text):
-                raise ValueError("a container not closed")
-            if text[i] == _CLOSES[stack[-1]]:
-                out.append(text[i])
-                stack.pop()
-                i += 1
-                continue
-            if text[i] != ",":
-                raise ValueError(f"{text[i]!r} where ',' or {_CLOSES[stack[-1]]!r} was expected")
-            out.append(",")
-            i, key_next = i + 1, stack[-1] == "{"
-            break
-        if not stack:
-            try:
-                return JSON_DECODER.decode("".join(out)), i
-            except (ValueError, RecursionError) as e:
-                raise ValueError(f"not a value: {e}") from None
 
 
 def _cut_inside(text: str, p: int, lit: str) -> bool:
