@@ -68,7 +68,8 @@ def _cut_inside(text: str, start: int, quote: int) -> bool:
         except json.JSONDecodeError as e:
             if e.msg.startswith("Unterminated string"):
                 return e.pos == quote
-            return e.msg.startswith("Invalid \\uXXXX") and e.pos > quote and _CUT_ESCAPE.fullmatch(text, e.pos) is not None
+            cut_escape = e.msg.startswith("Invalid \\uXXXX") and _CUT_ESCAPE.fullmatch(text, e.pos) is not None
+            return cut_escape and e.pos > quote
         except (ValueError, RecursionError):
             return False
         pos = skip_ws(text, end)
