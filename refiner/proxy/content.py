@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -25,9 +26,15 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 def markers(own: str | None = None) -> tuple[str, ...]:
     """The call markers of every registered format, longest first: its detection markers and closers and its tags
-    that are tags or sentinel tokens. ``own``: a format whose detection markers all count."""
+    that are tags or sentinel tokens. ``own``: a format whose detection markers all count. Made once per state of the
+    registry."""
+    return _markers(own, tuple(formats.all_formats()))
+
+
+@functools.lru_cache(maxsize=16)
+def _markers(own: str | None, registered: tuple) -> tuple[str, ...]:
     found = set(getattr(formats.get(own).detection, "markers", ())) if own else set()
-    for f in formats.all_formats():
+    for f in registered:
         detection = getattr(f, "detection", None)
         candidates = [*(getattr(f, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
                       *(getattr(detection, "closers", ()) or ())]
