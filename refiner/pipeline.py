@@ -180,7 +180,7 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     try:
         tools = load_request_tools(request)
         offered = params_by_tool(tools)
-        reading = read_upstream(text, request.get("format") or default_fmt, tools)
+        reading = read_upstream(text, request.get("format") or default_fmt, tools, offered=offered)
         upstream = check_reading(reading, tools, text_values=text_values)
         tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
                               text_values=text_values, cut_off=cut_off, offered=offered, unknown_tools=unknown_tools)

@@ -178,14 +178,17 @@ def read_upstream(
     text: str,
     wanted: str | None,
     tools: Iterable[Any] | Mapping[str, Any] | None,
+    *,
+    offered: Mapping[str, Any] | None = None,
 ) -> Reading:
     """A request's upstream read once (see the module docstring): the format chosen, the text read in it, and, when
-    it is not valid there, the calls read wherever they are when that reading is the better one."""
+    it is not valid there, the calls read wherever they are when that reading is the better one. ``offered``:
+    :func:`params_by_tool` of ``tools``, when the caller has it."""
     tried: Strict = {}
     given, text = text, read(text)  # (its reasoning split made once, for every reader below)
     markers = None if wanted else marker_positions(text)  # (detection runs: its search is salvage's too)
     fmt, out_fmt, detected = choose_formats(text, wanted, tried, markers)
-    offered = params_by_tool(tools)
+    offered = _offered(tools, offered)
     got = read_text(text, fmt, tools, tried=tried, offered=offered)
     got.out_fmt, got.detected = out_fmt, detected
     got = salvaged(got, tools, offered=offered, markers=markers, tried=tried)
