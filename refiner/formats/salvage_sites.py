@@ -1,0 +1,438 @@
+"""Reading one site of :mod:`refiner.formats.salvage`'s grammar into calls: a pythonic call ``NAME(args)`` (also
+quoted as a string), or the object at a ``{`` (JSON, a Python dict literal, or repaired) as a call object, a message
+a bare format claims, a ``{NAME: {...}}`` keyed by offered tools, the arguments of a ``("NAME", {...})`` pair or of the
+``NAME{...}`` before it; and tool names resolved against the offered ones (:func:`resolve`).
+
+:class:`SiteReader` is the part of salvage's scan that reads a site; the scan (``salvage._Scan``) keeps the state and
+the budgets it charges (:data:`AST_BUDGET` characters parsed, bracket matching), and tells where a site stands
+(``context``).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import keyword
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import FormatError, Problem, WireFormat, by_rank
+from refiner.formats.jsonfix import budget_spent, lenient_json
+from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
+from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
+from refiner.formats.pythonic_scan import STRICT_STRING
+from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import dumps, skip_ws
+
+MAX_CALL_CHARS = 4096  # a call's or object's text, brackets matched within this window
+MAX_OBJECT_CHARS = 32_768  # a JSON object decoded strictly at one position
+AST_BUDGET = 32_768  # characters given to Python's parser in all
+PREFIX_CHARS = 160  # how much of a call's line before it is looked at
+
+
+class _Reader(WireFormat):
+    """Names the errors of the pythonic helpers (never registered)."""
+
+    name = "salvage"
+
+
+_READER = _Reader()
+_NON_ALNUM = re.compile(r"[^0-9a-z]+")
+_SPELLING = re.compile(r"[\w.\- ]{1,256}")  # what another spelling of a tool name may hold
+# A call: a dotted identifier (markdown-escaped underscores allowed) not inside a longer name, then "(".
+CALL = re.compile(r"(?<![\w.\\])([^\W\d](?:\w|\\_)*(?:\.[^\W\d](?:\w|\\_)*)*)[ \t]*\(")
+_TRAILER = " \t;,.)]}'\"`*"  # what may follow a call on its line without making it part of a sentence
+_SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")  # a list item's tool name written with spaces
+_PAIR_HEAD = re.compile(r"[\[(][ \t]*(['\"])([^'\"\n]{1,256})\1[ \t]*,[ \t\n]*\Z")
+_PAIR_TAIL = re.compile(r"[ \t\n]*[\])]")
+_NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
+_NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")  # NAME, or Kimi-K2's functions.NAME:0
+_V3_TYPE = "function"
+
+
+@functools.lru_cache(maxsize=1)
+def _tokens() -> tuple[str, ...]:
+    """Every registered format's markers and closers that may stand between a tool name and its arguments."""
+    return tuple(m for f in by_rank() for m in (*f.detection.markers, *f.detection.closers) if len(m) > 2)
+
+
+@functools.lru_cache(maxsize=1)
+def _pythonic_format() -> str | None:
+    """The first registered format (by rank) that claims untagged pythonic calls."""
+    return next((f.name for f in by_rank() if f.claims_text("[f(a=1)]")), None)
+
+
+def normalise(name: str) -> str:
+    """A tool name for comparison: lower case, separators dropped (``getWeather`` == ``get_weather``)."""
+    return _NON_ALNUM.sub("", name.lower())
+
+
+def is_offered(name: str, offered: Mapping[str, Any] | None) -> bool:
+    """Whether ``name`` is one of the offered tools, up to case and separators (always False without tools)."""
+    return offered is not None and resolve(name, offered)[1] is not None
+
+
+def resolve(name: str, offered: Mapping[str, Any]) -> tuple[str, str | None]:
+    """``(name to emit, offered name or None)``: exact, then equal up to case and separators, then without a
+    namespace prefix (``functions.get_weather``)."""
+    if name in offered:
+        return name, name
+    if not _SPELLING.fullmatch(name):
+        return name, None  # text around a name ("``` [get_weather") is not another spelling of it
+    key = normalise(name)
+    hits = [n for n in offered if normalise(n) == key]
+    if len(hits) == 1:
+        return name, hits[0]
+    head, dot, rest = name.partition(".")
+    if dot and head.lower() in _NAMESPACE:
+        inner, hit = resolve(rest, offered)
+        if hit is not None:
+            return inner, hit
+    return name, None
+
+
+class SiteReader:
+    """The site readers of salvage's scan. The scan provides ``text``, ``at`` (where the answer starts), ``offered``,
+    the counters ``scanned``, ``parsed``, ``unreadable``, ``notes``, and ``context``, ``site``, ``add``,
+    ``match_paren``, ``in_fence``, ``placed``. Each reader returns where scanning goes on."""
+
+    text: str
+    at: int
+    offered: Mapping[str, Any] | None
+    scanned: int
+    parsed: int
+    unreadable: int
+    notes: list[str]
+
+    def call_site(self, m: re.Match) -> int:
+        """Reads the call whose name ``m`` matched; returns where scanning goes on."""
+        start, paren = m.start(1), m.end() - 1
+        written = m.group(1).replace("\\_", "_")
+        if keyword.iskeyword(written.split(".")[0]):
+            return m.end()
+        structured, where, listed = self.context(start)
+        if not structured:  # a raw ToolACE name with spaces as a list item: "[Get Stock Price(symbol='AAPL')"
+            head = _SPACED_HEAD.search(self.text, max(self.at, start - PREFIX_CHARS), start)
+            if head is not None and "\n" not in head.group(0):
+                written = " ".join(head.group(1).split() + [written])
+                start, (structured, where, listed) = head.start(1), (True, "in a list", True)
+        name, hit = (written, None) if self.offered is None else resolve(written, self.offered)
+        if (not structured and hit is None) or (self.offered is not None and hit is None and not listed):
+            return m.end()  # prose, or a name that is not offered outside a list (code, a sentence)
+        if start > self.at and self.text[start - 1] in ("'", '"'):
+            got = self.quoted_call(start - 1, written, name, hit, structured, where, listed)
+            if got is not None:
+                return got
+        close, closed = self.match_paren(paren)
+        if not closed and close < len(self.text):
+            return m.end()  # not closed within the window: not a call
+        end = close + 1 if closed else len(self.text)
+        if structured and not listed and where != "in a code fence" and self.sentence_follows(end):
+            structured, where = False, "in prose"  # "get_weather() needs a city": a call inside a sentence
+            if hit is None:
+                return m.end()
+        args_src = self.text[paren + 1 : close if closed else len(self.text)]
+        call = self.read_call(name, hit, args_src, structured, cut=not closed, listed=listed)
+        if call is None:
+            return m.end()
+        self.add(self.site(start, end, [call], "pythonic call", _pythonic_format(), where, structured))
+        return end
+
+    def sentence_follows(self, end: int) -> bool:
+        """Whether prose follows a call ending at ``end`` on its line (not other calls, separators or closers)."""
+        line_end = self.text.find("\n", end, end + PREFIX_CHARS)
+        rest = self.text[end : line_end if line_end >= 0 else end + PREFIX_CHARS].lstrip(_TRAILER)
+        return bool(rest) and CALL.match(rest) is None
+
+    def quoted_call(
+        self, q: int, written: str, name: str, hit: str | None, structured: bool, where: str, listed: bool
+    ) -> int | None:
+        """A call written inside a string literal starting at ``q`` (``['f(a=1)']``): read from the string's value."""
+        m = STRICT_STRING[self.text[q]].match(self.text, q, q + MAX_CALL_CHARS)
+        if m is None:
+            return None
+        self.scanned += m.end() - 1 - q
+        self.parsed += m.end() - q
+        try:
+            node = parse_quietly(m.group())
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+            return None
+        inner = node.value.strip()
+        c = CALL.match(inner)
+        if c is None or c.group(1).replace("\\_", "_") != written or not inner.endswith(")"):
+            return None
+        if matching_paren(inner, c.end() - 1) != len(inner) - 1:
+            return None
+        call = self.read_call(name, hit, inner[c.end() : -1], structured, cut=False, listed=listed)
+        if call is None:
+            return None
+        self.add(self.site(q, m.end(), [call], "pythonic call quoted as a string", _pythonic_format(), where,
+                           structured))
+        return m.end()
+
+    def read_call(
+        self, name: str, hit: str | None, args_src: str, structured: bool, cut: bool, listed: bool = False
+    ) -> ToolCall | None:
+        """The call ``name(args_src)``, or None when its arguments are not a call's (see the module docstring)."""
+        if cut:  # the text ends inside the call: it is not presented as a complete call (nothing is invented)
+            self.notes.append(f"a call to {name} cut off by the end of the text is left out")
+            return None
+        attempts = [args_src] + ([args_src.replace("\\_", "_")] if "\\_" in args_src else [])
+        for src_args in attempts:
+            src = f"f({src_args})"
+            if len(src) > MAX_CALL_CHARS + 3 or self.parsed + len(src) > AST_BUDGET:
+                return None
+            self.parsed += len(src)
+            try:
+                node = parse_expr(_READER, src, 0)
+            except FormatError:
+                continue
+            if isinstance(node, ast.Call):
+                return self._call_from(name, hit, node, src, structured, listed)
+        if structured:  # a call where calls go that Python cannot read: a format's own reading there is not prose
+            self.unreadable += 1
+            self.notes.append(f"a call to {name} that could not be read")
+        return None
+
+    def _call_from(
+        self, name: str, hit: str | None, node: ast.Call, src: str, structured: bool, listed: bool
+    ) -> ToolCall | None:
+        lit = Literals(_READER, src, 0, strict=False)
+        positional = []
+        for a in node.args:
+            if isinstance(a, ast.Starred) or _kind(a) != "literal":
+                return None  # a signature (get_weather(city)) or an expression: not a call to read
+            try:
+                positional.append(lit.value(a))
+            except FormatError:
+                return None  # 1e999: no JSON value
+        kinds = [_kind(kw.value) for kw in node.keywords]
+        if "placeholder" in kinds or (not structured and "expression" in kinds):
+            return None
+        problems: list[Problem] = []
+        try:
+            args = lit.arguments(ast.Call(func=node.func, args=[], keywords=node.keywords), problems)
+        except (FormatError, RecursionError):
+            return None
+        if positional:
+            params = list(self.offered.get(hit, ()) or ()) if self.offered is not None and hit else None
+            if not place_positional(positional, args, params, problems) and not listed:
+                return None  # values that cannot be placed, outside a list: code (print("x")) or prose
+        self.notes.extend(f"{name}: {p.message}" for p in problems)
+        if not structured and not args:
+            return None
+        return ToolCall(name, args)
+
+    def object_site(self, at: int) -> int:
+        """Reads the object starting at ``at`` when it is a call (or a message holding calls); returns where scanning
+        goes on. What its Python literal was read as otherwise than written (bytes as text) is noted with its calls."""
+        problems: list[Problem] = []
+        value, end = self._object_value(at, problems)
+        sites = len(self.sites)
+        pos = self._object_calls(at, end, value)
+        if len(self.sites) > sites:
+            self.notes.extend(p.message for p in problems)
+        return pos
+
+    def _object_calls(self, at: int, end: int, value: Any) -> int:
+        if not isinstance(value, dict):
+            return at + 1
+        named = self.named_object(at, end, value)
+        if named is not None:
+            return named
+        paired = self.pair_object(at, end, value)
+        if paired is not None:
+            return paired
+        structured, where, _ = self.context(at)
+        if where == "in prose":
+            where = "after prose"
+        if _is_spec(value):  # a tool's description quoted, whichever format's shape it has
+            return at + 1
+        for fmt in by_rank():
+            if fmt.detection.bare and fmt.claims_value(value):
+                try:
+                    calls = [self.unescape_params(c) for c in fmt.parse_lenient(dumps(value)).calls
+                             if usable_name(c.name)]
+                except (TypeError, ValueError):
+                    calls = []
+                if calls:
+                    self.add(self.site(at, end, calls, f"JSON message ({fmt.name})", fmt.name, where))
+                    return end
+        name = _object_name(value)
+        if name is None:
+            return self.keyed_object(at, end, value, where)
+        flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
+        if flat and not (is_offered(name, self.offered) or self.offered is None and structured):
+            return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
+        label = value.get("label")
+        call = coerce_call(value, [], outputs=(label,) if isinstance(label, str) else ())
+        if call is None or not usable_name(call.name):
+            return at + 1
+        if "\\_" in call.name:  # a markdown-escaped name
+            call = ToolCall(call.name.replace("\\_", "_"), call.arguments, call.outputs)
+        call = self.unescape_params(call)
+        if self.offered is not None:
+            resolved, hit = resolve(call.name, self.offered)
+            if hit is not None and resolved != call.name:
+                call = ToolCall(resolved, call.arguments, call.outputs)
+        fmt_name = next((f.name for f in by_rank() if f.claims_value(value)), None)
+        self.add(self.site(at, end, [call], "JSON call object", fmt_name, where))
+        return end
+
+    def keyed_object(self, at: int, end: int, value: dict, where: str) -> int:
+        """``{"NAME": {...}}`` (BFCL's answer shape): a call per key when every key names an offered tool."""
+        if not value or len(value) > 16 or self.offered is None or not all(isinstance(v, dict) for v in value.values()):
+            return at + 1
+        hits = [resolve(n, self.offered)[1] for n in value]
+        if any(h is None for h in hits):
+            return at + 1
+        calls = [self.args_call(h, v) for h, v in zip(hits, value.values())]
+        self.add(self.site(at, end, calls, "tool name keyed object", None, where))
+        return end
+
+    def pair_object(self, at: int, end: int, value: dict) -> int | None:
+        """``("NAME", {...})`` / ``["NAME", {...}]`` with NAME offered: where scanning goes on, or ``None`` when the
+        object is not the second item of such a pair."""
+        lo = max(self.at, at - 300)
+        if self.offered is None or self.text.rfind(",", lo, at) < 0:
+            return None
+        m = _PAIR_HEAD.search(self.text, lo, at)
+        tail = _PAIR_TAIL.match(self.text, end) if m is not None else None
+        if tail is None:
+            return None
+        structured, where, _ = self.context(m.start())
+        name = resolve(m.group(2).replace("\\_", "_"), self.offered)[1]
+        if name is None:
+            return None
+        self.add(self.site(m.start(), tail.end(), [self.args_call(name, value)], "name and arguments pair", None,
+                           where if structured else "in a list"))
+        return tail.end()
+
+    def args_call(self, name: str, args: dict) -> ToolCall:
+        return self.unescape_params(ToolCall(name, {str(k): v for k, v in args.items()}))
+
+    def unescape_params(self, call: ToolCall) -> ToolCall:
+        """``call`` with its markdown-escaped parameter names (``detail\\_level``) read as the names the offered
+        tool declares."""
+        if self.offered is None or not any("\\_" in k for k in call.arguments):
+            return call
+        declared = self.offered.get(call.name) or ()
+        args = {}
+        for k, v in call.arguments.items():
+            plain = k.replace("\\_", "_")
+            args[plain if plain != k and k not in declared and plain in declared and plain not in call.arguments
+                 else k] = v
+        if args.keys() == call.arguments.keys():
+            return call
+        self.notes.append(f"{call.name}: markdown-escaped parameter names read as the declared ones")
+        return ToolCall(call.name, args, call.outputs, call.step)
+
+    def named_object(self, at: int, end: int, value: dict) -> int | None:
+        """The object at ``at`` as the arguments of the tool named right before it (``NAME{...}``, a format's token
+        between them, Kimi-K2's ``functions.NAME:0``), or on the line before the code fence it is alone in (DeepSeek
+        V3, its type word ``function`` glued before the name). Where scanning goes on, or ``None``."""
+        text, lo = self.text, max(self.at, at - PREFIX_CHARS)
+        name_end = at
+        if not (text[at - 1 : at].isalnum() or text[at - 1 : at] in ("_", ".", "-", ":")):
+            name_end = next((at - len(t) for t in _tokens() if text.endswith(t, lo, at)), at)
+        start = name_end
+        while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
+            start -= 1
+        fenced = start == at
+        if fenced:  # NAME \n ```json \n {...}
+            line = text.rfind("\n", lo, at)
+            if line < 0 or text[line + 1 : at].strip() or not self.in_fence(at):
+                return None
+            fence = text.rfind("\n", lo, line)
+            if fence < 0 or not text[fence + 1 : line].strip().startswith("```"):
+                return None
+            k = text.rfind("\n", lo, fence)
+            if k < 0 and lo > self.at:
+                return None
+            start = skip_ws(text, k + 1 if k >= 0 else self.at)
+            written = text[start:fence].rstrip()
+        else:
+            written = text[start:name_end]
+        m = _NAMED_HEAD.fullmatch(written)
+        if m is None:
+            return None
+        written = m.group(1)
+        structured, where, _ = self.context(start)
+        if not structured:
+            return None
+        name, hit = (written, None) if self.offered is None else resolve(written, self.offered)
+        if hit is None and fenced and written.startswith(_V3_TYPE) and self.offered is not None:
+            name, hit = resolve(written[len(_V3_TYPE) :], self.offered)
+        if self.offered is not None and hit is None:
+            return None
+        self.add(self.site(start, end, [self.args_call(hit or name, value)], "named JSON arguments", None, where))
+        return end
+
+    def _object_value(self, at: int, problems: list[Problem]) -> tuple[Any, int]:
+        """The value of the object at ``at`` and its end: strict JSON, else a Python literal, else repaired."""
+        try:
+            value, n = JSON_DECODER.raw_decode(self.text[at : at + MAX_OBJECT_CHARS])
+            return value, at + n
+        except (ValueError, RecursionError):
+            pass
+        close, closed = self.match_paren(at)
+        if not closed and close < len(self.text):
+            return None, at + 1
+        span = self.text[at : close + 1]
+        if closed and self.parsed + len(span) <= AST_BUDGET:
+            self.parsed += len(span)
+            try:
+                node = parse_quietly(span)
+                if isinstance(node, ast.Dict) and _kind(node) != "placeholder":
+                    return Literals(_READER, span, 0, strict=False, problems=problems).value(node), close + 1
+            except (SyntaxError, ValueError, RecursionError, MemoryError, FormatError):
+                pass
+        if budget_spent() or not any(k in span for k in ("name", "function", "tool")):
+            return None, at + 1
+        return lenient_json(span), close + 1 if closed else len(self.text)
+
+
+def _kind(node: ast.AST, depth: int = 0) -> str:
+    """``"literal"`` (a JSON value, true/false/null too), ``"placeholder"`` (a bare name or ``...``: a signature) or
+    ``"expression"`` (anything else: ``math.pi``, ``1/3``)."""
+    if depth > 32:
+        return "expression"
+    if isinstance(node, ast.Constant):
+        if node.value is Ellipsis:
+            return "placeholder"
+        return "literal" if node.value is None or isinstance(node.value, (str, bool, int, float)) else "expression"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        numeric = isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
+        return "literal" if numeric else "expression"
+    if isinstance(node, ast.Name):
+        return "literal" if node.id in ("true", "false", "null") else "placeholder"
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [_kind(e, depth + 1) for e in node.elts]
+    elif isinstance(node, ast.Dict) and None not in node.keys:
+        items = [_kind(e, depth + 1) for e in (*node.keys, *node.values)]
+    else:
+        return "expression"
+    return next((k for k in ("placeholder", "expression") if k in items), "literal")
+
+
+def _object_name(value: dict) -> str | None:
+    fn = value.get("function")
+    fn_name = fn.get("name") if isinstance(fn, dict) else fn
+    names = [value.get(k) for k in NAME_KEYS] + [fn_name]
+    return next((n for n in names if isinstance(n, str) and n.strip()), None)
+
+
+def _is_spec(value: dict) -> bool:
+    """A tool's description quoted, not a call."""
+    if "description" in value:
+        return True
+    args = next((value[k] for k in ARG_KEYS if k in value), None)
+    return isinstance(args, dict) and isinstance(args.get("properties"), dict) and isinstance(args.get("type"), str)
+
+
+def usable_name(name: str) -> bool:
+    return bool(name.strip()) and len(name) <= 256 and "\n" not in name
