@@ -7,8 +7,6 @@ the model. One bad item never raises.
 from __future__ import annotations
 
 import collections
-import copy
-import functools
 import io
 import logging
 import pickle
@@ -18,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner import formats
+from refiner.formats.detect import detect_with_calls
 from refiner.formats.reading import read_upstream
 from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
 from refiner.proxy.content import ContentSplit, Openers, complete_calls, run_sync, split_whole
@@ -28,27 +27,14 @@ from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 log = logging.getLogger("refiner.proxy")
 
 
-def allowed_format(found: str | None, allowed: Sequence[str] | None) -> str | None:
-    """The detected format ``found`` when it is one of ``allowed`` (None: any), else None."""
-    return found if allowed is None or found in allowed else None
-
-
-def detect(text: str) -> str | None:
-    """The wire format detected in ``text``; None also when detection fails."""
+def detect(text: str, allowed: Sequence[str] | None) -> tuple[str | None, list | None]:
+    """``(format, calls)``: the wire format of ``text`` when it is one of ``allowed`` (None: any), else None (also
+    when detection fails), and its calls when detection found the text strictly valid there (else None)."""
     try:
-        return formats.detect_format(text)
+        found, calls = detect_with_calls(text)
     except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
-        return None
-
-
-@functools.lru_cache(maxsize=4)
-def detecting(refiner: Refiner) -> Refiner:
-    """``refiner`` without a format of its own: a text of an answer is read in the format detected in it."""
-    if refiner.fmt is None:
-        return refiner
-    plain = copy.copy(refiner)
-    plain.fmt = None
-    return plain
+        return None, None
+    return (found, calls) if allowed is None or found in allowed else (None, None)
 
 
 RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
@@ -72,22 +58,23 @@ def content_item(text: str, tools: Any, allowed: Sequence[str] | None) -> dict:
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     """The outcome of every item (see the module docstring), in order; one ``refine_batch`` call for all of them."""
     outcomes: list[dict] = [{"format": None, "result": None} for _ in items]
-    todo: list[tuple[int, Job | dict]] = []
+    todo: list[int] = []
+    requests: list[dict] = []
     for i, item in enumerate(items):
-        if not item.get("detect"):
-            job = refiner.prepare_batch([item["request"]], errors="result")[0]
-            outcomes[i]["format"] = item["request"].get("format")
-        else:  # (detected once, by the reading; a request the pipeline cannot read is detected here)
-            job = detecting(refiner).prepare_batch([{**item["request"], "format": None}], errors="result")[0]
-            found = job.upstream.reading.detected if isinstance(job, Job) else detect(item["request"]["upstream"])
-            outcomes[i]["format"] = allowed_format(found, item.get("allowed"))
-            if outcomes[i]["format"] is None:
+        request = dict(item["request"])
+        if item.get("detect"):
+            request["format"] = detect(request["upstream"], item.get("allowed"))[0]
+            if request["format"] is None:
                 continue
-        todo.append((i, job))
-    for (i, job), result in zip(todo, refiner.finish([job for _, job in todo], errors="result")):
-        outcomes[i]["result"] = read_result(result)
-        if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
-            outcomes[i]["job"] = job.sendable()
+        outcomes[i]["format"] = request.get("format")
+        todo.append(i)
+        requests.append(request)
+    if requests:
+        jobs = refiner.prepare_batch(requests, errors="result")
+        for i, job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
+            outcomes[i]["result"] = read_result(result)
+            if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
+                outcomes[i]["job"] = job.sendable()
     return outcomes
 
 
@@ -97,11 +84,14 @@ def answer(refiner: Refiner, payload: dict) -> Any:
     strict reader reads as many and none would go to the model, else None."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
-        try:
-            reading = read_upstream(text, None, load_request_tools({"tools": payload["tools"]}))
+        fmt, calls = detect(text, payload["allowed"])
+        if fmt is None:
+            return False
+        try:  # (a strictly valid region's calls are detection's: only a broken one is read again)
+            tools = load_request_tools({"tools": payload["tools"]})
+            calls = calls if calls is not None else read_upstream(text, fmt, tools).calls
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return False
-        calls = reading.calls if allowed_format(reading.detected, payload["allowed"]) else []
         return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
     item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
     outcome = tier1(refiner, [item])[0]
