@@ -11,14 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from refiner.formats.reasoning import is_closing_tag
+from refiner.formats.reasoning import format_tags, is_closing_tag, is_markup
 
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
 END_OF_TURN = ("<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<|eot|>",
                "<|eom|>", "<|end_of_text|>", "<|return|>", "<|end|>", "<|python_end|>")
 MAX_TAGS = 4096  # format tags read per answer; past that the rest of the text is taken as calls
-
-_MARKUP = set("<>|[]｜")
 
 
 @dataclass(frozen=True)
@@ -32,10 +30,7 @@ class AnswerParts:
 
 def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
     """The format's tags as one pattern, and which of them close a call or a section."""
-    detection = getattr(fmt, "detection", None)
-    tags = {t for t in (*(getattr(fmt, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
-                        *(getattr(detection, "closers", ()) or ()))
-            if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"'))}
+    tags = {t for t in format_tags(fmt) if is_markup(t)}
     if not tags:
         return None, frozenset()
     pattern = re.compile("|".join(map(re.escape, sorted(tags, key=len, reverse=True))))

@@ -14,7 +14,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.pythonic_mend import mend, value_fits
+from refiner.formats.pythonic_mend import MEND_CHARS_PER_UNIT, MEND_UNITS_PER_EDIT, mend, value_fits
 from refiner.formats.strict import JSON_DECODER, JSON_WS, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
@@ -89,7 +89,6 @@ class Nestful(WireFormat):
 MAX_MEND_CHARS = 8192
 MAX_MEND_WINDOW = 256
 MAX_MEND_EDITS = 512
-MEND_CHARS_PER_UNIT = 64  # repair-budget units per edit: 1 + its length / this (refiner.formats.jsonfix.charge)
 _MEND_WHAT = {'"': "a quote", ":": "a ':'", ",": "a comma", "[": "a '['", "]": "a ']'", "{": "a '{'", "}": "a '}'"}
 
 def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
@@ -149,7 +148,7 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
         at = e.pos
     except (ValueError, RecursionError):
         return None
-    cost = 1 + len(src) // MEND_CHARS_PER_UNIT
+    cost = MEND_UNITS_PER_EDIT + len(src) // MEND_CHARS_PER_UNIT
     closers_from = len(src.rstrip("]} \t\r\n"))  # only closing brackets from here on
 
     def read(edited: str) -> tuple[list[tuple[str, dict[str, Any]]], Any] | None:

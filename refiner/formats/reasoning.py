@@ -57,19 +57,30 @@ def is_closing_tag(tag: str) -> bool:
     return t.endswith("|>") and not t.startswith("<|") and "|" not in t[1:-2]
 
 
+def format_tags(fmt: object) -> list[object]:
+    """A format's tags, markers and closers, as its attributes hold them."""
+    detection = getattr(fmt, "detection", None)
+    return [*(getattr(fmt, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
+            *(getattr(detection, "closers", ()) or ())]
+
+
+def is_markup(tag: object) -> bool:
+    """Whether a format's tag is markup (``<tool_call>``, ``[TOOL_CALLS]``, ``<｜tool▁sep｜>``), not a word or a key."""
+    return isinstance(tag, str) and len(tag) >= 3 and bool(_MARKUP & set(tag)) and not tag.startswith(("'", '"'))
+
+
 def learn(fmt: object) -> None:
     """Records a registered format's reasoning pairs and call markers (``base.register`` calls it)."""
     for pair in getattr(fmt, "reasoning", ()) or ():
         if isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) and p for p in pair):
             _PAIRS.setdefault(pair, None)
     detection = getattr(fmt, "detection", None)
-    tags = [*(getattr(fmt, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
-            *(getattr(detection, "closers", ()) or ())]
+    tags = format_tags(fmt)
     if any(isinstance(m, str) and m.endswith(":") for m in (getattr(detection, "markers", ()) or ())):
         # tags written with a per-checkpoint suffix (<tool_call:6124c78e>): every tag also in its suffixed form
         tags += [t[:-1] + ":" for t in tags if isinstance(t, str) and t.endswith(">")]
     for t in tags:
-        if isinstance(t, str) and len(t) >= 3 and _MARKUP & set(t) and not t.startswith(("'", '"')):
+        if is_markup(t):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
     _STATE.clear()
 

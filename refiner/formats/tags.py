@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from refiner.formats.base import MAX_NOTES, Lenient, all_formats
 from refiner.formats.reasoning import trie_pattern
+from refiner.formats.text import skip_ws
 
 MAX_WORD = 40  # letters of a tag word looked at (a longer run is not a tag)
 FUZZY_MIN = 5  # letters a word needs before a one-letter slip is read as it
@@ -110,7 +111,6 @@ def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
 
 _GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)
 _RUN = re.compile(r"[A-Za-z0-9_\-]*")
-_WS = re.compile(r"\s*")
 MAX_FUZZY = 128  # one-letter-off comparisons one scan makes at most (each costs a few microseconds)
 MAX_TAG_HITS = 256  # tag tokens a text may hold for its tags to be put right (real answers hold a few dozen)
 MAX_JSON_TAG_HITS = 64  # the same for the JSON-block formats (two tags a block)
@@ -183,7 +183,7 @@ class Speller:
             run = _RUN.match(text, m.end()).end()
             if run > m.end() and text.startswith((">", "]"), run):
                 return None
-            if _WS.match(text, m.end()).end() >= len(text):
+            if skip_ws(text, m.end()) >= len(text):
                 return None
         return Hit(m.start(), m.end(), word, bool(m.group(2)), end == "=", False, end is not None)
 
