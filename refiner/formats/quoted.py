@@ -8,11 +8,11 @@ import json
 import re
 from typing import Any
 
+from refiner.formats.base import MAX_ARGUMENT_DEPTH
 from refiner.formats.strict import JSON_DECODER, JSON_WS
 from refiner.formats.xmlvalues import Finder
 
 MAX_KEY_CHARS = 256  # a key longer than this is not one
-MAX_DEPTH = 64  # containers nested deeper in a value written with quote tokens are not read
 
 
 def skip_blanks(text: str, pos: int) -> int:
@@ -79,8 +79,8 @@ def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) ->
             out.append(json.dumps(text[i + len(q_open): j], ensure_ascii=False))
             i = j + len(q_close)
         elif text[i] in "{[":
-            if len(stack) >= MAX_DEPTH:
-                raise ValueError(f"more than {MAX_DEPTH} nested containers")
+            if len(stack) >= MAX_ARGUMENT_DEPTH:
+                raise ValueError(f"more than {MAX_ARGUMENT_DEPTH} nested containers")
             stack.append(text[i])
             out.append(text[i])
             i, key_next = i + 1, text[i] == "{"
