@@ -1,7 +1,8 @@
 """What runs inside a worker process (:mod:`refiner.proxy.isolation`): the tasks in :data:`TASKS`. A ``tier1`` item is
 ``{"request", "detect", "allowed", "model"}`` (with ``detect`` the upstream text is content, refined only in an allowed
-detected format); its outcome ``{"format", "result"}``, plus the prepared ``"job"`` when ``model`` is set and it needs
-the model. One bad item never raises.
+detected format); its outcome ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict reader
+read, None when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs the
+model. One bad item never raises.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
-from refiner import formats
 from refiner.formats.detect import detect_with_calls
 from refiner.formats.reading import read_upstream
 from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
@@ -73,6 +73,7 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
         jobs = refiner.prepare_batch(requests, errors="result")
         for i, job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
             outcomes[i]["result"] = read_result(result)
+            outcomes[i]["strict"] = len(job.upstream.calls) if isinstance(job, Job) and job.upstream.strict_ok else None
             if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
                 outcomes[i]["job"] = job.sendable()
     return outcomes
@@ -96,13 +97,7 @@ def answer(refiner: Refiner, payload: dict) -> Any:
     item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
     outcome = tier1(refiner, [item])[0]
     calls = complete_calls(outcome["result"], set(names))
-    if calls is None or "job" in outcome:
-        return None
-    try:
-        strict = formats.get(outcome["format"]).parse_strict(text)
-    except Exception:  # noqa: BLE001 - not strictly calls: read at the end
-        return None
-    return calls if strict is not None and len(strict) == len(calls) else None
+    return calls if calls is not None and "job" not in outcome and outcome.get("strict") == len(calls) else None
 
 
 def split(refiner: Refiner, payload: dict) -> dict:
