@@ -472,14 +472,14 @@ class ContentCalls:
                 formats.get(name)  # unknown names fail at start-up
             self.enabled, self.allowed = True, names
 
-    def applies(self, body: dict) -> bool:
-        """Whether this request's answers are read for calls: it offers tools, allows calls and asks for no JSON."""
-        if not self.enabled or not tool_names(body):
-            return False
-        if body.get("tool_choice") == "none":
-            return False
+    def applies(self, body: dict) -> frozenset[str]:
+        """The request's tool names when its answers are read for calls (it offers tools, allows calls and asks for no
+        JSON), else none."""
         fmt = body.get("response_format")
-        return not (isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema"))
+        if not self.enabled or body.get("tool_choice") == "none" or (
+                isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")):
+            return frozenset()
+        return frozenset(tool_names(body))
 
     def describe(self) -> str:
         return "off" if not self.enabled else ("auto" if self.allowed is None else ",".join(self.allowed))

@@ -137,9 +137,8 @@ class Refinement:
 
     def splitter(self, body: dict) -> ContentSplit | None:
         """A content split for one answer of this request, or None when its answers are not read for calls."""
-        if not self.content.applies(body):
-            return None
-        return ContentSplit(_openers(frozenset(tool_names(body)), markers()))
+        names = self.content.applies(body)
+        return ContentSplit(_openers(names, markers())) if names else None
 
     async def run(self, gen: Generator[Ask, Any, Any], body: dict, split: ContentSplit,
                   deadline: float | None = None) -> Any:
@@ -258,9 +257,9 @@ class Refinement:
 
     async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:
         """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning``)."""
-        todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")
-                and self.content.applies(body)]
-        if not todo:
+        names = self.content.applies(body)
+        todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")]
+        if not todo or not names:
             return
         work = [content_item(r.reasoning, body.get("tools") or None, self.content.allowed) for r in todo]
         outcomes, _, failed = await self.in_worker("tier1", work, self.remaining(deadline), "reading calls in reasoning",
@@ -269,7 +268,7 @@ class Refinement:
             return
         for r, outcome in zip(todo, outcomes):
             result = outcome.get("result")
-            if holds_calls(result, tool_names(body)):
+            if holds_calls(result, names):
                 r.message = {**r.message, "tool_calls": took_calls(r, result, outcome.get("format"))}
 
     async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
