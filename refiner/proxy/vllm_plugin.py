@@ -54,25 +54,27 @@ def request_tools(request: Any) -> list[dict]:
     return out
 
 
-def template_of(tokenizer: Any) -> tuple[str, dict[str, str]] | None:
-    """The chat template the tokenizer vLLM loaded holds, and its special tokens; None when it holds none."""
+def template_of(tokenizer: Any) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """The chat template the tokenizer vLLM loaded holds (None: it holds none), and its special tokens."""
     source = getattr(tokenizer, "chat_template", None)
     if not isinstance(source, str) or not source:
-        return None
-    return source, {k: t for k in ("bos_token", "eos_token") if isinstance(t := getattr(tokenizer, k, None), str)}
+        return None, ()
+    return source, tuple((k, t) for k in ("bos_token", "eos_token") if isinstance(t := getattr(tokenizer, k, None), str))
+
+
+def _template(source: str | None, tokens: tuple[tuple[str, str], ...]) -> ChatTemplate | None:
+    return ChatTemplate(source, "the served model's tokenizer", dict(tokens)) if source else None
 
 
 @functools.lru_cache(maxsize=8)
 def _refiner_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> Refiner:
-    if source is None:
-        return Refiner(engine=None)
-    return Refiner(engine=None, fmt=dialect_for(ChatTemplate(source, "the served model's tokenizer", dict(tokens))))
+    template = _template(source, tokens)
+    return Refiner(engine=None) if template is None else Refiner(engine=None, fmt=dialect_for(template))
 
 
 def served_refiner(tokenizer: Any) -> Refiner:
     """The tier-1 refiner in the dialect derived from the tokenizer's chat template (else detection)."""
-    found = template_of(tokenizer)
-    return _refiner_for(found[0], tuple(sorted(found[1].items()))) if found else _refiner_for(None, ())
+    return _refiner_for(*template_of(tokenizer))
 
 
 class Reader:
@@ -126,14 +128,18 @@ def off(request: Any) -> bool:
     return getattr(request, "tool_choice", None) == "none"
 
 
-def served_template(tokenizer: Any) -> PromptReasoning:
-    """What the tokenizer's chat template says of whether the generation prompt opens the reasoning block."""
-    found = template_of(tokenizer)
+@functools.lru_cache(maxsize=8)
+def _prompts_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> PromptReasoning:
     try:
-        template = ChatTemplate(found[0], "the served model's tokenizer", found[1]) if found else None
-        return PromptReasoning(template, learn=False)
+        return PromptReasoning(_template(source, tokens), learn=False)
     except Exception:  # noqa: BLE001 - a template that does not compile tells nothing
         return PromptReasoning(learn=False)
+
+
+def served_template(tokenizer: Any) -> PromptReasoning:
+    """What the tokenizer's chat template says of whether the generation prompt opens the reasoning block (one reader
+    per template, shared: it learns nothing from answers)."""
+    return _prompts_for(*template_of(tokenizer))
 
 
 def template_opens(prompts: PromptReasoning, kwargs: Any) -> bool | None:
