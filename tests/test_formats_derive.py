@@ -525,3 +525,71 @@ def test_the_end_of_turn_token_is_not_part_of_a_closer(tmp_path):
     assert not d.special, d.why
     assert d.record.turn_end.strip() == "<eot>" and d.record.section_end.strip() == "</calls>"
     assert (d.fmt.spelling.open, d.fmt.spelling.close) == ("<calls>", "</calls>")
+
+
+# each call: a token, the call's id, a token before the name, the name, a token, the JSON arguments; a section around
+ID_FIRST = (
+    "{% for m in messages %}{% if m.role == 'assistant' %}{{ m.content or '' }}{% if m.tool_calls %}<|acts|>"
+    "{% for tc in m.tool_calls %}<|act:open|>{{ tc.id }}<|act:fn|>{{ tc.function.name }}<|act:in|>"
+    "{{ tc.function.arguments | tojson }}<|act:shut|>{% endfor %}<|acts:done|>{% endif %}<|eot|>"
+    "{% else %}<|u|>{{ m.content }}<|eot|>{% endif %}{% endfor %}"
+)
+
+
+def test_a_call_id_before_the_name_is_read_and_written_as_the_calls_place(tmp_path):
+    d = derive(_write(tmp_path, "id_first.jinja", ID_FIRST))
+    assert not d.special and isinstance(d.fmt, NamedJson), d.why
+    sp = d.fmt.spelling
+    assert (sp.section_open, sp.section_close, sp.call_open, sp.id_close, sp.name_close, sp.call_close) == (
+        "<|acts|>", "<|acts:done|>", "<|act:open|>", "<|act:fn|>", "<|act:in|>", "<|act:shut|>")
+    calls = [ToolCall("ferry", {"port": "Split", "n": 2}), ToolCall("rate", {})]
+    text = d.fmt.render(calls)
+    assert text.startswith("<|acts|><|act:open|>0<|act:fn|>ferry<|act:in|>") and "<|act:open|>1<|act:fn|>rate" in text
+    assert d.fmt.parse_strict(text) == calls
+    model = '<|acts|><|act:open|>k2j4h6g8f0<|act:fn|>ferry<|act:in|>{"port": "Hvar"}<|act:shut|><|acts:done|>'
+    assert d.fmt.parse_strict(model) == [ToolCall("ferry", {"port": "Hvar"})]
+    cut = '<|acts|><|act:open|>k2j4h6g8f0<|act:fn|>ferry<|act:in|>{"port": "Hv'
+    got = d.fmt.parse_lenient(cut)
+    assert got.calls == [ToolCall("ferry", {"port": "Hv"})] and got.cut is not None and not got.cut.clean
+    with pytest.raises(formats.FormatError):
+        d.fmt.parse_strict('<|acts|><|act:open|>a b<|act:fn|>ferry<|act:in|>{}<|act:shut|><|acts:done|>')
+
+
+# GLM's key/value pairs in a section, every token carrying the tokenizer's suffix (Hy3's :opensource)
+SUFFIXED = (
+    "{% for m in messages %}{% if m.role == 'assistant' %}{{ m.content or '' }}{% if m.tool_calls %}<tool_calls:rel7>"
+    "{% for tc in m.tool_calls %}<tool_call:rel7>{{ tc.function.name }}<tool_sep:rel7>"
+    "{% for k, v in tc.function.arguments.items() %}<arg_key:rel7>{{ k }}</arg_key:rel7>"
+    "<arg_value:rel7>{{ v if v is string else v | tojson }}</arg_value:rel7>{% endfor %}</tool_call:rel7>{% endfor %}"
+    "</tool_calls:rel7>{% endif %}<|eot|>{% else %}<|u|>{{ m.content }}<|eot|>{% endif %}{% endfor %}"
+)
+
+
+def test_a_suffix_every_token_carries_is_the_rows_tag_suffix(tmp_path):
+    d = derive(_write(tmp_path, "suffixed.jinja", SUFFIXED))
+    assert not d.special and isinstance(d.fmt, XmlParams), d.why
+    sp = d.fmt.spelling
+    assert (sp.tag_suffix, sp.call_open, sp.name_sep, sp.value_close) == (
+        ":rel7", "<tool_call>", "<tool_sep>", "</arg_value>")
+    assert d.same_as is None  # hunyuan_v3's suffix is :opensource
+    text = d.fmt.render([ToolCall("f", {"a": 1})])
+    assert "<tool_call:rel7>f<tool_sep:rel7>" in text and d.fmt.parse_strict(text) == [ToolCall("f", {"a": 1})]
+    mixed = SUFFIXED.replace("<tool_sep:rel7>", "<tool_sep>")  # one token without it: no suffix derived
+    assert derive(_write(tmp_path, "mixed.jinja", mixed)).fmt.spelling.tag_suffix == ""
+
+
+def test_hunyuan_v3_writes_the_public_checkpoints_suffix_and_reads_plain_and_slipped_tags():
+    hy = formats.get("hunyuan_v3")
+    calls = [ToolCall("get_weather", {"city": "Chengdu", "days": 3})]
+    text = hy.render(calls)
+    assert text.startswith("<tool_calls:opensource><tool_call:opensource>get_weather<tool_sep:opensource>")
+    assert hy.parse_strict(text) == calls and formats.detect_format(text) == "hunyuan_v3"
+    plain = text.replace(":opensource", "")
+    assert hy.parse_strict(plain) == calls and formats.detect_format(plain) == "hunyuan_v3"
+    slipped = text.replace("<arg_value:opensource>", "<arg_valueopensource>", 1)  # a suffix that lost its ':'
+    with pytest.raises(formats.FormatError):
+        hy.parse_strict(slipped)
+    got = hy.parse_lenient(slipped)
+    assert got.calls == calls and any("without the ':'" in p.message for p in got.problems)
+    res = Refiner().refine({"upstream": slipped, "format": "hunyuan_v3"})
+    assert res["calls"] == [{"name": "get_weather", "arguments": {"city": "Chengdu", "days": 3}}]

@@ -40,6 +40,8 @@ NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
 _BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
+MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
+_ID = re.compile(r"[^\s<>{}\[\]\"'`|]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,9 @@ class NamedSpelling:
     name that starts text, not a call (Functionary's ``all``);
     ``args_prefix``: what the model writes before the JSON (PLaMo 3's JSON-constraint tokens): written, and read
     when present; ``call_marker``: with no section, ``call_open`` is a tag of its own, a marker wherever it occurs
-    (else it is a prefix, a marker at a line start only)."""
+    (else it is a prefix, a marker at a line start only); ``id_close``: a call id written right after ``call_open``
+    and closed by this token, before the name (Solar Open's ``<|tool_call:begin|>ID<|tool_call:name|>NAME``): read
+    and dropped, and written as the call's place in the turn, from 0."""
 
     section_open: str | None
     section_close: str | None
@@ -61,6 +65,7 @@ class NamedSpelling:
     text_recipient: str | None = None
     args_prefix: str = ""
     call_marker: bool = False
+    id_close: str = ""
 
     @property
     def close(self) -> str:
@@ -77,7 +82,7 @@ class NamedJson(WireFormat):
 
     @classmethod
     def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:
-        tokens = (sp.section_open, sp.call_open, sp.name_close, sp.close, sp.section_close)
+        tokens = (sp.section_open, sp.call_open, sp.id_close, sp.name_close, sp.close, sp.section_close)
         return tuple(t for t in tokens if t and t.strip())
 
     @classmethod
@@ -122,6 +127,11 @@ class NamedJson(WireFormat):
 
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         sp = self.spelling
+        if sp.id_close:
+            j = text.find(sp.id_close, pos, pos + MAX_ID_CHARS + len(sp.id_close))
+            if j < 0 or _ID.fullmatch(text, pos, j) is None:
+                raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
+            pos = j + len(sp.id_close)
         j = text.find(sp.name_close, pos)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
@@ -183,6 +193,10 @@ class NamedJson(WireFormat):
         ``quiet``)."""
         sp = self.spelling
         seg = text[pos:end]
+        if sp.id_close:  # the call id before the name: dropped
+            head, found, rest = seg.partition(sp.id_close)
+            if found and _ID.fullmatch(head.strip()):
+                seg = rest
         name, sep, body = seg.partition(sp.name_close)
         if sp.text_recipient is not None and name == sp.text_recipient and sep:
             return True  # a text block
@@ -216,6 +230,17 @@ class NamedJson(WireFormat):
         """``call_open`` followed by a tool name and ``name_close`` (``>>>get_weather\n``), not by prose (a Python
         prompt's ``>>> x``)."""
         sp = self.spelling
+        if sp.id_close:  # a row with call ids: its section token, then a call token, an id, a name
+            if sp.section_open and body.startswith(sp.section_open, at):
+                at = skip_ws(body, at + len(sp.section_open))
+            if not body.startswith(sp.call_open, at):
+                return False
+            k = at + len(sp.call_open)
+            j = body.find(sp.id_close, k, k + MAX_ID_CHARS + len(sp.id_close))
+            if j < 0 or _ID.fullmatch(body, k, j) is None:
+                return False
+            m = _NAME.match(body, j + len(sp.id_close))
+            return m is not None and body.startswith(sp.name_close, m.end())
         m = _NAME.match(body, at + len(sp.call_open))
         return m is not None and body.startswith(sp.name_close, m.end())
 
@@ -253,7 +278,8 @@ class NamedJson(WireFormat):
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         items = sp.joiner.join(
-            f"{sp.call_open}{c.name}{sp.name_close}{sp.args_prefix}{dumps(dict(c.arguments))}{sp.call_close}"
-            for c in calls
+            f"{sp.call_open}{f'{i}{sp.id_close}' if sp.id_close else ''}{c.name}{sp.name_close}{sp.args_prefix}"
+            f"{dumps(dict(c.arguments))}{sp.call_close}"
+            for i, c in enumerate(calls)
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"

@@ -47,6 +47,7 @@ untagged reading), a value of its spelling.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,6 +58,7 @@ from refiner.formats.base import (
     ROW_CHARS,
     SPACED_NAME_PATTERN,
     Detection,
+    Lenient,
     WireFormat,
     offered_tools,
 )
@@ -72,6 +74,7 @@ from refiner.formats.xml_spelling import (
     _attrs,
     _first,
     _suffix_pattern,
+    _suffixed_words,
     _unsuffix,
     _unsuffixed,
 )
@@ -86,6 +89,13 @@ from refiner.formats.xmlvalues import (
     write_key,
     write_value,
 )
+
+
+@functools.lru_cache(maxsize=16)
+def _lost_colon(tags: tuple[str, ...], suffix: str) -> re.Pattern:
+    """A tag of ``tags`` written with ``suffix`` less its leading colon (``<tool_callopensource>``)."""
+    alts = "|".join(re.escape(w) for w in _suffixed_words(tags))
+    return re.compile(r"(</?(?:" + alts + r"))" + re.escape(suffix[1:]) + ">")
 
 
 class XmlParams(XmlLenient, WireFormat):
@@ -115,8 +125,9 @@ class XmlParams(XmlLenient, WireFormat):
         elif s.key_at == "eq":
             closers.append(s.call_close)
         also: tuple[str, ...] = ()
-        if s.tag_suffix and s.suffix_optional:  # plain tags are the markers; a suffixed first tag is read too
-            also = (s.first_open[:-1] + ":",)
+        if s.tag_suffix and s.suffix_optional:  # plain tags are the markers; a suffixed first tag is read too, and
+            also = (s.first_open[:-1] + ":",)  # suffixed closers name the row (a broken text is read as this row's)
+            closers += [c[:-1] + ":" for c in closers if c.endswith(">")]
         elif s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
@@ -224,6 +235,19 @@ class XmlParams(XmlLenient, WireFormat):
         if self.hook.read_untagged is not None:
             return self.hook.read_untagged(self, text, start, offered)
         return None
+
+    # Lenient
+
+    def recover(self, text: str, out: Lenient) -> None:
+        """:class:`XmlLenient`'s reading, after putting back the colon of this row's own tag suffix where a tag lost
+        it (``<arg_valueopensource>``, a suffixed row's one-character slip; other suffixes stay as written)."""
+        s = self.spelling
+        if s.tag_suffix and s.tag_suffix[1:] in text:
+            lost = _lost_colon(s.tags(), s.tag_suffix)
+            text, n = lost.subn(lambda m: m.group(1) + s.tag_suffix + ">", text)
+            if n:
+                out.note("missing_tag", f"{n} tag(s) written without the ':' of {s.tag_suffix}")
+        super().recover(text, out)
 
     # Strict
 

@@ -30,7 +30,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.derive.record import ARGS, NAMES, Record
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
@@ -235,7 +235,13 @@ def _pythonic_plan(rec: Record) -> RowPlan | str:
 def _named_plan(rec: Record) -> RowPlan | str:
     """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
     call_start = _split_opener(rec.opener)[0]
-    ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
+    section_start, call_sep, id_close = rec.section_start, rec.call_sep, ""
+    if rec.id_position == "before_name":
+        split = _id_before_name(rec, call_start)
+        if isinstance(split, str):
+            return split
+        section_start, call_sep, call_start, id_close = split
+    ss, se = _opener(section_start), _section_closer(rec.section_end)
     cs, ce = _opener(call_start), _closer(rec.call_end)
     if bool(ss) != bool(se):
         return f"a section opened by {ss!r} and closed by {se!r}"
@@ -244,9 +250,26 @@ def _named_plan(rec: Record) -> RowPlan | str:
     if not rec.name_suffix:
         return "nothing between the name and its arguments"
     i, j = call_start.rfind(cs), rec.call_end.find(ce) + len(ce)
-    close, joiner = (rec.call_end[:j], rec.call_end[j:] + rec.call_sep + call_start[:i]) if ce else ("", rec.call_sep)
+    close, joiner = (rec.call_end[:j], rec.call_end[j:] + call_sep + call_start[:i]) if ce else ("", call_sep)
     return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
-                                            text_recipient=_text_recipient(rec, cs)))
+                                            text_recipient=_text_recipient(rec, cs), id_close=id_close))
+
+
+def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | str:
+    """A call id written between a call's token and the token before its name (``<|tool_call:begin|>callq0000
+    <|tool_call:name|>NAME``): the section's opener and what separates calls less the call token and the ids, the
+    call token, and the token that closes the id; or why there is none."""
+    ss, sep = rec.section_start, rec.call_sep
+    if not (ss.endswith(IDS[0]) and sep.endswith(IDS[1])) or not id_close.strip():
+        return "the call id is written before the name, not right after a call token and before a token of its own"
+    ss, sep = ss[: -len(IDS[0])], sep[: -len(IDS[1])]
+    n = 0
+    while n < min(len(ss), len(sep)) and ss[len(ss) - 1 - n] == sep[len(sep) - 1 - n]:
+        n += 1
+    token = _opener(ss[len(ss) - n :])
+    if not token:
+        return "the call id before the name follows no call token the calls share"
+    return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
 
 
 def _text_recipient(rec: Record, call_open: str) -> str | None:
