@@ -240,8 +240,9 @@ class Refinement:
         if jobs:
             await self._tier1(jobs, deadline)
             await self._model(jobs, deadline)
+        names = self.content.applies(body)  # (a content job is made only when it applies)
         for job in jobs:
-            self._apply(job, items[job.choice], results[job.choice], body)
+            self._apply(job, items[job.choice], results[job.choice], names)
         if getattr(self.ref, "calls_in_reasoning", False):
             await self._reasoning_calls(body, results, deadline)
         for r in results:
@@ -328,7 +329,7 @@ class Refinement:
         out.separated, out.reasoning = True, reasoning
         return with_reasoning({**message, "content": answer}, reasoning)
 
-    def _apply(self, job: _Job, item: Choice, out: ChoiceResult, body: dict) -> None:
+    def _apply(self, job: _Job, item: Choice, out: ChoiceResult, names: frozenset[str]) -> None:
         message, reason = out.message, item[1]
         result = (job.outcome or {}).get("result")
         out.model = job.model
@@ -338,7 +339,7 @@ class Refinement:
             held = job.split.held
             parts = fmt.answer_parts(held) if fmt is not None else None
             a, b = parts.calls if parts is not None else (0, 0)
-            calls = job.status is None and holds_calls(result, tool_names(body))
+            calls = job.status is None and holds_calls(result, names)
             # a format with channels of its own (gpt-oss) is read even without a call; an empty call section is markup
             channels = fmt is not None and type(fmt).answer_parts is not WireFormat.answer_parts
             if calls or (parts is not None and (channels or (b > a and only_tags(fmt, held[a:b])))):
