@@ -469,6 +469,10 @@ def _raises_only_format_errors(parse: Any) -> Any:
 WALK_MARKERS = 6
 # ... at most this many, before it searches for each marker left.
 HEAD_WALK = 8
+# Heads sharing their first character with at least this many others are found in one scan of the first SCAN_CHARS
+# characters (marker_positions).
+SCAN_HEADS = 4
+SCAN_CHARS = 4096
 
 
 class _Head:
@@ -502,6 +506,21 @@ class _MarkerTable:
         for m in every:
             heads.setdefault(m[:2], []).append(m)
         self.heads = [_Head(h, ms) for h, ms in heads.items()]
+        # the heads sharing their first character with many others are found in one scan of the text for that
+        # character followed by one of their second ones (two of them never overlap: none is that character twice);
+        # the other heads are searched for one by one
+        by_first: dict[str, list[_Head]] = {}
+        for h in self.heads:
+            by_first.setdefault(h.head[0], []).append(h)
+        self.scans: list[tuple[str, re.Pattern, dict[str, _Head]]] = []
+        self.searched: list[_Head] = []
+        for c, hs in by_first.items():
+            if len(hs) >= SCAN_HEADS and all(len(h.head) == 2 and h.head[1] != c for h in hs):
+                seconds = "".join(re.escape(h.head[1]) for h in hs)
+                self.scans.append((c, re.compile(f"{re.escape(c)}[{seconds}]"), {h.head: h for h in hs}))
+            else:
+                self.searched += hs
+        self.order = {h.head: i for i, h in enumerate(self.heads)}
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
         # it holds one of its markers or other spellings), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
@@ -540,19 +559,27 @@ def marker_table() -> _MarkerTable:
 
 
 def marker_positions(text: str) -> dict[str, int]:
-    """Where each registered marker first occurs in ``text``: marker -> position, for the markers that occur. Per
-    head (a marker's first two characters) that occurs: a head of few markers searches for each of them; a head of
-    many walks its first :data:`HEAD_WALK` occurrences, at each taking the longest of its markers written there (one
-    regular expression match) and those that one begins with, and then searches for the markers not yet found. Markers with other than ASCII characters are not looked for in
-    an ASCII text."""
+    """Where each registered marker first occurs in ``text``: marker -> position, for the markers that occur. The
+    heads (a marker's first two characters) written in the text are found first: those sharing their first character
+    with many others in one scan of the first :data:`SCAN_CHARS` characters (the rest searched for those not seen),
+    the others one by one (those with other than ASCII characters not in an ASCII text). Per head written: a head of
+    few markers searches for each of them; a head of many walks its first :data:`HEAD_WALK` occurrences, at each
+    taking the longest of its markers written there (one regular expression match) and those that one begins with,
+    and then searches for the markers not yet found."""
     out: dict[str, int] = {}
     ascii_text = text.isascii()
-    for h in marker_table().heads:
-        if ascii_text and not h.ascii:
-            continue
+    table = marker_table()
+    written = [h for h in table.searched if (h.ascii or not ascii_text) and h.head in text]
+    for c, pattern, heads in table.scans:
+        if c in text:
+            seen = set(pattern.findall(text, 0, SCAN_CHARS))
+            if len(text) > SCAN_CHARS:  # (the rest of a long text: searched for the heads not seen yet)
+                seen.update(head for head in heads if head not in seen and text.find(head, SCAN_CHARS - 1) >= 0)
+            written += [heads[head] for head in seen]
+    if len(written) > 1:
+        written.sort(key=lambda h: table.order[h.head])
+    for h in written:
         at = text.find(h.head)
-        if at < 0:
-            continue
         if not h.walk:
             for m in h.ascii_markers if ascii_text else h.markers:
                 i = text.find(m, at) if len(m) > 2 else at
