@@ -254,11 +254,12 @@ CATALOG: tuple[Row, ...] = (
         XmlParams, invoke("atem:function_calls", "atem:")),
     Row(
         Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call "
-               "(strings raw, other values as Python writes them: True, ['a', 2]; settled by the declared types)",
+               "(strings raw, or in <![CDATA[...]]> when they hold <, & or a line break; other values as Python "
+               "writes them: True, ['a', 2]; settled by the declared types)",
                sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py (JSON, "
                         "then a Python literal)", *_checked("openbmb-MiniCPM5-1B.jinja 7451a05cf1e2"))),
         XmlParams, XmlSpelling(call_open="<function ", call_close="</function>", name_at="attr", key_open="<param ",
-            value_close="</param>", key_at="attr", typing="python")),
+            value_close="</param>", key_at="attr", typing="python", cdata=True)),
     Row(
         Family("longcat", "LongCat (GLM's layout): <longcat_tool_call>NAME\\n<longcat_arg_key>KEY</longcat_arg_key>\\n"
                "<longcat_arg_value>VALUE</longcat_arg_value>\\n</longcat_tool_call>",

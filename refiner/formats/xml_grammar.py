@@ -91,6 +91,9 @@ from refiner.formats.xmlvalues import (
 )
 
 
+CDATA = ("<![CDATA[", "]]>")  # a value written as XML's character data section (XmlSpelling.cdata)
+
+
 @functools.lru_cache(maxsize=16)
 def _lost_colon(tags: tuple[str, ...], suffix: str) -> re.Pattern:
     """A tag of ``tags`` written with ``suffix`` less its leading colon (``<tool_callopensource>``)."""
@@ -393,6 +396,11 @@ class XmlParams(XmlLenient, WireFormat):
 
     def _value_end(self, text: str, pos: int) -> int:
         s = self.spelling
+        if s.cdata and text.startswith(CDATA[0], skip_ws(text, pos)):  # the value's end is after the section's
+            k = text.find(CDATA[1], pos)
+            j = text.find(s.value_close, k) if k >= 0 else -1
+            if j >= 0 and not text[k + len(CDATA[1]) : j].strip():
+                return j
         quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
         end = value_end(text, pos, quote, s.value_close, (s.key_open, s.call_close))
         if end < 0:
@@ -409,6 +417,10 @@ class XmlParams(XmlLenient, WireFormat):
         s = self.spelling
         if s.strip_newline:
             raw = strip_one_newline(raw)
+        if s.cdata:
+            t = raw.strip()
+            if t.startswith(CDATA[0]) and t.endswith(CDATA[1]):  # a text written in a CDATA section, as it is
+                return t[len(CDATA[0]) : -len(CDATA[1])]
         if string is True:
             return raw
         if string is False:

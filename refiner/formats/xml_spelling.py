@@ -29,7 +29,9 @@ class XmlSpelling:
     between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>`` (render writes it; any suffix, or
     none, is read); ``suffix_optional`` (a reading policy): the family's tags are also written with no suffix, so
     detection looks for them plain (a suffixed first tag is another spelling the strict reader accepts);
-    ``type_open`` / ``type_close``: a type element between a key and its value, read by recovery only."""
+    ``type_open`` / ``type_close``: a type element between a key and its value, read by recovery only; ``cdata`` (a
+    reading policy): a value written as ``<![CDATA[...]]>`` is the text inside, as written (MiniCPM5's template
+    writes a string holding ``<``, ``&`` or a line break so)."""
 
     call_open: str
     call_close: str
@@ -52,6 +54,7 @@ class XmlSpelling:
     type_open: str = ""
     type_close: str = ""
     suffix_optional: bool = field(default=False, metadata=POLICY)
+    cdata: bool = field(default=False, metadata=POLICY)
 
     def __post_init__(self) -> None:
         if self.name_at not in ("eq", "attr", "text") or self.key_at not in ("eq", "attr", "element"):
