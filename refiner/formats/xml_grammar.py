@@ -396,10 +396,9 @@ class XmlParams(XmlLenient, WireFormat):
 
     def _value_end(self, text: str, pos: int) -> int:
         s = self.spelling
-        if s.cdata and text.startswith(CDATA[0], skip_ws(text, pos)):  # the value's end is after the section's
-            k = text.find(CDATA[1], pos)
-            j = text.find(s.value_close, k) if k >= 0 else -1
-            if j >= 0 and not text[k + len(CDATA[1]) : j].strip():
+        if s.cdata and text.startswith(CDATA[0], skip_ws(text, pos)):  # a CDATA section up to the next closing tag
+            j = text.find(s.value_close, pos)
+            if j >= 0 and text[pos:j].rstrip().endswith(CDATA[1]):
                 return j
         quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
         end = value_end(text, pos, quote, s.value_close, (s.key_open, s.call_close))
