@@ -27,7 +27,7 @@ def _plamo_call(name: str, args: str) -> str:
 
 
 def test_rows_come_from_the_table():
-    assert {PLAMO.name, FUNC.name, "step_audio_2"} == {fam.name for fam, _ in ROWS}
+    assert {PLAMO.name, FUNC.name, "step_audio_2", "solar_open"} == {fam.name for fam, _ in ROWS}
     assert isinstance(PLAMO, NamedJson) and PLAMO.row.sources and FUNC.detection.bare
     for f in (PLAMO, FUNC):
         assert f.example == f.render(f.parse_strict(f.example))

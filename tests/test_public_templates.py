@@ -98,7 +98,7 @@ FAMILIES: dict[str, str | None] = {
     "tencent-Hy3.jinja": "hunyuan_v3",
     "unsloth-Apriel-1.5.jinja": None,  # ServiceNow Apriel
     "unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
-    "upstage-Solar-Open-100B.jinja": None,  # Solar Open
+    "upstage-Solar-Open-100B.jinja": "solar_open",
 }
 
 # Written for these tests: calls in the key/value layout of GLM's row, one element pair per argument.

@@ -427,6 +427,15 @@ CATALOG: tuple[Row, ...] = (
               _plamo("end_tool_arguments") + _plamo("end_tool_request"),
               args_prefix="<|plamo:constrain|>json<|plamo:msg|>")),
     Row(
+        Family("solar_open", "Solar Open: <|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}"
+                             "<|tool_call:end|>...<|calls|> (the call id read and dropped; written as the call's place)",
+               models=("upstage/Solar-Open-100B",),
+               sources=("UpstageAI/vllm vllm/tool_parsers/solar_open_tool_parser.py",
+                        *_checked("upstage-Solar-Open-100B.jinja 4618a1ec1a34")),
+               reasoning=(("<|think|>", "<|end|>"),)),
+        NamedJson, NamedSpelling("<|tool_calls|>", "<|calls|>", "<|tool_call:begin|>", "<|tool_call:args|>",
+                                 "<|tool_call:end|>", id_close="<|tool_call:name|>")),
+    Row(
         Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
                models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
                sources=("llama.cpp common/parsers/functionary-v3-2.cpp",
