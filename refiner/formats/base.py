@@ -532,11 +532,12 @@ class _MarkerTable:
                 for m in dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
                     self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), f)
 
-        # each marker (and closer) by the formats it names, in rank order
+        # each marker (with its other spellings) and closer by the formats it names, in rank order
         self.naming: dict[str, dict[str, tuple[WireFormat, ...]]] = {"markers": {}, "closers": {}}
         for which, named in self.naming.items():
             for f in fmts:
-                for m in dict.fromkeys(getattr(f.detection, which)):
+                spelt = (*f.detection.markers, *f.detection.also_read) if which == "markers" else f.detection.closers
+                for m in dict.fromkeys(spelt):
                     named[m] = (*named.get(m, ()), f)
 
     def marked(self, found_at: Mapping[str, int]) -> list[WireFormat]:
