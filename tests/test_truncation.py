@@ -334,7 +334,7 @@ JSON_VALUE_FAMILIES = ("xlam", "jamba", "minimax", "nestools", "hermes", "apiban
                        "granite", "nemotron", "internlm", "longcat_json", "functionary_v32", "command_a", "pangu")
 
 
-def _markers(fmt: formats.WireFormat) -> list[str]:
+def _all_markers(fmt: formats.WireFormat) -> list[str]:
     found = {*fmt.tags, *fmt.detection.markers, *fmt.detection.closers}
     return sorted(m for m in found if m.strip())
 
@@ -362,7 +362,7 @@ def _only_written_calls(fmt: formats.WireFormat, gold: list[ToolCall]) -> None:
 @pytest.mark.parametrize("name", JSON_VALUE_FAMILIES)
 def test_a_marker_inside_a_value_is_text_at_every_cut(name):
     fmt = formats.get(name)
-    for marker in _markers(fmt):
+    for marker in _all_markers(fmt):
         gold = _fit(fmt, [ToolCall("get_weather", {"city": f"a {marker} b", "days": 3}),
                           ToolCall("search", {"note": f'{marker}"}}]', "tags": [marker, "x\\"]})])
         _only_written_calls(fmt, gold)
@@ -374,7 +374,7 @@ def test_a_marker_inside_a_value_is_text_at_every_cut(name):
 def test_values_holding_markers_quotes_and_brackets_are_never_misread_when_cut(name, data):
     """Randomised: values built of the family's markers, quotes, backslashes, brackets and text, cut everywhere."""
     fmt = formats.get(name)
-    piece = st.one_of(st.sampled_from(_markers(fmt)), st.sampled_from(['"', "\\", "{", "}", "[", "]", ",", ":", "\n"]),
+    piece = st.one_of(st.sampled_from(_all_markers(fmt)), st.sampled_from(['"', "\\", "{", "}", "[", "]", ",", ":", "\n"]),
                       _text)
     value = st.lists(piece, min_size=1, max_size=4).map("".join)
     args = st.dictionaries(st.sampled_from(["city", "days", "note", "tags"]),
