@@ -71,8 +71,9 @@ class XmlLenient:
         s = self.spelling
         notes = []
         body = text[pos:]
-        tags = (s.key_open, s.value_close, s.call_close)
-        if "\\n" in body and any("\\n" + t in body or t + "\\n" in body for t in tags):
+        # (a literal \n where the render has a line break between tags; one ending or starting a value is the value's)
+        marks = ("\\n" + s.key_open, s.value_close + "\\n", "\\n" + s.call_close, s.call_close + "\\n")
+        if "\\n" in body and any(m in body for m in marks):
             body = _JSON_ESCAPE.sub(_unescape, body)
             notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
         for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
