@@ -35,7 +35,7 @@ class Scripted:
 
 @pytest.fixture(scope="module")
 def proxy(upstream):
-    app = create_app(upstream[1] + "/v1", refiner=Refiner(Scripted()), client_api_key=KEY, timeout=1.0,
+    app = create_app(upstream[1] + "/v1", refiner=Refiner(Scripted()), client_api_key=KEY, timeout=2.5,
                      max_body_bytes=32_000, workers=0)
     with serve_in_thread(app) as url:
         yield url
@@ -81,7 +81,7 @@ def test_the_counters_move_as_the_requests_say(proxy) -> None:
     assert chat(proxy, {"content": "x" * 40_000}).status_code == 413
     assert chat(proxy, {"status": 500}).status_code == 502
     assert chat(proxy, {"status": 503}, stream=True).status_code == 502
-    stalled = chat(proxy, {"content": "partial", "stream_stall": 3}, stream=True)  # times out mid-stream
+    stalled = chat(proxy, {"content": "partial", "stream_stall": 8}, stream=True)  # times out mid-stream
     assert stalled.status_code == 200 and "upstream_timeout" in stalled.text
     assert httpx.get(proxy + "/health").status_code == 200  # open, and not counted
 
