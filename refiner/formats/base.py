@@ -592,9 +592,9 @@ def marker_positions(text: str) -> dict[str, int]:
         left = h.longer
         longest, starts = h.longest.match, h.starts
         for _ in range(HEAD_WALK):
-            written = longest(text, at)
-            if written is not None:
-                for m in starts[written.group()]:
+            match = longest(text, at)
+            if match is not None:
+                for m in starts[match.group()]:
                     if m not in out:
                         out[m] = at
                         left -= 1

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
+from refiner.formats.base import marker_table
 from refiner.formats.reasoning import is_closing_tag
 from refiner.specs.catalog import tool_name
 
@@ -27,14 +28,14 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 def markers(own: str | None = None) -> tuple[str, ...]:
     """The call markers of every registered format, longest first: its detection markers and closers and its tags
     that are tags or sentinel tokens. ``own``: a format whose detection markers all count. Made once per state of the
-    registry."""
-    return _markers(own, tuple(formats.all_formats()))
+    registry (its :func:`~refiner.formats.base.marker_table`)."""
+    return _markers(own, marker_table())
 
 
 @functools.lru_cache(maxsize=16)
-def _markers(own: str | None, registered: tuple) -> tuple[str, ...]:
+def _markers(own: str | None, table: object) -> tuple[str, ...]:  # (``table``: the registry's state)
     found = set(getattr(formats.get(own).detection, "markers", ())) if own else set()
-    for f in registered:
+    for f in formats.all_formats():
         detection = getattr(f, "detection", None)
         candidates = [*(getattr(f, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
                       *(getattr(detection, "closers", ()) or ())]

@@ -89,8 +89,8 @@ def answer(refiner: Refiner, payload: dict) -> Any:
         if fmt is None:
             return False
         try:  # (a strictly valid region's calls are detection's: only a broken one is read again)
-            tools = load_request_tools({"tools": payload["tools"]})
-            calls = calls if calls is not None else read_upstream(text, fmt, tools).calls
+            if calls is None:
+                calls = read_upstream(text, fmt, load_request_tools({"tools": payload["tools"]})).calls
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return False
         return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
