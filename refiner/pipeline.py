@@ -41,8 +41,10 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
-from refiner.formats.reading import choose_formats, params_by_tool, read_upstream
-from refiner.formats.reasoning import calls_text
+from refiner.formats.base import FormatError, marker_positions
+from refiner.formats.detect import detect_with_calls
+from refiner.formats.reading import Reading, choose_formats, params_by_tool, read_text, read_upstream, salvaged
+from refiner.formats.reasoning import calls_text, read
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import UNKNOWN_TOOLS, Tier1, repair_parsed
@@ -119,6 +121,41 @@ def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
         raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
 
 
+@dataclass
+class Detected:
+    """A text's format as its caller detected it (:func:`detect_upstream`), handed to :func:`prepare` so that the
+    text is read in that format without being detected again. ``fmt``: None when no format was found; ``calls``: the
+    strict reading when the text is valid in ``fmt``; ``tried`` and ``markers``: the strict readings detection made
+    (by format) and the markers it found, which the reading goes on from. Used once: the reading adds to ``tried``."""
+
+    text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
+    fmt: str | None
+    calls: list[ToolCall] | None
+    tried: dict[str, list[ToolCall] | FormatError]
+    markers: dict[str, int]
+
+
+def detect_upstream(text: str) -> Detected:
+    """``text``'s format detected once (:func:`refiner.formats.detect.detect_with_calls`), with what the detection
+    made on the way."""
+    body = read(text)
+    tried: dict[str, list[ToolCall] | FormatError] = {}
+    markers = marker_positions(body)
+    fmt, calls = detect_with_calls(body, tried, markers)
+    return Detected(body, fmt, calls, tried, markers)
+
+
+def read_detected(found: Detected, tools: Any, *, offered: Mapping[str, Any] | None = None) -> Reading:
+    """The text ``found`` was detected in, read in its format (which is also the output format) as
+    :func:`refiner.formats.reading.read_upstream` reads it with no format asked for, on from what detection made."""
+    offered = params_by_tool(tools) if offered is None else offered
+    reading = read_text(found.text, found.fmt, tools, tried=found.tried, offered=offered)
+    reading.out_fmt = reading.detected = found.fmt
+    reading = salvaged(reading, tools, offered=offered, markers=found.markers, tried=found.tried)
+    reading.text = str(found.text)
+    return reading
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # 2-3. Read once, gate, tier-1 repair
 
@@ -169,10 +206,13 @@ class Job:
 
 
 def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: bool = False,
-            model_formats: Collection[str] | None = None, unknown_tools: str = "keep") -> Job:
+            model_formats: Collection[str] | None = None, unknown_tools: str = "keep",
+            detected: Detected | None = None) -> Job:
     """Request → its tools and upstream read once (:func:`refiner.formats.reading.read_upstream`: the format
     chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
-    (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`)."""
+    (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`). ``detected``: the
+    caller's detection of the upstream: when it found a format, the upstream is read and written in that one
+    (:func:`read_detected`) instead of the request's."""
     validate_request(request)
     text = request["upstream"]
     text_values = request.get("value_style") == "text"
@@ -180,7 +220,10 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     try:
         tools = load_request_tools(request)
         offered = params_by_tool(tools)
-        reading = read_upstream(text, request.get("format") or default_fmt, tools, offered=offered)
+        if detected is not None and detected.fmt is not None and detected.text == text:
+            reading = read_detected(detected, tools, offered=offered)
+        else:
+            reading = read_upstream(text, request.get("format") or default_fmt, tools, offered=offered)
         upstream = check_reading(reading, tools, text_values=text_values)
         tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
                               text_values=text_values, cut_off=cut_off, offered=offered, unknown_tools=unknown_tools)
@@ -489,9 +532,11 @@ class Refiner:
         ``requests`` (from :meth:`prepare_batch`, here or in another process) is not read or repaired again."""
         return self.finish(self.prepare_batch(requests, errors=errors), errors=errors)
 
-    def prepare_batch(self, requests: Iterable[Mapping[str, Any] | Job], *, errors: str = "raise") -> list[Job | dict]:
+    def prepare_batch(self, requests: Iterable[Mapping[str, Any] | Job], *, errors: str = "raise",
+                      detected: Sequence[Detected | None] = ()) -> list[Job | dict]:
         """Each request read once, gated and tier-1 repaired (:func:`prepare`): its :class:`Job`, or with
-        ``errors="result"`` its error result. A Job given is kept (its tools read again if sent without them)."""
+        ``errors="result"`` its error result. A Job given is kept (its tools read again if sent without them).
+        ``detected``: the caller's detection of each request's upstream, in order (None, or missing: none)."""
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             job = request if isinstance(request, Job) else None
@@ -501,7 +546,7 @@ class Refiner:
                 if job is None:
                     request = reasoning_calls(request, self.calls_in_reasoning)
                     job = prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats,
-                                  unknown_tools=self.unknown_tools)
+                                  unknown_tools=self.unknown_tools, detected=detected[i] if i < len(detected) else None)
                 elif job.tools_apart:
                     job = job.with_tools()
                 jobs.append(job)

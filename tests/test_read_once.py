@@ -1,20 +1,26 @@
 """One ``refine`` reads a request's upstream once: one detection, at most one strict read of it in each format (the
 format it is read in exactly once: detection's reading, or the requested format's, is the gate's), at most one
-lenient read in the format it is read in (salvage takes that reading), and at most one read of tier 1's output.
+lenient read in the format it is read in (salvage takes that reading), and at most one read of tier 1's output. So
+does the proxy's worker for calls left in an answer's content: it detects the text and the pipeline reads it by that
+detection (:class:`refiner.pipeline.Detected`).
 
 Counted by wrapping the registry's entry points (each format's ``parse_strict`` and ``parse_lenient``, detection),
 not by counters in the library."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
+import httpx
 import pytest
+from fake_upstream import WEATHER_QUERY, create_fake_upstream, serve_in_thread
 
 from refiner import formats
 from refiner.formats import detect as detect_module
 from refiner.formats import reading as reading_module
 from refiner.pipeline import Refiner
+from refiner.proxy import create_app, work
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]
@@ -58,9 +64,23 @@ def reads(monkeypatch):
         counts["detect", which(text)] += 1
         return original(text, *a, **k)
 
-    for module in (detect_module, reading_module, formats):
-        monkeypatch.setattr(module, "detect_with_calls", detect)
+    for module in [m for name, m in sys.modules.items() if name.split(".")[0] == "refiner"]:
+        if getattr(module, "detect_with_calls", None) is original:  # every module that imported it by name
+            monkeypatch.setattr(module, "detect_with_calls", detect)
     return counts, texts
+
+
+def read_once(counts: Counter) -> None:
+    """One detection of the upstream, at most one strict read of it per format and one lenient read in all, at most
+    one strict read of tier 1's output, no detection of it."""
+    assert counts["detect", "upstream"] == 1, counts
+    reads = [(*key, n) for key, n in counts.items() if len(key) == 3]
+    strict = {name: n for kind, text, name, n in reads if kind == "strict" and text == "upstream"}
+    assert all(n == 1 for n in strict.values()), strict
+    lenient = {name: n for kind, text, name, n in reads if kind == "lenient" and text == "upstream"}
+    assert sum(lenient.values()) <= 1, lenient
+    assert sum(n for kind, text, _, n in reads if kind == "strict" and text == "output") <= 1, counts
+    assert counts["detect", "output"] == 0
 
 
 @pytest.mark.parametrize("fmt", [None, "hermes"])
@@ -134,3 +154,38 @@ def test_format_errors_survive_a_trip_between_processes():
     for err in (FormatError("hermes", "invalid JSON", 7), FormatError("glm45", "no block"), RenderError("xlam", "x")):
         back = pickle.loads(pickle.dumps(err))
         assert type(back) is type(err) and str(back) == str(err) and vars(back) == vars(err)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_proxy_worker_reads_content_once(reads, case):
+    """Calls left in an answer's content: the worker detects the text, and the pipeline reads it by that detection."""
+    counts, texts = reads
+    item = work.content_item(CASES[case], TOOLS, None)
+    (outcome,) = work.tier1(Refiner(), [item])
+    texts["upstream"] = CASES[case]
+    refined = (outcome["result"] or {}).get("calls")
+    counts.clear()
+    (again,) = work.tier1(Refiner(), [item])
+    assert (again["result"] or {}).get("calls") == refined
+    read_once(counts)
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    with serve_in_thread(create_fake_upstream()) as url:
+        yield url
+
+
+@pytest.mark.parametrize("case", ["valid", "broken json", "needs repair"])
+def test_a_proxied_answer_is_read_once(upstream, reads, case):
+    """A whole answer through the proxy (its worker in threads of this process): the calls the upstream left in its
+    content are detected once and read once."""
+    counts, texts = reads
+    texts["upstream"] = CASES[case]
+    body = {"model": "m", "messages": [{"role": "user", "content": WEATHER_QUERY}], "tools": TOOLS,
+            "x_fake": {"content": "Let me look.\n" + CASES[case]}}
+    with serve_in_thread(create_app(upstream + "/v1", refiner=Refiner(), workers=0)) as url:
+        r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+    call = r.json()["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert call["name"] == "get_weather"
+    read_once(counts)

@@ -1,6 +1,6 @@
 """What runs inside a worker process (:mod:`refiner.proxy.isolation`): the tasks in :data:`TASKS`. A ``tier1`` item is
 ``{"request", "detect", "allowed", "model"}`` (with ``detect`` the upstream text is content, refined only in an allowed
-detected format); its outcome ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict reader
+detected format, read by that detection: :class:`refiner.pipeline.Detected`); its outcome ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict reader
 read, None when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs the
 model. One bad item never raises.
 """
@@ -16,9 +16,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
-from refiner.formats.detect import detect_with_calls
-from refiner.formats.reading import read_upstream
-from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
+from refiner.pipeline import Detected, Job, Refiner, describe_error, detect_upstream, load_request_tools, read_detected
 from refiner.proxy.content import ContentSplit, Openers, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
@@ -27,14 +25,14 @@ from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 log = logging.getLogger("refiner.proxy")
 
 
-def detect(text: str, allowed: Sequence[str] | None) -> tuple[str | None, list | None]:
-    """``(format, calls)``: the wire format of ``text`` when it is one of ``allowed`` (None: any), else None (also
-    when detection fails), and its calls when detection found the text strictly valid there (else None)."""
+def detect(text: str, allowed: Sequence[str] | None) -> Detected | None:
+    """The detection of ``text`` when it found a format and that is one of ``allowed`` (None: any); else None (also
+    when detection fails)."""
     try:
-        found, calls = detect_with_calls(text)
+        found = detect_upstream(text)
     except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
-        return None, None
-    return (found, calls) if allowed is None or found in allowed else (None, None)
+        return None
+    return found if found.fmt is not None and (allowed is None or found.fmt in allowed) else None
 
 
 RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
@@ -60,17 +58,21 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     outcomes: list[dict] = [{"format": None, "result": None} for _ in items]
     todo: list[int] = []
     requests: list[dict] = []
+    detections: list[Detected | None] = []
     for i, item in enumerate(items):
         request = dict(item["request"])
+        found = None
         if item.get("detect"):
-            request["format"] = detect(request["upstream"], item.get("allowed"))[0]
-            if request["format"] is None:
+            found = detect(request["upstream"], item.get("allowed"))
+            if found is None:
                 continue
+            request["format"] = found.fmt
         outcomes[i]["format"] = request.get("format")
         todo.append(i)
         requests.append(request)
+        detections.append(found)
     if requests:
-        jobs = refiner.prepare_batch(requests, errors="result")
+        jobs = refiner.prepare_batch(requests, errors="result", detected=detections)
         for i, job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
             outcomes[i]["result"] = read_result(result)
             outcomes[i]["strict"] = len(job.upstream.calls) if isinstance(job, Job) and job.upstream.strict_ok else None
@@ -85,12 +87,13 @@ def answer(refiner: Refiner, payload: dict) -> Any:
     strict reader reads as many and none would go to the model, else None."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
-        fmt, calls = detect(text, payload["allowed"])
-        if fmt is None:
+        found = detect(text, payload["allowed"])
+        if found is None:
             return False
-        try:  # (a strictly valid region's calls are detection's: only a broken one is read again)
+        calls = found.calls
+        try:  # (a strictly valid region's calls are detection's: only a broken one is read, on from detection)
             if calls is None:
-                calls = read_upstream(text, fmt, load_request_tools({"tools": payload["tools"]})).calls
+                calls = read_detected(found, load_request_tools({"tools": payload["tools"]})).calls
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return False
         return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
