@@ -1,5 +1,6 @@
-"""Mistral's two tool-call shapes (``mistral``: tokenizers v2-v7, ``mistral_v11``: v11+): grammar edge cases, what
-lenient parsing recovers, and detection against each other and the other formats."""
+"""Mistral's two tool-call shapes (``mistral``: tokenizers v2-v7, with ``mistral_tekken`` writing no space after the
+token; ``mistral_v11``: v11+): grammar edge cases, what lenient parsing recovers, and detection against each other
+and the other formats."""
 
 from __future__ import annotations
 
@@ -11,21 +12,39 @@ from refiner.formats import FormatError, RenderError, detect_format
 from refiner.pipeline import Refiner
 
 V3 = formats.get("mistral")
+TEKKEN = formats.get("mistral_tekken")
 V11 = formats.get("mistral_v11")
 
 
 def test_v3_list_with_ids_and_spacing_variants():
     calls = [ToolCall("get_weather", {"city": "Paris"}), ToolCall("get_time", {})]
+    tight = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time"}]'
     for text in (
         '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}, '
         '{"name": "get_time", "arguments": {}, "id": "Zz9Yy8Xx7"}]',
-        '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time"}]',
+        tight,
         'Checking.[TOOL_CALLS]\n[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
         '{"name": "get_time", "arguments": {}}]</s>',
     ):
         assert V3.parse_strict(text) == calls, text
-        assert detect_format(text) == "mistral", text
+        # the list right after the token is what Tekken tokenizers write: detection names their row
+        assert detect_format(text) == ("mistral_tekken" if text == tight else "mistral"), text
     assert V3.parse_strict("[TOOL_CALLS] []") == []
+
+
+def test_tekken_row_writes_and_strictly_reads_the_list_right_after_the_token():
+    calls = [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    assert TEKKEN.render(calls) == '[TOOL_CALLS][{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {}}]'
+    spaced = V3.render(calls)
+    assert TEKKEN.parse_strict(TEKKEN.render(calls)) == calls == V3.parse_strict(TEKKEN.render(calls))
+    with pytest.raises(FormatError, match="nothing between them"):
+        TEKKEN.parse_strict(spaced)
+    assert TEKKEN.parse_lenient(spaced).calls == calls  # read all the same, reported
+    assert detect_format(spaced) == "mistral"
+    # a cut text: the marker guess tells the two rows apart by what follows the token
+    assert detect_format('[TOOL_CALLS][{"name": "a", "arguments": {"x": ') == "mistral_tekken"
+    assert detect_format('[TOOL_CALLS] [{"name": "a", "arguments": {"x": ') == "mistral"
+    assert Refiner().refine({"upstream": spaced, "format": "mistral_tekken"})["refined"] == TEKKEN.render(calls)
 
 
 @pytest.mark.parametrize(
@@ -125,6 +144,7 @@ def test_detection_between_the_two_shapes_and_the_other_formats():
 def test_render_is_one_canonical_text_per_shape():
     calls = [ToolCall("a", {"x": [1, {"y": None}]}), ToolCall("b", {})]
     assert V3.render(calls) == '[TOOL_CALLS] [{"name": "a", "arguments": {"x": [1, {"y": null}]}}, {"name": "b", "arguments": {}}]'
+    assert TEKKEN.render(calls) == V3.render(calls).replace("] [", "][", 1)
     assert V11.render(calls) == '[TOOL_CALLS]a[ARGS]{"x": [1, {"y": null}]}[TOOL_CALLS]b[ARGS]{}'
     for bad in ("a[b", "x{", " lead", "two\nlines"):
         with pytest.raises(RenderError):

@@ -87,7 +87,7 @@ FAMILIES: dict[str, str | None] = {
     "meta-llama-Llama-3.3-70B-Instruct.jinja": "llama3_json",
     "microsoft-Phi-3.5-mini-instruct.jinja": None,  # no tools
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "mistral_v11",
-    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral_tekken",
     "moonshotai-Kimi-K2.jinja": "kimi_k2",
     "muse-glimmer.jinja": "muse_glimmer",
     "openai-gpt-oss-120b.jinja": "harmony",
@@ -212,6 +212,26 @@ def test_a_call_object_keyed_by_its_name_derives_the_keyed_row(tmp_path):
     sdist = _sdist(tmp_path, {"keyed.jinja": KEYED_TEMPLATE})
     (e,) = bench.survey(sdist, {"keyed.jinja": "apertus"})
     assert (e.result, e.same_as, e.equal) == ("row", "apertus", True)
+
+
+# Written for these tests: Mistral's JSON list of calls, each with its nine-character id, in the layout of a Tekken
+# tokenizer (no space between [TOOL_CALLS] and the list) or of a SentencePiece one (a space).
+TEKKEN_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}[INST]{{ m.content }}[/INST]
+{%- elif m.tool_calls %}[TOOL_CALLS][
+{%- for tc in m.tool_calls %}{{ ', ' if not loop.first }}{{ (tc.function | tojson)[:-1] }}, "id": "{{ tc.id }}"}
+{%- endfor %}]</s>
+{%- else %}{{ m.content }}</s>
+{%- endif %}
+{%- endfor %}"""
+
+
+def test_mistrals_list_derives_the_row_of_its_tokenizers_spacing(tmp_path):
+    spaced = TEKKEN_TEMPLATE.replace("[TOOL_CALLS][", "[TOOL_CALLS] [")
+    sdist = _sdist(tmp_path, {"tekken.jinja": TEKKEN_TEMPLATE, "spaced.jinja": spaced})
+    got = {e.template: e for e in bench.survey(sdist, {"tekken.jinja": "mistral_tekken", "spaced.jinja": "mistral"})}
+    for name, family in (("tekken.jinja", "mistral_tekken"), ("spaced.jinja", "mistral")):
+        assert (got[name].same_as, got[name].equal, got[name].used) == (family, True, family), name
 
 
 def test_a_row_names_the_templates_it_was_checked_against():

@@ -68,7 +68,8 @@ def _plamo(tag: str) -> str:
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
 # wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, before apibank and hermes (<tool_call>);
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
-# after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share.
+# after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
+# the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any).
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
@@ -288,9 +289,16 @@ CATALOG: tuple[Row, ...] = (
                models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
         XmlParams, replace(kv("ifm|", section="ifm|tool_calls", sep=""),
         type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
-    Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>'))),
-        mistral.Mistral, None),
-    Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=(('[THINK]', '[/THINK]'), ('<think>', '</think>')),
+    Row(
+        Family("mistral_tekken", 'Mistral (Tekken tokenizers before v11): [TOOL_CALLS][{"name": ..., "arguments": {...}}, '
+               "...] (no space after the token)", models=("mistralai/Mistral-Nemo-Instruct-2407",),
+               sources=(VLLM + "mistral_tool_parser.py",
+                        *_checked("mistralai-Mistral-Nemo-Instruct-2407.jinja e4676cb56dff")),
+               reasoning=mistral.REASONING),
+        mistral.Mistral, mistral.TIGHT),
+    Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=mistral.REASONING),
+        mistral.Mistral, mistral.SPACED),
+    Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=mistral.REASONING,
                sources=_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
                                 "mistralai-Ministral-3-14B-Reasoning-2512.jinja 39f03c383413",
                                 "unsloth-mistral-Devstral-Small-2507.jinja 039a4710e2aa")),

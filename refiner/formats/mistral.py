@@ -2,11 +2,14 @@
 both after the ``[TOOL_CALLS]`` token; text before it is the message content.
 
 - ``mistral`` (tokenizers v2-v7): ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``, one JSON list; an
-  ``"id"`` per call is accepted and dropped.
+  ``"id"`` per call is accepted and dropped. Its spelling (:class:`MistralSpelling`) is what the tokenizer writes
+  between the token and the list: SentencePiece tokenizers a space (the ``mistral`` row, which also reads any other
+  whitespace there), Tekken tokenizers (Mistral-Nemo's template) nothing (``mistral_tekken``).
 - ``mistral_v11`` (tokenizers v11+): ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, also with ``[CALL_ID]ID`` before
   ``[ARGS]`` (dropped), or without ``[ARGS]`` (``[TOOL_CALLS]NAME{...}``, as vLLM reads it).
 
-Detection tells them apart by what follows the token (``[`` starts the list). Reasoning may come first as
+Detection tells them apart by what follows the token (``[`` starts the list; right after it, the Tekken row's).
+Reasoning may come first as
 ``<think>...</think>`` or ``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text: a call's arguments
 run to where the JSON decoder ends them, or, in broken JSON, to the next token outside their strings
 (:func:`tokens_outside_strings`).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
@@ -28,6 +32,7 @@ from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 BOT, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 THINK, THINK_END = "[THINK]", "[/THINK]"
+REASONING = ((THINK, THINK_END), ("<think>", "</think>"))
 # Recovery reads at most this many [TOOL_CALLS] segments (real answers hold a few).
 MAX_SEGMENTS = 256
 # A v11 tool name: anything up to the next "[" or "{" with no bracket or brace, no whitespace at either end and no
@@ -169,12 +174,28 @@ def _segments(body: str) -> tuple[str, list[str]]:
     return lead, segments
 
 
+@dataclass(frozen=True)
+class MistralSpelling:
+    """What a tokenizer writes between ``[TOOL_CALLS]`` and the list of calls (``gap``). The row that writes no gap
+    reads only that strictly (detection tries it first, and so names it for its own texts); the row that writes a
+    space reads any whitespace there, or none."""
+
+    gap: str = " "
+
+
+SPACED, TIGHT = MistralSpelling(" "), MistralSpelling("")
+
+
 class Mistral(WireFormat):
     tags = (BOT,)
     detection = Detection(markers=(BOT,))
+    spelling: MistralSpelling = SPACED
 
     def sniff(self, body: str, at: int) -> bool:
-        """``[TOOL_CALLS]`` followed by a list is this format; by a tool name, ``mistral_v11``."""
+        """``[TOOL_CALLS]`` followed by a list is this format (right after it, when the row writes no gap); by a tool
+        name, ``mistral_v11``."""
+        if not self.spelling.gap:
+            return body.startswith("[", at + len(BOT))
         return _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -185,6 +206,8 @@ class Mistral(WireFormat):
         pos = skip_ws(text, i + len(BOT))
         if not text.startswith("[", pos):
             raise self.error(f"{BOT} must be followed by a JSON list of calls", pos)
+        if not self.spelling.gap and pos > i + len(BOT):
+            raise self.error(f"{BOT} must be followed by the list with nothing between them", i + len(BOT))
         value, end = decode_at(self, text, pos)
         again = text.find(BOT, end)
         if again >= 0:
@@ -220,7 +243,7 @@ class Mistral(WireFormat):
             add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        return f"{BOT} {dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}"
+        return f"{BOT}{self.spelling.gap}{dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}"
 
 
 class MistralV11(WireFormat):
