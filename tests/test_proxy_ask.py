@@ -36,4 +36,6 @@ def test_a_region_is_checked_by_reading_it(monkeypatch) -> None:
 def test_early_calls_wait_when_the_model_would_take_them(model, bypass, sent) -> None:
     text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
     got = work.answer(Refiner(engine=None, bypass=bypass), {**BASE, "model": model, "kind": "calls", "text": text})
-    assert got == ([{"name": "get_weather", "arguments": {"city": "Paris"}}] if sent else None)
+    assert got.calls == ([{"name": "get_weather", "arguments": {"city": "Paris"}}] if sent else None)
+    assert got.text == text and got.outcome["result"]["stage"] == "unchanged"  # the read, for the answer's end
+    assert ("job" in got.outcome) == (not sent)

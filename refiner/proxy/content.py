@@ -346,11 +346,25 @@ def call_closers(known: Sequence[str] | None = None) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Ask:
     """A question the driver needs answered (by :func:`refiner.proxy.work.answer`). ``region``: does ``text`` hold
-    calls (True, False, or None: no more checks, release the rest)? ``calls``: the complete calls of ``text`` (held
-    text up to a call's closer) as ``{"name", "arguments"}``, or None."""
+    calls (True, False, or None: no more checks, release the rest)? ``calls``: tier 1's :class:`EarlyRead` of
+    ``text`` (held text up to a call's closer), its complete calls as ``{"name", "arguments"}`` (or None: none)."""
 
     kind: str
     text: str
+
+
+@dataclass
+class EarlyRead:
+    """Tier 1's read of an answer's text before the answer ended: the answer to an ``Ask("calls")``
+    (:func:`refiner.proxy.work.answer`), or of the upstream's first complete tool calls. ``calls``: those to send now
+    (None: none); ``outcome``: :func:`refiner.proxy.work.tier1`'s for ``text`` (None: it gave none), which the end of
+    the answer takes when its text is still ``text`` instead of reading it again; ``slow``: the read took longer than
+    a choice sent to the model may."""
+
+    text: str
+    calls: list[dict] | None
+    outcome: dict | None = None
+    slow: bool = False
 
 
 @dataclass
@@ -376,6 +390,7 @@ class CallDriver:
         self.boundary = 0  # the held text up to here was read for calls
         self.calls: list[dict] = []  # calls read early, in order
         self.reads = 0
+        self.last: EarlyRead | None = None  # the last early read
 
     def feed(self, piece: str) -> Generator[Ask, Any, Said]:
         was_held = self.split.held_from is not None
@@ -410,7 +425,9 @@ class CallDriver:
         self.boundary = start + end
         self.reads += 1
         self.early = self.reads < MAX_EARLY_READS
-        calls = yield Ask("calls", self.split.held[: self.boundary])
+        read = yield Ask("calls", self.split.held[: self.boundary])
+        self.last = read
+        calls = read.calls if read is not None else None
         if not calls or len(calls) <= len(self.calls):
             return []
         if not begins_with(calls, self.calls):
@@ -419,6 +436,11 @@ class CallDriver:
         new = list(calls[len(self.calls) :])
         self.calls += new
         return new
+
+    def read_of(self, text: str) -> EarlyRead | None:
+        """The last early read when it read ``text`` (the held text at the end) and tier 1 gave an outcome."""
+        last = self.last
+        return last if last is not None and last.outcome is not None and last.text == text else None
 
 
 def same_call(call: dict) -> tuple[str, str]:

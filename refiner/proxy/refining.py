@@ -20,6 +20,7 @@ from refiner.proxy.content import (
     Ask,
     ContentCalls,
     ContentSplit,
+    EarlyRead,
     Openers,
     holds_calls,
     markers,
@@ -162,23 +163,28 @@ class Refinement:
 
     async def ask(self, body: dict, ask: Ask, deadline: float) -> Any:
         """The answer to a split's question, from a worker; none: a region is not calls, no call is read early."""
-        value, _, failed = await self.in_worker("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
-                                                self.remaining(deadline), "a content question", logging.INFO)
+        value, cpu, failed = await self.in_worker("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
+                                                  self.remaining(deadline), "a content question", logging.INFO)
+        if isinstance(value, EarlyRead):
+            value.slow = cpu > MODEL_SKIP_CPU
         return (False if ask.kind == "region" else None) if failed else value
 
-    async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> list[dict] | None:
-        """A streamed answer's first complete tool calls refined by tier 1, to send before the answer ends; None when
-        they must wait: there is a refiner model, tier 1 did not read or repair them, or it changed their number."""
+    async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> EarlyRead | None:
+        """Tier 1's read of a streamed answer's first complete tool calls (None: there is a refiner model, or no
+        tier 1 first), its ``calls`` the refined calls to send before the answer ends; None when they must wait: tier 1
+        did not read or repair them, or it changed their number."""
         if not self.tier1_first or self.has_model:
             return None
         job = _Job(0, "calls", refine_request(body, calls), calls=calls)
         await self._tier1([job], deadline)
-        result = (job.outcome or {}).get("result")
-        if job.status is not None or not result or result.get("stage") not in ("unchanged", "repaired"):
-            return None
+        read = EarlyRead(job.request["upstream"], None, job.outcome if job.status is None else None, job.slow)
+        result = (read.outcome or {}).get("result")
+        if not result or result.get("stage") not in ("unchanged", "repaired"):
+            return read
         refined, _ = apply_result({"role": "assistant", "content": None, "tool_calls": calls}, None, result)
         out = refined.get("tool_calls") or []
-        return out if len(out) == len(calls) else None
+        read.calls = out if len(out) == len(calls) else None
+        return read
 
     async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
         """A whole answer's content, split; a long one in a worker (when that fails, the content is all released)."""
@@ -194,8 +200,10 @@ class Refinement:
         return split
 
     async def choices(self, body: dict, items: list[Choice], splits: dict[int, ContentSplit] | None = None,
-                      reasonings: dict[int, str] | None = None) -> list[ChoiceResult]:
-        """The refined choices, in order; a stream gives the ``splits`` made and the ``reasonings`` sent per choice."""
+                      reasonings: dict[int, str] | None = None,
+                      early: dict[int, EarlyRead] | None = None) -> list[ChoiceResult]:
+        """The refined choices, in order; a stream gives the ``splits`` made, the ``reasonings`` sent and the last
+        ``early`` read of tier 1 per choice (taken as the choice's when it read the text the choice ends with)."""
         deadline = self.deadline()
         opened = self.prompts.opened(body, whole=True) if splits is None else None
         lean = splits is None and opened is None and self.prompts.leans(body)
@@ -237,6 +245,11 @@ class Refinement:
             if reason == "length":
                 request["finish_reason"] = reason  # the complete calls before the cut are returned, the cut one is not
             jobs.append(_Job(i, "content", request, split=split))
+        for job in jobs:
+            read = (early or {}).get(job.choice)
+            if read is not None and read.outcome is not None and read.text == job.request["upstream"] \
+                    and "finish_reason" not in job.request:
+                self._took(job, dict(read.outcome), read.slow)
         if jobs:
             await self._tier1(jobs, deadline)
             await self._model(jobs, deadline)
@@ -273,7 +286,7 @@ class Refinement:
                 r.message = {**r.message, "tool_calls": took_calls(r, result, outcome.get("format"))}
 
     async def _tier1(self, jobs: list[_Job], deadline: float) -> None:
-        todo = [j for j in jobs if j.kind == "content" or self.tier1_first]
+        todo = [j for j in jobs if (j.kind == "content" or self.tier1_first) and j.outcome is None]
         if not todo:
             return
         # (the conversation, which can be large, stays here: tier 1 reads the tools and the upstream text)
@@ -286,10 +299,15 @@ class Refinement:
                 j.status = failed
             return
         for j, outcome in zip(todo, outcomes):
-            j.prepared = outcome.pop("job", None)
-            j.outcome, j.slow = outcome, cpu > MODEL_SKIP_CPU
-            if j.kind == "content" and outcome.get("format"):
-                j.request["format"] = outcome["format"]
+            self._took(j, outcome, cpu > MODEL_SKIP_CPU)
+
+    @staticmethod
+    def _took(job: _Job, outcome: dict, slow: bool) -> None:
+        """``job`` given tier 1's ``outcome`` (:func:`refiner.proxy.work.tier1`)."""
+        job.prepared = outcome.pop("job", None)
+        job.outcome, job.slow = outcome, slow
+        if job.kind == "content" and outcome.get("format"):
+            job.request["format"] = outcome["format"]
 
     async def _model(self, jobs: list[_Job], deadline: float) -> None:
         todo = []

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import CallDriver, ContentSplit, begins_with, run_sync
+from refiner.proxy.content import CallDriver, ContentSplit, EarlyRead, begins_with, run_sync
 from refiner.proxy.convert import argument_problem, new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
@@ -207,6 +207,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     answers: dict[int, AnswerStream] = {}
     reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
     early: dict[int, list[dict]] = {}  # choice -> the upstream's calls sent (refined) before the end
+    reads: dict[int, EarlyRead] = {}  # choice -> tier 1's last read of its upstream calls before the end
     try:
         async for chunk in events:
             for choice in chunk.get("choices") or []:
@@ -222,7 +223,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
                 forward = await _hold_content(forward, answers, reasoned, refinement, body, buf, calls)
             if forward is not None:
                 yield sse(forward)
-            for i, k, call in calls + await _early_upstream_calls(buf, answers, early, refinement, body):
+            for i, k, call in calls + await _early_upstream_calls(buf, answers, early, reads, refinement, body):
                 for d in call_deltas(k, call):
                     yield sse(buf.chunk(i, {"tool_calls": [d]}))
     except UpstreamError as e:
@@ -244,7 +245,11 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     for i, (message, reason) in zip(indices, messages):
         if i not in reasoned:
             refinement.prompts.learn(body, message.get("content"), reason)
-    results = await refinement.choices(body, messages, splits, reasonings)
+    for i, a in answers.items():
+        read = a.driver.read_of(a.split.held) if a.driver is not None else None
+        if read is not None and i not in reads:
+            reads[i] = read
+    results = await refinement.choices(body, messages, splits, reasonings, reads)
     _, extra = report(results, history)
     if extra or any(r.stage != "none" for r in results):
         extra = {"stages": [r.stage for r in results], **extra}
@@ -278,9 +283,10 @@ MAX_EARLY_UPSTREAM_READS = 32  # refinements of an answer's complete upstream ca
 
 
 async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStream], early: dict[int, list[dict]],
-                                refinement: Refinement, body: dict) -> list[tuple[int, int, dict]]:
+                                reads: dict[int, EarlyRead], refinement: Refinement,
+                                body: dict) -> list[tuple[int, int, dict]]:
     """The upstream's tool calls completed since the last chunk, refined: ``(choice, index, call)`` to send now (up to
-    :data:`MAX_EARLY_UPSTREAM_READS` reads)."""
+    :data:`MAX_EARLY_UPSTREAM_READS` reads); each choice's last read kept in ``reads``."""
     out = []
     for i in list(buf.calls):
         ans = answers.get(i)
@@ -291,7 +297,10 @@ async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStre
         if len(complete) <= len(sent):
             continue
         buf.reads[i] = buf.reads.get(i, 0) + 1
-        refined = await refinement.early_tool_calls(body, complete, refinement.deadline())
+        read = await refinement.early_tool_calls(body, complete, refinement.deadline())
+        if read is not None:
+            reads[i] = read
+        refined = read.calls if read is not None else None
         if refined is None or not begins_with(refined, sent):
             buf.reads[i] = MAX_EARLY_UPSTREAM_READS  # the rest waits for the end
             continue

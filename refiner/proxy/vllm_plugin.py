@@ -103,7 +103,10 @@ class Reader:
         released = run_sync(self.driver.end(), self._answer).release
         held = self.split.held
         if held.strip() and self.names:
-            result = work.tier1(self.refiner, [work.content_item(held, self.tools, None)])[0]["result"]
+            read = self.driver.read_of(held)  # (the held text read early, unchanged since, is not read again)
+            outcome = read.outcome if read is not None else work.tier1(self.refiner, [
+                work.content_item(held, self.tools, None)])[0]
+            result = outcome["result"]
             if holds_calls(result, self.names):
                 return released, list(result["calls"])
         if self.driver.calls:  # calls went out: the held text is theirs, not content

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.pipeline import Detected, Job, Refiner, describe_error, detect_upstream, load_request_tools, read_detected
-from refiner.proxy.content import ContentSplit, Openers, complete_calls, run_sync, split_whole
+from refiner.proxy.content import ContentSplit, EarlyRead, Openers, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
 from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
@@ -83,8 +83,9 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
 
 def answer(refiner: Refiner, payload: dict) -> Any:
     """The answer to a content split's question (:class:`refiner.proxy.content.Ask`): for ``region``, whether the
-    region's calls all name an offered tool or snap to one; for ``calls``, tier 1's calls of the text when the format's
-    strict reader reads as many and none would go to the model, else None."""
+    region's calls all name an offered tool or snap to one; for ``calls``, tier 1's :class:`EarlyRead` of the text,
+    its ``calls`` those tier 1 read when the format's strict reader reads as many and none would go to the model
+    (else None)."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
         found = detect(text, payload["allowed"])
@@ -100,7 +101,8 @@ def answer(refiner: Refiner, payload: dict) -> Any:
     item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
     outcome = tier1(refiner, [item])[0]
     calls = complete_calls(outcome["result"], set(names))
-    return calls if calls is not None and "job" not in outcome and outcome.get("strict") == len(calls) else None
+    sendable = calls is not None and "job" not in outcome and outcome.get("strict") == len(calls)
+    return EarlyRead(text, calls if sendable else None, outcome)
 
 
 def split(refiner: Refiner, payload: dict) -> dict:
