@@ -114,11 +114,11 @@ def detect_with_calls(
 def _detect(
     text: str, tried: dict[str, list[ToolCall] | FormatError], markers: dict[str, int] | None = None
 ) -> tuple[str | None, list[ToolCall] | None]:
-    ranked = by_rank()
+    table = marker_table()
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = marker_positions(text) if markers is None else markers
     if small:
-        for fmt in marker_table().marked(found_at):
+        for fmt in table.marked(found_at):
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
@@ -129,18 +129,18 @@ def _detect(
         return name, None
     if small:
         bracketed = "{" in text or "[" in text
-        for fmt in ranked:
-            if fmt.detection.bare and (bracketed or any(m in found_at for m in fmt.detection.markers)):
+        for fmt in table.bare:
+            if bracketed or any(m in found_at for m in fmt.detection.markers):
                 calls = strict_reading(fmt, text, tried)
                 if calls is not None:
                     return fmt.name, calls
     with repair_budget(total=DETECT_REPAIR_COST):
         value = lenient_json_in_prose(body[:DETECT_CHARS])
     if value is not None:
-        for fmt in ranked:
+        for fmt in table.claiming_values:
             if fmt.claims_value(value):
                 return fmt.name, None
-    for fmt in ranked:
+    for fmt in table.claiming_texts:
         if fmt.claims_text(body):
             return fmt.name, None
     return None, None

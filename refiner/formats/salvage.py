@@ -44,7 +44,6 @@ from refiner.formats.base import (
     FormatError,
     Lenient,
     WireFormat,
-    by_rank,
     marker_positions,
     marker_table,
 )
@@ -220,10 +219,11 @@ class _Scan(SiteReader):
             i = found_at.get(marker, -1)
             return body.find(marker, self.at) if 0 <= i < self.at else i
 
-        naming = marker_table().naming["markers"]  # (every registered marker, in rank order, by its formats)
-        for marker in naming:
-            if marker not in found_at and marker[:1] != "\n":
-                continue
+        table = marker_table()
+        naming, order = table.naming["markers"], table.marker_order  # (every registered marker, by its formats)
+        # the markers found, and those written at a line start, in rank order
+        walked = sorted({*(m for m in found_at if m in order), *table.line_markers}, key=order.__getitem__)
+        for marker in walked:
             i = find(marker)
             if marker[:1] == "\n":  # a marker at a line start (Functionary's >>>): the text's first line is one
                 k = skip_ws(body, self.at)
@@ -235,15 +235,14 @@ class _Scan(SiteReader):
             fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
             if fmt.name not in chosen or i < chosen[fmt.name][1]:
                 chosen[fmt.name] = (fmt, i, marker)
-        ranked = [f for f in by_rank() if f.detection.markers]
         if not chosen and found_at:  # no marker: a format whose closer occurs reads the whole text
-            for fmt in ranked:
+            for fmt in table.with_markers:
                 found = [c for c in fmt.detection.closers if find(c) >= 0]
                 if found:
                     chosen[fmt.name] = (fmt, self.at, found[0])
                     break
         if not chosen and self.offered:  # no tag at all: calls told by the offered tools' names alone
-            self.untagged(ranked)
+            self.untagged(table.reading_untagged)
         regions = sorted(chosen.values(), key=lambda t: t[1])
         if len(regions) > MAX_TAGGED_FORMATS:
             self.notes.append(f"markers of {len(regions)} formats: only the first {MAX_TAGGED_FORMATS} were read")
@@ -289,9 +288,10 @@ class _Scan(SiteReader):
             self.notes.append(f"{len(found)} call(s) found only by the offered tool and parameter names, in markup "
                               "no format knows")
 
-    def untagged(self, ranked: Sequence[WireFormat]) -> None:
-        """One site: the first format that reads calls in a text holding none of its tags, by the offered tools."""
-        for fmt in ranked:
+    def untagged(self, fmts: Sequence[WireFormat]) -> None:
+        """One site: the first of ``fmts`` that reads calls in a text holding none of its tags, by the offered
+        tools."""
+        for fmt in fmts:
             got = fmt.read_untagged(self.text, self.at, self.offered)
             if got is not None:
                 start, end, calls = got

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import FormatError, Problem, WireFormat, by_rank
+from refiner.formats.base import FormatError, Problem, WireFormat, by_rank, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
 from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
@@ -50,12 +50,6 @@ _PAIR_TAIL = re.compile(r"[ \t\n]*[\])]")
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")  # NAME, or Kimi-K2's functions.NAME:0
 _V3_TYPE = "function"
-
-
-@functools.lru_cache(maxsize=1)
-def _tokens() -> tuple[str, ...]:
-    """Every registered format's markers and closers that may stand between a tool name and its arguments."""
-    return tuple(m for f in by_rank() for m in (*f.detection.markers, *f.detection.closers) if len(m) > 2)
 
 
 @functools.lru_cache(maxsize=1)
@@ -252,8 +246,9 @@ class SiteReader:
             where = "after prose"
         if _is_spec(value):  # a tool's description quoted, whichever format's shape it has
             return at + 1
-        for fmt in by_rank():
-            if fmt.detection.bare and fmt.claims_value(value):
+        table = marker_table()
+        for fmt in table.bare:
+            if fmt.claims_value(value):
                 try:
                     calls = [self.unescape_params(c) for c in fmt.parse_lenient(dumps(value)).calls
                              if usable_name(c.name)]
@@ -279,7 +274,7 @@ class SiteReader:
             resolved, hit = resolve(call.name, self.offered)
             if hit is not None and resolved != call.name:
                 call = ToolCall(resolved, call.arguments, call.outputs)
-        fmt_name = next((f.name for f in by_rank() if f.claims_value(value)), None)
+        fmt_name = next((f.name for f in table.claiming_values if f.claims_value(value)), None)
         self.add(self.site(at, end, [call], "JSON call object", fmt_name, where))
         return end
 
@@ -337,8 +332,10 @@ class SiteReader:
         V3, its type word ``function`` glued before the name). Where scanning goes on, or ``None``."""
         text, lo = self.text, max(self.at, at - PREFIX_CHARS)
         name_end = at
-        if not (text[at - 1 : at].isalnum() or text[at - 1 : at] in ("_", ".", "-", ":")):
-            name_end = next((at - len(t) for t in _tokens() if text.endswith(t, lo, at)), at)
+        before = text[at - 1] if at > lo else ""  # (a token between the name and the object ends with it)
+        if before and not (before.isalnum() or before in "_.-:"):
+            tokens = marker_table().tokens_by_last.get(before, ())
+            name_end = next((at - len(t) for t in tokens if text.endswith(t, lo, at)), at)
         start = name_end
         while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
             start -= 1
