@@ -149,6 +149,30 @@ def test_a_template_that_writes_one_call_says_so(tmp_path):
     assert d.special and "only the first call of a turn" in d.why
 
 
+# Llama 3.x JSON's layout, one call per turn: the object written key by key, "parameters" holding the arguments.
+LLAMA_ONE = _chat(
+    "<|a|>{%- if m.tool_calls %}{%- if m.tool_calls | length != 1 %}{{ raise_exception('a single call only') }}"
+    "{%- endif %}{{ '{\"name\": \"' + m.tool_calls[0].function.name + '\", \"parameters\": ' }}"
+    "{{ m.tool_calls[0].function.arguments | tojson }}{{ '}' }}{%- else %}{{ m.content }}{%- endif %}<|eot|>\n")
+
+
+def test_a_template_writing_one_call_per_turn_is_the_row_that_writes_that_call_exactly(tmp_path):
+    """What separates calls cannot be derived from a template that refuses two (or writes only the first); a
+    built-in row that writes its one call exactly and reads it back is the dialect, with its own separator."""
+    d = _derive(tmp_path, "llama_one.jinja", LLAMA_ONE)
+    assert any("refuses two" in m for m in d.record.missing)
+    assert not d.special and d.same_as == "llama3_json" and install(d) == "llama3_json"
+    assert d.read_by == ["llama3_json"] and "one call per turn" in d.checks[-1]
+    first_only = LLAMA_ONE.replace("{{ raise_exception('a single call only') }}", "")
+    d = _derive(tmp_path, "llama_first.jinja", first_only)
+    assert any("only the first call" in m for m in d.record.missing) and d.same_as == "llama3_json"
+    # one space more than the row writes: read back by it, not that row
+    spaced = LLAMA_ONE.replace("{{ '}' }}", "{{ ' }' }}")
+    assert spaced != LLAMA_ONE
+    d = _derive(tmp_path, "llama_spaced.jinja", spaced)
+    assert d.special and d.read_by == ["llama3_json"] and "write it otherwise" in d.why
+
+
 IDS_BETWEEN = _chat(
     "<|a|>{{ m.content or '' }}{%- for tc in m.tool_calls or [] %}[TOOL_CALLS]{{ tc.function.name }}[CALL_ID]"
     "{{ tc.id }}[ARGS]{{ tc.function.arguments | tojson }}{%- endfor %}<|eot|>\n")

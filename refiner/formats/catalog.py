@@ -166,7 +166,10 @@ CATALOG: tuple[Row, ...] = (
         anthropic.Anthropic, None),
     Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True),
         nestful.Nestful, None),
-    Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")'),
+    Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")',
+               sources=_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",
+                                "meta-llama-Llama-3.2-3B-Instruct.jinja 5816fce10444",
+                                "meta-llama-Llama-3.3-70B-Instruct.jinja e10ca381b1cc")),
         llama3.Llama3Json, None),
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."

@@ -129,6 +129,8 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
             raise failures[0]
         out = next((t for t in tried if "two" in t.record.sections), tried[0])
     out.read_by, out.writes_as = _read_by(out.record)
+    if out.special:
+        _one_call_row(out)
     if not out.same_as:
         _own_grammar(out)
     if out.special and not out.read_by:
@@ -168,6 +170,41 @@ def _own_grammar(out: Derived) -> None:
     if spaced and out.special:
         out.why = (f"{', '.join(spaced)}, a grammar of its own, reads the template's renders back and writes them "
                    f"but for whitespace; {out.why}")
+
+
+def _one_call(rec: Record) -> str | None:
+    """The render of one call, when the template writes one call per turn (it refuses two, or writes only the
+    first)."""
+    text, two = rec.sections.get("one"), rec.sections.get("two")
+    if text is None or NAMES[0] not in text or (two is not None and NAMES[1] in two):
+        return None
+    return text
+
+
+def _one_call_row(out: Derived) -> None:
+    """For a template that writes one call per turn: the first built-in row, in rank order, that writes the
+    template's render of one call exactly and reads it back is the derived dialect. What separates calls is then the
+    row's: no such template says it (nor is it compared between a derived row and a built-in one,
+    :func:`~refiner.formats.derive.rows._core`)."""
+    text = _one_call(out.record)
+    if text is None:
+        return
+    call = list(EXPECTED[:1])
+    for fmt in base.by_rank():
+        if fmt.name not in out.read_by:
+            continue
+        try:
+            if fmt.render(call) != text:
+                continue
+        except base.RenderError:
+            continue
+        out.fmt, out.special, out.same_as, out.why = fmt, False, fmt.name, ""
+        out.checks.append(f"{fmt.name} writes the template's render of one call exactly and reads it back (the "
+                          "template writes one call per turn: what separates calls is the row's)")
+        return
+    if out.read_by:
+        out.why = (f"{out.why}; {', '.join(out.read_by)} read the template's render of one call back but write it "
+                   "otherwise")
 
 
 def _with_row(out: Derived, name: str) -> Derived:
@@ -239,26 +276,28 @@ def _read_by(rec: Record) -> tuple[list[str], list[str]]:
     """The built-in formats that read the template's render of the placeholder calls back exactly (hand-written
     modules included; the one the render's own markers name first), and those of them that also write the calls as
     the template does (whitespace aside)."""
-    text = rec.sections.get("two", "")
-    if NAMES[1] not in text:
+    text, calls = rec.sections.get("two", ""), EXPECTED
+    if NAMES[1] not in text:  # a template that writes one call per turn: its render of one call
+        text, calls = _one_call(rec) or "", EXPECTED[:1]
+    if NAMES[0] not in text:
         return [], []
     found = []
     for fmt in base.by_rank():
         try:
-            if tuple(fmt.parse_strict(text)) == EXPECTED:
+            if tuple(fmt.parse_strict(text)) == calls:
                 found.append(fmt.name)
         except base.FormatError:
             continue
     detected = detect_format(text)  # the format the text's own markers name goes first
     found.sort(key=lambda n: n != detected)
     squeezed = "".join(text.split())
-    writes = [n for n in found if _renders_as(base.get(n), squeezed)]
+    writes = [n for n in found if _renders_as(base.get(n), squeezed, calls)]
     return found, writes
 
 
-def _renders_as(fmt: base.WireFormat, squeezed: str) -> bool:
+def _renders_as(fmt: base.WireFormat, squeezed: str, calls: tuple[ToolCall, ...]) -> bool:
     try:
-        return "".join(fmt.render(list(EXPECTED)).split()) == squeezed
+        return "".join(fmt.render(list(calls)).split()) == squeezed
     except base.RenderError:
         return False
 

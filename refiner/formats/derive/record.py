@@ -319,6 +319,7 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str | N
             except TemplateFailure as e:
                 rec.missing.append(f"calls: the template renders one call per turn and refuses two ({e}): what "
                                    "separates calls cannot be derived")
+                rec.sections = {k: v for k, v in sections.items() if k == "one"}
                 return rec
             break
     rec.sections = sections
