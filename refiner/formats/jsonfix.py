@@ -221,6 +221,10 @@ def complete_cost(text: str) -> int:
     return tokens // COMPLETE_TOKENS_PER_COST + len(text) // COMPLETE_CHARS_PER_COST + COMPLETE_CALL_COST
 
 
+# What json_repair starts a value at outside a value: a bracket, a comment, a quote (a key whose object lost its opening
+# brace). A text holding none of them it reads as the decoder does when valid, else as nothing.
+_REPAIR_STARTS = re.compile("[{\\[(#/\"'\u201c\u201d]")
+
 # json_repair keeps the escapes \f and \/ as two characters: they are spelt \u000c and / first (pairs of
 # backslashes matched first).
 _ESCAPES_JSON_REPAIR_MISSES = re.compile(r"\\[\\f/]")
@@ -253,12 +257,18 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     region, cost = _region(_ESCAPES_JSON_REPAIR_MISSES.sub(_spell_escape, text[:REPAIR_REGION_CHARS]))
     if not region.strip() or not charge(cost):
         return None
-    try:
-        import json_repair
+    if _REPAIR_STARTS.search(region) is None:  # (json_repair would read it as the decoder does, or read nothing)
+        try:
+            value = json.loads(region)
+        except (ValueError, RecursionError):
+            return None
+    else:
+        try:
+            import json_repair
 
-        value = json_repair.loads(region)
-    except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
-        return None
+            value = json_repair.loads(region)
+        except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
+            return None
     if value == "" or value is None:
         return None
     return finite(value)
