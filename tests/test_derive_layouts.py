@@ -173,6 +173,22 @@ def test_a_template_writing_one_call_per_turn_is_the_row_that_writes_that_call_e
     assert d.special and d.read_by == ["llama3_json"] and "write it otherwise" in d.why
 
 
+# GigaChat 3's layout: the call is a message of its own after the assistant's, ended as every message is.
+CALL_MESSAGE = _chat(
+    "assistant<|role_sep|>\n{{ m.content or '' }}<|message_sep|>\n\n{% if m.tool_calls %}function call<|role_sep|>\n"
+    "{{ {'name': m.tool_calls[0].function.name, 'arguments': m.tool_calls[0].function.arguments} | tojson }}"
+    "<|message_sep|>\n\n{% endif %}")
+
+
+def test_a_call_message_ended_as_the_row_separates_calls_is_that_row(tmp_path):
+    """The one call a template writes, followed by the message end the row writes between calls, is that row's."""
+    d = _derive(tmp_path, "call_message.jinja", CALL_MESSAGE)
+    assert d.record.sections["one"].endswith("}<|message_sep|>\n\n")
+    assert not d.special and d.same_as == "gigachat3" and "writes between calls after it" in d.checks[-1]
+    d = _derive(tmp_path, "call_message_end.jinja", CALL_MESSAGE.replace("<|message_sep|>\n\n{% endif", "<|end|>{% endif"))
+    assert d.special and "gigachat3" in d.read_by  # another end: read back, not that row
+
+
 IDS_BETWEEN = _chat(
     "<|a|>{{ m.content or '' }}{%- for tc in m.tool_calls or [] %}[TOOL_CALLS]{{ tc.function.name }}[CALL_ID]"
     "{{ tc.id }}[ARGS]{{ tc.function.arguments | tojson }}{%- endfor %}<|eot|>\n")

@@ -406,7 +406,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("gigachat3", 'GigaChat 3: function call<|role_sep|>\\n{"name": ..., "arguments": {...}}',
                models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3-702B-A36B-preview"),
-               sources=("llama.cpp models/templates/GigaChat3-10B-A1.8B.jinja", VLLM + "gigachat3_tool_parser.py")),
+               sources=(*_checked("GigaChat3-10B-A1.8B.jinja bbbf2de800b6"), VLLM + "gigachat3_tool_parser.py")),
         JsonCalls, JsonSpelling("function call<|role_sep|>", None, "object", alt_opens=("<|function_call|>",),
              between="<|message_sep|>\n\n")),
     Row(

@@ -185,7 +185,8 @@ def _one_call_row(out: Derived) -> None:
     """For a template that writes one call per turn: the first built-in row, in rank order, that writes the
     template's render of one call exactly and reads it back is the derived dialect. What separates calls is then the
     row's: no such template says it (nor is it compared between a derived row and a built-in one,
-    :func:`~refiner.formats.derive.rows._core`)."""
+    :func:`~refiner.formats.derive.rows._core`). A row that writes each call as a message of its own may write
+    the message's end only between calls: the render is then its call and that end."""
     text = _one_call(out.record)
     if text is None:
         return
@@ -194,12 +195,18 @@ def _one_call_row(out: Derived) -> None:
         if fmt.name not in out.read_by:
             continue
         try:
-            if fmt.render(call) != text:
-                continue
+            mine, two = fmt.render(call), fmt.render(call * 2)
         except base.RenderError:
             continue
+        between = two[len(mine) : len(two) - len(mine)] if two.startswith(mine) and two.endswith(mine) else None
+        if text == mine:
+            how = "exactly"
+        elif between and text == mine + between:
+            how = f"and the {between!r} it writes between calls after it"
+        else:
+            continue
         out.fmt, out.special, out.same_as, out.why = fmt, False, fmt.name, ""
-        out.checks.append(f"{fmt.name} writes the template's render of one call exactly and reads it back (the "
+        out.checks.append(f"{fmt.name} writes the template's render of one call, {how}, and reads it back (the "
                           "template writes one call per turn: what separates calls is the row's)")
         return
     if out.read_by:
