@@ -53,3 +53,25 @@ def test_lenient_json_of_prose_reads_nothing_and_spends_the_same_budget():
             assert parse.used > 0  # (the repair was charged as before: later reads see the same budget)
     with repair_budget("42"):
         assert lenient_json("42") == 42
+
+
+def test_a_shared_marker_is_judged_once_by_detection_and_salvage(monkeypatch):
+    """A broken text whose marker several formats share: detection chooses among them by their sniff hooks, and
+    salvage takes that choice for the same marker at the same place instead of asking them again."""
+    from refiner.formats.base import marker_table
+    from refiner.formats.reading import read_upstream
+
+    text = 'Checking.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Par'
+    table = marker_table()
+    sharing = table.naming["markers"]["<tool_call>"]
+    assert len(sharing) > 1
+    asked: list[tuple[str, int]] = []
+    for fmt in sharing:
+        def counted(body: str, at: int, _own=fmt.sniff, _name=fmt.name) -> bool:
+            asked.append((_name, at))
+            return _own(body, at)
+
+        monkeypatch.setattr(fmt, "sniff", counted)
+    got = read_upstream(text, None, None)
+    assert got.fmt == "hermes" and got.cut is not None
+    assert asked and len(asked) == len(set(asked))

@@ -44,13 +44,18 @@ from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.reasoning import read
 from refiner.formats.text import strip_reasoning
 
+# The format chosen among those sharing a marker, by (marker, its position in the text after the reasoning): what
+# detection judged by their sniff hooks, which salvage takes instead of judging again.
+Sniffed = dict[tuple[str, int], WireFormat]
+
 # The repair units (see refiner.formats.jsonfix) that decoding an untagged text (its first base.DETECT_CHARS
 # characters) to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(body: str, which: str, found_at: dict[str, int]) -> str | None:
-    """The format the earliest (then longest) of the registered ``which`` (markers or closers) in ``body`` names."""
+def _by_marker(body: str, which: str, found_at: dict[str, int], sniffed: Sniffed | None = None) -> str | None:
+    """The format the earliest (then longest) of the registered ``which`` (markers or closers) in ``body`` names;
+    the choice among the formats sharing a marker is added to ``sniffed``."""
     named = marker_table().naming[which]
     best: tuple[int, int] | None = None  # (position, -len(marker)): earliest, then longest
     found: str | None = None
@@ -61,10 +66,10 @@ def _by_marker(body: str, which: str, found_at: dict[str, int]) -> str | None:
         return None
     at = best[0]
     sharing = named[found]
-    for fmt in sharing:
-        if fmt.sniff(body, at):
-            return fmt.name
-    return sharing[-1].name
+    fmt = next((f for f in sharing if f.sniff(body, at)), sharing[-1])
+    if sniffed is not None and which == "markers":
+        sniffed[found, at] = fmt
+    return fmt.name
 
 
 def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
@@ -101,18 +106,23 @@ def detect_with_calls(
     text: str,
     tried: dict[str, list[ToolCall] | FormatError] | None = None,
     markers: dict[str, int] | None = None,
+    sniffed: Sniffed | None = None,
 ) -> tuple[str | None, list[ToolCall] | None]:
     """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
     in that format (rules 1 and 3; else ``None``), so a caller need not parse it again. ``tried``: the strict readings
     of ``text`` already made, by format name; those detection makes are added to it (see :func:`strict_reading`).
-    ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the caller has them."""
+    ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the caller has them; ``sniffed``:
+    where a marker shared by formats was judged, the format chosen (:data:`Sniffed`), added to."""
     if not isinstance(text, str):
         return None, None
-    return _detect(read(text), {} if tried is None else tried, markers)
+    return _detect(read(text), {} if tried is None else tried, markers, sniffed)
 
 
 def _detect(
-    text: str, tried: dict[str, list[ToolCall] | FormatError], markers: dict[str, int] | None = None
+    text: str,
+    tried: dict[str, list[ToolCall] | FormatError],
+    markers: dict[str, int] | None = None,
+    sniffed: Sniffed | None = None,
 ) -> tuple[str | None, list[ToolCall] | None]:
     table = marker_table()
     small = len(text) <= MAX_LENIENT_CHARS
@@ -124,7 +134,7 @@ def _detect(
                 return fmt.name, calls
     body = strip_reasoning(text)
     in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
-    name = _by_marker(body, "markers", in_body) or _by_marker(body, "closers", in_body)
+    name = _by_marker(body, "markers", in_body, sniffed) or _by_marker(body, "closers", in_body)
     if name is not None:
         return name, None
     if small:

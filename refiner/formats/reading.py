@@ -28,7 +28,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get, marker_positions
-from refiner.formats.detect import detect_with_calls, strict_reading
+from refiner.formats.detect import Sniffed, detect_with_calls, strict_reading
 from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import strip_reasoning
@@ -99,15 +99,20 @@ def _reason(e: BaseException) -> str:
 
 
 def choose_formats(
-    text: str, wanted: str | None, tried: Strict | None = None, markers: dict[str, int] | None = None
+    text: str,
+    wanted: str | None,
+    tried: Strict | None = None,
+    markers: dict[str, int] | None = None,
+    sniffed: Sniffed | None = None,
 ) -> tuple[str, str, str | None]:
     """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the
-    requested format, else the refiner's. ``tried`` collects the strict readings made on the way; ``markers``: the
-    text's :func:`~refiner.formats.base.marker_positions`, when the caller has them."""
+    requested format, else the refiner's. ``tried`` collects the strict readings made on the way, ``sniffed`` the
+    formats detection chose among those sharing a marker; ``markers``: the text's
+    :func:`~refiner.formats.base.marker_positions`, when the caller has them."""
     tried = {} if tried is None else tried
     if wanted and strict_reading(get(wanted), text, tried) is not None:
         return wanted, wanted, None
-    detected, calls = detect_with_calls(text, tried, markers)
+    detected, calls = detect_with_calls(text, tried, markers, sniffed)
     if detected and calls is None and wanted and len(text) > MAX_LENIENT_CHARS:  # (detection does not parse texts
         calls = strict_reading(get(detected), text, tried)  # that long strictly)
     if detected and (wanted is None or calls is not None or _marked_as(detected, wanted, text)):
@@ -185,13 +190,14 @@ def read_upstream(
     it is not valid there, the calls read wherever they are when that reading is the better one. ``offered``:
     :func:`params_by_tool` of ``tools``, when the caller has it."""
     tried: Strict = {}
+    sniffed: Sniffed = {}
     given, text = text, read(text)  # (its reasoning split made once, for every reader below)
     markers = None if wanted else marker_positions(text)  # (detection runs: its search is salvage's too)
-    fmt, out_fmt, detected = choose_formats(text, wanted, tried, markers)
+    fmt, out_fmt, detected = choose_formats(text, wanted, tried, markers, sniffed)
     offered = _offered(tools, offered)
     got = read_text(text, fmt, tools, tried=tried, offered=offered)
     got.out_fmt, got.detected = out_fmt, detected
-    got = salvaged(got, tools, offered=offered, markers=markers, tried=tried)
+    got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)
     got.text = given
     if got.salvaged is not None and got.salvaged.fmt and not wanted and detected is None:
         got.out_fmt = got.salvaged.fmt
@@ -209,16 +215,18 @@ def salvaged(
     offered: Mapping[str, Any] | None = None,
     markers: dict[str, int] | None = None,
     tried: Strict | None = None,
+    sniffed: Sniffed | None = None,
 ) -> Reading:
     """``reading`` with the calls read wherever the model put them, when the text is not valid in its format and
     that reading is the better one (:func:`better_salvage`), values typed by the specs; else ``reading`` itself.
     ``markers``: the text's :func:`~refiner.formats.base.marker_positions`, when the caller has them; ``tried``: its
-    strict readings made so far, by format name."""
+    strict readings made so far, by format name; ``sniffed``: the formats detection chose among those sharing a
+    marker."""
     if reading.strict_ok or reading.mended:
         return reading
     known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
     found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known, markers=markers,
-                           tried=tried)
+                           tried=tried, sniffed=sniffed)
     if found is None:
         return reading
     calls = list(found.calls)
@@ -243,6 +251,7 @@ def better_salvage(
     known: Mapping[str, Lenient] | None = None,
     markers: dict[str, int] | None = None,
     tried: Strict | None = None,
+    sniffed: Sniffed | None = None,
 ) -> Salvage | None:
     """The calls of a text that is not valid in its format, read wherever they are
     (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
@@ -252,9 +261,10 @@ def better_salvage(
     and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
     too. A reading as good as salvage's is kept. ``known``: the lenient readings of ``text`` already made with
     ``offered``, by format name; ``markers``: its :func:`~refiner.formats.base.marker_positions`, when already made;
-    ``tried``: its strict readings already made, by format name."""
+    ``tried``: its strict readings already made, by format name; ``sniffed``: the formats detection chose among those
+    sharing a marker."""
     offered = _offered(tools, offered)
-    found = salvage(text, offered, known, markers, tried)
+    found = salvage(text, offered, known, markers, tried, sniffed)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
         names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)

@@ -154,13 +154,15 @@ class _Scan(SiteReader):
 
     def __init__(self, text: str, body_at: int, offered: Mapping[str, Sequence[str]] | None,
                  known: Mapping[str, Lenient] | None = None, markers: Mapping[str, int] | None = None,
-                 tried: Mapping[str, list[ToolCall] | FormatError] | None = None) -> None:
+                 tried: Mapping[str, list[ToolCall] | FormatError] | None = None,
+                 sniffed: Mapping[tuple[str, int], WireFormat] | None = None) -> None:
         self.text = text
         self.at = body_at
         self.offered = offered
         self.known = known or {}  # the lenient readings of the whole text already made, by format name
         self.tried = tried or {}  # the strict readings of the whole text already made, by format name
         self.markers = markers  # where each registered marker first occurs in the text, when already searched
+        self.sniffed = sniffed or {}  # the format chosen by (marker, position after the reasoning), when judged
         self.candidates = self.scanned = self.marks = self.parsed = 0  # marks: brackets and commas matched
         self.sites: list[Site] = []
         self.notes: list[str] = []
@@ -231,8 +233,10 @@ class _Scan(SiteReader):
                     i = k
             if i < 0:
                 continue
-            sharing = naming[marker]
-            fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
+            fmt = self.sniffed.get((marker, i - self.at))
+            if fmt is None:
+                sharing = naming[marker]
+                fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
             if fmt.name not in chosen or i < chosen[fmt.name][1]:
                 chosen[fmt.name] = (fmt, i, marker)
         if not chosen and found_at:  # no marker: a format whose closer occurs reads the whole text
@@ -403,19 +407,21 @@ def salvage(
     known: Mapping[str, Lenient] | None = None,
     markers: Mapping[str, int] | None = None,
     tried: Mapping[str, list[ToolCall] | FormatError] | None = None,
+    sniffed: Mapping[tuple[str, int], WireFormat] | None = None,
 ) -> Salvage:
     """The calls of ``text`` read wherever they are. ``offered``: the request's tools, as tool name -> its parameter
     names in declared order (or their specs, which the formats' lenient readers then type values by); None without
     tools. ``known``: lenient readings of the whole ``text`` already made with the same ``offered``, by format name;
     ``markers``: where each registered marker first occurs in ``text`` (:func:`refiner.formats.base.marker_positions`);
     ``tried``: the strict readings of the whole ``text`` already made, by format name (the calls or the
-    :class:`~refiner.formats.base.FormatError`). Never raises."""
+    :class:`~refiner.formats.base.FormatError`); ``sniffed``: the format detection chose among those sharing a
+    marker, by (marker, its position after the reasoning) (:data:`refiner.formats.detect.Sniffed`). Never raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     cut = len(text) > MAX_LENIENT_CHARS
     text = read(text[:MAX_LENIENT_CHARS] if cut else text)
     scan = _Scan(text, reasoning_offset(text), offered, None if cut else known, None if cut else markers,
-                 None if cut else tried)
+                 None if cut else tried, None if cut else sniffed)
     if cut:
         scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
     complete = not cut
