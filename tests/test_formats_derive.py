@@ -23,7 +23,8 @@ from refiner.calls import ToolCall
 from refiner.cli import app
 from refiner.formats.brace_kv import BraceKV
 from refiner.formats.derive import TemplateFailure, derive, install
-from refiner.formats.derive.record import NAMES, inserted
+from refiner.formats.derive.diff import inserted
+from refiner.formats.derive.record import NAMES
 from refiner.formats.derive.render import MAX_STEPS, load_template
 from refiner.formats.json_calls import JsonCalls
 from refiner.formats.named_json import NamedJson
@@ -234,7 +235,7 @@ def test_a_template_that_fails_is_a_clear_error_naming_the_file(tmp_path, source
 
 
 def test_bounded_number_of_renders(monkeypatch):
-    record_mod = importlib.import_module("refiner.formats.derive.record")
+    record_mod = importlib.import_module("refiner.formats.derive.diff")
     count = 0
     real = record_mod.render
 

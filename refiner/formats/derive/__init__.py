@@ -4,10 +4,10 @@ family writes, and read it with a grammar's row or with the generic reader of th
 ``derive(path)`` loads the template (:mod:`~refiner.formats.derive.render`: a ``.jinja``, a ``tokenizer_config.json``
 or a model folder), renders a few conversations through it in a sandboxed jinja2 environment set up as
 ``transformers`` sets it, and reads one :class:`~refiner.formats.derive.record.Record` from the renders
-(:mod:`~refiner.formats.derive.record`): the family's literals (section, call, name, arguments, each key and value,
-separators, value typing and quote tokens, id, reasoning, whether the generation prompt opens a reasoning block), read
-with no assumption about tag names, attribute names, token spellings or line layout, with what could not be derived
-and why. Two readers read that record:
+(:mod:`~refiner.formats.derive.diff`; the call literals: :mod:`~refiner.formats.derive.literals`): the family's
+literals (section, call, name, arguments, each key and value, separators, value typing and quote tokens, id,
+reasoning, whether the generation prompt opens a reasoning block), read with no assumption about tag names, attribute
+names, token spellings or line layout, with what could not be derived and why. Two readers read that record:
 
 - :mod:`~refiner.formats.derive.rows` maps it onto a row of one of the project's grammars (XML-ish parameters, JSON
   calls, named JSON, brace key/values), built with :func:`refiner.formats.family.make_row` (not registered) and checked
@@ -37,7 +37,8 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats import base
-from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, Record, _tools, derive_record
+from refiner.formats.derive.diff import derive_record, placeholder_tools
+from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, Record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import CHECKED, EXPECTED, RowPlan, own_grammar, plan_row
 from refiner.formats.detect import detect_format
@@ -276,7 +277,7 @@ def _from_record(out: Derived, name: str) -> None:
 
 def _specs() -> dict:
     """The placeholder tools as specs (for settling values written as raw text)."""
-    return {s.name: s for s in load_tools(_tools())}
+    return {s.name: s for s in load_tools(placeholder_tools())}
 
 
 def _read_by(rec: Record) -> tuple[list[str], list[str]]:

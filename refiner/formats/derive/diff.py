@@ -1,0 +1,323 @@
+"""A family's record of literals (:class:`~refiner.formats.derive.record.Record`), read from its chat template by
+diffing renders.
+
+The template is rendered as a chat template is (:mod:`~refiner.formats.derive.render`) with conversations that
+differ in one thing at a time: no call; one call (``tlq_alpha``, five arguments of five types: a string with a space,
+an integer, a boolean, a list, an object); two calls (``tlq_alpha``, then ``tlq_beta`` with one string argument);
+two other calls (``tlq_beta``, then ``tlq_gamma`` with two arguments) to check what was read; the same turn with
+reasoning; the bare prompt with and without the generation prompt. Nothing here knows a tag, an attribute, a token
+or a line layout: every literal of the :class:`Record` is the text the template itself wrote around the placeholders.
+
+- The *section* of a render is what it adds to the render with no call (:func:`inserted`: the shared prefix and
+  suffix cut away; where the cut is ambiguous, text both renders hold at that place, it goes back to the start of the
+  run of non-space characters it falls in, never further than the ambiguity reaches; a cut inside a marker goes to
+  where the marker opens or closes). When a turn with no call writes an empty section, its markers are put back
+  around the calls; reasoning written only beside calls is read from the one-call render with reasoning.
+- Inside the section of two calls the call literals are read (:mod:`~refiner.formats.derive.literals`): the call
+  opener and closer, the section's start and end, the separators, how the arguments and each value are written, the
+  call id.
+
+:func:`derive_record` fills the record and lists what it could not derive, each with why
+(:attr:`Record.missing`). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader
+(:mod:`refiner.formats.recorded`) both read it. Everything is string work on a few renders of a few hundred
+characters each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from refiner.formats.derive.literals import read_ids, read_json_args, read_json_object, read_pairs
+from refiner.formats.derive.record import (
+    ARGS,
+    CONTENT,
+    IDS,
+    NAMES,
+    REASONING,
+    USER,
+    Record,
+    common_prefix,
+    common_suffix,
+)
+from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, render
+
+MARKER_REACH = 32  # the longest part of a marker a cut between renders may fall inside
+
+
+# ---- the renders ---------------------------------------------------------------------------------------------------
+
+
+def placeholder_tools() -> list[dict]:
+    def prop(v: Any) -> dict:
+        t = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}[type(v)]
+        out: dict[str, Any] = {"type": t, "description": f"a {t}"}
+        if isinstance(v, dict):  # what some templates read to spell the type (Command R+'s Dict[str, ...])
+            out["additionalProperties"] = {"type": "string"}
+        return out
+
+    return [{"type": "function", "function": {
+        "name": n, "description": f"tool {n}",
+        "parameters": {"type": "object", "properties": {k: prop(v) for k, v in a.items()}, "required": list(a)}}}
+        for n, a in zip(NAMES, ARGS)]
+
+
+def _call(i: int, as_text: bool, named_ids: bool = False) -> dict:
+    args: Any = json.dumps(ARGS[i], ensure_ascii=False) if as_text else dict(ARGS[i])
+    call_id = f"functions.{NAMES[i]}:{i}" if named_ids else IDS[i]
+    return {"id": call_id, "type": "function", "function": {"name": NAMES[i], "arguments": args}}
+
+
+def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str | None = "") -> list[dict]:
+    turn: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        turn["tool_calls"] = calls
+    if reasoning is not None:
+        turn["reasoning_content"] = reasoning
+    return [{"role": "user", "content": USER}, turn]
+
+
+def _candidates(base: str, other: str) -> list[tuple[int, str]]:
+    """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
+    renders allow (the place is ambiguous over the characters both hold there); else the middle left when their shared
+    prefix (less a ``<`` or ``[`` it ends with, when a marker goes on there) and suffix are cut away."""
+    p_max = common_prefix(base, other)
+    s_all = common_suffix(base, other)
+    extra = len(other) - len(base)
+    if extra > 0 and p_max + s_all >= len(base):
+        p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
+        return [(i, other[i: i + extra]) for i in range(p_min, p_max + 1)]
+    while p_max > 0 and other[p_max - 1] in "<[" and p_max < len(other) and not other[p_max].isspace():
+        p_max -= 1  # a marker both renders open (``<turn|>``, ``<|tool_call>``) starts the text that differs
+    p_max = _marker_start(other, p_max)
+    s = common_suffix(base[p_max:], other[p_max:])
+    return [(p_max, other[p_max: _marker_end(other, len(other) - s, p_max)])]
+
+
+def _marker_start(text: str, i: int) -> int:
+    """``i``, or where the marker opens when ``i`` falls inside one (``<|START_`` shared by ``<|START_ACTION|>`` and
+    ``<|START_RESPONSE|>``): the ``<`` or ``[`` before it with no space, ``>`` or ``]`` between."""
+    j = max(text.rfind("<", max(0, i - MARKER_REACH), i), text.rfind("[", max(0, i - MARKER_REACH), i))
+    if j < 0 or i >= len(text) or text[i].isspace():
+        return i
+    inside = text[j + 1: i]
+    return j if inside and not any(c.isspace() or c in "<[>]" for c in inside) else i
+
+
+def _marker_end(text: str, i: int, floor: int) -> int:
+    """``i``, or where the marker closes when ``i`` falls inside one (``|>`` shared by ``<|END_ACTION|>`` and
+    ``<|END_RESPONSE|>``): past the ``>`` or ``]`` after it with no space, ``<`` or ``[`` between."""
+    if i <= floor or text[i - 1].isspace():
+        return i
+    ends = [k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0]
+    if not ends:
+        return i
+    k = min(ends)
+    inside = text[i:k]
+    if any(c.isspace() or c in "<[>]" for c in inside) or any(c in "<[" for c in text[floor:i][-1:]):
+        return i
+    start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
+    if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]):
+        return i
+    return k + 1
+
+
+def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
+    """What ``other`` adds to ``base``. Where the place is ambiguous, the same two renders with assistant text
+    (``base_c``, ``other_c``) narrow it (the text before the calls then differs); among the places left, the latest
+    that follows a space, else the earliest where a ``<`` or ``[`` follows a ``>`` or ``]``, else the earliest (a cut
+    never falls inside a run of non-space characters or a marker when it can help it)."""
+    cands = _candidates(base, other)
+    if base_c is not None and other_c is not None:
+        alt = {t for _, t in _candidates(base_c, other_c)}
+        both = [c for c in cands if c[1] in alt]
+        cands = both or cands
+    for i, text in reversed(cands):
+        if i == 0 or other[i - 1].isspace():
+            return text
+    for i, text in cands:  # a marker that opens right after one closes (``｜><｜tool▁call▁begin｜>``)
+        if text[:1] in "<[" and other[i - 1] in ">]":
+            return text
+    return cands[0][1]
+
+
+class _Renders:
+    def __init__(self, template: ChatTemplate, compiled: Any) -> None:
+        self.template, self.compiled, self.tools = template, compiled, placeholder_tools()
+
+    def __call__(self, messages: list[dict], **extra: Any) -> str:
+        return render(self.compiled, self.template, messages, self.tools, **extra)
+
+
+def derive_record(template: ChatTemplate, compiled: Any = None, content: str | None = "") -> Record:
+    """The record of ``template``'s dialect (at most fourteen renders), the assistant turn's text being ``content``
+    (``None``: no text at all; the same renders with another text settle where a section starts); raises
+    :class:`TemplateFailure` when the template fails to compile, or to render a conversation with no call."""
+    r = _Renders(template, compiled or compile_template(template))
+    rec = Record()
+    alt = CONTENT if not content else ""
+    none = r(_turn(None, content=content))
+    _reasoning(rec, r, none, content)
+    sections: dict[str, str] = {}
+    fulls: dict[str, str] = {}
+    named_ids = False
+    for as_text in (False, True):
+        try:
+            one = r(_turn([_call(0, as_text)], content=content))
+        except TemplateFailure:
+            continue
+        written = inserted(none, one)
+        if NAMES[0] not in written and IDS[0] in written:  # the id in place of the name: ids that carry the name
+            named_ids = True
+            one = r(_turn([_call(0, as_text, True)], content=content))
+            written = inserted(none, one)
+        if NAMES[0] in written:
+            rec.arguments_given_as_text = as_text
+            try:
+                two = [_call(0, as_text, named_ids), _call(1, as_text, named_ids)]
+                other = [_call(1, as_text, named_ids), _call(2, as_text, named_ids)]
+                none_c = _or_none(r, _turn(None, content=alt))  # (a template may refuse a turn with no text)
+                for key, calls in (("one", two[:1]), ("two", two), ("check", other)):
+                    full = one if key == "one" else r(_turn(calls, content=content))
+                    full_c = None if none_c is None else _or_none(r, _turn(calls, content=alt))
+                    sections[key] = inserted(none, full, none_c, full_c)
+                    fulls[key] = full
+            except TemplateFailure as e:
+                rec.missing.append(f"calls: the template renders one call per turn and refuses two ({e}): what "
+                                   "separates calls cannot be derived")
+                rec.sections = {k: v for k, v in sections.items() if k == "one"}
+                return rec
+            break
+    rec.sections = sections
+    if "two" not in sections:
+        rec.missing.append("calls: the template writes no tool calls (the placeholder tool name does not appear in "
+                           "what an assistant turn with a call adds to one without)")
+        return rec
+    if named_ids:
+        rec.missing.append("calls: the template writes each call's id in place of its name (here functions.NAME:"
+                           "INDEX, as Kimi-K2's does): the name is known only through the id's convention")
+        return rec
+    if rec.arguments_given_as_text:
+        rec.derived_from["arguments_given_as_text"] = "one: written only when the arguments are given as a JSON string"
+    two = sections["two"]
+    if NAMES[1] not in two:
+        rec.missing.append("calls: the template writes only the first call of a turn (the second call's name is not "
+                           "written): what separates calls cannot be derived")
+        return rec
+    if two.find(NAMES[0]) > two.find(NAMES[1]):
+        rec.missing.append("calls: the second call's name is not written after the first's")
+        return rec
+    bare = _turn_markers(rec, r)
+    if bare is not None:
+        two = _empty_section(rec, inserted(bare, none), fulls)
+    if not rec.reasoning_start:
+        _reasoning_with_calls(rec, r, none, _turn([_call(0, rec.arguments_given_as_text)], REASONING, content))
+    read_ids(rec, two)
+    if not (read_json_object(rec, two) or read_json_args(rec, two) or read_pairs(rec, two)):
+        if not rec.missing:
+            rec.missing.append("arguments: neither one JSON value per call nor one element per argument (the "
+                               "placeholder keys and values were not found in order after the name)")
+    return rec
+
+
+def _or_none(r: _Renders, messages: list[dict]) -> str | None:
+    try:
+        return r(messages)
+    except TemplateFailure:
+        return None
+
+
+def _reasoning(rec: Record, r: _Renders, none: str, content: str | None) -> None:
+    """Reasoning of a past turn against the same turn without it, both with no text (with ``content`` when the
+    template refuses a turn with no text)."""
+    bare = none if not content else _or_none(r, _turn(None))
+    if bare is None:
+        bare = none
+    else:
+        content = ""
+    try:
+        text = inserted(bare, r(_turn(None, REASONING, content)))
+    except TemplateFailure:
+        return
+    i = text.find(REASONING)
+    if i < 0:
+        rec.derived_from["reasoning_start"] = "the template writes no reasoning of a past turn"
+    else:
+        rec.reasoning_start, rec.reasoning_end = text[:i], text[i + len(REASONING):]
+        rec.derived_from.update(reasoning_start="no call vs reasoning: before the reasoning text",
+                                reasoning_end="no call vs reasoning: after the reasoning text")
+    try:
+        bare = r([{"role": "user", "content": USER}])
+        prompt = r([{"role": "user", "content": USER}], add_generation_prompt=True, enable_thinking=True)
+    except TemplateFailure:
+        return
+    rec.generation_prompt = prompt[common_prefix(bare, prompt):] if prompt.startswith(bare) else ""
+    rec.derived_from["generation_prompt"] = "the bare prompt with the generation prompt (thinking on) vs without"
+    opener = rec.reasoning_start.strip()
+    if opener and rec.generation_prompt.rstrip().endswith(opener):
+        rec.prompt_opens_reasoning = True
+        rec.derived_from["prompt_opens_reasoning"] = "the generation prompt (thinking on) ends with the reasoning opener"
+
+
+_TOKEN = re.compile(r"<[^<>]+>|\[[^\[\]]+\]|[^<\[]+")
+
+
+def _reasoning_with_calls(rec: Record, r: _Renders, none: str, messages: list[dict]) -> None:
+    """Reasoning the template writes only in a turn with calls, inside what the calls add (Command R7B's
+    ``<|START_THINKING|>...<|END_THINKING|>`` before its action): the marker right before the reasoning text and
+    the one right after it, when the one-call render with reasoning is the one without plus that text."""
+    try:
+        text = inserted(none, r(messages))
+    except TemplateFailure:
+        return
+    before, found, after = text.partition(REASONING)
+    if not found or before + after != rec.sections.get("one"):
+        return
+    runs, rest = before.split(), after.split()
+    start = _TOKEN.findall(runs[-1])[-1] if runs else ""
+    end = _TOKEN.findall(rest[0])[0] if rest else ""
+    if start.strip() and end.strip():
+        rec.reasoning_start, rec.reasoning_end = start, end
+        rec.derived_from.update(reasoning_start="one call vs one call with reasoning: the marker before the text",
+                                reasoning_end="one call vs one call with reasoning: the marker after the text")
+
+
+def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
+    """The sections with the markers of an empty one put back, when the template writes the section's markers in a
+    turn with no call (``empty``: what that turn adds to the user's turn) and the calls between them: what the calls
+    add then lacks those markers. Returns the section of two calls."""
+    sections = rec.sections
+    inner = empty
+    if rec.turn_start and inner.startswith(rec.turn_start):
+        inner = inner[len(rec.turn_start):]
+    if rec.turn_end and inner.endswith(rec.turn_end):
+        inner = inner[: len(inner) - len(rec.turn_end)]
+    if not inner.strip() or NAMES[0] in inner:
+        return sections["two"]
+    for k in range(1, len(inner)):
+        if not (inner[:k].strip() and inner[k:].strip()):
+            continue
+        if all(inner[:k] + sections[key] + inner[k:] in fulls.get(key, "") for key in sections):
+            for key in sections:
+                sections[key] = inner[:k] + sections[key] + inner[k:]
+            rec.derived_from["sections"] = ("a turn with no call writes an empty section; the calls go between its "
+                                            f"markers ({inner[:k]!r}, {inner[k:]!r})")
+            break
+    return sections["two"]
+
+
+def _turn_markers(rec: Record, r: _Renders) -> str | None:
+    """What a plain answer is written between: the user's turn alone against it followed by an answer. Returns the
+    user's turn alone."""
+    user = [{"role": "user", "content": USER}]
+    bare, answered = _or_none(r, user), _or_none(r, _turn(None, content=CONTENT))
+    if bare is None or answered is None:
+        return bare
+    text = inserted(bare, answered)
+    before, found, after = text.partition(CONTENT)
+    if found:
+        rec.turn_start, rec.turn_end = before, after
+        rec.derived_from.update(turn_start="the user's turn vs it and an answer: before the answer's text",
+                                turn_end="the user's turn vs it and an answer: after the answer's text")
+    return bare

@@ -1,0 +1,375 @@
+"""The call literals of a family's record (:class:`~refiner.formats.derive.record.Record`), read from the section of
+two calls its template wrote (:mod:`~refiner.formats.derive.diff` finds the section).
+
+Each call's *core* runs from its name (or from the JSON object holding it) to the end of its arguments. What precedes
+both cores is the call opener (split for display at its last space: ``call_start`` and ``name_prefix``); what follows
+both is the call closer; the rest before the first is the section start, after the last the section end, between
+them the call separator. The arguments are one JSON object after the name (:func:`read_json_args`), a JSON object per
+call holding the name and the arguments under keys of the template's own (:func:`read_json_object`; or all calls in
+one JSON list; the call object may sit under a key of an outer object, ``wrapper``), or one element per argument
+(:func:`read_pairs`): what precedes every key, what follows every key up to its value, what follows every value, and
+between arguments, from comparing consecutive arguments. How each value is written comes from the five typed values.
+A call id written between the name and the arguments splits what follows the name in two; in a call object, the id
+is the given one or the call's place in the turn (:func:`read_ids`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from refiner.formats.anchored import quote_closers
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_prefix, find_value, json_values
+
+
+def _less_reasoning(rec: Record, text: str) -> str:
+    """``text`` (a section's start) less an empty reasoning block the template writes before the calls."""
+    empty = rec.reasoning_start.strip() + rec.reasoning_end.strip()
+    core = text.lstrip()
+    if empty and empty != rec.reasoning_start.strip() and core.startswith(empty) and core[len(empty):].strip():
+        return core[len(empty):]
+    return text
+
+
+def read_ids(rec: Record, two: str) -> None:
+    at = two.find(IDS[0])
+    if at < 0:
+        return
+    n = two.find(NAMES[0])
+    rec.id_position = "before_name" if at < n else "after_name"
+    rec.derived_from["id_position"] = "two: where the given call id (callq0000) is written"
+
+
+def _split_id(rec: Record, gaps: tuple[str, str], ids: tuple[str, str]) -> str | None:
+    """The text after the name when the call id is written in it (``gaps``: what follows each of two names up to
+    its arguments): the part before the id, the part after it going to ``id_suffix``; ``None`` when it is not."""
+    if not all(i in g for g, i in zip(gaps, ids)):
+        return None
+    before, _, after = gaps[0].partition(ids[0])
+    if gaps[1] != before + ids[1] + after or not after.strip():
+        return None
+    rec.id_position, rec.id_suffix = "after_name", after
+    rec.derived_from.update(id_position="two: the given call id is written between the name and the arguments",
+                            id_suffix="two: between each call's id and its arguments")
+    return before
+
+
+def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | None:
+    """The keys of call ``i`` written as one JSON object (``name_key``, ``args_key``, ``args_as_text``, ``id_key``,
+    and ``wrapper``, ``wrapper_fields`` when the call object sits under a key of an outer object)."""
+    if not isinstance(value, dict):
+        return None
+    if not wrapped and len(value) == 1 and value.get(NAMES[i]) == ARGS[i]:
+        return {"keyed": True}
+    name_key = next((k for k, v in value.items() if v == NAMES[i]), None)
+    if name_key is None:
+        if wrapped:
+            return None
+        for k, v in value.items():
+            inner = _call_keys(v, i, True)
+            if inner is not None:
+                id_key = next((x for x, y in value.items() if _is_id(y, i)), "")
+                fields = {x: y for x, y in value.items() if x not in (k, id_key)}
+                if id_key and not inner["id_key"]:
+                    inner.update(id_key=id_key, id_position="wrapper_key")
+                return inner | {"wrapper": k, "wrapper_fields": fields}
+        return None
+    id_key = next((k for k, v in value.items() if _is_id(v, i)), "")
+    out = {"name_key": name_key, "id_key": id_key, "id_position": "json_key" if id_key else "", "wrapper": "",
+           "wrapper_fields": {}}
+    for k, v in value.items():
+        if v == ARGS[i]:
+            return out | {"args_key": k, "args_as_text": False}
+        if isinstance(v, str) and v.startswith("{"):
+            try:
+                if json.loads(v) == ARGS[i]:
+                    return out | {"args_key": k, "args_as_text": True}
+            except ValueError:
+                pass
+    return None
+
+
+def _is_id(value: Any, i: int) -> bool:
+    """Whether ``value`` is call ``i``'s id: the id given, or one the template numbers itself (the call's place in
+    the turn: ``"0"``, ``"1"``)."""
+    return value == IDS[i] or (type(value) in (int, str) and str(value) == str(i))
+
+
+def _set_keys(rec: Record, keys: dict[str, Any]) -> None:
+    for k, v in keys.items():
+        setattr(rec, k, v)
+    if rec.keyed:
+        rec.derived_from["keyed"] = "two: each call object's one key is the name, its value the arguments"
+        return
+    rec.derived_from.update(name_key="two: the key holding tlq_alpha", args_key="two: the key holding the arguments")
+    if rec.id_key:
+        rec.derived_from["id_key"] = "two: the key holding the given call id (or the call's place in the turn)"
+    if rec.wrapper:
+        rec.derived_from.update(wrapper="two: the key of the outer object holding each call object",
+                                wrapper_fields="two: the outer object's other members (the same in every call)")
+
+
+def read_json_object(rec: Record, two: str) -> bool:
+    values = json_values(two)
+    for start, end, value in values:
+        if isinstance(value, list) and len(value) == 2:
+            k0, k1 = _call_keys(value[0], 0), _call_keys(value[1], 1)
+            if k0 and k1 and k0 == k1:
+                rec.shape = "json_list"
+                _set_keys(rec, k0)
+                rec.section_start = _less_reasoning(rec, _less_turn(two[:start], rec.turn_start, True))
+                rec.section_end = _less_turn(two[end:], rec.turn_end, False)
+                rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
+                rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
+                                        section_end="two: after the list")
+                return True
+    objs = [(s, e, k) for s, e, v in values for i in (0, 1) if (k := _call_keys(v, i))]
+    if len(objs) != 2:
+        return False
+    if objs[0][2] != objs[1][2]:
+        rec.missing.append("calls: the two calls' JSON objects use different keys")
+        return False
+    rec.shape = "json_object"
+    _set_keys(rec, objs[0][2])
+    rec.compact_json = ", " not in two[objs[0][0]:objs[0][1]] and ": " not in two[objs[0][0]:objs[0][1]]
+    rec.derived_from["shape"] = "two: one JSON object per call" + (" (under a key of an outer object)"
+                                                                   if rec.wrapper else "")
+    return _frame(rec, two, [(objs[0][0], objs[0][1]), (objs[1][0], objs[1][1])])
+
+
+def read_json_args(rec: Record, two: str) -> bool:
+    args = [(s, e) for s, e, v in json_values(two) if v in (ARGS[0], ARGS[1])]
+    if len(args) != 2:
+        return False
+    n0, n1 = two.find(NAMES[0]), two.find(NAMES[1], args[0][1])
+    if not (n0 < args[0][0] and 0 <= n1 < args[1][0]):
+        return False
+    mid0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
+    if mid0 != mid1:
+        mid0 = _split_id(rec, (mid0, mid1), IDS[:2])
+        if mid0 is None:
+            gap0 = two[n0 + len(NAMES[0]): args[0][0]]
+            rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
+                               f"({gap0!r}, {mid1!r})" + _numbered(gap0, mid1))
+            return False
+    rec.shape = "json_args"
+    rec.name_suffix = mid0
+    rec.compact_json = ", " not in two[args[0][0]:args[0][1]]
+    rec.derived_from.update(shape="two: each call's name, then its arguments as one JSON object",
+                            name_suffix="two: between each name and its arguments" + (
+                                " (its id)" if rec.id_suffix else ""))
+    return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
+
+
+def _numbered(gap0: str, gap1: str) -> str:
+    """What the two calls' texts after the name say when they differ only in the call's place in the turn."""
+    n = common_prefix(gap0, gap1)
+    if gap0[n:n + 1] == "0" and gap1[n:n + 1] == "1" and gap0[n + 1:] == gap1[n + 1:]:
+        return ": it numbers the calls (0, 1, ...), a counter no spelling holds"
+    return ""
+
+
+def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
+    """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``, in the
+    order the template writes them (some sort the keys)."""
+    at = {key: text.find(key, start) for key in args}
+    if any(k < 0 for k in at.values()):
+        return None
+    out = []
+    for key in sorted(args, key=at.get):
+        k = at[key]
+        found = find_value(text, k + len(key), args[key], quote)
+        if found is None:
+            return None
+        out.append((k, k + len(key), *found))
+    if any(a[3] > b[0] for a, b in zip(out, out[1:])):
+        return None
+    return out
+
+
+def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
+    """The quote token around string values: what lies between a key and its string value beyond what lies between
+    a key and its integer value (``:<|"|>`` against ``:``), closed by the same token, its mirror or its closing
+    tag; ``("", "")`` when strings are not written so."""
+    ks, kc = two.find("kq_text", start), two.find("kq_count", start)
+    if ks < 0 or kc < 0:
+        return "", ""
+    vs, vc = two.find(ARGS[0]["kq_text"], ks), two.find(str(ARGS[0]["kq_count"]), kc)
+    if vs < 0 or vc < 0:
+        return "", ""
+    s_delim, c_delim = two[ks + len("kq_text"): vs], two[kc + len("kq_count"): vc]
+    q_open = s_delim[len(c_delim):]
+    if not s_delim.startswith(c_delim) or not q_open.strip() or q_open.strip() in ('"', "'"):
+        return "", ""
+    after = two[vs + len(ARGS[0]["kq_text"]):]
+    for q_close in quote_closers(q_open):
+        if after.startswith(q_close):
+            rec.quote_open, rec.quote_close = q_open, q_close
+            rec.derived_from.update(quote_open="one: between a key and a string value, beyond what lies between a "
+                                    "key and an integer", quote_close="one: after a string value")
+            return q_open, q_close
+    rec.missing.append(f"quote_close: a string value follows {q_open!r} but is not closed by the same token, its "
+                       f"mirror or its closing tag ({after[:20]!r} follows it)")
+    return "", ""
+
+
+def read_pairs(rec: Record, two: str) -> bool:
+    n0 = two.find(NAMES[0])
+    quote = _quote(rec, two, n0 + len(NAMES[0]))
+    if rec.missing:
+        return False
+    a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0], quote)
+    n1 = two.find(NAMES[1], a0[-1][3]) if a0 else -1
+    a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else None
+    if a0 is None or a1 is None:
+        rec.missing.append(f"arguments: {_why_no_pairs(two, n0 + len(NAMES[0]))}")
+        return False
+    delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
+    vals0 = [ARGS[0][two[ks:ke]] for ks, ke, *_ in a0]  # (in the order written)
+    kinds = ["str" if isinstance(v, str) else "other" for v in (*vals0, *ARGS[1].values())]
+    by_kind = {k: {d for d, kk in zip(delims, kinds) if kk == k} for k in ("str", "other")}
+    typed = ""
+    if len(set(delims)) > 1:
+        s_, o_ = by_kind["str"], by_kind["other"]
+        if len(s_) == 1 and len(o_) == 1 and _typing_split(next(iter(s_)), next(iter(o_))):
+            typed = next(iter(o_))  # a typing attribute: one spelling for strings, one for every other value
+            rec.derived_from["key_suffix_typed"] = ("one, two: between a key and a value other than a string (the "
+                                                    "key's typing attribute)")
+        else:
+            rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
+                               f"({sorted(set(delims))!r}), one spelling per type: the record holds one for strings "
+                               "and one for every other value")
+            return False
+    rec.shape = "pairs"
+    rec.key_suffix = next(iter(by_kind["str"]))
+    rec.key_suffix_typed = typed
+    styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
+    rec.strings = styles["str"]
+    others = {st for t, st in styles.items() if t != "str"}
+    rec.literals = next((s for s in ("quoted", "python") if s in others), "json")
+    items = next(two[vs:ve] for (ks, ke, vs, ve, _) in a0 if two[ks:ke] == "kq_items")
+    rec.compact_json = rec.literals == "json" and ", " not in items
+    trails = [two[a0[i][3]: a0[i + 1][0]] for i in range(len(a0) - 1)]
+    lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
+    after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
+    vs = _common_prefix(*trails, *after)
+    kp = _common_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
+    seps = {t[len(vs): len(t) - len(kp)] for t in trails}
+    if len(seps) != 1 or any(len(vs) + len(kp) > len(t) for t in trails):
+        rec.missing.append(f"arg_sep: the text between arguments varies ({sorted(set(trails))!r})")
+        rec.shape = ""
+        return False
+    rec.value_suffix, rec.key_prefix, rec.arg_sep = vs, kp, seps.pop()
+    gaps = (lead0[: len(lead0) - len(kp)], lead1[: len(lead1) - len(kp)])
+    rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps, IDS[:2])
+    if rec.name_suffix is None:
+        rec.name_suffix = ""
+        twice = NAMES[0] in gaps[0] and NAMES[1] in gaps[1]
+        rec.missing.append("name_suffix: " + ("each call's name is written twice, the second time inside the call: "
+                                              if twice else "") +
+                           f"the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
+        rec.shape = ""
+        return False
+    rec.derived_from.update(
+        shape="two: each call's name, then each argument's key and value",
+        key_prefix="two: what precedes every key", key_suffix="two: between every key and its value",
+        value_suffix="two: what follows every value", arg_sep="two: between consecutive arguments",
+        name_suffix="two: after each name, before its first key", strings="one: how 'vq text one' is written",
+        literals="one: how true, a list and an object are written")
+    end = len(rec.value_suffix)
+    return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)])
+
+
+def _common_prefix(*texts: str) -> str:
+    """The longest common prefix of ``texts``, cut back before a marker it ends inside when every text goes on with a
+    character that is not a space there (``</p><`` of ``</p><p>`` and ``</p></call>``: the ``<`` opens what comes
+    next)."""
+    n = len(os.path.commonprefix(list(texts)))
+    while n > 0 and texts[0][n - 1] in "<[" and all(len(t) > n and not t[n].isspace() for t in texts):
+        n -= 1
+    if all(len(t) > n and not t[n].isspace() for t in texts):  # inside a marker: back to where it opens
+        j = max(texts[0].rfind("<", 0, n), texts[0].rfind("[", 0, n))
+        if j >= 0 and not any(c in texts[0][j:n] for c in ">]") and not texts[0][j:n].isspace():
+            n = j
+    return texts[0][:n]
+
+
+def _common_suffix(*texts: str) -> str:
+    """The longest common suffix of ``texts``, cut forward after a marker it starts inside when every text has a
+    character that is not a space before it (``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the
+    ``>`` closes what came before)."""
+    n = len(os.path.commonprefix([t[::-1] for t in texts]))
+    while n > 0 and texts[0][-n] in ">]" and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
+        n -= 1
+    if n and all(len(t) > n and not t[-n - 1].isspace() for t in texts):  # inside a marker: on to where it closes
+        tail = texts[0][len(texts[0]) - n:]
+        j = min((i for i in (tail.find(">"), tail.find("]")) if i >= 0), default=-1)
+        if j >= 0 and not any(c in tail[:j] for c in "<["):
+            n -= j + 1
+    return texts[0][len(texts[0]) - n:]
+
+
+def _why_no_pairs(text: str, start: int) -> str:
+    """Why the first call's arguments were not found as key/value pairs: the first key or value missing, and what
+    the template wrote there."""
+    at = {key: text.find(key, start) for key in ARGS[0]}
+    for key in sorted(ARGS[0], key=at.get):
+        k, value = at[key], ARGS[0][key]
+        if k < 0:
+            return (f"neither one JSON value per call nor one element per argument: the key {key!r} is not written "
+                    "after the tool name")
+        if find_value(text, k + len(key), value) is None:
+            shown = text[k: k + len(key) + 40]
+            return (f"neither one JSON value per call nor one element per argument: the value {value!r} of {key!r} "
+                    f"is written in none of the spellings read (as is, JSON, Python, between quote tokens): the "
+                    f"template wrote {shown!r}")
+    return "neither one JSON value per call nor one element per argument (the values overlap the keys)"
+
+
+def _typing_split(a: str, b: str) -> bool:
+    """Whether two key suffixes differ only after a shared start that is not only spaces (``" string="`` of
+    ``" string="true">`` and ``" string="false">``): the key ends where they part."""
+    n = common_prefix(a, b)
+    return bool(a[:n].strip()) and n < len(a) and n < len(b)
+
+
+def _less_turn(text: str, marker: str, start: bool) -> str:
+    """``text`` (a section's start or end) less the turn's header (``start``) or end-of-turn token (``marker``) at its
+    outer edge, when more than that marker is left: the model writes the section, the chat writes the turn."""
+    m = marker.strip()
+    core = text.strip()
+    if not m or core == m:
+        return text
+    if start and core.startswith(m):
+        return text[text.find(m) + len(m):]
+    if not start and core.endswith(m):
+        return text[: text.rfind(m)]
+    return text
+
+
+def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
+    """Section and call literals from the two calls' cores ``spans`` in ``two``."""
+    (s0, e0), (s1, e1) = spans
+    lead, between, tail = two[:s0], two[e0:s1], two[e1:]
+    closer = _common_prefix(between, tail)
+    opener = _common_suffix(lead, between[len(closer):])
+    rec.section_start = _less_reasoning(rec, _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True))
+    rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
+    rec.call_sep = between[len(closer): len(between) - len(opener)]
+    cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
+    if rec.shape == "json_object":
+        cut = len(opener)
+    rec.call_start, rec.name_prefix = opener[:cut], opener[cut:]
+    rec.call_end = closer
+    rec.derived_from.update(
+        section_start="two: before the first call, less what also precedes the second",
+        section_end="two: after the last call, less what also follows the first",
+        call_start="two: what precedes both calls (split from name_prefix at its last space)",
+        name_prefix="two: the end of what precedes both calls, after its last space",
+        call_end="two: what follows both calls", call_sep="two: between the calls, less what follows and precedes each")
+    if not (opener.strip() or rec.section_start.strip()):
+        rec.missing.append("call_start: nothing but spaces precedes the calls (an untagged format): no literal tells a "
+                           "call from prose")
+        return False
+    return True
