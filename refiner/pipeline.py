@@ -126,13 +126,16 @@ class Detected:
     """A text's format as its caller detected it (:func:`detect_upstream`), handed to :func:`prepare` so that the
     text is read in that format without being detected again. ``fmt``: None when no format was found; ``calls``: the
     strict reading when the text is valid in ``fmt``; ``tried`` and ``markers``: the strict readings detection made
-    (by format) and the markers it found, which the reading goes on from. Used once: the reading adds to ``tried``."""
+    (by format) and the markers it found, which the reading goes on from (adding to ``tried``); ``reading``: the
+    text read by this detection (:func:`read_detected`) with the tools of the request it is handed with, when the
+    caller made it."""
 
     text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
     fmt: str | None
     calls: list[ToolCall] | None
     tried: dict[str, list[ToolCall] | FormatError]
     markers: dict[str, int]
+    reading: Reading | None = None
 
 
 def detect_upstream(text: str) -> Detected:
@@ -212,7 +215,7 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
     (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`). ``detected``: the
     caller's detection of the upstream: when it found a format, the upstream is read and written in that one
-    (:func:`read_detected`) instead of the request's."""
+    (:func:`read_detected`, or the reading it carries) instead of the request's."""
     validate_request(request)
     text = request["upstream"]
     text_values = request.get("value_style") == "text"
@@ -221,7 +224,7 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
         tools = load_request_tools(request)
         offered = params_by_tool(tools)
         if detected is not None and detected.fmt is not None and detected.text == text:
-            reading = read_detected(detected, tools, offered=offered)
+            reading = detected.reading or read_detected(detected, tools, offered=offered)
         else:
             reading = read_upstream(text, request.get("format") or default_fmt, tools, offered=offered)
         upstream = check_reading(reading, tools, text_values=text_values)

@@ -22,14 +22,16 @@ def test_a_region_is_checked_by_reading_it(monkeypatch) -> None:
     ref = Refiner(engine=None)
 
     def region(text: str) -> bool:
-        return work.answer(ref, {**BASE, "kind": "region", "text": text})
+        read = work.answer(ref, {**BASE, "kind": "region", "text": text})
+        assert read.text == text and (read.detected is not None) == read.calls  # a region of calls hands on its detection
+        return read.calls
 
     assert region('[{"name": "get_weather", "arguments": {"city": "Paris"}}]') is True
     assert region('[{"name": "get_wether", "arguments": {"city": "Paris"}}]') is True  # a name tier 1 would snap
     assert region('[{"name": "delete_everything", "arguments": {}}]') is False  # no offered tool
     assert region("[1, 2, 3]") is False
     assert work.answer(ref, {**BASE, "allowed": ["hermes"], "kind": "region",
-                             "text": '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'}) is False
+                             "text": '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'}).calls is False
 
 
 @pytest.mark.parametrize("model,bypass,sent", [(False, False, True), (True, True, True), (True, False, False)])

@@ -18,7 +18,6 @@ from refiner import pipeline
 from refiner.pipeline import Job, Refiner
 from refiner.proxy import create_app, work
 from refiner.proxy.convert import upstream_text
-from refiner.proxy.vllm_plugin import Reader
 
 UNKNOWN = [{"id": "call_u", "type": "function", "function": {"name": "book_flight", "arguments": '{"to": "Paris"}'}}]
 CONTENT = 'Let me check.\n<tool_call>\n{"name": "book_flight", "arguments": {"to": "Paris"}}\n</tool_call>'
@@ -123,6 +122,8 @@ def test_a_streamed_answer_read_early_is_not_read_again_at_its_end(upstream, tie
 
 
 def test_the_vllm_plugin_does_not_read_an_answer_again_at_its_end(tier1_runs) -> None:
+    from refiner.proxy.vllm_plugin import Reader  # (imported here: imported before vLLM, it would not register)
+
     text = CONTENT.split("\n", 1)[1].replace("book_flight", "get_weather").replace('"to"', '"city"')
     reader = Reader(WEATHER_TOOLS, Refiner(engine=None))
     sent = []

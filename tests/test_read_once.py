@@ -9,6 +9,7 @@ not by counters in the library."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 
@@ -176,16 +177,32 @@ def upstream():
         yield url
 
 
-@pytest.mark.parametrize("case", ["valid", "broken json", "needs repair"])
-def test_a_proxied_answer_is_read_once(upstream, reads, case):
-    """A whole answer through the proxy (its worker in threads of this process): the calls the upstream left in its
-    content are detected once and read once."""
+UNTAGGED = {  # calls in content with no marker: the proxy's content split asks whether the region holds calls
+    "valid list": '[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]',
+    "open list": '[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}',
+    "broken list": '[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3,}}]',
+    "pythonic": '[get_weather(city="Paris", days=3)]',
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("text", [CASES["valid"], CASES["broken json"], CASES["needs repair"], *UNTAGGED.values()],
+                         ids=["valid", "broken json", "needs repair", *UNTAGGED])
+def test_a_proxied_answer_is_read_once(upstream, reads, text, stream):
+    """A whole or streamed answer through the proxy (its worker in threads of this process): the calls the upstream
+    left in its content are detected once (a region check's detection is the read's) and read once."""
     counts, texts = reads
-    texts["upstream"] = CASES[case]
+    texts["upstream"] = text
     body = {"model": "m", "messages": [{"role": "user", "content": WEATHER_QUERY}], "tools": TOOLS,
-            "x_fake": {"content": "Let me look.\n" + CASES[case]}}
+            "x_fake": {"content": "Let me look.\n" + text}, "chat_template_kwargs": {"enable_thinking": False}}
     with serve_in_thread(create_app(upstream + "/v1", refiner=Refiner(), workers=0)) as url:
-        r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
-    call = r.json()["choices"][0]["message"]["tool_calls"][0]["function"]
-    assert call["name"] == "get_weather"
+        if stream:
+            with httpx.stream("POST", url + "/v1/chat/completions", json={**body, "stream": True}, timeout=60) as r:
+                chunks = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+            names = [t["function"]["name"] for c in chunks if c.get("choices")
+                     for t in c["choices"][0]["delta"].get("tool_calls", []) if t["function"].get("name")]
+        else:
+            r = httpx.post(url + "/v1/chat/completions", json=body, timeout=60)
+            names = [t["function"]["name"] for t in r.json()["choices"][0]["message"]["tool_calls"]]
+    assert names == ["get_weather"]
     read_once(counts)

@@ -163,6 +163,7 @@ class ContentSplit:
         self.checks = 0
         self.final = False
         self.deadline: float | None = None  # kept for whoever answers the checks (one budget per answer)
+        self.held_by: RegionRead | None = None  # the region check that found calls (the text is held from there)
 
     @property
     def held(self) -> str:
@@ -195,19 +196,25 @@ class ContentSplit:
         self.final = True
         return self._advance()
 
-    def verdict(self, is_calls: bool) -> Step:
-        """The answer to the last :class:`Step`'s ``check``."""
+    def verdict(self, is_calls: bool, read: RegionRead | None = None) -> Step:
+        """The answer to the last :class:`Step`'s ``check`` (``read``: the check's, kept when it holds the text)."""
         start, end = self.pending
         self.pending = None
         self.region = None
         self.checks += 1
         if is_calls:
-            self.held_from = start
+            self.held_from, self.held_by = start, read
             return Step()
         out = self.text[self.released : end]
         self.released = end
         step = self._advance()
         return Step(out + step.release, step.check)
+
+    def detection(self) -> Any:
+        """The detection of the held text that the region check holding it made, when the held text is that region
+        (:class:`RegionRead`); else None."""
+        read = self.held_by
+        return read.detected if read is not None and read.text == self.held else None
 
     def give_up_checks(self) -> None:
         """Checks are no longer possible (the answer's time budget is spent): release what is not held yet."""
@@ -346,11 +353,22 @@ def call_closers(known: Sequence[str] | None = None) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Ask:
     """A question the driver needs answered (by :func:`refiner.proxy.work.answer`). ``region``: does ``text`` hold
-    calls (True, False, or None: no more checks, release the rest)? ``calls``: tier 1's :class:`EarlyRead` of
+    calls (a :class:`RegionRead`, or None: no more checks, release the rest)? ``calls``: tier 1's :class:`EarlyRead` of
     ``text`` (held text up to a call's closer), its complete calls as ``{"name", "arguments"}`` (or None: none)."""
 
     kind: str
     text: str
+
+
+@dataclass
+class RegionRead:
+    """The answer to an ``Ask("region")`` (:func:`refiner.proxy.work.answer`): whether ``text`` holds calls, and,
+    when it does, its detection (a :class:`refiner.pipeline.Detected`), which the read of the held text takes when
+    that text is still ``text`` (:meth:`ContentSplit.detection`) instead of detecting it again."""
+
+    text: str
+    calls: bool
+    detected: Any = None
 
 
 @dataclass
@@ -406,7 +424,7 @@ class CallDriver:
             answer = yield Ask("region", step.check)
             if answer is None:
                 self.split.give_up_checks()
-            step = self.split.verdict(bool(answer))
+            step = self.split.verdict(answer is not None and answer.calls, answer)
             out.append(step.release)
         return "".join(out)
 

@@ -22,6 +22,7 @@ from refiner.proxy.content import (
     ContentSplit,
     EarlyRead,
     Openers,
+    RegionRead,
     holds_calls,
     markers,
     split_whole,
@@ -167,7 +168,7 @@ class Refinement:
                                                   self.remaining(deadline), "a content question", logging.INFO)
         if isinstance(value, EarlyRead):
             value.slow = cpu > MODEL_SKIP_CPU
-        return (False if ask.kind == "region" else None) if failed else value
+        return (RegionRead(ask.text, False) if ask.kind == "region" else None) if failed else value
 
     async def early_tool_calls(self, body: dict, calls: list[dict], deadline: float) -> EarlyRead | None:
         """Tier 1's read of a streamed answer's first complete tool calls (None: there is a refiner model, or no
@@ -291,7 +292,7 @@ class Refinement:
             return
         # (the conversation, which can be large, stays here: tier 1 reads the tools and the upstream text)
         work = [{"request": {k: v for k, v in j.request.items() if k != "query"}, "detect": j.kind == "content",
-                 "allowed": self.content.allowed, "model": self.has_model} for j in todo]
+                 "allowed": self.content.allowed, "model": self.has_model, "detected": _detection(j)} for j in todo]
         outcomes, cpu, failed = await self.in_worker("tier1", work, self.remaining(deadline),
                                                      "tier-1 refinement (the upstream answer is returned)")
         if failed:
@@ -397,6 +398,11 @@ class Refinement:
         out, report = apply_repairs(body, healed, outcomes)
         report.entries += [b.entry(f"over the limit of calls repaired per request ({len(healed)})") for b in left]
         return out, report
+
+
+def _detection(job: _Job) -> Any:
+    """A content job's text as the region check that held it detected it (None: not made, or another text)."""
+    return job.split.detection() if isinstance(job.split, ContentSplit) else None
 
 
 def took_calls(out: ChoiceResult, result: dict, fmt: str | None) -> list[dict]:

@@ -105,7 +105,7 @@ class Reader:
         if held.strip() and self.names:
             read = self.driver.read_of(held)  # (the held text read early, unchanged since, is not read again)
             outcome = read.outcome if read is not None else work.tier1(self.refiner, [
-                work.content_item(held, self.tools, None)])[0]
+                work.content_item(held, self.tools, None, self.split.detection())])[0]
             result = outcome["result"]
             if holds_calls(result, self.names):
                 return released, list(result["calls"])

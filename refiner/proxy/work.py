@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.pipeline import Detected, Job, Refiner, describe_error, detect_upstream, load_request_tools, read_detected
-from refiner.proxy.content import ContentSplit, EarlyRead, Openers, complete_calls, run_sync, split_whole
+from refiner.proxy.content import ContentSplit, EarlyRead, Openers, RegionRead, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
 from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
@@ -48,9 +48,11 @@ def read_result(result: Any) -> Any:
     return out
 
 
-def content_item(text: str, tools: Any, allowed: Sequence[str] | None) -> dict:
-    """The item for calls that may be in a text of an answer: its format detected, one of ``allowed`` (None: any)."""
-    return {"request": {"tools": tools, "upstream": text, "format": None}, "detect": True, "allowed": allowed}
+def content_item(text: str, tools: Any, allowed: Sequence[str] | None, detected: Detected | None = None) -> dict:
+    """The item for calls that may be in a text of an answer: its format detected, one of ``allowed`` (None: any);
+    ``detected``: the text's detection when it was made already (:class:`refiner.proxy.content.RegionRead`)."""
+    item = {"request": {"tools": tools, "upstream": text, "format": None}, "detect": True, "allowed": allowed}
+    return {**item, "detected": detected} if detected is not None else item
 
 
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
@@ -63,7 +65,7 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
         request = dict(item["request"])
         found = None
         if item.get("detect"):
-            found = detect(request["upstream"], item.get("allowed"))
+            found = item.get("detected") or detect(request["upstream"], item.get("allowed"))
             if found is None:
                 continue
             request["format"] = found.fmt
@@ -83,21 +85,23 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
 
 def answer(refiner: Refiner, payload: dict) -> Any:
     """The answer to a content split's question (:class:`refiner.proxy.content.Ask`): for ``region``, whether the
-    region's calls all name an offered tool or snap to one; for ``calls``, tier 1's :class:`EarlyRead` of the text,
+    region's calls all name an offered tool or snap to one (a :class:`RegionRead`); for ``calls``, tier 1's :class:`EarlyRead` of the text,
     its ``calls`` those tier 1 read when the format's strict reader reads as many and none would go to the model
     (else None)."""
     text, names = payload["text"], payload["names"]
     if payload["kind"] == "region":
         found = detect(text, payload["allowed"])
         if found is None:
-            return False
+            return RegionRead(text, False)
         calls = found.calls
         try:  # (a strictly valid region's calls are detection's: only a broken one is read, on from detection)
             if calls is None:
-                calls = read_detected(found, load_request_tools({"tools": payload["tools"]})).calls
+                found.reading = read_detected(found, load_request_tools({"tools": payload["tools"]}))
+                calls = found.reading.calls
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
-            return False
-        return bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
+            return RegionRead(text, False)
+        held = bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
+        return RegionRead(text, held, found if held else None)
     item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
     outcome = tier1(refiner, [item])[0]
     calls = complete_calls(outcome["result"], set(names))
