@@ -7,7 +7,9 @@ their specs are read once, as the peer's tool objects are built before it is tim
 the family, as a server started with ``--tool-call-parser`` is), and the family's own lenient read
 (``formats.get(name).parse_lenient`` in the format the text is detected in) for reference. Each text is timed as the
 best of ``--repeat`` runs of each, interleaved (so a burst of load hits both); the table gives the median and p90
-over the texts and the ratio of the medians.
+over the texts and the ratio of the medians, then the same for two parts of the texts: those the refine leaves
+unchanged with no finding (read as written), and the rest (no call, broken or cut calls), each against the peer's
+median on the same texts.
 
 SGLang is imported from ``--sglang-path`` (a folder holding the ``sglang`` package, e.g. the site-packages of a
 throwaway venv made with ``pip install --no-deps sglang``) or from the environment; only its
@@ -163,11 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     peer_name = "SGLang's detector, told the family" if not isinstance(sgl, str) else "the family's lenient read"
     refiner = Refiner()
     rows: list[tuple[float, float, float, float]] = []  # (refine, sglang or nan, lenient, refine with tools as text)
+    as_written: list[bool] = []  # per text: the refine leaves it unchanged with no finding
     skipped: Counter = Counter()
     for fx in fixtures:
         req, req_text = request_of(fx), request_of(fx, as_text=True)
         text = fx.raw_output
-        refiner.refine(req)  # warm: regexes compiled
+        got = refiner.refine(req)  # warm: regexes compiled
+        as_written.append(got["stage"] == "unchanged" and bool(got["calls"]) and not got["upstream_diagnostics"])
         refiner.refine(req_text)  # (and the text's catalog kept)
         fmt = formats.get(formats.detect_format(text) or "hermes")
         lenient = lambda fmt=fmt, text=text: fmt.parse_lenient(text)
@@ -216,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
                      f"| {p90(sglang_t):.1f} | {statistics.median(sglang_t) / med_p:.2f} |")
     lines.append(f"| the family's lenient read (format detected beforehand) | {len(lenient_t)} | "
                  f"{statistics.median(lenient_t):.1f} | {p90(lenient_t):.1f} | {statistics.median(lenient_t) / med_p:.2f} |")
+    lines += ["", "| texts | texts | refine median us | peer median us | refine x peer |", "|---|---:|---:|---:|---:|"]
+    for label, want in (("read as written (unchanged, no finding)", True), ("no call, broken or cut calls", False)):
+        part = [row for row, w in zip(rows, as_written) if w == want]
+        if not part:
+            continue
+        peer_part = [s for _, s, _, _ in part if not math.isnan(s)] if sglang_t else [le for _, _, le, _ in part]
+        r_med, p_med = statistics.median(r for r, _, _, _ in part), statistics.median(peer_part)
+        lines.append(f"| {label} | {len(part)} | {r_med:.1f} | {p_med:.1f} | {r_med / p_med:.2f} |")
     lines += ["", f"refine / peer (medians): {med_r / med_p:.2f}x (target at most {TARGET_X:g}x)"]
     text = "\n".join(lines) + "\n"
     print(text)
