@@ -1,8 +1,9 @@
 """What runs inside a worker process (:mod:`refiner.proxy.isolation`): the tasks in :data:`TASKS`. A ``tier1`` item is
-``{"request", "detect", "allowed", "model"}`` (with ``detect`` the upstream text is content, refined only in an allowed
-detected format, read by that detection: :class:`refiner.pipeline.Detected`); its outcome ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict reader
-read, None when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs the
-model. One bad item never raises.
+``{"request", "detect", "allowed", "model", "detected"}``: with ``detect`` the upstream text is content, detected once
+(or ``detected`` already, :class:`refiner.pipeline.Detected`), refined only in an allowed detected format and read by
+that detection. Its outcome is ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict
+reader read, None when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs
+the model. One bad item never raises.
 """
 
 from __future__ import annotations
