@@ -42,7 +42,7 @@ from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
 from refiner.formats.base import FormatError, marker_positions
-from refiner.formats.detect import detect_with_calls
+from refiner.formats.detect import Sniffed, detect_with_calls
 from refiner.formats.reading import Reading, choose_formats, params_by_tool, read_text, read_upstream, salvaged
 from refiner.formats.reasoning import calls_text, read
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
@@ -125,17 +125,21 @@ def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
 class Detected:
     """A text's format as its caller detected it (:func:`detect_upstream`), handed to :func:`prepare` so that the
     text is read in that format without being detected again. ``fmt``: None when no format was found; ``calls``: the
-    strict reading when the text is valid in ``fmt``; ``tried`` and ``markers``: the strict readings detection made
-    (by format) and the markers it found, which the reading goes on from (adding to ``tried``); ``reading``: the
-    text read by this detection (:func:`read_detected`) with the tools of the request it is handed with, when the
-    caller made it."""
+    strict reading when the text is valid in ``fmt``; ``tried``, ``markers`` and ``sniffed``: the strict readings
+    detection made (by format), the markers it found and the formats it chose where formats share a marker, which the
+    reading goes on from (adding to them); ``reading``: the text read by this detection (:func:`read_detected`) with
+    the tools of the request it is handed with, when the caller made it."""
 
     text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
     fmt: str | None
     calls: list[ToolCall] | None
     tried: dict[str, list[ToolCall] | FormatError]
     markers: dict[str, int]
+    sniffed: Sniffed = field(default_factory=dict)
     reading: Reading | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "sniffed": {}}  # (format objects stay in their process: salvage sniffs again)
 
 
 def detect_upstream(text: str) -> Detected:
@@ -143,9 +147,10 @@ def detect_upstream(text: str) -> Detected:
     made on the way."""
     body = read(text)
     tried: dict[str, list[ToolCall] | FormatError] = {}
+    sniffed: Sniffed = {}
     markers = marker_positions(body)
-    fmt, calls = detect_with_calls(body, tried, markers)
-    return Detected(body, fmt, calls, tried, markers)
+    fmt, calls = detect_with_calls(body, tried, markers, sniffed)
+    return Detected(body, fmt, calls, tried, markers, sniffed)
 
 
 def read_detected(found: Detected, tools: Any, *, offered: Mapping[str, Any] | None = None) -> Reading:
@@ -154,7 +159,8 @@ def read_detected(found: Detected, tools: Any, *, offered: Mapping[str, Any] | N
     offered = params_by_tool(tools) if offered is None else offered
     reading = read_text(found.text, found.fmt, tools, tried=found.tried, offered=offered)
     reading.out_fmt = reading.detected = found.fmt
-    reading = salvaged(reading, tools, offered=offered, markers=found.markers, tried=found.tried)
+    reading = salvaged(reading, tools, offered=offered, markers=found.markers, tried=found.tried,
+                       sniffed=found.sniffed)
     reading.text = str(found.text)
     return reading
 

@@ -41,3 +41,15 @@ def test_early_calls_wait_when_the_model_would_take_them(model, bypass, sent) ->
     assert got.calls == ([{"name": "get_weather", "arguments": {"city": "Paris"}}] if sent else None)
     assert got.text == text and got.outcome["result"]["stage"] == "unchanged"  # the read, for the answer's end
     assert ("job" in got.outcome) == (not sent)
+
+
+def test_a_region_read_travels_between_processes() -> None:
+    """A region's read goes from the worker that checked it to the one that reads the held text: pickled, without the
+    format objects detection kept (where formats share a marker, the one it chose)."""
+    import pickle
+
+    text = '```\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris",}}\n</tool_call>\n```'
+    read = work.answer(Refiner(engine=None), {**BASE, "kind": "region", "text": text})
+    assert read.calls and read.detected.sniffed and read.detected.reading is not None
+    back = pickle.loads(pickle.dumps(read))
+    assert back.detected.sniffed == {} and back.detected.reading.calls == read.detected.reading.calls
