@@ -106,7 +106,7 @@ def test_a_call_quoted_in_an_answer_is_read_as_a_call(upstream):
 
 
 @pytest.mark.parametrize(("upstream", "fmt", "read_as"), [
-    ('<tool_call>[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>', None, "mistral"),
+    ('<tool_call>[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call>', None, "mistral_tekken"),
     ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>", "hermes",
      "hermes"),
     ('[TOOL_CALLS]<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>', "mistral",
