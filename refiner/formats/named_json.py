@@ -5,30 +5,43 @@ is a row of the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and 
 |---|---|---|
 | ``plamo3`` | PLaMo 3 | ``<|plamo:begin_tool_requests:plamo|>`` then per call ``<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>``, then ``<|plamo:end_tool_requests:plamo|>`` (vLLM ``plamo3_tool_parser.py``; the JSON-constraint tokens are also read when absent, as older vLLM parsers wrote them) |
 | ``functionary_v32`` | Functionary v3.2 | ``>>>NAME\\n{...}`` per call; ``>>>all\\n`` starts text, not a call (llama.cpp ``functionary-v3-2`` handler) |
+| ``deepseek_v3`` | DeepSeek-V3 / R1 | ``<｜tool▁calls▁begin｜>`` then per call ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```<｜tool▁call▁end｜>``, then ``<｜tool▁calls▁end｜>`` (vLLM ``deepseekv3_tool_parser.py``) |
+| ``deepseek_v31`` | DeepSeek-V3.1 / V3.2-Exp | ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`` in the same section (vLLM ``deepseekv31_tool_parser.py``) |
+| ``kimi_k2`` | Kimi-K2 | ``<|tool_calls_section_begin|>`` then per call ``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>``, IDX counted from 0 (vLLM ``kimi_k2_tool_parser.py``) |
 
 The arguments are decoded before the closing token is looked for, so a string may hold it. Text before the calls
 (content, reasoning) is allowed, and so is anything after a closed section. Functionary v3.2 writes no token of its
 own (``>>>`` is plain text): it is an untagged format (``Detection.bare``) whose marker is ``>>>`` at a line start,
 counted only when a tool name and a line break follow it (``sniff``; a text whose only such ``>>>`` is prose, a
 Python prompt's ``>>> x``, is still named after it by detection's last rule, and reads as no call). Inside another
-format's JSON string a line break is ``\\n``, so a value holding ``>>>`` is no marker. DeepSeek V3/V3.1's rows are this
-grammar's spellings read by their own module's readers (:mod:`refiner.formats.deepseek`: either layout recovered);
-Kimi-K2 writes the same shape in a module of its own (:mod:`refiner.formats.kimi_k2`).
+format's JSON string a line break is ``\\n``, so a value holding ``>>>`` is no marker.
 
 Lenient reading: each call token starts a call; a call without its closing tokens ends at the next call token or
 the end of the text (a cut: :class:`~refiner.formats.base.Cut`); text between the tokens that is not a tool name is
 no call (reported).
+
+A ``loose`` row (DeepSeek, Kimi-K2) reads its spelling as pieces, tokens and words, with whitespace free between
+them, and recovers by its tokens: a call whose call token was lost starts after the token or line break before the
+first token that follows the call token in the spelling (DeepSeek's ``<｜tool▁sep｜>``, Kimi's
+``<|tool_call_argument_begin|>``); a token of another format before a call's head is dropped; the words around the
+name may be lost (``functiona.b`` for ``function<｜tool▁sep｜>a.b``, an id without ``functions.`` or its index,
+reported); the layouts of ``also`` are read too (DeepSeek V3's and V3.1's calls in either row); calls whose every
+token was lost are read from the words left around the name (``functions.NAME:0{...}``, V3's fenced ``functionNAME``
+lines, ``NAME{...}``, :mod:`refiner.formats.bare`). A row with a ``counter`` reads a name that is only a counter or
+``invalid`` (Kimi's ``functions.0``) as no name: the offered tool when one alone is offered, else no call (reported).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
-from refiner.formats.family import Family
+from refiner.formats.bare import IDENTIFIER, bare_calls
+from refiner.formats.base import MAX_NOTES, ROW_CHARS, Detection, Lenient, WireFormat, offered_tools
+from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.strict import decode_at, token_sections
@@ -42,6 +55,10 @@ _BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 _ID = re.compile(r"[^\s<>{}\[\]\"'`|]{1,64}")
+_PIECE = re.compile(r"<[^<>\s]+>|[^\s<]+|<")  # a loose spelling's pieces: tokens and words
+# Another format's token left where a call token was lost (<tool_call>, [TOOL_CALLS]): not part of the name after it.
+_FOREIGN_TOKEN = re.compile(r"\s*(?:<[^<>\n]{1,40}>|\[[^\[\]\n]{1,40}\])\s*")
+_NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")  # what a counted row writes for a name it could not give
 
 
 @dataclass(frozen=True)
@@ -54,7 +71,13 @@ class NamedSpelling:
     when present; ``call_marker``: with no section, ``call_open`` is a tag of its own, a marker wherever it occurs
     (else it is a prefix, a marker at a line start only); ``id_close``: a call id written right after ``call_open``
     and closed by this token, before the name (Solar Open's ``<|tool_call:begin|>ID<|tool_call:name|>NAME``): read
-    and dropped, and written as the call's place in the turn, from 0."""
+    and dropped, and written as the call's place in the turn, from 0; ``counter``: the call's place in the turn,
+    from 0, written after the name and this text (Kimi-K2's ``NAME:0``), read and dropped.
+
+    Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose``: the spelling is read as pieces (tokens
+    and words) with whitespace free between them, and recovered by its tokens (the module's docstring); ``names``:
+    the pattern of a tool name (default :data:`NAME_PATTERN`); ``also``: other layouts of the family, read by
+    recovery; ``respelt``: ``(look-alike, token)`` pairs, a token's other spellings read as it (reported)."""
 
     section_open: str | None
     section_close: str | None
@@ -66,6 +89,11 @@ class NamedSpelling:
     args_prefix: str = ""
     call_marker: bool = False
     id_close: str = ""
+    counter: str = ""
+    loose: bool = field(default=False, metadata=POLICY)
+    names: str = field(default=NAME_PATTERN, metadata=POLICY)
+    also: tuple[NamedSpelling, ...] = field(default=(), metadata=POLICY)
+    respelt: tuple[tuple[str, str], ...] = field(default=(), metadata=POLICY)
 
     @property
     def close(self) -> str:
@@ -73,20 +101,89 @@ class NamedSpelling:
         return self.call_close.strip()
 
 
+def _pieces(text: str | None) -> tuple[str, ...]:
+    return tuple(_PIECE.findall(text or ""))
+
+
+def _is_token(piece: str) -> bool:
+    return len(piece) > 2 and piece[0] == "<" and piece[-1] == ">"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """A loose spelling as pieces: ``call``, the call token; ``opens``, the pieces after it; ``anchor``, the first
+    token after it (in ``call_open`` or ``name_close``); ``before``, the words before the anchor when the name
+    follows it (V3's ``function``); ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``,
+    ``name_close``'s pieces; ``name_end``, what ends the name (``name_close``'s leading whitespace, else its first
+    piece); ``closes``, ``call_close``'s pieces before its token ``close``; ``bare``, a call whose tokens were all
+    lost (a name, then the JSON object)."""
+
+    call: str
+    opens: tuple[str, ...]
+    anchor: str
+    before: str
+    prefix: str
+    names: tuple[str, ...]
+    name_end: str
+    closes: tuple[str, ...]
+    close: str
+    bare: re.Pattern[str]
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The words that tell this layout's calls from another's (V3's code fence)."""
+        return tuple(w for w in (*self.names, *self.closes) if not _is_token(w))
+
+    def fits(self, seg: str) -> bool:
+        """Whether a call's text after its call token (``seg``) is written this way."""
+        if not self.before and not self.words:
+            return True
+        head = seg.lstrip()
+        return bool(self.before) and head.startswith(self.before + self.anchor) or any(w in seg for w in self.words)
+
+
+@lru_cache(maxsize=64)
+def layout(sp: NamedSpelling) -> _Layout:
+    """The pieces of a loose spelling."""
+    opens, names, close = _pieces(sp.call_open), _pieces(sp.name_close), _pieces(sp.call_close)
+    k = next((i for i, p in enumerate(opens[1:]) if _is_token(p)), None)
+    anchor = opens[1 + k] if k is not None else next(p for p in names if _is_token(p))
+    before = "".join(opens[1 : 1 + k]) if k is not None else ""
+    prefix = "".join(opens[2 + k :] if k is not None else opens[1:])
+    lead = sp.name_close[: len(sp.name_close) - len(sp.name_close.lstrip())]
+    counter = rf"{re.escape(sp.counter)}[0-9]+" if sp.counter else ""
+    last = (r"(?:" + r"\s*".join(re.escape(p) for p in close[:-1]) + r"\s*)?") if close[:-1] else ""
+    word = re.escape(before) + r"\s*" if before else ""
+    head = rf"{last}{word}{re.escape(prefix)}({IDENTIFIER}){counter}"
+    tail = "".join(rf"\s*{re.escape(w)}" for w in names if not _is_token(w))
+    bare = re.compile(head + tail + (r"\s*" if tail else "") + r"(?=\{)")
+    return _Layout(opens[0], opens[1:], anchor, before, prefix, names, lead or names[0], close[:-1], close[-1], bare)
+
+
 class NamedJson(WireFormat):
     """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
 
     spelling: NamedSpelling
     row: Family
-    name_pattern = NAME_PATTERN
+
+    @property
+    def name_pattern(self) -> str:  # type: ignore[override]
+        return self.spelling.names
 
     @classmethod
     def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:
+        if sp.loose:
+            parts = (sp.section_open, sp.call_open, sp.name_close, sp.call_close, sp.section_close)
+            return tuple(dict.fromkeys(p for part in parts for p in _pieces(part) if _is_token(p)))
         tokens = (sp.section_open, sp.call_open, sp.id_close, sp.name_close, sp.close, sp.section_close)
         return tuple(t for t in tokens if t and t.strip())
 
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
+        if sp.loose:
+            lay = layout(sp)
+            return Detection(rank=rank, markers=(sp.section_open, lay.call),
+                             closers=(lay.close, sp.section_close, lay.anchor))
         if sp.section_open is None and sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
         if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker (inside a
@@ -94,12 +191,19 @@ class NamedJson(WireFormat):
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
+    def _name_ok(self, name: str) -> bool:
+        got = self.__dict__.get("_name_re")
+        if got is None:
+            got = self.__dict__["_name_re"] = re.compile(self.spelling.names)
+        return got.fullmatch(name) is not None
+
     # ---- strict ------------------------------------------------------------------------------------------------
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.section_open is not None:
-            return token_sections(self, text, sp.section_open, sp.call_open, sp.section_close, self._call)
+            call = layout(sp).call if sp.loose else sp.call_open
+            return token_sections(self, text, sp.section_open, call, sp.section_close, self._call)
         start = reasoning_offset(text)
         i = text.find(sp.call_open, start)
         if i < 0:
@@ -125,25 +229,45 @@ class NamedJson(WireFormat):
                 return calls
         raise self.error(f"more than {MAX_CALLS} calls", i)
 
+    def _expect(self, text: str, pos: int, pieces: Sequence[str], where: str) -> int:
+        """Past ``pieces`` at ``pos``, whitespace free before each (a loose row)."""
+        for piece in pieces:
+            pos = skip_ws(text, pos)
+            if not text.startswith(piece, pos):
+                raise self.error(f"expected {piece} {where}, got {text[pos:pos + 30]!r}", pos)
+            pos += len(piece)
+        return pos
+
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         sp = self.spelling
+        lay = layout(sp) if sp.loose else None
+        if lay is not None:
+            pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
         if sp.id_close:
             j = text.find(sp.id_close, pos, pos + MAX_ID_CHARS + len(sp.id_close))
             if j < 0 or _ID.fullmatch(text, pos, j) is None:
                 raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
             pos = j + len(sp.id_close)
-        j = text.find(sp.name_close, pos)
+        j = text.find(lay.name_end if lay else sp.name_close, pos)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
         name = text[pos:j]
-        if _NAME.fullmatch(name) is None:
+        if sp.counter:
+            name, found, index = name.rpartition(sp.counter)
+            if not found or not index.strip().isdigit():
+                raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix if lay else ''}NAME"
+                                 f"{sp.counter}INDEX", pos)
+        if not self._name_ok(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-        at = skip_ws(text, j + len(sp.name_close))
+        at = skip_ws(text, self._expect(text, j, lay.names, "after the tool name") if lay else j + len(sp.name_close))
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
             at += len(sp.args_prefix)
         args, end = decode_at(self, text, at)
         if type(args) is not dict:
             raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        if lay is not None:
+            return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
+                                                               f"after the arguments of {name!r}")
         if sp.close:
             end = skip_ws(text, end)
             if not text.startswith(sp.close, end):
@@ -155,6 +279,8 @@ class NamedJson(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
+        if sp.loose:
+            return self._recover_tokens(text, out)
         tokens = self._barred_tokens()
         if tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
             text = respell_tokens(text, tokens, out)
@@ -224,12 +350,144 @@ class NamedJson(WireFormat):
         add_arguments_call(out, name, body, at_end=at_end and not closed)
         return True
 
+    # ---- lenient, loose rows: by the tokens ----------------------------------------------------------------------
+
+    def _recover_tokens(self, text: str, out: Lenient) -> None:
+        sp, lay = self.spelling, layout(self.spelling)
+        text = respell_tokens(text, self.tags, out)
+        for alt, token in sp.respelt:
+            if alt in text:
+                text = text.replace(alt, token)
+                out.note("missing_tag", f"{alt} written for {token}")
+        start = reasoning_offset(text)
+        f = Finder(text)
+        stops = (lay.close, lay.call, sp.section_close)
+        strings = TokenFinder(text, stops)
+        first, section = f.next(lay.call, start), f.next(sp.section_open, start)
+        if section < 0 or 0 <= first < section:
+            out.note("missing_tag", f"missing {sp.section_open}")
+        pos = start
+        for n in range(MAX_RECOVERED_ITEMS + 1):
+            c = f.next(lay.call, pos)
+            s = f.next(lay.anchor, pos)
+            while 0 <= s < (c if c >= 0 else len(text)):  # a call whose call token was lost: its anchor comes first
+                if not take_items(1):
+                    return
+                out.note("missing_tag", f"missing {lay.call}")
+                pos = self._recover_token_call(text, self._call_start(text, pos, s), f, stops, out, strings)
+                s = f.next(lay.anchor, pos)
+            if c < 0:
+                if n == 0 and not out.calls and not any(bare_calls(text, start, out, layout(x).bare)
+                                                         for x in (sp, *sp.also)):
+                    out.note("missing_tag", f"no {lay.call} or {lay.anchor} found")
+                break
+            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
+                return
+            pos = self._recover_token_call(text, c + len(lay.call), f, stops, out, strings)
+        if f.next(sp.section_close, start) < 0:
+            out.note("missing_tag", f"missing {sp.section_close}")
+
+    def _call_start(self, text: str, lo: int, anchor: int) -> int:
+        """Where a call whose anchor is at ``anchor`` starts when its call token was lost: after the token or line
+        break before it (not before ``lo``)."""
+        starts = [lo, text.rfind("\n", lo, anchor) + 1]
+        for token in (self.spelling.section_open, layout(self.spelling).close, self.spelling.section_close):
+            i = text.rfind(token, lo, anchor)
+            if i >= 0:
+                starts.append(i + len(token))
+        return max(starts)
+
+    def _recover_token_call(self, text: str, pos: int, f: Finder, stops: tuple[str, ...], out: Lenient,
+                            strings: TokenFinder) -> int:
+        """Reads the call after its call token at ``pos`` (whichever layout it is written in); where it ends."""
+        sp, lay = self.spelling, layout(self.spelling)
+        end, tag = past_strings(strings, pos, *f.first(stops, pos))
+        seg = text[pos:end]
+        cut = tag is None
+        if cut:
+            out.note("unclosed", f"a call cut short: {seg[:60]!r}")
+        elif tag != lay.close:
+            out.note("missing_tag", f"missing {lay.close} after {seg[:60]!r}")
+        after = end + len(lay.close) if tag == lay.close else end
+        layouts = [layout(x) for x in (sp, *sp.also)]
+        befores = {x.before for x in layouts if x.before}
+        words = tuple(w for x in layouts for w in x.words)
+        head, sep, rest = seg.partition(lay.anchor)
+        head = _drop_foreign(head)
+        if cut and (not sep or (head in befores and "\n" not in rest)):
+            out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
+            out.mark_cut(None)
+            return after
+        if not sep:
+            out.note("missing_tag", f"missing {lay.anchor} in {seg[:60]!r}")
+            line, nl, lines = seg.strip().partition("\n")
+            if nl and words and lines.lstrip().startswith(min(words, key=len)):  # V3's name line, its word glued on
+                head, rest = _drop_foreign(line), lines
+                for b in befores:
+                    if head.startswith(b) and self._name_ok(head[len(b):].strip()):
+                        head = head[len(b):]
+            else:
+                brace = seg.find("{")
+                head, rest = (_drop_foreign(seg), "") if brace < 0 else (_drop_foreign(seg[:brace]), seg[brace:])
+        name = head
+        if head in befores:  # the name follows the anchor, on its line
+            name, _, rest = rest.partition("\n")
+        body = rest.strip()
+        for w in sorted(words, key=len, reverse=True):
+            if body.startswith(w):
+                body = body[len(w):]
+                break
+        body = body.strip()
+        for x in layouts:
+            for w in x.closes[::-1]:
+                body = body.removesuffix(w).rstrip()
+        return self._add_named(out, name.strip(), body, seg, cut, after)
+
+    def _add_named(self, out: Lenient, call_id: str, body: str, seg: str, cut: bool, after: int) -> int:
+        """Adds the call named by ``call_id`` (a counted row's id: prefix, name, counter) unless it names none."""
+        sp, lay = self.spelling, layout(self.spelling)
+        name, whole = call_id, True
+        if lay.prefix or sp.counter:
+            whole = call_id.startswith(lay.prefix)
+            name = call_id[len(lay.prefix):] if whole else call_id
+            if sp.counter:
+                left, found, index = name.rpartition(sp.counter)
+                name, whole = (left, whole) if found and index.isdigit() else (name, False)
+        name = name.strip()
+        if not name:
+            out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+            if cut:
+                out.mark_cut(None)
+            return after
+        if sp.counter and _NO_NAME.fullmatch(name):
+            tools = offered_tools()
+            if tools is None or len(tools) != 1:
+                out.note("unnamed_call", f"call id {call_id[:60]!r} names no tool")
+                if cut:
+                    out.mark_cut(None)
+                return after
+            name = next(iter(tools))
+            out.note("bad_name", f"call id {call_id[:60]!r} names no tool; read as the one tool offered, {name!r}")
+        elif not whole:
+            out.note("bad_name", f"call id {call_id[:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX")
+        if not self._name_ok(name):
+            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        add_arguments_call(out, name, body, at_end=cut)
+        return after
+
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
     def sniff(self, body: str, at: int) -> bool:
         """``call_open`` followed by a tool name and ``name_close`` (``>>>get_weather\n``), not by prose (a Python
-        prompt's ``>>> x``)."""
+        prompt's ``>>> x``); a loose row's first call written in its layout (V3's ``function<｜tool▁sep｜>`` or
+        code fence)."""
         sp = self.spelling
+        if sp.loose:
+            lay, seg = layout(sp), body[at : at + ROW_CHARS]
+            c = seg.find(lay.call)
+            if c < 0:
+                return not lay.words or any(w in seg for w in lay.words)
+            return lay.fits(seg[c + len(lay.call) :].split(lay.close, 1)[0])
         if sp.id_close:  # a row with call ids: its section token, then a call token, an id, a name
             if sp.section_open and body.startswith(sp.section_open, at):
                 at = skip_ws(body, at + len(sp.section_open))
@@ -278,8 +536,16 @@ class NamedJson(WireFormat):
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         items = sp.joiner.join(
-            f"{sp.call_open}{f'{i}{sp.id_close}' if sp.id_close else ''}{c.name}{sp.name_close}{sp.args_prefix}"
+            f"{sp.call_open}{f'{i}{sp.id_close}' if sp.id_close else ''}{c.name}"
+            f"{f'{sp.counter}{i}' if sp.counter else ''}{sp.name_close}{sp.args_prefix}"
             f"{dumps(dict(c.arguments))}{sp.call_close}"
             for i, c in enumerate(calls)
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
+
+
+def _drop_foreign(head: str) -> str:
+    """A call's head with another format's token before it dropped."""
+    head = head.strip()
+    m = _FOREIGN_TOKEN.match(head)
+    return head[m.end() :].strip() if m is not None and m.end() < len(head) else head
