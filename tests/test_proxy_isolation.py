@@ -92,8 +92,8 @@ def test_the_deadline_stops_a_running_task_and_the_pool_recovers() -> None:
         pool = WorkerPool(Spinner(engine=None), workers=2)
         await pool.start()
         try:
-            with pytest.raises(WorkTimeout, match="stopped"):
-                await pool.run("tier1", [item('{"city": "SPIN=30"')], 0.3)
+            with pytest.raises(WorkTimeout, match="stopped"):  # (2 s: long enough to leave the queue under load)
+                await pool.run("tier1", [item('{"city": "SPIN=30"')], 2.0)
             (outcome,), _ = await pool.run("tier1", [item('{"city": "Paris"')], 30)
             assert outcome["result"]["stage"] == "repaired" and outcome["format"] == "openai"
             assert set(outcome["result"]) <= {"calls", "changed", "stage", "reason", "format", "diagnostics",
