@@ -206,3 +206,19 @@ def test_a_proxied_answer_is_read_once(upstream, reads, text, stream):
             names = [t["function"]["name"] for t in r.json()["choices"][0]["message"]["tool_calls"]]
     assert names == ["get_weather"]
     read_once(counts)
+
+
+@pytest.mark.parametrize("text", [*CASES.values(), *UNTAGGED.values()], ids=[*CASES, *UNTAGGED])
+def test_a_text_read_by_its_detection_reads_as_with_no_format_asked(text):
+    """The worker's read (:func:`refiner.pipeline.read_detected`) is the pipeline's with no format asked for."""
+    from refiner.formats.reading import read_upstream
+    from refiner.pipeline import detect_upstream, load_request_tools, read_detected
+
+    found = detect_upstream(text)
+    if found.fmt is None:
+        return
+    tools = load_request_tools({"tools": TOOLS})
+    ours, theirs = read_detected(found, tools), read_upstream(text, None, tools)
+    fields = ("text", "fmt", "out_fmt", "detected", "calls", "strict_ok", "strict_reason", "cut", "mended")
+    assert {f: getattr(ours, f) for f in fields} == {f: getattr(theirs, f) for f in fields}
+    assert (ours.salvaged is None) == (theirs.salvaged is None)
