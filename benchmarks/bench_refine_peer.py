@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.abc
-import json
 import importlib.machinery
+import json
 import math
 import statistics
 import sys
