@@ -41,10 +41,13 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
-from refiner.formats.base import FormatError, marker_positions
-from refiner.formats.detect import Sniffed, detect_with_calls
-from refiner.formats.reading import Reading, choose_formats, params_by_tool, read_text, read_upstream, salvaged
-from refiner.formats.reasoning import calls_text, read
+from refiner.formats.reading import (
+    Detected,
+    choose_formats,
+    params_by_tool,
+    read_upstream,
+)
+from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import UNKNOWN_TOOLS, Tier1, repair_parsed
@@ -121,50 +124,6 @@ def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
         raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
 
 
-@dataclass
-class Detected:
-    """A text's format as its caller detected it (:func:`detect_upstream`), handed to :func:`prepare` so that the
-    text is read in that format without being detected again. ``fmt``: None when no format was found; ``calls``: the
-    strict reading when the text is valid in ``fmt``; ``tried``, ``markers`` and ``sniffed``: the strict readings
-    detection made (by format), the markers it found and the formats it chose where formats share a marker, which the
-    reading goes on from (adding to them); ``reading``: the text read by this detection (:func:`read_detected`) with
-    the tools of the request it is handed with, when the caller made it."""
-
-    text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
-    fmt: str | None
-    calls: list[ToolCall] | None
-    tried: dict[str, list[ToolCall] | FormatError]
-    markers: dict[str, int]
-    sniffed: Sniffed = field(default_factory=dict)
-    reading: Reading | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "sniffed": {}}  # (format objects stay in their process: salvage sniffs again)
-
-
-def detect_upstream(text: str) -> Detected:
-    """``text``'s format detected once (:func:`refiner.formats.detect.detect_with_calls`), with what the detection
-    made on the way."""
-    body = read(text)
-    tried: dict[str, list[ToolCall] | FormatError] = {}
-    sniffed: Sniffed = {}
-    markers = marker_positions(body)
-    fmt, calls = detect_with_calls(body, tried, markers, sniffed)
-    return Detected(body, fmt, calls, tried, markers, sniffed)
-
-
-def read_detected(found: Detected, tools: Any, *, offered: Mapping[str, Any] | None = None) -> Reading:
-    """The text ``found`` was detected in, read in its format (which is also the output format) as
-    :func:`refiner.formats.reading.read_upstream` reads it with no format asked for, on from what detection made."""
-    offered = params_by_tool(tools) if offered is None else offered
-    reading = read_text(found.text, found.fmt, tools, tried=found.tried, offered=offered)
-    reading.out_fmt = reading.detected = found.fmt
-    reading = salvaged(reading, tools, offered=offered, markers=found.markers, tried=found.tried,
-                       sniffed=found.sniffed)
-    reading.text = str(found.text)
-    return reading
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # 2-3. Read once, gate, tier-1 repair
 
@@ -221,7 +180,7 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
     (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`). ``detected``: the
     caller's detection of the upstream: when it found a format, the upstream is read and written in that one
-    (:func:`read_detected`, or the reading it carries) instead of the request's."""
+    (or the reading it carries) instead of the request's."""
     validate_request(request)
     text = request["upstream"]
     text_values = request.get("value_style") == "text"
@@ -229,10 +188,10 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     try:
         tools = load_request_tools(request)
         offered = params_by_tool(tools)
-        if detected is not None and detected.fmt is not None and detected.text == text:
-            reading = detected.reading or read_detected(detected, tools, offered=offered)
-        else:
-            reading = read_upstream(text, request.get("format") or default_fmt, tools, offered=offered)
+        if detected is not None and detected.text != text:
+            detected = None
+        reading = (detected and detected.reading) or read_upstream(
+            text, request.get("format") or default_fmt, tools, offered=offered, detected=detected)
         upstream = check_reading(reading, tools, text_values=text_values)
         tier1 = repair_parsed(upstream, text, reading.fmt, tools, out_fmt=reading.out_fmt, trust_spec=trust_spec,
                               text_values=text_values, cut_off=cut_off, offered=offered, unknown_tools=unknown_tools)

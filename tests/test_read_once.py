@@ -2,7 +2,7 @@
 format it is read in exactly once: detection's reading, or the requested format's, is the gate's), at most one
 lenient read in the format it is read in (salvage takes that reading), and at most one read of tier 1's output. So
 does the proxy's worker for calls left in an answer's content: it detects the text and the pipeline reads it by that
-detection (:class:`refiner.pipeline.Detected`).
+detection (:class:`refiner.formats.reading.Detected`).
 
 Counted by wrapping the registry's entry points (each format's ``parse_strict`` and ``parse_lenient``, detection),
 not by counters in the library."""
@@ -210,15 +210,15 @@ def test_a_proxied_answer_is_read_once(upstream, reads, text, stream):
 
 @pytest.mark.parametrize("text", [*CASES.values(), *UNTAGGED.values()], ids=[*CASES, *UNTAGGED])
 def test_a_text_read_by_its_detection_reads_as_with_no_format_asked(text):
-    """The worker's read (:func:`refiner.pipeline.read_detected`) is the pipeline's with no format asked for."""
-    from refiner.formats.reading import read_upstream
-    from refiner.pipeline import detect_upstream, load_request_tools, read_detected
+    """A text read on from its detection (the worker's read) is read as with no format asked for."""
+    from refiner.formats.reading import detect_upstream, read_upstream
+    from refiner.pipeline import load_request_tools
 
     found = detect_upstream(text)
     if found.fmt is None:
         return
     tools = load_request_tools({"tools": TOOLS})
-    ours, theirs = read_detected(found, tools), read_upstream(text, None, tools)
+    ours, theirs = read_upstream(found.text, None, tools, detected=found), read_upstream(text, None, tools)
     fields = ("text", "fmt", "out_fmt", "detected", "calls", "strict_ok", "strict_reason", "cut", "mended")
     assert {f: getattr(ours, f) for f in fields} == {f: getattr(theirs, f) for f in fields}
     assert (ours.salvaged is None) == (theirs.salvaged is None)

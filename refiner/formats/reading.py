@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -179,27 +179,65 @@ def _offered(tools: Any, offered: Mapping[str, Any] | None) -> Mapping[str, Any]
     return offered if offered is not None else params_by_tool(tools)
 
 
+@dataclass
+class Detected:
+    """A text's format as its caller detected it (:func:`detect_upstream`), handed to :func:`read_upstream` so that
+    the text is read in that format without being detected again. ``fmt``: None when no format was found; ``calls``:
+    the strict reading when the text is valid in ``fmt``; ``tried``, ``markers`` and ``sniffed``: the strict readings
+    detection made (by format), the markers it found and the formats it chose where formats share a marker, which the
+    reading goes on from (adding to them); ``reading``: the text read by this detection with the tools of the request
+    it is handed with, when the caller made it."""
+
+    text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
+    fmt: str | None
+    calls: list[ToolCall] | None
+    tried: Strict
+    markers: dict[str, int]
+    sniffed: Sniffed = field(default_factory=dict)
+    reading: Reading | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "sniffed": {}}  # (format objects stay in their process: salvage sniffs again)
+
+
+def detect_upstream(text: str) -> Detected:
+    """``text``'s format detected once (:func:`refiner.formats.detect.detect_with_calls`), with what the detection
+    made on the way."""
+    body = read(text)
+    tried: Strict = {}
+    sniffed: Sniffed = {}
+    markers = marker_positions(body)
+    fmt, calls = detect_with_calls(body, tried, markers, sniffed)
+    return Detected(body, fmt, calls, tried, markers, sniffed)
+
+
 def read_upstream(
     text: str,
     wanted: str | None,
     tools: Iterable[Any] | Mapping[str, Any] | None,
     *,
     offered: Mapping[str, Any] | None = None,
+    detected: Detected | None = None,
 ) -> Reading:
     """A request's upstream read once (see the module docstring): the format chosen, the text read in it, and, when
     it is not valid there, the calls read wherever they are when that reading is the better one. ``offered``:
-    :func:`params_by_tool` of ``tools``, when the caller has it."""
-    tried: Strict = {}
-    sniffed: Sniffed = {}
-    given, text = text, read(text)  # (its reasoning split made once, for every reader below)
-    markers = None if wanted else marker_positions(text)  # (detection runs: its search is salvage's too)
-    fmt, out_fmt, detected = choose_formats(text, wanted, tried, markers, sniffed)
+    :func:`params_by_tool` of ``tools``, when the caller has it; ``detected``: the caller's detection of ``text``
+    that found a format: the text is read and written in that one (``wanted`` aside), on from what detection made."""
+    given = text
+    if detected is not None and detected.fmt is not None:
+        text, tried, markers, sniffed = detected.text, detected.tried, detected.markers, detected.sniffed
+        fmt = out_fmt = found = detected.fmt
+    else:
+        tried, sniffed = {}, {}
+        text = read(text)  # (its reasoning split made once, for every reader below)
+        markers = None if wanted else marker_positions(text)  # (detection runs: its search is salvage's too)
+        fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
     offered = _offered(tools, offered)
     got = read_text(text, fmt, tools, tried=tried, offered=offered)
-    got.out_fmt, got.detected = out_fmt, detected
+    got.out_fmt, got.detected = out_fmt, found
     got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)
     got.text = given
-    if got.salvaged is not None and got.salvaged.fmt and not wanted and detected is None:
+    if got.salvaged is not None and got.salvaged.fmt and not wanted and found is None:
         got.out_fmt = got.salvaged.fmt
     return got
 

@@ -363,7 +363,7 @@ class Ask:
 @dataclass
 class RegionRead:
     """The answer to an ``Ask("region")`` (:func:`refiner.proxy.work.answer`): whether ``text`` holds calls, and,
-    when it does, its detection (a :class:`refiner.pipeline.Detected`), which the read of the held text takes when
+    when it does, its detection (a :class:`refiner.formats.reading.Detected`), which the read of the held text takes when
     that text is still ``text`` (:meth:`ContentSplit.detection`) instead of detecting it again."""
 
     text: str

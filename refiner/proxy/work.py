@@ -1,6 +1,6 @@
 """What runs inside a worker process (:mod:`refiner.proxy.isolation`): the tasks in :data:`TASKS`. A ``tier1`` item is
 ``{"request", "detect", "allowed", "model", "detected"}``: with ``detect`` the upstream text is content, detected once
-(or ``detected`` already, :class:`refiner.pipeline.Detected`), refined only in an allowed detected format and read by
+(or ``detected`` already, :class:`refiner.formats.reading.Detected`), refined only in an allowed detected format and read by
 that detection. Its outcome is ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict
 reader read, None when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs
 the model. One bad item never raises.
@@ -17,7 +17,8 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
-from refiner.pipeline import Detected, Job, Refiner, describe_error, detect_upstream, load_request_tools, read_detected
+from refiner.formats.reading import Detected, detect_upstream, read_upstream
+from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
 from refiner.proxy.content import ContentSplit, EarlyRead, Openers, RegionRead, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
@@ -97,7 +98,8 @@ def answer(refiner: Refiner, payload: dict) -> Any:
         calls = found.calls
         try:  # (a strictly valid region's calls are detection's: only a broken one is read, on from detection)
             if calls is None:
-                found.reading = read_detected(found, load_request_tools({"tools": payload["tools"]}))
+                found.reading = read_upstream(found.text, None, load_request_tools({"tools": payload["tools"]}),
+                                              detected=found)
                 calls = found.reading.calls
         except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
             return RegionRead(text, False)
