@@ -8,7 +8,8 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.formats import FormatError
+from refiner.formats import FormatError, harmony
+from refiner.pipeline import Refiner
 
 H = formats.get("harmony")
 ANALYSIS = "<|channel|>analysis<|message|>Need the weather.<|end|>"
@@ -16,11 +17,23 @@ CALL = '<|start|>assistant<|channel|>commentary to=functions.get_weather <|const
 PARIS = ToolCall("get_weather", {"city": "Paris"})
 
 
-def test_render_is_the_guides_text():
-    assert H.render([PARIS, ToolCall("t", {})]) == (
+def test_render_is_the_chat_templates_text():
+    """The row writes the header as gpt-oss's chat template does (the first message's <|start|>assistant is the
+    prompt's); the guide's spelling writes the guide's header. Both read back."""
+    calls = [PARIS, ToolCall("t", {})]
+    assert H.render(calls) == (
+        ' to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>'
+        "<|start|>assistant to=functions.t<|channel|>commentary json<|message|>{}<|call|>"
+    )
+    guide = type(H)()
+    guide.spelling = harmony.GUIDE
+    assert guide.render(calls) == (
         '<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}'
         "<|call|><|start|>assistant<|channel|>commentary to=functions.t <|constrain|>json<|message|>{}<|call|>"
     )
+    for text in (H.render(calls), guide.render(calls)):
+        assert H.parse_strict(text) == calls
+        assert formats.detect_format(text) == "harmony"
 
 
 @pytest.mark.parametrize(
@@ -172,3 +185,28 @@ def test_through_the_pipeline_a_header_cut_and_a_final_json_answer_give_no_call(
     final = ANALYSIS + '<|start|>assistant<|channel|>final<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}'
     res = Refiner().refine({"upstream": final, "tools": tools})
     assert res["calls"] == [] and "no_calls" in {d["code"] for d in res["diagnostics"]}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'to=functions.get_weathercommentary json<|message|>{"city":"Paris"}<|call|>',  # <|channel|> lost
+        'to=functions.get_weathercommentary json{"city":"Paris"}',  # every special token lost
+        ' tofunctions.get_weather<|channel|>commentary json<|message|>{"city":"Paris"}<|call|>',  # the "=" lost
+    ],
+)
+def test_the_templates_header_with_a_token_or_the_equals_sign_lost(text):
+    got = H.parse_lenient(text)
+    assert got.calls == [PARIS] and got.problems
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    res = Refiner().refine({"tools": tools, "upstream": text, "format": "harmony"})
+    assert [(c["name"], c["arguments"]) for c in res["calls"]] == [("get_weather", {"city": "Paris"})]
+
+
+def test_a_channel_name_ending_a_tool_name_is_kept_when_the_header_has_its_channel():
+    call = ToolCall("add_commentary", {"text": "ok"})
+    guide = type(H)()
+    guide.spelling = harmony.GUIDE
+    for text in (H.render([call]), guide.render([call]), guide.render([call]).replace("<|constrain|>", "")):
+        assert H.parse_lenient(text).calls == [call]

@@ -197,9 +197,12 @@ CATALOG: tuple[Row, ...] = (
                sources=_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
                                 "moonshotai-Kimi-K2.jinja 9fcc72b7c248")),
         kimi_k2.KimiK2, None),
-    Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant<|channel|>commentary to=functions.NAME '
-               '<|constrain|>json<|message|>{...}<|call|> per call (analysis channel before it is reasoning)', reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
-        harmony.Harmony, None),
+    Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}'
+               '<|call|> per call (also read: the guide\'s <|channel|>commentary to=functions.NAME <|constrain|>json; '
+               'analysis channel before it is reasoning)',
+               sources=_checked("openai-gpt-oss-120b.jinja a4c9919cbbd4"),
+               reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
+        harmony.Harmony, harmony.TEMPLATE),
     Row(
         Family("deepseek_v32", "DeepSeek V3.2 DSML: <｜DSML｜function_calls><｜DSML｜invoke name=\"NAME\"><｜DSML｜parameter "
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",

@@ -1,5 +1,7 @@
 """gpt-oss (OpenAI harmony) tool calls: one message per call addressed to ``functions.NAME``,
-``<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>``.
+``<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>`` (the harmony
+guide's header) or ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>`` (the
+header gpt-oss's chat template writes, and the row's :data:`TEMPLATE` spelling).
 
 - the text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``;
   the first may lack ``<|start|>`` (the prompt wrote it);
@@ -38,12 +40,19 @@ PREFIX = "functions."
 CHANNELS = ("analysis", "commentary", "final")
 _NAME = re.compile(NAME_PATTERN)
 _WORD = re.compile(r"[^\s<]*")
-# A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant.
-_LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to=[^\s<]+\s*\Z")
-# A recipient in a header whose "=" was lost ("commentary tofunctions.NAME", "to functions.NAME").
+# A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant (its "=" possibly
+# lost before functions.NAME).
+_LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to(?:=|[ \t]*:?[ \t]*(?=functions\.))[^\s<]+\s*\Z")
+MAX_LEAD = 256  # how far before the first <|channel|> such a recipient is looked for
+# A recipient in a header whose "=" was lost ("commentary tofunctions.NAME", "to functions.NAME"), the header
+# starting the text or not.
 _LOST_EQUALS = re.compile(
-    r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+)to[ \t]*:?[ \t]*(?=functions\.)"
+    r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+|\A[ \t]*)to[ \t]*:?[ \t]*(?=functions\.)"
 )
+# A recipient glued to its channel's name, the <|channel|> token between them lost ("to=functions.NAMEcommentary json"),
+# and the header's text before the recipient (back to the previous JSON value or token), which then holds no channel.
+_GLUED_CHANNEL = re.compile(r"(.+?)(analysis|commentary|final)")
+_HEADER_BEFORE = re.compile(r"[^}>\n]*\Z")
 # What may follow a recipient before the header's <|message|>: the channel, the content type, their tokens (the last
 # one possibly cut short).
 _HEADER_REST = re.compile(
@@ -63,6 +72,22 @@ def _is_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
 
+@dataclass(frozen=True)
+class HarmonySpelling:
+    """How the row writes each call's header: the recipient before ``<|channel|>`` (``recipient_first``) or after the
+    channel name; the content type (``json`` or ``<|constrain|>json``); whether the first message opens with
+    ``<|start|>assistant`` (``start_first``; else the prompt's generation prefix wrote it). Reading accepts every
+    spelling."""
+
+    recipient_first: bool
+    content_type: str
+    start_first: bool
+
+
+GUIDE = HarmonySpelling(recipient_first=False, content_type=CONSTRAIN + "json", start_first=True)
+TEMPLATE = HarmonySpelling(recipient_first=True, content_type="json", start_first=False)
+
+
 @dataclass(slots=True)
 class _Header:
     role: str | None = None
@@ -72,6 +97,7 @@ class _Header:
 
 
 class Harmony(WireFormat):
+    spelling: HarmonySpelling = TEMPLATE
     tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
     detection = Detection(markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
     name_pattern = NAME_PATTERN
@@ -93,7 +119,7 @@ class Harmony(WireFormat):
         if s >= 0 and (c < 0 or s < c):
             pos = s + len(START)
         else:  # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
-            lead = _LEADING_RECIPIENT.search(text, max(begin, c - 256), c)
+            lead = _LEADING_RECIPIENT.search(text, max(begin, c - MAX_LEAD), c)
             pos = lead.start() if lead else c
         f = Finder(text)
         calls: list[ToolCall] = []
@@ -195,6 +221,12 @@ class Harmony(WireFormat):
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
         name = _WORD.match(text, pos).group()
+        head = _HEADER_BEFORE.search(text, max(0, pos - len(TO + PREFIX) - MAX_HEADER_REST), pos - len(TO + PREFIX))
+        glued = _GLUED_CHANNEL.fullmatch(name)
+        if glued and not any(c in head.group() for c in CHANNELS):
+            out.note("missing_tag", f"missing {CHANNEL} between the recipient {name[:60]!r} and its channel")
+            pos += len(glued.group(2))
+            name = glued.group(1)
         pos += len(name)
         if pos >= len(text):
             out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
@@ -225,6 +257,12 @@ class Harmony(WireFormat):
         elif tag is None:
             out.mark_cut(None)
         return end + len(CALL) if tag == CALL else end
+
+    def region_start(self, body: str, at: int) -> int:
+        """A header's recipient written before its ``<|channel|>`` (the template's order) starts the calls found by
+        that token."""
+        lead = _LEADING_RECIPIENT.search(body, max(0, at - MAX_LEAD), at)
+        return lead.start() if lead and body.startswith(CHANNEL, at) else at
 
     def answer_spans(self, text: str, start: int) -> list[tuple[int, int]]:
         """The messages on the ``final`` channel addressed to no one (the answer: JSON written there is text, not a
@@ -257,7 +295,7 @@ class Harmony(WireFormat):
         if first < 0:
             return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
         if first == c:
-            lead = _LEADING_RECIPIENT.search(text, max(0, c - 256), c)
+            lead = _LEADING_RECIPIENT.search(text, max(0, c - MAX_LEAD), c)
             first = lead.start() if lead else c
         content, thoughts = [text[:first]], []
         pos, last = first, first
@@ -289,8 +327,14 @@ class Harmony(WireFormat):
     # Render
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        return "".join(
-            f"{START}assistant{CHANNEL}commentary {TO}{PREFIX}{c.name} {CONSTRAIN}json{MESSAGE}"
-            f"{dumps(dict(c.arguments))}{CALL}"
-            for c in calls
-        )
+        sp = self.spelling
+        out = []
+        for i, c in enumerate(calls):
+            recipient = f"{TO}{PREFIX}{c.name}"
+            if sp.recipient_first:
+                header = f" {recipient}{CHANNEL}commentary {sp.content_type}"
+            else:
+                header = f"{CHANNEL}commentary {recipient} {sp.content_type}"
+            start = f"{START}assistant" if i or sp.start_first else ""
+            out.append(f"{start}{header}{MESSAGE}{dumps(dict(c.arguments))}{CALL}")
+        return "".join(out)
