@@ -39,7 +39,7 @@ FAMILIES: dict[str, str | None] = {
     "GLM-4.6.jinja": "glm45",
     "GLM-4.7-Flash.jinja": "glm45",
     "GigaChat3-10B-A1.8B.jinja": "gigachat3",
-    "GigaChat3.1-10B-A1.8B.jinja": "gigachat3",
+    "GigaChat3.1-10B-A1.8B.jinja": "gigachat31",
     "HuggingFaceTB-SmolLM3-3B.jinja": None,  # its template writes no calls
     "Kimi-K2-Instruct.jinja": "kimi_k2",
     "Kimi-K2-Thinking.jinja": "kimi_k2",
@@ -232,6 +232,40 @@ def test_mistrals_list_derives_the_row_of_its_tokenizers_spacing(tmp_path):
     got = {e.template: e for e in bench.survey(sdist, {"tekken.jinja": "mistral_tekken", "spaced.jinja": "mistral"})}
     for name, family in (("tekken.jinja", "mistral_tekken"), ("spaced.jinja", "mistral")):
         assert (got[name].same_as, got[name].equal, got[name].used) == (family, True, family), name
+
+
+# Written for these tests: one call per turn as a message of its own, the recipient before the channel and the
+# content type without its constrain token (gpt-oss's chat template's header).
+HARMONY_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|start|>user<|message|>{{ m.content }}<|end|>
+{%- elif m.tool_calls %}<|start|>assistant to=functions.{{ m.tool_calls[0].function.name }}<|channel|>commentary json
+{{- '<|message|>' }}{{ m.tool_calls[0].function.arguments | tojson }}<|call|>
+{%- else %}<|start|>assistant<|channel|>final<|message|>{{ m.content }}<|end|>
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|start|>assistant{% endif %}"""
+
+# Written for these tests: GigaChat's messages, the turn's first call after the assistant's text behind
+# <|function_call|> (GigaChat 3.1's template; GigaChat 3 writes a "function call" message instead).
+FUNCTION_CALL_TEMPLATE = """{%- for m in messages %}{{ m.role }}<|role_sep|>
+{{ m.content or '' }}
+{%- if m.tool_calls %}<|function_call|>{{ {'name': m.tool_calls[0].function.name,
+    'arguments': m.tool_calls[0].function.arguments} | tojson }}{% endif %}<|message_sep|>
+
+{% endfor %}
+{%- if add_generation_prompt %}assistant<|role_sep|>
+{% endif %}"""
+
+
+def test_one_call_per_turn_templates_derive_the_rows_that_write_that_call(tmp_path):
+    """gpt-oss's header order derives the harmony row, GigaChat 3.1's token its own row (not gigachat3's, which
+    only reads it)."""
+    sdist = _sdist(tmp_path, {"harmony.jinja": HARMONY_TEMPLATE, "call_token.jinja": FUNCTION_CALL_TEMPLATE})
+    got = {e.template: e for e in bench.survey(sdist, {"harmony.jinja": "harmony", "call_token.jinja": "gigachat31"})}
+    for name, family in (("harmony.jinja", "harmony"), ("call_token.jinja", "gigachat31")):
+        e = got[name]
+        assert (e.result, e.same_as, e.equal, e.used) == ("row", family, True, family), (name, e.why, e.why_not)
+        assert not e.prose_calls
 
 
 def test_a_row_names_the_templates_it_was_checked_against():

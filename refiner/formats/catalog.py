@@ -69,7 +69,8 @@ def _plamo(tag: str) -> str:
 # wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, before apibank and hermes (<tool_call>);
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
 # after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
-# the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any).
+# the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before
+# GigaChat 3 (whose row also reads 3.1's <|function_call|>).
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
@@ -406,6 +407,12 @@ CATALOG: tuple[Row, ...] = (
                reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
         JsonCalls, JsonSpelling("<|START_ACTION|>", "<|END_ACTION|>", "list", arg_keys=("parameters", "arguments"),
              name_key="tool_name", id_key="tool_call_id")),
+    Row(
+        Family("gigachat31", 'GigaChat 3.1: <|function_call|>{"name": ..., "arguments": {...}} at the end of the assistant '
+               "message (gigachat3's JSON after another token)",
+               sources=(*_checked("GigaChat3.1-10B-A1.8B.jinja 304f0d64aa3b"), VLLM + "gigachat3_tool_parser.py")),
+        JsonCalls, JsonSpelling("<|function_call|>", None, "object", lead="",
+             between="<|message_sep|>\n\nassistant<|role_sep|>\n")),
     Row(
         Family("gigachat3", 'GigaChat 3: function call<|role_sep|>\\n{"name": ..., "arguments": {...}}',
                models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3-702B-A36B-preview"),
