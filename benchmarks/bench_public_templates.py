@@ -162,14 +162,21 @@ def why_not_equal(entry: Entry, spelling: object, grammar: type | None) -> str:
 def policy_of(row: Row, spelling: object, grammar: type | None) -> str:
     """The catalog row's reading policies that the derived row of the same grammar does not have (no template says
     them: they are the row's, not a mismatch), and the readers of its own when its grammar is the derived one's
-    with other readers (DeepSeek's)."""
+    with other readers."""
     if grammar is None or not issubclass(row.grammar, grammar):
         return ""
     ours, theirs = policies(spelling), policies(row.spelling)
-    found = [f"{k}={v!r}" for k, v in theirs.items() if ours.get(k) != v]
+    found = [f"{k}={_brief(v)}" for k, v in theirs.items() if ours.get(k) != v]
     if row.grammar is not grammar:
         found.insert(0, f"{row.grammar.__name__}'s readers")
     return ", ".join(found)
+
+
+def _brief(value: object) -> str:
+    """A policy's value as the table shows it: a tuple of other spellings by their count."""
+    if isinstance(value, tuple) and value and not isinstance(value[0], str):
+        return f"({len(value)} other spelling{'s' * (len(value) > 1)})"
+    return repr(value)
 
 
 def named_sha(row: Row, template: str, sha: str) -> str:

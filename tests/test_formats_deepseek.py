@@ -126,3 +126,17 @@ def test_lost_call_token_separator_or_every_token():
     # prose and a fenced JSON after a sentence are not calls
     assert V3.parse_lenient('The function returns\n```json\n{"x": 1}\n```').calls == []
     assert V31.parse_lenient('I would call a{x} later.').calls == []
+
+
+def test_both_dialects_are_rows_of_the_named_json_grammar():
+    from refiner.formats import deepseek
+    from refiner.formats.named_json import NamedJson
+
+    for fmt, spelling in ((V3, deepseek.V3), (V31, deepseek.V31)):
+        assert type(fmt).__bases__ == (NamedJson,) and fmt.spelling == spelling
+
+
+def test_names_with_spaces_and_whitespace_between_the_tokens():
+    want = [ToolCall("get weather", {"a": 1})]
+    assert V31.parse_strict(f'{B} {CB}get weather{SEP}\n{{"a": 1}}\n{CE} {E}') == want
+    assert V3.parse_strict(f'{B}\n{CB}function {SEP}get weather\n ```json\n{{"a": 1}}\n```\n{CE}\n{E}') == want

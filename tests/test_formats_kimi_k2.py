@@ -1,5 +1,5 @@
-"""Kimi-K2 tool calls (refiner/formats/kimi_k2.py): the template's exact text, call ids, grammar edge cases and
-recovery."""
+"""Kimi-K2 tool calls (the named-JSON row of refiner/formats/kimi_k2.py): the template's exact text, call ids,
+grammar edge cases and recovery."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import FormatError
-from refiner.formats.kimi_k2 import split_id
 from refiner.pipeline import Refiner
 
 K = formats.get("kimi_k2")
@@ -25,11 +24,14 @@ def test_render_numbers_the_calls_in_order():
 
 
 def test_call_ids():
-    assert split_id("functions.get_weather:0") == ("get_weather", "0", True)
-    assert split_id("functions.github.create_issue:12") == ("github.create_issue", "12", True)
-    assert split_id("functions.ns:tool:3") == ("ns:tool", "3", True)
-    assert split_id("get_weather:0") == ("get_weather", "0", False)
-    assert split_id("functions.get_weather") == ("get_weather", None, True)
+    """The name lies between ``functions.`` and the last ``:`` (dots and colons kept); an id without its prefix or
+    its index is read by recovery and reported."""
+    for call_id, name in (("functions.get_weather:0", "get_weather"), ("functions.github.create_issue:12",
+                          "github.create_issue"), ("functions.ns:tool:3", "ns:tool")):
+        assert K.parse_strict(f"{SB}{CB}{call_id}{AB}{{}}{CE}{SE}") == [ToolCall(name, {})]
+    for call_id in ("get_weather:0", "functions.get_weather"):
+        got = K.parse_lenient(f"{SB}{CB}{call_id}{AB}{{}}{CE}{SE}")
+        assert got.calls == [ToolCall("get_weather", {})] and "bad_name" in {p.code for p in got.problems}
 
 
 def test_indices_need_not_start_at_zero_and_order_is_the_texts():
@@ -45,7 +47,7 @@ def test_tokens_inside_strings_are_text():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (f"{SB}{CB}get_weather:0{AB}{{}}{CE}{SE}", "not functions.NAME:INDEX"),
+        (f"{SB}{CB}get_weather:0{AB}{{}}{CE}{SE}", "expected functions\\."),
         (f"{SB}{CB}functions.get_weather{AB}{{}}{CE}{SE}", "not functions.NAME:INDEX"),
         (f"{SB}{CB}functions.get_weather:x{AB}{{}}{CE}{SE}", "not functions.NAME:INDEX"),
         (f"{SB}{CB}functions.get weather:0{AB}{{}}{CE}{SE}", "not allowed"),
@@ -130,3 +132,16 @@ def test_a_name_with_digits_is_still_a_name():
     text = ("<|tool_calls_section_begin|><|tool_call_begin|>functions.ipv4.lookup<|tool_call_argument_begin|>"
             '{"ip": "1.1.1.1"}<|tool_call_end|><|tool_calls_section_end|>')
     assert kimi.parse_lenient(text).calls == [ToolCall("ipv4.lookup", {"ip": "1.1.1.1"})]
+
+
+def test_a_row_of_the_named_json_grammar():
+    from refiner.formats import kimi_k2
+    from refiner.formats.named_json import NamedJson
+
+    assert type(K).__bases__ == (NamedJson,) and K.spelling == kimi_k2.K2
+
+
+def test_lost_section_tokens():
+    got = K.parse_lenient(f'Sure. {CB}functions.a:0{AB}{{"x": 1}}{CE}{CB}functions.b:1{AB}{{}}{CE}')
+    assert got.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    assert {p.message for p in got.problems if p.code == "missing_tag"} >= {f"missing {SB}", f"missing {SE}"}

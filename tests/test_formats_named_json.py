@@ -1,5 +1,6 @@
 """The named_json grammar (a tool name, then its JSON arguments, between a family's tokens): PLaMo 3 and Functionary
-v3.2 rows, written from vLLM's plamo3 parser and llama.cpp's functionary-v3-2 handler."""
+v3.2 rows, written from vLLM's plamo3 parser and llama.cpp's functionary-v3-2 handler (DeepSeek's and Kimi-K2's rows:
+tests/test_formats_deepseek.py, tests/test_formats_kimi_k2.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def _plamo_call(name: str, args: str) -> str:
 
 
 def test_rows_come_from_the_table():
-    assert {PLAMO.name, FUNC.name, "step_audio_2", "solar_open"} == {fam.name for fam, _ in ROWS}
+    assert {PLAMO.name, FUNC.name, "step_audio_2", "solar_open", "deepseek_v3", "deepseek_v31", "kimi_k2"} == {
+        fam.name for fam, _ in ROWS}
     assert isinstance(PLAMO, NamedJson) and PLAMO.row.sources and FUNC.detection.bare
     for f in (PLAMO, FUNC):
         assert f.example == f.render(f.parse_strict(f.example))
@@ -78,9 +80,9 @@ def test_junk_after_the_call_token_is_no_call():
     assert got.calls == [] and "unreadable" in {p.code for p in got.problems}
 
 
-def test_deepseek_v31_is_this_grammars_shape():
-    """DeepSeek V3.1 written as a named_json row (not registered: its module keeps the recovery of DeepSeek's
-    quirks, bare calls and the V3 layout) reads every valid corpus row as the module does and renders the same."""
+def test_deepseek_v31_without_its_reading_policies_reads_as_its_row():
+    """DeepSeek V3.1's spelling less its reading policies (what a chat template derives: no ``loose``, no ``also``)
+    reads every valid corpus row as the catalog's row does and renders the same."""
     from dialect_corpus import READ_AS_MEANT, load
 
     from refiner.formats.deepseek import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
@@ -110,65 +112,3 @@ def test_plamo3_tokens_written_wrong_are_read_as_the_tokens(how):
         got = fmt.parse_lenient(damaged)
         assert got.calls == [call], (tag, damaged)
         assert any(p.code == "missing_tag" for p in got.problems)
-
-
-def _loose_rows():
-    """DeepSeek V3, V3.1 and Kimi-K2 spelt as loose named-JSON rows (not registered)."""
-    from dataclasses import replace
-
-    from refiner.formats import deepseek, kimi_k2
-    from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
-    from refiner.formats.family import Family, make_row
-    from refiner.formats.named_json import NamedSpelling
-
-    v3 = replace(deepseek.V3, loose=True, names=SPACED_NAME_PATTERN)
-    v31 = replace(deepseek.V31, loose=True, names=SPACED_NAME_PATTERN)
-    k2 = NamedSpelling(kimi_k2.SECTION_BEGIN, kimi_k2.SECTION_END, kimi_k2.CALL_BEGIN + "functions.", kimi_k2.ARG_BEGIN,
-                       kimi_k2.CALL_END, counter=":", loose=True, names=NAME_PATTERN,
-                       respelt=((kimi_k2.SECTION_BEGIN_1, kimi_k2.SECTION_BEGIN),
-                                (kimi_k2.SECTION_END_1, kimi_k2.SECTION_END)))
-    spellings = {"deepseek_v3": replace(v3, also=(v31,)), "deepseek_v31": replace(v31, also=(v3,)), "kimi_k2": k2}
-    return {name: make_row(NamedJson, Family(f"{name}_loose", "a loose row"), sp, 999, register_it=False)
-            for name, sp in spellings.items()}
-
-
-def test_loose_rows_read_as_deepseeks_and_kimis_readers():
-    """A ``loose`` spelling (pieces with free whitespace, recovery by the tokens, ``also`` layouts, a ``counter``,
-    ``respelt`` tokens) reads every corpus text of DeepSeek V3/V3.1 and Kimi-K2, and each of its cuts and its texts
-    with a token or word lost, as those families' readers do: the same strict calls or failure, the same lenient
-    calls, problems and cut; and renders the same."""
-    import re
-
-    from dialect_corpus import load
-
-    from refiner.formats.family import EXAMPLE_CALLS
-
-    lost = re.compile(r"<[｜|][^<>]{1,40}[｜|]>|```json|```|functions\.|function")
-    for name, row in _loose_rows().items():
-        fmt = formats.get(name)
-        assert row.render(list(EXAMPLE_CALLS)) == fmt.render(list(EXAMPLE_CALLS)) and row.tags == fmt.tags
-        texts = {r.text for r in load() if r.format == name}
-        assert len(texts) >= 5
-        for text in sorted(texts):
-            variants = {text, *(text[:i] for i in range(0, len(text), max(1, len(text) // 12))),
-                        *(text[: m.start()] + text[m.end() :] for m in lost.finditer(text))}
-            for t in sorted(variants):
-                assert _reading(row, t) == _reading(fmt, t), (name, t)
-                assert row.sniff(t, 0) == fmt.sniff(t, 0), (name, t)
-
-
-def _reading(fmt, text):
-    try:
-        strict = fmt.parse_strict(text)
-    except formats.FormatError:
-        strict = None
-    got = fmt.parse_lenient(text)
-    return strict, got.calls, sorted({p.code for p in got.problems}), got.cut.index if got.cut else None
-
-
-def test_a_counted_row_reads_an_id_that_names_no_tool_as_the_one_offered():
-    kimi = _loose_rows()["kimi_k2"]
-    text = kimi.render([ToolCall("x", {"city": "Oslo"})]).replace("functions.x:0", "functions.7")
-    assert kimi.parse_lenient(text).calls == []
-    one = kimi.parse_lenient(text, tools={"get_weather": ["city"]})
-    assert one.calls == [ToolCall("get_weather", {"city": "Oslo"})]

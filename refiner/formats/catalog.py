@@ -32,7 +32,6 @@ from refiner.formats import (
     xlam,
 )
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.deepseek import DeepSeek
 from refiner.formats.family import Family, Row, register_catalog
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.kimi_k3 import Xtml, XtmlSpelling
@@ -185,19 +184,19 @@ CATALOG: tuple[Row, ...] = (
                         *_checked("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja dd2675619a64",
                                   "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja bbe594884b44",
                                   "llama-cpp-deepseek-r1.jinja 0d11fd8d7cf3"))),
-        DeepSeek, deepseek.V3),
+        NamedJson, deepseek.V3),
     Row(
         Family("deepseek_v31", "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}"
                "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",
                models=("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2-Exp"),
                sources=(VLLM + "deepseekv31_tool_parser.py", SGLANG + "deepseekv31_detector.py",
                         *_checked("deepseek-ai-DeepSeek-V3.1.jinja d9f5f351b276"))),
-        DeepSeek, deepseek.V31),
+        NamedJson, deepseek.V31),
     Row(Family('kimi_k2', 'Kimi-K2: '
                '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>',
                sources=_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
                                 "moonshotai-Kimi-K2.jinja 9fcc72b7c248")),
-        kimi_k2.KimiK2, None),
+        NamedJson, kimi_k2.K2),
     Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}'
                '<|call|> per call (also read: the guide\'s <|channel|>commentary to=functions.NAME <|constrain|>json; '
                'analysis channel before it is reasoning)',

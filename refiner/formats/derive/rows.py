@@ -49,9 +49,11 @@ SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
 
 
 def own_grammar(fmt: base.WireFormat) -> bool:
-    """Whether ``fmt`` is a row no record maps onto: a grammar one family writes (no spelling), or a spelling of a
-    grammar other than the ones :func:`plan_row` spells."""
-    return getattr(fmt, "spelling", None) is None or not isinstance(fmt, SPELT)
+    """Whether ``fmt`` is a row no record maps onto: a grammar one family writes (no spelling), a spelling of a
+    grammar other than the ones :func:`plan_row` spells, or a named-JSON spelling with a call counter after the name
+    (Kimi-K2's ``NAME:0``: a record cannot hold a counter)."""
+    spelling = getattr(fmt, "spelling", None)
+    return spelling is None or not isinstance(fmt, SPELT) or bool(getattr(spelling, "counter", ""))
 
 
 def policies(spelling: Any) -> dict[str, Any]:
