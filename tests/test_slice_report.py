@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
-from slice_check import collect, report, sign_test  # noqa: E402
+from slice_check import collect, report, seed_curves, sign_test  # noqa: E402
 
 
 def test_sign_test_matches_the_binomial_distribution():
@@ -98,3 +98,16 @@ def test_bf16_slowdown_is_a_ratio_of_two_timings():
 
     slower = bf16_slowdown()
     assert math.isfinite(slower) and slower > 0
+
+
+SEEDS_DOCS = Path(__file__).resolve().parents[1] / "docs" / "slice-seeds"
+
+
+@pytest.mark.parametrize("log", sorted(SEEDS_DOCS.glob("metrics-seed-*.jsonl")), ids=lambda p: p.stem)
+def test_every_seed_has_both_curves(log):
+    """The kept training logs give the plot a training line and a validation line (verl logs the exact-answer rate
+    under val-core/)."""
+    train, val = seed_curves(log)
+    assert len(train) >= 10 and all(-2 <= r <= 2 for _, r in train)
+    assert len(val) >= 2 and all(0 <= a <= 1 for _, a in val)
+    assert [s for s, _ in val] == sorted(s for s, _ in val)

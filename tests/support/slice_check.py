@@ -471,29 +471,33 @@ def report(src: str | Path) -> dict[str, Any]:
     return {"seeds": seed_ids, "rates": {f"{n}|{c}|{k}": v for (n, c, k), v in rate.items()}, "tests": tests}
 
 
+def seed_curves(log: Path) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """A seed's training log as (training reward per step, validation exact-answer rate per evaluation)."""
+    from refiner.plot import REWARD_KEYS, read_metrics
+
+    series = read_metrics(log)
+    key = next((key for key in REWARD_KEYS if series.get(key)), None)
+    val = next((key for key in sorted(series) if key.startswith("val-core/") and "/acc/" in key), None)
+    return (list(series[key]) if key else []), (list(series[val]) if val else [])
+
+
 def plot_seeds(src: Path, seed_ids: list[int], out: Path) -> Path:
-    """Training reward per step and validation reward per evaluation, one line per seed."""
+    """Training reward per step and validation exact answers per evaluation, one line per seed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from refiner.plot import REWARD_KEYS, read_metrics
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     for k in seed_ids:
         log = src / f"metrics-seed-{k}.jsonl"
         if not log.is_file():
             continue
-        series = read_metrics(log)
-        key = next((key for key in REWARD_KEYS if series.get(key)), None)
-        if key:
-            axes[0].plot(*zip(*series[key]), label=f"seed {k}")
-        val = next((key for key in sorted(series) if key.startswith("val-core/") and "reward" in key), None)
-        if val:
-            axes[1].plot(*zip(*series[val]), marker="o", label=f"seed {k}")
+        for ax, points, marker in zip(axes, seed_curves(log), ("", "o")):
+            if points:
+                ax.plot(*zip(*points), marker=marker, label=f"seed {k}")
     axes[0].set_title("training reward (mean per response)", fontsize=9)
-    axes[1].set_title("validation reward (mean, greedy)", fontsize=9)
+    axes[1].set_title("validation, exact answers (greedy, 27 prompts)", fontsize=9)
     for ax in axes:
         ax.set_xlabel("DAPO step")
         if ax.get_legend_handles_labels()[0]:
