@@ -75,7 +75,14 @@ def test_scripted_file_tier1_end_to_end(bench, tmp_path):
     assert (tmp_path / "out" / "chart.png").stat().st_size > 1000
 
 
-def test_recovery_tier1(tmp_path):
+@pytest.fixture
+def recovery_data():
+    """The recovery benchmark's sources (API-Bank from ../shared/data, BFCL from its wheel), or a skip."""
+    load("apibank", 1)
+    load("bfcl", 1)
+
+
+def test_recovery_tier1(tmp_path, recovery_data):
     report = run_eval(["recovery"], tmp_path, refiner=Refiner(engine=None), limit=24, recovery_sources=["apibank",
                       "bfcl"], clean_ratio=0.2, progress=False, chart=False)
     table = json.loads((tmp_path / "summary.json").read_text())["recovery"]["off"]
@@ -90,7 +97,7 @@ def test_recovery_tier1(tmp_path):
     assert "## Corruption recovery" in report.read_text()
 
 
-def test_recovery_under_both_spec_policies(tmp_path):
+def test_recovery_under_both_spec_policies(tmp_path, recovery_data):
     """The same corrupted inputs refined by tier 1 with trust_spec off and on: trusting the spec fixes more of the
     errors a schema reveals (an undeclared parameter, a value of the wrong type), and the report shows both."""
     report = run_eval(["recovery"], tmp_path, refiner=Refiner(engine=None), limit=24,
@@ -107,7 +114,7 @@ def test_recovery_under_both_spec_policies(tmp_path):
     assert "fixed (trust_spec off)" in text and "fixed (trust_spec on)" in text
 
 
-def test_cli_trust_spec_reaches_the_refiner(tmp_path):
+def test_cli_trust_spec_reaches_the_refiner(tmp_path, recovery_data):
     from typer.testing import CliRunner
 
     from refiner.cli import app
