@@ -222,3 +222,28 @@ def test_a_text_read_by_its_detection_reads_as_with_no_format_asked(text):
     fields = ("text", "fmt", "out_fmt", "detected", "calls", "strict_ok", "strict_reason", "cut", "mended")
     assert {f: getattr(ours, f) for f in fields} == {f: getattr(theirs, f) for f in fields}
     assert (ours.salvaged is None) == (theirs.salvaged is None)
+
+
+def test_prose_that_could_start_no_call_is_read_strictly_only(reads, monkeypatch):
+    """A text with no marker, no bracket and no offered name after its reasoning: one strict read, no lenient read
+    and no salvage (neither could find a call there)."""
+    salvaged = []
+    monkeypatch.setattr(reading_module, "better_salvage", lambda *a, **k: salvaged.append(a) or None)
+    counts, texts = reads
+    text = "<think>Nothing to look up.</think>It is sunny, as far as I know."
+    texts["upstream"] = text
+    result = Refiner().refine({"tools": TOOLS, "upstream": text})
+    assert [c for c in counts if c[0] == "lenient"] == [] and not salvaged
+    assert counts["strict", "upstream", "hermes"] == 1
+    assert [d["code"] for d in result["diagnostics"]] == ["format", "no_calls"]
+
+
+@pytest.mark.parametrize("text", ["I will call get_weather now.", "Sure: {", "Sure [", "Sure (", "</tool_call>",
+                                  ">>>get_time"])
+def test_anything_that_could_start_a_call_is_read(text):
+    from refiner.formats.base import marker_positions
+    from refiner.formats.reading import could_hold_calls, read
+
+    body = read(text)
+    assert could_hold_calls(body, marker_positions(body), {"get_weather": {}})
+    assert not could_hold_calls(read("It is sunny."), {}, {"get_weather": {}})

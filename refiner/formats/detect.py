@@ -53,10 +53,10 @@ Sniffed = dict[tuple[str, int], WireFormat]
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(body: str, which: str, found_at: dict[str, int], sniffed: Sniffed | None = None) -> str | None:
-    """The format the earliest (then longest) of the registered ``which`` (markers or closers) in ``body`` names;
-    the choice among the formats sharing a marker is added to ``sniffed``."""
-    named = marker_table().naming[which]
+def _by_marker(body: str, named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int],
+               sniffed: Sniffed | None = None) -> str | None:
+    """The format the earliest (then longest) of the registered markers or closers ``named`` (each with the formats
+    it names) in ``body`` names; the choice among the formats sharing a marker is added to ``sniffed``."""
     best: tuple[int, int] | None = None  # (position, -len(marker)): earliest, then longest
     found: str | None = None
     for marker, i in found_at.items():
@@ -67,7 +67,7 @@ def _by_marker(body: str, which: str, found_at: dict[str, int], sniffed: Sniffed
     at = best[0]
     sharing = named[found]
     fmt = next((f for f in sharing if f.sniff(body, at)), sharing[-1])
-    if sniffed is not None and which == "markers":
+    if sniffed is not None:
         sniffed[found, at] = fmt
     return fmt.name
 
@@ -133,23 +133,26 @@ def _detect(
             if calls is not None:
                 return fmt.name, calls
     body = strip_reasoning(text)
-    in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
-    name = _by_marker(body, "markers", in_body, sniffed) or _by_marker(body, "closers", in_body)
-    if name is not None:
-        return name, None
+    if found_at:
+        in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
+        name = _by_marker(body, table.naming["markers"], in_body, sniffed) or _by_marker(
+            body, table.naming["closers"], in_body)
+        if name is not None:
+            return name, None
+    bracketed = "{" in text or "[" in text
     if small:
-        bracketed = "{" in text or "[" in text
-        for fmt in table.bare:
-            if bracketed or any(m in found_at for m in fmt.detection.markers):
-                calls = strict_reading(fmt, text, tried)
-                if calls is not None:
-                    return fmt.name, calls
-    with repair_budget(total=DETECT_REPAIR_COST):
-        value = lenient_json_in_prose(body[:DETECT_CHARS])
-    if value is not None:
-        for fmt in table.claiming_values:
-            if fmt.claims_value(value):
-                return fmt.name, None
+        for fmt in table.bare if bracketed else table.bare_marked(found_at):
+            calls = strict_reading(fmt, text, tried)
+            if calls is not None:
+                return fmt.name, calls
+    head = body[:DETECT_CHARS]
+    if bracketed and ("{" in head or "[" in head):  # (a JSON value starts at a bracket)
+        with repair_budget(total=DETECT_REPAIR_COST):
+            value = lenient_json_in_prose(head)
+        if value is not None:
+            for fmt in table.claiming_values:
+                if fmt.claims_value(value):
+                    return fmt.name, None
     for fmt in table.claiming_texts:
         if fmt.claims_text(body):
             return fmt.name, None

@@ -92,6 +92,10 @@ class MarkerTable:
         # class answers the hook (the contract's default answers no)
         self.with_markers = tuple(f for f in fmts if f.detection.markers)
         self.bare = tuple(f for f in fmts if f.detection.bare)
+        self.bare_by_marker: dict[str, tuple[Any, ...]] = {}
+        for f in self.bare:
+            for m in dict.fromkeys(f.detection.markers):
+                self.bare_by_marker[m] = (*self.bare_by_marker.get(m, ()), f)
         self.claiming_values = _answering(fmts, "claims_value", contract)
         self.claiming_texts = _answering(fmts, "claims_text", contract)
         self.reading_untagged = _answering(self.with_markers, "read_untagged", contract)
@@ -112,6 +116,11 @@ class MarkerTable:
             for f in self.tagged_by_marker.get(m, ()):
                 got[f.name] = f
         return sorted(got.values(), key=lambda f: self.rank[f.name])
+
+    def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
+        """The untagged formats, in rank order, one of whose markers is among ``found_at``."""
+        got = {f.name: f for m in found_at for f in self.bare_by_marker.get(m, ())}
+        return sorted(got.values(), key=lambda f: self.rank[f.name]) if len(got) > 1 else list(got.values())
 
 
 def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...]:

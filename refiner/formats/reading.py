@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get, marker_positions
+from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get, marker_positions, marker_table
 from refiner.formats.detect import Sniffed, detect_with_calls, strict_reading
 from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
-from refiner.formats.text import strip_reasoning
+from refiner.formats.text import reasoning_offset, skip_ws, strip_reasoning
 from refiner.specs.catalog import ToolCatalog
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
@@ -142,17 +142,20 @@ def read_text(
     *,
     tried: Strict | None = None,
     offered: Mapping[str, Any] | None = None,
+    lenient: bool = True,
 ) -> Reading:
     """``text`` read in ``fmt``: strictly, then leniently when that fails (the strict reading in ``tried`` when it
     was made), values typed by the tools' specs. ``offered``: :func:`params_by_tool` of ``tools``, when the caller
-    has it."""
+    has it; ``lenient`` False: the caller knows the lenient reading would find nothing (:func:`could_hold_calls`)."""
     wire = get(fmt)
     tried = {} if tried is None else tried
     out = Reading(text, fmt, [])
-    if fmt in tried or len(text) > MAX_LENIENT_CHARS:  # (parse_lenient does not try a text that long strictly)
-        calls = strict_reading(wire, text, tried)
+    if fmt in tried or len(text) > MAX_LENIENT_CHARS or not lenient:  # (parse_lenient does not try a text that
+        calls = strict_reading(wire, text, tried)  # long strictly)
         if calls is not None:
             out.calls, out.strict_ok = list(calls), True
+        elif not lenient:
+            out.strict_reason = _reason(tried[fmt])
         else:
             error = tried[fmt]
             got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
@@ -224,22 +227,45 @@ def read_upstream(
     :func:`params_by_tool` of ``tools``, when the caller has it; ``detected``: the caller's detection of ``text``
     that found a format: the text is read and written in that one (``wanted`` aside), on from what detection made."""
     given = text
+    markers: dict[str, int] | None = None
     if detected is not None and detected.fmt is not None:
         text, tried, markers, sniffed = detected.text, detected.tried, detected.markers, detected.sniffed
         fmt = out_fmt = found = detected.fmt
     else:
         tried, sniffed = {}, {}
         text = read(text)  # (its reasoning split made once, for every reader below)
-        markers = None if wanted else marker_positions(text)  # (detection runs: its search is salvage's too)
-        fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
+        if wanted and strict_reading(get(wanted), text, tried) is not None:
+            fmt = out_fmt = wanted
+            found = None
+        else:  # (detection runs: its search for markers is salvage's too)
+            markers = marker_positions(text)
+            fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
     offered = _offered(tools, offered)
-    got = read_text(text, fmt, tools, tried=tried, offered=offered)
+    quiet = markers is not None and not could_hold_calls(text, markers, offered)
+    got = read_text(text, fmt, tools, tried=tried, offered=offered, lenient=not (quiet and fmt == DEFAULT_FORMAT))
     got.out_fmt, got.detected = out_fmt, found
-    got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)
+    if not quiet:
+        got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)
     got.text = given
     if got.salvaged is not None and got.salvaged.fmt and not wanted and found is None:
         got.out_fmt = got.salvaged.fmt
     return got
+
+
+def could_hold_calls(text: str, markers: Mapping[str, int], offered: Mapping[str, Any] | None) -> bool:
+    """Whether anything in ``text`` (read: its reasoning split) could start a call that a lenient reader or salvage
+    reads: a marker or closer of any format (``markers``: the text's :func:`~refiner.formats.base.marker_positions`),
+    a bracket after the reasoning, a marker written at a line start opening the answer, or an offered tool's name. When nothing could, salvage finds no call, and neither does :data:`DEFAULT_FORMAT`'s
+    lenient reader (its calls are JSON values)."""
+    if markers:
+        return True
+    at = reasoning_offset(text)
+    if text.find("{", at) >= 0 or text.find("[", at) >= 0 or text.find("(", at) >= 0:
+        return True
+    first = skip_ws(text, at)
+    if any(text.startswith(m[1:], first) for m in marker_table().line_markers):
+        return True
+    return bool(offered) and any(name and name in text for name in offered)
 
 
 # ----------------------------------------------------------------------------------------------------------------
