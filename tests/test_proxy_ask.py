@@ -53,3 +53,44 @@ def test_a_region_read_travels_between_processes() -> None:
     assert read.calls and read.detected.sniffed and read.detected.reading is not None
     back = pickle.loads(pickle.dumps(read))
     assert back.detected.sniffed == {} and back.detected.reading.calls == read.detected.reading.calls
+
+
+@pytest.fixture
+def catalogs(monkeypatch) -> list:
+    """Every tool catalog built (a request's tools read), in order."""
+    from refiner.specs.catalog import ToolCatalog
+
+    built: list = []
+    original = ToolCatalog.__init__
+
+    def counted(self, *args, **kwargs):
+        built.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ToolCatalog, "__init__", counted)
+    return built
+
+
+BROKEN_REGION = 'I will look it up.\n[{"name": "get_wether", "arguments": {"city": "Paris",}}]\n'
+
+
+def test_the_vllm_plugin_reads_a_request_s_tools_once(catalogs) -> None:
+    """A broken region is read with the request's tools to check it, and the held text is read again at the end:
+    both reads take the one catalog."""
+    from refiner.proxy.vllm_plugin import Reader  # (imported here: imported before vLLM, it would not register)
+
+    reader = Reader(TOOLS, Refiner(engine=None))
+    for i in range(0, len(BROKEN_REGION), 5):
+        reader.feed(BROKEN_REGION[i : i + 5])
+    _, calls = reader.end()
+    assert calls == [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    assert len(catalogs) == 1
+
+
+def test_a_split_in_a_worker_reads_the_request_s_tools_once(catalogs) -> None:
+    """Each broken region is read with the request's tools: one catalog for all of them."""
+    other = '[{"name": "erase_disk", "arguments": {"disk": 1,}}]\n'  # broken, and names no offered tool
+    text = "Two lists.\n" + other + BROKEN_REGION
+    got = work.split(Refiner(engine=None), {**BASE, "text": text, "markers": []})
+    assert got["released"] == "Two lists.\n" + other + "I will look it up.\n" and "get_wether" in got["held"]
+    assert len(catalogs) == 1

@@ -68,18 +68,25 @@ def _template(source: str | None, tokens: tuple[tuple[str, str], ...]) -> ChatTe
 
 @functools.lru_cache(maxsize=8)
 def _refiner_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> Refiner:
+    """The tier-1 refiner in the dialect derived from a served chat template (else detection)."""
     template = _template(source, tokens)
     return Refiner(engine=None) if template is None else Refiner(engine=None, fmt=dialect_for(template))
 
 
-def served_refiner(tokenizer: Any) -> Refiner:
-    """The tier-1 refiner in the dialect derived from the tokenizer's chat template (else detection)."""
-    return _refiner_for(*template_of(tokenizer))
+@functools.lru_cache(maxsize=8)
+def _prompts_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> PromptReasoning:
+    """What a served chat template says of whether the generation prompt opens the reasoning block (one reader per
+    template, shared: it learns nothing from answers)."""
+    try:
+        return PromptReasoning(_template(source, tokens), learn=False)
+    except Exception:  # noqa: BLE001 - a template that does not compile tells nothing
+        return PromptReasoning(learn=False)
 
 
 class Reader:
     """Reads one generation against ``tools``, whole (:meth:`read`) or delta by delta (:meth:`feed`, :meth:`end`),
-    with the proxy's :class:`~refiner.proxy.content.CallDriver`; ``refiner``'s dialect markers open calls too."""
+    with the proxy's :class:`~refiner.proxy.content.CallDriver`; ``refiner``'s dialect markers open calls too. The
+    tools are read into their catalog once, when the first read needs them (:func:`refiner.proxy.work.loaded`)."""
 
     def __init__(self, tools: list[dict], refiner: Refiner | None = None) -> None:
         self.refiner = refiner if refiner is not None else _refiner_for(None, ())
@@ -88,8 +95,12 @@ class Reader:
         self.split = ContentSplit(Openers(frozenset(self.names), markers(self.refiner.fmt)))
         self.driver = CallDriver(self.split)  # (its ``calls``: those read before the end)
 
+    @functools.cached_property
+    def catalog(self) -> Any:
+        return work.loaded(self.tools)
+
     def _answer(self, ask: Ask) -> Any:
-        return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.tools,
+        return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.catalog,
                                           "names": sorted(self.names), "allowed": None})
 
     def feed(self, piece: str) -> tuple[str, list[dict]]:
@@ -105,7 +116,7 @@ class Reader:
         if held.strip() and self.names:
             read = self.driver.read_of(held)  # (the held text read early, unchanged since, is not read again)
             outcome = read.outcome if read is not None else work.tier1(self.refiner, [
-                work.content_item(held, self.tools, None, self.split.detection())])[0]
+                work.content_item(held, self.catalog, None, self.split.detection())])[0]
             result = outcome["result"]
             if holds_calls(result, self.names):
                 return released, list(result["calls"])
@@ -129,20 +140,6 @@ class Reader:
 def off(request: Any) -> bool:
     """``tool_choice: "none"``: the generation is content, whatever it holds."""
     return getattr(request, "tool_choice", None) == "none"
-
-
-@functools.lru_cache(maxsize=8)
-def _prompts_for(source: str | None, tokens: tuple[tuple[str, str], ...]) -> PromptReasoning:
-    try:
-        return PromptReasoning(_template(source, tokens), learn=False)
-    except Exception:  # noqa: BLE001 - a template that does not compile tells nothing
-        return PromptReasoning(learn=False)
-
-
-def served_template(tokenizer: Any) -> PromptReasoning:
-    """What the tokenizer's chat template says of whether the generation prompt opens the reasoning block (one reader
-    per template, shared: it learns nothing from answers)."""
-    return _prompts_for(*template_of(tokenizer))
 
 
 def template_opens(prompts: PromptReasoning, kwargs: Any) -> bool | None:
@@ -179,7 +176,7 @@ def _build() -> type:
 
         def __init__(self, tokenizer: Any, tools: list | None = None) -> None:
             super().__init__(tokenizer, tools)
-            self._tier1 = served_refiner(tokenizer)
+            self._tier1 = _refiner_for(*template_of(tokenizer))
             self._reader: Reader | None = None
             self._request: Any = None
 
@@ -260,7 +257,7 @@ def _build_reasoning() -> type:
         def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(tokenizer, *args, **kwargs)
             self.kwargs = kwargs.get("chat_template_kwargs")
-            self.template = served_template(tokenizer)
+            self.template = _prompts_for(*template_of(tokenizer))
             self.reader = Reasoning(template_opens(self.template, self.kwargs) is True, lead=True)
 
         def _decode(self, ids: Sequence[int]) -> str:

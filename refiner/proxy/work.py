@@ -1,9 +1,9 @@
 """What runs inside a worker process (:mod:`refiner.proxy.isolation`): the tasks in :data:`TASKS`. A ``tier1`` item is
 ``{"request", "detect", "allowed", "model", "detected"}``: with ``detect`` the upstream text is content, detected once
-(or ``detected`` already, :class:`refiner.formats.reading.Detected`), refined only in an allowed detected format and read by
-that detection. Its outcome is ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict
-reader read, None when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs
-the model. One bad item never raises.
+(or ``detected`` already, :class:`refiner.formats.reading.Detected`) and refined only in an allowed detected format.
+Its outcome is ``{"format", "result", "strict"}`` (``strict``: how many calls the format's strict reader read, None
+when the text is not valid there), plus the prepared ``"job"`` when ``model`` is set and it needs the model. One bad
+item never raises.
 """
 
 from __future__ import annotations
@@ -37,6 +37,15 @@ def detect(text: str, allowed: Sequence[str] | None) -> Detected | None:
     return found if found.fmt is not None and (allowed is None or found.fmt in allowed) else None
 
 
+def loaded(tools: Any) -> Any:
+    """A request's tools read into their catalog once, for every read of its answer (a catalog passes through);
+    as given when they cannot be read (each read then says so as before)."""
+    try:
+        return load_request_tools({"tools": tools})
+    except Exception:  # noqa: BLE001
+        return tools
+
+
 RESULT_KEYS = frozenset({"calls", "changed", "stage", "reason", "format", "diagnostics", "error", "model_error",
                          "cut"})
 
@@ -45,78 +54,70 @@ def read_result(result: Any) -> Any:
     """What the proxy reads of a pipeline result: its :data:`RESULT_KEYS`, and its repairs counted by class."""
     if not isinstance(result, dict):
         return result
-    out = {k: v for k, v in result.items() if k in RESULT_KEYS}
-    out["repairs"] = repair_classes(result)
-    return out
+    return {**{k: v for k, v in result.items() if k in RESULT_KEYS}, "repairs": repair_classes(result)}
 
 
 def content_item(text: str, tools: Any, allowed: Sequence[str] | None, detected: Detected | None = None) -> dict:
     """The item for calls that may be in a text of an answer: its format detected, one of ``allowed`` (None: any);
     ``detected``: the text's detection when it was made already (:class:`refiner.proxy.content.RegionRead`)."""
-    item = {"request": {"tools": tools, "upstream": text, "format": None}, "detect": True, "allowed": allowed}
-    return {**item, "detected": detected} if detected is not None else item
+    return {"request": {"tools": tools, "upstream": text, "format": None}, "detect": True, "allowed": allowed,
+            "detected": detected}
 
 
 def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     """The outcome of every item (see the module docstring), in order; one ``refine_batch`` call for all of them."""
     outcomes: list[dict] = [{"format": None, "result": None} for _ in items]
-    todo: list[int] = []
-    requests: list[dict] = []
-    detections: list[Detected | None] = []
+    todo: list[tuple[int, dict, Detected | None]] = []
     for i, item in enumerate(items):
-        request = dict(item["request"])
-        found = None
+        request, found = dict(item["request"]), None
         if item.get("detect"):
             found = item.get("detected") or detect(request["upstream"], item.get("allowed"))
             if found is None:
                 continue
             request["format"] = found.fmt
         outcomes[i]["format"] = request.get("format")
-        todo.append(i)
-        requests.append(request)
-        detections.append(found)
-    if requests:
-        jobs = refiner.prepare_batch(requests, errors="result", detected=detections)
-        for i, job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
-            outcomes[i]["result"] = read_result(result)
-            outcomes[i]["strict"] = len(job.upstream.calls) if isinstance(job, Job) and job.upstream.strict_ok else None
-            if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
-                outcomes[i]["job"] = job.sendable()
+        todo.append((i, request, found))
+    if not todo:
+        return outcomes
+    jobs = refiner.prepare_batch([r for _, r, _ in todo], errors="result", detected=[f for _, _, f in todo])
+    for (i, _, _), job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
+        outcomes[i]["result"] = read_result(result)
+        outcomes[i]["strict"] = len(job.upstream.calls) if isinstance(job, Job) and job.upstream.strict_ok else None
+        if items[i].get("model") and isinstance(job, Job) and refiner.needs_model(job):
+            outcomes[i]["job"] = job.sendable()
     return outcomes
 
 
 def answer(refiner: Refiner, payload: dict) -> Any:
-    """The answer to a content split's question (:class:`refiner.proxy.content.Ask`): for ``region``, whether the
-    region's calls all name an offered tool or snap to one (a :class:`RegionRead`); for ``calls``, tier 1's :class:`EarlyRead` of the text,
-    its ``calls`` those tier 1 read when the format's strict reader reads as many and none would go to the model
-    (else None)."""
+    """The answer to a content split's question (:class:`refiner.proxy.content.Ask`): for ``region``, a
+    :class:`RegionRead` saying whether the region's calls all name an offered tool or snap to one; for ``calls``, tier
+    1's :class:`EarlyRead` of the text, its ``calls`` those tier 1 read when the format's strict reader reads as many
+    and none would go to the model (else None). ``payload["tools"]`` may be their catalog (:func:`loaded`)."""
     text, names = payload["text"], payload["names"]
-    if payload["kind"] == "region":
-        found = detect(text, payload["allowed"])
-        if found is None:
-            return RegionRead(text, False)
-        calls = found.calls
-        try:  # (a strictly valid region's calls are detection's: only a broken one is read, on from detection)
-            if calls is None:
-                found.reading = read_upstream(found.text, None, load_request_tools({"tools": payload["tools"]}),
-                                              detected=found)
-                calls = found.reading.calls
-        except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
-            return RegionRead(text, False)
-        held = bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
-        return RegionRead(text, held, found if held else None)
-    item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
-    outcome = tier1(refiner, [item])[0]
-    calls = complete_calls(outcome["result"], set(names))
-    sendable = calls is not None and "job" not in outcome and outcome.get("strict") == len(calls)
-    return EarlyRead(text, calls if sendable else None, outcome)
+    if payload["kind"] == "calls":
+        item = {**content_item(text, payload["tools"], payload["allowed"]), "model": bool(payload.get("model"))}
+        outcome = tier1(refiner, [item])[0]
+        calls = complete_calls(outcome["result"], set(names))
+        sendable = calls is not None and "job" not in outcome and outcome.get("strict") == len(calls)
+        return EarlyRead(text, calls if sendable else None, outcome)
+    found = detect(text, payload["allowed"])
+    try:  # (a strictly valid region's calls are detection's: only a broken one is read, on from detection)
+        if found is not None and found.calls is None:
+            found.reading = read_upstream(found.text, None, load_request_tools({"tools": payload["tools"]}),
+                                          detected=found)
+        calls = [] if found is None else found.calls if found.calls is not None else found.reading.calls
+    except Exception:  # noqa: BLE001 - a region that cannot be read holds no call
+        calls = []
+    held = bool(calls) and all(c.name in names or snap(c.name, names, TOOL_CUTOFF) for c in calls)
+    return RegionRead(text, held, found if held else None)
 
 
 def split(refiner: Refiner, payload: dict) -> dict:
     """A long answer's content split into released and held text (``payload``: ``text``, ``markers``, ``names``...)."""
     cut = ContentSplit(Openers(set(payload["names"]), payload["markers"]))
-    run_sync(split_whole(cut, payload["text"]), lambda ask: answer(refiner, {**payload, "kind": ask.kind,
-                                                                             "text": ask.text}))
+    asked = {**payload, "tools": loaded(payload["tools"])}
+    run_sync(split_whole(cut, payload["text"]), lambda ask: answer(refiner, {**asked, "kind": ask.kind,
+                                                                           "text": ask.text}))
     return {"released": cut.released_text, "held": cut.held}
 
 
