@@ -322,6 +322,8 @@ def dependencies(calls: Sequence[ToolCall]) -> list[set[int]]:
 def dependency_order(calls: Sequence[ToolCall]) -> list[int] | None:
     """Indices of ``calls`` in an order where every call follows the calls it references (Kahn's algorithm, lowest
     index first: stable for independent calls); ``None`` when the references form a cycle."""
+    if not any(c.outputs for c in calls):  # (no call produces an output: none can reference another)
+        return list(range(len(calls)))
     deps = dependencies(calls)
     users: list[list[int]] = [[] for _ in calls]
     pending = [len(d) for d in deps]

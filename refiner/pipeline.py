@@ -41,12 +41,7 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
-from refiner.formats.reading import (
-    Detected,
-    choose_formats,
-    params_by_tool,
-    read_upstream,
-)
+from refiner.formats.reading import Detected, choose_formats, params_by_tool, read_upstream
 from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
@@ -224,12 +219,10 @@ def model_format(job: Job, known: Collection[str] | None) -> str:
     out = formats.get(job.out_fmt)
     if job.request.get("format_hint") is not None:
         return out.name
-    if known is None:
-        return formats.model_view(out).name
-    if out.name in known:
+    if known is not None and out.name in known:
         return out.name
     view = formats.model_view(out).name
-    return view if view in known else out.name
+    return view if known is None or view in known else out.name
 
 
 def request_hint(job: Job) -> str:
@@ -308,11 +301,10 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
     base_report = base.after if base else job.upstream
     if base_stage == "unchanged" and job.out_fmt != job.upstream_fmt and job.upstream.calls:
         base_stage = "repaired"  # the format conversion alone is a change
+    what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
     if model is None and job.model_error is not None:
-        what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
         return "fallback", base_text, base_calls, base_report, f"the model step failed ({job.model_error}); {what} kept"
     if model is None:
-        what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
         verdict = "passes the gate" if base_report.passed else "still fails the gate (no model ran)"
         return base_stage, base_text, base_calls, base_report, f"{what} {verdict}"
     ordered = formats.get(job.out_fmt).order_sensitive
@@ -383,9 +375,8 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
         or (stage == "fallback" and job.best_without_model[0] == "repaired")
         or (stage == "truncated" and job.tier1.changed)
     )
-    changed = not (text == job.request["upstream"] and job.upstream.strict_ok)
-    if stage in ("unchanged", "truncated") and text == job.request["upstream"]:
-        changed = False  # nothing could be done (or needed): the text is returned as it came
+    same = text == job.request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
+    changed = not (same and (job.upstream.strict_ok or stage in ("unchanged", "truncated")))
     return {
         **_json_safe(job.request),
         "refined": text,
@@ -508,8 +499,7 @@ class Refiner:
         jobs: list[Job | dict] = []
         for i, request in enumerate(requests):
             job = request if isinstance(request, Job) else None
-            if job is not None:
-                request = job.request
+            request = request if job is None else job.request
             try:
                 if job is None:
                     request = reasoning_calls(request, self.calls_in_reasoning)
