@@ -211,8 +211,7 @@ class ContentSplit:
         return Step(out + step.release, step.check)
 
     def detection(self) -> Any:
-        """The detection of the held text that the region check holding it made, when the held text is that region
-        (:class:`RegionRead`); else None."""
+        """The held text's detection by the region check that held it, while the held text is that region; else None."""
         read = self.held_by
         return read.detected if read is not None and read.text == self.held else None
 
@@ -339,22 +338,17 @@ MAX_EARLY_READS = 32  # reads of the held text for calls complete before the end
 CALL_WORDS = ("call", "invoke", "func", "action", "tool")
 
 
-def call_closers(known: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The tags that end a call or a call section in some registered format (``</tool_call>``, ``</invoke>``...), not
-    a parameter's or an argument's."""
-    out = []
-    for t in markers() if known is None else known:
-        low = t.lower()
-        if is_closing_tag(t) and any(w in low for w in CALL_WORDS) and not any(w in low for w in ("param", "arg")):
-            out.append(t)
-    return tuple(out)
+def call_closers(known: Sequence[str]) -> tuple[str, ...]:
+    """The markers that end a call or a call section (``</tool_call>``, ``</invoke>``...), not a parameter's or an
+    argument's."""
+    return tuple(t for t in known if is_closing_tag(t) and any(w in t.lower() for w in CALL_WORDS)
+                 and not any(w in t.lower() for w in ("param", "arg")))
 
 
 @dataclass(frozen=True)
 class Ask:
-    """A question the driver needs answered (by :func:`refiner.proxy.work.answer`). ``region``: does ``text`` hold
-    calls (a :class:`RegionRead`, or None: no more checks, release the rest)? ``calls``: tier 1's :class:`EarlyRead` of
-    ``text`` (held text up to a call's closer), its complete calls as ``{"name", "arguments"}`` (or None: none)."""
+    """A question the driver needs answered (:func:`refiner.proxy.work.answer`): ``region``, does ``text`` hold calls
+    (a :class:`RegionRead`; None: no more checks)? ``calls``: tier 1's :class:`EarlyRead` of the held ``text``."""
 
     kind: str
     text: str
@@ -362,9 +356,8 @@ class Ask:
 
 @dataclass
 class RegionRead:
-    """The answer to an ``Ask("region")`` (:func:`refiner.proxy.work.answer`): whether ``text`` holds calls, and,
-    when it does, its detection (a :class:`refiner.formats.reading.Detected`), which the read of the held text takes when
-    that text is still ``text`` (:meth:`ContentSplit.detection`) instead of detecting it again."""
+    """The answer to an ``Ask("region")``: whether ``text`` holds calls, and then its detection
+    (:class:`refiner.formats.reading.Detected`), which the read of the held text takes while that is still ``text``."""
 
     text: str
     calls: bool
@@ -373,11 +366,10 @@ class RegionRead:
 
 @dataclass
 class EarlyRead:
-    """Tier 1's read of an answer's text before the answer ended: the answer to an ``Ask("calls")``
-    (:func:`refiner.proxy.work.answer`), or of the upstream's first complete tool calls. ``calls``: those to send now
-    (None: none); ``outcome``: :func:`refiner.proxy.work.tier1`'s for ``text`` (None: it gave none), which the end of
-    the answer takes when its text is still ``text`` instead of reading it again; ``slow``: the read took longer than
-    a choice sent to the model may."""
+    """Tier 1's read of an answer's text before the answer ended (an ``Ask("calls")``, or the upstream's first complete
+    tool calls). ``calls``: those to send now (None: none); ``outcome``: :func:`refiner.proxy.work.tier1`'s (None: it
+    gave none), which the answer's end takes while its text is still ``text``; ``slow``: the read took longer than a
+    choice sent to the model may."""
 
     text: str
     calls: list[dict] | None
@@ -475,9 +467,8 @@ def begins_with(calls: Sequence[dict], sent: Sequence[dict]) -> bool:
 
 def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:
     """The calls of a tier-1 result that can be sent before the answer ends (read or repaired, not cut); else None."""
-    if not holds_calls(result, names) or result.get("stage") not in ("unchanged", "repaired") or result.get("cut"):
-        return None
-    return list(result["calls"])
+    sendable = holds_calls(result, names) and result.get("stage") in ("unchanged", "repaired") and not result.get("cut")
+    return list(result["calls"]) if sendable else None
 
 
 def split_whole(split: ContentSplit, text: str) -> Generator[Ask, Any, str]:

@@ -85,17 +85,14 @@ class _Job:
     model: bool = False  # sent to the refiner model
 
 
-def cut_off(tool_call: Any) -> bool:
-    """Whether a call's arguments stop before the end of a JSON object (the call was cut)."""
-    fn = tool_call.get("function") if isinstance(tool_call, dict) else None
-    return argument_problem(fn.get("arguments") if isinstance(fn, dict) else None) is not None
-
-
-def truncated_call(tool_call: Any, index: int) -> dict:
-    """The report of a call cut by the token limit: its position, id, name and arguments as the upstream wrote them."""
+def truncated_call(tool_call: Any, index: int) -> dict | None:
+    """The report of a call cut by the token limit (its arguments stop before the end of a JSON object): its position,
+    id, name and arguments as the upstream wrote them; None when the call is whole."""
     fn = tool_call.get("function") if isinstance(tool_call, dict) else None
     fn = fn if isinstance(fn, dict) else {}
     args = fn.get("arguments")
+    if argument_problem(args) is None:
+        return None
     return {"call": index, "id": tool_call.get("id") if isinstance(tool_call, dict) else None,
             "name": fn.get("name") if isinstance(fn.get("name"), str) else None,
             "arguments": args if isinstance(args, str) else None}
@@ -110,13 +107,8 @@ class Refinement:
 
     def __init__(self, ref: Any, *, runner: Any, batcher: RefineBatcher, content: ContentCalls, timeout: float,
                  metrics: Metrics, prompts: PromptReasoning) -> None:
-        self.ref = ref
-        self.prompts = prompts
-        self.metrics = metrics
-        self.runner = runner
-        self.batcher = batcher
-        self.content = content
-        self.timeout = timeout
+        self.ref, self.runner, self.batcher, self.content = ref, runner, batcher, content
+        self.timeout, self.metrics, self.prompts = timeout, metrics, prompts
         self.tier1_first = isinstance(ref, Refiner)
         self.has_model = self.tier1_first and ref.engine is not None
 
@@ -150,9 +142,7 @@ class Refinement:
             ask = next(gen)
             while True:
                 if deadline is None:
-                    if split.deadline is None:
-                        split.deadline = self.deadline()
-                    deadline = split.deadline
+                    deadline = split.deadline = split.deadline or self.deadline()
                 ask = gen.send(await self.ask(body, ask, deadline) if self.remaining(deadline) > 0 else None)
         except StopIteration as stop:
             return stop.value
@@ -223,9 +213,8 @@ class Refinement:
             split = (splits or {}).get(i)
             if isinstance(tool_calls, list) and tool_calls:
                 calls = list(tool_calls)
-                if reason == "length" and cut_off(calls[-1]):
-                    results[i].truncated = truncated_call(calls[-1], len(calls) - 1)
-                    calls = calls[:-1]
+                if reason == "length" and (cut := truncated_call(calls[-1], len(calls) - 1)) is not None:
+                    results[i].truncated, calls = cut, calls[:-1]
                     results[i].message = {k: v for k, v in message.items() if k != "tool_calls"}
                     if calls:
                         results[i].message["tool_calls"] = calls
@@ -292,7 +281,8 @@ class Refinement:
             return
         # (the conversation, which can be large, stays here: tier 1 reads the tools and the upstream text)
         work = [{"request": {k: v for k, v in j.request.items() if k != "query"}, "detect": j.kind == "content",
-                 "allowed": self.content.allowed, "model": self.has_model, "detected": _detection(j)} for j in todo]
+                 "allowed": self.content.allowed, "model": self.has_model,
+                 "detected": j.split.detection() if isinstance(j.split, ContentSplit) else None} for j in todo]
         outcomes, cpu, failed = await self.in_worker("tier1", work, self.remaining(deadline),
                                                      "tier-1 refinement (the upstream answer is returned)")
         if failed:
@@ -311,12 +301,8 @@ class Refinement:
             job.request["format"] = outcome["format"]
 
     async def _model(self, jobs: list[_Job], deadline: float) -> None:
-        todo = []
-        for j in jobs:
-            if j.status is not None or (j.kind == "content" and not (j.outcome or {}).get("format")):
-                continue
-            if not self.tier1_first or (j.prepared is not None and not j.slow):
-                todo.append(j)
+        todo = [j for j in jobs if j.status is None and (j.kind == "calls" or (j.outcome or {}).get("format"))
+                and (not self.tier1_first or (j.prepared is not None and not j.slow))]
         if not todo:
             return
         for j in todo:
@@ -398,11 +384,6 @@ class Refinement:
         out, report = apply_repairs(body, healed, outcomes)
         report.entries += [b.entry(f"over the limit of calls repaired per request ({len(healed)})") for b in left]
         return out, report
-
-
-def _detection(job: _Job) -> Any:
-    """A content job's text as the region check that held it detected it (None: not made, or another text)."""
-    return job.split.detection() if isinstance(job.split, ContentSplit) else None
 
 
 def took_calls(out: ChoiceResult, result: dict, fmt: str | None) -> list[dict]:

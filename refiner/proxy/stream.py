@@ -123,15 +123,11 @@ class AnswerStream:
         self.sent_reasoning: list[str] = []
         self.calls: list[dict] = []  # the calls sent before the end (OpenAI tool calls, in order)
 
-    @property
-    def found_reasoning(self) -> bool:
-        return self.reasoning.found
-
     def _content(self, text: str) -> str:
         if self.trim is None:
             if not text:
                 return ""
-            self.trim = EdgeTrim(lead=self.found_reasoning)
+            self.trim = EdgeTrim(lead=self.reasoning.found)
         return self.trim.feed(text)
 
     async def feed(self, piece: str, refinement: Refinement, body: dict) -> tuple[str, str, list[dict]]:
@@ -181,7 +177,7 @@ class AnswerStream:
         text = self._content(tail)
         if self.trim is None:
             return text
-        cut = separated or self.found_reasoning
+        cut = separated or self.reasoning.found
         return text + self.trim.end(cut, cut)
 
 
@@ -240,7 +236,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
             yield sse(buf.chunk(i, delta))
     indices = sorted(buf.finish)
     splits = {i: a.split for i, a in answers.items() if a.split is not None}
-    reasonings = {i: "".join(a.sent_reasoning) for i, a in answers.items() if a.found_reasoning}
+    reasonings = {i: "".join(a.sent_reasoning) for i, a in answers.items() if a.reasoning.found}
     messages = [(buf.message(i), buf.finish.get(i)) for i in indices]
     for i, (message, reason) in zip(indices, messages):
         if i not in reasoned:

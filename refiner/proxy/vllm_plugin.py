@@ -1,11 +1,7 @@
 """tool-refiner inside vLLM: a tool-parser plugin, so that vLLM's own answers carry the calls tier 1 reads, and a
-reasoning-parser plugin (:class:`refiner.proxy.reasoning.Reasoning`); vLLM is imported only when they are first used.
-
-    python -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B --enable-auto-tool-choice \\
-        --tool-parser-plugin refiner.proxy.vllm_plugin --tool-call-parser tool_refiner
-
-Calls are read from ``content`` as the proxy reads them (:mod:`refiner.proxy.content`); streamed, each call is sent
-whole in the delta that closes it.
+reasoning-parser plugin (:class:`refiner.proxy.reasoning.Reasoning`); vLLM is imported only when they are first used
+(docs/serving.md, section 4). Calls are read from ``content`` as the proxy reads them (:mod:`refiner.proxy.content`);
+streamed, each call is sent whole in the delta that closes it.
 """
 
 from __future__ import annotations

@@ -133,10 +133,9 @@ class TextStore:
         self.chars = 0
 
     def get(self, number: int) -> str | None:
-        text = self.texts.get(number)
-        if text is not None:
+        if number in self.texts:
             self.texts.move_to_end(number)
-        return text
+        return self.texts.get(number)
 
     def put(self, number: int, text: str) -> None:
         if number in self.texts or len(text) > MAX_CACHED_CHARS:
@@ -144,8 +143,7 @@ class TextStore:
         self.texts[number] = text
         self.chars += len(text)
         while len(self.texts) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
-            _, old = self.texts.popitem(last=False)
-            self.chars -= len(old)
+            self.chars -= len(self.texts.popitem(last=False)[1])
 
     def clear(self) -> None:
         self.texts.clear()
@@ -155,17 +153,9 @@ class TextStore:
 TEXTS = TextStore()
 
 
-class Missing(Exception):
-    """A payload names tool lists this worker does not hold (``numbers``): the proxy sends them again."""
-
-    def __init__(self, numbers: list[int]) -> None:
-        super().__init__(numbers)
-        self.numbers = numbers
-
-
-def load_payload(blob: bytes, texts: dict[int, str], store: TextStore) -> Any:
-    """The payload pickled in ``blob``, each tool list it names read from ``texts`` (sent with it, then kept in
-    ``store``) or from ``store``; raises :class:`Missing` when one is in neither."""
+def load_payload(blob: bytes, texts: dict[int, str], store: TextStore) -> tuple[Any, list[int]]:
+    """``(payload, [])``: the payload pickled in ``blob``, each tool list it names read from ``texts`` (sent with it,
+    then kept in ``store``) or from ``store``; ``(None, numbers)`` of the tool lists in neither."""
     for number, text in texts.items():
         store.put(number, text)
     missing: list[int] = []
@@ -178,13 +168,10 @@ def load_payload(blob: bytes, texts: dict[int, str], store: TextStore) -> Any:
             text = texts.get(number) or store.get(number)
             if text is None:
                 missing.append(number)
-                return ""
-            return text
+            return text or ""
 
     value = Loader(io.BytesIO(blob)).load()
-    if missing:
-        raise Missing(missing)
-    return value
+    return (None, missing) if missing else (value, [])
 
 
 def forget(refiner: Refiner, payload: Any) -> None:
@@ -240,9 +227,8 @@ def serve(sock: socket.socket, refiner: Refiner) -> None:
         except (EOFError, OSError):
             return
         try:
-            reply: tuple[bool | None, Any] = (True, TASKS[name](refiner, load_payload(blob, texts, TEXTS)))
-        except Missing as e:
-            reply = (None, e.numbers)
+            payload, missing = load_payload(blob, texts, TEXTS)
+            reply: tuple[bool | None, Any] = (None, missing) if missing else (True, TASKS[name](refiner, payload))
         except Exception as e:  # noqa: BLE001 - reported to the proxy, which answers without refinement
             reply = (False, describe_error(e))
         try:
