@@ -247,3 +247,10 @@ def test_anything_that_could_start_a_call_is_read(text):
     body = read(text)
     assert could_hold_calls(body, marker_positions(body), {"get_weather": {}})
     assert not could_hold_calls(read("It is sunny."), {}, {"get_weather": {}})
+
+
+def test_prose_holding_a_string_cut_at_its_end_is_read_leniently():
+    """The default format's lenient read reports a JSON string the text stops inside, so a text with a quote is not
+    read strictly only."""
+    result = Refiner().refine({"tools": TOOLS, "upstream": '"Paris, as the user'})
+    assert "truncated" in [d["code"] for d in result["upstream_diagnostics"]]

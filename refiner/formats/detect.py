@@ -24,7 +24,7 @@ Cost: one search per head (first two characters) of the registered markers, then
 head occurs (:func:`~refiner.formats.base.marker_positions`; those after the reasoning are taken from them), one
 strict parse per format whose marker occurs and per untagged format (for a text with brackets or its marker) up
 to :data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the caller), one bounded
-lenient JSON read.
+lenient JSON read when the text holds a bracket.
 """
 
 from __future__ import annotations

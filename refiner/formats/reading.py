@@ -1,6 +1,6 @@
 """One reading of a request's upstream text: the format it is read in, and the calls it holds.
 
-    got = read_upstream(text, wanted=None, default=None, tools=index)
+    got = read_upstream(text, wanted=None, tools=index)
     got.fmt, got.out_fmt, got.calls, got.strict_ok, got.strict_reason, got.text_cut, got.cut, got.salvaged
 
 The text's reasoning block is split off once (every reader is handed a :class:`~refiner.formats.reasoning.Read`), it
@@ -8,8 +8,9 @@ is detected at most once, its markers searched once (detection's search is salva
 once per format (the readings detection makes are kept, by format, and a lenient reading is given the strict error
 instead of reading again); it is read leniently once in the format it is read in, and salvage (calls read wherever
 they are, :mod:`refiner.formats.salvage`) takes that reading for the region that is the whole text; values a
-format writes as untyped text take the types the tools declare (:meth:`~refiner.formats.WireFormat.retype`). The gate
-checks the result (:func:`refiner.gate.check_text`), tier 1 repairs it (:mod:`refiner.repair`).
+format writes as untyped text take the types the tools declare (:meth:`~refiner.formats.WireFormat.retype`). A text
+in which nothing could start a call (:func:`could_hold_calls`) gets no salvage, and in the default format no lenient
+read. The gate checks the result (:func:`refiner.gate.check_text`), tier 1 repairs it (:mod:`refiner.repair`).
 
 Choosing the format: the result is written in the requested format (else the refiner's, else the upstream's). The
 upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
@@ -242,7 +243,10 @@ def read_upstream(
             fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
     offered = _offered(tools, offered)
     quiet = markers is not None and not could_hold_calls(text, markers, offered)
-    got = read_text(text, fmt, tools, tried=tried, offered=offered, lenient=not (quiet and fmt == DEFAULT_FORMAT))
+    # (the default format reads only JSON: with nothing to start a call, its lenient reading finds nothing but a
+    # string cut at the end, which needs a quote)
+    plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', reasoning_offset(text)) < 0
+    got = read_text(text, fmt, tools, tried=tried, offered=offered, lenient=not plain)
     got.out_fmt, got.detected = out_fmt, found
     if not quiet:
         got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)
@@ -255,8 +259,8 @@ def read_upstream(
 def could_hold_calls(text: str, markers: Mapping[str, int], offered: Mapping[str, Any] | None) -> bool:
     """Whether anything in ``text`` (read: its reasoning split) could start a call that a lenient reader or salvage
     reads: a marker or closer of any format (``markers``: the text's :func:`~refiner.formats.base.marker_positions`),
-    a bracket after the reasoning, a marker written at a line start opening the answer, or an offered tool's name. When nothing could, salvage finds no call, and neither does :data:`DEFAULT_FORMAT`'s
-    lenient reader (its calls are JSON values)."""
+    a bracket after the reasoning, a marker written at a line start opening the answer, or an offered tool's name.
+    When nothing could, salvage finds no call."""
     if markers:
         return True
     at = reasoning_offset(text)
