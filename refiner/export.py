@@ -33,19 +33,15 @@ def resolve_actor_dir(ckpt: str | Path) -> Path:
     for cand in (root, root / "actor"):
         if (cand / "fsdp_config.json").is_file():
             return cand
-    step_dir: Path | None = None
     latest = root / "latest_checkpointed_iteration.txt"
-    if latest.is_file():
-        text = latest.read_text().strip()
-        if text.isdigit():
-            step_dir = root / f"global_step_{text}"
-    if step_dir is None or not step_dir.is_dir():
+    step = latest.read_text().strip() if latest.is_file() else ""
+    step_dir = root / f"global_step_{step}"
+    if not step.isdigit() or not step_dir.is_dir():
         steps = sorted((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
-        step_dir = steps[-1][1] if steps else None
-    if step_dir is not None:
-        for cand in (step_dir / "actor", step_dir):
-            if (cand / "fsdp_config.json").is_file():
-                return cand
+        step_dir = steps[-1][1] if steps else root
+    for cand in (step_dir / "actor", step_dir):
+        if (cand / "fsdp_config.json").is_file():
+            return cand
     raise ExportError(f"{root}: no FSDP checkpoint found (looked for fsdp_config.json in it, in actor/, and in the "
                       "latest global_step_N[/actor])")
 

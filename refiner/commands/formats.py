@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from refiner.commands import fail
+from refiner.commands import exit_on, fail
 
 
 def markdown_table() -> str:
@@ -87,10 +87,8 @@ def register(app: typer.Typer) -> None:
         chat_template = chat_template or template
         if chat_template is None:
             fail("give the chat template: tool-refiner formats derive TEMPLATE")
-        try:
+        with exit_on(TemplateFailure):
             d = derive(chat_template, name).as_dict()
-        except TemplateFailure as e:
-            fail(str(e))
         typer.echo(json.dumps(d, indent=2, ensure_ascii=False) if as_json else derived_text(d), nl=not as_json)
         if d["result"] == "special" and not d["read_by"]:
             raise typer.Exit(1)
@@ -117,10 +115,8 @@ def register(app: typer.Typer) -> None:
         if markdown:
             typer.echo(markdown_table(), nl=False)
             return
-        rows = [
-            {"name": f.name, "order_sensitive": f.order_sensitive, "tags": list(f.tags), "description": f.description}
-            for f in formats.all_formats()
-        ]
+        rows = [{"name": f.name, "order_sensitive": f.order_sensitive, "tags": list(f.tags),
+                 "description": f.description} for f in formats.all_formats()]
         if as_json:
             typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
             return
@@ -154,7 +150,7 @@ def register(app: typer.Typer) -> None:
             text = sys.stdin.read() if source == "<stdin>" else input_path.read_text(encoding="utf-8")
         except OSError as e:
             fail(f"{source}: {e.strerror or e}")
-        try:
+        with exit_on(ConvertError):
             if jsonl:
                 out_lines, n_calls, n_problems = [], 0, 0
                 for record, done in convert_jsonl(
@@ -173,8 +169,6 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"{source}: {p}", err=True)
                 result = done.text + "\n"
                 summary = f"{done.calls} calls from {done.source_format}"
-        except ConvertError as e:
-            fail(str(e))
         if output is None:
             typer.echo(result, nl=False)
         else:

@@ -67,20 +67,15 @@ def run_jsonl(refiner: Refiner, src: Path, out: TextIO, *, batch_size: int, prog
 
 def summary_table(results: list[dict]) -> str:
     """Counts by stage, gate verdicts before and after, and the most frequent repairs."""
-    n = len(results)
     stages = Counter(r.get("stage") for r in results)
     before = sum(1 for r in results if r.get("stage") != "error" and not _errors(r.get("upstream_diagnostics")))
     after = sum(1 for r in results if r.get("stage") != "error" and not _errors(r.get("diagnostics")))
     actions = Counter(a["code"] for r in results for a in r.get("actions") or [])
-    lines = [f"{'requests':<28}{n:>6}"]
-    for stage in ("unchanged", "repaired", "model", "fallback", "error"):
-        if stages.get(stage):
-            lines.append(f"{'  stage ' + stage:<28}{stages[stage]:>6}")
-    lines.append(f"{'gate passes: upstream':<28}{before:>6}")
-    lines.append(f"{'gate passes: result':<28}{after:>6}")
-    for kind, count in actions.most_common():
-        lines.append(f"{'  repair ' + kind:<28}{count:>6}")
-    return "\n".join(lines)
+    rows = [("requests", len(results))]
+    rows += [(f"  stage {s}", stages[s]) for s in ("unchanged", "repaired", "model", "fallback", "error") if stages[s]]
+    rows += [("gate passes: upstream", before), ("gate passes: result", after)]
+    rows += [(f"  repair {kind}", count) for kind, count in actions.most_common()]
+    return "\n".join(f"{label:<28}{count:>6}" for label, count in rows)
 
 
 def request_table(results: list[dict]) -> str:

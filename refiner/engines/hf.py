@@ -55,13 +55,12 @@ class HFEngine(CheckedEngine):
         if seed is not None:
             self._torch.manual_seed(seed)
         sampling = temperature > 0
-        gen_kwargs: dict[str, Any] = dict(max_new_tokens=max_tokens, do_sample=sampling,
-                                          num_return_sequences=n if sampling else 1,
-                                          pad_token_id=self.tokenizer.pad_token_id)
-        if sampling:
-            gen_kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
-        else:  # greedy: neutral sampling settings so generation_config defaults do not warn or interfere
-            gen_kwargs.update(temperature=None, top_p=None, top_k=None)
+        per = n if sampling else 1  # greedy: one text per conversation, repeated n times
+        # greedy: the sampling settings unset, so generation_config's defaults neither warn nor interfere
+        top = {"temperature": temperature, "top_p": 1.0, "top_k": 0} if sampling else {
+            "temperature": None, "top_p": None, "top_k": None}
+        gen_kwargs = dict(max_new_tokens=max_tokens, do_sample=sampling, num_return_sequences=per,
+                          pad_token_id=self.tokenizer.pad_token_id, **top)
         results: list[list[str]] = []
         starts = range(0, len(prompts), self.batch_size)
         for start in tqdm(starts, desc="hf generate", disable=not self.show_progress):
@@ -71,8 +70,5 @@ class HFEngine(CheckedEngine):
                 out = self.model.generate(**enc, **gen_kwargs)
             new = out[:, enc["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new, skip_special_tokens=True)
-            per = n if sampling else 1
-            for i in range(len(batch)):
-                group = texts[i * per : (i + 1) * per]
-                results.append(group if sampling else group * n)  # greedy: n identical texts
+            results += [texts[i * per : (i + 1) * per] * (n // per) for i in range(len(batch))]
         return results

@@ -43,11 +43,9 @@ class VLLMEngine(CheckedEngine):
             # vLLM's CPU sampler fails on a seeded request whose prompt is split over steps ("CPU Generator does
             # not use offset"); without chunked prefill a prompt is never split.
             llm_kwargs.setdefault("enable_chunked_prefill", False)
-        kwargs: dict[str, Any] = dict(model=str(model), dtype=dtype, seed=seed, **llm_kwargs)
-        if max_model_len is not None:
-            kwargs["max_model_len"] = max_model_len
-        if enforce_eager is not None:
-            kwargs["enforce_eager"] = enforce_eager
+        chosen = {"max_model_len": max_model_len, "enforce_eager": enforce_eager}
+        kwargs = dict(model=str(model), dtype=dtype, seed=seed, **llm_kwargs,
+                      **{k: v for k, v in chosen.items() if v is not None})
         log.info("loading vLLM model %s (cpu=%s)", model, on_cpu)
         self.model = str(model)
         self.use_tqdm = use_tqdm

@@ -57,10 +57,8 @@ class APIBank(Benchmark):
         per_level = common.per_part(limit, len(LEVELS))
         out: list[BenchItem] = []
         for lvl in LEVELS:
-            path = common.require_file(self.dir / f"level-{lvl}-api_processed.json", f"API-Bank level {lvl}")
-            records = common.read_json(path)
-            if not isinstance(records, list):
-                raise ValueError(f"{path}: expected a JSON array of records")
+            path = self.dir / f"level-{lvl}-api_processed.json"
+            records = common.read_records(path, f"API-Bank level {lvl}")
             for i, rec in common.spread(list(enumerate(records)), per_level):
                 where = f"{path} record {i}"
                 for key in ("system", "user"):

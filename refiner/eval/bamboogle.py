@@ -12,7 +12,7 @@ from pathlib import Path
 
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
-from refiner.eval.common import BenchItem, Benchmark, Retagged, default_data_dir, read_json, require_file, spread
+from refiner.eval.common import BenchItem, Benchmark, Retagged, default_data_dir, read_records, spread
 
 FOUNDATION = {
     "birthplace": ("find_birthplace", "Returns the birthplace of a celebrity.", "output_birthplace"),
@@ -152,16 +152,11 @@ class BamboogleStar(Benchmark):
         self.seed = seed
 
     def load(self, limit: int | None = None) -> list[BenchItem]:
-        path = require_file(self.path, "Bamboogle data")
-        records = read_json(path)
-        if not isinstance(records, list):
-            raise ValueError(f"{path}: expected a JSON array")
-        persons = people(records, str(path))
+        persons = people(read_records(self.path, "Bamboogle data"), str(self.path))
         specs = tool_specs()
         tools_json = json.dumps(specs, ensure_ascii=False)
-        rng = random.Random(self.seed)
         pairs = [(p, t) for p in persons for t in TASKS]
-        rng.shuffle(pairs)
+        random.Random(self.seed).shuffle(pairs)
         out = []
         for k, (person, task) in enumerate(spread(pairs, limit)):
             ofmt = random.Random(f"{self.seed}-{person}-{task[0]}").choice(list(OUTPUT_FORMATS))

@@ -93,12 +93,10 @@ class BFCL(Benchmark):
                 functions = rec.get("function")
                 if not isinstance(functions, list):
                     raise ValueError(f"{wheel} {cat} record {rec.get('id')}: field 'function' is not a list")
-                system = SYSTEM_TEMPLATE.format(functions=json.dumps(functions, ensure_ascii=False))
-                msgs = list(turns[0])
-                extra_system = [m["content"] for m in msgs if m.get("role") == "system"]
-                dialogue = [m for m in msgs if m.get("role") != "system"]
-                if extra_system:
-                    system = "\n\n".join([system, *extra_system])
+                extra_system = [m["content"] for m in turns[0] if m.get("role") == "system"]
+                dialogue = [m for m in turns[0] if m.get("role") != "system"]
+                system = "\n\n".join([SYSTEM_TEMPLATE.format(functions=json.dumps(functions, ensure_ascii=False)),
+                                       *extra_system])
                 query = dialogue if len(dialogue) != 1 else dialogue[0]["content"]
                 try:
                     gold = bfcl_ast.first_answer(possible, functions)

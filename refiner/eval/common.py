@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
+from data_gen.corrupt.rules import Corruption, CorruptionError, corrupt
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.text import find_all_tagged, reasoning_offset
@@ -28,18 +29,17 @@ def default_data_dir() -> Path:
     return Path(env) if env else PROJECT_ROOT.parent / "shared" / "data"
 
 
-def require_file(path: Path, what: str) -> Path:
-    """``path`` when it exists, else a clear error naming it."""
+def read_records(path: Path, what: str) -> list:
+    """The JSON array of a data file (of ``what``); a clear error when it is missing, not JSON or not an array."""
     if not path.exists():
         raise FileNotFoundError(f"{what}: {path} does not exist (set --data-dir or TOOL_REFINER_SHARED_DATA)")
-    return path
-
-
-def read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        records = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: expected a JSON array of records")
+    return records
 
 
 def parse_jsonl(text: str, where: str | Path) -> list[dict]:
@@ -94,12 +94,8 @@ class BenchItem:
 
     def refine_request(self, upstream: str) -> dict:
         """The pipeline request for this item and an upstream output."""
-        req = {"tools": self.tools, "system": self.system, "query": self.query, "upstream": upstream,
-               "format": self.fmt}
-        for key in ("format_hint", "value_style"):
-            if self.meta.get(key):
-                req[key] = self.meta[key]
-        return req
+        return {"tools": self.tools, "system": self.system, "query": self.query, "upstream": upstream,
+                "format": self.fmt, **{k: self.meta[k] for k in ("format_hint", "value_style") if self.meta.get(k)}}
 
 
 class Benchmark:
@@ -166,9 +162,7 @@ def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
     items = list(items)
     if limit is None or limit < 0 or limit >= len(items):
         return items
-    if limit == 0:
-        return []
-    step = len(items) / limit
+    step = len(items) / max(limit, 1)
     return [items[int(i * step)] for i in range(limit)]
 
 
@@ -241,6 +235,17 @@ def json_call(item: Any, args_key: str, where: str) -> tuple[str, dict]:
     if not isinstance(args, Mapping):
         raise ValueError(f"{where}.{args_key} is not an object: {args!r}")
     return item["name"], dict(args)
+
+
+def corrupt_one(calls: Sequence[ToolCall], fmt: str, tools: Any, rng: Any, cls: str) -> tuple[Corruption | None, str]:
+    """One seeded error of class ``cls`` by the rule corruptor, or ``(None, why)``: ``cls`` when the class does not
+    apply, ``"cls (corruptor error)"`` when the corruptor failed on it."""
+    try:
+        return corrupt(calls, fmt, tools, rng, classes=[cls]), ""
+    except CorruptionError:
+        return None, cls
+    except Exception:  # noqa: BLE001 - a corruptor bug on this class and sample: counted apart
+        return None, f"{cls} (corruptor error)"
 
 
 def per_part(limit: int | None, parts: int) -> int | None:

@@ -65,17 +65,14 @@ def full_accuracy(pred: Sequence[ToolCall], gold: Sequence[ToolCall]) -> float:
 
 def win(pred: Sequence[ToolCall], gold: Sequence[ToolCall], gold_answer: Any, execution: str) -> float | None:
     """1.0 when executing ``pred`` gives the gold answer, 0.0 when not, None when the record is not executable."""
-    if execution == "math":
-        try:
+    if execution not in ("math", "symbolic"):
+        return None
+    try:
+        if execution == "math":
             return float(same_answer(MathLibrary().run(pred), gold_answer))
-        except (ExecutionError, RecursionError):
-            return 0.0
-    if execution == "symbolic":
-        try:
-            return float(symbolic_result(pred) == symbolic_result(gold))
-        except (ExecutionError, RecursionError):
-            return 0.0
-    return None
+        return float(symbolic_result(pred) == symbolic_result(gold))
+    except (ExecutionError, RecursionError):
+        return 0.0
 
 
 def _library(specs: Sequence[Mapping[str, Any]]) -> str:
@@ -88,20 +85,19 @@ class NESTFUL(Benchmark):
     metrics = ("part_acc", "full_acc", "win_rate")
     percent = False
 
-    def __init__(self, data_dir: Path | None = None, seed: int = 0, include_v2: bool = True) -> None:
+    def __init__(self, data_dir: Path | None = None, seed: int = 0) -> None:
         super().__init__()
         self.dir = Path(data_dir or common.default_data_dir()) / "nestful"
         self.seed = seed
-        self.include_v2 = include_v2
 
     def _records(self) -> dict[str, tuple[list[dict], dict[str, dict] | None, Path]]:
         out = {}
         for split, (data_f, spec_f) in V1_SPLITS.items():
-            dp = common.require_file(self.dir / "data_v1" / data_f, f"NESTFUL {split} data")
-            sp = common.require_file(self.dir / "data_v1" / spec_f, f"NESTFUL {split} specs")
-            by_name = {s["name"]: s for s in common.read_json(sp) if isinstance(s, Mapping) and "name" in s}
-            out[split] = (common.read_json(dp), by_name, dp)
-        if self.include_v2 and (self.dir / V2_FILE).exists():
+            dp, sp = self.dir / "data_v1" / data_f, self.dir / "data_v1" / spec_f
+            specs = common.read_records(sp, f"NESTFUL {split} specs")
+            by_name = {s["name"]: s for s in specs if isinstance(s, Mapping) and "name" in s}
+            out[split] = (common.read_records(dp, f"NESTFUL {split} data"), by_name, dp)
+        if (self.dir / V2_FILE).exists():
             out["v2"] = (common.read_jsonl(self.dir / V2_FILE), None, self.dir / V2_FILE)
         return out
 

@@ -151,14 +151,11 @@ def _heron(a: float, b: float, c: float) -> float:
 class MathLibrary:
     """Executor for the math functions above; arguments are passed positionally in ``arg_0, arg_1, ...`` order."""
 
-    def __init__(self, functions: Mapping[str, Callable[..., Any]] = MATH_FUNCTIONS) -> None:
-        self.functions = dict(functions)
-
     def covers(self, calls: Sequence[ToolCall]) -> bool:
-        return all(c.name in self.functions or c.name == RESULT_CALL for c in calls)
+        return all(c.name in MATH_FUNCTIONS or c.name == RESULT_CALL for c in calls)
 
     def _call(self, name: str, args: dict) -> dict:
-        fn = self.functions.get(name)
+        fn = MATH_FUNCTIONS.get(name)
         if fn is None:
             raise ExecutionError(f"function {name!r} is not in the executable library")
         positional = [args[k] for k in sorted(args, key=_arg_index)]

@@ -5,13 +5,14 @@ round-robin; a share left clean), refined, and counted per class: ``fixed``, ``s
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_gen.corrupt.rules import CorruptionError, changes_something, corrupt, expand_classes
+from data_gen.corrupt.rules import changes_something, expand_classes
 from refiner import formats
-from refiner.eval.common import BenchItem, refine_all
+from refiner.eval.common import BenchItem, corrupt_one, refine_all
 
 
 @dataclass
@@ -31,7 +32,7 @@ def make_upstreams(items: Sequence[BenchItem], seed: int = 0, clean_ratio: float
     """One upstream per item: ``{"item", "text", "error_class"}`` (``"clean"`` when left as the gold)."""
     pool = expand_classes(classes)
     rng = random.Random(seed)
-    out, skipped = [], {}
+    out, skipped = [], Counter()
     turn = 0
     for s in items:
         if not s.gold_calls:
@@ -41,13 +42,9 @@ def make_upstreams(items: Sequence[BenchItem], seed: int = 0, clean_ratio: float
             continue
         for k in range(len(pool)):
             cls = pool[(turn + k) % len(pool)]
-            try:
-                c = corrupt(s.gold_calls, s.fmt, s.tools, random.Random(f"{seed}-{s.id}-{cls}"), classes=[cls])
-            except CorruptionError:
-                skipped[cls] = skipped.get(cls, 0) + 1
-                continue
-            except Exception:  # a corruptor bug on this class and sample: counted apart, next class
-                skipped[f"{cls} (corruptor error)"] = skipped.get(f"{cls} (corruptor error)", 0) + 1
+            c, why = corrupt_one(s.gold_calls, s.fmt, s.tools, random.Random(f"{seed}-{s.id}-{cls}"), cls)
+            if c is None:
+                skipped[why] += 1
                 continue
             out.append({"item": s, "text": c.text, "error_class": c.error_classes[0]})
             turn = (turn + k + 1) % len(pool)
@@ -73,8 +70,6 @@ def run_recovery(items: Sequence[BenchItem], refiner: Any, seed: int = 0, clean_
             t["fixed" if correct else "still_wrong"] += 1
         rows.append({"id": s.id, "source": s.bench, "error_class": cls, "upstream": it["text"],
                      "refined": res.get("refined"), "stage": res.get("stage"), "correct": correct})
-    order = sorted(table, key=lambda c: (c == "clean", c))
-    table = {c: table[c] for c in order}
-    total = {k: sum(t[k] for t in table.values()) for k in ("n", "fixed", "still_wrong", "harmed", "kept")}
-    table["all"] = total
+    table = {c: table[c] for c in sorted(table, key=lambda c: (c == "clean", c))}
+    table["all"] = {k: sum(t[k] for t in table.values()) for k in ("n", "fixed", "still_wrong", "harmed", "kept")}
     return RecoveryResult(rows=rows, table=table, skipped=skipped)

@@ -91,10 +91,8 @@ def recovery_section(recovery: Mapping[str, Any]) -> str:
     policies = list(recovery)
     first = recovery[policies[0]]
     cols = ["fixed", "still wrong", "harmed", "fixed %"]
-    if len(policies) == 1:
-        header = ["Error class", "n", *cols]
-    else:
-        header = ["Error class", "n", *(f"{c} (trust_spec {p})" for p in policies for c in cols)]
+    header = ["Error class", "n", *(c if len(policies) == 1 else f"{c} (trust_spec {p})" for p in policies
+                                    for c in cols)]
     rows = []
     for cls, t in first.table.items():
         cells = [cls, str(t["n"])]

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from data_gen.corrupt.labels import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF, CorruptionError
-from data_gen.corrupt.rules import corrupt
+from data_gen.corrupt.labels import ERROR_CLASSES, ERROR_GROUPS, GROUP_OF
 from refiner import formats
 from refiner.calls import ToolCall, same_calls
 from refiner.eval.bfcl import BFCL, CATEGORIES
-from refiner.eval.common import markdown_table, refine_all
+from refiner.eval.common import corrupt_one, markdown_table, refine_all
 from refiner.pipeline import Refiner
 from refiner.repair import normalise_name
 from refiner.specs import load_tools
@@ -67,12 +66,9 @@ def openai_name(name: str) -> str:
 def _openai_schema(prop: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(prop)
     t = out.get("type")
-    if t is None:
-        out["type"] = "string"  # BFCL's rule for a parameter without a type
-    else:
-        if t == "float":
-            out["format"] = "float"
-        out["type"] = _OPENAI_TYPES.get(t, "string") if isinstance(t, str) else "string"
+    if t == "float":
+        out["format"] = "float"
+    out["type"] = _OPENAI_TYPES.get(t, "string") if isinstance(t, str) else "string"  # untyped: BFCL says string
     if isinstance(out.get("properties"), Mapping):
         out["properties"] = {k: _openai_schema(v) if isinstance(v, Mapping) else v
                              for k, v in out["properties"].items()}
@@ -140,7 +136,6 @@ class SuiteInput:
     row: str  # "clean", an error class, or "class/variant"
     text: str
     gold: list[ToolCall]  # the gold as this format carries it
-    detail: str = ""  # what the corruptor did
 
 
 @dataclass
@@ -237,20 +232,16 @@ def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
             out.carried[fmt] += 1
             out.items.append(SuiteInput(case, fmt, CLEAN, formats.get(fmt).render(gold), gold))
             for cls in classes:
-                try:
-                    bad = corrupt(gold, fmt, case.specs, random.Random(f"{seed}-{case.id}-{fmt}-{cls}"), classes=[cls])
-                except CorruptionError:
-                    out.not_applicable[fmt][cls] += 1
-                    continue
-                except Exception:  # noqa: BLE001 - a corruptor bug on this record: counted apart, next class
-                    out.not_applicable[fmt][f"{cls} (corruptor error)"] += 1
-                    continue
-                if _unchanged(bad.text, gold, fmt, specs):
-                    out.not_applicable[fmt][f"{cls} (not visible in the format)"] += 1
+                rng = random.Random(f"{seed}-{case.id}-{fmt}-{cls}")
+                bad, skipped = corrupt_one(gold, fmt, case.specs, rng, cls)
+                if bad is not None and _unchanged(bad.text, gold, fmt, specs):
+                    bad, skipped = None, f"{cls} (not visible in the format)"
+                if bad is None:
+                    out.not_applicable[fmt][skipped] += 1
                     continue
                 variant = _variant(cls, gold, bad.calls or [], specs)
                 row = f"{cls}/{variant}" if variant else cls
-                out.items.append(SuiteInput(case, fmt, row, bad.text, gold, "; ".join(bad.details)))
+                out.items.append(SuiteInput(case, fmt, row, bad.text, gold))
     return out
 
 
@@ -273,12 +264,8 @@ def judge(item: SuiteInput, refined: str, changed: bool) -> dict[str, int]:
     harmed_calls = sum(right_before.values()) - sum(kept.values())
     out = {"n": 1, "harmed": int(harmed_calls > 0), "harmed_calls": harmed_calls}
     if item.row == CLEAN:
-        out["untouched"] = int(not changed and refined == item.text)
-        out["correct"] = int(correct)
-    else:
-        out["fixed"] = int(correct)
-        out["still_wrong"] = int(not correct)
-    return out
+        return {**out, "untouched": int(not changed and refined == item.text), "correct": int(correct)}
+    return {**out, "fixed": int(correct), "still_wrong": int(not correct)}
 
 
 Table = dict[str, dict[str, Counter]]  # row -> format -> counters
@@ -292,18 +279,15 @@ class SuiteResult:
     categories: dict[str, int]
     styles: dict[str, int]
     fmts: list[str]
-    examples: dict[str, dict[str, list[dict]]] = field(default_factory=dict)  # policy -> row -> a few misses
     seconds: dict[str, float] = field(default_factory=dict)  # policy -> time in the pipeline (refine_batch)
 
 
 def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
               classes: Sequence[str] = ERROR_CLASSES, seed: int = 0, policies: Sequence[str] = POLICIES,
-              progress: bool = False, keep_examples: int = 3) -> SuiteResult:
+              progress: bool = False) -> SuiteResult:
     """Builds the inputs (:func:`make_inputs`) and runs the no-model pipeline on each under each policy."""
     inputs = make_inputs(cases, fmts, classes, seed)
-    fmt_list = list(fmts) if fmts is not None else list(formats.names())
     tables: dict[str, Table] = {}
-    examples: dict[str, dict[str, list[dict]]] = {}
     seconds: dict[str, float] = {}
     for policy in policies:
         if policy not in POLICIES:
@@ -313,19 +297,11 @@ def run_suite(cases: Sequence[SuiteCase], *, fmts: Sequence[str] | None = None,
         t0 = time.perf_counter()
         results = refine_all(refiner, requests, f"tier-1 suite ({policy})", progress)
         seconds[policy] = time.perf_counter() - t0
-        table: Table = {}
-        ex: dict[str, list[dict]] = {}
+        tables[policy] = table = {}
         for it, res in zip(inputs.items, results):
             got = judge(it, res.get("refined", ""), bool(res.get("changed")))
             table.setdefault(it.row, {}).setdefault(it.fmt, Counter()).update(got)
-            miss = got.get("harmed") or got.get("still_wrong") or (it.row == CLEAN and not got["untouched"])
-            if miss and len(ex.setdefault(it.row, [])) < keep_examples:
-                ex[it.row].append({"id": it.case.id, "format": it.fmt, "style": it.case.style, "detail": it.detail,
-                                   "upstream": it.text[:400], "refined": str(res.get("refined", ""))[:400],
-                                   "actions": [a.get("message") for a in res.get("actions", [])][:4]})
-        tables[policy] = table
-        examples[policy] = ex
-    return SuiteResult(tables=tables, inputs=inputs, n_cases=len(cases), fmts=fmt_list, examples=examples,
+    return SuiteResult(tables=tables, inputs=inputs, n_cases=len(cases), fmts=list(inputs.cannot_carry),
                        categories=dict(Counter(c.category for c in cases)), seconds=seconds,
                        styles=dict(Counter(c.style for c in cases)))
 
@@ -376,10 +352,7 @@ class Verdict:
 
 def row_total(table: Table, row: str) -> Counter:
     """One row's counters summed over formats."""
-    out: Counter = Counter()
-    for c in table.get(row, {}).values():
-        out.update(c)
-    return out
+    return sum(table.get(row, {}).values(), Counter())
 
 
 def check_targets(result: SuiteResult, targets: Sequence[Target] = TARGETS, min_n: int = 1) -> list[Verdict]:
@@ -405,6 +378,11 @@ def check_targets(result: SuiteResult, targets: Sequence[Target] = TARGETS, min_
     return out
 
 
+def _metric(row: str) -> str:
+    """The counter a row is judged by: texts returned as they came for the clean row, else errors fixed."""
+    return "untouched" if row == CLEAN else "fixed"
+
+
 def _pct(hits: int, n: int) -> str:
     return f"{hits / n:.1%}" if n else "-"
 
@@ -426,7 +404,7 @@ def class_table(result: SuiteResult) -> str:
         if row not in first:
             continue
         n = row_total(first, row)["n"]
-        metric = "untouched" if row == CLEAN else "fixed"
+        metric = _metric(row)
         cells = []
         for p in pol:
             c = row_total(result.tables[p], row)
@@ -445,9 +423,7 @@ def group_rates(result: SuiteResult, group: str = "format", policy: str = "defau
     table = result.tables.get(policy, {})
     out: dict[str, tuple[int, int]] = {}
     for f in result.fmts:
-        c: Counter = Counter()
-        for row in row_names(ERROR_GROUPS[group]):
-            c.update(table.get(row, {}).get(f, Counter()))
+        c = sum((table.get(row, {}).get(f, Counter()) for row in row_names(ERROR_GROUPS[group])), Counter())
         if c["n"]:
             out[f] = (c["fixed"], c["n"])
     return out
@@ -467,7 +443,7 @@ def matrix_table(result: SuiteResult, policy: str) -> str:
     for row in [CLEAN, *row_names()]:
         if row not in table:
             continue
-        metric = "untouched" if row == CLEAN else "fixed"
+        metric = _metric(row)
         cells = [_short_pct(c[metric], c["n"]) if (c := table[row].get(f)) else "-" for f in fmts]
         lines.append([row, *cells])
     return markdown_table(["row", *fmts], lines)
@@ -483,8 +459,8 @@ def coverage_table(result: SuiteResult) -> str:
         na = result.inputs.not_applicable.get(f, Counter())
         na_text = ", ".join(f"{k} {v}" for k, v in sorted(na.items())) or "none"
         lines.append([f, str(result.inputs.carried[f]), why, str(n_inputs), na_text])
-    return markdown_table(["format", "records carried", "skipped (reason)", "inputs", "classes not applicable (records)"],
-                          lines)
+    header = ["format", "records carried", "skipped (reason)", "inputs", "classes not applicable (records)"]
+    return markdown_table(header, lines)
 
 
 def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
@@ -508,12 +484,8 @@ def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
         for p in result.tables:
             parts += ["", f"Per class and format, % fixed ({p})", matrix_table(result, p)]
     parts += ["", "Targets", *(v.describe() for v in check_targets(result))]
-    never = []
-    for p, table in result.tables.items():
-        for row in NEVER_FIXED:
-            c = row_total(table, row)
-            if c["n"]:
-                never.append(f"{row} ({p}): fixed {c['fixed']} of {c['n']}")
+    never = [f"{row} ({p}): fixed {c['fixed']} of {c['n']}" for p, table in result.tables.items()
+             for row in NEVER_FIXED if (c := row_total(table, row))["n"]]
     parts += ["", "Never fixed by tier 1 (it invents no value): " + "; ".join(never)]
     return "\n".join(parts)
 
