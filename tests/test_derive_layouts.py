@@ -173,6 +173,18 @@ def test_a_template_writing_one_call_per_turn_is_the_row_that_writes_that_call_e
     assert d.special and d.read_by == ["llama3_json"] and "write it otherwise" in d.why
 
 
+
+def test_a_template_joining_untagged_call_objects_is_the_joined_row_that_writes_them(tmp_path):
+    """Call objects with no marker, joined by ``; ``: no record maps them onto a row (an untagged format), and the
+    built-in row of the JSON-calls grammar's joined payload that writes both pairs of calls exactly is the dialect."""
+    joined = _chat(
+        "<|a|>{%- if m.tool_calls %}{%- for tc in m.tool_calls %}{%- if not loop.first %}; {% endif %}"
+        "{{ {'name': tc.function.name, 'parameters': tc.function.arguments} | tojson }}{%- endfor %}"
+        "{%- else %}{{ m.content }}{%- endif %}<|eot|>\n")
+    d = _derive(tmp_path, "joined.jinja", joined)
+    assert not d.special and d.same_as == "llama3_json" and install(d) == "llama3_json"
+    assert "writes the template's renders of both pairs of calls exactly" in d.checks[-1]
+
 # GigaChat 3's layout: the call is a message of its own after the assistant's, ended as every message is.
 CALL_MESSAGE = _chat(
     "assistant<|role_sep|>\n{{ m.content or '' }}<|message_sep|>\n\n{% if m.tool_calls %}function call<|role_sep|>\n"

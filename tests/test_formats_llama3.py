@@ -127,3 +127,25 @@ def test_builtin_tool_calls_are_read_and_written_back():
     assert cut.calls == [] and cut.cut is not None
     with pytest.raises(formats.FormatError, match="not closed"):
         fmt.parse_strict('<|python_tag|>wolfram_alpha.call(query="x^2')
+
+
+def test_the_joined_payload_reads_a_spelling_of_its_own():
+    """The ``"joined"`` payload is spelt by its row: another tag, name and argument keys, and separator."""
+    from refiner.formats.family import Family, make_row
+    from refiner.formats.json_calls import JsonCalls, JsonSpelling
+
+    sp = JsonSpelling("<<run>>", None, "joined", name_key="tool", arg_keys=("args",), between=" && ")
+    row = make_row(JsonCalls, Family("joined_example", "calls joined by &&"), sp, 999, register_it=False)
+    calls = [ToolCall("lookup", {"term": "a && b"}), ToolCall("count", {})]
+    text = row.render(calls)
+    assert text == '{"tool": "lookup", "args": {"term": "a && b"}} && {"tool": "count", "args": {}}'
+    assert row.parse_strict(text) == calls and row.parse_strict("<<run>> " + text + " then prose") == calls
+    with pytest.raises(FormatError, match="has no 'args'"):
+        row.parse_strict('{"tool": "lookup"}')
+    with pytest.raises(FormatError, match="not joined to the others by '&&'"):
+        row.parse_strict('{"tool": "a", "args": {}} {"tool": "b", "args": {}}')
+    with pytest.raises(FormatError, match='a "tool" key in text that is not JSON'):
+        row.parse_strict('{"tool": "a", "args": {}} and then {"tool": "b", "args": ')
+    got = row.parse_lenient('{"tool": "a", "args": {"x": 1} && {"tool": "b", "args": {}}')
+    assert got.calls == [ToolCall("a", {"x": 1}), ToolCall("b", {})]
+    assert row.claims_value({"tool": "a", "args": {}}) and not row.claims_value({"name": "a", "args": {}})

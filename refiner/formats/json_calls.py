@@ -14,12 +14,18 @@ the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`
 | ``gigachat3`` | GigaChat 3 | ``function call<|role_sep|>\\n{"name", "arguments"}``, one call a message (``GigaChat3-10B-A1.8B.jinja``; ``gigachat3_tool_parser.py``, which also reads ``<|function_call|>``) |
 | ``longcat_json`` | LongCat-Flash-Chat | ``<longcat_tool_call>\\n{"name", "arguments"}\\n</longcat_tool_call>`` per call (``longcat_tool_parser.py``; the GLM layout in the same tags is the XML row ``longcat``) |
 | ``inkling`` | Inkling | ``<|content_invoke_tool_json|>{"name", "args"}<|end_message|>`` per call, reasoning in ``<|content_thinking|>`` (vLLM ``parser/inkling.py``) |
+| ``llama3_json`` | Llama 3.1 / 3.2 / 3.3 | ``[<|python_tag|>]{"name", "parameters"}; {...}`` (Meta's chat templates, ``llama_tool_parser.py``) |
 
 A call object is its name plus the arguments under the family's key (rendering writes the first of
 ``JsonSpelling.arg_keys``; the others are accepted where the published parser accepts them). Text before the tag
 (content, reasoning) and after the calls is allowed; a closing tag inside a string value is text (JSON is decoded
 before the closing tag is looked for). MiniMax and Jamba/Hunyuan share ``<tool_calls>``: detection reads what follows
 the tag (an object starts MiniMax's lines, a list Jamba's: the row's ``follows``).
+
+The ``"joined"`` payload (Llama 3) is call objects joined by a separator, its tag optional: prose may stand around
+the calls, but a further call object there, whole or broken, makes the text not strictly valid (it is read leniently,
+so no call is dropped unseen); a row with ``builtins`` also reads ``NAME.call(key=value, ...)`` right after its tag
+(Llama 3.1's built-in tools) as a call of ``NAME``.
 
 Families read elsewhere: LongCat's newer layout and K2-Horizon (``<ifm|tool_call>NAME<ifm|arg_key>...``) write
 key/value tags (:mod:`refiner.formats.xml_grammar`); PLaMo 3 writes its name and its JSON arguments in tokens of their own
@@ -28,14 +34,15 @@ key/value tags (:mod:`refiner.formats.xml_grammar`); PLaMo 3 writes its name and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_NOTES, Detection, Lenient, WireFormat
+from refiner.formats.base import MAX_NOTES, Detection, FormatError, Lenient, WireFormat
 from refiner.formats.family import POLICY, Family
-from refiner.formats.jsonfix import open_at_cut
+from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (
     TokenFinder,
     add_call,
@@ -45,15 +52,22 @@ from refiner.formats.lenient import (
     lenient_json_in_prose,
     written_before_cut,
 )
-from refiner.formats.strict import decode_at, expect_close, json_blocks, plain_calls, strict_fields
+from refiner.formats.pythonic import matching_paren, render_call, strict_call_list
+from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
-from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
 # Blocks read per text by strict parsing of the formats without a closing tag (real answers hold one list, or one
 # object a call).
 MAX_BLOCKS = 64
 MAX_OBJECT_BLOCKS = 1024
+# The "joined" payload: how many "{"/"[" in the prose around the calls strict reading decodes (_check_prose), and how
+# many "{" recovery reads.
+MAX_CANDIDATES = 64
+MAX_OBJECTS = 256
+_BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
+_WS = frozenset(" \t\r\n")
 
 
 @dataclass(frozen=True)
@@ -61,16 +75,20 @@ class JsonSpelling:
     """How one family wraps its JSON calls.
 
     ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
-    (one JSON list of calls), ``"lines"`` (one call object per line) or ``"object"`` (one call object per block);
-    ``arg_keys``: where the arguments are (the first is written); ``alt_opens``: other spellings of ``open``, read;
+    (one JSON list of calls), ``"lines"`` (one call object per line), ``"object"`` (one call object per block) or
+    ``"joined"`` (call objects joined by ``between`` less its whitespace, ``open`` before them optional and not
+    written: an untagged row); ``arg_keys``: where the arguments are (the first is written; a ``"joined"`` call object
+    must hold one); ``type_key``: a key a call object may hold with the value ``"function"`` (Llama 3's ``"type"``);
+    ``builtins``: tools written as ``NAME.call(key=value, ...)`` right after ``open`` (Llama 3.1's built-in tools:
+    read for any ``NAME``, written for a lone call of one of these); ``alt_opens``: other spellings of ``open``, read;
     ``tight``: the list follows ``open`` with no whitespace (``functools[``); ``name_key``: the key of the name;
     ``keyed``: a call is ``{"NAME": {arguments}}`` (Apertus); ``id_key``: a call id written beside the name, numbered
     from 0 when rendering (Command A's ``tool_call_id``); ``follows``: what the text after ``open`` starts with when it
     is this family's (detection among families sharing ``open``; empty: anything); ``lead`` / ``trail`` /
     ``between``: what rendering writes after ``open``, before ``close`` and between two blocks of the ``"object"``
-    payload; ``respell``: tags written wrong are put right before a broken text is read; ``untagged``: a call object
-    with no tag around it (a block that lost its tags) is this family's, unless its arguments are under
-    ``"parameters"`` alone (Llama 3's JSON call).
+    payload or two calls of the ``"joined"`` one; ``respell``: tags written wrong are put right before a broken text
+    is read; ``untagged``: a call object with no tag around it (a block that lost its tags) is this family's, unless
+    its arguments are under ``"parameters"`` alone (Llama 3's JSON call).
 
     The fields marked :data:`~refiner.formats.family.POLICY` (``alt_opens``, ``tight``, ``follows``, ``respell``, ``untagged``) are how the
     row reads, not what the family writes: no chat template says them, and a row derived from one leaves them at
@@ -91,6 +109,8 @@ class JsonSpelling:
     trail: str = ""
     respell: bool = field(default=True, metadata=POLICY)
     untagged: bool = field(default=False, metadata=POLICY)
+    type_key: str | None = None
+    builtins: tuple[str, ...] = ()
 
 
 class JsonCalls(WireFormat):
@@ -107,7 +127,7 @@ class JsonCalls(WireFormat):
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
         marker = sp.open + "[" if sp.tight else sp.open.rstrip()
         return Detection(rank=rank, markers=(marker,), closers=() if sp.close is None else (sp.close,),
-                         also_read=tuple(t.rstrip() for t in sp.alt_opens))
+                         bare=sp.payload == "joined", also_read=tuple(t.rstrip() for t in sp.alt_opens))
 
     # ---- strict ------------------------------------------------------------------------------------------------
 
@@ -121,9 +141,13 @@ class JsonCalls(WireFormat):
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
             return ToolCall.trusted(name, args)
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
-        extra = (sp.id_key,) if sp.id_key else ()
-        name, args, _ = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key, args_key=key,
-                                      extra_keys=extra)
+        extra = tuple(k for k in (sp.id_key, sp.type_key) if k)
+        name, args, extras = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key,
+                                           args_key=key, extra_keys=extra)
+        if sp.payload == "joined" and key not in obj:
+            raise self.error(f"call #{index} has no {key!r}", pos)
+        if sp.type_key and extras.get(sp.type_key, "function") != "function":
+            raise self.error(f"{sp.type_key!r} of call #{index} must be 'function'", pos)
         return ToolCall.trusted(name, args)
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
@@ -147,6 +171,8 @@ class JsonCalls(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
+        if sp.payload == "joined":
+            return self._joined(text)
         if sp.close is None:
             return self._calls(self._unclosed_values(text))
         if sp.payload == "lines":
@@ -213,6 +239,82 @@ class JsonCalls(WireFormat):
             i = text.find(sp.open, pos + len(sp.close))
         return values
 
+    def _joined(self, text: str) -> list[ToolCall]:
+        """The ``"joined"`` payload: the call objects after the tag (or the first call object, with no tag), joined
+        by the separator; the prose around them must hold no other call object, whole or broken."""
+        sp, sep = self.spelling, self.spelling.between.strip()
+        start = reasoning_offset(text)
+        tag = text.find(sp.open, start)
+        brace = text.find("{", start)
+        if tag >= 0 and (brace < 0 or tag < brace):  # (a tag quoted inside a value is text)
+            self._check_prose(text, start, tag)
+            pos = skip_ws(text, tag + len(sp.open))
+            if sp.builtins and _BUILTIN.match(text, pos):
+                call, end = self._builtin_call(text, pos, strict=True)
+                self._check_prose(text, end, len(text))
+                return [call]
+            if not text.startswith("{", pos):
+                raise self.error(f"{sp.open} must be followed by a JSON call object", pos)
+        else:
+            pos = self._call_object(text, start, len(text), to_end=False)
+            if pos < 0:
+                raise self.error(f'no JSON call object {{"{sp.name_key}": ..., "{sp.arg_keys[0]}": {{...}}}} found',
+                                 start)
+        value, end = decode_at(self, text, pos)
+        calls = [self._call(value, pos, 0)]
+        while True:
+            nxt = skip_ws(text, end)
+            if not text.startswith(sep, nxt):
+                break
+            pos = skip_ws(text, nxt + len(sep))
+            value, end = decode_at(self, text, pos)
+            calls.append(self._call(value, pos, len(calls)))
+        self._check_prose(text, end, len(text))
+        return calls
+
+    def _builtin_call(self, text: str, pos: int, *, strict: bool) -> tuple[ToolCall, int]:
+        """The built-in tool call ``NAME.call(...)`` at ``pos``, and where it ends; raises when it is not one (a
+        parenthesis left open, arguments that are not keyword literals)."""
+        m = _BUILTIN.match(text, pos)
+        close = matching_paren(text, m.end() - 1, lenient_quotes=not strict)
+        if close >= len(text):
+            raise self.error(f"{m.group(1)}.call( is not closed", pos)
+        [call] = strict_call_list(self, "[" + text[pos : close + 1] + "]", pos - 1)
+        return ToolCall(m.group(1), call.arguments), close + 1
+
+    def _check_prose(self, text: str, a: int, b: int) -> None:
+        """Raises when the prose ``text[a:b]`` around the calls holds a further call, whole or broken."""
+        pos = self._call_object(text, a, b, to_end=True)
+        if pos >= 0:
+            raise self.error(f"a call object that is not joined to the others by {self.spelling.between.strip()!r}",
+                             pos)
+
+    def _call_object(self, text: str, a: int, b: int, *, to_end: bool) -> int:
+        """Where the first JSON object with a name key in ``text[a:b]`` starts (-1: none); raises at a name key in
+        text that does not decode before it (up to ``b`` with ``to_end``, else to where the search stopped)."""
+        pos = last = a
+        for _ in range(MAX_CANDIDATES):
+            pos = next_bracket(text, pos)
+            if pos < 0 or pos >= b:
+                break
+            try:
+                value, end = JSON_DECODER.raw_decode(text, pos)
+            except (ValueError, RecursionError):
+                pos += 1
+                continue
+            self._check_gap(text, last, pos)
+            if isinstance(value, dict) and self.spelling.name_key in value:
+                return pos  # a call, or a broken one that _call explains
+            pos = last = end
+        self._check_gap(text, last, b if to_end or pos < 0 else pos)
+        return -1
+
+    def _check_gap(self, text: str, a: int, b: int) -> None:
+        key = dumps(self.spelling.name_key)
+        i = text.find(key, a, b)
+        if i >= 0:
+            raise self.error(f"a broken call object (a {key} key in text that is not JSON)", i)
+
     # ---- lenient -----------------------------------------------------------------------------------------------
 
     def _add(self, out: Lenient, item: Any) -> None:
@@ -231,6 +333,9 @@ class JsonCalls(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
+        if sp.payload == "joined":
+            self._recover_joined(text, out)
+            return
         if sp.close is not None:
             fixed = respell_json_tags(text, reasoning_offset(text), self._speller(), sp.open, sp.close) \
                 if sp.respell else None
@@ -263,6 +368,73 @@ class JsonCalls(WireFormat):
             for item in as_items(value):
                 self._add(out, item)
 
+    def _recover_joined(self, text: str, out: Lenient) -> None:
+        """Every JSON object of the text with a name or arguments key is a call (a broken one repaired up to where
+        the next call starts); a built-in call after the tag is read leniently."""
+        sp = self.spelling
+        body = text[reasoning_offset(text) :]
+        tag, brace = body.find(sp.open), body.find("{")
+        if tag >= 0 and (brace < 0 or tag < brace):
+            body = body[tag + len(sp.open) :]
+            at = skip_ws(body, 0)
+            if sp.builtins and _BUILTIN.match(body, at):
+                try:
+                    out.calls.append(self._builtin_call(body, at, strict=False)[0])
+                except FormatError as e:
+                    out.note("unreadable", f"a built-in tool call that could not be read: {e.message}")
+                    if matching_paren(body, _BUILTIN.match(body, at).end() - 1, lenient_quotes=True) >= len(body):
+                        out.mark_cut(None)
+                return
+        pos, found = 0, 0
+        for n in range(MAX_OBJECTS + 1):
+            pos = body.find("{", pos)
+            if pos < 0:
+                break
+            if n == MAX_OBJECTS or budget_spent():
+                out.note("gave_up", f"gave up after {n} objects")
+                break
+            try:
+                value, end = JSON_DECODER.raw_decode(body, pos)
+            except (ValueError, RecursionError):
+                value, end = self._repair_one(body, pos)
+            if isinstance(value, dict) and (sp.name_key in value or any(k in value for k in sp.arg_keys)):
+                found += 1
+                add_call(out, value)
+            pos = max(end, pos + 1)
+        if not found:
+            out.note("unreadable", "no JSON call object found")
+
+    def _repair_one(self, body: str, pos: int) -> tuple[Any, int]:
+        """A broken object at ``pos``: repaired up to where the next call starts (the separator or a line break,
+        then a call object) or to the end of the text."""
+        sep = self.spelling.between.strip()
+        nxt = self._next_call_start(body, pos)
+        end = len(body) if nxt < 0 else nxt
+        return lenient_json(body[pos:end].rstrip().removesuffix(sep)), end
+
+    def _next_call_start(self, body: str, pos: int) -> int:
+        """The ``{`` after ``pos`` that starts a further call: the separator or a line break, then ``{`` and the name
+        key (whitespace between allowed); -1 when there is none among the next :data:`MAX_CANDIDATES` name keys.
+        Each whitespace run is scanned once, so the cost is linear."""
+        key, sep = dumps(self.spelling.name_key), self.spelling.between.strip()
+        i = pos
+        for _ in range(MAX_CANDIDATES):
+            i = body.find(key, i + 1)
+            if i < 0:
+                return -1
+            j = i - 1
+            while j > pos and body[j] in _WS:
+                j -= 1
+            if j <= pos or body[j] != "{":
+                continue
+            k, newline = j - 1, False
+            while k > pos and body[k] in _WS:
+                newline = newline or body[k] == "\n"
+                k -= 1
+            if newline or body.startswith(sep, k + 1 - len(sep)):
+                return j
+        return -1
+
     def _speller(self) -> Speller:
         speller = self.__dict__.get("_tag_speller")
         if speller is None:
@@ -272,8 +444,11 @@ class JsonCalls(WireFormat):
 
     def claims_value(self, value: Any) -> bool:
         sp = self.spelling
-        return sp.untagged and isinstance(value, dict) and sp.name_key in value and (
-            sp.arg_keys[0] in value or "parameters" not in value)
+        if not isinstance(value, dict) or sp.name_key not in value:
+            return False
+        if sp.payload == "joined":  # (an untagged row: its call objects with their arguments under its own key)
+            return sp.arg_keys[0] in value and not any(k in value for k in sp.arg_keys[1:])
+        return sp.untagged and (sp.arg_keys[0] in value or "parameters" not in value)
 
     def sniff(self, body: str, at: int) -> bool:
         """Among the families sharing this one's opening tag: whether what follows the tag is this one's."""
@@ -289,6 +464,10 @@ class JsonCalls(WireFormat):
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
             return sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
+        if sp.payload == "joined":
+            if len(calls) == 1 and calls[0].name in sp.builtins:
+                return sp.open + render_call(calls[0].name + ".call", dict(calls[0].arguments))
+            return sp.between.join(dumps(o) for o in objs)
         return f"{sp.open}{dumps(objs)}{sp.close or ''}"
 
     def _obj(self, c: ToolCall, i: int) -> dict[str, Any]:

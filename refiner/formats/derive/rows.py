@@ -50,10 +50,12 @@ SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
 
 def own_grammar(fmt: base.WireFormat) -> bool:
     """Whether ``fmt`` is a row no record maps onto: a grammar one family writes (no spelling), a spelling of a
-    grammar other than the ones :func:`plan_row` spells, or a named-JSON spelling with a call counter after the name
-    (Kimi-K2's ``NAME:0``: a record cannot hold a counter)."""
+    grammar other than the ones :func:`plan_row` spells, a named-JSON spelling with a call counter after the name
+    (Kimi-K2's ``NAME:0``: a record cannot hold a counter), or JSON calls joined with no marker of their own (Llama
+    3's ``"joined"`` payload: :func:`plan_row` gives no row to untagged call objects)."""
     spelling = getattr(fmt, "spelling", None)
-    return spelling is None or not isinstance(fmt, SPELT) or bool(getattr(spelling, "counter", ""))
+    return (spelling is None or not isinstance(fmt, SPELT) or bool(getattr(spelling, "counter", ""))
+            or getattr(spelling, "payload", None) == "joined")
 
 
 def policies(spelling: Any) -> dict[str, Any]:
