@@ -166,18 +166,16 @@ def run_eval(benches: Sequence[str], out_dir: str | Path, *, refiner: Any = None
     if RECOVERY in benches:
         if refiner is None:
             raise ValueError("the recovery benchmark needs a refiner (tier1 or a model)")
-        items = []
-        for name in recovery_sources:
-            items += make_benchmark(name, seed=seed, **bench_options).load(limit)
+        items = [it for name in recovery_sources for it in make_benchmark(name, seed=seed, **bench_options).load(limit)]
         recovery = {}
-        policies = list(dict.fromkeys(recovery_trust_spec)) if recovery_trust_spec else [None]
-        for trust in policies:
+        own = bool(getattr(refiner, "trust_spec", False))
+        for trust in dict.fromkeys(recovery_trust_spec or [own]):
             ref = refiner
-            if trust is not None and bool(getattr(refiner, "trust_spec", False)) != trust:
+            if trust != own:
                 ref = copy.copy(refiner)
                 ref.trust_spec = trust
-            recovery[spec_policy(bool(getattr(ref, "trust_spec", False)))] = run_recovery(
-                items, ref, seed=seed, clean_ratio=clean_ratio, progress=progress)
+            recovery[spec_policy(trust)] = run_recovery(items, ref, seed=seed, clean_ratio=clean_ratio,
+                                                        progress=progress)
     tier1 = None
     if TIER1 in benches:
         cases = load_cases(bench_options.get("bfcl_wheel"), tuple(bench_options.get("bfcl_categories") or CATEGORIES),

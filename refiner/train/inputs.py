@@ -116,15 +116,14 @@ def validate_reward_function(path: str | None, name: str | None) -> None:
         raise TrainConfigError(f"reward function file not found: {file_path}")
 
 
-def validate_inputs(overrides: Sequence[str], *, min_train_rows: int | None = None) -> dict[str, Any]:
+def validate_inputs(overrides: Sequence[str]) -> dict[str, Any]:
     """Checks what a DAPO launch reads: train/val parquet, model path, reward function. Returns a summary."""
     train = override_value(overrides, "data.train_files")
     val = override_value(overrides, "data.val_files")
     if not train:
         raise TrainConfigError("no training data: pass --data DIR (with train.parquet) or data.train_files=...")
-    if min_train_rows is None:
-        min_train_rows = int(override_value(overrides, "data.train_batch_size") or 1)
-    summary: dict[str, Any] = {"train": validate_rl_parquet(train, min_rows=min_train_rows)}
+    min_rows = int(override_value(overrides, "data.train_batch_size") or 1)  # one full train batch
+    summary: dict[str, Any] = {"train": validate_rl_parquet(train, min_rows=min_rows)}
     if val:
         summary["val"] = validate_rl_parquet(val)
     model = override_value(overrides, "actor_rollout_ref.model.path")
