@@ -47,11 +47,12 @@ def _markers(own: str | None, table: object) -> tuple[str, ...]:  # (``table``: 
 
 
 class Openers:
-    """Finds where calls may start in a text, for one request's tool names."""
+    """Finds where calls may start in a text, for one request's tool names (:attr:`names`, sorted)."""
 
     def __init__(self, tool_names: Iterable[str] = (), known_markers: Sequence[str] | None = None) -> None:
         self.markers = tuple(known_markers) if known_markers is not None else markers()
-        names = sorted({n for n in tool_names if isinstance(n, str) and n.strip()}, key=len, reverse=True)
+        self.names = sorted(n for n in tool_names if isinstance(n, str))
+        names = sorted({n for n in self.names if n.strip()}, key=len, reverse=True)
         parts = [f"(?P<marker>{'|'.join(map(re.escape, self.markers))})"] if self.markers else []
         parts += [r"(?P<fence>^[ \t]*```)", r"(?P<list>^[ \t]*\[|\[(?=\s*" + _IDENT + r"\s*\())",
                   r"(?P<object>^[ \t]*\{)"]

@@ -67,11 +67,11 @@ class EdgeTrim:
             body = trim_edges(body, self.lead, False)
         return body
 
-    def end(self, trail: bool, drop_blank: bool) -> str:
-        """The rest once the text has ended (trimmed when ``trail``; none when only blanks came and ``drop_blank``)."""
+    def end(self, trail: bool) -> str:
+        """The rest once the text has ended; ``trail``: trimmed, and none when only blanks came."""
         rest, self.pending = self.pending, ""
         if not self.started:
-            return "" if drop_blank else trim_edges(rest, self.lead, trail)
+            return "" if trail else trim_edges(rest, self.lead, False)
         return trim_edges(rest, False, trail)
 
 
@@ -155,7 +155,7 @@ class Reasoning:
         """The reasoning without the line breaks around the block (:func:`trim_edges`)."""
         out = self.trim.feed(reasoning)
         if self.state == "answer" and self.found:
-            out += self.trim.end(True, True)
+            out += self.trim.end(True)
         return out, self._answer(answer, final)
 
     def _answer(self, text: str, final: bool) -> str:

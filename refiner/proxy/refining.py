@@ -26,7 +26,6 @@ from refiner.proxy.content import (
     holds_calls,
     markers,
     split_whole,
-    tool_names,
 )
 from refiner.proxy.convert import apply_result, argument_problem, rebuild_tool_calls, refine_request
 from refiner.proxy.history import MAX_HEALED_CALLS, HistoryReport, apply_repairs, find_broken, repair_items
@@ -129,9 +128,10 @@ class Refinement:
             return None, 0.0, "timeout" if isinstance(e, WorkTimeout) else "error"
         return value, cpu, None
 
-    def splitter(self, body: dict) -> ContentSplit | None:
-        """A content split for one answer of this request, or None when its answers are not read for calls."""
-        names = self.content.applies(body)
+    @staticmethod
+    def splitter(names: frozenset[str]) -> ContentSplit | None:
+        """A content split for one answer of a request whose answers are read for calls of ``names``
+        (:meth:`ContentCalls.applies`), or None when they are not."""
         return ContentSplit(_openers(names, markers())) if names else None
 
     async def run(self, gen: Generator[Ask, Any, Any], body: dict, split: ContentSplit,
@@ -143,19 +143,20 @@ class Refinement:
             while True:
                 if deadline is None:
                     deadline = split.deadline = split.deadline or self.deadline()
-                ask = gen.send(await self.ask(body, ask, deadline) if self.remaining(deadline) > 0 else None)
+                ask = gen.send(await self.ask(body, split, ask, deadline) if self.remaining(deadline) > 0 else None)
         except StopIteration as stop:
             return stop.value
 
-    def asking(self, body: dict) -> dict:
-        """What a split's questions for this request are answered with (:func:`refiner.proxy.work.answer`)."""
-        return {"tools": body.get("tools") or None, "names": sorted(tool_names(body)), "allowed": self.content.allowed,
+    def asking(self, body: dict, split: ContentSplit) -> dict:
+        """What a split's questions are answered with (:func:`refiner.proxy.work.answer`)."""
+        return {"tools": body.get("tools") or None, "names": split.openers.names, "allowed": self.content.allowed,
                 "model": self.has_model}
 
-    async def ask(self, body: dict, ask: Ask, deadline: float) -> Any:
+    async def ask(self, body: dict, split: ContentSplit, ask: Ask, deadline: float) -> Any:
         """The answer to a split's question, from a worker; none: a region is not calls, no call is read early."""
-        value, cpu, failed = await self.in_worker("ask", {**self.asking(body), "kind": ask.kind, "text": ask.text},
-                                                  self.remaining(deadline), "a content question", logging.INFO)
+        payload = {**self.asking(body, split), "kind": ask.kind, "text": ask.text}
+        value, cpu, failed = await self.in_worker("ask", payload, self.remaining(deadline), "a content question",
+                                                  logging.INFO)
         if isinstance(value, EarlyRead):
             value.slow = cpu > MODEL_SKIP_CPU
         return (RegionRead(ask.text, False) if ask.kind == "region" else None) if failed else value
@@ -177,13 +178,14 @@ class Refinement:
         read.calls = out if len(out) == len(calls) else None
         return read
 
-    async def split_content(self, body: dict, text: str, deadline: float) -> ContentSplit | SplitText | None:
+    async def split_content(self, body: dict, names: frozenset[str], text: str,
+                            deadline: float) -> ContentSplit | SplitText | None:
         """A whole answer's content, split; a long one in a worker (when that fails, the content is all released)."""
-        split = self.splitter(body)
+        split = self.splitter(names)
         if split is None:
             return None
         if len(text) > MAX_SPLIT_HERE:
-            payload = {**self.asking(body), "text": text, "markers": list(split.openers.markers)}
+            payload = {**self.asking(body, split), "text": text, "markers": list(split.openers.markers)}
             value, _, failed = await self.in_worker("split", payload, self.remaining(deadline), "a content split",
                                                     logging.INFO)
             return SplitText(text, "") if failed else SplitText(value["released"], value["held"])
@@ -196,6 +198,7 @@ class Refinement:
         """The refined choices, in order; a stream gives the ``splits`` made, the ``reasonings`` sent and the last
         ``early`` read of tier 1 per choice (taken as the choice's when it read the text the choice ends with)."""
         deadline = self.deadline()
+        names = self.content.applies(body)
         opened = self.prompts.opened(body, whole=True) if splits is None else None
         lean = splits is None and opened is None and self.prompts.leans(body)
         results = [ChoiceResult(m, f) for m, f in items]
@@ -225,7 +228,7 @@ class Refinement:
                 continue
             content = message.get("content")
             if splits is None and isinstance(content, str):
-                split = await self.split_content(body, content, deadline)
+                split = await self.split_content(body, names, content, deadline)
             if split is None:
                 continue
             if not split.held.strip():
@@ -243,11 +246,10 @@ class Refinement:
         if jobs:
             await self._tier1(jobs, deadline)
             await self._model(jobs, deadline)
-        names = self.content.applies(body)  # (a content job is made only when it applies)
         for job in jobs:
             self._apply(job, items[job.choice], results[job.choice], names)
         if getattr(self.ref, "calls_in_reasoning", False):
-            await self._reasoning_calls(body, results, deadline)
+            await self._reasoning_calls(body, names, results, deadline)
         for r in results:
             if r.truncated and r.stage not in ("timeout", "error"):
                 r.stage = "truncated"  # a cut call was left out: the answer is not the upstream's, nor just repaired
@@ -259,9 +261,9 @@ class Refinement:
                     r.message = {**r.message, "content": content_or_none(text)}
         return results
 
-    async def _reasoning_calls(self, body: dict, results: list[ChoiceResult], deadline: float) -> None:
+    async def _reasoning_calls(self, body: dict, names: frozenset[str], results: list[ChoiceResult],
+                               deadline: float) -> None:
         """Calls written inside reasoning, for the choices whose answer holds none (``calls_in_reasoning``)."""
-        names = self.content.applies(body)
         todo = [r for r in results if r.reasoning and r.reasoning.strip() and not r.message.get("tool_calls")]
         if not todo or not names:
             return

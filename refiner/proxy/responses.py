@@ -43,11 +43,6 @@ def is_call(item: Any) -> bool:
     return isinstance(item, dict) and item.get("type") == "function_call"
 
 
-def as_tool_call(item: dict) -> dict:
-    return {"id": item.get("call_id"), "type": "function",
-            "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
-
-
 def finish_reason(response: dict) -> str:
     """The chat finish reason a response stands for: ``length`` when it stopped at its output token limit."""
     details = response.get("incomplete_details")
@@ -62,7 +57,8 @@ async def refine_output(refinement: Refinement, body: dict, response: dict) -> C
     if not isinstance(output, list) or not any(is_call(i) for i in output):
         return None
     calls = [i for i in output if is_call(i)]
-    message = {"role": "assistant", "content": None, "tool_calls": [as_tool_call(c) for c in calls]}
+    message = {"role": "assistant", "content": None, "tool_calls": [{"id": c.get("call_id"), "type": "function",
+               "function": {"name": c.get("name"), "arguments": c.get("arguments")}} for c in calls]}
     (result,) = await refinement.choices(chat_body(body), [(message, finish_reason(response))])
     response["output"] = rebuilt_output(output, calls, result.message.get("tool_calls") or [])
     return result
@@ -132,15 +128,9 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict)
                     yield numbered(piece)
                 continue
             yield numbered(event)
-    except UpstreamError as e:
-        yield sse(error_event(e, seq), "error")
-
-
-def error_event(e: UpstreamError, seq: int) -> dict:
-    """The Responses API's ``error`` event for an upstream failure mid-stream (the failure's type is its ``code``)."""
-    error = e.body()["error"]
-    return {"type": "error", "code": error.get("type"), "message": error.get("message"), "param": error.get("param"),
-            "sequence_number": seq}
+    except UpstreamError as e:  # the Responses API's error event (the failure's type is its code)
+        yield sse({"type": "error", "code": e.kind, "message": e.message, "param": None, "sequence_number": seq},
+                  "error")
 
 
 async def _final(event: dict, held: dict[int, dict], refinement: Refinement, body: dict) -> list[dict]:

@@ -35,6 +35,7 @@ class StreamBuffer:
         self.finish: dict[int, str | None] = {}
         self.usage: dict | None = None
         self.reads: dict[int, int] = {}  # choice -> early refinements of its upstream calls
+        self.reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
 
     def take(self, chunk: dict) -> dict | None:
         """Records a chunk; returns what to forward now (None when nothing is left of it)."""
@@ -47,6 +48,8 @@ class StreamBuffer:
             i = int(choice.get("index", 0))
             self.finish.setdefault(i, None)
             delta = dict(choice.get("delta") or {})
+            if delta.get("reasoning_content") or delta.get("reasoning"):
+                self.reasoned.add(i)
             for tc in delta.pop("tool_calls", None) or []:
                 slot = self.calls.setdefault(i, {}).setdefault(int(tc.get("index", 0)), {"args": []})
                 fn = tc.get("function") or {}
@@ -177,8 +180,7 @@ class AnswerStream:
         text = self._content(tail)
         if self.trim is None:
             return text
-        cut = separated or self.reasoning.found
-        return text + self.trim.end(cut, cut)
+        return text + self.trim.end(separated or self.reasoning.found)
 
 
 ARGUMENT_FRAGMENT = 64  # characters of a refined call's arguments per delta
@@ -201,22 +203,18 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     refined calls, the finish reasons with the ``tool_refiner`` report, the usage and ``[DONE]``."""
     buf = StreamBuffer()
     answers: dict[int, AnswerStream] = {}
-    reasoned: set[int] = set()  # choices whose upstream separated its reasoning itself
     early: dict[int, list[dict]] = {}  # choice -> the upstream's calls sent (refined) before the end
     reads: dict[int, EarlyRead] = {}  # choice -> tier 1's last read of its upstream calls before the end
+    names = refinement.content.applies(body)
     try:
         async for chunk in events:
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("reasoning_content") or delta.get("reasoning"):
-                    reasoned.add(int(choice.get("index", 0)))
             forward = buf.take(chunk)
             for i in buf.calls:  # the upstream sends calls of its own: content is not read for calls early
                 if i in answers:
                     answers[i].stop_early_calls()
             calls: list[tuple[int, int, dict]] = []
             if forward is not None:
-                forward = await _hold_content(forward, answers, reasoned, refinement, body, buf, calls)
+                forward = await _hold_content(forward, answers, refinement, body, names, buf, calls)
             if forward is not None:
                 yield sse(forward)
             for i, k, call in calls + await _early_upstream_calls(buf, answers, early, reads, refinement, body):
@@ -239,7 +237,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     reasonings = {i: "".join(a.sent_reasoning) for i, a in answers.items() if a.reasoning.found}
     messages = [(buf.message(i), buf.finish.get(i)) for i in indices]
     for i, (message, reason) in zip(indices, messages):
-        if i not in reasoned:
+        if i not in buf.reasoned:
             refinement.prompts.learn(body, message.get("content"), reason)
     for i, a in answers.items():
         read = a.driver.read_of(a.split.held) if a.driver is not None else None
@@ -310,8 +308,8 @@ def _delta(reasoning: str, content: str) -> dict:
     return {k: v for k, v in (("reasoning_content", reasoning), ("content", content)) if v}
 
 
-async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned: set[int], refinement: Refinement,
-                        body: dict, buf: StreamBuffer, calls: list[tuple[int, int, dict]]) -> dict | None:
+async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], refinement: Refinement, body: dict,
+                        names: frozenset[str], buf: StreamBuffer, calls: list[tuple[int, int, dict]]) -> dict | None:
     """The chunk with each choice's content replaced by what its :class:`AnswerStream` sends now (None when nothing
     is left); the calls read are added to ``calls``."""
     kept = []
@@ -321,9 +319,9 @@ async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], reasoned:
             i = choice["index"]
             ans = answers.get(i)
             if ans is None:
-                opened = False if i in reasoned else refinement.prompts.opened(body)
+                opened = False if i in buf.reasoned else refinement.prompts.opened(body)
                 lean = opened is None and refinement.prompts.leans(body)
-                ans = answers[i] = AnswerStream(opened, refinement.splitter(body), lean)
+                ans = answers[i] = AnswerStream(opened, refinement.splitter(names), lean)
                 if i in buf.calls:
                     ans.stop_early_calls()
             before = len(ans.calls)
