@@ -150,11 +150,8 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 def tier1_runner(ref: Any, workers: int | None) -> WorkerPool | ThreadRunner:
     """The tier-1 workers, holding ``ref`` without its model; threads when ``workers == 0`` or it cannot be sent."""
-    if isinstance(ref, Refiner):
-        tier1 = copy.copy(ref)
-        tier1.engine = None
-    else:
-        tier1 = Refiner(engine=None)
+    tier1 = copy.copy(ref) if isinstance(ref, Refiner) else Refiner(engine=None)
+    tier1.engine = None
     if workers == 0:
         return ThreadRunner(tier1)
     try:

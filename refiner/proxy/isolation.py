@@ -135,17 +135,12 @@ class _Task:
     started: float = 0.0  # CPU seconds of its worker when the task started there
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
 
-    def fail(self, error: Exception) -> None:
+    def settle(self, error: Exception | None, result: tuple[Any, float] | None = None) -> None:
+        """Ends the task (once) with ``error``, else ``result``: its value and CPU seconds."""
         for t in self.timers:
             t.cancel()
         if not self.future.done():
-            self.future.set_exception(error)
-
-    def succeed(self, value: Any, cpu: float) -> None:
-        for t in self.timers:
-            t.cancel()
-        if not self.future.done():
-            self.future.set_result((value, cpu))
+            self.future.set_exception(error) if error is not None else self.future.set_result(result)
 
 
 @dataclass(eq=False)
@@ -199,7 +194,7 @@ class WorkerPool:
     async def stop(self) -> None:
         self._closed = True
         for _, _, task in self._queue:
-            task.fail(WorkerLost("the proxy is shutting down"))
+            task.settle(WorkerLost("the proxy is shutting down"))
         self._queue.clear()
         for w in [*self._idle, *self._busy, *self._slow]:
             self._remove(w, WorkerLost("the proxy is shutting down"))
@@ -288,10 +283,7 @@ class WorkerPool:
             ok, value = False, "the worker lost the request's tool list"
         task, worker.task = worker.task, None
         if task is not None:
-            if ok:
-                task.succeed(value, self._cpu(worker) - task.started)
-            else:
-                task.fail(WorkFailed(value))
+            task.settle(None if ok else WorkFailed(value), (value, self._cpu(worker) - task.started))
         spare = None
         if worker.slow and not self._closed:
             full = len(self._idle) + len(self._busy) >= self.size
@@ -340,7 +332,7 @@ class WorkerPool:
             return
         self.stats["timeouts"] += 1
         if task.worker is None:  # still queued: dropped when its turn comes (its future is done)
-            task.fail(WorkTimeout("deadline passed while queued"))
+            task.settle(WorkTimeout("deadline passed while queued"))
         else:
             self._remove(task.worker, WorkTimeout("deadline passed; the worker was stopped"))
 
@@ -383,7 +375,7 @@ class WorkerPool:
             self._slow.remove(worker)
         task, worker.task = worker.task, None
         if task is not None:
-            task.fail(error or WorkerLost("the worker was stopped"))
+            task.settle(error or WorkerLost("the worker was stopped"))
             self.stats["killed"] += 1
             if alive:
                 with contextlib.suppress(OSError):  # reaped by the fork server (it ignores SIGCHLD)

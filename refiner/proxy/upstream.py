@@ -16,10 +16,7 @@ class UpstreamError(Exception):
 
     def __init__(self, status: int, message: str, kind: str = "upstream_error", retry_after: str | None = None) -> None:
         super().__init__(message)
-        self.status = status
-        self.message = message
-        self.kind = kind
-        self.retry_after = retry_after
+        self.status, self.message, self.kind, self.retry_after = status, message, kind, retry_after
 
     def body(self) -> dict:
         return error_body(self.status, self.message, self.kind)
