@@ -101,11 +101,10 @@ def model_card(out_dir: Path, *, actor_dir: Path, manifest: Mapping[str, Any] | 
             ("actor_rollout_ref.actor.clip_ratio_high", "clip ratio high"),
             ("actor_rollout_ref.actor.loss_agg_mode", "loss aggregation"),
             ("data.max_response_length", "response cap (tokens)"),
-            ("+reward.reward_kwargs.overlong_buffer_cfg.len", "overlong buffer (tokens)"),
+            ("reward.reward_kwargs.overlong_buffer_cfg.len", "overlong buffer (tokens)"),
             ("trainer.total_epochs", "epochs"),
         ):
-            value = override_value(overrides, key.lstrip("+")) or override_value(overrides, key)
-            if value is not None:
+            if (value := override_value(overrides, key)) is not None:
                 lines.append(f"- {label}: {value}")
         lines += ["", "## Reward"]
         variant = override_value(overrides, "reward.custom_reward_function.reward_kwargs.variant")

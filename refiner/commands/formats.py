@@ -41,8 +41,7 @@ def derived_text(d: dict) -> str:
             continue
         shown = json.dumps(value, ensure_ascii=False)
         lines.append(f"  {key:<24} {shown:<40} {rec['derived_from'].get(key, '')}")
-    for why in d["not_derived"]:
-        lines.append(f"not derived: {why}")
+    lines += [f"not derived: {why}" for why in d["not_derived"]]
     if d.get("spelling"):
         lines.append("row spelling:")
         lines += [f"  {k:<18} {json.dumps(v, ensure_ascii=False)}" for k, v in d["spelling"].items()]
@@ -50,11 +49,9 @@ def derived_text(d: dict) -> str:
         lines.append(f"read exactly by the built-in format(s): {', '.join(d['read_by'])}")
     if d["writes_as"]:
         lines.append(f"written as the template writes it by: {', '.join(d['writes_as'])}")
-    for check in d["checks"]:
-        lines.append(f"check: {check}")
+    lines += [f"check: {check}" for check in d["checks"]]
     lines.append("renders (the tool section of each):")
-    for key, text in d["renders"].items():
-        lines.append(f"  {key}: {json.dumps(text, ensure_ascii=False)}")
+    lines += [f"  {key}: {json.dumps(text, ensure_ascii=False)}" for key, text in d["renders"].items()]
     if d.get("example"):
         lines += ["example (the format's render of two calls):", d["example"]]
     return "\n".join(lines) + "\n"
