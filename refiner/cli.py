@@ -32,9 +32,5 @@ for _module in COMMAND_MODULES:
     _module.register(app)
 
 
-def main() -> None:  # pragma: no cover
+if __name__ == "__main__":  # pragma: no cover - python -m refiner.cli
     app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

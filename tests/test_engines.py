@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from refiner.engines import KINDS, Engine, check_request, make_engine
+from refiner.engines.base import batches
 
 CONVS = [
     [{"role": "user", "content": "What is the weather in Paris?"}],
@@ -56,6 +57,13 @@ def test_check_request_names_the_bad_field(convs, kw, message) -> None:
 def test_check_request_accepts_tool_call_messages_without_content() -> None:
     conv = [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [{"id": "1"}]}]
     check_request([conv], n=1, temperature=0.0, max_tokens=1)
+
+
+def test_batches_hands_out_every_item_once_in_order() -> None:
+    items = list(range(7))
+    assert [list(c) for c in batches(items, 3, progress=False)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [list(c) for c in batches(items, 0, progress=False)] == [items]  # 0: all at once
+    assert list(batches([], 4, progress=False)) == []
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import typer
 
 from refiner import commands as shared
+from refiner.engines.base import batches
 from refiner.pipeline import Refiner, RequestError, error_result, validate_request
 
 BUNDLED = "requests.jsonl"  # in refiner/examples/
@@ -47,21 +48,14 @@ def read_requests(path: Path) -> Iterator[tuple[int, Any, str | None]]:
 
 def run_jsonl(refiner: Refiner, src: Path, out: TextIO, *, batch_size: int, progress: bool) -> list[dict]:
     """Refines every request of ``src`` in batches, writing one JSON result per line to ``out``; returns them."""
-    from tqdm import tqdm
-
-    rows = list(read_requests(src))
     results: list[dict] = []
-    bar = tqdm(total=len(rows), desc="refining", unit="req", disable=not progress, file=sys.stderr)
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start : start + batch_size]
+    for chunk in batches(list(read_requests(src)), batch_size, "refining", progress=progress, unit="req"):
         good = [(n, obj) for n, obj, err in chunk if err is None]
         refined = iter(refiner.refine_batch([obj for _, obj in good], errors="result"))
         for lineno, obj, err in chunk:
             res = error_result(obj, err, line=lineno) if err else {**next(refined), "line": lineno}
             out.write(json.dumps(res, ensure_ascii=False) + "\n")
             results.append(res)
-        bar.update(len(chunk))
-    bar.close()
     return results
 
 

@@ -1,9 +1,11 @@
-"""The one interface every generation engine implements, and the checks and errors they share."""
+"""The one interface every generation engine implements, and the checks, errors and batching they share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
 
 Message = Mapping[str, Any]
 Conversation = Sequence[Message]
@@ -57,6 +59,20 @@ class CheckedEngine:
     def _run(self, conversations: Sequence[Conversation], **sampling: Any) -> list[list[str]]:
         """``n`` texts per conversation of a checked request (``sampling``: the keyword arguments of :meth:`chat`)."""
         raise NotImplementedError
+
+
+def batches(items: Sequence[T], size: int, desc: str | None = None, *, progress: bool = True,
+            **bar: Any) -> Iterator[Sequence[T]]:
+    """``items`` ``size`` at a time (0: all at once), counted on a tqdm progress bar (``desc``; ``bar``: its other
+    settings) unless ``progress`` is false."""
+    from tqdm import tqdm
+
+    size = size or max(1, len(items))
+    with tqdm(total=len(items), desc=desc, disable=not progress, **bar) as counter:
+        for start in range(0, len(items), size):
+            chunk = items[start : start + size]
+            yield chunk
+            counter.update(len(chunk))
 
 
 def template_kwargs(enable_thinking: bool | None) -> dict[str, Any]:

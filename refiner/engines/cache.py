@@ -9,9 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
-from refiner.engines.base import Conversation, Engine
+from refiner.engines.base import Conversation, Engine, batches
 
 
 def cache_key(value: Any) -> str:
@@ -64,14 +62,9 @@ class ChatCache:
         for key, conv in zip(keys, conversations):
             if key not in self.texts:
                 todo.setdefault(key, list(conv))
-        pending = list(todo.items())
-        size = batch_size or max(1, len(pending))
-        with tqdm(total=len(pending), desc=desc, unit="req", disable=desc is None) as bar:
-            for start in range(0, len(pending), size):
-                chunk = pending[start : start + size]
-                outs = engine.chat([conv for _, conv in chunk], n=1, **settings)
-                if len(outs) != len(chunk):
-                    raise RuntimeError(f"engine returned {len(outs)} results for {len(chunk)} conversations")
-                self.add({key: texts[0] if texts else "" for (key, _), texts in zip(chunk, outs)}, **(fields or {}))
-                bar.update(len(chunk))
+        for chunk in batches(list(todo.items()), batch_size or 0, desc, progress=desc is not None, unit="req"):
+            outs = engine.chat([conv for _, conv in chunk], n=1, **settings)
+            if len(outs) != len(chunk):
+                raise RuntimeError(f"engine returned {len(outs)} results for {len(chunk)} conversations")
+            self.add({key: texts[0] if texts else "" for (key, _), texts in zip(chunk, outs)}, **(fields or {}))
         return [self.texts[key] for key in keys]

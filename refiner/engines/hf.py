@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
+from refiner.engines.base import CheckedEngine, Conversation, EngineError, batches, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +60,7 @@ class HFEngine(CheckedEngine):
         gen_kwargs = dict(max_new_tokens=max_tokens, do_sample=sampling, num_return_sequences=per,
                           pad_token_id=self.tokenizer.pad_token_id, **top)
         results: list[list[str]] = []
-        starts = range(0, len(prompts), self.batch_size)
-        for start in tqdm(starts, desc="hf generate", disable=not self.show_progress):
-            batch = prompts[start : start + self.batch_size]
+        for batch in batches(prompts, self.batch_size, "hf generate", progress=self.show_progress):
             enc = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
             with self._torch.no_grad():
                 out = self.model.generate(**enc, **gen_kwargs)

@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tqdm import tqdm
-
 from data_gen.corrupt.rules import Corruption, CorruptionError, corrupt
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.engines.base import batches
 from refiner.formats.text import find_all_tagged, reasoning_offset
 from refiner.pipeline import error_result
 
@@ -266,9 +265,6 @@ def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[d
 def refine_all(refiner: Any, requests: Sequence[Mapping[str, Any]], desc: str, progress: bool = True) -> list[dict]:
     """:func:`refine_safely` over ``requests``, :data:`BATCH` at a time, with a progress bar."""
     results: list[dict] = []
-    with tqdm(total=len(requests), desc=desc, disable=not progress, leave=False) as bar:
-        for start in range(0, len(requests), BATCH):
-            chunk = requests[start : start + BATCH]
-            results += refine_safely(refiner, chunk)
-            bar.update(len(chunk))
+    for chunk in batches(requests, BATCH, desc, progress=progress, leave=False):
+        results += refine_safely(refiner, chunk)
     return results

@@ -55,8 +55,7 @@ def scripted_outputs(bench: Any, items: Sequence[BenchItem], corrupt_ratio: floa
         text = bench.render(s, s.gold_calls)
         if rng.random() < corrupt_ratio:
             try:
-                rng_s = random.Random(f"{seed}-{s.id}")
-                text = corrupt(s.gold_calls, s.fmt, s.tools, rng_s, classes=classes).text
+                text = corrupt(s.gold_calls, s.fmt, s.tools, random.Random(f"{seed}-{s.id}"), classes=classes).text
             except CorruptionError:
                 pass
             except Exception as e:  # a corruptor bug must not stop the evaluation; the sample stays clean
