@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ class BenchResult:
     rows: list[dict]
     raw: dict[str, dict]
     refined: dict[str, dict] | None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def refine_outputs(refiner: Any, items: Sequence[BenchItem], outputs: Mapping[str, str], bench: Benchmark,
@@ -84,7 +83,7 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
     summary: dict[str, Any] = {"meta": dict(meta or {}), "benchmarks": {}}
     for r in results:
         write_jsonl(out / r.bench.name / "outputs.jsonl", r.rows)
-        summary["benchmarks"][r.bench.name] = {"raw": r.raw, "refined": r.refined, **r.extra}
+        summary["benchmarks"][r.bench.name] = {"raw": r.raw, "refined": r.refined}
     if recovery:
         write_jsonl(out / "recovery" / "outputs.jsonl",
                     ({**row, "trust_spec": policy} for policy, res in recovery.items() for row in res.rows))

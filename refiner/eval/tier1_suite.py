@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +102,11 @@ class SuiteCase:
     tools: list[dict]
     specs: list[Any]
     gold: list[ToolCall]
-    index: dict[str, Any] = field(default_factory=dict, repr=False)  # the specs by name
 
-    def __post_init__(self) -> None:
-        if not self.index:
-            self.index = {s.name: s for s in self.specs}
+    @cached_property
+    def index(self) -> dict[str, Any]:
+        """The specs by name."""
+        return {s.name: s for s in self.specs}
 
 
 def load_cases(wheel: str | Path | None = None, categories: Sequence[str] = CATEGORIES, limit: int | None = None,

@@ -94,10 +94,9 @@ def plan_overrides(recipe: Recipe, *, profile: str | None = None, choices: Mappi
             ov.set(k, v)
     if data_dir is not None:
         train_files, val_files = find_data_files(data_dir)
-    if train_files is not None:
-        ov.set("data.train_files", str(train_files))
-    if val_files is not None:
-        ov.set("data.val_files", str(val_files))
+    for key, path in (("data.train_files", train_files), ("data.val_files", val_files)):
+        if path is not None:
+            ov.set(key, str(path))
     model = model or recipe.model
     if model:
         ov.set("model.path" if recipe.launcher == "sft_trainer" else "actor_rollout_ref.model.path", str(model))
