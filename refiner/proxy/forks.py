@@ -24,11 +24,11 @@ START_TIMEOUT = 120.0  # seconds for the helper to import the refiner
 
 
 class ForkServer:
-    """``start()`` launches the helper with ``state`` (picklable, given to every worker); ``fork()`` returns
+    """``start()`` launches the helper with the state pickled in ``blob`` (given to every worker); ``fork()`` returns
     ``(pid, socket)`` of a new worker; ``close()`` ends the helper (workers end when their connection closes)."""
 
-    def __init__(self, state: Any) -> None:
-        self.blob = pickle.dumps(state)
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ctrl: socket.socket | None = None
@@ -108,7 +108,7 @@ def shared(state: Any) -> ForkServer:
     with _SHARED_LOCK:
         server = _SHARED.get(blob)
         if server is None:
-            server = _SHARED[blob] = ForkServer(state)
+            server = _SHARED[blob] = ForkServer(blob)
         return server
 
 

@@ -52,7 +52,7 @@ def ends_inside_block(prompt: str) -> bool:
     """Whether ``prompt`` ends inside a reasoning block: a registered pair's opener comes after every closer."""
     last_open = max((prompt.rfind(o) for o, _ in pairs()), default=-1)
     last_close = max((prompt.rfind(c) for _, c in pairs()), default=-1)
-    return last_open >= 0 and last_open > last_close
+    return last_open > last_close
 
 
 def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None, compiled: Any = None) -> bool | None:
