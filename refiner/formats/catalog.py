@@ -319,6 +319,12 @@ CATALOG: tuple[Row, ...] = (
                models=("microsoft/Phi-4-mini-instruct",), sources=(VLLM + "phi4mini_tool_parser.py",)),
         JsonCalls, JsonSpelling("functools", None, "list", arg_keys=("arguments", "parameters"), tight=True)),
     Row(
+        Family("multi_format_minimax", "SGLang multi_format, tool_format minimax: <tool_calls><invoke name=\"NAME\">"
+               "<parameter name=\"KEY\">VALUE</parameter></invoke></tool_calls> (MiniMax-M2's elements in <tool_calls>; "
+               "strings raw, other values JSON)",
+               sources=(SGLANG + "multi_format_detector.py (_MINIMAX_BLOCK, _MINIMAX_INVOKE, _MINIMAX_PARAM)",)),
+        XmlParams, invoke("tool_calls")),
+    Row(
         Family("minimax", 'MiniMax: <tool_calls>\\n{"name": ..., "arguments": {...}} per line\\n</tool_calls>',
                models=("MiniMaxAI/MiniMax-Text-01", "MiniMaxAI/MiniMax-M1-80k"),
                sources=(VLLM + "minimax_tool_parser.py", *_checked("MiniMax-M1.jinja e1790d8fbe1c"))),
