@@ -393,3 +393,52 @@ def test_a_plain_parameter_reads_as_the_general_reader_reads_it(monkeypatch, dia
     short = read()
     monkeypatch.setattr(dialects, "_plain_param", lambda value: None)
     assert read() == short
+
+
+def _whole(spec: ToolSpec) -> tuple:
+    """A spec with the fields its equality leaves out."""
+    return spec, spec.dialect, spec.extra, spec.notes, spec.free_form, [
+        (p.has_default, p.raw_type, p.extra) for p in spec.params.values()]
+
+
+PLAIN_TOOLS = [
+    {"type": "function", "function": {"name": "find_room", "parameters": {"type": "object", "properties": {
+        "floor": {"type": "integer"}, "wing": {"type": "string", "enum": ["east", "west"], "description": "Side"},
+        "quiet": {"type": "boolean", "default": None}, "budget": {"type": "number", "default": 40}},
+        "required": ["floor", "floor", "missing"]}}},
+    {"name": "ping", "description": "", "parameters": {"type": "object", "properties": {}, "additionalProperties": False}},
+    {"name": "ping"},
+    {"type": "function", "function": {"name": "log", "description": "Write a line.", "parameters": {
+        "type": "object", "properties": {"line": {"type": "string"}}, "required": []}}},
+]
+NOT_PLAIN_TOOLS = [
+    {"type": "function", "strict": True, "function": {"name": "a", "parameters": {"type": "object", "properties": {}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "minLength": 2}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "array"}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "str"}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "enum": "ab"}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": "x"}},
+    {"name": "a", "parameters": {"type": "object", "properties": {}, "additionalProperties": True}},
+    {"name": "a", "parameters": {"type": "object"}},
+    {"name": "a", "parameters": {"type": "dict", "properties": {}}},
+    {"name": "a", "parameters": {"properties": {}}},
+    {"name": "a", "required": ["x"], "parameters": {"type": "object", "properties": {}}},
+    {"name": "", "parameters": {"type": "object", "properties": {}}},
+]
+
+
+@pytest.mark.parametrize("tool", PLAIN_TOOLS)
+def test_plain_tool_read_in_one_walk_as_the_general_reader_reads_it(tool):
+    from refiner.specs import dialects
+
+    plain = dialects._plain_spec(tool, dialects.detect_one(tool))
+    assert plain is not None
+    assert _whole(plain) == _whole(dialects._read_spec(tool, dialects.detect_one(tool), 0))
+    assert _whole(dialects.spec_from_dict(tool, plain.dialect)) == _whole(plain)
+
+
+@pytest.mark.parametrize("tool", NOT_PLAIN_TOOLS)
+def test_other_tools_left_to_the_general_reader(tool):
+    from refiner.specs import dialects
+
+    assert dialects._plain_spec(tool, "openai") is None

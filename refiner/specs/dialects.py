@@ -144,11 +144,14 @@ def _plain_param(value: dict[str, Any]) -> Param | None:
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
     enum = value.get("enum")
-    if enum is not None and type(enum) is not list and type(enum) is not tuple:
-        return None
+    if enum is not None:
+        if type(enum) is list:
+            enum = tuple(enum)
+        elif type(enum) is not tuple:
+            return None
     if "default" not in value:
-        return Param.of(type=ptype, description=desc, enum=enum)
-    return Param.of(type=ptype, description=desc, enum=enum, default=value["default"], has_default=True)
+        return Param.plain(ptype, desc, enum)
+    return Param.plain(ptype, desc, enum, value["default"], True)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -417,8 +420,59 @@ def _str_field(ctx: Ctx, d: Mapping[str, Any], *keys: str, required: bool = Fals
     return None
 
 
+_PLAIN_TOOL_KEYS = frozenset(("name", "description", "parameters"))
+_PLAIN_SCHEMA_KEYS = frozenset(("type", "properties", "required", "additionalProperties"))
+_PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
+
+
+def _plain_spec(d: Any, dialect: str) -> ToolSpec | None:
+    """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
+    {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``) whose parameters are
+    all of a plain JSON type (:func:`_plain_param`), as :func:`spec_from_dict` reads it, in one walk; ``None`` for any
+    other tool (the general reader then reads it)."""
+    fn = d.get("function")
+    if type(fn) is dict and "name" not in d:
+        if not d.keys() <= _WRAPPER_KEYS:
+            return None
+        d = fn
+    if not d.keys() <= _PLAIN_TOOL_KEYS:
+        return None
+    name, description, schema = d.get("name"), d.get("description"), d.get("parameters")
+    if type(name) is not str or not name or (description is not None and type(description) is not str):
+        return None
+    extra: dict[str, Any] = {}
+    params: dict[str, Param] = {}
+    required: tuple[str, ...] = ()
+    if schema is not None:
+        if type(schema) is not dict or not schema.keys() <= _PLAIN_SCHEMA_KEYS or schema.get("type") != "object":
+            return None
+        closed = schema.get("additionalProperties")
+        if closed is False:
+            extra["additionalProperties"] = False
+        elif closed is not None:
+            return None
+        props, req = schema.get("properties"), schema.get("required")
+        if type(props) is not dict or (req is not None and (type(req) is not list or not all(
+                type(r) is str for r in req))):
+            return None
+        for key, value in props.items():
+            p = _plain_param(value) if type(value) is dict and value.keys() <= _PLAIN_KEYS else None
+            if p is None:
+                return None
+            params[key] = p
+        if req:
+            required = tuple(dict.fromkeys(req))
+    return ToolSpec(name, description or "", params, required, {}, dialect=dialect, extra=extra)
+
+
 def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     """One tool dict in ``dialect`` → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
+    spec = _plain_spec(d, dialect) if dialect in _PLAIN_DIALECTS and type(d) is dict else None
+    return spec if spec is not None else _read_spec(d, dialect, index)
+
+
+def _read_spec(d: Any, dialect: str, index: int | None) -> ToolSpec:
+    """:func:`spec_from_dict` for any tool of any dialect."""
     ctx = Ctx(dialect, index, None)
     if type(d) is not dict and not isinstance(d, Mapping):
         raise ctx.error("", f"a tool must be an object, got {type(d).__name__}")
