@@ -93,35 +93,29 @@ def refused(src: str) -> bool:
 def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
     """``[(name, arguments), ...]`` for a call list in the renderer's layout (keyword arguments whose values are JSON
     values or Python constants); ``None`` for anything else."""
-    calls, _, complete = fast_call_prefix(src)
+    calls, _, complete, _ = fast_call_prefix(src)
     return calls if complete else None
 
 
-def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
-    """``(calls, end, complete)``: the calls a list starts with, as :func:`fast_call_list` reads them, up to the
-    first one it cannot read (or ``limit`` calls); ``end``: after the last call's ``)``; ``complete``: the whole
-    list was read."""
+def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool, int]:
+    """The calls a list starts with, as :func:`fast_call_list` reads them, up to the first one it cannot read (or
+    ``limit`` calls): see :func:`read_on`."""
     if not src.startswith("[") or refused(src):
-        return [], 0, False
-    return _read_on(src, 1, [], limit)
+        return [], 0, False, 0
+    return read_on(src, 1, [], limit)
 
 
-def read_from(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], stopped: list[int] | None = None
-              ) -> list[tuple[str, dict[str, Any]]] | None:
-    """The calls of the list ``src`` read on from ``end`` after ``calls`` when the rest reads whole in the renderer's
-    layout; else ``None`` (where reading stopped is appended to ``stopped``)."""
-    got, _, complete = _read_on(src, end, list(calls), None, stopped)
-    return got if complete else None
-
-
-def _read_on(src: str, end: int, calls: list, limit: int | None, stopped: list[int] | None = None
-             ) -> tuple[list[tuple[str, dict[str, Any]]], int, bool]:
-    got, stop, status = _fast_read(src, end, calls, limit, stopped)
+def read_on(src: str, end: int, calls: list, limit: int | None = None
+            ) -> tuple[list[tuple[str, dict[str, Any]]], int, bool, int]:
+    """``(calls, end, complete, stop)``: the list ``src`` read on from ``end`` (1: the first call) after ``calls``
+    (extended), up to the first call it cannot read or ``limit`` calls; ``end``: after the last call's ``)``;
+    ``complete``: the whole list was read; ``stop``: where reading stopped."""
+    got, end, status, stop = _fast_read(src, end, calls, limit)
     if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
         # positions) and read on from the call that stopped the reader
-        rewritten = src[:stop] + _NESTED_CONSTANTS.sub(lambda m: _TO_JSON[m[1]] if m[1] else m[0], src[stop:])
-        got, stop, status = _fast_read(rewritten, stop, got, limit, stopped)
-    return got, stop, status is True
+        rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: _TO_JSON[m[1]] if m[1] else m[0], src[end:])
+        got, end, status, stop = _fast_read(rewritten, end, got, limit)
+    return got, end, status is True, stop
 
 
 def _plain(identifier: str) -> bool:
@@ -129,16 +123,16 @@ def _plain(identifier: str) -> bool:
     return identifier.isidentifier() and unicodedata.normalize("NFKC", identifier) == identifier
 
 
-def _has_constant(src: str) -> bool:
-    return "True" in src or "False" in src or "None" in src
+def _failed(src: str) -> Any:
+    """The status of a value the decoder refused: it may hold Python constants, or it is not read."""
+    return _NESTED_CONSTANT if "True" in src or "False" in src or "None" in src else False
 
 
-def _fast_read(
-    src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limit: int | None, stopped: list[int] | None
-) -> tuple[list[tuple[str, dict[str, Any]]], int, Any]:
-    """``(calls, end, status)`` read on from ``end`` (1: the first call): status True when the whole list was read,
-    False when reading stopped at a call it cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when
-    that call may hold Python constants inside a value. Where reading stopped is appended to ``stopped``."""
+def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limit: int | None
+               ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any, int]:
+    """``(calls, end, status, stop)`` (see :func:`read_on`); status True when the whole list was read, False when
+    reading stopped at a call it cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when that call may
+    hold Python constants inside a value."""
     decode = JSON_DECODER.raw_decode
     next_arg = _NEXT_ARG.match
     at = end
@@ -146,9 +140,7 @@ def _fast_read(
     while m is not None:
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
-            if stopped is not None:
-                stopped.append(m.start())
-            return calls, end, m.end() == len(src)
+            return calls, end, m.end() == len(src), m.start()
         if name in _KEYWORDS or ("." in name and any(part in _KEYWORDS for part in name.split("."))):
             break
         if not name.isascii() and not all(_plain(part) for part in name.split(".")):
@@ -165,21 +157,15 @@ def _fast_read(
                 try:  # "**{...}": the renderer's form for keys that are not identifiers
                     more, pos = decode(src, at)
                 except (ValueError, RecursionError):
-                    if stopped is not None:
-                        stopped.append(at)
-                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+                    return calls, end, _failed(src), at
                 if type(more) is not dict or not more.keys().isdisjoint(args):
-                    if stopped is not None:
-                        stopped.append(at)
-                    return calls, end, False
+                    return calls, end, False, at
                 args.update(more)
                 at = pos
                 m = next_arg(src, pos)
                 continue
             if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
-                if stopped is not None:
-                    stopped.append(at)
-                return calls, end, False
+                return calls, end, False, at
             # a Python constant as the whole value, matched first: a failed decode costs a pass over the text
             # before it (the decoder's error counts the lines), which would make a long list quadratic
             const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in "TFN" else None
@@ -189,9 +175,7 @@ def _fast_read(
                 try:
                     args[key], pos = decode(src, at)
                 except (ValueError, RecursionError):
-                    if stopped is not None:
-                        stopped.append(at)
-                    return calls, end, _NESTED_CONSTANT if _has_constant(src) else False
+                    return calls, end, _failed(src), at
             at = pos
             m = next_arg(src, pos)
         if m is None:
@@ -200,10 +184,8 @@ def _fast_read(
         end = at = m.end()
         m = _NEXT_CALL.match(src, end)
         if limit is not None and len(calls) >= limit:
-            return calls, end, m is not None and m.group(1) is None and m.end() == len(src)
-    if stopped is not None:
-        stopped.append(at)
-    return calls, end, False
+            return calls, end, m is not None and m.group(1) is None and m.end() == len(src), end
+    return calls, end, False, at
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 from refiner.formats.base import MAX_ARGUMENT_DEPTH
 from refiner.formats.jsonfix import charge
-from refiner.formats.pythonic import fast_call_prefix, read_from, refused
+from refiner.formats.pythonic import fast_call_prefix, read_on, refused
 from refiner.formats.pythonic_scan import STRICT_STRING
 
 # Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).
@@ -220,17 +220,15 @@ def mend_list(
         return None  # a thousand-level nest again)
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
-        calls, end, _ = fast_call_prefix(src)
-    stopped: list[int] = []
-    read_from(src, end, calls, stopped)
-    at = stopped[-1] if stopped else end
+        calls, end, _, _ = fast_call_prefix(src)
+    at = read_on(src, end, list(calls))[3]
     start, stop = max(end, at - MAX_MEND_WINDOW // 2), min(len(src), at + MAX_MEND_WINDOW // 2)
     edits = sorted(_mend_edits(src, start, stop, end), key=lambda e: abs(e[0] - at))[:MAX_MEND_EDITS]
     cost = MEND_UNITS_PER_EDIT + (len(src) - end) // MEND_CHARS_PER_UNIT
 
     def read(edited: str) -> tuple[list[tuple[str, dict[str, Any]]], Any] | None:
-        got = read_from(edited, end, calls)
-        return None if got is None else (got, got)
+        got, _, complete, _ = read_on(edited, end, list(calls))
+        return (got, got) if complete else None
 
     mended = mend(src, edits, cost, read, offered)  # (edits nearest to where reading stopped first)
     return None if mended is None else (mended[0], mended[2])

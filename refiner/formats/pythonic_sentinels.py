@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, get, offered_tools
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat, offered_tools
 from refiner.formats.family import POLICY
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
@@ -30,6 +30,7 @@ from refiner.formats.pythonic import IDENTIFIER_NAME, PythonicWriter, looks_pyth
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren
 from refiner.formats.strict import plain_calls, strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
+from refiner.formats.toolace import recover_list
 
 # A closing token inside a string value: strict parsing tries at most this many closing tokens for one block.
 MAX_CLOSE_TRIES = 4
@@ -153,8 +154,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
 
     def _recover_block(self, src: str, out: Lenient, at_end: bool) -> None:
         """The calls of one block's body (``at_end``: the text ends inside it, so a call left open there is the one
-        the text stops in), read as ``toolace`` reads its list (:meth:`~refiner.formats.toolace.ToolAce.recover_list`,
-        asked through the registry)."""
+        the text stops in), read as ``toolace`` reads its list (:func:`~refiner.formats.toolace.recover_list`)."""
         if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
             if not self.spelling.json_ok:
                 out.note("not_a_call", "JSON call objects where pythonic calls were expected")
@@ -172,7 +172,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
-        get("toolace").recover_list(src, out, read_whole=True, at_end=at_end, reader=self.name)
+        recover_list(self, src, out, read_whole=True, at_end=at_end)
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body. A call starts at a line that starts like one and runs to its

@@ -96,158 +96,159 @@ class ToolAce(PythonicWriter, WireFormat):
         if f"missing {OPEN}" in missing:  # a misspelt or foreign opening tag (or prose) before the list is not read
             src = src[list_start(src) :]
         # (with both tags there the strict parse already read this list whole and failed)
-        self.recover_list(src, out, read_whole=bool(missing), at_end=f"missing {CLOSE}" in missing)
-
-    def recover_list(self, src: str, out: Lenient, *, read_whole: bool, at_end: bool, reader: str = "") -> None:
-        """Adds the calls of the pythonic call list ``src`` (``[f(a=1), ...``, its tags removed) to ``out``: the
-        leading items in the plain layout with the fast reader; then, when ``read_whole`` (no strict parse read this
-        list), the whole list with :mod:`ast`; else, or when that fails, the rest item by item with quotes read
-        leniently (a quote the model forgot to escape inside a value does not end it: see
-        :func:`refiner.formats.pythonic_scan.string_end`). ``at_end``: the text ends inside the list (its closing tag
-        never came), so a call whose ``(`` is not closed is the call the text stops in (:meth:`Lenient.mark_cut`).
-        The pythonic dialects in other sentinels read their lists here too (``reader``: their name, for messages)."""
-        # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)
-        prefix, end, complete = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
-        k = take_items(len(prefix))
-        if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
-            out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
-            out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
-            return
-        if read_whole:
-            if complete:
-                out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
-                return
-            if len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src)):
-                try:
-                    out.calls.extend(strict_call_list(self, src, 0))
-                    return
-                except FormatError as e:
-                    out.note("strict", str(e).replace(f"[{self.name}]", f"[{reader or self.name}]"))
-        if not complete and not at_end:
-            mended = mend_list(src, end, prefix, offered_tools())
-            if mended is not None:  # one character lost or doubled: the list read with it mended
-                calls, what = mended
-                out.calls.extend(ToolCall.trusted(name, args) for name, args in calls)
-                out.note("mended", f"broken call list read whole: {what}")
-                return
-        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
-        if end:
-            src = src[end:].lstrip().removeprefix(",")
-        src = src.removeprefix("[")
-        if len(src) > MAX_RECOVER_CHARS:
-            out.note("gave_up", f"only the first {MAX_RECOVER_CHARS} characters of the broken list were read")
-            src, at_end = src[:MAX_RECOVER_CHARS], False
-        elif src.endswith("]") and matching_paren("[" + src, 0, lenient_quotes=True) == len(src):
-            src, at_end = src[:-1], False  # the list's own "]": the text does not stop inside it
-        segments = split_top_level(src, lenient_quotes=True)
-        for n, segment in enumerate(segments):
-            if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
-                out.note("gave_up", f"gave up after {n} of the list's items")
-                return
-            if segment.strip():
-                last = at_end and n == len(segments) - 1
-                self._recover_call(segment.strip(), out, last)
-
-    def _recover_call(self, segment: str, out: Lenient, last: bool) -> None:
-        """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
-        problems = out.problems
-        p = segment.find("(")
-        if p <= 0:
-            problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
-            if last and out.calls and _PARTIAL_NAME.fullmatch(segment):  # "[f(a=1), get_we": cut inside a name
-                out.mark_cut(None)
-            return
-        name = " ".join(segment[:p].split())
-        if dotted_name(_name_node(name)) is None:
-            problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
-        close = matching_paren(segment, p, lenient_quotes=True)
-        unclosed = close == len(segment)
-        if unclosed:
-            problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
-        inner = segment[p + 1 : close]
-        args = self._recover_args(inner, problems, _declared(name))
-        out.calls.append(ToolCall(name, args))
-        if last and unclosed:
-            complete, clean = _cut_arguments(inner, args)
-            out.mark_cut(len(out.calls) - 1, name, complete, clean)
-
-    def _recover_args(self, inner: str, problems: list[Problem], params: Mapping[str, Any] | None = None) -> dict:
-        """The arguments ``inner`` (a call's text between its parentheses) holds; ``params``: the called tool's
-        declared parameters when the request's tools are known (positional values are placed on them, in order)."""
-        src = f"f({inner})"
-        if len(src) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(src)):
-            try:
-                node = parse_expr(self, src, 0)
-                if isinstance(node, ast.Call):
-                    return Literals(self, src, 0, strict=False).arguments(node, problems, params)
-            except FormatError:
-                pass
-        args = {}
-        positional: list[Any] = []
-        for part in split_top_level(inner, lenient_quotes=True):
-            key, eq, raw = part.partition("=")
-            if not eq or not key.strip() or not _ARG_NAME.fullmatch(key.strip()):
-                if part.strip() and not positional and not args and _ARG_NAME.fullmatch(part.strip()) is None:
-                    value = self._recover_value("", part.strip(), problems, None)
-                    if value is not _DROPPED:
-                        positional.append(value)
-                        continue
-                if part.strip():
-                    problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
-                continue
-            key = key.strip()
-            value = self._recover_value(key, raw.strip(), problems, (params or {}).get(key) if params else None)
-            if value is not _DROPPED:
-                args[key] = value
-        if positional:
-            place_positional(positional, args, params, problems)
-        return args
-
-    def _recover_value(self, key: str, raw: str, problems: list[Problem], param: Any = None) -> object:
-        """One argument's value: a Python literal (ast), else a string whose own quotes were not escaped (read to
-        the quote that ends the value, and reported), else repaired JSON, else the text itself (reported).
-        :data:`_DROPPED` (reported) for no value at all (``f(city=)``) and for a number no JSON number holds; an
-        integer written with leading zeros (``07``) is read as the integer (reported), or as its text when ``param``
-        (the parameter's spec, when the tools are known) declares a string."""
-        if not raw:
-            problems.append(Problem("bad_argument", f"argument {key!r} has no value; dropped"))
-            return _DROPPED
-        if len(raw) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(raw)):
-            try:
-                node = parse_expr(self, raw, 0)
-            except FormatError:
-                node = None
-            if node is not None:
-                try:
-                    return Literals(self, raw, 0, strict=False, problems=problems).value(node)
-                except FormatError as e:
-                    problems.append(Problem("bad_argument", f"argument {key!r} dropped: {e.message}"))
-                    return _DROPPED
-        if _LEADING_ZEROS.fullmatch(raw):
-            if getattr(param, "type", None) == "string":
-                problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written without quotes; read as "
-                                                        "the string its parameter declares"))
-                return raw
-            problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written with leading zeros; read as "
-                                                    f"{int(raw)}"))
-            return int(raw)
-        text = lenient_string(raw) if len(raw) <= MAX_AST_CHARS else None
-        if text is not None:
-            value, unescaped = text
-            if unescaped:
-                problems.append(
-                    Problem("bad_argument", f"value of {key!r} holds a {raw[0]} that was not escaped; read to the "
-                                            f"quote that ends the value: {value[:60]!r}")
-                )
-            return value
-        value = lenient_json(raw)
-        if value is None:
-            problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
-            return raw.strip("\"'")
-        return value
+        recover_list(self, src, out, read_whole=bool(missing), at_end=f"missing {CLOSE}" in missing)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return f"{OPEN}[{', '.join(render_call(c.name, dict(c.arguments)) for c in calls)}]{CLOSE}"
+
+
+def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, at_end: bool) -> None:
+    """Adds the calls of the pythonic call list ``src`` (``[f(a=1), ...``, its tags removed) to ``out``: the
+    leading items in the plain layout with the fast reader; then, when ``read_whole`` (no strict parse read this
+    list), the whole list with :mod:`ast`; else, or when that fails, the rest item by item with quotes read
+    leniently (a quote the model forgot to escape inside a value does not end it: see
+    :func:`refiner.formats.pythonic_scan.string_end`). ``at_end``: the text ends inside the list (its closing tag
+    never came), so a call whose ``(`` is not closed is the call the text stops in (:meth:`Lenient.mark_cut`).
+    ``fmt``: the format reading (toolace, or a sentinel row), named in messages."""
+    # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)
+    prefix, end, complete, _ = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
+    k = take_items(len(prefix))
+    if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
+        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
+        out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
+        return
+    if read_whole:
+        if complete:
+            out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+            return
+        if len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src)):
+            try:
+                out.calls.extend(strict_call_list(fmt, src, 0))
+                return
+            except FormatError as e:
+                out.note("strict", str(e))
+    if not complete and not at_end:
+        mended = mend_list(src, end, prefix, offered_tools())
+        if mended is not None:  # one character lost or doubled: the list read with it mended
+            calls, what = mended
+            out.calls.extend(ToolCall.trusted(name, args) for name, args in calls)
+            out.note("mended", f"broken call list read whole: {what}")
+            return
+    out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+    if end:
+        src = src[end:].lstrip().removeprefix(",")
+    src = src.removeprefix("[")
+    if len(src) > MAX_RECOVER_CHARS:
+        out.note("gave_up", f"only the first {MAX_RECOVER_CHARS} characters of the broken list were read")
+        src, at_end = src[:MAX_RECOVER_CHARS], False
+    elif src.endswith("]") and matching_paren("[" + src, 0, lenient_quotes=True) == len(src):
+        src, at_end = src[:-1], False  # the list's own "]": the text does not stop inside it
+    segments = split_top_level(src, lenient_quotes=True)
+    for n, segment in enumerate(segments):
+        if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
+            out.note("gave_up", f"gave up after {n} of the list's items")
+            return
+        if segment.strip():
+            last = at_end and n == len(segments) - 1
+            _recover_call(fmt, segment.strip(), out, last)
+
+def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> None:
+    """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
+    problems = out.problems
+    p = segment.find("(")
+    if p <= 0:
+        problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
+        if last and out.calls and _PARTIAL_NAME.fullmatch(segment):  # "[f(a=1), get_we": cut inside a name
+            out.mark_cut(None)
+        return
+    name = " ".join(segment[:p].split())
+    if dotted_name(_name_node(name)) is None:
+        problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
+    close = matching_paren(segment, p, lenient_quotes=True)
+    unclosed = close == len(segment)
+    if unclosed:
+        problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
+    inner = segment[p + 1 : close]
+    args = _recover_args(fmt, inner, problems, _declared(name))
+    out.calls.append(ToolCall(name, args))
+    if last and unclosed:
+        complete, clean = _cut_arguments(inner, args)
+        out.mark_cut(len(out.calls) - 1, name, complete, clean)
+
+def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem], params: Mapping[str, Any] | None = None) -> dict:
+    """The arguments ``inner`` (a call's text between its parentheses) holds; ``params``: the called tool's
+    declared parameters when the request's tools are known (positional values are placed on them, in order)."""
+    src = f"f({inner})"
+    if len(src) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(src)):
+        try:
+            node = parse_expr(fmt, src, 0)
+            if isinstance(node, ast.Call):
+                return Literals(fmt, src, 0, strict=False).arguments(node, problems, params)
+        except FormatError:
+            pass
+    args = {}
+    positional: list[Any] = []
+    for part in split_top_level(inner, lenient_quotes=True):
+        key, eq, raw = part.partition("=")
+        if not eq or not key.strip() or not _ARG_NAME.fullmatch(key.strip()):
+            if part.strip() and not positional and not args and _ARG_NAME.fullmatch(part.strip()) is None:
+                value = _recover_value(fmt, "", part.strip(), problems, None)
+                if value is not _DROPPED:
+                    positional.append(value)
+                    continue
+            if part.strip():
+                problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
+            continue
+        key = key.strip()
+        value = _recover_value(fmt, key, raw.strip(), problems, (params or {}).get(key) if params else None)
+        if value is not _DROPPED:
+            args[key] = value
+    if positional:
+        place_positional(positional, args, params, problems)
+    return args
+
+def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem], param: Any = None) -> object:
+    """One argument's value: a Python literal (ast), else a string whose own quotes were not escaped (read to
+    the quote that ends the value, and reported), else repaired JSON, else the text itself (reported).
+    :data:`_DROPPED` (reported) for no value at all (``f(city=)``) and for a number no JSON number holds; an
+    integer written with leading zeros (``07``) is read as the integer (reported), or as its text when ``param``
+    (the parameter's spec, when the tools are known) declares a string."""
+    if not raw:
+        problems.append(Problem("bad_argument", f"argument {key!r} has no value; dropped"))
+        return _DROPPED
+    if len(raw) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(raw)):
+        try:
+            node = parse_expr(fmt, raw, 0)
+        except FormatError:
+            node = None
+        if node is not None:
+            try:
+                return Literals(fmt, raw, 0, strict=False, problems=problems).value(node)
+            except FormatError as e:
+                problems.append(Problem("bad_argument", f"argument {key!r} dropped: {e.message}"))
+                return _DROPPED
+    if _LEADING_ZEROS.fullmatch(raw):
+        if getattr(param, "type", None) == "string":
+            problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written without quotes; read as "
+                                                    "the string its parameter declares"))
+            return raw
+        problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written with leading zeros; read as "
+                                                f"{int(raw)}"))
+        return int(raw)
+    text = lenient_string(raw) if len(raw) <= MAX_AST_CHARS else None
+    if text is not None:
+        value, unescaped = text
+        if unescaped:
+            problems.append(
+                Problem("bad_argument", f"value of {key!r} holds a {raw[0]} that was not escaped; read to the "
+                                        f"quote that ends the value: {value[:60]!r}")
+            )
+        return value
+    value = lenient_json(raw)
+    if value is None:
+        problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
+        return raw.strip("\"'")
+    return value
 
 
 _DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
