@@ -72,15 +72,6 @@ _FAST_DECODER = json.JSONDecoder(parse_constant=JSON_DECODER.parse_constant, par
                                  object_pairs_hook=_no_duplicates)
 
 
-def _json_object(body: str) -> dict | None:
-    """The object that ``body`` is, whole, as the split read's strict decoder reads it; None for anything else."""
-    try:
-        value, stop = _FAST_DECODER.raw_decode(body)
-    except (ValueError, RecursionError):
-        return None
-    return value if type(value) is dict and stop == len(body) else None
-
-
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": None}
 LITERALS_SPELT = {True: "true", False: "false", None: "null"}
@@ -104,7 +95,7 @@ class _Reader:
         self.fmt, self.text, self.out, self.n = fmt, text, out, len(text)
         self.q, self.lq = sp.quote, len(sp.quote)
         self.tokens = (sp.call_open, sp.call_close)
-        self.bare, self.key, self.skip_obj, self.skip_list = fmt.patterns()
+        self.bare, self.key, self.skip_obj, self.skip_list = fmt.patterns
         self.cut: bool | None = None  # None: the text does not stop inside the value; else whether it stops cleanly
         self.stopped = False  # (lenient) a call token stood where a key, value or bracket should be
         self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
@@ -300,21 +291,19 @@ class BraceKV(WireFormat):
     def detection_for(cls, spelling: BraceSpelling, rank: int) -> Detection:
         return Detection(rank=rank, markers=(spelling.call_open,), closers=(spelling.call_close,))
 
+    @functools.cached_property
     def patterns(self) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
         """(a bare value, a bare key, junk in an object, junk in a list): text up to the punctuation that ends one,
         never into a token."""
-        got = self.__dict__.get("_patterns")
-        if got is None:
-            sp = self.spelling
-            tokens = (sp.call_open, sp.call_close, sp.quote)
-            stop = "|".join(re.escape(t) for t in tokens)
-            firsts = re.escape("".join(sorted({t[0] for t in tokens})))
+        sp = self.spelling
+        tokens = (sp.call_open, sp.call_close, sp.quote)
+        stop = "|".join(re.escape(t) for t in tokens)
+        firsts = re.escape("".join(sorted({t[0] for t in tokens})))
 
-            def upto(ends: str) -> re.Pattern:  # (runs without a token's first character pass in one step)
-                return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
+        def upto(ends: str) -> re.Pattern:  # (runs without a token's first character pass in one step)
+            return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
-            got = self.__dict__["_patterns"] = (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"))
-        return got
+        return upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]")
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the family's reasoning block, or its closer alone (the opener may be in the
@@ -350,8 +339,11 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            got = self._split_read(text, m.end(), finder)
-            args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
+            if text.startswith("{}", m.end()):  # (no arguments: nothing to read)
+                args, pos = {}, m.end() + 2
+            else:
+                got = self._split_read(text, m.end(), finder)
+                args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
                 raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
@@ -359,7 +351,7 @@ class BraceKV(WireFormat):
             i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
 
-    # Kept beside the reader: without it, strict parses of calls with values are slower (bench_formats).
+    # Kept beside the reader: without it, reads of calls with values take twice as long (bench_formats, worst case).
     def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
         """``(arguments, where the closing token starts)`` of the object at ``brace``, at C speed: the text up to the
         call's closing token split at the quote tokens (the odd pieces are strings), bare keys quoted, the whole
@@ -383,8 +375,12 @@ class BraceKV(WireFormat):
         parts[2::3] = map(_json_string, parts[2::3])
         pieces[0::2] = "".join(parts).split("<")
         pieces[1::2] = map(_json_string, pieces[1::2])
-        value = _json_object("".join(pieces).rstrip())
-        return None if value is None else (value, close)
+        body = "".join(pieces).rstrip()
+        try:
+            value, stop = _FAST_DECODER.raw_decode(body)
+        except (ValueError, RecursionError):
+            return None
+        return (value, close) if type(value) is dict and stop == len(body) else None
 
     @functools.cached_property
     def _splits(self) -> bool:
@@ -435,13 +431,10 @@ class BraceKV(WireFormat):
         closing token or closing brace; with ``after_tag``, also anything ending like a token: ``>``, ``]``, ``|``)
         starts, or -1."""
         sp = self.spelling
-        pattern = self.__dict__.get("_bare")
-        if pattern is None:
-            pattern = self.__dict__["_bare"] = re.compile(rf"{re.escape(sp.keyword)}{NAME_PATTERN}\s*\{{")
         ends = ("\n", "}", sp.call_close, *((">", "]", "|") if after_tag else ()))
         open_cut = sp.call_open[:-1].lower()  # (the call token with its > lost, in any case)
         for _ in range(MAX_BARE_TRIES):
-            m = pattern.search(text, pos, len(text) if end is None else end)
+            m = self._bare_pattern.search(text, pos, len(text) if end is None else end)
             if m is None:
                 return -1
             before = text[max(0, m.start() - 64) : m.start()].rstrip(" \t")
@@ -449,6 +442,10 @@ class BraceKV(WireFormat):
                 return m.start()
             pos = m.end()
         return -1
+
+    @functools.cached_property
+    def _bare_pattern(self) -> re.Pattern:
+        return re.compile(rf"{re.escape(self.spelling.keyword)}{NAME_PATTERN}\s*\{{")
 
     def _respell(self, text: str, start: int, out: Lenient) -> str:
         """(lenient) The row's tokens written wrong (:func:`~refiner.formats.tags.tag_look_alike`) written as the
@@ -458,11 +455,10 @@ class BraceKV(WireFormat):
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
         if not tokens:
             return text
+        lead = r"[<\[]"
         found = self.__dict__.get("_look_alikes")
-        if found is None:
-            lead = r"[<\[]"
+        if found is None:  # (the bracket, then what may follow it: a storm of brackets fails there, once per bracket)
             alts = "|".join(f"(?:{tag_look_alike(t).pattern[len(lead):]})" for t in tokens)
-            # (the bracket, then what may follow it: a storm of brackets fails there, once per bracket)
             found = self.__dict__["_look_alikes"] = re.compile(rf"{lead}(?=/?\|?\s*[A-Za-z])(?:{alts})", re.IGNORECASE)
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
