@@ -129,6 +129,14 @@ def test_builtin_tool_calls_are_read_and_written_back():
         fmt.parse_strict('<|python_tag|>wolfram_alpha.call(query="x^2')
 
 
+def test_llama3_json_is_a_row_of_the_json_calls_grammar():
+    from refiner.formats import llama3
+    from refiner.formats.json_calls import JsonCalls
+
+    assert isinstance(L3, JsonCalls) and L3.spelling == llama3.SPELLING
+    assert L3.detection.bare and L3.detection.markers == (llama3.PYTHON_TAG,) and L3.tags == (llama3.PYTHON_TAG,)
+
+
 def test_the_joined_payload_reads_a_spelling_of_its_own():
     """The ``"joined"`` payload is spelt by its row: another tag, name and argument keys, and separator."""
     from refiner.formats.family import Family, make_row

@@ -170,7 +170,7 @@ CATALOG: tuple[Row, ...] = (
                sources=_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",
                                 "meta-llama-Llama-3.2-3B-Instruct.jinja 5816fce10444",
                                 "meta-llama-Llama-3.3-70B-Instruct.jinja e10ca381b1cc")),
-        llama3.Llama3Json, None),
+        JsonCalls, llama3.SPELLING),
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
