@@ -410,13 +410,19 @@ PLAIN_TOOLS = [
     {"name": "ping"},
     {"type": "function", "function": {"name": "log", "description": "Write a line.", "parameters": {
         "type": "object", "properties": {"line": {"type": "string"}}, "required": []}}},
+    {"name": "book", "parameters": {"type": "object", "properties": {
+        "guests": {"type": "array", "items": {"type": "string"}}, "where": {"type": "object", "properties": {
+            "town": {"type": "string", "minLength": 2}}, "required": ["town"]}, "notes": {"type": "object"},
+        "seat": {"type": ["string", "null"], "required": True}, "size": {"type": "integer", "minimum": 1}},
+        "required": ["guests"]}},
 ]
 NOT_PLAIN_TOOLS = [
     {"type": "function", "strict": True, "function": {"name": "a", "parameters": {"type": "object", "properties": {}}}},
-    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "minLength": 2}}}},
-    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "array"}}}},
-    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "str"}}}},
-    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "enum": "ab"}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}, "$defs": {"x": {}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "object",
+                                                                        "additionalProperties": True}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "maxLength": "long"}}}},
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}, "required": "x"}},
     {"name": "a", "parameters": {"type": "object", "properties": {}, "additionalProperties": True}},
     {"name": "a", "parameters": {"type": "object"}},

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
-from refiner.specs.schema import is_json_schema, normalise
+from refiner.specs.schema import is_json_schema, normalise, plain_schema
 from refiner.specs.types import TypeInfo, parse_type, type_of_values, union
 
 DIALECTS = (
@@ -425,11 +425,12 @@ _PLAIN_SCHEMA_KEYS = frozenset(("type", "properties", "required", "additionalPro
 _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
 
 
-def _plain_spec(d: Any, dialect: str) -> ToolSpec | None:
+def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | None:
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
-    {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``) whose parameters are
-    all of a plain JSON type (:func:`_plain_param`), as :func:`spec_from_dict` reads it, in one walk; ``None`` for any
-    other tool (the general reader then reads it)."""
+    {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, its schema one that
+    needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each
+    parameter of a plain JSON type read at once (:func:`_plain_param`), any other by :func:`read_param`; ``None``
+    for any other tool, or an error (the general reader then reads it)."""
     fn = d.get("function")
     if type(fn) is dict and "name" not in d:
         if not d.keys() <= _WRAPPER_KEYS:
@@ -455,19 +456,32 @@ def _plain_spec(d: Any, dialect: str) -> ToolSpec | None:
         if type(props) is not dict or (req is not None and (type(req) is not list or not all(
                 type(r) is str for r in req))):
             return None
+        ctx: Ctx | None = None  # (made at the first parameter that is not plain)
+        flagged: list[str] = []  # parameters that say they are required
         for key, value in props.items():
             p = _plain_param(value) if type(value) is dict and value.keys() <= _PLAIN_KEYS else None
             if p is None:
-                return None
+                if ctx is None:
+                    if not plain_schema(schema):
+                        return None
+                    ctx = Ctx(dialect, index, name)
+                try:
+                    p, flag, _ = read_param(ctx, f"parameters.properties.{key}", value)
+                except SpecError:
+                    return None
+                if flag:
+                    flagged.append(key)
             params[key] = p
-        if req:
-            required = tuple(dict.fromkeys(req))
-    return ToolSpec(name, description or "", params, required, {}, dialect=dialect, extra=extra)
+        if req is not None:
+            required = tuple(dict.fromkeys(req)) + tuple(r for r in flagged if r not in req)
+        else:
+            required = tuple(flagged)
+    return ToolSpec(name, description or "", params, tuple(dict.fromkeys(required)), {}, dialect=dialect, extra=extra)
 
 
 def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
     """One tool dict in ``dialect`` → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
-    spec = _plain_spec(d, dialect) if dialect in _PLAIN_DIALECTS and type(d) is dict else None
+    spec = _plain_spec(d, dialect, index) if dialect in _PLAIN_DIALECTS and type(d) is dict else None
     return spec if spec is not None else _read_spec(d, dialect, index)
 
 

@@ -150,7 +150,7 @@ def is_json_schema(value: Any) -> bool:
 _REWRITTEN = frozenset(("$ref", "allOf", "anyOf", "oneOf", "$defs", "definitions", "patternProperties"))
 
 
-def _plain(schema: Mapping[str, Any]) -> bool:
+def plain_schema(schema: Mapping[str, Any]) -> bool:
     """Whether a schema needs no rewriting: an object with properties, and no reference, combinator, boolean schema
     or open-ended properties anywhere (at most :data:`MAX_NODES` nodes looked at)."""
     if schema.get("type") not in ("object", "dict"):
@@ -189,7 +189,7 @@ def normalise(schema: Any) -> tuple[Any, list[str], bool]:
     merged (see the module docstring); the notes say what was read otherwise than as written; ``free_form``: the
     tool takes any arguments. A value that is not a schema is returned as it is (the dialect reader reports it)."""
     if type(schema) is dict or isinstance(schema, Mapping):  # (a dict told first: the ABC check is slower)
-        if _plain(schema):  # (the common case: read as it is)
+        if plain_schema(schema):  # (the common case: read as it is)
             return schema, [], False
     elif not isinstance(schema, bool):
         return schema, [], False
