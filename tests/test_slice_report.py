@@ -111,3 +111,12 @@ def test_every_seed_has_both_curves(log):
     assert len(train) >= 10 and all(-2 <= r <= 2 for _, r in train)
     assert len(val) >= 2 and all(0 <= a <= 1 for _, a in val)
     assert [s for s, _ in val] == sorted(s for s, _ in val)
+
+
+def test_kept_seeds_table_is_what_the_report_builds(tmp_path):
+    """docs/slice-seeds/seeds.md, the table docs/training.md cites, is the report of the kept per-prompt results."""
+    pytest.importorskip("matplotlib")
+    for name in ("prompts.jsonl", *(p.name for p in SEEDS_DOCS.glob("metrics-seed-*.jsonl"))):
+        (tmp_path / name).write_bytes((SEEDS_DOCS / name).read_bytes())
+    report(tmp_path)
+    assert (tmp_path / "seeds.md").read_text(encoding="utf-8") == (SEEDS_DOCS / "seeds.md").read_text(encoding="utf-8")
