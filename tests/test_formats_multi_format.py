@@ -1,22 +1,39 @@
-"""The rows of SGLang's multi_format parser (one parser, a layout per request's ``tool_format``): its ``minimax``
-layout is a row of the XML grammar. It shares its section tag ``<tool_calls>`` with other rows (MiniMax's JSON lines,
-Jamba, Hunyuan), is told from them by what follows the tag, and leaves their texts to them."""
+"""The rows of SGLang's multi_format parser (one parser, a layout per request's ``tool_format``): its ``gptoss``
+layout is a row of the named-JSON grammar, its ``minimax`` layout a row of the XML grammar. Each shares its outer tag
+with other rows (``<tool_call>``: Hermes, GLM, Qwen3-Coder; ``<tool_calls>``: MiniMax's JSON lines, Jamba, Hunyuan);
+each is told from them by what follows the tag, and leaves their texts to them."""
 
 from __future__ import annotations
+
+import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.pipeline import Refiner
 
+GPTOSS = formats.get("multi_format_gptoss")
 MINIMAX = formats.get("multi_format_minimax")
 CALLS = [ToolCall("water_plants", {"zone": "north", "litres": 12.5}), ToolCall("log_event", {"tags": ["a", 1]})]
 
 
-def test_a_rendered_turn_is_detected_as_its_row_and_reads_back():
-    text = MINIMAX.render(CALLS)
-    assert formats.detect_format(text) == MINIMAX.name and MINIMAX.parse_strict(text) == CALLS
+@pytest.mark.parametrize("fmt", [GPTOSS, MINIMAX], ids=lambda f: f.name)
+def test_a_rendered_turn_is_detected_as_its_row_and_reads_back(fmt):
+    text = fmt.render(CALLS)
+    assert formats.detect_format(text) == fmt.name and fmt.parse_strict(text) == CALLS
     res = Refiner().refine({"upstream": "Watering now.\n" + text})
-    assert res["format"] == MINIMAX.name and [c["name"] for c in res["calls"]] == ["water_plants", "log_event"]
+    assert res["format"] == fmt.name and [c["name"] for c in res["calls"]] == ["water_plants", "log_event"]
+
+
+def test_the_gptoss_layout_and_the_rows_sharing_its_tag_keep_their_texts():
+    gpt = '<tool_call>to=functions.water_plants json\n{"zone": "east"}\n</tool_call>'
+    hermes = '<tool_call>\n{"name": "water_plants", "arguments": {"zone": "east"}}\n</tool_call>'
+    glm = "<tool_call>water_plants\n<arg_key>zone</arg_key>\n<arg_value>east</arg_value>\n</tool_call>"
+    assert [formats.detect_format(t) for t in (gpt, hermes, glm)] == ["multi_format_gptoss", "hermes", "glm45"]
+    # its closing tag lost: still this row, the call read
+    res = Refiner().refine({"upstream": gpt.removesuffix("</tool_call>")})
+    assert res["format"] == "multi_format_gptoss" and res["calls"][0]["arguments"] == {"zone": "east"}
+    with pytest.raises(formats.FormatError):
+        GPTOSS.parse_strict("<tool_call>to=functions.water plants json\n{}\n</tool_call>")
 
 
 def test_the_minimax_layout_and_the_rows_sharing_its_section_keep_their_texts():

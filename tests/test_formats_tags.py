@@ -128,3 +128,14 @@ def test_a_token_storm_is_looked_at_up_to_the_counted_bound():
     got = tags.respell_tokens(text, DEEPSEEK)
     # the first look-alike is inside the bound, the two after it are not
     assert got == "<｜tool▁sep｜>" * tags.MAX_SCANNED + spelt * 2
+
+
+@pytest.mark.parametrize("word", ["functıon", "ſtart", "tool_\u212aey"])
+def test_a_letter_that_matches_only_by_case_folding_is_not_a_tag_word(word):
+    """Python's case-insensitive matching pairs ı with i, ſ with s and the Kelvin sign with k; such a spelling is not a
+    tag word of the format, and reading it is no internal error."""
+    from refiner import formats
+
+    text = f"<zyphra_tool_call>\n<{word}=f>\n<parameter=a>1</parameter>\n</{word}>\n</zyphra_tool_call>"
+    got = formats.get("zaya_xml").parse_lenient(text)
+    assert "internal" not in [p.code for p in got.problems]

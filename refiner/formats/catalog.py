@@ -159,6 +159,12 @@ CATALOG: tuple[Row, ...] = (
         Family("step_audio_2", 'Step-Audio 2: <tool_call>function\\nNAME\\n{...}</tool_call> per call',
                models=("stepfun-ai/Step-Audio-2-mini",), sources=(VLLM + "step_audio_2_tool_parser.py",)),
         NamedJson, NamedSpelling(None, None, "<tool_call>function\n", "\n", "</tool_call>", call_marker=True)),
+    Row(
+        Family("multi_format_gptoss", "SGLang multi_format, tool_format gptoss: <tool_call>to=functions.NAME json\\n{...}"
+               "\\n</tool_call> per call (harmony's recipient and JSON in Hermes' tags)",
+               sources=(SGLANG + "multi_format_detector.py (_GPTOSS_BLOCK)",)),
+        NamedJson, NamedSpelling(None, None, "<tool_call>to=functions.", " json\n", "\n</tool_call>", joiner="\n",
+                                 call_marker=True)),
     Row(Family('openai', 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", '
                '"arguments": "<JSON>"}}]}'),
         openai.OpenAI, None),

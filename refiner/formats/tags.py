@@ -177,7 +177,9 @@ class Speller:
         return self._fuzzy(m.start(), m.end(), m.group(5), m.group(6), m.group(7), budget)
 
     def _spelt(self, text: str, m: re.Match) -> Hit | None:
-        word = self._cores[letters(m.group(3))]
+        word = self._cores.get(letters(m.group(3)))
+        if word is None:  # matched only through a letter case-folding pairs with another (ı~i, ſ~s, K~k)
+            return None
         end = m.group(4)
         if end is None:  # no closing ">": more text must follow, and not run on into a longer tag word
             run = _RUN.match(text, m.end()).end()
