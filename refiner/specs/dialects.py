@@ -144,14 +144,11 @@ def _plain_param(value: dict[str, Any]) -> Param | None:
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
     enum = value.get("enum")
-    if enum is not None:
-        if type(enum) is list:
-            enum = tuple(enum)
-        elif type(enum) is not tuple:
-            return None
+    if enum is not None and type(enum) is not list and type(enum) is not tuple:
+        return None
     if "default" not in value:
-        return Param.plain(ptype, desc, enum)
-    return Param.plain(ptype, desc, enum, value["default"], True)
+        return Param.of(type=ptype, description=desc, enum=enum)
+    return Param.of(type=ptype, description=desc, enum=enum, default=value["default"], has_default=True)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -426,6 +423,8 @@ _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
 
 
 def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | None:
+    # A second reader beside _read_spec, for speed (every request's tools are read from dicts: bench_refine_peer
+    # shows the gain); tests/test_specs.py checks that both give the same spec.
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
     {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, its schema one that
     needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each

@@ -79,19 +79,6 @@ class Param:
         p.__post_init__()
         return p
 
-    @classmethod
-    def plain(cls, type: str, description: str | None, enum: tuple[Any, ...] | None, default: Any = None,
-              has_default: bool = False) -> Param:
-        """A parameter of a JSON type other than ``null`` with only these fields, as ``Param.of`` builds it (``enum``
-        a tuple or None, ``has_default`` true when ``default`` is not None: the constructor's checks hold)."""
-        p = object.__new__(cls)
-        d = p.__dict__
-        d.update(_BLANK_PARAM)
-        d["properties"], d["extra"], d["type"], d["description"], d["enum"] = {}, {}, type, description, enum
-        if has_default:
-            d["default"], d["has_default"] = default, True
-        return p
-
     def to_json_schema(self) -> dict[str, Any]:
         """This parameter as a JSON Schema object (nullable types as ``["t", "null"]``)."""
         out: dict[str, Any] = {}
