@@ -61,50 +61,18 @@ class RecordFormat(base.WireFormat):
     record: ClassVar[Record]
     description = "tool calls read and written from a record derived from a chat template"
 
-    # ---- literals -------------------------------------------------------------------------------------------
-
-    @classmethod
-    def _cores(cls) -> dict[str, str]:
-        r = cls.record
-        cores: dict[str, Any] = {k: getattr(r, k).strip() for k in ("section_start", "section_end", "call_end", "call_sep",
-                                                  "name_suffix", "key_prefix", "key_suffix", "value_suffix",
-                                                  "arg_sep", "id_suffix")} | {"opener": r.opener.strip()}
-        cores["typing"] = ()
-        if r.key_suffix_typed:
-            a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
-            n = len(os.path.commonprefix((a, b)))
-            cores["typing"] = (a[:n], a[n:], b[n:])
-        return cores
-
-    @classmethod
-    def tags_for(cls, record: Record) -> tuple[str, ...]:
-        parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,
-                 record.value_suffix, record.call_end, record.section_end)
-        return tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
-
-    @classmethod
-    def markers_for(cls, record: Record) -> tuple[str, ...]:
-        first = record.section_start.strip() or record.opener.strip()
-        return (first,) if first else ()
-
     # ---- reading --------------------------------------------------------------------------------------------
 
     def _start(self, text: str) -> int:
         """Where the answer starts: after the family's reasoning block (or its closer alone, when the generation
         prompt opened the block)."""
         r = self.record
-        close = r.reasoning_end.strip()
-        if not close:
-            return 0
-        k = text.find(close)
+        close, opener = r.reasoning_end.strip(), r.reasoning_start.strip()
+        k = text.find(close) if close else -1
         if k < 0:
             return 0
-        opener = r.reasoning_start.strip()
-        head = text[: k]
         opened = opener and text.startswith(opener, skip_blanks(text, 0))
-        if r.prompt_opens_reasoning or opened or opener not in head:
-            return k + len(close)
-        return 0
+        return k + len(close) if r.prompt_opens_reasoning or opened or opener not in text[:k] else 0
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         if not isinstance(text, str):
@@ -120,8 +88,7 @@ class RecordFormat(base.WireFormat):
         calls, _stop, cut = self._read(text, strict=False, out=out)
         out.calls.extend(calls)
         if cut is not None:
-            index, name, args = cut
-            out.mark_cut(index, name, args)
+            out.mark_cut(*cut)
 
     def _read(self, text: str, strict: bool, out: base.Lenient | None = None):
         c = self._c
@@ -133,14 +100,10 @@ class RecordFormat(base.WireFormat):
             if out is not None:
                 out.note("missing_tag", f"no {first!r}: no call")
             return calls, _Stop("the section or call opener is missing", 0), None
-        pos = at
-        if c["section_start"]:
-            pos = at + len(c["section_start"])
+        pos = at + len(c["section_start"])
         shape = self.record.shape
-        cut = None
-        attempts = failed = 0
-        while attempts < MAX_RECOVERED_ITEMS:
-            attempts += 1
+        failed = 0
+        for _ in range(MAX_RECOVERED_ITEMS):
             try:
                 if shape == "json_list":
                     got, pos = self._json_list(text, pos)
@@ -151,14 +114,11 @@ class RecordFormat(base.WireFormat):
             except _Stop as e:
                 if strict:
                     return calls, e, None
+                if e.cut and e.partial is None:
+                    return calls, None, (None, None, {})
                 if e.cut:
-                    partial = e.partial
-                    if partial is not None:
-                        calls.append(partial)
-                        cut = (len(calls) - 1, partial.name, dict(partial.arguments))
-                    else:
-                        cut = (None, None, {})
-                    return calls, None, cut
+                    calls.append(e.partial)
+                    return calls, None, (len(calls) - 1, e.partial.name, dict(e.partial.arguments))
                 failed += 1
                 if failed <= base.MAX_NOTES:
                     out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
@@ -190,16 +150,15 @@ class RecordFormat(base.WireFormat):
                 return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
             elif out is not None and calls:
                 out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
-        return calls, None, cut
+        return calls, None, None
 
-    def _expect(self, text: str, pos: int, lit: str, what: str) -> int:
+    def _expect(self, text: str, pos: int, lit: str, what: str, partial: ToolCall | None = None) -> int:
         if not lit:
             return pos
         p = skip_blanks(text, pos)
         if text.startswith(lit, p):
             return p + len(lit)
-        cut = _cut_inside(text, p, lit)
-        raise _Stop(f"{lit!r} expected {what}", p, cut)
+        raise _Stop(f"{lit!r} expected {what}", p, _cut_inside(text, p, lit), partial)
 
     def _call(self, text: str, pos: int, find: Finder) -> tuple[ToolCall, int]:
         c, r = self._c, self.record
@@ -212,20 +171,13 @@ class RecordFormat(base.WireFormat):
             if r.id_position == "after_name":
                 pos = self._id(text, pos, find, name)
             if r.shape == "json_args":
-                pos = skip_blanks(text, pos)
-                args, pos = self._json(text, pos, f"the arguments of {name}")
+                args, pos = self._json(text, skip_blanks(text, pos), f"the arguments of {name}")
                 if not isinstance(args, dict):
                     raise _Stop(f"the arguments of {name} are not an object", pos)
             else:
                 args, pos = self._pairs(text, pos, find, name)
             call = ToolCall(name, args)
-        try:
-            pos = self._expect(text, pos, c["call_end"], f"to close the call to {call.name}")
-        except _Stop as e:
-            if e.cut:
-                e.partial = call
-            raise
-        return call, pos
+        return call, self._expect(text, pos, c["call_end"], f"to close the call to {call.name}", call)
 
     def _name(self, text: str, pos: int, find: Finder) -> tuple[str, int]:
         c, r = self._c, self.record
@@ -283,14 +235,13 @@ class RecordFormat(base.WireFormat):
         return ToolCall(name, args)
 
     def _json_list(self, text: str, pos: int) -> tuple[list[ToolCall], int]:
-        pos = skip_blanks(text, pos)
-        value, end = self._json(text, pos, "the calls")
+        value, end = self._json(text, pos := skip_blanks(text, pos), "the calls")
         if not isinstance(value, list):
             raise _Stop("the calls are not a JSON list", pos)
         return [self._call_of(v, pos) for v in value], end
 
     def _pairs(self, text: str, pos: int, find: Finder, name: str) -> tuple[dict[str, Any], int]:
-        c, _r = self._c, self.record
+        c = self._c
         args: dict[str, Any] = {}
         while True:
             p = skip_blanks(text, pos)
@@ -363,16 +314,10 @@ class RecordFormat(base.WireFormat):
             except ValueError as e:
                 raise _Stop(f"the value of {key}: {e}", q, q >= len(text) or "not closed" in str(e)) from None
             return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
-        if c["value_suffix"]:
-            end = find.next(c["value_suffix"], p)
-            if end < 0:
-                raise _Stop(f"the value of {key} is not closed", p, True)
-            after = end + len(c["value_suffix"])
-        else:
-            end = self._raw_end(text, p, find)
-            if end < 0:
-                raise _Stop(f"the value of {key} is not closed", p, True)
-            after = end
+        end = find.next(c["value_suffix"], p) if c["value_suffix"] else self._raw_end(text, p, find)
+        if end < 0:
+            raise _Stop(f"the value of {key} is not closed", p, True)
+        after = end + len(c["value_suffix"])
         raw = text[p:end].strip()
         if c["typing"] and not typed:
             return raw, after  # the typing attribute says: a string, as written
@@ -460,18 +405,13 @@ class RecordFormat(base.WireFormat):
                 raise self.render_error(f"call #{i}: {key}: {e}") from None
             if r.key_suffix_typed and isinstance(value, str):
                 text = value
-            if isinstance(value, str) and self._raw_stops(text):
+            stops = (c["value_suffix"],) if c["value_suffix"] else self._raw_ends
+            if isinstance(value, str) and any(e in text for e in stops):
                 raise self.render_error(f"call #{i}: the value of {key} holds the text that ends a value")
-        suffix = r.key_suffix_typed if r.key_suffix_typed and not isinstance(value, str) else r.key_suffix
-        if r.key_suffix_typed and not isinstance(value, str):
+        typed = r.key_suffix_typed and not isinstance(value, str)
+        if typed:
             text = self._dumps(value)
-        return r.key_prefix + key + suffix + text + r.value_suffix
-
-    def _raw_stops(self, text: str) -> bool:
-        c = self._c
-        if c["value_suffix"]:
-            return c["value_suffix"] in text
-        return any(e in text for e in self._raw_ends)
+        return r.key_prefix + key + (r.key_suffix_typed if typed else r.key_suffix) + text + r.value_suffix
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
         if self.record.strings in ("json", "quoted"):  # the family says which values are strings
@@ -482,6 +422,18 @@ class RecordFormat(base.WireFormat):
 def _cut_inside(text: str, p: int, lit: str) -> bool:
     """Whether the text ends at ``p`` inside ``lit`` (what is left of it is the start of ``lit``)."""
     return len(text) - p < len(lit) and lit.startswith(text[p:])
+
+
+def _cores(r: Record) -> dict[str, Any]:
+    """The record's literals without surrounding blanks; ``typing``: the key suffix's common head, then its rest for a
+    string and for a typed value, when the record types values by a key attribute."""
+    names = ("section_start", "section_end", "call_end", "call_sep", "name_suffix", "key_prefix", "key_suffix",
+             "value_suffix", "arg_sep", "id_suffix", "opener")
+    cores: dict[str, Any] = {k: getattr(r, k).strip() for k in names}
+    a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
+    n = len(os.path.commonprefix((a, b)))
+    cores["typing"] = (a[:n], a[n:], b[n:]) if r.key_suffix_typed else ()
+    return cores
 
 
 def _raw_ends(record: Record) -> tuple[str, ...]:
@@ -503,20 +455,21 @@ def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
     from (the docs table, ``formats derive``)."""
     if not record.complete:
         raise ValueError(f"an incomplete record: {'; '.join(record.missing) or 'no shape'}")
-    reasoning = ((record.reasoning_start.strip(), record.reasoning_end.strip()),) \
-        if record.reasoning_start.strip() and record.reasoning_end.strip() else (("<think>", "</think>"),)
+    reasoning = (record.reasoning_start.strip(), record.reasoning_end.strip())
+    first = record.section_start.strip() or record.opener.strip()
+    parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,
+             record.value_suffix, record.call_end, record.section_end)
     attrs = {
         "name": name,
         "description": f"tool calls as the chat template {source or '(given)'} writes them (a derived record)",
         "record": record,
-        "tags": RecordFormat.tags_for(record),
-        "detection": base.Detection(rank=DERIVED_RANK, markers=RecordFormat.markers_for(record)),
-        "reasoning": reasoning,
+        "tags": tuple(dict.fromkeys(p.strip() for p in parts if p.strip())),
+        "detection": base.Detection(rank=DERIVED_RANK, markers=(first,) if first else ()),
+        "reasoning": (reasoning,) if all(reasoning) else (("<think>", "</think>"),),
         "example": "(rendered below)",
-        "_c": {},
+        "_c": _cores(record),
         "_raw_ends": _raw_ends(record),
     }
     cls = type(f"RecordFormat_{name}", (RecordFormat,), attrs)
-    cls._c = cls._cores()
     cls.example = cls().render(list(EXAMPLE_CALLS))
     return cls()

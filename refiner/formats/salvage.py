@@ -177,18 +177,19 @@ class _Scan(SiteReader):
         self.fences = list(zip(marks[::2], marks[1::2]))
         self.claimed: list[tuple[int, int]] = []
         self.last: Site | None = None  # the last site the left-to-right scan read
-        self._spaced = self._spaced_names()
+        # offered names that are not identifiers (raw ToolACE writes ``Get Stock Price``), as one pattern
+        odd = sorted((n for n in offered or () if n and not CALL.fullmatch(n + "(")), key=len, reverse=True)[:200]
+        self._spaced = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, odd)) + r")[ \t]*\(") if odd else None
 
     def in_fence(self, pos: int) -> bool:
         k = bisect.bisect_right(self.fences, (pos, len(self.text) + 1)) - 1
         return k >= 0 and self.fences[k][0] <= pos < self.fences[k][1]
 
-    def line_of(self, pos: int) -> int:
-        return self.text.count("\n", 0, pos) + 1
-
-    def site(self, start: int, end: int, calls: list[ToolCall], kind: str, fmt: str | None, where: str,
-             structured: bool = True, by_names: bool = False) -> Site:
-        return Site(start, end, calls, kind, fmt, structured, where, self.line_of(start), by_names=by_names)
+    def add(self, start: int, end: int, calls: list[ToolCall], kind: str, fmt: str | None, where: str,
+            structured: bool = True, by_names: bool = False) -> None:
+        self.last = Site(start, end, calls, kind, fmt, structured, where, self.text.count("\n", 0, start) + 1,
+                         by_names=by_names)
+        self.sites.append(self.last)
 
     def placed(self, start: int) -> str:
         return "after prose" if self.text[self.at : start].strip() else "at the start"
@@ -245,8 +246,14 @@ class _Scan(SiteReader):
                 if found:
                     chosen[fmt.name] = (fmt, self.at, found[0])
                     break
-        if not chosen and self.offered:  # no tag at all: calls told by the offered tools' names alone
-            self.untagged(table.reading_untagged)
+        if not chosen and self.offered:  # no tag at all: the first format reading calls by the offered tools' names
+            for fmt in table.reading_untagged:
+                got = fmt.read_untagged(self.text, self.at, self.offered)
+                if got is not None:
+                    start, end, calls = got
+                    self.add(start, end, calls, f"untagged call ({fmt.name})", fmt.name, self.placed(start))
+                    self.claimed.append((start, end))
+                    break
         regions = sorted(chosen.values(), key=lambda t: t[1])
         if len(regions) > MAX_TAGGED_FORMATS:
             self.notes.append(f"markers of {len(regions)} formats: only the first {MAX_TAGGED_FORMATS} were read")
@@ -274,7 +281,7 @@ class _Scan(SiteReader):
             calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else self.placed(start)
-                self.sites.append(self.site(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, where))
+                self.add(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, where)
             # a call the format read as cut, or whose id names no tool (Kimi-K2's functions.invalid.0), is no other
             # reader's to take
             if calls or cut is not None or any(p.code == "unnamed_call" for p in got.problems):
@@ -286,28 +293,16 @@ class _Scan(SiteReader):
         found, notes, self.name_hits = calls_by_names(self.text, self.at, self.offered or {}, self.claimed)
         self.notes.extend(notes)
         for f in found:
-            self.add(self.site(f.start, f.end, [f.call], f"{KIND} ({f.how})", None, self.placed(f.start),
-                               by_names=True))
+            self.add(f.start, f.end, [f.call], f"{KIND} ({f.how})", None, self.placed(f.start), by_names=True)
         if found:
             self.notes.append(f"{len(found)} call(s) found only by the offered tool and parameter names, in markup "
                               "no format knows")
-
-    def untagged(self, fmts: Sequence[WireFormat]) -> None:
-        """One site: the first of ``fmts`` that reads calls in a text holding none of its tags, by the offered
-        tools."""
-        for fmt in fmts:
-            got = fmt.read_untagged(self.text, self.at, self.offered)
-            if got is not None:
-                start, end, calls = got
-                self.sites.append(self.site(start, end, calls, f"untagged call ({fmt.name})", fmt.name,
-                                            self.placed(start)))
-                self.claimed.append((start, end))
-                return
 
     # -- the scan for calls and call objects ------------------------------------------------------------------
 
     def scan(self) -> None:
         text, pos = self.text, self.at
+        self.last = None  # (a call right after a tagged region is not structured by it)
         call_m: re.Match | None = None
         calls_left, obj_at = True, -2  # -1: no "{" after pos; each search runs again only once passed
         while pos < len(text) and self.budget_left():
@@ -329,18 +324,8 @@ class _Scan(SiteReader):
 
     def _next_call(self, pos: int) -> re.Match | None:
         m = _next_call_match(self.text, pos)
-        if self._spaced is not None:
-            s = self._spaced.search(self.text, pos)
-            if s is not None and (m is None or s.start() < m.start()):
-                return s
-        return m
-
-    def _spaced_names(self) -> re.Pattern | None:
-        """Offered names that are not identifiers (raw ToolACE writes ``Get Stock Price``), as one pattern."""
-        odd = sorted((n for n in self.offered or () if n and not CALL.fullmatch(n + "(")), key=len, reverse=True)
-        if not odd:
-            return None
-        return re.compile(r"(?<![\w.])(" + "|".join(re.escape(n) for n in odd[:200]) + r")[ \t]*\(")
+        s = self._spaced.search(self.text, pos) if self._spaced is not None else None
+        return s if s is not None and (m is None or s.start() < m.start()) else m
 
     def context(self, start: int) -> tuple[bool, str, bool]:
         """``(structured, description, in a list)`` for a call or object starting at ``start``."""
@@ -364,10 +349,6 @@ class _Scan(SiteReader):
         return False, "in prose", False
 
     # -- collecting -----------------------------------------------------------------------------------------
-
-    def add(self, site: Site) -> None:
-        self.sites.append(site)
-        self.last = site
 
     def result(self) -> Salvage:
         sites = sorted(self.sites, key=lambda s: s.start)

@@ -1,12 +1,5 @@
-"""Reading one site of :mod:`refiner.formats.salvage`'s grammar into calls: a pythonic call ``NAME(args)`` (also
-quoted as a string), or the object at a ``{`` (JSON, a Python dict literal, or repaired) as a call object, a message
-a bare format claims, a ``{NAME: {...}}`` keyed by offered tools, the arguments of a ``("NAME", {...})`` pair or of the
-``NAME{...}`` before it; and tool names resolved against the offered ones (:func:`resolve`).
-
-:class:`SiteReader` is the part of salvage's scan that reads a site; the scan (``salvage._Scan``) keeps the state and
-the budgets it charges (:data:`AST_BUDGET` characters parsed, bracket matching), and tells where a site stands
-(``context``).
-"""
+"""Reading one site of :mod:`refiner.formats.salvage`'s grammar into calls (:class:`SiteReader`), and tool names
+resolved against the offered ones (:func:`resolve`)."""
 
 from __future__ import annotations
 
@@ -88,17 +81,10 @@ def resolve(name: str, offered: Mapping[str, Any]) -> tuple[str, str | None]:
 
 
 class SiteReader:
-    """The site readers of salvage's scan. The scan provides ``text``, ``at`` (where the answer starts), ``offered``,
-    the counters ``scanned``, ``parsed``, ``unreadable``, ``notes``, and ``context``, ``site``, ``add``,
-    ``match_paren``, ``in_fence``, ``placed``. Each reader returns where scanning goes on."""
-
-    text: str
-    at: int
-    offered: Mapping[str, Any] | None
-    scanned: int
-    parsed: int
-    unreadable: int
-    notes: list[str]
+    """The site readers of salvage's scan (``salvage._Scan``), which keeps the state and the budgets they charge:
+    ``text``, ``at`` (where the answer starts), ``offered``, the counters ``scanned``, ``parsed`` (at most
+    :data:`AST_BUDGET`), ``unreadable``, ``notes``, ``sites``, and ``context``, ``add``, ``match_paren``,
+    ``in_fence``, ``placed``. Each reader returns where scanning goes on."""
 
     def call_site(self, m: re.Match) -> int:
         """Reads the call whose name ``m`` matched; returns where scanning goes on."""
@@ -131,7 +117,7 @@ class SiteReader:
         call = self.read_call(name, hit, args_src, structured, cut=not closed, listed=listed)
         if call is None:
             return m.end()
-        self.add(self.site(start, end, [call], "pythonic call", _pythonic_format(), where, structured))
+        self.add(start, end, [call], "pythonic call", _pythonic_format(), where, structured)
         return end
 
     def sentence_follows(self, end: int) -> bool:
@@ -164,8 +150,7 @@ class SiteReader:
         call = self.read_call(name, hit, inner[c.end() : -1], structured, cut=False, listed=listed)
         if call is None:
             return None
-        self.add(self.site(q, m.end(), [call], "pythonic call quoted as a string", _pythonic_format(), where,
-                           structured))
+        self.add(q, m.end(), [call], "pythonic call quoted as a string", _pythonic_format(), where, structured)
         return m.end()
 
     def read_call(
@@ -255,7 +240,7 @@ class SiteReader:
                 except (TypeError, ValueError):
                     calls = []
                 if calls:
-                    self.add(self.site(at, end, calls, f"JSON message ({fmt.name})", fmt.name, where))
+                    self.add(at, end, calls, f"JSON message ({fmt.name})", fmt.name, where)
                     return end
         name = _object_name(value)
         if name is None:
@@ -275,7 +260,7 @@ class SiteReader:
             if hit is not None and resolved != call.name:
                 call = ToolCall(resolved, call.arguments, call.outputs)
         fmt_name = next((f.name for f in table.claiming_values if f.claims_value(value)), None)
-        self.add(self.site(at, end, [call], "JSON call object", fmt_name, where))
+        self.add(at, end, [call], "JSON call object", fmt_name, where)
         return end
 
     def keyed_object(self, at: int, end: int, value: dict, where: str) -> int:
@@ -286,7 +271,7 @@ class SiteReader:
         if any(h is None for h in hits):
             return at + 1
         calls = [self.args_call(h, v) for h, v in zip(hits, value.values())]
-        self.add(self.site(at, end, calls, "tool name keyed object", None, where))
+        self.add(at, end, calls, "tool name keyed object", None, where)
         return end
 
     def pair_object(self, at: int, end: int, value: dict) -> int | None:
@@ -303,8 +288,8 @@ class SiteReader:
         name = resolve(m.group(2).replace("\\_", "_"), self.offered)[1]
         if name is None:
             return None
-        self.add(self.site(m.start(), tail.end(), [self.args_call(name, value)], "name and arguments pair", None,
-                           where if structured else "in a list"))
+        self.add(m.start(), tail.end(), [self.args_call(name, value)], "name and arguments pair", None,
+                 where if structured else "in a list")
         return tail.end()
 
     def args_call(self, name: str, args: dict) -> ToolCall:
@@ -366,7 +351,7 @@ class SiteReader:
             name, hit = resolve(written[len(_V3_TYPE) :], self.offered)
         if self.offered is not None and hit is None:
             return None
-        self.add(self.site(start, end, [self.args_call(hit or name, value)], "named JSON arguments", None, where))
+        self.add(start, end, [self.args_call(hit or name, value)], "named JSON arguments", None, where)
         return end
 
     def _object_value(self, at: int, problems: list[Problem]) -> tuple[Any, int]:
