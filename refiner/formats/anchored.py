@@ -1,43 +1,30 @@
-"""Calls in markup no row knows, read by the structure the text itself repeats around the offered tools' names.
+"""Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names.
 
-With tools offered and no format reading a call, a model that writes its own markup still writes every call the same
-way: the same text before each tool name, the same text before each parameter name, between each key and its value,
-and after each value. :func:`anchored_calls` learns those literals from the text (nothing is known beforehand: no tag,
-no token, no layout) and reads the calls they delimit:
+With tools offered and no format reading a call, :func:`anchored_calls` learns from the text (nothing is known
+beforehand: no tag, no token, no layout) what every call writes the same way, and reads the calls it delimits:
 
-- *anchors*: each offered tool name written as a whole token (not inside a longer name), and after it, up to the
-  next anchor, the first occurrence of each of that tool's parameter names as a whole token;
-- a tool name inside a JSON object (``{"op": "get_weather", "with": {...}}``): the object is the call when one of
-  its other keys holds an object (or a JSON text of one) whose keys are all the tool's parameters; every such call of
-  the text must use the same two keys;
-- otherwise the literals: *key prefix* (the text every key follows), *key suffix* (the text every key is followed
-  by, up to where values differ), *value end* (the text every value is followed by, when values end their line);
-  a value is what lies between its key suffix and the value end (a JSON value when it is exactly one; a string when
-  it is written between a quote token of two or more characters and the same token, its mirror or its closing tag:
-  ``~"Paris"~``);
-- a call id may stand between the name and the arguments: the text there may differ from call to call in one
-  token (``NAME @c1 ::``, ``NAME @c2 ::``), between literals that hold markup.
+- a tool name inside a JSON object (``{"op": "get_weather", "with": {...}}``) is a call when another key holds an
+  object (or a JSON text of one) of the tool's parameters, every such call under the same two keys;
+- a tool name followed on its line, after the same markup for every call, by one JSON object of its parameters;
+- otherwise the literals before each tool name, before each of its parameter names (each first occurrence as a whole
+  token up to the next name), after each key up to where values differ, and after each value. A value is JSON when it
+  is exactly one, a string when it stands between a quote token of two or more characters and the token that closes
+  it (:func:`quote_closers`: ``~"Paris"~``), else text. A call id may stand between the name and the arguments
+  (``NAME @c1 ::``, ``NAME @c2 ::``).
 
-What makes such a structure a call and not prose (nothing is read otherwise):
+Nothing is read as a call unless it is markup: two keys or more share the key literals; the key suffix, and the text
+before each tool name (the same before every call), hold a character other than a letter, digit or space; every key
+starts its line or follows such a literal; a key with nothing after it reads nothing; only the tool's own parameters
+are read. Each call carries the literals learned (``how``).
 
-- the key/value structure repeats: at least two keys, in all, written with the same key prefix and key suffix;
-- the key suffix holds a character other than a letter, digit or space (``: ``, `` := ``, ``">``), and every key
-  starts its line or follows a key prefix holding such a character;
-- the text before each tool name on its line holds such a character too (markup: ``@@tool ``, ``<act:call fn="``),
-  and is the same before every call;
-- every value is written (a key with nothing after it reads nothing), and only the tool's own parameters are read.
-
-Every call read so is reported, with the literals learned (:class:`~refiner.formats.markup.Found`'s ``how``).
-
-Cost: one search for the offered names over the text (at most :data:`MAX_HITS` examined), one search for a tool's
-parameter names in the text between two names (each part of the text searched once), and at most
-:data:`JSON_BUDGET` characters of JSON decoded; a quote token is looked for in the first :data:`MAX_QUOTE` characters
-of a value.
+Cost: one search for the offered names (at most :data:`MAX_HITS` examined), each part of the text searched once for a
+tool's parameter names, at most :data:`JSON_BUDGET` characters of JSON decoded.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -87,31 +74,20 @@ def anchored_calls(
 ) -> tuple[list[Anchored], list[str]]:
     """The calls of ``text`` after ``start`` in markup the text itself repeats (see the module doc), outside the
     ``taken`` spans; ``(calls, notes)``. Never raises on any text."""
+    notes: list[str] = []
     try:
-        return _read(text, start, offered, taken)
+        names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
+                             reverse=True))[:MAX_NAMES]
+        hits = []
+        for m in _names_pattern(names).finditer(text, start) if names else ():
+            if not any(a <= m.start() < b for a, b in taken):
+                hits.append((m.start(), m.end(), m.group()))
+            if len(hits) >= MAX_HITS:
+                break
+        found = (_json_calls(text, hits, offered, notes) or _markup_calls(text, hits, offered, notes)) if hits else []
     except (RecursionError, MemoryError, ValueError, TypeError):
         return [], []
-
-
-def _read(text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]]):
-    names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
-                         reverse=True))[:MAX_NAMES]
-    if not names or start >= len(text):
-        return [], []
-    hits = []
-    for m in _names_pattern(names).finditer(text, start):
-        if any(a <= m.start() < b for a, b in taken):
-            continue
-        hits.append((m.start(), m.end(), m.group()))
-        if len(hits) >= MAX_HITS:
-            break
-    if not hits:
-        return [], []
-    notes: list[str] = []
-    found = _json_calls(text, hits, offered, notes)
-    if found:
-        return found, notes
-    return _markup_calls(text, hits, offered, notes), notes
+    return found, notes
 
 
 # ---- a tool name inside a JSON object ------------------------------------------------------------------------------
@@ -137,16 +113,15 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             if isinstance(value, dict) and end > e:
                 got = _json_call(value, name, offered)
                 if got is not None:
-                    out.append((brace, end, got[0], got[1], got[2]))
+                    out.append((brace, end, *got))
                     end_of_last = end
                     break
             brace = text.rfind("{", lo, brace)
     if not out:
         return _named_json(text, hits, offered, notes)
     keys = {(k1, k2) for *_, k1, k2 in out}
-    if len(keys) != 1:
-        if len(keys) > 1:
-            notes.append("tool names inside JSON objects with different keys: none read as calls")
+    if len(keys) > 1:
+        notes.append("tool names inside JSON objects with different keys: none read as calls")
         return []
     (name_key, args_key), = keys
     how = f"{KIND}: a JSON object per call, the name under {name_key!r}, the arguments under {args_key!r}"
@@ -198,7 +173,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     if not found:
         return []
     gaps = [text[e:b] for _, e, b, _, _ in found]
-    opener = _suffix([text[_line_start(text, s, 0): s] for s, *_ in found])
+    opener = _suffix([text[_line_start(text, s) : s] for s, *_ in found])
     gap, ids = _id_gap(gaps)
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
@@ -220,7 +195,7 @@ def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
     head, tail = _prefix(gaps), _suffix(gaps)
     if any(len(head) + len(tail) > len(g) for g in gaps):
         return None, False
-    while head and (head[-1].isalnum() or head[-1] == "_"):  # the id's own start (c_ of c_1, c_2), kept with it
+    while _wordy(head[-1:]):  # the id's own start (c_ of c_1, c_2), kept with it
         head = head[:-1]
     middles = [g[len(head): len(g) - len(tail)] for g in gaps]
     if not all(_ID.fullmatch(m) for m in middles) or not (_markup(head) and _markup(tail)):
@@ -241,7 +216,7 @@ def _unquote(raw: str) -> str | None:
     """The string a value is when it is written between a quote token of two or more characters (``~"Paris"~``,
     ``<|"|>Paris<|"|>``): the text up to the token that closes it; ``None`` when it is not."""
     n = 0
-    while n < min(len(raw), MAX_QUOTE) and not (raw[n].isalnum() or raw[n].isspace() or raw[n] == "_"):
+    while n < min(len(raw), MAX_QUOTE) and not (_wordy(raw[n]) or raw[n].isspace()):
         n += 1
     if n < 2 or raw[0] in "{[" or raw[:n] == '""':
         return None
@@ -266,11 +241,11 @@ class _Key:
 def _closing(gap: str) -> bool:
     """Whether ``gap`` is one markup token: no space in it and not starting with a word character."""
     gap = gap.strip()
-    return bool(gap) and not gap[0].isalnum() and gap[0] != "_" and not any(c.isspace() for c in gap)
+    return bool(gap) and not _wordy(gap) and not any(c.isspace() for c in gap)
 
 
-def _line_start(text: str, pos: int, floor: int) -> int:
-    lo = max(floor, pos - CONTEXT)
+def _line_start(text: str, pos: int) -> int:
+    lo = max(0, pos - CONTEXT)
     return max(text.rfind("\n", lo, pos) + 1, lo)
 
 
@@ -294,15 +269,15 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     # the literals most keys share: what precedes them, what follows them up to where values differ
     befores = [text[max(calls[k.call][1], k.start - CONTEXT): k.start] for k in cands]
     afters = [text[k.end: min(calls[k.call][3], k.end + CONTEXT)] for k in cands]
-    key_suffix = _shared(afters, _prefix, _trim_value_start, str.startswith)
-    key_prefix = _shared(befores, _suffix, lambda x: x, str.endswith)
+    key_suffix = _shared(afters, key_suffix=True)
+    key_prefix = _shared(befores)
     if not _markup(key_suffix):
         return []
     keys, seen = [], set()
     for k, b, a in zip(cands, befores, afters):
         if b.endswith(key_prefix) and a.startswith(key_suffix) and (k.call, k.key) not in seen:
-            if not _markup(key_prefix) and not _markup(text[_line_start(text, k.start, 0): k.start].rstrip()[-1:]) \
-                    and text[_line_start(text, k.start, 0): k.start].strip():
+            line = text[_line_start(text, k.start) : k.start]
+            if not _markup(key_prefix) and not _markup(line.rstrip()[-1:]) and line.strip():
                 continue  # a key neither after markup nor at its line's start
             seen.add((k.call, k.key))
             keys.append(k)
@@ -318,7 +293,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         return []
     keep = {c for c, g in gaps.items() if g == gap}
     keys = [k for k in keys if k.call in keep]
-    openers = [text[_line_start(text, calls[c][0], 0): calls[c][0]] for c in sorted(keep)]
+    openers = [text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)]
     opener = _suffix(openers)
     if len(keys) < 2 or not _markup(opener):
         return []
@@ -345,9 +320,9 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         extents.append((v0, end))
         inline.append(nxt_key is not None and nl < 0)
     raws = [text[a:b] for a, b in extents]
-    value_end = _trim_value_end(_shared(raws, _suffix, lambda x: x, str.endswith))
+    value_end = _trim_value_end(_shared(raws))
     if any(inline):  # what ends the values the next key follows on their line, when the last values hold it too
-        held = _trim_value_end(_shared([r for r, i in zip(raws, inline) if i], _suffix, lambda x: x, str.endswith))
+        held = _trim_value_end(_shared([r for r, i in zip(raws, inline) if i]))
         tails = [r for r, i in zip(raws, inline) if not i]
         while held and not all(held in r for r in tails):
             held = _trim_value_end(held[1:])
@@ -366,7 +341,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     by_call: dict[int, dict[str, Any]] = {}
     ends: dict[int, int] = {}
     quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with:
-    quote_head = "" if any(c.isalnum() or c == "_" for c in quote_head) else quote_head  # symbols only)
+    quote_head = "" if any(_wordy(c) for c in quote_head) else quote_head  # symbols only)
     for j, (k, (a, b)) in enumerate(zip(keys, extents)):
         raw, last = raws[j], lasts[j]
         if raw is None:
@@ -374,33 +349,28 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         raw = raw.strip()
         if value_start:
             raw = _after_start(raw, value_start)
-        inner = _unquote(raw)
-        inner = inner if inner is not None else _unquote(quote_head + raw)
-        if inner is not None:  # a string between a quote token: as written
-            by_call.setdefault(k.call, {})[k.key] = inner
-            ends[k.call] = b
-            continue
-        if not ended[j] and raw[:1] in "[{" and _last_inline(raw):
-            raw = _last_inline(raw)  # a JSON value, then markup on the same line
-        elif last and any(inline) and not ended[j]:
-            raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
-        if not raw:
-            continue  # a key written without a value: nothing is read for it
-        value = _value(raw)
-        params = offered.get(calls[k.call][2])
-        if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
-            value = retype_value(params[k.key], value)  # text as written: the declared type settles 94105
+        value = _unquote(raw)
+        value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
+        if value is None:
+            if not ended[j] and raw[:1] in "[{" and _last_inline(raw):
+                raw = _last_inline(raw)  # a JSON value, then markup on the same line
+            elif last and any(inline) and not ended[j]:
+                raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
+            if not raw:
+                continue  # a key written without a value: nothing is read for it
+            value = _value(raw)
+            params = offered.get(calls[k.call][2])
+            if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
+                value = retype_value(params[k.key], value)  # text as written: the declared type settles 94105
         by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
-    out = []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
            + (f", before each value {value_start!r}" if isinstance(value_start, str) else
-              ", before each value a word between {0!r} and {1!r}".format(*value_start) if value_start else "")
+              ", before each value a word between {!r} and {!r}".format(*value_start) if value_start else "")
            + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
-    for c, (s, e, name, _) in enumerate(calls):
-        if c in by_call:
-            out.append(Anchored(s - len(opener), ends[c], ToolCall(name, by_call[c]), how))
+    out = [Anchored(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
+           for c, (s, _, name, _) in enumerate(calls) if c in by_call]
     if out:
         notes.append(f"{len(out)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
     return out
@@ -447,56 +417,53 @@ def _after_start(raw: str, start: str | tuple[str, str]) -> str:
     return raw
 
 
-def _is_json(raw: str) -> bool:
-    if raw[:1] not in _JSON_STARTS:
-        return False
-    try:
-        return JSON_DECODER.raw_decode(raw, 0)[1] == len(raw)
-    except (ValueError, RecursionError):
-        return False
-
-
-def _shared(texts: list[str], common: Any, trim: Any, holds: Any) -> str:
-    """The affix most of ``texts`` share: of the common affixes of consecutive texts (trimmed), the one the most
-    texts hold (the longer among equals)."""
-    options = {trim(common([a, b])) for a, b in zip(texts, texts[1:])}
+def _shared(texts: list[str], key_suffix: bool = False) -> str:
+    """The suffix most of ``texts`` share (or the prefix, less what values start with: ``key_suffix``): of the common
+    affixes of consecutive texts, the one the most texts hold (the longer among equals)."""
+    common, trim, holds = (_prefix, _trim_value_start, str.startswith) if key_suffix else (_suffix, str, str.endswith)
+    options = {trim(common(pair)) for pair in itertools.pairwise(texts)}
     options.discard("")
     if not options:
         return trim(common(texts))
     return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
 
 
-def _value(raw: str) -> Any:
-    """A value as written: a JSON value when the text is exactly one (a quoted string included), else the text."""
+def _json_head(raw: str) -> tuple[Any, int] | None:
+    """The JSON value ``raw`` starts with and where it ends; None when it starts with none."""
     if raw[:1] in _JSON_STARTS:
         try:
-            value, end = JSON_DECODER.raw_decode(raw, 0)
-            if end == len(raw):
-                return value
+            return JSON_DECODER.raw_decode(raw, 0)
         except (ValueError, RecursionError):
             pass
-    return read_value(raw)
+    return None
 
 
 _JSON_STARTS = frozenset('"{[-0123456789tfn')
 
 
+def _is_json(raw: str) -> bool:
+    return (head := _json_head(raw)) is not None and head[1] == len(raw)
+
+
+def _value(raw: str) -> Any:
+    """A value as written: a JSON value when the text is exactly one (a quoted string included), else the text."""
+    head = _json_head(raw)
+    return head[0] if head is not None and head[1] == len(raw) else read_value(raw)
+
+
+def _wordy(s: str) -> bool:
+    """Whether ``s`` starts with a letter, a digit or ``_``."""
+    return s[:1].isalnum() or s[:1] == "_"
+
+
 def _last_inline(raw: str) -> str:
     """The last value of a call written on one line, when no text learned ends values: a JSON value it starts with,
     else its first word when markup follows it (``3 #END``); else nothing (the value's end is not known)."""
-    if raw[:1] in _JSON_STARTS:
-        try:
-            value, end = JSON_DECODER.raw_decode(raw, 0)
-            rest = raw[end:].strip()
-            if not rest or not (rest[0].isalnum() or rest[0] == "_"):
-                return raw[:end]
-        except (ValueError, RecursionError):
-            pass
-    head, _, rest = raw.partition(" ")
-    rest = rest.strip()
-    if not rest:
-        return head
-    return head if not (rest[0].isalnum() or rest[0] == "_") else ""
+    head = _json_head(raw)
+    if head is not None and not _wordy(raw[head[1] :].strip()):
+        return raw[: head[1]]
+    first, _, rest = raw.partition(" ")
+    return "" if _wordy(rest.strip()) else first
 
 
 def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
