@@ -39,12 +39,12 @@ DERIVED_RANK = 1000  # after every built-in format: detection tries it last
 
 
 class _Stop(Exception):
-    """Reading one call failed: ``message`` at ``position``; ``cut``: the text ended inside it."""
+    """Reading one call failed: ``message`` at ``position``; ``cut``: the text ended inside it, after ``partial`` (the
+    call read so far) when it is known."""
 
     def __init__(self, message: str, position: int, cut: bool = False, partial: ToolCall | None = None) -> None:
         super().__init__(message)
-        self.message, self.position, self.cut = message, position, cut
-        self.partial = partial  # the call read so far, when the text ended inside it
+        self.message, self.position, self.cut, self.partial = message, position, cut, partial
 
 
 _WORD = re.compile(r"\S*")

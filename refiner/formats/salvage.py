@@ -352,10 +352,9 @@ class _Scan(SiteReader):
 
     def result(self) -> Salvage:
         sites = sorted(self.sites, key=lambda s: s.start)
-        if any(s.structured for s in sites):
-            loose = [s for s in sites if not s.structured]
-            if loose:
-                self.notes.append(f"{len(loose)} call(s) in prose passed over: the answer holds structured calls")
+        loose = [s for s in sites if not s.structured]
+        if loose and len(loose) < len(sites):
+            self.notes.append(f"{len(loose)} call(s) in prose passed over: the answer holds structured calls")
             sites = [s for s in sites if s.structured]
         for prev, s in zip([None, *sites], sites):  # a group: sites with only separators between them
             same = prev is not None and s.start - prev.end <= MAX_GAP and _GAP.fullmatch(self.text, prev.end, s.start)
@@ -366,12 +365,10 @@ class _Scan(SiteReader):
         for s in sites:
             mine = []
             for c in s.calls:
-                key = canonical_json([c.name, dict(c.arguments)])
-                if key in seen and seen[key] != s.group:
+                if seen.setdefault(canonical_json([c.name, dict(c.arguments)]), s.group) == s.group:
+                    mine.append(c)
+                else:
                     self.notes.append(f"{c.name} written again (line {s.line}): counted once")
-                    continue
-                seen.setdefault(key, s.group)
-                mine.append(c)
             if mine:
                 s.calls = mine
                 kept.append(s)
@@ -401,8 +398,7 @@ def salvage(
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     cut = len(text) > MAX_LENIENT_CHARS
     text = read(text[:MAX_LENIENT_CHARS] if cut else text)
-    scan = _Scan(text, reasoning_offset(text), offered, None if cut else known, None if cut else markers,
-                 None if cut else tried, None if cut else sniffed)
+    scan = _Scan(text, reasoning_offset(text), offered, *((None,) * 4 if cut else (known, markers, tried, sniffed)))
     if cut:
         scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
     complete = not cut

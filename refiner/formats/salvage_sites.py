@@ -42,7 +42,6 @@ _PAIR_HEAD = re.compile(r"[\[(][ \t]*(['\"])([^'\"\n]{1,256})\1[ \t]*,[ \t\n]*\Z
 _PAIR_TAIL = re.compile(r"[ \t\n]*[\])]")
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")  # NAME, or Kimi-K2's functions.NAME:0
-_V3_TYPE = "function"
 
 
 @functools.lru_cache(maxsize=1)
@@ -113,8 +112,10 @@ class SiteReader:
             structured, where = False, "in prose"  # "get_weather() needs a city": a call inside a sentence
             if hit is None:
                 return m.end()
-        args_src = self.text[paren + 1 : close if closed else len(self.text)]
-        call = self.read_call(name, hit, args_src, structured, cut=not closed, listed=listed)
+        if not closed:  # the text ends inside the call: it is not presented as a complete call (nothing is invented)
+            self.notes.append(f"a call to {name} cut off by the end of the text is left out")
+            return m.end()
+        call = self.read_call(name, hit, self.text[paren + 1 : close], structured, listed)
         if call is None:
             return m.end()
         self.add(start, end, [call], "pythonic call", _pythonic_format(), where, structured)
@@ -147,21 +148,15 @@ class SiteReader:
             return None
         if matching_paren(inner, c.end() - 1) != len(inner) - 1:
             return None
-        call = self.read_call(name, hit, inner[c.end() : -1], structured, cut=False, listed=listed)
+        call = self.read_call(name, hit, inner[c.end() : -1], structured, listed)
         if call is None:
             return None
         self.add(q, m.end(), [call], "pythonic call quoted as a string", _pythonic_format(), where, structured)
         return m.end()
 
-    def read_call(
-        self, name: str, hit: str | None, args_src: str, structured: bool, cut: bool, listed: bool = False
-    ) -> ToolCall | None:
-        """The call ``name(args_src)``, or None when its arguments are not a call's (see the module docstring)."""
-        if cut:  # the text ends inside the call: it is not presented as a complete call (nothing is invented)
-            self.notes.append(f"a call to {name} cut off by the end of the text is left out")
-            return None
-        attempts = [args_src] + ([args_src.replace("\\_", "_")] if "\\_" in args_src else [])
-        for src_args in attempts:
+    def read_call(self, name: str, hit: str | None, args_src: str, structured: bool, listed: bool) -> ToolCall | None:
+        """The call ``name(args_src)``, or None when its arguments are not a call's (see salvage's module docstring)."""
+        for src_args in [args_src] + ([args_src.replace("\\_", "_")] if "\\_" in args_src else []):
             src = f"f({src_args})"
             if len(src) > MAX_CALL_CHARS + 3 or self.parsed + len(src) > AST_BUDGET:
                 return None
@@ -171,15 +166,12 @@ class SiteReader:
             except FormatError:
                 continue
             if isinstance(node, ast.Call):
-                return self._call_from(name, hit, node, src, structured, listed)
-        if structured:  # a call where calls go that Python cannot read: a format's own reading there is not prose
-            self.unreadable += 1
-            self.notes.append(f"a call to {name} that could not be read")
-        return None
-
-    def _call_from(
-        self, name: str, hit: str | None, node: ast.Call, src: str, structured: bool, listed: bool
-    ) -> ToolCall | None:
+                break
+        else:
+            if structured:  # a call where calls go that Python cannot read: a format's own reading there is not prose
+                self.unreadable += 1
+                self.notes.append(f"a call to {name} that could not be read")
+            return None
         lit = Literals(_READER, src, 0, strict=False)
         positional = []
         for a in node.args:
@@ -220,12 +212,8 @@ class SiteReader:
     def _object_calls(self, at: int, end: int, value: Any) -> int:
         if not isinstance(value, dict):
             return at + 1
-        named = self.named_object(at, end, value)
-        if named is not None:
-            return named
-        paired = self.pair_object(at, end, value)
-        if paired is not None:
-            return paired
+        if (got := self.named_object(at, end, value) or self.pair_object(at, end, value)) is not None:
+            return got  # (each returns where scanning goes on, after the object, or None)
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
@@ -347,8 +335,8 @@ class SiteReader:
         if not structured:
             return None
         name, hit = (written, None) if self.offered is None else resolve(written, self.offered)
-        if hit is None and fenced and written.startswith(_V3_TYPE) and self.offered is not None:
-            name, hit = resolve(written[len(_V3_TYPE) :], self.offered)
+        if hit is None and fenced and written.startswith("function") and self.offered is not None:
+            name, hit = resolve(written[len("function") :], self.offered)  # DeepSeek V3's type word before the name
         if self.offered is not None and hit is None:
             return None
         self.add(start, end, [self.args_call(hit or name, value)], "named JSON arguments", None, where)
