@@ -77,7 +77,7 @@ class RecordFormat(base.WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         if not isinstance(text, str):
             raise self.error(f"not a text: {type(text).__name__}")
-        calls, stop, _ = self._read(text, strict=True)
+        calls, stop, _ = self._read(text, None)
         if stop is not None:
             raise self.error(stop.message, stop.position)
         if not calls:
@@ -85,12 +85,15 @@ class RecordFormat(base.WireFormat):
         return calls
 
     def recover(self, text: str, out: base.Lenient) -> None:
-        calls, _stop, cut = self._read(text, strict=False, out=out)
+        calls, _stop, cut = self._read(text, out)
         out.calls.extend(calls)
         if cut is not None:
             out.mark_cut(*cut)
 
-    def _read(self, text: str, strict: bool, out: base.Lenient | None = None):
+    def _read(self, text: str, out: base.Lenient | None):
+        """``(calls, the _Stop that ended a strict reading, the cut call)``: strictly without ``out``, else leniently,
+        noting what was passed over in ``out``."""
+        strict = out is None
         c = self._c
         find = Finder(text)
         first = c["section_start"] or c["opener"]
@@ -140,7 +143,7 @@ class RecordFormat(base.WireFormat):
         else:
             if out is not None:
                 out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls read or tried; the rest was not read")
-        if failed > base.MAX_NOTES and out is not None:
+        if failed > base.MAX_NOTES:
             out.note("unreadable", f"{failed} calls could not be read in all")
         if c["section_end"]:
             p = skip_blanks(text, pos)
@@ -148,7 +151,7 @@ class RecordFormat(base.WireFormat):
                 pos = p + len(c["section_end"])
             elif strict:
                 return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
-            elif out is not None and calls:
+            elif calls:
                 out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
         return calls, None, None
 
