@@ -361,7 +361,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
             value = _value(raw)
             params = offered.get(calls[k.call][2])
             if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
-                value = retype_value(params[k.key], value)  # text as written: the declared type settles 94105
+                value = retype_value(params[k.key], value)  # the declared type says whether 94105 is a number
         by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
