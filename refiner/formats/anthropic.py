@@ -59,8 +59,7 @@ class Anthropic(WireFormat):
     detection = Detection(bare=True)
 
     def claims_value(self, value: Any) -> bool:
-        blocks = value.get("content") if isinstance(value, dict) else value
-        return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+        return _looks_like(value)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = json_in_prose(self, text, _looks_like, "tool_use content blocks")

@@ -1,20 +1,17 @@
 """gpt-oss (OpenAI harmony) tool calls: one message per call addressed to ``functions.NAME``,
 ``<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>`` (the harmony
 guide's header) or ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>`` (the
-header gpt-oss's chat template writes, and the row's :data:`TEMPLATE` spelling).
+chat template's, the row's :data:`TEMPLATE` spelling).
 
-- the text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``;
-  the first may lack ``<|start|>`` (the prompt wrote it);
-- a header holds the channel (``analysis`` / ``commentary`` / ``final``), optionally the recipient
-  ``to=functions.NAME`` (after the channel name, or before ``<|channel|>``) and the content type (``<|constrain|>json``
-  or ``json``);
-- a message to ``functions.NAME`` is a call: one JSON object ending with ``<|call|>`` (the last may lack it). The
-  other messages (reasoning, preamble, the final answer) are skipped; a recipient outside ``functions.`` is an error;
-- prose (and a ``<think>`` block) may come before the first message and after the last, not between them.
+The text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``
+(the first may lack ``<|start|>``); a header holds the channel (``analysis`` / ``commentary`` / ``final``),
+optionally the recipient (after the channel name, or before ``<|channel|>``) and the content type
+(``<|constrain|>json`` or ``json``). A message to ``functions.NAME`` is a call: one JSON object ending with
+``<|call|>`` (the last may lack it); the other messages are skipped; a recipient outside ``functions.`` is an error;
+prose may come before the first message and after the last, not between them.
 
-Recovery reads each ``to=functions.NAME``, with or without its tokens (``commentary to=functions.NAME json{...}``
-when the special tokens were dropped). A text that stops inside a call's header holds no call for it (a cut between
-calls). The ``final`` channel is the answer whatever it holds (:meth:`Harmony.answer_spans`).
+Recovery reads each ``to=functions.NAME``, with or without its tokens. A text that stops inside a call's header holds
+no call for it. The ``final`` channel is the answer whatever it holds (:meth:`Harmony.answer_spans`).
 """
 
 from __future__ import annotations
@@ -59,17 +56,14 @@ _HEADER_REST = re.compile(
     r"(?:\s|<\|(?:channel|constrain)\|>|analysis|commentary|final|json)*(?:<\|?[a-z]*\|?|[a-z]+)?\Z"
 )
 MAX_HEADER_REST = 64  # how long the rest of a header after its recipient may be
-
-
-def _is_header_rest(rest: str) -> bool:
-    return len(rest) <= MAX_HEADER_REST and _HEADER_REST.fullmatch(rest) is not None
-
-
 RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
 
 
-def _is_name(name: str) -> bool:
-    return _NAME.fullmatch(name) is not None
+def _first_header(text: str, lo: int, channel: int) -> int:
+    """Where the header whose ``<|channel|>`` is at ``channel`` starts: at a recipient written before it (no earlier
+    than ``lo``), else at the token."""
+    lead = _LEADING_RECIPIENT.search(text, max(lo, channel - MAX_LEAD), channel)
+    return lead.start() if lead else channel
 
 
 @dataclass(frozen=True)
@@ -86,14 +80,6 @@ class HarmonySpelling:
 
 GUIDE = HarmonySpelling(recipient_first=False, content_type=CONSTRAIN + "json", start_first=True)
 TEMPLATE = HarmonySpelling(recipient_first=True, content_type="json", start_first=False)
-
-
-@dataclass(slots=True)
-class _Header:
-    role: str | None = None
-    channel: str | None = None
-    recipient: str | None = None
-    content_type: str | None = None
 
 
 class Harmony(WireFormat):
@@ -119,18 +105,17 @@ class Harmony(WireFormat):
         if s >= 0 and (c < 0 or s < c):
             pos = s + len(START)
         else:  # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
-            lead = _LEADING_RECIPIENT.search(text, max(begin, c - MAX_LEAD), c)
-            pos = lead.start() if lead else c
+            pos = _first_header(text, begin, c)
         f = Finder(text)
         calls: list[ToolCall] = []
         while True:
             m = f.next(MESSAGE, pos)
             if m < 0:
                 raise self.error(f"missing {MESSAGE} after a header", pos)
-            header = self._header(text, pos, m)
+            recipient, content_type = self._header(text, pos, m)
             pos = m + len(MESSAGE)
-            if header.recipient is not None:
-                call, pos = self._call(text, pos, header)
+            if recipient is not None:
+                call, pos = self._call(text, pos, recipient, content_type)
                 calls.append(call)
                 if pos >= len(text):
                     break
@@ -153,41 +138,38 @@ class Harmony(WireFormat):
             raise self.error(f"no message addressed to {PREFIX}NAME", begin)
         return calls
 
-    def _header(self, text: str, pos: int, end: int) -> _Header:
-        h = _Header()
+    def _header(self, text: str, pos: int, end: int) -> tuple[str | None, str | None]:
+        """The recipient and the content type of the header ``text[pos:end]`` (``None`` where it writes none)."""
         head, sep, chan = text[pos:end].partition(CHANNEL)
         if not sep:
             raise self.error(f"a header without {CHANNEL}", pos)
         words = head.split()
         if words and not words[0].startswith(TO):
-            h.role = words.pop(0)
-            if h.role != "assistant":
-                raise self.error(f"a message from {h.role!r}, not the assistant", pos)
+            role = words.pop(0)
+            if role != "assistant":
+                raise self.error(f"a message from {role!r}, not the assistant", pos)
         chan, csep, ctype = chan.partition(CONSTRAIN)
-        if csep:
-            h.content_type = ctype.strip()
+        recipient, content_type = None, ctype.strip() if csep else None
         cwords = chan.split()
         if not cwords or cwords[0] not in CHANNELS:
             raise self.error(f"unknown channel {cwords[0] if cwords else ''!r}", pos)
-        h.channel = cwords.pop(0)
-        for w in words + cwords:
-            if w.startswith(TO) and h.recipient is None:
-                h.recipient = w[len(TO) :]
-            elif w == "json" and h.content_type is None and h.recipient is not None:
-                h.content_type = w
+        for w in words + cwords[1:]:
+            if w.startswith(TO) and recipient is None:
+                recipient = w[len(TO) :]
+            elif w == "json" and content_type is None and recipient is not None:
+                content_type = w
             else:
                 raise self.error(f"unexpected {w[:40]!r} in a message header", pos)
-        return h
+        return recipient, content_type
 
-    def _call(self, text: str, pos: int, h: _Header) -> tuple[ToolCall, int]:
-        recipient = h.recipient or ""
+    def _call(self, text: str, pos: int, recipient: str, content_type: str | None) -> tuple[ToolCall, int]:
         if not recipient.startswith(PREFIX):
             raise self.error(f"recipient {recipient[:60]!r} is not a function ({PREFIX}NAME)", pos)
         name = recipient[len(PREFIX) :]
-        if not _is_name(name):
+        if _NAME.fullmatch(name) is None:
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-        if h.content_type not in (None, "json"):
-            raise self.error(f"content type {h.content_type[:40]!r} of a call to {name!r} is not json", pos)
+        if content_type not in (None, "json"):
+            raise self.error(f"content type {content_type[:40]!r} of a call to {name!r} is not json", pos)
         at = skip_ws(text, pos)
         args, end = decode_at(self, text, at)
         if type(args) is not dict:
@@ -232,7 +214,7 @@ class Harmony(WireFormat):
             out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
             out.mark_cut(None)
             return pos
-        if not _is_name(name):
+        if _NAME.fullmatch(name) is None:
             out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
         stop, _ = f.first((TO + PREFIX, START), pos)
         m = f.next(MESSAGE, pos)
@@ -240,7 +222,8 @@ class Harmony(WireFormat):
             body_start = m + len(MESSAGE)
         else:  # the <|message|> token was lost (or every special token was dropped by the decoder)
             brace = text.find("{", pos, min(stop, pos + RECOVER_ARGS_WINDOW))
-            if brace < 0 and stop == len(text) and _is_header_rest(text[pos:].strip()):
+            if brace < 0 and stop == len(text) and len(rest := text[pos:].strip()) <= MAX_HEADER_REST \
+                    and _HEADER_REST.fullmatch(rest):
                 # the text stops inside the header (its channel, content type or their tokens): no call was written
                 out.note("truncated", f"the text stops inside the header of the call to {name[:60]!r}")
                 out.mark_cut(None)
@@ -261,8 +244,7 @@ class Harmony(WireFormat):
     def region_start(self, body: str, at: int) -> int:
         """A header's recipient written before its ``<|channel|>`` (the template's order) starts the calls found by
         that token."""
-        lead = _LEADING_RECIPIENT.search(body, max(0, at - MAX_LEAD), at)
-        return lead.start() if lead and body.startswith(CHANNEL, at) else at
+        return _first_header(body, 0, at) if body.startswith(CHANNEL, at) else at
 
     def answer_spans(self, text: str, start: int) -> list[tuple[int, int]]:
         """The messages on the ``final`` channel addressed to no one (the answer: JSON written there is text, not a
@@ -295,8 +277,7 @@ class Harmony(WireFormat):
         if first < 0:
             return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
         if first == c:
-            lead = _LEADING_RECIPIENT.search(text, max(0, c - MAX_LEAD), c)
-            first = lead.start() if lead else c
+            first = _first_header(text, 0, c)
         content, thoughts = [text[:first]], []
         pos, last = first, first
         for _ in range(MAX_RECOVERED_ITEMS):

@@ -1,35 +1,15 @@
 """JSON call objects or lists behind a model family's own tokens: the ``json_calls`` grammar. A family is a row of
 the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`JsonSpelling`.
 
-| format | model families | shape (engine parser) |
-|---|---|---|
-| ``granite`` | IBM Granite 3.x | ``<|tool_call|>[{"name", "arguments"}, ...]`` (``granite_tool_parser.py``; Granite 3.1+ decodes the token as ``<tool_call>``, also read) |
-| ``phi4_mini`` | Phi-4-mini | ``functools[{"name", "arguments"}, ...]`` (``phi4mini_tool_parser.py``) |
-| ``minimax`` | MiniMax-Text-01 / M1 | ``<tool_calls>`` then one ``{"name", "arguments"}`` per line, ``</tool_calls>`` (``minimax_tool_parser.py``) |
-| ``jamba`` | AI21 Jamba 1.5+, Tencent Hunyuan-A13B | ``<tool_calls>[{"name", "arguments"}, ...]</tool_calls>`` (``jamba_tool_parser.py``, ``hunyuan_a13b_tool_parser.py``) |
-| ``nemotron`` | NVIDIA Llama-Nemotron | ``<TOOLCALL>[{"name", "arguments"}, ...]</TOOLCALL>`` (``nemotron_json_tool_parser.py``) |
-| ``internlm`` | InternLM 2 / 2.5 | ``<|action_start|><|plugin|>\\n{"name", "parameters"}<|action_end|>`` per call (``internlm2_tool_parser.py``) |
-| ``apertus`` | Swiss AI Apertus | ``<|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>``: each call an object whose one key is the name (``apertus_tool_parser.py``) |
-| ``command_a`` | Cohere Command A / R7B | ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name", "parameters"}, ...]<|END_ACTION|>`` (llama.cpp's Command R7B handler; vLLM reads it through ``cohere_melody``) |
-| ``gigachat3`` | GigaChat 3 | ``function call<|role_sep|>\\n{"name", "arguments"}``, one call a message (``GigaChat3-10B-A1.8B.jinja``; ``gigachat3_tool_parser.py``, which also reads ``<|function_call|>``) |
-| ``longcat_json`` | LongCat-Flash-Chat | ``<longcat_tool_call>\\n{"name", "arguments"}\\n</longcat_tool_call>`` per call (``longcat_tool_parser.py``; the GLM layout in the same tags is the XML row ``longcat``) |
-| ``inkling`` | Inkling | ``<|content_invoke_tool_json|>{"name", "args"}<|end_message|>`` per call, reasoning in ``<|content_thinking|>`` (vLLM ``parser/inkling.py``) |
-| ``llama3_json`` | Llama 3.1 / 3.2 / 3.3 | ``[<|python_tag|>]{"name", "parameters"}; {...}`` (Meta's chat templates, ``llama_tool_parser.py``) |
-
 A call object is its name plus the arguments under the family's key (rendering writes the first of
 ``JsonSpelling.arg_keys``; the others are accepted where the published parser accepts them). Text before the tag
 (content, reasoning) and after the calls is allowed; a closing tag inside a string value is text (JSON is decoded
-before the closing tag is looked for). MiniMax and Jamba/Hunyuan share ``<tool_calls>``: detection reads what follows
-the tag (an object starts MiniMax's lines, a list Jamba's: the row's ``follows``).
+before the closing tag is looked for). Rows sharing an opening tag are told apart by what follows it (``follows``).
 
 The ``"joined"`` payload (Llama 3) is call objects joined by a separator, its tag optional: prose may stand around
 the calls, but a further call object there, whole or broken, makes the text not strictly valid (it is read leniently,
 so no call is dropped unseen); a row with ``builtins`` also reads ``NAME.call(key=value, ...)`` right after its tag
 (Llama 3.1's built-in tools) as a call of ``NAME``.
-
-Families read elsewhere: LongCat's newer layout and K2-Horizon (``<ifm|tool_call>NAME<ifm|arg_key>...``) write
-key/value tags (:mod:`refiner.formats.xml_grammar`); PLaMo 3 writes its name and its JSON arguments in tokens of their own
-(:mod:`refiner.formats.named_json`).
 """
 
 from __future__ import annotations
@@ -37,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -77,22 +58,17 @@ class JsonSpelling:
     ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
     (one JSON list of calls), ``"lines"`` (one call object per line), ``"object"`` (one call object per block) or
     ``"joined"`` (call objects joined by ``between`` less its whitespace, ``open`` before them optional and not
-    written: an untagged row); ``arg_keys``: where the arguments are (the first is written; a ``"joined"`` call object
-    must hold one); ``type_key``: a key a call object may hold with the value ``"function"`` (Llama 3's ``"type"``);
-    ``builtins``: tools written as ``NAME.call(key=value, ...)`` right after ``open`` (Llama 3.1's built-in tools:
-    read for any ``NAME``, written for a lone call of one of these); ``alt_opens``: other spellings of ``open``, read;
-    ``tight``: the list follows ``open`` with no whitespace (``functools[``); ``name_key``: the key of the name;
-    ``keyed``: a call is ``{"NAME": {arguments}}`` (Apertus); ``id_key``: a call id written beside the name, numbered
-    from 0 when rendering (Command A's ``tool_call_id``); ``follows``: what the text after ``open`` starts with when it
-    is this family's (detection among families sharing ``open``; empty: anything); ``lead`` / ``trail`` /
-    ``between``: what rendering writes after ``open``, before ``close`` and between two blocks of the ``"object"``
-    payload or two calls of the ``"joined"`` one; ``respell``: tags written wrong are put right before a broken text
-    is read; ``untagged``: a call object with no tag around it (a block that lost its tags) is this family's, unless
-    its arguments are under ``"parameters"`` alone (Llama 3's JSON call).
-
-    The fields marked :data:`~refiner.formats.family.POLICY` (``alt_opens``, ``tight``, ``follows``, ``respell``, ``untagged``) are how the
-    row reads, not what the family writes: no chat template says them, and a row derived from one leaves them at
-    their defaults."""
+    written); ``arg_keys``: where the arguments are (the first is written; a ``"joined"`` call object must hold one);
+    ``type_key``: a key a call may hold with the value ``"function"``; ``builtins``: tools written as
+    ``NAME.call(key=value, ...)`` right after ``open`` (read for any ``NAME``, written for a lone call of one of
+    these); ``alt_opens``: other spellings of ``open``, read; ``tight``: the list follows ``open`` with no whitespace;
+    ``name_key``: the key of the name; ``keyed``: a call is ``{"NAME": {arguments}}``; ``id_key``: a call id written
+    beside the name, numbered from 0; ``follows``: what the text after ``open`` starts with when it is this row's
+    (empty: anything); ``lead`` / ``trail`` / ``between``: what rendering writes after ``open``, before ``close`` and
+    between two blocks or calls; ``respell``: tags written wrong are put right before a broken text is read;
+    ``untagged``: a call object with no tag around it is this row's, unless its arguments are under ``"parameters"``
+    alone. The fields marked :data:`~refiner.formats.family.POLICY` are how the row reads, not what the family writes
+    (a row derived from a chat template leaves them at their defaults)."""
 
     open: str
     close: str | None
@@ -337,7 +313,7 @@ class JsonCalls(WireFormat):
             self._recover_joined(text, out)
             return
         if sp.close is not None:
-            fixed = respell_json_tags(text, reasoning_offset(text), self._speller(), sp.open, sp.close) \
+            fixed = respell_json_tags(text, reasoning_offset(text), self._speller, sp.open, sp.close) \
                 if sp.respell else None
             if fixed is not None:  # tags written wrong
                 text, notes = fixed
@@ -395,22 +371,16 @@ class JsonCalls(WireFormat):
                 break
             try:
                 value, end = JSON_DECODER.raw_decode(body, pos)
-            except (ValueError, RecursionError):
-                value, end = self._repair_one(body, pos)
+            except (ValueError, RecursionError):  # repaired up to where the next call starts, or to the end
+                nxt = self._next_call_start(body, pos)
+                end = len(body) if nxt < 0 else nxt
+                value = lenient_json(body[pos:end].rstrip().removesuffix(sp.between.strip()))
             if isinstance(value, dict) and (sp.name_key in value or any(k in value for k in sp.arg_keys)):
                 found += 1
                 add_call(out, value)
             pos = max(end, pos + 1)
         if not found:
             out.note("unreadable", "no JSON call object found")
-
-    def _repair_one(self, body: str, pos: int) -> tuple[Any, int]:
-        """A broken object at ``pos``: repaired up to where the next call starts (the separator or a line break,
-        then a call object) or to the end of the text."""
-        sep = self.spelling.between.strip()
-        nxt = self._next_call_start(body, pos)
-        end = len(body) if nxt < 0 else nxt
-        return lenient_json(body[pos:end].rstrip().removesuffix(sep)), end
 
     def _next_call_start(self, body: str, pos: int) -> int:
         """The ``{`` after ``pos`` that starts a further call: the separator or a line break, then ``{`` and the name
@@ -435,12 +405,9 @@ class JsonCalls(WireFormat):
                 return j
         return -1
 
+    @cached_property
     def _speller(self) -> Speller:
-        speller = self.__dict__.get("_tag_speller")
-        if speller is None:
-            sp = self.spelling
-            speller = self.__dict__["_tag_speller"] = Speller((sp.open, sp.close or ""))
-        return speller
+        return Speller((self.spelling.open, self.spelling.close or ""))
 
     def claims_value(self, value: Any) -> bool:
         sp = self.spelling

@@ -1,18 +1,14 @@
-"""Mistral's tool calls, in the two shapes its tokenizers define (mistral-common, vLLM ``mistral_tool_parser.py``),
-both after the ``[TOOL_CALLS]`` token; text before it is the message content.
+"""Mistral's tool calls after the ``[TOOL_CALLS]`` token, in the two shapes its tokenizers define (mistral-common,
+vLLM ``mistral_tool_parser.py``); text before the token is the message content.
 
-- ``mistral`` (tokenizers v2-v7): ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``, one JSON list; an
-  ``"id"`` per call is accepted and dropped. Its spelling (:class:`MistralSpelling`) is what the tokenizer writes
-  between the token and the list: SentencePiece tokenizers a space (the ``mistral`` row, which also reads any other
-  whitespace there), Tekken tokenizers (Mistral-Nemo's template) nothing (``mistral_tekken``).
+- ``mistral`` / ``mistral_tekken`` (tokenizers v2-v7): ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``, one
+  JSON list (an ``"id"`` per call accepted and dropped); :class:`MistralSpelling` is what the tokenizer writes
+  between the token and the list.
 - ``mistral_v11`` (tokenizers v11+): ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, also with ``[CALL_ID]ID`` before
-  ``[ARGS]`` (dropped), or without ``[ARGS]`` (``[TOOL_CALLS]NAME{...}``, as vLLM reads it).
+  ``[ARGS]`` (dropped), or without ``[ARGS]`` (as vLLM reads it).
 
-Detection tells them apart by what follows the token (``[`` starts the list; right after it, the Tekken row's).
-Reasoning may come first as
-``<think>...</think>`` or ``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text: a call's arguments
-run to where the JSON decoder ends them, or, in broken JSON, to the next token outside their strings
-(:func:`tokens_outside_strings`).
+Detection tells them apart by what follows the token. Reasoning may come first as ``<think>...</think>`` or
+``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text (:func:`tokens_outside_strings`).
 """
 
 from __future__ import annotations
@@ -230,12 +226,9 @@ class Mistral(WireFormat):
             out.note("missing_tag", f"missing {BOT}")
         else:  # a repeated token is noise inside the list; inside a string value it is text
             body = body[i + len(BOT) :]
-            cuts = tokens_outside_strings(body, 0) if '"' in body else []
-            if '"' not in body:
-                body = body.replace(BOT, " ")
-            elif cuts:
-                ends = [0] + [j + len(BOT) for j in cuts]
-                body = " ".join(body[a:b] for a, b in zip(ends, [*cuts, len(body)]))
+            cuts = tokens_outside_strings(body, 0)
+            ends = [0] + [j + len(BOT) for j in cuts]
+            body = " ".join(body[a:b] for a, b in zip(ends, [*cuts, len(body)]))
         value = lenient_json_in_prose(body)
         if not isinstance(value, list):
             out.note("not_a_list", "calls are not a JSON list")

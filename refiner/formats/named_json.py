@@ -1,20 +1,10 @@
 """A tool name, then its arguments as one JSON object, between a family's tokens: the ``named_json`` grammar. A family
 is a row of the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`NamedSpelling`.
 
-| format | models | shape (engine parser) |
-|---|---|---|
-| ``plamo3`` | PLaMo 3 | ``<|plamo:begin_tool_requests:plamo|>`` then per call ``<|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}<|plamo:end_tool_arguments:plamo|><|plamo:end_tool_request:plamo|>``, then ``<|plamo:end_tool_requests:plamo|>`` (vLLM ``plamo3_tool_parser.py``; the JSON-constraint tokens are also read when absent, as older vLLM parsers wrote them) |
-| ``functionary_v32`` | Functionary v3.2 | ``>>>NAME\\n{...}`` per call; ``>>>all\\n`` starts text, not a call (llama.cpp ``functionary-v3-2`` handler) |
-| ``deepseek_v3`` | DeepSeek-V3 / R1 | ``<｜tool▁calls▁begin｜>`` then per call ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n{...}\\n```<｜tool▁call▁end｜>``, then ``<｜tool▁calls▁end｜>`` (vLLM ``deepseekv3_tool_parser.py``) |
-| ``deepseek_v31`` | DeepSeek-V3.1 / V3.2-Exp | ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}<｜tool▁call▁end｜>`` in the same section (vLLM ``deepseekv31_tool_parser.py``) |
-| ``kimi_k2`` | Kimi-K2 | ``<|tool_calls_section_begin|>`` then per call ``<|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>``, IDX counted from 0 (vLLM ``kimi_k2_tool_parser.py``) |
-
 The arguments are decoded before the closing token is looked for, so a string may hold it. Text before the calls
-(content, reasoning) is allowed, and so is anything after a closed section. Functionary v3.2 writes no token of its
-own (``>>>`` is plain text): it is an untagged format (``Detection.bare``) whose marker is ``>>>`` at a line start,
-counted only when a tool name and a line break follow it (``sniff``; a text whose only such ``>>>`` is prose, a
-Python prompt's ``>>> x``, is still named after it by detection's last rule, and reads as no call). Inside another
-format's JSON string a line break is ``\\n``, so a value holding ``>>>`` is no marker.
+(content, reasoning) is allowed, and so is anything after a closed section. A row without tokens of its own
+(Functionary v3.2's ``>>>NAME\\n{...}``) is untagged (``Detection.bare``): its marker is ``call_open`` at a line start,
+counted only when a tool name and ``name_close`` follow it (``sniff``), so a Python prompt's ``>>> x`` is prose.
 
 Lenient reading: each call token starts a call; a call without its closing tokens ends at the next call token or
 the end of the text (a cut: :class:`~refiner.formats.base.Cut`); text between the tokens that is not a tool name is
@@ -22,13 +12,11 @@ no call (reported).
 
 A ``loose`` row (DeepSeek, Kimi-K2) reads its spelling as pieces, tokens and words, with whitespace free between
 them, and recovers by its tokens: a call whose call token was lost starts after the token or line break before the
-first token that follows the call token in the spelling (DeepSeek's ``<｜tool▁sep｜>``, Kimi's
-``<|tool_call_argument_begin|>``); a token of another format before a call's head is dropped; the words around the
-name may be lost (``functiona.b`` for ``function<｜tool▁sep｜>a.b``, an id without ``functions.`` or its index,
-reported); the layouts of ``also`` are read too (DeepSeek V3's and V3.1's calls in either row); calls whose every
-token was lost are read from the words left around the name (``functions.NAME:0{...}``, V3's fenced ``functionNAME``
-lines, ``NAME{...}``, :mod:`refiner.formats.bare`). A row with a ``counter`` reads a name that is only a counter or
-``invalid`` (Kimi's ``functions.0``) as no name: the offered tool when one alone is offered, else no call (reported).
+first token that follows the call token in the spelling (its anchor); a token of another format before a call's head
+is dropped; the words around the name may be lost (reported); the layouts of ``also`` are read too; calls whose
+every token was lost are read from the words left around the name (:mod:`refiner.formats.bare`). A row with a
+``counter`` reads a name that is only a counter or ``invalid`` (Kimi's ``functions.0``) as no name: the offered tool
+when one alone is offered, else no call (reported).
 """
 
 from __future__ import annotations
@@ -36,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
@@ -191,11 +179,12 @@ class NamedJson(WireFormat):
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
+    @cached_property
+    def _name_re(self) -> re.Pattern[str]:
+        return re.compile(self.spelling.names)
+
     def _name_ok(self, name: str) -> bool:
-        got = self.__dict__.get("_name_re")
-        if got is None:
-            got = self.__dict__["_name_re"] = re.compile(self.spelling.names)
-        return got.fullmatch(name) is not None
+        return self._name_re.fullmatch(name) is not None
 
     # ---- strict ------------------------------------------------------------------------------------------------
 
@@ -281,7 +270,7 @@ class NamedJson(WireFormat):
         sp = self.spelling
         if sp.loose:
             return self._recover_tokens(text, out)
-        tokens = self._barred_tokens()
+        tokens = self._barred_tokens
         if tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
             text = respell_tokens(text, tokens, out)
         start = reasoning_offset(text)
@@ -305,14 +294,12 @@ class NamedJson(WireFormat):
         if sp.section_close and text.find(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
+    @cached_property
     def _barred_tokens(self) -> tuple[str, ...]:
         """The row's tokens when every one of them is a barred token (``<|...|>``), else none."""
-        got = self.__dict__.get("_barred")
-        if got is None:
-            parts = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]
-            whole = all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags)
-            got = self.__dict__["_barred"] = tuple(dict.fromkeys(parts)) if whole and parts else ()
-        return got
+        parts = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]
+        whole = all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags)
+        return tuple(dict.fromkeys(parts)) if whole and parts else ()
 
     def _recover_call(self, text: str, pos: int, end: int, out: Lenient, quiet: bool = False) -> bool:
         """Reads the call from ``pos`` (after its call token) to ``end``; False when it is not a call (noted unless

@@ -13,14 +13,10 @@ from refiner.formats.strict import expect_object, expect_str, json_in_prose, jso
 from refiner.formats.text import dumps, strip_reasoning
 
 
-def _is_tool_call(v: object) -> bool:
-    return isinstance(v, dict) and "function" in v
-
-
 def _looks_like(value: object) -> bool:
     if isinstance(value, dict):
         return "tool_calls" in value
-    return isinstance(value, list) and bool(value) and all(_is_tool_call(v) for v in value)
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "function" in v for v in value)
 
 
 _CALL_KEYS = frozenset({"id", "type", "function", "index"})
