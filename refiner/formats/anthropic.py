@@ -29,29 +29,15 @@ def _looks_like(value: object) -> bool:
 _TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 
-def _plain_blocks(blocks: list) -> list[ToolCall] | None:
-    """The calls of ``blocks`` when every block is valid, checked without building any message; ``None`` at the
-    first doubt, and the checked loop of :meth:`Anthropic.parse_strict` then finds and explains the error."""
-    calls = []
-    for block in blocks:
-        if type(block) is not dict:
-            return None
-        kind = block.get("type")
-        if kind != "tool_use":
-            if type(kind) is str and kind in IGNORED_BLOCKS:
-                continue
-            return None
+def _plain_block(block: Any) -> ToolCall | None:
+    """The call of a valid ``tool_use`` block, checked without building any message; ``None`` for any other block,
+    which :meth:`Anthropic._block` then reads or explains."""
+    if type(block) is dict and block.get("type") == "tool_use":
         name, args = block.get("name"), block.get("input")
-        if (
-            type(name) is not str
-            or type(args) is not dict
-            or not name.strip()
-            or not block.keys() <= _TOOL_USE_KEYS
-            or ("id" in block and type(block["id"]) is not str)
-        ):
-            return None
-        calls.append(ToolCall.trusted(name, args))
-    return calls
+        if (type(name) is str and type(args) is dict and name.strip() and block.keys() <= _TOOL_USE_KEYS
+                and type(block.get("id", "")) is str):
+            return ToolCall.trusted(name, args)
+    return None
 
 
 class Anthropic(WireFormat):
@@ -65,30 +51,29 @@ class Anthropic(WireFormat):
         value, pos = json_in_prose(self, text, _looks_like, "tool_use content blocks")
         if isinstance(value, dict) and value.get("role", "assistant") != "assistant":
             raise self.error(f"message role must be 'assistant', got {value.get('role')!r}", pos)
-        fast = _plain_blocks(_blocks(value))
-        if fast is not None:
-            return fast
-        calls = []
-        for i, block in enumerate(_blocks(value)):
-            what = f"content block #{i}"
-            block = expect_object(self, block, what, pos)
-            kind = block.get("type")
-            if isinstance(kind, str) and kind in IGNORED_BLOCKS:
-                continue
-            if kind != "tool_use":
-                raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
-            unknown = set(block) - {"type", "id", "name", "input", "cache_control"}
-            if unknown:
-                raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
-            if "id" in block:
-                expect_str(self, block["id"], f"'id' of {what}", pos)
-            name = expect_str(self, block.get("name"), f"'name' of {what}", pos)
-            if not name.strip():
-                raise self.error(f"empty 'name' in {what}", pos)
-            if "input" not in block:
-                raise self.error(f"{what} has no 'input'", pos)
-            calls.append(ToolCall.trusted(name, expect_object(self, block["input"], f"'input' of {what}", pos)))
-        return calls
+        calls = (_plain_block(block) or self._block(block, i, pos) for i, block in enumerate(_blocks(value)))
+        return [c for c in calls if c is not None]
+
+    def _block(self, block: Any, i: int, pos: int) -> ToolCall | None:
+        """Content block #``i``'s call, ``None`` for a block that is ignored."""
+        kind = block.get("type") if type(block) is dict else None
+        if type(kind) is str and kind in IGNORED_BLOCKS:
+            return None
+        what = f"content block #{i}"
+        block = expect_object(self, block, what, pos)
+        if kind != "tool_use":
+            raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
+        unknown = set(block) - _TOOL_USE_KEYS
+        if unknown:
+            raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+        if "id" in block:
+            expect_str(self, block["id"], f"'id' of {what}", pos)
+        name = expect_str(self, block.get("name"), f"'name' of {what}", pos)
+        if not name.strip():
+            raise self.error(f"empty 'name' in {what}", pos)
+        if "input" not in block:
+            raise self.error(f"{what} has no 'input'", pos)
+        return ToolCall.trusted(name, expect_object(self, block["input"], f"'input' of {what}", pos))
 
     def recover(self, text: str, out: Lenient) -> None:
         blocks = _blocks(lenient_json_in_prose(strip_reasoning(text), _looks_like))
@@ -100,9 +85,5 @@ class Anthropic(WireFormat):
             add_call(out, block)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        return dumps(
-            [
-                {"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)}
-                for i, c in enumerate(calls)
-            ]
-        )
+        return dumps([{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)}
+                      for i, c in enumerate(calls)])

@@ -37,7 +37,21 @@ class ApiBank(WireFormat):
     def sniff(self, body: str, at: int) -> bool:
         """A ``<tool_call>`` block whose first object has ``"parameters"`` and no ``"arguments"`` (when it does not
         decode: ``"parameters"`` seen first, or several objects one per line) is API-Bank's; else it is Hermes'."""
-        return tool_call_block_has_parameters(body, at)
+        block = body[at + len(OPEN) :].split(CLOSE, 1)[0][:DETECT_CHARS]
+        try:
+            first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
+        except (ValueError, RecursionError):
+            first = None
+        if isinstance(first, dict) and ("parameters" in first) != ("arguments" in first):
+            return "parameters" in first
+        p = min((block.find(k) for k in ('"parameters"', "'parameters'") if k in block), default=-1)
+        a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
+        if p >= 0 and (a < 0 or p < a):
+            return True
+        if a >= 0:
+            return False
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         blocks = json_blocks(self, text, OPEN, CLOSE, many=True)
@@ -67,23 +81,3 @@ class ApiBank(WireFormat):
 
 
 SPELLER = Speller(ApiBank.tags)
-
-
-def tool_call_block_has_parameters(body: str, at: int) -> bool:
-    """Whether the ``<tool_call>`` block at ``at`` holds API-Bank objects (see :meth:`ApiBank.sniff`)."""
-    block = body[at + len(OPEN) :]
-    block = block.split(CLOSE, 1)[0][:DETECT_CHARS]
-    try:
-        first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
-    except (ValueError, RecursionError):
-        first = None
-    if isinstance(first, dict) and ("parameters" in first) != ("arguments" in first):
-        return "parameters" in first
-    p = min((block.find(k) for k in ('"parameters"', "'parameters'") if k in block), default=-1)
-    a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
-    if p >= 0 and (a < 0 or p < a):
-        return True
-    if a >= 0:
-        return False
-    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
-    return len(lines) > 1 and all(ln.startswith("{") for ln in lines)

@@ -48,27 +48,15 @@ def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE
         except (ValueError, RecursionError):
             args = end = None
         if type(args) is dict:
-            out.calls.append(_call(name, args))
+            out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
             read += 1
             pos = skip_ws(text, end)
             m = head.match(text, pos)
             continue
-        nxt = _next_head(text, at, head)
+        # the next call after a broken one: a name right after a "}" (whitespace between)
+        nxt = next(filter(None, (head.match(text, b.end()) for b in _BRACE.finditer(text, at))), None)
         stop = nxt.start() if nxt is not None else len(text)
         add_arguments_call(out, name, text[at:stop], at_end=nxt is None)
         read += 1
         m = nxt
     return read > 0
-
-
-def _next_head(text: str, pos: int, head: re.Pattern[str]) -> re.Match[str] | None:
-    """The next call after a broken one: a name right after a ``}`` (whitespace between)."""
-    for brace in _BRACE.finditer(text, pos):
-        m = head.match(text, brace.end())
-        if m is not None:
-            return m
-    return None
-
-
-def _call(name: str, args: dict) -> ToolCall:
-    return ToolCall(name, {str(k): v for k, v in args.items()})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 REPAIR_REGION_CHARS = 4096
@@ -54,14 +55,12 @@ class _Parse:
         self.cuts: list[Completion] = []
 
 
+@dataclass(slots=True, eq=False)
 class Completion:
     """A value closed at the end of the parsed text; ``clean``: only closing brackets were missing (the text stops
     after a value that cannot go on, not inside a string, key, literal or number, nor after ``,`` ``:`` ``[``)."""
 
-    __slots__ = ("clean",)
-
-    def __init__(self, clean: bool) -> None:
-        self.clean = clean
+    clean: bool
 
 
 def _tail(text: str) -> str:

@@ -15,7 +15,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic_mend import MEND_CHARS_PER_UNIT, MEND_UNITS_PER_EDIT, mend, value_fits
-from refiner.formats.strict import JSON_DECODER, JSON_WS, expect_str, json_in_prose, plain_calls, strict_fields
+from refiner.formats.quoted import skip_blanks
+from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -179,13 +180,9 @@ class _NotLoose(ValueError):
     pass
 
 
-def _ws(src: str, i: int) -> int:
-    return JSON_WS.match(src, i).end()
-
-
 def _loose_value(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[Any, int]:
     """The JSON value at ``i`` (after spaces), objects read with :func:`_loose_object`; ``(value, end)``."""
-    i = _ws(src, i)
+    i = skip_blanks(src, i)
     if depth > MAX_LOOSE_DEPTH or i >= len(src):
         raise _NotLoose
     ch = src[i]
@@ -193,13 +190,13 @@ def _loose_value(src: str, i: int, depth: int, loosened: list[tuple[dict, str]])
         return _loose_object(src, i + 1, depth + 1, loosened)
     if ch == "[":
         out: list[Any] = []
-        i = _ws(src, i + 1)
+        i = skip_blanks(src, i + 1)
         if src.startswith("]", i):
             return out, i + 1
         while True:
             value, i = _loose_value(src, i, depth + 1, loosened)
             out.append(value)
-            i = _ws(src, i)
+            i = skip_blanks(src, i)
             if src.startswith(",", i):
                 i += 1
             elif src.startswith("]", i):
@@ -219,34 +216,34 @@ def _next_is_key(src: str, j: int) -> bool:
         _, k = JSON_DECODER.raw_decode(src, j)
     except ValueError:
         return False
-    return src.startswith(":", _ws(src, k))
+    return src.startswith(":", skip_blanks(src, k))
 
 
 def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[dict, int]:
     """The object whose ``{`` ends at ``i``: members ``"key": value``, where values following a member's value in
     place of the next key (``"k": 1, 2, "m": 3``) make that member a list (recorded in ``loosened``)."""
     obj: dict[str, Any] = {}
-    i = _ws(src, i)
+    i = skip_blanks(src, i)
     if src.startswith("}", i):
         return obj, i + 1
     while True:
-        i = _ws(src, i)
+        i = skip_blanks(src, i)
         if not src.startswith('"', i):
             raise _NotLoose
         key, i = _loose_value(src, i, depth, loosened)
-        i = _ws(src, i)
+        i = skip_blanks(src, i)
         if not isinstance(key, str) or not src.startswith(":", i) or key in obj:
             raise _NotLoose
         value, i = _loose_value(src, i + 1, depth, loosened)
         more = []
-        i = _ws(src, i)
+        i = skip_blanks(src, i)
         while src.startswith(",", i):
-            j = _ws(src, i + 1)
+            j = skip_blanks(src, i + 1)
             if _next_is_key(src, j) or src.startswith("}", j):
                 break
             extra, i = _loose_value(src, j, depth, loosened)
             more.append(extra)
-            i = _ws(src, i)
+            i = skip_blanks(src, i)
         if more:
             value = [value, *more]
             loosened.append((obj, key))
@@ -278,13 +275,13 @@ def read_bare_lists(text: str, offered: Mapping[str, Any] | None) -> tuple[list[
             while True:
                 item, end = _loose_value(src, end, 0, loosened)
                 items.append(item)
-                end = _ws(src, end)
+                end = skip_blanks(src, end)
                 if not src.startswith(",", end):
                     break
                 end += 1
     except (_NotLoose, RecursionError):
         return None
-    calls = _as_calls(items) if _ws(src, end) == len(src) else None
+    calls = _as_calls(items) if skip_blanks(src, end) == len(src) else None
     if calls is None or not loosened:
         return None
     for obj, key in loosened:

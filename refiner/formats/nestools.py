@@ -38,16 +38,8 @@ class NesTools(WireFormat):
             return fast
         calls = []
         for i, item in enumerate(value):
-            name, args, extra = strict_fields(
-                self,
-                item,
-                pos,
-                what="call",
-                index=i,
-                name_key="api_name",
-                args_key="parameters",
-                extra_keys=("responses",),
-            )
+            name, args, extra = strict_fields(self, item, pos, what="call", index=i, name_key="api_name",
+                                              args_key="parameters", extra_keys=("responses",))
             responses = extra.get("responses", [])
             if type(responses) is list and all(type(r) is str for r in responses):
                 outputs = tuple(responses)

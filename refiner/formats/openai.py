@@ -23,30 +23,16 @@ _CALL_KEYS = frozenset({"id", "type", "function", "index"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
-def _plain_calls(tool_calls: list) -> list[ToolCall] | None:
-    """The calls of ``tool_calls`` when every entry is valid, checked without building any message; ``None`` at the
-    first doubt, and the checked loop of :meth:`OpenAI.parse_strict` then finds and explains the error."""
-    calls = []
-    for tc in tool_calls:
-        if type(tc) is not dict:
-            return None
-        fn = tc.get("function")
-        if (
-            type(fn) is not dict
-            or not tc.keys() <= _CALL_KEYS
-            or not fn.keys() <= _FUNCTION_KEYS
-            or tc.get("type", "function") != "function"
-            or ("id" in tc and type(tc["id"]) is not str)
-        ):
-            return None
+def _plain_call(tc: Any) -> ToolCall | None:
+    """The call of a valid tool call, checked without building any message; ``None`` at the first doubt, which
+    :meth:`OpenAI._call` then explains."""
+    fn = tc.get("function") if type(tc) is dict else None
+    if (type(fn) is dict and tc.keys() <= _CALL_KEYS and fn.keys() <= _FUNCTION_KEYS
+            and tc.get("type", "function") == "function" and type(tc.get("id", "")) is str):
         name, raw = fn.get("name"), fn.get("arguments")
-        if type(name) is not str or type(raw) is not str or not name.strip():
-            return None
-        args = json_object(raw)
-        if args is None:
-            return None
-        calls.append(ToolCall.trusted(name, args))
-    return calls
+        args = json_object(raw) if type(name) is str and type(raw) is str and name.strip() else None
+        return None if args is None else ToolCall.trusted(name, args)
+    return None
 
 
 class OpenAI(WireFormat):
@@ -70,31 +56,28 @@ class OpenAI(WireFormat):
             value = value["tool_calls"]
             if not isinstance(value, list):
                 raise self.error("'tool_calls' must be a list", pos)
-        fast = _plain_calls(value)
-        if fast is not None:
-            return fast
-        calls = []
-        for i, tc in enumerate(value):
-            what = f"tool call #{i}"
-            tc = expect_object(self, tc, what, pos)
-            unknown = set(tc) - {"id", "type", "function", "index"}
-            if unknown:
-                raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
-            if tc.get("type", "function") != "function":
-                raise self.error(f"'type' of {what} must be 'function'", pos)
-            if "id" in tc:
-                expect_str(self, tc["id"], f"'id' of {what}", pos)
-            fn = expect_object(self, tc.get("function"), f"'function' of {what}", pos)
-            unknown = set(fn) - {"name", "arguments"}
-            if unknown:
-                raise self.error(f"unexpected keys {sorted(unknown)} in 'function' of {what}", pos)
-            name = expect_str(self, fn.get("name"), f"'function.name' of {what}", pos)
-            if not name.strip():
-                raise self.error(f"empty 'function.name' in {what}", pos)
-            raw = expect_str(self, fn.get("arguments"), f"'function.arguments' of {what}", pos)
-            args = expect_object(self, strict_json(self, raw, pos), f"decoded 'function.arguments' of {what}", pos)
-            calls.append(ToolCall.trusted(name, args))
-        return calls
+        return [_plain_call(tc) or self._call(tc, i, pos) for i, tc in enumerate(value)]
+
+    def _call(self, tc: Any, i: int, pos: int) -> ToolCall:
+        what = f"tool call #{i}"
+        tc = expect_object(self, tc, what, pos)
+        unknown = set(tc) - _CALL_KEYS
+        if unknown:
+            raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+        if tc.get("type", "function") != "function":
+            raise self.error(f"'type' of {what} must be 'function'", pos)
+        if "id" in tc:
+            expect_str(self, tc["id"], f"'id' of {what}", pos)
+        fn = expect_object(self, tc.get("function"), f"'function' of {what}", pos)
+        unknown = set(fn) - _FUNCTION_KEYS
+        if unknown:
+            raise self.error(f"unexpected keys {sorted(unknown)} in 'function' of {what}", pos)
+        name = expect_str(self, fn.get("name"), f"'function.name' of {what}", pos)
+        if not name.strip():
+            raise self.error(f"empty 'function.name' in {what}", pos)
+        raw = expect_str(self, fn.get("arguments"), f"'function.arguments' of {what}", pos)
+        args = expect_object(self, strict_json(self, raw, pos), f"decoded 'function.arguments' of {what}", pos)
+        return ToolCall.trusted(name, args)
 
     def recover(self, text: str, out: Lenient) -> None:
         value = lenient_json_in_prose(strip_reasoning(text), _looks_like)
@@ -106,12 +89,7 @@ class OpenAI(WireFormat):
             add_call(out, item)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        tool_calls = [
-            {
-                "id": f"call_{i}",
-                "type": "function",
-                "function": {"name": c.name, "arguments": dumps(dict(c.arguments))},
-            }
-            for i, c in enumerate(calls)
-        ]
+        tool_calls = [{"id": f"call_{i}", "type": "function",
+                       "function": {"name": c.name, "arguments": dumps(dict(c.arguments))}}
+                      for i, c in enumerate(calls)]
         return dumps({"role": "assistant", "content": None, "tool_calls": tool_calls})

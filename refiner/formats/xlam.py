@@ -26,11 +26,8 @@ class XLam(WireFormat):
         fast = plain_calls(value)
         if fast is not None:
             return fast
-        calls = []
-        for i, item in enumerate(value):
-            name, args, _ = strict_fields(self, item, pos, what="call", index=i)
-            calls.append(ToolCall.trusted(name, args))
-        return calls
+        return [ToolCall.trusted(*strict_fields(self, item, pos, what="call", index=i)[:2])
+                for i, item in enumerate(value)]
 
     def recover(self, text: str, out: Lenient) -> None:
         for item in lenient_list(text, OPEN, CLOSE, out.problems, "calls"):
