@@ -1,26 +1,9 @@
 """GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5): the hook of the ``glm45`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_grammar`, which reads and writes it:
-``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``).
-
-Grammar, from the GLM-4.5 chat template and vLLM's ``glm4_moe_tool_parser.py`` / ``glm47_moe_tool_parser.py`` and
-SGLang's ``glm4_moe_detector.py``:
-
-- the tool name runs from ``<tool_call>`` to the first newline, ``<arg_key>`` or ``</tool_call>`` (GLM-4.5/4.6 write
-  a newline after it, GLM-4.7 and later none: the same grammar), surrounding spaces dropped;
-- then ``<arg_key>KEY</arg_key>`` / ``<arg_value>VALUE</arg_value>`` pairs, whitespace between tags free (the 4.5
-  template puts newlines there); blocks are separated by a newline, reasoning (``<think>...</think>``) and prose may
-  come before, prose after;
-- the template writes a string value as it is and any other value as JSON (``tojson``): values are typed as
-  :mod:`refiner.formats.xmlvalues` says. A string that would read as something else (``42``, ``true``) or holds
-  ``<arg_value>`` / ``</arg_value>`` is written as its JSON string literal (``"42"``);
-- a ``</arg_value>`` closes the value only when ``<arg_key>`` or ``</tool_call>`` follows it (whitespace aside) and
-  it does not close an ``<arg_value>`` the value quotes itself; a parameter given twice is an error.
-
-What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against
-the formats sharing ``<tool_call>`` (:func:`_sniff`: a block that opens with a tool name rather than JSON), where a
-region found by a lost ``<tool_call>`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`), and the
-repair of tags written wrong (:func:`respell`). The row ranks after ``qwen3_coder`` and before the JSON formats sharing
-the tag.
+(:mod:`refiner.formats.xml_grammar` reads and writes
+``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``; GLM-4.7 writes no
+newline after the name). The hook holds what the row's table cannot say: detection against the formats sharing
+``<tool_call>`` (:func:`_sniff`), where a region found by a lost ``<tool_call>`` starts, calls whose tags a decoder
+dropped (:func:`_read_untagged`) and the repair of tags written wrong (:func:`respell`).
 """
 
 from __future__ import annotations
@@ -31,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import ROW_CHARS, SPACED_NAME_PATTERN, WireFormat
+from refiner.formats.base import NAME_PATTERN, ROW_CHARS, WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
+from refiner.formats.xml_lenient import apply_edits
 from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
 from refiner.formats.xmlvalues import read_value, untagged_lines
 
@@ -42,17 +26,12 @@ KEY, KEY_END = "<arg_key>", "</arg_key>"
 VAL, VAL_END = "<arg_value>", "</arg_value>"
 TAGS = (OPEN, KEY, KEY_END, VAL, VAL_END, CLOSE)
 VALUE_TAGS = (VAL, VAL_END)  # a string holding one of these is written as a JSON string literal
-_NAME = re.compile(SPACED_NAME_PATTERN)
-
-
-def _is_name(name: str) -> bool:
-    return _NAME.fullmatch(name) is not None
+_WORD = re.compile(NAME_PATTERN)  # a tool name that stands on its line alone: one word, not prose
 
 
 def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
-    """A ``<tool_call>`` block that opens with a tool name (then a newline, ``<arg_key>`` or the block's end), or
-    with anything but JSON and holds one of the key and value tags; not one that opens with JSON or
-    ``<function=``. A bare ``<arg_key>`` is this format's."""
+    """A ``<tool_call>`` block that opens with a one-word tool name alone, or with anything but JSON and holds one of
+    the key and value tags; a bare ``<arg_key>``."""
     if not body.startswith(OPEN, at):
         return True
     k = skip_ws(body, at + len(OPEN))
@@ -69,14 +48,11 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     nl = block.find("\n")
     e = nl if nl >= 0 else len(block)
     rest, name = block[e:].strip(), block[:e].strip()
-    # a name alone (an argument-less call) is claimed only when it is one word: "<tool_call>not valid json
-    # </tool_call>" is junk in Hermes' tag, not a GLM call (a GLM reader asked by name still reads spaced names)
-    return _is_name(name) and not rest and not any(c.isspace() for c in name)
+    return not rest and _WORD.fullmatch(name) is not None
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
-    """A region found by an ``<arg_key>`` (its ``<tool_call>`` lost or written wrong) starts at the call's name:
-    on the line above the key (GLM-4.5/4.6), or before the key on its line (GLM-4.7), with what stands before the
-    name on that line (a tag written wrong)."""
+    """A region found by an ``<arg_key>`` starts at the call's name line: the key's own (GLM-4.7) or the one above
+    it (GLM-4.5/4.6)."""
     if body.startswith(OPEN, at):
         return at
     line = body.rfind("\n", 0, at) + 1
@@ -87,12 +63,9 @@ def _region_start(fmt: WireFormat, body: str, at: int) -> int:
 def _read_untagged(
     fmt: WireFormat, text: str, start: int, offered: Mapping[str, Sequence[str]]
 ) -> tuple[int, int, list[ToolCall]] | None:
-    """GLM's calls with every tag dropped (its tags are special tokens: a decoder that skips them leaves
-    ``NAME\\nKEY\\nVALUE\\n...``, a blank line between calls), read by the offered tools alone: from the first line
-    that names an offered tool and is followed by one of its parameters, calls made of such a name line, then
-    lines alternating a parameter of that tool (each once) and its value (one line; an empty one is an empty
-    string), up to a blank line; blank lines between calls, and nothing after the last one. A call with no
-    argument, a value over several lines, or any other line, and this is not such a text."""
+    """Calls whose tags a decoder skipped as special tokens (``NAME\\nKEY\\nVALUE\\n...``, a blank line between
+    calls), read by the offered tools: from the first offered name followed by one of its parameters, name lines
+    then lines alternating a parameter (each once) and its one-line value; ``None`` for any other text."""
     lines = untagged_lines(text, start)
     if lines is None:
         return None
@@ -118,15 +91,11 @@ def _read_untagged(
         calls.append(ToolCall(name, args))
     return first, end, calls
 
-# Strict
 
-
-# ----------------------------------------------------------------------------------------------------------------
 # Tags written wrong (lenient reading only)
 
 SPELLER = Speller(TAGS)
-_ROLE = {("tool_call", False): OPEN, ("tool_call", True): CLOSE, ("arg_key", False): KEY, ("arg_key", True): KEY_END,
-         ("arg_value", False): VAL, ("arg_value", True): VAL_END}
+_ROLE = {(t.strip("</>"), t.startswith("</")): t for t in TAGS}  # (word, closing) -> tag
 # Where the reader stands: outside a call, in a call between its parts, in a key, after a key, in a value.
 _OUT, _CALL, _KEY, _AFTER_KEY, _VALUE = range(5)
 _EXPECTED = {_OUT: (OPEN, CLOSE, KEY), _CALL: (KEY, CLOSE, OPEN, KEY_END), _KEY: (KEY_END,), _AFTER_KEY: (VAL,),
@@ -139,23 +108,13 @@ def _role(hit: Hit | None) -> str | None:
     return None if hit is None or hit.word is None else _ROLE[hit.word, hit.closing]
 
 
-def respell(text: str, start: int) -> tuple[str, list[str]] | None:
-    """The text with its tags written as the grammar has them, where they were written wrong
-    (:mod:`refiner.formats.tags`) or one was lost that the rest of the text places exactly, and what was changed;
-    ``None`` when nothing was. Each tag token is read where the grammar stands when it comes:
-
-    - a look-alike of a tag is that tag; a look-alike of an opening tag where its closing tag belongs (in a key, or
-      at the end of a value that the next tag ends) is the closing tag, as is a ``<tool_call>`` with no name after
-      it ending a call;
-    - another format's tag is the tag the grammar expects there: ``<tool_call>`` when a name line and a key follow
-      it, ``<arg_key>`` when a key and ``</arg_key>`` follow it, ``</arg_key>`` after a key, ``<arg_value>`` right
-      after ``</arg_key>``, ``</arg_value>`` when the next tag follows it, ``</tool_call>`` in a call when nothing
-      but the next call follows; anywhere else it is text;
-    - a lost ``<tool_call>`` before a block's first key is put back before the name line above that key (one word
-      alone on its line), a lost ``<arg_key>`` before the key line that ``</arg_key>`` closes;
-    - a ``</arg_value>`` right after a call's name with only the call's end after it is dropped.
-
-    What the reader then makes of the text (a value still unclosed, a call cut short) is unchanged."""
+def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | None:
+    """The text with its tags written wrong (:mod:`refiner.formats.tags`) or lost put right where the grammar
+    places them exactly, and notes; ``None`` when nothing changed. By where the grammar stands at each token: a
+    look-alike of a tag is that tag (of its closing tag where that belongs); another format's tag is the tag
+    expected there when what follows fits it, else text; a lost ``<tool_call>`` (``<arg_key>``) is put back before
+    the one-word name line (key line) above the first key (``</arg_key>``); a stray ``</arg_value>`` after a bare
+    name is dropped."""
     hits = list(itertools.islice(SPELLER.scan(text, start), MAX_TAG_HITS + 1))
     if len(hits) > MAX_TAG_HITS:  # a tag storm, not an answer: read as written
         return None
@@ -168,8 +127,6 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
         before = text[prev_end : h.start]
         after_blank = not text[h.end : nxt.start if nxt else len(text)].strip()
         own, next_own = _role(h), _role(nxt)
-        # a token that is not the format's own tag written exactly, nor a look-alike of a tag the grammar allows here,
-        # stands for the tag the grammar expects (or is text)
         alien = own is None or (not h.exact and own not in _EXPECTED[state])
         role: str | None = None
         if state == _VALUE:
@@ -214,12 +171,12 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
         else:  # outside a call
             if own == KEY:  # its <tool_call> was lost: put it back before the name line above the key
                 name_at = _line_start(text, prev_end, h.start, after_name=False)
-                if name_at is not None and _is_word(text[name_at : h.start].strip()):
+                if name_at is not None and _WORD.fullmatch(text[name_at : h.start].strip()):
                     edits.append((name_at, name_at, OPEN))
                     notes.append(f"missing {OPEN} put back before {text[name_at : h.start].strip()[:40]!r}")
                 role = own
             elif alien:
-                if next_own in (KEY, CLOSE) and nxt is not None and _is_word(text[h.end : nxt.start].strip()):
+                if next_own in (KEY, CLOSE) and nxt is not None and _WORD.fullmatch(text[h.end : nxt.start].strip()):
                     role = OPEN
             else:
                 role = own
@@ -230,24 +187,12 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
             notes.append(f"tag {text[h.start : h.end][:40]!r} read as {role}")
         state = _NEXT[role]
         prev_end, prev_role = h.end, role
-    if not edits:
-        return None
-    parts, pos = [], 0
-    for a, b, new in edits:
-        parts += [text[pos:a], new]
-        pos = b
-    parts.append(text[pos:])
-    return "".join(parts), notes
-
-
-def _is_word(name: str) -> bool:
-    """A tool name that stands on its line alone: one word, not prose."""
-    return bool(name) and " " not in name and _is_name(name)
+    return (apply_edits(text, edits), notes) if edits else None
 
 
 def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
-    """Where the last line of ``text[lo:hi]`` starts (spaces skipped), when it holds text; ``after_name``: the span
-    opens with a call's name line, which must end before that line."""
+    """Where the last line of ``text[lo:hi]`` starts (spaces skipped), when it holds text; ``after_name``: not on
+    the span's first line."""
     seg = text[lo:hi].rstrip()
     nl = seg.rfind("\n")
     if after_name and nl < 0:
@@ -256,5 +201,4 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
     return at if at < lo + len(seg) else None
 
 
-HOOK = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
-            region_start=_region_start, read_untagged=_read_untagged)
+HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start, read_untagged=_read_untagged)

@@ -8,18 +8,11 @@
       <|close|>call<|sep|>
     <|close|>tools<|sep|>
 
-(whitespace between elements is read). The tool name is the call's ``tool`` attribute, ``index`` counts the calls
-from 1; an argument's ``key`` attribute names it and ``type`` types it: ``string`` values are raw text, every other
-type (``number``, ``integer``, ``boolean``, ``null``, ``array``, ``object``) is JSON. Attribute values escape ``&``
-and ``"`` (``&lt;``, ``&gt;`` are read too). The ``think`` and ``response`` channels come before ``tools``;
-``<|close|>message<|sep|>`` ends the turn. A grammar of its own (not an XML row): the elements end in ``<|sep|>``,
-the name and key sit in attributes of their own, the type attribute has six values, values are entity-escaped; its
-literals are an :class:`XtmlSpelling`, so another checkpoint writing this syntax is a row.
-
-A ``string`` value ends at the first ``<|close|>argument<|sep|>`` that the next structural element follows, so it may
-hold the closing text itself; ``render`` refuses a string that would not read back. A JSON value is decoded before
-its closing element is looked for. Recovery reads calls whose channel or closing elements were lost, JSON values that
-need mending, and marks where a text cut short stops.
+``index`` counts the calls from 1; a ``string`` value is raw text up to the first ``<|close|>argument<|sep|>`` that
+the next element follows, any other type (``number``, ``integer``, ``boolean``, ``null``, ``array``, ``object``)
+JSON; attribute values escape ``&`` and ``"``. The ``think`` and ``response`` channels come before ``tools``;
+``<|close|>message<|sep|>`` ends the turn. A grammar of its own (elements end in ``<|sep|>``, six types, escaped
+attributes); its literals are an :class:`XtmlSpelling`.
 """
 
 from __future__ import annotations
@@ -37,7 +30,7 @@ from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.strict import JSON_DECODER, decode_at, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
-from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder
+from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, followed
 
 _ATTR = re.compile(r'\s+([A-Za-z_][\w.-]*)="([^"]*)"')
 _ATTRS = re.compile(r'(?:\s+[A-Za-z_][\w.-]*="[^"]*")*\s*')
@@ -79,8 +72,12 @@ class XtmlSpelling:
     message_close = property(lambda s: s.close + s.message + s.sep)
 
 @functools.lru_cache(maxsize=8)
-def _call_pattern(call_open: str, sep: str) -> re.Pattern:
-    return re.compile(re.escape(call_open) + r"(?=\s|" + re.escape(sep) + ")")
+def _patterns(s: XtmlSpelling) -> tuple[re.Pattern, re.Pattern]:
+    """A call element's token followed by attributes or the separator; an element name after a control token,
+    written in another case."""
+    words = "|".join(re.escape(w) for w in (s.section, s.call, s.argument, s.response, s.message))
+    return (re.compile(re.escape(s.call_open) + r"(?=\s|" + re.escape(s.sep) + ")"),
+            re.compile(rf"({re.escape(s.open)}|{re.escape(s.close)})(?!{words})(?i:({words}))(?![\w])"))
 
 
 def _unescape(value: str) -> str:
@@ -119,8 +116,7 @@ class Xtml(WireFormat):
                          closers=(s.arg_close, s.call_close, s.section_close, s.response_open, s.response_close))
 
     def sniff(self, body: str, at: int) -> bool:
-        """A call element's token is followed by its attributes or its separator (as SGLang requires: a reply that
-        merely quotes the token is not a call)."""
+        """A call element's token followed by its attributes or its separator (as SGLang requires)."""
         s = self.spelling
         if body.startswith(s.call_open, at):
             nxt = body[at + len(s.call_open) : at + len(s.call_open) + len(s.sep)]
@@ -179,26 +175,18 @@ class Xtml(WireFormat):
             pos = end + len(s.arg_close)
 
     def _string_end(self, text: str, pos: int) -> int:
-        """Where the ``string`` value starting at ``pos`` ends: the first closing element the next argument or the
-        call's end follows (whitespace aside), or -1. Linear: the closing text is searched forward once."""
+        """Where the ``string`` value at ``pos`` ends: the first closing element that the next argument or the
+        call's end follows (whitespace aside), or -1."""
         s = self.spelling
-        follow = (s.arg_open, s.call_close)
-        j = text.find(s.arg_close, pos)
-        while j >= 0:
-            k = skip_ws(text, j + len(s.arg_close))
-            if text.startswith(follow, k):
-                return j
-            j = text.find(s.arg_close, j + len(s.arg_close))
-        return -1
+        m = followed(s.arg_close, (s.arg_open, s.call_close)).search(text, pos)
+        return -1 if m is None else m.start()
 
     # The answer's other parts
 
     def answer_parts(self, text: str) -> AnswerParts:
         """Content by channel, as vLLM's K3 reasoning parser strips it: the calls are the ``tools`` channel (from its
-        opening element, or the first call when it was lost, to its closing element, else to the end of the text);
-        the text outside it is content with the ``response`` channel's elements and the turn's closing element taken
-        out (``<|open|>response<|sep|>Let me check.<|close|>response<|sep|>`` gives ``Let me check.``); no control
-        token of the channels is left in it. The reasoning (the ``think`` channel) was split off before."""
+        opening element or first call to its closing element or the end); the content is the text outside it, less
+        the ``response`` channel's elements and the turn's closing element."""
         s = self.spelling
         f = Finder(text)
         section = f.next(s.section_open, 0)
@@ -278,20 +266,20 @@ class Xtml(WireFormat):
             out.note("missing_tag", f"missing {s.section_close} after the last call")
 
     def _next_call(self, text: str, f: Finder, pos: int) -> int:
-        """The next call element's start at or after ``pos``: its token followed by attributes or the separator
-        (:meth:`sniff`); one regular-expression search per hit, remembered (positions asked must not decrease)."""
+        """The next call element (:meth:`sniff`) at or after ``pos``; remembered in ``f`` (positions asked must not
+        decrease)."""
         s = self.spelling
         got = getattr(f, "k3_call", None)
         if got is not None and got[0] <= pos and (got[1] < 0 or got[1] >= pos):
             return got[1]
-        m = _call_pattern(s.call_open, s.sep).search(text, pos)
+        m = _patterns(s)[0].search(text, pos)
         hit = m.start() if m else -1
         f.k3_call = (pos, hit)  # type: ignore[attr-defined]
         return hit
 
     def _lenient_attrs(self, text: str, f: Finder, pos: int) -> tuple[dict[str, str], int, bool]:
-        """Attributes up to the separator: ``(attrs, where the content starts, whether the separator came)``; the
-        element ends at the separator, a newline or the next control token when its separator was lost."""
+        """``(attrs, where the content starts, whether the separator came)``; without a separator, the element ends
+        at the next control token."""
         s = self.spelling
         j, tag = f.first((s.sep, s.open, s.close), pos)
         if j - pos > MAX_ATTR_CHARS:
@@ -302,16 +290,11 @@ class Xtml(WireFormat):
         return attrs, j, False
 
     def _respell(self, text: str, out: Lenient) -> str:
-        """(lenient) The control tokens written wrong (other case, separators, brackets, a lost ``>``:
-        :func:`~refiner.formats.tags.respell_tokens`) read as the tokens, and an element name after one in another
-        case (``<|OPEN|>CALL``) as the name; each reported as ``missing_tag``."""
+        """Control tokens written wrong (:func:`~refiner.formats.tags.respell_tokens`) and element names in another
+        case (``<|OPEN|>CALL``) read as written right."""
         s = self.spelling
         text = respell_tokens(text, (s.open, s.close, s.sep), out)
-        pattern = self.__dict__.get("_element_case")
-        if pattern is None:
-            words = "|".join(re.escape(w) for w in (s.section, s.call, s.argument, s.response, s.message))
-            pattern = self.__dict__["_element_case"] = re.compile(
-                rf"({re.escape(s.open)}|{re.escape(s.close)})(?!{words})(?i:({words}))(?![\w])")
+        pattern = _patterns(s)[1]
         if pattern.search(text) is None:
             return text
         out.note("missing_tag", "element names written in another case read as the names")
@@ -374,8 +357,7 @@ class Xtml(WireFormat):
         return pos
 
     def _end_call(self, out: Lenient, name: str, args: dict, whole: dict, *, clean: bool, at: int) -> int:
-        """The text stops inside this call: keeps it as read and marks where (see :class:`~refiner.formats.base.Cut`);
-        returns where reading goes on (the end)."""
+        """Keeps the call the text stops in, marks the cut, and returns ``at``."""
         if name:
             out.calls.append(ToolCall(name, args))
         out.note("missing_tag", f"missing {self.spelling.call_close} after call {name[:60]!r}")
@@ -383,10 +365,9 @@ class Xtml(WireFormat):
         return at
 
     def _recover_value(self, text: str, f: Finder, pos: int, typ: str, key: str, out: Lenient) -> tuple[Any, int, bool]:
-        """``(value, where reading goes on, whether the text ends inside it)``. The value is read within its region,
-        up to the next element (so each part of the text is read once): it ends at the last closing element there
-        (the first, when text that is no element follows it); with none, at the next element (its closing element
-        was lost) or at the end of the text (cut short)."""
+        """``(value, where reading goes on, whether the text ends inside it)``: the value ends at the last closing
+        element before the next element (the first, when other text follows it), else at that element (its closer
+        lost) or the text's end (cut short)."""
         s = self.spelling
         nxt, tag = f.first((s.arg_open, s.call_close, s.call_open, s.section_close), pos)
         last = text.rfind(s.arg_close, pos, nxt)

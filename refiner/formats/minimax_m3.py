@@ -2,20 +2,15 @@
 argument named by the argument itself, objects as nested elements and lists as ``<item>`` elements::
 
     ]<]minimax[>[<tool_call>
-    ]<]minimax[>[<invoke name="search_docs">]<]minimax[>[<query>rate limits]<]minimax[>[</query>]<]minimax[>[<filters>]<]minimax[>[<site>docs.example.com]<]minimax[>[</site>]<]minimax[>[<tags>]<]minimax[>[<item>api]<]minimax[>[</item>]<]minimax[>[</tags>]<]minimax[>[</filters>]<]minimax[>[</invoke>
+    ]<]minimax[>[<invoke name="search_docs">]<]minimax[>[<query>rate limits]<]minimax[>[</query>]<]minimax[>[<tags>]<]minimax[>[<item>api]<]minimax[>[</item>]<]minimax[>[</tags>]<]minimax[>[</invoke>
     ]<]minimax[>[</tool_call>
 
 Parallel calls are ``<invoke>`` elements of one ``<tool_call>`` (several blocks are read too); whitespace between
-elements is free (render writes the template's: a newline after the block's tag and after each call); a scalar is the raw text of its element; an element whose children are all ``<item>`` is a list;
-null values are left out. Reasoning is ``<mm:think>...</mm:think>``. Values are typed as the XML dialects' raw values
-are (:func:`refiner.formats.xmlvalues.read_value`), and with the tool specs known :meth:`NsXml.retype` settles every
-value, nested ones included, by its declared type. ``render`` writes what reads back (a string that would read as
-another value, and a key the tag cannot hold, as its JSON string literal).
-
-A grammar of its own (not an XML row): a value's closing tag is its key's own, and values nest. Its literals are an
-:class:`NsXmlSpelling`, so another checkpoint writing this syntax is a row. Recovery reads calls whose block or closing
-tags were lost (a closing tag closes the elements left open inside it) and marks where a text cut short stops;
-elements nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid (strict) or dropped.
+elements is free; null values are left out; reasoning is ``<mm:think>...</mm:think>``. A scalar is the raw text of
+its element, typed as :func:`refiner.formats.xmlvalues.read_value` types it, then (nested values too) by the tool
+specs (:meth:`NsXml.retype`). A grammar of its own (a value's closing tag is its key's own, and values nest); its
+literals are an :class:`NsXmlSpelling`. Elements nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH`
+are invalid (strict) or dropped (lenient).
 """
 
 from __future__ import annotations
@@ -52,8 +47,8 @@ class NsXmlSpelling:
 
 @dataclass
 class _Tag:
-    """One tag after a namespace token: ``start`` (the token's position), ``end`` (after its ``>``), whether it
-    closes, its raw text between ``<``/``</`` and ``>``, and the key it names (a quoted key decoded)."""
+    """A tag after a namespace token: from the token to after its ``>``, its raw text between ``<``/``</`` and
+    ``>``, and the key it names (a quoted key decoded)."""
 
     start: int
     end: int
@@ -68,24 +63,6 @@ class _Frame:
     key: str
     children: list[tuple[str, bool, Any]]  # (key, written as an <item>, value)
     text: str | None = None  # a leaf's raw text
-
-
-def _build(frame: _Frame, item: str, tags: tuple[str, ...], *, top: bool) -> tuple[Any, str | None]:
-    """A frame's value, and a duplicate key when there is one: children all ``<item>`` make a list (never at the
-    top, where the arguments are an object); no children, the leaf's text typed (:func:`read_value`)."""
-    if not frame.children:
-        if top:
-            return {}, None
-        return (read_value(frame.text, False, tags) if frame.text else ""), None
-    if not top and all(is_item for _, is_item, _ in frame.children):
-        return [v for _, _, v in frame.children], None
-    out: dict[str, Any] = {}
-    dup = None
-    for key, _, value in frame.children:
-        if key in out:
-            dup = key
-        out[key] = value
-    return out, dup
 
 
 class NsXml(WireFormat):
@@ -106,7 +83,7 @@ class NsXml(WireFormat):
 
     def _tag_at(self, text: str, p: int, nxt: int, *, lenient: bool) -> _Tag | None:
         """The tag whose namespace token is at ``p`` (``nxt``: the next token's position, or the text's end), or
-        ``None`` when no tag follows the token there. Strictly no whitespace between the token and ``<``."""
+        ``None``; whitespace after the token only when ``lenient``."""
         s = self.spelling
         q = p + len(s.ns)
         if lenient:
@@ -144,6 +121,21 @@ class NsXml(WireFormat):
             return ""
         return rest[len(head) : -1]
 
+    def _value(self, frame: _Frame, *, top: bool = False) -> tuple[Any, str | None]:
+        """A frame's value and a duplicate key (or ``None``): children all ``<item>`` make a list (not at the top), no
+        children the leaf's text typed."""
+        if not frame.children:
+            return ({}, None) if top else (read_value(frame.text or "", False, (self.spelling.ns,)), None)
+        if not top and all(is_item for _, is_item, _ in frame.children):
+            return [v for _, _, v in frame.children], None
+        out: dict[str, Any] = {}
+        dup = None
+        for key, _, value in frame.children:
+            if key in out:
+                dup = key
+            out[key] = value
+        return out, dup
+
     # Strict
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -165,7 +157,7 @@ class NsXml(WireFormat):
         s = self.spelling
         tag = self._strict_tag(text, pos)
         name = self._invoke_name(tag)
-        if not name or any(c.isspace() or c in '"<>' for c in name):
+        if not self.is_name(name):
             raise self.error(f"a call without a usable {s.name_attr}: {tag.raw[:60]!r}", pos)
         stack = [_Frame(s.invoke, "", [])]
         pos = tag.end
@@ -177,7 +169,7 @@ class NsXml(WireFormat):
                 if tag.raw != top.raw:
                     raise self.error(f"</{tag.raw[:40]}> closes <{top.raw[:40]}>", pos)
                 stack.pop()
-                value, dup = _build(top, s.item, (s.ns,), top=not stack)
+                value, dup = self._value(top, top=not stack)
                 if dup is not None:
                     raise self.error(f"argument {dup!r} given twice", pos)
                 if not stack:
@@ -190,7 +182,7 @@ class NsXml(WireFormat):
             if len(stack) > MAX_ARGUMENT_DEPTH:
                 raise self.error(f"the arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
             k = skip_ws(text, tag.end)
-            if text.startswith(s.ns, k) and not self._closes_next(text, k):  # a container: children follow
+            if text.startswith(s.ns, k) and not text.startswith("</", k + len(s.ns)):  # a container: children follow
                 stack.append(_Frame(tag.raw, tag.key, []))
                 pos = k
                 continue
@@ -200,13 +192,8 @@ class NsXml(WireFormat):
             end_tag = f"{s.ns}</{tag.raw}>"
             if not text.startswith(end_tag, e):
                 raise self.error(f"expected {end_tag} after the value of {tag.key!r}", e)
-            leaf = _Frame(tag.raw, tag.key, [], text[tag.end : e])
-            top.children.append((tag.key, tag.raw == s.item, _build(leaf, s.item, (s.ns,), top=False)[0]))
+            top.children.append((tag.key, tag.raw == s.item, read_value(text[tag.end : e], False, (s.ns,))))
             pos = e + len(end_tag)
-
-    def _closes_next(self, text: str, k: int) -> bool:
-        """Whether the namespace token at ``k`` opens a closing tag (strictly: ``</`` right after it)."""
-        return text.startswith("</", k + len(self.spelling.ns))
 
     # Render
 
@@ -280,9 +267,7 @@ class NsXml(WireFormat):
                 return
 
     def _tags(self, text: str, pos: int) -> list[_Tag]:
-        """Every tag after ``pos``, in order (one pass over the namespace tokens; at most
-        :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` times 4 of them: a call and each argument are two tags,
-        and each is a counted item)."""
+        """Every tag after ``pos``, in order (at most 4 x :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS`)."""
         s = self.spelling
         out: list[_Tag] = []
         p = text.find(s.ns, pos)
@@ -298,8 +283,8 @@ class NsXml(WireFormat):
         return out
 
     def _recover_invoke(self, text: str, tags: list[_Tag], i: int, out: Lenient) -> int:
-        """Reads the call opened by ``tags[i]``; returns the index of the next tag to look at (-1: the text ended
-        inside this call, or the count of items read ran out)."""
+        """Reads the call opened by ``tags[i]``: the index of the next tag to look at (-1: the text or the item
+        count ran out)."""
         s = self.spelling
         name = (self._invoke_name(tags[i]) or "").strip()
         if not name:
@@ -368,7 +353,7 @@ class NsXml(WireFormat):
     def _pop(self, stack: list[_Frame]) -> tuple[str, Any]:
         s = self.spelling
         frame = stack.pop()
-        value, _ = _build(frame, s.item, (s.ns,), top=False)
+        value, _ = self._value(frame)
         stack[-1].children.append((frame.key, frame.raw == s.item, value))
         return frame.key, value
 
@@ -376,8 +361,7 @@ class NsXml(WireFormat):
         """Closes what is left open and adds the call (when it has a name)."""
         while len(stack) > 1:
             self._pop(stack)
-        s = self.spelling
-        args, dup = _build(stack[0], s.item, (s.ns,), top=True)
+        args, dup = self._value(stack[0], top=True)
         if dup is not None:
             out.note("bad_argument", f"argument {dup[:40]!r} given twice: the last value kept")
         if name:
@@ -398,8 +382,8 @@ class NsXml(WireFormat):
 
 
 def _retype(param: Any, value: Any, depth: int) -> Any:
-    """``value`` settled by ``param``'s declared type, nested values included (an empty element is the empty
-    object or list its type says; an object's ``<item>`` children read as a list are its ``item`` key)."""
+    """``value`` settled by ``param``'s declared type, nested values included (an empty element is an empty object
+    or list; an object's ``<item>`` children read as a list are its ``item`` key)."""
     if param is None or depth > MAX_ARGUMENT_DEPTH:
         return value
     ptype = getattr(param, "type", None)

@@ -1,30 +1,10 @@
 """Qwen3-Coder (and Qwen3.5): the hook of the ``qwen3_coder`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_grammar`, which reads and writes it:
-``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``).
-
-Grammar, from the model's chat template and vLLM's ``qwen3coder_tool_parser.py`` / SGLang's
-``qwen3_coder_detector.py``:
-
-- blocks are separated by a newline (any text between blocks is allowed, as is prose before the first and after the
-  last, and a ``<think>`` block before them); whitespace between the tags is free;
-- a value is the text between ``<parameter=KEY>`` and its ``</parameter>``, less one newline at each end (the
-  template writes one each side; both parsers strip them). A ``</parameter>`` closes the value only when a
-  ``<parameter=`` or ``</function>`` follows it (whitespace aside) and it does not close a parameter block the value
-  quotes itself (one opened at the start of a line), as in vLLM's parser;
-- values are typed as :mod:`refiner.formats.xmlvalues` says: strings raw, numbers in their canonical JSON text,
-  booleans and null as ``True`` / ``False`` / ``None`` (the template's ``| string``), objects and arrays as JSON.
-  ``true`` / ``false`` / ``null`` are text, which the tool specs settle (a boolean parameter's ``true`` is ``True``,
-  a string parameter's is ``"true"``: :meth:`~refiner.formats.xml_grammar.XmlParams.retype`); a string that would
-  read as something else (``42``, ``True``, ``{"a": 1}``) or holds ``<parameter=`` / ``</parameter>`` is written as
-  its JSON string literal (``"42"``);
-- a parameter name is written as it is, or as a JSON string literal when it holds ``>`` or a newline (never in
-  practice); a name given twice is an error.
-
-What the row's table cannot say lives here, as the row's hook (:data:`HOOK`, its spelling's ``hook``): detection against
-the formats sharing ``<tool_call>`` (:func:`_sniff`: a block opening with ``<function=`` or a look-alike), where a
-region found by a ``<parameter=`` starts, calls whose tags a decoder dropped (:func:`_read_untagged`) and the repair of
-tags written wrong (:func:`respell`). Recovery (the grammar's) reads cut texts, lost tags (vLLM's fallbacks: a value
-ends at the next ``<parameter=`` or ``</function>``) and JSON arguments written inside the function tags.
+(:mod:`refiner.formats.xml_grammar` reads and writes
+``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``, the
+template's ``| string`` typing: ``True`` / ``False`` / ``None``). The hook holds what the row's table cannot say:
+detection against the formats sharing ``<tool_call>`` (:func:`_sniff`), where a region found by a ``<parameter=``
+starts, calls whose tags a decoder dropped (:func:`_read_untagged`) and the repair of tags written wrong
+(:func:`respell`).
 """
 
 from __future__ import annotations
@@ -38,6 +18,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import ROW_CHARS, WireFormat
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
+from refiner.formats.xml_lenient import apply_edits
 from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
 from refiner.formats.xmlvalues import read_value, untagged_lines
 
@@ -49,9 +30,8 @@ VALUE_TAGS = (PARAM, PARAM_END)  # a string holding one of these is written as a
 
 
 def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
-    """A ``<tool_call>`` whose block opens with ``<function=`` (or a look-alike, or ``NAME>`` and a parameter
-    where it was lost or another format's tag stands for it); a bare ``<function=NAME>`` followed by a
-    ``<parameter=`` or ``</function>`` (not by JSON, as in Llama's ``<function=NAME>{...}``); a bare
+    """A ``<tool_call>`` whose block opens with ``<function=`` (or a look-alike, or ``NAME>`` and a parameter); a
+    bare ``<function=NAME>`` followed by a parameter or ``</function>`` (not by Llama's JSON); a bare
     ``<parameter=``."""
     if body.startswith(OPEN, at):
         k = skip_ws(body, at + len(OPEN))
@@ -71,9 +51,8 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     return True
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
-    """A region found by a ``<parameter=`` or ``<function=`` whose block :meth:`sniff` did not claim (its
-    ``<function=`` written wrong or lost) starts at that block's ``<tool_call>``, else at the line above the
-    parameter (the function's line)."""
+    """A region found by a ``<parameter=`` or ``<function=`` starts at its block's ``<tool_call>``, else at the
+    line above the parameter."""
     if body.startswith(OPEN, at):
         return at
     lo = max(0, at - NAME_LINE_CHARS)
@@ -90,12 +69,9 @@ def _region_start(fmt: WireFormat, body: str, at: int) -> int:
 def _read_untagged(
     fmt: WireFormat, text: str, start: int, offered: Mapping[str, Sequence[str]]
 ) -> tuple[int, int, list[ToolCall]] | None:
-    """The calls with every tag dropped (``NAME>``, then ``KEY>`` and the value's lines, blank lines where the
-    closing tags were), read by the offered tools alone: from the first line ``NAME>`` naming an offered tool
-    that is followed by a line ``KEY>`` for one of its parameters, calls made of such a name line and parameter
-    lines (each parameter once), a value running from the line after its ``KEY>`` to the next such line (the
-    blank lines the lost tags leave at its end dropped, and the template's newline at its start). A call with no
-    argument, or other text before a call's first parameter, and this is not such a text."""
+    """Calls whose tags a decoder dropped (``NAME>``, then ``KEY>`` lines each followed by the value's lines), read
+    by the offered tools: from the first ``NAME>`` of an offered tool followed by a ``KEY>`` of its own, each value
+    up to the next such line (trailing blank lines dropped); ``None`` for any other text."""
     lines = untagged_lines(text, start)
     if lines is None:
         return None
@@ -141,13 +117,10 @@ def _read_untagged(
     return first, end, calls
 
 
-
-# ----------------------------------------------------------------------------------------------------------------
 # Tags written wrong (lenient reading only)
 
 SPELLER = Speller(TAGS)
-# Where the reader stands: outside a block, after <tool_call>, in a function's body (between its parameters), in a
-# value, after </function>.
+# Where the reader stands: outside a block, after <tool_call>, in a function's body, in a value, after </function>.
 _OUT, _BLOCK, _BODY, _VALUE, _AFTER_FUNC = range(5)
 _EXPECTED = {_OUT: (OPEN, FUNC), _BLOCK: (FUNC,), _BODY: (PARAM, FUNC_END), _VALUE: (PARAM_END,),
              _AFTER_FUNC: (CLOSE, OPEN)}
@@ -168,23 +141,13 @@ def _role(hit: Hit | None) -> str | None:
     return end if hit.closing or hit.ended else None
 
 
-def respell(text: str, start: int) -> tuple[str, list[str]] | None:
-    """The text with its tags written as the grammar has them, where they were written wrong
-    (:mod:`refiner.formats.tags`) or one was lost that the rest of the text places exactly, and what was changed;
-    ``None`` when nothing was. Each tag token is read where the grammar stands when it comes:
-
-    - a look-alike of a tag is that tag (``<PARAMETER=``, ``[function=``, ``</para_meter>``), a name tag without
-      its ``=`` (``<parameter>``) the closing one; an opening ``<tool_call>`` right after ``</function>`` with
-      nothing but the next block after it is ``</tool_call>``;
-    - another format's tag, or a look-alike of a tag the grammar does not allow there, is the tag the grammar
-      expects: ``<function=`` after ``<tool_call>`` when a ``NAME>`` follows it, ``<parameter=`` in a function's
-      body when a ``KEY>`` follows it, ``</parameter>`` at the end of a value when the next tag follows it,
-      ``</function>`` in a body and ``</tool_call>`` after it when only the next tag follows; anywhere else it is
-      text;
-    - a lost ``<function=`` before the ``NAME>`` line a block opens with, and a lost ``<parameter=`` before the
-      ``KEY>`` line a value's ``</parameter>`` closes, are put back.
-
-    What the reader then makes of the text (a value still unclosed, a call cut short) is unchanged."""
+def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | None:
+    """The text with its tags written wrong (:mod:`refiner.formats.tags`) or lost put right where the grammar
+    places them exactly, and notes; ``None`` when nothing changed. By where the grammar stands at each token: a
+    look-alike of a tag is that tag (``<parameter>`` without its ``=`` the closing one); another format's tag, or a
+    look-alike not allowed there, is the tag expected there when what follows fits it (a ``NAME>`` or ``KEY>``, or
+    only the next tag), else text; a lost ``<function=`` (``<parameter=``) is put back before the ``NAME>`` line a
+    block opens with (the ``KEY>`` line a ``</parameter>`` closes)."""
     hits = list(itertools.islice(SPELLER.scan(text, start), MAX_TAG_HITS + 1))
     if len(hits) > MAX_TAG_HITS:  # a tag storm, not an answer: read as written
         return None
@@ -259,16 +222,7 @@ def respell(text: str, start: int) -> tuple[str, list[str]] | None:
             m = _LABEL.match(text, h.end)
             if m is not None:
                 prev_end = m.end()
-    if not edits:
-        return None
-    edits.sort(key=lambda e: e[0])
-    parts, pos = [], 0
-    for a, b, new in edits:
-        parts += [text[pos:a], new]
-        pos = b
-    parts.append(text[pos:])
-    return "".join(parts), notes
+    return (apply_edits(text, edits), notes) if edits else None
 
 
-HOOK = Hook(respell=lambda fmt, text, start: respell(text, start), sniff=_sniff,
-            region_start=_region_start, read_untagged=_read_untagged)
+HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start, read_untagged=_read_untagged)

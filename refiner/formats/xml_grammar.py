@@ -1,47 +1,23 @@
 """The XML-ish parameter grammar: tool calls written as tags, one element (or key/value tag pair) per argument, the
-values raw text between tags. One grammar, read from a spelling (:class:`~refiner.formats.xml_spelling.XmlSpelling`); a
-model family that writes it is a row of the catalog (:mod:`refiner.formats.catalog`, see
-:mod:`refiner.formats.family`), not a module.
-
-The shape, in general terms (every literal comes from the row's spelling)::
+values raw text between tags. One grammar, read from a spelling (:class:`~refiner.formats.xml_spelling.XmlSpelling`,
+every literal); a model family that writes it is a row of the catalog (:mod:`refiner.formats.catalog`)::
 
     [SECTION_OPEN]                                  optional; around every call, or around all of them
-      CALL_OPEN NAME ...                            the name: `<function=NAME>`, `<invoke name="NAME">`, or the
-                                                    text after the tag up to NAME_SEP (GLM, Hunyuan)
-        KEY_OPEN KEY ... VALUE VALUE_CLOSE          `<parameter=KEY>V</parameter>`,
-                                                    `<parameter name="KEY" [string="true"]>V</parameter>`, or
-                                                    `<arg_key>KEY</arg_key><arg_value>V</arg_value>`
+      CALL_OPEN NAME ...                            `<function=NAME>`, `<invoke name="NAME">`, or the text after
+                                                    the tag up to NAME_SEP (GLM, Hunyuan)
+        KEY_OPEN KEY ... VALUE VALUE_CLOSE          `<parameter=KEY>V</parameter>`, `<parameter name="KEY">V
+                                                    </parameter>`, or `<arg_key>KEY</arg_key><arg_value>V</arg_value>`
       CALL_CLOSE
     [SECTION_CLOSE]
 
-Reading (the same for every row):
-
-- reasoning and prose may come before the first call, prose after the last; whitespace between tags is free;
-- a value is the text up to its closing tag, less one newline at each end where the row says so
-  (``strip_newline``: Qwen3-Coder writes ``<parameter=K>\\nV\\n</parameter>``; Seed-OSS, the same tags, does not);
-- an attribute-named call or parameter reads ``name="..."`` (single quotes and bare values too, XML's entities
-  decoded; ``render`` writes a name holding ``"``, ``<``, ``>``, ``&`` or a line break with entities); an invoke
-  closed in its own tag (``<invoke name="f"/>``) is a call without arguments;
-- a closing section tag (or, without sections, a closing call tag) before the first opening one is a call whose
-  opening tag was lost: not strictly valid, and recovery reads that call too;
-- a closing value tag ends the value only when the next structural tag follows it (whitespace aside) and it does
-  not close a value tag the value opens itself (:func:`refiner.formats.xmlvalues.value_end`, as vLLM's parser
-  does): code quoting the tags is read whole. A value whose own closing tag is followed by a further parameter
-  *inside the value* (``x</parameter>\\n<parameter=y>``) cannot be told from two parameters in raw-text XML: such a
-  value is written (``render``) as a JSON string literal, which reads back as itself;
-- typing (``typing``): ``"json"`` (the template writes strings raw, anything else as JSON: GLM, MiniMax-M2,
-  Hunyuan), ``"python"`` (the template's ``| string`` writes Python's ``True`` / ``False`` / ``None``: Qwen3-Coder,
-  Seed-OSS), or ``"attr"`` (a type attribute on the parameter tag, ``type_attr="string"``: DSML's
-  ``string="true"`` value is the string as written, ``string="false"`` is JSON); see
-  :mod:`refiner.formats.xmlvalues`. With the tool specs known, :meth:`XmlParams.retype` settles untyped values by
-  their declared types (vLLM's parsers type these values by the schema the same way);
-- a parameter given twice is an error (strict), the last kept (lenient);
-- recovery (``parse_lenient``) also reads an answer the model wrote as a JSON string (a literal ``\\n`` next to
-  the row's tags, ``\\"`` in values: decoded) and closing tags with a number appended (``</parameter1>``), besides
-  cut texts, lost tags and JSON arguments written inside the call's tags.
-
-What a row's table cannot say goes into its one hook (:class:`Hook`: lenient tag repair, a family's own detection or
-untagged reading), a value of its spelling.
+Reasoning and prose may come before the first call, prose after the last; whitespace between tags is free. A value
+is the text up to its closing tag (less one newline at each end with ``strip_newline``): the first one that the next
+structural tag follows and that closes no value tag the value opens itself (as vLLM reads it:
+:func:`~refiner.formats.xmlvalues.value_end`); a value that cannot be told from two parameters is written as a JSON
+string literal. Values are typed by the row's ``typing`` (:mod:`refiner.formats.xmlvalues`), then by the tool specs
+(:meth:`XmlParams.retype`). A parameter given twice is an error (strict), the last kept (lenient). A closing tag
+before the first opening one is a call whose opening tag was lost (recovery reads it). What a row's table cannot say
+goes into its one hook (:class:`~refiner.formats.xml_spelling.Hook`).
 """
 
 from __future__ import annotations
@@ -64,27 +40,15 @@ from refiner.formats.base import (
 )
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import XmlLenient
-from refiner.formats.xml_spelling import (
-    _NO_HOOK,
-    Hook,
-    XmlSpelling,
-    _attr_value,
-    _attrs,
-    _first,
-    _suffix_pattern,
-    _suffixed_words,
-    _unsuffix,
-    _unsuffixed,
-)
+from refiner.formats.xml_spelling import Hook, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
     Finder,
     read_key,
     read_value,
     retype_calls,
-    strip_one_newline,
     value_end,
     write_key,
     write_value,
@@ -92,13 +56,34 @@ from refiner.formats.xmlvalues import (
 
 
 CDATA = ("<![CDATA[", "]]>")  # a value written as XML's character data section (XmlSpelling.cdata)
+_NO_HOOK = Hook()
 
 
-@functools.lru_cache(maxsize=16)
-def _lost_colon(tags: tuple[str, ...], suffix: str) -> re.Pattern:
-    """A tag of ``tags`` written with ``suffix`` less its leading colon (``<tool_callopensource>``)."""
-    alts = "|".join(re.escape(w) for w in _suffixed_words(tags))
-    return re.compile(r"(</?(?:" + alts + r"))" + re.escape(suffix[1:]) + ">")
+@functools.lru_cache(maxsize=64)
+def _suffixes(tags: tuple[str, ...], suffix: str) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+    """For a row whose tags carry a ``:SUFFIX`` before their ``>`` (any suffix is read), patterns over the tags of
+    ``tags`` and ``<think>``: a suffixed tag or a text ending inside one; a whole tag's suffix alone (removed at C
+    speed); a text ending inside a suffixed tag; a tag written with ``suffix`` less its colon
+    (``<tool_callopensource>``). Group 1 of each but the second is the tag before its suffix."""
+    words = sorted({t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"})
+    head = r"(</?(?:" + "|".join(re.escape(w) for w in words) + r"))"
+    behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in words for o in ("<", "</"))
+    return (re.compile(head + r":(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)"),
+            re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z"),
+            re.compile(head + re.escape(suffix[1:]) + ">"))
+
+
+def _unsuffixed(m: re.Match) -> str:
+    """A tag matched with its suffix, without it (cut inside it: the tag stays unclosed)."""
+    return m.group(1) + (">" if m.group(0).endswith(">") else "")
+
+
+def _attr_value(value: str) -> str:
+    """An attribute value as render writes it, with XML's entities for the characters a tag cannot hold."""
+    if not any(c in value for c in '"<>&\n\r'):
+        return value
+    return (value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", "&#10;").replace("\r", "&#13;"))
 
 
 class XmlParams(XmlLenient, WireFormat):
@@ -146,11 +131,7 @@ class XmlParams(XmlLenient, WireFormat):
         return SPACED_NAME_PATTERN if self.spelling.name_at == "text" else NAME_PATTERN
 
     def is_name(self, name: str) -> bool:
-        if not name:
-            return False
-        if self.spelling.name_at == "text":
-            return re.fullmatch(SPACED_NAME_PATTERN, name) is not None
-        return not any(c.isspace() or c in "<>{}\"'" for c in name)
+        return re.fullmatch(self.name_pattern, name) is not None
 
     def answer_parts(self, text: str) -> AnswerParts:
         """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
@@ -158,7 +139,7 @@ class XmlParams(XmlLenient, WireFormat):
         if not self.spelling.tag_suffix or ":" not in text:
             return super().answer_parts(text)
         ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
-        for m in _suffix_pattern(self.spelling.tags()).finditer(text):
+        for m in _suffixes(self.spelling.tags(), self.spelling.tag_suffix)[0].finditer(text):
             total += len(m.group(0)) - len(_unsuffixed(m))
             ends.append(m.end() - total)
             shifts.append(total)
@@ -176,7 +157,10 @@ class XmlParams(XmlLenient, WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        return _unsuffix(s.tags(), text)
+        _, whole, cut, _ = _suffixes(s.tags(), s.tag_suffix)
+        text = whole.sub("", text)
+        m = cut.search(text, max(len(text) - 160, 0))
+        return text if m is None else text[: m.start()] + _unsuffixed(m)
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
@@ -210,7 +194,8 @@ class XmlParams(XmlLenient, WireFormat):
             return not s.section_open
         pos = at + len(s.call_open)
         if s.name_at == "text":
-            e = _first(body, (s.name_sep, s.key_open, s.call_close), pos)
+            e = min((j for t in (s.name_sep, s.key_open, s.call_close) if t and (j := body.find(t, pos)) >= 0),
+                    default=len(body))
             if not self.is_name(body[pos:e].strip()):
                 return False
             if s.name_sep.strip() and not body.startswith(s.name_sep, e):
@@ -228,16 +213,14 @@ class XmlParams(XmlLenient, WireFormat):
         return k >= len(body) or body.startswith((s.key_open, s.call_close), k)
 
     def region_start(self, body: str, at: int) -> int:
-        if self.hook.region_start is not None:
-            return self.hook.region_start(self, body, at)
-        return at
+        hook = self.hook.region_start
+        return at if hook is None else hook(self, body, at)
 
     def read_untagged(
         self, text: str, start: int, offered: Mapping[str, Sequence[str]]
     ) -> tuple[int, int, list[ToolCall]] | None:
-        if self.hook.read_untagged is not None:
-            return self.hook.read_untagged(self, text, start, offered)
-        return None
+        hook = self.hook.read_untagged
+        return None if hook is None else hook(self, text, start, offered)
 
     # Lenient
 
@@ -246,7 +229,7 @@ class XmlParams(XmlLenient, WireFormat):
         it (``<arg_valueopensource>``, a suffixed row's one-character slip; other suffixes stay as written)."""
         s = self.spelling
         if s.tag_suffix and s.tag_suffix[1:] in text:
-            lost = _lost_colon(s.tags(), s.tag_suffix)
+            lost = _suffixes(s.tags(), s.tag_suffix)[3]
             text, n = lost.subn(lambda m: m.group(1) + s.tag_suffix + ">", text)
             if n:
                 out.note("missing_tag", f"{n} tag(s) written without the ':' of {s.tag_suffix}")
@@ -414,8 +397,8 @@ class XmlParams(XmlLenient, WireFormat):
         """A raw value's reading: ``string`` from a type attribute (True: the text as written; False: JSON, else
         the text), else the row's typing."""
         s = self.spelling
-        if s.strip_newline:
-            raw = strip_one_newline(raw)
+        if s.strip_newline:  # the template's newline at each end
+            raw = raw.removeprefix("\n").removesuffix("\n")
         if s.cdata:
             t = raw.strip()
             if t.startswith(CDATA[0]) and t.endswith(CDATA[1]):  # a text written in a CDATA section, as it is
@@ -424,10 +407,9 @@ class XmlParams(XmlLenient, WireFormat):
             return raw
         if string is False:
             try:
-                value, end = JSON_DECODER.raw_decode(raw.strip(), 0)
+                return JSON_DECODER.decode(raw.strip())
             except (ValueError, RecursionError):
                 return raw
-            return value if end == len(raw.strip()) else raw
         return read_value(raw, s.python_literals, s.value_tags)
 
     # Render
@@ -443,7 +425,9 @@ class XmlParams(XmlLenient, WireFormat):
         else:
             text = f"{s.section_open}{sep}{sep.join(blocks)}{sep}{s.section_close}"
         if s.tag_suffix:
-            text = self._suffixed(text)
+            for t in sorted(set(s.tags()), key=len, reverse=True):
+                if t.endswith(">"):
+                    text = text.replace(t, t[:-1] + s.tag_suffix + ">")
         return text
 
     def _render_call(self, c: ToolCall) -> str:
@@ -462,35 +446,21 @@ class XmlParams(XmlLenient, WireFormat):
                 key = write_key(k, s.key_close not in k)
                 parts.append(f"{s.key_open}{key}{s.key_close}{sep}{s.value_open}{self._write(v)}{s.value_close}")
             elif s.key_at == "attr":
-                typed = ""
-                if s.type_attr:  # a string as written (string="true") unless it holds a tag: then JSON, as any value
-                    raw = type(v) is str and not any(t in v for t in s.value_tags)
-                    typed = f' {s.type_attr}="{"true" if raw else "false"}"'
-                    body = v if raw else self._write(v, attr_typed=True)
-                else:
-                    body = self._write(v)
+                # with a type attribute, a string as written (string="true") unless it holds a tag: then JSON
+                raw = bool(s.type_attr) and type(v) is str and not any(t in v for t in s.value_tags)
+                typed = f' {s.type_attr}="{"true" if raw else "false"}"' if s.type_attr else ""
+                body = v if raw else self._write(v)
                 parts.append(f'{s.key_open}name="{_attr_value(k)}"{typed}>{pad}{body}{pad}{s.value_close}')
             else:
                 key = write_key(k, ">" not in k and "\n" not in k and "\r" not in k)
                 parts.append(f"{s.key_open}{key}>{pad}{self._write(v)}{pad}{s.value_close}")
         if s.name_at == "text" and sep == "\n":  # GLM: NAME\n, each pair followed by \n, then the close
-            return "".join(p + sep for p in parts[:1]) + "".join(p + sep for p in parts[1:]) + s.call_close
+            return "".join(p + sep for p in parts) + s.call_close
         parts.append(s.call_close)
         return sep.join(parts)
 
-    def _write(self, value: Any, attr_typed: bool = False) -> str:
-        s = self.spelling
-        if attr_typed:  # a typed attribute says "JSON": always JSON, "<" escaped where a tag would appear
-            text = dumps(value)
-            return text.replace("<", "\\u003c") if any(t in text for t in s.value_tags) else text
-        return write_value(value, s.value_tags, python_literals=s.python_literals)
-
-    def _suffixed(self, text: str) -> str:
-        s = self.spelling
-        for t in sorted(set(s.tags()), key=len, reverse=True):
-            if t.endswith(">"):
-                text = text.replace(t, t[:-1] + s.tag_suffix + ">")
-        return text
+    def _write(self, value: Any) -> str:
+        return write_value(value, self.spelling.value_tags, python_literals=self.spelling.python_literals)
 
     # Typing by the tool specs
 

@@ -16,13 +16,7 @@ from refiner.formats.lenient import written_before_cut
 from refiner.formats.tags import MAX_TAG_HITS, Speller
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
-from refiner.formats.xmlvalues import (
-    MAX_ATTR_CHARS,
-    Finder,
-    mark_xml_cut,
-    read_key,
-    stops_in_call,
-)
+from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
 class XmlLenient:
@@ -32,15 +26,12 @@ class XmlLenient:
         s = self.spelling
         text = self._plain(text)
         pos = self.answer_start(text)
-        text, notes = self._mend(text, pos)
-        for note in notes[:MAX_NOTES]:
-            out.note("missing_tag", note)
-        respell = self.hook.respell or _respell_generic
-        fixed = respell(self, text, pos)
-        if fixed is not None:
-            text, notes = fixed
-            for note in notes[:MAX_NOTES]:
-                out.note("missing_tag", note)
+        for fix in (_mend, self.hook.respell or _respell_generic):
+            fixed = fix(self, text, pos)
+            if fixed is not None:
+                text, notes = fixed
+                for note in notes[:MAX_NOTES]:
+                    out.note("missing_tag", note)
         f = Finder(text)
         first_key = f.next(s.key_open, pos)
         in_section = False
@@ -64,25 +55,6 @@ class XmlLenient:
                 elif skip_ws(text, o + len(s.section_open)) != c:
                     out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
-
-    def _mend(self, text: str, pos: int) -> tuple[str, list[str]]:
-        """The text with JSON string escapes decoded when a literal ``\\n`` stands next to a structural tag, and
-        closing tags with a number appended (``</parameter1>``) read as the tag."""
-        s = self.spelling
-        notes = []
-        body = text[pos:]
-        # (a literal \n where the render has a line break between tags; one ending or starting a value is the value's)
-        marks = ("\\n" + s.key_open, s.value_close + "\\n", "\\n" + s.call_close, s.call_close + "\\n")
-        if "\\n" in body and any(m in body for m in marks):
-            body = _JSON_ESCAPE.sub(_unescape, body)
-            notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
-        for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
-            if close.endswith(">") and close[:-1] in body:
-                pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
-                if pattern.search(body):
-                    body = pattern.sub(close, body)
-                    notes.append(f"a closing tag with a number appended read as {close}")
-        return (text if not notes else text[:pos] + body), notes
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
@@ -144,13 +116,12 @@ class XmlLenient:
             pos = nxt
             if tag not in (s.key_open, s.call_close):
                 break
-        tail = s.call_close + (s.section_close if s.section_per_call else "")
         if not closed:
             out.note("missing_tag", f"missing {s.call_close} after call {name!r}")
             if s.name_at == "text" and not args:  # a name line alone: a cut text or prose mentioning the tag
                 out.note("unreadable", f"a {s.call_open} with neither arguments nor {s.call_close} dropped: "
                          f"{name[:60]!r}")
-                mark_xml_cut(out, "", args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
+                self._mark_cut(text, whole, out, "", args, cut)
                 return pos, False
         if name and not args and self._junk_name(name):
             out.note("not_a_call", f"{name[:60]!r} alone between call tags is text, not a call")
@@ -158,8 +129,27 @@ class XmlLenient:
         if name:
             out.calls.append(ToolCall(name, args))
         if not closed:
-            mark_xml_cut(out, name, args, cut, stops_in_call(text, whole, tail, (s.key_open,)))
+            self._mark_cut(text, whole, out, name, args, cut)
         return self._after_call(text, pos, name, out)
+
+    def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
+                  cut: tuple[dict[str, Any], bool] | None) -> None:
+        """Marks the call just read, whose closing tag never came, as the one the text stops in: ``cut`` (written
+        whole, clean) when the text ends inside a value; else, after its last value written whole (ending at
+        ``whole``), clean when only closing tags are missing, not clean inside a key tag, not cut before other text."""
+        if cut is None:
+            s = self.spelling
+            closers = s.call_close + (s.section_close if s.section_per_call else "")
+            i = skip_ws(text, whole)
+            rest = text[i : i + 2 * len(closers)]
+            if skip_ws(text, i + len(rest)) < len(text):
+                return
+            rest = "".join(rest.split())  # whitespace aside, in the tags too (DSML V4.1 writes "<｜DSML｜ parameter ")
+            in_key = bool(rest) and "".join(s.key_open.split()).startswith(rest)
+            if rest and not in_key and not "".join(closers.split()).startswith(rest):
+                return
+            cut = dict(args), not in_key and bool(args)
+        out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
 
     def _after_call(self, text: str, pos: int, name: str, out: Lenient) -> tuple[int, bool]:
         """Past a call's section closer: ``(where reading goes on, whether the section goes on)``."""
@@ -315,17 +305,38 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
                 continue
             edits.append((m.start(), m.start(), put))
             notes.append(f"missing {put.strip()} put back before {m.group(0).strip()[:40]!r}")
-    if not edits:
-        return None
-    edits.sort(key=lambda e: e[0])
+    return (apply_edits(text, edits), notes) if edits else None
+
+
+def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each ``(start, end, new)`` edit made, by start (one overlapping an earlier edit left out)."""
     parts, pos = [], 0
-    for a, b, new in edits:
-        if a < pos:
-            continue
-        parts += [text[pos:a], new]
-        pos = b
+    for a, b, new in sorted(edits, key=lambda e: e[0]):
+        if a >= pos:
+            parts += [text[pos:a], new]
+            pos = b
     parts.append(text[pos:])
-    return "".join(parts), notes
+    return "".join(parts)
+
+
+def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
+    """The text with JSON string escapes decoded when a literal ``\\n`` stands next to a structural tag, and
+    closing tags with a number appended (``</parameter1>``) read as the tag; ``None`` when nothing changed."""
+    s = fmt.spelling
+    notes = []
+    body = text[pos:]
+    # (a literal \n where the render has a line break between tags; one ending or starting a value is the value's)
+    marks = ("\\n" + s.key_open, s.value_close + "\\n", "\\n" + s.call_close, s.call_close + "\\n")
+    if "\\n" in body and any(m in body for m in marks):
+        body = _JSON_ESCAPE.sub(_unescape, body)
+        notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
+    for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
+        if close.endswith(">") and close[:-1] in body:
+            pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
+            if pattern.search(body):
+                body = pattern.sub(close, body)
+                notes.append(f"a closing tag with a number appended read as {close}")
+    return (text[:pos] + body, notes) if notes else None
 
 
 _JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')

@@ -1,12 +1,11 @@
-"""One row of the XML parameter grammar (:class:`XmlSpelling`, :class:`Hook`) and the tag helpers its readers
+"""One row of the XML parameter grammar (:class:`XmlSpelling`, :class:`Hook`) and the attribute reader its readers
 share; the grammar is :mod:`refiner.formats.xml_grammar`, its rows :mod:`refiner.formats.catalog`."""
 
 from __future__ import annotations
 
-import functools
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,57 +116,3 @@ def _attrs(raw: str) -> dict[str, str]:
         value = next(g for g in m.groups()[1:] if g is not None)
         out[m.group(1)] = html.unescape(value) if "&" in value else value
     return out
-
-
-def _attr_value(value: str) -> str:
-    """An attribute value as render writes it, with XML's entities for the characters a tag cannot hold."""
-    if not any(c in value for c in '"<>&\n\r'):
-        return value
-    return (value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\n", "&#10;").replace("\r", "&#13;"))
-
-
-_NO_HOOK = Hook()
-
-
-def _suffixed_words(tags: tuple[str, ...]) -> list[str]:
-    """The words of ``tags`` (and of the reasoning block's ``<think>``) that a row with ``tag_suffix`` suffixes."""
-    return sorted({t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"})
-
-
-@functools.lru_cache(maxsize=64)
-def _suffix_pattern(tags: tuple[str, ...]) -> re.Pattern:
-    """A tag of ``tags`` (or ``<think>``) with a ``:SUFFIX`` before its ``>``, or a text ending inside one."""
-    alts = "|".join(re.escape(w) for w in _suffixed_words(tags))
-    return re.compile(r"(</?(?:" + alts + r")):(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)")
-
-
-def _unsuffix(tags: tuple[str, ...], text: str) -> str:
-    """``text`` with the suffix dropped from every tag of ``tags`` (:func:`_suffix_pattern`)."""
-    whole, cut = _suffix_parts(tags)
-    text = whole.sub("", text)
-    m = cut.search(text, max(len(text) - 160, 0))
-    return text if m is None else text[: m.start()] + _unsuffixed(m)
-
-
-@functools.lru_cache(maxsize=64)
-def _suffix_parts(tags: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern]:
-    """:func:`_suffix_pattern`'s two cases apart: a whole tag's suffix alone (removed at C speed), and a cut one."""
-    head = _suffix_pattern(tags).pattern.split(":(?:", 1)[0]
-    behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in _suffixed_words(tags) for o in ("<", "</"))
-    return re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z")
-
-
-def _unsuffixed(m: re.Match) -> str:
-    """A tag matched by :func:`_suffix_pattern` without its suffix (cut inside it: the tag stays unclosed)."""
-    return m.group(1) + (">" if m.group(0).endswith(">") else "")
-
-
-def _first(text: str, tags: Sequence[str], pos: int) -> int:
-    best = len(text)
-    for t in tags:
-        if t:
-            j = text.find(t, pos, best)
-            if j >= 0:
-                best = j
-    return best

@@ -19,7 +19,6 @@ from dataclasses import replace
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient
 from refiner.formats.pythonic import parse_quietly
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
@@ -92,7 +91,7 @@ def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False
 def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[str, ...]) -> int:
     """Where the ``close_tag`` ending the value at ``pos`` lies, or -1: the first one outside the tag pairs the value
     holds itself and followed by one of ``follow``, as vLLM's Qwen3-Coder parser reads it. Linear."""
-    j = _followed(close_tag, follow).search(text, pos)
+    j = followed(close_tag, follow).search(text, pos)
     if j is None:
         return -1
     if text.find(open_tag, pos, j.start() + len(open_tag) - 1) < 0:
@@ -117,7 +116,7 @@ def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[
 
 
 @functools.lru_cache(maxsize=256)
-def _followed(close_tag: str, follow: tuple[str, ...]) -> re.Pattern:
+def followed(close_tag: str, follow: tuple[str, ...]) -> re.Pattern:
     """``close_tag`` followed, whitespace aside, by one of ``follow``."""
     return re.compile(re.escape(close_tag) + r"(?=\s*(?:" + "|".join(map(re.escape, follow)) + "))")
 
@@ -138,39 +137,6 @@ def read_key(text: str) -> str | None:
     except (ValueError, RecursionError):
         return None
     return value if type(value) is str and end == len(text) else None
-
-
-def strip_one_newline(text: str) -> str:
-    """Drops one newline at each end (Qwen3-Coder's template writes them around a value)."""
-    return text.removeprefix("\n").removesuffix("\n")
-
-
-def stops_in_call(text: str, start: int, closers: str, openers: tuple[str, ...]) -> bool | None:
-    """How ``text`` ends after a call's last complete value (ending at ``start``) when its closing tag never came:
-    ``True``, only the closers missing (a clean cut); ``False``, it stops inside one of ``openers``; ``None``,
-    other text follows."""
-    i = skip_ws(text, start)
-    rest = text[i : i + 2 * len(closers)]
-    if skip_ws(text, i + len(rest)) < len(text):
-        return None
-    rest = "".join(rest.split())  # whitespace aside, in the tags too (DSML V4.1 writes "<｜DSML｜ parameter ")
-    if not rest:
-        return True
-    if any("".join(o.split()).startswith(rest) for o in openers):
-        return False
-    return True if "".join(closers.split()).startswith(rest) else None
-
-
-def mark_xml_cut(
-    out: Lenient, name: str, args: dict[str, Any], cut: tuple[dict[str, Any], bool] | None, tail: bool | None
-) -> None:
-    """Marks the call just read, whose closing tag never came, as the one the text stops in: ``cut`` when the text
-    ends inside a value, else by ``tail`` (:func:`stops_in_call`; ``None``: not cut)."""
-    if cut is None:
-        if tail is None:
-            return
-        cut = dict(args), tail and bool(args)
-    out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
 
 
 MAX_ATTR_CHARS = 4_096  # of an opening element read for its attributes: a longer one is not an element
@@ -222,12 +188,10 @@ class Finder:
 
 def _number_of(text: str) -> int | float | None:
     try:
-        value, end = JSON_DECODER.raw_decode(text, 0)
+        value = JSON_DECODER.decode(text)
     except (ValueError, RecursionError):
         return None
-    if end != len(text) or type(value) not in (int, float):
-        return None
-    return value
+    return value if type(value) in (int, float) else None
 
 
 PY_LITERAL_CHARS = 8_192  # characters of Python literals parsed per retype_calls (a longer one stays text)
@@ -257,10 +221,8 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
         number = _number_of(value.strip())
         if number is None:
             return value
-        if ptype == "integer":
-            if type(number) is float:
-                return int(number) if number.is_integer() and abs(number) < 2**53 else value
-            return number
+        if ptype == "integer" and type(number) is float:
+            return int(number) if number.is_integer() and abs(number) < 2**53 else value
         return number
     return value
 
@@ -287,8 +249,7 @@ def retype_calls(
     out = []
     budget = [PY_LITERAL_CHARS]
     for call in calls:
-        spec = tools.get(call.name)
-        params = getattr(spec, "params", None) or {}
+        params = getattr(tools.get(call.name), "params", None) or {}
         if not params:
             out.append(call)
             continue
