@@ -3,29 +3,24 @@
 ``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``; GLM-4.7 writes no
 newline after the name). The hook holds what the row's table cannot say: detection against the formats sharing
 ``<tool_call>`` (:func:`_sniff`), where a region found by a lost ``<tool_call>`` starts, calls whose tags a decoder
-dropped (:func:`_read_untagged`) and the repair of tags written wrong (:func:`respell`).
+dropped (:func:`~refiner.formats.xmlvalues.untagged_calls`) and the repair of tags written wrong (:func:`respell`).
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from refiner.calls import ToolCall
 from refiner.formats.base import NAME_PATTERN, ROW_CHARS, WireFormat
-from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
+from refiner.formats.tags import Hit, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_lenient import apply_edits
+from refiner.formats.xml_lenient import apply_edits, tag_hits
 from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
-from refiner.formats.xmlvalues import read_value, untagged_lines
+from refiner.formats.xmlvalues import untagged_calls
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 KEY, KEY_END = "<arg_key>", "</arg_key>"
 VAL, VAL_END = "<arg_value>", "</arg_value>"
 TAGS = (OPEN, KEY, KEY_END, VAL, VAL_END, CLOSE)
-VALUE_TAGS = (VAL, VAL_END)  # a string holding one of these is written as a JSON string literal
 _WORD = re.compile(NAME_PATTERN)  # a tool name that stands on its line alone: one word, not prose
 
 
@@ -50,6 +45,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     rest, name = block[e:].strip(), block[:e].strip()
     return not rest and _WORD.fullmatch(name) is not None
 
+
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     """A region found by an ``<arg_key>`` starts at the call's name line: the key's own (GLM-4.7) or the one above
     it (GLM-4.5/4.6)."""
@@ -59,37 +55,6 @@ def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     if not body[line:at].strip() and line > 0:
         line = body.rfind("\n", 0, line - 1) + 1
     return line if at - line <= NAME_LINE_CHARS else at
-
-def _read_untagged(
-    fmt: WireFormat, text: str, start: int, offered: Mapping[str, Sequence[str]]
-) -> tuple[int, int, list[ToolCall]] | None:
-    """Calls whose tags a decoder skipped as special tokens (``NAME\\nKEY\\nVALUE\\n...``, a blank line between
-    calls), read by the offered tools: from the first offered name followed by one of its parameters, name lines
-    then lines alternating a parameter (each once) and its one-line value; ``None`` for any other text."""
-    lines = untagged_lines(text, start)
-    if lines is None:
-        return None
-    i = next((k for k, (_, _, ln) in enumerate(lines[:-1])
-              if ln in offered and lines[k + 1][2] in offered[ln]), None)
-    if i is None:
-        return None
-    first, calls, end = lines[i][0], [], lines[i][1]
-    while i < len(lines):
-        if not lines[i][2].strip():
-            i += 1
-            continue
-        name = lines[i][2]
-        params = set(offered.get(name) or ())
-        args: dict[str, Any] = {}
-        i += 1
-        while i < len(lines) and lines[i][2] in params and lines[i][2] not in args and i + 1 < len(lines):
-            args[lines[i][2]] = read_value(lines[i + 1][2], tags=VALUE_TAGS)
-            end = lines[i + 1][1]
-            i += 2
-        if not args or not (i == len(lines) or not lines[i][2].strip()):
-            return None
-        calls.append(ToolCall(name, args))
-    return first, end, calls
 
 
 # Tags written wrong (lenient reading only)
@@ -115,15 +80,12 @@ def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | N
     expected there when what follows fits it, else text; a lost ``<tool_call>`` (``<arg_key>``) is put back before
     the one-word name line (key line) above the first key (``</arg_key>``); a stray ``</arg_value>`` after a bare
     name is dropped."""
-    hits = list(itertools.islice(SPELLER.scan(text, start), MAX_TAG_HITS + 1))
-    if len(hits) > MAX_TAG_HITS:  # a tag storm, not an answer: read as written
-        return None
+    hits = tag_hits(SPELLER, text, start)
     edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
     notes: list[str] = []
     state = _OUT
     prev_end, prev_role = start, None
-    for i, h in enumerate(hits):
-        nxt = hits[i + 1] if i + 1 < len(hits) else None
+    for h, nxt in zip(hits, [*hits[1:], None]):
         before = text[prev_end : h.start]
         after_blank = not text[h.end : nxt.start if nxt else len(text)].strip()
         own, next_own = _role(h), _role(nxt)
@@ -201,4 +163,5 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
     return at if at < lo + len(seg) else None
 
 
-HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start, read_untagged=_read_untagged)
+HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start,  # untagged: NAME, KEY, VALUE lines
+            read_untagged=lambda fmt, text, start, offered: untagged_calls(fmt, text, start, offered, "", True))

@@ -285,9 +285,7 @@ class Xtml(WireFormat):
         if j - pos > MAX_ATTR_CHARS:
             j, tag = pos, None
         attrs = {k: _unescape(v) for k, v in _ATTR.findall(text, pos, j)}
-        if tag == s.sep:
-            return attrs, j + len(s.sep), True
-        return attrs, j, False
+        return attrs, j + len(s.sep) if tag == s.sep else j, tag == s.sep
 
     def _respell(self, text: str, out: Lenient) -> str:
         """Control tokens written wrong (:func:`~refiner.formats.tags.respell_tokens`) and element names in another

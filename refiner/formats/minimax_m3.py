@@ -16,7 +16,7 @@ are invalid (strict) or dropped (lenient).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -24,7 +24,7 @@ from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFor
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER, token_sections
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xmlvalues import read_value, retype_value, write_key, write_value
+from refiner.formats.xmlvalues import read_value, retype_calls, retype_value, write_key, write_value
 
 NAME_PATTERN = r"[^\s\"<>]+"
 
@@ -373,15 +373,10 @@ class NsXml(WireFormat):
     # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
-        out = []
-        for call in calls:
-            params = getattr(tools.get(call.name), "params", None) or {}
-            args = {k: _retype(params.get(k), v, 0) for k, v in call.arguments.items()}
-            out.append(replace(call, arguments=args) if args != call.arguments else call)
-        return out
+        return retype_calls(calls, tools, settle=_retype)
 
 
-def _retype(param: Any, value: Any, depth: int) -> Any:
+def _retype(param: Any, value: Any, depth: int = 0) -> Any:
     """``value`` settled by ``param``'s declared type, nested values included (an empty element is an empty object
     or list; an object's ``<item>`` children read as a list are its ``item`` key)."""
     if param is None or depth > MAX_ARGUMENT_DEPTH:

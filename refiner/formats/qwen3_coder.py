@@ -3,30 +3,25 @@
 ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``, the
 template's ``| string`` typing: ``True`` / ``False`` / ``None``). The hook holds what the row's table cannot say:
 detection against the formats sharing ``<tool_call>`` (:func:`_sniff`), where a region found by a ``<parameter=``
-starts, calls whose tags a decoder dropped (:func:`_read_untagged`) and the repair of tags written wrong
-(:func:`respell`).
+starts, calls whose tags a decoder dropped (:func:`~refiner.formats.xmlvalues.untagged_calls`) and the repair of
+tags written wrong (:func:`respell`).
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from refiner.calls import ToolCall
 from refiner.formats.base import ROW_CHARS, WireFormat
-from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
+from refiner.formats.tags import Hit, Speller
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_lenient import apply_edits
+from refiner.formats.xml_lenient import apply_edits, tag_hits
 from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
-from refiner.formats.xmlvalues import read_value, untagged_lines
+from refiner.formats.xmlvalues import untagged_calls
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 FUNC, FUNC_END = "<function=", "</function>"
 PARAM, PARAM_END = "<parameter=", "</parameter>"
 TAGS = (OPEN, FUNC, PARAM, PARAM_END, FUNC_END, CLOSE)
-VALUE_TAGS = (PARAM, PARAM_END)  # a string holding one of these is written as a JSON string literal
 
 
 def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
@@ -50,6 +45,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         return k >= len(body) or body.startswith(PARAM, k) or body.startswith(FUNC_END, k)
     return True
 
+
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     """A region found by a ``<parameter=`` or ``<function=`` starts at its block's ``<tool_call>``, else at the
     line above the parameter."""
@@ -65,56 +61,6 @@ def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     if not body[line:at].strip() and line > 0:
         line = body.rfind("\n", 0, line - 1) + 1
     return line if line >= lo else at
-
-def _read_untagged(
-    fmt: WireFormat, text: str, start: int, offered: Mapping[str, Sequence[str]]
-) -> tuple[int, int, list[ToolCall]] | None:
-    """Calls whose tags a decoder dropped (``NAME>``, then ``KEY>`` lines each followed by the value's lines), read
-    by the offered tools: from the first ``NAME>`` of an offered tool followed by a ``KEY>`` of its own, each value
-    up to the next such line (trailing blank lines dropped); ``None`` for any other text."""
-    lines = untagged_lines(text, start)
-    if lines is None:
-        return None
-    names = {f"{n}>": n for n in offered}
-
-    def keys_of(name: str) -> dict[str, str]:
-        return {f"{k}>": k for k in offered.get(name) or ()}
-
-    i = next((k for k, (_, _, ln) in enumerate(lines[:-1]) if ln in names and lines[k + 1][2] in
-              keys_of(names[ln])), None)
-    if i is None:
-        return None
-    first, calls, end = lines[i][0], [], lines[i][1]
-    while i < len(lines):
-        if not lines[i][2].strip():
-            i += 1
-            continue
-        if lines[i][2] not in names:
-            return None
-        name = names[lines[i][2]]
-        keys = keys_of(name)
-        args: dict[str, Any] = {}
-        i += 1
-        while i < len(lines) and lines[i][2] in keys and keys[lines[i][2]] not in args:
-            key = keys[lines[i][2]]
-            j = i + 1
-            while j < len(lines) and not (lines[j][2] in names or (lines[j][2] in keys and keys[lines[j][2]]
-                                                                    not in args and keys[lines[j][2]] != key)):
-                j += 1
-            last = j - 1
-            while last > i and not lines[last][2].strip():
-                last -= 1
-            if last == i:  # no value line: an empty value is written as a blank line
-                value = ""
-            else:
-                value = text[lines[i + 1][0] : lines[last][1]]
-                end = lines[last][1]
-            args[key] = read_value(value, True, VALUE_TAGS)
-            i = j
-        if not args:
-            return None
-        calls.append(ToolCall(name, args))
-    return first, end, calls
 
 
 # Tags written wrong (lenient reading only)
@@ -148,15 +94,12 @@ def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | N
     look-alike not allowed there, is the tag expected there when what follows fits it (a ``NAME>`` or ``KEY>``, or
     only the next tag), else text; a lost ``<function=`` (``<parameter=``) is put back before the ``NAME>`` line a
     block opens with (the ``KEY>`` line a ``</parameter>`` closes)."""
-    hits = list(itertools.islice(SPELLER.scan(text, start), MAX_TAG_HITS + 1))
-    if len(hits) > MAX_TAG_HITS:  # a tag storm, not an answer: read as written
-        return None
+    hits = tag_hits(SPELLER, text, start)
     edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
     notes: list[str] = []
     state = _OUT
     prev_end = start
-    for i, h in enumerate(hits):
-        nxt = hits[i + 1] if i + 1 < len(hits) else None
+    for h, nxt in zip(hits, [*hits[1:], None]):
         after = text[h.end : nxt.start if nxt else len(text)]
         after_blank = not after.strip()
         own, next_own = _role(h), _role(nxt)
@@ -180,9 +123,8 @@ def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | N
                     if m is not None and text.startswith("\n", m.end()):
                         edits.append((at, at, PARAM))
                         notes.append(f"missing {PARAM} put back before {text[at : m.end()][:40]!r}")
-                        role = PARAM_END
-                    else:
-                        role = None if not h.exact else own
+                    elif not h.exact:
+                        role = None
             elif labelled:
                 role = PARAM
             elif after_blank and (nxt is None or next_own in (CLOSE, OPEN) or nxt.word is None):
@@ -225,4 +167,5 @@ def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | N
     return (apply_edits(text, edits), notes) if edits else None
 
 
-HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start, read_untagged=_read_untagged)
+HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start,  # untagged: NAME>, KEY>, value lines
+            read_untagged=lambda fmt, text, start, offered: untagged_calls(fmt, text, start, offered, ">", False))

@@ -13,7 +13,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import MAX_NOTES, Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
-from refiner.formats.tags import MAX_TAG_HITS, Speller
+from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -264,31 +264,29 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
         by_word: dict[tuple[str, bool], str] = {}
         for t in tags:
             by_word.setdefault((_word(t), t.startswith(("</", "[/"))), t)
-        hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
-        if len(hits) <= MAX_TAG_HITS:
-            in_value = False
-            value_word = _word(s.value_close)
-            for h in hits:
-                if h.word is None:
-                    continue
-                tag = by_word.get((h.word, h.closing))
-                if in_value and h.word == value_word and not h.closing:
-                    tag = s.value_close  # the closer written without its slash
-                if tag is None:
-                    continue
-                if tag in (s.value_open or s.key_open,):
-                    in_value = True
-                elif tag == s.value_close:
-                    in_value = False
-                if h.exact:
-                    continue
-                new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag
-                if tag.endswith(" ") and text[h.end : h.end + 1] not in (" ", "\t", "\n"):
-                    new = tag
-                if new == text[h.start : h.end]:
-                    continue  # an attribute tag written as it is (the speller reads it without its space)
-                edits.append((h.start, h.end, new))
-                notes.append(f"tag {text[h.start : h.end][:40]!r} read as {new.strip()}")
+        in_value = False
+        value_word = _word(s.value_close)
+        for h in tag_hits(speller, text, start):
+            if h.word is None:
+                continue
+            tag = by_word.get((h.word, h.closing))
+            if in_value and h.word == value_word and not h.closing:
+                tag = s.value_close  # the closer written without its slash
+            if tag is None:
+                continue
+            if tag in (s.value_open or s.key_open,):
+                in_value = True
+            elif tag == s.value_close:
+                in_value = False
+            if h.exact:
+                continue
+            new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag
+            if tag.endswith(" ") and text[h.end : h.end + 1] not in (" ", "\t", "\n"):
+                new = tag
+            if new == text[h.start : h.end]:
+                continue  # an attribute tag written as it is (the speller reads it without its space)
+            edits.append((h.start, h.end, new))
+            notes.append(f"tag {text[h.start : h.end][:40]!r} read as {new.strip()}")
     if s.name_at == "attr" and "name" in text:
         for m in itertools.islice(_LOST_NAME.finditer(text, start), MAX_TAG_HITS):
             lo = max(start, m.start() - LINE_INDENT_CHARS)
@@ -306,6 +304,13 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
             edits.append((m.start(), m.start(), put))
             notes.append(f"missing {put.strip()} put back before {m.group(0).strip()[:40]!r}")
     return (apply_edits(text, edits), notes) if edits else None
+
+
+def tag_hits(speller: Speller, text: str, start: int) -> list[Hit]:
+    """The tag tokens of ``text[start:]``; none past :data:`~refiner.formats.tags.MAX_TAG_HITS` (a tag storm, not
+    an answer: read as written)."""
+    hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
+    return hits if len(hits) <= MAX_TAG_HITS else []
 
 
 def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -31,14 +31,10 @@ _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 def read_value(text: str, python_literals: bool = False, tags: tuple[str, ...] = ()) -> Any:
     """The value a raw parameter text stands for; ``tags``: the dialect's value tags. Never raises."""
-    if not text:
-        return text
-    typed = _typed(text, python_literals)
-    if typed is not _TEXT:
-        if type(typed) is str and not _needs_escape(typed, python_literals, tags):
-            return text  # a quoted text that needs no escape: the quotes are part of it
-        return typed
-    return text
+    typed = _typed(text, python_literals) if text else _TEXT
+    if typed is _TEXT or (type(typed) is str and not _needs_escape(typed, python_literals, tags)):
+        return text  # (a quoted text that needs no escape: the quotes are part of it)
+    return typed
 
 
 _TEXT = object()  # _typed's answer for a text that stands for itself
@@ -158,6 +154,62 @@ def untagged_lines(text: str, start: int) -> list[tuple[int, int, str]] | None:
     return out if len(out) <= MAX_UNTAGGED_LINES else None
 
 
+def untagged_calls(
+    fmt: Any, text: str, start: int, offered: Mapping[str, Sequence[str]], mark: str, one_line: bool
+) -> tuple[int, int, list[ToolCall]] | None:
+    """Calls of ``fmt``'s row whose tags a decoder dropped, read by the offered tools alone: ``(start, end, calls)``
+    from the first line ``NAME`` + ``mark`` of an offered tool followed by a line ``KEY`` + ``mark`` of its own; each
+    call a name line, then key lines (each key once), each followed by its value: one line (``one_line``: then a
+    blank line or the end closes the call), else the lines up to the next name line or unused key line (blank lines
+    at its end dropped). ``None`` for any other text (a call without arguments, other lines)."""
+    lines = untagged_lines(text, start)
+    if lines is None:
+        return None
+    names = {f"{n}{mark}": n for n in offered}
+
+    def keys_of(name: str) -> dict[str, str]:
+        return {f"{k}{mark}": k for k in offered.get(name) or ()}
+
+    i = next((k for k, (_, _, ln) in enumerate(lines[:-1]) if ln in names and lines[k + 1][2] in
+              keys_of(names[ln])), None)
+    if i is None:
+        return None
+    first, calls, end = lines[i][0], [], lines[i][1]
+    while i < len(lines):
+        if not lines[i][2].strip():
+            i += 1
+            continue
+        if lines[i][2] not in names:
+            return None
+        name = names[lines[i][2]]
+        keys = keys_of(name)
+        args: dict[str, Any] = {}
+        i += 1
+        while i < len(lines) and lines[i][2] in keys and keys[lines[i][2]] not in args:
+            key = keys[lines[i][2]]
+            if one_line:
+                if i + 1 == len(lines):
+                    break
+                value, end, j = lines[i + 1][2], lines[i + 1][1], i + 2
+            else:
+                j = i + 1
+                while j < len(lines) and not (lines[j][2] in names or (lines[j][2] in keys and keys[lines[j][2]]
+                                                                        not in args and keys[lines[j][2]] != key)):
+                    j += 1
+                last = j - 1
+                while last > i and not lines[last][2].strip():
+                    last -= 1
+                value = ""  # no value line: an empty value is written as a blank line
+                if last > i:
+                    value, end = text[lines[i + 1][0] : lines[last][1]], lines[last][1]
+            args[key] = read_value(value, fmt.spelling.python_literals, fmt.spelling.value_tags)
+            i = j
+        if not args or (one_line and i < len(lines) and lines[i][2].strip()):
+            return None
+        calls.append(ToolCall(name, args))
+    return first, end, calls
+
+
 class Finder:
     """The next occurrence of a few tags at or after a position, each tag's searches scanning the text once while
     the positions asked for do not decrease."""
@@ -243,9 +295,11 @@ def _python_container(text: str, want: type, default: Any, budget: list[int]) ->
 
 
 def retype_calls(
-    calls: Sequence[ToolCall], tools: Mapping[str, Any], python_literals: bool = False
+    calls: Sequence[ToolCall], tools: Mapping[str, Any], python_literals: bool = False,
+    settle: Callable[[Any, Any], Any] | None = None,
 ) -> list[ToolCall]:
-    """The calls with each argument settled by its declared parameter type (:func:`retype_value`)."""
+    """The calls with each argument settled by its declared parameter type: ``settle(param, value)``, by default
+    :func:`retype_value`."""
     out = []
     budget = [PY_LITERAL_CHARS]
     for call in calls:
@@ -257,7 +311,7 @@ def retype_calls(
         changed = False
         for k, v in args.items():
             if k in params:
-                new = retype_value(params[k], v, python_literals, budget)
+                new = settle(params[k], v) if settle else retype_value(params[k], v, python_literals, budget)
                 if new is not v:
                     args[k] = new
                     changed = True
