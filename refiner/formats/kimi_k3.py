@@ -118,10 +118,7 @@ class Xtml(WireFormat):
     def sniff(self, body: str, at: int) -> bool:
         """A call element's token followed by its attributes or its separator (as SGLang requires)."""
         s = self.spelling
-        if body.startswith(s.call_open, at):
-            nxt = body[at + len(s.call_open) : at + len(s.call_open) + len(s.sep)]
-            return nxt[:1].isspace() or nxt == s.sep
-        return True
+        return not body.startswith(s.call_open, at) or _patterns(s)[0].match(body, at) is not None
 
     # Strict
 
