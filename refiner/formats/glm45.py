@@ -40,10 +40,8 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         return True
     if not closed:
         return False  # a name line alone, never closed: prose mentioning the tag, not a call
-    nl = block.find("\n")
-    e = nl if nl >= 0 else len(block)
-    rest, name = block[e:].strip(), block[:e].strip()
-    return not rest and _WORD.fullmatch(name) is not None
+    name, _, rest = block.partition("\n")
+    return not rest.strip() and _WORD.fullmatch(name.strip()) is not None
 
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:

@@ -1,5 +1,5 @@
 """Values written as raw text between tags (Qwen3-Coder's ``<parameter=KEY>VALUE</parameter>``, GLM's
-``<arg_key>``/``<arg_value>``), and a linear scanner over tags.
+``<arg_key>``/``<arg_value>``), a linear scanner over tags, and calls whose tags a decoder dropped.
 
 A raw value is typed without specs only when its text is exactly what the templates write for it: a number in its
 canonical JSON (``42``, not ``007`` or ``1e3``), ``true`` / ``false`` / ``null`` (with ``python_literals``, the
