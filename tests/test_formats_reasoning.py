@@ -12,7 +12,7 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import message, reasoning
-from refiner.formats.reasoning import reasoning_offset, split_reasoning, unwrap
+from refiner.formats.reasoning import calls_text, reasoning_offset, split_reasoning
 
 CLOSERS = ["</think>", "[/THINK]", "<|end|>", "</think> and <think>", "x</think>\n\n<tool_call>"]
 
@@ -112,7 +112,7 @@ def test_calls_inside_reasoning_stay_reasoning_unless_switched():
     text = "<think>Draft: <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call></think>\nNo call needed."
     assert reasoning.CALLS_IN_REASONING is False
     assert formats.get("hermes").parse_lenient(text).calls == []
-    assert formats.get("hermes").parse_lenient(unwrap(text)).calls == [ToolCall("f", {})]
+    assert formats.get("hermes").parse_lenient(calls_text(text)).calls == [ToolCall("f", {})]
 
 
 def test_answer_parts_keep_the_text_around_the_calls():

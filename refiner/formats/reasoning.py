@@ -1,39 +1,36 @@
 """The reasoning block of an answer: where it is, what it says, where the answer after it starts.
 
 A family writes its reasoning between its own markers (:attr:`WireFormat.reasoning`: ``<think>…</think>`` by
-default, Magistral's ``[THINK]…[/THINK]``, Gemma 4's ``<|channel>thought…<channel|>``, Seed-OSS's
-``<seed:think>…</seed:think>``); every registered format's pairs are known here (:func:`learn`, called by
-``base.register``), so one split serves every reader and the proxy. gpt-oss's analysis channel is read by the harmony
-format itself.
+default, Magistral's ``[THINK]…[/THINK]``, Gemma 4's ``<|channel>thought…<channel|>``); every registered format's
+pairs and call markers are known here (:func:`learn`, called by ``base.register``), so one split serves every reader
+and the proxy. gpt-oss's analysis channel is read by the harmony format itself.
 
 Rules (:func:`split_reasoning`), as the families' reasoning parsers in vLLM read them:
 
 - **A reasoning block is only at the start of the answer.** When the answer (after blanks) opens with a pair's
-  opener, the block ends at the first closer of that pair. Not closed: the block ends where a call begins (a call
-  marker at the start of a line — vLLM's Qwen3 reader ends reasoning at ``<tool_call>`` the same way), else it runs
-  to the end of the text (an answer cut inside its reasoning).
-- **Without an opener** (a chat template that writes the opener into the prompt: Qwen3 thinking, DeepSeek-R1,
-  GLM, Kimi), a closer still ends a block that began with the answer — but only a closer that is not inside a call:
-  when a call began before it (a call marker of any registered format that no closer has closed since, or an answer
-  that opens with ``[`` or ``{``), the closer is text in a value and there is no reasoning. So a string value holding
+  opener, the block ends at the first closer of that pair; not closed, it ends where a call begins (a call marker at
+  the start of a line, as vLLM's Qwen3 reader ends it at ``<tool_call>``), else with the text.
+- **Without an opener** (a chat template that writes the opener into the prompt: Qwen3 thinking, DeepSeek-R1, GLM,
+  Kimi), a thinking closer still ends a block that began with the answer, unless a call began before it (a call
+  marker no closer has closed since, or an answer that opens with ``[`` or ``{``): a string value holding
   ``</think>`` never ends reasoning, in any format.
 - ``opened=True`` (the request says the prompt opened the block: ``chat_template_kwargs.enable_thinking``): the
-  answer starts inside the block; it ends at the first closer, or where a call begins, else at the end of the text.
-  ``opened=False`` (the prompt closed it): only an explicit opener starts a block.
+  answer starts inside the block; it ends at the first closer of any pair, or where a call begins, else with the
+  text. ``opened=False`` (the prompt closed it): only an explicit opener starts a block.
 
-**Calls written inside reasoning are not calls** (:data:`CALLS_IN_REASONING` is the default policy): a model drafts
-its call while thinking, and a block that quotes a call would double it (Seed-OSS writes the call in its thought,
-then again). Readers start after the block (:func:`reasoning_offset`; a :class:`Read` hands one split to every
-reader of a text); the proxy returns the block as ``reasoning_content``. Switch: ``Refiner(calls_in_reasoning=True)``
-/ ``serve --calls-in-reasoning`` read calls from the reasoning too when the answer after it holds none
-(:func:`unwrap` gives the text they read).
+**Calls written inside reasoning are not calls** (:data:`CALLS_IN_REASONING`, the default policy): a model drafts
+its call while thinking (Seed-OSS writes it in its thought, then again). Readers start after the block
+(:func:`reasoning_offset`; a :class:`Read` hands one split to every reader of a text). ``Refiner(calls_in_reasoning=
+True)`` / ``serve --calls-in-reasoning`` read calls from the reasoning too when the answer after it holds none
+(:func:`calls_text`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 THINK = ("<think>", "</think>")
 CALLS_IN_REASONING = False  # the default policy: a call written inside reasoning stays reasoning
@@ -41,9 +38,9 @@ CALLS_IN_REASONING = False  # the default policy: a call written inside reasonin
 _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's pairs, in registration order
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
-_STATE: dict[str, object] = {}  # compiled patterns, rebuilt when a format is registered
+_STATE: dict[str, Any] = {}  # what is made from the above (:func:`_state`), cleared when a format is registered
 _MARKUP = set("<>|[]｜")
-_CLOSING_WORDS = ("end", "close")
+_BLANKS = re.compile(r"[ \t\r\n]*")
 
 
 def is_closing_tag(tag: str) -> bool:
@@ -52,7 +49,7 @@ def is_closing_tag(tag: str) -> bool:
     t = tag.lower()
     if "><" in t:  # two tokens written as one tag (PLaMo 3's end-of-name + begin-arguments): the last one decides
         t = t[t.rindex("><") + 1 :]
-    if t.startswith(("</", "[/")) or t == "<|call|>" or any(w in t for w in _CLOSING_WORDS):
+    if t.startswith(("</", "[/")) or t == "<|call|>" or "end" in t or "close" in t:
         return True
     return t.endswith("|>") and not t.startswith("<|") and "|" not in t[1:-2]
 
@@ -87,7 +84,7 @@ def learn(fmt: object) -> None:
 
 def pairs() -> tuple[tuple[str, str], ...]:
     """Every known reasoning pair (the default ``<think>``/``</think>`` first)."""
-    return _registered().pairs
+    return _state()["pairs"]
 
 
 def trie_pattern(words: Iterable[str]) -> str:
@@ -114,12 +111,19 @@ def trie_pattern(words: Iterable[str]) -> str:
     return build(trie)
 
 
-def _compiled() -> tuple[re.Pattern | None, re.Pattern | None]:
-    if "tokens" not in _STATE:
-        tokens = _OPENERS | _CLOSERS
-        _STATE["tokens"] = re.compile(trie_pattern(tokens)) if tokens else None
-        _STATE["line_call"] = re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None
-    return _STATE["tokens"], _STATE["line_call"]  # type: ignore[return-value]
+def _state() -> dict[str, Any]:
+    """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
+    if not _STATE:
+        tokens, known = _OPENERS | _CLOSERS, tuple(_PAIRS)
+        _STATE.update(
+            tokens=re.compile(trie_pattern(tokens)) if tokens else None,
+            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None,
+            prefixes=frozenset(m[:k] for m in _OPENERS for k in range(1, len(m))),
+            pairs=known,
+            closers=frozenset(p[1] for p in known),
+            think_closers=frozenset(p[1] for p in known if "think" in p[1].lower()),
+        )
+    return _STATE
 
 
 def inside_call(text: str, start: int, at: int) -> bool:
@@ -130,7 +134,7 @@ def inside_call(text: str, start: int, at: int) -> bool:
     i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
     if i < at and text[i] in "[{":
         return True
-    tokens, _ = _compiled()
+    tokens = _state()["tokens"]
     last = None
     if tokens is not None:
         for m in tokens.finditer(text, start, at):
@@ -140,31 +144,23 @@ def inside_call(text: str, start: int, at: int) -> bool:
 
 def call_start(text: str, start: int, end: int | None = None) -> int:
     """Where the first call begins in ``text[start:end]`` (a call marker at the start of a line), else -1."""
-    _, line_call = _compiled()
-    if line_call is None:
-        return -1
-    m = line_call.search(text, start, len(text) if end is None else end)
-    if m is None:
-        return -1
-    return m.start() + (m.group().startswith("\n"))
+    line_call = _state()["line_call"]
+    m = None if line_call is None else line_call.search(text, start, len(text) if end is None else end)
+    return -1 if m is None else m.start() + (m.group().startswith("\n"))
 
 
 def may_start_call(line: str) -> bool:
     """Whether more text could turn ``line`` (the text after a line start so far) into the start of a call that
     :func:`call_start` finds: blanks, then part of a call marker."""
     rest = line.lstrip(" \t")
-    if not rest:
-        return True
-    prefixes = _STATE.get("prefixes")
-    if prefixes is None:
-        prefixes = _STATE["prefixes"] = frozenset(m[:k] for m in _OPENERS for k in range(1, len(m)))
-    return rest in prefixes  # type: ignore[operator]
+    return not rest or rest in _state()["prefixes"]
 
 
 @dataclass(frozen=True)
 class Split:
     """An answer's reasoning block: ``text[body_start:body_end]`` is the reasoning (``body_end < 0``: none), and
-    the answer (content and calls) starts at ``answer``. ``closed``: the block ended at its closer."""
+    the answer (content and calls) starts at ``answer`` (0 when there is no block). ``closed``: the block ended at
+    its closer."""
 
     body_start: int = 0
     body_end: int = -1
@@ -182,68 +178,15 @@ class Split:
 NONE = Split()
 
 
-class _Known:
-    """The pairs a split looks for, with their openers and closers gathered once."""
-
-    __slots__ = ("closers", "openers", "pairs", "think_closers")
-
-    def __init__(self, known: tuple[tuple[str, str], ...]) -> None:
-        self.pairs = known
-        self.openers = tuple(p[0] for p in known)
-        self.closers = frozenset(p[1] for p in known)
-        self.think_closers = frozenset(p[1] for p in known if "think" in p[1].lower())
-
-
-def _registered() -> _Known:
-    """Every registered family's pairs (made again when a format is registered)."""
-    got = _STATE.get("known")
-    if got is None:
-        got = _STATE["known"] = _Known(tuple(_PAIRS))
-    return got  # type: ignore[return-value]
-
-
-_BLANKS = re.compile(r"[ \t\r\n]*")
-
-
-def _opener_at(text: str, i: int, known: _Known) -> tuple[str, str] | None:
-    if not text.startswith(known.openers, i):
-        return None
-    for pair in known.pairs:
-        if text.startswith(pair[0], i):
-            return pair
-    return None
-
-
-def _first_closer(text: str, start: int, closers: Iterable[str]) -> tuple[int, str] | None:
-    best = None
-    for c in closers:
-        j = text.find(c, start)
-        if j >= 0 and (best is None or j < best[0]):
-            best = (j, c)
-    return best
-
-
-def _unclosed(text: str, body: int) -> Split:
-    """A block that no closer ends: it ends where a call begins, else with the text."""
-    j = call_start(text, body)
-    if j >= 0:
-        return Split(body, j, j, False)
-    return Split(body, len(text), len(text), False)
-
-
-def split_reasoning(text: str, known: Sequence[tuple[str, str]] | None = None, *,
-                    opened: bool | None = None) -> Split:
-    """The reasoning block of ``text`` (see the module docstring); ``known``: the pairs to look for (default: every
-    registered family's); ``opened``: what the request says of the prompt (True: it opened the block, False: it
-    closed it, None: not known). A :class:`Read` text gives the split it carries."""
+def split_reasoning(text: str, *, opened: bool | None = None) -> Split:
+    """The reasoning block of ``text`` (see the module docstring) among every registered family's pairs; ``opened``:
+    what the request says of the prompt (True: it opened the block, False: it closed it, None: not known). A
+    :class:`Read` text gives the split it carries."""
     if not isinstance(text, str) or not text:
         return NONE
-    if known is None:
-        if opened is None and type(text) is Read:
-            return text.split
-        return _split(text, _registered(), opened)
-    known, registered = tuple(known), _registered()
-    return _split(text, registered if known == registered.pairs else _Known(known), opened)
+    if opened is None and type(text) is Read:
+        return text.split
+    return _split(text, opened)
 
 
 class Read(str):
@@ -258,60 +201,52 @@ def read(text: str) -> str:
     if type(text) is Read or not isinstance(text, str):
         return text
     out = Read(text)
-    out.split = _split(text, _registered(), None) if text else NONE
+    out.split = _split(text, None) if text else NONE
     return out
 
 
-def _split(text: str, known: _Known, opened: bool | None) -> Split:
+def _unclosed(text: str, body: int) -> Split:
+    """A block that no closer ends: it ends where a call begins, else with the text."""
+    j = call_start(text, body)
+    end = j if j >= 0 else len(text)
+    return Split(body, end, end, False)
+
+
+def _split(text: str, opened: bool | None) -> Split:
+    state = _state()
     i = _BLANKS.match(text).end()
-    pair = _opener_at(text, i, known)
+    pair = next((p for p in state["pairs"] if text.startswith(p[0], i)), None)
     if pair is not None:
         body = i + len(pair[0])
         j = text.find(pair[1], body)
-        if j >= 0:
-            return Split(body, j, j + len(pair[1]), True)
-        return _unclosed(text, body)
+        return Split(body, j, j + len(pair[1]), True) if j >= 0 else _unclosed(text, body)
     if opened is False:
         return NONE
     # a closer with no opener before it: a prompt that opened the block (said so, or not known); when not known, only
     # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
     # <|end_message|> or <|end|> alone is no sign of reasoning
-    found = _first_closer(text, 0, known.closers if opened else known.think_closers)
+    closers = state["closers"] if opened else state["think_closers"]
+    found = min(((j, c) for c in closers if (j := text.find(c)) >= 0), key=lambda f: f[0], default=None)
     if found is not None:
         j, closer = found
-        if opened or not inside_call(text, 0, j):
-            return Split(0, j, j + len(closer), True)
-        return NONE
-    if opened:
-        return _unclosed(text, 0)
-    return NONE
+        return Split(0, j, j + len(closer), True) if opened or not inside_call(text, 0, j) else NONE
+    return _unclosed(text, 0) if opened else NONE
 
 
 def reasoning_offset(text: str) -> int:
     """Where the answer starts: after the reasoning block (:func:`split_reasoning`), else 0."""
-    s = split_reasoning(text)
-    return s.answer if s.found else 0
+    return split_reasoning(text).answer
 
 
 def calls_text(text: str) -> str | None:
-    """The text to read calls from when calls written inside reasoning count (the switch is on): the reasoning
-    unwrapped before the answer (:func:`unwrap`), when the answer after the block holds no call (no call tag, not an
+    """The text to read calls from when calls written inside reasoning count (the switch is on): the reasoning,
+    its markers taken out, before the answer, when the answer after the block holds no call (no call tag, not an
     untagged call list or object); None when there is no block or the answer has calls of its own (the block's are
-    drafts or quotes of them: Seed-OSS writes its call in its thought, then again)."""
+    drafts or quotes of them)."""
     s = split_reasoning(text)
     if not s.found or not s.reasoning(text).strip():
         return None
-    answer = text[s.answer :]
-    tokens, _ = _compiled()
+    answer, tokens = text[s.answer :], _state()["tokens"]
     if answer.lstrip()[:1] in ("[", "{") or (tokens is not None and tokens.search(answer) is not None):
         return None
-    return unwrap(text)
-
-
-def unwrap(text: str) -> str:
-    """The text with its reasoning block's markers taken out (the reasoning kept as text before the answer): what a
-    reader sees when calls written inside reasoning count (:data:`CALLS_IN_REASONING` switched on)."""
-    s = split_reasoning(text)
-    if not s.found:
-        return text
-    return text[s.body_start : s.body_end] + "\n" + text[s.answer :]
+    return text[s.body_start : s.body_end] + "\n" + answer
