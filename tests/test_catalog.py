@@ -71,7 +71,7 @@ def test_deepseek_rows_are_named_json_spellings():
     for name in ("deepseek_v3", "deepseek_v31"):
         fmt = formats.get(name)
         assert isinstance(fmt, NamedJson) and isinstance(fmt.spelling, NamedSpelling)
-        plain = make_row(NamedJson, Family(f"{name}_plain", "the grammar alone"), fmt.spelling, 999, register_it=False)
+        plain = make_row(NamedJson, Family(f"{name}_plain", "the grammar alone"), fmt.spelling, 999)()
         text = fmt.render(list(EXAMPLE_CALLS))
         assert plain.render(list(EXAMPLE_CALLS)) == text
         assert plain.parse_strict(text) == fmt.parse_strict(text) == list(EXAMPLE_CALLS)

@@ -143,7 +143,7 @@ def test_the_joined_payload_reads_a_spelling_of_its_own():
     from refiner.formats.json_calls import JsonCalls, JsonSpelling
 
     sp = JsonSpelling("<<run>>", None, "joined", name_key="tool", arg_keys=("args",), between=" && ")
-    row = make_row(JsonCalls, Family("joined_example", "calls joined by &&"), sp, 999, register_it=False)
+    row = make_row(JsonCalls, Family("joined_example", "calls joined by &&"), sp, 999)()
     calls = [ToolCall("lookup", {"term": "a && b"}), ToolCall("count", {})]
     text = row.render(calls)
     assert text == '{"tool": "lookup", "args": {"term": "a && b"}} && {"tool": "count", "args": {}}'

@@ -91,7 +91,7 @@ def test_deepseek_v31_without_its_reading_policies_reads_as_its_row():
     from refiner.formats.named_json import NamedSpelling
 
     row = make_row(NamedJson, Family("deepseek_v31_row", "DeepSeek V3.1 as a row"),
-                   NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END), 999, register_it=False)
+                   NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END), 999)()
     module = formats.get("deepseek_v31")
     rows = [r for r in load() if r.format == "deepseek_v31" and r.kind in READ_AS_MEANT]
     assert len(rows) >= 5

@@ -58,7 +58,7 @@ def test_a_row_made_at_run_time_reads_and_writes_its_dialect():
     spelling = XmlSpelling(section_open="<acme:calls>", section_close="</acme:calls>", call_open="<acme:call ",
                            call_close="</acme:call>", name_at="attr", key_open="<acme:arg ", value_close="</acme:arg>",
                            key_at="attr")
-    fmt = make_row(XmlParams, Family("acme", "a derived dialect"), spelling, 9_999, register_it=False)
+    fmt = make_row(XmlParams, Family("acme", "a derived dialect"), spelling, 9_999)()
     text = '<acme:calls>\n<acme:call name="f">\n<acme:arg name="n">3</acme:arg>\n<acme:arg name="s">x y</acme:arg>\n' \
            "</acme:call>\n</acme:calls>"
     assert fmt.parse_strict(text) == [ToolCall("f", {"n": 3, "s": "x y"})]

@@ -1,24 +1,13 @@
 """A model family as a row of a grammar's table, not a module of its own.
 
-A *grammar* is a :class:`~refiner.formats.base.WireFormat` subclass that reads and writes one shape of calls (XML-ish
-invoke/parameter elements, JSON inside sentinels, pythonic lists, ...) from a *spelling*: a frozen dataclass of the
-grammar's own (its tags, how a value is typed, quirk flags, at most one hook). A *family* is one :class:`Row`: a
-:class:`Family` (what every row holds, whatever the grammar), its grammar and the grammar's spelling. The catalog
-(:mod:`refiner.formats.catalog`) is the ordered table of every family; :func:`register_catalog` registers it:
-
-- ``name``, ``description``, ``trained`` and ``reasoning`` come from the :class:`Family` (kept as ``row``; the
-  spelling as ``spelling``);
-- ``detection.rank`` is the entry's place in the table (earlier entries are tried first, so a more specific spelling
-  goes before a more general one sharing its markers);
-- ``detection`` markers and closers, and ``tags``, come from the grammar (``grammar.detection_for(spelling, rank)``
-  and ``grammar.tags_for(spelling)``), never typed again per row; a row's first marker is its own, its further ones
-  (a call's or a key's tag, which point at it when the section tag is lost) are left to another row holding them
-  (:func:`markers_left`);
-- ``example`` is the grammar's own render of :data:`EXAMPLE_CALLS`, so the example and the renderer cannot drift
-  (a grammar whose calls carry more, output labels or steps, sets its own).
-
-A chat template derived by :mod:`refiner.formats.derive` yields the same kind of row, so a derived dialect and a
-hand-written one are the same value and can be compared.
+A *grammar* is a :class:`~refiner.formats.base.WireFormat` subclass that reads and writes one shape of calls from a
+*spelling*: a frozen dataclass of the grammar's own (its tags, how a value is typed, quirk flags, at most one hook). A
+*family* is one :class:`Row`: a :class:`Family`, its grammar and the grammar's spelling. The catalog
+(:mod:`refiner.formats.catalog`) is the ordered table of every family; :func:`register_catalog` registers it, each
+row ranked by its place in it (a more specific spelling goes before a more general one sharing its markers), its
+detection and tags from the grammar (a row's further markers left to another row holding them: :func:`markers_left`)
+and its example the grammar's own render of :data:`EXAMPLE_CALLS`. A chat template derived by
+:mod:`refiner.formats.derive` yields the same kind of row, so a derived dialect and a hand-written one compare.
 """
 
 from __future__ import annotations
@@ -78,7 +67,7 @@ def register_catalog(rows: Sequence[Row]) -> list[WireFormat]:
     """Registers every row of the catalog, ranked by its place in it, and returns the formats in that order."""
     wanted = [r.grammar.detection_for(r.spelling, i) for i, r in enumerate(rows)]
     left = markers_left(wanted, [r.grammar.tags_for(r.spelling) for r in rows])
-    return [make_row(r.grammar, r.family, r.spelling, i, register_it=True, taken=left[i]) for i, r in enumerate(rows)]
+    return [register(make_row(r.grammar, r.family, r.spelling, i, left[i])) for i, r in enumerate(rows)]
 
 
 def markers_left(wanted: Sequence[Detection], tags: Sequence[Sequence[str]]) -> list[frozenset[str]]:
@@ -103,11 +92,11 @@ def markers_left(wanted: Sequence[Detection], tags: Sequence[Sequence[str]]) -> 
     return out
 
 
-def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int, *, register_it: bool,
-             taken: Collection[str] | None = None) -> WireFormat:
-    """One row as a format instance: registered (a built-in row) or not (a dialect derived at run time, which
-    ``refiner.formats.get`` does not know). ``taken``: the further markers of its grammar's detection that the row
-    leaves to others (``None``: those of every format registered)."""
+def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int,
+             taken: Collection[str] | None = None) -> type[WireFormat]:
+    """One row as a format class (not registered: ``base.register`` does that for a built-in row; a dialect derived
+    at run time is used unregistered). ``taken``: the further markers of its grammar's detection that the row leaves
+    to others (``None``: those of every format registered)."""
     if taken is None:
         taken = {m for f in all_formats() for m in f.detection.markers}
     detection = grammar.detection_for(spelling, rank)
@@ -127,6 +116,4 @@ def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int, *
     cls = type(f"{grammar.__name__}_{fam.name}", (grammar,), attrs)
     if not getattr(grammar, "example", None):  # (a grammar whose calls carry more than these sets its own)
         cls.example = cls().render(list(EXAMPLE_CALLS))
-    if register_it:
-        return register(cls)
-    return cls()
+    return cls

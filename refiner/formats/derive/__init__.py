@@ -2,27 +2,15 @@
 family writes, and read it with a grammar's row or with the generic reader of the record.
 
 ``derive(path)`` loads the template (:mod:`~refiner.formats.derive.render`: a ``.jinja``, a ``tokenizer_config.json``
-or a model folder), renders a few conversations through it in a sandboxed jinja2 environment set up as
-``transformers`` sets it, and reads one :class:`~refiner.formats.derive.record.Record` from the renders
-(:mod:`~refiner.formats.derive.diff`; the call literals: :mod:`~refiner.formats.derive.literals`): the family's
-literals (section, call, name, arguments, each key and value, separators, value typing and quote tokens, id,
-reasoning, whether the generation prompt opens a reasoning block), read with no assumption about tag names, attribute
-names, token spellings or line layout, with what could not be derived and why. Two readers read that record:
-
-- :mod:`~refiner.formats.derive.rows` maps it onto a row of one of the project's grammars (XML-ish parameters, JSON
-  calls, named JSON, brace key/values), built with :func:`refiner.formats.family.make_row` (not registered) and checked
-  against the template itself: it must read the template's own render of the placeholder calls back as those calls;
-- :mod:`refiner.formats.recorded` reads and writes calls from the record itself, for a family no grammar row holds
-  and no built-in format reads, when it reads the template's own renders back exactly.
-
-Anything else is *special*, with why. :func:`dialect_for` never raises: a template nothing can be derived from leaves
-the format to detection, with one log line.
-
-:func:`install` registers a derived row under its name (``Refiner(chat_template=...)`` and ``serve --chat-template``
-do, so that the pipeline can name it), or names the built-in row that has the same spelling. ``read_by`` lists the
-built-in formats (hand-written modules included) that read the template's render of the placeholder calls back
-exactly, ``writes_as`` those that also write them as the template does; :func:`install` prefers a built-in row of
-the same spelling, then one of ``writes_as``, then the derived row (for a special family: ``read_by``).
+or a model folder), renders a few conversations through it as ``transformers`` does, and reads one
+:class:`~refiner.formats.derive.record.Record` of the family's literals from the renders
+(:mod:`~refiner.formats.derive.diff`, :mod:`~refiner.formats.derive.literals`), with no assumption about tag names,
+token spellings or line layout, and with what could not be derived and why. Two readers read that record:
+:mod:`~refiner.formats.derive.rows` maps it onto a row of one of the project's grammars (not registered), which must
+read the template's own render of the placeholder calls back as those calls; :mod:`refiner.formats.recorded` reads
+the record itself, for a family no grammar row holds and no built-in format reads. Anything else is *special*, with
+why. ``read_by`` lists the built-in formats that read the template's render of the placeholder calls back exactly,
+``writes_as`` those that also write them as the template does; :func:`install` names the format to use.
 """
 
 from __future__ import annotations
@@ -31,7 +19,7 @@ import hashlib
 import json
 import logging
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +51,6 @@ class Derived:
     record: Record
     plan: RowPlan | None = None
     fmt: base.WireFormat | None = None
-    special: bool = True
     why: str = ""
     same_as: str | None = None
     read_by: list[str] = field(default_factory=list)
@@ -72,11 +59,15 @@ class Derived:
     from_record: bool = False
 
     @property
+    def special(self) -> bool:
+        return self.fmt is None
+
+    @property
     def name(self) -> str | None:
         return self.fmt.name if self.fmt is not None else None
 
     def as_dict(self) -> dict[str, Any]:
-        rec = self.record.as_dict()
+        rec = asdict(self.record)
         out: dict[str, Any] = {
             "template": self.where,
             "sha256": self.sha256,
@@ -94,8 +85,8 @@ class Derived:
             out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
                        grammar=self.plan.grammar.__name__ if self.plan else "record" if self.from_record
                        else _grammar_name(self.fmt))
-        if self.plan is not None and self.fmt is not None:
-            out["spelling"] = self.plan.spelling_dict()
+        if self.plan is not None:
+            out["spelling"] = asdict(self.plan.spelling)
         return out
 
 
@@ -105,14 +96,10 @@ def _grammar_name(fmt: base.WireFormat) -> str:
     return cls.__mro__[1].__name__ if cls.__name__.endswith(f"_{fmt.name}") else cls.__name__
 
 
-def _family_name(where: str, sha: str) -> str:
-    return f"derived_{sha[:10]}"
-
-
 def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
     """:func:`derive` on a loaded template."""
     sha = hashlib.sha256(template.source.encode("utf-8")).hexdigest()
-    name = name or _family_name(template.where, sha)
+    name = name or f"derived_{sha[:10]}"
     compiled = compile_template(template)
     tried, failures = [], []
     for content in CONTENTS:  # a template may end a turn with text differently from one without (Seed-OSS)
@@ -140,10 +127,9 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
 
 
 def _own_grammar(out: Derived) -> None:
-    """The built-in row of a grammar no record maps onto (one family writes it, or its spelling is not one the rows
-    of :mod:`~refiner.formats.derive.rows` spell) that writes the template's renders of both pairs of placeholder
-    calls exactly as the template does and reads them back: the derived dialect is that row (a family whose shape
-    no record holds, such as a call index after the name)."""
+    """The built-in row of a grammar no record maps onto (:func:`~refiner.formats.derive.rows.own_grammar`) that
+    writes the template's renders of both pairs of placeholder calls exactly as the template does and reads them
+    back: the derived dialect is that row (a call index after the name, say, which no record holds)."""
     rec = out.record
     pairs = [(rec.sections.get("two"), list(EXPECTED)), (rec.sections.get("check"), list(CHECKED))]
     if any(text is None or NAMES[1] not in text for text, _ in pairs):
@@ -166,7 +152,7 @@ def _own_grammar(out: Derived) -> None:
         out.checks.append(f"{fmt.name}, a grammar of its own, writes the template's renders of both pairs of calls "
                           "exactly and reads them back")
         if out.special:
-            out.fmt, out.special, out.why = fmt, False, ""
+            out.fmt, out.why = fmt, ""
         return
     if spaced and out.special:
         out.why = (f"{', '.join(spaced)}, a grammar of its own, reads the template's renders back and writes them "
@@ -184,10 +170,8 @@ def _one_call(rec: Record) -> str | None:
 
 def _one_call_row(out: Derived) -> None:
     """For a template that writes one call per turn: the first built-in row, in rank order, that writes the
-    template's render of one call exactly and reads it back is the derived dialect. What separates calls is then the
-    row's: no such template says it (nor is it compared between a derived row and a built-in one,
-    :func:`~refiner.formats.derive.rows._core`). A row that writes each call as a message of its own may write
-    the message's end only between calls: the render is then its call and that end."""
+    template's render of one call exactly (or followed by what the row writes between calls: a message's end) and
+    reads it back is the derived dialect; what separates calls is then the row's."""
     text = _one_call(out.record)
     if text is None:
         return
@@ -206,7 +190,7 @@ def _one_call_row(out: Derived) -> None:
             how = f"and the {between!r} it writes between calls after it"
         else:
             continue
-        out.fmt, out.special, out.same_as, out.why = fmt, False, fmt.name, ""
+        out.fmt, out.same_as, out.why = fmt, fmt.name, ""
         out.checks.append(f"{fmt.name} writes the template's render of one call, {how}, and reads it back (the "
                           "template writes one call per turn: what separates calls is the row's)")
         return
@@ -226,7 +210,7 @@ def _with_row(out: Derived, name: str) -> Derived:
     if problem:
         out.why = problem
         return out
-    out.plan, out.fmt, out.special = plan, fmt, False
+    out.plan, out.fmt = plan, fmt
     out.same_as = next((f.name for f in base.all_formats() if plan.same_spelling(f)), None)
     return out
 
@@ -234,16 +218,12 @@ def _with_row(out: Derived, name: str) -> Derived:
 def _less_ids(rec: Record, text: str) -> str:
     """``text`` without the call ids a row may read and write none of: written between the name and the arguments
     (``[CALL_ID]callq0000[ARGS]`` becomes ``[ARGS]``), or as a key of the call object (``, "id": "callq0000"``)."""
-    if rec.id_position == "json_key" and rec.id_key:
-        key = re.escape(json.dumps(rec.id_key))
-        for call_id in IDS:
-            value = re.escape(json.dumps(call_id))
-            text = re.sub(rf'\s*,\s*{key}\s*:\s*{value}|{key}\s*:\s*{value}\s*,\s*', "", text)
-        return text
-    if rec.id_position != "after_name":
-        return text
     for call_id in IDS:
-        text = text.replace(rec.name_suffix + call_id + rec.id_suffix, rec.id_suffix)
+        if rec.id_position == "json_key" and rec.id_key:
+            key, value = re.escape(json.dumps(rec.id_key)), re.escape(json.dumps(call_id))
+            text = re.sub(rf'\s*,\s*{key}\s*:\s*{value}|{key}\s*:\s*{value}\s*,\s*', "", text)
+        elif rec.id_position == "after_name":
+            text = text.replace(rec.name_suffix + call_id + rec.id_suffix, rec.id_suffix)
     return text
 
 
@@ -259,6 +239,7 @@ def _from_record(out: Derived, name: str) -> None:
         rec.missing.append(f"reader: {e}")
         return
     wanted = {"one": (0,), "two": (0, 1), "check": (1, 2)}
+    specs = {s.name: s for s in load_tools(placeholder_tools())}  # (to settle values written as raw text)
     for key, which in wanted.items():
         expected = [ToolCall(NAMES[i], ARGS[i]) for i in which]
         try:
@@ -266,18 +247,12 @@ def _from_record(out: Derived, name: str) -> None:
         except base.FormatError as e:
             rec.missing.append(f"check: the record's reader does not read the template's render {key!r}: {e}")
             return
-        got = fmt.retype(got, _specs())
+        got = fmt.retype(got, specs)
         if got != expected:
             rec.missing.append(f"check: the record's reader reads the template's render {key!r} as {got!r}")
             return
         out.checks.append(f"the record's reader reads the template's render {key!r} back exactly")
-    out.fmt, out.special, out.from_record = fmt, False, True
-    out.why = ""
-
-
-def _specs() -> dict:
-    """The placeholder tools as specs (for settling values written as raw text)."""
-    return {s.name: s for s in load_tools(placeholder_tools())}
+    out.fmt, out.from_record, out.why = fmt, True, ""
 
 
 def _read_by(rec: Record) -> tuple[list[str], list[str]]:
@@ -298,16 +273,14 @@ def _read_by(rec: Record) -> tuple[list[str], list[str]]:
             continue
     detected = detect_format(text)  # the format the text's own markers name goes first
     found.sort(key=lambda n: n != detected)
-    squeezed = "".join(text.split())
-    writes = [n for n in found if _renders_as(base.get(n), squeezed, calls)]
+    squeezed, writes = "".join(text.split()), []
+    for name in found:
+        try:
+            if "".join(base.get(name).render(list(calls)).split()) == squeezed:
+                writes.append(name)
+        except base.RenderError:
+            continue
     return found, writes
-
-
-def _renders_as(fmt: base.WireFormat, squeezed: str, calls: tuple[ToolCall, ...]) -> bool:
-    try:
-        return "".join(fmt.render(list(calls)).split()) == squeezed
-    except base.RenderError:
-        return False
 
 
 def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:
@@ -332,29 +305,21 @@ def dialect_for(path: str | Path | ChatTemplate) -> str | None:
 def install(derived: Derived) -> str:
     """The registry name that reads and writes the derived dialect: the built-in row with the same spelling, else a
     built-in format that reads and writes the template's calls as it does (``writes_as``: a hand-written module,
-    with its own repairs), else the derived row, registered under its name (once; registering it again is a no-op);
-    for a special family, the first built-in format that reads the template's calls back (``read_by``). Raises ``ValueError`` for a special
-    family no format reads, or a name already registered with another spelling."""
-    if derived.special or derived.fmt is None:
-        if derived.read_by:
-            return (derived.writes_as or derived.read_by)[0]
+    with its own repairs), else the derived row or record reader, registered under its name (once; registering it
+    again is a no-op); for a special family, the first built-in format that reads the template's calls back
+    (``read_by``). Raises ``ValueError`` for a special family no format reads, or a name already registered with
+    another spelling or record."""
+    if derived.special and not derived.read_by:
         raise ValueError(f"{derived.where}: no row derived ({derived.why}), and no built-in format reads the "
                          "template's calls")
-    if derived.from_record:
-        name = derived.fmt.name
-        if name in base.names():
-            if getattr(base.get(name), "record", None) != getattr(derived.fmt, "record", None):
-                raise ValueError(f"wire format {name!r} is already registered with another record")
-            return name
-        base.register(type(derived.fmt))
-        return name
-    if derived.same_as:
-        return derived.same_as
-    if derived.writes_as:  # a built-in module that reads and writes the template's calls as it does
-        return derived.writes_as[0]
+    if derived.special or derived.same_as or derived.writes_as:  # (none of them for a record reader)
+        return derived.same_as or (derived.writes_as or derived.read_by)[0]
     name = derived.fmt.name
     if name in base.names():
-        if not derived.plan.same_spelling(base.get(name)):
+        known = base.get(name)
+        if derived.from_record and getattr(known, "record", None) != getattr(derived.fmt, "record", None):
+            raise ValueError(f"wire format {name!r} is already registered with another record")
+        if not derived.from_record and not derived.plan.same_spelling(known):
             raise ValueError(f"wire format {name!r} is already registered with another spelling")
         return name
     base.register(type(derived.fmt))

@@ -1,32 +1,25 @@
 """A family's record of literals (:class:`~refiner.formats.derive.record.Record`), read from its chat template by
 diffing renders.
 
-The template is rendered as a chat template is (:mod:`~refiner.formats.derive.render`) with conversations that
-differ in one thing at a time: no call; one call (``tlq_alpha``, five arguments of five types: a string with a space,
-an integer, a boolean, a list, an object); two calls (``tlq_alpha``, then ``tlq_beta`` with one string argument);
-two other calls (``tlq_beta``, then ``tlq_gamma`` with two arguments) to check what was read; the same turn with
-reasoning; the bare prompt with and without the generation prompt. Nothing here knows a tag, an attribute, a token
-or a line layout: every literal of the :class:`Record` is the text the template itself wrote around the placeholders.
+The template is rendered (:mod:`~refiner.formats.derive.render`) with conversations that differ in one thing at a
+time: no call; one call (``tlq_alpha``, five arguments of five types); two calls (``tlq_alpha``, then ``tlq_beta``);
+two other calls (``tlq_beta``, then ``tlq_gamma``) to check what was read; the same turn with reasoning; the bare
+prompt with and without the generation prompt. Nothing here knows a tag, a token or a line layout: every literal is
+the text the template itself wrote around the placeholders.
 
-- The *section* of a render is what it adds to the render with no call (:func:`inserted`: the shared prefix and
-  suffix cut away; where the cut is ambiguous, text both renders hold at that place, it goes back to the start of the
-  run of non-space characters it falls in, never further than the ambiguity reaches; a cut inside a marker goes to
-  where the marker opens or closes). When a turn with no call writes an empty section, its markers are put back
-  around the calls; reasoning written only beside calls is read from the one-call render with reasoning.
-- Inside the section of two calls the call literals are read (:mod:`~refiner.formats.derive.literals`): the call
-  opener and closer, the section's start and end, the separators, how the arguments and each value are written, the
-  call id.
-
-:func:`derive_record` fills the record and lists what it could not derive, each with why
-(:attr:`Record.missing`). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader
-(:mod:`refiner.formats.recorded`) both read it. Everything is string work on a few renders of a few hundred
-characters each.
+The *section* of a render is what it adds to the render with no call (:func:`inserted`); when a turn with no call
+writes an empty section, its markers are put back around the calls; reasoning written only beside calls is read from
+the one-call render with reasoning. The call literals are read from the section of two calls
+(:mod:`~refiner.formats.derive.literals`). :func:`derive_record` fills the record and lists what it could not derive,
+each with why (:attr:`Record.missing`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from refiner.formats.derive.literals import read_ids, read_json_args, read_json_object, read_pairs
@@ -41,12 +34,9 @@ from refiner.formats.derive.record import (
     common_prefix,
     common_suffix,
 )
-from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, render
+from refiner.formats.derive.render import ChatTemplate, TemplateFailure, render
 
 MARKER_REACH = 32  # the longest part of a marker a cut between renders may fall inside
-
-
-# ---- the renders ---------------------------------------------------------------------------------------------------
 
 
 def placeholder_tools() -> list[dict]:
@@ -142,23 +132,20 @@ def inserted(base: str, other: str, base_c: str | None = None, other_c: str | No
     return cands[0][1]
 
 
-class _Renders:
-    def __init__(self, template: ChatTemplate, compiled: Any) -> None:
-        self.template, self.compiled, self.tools = template, compiled, placeholder_tools()
-
-    def __call__(self, messages: list[dict], **extra: Any) -> str:
-        return render(self.compiled, self.template, messages, self.tools, **extra)
+Renders = Callable[..., str]  # one render of messages (with extra context) through the template
 
 
-def derive_record(template: ChatTemplate, compiled: Any = None, content: str | None = "") -> Record:
-    """The record of ``template``'s dialect (at most fourteen renders), the assistant turn's text being ``content``
-    (``None``: no text at all; the same renders with another text settle where a section starts); raises
-    :class:`TemplateFailure` when the template fails to compile, or to render a conversation with no call."""
-    r = _Renders(template, compiled or compile_template(template))
+def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "") -> Record:
+    """The record of ``template``'s dialect (``compiled``: :func:`~refiner.formats.derive.render.compile_template`'s;
+    at most fourteen renders), the assistant turn's text being ``content`` (``None``: no text at all; the same renders
+    with another text settle where a section starts); raises :class:`TemplateFailure` when the template fails to
+    render a conversation with no call."""
+    r = partial(render, compiled, template, tools=placeholder_tools())
     rec = Record()
     alt = CONTENT if not content else ""
     none = r(_turn(None, content=content))
-    _reasoning(rec, r, none, content)
+    user = _or_none(r, [{"role": "user", "content": USER}])  # the user's turn alone
+    _reasoning(rec, r, none, user, content)
     sections: dict[str, str] = {}
     fulls: dict[str, str] = {}
     named_ids = False
@@ -208,29 +195,28 @@ def derive_record(template: ChatTemplate, compiled: Any = None, content: str | N
     if two.find(NAMES[0]) > two.find(NAMES[1]):
         rec.missing.append("calls: the second call's name is not written after the first's")
         return rec
-    bare = _turn_markers(rec, r)
-    if bare is not None:
-        two = _empty_section(rec, inserted(bare, none), fulls)
+    if user is not None:
+        _turn_markers(rec, r, user)
+        two = _empty_section(rec, inserted(user, none), fulls)
     if not rec.reasoning_start:
         _reasoning_with_calls(rec, r, none, _turn([_call(0, rec.arguments_given_as_text)], REASONING, content))
     read_ids(rec, two)
-    if not (read_json_object(rec, two) or read_json_args(rec, two) or read_pairs(rec, two)):
-        if not rec.missing:
-            rec.missing.append("arguments: neither one JSON value per call nor one element per argument (the "
-                               "placeholder keys and values were not found in order after the name)")
+    if not (read_json_object(rec, two) or read_json_args(rec, two) or read_pairs(rec, two)) and not rec.missing:
+        rec.missing.append("arguments: neither one JSON value per call nor one element per argument (the "
+                           "placeholder keys and values were not found in order after the name)")
     return rec
 
 
-def _or_none(r: _Renders, messages: list[dict]) -> str | None:
+def _or_none(r: Renders, messages: list[dict], **extra: Any) -> str | None:
     try:
-        return r(messages)
+        return r(messages, **extra)
     except TemplateFailure:
         return None
 
 
-def _reasoning(rec: Record, r: _Renders, none: str, content: str | None) -> None:
+def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: str | None) -> None:
     """Reasoning of a past turn against the same turn without it, both with no text (with ``content`` when the
-    template refuses a turn with no text)."""
+    template refuses a turn with no text); the generation prompt, against the user's turn alone (``user``)."""
     bare = none if not content else _or_none(r, _turn(None))
     if bare is None:
         bare = none
@@ -247,12 +233,11 @@ def _reasoning(rec: Record, r: _Renders, none: str, content: str | None) -> None
         rec.reasoning_start, rec.reasoning_end = text[:i], text[i + len(REASONING):]
         rec.derived_from.update(reasoning_start="no call vs reasoning: before the reasoning text",
                                 reasoning_end="no call vs reasoning: after the reasoning text")
-    try:
-        bare = r([{"role": "user", "content": USER}])
-        prompt = r([{"role": "user", "content": USER}], add_generation_prompt=True, enable_thinking=True)
-    except TemplateFailure:
+    asked = [{"role": "user", "content": USER}]
+    prompt = None if user is None else _or_none(r, asked, add_generation_prompt=True, enable_thinking=True)
+    if prompt is None:
         return
-    rec.generation_prompt = prompt[common_prefix(bare, prompt):] if prompt.startswith(bare) else ""
+    rec.generation_prompt = prompt[common_prefix(user, prompt):] if prompt.startswith(user) else ""
     rec.derived_from["generation_prompt"] = "the bare prompt with the generation prompt (thinking on) vs without"
     opener = rec.reasoning_start.strip()
     if opener and rec.generation_prompt.rstrip().endswith(opener):
@@ -263,7 +248,7 @@ def _reasoning(rec: Record, r: _Renders, none: str, content: str | None) -> None
 _TOKEN = re.compile(r"<[^<>]+>|\[[^\[\]]+\]|[^<\[]+")
 
 
-def _reasoning_with_calls(rec: Record, r: _Renders, none: str, messages: list[dict]) -> None:
+def _reasoning_with_calls(rec: Record, r: Renders, none: str, messages: list[dict]) -> None:
     """Reasoning the template writes only in a turn with calls, inside what the calls add (Command R7B's
     ``<|START_THINKING|>...<|END_THINKING|>`` before its action): the marker right before the reasoning text and
     the one right after it, when the one-call render with reasoning is the one without plus that text."""
@@ -288,11 +273,7 @@ def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
     turn with no call (``empty``: what that turn adds to the user's turn) and the calls between them: what the calls
     add then lacks those markers. Returns the section of two calls."""
     sections = rec.sections
-    inner = empty
-    if rec.turn_start and inner.startswith(rec.turn_start):
-        inner = inner[len(rec.turn_start):]
-    if rec.turn_end and inner.endswith(rec.turn_end):
-        inner = inner[: len(inner) - len(rec.turn_end)]
+    inner = empty.removeprefix(rec.turn_start).removesuffix(rec.turn_end)
     if not inner.strip() or NAMES[0] in inner:
         return sections["two"]
     for k in range(1, len(inner)):
@@ -307,17 +288,11 @@ def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
     return sections["two"]
 
 
-def _turn_markers(rec: Record, r: _Renders) -> str | None:
-    """What a plain answer is written between: the user's turn alone against it followed by an answer. Returns the
-    user's turn alone."""
-    user = [{"role": "user", "content": USER}]
-    bare, answered = _or_none(r, user), _or_none(r, _turn(None, content=CONTENT))
-    if bare is None or answered is None:
-        return bare
-    text = inserted(bare, answered)
-    before, found, after = text.partition(CONTENT)
+def _turn_markers(rec: Record, r: Renders, user: str) -> None:
+    """What a plain answer is written between: the user's turn alone (``user``) against it followed by an answer."""
+    answered = _or_none(r, _turn(None, content=CONTENT))
+    before, found, after = ("", "", "") if answered is None else inserted(user, answered).partition(CONTENT)
     if found:
         rec.turn_start, rec.turn_end = before, after
         rec.derived_from.update(turn_start="the user's turn vs it and an answer: before the answer's text",
                                 turn_end="the user's turn vs it and an answer: after the answer's text")
-    return bare

@@ -2,15 +2,13 @@
 two calls its template wrote (:mod:`~refiner.formats.derive.diff` finds the section).
 
 Each call's *core* runs from its name (or from the JSON object holding it) to the end of its arguments. What precedes
-both cores is the call opener (split for display at its last space: ``call_start`` and ``name_prefix``); what follows
-both is the call closer; the rest before the first is the section start, after the last the section end, between
-them the call separator. The arguments are one JSON object after the name (:func:`read_json_args`), a JSON object per
-call holding the name and the arguments under keys of the template's own (:func:`read_json_object`; or all calls in
-one JSON list; the call object may sit under a key of an outer object, ``wrapper``), or one element per argument
-(:func:`read_pairs`): what precedes every key, what follows every key up to its value, what follows every value, and
-between arguments, from comparing consecutive arguments. How each value is written comes from the five typed values.
-A call id written between the name and the arguments splits what follows the name in two; in a call object, the id
-is the given one or the call's place in the turn (:func:`read_ids`).
+both cores is the call opener (``call_start``, then ``name_prefix`` after its last space), what follows both the call
+closer; the rest before the first is the section start, after the last the section end, between them the call
+separator (:func:`_frame`). The arguments are one JSON object
+after the name (:func:`read_json_args`), a JSON object per call holding the name and the arguments under keys of the
+template's own, or all calls in one JSON list (:func:`read_json_object`), or one element per argument
+(:func:`read_pairs`, from comparing consecutive arguments); how each value is written comes from the five typed
+values. A call id is the given one or the call's place in the turn (:func:`read_ids`).
 """
 
 from __future__ import annotations
@@ -20,7 +18,47 @@ import os
 from typing import Any
 
 from refiner.formats.anchored import quote_closers
-from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_prefix, find_value, json_values
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_prefix
+from refiner.formats.recorded import write_quoted
+from refiner.formats.text import next_bracket
+
+_DECODER = json.JSONDecoder()
+
+
+def json_values(text: str) -> list[tuple[int, int, Any]]:
+    """The outermost JSON objects and lists in ``text``: ``(start, end, value)``."""
+    out, i = [], 0
+    while (i := next_bracket(text, i)) >= 0:
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        out.append((i, end, value))
+        i = end
+    return out
+
+
+def value_spellings(value: Any, quote: tuple[str, str] = ("", "")) -> list[tuple[str, str]]:
+    """How a template may write ``value``: ``(text, style)``, style ``raw``/``json``/``python`` (a string between
+    Python's quotes: ``'vq text one'``)/``quoted``."""
+    out = [(json.dumps(value, ensure_ascii=False), "json")]
+    if quote[0] and (isinstance(value, (str, list, dict))):
+        out.append((write_quoted(value, *quote), "quoted"))
+    if isinstance(value, str):
+        return [*out, (repr(value), "python"), (value, "raw")]
+    out.append((json.dumps(value, ensure_ascii=False, separators=(",", ":")), "json"))
+    if isinstance(value, (bool, list, dict)):
+        out.append((repr(value), "python"))
+    return out
+
+
+def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", "")) -> tuple[int, int, str] | None:
+    """The earliest spelling of ``value`` at or after ``start``: ``(start, end, style)``; among spellings at the same
+    place, the longest."""
+    spellings = value_spellings(value, quote)
+    found = [(i, i + len(sp), style) for sp, style in spellings if (i := text.find(sp, start)) >= 0]
+    return min(found, key=lambda f: (f[0], -f[1]), default=None)
 
 
 def _less_reasoning(rec: Record, text: str) -> str:
@@ -41,13 +79,13 @@ def read_ids(rec: Record, two: str) -> None:
     rec.derived_from["id_position"] = "two: where the given call id (callq0000) is written"
 
 
-def _split_id(rec: Record, gaps: tuple[str, str], ids: tuple[str, str]) -> str | None:
+def _split_id(rec: Record, gaps: tuple[str, str]) -> str | None:
     """The text after the name when the call id is written in it (``gaps``: what follows each of two names up to
     its arguments): the part before the id, the part after it going to ``id_suffix``; ``None`` when it is not."""
-    if not all(i in g for g, i in zip(gaps, ids)):
+    if not all(i in g for g, i in zip(gaps, IDS)):
         return None
-    before, _, after = gaps[0].partition(ids[0])
-    if gaps[1] != before + ids[1] + after or not after.strip():
+    before, _, after = gaps[0].partition(IDS[0])
+    if gaps[1] != before + IDS[1] + after or not after.strip():
         return None
     rec.id_position, rec.id_suffix = "after_name", after
     rec.derived_from.update(id_position="two: the given call id is written between the name and the arguments",
@@ -127,15 +165,16 @@ def read_json_object(rec: Record, two: str) -> bool:
     objs = [(s, e, k) for s, e, v in values for i in (0, 1) if (k := _call_keys(v, i))]
     if len(objs) != 2:
         return False
-    if objs[0][2] != objs[1][2]:
+    (s0, e0, k0), (s1, e1, k1) = objs
+    if k0 != k1:
         rec.missing.append("calls: the two calls' JSON objects use different keys")
         return False
     rec.shape = "json_object"
-    _set_keys(rec, objs[0][2])
-    rec.compact_json = ", " not in two[objs[0][0]:objs[0][1]] and ": " not in two[objs[0][0]:objs[0][1]]
+    _set_keys(rec, k0)
+    rec.compact_json = ", " not in two[s0:e0] and ": " not in two[s0:e0]
     rec.derived_from["shape"] = "two: one JSON object per call" + (" (under a key of an outer object)"
                                                                    if rec.wrapper else "")
-    return _frame(rec, two, [(objs[0][0], objs[0][1]), (objs[1][0], objs[1][1])])
+    return _frame(rec, two, [(s0, e0), (s1, e1)])
 
 
 def read_json_args(rec: Record, two: str) -> bool:
@@ -145,14 +184,12 @@ def read_json_args(rec: Record, two: str) -> bool:
     n0, n1 = two.find(NAMES[0]), two.find(NAMES[1], args[0][1])
     if not (n0 < args[0][0] and 0 <= n1 < args[1][0]):
         return False
-    mid0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
-    if mid0 != mid1:
-        mid0 = _split_id(rec, (mid0, mid1), IDS[:2])
-        if mid0 is None:
-            gap0 = two[n0 + len(NAMES[0]): args[0][0]]
-            rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
-                               f"({gap0!r}, {mid1!r})" + _numbered(gap0, mid1))
-            return False
+    gap0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
+    mid0 = gap0 if gap0 == mid1 else _split_id(rec, (gap0, mid1))
+    if mid0 is None:
+        rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
+                           f"({gap0!r}, {mid1!r})" + _numbered(gap0, mid1))
+        return False
     rec.shape = "json_args"
     rec.name_suffix = mid0
     rec.compact_json = ", " not in two[args[0][0]:args[0][1]]
@@ -223,7 +260,8 @@ def read_pairs(rec: Record, two: str) -> bool:
     n1 = two.find(NAMES[1], a0[-1][3]) if a0 else -1
     a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else None
     if a0 is None or a1 is None:
-        rec.missing.append(f"arguments: {_why_no_pairs(two, n0 + len(NAMES[0]))}")
+        rec.missing.append("arguments: neither one JSON value per call nor one element per argument"
+                           + _why_no_pairs(two, n0 + len(NAMES[0])))
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
     vals0 = [ARGS[0][two[ks:ke]] for ks, ke, *_ in a0]  # (in the order written)
@@ -262,7 +300,7 @@ def read_pairs(rec: Record, two: str) -> bool:
         return False
     rec.value_suffix, rec.key_prefix, rec.arg_sep = vs, kp, seps.pop()
     gaps = (lead0[: len(lead0) - len(kp)], lead1[: len(lead1) - len(kp)])
-    rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps, IDS[:2])
+    rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps)
     if rec.name_suffix is None:
         rec.name_suffix = ""
         twice = NAMES[0] in gaps[0] and NAMES[1] in gaps[1]
@@ -281,50 +319,39 @@ def read_pairs(rec: Record, two: str) -> bool:
     return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)])
 
 
-def _common_prefix(*texts: str) -> str:
+def _common_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
     """The longest common prefix of ``texts``, cut back before a marker it ends inside when every text goes on with a
     character that is not a space there (``</p><`` of ``</p><p>`` and ``</p></call>``: the ``<`` opens what comes
     next)."""
-    n = len(os.path.commonprefix(list(texts)))
-    while n > 0 and texts[0][n - 1] in "<[" and all(len(t) > n and not t[n].isspace() for t in texts):
+    n, first = len(os.path.commonprefix(list(texts))), texts[0]
+    while n > 0 and first[n - 1] in opens and all(len(t) > n and not t[n].isspace() for t in texts):
         n -= 1
     if all(len(t) > n and not t[n].isspace() for t in texts):  # inside a marker: back to where it opens
-        j = max(texts[0].rfind("<", 0, n), texts[0].rfind("[", 0, n))
-        if j >= 0 and not any(c in texts[0][j:n] for c in ">]") and not texts[0][j:n].isspace():
+        j = max(first.rfind(opens[0], 0, n), first.rfind(opens[1], 0, n))
+        if j >= 0 and not any(c in first[j:n] for c in closes) and not first[j:n].isspace():
             n = j
-    return texts[0][:n]
+    return first[:n]
 
 
 def _common_suffix(*texts: str) -> str:
-    """The longest common suffix of ``texts``, cut forward after a marker it starts inside when every text has a
-    character that is not a space before it (``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the
-    ``>`` closes what came before)."""
-    n = len(os.path.commonprefix([t[::-1] for t in texts]))
-    while n > 0 and texts[0][-n] in ">]" and all(len(t) > n and not t[-n - 1].isspace() for t in texts):
-        n -= 1
-    if n and all(len(t) > n and not t[-n - 1].isspace() for t in texts):  # inside a marker: on to where it closes
-        tail = texts[0][len(texts[0]) - n:]
-        j = min((i for i in (tail.find(">"), tail.find("]")) if i >= 0), default=-1)
-        if j >= 0 and not any(c in tail[:j] for c in "<["):
-            n -= j + 1
-    return texts[0][len(texts[0]) - n:]
+    """The longest common suffix of ``texts``, cut forward after a marker it starts inside (:func:`_common_prefix`
+    mirrored: ``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the ``>`` closes what came
+    before)."""
+    return _common_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
 
 
 def _why_no_pairs(text: str, start: int) -> str:
-    """Why the first call's arguments were not found as key/value pairs: the first key or value missing, and what
-    the template wrote there."""
+    """Why the first call's arguments were not found as key/value pairs (to follow a sentence): the first key or
+    value missing, and what the template wrote there."""
     at = {key: text.find(key, start) for key in ARGS[0]}
     for key in sorted(ARGS[0], key=at.get):
         k, value = at[key], ARGS[0][key]
         if k < 0:
-            return (f"neither one JSON value per call nor one element per argument: the key {key!r} is not written "
-                    "after the tool name")
+            return f": the key {key!r} is not written after the tool name"
         if find_value(text, k + len(key), value) is None:
-            shown = text[k: k + len(key) + 40]
-            return (f"neither one JSON value per call nor one element per argument: the value {value!r} of {key!r} "
-                    f"is written in none of the spellings read (as is, JSON, Python, between quote tokens): the "
-                    f"template wrote {shown!r}")
-    return "neither one JSON value per call nor one element per argument (the values overlap the keys)"
+            return (f": the value {value!r} of {key!r} is written in none of the spellings read (as is, JSON, Python, "
+                    f"between quote tokens): the template wrote {text[k: k + len(key) + 40]!r}")
+    return " (the values overlap the keys)"
 
 
 def _typing_split(a: str, b: str) -> bool:

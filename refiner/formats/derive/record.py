@@ -3,20 +3,15 @@ are made with.
 
 The record holds the text the template itself wrote around the placeholders: the section, each call, the name, each
 key and value, the separators, how values are typed, the call id and the reasoning (:mod:`~refiner.formats.derive.diff`
-renders the conversations and diffs them, :mod:`~refiner.formats.derive.literals` reads the call literals from the
-section of two calls). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader
-(:mod:`refiner.formats.recorded`) both read it. The helpers here find a placeholder value in a render in each way a
-template may write it.
+fills it). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader (:mod:`refiner.formats.recorded`)
+both read it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
-
-from refiner.formats.recorded import write_quoted
 
 NAMES = ("tlq_alpha", "tlq_beta", "tlq_gamma")
 ARGS = (
@@ -25,8 +20,6 @@ ARGS = (
     {"kq_city": "vq_city"},
     {"kq_word": "vq_word", "kq_num": 17},
 )
-
-
 IDS = ("callq0000", "callq0001", "callq0002")  # nine letters and digits: Mistral's templates accept no other id
 REASONING = "rq_thought_text"
 USER = "uq_question_text"
@@ -91,12 +84,6 @@ class Record:
     def opener(self) -> str:
         return self.call_start + self.name_prefix
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# ---- string helpers ------------------------------------------------------------------------------------------------
-
 
 def common_prefix(a: str, b: str) -> int:
     return len(os.path.commonprefix([a, b]))
@@ -104,52 +91,3 @@ def common_prefix(a: str, b: str) -> int:
 
 def common_suffix(a: str, b: str) -> int:
     return len(os.path.commonprefix([a[::-1], b[::-1]]))
-
-
-_DECODER = json.JSONDecoder()
-
-
-def json_values(text: str) -> list[tuple[int, int, Any]]:
-    """The outermost JSON objects and lists in ``text``: ``(start, end, value)``."""
-    out = []
-    i = 0
-    while i < len(text):
-        if text[i] in "{[":
-            try:
-                value, end = _DECODER.raw_decode(text, i)
-            except ValueError:
-                i += 1
-                continue
-            out.append((i, end, value))
-            i = end
-        else:
-            i += 1
-    return out
-
-
-def value_spellings(value: Any, quote: tuple[str, str] = ("", "")) -> list[tuple[str, str]]:
-    """How a template may write ``value``: ``(text, style)``, style ``raw``/``json``/``python`` (a string between
-    Python's quotes: ``'vq text one'``)/``quoted``."""
-    out = [(json.dumps(value, ensure_ascii=False), "json")]
-    if quote[0] and (isinstance(value, (str, list, dict))):
-        out.append((write_quoted(value, *quote), "quoted"))
-    if isinstance(value, str):
-        return [*out, (repr(value), "python"), (value, "raw")]
-    out.append((json.dumps(value, ensure_ascii=False, separators=(",", ":")), "json"))
-    if isinstance(value, (bool, list, dict)):
-        out.append((repr(value), "python"))
-    return out
-
-
-def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", "")) -> tuple[int, int, str] | None:
-    """The earliest spelling of ``value`` at or after ``start``: ``(start, end, style)``; among spellings at the same
-    place, the longest."""
-    best = None
-    for spelled, style in value_spellings(value, quote):
-        i = text.find(spelled, start)
-        if i < 0:
-            continue
-        cand = (i, i + len(spelled), style)
-        if best is None or i < best[0] or (i == best[0] and cand[1] > best[1]):
-            best = cand
-    return best

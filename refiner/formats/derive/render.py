@@ -1,19 +1,14 @@
 """Loading a model's chat template and rendering conversations through it, as ``transformers`` does.
 
-``transformers``' ``apply_chat_template`` compiles the template in a jinja2 ``ImmutableSandboxedEnvironment`` with
-``trim_blocks`` and ``lstrip_blocks`` on, the ``loopcontrols`` extension and a ``{% generation %}`` block tag, its own
-``tojson`` filter (``json.dumps`` with ``ensure_ascii=False``: no HTML escaping), and the globals
-``raise_exception`` (raises a template error) and ``strftime_now``; it renders with ``messages``, ``tools``,
-``documents``, ``add_generation_prompt`` and the tokenizer's special tokens (``bos_token``, ``eos_token``, ...).
-:func:`render` also passes what llama.cpp's engine passes (:data:`ENGINE_CONTEXT`, ``functions``), and its
-``tojson`` writes an iterable JSON has no type for (``map(...)``'s result) as a list, as llama.cpp's does.
-:func:`compile_template` builds the same environment, except that a template may change its own lists and dicts one
-item at a time (``append``, ``insert``, ``pop``, ``remove``, ``clear``, ``setdefault``, ``update``), as llama.cpp's
-engine lets it (Kimi-K2's templates keep a queue of call ids so); every other method that changes a value in place
-(``extend``: a list doubling itself would escape the step budget) stays refused. The sandbox refuses attribute access
-outside plain data, and
-:func:`render` turns every failure into a :class:`TemplateFailure` naming the file. Each render is bounded by counts:
-:data:`MAX_STEPS` calls, lookups and output chunks, :data:`MAX_RENDER_CHARS` characters.
+:func:`compile_template` builds the environment ``apply_chat_template`` uses: a sandbox with ``trim_blocks`` and
+``lstrip_blocks``, the ``loopcontrols`` extension, a ``{% generation %}`` block tag, a ``tojson`` with no HTML
+escaping (that writes an iterable such as ``map(...)``'s result as a list, as llama.cpp's does), and the globals
+``raise_exception`` and ``strftime_now``; a template may change its own lists and dicts one item at a time
+(:data:`ITEM_CHANGES`, as llama.cpp's engine lets Kimi-K2's templates keep a queue of call ids), never more (``extend``:
+a list doubling itself would escape the step budget).
+:func:`render` passes the messages, the tools, the tokenizer's special tokens and what llama.cpp's engine passes
+(:data:`ENGINE_CONTEXT`, ``functions``); each render is bounded (:data:`MAX_STEPS` calls, lookups and output chunks,
+:data:`MAX_RENDER_CHARS` characters) and every failure is a :class:`TemplateFailure` naming the file.
 
 A template is read from a ``.jinja`` file, a ``tokenizer_config.json`` (its ``chat_template``: a string, or a list of
 named templates, of which ``tool_use`` is taken when there is one, else ``default``), or a model folder (its
@@ -23,9 +18,9 @@ named templates, of which ``tool_use`` is taken when there is one, else ``defaul
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,10 +36,10 @@ SPECIAL_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token")
 # What one render may do: calls, attribute and item lookups, and output chunks together (a real template spends a
 # few thousand on a short conversation), and how long its text may grow.
 MAX_STEPS = 200_000
+MAX_RENDER_CHARS = 200_000
 # What llama.cpp's engine passes besides the messages and tools: today's date in two spellings (here one fixed day, so
 # that renders compare equal) and, for firefunction-v2's template, the tools as indented JSON (``functions``).
 ENGINE_CONTEXT = {"datetime": "Jan 01 2026", "date_string": "01 Jan 2026"}
-MAX_RENDER_CHARS = 200_000
 # The in-place changes a template may make to its own lists and dicts: each adds, moves or drops one item (or, for
 # ``update``, copies keys that already exist), so the step budget bounds what they build.
 ITEM_CHANGES = frozenset(("append", "insert", "pop", "remove", "clear", "setdefault", "update"))
@@ -107,7 +102,10 @@ def load_template(path: str | Path) -> ChatTemplate:
     if path.is_dir():
         jinja_file, config = path / "chat_template.jinja", path / "tokenizer_config.json"
         if jinja_file.is_file():
-            tokens = _from_config(config).tokens if config.is_file() and _has_template(config) else {}
+            try:
+                tokens = _from_config(config).tokens if config.is_file() else {}
+            except TemplateFailure:
+                tokens = {}
             return ChatTemplate(_read_text(jinja_file), str(jinja_file), tokens)
         if config.is_file():
             return _from_config(config)
@@ -117,14 +115,6 @@ def load_template(path: str | Path) -> ChatTemplate:
     if path.suffix == ".json":
         return _from_config(path)
     return ChatTemplate(_read_text(path), str(path))
-
-
-def _has_template(config: Path) -> bool:
-    try:
-        _from_config(config)
-    except TemplateFailure:
-        return False
-    return True
 
 
 class _Generation(jinja2.ext.Extension):
@@ -159,10 +149,6 @@ def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: 
                       default=_listed)
 
 
-def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(fmt)
-
-
 class _Budgeted(SandboxedEnvironment):
     """The sandbox, counting what a render does: every call, attribute and item access, ``range`` item, arithmetic
     operation and output chunk draws on a budget of :data:`MAX_STEPS` per render (a concatenation one step per 64
@@ -194,7 +180,6 @@ class _Budgeted(SandboxedEnvironment):
         self._step()
         return super().getitem(obj, argument)
 
-
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         self._step()
         if operator == "**" and isinstance(right, (int, float)) and abs(right) > 64:
@@ -223,7 +208,7 @@ def compile_template(template: ChatTemplate) -> jinja2.Template:
     env = _Budgeted(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = _strftime_now
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
     env.globals["range"] = env.counted_range
     try:
         return env.from_string(template.source)
@@ -234,8 +219,8 @@ def compile_template(template: ChatTemplate) -> jinja2.Template:
 def render(
     compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None, **extra: Any
 ) -> str:
-    """One render of ``messages`` (``add_generation_prompt`` off unless ``extra`` turns it on), as ``apply_chat_template(tokenize=False)`` gives
-    it; any failure is a :class:`TemplateFailure` naming the file."""
+    """One render of ``messages`` as ``apply_chat_template(tokenize=False)`` gives it (``add_generation_prompt`` off
+    unless ``extra`` turns it on); any failure is a :class:`TemplateFailure` naming the file."""
     context = {"bos_token": "", "eos_token": "", **ENGINE_CONTEXT, **template.tokens, **extra}
     if tools and "functions" not in context:
         context["functions"] = json.dumps(tools, ensure_ascii=False, indent=2)

@@ -1,44 +1,35 @@
 """From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the project's grammars.
 
-- a ``pairs`` record becomes an :class:`~refiner.formats.xml_params.XmlSpelling`: where the name sits
-  (``<function=NAME>``: ``eq``; ``<invoke name="NAME">``: ``attr``; the text after the call tag: ``text``), the key
-  style (``<parameter=K>``, ``<parameter name="K">``, or ``<arg_key>K</arg_key><arg_value>``), the value's closing tag,
-  one newline stripped at each end of a value when the template writes one, and the typing: strings as written and
-  other values as JSON (``json``), booleans as Python writes them (``python``), or a type attribute on the key
-  (``attr``, as DSML's ``string="true"``);
-- a ``pairs`` record with a quote token, the name followed by ``{``, keys followed by ``:`` and arguments apart by
-  ``,`` becomes a :class:`~refiner.formats.brace_kv.BraceSpelling` (Gemma 4's layout);
-- a ``json_object`` or ``json_list`` record becomes a :class:`~refiner.formats.json_calls.JsonSpelling`: one
-  ``{"name", "arguments"}`` object (or ``{NAME: arguments}``: ``keyed``) per tagged block (``object``), one per line
-  inside one section (``lines``) or every call in one JSON list (``list``);
-- a ``pairs`` record of Python calls (``NAME(key=value, ...)``, strings quoted) becomes a pythonic
-  :class:`~refiner.formats.pythonic_sentinels.Wrapper`: one list between two markers, or one call per line;
-- a ``json_args`` record becomes a :class:`~refiner.formats.named_json.NamedSpelling` (with the name a plain answer
-  is addressed to, when the template writes the answer's text as a call).
+- ``pairs``: an :class:`~refiner.formats.xml_params.XmlSpelling` (the name in ``<function=NAME>``, ``<invoke
+  name="NAME">`` or after the call tag; keys as ``<parameter=K>``, ``<parameter name="K">`` or ``<arg_key>K</arg_key>``;
+  values typed as JSON, as Python or by a type attribute on the key); with a quote token and ``NAME{key:value,...}``,
+  a :class:`~refiner.formats.brace_kv.BraceSpelling`; as Python calls ``NAME(key=value, ...)``, a pythonic
+  :class:`~refiner.formats.pythonic_sentinels.Wrapper` (one list between two markers, or one call per line);
+- ``json_object`` / ``json_list``: a :class:`~refiner.formats.json_calls.JsonSpelling` (one object per tagged block,
+  one per line inside one section, or every call in one JSON list);
+- ``json_args``: a :class:`~refiner.formats.named_json.NamedSpelling`.
 
-Everything else is answered with why no row holds it (:mod:`refiner.formats.derive` then tries the built-in rows no
-record maps onto: :func:`own_grammar`). A plan is checked against the template: the row must read the template's own
-render of the placeholder calls back as exactly those calls.
+Anything else is answered with why no row holds it (:mod:`refiner.formats.derive` then tries the built-in rows no
+record maps onto: :func:`own_grammar`). A plan is checked against the template (:meth:`RowPlan.check`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_suffix
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
+from refiner.formats.recorded import DERIVED_RANK
 from refiner.formats.xml_params import XmlParams, XmlSpelling
 
-# Derived rows rank after every built-in format: detection tries them last.
-DERIVED_RANK = 1000
 EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
 CHECKED = (ToolCall(NAMES[1], ARGS[1]), ToolCall(NAMES[2], ARGS[2]))  # the calls of the render that checks
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
@@ -86,9 +77,6 @@ class RowPlan:
     spelling: Any
     reasoning: tuple[tuple[str, str], ...] = ()
 
-    def spelling_dict(self) -> dict[str, Any]:
-        return asdict(self.spelling) if is_dataclass(self.spelling) else {"spelling": repr(self.spelling)}
-
     def same_spelling(self, fmt: base.WireFormat) -> bool:
         """Whether ``fmt`` is a row of the same grammar spelt the same (a built-in row's hook, its grammar's own
         readers and its reading policies aside: it reads what the derived row reads, and repairs more)."""
@@ -101,7 +89,7 @@ class RowPlan:
             sources=(f"{where} (sha256 {sha})",),
             **({"reasoning": self.reasoning} if self.reasoning else {}),
         )
-        return make_row(self.grammar, fam, self.spelling, DERIVED_RANK, register_it=False)
+        return make_row(self.grammar, fam, self.spelling, DERIVED_RANK)()
 
     def check(self, fmt: base.WireFormat, rec: Record, notes: list[str]) -> str:
         """Why the row does not read the template's own render back (``""``: it does); what was checked goes to
@@ -112,7 +100,8 @@ class RowPlan:
         except base.FormatError as e:
             return f"the derived row does not read the template's own render of two calls: {e}"
         as_text = set() if getattr(self.grammar, "pythonic", False) else _python_containers(rec)
-        expected = [_texts_for(c, as_text) for c in EXPECTED]
+        expected = [ToolCall(c.name, {k: repr(v) if type(v).__name__ in as_text else v for k, v in c.arguments.items()})
+                    for c in EXPECTED]  # (values of the as_text types as the template writes them)
         if got != expected:
             return f"the derived row reads the template's render of two calls as {got!r}"
         if as_text:
@@ -120,11 +109,11 @@ class RowPlan:
                          "| string: ['vq_item', 2]): the row reads them as text, as written")
         notes.append("reads the template's render of two calls (five typed arguments, then one) back"
                      + (" (those values as text)" if as_text else " exactly"))
-        again = fmt.parse_strict(fmt.render(list(EXPECTED)))
-        if tuple(again) != EXPECTED:
+        mine = fmt.render(list(EXPECTED))
+        if tuple(fmt.parse_strict(mine)) != EXPECTED:
             return "the derived row does not read its own render back"
         notes.append("reads its own render of those calls back exactly")
-        if "".join(fmt.render(list(EXPECTED)).split()) == "".join(text.split()):
+        if "".join(mine.split()) == "".join(text.split()):
             notes.append("renders those calls as the template does (whitespace aside)")
         return ""
 
@@ -132,14 +121,12 @@ class RowPlan:
 def _opener(text: str) -> str:
     """The marker that opens a section or call: the last run of ``text`` without whitespace (what the template
     writes before it, such as a role header after an empty answer, is not the model's)."""
-    runs = text.split()
-    return runs[-1] if runs else ""
+    return (text.split() or [""])[-1]
 
 
 def _closer(text: str) -> str:
     """The marker that closes a section or call: the first run of ``text`` without whitespace."""
-    runs = text.split()
-    return runs[0] if runs else ""
+    return (text.split() or [""])[0]
 
 
 def _section_closer(text: str) -> str:
@@ -161,17 +148,9 @@ def _split_opener(opener: str) -> tuple[str, str]:
 
 
 def _python_containers(rec: Record) -> set[str]:
-    """The container types (``list``, ``dict``) the template writes as Python literals."""
+    """The container types (``list``, ``dict``) the template writes as Python literals (Jinja's ``| string``)."""
     one = rec.sections.get("one", "")
     return {t for t, k in (("list", "kq_items"), ("dict", "kq_info")) if repr(ARGS[0][k]) in one}
-
-
-def _texts_for(call: ToolCall, as_text: set[str]) -> ToolCall:
-    """``call`` with its values of the ``as_text`` types as the template writes them (Python's repr)."""
-    if not as_text:
-        return call
-    args = {k: repr(v) if type(v).__name__ in as_text else v for k, v in call.arguments.items()}
-    return ToolCall(call.name, args)
 
 
 def plan_row(rec: Record) -> RowPlan | str:
@@ -202,9 +181,7 @@ def _brace_plan(rec: Record) -> RowPlan | str:
     opener = rec.opener.strip()
     j = max(opener.rfind(">"), opener.rfind("]"))
     call_open, keyword = _opener(opener[: j + 1]), opener[j + 1 :]
-    layout = (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.arg_sep.strip(),
-              rec.value_suffix.strip(), rec.call_end.strip()[:1])
-    if layout != ("{", "", ":", ",", "", "}") or rec.quote_open != rec.quote_close or not call_open:
+    if _layout(rec) != ("{", "", ":", ",", "", "}") or rec.quote_open != rec.quote_close or not call_open:
         return (f"a quote token {rec.quote_open!r} in a layout the brace grammar does not spell (it reads "
                 "OPEN call:NAME{key:value,...} CLOSE)")
     if rec.literals == "python":
@@ -212,11 +189,16 @@ def _brace_plan(rec: Record) -> RowPlan | str:
     return RowPlan(BraceKV, BraceSpelling(call_open, rec.call_end.strip()[1:].strip(), rec.quote_open, keyword))
 
 
+def _layout(rec: Record) -> tuple[str, ...]:
+    """A ``pairs`` record's punctuation, spaces aside: after the name, before and after a key, between arguments,
+    after a value, and the call closer's first character."""
+    return (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.arg_sep.strip(),
+            rec.value_suffix.strip(), rec.call_end.strip()[:1])
+
+
 def _pythonic(rec: Record) -> bool:
     """Whether each call is written as a Python call: ``NAME(key=value, ...)``, strings quoted."""
-    layout = (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.value_suffix.strip(),
-              rec.arg_sep.strip(), rec.call_end.strip()[:1])
-    return layout == ("(", "", "=", "", ",", ")") and rec.strings in ("python", "json") and not rec.quote_open
+    return _layout(rec) == ("(", "", "=", ",", "", ")") and rec.strings in ("python", "json") and not rec.quote_open
 
 
 def _pythonic_plan(rec: Record) -> RowPlan | str:
@@ -267,10 +249,7 @@ def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | s
     if not (ss.endswith(IDS[0]) and sep.endswith(IDS[1])) or not id_close.strip():
         return "the call id is written before the name, not right after a call token and before a token of its own"
     ss, sep = ss[: -len(IDS[0])], sep[: -len(IDS[1])]
-    n = 0
-    while n < min(len(ss), len(sep)) and ss[len(ss) - 1 - n] == sep[len(sep) - 1 - n]:
-        n += 1
-    token = _opener(ss[len(ss) - n :])
+    token = _opener(ss[len(ss) - common_suffix(ss, sep) :])
     if not token:
         return "the call id before the name follows no call token the calls share"
     return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
