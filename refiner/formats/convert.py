@@ -49,8 +49,7 @@ def _line_col(text: str, position: int) -> str:
     """``:line:column`` (1-based) of a character offset, or nothing for an unknown position."""
     if position < 0:
         return ""
-    line = text.count("\n", 0, position) + 1
-    return f":{line}:{position - (text.rfind(chr(10), 0, position) + 1) + 1}"
+    return f":{text.count(chr(10), 0, position) + 1}:{position - text.rfind(chr(10), 0, position)}"
 
 
 def convert_jsonl(

@@ -38,6 +38,7 @@ def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
 
 
 _OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
+_BLANKS = re.compile(r"[ \t\r\n]*")
 _INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's text up to its quote, a \ or a newline
 
 
@@ -69,17 +70,12 @@ def values_end(text: str, i: int) -> int:
         end = bracket_end(text, i)
         if end < 0:
             return len(text)
-        j = end
-        while j < len(text) and text[j] in " \t\r\n":
-            j += 1
+        j = _BLANKS.match(text, end).end()
         if j >= len(text) or text[j] not in ";,":
             return end
-        j += 1
-        while j < len(text) and text[j] in " \t\r\n":
-            j += 1
-        if j >= len(text) or text[j] not in "[{":
+        i = _BLANKS.match(text, j + 1).end()
+        if i >= len(text) or text[i] not in "[{":
             return end
-        i = j
     return len(text)
 
 
@@ -114,8 +110,7 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     if last.group() in closers:
         return first.start(), last.end()
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
-    while j < len(text) and text[j] in " \t\r\n":
-        j += 1
+    j = _BLANKS.match(text, j).end()
     if j < len(text) and text[j] in "[{":
         return first.start(), values_end(text, j)
     return first.start(), len(text)

@@ -2,27 +2,22 @@
 
 A family writes its reasoning between its own markers (:attr:`WireFormat.reasoning`: ``<think>…</think>`` by
 default, Magistral's ``[THINK]…[/THINK]``, Gemma 4's ``<|channel>thought…<channel|>``); every registered format's
-pairs and call markers are known here (:func:`learn`, called by ``base.register``), so one split serves every reader
-and the proxy. gpt-oss's analysis channel is read by the harmony format itself.
+pairs and call markers are known here (:func:`learn`, called by ``base.register``), so one split
+(:func:`split_reasoning`) serves every reader and the proxy. As vLLM's reasoning parsers read it:
 
-Rules (:func:`split_reasoning`), as the families' reasoning parsers in vLLM read them:
+- A block is only at the start of the answer. When the answer (after blanks) opens with a pair's opener, the block
+  ends at that pair's first closer; not closed, where a call begins (a call marker at the start of a line), else with
+  the text.
+- Without an opener (a template that writes it into the prompt: Qwen3 thinking, DeepSeek-R1, GLM, Kimi), a thinking
+  closer still ends a block that began with the answer, unless a call began before it (a call marker no closer has
+  closed since, or an answer that opens with ``[`` or ``{``): a value holding ``</think>`` never ends reasoning.
+- ``opened=True`` (the request says the prompt opened the block): the answer starts inside it, up to the first
+  closer of any pair, else where a call begins, else the end. ``opened=False``: only an explicit opener starts one.
 
-- **A reasoning block is only at the start of the answer.** When the answer (after blanks) opens with a pair's
-  opener, the block ends at the first closer of that pair; not closed, it ends where a call begins (a call marker at
-  the start of a line, as vLLM's Qwen3 reader ends it at ``<tool_call>``), else with the text.
-- **Without an opener** (a chat template that writes the opener into the prompt: Qwen3 thinking, DeepSeek-R1, GLM,
-  Kimi), a thinking closer still ends a block that began with the answer, unless a call began before it (a call
-  marker no closer has closed since, or an answer that opens with ``[`` or ``{``): a string value holding
-  ``</think>`` never ends reasoning, in any format.
-- ``opened=True`` (the request says the prompt opened the block: ``chat_template_kwargs.enable_thinking``): the
-  answer starts inside the block; it ends at the first closer of any pair, or where a call begins, else with the
-  text. ``opened=False`` (the prompt closed it): only an explicit opener starts a block.
-
-**Calls written inside reasoning are not calls** (:data:`CALLS_IN_REASONING`, the default policy): a model drafts
-its call while thinking (Seed-OSS writes it in its thought, then again). Readers start after the block
+Calls written inside reasoning are not calls (:data:`CALLS_IN_REASONING`): readers start after the block
 (:func:`reasoning_offset`; a :class:`Read` hands one split to every reader of a text). ``Refiner(calls_in_reasoning=
-True)`` / ``serve --calls-in-reasoning`` read calls from the reasoning too when the answer after it holds none
-(:func:`calls_text`).
+True)`` reads calls from the reasoning too when the answer after it holds none (:func:`calls_text`). gpt-oss's
+analysis channel is read by the harmony format itself.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Text helpers every format shares: the reasoning block before the calls (read by :mod:`refiner.formats.reasoning`), tag spans, whitespace, JSON writing.
-
-No format-specific knowledge here, and nothing that raises: strict reading is :mod:`refiner.formats.strict`, lenient
-reading :mod:`refiner.formats.lenient`.
-"""
+"""Text helpers every format shares: the answer after its reasoning block (:mod:`refiner.formats.reasoning`), tag
+spans, whitespace, JSON writing. No format-specific knowledge here, and nothing that raises."""
 
 from __future__ import annotations
 
@@ -12,49 +9,33 @@ from typing import Any
 
 from refiner.formats.reasoning import reasoning_offset
 
-__all__ = ["dumps", "find_all_tagged", "find_tagged", "next_bracket", "reasoning_offset", "skip_ws", "strip_reasoning"]
+__all__ = ["dumps", "find_all_tagged", "next_bracket", "reasoning_offset", "skip_ws", "strip_reasoning"]
 
 
 def strip_reasoning(text: str) -> str:
-    """The answer after its reasoning block (:mod:`refiner.formats.reasoning`: a block only at the start of the
-    answer, closed by a closer that is not inside a call)."""
+    """The answer after its reasoning block (:func:`~refiner.formats.reasoning.reasoning_offset`)."""
     return text[reasoning_offset(text) :]
 
 
-def find_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> tuple[int, int] | None:
-    """Span (content_start, content_end) of the first ``open_tag ... close_tag`` at or after ``start``; plain
-    substring search, linear time."""
-    i = text.find(open_tag, start)
-    if i < 0:
-        return None
-    j = text.find(close_tag, i + len(open_tag))
-    if j < 0:
-        return None
-    return i + len(open_tag), j
-
-
 def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> list[tuple[int, int]]:
+    """Spans ``(content start, content end)`` of every ``open_tag ... close_tag`` at or after ``start``, in order;
+    plain substring search, linear time."""
     spans = []
-    pos = start
-    while True:
-        span = find_tagged(text, open_tag, close_tag, pos)
-        if span is None:
-            return spans
-        spans.append(span)
-        pos = span[1] + len(close_tag)
+    while (i := text.find(open_tag, start)) >= 0 and (j := text.find(close_tag, i + len(open_tag))) >= 0:
+        spans.append((i + len(open_tag), j))
+        start = j + len(close_tag)
+    return spans
 
 
 _WS = re.compile(r"\s*")
 
 
 def skip_ws(text: str, pos: int) -> int:
-    m = _WS.match(text, pos)
-    return m.end() if m else pos
+    return _WS.match(text, pos).end()
 
 
-_ENCODE = json.JSONEncoder(
-    ensure_ascii=False, allow_nan=False
-).encode  # one encoder: json.dumps with options builds one per call
+# one encoder: json.dumps with options builds one per call
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 def dumps(value: Any) -> str:
