@@ -99,7 +99,9 @@ class RowPlan:
             got = fmt.parse_strict(text)
         except base.FormatError as e:
             return f"the derived row does not read the template's own render of two calls: {e}"
-        as_text = set() if getattr(self.grammar, "pythonic", False) else _python_containers(rec)
+        one = "" if getattr(self.grammar, "pythonic", False) else rec.sections.get("one", "")
+        # the container types the template writes as Python literals (Jinja's | string)
+        as_text = {t for t, k in (("list", "kq_items"), ("dict", "kq_info")) if repr(ARGS[0][k]) in one}
         expected = [ToolCall(c.name, {k: repr(v) if type(v).__name__ in as_text else v for k, v in c.arguments.items()})
                     for c in EXPECTED]  # (values of the as_text types as the template writes them)
         if got != expected:
@@ -145,12 +147,6 @@ def _split_opener(opener: str) -> tuple[str, str]:
         if opener[j] in "<[":
             return opener[:j], opener[j:]
     return opener, ""
-
-
-def _python_containers(rec: Record) -> set[str]:
-    """The container types (``list``, ``dict``) the template writes as Python literals (Jinja's ``| string``)."""
-    one = rec.sections.get("one", "")
-    return {t for t, k in (("list", "kq_items"), ("dict", "kq_info")) if repr(ARGS[0][k]) in one}
 
 
 def plan_row(rec: Record) -> RowPlan | str:
