@@ -163,9 +163,7 @@ def _one_call(rec: Record) -> str | None:
     """The render of one call, when the template writes one call per turn (it refuses two, or writes only the
     first)."""
     text, two = rec.sections.get("one"), rec.sections.get("two")
-    if text is None or NAMES[0] not in text or (two is not None and NAMES[1] in two):
-        return None
-    return text
+    return text if text is not None and NAMES[0] in text and NAMES[1] not in (two or "") else None
 
 
 def _one_call_row(out: Derived) -> None:
@@ -238,9 +236,8 @@ def _from_record(out: Derived, name: str) -> None:
     except (ValueError, base.RenderError) as e:
         rec.missing.append(f"reader: {e}")
         return
-    wanted = {"one": (0,), "two": (0, 1), "check": (1, 2)}
     specs = {s.name: s for s in load_tools(placeholder_tools())}  # (to settle values written as raw text)
-    for key, which in wanted.items():
+    for key, which in (("one", (0,)), ("two", (0, 1)), ("check", (1, 2))):
         expected = [ToolCall(NAMES[i], ARGS[i]) for i in which]
         try:
             got = fmt.parse_strict(rec.sections[key])

@@ -59,11 +59,8 @@ class ChatTemplate:
 
 
 def _token_text(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("content"), str):
-        return value["content"]
-    return None
+    value = value.get("content") if isinstance(value, dict) else value
+    return value if isinstance(value, str) else None
 
 
 def _from_config(path: Path) -> ChatTemplate:
