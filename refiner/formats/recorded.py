@@ -32,7 +32,7 @@ from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
 
-Record = Any  # refiner.formats.derive.record.Record (which imports this module): only its fields are read
+Record = Any  # refiner.formats.derive.record.Record (its package imports this module): only its fields are read
 
 MAX_NAME_CHARS = 256  # a tool name (or a call id) longer than this is not one
 DERIVED_RANK = 1000  # after every built-in format: detection tries it last
