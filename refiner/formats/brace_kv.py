@@ -1,20 +1,18 @@
-"""Calls written ``call:NAME{key:value,...}`` between a family's call tokens, strings between a quote token: the
-``brace_kv`` grammar; its rows (Gemma 4, FunctionGemma) are in the catalog (:mod:`refiner.formats.catalog`).
+"""The ``brace_kv`` grammar: calls ``call:NAME{key:value,...}`` between a family's call tokens (its rows, Gemma 4 and
+FunctionGemma, are in :mod:`refiner.formats.catalog`):
 
     <|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>      (Gemma 4; FunctionGemma: <start_function_call>, <escape>)
 
-Values, as the templates write them: a string is the raw text between two quote tokens (no escapes); ``true`` /
-``false``; ``null`` (also ``None``); a number as Python's ``str`` writes it; an object ``{key:value,...}``; a list
-``[value,...]``. Keys are bare, spaces included; a key between quote tokens is also read, and rendering writes one
-that way when a bare key could not hold it. Rendering keeps the calls' own key order. Whitespace around the
-punctuation is free; content may come before, between and after the calls.
+Values: a string is the raw text between two quote tokens (no escapes, so it cannot hold the quote token);
+``true``/``false``; ``null`` (also ``None``); a number as Python's ``str`` writes it; ``{key:value,...}``;
+``[value,...]``. Keys are bare (spaces included) or between quote tokens, and are written in the calls' own order.
+Whitespace around the punctuation is free; content may come before, between and after the calls.
 
-Lenient reading: a call the text stops in is read as written and marked cut; a call whose closing token or braces
-were lost ends at the next call token; a value that is no literal, number or quoted string is kept as text and
-reported. Tokens written wrong (case, separators, brackets, a lost ``>``) are read as the tokens, and a
-``call:NAME{`` that starts a line or follows a token-like end (``>``, ``]``, ``|``) is a call whose token was lost
-(as vLLM's ``skip_special_tokens`` leaves Gemma 4's calls); each is reported as ``missing_tag``. Strictly, such a
-call before the first call token is refused. A string holding the quote token cannot be written.
+Lenient reading: a call the text stops in is marked cut; a call whose closing token or braces were lost ends at the
+next call token; a bare value that is no literal or number is kept as text (reported). Tokens written wrong (case,
+separators, brackets, a lost ``>``) are read as the tokens, and a ``call:NAME{`` that starts a line or follows a
+token-like end (``>``, ``]``, ``|``) is a call whose token was lost (as vLLM's ``skip_special_tokens`` leaves Gemma
+4's calls); each is reported as ``missing_tag``, and refused strictly before the first call token.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]``, read and written; literals only, never ``eval``. Used by
 ``toolace``, ``llama3`` and the sentinel formats.
 
-Argument names that are Python keywords (``from=``) are accepted; keys that are not identifiers render as a trailing
-``**{"key": value}``, which reads back. Values are JSON values written as Python literals; ``true``/``false``/``null``
-are read as well. A list in the renderer's layout is read by :func:`fast_call_list`, anything else by :mod:`ast` (up
-to :data:`MAX_AST_CHARS`), which explains what it refuses.
+Argument names may be Python keywords (``from=``); keys that are not identifiers render as a trailing ``**{...}``.
+Values are JSON values written as Python literals (``true``/``false``/``null`` read too). The renderer's layout is
+read by :func:`fast_call_list`, anything else by :mod:`ast` (up to :data:`MAX_AST_CHARS`), which explains refusals.
 
 Lenient readings (each reported as ``bad_argument``): positional values take the offered tool's parameters in
 declared order when they fit (:func:`place_positional`), else they are dropped; a value no JSON value holds (``1e999``)
@@ -46,8 +45,8 @@ def looks_pythonic(body: str) -> bool:
 
 # ----------------------------------------------------------------------------------------------------------------
 # The fast reader: the renderer's layout, one regex step per call and per argument and the JSON decoder per value.
-# It answers None (or stops, for a prefix) at any doubt; whatever it accepts, ast reads the same way. Kept beside
-# the ast reader: without it strict parses are several times slower (bench_formats), and ast stops at MAX_AST_CHARS.
+# It stops at any doubt; whatever it accepts, ast reads the same way. Kept beside the ast reader: without it strict
+# parses are several times slower (bench_formats), and ast stops at MAX_AST_CHARS.
 
 # The prefix the ast reader gives argument names that are Python keywords (``from=``).
 MANGLE = "__kw__"
@@ -77,9 +76,7 @@ _NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
 def refused(src: str) -> bool:
     """Whether ``src`` holds escapes JSON reads otherwise than Python (``\\/``, surrogate pairs) or characters Python
     source cannot hold (NUL, lone surrogates), tested at C speed first."""
-    if "\x00" in src:
-        return True
-    if ("\\/" in src or "\\u" in src) and _REFUSE_ESCAPE.search(src):
+    if "\x00" in src or (("\\/" in src or "\\u" in src) and _REFUSE_ESCAPE.search(src)):
         return True
     if src.isascii():
         return False
@@ -199,16 +196,11 @@ _KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
 def _mangle_keywords(src: str) -> str:
     """Renames keyword tokens used as argument names (``from=``) so :func:`ast.parse` accepts them."""
     tokens = list(tokenize.generate_tokens(io.StringIO(src).readline))
-    lines = src.splitlines(keepends=True)
-    starts = [0]
-    for ln in lines:
-        starts.append(starts[-1] + len(ln))
-    edits = []
-    for tok, nxt in itertools.pairwise(tokens):
+    starts = list(itertools.accumulate(map(len, src.splitlines(keepends=True)), initial=0))
+    for tok, nxt in reversed(list(itertools.pairwise(tokens))):  # (from the end: the offsets before stay right)
         if tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and nxt.type == tokenize.OP and nxt.string == "=":
-            edits.append(starts[tok.start[0] - 1] + tok.start[1])
-    for off in reversed(edits):
-        src = src[:off] + MANGLE + src[off:]
+            off = starts[tok.start[0] - 1] + tok.start[1]
+            src = src[:off] + MANGLE + src[off:]
     return src
 
 

@@ -12,10 +12,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from refiner.calls import value_depth
 from refiner.formats.base import MAX_ARGUMENT_DEPTH
 from refiner.formats.jsonfix import charge
 from refiner.formats.pythonic import fast_call_prefix, read_on, refused
-from refiner.formats.pythonic_scan import STRICT_STRING
+from refiner.formats.pythonic_scan import string_end
 
 # Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).
 MAX_MEND_WINDOW = 512
@@ -35,26 +36,18 @@ _MEND_WHAT = {
     '"': "a quote",
     ",": "a comma",
     ":": "a ':' in a dict",
-    "[": "a '['",
-    "{": "a '{'",
-    ")": "a ')'",
-    "]": "a ']'",
-    "}": "a '}'",
+    **{c: f"a {c!r}" for c in "[{)]}"},
 }
 
 
 def _string_spans(src: str, start: int, stop: int) -> list[tuple[int, int]]:
     """The double-quoted strings of ``src[start:stop]`` as Python reads them (each ``(open, after close)``)."""
-    spans, i = [], start
-    pattern = STRICT_STRING['"']
-    while True:
-        i = src.find('"', i, stop)
-        if i < 0:
-            return spans
-        m = pattern.match(src, i)
-        end = m.end() if m is not None else len(src)
+    spans, i = [], src.find('"', start, stop)
+    while i >= 0:
+        end = string_end(src, i)
         spans.append((i, end))
-        i = end
+        i = src.find('"', end, stop)
+    return spans
 
 
 def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple[int, str]]:
@@ -123,13 +116,6 @@ def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     return not (kind == "array" and items is not None and not all(value_fits(v, items, depth + 1) for v in value))
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if level > 32 or not isinstance(value, (list, dict)):
-        return level
-    items = value.values() if isinstance(value, dict) else value
-    return max((_depth(v, level + 1) for v in items), default=level + 1)
-
-
 def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool, int]:
     """How well a reading fits the offered tools: (every name and parameter offered, arguments read, every value of
     its declared type, the values' nesting, shallower first). (Declared types come after the arguments read: specs
@@ -147,14 +133,12 @@ def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any
                 named = typed = False
             elif isinstance(params, Mapping) and not value_fits(value, params[key]):
                 typed = False
-    return named, n, typed, -sum(_depth(v) for _, args in calls for v in args.values())
+    return named, n, typed, -sum(value_depth(v, 32) for _, args in calls for v in args.values())
 
 
 def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
-    """The one reading of ``readings`` (each a tuple whose first item is its calls, ``[(name, arguments), ...]``)
-    to take: the only one; or, with the tools known, the only one that fits them best (:func:`tools_fit`: names and
-    parameters all offered, then most arguments, then values of the declared types, then the shallowest values);
-    else ``None``."""
+    """The one reading of ``readings`` (tuples whose first item is its calls, ``[(name, arguments), ...]``) to take:
+    the only one, or, with the tools known, the only one that fits them best (:func:`tools_fit`); else ``None``."""
     if len(readings) > 1 and offered:
         fits = [(tools_fit(r[0], offered), r) for r in readings]
         best = max(fit for fit, _ in fits)
@@ -169,9 +153,8 @@ def mend(
 ) -> tuple[list[tuple[str, dict[str, Any]]], Any, str] | None:
     """``(calls, value, what was mended)``: the one reading that edits of ``src`` give, or that the tools settle
     (:func:`settle`); else ``None``. Each edit ``(position, char)`` (``char`` inserted before ``position``, or, empty,
-    the character there dropped), in order, is charged ``cost`` units of the repair budget and read with
-    ``read(edited) -> (calls, value) | None``; ``names``: what each inserted character is called (pythonic's
-    by default)."""
+    the character there dropped) is charged ``cost`` units of the repair budget and read with ``read(edited) ->
+    (calls, value) | None``; ``names``: what each inserted character is called (pythonic's by default)."""
     readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
     for p, ch in edits:
         if not charge(cost):
@@ -206,14 +189,11 @@ def _nests_deeper(src: str, limit: int) -> bool:
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
-    """For a list ``src`` (``[...]``, its own ``]`` last) whose plain-layout prefix ``calls`` ends at ``end``
-    (:func:`fast_call_prefix`) and whose rest does not read: ``(every call of the list, what was mended)`` when one
-    character inserted (or a doubled closer dropped) near the first call that does not read makes the rest read
-    whole, and the readings such edits give agree, or the request's tools (``offered``: tool name -> parameter
-    names) settle them (see the module doc); else ``None``. Bounded: at most :data:`MAX_MEND_EDITS` edits within
-    :data:`MAX_MEND_WINDOW` characters, each charged to the repair budget. A list quoted with single quotes only
-    (no double quote, no backslash) is mended with its quotes swapped: the plain layout's strings are JSON's, and
-    every string reads the same either way."""
+    """For a list ``src`` (``[...]``) whose plain-layout prefix ``calls`` ends at ``end`` (:func:`fast_call_prefix`)
+    and whose rest does not read: ``(every call, what was mended)`` by :func:`mend`, with at most
+    :data:`MAX_MEND_EDITS` edits within :data:`MAX_MEND_WINDOW` characters of where reading stops (``offered``: the
+    request's tools); else ``None``. A list quoted with single quotes only (no double quote, no backslash) is mended
+    with its quotes swapped: the plain layout's strings are JSON's."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or refused(src):
         return None
     if _nests_deeper(src, MAX_ARGUMENT_DEPTH + 2):  # (arguments that deep are dropped anyway: each edit would read

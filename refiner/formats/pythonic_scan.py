@@ -47,6 +47,12 @@ def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
     """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed). With
     ``lenient_quotes``, the string ends at the first unescaped quote that is followed by what may follow a value
     (else as Python reads it): a quote the model forgot to escape inside a value does not end it."""
+    end = _string_close(src, i, lenient_quotes)
+    return len(src) if end < 0 else end
+
+
+def _string_close(src: str, i: int, lenient_quotes: bool) -> int:
+    """:func:`string_end`, or -1 when the string is not closed."""
     q = src[i]
     if lenient_quotes:
         ends = _closing_quotes(src, q)
@@ -54,7 +60,7 @@ def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
         if k < len(ends):
             return ends[k] + 1
     m = STRICT_STRING[q].match(src, i)
-    return m.end() if m is not None else len(src)
+    return -1 if m is None else m.end()
 
 
 def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iterator[tuple[int, str]]:
@@ -115,10 +121,9 @@ def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]
             break
         ch = src[i]
         if ch == "'" or ch == '"':
-            end = string_end(src, i, lenient_quotes=lenient_quotes)
-            if end >= n and not _closed(src, i, lenient_quotes):
+            i = _string_close(src, i, lenient_quotes)
+            if i < 0:
                 return depth, True
-            i = end
             continue
         if ch in "([{":
             depth += 1
@@ -126,13 +131,6 @@ def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]
             depth = max(depth - 1, 0)
         i += 1
     return depth, False
-
-
-def _closed(src: str, j: int, lenient_quotes: bool) -> bool:
-    q = src[j]
-    if lenient_quotes and bisect.bisect_right(_closing_quotes(src, q), j) < len(_closing_quotes(src, q)):
-        return True
-    return STRICT_STRING[q].match(src, j) is not None
 
 
 # Where the calls start when the opening tag is missing

@@ -8,9 +8,8 @@
 - ``olmo3`` (OLMo 3): ``<function_calls>`` with one call per line, then ``</function_calls>``; values may be written
   ``true``/``false``/``null``.
 
-Calls are read by :mod:`refiner.formats.pythonic`; a broken list is recovered by the ``toolace`` format's recovery
-(its body between the tags). Text before and after the sentinels is allowed; a closing token quoted inside a string
-value is text (the next closing token is tried).
+Calls are read by :mod:`refiner.formats.pythonic`, a broken list by ``toolace``'s recovery. Text may come before and
+after the sentinels; a closing token inside a string value is text (the next one is tried).
 """
 
 from __future__ import annotations
@@ -28,20 +27,16 @@ from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic import IDENTIFIER_NAME, PythonicWriter, looks_pythonic, render_call, strict_call_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren
-from refiner.formats.strict import plain_calls, strict_fields, strict_json
+from refiner.formats.strict import strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.toolace import recover_list
 
-# A closing token inside a string value: strict parsing tries at most this many closing tokens for one block.
-MAX_CLOSE_TRIES = 4
-# Blocks read per text (real answers hold one or two); lines of a one-call-per-line block read by recovery.
-MAX_BLOCKS = 64
-MAX_LINES = 512
-# Blocks recovery reads (each may cost a general parse of up to pythonic.MAX_AST_CHARS).
-MAX_RECOVERED_BLOCKS = 16
-# Characters of a one-call-per-line body recovery matches for parentheses in all (to split the calls written on one
-# line and find prose after them; toolace's recovery reads at most MAX_RECOVER_CHARS beyond the plain layout), and
-# how much of a line is looked at to tell whether a call starts it.
+MAX_CLOSE_TRIES = 4  # closing tokens strict parsing tries for one block (one may sit inside a string value)
+MAX_BLOCKS = 64  # blocks read per text
+MAX_LINES = 512  # lines of a one-call-per-line block read by recovery
+MAX_RECOVERED_BLOCKS = 16  # blocks recovery reads (each may cost an ast parse of up to pythonic.MAX_AST_CHARS)
+# Characters of a one-call-per-line body recovery matches for parentheses in all, and how much of a line is looked at
+# to tell whether a call starts it.
 MAX_SPLIT_CHARS = 16_384
 MAX_NAME_CHARS = 256
 
@@ -79,17 +74,10 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         src = body.strip()
         offset = a + len(body) - len(body.lstrip())
         if self.spelling.json_ok and src.startswith("[") and src[1:].lstrip().startswith("{"):
-            items = strict_json(self, src, offset)
-            fast = plain_calls(items)
-            if fast is not None:
-                return fast
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
-                    for i, item in enumerate(items)]
-        if self.spelling.lines:
-            lines = [ln.strip() for ln in src.split("\n") if ln.strip()]
-            if not lines:
-                return []
-            return strict_call_list(self, "[" + ", ".join(lines) + "]", offset)
+                    for i, item in enumerate(strict_json(self, src, offset))]
+        if self.spelling.lines:  # (no line: "[]")
+            src = "[" + ", ".join(ln.strip() for ln in src.split("\n") if ln.strip()) + "]"
         return strict_call_list(self, src, offset)
 
     def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:
@@ -153,8 +141,8 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             self._recover_block(chunk.strip(), out, at_end=j < 0 and n == len(chunks) - 1)
 
     def _recover_block(self, src: str, out: Lenient, at_end: bool) -> None:
-        """The calls of one block's body (``at_end``: the text ends inside it, so a call left open there is the one
-        the text stops in), read as ``toolace`` reads its list (:func:`~refiner.formats.toolace.recover_list`)."""
+        """The calls of one block's body by :func:`~refiner.formats.toolace.recover_list` (``at_end``: the text
+        ends inside it)."""
         if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
             if not self.spelling.json_ok:
                 out.note("not_a_call", "JSON call objects where pythonic calls were expected")
@@ -175,12 +163,10 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         recover_list(self, src, out, read_whole=True, at_end=at_end)
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
-        """The calls of a one-call-per-line body. A call starts at a line that starts like one and runs to its
-        closing parenthesis (quotes respected; it may span lines, and a comma may put another call after it on the
-        same line); lines before the first call and text after a call's closing parenthesis are prose, dropped and
-        reported. Linear: each line is looked at once, and at most :data:`MAX_SPLIT_CHARS` characters in all are
-        matched for parentheses (a call not closed within them, and every call after them, is taken to the end of
-        its line group as it is: ``toolace``'s recovery reads it from there)."""
+        """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
+        (it may span lines; a comma may put another call after it). Lines before the first call and text after a
+        call are prose, dropped and reported. At most :data:`MAX_SPLIT_CHARS` characters in all are matched for
+        parentheses; a call not closed within them (and every later call) is taken to the end of its lines."""
         groups: list[list[str]] = []
         glued = _glued_call(offered_tools())
         for line in src.split("\n", MAX_LINES)[:MAX_LINES]:
@@ -242,12 +228,8 @@ def _glued_call(offered: Any) -> re.Pattern | None:
     """For the request's tools: a pattern matching a line that starts with an offered tool's name glued to a
     parameter's (``math_gcdnum1=12, num2=18)``: the ``(`` between them lost) or to ``)`` (``get_version)``), which
     recovery then reads as a call; ``None`` without tools."""
-    if not offered:
-        return None
-    names = sorted((n for n in list(offered)[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
-    if not names:
-        return None
-    return _glued_pattern(tuple(names))
+    names = sorted((n for n in list(offered or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
+    return _glued_pattern(tuple(names)) if names else None
 
 
 @functools.lru_cache(maxsize=64)

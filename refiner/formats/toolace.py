@@ -1,8 +1,6 @@
 """ToolACE: a pythonic call list ``[Func_Name(a="v", b=2), other(x=[1, 2])]`` inside
-``<function_list>...</function_list>`` (the tags are the refiner's, Tool-Use Refiner Appendix B.2).
-
-Parsed with :mod:`ast`, literals only. Strict parsing wants identifier (or dotted) names and keyword arguments;
-raw ToolACE data has names with spaces (``Get Stock Price(...)``), which lenient parsing recovers and reports.
+``<function_list>...</function_list>`` (the tags are the refiner's, Tool-Use Refiner Appendix B.2), read by
+:mod:`refiner.formats.pythonic`; names with spaces (raw ToolACE's ``Get Stock Price(...)``) are read leniently.
 """
 
 from __future__ import annotations
@@ -37,22 +35,19 @@ from refiner.formats.strict import tagged_span
 from refiner.formats.text import skip_ws
 
 OPEN, CLOSE = "<function_list>", "</function_list>"
-# Recovery reads at most this many items of a broken list (each costs an ast parse; real answers hold a few calls),
-# from at most MAX_RECOVER_CHARS characters after the list's plain-layout prefix (which the fast reader takes at any
-# length); every character handed to ast costs AST_COST_PER_CHAR units of the parse's repair budget
-# (refiner.formats.jsonfix: ast's work on broken text is about twice json_repair's per character).
+# Recovery reads at most this many items of a broken list (each costs an ast parse), from at most MAX_RECOVER_CHARS
+# characters after its plain-layout prefix; every character handed to ast costs AST_COST_PER_CHAR units of the
+# repair budget (refiner.formats.jsonfix).
 MAX_RECOVERED_SEGMENTS = 128
 MAX_RECOVER_CHARS = 4096
 AST_COST_PER_CHAR = 2
-# When the list does not end at the first closing tag, strict parsing looks (quotes respected) for the list's own
-# end within this many characters: a closing tag inside a string value is text. Real answers are a few KB at most.
+# Strict parsing looks this far (quotes respected) for the list's own end when a closing tag sits inside a string.
 MAX_QUOTED_TAG_LIST = 4096
 
 
 def _quoted_close_end(text: str, a: int, b: int) -> int | None:
-    """Where the closing tag that ends the list starting after ``a`` lies, when the list (read with quotes
-    respected, at most :data:`MAX_QUOTED_TAG_LIST` characters) ends after ``b``, the first closing tag, which then
-    sits inside one of its strings; ``None`` otherwise."""
+    """Where the closing tag after the list starting after ``a`` lies when that list (quotes respected) ends after
+    ``b``, the first closing tag, which then sits inside one of its strings; ``None`` otherwise."""
     i = skip_ws(text, a)
     if not text.startswith("[", i):
         return None
@@ -103,14 +98,11 @@ class ToolAce(PythonicWriter, WireFormat):
 
 
 def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, at_end: bool) -> None:
-    """Adds the calls of the pythonic call list ``src`` (``[f(a=1), ...``, its tags removed) to ``out``: the
-    leading items in the plain layout with the fast reader; then, when ``read_whole`` (no strict parse read this
-    list), the whole list with :mod:`ast`; else, or when that fails, the rest item by item with quotes read
-    leniently (a quote the model forgot to escape inside a value does not end it: see
-    :func:`refiner.formats.pythonic_scan.string_end`). ``at_end``: the text ends inside the list (its closing tag
-    never came), so a call whose ``(`` is not closed is the call the text stops in (:meth:`Lenient.mark_cut`).
-    ``fmt``: the format reading (toolace, or a sentinel row), named in messages."""
-    # the leading items in the plain layout (each an item read: refiner.formats.jsonfix.take_items)
+    """Adds the calls of the pythonic list ``src`` (``[f(a=1), ...``, tags removed) to ``out``: the leading items in
+    the plain layout by the fast reader; then, when ``read_whole`` (no strict parse read it), the whole list by
+    :mod:`ast`; else, or when that fails, the list mended (:func:`~refiner.formats.pythonic_mend.mend_list`) or the
+    rest item by item with quotes read leniently (:func:`~refiner.formats.pythonic_scan.string_end`). ``at_end``:
+    the text ends inside the list, so an unclosed call is the one it stops in. ``fmt`` is named in messages."""
     prefix, end, complete, _ = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
     k = take_items(len(prefix))
     if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
@@ -162,7 +154,7 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
             out.mark_cut(None)
         return
     name = " ".join(segment[:p].split())
-    if dotted_name(_name_node(name)) is None:
+    if not _is_dotted(name):
         problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
     close = matching_paren(segment, p, lenient_quotes=True)
     unclosed = close == len(segment)
@@ -200,7 +192,7 @@ def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem], params: 
                 problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
             continue
         key = key.strip()
-        value = _recover_value(fmt, key, raw.strip(), problems, (params or {}).get(key) if params else None)
+        value = _recover_value(fmt, key, raw.strip(), problems, params.get(key) if params else None)
         if value is not _DROPPED:
             args[key] = value
     if positional:
@@ -257,22 +249,17 @@ _LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the mod
 
 
 def _declared(name: str) -> Mapping[str, Any] | None:
-    """The declared parameters of the offered tool ``name`` (name -> spec, in declared order), or ``None`` when the
-    request's tools are not known or do not hold it."""
-    offered = offered_tools()
-    params = offered.get(name) if offered is not None else None
-    if params is None:
-        return None
-    return params if isinstance(params, Mapping) else dict.fromkeys(params)
+    """The declared parameters of the offered tool ``name`` (name -> spec, in declared order), or ``None``."""
+    params = (offered_tools() or {}).get(name)
+    return params if params is None or isinstance(params, Mapping) else dict.fromkeys(params)
 
 
-def _name_node(name: str) -> ast.expr:
-    if len(name) > MAX_AST_CHARS:
-        return ast.Constant(None)
+def _is_dotted(name: str) -> bool:
+    """Whether ``name`` reads as a (dotted) identifier."""
     try:
-        return parse_quietly(name)
+        return len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ast.Constant(None)
+        return False
 
 
 _MID_VALUE_ENDS = tuple(",=([{:")
