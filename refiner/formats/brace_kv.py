@@ -324,7 +324,7 @@ class BraceKV(WireFormat):
         i = text.find(sp.call_open, start)
         if i < 0:
             raise self.error(f"no {sp.call_open}", start)
-        early = self._bare_call(text, start, i, after_tag=True)
+        early = self._bare_call(text, start, i)
         if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
             raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
         calls = []
@@ -337,11 +337,8 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            if text.startswith("{}", m.end()):  # (no arguments: nothing to read)
-                args, pos = {}, m.end() + 2
-            else:
-                got = self._split_read(text, m.end(), finder)
-                args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
+            got = self._split_read(text, m.end(), finder)
+            args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
                 raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
@@ -352,10 +349,9 @@ class BraceKV(WireFormat):
     # Kept beside the reader: without it, reads of calls with values take twice as long (bench_formats, worst case).
     def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
         """``(arguments, where the closing token starts)`` of the object at ``brace``, at C speed: the text up to the
-        call's closing token split at the quote tokens (the odd pieces are strings), bare keys quoted, the whole
-        decoded as JSON by a decoder that refuses what the reader refuses. ``None`` at any doubt (a closing token
-        inside a string, a JSON quote, ``None`` or a ``<`` outside the strings, tokens not ``<...>``); whatever it
-        accepts, the reader reads the same way."""
+        call's closing token split at the quote tokens (the odd pieces are strings), bare keys quoted, and decoded as
+        JSON by a decoder refusing what the reader refuses. ``None`` at any doubt (a JSON quote, ``None`` or a ``<``
+        outside the strings, tokens not ``<...>``); whatever it accepts, the reader reads the same way."""
         sp = self.spelling
         if not self._splits:
             return None
@@ -417,26 +413,25 @@ class BraceKV(WireFormat):
         lost its token (:meth:`_bare_call`); -1 when there is none."""
         sp = self.spelling
         i = finder.next(sp.call_open, pos)  # (a text without the token is searched once, not once per call)
-        early = self._bare_call(text, pos, i if i >= 0 else None, after_tag=True)
+        early = self._bare_call(text, pos, i if i >= 0 else len(text))
         if early >= 0:
             if sum(p.code == "missing_tag" for p in out.problems[-MAX_NOTES:]) < MAX_NOTES:
                 out.note("missing_tag", f"{sp.keyword}NAME{{...}} without its {sp.call_open}")
             return early
         return i if i < 0 else i + len(sp.call_open)
 
-    def _bare_call(self, text: str, pos: int, end: int | None = None, after_tag: bool = False) -> int:
-        """Where the next ``call:NAME{`` (before ``end``) that starts a line (or the text, or follows a call's
-        closing token or closing brace; with ``after_tag``, also anything ending like a token: ``>``, ``]``, ``|``)
-        starts, or -1."""
+    def _bare_call(self, text: str, pos: int, end: int) -> int:
+        """Where the next ``call:NAME{`` before ``end`` that starts a line (or the text, or follows a call's closing
+        token, a closing brace or anything ending like a token: ``>``, ``]``, ``|``) starts, or -1."""
         sp = self.spelling
-        ends = ("\n", "}", sp.call_close, *((">", "]", "|") if after_tag else ()))
+        ends = ("\n", "}", sp.call_close, ">", "]", "|")
         open_cut = sp.call_open[:-1].lower()  # (the call token with its > lost, in any case)
         for _ in range(MAX_BARE_TRIES):
-            m = self._bare_pattern.search(text, pos, len(text) if end is None else end)
+            m = self._bare_pattern.search(text, pos, end)
             if m is None:
                 return -1
             before = text[max(0, m.start() - 64) : m.start()].rstrip(" \t")
-            if not before or before.endswith(ends) or (after_tag and before.lower().endswith(open_cut)):
+            if not before or before.endswith(ends) or before.lower().endswith(open_cut):
                 return m.start()
             pos = m.end()
         return -1

@@ -138,9 +138,8 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
             return calls, end, m.end() == len(src), m.start()
-        if name in _KEYWORDS or ("." in name and any(part in _KEYWORDS for part in name.split("."))):
-            break
-        if not name.isascii() and not all(_plain(part) for part in name.split(".")):
+        parts = name.split(".")
+        if not _KEYWORDS.isdisjoint(parts) or not (name.isascii() or all(map(_plain, parts))):
             break
         args: dict[str, Any] = {}
         at = m.end()
@@ -374,14 +373,9 @@ def place_positional(
     no more values than parameters, none of those also given by name, every value a JSON value; else drops them all.
     Either way a ``bad_argument`` problem goes to ``problems`` (when given). Returns whether they were placed."""
     names = list(params or ())[: len(values)]
-    if (
-        len(names) == len(values)
-        and values
-        and not any(n in args for n in names)
-        and not any(v is _UNPLACEABLE for v in values)
-    ):
-        placed = dict(zip(names, values))  # (first, as written)
-        placed.update(args)
+    fits = len(names) == len(values) and values and not any(n in args for n in names)
+    if fits and not any(v is _UNPLACEABLE for v in values):
+        placed = dict(zip(names, values)) | args  # (first, as written)
         args.clear()
         args.update(placed)
         if problems is not None:

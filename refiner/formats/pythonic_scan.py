@@ -6,6 +6,7 @@ missing or misspelt. Linear: the text between structural characters is skipped b
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterator
 
@@ -15,31 +16,21 @@ _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
 # A string from its opening quote: Python's reading (the first quote not escaped ends it) ...
 STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) for q in "'\""}
 # ... and the lenient one: the first quote not escaped that is followed (after spaces) by what may follow a value
-# (",", ")", "]", "}", ":" or the end), so an unescaped quote inside a value ('sed -n '1,5p' f') stays text. The
-# quotes that may end a string that way are found once per text (one regex pass), then each string's end is a
-# binary search: linear in all.
+# (",", ")", "]", "}", ":" or the end), so an unescaped quote inside a value ('sed -n '1,5p' f') stays text. Those
+# quotes are found once per text, then each string's end is a binary search.
 _CLOSING_QUOTE = {q: re.compile(q + r"(?=[ \t\r\n]*(?:[,)\]}:]|\Z))") for q in "'\""}
-_closing_cache: tuple[str, dict[str, list[int]]] = ("", {})
 
 
+@functools.lru_cache(maxsize=4)
 def _closing_quotes(src: str, q: str) -> list[int]:
     """Positions of the quotes ``q`` in ``src`` that are not escaped and are followed by what may follow a value."""
-    global _closing_cache
-    cached_src, table = _closing_cache
-    if cached_src is not src:
-        table = {}
-        _closing_cache = (src, table)
-    found = table.get(q)
-    if found is None:
-        found = []
-        for m in _CLOSING_QUOTE[q].finditer(src):
-            p = m.start()
-            k = p
-            while k > 0 and src[k - 1] == "\\":
-                k -= 1
-            if (p - k) % 2 == 0:
-                found.append(p)
-        table[q] = found
+    found = []
+    for m in _CLOSING_QUOTE[q].finditer(src):
+        p = k = m.start()
+        while k > 0 and src[k - 1] == "\\":
+            k -= 1
+        if (p - k) % 2 == 0:
+            found.append(p)
     return found
 
 
@@ -97,8 +88,7 @@ def split_top_level(src: str, *, lenient_quotes: bool = False) -> list[str]:
 
 def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_marks: int | None = None) -> int:
     """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none; ``-1`` when
-    more than ``max_marks`` brackets and commas were passed without finding it (each costs a step of Python: a
-    caller that reads many windows bounds them in all)."""
+    more than ``max_marks`` brackets and commas were passed without finding it."""
     depth = 0
     for n, (i, ch) in enumerate(_unquoted(src, open_at, lenient_quotes=lenient_quotes)):
         if max_marks is not None and n >= max_marks:
@@ -164,10 +154,9 @@ def after_opening_tag(body: str, tag: str) -> int:
 
 
 def list_start(body: str) -> int:
-    """Where the call list (``[name(``) starts in ``body`` when a tag-like word comes before it (one word holding no
-    call: no space, no ``(``), as a misspelt or foreign opening tag leaves it (``<functionlist>[f(a=1)]``,
-    ``[|python_start|][f(a=1)]``); 0 when the list starts the body, is not found within :data:`MAX_TAG_PREFIX`
-    characters, or comes after prose (which salvage reads, and says so)."""
+    """Where the call list (``[name(``, within :data:`MAX_TAG_PREFIX` characters) starts in ``body`` after one word
+    holding no space or ``(``, as a misspelt or foreign opening tag leaves it (``<functionlist>[f(a=1)]``); else 0
+    (also after prose, which salvage reads)."""
     m = _LIST_START.search(body, 0, MAX_TAG_PREFIX)
     if m is None:
         return 0

@@ -185,16 +185,13 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             pos = 0
             for _ in range(MAX_LINES):
                 p = segment.find("(", pos)
-                if p < 0:
-                    if pos == 0:  # a call whose "(" was lost (the group starts with a tool's name): as it is
-                        pieces.append(segment.strip())
-                        pos = len(segment)
+                if p < 0 and pos:
                     break
-                window = segment[p : p + budget]
+                window = segment[p : p + budget] if p >= 0 else ""
                 close = matching_paren(window, 0)
                 budget -= min(close + 1, len(window))
-                if close >= len(window) or window[close] != ")":  # not closed (within the characters left to
-                    # match), or closed by another bracket (one was lost or doubled): taken as it is
+                if close >= len(window) or window[close] != ")":  # no "(" (lost: the group starts with a tool's
+                    # name), not closed within the characters left to match, or closed by another bracket: as it is
                     pieces.append(segment[pos:].strip())
                     pos = len(segment)
                     break

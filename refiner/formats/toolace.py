@@ -200,11 +200,10 @@ def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem], params: 
     return args
 
 def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem], param: Any = None) -> object:
-    """One argument's value: a Python literal (ast), else a string whose own quotes were not escaped (read to
-    the quote that ends the value, and reported), else repaired JSON, else the text itself (reported).
-    :data:`_DROPPED` (reported) for no value at all (``f(city=)``) and for a number no JSON number holds; an
-    integer written with leading zeros (``07``) is read as the integer (reported), or as its text when ``param``
-    (the parameter's spec, when the tools are known) declares a string."""
+    """One argument's value: a Python literal (ast); else a string whose own quotes were not escaped (reported); else
+    repaired JSON; else the text (reported). :data:`_DROPPED` (reported) for no value (``f(city=)``) or a number no
+    JSON number holds. An integer with leading zeros (``07``) is read as the integer, or as its text when ``param``
+    (the parameter's spec) declares a string (reported)."""
     if not raw:
         problems.append(Problem("bad_argument", f"argument {key!r} has no value; dropped"))
         return _DROPPED
@@ -231,10 +230,8 @@ def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem],
     if text is not None:
         value, unescaped = text
         if unescaped:
-            problems.append(
-                Problem("bad_argument", f"value of {key!r} holds a {raw[0]} that was not escaped; read to the "
-                                        f"quote that ends the value: {value[:60]!r}")
-            )
+            problems.append(Problem("bad_argument", f"value of {key!r} holds a {raw[0]} that was not escaped; read "
+                                                    f"to the quote that ends the value: {value[:60]!r}"))
         return value
     value = lenient_json(raw)
     if value is None:
@@ -274,19 +271,16 @@ def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
     ``(complete, clean)``, the arguments written whole before the cut, and whether the text stops right after a
     value that cannot go on (a closed string, a constant, a closed bracket; see :class:`~refiner.formats.base.Cut`)."""
     tail = split_top_level(inner, lenient_quotes=True)[-1].strip()
-    complete = dict(args)
     if not tail:  # stops after "(" or after a comma: every argument read was written whole
-        return complete, False
+        return dict(args), False
     key, eq, raw = tail.partition("=")
     raw = raw.strip()
+    complete = {k: v for k, v in args.items() if k != key.strip()}  # (the argument the text stops in left out)
     if not eq or not raw:  # stops in a name, or after "="
-        complete.pop(key.strip(), None)
         return complete, False
     depth, in_string = open_brackets(raw, lenient_quotes=True)
     if in_string or depth:  # stops inside a string, or inside a list or dict (partly written)
-        complete.pop(key.strip(), None)
         return complete, not in_string and not raw.endswith(_MID_VALUE_ENDS)
     if raw in _CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
-        return complete, True
-    complete.pop(key.strip(), None)  # a number (12 may be the start of 123), or half a name
-    return complete, False
+        return dict(args), True
+    return complete, False  # a number (12 may be the start of 123), or half a name
