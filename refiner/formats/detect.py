@@ -4,7 +4,8 @@ attributes and hooks (nothing here names a format).
 Deterministic; the first rule that gives an answer wins. Formats are always tried in rank order.
 
 1. A tagged format (``detection.bare`` false) that parses the text strictly (only those whose marker, or another
-   spelling their strict reader accepts, occurs in the text are tried).
+   spelling their strict reader accepts, occurs in the text are tried; one whose ``sniff`` rejects the text at the
+   first marker it shares with other formats is tried after the rest).
 2. A guess from markers, looking only after any ``</think>``: the marker (tag or sentinel token) that occurs first
    in the text names its formats, and the first of them whose ``sniff`` accepts the text wins (formats sharing a
    marker, such as ``<tool_call>``, tell each other apart there). With no marker at all, the same by ``closers``.
@@ -35,6 +36,7 @@ from refiner.formats.base import (
     MAX_LENIENT_CHARS,
     FormatError,
     WireFormat,
+    MarkerTable,
     by_rank,
     marker_positions,
     marker_table,
@@ -84,6 +86,14 @@ def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
     return out
 
 
+def _sniffs_yes(fmt: WireFormat, body: str, in_body: dict[str, int], table: MarkerTable) -> bool:
+    """Whether ``fmt``'s sniff accepts ``body`` at the first of the markers it shares with other formats (True when
+    it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats sharing a marker
+    apart, so one it rejects does not read the text strictly where a format it accepts does."""
+    at = min((in_body[m] for m in table.shared_markers.get(fmt.name, ()) if m in in_body), default=-1)
+    return at < 0 or fmt.sniff(body, at)
+
+
 def detect_format(text: str) -> str | None:
     """The name of the wire format ``text`` is written in, or ``None``; deterministic (see the module doc)."""
     return detect_with_calls(text)[0]
@@ -127,14 +137,16 @@ def _detect(
     table = marker_table()
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = marker_positions(text) if markers is None else markers
+    body = strip_reasoning(text)
+    in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
     if small:
-        for fmt in table.marked(found_at):
+        marked = table.marked(found_at)
+        later = [f for f in marked if not _sniffs_yes(f, body, in_body, table)]
+        for fmt in (*(f for f in marked if f not in later), *later):
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
-    body = strip_reasoning(text)
     if found_at:
-        in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
         name = _by_marker(body, table.naming["markers"], in_body, sniffed) or _by_marker(
             body, table.naming["closers"], in_body)
         if name is not None:

@@ -85,6 +85,12 @@ class MarkerTable:
                 spelt = (*f.detection.markers, *f.detection.also_read) if which == "markers" else f.detection.closers
                 for m in dict.fromkeys(spelt):
                     named[m] = (*named.get(m, ()), f)
+        # the markers each tagged format shares with others (detection asks its sniff at the first of them)
+        self.shared_markers: dict[str, tuple[str, ...]] = {}
+        for f in fmts:
+            spelt = dict.fromkeys((*f.detection.markers, *f.detection.also_read))
+            if not f.detection.bare and any(len(self.naming["markers"][m]) > 1 for m in spelt):
+                self.shared_markers[f.name] = tuple(m for m in spelt if len(self.naming["markers"][m]) > 1)
         # salvage's walk over the markers: each marker's place in rank order, and those written at a line start
         self.marker_order = {m: i for i, m in enumerate(self.naming["markers"])}
         self.line_markers = tuple(m for m in self.naming["markers"] if m[:1] == "\n")
