@@ -288,7 +288,8 @@ def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> 
 
 def is_reference(value: Any) -> bool:
     """A whole string that is one reference (its type is the referenced output's)."""
-    return isinstance(value, str) and bool(_NESTOOLS_REF.fullmatch(value) or _NESTFUL_REF.fullmatch(value))
+    return isinstance(value, str) and value[:1] in "$A" and bool(
+        _NESTOOLS_REF.fullmatch(value) or _NESTFUL_REF.fullmatch(value))
 
 
 def output_label(label: str) -> str:

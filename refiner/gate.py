@@ -133,9 +133,14 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
     return out
 
 
+_EXACT_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+                dict: "object"}
+
+
 def json_type(value: Any) -> str:
     """The JSON type name of a parsed value (lists are arrays, mappings objects); the Python type name otherwise."""
-    return json_type_of(value, arrays=(list,), objects=(Mapping,)) or type(value).__name__
+    return _EXACT_TYPES.get(type(value)) or json_type_of(value, arrays=(list,), objects=(Mapping,)) or type(
+        value).__name__
 
 
 def type_matches(type_name: str | None, value: Any) -> bool:
@@ -221,7 +226,7 @@ def check_value(
             if count.left <= 0:
                 break
             out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
-    elif isinstance(value, Mapping):
+    elif type(value) is dict or type(value) not in _EXACT_TYPES and isinstance(value, Mapping):  # (ABC check: slow)
         props = getattr(param, "properties", None) or {}
         for req in getattr(param, "required", None) or ():
             if req not in value:

@@ -135,6 +135,17 @@ class ToolSpec:
         if not isinstance(self.required, tuple):
             object.__setattr__(self, "required", tuple(self.required))
 
+    @classmethod
+    def of(cls, **fields: Any) -> ToolSpec:
+        """``ToolSpec(**fields)``, built from a blank one's fields and checked as the constructor checks them."""
+        spec = object.__new__(cls)
+        d = spec.__dict__
+        d.update(_BLANK_SPEC)
+        d["params"], d["outputs"], d["extra"] = {}, {}, {}
+        d.update(fields)
+        spec.__post_init__()
+        return spec
+
     def param_schema(self) -> dict[str, Any]:
         """The parameters as one JSON Schema ``object``."""
         schema: dict[str, Any] = {
@@ -158,6 +169,9 @@ class ToolSpec:
                 "properties": {k: p.to_json_schema() for k, p in self.outputs.items()},
             }
         return out
+
+
+_BLANK_SPEC = dict(ToolSpec("blank").__dict__)
 
 
 def to_openai_tools(specs: Iterable[ToolSpec]) -> list[dict[str, Any]]:
