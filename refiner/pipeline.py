@@ -48,7 +48,6 @@ from refiner.prompt import build_messages, extract_answer, format_hint, split_re
 from refiner.repair import UNKNOWN_TOOLS, Tier1, repair_parsed
 from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
 
-STAGES = ("unchanged", "repaired", "model", "fallback", "truncated")  # plus "error": an unreadable request
 # The finish reasons that mean the upstream hit its token limit (OpenAI-compatible APIs and vLLM: "length";
 # Anthropic: "max_tokens").
 CUT_FINISH_REASONS = ("length", "max_tokens")
@@ -225,13 +224,6 @@ def model_format(job: Job, known: Collection[str] | None) -> str:
     return view if known is None or view in known else out.name
 
 
-def request_hint(job: Job) -> str:
-    """The format instruction for the model: the request's ``format_hint`` when it has one, else the default sentence
-    for the format the model answers in."""
-    hint = job.request.get("format_hint")
-    return format_hint(job.model_fmt) if hint is None else hint
-
-
 def shown_upstream(job: Job) -> str:
     """The upstream calls as the model is shown them: the upstream text itself, or, when the model answers in another
     (trained) format than the output's, the calls read from it rendered in that format (the raw text when none could
@@ -246,15 +238,17 @@ def shown_upstream(job: Job) -> str:
 
 
 def model_messages(job: Job) -> list[dict[str, str]]:
-    """The refiner prompt for one job; the upstream's reasoning, when it has some, goes in its own block."""
+    """The refiner prompt for one job; the upstream's reasoning, when it has some, goes in its own block; the format
+    instruction is the request's ``format_hint`` when it has one, else the default sentence for the model's format."""
     reasoning, calls_text = split_reasoning(shown_upstream(job))
     if reasoning is None:
         reasoning, _ = split_reasoning(job.request["upstream"])
+    hint = job.request.get("format_hint")
     return build_messages(
         tools_text(job.request),
         job.request.get("query", ""),
         calls_text,
-        format_hint=request_hint(job),
+        format_hint=format_hint(job.model_fmt) if hint is None else hint,
         upstream_reasoning=reasoning,
     )
 
