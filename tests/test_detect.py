@@ -81,3 +81,40 @@ def test_markers_after_the_reasoning_are_taken_from_the_whole_texts_search(text)
     at = len(text) - len(body)
     assert at > 0 or text == body
     assert detect_module._after(text, at, marker_positions(text)) == marker_positions(body)
+
+
+def test_a_format_its_sniff_rejects_is_not_read_strictly_before_the_one_it_accepts():
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    tried: dict = {}
+    name, calls = detect_module.detect_with_calls(text, tried)
+    assert name == "hermes" and calls and list(tried) == ["hermes"]  # (not qwen3_coder, glm45, apibank first)
+
+
+def _rank_order_winner(text: str) -> str | None:
+    """Rule 1 as written: the first tagged format, in rank order, whose marker occurs and that reads the text."""
+    found = marker_positions(text)
+    for fmt in formats.by_rank():
+        if fmt.detection.bare or not any(m in found for m in (*fmt.detection.markers, *fmt.detection.also_read)):
+            continue
+        try:
+            fmt.parse_strict(text)
+        except FormatError:
+            continue
+        return fmt.name
+    return None
+
+
+@pytest.mark.parametrize("fmt", formats.by_rank(), ids=lambda f: f.name)
+def test_rule_one_finds_the_first_format_in_rank_order_that_reads_the_text(fmt):
+    texts = [fmt.example]
+    calls = fmt.parse_strict(fmt.example)
+    for g in formats.by_rank():
+        try:
+            texts.append(g.render(calls))
+        except formats.RenderError:
+            pass
+    for text in texts:
+        want = _rank_order_winner(text)
+        if want is not None:
+            tried: dict = {}
+            assert detect_module.detect_with_calls(text, tried)[0] == want, text
