@@ -474,6 +474,12 @@ def repair_parsed(
     ``text_values``: value style "text"; ``cut_off``: the upstream hit its token limit (:func:`cut_call_index`);
     ``offered``: the tools' parameters, to read the output with; ``unknown_tools``: one of :data:`UNKNOWN_TOOLS`."""
     out_fmt = out_fmt or fmt
+    index = tool_index(tools)
+    if not before.diagnostics and out_fmt == fmt and not formats.get(fmt).names_only and not (
+        index and any(getattr(index.get(c.name), "free_form", False) for c in before.calls)
+    ):  # the gate found each call as its spec declares it: nothing to repair (not checked: the undeclared arguments
+        # of a free-form tool, the calls of a format that writes names only)
+        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     actions: list[Finding] = []
     source = list(before.calls)
     dropped = cut_call_index(before, cut_off)
@@ -493,7 +499,6 @@ def repair_parsed(
     calls, call_actions = repair_calls(source, tools, fmt=out_fmt, trust_spec=trust_spec, text_values=text_values,
                                        misread=out_fmt != fmt)
     actions.extend(call_actions)
-    index = tool_index(tools)
     unknown = [i for i, c in enumerate(calls) if c.name not in index] if unknown_tools == "drop" and index else []
     for i in unknown:
         actions.append(action("drop_unknown_tool", f"call #{i} ({calls[i].name}) names no offered tool: dropped", i,
