@@ -140,9 +140,15 @@ def _detect(
     body = strip_reasoning(text)
     in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
     if small:
-        marked = table.marked(found_at)
-        later = [f for f in marked if not _sniffs_yes(f, body, in_body, table)]
-        for fmt in (*(f for f in marked if f not in later), *later):
+        later = []  # (the formats whose sniff rejects the text, tried last)
+        for fmt in table.marked(found_at):
+            if not _sniffs_yes(fmt, body, in_body, table):
+                later.append(fmt)
+                continue
+            calls = strict_reading(fmt, text, tried)
+            if calls is not None:
+                return fmt.name, calls
+        for fmt in later:
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
