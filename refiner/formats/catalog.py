@@ -117,8 +117,13 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
                "</function>\\n</tool_call> per call (strings raw, other values JSON)",
-               models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B"),
+               models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B",
+                       "XiaomiMiMo/MiMo-V2-Flash"),
                sources=(VLLM + "qwen3coder_tool_parser.py", SGLANG + "qwen3_coder_detector.py",
+                        VLLM + "qwen3xml_tool_parser.py", VLLM + "qwen35coder_tool_parser.py",
+                        VLLM + "step3p5_tool_parser.py", VLLM + "mimo_tool_parser.py (vllm/parser/mimo.py)",
+                        VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
+                        VLLM + "berrylm_engine_tool_parser.py (vllm/parser/berrylm.py)",
                         "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja",
                         *_checked("Qwen3-Coder.jinja d287fb2edf14", "Qwen3.5-4B.jinja a4aee8afcf2e",
                                   "StepFun3.5-Flash.jinja b18b99dff726",
@@ -131,6 +136,8 @@ CATALOG: tuple[Row, ...] = (
                models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
                sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
                         SGLANG + "glm4_moe_detector.py", LLAMA_CPP + "glm_4_5.jinja",
+                        VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
+                        VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
                         *_checked("GLM-4.6.jinja 8804f445c761", "GLM-4.7-Flash.jinja d63ad536c3c8",
                                   "Spark2.5.jinja afea0f7114d5", "inclusionai-ling-3.0-flash.jinja b4ab3a1c8f74",
                                   "poolside-Laguna-S-2.1.jinja 444819b8ad46",
@@ -144,8 +151,10 @@ CATALOG: tuple[Row, ...] = (
         apibank.ApiBank, None),
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
-               models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B"),
+               models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B",
+                       "ibm-granite/granite-4.0-h-small", "baidu/ERNIE-4.5-21B-A3B-Thinking"),
                sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py",
+                        VLLM + "granite4_tool_parser.py", VLLM + "ernie45_tool_parser.py",
                         *_checked("Qwen-Qwen3-0.6B.jinja 87a2728cb8dc", "Qwen-Qwen2.5-7B-Instruct.jinja cd8e9439f057",
                                   "Qwen-QwQ-32B.jinja 5ed15374ce53", "MiMo-VL.jinja 10490379c20a",
                                   "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja 7ce09d55d369",
@@ -236,7 +245,8 @@ CATALOG: tuple[Row, ...] = (
         Family("minimax_m2", "MiniMax-M2: <minimax:tool_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE"
                "</parameter></invoke></minimax:tool_call> (strings raw, other values JSON)",
                models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.5"),
-               sources=(VLLM + "minimax_m2_tool_parser.py", LLAMA_CPP + "unsloth-MiniMax-M2.jinja",
+               sources=(VLLM + "minimax_m2_tool_parser.py", VLLM + "minimax_m2_sanitized_tool_parser.py",
+                        LLAMA_CPP + "unsloth-MiniMax-M2.jinja",
                         *_checked("MiniMax-M2.jinja 967ff7e38767"))),
         XmlParams, invoke("minimax:tool_call")),
     Row(
@@ -342,13 +352,14 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "list")),
     Row(
         Family("nemotron", 'Nemotron: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>',
-               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1",),
-               sources=(VLLM + "nemotron_json_tool_parser.py",
+               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1", "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
+               sources=(VLLM + "nemotron_json_tool_parser.py", VLLM + "nemotron_nano_v2_tool_parser.py",
                         *_checked("NVIDIA-Nemotron-Nano-v2.jinja 52ae8e50fa08"))),
         JsonCalls, JsonSpelling("<TOOLCALL>", "</TOOLCALL>", "list")),
     Row(
         Family("internlm", 'InternLM 2: <|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|> per call',
-               models=("internlm/internlm2_5-7b-chat",), sources=(VLLM + "internlm2_tool_parser.py",)),
+               models=("internlm/internlm2_5-7b-chat", "internlm/Intern-S1"),
+               sources=(VLLM + "internlm2_tool_parser.py", VLLM + "intern_s1_tool_parser.py")),
         JsonCalls, JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
     Row(
         Family("qwen25_coder_tools", 'Qwen2.5-Coder: <tools>\\n{"name": ..., "arguments": {...}}\\n</tools> per call',
@@ -372,7 +383,8 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling(" -> tool/function_call\n", "<|im_end|>", "list", arg_keys=("arguments", "parameters"))),
     Row(
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
-               sources=(VLLM + "lfm2_tool_parser.py", *_checked("LFM2.5-8B-A1B.jinja 6d65c8804847"))),
+               sources=(VLLM + "lfm2_tool_parser.py", VLLM + "openpangu_v2_tool_parser.py (a JSON list in the tags)",
+                        *_checked("LFM2.5-8B-A1B.jinja 6d65c8804847"))),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
     Row(
         Family("olmo3", "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)",
