@@ -312,6 +312,14 @@ CATALOG: tuple[Row, ...] = (
         XmlParams, replace(kv("ifm|", section="ifm|tool_calls", sep=""),
         type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
     Row(
+        Family("solar_open2", "Solar Open 2: <|tool_call:start|>NAME\\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE"
+               "<|tool_arg:end|>\\n...<|tool_call:end|> per call (strings raw, other values JSON)",
+               sources=(VLLM + "solar_open2_tool_parser.py",)),
+        # the key's closing token is the value's opening one: it is spelt as two tags, "<|tool_arg:" then "value|>"
+        XmlParams, XmlSpelling(call_open="<|tool_call:start|>", call_close="<|tool_call:end|>", name_at="text",
+            key_open="<|tool_arg:start|>", key_close="<|tool_arg:", key_at="element", value_open="value|>",
+            value_close="<|tool_arg:end|>", sep="")),
+    Row(
         Family("mistral_tekken", 'Mistral (Tekken tokenizers before v11): [TOOL_CALLS][{"name": ..., "arguments": {...}}, '
                "...] (no space after the token)", models=("mistralai/Mistral-Nemo-Instruct-2407",),
                sources=(VLLM + "mistral_tool_parser.py",

@@ -46,7 +46,7 @@ def is_closing_tag(tag: str) -> bool:
         t = t[t.rindex("><") + 1 :]
     if t.startswith(("</", "[/")) or t == "<|call|>" or "end" in t or "close" in t:
         return True
-    return t.endswith("|>") and not t.startswith("<|") and "|" not in t[1:-2]
+    return t.startswith("<") and t.endswith("|>") and not t.startswith("<|") and "|" not in t[1:-2]
 
 
 def format_tags(fmt: object) -> list[object]:
