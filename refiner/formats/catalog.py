@@ -28,6 +28,7 @@ from refiner.formats import (
     openai,
     order,
     qwen3_coder,
+    telechat4,
     toolace,
     xlam,
 )
@@ -65,7 +66,8 @@ def _plamo(tag: str) -> str:
 
 # Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
-# wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, before apibank and hermes (<tool_call>);
+# wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, then TeleChat4 (a name then <param_key>;
+# a name alone is GLM's), before apibank and hermes (<tool_call>);
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
 # after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
 # the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before
@@ -146,6 +148,14 @@ CATALOG: tuple[Row, ...] = (
         XmlParams, XmlSpelling(call_open="<tool_call>", call_close="</tool_call>", name_at="text", key_open="<arg_key>",
                     key_close="</arg_key>", key_at="element", value_open="<arg_value>", value_close="</arg_value>",
                     hook=glm45.HOOK)),
+    Row(
+        Family("telechat4", "TeleChat4: <tool_call>NAME<param_key>KEY</param_key><param_value>VALUE</param_value>"
+               "</tool_call> per call (GLM's layout with param_ tags; strings raw, other values JSON; the JSON layout in "
+               "the same tags is Hermes')",
+               sources=(SGLANG + "telechat4_detector.py", SGLANG + "xing4_0_detector.py",
+                        SGLANG + "xingchen4_detector.py")),
+        XmlParams, replace(kv(sep=""), key_open="<param_key>", key_close="</param_key>", value_open="<param_value>",
+                           value_close="</param_value>", hook=telechat4.HOOK)),
     Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
                'line\\n</tool_call> <response>..</response>', trained=True),
         apibank.ApiBank, None),
