@@ -49,6 +49,7 @@ class Wrapper:
     close_optional: bool = field(default=False, metadata=POLICY)  # the end token may be missing at the text's end
     bare: bool = field(default=False, metadata=POLICY)  # a bare [...] list that is the whole answer is valid too
     json_ok: bool = field(default=False, metadata=POLICY)  # a JSON list of {"name", "arguments"} objects too (LFM2)
+    shared: bool = field(default=False, metadata=POLICY)  # other rows write the open token too: see sniff
 
 
 class SentinelPythonic(PythonicWriter, WireFormat):
@@ -66,6 +67,16 @@ class SentinelPythonic(PythonicWriter, WireFormat):
     @classmethod
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
         return Detection(rank=rank, markers=(w.open,), closers=(w.close,), bare=w.bare)
+
+    def sniff(self, body: str, at: int) -> bool:
+        """A row whose open token other rows write too (``shared``: SGLang's multi_format ``python`` layout in Hermes'
+        ``<tool_call>``) claims a block only when a pythonic call (not a list, not JSON) starts it."""
+        w = self.spelling
+        if not w.shared or not body.startswith(w.open, at):
+            return True
+        k = skip_ws(body, at + len(w.open))
+        head = body[k : k + MAX_NAME_CHARS]
+        return not head.startswith("[") and looks_pythonic(head)
 
     # ---- reading -----------------------------------------------------------------------------------------------
 
