@@ -30,7 +30,7 @@ _spec.loader.exec_module(bench)
 # parser its makers name, or the layout its template writes), None for a family the catalog does not hold.
 FAMILIES: dict[str, str | None] = {
     "Apertus-8B-Instruct.jinja": "apertus",
-    "Apriel-1.6-15b-Thinker-fixed.jinja": None,  # ServiceNow Apriel
+    "Apriel-1.6-15b-Thinker-fixed.jinja": "jamba",  # ServiceNow Apriel
     "Bielik-11B-v3.0-Instruct.jinja": "hermes",
     "ByteDance-Seed-OSS.jinja": "seed_oss",
     "Cohere2MoE.jinja": "command_a",
@@ -70,7 +70,7 @@ FAMILIES: dict[str, str | None] = {
     "deepseek-ai-DeepSeek-V3.2.jinja": "deepseek_v32",
     "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": "deepseek_v4",
     "deepseek-ai-DeepSeek-V4.jinja": "deepseek_v4",
-    "fireworks-ai-llama-3-firefunction-v2.jinja": None,  # FireFunction v2
+    "fireworks-ai-llama-3-firefunction-v2.jinja": "phi4_mini",  # FireFunction v2 (functools[...])
     "google-gemma-2-2b-it.jinja": None,  # no tools
     "google-gemma-4-31B-it-interleaved.jinja": "gemma4",
     "google-gemma-4-31B-it.jinja": "gemma4",
@@ -96,7 +96,7 @@ FAMILIES: dict[str, str | None] = {
     "poolside-Laguna-XS-2.1.jinja": "glm45",
     "poolside-Laguna-XS.2.jinja": "glm45",
     "tencent-Hy3.jinja": "hunyuan_v3",
-    "unsloth-Apriel-1.5.jinja": None,  # ServiceNow Apriel
+    "unsloth-Apriel-1.5.jinja": "jamba",  # ServiceNow Apriel
     "unsloth-mistral-Devstral-Small-2507.jinja": "mistral_v11",
     "upstage-Solar-Open-100B.jinja": "solar_open",
 }

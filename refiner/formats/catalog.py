@@ -112,6 +112,7 @@ CATALOG: tuple[Row, ...] = (
                "<arg_value:S>VALUE</arg_value:S></tool_call:S></tool_calls:S> (strings raw, other values JSON), S the "
                "tokenizer's token suffix (:opensource in the public checkpoint; any, or none, is read)",
                sources=(VLLM + "hy_v3_tool_parser.py (token_suffix from the tokenizer config)",
+                        SGLANG + "hunyuan_detector.py (the suffixed tokens from the tokenizer's vocabulary)",
                         *_checked("tencent-Hy3.jinja 84437b974642"))),
         XmlParams, replace(kv(section="tool_calls", name_sep="<tool_sep>", sep="", suffix=":opensource"),
                            suffix_optional=True)),
@@ -127,6 +128,8 @@ CATALOG: tuple[Row, ...] = (
                         VLLM + "step3p5_tool_parser.py", VLLM + "mimo_tool_parser.py (vllm/parser/mimo.py)",
                         VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
                         VLLM + "berrylm_engine_tool_parser.py (vllm/parser/berrylm.py)",
+                        SGLANG + "qwen3_detector.py", SGLANG + "qwen3_coder_new_detector.py",
+                        SGLANG + "multi_format_detector.py (tool_format qwen3)", LLAMA_CPP + "StepFun3.7-Flash.jinja",
                         "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja",
                         *_checked("Qwen3-Coder.jinja d287fb2edf14", "Qwen3.5-4B.jinja a4aee8afcf2e",
                                   "StepFun3.5-Flash.jinja b18b99dff726",
@@ -138,7 +141,9 @@ CATALOG: tuple[Row, ...] = (
                "</tool_call> per call (strings raw, other values JSON)",
                models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
                sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
-                        SGLANG + "glm4_moe_detector.py", LLAMA_CPP + "glm_4_5.jinja",
+                        SGLANG + "glm4_moe_detector.py", SGLANG + "glm47_moe_detector.py",
+                        SGLANG + "spark25_detector.py",
+                        SGLANG + "multi_format_detector.py (tool_format glm)", LLAMA_CPP + "glm_4_5.jinja",
                         VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
                         VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
                         *_checked("GLM-4.6.jinja 8804f445c761", "GLM-4.7-Flash.jinja d63ad536c3c8",
@@ -168,9 +173,13 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B",
-                       "ibm-granite/granite-4.0-h-small", "baidu/ERNIE-4.5-21B-A3B-Thinking"),
-               sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py",
+                       "ibm-granite/granite-4.0-h-small", "baidu/ERNIE-4.5-21B-A3B-Thinking",
+                       "tngtech/DeepSeek-TNG-R1T2-Chimera"),
+               sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py", SGLANG + "hermes_detector.py",
                         VLLM + "granite4_tool_parser.py", VLLM + "ernie45_tool_parser.py",
+                        SGLANG + "tng_r1t2_detector.py",
+                        SGLANG + "trinity_detector.py (<think> tags around the calls dropped)",
+                        SGLANG + "multi_format_detector.py (tool_format default)", LLAMA_CPP + "MiroThinker-v1.jinja",
                         *_checked("Qwen-Qwen3-0.6B.jinja 87a2728cb8dc", "Qwen-Qwen2.5-7B-Instruct.jinja cd8e9439f057",
                                   "Qwen-QwQ-32B.jinja 5ed15374ce53", "MiMo-VL.jinja 10490379c20a",
                                   "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja 7ce09d55d369",
@@ -205,7 +214,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
-               sources=(VLLM + "llama4_pythonic_tool_parser.py",)),
+               sources=(VLLM + "llama4_pythonic_tool_parser.py", SGLANG + "pythonic_detector.py (a bare list)")),
         SentinelPythonic, Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)),
     Row(
         Family("deepseek_v3", "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n"
@@ -238,19 +247,21 @@ CATALOG: tuple[Row, ...] = (
         Family("deepseek_v32", "DeepSeek V3.2 DSML: <｜DSML｜function_calls><｜DSML｜invoke name=\"NAME\"><｜DSML｜parameter "
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
                models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
-               sources=(VLLM + "deepseekv32_tool_parser.py", *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"),
+               sources=(VLLM + "deepseekv32_tool_parser.py", SGLANG + "deepseekv32_detector.py",
+                        *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"),
                         "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
         XmlParams, dsml("<｜DSML｜", "function_calls")),
     Row(
         Family("deepseek_v4", "DeepSeek V4 DSML: V3.2's invoke/parameter elements inside <｜DSML｜tool_calls>",
                models=("deepseek-ai/DeepSeek-V4-Flash",),
-               sources=(VLLM + "deepseekv4_tool_parser.py",
+               sources=(VLLM + "deepseekv4_tool_parser.py", SGLANG + "deepseekv4_detector.py",
                         *_checked("deepseek-ai-DeepSeek-V4.jinja 7bd4fbdf0c06",
                                   "deepseek-ai-DeepSeek-V4-Flash-0731.jinja aec3d906bce8"))),
         XmlParams, dsml("<｜DSML｜", "tool_calls")),
     Row(
         Family("deepseek_v41", "DeepSeek V4.1 DSML: a space after the bar (<｜DSML｜ invoke ...>), inside <｜DSML｜ calls>",
-               models=("deepseek-ai/DeepSeek-V4.1-Flash",), sources=(VLLM + "deepseekv41_engine_tool_parser.py",)),
+               models=("deepseek-ai/DeepSeek-V4.1-Flash",),
+               sources=(VLLM + "deepseekv41_engine_tool_parser.py", SGLANG + "deepseekv41_detector.py")),
         XmlParams, dsml("<｜DSML｜ ", "calls")),
     Row(
         Family("gigachat35", "GigaChat 3.5 (DeepSeek V3.2's DSML with the bar ｜GCML｜): <｜GCML｜tool_calls><｜GCML｜invoke "
@@ -262,6 +273,7 @@ CATALOG: tuple[Row, ...] = (
                "</parameter></invoke></minimax:tool_call> (strings raw, other values JSON)",
                models=("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.5"),
                sources=(VLLM + "minimax_m2_tool_parser.py", VLLM + "minimax_m2_sanitized_tool_parser.py",
+                        SGLANG + "minimax_m2.py",
                         LLAMA_CPP + "unsloth-MiniMax-M2.jinja",
                         *_checked("MiniMax-M2.jinja 967ff7e38767"))),
         XmlParams, invoke("minimax:tool_call")),
@@ -269,14 +281,16 @@ CATALOG: tuple[Row, ...] = (
         Family("seed_oss", "Seed-OSS: <seed:tool_call><function=NAME><parameter=KEY>VALUE</parameter></function>"
                "</seed:tool_call> per call, reasoning in <seed:think>",
                models=("ByteDance-Seed/Seed-OSS-36B-Instruct",), reasoning=(("<seed:think>", "</seed:think>"),),
-               sources=(VLLM + "seed_oss_tool_parser.py", *_checked("ByteDance-Seed-OSS.jinja 3f9e0dc4adeb"))),
+               sources=(VLLM + "seed_oss_tool_parser.py", SGLANG + "seed_oss_detector.py",
+                        *_checked("ByteDance-Seed-OSS.jinja 3f9e0dc4adeb"))),
         XmlParams, XmlSpelling(section_open="<seed:tool_call>", section_close="</seed:tool_call>", section_per_call=True,
             call_open="<function=", call_close="</function>", typing="python")),
     Row(
         Family("step3", "Step-3: <｜tool_calls_begin｜><｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke name=\"NAME\">"
                "<steptml:parameter name=\"KEY\">VALUE</steptml:parameter></steptml:invoke><｜tool_call_end｜>"
                "<｜tool_calls_end｜>", models=("stepfun-ai/step3",),
-               sources=(VLLM + "step3_tool_parser.py", SGLANG + "step3_detector.py")),
+               sources=(VLLM + "step3_tool_parser.py", SGLANG + "step3_detector.py",
+                        SGLANG + "step3v_detector.py (line breaks between the tags)")),
         XmlParams, XmlSpelling(section_open="<｜tool_calls_begin｜>", section_close="<｜tool_calls_end｜>",
             call_open="<｜tool_call_begin｜>function<｜tool_sep｜><steptml:invoke ",
             call_close="</steptml:invoke><｜tool_call_end｜>", name_at="attr",
@@ -284,19 +298,22 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("dots1", "dots.llm: <dots_function_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE</parameter>"
                "</invoke></dots_function_call>", models=("rednote-hilab/dots.llm1.inst",),
-               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/dots_tool_parser.py",)),
+               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/dots_tool_parser.py",
+                        SGLANG + "dots_detector.py")),
         XmlParams, invoke("dots_function_call")),
     Row(
         Family("muse_glimmer", "Muse Glimmer (ATEM): <atem:function_calls><atem:invoke name=\"NAME\"><atem:parameter "
                "name=\"KEY\">VALUE</atem:parameter></atem:invoke></atem:function_calls>",
-               sources=(VLLM + "muse_glimmer_tool_parser.py",)),
+               sources=(VLLM + "muse_glimmer_tool_parser.py", SGLANG + "muse_glimmer_detector.py")),
         XmlParams, invoke("atem:function_calls", "atem:")),
     Row(
         Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call "
                "(strings raw, or in <![CDATA[...]]> when they hold <, & or a line break; other values as Python "
                "writes them: True, ['a', 2]; settled by the declared types)",
-               sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py (JSON, "
-                        "then a Python literal)", *_checked("openbmb-MiniCPM5-1B.jinja 7451a05cf1e2"))),
+               models=("openbmb/MiniCPM4-8B",),
+               sources=(SGLANG + "minicpm5_detector.py", SGLANG + "minicpm4_xml_detector.py (MiniCPM-4's XML calls)",
+                        ("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py (JSON, "
+                        "then a Python literal)"), *_checked("openbmb-MiniCPM5-1B.jinja 7451a05cf1e2"))),
         XmlParams, XmlSpelling(call_open="<function ", call_close="</function>", name_at="attr", key_open="<param ",
             value_close="</param>", key_at="attr", typing="python", cdata=True)),
     Row(
@@ -324,7 +341,8 @@ CATALOG: tuple[Row, ...] = (
         Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
                "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "
                "other values JSON; the 'xml_typed' layout's <ifm|arg_type> elements are read by recovery)",
-               models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",)),
+               models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",
+                                                          SGLANG + "k2_v3_detector.py (parser k2_horizon)")),
         XmlParams, replace(kv("ifm|", section="ifm|tool_calls", sep=""),
         type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
     Row(
@@ -356,7 +374,9 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("<|tool_call|>", None, "list", alt_opens=("<tool_call>",))),
     Row(
         Family("phi4_mini", 'Phi-4-mini: functools[{"name": ..., "arguments": {...}}, ...]',
-               models=("microsoft/Phi-4-mini-instruct",), sources=(VLLM + "phi4mini_tool_parser.py",)),
+               models=("microsoft/Phi-4-mini-instruct", "fireworks-ai/llama-3-firefunction-v2"),
+               sources=(VLLM + "phi4mini_tool_parser.py", SGLANG + "phi4mini_detector.py",
+                        *_checked("fireworks-ai-llama-3-firefunction-v2.jinja fcb749f5c5d6"))),
         JsonCalls, JsonSpelling("functools", None, "list", arg_keys=("arguments", "parameters"), tight=True)),
     Row(
         Family("multi_format_minimax", "SGLang multi_format, tool_format minimax: <tool_calls><invoke name=\"NAME\">"
@@ -371,19 +391,25 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "lines", follows=("{", '"name"'))),
     Row(
         Family("jamba", 'Jamba / Hunyuan: <tool_calls>[{"name": ..., "arguments": {...}}, ...]</tool_calls>',
-               models=("ai21labs/AI21-Jamba-1.5-Mini", "tencent/Hunyuan-A13B-Instruct"),
-               sources=(VLLM + "jamba_tool_parser.py", VLLM + "hunyuan_a13b_tool_parser.py")),
+               models=("ai21labs/AI21-Jamba-1.5-Mini", "tencent/Hunyuan-A13B-Instruct",
+                       "ServiceNow-AI/Apriel-1.5-15b-Thinker", "ServiceNow-AI/Apriel-1.6-15b-Thinker"),
+               sources=(VLLM + "jamba_tool_parser.py", VLLM + "hunyuan_a13b_tool_parser.py",
+                        *_checked("Apriel-1.6-15b-Thinker-fixed.jinja 2f5ce4b3c1e0",
+                                  "unsloth-Apriel-1.5.jinja fae87682d355"))),
         JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "list")),
     Row(
         Family("nemotron", 'Nemotron: <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL>',
-               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1", "nvidia/NVIDIA-Nemotron-Nano-9B-v2"),
+               models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1", "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+                       "nvidia/Llama-3_3-Nemotron-Super-49B-v1_5"),
                sources=(VLLM + "nemotron_json_tool_parser.py", VLLM + "nemotron_nano_v2_tool_parser.py",
+                        LLAMA_CPP + "nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja",
                         *_checked("NVIDIA-Nemotron-Nano-v2.jinja 52ae8e50fa08"))),
         JsonCalls, JsonSpelling("<TOOLCALL>", "</TOOLCALL>", "list")),
     Row(
         Family("internlm", 'InternLM 2: <|action_start|><|plugin|>\\n{"name": ..., "parameters": {...}}<|action_end|> per call',
                models=("internlm/internlm2_5-7b-chat", "internlm/Intern-S1"),
-               sources=(VLLM + "internlm2_tool_parser.py", VLLM + "intern_s1_tool_parser.py")),
+               sources=(VLLM + "internlm2_tool_parser.py", VLLM + "intern_s1_tool_parser.py",
+                        SGLANG + "internlm_detector.py")),
         JsonCalls, JsonSpelling("<|action_start|><|plugin|>", "<|action_end|>", "object", arg_keys=("parameters", "arguments"))),
     Row(
         Family("qwen25_coder_tools", 'Qwen2.5-Coder: <tools>\\n{"name": ..., "arguments": {...}}\\n</tools> per call',
@@ -408,6 +434,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
                sources=(VLLM + "lfm2_tool_parser.py", VLLM + "openpangu_v2_tool_parser.py (a JSON list in the tags)",
+                        SGLANG + "lfm2_detector.py",
                         *_checked("LFM2.5-8B-A1B.jinja 6d65c8804847"))),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
     Row(
@@ -442,13 +469,15 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("apertus", 'Apertus: <|tools_prefix|>[{"NAME": {...}}, ...]<|tools_suffix|>',
                models=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),
-               sources=(VLLM + "apertus_tool_parser.py", *_checked("Apertus-8B-Instruct.jinja dea688e9f24a"))),
+               sources=(VLLM + "apertus_tool_parser.py", SGLANG + "apertus2509_detector.py",
+                        *_checked("Apertus-8B-Instruct.jinja dea688e9f24a"))),
         JsonCalls, JsonSpelling("<|tools_prefix|>", "<|tools_suffix|>", "list", keyed=True)),
     Row(
         Family("command_a", 'Command A: <|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters": {...}}, ...]'
                "<|END_ACTION|>",
-               models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024"),
-               sources=(VLLM + "cohere_command_tool_parser.py",
+               models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024",
+                       "CohereLabs/command-a-plus-05-2026-bf16"),
+               sources=(VLLM + "cohere_command_tool_parser.py", SGLANG + "cohere_command4_detector.py",
                         *_checked("Cohere2MoE.jinja d8366efb9f07",
                                   "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja cc60b5532793")),
                reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
@@ -463,12 +492,13 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("gigachat3", 'GigaChat 3: function call<|role_sep|>\\n{"name": ..., "arguments": {...}}',
                models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3-702B-A36B-preview"),
-               sources=(*_checked("GigaChat3-10B-A1.8B.jinja bbbf2de800b6"), VLLM + "gigachat3_tool_parser.py")),
+               sources=(*_checked("GigaChat3-10B-A1.8B.jinja bbbf2de800b6"), VLLM + "gigachat3_tool_parser.py",
+                        SGLANG + "gigachat3_detector.py")),
         JsonCalls, JsonSpelling("function call<|role_sep|>", None, "object", alt_opens=("<|function_call|>",),
              between="<|message_sep|>\n\n")),
     Row(
         Family("inkling", 'Inkling: <|content_invoke_tool_json|>{"name": ..., "args": {...}}<|end_message|> per call',
-               sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py"),
+               sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py", SGLANG + "inkling_detector.py"),
                reasoning=(("<|content_thinking|>", "<|end_message|>"),)),
         JsonCalls, JsonSpelling("<|content_invoke_tool_json|>", "<|end_message|>", "object", arg_keys=("args", "arguments"),
              lead="", between="<|message_model|>")),
