@@ -1,4 +1,4 @@
-"""Pythonic call lists inside a model's own sentinel tokens: one grammar, three wrappers (rows of the catalog).
+"""Pythonic call lists inside a model's own sentinel tokens: one grammar, four wrappers (rows of the catalog).
 
 - ``llama4_pythonic`` (Llama 4): ``[f(a=1), g(b="x")]``, maybe inside ``<|python_start|>...<|python_end|>`` (the end
   token may be missing); a bare list is valid when it is the whole answer. Rendering writes the sentinels.
@@ -7,6 +7,8 @@
   (LFM2's JSON mode) is valid too. Rendering writes the pythonic list.
 - ``olmo3`` (OLMo 3): ``<function_calls>`` with one call per line, then ``</function_calls>``; values may be written
   ``true``/``false``/``null``.
+- ``multi_format_python`` (SGLang's multi_format, tool_format python): OLMo 3's lines inside ``<tool_call>``; it
+  claims a block only when a Python call starts it (``shared``: Hermes' JSON shares the tag).
 
 Calls are read by :mod:`refiner.formats.pythonic`, a broken list by ``toolace``'s recovery. Text may come before and
 after the sentinels; a closing token inside a string value is text (the next one is tried).
