@@ -102,6 +102,17 @@ def test_a_format_without_its_attributes_is_refused():
 PROSE = ["", "Sure, calling it now [1] {x}:\n", "```\n"]
 
 
+def assert_detected(text: str, name: str, calls: list) -> None:
+    """Detection names ``name``; only calls with no arguments, which leave nothing but names between tags two rows
+    share (TeleChat4's and GLM's ``<tool_call>NAME</tool_call>``), may be named by the earlier row, reading the same."""
+    got = formats.detect_format(text)
+    if got != name and not any(c.arguments for c in calls):
+        assert formats.get(got).detection.rank < formats.get(name).detection.rank
+        assert formats.get(got).parse_strict(text) == calls
+    else:
+        assert got == name
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_round_trip(name):
     """One generated call list per example checks: strict round trip, lenient agreement, detection, and the same
@@ -118,12 +129,12 @@ def test_round_trip(name):
         # a tag string quoted inside the calls of another format is read as that tag (detect's documented rule)
         tags_inside = any(tag in canonical_json([c.to_dict() for c in calls]) for tag in formats.all_markers())
         if not tags_inside:
-            assert formats.detect_format(text) == name
+            assert_detected(text, name, calls)
         wrapped = f"<think>I need [some] {{tools}}, maybe <b>.</think>\n{prose}{text}\nDone [ok]."
         assert fmt.parse_strict(wrapped) == calls
         assert fmt.parse_lenient(wrapped).calls == calls
         if not tags_inside:
-            assert formats.detect_format(wrapped) == name
+            assert_detected(wrapped, name, calls)
 
     check()
 

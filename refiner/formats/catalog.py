@@ -66,9 +66,9 @@ def _plamo(tag: str) -> str:
 
 # Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
-# wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, then GLM, then TeleChat4 (a name then <param_key>;
-# a name alone is GLM's), before apibank, SGLang's multi_format python layout (a pythonic call after the tag) and
-# hermes (<tool_call>);
+# wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, SGLang's multi_format python layout (a pythonic
+# call after the tag: GLM would take NAME() for a name), GLM, then TeleChat4 (a name then <param_key>; a name alone
+# is GLM's), before apibank and hermes (<tool_call>);
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
 # after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
 # the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before
@@ -137,6 +137,11 @@ CATALOG: tuple[Row, ...] = (
         XmlParams, XmlSpelling(section_open="<tool_call>", section_close="</tool_call>", section_per_call=True, call_open="<function=",
                     call_close="</function>", strip_newline=True, typing="python", hook=qwen3_coder.HOOK)),
     Row(
+        Family("multi_format_python", "SGLang multi_format, tool_format python: <tool_call>\\nf(a=1)\\ng(b=\"x\")\\n"
+               "</tool_call> (Python calls with keyword arguments, one a line, in Hermes' tags)",
+               sources=(SGLANG + "multi_format_detector.py (_PYTHON_BLOCK, _python_literal)",)),
+        SentinelPythonic, Wrapper("<tool_call>", "</tool_call>", lines=True, shared=True)),
+    Row(
         Family("glm45", "GLM-4.5/4.6: <tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n"
                "</tool_call> per call (strings raw, other values JSON)",
                models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
@@ -165,11 +170,6 @@ CATALOG: tuple[Row, ...] = (
     Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
                'line\\n</tool_call> <response>..</response>', trained=True),
         apibank.ApiBank, None),
-    Row(
-        Family("multi_format_python", "SGLang multi_format, tool_format python: <tool_call>\\nf(a=1)\\ng(b=\"x\")\\n"
-               "</tool_call> (Python calls with keyword arguments, one a line, in Hermes' tags)",
-               sources=(SGLANG + "multi_format_detector.py (_PYTHON_BLOCK, _python_literal)",)),
-        SentinelPythonic, Wrapper("<tool_call>", "</tool_call>", lines=True, shared=True)),
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B",

@@ -30,13 +30,15 @@ lenient JSON read when the text holds a bracket.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from refiner.calls import ToolCall
 from refiner.formats.base import (
     DETECT_CHARS,
     MAX_LENIENT_CHARS,
     FormatError,
-    WireFormat,
     MarkerTable,
+    WireFormat,
     by_rank,
     marker_positions,
     marker_table,
@@ -50,15 +52,18 @@ from refiner.formats.text import strip_reasoning
 # detection judged by their sniff hooks, which salvage takes instead of judging again.
 Sniffed = dict[tuple[str, int], WireFormat]
 
+# A format's sniff asked of the text's body at a position (each question asked once per detection).
+Sniff = Callable[[WireFormat, int], bool]
+
 # The repair units (see refiner.formats.jsonfix) that decoding an untagged text (its first base.DETECT_CHARS
 # characters) to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(body: str, named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int],
+def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], sniff: Sniff,
                sniffed: Sniffed | None = None) -> str | None:
     """The format the earliest (then longest) of the registered markers or closers ``named`` (each with the formats
-    it names) in ``body`` names; the choice among the formats sharing a marker is added to ``sniffed``."""
+    it names) in the body names; the choice among the formats sharing a marker is added to ``sniffed``."""
     best: tuple[int, int] | None = None  # (position, -len(marker)): earliest, then longest
     found: str | None = None
     for marker, i in found_at.items():
@@ -68,7 +73,7 @@ def _by_marker(body: str, named: dict[str, tuple[WireFormat, ...]], found_at: di
         return None
     at = best[0]
     sharing = named[found]
-    fmt = next((f for f in sharing if f.sniff(body, at)), sharing[-1])
+    fmt = next((f for f in sharing if sniff(f, at)), sharing[-1])
     if sniffed is not None:
         sniffed[found, at] = fmt
     return fmt.name
@@ -86,12 +91,12 @@ def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _sniffs_yes(fmt: WireFormat, body: str, in_body: dict[str, int], table: MarkerTable) -> bool:
+def _sniffs_yes(fmt: WireFormat, in_body: dict[str, int], table: MarkerTable, sniff: Sniff) -> bool:
     """Whether ``fmt``'s sniff accepts ``body`` at the first of the markers it shares with other formats (True when
     it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats sharing a marker
     apart, so one it rejects does not read the text strictly where a format it accepts does."""
     at = min((in_body[m] for m in table.shared_markers.get(fmt.name, ()) if m in in_body), default=-1)
-    return at < 0 or fmt.sniff(body, at)
+    return at < 0 or sniff(fmt, at)
 
 
 def detect_format(text: str) -> str | None:
@@ -139,10 +144,18 @@ def _detect(
     found_at = marker_positions(text) if markers is None else markers
     body = strip_reasoning(text)
     in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
+    answers: dict[tuple[str, int], bool] = {}
+
+    def sniff(fmt: WireFormat, at: int) -> bool:
+        key = (fmt.name, at)
+        if key not in answers:
+            answers[key] = fmt.sniff(body, at)
+        return answers[key]
+
     if small:
         later = []  # (the formats whose sniff rejects the text, tried last)
         for fmt in table.marked(found_at):
-            if not _sniffs_yes(fmt, body, in_body, table):
+            if not _sniffs_yes(fmt, in_body, table, sniff):
                 later.append(fmt)
                 continue
             calls = strict_reading(fmt, text, tried)
@@ -153,8 +166,8 @@ def _detect(
             if calls is not None:
                 return fmt.name, calls
     if found_at:
-        name = _by_marker(body, table.naming["markers"], in_body, sniffed) or _by_marker(
-            body, table.naming["closers"], in_body)
+        name = _by_marker(table.naming["markers"], in_body, sniff, sniffed) or _by_marker(
+            table.naming["closers"], in_body, sniff)
         if name is not None:
             return name, None
     bracketed = "{" in text or "[" in text
