@@ -92,7 +92,7 @@ def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
 
 
 def _sniffs_yes(fmt: WireFormat, in_body: dict[str, int], table: MarkerTable, sniff: Sniff) -> bool:
-    """Whether ``fmt``'s sniff accepts ``body`` at the first of the markers it shares with other formats (True when
+    """Whether ``fmt``'s sniff (``sniff``) accepts the text's body at the first of the markers it shares with other formats (True when
     it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats sharing a marker
     apart, so one it rejects does not read the text strictly where a format it accepts does."""
     at = min((in_body[m] for m in table.shared_markers.get(fmt.name, ()) if m in in_body), default=-1)

@@ -89,8 +89,9 @@ class MarkerTable:
         self.shared_markers: dict[str, tuple[str, ...]] = {}
         for f in fmts:
             spelt = dict.fromkeys((*f.detection.markers, *f.detection.also_read))
-            if not f.detection.bare and any(len(self.naming["markers"][m]) > 1 for m in spelt):
-                self.shared_markers[f.name] = tuple(m for m in spelt if len(self.naming["markers"][m]) > 1)
+            shared = tuple(m for m in spelt if len(self.naming["markers"][m]) > 1)
+            if shared and not f.detection.bare:
+                self.shared_markers[f.name] = shared
         # salvage's walk over the markers: each marker's place in rank order, and those written at a line start
         self.marker_order = {m: i for i, m in enumerate(self.naming["markers"])}
         self.line_markers = tuple(m for m in self.naming["markers"] if m[:1] == "\n")
