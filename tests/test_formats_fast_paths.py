@@ -25,8 +25,6 @@ FAST_PATHS = {
     "hermes": ["json_calls.plain_calls"],
     "apibank": ["apibank.plain_calls"],
     "glaive": ["glaive._raw_layout"],
-    "openai": ["openai._plain_call"],
-    "anthropic": ["anthropic._plain_block"],
     "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list
 }
 

@@ -29,17 +29,6 @@ def _looks_like(value: object) -> bool:
 _TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 
-def _plain_block(block: Any) -> ToolCall | None:
-    """The call of a valid ``tool_use`` block, checked without building any message; ``None`` for any other block,
-    which :meth:`Anthropic._block` then reads or explains."""
-    if type(block) is dict and block.get("type") == "tool_use":
-        name, args = block.get("name"), block.get("input")
-        if (type(name) is str and type(args) is dict and name.strip() and block.keys() <= _TOOL_USE_KEYS
-                and type(block.get("id", "")) is str):
-            return ToolCall.trusted(name, args)
-    return None
-
-
 class Anthropic(WireFormat):
     tags = ('"tool_use"',)
     detection = Detection(bare=True)
@@ -51,7 +40,7 @@ class Anthropic(WireFormat):
         value, pos = json_in_prose(self, text, _looks_like, "tool_use content blocks")
         if isinstance(value, dict) and value.get("role", "assistant") != "assistant":
             raise self.error(f"message role must be 'assistant', got {value.get('role')!r}", pos)
-        calls = (_plain_block(block) or self._block(block, i, pos) for i, block in enumerate(_blocks(value)))
+        calls = (self._block(block, i, pos) for i, block in enumerate(_blocks(value)))
         return [c for c in calls if c is not None]
 
     def _block(self, block: Any, i: int, pos: int) -> ToolCall | None:

@@ -1,10 +1,8 @@
 """API-Bank as ToolRL prompts it: optional ``<think>...</think>``, then a ``<tool_call>`` block holding one
 ``{"name": ..., "parameters": {...}}`` JSON object per line, then an optional ``<response>...</response>``.
 
-It shares the ``<tool_call>`` tag with ``hermes`` (one ``{"name", "arguments"}`` object per block); strict parsing
-here rejects ``"arguments"`` and :func:`refiner.formats.detect_format` tells the two apart by that key. A bare
-``{"name", "parameters"}`` object with neither tag is Llama 3's JSON call (``llama3_json``), not an API-Bank block
-that lost both tags, so this format claims no untagged value.
+It shares the ``<tool_call>`` tag with ``hermes``, told apart by the ``"parameters"`` key. A bare ``{"name",
+"parameters"}`` object is Llama 3's JSON call, so this format claims no untagged value.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ class ApiBank(WireFormat):
 
     def sniff(self, body: str, at: int) -> bool:
         """A ``<tool_call>`` block whose first object has ``"parameters"`` and no ``"arguments"`` (when it does not
-        decode: ``"parameters"`` seen first, or several objects one per line) is API-Bank's; else it is Hermes'."""
+        decode: ``"parameters"`` first, or several objects one per line) is API-Bank's, else Hermes'."""
         block = body[at + len(OPEN) :].split(CLOSE, 1)[0][:DETECT_CHARS]
         try:
             first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))

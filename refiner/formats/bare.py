@@ -1,7 +1,5 @@
-"""Calls written ``NAME{...}`` once every token around them was lost (lenient reading only, shared by Mistral v11,
-DeepSeek and Kimi-K2): a plausible identifier at the start of the text, of a line or right after the call before it,
-then a JSON object directly after it. Prose is never read as a call. One linear regex pass; JSON decoded only where
-the shape allows.
+"""Calls written ``NAME{...}`` once every token around them was lost (lenient reading: Mistral v11, DeepSeek,
+Kimi-K2): an identifier at the text's or a line's start or right after the call before it, then a JSON object.
 """
 
 from __future__ import annotations
@@ -24,10 +22,9 @@ _BRACE = re.compile(r"\}\s*")
 
 
 def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE_NAME) -> bool:
-    """Reads the calls written ``NAME{...}`` one after another (whitespace between), the first at ``start`` (after
-    whitespace) or at the start of one of the next lines; ``head`` matches a call's name (group 1) and ends where
-    its JSON object starts. Arguments that do not decode are repaired up to where the next call starts (or the end
-    of the text, where the text may stop inside them). Whether a call was read."""
+    """Reads the calls ``NAME{...}`` one after another, the first at ``start`` or at one of the next line starts
+    (``head`` matches a name, group 1, up to its object); arguments that do not decode are repaired up to the next
+    call. Whether a call was read."""
     pos = skip_ws(text, start)
     m = head.match(text, pos)
     tries = 0

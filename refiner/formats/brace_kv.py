@@ -3,16 +3,14 @@ FunctionGemma, are in :mod:`refiner.formats.catalog`):
 
     <|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>      (Gemma 4; FunctionGemma: <start_function_call>, <escape>)
 
-Values: a string is the raw text between two quote tokens (no escapes, so it cannot hold the quote token);
-``true``/``false``; ``null`` (also ``None``); a number as Python's ``str`` writes it; ``{key:value,...}``;
-``[value,...]``. Keys are bare (spaces included) or between quote tokens, and are written in the calls' own order.
-Whitespace around the punctuation is free; content may come before, between and after the calls.
+Values: a string is the raw text between two quote tokens (no escapes); ``true``/``false``; ``null`` (also
+``None``); a number as Python's ``str`` writes it; ``{key:value,...}``; ``[value,...]``. Keys are bare (spaces
+included) or quoted, in the calls' own order. Whitespace around the punctuation is free; content may stand around.
 
-Lenient reading: a call the text stops in is marked cut; a call whose closing token or braces were lost ends at the
-next call token; a bare value that is no literal or number is kept as text (reported). Tokens written wrong (case,
-separators, brackets, a lost ``>``) are read as the tokens, and a ``call:NAME{`` that starts a line or follows a
-token-like end (``>``, ``]``, ``|``) is a call whose token was lost (as vLLM's ``skip_special_tokens`` leaves Gemma
-4's calls); each is reported as ``missing_tag``, and refused strictly before the first call token.
+Lenient reading: a call the text stops in is cut; a call that lost its closing token or braces ends at the next
+call token; a bare value that is no literal or number is text (reported). Tokens written wrong are read as the
+tokens, and a ``call:NAME{`` at a line start or after a token-like end (``>``, ``]``, ``|``) is a call that lost its
+token (vLLM's ``skip_special_tokens``): each reported as ``missing_tag``, and refused strictly.
 """
 
 from __future__ import annotations
@@ -85,8 +83,7 @@ class _TooDeep(Exception):
 
 
 class _Reader:
-    """Reads one ``{...}`` object and what it holds, strictly (every deviation raises the format's error) or
-    leniently (deviations are reported in ``out`` and read past; ``cut`` says where the text stops)."""
+    """Reads one ``{...}`` object, strictly (a deviation raises) or leniently (deviations noted in ``out``)."""
 
     def __init__(self, fmt: Any, text: str, out: Lenient | None) -> None:
         sp = fmt.spelling
@@ -184,8 +181,7 @@ class _Reader:
             raise _TooDeep
 
     def closed(self, pos: int, after_value: bool, closer: str) -> int | None:
-        """Where an object or list ends when it ends at ``pos`` (the text stops, a call token, its ``closer``, no
-        counted items left); else ``None``."""
+        """Where an object or list ends when it ends at ``pos`` (text end, call token, ``closer``, items spent)."""
         if self.ends(pos, after_value) or self.at_token(pos):
             return pos
         if self.text[pos] == closer:
@@ -304,8 +300,7 @@ class BraceKV(WireFormat):
         return upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]")
 
     def answer_start(self, text: str) -> int:
-        """Where the answer starts: after the family's reasoning block, or its closer alone (the opener may be in the
-        prompt), before the first call token; else 0."""
+        """After the family's reasoning block, or its closer alone, before the first call token; else 0."""
         first = text.find(self.spelling.call_open)
         limit = len(text) if first < 0 else first
         start = 0
@@ -348,10 +343,9 @@ class BraceKV(WireFormat):
 
     # Kept beside the reader: without it, reads of calls with values take twice as long (bench_formats, worst case).
     def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
-        """``(arguments, where the closing token starts)`` of the object at ``brace``, at C speed: the text up to the
-        call's closing token split at the quote tokens (the odd pieces are strings), bare keys quoted, and decoded as
-        JSON by a decoder refusing what the reader refuses. ``None`` at any doubt (a JSON quote, ``None`` or a ``<``
-        outside the strings, tokens not ``<...>``); whatever it accepts, the reader reads the same way."""
+        """``(arguments, where the closing token starts)`` of the object at ``brace``, at C speed: the text split at
+        the quote tokens, bare keys quoted, decoded as JSON refusing what the reader refuses. ``None`` at any doubt;
+        whatever it accepts, the reader reads the same way."""
         sp = self.spelling
         if not self._splits:
             return None
@@ -409,8 +403,7 @@ class BraceKV(WireFormat):
             i = self._next_call(text, pos, out, finder)
 
     def _next_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
-        """(lenient) Where the next ``call:NAME{...}`` starts: after the next call token, or before it where one
-        lost its token (:meth:`_bare_call`); -1 when there is none."""
+        """(lenient) Where the next ``call:NAME{...}`` starts (after its token, or :meth:`_bare_call`), else -1."""
         sp = self.spelling
         i = finder.next(sp.call_open, pos)  # (a text without the token is searched once, not once per call)
         early = self._bare_call(text, pos, i if i >= 0 else len(text))
@@ -421,8 +414,7 @@ class BraceKV(WireFormat):
         return i if i < 0 else i + len(sp.call_open)
 
     def _bare_call(self, text: str, pos: int, end: int) -> int:
-        """Where the next ``call:NAME{`` before ``end`` that starts a line (or the text, or follows a call's closing
-        token, a closing brace or anything ending like a token: ``>``, ``]``, ``|``) starts, or -1."""
+        """Where the next ``call:NAME{`` before ``end`` at a line start or after a token-like end starts, or -1."""
         sp = self.spelling
         ends = ("\n", "}", sp.call_close, ">", "]", "|")
         open_cut = sp.call_open[:-1].lower()  # (the call token with its > lost, in any case)
@@ -441,9 +433,8 @@ class BraceKV(WireFormat):
         return re.compile(rf"{re.escape(self.spelling.keyword)}{NAME_PATTERN}\s*\{{")
 
     def _respell(self, text: str, start: int, out: Lenient) -> str:
-        """(lenient) The row's tokens written wrong (:func:`~refiner.formats.tags.tag_look_alike`) written as the
-        tokens. Tokens sharing their letters (Gemma 4's) are told apart by the bar's side, else by ``call:`` after an
-        opener. At most :data:`MAX_RESPELT` are looked at."""
+        """(lenient) Look-alikes of the row's tokens written as the tokens; tokens sharing letters are told apart by
+        the bar's side, else by ``call:`` after an opener. At most :data:`MAX_RESPELT` are looked at."""
         sp = self.spelling
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
         if not tokens:

@@ -1,8 +1,6 @@
-"""DeepSeek V3/R1 and V3.1 tool calls: two spellings of the named-JSON grammar (:mod:`refiner.formats.named_json`),
-rows ``deepseek_v3`` and ``deepseek_v31`` of the catalog. The tokens are written with full-width bars and ``▁``
-(U+2581) for spaces. V3 writes ``function<｜tool▁sep｜>NAME`` and its arguments in a ``json`` code fence, calls apart
-by a line break; V3.1 writes ``NAME<｜tool▁sep｜>{...}``, calls back to back. Each row reads the other's layout when
-it recovers a broken text (``also``), names may hold spaces, and whitespace between the tokens is free (``loose``).
+"""DeepSeek V3/R1 and V3.1 tool calls, rows ``deepseek_v3`` and ``deepseek_v31``: spellings of the named-JSON grammar
+(:mod:`refiner.formats.named_json`). V3 writes ``function<｜tool▁sep｜>NAME`` and its arguments in a ``json`` code
+fence, calls a line apart; V3.1 ``NAME<｜tool▁sep｜>{...}``, back to back. Each recovers the other's layout too.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Glaive function calling v2: ``<functioncall> {"name": ..., "arguments": '{...}'} <|endoftext|>``, one block
-per call.
+per call; the end marker may be missing after the last call only (decoders skipping special tokens drop it).
 
-The end marker ``<|endoftext|>`` may be missing after the last call only: it is a special token, and decoders that
-skip special tokens drop it. Between calls it is required.
-
-Raw Glaive writes ``arguments`` as a single-quoted string holding JSON (so a block is not valid JSON); an object
-(as in converted ShareGPT copies) or a double-quoted JSON string is accepted as well. Rendering writes the raw form.
+Raw Glaive writes ``arguments`` as a single-quoted string holding JSON; an object or a double-quoted JSON string is
+accepted as well. Rendering writes the raw form.
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ _TAIL = re.compile(r"\s*'\s*\}\s*")
 
 # Kept beside _parse_object: without it strict parses are several times slower (bench_formats).
 def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
-    """``(name, arguments, end)`` for the raw layout ``{"name": "...", "arguments": '{...}'}`` at ``pos`` (``end``
-    after the whitespace that follows); ``None`` for anything else, which :func:`_parse_object` reads and explains."""
+    """``(name, arguments, end)`` for the raw layout at ``pos``; ``None`` for anything else (:func:`_parse_object`)."""
     try:
         m = _SIMPLE_HEAD.match(text, pos)
         if m is not None:
@@ -113,9 +109,7 @@ class Glaive(WireFormat):
                 end = skip_ws(text, end)
             calls.append(ToolCall.trusted(name, args))
             if not text.startswith(CLOSE, end):
-                if end == len(text):
-                    # <|endoftext|> is a special token in Qwen-family tokenizers: decoding with
-                    # skip_special_tokens (as verl's reward managers do) drops it from the end of the text.
+                if end == len(text):  # (dropped with the special tokens)
                     break
                 raise self.error(f"missing {CLOSE} after the call", end)
             i = text.find(OPEN, end + len(CLOSE))

@@ -1,15 +1,11 @@
-"""JSON call objects or lists behind a model family's own tokens: the ``json_calls`` grammar. A family is a row of
-the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`JsonSpelling`.
+"""The ``json_calls`` grammar: JSON call objects or lists behind a model family's own tokens (its rows, a
+:class:`Family` and a :class:`JsonSpelling` each, are in :mod:`refiner.formats.catalog`).
 
-A call object is its name plus the arguments under the family's key (rendering writes the first of
-``JsonSpelling.arg_keys``; the others are accepted where the published parser accepts them). Text before the tag
-(content, reasoning) and after the calls is allowed; a closing tag inside a string value is text (JSON is decoded
-before the closing tag is looked for). Rows sharing an opening tag are told apart by what follows it (``follows``).
-
-The ``"joined"`` payload (Llama 3) is call objects joined by a separator, its tag optional: prose may stand around
-the calls, but a further call object there, whole or broken, makes the text not strictly valid (it is read leniently,
-so no call is dropped unseen); a row with ``builtins`` also reads ``NAME.call(key=value, ...)`` right after its tag
-(Llama 3.1's built-in tools) as a call of ``NAME``.
+A call object is its name plus the arguments under the family's key. Text may come before the tag and after the
+calls; a closing tag inside a string value is text. Rows sharing an opening tag are told apart by ``follows``. The
+``"joined"`` payload (Llama 3) is call objects joined by a separator, the tag optional: a further call object in the
+prose around them, whole or broken, makes the text strictly invalid (read leniently); ``builtins`` rows also read
+``NAME.call(key=value, ...)`` right after the tag as a call of ``NAME``.
 """
 
 from __future__ import annotations
@@ -32,12 +28,10 @@ from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
-# Blocks read per text by strict parsing of the formats without a closing tag (real answers hold one list, or one
-# object a call).
+# Blocks read per text by strict parsing of the rows without a closing tag (lists; objects).
 MAX_BLOCKS = 64
 MAX_OBJECT_BLOCKS = 1024
-# The "joined" payload: how many "{"/"[" in the prose around the calls strict reading decodes (_check_prose), and how
-# many "{" recovery reads.
+# The "joined" payload: "{"/"[" in the prose around the calls decoded strictly; "{" read by recovery.
 MAX_CANDIDATES = 64
 MAX_OBJECTS = 256
 _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
@@ -49,19 +43,16 @@ class JsonSpelling:
     """How one family wraps its JSON calls.
 
     ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
-    (one JSON list of calls), ``"lines"`` (one call object per line), ``"object"`` (one call object per block) or
-    ``"joined"`` (call objects joined by ``between`` less its whitespace, ``open`` before them optional and not
-    written); ``arg_keys``: where the arguments are (the first is written; a ``"joined"`` call object must hold one);
-    ``type_key``: a key a call may hold with the value ``"function"``; ``builtins``: tools written as
-    ``NAME.call(key=value, ...)`` right after ``open`` (read for any ``NAME``, written for a lone call of one of
-    these); ``alt_opens``: other spellings of ``open``, read; ``tight``: the list follows ``open`` with no whitespace;
-    ``name_key``: the key of the name; ``keyed``: a call is ``{"NAME": {arguments}}``; ``id_key``: a call id written
-    beside the name, numbered from 0; ``follows``: what the text after ``open`` starts with when it is this row's
-    (empty: anything); ``lead`` / ``trail`` / ``between``: what rendering writes after ``open``, before ``close`` and
-    between two blocks or calls; ``respell``: tags written wrong are put right before a broken text is read;
-    ``untagged``: a call object with no tag around it is this row's, unless its arguments are under ``"parameters"``
-    alone. The fields marked :data:`~refiner.formats.family.POLICY` are how the row reads, not what the family writes
-    (a row derived from a chat template leaves them at their defaults)."""
+    (one JSON list), ``"lines"`` (a call object per line), ``"object"`` (one per block) or ``"joined"`` (joined by
+    ``between`` stripped, ``open`` optional and not written); ``arg_keys``: where the arguments are (the first
+    written); ``type_key``: a key whose value must be ``"function"``; ``builtins``: tools written
+    ``NAME.call(key=value, ...)`` after ``open`` (read for any name); ``alt_opens``: other spellings of ``open``;
+    ``tight``: no whitespace after ``open``; ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``;
+    ``id_key``: a call id numbered from 0; ``follows``: what follows ``open`` in this row's texts (empty: anything);
+    ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and between blocks or calls;
+    ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call object is this row's
+    unless its arguments are under ``"parameters"`` alone. :data:`~refiner.formats.family.POLICY` fields are how the
+    row reads, not what the family writes."""
 
     open: str
     close: str | None
@@ -127,17 +118,6 @@ class JsonCalls(WireFormat):
                 return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
-    def _open_at(self, text: str, start: int, finder: Finder | None = None) -> tuple[int, str]:
-        """The first open tag (any spelling) at or after ``start``: ``(position, tag)``, position -1 if none
-        (``finder``: a reader that asks for ascending positions searches for a spelling the text lacks once)."""
-        sp = self.spelling
-        best, tag = -1, sp.open
-        for t in (sp.open, *sp.alt_opens):
-            i = text.find(t, start) if finder is None else finder.next(t, start)
-            if i >= 0 and (best < 0 or i < best):
-                best, tag = i, t
-        return best, tag
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.payload == "joined":
@@ -160,13 +140,12 @@ class JsonCalls(WireFormat):
         return self._calls(items)
 
     def _unclosed_values(self, text: str) -> list[tuple[Any, int]]:
-        """The calls of the JSON value after each open tag (formats whose value ends the calls): a list's items, or
-        one object."""
+        """The call values after each open tag (rows whose JSON value ends the calls)."""
         sp = self.spelling
         start = reasoning_offset(text)
-        finder = Finder(text)
-        i, tag = self._open_at(text, start, finder)
-        if i < 0:
+        first, opens = Finder(text).first, (sp.open, *sp.alt_opens)
+        i, tag = first(opens, start)
+        if tag is None:
             raise self.error(f"missing {sp.open}", start)
         opener = "{" if sp.payload == "object" else "["
         what = "a JSON call object" if sp.payload == "object" else "a JSON list of calls"
@@ -180,8 +159,8 @@ class JsonCalls(WireFormat):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
             items.extend((item, pos) for item in ([value] if opener == "{" else value))
-            i, tag = self._open_at(text, end, finder)
-            if i < 0:
+            i, tag = first(opens, end)
+            if tag is None:
                 return items
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
 
@@ -209,8 +188,8 @@ class JsonCalls(WireFormat):
         return values
 
     def _joined(self, text: str) -> list[ToolCall]:
-        """The ``"joined"`` payload: the call objects after the tag (or the first call object, with no tag), joined
-        by the separator; the prose around them must hold no other call object, whole or broken."""
+        """The ``"joined"`` payload: the call objects after the tag (or from the first one) joined by the separator;
+        no other call object, whole or broken, in the prose around them."""
         sp, sep = self.spelling, self.spelling.between.strip()
         start = reasoning_offset(text)
         tag = text.find(sp.open, start)
@@ -242,8 +221,7 @@ class JsonCalls(WireFormat):
         return calls
 
     def _builtin_call(self, text: str, pos: int, *, strict: bool) -> tuple[ToolCall, int]:
-        """The built-in tool call ``NAME.call(...)`` at ``pos``, and where it ends; raises when it is not one (a
-        parenthesis left open, arguments that are not keyword literals)."""
+        """The built-in tool call ``NAME.call(...)`` at ``pos`` and where it ends; raises when it is not one."""
         m = _BUILTIN.match(text, pos)
         close = matching_paren(text, m.end() - 1, lenient_quotes=not strict)
         if close >= len(text):
@@ -260,7 +238,7 @@ class JsonCalls(WireFormat):
 
     def _call_object(self, text: str, a: int, b: int, *, to_end: bool) -> int:
         """Where the first JSON object with a name key in ``text[a:b]`` starts (-1: none); raises at a name key in
-        text that does not decode before it (up to ``b`` with ``to_end``, else to where the search stopped)."""
+        text that does not decode before it (or before ``b`` with ``to_end``)."""
         pos = last = a
         for _ in range(MAX_CANDIDATES):
             pos = next_bracket(text, pos)
@@ -338,8 +316,8 @@ class JsonCalls(WireFormat):
                 self._add(out, item)
 
     def _recover_joined(self, text: str, out: Lenient) -> None:
-        """Every JSON object of the text with a name or arguments key is a call (a broken one repaired up to where
-        the next call starts); a built-in call after the tag is read leniently."""
+        """Every JSON object with a name or arguments key is a call (a broken one repaired up to the next call); a
+        built-in call after the tag is read leniently."""
         sp = self.spelling
         body = text[reasoning_offset(text) :]
         tag, brace = body.find(sp.open), body.find("{")
@@ -376,9 +354,8 @@ class JsonCalls(WireFormat):
             out.note("unreadable", "no JSON call object found")
 
     def _next_call_start(self, body: str, pos: int) -> int:
-        """The ``{`` after ``pos`` that starts a further call: the separator or a line break, then ``{`` and the name
-        key (whitespace between allowed); -1 when there is none among the next :data:`MAX_CANDIDATES` name keys.
-        Each whitespace run is scanned once, so the cost is linear."""
+        """The ``{`` after ``pos`` that starts a further call (after the separator or a line break, then the name
+        key), among the next :data:`MAX_CANDIDATES` name keys; else -1."""
         key, sep = dumps(self.spelling.name_key), self.spelling.between.strip()
         i = pos
         for _ in range(MAX_CANDIDATES):

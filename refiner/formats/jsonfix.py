@@ -1,12 +1,11 @@
 """Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`complete_cut`), then
 json_repair on a bounded region (:func:`repair_region`).
 
-Work is bounded by counts, never by time, so a text always gets the same result. Within one ``parse_lenient``
-(:class:`repair_budget`) the steps share :data:`REPAIR_TOTAL_COST` units of about one character of json_repair's work;
-json_repair, super-linear on runs of openers, gets at most :data:`REPAIR_REGION_CHARS` characters, fewer than
-:data:`REPAIR_REGION_OPENS` openers and an estimated cost of :data:`REPAIR_REGION_COST` (its length plus, per opener,
-the distance to its closer). The containers a cut at the end of the parsed text left open are remembered
-(:func:`open_at_cut`), so the call the text stops in is marked as cut rather than taken as complete.
+Work is bounded by counts, never by time. One ``parse_lenient`` (:class:`repair_budget`) spends at most
+:data:`REPAIR_TOTAL_COST` units (about a character of json_repair's work); json_repair gets a region of at most
+:data:`REPAIR_REGION_CHARS` characters, fewer than :data:`REPAIR_REGION_OPENS` openers and an estimated cost of
+:data:`REPAIR_REGION_COST`. The containers a cut at the end of the text left open are remembered
+(:func:`open_at_cut`), so the call the text stops in is marked cut.
 """
 
 from __future__ import annotations
@@ -20,21 +19,17 @@ from typing import Any
 REPAIR_REGION_CHARS = 4096
 # Openers ('{', '[', '(') a repaired region holds at most (real calls hold a few each).
 REPAIR_REGION_OPENS = 64
-# Estimated units one json_repair call may cost (see repair_cost), and what one parse_lenient may spend in all.
+# Units one json_repair call may cost (repair_cost) and one parse_lenient spend; a json_repair call's fixed cost.
 REPAIR_REGION_COST = 4096
 REPAIR_TOTAL_COST = 8192
-# A json_repair call costs this on top of its estimate (its fixed overhead).
 REPAIR_CALL_COST = 64
-# A completion costs one unit per COMPLETE_TOKENS_PER_COST structural characters, one per COMPLETE_CHARS_PER_COST
-# characters (the C decoder's passes) and COMPLETE_CALL_COST.
+# A completion costs a unit per so many structural characters, per so many characters, and a fixed cost.
 COMPLETE_TOKENS_PER_COST = 8
 COMPLETE_CHARS_PER_COST = 2048
 COMPLETE_CALL_COST = 32
-# Items (tag blocks, values in a block, list items, lines) one parse_lenient reads at most: real broken outputs
-# hold a few calls; a 200 KB text of '""' holds 100,000 values.
+# Items (blocks, values, list items, lines) one parse_lenient reads at most (a 200 KB text may hold 100,000 values).
 MAX_RECOVERED_ITEMS = 512
-# How much of the end of a completed input is compared with the end of the parsed text to tell a cut upstream from
-# a region closed in the middle of the text.
+# Characters of a completed input's end compared with the parsed text's end (a cut at the end, or mid-text).
 CUT_TAIL_CHARS = 256
 
 _state = threading.local()
@@ -57,8 +52,7 @@ class _Parse:
 
 @dataclass(slots=True, eq=False)
 class Completion:
-    """A value closed at the end of the parsed text; ``clean``: only closing brackets were missing (the text stops
-    after a value that cannot go on, not inside a string, key, literal or number, nor after ``,`` ``:`` ``[``)."""
+    """A value closed at the end of the parsed text; ``clean``: only closing brackets were missing."""
 
     clean: bool
 
@@ -68,8 +62,8 @@ def _tail(text: str) -> str:
 
 
 class repair_budget:
-    """Context manager: one ``parse_lenient``'s repair budget of ``total`` units and its cut record for ``text`` (the
-    text parsed); nested, the outer budget is shared."""
+    """Context manager: one ``parse_lenient``'s budget of ``total`` units and cut record for ``text``; nested, the
+    outer budget is shared."""
 
     def __init__(self, text: str | None = None, total: int = REPAIR_TOTAL_COST) -> None:
         self.text = text
@@ -105,8 +99,7 @@ def budget_spent() -> bool:
 
 
 def take_items(n: int) -> int:
-    """How many of ``n`` further items the current ``parse_lenient`` may still read, counted as read (all of them
-    outside one)."""
+    """How many of ``n`` further items the current ``parse_lenient`` may still read, counted as read."""
     parse = getattr(_state, "parse", None)
     if parse is None:
         return n
@@ -125,8 +118,7 @@ def give_up() -> None:
 
 
 def charge(units: int) -> bool:
-    """Spends ``units`` of the current ``parse_lenient``'s budget; False, with nothing spent, once it is spent
-    (always True outside one)."""
+    """Spends ``units`` of the current ``parse_lenient``'s budget; False (nothing spent) once it is spent."""
     parse = getattr(_state, "parse", None)
     if parse is None:
         return True
@@ -137,9 +129,8 @@ def charge(units: int) -> bool:
 
 
 def open_at_cut(container: Any) -> tuple[str, Completion] | None:
-    """For a list or dict a cut at the end of the parsed text left open: ``(last, completion)``, ``last`` its last
-    member's state: ``"cut"`` (the cut fell in it), ``"number"`` (a number the text ends with) or ``"complete"``;
-    ``None`` for any other value and outside ``parse_lenient``."""
+    """For a list or dict a cut at the end of the parsed text left open: ``(its last member's state: "cut", "number"
+    or "complete", the completion)``; else ``None``."""
     parse = getattr(_state, "parse", None)
     if parse is None or not parse.open:
         return None
@@ -220,12 +211,10 @@ def complete_cost(text: str) -> int:
     return tokens // COMPLETE_TOKENS_PER_COST + len(text) // COMPLETE_CHARS_PER_COST + COMPLETE_CALL_COST
 
 
-# What json_repair starts a value at outside a value: a bracket, a comment, a quote (a key whose object lost its opening
-# brace). A text holding none of them it reads as the decoder does when valid, else as nothing.
+# What json_repair starts a value at (a bracket, a comment, a quote); a text without them it reads as the decoder does.
 _REPAIR_STARTS = re.compile("[{\\[(#/\"'\u201c\u201d]")
 
-# json_repair keeps the escapes \f and \/ as two characters: they are spelt \u000c and / first (pairs of
-# backslashes matched first).
+# json_repair keeps the escapes \f and \/ as two characters: spelt \u000c and / first (backslash pairs first).
 _ESCAPES_JSON_REPAIR_MISSES = re.compile(r"\\[\\f/]")
 
 
@@ -234,8 +223,8 @@ def _spell_escape(m: re.Match[str]) -> str:
 
 
 def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
-    """Best-effort JSON value of ``text``, or ``None``; never raises. ``at_end``: whether ``text`` ends where the
-    parsed text ends, so a value closed there was cut (default: :func:`ends_text`)."""
+    """Best-effort JSON value of ``text``, or ``None``; never raises. ``at_end``: whether ``text`` ends the parsed text
+    (default: :func:`ends_text`)."""
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
@@ -282,9 +271,8 @@ _CLOSERS_AT_END = re.compile(r"[\]}][\s\]}]*\Z")
 
 
 def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> Any:
-    """The value of ``text`` once the quote or colon its decoding errors point at is put back (up to
-    :data:`MAX_MENDS`: ``{"a: 1}``, ``{"a" 1}``, ``{"a": "x, "b": 2}``, ``{a": 1}``; with ``closed``, a text not
-    cut, ``{"a": "x}``), or ``None``."""
+    """The value of ``text`` once up to :data:`MAX_MENDS` quotes or colons its decoding errors point at are put back
+    (``{"a: 1}``, ``{"a" 1}``, ``{a": 1}``; with ``closed``, ``{"a": "x}``), or ``None``."""
     for _ in range(MAX_MENDS):
         fix = _mend_at(text, e, closed)
         if fix is None or not charge(complete_cost(text)):
@@ -394,8 +382,8 @@ FINITE_MAX_NODES = 100_000  # values visited by finite(); deeper or larger value
 
 
 def finite(value: Any) -> Any:
-    """``value`` with every float JSON cannot hold (``1e999``, ``NaN``) replaced by its text (``"Infinity"``,
-    ``"NaN"``); the same object when there is none among its first :data:`FINITE_MAX_NODES` nodes."""
+    """``value`` with every float JSON cannot hold replaced by its text (``"Infinity"``, ``"NaN"``); the same object
+    when there is none among its first :data:`FINITE_MAX_NODES` nodes."""
     stack, seen = [value], 0
     while stack and seen < FINITE_MAX_NODES:
         v = stack.pop()
@@ -446,8 +434,8 @@ _CLOSER = {"[": "]", "{": "}"}
 
 
 def complete_cut(text: str) -> Any:
-    """The value of a valid start of a JSON text: its open string and brackets closed, else its last member dropped;
-    ``None`` when nothing decodes. Linear; never raises."""
+    """The value of a valid start of a JSON text (open string and brackets closed, else its last member dropped), or
+    ``None``."""
     done = _complete(text)
     return None if done is None else done[0]
 
@@ -456,8 +444,8 @@ _NUMBER_END = frozenset("0123456789")
 
 
 def _complete(text: str) -> tuple[Any, int, str, bool] | None:
-    """``(value, depth, last, clean)``: the value, the containers left open on its rightmost path, the innermost
-    one's last member's state (:func:`open_at_cut`), and whether the text stops after a complete value."""
+    """``(value, containers left open, the innermost one's last member's state, whether the text stops after a
+    complete value)``."""
     stack: list[str] = []
     last_cut = -1  # position just before the last ',' or just after the last '[' / '{' (outside strings)
     cut_depth = 0  # brackets open at last_cut

@@ -1,7 +1,6 @@
-"""Kimi-K2 tool calls: a spelling of the named-JSON grammar (:mod:`refiner.formats.named_json`), the catalog's row
-``kimi_k2``. The call id is ``functions.`` + the tool name + ``:`` + the call's place in the turn (the name is what
-lies between ``functions.`` and the last ``:``, dots kept); whitespace between the tokens is free (``loose``).
-Recovery also reads the singular ``<|tool_call_section_begin|>`` (``respelt``).
+"""Kimi-K2 tool calls, the catalog's row ``kimi_k2``: a spelling of the named-JSON grammar
+(:mod:`refiner.formats.named_json`). The call id is ``functions.NAME:INDEX``; recovery also reads the singular
+``<|tool_call_section_begin|>``.
 """
 
 from __future__ import annotations

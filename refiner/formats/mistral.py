@@ -27,8 +27,7 @@ from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 BOT, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
-THINK, THINK_END = "[THINK]", "[/THINK]"
-REASONING = ((THINK, THINK_END), ("<think>", "</think>"))
+REASONING = (("[THINK]", "[/THINK]"), ("<think>", "</think>"))
 # Recovery reads at most this many [TOOL_CALLS] segments (real answers hold a few).
 MAX_SEGMENTS = 256
 # A v11 tool name: anything up to the next "[" or "{" with no bracket or brace, no whitespace at either end and no
@@ -52,10 +51,9 @@ def _stands_as_token(token: str, text: str, end: int) -> bool:
 
 
 def _name_start(text: str, lo: int, i: int) -> int | None:
-    """Where the tool name written just before ``text[i]`` (an ``[ARGS]`` token, or the end of a head) starts, when
-    it stands on its own: an identifier (``[CALL_ID]ID`` after it allowed) that starts the region at ``lo``, a line,
-    or follows something other than a word (a foreign token, a bracket, a quote). A name after a space is read only
-    when nothing but whitespace comes before it: ``Let me call f[ARGS]{...}`` is prose. ``None`` otherwise."""
+    """Where the tool name just before ``text[i]`` (``[CALL_ID]ID`` after it allowed) starts when it stands on its
+    own: an identifier starting the region at ``lo``, a line, or after a non-word; after a space only when nothing
+    but whitespace comes before it (``Let me call f[ARGS]{...}`` is prose). ``None`` otherwise."""
     j = _run_start(text, max(lo, i - MAX_NAME_CHARS), i)
     name_end = i
     if text.endswith(CALL_ID, lo, j):
@@ -75,17 +73,6 @@ def _run_start(text: str, lo: int, i: int) -> int:
     return j
 
 
-def calls_start(text: str) -> int:
-    """Where the answer starts: after ``</think>``, or after Magistral's ``[/THINK]`` when the answer opens with
-    ``[THINK]`` (so a token quoted in the reasoning is not read as a call)."""
-    start = reasoning_offset(text)
-    if text.startswith(THINK, skip_ws(text, start)):
-        j = text.find(THINK_END, start)
-        if j >= 0:
-            return j + len(THINK_END)
-    return start
-
-
 _BOT = re.compile(re.escape(BOT))
 # A [TOOL_CALLS] that starts a call: a name, then [CALL_ID]..., [ARGS] or the arguments' "{".
 _BOT_CALL = re.compile(r"\[TOOL_CALLS\][\w.\-]{1,256}(?:\[CALL_ID\]|\[ARGS\]|\{)")
@@ -93,8 +80,7 @@ MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this lengt
 
 
 def _unescaped_quotes(text: str, a: int, b: int) -> int:
-    """How many double quotes of ``text[a:b]`` are not escaped (preceded by an even run of backslashes): C-speed
-    counts, a quote after a run of ``r`` backslashes counted once for each ``k <= r``, with alternating signs."""
+    """How many double quotes of ``text[a:b]`` are not escaped, by C-speed counts of backslash runs before them."""
     n = text.count('"', a, b)
     if n and text.find("\\", a, b) >= 0:
         k, sign, run = 1, -1, '\\"'
@@ -108,11 +94,9 @@ def _unescaped_quotes(text: str, a: int, b: int) -> int:
 
 
 def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) -> list[int]:
-    """Positions of the ``[TOOL_CALLS]`` tokens of ``text`` after ``start`` (a position outside any JSON string) that
-    lie outside the JSON strings (an even number of unescaped quotes since ``start``): a token inside a string value
-    is text. With ``stop_at_call``, only the first token outside strings, or inside a string when a call follows it
-    there (``NAME[ARGS]``, ``NAME{``: the string most likely lost its closing quote). Linear, in C-speed steps: the
-    quotes between two tokens are counted once, and the tokens inside a string are passed over to its next quote."""
+    """Positions of the ``[TOOL_CALLS]`` tokens after ``start`` (outside any JSON string) that lie outside JSON
+    strings; with ``stop_at_call``, only the first, or one inside a string that a call follows (``NAME[ARGS]``,
+    ``NAME{``: the string lost its closing quote). Linear: the quotes between two tokens are counted once."""
     found: list[int] = []
     inside, pos = False, start
     quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
@@ -149,9 +133,8 @@ def _holds_list_after(body: str, at: int) -> bool:
 
 
 def _segments(body: str) -> tuple[str, list[str]]:
-    """``body`` split at its ``[TOOL_CALLS]`` tokens: the text before the first, and each call's text after its
-    token. A token inside a call's arguments is text: the arguments run to where the JSON decoder ends them, or, when
-    they do not decode, to the next token outside their strings (:func:`tokens_outside_strings`)."""
+    """``(the text before the first [TOOL_CALLS], each call's text after its token)``; a call's arguments run to
+    where they decode, else to the next token outside their strings."""
     i = body.find(BOT)
     lead = body[: i if i >= 0 else len(body)]
     segments: list[str] = []
@@ -172,9 +155,8 @@ def _segments(body: str) -> tuple[str, list[str]]:
 
 @dataclass(frozen=True)
 class MistralSpelling:
-    """What a tokenizer writes between ``[TOOL_CALLS]`` and the list of calls (``gap``). The row that writes no gap
-    reads only that strictly (detection tries it first, and so names it for its own texts); the row that writes a
-    space reads any whitespace there, or none."""
+    """What a tokenizer writes between ``[TOOL_CALLS]`` and the list (``gap``): none is read strictly, a space as
+    any whitespace or none."""
 
     gap: str = " "
 
@@ -195,7 +177,7 @@ class Mistral(WireFormat):
         return _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = calls_start(text)
+        start = reasoning_offset(text)
         i = text.find(BOT, start)
         if i < 0:
             raise self.error(f"missing {BOT}", start)
@@ -220,7 +202,7 @@ class Mistral(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        body = text[calls_start(text) :]
+        body = text[reasoning_offset(text) :]
         i = body.find(BOT)
         if i < 0:
             out.note("missing_tag", f"missing {BOT}")
@@ -248,7 +230,7 @@ class MistralV11(WireFormat):
         return not _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = calls_start(text)
+        start = reasoning_offset(text)
         i = text.find(BOT, start)
         if i < 0:
             raise self.error(f"missing {BOT}", start)
@@ -284,7 +266,7 @@ class MistralV11(WireFormat):
             return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        body = respell_tokens(text[calls_start(text) :], (BOT, ARGS, CALL_ID), out, _stands_as_token)
+        body = respell_tokens(text[reasoning_offset(text) :], (BOT, ARGS, CALL_ID), out, _stands_as_token)
         lead, segments = _segments(body)
         if not segments:
             out.note("missing_tag", f"missing {BOT}")
@@ -301,8 +283,8 @@ class MistralV11(WireFormat):
             self._recover_call(segment, out, last=n == len(segments) - 1)
 
     def _recover_unmarked(self, lead: str, out: Lenient, last: bool) -> None:
-        """The calls of the text before the first ``[TOOL_CALLS]`` (or of a text without one): from the first
-        ``NAME[ARGS]`` whose name stands on its own (see :func:`_name_start`)."""
+        """The calls of the text before the first ``[TOOL_CALLS]``, from the first ``NAME[ARGS]`` whose name stands
+        on its own (:func:`_name_start`)."""
         pos = 0
         for _ in range(MAX_SEGMENTS):
             i = lead.find(ARGS, pos)
@@ -317,9 +299,8 @@ class MistralV11(WireFormat):
         out.note("not_a_call", f"not a call: {lead.strip()[:80]!r}")
 
     def _recover_call(self, segment: str, out: Lenient, last: bool) -> None:
-        """The calls of one segment after a ``[TOOL_CALLS]``: normally one; more when the token before a further
-        ``NAME[ARGS]{...}`` was lost (each is reported). ``last``: the text ends with this segment, so a call whose
-        arguments run to its end is the call the text stops in."""
+        """The calls of one segment after a ``[TOOL_CALLS]``: one, or more when a further ``NAME[ARGS]{...}`` lost
+        its token (reported); ``last``: the text ends in this segment."""
         for n in range(MAX_SEGMENTS):
             if n:
                 out.note("missing_tag", f"missing {BOT} before a call")

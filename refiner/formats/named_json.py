@@ -1,22 +1,17 @@
-"""A tool name, then its arguments as one JSON object, between a family's tokens: the ``named_json`` grammar. A family
-is a row of the catalog (:mod:`refiner.formats.catalog`): a :class:`Family` and its :class:`NamedSpelling`.
+"""The ``named_json`` grammar: a tool name, then its arguments as one JSON object, between a family's tokens (its
+rows, a :class:`Family` and a :class:`NamedSpelling` each, are in :mod:`refiner.formats.catalog`).
 
-The arguments are decoded before the closing token is looked for, so a string may hold it. Text before the calls
-(content, reasoning) is allowed, and so is anything after a closed section. A row without tokens of its own
-(Functionary v3.2's ``>>>NAME\\n{...}``) is untagged (``Detection.bare``): its marker is ``call_open`` at a line start,
-counted only when a tool name and ``name_close`` follow it (``sniff``), so a Python prompt's ``>>> x`` is prose.
+The arguments are decoded before the closing token is looked for, so a string may hold it. Text may come before the
+calls and after a closed section. A row without tokens of its own (Functionary v3.2's ``>>>NAME\\n{...}``) is
+untagged: its marker is ``call_open`` at a line start followed by a name and ``name_close`` (``sniff``).
 
-Lenient reading: each call token starts a call; a call without its closing tokens ends at the next call token or
-the end of the text (a cut: :class:`~refiner.formats.base.Cut`); text between the tokens that is not a tool name is
-no call (reported).
-
-A ``loose`` row (DeepSeek, Kimi-K2) reads its spelling as pieces, tokens and words, with whitespace free between
-them, and recovers by its tokens: a call whose call token was lost starts after the token or line break before the
-first token that follows the call token in the spelling (its anchor); a token of another format before a call's head
-is dropped; the words around the name may be lost (reported); the layouts of ``also`` are read too; calls whose
-every token was lost are read from the words left around the name (:mod:`refiner.formats.bare`). A row with a
-``counter`` reads a name that is only a counter or ``invalid`` (Kimi's ``functions.0``) as no name: the offered tool
-when one alone is offered, else no call (reported).
+Lenient reading: each call token starts a call, which ends at its closing token, the next call token or the end of
+the text (a cut); text between the tokens that is not a tool name is no call (reported). A ``loose`` row (DeepSeek,
+Kimi-K2) reads its spelling as tokens and words with whitespace free between them, and recovers by its tokens: a
+call whose call token was lost starts before its anchor (:class:`_Layout`), a foreign token before a call's head is
+dropped, lost words around the name are reported, ``also``'s layouts are read too, and calls that lost every token
+are read by :mod:`refiner.formats.bare`. A ``counter`` row reads a name that is only a counter or ``invalid``
+(Kimi's ``functions.0``) as the one offered tool, else as no call (reported).
 """
 
 from __future__ import annotations
@@ -53,19 +48,16 @@ _NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")  # what a counted row write
 class NamedSpelling:
     """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call,
     ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close`` (whitespace before its token is
-    layout, written and not required); ``joiner``: what rendering writes between two calls; ``text_recipient``: a
-    name that starts text, not a call (Functionary's ``all``);
-    ``args_prefix``: what the model writes before the JSON (PLaMo 3's JSON-constraint tokens): written, and read
-    when present; ``call_marker``: with no section, ``call_open`` is a tag of its own, a marker wherever it occurs
-    (else it is a prefix, a marker at a line start only); ``id_close``: a call id written right after ``call_open``
-    and closed by this token, before the name (Solar Open's ``<|tool_call:begin|>ID<|tool_call:name|>NAME``): read
-    and dropped, and written as the call's place in the turn, from 0; ``counter``: the call's place in the turn,
-    from 0, written after the name and this text (Kimi-K2's ``NAME:0``), read and dropped.
+    written, not required); ``joiner``: written between two calls; ``text_recipient``: a name that starts text, not
+    a call (Functionary's ``all``); ``args_prefix``: written before the JSON, read when present (PLaMo 3);
+    ``call_marker``: with no section, ``call_open`` is a marker wherever it occurs (else at a line start only);
+    ``id_close``: a call id after ``call_open`` closed by this token, before the name (Solar Open), and ``counter``:
+    written after the name and before the call's place in the turn (Kimi-K2's ``NAME:0``): both read and dropped,
+    written as the place from 0.
 
-    Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose``: the spelling is read as pieces (tokens
-    and words) with whitespace free between them, and recovered by its tokens (the module's docstring); ``names``:
-    the pattern of a tool name (default :data:`NAME_PATTERN`); ``also``: other layouts of the family, read by
-    recovery; ``respelt``: ``(look-alike, token)`` pairs, a token's other spellings read as it (reported)."""
+    Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose`` (the module's docstring); ``names``: a
+    tool name's pattern; ``also``: the family's other layouts, read by recovery; ``respelt``: ``(look-alike,
+    token)`` pairs, read as the token (reported)."""
 
     section_open: str | None
     section_close: str | None
@@ -99,12 +91,11 @@ def _is_token(piece: str) -> bool:
 
 @dataclass(frozen=True)
 class _Layout:
-    """A loose spelling as pieces: ``call``, the call token; ``opens``, the pieces after it; ``anchor``, the first
-    token after it (in ``call_open`` or ``name_close``); ``before``, the words before the anchor when the name
-    follows it (V3's ``function``); ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``,
-    ``name_close``'s pieces; ``name_end``, what ends the name (``name_close``'s leading whitespace, else its first
-    piece); ``closes``, ``call_close``'s pieces before its token ``close``; ``bare``, a call whose tokens were all
-    lost (a name, then the JSON object)."""
+    """A loose spelling as pieces: ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the
+    first token after it; ``before``, the words before the anchor when the name follows it (V3's ``function``);
+    ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and
+    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``bare``, a call
+    that lost every token (a name, then the JSON object)."""
 
     call: str
     opens: tuple[str, ...]
@@ -302,8 +293,7 @@ class NamedJson(WireFormat):
         return tuple(dict.fromkeys(parts)) if whole and parts else ()
 
     def _recover_call(self, text: str, pos: int, end: int, out: Lenient, quiet: bool = False) -> bool:
-        """Reads the call from ``pos`` (after its call token) to ``end``; False when it is not a call (noted unless
-        ``quiet``)."""
+        """Reads the call in ``text[pos:end]``; False when it is not one (noted unless ``quiet``)."""
         sp = self.spelling
         seg = text[pos:end]
         if sp.id_close:  # the call id before the name: dropped
@@ -375,8 +365,7 @@ class NamedJson(WireFormat):
             out.note("missing_tag", f"missing {sp.section_close}")
 
     def _call_start(self, text: str, lo: int, anchor: int) -> int:
-        """Where a call whose anchor is at ``anchor`` starts when its call token was lost: after the token or line
-        break before it (not before ``lo``)."""
+        """Where a call that lost its call token starts: after the token or line break before its ``anchor``."""
         starts = [lo, text.rfind("\n", lo, anchor) + 1]
         for token in (self.spelling.section_open, layout(self.spelling).close, self.spelling.section_close):
             i = text.rfind(token, lo, anchor)
@@ -465,9 +454,8 @@ class NamedJson(WireFormat):
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
     def sniff(self, body: str, at: int) -> bool:
-        """``call_open`` followed by a tool name and ``name_close`` (``>>>get_weather\n``), not by prose (a Python
-        prompt's ``>>> x``); a loose row's first call written in its layout (V3's ``function<｜tool▁sep｜>`` or
-        code fence)."""
+        """``call_open`` followed by a tool name and ``name_close``, not by prose (``>>> x``); a loose row's first call
+        written in its layout."""
         sp = self.spelling
         if sp.loose:
             lay, seg = layout(sp), body[at : at + ROW_CHARS]
@@ -490,9 +478,8 @@ class NamedJson(WireFormat):
         return m is not None and body.startswith(sp.name_close, m.end())
 
     def region_start(self, body: str, at: int) -> int:
-        """Token-less rows (Functionary): the marker is the call token at a line start, so a first call at the very
-        start of the text has none; the calls' region starts at the earliest call token at a line start that runs on
-        to the marker's call with no blank line between."""
+        """Token-less rows: the region starts at the earliest call token at a line start that runs on to the marker's
+        call with no blank line between (a first call at the text's start has no marker)."""
         sp = self.spelling
         if sp.section_open is not None:
             return at

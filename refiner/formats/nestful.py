@@ -21,8 +21,7 @@ from refiner.formats.text import dumps, strip_reasoning
 
 
 def _looks_like_calls(value: object) -> bool:
-    """A non-empty list of objects with a name. (An empty list in prose is not taken for the calls: any ``[]`` in
-    any text, say ``f(steps=[])``, would be; the empty call list is the whole answer ``[]``.)"""
+    """A non-empty list of objects with a name (the empty call list is only the whole answer ``[]``)."""
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "name" in v for v in value)
 
 
@@ -83,18 +82,16 @@ class Nestful(WireFormat):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Mending a list that lost or doubled one character (lenient): edits near where the JSON decoder stops
-# (refiner.formats.pythonic_mend.mend).
-
-# Texts longer than this are not mended; characters around the decoder's stop where edits are tried; edits per text.
+# Mending a list that lost or doubled one character (lenient: refiner.formats.pythonic_mend.mend): the longest text
+# mended, the characters around the decoder's stop where edits are tried, the edits tried per text.
 MAX_MEND_CHARS = 8192
 MAX_MEND_WINDOW = 256
 MAX_MEND_EDITS = 512
 _MEND_WHAT = {'"': "a quote", ":": "a ':'", ",": "a comma", "[": "a '['", "]": "a ']'", "{": "a '{'", "}": "a '}'"}
 
 def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
-    """``(position, char)`` edits worth trying around ``at``: ``char`` inserted before ``position``, or (empty) the
-    doubled closer there dropped; never before the list's ``[`` or after its ``]``. Nearest to ``at`` first."""
+    """``(position, char)`` edits worth trying around ``at`` (inside the list's brackets), nearest first: ``char``
+    inserted before ``position``, or (empty) the doubled closer there dropped."""
     edits = []
     lo, hi = max(1, at - MAX_MEND_WINDOW // 2), min(len(src) - 1, at + MAX_MEND_WINDOW // 2)
     for p in range(lo, hi + 1):
@@ -119,8 +116,7 @@ _ITEM_KEYS = frozenset(("name", "arguments", "label"))
 
 
 def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
-    """The calls of a well-formed NESTFUL list (items of a name, an arguments object and maybe a label), else
-    ``None``."""
+    """The calls of a well-formed NESTFUL list (a name, an arguments object, maybe a label each), else ``None``."""
     if not _looks_like_calls(value):
         return None
     calls = []
@@ -133,10 +129,9 @@ def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
 
 
 def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple[list[Any], str] | None:
-    """For a text that is a JSON list of calls (``[`` first, ``]`` last) that does not decode: ``(the list, what
-    was mended)`` when one character inserted (or a doubled closer dropped) near where decoding stops makes it
-    decode whole to well-formed calls (:func:`~refiner.formats.pythonic_mend.mend`); else ``None``. A quote is never
-    inserted where only closing brackets follow (it would close a string the text may simply stop in)."""
+    """For a JSON list of calls that does not decode: ``(the list, what was mended)`` when one edit near where
+    decoding stops makes it decode whole to well-formed calls (:func:`~refiner.formats.pythonic_mend.mend`); else
+    ``None``. No quote is inserted where only closing brackets follow (the text may stop in a string)."""
     if len(text) > 2 * MAX_MEND_CHARS:
         return None
     src = text.strip()
@@ -166,12 +161,9 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Lists that lost their brackets (lenient)
-#
-# NESTFUL's only "tags" are the brackets of its list; a text that lost them all lost its list arguments' brackets
-# too: ``{"name": "f", "arguments": {"stops": "Santa Barbara", "Monterey", "unit": "km"}}``. Values that follow a
-# member's value where the next key should be are that member's list, read as such when the tools declare the
-# parameter an array whose items they fit; otherwise nothing is read this way (json repair drops such values).
+# Lists that lost their brackets (lenient), list arguments' too: ``{"stops": "Santa Barbara", "Monterey", "unit":
+# "km"}``. Values after a member's value where the next key should be are that member's list when the tools declare
+# the parameter an array they fit; else nothing is read this way.
 
 MAX_LOOSE_DEPTH = 32
 
@@ -220,8 +212,8 @@ def _next_is_key(src: str, j: int) -> bool:
 
 
 def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[dict, int]:
-    """The object whose ``{`` ends at ``i``: members ``"key": value``, where values following a member's value in
-    place of the next key (``"k": 1, 2, "m": 3``) make that member a list (recorded in ``loosened``)."""
+    """The object whose ``{`` ends at ``i``; values after a member's value in place of the next key (``"k": 1, 2``)
+    make that member a list (recorded in ``loosened``)."""
     obj: dict[str, Any] = {}
     i = skip_blanks(src, i)
     if src.startswith("}", i):
@@ -257,9 +249,8 @@ def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]
 
 
 def read_bare_lists(text: str, offered: Mapping[str, Any] | None) -> tuple[list[Any], str] | None:
-    """For a NESTFUL text whose brackets were lost (its call objects one after another, list arguments written as
-    bare values): ``(the list of calls, what was read so)`` when every such argument is one the tools declare an
-    array its values fit (:func:`refiner.formats.pythonic_mend.value_fits`); else ``None``. Linear in the text (at most
+    """For a NESTFUL text whose brackets were lost: ``(the list of calls, what was read so)`` when every bare list
+    argument is one the tools declare an array its values fit; else ``None``. Linear (at most
     :data:`MAX_MEND_CHARS` characters)."""
     if not offered or len(text) > 2 * MAX_MEND_CHARS:
         return None
@@ -267,18 +258,11 @@ def read_bare_lists(text: str, offered: Mapping[str, Any] | None) -> tuple[list[
     if len(src) > MAX_MEND_CHARS or not src.startswith(("{", "[")):
         return None
     loosened: list[tuple[dict, str]] = []
+    depth = 0
+    if not src.startswith("["):  # the list's own brackets lost too: the call objects one after another
+        src, depth = f"[{src}]", -1
     try:
-        if src.startswith("["):
-            items, end = _loose_value(src, 0, 0, loosened)
-        else:  # the list's own brackets lost too: the call objects one after another
-            items, end = [], 0
-            while True:
-                item, end = _loose_value(src, end, 0, loosened)
-                items.append(item)
-                end = skip_blanks(src, end)
-                if not src.startswith(",", end):
-                    break
-                end += 1
+        items, end = _loose_value(src, 0, depth, loosened)
     except (_NotLoose, RecursionError):
         return None
     calls = _as_calls(items) if skip_blanks(src, end) == len(src) else None

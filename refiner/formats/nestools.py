@@ -1,7 +1,5 @@
-"""NesTools nested calls: ``<nested function>[{"api_name", "parameters", "responses"}, ...]</nested function>``.
-
-``responses`` names each call's outputs (``API_call_N``, numbered globally across the sample) and later calls pass
-those placeholder strings as argument values; they become :attr:`ToolCall.outputs`. Order matters.
+"""NesTools nested calls: ``<nested function>[{"api_name", "parameters", "responses"}, ...]</nested function>``;
+``responses`` (``API_call_N``, which later calls pass as values) are :attr:`ToolCall.outputs`. Order matters.
 """
 
 from __future__ import annotations

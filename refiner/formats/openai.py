@@ -9,7 +9,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.strict import expect_object, expect_str, json_in_prose, json_object, strict_json
+from refiner.formats.strict import expect_object, expect_str, json_in_prose, strict_json
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -21,18 +21,6 @@ def _looks_like(value: object) -> bool:
 
 _CALL_KEYS = frozenset({"id", "type", "function", "index"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
-
-
-def _plain_call(tc: Any) -> ToolCall | None:
-    """The call of a valid tool call, checked without building any message; ``None`` at the first doubt, which
-    :meth:`OpenAI._call` then explains."""
-    fn = tc.get("function") if type(tc) is dict else None
-    if (type(fn) is dict and tc.keys() <= _CALL_KEYS and fn.keys() <= _FUNCTION_KEYS
-            and tc.get("type", "function") == "function" and type(tc.get("id", "")) is str):
-        name, raw = fn.get("name"), fn.get("arguments")
-        args = json_object(raw) if type(name) is str and type(raw) is str and name.strip() else None
-        return None if args is None else ToolCall.trusted(name, args)
-    return None
 
 
 class OpenAI(WireFormat):
@@ -56,7 +44,7 @@ class OpenAI(WireFormat):
             value = value["tool_calls"]
             if not isinstance(value, list):
                 raise self.error("'tool_calls' must be a list", pos)
-        return [_plain_call(tc) or self._call(tc, i, pos) for i, tc in enumerate(value)]
+        return [self._call(tc, i, pos) for i, tc in enumerate(value)]
 
     def _call(self, tc: Any, i: int, pos: int) -> ToolCall:
         what = f"tool call #{i}"

@@ -1,13 +1,10 @@
-"""Pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]``, read and written; literals only, never ``eval``. Used by
-``toolace``, ``llama3`` and the sentinel formats.
+"""Pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]``, read and written; literals only, never ``eval``.
 
 Argument names may be Python keywords (``from=``); keys that are not identifiers render as a trailing ``**{...}``.
-Values are JSON values written as Python literals (``true``/``false``/``null`` read too). The renderer's layout is
-read by :func:`fast_call_list`, anything else by :mod:`ast` (up to :data:`MAX_AST_CHARS`), which explains refusals.
-
-Lenient readings (each reported as ``bad_argument``): positional values take the offered tool's parameters in
-declared order when they fit (:func:`place_positional`), else they are dropped; a value no JSON value holds (``1e999``)
-drops its argument; a bytes literal reads as its text.
+Values are JSON values as Python literals (``true``/``false``/``null`` read too). The renderer's layout is read by
+:func:`fast_call_list`, anything else by :mod:`ast` (up to :data:`MAX_AST_CHARS`), which explains refusals. Lenient
+readings (``bad_argument``): positional values placed on the tool's parameters (:func:`place_positional`), else
+dropped; a value no JSON value holds drops its argument; a bytes literal reads as its text.
 """
 
 from __future__ import annotations
@@ -38,22 +35,19 @@ _LOOKS_PYTHONIC = re.compile(r"\s*(?:\[\s*)?[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
 
 
 def looks_pythonic(body: str) -> bool:
-    """Whether ``body`` starts like pythonic calls: ``[name(`` or ``name(`` (names with a few spaces allowed, as raw
-    ToolACE writes them)."""
+    """Whether ``body`` starts like pythonic calls: ``[name(`` or ``name(`` (a few spaces allowed in names)."""
     return _LOOKS_PYTHONIC.match(body) is not None
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# The fast reader: the renderer's layout, one regex step per call and per argument and the JSON decoder per value.
-# It stops at any doubt; whatever it accepts, ast reads the same way. Kept beside the ast reader: without it strict
-# parses are several times slower (bench_formats), and ast stops at MAX_AST_CHARS.
+# The fast reader: the renderer's layout, a regex step per call and argument, the JSON decoder per value; it stops at
+# any doubt, and what it accepts ast reads the same way. Kept beside ast, which stops at MAX_AST_CHARS.
 
 # The prefix the ast reader gives argument names that are Python keywords (``from=``).
 MANGLE = "__kw__"
 _KEYWORDS = frozenset(keyword.kwlist)
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
-# An identifier: ASCII letters, digits and "_" (no digit first), or any character outside ASCII and whitespace (a
-# match with non-ASCII characters is checked by _plain).
+# An identifier: ASCII letters, digits and "_" (no digit first), or non-ASCII non-space characters (see _plain).
 _IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)|(\*\*))" + _WS  # "key=" or "**" (a dict of further arguments)
 _CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("
@@ -74,8 +68,8 @@ _NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
 
 
 def refused(src: str) -> bool:
-    """Whether ``src`` holds escapes JSON reads otherwise than Python (``\\/``, surrogate pairs) or characters Python
-    source cannot hold (NUL, lone surrogates), tested at C speed first."""
+    """Whether ``src`` holds escapes JSON reads otherwise than Python (``\\/``, surrogate pairs) or what Python source
+    cannot hold (NUL, lone surrogates)."""
     if "\x00" in src or (("\\/" in src or "\\u" in src) and _REFUSE_ESCAPE.search(src)):
         return True
     if src.isascii():
@@ -88,15 +82,13 @@ def refused(src: str) -> bool:
 
 
 def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
-    """``[(name, arguments), ...]`` for a call list in the renderer's layout (keyword arguments whose values are JSON
-    values or Python constants); ``None`` for anything else."""
+    """``[(name, arguments), ...]`` for a call list in the renderer's layout; ``None`` for anything else."""
     calls, _, complete, _ = fast_call_prefix(src)
     return calls if complete else None
 
 
 def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool, int]:
-    """The calls a list starts with, as :func:`fast_call_list` reads them, up to the first one it cannot read (or
-    ``limit`` calls): see :func:`read_on`."""
+    """The calls a list starts with, up to the first one :func:`fast_call_list` cannot read (:func:`read_on`)."""
     if not src.startswith("[") or refused(src):
         return [], 0, False, 0
     return read_on(src, 1, [], limit)
@@ -104,9 +96,8 @@ def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str
 
 def read_on(src: str, end: int, calls: list, limit: int | None = None
             ) -> tuple[list[tuple[str, dict[str, Any]]], int, bool, int]:
-    """``(calls, end, complete, stop)``: the list ``src`` read on from ``end`` (1: the first call) after ``calls``
-    (extended), up to the first call it cannot read or ``limit`` calls; ``end``: after the last call's ``)``;
-    ``complete``: the whole list was read; ``stop``: where reading stopped."""
+    """``(calls, end, complete, stop)``: ``src`` read on from ``end`` after ``calls`` (extended) up to a call it
+    cannot read or ``limit`` calls; ``end``: after the last call read; ``stop``: where reading stopped."""
     got, end, status, stop = _fast_read(src, end, calls, limit)
     if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
         # positions) and read on from the call that stopped the reader
@@ -127,9 +118,8 @@ def _failed(src: str) -> Any:
 
 def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limit: int | None
                ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any, int]:
-    """``(calls, end, status, stop)`` (see :func:`read_on`); status True when the whole list was read, False when
-    reading stopped at a call it cannot read (or after ``limit`` calls), :data:`_NESTED_CONSTANT` when that call may
-    hold Python constants inside a value."""
+    """:func:`read_on`'s answer, with status True (all read), False, or :data:`_NESTED_CONSTANT` (the call it stopped
+    at may hold Python constants inside a value)."""
     decode = JSON_DECODER.raw_decode
     next_arg = _NEXT_ARG.match
     at = end
@@ -162,8 +152,7 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                 continue
             if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
                 return calls, end, False, at
-            # a Python constant as the whole value, matched first: a failed decode costs a pass over the text
-            # before it (the decoder's error counts the lines), which would make a long list quadratic
+            # a Python constant matched first: a failed decode counts the lines before it (quadratic on long lists)
             const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in "TFN" else None
             if const is not None:
                 args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
@@ -256,9 +245,8 @@ def dotted_name(node: ast.expr) -> str | None:
 
 
 class Literals:
-    """Converts literal ast nodes to JSON values. ``strict`` rejects tuples, sets, unknown names and bytes; otherwise
-    they become lists and strings (bytes with a problem). A value no JSON value holds (``1e999``, ``1j``) fails in
-    either mode."""
+    """Literal ast nodes as JSON values. ``strict`` refuses tuples, sets, unknown names and bytes, else read as lists
+    and strings; a value no JSON value holds (``1e999``, ``1j``) fails in either mode."""
 
     def __init__(
         self, fmt: WireFormat, src: str, offset: int, strict: bool, problems: list[Problem] | None = None
@@ -323,9 +311,8 @@ class Literals:
     def arguments(
         self, call: ast.Call, problems: list[Problem] | None = None, params: Iterable[str] | None = None
     ) -> dict[str, Any]:
-        """Keyword arguments of ``call`` (``**{...}`` merged). Positional ones are an error, or, in a lenient reading
-        (``problems`` given), placed on ``params`` (:func:`place_positional`); a lenient reading also drops an
-        argument whose value no JSON value holds. Each is noted in ``problems``."""
+        """Keyword arguments of ``call`` (``**{...}`` merged). With ``problems`` (lenient, each noted there),
+        positional ones are placed on ``params`` (:func:`place_positional`) and bad values dropped; else errors."""
         if call.args and problems is None:
             raise self.fail(call.args[0], "positional arguments are not allowed; use name=value")
         if problems is not None:
@@ -369,9 +356,8 @@ _UNPLACEABLE: Any = object()  # a positional value that is not a JSON value (``*
 def place_positional(
     values: list[Any], args: dict[str, Any], params: Iterable[str] | None, problems: list[Problem] | None
 ) -> bool:
-    """Places positional ``values`` on the declared parameter names ``params`` (in order) in ``args`` when they fit:
-    no more values than parameters, none of those also given by name, every value a JSON value; else drops them all.
-    Either way a ``bad_argument`` problem goes to ``problems`` (when given). Returns whether they were placed."""
+    """Places positional ``values`` on ``params`` (in order) in ``args`` when they fit (no more values than
+    parameters, none also given by name, all JSON values), else drops them; noted in ``problems``. Whether placed."""
     names = list(params or ())[: len(values)]
     fits = len(names) == len(values) and values and not any(n in args for n in names)
     if fits and not any(v is _UNPLACEABLE for v in values):
@@ -388,15 +374,13 @@ def place_positional(
     return False
 
 
-# The ast reader takes call lists up to this many characters (Python's parser works per character, more on a syntax
-# error); the renderer's layout is read at any length by fast_call_list.
+# The ast reader takes call lists up to this many characters; fast_call_list reads the renderer's layout at any length.
 MAX_AST_CHARS = 4096
 
 
 def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
-    """The calls of the pythonic list ``src`` (stripped; ``offset``: where it starts in the text), strictly: the
-    renderer's layout through :func:`fast_call_list`, anything else through ``ast`` up to :data:`MAX_AST_CHARS`.
-    Raises ``FormatError`` (of ``fmt``) naming the place."""
+    """The calls of the pythonic list ``src`` (``offset``: where it starts), strictly: :func:`fast_call_list`, else
+    ``ast`` up to :data:`MAX_AST_CHARS`; a ``FormatError`` of ``fmt`` names the place."""
     fast = fast_call_list(src)
     if fast is not None:
         return [ToolCall.trusted(name, args) for name, args in fast]
@@ -468,8 +452,8 @@ _STRING_PIECES = re.compile(r"\\.|['\"]|[^\\'\"]+|\\", re.DOTALL)
 
 
 def lenient_string(raw: str) -> tuple[str, bool] | None:
-    """For ``raw`` that is one quoted string as :func:`string_end` reads it leniently: ``(text, unescaped)``, its text
-    (escapes decoded as Python decodes them) and whether it holds unescaped quotes of its own kind; else ``None``."""
+    """For ``raw`` that is one leniently quoted string (:func:`string_end`): ``(text, whether it holds unescaped
+    quotes of its own kind)``, escapes decoded as Python does; else ``None``."""
     raw = raw.strip()
     if len(raw) < 2 or raw[0] not in "'\"" or string_end(raw, 0, lenient_quotes=True) != len(raw) or raw[-1] != raw[0]:
         return None

@@ -1,8 +1,7 @@
 """Mending a call list that lost or doubled one character (lenient reading; pythonic lists here, NESTFUL's JSON
-lists in :mod:`refiner.formats.nestful`): an "=" (``base10``), the "(" after a name, a quote, a comma, a bracket, or
-one closing bracket twice. Edits near where reading stops are tried, and one counts when the whole rest of the list
-then reads; one reading is taken, several are settled by the request's tools (:func:`settle`), else none. An edit
-only inserts punctuation or drops a doubled closer: every value read is text the model wrote.
+lists in :mod:`refiner.formats.nestful`): edits (punctuation inserted, a doubled closer dropped) near where reading
+stops are tried; one counts when the whole rest then reads, and one reading is taken, several settled by the
+request's tools (:func:`settle`), else none. Every value read is text the model wrote.
 """
 
 from __future__ import annotations
@@ -18,12 +17,11 @@ from refiner.formats.jsonfix import charge
 from refiner.formats.pythonic import fast_call_prefix, read_on, refused
 from refiner.formats.pythonic_scan import string_end
 
-# Characters around the place the fast reader stops at where edits are tried; edits tried per list (nearest first).
+# Characters around where the fast reader stops in which edits are tried; edits tried per list (nearest first); the
+# longest rest after the plain-layout prefix mended (each edit reads it); budget units per edit and per characters.
 MAX_MEND_WINDOW = 512
 MAX_MEND_EDITS = 768
-# Characters of the list after its plain-layout prefix beyond which it is not mended (each edit reads the rest).
 MAX_MEND_CHARS = 4096
-# Repair-budget units charged per edit tried and per 64 characters it reads (refiner.formats.jsonfix.charge).
 MEND_UNITS_PER_EDIT = 1
 MEND_CHARS_PER_UNIT = 64
 
@@ -51,10 +49,9 @@ def _string_spans(src: str, start: int, stop: int) -> list[tuple[int, int]]:
 
 
 def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple[int, str]]:
-    """``(position, char)`` edits worth trying in ``src[start:stop]``: ``char`` inserted before ``position``, or
-    (``char`` empty) the doubled closer at ``position`` dropped. Punctuation other than quotes is only inserted
-    outside strings (read as Python reads them from ``outside``, a position outside any string: the call's start); a
-    quote where one may open or close a value."""
+    """``(position, char)`` edits worth trying in ``src[start:stop]``: ``char`` inserted before ``position``, or (empty)
+    the doubled closer there dropped; a quote where one may open or close a value, other punctuation outside strings
+    (read from ``outside``, a position outside any string)."""
     spans = _string_spans(src, outside, stop)
     k = 0
     n = len(src)
@@ -118,9 +115,7 @@ def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
 
 def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any]) -> tuple[bool, int, bool, int]:
     """How well a reading fits the offered tools: (every name and parameter offered, arguments read, every value of
-    its declared type, the values' nesting, shallower first). (Declared types come after the arguments read: specs
-    declare some types loosely, BFCL passes "dontcare" for integers. Nesting last: ``[3, 4]]`` is a doubled ']'
-    sooner than a list of lists whose '[' was lost.)"""
+    its declared type (loosely declared in some specs, so after the count), shallower nesting first)."""
     named, typed, n = True, True, 0
     for name, args in calls:
         n += len(args)
@@ -137,8 +132,8 @@ def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any
 
 
 def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
-    """The one reading of ``readings`` (tuples whose first item is its calls, ``[(name, arguments), ...]``) to take:
-    the only one, or, with the tools known, the only one that fits them best (:func:`tools_fit`); else ``None``."""
+    """The one reading of ``readings`` (tuples, calls first) to take: the only one, or the only one that fits the
+    tools best (:func:`tools_fit`); else ``None``."""
     if len(readings) > 1 and offered:
         fits = [(tools_fit(r[0], offered), r) for r in readings]
         best = max(fit for fit, _ in fits)
@@ -151,10 +146,9 @@ def mend(
     read: Callable[[str], tuple[list[tuple[str, dict[str, Any]]], Any] | None], offered: Any,
     names: Mapping[str, str] | None = None,
 ) -> tuple[list[tuple[str, dict[str, Any]]], Any, str] | None:
-    """``(calls, value, what was mended)``: the one reading that edits of ``src`` give, or that the tools settle
-    (:func:`settle`); else ``None``. Each edit ``(position, char)`` (``char`` inserted before ``position``, or, empty,
-    the character there dropped) is charged ``cost`` units of the repair budget and read with ``read(edited) ->
-    (calls, value) | None``; ``names``: what each inserted character is called (pythonic's by default)."""
+    """``(calls, value, what was mended)``: the one reading that ``edits`` of ``src`` give (:func:`settle`), else
+    ``None``. Each edit costs ``cost`` budget units and is read by ``read(edited) -> (calls, value) | None``;
+    ``names``: what each inserted character is called."""
     readings: dict[str, tuple[list[tuple[str, dict[str, Any]]], Any, int, str]] = {}
     for p, ch in edits:
         if not charge(cost):
@@ -189,15 +183,13 @@ def _nests_deeper(src: str, limit: int) -> bool:
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
-    """For a list ``src`` (``[...]``) whose plain-layout prefix ``calls`` ends at ``end`` (:func:`fast_call_prefix`)
-    and whose rest does not read: ``(every call, what was mended)`` by :func:`mend`, with at most
-    :data:`MAX_MEND_EDITS` edits within :data:`MAX_MEND_WINDOW` characters of where reading stops (``offered``: the
-    request's tools); else ``None``. A list quoted with single quotes only (no double quote, no backslash) is mended
-    with its quotes swapped: the plain layout's strings are JSON's."""
+    """For a list ``src`` whose plain-layout prefix ``calls`` ends at ``end`` and whose rest does not read: ``(every
+    call, what was mended)`` by :func:`mend`, else ``None``. A list quoted with single quotes only (no double quote,
+    no backslash) is mended with its quotes swapped."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or refused(src):
         return None
-    if _nests_deeper(src, MAX_ARGUMENT_DEPTH + 2):  # (arguments that deep are dropped anyway: each edit would read
-        return None  # a thousand-level nest again)
+    if _nests_deeper(src, MAX_ARGUMENT_DEPTH + 2):  # (dropped anyway; each edit would read the nest again)
+        return None
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
         calls, end, _, _ = fast_call_prefix(src)

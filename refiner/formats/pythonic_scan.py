@@ -1,6 +1,5 @@
-"""Scanning pythonic text that may be broken (lenient reading): strings as Python reads them or as a model that forgot
-an escape meant them, the brackets and commas outside them, and where a call list starts when its opening tag is
-missing or misspelt. Linear: the text between structural characters is skipped by one regex step.
+"""Scanning broken pythonic text (lenient reading), linearly: strings (as Python reads them, or as a model that forgot
+an escape meant them), the brackets and commas outside them, and where a list starts when its opening tag is lost.
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from collections.abc import Iterator
 from refiner.formats.tags import tag_look_alike
 
 _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
-# A string from its opening quote: Python's reading (the first quote not escaped ends it) ...
+# A string from its opening quote as Python reads it ...
 STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) for q in "'\""}
-# ... and the lenient one: the first quote not escaped that is followed (after spaces) by what may follow a value
-# (",", ")", "]", "}", ":" or the end), so an unescaped quote inside a value ('sed -n '1,5p' f') stays text. Those
-# quotes are found once per text, then each string's end is a binary search.
+# ... and leniently: to the first unescaped quote followed by what may follow a value, so an unescaped quote inside a
+# value ('sed -n '1,5p' f') stays text (those quotes found once per text, each string's end a binary search).
 _CLOSING_QUOTE = {q: re.compile(q + r"(?=[ \t\r\n]*(?:[,)\]}:]|\Z))") for q in "'\""}
 
 
@@ -35,15 +33,13 @@ def _closing_quotes(src: str, q: str) -> list[int]:
 
 
 def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
-    """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed). With
-    ``lenient_quotes``, the string ends at the first unescaped quote that is followed by what may follow a value
-    (else as Python reads it): a quote the model forgot to escape inside a value does not end it."""
+    """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed); with
+    ``lenient_quotes``, a quote not followed by what may follow a value does not end it."""
     end = _string_close(src, i, lenient_quotes)
     return len(src) if end < 0 else end
 
 
 def _string_close(src: str, i: int, lenient_quotes: bool) -> int:
-    """:func:`string_end`, or -1 when the string is not closed."""
     q = src[i]
     if lenient_quotes:
         ends = _closing_quotes(src, q)
@@ -55,8 +51,8 @@ def _string_close(src: str, i: int, lenient_quotes: bool) -> int:
 
 
 def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iterator[tuple[int, str]]:
-    """``(index, char)`` for each bracket and comma of ``src`` from ``start`` that lies outside quoted strings (see
-    :func:`string_end`). Linear: the text between them is skipped by one regex step."""
+    """``(index, char)`` for each bracket and comma of ``src`` from ``start`` outside quoted strings, and last the
+    quote of a string left open."""
     n = len(src)
     i = start
     while i < n:
@@ -65,7 +61,10 @@ def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iter
             return
         ch = src[i]
         if ch == "'" or ch == '"':
-            i = string_end(src, i, lenient_quotes=lenient_quotes)
+            i = _string_close(src, i, lenient_quotes)
+            if i < 0:
+                yield n, ch
+                return
             continue
         yield i, ch
         i += 1
@@ -79,7 +78,7 @@ def split_top_level(src: str, *, lenient_quotes: bool = False) -> list[str]:
             depth += 1
         elif ch in ")]}":
             depth = max(depth - 1, 0)
-        elif depth == 0:  # a comma
+        elif ch == "," and depth == 0:
             parts.append(src[last:i])
             last = i + 1
     parts.append(src[last:])
@@ -91,6 +90,8 @@ def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_
     more than ``max_marks`` brackets and commas were passed without finding it."""
     depth = 0
     for n, (i, ch) in enumerate(_unquoted(src, open_at, lenient_quotes=lenient_quotes)):
+        if ch in "'\"":
+            break
         if max_marks is not None and n >= max_marks:
             return -1
         if ch in "([{":
@@ -104,28 +105,18 @@ def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_
 
 def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
     """``(depth, in_string)`` at the end of ``src``: brackets left open, and whether a string is left open."""
-    depth, i, n = 0, 0, len(src)
-    while i < n:
-        i = _PLAIN.match(src, i).end()
-        if i >= n:
-            break
-        ch = src[i]
-        if ch == "'" or ch == '"':
-            i = _string_close(src, i, lenient_quotes)
-            if i < 0:
-                return depth, True
-            continue
+    depth = 0
+    for _, ch in _unquoted(src, lenient_quotes=lenient_quotes):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth = max(depth - 1, 0)
-        i += 1
+        elif ch != ",":
+            return depth, True
     return depth, False
 
 
-# Where the calls start when the opening tag is missing
-
-# Characters at the start of a body looked at for a misspelt or foreign opening tag.
+# Where the calls start when the opening tag is missing: characters at a body's start looked at for a misspelt tag.
 MAX_TAG_PREFIX = 256
 # A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call; an
 # XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
@@ -137,9 +128,8 @@ _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
 
 
 def after_opening_tag(body: str, tag: str) -> int:
-    """Where the calls start in ``body`` (its opening ``tag`` missing), when it starts with ``tag`` misspelt
-    (:func:`tag_look_alike`) or with tags of another kind (:data:`_TAG_LIKE`, at most four) before them: the position
-    after those; else 0."""
+    """Where the calls start in ``body`` (its ``tag`` missing): after ``tag`` misspelt (:func:`tag_look_alike`) or
+    up to four tags of another kind (:data:`_TAG_LIKE`); else 0."""
     head = body[:MAX_TAG_PREFIX]
     m = tag_look_alike(tag).match(head.lstrip())
     if m is not None:
@@ -154,9 +144,8 @@ def after_opening_tag(body: str, tag: str) -> int:
 
 
 def list_start(body: str) -> int:
-    """Where the call list (``[name(``, within :data:`MAX_TAG_PREFIX` characters) starts in ``body`` after one word
-    holding no space or ``(``, as a misspelt or foreign opening tag leaves it (``<functionlist>[f(a=1)]``); else 0
-    (also after prose, which salvage reads)."""
+    """Where the call list (``[name(``, within :data:`MAX_TAG_PREFIX` characters) starts after one word holding no
+    space or ``(`` (a misspelt or foreign tag: ``<functionlist>[f(a=1)]``); else 0 (also after prose)."""
     m = _LIST_START.search(body, 0, MAX_TAG_PREFIX)
     if m is None:
         return 0

@@ -1,14 +1,6 @@
-"""Pythonic call lists inside a model's own sentinel tokens: one grammar, four wrappers (rows of the catalog).
-
-- ``llama4_pythonic`` (Llama 4): ``[f(a=1), g(b="x")]``, maybe inside ``<|python_start|>...<|python_end|>`` (the end
-  token may be missing); a bare list is valid when it is the whole answer. Rendering writes the sentinels.
-- ``lfm2`` (LiquidAI LFM2 / LFM2.5): ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>``; a body echoed after the end
-  token (capped by a second one) is not read. A JSON list of ``{"name", "arguments"}`` objects inside the same tokens
-  (LFM2's JSON mode) is valid too. Rendering writes the pythonic list.
-- ``olmo3`` (OLMo 3): ``<function_calls>`` with one call per line, then ``</function_calls>``; values may be written
-  ``true``/``false``/``null``.
-- ``multi_format_python`` (SGLang's multi_format, tool_format python): OLMo 3's lines inside ``<tool_call>``; it
-  claims a block only when a Python call starts it (``shared``: Hermes' JSON shares the tag).
+"""Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row
+(Llama 4's ``<|python_start|>[f(a=1)]<|python_end|>``, LFM2's ``<|tool_call_start|>...`` also holding JSON calls,
+OLMo 3's ``<function_calls>`` with one call per line, SGLang's multi_format python lines in ``<tool_call>``).
 
 Calls are read by :mod:`refiner.formats.pythonic`, a broken list by ``toolace``'s recovery. Text may come before and
 after the sentinels; a closing token inside a string value is text (the next one is tried).
@@ -36,9 +28,8 @@ from refiner.formats.toolace import recover_list
 MAX_CLOSE_TRIES = 4  # closing tokens strict parsing tries for one block (one may sit inside a string value)
 MAX_BLOCKS = 64  # blocks read per text
 MAX_LINES = 512  # lines of a one-call-per-line block read by recovery
-MAX_RECOVERED_BLOCKS = 16  # blocks recovery reads (each may cost an ast parse of up to pythonic.MAX_AST_CHARS)
-# Characters of a one-call-per-line body recovery matches for parentheses in all, and how much of a line is looked at
-# to tell whether a call starts it.
+MAX_RECOVERED_BLOCKS = 16  # blocks recovery reads (each may cost an ast parse)
+# Characters of a one-call-per-line body matched for parentheses in all; of a line looked at for a call's start.
 MAX_SPLIT_CHARS = 16_384
 MAX_NAME_CHARS = 256
 
@@ -71,8 +62,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         return Detection(rank=rank, markers=(w.open,), closers=(w.close,), bare=w.bare)
 
     def sniff(self, body: str, at: int) -> bool:
-        """A row whose open token other rows write too (``shared``: SGLang's multi_format ``python`` layout in Hermes'
-        ``<tool_call>``) claims a block only when a pythonic call (not a list, not JSON) starts it."""
+        """A ``shared`` row claims a block only when a pythonic call (not a list, not JSON) starts it."""
         w = self.spelling
         if not w.shared or not body.startswith(w.open, at):
             return True
@@ -154,8 +144,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             self._recover_block(chunk.strip(), out, at_end=j < 0 and n == len(chunks) - 1)
 
     def _recover_block(self, src: str, out: Lenient, at_end: bool) -> None:
-        """The calls of one block's body by :func:`~refiner.formats.toolace.recover_list` (``at_end``: the text
-        ends inside it)."""
+        """The calls of one block's body (``at_end``: the text ends inside it)."""
         if src.lstrip("[ \t\r\n").startswith("{"):  # JSON calls inside the sentinels (LFM2's JSON mode)
             if not self.spelling.json_ok:
                 out.note("not_a_call", "JSON call objects where pythonic calls were expected")
@@ -177,9 +166,8 @@ class SentinelPythonic(PythonicWriter, WireFormat):
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
-        (it may span lines; a comma may put another call after it). Lines before the first call and text after a
-        call are prose, dropped and reported. At most :data:`MAX_SPLIT_CHARS` characters in all are matched for
-        parentheses; a call not closed within them (and every later call) is taken to the end of its lines."""
+        (a comma may put another after it); other text is prose (reported). A call not closed within
+        :data:`MAX_SPLIT_CHARS` characters in all runs to the end of its lines."""
         groups: list[list[str]] = []
         glued = _glued_call(offered_tools())
         for line in src.split("\n", MAX_LINES)[:MAX_LINES]:
@@ -203,8 +191,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
                 window = segment[p : p + budget] if p >= 0 else ""
                 close = matching_paren(window, 0)
                 budget -= min(close + 1, len(window))
-                if close >= len(window) or window[close] != ")":  # no "(" (lost: the group starts with a tool's
-                    # name), not closed within the characters left to match, or closed by another bracket: as it is
+                if close >= len(window) or window[close] != ")":  # no "(", not closed in budget, or by another bracket
                     pieces.append(segment[pos:].strip())
                     pos = len(segment)
                     break
@@ -230,14 +217,12 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         return f"{w.open}[{', '.join(rendered)}]{w.close}"
 
 
-# Offered tools whose names are matched at the start of a one-call-per-line line that does not start like a call.
-MAX_GLUED_TOOLS = 256
+MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
 
 
 def _glued_call(offered: Any) -> re.Pattern | None:
-    """For the request's tools: a pattern matching a line that starts with an offered tool's name glued to a
-    parameter's (``math_gcdnum1=12, num2=18)``: the ``(`` between them lost) or to ``)`` (``get_version)``), which
-    recovery then reads as a call; ``None`` without tools."""
+    """A pattern matching a line that starts with an offered tool's name glued to a parameter's (its ``(`` lost:
+    ``math_gcdnum1=12, num2=18)``) or to ``)``; ``None`` without tools."""
     names = sorted((n for n in list(offered or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
     return _glued_pattern(tuple(names)) if names else None
 

@@ -47,10 +47,8 @@ _CLOSES = {"{": "}", "[": "]"}
 
 
 def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) -> tuple[Any, int]:
-    """The value at ``pos`` written with bare keys and strings between the quote tokens (a string, or a list or
-    object of such values; a bare scalar inside a container is a JSON literal): ``(value, end)``. Raises
-    ``ValueError`` (``not closed`` when the text ends inside it). One pass: the value is rewritten as JSON and
-    decoded once."""
+    """``(value, end)`` of the value at ``pos`` written with bare keys and quote tokens (a bare scalar in a container
+    is a JSON literal), rewritten as JSON and decoded once. Raises ``ValueError`` (``not closed``: the text ends)."""
     out: list[str] = []
     stack: list[str] = []
     i, key_next = pos, False

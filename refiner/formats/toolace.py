@@ -35,9 +35,8 @@ from refiner.formats.strict import tagged_span
 from refiner.formats.text import skip_ws
 
 OPEN, CLOSE = "<function_list>", "</function_list>"
-# Recovery reads at most this many items of a broken list (each costs an ast parse), from at most MAX_RECOVER_CHARS
-# characters after its plain-layout prefix; every character handed to ast costs AST_COST_PER_CHAR units of the
-# repair budget (refiner.formats.jsonfix).
+# Recovery reads at most this many items of a broken list, from this many characters after its plain-layout prefix;
+# each character handed to ast costs this many repair-budget units.
 MAX_RECOVERED_SEGMENTS = 128
 MAX_RECOVER_CHARS = 4096
 AST_COST_PER_CHAR = 2
@@ -46,8 +45,8 @@ MAX_QUOTED_TAG_LIST = 4096
 
 
 def _quoted_close_end(text: str, a: int, b: int) -> int | None:
-    """Where the closing tag after the list starting after ``a`` lies when that list (quotes respected) ends after
-    ``b``, the first closing tag, which then sits inside one of its strings; ``None`` otherwise."""
+    """Where the closing tag after the list at ``a`` lies when the list ends after ``b`` (the first closing tag,
+    then inside one of its strings); else ``None``."""
     i = skip_ws(text, a)
     if not text.startswith("[", i):
         return None
@@ -98,11 +97,10 @@ class ToolAce(PythonicWriter, WireFormat):
 
 
 def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, at_end: bool) -> None:
-    """Adds the calls of the pythonic list ``src`` (``[f(a=1), ...``, tags removed) to ``out``: the leading items in
-    the plain layout by the fast reader; then, when ``read_whole`` (no strict parse read it), the whole list by
-    :mod:`ast`; else, or when that fails, the list mended (:func:`~refiner.formats.pythonic_mend.mend_list`) or the
-    rest item by item with quotes read leniently (:func:`~refiner.formats.pythonic_scan.string_end`). ``at_end``:
-    the text ends inside the list, so an unclosed call is the one it stops in. ``fmt`` is named in messages."""
+    """Adds the calls of the pythonic list ``src`` (tags removed) to ``out``: the plain-layout prefix by the fast
+    reader; then the whole list by :mod:`ast` when ``read_whole`` (no strict parse read it); else, or when that
+    fails, the list mended (:func:`~refiner.formats.pythonic_mend.mend_list`) or the rest item by item, quotes read
+    leniently. ``at_end``: the text ends inside the list."""
     prefix, end, complete, _ = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
     k = take_items(len(prefix))
     if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
@@ -168,8 +166,8 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
         out.mark_cut(len(out.calls) - 1, name, complete, clean)
 
 def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem], params: Mapping[str, Any] | None = None) -> dict:
-    """The arguments ``inner`` (a call's text between its parentheses) holds; ``params``: the called tool's
-    declared parameters when the request's tools are known (positional values are placed on them, in order)."""
+    """The arguments a call's text between its parentheses holds; ``params``: the tool's declared parameters (for
+    positional values)."""
     src = f"f({inner})"
     if len(src) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(src)):
         try:
@@ -200,10 +198,9 @@ def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem], params: 
     return args
 
 def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem], param: Any = None) -> object:
-    """One argument's value: a Python literal (ast); else a string whose own quotes were not escaped (reported); else
-    repaired JSON; else the text (reported). :data:`_DROPPED` (reported) for no value (``f(city=)``) or a number no
-    JSON number holds. An integer with leading zeros (``07``) is read as the integer, or as its text when ``param``
-    (the parameter's spec) declares a string (reported)."""
+    """One argument's value: a Python literal; else a string whose quotes were not escaped; else repaired JSON; else
+    the text; :data:`_DROPPED` for no value or a number no JSON number holds; ``07`` as 7, or as text when ``param``
+    declares a string. All but a literal reported."""
     if not raw:
         problems.append(Problem("bad_argument", f"argument {key!r} has no value; dropped"))
         return _DROPPED
@@ -267,9 +264,8 @@ _PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut insid
 
 
 def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
-    """For a call the text stops inside (``inner``: its arguments as written, up to the end of the text):
-    ``(complete, clean)``, the arguments written whole before the cut, and whether the text stops right after a
-    value that cannot go on (a closed string, a constant, a closed bracket; see :class:`~refiner.formats.base.Cut`)."""
+    """For a call the text stops inside (``inner``: its arguments as written): ``(the arguments written whole, whether
+    the text stops right after a value that cannot go on)`` (:class:`~refiner.formats.base.Cut`)."""
     tail = split_top_level(inner, lenient_quotes=True)[-1].strip()
     if not tail:  # stops after "(" or after a comma: every argument read was written whole
         return dict(args), False

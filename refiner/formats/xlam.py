@@ -1,7 +1,5 @@
-"""xLAM: a JSON list of ``{"name": ..., "arguments": {...}}`` objects inside ``<func_call>...</func_call>``.
-
-The raw xLAM ``answers`` field is the bare list; the refiner's training data wraps it in the tags so that a missing
-tag is an error the model learns to fix (Tool-Use Refiner, Appendix B.3).
+"""xLAM: a JSON list of ``{"name": ..., "arguments": {...}}`` objects inside ``<func_call>...</func_call>`` (raw xLAM
+writes the bare list; the tags are the refiner's, Tool-Use Refiner Appendix B.3).
 """
 
 from __future__ import annotations
