@@ -45,12 +45,6 @@ log = logging.getLogger("refiner.proxy")
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 TIER1_TIMEOUT = 5.0  # default refine_timeout without a refiner model
 MODEL_TIMEOUT = 60.0  # default refine_timeout with one
-
-
-class BodyTooLarge(Exception):
-    pass
-
-
 OPEN_PATHS = frozenset({"/health", "/metrics"})
 
 
@@ -101,8 +95,8 @@ class RequestLog:
             return
         times = f"{1e3 * total:.1f} ms"
         if upstream is not None:
-            times += f" (upstream {1e3 * upstream:.1f} ms" + (f", refinement {1e3 * refine:.1f} ms)" if refine is not
-                                                                None else ")")
+            refined = f", refinement {1e3 * refine:.1f} ms" if refine is not None else ""
+            times += f" (upstream {1e3 * upstream:.1f} ms{refined})"
         log.info("%s %s %d%s stage=%s%s %s", method, route, status, f" {mode}" if mode else "", stages or "-",
                  f" format={formats}" if formats else "", times)
 
@@ -132,20 +126,6 @@ class RequestLog:
             self(method="POST", route=route, status=status, stages=",".join(map(str, stages)),
                  total=time.perf_counter() - started, mode="stream", formats=formats, upstream=first,
                  upstream_elapsed=elapsed(resp), upstream_error=failure)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body; :class:`BodyTooLarge` as soon as it passes ``limit`` bytes (or declares it will)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def tier1_runner(ref: Any, workers: int | None) -> WorkerPool | ThreadRunner:
@@ -239,13 +219,20 @@ class Route:
     heal_history: bool = False
 
     async def read(self, request: Request, route: str, started: float) -> bytes | Response:
-        """The request body, or the 413 response when it is over the limit."""
-        try:
-            return await read_body(request, self.max_body_bytes)
-        except BodyTooLarge:
-            self.record(request.method, route, 413, "none", time.perf_counter() - started, refused="size")
-            return error_response(413, f"request body is larger than {self.max_body_bytes} bytes, this proxy's limit",
-                                  "invalid_request_error", code="request_too_large")
+        """The request body, or the 413 response as soon as it passes the limit (or declares it will)."""
+        declared = request.headers.get("content-length", "")
+        if not (declared.isdigit() and int(declared) > self.max_body_bytes):
+            chunks, size = [], 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    break
+                chunks.append(chunk)
+            else:
+                return b"".join(chunks)
+        self.record(request.method, route, 413, "none", time.perf_counter() - started, refused="size")
+        return error_response(413, f"request body is larger than {self.max_body_bytes} bytes, this proxy's limit",
+                              "invalid_request_error", code="request_too_large")
 
     async def read_json(self, request: Request, route: str, started: float) -> tuple[bytes, dict] | Response:
         """``(raw body, JSON object)``, or the error response (413, or 400 when it is not a JSON object)."""

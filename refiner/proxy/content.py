@@ -8,7 +8,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from refiner import formats
@@ -23,6 +23,7 @@ MARKER_CHARS = set("<>|[]｜")  # a format tag with one of these (and 3+ charact
 _IDENT = r"[A-Za-z_][\w.\\-]*"
 _IDENT_RE = re.compile(_IDENT)
 _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
+_BLANKS = re.compile(r"[ \t\r\n]*")
 
 
 def markers(own: str | None = None) -> tuple[str, ...]:
@@ -90,29 +91,23 @@ class Openers:
         return end
 
 
-def _skip_ws(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
 def _head(text: str, i: int) -> bool | None:
     """Whether the text at ``i`` (a ``[`` or ``{``, or a line inside a fence) can begin calls; None: not known yet."""
     if i >= len(text):
         return None
     c = text[i]
     if c == "{":
-        j = _skip_ws(text, i + 1)
+        j = _BLANKS.match(text, i + 1).end()
         return None if j >= len(text) else text[j] in "\"'"
     if c == "[":
-        j = _skip_ws(text, i + 1)
+        j = _BLANKS.match(text, i + 1).end()
         if j >= len(text):
             return None
         if text[j] in "{\"'[":
             return True
         return _ident_call(text, j)
     if text.startswith("return", i) and i + 6 < len(text) and text[i + 6] in " \t":
-        return _head(text, _skip_ws(text, i + 6))
+        return _head(text, _BLANKS.match(text, i + 6).end())
     if "return".startswith(text[i : i + 6]) and i + 6 >= len(text):
         return None
     return _ident_call(text, i)
@@ -123,7 +118,7 @@ def _ident_call(text: str, j: int) -> bool | None:
     m = _IDENT_RE.match(text, j)
     if m is None:
         return False
-    k = _skip_ws(text, m.end())
+    k = _BLANKS.match(text, m.end()).end()
     if k >= len(text):
         return None
     return text[k] == "("
@@ -200,8 +195,7 @@ class ContentSplit:
     def verdict(self, is_calls: bool, read: RegionRead | None = None) -> Step:
         """The answer to the last :class:`Step`'s ``check`` (``read``: the check's, kept when it holds the text)."""
         start, end = self.pending
-        self.pending = None
-        self.region = None
+        self.pending = self.region = None
         self.checks += 1
         if is_calls:
             self.held_from, self.held_by = start, read
@@ -271,7 +265,7 @@ class ContentSplit:
         if not r.looks_like_call:
             at = r.start
             if r.kind == "fence":
-                at = _skip_ws(text, r.body)  # the first non-blank line inside the fence
+                at = _BLANKS.match(text, r.body).end()  # the first non-blank line inside the fence
                 if at >= len(text):
                     return "not_call" if self.final else "open"
                 if text.startswith("```", at):
@@ -335,15 +329,9 @@ class ContentSplit:
         return "open"
 
 
-MAX_EARLY_READS = 32  # reads of the held text for calls complete before the end, per answer
+MAX_EARLY_READS = 32  # early reads of an answer's calls (held content, or the upstream's tool calls) before its end
 CALL_WORDS = ("call", "invoke", "func", "action", "tool")
-
-
-def call_closers(known: Sequence[str]) -> tuple[str, ...]:
-    """The markers that end a call or a call section (``</tool_call>``, ``</invoke>``...), not a parameter's or an
-    argument's."""
-    return tuple(t for t in known if is_closing_tag(t) and any(w in t.lower() for w in CALL_WORDS)
-                 and not any(w in t.lower() for w in ("param", "arg")))
+SENT_STAGES = ("unchanged", "repaired")  # the stages of tier-1 results whose calls may be sent before the end
 
 
 @dataclass(frozen=True)
@@ -378,22 +366,16 @@ class EarlyRead:
     slow: bool = False
 
 
-@dataclass
-class Said:
-    """What one piece (or the end) gives: text to ``release`` as content, and the ``calls`` read since the last one."""
-
-    release: str = ""
-    calls: list[dict] = field(default_factory=list)
-
-
 class CallDriver:
     """Drives one answer's :class:`ContentSplit` for the proxy, its workers and the vLLM plugin: :meth:`feed` and
-    :meth:`end` yield :class:`Ask` questions, are sent the answers and return a :class:`Said`; with ``early``, calls
-    are read as their closers arrive (up to :data:`MAX_EARLY_READS` reads)."""
+    :meth:`end` yield :class:`Ask` questions, are sent the answers and return the text to release (and, from
+    :meth:`feed`, the calls read since the last piece); with ``early``, calls are read as the markers that end a call
+    or a call section arrive (``</tool_call>``, not ``</parameter>``; up to :data:`MAX_EARLY_READS` reads)."""
 
     def __init__(self, split: ContentSplit, early: bool = True) -> None:
         self.split = split
-        self.closers = call_closers(split.openers.markers) if early else ()
+        self.closers = tuple(t for t in split.openers.markers if early and is_closing_tag(t) and any(
+            w in t.lower() for w in CALL_WORDS) and not any(w in t.lower() for w in ("param", "arg")))
         self.early = bool(self.closers)
         self.longest = max((len(c) for c in self.closers), default=0)
         self.held_len = 0  # characters of the held text seen
@@ -403,13 +385,13 @@ class CallDriver:
         self.reads = 0
         self.last: EarlyRead | None = None  # the last early read
 
-    def feed(self, piece: str) -> Generator[Ask, Any, Said]:
+    def feed(self, piece: str) -> Generator[Ask, Any, tuple[str, list[dict]]]:
         was_held = self.split.held_from is not None
         release = yield from self._drive(self.split.feed(piece))
-        return Said(release, (yield from self._grow(piece if was_held else None)))
+        return release, (yield from self._grow(piece if was_held else None))
 
-    def end(self) -> Generator[Ask, Any, Said]:
-        return Said((yield from self._drive(self.split.end())))
+    def end(self) -> Generator[Ask, Any, str]:
+        return (yield from self._drive(self.split.end()))
 
     def _drive(self, step: Step) -> Generator[Ask, Any, str]:
         out = [step.release]
@@ -468,16 +450,15 @@ def begins_with(calls: Sequence[dict], sent: Sequence[dict]) -> bool:
 
 def complete_calls(result: dict | None, names: set[str]) -> list[dict] | None:
     """The calls of a tier-1 result that can be sent before the answer ends (read or repaired, not cut); else None."""
-    sendable = holds_calls(result, names) and result.get("stage") in ("unchanged", "repaired") and not result.get("cut")
+    sendable = holds_calls(result, names) and result.get("stage") in SENT_STAGES and not result.get("cut")
     return list(result["calls"]) if sendable else None
 
 
 def split_whole(split: ContentSplit, text: str) -> Generator[Ask, Any, str]:
     """A whole answer's ``text`` through ``split``; its value is the text released."""
     driver = CallDriver(split, early=False)
-    first = yield from driver.feed(text)
-    rest = yield from driver.end()
-    return first.release + rest.release
+    first, _ = yield from driver.feed(text)
+    return first + (yield from driver.end())
 
 
 def run_sync(gen: Generator[Ask, Any, Any], answer: Callable[[Ask], Any]) -> Any:
@@ -512,15 +493,15 @@ class ContentCalls:
         if not self.enabled or body.get("tool_choice") == "none" or (
                 isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")):
             return frozenset()
-        return frozenset(tool_names(body))
+        return frozenset(tool_names(body.get("tools")))
 
     def describe(self) -> str:
         return "off" if not self.enabled else ("auto" if self.allowed is None else ",".join(self.allowed))
 
 
-def tool_names(body: dict) -> set[str]:
-    """The names of the request's tools, as the tool specs are read (:func:`refiner.specs.catalog.tool_name`)."""
-    return {name for t in body.get("tools") or [] if (name := tool_name(t)) is not None}
+def tool_names(tools: Any) -> set[str]:
+    """The names of a request's tools, as the tool specs are read (:func:`refiner.specs.catalog.tool_name`)."""
+    return {name for t in tools or [] if (name := tool_name(t)) is not None}
 
 
 def holds_calls(result: dict | None, names: set[str]) -> bool:

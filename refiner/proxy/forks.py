@@ -25,7 +25,7 @@ START_TIMEOUT = 120.0  # seconds for the helper to import the refiner
 
 class ForkServer:
     """``start()`` launches the helper with the state pickled in ``blob`` (given to every worker); ``fork()`` returns
-    ``(pid, socket)`` of a new worker; ``close()`` ends the helper (workers end when their connection closes)."""
+    ``(pid, socket)`` of a new worker (which ends when its connection closes)."""
 
     def __init__(self, blob: bytes) -> None:
         self.blob = blob
@@ -79,10 +79,6 @@ class ForkServer:
                 self._stop()
                 raise RuntimeError("the worker fork server did not answer")
         return int.from_bytes(msg, "little"), socket.socket(fileno=fds[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._stop()
 
     def _stop(self) -> None:
         if self._ctrl is not None:

@@ -39,22 +39,19 @@ class HistoryReport:
     def fixed(self) -> int:
         return sum(1 for e in self.entries if e["fixed"])
 
-    @property
-    def left(self) -> int:
-        return sum(1 for e in self.entries if not e["fixed"])
-
     def header(self) -> str | None:
         """The ``x-tool-refiner-history`` value (None when the history had nothing to heal)."""
         if self.status != "ok":
             return self.status
         if not self.entries:
             return None
-        return f"fixed={self.fixed}" + (f" left={self.left}" if self.left else "")
+        left = len(self.entries) - self.fixed
+        return f"fixed={self.fixed}" + (f" left={left}" if left else "")
 
 
 def find_broken(body: dict) -> list[Broken]:
     """The assistant tool calls of ``body["messages"]`` that need healing, in order."""
-    names = tool_names(body)
+    names = tool_names(body.get("tools"))
     found = []
     messages = body.get("messages")
     for mi, message in enumerate(messages if isinstance(messages, list) else []):

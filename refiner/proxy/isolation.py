@@ -225,8 +225,7 @@ class WorkerPool:
             if task.future.done():  # expired or abandoned while queued
                 continue
             worker = self._idle.popleft()
-            worker.writer.write(self._frame(worker, task))  # buffered, never blocks the loop; a dead worker shows as
-            # EOF on its reader
+            worker.writer.write(self._frame(worker, task))  # (buffered; a dead worker shows as EOF on its reader)
             worker.task, task.worker = task, worker
             task.started = self._cpu(worker)
             self._busy.add(worker)
@@ -287,7 +286,9 @@ class WorkerPool:
         spare = None
         if worker.slow and not self._closed:
             full = len(self._idle) + len(self._busy) >= self.size
-            spare = self._spare(worker) if full else None
+            if full:  # the idle worker holding the fewest tool lists, when it holds fewer than this one
+                spare = min(self._idle, key=lambda w: len(w.sent), default=None)
+                spare = spare if spare is not None and len(spare.sent) < len(worker.sent) else None
             if (not full or spare is not None) and promote(worker.pid):
                 worker.slow = False  # the process could be given its normal priority back: no fork needed
                 self._slow.remove(worker)
@@ -303,11 +304,6 @@ class WorkerPool:
                 self.stats["swapped"] += 1
                 self._remove(spare, None)
         self._dispatch()
-
-    def _spare(self, worker: _Worker) -> _Worker | None:
-        """An idle worker holding fewer tool lists than ``worker`` (the fewest), or None."""
-        spare = min(self._idle, key=lambda w: len(w.sent), default=None)
-        return spare if spare is not None and len(spare.sent) < len(worker.sent) else None
 
     def _check_slow(self, worker: _Worker, task: _Task) -> None:
         if worker.task is not task or worker.slow:
@@ -337,13 +333,12 @@ class WorkerPool:
             self._remove(task.worker, WorkTimeout("deadline passed; the worker was stopped"))
 
     def _add(self, pid: int, sock: socket.socket) -> None:
-        worker = _Worker(pid, sock)
         if self._closed:
             self._starting -= 1
-            worker.gone = True
             sock.close()  # the worker sees EOF and exits
             return
         self.stats["started"] += 1
+        worker = _Worker(pid, sock)
         worker.reader_task = self._loop.create_task(self._read_replies(worker))
 
     def _fill(self, target: int | None = None) -> None:
@@ -398,10 +393,9 @@ class ThreadRunner:
         self.stats: collections.Counter[str] = collections.Counter()
 
     async def start(self) -> None:
-        pass
+        """Nothing to start (nor to stop)."""
 
-    async def stop(self) -> None:
-        pass
+    stop = start
 
     def info(self) -> dict[str, Any]:
         return {"workers": 0, **self.stats}

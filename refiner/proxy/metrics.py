@@ -17,13 +17,6 @@ ADDED_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2
 UPSTREAM_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
-def route_label(path: str) -> str:
-    """A request path as a label: a refined route, ``/v1/{path}`` for any other under ``/v1``, else ``other``."""
-    if path in REFINED_ROUTES:
-        return path
-    return "/v1/{path}" if path.startswith("/v1/") else "other"
-
-
 def repair_classes(result: dict) -> dict[str, int]:
     """One pipeline result's repairs by class: tier 1's actions, else the gate's errors in the upstream's answer."""
     kinds = [a.get("code") for a in result.get("actions") or [] if isinstance(a, dict)]
@@ -61,8 +54,9 @@ class Metrics:
     def request(self, path: str, status: int, *, mode: str = "whole", refused: str | None = None,
                 upstream_error: str | None = None, total: float | None = None,
                 upstream: float | None = None) -> None:
-        """One request answered; ``total`` and ``upstream``: its time and the upstream's, in seconds."""
-        route = route_label(path)
+        """One request answered (its path labelled as a refined route, ``/v1/{path}`` for any other under ``/v1``,
+        else ``other``); ``total`` and ``upstream``: its time and the upstream's, in seconds."""
+        route = path if path in REFINED_ROUTES else "/v1/{path}" if path.startswith("/v1/") else "other"
         self.requests.labels(route, str(status)).inc()
         if refused:
             self.refused.labels(refused).inc()

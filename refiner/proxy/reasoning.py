@@ -1,32 +1,11 @@
 """The reasoning block of an answer, separated from its content (:class:`Reasoning`, whole or streamed, for the proxy
-and the vLLM plugin alike), and what the request (:func:`thinking_hint`) and the upstream (:func:`upstream_reasoning`)
-say of it."""
+and the vLLM plugin alike)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from refiner.formats.reasoning import call_start, inside_call, may_start_call, pairs, split_reasoning
-
-
-def thinking_hint(body: dict) -> bool | None:
-    """Whether the request's ``chat_template_kwargs`` (``enable_thinking`` or ``thinking``) opened the prompt's
-    reasoning block; None when they say nothing."""
-    kwargs = body.get("chat_template_kwargs")
-    if not isinstance(kwargs, dict):
-        return None
-    said = [kwargs.get(k) for k in ("enable_thinking", "thinking") if isinstance(kwargs.get(k), bool)]
-    return any(said) if said else None
-
-
-def upstream_reasoning(message: dict) -> str | None:
-    """The reasoning an upstream already separated (``reasoning_content``, or vLLM's newer ``reasoning``)."""
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
 
 _BLANK = " \t\r\n"
 
@@ -177,7 +156,7 @@ class Reasoning:
             if not text:
                 self.state = "answer"
                 return "", ""
-            i = len(text) - len(text.lstrip(" \t\r\n"))
+            i = len(text) - len(text.lstrip(_BLANK))
             rest = text[i:]
             # wait while more text may still make (a longer) opener: "<|channel>" may go on as "<|channel>thought\n"
             if not final and (not rest or any(len(p[0]) > len(rest) and p[0].startswith(rest) for p in self.known)):

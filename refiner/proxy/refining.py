@@ -17,6 +17,7 @@ from refiner.formats.message import only_tags
 from refiner.pipeline import Job, Refiner
 from refiner.proxy.batching import RefineBatcher
 from refiner.proxy.content import (
+    SENT_STAGES,
     Ask,
     ContentCalls,
     ContentSplit,
@@ -31,7 +32,7 @@ from refiner.proxy.convert import apply_result, argument_problem, rebuild_tool_c
 from refiner.proxy.history import MAX_HEALED_CALLS, HistoryReport, apply_repairs, find_broken, repair_items
 from refiner.proxy.isolation import IsolationError, WorkTimeout
 from refiner.proxy.metrics import Metrics
-from refiner.proxy.reasoning import Reasoning, trim_edges, upstream_reasoning
+from refiner.proxy.reasoning import Reasoning, trim_edges
 from refiner.proxy.thinking import PromptReasoning
 from refiner.proxy.work import content_item, read_result
 
@@ -171,7 +172,7 @@ class Refinement:
         await self._tier1([job], deadline)
         read = EarlyRead(job.request["upstream"], None, job.outcome if job.status is None else None, job.slow)
         result = (read.outcome or {}).get("result")
-        if not result or result.get("stage") not in ("unchanged", "repaired"):
+        if not result or result.get("stage") not in SENT_STAGES:
             return read
         refined, _ = apply_result({"role": "assistant", "content": None, "tool_calls": calls}, None, result)
         out = refined.get("tool_calls") or []
@@ -207,11 +208,16 @@ class Refinement:
                 results[i].reasoning = text
         jobs: list[_Job] = []
         for i, (message, reason) in enumerate(items):
-            if splits is None:
-                if upstream_reasoning(message) is None:
-                    self.prompts.learn(body, message.get("content"), reason)
-                message = self.take_reasoning(body, message, results[i], opened, lean, reason == "length")
-                results[i].message = message
+            content = message.get("content")
+            if splits is None and isinstance(content, str) and content:  # its reasoning block to reasoning_content
+                given = upstream_reasoning(message)  # (after what the upstream separated)
+                if given is None:
+                    self.prompts.learn(body, content, reason)
+                reasoning, answer = Reasoning(False if given is not None else opened, lean and given is None).read(
+                    content, reason == "length")
+                if reasoning is not None:
+                    results[i].separated, results[i].reasoning = True, reasoning
+                    message = results[i].message = with_reasoning({**message, "content": answer}, reasoning)
             tool_calls = message.get("tool_calls")
             split = (splits or {}).get(i)
             if isinstance(tool_calls, list) and tool_calls:
@@ -243,11 +249,10 @@ class Refinement:
             if read is not None and read.outcome is not None and read.text == job.request["upstream"] \
                     and "finish_reason" not in job.request:
                 self._took(job, dict(read.outcome), read.slow)
-        if jobs:
-            await self._tier1(jobs, deadline)
-            await self._model(jobs, deadline)
+        await self._tier1(jobs, deadline)
+        await self._model(jobs, deadline)
         for job in jobs:
-            self._apply(job, items[job.choice], results[job.choice], names)
+            self._apply(job, results[job.choice], names)
         if getattr(self.ref, "calls_in_reasoning", False):
             await self._reasoning_calls(body, names, results, deadline)
         for r in results:
@@ -321,23 +326,8 @@ class Refinement:
         for j, result in zip(todo, results):
             j.outcome = {"format": j.request.get("format"), "result": read_result(result)}
 
-    def take_reasoning(self, body: dict, message: dict, out: ChoiceResult, opened: bool | None = None,
-                       lean: bool = False, cut: bool = False) -> dict:
-        """A whole answer's message with its content's reasoning block moved to ``reasoning_content`` (after what the
-        upstream separated); ``opened``, ``lean``: :class:`~refiner.proxy.thinking.PromptReasoning`'s; ``cut``: the
-        answer ended on the token limit."""
-        content = message.get("content")
-        if not isinstance(content, str) or not content:
-            return message
-        given = upstream_reasoning(message)
-        reasoning, answer = Reasoning(False if given is not None else opened, lean and given is None).read(content, cut)
-        if reasoning is None:
-            return message
-        out.separated, out.reasoning = True, reasoning
-        return with_reasoning({**message, "content": answer}, reasoning)
-
-    def _apply(self, job: _Job, item: Choice, out: ChoiceResult, names: frozenset[str]) -> None:
-        message, reason = out.message, item[1]
+    def _apply(self, job: _Job, out: ChoiceResult, names: frozenset[str]) -> None:
+        message, reason = out.message, out.finish_reason
         result = (job.outcome or {}).get("result")
         out.model = job.model
         if job.kind == "content":
@@ -398,6 +388,15 @@ def took_calls(out: ChoiceResult, result: dict, fmt: str | None) -> list[dict]:
 def content_or_none(text: str) -> str | None:
     """The ``content`` of a message that reasoning or calls were taken out of: None when blank."""
     return text if text.strip() else None
+
+
+def upstream_reasoning(message: dict) -> str | None:
+    """The reasoning an upstream already separated (``reasoning_content``, or vLLM's newer ``reasoning``)."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def with_reasoning(message: dict, reasoning: str | None) -> dict:

@@ -75,16 +75,15 @@ def rebuilt_output(output: list, calls: list[dict], refined: list[dict]) -> list
         base = original or {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "call_id": tc.get("id"),
                             "status": "completed"}
         items.append({**base, "name": fn.get("name"), "arguments": fn.get("arguments")})
-    places = [k for k, item in enumerate(output) if is_call(item)]
+    last = max(k for k, item in enumerate(output) if is_call(item))
     out: list = []
     for k, item in enumerate(output):
         if not is_call(item):
             out.append(item)
+        elif k == last:
+            out.extend(items)
         elif items:
             out.append(items.pop(0))
-        if k == places[-1]:
-            out.extend(items)
-            items = []
     return out
 
 

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import CallDriver, ContentSplit, EarlyRead, begins_with, run_sync
+from refiner.proxy.content import MAX_EARLY_READS, CallDriver, ContentSplit, EarlyRead, begins_with, run_sync
 from refiner.proxy.convert import argument_problem, new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
@@ -76,9 +76,7 @@ class StreamBuffer:
         """The first tool calls of choice ``i`` the upstream has finished sending: each one before the last, and the
         last once its arguments are a whole JSON object."""
         slots = self.calls.get(i) or {}
-        if not slots:
-            return []
-        last = max(slots)
+        last = max(slots, default=-1)
         out = []
         for k in range(last + 1):
             s = slots.get(k)
@@ -143,10 +141,10 @@ class AnswerStream:
     async def _answer(self, answer: str, refinement: Refinement, body: dict) -> tuple[str, list[dict]]:
         if self.driver is None or not answer:
             return self._content(answer), []
-        said = await refinement.run(self.driver.feed(answer), body, self.split)
-        calls = rebuild_tool_calls([], said.calls) if said.calls else []
+        release, read = await refinement.run(self.driver.feed(answer), body, self.split)
+        calls = rebuild_tool_calls([], read) if read else []
         self.calls += calls
-        return self._content(said.release), calls
+        return self._content(release), calls
 
     async def end(self, refinement: Refinement, body: dict, cut: bool = False) -> tuple[str, str]:
         """``(reasoning, content)`` to send once the upstream's stream has ended; ``cut``: on the token limit."""
@@ -155,7 +153,7 @@ class AnswerStream:
         self.sent_reasoning.append(reasoning)
         text, _ = await self._answer(answer, refinement, body)
         if self.driver is not None:
-            text += self._content((await refinement.run(self.driver.end(), body, self.split)).release)
+            text += self._content(await refinement.run(self.driver.end(), body, self.split))
         return reasoning, text
 
     def stop_early_calls(self) -> None:
@@ -171,8 +169,8 @@ class AnswerStream:
             return reasoning, pending + answer
         self.stop_early_calls()
         self.split.give_up_checks()  # (a region already open is released: its question gets no answer)
-        released = pending + "".join(run_sync(step, lambda _: None).release for step in (self.driver.feed(answer),
-                                                                                       self.driver.end()))
+        released = pending + run_sync(self.driver.feed(answer), lambda _: None)[0]
+        released += run_sync(self.driver.end(), lambda _: None)
         return reasoning, released if self.calls else released + self.split.held  # (sent calls are not sent twice)
 
     def finish(self, tail: str, separated: bool) -> str:
@@ -212,9 +210,7 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
             for i in buf.calls:  # the upstream sends calls of its own: content is not read for calls early
                 if i in answers:
                     answers[i].stop_early_calls()
-            calls: list[tuple[int, int, dict]] = []
-            if forward is not None:
-                forward = await _hold_content(forward, answers, refinement, body, names, buf, calls)
+            forward, calls = await _hold_content(forward, answers, refinement, body, names, buf)
             if forward is not None:
                 yield sse(forward)
             for i, k, call in calls + await _early_upstream_calls(buf, answers, early, reads, refinement, body):
@@ -273,19 +269,16 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
     yield DONE
 
 
-MAX_EARLY_UPSTREAM_READS = 32  # refinements of an answer's complete upstream calls before its end
-
-
 async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStream], early: dict[int, list[dict]],
                                 reads: dict[int, EarlyRead], refinement: Refinement,
                                 body: dict) -> list[tuple[int, int, dict]]:
     """The upstream's tool calls completed since the last chunk, refined: ``(choice, index, call)`` to send now (up to
-    :data:`MAX_EARLY_UPSTREAM_READS` reads); each choice's last read kept in ``reads``."""
+    :data:`MAX_EARLY_READS` reads); each choice's last read kept in ``reads``."""
     out = []
     for i in list(buf.calls):
         ans = answers.get(i)
         sent = early.setdefault(i, [])
-        if (ans is not None and ans.calls) or buf.reads.get(i, 0) >= MAX_EARLY_UPSTREAM_READS:
+        if (ans is not None and ans.calls) or buf.reads.get(i, 0) >= MAX_EARLY_READS:
             continue
         complete = buf.complete_calls(i)
         if len(complete) <= len(sent):
@@ -296,7 +289,7 @@ async def _early_upstream_calls(buf: StreamBuffer, answers: dict[int, AnswerStre
             reads[i] = read
         refined = read.calls if read is not None else None
         if refined is None or not begins_with(refined, sent):
-            buf.reads[i] = MAX_EARLY_UPSTREAM_READS  # the rest waits for the end
+            buf.reads[i] = MAX_EARLY_READS  # the rest waits for the end
             continue
         for k, call in enumerate(refined[len(sent) :], start=len(sent)):
             out.append((i, k, call))
@@ -308,12 +301,12 @@ def _delta(reasoning: str, content: str) -> dict:
     return {k: v for k, v in (("reasoning_content", reasoning), ("content", content)) if v}
 
 
-async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], refinement: Refinement, body: dict,
-                        names: frozenset[str], buf: StreamBuffer, calls: list[tuple[int, int, dict]]) -> dict | None:
+async def _hold_content(chunk: dict | None, answers: dict[int, AnswerStream], refinement: Refinement, body: dict,
+                        names: frozenset[str], buf: StreamBuffer) -> tuple[dict | None, list[tuple[int, int, dict]]]:
     """The chunk with each choice's content replaced by what its :class:`AnswerStream` sends now (None when nothing
-    is left); the calls read are added to ``calls``."""
-    kept = []
-    for choice in chunk["choices"]:
+    is left), and the calls read: ``(choice, index, call)``."""
+    kept, calls = [], []
+    for choice in chunk["choices"] if chunk is not None else ():
         piece = choice["delta"].get("content")
         if piece:
             i = choice["index"]
@@ -337,4 +330,4 @@ async def _hold_content(chunk: dict, answers: dict[int, AnswerStream], refinemen
                 continue
             choice = {**choice, "delta": delta}
         kept.append(choice)
-    return {**chunk, "choices": kept} if kept else None
+    return ({**chunk, "choices": kept} if kept else None), calls

@@ -14,7 +14,6 @@ from typing import Any
 
 from refiner.formats.derive.render import ChatTemplate, compile_template, load_template, render
 from refiner.formats.reasoning import call_start, pairs, split_reasoning
-from refiner.proxy.reasoning import thinking_hint
 
 log = logging.getLogger("refiner.proxy")
 
@@ -39,6 +38,16 @@ OPENS_BY_DEFAULT: tuple[tuple[str, str], ...] = (
 _OPENS_RE = re.compile("|".join(f"(?:{p})" for p, _ in OPENS_BY_DEFAULT), re.IGNORECASE)
 
 
+def thinking_hint(body: dict) -> bool | None:
+    """Whether the request's ``chat_template_kwargs`` (``enable_thinking`` or ``thinking``) opened the prompt's
+    reasoning block; None when they say nothing."""
+    kwargs = body.get("chat_template_kwargs")
+    if not isinstance(kwargs, dict):
+        return None
+    said = [kwargs.get(k) for k in ("enable_thinking", "thinking") if isinstance(kwargs.get(k), bool)]
+    return any(said) if said else None
+
+
 def leans(model: Any) -> bool:
     """Whether the model name is of a family whose template opens the block by default (:data:`OPENS_BY_DEFAULT`)."""
     return isinstance(model, str) and _OPENS_RE.search(model) is not None
@@ -48,16 +57,9 @@ def model_of(body: dict) -> str:
     return body.get("model") if isinstance(body.get("model"), str) else ""
 
 
-def ends_inside_block(prompt: str) -> bool:
-    """Whether ``prompt`` ends inside a reasoning block: a registered pair's opener comes after every closer."""
-    last_open = max((prompt.rfind(o) for o, _ in pairs()), default=-1)
-    last_close = max((prompt.rfind(c) for _, c in pairs()), default=-1)
-    return last_open > last_close
-
-
 def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None, compiled: Any = None) -> bool | None:
     """Whether the template's generation prompt for a one-question conversation, rendered with ``kwargs``, ends inside
-    a reasoning block; None when it does not render."""
+    a reasoning block (a registered pair's opener comes after every closer); None when it does not render."""
     compiled = compiled if compiled is not None else compile_template(template)
     extra = {k: v for k, v in (kwargs or {}).items() if k not in ("messages", "tools", "add_generation_prompt")}
     for tools in (_DUMMY_TOOLS, None):
@@ -69,8 +71,8 @@ def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None
             bare = render(compiled, template, _DUMMY_MESSAGES, tools, **extra)
         except Exception:  # noqa: BLE001
             bare = ""
-        start = len(bare) if full.startswith(bare) else 0
-        return ends_inside_block(full[start:])
+        prompt = full.removeprefix(bare)
+        return max(prompt.rfind(o) for o, _ in pairs()) > max(prompt.rfind(c) for _, c in pairs())
     return None
 
 

@@ -96,18 +96,6 @@ def _end_to_end(headers: RawHeaders, dropped: frozenset[str]) -> list[tuple[str,
     return [(k, v) for k, v in pairs if k not in dropped and k not in named]
 
 
-def forwarded_headers(client: RawHeaders, api_key: str | None, *, consume_auth: bool = False) -> list[tuple[str, str]]:
-    """The headers sent upstream: the client's end-to-end headers as it sent them, and ``Authorization``: the proxy's
-    ``api_key`` when it has one, else the client's unless ``consume_auth`` (it authenticated to this proxy)."""
-    raw = list(client)
-    out = _end_to_end(raw, NOT_FORWARDED)
-    if api_key:
-        out.append(("authorization", f"Bearer {api_key}"))
-    elif not consume_auth:
-        out.extend((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.lower() == b"authorization")
-    return out
-
-
 def elapsed(resp: httpx.Response) -> float | None:
     """The upstream exchange's own time in seconds, to its answer read whole (None while it is still being read)."""
     return resp.elapsed.total_seconds() if resp.is_closed else None
@@ -123,8 +111,8 @@ def returned_headers(upstream: httpx.Headers, *, refined: bool = False) -> dict[
 
 
 class Upstream:
-    """An HTTP client for one upstream base URL (``.../v1``), sending the client's headers
-    (:func:`forwarded_headers`); :meth:`open` creates the connection pool, :meth:`close` closes it."""
+    """An HTTP client for one upstream base URL (``.../v1``), sending the client's headers (:meth:`headers`);
+    :meth:`open` creates the connection pool, :meth:`close` closes it."""
 
     def __init__(self, base_url: str, *, api_key: str | None = None, timeout: float = 120.0,
                  consume_auth: bool = False) -> None:
@@ -153,7 +141,15 @@ class Upstream:
         return self._client
 
     def headers(self, client: RawHeaders, body: bytes | None = None) -> list[tuple[str, str]]:
-        out = forwarded_headers(client, self.api_key, consume_auth=self.consume_auth)
+        """The headers sent upstream: the client's end-to-end headers as it sent them, and ``Authorization``: the
+        proxy's ``api_key`` when it has one, else the client's unless ``consume_auth`` (it authenticated to this
+        proxy); a JSON content type for a ``body`` sent without one."""
+        raw = list(client)
+        out = _end_to_end(raw, NOT_FORWARDED)
+        if self.api_key:
+            out.append(("authorization", f"Bearer {self.api_key}"))
+        elif not self.consume_auth:
+            out.extend((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw if k.lower() == b"authorization")
         if body is not None and not any(k == "content-type" for k, _ in out):
             out.append(("content-type", "application/json"))
         return out
@@ -177,16 +173,14 @@ class Upstream:
                                         headers=self.headers(client, body if body else None))
         try:
             resp = await self.client.send(req, stream=True)
+            if resp.status_code >= (500 if passthrough else 400):
+                try:
+                    content = await resp.aread()
+                finally:
+                    await resp.aclose()
+                check_status(resp.status_code, content, resp.headers)
         except httpx.HTTPError as e:
             raise transport_failure(e, self.timeout) from None
-        if resp.status_code >= (500 if passthrough else 400):
-            try:
-                content = await resp.aread()
-            except httpx.HTTPError as e:
-                raise transport_failure(e, self.timeout) from None
-            finally:
-                await resp.aclose()
-            check_status(resp.status_code, content, resp.headers)
         return resp
 
     @staticmethod

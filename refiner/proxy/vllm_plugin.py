@@ -42,12 +42,9 @@ log = logging.getLogger("refiner.proxy")
 
 def request_tools(request: Any) -> list[dict]:
     """The request's function tools as dicts (chat or Responses shape)."""
-    out = []
-    for tool in getattr(request, "tools", None) or []:
-        data = tool.model_dump(exclude_none=True) if hasattr(tool, "model_dump") else tool
-        if isinstance(data, dict) and data.get("type", "function") == "function":
-            out.append(data)
-    return out
+    tools = getattr(request, "tools", None) or []
+    dumped = (t.model_dump(exclude_none=True) if hasattr(t, "model_dump") else t for t in tools)
+    return [t for t in dumped if isinstance(t, dict) and t.get("type", "function") == "function"]
 
 
 def template_of(tokenizer: Any) -> tuple[str | None, tuple[tuple[str, str], ...]]:
@@ -87,7 +84,7 @@ class Reader:
     def __init__(self, tools: list[dict], refiner: Refiner | None = None) -> None:
         self.refiner = refiner if refiner is not None else _refiner_for(None, ())
         self.tools = tools or None
-        self.names = tool_names({"tools": tools})
+        self.names = tool_names(tools)
         self.split = ContentSplit(Openers(frozenset(self.names), markers(self.refiner.fmt)))
         self.driver = CallDriver(self.split)  # (its ``calls``: those read before the end)
 
@@ -97,17 +94,16 @@ class Reader:
 
     def _answer(self, ask: Ask) -> Any:
         return work.answer(self.refiner, {"kind": ask.kind, "text": ask.text, "tools": self.catalog,
-                                          "names": sorted(self.names), "allowed": None})
+                                          "names": self.split.openers.names, "allowed": None})
 
     def feed(self, piece: str) -> tuple[str, list[dict]]:
         """``(content, calls)`` that ``piece`` releases: the calls complete and read since the last piece."""
-        said = run_sync(self.driver.feed(piece), self._answer)
-        return said.release, said.calls
+        return run_sync(self.driver.feed(piece), self._answer)
 
     def end(self) -> tuple[str, list[dict]]:
         """``(content still to send, calls)`` at the end: all the calls of the held text (those sent first)."""
         self.driver.early = False
-        released = run_sync(self.driver.end(), self._answer).release
+        released = run_sync(self.driver.end(), self._answer)
         held = self.split.held
         if held.strip() and self.names:
             read = self.driver.read_of(held)  # (the held text read early, unchanged since, is not read again)
@@ -211,9 +207,8 @@ def _build() -> type:
             deltas = []
             for c in calls:
                 args = arguments_text(c)
-                deltas.append(DeltaToolCall(index=len(self.prev_tool_call_arr), id=make_tool_call_id(),
-                                            type="function", function=DeltaFunctionCall(name=c["name"],
-                                                                                        arguments=args)))
+                deltas.append(DeltaToolCall(index=len(self.prev_tool_call_arr), id=make_tool_call_id(), type="function",
+                                            function=DeltaFunctionCall(name=c["name"], arguments=args)))
                 self.prev_tool_call_arr.append({"name": c["name"], "arguments": c.get("arguments") or {}})
                 self.streamed_args_for_tool.append(args)
                 self.current_tool_id = len(self.prev_tool_call_arr) - 1
