@@ -374,8 +374,9 @@ class CallDriver:
 
     def __init__(self, split: ContentSplit, early: bool = True) -> None:
         self.split = split
-        self.closers = tuple(t for t in split.openers.markers if early and is_closing_tag(t) and any(
-            w in t.lower() for w in CALL_WORDS) and not any(w in t.lower() for w in ("param", "arg")))
+        closers = (t for t in split.openers.markers if is_closing_tag(t) and any(w in t.lower() for w in CALL_WORDS)
+                   and not any(w in t.lower() for w in ("param", "arg")))
+        self.closers = tuple(closers) if early else ()
         self.early = bool(self.closers)
         self.longest = max((len(c) for c in self.closers), default=0)
         self.held_len = 0  # characters of the held text seen

@@ -220,17 +220,14 @@ class Reasoning:
             self.found, self.state, self.text = True, "answer", ""
             return text[:j], text[j + len(closer) :]
         if found is None and self.lean and (len(text) > HOLD_CHARS or (final and lean_opens(text, self.cut))):
-            return self._enter_block(final)
+            # the text held so far was written inside the block the prompt opened
+            self.state, self.body, self.sent, self.scanned, self.found = "inside", 0, 0, 0, True
+            self._close_with(p[1] for p in self.known)
+            return self._advance(final)
         if found is not None or final or len(text) > HOLD_CHARS:
             self.state, self.text = "answer", ""  # a closer inside a call, or none: no block
             return "", text
         return "", ""
-
-    def _enter_block(self, final: bool) -> tuple[str, str]:
-        """Reads the text held so far as written inside the block the prompt opened."""
-        self.state, self.body, self.sent, self.scanned, self.found = "inside", 0, 0, 0, True
-        self._close_with(p[1] for p in self.known)
-        return self._advance(final)
 
     def _compact(self) -> None:
         """Drops sent reasoning from ``text`` but one character (no line start any more), for linear time."""
