@@ -119,11 +119,11 @@ class Refinement:
     def remaining(deadline: float) -> float:
         return max(0.0, deadline - asyncio.get_running_loop().time())
 
-    async def in_worker(self, task: str, payload: Any, timeout: float, what: str,
+    async def in_worker(self, task: str, payload: Any, deadline: float, what: str,
                         level: int = logging.WARNING) -> tuple[Any, float, str | None]:
-        """``(value, cpu seconds, None)`` of a worker task, or ``(None, 0.0, "timeout" | "error")`` (logged)."""
+        """``(value, cpu seconds, None)`` of a worker task by ``deadline``, or ``(None, 0.0, "timeout" | "error")``."""
         try:
-            value, cpu = await self.runner.run(task, payload, timeout)
+            value, cpu = await self.runner.run(task, payload, self.remaining(deadline))
         except IsolationError as e:
             log.log(level, "%s gave no answer (%s: %s)", what, type(e).__name__, e)
             return None, 0.0, "timeout" if isinstance(e, WorkTimeout) else "error"
@@ -156,8 +156,7 @@ class Refinement:
     async def ask(self, body: dict, split: ContentSplit, ask: Ask, deadline: float) -> Any:
         """The answer to a split's question, from a worker; none: a region is not calls, no call is read early."""
         payload = {**self.asking(body, split), "kind": ask.kind, "text": ask.text}
-        value, cpu, failed = await self.in_worker("ask", payload, self.remaining(deadline), "a content question",
-                                                  logging.INFO)
+        value, cpu, failed = await self.in_worker("ask", payload, deadline, "a content question", logging.INFO)
         if isinstance(value, EarlyRead):
             value.slow = cpu > MODEL_SKIP_CPU
         return (RegionRead(ask.text, False) if ask.kind == "region" else None) if failed else value
@@ -187,8 +186,7 @@ class Refinement:
             return None
         if len(text) > MAX_SPLIT_HERE:
             payload = {**self.asking(body, split), "text": text, "markers": list(split.openers.markers)}
-            value, _, failed = await self.in_worker("split", payload, self.remaining(deadline), "a content split",
-                                                    logging.INFO)
+            value, _, failed = await self.in_worker("split", payload, deadline, "a content split", logging.INFO)
             return SplitText(text, "") if failed else SplitText(value["released"], value["held"])
         await self.run(split_whole(split, text), body, split, deadline)
         return split
@@ -273,8 +271,7 @@ class Refinement:
         if not todo or not names:
             return
         work = [content_item(r.reasoning, body.get("tools") or None, self.content.allowed) for r in todo]
-        outcomes, _, failed = await self.in_worker("tier1", work, self.remaining(deadline), "reading calls in reasoning",
-                                                   logging.INFO)
+        outcomes, _, failed = await self.in_worker("tier1", work, deadline, "reading calls in reasoning", logging.INFO)
         if failed:
             return
         for r, outcome in zip(todo, outcomes):
@@ -290,7 +287,7 @@ class Refinement:
         work = [{"request": {k: v for k, v in j.request.items() if k != "query"}, "detect": j.kind == "content",
                  "allowed": self.content.allowed, "model": self.has_model,
                  "detected": j.split.detection() if isinstance(j.split, ContentSplit) else None} for j in todo]
-        outcomes, cpu, failed = await self.in_worker("tier1", work, self.remaining(deadline),
+        outcomes, cpu, failed = await self.in_worker("tier1", work, deadline,
                                                      "tier-1 refinement (the upstream answer is returned)")
         if failed:
             for j in todo:
@@ -369,7 +366,7 @@ class Refinement:
         if not broken:
             return body, HistoryReport()
         healed, left = broken[:MAX_HEALED_CALLS], broken[MAX_HEALED_CALLS:]
-        outcomes, _, failed = await self.in_worker("tier1", repair_items(body, healed), self.timeout,
+        outcomes, _, failed = await self.in_worker("tier1", repair_items(body, healed), self.deadline(),
                                                    "history repair (the history is forwarded as sent)")
         if failed:
             return body, HistoryReport(status=failed)
