@@ -1,24 +1,21 @@
 """Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names.
 
-With tools offered and no format reading a call, :func:`anchored_calls` learns from the text (nothing is known
-beforehand: no tag, no token, no layout) what every call writes the same way, and reads the calls it delimits:
+With tools offered and no format reading a call, :func:`anchored_calls` learns from the text what every call writes
+the same way (nothing is known beforehand: no tag, no token, no layout), and reads the calls it delimits:
 
-- a tool name inside a JSON object (``{"op": "get_weather", "with": {...}}``) is a call when another key holds an
-  object (or a JSON text of one) of the tool's parameters, every such call under the same two keys;
+- a tool name inside a JSON object (``{"op": "get_weather", "with": {...}}``) whose other key holds an object (or a
+  JSON text of one) of the tool's parameters, every call under the same two keys;
 - a tool name followed on its line, after the same markup for every call, by one JSON object of its parameters;
-- otherwise the literals before each tool name, before each of its parameter names (each first occurrence as a whole
-  token up to the next name), after each key up to where values differ, and after each value. A value is JSON when it
-  is exactly one, a string when it stands between a quote token of two or more characters and the token that closes
-  it (:func:`quote_closers`: ``~"Paris"~``), else text. A call id may stand between the name and the arguments
-  (``NAME @c1 ::``, ``NAME @c2 ::``).
+- otherwise the literals before each tool name, before each of its parameter names (each first whole-token
+  occurrence up to the next name), after each key up to where values differ, and after each value. A value is JSON
+  when it is exactly one, a string between a quote token of two or more characters and its closer
+  (:func:`quote_closers`: ``~"Paris"~``), else text. A call id may stand between the name and the arguments.
 
-Nothing is read as a call unless it is markup: two keys or more share the key literals; the key suffix, and the text
-before each tool name (the same before every call), hold a character other than a letter, digit or space; every key
-starts its line or follows such a literal; a key with nothing after it reads nothing; only the tool's own parameters
-are read. Each call carries the literals learned (``how``).
-
-Cost: one search for the offered names (at most :data:`MAX_HITS` examined), each part of the text searched once for a
-tool's parameter names, at most :data:`JSON_BUDGET` characters of JSON decoded.
+Nothing is read unless it is markup: two keys or more share the key literals; the key suffix and the text before each
+tool name hold a character other than a letter, digit or space; every key starts its line or follows such a literal;
+only the tool's own parameters are read. Each call carries the literals learned (``how``). Bounded by
+:data:`MAX_HITS` names examined, one search per part of the text for a tool's parameter names and
+:data:`JSON_BUDGET` characters of JSON decoded.
 """
 
 from __future__ import annotations
@@ -47,7 +44,9 @@ MAX_QUOTE = 16  # the longest quote token looked for around a value
 
 
 @dataclass
-class Anchored:
+class Found:
+    """A call read from ``text[start:end]``; ``how``: the markup it was read by."""
+
     start: int
     end: int
     call: ToolCall
@@ -71,7 +70,7 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
 
 def anchored_calls(
     text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
-) -> tuple[list[Anchored], list[str]]:
+) -> tuple[list[Found], list[str]]:
     """The calls of ``text`` after ``start`` in markup the text itself repeats (see the module doc), outside the
     ``taken`` spans; ``(calls, notes)``. Never raises on any text."""
     notes: list[str] = []
@@ -93,7 +92,7 @@ def anchored_calls(
 # ---- a tool name inside a JSON object ------------------------------------------------------------------------------
 
 
-def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:
+def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     budget = JSON_BUDGET
     out: list[tuple[int, int, ToolCall, str, str]] = []
     end_of_last = -1
@@ -125,7 +124,7 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         return []
     (name_key, args_key), = keys
     how = f"{KIND}: a JSON object per call, the name under {name_key!r}, the arguments under {args_key!r}"
-    return [Anchored(a, b, call, how) for a, b, call, _, _ in out]
+    return [Found(a, b, call, how) for a, b, call, _, _ in out]
 
 
 def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> tuple[ToolCall, str, str] | None:
@@ -147,7 +146,7 @@ def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> 
     return None
 
 
-def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:
+def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     """A tool name, then (on its line, after the same markup for every call) its arguments as one JSON object whose
     keys are all the tool's parameters."""
     budget = JSON_BUDGET
@@ -180,7 +179,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, between the name and its "
            f"JSON arguments {gap.strip()!r}" + (" around a call id" if ids else ""))
     notes.append(f"{len(found)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
-    return [Anchored(s - len(opener), end, call, how) for s, _, _, end, call in found]
+    return [Found(s - len(opener), end, call, how) for s, _, _, end, call in found]
 
 
 _ID = re.compile(r"[\w.:\-]{1,64}")
@@ -249,7 +248,7 @@ def _line_start(text: str, pos: int) -> int:
     return max(text.rfind("\n", lo, pos) + 1, lo)
 
 
-def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Anchored]:
+def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     cands: list[_Key] = []
     calls: list[tuple[int, int, str, int]] = []  # (name start, name end, name, region end)
     for i, (s, e, name) in enumerate(hits):
@@ -369,7 +368,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
            + (f", before each value {value_start!r}" if isinstance(value_start, str) else
               ", before each value a word between {!r} and {!r}".format(*value_start) if value_start else "")
            + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
-    out = [Anchored(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
+    out = [Found(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
            for c, (s, _, name, _) in enumerate(calls) if c in by_call]
     if out:
         notes.append(f"{len(out)} call(s) in markup no format knows, read by the structure the text repeats ({how})")

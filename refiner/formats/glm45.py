@@ -1,9 +1,7 @@
 """GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5): the hook of the ``glm45`` row of the XML parameter grammar
 (:mod:`refiner.formats.xml_grammar` reads and writes
 ``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``; GLM-4.7 writes no
-newline after the name). The hook holds what the row's table cannot say: detection against the formats sharing
-``<tool_call>`` (:func:`_sniff`), where a region found by a lost ``<tool_call>`` starts, calls whose tags a decoder
-dropped (:func:`~refiner.formats.xmlvalues.untagged_calls`) and the repair of tags written wrong (:func:`respell`).
+newline after the name): what the row's table cannot say (:data:`HOOK`).
 """
 
 from __future__ import annotations
@@ -11,10 +9,9 @@ from __future__ import annotations
 import re
 
 from refiner.formats.base import NAME_PATTERN, ROW_CHARS, WireFormat
-from refiner.formats.tags import Hit, Speller
+from refiner.formats.tags import Hit, Speller, apply_edits, tag_hits
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_lenient import apply_edits, tag_hits
-from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
+from refiner.formats.xml_spelling import Hook, name_line
 from refiner.formats.xmlvalues import untagged_calls
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -47,12 +44,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     """A region found by an ``<arg_key>`` starts at the call's name line: the key's own (GLM-4.7) or the one above
     it (GLM-4.5/4.6)."""
-    if body.startswith(OPEN, at):
-        return at
-    line = body.rfind("\n", 0, at) + 1
-    if not body[line:at].strip() and line > 0:
-        line = body.rfind("\n", 0, line - 1) + 1
-    return line if at - line <= NAME_LINE_CHARS else at
+    return at if body.startswith(OPEN, at) else name_line(body, at)
 
 
 # Tags written wrong (lenient reading only)

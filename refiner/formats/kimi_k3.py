@@ -187,7 +187,7 @@ class Xtml(WireFormat):
         s = self.spelling
         f = Finder(text)
         section = f.next(s.section_open, 0)
-        call = self._next_call(text, f, 0)
+        call = f.next(_patterns(s)[0], 0)
         start = min((i for i in (section, call) if i >= 0), default=-1)
         if start < 0:
             return AnswerParts(self._content(text), None, (len(text), len(text)))
@@ -233,7 +233,7 @@ class Xtml(WireFormat):
         pos = reasoning_offset(text)
         f = Finder(text)
         section = f.next(s.section_open, pos)
-        first = self._next_call(text, f, pos)
+        first = f.next(_patterns(s)[0], pos)
         if first < 0:
             out.note("missing_tag", f"no {s.call_open} element found")
             if section >= 0:
@@ -252,7 +252,7 @@ class Xtml(WireFormat):
             pos = self._recover_call(text, f, pos + len(s.call_open), out)
             if pos >= len(text):
                 break
-            nxt = self._next_call(text, f, pos)
+            nxt = f.next(_patterns(s)[0], pos)
             if nxt < 0:
                 break
             between = text[pos:nxt]
@@ -261,18 +261,6 @@ class Xtml(WireFormat):
             pos = nxt
         if out.cut is None and out.calls and not text.startswith(s.section_close, skip_ws(text, pos)):
             out.note("missing_tag", f"missing {s.section_close} after the last call")
-
-    def _next_call(self, text: str, f: Finder, pos: int) -> int:
-        """The next call element (:meth:`sniff`) at or after ``pos``; remembered in ``f`` (positions asked must not
-        decrease)."""
-        s = self.spelling
-        got = getattr(f, "k3_call", None)
-        if got is not None and got[0] <= pos and (got[1] < 0 or got[1] >= pos):
-            return got[1]
-        m = _patterns(s)[0].search(text, pos)
-        hit = m.start() if m else -1
-        f.k3_call = (pos, hit)  # type: ignore[attr-defined]
-        return hit
 
     def _lenient_attrs(self, text: str, f: Finder, pos: int) -> tuple[dict[str, str], int, bool]:
         """``(attrs, where the content starts, whether the separator came)``; without a separator, the element ends
@@ -321,9 +309,7 @@ class Xtml(WireFormat):
                 out.note("missing_tag", f"missing {s.call_close} after call {name[:60]!r}")
                 break
             if not text.startswith(s.arg_open, pos):
-                nxt, _ = f.first((s.arg_open, s.call_close, s.section_close), pos + 1)
-                c = self._next_call(text, f, pos + 1)
-                nxt = c if 0 <= c < nxt else nxt
+                nxt, _ = f.first((s.arg_open, s.call_close, s.section_close, _patterns(s)[0]), pos + 1)
                 if not skipped:
                     out.note("unreadable", f"text skipped in call {name[:60]!r}: {text[pos:nxt][:60]!r}")
                 skipped = True

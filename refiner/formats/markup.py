@@ -21,11 +21,10 @@ import functools
 import html
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import anchored_calls
+from refiner.formats.anchored import Found, anchored_calls
 from refiner.formats.strict import JSON_DECODER
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
@@ -37,14 +36,6 @@ PREFIX = 300  # characters before a name looked at for its label or its element'
 MAX_PARAM_ELEMENTS = 64  # argument elements read per call
 
 KIND = "call found by the offered tool and parameter names"
-
-
-@dataclass
-class Found:
-    start: int
-    end: int
-    call: ToolCall
-    how: str  # "XML-ish element", "labelled line", "YAML-ish block"
 
 
 _LABEL = re.compile(
@@ -121,16 +112,6 @@ def _text_value(raw: str, xml: bool = False) -> Any:
 _NO_VALUE: Any = object()
 
 
-def _line_bounds(text: str, pos: int, lo: int) -> tuple[int, int]:
-    """The line around ``pos``, within :data:`PREFIX` characters before (not before ``lo``) and :data:`WINDOW` after."""
-    back = max(lo, pos - PREFIX)
-    start = text.rfind("\n", back, pos) + 1
-    if start == 0:
-        start = back
-    end = text.find("\n", pos, pos + WINDOW)
-    return start, min(len(text), pos + WINDOW) if end < 0 else end
-
-
 def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[str, Any]:
     """``k=v`` / ``k: v`` pairs of declared names in ``segment``, each value up to the next pair, an undeclared key
     or the end."""
@@ -149,20 +130,13 @@ def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[
             if other is not None:
                 notes.append(f"{name}: {other.group(1)!r} is not a parameter it declares; passed over")
                 raw = raw[: other.start()]
-        value = _text_value(_strip_trailing(raw))
+        k = raw.find("```")  # (a code fence after the value, or a trailing separator, is not part of it)
+        value = _text_value((raw[:k] if k >= 0 else raw).strip().rstrip(",;"))
         if value is _NO_VALUE:
             notes.append(f"{name}: parameter {m.group(1)!r} written without a value; left out")
             continue
         args.setdefault(m.group(1), value)
     return args
-
-
-def _strip_trailing(raw: str) -> str:
-    """A value's text without a code fence after it or a trailing separator."""
-    k = raw.find("```")
-    if k >= 0:
-        raw = raw[:k]
-    return raw.strip().rstrip(",;").strip()
 
 
 class _Reader:
@@ -252,7 +226,10 @@ class _Reader:
 
     def labelled(self, name: str, s: int, e: int) -> Found | None:
         text = self.text
-        line_start, line_end = _line_bounds(text, s, self.at)
+        back = max(self.at, s - PREFIX)  # the name's line, within PREFIX characters before it and WINDOW after
+        line_start = text.rfind("\n", back, s) + 1 or back
+        line_end = text.find("\n", s, s + WINDOW)
+        line_end = min(len(text), s + WINDOW) if line_end < 0 else line_end
         if not _LABEL.fullmatch(text, line_start, s):
             return None
         rest = text[e:line_end]
@@ -354,7 +331,6 @@ def calls_by_names(
     if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
         reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
     if not found:  # markup none of the rules above knows: the structure the text repeats (refiner.formats.anchored)
-        anchored, notes = anchored_calls(text, start, offered, taken)
-        found = [Found(a.start, a.end, a.call, a.how) for a in anchored]
+        found, notes = anchored_calls(text, start, offered, taken)
         reader.notes.extend(notes)
     return found, reader.notes, hits

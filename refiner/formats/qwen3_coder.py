@@ -1,10 +1,7 @@
 """Qwen3-Coder (and Qwen3.5): the hook of the ``qwen3_coder`` row of the XML parameter grammar
 (:mod:`refiner.formats.xml_grammar` reads and writes
 ``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``, the
-template's ``| string`` typing: ``True`` / ``False`` / ``None``). The hook holds what the row's table cannot say:
-detection against the formats sharing ``<tool_call>`` (:func:`_sniff`), where a region found by a ``<parameter=``
-starts, calls whose tags a decoder dropped (:func:`~refiner.formats.xmlvalues.untagged_calls`) and the repair of
-tags written wrong (:func:`respell`).
+template's ``| string`` typing: ``True`` / ``False`` / ``None``): what the row's table cannot say (:data:`HOOK`).
 """
 
 from __future__ import annotations
@@ -12,10 +9,9 @@ from __future__ import annotations
 import re
 
 from refiner.formats.base import ROW_CHARS, WireFormat
-from refiner.formats.tags import Hit, Speller
+from refiner.formats.tags import Hit, Speller, apply_edits, tag_hits
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_lenient import apply_edits, tag_hits
-from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook
+from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook, name_line
 from refiner.formats.xmlvalues import untagged_calls
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -55,12 +51,7 @@ def _region_start(fmt: WireFormat, body: str, at: int) -> int:
     o = body.rfind(OPEN, lo, at)
     if o >= 0 and body.find(CLOSE, o, at) < 0:
         return o
-    if not body.startswith(PARAM, at):
-        return at
-    line = body.rfind("\n", 0, at) + 1
-    if not body[line:at].strip() and line > 0:
-        line = body.rfind("\n", 0, line - 1) + 1
-    return line if line >= lo else at
+    return name_line(body, at) if body.startswith(PARAM, at) else at
 
 
 # Tags written wrong (lenient reading only)

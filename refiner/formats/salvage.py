@@ -89,20 +89,6 @@ _GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
 _STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()+]*")  # between two structured calls ("+" joins lists)
 
 
-def _next_call_match(text: str, pos: int) -> re.Match | None:
-    """``CALL.search(text, pos)``, with the lookbehind pattern run only in the name window before each "(" that
-    could end a call."""
-    for _ in range(MAX_PAREN_MISSES):
-        p = _PAREN_AFTER_WORD.search(text, pos)
-        if p is None:
-            return None
-        m = CALL.search(text, max(pos, p.end() - 1 - MAX_NAME_CHARS), p.end())
-        if m is not None:
-            return m
-        pos = p.end()
-    return CALL.search(text, pos)
-
-
 @dataclass
 class Site:
     """One place calls were read from: ``text[start:end]`` of the answer (offsets in the whole text)."""
@@ -323,8 +309,20 @@ class _Scan(SiteReader):
             pos = self.call_site(call_m) if calls_left and call_m.start() == here else self.object_site(here)
 
     def _next_call(self, pos: int) -> re.Match | None:
-        m = _next_call_match(self.text, pos)
-        s = self._spaced.search(self.text, pos) if self._spaced is not None else None
+        """The first of ``CALL.search(text, pos)`` (its lookbehind run only in the name window before each "(" that
+        could end a call) and an offered name written with spaces."""
+        text, at, m = self.text, pos, None
+        for _ in range(MAX_PAREN_MISSES):
+            p = _PAREN_AFTER_WORD.search(text, at)
+            if p is None:
+                break
+            m = CALL.search(text, max(at, p.end() - 1 - MAX_NAME_CHARS), p.end())
+            if m is not None:
+                break
+            at = p.end()
+        else:
+            m = CALL.search(text, at)
+        s = self._spaced.search(text, pos) if self._spaced is not None else None
         return s if s is not None and (m is None or s.start() < m.start()) else m
 
     def context(self, start: int) -> tuple[bool, str, bool]:
@@ -388,12 +386,11 @@ def salvage(
     sniffed: Mapping[tuple[str, int], WireFormat] | None = None,
 ) -> Salvage:
     """The calls of ``text`` read wherever they are. ``offered``: the request's tools, as tool name -> its parameter
-    names in declared order (or their specs, which the formats' lenient readers then type values by); None without
-    tools. ``known``: lenient readings of the whole ``text`` already made with the same ``offered``, by format name;
-    ``markers``: where each registered marker first occurs in ``text`` (:func:`refiner.formats.base.marker_positions`);
-    ``tried``: the strict readings of the whole ``text`` already made, by format name (the calls or the
-    :class:`~refiner.formats.base.FormatError`); ``sniffed``: the format detection chose among those sharing a
-    marker, by (marker, its position after the reasoning) (:data:`refiner.formats.detect.Sniffed`). Never raises."""
+    names in declared order (or their specs, by which the formats' lenient readers type values); None without tools.
+    What detection already found is reused: ``known`` (lenient readings of the whole text with the same ``offered``)
+    and ``tried`` (strict readings: calls or error), by format name; ``markers`` (where each marker first occurs:
+    :func:`~refiner.formats.base.marker_positions`); ``sniffed`` (:data:`refiner.formats.detect.Sniffed`). Never
+    raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     cut = len(text) > MAX_LENIENT_CHARS

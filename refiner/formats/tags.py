@@ -1,34 +1,19 @@
-"""Reading a format's tags when the text writes them wrong: a tag speller for the lenient readers.
+"""Reading a format's tags when the text writes them wrong.
 
-A model (or a lossy pipeline) sometimes writes a format's tags not quite as the format defines them: in another case
-(``<PARAMETER=base>``), with a separator dropped, changed or added (``<argvalue>``, ``<arg-key>``, ``<func_tion=``),
-in square brackets (``[/arg_value]``), without its closing ``>`` (``<arg_key``), a closing tag without its slash
-(``<arg_value>`` where ``</arg_value>`` belongs), one letter off (``<arg_kye>``, ``</arg_valu>``), or replaced by a
-special token of another format (``<|tool_call_end|>``). :class:`Speller` finds such tokens: each is reported as a
-:class:`Hit` naming the word of the format's vocabulary it spells (``arg_key``), or as another format's tag, and the
-format's reader decides from where it stands in the grammar which tag it takes the place of (a reader asks only where
-its grammar expects a tag, so a value's own text is never read as one).
+:class:`Speller` reports each token at a ``<`` or ``[`` that may stand for one of a format's tags as a :class:`Hit`:
+one of its tags exactly; a word of its vocabulary in any case, with ``_``, ``-`` or nothing between any two letters,
+after ``<``, ``</``, ``[`` or ``[/``, ended by ``>``, ``]`` or ``=``, or not ended when more text follows and the word
+does not run on into another tag (``<arg_keytable</arg_key>``, not ``<tool_calls>``); one letter off a word of five
+letters or more (lost, added, changed or two swapped), ended; another registered format's special token (starting
+with ``<`` or ``[`` and holding a letter), exactly. A token cut by the end of the text is none. The format's reader
+decides from where its grammar stands which tag a hit takes the place of (it asks only where a tag is expected, so a
+value's own text is never read as one).
 
-What counts as a tag token, at a ``<`` or ``[``:
-
-- one of the format's own tags exactly;
-- one of the vocabulary's words spelt with any case, with ``_`` or ``-`` (or nothing) between any two letters, after
-  ``<``, ``</``, ``[`` or ``[/`` and ended by ``>``, ``]`` or ``=``; or not ended at all, when more text follows
-  (the lost ``>``: ``<arg_keytable</arg_key>``) and the word does not run on into another tag (``<tool_calls>`` is
-  not ``<tool_call>`` with text after it);
-- one letter off one of the vocabulary's words of five letters or more (a letter lost, added, changed, or two
-  swapped), ended by ``>``, ``]`` or ``=``;
-- a special token of another registered format (one that holds a letter and starts with ``<`` or ``[``), exactly.
-
-A token without its end at the very end of the text is not read as a tag: the text was cut inside it.
-
-Two simpler readings of the same kind live here too, so that a format's tokens written wrong are read in one module:
-:func:`respell_tokens` for the sentinel dialects (Mistral v11, DeepSeek, Kimi-K2, harmony: a look-alike of one of the
-format's own barred or bracketed tokens, other case, ``_`` / ``-`` / ``▁`` / spaces, ASCII ``|`` for ``｜``, ``[...]``
-for ``<...>``, a lost ``>`` or ``]``, is written as the token; another format's token is left as it is), and
-:func:`tag_look_alike` for the pythonic formats' opening sentinel at the start of a body.
-
-Scanning is linear: each ``<`` and ``[`` is tried once against patterns of bounded length.
+Also here, so that tokens written wrong are read in one module: :func:`respell_tokens` (the sentinel dialects'
+barred or bracketed tokens: other case, ``_`` / ``-`` / ``▁`` / spaces, ``|`` for ``｜``, ``[...]`` for ``<...>``, a
+lost ``>`` or ``]``), :func:`tag_look_alike` (the pythonic formats' opening sentinel) and
+:func:`respell_json_tags` (the JSON-block formats). Scanning is linear: each ``<`` and ``[`` is tried once against
+patterns of bounded length.
 """
 
 from __future__ import annotations
@@ -127,8 +112,7 @@ class Speller:
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
         self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
-        self._scanner: tuple[re.Pattern, re.Pattern] | None = None  # built at first use (every format is
-        # registered by then)
+        self._scanner: tuple[re.Pattern, re.Pattern] | None = None  # built at first use (all formats registered)
         self._near_seen: dict[str, str | None] = {}
         self._others: re.Pattern | None = None
 
@@ -237,12 +221,9 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
     the JSON (``}`` or ``]``) is the closing tag. Any other token is text (a string's content)."""
     if not speller.written_wrong(text, start):
         return None
-    hits = list(itertools.islice(speller.scan(text, start), MAX_JSON_TAG_HITS + 1))
-    if len(hits) > MAX_JSON_TAG_HITS:
-        return None
     edits: list[tuple[int, int, str]] = []
     inside = False
-    for h in hits:
+    for h in tag_hits(speller, text, start, MAX_JSON_TAG_HITS):
         if h.exact:
             inside = text.startswith(open_tag, h.start) if open_tag != close_tag else not inside
             continue
@@ -258,13 +239,24 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
             inside = False
     if not edits:
         return None
-    parts, pos, notes = [], 0, []
-    for a, b, new in edits:
-        parts += [text[pos:a], new]
-        notes.append(f"tag {text[a:b][:40]!r} read as {new}")
-        pos = b
+    return apply_edits(text, edits), [f"tag {text[a:b][:40]!r} read as {new}" for a, b, new in edits]
+
+
+def tag_hits(speller: Speller, text: str, start: int, limit: int = MAX_TAG_HITS) -> list[Hit]:
+    """The tag tokens of ``text[start:]``; none past ``limit`` (a tag storm, not an answer: read as written)."""
+    hits = list(itertools.islice(speller.scan(text, start), limit + 1))
+    return hits if len(hits) <= limit else []
+
+
+def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each ``(start, end, new)`` edit made, by start (one overlapping an earlier edit left out)."""
+    parts, pos = [], 0
+    for a, b, new in sorted(edits, key=lambda e: e[0]):
+        if a >= pos:
+            parts += [text[pos:a], new]
+            pos = b
     parts.append(text[pos:])
-    return "".join(parts), notes
+    return "".join(parts)
 
 
 _KEY_LINE = re.compile(r"""(?m)^[ \t]*(?=["']name["'][ \t]*:[^\n]*\}[ \t\r]*$)""")
@@ -295,10 +287,7 @@ def brace_call_lines(chunk: str) -> str:
 _BARRED = re.compile(r"[<\[]?[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
-# Look-alikes reported per text at most (one problem each).
-# Token-shaped spans looked at per text: a storm of tokens past this many is left as written (a counted bound, so a
-# 200 KB storm costs what 4,096 tokens cost, whatever the machine).
-MAX_SCANNED = 4096
+MAX_SCANNED = 4096  # token-shaped spans looked at per text (a storm past this many is left as written)
 
 
 def token_key(token: str) -> str:

@@ -1,11 +1,7 @@
-"""TeleChat4 (SGLang's ``telechat4``, ``xing4_0`` and ``xingchen4`` detectors read the same markup): the hook of the
-``telechat4`` row of the XML parameter grammar (:mod:`refiner.formats.xml_grammar`, which reads and writes
-``<tool_call>NAME<param_key>KEY</param_key><param_value>VALUE</param_value></tool_call>``).
-
-Its call tag is Hermes' and GLM's ``<tool_call>``: a block is this row's when the tool name is followed by a
-``<param_key>`` (a block holding a name alone is GLM's, whose row ranks first; prose that mentions the tag is no
-one's), and a bare ``<param_key>`` (its block's tag lost) is this row's. The JSON calls the same detectors read in
-``<tool_call>`` are Hermes' row's.
+"""TeleChat4 (SGLang's ``telechat4``, ``xing4_0`` and ``xingchen4`` detectors): the hook of the ``telechat4`` row of
+the XML parameter grammar (:mod:`refiner.formats.xml_grammar`), which reads and writes
+``<tool_call>NAME<param_key>KEY</param_key><param_value>VALUE</param_value></tool_call>``. The hook tells its blocks
+from GLM's (a name alone) and Hermes' (JSON), which share ``<tool_call>``.
 """
 
 from __future__ import annotations

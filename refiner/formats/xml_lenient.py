@@ -13,7 +13,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import MAX_NOTES, Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
-from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller
+from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, tag_hits
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -304,24 +304,6 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
             edits.append((m.start(), m.start(), put))
             notes.append(f"missing {put.strip()} put back before {m.group(0).strip()[:40]!r}")
     return (apply_edits(text, edits), notes) if edits else None
-
-
-def tag_hits(speller: Speller, text: str, start: int) -> list[Hit]:
-    """The tag tokens of ``text[start:]``; none past :data:`~refiner.formats.tags.MAX_TAG_HITS` (a tag storm, not
-    an answer: read as written)."""
-    hits = list(itertools.islice(speller.scan(text, start), MAX_TAG_HITS + 1))
-    return hits if len(hits) <= MAX_TAG_HITS else []
-
-
-def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
-    """``text`` with each ``(start, end, new)`` edit made, by start (one overlapping an earlier edit left out)."""
-    parts, pos = [], 0
-    for a, b, new in sorted(edits, key=lambda e: e[0]):
-        if a >= pos:
-            parts += [text[pos:a], new]
-            pos = b
-    parts.append(text[pos:])
-    return "".join(parts)
 
 
 def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:

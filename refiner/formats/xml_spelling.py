@@ -104,6 +104,15 @@ class Hook:
     read_untagged: Callable[..., Any] | None = None
 
 
+def name_line(body: str, at: int) -> int:
+    """Where a call whose tag was lost starts, for the key tag at ``at``: the key's line, or the line above when the
+    key starts its own; ``at`` when that is more than :data:`NAME_LINE_CHARS` before it."""
+    line = body.rfind("\n", 0, at) + 1
+    if not body[line:at].strip() and line > 0:
+        line = body.rfind("\n", 0, line - 1) + 1
+    return line if at - line <= NAME_LINE_CHARS else at
+
+
 def _attrs(raw: str) -> dict[str, str]:
     """The attributes of a tag's text (any quotes or none), XML's character entities decoded."""
     m = _SIMPLE_ATTRS.fullmatch(raw)

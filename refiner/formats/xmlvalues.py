@@ -69,16 +69,12 @@ def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
 def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False) -> str:
     """The raw text :func:`read_value` reads back as ``value``: a string as it is when it reads back so and holds
     none of ``tags``, else JSON (``<`` escaped where a tag would appear). Raises ``ValueError`` / ``TypeError``."""
-    if type(value) is str:
-        if not any(tag in value for tag in tags):
-            back = read_value(value, python_literals, tags)
-            if type(back) is str and back == value:
-                return value
-        text = dumps(value)
-    elif python_literals and (value is True or value is False or value is None):
+    if type(value) is str and not any(tag in value for tag in tags):
+        if read_value(value, python_literals, tags) == value:
+            return value
+    if python_literals and (value is True or value is False or value is None):
         return str(value)
-    else:
-        text = dumps(value)
+    text = dumps(value)
     if any(tag in text for tag in tags):
         text = text.replace("<", "\\u003c")  # "<" only occurs inside JSON strings, where the escape is the same text
     return text
@@ -211,24 +207,27 @@ def untagged_calls(
 
 
 class Finder:
-    """The next occurrence of a few tags at or after a position, each tag's searches scanning the text once while
-    the positions asked for do not decrease."""
+    """The next occurrence of a few tags (or patterns) at or after a position, each one's searches scanning the text
+    once while the positions asked for do not decrease."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._hits: dict[str, tuple[int, int]] = {}  # tag -> (searched from, hit or -1)
+        self._hits: dict[str | re.Pattern, tuple[int, int]] = {}  # tag -> (searched from, hit or -1)
 
-    def next(self, tag: str, pos: int) -> int:
+    def next(self, tag: str | re.Pattern, pos: int) -> int:
         got = self._hits.get(tag)
         if got is not None:
             start, hit = got
             if start <= pos and (hit < 0 or hit >= pos):
                 return hit
-        hit = self.text.find(tag, pos)
+        if isinstance(tag, str):
+            hit = self.text.find(tag, pos)
+        else:
+            hit = m.start() if (m := tag.search(self.text, pos)) else -1
         self._hits[tag] = (pos, hit)
         return hit
 
-    def first(self, tags: Sequence[str], pos: int) -> tuple[int, str | None]:
+    def first(self, tags: Sequence[str | re.Pattern], pos: int) -> tuple[int, str | re.Pattern | None]:
         """``(position, tag)`` of the earliest of ``tags`` at or after ``pos``; ``(len(text), None)`` when none."""
         best, which = len(self.text), None
         for tag in tags:
@@ -236,14 +235,6 @@ class Finder:
             if 0 <= hit < best:
                 best, which = hit, tag
         return best, which
-
-
-def _number_of(text: str) -> int | float | None:
-    try:
-        value = JSON_DECODER.decode(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if type(value) in (int, float) else None
 
 
 PY_LITERAL_CHARS = 8_192  # characters of Python literals parsed per retype_calls (a longer one stays text)
@@ -270,8 +261,11 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
     if ptype == "boolean" and type(value) is str and value.strip() in _BOOLEANS:
         return _BOOLEANS[value.strip()]  # Qwen3-Coder's true (text in that dialect) for a boolean parameter
     if ptype in ("integer", "number") and type(value) is str:
-        number = _number_of(value.strip())
-        if number is None:
+        try:
+            number = JSON_DECODER.decode(value.strip())
+        except (ValueError, RecursionError):
+            return value
+        if type(number) not in (int, float):
             return value
         if ptype == "integer" and type(number) is float:
             return int(number) if number.is_integer() and abs(number) < 2**53 else value
