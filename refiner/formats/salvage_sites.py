@@ -398,10 +398,9 @@ def _object_name(value: dict) -> str | None:
 
 def _is_spec(value: dict) -> bool:
     """A tool's description quoted, not a call."""
-    if "description" in value:
-        return True
     args = next((value[k] for k in ARG_KEYS if k in value), None)
-    return isinstance(args, dict) and isinstance(args.get("properties"), dict) and isinstance(args.get("type"), str)
+    return "description" in value or (isinstance(args, dict) and isinstance(args.get("properties"), dict)
+                                      and isinstance(args.get("type"), str))
 
 
 def usable_name(name: str) -> bool:

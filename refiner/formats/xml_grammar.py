@@ -275,6 +275,7 @@ class XmlParams(XmlLenient, WireFormat):
 
     def _strict_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall]) -> int:
         s = self.spelling
+        empty = False  # <invoke name="f"/>: a call without arguments
         if s.name_at == "text":
             e, tag = f.first((s.name_sep, s.key_open, s.call_close), pos)
             name = text[pos:e].strip()
@@ -284,14 +285,12 @@ class XmlParams(XmlLenient, WireFormat):
             if j < 0:
                 raise self.error(f"unclosed {s.call_open}", pos)
             name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get("name", "")
-            pos = j + 1
-            if s.name_at == "attr" and text.endswith("/", 0, j):  # <invoke name="f"/>: a call without arguments
-                if not self.is_name(name):
-                    raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-                calls.append(ToolCall.trusted(name, {}))
-                return pos
+            pos, empty = j + 1, s.name_at == "attr" and text.endswith("/", 0, j)
         if not self.is_name(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+        if empty:
+            calls.append(ToolCall.trusted(name, {}))
+            return pos
         args: dict[str, Any] = {}
         while True:
             pos = skip_ws(text, pos)

@@ -69,9 +69,8 @@ def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
 def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False) -> str:
     """The raw text :func:`read_value` reads back as ``value``: a string as it is when it reads back so and holds
     none of ``tags``, else JSON (``<`` escaped where a tag would appear). Raises ``ValueError`` / ``TypeError``."""
-    if type(value) is str and not any(tag in value for tag in tags):
-        if read_value(value, python_literals, tags) == value:
-            return value
+    if type(value) is str and not any(t in value for t in tags) and read_value(value, python_literals, tags) == value:
+        return value
     if python_literals and (value is True or value is False or value is None):
         return str(value)
     text = dumps(value)
