@@ -11,6 +11,9 @@ The pieces, in the order a request meets them:
     refiner.pipeline  request -> gate -> repair -> model -> guard
 """
 
+from pathlib import Path
+
 from refiner.calls import ToolCall, calls_equal, canonical_json  # noqa: F401
 
 __version__ = "0.1.0"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent  # the repository (configs/, .cache/, rewards/)

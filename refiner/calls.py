@@ -204,9 +204,8 @@ _new = object.__new__
 
 def calls_equal(a: Iterable[ToolCall], b: Iterable[ToolCall], *, ordered: bool) -> bool:
     """Same calls; in the same order when ``ordered``, else as multisets."""
-    a, b = list(a), list(b)
     if ordered:
-        return a == b
+        return list(a) == list(b)
     return Counter(c.key() for c in a) == Counter(c.key() for c in b)
 
 

@@ -60,14 +60,6 @@ def _find_up(actor_dir: Path, names: tuple[str, ...]) -> Path | None:
     return None
 
 
-def _fmt_mix(mix: Mapping[str, int]) -> list[str]:
-    total = sum(mix.values()) or 1
-    lines = ["| data_source / format / source | rows | share |", "| --- | ---: | ---: |"]
-    for k, n in sorted(mix.items(), key=lambda kv: -kv[1]):
-        lines.append(f"| {k} | {n} | {100 * n / total:.1f}% |")
-    return lines
-
-
 def model_card(out_dir: Path, *, actor_dir: Path, manifest: Mapping[str, Any] | None,
                metrics: Mapping[str, Sequence[tuple[int, float]]] | None) -> str:
     """Markdown model card text."""
@@ -117,8 +109,11 @@ def model_card(out_dir: Path, *, actor_dir: Path, manifest: Mapping[str, Any] | 
             lines.append("Cross-entropy on the correct tool calls (warm start before DAPO).")
         data = manifest.get("data") or {}
         if data.get("train"):
-            lines += ["", "## Data", f"Train: `{data['train']['path']}` ({data['train']['rows']} rows)", ""]
-            lines += _fmt_mix(data["train"].get("mix") or {})
+            mix = data["train"].get("mix") or {}
+            total = sum(mix.values()) or 1
+            lines += ["", "## Data", f"Train: `{data['train']['path']}` ({data['train']['rows']} rows)", "",
+                      "| data_source / format / source | rows | share |", "| --- | ---: | ---: |"]
+            lines += [f"| {k} | {n} | {100 * n / total:.1f}% |" for k, n in sorted(mix.items(), key=lambda kv: -kv[1])]
         if data.get("val"):
             lines += ["", f"Validation: `{data['val']['path']}` ({data['val']['rows']} rows)"]
         lines += ["", "## Launch command", "```", str(manifest.get("command", "")), "```"]

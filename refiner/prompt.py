@@ -57,14 +57,13 @@ def render_query(query: str | Sequence[Mapping[str, Any]]) -> str:
 
 
 def build_messages(system: str, query: str | Sequence[Mapping[str, Any]], upstream: str, *,
-                   format_hint: str | None = None, upstream_reasoning: str | None = None,
-                   system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
+                   format_hint: str | None = None, upstream_reasoning: str | None = None) -> list[dict[str, str]]:
     """Chat messages for the refiner: ``[{"role": "system", ...}, {"role": "user", ...}]``."""
     reasoning_block = REASONING_TEMPLATE.format(reasoning=upstream_reasoning.strip()) if upstream_reasoning else ""
     hint = f"\n{format_hint.strip()}" if format_hint else ""
     user = USER_TEMPLATE.format(system=system.strip(), query=render_query(query).strip(), upstream=upstream.strip(),
                                 reasoning_block=reasoning_block, format_hint=hint)
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def extract_answer(text: str) -> str:

@@ -10,13 +10,6 @@ import typer
 from refiner.commands import exit_on, key_values
 
 
-def _source_paths(items: list[str]) -> dict[str, str]:
-    paths = {name: path.strip() for name, path in key_values(items, "--source-path", "NAME=PATH")}
-    if "" in paths.values():
-        raise typer.BadParameter("--source-path expects NAME=PATH, with a path")
-    return paths
-
-
 def register(app: typer.Typer) -> None:
     data_app = typer.Typer(help="Build and inspect the refiner's training data.", no_args_is_help=True)
     app.add_typer(data_app, name="data")
@@ -41,7 +34,10 @@ def register(app: typer.Typer) -> None:
                 if v is not None}
         with exit_on(SourceUnavailable, FileNotFoundError, ValueError):
             cfg = load_config(config, **over)
-            report = build(cfg, out, source_paths=_source_paths(source_path or []), progress=not quiet)
+            paths = {name: path.strip() for name, path in key_values(source_path, "--source-path", "NAME=PATH")}
+            if "" in paths.values():
+                raise typer.BadParameter("--source-path expects NAME=PATH, with a path")
+            report = build(cfg, out, source_paths=paths, progress=not quiet)
         summary = report.to_json()
         typer.echo(json.dumps({k: summary[k] for k in ("rows", "per_type_source", "rejected", "substitutions",
                                                        "unavailable_sources", "seconds")}, indent=2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -64,19 +65,6 @@ def build_refiner(*, model: str | None, refiner_base_url: str | None, engine: st
     if kind == "openai":
         kw["api_key_env"] = refiner_api_key_env
     return Refiner(make_engine(kind, model=model, base_url=refiner_base_url, **kw), **options)
-
-
-def configure_logging(level: str) -> None:
-    """The proxy's own log lines (logger ``refiner``) on stderr at ``level``, beside uvicorn's."""
-    import logging
-
-    logger = logging.getLogger("refiner")
-    logger.setLevel(level.upper())
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.propagate = False
 
 
 def register(app: typer.Typer) -> None:
@@ -142,7 +130,13 @@ def register(app: typer.Typer) -> None:
                                 unknown_tools=unknown_tools)
         except ValueError as e:  # an option the refiner refuses, named in its message
             raise typer.BadParameter(str(e)) from None
-        configure_logging(log_level)
+        logger = logging.getLogger("refiner")  # the proxy's own log lines on stderr, beside uvicorn's
+        logger.setLevel(log_level.upper())
+        if not logger.handlers:
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+            logger.addHandler(handler)
+            logger.propagate = False
         app = create_app(upstream_base_url, ref, api_key=os.environ.get(upstream_api_key_env) or None,
                          client_api_key=api_key or None, timeout=timeout,
                          content_calls=content_calls_setting(content_calls), heal_history=heal_history,

@@ -7,8 +7,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
 
-Message = Mapping[str, Any]
-Conversation = Sequence[Message]
+Conversation = Sequence[Mapping[str, Any]]
 
 
 class EngineError(RuntimeError):
@@ -17,11 +16,15 @@ class EngineError(RuntimeError):
 
 @runtime_checkable
 class Engine(Protocol):
-    """Generates ``n`` raw texts (reasoning included) for each chat conversation."""
+    """Generates ``n`` raw texts (reasoning included) for each chat conversation. The project's engines subclass it:
+    :meth:`chat` checks every request (:func:`check_request`), then hands it to the engine's ``_run(conversations,
+    **sampling)`` (``sampling``: the keyword arguments of :meth:`chat`), which returns ``n`` texts per conversation."""
 
     def chat(self, conversations: Sequence[Conversation], *, n: int = 1, temperature: float = 0.0,
              max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> list[list[str]]:
-        ...
+        check_request(conversations, n, temperature, max_tokens)
+        return self._run(conversations, n=n, temperature=temperature, max_tokens=max_tokens,  # type: ignore
+                         enable_thinking=enable_thinking, seed=seed)
 
 
 def check_request(conversations: Sequence[Conversation], n: int, temperature: float, max_tokens: int) -> None:
@@ -44,21 +47,6 @@ def check_request(conversations: Sequence[Conversation], n: int, temperature: fl
                 raise ValueError(f"conversation {i}, message {j}: field 'role' missing or not a string")
             if "content" not in m and not m.get("tool_calls"):
                 raise ValueError(f"conversation {i}, message {j}: field 'content' missing")
-
-
-class CheckedEngine:
-    """Base of the project's engines: :meth:`chat` checks every request here (:func:`check_request`), then hands
-    it to the engine's :meth:`_run`."""
-
-    def chat(self, conversations: Sequence[Conversation], *, n: int = 1, temperature: float = 0.0,
-             max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> list[list[str]]:
-        check_request(conversations, n, temperature, max_tokens)
-        return self._run(conversations, n=n, temperature=temperature, max_tokens=max_tokens,
-                         enable_thinking=enable_thinking, seed=seed)
-
-    def _run(self, conversations: Sequence[Conversation], **sampling: Any) -> list[list[str]]:
-        """``n`` texts per conversation of a checked request (``sampling``: the keyword arguments of :meth:`chat`)."""
-        raise NotImplementedError
 
 
 def batches(items: Sequence[T], size: int, desc: str | None = None, *, progress: bool = True,

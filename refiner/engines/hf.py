@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from refiner.engines.base import CheckedEngine, Conversation, EngineError, batches, template_kwargs
+from refiner.engines.base import Conversation, Engine, EngineError, batches, template_kwargs
 
 log = logging.getLogger(__name__)
 
 
-class HFEngine(CheckedEngine):
+class HFEngine(Engine):
     """A causal LM run by ``transformers`` (``generate``), batched with left padding, ``batch_size`` at a time."""
 
     def __init__(self, model: str | Path, *, gguf_file: str | None = None, tokenizer: str | Path | None = None,

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
+from refiner.engines.base import Conversation, Engine, EngineError, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def _error_detail(response: httpx.Response) -> str:
         return response.text[:300]
 
 
-class OpenAIEngine(CheckedEngine):
+class OpenAIEngine(Engine):
     """Chat completions from ``base_url`` (e.g. ``http://127.0.0.1:8000/v1``); ``model`` defaults to the first the
     server lists; ``extra_body`` is merged into every request; ``enable_thinking`` goes as ``chat_template_kwargs``."""
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from refiner.engines.base import CheckedEngine, Conversation, EngineError, template_kwargs
+from refiner.engines.base import Conversation, Engine, EngineError, template_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ def _on_cpu() -> bool:
     return bool(current_platform.is_cpu())
 
 
-class VLLMEngine(CheckedEngine):
+class VLLMEngine(Engine):
     """A local model run by ``vllm.LLM``, which applies the chat template. ``in_process=True`` keeps vLLM's engine core
     in this process; ``cpu_kvcache_gib`` sets ``VLLM_CPU_KVCACHE_SPACE`` on CPU; other keyword arguments go to
     ``vllm.LLM``."""

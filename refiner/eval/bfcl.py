@@ -10,8 +10,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from refiner import PROJECT_ROOT
 from refiner.eval import bfcl_ast
-from refiner.eval.common import PROJECT_ROOT, BenchItem, Benchmark, Retagged, parse_jsonl, per_part, spread
+from refiner.eval.common import BenchItem, Benchmark, Retagged, parse_jsonl, per_part, spread
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple", "live_multiple",
               "live_parallel", "live_parallel_multiple")

@@ -50,9 +50,8 @@ def _type_ok(value: Any, expected: type, item_type: type | None, options: Sequen
             if not isinstance(opt, list) or all(_type_ok(v, item_type, None, opt)[0] for v in value):
                 return True, is_var
         return False, False
-    if ans_type is not None and type(value) is ans_type:
-        return True, True
-    return False, False
+    ok = ans_type is not None and type(value) is ans_type
+    return ok, ok
 
 
 def _dict_ok(value: Mapping, options: Sequence[Any]) -> bool:
@@ -69,9 +68,7 @@ def _dict_ok(value: Mapping, options: Sequence[Any]) -> bool:
 
 def _as_list_option(opt: Any) -> list | None:
     """A list option as BFCL iterates it: a list, or ``""`` (no items, so it accepts the empty list)."""
-    if isinstance(opt, list):
-        return opt
-    return [] if opt == "" else None
+    return opt if isinstance(opt, list) else [] if opt == "" else None
 
 
 def _list_of_dicts_ok(value: list, options: Sequence[Any]) -> bool:

@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from data_gen.corrupt.rules import Corruption, CorruptionError, corrupt
-from refiner import formats
+from refiner import PROJECT_ROOT, formats
 from refiner.calls import ToolCall
 from refiner.engines.base import batches
 from refiner.formats.text import find_all_tagged, reasoning_offset
 from refiner.pipeline import error_result
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # Start of the error message of a sample the refiner model failed on (see refine_safely).
 REFINER_FAILED = "refiner failed"
 BATCH = 64  # requests per refine_batch call
@@ -58,10 +57,10 @@ def read_jsonl(path: Path) -> list[dict]:
     return parse_jsonl(path.read_text(encoding="utf-8"), path)
 
 
-def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]], mode: str = "w") -> None:
-    """One JSON object a line (``mode="a"`` appends), creating the folder."""
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    """One JSON object a line, creating the folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open(mode, encoding="utf-8") as f:
+    with path.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
@@ -138,22 +137,20 @@ class Benchmark:
         return self.answer_format(item).from_wire(refined)
 
     def summarize(self, items: Sequence[BenchItem], scores: Sequence[Mapping[str, float]]) -> dict[str, dict]:
-        """Mean of every metric, overall and per subset: ``{"overall": {...,"n"}, subset: {...}}``."""
+        """Mean of every metric, overall and per subset: ``{"overall": {...,"n"}, subset: {...}}``; ``<metric>_n``
+        counts the rows that have the metric when some do not."""
         groups: dict[str, list[Mapping[str, float]]] = {"overall": list(scores)}
         for s, sc in zip(items, scores):
             groups.setdefault(s.subset, []).append(sc)
-        return {g: mean_metrics(rows, self.metrics) for g, rows in groups.items()}
-
-
-def mean_metrics(rows: Iterable[Mapping[str, float]], metrics: Sequence[str]) -> dict[str, float]:
-    rows = list(rows)
-    out: dict[str, float] = {"n": len(rows)}
-    for m in metrics:
-        vals = [float(r[m]) for r in rows if r.get(m) is not None]
-        out[m] = sum(vals) / len(vals) if vals else float("nan")
-        if len(vals) != len(rows):
-            out[f"{m}_n"] = len(vals)
-    return out
+        out: dict[str, dict] = {}
+        for g, rows in groups.items():
+            out[g] = means = {"n": len(rows)}
+            for m in self.metrics:
+                vals = [float(r[m]) for r in rows if r.get(m) is not None]
+                means[m] = sum(vals) / len(vals) if vals else float("nan")
+                if len(vals) != len(rows):
+                    means[f"{m}_n"] = len(vals)
+        return out
 
 
 def spread(items: Sequence[Any], limit: int | None) -> list[Any]:
@@ -175,12 +172,10 @@ class Retagged:
 
     @property
     def _own(self) -> tuple[str, str] | None:
+        """The wire format's own tag pair, or None when there is nothing to re-tag (no pair, or the same tags)."""
         t = formats.get(self.wire).tags
-        return (t[0], t[1]) if len(t) == 2 and t[0].startswith("<") else None
-
-    @property
-    def identity(self) -> bool:
-        return self.tags == ("", "") or self._own is None or self.tags == self._own
+        own = (t[0], t[1]) if len(t) == 2 and t[0].startswith("<") else None
+        return None if self.tags in (("", ""), own) else own
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return self.from_wire(formats.get(self.wire).render(calls))
@@ -188,20 +183,19 @@ class Retagged:
     def from_wire(self, text: str) -> str:
         """A strictly valid text of the wire format, re-tagged with this object's tags (other texts unchanged)."""
         own = self._own
-        if self.identity or own is None or not formats.get(self.wire).is_valid(text):
+        if own is None or not formats.get(self.wire).is_valid(text):
             return text
         a, b = text.find(own[0]), text.rfind(own[1])
         if a < 0 or b < a:
             return text
-        body = text[a + len(own[0]) : b]
         new = self.tags or ("", "")
-        return text[:a] + new[0] + body + new[1] + text[b + len(own[1]) :]
+        return text[:a] + new[0] + text[a + len(own[0]) : b] + new[1] + text[b + len(own[1]) :]
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         """Calls of a strictly valid text with this object's tags; raises ``FormatError`` otherwise."""
         fmt = formats.get(self.wire)
         own = self._own
-        if self.identity or own is None:
+        if own is None:
             return fmt.parse_strict(text)
         start = reasoning_offset(text)
         if self.tags is None:

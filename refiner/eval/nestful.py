@@ -75,10 +75,6 @@ def win(pred: Sequence[ToolCall], gold: Sequence[ToolCall], gold_answer: Any, ex
         return 0.0
 
 
-def _library(specs: Sequence[Mapping[str, Any]]) -> str:
-    return json.dumps([{k: s[k] for k in SPEC_KEYS if k in s} for s in specs], ensure_ascii=False)
-
-
 class NESTFUL(Benchmark):
     name = "nestful"
     title = "NESTFUL (Table 2)"
@@ -115,7 +111,8 @@ class NESTFUL(Benchmark):
                 rng = random.Random(f"{self.seed}-{split}-{i}")
                 specs = self._specs(rec, gold, spec_by_name, rng, where)
                 icl = self._examples(records, gold_all, i, rng)
-                system = SYSTEM_TEMPLATE.format(library=_library(specs), examples=icl)
+                library = json.dumps([{k: s[k] for k in SPEC_KEYS if k in s} for s in specs], ensure_ascii=False)
+                system = SYSTEM_TEMPLATE.format(library=library, examples=icl)
                 execution = self._execution(split, gold, rec.get("gold_answer"), where)
                 items.append(BenchItem(f"nestful-{split}-{i}", self.name, split, system, rec["input"],
                                        tools=[dict(s) for s in specs], fmt="nestful", gold=gold,

@@ -169,9 +169,7 @@ class MathLibrary:
     def run(self, calls: Sequence[ToolCall]) -> Any:
         """The final value (``result`` of the last call, or ``var_result``'s arguments)."""
         out = _run(calls, self._call, _dict_field)
-        if isinstance(out, dict) and set(out) == {"result"}:
-            return out["result"]
-        return out
+        return out["result"] if isinstance(out, dict) and set(out) == {"result"} else out
 
 
 def _arg_index(key: str) -> tuple[int, str]:

@@ -64,10 +64,7 @@ def run_recovery(items: Sequence[BenchItem], refiner: Any, seed: int = 0, clean_
         cls = it["error_class"]
         t = table.setdefault(cls, {"n": 0, "fixed": 0, "still_wrong": 0, "harmed": 0, "kept": 0})
         t["n"] += 1
-        if cls == "clean":
-            t["kept" if correct else "harmed"] += 1
-        else:
-            t["fixed" if correct else "still_wrong"] += 1
+        t[("kept" if correct else "harmed") if cls == "clean" else ("fixed" if correct else "still_wrong")] += 1
         rows.append({"id": s.id, "source": s.bench, "error_class": cls, "upstream": it["text"],
                      "refined": res.get("refined"), "stage": res.get("stage"), "correct": correct})
     table = {c: table[c] for c in sorted(table, key=lambda c: (c == "clean", c))}

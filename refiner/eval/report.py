@@ -79,12 +79,6 @@ def bench_section(result: Any, upstream_name: str, refiner_name: str) -> str:
     return "\n".join(parts)
 
 
-def _recovery_cells(t: Mapping[str, int]) -> list[str]:
-    corrupted = t["fixed"] + t["still_wrong"]
-    fixed_pct = f"{t['fixed'] / corrupted * 100:.1f}" if corrupted else "–"
-    return [str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]), fixed_pct]
-
-
 def recovery_section(recovery: Mapping[str, Any]) -> str:
     """The recovery table; with several tier-1 spec policies (``{"off": result, "on": result}``), their columns side
     by side (the inputs are the same, so ``n`` is shared)."""
@@ -97,7 +91,10 @@ def recovery_section(recovery: Mapping[str, Any]) -> str:
     for cls, t in first.table.items():
         cells = [cls, str(t["n"])]
         for p in policies:
-            cells += _recovery_cells(recovery[p].table.get(cls, {"fixed": 0, "still_wrong": 0, "harmed": 0}))
+            t = recovery[p].table.get(cls, {"fixed": 0, "still_wrong": 0, "harmed": 0})
+            corrupted = t["fixed"] + t["still_wrong"]
+            cells += [str(t["fixed"]), str(t["still_wrong"]), str(t["harmed"]),
+                      f"{t['fixed'] / corrupted * 100:.1f}" if corrupted else "–"]
         rows.append(cells)
     policy_text = ("Tier-1 spec policy: trust_spec " + policies[0] + "." if len(policies) == 1 else
                    "Both tier-1 spec policies on the same inputs: trust_spec off (a spec is believed only where that "
@@ -136,9 +133,7 @@ def render_report(results: Sequence[Any], recovery: Mapping[str, Any] | None = N
     meta = dict(meta or {})
     upstream = str(meta.get("upstream", "upstream"))
     refiner = str(meta.get("refiner", "Refiner"))
-    parts = ["# Tool-refiner evaluation", ""]
-    for k, v in meta.items():
-        parts.append(f"- **{k}**: {v}")
+    parts = ["# Tool-refiner evaluation", "", *(f"- **{k}**: {v}" for k, v in meta.items())]
     for r in results:
         parts += ["", bench_section(r, upstream, refiner)]
     if recovery:

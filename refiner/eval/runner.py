@@ -94,9 +94,8 @@ def write_results(results: Sequence[BenchResult], out_dir: str | Path, meta: Map
         summary["tier1"] = tier1_summary(tier1)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n",
                                       encoding="utf-8")
-    text = report.render_report(results, recovery=recovery, meta=meta, tier1=tier1)
     path = out / "report.md"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(report.render_report(results, recovery=recovery, meta=meta, tier1=tier1), encoding="utf-8")
     if chart:
         report.bar_chart(results, out / "chart.png")
     return path
@@ -120,13 +119,12 @@ def check_upstream(benches: Sequence[str], *upstreams: Any) -> None:
 def make_benchmark(name: str, *, data_dir: str | Path | None = None, bfcl_wheel: str | Path | None = None,
                    bfcl_categories: Sequence[str] | None = None, bfcl_format: str = "toolace",
                    apibank_adjustments: bool = True, seed: int = 0) -> Benchmark:
-    dd = Path(data_dir) if data_dir else None
     if name == "apibank":
-        return APIBank(dd, adjustments=apibank_adjustments)
+        return APIBank(data_dir, adjustments=apibank_adjustments)
     if name == "nestful":
-        return NESTFUL(dd, seed=seed)
+        return NESTFUL(data_dir, seed=seed)
     if name == "bamboogle":
-        return BamboogleStar(dd, seed=seed)
+        return BamboogleStar(data_dir, seed=seed)
     if name == "bfcl":
         return BFCL(bfcl_wheel, tuple(bfcl_categories or CATEGORIES), fmt=bfcl_format)
     raise ValueError(f"unknown benchmark {name!r}; known: {', '.join((*BENCH_NAMES, *NO_UPSTREAM))}")

@@ -147,16 +147,11 @@ class Inputs:
     carried: Counter = field(default_factory=Counter)  # format -> records it carries
 
 
-def read_strict(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall]:
-    """The calls of ``text`` read strictly in ``fmt``, values typed by the specs where the format writes them as
-    untyped text (:meth:`refiner.formats.WireFormat.retype`, as the gate reads them); raises ``FormatError``."""
+def read_calls(fmt: str, text: str, specs: Mapping[str, Any], strict: bool = True) -> list[ToolCall]:
+    """The calls of ``text`` read in ``fmt`` (strictly: ``FormatError`` otherwise), values typed by the specs where the
+    format writes them as untyped text (:meth:`refiner.formats.WireFormat.retype`, as the gate reads them)."""
     f = formats.get(fmt)
-    return list(f.retype(f.parse_strict(text), specs))
-
-
-def read_lenient(fmt: str, text: str, specs: Mapping[str, Any]) -> list[ToolCall]:
-    f = formats.get(fmt)
-    return list(f.retype(f.parse_lenient(text).calls, specs))
+    return list(f.retype(f.parse_strict(text) if strict else f.parse_lenient(text).calls, specs))
 
 
 def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None = None
@@ -165,7 +160,7 @@ def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None =
     ``specs`` (by name) type the values of formats that write them as text."""
     f = formats.get(fmt)
     try:
-        back = read_strict(fmt, f.render(list(calls)), specs or {})
+        back = read_calls(fmt, f.render(list(calls)), specs or {})
     except formats.RenderError:
         return None, "render error"
     except formats.FormatError:
@@ -179,7 +174,7 @@ def _unchanged(text: str, gold: Sequence[ToolCall], fmt: str, specs: Mapping[str
     """Whether a corrupted text reads back, typed by the specs, as the gold (it changed only what the format does not
     write)."""
     try:
-        return same_calls(read_strict(fmt, text, specs), gold, formats.get(fmt))
+        return same_calls(read_calls(fmt, text, specs), gold, formats.get(fmt))
     except formats.FormatError:
         return False
 
@@ -255,12 +250,12 @@ def judge(item: SuiteInput, refined: str, changed: bool) -> dict[str, int]:
     f = formats.get(item.fmt)
     specs = item.case.index
     try:
-        got = read_strict(item.fmt, refined, specs)
+        got = read_calls(item.fmt, refined, specs)
         correct = same_calls(got, item.gold, f)
     except formats.FormatError:
-        got, correct = read_lenient(item.fmt, refined, specs), False
+        got, correct = read_calls(item.fmt, refined, specs, strict=False), False
     gold = _multiset(item.gold)
-    right_before = _multiset(read_lenient(item.fmt, item.text, specs)) & gold
+    right_before = _multiset(read_calls(item.fmt, item.text, specs, strict=False)) & gold
     kept = right_before & _multiset(got)
     harmed_calls = sum(right_before.values()) - sum(kept.values())
     out = {"n": 1, "harmed": int(harmed_calls > 0), "harmed_calls": harmed_calls}

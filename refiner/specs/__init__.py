@@ -15,22 +15,6 @@ from refiner.specs.loader import detect_dialect, load_tools
 from refiner.specs.model import Param, SpecError, ToolSpec, by_name, render_tool_list, to_openai_tools
 from refiner.specs.types import JSON_TYPES, parse_type
 
-__all__ = [
-    "DIALECTS",
-    "JSON_TYPES",
-    "Param",
-    "SpecError",
-    "ToolCatalog",
-    "ToolList",
-    "ToolSpec",
-    "by_name",
-    "detect_dialect",
-    "detect_one",
-    "load_tools",
-    "loads_keeping_tools",
-    "parse_type",
-    "render_tool_list",
-    "spec_from_dict",
-    "to_openai_tools",
-    "tool_catalog",
-]
+__all__ = ["DIALECTS", "JSON_TYPES", "Param", "SpecError", "ToolCatalog", "ToolList", "ToolSpec", "by_name",
+           "detect_dialect", "detect_one", "load_tools", "loads_keeping_tools", "parse_type", "render_tool_list",
+           "spec_from_dict", "to_openai_tools", "tool_catalog"]

@@ -8,6 +8,7 @@ warning), never an error.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import reduce
 from typing import Any
 
 from refiner.specs.types import parse_type
@@ -75,11 +76,7 @@ class _Walk:
             return _merge(target, self._keys(rest, refs)) if rest else target
         out = self._keys(node, refs)
         if "allOf" in out and isinstance(out["allOf"], list) and all(isinstance(b, Mapping) for b in out["allOf"]):
-            branches = out.pop("allOf")
-            merged: dict[str, Any] = {}
-            for b in branches:
-                merged = _merge(merged, b)
-            out = _merge(merged, out)
+            out = _merge(reduce(_merge, out.pop("allOf"), {}), out)
         return out
 
     def _keys(self, node: Mapping[str, Any], refs: tuple[str, ...]) -> dict[str, Any]:
@@ -87,7 +84,7 @@ class _Walk:
         for k, v in node.items():
             if k in _DEFS:
                 continue  # (read through the references that use them)
-            if k in ("properties", "patternProperties", "$defs", "definitions") and isinstance(v, Mapping):
+            if k in ("properties", "patternProperties") and isinstance(v, Mapping):
                 out[k] = {name: self.resolve(s, refs) for name, s in v.items()}
             elif k in ("items", "additionalProperties", "not", "if", "then", "else", "contains") or k in _COMBINATORS:
                 out[k] = self.resolve(v, refs)
@@ -209,9 +206,7 @@ def normalise(schema: Any) -> tuple[Any, list[str], bool]:
             free = True
             continue
         out.pop(key)
-        united: dict[str, Any] = {}
-        for b in branches:
-            united = _unite(united, b.get("properties") or {})
+        united = reduce(_unite, (b.get("properties") or {} for b in branches), {})
         common = None
         for b in branches:
             req = [r for r in (b.get("required") or []) if isinstance(r, str)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
@@ -110,8 +110,7 @@ def union(members: list[TypeInfo]) -> TypeInfo:
     if not rest:
         return TypeInfo("null", nullable=True, known=known)
     if len(rest) == 1:
-        r = rest[0]
-        return TypeInfo(r.type, r.items, nullable or r.nullable, False, r.enum, r.format, known and r.known)
+        return replace(rest[0], nullable=nullable, optional=False, known=known)
     if len(types) == 1 and None not in types:
         t = types.pop()
         items = rest[0].items if all(m.items == rest[0].items for m in rest) else None
@@ -134,9 +133,7 @@ def parse_type(text: str) -> TypeInfo:
     if len(alts) > 1:
         return union([parse_type(a) for a in alts])
     m = _GENERIC.match(text)
-    if m:
-        return _parse_generic(m.group(1), m.group(2), text)
-    return _parse_simple(text)
+    return _parse_generic(m.group(1), m.group(2)) if m else _parse_simple(text)
 
 
 def _parse_simple(text: str) -> TypeInfo:
@@ -158,7 +155,7 @@ def _parse_simple(text: str) -> TypeInfo:
     return TypeInfo(None, known=False)
 
 
-def _parse_generic(base: str, args_text: str, whole: str) -> TypeInfo:
+def _parse_generic(base: str, args_text: str) -> TypeInfo:
     low = base.lower().rsplit(".", 1)[-1]
     args = [a for a in _split_top(args_text, ",") if a] if args_text.strip() else []
     if low == "optional" and len(args) == 1:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from refiner import PROJECT_ROOT
 from refiner.train.errors import TrainConfigError
 from refiner.train.inputs import find_data_files, rl_to_sft_parquet, validate_inputs, validate_model_path
 from refiner.train.overrides import override_value
-from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, ROOT, Recipe, load_recipe, plan_overrides
+from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, Recipe, load_recipe, plan_overrides
 from refiner.train.verl_config import check_verl_config, compose_verl_config
 
 MANIFEST = "tool_refiner_run.json"
@@ -28,7 +29,7 @@ NO_WANDB_LOGGERS = "trainer.logger=[console,file]"
 # The reward code's own runtime needs (rewards/ imports refiner.formats); shipped to a cluster that lacks them.
 REWARD_PIP = ("json-repair>=0.30", "rapidfuzz>=3.0", "pyyaml>=6.0")
 RAY_RUNTIME_ENV = {
-    "working_dir": str(ROOT),  # ships the repository (rewards/, refiner/)
+    "working_dir": str(PROJECT_ROOT),  # ships the repository (rewards/, refiner/)
     "excludes": [".venv/", ".git/", "checkpoints/", "outputs/", "wandb/", ".cache/", "*.parquet", "*.safetensors"],
     "env_vars": {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN", "VLLM_LOGGING_LEVEL": "WARN"},
     "pip": list(REWARD_PIP),

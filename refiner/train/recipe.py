@@ -10,13 +10,13 @@ from typing import Any
 
 import yaml
 
+from refiner import PROJECT_ROOT
 from refiner.train.errors import TrainConfigError
 from refiner.train.inputs import find_data_files
 from refiner.train.overrides import Overrides
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-DEFAULT_RECIPE = ROOT / "configs" / "verl" / "paper.yaml"
-DEFAULT_SFT_RECIPE = ROOT / "configs" / "sft" / "paper.yaml"
+DEFAULT_RECIPE = PROJECT_ROOT / "configs" / "verl" / "paper.yaml"
+DEFAULT_SFT_RECIPE = PROJECT_ROOT / "configs" / "sft" / "paper.yaml"
 
 
 @dataclass

@@ -12,14 +12,6 @@ from typing import Any
 from refiner.train.errors import TrainConfigError
 
 
-def verl_config_dir() -> Path:
-    try:
-        import verl
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise TrainConfigError("verl is not installed: pip install 'tool-refiner[train]' (verl==0.9.1)") from e
-    return Path(verl.__file__).resolve().parent / "trainer" / "config"
-
-
 def compose_verl_config(overrides: Sequence[str], base: str = "ppo_trainer") -> Any:
     """Composes ``base`` from the installed verl with the overrides, strictly (unknown keys fail)."""
     from hydra import compose, initialize_config_dir
@@ -27,9 +19,14 @@ def compose_verl_config(overrides: Sequence[str], base: str = "ppo_trainer") -> 
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    try:
+        import verl
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise TrainConfigError("verl is not installed: pip install 'tool-refiner[train]' (verl==0.9.1)") from e
+    config_dir = Path(verl.__file__).resolve().parent / "trainer" / "config"
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(verl_config_dir()), version_base=None):
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
             return compose(config_name=base, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as e:
         raise TrainConfigError(f"verl ({base}.yaml) rejects the overrides: {e}") from None
