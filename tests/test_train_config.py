@@ -13,9 +13,10 @@ import pytest
 import yaml
 from test_train_rows import built_dir, rl_data_dir, rl_rows, write_parquet  # noqa: F401  (fixtures)
 
+from refiner import PROJECT_ROOT
 from refiner.train.errors import TrainConfigError
 from refiner.train.launch import sft_command
-from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, ROOT, load_recipe, plan_overrides
+from refiner.train.recipe import DEFAULT_RECIPE, DEFAULT_SFT_RECIPE, load_recipe, plan_overrides
 from refiner.train.verl_config import check_verl_config, compose_verl_config
 
 pytest.importorskip("verl")
@@ -246,7 +247,7 @@ def test_train_ray_submit_ships_the_repo(rl_data_dir, tiny_qwen3_dir):
     words = shlex.split(res.stdout.replace("\\\n", " "))
     assert words[:6] == ["ray", "job", "submit", "--address", "http://head:8265", "--no-wait"]
     renv = json.loads(words[words.index("--runtime-env-json") + 1])
-    assert renv["working_dir"] == str(ROOT) and ".venv/" in renv["excludes"]
+    assert renv["working_dir"] == str(PROJECT_ROOT) and ".venv/" in renv["excludes"]
     assert words[words.index("--") + 1 : words.index("--") + 4] == ["python3", "-m", "verl.trainer.main_ppo"]
     assert "trainer.nnodes=2" in words
     assert not any("VERL_FILE_LOGGER_PATH" in w or w.startswith("trainer.default_local_dir=") for w in words)
