@@ -266,14 +266,14 @@ def _refs_in_text(text: str) -> list[str]:
     return [*_NESTOOLS_REF.findall(text), *(m.group(1) for m in _NESTFUL_REF.finditer(text))]
 
 
-def references_in(value: Any, depth: int = 0, *, count: Count | None = None) -> list[str]:
+def references_in(value: Any, *, count: Count | None = None) -> list[str]:
     """Output labels referenced anywhere inside a JSON value, in order, to a depth of :data:`MAX_REFERENCE_DEPTH`
     and at most :data:`MAX_REFERENCE_VALUES` values (or what ``count`` has left)."""
     if type(value) is str:  # the common case, without the walk
         return [] if count is not None and not count.take() else _refs_in_text(value)
     count = count if count is not None else Count(MAX_REFERENCE_VALUES)
     refs: list[str] = []
-    stack = [(value, depth)]
+    stack = [(value, 0)]
     while stack and count.take():
         v, d = stack.pop()
         if isinstance(v, str):

@@ -44,10 +44,7 @@ VARIANTS: dict[str, tuple[str, str]] = {
 
 def row_names(classes: Iterable[str] = ERROR_CLASSES) -> list[str]:
     """The table rows: each class, or for a split class each ``class/variant``."""
-    out: list[str] = []
-    for c in classes:
-        out += [f"{c}/{v}" for v in VARIANTS[c]] if c in VARIANTS else [c]
-    return out
+    return [row for c in classes for row in ([f"{c}/{v}" for v in VARIANTS[c]] if c in VARIANTS else [c])]
 
 
 _OPENAI_TYPES = {  # BFCL's own mapping for OpenAI-style models (bfcl_eval GORILLA_TO_OPENAPI)

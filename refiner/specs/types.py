@@ -30,7 +30,7 @@ _SIMPLE: dict[str, str | None] = {
 }
 
 # Generic containers: ``Name[args]`` / ``Name(args)`` / ``Name<args>``.
-_ARRAYS = {"list", "array", "sequence", "set", "frozenset", "iterable", "arraylist", "tuple"}
+_ARRAYS = {name for name, t in _SIMPLE.items() if t == "array"}
 _OBJECTS = {"dict", "mapping", "map", "hashmap", "object"}
 _NOT_SIMPLE = object()
 _STRING_FORMATS = {"date": "date", "datetime": "date-time", "time": "time", "uuid": "uuid", "url": "uri"}
@@ -95,9 +95,7 @@ def type_of_values(values: list[Any]) -> str | None:
     """The one JSON type all ``values`` share (``integer`` widens to ``number``), else None."""
     types = {json_type_of(v) for v in values}
     types.discard("null")
-    if types == {"integer", "number"}:
-        return "number"
-    return types.pop() if len(types) == 1 else None
+    return "number" if types == {"integer", "number"} else types.pop() if len(types) == 1 else None
 
 
 def union(members: list[TypeInfo]) -> TypeInfo:
