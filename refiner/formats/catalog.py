@@ -266,7 +266,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("gigachat35", "GigaChat 3.5 (DeepSeek V3.2's DSML with the bar ｜GCML｜): <｜GCML｜tool_calls><｜GCML｜invoke "
                "name=\"NAME\"><｜GCML｜parameter name=\"KEY\" string=\"true|false\">VALUE</｜GCML｜parameter>...</｜GCML｜invoke>"
-               "</｜GCML｜tool_calls>", sources=(VLLM + "gigachat35_tool_parser.py", SGLANG + "gigachat35_detector.py")),
+               "</｜GCML｜tool_calls>", sources=(VLLM + "gigachat35_tool_parser.py", SGLANG + "gigachat35_detector.py",
+                                          LLAMA_CPP + "GigaChat3.5.jinja")),
         XmlParams, dsml("<｜GCML｜", "tool_calls")),
     Row(
         Family("minimax_m2", "MiniMax-M2: <minimax:tool_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE"
@@ -360,7 +361,10 @@ CATALOG: tuple[Row, ...] = (
                         *_checked("mistralai-Mistral-Nemo-Instruct-2407.jinja e4676cb56dff")),
                reasoning=mistral.REASONING),
         mistral.Mistral, mistral.TIGHT),
-    Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=mistral.REASONING),
+    Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=mistral.REASONING,
+               models=("mistralai/Mistral-Small-3.1-24B-Instruct-2503",),
+               sources=(LLAMA_CPP + "mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja (each call's \"id\" read and "
+                        "dropped)",)),
         mistral.Mistral, mistral.SPACED),
     Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=mistral.REASONING,
                sources=_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
@@ -372,6 +376,12 @@ CATALOG: tuple[Row, ...] = (
                models=("ibm-granite/granite-3.0-8b-instruct", "ibm-granite/granite-3.1-8b-instruct"),
                sources=(VLLM + "granite_tool_parser.py",)),
         JsonCalls, JsonSpelling("<|tool_call|>", None, "list", alt_opens=("<tool_call>",))),
+    # after Granite, whose row keeps a broken <|tool_call|> text; this one's own texts Granite's strict reader rejects
+    Row(
+        Family("phi4_mini_tags", 'Phi-4-mini in llama.cpp\'s template: <|tool_call|>{"name": ..., "arguments": {...}}'
+               "<|/tool_call|> per call (Granite's opening token, one object, a closing token)",
+               sources=(LLAMA_CPP + "llama-cpp-microsoft-Phi-4-mini-instruct.jinja",)),
+        JsonCalls, JsonSpelling("<|tool_call|>", "<|/tool_call|>", "object", lead="", between="", follows=("{",))),
     Row(
         Family("phi4_mini", 'Phi-4-mini: functools[{"name": ..., "arguments": {...}}, ...]',
                models=("microsoft/Phi-4-mini-instruct", "fireworks-ai/llama-3-firefunction-v2"),
@@ -435,6 +445,7 @@ CATALOG: tuple[Row, ...] = (
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
                sources=(VLLM + "lfm2_tool_parser.py", VLLM + "openpangu_v2_tool_parser.py (a JSON list in the tags)",
                         SGLANG + "lfm2_detector.py",
+                        LLAMA_CPP + "llama-cpp-lfm2.jinja (a JSON list in the tags; a call's \"id\" is not read strictly)",
                         *_checked("LFM2.5-8B-A1B.jinja 6d65c8804847"))),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
     Row(
