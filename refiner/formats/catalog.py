@@ -234,8 +234,9 @@ CATALOG: tuple[Row, ...] = (
         NamedJson, deepseek.V31),
     Row(Family('kimi_k2', 'Kimi-K2: '
                '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>',
-               sources=_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
-                                "moonshotai-Kimi-K2.jinja 9fcc72b7c248")),
+               sources=(*_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
+                                  "moonshotai-Kimi-K2.jinja 9fcc72b7c248"),
+                        LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja (the call's id as given, functions.NAME:IDX)")),
         NamedJson, kimi_k2.K2),
     Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}'
                '<|call|> per call (also read: the guide\'s <|channel|>commentary to=functions.NAME <|constrain|>json; '
@@ -248,7 +249,7 @@ CATALOG: tuple[Row, ...] = (
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
                models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
                sources=(VLLM + "deepseekv32_tool_parser.py", SGLANG + "deepseekv32_detector.py",
-                        *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"),
+                        *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"), LLAMA_CPP + "DeepSeek-V3.2.jinja",
                         "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
         XmlParams, dsml("<｜DSML｜", "function_calls")),
     Row(
@@ -509,7 +510,8 @@ CATALOG: tuple[Row, ...] = (
              between="<|message_sep|>\n\n")),
     Row(
         Family("inkling", 'Inkling: <|content_invoke_tool_json|>{"name": ..., "args": {...}}<|end_message|> per call',
-               sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py", SGLANG + "inkling_detector.py"),
+               sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py", SGLANG + "inkling_detector.py",
+                        "ggml-org/llama.cpp common/parsers/inkling.cpp (the tool's name echoed before each call's token)"),
                reasoning=(("<|content_thinking|>", "<|end_message|>"),)),
         JsonCalls, JsonSpelling("<|content_invoke_tool_json|>", "<|end_message|>", "object", arg_keys=("args", "arguments"),
              lead="", between="<|message_model|>")),
