@@ -28,7 +28,7 @@ from refiner.formats.derive.record import NAMES
 from refiner.formats.derive.render import MAX_STEPS, load_template
 from refiner.formats.json_calls import JsonCalls
 from refiner.formats.named_json import NamedJson
-from refiner.formats.xml_params import XmlParams
+from refiner.formats.xml_grammar import XmlParams
 from refiner.pipeline import Refiner
 
 TEMPLATES = Path(__file__).resolve().parent / "corpus" / "templates"

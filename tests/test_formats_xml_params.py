@@ -12,7 +12,8 @@ from refiner.calls import ToolCall, canonical_json
 from refiner.formats import FormatError
 from refiner.formats.catalog import rows_of
 from refiner.formats.family import EXAMPLE_CALLS, Family, make_row
-from refiner.formats.xml_params import XmlParams, XmlSpelling
+from refiner.formats.xml_grammar import XmlParams
+from refiner.formats.xml_spelling import XmlSpelling
 from refiner.pipeline import Refiner
 
 ROWS = [(row.family, row.spelling) for row in rows_of(XmlParams)]

@@ -35,7 +35,7 @@ def load(**kw) -> list[ts.SuiteCase]:
         pytest.skip(str(e))
 
 
-# The XML parameter grammar's rows (refiner/formats/xml_params.py) but glm45 and qwen3_coder are rated apart: their
+# The XML parameter grammar's rows (refiner/formats/catalog.py) but glm45 and qwen3_coder are rated apart: their
 # lenient tag repair is the grammar's generic mender (look-alikes, a closer without its slash, a lost tag before a
 # name="..."), not a family respelling table like glm45's and qwen3_coder's; a tag lost with the tool's name in it
 # (<invoke name="f"> dropped whole), a broken attribute quote and DSML's full-width bars written wrong are not

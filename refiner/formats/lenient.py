@@ -174,8 +174,11 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
         pos = next_bracket(text, pos)
         if pos < 0 or budget_spent():
             break
-        value = _whole_value_at(text, pos)
-        if value is None:
+        try:  # a valid value no bracket follows is whole (repairing could not add to it)
+            value, end = JSON_DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            end = -1
+        if end < 0 or next_bracket(text, end) >= 0:
             value = lenient_json(text[pos:])
         if value is not None and accept(value):
             return value
@@ -183,15 +186,6 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
             first = value
         pos += 1
     return first
-
-
-def _whole_value_at(text: str, pos: int) -> Any:
-    """The valid JSON value at ``pos`` when no bracket follows it (repairing could not add to it), else ``None``."""
-    try:
-        value, end = JSON_DECODER.raw_decode(text, pos)
-    except (ValueError, RecursionError):
-        return None
-    return value if next_bracket(text, end) < 0 else None
 
 
 NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
@@ -212,9 +206,7 @@ def coerce_call(
         return None
     fn = item.get("function")
     if isinstance(fn, dict):
-        merged = dict(item)
-        merged.update(fn)
-        item = merged
+        item = {**item, **fn}
     name = next((item[k] for k in NAME_KEYS if isinstance(item.get(k), str) and item[k].strip()), None)
     if name is None and isinstance(fn, str) and fn.strip():
         name = fn

@@ -6,6 +6,7 @@ reads well-formed input through checks that build no message (the reward parses 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -14,29 +15,28 @@ from refiner.formats.base import FormatError, WireFormat
 from refiner.formats.text import _WS, next_bracket, reasoning_offset, skip_ws
 
 
+JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
-
-
 def _finite_float(text: str) -> float:
     value = float(text)
-    if value in (_INF, -_INF):
+    if math.isinf(value):
         raise ValueError(f"number {text[:40]} is out of range")
     return value
 
 
-_INF = float("inf")
 # strict JSON: NaN and Infinity rejected, and so are numbers too large for a float (``1e999``), which JSON cannot
 # write back
 JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
-    """``json.loads`` that raises a :class:`FormatError` with the absolute position; NaN/Infinity rejected. (One
-    shared decoder: ``json.loads`` with options builds a new decoder per call, a third of the cost of a small value.)"""
+    """``json.loads`` with one shared decoder that raises a :class:`FormatError` with the absolute position;
+    NaN/Infinity rejected."""
     try:
         value, end = JSON_DECODER.raw_decode(text, JSON_WS.match(text).end())
     except json.JSONDecodeError as e:
@@ -108,16 +108,6 @@ def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
     return a, b
 
 
-def tagged_json(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[Any, int]:
-    """The single JSON value between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and
-    its position; nothing else is allowed inside the tags. The value is decoded before the closing tag is looked
-    for, so a tag quoted inside one of its strings is text."""
-    a, _ = tagged_span(fmt, text, open_tag, close_tag)
-    value, end = decode_at(fmt, text, a)
-    expect_close(fmt, text, end, close_tag)
-    return value, skip_ws(text, a)
-
-
 def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
     """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
     j = skip_ws(text, pos)
@@ -160,8 +150,13 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
 
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
-    """:func:`tagged_json` for formats whose tags hold a JSON list; raises when the value is anything else."""
-    value, pos = tagged_json(fmt, text, open_tag, close_tag)
+    """The single JSON list between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and its
+    position; nothing else is allowed inside the tags. The value is decoded before the closing tag is looked for, so
+    a tag quoted inside one of its strings is text."""
+    a, _ = tagged_span(fmt, text, open_tag, close_tag)
+    value, end = decode_at(fmt, text, a)
+    expect_close(fmt, text, end, close_tag)
+    pos = skip_ws(text, a)
     if not isinstance(value, list):
         raise fmt.error(f"{open_tag} must hold a JSON list, got {type(value).__name__}", pos)
     return value, pos

@@ -1,16 +1,9 @@
 """A model family's dialect read from its chat template: render known calls, diff, keep one record of what the
-family writes, and read it with a grammar's row or with the generic reader of the record.
-
-``derive(path)`` loads the template (:mod:`~refiner.formats.derive.render`: a ``.jinja``, a ``tokenizer_config.json``
-or a model folder), renders a few conversations through it as ``transformers`` does, and reads one
-:class:`~refiner.formats.derive.record.Record` of the family's literals from the renders
-(:mod:`~refiner.formats.derive.diff`, :mod:`~refiner.formats.derive.literals`), with no assumption about tag names,
-token spellings or line layout, and with what could not be derived and why. Two readers read that record:
-:mod:`~refiner.formats.derive.rows` maps it onto a row of one of the project's grammars (not registered), which must
-read the template's own render of the placeholder calls back as those calls; :mod:`refiner.formats.recorded` reads
-the record itself, for a family no grammar row holds and no built-in format reads. Anything else is *special*, with
-why. ``read_by`` lists the built-in formats that read the template's render of the placeholder calls back exactly,
-``writes_as`` those that also write them as the template does; :func:`install` names the format to use.
+family writes (:mod:`~refiner.formats.derive.diff`, with no assumption about tag names, token spellings or line
+layout, and with what could not be derived and why), and read it with a grammar's row the record maps onto
+(:mod:`~refiner.formats.derive.rows`: it must read the template's own render of the placeholder calls back as those
+calls) or with the generic reader of the record (:mod:`refiner.formats.recorded`, for a family no grammar row holds
+and no built-in format reads). Anything else is *special*, with why. :func:`install` names the format to use.
 """
 
 from __future__ import annotations
@@ -44,7 +37,9 @@ log = logging.getLogger(__name__)
 class Derived:
     """What derivation found: the ``record`` of the family's literals; ``fmt``, the derived row (a format instance,
     not registered) or the generic reader of the record (``from_record``), or ``None`` when the family is ``special``
-    (``why`` says why); ``same_as`` names a built-in row with the same grammar and spelling."""
+    (``why`` says why); ``same_as`` names a built-in row with the same grammar and spelling; ``read_by`` the
+    built-in formats that read the template's render of the placeholder calls back exactly, ``writes_as`` those that
+    also write them as the template does."""
 
     where: str
     sha256: str
@@ -97,7 +92,6 @@ def _grammar_name(fmt: base.WireFormat) -> str:
 
 
 def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
-    """:func:`derive` on a loaded template."""
     sha = hashlib.sha256(template.source.encode("utf-8")).hexdigest()
     name = name or f"derived_{sha[:10]}"
     compiled = compile_template(template)

@@ -1,17 +1,8 @@
 """A family's record of literals (:class:`~refiner.formats.derive.record.Record`), read from its chat template by
-diffing renders.
-
-The template is rendered (:mod:`~refiner.formats.derive.render`) with conversations that differ in one thing at a
-time: no call; one call (``tlq_alpha``, five arguments of five types); two calls (``tlq_alpha``, then ``tlq_beta``);
-two other calls (``tlq_beta``, then ``tlq_gamma``) to check what was read; the same turn with reasoning; the bare
-prompt with and without the generation prompt. Nothing here knows a tag, a token or a line layout: every literal is
-the text the template itself wrote around the placeholders.
-
-The *section* of a render is what it adds to the render with no call (:func:`inserted`); when a turn with no call
-writes an empty section, its markers are put back around the calls; reasoning written only beside calls is read from
-the one-call render with reasoning. The call literals are read from the section of two calls
-(:mod:`~refiner.formats.derive.literals`). :func:`derive_record` fills the record and lists what it could not derive,
-each with why (:attr:`Record.missing`).
+diffing renders of conversations that differ in one thing at a time (no call, one call, two calls, two other calls
+to check, reasoning, the bare prompt with and without the generation prompt). Nothing here knows a tag, a token or a
+line layout: every literal is the text the template itself wrote around the placeholders (the call literals:
+:mod:`~refiner.formats.derive.literals`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """The call literals of a family's record (:class:`~refiner.formats.derive.record.Record`), read from the section of
-two calls its template wrote (:mod:`~refiner.formats.derive.diff` finds the section).
-
-Each call's *core* runs from its name (or from the JSON object holding it) to the end of its arguments. What precedes
-both cores is the call opener (``call_start``, then ``name_prefix`` after its last space), what follows both the call
-closer; the rest before the first is the section start, after the last the section end, between them the call
-separator (:func:`_frame`). The arguments are one JSON object
-after the name (:func:`read_json_args`), a JSON object per call holding the name and the arguments under keys of the
-template's own, or all calls in one JSON list (:func:`read_json_object`), or one element per argument
-(:func:`read_pairs`, from comparing consecutive arguments); how each value is written comes from the five typed
-values. A call id is the given one or the call's place in the turn (:func:`read_ids`).
+two calls its template wrote: the arguments as one JSON object after the name (:func:`read_json_args`), a JSON
+object per call or all calls in one JSON list (:func:`read_json_object`), or one element per argument
+(:func:`read_pairs`); what precedes, separates and follows the two calls' cores gives the section and call literals
+(:func:`_frame`).
 """
 
 from __future__ import annotations
@@ -39,24 +33,19 @@ def json_values(text: str) -> list[tuple[int, int, Any]]:
     return out
 
 
-def value_spellings(value: Any, quote: tuple[str, str] = ("", "")) -> list[tuple[str, str]]:
-    """How a template may write ``value``: ``(text, style)``, style ``raw``/``json``/``python`` (a string between
-    Python's quotes: ``'vq text one'``)/``quoted``."""
-    out = [(json.dumps(value, ensure_ascii=False), "json")]
-    if quote[0] and (isinstance(value, (str, list, dict))):
-        out.append((write_quoted(value, *quote), "quoted"))
-    if isinstance(value, str):
-        return [*out, (repr(value), "python"), (value, "raw")]
-    out.append((json.dumps(value, ensure_ascii=False, separators=(",", ":")), "json"))
-    if isinstance(value, (bool, list, dict)):
-        out.append((repr(value), "python"))
-    return out
-
-
 def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", "")) -> tuple[int, int, str] | None:
-    """The earliest spelling of ``value`` at or after ``start``: ``(start, end, style)``; among spellings at the same
-    place, the longest."""
-    spellings = value_spellings(value, quote)
+    """The earliest spelling of ``value`` at or after ``start``: ``(start, end, style)``, style ``raw``, ``json``,
+    ``python`` (a string between Python's quotes: ``'vq text one'``) or ``quoted``; among spellings at one place,
+    the longest."""
+    spellings = [(json.dumps(value, ensure_ascii=False), "json")]
+    if quote[0] and isinstance(value, (str, list, dict)):
+        spellings.append((write_quoted(value, *quote), "quoted"))
+    if isinstance(value, str):
+        spellings += [(repr(value), "python"), (value, "raw")]
+    else:
+        spellings.append((json.dumps(value, ensure_ascii=False, separators=(",", ":")), "json"))
+        if isinstance(value, (bool, list, dict)):
+            spellings.append((repr(value), "python"))
     found = [(i, i + len(sp), style) for sp, style in spellings if (i := text.find(sp, start)) >= 0]
     return min(found, key=lambda f: (f[0], -f[1]), default=None)
 

@@ -1,10 +1,5 @@
-"""A family's dialect as one record of literals (:class:`Record`), and the placeholders the renders it is read from
-are made with.
-
-The record holds the text the template itself wrote around the placeholders: the section, each call, the name, each
-key and value, the separators, how values are typed, the call id and the reasoning (:mod:`~refiner.formats.derive.diff`
-fills it). The rows (:mod:`~refiner.formats.derive.rows`) and the generic reader (:mod:`refiner.formats.recorded`)
-both read it.
+"""A family's dialect as one record of literals (:class:`Record`), the text the template wrote around the
+placeholders it is rendered with (:mod:`~refiner.formats.derive.diff` fills it).
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""Loading a model's chat template and rendering conversations through it, as ``transformers`` does.
-
-:func:`compile_template` builds the environment ``apply_chat_template`` uses: a sandbox with ``trim_blocks`` and
-``lstrip_blocks``, the ``loopcontrols`` extension, a ``{% generation %}`` block tag, a ``tojson`` with no HTML
-escaping (that writes an iterable such as ``map(...)``'s result as a list, as llama.cpp's does), and the globals
-``raise_exception`` and ``strftime_now``; a template may change its own lists and dicts one item at a time
-(:data:`ITEM_CHANGES`, as llama.cpp's engine lets Kimi-K2's templates keep a queue of call ids), never more (``extend``:
-a list doubling itself would escape the step budget).
-:func:`render` passes the messages, the tools, the tokenizer's special tokens and what llama.cpp's engine passes
-(:data:`ENGINE_CONTEXT`, ``functions``); each render is bounded (:data:`MAX_STEPS` calls, lookups and output chunks,
-:data:`MAX_RENDER_CHARS` characters) and every failure is a :class:`TemplateFailure` naming the file.
-
-A template is read from a ``.jinja`` file, a ``tokenizer_config.json`` (its ``chat_template``: a string, or a list of
-named templates, of which ``tool_use`` is taken when there is one, else ``default``), or a model folder (its
-``chat_template.jinja``, else its ``tokenizer_config.json``).
+"""Loading a model's chat template (a ``.jinja`` file, a ``tokenizer_config.json`` or a model folder) and rendering
+conversations through it as ``transformers``' ``apply_chat_template`` does, in a sandbox, with the context llama.cpp's
+engine passes (:data:`ENGINE_CONTEXT`); every render is bounded (:data:`MAX_STEPS`, :data:`MAX_RENDER_CHARS`) and
+every failure is a :class:`TemplateFailure` naming the file.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the project's grammars.
-
-- ``pairs``: an :class:`~refiner.formats.xml_params.XmlSpelling` (the name in ``<function=NAME>``, ``<invoke
-  name="NAME">`` or after the call tag; keys as ``<parameter=K>``, ``<parameter name="K">`` or ``<arg_key>K</arg_key>``;
-  values typed as JSON, as Python or by a type attribute on the key); with a quote token and ``NAME{key:value,...}``,
-  a :class:`~refiner.formats.brace_kv.BraceSpelling`; as Python calls ``NAME(key=value, ...)``, a pythonic
-  :class:`~refiner.formats.pythonic_sentinels.Wrapper` (one list between two markers, or one call per line);
-- ``json_object`` / ``json_list``: a :class:`~refiner.formats.json_calls.JsonSpelling` (one object per tagged block,
-  one per line inside one section, or every call in one JSON list);
-- ``json_args``: a :class:`~refiner.formats.named_json.NamedSpelling`.
-
-Anything else is answered with why no row holds it (:mod:`refiner.formats.derive` then tries the built-in rows no
-record maps onto: :func:`own_grammar`). A plan is checked against the template (:meth:`RowPlan.check`).
+"""From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the project's grammars
+(:func:`plan_row`): ``pairs`` to the XML grammar, the brace grammar (strings between a quote token) or pythonic
+calls between markers; ``json_object`` / ``json_list`` to the JSON-calls grammar; ``json_args`` to the named-JSON
+grammar. Anything else is answered with why no row holds it; a plan is checked against the template
+(:meth:`RowPlan.check`).
 """
 
 from __future__ import annotations
@@ -28,7 +20,8 @@ from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
 from refiner.formats.recorded import DERIVED_RANK
-from refiner.formats.xml_params import XmlParams, XmlSpelling
+from refiner.formats.xml_grammar import XmlParams
+from refiner.formats.xml_spelling import XmlSpelling
 
 EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
 CHECKED = (ToolCall(NAMES[1], ARGS[1]), ToolCall(NAMES[2], ARGS[2]))  # the calls of the render that checks
