@@ -41,15 +41,10 @@ def convert_text(
         try:
             calls, problems = reader.parse_strict(text), []
         except FormatError as e:
-            raise ConvertError(f"{where}{_line_col(text, e.position) if locate else ''}: {e}") from None
+            at = e.position  # (as :line:column, 1-based, when known)
+            where += f":{text.count(chr(10), 0, at) + 1}:{at - text.rfind(chr(10), 0, at)}" if locate and at >= 0 else ""
+            raise ConvertError(f"{where}: {e}") from None
     return Converted(writer.render(calls), src, len(calls), problems)
-
-
-def _line_col(text: str, position: int) -> str:
-    """``:line:column`` (1-based) of a character offset, or nothing for an unknown position."""
-    if position < 0:
-        return ""
-    return f":{text.count(chr(10), 0, position) + 1}:{position - text.rfind(chr(10), 0, position)}"
 
 
 def convert_jsonl(

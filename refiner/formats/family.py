@@ -2,12 +2,9 @@
 
 A *grammar* is a :class:`~refiner.formats.base.WireFormat` subclass that reads and writes one shape of calls from a
 *spelling*: a frozen dataclass of the grammar's own (its tags, how a value is typed, quirk flags, at most one hook). A
-*family* is one :class:`Row`: a :class:`Family`, its grammar and the grammar's spelling. The catalog
-(:mod:`refiner.formats.catalog`) is the ordered table of every family; :func:`register_catalog` registers it, each
-row ranked by its place in it (a more specific spelling goes before a more general one sharing its markers), its
-detection and tags from the grammar (a row's further markers left to another row holding them: :func:`markers_left`)
-and its example the grammar's own render of :data:`EXAMPLE_CALLS`. A chat template derived by
-:mod:`refiner.formats.derive` yields the same kind of row, so a derived dialect and a hand-written one compare.
+*family* is one :class:`Row`: a :class:`Family`, its grammar and the grammar's spelling, as in the catalog
+(:mod:`refiner.formats.catalog`, registered by :func:`register_catalog`) or derived from a chat template
+(:mod:`refiner.formats.derive`).
 """
 
 from __future__ import annotations

@@ -80,9 +80,9 @@ def _cut_inside(text: str, start: int, quote: int) -> bool:
 
 class TokenFinder:
     """The first of some tokens at or after a position, outside JSON strings (``{"s": "a </tool_call> b"}`` does not
-    end its block). A string left open by the end of the text is one of two things: the text was cut inside it, when
-    the JSON before it is valid (:func:`_cut_inside`), and no token after its quote is one; else a quote was lost,
-    and tokens are searched plainly from that quote on, and from then on. Every search is linear."""
+    end its block), in linear time. A string the end of the text leaves open was cut (the JSON before it is valid:
+    :func:`_cut_inside`; no token after its quote is one) or lost its quote (tokens are then searched plainly from
+    that quote on)."""
 
     def __init__(self, text: str, tokens: Sequence[str]) -> None:
         self.text = text

@@ -14,7 +14,6 @@ from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, WireFormat
 from refiner.formats.text import _WS, next_bracket, reasoning_offset, skip_ws
 
-
 JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
 
 
@@ -119,11 +118,9 @@ def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
 
 
 def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
-    """``(value, position)`` for the JSON value of each ``open_tag ... close_tag`` block after any reasoning (with
-    ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds anything
-    else, or a block is not closed. Values are decoded before their closing tag is looked for, so a tag quoted
-    inside a string is text. Lazy, so a caller that stops at the first bad value never decodes the rest of a long
-    hostile block."""
+    """``(value, position)``, lazily, for the JSON value of each ``open_tag ... close_tag`` block after any reasoning
+    (with ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds
+    anything else, or a block is not closed. A tag quoted inside a string is text."""
     start = reasoning_offset(text)
     i = text.find(open_tag, start)
     if i < 0:
@@ -150,9 +147,8 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
 
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
-    """The single JSON list between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and its
-    position; nothing else is allowed inside the tags. The value is decoded before the closing tag is looked for, so
-    a tag quoted inside one of its strings is text."""
+    """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it (a tag
+    quoted inside one of its strings is text), and its position."""
     a, _ = tagged_span(fmt, text, open_tag, close_tag)
     value, end = decode_at(fmt, text, a)
     expect_close(fmt, text, end, close_tag)
@@ -218,9 +214,7 @@ def strict_fields(
     ``what`` (``"what #index"`` when ``index`` is given)."""
     if type(obj) is dict:  # the valid case, checked without building any message
         shape = (name_key, args_key, extra_keys)
-        allowed = _ALLOWED_KEYS.get(shape)
-        if allowed is None:
-            allowed = _ALLOWED_KEYS.setdefault(shape, frozenset((name_key, args_key, *extra_keys)))
+        allowed = _ALLOWED_KEYS.get(shape) or _ALLOWED_KEYS.setdefault(shape, frozenset(shape[:2] + extra_keys))
         name = obj.get(name_key)
         args = obj.get(args_key, _ABSENT)
         if type(name) is str and (args is _ABSENT or type(args) is dict) and obj.keys() <= allowed and name.strip():
@@ -248,12 +242,9 @@ def plain_calls(
     outputs_key: str | None = None,
     outputs_as: type = list,
 ) -> list[ToolCall] | None:
-    """The calls of ``items`` when every item is a valid call object (what :func:`strict_fields` accepts, with no
-    other keys): a non-empty string ``name_key``, an object ``args_key`` (missing means ``{}``), and where
-    ``outputs_key`` is given, optionally that key holding a list of strings (``outputs_as=list``) or one string
-    (``outputs_as=str``). ``None`` at the first doubt: the format's own loop then finds and explains the error. The
-    valid case costs a few dict lookups per call, as every reward of a well-formed output takes it. ``items`` may
-    be lazy: nothing after the first doubt is read."""
+    """The calls of ``items`` (read lazily) when every item is a call object :func:`strict_fields` accepts, with
+    optionally ``outputs_key`` holding a list of strings (``outputs_as=list``) or one string (``outputs_as=str``);
+    ``None`` at the first doubt (the format's own loop then explains the error)."""
     trusted = ToolCall.trusted
     calls = []
     for item in items:

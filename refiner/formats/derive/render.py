@@ -104,8 +104,7 @@ def load_template(path: str | Path) -> ChatTemplate:
 
 
 class _Generation(jinja2.ext.Extension):
-    """``{% generation %}...{% endgeneration %}`` (transformers marks the assistant's tokens with it): renders its
-    body."""
+    """``{% generation %}...{% endgeneration %}`` (transformers' mark of the assistant's tokens): its body."""
 
     tags: ClassVar[set[str]] = {"generation"}
 
@@ -123,8 +122,7 @@ def _raise_exception(message: Any) -> None:
 
 
 def _listed(x: Any) -> list:
-    """A value JSON has no type for, written as a list when it can be iterated (``map(...)``, a generator), as
-    llama.cpp's template engine writes it."""
+    """An iterable JSON has no type for (``map(...)``) as a list, as llama.cpp's template engine writes it."""
     if isinstance(x, Iterable) and not isinstance(x, (str, bytes, Mapping)):
         return list(x)
     raise TypeError(f"Object of type {type(x).__name__} is not JSON serializable")
@@ -136,10 +134,8 @@ def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: 
 
 
 class _Budgeted(SandboxedEnvironment):
-    """The sandbox, counting what a render does: every call, attribute and item access, ``range`` item, arithmetic
-    operation and output chunk draws on a budget of :data:`MAX_STEPS` per render (a concatenation one step per 64
-    items it copies), and a render that spends it stops: a template that loops without end, or builds a huge text,
-    cannot hold derivation up."""
+    """The sandbox, where every call, lookup, ``range`` item, arithmetic operation and output chunk of a render draws
+    on a budget of :data:`MAX_STEPS` (a concatenation one step per 64 items it copies)."""
 
     steps = 0
     intercepted_binops = frozenset(("*", "**", "+"))

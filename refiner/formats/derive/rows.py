@@ -114,8 +114,8 @@ class RowPlan:
 
 
 def _opener(text: str) -> str:
-    """The marker that opens a section or call: the last run of ``text`` without whitespace (what the template
-    writes before it, such as a role header after an empty answer, is not the model's)."""
+    """The marker that opens a section or call: the last run of ``text`` without whitespace (what precedes it, such
+    as a role header, is the template's)."""
     return (text.split() or [""])[-1]
 
 
@@ -125,8 +125,8 @@ def _closer(text: str) -> str:
 
 
 def _section_closer(text: str) -> str:
-    """The marker that closes the section: :func:`_closer`, or the first token of it when it is tokens written back
-    to back (the end of the turn written right after it: ``<｜tool▁calls▁end｜><｜end▁of▁sentence｜>``)."""
+    """The marker that closes the section: :func:`_closer`, or its first token when it is tokens written back to
+    back (``<｜tool▁calls▁end｜><｜end▁of▁sentence｜>``)."""
     run = _closer(text)
     return run if _TOKENS.fullmatch(run) is None else _TOKENS.match(run).group(1)
 
