@@ -43,7 +43,7 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     except ValueError as e:
         raise fmt.error(str(e), offset) from None
     except RecursionError:
-        raise fmt.error("JSON nested too deeply", offset) from None
+        raise fmt.error(_DEEP, offset) from None
     end = JSON_WS.match(text, end).end()
     if end != len(text):
         raise fmt.error("invalid JSON: Extra data", offset + end)

@@ -141,9 +141,8 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
     fulls: dict[str, str] = {}
     named_ids = False
     for as_text in (False, True):
-        try:
-            one = r(_turn([_call(0, as_text)], content=content))
-        except TemplateFailure:
+        one = _or_none(r, _turn([_call(0, as_text)], content=content))
+        if one is None:
             continue
         written = inserted(none, one)
         if NAMES[0] not in written and IDS[0] in written:  # the id in place of the name: ids that carry the name
@@ -243,11 +242,8 @@ def _reasoning_with_calls(rec: Record, r: Renders, none: str, messages: list[dic
     """Reasoning the template writes only in a turn with calls, inside what the calls add (Command R7B's
     ``<|START_THINKING|>...<|END_THINKING|>`` before its action): the marker right before the reasoning text and
     the one right after it, when the one-call render with reasoning is the one without plus that text."""
-    try:
-        text = inserted(none, r(messages))
-    except TemplateFailure:
-        return
-    before, found, after = text.partition(REASONING)
+    full = _or_none(r, messages)
+    before, found, after = ("", "", "") if full is None else inserted(none, full).partition(REASONING)
     if not found or before + after != rec.sections.get("one"):
         return
     runs, rest = before.split(), after.split()
