@@ -40,8 +40,7 @@ from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
 from refiner.formats.xml_grammar import XmlParams
-from refiner.formats.xml_params import dsml, invoke, kv
-from refiner.formats.xml_spelling import XmlSpelling
+from refiner.formats.xml_spelling import XmlSpelling, dsml, invoke, kv
 
 VLLM = "vllm-project/vllm vllm/tool_parsers/"
 SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
