@@ -207,6 +207,10 @@ class XmlParams(XmlLenient, WireFormat):
             if s.name_at == "attr" and body.endswith("/", 0, e):
                 return True  # <invoke name="f"/>
             k = skip_ws(body, e + 1)
+        if s.refused_attr and body.startswith(s.key_open, k):  # (another row's typed parameter)
+            j = body.find(">", k, k + MAX_ATTR_CHARS + 1)
+            if j >= 0 and s.refused_attr in _attrs(body[k + len(s.key_open) : j]):
+                return False
         return k >= len(body) or body.startswith((s.key_open, s.call_close), k)
 
     def region_start(self, body: str, at: int) -> int:
@@ -350,6 +354,8 @@ class XmlParams(XmlLenient, WireFormat):
             attrs = _attrs(text[pos:j])
             if "name" not in attrs:
                 raise self.error(f"a {s.key_open} without a name", pos)
+            if s.refused_attr and s.refused_attr in attrs:
+                raise self.error(f"a {s.refused_attr}= attribute: another row's typed parameter", pos)
             string = None
             if s.type_attr:
                 flag = attrs.get(s.type_attr)

@@ -31,7 +31,9 @@ class XmlSpelling:
     detection looks for them plain (a suffixed first tag is another spelling the strict reader accepts);
     ``type_open`` / ``type_close``: a type element between a key and its value, read by recovery only; ``cdata`` (a
     reading policy): a value written as ``<![CDATA[...]]>`` is the text inside, as written (MiniCPM5's template
-    writes a string holding ``<``, ``&`` or a line break so)."""
+    writes a string holding ``<``, ``&`` or a line break so); ``refused_attr`` (a reading policy): a parameter
+    attribute the strict reader and the sniff refuse, another row's typing (SGLang's multi_format ``minimax`` layout
+    refuses the ``string=`` of its ``dsv32`` layout, written in the same tags)."""
 
     call_open: str
     call_close: str
@@ -55,6 +57,7 @@ class XmlSpelling:
     type_close: str = ""
     suffix_optional: bool = field(default=False, metadata=POLICY)
     cdata: bool = field(default=False, metadata=POLICY)
+    refused_attr: str = field(default="", metadata=POLICY)
 
     def __post_init__(self) -> None:
         if self.name_at not in ("eq", "attr", "text") or self.key_at not in ("eq", "attr", "element"):
