@@ -113,3 +113,41 @@ def test_plamo3_tokens_written_wrong_are_read_as_the_tokens(how):
         got = fmt.parse_lenient(damaged)
         assert got.calls == [call], (tag, damaged)
         assert any(p.code == "missing_tag" for p in got.problems)
+
+
+V31 = formats.get("functionary_v31")
+
+
+def test_functionary_v31_is_a_named_json_grammar_of_its_own():
+    """Functionary v3.1's row: the named-JSON grammar's reader with its own detection and python tag, so not one of
+    the grammar's plain rows."""
+    assert isinstance(V31, NamedJson) and V31.name not in {fam.name for fam, _ in ROWS}
+    assert V31.example == V31.render(V31.parse_strict(V31.example))
+    assert V31.tags == ("<function=", ">", "</function>", "<|python_tag|>")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('<function=f>{"a": 1}', "expected </function>"),
+        ('<function=f>["a"]</function>', "JSON object"),
+        ('<function=f a>{}</function>', "tool name"),
+        ('<function=f>{}</function> then <function=g>{}</function>', "a call after prose"),
+        ("<|python_tag|>print(1)", "no <function="),
+    ],
+)
+def test_functionary_v31_strict_rejects(text, words):
+    with pytest.raises(formats.FormatError, match=words):
+        V31.parse_strict(text)
+
+
+def test_functionary_v31_puts_back_its_tags_where_the_grammar_puts_them():
+    want = [ToolCall("get_weather", {"city": "Hue"}), ToolCall("get_time", {"tz": "UTC"})]
+    for broken in ('<function=get_weather{"city": "Hue"}</function><function=get_time>{"tz": "UTC"}</function>',
+                   'get_weather{"city": "Hue"}</function>get_time{"tz": "UTC"}</function>',
+                   '<function=get_weather>{"city": "Hue"}[/function]<Function=get_time>{"tz": "UTC"}</function>'):
+        got = V31.parse_lenient(broken)
+        assert got.calls == want and {p.code for p in got.problems} == {"missing_tag"}, broken
+    quoted = '<function=note>{"s": "</Function> and [/function]"}</function>'
+    assert V31.parse_lenient(quoted).calls == [ToolCall("note", {"s": "</Function> and [/function]"})]
+    assert V31.parse_lenient(quoted).ok

@@ -12,7 +12,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 
 @pytest.mark.parametrize("name", ["qwen25_coder_tools", "pangu", "granite_20b_fc", "hyperclovax_14b",
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
-                                  "solar_open2", "phi4_mini_tags"])
+                                  "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -33,3 +33,45 @@ def test_granite_list_and_the_phi4_tagged_object_share_an_opening_token_and_stay
     assert formats.detect_format(listed) == "granite"
     assert formats.detect_format(tagged) == "phi4_mini_tags"
     assert formats.get("granite").parse_strict(listed) == formats.get("phi4_mini_tags").parse_strict(tagged) == [CALL]
+
+
+def test_functionary_v31_claims_a_function_tag_only_when_json_follows_the_name():
+    fn = formats.get("functionary_v31")
+    text = '<function=lookup_weather>{"town": "Lisbon", "days": 2}</function>'
+    assert formats.detect_format(text) == "functionary_v31" and fn.parse_strict(text) == [CALL]
+    assert formats.detect_format(text[:-20]) == "functionary_v31"  # cut inside the arguments
+    for qwen in ("<function=lookup_weather>\n<parameter=town>\nLisbon\n</parameter>\n</function>",  # <tool_call> lost
+                 "<function=lookup_weather>", "<function=lookup_wea", "<function=lookup_weather>\nLisbon"):
+        assert formats.detect_format(qwen) == "qwen3_coder"
+    qwen = "<tool_call>\n<function=lookup_weather>\n<parameter=town>\nLisbon\n</parameter>\n</function>\n</tool_call>"
+    assert formats.detect_format(qwen) == "qwen3_coder"
+    with pytest.raises(formats.FormatError):
+        fn.parse_strict(qwen)
+
+
+def test_functionary_v31_reads_the_python_tag_after_its_calls_only():
+    fn = formats.get("functionary_v31")
+    text = '<function=lookup_weather>{"town": "Lisbon", "days": 2}</function><|python_tag|>x = 2\nprint(x ** 10)'
+    calls = [CALL, ToolCall("python", {"code": "x = 2\nprint(x ** 10)"})]
+    assert formats.detect_format(text) == "functionary_v31"
+    assert fn.parse_strict(text) == calls and fn.parse_lenient(text).calls == calls
+    for llama in ('<|python_tag|>{"name": "lookup_weather", "parameters": {"town": "Lisbon"}}', "<|python_tag|>print(2)"):
+        assert formats.detect_format(llama) == "llama3_json"
+        with pytest.raises(formats.FormatError):
+            fn.parse_strict(llama)
+
+
+def test_multi_format_dsv32_takes_the_typed_parameters_and_leaves_the_rest_to_the_minimax_layout():
+    typed = ('<tool_calls>\n<invoke name="lookup_weather">\n<parameter name="town" string="true">Lisbon</parameter>\n'
+             '<parameter name="days" string="false">2</parameter>\n</invoke>\n</tool_calls>')
+    assert formats.detect_format(typed) == "multi_format_dsv32"
+    assert formats.get("multi_format_dsv32").parse_strict(typed) == [CALL]
+    assert formats.detect_format(typed[:-40]) == "multi_format_dsv32"  # cut in its last parameter
+    with pytest.raises(formats.FormatError):
+        formats.get("multi_format_minimax").parse_strict(typed)
+    plain = typed.replace(' string="true"', "").replace(' string="false"', "")
+    assert formats.detect_format(plain) == "multi_format_minimax"
+    assert formats.get("multi_format_minimax").parse_strict(plain) == [CALL]
+    bare = '<tool_calls>\n<invoke name="lookup_weather">\n</invoke>\n</tool_calls>'  # no parameters: read alike
+    assert formats.detect_format(bare) == "multi_format_minimax"
+    assert formats.get("multi_format_dsv32").parse_strict(bare) == [ToolCall("lookup_weather", {})]

@@ -80,7 +80,7 @@ FAMILIES: dict[str, str | None] = {
     "inclusionai-ling-3.0-flash.jinja": "glm45",
     "llama-cpp-deepseek-r1.jinja": "deepseek_v3",
     "llama-cpp-rwkv-world.jinja": None,  # no tools
-    "meetkai-functionary-medium-v3.1.jinja": None,  # Functionary v3.1 (<function=NAME>{...}</function>)
+    "meetkai-functionary-medium-v3.1.jinja": "functionary_v31",
     "meetkai-functionary-medium-v3.2.jinja": "functionary_v32",
     "meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3_json",
     "meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3_json",

@@ -17,6 +17,7 @@ from refiner.formats import (
     anthropic,
     apibank,
     deepseek,
+    functionary_v31,
     glaive,
     glm45,
     harmony,
@@ -71,7 +72,10 @@ def _plamo(tag: str) -> str:
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
 # after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
 # the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before
-# GigaChat 3 (whose row also reads 3.1's <|function_call|>).
+# GigaChat 3 (whose row also reads 3.1's <|function_call|>). Functionary v3.1 before Qwen3-Coder (<function=: a JSON
+# object after the name is Functionary's; a <function= neither sniff claims stays Qwen3-Coder's); SGLang's
+# multi_format minimax layout before its dsv32 one (a call without parameters is the minimax one's, which refuses
+# string=).
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
@@ -117,6 +121,13 @@ CATALOG: tuple[Row, ...] = (
                            suffix_optional=True)),
     Row(Family('glaive', 'Glaive: <functioncall> {"name": ..., "arguments": \'{...}\'} <|endoftext|> per call', trained=True),
         glaive.Glaive, None),
+    Row(
+        Family("functionary_v31", "Functionary v3.1: <function=NAME>{...}</function> per call, the python tool's code "
+               "after <|python_tag|> (after the calls; the tag alone is Llama 3.1's)",
+               models=("meetkai/functionary-small-v3.1", "meetkai/functionary-medium-v3.1"),
+               sources=("llama.cpp common/chat.cpp (functionary_v3_1_llama_3_1)",
+                        LLAMA_CPP + "meetkai-functionary-medium-v3.1.jinja")),
+        functionary_v31.FunctionaryV31, functionary_v31.SPELLING),
     Row(
         Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
                "</function>\\n</tool_call> per call (strings raw, other values JSON)",
@@ -393,7 +404,13 @@ CATALOG: tuple[Row, ...] = (
                "<parameter name=\"KEY\">VALUE</parameter></invoke></tool_calls> (MiniMax-M2's elements in <tool_calls>; "
                "strings raw, other values JSON)",
                sources=(SGLANG + "multi_format_detector.py (_MINIMAX_BLOCK, _MINIMAX_INVOKE, _MINIMAX_PARAM)",)),
-        XmlParams, invoke("tool_calls")),
+        XmlParams, replace(invoke("tool_calls"), refused_attr="string")),
+    Row(
+        Family("multi_format_dsv32", "SGLang multi_format, tool_format dsv32: <tool_calls><invoke name=\"NAME\">"
+               "<parameter name=\"KEY\" string=\"true|false\">VALUE</parameter></invoke></tool_calls> (DeepSeek V3.2's "
+               "typed parameters in the minimax layout's tags; string=\"false\" values JSON)",
+               sources=(SGLANG + "multi_format_detector.py (_MINIMAX_PARAM's string flag, type_aware)",)),
+        XmlParams, dsml("<", "tool_calls")),
     Row(
         Family("minimax", 'MiniMax: <tool_calls>\\n{"name": ..., "arguments": {...}} per line\\n</tool_calls>',
                models=("MiniMaxAI/MiniMax-Text-01", "MiniMaxAI/MiniMax-M1-80k"),

@@ -1,0 +1,129 @@
+"""Functionary v3.1 (MeetKai's Llama 3.1 based models): ``<function=NAME>{...}</function>`` per call, the calls written
+one after another, and the python tool's code after ``<|python_tag|>`` (llama.cpp's ``functionary_v3_1_llama_3_1``
+chat format). A row of the named-JSON grammar (:mod:`refiner.formats.named_json`) with what its spelling cannot say:
+
+- Its call tag ``<function=`` is also Qwen3-Coder's, Seed-OSS's and ZAYA's, which write a line break and
+  ``<parameter=`` after the name. A call is this row's when a JSON object follows ``<function=NAME>`` (:meth:`sniff`).
+- ``<function=`` is read as another spelling of a marker (``Detection.also_read``), not as the row's first marker:
+  a row's further markers are left to a row holding them first (:func:`~refiner.formats.family.markers_left`), and
+  ``<function=`` stays a marker of Qwen3-Coder's row, whose texts lose their ``<tool_call>`` too. The row's first
+  marker is ``<|python_tag|>``.
+- ``<|python_tag|>`` after the calls starts the python tool's call: the rest of the text is its ``code``. The tag
+  alone, with no ``<function=`` call before it, is Llama 3.1's (the ``llama3_json`` row's), read by neither reader
+  of this row. Rendering writes every call, python's too, as ``<function=NAME>{...}</function>``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from refiner.calls import ToolCall
+from refiner.formats.base import MAX_NOTES, Detection, Lenient
+from refiner.formats.named_json import MAX_CALLS, NAME_PATTERN, NamedJson, NamedSpelling
+from refiner.formats.tags import Speller
+from refiner.formats.text import reasoning_offset, skip_ws
+
+OPEN, NAME_END, CLOSE = "<function=", ">", "</function>"
+PYTHON_TAG = "<|python_tag|>"
+PYTHON = "python"  # the tool the code after PYTHON_TAG calls, with the argument "code"
+SPELLING = NamedSpelling(None, None, OPEN, NAME_END, CLOSE, call_marker=True)
+SPELLER = Speller((OPEN, CLOSE))
+_NAME_THEN_JSON = re.compile(rf"\s*({NAME_PATTERN})(>?)(?=\s*\{{)")  # a call's head, its tag or its ">" lost
+
+
+class FunctionaryV31(NamedJson):
+    """The grammar of the ``functionary_v31`` row (its spelling :data:`SPELLING`)."""
+
+    @classmethod
+    def tags_for(cls, sp: NamedSpelling) -> tuple[str, ...]:
+        return (*super().tags_for(sp), PYTHON_TAG)
+
+    @classmethod
+    def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
+        return Detection(rank=rank, markers=(PYTHON_TAG,), closers=(sp.close,), also_read=(sp.call_open,))
+
+    def sniff(self, body: str, at: int) -> bool:
+        """``<function=NAME>`` followed by a JSON object (not a line break and ``<parameter=``); a text whose first
+        marker is ``<|python_tag|>`` is Llama 3.1's."""
+        if not body.startswith(OPEN, at) or not super().sniff(body, at):
+            return False
+        return body.startswith("{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        i = text.find(OPEN, start)
+        if i < 0:
+            raise self.error(f"no {OPEN}NAME>", start)
+        calls: list[ToolCall] = []
+        pos = i
+        while text.startswith(OPEN, pos):
+            if len(calls) >= MAX_CALLS:
+                raise self.error(f"more than {MAX_CALLS} calls", pos)
+            call, pos = self._call(text, pos + len(OPEN))
+            calls.append(call)
+            pos = skip_ws(text, pos)
+        if text.startswith(PYTHON_TAG, pos):
+            calls.append(ToolCall.trusted(PYTHON, {"code": text[pos + len(PYTHON_TAG) :]}))
+            return calls
+        later = text.find(OPEN, pos)
+        if later >= 0 and self.sniff(text, later):
+            raise self.error(f"a call after prose, not after the calls: {text[pos:pos + 30]!r}", pos)
+        return calls
+
+    def recover(self, text: str, out: Lenient) -> None:
+        """The named-JSON reading of the calls, after the tags written wrong or lost where the grammar puts them
+        are put back (:func:`respell`); the code after a ``<|python_tag|>`` that follows a call is the python
+        tool's call."""
+        text = respell(text, out)
+        start = reasoning_offset(text)
+        first = text.find(OPEN, start)
+        tag = text.find(PYTHON_TAG, max(first, text.rfind(CLOSE, start) + 1)) if first >= 0 else -1
+        if tag < 0:
+            return super().recover(text, out)
+        super().recover(text[:tag], out)
+        out.calls.append(ToolCall(PYTHON, {"code": text[tag + len(PYTHON_TAG) :]}))
+
+
+def respell(text: str, out: Lenient) -> str:
+    """``text`` with this row's tags put back where the grammar puts them (each a ``missing_tag`` problem): a
+    look-alike of ``</function>`` after a JSON object (``[/function]``, ``</function`` with its ``>`` lost), of
+    ``<function=`` (``<Function=``); the ``>`` lost after a call's name; ``<function=`` lost before a name and JSON
+    object at the start of the answer or after a call's ``</function>``."""
+    start = reasoning_offset(text)
+    parts: list[str] = []
+    pos = start
+    notes = 0
+
+    def put(at: int, end: int, tag: str, what: str) -> None:
+        nonlocal pos, notes
+        parts.extend((text[pos:at], tag))
+        pos = end
+        notes += 1
+        if notes <= MAX_NOTES:
+            out.note("missing_tag", what)
+
+    def head(at: int) -> None:  # a call's head at ``at`` (the start of the answer, or after a </function>)
+        m = _NAME_THEN_JSON.match(text, at)
+        if m is not None and not text.startswith(OPEN, skip_ws(text, at)):
+            put(m.start(1), m.end(), f"{OPEN}{m.group(1)}{NAME_END}", f"missing {OPEN} before {m.group(1)!r}")
+
+    head(start)
+    for hit in SPELLER.scan(text, start):
+        if hit.start < pos or hit.foreign:
+            continue
+        exact = hit.exact and hit.ended
+        if hit.closing:
+            if not text[:hit.start].rstrip().endswith("}"):
+                continue
+            if not exact:
+                put(hit.start, hit.end, CLOSE, f"{text[hit.start:hit.end]!r} written for {CLOSE}")
+            head(hit.end)
+        elif hit.eq:
+            if not exact:
+                put(hit.start, hit.end, OPEN, f"{text[hit.start:hit.end]!r} written for {OPEN}")
+            m = _NAME_THEN_JSON.match(text, hit.end)
+            if m is not None and not m.group(2) and m.start(1) == hit.end:
+                put(m.end(1), m.end(1), NAME_END, f"missing {NAME_END} after the tool name {m.group(1)!r}")
+    if pos == start:
+        return text
+    return text[:start] + "".join(parts) + text[pos:]
