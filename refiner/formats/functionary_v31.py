@@ -28,6 +28,7 @@ PYTHON_TAG = "<|python_tag|>"
 PYTHON = "python"  # the tool the code after PYTHON_TAG calls, with the argument "code"
 SPELLING = NamedSpelling(None, None, OPEN, NAME_END, CLOSE, call_marker=True)
 SPELLER = Speller((OPEN, CLOSE))
+AFTER_JSON = 64  # how far before a closing tag the end of the arguments is looked for (whitespace between)
 _NAME_THEN_JSON = re.compile(rf"\s*({NAME_PATTERN})(>?)(?=\s*\{{)")  # a call's head, its tag or its ">" lost
 
 
@@ -113,7 +114,7 @@ def respell(text: str, out: Lenient) -> str:
             continue
         exact = hit.exact and hit.ended
         if hit.closing:
-            if not text[:hit.start].rstrip().endswith("}"):
+            if not text[max(start, hit.start - AFTER_JSON) : hit.start].rstrip().endswith("}"):
                 continue
             if not exact:
                 put(hit.start, hit.end, CLOSE, f"{text[hit.start:hit.end]!r} written for {CLOSE}")
