@@ -55,7 +55,8 @@ def test_functionary_v31_reads_the_python_tag_after_its_calls_only():
     calls = [CALL, ToolCall("python", {"code": "x = 2\nprint(x ** 10)"})]
     assert formats.detect_format(text) == "functionary_v31"
     assert fn.parse_strict(text) == calls and fn.parse_lenient(text).calls == calls
-    for llama in ('<|python_tag|>{"name": "lookup_weather", "parameters": {"town": "Lisbon"}}', "<|python_tag|>print(2)"):
+    llama_json = '<|python_tag|>{"name": "lookup_weather", "parameters": {"town": "Lisbon"}}'
+    for llama in (llama_json, "<|python_tag|>print(2)"):
         assert formats.detect_format(llama) == "llama3_json"
         with pytest.raises(formats.FormatError):
             fn.parse_strict(llama)

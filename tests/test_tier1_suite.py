@@ -219,6 +219,7 @@ KNOWN_HARM = {
     ("wrong_tag", "anthropic"): "read as deepseek_v31",
     ("wrong_tag", "minimax"): "read in the format whose tag replaced minimax's (1 of 190 in the full run)",
     ("wrong_tag", "deepseek_v31"): "read as mistral_v11",
+    ("wrong_tag", "inkling"): "read as mistral_v11 (1 of 40 on the seeded sample: [TOOL_CALLS] for <|end_message|>)",
     # as mistral_v11: Functionary v3.2 writes no token after the last call's arguments, so a dropped last '}' reads as
     # a text cut there
     ("broken_json", "functionary_v32"): "read as truncated",
@@ -303,8 +304,14 @@ FULL_SAMPLE = 200  # records asked for, 25 per BFCL category (live_parallel has 
 
 
 def full_suite_formats(every: int) -> list[str]:
-    """Every ``every``-th format outside the XML grammar's rows, in registry order (1: all of them)."""
-    return [f for f in formats.names() if f not in XML_ROW_FLOORS][::every]
+    """Every ``every``-th format outside the XML grammar's rows, in registry order (1: all of them). A part of them
+    leaves out the formats that write values as untyped text (their type drift is excused below): one of them in ten
+    formats would weigh on the combined type-drift target as it does not in the full run, and a row added before
+    one moves it into the part or out of it."""
+    fmts = [f for f in formats.names() if f not in XML_ROW_FLOORS]
+    if every > 1:
+        fmts = [f for f in fmts if type(formats.get(f)).retype is formats.WireFormat.retype]
+    return fmts[::every]
 
 
 @pytest.mark.parametrize("every", [
