@@ -21,6 +21,7 @@ MAX_CACHED_LISTS = 64
 MAX_CACHED_CHARS = 32 * 1024 * 1024
 
 _WS = re.compile(r"[ \t\n\r]*")
+_DICT = frozenset((dict,))
 
 
 def tool_name(item: Any, dialect: str | None = None) -> str | None:
@@ -305,6 +306,7 @@ def tool_catalog(tools: Any) -> ToolCatalog | None:
             if found is not None:
                 CACHE.put(tools, found)
         return found
-    if isinstance(tools, (list, tuple)) and all(type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools):
+    if isinstance(tools, (list, tuple)) and (set(map(type, tools)) <= _DICT or all(  # (dicts told without a walk)
+            type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools)):
         return ToolCatalog(list(tools))
     return None

@@ -132,23 +132,27 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
     raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
 
 
-_PLAIN_KEYS = frozenset(("type", "description", "enum", "default"))
-_PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean"))
+_PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items"))
+_PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array"))
 
 
 def _plain_param(value: dict[str, Any]) -> Param | None:
-    """The parameter a schema of a plain JSON type with at most a description, a list of values and a default says
-    (``{"type": "string", "description": "...", "enum": ["c", "f"]}``), as :func:`read_param` reads it; ``None`` for
-    any other schema."""
+    """The parameter a schema of a plain JSON type with at most a description, a list of values, a default and plain
+    items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``, ``{"type": "object"}``,
+    ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it; ``None`` for any other
+    schema."""
     ptype, desc = value.get("type"), value.get("description")
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
-    enum = value.get("enum")
+    enum, items = value.get("enum"), value.get("items")
     if enum is not None and type(enum) is not list and type(enum) is not tuple:
         return None
+    if items is not None and (type(items) is not dict or not items.keys() <= _PLAIN_KEYS or (
+            items := _plain_param(items)) is None):
+        return None
     if "default" not in value:
-        return Param.of(type=ptype, description=desc, enum=enum)
-    return Param.of(type=ptype, description=desc, enum=enum, default=value["default"], has_default=True)
+        return Param.of(type=ptype, description=desc, enum=enum, items=items)
+    return Param.of(type=ptype, description=desc, enum=enum, items=items, default=value["default"], has_default=True)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
@@ -376,7 +380,7 @@ def detect_one(d: Any) -> str | None:
     if not (type(d) is dict or isinstance(d, Mapping)):
         return None
     fn = d.get("function")
-    if fn is not None and isinstance(fn, Mapping) and ("name" in fn or d.get("type") == "function"):
+    if fn is not None and (type(fn) is dict or isinstance(fn, Mapping)) and ("name" in fn or d.get("type") == "function"):
         return "openai"
     if "api_name" in d:
         return "nestools"
@@ -420,6 +424,7 @@ def _str_field(ctx: Ctx, d: Mapping[str, Any], *keys: str, required: bool = Fals
 _PLAIN_TOOL_KEYS = frozenset(("name", "description", "parameters"))
 _PLAIN_SCHEMA_KEYS = frozenset(("type", "properties", "required", "additionalProperties"))
 _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
+_STR = frozenset((str,))
 
 
 def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | None:
@@ -452,8 +457,7 @@ def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | No
         elif closed is not None:
             return None
         props, req = schema.get("properties"), schema.get("required")
-        if type(props) is not dict or (req is not None and (type(req) is not list or not all(
-                type(r) is str for r in req))):
+        if type(props) is not dict or (req is not None and (type(req) is not list or not set(map(type, req)) <= _STR)):
             return None
         ctx: Ctx | None = None  # (made at the first parameter that is not plain)
         flagged: list[str] = []  # parameters that say they are required
@@ -472,7 +476,7 @@ def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | No
                     flagged.append(key)
             params[key] = p
         if req is not None:
-            required = tuple(dict.fromkeys(req)) + tuple(r for r in flagged if r not in req)
+            required = tuple(dict.fromkeys(req)) + (tuple(r for r in flagged if r not in req) if flagged else ())
         else:
             required = tuple(flagged)
     return ToolSpec.of(name=name, description=description or "", params=params,
