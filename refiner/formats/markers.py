@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 # A marker head shared by more markers than this walks its occurrences (find_markers) ...
@@ -66,17 +67,18 @@ class MarkerTable:
                 self.scans.append((c, re.compile(f"{re.escape(c)}[{seconds}]"), {h.head: h for h in hs}))
             else:
                 self.searched += hs
-        self.order = {h.head: i for i, h in enumerate(self.heads)}
+        for i, h in enumerate(self.heads):
+            h.order = i  # (find_markers sorts the heads it found by it)
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
         # it holds one of its markers or other spellings), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
-        self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
+        self.tagged_always = tuple((i, f) for i, f in enumerate(fmts) if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
-        self.tagged_by_marker: dict[str, tuple[Any, ...]] = {}
-        for f in fmts:
+        self.tagged_by_marker: dict[str, tuple[tuple[int, Any], ...]] = {}
+        for i, f in enumerate(fmts):
             if not f.detection.bare:
                 for m in dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
-                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), f)
+                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), (i, f))
 
         # each marker (with its other spellings) and closer by the formats it names, in rank order
         self.naming: dict[str, dict[str, tuple[Any, ...]]] = {"markers": {}, "closers": {}}
@@ -118,11 +120,10 @@ class MarkerTable:
     def marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those
         that need none."""
-        got = {f.name: f for f in self.tagged_always}
+        got = dict(self.tagged_always)
         for m in found_at:
-            for f in self.tagged_by_marker.get(m, ()):
-                got[f.name] = f
-        return sorted(got.values(), key=lambda f: self.rank[f.name])
+            got.update(self.tagged_by_marker.get(m, ()))
+        return list(map(got.__getitem__, sorted(got)))
 
     def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The untagged formats, in rank order, one of whose markers is among ``found_at``."""
@@ -154,7 +155,7 @@ def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
                 seen.update(head for head in heads if head not in seen and text.find(head, SCAN_CHARS - 1) >= 0)
             written += [heads[head] for head in seen]
     if len(written) > 1:
-        written.sort(key=lambda h: table.order[h.head])
+        written.sort(key=attrgetter("order"))
     for h in written:
         at = text.find(h.head)
         if not h.walk:

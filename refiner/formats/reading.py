@@ -174,7 +174,7 @@ def read_text(
             )
     out.cut = out.text_cut
     index = tool_index(tools)
-    if index and out.calls:  # values a format writes as untyped text take their declared types
+    if out.calls and index:  # values a format writes as untyped text take their declared types
         out.calls = list(wire.retype(out.calls, index))
     return out
 
@@ -248,7 +248,7 @@ def read_upstream(
     plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', reasoning_offset(text)) < 0
     got = read_text(text, fmt, tools, tried=tried, offered=offered, lenient=not plain)
     got.out_fmt, got.detected = out_fmt, found
-    if not quiet:
+    if not (quiet or got.strict_ok or got.mended):  # (salvage reads only a text its format does not read whole)
         got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)
     got.text = given
     if got.salvaged is not None and got.salvaged.fmt and not wanted and found is None:

@@ -115,6 +115,7 @@ def _state() -> dict[str, Any]:
             line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None,
             prefixes=frozenset(m[:k] for m in _OPENERS for k in range(1, len(m))),
             pairs=known,
+            opener=re.compile(trie_pattern(p[0] for p in known)),
             closers=frozenset(p[1] for p in known),
             think_closers=frozenset(p[1] for p in known if "think" in p[1].lower()),
         )
@@ -210,7 +211,7 @@ def _unclosed(text: str, body: int) -> Split:
 def _split(text: str, opened: bool | None) -> Split:
     state = _state()
     i = _BLANKS.match(text).end()
-    pair = next((p for p in state["pairs"] if text.startswith(p[0], i)), None)
+    pair = state["opener"].match(text, i) and next(p for p in state["pairs"] if text.startswith(p[0], i))
     if pair is not None:
         body = i + len(pair[0])
         j = text.find(pair[1], body)
