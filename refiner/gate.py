@@ -183,7 +183,8 @@ def check_value(
     declared type, its enum compared as text."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    if is_reference(value) or is_declared_default(param, value):
+    if isinstance(value, str) and is_reference(value) or (value is None or getattr(param, "has_default", False)) and (
+            is_declared_default(param, value)):
         return []
     ptype, enum = getattr(param, "type", None), getattr(param, "enum", None)
     if strings and ptype is not None:
@@ -193,7 +194,8 @@ def check_value(
         if enum and value not in {str(e) for e in enum}:
             return [("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
         return []
-    if not type_matches(ptype, value):
+    got = _EXACT_TYPES.get(type(value))  # (the usual match told without type_matches)
+    if ptype != got and not (ptype == "number" and got == "integer") and not type_matches(ptype, value):
         return [("type", f"{where} should be {ptype}, got {json_type(value)} {preview(value)}")]
     out: list[tuple[str, str]] = []
     if enum and not in_enum(value, enum):
@@ -243,7 +245,7 @@ def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: 
     """Findings for one call against its tool's spec (at most as many values as ``count`` has left)."""
     out: list[Finding] = []
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
-    name = _clip(call.name)
+    name = call.name if type(call.name) is str and len(call.name) <= 60 else _clip(call.name)  # (as _clip writes it)
     free_form = getattr(spec, "free_form", False) is True  # (a free-form tool takes any argument)
     notes = getattr(spec, "notes", None) or ()
     if notes:
@@ -257,7 +259,8 @@ def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: 
         if count.left <= 0:
             break
         if key in params:
-            for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
+            where = key if type(key) is str and len(key) <= 60 else _clip(key)
+            for code, msg in check_value(params[key], value, where, strings=strings, count=count):
                 out.append(Finding(code, msg, index, call.name, key))
         else:
             count.take()

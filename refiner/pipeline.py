@@ -51,6 +51,7 @@ from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
 # The finish reasons that mean the upstream hit its token limit (OpenAI-compatible APIs and vLLM: "length";
 # Anthropic: "max_tokens").
 CUT_FINISH_REASONS = ("length", "max_tokens")
+_JSON_ITEMS = frozenset((dict, str))  # (a tool list of these is JSON as it is)
 MAX_ERROR_CHARS = 300  # of an engine error's message kept in ``model_error`` and ``reason``
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class RequestError(ValueError):
 
 def validate_request(request: Any) -> None:
     """Raises :class:`RequestError` naming the first field that is missing or has the wrong type."""
-    if not isinstance(request, Mapping):
+    if not (isinstance(request, dict) or isinstance(request, Mapping)):  # (a dict told first: the ABC check is slow)
         raise RequestError(f"a request must be a JSON object, got {type(request).__name__}")
     if "upstream" not in request:
         raise RequestError("field 'upstream' is missing")
@@ -87,7 +88,7 @@ def validate_request(request: Any) -> None:
 def reasoning_calls(request: Any, default: bool) -> Any:
     """With ``calls_in_reasoning`` on (the request's field, else ``default``), the request with its upstream's
     reasoning block unwrapped when the answer after it holds no call; else the request."""
-    if not isinstance(request, Mapping) or not isinstance(request.get("upstream"), str):
+    if not (isinstance(request, dict) or isinstance(request, Mapping)) or not isinstance(request.get("upstream"), str):
         return request
     on = request.get("calls_in_reasoning")
     if not (on if isinstance(on, bool) else default):
@@ -354,9 +355,8 @@ def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
     JSON)."""
     out = dict(request)
     tools = out.get("tools")
-    if isinstance(tools, ToolCatalog) or (
-        isinstance(tools, (list, tuple)) and any(not isinstance(t, (dict, str)) for t in tools)
-    ):
+    if isinstance(tools, ToolCatalog) or (isinstance(tools, (list, tuple)) and not set(map(type, tools)) <= _JSON_ITEMS
+                                          and any(not isinstance(t, (dict, str)) for t in tools)):
         del out["tools"]
     return out
 
@@ -371,6 +371,7 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
     )
     same = text == job.request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
     changed = not (same and (job.upstream.strict_ok or stage in ("unchanged", "truncated")))
+    found = [d.to_dict() for d in report.diagnostics]
     return {
         **_json_safe(job.request),
         "refined": text,
@@ -379,8 +380,9 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
         "stage": stage,
         "reason": reason,
         "format": job.out_fmt,
-        "diagnostics": [d.to_dict() for d in report.diagnostics],
-        "upstream_diagnostics": [d.to_dict() for d in job.upstream.diagnostics],
+        "diagnostics": found,
+        "upstream_diagnostics": list(found) if report is job.upstream else [
+            d.to_dict() for d in job.upstream.diagnostics],
         "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
         **({"model_error": job.model_error} if job.model_error is not None else {}),
         **({"cut": cut_field(job)} if stage == "truncated" else {}),
@@ -524,8 +526,7 @@ class Refiner:
                 results.append(j)
                 continue
             try:
-                ordered = formats.get(j.out_fmt).order_sensitive
-                chosen = choose_sample(j.samples, ordered) if j.samples else None
+                chosen = choose_sample(j.samples, formats.get(j.out_fmt).order_sensitive) if j.samples else None
                 results.append(make_result(j, *guard(j, chosen)))
             except Exception as e:  # a bug: with errors="result" it stays this request's, as an error result
                 if errors != "result":
