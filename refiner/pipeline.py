@@ -355,8 +355,8 @@ def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
     JSON)."""
     out = dict(request)
     tools = out.get("tools")
-    if isinstance(tools, ToolCatalog) or (isinstance(tools, (list, tuple)) and not set(map(type, tools)) <= _JSON_ITEMS
-                                          and any(not isinstance(t, (dict, str)) for t in tools)):
+    if (not set(map(type, tools)) <= _JSON_ITEMS and any(not isinstance(t, (dict, str)) for t in tools)) if isinstance(
+            tools, (list, tuple)) else isinstance(tools, ToolCatalog):  # (the ABC check only for what is not a list)
         del out["tools"]
     return out
 

@@ -46,7 +46,6 @@ from refiner.formats.base import (
 from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.reasoning import read
-from refiner.formats.text import strip_reasoning
 
 # The format chosen among those sharing a marker, by (marker, its position in the text after the reasoning): what
 # detection judged by their sniff hooks, which salvage takes instead of judging again.
@@ -95,7 +94,10 @@ def _sniffs_yes(fmt: WireFormat, in_body: dict[str, int], table: MarkerTable, sn
     """Whether ``fmt``'s sniff (``sniff``) accepts the text's body at the first of the markers it shares with other formats (True when
     it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats sharing a marker
     apart, so one it rejects does not read the text strictly where a format it accepts does."""
-    at = min((in_body[m] for m in table.shared_markers.get(fmt.name, ()) if m in in_body), default=-1)
+    at = -1
+    for m in table.shared_markers.get(fmt.name, ()):  # (the first of them in the body)
+        if m in in_body and (at < 0 or in_body[m] < at):
+            at = in_body[m]
     return at < 0 or sniff(fmt, at)
 
 
@@ -142,7 +144,7 @@ def _detect(
     table = marker_table()
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = marker_positions(text) if markers is None else markers
-    body = strip_reasoning(text)
+    body = text[text.split.answer :]  # (the answer after the reasoning: text is a reasoning.Read)
     in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
     answers: dict[tuple[str, int], bool] = {}
 

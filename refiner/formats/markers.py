@@ -153,7 +153,7 @@ def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
             seen = set(pattern.findall(text, 0, SCAN_CHARS))
             if len(text) > SCAN_CHARS:  # (the rest of a long text: searched for the heads not seen yet)
                 seen.update(head for head in heads if head not in seen and text.find(head, SCAN_CHARS - 1) >= 0)
-            written += [heads[head] for head in seen]
+            written += map(heads.__getitem__, seen)
     if len(written) > 1:
         written.sort(key=attrgetter("order"))
     for h in written:

@@ -116,8 +116,8 @@ def _state() -> dict[str, Any]:
             prefixes=frozenset(m[:k] for m in _OPENERS for k in range(1, len(m))),
             pairs=known,
             opener=re.compile(trie_pattern(p[0] for p in known)),
-            closers=frozenset(p[1] for p in known),
-            think_closers=frozenset(p[1] for p in known if "think" in p[1].lower()),
+            closers=re.compile(trie_pattern({p[1] for p in known})),  # (no closer begins another)
+            think_closers=re.compile(trie_pattern({p[1] for p in known if "think" in p[1].lower()})),
         )
     return _STATE
 
@@ -222,10 +222,10 @@ def _split(text: str, opened: bool | None) -> Split:
     # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
     # <|end_message|> or <|end|> alone is no sign of reasoning
     closers = state["closers"] if opened else state["think_closers"]
-    found = min(((j, c) for c in closers if (j := text.find(c)) >= 0), key=lambda f: f[0], default=None)
+    found = closers.search(text)  # (the first closer)
     if found is not None:
-        j, closer = found
-        return Split(0, j, j + len(closer), True) if opened or not inside_call(text, 0, j) else NONE
+        j = found.start()
+        return Split(0, j, found.end(), True) if opened or not inside_call(text, 0, j) else NONE
     return _unclosed(text, 0) if opened else NONE
 
 
