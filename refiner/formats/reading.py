@@ -22,7 +22,6 @@ salvage found the calls in.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -335,13 +334,14 @@ def better_salvage(
     found = salvage(text, offered, known, markers, tried, sniffed)
 
     def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
-        names = Counter(c.name for c in calls)  # (each name judged once: a long list repeats a few)
-        if offered:
-            good = sum(n for name, n in names.items() if is_offered(name, offered))
-            exact = sum(n for name, n in names.items() if name in offered)
-        else:
-            good = exact = sum(n for name, n in names.items() if _PLAUSIBLE_NAME.fullmatch(name))
-        return good, exact, good - len(calls), sum(len(c.arguments) for c in calls)
+        judged: dict[str, tuple[bool, bool]] = {}  # (each name judged once: a long list repeats a few)
+        good = exact = args = 0
+        for c in calls:
+            if c.name not in judged:
+                judged[c.name] = (is_offered(c.name, offered), c.name in offered) if offered else (
+                    (_PLAUSIBLE_NAME.fullmatch(c.name) is not None,) * 2)
+            good, exact, args = good + judged[c.name][0], exact + judged[c.name][1], args + len(c.arguments)
+        return good, exact, good - len(calls), args
 
     if found.complete and not found.calls:
         return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)

@@ -295,7 +295,7 @@ PARSED = KeptTexts(MAX_PARSED_LISTS, MAX_CACHED_CHARS, MIN_PARSED_CHARS)  # load
 def tool_catalog(tools: Any) -> ToolCatalog | None:
     """The catalog of a list of tool dicts / :class:`ToolSpec` objects or of its JSON text (kept in :data:`CACHE`);
     None for any other shape (read those with :func:`~refiner.specs.loader.load_tools`)."""
-    if isinstance(tools, ToolCatalog):
+    if type(tools) is not list and isinstance(tools, ToolCatalog):  # (a list told first: the ABC check is slow)
         return tools
     if isinstance(tools, ToolList):
         tools = tools.text
