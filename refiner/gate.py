@@ -183,8 +183,8 @@ def check_value(
     declared type, its enum compared as text."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    if isinstance(value, str) and value[:1] in "$A" and is_reference(value) or (value is None or getattr(param, "has_default", False)) and (
-            is_declared_default(param, value)):
+    if isinstance(value, str) and value[:1] in "$A" and is_reference(value) or (
+            value is None or getattr(param, "has_default", False)) and is_declared_default(param, value):
         return []
     ptype, enum = getattr(param, "type", None), getattr(param, "enum", None)
     if strings and ptype is not None:

@@ -67,7 +67,7 @@ class RequestError(ValueError):
 
 def validate_request(request: Any) -> None:
     """Raises :class:`RequestError` naming the first field that is missing or has the wrong type."""
-    if not (isinstance(request, dict) or isinstance(request, Mapping)):  # (a dict told first: the ABC check is slow)
+    if not isinstance(request, (dict, Mapping)):  # (a dict told first: the ABC check is slow)
         raise RequestError(f"a request must be a JSON object, got {type(request).__name__}")
     if "upstream" not in request:
         raise RequestError("field 'upstream' is missing")
@@ -88,7 +88,7 @@ def validate_request(request: Any) -> None:
 def reasoning_calls(request: Any, default: bool) -> Any:
     """With ``calls_in_reasoning`` on (the request's field, else ``default``), the request with its upstream's
     reasoning block unwrapped when the answer after it holds no call; else the request."""
-    if not (isinstance(request, dict) or isinstance(request, Mapping)) or not isinstance(request.get("upstream"), str):
+    if not isinstance(request, (dict, Mapping)) or not isinstance(request.get("upstream"), str):
         return request
     on = request.get("calls_in_reasoning")
     if not (on if isinstance(on, bool) else default):
@@ -517,7 +517,7 @@ class Refiner:
 
     def finish(self, jobs: Sequence[Job | dict], *, errors: str = "raise") -> list[dict]:
         """The model for the jobs that need it (:meth:`needs_model`), then the guard: each job's result, in order."""
-        todo = [j for j in jobs if isinstance(j, Job) and self.engine is not None and self.needs_model(j)]
+        todo = [j for j in jobs if isinstance(j, Job) and self.needs_model(j)] if self.engine is not None else ()
         if todo:
             self.run_model(todo)
         results = []

@@ -380,7 +380,7 @@ def detect_one(d: Any) -> str | None:
     if not (type(d) is dict or isinstance(d, Mapping)):
         return None
     fn = d.get("function")
-    if fn is not None and (type(fn) is dict or isinstance(fn, Mapping)) and ("name" in fn or d.get("type") == "function"):
+    if fn is not None and isinstance(fn, (dict, Mapping)) and ("name" in fn or d.get("type") == "function"):
         return "openai"
     if "api_name" in d:
         return "nestools"
