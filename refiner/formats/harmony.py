@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, Detection, Lenient, WireFormat
+from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
@@ -59,6 +59,17 @@ MAX_HEADER_REST = 64  # how long the rest of a header after its recipient may be
 RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arguments when <|message|> is lost
 
 
+def _spaced(text: str, at: int) -> bool:
+    """Whether the first ``<|start|>`` or ``<|channel|>`` from ``at`` on is followed by a space (a spaced row's
+    text)."""
+    seg = text[at : at + ROW_CHARS]
+    hits = [(i, t) for t in (START, CHANNEL) if (i := seg.find(t)) >= 0]
+    if not hits:
+        return False
+    i, token = min(hits)
+    return seg.startswith(" ", i + len(token))
+
+
 def _first_header(text: str, lo: int, channel: int) -> int:
     """Where the header whose ``<|channel|>`` is at ``channel`` starts: at a recipient written before it (no earlier
     than ``lo``), else at the token."""
@@ -70,12 +81,16 @@ def _first_header(text: str, lo: int, channel: int) -> int:
 class HarmonySpelling:
     """How the row writes each call's header: the recipient before ``<|channel|>`` (``recipient_first``) or after the
     channel name; the content type (``json`` or ``<|constrain|>json``); whether the first message opens with
-    ``<|start|>assistant`` (``start_first``; else the prompt's generation prefix wrote it). Reading accepts every
-    spelling."""
+    ``<|start|>assistant`` (``start_first``; else the prompt's generation prefix wrote it); ``between``: the token
+    that closes a call another call follows (LLM-jp-4.1's ``<|end|>``: read after any call too); ``spaced``: a space
+    after the special tokens a word follows, as LLM-jp-4.1's tokenizer decodes them (written, and required after the
+    text's first ``<|start|>`` or ``<|channel|>``). Reading accepts every other spelling."""
 
     recipient_first: bool
     content_type: str
     start_first: bool
+    between: str = CALL
+    spaced: bool = False
 
 
 GUIDE = HarmonySpelling(recipient_first=False, content_type=CONSTRAIN + "json", start_first=True)
@@ -95,6 +110,11 @@ class Harmony(WireFormat):
         '{"city": "London", "days": 3, "units": "metric"}<|call|>'
     )
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.spelling.spaced:  # the example as a spaced row writes it: the guide's calls in its own render
+            cls.example = cls().render(Harmony().parse_strict(Harmony.example))
+
     # Strict
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -102,6 +122,8 @@ class Harmony(WireFormat):
         s, c = text.find(START, begin), text.find(CHANNEL, begin)
         if s < 0 and c < 0:
             raise self.error(f"no harmony message ({START} or {CHANNEL})", begin)
+        if self.spelling.spaced and not _spaced(text, begin):
+            raise self.error(f"no space after the first {START} or {CHANNEL} (the row's tokenizer writes one)", begin)
         if s >= 0 and (c < 0 or s < c):
             pos = s + len(START)
         else:  # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
@@ -175,8 +197,9 @@ class Harmony(WireFormat):
         if type(args) is not dict:
             raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
         end = skip_ws(text, end)
-        if text.startswith(CALL, end):
-            return ToolCall.trusted(name, args), end + len(CALL)
+        for close in (CALL, self.spelling.between):
+            if text.startswith(close, end):
+                return ToolCall.trusted(name, args), end + len(close)
         if end >= len(text):
             return ToolCall.trusted(name, args), end
         raise self.error(f"expected {CALL} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
@@ -233,13 +256,17 @@ class Harmony(WireFormat):
         end, tag = f.first((CALL, END, RETURN, START, CHANNEL, TO + PREFIX), body_start)
         if tag is None:
             out.note("unclosed", f"the call to {name[:60]!r} is cut short")
-        elif tag != CALL:
+        elif tag not in (CALL, self.spelling.between):
             out.note("missing_tag", f"missing {CALL} after the call to {name[:60]!r}")
         if name:
             add_arguments_call(out, name, text[body_start:end], at_end=tag is None)
         elif tag is None:
             out.mark_cut(None)
         return end + len(CALL) if tag == CALL else end
+
+    def sniff(self, body: str, at: int) -> bool:
+        """A spaced row claims a text only when its first token has its space."""
+        return not self.spelling.spaced or _spaced(body, at)
 
     def region_start(self, body: str, at: int) -> int:
         """A header's recipient written before its ``<|channel|>`` (the template's order) starts the calls found by
@@ -309,13 +336,15 @@ class Harmony(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
+        gap = " " if sp.spaced else ""
         out = []
         for i, c in enumerate(calls):
             recipient = f"{TO}{PREFIX}{c.name}"
             if sp.recipient_first:
-                header = f" {recipient}{CHANNEL}commentary {sp.content_type}"
+                header = f" {recipient}{CHANNEL}{gap}commentary {sp.content_type}"
             else:
-                header = f"{CHANNEL}commentary {recipient} {sp.content_type}"
-            start = f"{START}assistant" if i or sp.start_first else ""
-            out.append(f"{start}{header}{MESSAGE}{dumps(dict(c.arguments))}{CALL}")
+                header = f"{CHANNEL}{gap}commentary {recipient} {sp.content_type}"
+            start = f"{START}{gap}assistant" if i or sp.start_first else ""
+            end = sp.between if i < len(calls) - 1 else CALL
+            out.append(f"{start}{header}{MESSAGE}{gap}{dumps(dict(c.arguments))}{end}")
         return "".join(out)
