@@ -12,7 +12,8 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 
 @pytest.mark.parametrize("name", ["qwen25_coder_tools", "pangu", "granite_20b_fc", "hyperclovax_14b",
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
-                                  "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32"])
+                                  "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
+                                  "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -76,3 +77,22 @@ def test_multi_format_dsv32_takes_the_typed_parameters_and_leaves_the_rest_to_th
     bare = '<tool_calls>\n<invoke name="lookup_weather">\n</invoke>\n</tool_calls>'  # no parameters: read alike
     assert formats.detect_format(bare) == "multi_format_minimax"
     assert formats.get("multi_format_dsv32").parse_strict(bare) == [ToolCall("lookup_weather", {})]
+
+
+def test_glm53_flash_json_calls_stay_apart_from_glm_and_hermes():
+    glm = "<tool_call>lookup_weather\n<arg_key>town</arg_key>\n<arg_value>Lisbon</arg_value>\n</tool_call>"
+    hermes = '<tool_call>\n{"name": "lookup_weather", "arguments": {"town": "Lisbon"}}\n</tool_call>'
+    assert formats.detect_format(glm) == "glm45" and formats.detect_format(hermes) == "hermes"
+    cut = '<tool_call>lookup_weather>{"town": "Lisbon", "days": 2}<tool_call>lookup_weather>{"town": "Li'
+    assert formats.detect_format(cut) == "glm53_flash"
+    got = formats.get("glm53_flash").parse_lenient(cut)
+    assert got.calls[0] == CALL and got.cut is not None and got.cut.index == 1
+
+
+def test_llm_jp_harmony_claims_its_spaced_tokens_and_gpt_oss_stays_harmony():
+    gpt_oss = formats.get("harmony").render([CALL, CALL])
+    assert formats.detect_format(gpt_oss) == "harmony"
+    spaced = ('<|start|> assistant to=functions.lookup_weather<|channel|> commentary <|constrain|>  json<|message|> '
+              '{"town": "Lisbon", "days": 2}')
+    assert formats.detect_format(spaced) == "llm_jp_harmony"
+    assert formats.get("llm_jp_harmony").parse_strict(spaced) == [CALL]

@@ -174,6 +174,8 @@ def test_a_format_registered_later_is_measured_too(monkeypatch):
 FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
     "functiongemma": (0.75, "a lost or misspelt <escape> quote token is not recovered"),
     "gemma4": (0.70, "the <|\"|> quote token (no letters to respell) lost or swapped is not recovered"),
+    "glm53_flash": (0.90, ("<tool_call> that lost its '>' is glued to the name (<tool_callNAME>{...}): not split "
+                           "(missing tag: 34 of 40 fixed)")),
     "kimi_k3": (0.65, "a string value's closer written wrong is read as its text (strictly valid)"),
     "minimax_m3": (0.55, "the ]<]minimax[>[ namespace token written wrong is not respelt"),
     "multi_format_gptoss": (0.80, "a lost or misspelt <tool_call>to=functions. (the row's only marker) is not put back"),

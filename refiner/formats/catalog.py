@@ -68,14 +68,15 @@ def _plamo(tag: str) -> str:
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
 # wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, SGLang's multi_format python layout (a pythonic
 # call after the tag: GLM would take NAME() for a name), GLM, then TeleChat4 (a name then <param_key>; a name alone
-# is GLM's), before apibank and hermes (<tool_call>);
+# is GLM's), GLM-5.3-Flash's JSON form (a name then '>'), before apibank and hermes (<tool_call>);
 # DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
 # after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
 # the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before
 # GigaChat 3 (whose row also reads 3.1's <|function_call|>). Functionary v3.1 before Qwen3-Coder (<function=: a JSON
 # object after the name is Functionary's; a <function= neither sniff claims stays Qwen3-Coder's); SGLang's
 # multi_format minimax layout before its dsv32 one (a call without parameters is the minimax one's, which refuses
-# string=).
+# string=); LLM-jp's harmony before gpt-oss's (it reads a text only when a space follows its first token; gpt-oss's
+# row reads those texts too).
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
@@ -177,6 +178,11 @@ CATALOG: tuple[Row, ...] = (
                         SGLANG + "xingchen4_detector.py")),
         XmlParams, replace(kv(sep=""), key_open="<param_key>", key_close="</param_key>", value_open="<param_value>",
                            value_close="</param_value>", hook=telechat4.HOOK)),
+    Row(
+        Family("glm53_flash", 'GLM-5.3-Flash JSON: <tool_call>NAME>{...} per call, no closing tag (the next <tool_call> '
+               "or the end closes it; its tag layout is GLM's)", models=("zai-org/GLM-5.3-Flash",),
+               sources=(SGLANG + "glm53_flash_detector.py (_parse_json_format)",)),
+        NamedJson, NamedSpelling(None, None, "<tool_call>", ">", call_marker=True)),
     Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
                'line\\n</tool_call> <response>..</response>', trained=True),
         apibank.ApiBank, None),
@@ -248,6 +254,16 @@ CATALOG: tuple[Row, ...] = (
                                   "moonshotai-Kimi-K2.jinja 9fcc72b7c248"),
                         LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja (the call's id as given, functions.NAME:IDX)")),
         NamedJson, kimi_k2.K2),
+    Row(
+        Family("llm_jp_harmony", "LLM-jp-4.1 harmony: gpt-oss harmony with a space after the special tokens a word "
+               "follows (<|start|> assistant to=functions.NAME<|channel|> commentary <|constrain|> json<|message|> {...})"
+               " and <|end|> closing every call but the last (<|call|>)",
+               sources=("llm-jp/sglang python/sglang/srt/function_call/llm_jp_harmony_detector.py",
+                        "llm-jp/llm-jp-vllm llm_jp_vllm/llmjp4/tool_parser.py",
+                        "ggml-org/llama.cpp common/parsers/llm-jp-harmony.cpp"),
+               reasoning=(("<|channel|> analysis<|message|>", "<|end|>"), ("<|channel|>analysis<|message|>", "<|end|>"))),
+        harmony.Harmony, harmony.HarmonySpelling(recipient_first=True, content_type="<|constrain|> json", start_first=True,
+                                                 between="<|end|>", spaced=True)),
     Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}'
                '<|call|> per call (also read: the guide\'s <|channel|>commentary to=functions.NAME <|constrain|>json; '
                'analysis channel before it is reasoning)',
@@ -511,6 +527,18 @@ CATALOG: tuple[Row, ...] = (
                reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
         JsonCalls, JsonSpelling("<|START_ACTION|>", "<|END_ACTION|>", "list", arg_keys=("parameters", "arguments"),
              name_key="tool_name", id_key="tool_call_id")),
+    Row(
+        Family("command_r_plus", 'Command R / R+: Action:\\n```json\\n[{"tool_name": ..., "parameters": {...}}, ...]``` '
+               "(the list in a JSON code fence after Action:, on its line or after a space)",
+               models=("CohereForAI/c4ai-command-r-plus", "CohereForAI/c4ai-command-r-v01"),
+               sources=(LLAMA_CPP + "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
+                        "ollama/ollama server/testdata/tools/command-r-plus.gotmpl (Action: and the fence on one line)")),
+        JsonCalls, JsonSpelling("Action:\n```json\n", "```", "list", arg_keys=("parameters",), name_key="tool_name",
+                                alt_opens=("Action: ```json\n",))),
+    Row(
+        Family("rwkv", 'RWKV: **Tool Call:**\\n```json\\n{"name": ..., "arguments": {...}}\\n``` per call (a bold label, then '
+               "the call object in a JSON code fence)", sources=(VLLM + "rwkv_tool_parser.py",)),
+        JsonCalls, JsonSpelling("**Tool Call:**\n```json\n", "```", "object", lead="", trail="\n", between="\n\n")),
     Row(
         Family("gigachat31", 'GigaChat 3.1: <|function_call|>{"name": ..., "arguments": {...}} at the end of the assistant '
                "message (gigachat3's JSON after another token)",
