@@ -139,6 +139,8 @@ CATALOG: tuple[Row, ...] = (
                         VLLM + "step3p5_tool_parser.py", VLLM + "mimo_tool_parser.py (vllm/parser/mimo.py)",
                         VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
                         VLLM + "berrylm_engine_tool_parser.py (vllm/parser/berrylm.py)",
+                        VLLM + "qwen3coder_tool_parser_rl.py", VLLM + "minicpmv_engine_tool_parser.py (MiniCPM-V)",
+                        SGLANG + "mimo_detector.py", SGLANG + "berrylm_detector.py",
                         SGLANG + "qwen3_detector.py", SGLANG + "qwen3_coder_new_detector.py",
                         SGLANG + "multi_format_detector.py (tool_format qwen3)", LLAMA_CPP + "StepFun3.7-Flash.jinja",
                         "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja",
@@ -158,7 +160,8 @@ CATALOG: tuple[Row, ...] = (
                models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
                sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
                         SGLANG + "glm4_moe_detector.py", SGLANG + "glm47_moe_detector.py",
-                        SGLANG + "spark25_detector.py",
+                        SGLANG + "spark25_detector.py", SGLANG + "glm53_flash_detector.py (its tag form)",
+                        SGLANG + "ling3_detector.py",
                         SGLANG + "multi_format_detector.py (tool_format glm)", LLAMA_CPP + "glm_4_5.jinja",
                         VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
                         VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
@@ -223,9 +226,10 @@ CATALOG: tuple[Row, ...] = (
     Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True),
         nestful.Nestful, None),
     Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")',
-               sources=_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",
+               sources=(*_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",
                                 "meta-llama-Llama-3.2-3B-Instruct.jinja 5816fce10444",
-                                "meta-llama-Llama-3.3-70B-Instruct.jinja e10ca381b1cc")),
+                                "meta-llama-Llama-3.3-70B-Instruct.jinja e10ca381b1cc"),
+                        VLLM + "llama_tool_parser.py (llama3_json, llama4_json)", SGLANG + "llama32_detector.py")),
         JsonCalls, llama3.SPELLING),
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
@@ -252,7 +256,9 @@ CATALOG: tuple[Row, ...] = (
                '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>',
                sources=(*_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
                                   "moonshotai-Kimi-K2.jinja 9fcc72b7c248"),
-                        LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja (the call's id as given, functions.NAME:IDX)")),
+                        LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja (the call's id as given, functions.NAME:IDX)",
+                        VLLM + "kimi_k2_tool_parser.py", VLLM + "kimi_k2_engine_tool_parser.py",
+                        SGLANG + "kimik2_detector.py")),
         NamedJson, kimi_k2.K2),
     Row(
         Family("llm_jp_harmony", "LLM-jp-4.1 harmony: gpt-oss harmony with a space after the special tokens a word "
@@ -267,7 +273,8 @@ CATALOG: tuple[Row, ...] = (
     Row(Family('harmony', 'gpt-oss harmony: <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}'
                '<|call|> per call (also read: the guide\'s <|channel|>commentary to=functions.NAME <|constrain|>json; '
                'analysis channel before it is reasoning)',
-               sources=_checked("openai-gpt-oss-120b.jinja a4c9919cbbd4"),
+               sources=(*_checked("openai-gpt-oss-120b.jinja a4c9919cbbd4"), VLLM + "gptoss_tool_parser.py",
+                        VLLM + "openai_tool_parser.py", SGLANG + "gpt_oss_detector.py"),
                reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
         harmony.Harmony, harmony.TEMPLATE),
     Row(
@@ -275,6 +282,7 @@ CATALOG: tuple[Row, ...] = (
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
                models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
                sources=(VLLM + "deepseekv32_tool_parser.py", SGLANG + "deepseekv32_detector.py",
+                        VLLM + "deepseekv32_engine_tool_parser.py",
                         *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"), LLAMA_CPP + "DeepSeek-V3.2.jinja",
                         "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
         XmlParams, dsml("<｜DSML｜", "function_calls")),
@@ -282,6 +290,7 @@ CATALOG: tuple[Row, ...] = (
         Family("deepseek_v4", "DeepSeek V4 DSML: V3.2's invoke/parameter elements inside <｜DSML｜tool_calls>",
                models=("deepseek-ai/DeepSeek-V4-Flash",),
                sources=(VLLM + "deepseekv4_tool_parser.py", SGLANG + "deepseekv4_detector.py",
+                        VLLM + "deepseekv4_engine_tool_parser.py",
                         *_checked("deepseek-ai-DeepSeek-V4.jinja 7bd4fbdf0c06",
                                   "deepseek-ai-DeepSeek-V4-Flash-0731.jinja aec3d906bce8"))),
         XmlParams, dsml("<｜DSML｜", "tool_calls")),
@@ -310,6 +319,7 @@ CATALOG: tuple[Row, ...] = (
                "</seed:tool_call> per call, reasoning in <seed:think>",
                models=("ByteDance-Seed/Seed-OSS-36B-Instruct",), reasoning=(("<seed:think>", "</seed:think>"),),
                sources=(VLLM + "seed_oss_tool_parser.py", SGLANG + "seed_oss_detector.py",
+                        VLLM + "seed_oss_engine_tool_parser.py",
                         *_checked("ByteDance-Seed-OSS.jinja 3f9e0dc4adeb"))),
         XmlParams, XmlSpelling(section_open="<seed:tool_call>", section_close="</seed:tool_call>", section_per_call=True,
             call_open="<function=", call_close="</function>", typing="python")),
@@ -457,7 +467,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("qwen25_coder_tools", 'Qwen2.5-Coder: <tools>\\n{"name": ..., "arguments": {...}}\\n</tools> per call',
                models=("Qwen/Qwen2.5-Coder-7B-Instruct", "Qwen/Qwen2.5-Coder-32B-Instruct"),
-               sources=(VLLM + "qwen25_coder_tool_parser.py",)),
+               sources=(VLLM + "qwen25_coder_tool_parser.py", VLLM + "qwen2_5_coder_tool_parser.py")),
         JsonCalls, JsonSpelling("<tools>", "</tools>", "object", arg_keys=("arguments", "parameters"), trail="\n")),
     Row(
         Family("pangu", 'Pangu: [unused11][{"name": ..., "arguments": {...}}, ...][unused12]',
@@ -496,6 +506,7 @@ CATALOG: tuple[Row, ...] = (
                 *_checked("google-gemma-4-31B-it.jinja 85a08664d16d",
                           "google-gemma-4-31B-it-interleaved.jinja 65f93a25708c"),
                 "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
+                VLLM + "gemma4_engine_tool_parser.py", SGLANG + "gemma4_detector.py",
             ),
             # the thought channel's name is markup, not reasoning (vLLM's Gemma 4 reasoning parser drops it too)
             reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"), ("<|channel>", "<channel|>")),
@@ -574,7 +585,7 @@ CATALOG: tuple[Row, ...] = (
                          "<|plamo:end_tool_arguments:plamo|>...",
                models=("pfnet/plamo-3-nict-31b-instruct",),
                sources=("vLLM vllm/tool_parsers/plamo3_tool_parser.py (BEGIN_TOOL_ARGS_TAG with the JSON constraint)",
-                        "vLLM vllm/reasoning/plamo3_reasoning_parser.py"),
+                        "vLLM vllm/reasoning/plamo3_reasoning_parser.py", VLLM + "plamo3_engine_tool_parser.py"),
                reasoning=((_plamo("begin_think"), _plamo("end_think")),)),
         NamedJson, NamedSpelling(_plamo("begin_tool_requests"), _plamo("end_tool_requests"),
               _plamo("begin_tool_request") + _plamo("begin_tool_name"),
