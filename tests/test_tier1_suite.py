@@ -50,6 +50,7 @@ XML_ROW_FLOORS: dict[str, float] = {
     "muse_glimmer": 0.60, "seed_oss": 0.75, "step3": 0.65, "gigachat35": 0.70, "iquest_coder_v2": 0.80,
     "iquest_q1": 0.75, "zaya_xml": 0.75, "multi_format_minimax": 0.75, "solar_open2": 0.50, "telechat4": 0.75,
     "multi_format_dsv32": 0.75,
+    "step_deepresearch": 0.80,
 }
 
 

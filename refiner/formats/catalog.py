@@ -334,6 +334,12 @@ CATALOG: tuple[Row, ...] = (
             call_close="</steptml:invoke><｜tool_call_end｜>", name_at="attr",
             key_open="<steptml:parameter ", value_close="</steptml:parameter>", key_at="attr")),
     Row(
+        Family("step_deepresearch", "Step DeepResearch (steptml): <steptml:toolcall><steptml:invoke name=\"NAME\">"
+               "<steptml:parameter name=\"KEY\">VALUE</steptml:parameter></steptml:invoke></steptml:toolcall> (strings "
+               "raw, other values JSON)",
+               sources=("vllm-project/vllm vllm/entrypoints/openai/tool_parsers/step_deepresearch_tool_parser.py",)),
+        XmlParams, invoke("steptml:toolcall", "steptml:")),
+    Row(
         Family("dots1", "dots.llm: <dots_function_call><invoke name=\"NAME\"><parameter name=\"KEY\">VALUE</parameter>"
                "</invoke></dots_function_call>", models=("rednote-hilab/dots.llm1.inst",),
                sources=("vllm-project/vllm vllm/frontend/processing/tool_parsers/dots_tool_parser.py",
