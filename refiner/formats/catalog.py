@@ -161,7 +161,7 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
                         SGLANG + "glm4_moe_detector.py", SGLANG + "glm47_moe_detector.py",
                         SGLANG + "spark25_detector.py", SGLANG + "glm53_flash_detector.py (its tag form)",
-                        SGLANG + "ling3_detector.py",
+                        SGLANG + "ling3_detector.py", SGLANG + "poolside_v1_detector.py",
                         SGLANG + "multi_format_detector.py (tool_format glm)", LLAMA_CPP + "glm_4_5.jinja",
                         VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
                         VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
@@ -406,8 +406,9 @@ CATALOG: tuple[Row, ...] = (
         mistral.Mistral, mistral.TIGHT),
     Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=mistral.REASONING,
                models=("mistralai/Mistral-Small-3.1-24B-Instruct-2503",),
-               sources=(LLAMA_CPP + "mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja (each call's \"id\" read and "
-                        "dropped)",)),
+               sources=(SGLANG + "mistral_detector.py",
+                        LLAMA_CPP + "mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja (each call's \"id\" read and "
+                        "dropped)")),
         mistral.Mistral, mistral.SPACED),
     Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=mistral.REASONING,
                sources=_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
