@@ -23,7 +23,6 @@ from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
                                      lenient_json_in_prose, written_before_cut)
 from refiner.formats.pythonic import matching_paren, render_call, strict_call_list
-from refiner.formats.reasoning import is_markup
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
@@ -87,9 +86,7 @@ class JsonCalls(WireFormat):
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
         marker = sp.open + "[" if sp.tight else sp.open.rstrip()
-        # a close that is no markup (a code fence) closes any fenced text: no sign of this row
-        closers = (sp.close,) if sp.close is not None and is_markup(sp.close) else ()
-        return Detection(rank=rank, markers=(marker,), closers=closers,
+        return Detection(rank=rank, markers=(marker,), closers=() if sp.close is None else (sp.close,),
                          bare=sp.payload == "joined", also_read=tuple(t.rstrip() for t in sp.alt_opens))
 
     # ---- strict ------------------------------------------------------------------------------------------------
@@ -129,8 +126,7 @@ class JsonCalls(WireFormat):
             return self._calls(self._unclosed_values(text))
         if sp.payload == "lines":
             return self._calls(self._lines(text))
-        opener = self._open_at(text, reasoning_offset(text))[1] if sp.alt_opens else sp.open  # the spelling written
-        values = list(json_blocks(self, text, opener, sp.close))
+        values = list(json_blocks(self, text, sp.open, sp.close))
         if sp.payload == "object":
             for v, p in values:
                 if not isinstance(v, dict):
@@ -288,14 +284,13 @@ class JsonCalls(WireFormat):
             self._recover_joined(text, out)
             return
         if sp.close is not None:
-            opener = self._open_at(text, reasoning_offset(text))[1] if sp.alt_opens else sp.open
-            fixed = respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close) \
+            fixed = respell_json_tags(text, reasoning_offset(text), self._speller, sp.open, sp.close) \
                 if sp.respell else None
             if fixed is not None:  # tags written wrong
                 text, notes = fixed
                 for note in notes[:MAX_NOTES]:
                     out.note("missing_tag", note)
-            for chunk in lenient_blocks(text, opener, sp.close, out.problems):
+            for chunk in lenient_blocks(text, sp.open, sp.close, out.problems):
                 items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
                 if not items:
                     out.note("unreadable", f"unrecoverable block: {chunk.strip()[:80]!r}")
