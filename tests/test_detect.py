@@ -59,7 +59,8 @@ def test_an_unbracketed_text_holding_an_untagged_formats_marker_is_still_tried_i
     text = '<think>I write <|python_tag|> first.</think>\nbrave_search.call(query="Paris")'
     tried: dict = {}
     detect_module.detect_with_calls(text, tried)
-    assert list(tried) == ["llama3_json"]  # (the one untagged format whose marker occurs)
+    # (the one untagged format whose marker occurs, after the tagged one whose marker it is too)
+    assert list(tried) == ["functionary_v31", "llama3_json"]
 
 
 def test_a_bracketed_text_is_still_read_by_the_untagged_formats():

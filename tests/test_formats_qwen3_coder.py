@@ -118,9 +118,10 @@ def test_detection_against_the_formats_sharing_tool_call():
     apibank = '<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n</tool_call>'
     assert formats.detect_format(apibank) == "apibank"
     assert formats.detect_format("<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>") == "glm45"
-    # JSON arguments inside the function tags (Llama 3.1's <function=NAME>{...}</function>) are recovered
+    # JSON arguments inside the function tags (Functionary v3.1's <function=NAME>{...}</function>): that row's; this
+    # reader recovers them too
     llama = '<function=get_weather>{"city": "Paris"}</function>'
-    assert formats.detect_format(llama) == "qwen3_coder"
+    assert formats.detect_format(llama) == "functionary_v31"
     got = Q.parse_lenient(llama)
     assert got.calls == [ToolCall("get_weather", {"city": "Paris"})] and not got.ok
 

@@ -198,7 +198,7 @@ def test_rows_sharing_tags_are_told_apart():
     qwen = "<tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>"
     assert formats.detect_format(qwen) == "qwen3_coder"
     assert formats.detect_format(qwen.replace("tool_call>", "seed:tool_call>")) == "seed_oss"
-    assert formats.detect_format('<function=f>{"k": "v"}</function>') == "qwen3_coder"  # Llama 3.1's: recovered there
+    assert formats.detect_format('<function=f>{"k": "v"}</function>') == "functionary_v31"  # JSON after the name
 
 
 @pytest.mark.parametrize("name", ROW_NAMES)
