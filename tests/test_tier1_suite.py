@@ -226,6 +226,9 @@ KNOWN_HARM = {
     # as mistral_v11: Functionary v3.2 writes no token after the last call's arguments, so a dropped last '}' reads as
     # a text cut there
     ("broken_json", "functionary_v32"): "read as truncated",
+    # GLM-5.3-Flash's JSON form likewise closes no call: a last call that lost its closing braces after a number is a
+    # text cut in that number (1 of 190 in the full run)
+    ("broken_json", "glm53_flash"): "read as truncated",
     # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
     # string that runs to the end of the text, which reads as a cut mid-value
     ("missing_tag", "functiongemma"): "read as truncated",
