@@ -20,7 +20,7 @@ import re
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_NOTES, Detection, Lenient
 from refiner.formats.named_json import MAX_CALLS, NAME_PATTERN, NamedJson, NamedSpelling
-from refiner.formats.tags import Speller
+from refiner.formats.tags import Speller, apply_edits
 from refiner.formats.text import reasoning_offset, skip_ws
 
 OPEN, NAME_END, CLOSE = "<function=", ">", "</function>"
@@ -91,17 +91,12 @@ def respell(text: str, out: Lenient) -> str:
     ``<function=`` (``<Function=``); the ``>`` lost after a call's name; ``<function=`` lost before a name and JSON
     object at the start of the answer or after a call's ``</function>``."""
     start = reasoning_offset(text)
-    parts: list[str] = []
-    pos = start
-    notes = 0
+    edits: list[tuple[int, int, str]] = []
+    notes: list[str] = []
 
     def put(at: int, end: int, tag: str, what: str) -> None:
-        nonlocal pos, notes
-        parts.extend((text[pos:at], tag))
-        pos = end
-        notes += 1
-        if notes <= MAX_NOTES:
-            out.note("missing_tag", what)
+        edits.append((at, end, tag))
+        notes.append(what)
 
     def head(at: int) -> None:  # a call's head at ``at`` (the start of the answer, or after a </function>)
         m = _NAME_THEN_JSON.match(text, at)
@@ -110,7 +105,7 @@ def respell(text: str, out: Lenient) -> str:
 
     head(start)
     for hit in SPELLER.scan(text, start):
-        if hit.start < pos or hit.foreign:
+        if hit.foreign or (edits and hit.start < edits[-1][1]):
             continue
         exact = hit.exact and hit.ended
         if hit.closing:
@@ -125,6 +120,6 @@ def respell(text: str, out: Lenient) -> str:
             m = _NAME_THEN_JSON.match(text, hit.end)
             if m is not None and not m.group(2) and m.start(1) == hit.end:
                 put(m.end(1), m.end(1), NAME_END, f"missing {NAME_END} after the tool name {m.group(1)!r}")
-    if pos == start:
-        return text
-    return text[:start] + "".join(parts) + text[pos:]
+    for what in notes[:MAX_NOTES]:
+        out.note("missing_tag", what)
+    return apply_edits(text, edits) if edits else text
