@@ -163,7 +163,8 @@ def in_enum(value: Any, members: Iterable[Any]) -> bool:
 
 def _clip(text: Any, limit: int = 60) -> str:
     """A name for a message, as it is, cut to ``limit`` characters."""
-    text = str(text)
+    if type(text) is not str:
+        text = str(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -183,8 +184,7 @@ def check_value(
     declared type, its enum compared as text."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    if isinstance(value, str) and value[:1] in "$A" and is_reference(value) or (
-            value is None or getattr(param, "has_default", False)) and is_declared_default(param, value):
+    if is_reference(value) or is_declared_default(param, value):
         return []
     ptype, enum = getattr(param, "type", None), getattr(param, "enum", None)
     if strings and ptype is not None:
@@ -245,7 +245,7 @@ def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: 
     """Findings for one call against its tool's spec (at most as many values as ``count`` has left)."""
     out: list[Finding] = []
     params: Mapping[str, Any] = getattr(spec, "params", None) or {}
-    name = call.name if type(call.name) is str and len(call.name) <= 60 else _clip(call.name)  # (as _clip writes it)
+    name = _clip(call.name)
     free_form = getattr(spec, "free_form", False) is True  # (a free-form tool takes any argument)
     notes = getattr(spec, "notes", None) or ()
     if notes:
@@ -259,8 +259,7 @@ def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: 
         if count.left <= 0:
             break
         if key in params:
-            where = key if type(key) is str and len(key) <= 60 else _clip(key)
-            for code, msg in check_value(params[key], value, where, strings=strings, count=count):
+            for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
                 out.append(Finding(code, msg, index, call.name, key))
         else:
             count.take()

@@ -355,8 +355,11 @@ def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
     JSON)."""
     out = dict(request)
     tools = out.get("tools")
-    if (not set(map(type, tools)) <= _JSON_ITEMS and any(not isinstance(t, (dict, str)) for t in tools)) if isinstance(
-            tools, (list, tuple)) else isinstance(tools, ToolCatalog):  # (the ABC check only for what is not a list)
+    if isinstance(tools, (list, tuple)):  # (told first: ToolCatalog is a Mapping, whose isinstance check is slow)
+        drop = not set(map(type, tools)) <= _JSON_ITEMS and any(not isinstance(t, (dict, str)) for t in tools)
+    else:
+        drop = isinstance(tools, ToolCatalog)
+    if drop:
         del out["tools"]
     return out
 
