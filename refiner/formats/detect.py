@@ -91,9 +91,9 @@ def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
 
 
 def _sniffs_yes(fmt: WireFormat, in_body: dict[str, int], table: MarkerTable, sniff: Sniff) -> bool:
-    """Whether ``fmt``'s sniff (``sniff``) accepts the text's body at the first of the markers it shares with other formats (True when
-    it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats sharing a marker
-    apart, so one it rejects does not read the text strictly where a format it accepts does."""
+    """Whether ``fmt``'s sniff (``sniff``) accepts the text's body at the first of the markers it shares with other
+    formats (True when it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats
+    sharing a marker apart, so one it rejects does not read the text strictly where a format it accepts does."""
     at = -1
     for m in table.shared_markers.get(fmt.name, ()):  # (the first of them in the body)
         if m in in_body and (at < 0 or in_body[m] < at):
