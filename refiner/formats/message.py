@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from refiner.formats.reasoning import format_tags, is_closing_tag, is_markup
+from refiner.formats.reasoning import format_tags, is_closing_tag, is_markup, skip_blanks
 
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
 END_OF_TURN = ("<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<|eot|>",
@@ -38,7 +38,6 @@ def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
 
 
 _OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
-_BLANKS = re.compile(r"[ \t\r\n]*")
 _INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's text up to its quote, a \ or a newline
 
 
@@ -70,10 +69,10 @@ def values_end(text: str, i: int) -> int:
         end = bracket_end(text, i)
         if end < 0:
             return len(text)
-        j = _BLANKS.match(text, end).end()
+        j = skip_blanks(text, end)
         if j >= len(text) or text[j] not in ";,":
             return end
-        i = _BLANKS.match(text, j + 1).end()
+        i = skip_blanks(text, j + 1)
         if i >= len(text) or text[i] not in "[{":
             return end
     return len(text)
@@ -110,7 +109,7 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     if last.group() in closers:
         return first.start(), last.end()
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
-    j = _BLANKS.match(text, j).end()
+    j = skip_blanks(text, j)
     if j < len(text) and text[j] in "[{":
         return first.start(), values_end(text, j)
     return first.start(), len(text)

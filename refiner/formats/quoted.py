@@ -9,15 +9,11 @@ import re
 from typing import Any
 
 from refiner.formats.base import MAX_ARGUMENT_DEPTH
-from refiner.formats.strict import JSON_DECODER, JSON_WS
+from refiner.formats.reasoning import skip_blanks
+from refiner.formats.strict import JSON_DECODER
 from refiner.formats.xmlvalues import Finder
 
 MAX_KEY_CHARS = 256  # a key longer than this is not one
-
-
-def skip_blanks(text: str, pos: int) -> int:
-    """``pos`` after the blanks JSON allows (space, tab, line breaks)."""
-    return JSON_WS.match(text, pos).end()
 
 
 def write_quoted(value: Any, q_open: str, q_close: str) -> str:

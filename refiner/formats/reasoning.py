@@ -38,6 +38,11 @@ _MARKUP = set("<>|[]｜")
 _BLANKS = re.compile(r"[ \t\r\n]*")
 
 
+def skip_blanks(text: str, pos: int = 0) -> int:
+    """``pos`` after the blanks JSON allows (space, tab, line breaks; other Unicode whitespace is text here)."""
+    return _BLANKS.match(text, pos).end()
+
+
 def is_closing_tag(tag: str) -> bool:
     """Whether a format's tag closes a call or a section: ``</tool_call>``, ``<｜tool▁call▁end｜>``,
     ``<|tool_calls_section_end|>``, ``<tool_call|>`` (Gemma 4), ``<|call|>``, ``[/TOOL_CALLS]``."""
@@ -210,7 +215,7 @@ def _unclosed(text: str, body: int) -> Split:
 
 def _split(text: str, opened: bool | None) -> Split:
     state = _state()
-    i = _BLANKS.match(text).end()
+    i = skip_blanks(text)
     pair = state["opener"].match(text, i) and next(p for p in state["pairs"] if text.startswith(p[0], i))
     if pair is not None:
         body = i + len(pair[0])

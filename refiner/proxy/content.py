@@ -13,7 +13,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.base import marker_table
-from refiner.formats.reasoning import is_closing_tag
+from refiner.formats.reasoning import is_closing_tag, skip_blanks
 from refiner.specs.catalog import tool_name
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
@@ -23,7 +23,6 @@ MARKER_CHARS = set("<>|[]｜")  # a format tag with one of these (and 3+ charact
 _IDENT = r"[A-Za-z_][\w.\\-]*"
 _IDENT_RE = re.compile(_IDENT)
 _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
-_BLANKS = re.compile(r"[ \t\r\n]*")
 
 
 def markers(own: str | None = None) -> tuple[str, ...]:
@@ -97,17 +96,17 @@ def _head(text: str, i: int) -> bool | None:
         return None
     c = text[i]
     if c == "{":
-        j = _BLANKS.match(text, i + 1).end()
+        j = skip_blanks(text, i + 1)
         return None if j >= len(text) else text[j] in "\"'"
     if c == "[":
-        j = _BLANKS.match(text, i + 1).end()
+        j = skip_blanks(text, i + 1)
         if j >= len(text):
             return None
         if text[j] in "{\"'[":
             return True
         return _ident_call(text, j)
     if text.startswith("return", i) and i + 6 < len(text) and text[i + 6] in " \t":
-        return _head(text, _BLANKS.match(text, i + 6).end())
+        return _head(text, skip_blanks(text, i + 6))
     if "return".startswith(text[i : i + 6]) and i + 6 >= len(text):
         return None
     return _ident_call(text, i)
@@ -118,7 +117,7 @@ def _ident_call(text: str, j: int) -> bool | None:
     m = _IDENT_RE.match(text, j)
     if m is None:
         return False
-    k = _BLANKS.match(text, m.end()).end()
+    k = skip_blanks(text, m.end())
     if k >= len(text):
         return None
     return text[k] == "("
@@ -265,7 +264,7 @@ class ContentSplit:
         if not r.looks_like_call:
             at = r.start
             if r.kind == "fence":
-                at = _BLANKS.match(text, r.body).end()  # the first non-blank line inside the fence
+                at = skip_blanks(text, r.body)  # the first non-blank line inside the fence
                 if at >= len(text):
                     return "not_call" if self.final else "open"
                 if text.startswith("```", at):
