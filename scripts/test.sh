@@ -35,10 +35,11 @@ EOF
 }
 phase setup bash .ci/setup-env.sh
 # TEST_WORKERS processes (2: CI's cores; 0 runs in this process), a module per worker (a module's fixtures stay in
-# one), the two DAPO runs (~11 GB each) on one worker, one after the other (tests/conftest.py)
+# one), the two DAPO runs (~11 GB each) on one worker, one after the other (tests/conftest.py). A worker that dies
+# fails its test and is not replaced: xdist 3.8's by-file scheduler hangs after replacing one (pytest-xdist#1323).
 WORKERS=${TEST_WORKERS:-2}
 dist=()
-if [ "$WORKERS" != "0" ]; then dist=(-n "$WORKERS" --dist loadfile); fi
+if [ "$WORKERS" != "0" ]; then dist=(-n "$WORKERS" --dist loadfile --max-worker-restart=0); fi
 phase default pytest_run default -q -m "not slow and not long" "${dist[@]}" --durations=15 "$@"
 if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
   phase slow pytest_run slow -q -m "slow and not long" "${dist[@]}" --durations=15 "$@"
