@@ -39,14 +39,13 @@ def content_calls_setting(values: list[str] | None) -> str | tuple[str, ...]:
 
 
 def opens_reasoning_setting(values: list[str] | None) -> dict[str, bool]:
-    """``--opens-reasoning`` values (``MODEL=yes|no``) -> model name -> bool."""
-    from refiner.proxy.thinking import parse_setting
-
+    """``--opens-reasoning`` values (``MODEL=yes|no``, also true/false, on/off, 1/0) -> model name -> bool."""
+    words = {"yes": True, "true": True, "on": True, "1": True, "no": False, "false": False, "off": False, "0": False}
     pairs = shared.key_values(values, "--opens-reasoning", "MODEL=yes|no", split_last=True)
-    try:
-        return {model: parse_setting(value) for model, value in pairs}
-    except ValueError as e:
-        raise typer.BadParameter(f"--opens-reasoning: {e}") from None
+    bad = [value for _, value in pairs if value.strip().lower() not in words]
+    if bad:
+        raise typer.BadParameter(f"--opens-reasoning: expected yes or no, got {bad[0]!r}")
+    return {model: words[value.strip().lower()] for model, value in pairs}
 
 
 def build_refiner(*, model: str | None, refiner_base_url: str | None, engine: str | None,

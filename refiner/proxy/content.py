@@ -13,12 +13,11 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.base import marker_table
-from refiner.formats.reasoning import is_closing_tag, skip_blanks
+from refiner.formats.reasoning import format_tags, is_closing_tag, is_markup, skip_blanks
 from refiner.specs.catalog import tool_name
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
 MAX_CHECKS = 16  # region checks per answer; past that, the rest of the answer is held
-MARKER_CHARS = set("<>|[]｜")  # a format tag with one of these (and 3+ characters) is a marker, not a JSON key
 
 _IDENT = r"[A-Za-z_][\w.\\-]*"
 _IDENT_RE = re.compile(_IDENT)
@@ -36,13 +35,9 @@ def markers(own: str | None = None) -> tuple[str, ...]:
 def _markers(own: str | None, table: object) -> tuple[str, ...]:  # (``table``: the registry's state)
     found = set(getattr(formats.get(own).detection, "markers", ())) if own else set()
     for f in formats.all_formats():
-        detection = getattr(f, "detection", None)
-        candidates = [*(getattr(f, "tags", ()) or ()), *(getattr(detection, "markers", ()) or ()),
-                      *(getattr(detection, "closers", ()) or ())]
-        found |= {t for t in candidates if isinstance(t, str) and len(t) >= 3 and not t.startswith(("'", '"'))
-                  and MARKER_CHARS & set(t)}
-        found |= {t for t in getattr(detection, "markers", ()) or () if isinstance(t, str) and len(t) >= 8
-                  and not t.startswith(("'", '"', "{", "["))}
+        marks = getattr(getattr(f, "detection", None), "markers", ()) or ()
+        found |= {t for t in format_tags(f) if is_markup(t)}
+        found |= {t for t in marks if isinstance(t, str) and len(t) >= 8 and not t.startswith(("'", '"', "{", "["))}
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
@@ -88,6 +83,14 @@ class Openers:
         if m:
             end = m.start()
         return end
+
+
+_openers = functools.lru_cache(maxsize=64)(Openers)  # (tool names as a frozenset, markers as a tuple)
+
+
+def content_split(names: Iterable[str], own: str | None = None) -> ContentSplit:
+    """A split of one answer's content that reads calls of the tools ``names`` (``own``: as for :func:`markers`)."""
+    return ContentSplit(_openers(frozenset(names), markers(own)))
 
 
 def _head(text: str, i: int) -> bool | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from refiner.formats.reasoning import call_start, inside_call, may_start_call, pairs, split_reasoning
+from refiner.formats.reasoning import _state, call_start, inside_call, may_start_call, pairs, split_reasoning
 
 _BLANK = " \t\r\n"
 
@@ -52,11 +52,6 @@ class EdgeTrim:
         if not self.started:
             return "" if trail else trim_edges(rest, self.lead, False)
         return trim_edges(rest, False, trail)
-
-
-def think_closers() -> tuple[str, ...]:
-    """The thinking blocks' own closers (``</think>``, ``[/THINK]``...), not generic end tokens such as ``<|end|>``."""
-    return tuple(dict.fromkeys(p[1] for p in pairs() if "think" in p[1].lower()))
 
 
 def lean_opens(text: str, cut: bool) -> bool:
@@ -106,7 +101,7 @@ class Reasoning:
     def read(self, text: str, cut: bool = False) -> tuple[str | None, str]:
         """``(reasoning, answer)`` of a whole answer; reasoning None when there is no block."""
         s = split_reasoning(text, opened=self.opened)
-        if self.lean and not s.found and not any(c in text for c in think_closers()) and lean_opens(text, cut):
+        if self.lean and not s.found and not _state()["think_closers"].search(text) and lean_opens(text, cut):
             s = split_reasoning(text, opened=True)
         if not s.found:
             return None, text
@@ -168,7 +163,7 @@ class Reasoning:
             elif self.opened:
                 self.state, self.body, closers = "inside", 0, tuple(p[1] for p in self.known)
             elif self.opened is None and rest[:1] not in ("[", "{"):  # an answer opening with [ or { holds a call
-                self.state, closers = "undecided", think_closers()
+                self.state, closers = "undecided", ()  # (it looks for the thinking blocks' own closers)
             else:
                 self.state, self.text = "answer", ""
                 return "", text
@@ -212,13 +207,11 @@ class Reasoning:
     def _undecided(self, final: bool) -> tuple[str, str]:
         """Not known whether the prompt opened a block: held until a closer, the end or :data:`HOLD_CHARS`."""
         text = self.text
-        found = min(((j, c) for c in self.closers if (j := text.find(c, max(self.scanned - self.longest, 0))) >= 0),
-                    default=None)
+        found = _state()["think_closers"].search(text, max(self.scanned - self.longest, 0))
         self.scanned = len(text)
-        if found is not None and not inside_call(text, 0, found[0]):
-            j, closer = found
+        if found is not None and not inside_call(text, 0, found.start()):
             self.found, self.state, self.text = True, "answer", ""
-            return text[:j], text[j + len(closer) :]
+            return text[: found.start()], text[found.end() :]
         if found is None and self.lean and (len(text) > HOLD_CHARS or (final and lean_opens(text, self.cut))):
             # the text held so far was written inside the block the prompt opened
             self.state, self.body, self.sent, self.scanned, self.found = "inside", 0, 0, 0, True

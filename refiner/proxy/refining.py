@@ -5,7 +5,6 @@ still need the model batched to it; past the deadline or on a refiner failure, a
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -22,10 +21,9 @@ from refiner.proxy.content import (
     ContentCalls,
     ContentSplit,
     EarlyRead,
-    Openers,
     RegionRead,
+    content_split,
     holds_calls,
-    markers,
     split_whole,
 )
 from refiner.proxy.convert import apply_result, argument_problem, rebuild_tool_calls, refine_request
@@ -98,9 +96,6 @@ def truncated_call(tool_call: Any, index: int) -> dict | None:
             "arguments": args if isinstance(args, str) else None}
 
 
-_openers = functools.lru_cache(maxsize=64)(Openers)  # (tool names as a frozenset, markers as a tuple)
-
-
 class Refinement:
     """Refines the choices of completions and heals incoming histories. ``runner``: the tier-1 workers
     (:mod:`refiner.proxy.isolation`); ``batcher`` runs ``ref`` (the model, or any other refiner)."""
@@ -133,7 +128,7 @@ class Refinement:
     def splitter(names: frozenset[str]) -> ContentSplit | None:
         """A content split for one answer of a request whose answers are read for calls of ``names``
         (:meth:`ContentCalls.applies`), or None when they are not."""
-        return ContentSplit(_openers(names, markers())) if names else None
+        return content_split(names) if names else None
 
     async def run(self, gen: Generator[Ask, Any, Any], body: dict, split: ContentSplit,
                   deadline: float | None = None) -> Any:

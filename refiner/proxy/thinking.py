@@ -76,18 +76,6 @@ def prompt_opens(template: ChatTemplate, kwargs: Mapping[str, Any] | None = None
     return None
 
 
-def parse_setting(value: Any) -> bool:
-    """``yes``/``no`` (also true/false, on/off, 1/0) as a bool; ValueError otherwise."""
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word in ("yes", "true", "on", "1"):
-        return True
-    if word in ("no", "false", "off", "0"):
-        return False
-    raise ValueError(f"expected yes or no, got {value!r}")
-
-
 def answer_says(content: Any, finish_reason: str | None) -> bool | None:
     """What one raw answer says of its prompt: True (a closer with no opener before it, outside any call), False (it
     opens its own block, or ended with no closer), None (it cannot tell)."""

@@ -20,11 +20,9 @@ from refiner.proxy import work
 from refiner.proxy.content import (
     Ask,
     CallDriver,
-    ContentSplit,
-    Openers,
     begins_with,
+    content_split,
     holds_calls,
-    markers,
     run_sync,
     tool_names,
 )
@@ -85,7 +83,7 @@ class Reader:
         self.refiner = refiner if refiner is not None else _refiner_for(None, ())
         self.tools = tools or None
         self.names = tool_names(tools)
-        self.split = ContentSplit(Openers(frozenset(self.names), markers(self.refiner.fmt)))
+        self.split = content_split(self.names, self.refiner.fmt)
         self.driver = CallDriver(self.split)  # (its ``calls``: those read before the end)
 
     @functools.cached_property
