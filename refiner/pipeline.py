@@ -263,11 +263,6 @@ def read_sample(job: Job, generation: str) -> Tier1:
                          text_values=job.text_values, offered=job.offered, unknown_tools=job.unknown_tools)
 
 
-def sample_key(calls: Sequence[ToolCall], ordered: bool) -> tuple:
-    keys = [c.key() for c in calls]
-    return tuple(keys) if ordered else tuple(sorted(keys))
-
-
 def choose_sample(samples: Sequence[Tier1], ordered: bool) -> Tier1 | None:
     """Best of N: among gate-passing samples the most frequent call list (earliest on ties); when none passes, the
     one with the fewest gate errors."""
@@ -275,9 +270,10 @@ def choose_sample(samples: Sequence[Tier1], ordered: bool) -> Tier1 | None:
         return None
     passing = [s for s in samples if s.after.passed and s.calls]
     if passing:
-        votes = Counter(sample_key(s.calls, ordered) for s in passing)
+        keys = [tuple(k if ordered else sorted(k)) for k in ([c.key() for c in s.calls] for s in passing)]
+        votes = Counter(keys)
         top = max(votes.values())
-        return next(s for s in passing if votes[sample_key(s.calls, ordered)] == top)
+        return next(s for s, k in zip(passing, keys) if votes[k] == top)
     return min(samples, key=lambda s: s.after.n_errors + (0 if s.calls else 1_000))
 
 
@@ -341,13 +337,9 @@ def truncated_outcome(job: Job) -> tuple[str, str, list[ToolCall], GateReport, s
 def cut_field(job: Job) -> dict[str, Any]:
     """The result's ``cut`` field for a truncated job."""
     cut = job.upstream.cut
-    return {
-        "index": cut.index if cut is not None else None,
-        "name": cut.name if cut is not None else None,
-        "arguments": dict(cut.arguments) if cut is not None else {},
-        "clean": cut.clean if cut is not None else True,
-        "finish_reason": job.request.get("finish_reason"),
-    }
+    found = {"index": None, "name": None, "arguments": {}, "clean": True} if cut is None else {
+        "index": cut.index, "name": cut.name, "arguments": dict(cut.arguments), "clean": cut.clean}
+    return {**found, "finish_reason": job.request.get("finish_reason")}
 
 
 def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -394,8 +386,7 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
 
 def error_result(request: Any, message: str, line: int | None = None) -> dict:
     """The result for a request that could not be read: passed through with an ``error`` field, never dropped."""
-    out: dict[str, Any] = dict(request) if isinstance(request, Mapping) else {"input": request}
-    out = _json_safe(out)
+    out = _json_safe(request) if isinstance(request, Mapping) else {"input": request}
     upstream = out.get("upstream")
     out.update(
         refined=upstream if isinstance(upstream, str) else "",

@@ -121,9 +121,7 @@ def _ident_call(text: str, j: int) -> bool | None:
     if m is None:
         return False
     k = skip_blanks(text, m.end())
-    if k >= len(text):
-        return None
-    return text[k] == "("
+    return None if k >= len(text) else text[k] == "("
 
 
 @dataclass
@@ -283,9 +281,7 @@ class ContentSplit:
                 r.looks_like_call = True
         if r.kind == "fence":
             close = text.find("```", r.body)
-            if close < 0:
-                return "open"
-            return close + 3
+            return "open" if close < 0 else close + 3
         end = self._match_brackets(r)
         if r.kind == "call" and end != "open":
             return self._bare_call_end(end)

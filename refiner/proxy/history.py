@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from refiner.proxy.content import tool_names
-from refiner.proxy.convert import WIRE_FORMAT, argument_problem, arguments_text, upstream_text
+from refiner.proxy.convert import argument_problem, arguments_text, refine_request
 
 MAX_HEALED_CALLS = 64  # per request; further broken calls are left as sent (and reported)
 
@@ -71,10 +71,8 @@ def find_broken(body: dict) -> list[Broken]:
 
 
 def repair_items(body: dict, broken: list[Broken]) -> list[dict]:
-    """The tier-1 work items (see :mod:`refiner.proxy.work`), one per broken call."""
-    tools = body.get("tools") or None
-    return [{"request": {"tools": tools, "upstream": upstream_text([b.tool_call]), "format": WIRE_FORMAT}}
-            for b in broken]
+    """The tier-1 work items (see :mod:`refiner.proxy.work`), one per broken call (without the conversation)."""
+    return [{"request": refine_request({"tools": body.get("tools")}, [b.tool_call])} for b in broken]
 
 
 def apply_repairs(body: dict, broken: list[Broken], outcomes: list[dict]) -> tuple[dict, HistoryReport]:

@@ -124,12 +124,6 @@ class Refinement:
             return None, 0.0, "timeout" if isinstance(e, WorkTimeout) else "error"
         return value, cpu, None
 
-    @staticmethod
-    def splitter(names: frozenset[str]) -> ContentSplit | None:
-        """A content split for one answer of a request whose answers are read for calls of ``names``
-        (:meth:`ContentCalls.applies`), or None when they are not."""
-        return content_split(names) if names else None
-
     async def run(self, gen: Generator[Ask, Any, Any], body: dict, split: ContentSplit,
                   deadline: float | None = None) -> Any:
         """Runs a :class:`~refiner.proxy.content.CallDriver` step, its questions answered in a worker (:meth:`ask`)
@@ -176,9 +170,9 @@ class Refinement:
     async def split_content(self, body: dict, names: frozenset[str], text: str,
                             deadline: float) -> ContentSplit | SplitText | None:
         """A whole answer's content, split; a long one in a worker (when that fails, the content is all released)."""
-        split = self.splitter(names)
-        if split is None:
+        if not names:  # (its answers are not read for calls: ContentCalls.applies)
             return None
+        split = content_split(names)
         if len(text) > MAX_SPLIT_HERE:
             payload = {**self.asking(body, split), "text": text, "markers": list(split.openers.markers)}
             value, _, failed = await self.in_worker("split", payload, deadline, "a content split", logging.INFO)

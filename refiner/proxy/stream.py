@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from refiner.proxy.content import MAX_EARLY_READS, CallDriver, ContentSplit, EarlyRead, begins_with, run_sync
+from refiner.proxy.content import MAX_EARLY_READS, CallDriver, EarlyRead, begins_with, content_split, run_sync
 from refiner.proxy.convert import argument_problem, new_call_id, rebuild_tool_calls
 from refiner.proxy.history import HistoryReport
 from refiner.proxy.reasoning import EdgeTrim, Reasoning
@@ -116,10 +116,10 @@ class AnswerStream:
     ``reasoning_content``), then the content split (:class:`~refiner.proxy.content.CallDriver`, each call sent as it
     closes), the content's edge blanks trimmed (:class:`~refiner.proxy.reasoning.EdgeTrim`) as a whole answer's are."""
 
-    def __init__(self, opened: bool | None, split: ContentSplit | None, lean: bool = False) -> None:
+    def __init__(self, opened: bool | None, names: frozenset[str], lean: bool = False) -> None:
         self.reasoning = Reasoning(opened, lean)
-        self.split = split
-        self.driver = CallDriver(split) if split is not None else None
+        self.split = content_split(names) if names else None  # (none when answers are not read for calls)
+        self.driver = CallDriver(self.split) if self.split is not None else None
         self.trim: EdgeTrim | None = None  # made when the content starts (after the reasoning block, if any)
         self.sent_reasoning: list[str] = []
         self.calls: list[dict] = []  # the calls sent before the end (OpenAI tool calls, in order)
@@ -314,7 +314,7 @@ async def _hold_content(chunk: dict | None, answers: dict[int, AnswerStream], re
             if ans is None:
                 opened = False if i in buf.reasoned else refinement.prompts.opened(body)
                 lean = opened is None and refinement.prompts.leans(body)
-                ans = answers[i] = AnswerStream(opened, refinement.splitter(names), lean)
+                ans = answers[i] = AnswerStream(opened, names, lean)
                 if i in buf.calls:
                     ans.stop_early_calls()
             before = len(ans.calls)

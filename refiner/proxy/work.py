@@ -77,8 +77,6 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
             request["format"] = found.fmt
         outcomes[i]["format"] = request.get("format")
         todo.append((i, request, found))
-    if not todo:
-        return outcomes
     jobs = refiner.prepare_batch([r for _, r, _ in todo], errors="result", detected=[f for _, _, f in todo])
     for (i, _, _), job, result in zip(todo, jobs, refiner.finish(jobs, errors="result")):
         outcomes[i]["result"] = read_result(result)
