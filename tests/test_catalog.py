@@ -8,7 +8,7 @@ from refiner.calls import ToolCall
 from refiner.formats import glm45, qwen3_coder
 from refiner.formats.base import Detection
 from refiner.formats.catalog import CATALOG, rows_of
-from refiner.formats.deepseek import CALL_BEGIN
+from refiner.formats.catalog import CALL_BEGIN
 from refiner.formats.family import EXAMPLE_CALLS, Family, Row, make_row, markers_left
 from refiner.formats.json_calls import JsonCalls
 from refiner.formats.named_json import NamedJson, NamedSpelling

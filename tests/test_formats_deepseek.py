@@ -1,4 +1,4 @@
-"""DeepSeek-V3/R1 and V3.1 tool calls (refiner/formats/deepseek.py): the templates' exact text, grammar edge cases,
+"""DeepSeek-V3/R1 and V3.1 tool calls (catalog rows): the templates' exact text, grammar edge cases,
 telling the two dialects apart, and recovery."""
 
 from __future__ import annotations
@@ -129,10 +129,10 @@ def test_lost_call_token_separator_or_every_token():
 
 
 def test_both_dialects_are_rows_of_the_named_json_grammar():
-    from refiner.formats import deepseek
+    from refiner.formats import catalog
     from refiner.formats.named_json import NamedJson
 
-    for fmt, spelling in ((V3, deepseek.V3), (V31, deepseek.V31)):
+    for fmt, spelling in ((V3, catalog.DEEPSEEK_V3), (V31, catalog.DEEPSEEK_V31)):
         assert type(fmt).__bases__ == (NamedJson,) and fmt.spelling == spelling
 
 

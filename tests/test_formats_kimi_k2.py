@@ -1,4 +1,4 @@
-"""Kimi-K2 tool calls (the named-JSON row of refiner/formats/kimi_k2.py): the template's exact text, call ids,
+"""Kimi-K2 tool calls (the named-JSON row of refiner/formats/catalog.py): the template's exact text, call ids,
 grammar edge cases and recovery."""
 
 from __future__ import annotations
@@ -135,10 +135,10 @@ def test_a_name_with_digits_is_still_a_name():
 
 
 def test_a_row_of_the_named_json_grammar():
-    from refiner.formats import kimi_k2
+    from refiner.formats import catalog
     from refiner.formats.named_json import NamedJson
 
-    assert type(K).__bases__ == (NamedJson,) and K.spelling == kimi_k2.K2
+    assert type(K).__bases__ == (NamedJson,) and K.spelling == catalog.KIMI_K2
 
 
 def test_lost_section_tokens():

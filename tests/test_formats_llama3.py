@@ -130,11 +130,11 @@ def test_builtin_tool_calls_are_read_and_written_back():
 
 
 def test_llama3_json_is_a_row_of_the_json_calls_grammar():
-    from refiner.formats import llama3
+    from refiner.formats import catalog
     from refiner.formats.json_calls import JsonCalls
 
-    assert isinstance(L3, JsonCalls) and L3.spelling == llama3.SPELLING
-    assert L3.detection.bare and L3.detection.markers == (llama3.PYTHON_TAG,) and L3.tags == (llama3.PYTHON_TAG,)
+    assert isinstance(L3, JsonCalls) and L3.spelling == catalog.LLAMA3
+    assert L3.detection.bare and L3.detection.markers == (catalog.PYTHON_TAG,) and L3.tags == (catalog.PYTHON_TAG,)
 
 
 def test_the_joined_payload_reads_a_spelling_of_its_own():

@@ -86,7 +86,7 @@ def test_deepseek_v31_without_its_reading_policies_reads_as_its_row():
     reads every valid corpus row as the catalog's row does and renders the same."""
     from dialect_corpus import READ_AS_MEANT, load
 
-    from refiner.formats.deepseek import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
+    from refiner.formats.catalog import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP
     from refiner.formats.family import EXAMPLE_CALLS, Family, make_row
     from refiner.formats.named_json import NamedSpelling
 

@@ -16,13 +16,10 @@ from dataclasses import replace
 from refiner.formats import (
     anthropic,
     apibank,
-    deepseek,
     functionary_v31,
     glaive,
     glm45,
     harmony,
-    kimi_k2,
-    llama3,
     mistral,
     nestful,
     nestools,
@@ -33,6 +30,7 @@ from refiner.formats import (
     toolace,
     xlam,
 )
+from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
 from refiner.formats.family import Family, Row, register_catalog
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
@@ -62,6 +60,27 @@ def _checked(*named: str) -> tuple[str, ...]:
 
 def _plamo(tag: str) -> str:
     return f"<|plamo:{tag}:plamo|>"
+
+
+# Llama 3.x: calls joined by "; ", optionally after the tag; the built-ins are NAME.call(...) after it.
+PYTHON_TAG = "<|python_tag|>"
+LLAMA3 = JsonSpelling(PYTHON_TAG, None, "joined", arg_keys=("parameters", "arguments"), between="; ", type_key="type",
+                      builtins=("brave_search", "wolfram_alpha"))
+
+# DeepSeek V3 writes function<｜tool▁sep｜>NAME and its arguments in a json fence, calls a line apart; V3.1
+# NAME<｜tool▁sep｜>{...}, back to back. Each reads the other's layout too.
+CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+_V3 = NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN + "function" + SEP, "\n```json\n", "\n```" + CALL_END,
+                    joiner="\n", loose=True, names=SPACED_NAME_PATTERN)
+_V31 = NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END, loose=True, names=SPACED_NAME_PATTERN)
+DEEPSEEK_V3, DEEPSEEK_V31 = replace(_V3, also=(_V31,)), replace(_V31, also=(_V3,))
+
+# Kimi-K2: the call id is functions.NAME:INDEX; the singular <|tool_call_section_begin|> is read too.
+KIMI_K2 = NamedSpelling("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>functions.",
+                        "<|tool_call_argument_begin|>", "<|tool_call_end|>", counter=":", loose=True, names=NAME_PATTERN,
+                        respelt=(("<|tool_call_section_begin|>", "<|tool_calls_section_begin|>"),
+                                 ("<|tool_call_section_end|>", "<|tool_calls_section_end|>")))
 
 
 # Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
@@ -230,7 +249,7 @@ CATALOG: tuple[Row, ...] = (
                                 "meta-llama-Llama-3.2-3B-Instruct.jinja 5816fce10444",
                                 "meta-llama-Llama-3.3-70B-Instruct.jinja e10ca381b1cc"),
                         VLLM + "llama_tool_parser.py (llama3_json, llama4_json)", SGLANG + "llama32_detector.py")),
-        JsonCalls, llama3.SPELLING),
+        JsonCalls, LLAMA3),
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
@@ -244,14 +263,14 @@ CATALOG: tuple[Row, ...] = (
                         *_checked("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja dd2675619a64",
                                   "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja bbe594884b44",
                                   "llama-cpp-deepseek-r1.jinja 0d11fd8d7cf3"))),
-        NamedJson, deepseek.V3),
+        NamedJson, DEEPSEEK_V3),
     Row(
         Family("deepseek_v31", "DeepSeek-V3.1/V3.2-Exp: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}"
                "<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",
                models=("deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.2-Exp"),
                sources=(VLLM + "deepseekv31_tool_parser.py", SGLANG + "deepseekv31_detector.py",
                         *_checked("deepseek-ai-DeepSeek-V3.1.jinja d9f5f351b276"))),
-        NamedJson, deepseek.V31),
+        NamedJson, DEEPSEEK_V31),
     Row(Family('kimi_k2', 'Kimi-K2: '
                '<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>',
                sources=(*_checked("Kimi-K2-Instruct.jinja 1d396d5b128c", "Kimi-K2-Thinking.jinja 2f6c593d5068",
@@ -259,7 +278,7 @@ CATALOG: tuple[Row, ...] = (
                         LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja (the call's id as given, functions.NAME:IDX)",
                         VLLM + "kimi_k2_tool_parser.py", VLLM + "kimi_k2_engine_tool_parser.py",
                         SGLANG + "kimik2_detector.py")),
-        NamedJson, kimi_k2.K2),
+        NamedJson, KIMI_K2),
     Row(
         Family("llm_jp_harmony", "LLM-jp-4.1 harmony: gpt-oss harmony with a space after the special tokens a word "
                "follows (<|start|> assistant to=functions.NAME<|channel|> commentary <|constrain|> json<|message|> {...})"
