@@ -25,7 +25,7 @@ from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, Wi
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
-from refiner.formats.strict import decode_at
+from refiner.formats.strict import decode_at, expect_object
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -194,8 +194,7 @@ class Harmony(WireFormat):
             raise self.error(f"content type {content_type[:40]!r} of a call to {name!r} is not json", pos)
         at = skip_ws(text, pos)
         args, end = decode_at(self, text, at)
-        if type(args) is not dict:
-            raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        args = expect_object(self, args, f"the arguments of {name!r}", at)
         end = skip_ws(text, end)
         for close in (CALL, self.spelling.between):
             if text.startswith(close, end):

@@ -22,7 +22,8 @@ from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
                                      lenient_json_in_prose, written_before_cut)
-from refiner.formats.pythonic import matching_paren, render_call, strict_call_list
+from refiner.formats.pythonic import render_call, strict_call_list
+from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws

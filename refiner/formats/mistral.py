@@ -128,6 +128,15 @@ def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) ->
     return found
 
 
+def _first_bot(fmt: WireFormat, text: str) -> tuple[int, int]:
+    """Where the answer starts and its first ``[TOOL_CALLS]``; an error without one."""
+    start = reasoning_offset(text)
+    i = text.find(BOT, start)
+    if i < 0:
+        raise fmt.error(f"missing {BOT}", start)
+    return start, i
+
+
 def _holds_list_after(body: str, at: int) -> bool:
     return body.startswith("[", skip_ws(body, at + len(BOT)))
 
@@ -177,10 +186,7 @@ class Mistral(WireFormat):
         return _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(BOT, start)
-        if i < 0:
-            raise self.error(f"missing {BOT}", start)
+        _, i = _first_bot(self, text)
         pos = skip_ws(text, i + len(BOT))
         if not text.startswith("[", pos):
             raise self.error(f"{BOT} must be followed by a JSON list of calls", pos)
@@ -230,10 +236,7 @@ class MistralV11(WireFormat):
         return not _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(BOT, start)
-        if i < 0:
-            raise self.error(f"missing {BOT}", start)
+        start, i = _first_bot(self, text)
         if text.find(ARGS, start, i) >= 0:  # a call before the first token: its token was lost
             raise self.error(f"{ARGS} before the first {BOT}: each call is {BOT}NAME{ARGS}{{...}}", text.find(ARGS, start))
         calls = []
@@ -327,12 +330,10 @@ class MistralV11(WireFormat):
                     out.mark_cut(len(out.calls) - 1)
                 return
             raw = segment[cut + len(ARGS) :] if cut == a else segment[cut:]
-            start = skip_ws(raw, 0)
             try:
-                args, end = JSON_DECODER.raw_decode(raw, start)
+                args, end = JSON_DECODER.raw_decode(raw, skip_ws(raw, 0))
             except (ValueError, RecursionError):
-                add_arguments_call(out, name, raw, at_end=last)
-                return
+                args = None
             if not isinstance(args, dict):  # ("key": value, ... after a lost "{" decodes as the first key)
                 add_arguments_call(out, name, raw, at_end=last)
                 return

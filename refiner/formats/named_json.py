@@ -27,7 +27,7 @@ from refiner.formats.base import MAX_NOTES, ROW_CHARS, Detection, Lenient, WireF
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
-from refiner.formats.strict import decode_at, token_sections
+from refiner.formats.strict import decode_at, expect_object, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -243,8 +243,7 @@ class NamedJson(WireFormat):
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
             at += len(sp.args_prefix)
         args, end = decode_at(self, text, at)
-        if type(args) is not dict:
-            raise self.error(f"the arguments of {name!r} must be a JSON object, got {type(args).__name__}", at)
+        args = expect_object(self, args, f"the arguments of {name!r}", at)
         if lay is not None:
             return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
                                                                f"after the arguments of {name!r}")

@@ -72,13 +72,8 @@ class Nestful(WireFormat):
             add_call(out, item, outputs=(str(label),) if isinstance(label, (str, int)) else ())
 
     def render(self, calls: Sequence[ToolCall]) -> str:
-        items = []
-        for c in calls:
-            item = {"name": c.name, "arguments": dict(c.arguments)}
-            if c.outputs:
-                item["label"] = c.outputs[0]
-            items.append(item)
-        return dumps(items)
+        return dumps([{"name": c.name, "arguments": dict(c.arguments)} | ({"label": c.outputs[0]} if c.outputs else {})
+                      for c in calls])
 
 
 # ----------------------------------------------------------------------------------------------------------------

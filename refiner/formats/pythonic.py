@@ -24,7 +24,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat
-from refiner.formats.pythonic_scan import matching_paren, string_end  # noqa: F401  (json_calls, salvage import it here)
+from refiner.formats.pythonic_scan import string_end
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps
 

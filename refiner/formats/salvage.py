@@ -49,7 +49,7 @@ from refiner.formats.base import (
 )
 from refiner.formats.jsonfix import budget_spent, repair_budget
 from refiner.formats.markup import KIND, calls_by_names
-from refiner.formats.pythonic import matching_paren
+from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import read
 from refiner.formats.salvage_sites import (  # noqa: F401 - is_offered, normalise: read through this module
     AST_BUDGET,

@@ -14,8 +14,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat, by_rank, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
-from refiner.formats.pythonic import Literals, matching_paren, parse_expr, parse_quietly, place_positional
-from refiner.formats.pythonic_scan import STRICT_STRING
+from refiner.formats.pythonic import Literals, parse_expr, parse_quietly, place_positional
+from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
 
