@@ -63,6 +63,7 @@ _REFUSE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:/|u[dD][89abAB])")
 _NESTED_CONSTANTS = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b(?!' + _WS + r"[=(.])")
 _CONSTANT_VALUE = re.compile(r"(True|False|None)(?![A-Za-z0-9_])")
 _PY_CONSTANTS = {"True": True, "False": False, "None": None}
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a surrogate code point (no UTF-8 text holds one)
 _TO_JSON = {"True": "true", "False": "false", "None": "null"}
 _NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
 
@@ -70,15 +71,8 @@ _NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
 def refused(src: str) -> bool:
     """Whether ``src`` holds escapes JSON reads otherwise than Python (``\\/``, surrogate pairs) or what Python source
     cannot hold (NUL, lone surrogates)."""
-    if "\x00" in src or (("\\/" in src or "\\u" in src) and _REFUSE_ESCAPE.search(src)):
-        return True
-    if src.isascii():
-        return False
-    try:
-        src.encode("utf-8")
-    except UnicodeEncodeError:  # a surrogate code point
-        return True
-    return False
+    return ("\x00" in src or (("\\/" in src or "\\u" in src) and _REFUSE_ESCAPE.search(src) is not None)
+            or (not src.isascii() and _SURROGATE.search(src) is not None))
 
 
 def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
