@@ -38,11 +38,7 @@ class NesTools(WireFormat):
         for i, item in enumerate(value):
             name, args, extra = strict_fields(self, item, pos, what="call", index=i, name_key="api_name",
                                               args_key="parameters", extra_keys=("responses",))
-            responses = extra.get("responses", [])
-            if type(responses) is list and all(type(r) is str for r in responses):
-                outputs = tuple(responses)
-            else:
-                outputs = expect_str_list(self, responses, f"'responses' of call #{i}", pos)
+            outputs = expect_str_list(self, extra.get("responses", []), f"'responses' of call #{i}", pos)
             calls.append(ToolCall.trusted(name, args, outputs))
         return calls
 
