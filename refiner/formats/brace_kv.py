@@ -432,23 +432,18 @@ class BraceKV(WireFormat):
     def _bare_pattern(self) -> re.Pattern:
         return re.compile(rf"{re.escape(self.spelling.keyword)}{NAME_PATTERN}\s*\{{")
 
-    @functools.cached_property
-    def _look_alikes(self) -> tuple[list[str], re.Pattern] | None:
-        """The row's tokens that hold letters, and their look-alikes' pattern (the bracket, then what may follow it: a
-        storm of brackets fails there, once per bracket); ``None`` when no token holds a letter."""
-        sp = self.spelling
-        tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
-        lead = r"[<\[]"
-        alts = "|".join(f"(?:{tag_look_alike(t).pattern[len(lead):]})" for t in tokens)
-        return (tokens, re.compile(rf"{lead}(?=/?\|?\s*[A-Za-z])(?:{alts})", re.IGNORECASE)) if tokens else None
-
     def _respell(self, text: str, start: int, out: Lenient) -> str:
         """(lenient) Look-alikes of the row's tokens written as the tokens; tokens sharing letters are told apart by
         the bar's side, else by ``call:`` after an opener. At most :data:`MAX_RESPELT` are looked at."""
-        if self._look_alikes is None:
-            return text
         sp = self.spelling
-        tokens, found = self._look_alikes
+        tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
+        if not tokens:
+            return text
+        lead = r"[<\[]"
+        found = self.__dict__.get("_look_alikes")
+        if found is None:  # (the bracket, then what may follow it: a storm of brackets fails there, once per bracket)
+            alts = "|".join(f"(?:{tag_look_alike(t).pattern[len(lead):]})" for t in tokens)
+            found = self.__dict__["_look_alikes"] = re.compile(rf"{lead}(?=/?\|?\s*[A-Za-z])(?:{alts})", re.IGNORECASE)
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
             by_letters.setdefault(letters(t), []).append(t)
