@@ -128,15 +128,6 @@ def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) ->
     return found
 
 
-def _first_bot(fmt: WireFormat, text: str) -> tuple[int, int]:
-    """Where the answer starts and its first ``[TOOL_CALLS]``; an error without one."""
-    start = reasoning_offset(text)
-    i = text.find(BOT, start)
-    if i < 0:
-        raise fmt.error(f"missing {BOT}", start)
-    return start, i
-
-
 def _holds_list_after(body: str, at: int) -> bool:
     return body.startswith("[", skip_ws(body, at + len(BOT)))
 
@@ -186,7 +177,10 @@ class Mistral(WireFormat):
         return _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        _, i = _first_bot(self, text)
+        start = reasoning_offset(text)
+        i = text.find(BOT, start)
+        if i < 0:
+            raise self.error(f"missing {BOT}", start)
         pos = skip_ws(text, i + len(BOT))
         if not text.startswith("[", pos):
             raise self.error(f"{BOT} must be followed by a JSON list of calls", pos)
@@ -236,7 +230,10 @@ class MistralV11(WireFormat):
         return not _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start, i = _first_bot(self, text)
+        start = reasoning_offset(text)
+        i = text.find(BOT, start)
+        if i < 0:
+            raise self.error(f"missing {BOT}", start)
         if text.find(ARGS, start, i) >= 0:  # a call before the first token: its token was lost
             raise self.error(f"{ARGS} before the first {BOT}: each call is {BOT}NAME{ARGS}{{...}}", text.find(ARGS, start))
         calls = []
