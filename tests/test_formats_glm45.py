@@ -228,3 +228,22 @@ def test_words_between_call_tags_are_not_a_call(upstream):
     assert spaced.calls == [ToolCall("Get Weather", {})]
     with pytest.raises(formats.RenderError):
         formats.get("glm45").render([ToolCall("Get Weather", {})])
+
+
+def test_a_python_call_between_the_call_tags_is_no_argument_less_call():
+    """A name line holding a parenthesis is a Python call written in the shared <tool_call> tags (SGLang's
+    multi_format python layout), not a GLM call without arguments: glm45 does not read it, so a broken one is read
+    in the Python layout and keeps its arguments."""
+    for text in ("<tool_call>area(radius=5</tool_call>", "<tool_call>draw(cards3)</tool_call>"):
+        with pytest.raises(FormatError, match="is text, not an argument-less call"):
+            G.parse_strict(text)
+        assert formats.detect_format(text) != "glm45"
+    assert G.parse_lenient("<tool_call>area(radius=5)</tool_call>").calls == []
+    with pytest.raises(formats.RenderError):
+        G.render([ToolCall("area(radius=5)", {})])
+    assert G.parse_strict("<tool_call>get_time\n</tool_call>") == [ToolCall("get_time", {})]
+    tools = [{"type": "function", "function": {"name": "area", "parameters": {"type": "object", "properties": {
+        "radius": {"type": "integer"}}}}}]
+    res = Refiner().refine({"upstream": "<tool_call>area(radius=5</tool_call>", "format": "multi_format_python",
+                            "tools": tools})
+    assert res["calls"] == [{"name": "area", "arguments": {"radius": 5}}]

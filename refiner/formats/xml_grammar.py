@@ -78,6 +78,12 @@ def _unsuffixed(m: re.Match) -> str:
     return m.group(1) + (">" if m.group(0).endswith(">") else "")
 
 
+def _spoken(name: str) -> bool:
+    """Whether a name written as text is words or a call written out (``f(a=1)``) rather than a tool's name: it
+    holds a space or a parenthesis."""
+    return any(c.isspace() or c in "()" for c in name)
+
+
 def _attr_value(value: str) -> str:
     """An attribute value as render writes it, with XML's entities for the characters a tag cannot hold."""
     if not any(c in value for c in '"<>&\n\r'):
@@ -317,10 +323,11 @@ class XmlParams(XmlLenient, WireFormat):
         return pos
 
     def _junk_name(self, name: str) -> bool:
-        """A name written as text with spaces in it and no argument after it (``<tool_call>not valid json
-        </tool_call>``): words between the call tags, not a call, unless the request offers a tool of that name. A
-        one-word name alone is an argument-less call (GLM writes those so)."""
-        if self.spelling.name_at != "text" or not any(c.isspace() for c in name):
+        """A name written as text with spaces or parentheses in it and no argument after it (``<tool_call>not valid
+        json</tool_call>``, ``<tool_call>f(a=1)</tool_call>``): words or a call in another layout between the call
+        tags, not a call, unless the request offers a tool of that name. A one-word name alone is an argument-less
+        call (GLM writes those so)."""
+        if self.spelling.name_at != "text" or not _spoken(name):
             return False
         offered = offered_tools()
         return offered is None or name not in offered
@@ -329,7 +336,7 @@ class XmlParams(XmlLenient, WireFormat):
         super().check_renderable(calls)
         if self.spelling.name_at == "text":
             for i, c in enumerate(calls):
-                if not c.arguments and any(ch.isspace() for ch in c.name):
+                if not c.arguments and _spoken(c.name):
                     raise self.render_error(f"call #{i}: {c.name!r} without arguments would read as text")
 
     def _strict_key(self, text: str, pos: int, f: Finder) -> tuple[str, bool | None, int]:
