@@ -151,3 +151,19 @@ def test_functionary_v31_puts_back_its_tags_where_the_grammar_puts_them():
     quoted = '<function=note>{"s": "</Function> and [/function]"}</function>'
     assert V31.parse_lenient(quoted).calls == [ToolCall("note", {"s": "</Function> and [/function]"})]
     assert V31.parse_lenient(quoted).ok
+
+
+def test_a_name_holding_another_formats_marker_is_no_name():
+    """GLM-5.3-Flash's <tool_call>NAME> does not take multi_format_gptoss's <tool_call>to=functions.NAME whose
+    `` json\\n`` was written as ``>``: ``to=functions.`` is harmony's marker, not part of a tool's name."""
+    glm = formats.get("glm53_flash")
+    lost = '<tool_call>to=functions.find>{"a": 1}\n</tool_call>\n'
+    second = '<tool_call>to=functions.find json\n{"a": 2}\n</tool_call>'
+    assert not glm.sniff(lost, 0) and glm.sniff('<tool_call>find>{"a": 1}', 0)
+    with pytest.raises(formats.FormatError, match="not allowed"):
+        glm.parse_strict(lost)
+    assert glm.parse_strict('<tool_call>find>{"a": 1}') == [ToolCall("find", {"a": 1})]
+    assert formats.detect_format(lost + second) == "multi_format_gptoss"
+    res = Refiner().refine({"upstream": lost + second, "format": "multi_format_gptoss"})
+    assert {"name": "find", "arguments": {"a": 2}} in res["calls"]
+    assert all("to=" not in c["name"] for c in res["calls"])
