@@ -322,7 +322,7 @@ def test_a_lost_quote_or_colon_is_put_back_where_the_decoder_stops(no_json_repai
 
 @pytest.mark.parametrize("text", ['{"a": 1, "b', '{"note": "see: the', '{"a": "x", "b": "y', '{"a": "x}'])
 def test_cut_texts_are_not_mended(text):
-    assert jsonfix._mended(text, _error(text)) is None
+    assert jsonfix._mended(text, _error(text))[0] is None
 
 
 def test_a_value_whose_closing_quote_was_lost_before_a_closing_tag():
@@ -338,3 +338,21 @@ def _error(text: str) -> json.JSONDecodeError:
     except json.JSONDecodeError as e:
         return e
     raise AssertionError(text)
+
+
+def test_a_mended_value_followed_by_text_keeps_its_mends():
+    """A key that lost its closing quote is put back before its ``: `` even when text follows the value (a closing
+    token): the mended text is read as any value followed by text is, not the broken one (which reads the key as a
+    string running on to the next quote)."""
+    assert jsonfix.lenient_json('{"a: 1}</tag>') == {"a": 1}
+    assert jsonfix.lenient_json('{"a": {"b: 1}}}') == {"a": {"b": 1}}
+    assert jsonfix.lenient_json('{"a: 1} {"b": 2}') == [{"a": 1}, {"b": 2}]
+    text = '<|tool_call|>{"name": "f", "arguments": {"body: {"mode": "DRY", "on": false}}}<|/tool_call|>'
+    want = [ToolCall("f", {"body": {"mode": "DRY", "on": False}})]
+    assert formats.get("granite").parse_lenient(text).calls == want
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "body": {"type": "object"}}}}}]
+    from refiner.pipeline import Refiner
+
+    res = Refiner().refine({"upstream": text, "format": "phi4_mini_tags", "tools": tools})
+    assert res["calls"] == [{"name": "f", "arguments": {"body": {"mode": "DRY", "on": False}}}]

@@ -228,7 +228,7 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
-        mended = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
+        mended, text, e = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
         if mended is not None:
             return finite(mended)
         if _ran_off_the_end(text, e) and charge(complete_cost(text)):
@@ -270,22 +270,27 @@ _STRING_BEFORE = re.compile(r'"\s*\Z')
 _CLOSERS_AT_END = re.compile(r"[\]}][\s\]}]*\Z")
 
 
-def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> Any:
-    """The value of ``text`` once up to :data:`MAX_MENDS` quotes or colons its decoding errors point at are put back
-    (``{"a: 1}``, ``{"a" 1}``, ``{a": 1}``; with ``closed``, ``{"a": "x}``), or ``None``."""
+def _mended(text: str, e: json.JSONDecodeError, closed: bool = False) -> tuple[Any, str, json.JSONDecodeError]:
+    """``(value, text, error)``: the value of ``text`` once up to :data:`MAX_MENDS` quotes or colons its decoding
+    errors point at are put back (``{"a: 1}``, ``{"a" 1}``, ``{a": 1}``; with ``closed``, ``{"a": "x}``), else
+    ``None``. When the mends made end the value before text that follows it (``{"a: 1}</tag>``), that text with them
+    and its error (the value is read from it as from any value followed by text); else ``text`` and ``e``."""
+    given, first = text, e
     for _ in range(MAX_MENDS):
         fix = _mend_at(text, e, closed)
         if fix is None or not charge(complete_cost(text)):
-            return None
+            break
         at, char = fix
         text = text[:at] + char + text[at:]
         try:
-            return json.loads(text)
+            return json.loads(text), text, e
         except json.JSONDecodeError as again:
             e = again
         except (ValueError, RecursionError):
-            return None
-    return None
+            break
+    if text is not given and e.msg.startswith("Extra data"):
+        return None, text, e
+    return None, given, first
 
 
 def _mend_at(text: str, e: json.JSONDecodeError, closed: bool) -> tuple[int, str] | None:
