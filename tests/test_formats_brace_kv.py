@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from refiner import formats
@@ -191,6 +191,7 @@ _values = st.recursive(
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(_keys, _values, max_size=4), st.integers(min_value=0, max_value=400),
        st.integers(min_value=0, max_value=3), _EDITS)
+@example({"None": None}, 0, 0, "")  # a key spelt like the reader's literal None
 def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
     from refiner.formats.brace_kv import _Reader
     from refiner.formats.xmlvalues import Finder

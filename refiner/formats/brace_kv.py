@@ -357,7 +357,7 @@ class BraceKV(WireFormat):
         if not len(pieces) & 1:
             return None
         outside = "<".join(pieces[0::2])  # (no key reaches over a "<": the keys are found in one pass)
-        if '"' in outside or "None" in outside or outside.count("<") != len(pieces) // 2:  # (a "<" of its own)
+        if '"' in outside or outside.count("<") != len(pieces) // 2:  # (a "<" of its own)
             return None
         parts = self._keys(outside)  # [text, "{ ", key, text, ", ", key, ..., text]
         parts[2::3] = map(_json_string, parts[2::3])
