@@ -2,8 +2,11 @@
 
 :func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's
 first tag to its last closing tag, or to the end of the JSON value the last tag opens (a call the text stops in runs
-to the end); an untagged answer's region is its first bracketed value. The text before and after is content,
-verbatim (as vLLM's and SGLang's parsers give it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`).
+to the end); an untagged answer's region is its first bracketed value. A row whose open and close literals are no
+markup (a label and a JSON code fence) is read by its own literals instead (:func:`fenced_region`): its region runs
+from its first open literal that a JSON value follows to the close after its last call. The text before and after is
+content, verbatim (as vLLM's and SGLang's parsers give it), less the end-of-turn tokens at its end
+(:data:`END_OF_TURN`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from refiner.formats.reasoning import format_tags, is_closing_tag, is_markup, skip_blanks
+from refiner.formats.reasoning import (
+    bracket_end,
+    fenced_calls,
+    fenced_tags,
+    format_tags,
+    is_closing_tag,
+    is_markup,
+    skip_blanks,
+)
 
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
 END_OF_TURN = ("<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<|eot|>",
@@ -35,32 +46,6 @@ def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
         return None, frozenset()
     pattern = re.compile("|".join(map(re.escape, sorted(tags, key=len, reverse=True))))
     return pattern, frozenset(t for t in tags if is_closing_tag(t))
-
-
-_OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
-_INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's text up to its quote, a \ or a newline
-
-
-def bracket_end(text: str, i: int) -> int:
-    """The end of the bracketed value opening at ``text[i]`` (strings in either quote, ended by a newline too), or
-    -1 when the text stops first. Linear."""
-    depth, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "\"'":
-            j = _INSIDE[c].match(text, i + 1).end()
-            while j < n and text[j] == "\\":  # an escape: the next character is text
-                j = _INSIDE[c].match(text, j + 2).end() if j + 2 <= n else n
-            i = j + 1
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth <= 0:
-                return i + 1
-        i = _OUTSIDE.match(text, i + 1).end()
-    return -1
 
 
 def values_end(text: str, i: int) -> int:
@@ -92,6 +77,9 @@ def trim_turn_end(text: str) -> str:
 
 def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     """``(start, end)`` of the calls' region in ``text`` (see the module docstring), or None."""
+    fenced = fenced_tags(fmt)
+    if fenced is not None:
+        return fenced_region(text, *fenced)
     pattern, closers = tag_pattern(fmt)
     first = last = None
     if pattern is not None:
@@ -113,6 +101,23 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     if j < len(text) and text[j] in "[{":
         return first.start(), values_end(text, j)
     return first.start(), len(text)
+
+
+def fenced_region(text: str, opens: tuple[str, ...], close: str) -> tuple[int, int] | None:
+    """The calls' region of a row whose open and close literals are no markup (:func:`~refiner.formats.reasoning.
+    fenced_tags`): from its first open literal that a JSON value follows to the end of the last such call
+    (:func:`~refiner.formats.reasoning.fenced_calls`); a literal before no value, and a code fence of other text, are
+    content."""
+    spans = fenced_calls(text, {o.strip(): close for o in opens})
+    first = last = next(spans, None)
+    j = len(text) - len(text.lstrip())
+    if j < len(text) and text[j] in "[{" and (first is None or j < first[0]):
+        return j, values_end(text, j)  # an untagged call
+    if first is None:
+        return None
+    for last in spans:
+        pass
+    return first[0], last[1]
 
 
 def only_tags(fmt: object, text: str) -> bool:

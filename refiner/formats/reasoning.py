@@ -22,8 +22,9 @@ analysis channel is read by the harmony format itself.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,14 +34,74 @@ CALLS_IN_REASONING = False  # the default policy: a call written inside reasonin
 _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's pairs, in registration order
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
+_FENCED: dict[str, str] = {}  # open literals (blanks stripped) of rows whose tags are no markup, and their closes
 _STATE: dict[str, Any] = {}  # what is made from the above (:func:`_state`), cleared when a format is registered
 _MARKUP = set("<>|[]｜")
 _BLANKS = re.compile(r"[ \t\r\n]*")
+_OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
+_INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's text up to its quote, a \ or a newline
+MAX_FENCED = 4096  # fenced calls read per text; past that the rest of the text is taken as calls
 
 
 def skip_blanks(text: str, pos: int = 0) -> int:
     """``pos`` after the blanks JSON allows (space, tab, line breaks; other Unicode whitespace is text here)."""
     return _BLANKS.match(text, pos).end()
+
+
+def bracket_end(text: str, i: int) -> int:
+    """The end of the bracketed value opening at ``text[i]`` (strings in either quote, ended by a newline too), or
+    -1 when the text stops first. Linear."""
+    depth, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "\"'":
+            j = _INSIDE[c].match(text, i + 1).end()
+            while j < n and text[j] == "\\":  # an escape: the next character is text
+                j = _INSIDE[c].match(text, j + 2).end() if j + 2 <= n else n
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth <= 0:
+                return i + 1
+        i = _OUTSIDE.match(text, i + 1).end()
+    return -1
+
+
+@functools.lru_cache(maxsize=64)
+def _literals(opens: tuple[str, ...]) -> re.Pattern:
+    return re.compile(trie_pattern(opens))
+
+
+def fenced_calls(text: str, fenced: Mapping[str, str], start: int = 0, stop: int | None = None) -> Iterator[
+        tuple[int, int]]:
+    """The spans of the calls in ``text`` whose open literal (a key of ``fenced``, blanks stripped:
+    :func:`fenced_tags`) begins in ``text[start:stop]``: from the literal to the close (its value in ``fenced``) after
+    the JSON value that follows it, or to that value's end when no close follows; a value the text stops in (or a
+    literal with nothing after it) runs to the end. A literal followed by anything but ``[`` or ``{`` opens no
+    call."""
+    pattern, n = _literals(tuple(sorted(fenced))), len(text)
+    pos, stop = start, n if stop is None else stop
+    for _ in range(MAX_FENCED):
+        m = pattern.search(text, pos, stop)
+        if m is None:
+            return
+        j = skip_blanks(text, m.end())
+        if j < n and text[j] not in "[{":
+            pos = m.end()
+            continue
+        end = bracket_end(text, j) if j < n else -1
+        if end < 0:
+            yield m.start(), n
+            return
+        k = skip_blanks(text, end)
+        if text.startswith(fenced[m.group()], k):
+            end = k + len(fenced[m.group()])
+        yield m.start(), end
+        pos = end
+    yield pos, n
 
 
 def is_closing_tag(tag: str) -> bool:
@@ -66,6 +127,19 @@ def is_markup(tag: object) -> bool:
     return isinstance(tag, str) and len(tag) >= 3 and bool(_MARKUP & set(tag)) and not tag.startswith(("'", '"'))
 
 
+def fenced_tags(fmt: object) -> tuple[tuple[str, ...], str] | None:
+    """The open spellings and the close literal of a row whose calls sit between literals that are no markup
+    (Command R+'s ``Action:`` and a JSON code fence): its spelling's ``open`` (with its ``alt_opens``) and ``close``;
+    None for a row whose open tag is markup or that declares no close."""
+    sp = getattr(fmt, "spelling", None)
+    opens, close = (getattr(sp, "open", None), *(getattr(sp, "alt_opens", ()) or ())), getattr(sp, "close", None)
+    if not isinstance(close, str) or not close or is_markup(opens[0]):
+        return None
+    if not all(isinstance(o, str) and len(o.strip()) >= 3 for o in opens):
+        return None
+    return opens, close
+
+
 def learn(fmt: object) -> None:
     """Records a registered format's reasoning pairs and call markers (``base.register`` calls it)."""
     for pair in getattr(fmt, "reasoning", ()) or ():
@@ -79,6 +153,10 @@ def learn(fmt: object) -> None:
     for t in tags:
         if is_markup(t):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
+    fenced = fenced_tags(fmt)
+    if fenced is not None:
+        for o in fenced[0]:
+            _FENCED.setdefault(o.strip(), fenced[1])
     _STATE.clear()
 
 
@@ -114,11 +192,12 @@ def trie_pattern(words: Iterable[str]) -> str:
 def _state() -> dict[str, Any]:
     """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
     if not _STATE:
-        tokens, known = _OPENERS | _CLOSERS, tuple(_PAIRS)
+        tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED)
         _STATE.update(
             tokens=re.compile(trie_pattern(tokens)) if tokens else None,
-            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(_OPENERS)) if _OPENERS else None,
-            prefixes=frozenset(m[:k] for m in _OPENERS for k in range(1, len(m))),
+            fenced=re.compile(trie_pattern(_FENCED)) if _FENCED else None,
+            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(starts)) if starts else None,
+            prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
             opener=re.compile(trie_pattern(p[0] for p in known)),
             closers=re.compile(trie_pattern({p[1] for p in known})),  # (no closer begins another)
@@ -129,8 +208,9 @@ def _state() -> dict[str, Any]:
 
 def inside_call(text: str, start: int, at: int) -> bool:
     """Whether position ``at`` lies inside a call that began at or after ``start``: the text from ``start`` opens
-    with ``[`` or ``{`` (an untagged call list or object), or the last call tag before ``at`` opens or continues a
-    call (no closing tag after it)."""
+    with ``[`` or ``{`` (an untagged call list or object), the last call tag before ``at`` opens or continues a
+    call (no closing tag after it), or ``at`` lies in a call between a row's open and close literals that are no
+    markup (:func:`fenced_calls`)."""
     seg = text[start:at]
     i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
     if i < at and text[i] in "[{":
@@ -140,7 +220,9 @@ def inside_call(text: str, start: int, at: int) -> bool:
     if tokens is not None:
         for m in tokens.finditer(text, start, at):
             last = m.group()
-    return last is not None and last not in _CLOSERS
+    if last is not None and last not in _CLOSERS:
+        return True
+    return bool(_FENCED) and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at))
 
 
 def call_start(text: str, start: int, end: int | None = None) -> int:
@@ -247,7 +329,9 @@ def calls_text(text: str) -> str | None:
     s = split_reasoning(text)
     if not s.found or not s.reasoning(text).strip():
         return None
-    answer, tokens = text[s.answer :], _state()["tokens"]
+    answer, tokens, fenced = text[s.answer :], _state()["tokens"], _state()["fenced"]
     if answer.lstrip()[:1] in ("[", "{") or (tokens is not None and tokens.search(answer) is not None):
+        return None
+    if fenced is not None and fenced.search(answer) is not None:
         return None
     return text[s.body_start : s.body_end] + "\n" + answer

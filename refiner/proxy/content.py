@@ -13,7 +13,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.base import marker_table
-from refiner.formats.reasoning import format_tags, is_closing_tag, is_markup, skip_blanks
+from refiner.formats.reasoning import fenced_tags, format_tags, is_closing_tag, is_markup, skip_blanks
 from refiner.specs.catalog import tool_name
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
@@ -26,8 +26,9 @@ _OPEN_LIST_TAIL = re.compile(r"\[\s*(?:" + _IDENT + r")?\s*\Z")
 
 def markers(own: str | None = None) -> tuple[str, ...]:
     """The call markers of every registered format, longest first: its detection markers and closers and its tags
-    that are tags or sentinel tokens. ``own``: a format whose detection markers all count. Made once per state of the
-    registry (its :func:`~refiner.formats.base.marker_table`)."""
+    that are tags or sentinel tokens, and the open literals of a row whose tags are no markup
+    (:func:`~refiner.formats.reasoning.fenced_tags`, blanks stripped). ``own``: a format whose detection markers all
+    count. Made once per state of the registry (its :func:`~refiner.formats.base.marker_table`)."""
     return _markers(own, marker_table())
 
 
@@ -38,6 +39,8 @@ def _markers(own: str | None, table: object) -> tuple[str, ...]:  # (``table``: 
         marks = getattr(getattr(f, "detection", None), "markers", ()) or ()
         found |= {t for t in format_tags(f) if is_markup(t)}
         found |= {t for t in marks if isinstance(t, str) and len(t) >= 8 and not t.startswith(("'", '"', "{", "["))}
+        fenced = fenced_tags(f)
+        found |= {o.strip() for o in fenced[0]} if fenced is not None else set()
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
@@ -55,6 +58,7 @@ class Openers:
             parts.append(r"(?P<call>^[ \t]*(?:" + "|".join(map(re.escape, names)) + r")\s*\()")
         self.pattern = re.compile("|".join(parts), re.MULTILINE)
         self.prefixes = {t[:k] for t in self.markers for k in range(1, len(t))}
+        self.marker_prefixes = frozenset(self.prefixes)
         self.prefixes |= {f"{n}("[:k] for n in names for k in range(1, len(n) + 1)}
         self.longest = max((len(p) for p in self.prefixes), default=0)
 
@@ -68,6 +72,15 @@ class Openers:
         if kind in ("fence", "list", "object", "call"):
             pos += len(m.group(kind)) - len(m.group(kind).lstrip(" \t"))
         return pos, kind
+
+    def marker_begun(self, text: str, start: int, pos: int) -> int:
+        """Where a marker that the text so far only begins starts, when it starts in ``text[start:pos]`` (a marker
+        with an opener inside it, ``**Tool Call:**\\n```json``, before the rest of it arrives); else -1."""
+        n = len(text)
+        for k in range(min(self.longest, n - start), n - pos, -1):
+            if text[n - k :] in self.marker_prefixes:
+                return n - k
+        return -1
 
     def safe_end(self, text: str, start: int) -> int:
         """How far ``text`` can be released when :meth:`find` found nothing: all but a tail that may begin an opener."""
@@ -225,6 +238,11 @@ class ContentSplit:
                     self.released = max(self.released, end)
                     break
                 pos, kind = found
+                begun = -1 if kind == "marker" or self.final else self.openers.marker_begun(self.text, self.released, pos)
+                if begun >= 0:  # the opener may lie inside a marker still being written: wait for the rest of it
+                    out.append(self.text[self.released : begun])
+                    self.released = begun
+                    break
                 out.append(self.text[self.released : pos])
                 self.released = pos
                 if kind == "marker" or self.checks >= MAX_CHECKS:
