@@ -134,6 +134,27 @@ def test_answer_parts_keep_the_text_around_the_calls():
     assert message.trim_turn_end("Hi<|eot_id|> \n") == "Hi"
 
 
+def test_a_call_between_literals_that_are_no_markup():
+    """RWKV's **Tool Call:** and Command R+'s Action:, each with a JSON code fence: a </think> inside the call's
+    value ends no reasoning, a block no closer ends stops where such a call begins, and the answer's content keeps
+    a fenced JSON example and a mention of the label while the call is cut out."""
+    call = [ToolCall("note", {"text": "done </think> next"})]
+    for name in ("rwkv", "command_r_plus"):
+        fmt = formats.get(name)
+        text = fmt.render(call)
+        assert split_reasoning(text) == reasoning.NONE and fmt.parse_strict(text) == call
+        before = "Plan the note.</think>\n"
+        assert reasoning_offset(before + text) == len(before) - 1 and fmt.parse_strict(before + text) == call
+        plain = fmt.render([ToolCall("note", {"text": "ok"})])
+        unclosed = "<think>\nPlan the note.\n" + plain
+        s = split_reasoning(unclosed)
+        assert s.reasoning(unclosed) == "\nPlan the note.\n" and unclosed[s.answer :] == plain
+        example = 'A saved note:\n```json\n{"name": "note", "arguments": {"text": "ok"}}\n```\n'
+        mention = f"{name} writes {fmt.spelling.open.split()[0]} before its calls.\n"
+        assert fmt.answer_parts(example + mention).content == example + mention
+        assert fmt.answer_parts(example + mention + text + "\nSaved.").content == example + mention + "\nSaved."
+
+
 def test_the_switch_is_the_same_in_the_pipeline():
     from refiner.pipeline import Refiner
 

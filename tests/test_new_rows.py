@@ -13,7 +13,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 @pytest.mark.parametrize("name", ["qwen25_coder_tools", "pangu", "granite_20b_fc", "hyperclovax_14b",
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
-                                  "glm53_flash", "llm_jp_harmony", "step_deepresearch"])
+                                  "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])

@@ -410,6 +410,36 @@ def test_whitespace_before_a_moved_call_is_the_same_in_both_modes(proxy) -> None
     assert whole["content"] == "Checking the  \t  then more."  # spaces on the line are text
 
 
+# ------------------------------------------------------------------------------- rows whose tags are no markup
+
+RWKV_TIME = '**Tool Call:**\n```json\n{"name": "get_time", "arguments": {"tz": "CET"}}\n```'
+COMMAND_R_TIME = 'Action:\n```json\n[{"tool_name": "get_time", "parameters": {"tz": "CET"}}]```'
+
+
+@pytest.mark.parametrize("text", [
+    'A settings file:\n```json\n{"city": "Paris", "units": "metric"}\n```\nSave it as weather.json.',
+    'Command R+ writes Action: and then a fenced list.\n```json\n[{"tool_name": "plan", "parameters": {}}]\n```\n',
+    'RWKV answers like this:\n**Tool Call:**\n```json\n{"name": "book_table", "arguments": {"seats": 2}}\n```\nok',
+])
+def test_a_fenced_json_example_is_not_a_call(proxy, text) -> None:
+    """A JSON code fence in an answer, after a row's label or not, that calls no offered tool stays content."""
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    assert whole["content"] == text and whole["tool_calls"] is None
+
+
+@pytest.mark.parametrize("call", [RWKV_TIME, COMMAND_R_TIME])
+def test_a_fenced_call_is_cut_out_of_content(proxy, call) -> None:
+    """A call between a row's label and its code fence leaves content; a fenced example before it stays."""
+    example = 'The reply looks like:\n```json\n{"tz": "CET", "time": "14:05"}\n```\nAsking now.\n'
+    whole, merged = both(proxy, body(example + call + "\nBack soon."))
+    same_answer(whole, merged)
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == ["get_time"]
+    assert whole["content"] == example + "\nBack soon."
+    for size in (1, 3):  # the label arrives in pieces: nothing of it is released before the rest shows it
+        assert split_all("Asking now.\n" + call, size, lambda region: False)[:2] == ("Asking now.\n", call)
+
+
 # ------------------------------------------------------------------------------------------------ the split itself
 
 

@@ -34,7 +34,7 @@ FAMILIES: dict[str, str | None] = {
     "Bielik-11B-v3.0-Instruct.jinja": "hermes",
     "ByteDance-Seed-OSS.jinja": "seed_oss",
     "Cohere2MoE.jinja": "command_a",
-    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": None,  # Command R+ ("Action:" then a JSON list)
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": "command_r_plus",
     "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "command_a",
     "GLM-4.6.jinja": "glm45",
     "GLM-4.7-Flash.jinja": "glm45",

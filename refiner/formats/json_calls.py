@@ -24,6 +24,7 @@ from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_valu
                                      lenient_json_in_prose, written_before_cut)
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
+from refiner.formats.reasoning import is_markup
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
@@ -87,7 +88,9 @@ class JsonCalls(WireFormat):
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
         marker = sp.open + "[" if sp.tight else sp.open.rstrip()
-        return Detection(rank=rank, markers=(marker,), closers=() if sp.close is None else (sp.close,),
+        # a close that is no markup (a code fence) closes any fenced text: no sign of this row
+        closers = (sp.close,) if sp.close is not None and is_markup(sp.close) else ()
+        return Detection(rank=rank, markers=(marker,), closers=closers,
                          bare=sp.payload == "joined", also_read=tuple(t.rstrip() for t in sp.alt_opens))
 
     # ---- strict ------------------------------------------------------------------------------------------------
@@ -127,7 +130,8 @@ class JsonCalls(WireFormat):
             return self._calls(self._unclosed_values(text))
         if sp.payload == "lines":
             return self._calls(self._lines(text))
-        values = list(json_blocks(self, text, sp.open, sp.close))
+        opener = self._opener(text)  # the spelling written
+        values = list(json_blocks(self, text, opener, sp.close))
         if sp.payload == "object":
             for v, p in values:
                 if not isinstance(v, dict):
@@ -139,6 +143,13 @@ class JsonCalls(WireFormat):
                 raise self.error(f"{sp.open} must hold a JSON list of calls, got {type(v).__name__}", p)
             items.extend((item, p) for item in v)
         return self._calls(items)
+
+    def _opener(self, text: str) -> str:
+        """The spelling of the open tag written first in the answer (``open`` when no other is written)."""
+        sp = self.spelling
+        if not sp.alt_opens:
+            return sp.open
+        return Finder(text).first((sp.open, *sp.alt_opens), reasoning_offset(text))[1] or sp.open
 
     def _unclosed_values(self, text: str) -> list[tuple[Any, int]]:
         """The call values after each open tag (rows whose JSON value ends the calls)."""
@@ -285,13 +296,14 @@ class JsonCalls(WireFormat):
             self._recover_joined(text, out)
             return
         if sp.close is not None:
-            fixed = respell_json_tags(text, reasoning_offset(text), self._speller, sp.open, sp.close) \
+            opener = self._opener(text)
+            fixed = respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close) \
                 if sp.respell else None
             if fixed is not None:  # tags written wrong
                 text, notes = fixed
                 for note in notes[:MAX_NOTES]:
                     out.note("missing_tag", note)
-            for chunk in lenient_blocks(text, sp.open, sp.close, out.problems):
+            for chunk in lenient_blocks(text, opener, sp.close, out.problems):
                 items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
                 if not items:
                     out.note("unreadable", f"unrecoverable block: {chunk.strip()[:80]!r}")
