@@ -13,7 +13,8 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 @pytest.mark.parametrize("name", ["qwen25_coder_tools", "pangu", "granite_20b_fc", "hyperclovax_14b",
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
-                                  "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch"])
+                                  "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
+                                  "k2_horizon_json"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -96,3 +97,21 @@ def test_llm_jp_harmony_claims_its_spaced_tokens_and_gpt_oss_stays_harmony():
               '{"town": "Lisbon", "days": 2}')
     assert formats.detect_format(spaced) == "llm_jp_harmony"
     assert formats.get("llm_jp_harmony").parse_strict(spaced) == [CALL]
+
+
+def test_k2_horizon_json_and_xml_layouts_share_their_tags_and_stay_apart():
+    xml = ("<ifm|tool_calls><ifm|tool_call>lookup_weather<ifm|arg_key>town</ifm|arg_key><ifm|arg_value>Lisbon"
+           "</ifm|arg_value><ifm|arg_key>days</ifm|arg_key><ifm|arg_value>2</ifm|arg_value></ifm|tool_call>"
+           "</ifm|tool_calls>")
+    assert formats.detect_format(xml) == "k2_horizon" and formats.get("k2_horizon").parse_strict(xml) == [CALL]
+    assert formats.detect_format(xml[:-60]) == "k2_horizon"  # cut in a value
+    js = ('Checking the forecast.\n<ifm|tool_calls>\n<ifm|tool_call>{"name": "lookup_weather", "arguments": '
+          '{"town": "Lisbon", "days": 2}}</ifm|tool_call>\n</ifm|tool_calls>')
+    assert formats.detect_format(js) == "k2_horizon_json"
+    assert formats.get("k2_horizon_json").parse_strict(js) == [CALL]
+    cut = js[: js.index("Lisbon")]
+    assert formats.detect_format(cut) == "k2_horizon_json"  # the section's first call decides
+    assert formats.get("k2_horizon_json").parse_lenient(cut).cut is not None
+    thought = "The user asked for Lisbon.</ifm|think_fast>\n" + js
+    assert formats.detect_format(thought) == "k2_horizon_json"
+    assert formats.get("k2_horizon_json").parse_strict(thought) == [CALL]

@@ -82,6 +82,9 @@ KIMI_K2 = NamedSpelling("<|tool_calls_section_begin|>", "<|tool_calls_section_en
                         respelt=(("<|tool_call_section_begin|>", "<|tool_calls_section_begin|>"),
                                  ("<|tool_call_section_end|>", "<|tool_calls_section_end|>")))
 
+# K2-Horizon's reasoning blocks, one per reasoning effort (high, medium, low)
+K2_THINK = tuple((f"<ifm|{t}>", f"</ifm|{t}>") for t in ("think", "think_fast", "think_faster"))
+
 
 # Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
 # sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
@@ -400,6 +403,14 @@ CATALOG: tuple[Row, ...] = (
                "<arg_value>VALUE</arg_value>\\n</iquestcoder_tool_call> per call (strings raw, other values JSON)",
                sources=(VLLM + "iquest_coder_v2_tool_parser.py",)),
         XmlParams, replace(kv(), call_open="<iquestcoder_tool_call>", call_close="</iquestcoder_tool_call>")),
+    Row(
+        Family("k2_horizon_json", 'K2-Horizon JSON: <ifm|tool_calls><ifm|tool_call>{"name": ..., "arguments": {...}}'
+               "</ifm|tool_call>...</ifm|tool_calls> (tool_call_format 'json')", models=("k2-horizon/K2-Horizon",),
+               sources=(VLLM + "k2_horizon_tool_parser.py (_parse_json_call)",
+                        SGLANG + "k2_v3_detector.py (_parse_json_block)"),
+               reasoning=K2_THINK),
+        JsonCalls, JsonSpelling("<ifm|tool_call>", "</ifm|tool_call>", "object", arg_keys=("arguments", "parameters"),
+                                follows=("{",), lead="", section=("<ifm|tool_calls>", "</ifm|tool_calls>"))),
     Row(
         Family("k2_horizon", "K2-Horizon: <ifm|tool_calls><ifm|tool_call>NAME<ifm|arg_key>KEY</ifm|arg_key><ifm|arg_value>"
                "VALUE</ifm|arg_value></ifm|tool_call></ifm|tool_calls> (the default 'xml' tool_call_format; strings raw, "

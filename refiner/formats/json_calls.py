@@ -53,7 +53,8 @@ class JsonSpelling:
     ``id_key``: a call id numbered from 0; ``follows``: what follows ``open`` in this row's texts (empty: anything);
     ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and between blocks or calls;
     ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call object is this row's
-    unless its arguments are under ``"parameters"`` alone. :data:`~refiner.formats.family.POLICY` fields are how the
+    unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all the blocks (a
+    marker; read as text around the blocks, not required). :data:`~refiner.formats.family.POLICY` fields are how the
     row reads, not what the family writes."""
 
     open: str
@@ -73,6 +74,7 @@ class JsonSpelling:
     untagged: bool = field(default=False, metadata=POLICY)
     type_key: str | None = None
     builtins: tuple[str, ...] = ()
+    section: tuple[str, str] | None = None
 
 
 class JsonCalls(WireFormat):
@@ -83,14 +85,16 @@ class JsonCalls(WireFormat):
 
     @classmethod
     def tags_for(cls, sp: JsonSpelling) -> tuple[str, ...]:
-        return (sp.open,) if sp.close is None else (sp.open, sp.close)
+        tags = (sp.open,) if sp.close is None else (sp.open, sp.close)
+        return tags if sp.section is None else (sp.section[0], *tags, sp.section[1])
 
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
         marker = sp.open + "[" if sp.tight else sp.open.rstrip()
+        markers = (marker,) if sp.section is None else (sp.section[0], marker)
         # a close that is no markup (a code fence) closes any fenced text: no sign of this row
         closers = (sp.close,) if sp.close is not None and is_markup(sp.close) else ()
-        return Detection(rank=rank, markers=(marker,), closers=closers,
+        return Detection(rank=rank, markers=markers, closers=closers,
                          bare=sp.payload == "joined", also_read=tuple(t.rstrip() for t in sp.alt_opens))
 
     # ---- strict ------------------------------------------------------------------------------------------------
@@ -402,8 +406,12 @@ class JsonCalls(WireFormat):
 
     def sniff(self, body: str, at: int) -> bool:
         """Among the families sharing this one's opening tag: whether what follows the tag is this one's."""
-        follows = self.spelling.follows
-        return not follows or body.startswith(follows, skip_ws(body, at + len(self.spelling.open)))
+        sp = self.spelling
+        if sp.section is not None and body.startswith(sp.section[0], at):
+            at = skip_ws(body, at + len(sp.section[0]))
+            if not body.startswith(sp.open, at):
+                return False
+        return not sp.follows or body.startswith(sp.follows, skip_ws(body, at + len(sp.open)))
 
     # ---- render ------------------------------------------------------------------------------------------------
 
@@ -413,7 +421,8 @@ class JsonCalls(WireFormat):
         if sp.payload == "lines":
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
-            return sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
+            blocks = sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
+            return blocks if sp.section is None else f"{sp.section[0]}{sp.between}{blocks}{sp.between}{sp.section[1]}"
         if sp.payload == "joined":
             if len(calls) == 1 and calls[0].name in sp.builtins:
                 return sp.open + render_call(calls[0].name + ".call", dict(calls[0].arguments))
