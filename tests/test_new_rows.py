@@ -14,7 +14,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
-                                  "k2_horizon_json"])
+                                  "k2_horizon_json", "minicpm3"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -115,3 +115,14 @@ def test_k2_horizon_json_and_xml_layouts_share_their_tags_and_stay_apart():
     thought = "The user asked for Lisbon.</ifm|think_fast>\n" + js
     assert formats.detect_format(thought) == "k2_horizon_json"
     assert formats.get("k2_horizon_json").parse_strict(thought) == [CALL]
+
+
+def test_minicpm3_fenced_lines_and_the_lfm2_list_share_a_token_and_stay_apart():
+    lfm2 = '<|tool_call_start|>[lookup_weather(town="Lisbon", days=2)]<|tool_call_end|>'
+    assert formats.detect_format(lfm2) == "lfm2" and formats.get("lfm2").parse_strict(lfm2) == [CALL]
+    fenced = ('<|thought_start|>\nLisbon, two days.\n<|thought_end|>\n<|tool_call_start|>\n```python\n'
+              'lookup_weather(town="Lisbon",days=2)\n```\n<|tool_call_end|>\nHere it comes.')
+    assert formats.detect_format(fenced) == "minicpm3"
+    assert formats.get("minicpm3").parse_strict(fenced) == [CALL]
+    with pytest.raises(formats.FormatError):
+        formats.get("lfm2").parse_strict(fenced)

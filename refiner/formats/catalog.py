@@ -42,6 +42,7 @@ from refiner.formats.xml_grammar import XmlParams
 from refiner.formats.xml_spelling import XmlSpelling, dsml, invoke, kv
 
 VLLM = "vllm-project/vllm vllm/tool_parsers/"
+VLLM_OLD = "vllm-project/vllm vllm/entrypoints/openai/tool_parsers/"
 SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
 LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
 SHA_CHARS = 12  # the sha256 prefix that names a template
@@ -149,6 +150,7 @@ CATALOG: tuple[Row, ...] = (
                "after <|python_tag|> (after the calls; the tag alone is Llama 3.1's)",
                models=("meetkai/functionary-small-v3.1", "meetkai/functionary-medium-v3.1"),
                sources=("llama.cpp common/chat.cpp (functionary_v3_1_llama_3_1)",
+                        VLLM_OLD + "llama_usr_defined_tool_parser.py (Llama 3.1's user-defined function format)",
                         LLAMA_CPP + "meetkai-functionary-medium-v3.1.jinja")),
         functionary_v31.FunctionaryV31, functionary_v31.SPELLING),
     Row(
@@ -162,6 +164,8 @@ CATALOG: tuple[Row, ...] = (
                         VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
                         VLLM + "berrylm_engine_tool_parser.py (vllm/parser/berrylm.py)",
                         VLLM + "qwen3coder_tool_parser_rl.py", VLLM + "minicpmv_engine_tool_parser.py (MiniCPM-V)",
+                        VLLM + "qwen3_engine_tool_parser.py (vllm/parser/qwen3.py: qwen3_coder, qwen3_xml, mimo)",
+                        "vllm-project/vllm vllm/parser/nemotron_v3.py, granite_thinking.py (Granite 4.2), kolibri1.py",
                         SGLANG + "mimo_detector.py", SGLANG + "berrylm_detector.py",
                         SGLANG + "qwen3_detector.py", SGLANG + "qwen3_coder_new_detector.py",
                         SGLANG + "multi_format_detector.py (tool_format qwen3)", LLAMA_CPP + "StepFun3.7-Flash.jinja",
@@ -187,6 +191,7 @@ CATALOG: tuple[Row, ...] = (
                         SGLANG + "multi_format_detector.py (tool_format glm)", LLAMA_CPP + "glm_4_5.jinja",
                         VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
                         VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
+                        VLLM_OLD + "glm4_tool_only_parser.py (the opening <tool_call> in the prompt: put back)",
                         *_checked("GLM-4.6.jinja 8804f445c761", "GLM-4.7-Flash.jinja d63ad536c3c8",
                                   "Spark2.5.jinja afea0f7114d5", "inclusionai-ling-3.0-flash.jinja b4ab3a1c8f74",
                                   "poolside-Laguna-S-2.1.jinja 444819b8ad46",
@@ -219,6 +224,7 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py", SGLANG + "hermes_detector.py",
                         VLLM + "granite4_tool_parser.py", VLLM + "ernie45_tool_parser.py",
                         SGLANG + "tng_r1t2_detector.py",
+                        VLLM_OLD + "tng_tool_parser.py, qwen2_tool_parser.py",
                         SGLANG + "trinity_detector.py (<think> tags around the calls dropped)",
                         SGLANG + "multi_format_detector.py (tool_format default)", LLAMA_CPP + "MiroThinker-v1.jinja",
                         *_checked("Qwen-Qwen3-0.6B.jinja 87a2728cb8dc", "Qwen-Qwen2.5-7B-Instruct.jinja cd8e9439f057",
@@ -256,7 +262,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
-               sources=(VLLM + "llama4_pythonic_tool_parser.py", SGLANG + "pythonic_detector.py (a bare list)")),
+               sources=(VLLM + "llama4_pythonic_tool_parser.py", SGLANG + "pythonic_detector.py (a bare list)",
+                        VLLM + "pythonic_tool_parser.py (a bare list)")),
         SentinelPythonic, Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)),
     Row(
         Family("deepseek_v3", "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n"
@@ -405,7 +412,7 @@ CATALOG: tuple[Row, ...] = (
         XmlParams, replace(kv(), call_open="<iquestcoder_tool_call>", call_close="</iquestcoder_tool_call>")),
     Row(
         Family("k2_horizon_json", 'K2-Horizon JSON: <ifm|tool_calls><ifm|tool_call>{"name": ..., "arguments": {...}}'
-               "</ifm|tool_call>...</ifm|tool_calls> (tool_call_format 'json')", models=("k2-horizon/K2-Horizon",),
+               "</ifm|tool_call>...</ifm|tool_calls>", models=("k2-horizon/K2-Horizon",),
                sources=(VLLM + "k2_horizon_tool_parser.py (_parse_json_call)",
                         SGLANG + "k2_v3_detector.py (_parse_json_block)"),
                reasoning=K2_THINK),
@@ -448,7 +455,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("granite", 'Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]',
                models=("ibm-granite/granite-3.0-8b-instruct", "ibm-granite/granite-3.1-8b-instruct"),
-               sources=(VLLM + "granite_tool_parser.py",)),
+               sources=(VLLM + "granite_tool_parser.py",
+                        VLLM + "granite_engine_tool_parser.py (vllm/parser/granite.py)")),
         JsonCalls, JsonSpelling("<|tool_call|>", None, "list", alt_opens=("<tool_call>",))),
     # after Granite, whose row keeps a broken <|tool_call|> text; this one's own texts Granite's strict reader rejects
     Row(
@@ -522,6 +530,13 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "hyperclovax_seed_think_14b_tool_parser.py",)),
         JsonCalls, JsonSpelling(" -> tool/function_call\n", "<|im_end|>", "list", arg_keys=("arguments", "parameters"))),
     Row(
+        Family("minicpm3", "MiniCPM3: python call lines in a code fence between <|tool_call_start|> and <|tool_call_end|>",
+               models=("openbmb/MiniCPM3-4B",),
+               sources=(VLLM_OLD + "minicpm_tool_parser.py",
+                        "vllm-project/vllm examples/tool_chat_template_minicpm3.jinja"),
+               reasoning=(("<|thought_start|>", "<|thought_end|>"),)),
+        SentinelPythonic, Wrapper("<|tool_call_start|>\n```python\n", "\n```\n<|tool_call_end|>", lines=True)),
+    Row(
         Family("lfm2", "LFM2: <|tool_call_start|>[f(a=1), g(b=\"x\")]<|tool_call_end|>", models=("LiquidAI/LFM2-1.2B",),
                sources=(VLLM + "lfm2_tool_parser.py", VLLM + "openpangu_v2_tool_parser.py (a JSON list in the tags)",
                         SGLANG + "lfm2_detector.py",
@@ -570,6 +585,7 @@ CATALOG: tuple[Row, ...] = (
                models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024",
                        "CohereLabs/command-a-plus-05-2026-bf16"),
                sources=(VLLM + "cohere_command_tool_parser.py", SGLANG + "cohere_command4_detector.py",
+                        VLLM_OLD + "command_tool_parser.py",
                         *_checked("Cohere2MoE.jinja d8366efb9f07",
                                   "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja cc60b5532793")),
                reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
