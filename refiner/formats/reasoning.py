@@ -206,6 +206,11 @@ def _state() -> dict[str, Any]:
     return _STATE
 
 
+def think_closers() -> re.Pattern:
+    """The thinking blocks' own closers (``</think>``, ``[/THINK]``...) as one pattern, without generic end tokens."""
+    return _state()["think_closers"]
+
+
 def inside_call(text: str, start: int, at: int) -> bool:
     """Whether position ``at`` lies inside a call that began at or after ``start``: the text from ``start`` opens
     with ``[`` or ``{`` (an untagged call list or object), the last call tag before ``at`` opens or continues a

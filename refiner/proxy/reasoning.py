@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from refiner.formats.reasoning import _state, call_start, inside_call, may_start_call, pairs, split_reasoning
+from refiner.formats.reasoning import call_start, inside_call, may_start_call, pairs, split_reasoning, think_closers
 
 _BLANK = " \t\r\n"
 
@@ -101,7 +101,7 @@ class Reasoning:
     def read(self, text: str, cut: bool = False) -> tuple[str | None, str]:
         """``(reasoning, answer)`` of a whole answer; reasoning None when there is no block."""
         s = split_reasoning(text, opened=self.opened)
-        if self.lean and not s.found and not _state()["think_closers"].search(text) and lean_opens(text, cut):
+        if self.lean and not s.found and not think_closers().search(text) and lean_opens(text, cut):
             s = split_reasoning(text, opened=True)
         if not s.found:
             return None, text
@@ -207,7 +207,7 @@ class Reasoning:
     def _undecided(self, final: bool) -> tuple[str, str]:
         """Not known whether the prompt opened a block: held until a closer, the end or :data:`HOLD_CHARS`."""
         text = self.text
-        found = _state()["think_closers"].search(text, max(self.scanned - self.longest, 0))
+        found = think_closers().search(text, max(self.scanned - self.longest, 0))
         self.scanned = len(text)
         if found is not None and not inside_call(text, 0, found.start()):
             self.found, self.state, self.text = True, "answer", ""
