@@ -592,16 +592,16 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("<|START_ACTION|>", "<|END_ACTION|>", "list", arg_keys=("parameters", "arguments"),
              name_key="tool_name", id_key="tool_call_id")),
     Row(
-        Family("command_r_plus", 'Command R / R+: Action:\\n```json\\n[{"tool_name": ..., "parameters": {...}}, ...]``` '
-               "(the list in a JSON code fence after Action:, on its line or after a space)",
+        Family("command_r_plus", 'Command R / R+: Action: then a JSON code fence holding [{"tool_name": ..., '
+               '"parameters": {...}}, ...]',
                models=("CohereForAI/c4ai-command-r-plus", "CohereForAI/c4ai-command-r-v01"),
                sources=(LLAMA_CPP + "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
                         "ollama/ollama server/testdata/tools/command-r-plus.gotmpl (Action: and the fence on one line)")),
         JsonCalls, JsonSpelling("Action:\n```json\n", "```", "list", arg_keys=("parameters",), name_key="tool_name",
                                 alt_opens=("Action: ```json\n",))),
     Row(
-        Family("rwkv", 'RWKV: **Tool Call:**\\n```json\\n{"name": ..., "arguments": {...}}\\n``` per call (a bold label, then '
-               "the call object in a JSON code fence)", sources=(VLLM + "rwkv_tool_parser.py",)),
+        Family("rwkv", 'RWKV: **Tool Call:** then a JSON code fence holding {"name": ..., "arguments": {...}}, per call',
+               sources=(VLLM + "rwkv_tool_parser.py",)),
         JsonCalls, JsonSpelling("**Tool Call:**\n```json\n", "```", "object", lead="", trail="\n", between="\n\n")),
     Row(
         Family("gigachat31", 'GigaChat 3.1: <|function_call|>{"name": ..., "arguments": {...}} at the end of the assistant '
