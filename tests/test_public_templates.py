@@ -268,6 +268,46 @@ def test_one_call_per_turn_templates_derive_the_rows_that_write_that_call(tmp_pa
         assert not e.prose_calls
 
 
+# Written for these tests: each call a message of its own whose header names the tool (as the turn's header names
+# its recipient), then an XML block that names it again, each ended by <|more|> but the last.
+HEADED_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|open|>user<|body|>{{ m.content }}<|done|>
+{%- elif m.tool_calls %}{% for tc in m.tool_calls %}<|open|>assistant for={{ tc.function.name }}<|body|>
+{{- '<atem:function_calls>\\n<atem:invoke name="' + tc.function.name + '">\\n' }}
+{%- for k, v in tc.function.arguments.items() %}<atem:parameter name="{{ k }}">
+{{- v if v is string else v | tojson }}</atem:parameter>{{ '\\n' }}{% endfor %}</atem:invoke>
+{{- '\\n</atem:function_calls>' }}{{ '<|done|>' if loop.last else '<|more|>' }}
+{%- endfor %}
+{%- else %}<|open|>assistant for=user<|body|>{{ m.content }}<|done|>
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|open|>assistant{% endif %}"""
+
+# Written for these tests: Functionary v3.1's calls, <function=NAME>{...}</function> one after another right after
+# the text, the turn ended by <|wait|> (a turn with no call by <|stop|>).
+TAG_OPENED_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|head|>user<|sep|>{{ m.content }}<|stop|>
+{%- else %}<|head|>assistant<|sep|>{{ m.content or '' }}
+{%- if m.tool_calls %}{% for tc in m.tool_calls %}<function={{ tc.function.name }}>{{ tc.function.arguments | tojson }}
+{{- '</function>' }}{% endfor %}<|wait|>{% else %}<|stop|>{% endif %}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|head|>assistant<|sep|>{% endif %}"""
+
+
+def test_a_header_naming_each_call_and_a_turn_end_after_calls_derive_the_rows(tmp_path):
+    """The header that names the tool before the block is no part of the call (muse_glimmer's block, read with the
+    headers as text between calls); the token that ends a turn with calls where another ends one without is the
+    turn's end, not a section's (functionary_v31's calls, their tag a marker wherever it is written)."""
+    sdist = _sdist(tmp_path, {"headed.jinja": HEADED_TEMPLATE, "tag_opened.jinja": TAG_OPENED_TEMPLATE})
+    got = {e.template: e for e in bench.survey(sdist, {"headed.jinja": "muse_glimmer",
+                                                       "tag_opened.jinja": "functionary_v31"})}
+    for name, family in (("headed.jinja", "muse_glimmer"), ("tag_opened.jinja", "functionary_v31")):
+        e = got[name]
+        assert (e.result, e.same_as, e.equal, e.used) == ("row", family, True, family), (name, e.why, e.why_not)
+        assert not e.prose_calls
+
+
 def test_a_row_names_the_templates_it_was_checked_against():
     row = next(r for r in catalog.CATALOG if r.family.name == "hermes")
     sha = "87a2728cb8dc" + "0" * 52

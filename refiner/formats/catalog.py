@@ -151,7 +151,7 @@ CATALOG: tuple[Row, ...] = (
                models=("meetkai/functionary-small-v3.1", "meetkai/functionary-medium-v3.1"),
                sources=("llama.cpp common/chat.cpp (functionary_v3_1_llama_3_1)",
                         VLLM_OLD + "llama_usr_defined_tool_parser.py (Llama 3.1's user-defined function format)",
-                        LLAMA_CPP + "meetkai-functionary-medium-v3.1.jinja")),
+                        *_checked("meetkai-functionary-medium-v3.1.jinja 2fc9dbfaea55"))),
         functionary_v31.FunctionaryV31, functionary_v31.SPELLING),
     Row(
         Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
@@ -377,7 +377,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("muse_glimmer", "Muse Glimmer (ATEM): <atem:function_calls><atem:invoke name=\"NAME\"><atem:parameter "
                "name=\"KEY\">VALUE</atem:parameter></atem:invoke></atem:function_calls>",
-               sources=(VLLM + "muse_glimmer_tool_parser.py", SGLANG + "muse_glimmer_detector.py")),
+               sources=(VLLM + "muse_glimmer_tool_parser.py", SGLANG + "muse_glimmer_detector.py",
+                        *_checked("muse-glimmer.jinja cfc67e5f349f"))),
         XmlParams, invoke("atem:function_calls", "atem:")),
     Row(
         Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call "

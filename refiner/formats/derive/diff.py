@@ -194,7 +194,22 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
     if not (read_json_object(rec, two) or read_json_args(rec, two) or read_pairs(rec, two)) and not rec.missing:
         rec.missing.append("arguments: neither one JSON value per call nor one element per argument (the "
                            "placeholder keys and values were not found in order after the name)")
+    _turn_end_for_calls(rec, two, fulls["two"])
     return rec
+
+
+def _turn_end_for_calls(rec: Record, two: str, full: str) -> None:
+    """A section end with no section start that the template writes in place of the turn's end in a turn with calls
+    (``<|eom_id|>`` for ``<|eot_id|>``): the turn's end, not the section's (``two``: the section of two calls,
+    ``full``: its render)."""
+    end, turn_end = rec.section_end.strip(), rec.turn_end.strip()
+    if not end or rec.section_start.strip() or not turn_end or end == turn_end or not two.endswith(rec.section_end):
+        return
+    if two + rec.turn_end in full or turn_end in two:
+        return
+    rec.section_end = ""
+    rec.derived_from["section_end"] = (f"two: nothing; {end!r} ends a turn with calls where {turn_end!r} ends one "
+                                       "without (the turn's end, not the section's)")
 
 
 def _or_none(r: Renders, messages: list[dict], **extra: Any) -> str | None:

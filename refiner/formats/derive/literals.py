@@ -279,6 +279,10 @@ def read_pairs(rec: Record, two: str) -> bool:
     rec.compact_json = rec.literals == "json" and ", " not in items
     trails = [two[a0[i][3]: a0[i + 1][0]] for i in range(len(a0) - 1)]
     lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
+    header = NAMES[0] in lead0 and NAMES[1] in lead1  # each name written twice: a header names the call first
+    if header:
+        n0, n1 = two.rfind(NAMES[0], 0, a0[0][0]), two.rfind(NAMES[1], 0, a1[0][0])
+        lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
     after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
     vs = _common_prefix(*trails, *after)
     kp = _common_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
@@ -292,9 +296,8 @@ def read_pairs(rec: Record, two: str) -> bool:
     rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps)
     if rec.name_suffix is None:
         rec.name_suffix = ""
-        twice = NAMES[0] in gaps[0] and NAMES[1] in gaps[1]
         rec.missing.append("name_suffix: " + ("each call's name is written twice, the second time inside the call: "
-                                              if twice else "") +
+                                              if header else "") +
                            f"the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
         rec.shape = ""
         return False
@@ -305,7 +308,7 @@ def read_pairs(rec: Record, two: str) -> bool:
         name_suffix="two: after each name, before its first key", strings="one: how 'vq text one' is written",
         literals="one: how true, a list and an object are written")
     end = len(rec.value_suffix)
-    return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)])
+    return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)], header)
 
 
 def _common_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
@@ -364,12 +367,24 @@ def _less_turn(text: str, marker: str, start: bool) -> str:
     return text
 
 
-def _frame(rec: Record, two: str, spans: list[tuple[int, int]]) -> bool:
-    """Section and call literals from the two calls' cores ``spans`` in ``two``."""
+def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = False) -> bool:
+    """Section and call literals from the two calls' cores ``spans`` in ``two``; with ``header``, each call follows
+    a header that names it first (``to=NAME<|message|>``, ending as the turn's header ends): the header is no part
+    of the call."""
     (s0, e0), (s1, e1) = spans
     lead, between, tail = two[:s0], two[e0:s1], two[e1:]
     closer = _common_prefix(between, tail)
-    opener = _common_suffix(lead, between[len(closer):])
+    if header:
+        h0, h1 = lead.find(NAMES[0]), between.find(NAMES[1], len(closer))
+        opener = _common_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
+        k = next((k for k in range(len(opener), 0, -1) if rec.turn_start.endswith(opener[:k])), 0)
+        opener = opener[k:]  # the header's end, spelt as the turn header's (``to=user<|message|>``)
+        lead, between = lead[:h0] + opener, between[:h1] + opener
+        rec.call_header = True
+        rec.derived_from["call_header"] = ("two: each call's name is written twice, first in a header ending as the "
+                                           "turn's header ends; the call opens after it")
+    else:
+        opener = _common_suffix(lead, between[len(closer):])
     rec.section_start = _less_reasoning(rec, _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True))
     rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
     rec.call_sep = between[len(closer): len(between) - len(opener)]

@@ -60,6 +60,7 @@ class Record:
     id_key: str = ""
     id_position: str = ""  # where the call id sits: "" (not written), json_key, wrapper_key, before_name, after_name
     id_suffix: str = ""  # after_name: what follows the id, up to the arguments
+    call_header: bool = False  # each call is a message of its own, after a header that names the tool (to=NAME)
     turn_start: str = ""  # what the template writes before and after the text of a plain answer (role header,
     turn_end: str = ""  # end of turn): kept out of the section's literals
     reasoning_start: str = ""

@@ -160,6 +160,9 @@ def plan_row(rec: Record) -> RowPlan | str:
     else:
         plan = _named_plan(rec)
     start, end = rec.reasoning_start.strip(), rec.reasoning_end.strip()
+    two = rec.sections.get("two", "")
+    if end in two[two.find(NAMES[0]):]:  # written after a call in a turn with no reasoning: it is not reasoning's end
+        start = end = ""
     if isinstance(plan, RowPlan) and start and end:
         plan.reasoning = ((start, end),)
     return plan
@@ -210,6 +213,8 @@ def _pythonic_plan(rec: Record) -> RowPlan | str:
 def _named_plan(rec: Record) -> RowPlan | str:
     """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
     call_start = _split_opener(rec.opener)[0]
+    if not _opener(call_start):  # the name right after a marker left open (<function=NAME>): it opens the call
+        call_start = rec.opener
     section_start, call_sep, id_close = rec.section_start, rec.call_sep, ""
     if rec.id_position == "before_name":
         split = _id_before_name(rec, call_start)
@@ -226,8 +231,10 @@ def _named_plan(rec: Record) -> RowPlan | str:
         return "nothing between the name and its arguments"
     i, j = call_start.rfind(cs), rec.call_end.find(ce) + len(ce)
     close, joiner = (rec.call_end[:j], rec.call_end[j:] + call_sep + call_start[:i]) if ce else ("", call_sep)
+    marker = not ss and cs[:1] in "<["  # with no section, a tag opens a call wherever it is written
     return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
-                                            text_recipient=_text_recipient(rec, cs), id_close=id_close))
+                                            text_recipient=_text_recipient(rec, cs), id_close=id_close,
+                                            call_marker=marker))
 
 
 def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | str:
@@ -311,8 +318,8 @@ def _xml_plan(rec: Record) -> RowPlan | str:
         ce = ce[len(close) :].strip()
         if bool(cs) != bool(ce):
             return f"a call is opened by {cs!r} and closed by {ce!r}"
-        if cs:
-            kw.update(section_open=cs, section_close=ce, section_per_call=True)
+        if cs:  # (a message of its own per call: its section holds the message's calls, one as the template writes)
+            kw.update(section_open=cs, section_close=ce, section_per_call=not rec.call_header)
     ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
     if ss or se:
         if kw.get("section_per_call") or not (ss and se):
