@@ -76,7 +76,7 @@ class ToolCatalog(_ByName):
                 spec = self._load(i)
                 name = spec.name
                 self._read[name] = spec
-            else:
+            elif self._read:  # (a spec read for a nameless tool earlier in the list gives way to this one)
                 self._read.pop(name, None)
             self._where[name] = i
 
