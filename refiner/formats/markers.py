@@ -7,40 +7,37 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
 from typing import Any
 
-# A marker head shared by more markers than this walks its occurrences (find_markers) ...
-WALK_MARKERS = 6
-# ... at most this many, before it searches for each marker left.
-HEAD_WALK = 8
-# Heads sharing their first character with at least this many others are found in one scan of the first SCAN_CHARS
-# characters (find_markers).
-SCAN_HEADS = 4
-SCAN_CHARS = 4096
+# A first character that begins at least this many markers is searched for with one pattern of its markers (a trie:
+# one match at a place gives the longest of them written there); the other markers are searched for one by one.
+TRIE_MARKERS = 8
+# A pattern's places walked in a text (find_markers) before the markers of it not yet found are searched for one by one.
+PLACE_WALK = 32
 
 
-class _Head:
-    """The markers sharing one head (their first two characters), as :func:`find_markers` looks for them."""
+def _trie(markers: Sequence[str]) -> str:
+    """A regular expression matching the longest of ``markers`` written at a place (their trie: at each branch the
+    longer markers are tried before the one ending there)."""
+    root: dict[str, Any] = {}
+    for m in markers:
+        node = root
+        for c in m:
+            node = node.setdefault(c, {})
+        node[""] = {}
 
-    def __init__(self, head: str, markers: Sequence[str]) -> None:
-        self.head, self.markers, self.ascii, self.is_marker = head, tuple(markers), head.isascii(), head in markers
-        self.ascii_markers = tuple(m for m in markers if m.isascii())
-        longer = [m for m in markers if len(m) > 2]
-        self.longer = len(longer)
-        # a head of many markers: the longest of its longer markers written at a place (one match), and the markers
-        # each of them begins with (also written there)
-        self.walk = len(markers) > WALK_MARKERS
-        self.longest: re.Pattern | None = None
-        self.starts: dict[str, tuple[str, ...]] = {}
-        if self.walk:
-            longer.sort(key=len, reverse=True)
-            self.longest = re.compile("|".join(map(re.escape, longer)))
-            self.starts = {m: (m, *(o for o in longer if o != m and m.startswith(o))) for m in longer}
+    def branch(node: dict[str, Any]) -> str:
+        alts = [re.escape(c) + branch(child) for c, child in node.items() if c]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"
+        return f"(?:{body})?" if "" in node else body
+
+    return branch(root)
 
 
 class MarkerTable:
-    """The formats' markers, closers and other spellings (``also_read``), grouped by their first two characters, and
+    """The formats' markers, closers and other spellings (``also_read``), grouped by their first character, and
     the formats (in rank order) that detection and salvage ask by marker or by hook. ``contract``: the class whose own
     hooks answer no (a format that does not override one is not asked it)."""
 
@@ -49,26 +46,21 @@ class MarkerTable:
             m for f in fmts for m in (*f.detection.markers, *f.detection.closers, *f.detection.also_read) if m
         )
         self.known = frozenset(every)
-        heads: dict[str, list[str]] = {}
+        # markers by their first character: those of a character that begins many are found by one pattern, the rest
+        # one by one; at a place a pattern matches, the markers written there are the one it matched and those it
+        # begins with
+        by_first: dict[str, list[str]] = {}
         for m in every:
-            heads.setdefault(m[:2], []).append(m)
-        self.heads = [_Head(h, ms) for h, ms in heads.items()]
-        # the heads sharing their first character with many others are found in one scan of the text for that
-        # character followed by one of their second ones (two of them never overlap: none is that character twice);
-        # the other heads are searched for one by one
-        by_first: dict[str, list[_Head]] = {}
-        for h in self.heads:
-            by_first.setdefault(h.head[0], []).append(h)
-        self.scans: list[tuple[str, re.Pattern, dict[str, _Head]]] = []
-        self.searched: list[_Head] = []
-        for c, hs in by_first.items():
-            if len(hs) >= SCAN_HEADS and all(len(h.head) == 2 and h.head[1] != c for h in hs):
-                seconds = "".join(re.escape(h.head[1]) for h in hs)
-                self.scans.append((c, re.compile(f"{re.escape(c)}[{seconds}]"), {h.head: h for h in hs}))
+            by_first.setdefault(m[0], []).append(m)
+        self.patterns: list[tuple[Any, tuple[str, ...]]] = []
+        single: list[str] = []
+        for ms in by_first.values():
+            if len(ms) >= TRIE_MARKERS:
+                self.patterns.append((re.compile(_trie(ms)).search, tuple(ms)))
             else:
-                self.searched += hs
-        for i, h in enumerate(self.heads):
-            h.order = i  # (find_markers sorts the heads it found by it)
+                single += ms
+        self.single, self.single_ascii = tuple(single), tuple(m for m in single if m.isascii())
+        self.starts = {m: tuple(o for o in every if m.startswith(o)) for m in every}
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
         # it holds one of its markers or other spellings), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
@@ -139,50 +131,30 @@ def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...
 
 def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
     """Where each marker of ``table`` first occurs in ``text``: marker -> position, for the markers that occur. The
-    heads (a marker's first two characters) written in the text are found first: those sharing their first character
-    with many others in one scan of the first :data:`SCAN_CHARS` characters (the rest searched for those not seen),
-    the others one by one (those with other than ASCII characters not in an ASCII text). Per head written: a head of
-    few markers searches for each of them; a head of many walks its first :data:`HEAD_WALK` occurrences, at each
-    taking the longest of its markers written there (one regular expression match) and those that one begins with,
-    and then searches for the markers not yet found."""
+    markers of a character that begins many (``<``) are found by walking the places their pattern matches (at each,
+    the longest marker written there and those it begins with), at most :data:`PLACE_WALK` of them, and then by
+    searching for the markers not yet found; the others are searched for one by one (those with other than ASCII
+    characters not in an ASCII text)."""
     out: dict[str, int] = {}
-    ascii_text = text.isascii()
-    written = [h for h in table.searched if (h.ascii or not ascii_text) and h.head in text]
-    for c, pattern, heads in table.scans:
-        if c in text:
-            seen = set(pattern.findall(text, 0, SCAN_CHARS))
-            if len(text) > SCAN_CHARS:  # (the rest of a long text: searched for the heads not seen yet)
-                seen.update(head for head in heads if head not in seen and text.find(head, SCAN_CHARS - 1) >= 0)
-            written += map(heads.__getitem__, seen)
-    if len(written) > 1:
-        written.sort(key=attrgetter("order"))
-    for h in written:
-        at = text.find(h.head)
-        if not h.walk:
-            for m in h.ascii_markers if ascii_text else h.markers:
-                i = text.find(m, at) if len(m) > 2 else at
-                if i >= 0:
-                    out[m] = i
-            continue
-        if h.is_marker:
-            out[h.head] = at
-        left = h.longer
-        longest, starts = h.longest.match, h.starts
-        for _ in range(HEAD_WALK):
-            match = longest(text, at)
-            if match is not None:
-                for m in starts[match.group()]:
-                    if m not in out:
-                        out[m] = at
-                        left -= 1
-            at = text.find(h.head, at + 1)
-            if at < 0 or not left:
+    for m in table.single_ascii if text.isascii() else table.single:
+        if m in text:
+            out[m] = text.find(m)
+    starts = table.starts
+    for search, markers in table.patterns:
+        at = 0
+        for _ in range(PLACE_WALK):
+            match = search(text, at)
+            if match is None:
                 break
-        else:  # a head written often (``</`` in XML): the markers left are searched for
-            for m in h.markers:
-                if len(m) > 2 and m not in out:
+            at = match.start()
+            for m in starts[match.group()]:
+                if m not in out:
+                    out[m] = at
+            at += 1
+        else:  # a text with many markers: those left are searched for
+            for m in markers:
+                if m not in out:
                     i = text.find(m, at)
                     if i >= 0:
                         out[m] = i
     return out
-
