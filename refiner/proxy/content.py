@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,22 +73,19 @@ class Openers:
             pos += len(m.group(kind)) - len(m.group(kind).lstrip(" \t"))
         return pos, kind
 
-    def marker_begun(self, text: str, start: int, pos: int) -> int:
-        """Where a marker that the text so far only begins starts, when it starts in ``text[start:pos]`` (a marker
-        with an opener inside it, ``**Tool Call:**\\n```json``, before the rest of it arrives); else -1."""
+    def begun(self, text: str, start: int, prefixes: Collection[str], before: int) -> int:
+        """Where the longest tail of ``text[start:]`` that is in ``prefixes`` (an opener the text so far only begins)
+        starts, when it starts before ``before``; else -1."""
         n = len(text)
-        for k in range(min(self.longest, n - start), n - pos, -1):
-            if text[n - k :] in self.marker_prefixes:
+        for k in range(min(self.longest, n - start), n - before, -1):
+            if text[n - k :] in prefixes:
                 return n - k
         return -1
 
     def safe_end(self, text: str, start: int) -> int:
         """How far ``text`` can be released when :meth:`find` found nothing: all but a tail that may begin an opener."""
-        end = len(text)
-        for k in range(min(self.longest, end - start), 0, -1):
-            if text[end - k :] in self.prefixes:
-                end -= k
-                break
+        end = self.begun(text, start, self.prefixes, len(text))
+        end = len(text) if end < 0 else end
         line = text.rfind("\n", 0, end) + 1
         if not text[line:end].strip(" \t`"):
             end = max(start, line)  # a line start that may still become a fence, a list or an object
@@ -238,8 +235,10 @@ class ContentSplit:
                     self.released = max(self.released, end)
                     break
                 pos, kind = found
-                begun = -1 if kind == "marker" or self.final else self.openers.marker_begun(self.text, self.released, pos)
-                if begun >= 0:  # the opener may lie inside a marker still being written: wait for the rest of it
+                # an opener inside a marker still being written (``**Tool Call:**\n```json``): wait for the rest
+                begun = -1 if kind == "marker" or self.final else self.openers.begun(
+                    self.text, self.released, self.openers.marker_prefixes, pos)
+                if begun >= 0:
                     out.append(self.text[self.released : begun])
                     self.released = begun
                     break
