@@ -12,14 +12,6 @@ from refiner.engines.base import Conversation, Engine, EngineError, template_kwa
 log = logging.getLogger(__name__)
 
 
-def _on_cpu() -> bool:
-    try:
-        from vllm.platforms import current_platform
-    except Exception:  # an import problem surfaces later, when vllm.LLM is built
-        return False
-    return bool(current_platform.is_cpu())
-
-
 class VLLMEngine(Engine):
     """A local model run by ``vllm.LLM``, which applies the chat template. ``in_process=True`` keeps vLLM's engine core
     in this process; ``cpu_kvcache_gib`` sets ``VLLM_CPU_KVCACHE_SPACE`` on CPU; other keyword arguments go to
@@ -34,7 +26,11 @@ class VLLMEngine(Engine):
             raise EngineError("the 'vllm' engine needs the vllm package (pip install 'tool-refiner[serve]')") from e
         if in_process is not None:
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
-        on_cpu = _on_cpu()
+        try:
+            from vllm.platforms import current_platform
+        except Exception:  # noqa: BLE001 - an import problem surfaces later, when vllm.LLM is built
+            current_platform = None
+        on_cpu = current_platform is not None and bool(current_platform.is_cpu())
         if on_cpu:
             if cpu_kvcache_gib is not None or "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
                 os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(cpu_kvcache_gib if cpu_kvcache_gib is not None else 4)

@@ -36,12 +36,6 @@ RAY_RUNTIME_ENV = {
 }
 
 
-def ray_submit_command(overrides: Sequence[str], address: str) -> list[str]:
-    """``ray job submit`` of main_ppo on an existing cluster; data/model paths must be visible from the cluster."""
-    return ["ray", "job", "submit", "--address", address, "--no-wait", "--runtime-env-json",
-            json.dumps(RAY_RUNTIME_ENV), "--", "python3", "-m", "verl.trainer.main_ppo", *overrides]
-
-
 def format_command(cmd: Sequence[str]) -> str:
     """A copy-pasteable shell rendering, one override per line."""
     for i, part in enumerate(cmd):
@@ -110,7 +104,10 @@ def plan_dapo(*, config: str | Path | None = None, profile: str | None = None,
         ov.append(f"+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH={metrics}")
     summary = {} if skip_checks else validate_inputs(ov)  # cheap checks first
     check_verl_config(compose_verl_config(ov, recipe.base))
-    cmd = ray_submit_command(ov, ray_address) if ray_address else [sys.executable, "-m", "verl.trainer.main_ppo", *ov]
+    cmd = [sys.executable, "-m", "verl.trainer.main_ppo", *ov]
+    if ray_address:  # ``ray job submit`` on an existing cluster: data and model paths must be visible from it
+        cmd = ["ray", "job", "submit", "--address", ray_address, "--no-wait", "--runtime-env-json",
+               json.dumps(RAY_RUNTIME_ENV), "--", "python3", "-m", "verl.trainer.main_ppo", *ov]
     record = {"kind": "dapo", "recipe": str(recipe.path), "profile": profile or recipe.default_profile,
               "overrides": ov, "command": format_command(cmd), "data": summary}
     return Launch(command=cmd, overrides=ov, checkpoint_dir=ckpt, record=record)
