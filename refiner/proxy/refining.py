@@ -344,10 +344,8 @@ class Refinement:
         if job.status is not None or result is None:
             out.stage = job.status or "error"
             return
-        refined, reason = apply_result({**message, "tool_calls": job.calls}, reason, result)
-        out.message, out.finish_reason = refined, reason
-        out.stage = str(result.get("stage", "unchanged"))
-        out.repairs = result.get("repairs") or {}
+        out.message, out.finish_reason = apply_result({**message, "tool_calls": job.calls}, reason, result)
+        out.stage, out.repairs = str(result.get("stage", "unchanged")), result.get("repairs") or {}
 
     async def heal_history(self, body: dict) -> tuple[dict, HistoryReport]:
         """The request with its history's broken tool calls repaired (:mod:`refiner.proxy.history`), and the report."""

@@ -131,9 +131,7 @@ class PromptReasoning:
             if key in self.models:
                 return self.models[key]
         said = self.from_template(body.get("chat_template_kwargs"))
-        if said is not None:
-            return said
-        return None if whole else self.learned.get(model)
+        return said if said is not None or whole else self.learned.get(model)
 
     def leans(self, body: dict) -> bool:
         """Whether the model's family opens the block by default (:func:`leans`) and its answers did not say no."""
