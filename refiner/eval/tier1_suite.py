@@ -167,15 +167,6 @@ def carry(calls: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any] | None =
     return back, ""
 
 
-def _unchanged(text: str, gold: Sequence[ToolCall], fmt: str, specs: Mapping[str, Any]) -> bool:
-    """Whether a corrupted text reads back, typed by the specs, as the gold (it changed only what the format does not
-    write)."""
-    try:
-        return same_calls(read_calls(fmt, text, specs), gold, formats.get(fmt))
-    except formats.FormatError:
-        return False
-
-
 def _variant(cls: str, gold: Sequence[ToolCall], bad: Sequence[ToolCall], specs: Mapping[str, Any]) -> str | None:
     if cls == "tool_name_near_miss":
         changed = [b.name for g, b in zip(gold, bad) if g.name != b.name]
@@ -227,7 +218,11 @@ def make_inputs(cases: Sequence[SuiteCase], fmts: Sequence[str] | None = None,
             for cls in classes:
                 rng = random.Random(f"{seed}-{case.id}-{fmt}-{cls}")
                 bad, skipped = corrupt_one(gold, fmt, case.specs, rng, cls)
-                if bad is not None and _unchanged(bad.text, gold, fmt, specs):
+                try:  # a text that reads back as the gold (typed by the specs) changed only what the format omits
+                    hidden = bad is not None and same_calls(read_calls(fmt, bad.text, specs), gold, formats.get(fmt))
+                except formats.FormatError:
+                    hidden = False
+                if hidden:
                     bad, skipped = None, f"{cls} (not visible in the format)"
                 if bad is None:
                     out.not_applicable[fmt][skipped] += 1
@@ -422,12 +417,6 @@ def group_rates(result: SuiteResult, group: str = "format", policy: str = "defau
     return out
 
 
-def worst_formats(result: SuiteResult, group: str = "format", policy: str = "default", k: int = 5) -> str:
-    """The ``k`` formats with the lowest share of one group's errors fixed, as text."""
-    rates = sorted((h / n, f) for f, (h, n) in group_rates(result, group, policy).items())
-    return ", ".join(f"{f} {r:.0%}" for r, f in rates[:k])
-
-
 def matrix_table(result: SuiteResult, policy: str) -> str:
     """Row × format: % fixed (``untouched`` for the clean row); ``-`` where the class does not apply."""
     table = result.tables[policy]
@@ -471,8 +460,10 @@ def render_tables(result: SuiteResult, *, matrices: bool = True) -> str:
          "had right was changed; clean row: texts returned as they came)"),
         class_table(result),
     ]
+    worst = {g: sorted((h / n, f) for f, (h, n) in group_rates(result, g).items())[:5]
+             for g in ("format", "name", "content")}
     parts += ["", "Lowest formats per error group (default policy): " + "; ".join(
-        f"{g}: {worst_formats(result, g)}" for g in ("format", "name", "content"))]
+        f"{g}: " + ", ".join(f"{f} {r:.0%}" for r, f in rates) for g, rates in worst.items())]
     if matrices:
         for p in result.tables:
             parts += ["", f"Per class and format, % fixed ({p})", matrix_table(result, p)]
