@@ -308,6 +308,43 @@ def test_a_header_naming_each_call_and_a_turn_end_after_calls_derive_the_rows(tm
         assert not e.prose_calls
 
 
+# Written for these tests: a label line, then all calls in one JSON list inside a JSON code fence (Command R+'s
+# layout), or a label line and a fence around each call object (RWKV's): a fence alone is no marker, so the section
+# or the call opens with the label's line and the fence's line.
+LABELLED_FENCE_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|u|>{{ m.content }}<|end|>
+{%- elif m.role == 'assistant' %}<|a|>{{ m.content or '' }}
+{%- if m.tool_calls %}
+Action:
+```json
+[{% for tc in m.tool_calls %}{{ ', ' if not loop.first }}
+{{- {'tool_name': tc.function.name, 'parameters': tc.function.arguments} | tojson }}{% endfor %}]```
+{% endif %}<|end|>
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|a|>{% endif %}"""
+FENCE_PER_CALL_TEMPLATE = """{%- for m in messages %}
+{%- if m.role == 'user' %}<|u|>{{ m.content }}<|end|>
+{%- elif m.role == 'assistant' %}<|a|>{{ m.content or '' }}
+{%- for tc in m.tool_calls or [] %}{{ '\\n\\n' if not loop.first }}**Tool Call:**
+```json
+{{ {'name': tc.function.name, 'arguments': tc.function.arguments} | tojson }}
+```
+{%- endfor %}<|end|>
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|a|>{% endif %}"""
+
+
+def test_a_label_line_before_a_code_fence_opens_the_section_or_the_call(tmp_path):
+    sdist = _sdist(tmp_path, {"labelled.jinja": LABELLED_FENCE_TEMPLATE, "per_call.jinja": FENCE_PER_CALL_TEMPLATE})
+    got = {e.template: e for e in bench.survey(sdist, {"labelled.jinja": "command_r_plus", "per_call.jinja": "rwkv"})}
+    for name, family in (("labelled.jinja", "command_r_plus"), ("per_call.jinja", "rwkv")):
+        e = got[name]
+        assert (e.result, e.same_as, e.equal, e.used) == ("row", family, True, family), (name, e.why, e.why_not)
+        assert not e.prose_calls
+
+
 def test_a_row_names_the_templates_it_was_checked_against():
     row = next(r for r in catalog.CATALOG if r.family.name == "hermes")
     sha = "87a2728cb8dc" + "0" * 52

@@ -19,6 +19,7 @@ from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
+from refiner.formats.reasoning import is_markup
 from refiner.formats.recorded import DERIVED_RANK
 from refiner.formats.xml_grammar import XmlParams
 from refiner.formats.xml_spelling import XmlSpelling
@@ -117,6 +118,18 @@ def _opener(text: str) -> str:
     """The marker that opens a section or call: the last run of ``text`` without whitespace (what precedes it, such
     as a role header, is the template's)."""
     return (text.split() or [""])[-1]
+
+
+def _plain_opener(text: str) -> str:
+    """The opener of a JSON section or call: :func:`_opener`, or, when that run is no markup (a code fence, a word),
+    every line ``text`` writes from its first non-space character, with the line end after them (``Action:`` and a
+    newline before a fence: plain text tells calls from prose only as a whole)."""
+    run = _opener(text)
+    if not run or is_markup(run):
+        return run
+    core = text.lstrip()
+    end = len(core.rstrip())
+    return core[:end] + ("\n" if core[end:].startswith("\n") else "")
 
 
 def _closer(text: str) -> str:
@@ -267,8 +280,8 @@ def _json_plan(rec: Record) -> RowPlan | str:
         return "the arguments are written as a JSON string inside the call object"
     keys = {"keyed": True} if rec.keyed else {"name_key": rec.name_key, "arg_keys": (rec.args_key,),
                                               "id_key": rec.id_key or None}
-    ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
-    cs, ce = _opener(rec.call_start), _closer(rec.call_end)
+    ss, se = _plain_opener(rec.section_start), _section_closer(rec.section_end)
+    cs, ce = _plain_opener(rec.call_start), _closer(rec.call_end)
     if rec.shape == "json_list":
         if not ss:
             return "the calls are a JSON list with no marker before it (an untagged format)"
