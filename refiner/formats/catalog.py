@@ -596,7 +596,7 @@ CATALOG: tuple[Row, ...] = (
         Family("command_r_plus", 'Command R / R+: Action: then a JSON code fence holding [{"tool_name": ..., '
                '"parameters": {...}}, ...]',
                models=("CohereForAI/c4ai-command-r-plus", "CohereForAI/c4ai-command-r-v01"),
-               sources=(LLAMA_CPP + "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
+               sources=(*_checked("CohereForAI-c4ai-command-r-plus-tool_use.jinja bf9e9ee8c0f2"),
                         "ollama/ollama server/testdata/tools/command-r-plus.gotmpl (Action: and the fence on one line)")),
         JsonCalls, JsonSpelling("Action:\n```json\n", "```", "list", arg_keys=("parameters",), name_key="tool_name",
                                 alt_opens=("Action: ```json\n",))),
