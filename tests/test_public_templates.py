@@ -257,15 +257,21 @@ FUNCTION_CALL_TEMPLATE = """{%- for m in messages %}{{ m.role }}<|role_sep|>
 {% endif %}"""
 
 
-def test_one_call_per_turn_templates_derive_the_rows_that_write_that_call(tmp_path):
-    """gpt-oss's header order derives the harmony row, GigaChat 3.1's token its own row (not gigachat3's, which
-    only reads it)."""
-    sdist = _sdist(tmp_path, {"harmony.jinja": HARMONY_TEMPLATE, "call_token.jinja": FUNCTION_CALL_TEMPLATE})
-    got = {e.template: e for e in bench.survey(sdist, {"harmony.jinja": "harmony", "call_token.jinja": "gigachat31"})}
-    for name, family in (("harmony.jinja", "harmony"), ("call_token.jinja", "gigachat31")):
+def _derive_their_rows(tmp_path, templates: dict[str, tuple[str, str]]) -> None:
+    """Each template (name: (text, family)) derives its family's row, used as it, and reads no call from prose."""
+    sdist = _sdist(tmp_path, {name: text for name, (text, _) in templates.items()})
+    got = {e.template: e for e in bench.survey(sdist, {name: family for name, (_, family) in templates.items()})}
+    for name, (_, family) in templates.items():
         e = got[name]
         assert (e.result, e.same_as, e.equal, e.used) == ("row", family, True, family), (name, e.why, e.why_not)
         assert not e.prose_calls
+
+
+def test_one_call_per_turn_templates_derive_the_rows_that_write_that_call(tmp_path):
+    """gpt-oss's header order derives the harmony row, GigaChat 3.1's token its own row (not gigachat3's, which
+    only reads it)."""
+    _derive_their_rows(tmp_path, {"harmony.jinja": (HARMONY_TEMPLATE, "harmony"),
+                                  "call_token.jinja": (FUNCTION_CALL_TEMPLATE, "gigachat31")})
 
 
 # Written for these tests: each call a message of its own whose header names the tool (as the turn's header names
@@ -299,13 +305,8 @@ def test_a_header_naming_each_call_and_a_turn_end_after_calls_derive_the_rows(tm
     """The header that names the tool before the block is no part of the call (muse_glimmer's block, read with the
     headers as text between calls); the token that ends a turn with calls where another ends one without is the
     turn's end, not a section's (functionary_v31's calls, their tag a marker wherever it is written)."""
-    sdist = _sdist(tmp_path, {"headed.jinja": HEADED_TEMPLATE, "tag_opened.jinja": TAG_OPENED_TEMPLATE})
-    got = {e.template: e for e in bench.survey(sdist, {"headed.jinja": "muse_glimmer",
-                                                       "tag_opened.jinja": "functionary_v31"})}
-    for name, family in (("headed.jinja", "muse_glimmer"), ("tag_opened.jinja", "functionary_v31")):
-        e = got[name]
-        assert (e.result, e.same_as, e.equal, e.used) == ("row", family, True, family), (name, e.why, e.why_not)
-        assert not e.prose_calls
+    _derive_their_rows(tmp_path, {"headed.jinja": (HEADED_TEMPLATE, "muse_glimmer"),
+                                  "tag_opened.jinja": (TAG_OPENED_TEMPLATE, "functionary_v31")})
 
 
 # Written for these tests: a label line, then all calls in one JSON list inside a JSON code fence (Command R+'s
@@ -337,12 +338,8 @@ FENCE_PER_CALL_TEMPLATE = """{%- for m in messages %}
 
 
 def test_a_label_line_before_a_code_fence_opens_the_section_or_the_call(tmp_path):
-    sdist = _sdist(tmp_path, {"labelled.jinja": LABELLED_FENCE_TEMPLATE, "per_call.jinja": FENCE_PER_CALL_TEMPLATE})
-    got = {e.template: e for e in bench.survey(sdist, {"labelled.jinja": "command_r_plus", "per_call.jinja": "rwkv"})}
-    for name, family in (("labelled.jinja", "command_r_plus"), ("per_call.jinja", "rwkv")):
-        e = got[name]
-        assert (e.result, e.same_as, e.equal, e.used) == ("row", family, True, family), (name, e.why, e.why_not)
-        assert not e.prose_calls
+    _derive_their_rows(tmp_path, {"labelled.jinja": (LABELLED_FENCE_TEMPLATE, "command_r_plus"),
+                                  "per_call.jinja": (FENCE_PER_CALL_TEMPLATE, "rwkv")})
 
 
 def test_a_row_names_the_templates_it_was_checked_against():
