@@ -164,6 +164,7 @@ CATALOG: tuple[Row, ...] = (
                         VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
                         VLLM + "berrylm_engine_tool_parser.py (vllm/parser/berrylm.py)",
                         VLLM + "qwen3coder_tool_parser_rl.py", VLLM + "minicpmv_engine_tool_parser.py (MiniCPM-V)",
+                        VLLM_OLD + "qwen3coder_xml_tool_parser.py",
                         VLLM + "qwen3_engine_tool_parser.py (vllm/parser/qwen3.py: qwen3_coder, qwen3_xml, mimo)",
                         "vllm-project/vllm vllm/parser/nemotron_v3.py, granite_thinking.py (Granite 4.2), kolibri1.py",
                         SGLANG + "mimo_detector.py", SGLANG + "berrylm_detector.py",
@@ -192,6 +193,7 @@ CATALOG: tuple[Row, ...] = (
                         VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
                         VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
                         VLLM_OLD + "glm4_tool_only_parser.py (the opening <tool_call> in the prompt: put back)",
+                        "lucifer1004/sglang python/sglang/srt/function_call/welm_v4_detector.py (WeLM-v4)",
                         *_checked("GLM-4.6.jinja 8804f445c761", "GLM-4.7-Flash.jinja d63ad536c3c8",
                                   "Spark2.5.jinja afea0f7114d5", "inclusionai-ling-3.0-flash.jinja b4ab3a1c8f74",
                                   "poolside-Laguna-S-2.1.jinja 444819b8ad46",
@@ -224,7 +226,7 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "hermes_tool_parser.py", SGLANG + "qwen25_detector.py", SGLANG + "hermes_detector.py",
                         VLLM + "granite4_tool_parser.py", VLLM + "ernie45_tool_parser.py",
                         SGLANG + "tng_r1t2_detector.py",
-                        VLLM_OLD + "tng_tool_parser.py, qwen2_tool_parser.py",
+                        VLLM_OLD + "tng_tool_parser.py, tng_r1t2_tool_parser.py, qwen2_tool_parser.py",
                         SGLANG + "trinity_detector.py (<think> tags around the calls dropped)",
                         SGLANG + "multi_format_detector.py (tool_format default)", LLAMA_CPP + "MiroThinker-v1.jinja",
                         *_checked("Qwen-Qwen3-0.6B.jinja 87a2728cb8dc", "Qwen-Qwen2.5-7B-Instruct.jinja cd8e9439f057",
@@ -238,7 +240,9 @@ CATALOG: tuple[Row, ...] = (
         JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "object", trail="\n", respell=False, untagged=True)),
     Row(
         Family("step_audio_2", 'Step-Audio 2: <tool_call>function\\nNAME\\n{...}</tool_call> per call',
-               models=("stepfun-ai/Step-Audio-2-mini",), sources=(VLLM + "step_audio_2_tool_parser.py",)),
+               models=("stepfun-ai/Step-Audio-2-mini",),
+               sources=(VLLM + "step_audio_2_tool_parser.py",
+                        "yhyang201/sglang python/sglang/srt/function_call/step_audio2_detector.py")),
         NamedJson, NamedSpelling(None, None, "<tool_call>function\n", "\n", "</tool_call>", call_marker=True)),
     Row(
         Family("multi_format_gptoss", "SGLang multi_format, tool_format gptoss: <tool_call>to=functions.NAME json\\n{...}"
@@ -251,13 +255,15 @@ CATALOG: tuple[Row, ...] = (
         openai.OpenAI, None),
     Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
         anthropic.Anthropic, None),
-    Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True),
+    Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True,
+               sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",)),
         nestful.Nestful, None),
     Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")',
                sources=(*_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",
                                 "meta-llama-Llama-3.2-3B-Instruct.jinja 5816fce10444",
                                 "meta-llama-Llama-3.3-70B-Instruct.jinja e10ca381b1cc"),
-                        VLLM + "llama_tool_parser.py (llama3_json, llama4_json)", SGLANG + "llama32_detector.py")),
+                        VLLM + "llama_tool_parser.py (llama3_json, llama4_json)", SGLANG + "llama32_detector.py",
+                        VLLM_OLD + "llama4_tool_parser.py (llama4_json)")),
         JsonCalls, LLAMA3),
     Row(
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
@@ -430,7 +436,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("solar_open2", "Solar Open 2: <|tool_call:start|>NAME\\n<|tool_arg:start|>KEY<|tool_arg:value|>VALUE"
                "<|tool_arg:end|>\\n...<|tool_call:end|> per call (strings raw, other values JSON)",
-               sources=(VLLM + "solar_open2_tool_parser.py",)),
+               sources=(VLLM + "solar_open2_tool_parser.py",
+                        "vessl-ai/sglang python/sglang/srt/function_call/solar_open2_detector.py")),
         # the key's closing token is the value's opening one: it is spelt as two tags, "<|tool_arg:" then "value|>"
         XmlParams, XmlSpelling(call_open="<|tool_call:start|>", call_close="<|tool_call:end|>", name_at="text",
             key_open="<|tool_arg:start|>", key_close="<|tool_arg:", key_at="element", value_open="value|>",
@@ -522,7 +529,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("granite_20b_fc", 'Granite 20B FunctionCalling: <function_call> {"name": ..., "arguments": {...}} per call, '
                "no closing tag", models=("ibm-granite/granite-20b-functioncalling",),
-               sources=(VLLM + "granite_20b_fc_tool_parser.py",)),
+               sources=(VLLM + "granite_20b_fc_tool_parser.py", VLLM_OLD + "granite_20bfc_tool_parser.py")),
         JsonCalls, JsonSpelling("<function_call>", None, "object", lead=" ", between=" ")),
     Row(
         Family("hyperclovax_14b", 'HyperCLOVA X SEED Think 14B: <|im_start|>assistant -> tool/function_call\\n'
