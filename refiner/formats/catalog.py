@@ -124,7 +124,8 @@ CATALOG: tuple[Row, ...] = (
         Family("minimax_m3", "MiniMax-M3: ]<]minimax[>[ before every tag; <tool_call>, <invoke name=\"NAME\">, one "
                "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
                models=("MiniMaxAI/MiniMax-M3",),
-               sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py",
+               sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py, "
+                        "minimax_m3_nom.py",
                         "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py",
                         *_checked("MiniMax-M3.jinja 11421244f675")),
                reasoning=(("<mm:think>", "</mm:think>"),)),
@@ -309,7 +310,8 @@ CATALOG: tuple[Row, ...] = (
                '<|call|> per call (also read: the guide\'s <|channel|>commentary to=functions.NAME <|constrain|>json; '
                'analysis channel before it is reasoning)',
                sources=(*_checked("openai-gpt-oss-120b.jinja a4c9919cbbd4"), VLLM + "gptoss_tool_parser.py",
-                        VLLM + "openai_tool_parser.py", SGLANG + "gpt_oss_detector.py"),
+                        VLLM + "openai_tool_parser.py", SGLANG + "gpt_oss_detector.py",
+                        SGLANG + "harmony_tool_parser.py (commentary messages to functions.NAME)"),
                reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
         harmony.Harmony, harmony.TEMPLATE),
     Row(
