@@ -43,6 +43,7 @@ from refiner.formats.xml_spelling import XmlSpelling, dsml, invoke, kv
 
 VLLM = "vllm-project/vllm vllm/tool_parsers/"
 VLLM_OLD = "vllm-project/vllm vllm/entrypoints/openai/tool_parsers/"
+VLLM_EXAMPLES = "vllm-project/vllm examples/"
 SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
 LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
 SHA_CHARS = 12  # the sha256 prefix that names a template
@@ -257,7 +258,8 @@ CATALOG: tuple[Row, ...] = (
     Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
         anthropic.Anthropic, None),
     Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True,
-               sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",)),
+               sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",
+                        VLLM_EXAMPLES + "tool_chat_template_xlam_llama.jinja, tool_chat_template_xlam_qwen.jinja")),
         nestful.Nestful, None),
     Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")',
                sources=(*_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",
@@ -270,7 +272,9 @@ CATALOG: tuple[Row, ...] = (
         Family("llama4_pythonic", "Llama 4 pythonic: [f(a=1), g(b=\"x\")], optionally inside <|python_start|>..."
                "<|python_end|>", models=("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
                sources=(VLLM + "llama4_pythonic_tool_parser.py", SGLANG + "pythonic_detector.py (a bare list)",
-                        VLLM + "pythonic_tool_parser.py (a bare list)")),
+                        VLLM + "pythonic_tool_parser.py (a bare list)",
+                        VLLM_EXAMPLES + "tool_chat_template_gemma3_pythonic.jinja, tool_chat_template_toolace.jinja "
+                        "(a bare list)")),
         SentinelPythonic, Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)),
     Row(
         Family("deepseek_v3", "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n"
@@ -502,6 +506,7 @@ CATALOG: tuple[Row, ...] = (
                models=("ai21labs/AI21-Jamba-1.5-Mini", "tencent/Hunyuan-A13B-Instruct",
                        "ServiceNow-AI/Apriel-1.5-15b-Thinker", "ServiceNow-AI/Apriel-1.6-15b-Thinker"),
                sources=(VLLM + "jamba_tool_parser.py", VLLM + "hunyuan_a13b_tool_parser.py",
+                        VLLM_EXAMPLES + "tool_chat_template_hunyuan_a13b.jinja",
                         *_checked("Apriel-1.6-15b-Thinker-fixed.jinja 2f5ce4b3c1e0",
                                   "unsloth-Apriel-1.5.jinja fae87682d355"))),
         JsonCalls, JsonSpelling("<tool_calls>", "</tool_calls>", "list")),
@@ -510,6 +515,7 @@ CATALOG: tuple[Row, ...] = (
                models=("nvidia/Llama-3.3-Nemotron-Super-49B-v1", "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
                        "nvidia/Llama-3_3-Nemotron-Super-49B-v1_5"),
                sources=(VLLM + "nemotron_json_tool_parser.py", VLLM + "nemotron_nano_v2_tool_parser.py",
+                        VLLM_EXAMPLES + "tool_chat_template_nemotron_json.jinja",
                         LLAMA_CPP + "nvidia-Llama-3_3-Nemotron-Super-49B-v1_5.jinja",
                         *_checked("NVIDIA-Nemotron-Nano-v2.jinja 52ae8e50fa08"))),
         JsonCalls, JsonSpelling("<TOOLCALL>", "</TOOLCALL>", "list")),
@@ -543,7 +549,7 @@ CATALOG: tuple[Row, ...] = (
         Family("minicpm3", "MiniCPM3: python call lines in a code fence between <|tool_call_start|> and <|tool_call_end|>",
                models=("openbmb/MiniCPM3-4B",),
                sources=(VLLM_OLD + "minicpm_tool_parser.py",
-                        "vllm-project/vllm examples/tool_chat_template_minicpm3.jinja"),
+                        VLLM_EXAMPLES + "tool_chat_template_minicpm3.jinja"),
                reasoning=(("<|thought_start|>", "<|thought_end|>"),)),
         SentinelPythonic, Wrapper("<|tool_call_start|>\n```python\n", "\n```\n<|tool_call_end|>", lines=True)),
     Row(
