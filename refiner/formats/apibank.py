@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from itertools import chain
 
 from refiner.calls import ToolCall
-from refiner.formats.base import DETECT_CHARS, MAX_NOTES, Detection, Lenient, WireFormat
+from refiner.formats.base import DETECT_CHARS, Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
@@ -64,11 +64,7 @@ class ApiBank(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        fixed = respell_json_tags(text, reasoning_offset(text), SPELLER, OPEN, CLOSE)  # tags written wrong
-        if fixed is not None:
-            text, notes = fixed
-            for note in notes[:MAX_NOTES]:
-                out.note("missing_tag", note)
+        text = out.respelt(text, respell_json_tags(text, reasoning_offset(text), SPELLER, OPEN, CLOSE))
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
             for item in block_values(brace_call_lines(chunk)):
                 add_call(out, item)

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_NOTES, Detection, FormatError, Lenient, WireFormat
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
@@ -301,12 +301,8 @@ class JsonCalls(WireFormat):
             return
         if sp.close is not None:
             opener = self._opener(text)
-            fixed = respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close) \
-                if sp.respell else None
-            if fixed is not None:  # tags written wrong
-                text, notes = fixed
-                for note in notes[:MAX_NOTES]:
-                    out.note("missing_tag", note)
+            if sp.respell:  # tags written wrong
+                text = out.respelt(text, respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close))
             for chunk in lenient_blocks(text, opener, sp.close, out.problems):
                 items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
                 if not items:

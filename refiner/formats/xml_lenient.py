@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_NOTES, Lenient
+from refiner.formats.base import Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, tag_hits
@@ -27,11 +27,7 @@ class XmlLenient:
         text = self._plain(text)
         pos = self.answer_start(text)
         for fix in (_mend, self.hook.respell or _respell_generic):
-            fixed = fix(self, text, pos)
-            if fixed is not None:
-                text, notes = fixed
-                for note in notes[:MAX_NOTES]:
-                    out.note("missing_tag", note)
+            text = out.respelt(text, fix(self, text, pos))
         f = Finder(text)
         first_key = f.next(s.key_open, pos)
         in_section = False
