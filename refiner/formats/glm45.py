@@ -7,9 +7,10 @@ newline after the name): what the row's table cannot say (:data:`HOOK`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from refiner.formats.base import NAME_PATTERN, ROW_CHARS, WireFormat
-from refiner.formats.tags import Hit, Speller, apply_edits, tag_hits
+from refiner.formats.tags import Hit, Speller, respell_by_state
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import Hook, name_line
 from refiner.formats.xmlvalues import untagged_calls
@@ -70,76 +71,53 @@ def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | N
     expected there when what follows fits it, else text; a lost ``<tool_call>`` (``<arg_key>``) is put back before
     the one-word name line (key line) above the first key (``</arg_key>``); a stray ``</arg_value>`` after a bare
     name is dropped."""
-    hits = tag_hits(SPELLER, text, start)
-    edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
-    notes: list[str] = []
-    state = _OUT
-    prev_end, prev_role = start, None
-    for h, nxt in zip(hits, [*hits[1:], None]):
-        before = text[prev_end : h.start]
-        after_blank = not text[h.end : nxt.start if nxt else len(text)].strip()
-        own, next_own = _role(h), _role(nxt)
-        alien = own is None or (not h.exact and own not in _EXPECTED[state])
-        role: str | None = None
-        if state == _VALUE:
-            if own == VAL_END or (
-                nxt is not None and after_blank and (own == VAL or alien)
-                and (next_own in (KEY, CLOSE, OPEN) or (nxt.word is None and not nxt.exact))
-            ):
-                role = VAL_END
-            elif h.exact:
-                role = own
-        elif state == _KEY:
-            if own == KEY_END or ((own == KEY or alien) and before.strip() and "\n" not in before.strip()):
-                role = KEY_END
-            elif h.exact:
-                role = own
-        elif state == _AFTER_KEY:
-            if own == VAL or (alien and not before.strip()):
-                role = VAL
-            elif h.exact:
-                role = own
-        elif state == _CALL:
-            if own == OPEN and after_blank and (nxt is None or next_own == OPEN):
-                role = CLOSE
-            elif own == VAL_END and prev_role == OPEN and after_blank and next_own in (CLOSE, OPEN):
-                edits.append((h.start, h.end, ""))  # a stray </arg_value> right after the name of a call without
-                notes.append(f"a stray {VAL_END} after the tool name dropped")  # arguments (seen from GLM-5)
-                continue
-            elif alien:
-                if next_own in (KEY_END, KEY) and nxt is not None and not after_blank:
-                    role = KEY
-                elif after_blank and (nxt is None or next_own == OPEN or nxt.word is None):
-                    role = CLOSE
-            else:
-                role = own
-                if own == KEY_END:  # its <arg_key> was lost: put it back before the key's line
-                    key_at = _line_start(text, prev_end, h.start, after_name=prev_role == OPEN)
-                    if key_at is not None:
-                        edits.append((key_at, key_at, KEY))
-                        notes.append(f"missing {KEY} put back before {text[key_at : h.start].strip()[:40]!r}")
-                    else:
-                        role = None
-        else:  # outside a call
-            if own == KEY:  # its <tool_call> was lost: put it back before the name line above the key
-                name_at = _line_start(text, prev_end, h.start, after_name=False)
-                if name_at is not None and _WORD.fullmatch(text[name_at : h.start].strip()):
-                    edits.append((name_at, name_at, OPEN))
-                    notes.append(f"missing {OPEN} put back before {text[name_at : h.start].strip()[:40]!r}")
-                role = own
-            elif alien:
-                if next_own in (KEY, CLOSE) and nxt is not None and _WORD.fullmatch(text[h.end : nxt.start].strip()):
-                    role = OPEN
-            else:
-                role = own
-        if role is None:
-            continue  # text of the value or prose, as written
-        if role != text[h.start : h.end]:
-            edits.append((h.start, h.end, role))
-            notes.append(f"tag {text[h.start : h.end][:40]!r} read as {role}")
-        state = _NEXT[role]
-        prev_end, prev_role = h.end, role
-    return (apply_edits(text, edits), notes) if edits else None
+    return respell_by_state(SPELLER, _step, _NEXT, text, start)
+
+
+def _step(text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_role: str | None,
+          put: Callable[[int, int, str, str], None]) -> str | None:
+    """The tag the token ``h`` is read as where the grammar stands (:func:`respell`); ``None``: text."""
+    before = text[prev_end : h.start]
+    after_blank = not text[h.end : nxt.start if nxt else len(text)].strip()
+    own, next_own = _role(h), _role(nxt)
+    alien = own is None or (not h.exact and own not in _EXPECTED[state])
+    exact = own if h.exact else None
+    if state == _VALUE:
+        ends = nxt is not None and after_blank and (own == VAL or alien) and (
+            next_own in (KEY, CLOSE, OPEN) or (nxt.word is None and not nxt.exact))
+        return VAL_END if own == VAL_END or ends else exact
+    if state == _KEY:
+        ends = (own == KEY or alien) and before.strip() and "\n" not in before.strip()
+        return KEY_END if own == KEY_END or ends else exact
+    if state == _AFTER_KEY:
+        return VAL if own == VAL or (alien and not before.strip()) else exact
+    if state == _CALL:
+        if own == OPEN and after_blank and (nxt is None or next_own == OPEN):
+            return CLOSE
+        if own == VAL_END and prev_role == OPEN and after_blank and next_own in (CLOSE, OPEN):
+            # a stray </arg_value> right after the name of a call without arguments (seen from GLM-5)
+            put(h.start, h.end, "", f"a stray {VAL_END} after the tool name dropped")
+            return None
+        if alien:
+            if next_own in (KEY_END, KEY) and nxt is not None and not after_blank:
+                return KEY
+            return CLOSE if after_blank and (nxt is None or next_own == OPEN or nxt.word is None) else None
+        if own == KEY_END:  # its <arg_key> was lost: put it back before the key's line
+            key_at = _line_start(text, prev_end, h.start, after_name=prev_role == OPEN)
+            if key_at is None:
+                return None
+            put(key_at, key_at, KEY, f"missing {KEY} put back before {text[key_at : h.start].strip()[:40]!r}")
+        return own
+    # outside a call
+    if own == KEY:  # its <tool_call> was lost: put it back before the name line above the key
+        name_at = _line_start(text, prev_end, h.start, after_name=False)
+        if name_at is not None and _WORD.fullmatch(text[name_at : h.start].strip()):
+            put(name_at, name_at, OPEN, f"missing {OPEN} put back before {text[name_at : h.start].strip()[:40]!r}")
+        return own
+    if alien:
+        named = next_own in (KEY, CLOSE) and nxt is not None and _WORD.fullmatch(text[h.end : nxt.start].strip())
+        return OPEN if named else None
+    return own
 
 
 def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:

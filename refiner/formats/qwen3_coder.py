@@ -7,9 +7,10 @@ template's ``| string`` typing: ``True`` / ``False`` / ``None``): what the row's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from refiner.formats.base import ROW_CHARS, WireFormat
-from refiner.formats.tags import Hit, Speller, apply_edits, tag_hits
+from refiner.formats.tags import Hit, Speller, respell_by_state
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import NAME_LINE_CHARS, Hook, name_line
 from refiner.formats.xmlvalues import untagged_calls
@@ -85,77 +86,50 @@ def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | N
     look-alike not allowed there, is the tag expected there when what follows fits it (a ``NAME>`` or ``KEY>``, or
     only the next tag), else text; a lost ``<function=`` (``<parameter=``) is put back before the ``NAME>`` line a
     block opens with (the ``KEY>`` line a ``</parameter>`` closes)."""
-    hits = tag_hits(SPELLER, text, start)
-    edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
-    notes: list[str] = []
-    state = _OUT
-    prev_end = start
-    for h, nxt in zip(hits, [*hits[1:], None]):
-        after = text[h.end : nxt.start if nxt else len(text)]
-        after_blank = not after.strip()
-        own, next_own = _role(h), _role(nxt)
-        alien = own is None or (not h.exact and own not in _EXPECTED[state])
-        labelled = _LABEL.match(after) is not None and "\n" not in after[: after.find(">")]
-        role: str | None = None
-        if state == _VALUE:
-            if own == PARAM_END or (
-                alien and nxt is not None and after_blank
-                and (next_own in (PARAM, FUNC_END, CLOSE) or (nxt.word is None and not nxt.exact))
-            ):
-                role = PARAM_END
-            elif h.exact:
-                role = own
-        elif state == _BODY:
-            if not alien:
-                role = own
-                if own == PARAM_END:  # its <parameter= was lost: put it back before the KEY> line
-                    at = skip_ws(text, prev_end)
-                    m = _LABEL.match(text, at)
-                    if m is not None and text.startswith("\n", m.end()):
-                        edits.append((at, at, PARAM))
-                        notes.append(f"missing {PARAM} put back before {text[at : m.end()][:40]!r}")
-                    elif not h.exact:
-                        role = None
-            elif labelled:
-                role = PARAM
-            elif after_blank and (nxt is None or next_own in (CLOSE, OPEN) or nxt.word is None):
-                role = FUNC_END
-        elif state == _BLOCK:
-            if own in (PARAM, FUNC_END) and h.exact:  # its <function= was lost: put it back before NAME>
-                at = skip_ws(text, prev_end)
-                m = _LABEL.match(text, at)
-                if m is not None and not text[m.end() : h.start].strip():
-                    edits.append((at, at, FUNC))
-                    notes.append(f"missing {FUNC} put back before {text[at : m.end()][:40]!r}")
-                role = own
-            elif not alien:
-                role = own
-            elif labelled:
-                role = FUNC
-            elif h.exact:
-                role = own
-        elif state == _AFTER_FUNC:
-            if own == OPEN and after_blank and (nxt is None or next_own == OPEN):
-                role = CLOSE
-            elif not alien:
-                role = own
-            elif after_blank:
-                role = CLOSE
-        else:  # outside a block
-            if not alien or h.exact:
-                role = own
-        if role is None:
-            continue  # text of a value or prose, as written
-        if role != text[h.start : h.end]:
-            edits.append((h.start, h.end, role))
-            notes.append(f"tag {text[h.start : h.end][:40]!r} read as {role}")
-        state = _NEXT[role]
-        prev_end = h.end
-        if role in (FUNC, PARAM):  # the name or key that follows, and its ">"
-            m = _LABEL.match(text, h.end)
-            if m is not None:
-                prev_end = m.end()
-    return (apply_edits(text, edits), notes) if edits else None
+    return respell_by_state(SPELLER, _step, _NEXT, text, start)
+
+
+def _step(text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_role: str | None,
+          put: Callable[[int, int, str, str], None]) -> str | None:
+    """The tag the token ``h`` is read as where the grammar stands (:func:`respell`); ``None``: text."""
+    after = text[h.end : nxt.start if nxt else len(text)]
+    after_blank = not after.strip()
+    own, next_own = _role(h), _role(nxt)
+    alien = own is None or (not h.exact and own not in _EXPECTED[state])
+    exact = own if h.exact else None
+    if prev_role in (FUNC, PARAM) and (m := _LABEL.match(text, prev_end)):
+        prev_end = m.end()  # the name or key that follows, and its ">"
+    if state == _VALUE:
+        ends = alien and nxt is not None and after_blank and (
+            next_own in (PARAM, FUNC_END, CLOSE) or (nxt.word is None and not nxt.exact))
+        return PARAM_END if own == PARAM_END or ends else exact
+    labelled = _LABEL.match(after) is not None and "\n" not in after[: after.find(">")]
+    if state == _BODY:
+        if alien:
+            if labelled:
+                return PARAM
+            return FUNC_END if after_blank and (nxt is None or next_own in (CLOSE, OPEN) or nxt.word is None) else None
+        if own == PARAM_END:  # its <parameter= was lost: put it back before the KEY> line
+            at = skip_ws(text, prev_end)
+            m = _LABEL.match(text, at)
+            if m is not None and text.startswith("\n", m.end()):
+                put(at, at, PARAM, f"missing {PARAM} put back before {text[at : m.end()][:40]!r}")
+            elif not h.exact:
+                return None
+        return own
+    if state == _BLOCK:
+        if own in (PARAM, FUNC_END) and h.exact:  # its <function= was lost: put it back before NAME>
+            at = skip_ws(text, prev_end)
+            m = _LABEL.match(text, at)
+            if m is not None and not text[m.end() : h.start].strip():
+                put(at, at, FUNC, f"missing {FUNC} put back before {text[at : m.end()][:40]!r}")
+            return own
+        return own if not alien else FUNC if labelled else exact
+    if state == _AFTER_FUNC:
+        if own == OPEN and after_blank and (nxt is None or next_own == OPEN):
+            return CLOSE
+        return own if not alien else CLOSE if after_blank else None
+    return own if not alien or h.exact else None  # outside a block
 
 
 HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start,  # untagged: NAME>, KEY>, value lines
