@@ -14,7 +14,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
-                                  "k2_horizon_json", "minicpm3"])
+                                  "k2_horizon_json", "minicpm3", "cwm"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -126,3 +126,15 @@ def test_minicpm3_fenced_lines_and_the_lfm2_list_share_a_token_and_stay_apart():
     assert formats.get("minicpm3").parse_strict(fenced) == [CALL]
     with pytest.raises(formats.FormatError):
         formats.get("lfm2").parse_strict(fenced)
+
+
+def test_cwm_reads_a_json_body_as_the_arguments_and_any_other_body_as_the_command_text():
+    cwm = formats.get("cwm")
+    shell = ToolCall("bash", {"command": 'grep -rn "x" src\nls'})
+    text = "<think>Look first.</think>\n<tool: function>\nbash grep -rn \"x\" src\nls\n</tool>\n" + cwm.render([CALL])
+    assert formats.detect_format(text) == "cwm"
+    assert cwm.parse_strict(text) == [shell, CALL]
+    assert cwm.parse_strict(cwm.render([shell])) == [shell]  # written back as JSON
+    assert cwm.parse_lenient("<tool: function>\nbash ls -la").calls == [ToolCall("bash", {"command": "ls -la"})]
+    with pytest.raises(formats.FormatError):
+        cwm.parse_strict("<tool: function>\nbash\n</tool>")  # a name with no body is no call

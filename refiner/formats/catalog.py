@@ -247,6 +247,12 @@ CATALOG: tuple[Row, ...] = (
                         "yhyang201/sglang python/sglang/srt/function_call/step_audio2_detector.py")),
         NamedJson, NamedSpelling(None, None, "<tool_call>function\n", "\n", "</tool_call>", call_marker=True)),
     Row(
+        Family("cwm", "CWM: <tool: function>\\nNAME {...}\\n</tool> per call (the name is the body's first word; a body that is "
+               "no JSON object is the command argument's text)", models=("facebook/cwm",),
+               sources=(VLLM + "cwm_tool_parser.py",)),
+        NamedJson, NamedSpelling(None, None, "<tool: function>\n", " ", "\n</tool>", joiner="\n", call_marker=True,
+                                 text_key="command")),
+    Row(
         Family("multi_format_gptoss", "SGLang multi_format, tool_format gptoss: <tool_call>to=functions.NAME json\\n{...}"
                "\\n</tool_call> per call (harmony's recipient and JSON in Hermes' tags)",
                sources=(SGLANG + "multi_format_detector.py (_GPTOSS_BLOCK)",)),

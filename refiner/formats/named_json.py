@@ -53,7 +53,8 @@ class NamedSpelling:
     ``call_marker``: with no section, ``call_open`` is a marker wherever it occurs (else at a line start only);
     ``id_close``: a call id after ``call_open`` closed by this token, before the name (Solar Open), and ``counter``:
     written after the name and before the call's place in the turn (Kimi-K2's ``NAME:0``): both read and dropped,
-    written as the place from 0.
+    written as the place from 0; ``text_key``: a body that does not open a JSON object is read as this one
+    argument's text (CWM's ``command``), written as JSON.
 
     Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose`` (the module's docstring); ``names``: a
     tool name's pattern; ``also``: the family's other layouts, read by recovery; ``respelt``: ``(look-alike,
@@ -70,6 +71,7 @@ class NamedSpelling:
     call_marker: bool = False
     id_close: str = ""
     counter: str = ""
+    text_key: str = ""
     loose: bool = field(default=False, metadata=POLICY)
     names: str = field(default=NAME_PATTERN, metadata=POLICY)
     also: tuple[NamedSpelling, ...] = field(default=(), metadata=POLICY)
@@ -242,6 +244,11 @@ class NamedJson(WireFormat):
         at = skip_ws(text, self._expect(text, j, lay.names, "after the tool name") if lay else j + len(sp.name_close))
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
             at += len(sp.args_prefix)
+        if sp.text_key and not text.startswith("{", at):
+            end = text.find(sp.close, at)
+            if end < 0 or not text[at:end].strip():
+                raise self.error(f"expected the text of {name!r} and {sp.close}", at)
+            return ToolCall.trusted(name, {sp.text_key: text[at:end].strip()}), end + len(sp.close)
         args, end = decode_at(self, text, at)
         args = expect_object(self, args, f"the arguments of {name!r}", at)
         if lay is not None:
@@ -323,6 +330,11 @@ class NamedJson(WireFormat):
             if not quiet:
                 out.note("unreadable", f"not a call: {seg[:80]!r}")
             return False
+        if sp.text_key and body.strip() and not body.lstrip().startswith("{"):
+            out.calls.append(ToolCall(name, {sp.text_key: body.strip()}))
+            if at_end and not closed:
+                out.mark_cut(len(out.calls) - 1, name)
+            return True
         add_arguments_call(out, name, body, at_end=at_end and not closed)
         return True
 
