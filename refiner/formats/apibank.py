@@ -35,7 +35,9 @@ class ApiBank(WireFormat):
     def sniff(self, body: str, at: int) -> bool:
         """A ``<tool_call>`` block whose first object has ``"parameters"`` and no ``"arguments"`` (when it does not
         decode: ``"parameters"`` first, or several objects one per line) is API-Bank's, else Hermes'."""
-        block = body[at + len(OPEN) :].split(CLOSE, 1)[0][:DETECT_CHARS]
+        start = at + len(OPEN)
+        end = body.find(CLOSE, start)
+        block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
         try:
             first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
         except (ValueError, RecursionError):

@@ -28,11 +28,11 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     if not body.startswith(OPEN, at):
         return True
     k = skip_ws(body, at + len(OPEN))
-    seg = body[k : k + ROW_CHARS]
-    if seg.startswith(KEY):
+    if body.startswith(KEY, k):
         return True
-    if not seg or seg[0] in "{[\"'<":
+    if k >= len(body) or body[k] in "{[\"'<":
         return False
+    seg = body[k : k + ROW_CHARS]
     block, closed, _ = seg.partition(CLOSE)
     if any(tag in block for tag in (KEY, KEY_END, VAL, VAL_END)):
         return True

@@ -142,7 +142,9 @@ class Speller:
         return self._others.search(text, start) is not None
 
     def at(self, text: str, pos: int) -> Hit | None:
-        """The tag token starting at ``pos``, if one does."""
+        """The tag token starting at ``pos``, if one does (every token starts with ``<`` or ``[``)."""
+        if not text.startswith(("<", "["), pos):
+            return None
         return next(self.scan(text, pos, min(len(text), pos + 1)), None)
 
     def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:

@@ -16,9 +16,9 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     """A ``<tool_call>`` that a tool name and then a ``<param_key>`` follow, or a bare ``<param_key>``."""
     if not body.startswith(OPEN, at):
         return True
-    seg = body[at + len(OPEN) : at + ROW_CHARS]
-    k = seg.find(KEY)
-    return k >= 0 and fmt.is_name(seg[:k].strip())
+    start = at + len(OPEN)
+    k = body.find(KEY, start, at + ROW_CHARS)
+    return k >= 0 and fmt.is_name(body[start:k].strip())
 
 
 HOOK = Hook(sniff=_sniff)
