@@ -479,8 +479,7 @@ def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | No
             required = tuple(dict.fromkeys(req)) + (tuple(r for r in flagged if r not in req) if flagged else ())
         else:
             required = tuple(flagged)
-    return ToolSpec.of(name=name, description=description or "", params=params, required=required, dialect=dialect,
-                       extra=extra)
+    return ToolSpec.plain(name, description or "", params, required, dialect, extra)
 
 
 def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:

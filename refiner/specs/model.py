@@ -136,14 +136,15 @@ class ToolSpec:
             object.__setattr__(self, "required", tuple(self.required))
 
     @classmethod
-    def of(cls, **fields: Any) -> ToolSpec:
-        """``ToolSpec(**fields)``, built from a blank one's fields and checked as the constructor checks them."""
+    def plain(cls, name: str, description: str, params: dict[str, Param], required: tuple[str, ...], dialect: str,
+              extra: dict[str, Any]) -> ToolSpec:
+        """``ToolSpec(name, description, params, required, dialect=dialect, extra=extra)`` for a non-empty ``name``
+        and a tuple ``required``, built with nothing left for the constructor to check."""
         spec = object.__new__(cls)
         d = spec.__dict__
         d.update(_BLANK_SPEC)
-        d["params"], d["outputs"], d["extra"] = {}, {}, {}
-        d.update(fields)
-        spec.__post_init__()
+        d["name"], d["description"], d["params"], d["required"] = name, description, params, required
+        d["outputs"], d["dialect"], d["extra"] = {}, dialect, extra
         return spec
 
     def param_schema(self) -> dict[str, Any]:
