@@ -10,6 +10,7 @@ from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.catalog import rows_of
 from refiner.formats.named_json import NamedJson
+from refiner.formats.tags import MAX_TAG_HITS
 from refiner.pipeline import Refiner
 
 ROWS = [(row.family, row.spelling) for row in rows_of(NamedJson)]
@@ -151,6 +152,15 @@ def test_functionary_v31_puts_back_its_tags_where_the_grammar_puts_them():
     quoted = '<function=note>{"s": "</Function> and [/function]"}</function>'
     assert V31.parse_lenient(quoted).calls == [ToolCall("note", {"s": "</Function> and [/function]"})]
     assert V31.parse_lenient(quoted).ok
+
+
+def test_functionary_v31_reads_a_tag_storm_as_written():
+    """A text holding more tag tokens than tags.MAX_TAG_HITS is a storm, not an answer: no tag is put back in it (the
+    scan stops there, so a 200 KB storm costs one bounded pass)."""
+    broken = '<function=get_weather{"city": "Hue"}</function>'
+    assert any(p.code == "missing_tag" for p in V31.parse_lenient(broken).problems)
+    storm = broken + "</function>{" * (MAX_TAG_HITS + 1)
+    assert not any(p.code == "missing_tag" for p in V31.parse_lenient(storm).problems)
 
 
 def test_a_name_holding_another_formats_marker_is_no_name():

@@ -20,7 +20,7 @@ import re
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient
 from refiner.formats.named_json import MAX_CALLS, NAME_PATTERN, NamedJson, NamedSpelling
-from refiner.formats.tags import Speller, apply_edits
+from refiner.formats.tags import Speller, apply_edits, tag_hits
 from refiner.formats.text import reasoning_offset, skip_ws
 
 OPEN, NAME_END, CLOSE = "<function=", ">", "</function>"
@@ -104,7 +104,7 @@ def respell(text: str, out: Lenient) -> str:
             put(m.start(1), m.end(), f"{OPEN}{m.group(1)}{NAME_END}", f"missing {OPEN} before {m.group(1)!r}")
 
     head(start)
-    for hit in SPELLER.scan(text, start):
+    for hit in tag_hits(SPELLER, text, start):
         if hit.foreign or (edits and hit.start < edits[-1][1]):
             continue
         exact = hit.exact and hit.ended
