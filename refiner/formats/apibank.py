@@ -14,7 +14,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import DETECT_CHARS, Detection, Lenient, WireFormat
 from refiner.formats.lenient import add_call, block_values, lenient_blocks
 from refiner.formats.strict import JSON_DECODER, json_blocks, plain_calls, strict_fields
-from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
+from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -66,7 +66,7 @@ class ApiBank(WireFormat):
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        text = out.respelt(text, respell_json_tags(text, reasoning_offset(text), SPELLER, OPEN, CLOSE))
+        text = respelt(out, text, respell_json_tags(text, reasoning_offset(text), SPELLER, OPEN, CLOSE))
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop="<response>"):
             for item in block_values(brace_call_lines(chunk)):
                 add_call(out, item)

@@ -185,14 +185,6 @@ class Lenient:
     def note(self, code: str, message: str) -> None:
         self.problems.append(Problem(code, message))
 
-    def respelt(self, text: str, fixed: tuple[str, list[str]] | None) -> str:
-        """The text a respelling gave (its first notes kept as ``missing_tag`` problems); ``text`` when it gave none."""
-        if fixed is None:
-            return text
-        for note in fixed[1][:MAX_NOTES]:
-            self.note("missing_tag", note)
-        return fixed[0]
-
     def mark_cut(
         self, index: int | None, name: str | None = None, arguments: dict[str, Any] | None = None, clean: bool = False
     ) -> None:

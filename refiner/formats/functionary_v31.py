@@ -20,7 +20,7 @@ import re
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient
 from refiner.formats.named_json import MAX_CALLS, NAME_PATTERN, NamedJson, NamedSpelling
-from refiner.formats.tags import Speller, apply_edits, tag_hits
+from refiner.formats.tags import Speller, apply_edits, respelt, tag_hits
 from refiner.formats.text import reasoning_offset, skip_ws
 
 OPEN, NAME_END, CLOSE = "<function=", ">", "</function>"
@@ -120,4 +120,4 @@ def respell(text: str, out: Lenient) -> str:
             m = _NAME_THEN_JSON.match(text, hit.end)
             if m is not None and not m.group(2) and m.start(1) == hit.end:
                 put(m.end(1), m.end(1), NAME_END, f"missing {NAME_END} after the tool name {m.group(1)!r}")
-    return out.respelt(text, (apply_edits(text, edits), notes) if edits else None)
+    return respelt(out, text, (apply_edits(text, edits), notes) if edits else None)

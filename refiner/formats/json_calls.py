@@ -26,7 +26,7 @@ from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
-from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags
+from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
@@ -302,7 +302,7 @@ class JsonCalls(WireFormat):
         if sp.close is not None:
             opener = self._opener(text)
             if sp.respell:  # tags written wrong
-                text = out.respelt(text, respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close))
+                text = respelt(out, text, respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close))
             for chunk in lenient_blocks(text, opener, sp.close, out.problems):
                 items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
                 if not items:

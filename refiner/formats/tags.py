@@ -244,6 +244,16 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
     return apply_edits(text, edits), [f"tag {text[a:b][:40]!r} read as {new}" for a, b, new in edits]
 
 
+def respelt(out: Lenient, text: str, fixed: tuple[str, list[str]] | None) -> str:
+    """The text a respelling gave (its first notes kept in ``out`` as ``missing_tag`` problems); ``text`` when it gave
+    none."""
+    if fixed is None:
+        return text
+    for note in fixed[1][:MAX_NOTES]:
+        out.note("missing_tag", note)
+    return fixed[0]
+
+
 def tag_hits(speller: Speller, text: str, start: int, limit: int = MAX_TAG_HITS) -> list[Hit]:
     """The tag tokens of ``text[start:]``; none past ``limit`` (a tag storm, not an answer: read as written)."""
     hits = list(itertools.islice(speller.scan(text, start), limit + 1))

@@ -13,7 +13,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
-from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, tag_hits
+from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -27,7 +27,7 @@ class XmlLenient:
         text = self._plain(text)
         pos = self.answer_start(text)
         for fix in (_mend, self.hook.respell or _respell_generic):
-            text = out.respelt(text, fix(self, text, pos))
+            text = respelt(out, text, fix(self, text, pos))
         f = Finder(text)
         first_key = f.next(s.key_open, pos)
         in_section = False
