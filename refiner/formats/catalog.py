@@ -125,8 +125,7 @@ CATALOG: tuple[Row, ...] = (
         Family("minimax_m3", "MiniMax-M3: ]<]minimax[>[ before every tag; <tool_call>, <invoke name=\"NAME\">, one "
                "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
                models=("MiniMaxAI/MiniMax-M3",),
-               sources=("sgl-project/sglang python/sglang/srt/function_call/minimax_m3.py, _llm_nom/m3_text.py, "
-                        "minimax_m3_nom.py",
+               sources=(SGLANG + "minimax_m3.py, _llm_nom/m3_text.py, minimax_m3_nom.py",
                         "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py",
                         *_checked("MiniMax-M3.jinja 11421244f675")),
                reasoning=(("<mm:think>", "</mm:think>"),)),
