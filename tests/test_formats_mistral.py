@@ -257,3 +257,14 @@ def test_a_cut_render_of_a_value_holding_the_token_keeps_the_value():
         text = fmt.render([call, ToolCall("g", {"a": 1})])
         cut = text[: text.rindex("1")]  # the token limit hit inside the last call
         assert fmt.parse_lenient(cut).calls[0] == call, fmt.name
+
+
+def test_v11_a_name_holding_another_formats_marker_is_no_name():
+    """Phi-4-mini's call after a [TOOL_CALLS] written for its closer is no v11 call named '<|tool_call|>': the text
+    is read in the format whose calls it holds."""
+    text = ('<|tool_call|>{"name": "f", "arguments": {"a": 1}}[TOOL_CALLS]'
+            '<|tool_call|>{"name": "g", "arguments": {"b": 2}}<|/tool_call|>')
+    with pytest.raises(FormatError, match="marker"):
+        V11.parse_strict(text[text.index("[TOOL_CALLS]"):])
+    got = Refiner().refine({"upstream": text, "format": "phi4_mini_tags"})
+    assert [c["name"] for c in got["calls"]] == ["f", "g"]

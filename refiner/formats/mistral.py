@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import Detection, Lenient, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
 from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
@@ -243,6 +243,8 @@ class MistralV11(WireFormat):
             if m is None:
                 raise self.error(f"expected a tool name after {BOT}", pos)
             name, pos = m.group(), m.end()
+            if any(marker in name for marker in marker_table().known):  # another format's call after the token
+                raise self.error(f"tool name {name[:60]!r} holds another format's marker", pos)
             if text.startswith(CALL_ID, pos):
                 j = text.find(ARGS, pos)
                 call_id = text[pos + len(CALL_ID) : j] if j >= 0 else ""
