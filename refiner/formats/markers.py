@@ -46,6 +46,7 @@ class MarkerTable:
             m for f in fmts for m in (*f.detection.markers, *f.detection.closers, *f.detection.also_read) if m
         )
         self.known = frozenset(every)
+        self._any = re.compile(_trie(tuple(every)) if every else "(?!)")
         # markers by their first character: those of a character that begins many are found by one pattern, the rest
         # one by one; at a place a pattern matches, the markers written there are the one it matched and those it
         # begins with
@@ -108,6 +109,11 @@ class MarkerTable:
                 if len(m) > 2 and m not in tokens.get(m[-1], ()):
                     tokens.setdefault(m[-1], []).append(m)
         self.tokens_by_last = {c: tuple(ms) for c, ms in tokens.items()}
+
+    def in_name(self, name: str) -> bool:
+        """Whether a tool name holds a marker (harmony's ``to=functions.``, Phi-4-mini's ``<|tool_call|>``): the
+        rest of another format's call whose own separator was lost, not a tool's name."""
+        return self._any.search(name) is not None
 
     def marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those

@@ -243,7 +243,7 @@ class MistralV11(WireFormat):
             if m is None:
                 raise self.error(f"expected a tool name after {BOT}", pos)
             name, pos = m.group(), m.end()
-            if any(marker in name for marker in marker_table().known):  # another format's call after the token
+            if marker_table().in_name(name):  # another format's call after the token
                 raise self.error(f"tool name {name[:60]!r} holds another format's marker", pos)
             if text.startswith(CALL_ID, pos):
                 j = text.find(ARGS, pos)

@@ -177,7 +177,7 @@ class NamedJson(WireFormat):
         return re.compile(self.spelling.names)
 
     def _name_ok(self, name: str) -> bool:
-        return self._name_re.fullmatch(name) is not None and not _holds_marker(name)
+        return self._name_re.fullmatch(name) is not None and not marker_table().in_name(name)
 
     # ---- strict ------------------------------------------------------------------------------------------------
 
@@ -486,7 +486,7 @@ class NamedJson(WireFormat):
             m = _NAME.match(body, j + len(sp.id_close))
             return m is not None and body.startswith(sp.name_close, m.end())
         m = _NAME.match(body, at + len(sp.call_open))
-        return m is not None and body.startswith(sp.name_close, m.end()) and not _holds_marker(m.group())
+        return m is not None and body.startswith(sp.name_close, m.end()) and not marker_table().in_name(m.group())
 
     def region_start(self, body: str, at: int) -> int:
         """Token-less rows: the region starts at the earliest call token at a line start that runs on to the marker's
@@ -527,19 +527,6 @@ class NamedJson(WireFormat):
             for i, c in enumerate(calls)
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
-
-
-def _holds_marker(name: str) -> bool:
-    """Whether a name holds a registered format's marker (harmony's ``to=functions.``): the rest of that format's
-    call whose own separator was lost (``<tool_call>to=functions.f>{...}``: multi_format_gptoss's `` json\\n``
-    written as ``>``), not a tool's name."""
-    return any(m in name for m in _name_markers(marker_table()))
-
-
-@lru_cache(maxsize=4)
-def _name_markers(table: object) -> tuple[str, ...]:
-    """The markers of ``table`` (a :class:`~refiner.formats.markers.MarkerTable`) that a name could hold."""
-    return tuple(m for m in table.known if _NAME.fullmatch(m))  # type: ignore[attr-defined]
 
 
 def _drop_foreign(head: str) -> str:
