@@ -475,9 +475,9 @@ def repair_parsed(
     ``offered``: the tools' parameters, to read the output with; ``unknown_tools``: one of :data:`UNKNOWN_TOOLS`."""
     out_fmt = out_fmt or fmt
     index = tool_index(tools)
-    if not before.calls or not before.diagnostics and out_fmt == fmt and not formats.get(fmt).names_only and not (
+    if not before.calls or (not before.diagnostics and out_fmt == fmt and not formats.get(fmt).names_only and not (
         index and any(getattr(index.get(c.name), "free_form", False) for c in before.calls)
-    ):  # no call, or the gate found each call as its spec declares it: nothing to repair (not checked: the
+    )):  # no call, or the gate found each call as its spec declares it: nothing to repair (not checked: the
         # undeclared arguments of a free-form tool, the calls of a format that writes names only)
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     actions: list[Finding] = []
