@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 import threading
 import time
 
@@ -152,6 +153,36 @@ def test_a_worker_that_dies_fails_its_task_and_is_replaced() -> None:
             (outcome,), _ = await pool.run("tier1", [item('{"city": "Paris"}')], 30)
             assert outcome["result"]["stage"] in ("unchanged", "repaired")
         finally:
+            await pool.stop()
+
+    asyncio.run(run())
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd on this OS: workers are killed by pid")
+def test_a_deadline_kills_the_worker_even_once_its_pid_number_names_another_process() -> None:
+    """The pid number of a worker can be reused once its process ends (the fork server's children are reaped at
+    once): the kill goes to the worker's process handle, never to whatever holds that number now."""
+    async def run() -> None:
+        pool = WorkerPool(Spinner(engine=None), workers=2)
+        await pool.start()
+        bystander = subprocess.Popen(["sleep", "60"])
+        try:
+            task = asyncio.ensure_future(pool.run("tier1", [item('{"city": "SPIN=30"')], 1.0))
+            while not pool._busy and not pool._slow:
+                await asyncio.sleep(0.01)
+            victim = next(iter(pool._busy or pool._slow))
+            real_pid, victim.pid = victim.pid, bystander.pid  # as if the number now named the bystander
+            with pytest.raises(WorkTimeout):
+                await task
+            for _ in range(500):
+                if not os.path.exists(f"/proc/{real_pid}"):
+                    break
+                await asyncio.sleep(0.01)
+            assert not os.path.exists(f"/proc/{real_pid}")
+            assert bystander.poll() is None
+        finally:
+            bystander.kill()
+            bystander.wait()
             await pool.stop()
 
     asyncio.run(run())

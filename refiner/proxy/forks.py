@@ -4,6 +4,7 @@ sends back its pid and socket.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -25,7 +26,8 @@ START_TIMEOUT = 120.0  # seconds for the helper to import the refiner
 
 class ForkServer:
     """``start()`` launches the helper with the state pickled in ``blob`` (given to every worker); ``fork()`` returns
-    ``(pid, socket)`` of a new worker (which ends when its connection closes)."""
+    ``(pid, socket, pidfd)`` of a new worker (which ends when its connection closes; ``pidfd`` None where the OS has
+    none)."""
 
     def __init__(self, blob: bytes) -> None:
         self.blob = blob
@@ -62,23 +64,23 @@ class ForkServer:
             raise
         self._proc, self._ctrl = proc, ours
 
-    def fork(self) -> tuple[int, socket.socket]:
+    def fork(self) -> tuple[int, socket.socket, int | None]:
         """A new worker (restarting the helper first when it has died); thread-safe."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             try:
                 self._ctrl.sendall(FORK)
-                msg, fds, _, _ = socket.recv_fds(self._ctrl, PID_BYTES, 1)
+                msg, fds, _, _ = socket.recv_fds(self._ctrl, PID_BYTES, 2)
             except OSError:
                 self._stop()
                 raise
-            if len(msg) != PID_BYTES or len(fds) != 1:
+            if len(msg) != PID_BYTES or not fds:
                 for fd in fds:
                     os.close(fd)
                 self._stop()
                 raise RuntimeError("the worker fork server did not answer")
-        return int.from_bytes(msg, "little"), socket.socket(fileno=fds[0])
+        return int.from_bytes(msg, "little"), socket.socket(fileno=fds[0]), fds[1] if len(fds) > 1 else None
 
     def _stop(self) -> None:
         if self._ctrl is not None:
@@ -138,9 +140,14 @@ def serve(fd: int) -> None:
             finally:
                 os._exit(code)
         child_end.close()
+        fds = [parent_end.fileno()]
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd on this OS: the pool kills by pid
+            fds.append(os.pidfd_open(pid))
         try:
-            socket.send_fds(ctrl, [pid.to_bytes(PID_BYTES, "little")], [parent_end.fileno()])
+            socket.send_fds(ctrl, [pid.to_bytes(PID_BYTES, "little")], fds)
         except OSError:
             return
         finally:
+            for fd in fds[1:]:
+                os.close(fd)
             parent_end.close()

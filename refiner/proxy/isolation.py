@@ -147,6 +147,7 @@ class _Task:
 class _Worker:
     pid: int
     sock: socket.socket
+    pidfd: int | None  # kills this process only, even once its pid is reused
     writer: asyncio.StreamWriter | None = None
     reader_task: asyncio.Task | None = None
     task: _Task | None = None
@@ -332,13 +333,15 @@ class WorkerPool:
         else:
             self._remove(task.worker, WorkTimeout("deadline passed; the worker was stopped"))
 
-    def _add(self, pid: int, sock: socket.socket) -> None:
+    def _add(self, pid: int, sock: socket.socket, pidfd: int | None) -> None:
         if self._closed:
             self._starting -= 1
             sock.close()  # the worker sees EOF and exits
+            if pidfd is not None:
+                os.close(pidfd)
             return
         self.stats["started"] += 1
-        worker = _Worker(pid, sock)
+        worker = _Worker(pid, sock, pidfd)
         worker.reader_task = self._loop.create_task(self._read_replies(worker))
 
     def _fill(self, target: int | None = None) -> None:
@@ -373,8 +376,14 @@ class WorkerPool:
             task.settle(error or WorkerLost("the worker was stopped"))
             self.stats["killed"] += 1
             if alive:
-                with contextlib.suppress(OSError):  # reaped by the fork server (it ignores SIGCHLD)
-                    os.kill(worker.pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):  # already ended (the fork server's children are reaped at once)
+                    if worker.pidfd is not None:
+                        signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
+                    else:
+                        os.kill(worker.pid, signal.SIGKILL)
+        if worker.pidfd is not None:
+            os.close(worker.pidfd)
+            worker.pidfd = None
         if worker.reader_task is not None and worker.reader_task is not asyncio.current_task():
             worker.reader_task.cancel()
         if worker.writer is not None:
