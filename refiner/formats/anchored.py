@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.strict import JSON_DECODER
+from refiner.formats.text import common_prefix, common_suffix
 from refiner.formats.xmlvalues import read_value, retype_value
 
 MAX_HITS = 256  # tool-name occurrences examined
@@ -172,7 +172,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     if not found:
         return []
     gaps = [text[e:b] for _, e, b, _, _ in found]
-    opener = _suffix([text[_line_start(text, s) : s] for s, *_ in found])
+    opener = common_suffix(*(text[_line_start(text, s) : s] for s, *_ in found))
     gap, ids = _id_gap(gaps)
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
@@ -191,7 +191,7 @@ def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
     between a prefix and a suffix that hold markup; ``(None, False)`` otherwise."""
     if len(set(gaps)) == 1:
         return gaps[0], False
-    head, tail = _prefix(gaps), _suffix(gaps)
+    head, tail = common_prefix(*gaps), common_suffix(*gaps)
     if any(len(head) + len(tail) > len(g) for g in gaps):
         return None, False
     while _wordy(head[-1:]):  # the id's own start (c_ of c_1, c_2), kept with it
@@ -293,7 +293,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     keep = {c for c, g in gaps.items() if g == gap}
     keys = [k for k in keys if k.call in keep]
     openers = [text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)]
-    opener = _suffix(openers)
+    opener = common_suffix(*openers)
     if len(keys) < 2 or not _markup(opener):
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
@@ -390,13 +390,13 @@ def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | No
     are JSON, when there are fewer than two, or when nothing is left of a value without it."""
     if len(middles) < 2 or all(_is_json(m) for m in middles):
         return None
-    start = _trim_value_start(_prefix(middles))
+    start = _trim_value_start(common_prefix(*middles))
     if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
         return start
     heads = [_ATTRIBUTE.match(m) for m in middles]
     if all(heads) and len({h.group(1) for h in heads}) == 1:
         before = heads[0].group(1)
-        after = _prefix([m[h.end():] for h, m in zip(heads, middles)])
+        after = common_prefix(*(m[h.end():] for h, m in zip(heads, middles)))
         after = after[: max((after.rfind(c) for c in _CLOSERS), default=-1) + 1]
         if after and not any(c.isalnum() or c.isspace() for c in after) and _closes(after, before + context) \
                 and all(len(m) > h.end() + len(after) for h, m in zip(heads, middles)):
@@ -419,11 +419,12 @@ def _after_start(raw: str, start: str | tuple[str, str]) -> str:
 def _shared(texts: list[str], key_suffix: bool = False) -> str:
     """The suffix most of ``texts`` share (or the prefix, less what values start with: ``key_suffix``): of the common
     affixes of consecutive texts, the one the most texts hold (the longer among equals)."""
-    common, trim, holds = (_prefix, _trim_value_start, str.startswith) if key_suffix else (_suffix, str, str.endswith)
-    options = {trim(common(pair)) for pair in itertools.pairwise(texts)}
+    common, trim, holds = ((common_prefix, _trim_value_start, str.startswith) if key_suffix
+                           else (common_suffix, str, str.endswith))
+    options = {trim(common(*pair)) for pair in itertools.pairwise(texts)}
     options.discard("")
     if not options:
-        return trim(common(texts))
+        return trim(common(*texts))
     return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
 
 
@@ -470,16 +471,6 @@ def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
     while pos < limit and (text[pos] in " \t" or text[pos] in also):
         pos += 1
     return pos
-
-
-def _prefix(texts: Sequence[str]) -> str:
-    """The longest text every one of ``texts`` starts with."""
-    return os.path.commonprefix(list(texts))
-
-
-def _suffix(texts: Sequence[str]) -> str:
-    """The longest text every one of ``texts`` ends with."""
-    return os.path.commonprefix([t[::-1] for t in texts])[::-1]
 
 
 _VALUE_CHARS = set("\"'{[-+.")

@@ -18,7 +18,6 @@ most :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` calls are read.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -29,7 +28,7 @@ from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
 from refiner.formats.quoted import MAX_KEY_CHARS, holds_quote, read_quoted, skip_blanks, write_quoted
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.text import skip_ws
+from refiner.formats.text import common_prefix, skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
 
 Record = Any  # refiner.formats.derive.record.Record (its package imports this module): only its fields are read
@@ -434,7 +433,7 @@ def _cores(r: Record) -> dict[str, Any]:
              "value_suffix", "arg_sep", "id_suffix", "opener")
     cores: dict[str, Any] = {k: getattr(r, k).strip() for k in names}
     a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
-    n = len(os.path.commonprefix((a, b)))
+    n = len(common_prefix(a, b))
     cores["typing"] = (a[:n], a[n:], b[n:]) if r.key_suffix_typed else ()
     return cores
 

@@ -14,18 +14,9 @@ from functools import partial
 from typing import Any
 
 from refiner.formats.derive.literals import read_ids, read_json_args, read_json_object, read_pairs
-from refiner.formats.derive.record import (
-    ARGS,
-    CONTENT,
-    IDS,
-    NAMES,
-    REASONING,
-    USER,
-    Record,
-    common_prefix,
-    common_suffix,
-)
+from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, REASONING, USER, Record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, render
+from refiner.formats.text import common_prefix, common_suffix
 
 MARKER_REACH = 32  # the longest part of a marker a cut between renders may fall inside
 
@@ -63,8 +54,8 @@ def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
     renders allow (the place is ambiguous over the characters both hold there); else the middle left when their shared
     prefix (less a ``<`` or ``[`` it ends with, when a marker goes on there) and suffix are cut away."""
-    p_max = common_prefix(base, other)
-    s_all = common_suffix(base, other)
+    p_max = len(common_prefix(base, other))
+    s_all = len(common_suffix(base, other))
     extra = len(other) - len(base)
     if extra > 0 and p_max + s_all >= len(base):
         p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
@@ -72,7 +63,7 @@ def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     while p_max > 0 and other[p_max - 1] in "<[" and p_max < len(other) and not other[p_max].isspace():
         p_max -= 1  # a marker both renders open (``<turn|>``, ``<|tool_call>``) starts the text that differs
     p_max = _marker_start(other, p_max)
-    s = common_suffix(base[p_max:], other[p_max:])
+    s = len(common_suffix(base[p_max:], other[p_max:]))
     return [(p_max, other[p_max: _marker_end(other, len(other) - s, p_max)])]
 
 
@@ -242,7 +233,7 @@ def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: st
     prompt = None if user is None else _or_none(r, asked, add_generation_prompt=True, enable_thinking=True)
     if prompt is None:
         return
-    rec.generation_prompt = prompt[common_prefix(user, prompt):] if prompt.startswith(user) else ""
+    rec.generation_prompt = prompt[len(user):] if prompt.startswith(user) else ""
     rec.derived_from["generation_prompt"] = "the bare prompt with the generation prompt (thinking on) vs without"
     opener = rec.reasoning_start.strip()
     if opener and rec.generation_prompt.rstrip().endswith(opener):

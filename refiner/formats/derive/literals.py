@@ -8,13 +8,12 @@ object per call or all calls in one JSON list (:func:`read_json_object`), or one
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from refiner.formats.anchored import quote_closers
-from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_prefix
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.recorded import write_quoted
-from refiner.formats.text import next_bracket
+from refiner.formats.text import common_prefix, next_bracket
 
 _DECODER = json.JSONDecoder()
 
@@ -190,7 +189,7 @@ def read_json_args(rec: Record, two: str) -> bool:
 
 def _numbered(gap0: str, gap1: str) -> str:
     """What the two calls' texts after the name say when they differ only in the call's place in the turn."""
-    n = common_prefix(gap0, gap1)
+    n = len(common_prefix(gap0, gap1))
     if gap0[n:n + 1] == "0" and gap1[n:n + 1] == "1" and gap0[n + 1:] == gap1[n + 1:]:
         return ": it numbers the calls (0, 1, ...), a counter no spelling holds"
     return ""
@@ -284,8 +283,8 @@ def read_pairs(rec: Record, two: str) -> bool:
         n0, n1 = two.rfind(NAMES[0], 0, a0[0][0]), two.rfind(NAMES[1], 0, a1[0][0])
         lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
     after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
-    vs = _common_prefix(*trails, *after)
-    kp = _common_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
+    vs = _marker_prefix(*trails, *after)
+    kp = _marker_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
     seps = {t[len(vs): len(t) - len(kp)] for t in trails}
     if len(seps) != 1 or any(len(vs) + len(kp) > len(t) for t in trails):
         rec.missing.append(f"arg_sep: the text between arguments varies ({sorted(set(trails))!r})")
@@ -311,11 +310,11 @@ def read_pairs(rec: Record, two: str) -> bool:
     return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)], header)
 
 
-def _common_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
+def _marker_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
     """The longest common prefix of ``texts``, cut back before a marker it ends inside when every text goes on with a
     character that is not a space there (``</p><`` of ``</p><p>`` and ``</p></call>``: the ``<`` opens what comes
     next)."""
-    n, first = len(os.path.commonprefix(list(texts))), texts[0]
+    n, first = len(common_prefix(*texts)), texts[0]
     while n > 0 and first[n - 1] in opens and all(len(t) > n and not t[n].isspace() for t in texts):
         n -= 1
     if all(len(t) > n and not t[n].isspace() for t in texts):  # inside a marker: back to where it opens
@@ -325,11 +324,11 @@ def _common_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
     return first[:n]
 
 
-def _common_suffix(*texts: str) -> str:
-    """The longest common suffix of ``texts``, cut forward after a marker it starts inside (:func:`_common_prefix`
+def _marker_suffix(*texts: str) -> str:
+    """The longest common suffix of ``texts``, cut forward after a marker it starts inside (:func:`_marker_prefix`
     mirrored: ``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the ``>`` closes what came
     before)."""
-    return _common_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
+    return _marker_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
 
 
 def _why_no_pairs(text: str, start: int) -> str:
@@ -349,7 +348,7 @@ def _why_no_pairs(text: str, start: int) -> str:
 def _typing_split(a: str, b: str) -> bool:
     """Whether two key suffixes differ only after a shared start that is not only spaces (``" string="`` of
     ``" string="true">`` and ``" string="false">``): the key ends where they part."""
-    n = common_prefix(a, b)
+    n = len(common_prefix(a, b))
     return bool(a[:n].strip()) and n < len(a) and n < len(b)
 
 
@@ -373,10 +372,10 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
     of the call."""
     (s0, e0), (s1, e1) = spans
     lead, between, tail = two[:s0], two[e0:s1], two[e1:]
-    closer = _common_prefix(between, tail)
+    closer = _marker_prefix(between, tail)
     if header:
         h0, h1 = lead.find(NAMES[0]), between.find(NAMES[1], len(closer))
-        opener = _common_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
+        opener = _marker_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
         k = next((k for k in range(len(opener), 0, -1) if rec.turn_start.endswith(opener[:k])), 0)
         opener = opener[k:]  # the header's end, spelt as the turn header's (``to=user<|message|>``)
         lead, between = lead[:h0] + opener, between[:h1] + opener
@@ -384,7 +383,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
         rec.derived_from["call_header"] = ("two: each call's name is written twice, first in a header ending as the "
                                            "turn's header ends; the call opens after it")
     else:
-        opener = _common_suffix(lead, between[len(closer):])
+        opener = _marker_suffix(lead, between[len(closer):])
     rec.section_start = _less_reasoning(rec, _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True))
     rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
     rec.call_sep = between[len(closer): len(between) - len(opener)]

@@ -14,13 +14,14 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_suffix
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
 from refiner.formats.reasoning import is_markup
 from refiner.formats.recorded import DERIVED_RANK
+from refiner.formats.text import common_suffix
 from refiner.formats.xml_grammar import XmlParams
 from refiner.formats.xml_spelling import XmlSpelling
 
@@ -258,7 +259,7 @@ def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | s
     if not (ss.endswith(IDS[0]) and sep.endswith(IDS[1])) or not id_close.strip():
         return "the call id is written before the name, not right after a call token and before a token of its own"
     ss, sep = ss[: -len(IDS[0])], sep[: -len(IDS[1])]
-    token = _opener(ss[len(ss) - common_suffix(ss, sep) :])
+    token = _opener(common_suffix(ss, sep))
     if not token:
         return "the call id before the name follows no call token the calls share"
     return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
