@@ -68,8 +68,6 @@ class RecordFormat(base.WireFormat):
         return k + len(close) if r.prompt_opens_reasoning or opened or opener not in text[:k] else 0
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        if not isinstance(text, str):
-            raise self.error(f"not a text: {type(text).__name__}")
         calls, stop, _ = self._read(text, None)
         if stop is not None:
             raise self.error(stop.message, stop.position)
@@ -442,9 +440,7 @@ def _raw_ends(record: Record) -> tuple[str, ...]:
 
 
 def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
-    """The format reading and writing ``record`` (not registered); ``source``: where the record comes from."""
-    if not record.complete:
-        raise ValueError(f"an incomplete record: {'; '.join(record.missing) or 'no shape'}")
+    """The format reading and writing a complete ``record`` (not registered); ``source``: where it comes from."""
     reasoning = (record.reasoning_start.strip(), record.reasoning_end.strip())
     first = record.section_start.strip() or record.opener.strip()
     parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,

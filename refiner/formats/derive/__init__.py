@@ -217,7 +217,7 @@ def _from_record(out: Derived, name: str) -> None:
         return
     try:
         fmt = record_format(rec, name, out.where)
-    except (ValueError, base.RenderError) as e:
+    except base.RenderError as e:
         rec.missing.append(f"reader: {e}")
         return
     specs = {s.name: s for s in load_tools(placeholder_tools())}  # (to settle values written as raw text)

@@ -1,6 +1,4 @@
-"""A family's dialect as one record of literals (:class:`Record`), the text the template wrote around the
-placeholders it is rendered with (:mod:`~refiner.formats.derive.diff` fills it).
-"""
+"""A family's dialect as one record of literals (:class:`Record`), filled by :mod:`~refiner.formats.derive.diff`."""
 
 from __future__ import annotations
 

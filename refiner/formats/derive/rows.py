@@ -79,7 +79,7 @@ class RowPlan:
         return make_row(self.grammar, fam, self.spelling, DERIVED_RANK)()
 
     def check(self, fmt: base.WireFormat, rec: Record, notes: list[str]) -> str:
-        """Why the row does not read the template's render back (``""``: it does); what was checked goes to ``notes``."""
+        """Why the row does not read the template's render back (``""``: it does); what was checked: ``notes``."""
         text = rec.sections["two"]
         try:
             got = fmt.parse_strict(text)
