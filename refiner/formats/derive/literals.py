@@ -47,13 +47,19 @@ def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", 
     return min(found, key=lambda f: (f[0], -f[1]), default=None)
 
 
-def _less_reasoning(rec: Record, text: str) -> str:
-    """``text`` (a section's start) less an empty reasoning block the template writes before the calls."""
+def _edges(rec: Record, lead: str, tail: str) -> None:
+    """The section's start and end: ``lead`` and ``tail`` less the turn's header and end at their outer edges (when
+    more than that is left), the start also less an empty reasoning block written before the calls."""
+    start, end = rec.turn_start.strip(), rec.turn_end.strip()
+    if start and lead.strip() != start and lead.strip().startswith(start):
+        lead = lead[lead.find(start) + len(start):]
+    if end and tail.strip() != end and tail.strip().endswith(end):
+        tail = tail[: tail.rfind(end)]
     empty = rec.reasoning_start.strip() + rec.reasoning_end.strip()
-    core = text.lstrip()
+    core = lead.lstrip()
     if empty and empty != rec.reasoning_start.strip() and core.startswith(empty) and core[len(empty):].strip():
-        return core[len(empty):]
-    return text
+        lead = core[len(empty):]
+    rec.section_start, rec.section_end = lead, tail
 
 
 def read_ids(rec: Record, two: str) -> None:
@@ -140,8 +146,7 @@ def read_json_object(rec: Record, two: str) -> bool:
             if k0 and k1 and k0 == k1:
                 rec.shape = "json_list"
                 _set_keys(rec, k0)
-                rec.section_start = _less_reasoning(rec, _less_turn(two[:start], rec.turn_start, True))
-                rec.section_end = _less_turn(two[end:], rec.turn_end, False)
+                _edges(rec, two[:start], two[end:])
                 rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
                 rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
                                         section_end="two: after the list")
@@ -343,20 +348,6 @@ def _typing_split(a: str, b: str) -> bool:
     return bool(a[:n].strip()) and n < len(a) and n < len(b)
 
 
-def _less_turn(text: str, marker: str, start: bool) -> str:
-    """``text`` (a section's start or end) less the turn's ``marker`` (its header or end) at its outer edge, when more
-    than that marker is left."""
-    m = marker.strip()
-    core = text.strip()
-    if not m or core == m:
-        return text
-    if start and core.startswith(m):
-        return text[text.find(m) + len(m):]
-    if not start and core.endswith(m):
-        return text[: text.rfind(m)]
-    return text
-
-
 def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = False) -> bool:
     """Section and call literals from the two calls' cores ``spans`` in ``two``; with ``header``, each call follows
     a header that names it (``to=NAME<|message|>``), no part of the call."""
@@ -374,8 +365,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
                                            "turn's header ends; the call opens after it")
     else:
         opener = _marker_suffix(lead, between[len(closer):])
-    rec.section_start = _less_reasoning(rec, _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True))
-    rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
+    _edges(rec, lead[: len(lead) - len(opener)], tail[len(closer):])
     rec.call_sep = between[len(closer): len(between) - len(opener)]
     cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
     if rec.shape == "json_object":
