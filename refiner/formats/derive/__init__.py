@@ -14,10 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.derive.diff import derive_record, placeholder_tools
-from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, Record
+from refiner.formats.derive.record import CONTENT, IDS, NAMES, Record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import CHECKED, EXPECTED, RowPlan, own_grammar, plan_row
 from refiner.formats.detect import detect_format
@@ -221,15 +220,14 @@ def _from_record(out: Derived, name: str) -> None:
         rec.missing.append(f"reader: {e}")
         return
     specs = {s.name: s for s in load_tools(placeholder_tools())}  # (to settle values written as raw text)
-    for key, which in (("one", (0,)), ("two", (0, 1)), ("check", (1, 2))):
-        expected = [ToolCall(NAMES[i], ARGS[i]) for i in which]
+    for key, expected in (("one", EXPECTED[:1]), ("two", EXPECTED), ("check", CHECKED)):
         try:
             got = fmt.parse_strict(rec.sections[key])
         except base.FormatError as e:
             rec.missing.append(f"check: the record's reader does not read the template's render {key!r}: {e}")
             return
         got = fmt.retype(got, specs)
-        if got != expected:
+        if tuple(got) != expected:
             rec.missing.append(f"check: the record's reader reads the template's render {key!r} as {got!r}")
             return
         out.checks.append(f"the record's reader reads the template's render {key!r} back exactly")
