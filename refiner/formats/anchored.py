@@ -1,28 +1,19 @@
-"""Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names.
+"""Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names
+(:func:`anchored_calls`), with nothing known beforehand:
 
-With tools offered and no format reading a call, :func:`anchored_calls` learns from the text what every call writes
-the same way (nothing is known beforehand: no tag, no token, no layout), and reads the calls it delimits:
-
-- a tool name inside a JSON object (``{"op": "get_weather", "with": {...}}``) whose other key holds an object (or a
-  JSON text of one) of the tool's parameters, every call under the same two keys;
+- a tool name inside a JSON object whose other key holds an object (or JSON text) of the tool's parameters, every
+  call under the same two keys;
 - a tool name followed on its line, after the same markup for every call, by one JSON object of its parameters;
-- otherwise the literals before each tool name, before each of its parameter names (each first whole-token
-  occurrence up to the next name), after each key up to where values differ, and after each value. A value is JSON
-  when it is exactly one, a string between a quote token of two or more characters and its closer
-  (:func:`quote_closers`: ``~"Paris"~``), else text. A call id may stand between the name and the arguments.
+- otherwise the literals before each tool name, before each of its parameter names, after each key and after each
+  value; a value is JSON, a string between a quote token and its closer (:func:`quote_closers`), else text.
 
-Nothing is read unless it is markup: two keys or more share the key literals; the key suffix and the text before each
-tool name hold a character other than a letter, digit or space; every key starts its line or follows such a literal;
-only the tool's own parameters are read. Each call carries the literals learned (``how``). Bounded by
-:data:`MAX_HITS` names examined, one search per part of the text for a tool's parameter names and
-:data:`JSON_BUDGET` characters of JSON decoded.
+Only markup is read: two keys or more share the key literals, which hold a character other than a letter, digit or
+space; only the tool's own parameters are read. Each call carries the literals learned (``how``).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +21,8 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.xmlvalues import read_value, retype_value
+from refiner.formats.text import common_prefix, common_suffix
+from refiner.formats.xmlvalues import JSON_STARTS, read_value, retype_value
 
 MAX_HITS = 256  # tool-name occurrences examined
 MAX_NAMES = 200
@@ -54,15 +46,13 @@ class Found:
 
 
 def _markup(s: str) -> bool:
-    """Whether ``s`` holds a character other than a letter, digit, space or ``_`` (an apostrophe inside a word, as in
-    prose's "you'd", does not count)."""
+    """Whether ``s`` holds a character other than a letter, digit, space, ``_`` or an apostrophe inside a word."""
     return any(not (c.isalnum() or c.isspace() or c == "_") for c in _IN_WORD.sub("", s))
 
 
 _IN_WORD = re.compile(r"(?<=[^\W\d_])['\u2019](?=[^\W\d_])")
 
 
-@functools.lru_cache(maxsize=256)
 def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
     alts = "|".join(re.escape(n) for n in names)
     return re.compile(rf"(?<![\w.\-])(?:{alts})(?![\w\-])")
@@ -71,8 +61,7 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
 def anchored_calls(
     text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
 ) -> tuple[list[Found], list[str]]:
-    """The calls of ``text`` after ``start`` in markup the text itself repeats (see the module doc), outside the
-    ``taken`` spans; ``(calls, notes)``. Never raises on any text."""
+    """``(calls, notes)``: the calls of ``text`` after ``start``, outside the ``taken`` spans. Never raises."""
     notes: list[str] = []
     try:
         names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
@@ -147,8 +136,7 @@ def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> 
 
 
 def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
-    """A tool name, then (on its line, after the same markup for every call) its arguments as one JSON object whose
-    keys are all the tool's parameters."""
+    """A tool name, then (after the same markup for every call) its arguments as one JSON object."""
     budget = JSON_BUDGET
     found = []
     for s, e, name in hits:
@@ -172,7 +160,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     if not found:
         return []
     gaps = [text[e:b] for _, e, b, _, _ in found]
-    opener = _suffix([text[_line_start(text, s) : s] for s, *_ in found])
+    opener = common_suffix(*(text[_line_start(text, s) : s] for s, *_ in found))
     gap, ids = _id_gap(gaps)
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
@@ -186,12 +174,11 @@ _ID = re.compile(r"[\w.:\-]{1,64}")
 
 
 def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
-    """The text every call writes between its name and its arguments: ``(gap, False)`` when it is the same for all;
-    ``(prefix + "ID" + suffix, True)`` when the gaps differ only in one token each (a call id, as in ``NAME @c1 ::``),
-    between a prefix and a suffix that hold markup; ``(None, False)`` otherwise."""
+    """The text every call writes between its name and its arguments: ``(gap, False)``, or ``(prefix + "ID" + suffix,
+    True)`` when the gaps differ only in a call id between markup; ``(None, False)`` otherwise."""
     if len(set(gaps)) == 1:
         return gaps[0], False
-    head, tail = _prefix(gaps), _suffix(gaps)
+    head, tail = common_prefix(*gaps), common_suffix(*gaps)
     if any(len(head) + len(tail) > len(g) for g in gaps):
         return None, False
     while _wordy(head[-1:]):  # the id's own start (c_ of c_1, c_2), kept with it
@@ -203,8 +190,7 @@ def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
 
 
 def quote_closers(q_open: str) -> tuple[str, ...]:
-    """What may close a quote token ``q_open``: the same token, its mirror (``~"`` / ``"~``, ``<<`` / ``>>``), its
-    closing tag (``<q>`` / ``</q>``)."""
+    """What may close a quote token ``q_open``: the same token, its mirror (``<<`` / ``>>``), its closing tag."""
     return tuple(dict.fromkeys((q_open, q_open[::-1].translate(_MIRROR), q_open[:1] + "/" + q_open[1:])))
 
 
@@ -212,8 +198,7 @@ _MIRROR = str.maketrans("<>[](){}«»‹›⟨⟩⟦⟧", "><][)(}{»«›‹⟩
 
 
 def _unquote(raw: str) -> str | None:
-    """The string a value is when it is written between a quote token of two or more characters (``~"Paris"~``,
-    ``<|"|>Paris<|"|>``): the text up to the token that closes it; ``None`` when it is not."""
+    """The string between a quote token of two or more characters (``~"Paris"~``) and its closer, or ``None``."""
     n = 0
     while n < min(len(raw), MAX_QUOTE) and not (_wordy(raw[n]) or raw[n].isspace()):
         n += 1
@@ -293,7 +278,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     keep = {c for c, g in gaps.items() if g == gap}
     keys = [k for k in keys if k.call in keep]
     openers = [text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)]
-    opener = _suffix(openers)
+    opener = common_suffix(*openers)
     if len(keys) < 2 or not _markup(opener):
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
@@ -385,18 +370,17 @@ def _closes(literal: str, context: str) -> bool:
 
 
 def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | None:
-    """What every value starts with and no value is: a literal all values share (``<v>``), or a word between two
-    literals (``"int">``: a per-value attribute), each ending with a bracket the markup opened. None when the values
-    are JSON, when there are fewer than two, or when nothing is left of a value without it."""
+    """What every value starts with and no value is: a shared literal (``<v>``), or a word between two literals (a
+    per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
     if len(middles) < 2 or all(_is_json(m) for m in middles):
         return None
-    start = _trim_value_start(_prefix(middles))
+    start = _trim_value_start(common_prefix(*middles))
     if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
         return start
     heads = [_ATTRIBUTE.match(m) for m in middles]
     if all(heads) and len({h.group(1) for h in heads}) == 1:
         before = heads[0].group(1)
-        after = _prefix([m[h.end():] for h, m in zip(heads, middles)])
+        after = common_prefix(*(m[h.end():] for h, m in zip(heads, middles)))
         after = after[: max((after.rfind(c) for c in _CLOSERS), default=-1) + 1]
         if after and not any(c.isalnum() or c.isspace() for c in after) and _closes(after, before + context) \
                 and all(len(m) > h.end() + len(after) for h, m in zip(heads, middles)):
@@ -417,27 +401,25 @@ def _after_start(raw: str, start: str | tuple[str, str]) -> str:
 
 
 def _shared(texts: list[str], key_suffix: bool = False) -> str:
-    """The suffix most of ``texts`` share (or the prefix, less what values start with: ``key_suffix``): of the common
-    affixes of consecutive texts, the one the most texts hold (the longer among equals)."""
-    common, trim, holds = (_prefix, _trim_value_start, str.startswith) if key_suffix else (_suffix, str, str.endswith)
-    options = {trim(common(pair)) for pair in itertools.pairwise(texts)}
+    """The suffix (``key_suffix``: the prefix, less what values start with) most of ``texts`` share, among the common
+    affixes of consecutive texts."""
+    common, trim, holds = ((common_prefix, _trim_value_start, str.startswith) if key_suffix
+                           else (common_suffix, str, str.endswith))
+    options = {trim(common(*pair)) for pair in itertools.pairwise(texts)}
     options.discard("")
     if not options:
-        return trim(common(texts))
+        return trim(common(*texts))
     return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
 
 
 def _json_head(raw: str) -> tuple[Any, int] | None:
     """The JSON value ``raw`` starts with and where it ends; None when it starts with none."""
-    if raw[:1] in _JSON_STARTS:
+    if raw[:1] in JSON_STARTS:
         try:
             return JSON_DECODER.raw_decode(raw, 0)
         except (ValueError, RecursionError):
             pass
     return None
-
-
-_JSON_STARTS = frozenset('"{[-0123456789tfn')
 
 
 def _is_json(raw: str) -> bool:
@@ -456,8 +438,8 @@ def _wordy(s: str) -> bool:
 
 
 def _last_inline(raw: str) -> str:
-    """The last value of a call written on one line, when no text learned ends values: a JSON value it starts with,
-    else its first word when markup follows it (``3 #END``); else nothing (the value's end is not known)."""
+    """The last value of a call written on one line: a JSON value it starts with, else its first word when markup
+    follows it (``3 #END``); else nothing."""
     head = _json_head(raw)
     if head is not None and not _wordy(raw[head[1] :].strip()):
         return raw[: head[1]]
@@ -472,22 +454,11 @@ def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
     return pos
 
 
-def _prefix(texts: Sequence[str]) -> str:
-    """The longest text every one of ``texts`` starts with."""
-    return os.path.commonprefix(list(texts))
-
-
-def _suffix(texts: Sequence[str]) -> str:
-    """The longest text every one of ``texts`` ends with."""
-    return os.path.commonprefix([t[::-1] for t in texts])[::-1]
-
-
 _VALUE_CHARS = set("\"'{[-+.")
 
 
 def _trim_value_start(s: str) -> str:
-    """A key suffix less what values that happen to start alike share (a quote, a digit, a letter, text after the
-    last closing bracket; a whole value and the line after it, when the values are the same)."""
+    """A key suffix less what values that happen to start alike share."""
     core = len(s) - len(s.lstrip())
     nl = s.find("\n", core)
     if nl > core:
@@ -501,7 +472,7 @@ def _trim_value_start(s: str) -> str:
 
 
 def _trim_value_end(s: str) -> str:
-    """A value end less what values that happen to end alike share (a quote, a digit, a letter, a bracket)."""
+    """A value end less what values that happen to end alike share."""
     while s and (s[0].isalnum() or s[0] in "\"'}]_." or s[0] == " "):
         s = s[1:]
     return s

@@ -1,7 +1,5 @@
-"""One generic reader and writer of tool calls built from a derived :class:`~refiner.formats.derive.record.Record`
-(:func:`record_format`), under the format contract. Nothing here knows a tag: the record holds the literals a family
-writes and how its values are typed. A literal is matched by its text without surrounding blanks (its *core*), after
-any blanks in the text::
+"""The generic reader and writer of tool calls built from a derived :class:`~refiner.formats.derive.record.Record`
+(:func:`record_format`). A literal is matched by its text without surrounding blanks (its *core*), after any blanks::
 
     answer    := prose* [SECTION_START] call (CALL_SEP? call)* [SECTION_END] prose*
     call      := OPENER NAME NAME_SUFFIX [ID ID_SUFFIX] arguments CALL_END     (json_args, pairs)
@@ -9,16 +7,13 @@ any blanks in the text::
     object    := {NAME_KEY: NAME, ARGS_KEY: {...}} | {WRAPPER: {...}, ...}
     arguments := {...} | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*
 
-A value is JSON, a string between the family's quote tokens (:func:`~refiner.formats.quoted.read_quoted`), or the
-raw text up to its terminator read by :func:`refiner.formats.xmlvalues.read_value` and settled by the specs
-(:meth:`RecordFormat.retype`). Literals are searched forward only (:class:`~refiner.formats.xmlvalues.Finder`); at
-most :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` calls are read.
+A value is JSON, a string between quote tokens (:mod:`~refiner.formats.quoted`), or raw text up to its terminator
+(:func:`~refiner.formats.xmlvalues.read_value`, settled by the specs in :meth:`RecordFormat.retype`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -29,7 +24,7 @@ from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
 from refiner.formats.quoted import MAX_KEY_CHARS, holds_quote, read_quoted, skip_blanks, write_quoted
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.text import skip_ws
+from refiner.formats.text import common_prefix, skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
 
 Record = Any  # refiner.formats.derive.record.Record (its package imports this module): only its fields are read
@@ -39,8 +34,7 @@ DERIVED_RANK = 1000  # after every built-in format: detection tries it last
 
 
 class _Stop(Exception):
-    """Reading one call failed: ``message`` at ``position``; ``cut``: the text ended inside it, after ``partial`` (the
-    call read so far) when it is known."""
+    """Reading one call failed: ``message`` at ``position``; ``cut``: the text ended inside it, after ``partial``."""
 
     def __init__(self, message: str, position: int, cut: bool = False, partial: ToolCall | None = None) -> None:
         super().__init__(message)
@@ -64,8 +58,7 @@ class RecordFormat(base.WireFormat):
     # ---- reading --------------------------------------------------------------------------------------------
 
     def _start(self, text: str) -> int:
-        """Where the answer starts: after the family's reasoning block (or its closer alone, when the generation
-        prompt opened the block)."""
+        """Where the answer starts: after the family's reasoning block (or its closer alone)."""
         r = self.record
         close, opener = r.reasoning_end.strip(), r.reasoning_start.strip()
         k = text.find(close) if close else -1
@@ -75,8 +68,6 @@ class RecordFormat(base.WireFormat):
         return k + len(close) if r.prompt_opens_reasoning or opened or opener not in text[:k] else 0
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        if not isinstance(text, str):
-            raise self.error(f"not a text: {type(text).__name__}")
         calls, stop, _ = self._read(text, None)
         if stop is not None:
             raise self.error(stop.message, stop.position)
@@ -91,8 +82,7 @@ class RecordFormat(base.WireFormat):
             out.mark_cut(*cut)
 
     def _read(self, text: str, out: base.Lenient | None):
-        """``(calls, the _Stop that ended a strict reading, the cut call)``: strictly without ``out``, else leniently,
-        noting what was passed over in ``out``."""
+        """``(calls, the _Stop that ended a strict reading, the cut call)``; leniently with ``out``."""
         strict = out is None
         c = self._c
         find = Finder(text)
@@ -125,7 +115,6 @@ class RecordFormat(base.WireFormat):
                 failed += 1
                 if failed <= base.MAX_NOTES:
                     out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
-                # the next call is looked for after where this one failed: no part of the text is read twice
                 nxt = find.next(c["opener"], max(pos + 1, e.position)) if c["opener"] else -1
                 if nxt < 0 or (c["section_end"] and 0 <= find.next(c["section_end"], pos) < nxt):
                     break
@@ -277,8 +266,7 @@ class RecordFormat(base.WireFormat):
                     pos = q + len(c["arg_sep"])
 
     def _key(self, text: str, p: int, find: Finder, name: str) -> tuple[str, int, bool]:
-        """The key at ``p``, where its value starts, and whether a typing attribute says the value is not a
-        string."""
+        """The key at ``p``, where its value starts, and whether a typing attribute says it is not a string."""
         c = self._c
         typed = False
         if c["typing"]:  # a typing attribute: the key ends where the two suffixes part, and the rest says which
@@ -327,9 +315,8 @@ class RecordFormat(base.WireFormat):
         return read_value(raw, r.literals == "python"), after
 
     def _raw_end(self, text: str, p: int, find: Finder) -> int:
-        """Where a value written as raw text with no value suffix of its own ends: at the first of its terminators
-        (:func:`_raw_ends`); one that starts with a line break matches a line break, then any spaces, then its core
-        (an indented layout reads as the template's); -1 when none follows."""
+        """Where a raw value with no value suffix ends: at the first of :func:`_raw_ends` (one starting with a line
+        break matches a line break, any spaces, then its core); -1 when none follows."""
         best = -1
         for lit in self._raw_ends:
             if not lit.startswith("\n"):
@@ -340,7 +327,6 @@ class RecordFormat(base.WireFormat):
                     after = skip_blanks(text, hit)
                     if text.startswith(core, after):
                         break
-                    # (every line break in the run of spaces just skipped leads to the same place)
                     hit = text.find("\n", after, best if best >= 0 else len(text))
             if hit >= 0 and (best < 0 or hit < best):
                 best = hit
@@ -428,20 +414,20 @@ def _cut_inside(text: str, p: int, lit: str) -> bool:
 
 
 def _cores(r: Record) -> dict[str, Any]:
-    """The record's literals without surrounding blanks; ``typing``: the key suffix's common head, then its rest for a
-    string and for a typed value, when the record types values by a key attribute."""
+    """The record's literals without surrounding blanks; ``typing``: the key suffixes' common head, then the rest of
+    each (string, typed), when a key attribute types values."""
     names = ("section_start", "section_end", "call_end", "call_sep", "name_suffix", "key_prefix", "key_suffix",
              "value_suffix", "arg_sep", "id_suffix", "opener")
     cores: dict[str, Any] = {k: getattr(r, k).strip() for k in names}
     a, b = r.key_suffix.strip(), r.key_suffix_typed.strip()
-    n = len(os.path.commonprefix((a, b)))
+    n = len(common_prefix(a, b))
     cores["typing"] = (a[:n], a[n:], b[n:]) if r.key_suffix_typed else ()
     return cores
 
 
 def _raw_ends(record: Record) -> tuple[str, ...]:
-    """What ends a value written as raw text when the record has no value suffix of its own: the next argument's
-    opening, the call's closing (each with the line break it starts with, when it starts with one)."""
+    """What ends a raw value when the record has no value suffix: the next argument's opening or the call's closing
+    (each with its leading line break)."""
     out = []
     for lit in (record.value_suffix + record.arg_sep + record.key_prefix, record.value_suffix + record.call_end):
         core = lit.strip()
@@ -454,10 +440,7 @@ def _raw_ends(record: Record) -> tuple[str, ...]:
 
 
 def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
-    """The format reading and writing ``record`` (not registered), named ``name``; ``source``: where the record comes
-    from (the docs table, ``formats derive``)."""
-    if not record.complete:
-        raise ValueError(f"an incomplete record: {'; '.join(record.missing) or 'no shape'}")
+    """The format reading and writing a complete ``record`` (not registered); ``source``: where it comes from."""
     reasoning = (record.reasoning_start.strip(), record.reasoning_end.strip())
     first = record.section_start.strip() or record.opener.strip()
     parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,

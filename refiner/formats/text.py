@@ -4,12 +4,14 @@ spans, whitespace, JSON writing. No format-specific knowledge here, and nothing 
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
 from refiner.formats.reasoning import reasoning_offset
 
-__all__ = ["dumps", "find_all_tagged", "next_bracket", "reasoning_offset", "skip_ws", "strip_reasoning"]
+__all__ = ["common_prefix", "common_suffix", "dumps", "find_all_tagged", "next_bracket", "reasoning_offset", "skip_ws",
+           "strip_reasoning"]
 
 
 def strip_reasoning(text: str) -> str:
@@ -50,3 +52,13 @@ def next_bracket(text: str, pos: int) -> int:
     """The position of the first ``{`` or ``[`` at or after ``pos``, or -1 (one scan, however far the other one is)."""
     m = _BRACKET.search(text, pos)
     return -1 if m is None else m.start()
+
+
+def common_prefix(*texts: str) -> str:
+    """The longest text every one of ``texts`` starts with."""
+    return os.path.commonprefix(texts)
+
+
+def common_suffix(*texts: str) -> str:
+    """The longest text every one of ``texts`` ends with."""
+    return os.path.commonprefix([t[::-1] for t in texts])[::-1]

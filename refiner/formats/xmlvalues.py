@@ -26,7 +26,7 @@ from refiner.formats.text import dumps, skip_ws
 _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 _JSON_LITERALS = frozenset(("true", "false"))
 _BOOLEANS = {"true": True, "True": True, "false": False, "False": False}
-_JSON_STARTS = frozenset('{["-0123456789tfn')
+JSON_STARTS = frozenset('{["-0123456789tfn')  # the characters a JSON value may start with
 
 
 def read_value(text: str, python_literals: bool = False, tags: tuple[str, ...] = ()) -> Any:
@@ -42,7 +42,7 @@ _TEXT = object()  # _typed's answer for a text that stands for itself
 
 def _typed(text: str, python_literals: bool) -> Any:
     """The non-text value ``text`` is the exact rendering of, or ``_TEXT``."""
-    if text[0] in _JSON_STARTS:
+    if text[0] in JSON_STARTS:
         if python_literals and text in _JSON_LITERALS:
             return _TEXT
         try:

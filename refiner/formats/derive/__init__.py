@@ -1,9 +1,7 @@
-"""A model family's dialect read from its chat template: render known calls, diff, keep one record of what the
-family writes (:mod:`~refiner.formats.derive.diff`, with no assumption about tag names, token spellings or line
-layout, and with what could not be derived and why), and read it with a grammar's row the record maps onto
-(:mod:`~refiner.formats.derive.rows`: it must read the template's own render of the placeholder calls back as those
-calls) or with the generic reader of the record (:mod:`refiner.formats.recorded`, for a family no grammar row holds
-and no built-in format reads). Anything else is *special*, with why. :func:`install` names the format to use.
+"""A model family's dialect read from its chat template: the record of what it writes
+(:mod:`~refiner.formats.derive.diff`), read by the grammar row it maps onto (:mod:`~refiner.formats.derive.rows`) or
+by the record's generic reader (:mod:`refiner.formats.recorded`); else *special*, with why. :func:`install` names the
+format to use.
 """
 
 from __future__ import annotations
@@ -16,18 +14,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.derive.diff import derive_record, placeholder_tools
-from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, Record
+from refiner.formats.derive.record import CONTENT, IDS, NAMES, Record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, compile_template, load_template
 from refiner.formats.derive.rows import CHECKED, EXPECTED, RowPlan, own_grammar, plan_row
 from refiner.formats.detect import detect_format
 from refiner.formats.recorded import record_format
 from refiner.specs import load_tools
 
-# The assistant turn's text in the renders: empty, then some, then none at all (a template may write calls only when
-# the content is None, or refuse a turn with no text).
+# The assistant turn's text in the renders: empty, then some, then none at all.
 CONTENTS = ("", CONTENT, None)
 __all__ = ["Derived", "Record", "TemplateFailure", "derive", "derive_template", "dialect_for", "install"]
 log = logging.getLogger(__name__)
@@ -35,11 +31,9 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Derived:
-    """What derivation found: the ``record`` of the family's literals; ``fmt``, the derived row (a format instance,
-    not registered) or the generic reader of the record (``from_record``), or ``None`` when the family is ``special``
-    (``why`` says why); ``same_as`` names a built-in row with the same grammar and spelling; ``read_by`` the
-    built-in formats that read the template's render of the placeholder calls back exactly, ``writes_as`` those that
-    also write them as the template does."""
+    """What derivation found: ``fmt``, the derived row or record reader (``from_record``), ``None`` when ``special``
+    (``why``); ``same_as``, a built-in row spelt the same; ``read_by`` / ``writes_as``, the built-in formats that read
+    the template's render of the placeholder calls back exactly / and also write it as the template does."""
 
     where: str
     sha256: str
@@ -86,7 +80,7 @@ class Derived:
 
 
 def _grammar_name(fmt: base.WireFormat) -> str:
-    """The grammar a built-in row is a row of (a catalog row's class is its grammar's subclass named after it)."""
+    """The grammar a built-in row is a row of."""
     cls = type(fmt)
     return cls.__mro__[1].__name__ if cls.__name__.endswith(f"_{fmt.name}") else cls.__name__
 
@@ -96,7 +90,7 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
     name = name or f"derived_{sha[:10]}"
     compiled = compile_template(template)
     tried, failures = [], []
-    for content in CONTENTS:  # a template may end a turn with text differently from one without (Seed-OSS)
+    for content in CONTENTS:
         try:
             rec = derive_record(template, compiled, content)
         except TemplateFailure as e:
@@ -121,20 +115,19 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
 
 
 def _own_grammar(out: Derived) -> None:
-    """The built-in row of a grammar no record maps onto (:func:`~refiner.formats.derive.rows.own_grammar`) that
-    writes the template's renders of both pairs of placeholder calls exactly as the template does and reads them
-    back: the derived dialect is that row (a call index after the name, say, which no record holds)."""
+    """The dialect is the built-in row of a grammar no record maps onto that writes the template's renders of both
+    pairs of placeholder calls exactly and reads them back."""
     rec = out.record
-    pairs = [(rec.sections.get("two"), list(EXPECTED)), (rec.sections.get("check"), list(CHECKED))]
-    if any(text is None or NAMES[1] not in text for text, _ in pairs):
+    two, check = rec.sections.get("two"), rec.sections.get("check")
+    if two is None or check is None or NAMES[1] not in two or NAMES[1] not in check:
         return
     spaced = []  # rows that write the renders but for whitespace
     for fmt in base.by_rank():
-        if not own_grammar(fmt) or fmt.name not in out.read_by:
+        if not own_grammar(fmt) or fmt.name not in out.read_by:  # (read_by: it reads ``two`` back)
             continue
         try:
-            written = [(fmt.render(calls), text) for text, calls in pairs]
-            if not all(fmt.parse_strict(text) == calls for text, calls in pairs):
+            written = [(fmt.render(list(EXPECTED)), two), (fmt.render(list(CHECKED)), check)]
+            if fmt.parse_strict(check) != list(CHECKED):
                 continue
         except (base.RenderError, base.FormatError):
             continue
@@ -154,16 +147,14 @@ def _own_grammar(out: Derived) -> None:
 
 
 def _one_call(rec: Record) -> str | None:
-    """The render of one call, when the template writes one call per turn (it refuses two, or writes only the
-    first)."""
+    """The render of one call, when the template writes one call per turn."""
     text, two = rec.sections.get("one"), rec.sections.get("two")
     return text if text is not None and NAMES[0] in text and NAMES[1] not in (two or "") else None
 
 
 def _one_call_row(out: Derived) -> None:
-    """For a template that writes one call per turn: the first built-in row, in rank order, that writes the
-    template's render of one call exactly (or followed by what the row writes between calls: a message's end) and
-    reads it back is the derived dialect; what separates calls is then the row's."""
+    """For a template that writes one call per turn: the dialect is the first built-in row that writes its render of
+    one call (alone or followed by what the row writes between calls) and reads it back."""
     text = _one_call(out.record)
     if text is None:
         return
@@ -208,8 +199,7 @@ def _with_row(out: Derived, name: str) -> Derived:
 
 
 def _less_ids(rec: Record, text: str) -> str:
-    """``text`` without the call ids a row may read and write none of: written between the name and the arguments
-    (``[CALL_ID]callq0000[ARGS]`` becomes ``[ARGS]``), or as a key of the call object (``, "id": "callq0000"``)."""
+    """``text`` without the call ids written after the name or as a key of the call object."""
     for call_id in IDS:
         if rec.id_position == "json_key" and rec.id_key:
             key, value = re.escape(json.dumps(rec.id_key)), re.escape(json.dumps(call_id))
@@ -220,26 +210,24 @@ def _less_ids(rec: Record, text: str) -> str:
 
 
 def _from_record(out: Derived, name: str) -> None:
-    """For a family no grammar row holds and no built-in format reads: the generic reader of its record, when the
-    record is complete and reads the template's own renders of the placeholder calls back exactly."""
+    """The record's generic reader, when the record is complete and reads the template's renders back exactly."""
     rec = out.record
     if not rec.complete:
         return
     try:
         fmt = record_format(rec, name, out.where)
-    except (ValueError, base.RenderError) as e:
+    except base.RenderError as e:
         rec.missing.append(f"reader: {e}")
         return
     specs = {s.name: s for s in load_tools(placeholder_tools())}  # (to settle values written as raw text)
-    for key, which in (("one", (0,)), ("two", (0, 1)), ("check", (1, 2))):
-        expected = [ToolCall(NAMES[i], ARGS[i]) for i in which]
+    for key, expected in (("one", EXPECTED[:1]), ("two", EXPECTED), ("check", CHECKED)):
         try:
             got = fmt.parse_strict(rec.sections[key])
         except base.FormatError as e:
             rec.missing.append(f"check: the record's reader does not read the template's render {key!r}: {e}")
             return
         got = fmt.retype(got, specs)
-        if got != expected:
+        if tuple(got) != expected:
             rec.missing.append(f"check: the record's reader reads the template's render {key!r} as {got!r}")
             return
         out.checks.append(f"the record's reader reads the template's render {key!r} back exactly")
@@ -247,11 +235,10 @@ def _from_record(out: Derived, name: str) -> None:
 
 
 def _read_by(rec: Record) -> tuple[list[str], list[str]]:
-    """The built-in formats that read the template's render of the placeholder calls back exactly (hand-written
-    modules included; the one the render's own markers name first), and those of them that also write the calls as
-    the template does (whitespace aside)."""
+    """The built-in formats that read the template's render of the placeholder calls back exactly (the detected one
+    first), and those of them that also write it as the template does (whitespace aside)."""
     text, calls = rec.sections.get("two", ""), EXPECTED
-    if NAMES[1] not in text:  # a template that writes one call per turn: its render of one call
+    if NAMES[1] not in text:
         text, calls = _one_call(rec) or "", EXPECTED[:1]
     if NAMES[0] not in text:
         return [], []
@@ -262,7 +249,7 @@ def _read_by(rec: Record) -> tuple[list[str], list[str]]:
                 found.append(fmt.name)
         except base.FormatError:
             continue
-    detected = detect_format(text)  # the format the text's own markers name goes first
+    detected = detect_format(text)
     found.sort(key=lambda n: n != detected)
     squeezed, writes = "".join(text.split()), []
     for name in found:
@@ -275,16 +262,14 @@ def _read_by(rec: Record) -> tuple[list[str], list[str]]:
 
 
 def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:
-    """Derives the dialect of the chat template at ``path`` (or one already loaded); raises :class:`TemplateFailure`
-    (naming the file) when the template cannot be read, compiled or rendered. ``name``: the derived row's name
-    (default ``derived_<sha256 prefix>``)."""
+    """The dialect of the chat template at ``path`` (or one loaded); raises :class:`TemplateFailure` when it cannot be
+    read, compiled or rendered."""
     return derive_template(path if isinstance(path, ChatTemplate) else load_template(path), name)
 
 
 def dialect_for(path: str | Path | ChatTemplate) -> str | None:
-    """The registry name that reads and writes the dialect of the chat template at ``path`` (or one already loaded,
-    as the vLLM plugin holds it) (:func:`install`), or ``None`` (detection) when it cannot be derived: never raises;
-    a template that fails to load or render, or whose family nothing reads, is one log line."""
+    """The registry name for the dialect of the chat template at ``path`` (:func:`install`), or ``None`` (detection,
+    one log line) when it cannot be derived. Never raises."""
     try:
         return install(derive(path))
     except (TemplateFailure, ValueError) as e:
@@ -294,16 +279,13 @@ def dialect_for(path: str | Path | ChatTemplate) -> str | None:
 
 
 def install(derived: Derived) -> str:
-    """The registry name that reads and writes the derived dialect: the built-in row with the same spelling, else a
-    built-in format that reads and writes the template's calls as it does (``writes_as``: a hand-written module,
-    with its own repairs), else the derived row or record reader, registered under its name (once; registering it
-    again is a no-op); for a special family, the first built-in format that reads the template's calls back
-    (``read_by``). Raises ``ValueError`` for a special family no format reads, or a name already registered with
-    another spelling or record."""
+    """The registry name for the derived dialect: ``same_as``, else ``writes_as[0]``, else the derived format,
+    registered once under its name; for a special family, ``read_by[0]``. Raises ``ValueError`` when no format reads
+    it, or its name is registered with another spelling or record."""
     if derived.special and not derived.read_by:
         raise ValueError(f"{derived.where}: no row derived ({derived.why}), and no built-in format reads the "
                          "template's calls")
-    if derived.special or derived.same_as or derived.writes_as:  # (none of them for a record reader)
+    if derived.special or derived.same_as or derived.writes_as:
         return derived.same_as or (derived.writes_as or derived.read_by)[0]
     name = derived.fmt.name
     if name in base.names():

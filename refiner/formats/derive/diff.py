@@ -1,8 +1,6 @@
-"""A family's record of literals (:class:`~refiner.formats.derive.record.Record`), read from its chat template by
-diffing renders of conversations that differ in one thing at a time (no call, one call, two calls, two other calls
-to check, reasoning, the bare prompt with and without the generation prompt). Nothing here knows a tag, a token or a
-line layout: every literal is the text the template itself wrote around the placeholders (the call literals:
-:mod:`~refiner.formats.derive.literals`).
+"""A family's record of literals (:class:`~refiner.formats.derive.record.Record`), read by diffing renders of
+conversations that differ in one thing at a time. Every literal is the text the template wrote around the
+placeholders (the call literals: :mod:`~refiner.formats.derive.literals`).
 """
 
 from __future__ import annotations
@@ -14,18 +12,9 @@ from functools import partial
 from typing import Any
 
 from refiner.formats.derive.literals import read_ids, read_json_args, read_json_object, read_pairs
-from refiner.formats.derive.record import (
-    ARGS,
-    CONTENT,
-    IDS,
-    NAMES,
-    REASONING,
-    USER,
-    Record,
-    common_prefix,
-    common_suffix,
-)
+from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, REASONING, USER, Record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, render
+from refiner.formats.text import common_prefix, common_suffix
 
 MARKER_REACH = 32  # the longest part of a marker a cut between renders may fall inside
 
@@ -61,10 +50,9 @@ def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str |
 
 def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
-    renders allow (the place is ambiguous over the characters both hold there); else the middle left when their shared
-    prefix (less a ``<`` or ``[`` it ends with, when a marker goes on there) and suffix are cut away."""
-    p_max = common_prefix(base, other)
-    s_all = common_suffix(base, other)
+    renders allow; else the middle left when their shared prefix and suffix are cut away (not inside a marker)."""
+    p_max = len(common_prefix(base, other))
+    s_all = len(common_suffix(base, other))
     extra = len(other) - len(base)
     if extra > 0 and p_max + s_all >= len(base):
         p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
@@ -72,13 +60,12 @@ def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     while p_max > 0 and other[p_max - 1] in "<[" and p_max < len(other) and not other[p_max].isspace():
         p_max -= 1  # a marker both renders open (``<turn|>``, ``<|tool_call>``) starts the text that differs
     p_max = _marker_start(other, p_max)
-    s = common_suffix(base[p_max:], other[p_max:])
+    s = len(common_suffix(base[p_max:], other[p_max:]))
     return [(p_max, other[p_max: _marker_end(other, len(other) - s, p_max)])]
 
 
 def _marker_start(text: str, i: int) -> int:
-    """``i``, or where the marker opens when ``i`` falls inside one (``<|START_`` shared by ``<|START_ACTION|>`` and
-    ``<|START_RESPONSE|>``): the ``<`` or ``[`` before it with no space, ``>`` or ``]`` between."""
+    """``i``, or where the marker opens when ``i`` falls inside one (``<|START_`` of ``<|START_ACTION|>``)."""
     j = max(text.rfind("<", max(0, i - MARKER_REACH), i), text.rfind("[", max(0, i - MARKER_REACH), i))
     if j < 0 or i >= len(text) or text[i].isspace():
         return i
@@ -87,8 +74,7 @@ def _marker_start(text: str, i: int) -> int:
 
 
 def _marker_end(text: str, i: int, floor: int) -> int:
-    """``i``, or where the marker closes when ``i`` falls inside one (``|>`` shared by ``<|END_ACTION|>`` and
-    ``<|END_RESPONSE|>``): past the ``>`` or ``]`` after it with no space, ``<`` or ``[`` between."""
+    """``i``, or past where the marker closes when ``i`` falls inside one (``|>`` of ``<|END_ACTION|>``)."""
     if i <= floor or text[i - 1].isspace():
         return i
     ends = [k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0]
@@ -106,9 +92,8 @@ def _marker_end(text: str, i: int, floor: int) -> int:
 
 def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
     """What ``other`` adds to ``base``. Where the place is ambiguous, the same two renders with assistant text
-    (``base_c``, ``other_c``) narrow it (the text before the calls then differs); among the places left, the latest
-    that follows a space, else the earliest where a ``<`` or ``[`` follows a ``>`` or ``]``, else the earliest (a cut
-    never falls inside a run of non-space characters or a marker when it can help it)."""
+    (``base_c``, ``other_c``) narrow it; among the places left, the latest that follows a space, else the earliest
+    where a marker opens right after one closes, else the earliest."""
     cands = _candidates(base, other)
     if base_c is not None and other_c is not None:
         alt = {t for _, t in _candidates(base_c, other_c)}
@@ -127,10 +112,8 @@ Renders = Callable[..., str]  # one render of messages (with extra context) thro
 
 
 def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "") -> Record:
-    """The record of ``template``'s dialect (``compiled``: :func:`~refiner.formats.derive.render.compile_template`'s;
-    at most fourteen renders), the assistant turn's text being ``content`` (``None``: no text at all; the same renders
-    with another text settle where a section starts); raises :class:`TemplateFailure` when the template fails to
-    render a conversation with no call."""
+    """The record of ``template``'s dialect, the assistant turn's text being ``content`` (``None``: no text at all);
+    raises :class:`TemplateFailure` when the template fails to render a conversation with no call."""
     r = partial(render, compiled, template, tools=placeholder_tools())
     rec = Record()
     alt = CONTENT if not content else ""
@@ -199,9 +182,8 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
 
 
 def _turn_end_for_calls(rec: Record, two: str, full: str) -> None:
-    """A section end with no section start that the template writes in place of the turn's end in a turn with calls
-    (``<|eom_id|>`` for ``<|eot_id|>``): the turn's end, not the section's (``two``: the section of two calls,
-    ``full``: its render)."""
+    """A section end with no section start written in place of the turn's end in a turn with calls (``<|eom_id|>``
+    for ``<|eot_id|>``) is the turn's end, not the section's (``full``: the render of ``two``)."""
     end, turn_end = rec.section_end.strip(), rec.turn_end.strip()
     if not end or rec.section_start.strip() or not turn_end or end == turn_end or not two.endswith(rec.section_end):
         return
@@ -220,8 +202,8 @@ def _or_none(r: Renders, messages: list[dict], **extra: Any) -> str | None:
 
 
 def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: str | None) -> None:
-    """Reasoning of a past turn against the same turn without it, both with no text (with ``content`` when the
-    template refuses a turn with no text); the generation prompt, against the user's turn alone (``user``)."""
+    """Reasoning of a past turn against the same turn without it; the generation prompt, against the user's turn
+    alone (``user``)."""
     bare = none if not content else _or_none(r, _turn(None))
     if bare is None:
         bare = none
@@ -242,7 +224,7 @@ def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: st
     prompt = None if user is None else _or_none(r, asked, add_generation_prompt=True, enable_thinking=True)
     if prompt is None:
         return
-    rec.generation_prompt = prompt[common_prefix(user, prompt):] if prompt.startswith(user) else ""
+    rec.generation_prompt = prompt[len(user):] if prompt.startswith(user) else ""
     rec.derived_from["generation_prompt"] = "the bare prompt with the generation prompt (thinking on) vs without"
     opener = rec.reasoning_start.strip()
     if opener and rec.generation_prompt.rstrip().endswith(opener):
@@ -254,9 +236,8 @@ _TOKEN = re.compile(r"<[^<>]+>|\[[^\[\]]+\]|[^<\[]+")
 
 
 def _reasoning_with_calls(rec: Record, r: Renders, none: str, messages: list[dict]) -> None:
-    """Reasoning the template writes only in a turn with calls, inside what the calls add (Command R7B's
-    ``<|START_THINKING|>...<|END_THINKING|>`` before its action): the marker right before the reasoning text and
-    the one right after it, when the one-call render with reasoning is the one without plus that text."""
+    """Reasoning the template writes only in a turn with calls (Command R7B's ``<|START_THINKING|>``): the markers
+    right around the reasoning text, when the one-call render with reasoning is the one without plus that text."""
     full = _or_none(r, messages)
     before, found, after = ("", "", "") if full is None else inserted(none, full).partition(REASONING)
     if not found or before + after != rec.sections.get("one"):
@@ -271,9 +252,8 @@ def _reasoning_with_calls(rec: Record, r: Renders, none: str, messages: list[dic
 
 
 def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
-    """The sections with the markers of an empty one put back, when the template writes the section's markers in a
-    turn with no call (``empty``: what that turn adds to the user's turn) and the calls between them: what the calls
-    add then lacks those markers. Returns the section of two calls."""
+    """The sections with the markers of an empty one put back, when a turn with no call writes them (``empty``: what
+    that turn adds to the user's turn) and the calls go between them. Returns the section of two calls."""
     sections = rec.sections
     inner = empty.removeprefix(rec.turn_start).removesuffix(rec.turn_end)
     if not inner.strip() or NAMES[0] in inner:

@@ -1,20 +1,18 @@
 """The call literals of a family's record (:class:`~refiner.formats.derive.record.Record`), read from the section of
-two calls its template wrote: the arguments as one JSON object after the name (:func:`read_json_args`), a JSON
-object per call or all calls in one JSON list (:func:`read_json_object`), or one element per argument
-(:func:`read_pairs`); what precedes, separates and follows the two calls' cores gives the section and call literals
-(:func:`_frame`).
+two calls its template wrote: JSON arguments after the name (:func:`read_json_args`), JSON call objects
+(:func:`read_json_object`) or one element per argument (:func:`read_pairs`); then the section and call literals
+around the two calls (:func:`_frame`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from refiner.formats.anchored import quote_closers
-from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_prefix
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.recorded import write_quoted
-from refiner.formats.text import next_bracket
+from refiner.formats.text import common_prefix, next_bracket
 
 _DECODER = json.JSONDecoder()
 
@@ -34,9 +32,8 @@ def json_values(text: str) -> list[tuple[int, int, Any]]:
 
 
 def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", "")) -> tuple[int, int, str] | None:
-    """The earliest spelling of ``value`` at or after ``start``: ``(start, end, style)``, style ``raw``, ``json``,
-    ``python`` (a string between Python's quotes: ``'vq text one'``) or ``quoted``; among spellings at one place,
-    the longest."""
+    """The earliest (then longest) spelling of ``value`` at or after ``start``: ``(start, end, style)``, style ``raw``,
+    ``json``, ``python`` or ``quoted``."""
     spellings = [(json.dumps(value, ensure_ascii=False), "json")]
     if quote[0] and isinstance(value, (str, list, dict)):
         spellings.append((write_quoted(value, *quote), "quoted"))
@@ -50,13 +47,19 @@ def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", 
     return min(found, key=lambda f: (f[0], -f[1]), default=None)
 
 
-def _less_reasoning(rec: Record, text: str) -> str:
-    """``text`` (a section's start) less an empty reasoning block the template writes before the calls."""
+def _edges(rec: Record, lead: str, tail: str) -> None:
+    """The section's start and end: ``lead`` and ``tail`` less the turn's header and end at their outer edges (when
+    more than that is left), the start also less an empty reasoning block written before the calls."""
+    start, end = rec.turn_start.strip(), rec.turn_end.strip()
+    if start and lead.strip() != start and lead.strip().startswith(start):
+        lead = lead[lead.find(start) + len(start):]
+    if end and tail.strip() != end and tail.strip().endswith(end):
+        tail = tail[: tail.rfind(end)]
     empty = rec.reasoning_start.strip() + rec.reasoning_end.strip()
-    core = text.lstrip()
+    core = lead.lstrip()
     if empty and empty != rec.reasoning_start.strip() and core.startswith(empty) and core[len(empty):].strip():
-        return core[len(empty):]
-    return text
+        lead = core[len(empty):]
+    rec.section_start, rec.section_end = lead, tail
 
 
 def read_ids(rec: Record, two: str) -> None:
@@ -69,8 +72,8 @@ def read_ids(rec: Record, two: str) -> None:
 
 
 def _split_id(rec: Record, gaps: tuple[str, str]) -> str | None:
-    """The text after the name when the call id is written in it (``gaps``: what follows each of two names up to
-    its arguments): the part before the id, the part after it going to ``id_suffix``; ``None`` when it is not."""
+    """The part of the text after the name (``gaps``, per call) before the call id written in it (the part after it
+    goes to ``id_suffix``); ``None`` when no id is written there."""
     if not all(i in g for g, i in zip(gaps, IDS)):
         return None
     before, _, after = gaps[0].partition(IDS[0])
@@ -83,8 +86,7 @@ def _split_id(rec: Record, gaps: tuple[str, str]) -> str | None:
 
 
 def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | None:
-    """The keys of call ``i`` written as one JSON object (``name_key``, ``args_key``, ``args_as_text``, ``id_key``,
-    and ``wrapper``, ``wrapper_fields`` when the call object sits under a key of an outer object)."""
+    """The record's keys of call ``i`` written as one JSON object (``None``: it is not)."""
     if not isinstance(value, dict):
         return None
     if not wrapped and len(value) == 1 and value.get(NAMES[i]) == ARGS[i]:
@@ -118,8 +120,7 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
 
 
 def _is_id(value: Any, i: int) -> bool:
-    """Whether ``value`` is call ``i``'s id: the id given, or one the template numbers itself (the call's place in
-    the turn: ``"0"``, ``"1"``)."""
+    """Whether ``value`` is call ``i``'s id: the id given, or the call's place in the turn."""
     return value == IDS[i] or (type(value) in (int, str) and str(value) == str(i))
 
 
@@ -145,8 +146,7 @@ def read_json_object(rec: Record, two: str) -> bool:
             if k0 and k1 and k0 == k1:
                 rec.shape = "json_list"
                 _set_keys(rec, k0)
-                rec.section_start = _less_reasoning(rec, _less_turn(two[:start], rec.turn_start, True))
-                rec.section_end = _less_turn(two[end:], rec.turn_end, False)
+                _edges(rec, two[:start], two[end:])
                 rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
                 rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
                                         section_end="two: after the list")
@@ -189,8 +189,8 @@ def read_json_args(rec: Record, two: str) -> bool:
 
 
 def _numbered(gap0: str, gap1: str) -> str:
-    """What the two calls' texts after the name say when they differ only in the call's place in the turn."""
-    n = common_prefix(gap0, gap1)
+    """Why the texts after the names differ, when only in the call's place in the turn."""
+    n = len(common_prefix(gap0, gap1))
     if gap0[n:n + 1] == "0" and gap1[n:n + 1] == "1" and gap0[n + 1:] == gap1[n + 1:]:
         return ": it numbers the calls (0, 1, ...), a counter no spelling holds"
     return ""
@@ -198,7 +198,7 @@ def _numbered(gap0: str, gap1: str) -> str:
 
 def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
     """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``, in the
-    order the template writes them (some sort the keys)."""
+    order written."""
     at = {key: text.find(key, start) for key in args}
     if any(k < 0 for k in at.values()):
         return None
@@ -215,9 +215,8 @@ def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tu
 
 
 def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
-    """The quote token around string values: what lies between a key and its string value beyond what lies between
-    a key and its integer value (``:<|"|>`` against ``:``), closed by the same token, its mirror or its closing
-    tag; ``("", "")`` when strings are not written so."""
+    """The quote tokens around string values: what lies between a key and its string value beyond what lies between
+    a key and its integer value, and what closes it; ``("", "")`` when strings are not written so."""
     ks, kc = two.find("kq_text", start), two.find("kq_count", start)
     if ks < 0 or kc < 0:
         return "", ""
@@ -284,8 +283,8 @@ def read_pairs(rec: Record, two: str) -> bool:
         n0, n1 = two.rfind(NAMES[0], 0, a0[0][0]), two.rfind(NAMES[1], 0, a1[0][0])
         lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
     after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
-    vs = _common_prefix(*trails, *after)
-    kp = _common_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
+    vs = _marker_prefix(*trails, *after)
+    kp = _marker_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
     seps = {t[len(vs): len(t) - len(kp)] for t in trails}
     if len(seps) != 1 or any(len(vs) + len(kp) > len(t) for t in trails):
         rec.missing.append(f"arg_sep: the text between arguments varies ({sorted(set(trails))!r})")
@@ -311,30 +310,26 @@ def read_pairs(rec: Record, two: str) -> bool:
     return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)], header)
 
 
-def _common_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
-    """The longest common prefix of ``texts``, cut back before a marker it ends inside when every text goes on with a
-    character that is not a space there (``</p><`` of ``</p><p>`` and ``</p></call>``: the ``<`` opens what comes
-    next)."""
-    n, first = len(os.path.commonprefix(list(texts))), texts[0]
+def _marker_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
+    """The longest common prefix of ``texts``, cut back before a marker it ends inside (``</p>`` of ``</p><p>`` and
+    ``</p></call>``)."""
+    n, first = len(common_prefix(*texts)), texts[0]
     while n > 0 and first[n - 1] in opens and all(len(t) > n and not t[n].isspace() for t in texts):
         n -= 1
     if all(len(t) > n and not t[n].isspace() for t in texts):  # inside a marker: back to where it opens
         j = max(first.rfind(opens[0], 0, n), first.rfind(opens[1], 0, n))
-        if j >= 0 and not any(c in first[j:n] for c in closes) and not first[j:n].isspace():
+        if j >= 0 and not any(c in first[j:n] for c in closes):
             n = j
     return first[:n]
 
 
-def _common_suffix(*texts: str) -> str:
-    """The longest common suffix of ``texts``, cut forward after a marker it starts inside (:func:`_common_prefix`
-    mirrored: ``">\n<arg key="`` of ``">\n<arg key="`` and ``</arg>\n<arg key="``: the ``>`` closes what came
-    before)."""
-    return _common_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
+def _marker_suffix(*texts: str) -> str:
+    """:func:`_marker_prefix` mirrored."""
+    return _marker_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
 
 
 def _why_no_pairs(text: str, start: int) -> str:
-    """Why the first call's arguments were not found as key/value pairs (to follow a sentence): the first key or
-    value missing, and what the template wrote there."""
+    """Why the first call's arguments were not found as key/value pairs: the first key or value missing."""
     at = {key: text.find(key, start) for key in ARGS[0]}
     for key in sorted(ARGS[0], key=at.get):
         k, value = at[key], ARGS[0][key]
@@ -347,36 +342,21 @@ def _why_no_pairs(text: str, start: int) -> str:
 
 
 def _typing_split(a: str, b: str) -> bool:
-    """Whether two key suffixes differ only after a shared start that is not only spaces (``" string="`` of
-    ``" string="true">`` and ``" string="false">``): the key ends where they part."""
-    n = common_prefix(a, b)
+    """Whether two key suffixes part after a shared start that is not only spaces (``" string="true">`` and
+    ``" string="false">``)."""
+    n = len(common_prefix(a, b))
     return bool(a[:n].strip()) and n < len(a) and n < len(b)
-
-
-def _less_turn(text: str, marker: str, start: bool) -> str:
-    """``text`` (a section's start or end) less the turn's header (``start``) or end-of-turn token (``marker``) at its
-    outer edge, when more than that marker is left: the model writes the section, the chat writes the turn."""
-    m = marker.strip()
-    core = text.strip()
-    if not m or core == m:
-        return text
-    if start and core.startswith(m):
-        return text[text.find(m) + len(m):]
-    if not start and core.endswith(m):
-        return text[: text.rfind(m)]
-    return text
 
 
 def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = False) -> bool:
     """Section and call literals from the two calls' cores ``spans`` in ``two``; with ``header``, each call follows
-    a header that names it first (``to=NAME<|message|>``, ending as the turn's header ends): the header is no part
-    of the call."""
+    a header that names it (``to=NAME<|message|>``), no part of the call."""
     (s0, e0), (s1, e1) = spans
     lead, between, tail = two[:s0], two[e0:s1], two[e1:]
-    closer = _common_prefix(between, tail)
+    closer = _marker_prefix(between, tail)
     if header:
         h0, h1 = lead.find(NAMES[0]), between.find(NAMES[1], len(closer))
-        opener = _common_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
+        opener = _marker_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
         k = next((k for k in range(len(opener), 0, -1) if rec.turn_start.endswith(opener[:k])), 0)
         opener = opener[k:]  # the header's end, spelt as the turn header's (``to=user<|message|>``)
         lead, between = lead[:h0] + opener, between[:h1] + opener
@@ -384,9 +364,8 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
         rec.derived_from["call_header"] = ("two: each call's name is written twice, first in a header ending as the "
                                            "turn's header ends; the call opens after it")
     else:
-        opener = _common_suffix(lead, between[len(closer):])
-    rec.section_start = _less_reasoning(rec, _less_turn(lead[: len(lead) - len(opener)], rec.turn_start, True))
-    rec.section_end = _less_turn(tail[len(closer):], rec.turn_end, False)
+        opener = _marker_suffix(lead, between[len(closer):])
+    _edges(rec, lead[: len(lead) - len(opener)], tail[len(closer):])
     rec.call_sep = between[len(closer): len(between) - len(opener)]
     cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
     if rec.shape == "json_object":

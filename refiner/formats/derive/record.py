@@ -1,10 +1,7 @@
-"""A family's dialect as one record of literals (:class:`Record`), the text the template wrote around the
-placeholders it is rendered with (:mod:`~refiner.formats.derive.diff` fills it).
-"""
+"""A family's dialect as one record of literals (:class:`Record`), filled by :mod:`~refiner.formats.derive.diff`."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,10 +77,3 @@ class Record:
     def opener(self) -> str:
         return self.call_start + self.name_prefix
 
-
-def common_prefix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
-
-
-def common_suffix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a[::-1], b[::-1]]))

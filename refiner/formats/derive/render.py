@@ -1,7 +1,5 @@
-"""Loading a model's chat template (a ``.jinja`` file, a ``tokenizer_config.json`` or a model folder) and rendering
-conversations through it as ``transformers``' ``apply_chat_template`` does, in a sandbox, with the context llama.cpp's
-engine passes (:data:`ENGINE_CONTEXT`); every render is bounded (:data:`MAX_STEPS`, :data:`MAX_RENDER_CHARS`) and
-every failure is a :class:`TemplateFailure` naming the file.
+"""Loading a model's chat template and rendering conversations through it as ``apply_chat_template`` does, in a
+bounded sandbox; every failure is a :class:`TemplateFailure` naming the file.
 """
 
 from __future__ import annotations
@@ -19,18 +17,13 @@ import jinja2.nodes
 from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 from jinja2.sandbox import safe_range as _safe_range
 
-# A chat template is a few kilobytes; anything much larger is not one.
 MAX_TEMPLATE_CHARS = 1_000_000
 SPECIAL_TOKENS = ("bos_token", "eos_token", "pad_token", "unk_token")
-# What one render may do: calls, attribute and item lookups, and output chunks together (a real template spends a
-# few thousand on a short conversation), and how long its text may grow.
-MAX_STEPS = 200_000
+MAX_STEPS = 200_000  # calls, lookups, range items, operations and output chunks of one render
 MAX_RENDER_CHARS = 200_000
-# What llama.cpp's engine passes besides the messages and tools: today's date in two spellings (here one fixed day, so
-# that renders compare equal) and, for firefunction-v2's template, the tools as indented JSON (``functions``).
+# What llama.cpp's engine passes besides the messages and tools (one fixed day, so that renders compare equal).
 ENGINE_CONTEXT = {"datetime": "Jan 01 2026", "date_string": "01 Jan 2026"}
-# The in-place changes a template may make to its own lists and dicts: each adds, moves or drops one item (or, for
-# ``update``, copies keys that already exist), so the step budget bounds what they build.
+# The in-place changes a template may make to its lists and dicts: each changes one item, so the budget bounds them.
 ITEM_CHANGES = frozenset(("append", "insert", "pop", "remove", "clear", "setdefault", "update"))
 
 
@@ -134,8 +127,7 @@ def _tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: 
 
 
 class _Budgeted(SandboxedEnvironment):
-    """The sandbox, where every call, lookup, ``range`` item, arithmetic operation and output chunk of a render draws
-    on a budget of :data:`MAX_STEPS` (a concatenation one step per 64 items it copies)."""
+    """The sandbox, where every step of a render draws on a budget of :data:`MAX_STEPS`."""
 
     steps = 0
     intercepted_binops = frozenset(("*", "**", "+"))
@@ -201,10 +193,9 @@ def compile_template(template: ChatTemplate) -> jinja2.Template:
 def render(
     compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None, **extra: Any
 ) -> str:
-    """One render of ``messages`` as ``apply_chat_template(tokenize=False)`` gives it (``add_generation_prompt`` off
-    unless ``extra`` turns it on); any failure is a :class:`TemplateFailure` naming the file."""
+    """One render of ``messages`` as ``apply_chat_template(tokenize=False)`` gives it, or :class:`TemplateFailure`."""
     context = {"bos_token": "", "eos_token": "", **ENGINE_CONTEXT, **template.tokens, **extra}
-    if tools and "functions" not in context:
+    if tools and "functions" not in context:  # (firefunction-v2 reads the tools as indented JSON)
         context["functions"] = json.dumps(tools, ensure_ascii=False, indent=2)
     generation = bool(context.pop("add_generation_prompt", False))
     compiled.environment.steps = 0

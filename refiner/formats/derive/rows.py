@@ -1,8 +1,5 @@
-"""From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the project's grammars
-(:func:`plan_row`): ``pairs`` to the XML grammar, the brace grammar (strings between a quote token) or pythonic
-calls between markers; ``json_object`` / ``json_list`` to the JSON-calls grammar; ``json_args`` to the named-JSON
-grammar. Anything else is answered with why no row holds it; a plan is checked against the template
-(:meth:`RowPlan.check`).
+"""From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the grammars in :data:`SPELT`
+(:func:`plan_row`), or why none holds it; a plan is checked against the template (:meth:`RowPlan.check`).
 """
 
 from __future__ import annotations
@@ -14,13 +11,14 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
-from refiner.formats.derive.record import ARGS, IDS, NAMES, Record, common_suffix
+from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
 from refiner.formats.reasoning import is_markup
 from refiner.formats.recorded import DERIVED_RANK
+from refiner.formats.text import common_suffix
 from refiner.formats.xml_grammar import XmlParams
 from refiner.formats.xml_spelling import XmlSpelling
 
@@ -34,26 +32,22 @@ SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
 
 
 def own_grammar(fmt: base.WireFormat) -> bool:
-    """Whether ``fmt`` is a row no record maps onto: a grammar one family writes (no spelling), a spelling of a
-    grammar other than the ones :func:`plan_row` spells, a named-JSON spelling with a call counter after the name
-    (Kimi-K2's ``NAME:0``: a record cannot hold a counter), or JSON calls joined with no marker of their own (Llama
-    3's ``"joined"`` payload: :func:`plan_row` gives no row to untagged call objects)."""
+    """Whether ``fmt`` is a row no record maps onto: no spelling, a grammar :func:`plan_row` does not spell, a call
+    counter after the name (Kimi-K2's ``NAME:0``) or untagged JSON calls (Llama 3's ``"joined"``)."""
     spelling = getattr(fmt, "spelling", None)
     return (spelling is None or not isinstance(fmt, SPELT) or bool(getattr(spelling, "counter", ""))
             or getattr(spelling, "payload", None) == "joined")
 
 
 def policies(spelling: Any) -> dict[str, Any]:
-    """A spelling's reading policies: its fields marked ``policy``, which no chat template says (a row derived from
-    one has their defaults)."""
+    """A spelling's reading policies: its fields marked ``policy`` (no chat template says them)."""
     if not is_dataclass(spelling):
         return {}
     return {f.name: getattr(spelling, f.name) for f in fields(spelling) if f.metadata.get("policy")}
 
 
 def _core(spelling: Any) -> Any:
-    """A spelling less what no template says: its reading policies, a built-in row's named hook (lenient repairs),
-    the extra argument keys it reads, and the layout render writes between calls and arguments."""
+    """A spelling less what no template says: reading policies, hook, extra argument keys and render's layout."""
     if is_dataclass(spelling):
         spelling = replace(spelling, **{f.name: f.default for f in fields(spelling) if f.name in policies(spelling)})
     if isinstance(spelling, XmlSpelling):
@@ -72,8 +66,7 @@ class RowPlan:
     reasoning: tuple[tuple[str, str], ...] = ()
 
     def same_spelling(self, fmt: base.WireFormat) -> bool:
-        """Whether ``fmt`` is a row of the same grammar spelt the same (a built-in row's hook, its grammar's own
-        readers and its reading policies aside: it reads what the derived row reads, and repairs more)."""
+        """Whether ``fmt`` is a row of the same grammar spelt the same (:func:`_core`)."""
         return isinstance(fmt, self.grammar) and _core(getattr(fmt, "spelling", None)) == _core(self.spelling)
 
     def build(self, name: str, where: str, sha: str) -> base.WireFormat:
@@ -86,8 +79,7 @@ class RowPlan:
         return make_row(self.grammar, fam, self.spelling, DERIVED_RANK)()
 
     def check(self, fmt: base.WireFormat, rec: Record, notes: list[str]) -> str:
-        """Why the row does not read the template's own render back (``""``: it does); what was checked goes to
-        ``notes``."""
+        """Why the row does not read the template's render back (``""``: it does); what was checked: ``notes``."""
         text = rec.sections["two"]
         try:
             got = fmt.parse_strict(text)
@@ -115,15 +107,13 @@ class RowPlan:
 
 
 def _opener(text: str) -> str:
-    """The marker that opens a section or call: the last run of ``text`` without whitespace (what precedes it, such
-    as a role header, is the template's)."""
+    """The marker that opens a section or call: the last run of ``text`` without whitespace."""
     return (text.split() or [""])[-1]
 
 
 def _plain_opener(text: str) -> str:
-    """The opener of a JSON section or call: :func:`_opener`, or, when that run is no markup (a code fence, a word),
-    every line ``text`` writes from its first non-space character, with the line end after them (``Action:`` and a
-    newline before a fence: plain text tells calls from prose only as a whole)."""
+    """The opener of a JSON section or call: :func:`_opener`, or, when that is no markup (a code fence, a word), all
+    of ``text`` from its first non-space character, with the line end after it."""
     run = _opener(text)
     if not run or is_markup(run):
         return run
@@ -138,15 +128,14 @@ def _closer(text: str) -> str:
 
 
 def _section_closer(text: str) -> str:
-    """The marker that closes the section: :func:`_closer`, or its first token when it is tokens written back to
-    back (``<｜tool▁calls▁end｜><｜end▁of▁sentence｜>``)."""
+    """The marker that closes the section: :func:`_closer`, or the first of tokens written back to back."""
     run = _closer(text)
     return run if _TOKENS.fullmatch(run) is None else _TOKENS.match(run).group(1)
 
 
 def _split_opener(opener: str) -> tuple[str, str]:
-    """A call opener split into the call marker and the name prefix: the name prefix is a marker left open just
-    before the name (``<function=``, ``<invoke name="``), else nothing."""
+    """A call opener split into the call marker and the name prefix (a marker left open before the name:
+    ``<invoke name="``)."""
     for j in range(len(opener) - 1, max(-1, len(opener) - 1 - MARKER_REACH), -1):
         if opener[j] in ">]":
             break
@@ -182,7 +171,7 @@ def plan_row(rec: Record) -> RowPlan | str:
 
 
 def _brace_plan(rec: Record) -> RowPlan | str:
-    """``OPEN KEYWORD NAME{key:value,...} CLOSE`` with strings between a quote token: the brace grammar's row."""
+    """The brace grammar's row: ``OPEN KEYWORD NAME{key:value,...} CLOSE``, strings between a quote token."""
     opener = rec.opener.strip()
     j = max(opener.rfind(">"), opener.rfind("]"))
     call_open, keyword = _opener(opener[: j + 1]), opener[j + 1 :]
@@ -195,8 +184,7 @@ def _brace_plan(rec: Record) -> RowPlan | str:
 
 
 def _layout(rec: Record) -> tuple[str, ...]:
-    """A ``pairs`` record's punctuation, spaces aside: after the name, before and after a key, between arguments,
-    after a value, and the call closer's first character."""
+    """A ``pairs`` record's punctuation, spaces aside, around names, keys and values."""
     return (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.arg_sep.strip(),
             rec.value_suffix.strip(), rec.call_end.strip()[:1])
 
@@ -207,8 +195,7 @@ def _pythonic(rec: Record) -> bool:
 
 
 def _pythonic_plan(rec: Record) -> RowPlan | str:
-    """Python calls in one list between two markers (``OPEN[f(a=1), g(b='x')]CLOSE``), or one per line between
-    them: the pythonic grammar's row."""
+    """The pythonic grammar's row: Python calls in one list, or one per line, between two markers."""
     if rec.call_start.strip() or rec.call_end.strip() != ")":
         return f"a Python call between markers of its own ({rec.call_start!r} / {rec.call_end!r})"
     ss, se, sep = rec.section_start.strip(), rec.section_end.strip(), rec.call_sep.strip()
@@ -251,23 +238,21 @@ def _named_plan(rec: Record) -> RowPlan | str:
 
 
 def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | str:
-    """A call id written between a call's token and the token before its name (``<|tool_call:begin|>callq0000
-    <|tool_call:name|>NAME``): the section's opener and what separates calls less the call token and the ids, the
-    call token, and the token that closes the id; or why there is none."""
+    """A call id written between a call's token and the token before its name: the section's opener and call
+    separator less the call token and the ids, the call token, and the token that closes the id; or why not."""
     ss, sep = rec.section_start, rec.call_sep
     if not (ss.endswith(IDS[0]) and sep.endswith(IDS[1])) or not id_close.strip():
         return "the call id is written before the name, not right after a call token and before a token of its own"
     ss, sep = ss[: -len(IDS[0])], sep[: -len(IDS[1])]
-    token = _opener(ss[len(ss) - common_suffix(ss, sep) :])
+    token = _opener(common_suffix(ss, sep))
     if not token:
         return "the call id before the name follows no call token the calls share"
     return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
 
 
 def _text_recipient(rec: Record, call_open: str) -> str | None:
-    """The name a plain answer is addressed to when the template writes the answer's text as a call (Functionary
-    writes ``>>>all`` and a newline before the text): the word the turn's header ends with, between the call marker
-    and what follows a name; else ``None``."""
+    """The name a plain answer is addressed to when the template writes it as a call (Functionary's ``>>>all``);
+    else ``None``."""
     _, marker, word = rec.turn_start.rpartition(call_open)
     if not marker or not rec.name_suffix or not word.endswith(rec.name_suffix):
         return None
@@ -364,8 +349,8 @@ _SUFFIXED_TAG = re.compile(r"(</?[^\s<>:=\"']+)(:[^\s<>:=\"']{1,64})>")
 
 
 def _tag_suffix(kw: dict[str, Any]) -> dict[str, Any]:
-    """The spelling's tags less a suffix every one of them carries before its ``>`` (a tokenizer's token suffix:
-    ``<tool_call:opensource>``), with that suffix as ``tag_suffix``; nothing when some tag carries none or another."""
+    """The spelling's tags less a suffix every one carries before its ``>`` (``<tool_call:opensource>``), with that
+    suffix as ``tag_suffix``; nothing when the tags do not all carry one suffix."""
     tags = {f: kw[f] for f in _TAG_FIELDS if kw.get(f, "").strip()}
     found = {f: _SUFFIXED_TAG.fullmatch(t) for f, t in tags.items()}
     suffixes = {m.group(2) for m in found.values() if m is not None}
