@@ -33,7 +33,7 @@ BAD = [
     ("toolace", "<function_list>[f(a=1, a=2)]</function_list>", "given twice"),
     ("toolace", '<function_list>[f(a={1: "x"})]</function_list>', "keys must be strings"),
     ("toolace", "<function_list>f(a=1)</function_list>", "must be a [...] list"),
-    ("xlam", '[{"name": "a", "arguments": {}}]', "missing <func_call>"),
+    ("xlam", '[{"name": "a", "arguments": {}}]', "no <func_call>"),
     ("xlam", '<func_call>{"name": "a", "arguments": {}}</func_call>', "must hold a JSON list"),
     ("xlam", '<func_call>[{"name": "a", "arguments": "{}"}]</func_call>', "must be a JSON object"),
     ("xlam", '<func_call>[{"name": "a", "arguments": {}}, 3]</func_call>', "call #1"),

@@ -28,7 +28,6 @@ from refiner.formats import (
     qwen3_coder,
     telechat4,
     toolace,
-    xlam,
 )
 from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
@@ -109,8 +108,9 @@ CATALOG: tuple[Row, ...] = (
         order.Order, None),
     Row(Family('toolace', '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)', trained=True),
         toolace.ToolAce, None),
+    # (raw xLAM writes the bare list; the tags are the refiner's, Tool-Use Refiner Appendix B.3)
     Row(Family('xlam', 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>', trained=True),
-        xlam.XLam, None),
+        JsonCalls, JsonSpelling("<func_call>", "</func_call>", "list", respell=False, in_prose=True)),
     Row(
         Family("kimi_k3", 'Kimi K3 XTML: <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument '
                'key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|> '

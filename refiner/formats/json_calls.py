@@ -54,8 +54,9 @@ class JsonSpelling:
     ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and between blocks or calls;
     ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call object is this row's
     unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all the blocks (a
-    marker; read as text around the blocks, not required). :data:`~refiner.formats.family.POLICY` fields are how the
-    row reads, not what the family writes."""
+    marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first JSON value
+    with the prose around it skipped, as rows without ``close`` do. :data:`~refiner.formats.family.POLICY` fields are
+    how the row reads, not what the family writes."""
 
     open: str
     close: str | None
@@ -75,6 +76,7 @@ class JsonSpelling:
     type_key: str | None = None
     builtins: tuple[str, ...] = ()
     section: tuple[str, str] | None = None
+    in_prose: bool = field(default=False, metadata=POLICY)
 
 
 class JsonCalls(WireFormat):
@@ -304,6 +306,9 @@ class JsonCalls(WireFormat):
             if sp.respell:  # tags written wrong
                 text = respelt(out, text, respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close))
             for chunk in lenient_blocks(text, opener, sp.close, out.problems):
+                if sp.in_prose:
+                    self._recover_value(chunk, out)
+                    continue
                 items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
                 if not items:
                     out.note("unreadable", f"unrecoverable block: {chunk.strip()[:80]!r}")
@@ -322,11 +327,15 @@ class JsonCalls(WireFormat):
             out.note("missing_tag", f"missing {sp.open.strip()}")
             chunks = [body]
         for chunk in chunks:
-            value = lenient_json_in_prose(chunk)
-            if sp.payload == "list" and not isinstance(value, list):
-                out.note("not_a_list", "calls are not a JSON list")
-            for item in as_items(value):
-                self._add(out, item)
+            self._recover_value(chunk, out)
+
+    def _recover_value(self, chunk: str, out: Lenient) -> None:
+        """The calls of the first JSON value in ``chunk`` (prose around it skipped)."""
+        value = lenient_json_in_prose(chunk)
+        if self.spelling.payload == "list" and not isinstance(value, list):
+            out.note("not_a_list", "calls are not a JSON list")
+        for item in as_items(value):
+            self._add(out, item)
 
     def _recover_joined(self, text: str, out: Lenient) -> None:
         """Every JSON object with a name or arguments key is a call (a broken one repaired up to the next call); a
