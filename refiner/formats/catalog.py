@@ -22,7 +22,6 @@ from refiner.formats import (
     harmony,
     mistral,
     nestful,
-    nestools,
     openai,
     order,
     qwen3_coder,
@@ -103,7 +102,8 @@ K2_THINK = tuple((f"<ifm|{t}>", f"</ifm|{t}>") for t in ("think", "think_fast", 
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
-        nestools.NesTools, None),
+        JsonCalls, JsonSpelling("<nested function>", "</nested function>", "list", arg_keys=("parameters",),
+                                name_key="api_name", respell=False, in_prose=True, outputs_key="responses")),
     Row(Family('order', 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>', trained=True),
         order.Order, None),
     Row(Family('toolace', '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)', trained=True),

@@ -25,7 +25,8 @@ from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_valu
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
+from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str_list, json_blocks, plain_calls,
+                                    strict_fields)
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -55,8 +56,9 @@ class JsonSpelling:
     ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call object is this row's
     unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all the blocks (a
     marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first JSON value
-    with the prose around it skipped, as rows without ``close`` do. :data:`~refiner.formats.family.POLICY` fields are
-    how the row reads, not what the family writes."""
+    with the prose around it skipped, as rows without ``close`` do; ``outputs_key``: a call's output labels (a list
+    of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how the
+    row reads, not what the family writes."""
 
     open: str
     close: str | None
@@ -77,6 +79,7 @@ class JsonSpelling:
     builtins: tuple[str, ...] = ()
     section: tuple[str, str] | None = None
     in_prose: bool = field(default=False, metadata=POLICY)
+    outputs_key: str | None = None
 
 
 class JsonCalls(WireFormat):
@@ -84,6 +87,11 @@ class JsonCalls(WireFormat):
 
     spelling: JsonSpelling
     row: Family
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "spelling" in cls.__dict__ and cls.spelling.outputs_key:
+            cls.outputs, cls.order_sensitive = "list", True
 
     @classmethod
     def tags_for(cls, sp: JsonSpelling) -> tuple[str, ...]:
@@ -111,19 +119,22 @@ class JsonCalls(WireFormat):
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
             return ToolCall.trusted(name, args)
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
-        extra = tuple(k for k in (sp.id_key, sp.type_key) if k)
+        extra = tuple(k for k in (sp.id_key, sp.type_key, sp.outputs_key) if k)
         name, args, extras = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key,
                                            args_key=key, extra_keys=extra)
         if sp.payload == "joined" and key not in obj:
             raise self.error(f"call #{index} has no {key!r}", pos)
         if sp.type_key and extras.get(sp.type_key, "function") != "function":
             raise self.error(f"{sp.type_key!r} of call #{index} must be 'function'", pos)
+        if sp.outputs_key:
+            labels = expect_str_list(self, extras.get(sp.outputs_key, []), f"{sp.outputs_key!r} of call #{index}", pos)
+            return ToolCall.trusted(name, args, labels)
         return ToolCall.trusted(name, args)
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
         sp = self.spelling
         if not sp.keyed and sp.id_key is None:
-            fast = plain_calls((v for v, _ in values), name_key=sp.name_key, args_key=sp.arg_keys[0])
+            fast = plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)
             if fast is not None:
                 return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
@@ -294,7 +305,11 @@ class JsonCalls(WireFormat):
                 elif outer is not None:
                     out.mark_cut(len(out.calls) - 1, name, args, outer[1].clean)
                 return
-        add_call(out, item)
+        labels = item.get(sp.outputs_key, []) if sp.outputs_key and isinstance(item, dict) else []
+        if not isinstance(labels, list):
+            out.note("bad_outputs", f"{sp.outputs_key!r} is not a list: {str(labels)[:80]!r}")
+            labels = []
+        add_call(out, item, outputs=tuple(str(r) for r in labels if isinstance(r, (str, int))))
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
@@ -403,6 +418,8 @@ class JsonCalls(WireFormat):
 
     def claims_value(self, value: Any) -> bool:
         sp = self.spelling
+        if sp.outputs_key:  # (its name key is its own)
+            return any(isinstance(x, dict) and sp.name_key in x for x in (value if isinstance(value, list) else [value]))
         if not isinstance(value, dict) or sp.name_key not in value:
             return False
         if sp.payload == "joined":  # (an untagged row: its call objects with their arguments under its own key)
@@ -439,4 +456,5 @@ class JsonCalls(WireFormat):
         if sp.keyed:
             return {c.name: dict(c.arguments)}
         head = {sp.id_key: str(i)} if sp.id_key else {}
-        return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments)}
+        tail = {sp.outputs_key: list(c.outputs)} if sp.outputs_key else {}
+        return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments), **tail}
