@@ -26,7 +26,6 @@ from refiner.formats import (
     order,
     qwen3_coder,
     telechat4,
-    toolace,
 )
 from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
@@ -107,7 +106,7 @@ CATALOG: tuple[Row, ...] = (
     Row(Family('order', 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>', trained=True),
         order.Order, None),
     Row(Family('toolace', '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)', trained=True),
-        toolace.ToolAce, None),
+        SentinelPythonic, Wrapper("<function_list>", "</function_list>", untagged=True)),
     # (raw xLAM writes the bare list; the tags are the refiner's, Tool-Use Refiner Appendix B.3)
     Row(Family('xlam', 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>', trained=True),
         JsonCalls, JsonSpelling("<func_call>", "</func_call>", "list", respell=False, in_prose=True)),
