@@ -23,7 +23,7 @@ FAST_PATHS = {
     "nestools": ["json_calls.plain_calls"],
     "nestful": ["nestful.plain_calls"],
     "hermes": ["json_calls.plain_calls"],
-    "apibank": ["apibank.plain_calls"],
+    "apibank": ["json_calls.plain_calls"],
     "glaive": ["glaive._raw_layout"],
     "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list
 }

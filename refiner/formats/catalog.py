@@ -15,7 +15,6 @@ from dataclasses import replace
 
 from refiner.formats import (
     anthropic,
-    apibank,
     functionary_v31,
     glaive,
     glm45,
@@ -217,7 +216,8 @@ CATALOG: tuple[Row, ...] = (
         NamedJson, NamedSpelling(None, None, "<tool_call>", ">", call_marker=True)),
     Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
                'line\\n</tool_call> <response>..</response>', trained=True),
-        apibank.ApiBank, None),
+        JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "objects", arg_keys=("parameters",), stop="<response>",
+                                by_args=True)),
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B",

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
+from refiner.formats.base import DETECT_CHARS, Detection, FormatError, Lenient, WireFormat
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
@@ -46,7 +46,8 @@ class JsonSpelling:
     """How one family wraps its JSON calls.
 
     ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
-    (one JSON list), ``"lines"`` (a call object per line), ``"object"`` (one per block) or ``"joined"`` (joined by
+    (one JSON list), ``"lines"`` (a call object per line), ``"objects"`` (call objects one after another, written a
+    line each), ``"object"`` (one per block) or ``"joined"`` (joined by
     ``between`` stripped, ``open`` optional and not written); ``arg_keys``: where the arguments are (the first
     written); ``type_key``: a key whose value must be ``"function"``; ``builtins``: tools written
     ``NAME.call(key=value, ...)`` after ``open`` (read for any name); ``alt_opens``: other spellings of ``open``;
@@ -58,7 +59,9 @@ class JsonSpelling:
     marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first JSON value
     with the prose around it skipped, as rows without ``close`` do; ``outputs_key``: a call's output labels (a list
     of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how the
-    row reads, not what the family writes."""
+    row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
+    sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
+    ``"arguments"`` (see :meth:`JsonCalls.sniff`)."""
 
     open: str
     close: str | None
@@ -80,6 +83,8 @@ class JsonSpelling:
     section: tuple[str, str] | None = None
     in_prose: bool = field(default=False, metadata=POLICY)
     outputs_key: str | None = None
+    stop: str | None = field(default=None, metadata=POLICY)
+    by_args: bool = field(default=False, metadata=POLICY)
 
 
 class JsonCalls(WireFormat):
@@ -148,6 +153,8 @@ class JsonCalls(WireFormat):
         if sp.payload == "lines":
             return self._calls(self._lines(text))
         opener = self._opener(text)  # the spelling written
+        if sp.payload == "objects":
+            return self._calls(list(json_blocks(self, text, opener, sp.close, many=True)))
         values = list(json_blocks(self, text, opener, sp.close))
         if sp.payload == "object":
             for v, p in values:
@@ -320,11 +327,11 @@ class JsonCalls(WireFormat):
             opener = self._opener(text)
             if sp.respell:  # tags written wrong
                 text = respelt(out, text, respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close))
-            for chunk in lenient_blocks(text, opener, sp.close, out.problems):
+            for chunk in lenient_blocks(text, opener, sp.close, out.problems, stop=sp.stop):
                 if sp.in_prose:
                     self._recover_value(chunk, out)
                     continue
-                items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
+                items = block_values(brace_call_lines(chunk) if sp.payload in ("lines", "objects") else chunk)
                 if not items:
                     out.note("unreadable", f"unrecoverable block: {chunk.strip()[:80]!r}")
                 for item in items:
@@ -419,7 +426,8 @@ class JsonCalls(WireFormat):
     def claims_value(self, value: Any) -> bool:
         sp = self.spelling
         if sp.outputs_key:  # (its name key is its own)
-            return any(isinstance(x, dict) and sp.name_key in x for x in (value if isinstance(value, list) else [value]))
+            items = value if isinstance(value, list) else [value]
+            return any(isinstance(x, dict) and sp.name_key in x for x in items)
         if not isinstance(value, dict) or sp.name_key not in value:
             return False
         if sp.payload == "joined":  # (an untagged row: its call objects with their arguments under its own key)
@@ -429,18 +437,40 @@ class JsonCalls(WireFormat):
     def sniff(self, body: str, at: int) -> bool:
         """Among the families sharing this one's opening tag: whether what follows the tag is this one's."""
         sp = self.spelling
+        if sp.by_args:
+            return self._by_args(body, at + len(sp.open))
         if sp.section is not None and body.startswith(sp.section[0], at):
             at = skip_ws(body, at + len(sp.section[0]))
             if not body.startswith(sp.open, at):
                 return False
         return not sp.follows or body.startswith(sp.follows, skip_ws(body, at + len(sp.open)))
 
+    def _by_args(self, body: str, start: int) -> bool:
+        """A block whose first object holds ``arg_keys[0]`` or ``"arguments"``, not both, is this row's when it is
+        ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line."""
+        key, end = self.spelling.arg_keys[0], body.find(self.spelling.close, start)
+        block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
+        try:
+            first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
+        except (ValueError, RecursionError):
+            first = None
+        if isinstance(first, dict) and (key in first) != ("arguments" in first):
+            return key in first
+        p = min((block.find(k) for k in (f'"{key}"', f"'{key}'") if k in block), default=-1)
+        a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
+        if p >= 0 and (a < 0 or p < a):
+            return True
+        if a >= 0:
+            return False
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
+
     # ---- render ------------------------------------------------------------------------------------------------
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         objs = [self._obj(c, i) for i, c in enumerate(calls)]
-        if sp.payload == "lines":
+        if sp.payload in ("lines", "objects"):
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
             blocks = sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)

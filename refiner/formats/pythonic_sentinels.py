@@ -324,7 +324,8 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
         complete, clean = _cut_arguments(inner, args)
         out.mark_cut(len(out.calls) - 1, name, complete, clean)
 
-def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem], params: Mapping[str, Any] | None = None) -> dict:
+def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem],
+                  params: Mapping[str, Any] | None = None) -> dict:
     """The arguments a call's text between its parentheses holds; ``params``: the tool's declared parameters (for
     positional values)."""
     src = f"f({inner})"
