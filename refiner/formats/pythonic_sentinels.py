@@ -1,6 +1,7 @@
 """Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row
-(Llama 4's ``<|python_start|>[f(a=1)]<|python_end|>``, LFM2's ``<|tool_call_start|>...`` also holding JSON calls,
-OLMo 3's ``<function_calls>`` with one call per line, SGLang's multi_format python lines in ``<tool_call>``).
+(ToolACE's ``<function_list>[f(a=1)]</function_list>``, Llama 4's ``<|python_start|>[f(a=1)]<|python_end|>``,
+LFM2's ``<|tool_call_start|>...`` also holding JSON calls, OLMo 3's ``<function_calls>`` with one call per line,
+SGLang's multi_format python lines in ``<tool_call>``).
 
 Calls are read by :mod:`refiner.formats.pythonic`, a broken list by :func:`recover_list`. Text may come before and
 after the sentinels; a closing token inside a string value is text (the next one is tried).
@@ -24,8 +25,7 @@ from refiner.formats.pythonic import (IDENTIFIER_NAME, MAX_AST_CHARS, Literals, 
                                       fast_call_prefix, lenient_string, looks_pythonic, parse_expr, parse_quietly,
                                       place_positional, render_call, strict_call_list)
 from refiner.formats.pythonic_mend import mend_list
-from refiner.formats.pythonic_scan import (after_opening_tag, list_start, matching_paren, open_brackets,
-                                           split_top_level)
+from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren, open_brackets, split_top_level
 from refiner.formats.strict import strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
 
