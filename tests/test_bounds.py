@@ -17,7 +17,7 @@ from hostile import family_texts, format_texts, hostile_calls, hostile_texts
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json, preview, value_depth
-from refiner.formats import brace_kv, jsonfix, pythonic, pythonic_scan, toolace
+from refiner.formats import brace_kv, jsonfix, pythonic, pythonic_scan, pythonic_sentinels
 from refiner.gate import MAX_CHECKED_VALUES, check_calls, check_text
 from refiner.pipeline import Refiner, RequestError, prepare
 from refiner.repair import MAX_NAME_COMPARISONS, repair_calls, repair_text
@@ -228,7 +228,7 @@ def test_pythonic_recovery_bounds_its_ast_work(monkeypatch):
         return real(src)
 
     monkeypatch.setattr(pythonic, "parse_quietly", counting)
-    monkeypatch.setattr(toolace, "parse_quietly", counting)
+    monkeypatch.setattr(pythonic_sentinels, "parse_quietly", counting)
     fmt = formats.get("toolace")
     texts = [
         "<function_list>[" + "f(a=(1, 'x'), b=[" * 2000,
@@ -236,13 +236,13 @@ def test_pythonic_recovery_bounds_its_ast_work(monkeypatch):
         "[" + "f(a='" * 20_000,
         "<function_list>[" + "'" * 150_000 + "]</function_list>",
     ]
-    budget_chars = (jsonfix.REPAIR_TOTAL_COST + jsonfix.REPAIR_REGION_COST) // toolace.AST_COST_PER_CHAR
+    budget_chars = (jsonfix.REPAIR_TOTAL_COST + jsonfix.REPAIR_REGION_COST) // pythonic_sentinels.AST_COST_PER_CHAR
     for text in texts:
         handed.clear()
         got = fmt.parse_lenient(text)
         _assert_lenient(got)
-        assert sum(handed) <= budget_chars + 2 * toolace.MAX_AST_CHARS, (text[:40], sum(handed))
-        assert len(got.calls) <= max(toolace.MAX_RECOVERED_SEGMENTS, jsonfix.MAX_RECOVERED_ITEMS)
+        assert sum(handed) <= budget_chars + 2 * pythonic.MAX_AST_CHARS, (text[:40], sum(handed))
+        assert len(got.calls) <= max(pythonic_sentinels.MAX_RECOVERED_SEGMENTS, jsonfix.MAX_RECOVERED_ITEMS)
 
 
 def test_deep_values_never_reach_recursion_limits():

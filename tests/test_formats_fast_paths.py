@@ -19,11 +19,11 @@ from test_formats_roundtrip import calls_for
 
 # format -> the fast readers its parse_strict tries first ("module.attribute" under refiner.formats)
 FAST_PATHS = {
-    "xlam": ["xlam.plain_calls"],
-    "nestools": ["nestools.plain_calls"],
+    "xlam": ["json_calls.plain_calls"],
+    "nestools": ["json_calls.plain_calls"],
     "nestful": ["nestful.plain_calls"],
     "hermes": ["json_calls.plain_calls"],
-    "apibank": ["apibank.plain_calls"],
+    "apibank": ["json_calls.plain_calls"],
     "glaive": ["glaive._raw_layout"],
     "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list
 }

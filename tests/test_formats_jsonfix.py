@@ -185,7 +185,7 @@ def test_toolace_recovery_reads_a_bounded_number_of_items():
     out = fmt.parse_lenient(text)
     assert [c.name for c in out.calls[:3]] == ["f0", "f1", "f2"]
     assert out.calls[0].arguments == {"a": "0"}
-    assert len(out.calls) <= formats.toolace.MAX_RECOVERED_SEGMENTS
+    assert len(out.calls) <= formats.pythonic_sentinels.MAX_RECOVERED_SEGMENTS
     assert any("gave up after" in str(p) for p in out.problems)
     assert (fmt.parse_lenient(text).calls, fmt.parse_lenient(text).problems) == (out.calls, out.problems)
 
@@ -225,17 +225,17 @@ def _ast_calls(src: str):
     """The ast reading of a toolace call list (the fast reader bypassed); None when it rejects the text."""
     import ast
 
-    from refiner.formats import toolace
+    from refiner.formats import pythonic
 
     fmt = formats.get("toolace")
     try:
-        node = toolace.parse_expr(fmt, src, 0)
+        node = pythonic.parse_expr(fmt, src, 0)
         if not isinstance(node, ast.List):
             return None
-        lit = toolace.Literals(fmt, src, 0, strict=True)
+        lit = pythonic.Literals(fmt, src, 0, strict=True)
         out = []
         for el in node.elts:
-            name = toolace.dotted_name(el.func) if isinstance(el, ast.Call) else None
+            name = pythonic.dotted_name(el.func) if isinstance(el, ast.Call) else None
             if name is None:
                 return None
             out.append((name, lit.arguments(el)))

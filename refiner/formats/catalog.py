@@ -15,20 +15,16 @@ from dataclasses import replace
 
 from refiner.formats import (
     anthropic,
-    apibank,
     functionary_v31,
     glaive,
     glm45,
     harmony,
     mistral,
     nestful,
-    nestools,
     openai,
     order,
     qwen3_coder,
     telechat4,
-    toolace,
-    xlam,
 )
 from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
@@ -104,13 +100,15 @@ K2_THINK = tuple((f"<ifm|{t}>", f"</ifm|{t}>") for t in ("think", "think_fast", 
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),
-        nestools.NesTools, None),
+        JsonCalls, JsonSpelling("<nested function>", "</nested function>", "list", arg_keys=("parameters",),
+                                name_key="api_name", respell=False, in_prose=True, outputs_key="responses")),
     Row(Family('order', 'Simplified order: <order_func>[{"step": 1, "tool_list": ["a", "b"]}, ...]</order_func>', trained=True),
         order.Order, None),
     Row(Family('toolace', '<function_list>[Func_Name(a="v", b=2), other(x=[1, 2])]</function_list> (pythonic, ToolACE)', trained=True),
-        toolace.ToolAce, None),
+        SentinelPythonic, Wrapper("<function_list>", "</function_list>", untagged=True)),
+    # (raw xLAM writes the bare list; the tags are the refiner's, Tool-Use Refiner Appendix B.3)
     Row(Family('xlam', 'xLAM: <func_call>[{"name": ..., "arguments": {...}}, ...]</func_call>', trained=True),
-        xlam.XLam, None),
+        JsonCalls, JsonSpelling("<func_call>", "</func_call>", "list", respell=False, in_prose=True)),
     Row(
         Family("kimi_k3", 'Kimi K3 XTML: <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument '
                'key="KEY" type="string"<|sep|>VALUE<|close|>argument<|sep|>...<|close|>call<|sep|><|close|>tools<|sep|> '
@@ -218,7 +216,8 @@ CATALOG: tuple[Row, ...] = (
         NamedJson, NamedSpelling(None, None, "<tool_call>", ">", call_marker=True)),
     Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
                'line\\n</tool_call> <response>..</response>', trained=True),
-        apibank.ApiBank, None),
+        JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "objects", arg_keys=("parameters",), stop="<response>",
+                                by_args=True)),
     Row(
         Family("hermes", 'Qwen3/Hermes: <tool_call>{"name": ..., "arguments": {...}}</tool_call> per call',
                models=("Qwen/Qwen3-8B", "Qwen/Qwen2.5-7B-Instruct", "NousResearch/Hermes-3-Llama-3.1-8B",

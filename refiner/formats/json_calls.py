@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
+from refiner.formats.base import DETECT_CHARS, Detection, FormatError, Lenient, WireFormat
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
@@ -25,7 +25,8 @@ from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_valu
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_close, json_blocks, plain_calls, strict_fields
+from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str_list, json_blocks, plain_calls,
+                                    strict_fields)
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -45,7 +46,8 @@ class JsonSpelling:
     """How one family wraps its JSON calls.
 
     ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
-    (one JSON list), ``"lines"`` (a call object per line), ``"object"`` (one per block) or ``"joined"`` (joined by
+    (one JSON list), ``"lines"`` (a call object per line), ``"objects"`` (call objects one after another, written a
+    line each), ``"object"`` (one per block) or ``"joined"`` (joined by
     ``between`` stripped, ``open`` optional and not written); ``arg_keys``: where the arguments are (the first
     written); ``type_key``: a key whose value must be ``"function"``; ``builtins``: tools written
     ``NAME.call(key=value, ...)`` after ``open`` (read for any name); ``alt_opens``: other spellings of ``open``;
@@ -54,8 +56,12 @@ class JsonSpelling:
     ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and between blocks or calls;
     ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call object is this row's
     unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all the blocks (a
-    marker; read as text around the blocks, not required). :data:`~refiner.formats.family.POLICY` fields are how the
-    row reads, not what the family writes."""
+    marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first JSON value
+    with the prose around it skipped, as rows without ``close`` do; ``outputs_key``: a call's output labels (a list
+    of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how the
+    row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
+    sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
+    ``"arguments"`` (see :meth:`JsonCalls.sniff`)."""
 
     open: str
     close: str | None
@@ -75,6 +81,10 @@ class JsonSpelling:
     type_key: str | None = None
     builtins: tuple[str, ...] = ()
     section: tuple[str, str] | None = None
+    in_prose: bool = field(default=False, metadata=POLICY)
+    outputs_key: str | None = None
+    stop: str | None = field(default=None, metadata=POLICY)
+    by_args: bool = field(default=False, metadata=POLICY)
 
 
 class JsonCalls(WireFormat):
@@ -82,6 +92,11 @@ class JsonCalls(WireFormat):
 
     spelling: JsonSpelling
     row: Family
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "spelling" in cls.__dict__ and cls.spelling.outputs_key:
+            cls.outputs, cls.order_sensitive = "list", True
 
     @classmethod
     def tags_for(cls, sp: JsonSpelling) -> tuple[str, ...]:
@@ -109,19 +124,22 @@ class JsonCalls(WireFormat):
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
             return ToolCall.trusted(name, args)
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
-        extra = tuple(k for k in (sp.id_key, sp.type_key) if k)
+        extra = tuple(k for k in (sp.id_key, sp.type_key, sp.outputs_key) if k)
         name, args, extras = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key,
                                            args_key=key, extra_keys=extra)
         if sp.payload == "joined" and key not in obj:
             raise self.error(f"call #{index} has no {key!r}", pos)
         if sp.type_key and extras.get(sp.type_key, "function") != "function":
             raise self.error(f"{sp.type_key!r} of call #{index} must be 'function'", pos)
+        if sp.outputs_key:
+            labels = expect_str_list(self, extras.get(sp.outputs_key, []), f"{sp.outputs_key!r} of call #{index}", pos)
+            return ToolCall.trusted(name, args, labels)
         return ToolCall.trusted(name, args)
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
         sp = self.spelling
         if not sp.keyed and sp.id_key is None:
-            fast = plain_calls((v for v, _ in values), name_key=sp.name_key, args_key=sp.arg_keys[0])
+            fast = plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)
             if fast is not None:
                 return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
@@ -135,6 +153,8 @@ class JsonCalls(WireFormat):
         if sp.payload == "lines":
             return self._calls(self._lines(text))
         opener = self._opener(text)  # the spelling written
+        if sp.payload == "objects":
+            return self._calls(list(json_blocks(self, text, opener, sp.close, many=True)))
         values = list(json_blocks(self, text, opener, sp.close))
         if sp.payload == "object":
             for v, p in values:
@@ -292,7 +312,11 @@ class JsonCalls(WireFormat):
                 elif outer is not None:
                     out.mark_cut(len(out.calls) - 1, name, args, outer[1].clean)
                 return
-        add_call(out, item)
+        labels = item.get(sp.outputs_key, []) if sp.outputs_key and isinstance(item, dict) else []
+        if not isinstance(labels, list):
+            out.note("bad_outputs", f"{sp.outputs_key!r} is not a list: {str(labels)[:80]!r}")
+            labels = []
+        add_call(out, item, outputs=tuple(str(r) for r in labels if isinstance(r, (str, int))))
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
@@ -303,8 +327,11 @@ class JsonCalls(WireFormat):
             opener = self._opener(text)
             if sp.respell:  # tags written wrong
                 text = respelt(out, text, respell_json_tags(text, reasoning_offset(text), self._speller, opener, sp.close))
-            for chunk in lenient_blocks(text, opener, sp.close, out.problems):
-                items = block_values(brace_call_lines(chunk) if sp.payload == "lines" else chunk)
+            for chunk in lenient_blocks(text, opener, sp.close, out.problems, stop=sp.stop):
+                if sp.in_prose:
+                    self._recover_value(chunk, out)
+                    continue
+                items = block_values(brace_call_lines(chunk) if sp.payload in ("lines", "objects") else chunk)
                 if not items:
                     out.note("unreadable", f"unrecoverable block: {chunk.strip()[:80]!r}")
                 for item in items:
@@ -322,11 +349,15 @@ class JsonCalls(WireFormat):
             out.note("missing_tag", f"missing {sp.open.strip()}")
             chunks = [body]
         for chunk in chunks:
-            value = lenient_json_in_prose(chunk)
-            if sp.payload == "list" and not isinstance(value, list):
-                out.note("not_a_list", "calls are not a JSON list")
-            for item in as_items(value):
-                self._add(out, item)
+            self._recover_value(chunk, out)
+
+    def _recover_value(self, chunk: str, out: Lenient) -> None:
+        """The calls of the first JSON value in ``chunk`` (prose around it skipped)."""
+        value = lenient_json_in_prose(chunk)
+        if self.spelling.payload == "list" and not isinstance(value, list):
+            out.note("not_a_list", "calls are not a JSON list")
+        for item in as_items(value):
+            self._add(out, item)
 
     def _recover_joined(self, text: str, out: Lenient) -> None:
         """Every JSON object with a name or arguments key is a call (a broken one repaired up to the next call); a
@@ -394,6 +425,9 @@ class JsonCalls(WireFormat):
 
     def claims_value(self, value: Any) -> bool:
         sp = self.spelling
+        if sp.outputs_key:  # (its name key is its own)
+            items = value if isinstance(value, list) else [value]
+            return any(isinstance(x, dict) and sp.name_key in x for x in items)
         if not isinstance(value, dict) or sp.name_key not in value:
             return False
         if sp.payload == "joined":  # (an untagged row: its call objects with their arguments under its own key)
@@ -403,18 +437,40 @@ class JsonCalls(WireFormat):
     def sniff(self, body: str, at: int) -> bool:
         """Among the families sharing this one's opening tag: whether what follows the tag is this one's."""
         sp = self.spelling
+        if sp.by_args:
+            return self._by_args(body, at + len(sp.open))
         if sp.section is not None and body.startswith(sp.section[0], at):
             at = skip_ws(body, at + len(sp.section[0]))
             if not body.startswith(sp.open, at):
                 return False
         return not sp.follows or body.startswith(sp.follows, skip_ws(body, at + len(sp.open)))
 
+    def _by_args(self, body: str, start: int) -> bool:
+        """A block whose first object holds ``arg_keys[0]`` or ``"arguments"``, not both, is this row's when it is
+        ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line."""
+        key, end = self.spelling.arg_keys[0], body.find(self.spelling.close, start)
+        block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
+        try:
+            first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
+        except (ValueError, RecursionError):
+            first = None
+        if isinstance(first, dict) and (key in first) != ("arguments" in first):
+            return key in first
+        p = min((block.find(k) for k in (f'"{key}"', f"'{key}'") if k in block), default=-1)
+        a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
+        if p >= 0 and (a < 0 or p < a):
+            return True
+        if a >= 0:
+            return False
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
+
     # ---- render ------------------------------------------------------------------------------------------------
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         objs = [self._obj(c, i) for i, c in enumerate(calls)]
-        if sp.payload == "lines":
+        if sp.payload in ("lines", "objects"):
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
             blocks = sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
@@ -430,4 +486,5 @@ class JsonCalls(WireFormat):
         if sp.keyed:
             return {c.name: dict(c.arguments)}
         head = {sp.id_key: str(i)} if sp.id_key else {}
-        return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments)}
+        tail = {sp.outputs_key: list(c.outputs)} if sp.outputs_key else {}
+        return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments), **tail}
