@@ -121,16 +121,17 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
 
 
 def _own_grammar(out: Derived) -> None:
-    """The built-in row of a grammar no record maps onto (:func:`~refiner.formats.derive.rows.own_grammar`) that
-    writes the template's renders of both pairs of placeholder calls exactly as the template does and reads them
-    back: the derived dialect is that row (a call index after the name, say, which no record holds)."""
+    """The built-in row of a grammar no record maps onto (:func:`~refiner.formats.derive.rows.own_grammar`), or of
+    any grammar when the record maps onto no row, that writes the template's renders of both pairs of placeholder
+    calls exactly as the template does and reads them back: the derived dialect is that row (a call index after the
+    name, a type attribute naming each value's type, say, which no record holds)."""
     rec = out.record
     pairs = [(rec.sections.get("two"), list(EXPECTED)), (rec.sections.get("check"), list(CHECKED))]
     if any(text is None or NAMES[1] not in text for text, _ in pairs):
         return
     spaced = []  # rows that write the renders but for whitespace
     for fmt in base.by_rank():
-        if not own_grammar(fmt) or fmt.name not in out.read_by:
+        if not (own_grammar(fmt) or out.special) or fmt.name not in out.read_by:
             continue
         try:
             written = [(fmt.render(calls), text) for text, calls in pairs]
@@ -143,8 +144,9 @@ def _own_grammar(out: Derived) -> None:
                 spaced.append(fmt.name)
             continue
         out.same_as = fmt.name
-        out.checks.append(f"{fmt.name}, a grammar of its own, writes the template's renders of both pairs of calls "
-                          "exactly and reads them back")
+        own = ", a grammar of its own," if own_grammar(fmt) else ""
+        out.checks.append(f"{fmt.name}{own} writes the template's renders of both pairs of calls exactly and reads "
+                          "them back")
         if out.special:
             out.fmt, out.why = fmt, ""
         return
