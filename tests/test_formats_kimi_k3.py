@@ -1,5 +1,6 @@
-"""Kimi K3's XTML calls (``refiner.formats.kimi_k3``): the typing attribute, attribute escaping, markers inside
-values, detection, recovery of broken and cut texts, and bounded work on hostile texts. Texts are written the way
+"""Kimi K3's XTML calls (the ``kimi_k3`` row of the XML grammar, its hook ``refiner.formats.kimi_k3``): the typing
+attribute, attribute escaping, markers inside values, detection, recovery of broken and cut texts, and bounded work
+on hostile texts. Texts are written the way
 SGLang's ``kimik3_detector.py`` and vLLM's ``kimi_k3_tool_parser.py`` read them; the per-family corpus
 (``tests/corpus/families/kimi-k3.jsonl``, ``test_family_corpus.py``) covers the layouts a K3 completion takes."""
 
@@ -9,7 +10,7 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
-from refiner.formats import kimi_k3
+from refiner.formats import xml_lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
 from refiner.pipeline import Refiner
 
@@ -47,8 +48,10 @@ def test_attribute_values_are_unescaped_and_rendered_escaped():
     text = tools(call("save", arg("q&amp;a", "fish & chips"), arg("say &quot;hi&quot;", 'she said "hi"')))
     calls = [ToolCall("save", {"q&a": "fish & chips", 'say "hi"': 'she said "hi"'})]
     assert K3.parse_strict(text) == calls
-    odd = [ToolCall('a "b" <c> &d;', {"": "x", "<|sep|>": 1, "k\nl": [None]})]
+    odd = [ToolCall("a&b", {"": "x", "<|sep|>": 1, "k\nl": [None], 'say "hi" & <go>': "q"})]
     assert K3.parse_strict(K3.render(odd)) == odd
+    with pytest.raises(formats.RenderError):  # a tool name is a name: no space, quote or angle bracket
+        K3.render([ToolCall('a "b" <c>', {})])
 
 
 def test_string_values_are_raw_and_may_hold_the_closing_text():
@@ -65,7 +68,7 @@ def test_markers_inside_a_json_value_are_text():
 
 
 def test_a_string_that_cannot_read_back_is_refused():
-    value = f"x{C}argument{S}{O}argument"
+    value = f'x{C}argument{S}{O}argument key="k"{S}'
     with pytest.raises(formats.RenderError):
         K3.render([ToolCall("f", {"k": value})])
 
@@ -76,9 +79,9 @@ def test_a_string_that_cannot_read_back_is_refused():
         (tools(call("f", arg("n", "abc", "number"))), "invalid JSON"),
         (tools(call("f", arg("n", "1", "boolean"))), "typed 'boolean'"),
         (tools(call("f", arg("a", "1"), arg("a", "2"))), "given twice"),
-        (tools(f"{O}call index=\"1\"{S}{C}call{S}"), "without a tool"),
+        (tools(f"{O}call index=\"1\"{S}{C}call{S}"), "tool name '' is not allowed"),
         (f"{O}tools{S}" + call("f", arg("a", "1")), "missing <|close|>tools"),
-        (tools(call("f", f'{O}argument key="a" type="string"{S}1')), "unclosed argument"),
+        (tools(call("f", f'{O}argument key="a" type="string"{S}1')), "unclosed parameter value"),
         ("Just prose.", "no <|open|>tools"),
     ],
 )
@@ -168,15 +171,15 @@ def test_hostile_texts_are_read_with_bounded_work(kind, text, monkeypatch):
     """Every character of a 200 KB hostile text is decoded as JSON at most once (values are read within their own
     region), and the items read are counted."""
     decoded = []
-    real_decode, real_lenient = kimi_k3.JSON_DECODER.decode, kimi_k3.lenient_json
+    real_decode, real_lenient = xml_lenient.JSON_DECODER.decode, xml_lenient.lenient_json
 
     class Counting:
         def decode(self, s):
             decoded.append(len(s))
             return real_decode(s)
 
-    monkeypatch.setattr(kimi_k3, "JSON_DECODER", Counting())
-    monkeypatch.setattr(kimi_k3, "lenient_json", lambda s, **kw: decoded.append(len(s)) or real_lenient(s, **kw))
+    monkeypatch.setattr(xml_lenient, "JSON_DECODER", Counting())
+    monkeypatch.setattr(xml_lenient, "lenient_json", lambda s, **kw: decoded.append(len(s)) or real_lenient(s, **kw))
     got = K3.parse_lenient(text)
     assert sum(decoded) <= 2 * len(text), (kind, sum(decoded))
     assert len(got.calls) <= MAX_RECOVERED_ITEMS

@@ -205,13 +205,19 @@ def test_rows_sharing_tags_are_told_apart():
 def test_a_value_holding_the_rows_own_closers_reads_back(name):
     """Issue 20: a value holding the format's own closer (``</parameter>``, ``</arg_value>``, the call's and the
     section's). Raw-text XML cannot tell such a value from the end of the parameter, so ``render`` writes it as a JSON
-    string literal (typed rows: ``string="false"``), which reads back as the value."""
+    string literal (typed rows: ``string="false"``), which reads back as the value. A row whose type attribute
+    names the value's type (Kimi K3) has no JSON string: it writes the value raw when it reads back so, else refuses."""
     fmt = formats.get(name)
     s = fmt.spelling
     for closer in {s.value_close, s.call_close, s.section_close or s.call_close, s.value_close + "\n" + s.key_open}:
         call = ToolCall("write_file", {"content": f"before {closer} after", "n": 1})
-        assert fmt.parse_strict(fmt.render([call])) == [call], (name, closer)
-        assert fmt.parse_lenient(fmt.render([call])).calls == [call], (name, closer)
+        try:
+            text = fmt.render([call])
+        except formats.RenderError:
+            assert s.typing == "named", (name, closer)
+            continue
+        assert fmt.parse_strict(text) == [call], (name, closer)
+        assert fmt.parse_lenient(text).calls == [call], (name, closer)
 
 
 # ----------------------------------------------------------------------------------------------------------------

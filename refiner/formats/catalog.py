@@ -19,6 +19,7 @@ from refiner.formats import (
     glaive,
     glm45,
     harmony,
+    kimi_k3,
     mistral,
     nestful,
     openai,
@@ -30,7 +31,6 @@ from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
 from refiner.formats.family import Family, Row, register_catalog
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
-from refiner.formats.kimi_k3 import Xtml, XtmlSpelling
 from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
@@ -118,7 +118,11 @@ CATALOG: tuple[Row, ...] = (
                         "vllm-project/vllm vllm/tool_parsers/kimi_k3_tool_parser.py",
                         *_checked("Kimi-K3.jinja 4578103bf225")),
                reasoning=(("<|open|>think<|sep|>", "<|close|>think<|sep|>"),)),
-        Xtml, XtmlSpelling()),
+        XmlParams, XmlSpelling(section_open="<|open|>tools<|sep|>", section_close="<|close|>tools<|sep|>",
+                               call_open="<|open|>call ", call_close="<|close|>call<|sep|>", name_at="attr",
+                               name_attr="tool", index_attr="index", key_open="<|open|>argument ", key_at="attr",
+                               key_attr="key", value_close="<|close|>argument<|sep|>", tag_end="<|sep|>",
+                               typing="named", type_attr="type", sep="", hook=kimi_k3.HOOK)),
     Row(
         Family("minimax_m3", "MiniMax-M3: ]<]minimax[>[ before every tag; <tool_call>, <invoke name=\"NAME\">, one "
                "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",

@@ -10,6 +10,7 @@ every literal); a model family that writes it is a row of the catalog (:mod:`ref
       CALL_CLOSE
     [SECTION_CLOSE]
 
+An opening tag ends at TAG_END (``>``; Kimi K3 writes tags with control tokens: ``<|open|>call tool="NAME"<|sep|>``).
 Reasoning and prose may come before the first call, prose after the last; whitespace between tags is free. A value
 is the text up to its closing tag (less one newline at each end with ``strip_newline``): the first one that the next
 structural tag follows and that closes no value tag the value opens itself (as vLLM reads it:
@@ -39,10 +40,10 @@ from refiner.formats.base import (
     offered_tools,
 )
 from refiner.formats.message import AnswerParts
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import XmlLenient
-from refiner.formats.xml_spelling import Hook, XmlSpelling, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, Hook, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
     Finder,
@@ -92,6 +93,16 @@ def _attr_value(value: str) -> str:
             .replace("\n", "&#10;").replace("\r", "&#13;"))
 
 
+def _type_name(value: Any, raw: bool, typing: str) -> str:
+    """The type attribute's value render writes: ``true`` / ``false`` (raw or JSON), or a type named."""
+    if typing == "attr":
+        return "true" if raw else "false"
+    if raw:
+        return "string"
+    types = ((type(None), "null"), (bool, "boolean"), ((int, float), "number"), (list, "array"))
+    return next((name for t, name in types if isinstance(value, t)), "object")
+
+
 class XmlParams(XmlLenient, WireFormat):
     """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); its rows are in the catalog."""
 
@@ -115,6 +126,8 @@ class XmlParams(XmlLenient, WireFormat):
             closers.insert(0, s.key_close)
         elif s.key_at == "eq":
             closers.append(s.call_close)
+        if s.hook is not None:
+            closers += s.hook.closers
         also: tuple[str, ...] = ()
         if s.tag_suffix and s.suffix_optional:  # plain tags are the markers; a suffixed first tag is read too, and
             also = (s.first_open[:-1] + ":",)  # suffixed closers name the row (a broken text is read as this row's)
@@ -139,6 +152,8 @@ class XmlParams(XmlLenient, WireFormat):
     def answer_parts(self, text: str) -> AnswerParts:
         """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
         read as for any row, with the suffixes dropped; the calls' span is given in ``text``'s own positions."""
+        if self.hook.answer_parts is not None:
+            return self.hook.answer_parts(self, text)
         if not self.spelling.tag_suffix or ":" not in text:
             return super().answer_parts(text)
         ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
@@ -205,14 +220,14 @@ class XmlParams(XmlLenient, WireFormat):
                 return False  # the row writes a tag after the name (Hunyuan's <tool_sep>): another row's call
             k = skip_ws(body, e + (len(s.name_sep) if body.startswith(s.name_sep, e) else 0))
         else:
-            e = body.find(">", pos)
+            e = body.find(s.tag_end, pos)
             if e < 0:
                 return "{" not in body[pos:]  # cut inside the name
-            if s.name_at == "attr" and (e - pos > MAX_ATTR_CHARS or "name" not in _attrs(body[pos:e])):
+            if s.name_at == "attr" and (e - pos > MAX_ATTR_CHARS or s.name_attr not in _attrs(body[pos:e])):
                 return False
             if s.name_at == "attr" and body.endswith("/", 0, e):
                 return True  # <invoke name="f"/>
-            k = skip_ws(body, e + 1)
+            k = skip_ws(body, e + len(s.tag_end))
         if s.refused_attr and body.startswith(s.key_open, k):  # (another row's typed parameter)
             j = body.find(">", k, k + MAX_ATTR_CHARS + 1)
             if j >= 0 and s.refused_attr in _attrs(body[k + len(s.key_open) : j]):
@@ -291,11 +306,11 @@ class XmlParams(XmlLenient, WireFormat):
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
         else:
-            j = text.find(">", pos, pos + MAX_ATTR_CHARS + 1)
-            if j < 0:
+            j = text.find(s.tag_end, pos, pos + MAX_ATTR_CHARS + 1)
+            if j < 0 or s.name_at == "attr" and "<" in text[pos:j]:
                 raise self.error(f"unclosed {s.call_open}", pos)
-            name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get("name", "")
-            pos, empty = j + 1, s.name_at == "attr" and text.endswith("/", 0, j)
+            name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get(s.name_attr, "")
+            pos, empty = j + len(s.tag_end), s.name_at == "attr" and text.endswith("/", 0, j)
         if not self.is_name(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
         if empty:
@@ -311,11 +326,19 @@ class XmlParams(XmlLenient, WireFormat):
                 if pos >= len(text):
                     raise self.error(f"missing {s.call_close}", pos)
                 raise self.error(f"expected {s.key_open} or {s.call_close}, got {text[pos : pos + 30]!r}", pos)
-            key, string, pos = self._strict_key(text, pos + len(s.key_open), f)
+            key, typ, pos = self._strict_key(text, pos + len(s.key_open), f)
             if key in args:
                 raise self.error(f"parameter {key!r} of {name!r} given twice", pos)
-            end = self._value_end(text, pos)
-            args[key] = self._value(text[pos:end], string)
+            if s.typing == "named" and typ != "string":  # JSON, then the closing tag
+                args[key], end = decode_at(self, text, pos)
+                if typ in JSON_TYPES and type(args[key]) not in JSON_TYPES[typ]:
+                    raise self.error(f"{key!r} is typed {typ!r} but holds {type(args[key]).__name__}", pos)
+                end = skip_ws(text, end)
+                if not text.startswith(s.value_close, end):
+                    raise self.error(f"expected {s.value_close} after the value of {key!r}", end)
+            else:
+                end = self._value_end(text, pos)
+                args[key] = self._value(text[pos:end], typ)
             pos = end + len(s.value_close)
         if not args and self._junk_name(name):
             raise self.error(f"{name[:60]!r} alone between call tags is text, not an argument-less call", pos)
@@ -339,9 +362,9 @@ class XmlParams(XmlLenient, WireFormat):
                 if not c.arguments and _spoken(c.name):
                     raise self.render_error(f"call #{i}: {c.name!r} without arguments would read as text")
 
-    def _strict_key(self, text: str, pos: int, f: Finder) -> tuple[str, bool | None, int]:
-        """The key at ``pos`` (after the key tag), whether the value is typed a string by an attribute (``None``:
-        no attribute), and where the value starts."""
+    def _strict_key(self, text: str, pos: int, f: Finder) -> tuple[str, str | None, int]:
+        """The key at ``pos`` (after the key tag), the value's type by an attribute (``"string"``: raw text; ``""``:
+        JSON, else the text; a type of :data:`JSON_TYPES`; ``None``: no attribute), and where the value starts."""
         s = self.spelling
         if s.key_at == "element":
             j = f.next(s.key_close, pos)
@@ -355,21 +378,15 @@ class XmlParams(XmlLenient, WireFormat):
                 raise self.error(f"expected {s.value_open} after the {key!r} key, got {text[k : k + 30]!r}", k)
             return key, None, k + len(s.value_open)
         if s.key_at == "attr":
-            j = text.find(">", pos, pos + MAX_ATTR_CHARS + 1)
-            if j < 0:
+            j = text.find(s.tag_end, pos, pos + MAX_ATTR_CHARS + 1)
+            if j < 0 or "<" in text[pos:j]:
                 raise self.error(f"unclosed {s.key_open}", pos)
             attrs = _attrs(text[pos:j])
-            if "name" not in attrs:
-                raise self.error(f"a {s.key_open} without a name", pos)
+            if s.key_attr not in attrs:
+                raise self.error(f"a {s.key_open} without a {s.key_attr}", pos)
             if s.refused_attr and s.refused_attr in attrs:
                 raise self.error(f"a {s.refused_attr}= attribute: another row's typed parameter", pos)
-            string = None
-            if s.type_attr:
-                flag = attrs.get(s.type_attr)
-                if flag not in ("true", "false"):
-                    raise self.error(f"{s.type_attr}= must be \"true\" or \"false\", got {flag!r}", pos)
-                string = flag == "true"
-            return attrs["name"], string, j + 1
+            return attrs[s.key_attr], self._type_of(attrs, pos), j + len(s.tag_end)
         if text.startswith('"', pos):  # a name written as a JSON string literal
             try:
                 key, end = JSON_DECODER.raw_decode(text, pos)
@@ -385,6 +402,19 @@ class XmlParams(XmlLenient, WireFormat):
         if "\n" in key:
             raise self.error(f"a parameter name runs over a line: {key[:40]!r}", pos)
         return key, None, j + 1
+
+    def _type_of(self, attrs: dict[str, str], at: int | None) -> str | None:
+        """The value's type by the row's type attribute (see :meth:`_strict_key`); ``None`` for a row without one,
+        and, read leniently (``at`` is ``None``), for a flag neither ``true`` nor ``false``."""
+        s = self.spelling
+        flag = attrs.get(s.type_attr)
+        if s.typing == "named":
+            return flag or "string"
+        if s.typing != "attr" or (at is None and flag not in ("true", "false")):
+            return None
+        if flag not in ("true", "false"):
+            raise self.error(f"{s.type_attr}= must be \"true\" or \"false\", got {flag!r}", at)
+        return "string" if flag == "true" else ""
 
     def _value_end(self, text: str, pos: int) -> int:
         s = self.spelling
@@ -402,9 +432,9 @@ class XmlParams(XmlLenient, WireFormat):
             raise self.error(f"unclosed {what} (no {s.value_close} followed by {s.key_open} or {s.call_close})", pos)
         return end
 
-    def _value(self, raw: str, string: bool | None) -> Any:
-        """A raw value's reading: ``string`` from a type attribute (True: the text as written; False: JSON, else
-        the text), else the row's typing."""
+    def _value(self, raw: str, typ: str | None) -> Any:
+        """A raw value's reading: by ``typ`` from a type attribute (``"string"``: the text as written; else JSON,
+        else the text), else by the row's typing."""
         s = self.spelling
         if s.strip_newline:  # the template's newline at each end
             raw = raw.removeprefix("\n").removesuffix("\n")
@@ -412,9 +442,9 @@ class XmlParams(XmlLenient, WireFormat):
             t = raw.strip()
             if t.startswith(CDATA[0]) and t.endswith(CDATA[1]):  # a text written in a CDATA section, as it is
                 return t[len(CDATA[0]) : -len(CDATA[1])]
-        if string is True:
+        if typ == "string":
             return raw
-        if string is False:
+        if typ is not None:
             try:
                 return JSON_DECODER.decode(raw.strip())
             except (ValueError, RecursionError):
@@ -426,7 +456,7 @@ class XmlParams(XmlLenient, WireFormat):
     def render(self, calls: Sequence[ToolCall]) -> str:
         s = self.spelling
         sep = s.sep
-        blocks = [self._render_call(c) for c in calls]
+        blocks = [self._render_call(c, i) for i, c in enumerate(calls, start=1)]
         if not s.section_open:
             text = sep.join(blocks) if sep else "\n".join(blocks)
         elif s.section_per_call:
@@ -439,13 +469,14 @@ class XmlParams(XmlLenient, WireFormat):
                     text = text.replace(t, t[:-1] + s.tag_suffix + ">")
         return text
 
-    def _render_call(self, c: ToolCall) -> str:
+    def _render_call(self, c: ToolCall, i: int) -> str:
         s = self.spelling
         sep = s.sep
         if s.name_at == "eq":
             head = f"{s.call_open}{c.name}>"
         elif s.name_at == "attr":
-            head = f'{s.call_open}name="{c.name}">'
+            index = f' {s.index_attr}="{i}"' if s.index_attr else ""
+            head = f'{s.call_open}{s.name_attr}="{c.name}"{index}{s.tag_end}'
         else:
             head = f"{s.call_open}{c.name}{s.name_sep if s.name_sep.strip() else ''}"
         parts = [head]
@@ -455,11 +486,18 @@ class XmlParams(XmlLenient, WireFormat):
                 key = write_key(k, s.key_close not in k)
                 parts.append(f"{s.key_open}{key}{s.key_close}{sep}{s.value_open}{self._write(v)}{s.value_close}")
             elif s.key_at == "attr":
-                # with a type attribute, a string as written (string="true") unless it holds a tag: then JSON
+                # with a type attribute, a string as written (string="true") unless it holds a tag: then JSON; typed
+                # by name, a string is written as it is when it reads back so
                 raw = bool(s.type_attr) and type(v) is str and not any(t in v for t in s.value_tags)
-                typed = f' {s.type_attr}="{"true" if raw else "false"}"' if s.type_attr else ""
+                if s.typing == "named" and type(v) is str and not raw:
+                    if self._value_end(v + s.value_close + s.call_close, 0) != len(v):
+                        raise self.render_error(f"the value of {k!r} holds {s.value_close} before a tag: it cannot "
+                                                "be written as raw text")
+                    raw = True
+                typed = f' {s.type_attr}="{_type_name(v, raw, s.typing)}"' if s.type_attr else ""
                 body = v if raw else self._write(v)
-                parts.append(f'{s.key_open}name="{_attr_value(k)}"{typed}>{pad}{body}{pad}{s.value_close}')
+                parts.append(f'{s.key_open}{s.key_attr}="{_attr_value(k)}"{typed}{s.tag_end}{pad}{body}{pad}'
+                             f"{s.value_close}")
             else:
                 key = write_key(k, ">" not in k and "\n" not in k and "\r" not in k)
                 parts.append(f"{s.key_open}{key}>{pad}{self._write(v)}{pad}{s.value_close}")
@@ -474,4 +512,6 @@ class XmlParams(XmlLenient, WireFormat):
     # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
+        if self.spelling.typing == "named":  # (each value's type is written)
+            return list(calls)
         return retype_calls(calls, tools, python_literals=self.spelling.python_literals)

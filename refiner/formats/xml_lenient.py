@@ -13,6 +13,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Lenient
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
+from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
@@ -52,6 +53,15 @@ class XmlLenient:
                     out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
 
+    def _tag_end(self, text: str, f: Finder, pos: int, at: str) -> tuple[int, str | None]:
+        """Where the opening tag at ``pos``, naming by ``at``, ends, and by what: its end, else a line break, else
+        (an attribute tag) the next tag; ``(len(text), None)`` when the text ends inside it."""
+        s = self.spelling
+        end, which = f.first((s.tag_end, "\n", "<") if at == "attr" else (s.tag_end, "\n"), pos)
+        if which == "<" and s.tag_end.startswith(text[end:]):
+            return len(text), None
+        return end, which
+
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
@@ -64,19 +74,19 @@ class XmlLenient:
             elif not self.is_name(name):
                 out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
         else:
-            name_end, which = f.first((">", "\n"), pos)
+            name_end, which = self._tag_end(text, f, pos, s.name_at)
             raw = text[pos : min(name_end, pos + MAX_ATTR_CHARS)]  # (a longer tag is not read for attributes)
-            name = raw.strip() if s.name_at == "eq" else _attrs(raw).get("name", "").strip()
-            pos = name_end + 1 if which == ">" else name_end
+            name = raw.strip() if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "").strip()
+            pos = name_end + len(s.tag_end) if which == s.tag_end else name_end
             if which is None:  # cut inside the name: no call can be trusted
                 out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
                 out.mark_cut(None)
                 return pos, False
-            if which != ">":
-                out.note("missing_tag", f"the {s.call_open}{name}> tag is not closed")
+            if which != s.tag_end:
+                out.note("missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed")
             if not self.is_name(name):
                 out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
-            if which == ">" and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
+            if which == s.tag_end and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
                 if name:
                     out.calls.append(ToolCall(name, {}))
                 return self._after_call(text, pos, name, out)
@@ -164,7 +174,7 @@ class XmlLenient:
     def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
         """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends in its value)``."""
         s = self.spelling
-        string: bool | None = None
+        typ: str | None = None
         if s.key_at == "element":
             j, tag = f.first((s.key_close, s.value_open, "\n", s.call_close, s.call_open), pos)
             raw = text[pos:j]
@@ -179,7 +189,7 @@ class XmlLenient:
                 t = text.find(s.type_close, pos, pos + len(s.type_open) + TYPE_CHARS)
                 if t >= 0:
                     kind = text[pos + len(s.type_open) : t].strip().lower()
-                    string = True if kind == "string" else None if kind in ("any", "") else False
+                    typ = "string" if kind == "string" else None if kind in ("any", "") else ""
                     pos = skip_ws(text, t + len(s.type_close))
             if text.startswith(s.value_open, pos):
                 vstart = pos + len(s.value_open)
@@ -192,29 +202,34 @@ class XmlLenient:
                     after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
                     return after, key if nxt >= len(text) else None
         else:
-            key_end, which = f.first((">", "\n"), pos)
+            key_end, which = self._tag_end(text, f, pos, s.key_at)
             raw = text[pos : min(key_end, pos + MAX_ATTR_CHARS)]
             if s.key_at == "attr":
                 attrs = _attrs(raw)
-                key = attrs.get("name", raw.strip())
-                flag = attrs.get(s.type_attr) if s.type_attr else None
-                string = None if flag not in ("true", "false") else flag == "true"
+                if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
+                    return key_end, ""  # left out
+                key = attrs.get(s.key_attr, raw.strip())
+                typ = self._type_of(attrs, None)
             else:
                 key = read_key(raw)
                 key = raw.strip() if key is None else key
-            if which != ">":
-                out.note("missing_tag", f"the {s.key_open}{key[:40]}> tag is not closed")
+            if which != s.tag_end:
+                out.note("missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed")
                 vstart = key_end
             else:
-                vstart = key_end + 1
+                vstart = key_end + len(s.tag_end)
         # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of
         # the call or section comes first (the closing tag was lost), or at the end of the text (cut short)
-        next_key = s.key_open if s.key_at == "element" else "\n" + s.key_open
+        next_key = s.key_open if s.key_at == "element" or not s.sep else "\n" + s.key_open
         stop_tags = (next_key, s.call_close) + ((s.section_close, s.section_open) if s.section_open else (s.call_open,))
         close = f.next(s.value_close, vstart)
         stop, tag = f.first(stop_tags, vstart)
         cut = False
         if 0 <= close <= stop:
+            last = text.rfind(s.value_close, close, stop)  # (a value holding its closing tag, and no key tag)
+            if last > close and not text[last + len(s.value_close) : stop].strip() and s.key_open not in text[
+                    close:last]:
+                close = last
             end, after = close, close + len(s.value_close)
         else:
             end, after = stop, stop
@@ -229,8 +244,28 @@ class XmlLenient:
                     end -= 1  # the template's newlines on both sides of the lost tag
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
-        args[key] = self._value(text[vstart:end], string)
+        if s.typing == "named" and typ != "string":
+            args[key] = _json_value(text[vstart:end], typ, key, cut, out)
+        else:
+            args[key] = self._value(text[vstart:end], typ)
         return after, key if cut else None
+
+
+def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) -> Any:
+    """A value typed by name as JSON: decoded, else mended (reported), else its text (reported); cut short, what
+    its start holds."""
+    if cut:
+        return lenient_json(raw, at_end=True)
+    try:
+        return JSON_DECODER.decode(raw.strip())
+    except (ValueError, RecursionError):
+        pass
+    value = lenient_json(raw.strip(), at_end=cut)
+    if value is None:
+        out.note("bad_argument", f"argument {key[:40]!r} typed {typ!r} is not JSON: kept as text")
+        return raw
+    out.note("mended", f"the JSON value of argument {key[:40]!r} was mended")
+    return value
 
 
 @functools.lru_cache(maxsize=64)

@@ -12,28 +12,37 @@ from typing import Any
 
 from refiner.formats.family import POLICY
 
+# The JSON types a value typed by name may have (typing "named"), by the type attribute's value.
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "number": (int, float), "integer": (int,), "boolean": (bool,), "null": (type(None),), "array": (list,),
+    "object": (dict,),
+}
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
-# The attributes as render writes them (a name, then at most one more), in one match
-_SIMPLE_ATTRS = re.compile(r"""\s*name="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
+# The attributes as render writes them (one or two, double-quoted, no entity), in one match
+_SIMPLE_ATTRS = re.compile(r"""\s*([A-Za-z_][\w:.-]*)="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
 
 
 @dataclass(frozen=True)
 class XmlSpelling:
     """One row's spelling of the grammar, its tags exactly as the model writes them. ``name_at``: ``"eq"``
     (``<function=NAME>``), ``"attr"`` (``name="..."``) or ``"text"`` (after ``call_open`` up to ``name_sep``);
-    ``key_at``: ``"eq"``, ``"attr"`` or ``"element"`` (``<arg_key>KEY</arg_key>`` then ``value_open``); a section
-    around all calls or one per call (``section_per_call``); ``strip_newline``: a newline at each end of a value is
-    the template's; ``typing``: ``"json"``, ``"python"`` or ``"attr"`` (``type_attr``); ``sep``: what render writes
-    between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>`` (render writes it; any suffix, or
-    none, is read); ``suffix_optional`` (a reading policy): the family's tags are also written with no suffix, so
-    detection looks for them plain (a suffixed first tag is another spelling the strict reader accepts);
-    ``type_open`` / ``type_close``: a type element between a key and its value, read by recovery only; ``cdata`` (a
-    reading policy): a value written as ``<![CDATA[...]]>`` is the text inside, as written (MiniCPM5's template
-    writes a string holding ``<``, ``&`` or a line break so); ``refused_attr`` (a reading policy): a parameter
-    attribute the strict reader and the sniff refuse, another row's typing (SGLang's multi_format ``minimax`` layout
-    refuses the ``string=`` of its ``dsv32`` layout, written in the same tags)."""
+    ``key_at``: ``"eq"``, ``"attr"`` or ``"element"`` (``<arg_key>KEY</arg_key>`` then ``value_open``); ``tag_end``:
+    what ends an opening tag (``>``; Kimi K3's ``<|sep|>``); ``name_attr`` / ``key_attr``: the attributes holding
+    the name and the key; ``index_attr``: an attribute render writes after the name, the call's number from 1; a
+    section around all calls or one per call (``section_per_call``); ``strip_newline``: a newline at each end of a
+    value is the template's; ``typing``: ``"json"``, ``"python"``, ``"attr"`` (``type_attr`` is ``"true"``: raw
+    text, ``"false"``: JSON) or ``"named"`` (``type_attr`` names the value's JSON type, ``string`` or none for raw
+    text: :data:`JSON_TYPES`); ``sep``: what render writes between tags; ``tag_suffix``: a per-checkpoint
+    ``:SUFFIX`` before each ``>`` (render writes it; any suffix, or none, is read); ``suffix_optional`` (a reading
+    policy): the family's tags are also written with no suffix, so detection looks for them plain (a suffixed first
+    tag is another spelling the strict reader accepts); ``type_open`` / ``type_close``: a type element between a key
+    and its value, read by recovery only; ``cdata`` (a reading policy): a value written as ``<![CDATA[...]]>`` is
+    the text inside, as written (MiniCPM5's template writes a string holding ``<``, ``&`` or a line break so);
+    ``refused_attr`` (a reading policy): a parameter attribute the strict reader and the sniff refuse, another row's
+    typing (SGLang's multi_format ``minimax`` layout refuses the ``string=`` of its ``dsv32`` layout, written in the
+    same tags)."""
 
     call_open: str
     call_close: str
@@ -41,6 +50,10 @@ class XmlSpelling:
     key_open: str = "<parameter="
     value_close: str = "</parameter>"
     key_at: str = "eq"
+    tag_end: str = ">"
+    name_attr: str = "name"
+    key_attr: str = "name"
+    index_attr: str = ""
     key_close: str = ">"
     value_open: str = ""
     section_open: str = ""
@@ -62,7 +75,8 @@ class XmlSpelling:
     def __post_init__(self) -> None:
         if self.name_at not in ("eq", "attr", "text") or self.key_at not in ("eq", "attr", "element"):
             raise ValueError(f"name_at / key_at not known: {self.name_at!r} / {self.key_at!r}")
-        if self.typing not in ("json", "python", "attr") or (self.typing == "attr") != bool(self.type_attr):
+        if self.typing not in ("json", "python", "attr", "named") or (self.typing in ("attr", "named")) != bool(
+                self.type_attr):
             raise ValueError(f"typing {self.typing!r} with type_attr {self.type_attr!r}")
         if (self.key_at == "element") != bool(self.value_open):
             raise ValueError("value_open is the element key style's (and only its)")
@@ -99,13 +113,15 @@ class XmlSpelling:
 @dataclass(frozen=True)
 class Hook:
     """What a row's table cannot say: ``respell(fmt, text, start) -> (text, notes) | None`` (tags written wrong,
-    lenient reading only), and the :class:`~refiner.formats.base.WireFormat` hooks ``sniff``, ``region_start`` and
-    ``read_untagged`` (each taking the format first)."""
+    lenient reading only), the :class:`~refiner.formats.base.WireFormat` hooks ``sniff``, ``region_start``,
+    ``read_untagged`` and ``answer_parts`` (each taking the format first), and further detection ``closers``."""
 
     respell: Callable[..., tuple[str, list[str]] | None] | None = None
     sniff: Callable[..., bool] | None = None
     region_start: Callable[..., int] | None = None
     read_untagged: Callable[..., Any] | None = None
+    answer_parts: Callable[..., Any] | None = None
+    closers: tuple[str, ...] = ()
 
 
 def name_line(body: str, at: int) -> int:
@@ -121,9 +137,9 @@ def _attrs(raw: str) -> dict[str, str]:
     """The attributes of a tag's text (any quotes or none), XML's character entities decoded."""
     m = _SIMPLE_ATTRS.fullmatch(raw)
     if m is not None:
-        if m.group(2) is None:
-            return {"name": m.group(1)}
-        return {"name": m.group(1), m.group(2): m.group(3)}
+        if m.group(3) is None:
+            return {m.group(1): m.group(2)}
+        return {m.group(1): m.group(2), m.group(3): m.group(4)}
     out = {}
     for m in _ATTR.finditer(raw):
         value = next(g for g in m.groups()[1:] if g is not None)

@@ -115,15 +115,15 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
 
 
 def _own_grammar(out: Derived) -> None:
-    """The dialect is the built-in row of a grammar no record maps onto that writes the template's renders of both
-    pairs of placeholder calls exactly and reads them back."""
+    """The dialect is the built-in row of a grammar no record maps onto (of any grammar when the record maps onto no
+    row) that writes the template's renders of both pairs of placeholder calls exactly and reads them back."""
     rec = out.record
     two, check = rec.sections.get("two"), rec.sections.get("check")
     if two is None or check is None or NAMES[1] not in two or NAMES[1] not in check:
         return
     spaced = []  # rows that write the renders but for whitespace
     for fmt in base.by_rank():
-        if not own_grammar(fmt) or fmt.name not in out.read_by:  # (read_by: it reads ``two`` back)
+        if not (own_grammar(fmt) or out.special) or fmt.name not in out.read_by:  # (read_by: it reads ``two`` back)
             continue
         try:
             written = [(fmt.render(list(EXPECTED)), two), (fmt.render(list(CHECKED)), check)]
@@ -136,8 +136,9 @@ def _own_grammar(out: Derived) -> None:
                 spaced.append(fmt.name)
             continue
         out.same_as = fmt.name
-        out.checks.append(f"{fmt.name}, a grammar of its own, writes the template's renders of both pairs of calls "
-                          "exactly and reads them back")
+        own = ", a grammar of its own," if own_grammar(fmt) else ""
+        out.checks.append(f"{fmt.name}{own} writes the template's renders of both pairs of calls exactly and reads "
+                          "them back")
         if out.special:
             out.fmt, out.why = fmt, ""
         return
