@@ -336,8 +336,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         value = _unquote(raw)
         value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
         if value is None:
-            if not ended[j] and raw[:1] in "[{" and _last_inline(raw):
-                raw = _last_inline(raw)  # a JSON value, then markup on the same line
+            if not ended[j] and raw[:1] in "[{" and (head := _last_inline(raw)):
+                raw = head  # a JSON value, then markup on the same line
             elif last and any(inline) and not ended[j]:
                 raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
             if not raw:
