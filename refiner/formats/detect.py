@@ -37,7 +37,6 @@ from refiner.formats.base import (
     DETECT_CHARS,
     MAX_LENIENT_CHARS,
     FormatError,
-    MarkerTable,
     WireFormat,
     by_rank,
     marker_positions,
@@ -90,17 +89,6 @@ def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _sniffs_yes(fmt: WireFormat, in_body: dict[str, int], table: MarkerTable, sniff: Sniff) -> bool:
-    """Whether ``fmt``'s sniff (``sniff``) accepts the text's body at the first of the markers it shares with other
-    formats (True when it shares none there). Rule 1 tries the formats it rejects last: its sniff tells the formats
-    sharing a marker apart, so one it rejects does not read the text strictly where a format it accepts does."""
-    at = -1
-    for m in table.shared_markers.get(fmt.name, ()):  # (the first of them in the body)
-        if m in in_body and (at < 0 or in_body[m] < at):
-            at = in_body[m]
-    return at < 0 or sniff(fmt, at)
-
-
 def detect_format(text: str) -> str | None:
     """The name of the wire format ``text`` is written in, or ``None``; deterministic (see the module doc)."""
     return detect_with_calls(text)[0]
@@ -150,14 +138,24 @@ def _detect(
 
     def sniff(fmt: WireFormat, at: int) -> bool:
         key = (fmt.name, at)
-        if key not in answers:
-            answers[key] = fmt.sniff(body, at)
-        return answers[key]
+        yes = answers.get(key)
+        if yes is None:
+            yes = answers[key] = fmt.sniff(body, at)
+        return yes
 
     if small:
-        later = []  # (the formats whose sniff rejects the text, tried last)
+        # A format's sniff is asked at the first of the markers it shares with other formats in the body; the formats
+        # it rejects are tried last (their sniffs tell the formats sharing a marker apart, so one rejected does not
+        # read the text strictly where one accepted does).
+        later = []
+        shared = table.shared_markers
         for fmt in table.marked(found_at):
-            if not _sniffs_yes(fmt, in_body, table, sniff):
+            at = -1
+            for m in shared.get(fmt.name, ()):
+                i = in_body.get(m, -1)
+                if i >= 0 and (at < 0 or i < at):
+                    at = i
+            if at >= 0 and not sniff(fmt, at):
                 later.append(fmt)
                 continue
             calls = strict_reading(fmt, text, tried)
