@@ -151,8 +151,8 @@ def _plain_param(value: dict[str, Any]) -> Param | None:
             items := _plain_param(items)) is None):
         return None
     if "default" not in value:
-        return Param.plain(ptype, desc, enum, items)
-    return Param.plain(ptype, desc, enum, items, value["default"])
+        return Param.of(type=ptype, description=desc, enum=enum, items=items)
+    return Param.of(type=ptype, description=desc, enum=enum, items=items, default=value["default"], has_default=True)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:

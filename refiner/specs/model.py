@@ -32,9 +32,6 @@ class SpecError(ValueError):
         super().__init__(f"[{dialect or 'unknown dialect'}] {loc + ': ' if loc else ''}{message}")
 
 
-_NO_DEFAULT = object()  # (Param.plain: no default given)
-
-
 @dataclass(frozen=True)
 class Param:
     """One parameter (or output field, or nested property / array item) in JSON Schema terms."""
@@ -80,22 +77,6 @@ class Param:
         d["properties"], d["extra"] = {}, {}
         d.update(fields)
         p.__post_init__()
-        return p
-
-    @classmethod
-    def plain(cls, type: str, description: str | None, enum: list | tuple | None, items: Param | None,
-              default: Any = _NO_DEFAULT) -> Param:
-        """``Param(type=type, description=description, enum=enum, items=items)`` (and ``default``, when given) for a
-        ``type`` among :data:`~refiner.specs.types.JSON_TYPES` other than ``"null"``, built with nothing left for the
-        constructor to check."""
-        p = object.__new__(cls)
-        d = p.__dict__
-        d.update(_BLANK_PARAM)
-        d["type"], d["description"], d["items"], d["properties"], d["extra"] = type, description, items, {}, {}
-        if enum is not None:
-            d["enum"] = tuple(enum)
-        if default is not _NO_DEFAULT:
-            d["default"], d["has_default"] = default, True
         return p
 
     def to_json_schema(self) -> dict[str, Any]:
