@@ -156,13 +156,7 @@ def in_enum(value: Any, members: Iterable[Any]) -> bool:
     """Whether ``value`` equals one of ``members`` with the same JSON type (``1`` is not ``true``); False when a
     comparison fails."""
     try:
-        kind = None
-        for m in members:
-            if value == m:
-                kind = kind or json_type(value)
-                if json_type(m) == kind:
-                    return True
-        return False
+        return any(value == m and json_type(value) == json_type(m) for m in members)
     except Exception:  # noqa: BLE001 - a value that cannot be compared is not a member
         return False
 
@@ -188,10 +182,7 @@ def check_value(
     """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`MAX_DEPTH`,
     and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
     declared type, its enum compared as text."""
-    if depth > MAX_DEPTH or param is None:
-        return []
-    count.left -= 1  # (Count.take, inline)
-    if count.left < 0:
+    if depth > MAX_DEPTH or param is None or not count.take():
         return []
     if is_reference(value) or is_declared_default(param, value):
         return []
@@ -209,9 +200,7 @@ def check_value(
     out: list[tuple[str, str]] = []
     if enum and not in_enum(value, enum):
         out.append(("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}"))
-    text = got == "string" or isinstance(value, str)
-    if got == "integer" or got == "number" or not text and isinstance(value, (int, float)) and not isinstance(
-            value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = getattr(param, "minimum", None), getattr(param, "maximum", None)
         try:
             if lo is not None and value < lo:
@@ -220,22 +209,19 @@ def check_value(
                 out.append(("range", f"{where} is {preview(value)}, above the maximum {preview(hi)}"))
         except TypeError:
             pass
-    if text or isinstance(value, list):
+    if isinstance(value, (str, list)):
         lo, hi = getattr(param, "min_length", None), getattr(param, "max_length", None)
         if isinstance(lo, int) and len(value) < lo:
             out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
         if isinstance(hi, int) and len(value) > hi:
             out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
-    if text:
-        pattern = getattr(param, "pattern", None)
-        if isinstance(pattern, str) and len(value) <= _MAX_PATTERN_INPUT:
-            try:
-                if re.search(pattern, value) is None:
-                    out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
-            except re.error:
-                pass  # a pattern Python cannot compile is not the call's fault
-    if got is not None and got != "array" and got != "object":  # (a value of an exact JSON type holds no other)
-        return out
+    pattern = getattr(param, "pattern", None)
+    if isinstance(value, str) and isinstance(pattern, str) and len(value) <= _MAX_PATTERN_INPUT:
+        try:
+            if re.search(pattern, value) is None:
+                out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
+        except re.error:
+            pass  # a pattern Python cannot compile is not the call's fault
     if isinstance(value, list):
         items = getattr(param, "items", None)
         for k, item in enumerate(value if items is not None else ()):
