@@ -177,9 +177,9 @@ def test_functiongemma_reads_its_own_tokens_only():
     assert isinstance(F, BraceKV) and F.reasoning == ()
 
 
-# The fast path (arguments rewritten as JSON and decoded at C speed) reads exactly what the reader reads.
-_EDITS = st.sampled_from(["", '"', "\\", ":", ",", "{", "}", "[", "]", " ", "\n", Q, "None", "NaN", "1e999", "01", "a",
-                          "a:1,", ",a:1", "x y:", C, O, "true", "-"])
+# The reader's plain step reads exactly what its step-by-step reading reads.
+_EDITS = st.sampled_from(["", '"', "\\", ":", ",", "{", "}", "[", "]", " ", "\n", "\xa0", Q, "None", "NaN", "1e999",
+                          "01", "a", "a:1,", ",a:1", "x y:", C, O, "true", "-"])
 _keys = st.text(max_size=6).filter(lambda s: Q not in s)
 _values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _keys,
@@ -188,86 +188,59 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.dictionaries(_keys, _values, max_size=4), st.integers(min_value=0, max_value=400),
-       st.integers(min_value=0, max_value=3), _EDITS)
-@example({"None": None}, 0, 0, "")  # a key spelt like the reader's literal None
-def test_fast_path_agrees_with_the_reader(args, at, cut, insert):
-    from refiner.formats.brace_kv import _Reader
-    from refiner.formats.xmlvalues import Finder
-
-    head = f"{O}call:f"
-    text = G.render([ToolCall("f", args)])
-    body = text[len(head) : -len(C)]
-    if not (insert or cut):
-        assert G._split_read(text, len(head), Finder(text)) == (args, len(text) - len(C))  # read at C speed
-    at = at % (len(body) + 1)
-    text = head + body[:at] + insert + body[at + cut :] + C
-    if not text.startswith("{", len(head)):
-        return
-    fast = G._split_read(text, len(head), Finder(text))
-    try:
-        args_read, end = _Reader(G, text, None).obj(len(head), 0)
-        slow = (args_read, end) if text.startswith(C, end) or text[end:].lstrip().startswith(C) else None
-    except formats.FormatError:
-        slow = None
-    if fast is not None:
-        assert slow is not None, (text, fast)
-        assert json.dumps(fast[0], sort_keys=True) == json.dumps(slow[0], sort_keys=True), (text, fast, slow)
-        assert text[slow[1] : fast[1]].strip() == "", (text, fast, slow)
-
-
 def _typed(value):
     return json.dumps(value, sort_keys=True)  # (1, 1.0 and true told apart)
 
 
-def _read(fmt, text, brace):
-    """The reader's strict reading of the object at ``brace`` when the call's closing token follows it, else None."""
+def _read(fmt, text, brace, lenient, plain):
+    """The reader's reading of the object at ``brace`` (strict: the error when refused), with or without its plain
+    step."""
+    import re
+
+    from refiner.formats.base import Lenient
     from refiner.formats.brace_kv import _Reader
 
+    reader = _Reader(fmt, text, Lenient() if lenient else None)
+    if not plain:
+        reader.member = reader.element = re.compile("(?!)")
     try:
-        args, end = _Reader(fmt, text, None).obj(brace, 0)
-    except formats.FormatError:
-        return None
-    return (args, end) if text[end:].lstrip().startswith(fmt.spelling.call_close) else None
+        args, end = reader.obj(brace, 0)
+    except formats.FormatError as e:
+        return str(e)
+    out = reader.out
+    return _typed(args), end, reader.cut, reader.stopped, reader.cut_key, out and [(p.code, p.message) for p in out.problems]
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from([G, F]), st.lists(st.dictionaries(_keys, _values, max_size=4), min_size=1, max_size=3),
        st.lists(st.tuples(st.integers(min_value=0, max_value=600), st.integers(min_value=0, max_value=3), _EDITS),
-                max_size=3))
-def test_split_read_agrees_with_the_reader(fmt, many, edits):
-    """The split read (the fast path) gives the reader's result wherever it answers, on renderings of both rows and
-    on copies damaged anywhere (a token, a quote, a brace, a backslash, ``None`` put in or cut out), at every call's
-    brace."""
-    from refiner.formats.xmlvalues import Finder
-
+                max_size=3), st.booleans())
+@example(G, [{"None": None}], [], False)  # a key spelt like the literal None
+def test_plain_step_agrees_with_the_reader(fmt, many, edits, lenient):
+    """Strict and lenient, the reader reads the same (arguments, end, cut, problems) with or without its plain
+    step, on renderings of both rows and on copies damaged anywhere (a token, a quote, a brace, a space, ``None``
+    put in or cut out), at every brace."""
     text = fmt.render([ToolCall("f", a) for a in many])
     for at, cut, insert in edits:
         at %= len(text) + 1
         text = text[:at] + insert + text[at + cut :]
     for brace in [i for i, ch in enumerate(text) if ch == "{"]:
-        split = fmt._split_read(text, brace, Finder(text))
-        if split is not None:
-            slow = _read(fmt, text, brace)
-            assert slow is not None and _typed(split[0]) == _typed(slow[0]), (text, brace)
-            assert text[slow[1] : split[1]].strip() == "", (text, brace)
+        assert _read(fmt, text, brace, lenient, True) == _read(fmt, text, brace, lenient, False), (text, brace)
 
 
 @pytest.mark.parametrize("fmt", [G, F], ids=["gemma4", "functiongemma"])
-def test_split_read_takes_plain_calls(fmt):
-    """A call whose keys are plain words and whose values are strings, numbers, lists and objects is read by the
-    split read (not left to the reader), as the reader reads it."""
-    from refiner.formats.xmlvalues import Finder
+def test_plain_members_are_read_at_once(fmt, monkeypatch):
+    """Each member of a call whose keys are plain words and whose values are strings (no ``<`` inside), numbers and
+    literals is read by the reader's plain step."""
+    from refiner.formats.brace_kv import _Reader
 
-    args = {"city": "Paris, <b>\"France\"</b>", "n": 5, "tags": ["a", "b"], "deep": {"x": [1.5, True, None]}}
+    taken = []
+    plain = _Reader.plain
+    monkeypatch.setattr(_Reader, "plain", lambda self, m: taken.append(m) or plain(self, m))
+    args = {"city": "Paris, \"France\" [x]", "n": 5, "x": -1.5e3, "ok": True, "none": None, "my key": "a:b}"}
     text = fmt.render([ToolCall("get_weather", args)])
-    brace = text.index("{")
-    assert fmt._split_read(text, brace, Finder(text)) is not None or "None" in text
-    text = fmt.render([ToolCall("get_weather", {k: v for k, v in args.items() if k != "deep"})])
-    got = fmt._split_read(text, brace, Finder(text))
-    assert got is not None and got == _read(fmt, text, brace)
-    assert got[0] == {k: v for k, v in args.items() if k != "deep"}
+    assert fmt.parse_strict(text) == [ToolCall("get_weather", args)]
+    assert len(taken) == len(args)
 
 
 def test_gemma4_thought_channel_name_is_not_reasoning():

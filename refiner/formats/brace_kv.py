@@ -16,19 +16,16 @@ token (vLLM's ``skip_special_tokens``): each reported as ``missing_tag``, and re
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from json.encoder import encode_basestring as _json_string  # (C speed: a str as a JSON string, unicode kept)
 from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import letters, tag_look_alike
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -50,22 +47,6 @@ class BraceSpelling:
     call_close: str
     quote: str
     keyword: str = "call:"
-
-
-# a bare key, as the split read takes it
-_KEY = r"[^\s:,{}\[\]<>\"|](?:[^:,{}\[\]<>\"|\n]*[^\s:,{}\[\]<>\"|])?"
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        raise ValueError("a key written twice")
-    return value
-
-
-# strict JSON (NaN and Infinity refused, numbers a float cannot hold refused) that also refuses a key written twice
-_FAST_DECODER = json.JSONDecoder(parse_constant=JSON_DECODER.parse_constant, parse_float=JSON_DECODER.parse_float,
-                                 object_pairs_hook=_no_duplicates)
 
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -90,7 +71,7 @@ class _Reader:
         self.fmt, self.text, self.out, self.n = fmt, text, out, len(text)
         self.q, self.lq = sp.quote, len(sp.quote)
         self.tokens = (sp.call_open, sp.call_close)
-        self.bare, self.key, self.skip_obj, self.skip_list = fmt.patterns
+        self.bare, self.key, self.skip_obj, self.skip_list, self.member, self.element = fmt.patterns
         self.cut: bool | None = None  # None: the text does not stop inside the value; else whether it stops cleanly
         self.stopped = False  # (lenient) a call token stood where a key, value or bracket should be
         self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
@@ -148,10 +129,22 @@ class _Reader:
         if not raw:
             self.bad(f"expected a value, got {text[pos : pos + 20]!r}", pos)
             return _NOTHING, pos
+        value = self.scalar(raw, pos)
+        if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
+            self.ends(end, raw in LITERALS)
+        return value, end
+
+    def plain(self, m: re.Match) -> Any:
+        """The value of a plain member or element (a string holding no first character of the quote token, a literal
+        or a number)."""
+        return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
+
+    def scalar(self, raw: str, pos: int) -> Any:
+        """A bare value: a literal, a number, else text (reported)."""
         if raw in LITERALS:
             value = LITERALS[raw]
         elif _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
-            value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
             if value in (_INF, -_INF):
                 self.bad(f"number {raw[:40]} is out of range", pos)
                 value = raw
@@ -161,9 +154,7 @@ class _Reader:
         else:
             self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
             value = raw
-        if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
-            self.ends(end, raw in LITERALS)
-        return value, end
+        return value
 
     def string(self, pos: int) -> tuple[Any, int]:
         e = self.text.find(self.q, pos)
@@ -208,6 +199,11 @@ class _Reader:
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
             key_at = pos
+            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
+            if m is not None and m["key"] not in result:
+                result[m["key"]] = self.plain(m)
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
                 if self.cut is not None:
@@ -259,6 +255,11 @@ class _Reader:
                     pos += 1
                 else:
                     self.bad(f"expected , or ] after a value, got {text[pos : pos + 20]!r}", pos)
+            m = self.element.match(text, pos)  # (a plain element read in one match, as the steps below read it)
+            if m is not None:
+                result.append(self.plain(m))
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             value, end = self.value(pos, depth + 1)
             if value is not _NOTHING:
                 result.append(value)
@@ -286,9 +287,10 @@ class BraceKV(WireFormat):
         return Detection(rank=rank, markers=(spelling.call_open,), closers=(spelling.call_close,))
 
     @functools.cached_property
-    def patterns(self) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+    def patterns(self) -> tuple[re.Pattern, ...]:
         """(a bare value, a bare key, junk in an object, junk in a list): text up to the punctuation that ends one,
-        never into a token."""
+        never into a token; then a plain member and a plain element (a bare key, and a string, literal or number,
+        followed by a comma or the closing bracket)."""
         sp = self.spelling
         tokens = (sp.call_open, sp.call_close, sp.quote)
         stop = "|".join(re.escape(t) for t in tokens)
@@ -297,7 +299,17 @@ class BraceKV(WireFormat):
         def upto(ends: str) -> re.Pattern:  # (runs without a token's first character pass in one step)
             return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
-        return upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]")
+        ends = rf":,{{}}\[\]{firsts}"
+        key = rf"[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"
+        calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
+        q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
+        value = rf"\s*(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{'|'.join(LITERALS)}|{_NUMBER.pattern}))\s*"
+
+        def then(closer: str) -> str:  # (a comma is taken with the value when a key or value follows it)
+            return rf"(?:(?P<comma>,)(?=\s*(?!{calls})[^\s\{closer}])\s*|(?=[,\{closer}]))"
+
+        return (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"),
+                re.compile(rf"(?P<key>{key})\s*:{value}{then('}')}"), re.compile(rf"{value}{then(']')}"))
 
     def answer_start(self, text: str) -> int:
         """After the family's reasoning block, or its closer alone, before the first call token; else 0."""
@@ -323,7 +335,7 @@ class BraceKV(WireFormat):
         if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
             raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
         calls = []
-        finder = Finder(text)
+        reader = _Reader(self, text, None)
         while i >= 0:
             pos = i + len(sp.call_open)
             if not text.startswith(sp.keyword, pos):
@@ -332,54 +344,13 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            got = self._split_read(text, m.end(), finder)
-            args, pos = got if got is not None else _Reader(self, text, None).obj(m.end(), 0)
+            args, pos = reader.obj(m.end(), 0)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
                 raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
             calls.append(ToolCall.trusted(m.group(), args))
             i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
-
-    # Kept beside the reader: without it, reads of calls with values take twice as long (bench_formats, worst case).
-    def _split_read(self, text: str, brace: int, finder: Finder) -> tuple[dict, int] | None:
-        """``(arguments, where the closing token starts)`` of the object at ``brace``, at C speed: the text split at
-        the quote tokens, bare keys quoted, decoded as JSON refusing what the reader refuses. ``None`` at any doubt;
-        whatever it accepts, the reader reads the same way."""
-        sp = self.spelling
-        if not self._splits:
-            return None
-        close = finder.next(sp.call_close, brace)
-        if close < 0 or text.find(sp.call_open, brace, close) >= 0:
-            return None
-        region = text[brace:close]
-        pieces = region.split(sp.quote)
-        if not len(pieces) & 1:
-            return None
-        outside = "<".join(pieces[0::2])  # (no key reaches over a "<": the keys are found in one pass)
-        if '"' in outside or outside.count("<") != len(pieces) // 2:  # (a "<" of its own)
-            return None
-        parts = self._keys(outside)  # [text, "{ ", key, text, ", ", key, ..., text]
-        parts[2::3] = map(_json_string, parts[2::3])
-        pieces[0::2] = "".join(parts).split("<")
-        pieces[1::2] = map(_json_string, pieces[1::2])
-        body = "".join(pieces).rstrip()
-        try:
-            value, stop = _FAST_DECODER.raw_decode(body)
-        except (ValueError, RecursionError):
-            return None
-        return (value, close) if type(value) is dict and stop == len(body) else None
-
-    @functools.cached_property
-    def _splits(self) -> bool:
-        sp = self.spelling
-        tokens = (sp.quote, sp.call_close)
-        return all(t[:1] == "<" and t[-1:] == ">" and t.count("<") == 1 for t in tokens) and not (
-            sp.quote.startswith(sp.call_close) or sp.call_close.startswith(sp.quote))
-
-    @functools.cached_property
-    def _keys(self) -> Callable[[str], list[str]]:
-        return re.compile(rf"([{{,][ \t\r\n]*)({_KEY})(?=[ \t\r\n]*:)").split
 
     # ---- lenient -----------------------------------------------------------------------------------------------
 
@@ -497,10 +468,6 @@ class BraceKV(WireFormat):
                 out.note("unreadable", f"not a call between the call tokens: {text[pos : min(end_at, pos + 80)]!r}")
             return end_at + len(sp.call_close) if tag == sp.call_close else end_at
         name = m.group()
-        fast = self._split_read(text, brace, finder)
-        if fast is not None:  # (a call written whole, in a text broken elsewhere)
-            out.calls.append(ToolCall(name, fast[0]))
-            return fast[1] + len(sp.call_close)
         reader = _Reader(self, text, out)
         args, pos = reader.obj(brace, 0)
         out.calls.append(ToolCall(name, args))

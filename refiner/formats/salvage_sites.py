@@ -13,7 +13,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat, by_rank, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
-from refiner.formats.lenient import ARG_KEYS, NAME_KEYS, coerce_call
+from refiner.formats.lenient import ARG_KEYS, coerce_call
 from refiner.formats.pythonic import Literals, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
 from refiner.formats.strict import JSON_DECODER
@@ -230,15 +230,14 @@ class SiteReader:
                 if calls:
                     self.add(at, end, calls, f"JSON message ({fmt.name})", fmt.name, where)
                     return end
-        name = _object_name(value)
-        if name is None:
-            return self.keyed_object(at, end, value, where)
-        flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
-        if flat and not (is_offered(name, self.offered) or self.offered is None and structured):
-            return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
         label = value.get("label")
         call = coerce_call(value, [], outputs=(label,) if isinstance(label, str) else ())
-        if call is None or not usable_name(call.name):
+        if call is None:
+            return self.keyed_object(at, end, value, where)
+        flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
+        if flat and not (is_offered(call.name, self.offered) or self.offered is None and structured):
+            return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
+        if not usable_name(call.name):
             return at + 1
         if "\\_" in call.name:  # a markdown-escaped name
             call = ToolCall(call.name.replace("\\_", "_"), call.arguments, call.outputs)
@@ -387,13 +386,6 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
     else:
         return "expression"
     return next((k for k in ("placeholder", "expression") if k in items), "literal")
-
-
-def _object_name(value: dict) -> str | None:
-    fn = value.get("function")
-    fn_name = fn.get("name") if isinstance(fn, dict) else fn
-    names = [value.get(k) for k in NAME_KEYS] + [fn_name]
-    return next((n for n in names if isinstance(n, str) and n.strip()), None)
 
 
 def _is_spec(value: dict) -> bool:
