@@ -66,6 +66,19 @@ def test_tokens_inside_the_json_are_text():
     assert H.parse_strict(H.render([call])) == [call]
 
 
+@pytest.mark.parametrize("name", ["harmony", "llm_jp_harmony"])
+def test_a_token_look_alike_that_is_a_whole_string_value_stays_text_when_the_text_is_cut(name):
+    """A value written like a token without its brackets ("|START|"), in a text cut after the call: the lenient
+    reader respells look-alikes of the tokens, but not a whole quoted string."""
+    fmt = formats.get(name)
+    call = ToolCall("get_weather", {"city": "|START|"})
+    text = fmt.render([call, ToolCall("get_weather", {})])
+    cut = text[: text.rindex("<|start|>") + len("<|start|>")]
+    assert fmt.parse_lenient(cut).calls == [call]
+    assert Refiner().refine({"upstream": cut, "format": name, "finish_reason": "length"})["calls"] == [
+        {"name": "get_weather", "arguments": {"city": "|START|"}}]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

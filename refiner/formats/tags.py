@@ -349,8 +349,9 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
         if n == MAX_SCANNED:
             break
         found = m.group()
-        if found in exact:
-            continue
+        if found in exact or (found[0] == found[-1] and text[m.start() - 1 : m.start()] == '"'
+                              == text[m.end() : m.end() + 1]):
+            continue  # (a look-alike with no bracket that is a whole quoted string is that string's text)
         key = keys.get(found)
         if key is None:
             key = keys[found] = token_key(found)
