@@ -162,10 +162,11 @@ def test_a_worker_that_dies_fails_its_task_and_is_replaced() -> None:
 def test_a_deadline_kills_the_worker_even_once_its_pid_number_names_another_process() -> None:
     """The pid number of a worker can be reused once its process ends (the fork server's children are reaped at
     once): the kill goes to the worker's process handle, never to whatever holds that number now."""
+    bystander = subprocess.Popen(["sleep", "60"])
+
     async def run() -> None:
         pool = WorkerPool(Spinner(engine=None), workers=2)
         await pool.start()
-        bystander = subprocess.Popen(["sleep", "60"])
         try:
             task = asyncio.ensure_future(pool.run("tier1", [item('{"city": "SPIN=30"')], 1.0))
             while not pool._busy and not pool._slow:
@@ -181,11 +182,13 @@ def test_a_deadline_kills_the_worker_even_once_its_pid_number_names_another_proc
             assert not os.path.exists(f"/proc/{real_pid}")
             assert bystander.poll() is None
         finally:
-            bystander.kill()
-            bystander.wait()
             await pool.stop()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def test_large_tasks_queue_behind_small_ones() -> None:

@@ -21,9 +21,21 @@ from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireF
 from refiner.formats.family import POLICY
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose, lenient_region
-from refiner.formats.pythonic import (IDENTIFIER_NAME, MAX_AST_CHARS, Literals, PythonicWriter, dotted_name,
-                                      fast_call_prefix, lenient_string, looks_pythonic, parse_expr, parse_quietly,
-                                      place_positional, render_call, strict_call_list)
+from refiner.formats.pythonic import (
+    IDENTIFIER_NAME,
+    MAX_AST_CHARS,
+    Literals,
+    PythonicWriter,
+    dotted_name,
+    fast_call_prefix,
+    lenient_string,
+    looks_pythonic,
+    parse_expr,
+    parse_quietly,
+    place_positional,
+    render_call,
+    strict_call_list,
+)
 from refiner.formats.pythonic_mend import mend_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren, open_brackets, split_top_level
 from refiner.formats.strict import strict_fields, strict_json

@@ -148,6 +148,6 @@ def serve(fd: int) -> None:
         except OSError:
             return
         finally:
-            for fd in fds[1:]:
-                os.close(fd)
+            for pidfd in fds[1:]:
+                os.close(pidfd)
             parent_end.close()
