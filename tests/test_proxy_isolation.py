@@ -138,15 +138,20 @@ def test_a_slow_task_is_demoted_and_others_pass_it() -> None:
     asyncio.run(run())
 
 
+async def spinning(pool: WorkerPool, timeout: float):
+    """A task that spins for 30 s of CPU, once a worker has taken it, and that worker."""
+    task = asyncio.ensure_future(pool.run("tier1", [item('{"city": "SPIN=30"')], timeout))
+    while not pool._busy and not pool._slow:
+        await asyncio.sleep(0.01)
+    return task, next(iter(pool._busy or pool._slow))
+
+
 def test_a_worker_that_dies_fails_its_task_and_is_replaced() -> None:
     async def run() -> None:
         pool = WorkerPool(Spinner(engine=None), workers=2)
         await pool.start()
         try:
-            task = asyncio.ensure_future(pool.run("tier1", [item('{"city": "SPIN=30"')], 60))
-            while not pool._busy and not pool._slow:
-                await asyncio.sleep(0.01)
-            victim = next(iter(pool._busy or pool._slow))
+            task, victim = await spinning(pool, 60)
             os.kill(victim.pid, 9)
             with pytest.raises(WorkerLost):
                 await task
@@ -168,10 +173,7 @@ def test_a_deadline_kills_the_worker_even_once_its_pid_number_names_another_proc
         pool = WorkerPool(Spinner(engine=None), workers=2)
         await pool.start()
         try:
-            task = asyncio.ensure_future(pool.run("tier1", [item('{"city": "SPIN=30"')], 1.0))
-            while not pool._busy and not pool._slow:
-                await asyncio.sleep(0.01)
-            victim = next(iter(pool._busy or pool._slow))
+            task, victim = await spinning(pool, 1.0)
             real_pid, victim.pid = victim.pid, bystander.pid  # as if the number now named the bystander
             with pytest.raises(WorkTimeout):
                 await task
