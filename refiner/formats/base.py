@@ -94,6 +94,18 @@ class FormatError(ValueError):
         return type(self), (self.fmt, self.message, self.position)
 
 
+def kept(error: FormatError) -> FormatError:
+    """``error`` kept as a value (a strict reading's answer): without the tracebacks of it and of the errors it was
+    raised from, which would keep alive every frame they passed through and, from those, the caller's frames."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+    return error
+
+
 class RenderError(ValueError):
     """Calls that a wire format cannot write (the message says which call and why)."""
 
@@ -308,7 +320,7 @@ class WireFormat:
                     out.calls = self.parse_strict(text)
                     return out
                 except FormatError as e:
-                    out.strict_error = e
+                    out.strict_error = kept(e)
             start = reasoning_offset(text)
             limit = min(limit, MAX_LENIENT_CHARS)
             if len(text) - start > limit:
@@ -344,7 +356,7 @@ class WireFormat:
         try:
             self.parse_strict(text)
         except FormatError as e:
-            return e
+            return kept(e)
         return "input was cut"
 
     def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface

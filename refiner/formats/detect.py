@@ -39,6 +39,7 @@ from refiner.formats.base import (
     FormatError,
     WireFormat,
     by_rank,
+    kept,
     marker_positions,
     marker_table,
 )
@@ -102,7 +103,7 @@ def strict_reading(fmt: WireFormat, text: str, tried: dict[str, list[ToolCall] |
         try:
             got = fmt.parse_strict(text)
         except FormatError as e:
-            got = e
+            got = kept(e)
         tried[fmt.name] = got
     return got if type(got) is list else None
 
