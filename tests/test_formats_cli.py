@@ -124,13 +124,13 @@ def test_convert_text_lenient_reports_problems():
         convert_text('<tool_call>{"name": "a", "arguments": {"x": 1', "auto", "openai")
 
 
-def test_readme_table_lists_every_registered_format():
-    """The README's table is the registry's (``tool-refiner formats --markdown``): a new format shows up there or this
+def test_readme_lists_every_registered_format():
+    """The README's list is the registry's (``tool-refiner formats --markdown``): a new format shows up there or this
     fails."""
     from pathlib import Path
 
-    from refiner.commands.formats import markdown_table
+    from refiner.commands.formats import readme_list
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert markdown_table() in readme
-    assert runner.invoke(app, ["formats", "--markdown"]).output == markdown_table()
+    assert readme_list() in readme
+    assert runner.invoke(app, ["formats", "--markdown"]).output == readme_list()

@@ -12,14 +12,12 @@ import typer
 from refiner.commands import exit_on, fail
 
 
-def markdown_table() -> str:
-    """The README's table of wire formats, generated from the registry (``tool-refiner formats --markdown``)."""
+def readme_list() -> str:
+    """The README's list of wire formats, generated from the registry (``tool-refiner formats --markdown``)."""
     from refiner import formats
-    from refiner.eval.common import markdown_table as table
 
-    rows = [(f"`{f.name}`", "yes" if f.order_sensitive else "", "`" + f.description.replace("|", "\\|") + "`")
-            for f in formats.all_formats()]
-    return table(("name", "ordered", "shape"), rows) + "\n"
+    names = [f"`{f.name}`" for f in formats.all_formats()]
+    return f"{len(names)} formats: {', '.join(names)}.\n"
 
 
 def derived_text(d: dict) -> str:
@@ -95,7 +93,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         example: str | None = typer.Option(None, "--example", help="Print the example text of FORMAT."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable list."),
-        markdown: bool = typer.Option(False, "--markdown", help="The README's table of formats."),
+        markdown: bool = typer.Option(False, "--markdown", help="The README's list of formats."),
     ) -> None:
         """List the tool-call wire formats (name, order sensitivity, tags, description)."""
         if ctx.invoked_subcommand is not None:
@@ -110,7 +108,7 @@ def register(app: typer.Typer) -> None:
                 fail(str(e.args[0]))
             return
         if markdown:
-            typer.echo(markdown_table(), nl=False)
+            typer.echo(readme_list(), nl=False)
             return
         rows = [{"name": f.name, "order_sensitive": f.order_sensitive, "tags": list(f.tags),
                  "description": f.description} for f in formats.all_formats()]
