@@ -9,14 +9,17 @@ stated for 200 KB; the test suite runs them at a few KB, and at full size where 
     hostile_calls(size)             -> [(kind, [ToolCall])]  call lists for the gate, repair and the reward
     family_texts(fmt, size)         -> [(kind, text)]  ``fmt``'s own render of many calls and of one long call, to
                                        put through every format's reader (a reader must not rescan the text per call)
+    repair_cost(region)             -> int  what json_repair on ``region`` costs, counted afresh (jsonfix's model)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.formats.jsonfix import REPAIR_CALL_COST
 
 # A number no other part of a rendered call holds: rendering a call with it as a value marks where a value goes in
 # the format's text (inside a JSON string in OpenAI's arguments, as a literal elsewhere), so a storm can replace it.
@@ -182,3 +185,23 @@ def hostile_calls(size: int) -> list[tuple[str, list[ToolCall]]]:
         ("many_args", [ToolCall("book_tabel", {f"p{i}": i for i in range(n)})]),
         ("long_names", [ToolCall("b" * size, {"x" * size: 1})]),
     ]
+
+
+_BRACKETS = re.compile(r"[{}\[\]()]")
+_MATCHES = {"}": "{", "]": "[", ")": "("}
+
+
+def repair_cost(region: str) -> int:
+    """What repairing ``region`` costs in :mod:`refiner.formats.jsonfix`'s model: REPAIR_CALL_COST, its length, and
+    per opener the distance to its closer (the region's end for one left open)."""
+    stack: list[tuple[str, int]] = []
+    spans = 0
+    for m in _BRACKETS.finditer(region):
+        p = m.start()
+        c = region[p]
+        if c in "{[(":
+            stack.append((c, p))
+        elif stack and stack[-1][0] == _MATCHES[c]:
+            spans += p - stack.pop()[1]
+    n = len(region)
+    return REPAIR_CALL_COST + n + spans + sum(n - q for _, q in stack)

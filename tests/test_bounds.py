@@ -13,7 +13,7 @@ import random
 import sys
 
 import pytest
-from hostile import family_texts, format_texts, hostile_calls, hostile_texts
+from hostile import family_texts, format_texts, hostile_calls, hostile_texts, repair_cost
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json, preview, value_depth
@@ -110,7 +110,7 @@ def test_json_repair_sees_bounded_regions_within_the_budget(name, json_repair_in
         fmt.parse_lenient(text)
         regions = list(json_repair_inputs)
         used |= bool(regions)
-        costs = [jsonfix.repair_cost(r) for r in regions]
+        costs = [repair_cost(r) for r in regions]
         assert all(len(r) <= jsonfix.REPAIR_REGION_CHARS for r in regions)
         assert all(sum(map(r.count, "{[(")) < jsonfix.REPAIR_REGION_OPENS for r in regions)
         assert all(c <= jsonfix.REPAIR_REGION_COST for c in costs)
@@ -124,17 +124,21 @@ def test_json_repair_sees_bounded_regions_within_the_budget(name, json_repair_in
     assert used or type(fmt).retype is not formats.WireFormat.retype or type(fmt).__module__ in OWN_VALUE_READERS
 
 
+def _repair_region(text: str) -> str:
+    return jsonfix._region(text)[0]
+
+
 def test_the_estimate_is_what_is_charged_and_bounds_parens():
-    """repair_region cuts where the estimate reaches the cap, and repair_cost of the region is that estimate; a run
+    """The region cuts where the estimate reaches the cap, and repair_cost of the region is that estimate; a run
     of '(' after a key (the issue's input) is cut to a short region, where counting '{' alone let 4 KB through."""
     for text in ['{"a": 1, "b"' + "(" * 5000, "{" * 5000, "{]" * 3000, "x" * 9000, '{"a": [' * 2000, ")" * 9000]:
-        region = jsonfix.repair_region(text)
+        region = _repair_region(text)
         assert text.startswith(region)
-        assert jsonfix.repair_cost(region) <= jsonfix.REPAIR_REGION_COST
-        assert jsonfix._region(text) == (region, jsonfix.repair_cost(region))
-    assert len(jsonfix.repair_region('{"a": 1, "b"' + "(" * 5000)) < 200
+        assert repair_cost(region) <= jsonfix.REPAIR_REGION_COST
+        assert jsonfix._region(text) == (region, repair_cost(region))
+    assert len(_repair_region('{"a": 1, "b"' + "(" * 5000)) < 200
     balanced = json.dumps([{"name": f"f{i}", "arguments": {"a": [i, i]}} for i in range(40)])
-    assert jsonfix.repair_region(balanced + ",") == (balanced + ",")[: len(jsonfix.repair_region(balanced + ","))]
+    assert _repair_region(balanced + ",") == (balanced + ",")[: len(_repair_region(balanced + ","))]
 
 
 def test_the_reported_input_is_cheap_through_every_entry_point(json_repair_inputs):
@@ -144,17 +148,17 @@ def test_the_reported_input_is_cheap_through_every_entry_point(json_repair_input
     for name in ALL:
         json_repair_inputs.clear()
         formats.get(name).parse_lenient(PAREN_KEY)
-        assert sum(map(jsonfix.repair_cost, json_repair_inputs)) <= per_parse
+        assert sum(map(repair_cost, json_repair_inputs)) <= per_parse
     json_repair_inputs.clear()
     res = Refiner().refine({"tools": TOOLS, "upstream": PAREN_KEY})
     assert res["stage"] in ("unchanged", "repaired", "truncated")
     # detection, the upstream's parse, and the repaired text's parse (valid: no repair)
-    assert sum(map(jsonfix.repair_cost, json_repair_inputs)) <= 3 * per_parse
+    assert sum(map(repair_cost, json_repair_inputs)) <= 3 * per_parse
     gt = make_ground_truth("xlam", [ToolCall("f", {"a": 1})])
     json_repair_inputs.clear()
     r = compute_score("x", PAREN_KEY, gt, {"upstream": PAREN_KEY})
     assert tuple(r) == RESULT_KEYS
-    assert sum(map(jsonfix.repair_cost, json_repair_inputs)) <= 2 * per_parse
+    assert sum(map(repair_cost, json_repair_inputs)) <= 2 * per_parse
 
 
 def test_items_read_per_parse_are_counted():

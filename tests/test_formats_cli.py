@@ -9,10 +9,15 @@ from typer.testing import CliRunner
 
 from refiner import formats
 from refiner.cli import app
-from refiner.formats.convert import ConvertError, convert_jsonl, convert_text, example_text
+from refiner.formats.convert import ConvertError, convert_jsonl, convert_text
 
 runner = CliRunner()
 ALL = sorted(formats.names())
+
+
+def example_text(name: str) -> str:
+    """What ``formats --example NAME`` prints."""
+    return formats.get(name).example + "\n"
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -200,6 +200,7 @@ def test_repair_work_is_bounded_by_count_not_time(monkeypatch):
     """json_repair only ever sees bounded regions and a bounded total per parse (counted, so the same text always
     gets the same result), on huge and pathological inputs through every format."""
     import json_repair
+    from hostile import repair_cost
 
     from refiner.formats import jsonfix as base
 
@@ -223,7 +224,7 @@ def test_repair_work_is_bounded_by_count_not_time(monkeypatch):
             repaired_somewhere |= bool(regions)
             assert all(len(r) <= base.REPAIR_REGION_CHARS for r in regions), name
             assert all(r.count("{") < base.REPAIR_REGION_OPENS for r in regions), name
-            costs = [base.repair_cost(r) for r in regions]
+            costs = [repair_cost(r) for r in regions]
             assert sum(costs[:-1]) < base.REPAIR_TOTAL_COST, (name, len(costs), sum(costs))
             seen.clear()
             again = fmt.parse_lenient(text)

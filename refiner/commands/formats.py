@@ -99,11 +99,10 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is not None:
             return
         from refiner import formats
-        from refiner.formats.convert import example_text
 
         if example is not None:
             try:
-                typer.echo(example_text(example), nl=False)
+                typer.echo(formats.get(example).example + "\n", nl=False)
             except KeyError as e:
                 fail(str(e.args[0]))
             return

@@ -13,7 +13,7 @@ from data_gen.corrupt.rules import Corruption, CorruptionError, corrupt
 from refiner import PROJECT_ROOT, formats
 from refiner.calls import ToolCall
 from refiner.engines.base import batches
-from refiner.formats.text import find_all_tagged, reasoning_offset
+from refiner.formats.text import reasoning_offset
 from refiner.pipeline import error_result
 
 # Start of the error message of a sample the refiner model failed on (see refine_safely).
@@ -205,12 +205,21 @@ class Retagged:
             if own[0] in body:
                 raise formats.FormatError(self.wire, f"{own[0]} is not part of this format", start)
             return fmt.parse_strict(f"{own[0]}{body}{own[1]}")
-        spans = find_all_tagged(text, self.tags[0], self.tags[1], start)
+        spans = _tagged_spans(text, self.tags[0], self.tags[1], start)
         if len(spans) != 1:
             raise formats.FormatError(self.wire, f"expected one {self.tags[0]}...{self.tags[1]} block, found "
                                                  f"{len(spans)}", start)
         a, b = spans[0]
         return fmt.parse_strict(f"{own[0]}{text[a:b]}{own[1]}")
+
+
+def _tagged_spans(text: str, open_tag: str, close_tag: str, start: int) -> list[tuple[int, int]]:
+    """Spans ``(content start, content end)`` of every ``open_tag ... close_tag`` at or after ``start``, in order."""
+    spans = []
+    while (i := text.find(open_tag, start)) >= 0 and (j := text.find(close_tag, i + len(open_tag))) >= 0:
+        spans.append((i + len(open_tag), j))
+        start = j + len(close_tag)
+    return spans
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

@@ -75,6 +75,3 @@ def convert_jsonl(
         record[out_field or field_name] = done.text
         yield record, done
 
-
-def example_text(fmt: str) -> str:
-    return get(fmt).example + "\n"

@@ -1,5 +1,5 @@
 """Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`complete_cut`), then
-json_repair on a bounded region (:func:`repair_region`).
+json_repair on a bounded region (:func:`_region`).
 
 Work is bounded by counts, never by time. One ``parse_lenient`` (:class:`repair_budget`) spends at most
 :data:`REPAIR_TOTAL_COST` units (about a character of json_repair's work); json_repair gets a region of at most
@@ -19,7 +19,7 @@ from typing import Any
 REPAIR_REGION_CHARS = 4096
 # Openers ('{', '[', '(') a repaired region holds at most (real calls hold a few each).
 REPAIR_REGION_OPENS = 64
-# Units one json_repair call may cost (repair_cost) and one parse_lenient spend; a json_repair call's fixed cost.
+# Units one json_repair call may cost (_region's estimate) and one parse_lenient spend; a json_repair call's fixed cost.
 REPAIR_REGION_COST = 4096
 REPAIR_TOTAL_COST = 8192
 REPAIR_CALL_COST = 64
@@ -145,7 +145,8 @@ _MATCHES = {"}": "{", "]": "[", ")": "("}
 
 
 def _region(text: str) -> tuple[str, int]:
-    """``(region, estimated cost)``: see :func:`repair_region`. One pass over the brackets."""
+    """``(region, estimated cost)``: the bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair
+    (see the module docstring). One pass over the brackets."""
     text = text[:REPAIR_REGION_CHARS]
     cap = REPAIR_REGION_COST - REPAIR_CALL_COST
     stack: list[tuple[str, int]] = []
@@ -183,26 +184,6 @@ def _cut_region(text: str, last: int, closed: int, depth: int, open_sum: int, ca
     at_last = last + closed + depth * last - open_sum
     end = last + max(cap - at_last, 0) // (1 + depth)
     return text[:end], end + closed + depth * end - open_sum + REPAIR_CALL_COST
-
-
-def repair_region(text: str) -> str:
-    """The bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair (see the module docstring)."""
-    return _region(text)[0]
-
-
-def repair_cost(region: str) -> int:
-    """What repairing ``region`` costs: REPAIR_CALL_COST, its length, and per opener the distance to its closer."""
-    stack: list[tuple[str, int]] = []
-    spans = 0
-    for m in _BRACKETS.finditer(region):
-        p = m.start()
-        c = region[p]
-        if c in "{[(":
-            stack.append((c, p))
-        elif stack and stack[-1][0] == _MATCHES[c]:
-            spans += p - stack.pop()[1]
-    n = len(region)
-    return REPAIR_CALL_COST + n + spans + sum(n - q for _, q in stack)
 
 
 def complete_cost(text: str) -> int:

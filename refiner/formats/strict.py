@@ -50,18 +50,6 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     return value
 
 
-def json_object(text: str) -> dict | None:
-    """The JSON object ``text`` holds (whitespace around it allowed), or ``None`` when it holds anything else or is
-    not strict JSON: :func:`strict_json` for fast paths, which leave explaining a failure to it."""
-    try:
-        value, end = JSON_DECODER.raw_decode(text, JSON_WS.match(text).end())
-    except (ValueError, RecursionError):
-        return None
-    if type(value) is not dict or JSON_WS.match(text, end).end() != len(text):
-        return None
-    return value
-
-
 def expect_object(fmt: WireFormat, value: Any, what: str, position: int = -1) -> dict:
     if not isinstance(value, dict):
         raise fmt.error(f"{what} must be a JSON object, got {type(value).__name__}", position)

@@ -1,5 +1,5 @@
-"""Text helpers every format shares: the answer after its reasoning block (:mod:`refiner.formats.reasoning`), tag
-spans, whitespace, JSON writing. No format-specific knowledge here, and nothing that raises."""
+"""Text helpers every format shares: the answer after its reasoning block (:mod:`refiner.formats.reasoning`),
+whitespace, JSON writing. No format-specific knowledge here, and nothing that raises."""
 
 from __future__ import annotations
 
@@ -10,23 +10,13 @@ from typing import Any
 
 from refiner.formats.reasoning import reasoning_offset
 
-__all__ = ["common_prefix", "common_suffix", "dumps", "find_all_tagged", "next_bracket", "reasoning_offset", "skip_ws",
+__all__ = ["common_prefix", "common_suffix", "dumps", "next_bracket", "reasoning_offset", "skip_ws",
            "strip_reasoning"]
 
 
 def strip_reasoning(text: str) -> str:
     """The answer after its reasoning block (:func:`~refiner.formats.reasoning.reasoning_offset`)."""
     return text[reasoning_offset(text) :]
-
-
-def find_all_tagged(text: str, open_tag: str, close_tag: str, start: int = 0) -> list[tuple[int, int]]:
-    """Spans ``(content start, content end)`` of every ``open_tag ... close_tag`` at or after ``start``, in order;
-    plain substring search, linear time."""
-    spans = []
-    while (i := text.find(open_tag, start)) >= 0 and (j := text.find(close_tag, i + len(open_tag))) >= 0:
-        spans.append((i + len(open_tag), j))
-        start = j + len(close_tag)
-    return spans
 
 
 _WS = re.compile(r"\s*")
