@@ -86,7 +86,7 @@ _NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
 def _spoken(name: str) -> bool:
     """Whether a name written as text is words or a call written out (``f(a=1)``) rather than a tool's name: it
     holds a space or a parenthesis."""
-    return _SPOKEN.search(name) is not None
+    return not name.isidentifier() and _SPOKEN.search(name) is not None
 
 
 def _attr_value(value: str) -> str:
@@ -155,7 +155,7 @@ class XmlParams(XmlLenient, WireFormat):
         return _SPACED_NAME if self.spelling.name_at == "text" else _NAME
 
     def is_name(self, name: str) -> bool:
-        return self._name.fullmatch(name) is not None
+        return name.isidentifier() or self._name.fullmatch(name) is not None  # (an identifier matches either pattern)
 
     def answer_parts(self, text: str) -> AnswerParts:
         """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
