@@ -343,14 +343,15 @@ def _number_text(x: float) -> str:
 def repair_call(
     call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Finding], *, strings: bool = False,
     trust_spec: bool = False, count: Count | None = None, compare: Count | None = None, misread: bool = False,
-    paired: dict[tuple, dict[str, str]] | None = None,
+    paired: dict[tuple, dict[str, str]] | None = None, snapped: dict[str, str | None] | None = None,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools`` (as far as the spec is
     believed: see the module docstring), each repair appended to ``actions``. ``count``: values still to coerce;
     ``compare``: name comparisons left; ``strings``: value style "text"; ``misread``: the call was read in another
-    format than its own; ``paired``: the parameter renames already settled for this call list."""
+    format than its own; ``paired``: the parameter renames already settled for this call list; ``snapped``: its tool
+    names already snapped (:func:`_snap_tool`)."""
     n_before = len(actions)
-    name = _snap_tool(call, index, tools, actions, compare, misread)
+    name = _snap_tool(call, index, tools, actions, compare, misread, snapped=snapped)
     spec = tools.get(name)
     if spec is None:
         return call if name == call.name else replace(call, name=name)
@@ -422,13 +423,14 @@ def repair_calls(
         names_only = fmt is not None and formats.get(fmt).names_only
         count, compare = Count(MAX_COERCED_VALUES), Count(MAX_NAME_COMPARISONS)
         paired: dict[tuple, dict[str, str]] = {}
+        snapped: dict[str, str | None] = {}
         for i, c in enumerate(calls):
             if names_only:
-                name = _snap_tool(c, i, index, actions, compare, by_arguments=False)
+                name = _snap_tool(c, i, index, actions, compare, by_arguments=False, snapped=snapped)
                 out[i] = c if name == c.name else replace(c, name=name)
             else:
                 out[i] = repair_call(c, i, index, actions, strings=text_values, trust_spec=trust_spec, count=count,
-                                     compare=compare, misread=misread, paired=paired)
+                                     compare=compare, misread=misread, paired=paired, snapped=snapped)
     order = dependency_order(out)
     if order is not None and order != list(range(len(out))):
         actions.append(action("reorder", f"calls reordered by their references: {order}"))
@@ -438,15 +440,18 @@ def repair_calls(
 
 def _snap_tool(
     call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Finding], compare: Count | None,
-    misread: bool = False, *, by_arguments: bool = True,
+    misread: bool = False, *, by_arguments: bool = True, snapped: dict[str, str | None] | None = None,
 ) -> str:
     """The tool ``call`` meant: its name, else the offered tool it snaps to (:func:`snap`, then, ``by_arguments``,
-    :func:`snap_by_arguments`), recorded in ``actions``; none once the call list's comparisons run short."""
-    name = call.name
+    :func:`snap_by_arguments`), recorded in ``actions``; none once the call list's comparisons run short.
+    ``snapped``: the names of this call list :func:`snap` answered, and its answers (each name is snapped once)."""
+    name, snapped = call.name, {} if snapped is None else snapped
     if name in tools or (compare is not None and compare.left < len(tools)):
         return name
-    hit, why = snap(name, list(tools), TOOL_CUTOFF, count=compare), ""
-    if hit is None and by_arguments:
+    if name not in snapped:
+        snapped[name] = snap(name, list(tools), TOOL_CUTOFF, count=compare)
+    hit, why = snapped[name], ""
+    if hit is None and by_arguments and call.arguments:
         hit = snap_by_arguments(name, call.arguments, tools, count=compare, identifiers_only=misread) or None
         why = " (the one tool whose parameters fit the call's arguments)"
     if hit is None:
@@ -506,7 +511,7 @@ def repair_parsed(
     if unknown and len(unknown) == len(calls):
         none = check_reading(Reading("", out_fmt, [], strict_ok=True), index)  # (no call is a valid answer)
         return Tier1(text="", calls=[], actions=actions, before=before, after=none)
-    calls = [c for i, c in enumerate(calls) if i not in unknown]
+    calls = [c for c in calls if c.name in index] if unknown else calls
     if not actions or (not calls and dropped is None):
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
     try:

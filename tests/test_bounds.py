@@ -308,11 +308,15 @@ def test_name_similarity_work_is_counted(monkeypatch):
 
     monkeypatch.setattr(repair.fuzz, "ratio", counting)
     tools = {"book_table": SPECS["book_table"], **{f"q{i}x{i}z": SPECS["f"] for i in range(299)}}
-    calls = [ToolCall("book_tabel", {f"p{j}": j for j in range(80)}) for _ in range(200)]
+    calls = [ToolCall(f"book_tabel{i}", {f"p{j}": j for j in range(80)}) for i in range(200)]  # (each name once)
     fixed, actions = repair_calls(calls, tools)
     assert calls_made[0] <= MAX_NAME_COMPARISONS
     snapped = [a.call for a in actions if a.code == "snap_tool"]
     assert snapped and len(snapped) <= MAX_NAME_COMPARISONS // len(tools) and len(fixed) == len(calls)
+    # a name written again is not compared again: every call of it snaps, past the bound
+    calls_made[0] = 0
+    fixed, actions = repair_calls([ToolCall("book_tabel", {}) for _ in range(200)], tools)
+    assert calls_made[0] == len(tools) and {c.name for c in fixed} == {"book_table"}
 
 
 def test_a_repeated_misspelling_is_compared_once_per_call_list(monkeypatch):

@@ -54,8 +54,10 @@ _IN_WORD = re.compile(r"(?<=[^\W\d_])['\u2019](?=[^\W\d_])")
 
 
 def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
-    alts = "|".join(re.escape(n) for n in names)
-    return re.compile(rf"(?<![\w.\-])(?:{alts})(?![\w\-])")
+    """The names, each not written after a word character, a dot or a hyphen (checked behind each name, so that the
+    pattern starts with the names and is searched for at C speed), nor followed by a word character or a hyphen."""
+    alts = "|".join(rf"{re.escape(n)}(?<![\w.\-]{re.escape(n)})" for n in names)
+    return re.compile(rf"(?:{alts})(?![\w\-])")
 
 
 def anchored_calls(

@@ -157,10 +157,13 @@ def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
                 if m not in out:
                     out[m] = at
             at += 1
-        else:  # a text with many markers: those left are searched for
+        else:  # a text with many markers: those left are searched for, but not those of a two-character head it lacks
+            heads: dict[str, bool] = {}
             for m in markers:
                 if m not in out:
-                    i = text.find(m, at)
+                    if m[:2] not in heads:
+                        heads[m[:2]] = text.find(m[:2], at) >= 0
+                    i = text.find(m, at) if heads[m[:2]] else -1
                     if i >= 0:
                         out[m] = i
     return out

@@ -75,7 +75,9 @@ MAX_NAME_CHARS = 256  # of a call's name and the blanks after it
 MAX_PAREN_MISSES = 256  # "(" looked at where no call ends, before one search of the rest
 
 
-_PAREN_AFTER_WORD = re.compile(r"[\w \t]\(")  # where a call may end: _CALL runs only in the name window before it
+# Where a call may end: _CALL runs only in the name window before it. Its "(" is matched first, then the character
+# before it (a pattern that starts with a literal is searched for at C speed), so a search from ``at`` starts at at + 1.
+_PAREN_AFTER_WORD = re.compile(r"\((?<=[\w \t]\()")
 # What may stand before a structured call on its line: tags, bullets, numbering, code keywords, an assignment,
 # brackets and quotes.
 _STRUCT_PREFIX = re.compile(
@@ -313,7 +315,7 @@ class _Scan(SiteReader):
         could end a call) and an offered name written with spaces."""
         text, at, m = self.text, pos, None
         for _ in range(MAX_PAREN_MISSES):
-            p = _PAREN_AFTER_WORD.search(text, at)
+            p = _PAREN_AFTER_WORD.search(text, at + 1)
             if p is None:
                 break
             m = CALL.search(text, max(at, p.end() - 1 - MAX_NAME_CHARS), p.end())

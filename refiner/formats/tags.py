@@ -321,8 +321,9 @@ def brace_call_lines(chunk: str) -> str:
 # Sentinel tokens (<|call|>, <｜tool▁sep｜>, [TOOL_CALLS]) written wrong: the sentinel dialects' lenient readers
 
 # Sentinel tokens between bars, ``<|call|>`` / ``<｜tool▁sep｜>`` (either bar; the brackets around may be ``<>``,
-# ``[]`` or lost); and bracketed words, ``[TOOL_CALLS]``.
-_BARRED = re.compile(r"[<\[]?[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
+# ``[]`` or lost: the opening one is the character before a match, so that the search starts at a bar); and bracketed
+# words, ``[TOOL_CALLS]``.
+_BARRED = re.compile(r"[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 MAX_SCANNED = 4096  # token-shaped spans looked at per text (a storm past this many is left as written)
@@ -348,9 +349,9 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     for n, m in enumerate(pattern.finditer(text)):
         if n == MAX_SCANNED:
             break
-        found = m.group()
-        if found in exact or (found[0] == found[-1] and text[m.start() - 1 : m.start()] == '"'
-                              == text[m.end() : m.end() + 1]):
+        start = m.start() - (pattern is _BARRED and text[m.start() - 1 : m.start()] in ("<", "["))
+        found = text[start : m.end()]
+        if found in exact or (found[0] == found[-1] and text[start - 1 : start] == '"' == text[m.end() : m.end() + 1]):
             continue  # (a look-alike with no bracket that is a whole quoted string is that string's text)
         key = keys.get(found)
         if key is None:
@@ -358,7 +359,7 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
         token = table.get(key)
         if token is None or (allow is not None and not allow(token, text, m.end())):
             continue
-        parts += (text[pos : m.start()], token)
+        parts += (text[pos:start], token)
         pos = m.end()
         if out is not None and notes < MAX_NOTES:
             out.note("missing_tag", f"{token} written as {found!r}")

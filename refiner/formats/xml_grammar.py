@@ -79,10 +79,14 @@ def _unsuffixed(m: re.Match) -> str:
     return m.group(1) + (">" if m.group(0).endswith(">") else "")
 
 
+_SPOKEN = re.compile(r"[\s()]")
+_NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
+
+
 def _spoken(name: str) -> bool:
     """Whether a name written as text is words or a call written out (``f(a=1)``) rather than a tool's name: it
     holds a space or a parenthesis."""
-    return any(c.isspace() or c in "()" for c in name)
+    return not name.isidentifier() and _SPOKEN.search(name) is not None
 
 
 def _attr_value(value: str) -> str:
@@ -144,10 +148,14 @@ class XmlParams(XmlLenient, WireFormat):
 
     @property
     def name_pattern(self) -> str:  # type: ignore[override]
-        return SPACED_NAME_PATTERN if self.spelling.name_at == "text" else NAME_PATTERN
+        return self._name.pattern
+
+    @property
+    def _name(self) -> re.Pattern:
+        return _SPACED_NAME if self.spelling.name_at == "text" else _NAME
 
     def is_name(self, name: str) -> bool:
-        return re.fullmatch(self.name_pattern, name) is not None
+        return name.isidentifier() or self._name.fullmatch(name) is not None  # (an identifier matches either pattern)
 
     def answer_parts(self, text: str) -> AnswerParts:
         """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
@@ -271,11 +279,11 @@ class XmlParams(XmlLenient, WireFormat):
         f = Finder(text)
         calls: list[ToolCall] = []
         prev = start
+        first_open, closer = s.first_open, s.section_close or s.call_close
         while i >= 0:
-            closer = s.section_close or s.call_close
             stray = text.find(closer, prev, i)
             if stray >= 0:  # a call before it lost its opening tag (it is not prose: it is closed)
-                raise self.error(f"{closer} without its {s.first_open}", stray)
+                raise self.error(f"{closer} without its {first_open}", stray)
             pos = i
             if s.section_open:
                 pos = skip_ws(text, pos + len(s.section_open))
@@ -295,7 +303,7 @@ class XmlParams(XmlLenient, WireFormat):
                 if s.section_per_call or not text.startswith(s.call_open, pos):
                     raise self.error(f"unexpected text {text[pos : pos + 30]!r} before {s.section_close}", pos)
             prev = pos
-            i = text.find(s.first_open, pos)
+            i = text.find(first_open, pos)
         return calls
 
     def _strict_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall]) -> int:
