@@ -262,6 +262,17 @@ def test_tier1_drops_the_cut_call_and_says_so():
     assert repair_parsed(report, clean, "xlam", None, cut_off=True).calls == GOLD  # (the cut fell between calls)
 
 
+
+def test_a_tag_of_another_format_where_the_text_stops_closes_no_call():
+    """GLM's reader took another format's opening tag as the last thing in a text for its call's closer, so salvage
+    returned the call TeleChat4's text was cut in (Hypothesis found it in the test below)."""
+    cut = "<tool_call>book_table</tool_call>\n<tool_call>search</tool_call>\n<tool_call>send_mail<param_key>"
+    for finish_reason in ("length", None):
+        res = Refiner().refine({"upstream": cut, "format": "telechat4", "finish_reason": finish_reason})
+        assert [c["name"] for c in res["calls"]] == ["book_table", "search"] and res["stage"] == "truncated"
+    assert formats.get("glm45").parse_lenient("<tool_call>send_mail<param_key>").calls == []
+    assert formats.get("glm45").parse_lenient("<tool_call>send_mail</invoke>").calls == [ToolCall("send_mail", {})]
+
 SETTINGS = settings(
     max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "25")),
     deadline=None,
