@@ -78,10 +78,12 @@ class SentinelPythonic(PythonicWriter, WireFormat):
 
     @classmethod
     def tags_for(cls, w: Wrapper) -> tuple[str, ...]:
-        return (w.open, w.close)
+        return tuple(t for t in (w.open, w.close) if t)
 
     @classmethod
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
+        if not w.open:  # bare call lines: no literal tells them from another row's untagged calls
+            return Detection(rank=rank, by_name=True)
         return Detection(rank=rank, markers=(w.open,), closers=(w.close,), bare=w.bare)
 
     def claims_text(self, body: str) -> bool:
@@ -132,6 +134,11 @@ class SentinelPythonic(PythonicWriter, WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         w = self.spelling
         start = reasoning_offset(text)
+        if not w.open:  # the lines that start a call are a call each (vLLM granite_pythonic); the others are text
+            calls = _CALL_LINE.findall(text[start:])
+            if not calls:
+                raise self.error("no call line", start)
+            return strict_call_list(self, "[" + ", ".join(calls) + "]", start)
         i = text.find(w.open, start)
         if i < 0:
             if w.bare and text.startswith("[", skip_ws(text, start)):
@@ -160,6 +167,8 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             recover_list(self, src, out, read_whole=bool(missing), at_end=f"missing {w.close}" in missing)
             return
         body = text[reasoning_offset(text) :]
+        if not w.open:
+            return self._recover_block(body.strip(), out, at_end=True)
         chunks = body.split(w.open)[1:]
         if not chunks:
             # a misspelt or foreign opening token (or prose) before the calls is not read
@@ -252,6 +261,8 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         return f"{w.open}[{', '.join(rendered)}]{w.close}"
 
 
+# a line that starts a call, blanks around it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too)
+_CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
 
 
