@@ -15,6 +15,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -283,7 +284,7 @@ class CallLines(SentinelPythonic):
         lines = list(_CALL_LINE.finditer(text))
         if not lines:
             return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
-        between = (text[m.end() + 1 : n.start()] for m, n in zip(lines, lines[1:]))  # (each call line and its break)
+        between = (text[m.end() + 1 : n.start()] for m, n in pairwise(lines))  # (each call line and its break)
         content = text[: lines[0].start()] + "".join(between) + text[lines[-1].end() :]
         return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
 
