@@ -138,3 +138,13 @@ def test_cwm_reads_a_json_body_as_the_arguments_and_any_other_body_as_the_comman
     assert cwm.parse_lenient("<tool: function>\nbash ls -la").calls == [ToolCall("bash", {"command": "ls -la"})]
     with pytest.raises(formats.FormatError):
         cwm.parse_strict("<tool: function>\nbash\n</tool>")  # a name with no body is no call
+
+
+def test_granite_pythonic_lines_are_read_when_named_and_detected_as_before():
+    text = 'Checking both.\nlookup_weather(town="Lisbon", days=2)\nlookup_weather(town="Lisbon", days=2)'
+    fmt = formats.get("granite_pythonic")
+    assert fmt.parse_strict(text) == [CALL, CALL] and fmt.render([CALL, CALL]) == "\n".join(text.split("\n")[1:])
+    assert formats.detect_format(text) is None and formats.detect_format(text.split("\n", 1)[1]) == "toolace"
+    call = text.split("\n")[1]
+    parts = fmt.answer_parts(f"Checking both.\n{call}\nThen:\n{call}\nDone.")  # the text around the call lines
+    assert parts.content == "Checking both.\nThen:\n\nDone." and parts.calls == (15, 15 + 2 * len(call) + 7)

@@ -12,11 +12,13 @@ from fake_upstream import WEATHER_QUERY, WEATHER_TOOLS, create_fake_upstream, se
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, WireFormat
+from refiner.pipeline import Refiner
 from refiner.proxy import create_app
 from refiner.proxy.content import MAX_CHECKS, ContentSplit, Openers, markers
 
 CALLS = [ToolCall("get_weather", {"city": "Paris", "days": 3}), ToolCall("get_time", {"tz": "CET"})]
 NAMES = ["get_weather", "get_time"]
+BY_NAME = [name for name in formats.names() if formats.get(name).detection.by_name]  # (detection never names them)
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +31,18 @@ def upstream():
 def proxy(upstream):
     with serve_in_thread(create_app(upstream + "/v1")) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def told(upstream):
+    """A proxy told the formats detection never names (``--content-calls granite_pythonic``)."""
+    with serve_in_thread(create_app(upstream + "/v1", content_calls=BY_NAME)) as url:
+        yield url
+
+
+def proxy_for(request, fmt: str) -> str:
+    """The proxy a user of ``fmt`` runs: any proxy for a format detection names; one told the format for the others."""
+    return request.getfixturevalue("told" if fmt in BY_NAME else "proxy")
 
 
 def body(content: str, **kw) -> dict:
@@ -90,9 +104,9 @@ def check_calls(tool_calls: list[dict]) -> None:
 
 @pytest.mark.parametrize("fmt", formats.names())
 @pytest.mark.parametrize("prose", ["", "Let me check that for you.\n"])
-def test_calls_in_content_are_moved_in_every_registered_format(proxy, fmt, prose) -> None:
+def test_calls_in_content_are_moved_in_every_registered_format(request, fmt, prose) -> None:
     text = prose + formats.get(fmt).render(CALLS)
-    r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
+    r = httpx.post(proxy_for(request, fmt) + "/v1/chat/completions", json=body(text), timeout=60)
     choice = r.json()["choices"][0]
     check_calls(choice["message"]["tool_calls"])
     assert choice["message"]["content"] == (prose.strip() or None)  # the template's line break before the calls
@@ -101,9 +115,9 @@ def test_calls_in_content_are_moved_in_every_registered_format(proxy, fmt, prose
 
 
 @pytest.mark.parametrize("fmt", formats.names())
-def test_calls_in_streamed_content_are_held_back_and_moved(proxy, fmt) -> None:
+def test_calls_in_streamed_content_are_held_back_and_moved(request, fmt) -> None:
     prose = "Let me check that for you, one moment.\n"
-    _, chunks = stream(proxy, body(prose + formats.get(fmt).render(CALLS)))
+    _, chunks = stream(proxy_for(request, fmt), body(prose + formats.get(fmt).render(CALLS)))
     pieces, calls, finish = streamed(chunks)
     assert "".join(pieces) == prose.strip()  # the prose, in order; the call text never reaches the client as content
     deltas = [c["choices"][0]["delta"] for c in chunks if c.get("choices")]
@@ -266,19 +280,42 @@ HERMES_CALL = '<tool_call>\n{"name": "get_time", "arguments": {"tz": "CET"}}\n</
 
 
 @pytest.mark.parametrize("fmt", formats.names())
-def test_reasoning_prose_calls_and_text_after_them_in_every_format(proxy, fmt) -> None:
+def test_reasoning_prose_calls_and_text_after_them_in_every_format(request, fmt) -> None:
     """A reasoning block, prose, the calls and text after them: the block is reasoning_content, the prose around the
     calls is content (verbatim, nothing dropped, no marker), the calls are tool_calls; streamed = non-streamed."""
+    url = proxy_for(request, fmt)
     text = "<think>Two lookups.</think>\n\nLet me check.\n" + formats.get(fmt).render(CALLS)
-    whole, merged = both(proxy, body(text))
+    whole, merged = both(url, body(text))
     same_answer(whole, merged)
     check_calls(whole["tool_calls"])
     assert whole["reasoning_content"] == "Two lookups."
     assert whole["content"] == "Let me check."  # the line breaks after </think> and before the calls are the template's
-    after = "\n\nLet me check.\n" + formats.get("hermes").render(CALLS) + "\nBoth are on their way."
-    whole, merged = both(proxy, body("<think>Two lookups.</think>" + after))
+    after = "\n\nLet me check.\n" + formats.get(fmt if fmt in BY_NAME else "hermes").render(CALLS)
+    whole, merged = both(url, body("<think>Two lookups.</think>" + after + "\nBoth are on their way."))
     same_answer(whole, merged)
     assert whole["content"] == "Let me check.\n\nBoth are on their way."  # blanks inside the content stay
+
+
+@pytest.mark.parametrize("fmt", BY_NAME)
+@pytest.mark.parametrize("prose", ["", "Let me check that for you.\n"])
+def test_a_format_detection_never_names_is_not_guessed(proxy, fmt, prose) -> None:
+    """Not told, the proxy reads such a text as detection does (another row's claim on untagged calls, or nothing),
+    never in the format detection never names."""
+    text = prose + formats.get(fmt).render(CALLS)
+    r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
+    assert r.headers.get("x-tool-refiner-content-calls") != f"0:{fmt}"
+    assert text.strip() in r.json()["choices"][0]["message"]["content"]  # none of its text is taken as its calls
+
+
+@pytest.mark.parametrize("fmt", BY_NAME)
+def test_the_refiners_format_tells_the_proxy_too(upstream, fmt) -> None:
+    """The refiner's format (``Refiner(fmt=...)``, or the dialect a chat template derives) tells the proxy the format
+    of content as ``--content-calls`` does; formats detection names are still read."""
+    with serve_in_thread(create_app(upstream + "/v1", Refiner(engine=None, fmt=fmt), workers=0)) as url:
+        for text, fmt_read in ((formats.get(fmt).render(CALLS), fmt), ("Sure.\n" + HERMES_CALL, "hermes")):
+            r = httpx.post(url + "/v1/chat/completions", json=body(text), timeout=60)
+            assert r.headers["x-tool-refiner-content-calls"] == f"0:{fmt_read}"
+            assert r.json()["choices"][0]["message"]["content"] == (None if fmt_read == fmt else "Sure.")
 
 
 def test_reasoning_without_calls_and_without_tools(proxy) -> None:

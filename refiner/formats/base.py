@@ -223,7 +223,8 @@ class Detection:
     ones by :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker
     the strict reader accepts (Granite 3.1's ``<tool_call>``): a tagged format reads a text strictly only when it holds
     one of ``markers`` or ``also_read`` (a registry test holds every tagged format to it), so detection skips the
-    others' strict readings.
+    others' strict readings. ``by_name``: a shape no literal marks (vLLM's ``granite_pythonic`` call lines): detection
+    never names it; it is read when a request or a chat template names it.
     """
 
     rank: int = 0
@@ -231,6 +232,7 @@ class Detection:
     closers: tuple[str, ...] = ()
     bare: bool = False
     also_read: tuple[str, ...] = ()
+    by_name: bool = False
 
 
 class WireFormat:

@@ -33,7 +33,7 @@ from refiner.formats.family import Family, Row, register_catalog
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
 from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
-from refiner.formats.pythonic_sentinels import SentinelPythonic, Wrapper
+from refiner.formats.pythonic_sentinels import CallLines, SentinelPythonic, Wrapper
 from refiner.formats.xml_grammar import XmlParams
 from refiner.formats.xml_spelling import XmlSpelling, dsml, invoke, kv
 
@@ -577,6 +577,12 @@ CATALOG: tuple[Row, ...] = (
         Family("olmo3", "OLMo 3: <function_calls>f(a=1)\\ng(b=\"x\")</function_calls> (one pythonic call per line)",
                sources=(VLLM + "olmo3_tool_parser.py",)),
         SentinelPythonic, Wrapper("<function_calls>", "</function_calls>", lines=True)),
+    # no literal marks its lines: read when a request or a template names it (detected, they are ToolACE's claim)
+    Row(
+        Family("granite_pythonic", "Granite pythonic (vLLM): f(a=1)\\ng(b=\"x\") (one call a line, no tag; the other "
+               "lines are text)", models=("ibm-granite/granite-3.3-8b-instruct", "ibm-granite/granite-4.0-h-small"),
+               sources=(VLLM + "granite_pythonic_tool_parser.py (_CALL_RE per line)",)),
+        CallLines, Wrapper("", "", lines=True)),
     Row(
         Family(
             "gemma4",

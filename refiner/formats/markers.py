@@ -38,10 +38,11 @@ def _trie(markers: Sequence[str]) -> str:
 
 class MarkerTable:
     """The formats' markers, closers and other spellings (``also_read``), grouped by their first character, and
-    the formats (in rank order) that detection and salvage ask by marker or by hook. ``contract``: the class whose own
-    hooks answer no (a format that does not override one is not asked it)."""
+    the formats (in rank order) that detection and salvage ask by marker or by hook (none that is read only by name).
+    ``contract``: the class whose own hooks answer no (a format that does not override one is not asked it)."""
 
     def __init__(self, fmts: Sequence[Any], contract: type) -> None:
+        fmts = [f for f in fmts if not f.detection.by_name]
         every = dict.fromkeys(
             m for f in fmts for m in (*f.detection.markers, *f.detection.closers, *f.detection.also_read) if m
         )

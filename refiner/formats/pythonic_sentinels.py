@@ -1,7 +1,8 @@
 """Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row
 (ToolACE's ``<function_list>[f(a=1)]</function_list>``, Llama 4's ``<|python_start|>[f(a=1)]<|python_end|>``,
 LFM2's ``<|tool_call_start|>...`` also holding JSON calls, OLMo 3's ``<function_calls>`` with one call per line,
-SGLang's multi_format python lines in ``<tool_call>``).
+SGLang's multi_format python lines in ``<tool_call>``), and :class:`CallLines`, one call a line with no sentinel at
+all (vLLM's granite_pythonic).
 
 Calls are read by :mod:`refiner.formats.pythonic`, a broken list by :func:`recover_list`. Text may come before and
 after the sentinels; a closing token inside a string value is text (the next one is tried).
@@ -14,6 +15,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -21,6 +23,7 @@ from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireF
 from refiner.formats.family import POLICY
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose, lenient_region
+from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
     MAX_AST_CHARS,
@@ -252,6 +255,42 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         return f"{w.open}[{', '.join(rendered)}]{w.close}"
 
 
+class CallLines(SentinelPythonic):
+    """One call a line with no sentinel (vLLM's granite_pythonic): each line that starts a call is one call, the other
+    lines are text. No literal tells these lines from another row's untagged calls or from prose, so detection never
+    names the row (``Detection.by_name``): it is read when a request, the proxy's setting or a template names it."""
+
+    @classmethod
+    def tags_for(cls, w: Wrapper) -> tuple[str, ...]:
+        return ()
+
+    @classmethod
+    def detection_for(cls, w: Wrapper, rank: int) -> Detection:
+        return Detection(rank=rank, by_name=True)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        start = reasoning_offset(text)
+        calls = _CALL_LINE.findall(text[start:])
+        if not calls:
+            raise self.error("no call line", start)
+        return strict_call_list(self, "[" + ", ".join(calls) + "]", start)
+
+    def recover(self, text: str, out: Lenient) -> None:
+        self._recover_block(text[reasoning_offset(text) :].strip(), out, at_end=True)
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """The content is the text before the first call line and after the last one, and the lines between them that
+        start no call; the calls' span runs from the first call line to the last."""
+        lines = list(_CALL_LINE.finditer(text))
+        if not lines:
+            return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
+        between = (text[m.end() + 1 : n.start()] for m, n in pairwise(lines))  # (each call line and its break)
+        content = text[: lines[0].start()] + "".join(between) + text[lines[-1].end() :]
+        return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
+
+
+# a line that starts a call, blanks around it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too)
+_CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
 
 

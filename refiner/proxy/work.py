@@ -17,6 +17,8 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+from refiner.formats.base import get
+from refiner.formats.detect import strict_reading
 from refiner.formats.reading import Detected, detect_upstream, read_upstream
 from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
 from refiner.proxy.content import ContentSplit, EarlyRead, Openers, RegionRead, complete_calls, run_sync, split_whole
@@ -27,11 +29,23 @@ from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
 log = logging.getLogger("refiner.proxy")
 
 
-def detect(text: str, allowed: Sequence[str] | None) -> Detected | None:
+def told(allowed: Sequence[str] | None, fmt: str | None) -> str | None:
+    """The format the proxy was told that detection never names (``Detection.by_name``): the first such of
+    ``allowed``, else the refiner's ``fmt`` when it is one; None: none."""
+    return next((name for name in (*(allowed or ()), fmt) if name is not None and get(name).detection.by_name), None)
+
+
+def detect(text: str, allowed: Sequence[str] | None, fmt: str | None = None) -> Detected | None:
     """The detection of ``text`` when it found a format and that is one of ``allowed`` (None: any); else None (also
-    when detection fails)."""
+    when detection fails). A format detection never names, when told (:func:`told`; ``fmt``: the refiner's), is the
+    text's when its strict reader reads the text, or when detection found no format ``allowed``."""
     try:
         found = detect_upstream(text)
+        name = told(allowed, fmt)
+        if name is not None:
+            calls = strict_reading(get(name), found.text, found.tried)
+            if calls is not None or found.fmt is None or (allowed is not None and found.fmt not in allowed):
+                found.fmt, found.calls = name, calls
     except Exception:  # noqa: BLE001 - a text the detector cannot classify holds no call we can read
         return None
     return found if found.fmt is not None and (allowed is None or found.fmt in allowed) else None
@@ -71,7 +85,7 @@ def tier1(refiner: Refiner, items: Sequence[dict]) -> list[dict]:
     for i, item in enumerate(items):
         request, found = dict(item["request"]), None
         if item.get("detect"):
-            found = item.get("detected") or detect(request["upstream"], item.get("allowed"))
+            found = item.get("detected") or detect(request["upstream"], item.get("allowed"), refiner.fmt)
             if found is None:
                 continue
             request["format"] = found.fmt
@@ -98,7 +112,7 @@ def answer(refiner: Refiner, payload: dict) -> Any:
         calls = complete_calls(outcome["result"], set(names))
         sendable = calls is not None and "job" not in outcome and outcome.get("strict") == len(calls)
         return EarlyRead(text, calls if sendable else None, outcome)
-    found = detect(text, payload["allowed"])
+    found = detect(text, payload["allowed"], refiner.fmt)
     try:  # (a strictly valid region's calls are detection's: only a broken one is read, on from detection)
         if found is not None and found.calls is None:
             found.reading = read_upstream(found.text, None, load_request_tools({"tools": payload["tools"]}),
