@@ -304,7 +304,25 @@ def test_a_format_detection_never_names_is_not_guessed(proxy, fmt, prose) -> Non
     text = prose + formats.get(fmt).render(CALLS)
     r = httpx.post(proxy + "/v1/chat/completions", json=body(text), timeout=60)
     assert r.headers.get("x-tool-refiner-content-calls") != f"0:{fmt}"
-    assert text.strip() in r.json()["choices"][0]["message"]["content"]  # none of its text is taken as its calls
+    message = r.json()["choices"][0]["message"]
+    if message.get("tool_calls"):  # another row's claim read them: moved out of the content, not copied
+        assert [t["function"]["name"] for t in message["tool_calls"]] == NAMES
+        assert message["content"] == (prose.strip() or None)
+    else:
+        assert text.strip() in message["content"]
+
+
+@pytest.mark.parametrize(("text", "content", "names"), [
+    ('Let me check.\nget_weather(city="Paris", days=3)\nget_time(tz="CET")', "Let me check.", NAMES),
+    ('get_weather(city="Paris", days=3)', None, NAMES[:1]),
+    ('get_weather(city="Paris", days=3); get_time(tz="CET")\nBoth asked.', "\nBoth asked.", NAMES),
+])
+def test_bare_call_lines_leave_the_content(proxy, text, content, names) -> None:
+    """Calls written bare, one a line with no tag or bracket, are moved to ``tool_calls`` and out of the content."""
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    assert [t["function"]["name"] for t in whole["tool_calls"]] == names
+    assert whole["content"] == content
 
 
 @pytest.mark.parametrize("fmt", BY_NAME)

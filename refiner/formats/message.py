@@ -2,11 +2,11 @@
 
 :func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's
 first tag to its last closing tag, or to the end of the JSON value the last tag opens (a call the text stops in runs
-to the end); an untagged answer's region is its first bracketed value. A row whose open and close literals are no
-markup (a label and a JSON code fence) is read by its own literals instead (:func:`fenced_region`): its region runs
-from its first open literal that a JSON value follows to the close after its last call. The text before and after is
-content, verbatim (as vLLM's and SGLang's parsers give it), less the end-of-turn tokens at its end
-(:data:`END_OF_TURN`).
+to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
+whose open and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
+(:func:`fenced_region`): its region runs from its first open literal that a JSON value follows to the close after
+its last call. The text before and after is content, verbatim (as vLLM's and SGLang's parsers give it), less the
+end-of-turn tokens at its end (:data:`END_OF_TURN`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from refiner.formats.reasoning import (
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
 END_OF_TURN = ("<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<|eot|>",
                "<|eom|>", "<|end_of_text|>", "<|return|>", "<|end|>", "<|python_end|>")
+BARE_CALL = re.compile(r"[A-Za-z_][\w.]*[ \t]*\(")  # a pythonic call with no tag or bracket around it
 MAX_TAGS = 4096  # format tags read per answer; past that the rest of the text is taken as calls
 
 
@@ -49,16 +50,21 @@ def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
 
 
 def values_end(text: str, i: int) -> int:
-    """The end of the bracketed values from ``text[i]`` joined by ``;`` or ``,`` (Llama 3's ``{...}; {...}``)."""
+    """The end of the bracketed values from ``text[i]`` joined by ``;`` or ``,`` (Llama 3's ``{...}; {...}``), or of
+    the bare calls from there (``f(a=1)``, ``g(b=2)`` on the next line, ...)."""
+    bare = text[i] not in "[{"
     for _ in range(MAX_TAGS):
         end = bracket_end(text, i)
         if end < 0:
             return len(text)
         j = skip_blanks(text, end)
-        if j >= len(text) or text[j] not in ";,":
+        if j < len(text) and text[j] in ";,":
+            i = skip_blanks(text, j + 1)
+        elif bare and BARE_CALL.match(text, j):
+            i = j
+        else:
             return end
-        i = skip_blanks(text, j + 1)
-        if i >= len(text) or text[i] not in "[{":
+        if i >= len(text) or not bare and text[i] not in "[{":
             return end
     return len(text)
 
@@ -90,7 +96,7 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
             if k >= MAX_TAGS:
                 return first.start(), len(text)
     j = len(text) - len(text.lstrip())
-    if j < len(text) and text[j] in "[{" and (first is None or j < first.start()):
+    if j < len(text) and (text[j] in "[{" or BARE_CALL.match(text, j)) and (first is None or j < first.start()):
         return j, values_end(text, j)  # an untagged call (its tags, if any, are text in its values)
     if first is None:
         return None
