@@ -13,20 +13,16 @@ from refiner.formats.strict import expect_object, expect_str, json_in_prose
 from refiner.formats.text import dumps, strip_reasoning
 
 IGNORED_BLOCKS = {"text", "thinking", "redacted_thinking"}
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 
 def _blocks(value: object) -> object:
-    if isinstance(value, dict) and "content" in value:
-        return value["content"]
-    return value
+    return value["content"] if isinstance(value, dict) and "content" in value else value
 
 
 def _looks_like(value: object) -> bool:
     blocks = _blocks(value)
     return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
-
-
-_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 
 class Anthropic(WireFormat):

@@ -84,9 +84,7 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     first = last = None
     if pattern is not None:
         for k, m in enumerate(pattern.finditer(text)):
-            if first is None:
-                first = m
-            last = m
+            first, last = first or m, m
             if k >= MAX_TAGS:
                 return first.start(), len(text)
     j = len(text) - len(text.lstrip())

@@ -47,10 +47,7 @@ class Nestful(WireFormat):
         calls = []
         for i, item in enumerate(value):
             name, args, extra = strict_fields(self, item, pos, what="call", index=i, extra_keys=("label",))
-            outputs: tuple[str, ...] = ()
-            if "label" in extra:
-                label = extra["label"]
-                outputs = (label if type(label) is str else expect_str(self, label, f"'label' of call #{i}", pos),)
+            outputs = (expect_str(self, extra["label"], f"'label' of call #{i}", pos),) if "label" in extra else ()
             calls.append(ToolCall.trusted(name, args, outputs))
         return calls
 
