@@ -142,19 +142,18 @@ class _Reader:
     def scalar(self, raw: str, pos: int) -> Any:
         """A bare value: a literal, a number, else text (reported)."""
         if raw in LITERALS:
-            value = LITERALS[raw]
-        elif _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
+            return LITERALS[raw]
+        if _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
             value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
-            if value in (_INF, -_INF):
-                self.bad(f"number {raw[:40]} is out of range", pos)
-                value = raw
+            if value not in (_INF, -_INF):
+                return value
+            self.bad(f"number {raw[:40]} is out of range", pos)
         elif raw in LOOSE_LITERALS and self.out is not None:
             self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
-            value = LOOSE_LITERALS[raw]
+            return LOOSE_LITERALS[raw]
         else:
             self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
-            value = raw
-        return value
+        return raw
 
     def string(self, pos: int) -> tuple[Any, int]:
         e = self.text.find(self.q, pos)

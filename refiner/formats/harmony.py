@@ -339,10 +339,8 @@ class Harmony(WireFormat):
         out = []
         for i, c in enumerate(calls):
             recipient = f"{TO}{PREFIX}{c.name}"
-            if sp.recipient_first:
-                header = f" {recipient}{CHANNEL}{gap}commentary {sp.content_type}"
-            else:
-                header = f"{CHANNEL}{gap}commentary {recipient} {sp.content_type}"
+            header = (f" {recipient}{CHANNEL}{gap}commentary {sp.content_type}" if sp.recipient_first
+                      else f"{CHANNEL}{gap}commentary {recipient} {sp.content_type}")
             start = f"{START}{gap}assistant" if i or sp.start_first else ""
             end = sp.between if i < len(calls) - 1 else CALL
             out.append(f"{start}{header}{MESSAGE}{gap}{dumps(dict(c.arguments))}{end}")

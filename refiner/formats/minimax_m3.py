@@ -210,15 +210,8 @@ class NsXml(WireFormat):
 
     def _tag_key(self, key: str, in_object: bool) -> str:
         s = self.spelling
-        plain = (
-            key != ""
-            and key == key.strip()
-            and not any(c in key for c in '<>"\n\r\t')
-            and not key.startswith("/")
-            and s.ns not in key
-            and not (in_object and key == s.item)
-            and not key.startswith((s.invoke, s.section))
-        )
+        plain = (key != "" and key == key.strip() and not any(c in key for c in '<>"\n\r\t') and s.ns not in key
+                 and not key.startswith(("/", s.invoke, s.section)) and not (in_object and key == s.item))
         return write_key(key, plain)
 
     def _element(self, key: str, value: Any, *, in_object: bool) -> str:

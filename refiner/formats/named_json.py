@@ -167,8 +167,7 @@ class NamedJson(WireFormat):
                              closers=(lay.close, sp.section_close, lay.anchor))
         if sp.section_open is None and sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
-        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker (inside a
-            # JSON string a line break is written \n, so another format's value holding the prefix is no marker)
+        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
