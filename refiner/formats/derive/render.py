@@ -133,9 +133,8 @@ class _Budgeted(SandboxedEnvironment):
     intercepted_binops = frozenset(("*", "**", "+"))
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if not super().is_safe_attribute(obj, attr, value):
-            return False
-        return attr in ITEM_CHANGES or not modifies_known_mutable(obj, attr)
+        return super().is_safe_attribute(obj, attr, value) and (attr in ITEM_CHANGES
+                                                                or not modifies_known_mutable(obj, attr))
 
     def _step(self, n: int = 1) -> None:
         self.steps += n
