@@ -322,8 +322,6 @@ class BraceKV(WireFormat):
                 start = max(start, e + len(close))
         return start
 
-    # ---- strict ------------------------------------------------------------------------------------------------
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         start = self.answer_start(text)
@@ -350,8 +348,6 @@ class BraceKV(WireFormat):
             calls.append(ToolCall.trusted(m.group(), args))
             i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
-
-    # ---- lenient -----------------------------------------------------------------------------------------------
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
@@ -483,8 +479,6 @@ class BraceKV(WireFormat):
         elif not reader.stopped:
             out.note("missing_tag", f"missing {sp.call_close} after the arguments of {name!r}")
         return pos
-
-    # ---- render ------------------------------------------------------------------------------------------------
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling

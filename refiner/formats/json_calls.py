@@ -461,8 +461,6 @@ class JsonCalls(WireFormat):
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
 
-    # ---- render ------------------------------------------------------------------------------------------------
-
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         objs = [self._obj(c, i) for i, c in enumerate(calls)]

@@ -136,8 +136,6 @@ class NsXml(WireFormat):
             out[key] = value
         return out, dup
 
-    # Strict
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
         return token_sections(self, text, s.section_open, s.invoke_open, s.section_close,
@@ -195,8 +193,6 @@ class NsXml(WireFormat):
             top.children.append((tag.key, tag.raw == s.item, read_value(text[tag.end : e], False, (s.ns,))))
             pos = e + len(end_tag)
 
-    # Render
-
     def render(self, calls: Sequence[ToolCall]) -> str:
         s = self.spelling
         self.check_renderable(calls)
@@ -226,8 +222,6 @@ class NsXml(WireFormat):
         if isinstance(value, list) and value:
             return "".join(f"{s.ns}<{s.item}>{self._body(v)}{s.ns}</{s.item}>" for v in value)
         return write_value(value, (s.ns,))
-
-    # Lenient
 
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
@@ -362,8 +356,6 @@ class NsXml(WireFormat):
 
     def is_name(self, name: str) -> bool:
         return bool(name) and not any(c.isspace() or c in '"<>' for c in name)
-
-    # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
         return retype_calls(calls, tools, settle=_retype)

@@ -178,8 +178,6 @@ class NamedJson(WireFormat):
     def _name_ok(self, name: str) -> bool:
         return self._name_re.fullmatch(name) is not None and not marker_table().in_name(name)
 
-    # ---- strict ------------------------------------------------------------------------------------------------
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.section_open is not None:
@@ -259,8 +257,6 @@ class NamedJson(WireFormat):
                 raise self.error(f"expected {sp.close} after the arguments of {name!r}", end)
             end += len(sp.close)
         return ToolCall.trusted(name, args), end
-
-    # ---- lenient -----------------------------------------------------------------------------------------------
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
@@ -514,8 +510,6 @@ class NamedJson(WireFormat):
                 return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
             i = body.find(sp.call_open, i + 1)
         return False
-
-    # ---- render ------------------------------------------------------------------------------------------------
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
