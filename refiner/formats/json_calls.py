@@ -138,8 +138,7 @@ class JsonCalls(WireFormat):
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
         sp = self.spelling
         if not sp.keyed and sp.id_key is None:
-            fast = plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)
-            if fast is not None:
+            if (fast := plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)) is not None:
                 return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 

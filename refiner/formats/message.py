@@ -77,8 +77,7 @@ def trim_turn_end(text: str) -> str:
 
 def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     """``(start, end)`` of the calls' region in ``text`` (see the module docstring), or None."""
-    fenced = fenced_tags(fmt)
-    if fenced is not None:
+    if (fenced := fenced_tags(fmt)) is not None:
         return fenced_region(text, *fenced)
     pattern, closers = tag_pattern(fmt)
     first = last = None

@@ -262,9 +262,8 @@ class NamedJson(WireFormat):
         sp = self.spelling
         if sp.loose:
             return self._recover_tokens(text, out)
-        tokens = self._barred_tokens
-        if tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
-            text = respell_tokens(text, tokens, out)
+        if self._barred_tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
+            text = respell_tokens(text, self._barred_tokens, out)
         start = reasoning_offset(text)
         if sp.section_open is not None and text.find(sp.section_open, start) < 0:
             out.note("missing_tag", f"missing {sp.section_open}")

@@ -41,8 +41,7 @@ class Nestful(WireFormat):
         if strip_reasoning(text).strip() == "[]":
             return []
         value, pos = json_in_prose(self, text, _looks_like_calls, "JSON list of calls")
-        fast = plain_calls(value, outputs_key="label", outputs_as=str)
-        if fast is not None:
+        if (fast := plain_calls(value, outputs_key="label", outputs_as=str)) is not None:
             return fast
         calls = []
         for i, item in enumerate(value):
