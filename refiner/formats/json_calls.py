@@ -137,9 +137,9 @@ class JsonCalls(WireFormat):
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
         sp = self.spelling
-        if not sp.keyed and sp.id_key is None:
-            if (fast := plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)) is not None:
-                return fast
+        if not sp.keyed and sp.id_key is None and (
+                fast := plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)) is not None:
+            return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -185,9 +185,7 @@ class JsonCalls(WireFormat):
         items: list[tuple[Any, int]] = []
         cap = MAX_OBJECT_BLOCKS if opener == "{" else MAX_BLOCKS
         for _ in range(cap):
-            pos = i + len(tag)
-            if not sp.tight:
-                pos = skip_ws(text, pos)
+            pos = i + len(tag) if sp.tight else skip_ws(text, i + len(tag))
             if not text.startswith(opener, pos):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)

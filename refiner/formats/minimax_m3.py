@@ -85,9 +85,7 @@ class NsXml(WireFormat):
         """The tag whose namespace token is at ``p`` (``nxt``: the next token's position, or the text's end), or
         ``None``; whitespace after the token only when ``lenient``."""
         s = self.spelling
-        q = p + len(s.ns)
-        if lenient:
-            q = skip_ws(text, q)
+        q = skip_ws(text, p + len(s.ns)) if lenient else p + len(s.ns)
         if not text.startswith("<", q):
             return None
         closing = text.startswith("</", q)

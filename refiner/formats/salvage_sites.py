@@ -100,9 +100,9 @@ class SiteReader:
         name, hit = (written, None) if self.offered is None else resolve(written, self.offered)
         if (not structured and hit is None) or (self.offered is not None and hit is None and not listed):
             return m.end()  # prose, or a name that is not offered outside a list (code, a sentence)
-        if start > self.at and self.text[start - 1] in ("'", '"'):
-            if (got := self.quoted_call(start - 1, written, name, hit, structured, where, listed)) is not None:
-                return got
+        if start > self.at and self.text[start - 1] in ("'", '"') and (
+                got := self.quoted_call(start - 1, written, name, hit, structured, where, listed)) is not None:
+            return got
         close, closed = self.match_paren(paren)
         if not closed and close < len(self.text):
             return m.end()  # not closed within the window: not a call
