@@ -48,8 +48,7 @@ class Anthropic(WireFormat):
         block = expect_object(self, block, what, pos)
         if kind != "tool_use":
             raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
-        unknown = set(block) - _TOOL_USE_KEYS
-        if unknown:
+        if unknown := set(block) - _TOOL_USE_KEYS:
             raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
         if "id" in block:
             expect_str(self, block["id"], f"'id' of {what}", pos)
