@@ -506,6 +506,4 @@ class BraceKV(WireFormat):
         raise self.render_error(f"a value of type {type(v).__name__} cannot be written")
 
     def _key(self, key: str) -> str:
-        if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags):
-            return key
-        return self._value(key)
+        return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else self._value(key)

@@ -45,9 +45,7 @@ def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
     except (ValueError, RecursionError):
         return None
     m = _TAIL.match(text, end)
-    if m is None or type(args) is not dict:
-        return None
-    return name, args, m.end()
+    return None if m is None or type(args) is not dict else (name, args, m.end())
 
 
 def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:

@@ -104,9 +104,7 @@ def _text_value(raw: str, xml: bool = False) -> Any:
         pass
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"`":
         return raw[1:-1]
-    if raw in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[raw]
-    return raw
+    return {"True": True, "False": False, "None": None}.get(raw, raw)
 
 
 _NO_VALUE: Any = object()
@@ -244,9 +242,7 @@ class _Reader:
             return None  # the name, then prose: "get_weather: returns the forecast"
         else:
             args, end, how = _pairs(tail, pair, self.notes, name), line_end, "labelled line"
-        if not args:
-            return None
-        return Found(line_start, end, ToolCall(name, args), how)
+        return Found(line_start, end, ToolCall(name, args), how) if args else None
 
     def following(self, name: str, pos: int, pair: re.Pattern) -> tuple[dict[str, Any], int, str]:
         """The arguments on the lines after a labelled name: a JSON object, or ``k: v`` lines up to another line."""

@@ -95,9 +95,7 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
         return first.start(), last.end()
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
     j = skip_blanks(text, j)
-    if j < len(text) and text[j] in "[{":
-        return first.start(), values_end(text, j)
-    return first.start(), len(text)
+    return first.start(), (values_end(text, j) if j < len(text) and text[j] in "[{" else len(text))
 
 
 def fenced_region(text: str, opens: tuple[str, ...], close: str) -> tuple[int, int] | None:

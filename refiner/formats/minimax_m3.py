@@ -115,9 +115,7 @@ class NsXml(WireFormat):
             return None
         rest = raw[len(s.invoke) :].strip()
         head = f'{s.name_attr}="'
-        if not rest.startswith(head) or not rest.endswith('"'):
-            return ""
-        return rest[len(head) : -1]
+        return rest[len(head) : -1] if rest.startswith(head) and rest.endswith('"') else ""
 
     def _value(self, frame: _Frame, *, top: bool = False) -> tuple[Any, str | None]:
         """A frame's value and a duplicate key (or ``None``): children all ``<item>`` make a list (not at the top), no

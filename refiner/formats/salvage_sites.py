@@ -193,9 +193,7 @@ class SiteReader:
             if not place_positional(positional, args, params, problems) and not listed:
                 return None  # values that cannot be placed, outside a list: code (print("x")) or prose
         self.notes.extend(f"{name}: {p.message}" for p in problems)
-        if not structured and not args:
-            return None
-        return ToolCall(name, args)
+        return ToolCall(name, args) if structured or args else None
 
     def object_site(self, at: int) -> int:
         """Reads the object starting at ``at`` when it is a call (or a message holding calls); returns where scanning

@@ -84,9 +84,7 @@ def _marker_end(text: str, i: int, floor: int) -> int:
     if any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
         return i
     start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
-    if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]):
-        return i
-    return k + 1
+    return i if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]) else k + 1
 
 
 def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:

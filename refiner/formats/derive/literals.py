@@ -208,9 +208,7 @@ def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tu
         if found is None:
             return None
         out.append((k, k + len(key), *found))
-    if any(a[3] > b[0] for a, b in zip(out, out[1:])):
-        return None
-    return out
+    return None if any(a[3] > b[0] for a, b in zip(out, out[1:])) else out
 
 
 def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:

@@ -91,9 +91,7 @@ def load_template(path: str | Path) -> ChatTemplate:
         raise TemplateFailure(f"{path}: no chat_template.jinja or tokenizer_config.json in this folder")
     if not path.exists():
         raise TemplateFailure(f"{path}: no such file")
-    if path.suffix == ".json":
-        return _from_config(path)
-    return ChatTemplate(_read_text(path), str(path))
+    return _from_config(path) if path.suffix == ".json" else ChatTemplate(_read_text(path), str(path))
 
 
 class _Generation(jinja2.ext.Extension):
