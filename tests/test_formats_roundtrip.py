@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
 
-# A literal "</think>" marks the end of reasoning (base.strip_reasoning), and FunctionGemma's "<escape>" quotes its
-# strings (a string holding one cannot be written: RenderError), so call text never holds either here.
-_texts = st.text(max_size=12).filter(lambda s: "</think>" not in s and "<escape>" not in s)
+# A literal "</think>" marks the end of reasoning (base.strip_reasoning), and FunctionGemma's "<escape>" and Gemma 4's
+# '<|"|>' quote their strings (a string holding one cannot be written: RenderError), so call text never holds them.
+_texts = st.text(max_size=12).filter(lambda s: "</think>" not in s and "<escape>" not in s and '<|"|>' not in s)
 # JSON scalars: unicode text, big and negative ints, finite floats (NaN/Infinity are not JSON).
 scalars = (
     st.none()

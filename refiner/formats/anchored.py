@@ -332,9 +332,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         raw, last = raws[j], lasts[j]
         if raw is None:
             continue
-        raw = raw.strip()
-        if value_start:
-            raw = _after_start(raw, value_start)
+        raw = _after_start(raw.strip(), value_start) if value_start else raw.strip()
         value = _unquote(raw)
         value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
         if value is None:

@@ -13,20 +13,16 @@ from refiner.formats.strict import expect_object, expect_str, json_in_prose
 from refiner.formats.text import dumps, strip_reasoning
 
 IGNORED_BLOCKS = {"text", "thinking", "redacted_thinking"}
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 
 def _blocks(value: object) -> object:
-    if isinstance(value, dict) and "content" in value:
-        return value["content"]
-    return value
+    return value["content"] if isinstance(value, dict) and "content" in value else value
 
 
 def _looks_like(value: object) -> bool:
     blocks = _blocks(value)
     return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
-
-
-_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 
 class Anthropic(WireFormat):
@@ -52,8 +48,7 @@ class Anthropic(WireFormat):
         block = expect_object(self, block, what, pos)
         if kind != "tool_use":
             raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
-        unknown = set(block) - _TOOL_USE_KEYS
-        if unknown:
+        if unknown := set(block) - _TOOL_USE_KEYS:
             raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
         if "id" in block:
             expect_str(self, block["id"], f"'id' of {what}", pos)

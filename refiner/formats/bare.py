@@ -40,20 +40,18 @@ def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE
     read = 0
     while m is not None and read < MAX_RECOVERED_ITEMS and take_items(1):
         name, at = m.group(1), m.end()
+        read += 1
         try:
             args, end = JSON_DECODER.raw_decode(text, at)
         except (ValueError, RecursionError):
             args = end = None
         if type(args) is dict:
             out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
-            read += 1
-            pos = skip_ws(text, end)
-            m = head.match(text, pos)
+            m = head.match(text, skip_ws(text, end))
             continue
         # the next call after a broken one: a name right after a "}" (whitespace between)
         nxt = next(filter(None, (head.match(text, b.end()) for b in _BRACE.finditer(text, at))), None)
         stop = nxt.start() if nxt is not None else len(text)
         add_arguments_call(out, name, text[at:stop], at_end=nxt is None)
-        read += 1
         m = nxt
     return read > 0

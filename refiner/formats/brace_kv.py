@@ -142,19 +142,18 @@ class _Reader:
     def scalar(self, raw: str, pos: int) -> Any:
         """A bare value: a literal, a number, else text (reported)."""
         if raw in LITERALS:
-            value = LITERALS[raw]
-        elif _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
+            return LITERALS[raw]
+        if _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
             value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
-            if value in (_INF, -_INF):
-                self.bad(f"number {raw[:40]} is out of range", pos)
-                value = raw
+            if value not in (_INF, -_INF):
+                return value
+            self.bad(f"number {raw[:40]} is out of range", pos)
         elif raw in LOOSE_LITERALS and self.out is not None:
             self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
-            value = LOOSE_LITERALS[raw]
+            return LOOSE_LITERALS[raw]
         else:
             self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
-            value = raw
-        return value
+        return raw
 
     def string(self, pos: int) -> tuple[Any, int]:
         e = self.text.find(self.q, pos)
@@ -323,8 +322,6 @@ class BraceKV(WireFormat):
                 start = max(start, e + len(close))
         return start
 
-    # ---- strict ------------------------------------------------------------------------------------------------
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         start = self.answer_start(text)
@@ -351,8 +348,6 @@ class BraceKV(WireFormat):
             calls.append(ToolCall.trusted(m.group(), args))
             i = text.find(sp.call_open, pos + len(sp.call_close))
         return calls
-
-    # ---- lenient -----------------------------------------------------------------------------------------------
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
@@ -485,8 +480,6 @@ class BraceKV(WireFormat):
             out.note("missing_tag", f"missing {sp.call_close} after the arguments of {name!r}")
         return pos
 
-    # ---- render ------------------------------------------------------------------------------------------------
-
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         return "".join(f"{sp.call_open}{sp.keyword}{c.name}{self._value(dict(c.arguments))}{sp.call_close}"
@@ -513,6 +506,4 @@ class BraceKV(WireFormat):
         raise self.render_error(f"a value of type {type(v).__name__} cannot be written")
 
     def _key(self, key: str) -> str:
-        if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags):
-            return key
-        return self._value(key)
+        return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else self._value(key)

@@ -29,10 +29,9 @@ def convert_text(
     """``text`` in format ``src`` (``"auto"`` detects it) rendered in format ``dst``. Errors start with ``where``
     (and, when ``locate``, the ``:line:column`` of the defect)."""
     if src == "auto":
-        detected = detect_format(text)
-        if detected is None:
+        src = detect_format(text)
+        if src is None:
             raise ConvertError(f"{where}: could not detect the format (known: {', '.join(names())})")
-        src = detected
     reader, writer = get(src), get(dst)
     if lenient:
         got = reader.parse_lenient(text)

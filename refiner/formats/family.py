@@ -22,10 +22,7 @@ POLICY = {"policy": True}
 
 # Two calls with a string, integers, a list and a nested object: what every row's example renders.
 EXAMPLE_CALLS: tuple[ToolCall, ...] = (
-    ToolCall(
-        "search_flights",
-        {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1},
-    ),
+    ToolCall("search_flights", {"origin": "New York", "destination": "London", "date": "2024-08-15", "max_stops": 1}),
     ToolCall("get_weather", {"city": "London", "days": 3, "units": "metric"}),
 )
 

@@ -52,11 +52,10 @@ class FunctionaryV31(NamedJson):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         start = reasoning_offset(text)
-        i = text.find(OPEN, start)
-        if i < 0:
+        pos = text.find(OPEN, start)
+        if pos < 0:
             raise self.error(f"no {OPEN}NAME>", start)
         calls: list[ToolCall] = []
-        pos = i
         while text.startswith(OPEN, pos):
             if len(calls) >= MAX_CALLS:
                 raise self.error(f"more than {MAX_CALLS} calls", pos)

@@ -21,14 +21,12 @@ from refiner.formats.text import dumps, reasoning_offset, skip_ws
 OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
 TURN_BREAK = "\n\n\n"  # raw Glaive separates turns with it; a block without its end tag stops there
 
-
 _HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*')
 _SIMPLE_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"([^"\\\x00-\x1f]*)"\s*,\s*"arguments"\s*:\s*\'\s*')  # no escapes
 _MID = re.compile(r"\s*,\s*\"arguments\"\s*:\s*'\s*")
 _TAIL = re.compile(r"\s*'\s*\}\s*")
 
 
-# Kept beside _parse_object: without it strict parses are several times slower (bench_formats).
 def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
     """``(name, arguments, end)`` for the raw layout at ``pos``; ``None`` for anything else (:func:`_parse_object`)."""
     try:
@@ -47,9 +45,7 @@ def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
     except (ValueError, RecursionError):
         return None
     m = _TAIL.match(text, end)
-    if m is None or type(args) is not dict:
-        return None
-    return name, args, m.end()
+    return None if m is None or type(args) is not dict else (name, args, m.end())
 
 
 def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:

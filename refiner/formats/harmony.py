@@ -115,8 +115,6 @@ class Harmony(WireFormat):
         if cls.spelling.spaced:  # the example as a spaced row writes it: the guide's calls in its own render
             cls.example = cls().render(Harmony().parse_strict(Harmony.example))
 
-    # Strict
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         begin = reasoning_offset(text)
         s, c = text.find(START, begin), text.find(CHANNEL, begin)
@@ -202,8 +200,6 @@ class Harmony(WireFormat):
         if end >= len(text):
             return ToolCall.trusted(name, args), end
         raise self.error(f"expected {CALL} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
-
-    # Lenient
 
     def recover(self, text: str, out: Lenient) -> None:
         text = respell_tokens(text, self.tags + (RETURN,), out)
@@ -291,8 +287,6 @@ class Harmony(WireFormat):
             pos = end + len(tag) if tag else len(text)
         return spans
 
-    # The answer's other parts
-
     def answer_parts(self, text: str) -> AnswerParts:
         """Content and reasoning by channel, as vLLM's harmony reader returns them: analysis messages are reasoning,
         commentary messages without a recipient (preambles) and ``final`` messages are content, messages addressed
@@ -331,18 +325,14 @@ class Harmony(WireFormat):
         content.append(trim_turn_end(text[last:]))
         return AnswerParts("".join(content), "".join(thoughts) if thoughts else None, (first, last))
 
-    # Render
-
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         gap = " " if sp.spaced else ""
         out = []
         for i, c in enumerate(calls):
             recipient = f"{TO}{PREFIX}{c.name}"
-            if sp.recipient_first:
-                header = f" {recipient}{CHANNEL}{gap}commentary {sp.content_type}"
-            else:
-                header = f"{CHANNEL}{gap}commentary {recipient} {sp.content_type}"
+            header = (f" {recipient}{CHANNEL}{gap}commentary {sp.content_type}" if sp.recipient_first
+                      else f"{CHANNEL}{gap}commentary {recipient} {sp.content_type}")
             start = f"{START}{gap}assistant" if i or sp.start_first else ""
             end = sp.between if i < len(calls) - 1 else CALL
             out.append(f"{start}{header}{MESSAGE}{gap}{dumps(dict(c.arguments))}{end}")

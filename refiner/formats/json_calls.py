@@ -46,20 +46,19 @@ class JsonSpelling:
     """How one family wraps its JSON calls.
 
     ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
-    (one JSON list), ``"lines"`` (a call object per line), ``"objects"`` (call objects one after another, written a
-    line each), ``"object"`` (one per block) or ``"joined"`` (joined by
-    ``between`` stripped, ``open`` optional and not written); ``arg_keys``: where the arguments are (the first
-    written); ``type_key``: a key whose value must be ``"function"``; ``builtins``: tools written
-    ``NAME.call(key=value, ...)`` after ``open`` (read for any name); ``alt_opens``: other spellings of ``open``;
-    ``tight``: no whitespace after ``open``; ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``;
-    ``id_key``: a call id numbered from 0; ``follows``: what follows ``open`` in this row's texts (empty: anything);
-    ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and between blocks or calls;
-    ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call object is this row's
-    unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all the blocks (a
-    marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first JSON value
-    with the prose around it skipped, as rows without ``close`` do; ``outputs_key``: a call's output labels (a list
-    of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how the
-    row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
+    (one JSON list), ``"lines"`` (a call object per line), ``"objects"`` (call objects one after another, written a line
+    each), ``"object"`` (one per block) or ``"joined"`` (joined by ``between`` stripped, ``open`` optional and not
+    written); ``arg_keys``: where the arguments are (the first written); ``type_key``: a key whose value must be
+    ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)`` after ``open`` (read for any name);
+    ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``name_key``; ``keyed``: a call
+    is ``{"NAME": {arguments}}``; ``id_key``: a call id numbered from 0; ``follows``: what follows ``open`` in this
+    row's texts (empty: anything); ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and
+    between blocks or calls; ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call
+    object is this row's unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all
+    the blocks (a marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first
+    JSON value with the prose around it skipped, as rows without ``close`` do; ``outputs_key``: a call's output labels
+    (a list of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how
+    the row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
     sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
     ``"arguments"`` (see :meth:`JsonCalls.sniff`)."""
 
@@ -138,10 +137,9 @@ class JsonCalls(WireFormat):
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
         sp = self.spelling
-        if not sp.keyed and sp.id_key is None:
-            fast = plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)
-            if fast is not None:
-                return fast
+        if not sp.keyed and sp.id_key is None and (
+                fast := plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)) is not None:
+            return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -183,14 +181,11 @@ class JsonCalls(WireFormat):
         i, tag = first(opens, start)
         if tag is None:
             raise self.error(f"missing {sp.open}", start)
-        opener = "{" if sp.payload == "object" else "["
-        what = "a JSON call object" if sp.payload == "object" else "a JSON list of calls"
+        opener, what = ("{", "a JSON call object") if sp.payload == "object" else ("[", "a JSON list of calls")
         items: list[tuple[Any, int]] = []
         cap = MAX_OBJECT_BLOCKS if opener == "{" else MAX_BLOCKS
         for _ in range(cap):
-            pos = i + len(tag)
-            if not sp.tight:
-                pos = skip_ws(text, pos)
+            pos = i + len(tag) if sp.tight else skip_ws(text, i + len(tag))
             if not text.startswith(opener, pos):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
@@ -458,14 +453,10 @@ class JsonCalls(WireFormat):
             return key in first
         p = min((block.find(k) for k in (f'"{key}"', f"'{key}'") if k in block), default=-1)
         a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
-        if p >= 0 and (a < 0 or p < a):
-            return True
-        if a >= 0:
-            return False
+        if p >= 0 or a >= 0:
+            return p >= 0 and (a < 0 or p < a)
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
         return len(lines) > 1 and all(ln.startswith("{") for ln in lines)
-
-    # ---- render ------------------------------------------------------------------------------------------------
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling

@@ -104,9 +104,7 @@ def _text_value(raw: str, xml: bool = False) -> Any:
         pass
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"`":
         return raw[1:-1]
-    if raw in ("True", "False", "None"):
-        return {"True": True, "False": False, "None": None}[raw]
-    return raw
+    return {"True": True, "False": False, "None": None}.get(raw, raw)
 
 
 _NO_VALUE: Any = object()
@@ -232,26 +230,19 @@ class _Reader:
         line_end = min(len(text), s + WINDOW) if line_end < 0 else line_end
         if not _LABEL.fullmatch(text, line_start, s):
             return None
-        rest = text[e:line_end]
         params = self.params(name)
         if not params:
             return None
         _, _, pair = _param_patterns(params)
-        tail = rest.lstrip("\"'`* \t")
+        tail = text[e:line_end].lstrip("\"'`* \t")
         tail = tail[1:].lstrip() if tail[:1] in (":", "=", "-") else tail
-        args: dict[str, Any] = {}
-        end = line_end
-        how = "labelled line"
-        if tail.strip():
-            m = pair.match(tail)
-            if m is None:
-                return None  # the name, then prose: "get_weather: returns the forecast"
-            args = _pairs(tail, pair, self.notes, name)
-        else:  # the arguments on the following lines
+        if not tail.strip():  # the arguments on the following lines
             args, end, how = self.following(name, line_end, pair)
-        if not args:
-            return None
-        return Found(line_start, end, ToolCall(name, args), how)
+        elif pair.match(tail) is None:
+            return None  # the name, then prose: "get_weather: returns the forecast"
+        else:
+            args, end, how = _pairs(tail, pair, self.notes, name), line_end, "labelled line"
+        return Found(line_start, end, ToolCall(name, args), how) if args else None
 
     def following(self, name: str, pos: int, pair: re.Pattern) -> tuple[dict[str, Any], int, str]:
         """The arguments on the lines after a labelled name: a JSON object, or ``k: v`` lines up to another line."""
@@ -289,11 +280,10 @@ class _Reader:
             if _ARG_HEADER.fullmatch(line) is not None:
                 end = line_end
                 continue
-            m = pair.match(line.lstrip(" \t-*"))
-            if m is None:
+            item = line.lstrip(" \t-*")
+            if pair.match(item) is None:
                 break
-            got = _pairs(line.lstrip(" \t-*"), pair, self.notes, name)
-            for k, v in got.items():
+            for k, v in _pairs(item, pair, self.notes, name).items():
                 args.setdefault(k, v)
             end = line_end
         return args, end, "YAML-ish block"

@@ -83,16 +83,13 @@ def trim_turn_end(text: str) -> str:
 
 def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     """``(start, end)`` of the calls' region in ``text`` (see the module docstring), or None."""
-    fenced = fenced_tags(fmt)
-    if fenced is not None:
+    if (fenced := fenced_tags(fmt)) is not None:
         return fenced_region(text, *fenced)
     pattern, closers = tag_pattern(fmt)
     first = last = None
     if pattern is not None:
         for k, m in enumerate(pattern.finditer(text)):
-            if first is None:
-                first = m
-            last = m
+            first, last = first or m, m
             if k >= MAX_TAGS:
                 return first.start(), len(text)
     j = len(text) - len(text.lstrip())
@@ -104,9 +101,7 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
         return first.start(), last.end()
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
     j = skip_blanks(text, j)
-    if j < len(text) and text[j] in "[{":
-        return first.start(), values_end(text, j)
-    return first.start(), len(text)
+    return first.start(), (values_end(text, j) if j < len(text) and text[j] in "[{" else len(text))
 
 
 def fenced_region(text: str, opens: tuple[str, ...], close: str) -> tuple[int, int] | None:

@@ -85,9 +85,7 @@ class NsXml(WireFormat):
         """The tag whose namespace token is at ``p`` (``nxt``: the next token's position, or the text's end), or
         ``None``; whitespace after the token only when ``lenient``."""
         s = self.spelling
-        q = p + len(s.ns)
-        if lenient:
-            q = skip_ws(text, q)
+        q = skip_ws(text, p + len(s.ns)) if lenient else p + len(s.ns)
         if not text.startswith("<", q):
             return None
         closing = text.startswith("</", q)
@@ -117,9 +115,7 @@ class NsXml(WireFormat):
             return None
         rest = raw[len(s.invoke) :].strip()
         head = f'{s.name_attr}="'
-        if not rest.startswith(head) or not rest.endswith('"'):
-            return ""
-        return rest[len(head) : -1]
+        return rest[len(head) : -1] if rest.startswith(head) and rest.endswith('"') else ""
 
     def _value(self, frame: _Frame, *, top: bool = False) -> tuple[Any, str | None]:
         """A frame's value and a duplicate key (or ``None``): children all ``<item>`` make a list (not at the top), no
@@ -135,8 +131,6 @@ class NsXml(WireFormat):
                 dup = key
             out[key] = value
         return out, dup
-
-    # Strict
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
@@ -195,8 +189,6 @@ class NsXml(WireFormat):
             top.children.append((tag.key, tag.raw == s.item, read_value(text[tag.end : e], False, (s.ns,))))
             pos = e + len(end_tag)
 
-    # Render
-
     def render(self, calls: Sequence[ToolCall]) -> str:
         s = self.spelling
         self.check_renderable(calls)
@@ -210,15 +202,8 @@ class NsXml(WireFormat):
 
     def _tag_key(self, key: str, in_object: bool) -> str:
         s = self.spelling
-        plain = (
-            key != ""
-            and key == key.strip()
-            and not any(c in key for c in '<>"\n\r\t')
-            and not key.startswith("/")
-            and s.ns not in key
-            and not (in_object and key == s.item)
-            and not key.startswith((s.invoke, s.section))
-        )
+        plain = (key != "" and key == key.strip() and not any(c in key for c in '<>"\n\r\t') and s.ns not in key
+                 and not key.startswith(("/", s.invoke, s.section)) and not (in_object and key == s.item))
         return write_key(key, plain)
 
     def _element(self, key: str, value: Any, *, in_object: bool) -> str:
@@ -233,8 +218,6 @@ class NsXml(WireFormat):
         if isinstance(value, list) and value:
             return "".join(f"{s.ns}<{s.item}>{self._body(v)}{s.ns}</{s.item}>" for v in value)
         return write_value(value, (s.ns,))
-
-    # Lenient
 
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
@@ -369,8 +352,6 @@ class NsXml(WireFormat):
 
     def is_name(self, name: str) -> bool:
         return bool(name) and not any(c.isspace() or c in '"<>' for c in name)
-
-    # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
         return retype_calls(calls, tools, settle=_retype)

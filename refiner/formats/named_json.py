@@ -167,8 +167,7 @@ class NamedJson(WireFormat):
                              closers=(lay.close, sp.section_close, lay.anchor))
         if sp.section_open is None and sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
-        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker (inside a
-            # JSON string a line break is written \n, so another format's value holding the prefix is no marker)
+        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
@@ -178,8 +177,6 @@ class NamedJson(WireFormat):
 
     def _name_ok(self, name: str) -> bool:
         return self._name_re.fullmatch(name) is not None and not marker_table().in_name(name)
-
-    # ---- strict ------------------------------------------------------------------------------------------------
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
@@ -261,15 +258,12 @@ class NamedJson(WireFormat):
             end += len(sp.close)
         return ToolCall.trusted(name, args), end
 
-    # ---- lenient -----------------------------------------------------------------------------------------------
-
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
         if sp.loose:
             return self._recover_tokens(text, out)
-        tokens = self._barred_tokens
-        if tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
-            text = respell_tokens(text, tokens, out)
+        if self._barred_tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
+            text = respell_tokens(text, self._barred_tokens, out)
         start = reasoning_offset(text)
         if sp.section_open is not None and text.find(sp.section_open, start) < 0:
             out.note("missing_tag", f"missing {sp.section_open}")
@@ -515,8 +509,6 @@ class NamedJson(WireFormat):
                 return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
             i = body.find(sp.call_open, i + 1)
         return False
-
-    # ---- render ------------------------------------------------------------------------------------------------
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling

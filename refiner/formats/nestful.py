@@ -41,16 +41,12 @@ class Nestful(WireFormat):
         if strip_reasoning(text).strip() == "[]":
             return []
         value, pos = json_in_prose(self, text, _looks_like_calls, "JSON list of calls")
-        fast = plain_calls(value, outputs_key="label", outputs_as=str)
-        if fast is not None:
+        if (fast := plain_calls(value, outputs_key="label", outputs_as=str)) is not None:
             return fast
         calls = []
         for i, item in enumerate(value):
             name, args, extra = strict_fields(self, item, pos, what="call", index=i, extra_keys=("label",))
-            outputs: tuple[str, ...] = ()
-            if "label" in extra:
-                label = extra["label"]
-                outputs = (label if type(label) is str else expect_str(self, label, f"'label' of call #{i}", pos),)
+            outputs = (expect_str(self, extra["label"], f"'label' of call #{i}", pos),) if "label" in extra else ()
             calls.append(ToolCall.trusted(name, args, outputs))
         return calls
 

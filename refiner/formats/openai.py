@@ -49,16 +49,14 @@ class OpenAI(WireFormat):
     def _call(self, tc: Any, i: int, pos: int) -> ToolCall:
         what = f"tool call #{i}"
         tc = expect_object(self, tc, what, pos)
-        unknown = set(tc) - _CALL_KEYS
-        if unknown:
+        if unknown := set(tc) - _CALL_KEYS:
             raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
         if tc.get("type", "function") != "function":
             raise self.error(f"'type' of {what} must be 'function'", pos)
         if "id" in tc:
             expect_str(self, tc["id"], f"'id' of {what}", pos)
         fn = expect_object(self, tc.get("function"), f"'function' of {what}", pos)
-        unknown = set(fn) - _FUNCTION_KEYS
-        if unknown:
+        if unknown := set(fn) - _FUNCTION_KEYS:
             raise self.error(f"unexpected keys {sorted(unknown)} in 'function' of {what}", pos)
         name = expect_str(self, fn.get("name"), f"'function.name' of {what}", pos)
         if not name.strip():

@@ -46,8 +46,7 @@ class Order(WireFormat):
                         continue
                     # (a bad name: the checked reader below raises, explaining it)
             item = expect_object(self, item, f"step entry #{i}", pos)
-            unknown = set(item) - {"step", "tool_list"}
-            if unknown:
+            if unknown := set(item) - _ENTRY_KEYS:
                 raise self.error(f"unexpected keys {sorted(unknown)} in step entry #{i}", pos)
             step = item.get("step")
             if not isinstance(step, int) or isinstance(step, bool):

@@ -33,9 +33,7 @@ def holds_quote(value: Any, q_close: str) -> bool:
         return q_close in value
     if isinstance(value, dict):
         return any(q_close in str(k) or holds_quote(v, q_close) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(holds_quote(v, q_close) for v in value)
-    return False
+    return isinstance(value, (list, tuple)) and any(holds_quote(v, q_close) for v in value)
 
 
 _SCALAR = re.compile(r"[^\s,:{}\[\]]+")

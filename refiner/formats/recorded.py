@@ -332,8 +332,6 @@ class RecordFormat(base.WireFormat):
                 best = hit
         return best
 
-    # ---- writing --------------------------------------------------------------------------------------------
-
     def render(self, calls: Sequence[ToolCall]) -> str:
         self.check_renderable(calls)
         r = self.record

@@ -100,10 +100,9 @@ class SiteReader:
         name, hit = (written, None) if self.offered is None else resolve(written, self.offered)
         if (not structured and hit is None) or (self.offered is not None and hit is None and not listed):
             return m.end()  # prose, or a name that is not offered outside a list (code, a sentence)
-        if start > self.at and self.text[start - 1] in ("'", '"'):
-            got = self.quoted_call(start - 1, written, name, hit, structured, where, listed)
-            if got is not None:
-                return got
+        if start > self.at and self.text[start - 1] in ("'", '"') and (
+                got := self.quoted_call(start - 1, written, name, hit, structured, where, listed)) is not None:
+            return got
         close, closed = self.match_paren(paren)
         if not closed and close < len(self.text):
             return m.end()  # not closed within the window: not a call
@@ -194,9 +193,7 @@ class SiteReader:
             if not place_positional(positional, args, params, problems) and not listed:
                 return None  # values that cannot be placed, outside a list: code (print("x")) or prose
         self.notes.extend(f"{name}: {p.message}" for p in problems)
-        if not structured and not args:
-            return None
-        return ToolCall(name, args)
+        return ToolCall(name, args) if structured or args else None
 
     def object_site(self, at: int) -> int:
         """Reads the object starting at ``at`` when it is a call (or a message holding calls); returns where scanning

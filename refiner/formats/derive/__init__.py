@@ -190,9 +190,8 @@ def _with_row(out: Derived, name: str) -> Derived:
         out.why = plan
         return out
     fmt = plan.build(name, out.where, out.sha256)
-    problem = plan.check(fmt, out.record, out.checks)
-    if problem:
-        out.why = problem
+    out.why = plan.check(fmt, out.record, out.checks)
+    if out.why:
         return out
     out.plan, out.fmt = plan, fmt
     out.same_as = next((f.name for f in base.all_formats() if plan.same_spelling(f)), None)

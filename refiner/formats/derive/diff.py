@@ -81,13 +81,10 @@ def _marker_end(text: str, i: int, floor: int) -> int:
     if not ends:
         return i
     k = min(ends)
-    inside = text[i:k]
-    if any(c.isspace() or c in "<[>]" for c in inside) or any(c in "<[" for c in text[floor:i][-1:]):
+    if any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
         return i
     start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
-    if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]):
-        return i
-    return k + 1
+    return i if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]) else k + 1
 
 
 def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
@@ -97,8 +94,7 @@ def inserted(base: str, other: str, base_c: str | None = None, other_c: str | No
     cands = _candidates(base, other)
     if base_c is not None and other_c is not None:
         alt = {t for _, t in _candidates(base_c, other_c)}
-        both = [c for c in cands if c[1] in alt]
-        cands = both or cands
+        cands = [c for c in cands if c[1] in alt] or cands
     for i, text in reversed(cands):
         if i == 0 or other[i - 1].isspace():
             return text

@@ -66,8 +66,7 @@ def read_ids(rec: Record, two: str) -> None:
     at = two.find(IDS[0])
     if at < 0:
         return
-    n = two.find(NAMES[0])
-    rec.id_position = "before_name" if at < n else "after_name"
+    rec.id_position = "before_name" if at < two.find(NAMES[0]) else "after_name"
     rec.derived_from["id_position"] = "two: where the given call id (callq0000) is written"
 
 
@@ -209,9 +208,7 @@ def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tu
         if found is None:
             return None
         out.append((k, k + len(key), *found))
-    if any(a[3] > b[0] for a, b in zip(out, out[1:])):
-        return None
-    return out
+    return None if any(a[3] > b[0] for a, b in zip(out, out[1:])) else out
 
 
 def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
@@ -367,9 +364,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
         opener = _marker_suffix(lead, between[len(closer):])
     _edges(rec, lead[: len(lead) - len(opener)], tail[len(closer):])
     rec.call_sep = between[len(closer): len(between) - len(opener)]
-    cut = max(opener.rfind(" "), opener.rfind("\n"), opener.rfind("\t")) + 1
-    if rec.shape == "json_object":
-        cut = len(opener)
+    cut = len(opener) if rec.shape == "json_object" else max(opener.rfind(c) for c in " \n\t") + 1
     rec.call_start, rec.name_prefix = opener[:cut], opener[cut:]
     rec.call_end = closer
     rec.derived_from.update(

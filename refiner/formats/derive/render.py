@@ -91,9 +91,7 @@ def load_template(path: str | Path) -> ChatTemplate:
         raise TemplateFailure(f"{path}: no chat_template.jinja or tokenizer_config.json in this folder")
     if not path.exists():
         raise TemplateFailure(f"{path}: no such file")
-    if path.suffix == ".json":
-        return _from_config(path)
-    return ChatTemplate(_read_text(path), str(path))
+    return _from_config(path) if path.suffix == ".json" else ChatTemplate(_read_text(path), str(path))
 
 
 class _Generation(jinja2.ext.Extension):
@@ -133,9 +131,8 @@ class _Budgeted(SandboxedEnvironment):
     intercepted_binops = frozenset(("*", "**", "+"))
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if not super().is_safe_attribute(obj, attr, value):
-            return False
-        return attr in ITEM_CHANGES or not modifies_known_mutable(obj, attr)
+        return super().is_safe_attribute(obj, attr, value) and (attr in ITEM_CHANGES
+                                                                or not modifies_known_mutable(obj, attr))
 
     def _step(self, n: int = 1) -> None:
         self.steps += n
