@@ -141,9 +141,8 @@ class XmlLenient:
     def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
                   cut: tuple[dict[str, Any], bool] | None) -> None:
         """Marks the call just read, whose closing tag never came, as the one the text stops in: ``cut`` (written
-        whole, clean) when the text ends inside a value; else, after its last value written whole (ending at
-        ``whole``), clean when only closing tags are missing, not clean inside a key tag or before a format's opening
-        marker (the text was cut there: it closes nothing), not cut before other text."""
+        whole, clean) when the text ends in a value; else, after its last value written whole (at ``whole``), clean
+        when only closers are missing, not clean in a key tag or another format's opening marker, else not cut."""
         if cut is None:
             s = self.spelling
             closers = s.call_close + (s.section_close if s.section_per_call else "")
@@ -152,10 +151,10 @@ class XmlLenient:
             if skip_ws(text, i + len(raw)) < len(text):
                 return
             rest = "".join(raw.split())  # whitespace aside, in the tags too (DSML V4.1 writes "<｜DSML｜ parameter ")
-            closing = "".join(closers.split()).startswith(rest)  # (an empty rest too)
-            opened = any(p == 0 and m in marker_table().naming["markers"] for m, p in marker_positions(raw).items())
-            in_key = not closing and (opened or "".join(s.key_open.split()).startswith(rest))
-            if not in_key and not closing:
+            naming = marker_table().naming["markers"]  # (the formats each opening marker is of)
+            opened = any(p == 0 and self not in naming.get(m, (self,)) for m, p in marker_positions(raw).items())
+            in_key = bool(rest) and (opened or "".join(s.key_open.split()).startswith(rest))
+            if rest and not in_key and not "".join(closers.split()).startswith(rest):
                 return
             cut = dict(args), not in_key and bool(args)
         out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
