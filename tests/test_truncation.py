@@ -273,6 +273,19 @@ def test_a_tag_of_another_format_where_the_text_stops_closes_no_call():
     assert formats.get("glm45").parse_lenient("<tool_call>send_mail<param_key>").calls == []
     assert formats.get("glm45").parse_lenient("<tool_call>send_mail</invoke>").calls == [ToolCall("send_mail", {})]
 
+
+def test_a_tag_opened_where_the_text_stops_cuts_the_xml_call():
+    """Qwen3-Coder's tag mender read another format's opening tag as the last thing in a text for </function>, and
+    the XML grammar's lenient reader took a call followed only by such a tag for one whose closers were lost."""
+    for fmt, cut in (("qwen3_coder", "<tool_call>\n<function=send_mail>\n<arg_key>"),
+                     ("qwen3_coder", "<tool_call>\n<function=send_mail>\n<invoke name="),
+                     ("telechat4", "<tool_call>send_mail\n<param_key>to</param_key><param_value>a</param_value><arg_key>")):
+        for finish_reason in ("length", None):
+            res = Refiner().refine({"upstream": cut, "format": fmt, "finish_reason": finish_reason})
+            assert res["calls"] == [] and res["stage"] == "truncated", (fmt, cut, finish_reason)
+    done = "<tool_call>\n<function=send_mail>\n</invoke>"  # a closing tag there still closes the call
+    assert formats.get("qwen3_coder").parse_lenient(done).calls == [ToolCall("send_mail", {})]
+
 SETTINGS = settings(
     max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "25")),
     deadline=None,

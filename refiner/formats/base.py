@@ -462,7 +462,7 @@ def _raises_only_format_errors(parse: Any) -> Any:
             calls = parse(self, text)
             if _may_nest_deeply(text):
                 for i, c in enumerate(calls):
-                    if value_depth(c.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+                    if c.arguments and value_depth(c.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
                         raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
             return calls
         except FormatError:
@@ -492,7 +492,7 @@ def _may_nest_deeply(text: str) -> bool:
 
 def _drop_deep_arguments(out: Lenient) -> None:
     for i, c in enumerate(out.calls):
-        if value_depth(c.arguments, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH:
+        if not c.arguments or value_depth(c.arguments, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH:
             continue
         keep = {}
         for k, v in c.arguments.items():

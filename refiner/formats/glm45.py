@@ -101,9 +101,7 @@ def _step(text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_ro
         if alien:
             if next_own in (KEY_END, KEY) and nxt is not None and not after_blank:
                 return KEY
-            if nxt is None:  # the last tag of the text: a closer if it is written as one, else where the text was cut
-                return CLOSE if after_blank and text.startswith("</", h.start) else None
-            return CLOSE if after_blank and (next_own == OPEN or nxt.word is None) else None
+            return CLOSE if after_blank and (nxt is None or next_own == OPEN or nxt.word is None) else None
         if own == KEY_END:  # its <arg_key> was lost: put it back before the key's line
             key_at = _line_start(text, prev_end, h.start, after_name=prev_role == OPEN)
             if key_at is None:

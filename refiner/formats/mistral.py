@@ -236,14 +236,14 @@ class MistralV11(WireFormat):
             raise self.error(f"missing {BOT}", start)
         if text.find(ARGS, start, i) >= 0:  # a call before the first token: its token was lost
             raise self.error(f"{ARGS} before the first {BOT}: each call is {BOT}NAME{ARGS}{{...}}", text.find(ARGS, start))
-        calls = []
+        calls, in_name = [], marker_table().in_name
         while True:
             pos = i + len(BOT)
             m = _V11_NAME.match(text, pos)
             if m is None:
                 raise self.error(f"expected a tool name after {BOT}", pos)
             name, pos = m.group(), m.end()
-            if marker_table().in_name(name):  # another format's call after the token
+            if in_name(name):  # another format's call after the token
                 raise self.error(f"tool name {name[:60]!r} holds another format's marker", pos)
             if text.startswith(CALL_ID, pos):
                 j = text.find(ARGS, pos)

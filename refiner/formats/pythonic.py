@@ -51,9 +51,9 @@ _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to 
 _IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)|(\*\*))" + _WS  # "key=" or "**" (a dict of further arguments)
 _CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("
-# after "[": the first call's "name(", or "]"; after a call: ", name(" or "]"
-_FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
-_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"|\])")
+# after "[": the first call's "name(" (or "name()", its ")" group 2), or "]"; after a call: ", name(" or "]"
+_FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"(?:" + _WS + r"(\)))?|\])")
+_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"(?:" + _WS + r"(\)))?|\])")
 # after "(": the first "key=" or "**", or ")"; after a value: ", key=", ", **" or ")"
 _FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
 _NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
@@ -114,9 +114,7 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any, int]:
     """:func:`read_on`'s answer, with status True (all read), False, or :data:`_NESTED_CONSTANT` (the call it stopped
     at may hold Python constants inside a value)."""
-    decode = JSON_DECODER.raw_decode
-    next_arg = _NEXT_ARG.match
-    at = end
+    decode, next_arg, at = JSON_DECODER.raw_decode, _NEXT_ARG.match, end
     m = _FIRST_CALL.match(src, 1) if end == 1 else _NEXT_CALL.match(src, end)
     while m is not None:
         name = m.group(1)
@@ -127,40 +125,41 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
             break
         args: dict[str, Any] = {}
         at = m.end()
-        m = _FIRST_ARG.match(src, at)
-        while m is not None:
-            key = m.group(1)
-            at = m.end()
-            if key is None:
-                if m.group(2) is None:  # ")"
-                    break
-                try:  # "**{...}": the renderer's form for keys that are not identifiers
-                    more, pos = decode(src, at)
-                except (ValueError, RecursionError):
-                    return calls, end, _failed(src), at
-                if type(more) is not dict or not more.keys().isdisjoint(args):
+        if m.group(2) is None:  # (else "name()": the call's match read its ")")
+            m = _FIRST_ARG.match(src, at)
+            while m is not None:
+                key = m.group(1)
+                at = m.end()
+                if key is None:
+                    if m.group(2) is None:  # ")"
+                        break
+                    try:  # "**{...}": the renderer's form for keys that are not identifiers
+                        more, pos = decode(src, at)
+                    except (ValueError, RecursionError):
+                        return calls, end, _failed(src), at
+                    if type(more) is not dict or not more.keys().isdisjoint(args):
+                        return calls, end, False, at
+                    args.update(more)
+                    at = pos
+                    m = next_arg(src, pos)
+                    continue
+                if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
                     return calls, end, False, at
-                args.update(more)
+                # a Python constant matched first: a failed decode counts the lines before it (quadratic on long lists)
+                const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in "TFN" else None
+                if const is not None:
+                    args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
+                else:
+                    try:
+                        args[key], pos = decode(src, at)
+                    except (ValueError, RecursionError):
+                        return calls, end, _failed(src), at
                 at = pos
                 m = next_arg(src, pos)
-                continue
-            if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
-                return calls, end, False, at
-            # a Python constant matched first: a failed decode counts the lines before it (quadratic on long lists)
-            const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in "TFN" else None
-            if const is not None:
-                args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
-            else:
-                try:
-                    args[key], pos = decode(src, at)
-                except (ValueError, RecursionError):
-                    return calls, end, _failed(src), at
-            at = pos
-            m = next_arg(src, pos)
-        if m is None:
-            break
+            if m is None:
+                break
         calls.append((name, args))
-        end = at = m.end()
+        end = at
         m = _NEXT_CALL.match(src, end)
         if limit is not None and len(calls) >= limit:
             return calls, end, m is not None and m.group(1) is None and m.end() == len(src), end

@@ -109,7 +109,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(strict_json(self, src, offset))]
         if self.spelling.lines:  # (no line: "[]")
-            src = "[" + ", ".join(ln.strip() for ln in src.split("\n") if ln.strip()) + "]"
+            src = "[" + ", ".join(filter(None, map(str.strip, src.split("\n")))) + "]"
         return strict_call_list(self, src, offset)
 
     def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:

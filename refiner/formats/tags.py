@@ -265,8 +265,8 @@ def respell_by_state(speller: Speller, step: Callable[..., str | None], next_sta
     """Tags written wrong or lost put right by where a grammar stands at each tag token of ``text[start:]``, from
     state 0 (outside a call): ``step(text, state, hit, next hit, where the last tag read ends, that tag, put)`` gives
     the tag the token is read as (``None``: text, as written) and may put a lost tag back (``put(start, end, new,
-    note)``); a token read as another tag is respelt, and moves the state by ``next_state``. The text and notes;
-    ``None`` when nothing changed."""
+    note)``); a token read as another tag is respelt, and moves the state by ``next_state``; the last, unless
+    written as a closer, closes only its own tag (the text was cut there). The text and notes; ``None`` if none."""
     edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
     notes: list[str] = []
 
@@ -278,7 +278,7 @@ def respell_by_state(speller: Speller, step: Callable[..., str | None], next_sta
     state, prev_end, prev_role = 0, start, None
     for h, nxt in zip(hits, [*hits[1:], None]):
         role = step(text, state, h, nxt, prev_end, prev_role, put)
-        if role is None:
+        if role is None or not nxt and role[:2] == "</" != text[h.start : h.start + 2] and h.word != _tag_word(role):
             continue  # text of a value or prose, as written
         if role != text[h.start : h.end]:
             put(h.start, h.end, role, f"tag {text[h.start : h.end][:40]!r} read as {role}")

@@ -276,7 +276,8 @@ class XmlParams(XmlLenient, WireFormat):
         i = text.find(s.first_open, start)
         if i < 0:
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
-        f = Finder(text)
+        f = Finder(text)  # and where a name written as text ends: the first of its tags (of two at a place, the first)
+        name_end = re.compile("|".join(map(re.escape, (s.name_sep, s.key_open, s.call_close)))).search
         calls: list[ToolCall] = []
         prev = start
         first_open, closer = s.first_open, s.section_close or s.call_close
@@ -291,7 +292,7 @@ class XmlParams(XmlLenient, WireFormat):
                 if not text.startswith(s.call_open, pos):
                     what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
                     raise self.error(f"expected {what} after {s.section_open}, got {text[pos : pos + 30]!r}", pos)
-                pos = self._strict_call(text, pos + len(s.call_open), f, calls)
+                pos = self._strict_call(text, pos + len(s.call_open), f, name_end, calls)
                 if not s.section_open:
                     break
                 pos = skip_ws(text, pos)
@@ -306,11 +307,11 @@ class XmlParams(XmlLenient, WireFormat):
             i = text.find(first_open, pos)
         return calls
 
-    def _strict_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall]) -> int:
+    def _strict_call(self, text: str, pos: int, f: Finder, name_end: Any, calls: list[ToolCall]) -> int:
         s = self.spelling
         empty = False  # <invoke name="f"/>: a call without arguments
         if s.name_at == "text":
-            e, tag = f.first((s.name_sep, s.key_open, s.call_close), pos)
+            e, tag = (m.start(), m.group()) if (m := name_end(text, pos)) else (len(text), None)
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
         else:

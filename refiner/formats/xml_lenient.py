@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient
+from refiner.formats.base import Lenient, marker_positions, marker_table
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
@@ -141,17 +141,19 @@ class XmlLenient:
     def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
                   cut: tuple[dict[str, Any], bool] | None) -> None:
         """Marks the call just read, whose closing tag never came, as the one the text stops in: ``cut`` (written
-        whole, clean) when the text ends inside a value; else, after its last value written whole (ending at
-        ``whole``), clean when only closing tags are missing, not clean inside a key tag, not cut before other text."""
+        whole, clean) when the text ends in a value; else, after its last value written whole (at ``whole``), clean
+        when only closers are missing, not clean in a key tag or another format's opening marker, else not cut."""
         if cut is None:
             s = self.spelling
             closers = s.call_close + (s.section_close if s.section_per_call else "")
             i = skip_ws(text, whole)
-            rest = text[i : i + 2 * len(closers)]
-            if skip_ws(text, i + len(rest)) < len(text):
+            raw = text[i : i + 2 * len(closers)]
+            if skip_ws(text, i + len(raw)) < len(text):
                 return
-            rest = "".join(rest.split())  # whitespace aside, in the tags too (DSML V4.1 writes "<｜DSML｜ parameter ")
-            in_key = bool(rest) and "".join(s.key_open.split()).startswith(rest)
+            rest = "".join(raw.split())  # whitespace aside, in the tags too (DSML V4.1 writes "<｜DSML｜ parameter ")
+            naming = marker_table().naming["markers"]  # (the formats each opening marker is of)
+            opened = any(p == 0 and self not in naming.get(m, (self,)) for m, p in marker_positions(raw).items())
+            in_key = bool(rest) and (opened or "".join(s.key_open.split()).startswith(rest))
             if rest and not in_key and not "".join(closers.split()).startswith(rest):
                 return
             cut = dict(args), not in_key and bool(args)
