@@ -109,8 +109,10 @@ def passes(diagnostics: Iterable[Finding]) -> bool:
 
 
 def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
-    out: list[Finding] = []
     made_by = producers(calls)
+    if not made_by:
+        return []  # no call has an output label (a format without them cannot express references between calls)
+    out: list[Finding] = []
     seen: set[str] = set()
     for i, c in enumerate(calls):
         for label in c.outputs:
@@ -118,8 +120,6 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
             if bare in seen:
                 out.append(Finding("duplicate_output", f"output label {label!r} is produced twice", i, c.name))
             seen.add(bare)
-    if not made_by:
-        return out  # a format without output labels cannot express references between calls
     count = Count(MAX_REFERENCE_VALUES)
     for i, c in enumerate(calls):
         for key, value in c.arguments.items():
