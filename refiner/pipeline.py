@@ -370,21 +370,16 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
     same = text == job.request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
     changed = not (same and (job.upstream.strict_ok or stage in ("unchanged", "truncated")))
     found = [d.to_dict() for d in report.diagnostics]
-    return {
-        **_json_safe(job.request),
-        "refined": text,
-        "calls": [c.to_dict() for c in calls],
-        "changed": changed,
-        "stage": stage,
-        "reason": reason,
-        "format": job.out_fmt,
-        "diagnostics": found,
-        "upstream_diagnostics": list(found) if report is job.upstream else [
-            d.to_dict() for d in job.upstream.diagnostics],
-        "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
-        **({"model_error": job.model_error} if job.model_error is not None else {}),
-        **({"cut": cut_field(job)} if stage == "truncated" else {}),
-    }
+    out = _json_safe(job.request)
+    out.update(refined=text, calls=[c.to_dict() for c in calls], changed=changed, stage=stage, reason=reason,
+               format=job.out_fmt, diagnostics=found, upstream_diagnostics=list(found) if report is job.upstream else [
+                   d.to_dict() for d in job.upstream.diagnostics],
+               actions=[a.to_dict() for a in job.tier1.actions] if tier1_text else [])
+    if job.model_error is not None:
+        out["model_error"] = job.model_error
+    if stage == "truncated":
+        out["cut"] = cut_field(job)
+    return out
 
 
 def error_result(request: Any, message: str, line: int | None = None) -> dict:
