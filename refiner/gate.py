@@ -109,8 +109,10 @@ def passes(diagnostics: Iterable[Finding]) -> bool:
 
 
 def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
-    out: list[Finding] = []
     made_by = producers(calls)
+    if not made_by:
+        return []  # no call has an output label (a format without them cannot express references between calls)
+    out: list[Finding] = []
     seen: set[str] = set()
     for i, c in enumerate(calls):
         for label in c.outputs:
@@ -118,8 +120,6 @@ def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
             if bare in seen:
                 out.append(Finding("duplicate_output", f"output label {label!r} is produced twice", i, c.name))
             seen.add(bare)
-    if not made_by:
-        return out  # a format without output labels cannot express references between calls
     count = Count(MAX_REFERENCE_VALUES)
     for i, c in enumerate(calls):
         for key, value in c.arguments.items():
@@ -156,7 +156,7 @@ def in_enum(value: Any, members: Iterable[Any]) -> bool:
     """Whether ``value`` equals one of ``members`` with the same JSON type (``1`` is not ``true``); False when a
     comparison fails."""
     try:
-        return any(value == m and json_type(value) == json_type(m) for m in members)
+        return any(value == m and (type(value) is type(m) or json_type(value) == json_type(m)) for m in members)
     except Exception:  # noqa: BLE001 - a value that cannot be compared is not a member
         return False
 
@@ -215,13 +215,13 @@ def check_value(
             out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
         if isinstance(hi, int) and len(value) > hi:
             out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
-    pattern = getattr(param, "pattern", None)
-    if isinstance(value, str) and isinstance(pattern, str) and len(value) <= _MAX_PATTERN_INPUT:
-        try:
-            if re.search(pattern, value) is None:
-                out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
-        except re.error:
-            pass  # a pattern Python cannot compile is not the call's fault
+        pattern = getattr(param, "pattern", None)
+        if isinstance(pattern, str) and isinstance(value, str) and len(value) <= _MAX_PATTERN_INPUT:
+            try:
+                if re.search(pattern, value) is None:
+                    out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
+            except re.error:
+                pass  # a pattern Python cannot compile is not the call's fault
     if isinstance(value, list):
         items = getattr(param, "items", None)
         for k, item in enumerate(value if items is not None else ()):

@@ -138,11 +138,16 @@ class Job:
     trust_spec: bool = False  # tier 1 treats every tool spec as exact
     text_values: bool = False  # the request's value_style is "text": every value is written as a string
     model_error: str | None = None  # "<ExceptionType>: <message>" when the model step failed for this request
-    model_fmt: str = ""  # the format the model reads and writes (model_format), set by prepare
+    model_formats: Collection[str] | None = None  # the formats the model knows (Refiner's model_formats)
     cut_off: bool = False  # the request says the upstream stopped at its token limit (CUT_FINISH_REASONS)
     truncated: bool = False  # the upstream was cut off (its finish_reason, or a text that stops mid-value)
     unknown_tools: str = "keep"  # what tier 1 does with a call to a tool the request does not offer
     tools_apart: bool = False  # sent without its tools (sendable): they are read again before the model step
+
+    @property
+    def model_fmt(self) -> str:
+        """The format the model reads and writes for this job (:func:`model_format`)."""
+        return model_format(self, self.model_formats)
 
     @property
     def best_without_model(self) -> tuple[str, Tier1 | None]:
@@ -172,10 +177,9 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
             model_formats: Collection[str] | None = None, unknown_tools: str = "keep",
             detected: Detected | None = None) -> Job:
     """Request → its tools and upstream read once (:func:`refiner.formats.reading.read_upstream`: the format
-    chosen, the text read, salvage) → gate → tier-1 repair; and which format the model would read and write
-    (:func:`model_format`, ``model_formats`` and ``unknown_tools`` as for :class:`Refiner`). ``detected``: the
-    caller's detection of the upstream: when it found a format, the upstream is read and written in that one
-    (or the reading it carries) instead of the request's."""
+    chosen, the text read, salvage) → gate → tier-1 repair (``model_formats``, which :attr:`Job.model_fmt` is chosen
+    by, and ``unknown_tools`` as for :class:`Refiner`). ``detected``: the caller's detection of the upstream: when it
+    found a format, the upstream is read and written in that one (or the reading it carries), not the request's."""
     validate_request(request)
     text = request["upstream"]
     text_values = request.get("value_style") == "text"
@@ -193,10 +197,9 @@ def prepare(request: Mapping[str, Any], default_fmt: str | None, *, trust_spec: 
     except SpecError as e:  # a tool's spec, read when the calls first needed it, is not a spec
         raise RequestError(f"field 'tools' could not be read as tool specs: {e}") from e
     truncated = cut_off or (upstream.cut is not None and not upstream.cut.clean)
-    job = Job(request, reading.fmt, reading.out_fmt, tools, offered, upstream, tier1, trust_spec=trust_spec,
-              text_values=text_values, cut_off=cut_off, truncated=truncated, unknown_tools=unknown_tools)
-    job.model_fmt = model_format(job, model_formats)
-    return job
+    return Job(request, reading.fmt, reading.out_fmt, tools, offered, upstream, tier1, trust_spec=trust_spec,
+               text_values=text_values, model_formats=model_formats, cut_off=cut_off, truncated=truncated,
+               unknown_tools=unknown_tools)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -367,21 +370,16 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
     same = text == job.request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
     changed = not (same and (job.upstream.strict_ok or stage in ("unchanged", "truncated")))
     found = [d.to_dict() for d in report.diagnostics]
-    return {
-        **_json_safe(job.request),
-        "refined": text,
-        "calls": [c.to_dict() for c in calls],
-        "changed": changed,
-        "stage": stage,
-        "reason": reason,
-        "format": job.out_fmt,
-        "diagnostics": found,
-        "upstream_diagnostics": list(found) if report is job.upstream else [
-            d.to_dict() for d in job.upstream.diagnostics],
-        "actions": [a.to_dict() for a in job.tier1.actions] if tier1_text else [],
-        **({"model_error": job.model_error} if job.model_error is not None else {}),
-        **({"cut": cut_field(job)} if stage == "truncated" else {}),
-    }
+    out = _json_safe(job.request)
+    out.update(refined=text, calls=[c.to_dict() for c in calls], changed=changed, stage=stage, reason=reason,
+               format=job.out_fmt, diagnostics=found, upstream_diagnostics=list(found) if report is job.upstream else [
+                   d.to_dict() for d in job.upstream.diagnostics],
+               actions=[a.to_dict() for a in job.tier1.actions] if tier1_text else [])
+    if job.model_error is not None:
+        out["model_error"] = job.model_error
+    if stage == "truncated":
+        out["cut"] = cut_field(job)
+    return out
 
 
 def error_result(request: Any, message: str, line: int | None = None) -> dict:

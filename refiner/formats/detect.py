@@ -156,9 +156,11 @@ def _detect(
                 i = in_body.get(m, -1)
                 if i >= 0 and (at < 0 or i < at):
                     at = i
-            if at >= 0 and not sniff(fmt, at):
-                later.append(fmt)
-                continue
+            if at >= 0:  # (each format is asked here once: its answer is kept for rule 2)
+                answers[fmt.name, at] = yes = fmt.sniff(body, at)
+                if not yes:
+                    later.append(fmt)
+                    continue
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls

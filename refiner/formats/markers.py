@@ -6,6 +6,7 @@ detection and salvage walk (:class:`MarkerTable`). The registry's own table and 
 from __future__ import annotations
 
 import re
+from itertools import chain
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -119,10 +120,13 @@ class MarkerTable:
     def marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those
         that need none."""
-        got = dict(self.tagged_always)
-        for m in found_at:
-            got.update(self.tagged_by_marker.get(m, ()))
-        return list(map(got.__getitem__, sorted(got)))
+        got = [fs for m in found_at if (fs := self.tagged_by_marker.get(m))]
+        if self.tagged_always:
+            got.append(self.tagged_always)
+        if len(got) > 1:  # (each of them is in rank order already)
+            merged = dict(chain.from_iterable(got))
+            return [merged[i] for i in sorted(merged)]
+        return [f for _, f in got[0]] if got else []
 
     def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The untagged formats, in rank order, one of whose markers is among ``found_at``."""

@@ -25,8 +25,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 THINK = ("<think>", "</think>")
 CALLS_IN_REASONING = False  # the default policy: a call written inside reasoning stays reasoning
@@ -244,8 +243,7 @@ def may_start_call(line: str) -> bool:
     return not rest or rest in _state()["prefixes"]
 
 
-@dataclass(frozen=True)
-class Split:
+class Split(NamedTuple):
     """An answer's reasoning block: ``text[body_start:body_end]`` is the reasoning (``body_end < 0``: none), and
     the answer (content and calls) starts at ``answer`` (0 when there is no block). ``closed``: the block ended at
     its closer."""
