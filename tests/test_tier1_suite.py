@@ -183,6 +183,8 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
     "plamo3": (0.85, "a token lost whole or swapped for another format's is not put back"),
     "solar_open": (0.85, "a call token lost whole is not put back (missing tag: 23 of 40 fixed)"),
     "step_audio_2": (0.85, "a lost or misspelt <tool_call>function opener (the row's only marker) is not put back"),
+    "granite_pythonic": (0.80, ("no tag closes the call lines: a last line that lost its ')' or a closing quote reads "
+                                "as a text cut there (34 of 40 fixed)")),
     "cwm": (0.75, ("a lost or misspelt <tool: function> opener (the row's only marker; vLLM reads it in any case) is "
                    "not put back, and a look-alike closer leaves that call's arguments unread (missing tag: 18 of "
                    "40 fixed, wrong tag 28 of 40)")),
@@ -232,6 +234,8 @@ KNOWN_HARM = {
     # GLM-5.3-Flash's JSON form likewise closes no call: a last call that lost its closing braces after a number is a
     # text cut in that number (1 of 190 in the full run)
     ("broken_json", "glm53_flash"): "read as truncated",
+    # granite_pythonic's call lines have no closing token either: a last line that lost its ')' reads as cut there
+    ("broken_json", "granite_pythonic"): "read as truncated (3 of 190 in the full run)",
     # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
     # string that runs to the end of the text, which reads as a cut mid-value
     ("missing_tag", "functiongemma"): "read as truncated",

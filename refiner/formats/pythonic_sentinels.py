@@ -276,7 +276,9 @@ class CallLines(SentinelPythonic):
         return strict_call_list(self, "[" + ", ".join(calls) + "]", start)
 
     def recover(self, text: str, out: Lenient) -> None:
-        self._recover_block(text[reasoning_offset(text) :].strip(), out, at_end=True)
+        src = text[reasoning_offset(text) :].strip()
+        depth, in_string = open_brackets(src[src.rfind("\n") + 1 :], lenient_quotes=True)
+        self._recover_block(src, out, at_end=depth > 0 or in_string)  # (the text stops in a last line left open)
 
     def answer_parts(self, text: str) -> AnswerParts:
         """The content is the text before the first call line and after the last one, and the lines between them that
