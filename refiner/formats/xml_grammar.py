@@ -205,8 +205,9 @@ class XmlParams(XmlLenient, WireFormat):
         """A marker that opens this row's layout: a section tag followed by this row's call tag, a call tag
         followed by its name (and the row's tag after it, Hunyuan's ``<tool_sep>``) and then a parameter, the call's
         end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
-        if self.hook.sniff is not None:
-            return self.hook.sniff(self, body, at)
+        hook = self.hook.sniff
+        if hook is not None:
+            return hook(self, body, at)
         s = self.spelling
         body = self._plain(body[at : at + ROW_CHARS])
         if s.section_open and body.startswith(s.section_open):
