@@ -139,8 +139,9 @@ class XmlParams(XmlLenient, WireFormat):
         elif s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
+        # (the strict reader reads no text without the first tag: parse_strict)
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)),
-                         also_read=also)
+                         also_read=also, strict_needs="" if s.tag_suffix else s.first_open)
 
     @property
     def hook(self) -> Hook:
