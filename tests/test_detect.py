@@ -91,6 +91,14 @@ def test_a_format_its_sniff_rejects_is_not_read_strictly_before_the_one_it_accep
     assert name == "hermes" and calls and list(tried) == ["hermes"]  # (not qwen3_coder, glm45, apibank first)
 
 
+@pytest.mark.parametrize("fmt", [f for f in formats.by_rank() if f.detection.strict_needs], ids=lambda f: f.name)
+def test_a_format_reads_no_text_strictly_without_the_marker_it_needs(fmt):
+    needs = fmt.detection.strict_needs
+    assert needs in fmt.detection.markers and needs in fmt.example
+    with pytest.raises(FormatError):
+        fmt.parse_strict(fmt.example.replace(needs, ""))
+
+
 def _rank_order_winner(text: str) -> str | None:
     """Rule 1 as written: the first tagged format, in rank order, whose marker occurs and that reads the text."""
     found = marker_positions(text)

@@ -223,7 +223,9 @@ class Detection:
     ones by :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker
     the strict reader accepts (Granite 3.1's ``<tool_call>``): a tagged format reads a text strictly only when it holds
     one of ``markers`` or ``also_read`` (a registry test holds every tagged format to it), so detection skips the
-    others' strict readings. ``by_name``: a shape no literal marks (vLLM's ``granite_pythonic`` call lines): detection
+    others' strict readings; ``strict_needs``: the one of ``markers`` without which the strict reader reads no text
+    (an XML grammar row's first tag): detection tries that reading only where it occurs. ``by_name``: a shape no
+    literal marks (vLLM's ``granite_pythonic`` call lines): detection
     never names it; it is read when a request or a chat template names it.
     """
 
@@ -232,6 +234,7 @@ class Detection:
     closers: tuple[str, ...] = ()
     bare: bool = False
     also_read: tuple[str, ...] = ()
+    strict_needs: str = ""
     by_name: bool = False
 
 

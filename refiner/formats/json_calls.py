@@ -86,6 +86,12 @@ class JsonSpelling:
     by_args: bool = field(default=False, metadata=POLICY)
 
 
+def _earliest(text: str, a: str, b: str) -> int:
+    """Where the first of ``a`` and ``b`` occurs in ``text``, or -1."""
+    i, j = text.find(a), text.find(b)
+    return j if i < 0 else i if j < 0 else min(i, j)
+
+
 class JsonCalls(WireFormat):
     """The grammar; each of its rows in the catalog is a subclass made by :func:`~refiner.formats.family.make_row`."""
 
@@ -442,17 +448,20 @@ class JsonCalls(WireFormat):
 
     def _by_args(self, body: str, start: int) -> bool:
         """A block whose first object holds ``arg_keys[0]`` or ``"arguments"``, not both, is this row's when it is
-        ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line."""
+        ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line. The block is
+        decoded only when it may hold ``arg_keys[0]`` (written as it is, or with an escape): else the written keys
+        decide alike."""
         key, end = self.spelling.arg_keys[0], body.find(self.spelling.close, start)
         block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
-        try:
-            first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
-        except (ValueError, RecursionError):
-            first = None
-        if isinstance(first, dict) and (key in first) != ("arguments" in first):
-            return key in first
-        p = min((block.find(k) for k in (f'"{key}"', f"'{key}'") if k in block), default=-1)
-        a = min((block.find(k) for k in ('"arguments"', "'arguments'") if k in block), default=-1)
+        p = _earliest(block, f'"{key}"', f"'{key}'")
+        a = _earliest(block, '"arguments"', "'arguments'")
+        if p >= 0 or "\\" in block:
+            try:
+                first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
+            except (ValueError, RecursionError):
+                first = None
+            if isinstance(first, dict) and (key in first) != ("arguments" in first):
+                return key in first
         if p >= 0 or a >= 0:
             return p >= 0 and (a < 0 or p < a)
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]

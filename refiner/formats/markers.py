@@ -65,14 +65,15 @@ class MarkerTable:
         self.single, self.single_ascii = tuple(single), tuple(m for m in single if m.isascii())
         self.starts = {m: tuple(o for o in every if m.startswith(o)) for m in every}
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
-        # it holds one of its markers or other spellings), and those that need none, by rank
+        # it holds one of its markers or other spellings, or the one it needs), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
         self.tagged_always = tuple((i, f) for i, f in enumerate(fmts) if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
         self.tagged_by_marker: dict[str, tuple[tuple[int, Any], ...]] = {}
         for i, f in enumerate(fmts):
             if not f.detection.bare:
-                for m in dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
+                needs = f.detection.strict_needs
+                for m in (needs,) if needs else dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
                     self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), (i, f))
 
         # each marker (with its other spellings) and closer by the formats it names, in rank order

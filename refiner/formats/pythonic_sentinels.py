@@ -96,8 +96,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         if not w.shared or not body.startswith(w.open, at):
             return True
         k = skip_ws(body, at + len(w.open))
-        head = body[k : k + MAX_NAME_CHARS]
-        return not head.startswith("[") and looks_pythonic(head)
+        return not body.startswith(("[", "{"), k) and looks_pythonic(body[k : k + MAX_NAME_CHARS])
 
     # ---- reading -----------------------------------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         k = skip_ws(body, at + len(OPEN))
         if body.startswith(FUNC, k):
             return True
+        if body.startswith("{", k):
+            return False  # a JSON object (Hermes' block): neither a tag nor a name
         hit = SPELLER.at(body, k)  # <function= written wrong, or lost: NAME> and a parameter or the end
         if hit is not None and _role(hit) == FUNC:
             return True

@@ -139,8 +139,9 @@ class XmlParams(XmlLenient, WireFormat):
         elif s.tag_suffix:  # the text holds <tool_call:SUFFIX>: the marker is the tag up to its suffix
             markers = [m[:-1] + ":" if m.endswith(">") else m for m in markers]
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
+        # (the strict reader reads no text without the first tag: parse_strict)
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)),
-                         also_read=also)
+                         also_read=also, strict_needs="" if s.tag_suffix else s.first_open)
 
     @property
     def hook(self) -> Hook:
@@ -205,8 +206,9 @@ class XmlParams(XmlLenient, WireFormat):
         """A marker that opens this row's layout: a section tag followed by this row's call tag, a call tag
         followed by its name (and the row's tag after it, Hunyuan's ``<tool_sep>``) and then a parameter, the call's
         end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
-        if self.hook.sniff is not None:
-            return self.hook.sniff(self, body, at)
+        hook = self.hook.sniff
+        if hook is not None:
+            return hook(self, body, at)
         s = self.spelling
         body = self._plain(body[at : at + ROW_CHARS])
         if s.section_open and body.startswith(s.section_open):
