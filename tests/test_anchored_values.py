@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from refiner.formats.anchored import anchored_calls
+from refiner.pipeline import Refiner
 
 OFFERED = {"get_weather": ["city", "days"], "copy_file": ["src", "dst"], "lookup": ["term", "limit"]}
 
@@ -82,3 +83,13 @@ def test_no_value_holds_the_markup_around_it():
             for v in args.values():
                 if isinstance(v, str):
                     assert not any(t in v for t in ("[[", "]]", "(val)", "(/val)", "{{", "}}", "<<", ">>")), v
+
+
+def test_a_parameter_attribute_written_empty_is_left_out():
+    """``city=""`` in an element naming an offered tool is a parameter written without a value: left out, as an
+    empty element is, never read as a value (it once reached the call as the reader's marker for no value)."""
+    tools = [{"name": "get_weather", "parameters": {"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}}}}]
+    for text in ('Checking.\n<<get_weather city="" days="3">>\n', "<get_weather days='3'><city> </city></get_weather>"):
+        result = Refiner().refine({"tools": tools, "upstream": text, "format": "hermes"})
+        assert result["calls"] == [{"name": "get_weather", "arguments": {"days": 3}}], text

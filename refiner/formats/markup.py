@@ -185,8 +185,7 @@ class _Reader:
         self.spent += region_end - body_start
         if params:
             element, attr, _ = _param_patterns(params)
-            for m in attr.finditer(attrs):
-                args.setdefault(m.group(1), _text_value(m.group(2)[1:-1], xml=True))
+            written = [(m.group(1), m.group(2)[1:-1]) for m in attr.finditer(attrs)]
             missing: set[str] = set()
             for n, m in enumerate(element.finditer(text, body_start, region_end)):
                 if n >= MAX_PARAM_ELEMENTS:
@@ -196,8 +195,9 @@ class _Reader:
                 if k < 0:
                     missing.add(closer)
                     continue
-                key = m.group("tag") or m.group("pname")
-                value = _text_value(text[m.end() : k], xml=True)
+                written.append((m.group("tag") or m.group("pname"), text[m.end() : k]))
+            for key, raw in written:
+                value = _text_value(raw, xml=True)
                 if value is _NO_VALUE:
                     self.notes.append(f"{name}: parameter {key!r} written without a value; left out")
                     continue
