@@ -628,3 +628,13 @@ def test_an_upstream_failure_mid_stream_releases_an_answer_held_for_its_reasonin
     pieces, calls, _ = streamed([c for c in got if c.get("choices")] + [{"choices": [{"delta": {},
                                                                                       "finish_reason": None}]}])
     assert "".join(pieces) == text and not calls and reasoning_of(got) == ""
+
+
+@pytest.mark.parametrize("fmt", ["qwen3_coder", "hermes", "minimax_m2"])
+def test_a_call_to_a_tool_not_offered_stays_in_the_content(proxy, fmt) -> None:
+    """A call in the content to a tool the request does not offer is not moved to ``tool_calls`` (the client could
+    not run it); its text stays in the content whole, markup and all, never dropped."""
+    text = "Let me check.\n" + formats.get(fmt).render([ToolCall("book_flight", {"to": "Oslo"})])
+    whole, merged = both(proxy, body(text))
+    same_answer(whole, merged)
+    assert (whole["content"], whole["tool_calls"]) == (text, None)

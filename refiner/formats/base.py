@@ -268,6 +268,9 @@ class WireFormat:
     # The family's reasoning blocks, (open, close) pairs: ``<think>...</think>`` unless the family writes another
     # (``[THINK]...[/THINK]``, Gemma 4's thought channel). Read by the reasoning split.
     reasoning: ClassVar[tuple[tuple[str, str], ...]] = (("<think>", "</think>"),)
+    # The answer's content and reasoning sit in channels of the format's own (gpt-oss harmony): its text is read by
+    # answer_parts even when it holds no call.
+    channels: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -101,6 +101,7 @@ class Harmony(WireFormat):
     spelling: HarmonySpelling = TEMPLATE
     tags = (CHANNEL, START, CONSTRAIN, MESSAGE, CALL, END)
     detection = Detection(markers=(CHANNEL, START, TO + PREFIX), closers=(CALL,))
+    channels = True
     name_pattern = NAME_PATTERN
     example = (
         "<|channel|>analysis<|message|>The user wants flights and the weather; two calls.<|end|>"

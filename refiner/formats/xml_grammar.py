@@ -158,6 +158,10 @@ class XmlParams(XmlLenient, WireFormat):
     def is_name(self, name: str) -> bool:
         return name.isidentifier() or self._name.fullmatch(name) is not None  # (an identifier matches either pattern)
 
+    @property
+    def channels(self) -> bool:  # type: ignore[override]  # (a row whose hook reads channels: Kimi K3's)
+        return self.hook.answer_parts is not None
+
     def answer_parts(self, text: str) -> AnswerParts:
         """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
         read as for any row, with the suffixes dropped; the calls' span is given in ``text``'s own positions."""

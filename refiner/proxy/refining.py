@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from refiner import formats
-from refiner.formats.base import WireFormat
 from refiner.formats.message import only_tags
 from refiner.pipeline import Job, Refiner
 from refiner.proxy.batching import RefineBatcher
@@ -324,8 +323,7 @@ class Refinement:
             a, b = parts.calls if parts is not None else (0, 0)
             calls = job.status is None and holds_calls(result, names)
             # a format with channels of its own (gpt-oss) is read even without a call; an empty call section is markup
-            channels = fmt is not None and type(fmt).answer_parts is not WireFormat.answer_parts
-            if calls or (parts is not None and (channels or (b > a and only_tags(fmt, held[a:b])))):
+            if calls or (parts is not None and (fmt.channels or (b > a and only_tags(fmt, held[a:b])))):
                 tail, reasoning = (parts.content, parts.reasoning) if parts is not None else ("", None)
                 new = {**message, "content": content_or_none(job.split.released_text + tail)}
                 if calls:
