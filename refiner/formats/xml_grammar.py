@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -81,6 +81,13 @@ def _unsuffixed(m: re.Match) -> str:
 
 _SPOKEN = re.compile(r"[\s()]")
 _NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
+
+
+@functools.lru_cache(maxsize=256)
+def _name_end(*tags: str) -> Callable[[str, int], re.Match | None]:
+    """The search for where a name written as text ends: the first of ``tags`` after it (of two at one place, the
+    first listed)."""
+    return re.compile("|".join(map(re.escape, tags))).search
 
 
 def _spoken(name: str) -> bool:
@@ -282,8 +289,8 @@ class XmlParams(XmlLenient, WireFormat):
         i = text.find(s.first_open, start)
         if i < 0:
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
-        f = Finder(text)  # and where a name written as text ends: the first of its tags (of two at a place, the first)
-        name_end = re.compile("|".join(map(re.escape, (s.name_sep, s.key_open, s.call_close)))).search
+        f = Finder(text)
+        name_end = _name_end(s.name_sep, s.key_open, s.call_close) if s.name_at == "text" else None
         calls: list[ToolCall] = []
         prev = start
         first_open, closer = s.first_open, s.section_close or s.call_close
@@ -313,7 +320,7 @@ class XmlParams(XmlLenient, WireFormat):
             i = text.find(first_open, pos)
         return calls
 
-    def _strict_call(self, text: str, pos: int, f: Finder, name_end: Any, calls: list[ToolCall]) -> int:
+    def _strict_call(self, text: str, pos: int, f: Finder, name_end: Callable | None, calls: list[ToolCall]) -> int:
         s = self.spelling
         empty = False  # <invoke name="f"/>: a call without arguments
         if s.name_at == "text":
