@@ -180,7 +180,7 @@ class _Reader:
 
     def obj(self, pos: int, depth: int) -> tuple[Any, int]:
         self.nest(pos, depth)
-        text, result = self.text, {}
+        text, result, member = self.text, {}, self.member
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
@@ -197,11 +197,18 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-            key_at = pos
-            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
-            if m is not None and m["key"] not in result:
+            key_at, after_value = pos, False
+            m = member.match(text, pos)  # (plain members, one match each, read as the steps below read them)
+            while m is not None and m["key"] not in result:
                 result[m["key"]] = self.plain(m)
-                pos, after_value = m.end(), m["comma"] is None
+                if m["close"] is not None:
+                    return result, m.end()
+                pos = key_at = m.end()
+                if m["comma"] is None or not self.counted():  # (a comma ahead, or the items are spent)
+                    after_value = True
+                    break
+                m = member.match(text, pos)
+            if after_value:
                 continue
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
@@ -257,6 +264,8 @@ class _Reader:
             m = self.element.match(text, pos)  # (a plain element read in one match, as the steps below read it)
             if m is not None:
                 result.append(self.plain(m))
+                if m["close"] is not None:
+                    return result, m.end()
                 pos, after_value = m.end(), m["comma"] is None
                 continue
             value, end = self.value(pos, depth + 1)
@@ -302,10 +311,16 @@ class BraceKV(WireFormat):
         key = rf"[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"
         calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
         q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
-        value = rf"\s*(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{'|'.join(LITERALS)}|{_NUMBER.pattern}))\s*"
+
+        def blank(name: str) -> str:  # (whitespace taken whole: a failed match does not give it back char by char)
+            return rf"(?=(?P<{name}>\s*))(?P={name})"
+
+        scalar = "|".join((*LITERALS, _NUMBER.pattern))
+        value = rf"{blank('lead')}(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{scalar}))"
 
         def then(closer: str) -> str:  # (a comma is taken with the value when a key or value follows it)
-            return rf"(?:(?P<comma>,)(?=\s*(?!{calls})[^\s\{closer}])\s*|(?=[,\{closer}]))"
+            comma = rf"(?P<comma>,){blank('gap')}(?!{calls})(?=[^\s\{closer}])"
+            return rf"{blank('trail')}(?:{comma}|(?P<close>\{closer})|(?=,))"
 
         return (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"),
                 re.compile(rf"(?P<key>{key})\s*:{value}{then('}')}"), re.compile(rf"{value}{then(']')}"))

@@ -53,7 +53,7 @@ def _typed(text: str, python_literals: bool) -> Any:
             return _TEXT
         t = type(value)
         if t is int or t is float:
-            return value if dumps(value) == text else _TEXT
+            return value if repr(value) == text else _TEXT  # (as JSON writes a finite number)
         return value
     if python_literals and text in _PYTHON_LITERALS:
         return _PYTHON_LITERALS[text]
