@@ -46,8 +46,8 @@ def _typed(text: str, python_literals: bool) -> Any:
         if python_literals and text in _JSON_LITERALS:
             return _TEXT
         try:
-            value, end = JSON_DECODER.raw_decode(text, 0)
-        except (ValueError, RecursionError):
+            value, end = JSON_DECODER.scan_once(text, 0)  # (raw_decode's scanner: StopIteration for no value)
+        except (ValueError, StopIteration, RecursionError):
             return _TEXT
         if end != len(text):
             return _TEXT
