@@ -308,7 +308,8 @@ class BraceKV(WireFormat):
             return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
         ends = rf":,{{}}\[\]{firsts}"
-        key = rf"[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"
+        # (a colon ahead is made sure of first: a long run without one fails in one scan, not one step per character)
+        key = rf"(?=[^{ends}]*:)[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"
         calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
         q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
 
