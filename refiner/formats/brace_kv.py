@@ -180,7 +180,7 @@ class _Reader:
 
     def obj(self, pos: int, depth: int) -> tuple[Any, int]:
         self.nest(pos, depth)
-        text, result, member = self.text, {}, self.member
+        text, result = self.text, {}
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
@@ -197,18 +197,11 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-            key_at, after_value = pos, False
-            m = member.match(text, pos)  # (plain members, one match each, read as the steps below read them)
-            while m is not None and m["key"] not in result:
+            key_at = pos
+            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
+            if m is not None and m["key"] not in result:
                 result[m["key"]] = self.plain(m)
-                if m["close"] is not None:
-                    return result, m.end()
-                pos = key_at = m.end()
-                if m["comma"] is None or not self.counted():  # (a comma ahead, or the items are spent)
-                    after_value = True
-                    break
-                m = member.match(text, pos)
-            if after_value:
+                pos, after_value = m.end(), m["comma"] is None
                 continue
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
@@ -264,8 +257,6 @@ class _Reader:
             m = self.element.match(text, pos)  # (a plain element read in one match, as the steps below read it)
             if m is not None:
                 result.append(self.plain(m))
-                if m["close"] is not None:
-                    return result, m.end()
                 pos, after_value = m.end(), m["comma"] is None
                 continue
             value, end = self.value(pos, depth + 1)
@@ -308,8 +299,7 @@ class BraceKV(WireFormat):
             return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
         ends = rf":,{{}}\[\]{firsts}"
-        # (a colon ahead is made sure of first: a long run without one fails in one scan, not one step per character)
-        key = rf"(?=[^{ends}]*:)[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"
+        key = rf"(?=[^{ends}]*:)[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"  # (the colon first: no backtracking)
         calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
         q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
 
@@ -321,7 +311,7 @@ class BraceKV(WireFormat):
 
         def then(closer: str) -> str:  # (a comma is taken with the value when a key or value follows it)
             comma = rf"(?P<comma>,){blank('gap')}(?!{calls})(?=[^\s\{closer}])"
-            return rf"{blank('trail')}(?:{comma}|(?P<close>\{closer})|(?=,))"
+            return rf"{blank('trail')}(?:{comma}|(?=[,\{closer}]))"
 
         return (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"),
                 re.compile(rf"(?P<key>{key})\s*:{value}{then('}')}"), re.compile(rf"{value}{then(']')}"))
