@@ -51,10 +51,7 @@ def _typed(text: str, python_literals: bool) -> Any:
             return _TEXT
         if end != len(text):
             return _TEXT
-        t = type(value)
-        if t is int or t is float:
-            return value if repr(value) == text else _TEXT  # (as JSON writes a finite number)
-        return value
+        return value if type(value) not in (int, float) or repr(value) == text else _TEXT  # (numbers: as JSON writes)
     if python_literals and text in _PYTHON_LITERALS:
         return _PYTHON_LITERALS[text]
     return _TEXT
