@@ -299,13 +299,19 @@ class BraceKV(WireFormat):
             return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
         ends = rf":,{{}}\[\]{firsts}"
-        key = rf"[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"
+        key = rf"(?=[^{ends}]*:)[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"  # (the colon first: no backtracking)
         calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
         q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
-        value = rf"\s*(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{'|'.join(LITERALS)}|{_NUMBER.pattern}))\s*"
+
+        def blank(name: str) -> str:  # (whitespace taken whole: a failed match does not give it back char by char)
+            return rf"(?=(?P<{name}>\s*))(?P={name})"
+
+        scalar = "|".join((*LITERALS, _NUMBER.pattern))
+        value = rf"{blank('lead')}(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{scalar}))"
 
         def then(closer: str) -> str:  # (a comma is taken with the value when a key or value follows it)
-            return rf"(?:(?P<comma>,)(?=\s*(?!{calls})[^\s\{closer}])\s*|(?=[,\{closer}]))"
+            comma = rf"(?P<comma>,){blank('gap')}(?!{calls})(?=[^\s\{closer}])"
+            return rf"{blank('trail')}(?:{comma}|(?=[,\{closer}]))"
 
         return (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"),
                 re.compile(rf"(?P<key>{key})\s*:{value}{then('}')}"), re.compile(rf"{value}{then(']')}"))

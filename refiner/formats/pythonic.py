@@ -114,7 +114,7 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any, int]:
     """:func:`read_on`'s answer, with status True (all read), False, or :data:`_NESTED_CONSTANT` (the call it stopped
     at may hold Python constants inside a value)."""
-    decode, next_arg, at = JSON_DECODER.raw_decode, _NEXT_ARG.match, end
+    decode, next_arg, at = JSON_DECODER.scan_once, _NEXT_ARG.match, end  # (raw_decode's own scanner)
     m = _FIRST_CALL.match(src, 1) if end == 1 else _NEXT_CALL.match(src, end)
     while m is not None:
         name = m.group(1)
@@ -135,7 +135,7 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                         break
                     try:  # "**{...}": the renderer's form for keys that are not identifiers
                         more, pos = decode(src, at)
-                    except (ValueError, RecursionError):
+                    except (ValueError, StopIteration, RecursionError):
                         return calls, end, _failed(src), at
                     if type(more) is not dict or not more.keys().isdisjoint(args):
                         return calls, end, False, at
@@ -152,7 +152,7 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                 else:
                     try:
                         args[key], pos = decode(src, at)
-                    except (ValueError, RecursionError):
+                    except (ValueError, StopIteration, RecursionError):
                         return calls, end, _failed(src), at
                 at = pos
                 m = next_arg(src, pos)

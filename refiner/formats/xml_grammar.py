@@ -408,7 +408,7 @@ class XmlParams(XmlLenient, WireFormat):
                 raise self.error(f"a {s.key_open} without a {s.key_attr}", pos)
             if s.refused_attr and s.refused_attr in attrs:
                 raise self.error(f"a {s.refused_attr}= attribute: another row's typed parameter", pos)
-            return attrs[s.key_attr], self._type_of(attrs, pos), j + len(s.tag_end)
+            return attrs[s.key_attr], self._type_of(attrs, pos) if s.type_attr else None, j + len(s.tag_end)
         if text.startswith('"', pos):  # a name written as a JSON string literal
             try:
                 key, end = JSON_DECODER.raw_decode(text, pos)

@@ -46,15 +46,12 @@ def _typed(text: str, python_literals: bool) -> Any:
         if python_literals and text in _JSON_LITERALS:
             return _TEXT
         try:
-            value, end = JSON_DECODER.raw_decode(text, 0)
-        except (ValueError, RecursionError):
+            value, end = JSON_DECODER.scan_once(text, 0)  # (raw_decode's scanner: StopIteration for no value)
+        except (ValueError, StopIteration, RecursionError):
             return _TEXT
         if end != len(text):
             return _TEXT
-        t = type(value)
-        if t is int or t is float:
-            return value if dumps(value) == text else _TEXT
-        return value
+        return value if type(value) not in (int, float) or repr(value) == text else _TEXT  # (numbers: as JSON writes)
     if python_literals and text in _PYTHON_LITERALS:
         return _PYTHON_LITERALS[text]
     return _TEXT
