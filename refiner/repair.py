@@ -425,6 +425,8 @@ def repair_calls(
         paired: dict[tuple, dict[str, str]] = {}
         snapped: dict[str, str | None] = {}
         for i, c in enumerate(calls):
+            if snapped.get(c.name, "") is None and (names_only or not c.arguments):
+                continue  # (a name no tool has, snapped to none before, and nothing else to repair: as it is)
             if names_only:
                 name = _snap_tool(c, i, index, actions, compare, by_arguments=False, snapped=snapped)
                 out[i] = c if name == c.name else replace(c, name=name)
