@@ -492,10 +492,8 @@ def repair_parsed(
     dropped = cut_call_index(before, cut_off)
     if dropped is not None:
         gone = source.pop(dropped)
-        actions.append(
-            action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
-                   dropped, gone.name)
-        )
+        actions.append(action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, "
+                                          "not completed", dropped, gone.name))
     if not before.strict_ok and source and before.salvaged is not None:
         actions.append(action("salvage", f"read {len(source)} call(s) from text that is not valid {fmt}, where "
                                          f"the model put them: {before.salvaged.describe()}"))

@@ -455,7 +455,7 @@ def test_other_tools_left_to_the_general_reader(tool):
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "object", "default": {"type": "str"}}}}},
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "int"}}}}])
 def test_a_tool_read_without_detection_reads_as_in_its_detected_dialect(tool):
-    """:func:`read_tool` tells a plain tool's dialect by its shape: the spec (and dialect) detection would give."""
+    """A plain tool's shape tells its dialect: the spec (and dialect) detection would give."""
     from refiner.specs import dialects
 
     def read(fn):
@@ -464,5 +464,5 @@ def test_a_tool_read_without_detection_reads_as_in_its_detected_dialect(tool):
         except SpecError as e:
             return str(e)
 
-    assert read(lambda: dialects.read_tool(tool, 0)) == read(
+    assert read(lambda: dialects.spec_from_dict(tool, None, 0)) == read(
         lambda: dialects.spec_from_dict(tool, dialects.detect_one(tool), 0))

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from refiner.specs.dialects import read_tool, spec_from_dict
+from refiner.specs.dialects import spec_from_dict
 from refiner.specs.model import ToolSpec
 from refiner.specs.text import _DECODER
 
@@ -86,7 +86,7 @@ class ToolCatalog(_ByName):
             return item
         if isinstance(item, tuple):  # (read where it stands: the text was read to find its end)
             item = _DECODER.scan_once(self._text, item[0])[0]
-        return spec_from_dict(item, self._dialect, i) if self._dialect else read_tool(item, i)
+        return spec_from_dict(item, self._dialect, i)
 
     def __getitem__(self, name: str) -> ToolSpec:
         spec = self._read.get(name)

@@ -139,9 +139,9 @@ _LEAF = frozenset(_SCALARS)  # (the values a plain parameter lists or defaults t
 
 def _plain_param(value: dict[str, Any]) -> Param | None:
     """The parameter a schema of a plain JSON type with at most a description, a list of scalar values, a scalar
-    default and plain items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``, ``{"type": "object"}``,
-    ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it; ``None`` for any other
-    schema."""
+    default and plain items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``,
+    ``{"type": "object"}``, ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it;
+    ``None`` for any other schema."""
     ptype, desc = value.get("type"), value.get("description")
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
@@ -438,15 +438,13 @@ def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSp
     needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each
     parameter of a plain JSON type read at once (:func:`_plain_param`), any other by :func:`read_param`; ``None``
     for any other tool, or an error (the general reader then reads it). ``dialect`` None: the one :func:`detect_one`
-    gives a tool of plain parameters only (``openai`` in its wrapper, else ``jsonschema``), and ``None`` for a tool
-    with any other parameter."""
-    told = dialect is None
+    gives: ``openai`` in its wrapper; else ``jsonschema`` for a tool of plain parameters only, ``None`` for another."""
     fn = d.get("function")
     if type(fn) is dict and "name" not in d:
         if not d.keys() <= _WRAPPER_KEYS:
             return None
         d, dialect = fn, dialect or "openai"
-    dialect = dialect or "jsonschema"
+    told, dialect = dialect is None, dialect or "jsonschema"
     if not d.keys() <= _PLAIN_TOOL_KEYS:
         return None
     name, description, schema = d.get("name"), d.get("description"), d.get("parameters")
@@ -491,22 +489,17 @@ def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSp
     return ToolSpec.plain(name, description or "", params, required, dialect, extra)
 
 
-def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
-    """One tool dict in ``dialect`` → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
-    spec = _plain_spec(d, dialect, index) if dialect in _PLAIN_DIALECTS and type(d) is dict else None
+def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec:
+    """One tool dict in ``dialect`` (None: the one :func:`detect_one` tells, which a plain tool's shape tells:
+    :func:`_plain_spec`) → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
+    plain = dialect is None or dialect in _PLAIN_DIALECTS
+    spec = _plain_spec(d, dialect, index) if plain and type(d) is dict else None
+    if spec is None and dialect is None:
+        dialect = detect_one(d)
+        if dialect is None:
+            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=index)
+        return spec_from_dict(d, dialect, index)
     return spec if spec is not None else _read_spec(d, dialect, index)
-
-
-def read_tool(d: Any, index: int | None = None) -> ToolSpec:
-    """One tool dict in the dialect :func:`detect_one` tells → :class:`ToolSpec` (a plain tool's shape tells it:
-    :func:`_plain_spec`); raises :class:`SpecError` when no dialect fits or naming the tool and field."""
-    spec = _plain_spec(d, None, index) if type(d) is dict else None
-    if spec is not None:
-        return spec
-    dialect = detect_one(d)
-    if dialect is None:
-        raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=index)
-    return spec_from_dict(d, dialect, index)
 
 
 def _read_spec(d: Any, dialect: str, index: int | None) -> ToolSpec:
