@@ -425,6 +425,8 @@ def repair_calls(
         paired: dict[tuple, dict[str, str]] = {}
         snapped: dict[str, str | None] = {}
         for i, c in enumerate(calls):
+            if snapped.get(c.name, "") is None and (names_only or not c.arguments):
+                continue  # (a name no tool has, snapped to none before, and nothing else to repair: as it is)
             if names_only:
                 name = _snap_tool(c, i, index, actions, compare, by_arguments=False, snapped=snapped)
                 out[i] = c if name == c.name else replace(c, name=name)
@@ -490,10 +492,8 @@ def repair_parsed(
     dropped = cut_call_index(before, cut_off)
     if dropped is not None:
         gone = source.pop(dropped)
-        actions.append(
-            action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
-                   dropped, gone.name)
-        )
+        actions.append(action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, "
+                                          "not completed", dropped, gone.name))
     if not before.strict_ok and source and before.salvaged is not None:
         actions.append(action("salvage", f"read {len(source)} call(s) from text that is not valid {fmt}, where "
                                          f"the model put them: {before.salvaged.describe()}"))

@@ -448,3 +448,21 @@ def test_other_tools_left_to_the_general_reader(tool):
     from refiner.specs import dialects
 
     assert dialects._plain_spec(tool, "openai") is None
+
+
+@pytest.mark.parametrize("tool", PLAIN_TOOLS + NOT_PLAIN_TOOLS + [
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "string", "enum": [{"type": "int"}]}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "object", "default": {"type": "str"}}}}},
+    {"name": "a", "parameters": {"type": "object", "properties": {"x": {"type": "int"}}}}])
+def test_a_tool_read_without_detection_reads_as_in_its_detected_dialect(tool):
+    """A plain tool's shape tells its dialect: the spec (and dialect) detection would give."""
+    from refiner.specs import dialects
+
+    def read(fn):
+        try:
+            return _whole(fn())
+        except SpecError as e:
+            return str(e)
+
+    assert read(lambda: dialects.spec_from_dict(tool, None, 0)) == read(
+        lambda: dialects.spec_from_dict(tool, dialects.detect_one(tool), 0))

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from refiner.specs.dialects import detect_one, spec_from_dict
-from refiner.specs.model import SpecError, ToolSpec
+from refiner.specs.dialects import spec_from_dict
+from refiner.specs.model import ToolSpec
 from refiner.specs.text import _DECODER
 
 MAX_CACHED_LISTS = 64
@@ -84,12 +84,9 @@ class ToolCatalog(_ByName):
         item = self._items[i]
         if isinstance(item, ToolSpec):
             return item
-        if isinstance(item, tuple):
-            item = _DECODER.decode(self._text[item[0]:item[1]])
-        dialect = self._dialect or detect_one(item)
-        if dialect is None:
-            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=i)
-        return spec_from_dict(item, dialect, i)
+        if isinstance(item, tuple):  # (read where it stands: the text was read to find its end)
+            item = _DECODER.scan_once(self._text, item[0])[0]
+        return spec_from_dict(item, self._dialect, i)
 
     def __getitem__(self, name: str) -> ToolSpec:
         spec = self._read.get(name)

@@ -134,24 +134,27 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
 
 _PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items"))
 _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array"))
+_LEAF = frozenset(_SCALARS)  # (the values a plain parameter lists or defaults to)
 
 
 def _plain_param(value: dict[str, Any]) -> Param | None:
-    """The parameter a schema of a plain JSON type with at most a description, a list of values, a default and plain
-    items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``, ``{"type": "object"}``,
-    ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it; ``None`` for any other
-    schema."""
+    """The parameter a schema of a plain JSON type with at most a description, a list of scalar values, a scalar
+    default and plain items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``,
+    ``{"type": "object"}``, ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it;
+    ``None`` for any other schema."""
     ptype, desc = value.get("type"), value.get("description")
     if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
         return None
     enum, items = value.get("enum"), value.get("items")
-    if enum is not None and type(enum) is not list and type(enum) is not tuple:
+    if enum is not None and (type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF):
         return None
     if items is not None and (type(items) is not dict or not items.keys() <= _PLAIN_KEYS or (
             items := _plain_param(items)) is None):
         return None
     if "default" not in value:
         return Param.of(type=ptype, description=desc, enum=enum, items=items)
+    if type(value["default"]) not in _LEAF:
+        return None
     return Param.of(type=ptype, description=desc, enum=enum, items=items, default=value["default"], has_default=True)
 
 
@@ -427,19 +430,21 @@ _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
 _STR = frozenset((str,))
 
 
-def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | None:
+def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec | None:
     # A second reader beside _read_spec, for speed (every request's tools are read from dicts: bench_refine_peer
     # shows the gain); tests/test_specs.py checks that both give the same spec.
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
     {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, its schema one that
     needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each
     parameter of a plain JSON type read at once (:func:`_plain_param`), any other by :func:`read_param`; ``None``
-    for any other tool, or an error (the general reader then reads it)."""
+    for any other tool, or an error (the general reader then reads it). ``dialect`` None: the one :func:`detect_one`
+    gives: ``openai`` in its wrapper; else ``jsonschema`` for a tool of plain parameters only, ``None`` for another."""
     fn = d.get("function")
     if type(fn) is dict and "name" not in d:
         if not d.keys() <= _WRAPPER_KEYS:
             return None
-        d = fn
+        d, dialect = fn, dialect or "openai"
+    told, dialect = dialect is None, dialect or "jsonschema"
     if not d.keys() <= _PLAIN_TOOL_KEYS:
         return None
     name, description, schema = d.get("name"), d.get("description"), d.get("parameters")
@@ -464,6 +469,8 @@ def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | No
         for key, value in props.items():
             p = _plain_param(value) if type(value) is dict and value.keys() <= _PLAIN_KEYS else None
             if p is None:
+                if told:
+                    return None
                 if ctx is None:
                     if not plain_schema(schema):
                         return None
@@ -482,9 +489,16 @@ def _plain_spec(d: Any, dialect: str, index: int | None = None) -> ToolSpec | No
     return ToolSpec.plain(name, description or "", params, required, dialect, extra)
 
 
-def spec_from_dict(d: Any, dialect: str, index: int | None = None) -> ToolSpec:
-    """One tool dict in ``dialect`` → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
-    spec = _plain_spec(d, dialect, index) if dialect in _PLAIN_DIALECTS and type(d) is dict else None
+def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec:
+    """One tool dict in ``dialect`` (None: the one :func:`detect_one` tells, which a plain tool's shape tells:
+    :func:`_plain_spec`) → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
+    plain = dialect is None or dialect in _PLAIN_DIALECTS
+    spec = _plain_spec(d, dialect, index) if plain and type(d) is dict else None
+    if spec is None and dialect is None:
+        dialect = detect_one(d)
+        if dialect is None:
+            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=index)
+        return spec_from_dict(d, dialect, index)
     return spec if spec is not None else _read_spec(d, dialect, index)
 
 
