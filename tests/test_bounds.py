@@ -8,6 +8,7 @@ twice, and hands the costly steps (json_repair, ast, name similarity, value chec
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 import random
 import sys
@@ -458,3 +459,20 @@ def test_brace_kv_plain_step_stays_inside_its_call(monkeypatch, name):
                 except formats.FormatError:
                     pass
     assert taken and not [t for t in taken if any(tok in t for tok in tokens)]
+
+
+@pytest.mark.parametrize("name", ["gemma4", "minimax_m3", "hermes", "llama4_pythonic"])
+def test_argument_depth_boundary(name):
+    """Arguments nesting MAX_ARGUMENT_DEPTH levels are read strictly, one level more is refused, by a reader that
+    bounds depth itself (gemma4) as by those that do not (minimax_m3, hermes, llama4_pythonic)."""
+    limit, fmt = formats.MAX_ARGUMENT_DEPTH, formats.get(name)
+    for depth, wrap in itertools.product((limit - 1, limit, limit + 1), (lambda v: [v], lambda v: {"k": v})):
+        value: object = wrap(1)
+        for _ in range(depth - 2):
+            value = wrap(value)
+        text = fmt.render([ToolCall("f", {"a": value})])
+        if depth <= limit:
+            assert value_depth(fmt.parse_strict(text)[0].arguments, limit) == depth
+        else:
+            with pytest.raises(formats.FormatError, match="nest deeper"):
+                fmt.parse_strict(text)

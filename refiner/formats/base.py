@@ -271,6 +271,8 @@ class WireFormat:
     # The answer's content and reasoning sit in channels of the format's own (gpt-oss harmony): its text is read by
     # answer_parts even when it holds no call.
     channels: ClassVar[bool] = False
+    # parse_strict itself refuses arguments nesting deeper than MAX_ARGUMENT_DEPTH (the wrapper does not measure).
+    bounds_depth: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -466,10 +468,11 @@ def _raises_only_format_errors(parse: Any) -> Any:
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
         try:
             calls = parse(self, text)
-            if _may_nest_deeply(text):
-                for i, c in enumerate(calls):
-                    if c.arguments and value_depth(c.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
-                        raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
+            if not self.bounds_depth and _may_nest_deeply(text):
+                deep = MAX_ARGUMENT_DEPTH + 1  # (all calls' arguments measured at once, in a list: one level more)
+                if value_depth([c.arguments for c in calls], deep) > deep:
+                    i = next(i for i, c in enumerate(calls) if value_depth(c.arguments, deep) >= deep)
+                    raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
             return calls
         except FormatError:
             raise

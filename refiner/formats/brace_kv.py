@@ -276,6 +276,7 @@ class BraceKV(WireFormat):
     spelling: BraceSpelling
     row: Family
     name_pattern = NAME_PATTERN
+    bounds_depth = True
 
     @classmethod
     def tags_for(cls, spelling: BraceSpelling) -> tuple[str, ...]:
@@ -347,7 +348,7 @@ class BraceKV(WireFormat):
             m = _NAME.match(text, pos)
             if m is None or not text.startswith("{", m.end()):
                 raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            args, pos = reader.obj(m.end(), 0)
+            args, pos = reader.obj(m.end(), 1)  # (the arguments: level 1, as MAX_ARGUMENT_DEPTH counts)
             pos = skip_ws(text, pos)
             if not text.startswith(sp.call_close, pos):
                 raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)

@@ -13,7 +13,7 @@ from typing import Any
 # A first character that begins at least this many markers is searched for with one pattern of its markers (a trie:
 # one match at a place gives the longest of them written there); the other markers are searched for one by one.
 TRIE_MARKERS = 8
-# A pattern's places walked in a text (find_markers) before the markers of it not yet found are searched for one by one.
+# A pattern's places walked in a text (find_markers) before one pass of it tells which markers are written further on.
 PLACE_WALK = 32
 
 
@@ -55,15 +55,15 @@ class MarkerTable:
         by_first: dict[str, list[str]] = {}
         for m in every:
             by_first.setdefault(m[0], []).append(m)
-        self.patterns: list[tuple[Any, tuple[str, ...]]] = []
-        single: list[str] = []
-        for ms in by_first.values():
-            if len(ms) >= TRIE_MARKERS:
-                self.patterns.append((re.compile(_trie(ms)).search, tuple(ms)))
-            else:
-                single += ms
+        tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
+        self.patterns = [(re.compile(_trie(ms)), tuple(ms)) for ms in tries.values()]
+        single = [m for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms]
         self.single, self.single_ascii = tuple(single), tuple(m for m in single if m.isascii())
         self.starts = {m: tuple(o for o in every if m.startswith(o)) for m in every}
+        # the markers a pattern's match may hold: those it begins with and those that begin inside it
+        self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
+                                            if w.startswith(m, i) or m.startswith(w[i:])))
+                     for ms in tries.values() for w in ms}
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
         # it holds one of its markers or other spellings, or the one it needs), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
@@ -144,18 +144,18 @@ def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...
 def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
     """Where each marker of ``table`` first occurs in ``text``: marker -> position, for the markers that occur. The
     markers of a character that begins many (``<``) are found by walking the places their pattern matches (at each,
-    the longest marker written there and those it begins with), at most :data:`PLACE_WALK` of them, and then by
-    searching for the markers not yet found; the others are searched for one by one (those with other than ASCII
-    characters not in an ASCII text)."""
+    the longest marker written there and those it begins with), at most :data:`PLACE_WALK` of them, then by one pass
+    of the pattern over the rest of the text, which tells the markers written there (each then searched for); the
+    others are searched for one by one (those with other than ASCII characters not in an ASCII text)."""
     out: dict[str, int] = {}
     for m in table.single_ascii if text.isascii() else table.single:
         if m in text:
             out[m] = text.find(m)
     starts = table.starts
-    for search, markers in table.patterns:
+    for pattern, markers in table.patterns:
         at = 0
         for _ in range(PLACE_WALK):
-            match = search(text, at)
+            match = pattern.search(text, at)
             if match is None:
                 break
             at = match.start()
@@ -163,13 +163,9 @@ def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
                 if m not in out:
                     out[m] = at
             at += 1
-        else:  # a text with many markers: those left are searched for, but not those of a two-character head it lacks
-            heads: dict[str, bool] = {}
+        else:  # a text with many markers: one pass tells those written (each match: the markers it holds)
+            held = {m for w in set(pattern.findall(text, at)) for m in table.held[w]}
             for m in markers:
-                if m not in out:
-                    if m[:2] not in heads:
-                        heads[m[:2]] = text.find(m[:2], at) >= 0
-                    i = text.find(m, at) if heads[m[:2]] else -1
-                    if i >= 0:
-                        out[m] = i
+                if m not in out and m in held and (i := text.find(m, at)) >= 0:
+                    out[m] = i
     return out
