@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from refiner import formats
+from refiner.calls import ToolCall
 from refiner.formats import tags
 from refiner.formats.base import Lenient
 from refiner.formats.tags import MAX_FUZZY, Speller, osa_distance
@@ -120,6 +122,19 @@ def test_exact_tokens_and_other_formats_tokens_are_left_as_written():
     text = "<｜tool▁sep｜> <|im_end|> <|call|> [TOOL_CALLS]"
     assert tags.respell_tokens(text, DEEPSEEK) == text
     assert tags.respell_tokens("[tool_calls]f[args]{}", ["[TOOL_CALLS]", "[ARGS]"]) == "[TOOL_CALLS]f[ARGS]{}"
+
+
+def test_a_look_alike_inside_a_json_string_is_the_values_text():
+    """'0|RETURN|' in a value stays as written (a cut gpt-oss text read it as '0' and a <|return|>); a look-alike
+    after the string closes is still the token."""
+    text = '<｜tool▁sep｜>f\n{"note": "0|TOOL_SEP| and \\"|tool_sep|\\"", "n": 1}<|TOOL_CALL_END|>'
+    got = tags.respell_tokens(text, DEEPSEEK)
+    assert got == text.replace("<|TOOL_CALL_END|>", "<｜tool▁call▁end｜>")
+    f = formats.get("llm_jp_harmony")
+    gold = [ToolCall("get_weather", {}), ToolCall("get_weather", {"city": "0|RETURN|"}), ToolCall("get_weather", {})]
+    text = f.render(gold)
+    cut = text[: text.index('"}') + len('"}<|end|><|start|>')]
+    assert f.parse_lenient(cut).calls == gold[:2]
 
 
 def test_a_token_storm_is_looked_at_up_to_the_counted_bound():

@@ -339,20 +339,27 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     """``text`` with every look-alike of one of ``tokens`` written as that token (each reported in ``out`` as a
     ``missing_tag`` problem: the token itself is missing). ``tokens`` are all barred (``<|x|>``) or all bracketed
     (``[X]``). ``allow(token, text, end)``: whether a look-alike of ``token`` that ends at ``end`` stands where the
-    token would (by default, anywhere). Only the first :data:`MAX_SCANNED` token-shaped spans are looked at."""
+    token would (by default, anywhere but inside a JSON string: after an odd number of unescaped ``"`` since the last
+    token). Only the first :data:`MAX_SCANNED` token-shaped spans are looked at."""
     table = {token_key(t): t for t in tokens}
     pattern = _BRACKETED if all(t.startswith("[") for t in table.values()) else _BARRED
     exact = set(table.values())
     keys: dict[str, str] = {}  # look-alike -> its key (a storm repeats a few spellings)
     parts: list[str] = []
-    pos = notes = 0
+    pos = notes = seen = quotes = 0  # quotes: unescaped '"' in text[:seen] since the last token
     for n, m in enumerate(pattern.finditer(text)):
         if n == MAX_SCANNED:
             break
         start = m.start() - (pattern is _BARRED and text[m.start() - 1 : m.start()] in ("<", "["))
         found = text[start : m.end()]
-        if found in exact or (found[0] == found[-1] and text[start - 1 : start] == '"' == text[m.end() : m.end() + 1]):
-            continue  # (a look-alike with no bracket that is a whole quoted string is that string's text)
+        if found in exact:
+            seen, quotes = m.end(), 0
+            continue
+        if start >= seen:
+            quotes += text.count('"', seen, start) - text.count('\\"', seen, start)
+            seen = start
+        if quotes % 2:
+            continue  # inside a JSON string: the value's text
         key = keys.get(found)
         if key is None:
             key = keys[found] = token_key(found)
@@ -360,7 +367,8 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
         if token is None or (allow is not None and not allow(token, text, m.end())):
             continue
         parts += (text[pos:start], token)
-        pos = m.end()
+        pos = seen = m.end()
+        quotes = 0
         if out is not None and notes < MAX_NOTES:
             out.note("missing_tag", f"{token} written as {found!r}")
             notes += 1
