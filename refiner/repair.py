@@ -477,9 +477,10 @@ def repair_parsed(
     offered: Mapping[str, Any] | None = None, unknown_tools: str = "keep",
 ) -> Tier1:
     """Tier 1 given the gate's report on ``text`` (in ``fmt``): the calls repaired, rendered in ``out_fmt`` (default
-    ``fmt``) and gated again; a text that needs no repair comes back verbatim. ``trust_spec``: every spec is exact;
-    ``text_values``: value style "text"; ``cut_off``: the upstream hit its token limit (:func:`cut_call_index`);
-    ``offered``: the tools' parameters, to read the output with; ``unknown_tools``: one of :data:`UNKNOWN_TOOLS`."""
+    ``fmt``) and gated again (as they are, or read back from the text: :func:`reads_back`); a text that needs no repair
+    comes back verbatim. ``trust_spec``: every spec is exact; ``text_values``: value style "text"; ``cut_off``: the
+    upstream hit its token limit (:func:`cut_call_index`); ``offered``: the tools' parameters, to read the output with
+    when it is read; ``unknown_tools``: one of :data:`UNKNOWN_TOOLS`."""
     out_fmt = out_fmt or fmt
     index = tool_index(tools)
     if not before.calls or (not before.diagnostics and out_fmt == fmt and not formats.get(fmt).names_only and not (
@@ -520,8 +521,19 @@ def repair_parsed(
         if dropped is not None:
             return Tier1(text=text, calls=source, actions=actions[:1], before=before, after=before)
         return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
-    after = check_text(new_text, out_fmt, tools, text_values=text_values, offered=offered)
+    if reads_back(calls, formats.get(out_fmt)):  # (the calls gated as they are: the text reads back as them)
+        after = check_reading(Reading(new_text, out_fmt, list(calls), strict_ok=True), index, text_values=text_values)
+    else:  # (the text itself read: the format writes fewer or other things than the calls carry)
+        after = check_text(new_text, out_fmt, tools, text_values=text_values, offered=offered)
     return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
+
+
+def reads_back(calls: Sequence[ToolCall], wire: formats.WireFormat) -> bool:
+    """Whether ``calls`` rendered in ``wire`` read back strictly as themselves, arguments in order (the round trip of
+    tests/test_formats_roundtrip.py): calls without labels or steps, in a format that writes typed values only."""
+    return bool(calls) and type(wire).retype is formats.WireFormat.retype and not (
+        wire.names_only or wire.pythonic or wire.outputs or wire.steps or any(
+            c.outputs or c.step is not None for c in calls))
 
 
 def repair_text(
@@ -530,7 +542,5 @@ def repair_text(
 ) -> Tier1:
     """Tier 1 on one upstream text in ``fmt``: read and gate it, then :func:`repair_parsed`."""
     index = tool_index(tools)
-    report = check_text(text, fmt, index, text_values=text_values)
-    return repair_parsed(
-        report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values, cut_off=cut_off
-    )
+    return repair_parsed(check_text(text, fmt, index, text_values=text_values), text, fmt, index, out_fmt=out_fmt,
+                         trust_spec=trust_spec, text_values=text_values, cut_off=cut_off)

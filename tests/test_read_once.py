@@ -1,8 +1,9 @@
 """One ``refine`` reads a request's upstream once: one detection, at most one strict read of it in each format (the
 format it is read in exactly once: detection's reading, or the requested format's, is the gate's), at most one
-lenient read in the format it is read in (salvage takes that reading), and at most one read of tier 1's output. So
-does the proxy's worker for calls left in an answer's content: it detects the text and the pipeline reads it by that
-detection (:class:`refiner.formats.reading.Detected`).
+lenient read in the format it is read in (salvage takes that reading), and at most one read of tier 1's output, none
+where its calls read back as themselves (:func:`refiner.repair.reads_back`). So does the proxy's worker for calls left
+in an answer's content: it detects the text and the pipeline reads it by that detection
+(:class:`refiner.formats.reading.Detected`).
 
 Counted by wrapping the registry's entry points (each format's ``parse_strict`` and ``parse_lenient``, detection),
 not by counters in the library."""
@@ -18,10 +19,12 @@ import pytest
 from fake_upstream import WEATHER_QUERY, create_fake_upstream, serve_in_thread
 
 from refiner import formats
+from refiner.calls import ToolCall
 from refiner.formats import detect as detect_module
 from refiner.formats import reading as reading_module
 from refiner.pipeline import Refiner
 from refiner.proxy import create_app, work
+from refiner.repair import reads_back
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]
@@ -108,7 +111,9 @@ def test_one_refine_reads_its_upstream_once(reads, case, fmt):
     if read_in is not None:
         assert strict.get(read_in) == 1
     output = sum(n for kind, text, _, n in reads if kind == "strict" and text == "output")
-    assert output <= 1, counts  # tier 1's output: one round trip through its text at most
+    calls = [ToolCall.from_dict(c) for c in result["calls"]]
+    assert output <= (not reads_back(calls, formats.get(result["format"]))), counts  # tier 1's output: read back
+    # only where its calls would not read back as themselves, once
     assert counts["detect", "output"] == 0
 
 

@@ -12,6 +12,7 @@ from refiner.repair import (
     decode_value,
     enum_spelling,
     is_misspelling,
+    reads_back,
     repair_calls,
     repair_text,
     snap,
@@ -49,6 +50,24 @@ def tools():
 
 def kinds(actions) -> list[str]:
     return [a.code for a in actions]
+
+
+@pytest.mark.parametrize("name", formats.names())
+def test_the_gate_on_tier_1s_calls_is_the_gate_on_its_text(tools, name):
+    """Tier 1 gates the calls it rendered as they are where they read back as themselves (:func:`reads_back`), and
+    its text read back otherwise: either way, the findings of the gate on its text."""
+    from refiner.gate import check_text
+
+    upstream = ('<tool_call>\n{"name": "search_flight", "arguments": {"origin": "PAR", "destinaton": "NYC", '
+                '"passengers": "2", "cabin": "coach", "max_price": 9.5}}\n</tool_call>')
+    t1 = repair_text(upstream, "hermes", tools, out_fmt=name)
+    if t1.text == upstream:
+        return  # (the calls cannot be written in this format)
+    again = check_text(t1.text, name, tools)
+    assert [d.to_dict() for d in t1.after.diagnostics] == [d.to_dict() for d in again.diagnostics]
+    assert t1.after.calls == again.calls
+    if name in ("hermes", "openai", "qwen3_coder", "toolace"):
+        assert reads_back(t1.calls, formats.get(name)) == (name in ("hermes", "openai"))
 
 
 def test_snap_uses_cutoff_and_margin():
