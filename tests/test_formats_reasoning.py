@@ -171,3 +171,14 @@ def test_the_switch_is_the_same_in_the_pipeline():
     twice = text.replace("Done.", "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>")
     assert Refiner(engine=None, calls_in_reasoning=True).refine({**request, "upstream": twice})["calls"] == [
         {"name": "f", "arguments": {}}]
+
+
+def test_a_closer_inside_an_untagged_call_line_is_the_calls_text():
+    """Granite's bare call lines have no tag before them: a [/THINK] inside the arguments of the call the text opens
+    with is that call's text, not the end of reasoning (as inside an untagged [ or { list)."""
+    fmt = formats.get("granite_pythonic")
+    calls = [ToolCall("A", {"[/THINK]": None}), ToolCall("A", {})]
+    text = fmt.render(calls)
+    assert fmt.parse_strict(text) == calls
+    assert split_reasoning(text).answer == 0
+    assert split_reasoning("plan the call[/THINK]\nA()").answer > 0

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from refiner.formats.reasoning import (
+    BARE_CALL,
     bracket_end,
     fenced_calls,
     fenced_tags,
@@ -27,7 +28,6 @@ from refiner.formats.reasoning import (
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
 END_OF_TURN = ("<|eom_id|>", "<|eot_id|>", "<|im_end|>", "<|endoftext|>", "<｜end▁of▁sentence｜>", "</s>", "<|eot|>",
                "<|eom|>", "<|end_of_text|>", "<|return|>", "<|end|>", "<|python_end|>")
-BARE_CALL = re.compile(r"[A-Za-z_][\w.]*[ \t]*\(")  # a pythonic call with no tag or bracket around it
 MAX_TAGS = 4096  # format tags read per answer; past that the rest of the text is taken as calls
 
 
