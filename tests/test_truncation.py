@@ -286,6 +286,32 @@ def test_a_tag_opened_where_the_text_stops_cuts_the_xml_call():
     done = "<tool_call>\n<function=send_mail>\n</invoke>"  # a closing tag there still closes the call
     assert formats.get("qwen3_coder").parse_lenient(done).calls == [ToolCall("send_mail", {})]
 
+
+@pytest.mark.parametrize("name,value", [("deepseek_v3", "A{"), ("kimi_k2", "f(a=1)")])
+def test_a_cut_region_keeps_its_values_from_the_other_readers(name, value):
+    """Salvage claimed a tagged region only up to its last closer (DeepSeek's <｜tool▁sep｜>, Kimi-K2's
+    <|tool_call_argument_begin|>) even when the text stops inside a call or a token after it, so a value there was
+    read again as a call of its own (Hypothesis found ``A{`` in the test below: a text stopping inside
+    <｜tool▁call▁end｜>)."""
+    fmt = formats.get(name)
+    gold = [ToolCall("get_weather", {"city": "", "days": value, "when": ""})]
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        res = Refiner().refine({"upstream": text[:p], "format": name, "finish_reason": "length"})
+        _nothing_invented(res["calls"], gold, fmt, clean_tail=False)
+
+
+@pytest.mark.parametrize("name", ["harmony", "llm_jp_harmony"])
+def test_a_harmony_token_inside_a_cut_value_is_text(name):
+    """gpt-oss's lenient reader ended a call's arguments at a <|return|> inside a JSON string, so a text cut after it
+    gave the call with that value emptied (Hypothesis found it in the test below)."""
+    fmt = formats.get(name)
+    gold = [ToolCall("get_weather", {}), ToolCall("get_weather", {"city": "", "when": "<|return|>"})]
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        res = Refiner().refine({"upstream": text[:p], "format": name, "finish_reason": "length"})
+        _nothing_invented(res["calls"], gold, fmt, clean_tail=False)
+
 SETTINGS = settings(
     max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "25")),
     deadline=None,

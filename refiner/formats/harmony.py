@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from refiner.calls import ToolCall
 from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.lenient import add_arguments_call
+from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
 from refiner.formats.strict import decode_at, expect_object
 from refiner.formats.tags import respell_tokens
@@ -34,6 +34,7 @@ START, CHANNEL, MESSAGE = "<|start|>", "<|channel|>", "<|message|>"
 CALL, END, RETURN, CONSTRAIN = "<|call|>", "<|end|>", "<|return|>", "<|constrain|>"
 TO = "to="
 PREFIX = "functions."
+_BODY_STOPS = (CALL, END, RETURN, START, CHANNEL, TO + PREFIX)  # what ends a call's arguments in recovery
 CHANNELS = ("analysis", "commentary", "final")
 _NAME = re.compile(NAME_PATTERN)
 _WORD = re.compile(r"[^\s<]*")
@@ -208,6 +209,7 @@ class Harmony(WireFormat):
         if lost:
             out.note("missing_tag", f"a recipient written without its '=': {PREFIX}NAME after 'to'")
         f = Finder(text)
+        strings = TokenFinder(text, _BODY_STOPS)  # (a token inside the arguments' strings is text)
         pos = reasoning_offset(text)
         marker = TO + PREFIX
         for n in range(MAX_RECOVERED_ITEMS + 1):
@@ -218,9 +220,9 @@ class Harmony(WireFormat):
                 return
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos = self._recover_call(text, r + len(marker), f, out)
+            pos = self._recover_call(text, r + len(marker), f, strings, out)
 
-    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> int:
+    def _recover_call(self, text: str, pos: int, f: Finder, strings: TokenFinder, out: Lenient) -> int:
         name = _WORD.match(text, pos).group()
         head = _HEADER_BEFORE.search(text, max(0, pos - len(TO + PREFIX) - MAX_HEADER_REST), pos - len(TO + PREFIX))
         glued = _GLUED_CHANNEL.fullmatch(name)
@@ -249,7 +251,7 @@ class Harmony(WireFormat):
                 return len(text)
             out.note("missing_tag", f"missing {MESSAGE} in the call to {name[:60]!r}")
             body_start = brace if brace >= 0 else pos
-        end, tag = f.first((CALL, END, RETURN, START, CHANNEL, TO + PREFIX), body_start)
+        end, tag = past_strings(strings, body_start, *f.first(_BODY_STOPS, body_start))
         if tag is None:
             out.note("unclosed", f"the call to {name[:60]!r} is cut short")
         elif tag not in (CALL, self.spelling.between):

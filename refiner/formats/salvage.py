@@ -255,10 +255,6 @@ class _Scan(SiteReader):
                     a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):
                 continue
             start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
-            # the format reads to the end of the text; the region claimed from the other readers ends after its last
-            # closer when one follows its last marker
-            close = max((body.rfind(c) + len(c) for c in fmt.detection.closers), default=-1)
-            end = close if close > max(body.rfind(m) + len(m) for m in fmt.detection.markers) else len(body)
             whole = start == skip_ws(body, self.at)  # (then a reading of the whole text already made is taken)
             got = self.known.get(fmt.name) if whole else None
             if got is None:
@@ -266,6 +262,14 @@ class _Scan(SiteReader):
                 got = fmt.parse_lenient(body if whole else body[start:], tools=self.offered,
                                         strict_error=error if isinstance(error, FormatError) else None)
             cut = got.cut.index if got.cut is not None and not got.cut.clean else None  # stopped mid-value: left out
+            # the format reads to the end of the text; the region claimed from the other readers ends after its last
+            # closer when one follows its last marker, unless the text stops inside a call or inside a token of the
+            # format (a part of it holding more than blanks)
+            closers, markers = fmt.detection.closers, fmt.detection.markers
+            close = max((body.rfind(c) + len(c) for c in closers), default=-1)
+            stops = got.cut is not None or any(body.endswith(t[:k], close) for t in closers + markers
+                                               for k in range(len(t) - len(t.lstrip()) + 1, len(t)))
+            end = close if close > max(body.rfind(m) + len(m) for m in markers) and not stops else len(body)
             calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and usable_name(c.name)]
             if calls:
                 where = "in a code fence" if self.in_fence(start) else self.placed(start)
