@@ -248,9 +248,13 @@ def model_messages(job: Job) -> list[dict[str, str]]:
     if reasoning is None:
         reasoning, _ = split_reasoning(job.request["upstream"])
     hint = job.request.get("format_hint")
-    hint = format_hint(job.model_fmt) if hint is None else hint
-    return build_messages(tools_text(job.request), job.request.get("query", ""), calls_text, format_hint=hint,
-                          upstream_reasoning=reasoning)
+    return build_messages(
+        tools_text(job.request),
+        job.request.get("query", ""),
+        calls_text,
+        format_hint=format_hint(job.model_fmt) if hint is None else hint,
+        upstream_reasoning=reasoning,
+    )
 
 
 def read_sample(job: Job, generation: str) -> Tier1:
@@ -382,8 +386,15 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
     """The result for a request that could not be read: passed through with an ``error`` field, never dropped."""
     out = _json_safe(request) if isinstance(request, Mapping) else {"input": request}
     upstream = out.get("upstream")
-    out.update(refined=upstream if isinstance(upstream, str) else "", calls=[], changed=False, stage="error",
-               reason=message, error=message, diagnostics=[Finding("request", message).to_dict()])
+    out.update(
+        refined=upstream if isinstance(upstream, str) else "",
+        calls=[],
+        changed=False,
+        stage="error",
+        reason=message,
+        error=message,
+        diagnostics=[Finding("request", message).to_dict()],
+    )
     if line is not None:
         out["line"] = line
     return out
@@ -547,8 +558,14 @@ class Refiner:
     def _model_step(self, jobs: Sequence[Job]) -> None:
         """One engine call for ``jobs``; every job's answers are read before any is stored (all or nothing)."""
         conversations = [model_messages(j) for j in jobs]
-        generations = self.engine.chat(conversations, n=self.n, temperature=self.temperature,
-                                       max_tokens=self.max_tokens, enable_thinking=self.thinking, seed=self.seed)
+        generations = self.engine.chat(
+            conversations,
+            n=self.n,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            enable_thinking=self.thinking,
+            seed=self.seed,
+        )
         if len(generations) != len(jobs):
             raise RuntimeError(f"engine returned {len(generations)} results for {len(jobs)} conversations")
         samples = [[read_sample(job, t) for t in texts] for job, texts in zip(jobs, generations)]

@@ -493,8 +493,10 @@ def repair_parsed(
     dropped = cut_call_index(before, cut_off)
     if dropped is not None:
         gone = source.pop(dropped)
-        actions.append(action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, "
-                                          "not completed", dropped, gone.name))
+        actions.append(
+            action("drop_cut", f"call #{dropped} ({gone.name}) is where the text was cut off: left out, not completed",
+                   dropped, gone.name)
+        )
     if not before.strict_ok and source and before.salvaged is not None:
         actions.append(action("salvage", f"read {len(source)} call(s) from text that is not valid {fmt}, where "
                                          f"the model put them: {before.salvaged.describe()}"))
@@ -542,5 +544,7 @@ def repair_text(
 ) -> Tier1:
     """Tier 1 on one upstream text in ``fmt``: read and gate it, then :func:`repair_parsed`."""
     index = tool_index(tools)
-    return repair_parsed(check_text(text, fmt, index, text_values=text_values), text, fmt, index, out_fmt=out_fmt,
-                         trust_spec=trust_spec, text_values=text_values, cut_off=cut_off)
+    report = check_text(text, fmt, index, text_values=text_values)
+    return repair_parsed(
+        report, text, fmt, index, out_fmt=out_fmt, trust_spec=trust_spec, text_values=text_values, cut_off=cut_off
+    )
