@@ -97,8 +97,8 @@ def test_a_plain_answer_written_as_a_call_names_its_recipient(tmp_path):
     d = _derive(tmp_path, "recipient.jinja", RECIPIENT)
     assert not d.special, d.why
     assert d.plan.grammar is NamedJson
-    assert (d.plan.spelling.call_open, d.plan.spelling.name_close, d.plan.spelling.text_recipient) == ("=>", "\n",
-                                                                                                       "reply")
+    assert (d.plan.spelling.call_open, d.plan.spelling.name_close, d.plan.spelling.text_recipients) == ("=>", "\n",
+                                                                                                        ("reply",))
 
 
 LINES = _chat(

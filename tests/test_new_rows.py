@@ -14,7 +14,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
-                                  "k2_horizon_json", "minicpm3", "cwm"])
+                                  "k2_horizon_json", "minicpm3", "cwm", "onyx"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -148,3 +148,16 @@ def test_granite_pythonic_lines_are_read_when_named_and_detected_as_before():
     call = text.split("\n")[1]
     parts = fmt.answer_parts(f"Checking both.\n{call}\nThen:\n{call}\nDone.")  # the text around the call lines
     assert parts.content == "Checking both.\nThen:\n\nDone." and parts.calls == (15, 15 + 2 * len(call) + 7)
+
+
+def test_onyx_reads_its_recipients_and_leaves_a_to_keyword_line_to_the_pythonic_rows():
+    onyx = formats.get("onyx")
+    note = "to=self<|message|>Look the town up first.<|eom|>"
+    assert onyx.parse_strict(note + onyx.render([CALL])) == [CALL]  # a to=self message is text
+    assert onyx.parse_lenient("to=user<|message|>Sunny in Lisbon.<|eot|>").calls == []
+    assert onyx.answer_parts(onyx.render([CALL])).content == ""  # the recipient is the call's, not content
+    # the header harmony writes before a recipient is harmony's marker: read as Onyx when the format is named
+    assert onyx.parse_strict("<|start|>assistant " + onyx.render([CALL])) == [CALL]
+    keyword = 'send_mail(\nto="bob@example.org", subject="hi")'
+    assert formats.detect_format(keyword) == "toolace"
+

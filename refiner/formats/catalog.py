@@ -696,7 +696,12 @@ CATALOG: tuple[Row, ...] = (
                models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
                sources=("llama.cpp common/parsers/functionary-v3-2.cpp",
                         *_checked("meetkai-functionary-medium-v3.2.jinja 5c7c96c27cfe"))),
-        NamedJson, NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipient="all")),
+        NamedJson, NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipients=("all",))),
+    Row(
+        Family("onyx", "Onyx: to=NAME<|message|>{...}<|eom|> (a recipient per message; to=user<|message|> and "
+               "to=self<|message|> start text, not a call)", reasoning=(),
+               sources=("analytics-zoo/sglang python/sglang/srt/function_call/onyx_detector.py",)),
+        NamedJson, NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"))),
 )
 
 FORMATS = register_catalog(CATALOG)

@@ -8,7 +8,8 @@ Deterministic; the first rule that gives an answer wins. Formats are always trie
    first marker it shares with other formats is tried after the rest).
 2. A guess from markers, looking only after any ``</think>``: the marker (tag or sentinel token) that occurs first
    in the text names its formats, and the first of them whose ``sniff`` accepts the text wins (formats sharing a
-   marker, such as ``<tool_call>``, tell each other apart there). With no marker at all, the same by ``closers``.
+   marker, such as ``<tool_call>``, tell each other apart there; a marker of untagged formats only, each rejecting
+   the text there, names none). With no marker at all, the same by ``closers``.
 3. An untagged format (``detection.bare``) that parses the text strictly, tried only when the text holds a ``{``, a
    ``[`` or one of the format's markers: an untagged format writes its calls as a JSON value or a bracketed call
    list, or after its marker (``tests/test_detect.py`` holds every untagged format to it), so prose costs no strict
@@ -62,20 +63,20 @@ DETECT_REPAIR_COST = 2048
 def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], sniff: Sniff,
                sniffed: Sniffed | None = None) -> str | None:
     """The format the earliest (then longest) of the registered markers or closers ``named`` (each with the formats
-    it names) in the body names; the choice among the formats sharing a marker is added to ``sniffed``."""
-    best: tuple[int, int] | None = None  # (position, -len(marker)): earliest, then longest
-    found: str | None = None
-    for marker, i in found_at.items():
-        if marker in named and (best is None or (i, -len(marker)) < best):
-            best, found = (i, -len(marker)), marker
-    if found is None:
-        return None
-    at = best[0]
-    sharing = named[found]
-    fmt = next((f for f in sharing if sniff(f, at)), sharing[-1])
-    if sniffed is not None:
-        sniffed[found, at] = fmt
-    return fmt.name
+    it names) in the body names; the choice among the formats sharing a marker is added to ``sniffed``. A marker
+    that names only untagged formats, each of whose sniffs rejects the text there, names none (a line starting
+    ``to=`` is a keyword argument of a pythonic call, not Onyx's recipient): the next marker is taken."""
+    for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
+        sharing = named[found]
+        fmt = next((f for f in sharing if sniff(f, at)), None)
+        if fmt is None:
+            if all(f.detection.bare for f in sharing):
+                continue
+            fmt = sharing[-1]
+        if sniffed is not None:
+            sniffed[found, at] = fmt
+        return fmt.name
+    return None
 
 
 def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:

@@ -27,6 +27,8 @@ from refiner.formats.base import MAX_NOTES, ROW_CHARS, Detection, Lenient, WireF
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
+from refiner.formats.message import AnswerParts, trim_turn_end
+from refiner.formats.reasoning import is_markup
 from refiner.formats.strict import decode_at, expect_object, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -37,6 +39,7 @@ _NAME = re.compile(NAME_PATTERN)
 _BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
+MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
 _ID = re.compile(r"[^\s<>{}\[\]\"'`|]{1,64}")
 _PIECE = re.compile(r"<[^<>\s]+>|[^\s<]+|<")  # a loose spelling's pieces: tokens and words
 # Another format's token left where a call token was lost (<tool_call>, [TOOL_CALLS]): not part of the name after it.
@@ -48,7 +51,7 @@ _NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")  # what a counted row write
 class NamedSpelling:
     """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call,
     ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close`` (whitespace before its token is
-    written, not required); ``joiner``: written between two calls; ``text_recipient``: a name that starts text, not
+    written, not required); ``joiner``: written between two calls; ``text_recipients``: names that start text, not
     a call (Functionary's ``all``); ``args_prefix``: written before the JSON, read when present (PLaMo 3);
     ``call_marker``: with no section, ``call_open`` is a marker wherever it occurs (else at a line start only);
     ``id_close``: a call id after ``call_open`` closed by this token, before the name (Solar Open), and ``counter``:
@@ -66,7 +69,7 @@ class NamedSpelling:
     name_close: str
     call_close: str = ""
     joiner: str = ""
-    text_recipient: str | None = None
+    text_recipients: tuple[str, ...] = ()
     args_prefix: str = ""
     call_marker: bool = False
     id_close: str = ""
@@ -190,7 +193,7 @@ class NamedJson(WireFormat):
         calls: list[ToolCall] = []
         for _ in range(MAX_CALLS):
             pos = i + len(sp.call_open)
-            if sp.text_recipient is not None and text.startswith(sp.text_recipient + sp.name_close, pos):
+            if any(text.startswith(r + sp.name_close, pos) for r in sp.text_recipients):
                 i = text.find(sp.call_open, pos)  # a text block: up to the next recipient
             else:
                 call, pos = self._call(text, pos)
@@ -301,7 +304,7 @@ class NamedJson(WireFormat):
             if found and _ID.fullmatch(head.strip()):
                 seg = rest
         name, sep, body = seg.partition(sp.name_close)
-        if sp.text_recipient is not None and name == sp.text_recipient and sep:
+        if name in sp.text_recipients and sep:
             return True  # a text block
         at_end = end >= len(text)
         closed = bool(sp.close) and sp.close in body
@@ -503,12 +506,24 @@ class NamedJson(WireFormat):
             return False
         i = body.find(sp.call_open)
         while 0 <= i < 20_000:
-            m = _NAME.match(body, i + len(sp.call_open))
-            if (m is not None and body.startswith(sp.name_close, m.end()) and m.group() != sp.text_recipient
+            k = i + len(sp.call_open)
+            m = _NAME.match(body, k, k + MAX_NAME_CHARS)
+            if (m is not None and body.startswith(sp.name_close, m.end()) and m.group() not in sp.text_recipients
                     and body.startswith("{", skip_ws(body, m.end()))):
                 return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
             i = body.find(sp.call_open, i + 1)
         return False
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """A row whose call opener is no markup (Onyx's ``to=``): the calls' region starts at the opener that begins
+        the line of the region's first tag."""
+        parts = super().answer_parts(text)
+        a, b = parts.calls
+        opener = self.spelling.call_open
+        k = text.rfind(opener, 0, a) if a < b and not is_markup(opener) else -1
+        if k < 0 or (k > 0 and text[k - 1] != "\n") or "\n" in text[k:a]:
+            return parts
+        return AnswerParts(text[:k] + trim_turn_end(text[b:]), None, (k, b))
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling

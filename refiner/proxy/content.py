@@ -44,8 +44,18 @@ def _markers(own: str | None, table: object) -> tuple[str, ...]:  # (``table``: 
     return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
+@functools.lru_cache(maxsize=16)
+def line_markers(table: object) -> tuple[str, ...]:  # (``table``: the registry's state)
+    """What follows the line break of each registered marker that names a line start (Onyx's ``\nto=``)."""
+    return tuple(sorted({m[1:] for f in formats.all_formats() for m in getattr(getattr(f, "detection", None),
+                                                                            "markers", ()) or ()
+                         if isinstance(m, str) and m.startswith("\n") and m[1:].strip()}))
+
+
 class Openers:
-    """Finds where calls may start in a text, for one request's tool names (:attr:`names`, sorted)."""
+    """Finds where calls may start in a text, for one request's tool names (:attr:`names`, sorted): a marker, a
+    bracket or fence at a line start, an offered name called at a line start, or an offered name after a line-start
+    marker (:func:`line_markers`; ``to=get_weather``)."""
 
     def __init__(self, tool_names: Iterable[str] = (), known_markers: Sequence[str] | None = None) -> None:
         self.markers = tuple(known_markers) if known_markers is not None else markers()
@@ -54,12 +64,17 @@ class Openers:
         parts = [f"(?P<marker>{'|'.join(map(re.escape, self.markers))})"] if self.markers else []
         parts += [r"(?P<fence>^[ \t]*```)", r"(?P<list>^[ \t]*\[|\[(?=\s*" + _IDENT + r"\s*\())",
                   r"(?P<object>^[ \t]*\{)"]
+        lines = line_markers(marker_table()) if names else ()
         if names:
             parts.append(r"(?P<call>^[ \t]*(?:" + "|".join(map(re.escape, names)) + r")\s*\()")
+        if lines:
+            parts.append(r"(?P<recipient>^[ \t]*(?:" + "|".join(map(re.escape, lines)) + r")(?:"
+                         + "|".join(map(re.escape, names)) + r")(?![\w.-]))")
         self.pattern = re.compile("|".join(parts), re.MULTILINE)
         self.prefixes = {t[:k] for t in self.markers for k in range(1, len(t))}
         self.marker_prefixes = frozenset(self.prefixes)
         self.prefixes |= {f"{n}("[:k] for n in names for k in range(1, len(n) + 1)}
+        self.prefixes |= {f"{o}{n}"[:k] for o in lines for n in names for k in range(1, len(o) + len(n) + 1)}
         self.longest = max((len(p) for p in self.prefixes), default=0)
 
     def find(self, text: str, start: int) -> tuple[int, str] | None:
@@ -69,7 +84,7 @@ class Openers:
             return None
         kind = m.lastgroup or "marker"
         pos = m.start(kind)
-        if kind in ("fence", "list", "object", "call"):
+        if kind in ("fence", "list", "object", "call", "recipient"):
             pos += len(m.group(kind)) - len(m.group(kind).lstrip(" \t"))
         return pos, kind
 
@@ -236,7 +251,7 @@ class ContentSplit:
                     break
                 pos, kind = found
                 # an opener inside a marker still being written (``**Tool Call:**\n```json``): wait for the rest
-                begun = -1 if kind == "marker" or self.final else self.openers.begun(
+                begun = -1 if kind in ("marker", "recipient") or self.final else self.openers.begun(
                     self.text, self.released, self.openers.marker_prefixes, pos)
                 if begun >= 0:
                     out.append(self.text[self.released : begun])
@@ -244,7 +259,7 @@ class ContentSplit:
                     break
                 out.append(self.text[self.released : pos])
                 self.released = pos
-                if kind == "marker" or self.checks >= MAX_CHECKS:
+                if kind in ("marker", "recipient") or self.checks >= MAX_CHECKS:
                     self.held_from = pos
                     break
                 self.region = _Region(pos, kind, looks_like_call=kind == "call")

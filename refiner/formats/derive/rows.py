@@ -233,7 +233,7 @@ def _named_plan(rec: Record) -> RowPlan | str:
     close, joiner = (rec.call_end[:j], rec.call_end[j:] + call_sep + call_start[:i]) if ce else ("", call_sep)
     marker = not ss and cs[:1] in "<["  # with no section, a tag opens a call wherever it is written
     return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
-                                            text_recipient=_text_recipient(rec, cs), id_close=id_close,
+                                            text_recipients=_text_recipients(rec, cs), id_close=id_close,
                                             call_marker=marker))
 
 
@@ -250,14 +250,14 @@ def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | s
     return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
 
 
-def _text_recipient(rec: Record, call_open: str) -> str | None:
+def _text_recipients(rec: Record, call_open: str) -> tuple[str, ...]:
     """The name a plain answer is addressed to when the template writes it as a call (Functionary's ``>>>all``);
-    else ``None``."""
+    else none."""
     _, marker, word = rec.turn_start.rpartition(call_open)
     if not marker or not rec.name_suffix or not word.endswith(rec.name_suffix):
-        return None
+        return ()
     word = word[: len(word) - len(rec.name_suffix)]
-    return word if word.isidentifier() else None
+    return (word,) if word.isidentifier() else ()
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
