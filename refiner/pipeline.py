@@ -41,7 +41,7 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
-from refiner.formats.reading import Detected, choose_formats, params_by_tool, read_upstream
+from refiner.formats.reading import Detected, params_by_tool, read_upstream
 from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
@@ -95,11 +95,6 @@ def reasoning_calls(request: Any, default: bool) -> Any:
         return request
     text = calls_text(request["upstream"])
     return request if text is None else {**request, "upstream": text}
-
-
-def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
-    """``(upstream format, output format)`` (:func:`refiner.formats.reading.choose_formats`)."""
-    return choose_formats(request["upstream"], request.get("format") or default)[:2]
 
 
 def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:

@@ -341,12 +341,6 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> t
     params: dict[str, Param] = {}
     required: list[str] = []
     for name, spec in props.items():
-        p = _plain_param(spec) if type(spec) is dict and spec.keys() <= _PLAIN_KEYS else None
-        if p is not None:  # (most parameters: read_param's result, without its path)
-            params[name] = p
-            if implicit and explicit is None:
-                required.append(name)
-            continue
         p, flag, optional = read_param(ctx, f"{path}.{name}", spec)
         params[name] = p
         if flag is None:  # no marker of its own
