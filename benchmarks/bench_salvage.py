@@ -161,7 +161,7 @@ def judge(rows: list[Row], samples: dict) -> list[dict]:
 
             v["tier1"] = passes(res["refined"])
             v["before"] = passes(before_salvage(req))
-            v["naive"] = bool(bfcl_ast.check(sample.subset, sample.meta["functions"], naive, sample.gold))
+            v["naive"] = bool(bfcl_ast.check(sample.meta["functions"], naive, sample.gold))
         out.append(v)
     return out
 

@@ -425,8 +425,7 @@ _STR = frozenset((str,))
 
 
 def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec | None:
-    # A second reader beside _read_spec, for speed (every request's tools are read from dicts: bench_refine_peer
-    # shows the gain); tests/test_specs.py checks that both give the same spec.
+    # A second reader beside _read_spec, for speed (bench_refine_peer shows it); tests/test_specs.py checks they agree.
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
     {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, its schema one that
     needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each
