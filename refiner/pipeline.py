@@ -145,12 +145,13 @@ class Job:
         return model_format(self, self.model_formats)
 
     @property
-    def best_without_model(self) -> tuple[str, Tier1 | None]:
-        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else
-        ``("unchanged", None)``."""
+    def best_without_model(self) -> tuple[str, Tier1]:
+        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else ``("unchanged",
+        the upstream as a tier-1 outcome that repaired nothing)``."""
         if self.tier1.changed and self.tier1.after.n_errors <= self.upstream.n_errors:
             return "repaired", self.tier1
-        return "unchanged", None
+        upstream = self.upstream
+        return "unchanged", Tier1(self.request["upstream"], upstream.calls, before=upstream, after=upstream)
 
     def sendable(self) -> Job:
         """A copy to send to a process that holds the request, without its ``tools`` and ``query`` (megabytes in an
@@ -285,21 +286,18 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
     if job.truncated:
         return truncated_outcome(job)
     base_stage, base = job.best_without_model
-    base_text = base.text if base else job.request["upstream"]
-    base_calls = base.calls if base else job.upstream.calls
-    base_report = base.after if base else job.upstream
     if base_stage == "unchanged" and job.out_fmt != job.upstream_fmt and job.upstream.calls:
         base_stage = "repaired"  # the format conversion alone is a change
     what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
     if model is None and job.model_error is not None:
-        return "fallback", base_text, base_calls, base_report, f"the model step failed ({job.model_error}); {what} kept"
+        return "fallback", base.text, base.calls, base.after, f"the model step failed ({job.model_error}); {what} kept"
     if model is None:
-        verdict = "passes the gate" if base_report.passed else "still fails the gate (no model ran)"
-        return base_stage, base_text, base_calls, base_report, f"{what} {verdict}"
+        verdict = "passes the gate" if base.after.passed else "still fails the gate (no model ran)"
+        return base_stage, base.text, base.calls, base.after, f"{what} {verdict}"
     ordered = formats.get(job.out_fmt).order_sensitive
     if not model.calls:
-        return "fallback", base_text, base_calls, base_report, "the model's answer holds no readable call"
-    if model.after.passed or model.after.n_errors <= base_report.n_errors and not base_report.passed:
+        return "fallback", base.text, base.calls, base.after, "the model's answer holds no readable call"
+    if model.after.passed or model.after.n_errors <= base.after.n_errors and not base.after.passed:
         if job.upstream.strict_ok and job.out_fmt == job.upstream_fmt and calls_equal(
             model.calls, job.upstream.calls, ordered=ordered
         ):
@@ -307,17 +305,14 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
         why = "model answer passes the gate" if model.after.passed else "model answer has the fewest gate errors"
         return "model", model.text, model.calls, model.after, why
     codes = sorted({d.code for d in model.after.diagnostics if d.severity == "error"})
-    return "fallback", base_text, base_calls, base_report, f"model answer fails the gate ({', '.join(codes)})"
+    return "fallback", base.text, base.calls, base.after, f"model answer fails the gate ({', '.join(codes)})"
 
 
 def truncated_outcome(job: Job) -> tuple[str, str, list[ToolCall], GateReport, str]:
     """The guard's answer for an upstream that was cut off (see the module docstring): tier 1's text when it changed
-    anything (the cut call is then left out of it), else the upstream as it came."""
+    anything (the cut call is then left out of it), else the upstream as it came (tier 1's outcome then)."""
     t1 = job.tier1
-    if t1.changed:
-        text, calls, report = t1.text, t1.calls, t1.after
-    else:
-        text, calls, report = job.request["upstream"], job.upstream.calls, job.upstream
+    text, calls, report = t1.text, t1.calls, t1.after
     why = f"finish_reason {job.request['finish_reason']!r}" if job.cut_off else "the text stops mid-value"
     cut = job.upstream.cut
     if cut is not None and cut.index is not None and any(a.code == "drop_cut" for a in t1.actions):
@@ -529,8 +524,7 @@ class Refiner:
             return False
         if not self.bypass:
             return True
-        _, base = job.best_without_model
-        return not (base.after if base else job.upstream).passed
+        return not job.best_without_model[1].after.passed
 
     def run_model(self, jobs: Sequence[Job]) -> None:
         """Fills each job's ``samples``: one batched engine call for all ``jobs``; when it fails, one call per job,
