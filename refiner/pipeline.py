@@ -141,8 +141,16 @@ class Job:
 
     @property
     def model_fmt(self) -> str:
-        """The format the model reads and writes for this job (:func:`model_format`)."""
-        return model_format(self, self.model_formats)
+        """The format the model reads and writes for this job: the output format when the model knows it
+        (``model_formats``, by default the formats marked ``trained``), else the trained format that carries the same
+        things (:func:`refiner.formats.model_view`). A request with its own ``format_hint`` keeps the output format."""
+        out = formats.get(self.out_fmt)
+        if self.request.get("format_hint") is not None:
+            return out.name
+        if self.model_formats is not None and out.name in self.model_formats:
+            return out.name
+        view = formats.model_view(out).name
+        return view if self.model_formats is None or view in self.model_formats else out.name
 
     @property
     def best_without_model(self) -> tuple[str, Tier1]:
@@ -209,19 +217,6 @@ def tools_text(request: Mapping[str, Any]) -> str:
     tools = request.get("tools")
     body = tools if isinstance(tools, str) else json.dumps(tools, ensure_ascii=False, default=str)
     return f"You can call the following tools:\n{body}"
-
-
-def model_format(job: Job, known: Collection[str] | None) -> str:
-    """The format the model reads and writes for this job: the output format when the model knows it (``known``, by
-    default the formats marked ``trained``), else the trained format that carries the same things
-    (:func:`refiner.formats.model_view`). A request with its own ``format_hint`` keeps the output format."""
-    out = formats.get(job.out_fmt)
-    if job.request.get("format_hint") is not None:
-        return out.name
-    if known is not None and out.name in known:
-        return out.name
-    view = formats.model_view(out).name
-    return view if known is None or view in known else out.name
 
 
 def shown_upstream(job: Job) -> str:
@@ -401,7 +396,7 @@ class Refiner:
     N by gate and agreement); ``thinking``, ``temperature`` (default 0 for one sample, 0.7 for several), ``max_tokens``,
     ``seed``; ``trust_spec``: tier 1 treats every spec as exact (:mod:`refiner.repair`); ``model_formats``: the formats
     the model was trained on (default: those marked ``trained``): other output formats are shown to it in the closest
-    one and its answer written back (:func:`model_format`); ``chat_template``: the upstream model's template
+    one and its answer written back (:attr:`Job.model_fmt`); ``chat_template``: the upstream model's template
     (``.jinja``, ``tokenizer_config.json`` or model folder), whose derived dialect becomes the refiner's format (one
     log line and detection per request when none derives); ``unknown_tools``: ``"keep"`` or ``"drop"`` a call to a
     tool not offered (docs/formats.md, "What counts as no call"); ``calls_in_reasoning``: read calls written in the
