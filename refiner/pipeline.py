@@ -62,7 +62,7 @@ class RequestError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 1. Request: validate, pick formats, load the tool list
+# 1. Request: validate, load the tool list
 
 
 def validate_request(request: Any) -> None:

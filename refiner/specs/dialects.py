@@ -80,6 +80,13 @@ def is_schema_object(value: Mapping[str, Any]) -> bool:
     return not (props and set(props) <= _PARAM_KEYS and any(not isinstance(v, Mapping) for v in props.values()))
 
 
+def describe(obj: Any) -> str:
+    """What a value that is no tool is, for an error message."""
+    if isinstance(obj, Mapping):
+        return f"an object with keys {sorted(map(str, obj))[:12]}"
+    return f"a {type(obj).__name__}"
+
+
 def _checked(ctx: Ctx, path: str, key: str, value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     """``value`` when it is None or of ``kinds`` (never a bool), else the error saying it must be ``what``."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
@@ -490,7 +497,8 @@ def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> Too
     if spec is None and dialect is None:
         dialect = detect_one(d)
         if dialect is None:
-            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=index)
+            raise SpecError(None, f"cannot recognise the tool spec dialect of {describe(d)}; known dialects: "
+                            f"{', '.join(DIALECTS)}", tool=index)
         return spec_from_dict(d, dialect, index)
     return spec if spec is not None else _read_spec(d, dialect, index)
 
