@@ -380,6 +380,10 @@ class EarlyRead:
     outcome: dict | None = None
     slow: bool = False
 
+    def covers(self, text: str) -> bool:
+        """Whether the answer's end, its text ``text``, takes this read's outcome (tier 1 gave one, of that text)."""
+        return self.outcome is not None and self.text == text
+
 
 class CallDriver:
     """Drives one answer's :class:`ContentSplit` for the proxy, its workers and the vLLM plugin: :meth:`feed` and
@@ -445,11 +449,6 @@ class CallDriver:
         new = list(calls[len(self.calls) :])
         self.calls += new
         return new
-
-    def read_of(self, text: str) -> EarlyRead | None:
-        """The last early read when it read ``text`` (the held text at the end) and tier 1 gave an outcome."""
-        last = self.last
-        return last if last is not None and last.outcome is not None and last.text == text else None
 
 
 def same_call(call: dict) -> tuple[str, str]:
