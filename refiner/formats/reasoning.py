@@ -66,33 +66,33 @@ class Brackets:
 
     def end(self, text: str) -> int:
         """The value's end in ``text`` (the text of the last call, grown), or -1 while the text stops first."""
-        i, n = self.pos, len(text)
-        while self.closed < 0 and i < n:
-            if self.quote:
-                i = _INSIDE[self.quote].match(text, i).end()  # to the quote, a newline or an escape
-                if i < n and text[i] == "\\":
-                    if i + 1 >= n:
-                        break  # (the escaped character is still to come)
-                    i += 2
-                elif i < n:
-                    self.quote = ""
-                    i += 1
-                continue
-            c = text[i]
-            if c in "\"'":
-                self.quote = c
+        if self.closed >= 0:
+            return self.closed
+        i, n, depth, quote = self.pos, len(text), self.depth, self.quote  # (locals, for speed)
+        while i < n:
+            if not quote:
+                c = text[i]
+                if c not in "\"'":
+                    if c in "([{":
+                        depth += 1
+                    elif c in ")]}":
+                        depth -= 1
+                        if depth <= 0:
+                            self.closed = i + 1
+                            return self.closed
+                    i = _OUTSIDE.match(text, i + 1).end()
+                    continue
+                quote = c
                 i += 1
-                continue
-            if c in "([{":
-                self.depth += 1
-            elif c in ")]}":
-                self.depth -= 1
-                if self.depth <= 0:
-                    self.closed = i + 1
-                    break
-            i = _OUTSIDE.match(text, i + 1).end()
-        self.pos = i
-        return self.closed
+            i = _INSIDE[quote].match(text, i).end()  # to the quote, a newline or an escape
+            while i + 1 < n and text[i] == "\\":  # an escape: the next character is text
+                i = _INSIDE[quote].match(text, i + 2).end()
+            if i >= n or text[i] == "\\":
+                break  # (the string goes on; after an escape at the end, its character is still to come)
+            quote = ""
+            i += 1
+        self.pos, self.depth, self.quote = i, depth, quote
+        return -1
 
 
 @functools.lru_cache(maxsize=64)
