@@ -38,8 +38,9 @@ from salvage_corpus import Row, bfcl_samples, keys, load
 from refiner.calls import ToolCall
 from refiner.eval import bfcl_ast
 from refiner.eval.bfcl import BFCL
+from refiner.formats.reading import choose_formats
 from refiner.gate import check_text
-from refiner.pipeline import Refiner, load_request_tools, pick_formats
+from refiner.pipeline import Refiner, load_request_tools
 from refiner.repair import repair_parsed
 
 TARGET_RATIO = 1.1
@@ -126,7 +127,7 @@ def naive_extract(text: str, names: Sequence[str]) -> list[ToolCall]:
 
 def before_salvage(request: dict) -> str:
     """Tier 1 without salvage: the text the pipeline returned when it read only the format's own lenient parse."""
-    upstream_fmt, out_fmt = pick_formats(request, None)
+    upstream_fmt, out_fmt = choose_formats(request["upstream"], request.get("format"))[:2]
     tools = load_request_tools(request)
     report = check_text(request["upstream"], upstream_fmt, tools)
     t1 = repair_parsed(report, request["upstream"], upstream_fmt, tools, out_fmt=out_fmt)
@@ -160,7 +161,7 @@ def judge(rows: list[Row], samples: dict) -> list[dict]:
 
             v["tier1"] = passes(res["refined"])
             v["before"] = passes(before_salvage(req))
-            v["naive"] = bool(bfcl_ast.check(sample.subset, sample.meta["functions"], naive, sample.gold))
+            v["naive"] = bool(bfcl_ast.check(sample.meta["functions"], naive, sample.gold))
         out.append(v)
     return out
 

@@ -41,7 +41,7 @@ from typing import Any
 from refiner import formats
 from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
-from refiner.formats.reading import Detected, choose_formats, params_by_tool, read_upstream
+from refiner.formats.reading import Detected, params_by_tool, read_upstream
 from refiner.formats.reasoning import calls_text
 from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
@@ -62,7 +62,7 @@ class RequestError(ValueError):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 1. Request: validate, pick formats, load the tool list
+# 1. Request: validate, load the tool list
 
 
 def validate_request(request: Any) -> None:
@@ -95,11 +95,6 @@ def reasoning_calls(request: Any, default: bool) -> Any:
         return request
     text = calls_text(request["upstream"])
     return request if text is None else {**request, "upstream": text}
-
-
-def pick_formats(request: Mapping[str, Any], default: str | None) -> tuple[str, str]:
-    """``(upstream format, output format)`` (:func:`refiner.formats.reading.choose_formats`)."""
-    return choose_formats(request["upstream"], request.get("format") or default)[:2]
 
 
 def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
@@ -146,16 +141,25 @@ class Job:
 
     @property
     def model_fmt(self) -> str:
-        """The format the model reads and writes for this job (:func:`model_format`)."""
-        return model_format(self, self.model_formats)
+        """The format the model reads and writes for this job: the output format when the model knows it
+        (``model_formats``, by default the formats marked ``trained``), else the trained format that carries the same
+        things (:func:`refiner.formats.model_view`). A request with its own ``format_hint`` keeps the output format."""
+        out = formats.get(self.out_fmt)
+        if self.request.get("format_hint") is not None:
+            return out.name
+        if self.model_formats is not None and out.name in self.model_formats:
+            return out.name
+        view = formats.model_view(out).name
+        return view if self.model_formats is None or view in self.model_formats else out.name
 
     @property
-    def best_without_model(self) -> tuple[str, Tier1 | None]:
-        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else
-        ``("unchanged", None)``."""
+    def best_without_model(self) -> tuple[str, Tier1]:
+        """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else ``("unchanged",
+        the upstream as a tier-1 outcome that repaired nothing)``."""
         if self.tier1.changed and self.tier1.after.n_errors <= self.upstream.n_errors:
             return "repaired", self.tier1
-        return "unchanged", None
+        upstream = self.upstream
+        return "unchanged", Tier1(self.request["upstream"], upstream.calls, before=upstream, after=upstream)
 
     def sendable(self) -> Job:
         """A copy to send to a process that holds the request, without its ``tools`` and ``query`` (megabytes in an
@@ -213,19 +217,6 @@ def tools_text(request: Mapping[str, Any]) -> str:
     tools = request.get("tools")
     body = tools if isinstance(tools, str) else json.dumps(tools, ensure_ascii=False, default=str)
     return f"You can call the following tools:\n{body}"
-
-
-def model_format(job: Job, known: Collection[str] | None) -> str:
-    """The format the model reads and writes for this job: the output format when the model knows it (``known``, by
-    default the formats marked ``trained``), else the trained format that carries the same things
-    (:func:`refiner.formats.model_view`). A request with its own ``format_hint`` keeps the output format."""
-    out = formats.get(job.out_fmt)
-    if job.request.get("format_hint") is not None:
-        return out.name
-    if known is not None and out.name in known:
-        return out.name
-    view = formats.model_view(out).name
-    return view if known is None or view in known else out.name
 
 
 def shown_upstream(job: Job) -> str:
@@ -290,21 +281,18 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
     if job.truncated:
         return truncated_outcome(job)
     base_stage, base = job.best_without_model
-    base_text = base.text if base else job.request["upstream"]
-    base_calls = base.calls if base else job.upstream.calls
-    base_report = base.after if base else job.upstream
     if base_stage == "unchanged" and job.out_fmt != job.upstream_fmt and job.upstream.calls:
         base_stage = "repaired"  # the format conversion alone is a change
     what = "tier-1 repair" if base_stage == "repaired" else "the upstream"
     if model is None and job.model_error is not None:
-        return "fallback", base_text, base_calls, base_report, f"the model step failed ({job.model_error}); {what} kept"
+        return "fallback", base.text, base.calls, base.after, f"the model step failed ({job.model_error}); {what} kept"
     if model is None:
-        verdict = "passes the gate" if base_report.passed else "still fails the gate (no model ran)"
-        return base_stage, base_text, base_calls, base_report, f"{what} {verdict}"
+        verdict = "passes the gate" if base.after.passed else "still fails the gate (no model ran)"
+        return base_stage, base.text, base.calls, base.after, f"{what} {verdict}"
     ordered = formats.get(job.out_fmt).order_sensitive
     if not model.calls:
-        return "fallback", base_text, base_calls, base_report, "the model's answer holds no readable call"
-    if model.after.passed or model.after.n_errors <= base_report.n_errors and not base_report.passed:
+        return "fallback", base.text, base.calls, base.after, "the model's answer holds no readable call"
+    if model.after.passed or model.after.n_errors <= base.after.n_errors and not base.after.passed:
         if job.upstream.strict_ok and job.out_fmt == job.upstream_fmt and calls_equal(
             model.calls, job.upstream.calls, ordered=ordered
         ):
@@ -312,17 +300,14 @@ def guard(job: Job, model: Tier1 | None) -> tuple[str, str, list[ToolCall], Gate
         why = "model answer passes the gate" if model.after.passed else "model answer has the fewest gate errors"
         return "model", model.text, model.calls, model.after, why
     codes = sorted({d.code for d in model.after.diagnostics if d.severity == "error"})
-    return "fallback", base_text, base_calls, base_report, f"model answer fails the gate ({', '.join(codes)})"
+    return "fallback", base.text, base.calls, base.after, f"model answer fails the gate ({', '.join(codes)})"
 
 
 def truncated_outcome(job: Job) -> tuple[str, str, list[ToolCall], GateReport, str]:
     """The guard's answer for an upstream that was cut off (see the module docstring): tier 1's text when it changed
-    anything (the cut call is then left out of it), else the upstream as it came."""
+    anything (the cut call is then left out of it), else the upstream as it came (tier 1's outcome then)."""
     t1 = job.tier1
-    if t1.changed:
-        text, calls, report = t1.text, t1.calls, t1.after
-    else:
-        text, calls, report = job.request["upstream"], job.upstream.calls, job.upstream
+    text, calls, report = t1.text, t1.calls, t1.after
     why = f"finish_reason {job.request['finish_reason']!r}" if job.cut_off else "the text stops mid-value"
     cut = job.upstream.cut
     if cut is not None and cut.index is not None and any(a.code == "drop_cut" for a in t1.actions):
@@ -411,7 +396,7 @@ class Refiner:
     N by gate and agreement); ``thinking``, ``temperature`` (default 0 for one sample, 0.7 for several), ``max_tokens``,
     ``seed``; ``trust_spec``: tier 1 treats every spec as exact (:mod:`refiner.repair`); ``model_formats``: the formats
     the model was trained on (default: those marked ``trained``): other output formats are shown to it in the closest
-    one and its answer written back (:func:`model_format`); ``chat_template``: the upstream model's template
+    one and its answer written back (:attr:`Job.model_fmt`); ``chat_template``: the upstream model's template
     (``.jinja``, ``tokenizer_config.json`` or model folder), whose derived dialect becomes the refiner's format (one
     log line and detection per request when none derives); ``unknown_tools``: ``"keep"`` or ``"drop"`` a call to a
     tool not offered (docs/formats.md, "What counts as no call"); ``calls_in_reasoning``: read calls written in the
@@ -534,8 +519,7 @@ class Refiner:
             return False
         if not self.bypass:
             return True
-        _, base = job.best_without_model
-        return not (base.after if base else job.upstream).passed
+        return not job.best_without_model[1].after.passed
 
     def run_model(self, jobs: Sequence[Job]) -> None:
         """Fills each job's ``samples``: one batched engine call for all ``jobs``; when it fails, one call per job,

@@ -10,7 +10,6 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.reasoning import split_reasoning as reasoning_block
-from refiner.formats.text import reasoning_offset
 
 SYSTEM_PROMPT = (
     "You correct tool calls written by another language model. You are given the tools that were available, "
@@ -68,7 +67,7 @@ def build_messages(system: str, query: str | Sequence[Mapping[str, Any]], upstre
 
 def extract_answer(text: str) -> str:
     """The answer part of a generation: what follows the reasoning block (all of it when there is none)."""
-    return text[reasoning_offset(text) :].strip()
+    return text[reasoning_block(text).answer :].strip()
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:

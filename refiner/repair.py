@@ -76,7 +76,7 @@ def action(code: str, message: str, call: int | None = None, tool: str | None = 
 
 @dataclass
 class Tier1:
-    """Outcome of tier-1 repair on one upstream text."""
+    """Outcome of tier-1 repair on one upstream text; with no action, the upstream's text, calls and gate report."""
 
     text: str  # the repaired text in the output format (the upstream text itself when nothing changed)
     calls: list[ToolCall]
@@ -99,11 +99,9 @@ def spec_is_closed(spec: Any) -> bool:
 normalise_name = functools.lru_cache(maxsize=4096)(normalise)  # getWeather, get_weather, Get-Weather: one name
 
 
-def snap(
-    name: str, candidates: Sequence[str], cutoff: float, margin: float = MARGIN, *, count: Count | None = None
-) -> str | None:
+def snap(name: str, candidates: Sequence[str], cutoff: float, *, count: Count | None = None) -> str | None:
     """The candidate ``name`` was meant to be: its one normalised equal, else the most similar one when it scores at
-    least ``cutoff`` and ``margin`` more than the runner-up; ``None`` otherwise. One comparison per candidate is
+    least ``cutoff`` and :data:`MARGIN` more than the runner-up; ``None`` otherwise. One comparison per candidate is
     taken from ``count``."""
     if not candidates or len(name) > MAX_SNAP_NAME_CHARS or (count is not None and not count.spend(len(candidates))):
         return None
@@ -115,7 +113,7 @@ def snap(
         ((fuzz.ratio(key, normalise_name(c)), c) for c in candidates if len(c) <= MAX_SNAP_NAME_CHARS),
         key=lambda t: -t[0],
     )
-    if not scored or scored[0][0] < cutoff or (len(scored) > 1 and scored[0][0] - scored[1][0] < margin):
+    if not scored or scored[0][0] < cutoff or (len(scored) > 1 and scored[0][0] - scored[1][0] < MARGIN):
         return None
     return scored[0][1]
 

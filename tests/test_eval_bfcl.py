@@ -119,7 +119,7 @@ def test_quirks_fail_under_bfcls_own_checker(records, official):
                 attempts.append([ToolCall(name, args)])
             for calls in attempts:
                 assert not official(cat, fns, calls, possible), (rec["id"], calls)
-                assert not bfcl_ast.check(cat, fns, calls, possible), (rec["id"], calls)
+                assert not bfcl_ast.check(fns, calls, possible), (rec["id"], calls)
     assert found == set(QUIRKS)
 
 
@@ -176,7 +176,7 @@ def test_our_checker_agrees_with_bfcls_on_gold_and_mutations(records, official):
             gold = bfcl_ast.first_answer(possible, fns)
             for calls in [gold, *_mutations(gold, rng)]:
                 theirs = official(cat, fns, calls, possible)
-                ours = bool(bfcl_ast.check(cat, fns, calls, possible))
+                ours = bool(bfcl_ast.check(fns, calls, possible))
                 checked += 1
                 rejected += not theirs
                 if ours != theirs:
@@ -207,7 +207,7 @@ def test_required_parameter_accepting_only_empty_string(records, official):
     left_out = [ToolCall(gold[0].name, {k: v for k, v in gold[0].arguments.items() if k != "origin_airport"})]
     for calls, ok in ((gold, True), (la, False), (left_out, False)):
         assert official("live_multiple", rec["function"], calls, possible) is ok
-        assert bool(bfcl_ast.check("live_multiple", rec["function"], calls, possible)) is ok
+        assert bool(bfcl_ast.check(rec["function"], calls, possible)) is ok
 
 
 def test_array_items_of_another_type_than_declared(records, official):
@@ -217,9 +217,8 @@ def test_array_items_of_another_type_than_declared(records, official):
     fns = rec["function"]
     gold = bfcl_ast.first_answer(possible, fns)
     assert gold[0].name == "sort_list" and gold[0].arguments["elements"][0] == "apple"
-    assert official("parallel_multiple", fns, gold, possible) and bfcl_ast.check("parallel_multiple", fns, gold,
-                                                                                  possible)
+    assert official("parallel_multiple", fns, gold, possible) and bfcl_ast.check(fns, gold, possible)
     mixed = [ToolCall("sort_list", {"elements": ["apple", 2, "cherry", "date", "elderberry"], "order": "desc"}),
              *gold[1:]]
     assert not official("parallel_multiple", fns, mixed, possible)
-    assert not bfcl_ast.check("parallel_multiple", fns, mixed, possible)
+    assert not bfcl_ast.check(fns, mixed, possible)

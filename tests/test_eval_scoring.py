@@ -146,8 +146,7 @@ def test_bfcl_optional_parameter():
     # ground truth: base [10], height [5], unit ["units", ""]  ("" = may be left out)
     assert possible == [{"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}}]
     fns = rec["function"]
-    ok = lambda args: bool(bfcl_ast.check("simple_python", fns, [ToolCall("calculate_triangle_area", args)],  # noqa
-                                          possible))
+    ok = lambda args: bool(bfcl_ast.check(fns, [ToolCall("calculate_triangle_area", args)], possible))  # noqa
     assert ok({"base": 10, "height": 5})
     assert ok({"base": 10, "height": 5, "unit": "units"})
     assert ok({"base": 10, "height": 5, "unit": "Units"})  # strings compared case-insensitively
@@ -165,10 +164,10 @@ def test_bfcl_int_accepted_for_float_and_parallel_any_order():
     fns = rec["function"]
     rect = ToolCall("area_rectangle.calculate", {"length": 7, "breadth": 3})  # ints for float params
     circle = ToolCall("area_circle.calculate", {"radius": 5.0})
-    assert bfcl_ast.check("parallel_multiple", fns, [circle, rect], possible)
-    assert bfcl_ast.check("parallel_multiple", fns, [rect, circle], possible)
-    assert not bfcl_ast.check("parallel_multiple", fns, [rect], possible)  # a call missing
-    assert not bfcl_ast.check("parallel_multiple", fns, [rect, ToolCall("area_circle.calculate", {"radius": True})],
+    assert bfcl_ast.check(fns, [circle, rect], possible)
+    assert bfcl_ast.check(fns, [rect, circle], possible)
+    assert not bfcl_ast.check(fns, [rect], possible)  # a call missing
+    assert not bfcl_ast.check(fns, [rect, ToolCall("area_circle.calculate", {"radius": True})],
                               possible)  # bool is not a number
 
 
@@ -177,9 +176,9 @@ def test_bfcl_string_standardisation_and_variable_rule():
         "date": {"type": "string"}, "n": {"type": "integer"}, "xs": {"type": "array", "items": {"type": "string"}}},
         "required": ["date"]}}
     possible = [{"f": {"date": ["April 1, 2024"], "n": ["count", ""], "xs": [["A b", "c"], ""]}}]
-    assert bfcl_ast.check("simple", [spec], [ToolCall("f", {"date": "april 1 2024"})], possible)
+    assert bfcl_ast.check([spec], [ToolCall("f", {"date": "april 1 2024"})], possible)
     # a string where the schema says integer is accepted when the possible answer is a string (a variable name)
-    assert bfcl_ast.check("simple", [spec], [ToolCall("f", {"date": "April 1,2024", "n": "count"})], possible)
-    assert bfcl_ast.check("simple", [spec], [ToolCall("f", {"date": "April 1 2024", "xs": ["a_b", "C"]})], possible)
-    assert not bfcl_ast.check("simple", [spec], [ToolCall("f", {"date": "April 2 2024"})], possible)
-    assert not bfcl_ast.check("simple", [spec], [ToolCall("g", {"date": "April 1 2024"})], possible)
+    assert bfcl_ast.check([spec], [ToolCall("f", {"date": "April 1,2024", "n": "count"})], possible)
+    assert bfcl_ast.check([spec], [ToolCall("f", {"date": "April 1 2024", "xs": ["a_b", "C"]})], possible)
+    assert not bfcl_ast.check([spec], [ToolCall("f", {"date": "April 2 2024"})], possible)
+    assert not bfcl_ast.check([spec], [ToolCall("g", {"date": "April 1 2024"})], possible)

@@ -220,10 +220,10 @@ KNOWN_HARM = {
     # what a text cut off there looks like (the last value may be cut too: 355.48 of 355.485)
     ("broken_json", "mistral_v11"): "read as truncated",
     # llama3_json's strict reader takes '[{call}, {name": broken}]' as one call followed by prose, and the pipeline
-    # reads a broken text in a format it is strictly valid in (pipeline.pick_formats)
+    # reads a broken text in a format it is strictly valid in (formats.reading.choose_formats)
     ("broken_json", "nestful"): "read as llama3_json",
     # another format's sentinel in place of the format's own tag: the text is read in that format
-    # (pipeline.pick_formats), which finds fewer calls or a call named by the surrounding JSON
+    # (formats.reading.choose_formats), which finds fewer calls or a call named by the surrounding JSON
     ("wrong_tag", "anthropic"): "read as deepseek_v31",
     ("wrong_tag", "minimax"): "read in the format whose tag replaced minimax's (1 of 190 in the full run)",
     ("wrong_tag", "deepseek_v31"): "read as mistral_v11",

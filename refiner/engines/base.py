@@ -17,12 +17,14 @@ class EngineError(RuntimeError):
 @runtime_checkable
 class Engine(Protocol):
     """Generates ``n`` raw texts (reasoning included) for each chat conversation. The project's engines subclass it:
-    :meth:`chat` checks every request (:func:`check_request`), then hands it to the engine's ``_run(conversations,
+    :meth:`chat` checks every request (:func:`check_request`), then hands a non-empty one to ``_run(conversations,
     **sampling)`` (``sampling``: the keyword arguments of :meth:`chat`), which returns ``n`` texts per conversation."""
 
     def chat(self, conversations: Sequence[Conversation], *, n: int = 1, temperature: float = 0.0,
              max_tokens: int = 1024, enable_thinking: bool | None = None, seed: int | None = None) -> list[list[str]]:
         check_request(conversations, n, temperature, max_tokens)
+        if not conversations:
+            return []
         return self._run(conversations, n=n, temperature=temperature, max_tokens=max_tokens,  # type: ignore
                          enable_thinking=enable_thinking, seed=seed)
 

@@ -76,8 +76,6 @@ class OpenAIEngine(Engine):
 
     async def _arun(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
                     enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
-        if not conversations:
-            return []
         sem = asyncio.Semaphore(self.concurrency)
         async with self._client() as client:
             model = self.model or await self._first_model(client)

@@ -50,8 +50,6 @@ class VLLMEngine(Engine):
 
     def _run(self, conversations: Sequence[Conversation], *, n: int, temperature: float, max_tokens: int,
              enable_thinking: bool | None, seed: int | None) -> list[list[str]]:
-        if not conversations:
-            return []
         params = self._vllm.SamplingParams(n=n, temperature=temperature, max_tokens=max_tokens, seed=seed)
         outputs = self.llm.chat([list(map(dict, c)) for c in conversations], params, use_tqdm=self.use_tqdm,
                                 chat_template_kwargs=template_kwargs(enable_thinking) or None)

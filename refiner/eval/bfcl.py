@@ -111,5 +111,5 @@ class BFCL(Benchmark):
 
     def score(self, item: BenchItem, text: str) -> dict[str, Any]:
         calls = self.read(item, text)
-        ok = calls is not None and bfcl_ast.check(item.subset, item.meta["functions"], calls, item.gold)
+        ok = calls is not None and bfcl_ast.check(item.meta["functions"], calls, item.gold)
         return {"acc": float(bool(ok))}

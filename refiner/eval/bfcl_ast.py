@@ -129,15 +129,11 @@ def _find_spec(functions: Sequence[Mapping[str, Any]], name: str) -> Mapping[str
     raise KeyError(f"possible answer names {name!r}, which is not among the offered functions")
 
 
-def check(category: str, functions: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall],
+def check(functions: Sequence[Mapping[str, Any]], calls: Sequence[ToolCall],
           possible: Sequence[Mapping[str, Mapping[str, Sequence[Any]]]]) -> Check:
-    """A whole answer of one BFCL category (``simple``, ``multiple``, ``parallel``, ``parallel_multiple``, with or
-    without the ``live_`` prefix or a ``_python`` suffix)."""
+    """A whole answer of any BFCL category: one call for each expected one, parallel calls in any order."""
     if len(calls) != len(possible):
         return Check(False, f"wrong number of calls: {len(calls)}, expected {len(possible)}")
-    if "parallel" not in category:
-        (name, answer), = possible[0].items()
-        return check_call(_find_spec(functions, name), calls[0], answer)
     used: set[int] = set()
     for expected in possible:
         (name, answer), = expected.items()

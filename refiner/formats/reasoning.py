@@ -49,25 +49,50 @@ def skip_blanks(text: str, pos: int = 0) -> int:
 
 
 def bracket_end(text: str, i: int) -> int:
-    """The end of the bracketed value opening at ``text[i]`` (strings in either quote, ended by a newline too), or
-    -1 when the text stops first. Linear."""
-    depth, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "\"'":
-            j = _INSIDE[c].match(text, i + 1).end()
-            while j < n and text[j] == "\\":  # an escape: the next character is text
-                j = _INSIDE[c].match(text, j + 2).end() if j + 2 <= n else n
-            i = j + 1
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth <= 0:
-                return i + 1
-        i = _OUTSIDE.match(text, i + 1).end()
-    return -1
+    """The end of the bracketed value opening at ``text[i]`` (strings in either quote, ended by a newline too, so
+    that a stray apostrophe cannot swallow the text), or -1 when the text stops first. Linear."""
+    return Brackets(i).end(text)
+
+
+class Brackets:
+    """The end of a bracketed value opening at ``start``, as :func:`bracket_end` finds it, in a text that grows: each
+    :meth:`end` reads on from where the last one stopped (linear over the whole text)."""
+
+    def __init__(self, start: int) -> None:
+        self.pos = start  # the next character to read
+        self.depth = 0
+        self.quote = ""  # the quote of the string being read
+        self.closed = -1  # the value's end, once found
+
+    def end(self, text: str) -> int:
+        """The value's end in ``text`` (the text of the last call, grown), or -1 while the text stops first."""
+        if self.closed >= 0:
+            return self.closed
+        i, n, depth, quote = self.pos, len(text), self.depth, self.quote  # (locals, for speed)
+        while i < n:
+            if not quote:
+                c = text[i]
+                if c not in "\"'":
+                    if c in "([{":
+                        depth += 1
+                    elif c in ")]}":
+                        depth -= 1
+                        if depth <= 0:
+                            self.closed = i + 1
+                            return self.closed
+                    i = _OUTSIDE.match(text, i + 1).end()
+                    continue
+                quote = c
+                i += 1
+            i = _INSIDE[quote].match(text, i).end()  # to the quote, a newline or an escape
+            while i + 1 < n and text[i] == "\\":  # an escape: the next character is text
+                i = _INSIDE[quote].match(text, i + 2).end()
+            if i >= n or text[i] == "\\":
+                break  # (the string goes on; after an escape at the end, its character is still to come)
+            quote = ""
+            i += 1
+        self.pos, self.depth, self.quote = i, depth, quote
+        return -1
 
 
 @functools.lru_cache(maxsize=64)

@@ -13,7 +13,7 @@ from typing import Any
 
 from refiner import formats
 from refiner.formats.base import marker_table
-from refiner.formats.reasoning import fenced_tags, format_tags, is_closing_tag, is_markup, skip_blanks
+from refiner.formats.reasoning import Brackets, fenced_tags, format_tags, is_closing_tag, is_markup, skip_blanks
 from refiner.specs.catalog import tool_name
 
 MAX_REGION_CHARS = 64_000  # an untagged region longer than this is held to the end unchecked
@@ -155,10 +155,7 @@ class _Region:
     kind: str
     looks_like_call: bool = False
     body: int = -1  # fence: where its first line starts
-    pos: int = -1  # bracket matching: next character to read
-    depth: int = 0
-    quote: str | None = None
-    end: int = -1  # where the brackets closed, once they have
+    brackets: Brackets | None = None  # where its brackets close, read on as the text grows
 
 
 @dataclass
@@ -262,7 +259,7 @@ class ContentSplit:
                 if kind in ("marker", "recipient") or self.checks >= MAX_CHECKS:
                     self.held_from = pos
                     break
-                self.region = _Region(pos, kind, looks_like_call=kind == "call")
+                self.region = _Region(pos, kind, looks_like_call=kind == "call", brackets=Brackets(pos))
             state = self._region_state(self.region)
             if state == "marker":  # the region's opener turned out to begin a format's marker ("[TOOL_CALLS]")
                 self.held_from, self.region = self.region.start, None
@@ -314,10 +311,10 @@ class ContentSplit:
         if r.kind == "fence":
             close = text.find("```", r.body)
             return "open" if close < 0 else close + 3
-        end = self._match_brackets(r)
-        if r.kind == "call" and end != "open":
+        end = r.brackets.end(text)
+        if r.kind == "call" and end >= 0:
             return self._bare_call_end(end)
-        return end
+        return end if end >= 0 else "open"
 
     def _bare_call_end(self, end: int) -> str | int:
         """A bare call (``name(...)`` at a line start) counts only when nothing but more calls follows on its line."""
@@ -328,35 +325,6 @@ class ContentSplit:
         if not rest or _ident_call(rest, 0):
             return end
         return "not_call"
-
-    def _match_brackets(self, r: _Region) -> str | int:
-        """The end of the region once its brackets balance, read on from where it stopped. A string also ends at a
-        newline, so that a stray apostrophe cannot swallow the answer."""
-        if r.end >= 0:
-            return r.end
-        text = self.text
-        i = r.pos if r.pos >= 0 else r.start
-        n = len(text)
-        while i < n:
-            c = text[i]
-            if r.quote is not None:
-                if c == "\\":
-                    i += 2
-                    continue
-                if c == r.quote or c == "\n":
-                    r.quote = None
-            elif c in "\"'":
-                r.quote = c
-            elif c in "([{":
-                r.depth += 1
-            elif c in ")]}":
-                r.depth -= 1
-                if r.depth <= 0:
-                    r.pos = r.end = i + 1
-                    return i + 1
-            i += 1
-        r.pos = min(i, n)
-        return "open"
 
 
 MAX_EARLY_READS = 32  # early reads of an answer's calls (held content, or the upstream's tool calls) before its end
@@ -394,6 +362,10 @@ class EarlyRead:
     calls: list[dict] | None
     outcome: dict | None = None
     slow: bool = False
+
+    def covers(self, text: str) -> bool:
+        """Whether the answer's end, its text ``text``, takes this read's outcome (tier 1 gave one, of that text)."""
+        return self.outcome is not None and self.text == text
 
 
 class CallDriver:
@@ -460,11 +432,6 @@ class CallDriver:
         new = list(calls[len(self.calls) :])
         self.calls += new
         return new
-
-    def read_of(self, text: str) -> EarlyRead | None:
-        """The last early read when it read ``text`` (the held text at the end) and tier 1 gave an outcome."""
-        last = self.last
-        return last if last is not None and last.outcome is not None and last.text == text else None
 
 
 def same_call(call: dict) -> tuple[str, str]:

@@ -232,8 +232,7 @@ class Refinement:
             jobs.append(_Job(i, "content", request, split=split))
         for job in jobs:
             read = (early or {}).get(job.choice)
-            if read is not None and read.outcome is not None and read.text == job.request["upstream"] \
-                    and "finish_reason" not in job.request:
+            if read is not None and read.covers(job.request["upstream"]) and "finish_reason" not in job.request:
                 self._took(job, dict(read.outcome), read.slow)
         await self._tier1(jobs, deadline)
         await self._model(jobs, deadline)

@@ -236,9 +236,8 @@ async def relay(events: AsyncIterator[dict], refinement: Refinement, body: dict,
         if i not in buf.reasoned:
             refinement.prompts.learn(body, message.get("content"), reason)
     for i, a in answers.items():
-        read = a.driver.read_of(a.split.held) if a.driver is not None else None
-        if read is not None and i not in reads:
-            reads[i] = read
+        if a.driver is not None and a.driver.last is not None:
+            reads.setdefault(i, a.driver.last)
     results = await refinement.choices(body, messages, splits, reasonings, reads)
     _, extra = report(results, history)
     if extra or any(r.stage != "none" for r in results):

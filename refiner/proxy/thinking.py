@@ -14,6 +14,7 @@ from typing import Any
 
 from refiner.formats.derive.render import ChatTemplate, compile_template, load_template, render
 from refiner.formats.reasoning import call_start, pairs, split_reasoning
+from refiner.specs.catalog import MAX_CACHED_CHARS, KeptTexts
 
 log = logging.getLogger("refiner.proxy")
 
@@ -101,7 +102,7 @@ class PromptReasoning:
         self.compiled = compile_template(self.template) if self.template is not None else None
         self.models = dict(models or {})
         self.learning = learn
-        self.learned: collections.OrderedDict[str, bool] = collections.OrderedDict()
+        self.learned = KeptTexts(MAX_MODELS, MAX_CACHED_CHARS)  # model name -> what its answers said
         self.renders: collections.OrderedDict[str, bool | None] = collections.OrderedDict()
 
     def from_template(self, kwargs: Any) -> bool | None:
@@ -144,13 +145,9 @@ class PromptReasoning:
         said = answer_says(content, finish_reason)
         if said is None:
             return
-        model = model_of(body)
-        self.learned[model] = said
-        self.learned.move_to_end(model)
-        while len(self.learned) > MAX_MODELS:
-            self.learned.popitem(last=False)
+        self.learned.put(model_of(body), said)
 
     def describe(self) -> dict:
         return {"template": self.template.where if self.template is not None else None,
-                "models": dict(self.models), "learned": dict(self.learned),
+                "models": dict(self.models), "learned": {m: self.learned.get(m) for m in self.learned.texts()},
                 "opens_by_default": [pattern for pattern, _ in OPENS_BY_DEFAULT]}

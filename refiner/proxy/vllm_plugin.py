@@ -104,8 +104,8 @@ class Reader:
         released = run_sync(self.driver.end(), self._answer)
         held = self.split.held
         if held.strip() and self.names:
-            read = self.driver.read_of(held)  # (the held text read early, unchanged since, is not read again)
-            outcome = read.outcome if read is not None else work.tier1(self.refiner, [
+            read = self.driver.last  # (the held text read early, unchanged since, is not read again)
+            outcome = read.outcome if read is not None and read.covers(held) else work.tier1(self.refiner, [
                 work.content_item(held, self.catalog, None, self.split.detection())])[0]
             result = outcome["result"]
             if holds_calls(result, self.names):

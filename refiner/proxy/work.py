@@ -8,7 +8,6 @@ item never raises.
 
 from __future__ import annotations
 
-import collections
 import io
 import logging
 import pickle
@@ -24,7 +23,7 @@ from refiner.pipeline import Job, Refiner, describe_error, load_request_tools
 from refiner.proxy.content import ContentSplit, EarlyRead, Openers, RegionRead, complete_calls, run_sync, split_whole
 from refiner.proxy.metrics import repair_classes
 from refiner.repair import TOOL_CUTOFF, snap
-from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS
+from refiner.specs.catalog import MAX_CACHED_CHARS, MAX_CACHED_LISTS, KeptTexts
 
 log = logging.getLogger("refiner.proxy")
 
@@ -134,42 +133,14 @@ def split(refiner: Refiner, payload: dict) -> dict:
 
 
 TOOLS_REF = "tools"  # a tool list in a payload is pickled as (TOOLS_REF, number): isolation.TextNumbers
+TEXTS = KeptTexts(MAX_CACHED_LISTS, MAX_CACHED_CHARS)  # the tool-list texts this worker was sent, kept by number
 
 
-class TextStore:
-    """The tool-list texts a worker has been sent, by number, least recently used out within the tool-list cache's
-    bounds (the same string objects the worker's catalog cache keeps)."""
-
-    def __init__(self) -> None:
-        self.texts: collections.OrderedDict[int, str] = collections.OrderedDict()
-        self.chars = 0
-
-    def get(self, number: int) -> str | None:
-        if number in self.texts:
-            self.texts.move_to_end(number)
-        return self.texts.get(number)
-
-    def put(self, number: int, text: str) -> None:
-        if number in self.texts or len(text) > MAX_CACHED_CHARS:
-            return
-        self.texts[number] = text
-        self.chars += len(text)
-        while len(self.texts) > MAX_CACHED_LISTS or self.chars > MAX_CACHED_CHARS:
-            self.chars -= len(self.texts.popitem(last=False)[1])
-
-    def clear(self) -> None:
-        self.texts.clear()
-        self.chars = 0
-
-
-TEXTS = TextStore()
-
-
-def load_payload(blob: bytes, texts: dict[int, str], store: TextStore) -> tuple[Any, list[int]]:
+def load_payload(blob: bytes, texts: dict[int, str], store: KeptTexts) -> tuple[Any, list[int]]:
     """``(payload, [])``: the payload pickled in ``blob``, each tool list it names read from ``texts`` (sent with it,
     then kept in ``store``) or from ``store``; ``(None, numbers)`` of the tool lists in neither."""
     for number, text in texts.items():
-        store.put(number, text)
+        store.put(text, number)
     missing: list[int] = []
 
     class Loader(pickle.Unpickler):
@@ -177,7 +148,7 @@ def load_payload(blob: bytes, texts: dict[int, str], store: TextStore) -> tuple[
             kind, number = pid
             if kind != TOOLS_REF:
                 raise pickle.UnpicklingError(f"unknown persistent id {kind!r}")
-            text = texts.get(number) or store.get(number)
+            text = texts.get(number) or store.text_of(number)
             if text is None:
                 missing.append(number)
             return text or ""

@@ -266,6 +266,7 @@ class KeptTexts:
         key = _Text(text)
         with self.lock:
             if key in self.entries:
+                self.entries[key] = value  # (a kept text's new value: a worker's tool list sent under a new number)
                 return
             self.entries[key] = value
             self.chars += len(text)
@@ -273,6 +274,15 @@ class KeptTexts:
                 old = next(iter(self.entries))
                 del self.entries[old]
                 self.chars -= len(old.text)
+
+    def text_of(self, value: Any) -> str | None:
+        """The kept text whose value is ``value`` (used now, as by :meth:`get`), or None."""
+        with self.lock:
+            for key in reversed(self.entries):
+                if self.entries[key] == value:
+                    self.entries[key] = self.entries.pop(key)
+                    return key.text
+        return None
 
     def texts(self) -> list[str]:
         """The texts kept, least recently used first."""

@@ -80,6 +80,13 @@ def is_schema_object(value: Mapping[str, Any]) -> bool:
     return not (props and set(props) <= _PARAM_KEYS and any(not isinstance(v, Mapping) for v in props.values()))
 
 
+def describe(obj: Any) -> str:
+    """What a value that is no tool is, for an error message."""
+    if isinstance(obj, Mapping):
+        return f"an object with keys {sorted(map(str, obj))[:12]}"
+    return f"a {type(obj).__name__}"
+
+
 def _checked(ctx: Ctx, path: str, key: str, value: Any, kinds: type | tuple[type, ...], what: str) -> Any:
     """``value`` when it is None or of ``kinds`` (never a bool), else the error saying it must be ``what``."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
@@ -341,12 +348,6 @@ def read_param_map(ctx: Ctx, path: str, value: Any, implicit: bool = False) -> t
     params: dict[str, Param] = {}
     required: list[str] = []
     for name, spec in props.items():
-        p = _plain_param(spec) if type(spec) is dict and spec.keys() <= _PLAIN_KEYS else None
-        if p is not None:  # (most parameters: read_param's result, without its path)
-            params[name] = p
-            if implicit and explicit is None:
-                required.append(name)
-            continue
         p, flag, optional = read_param(ctx, f"{path}.{name}", spec)
         params[name] = p
         if flag is None:  # no marker of its own
@@ -431,8 +432,7 @@ _STR = frozenset((str,))
 
 
 def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec | None:
-    # A second reader beside _read_spec, for speed (every request's tools are read from dicts: bench_refine_peer
-    # shows the gain); tests/test_specs.py checks that both give the same spec.
+    # A second reader beside _read_spec, for speed (bench_refine_peer shows it); tests/test_specs.py checks they agree.
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
     {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, its schema one that
     needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each
@@ -497,7 +497,8 @@ def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> Too
     if spec is None and dialect is None:
         dialect = detect_one(d)
         if dialect is None:
-            raise SpecError(None, "cannot recognise the tool spec dialect of this tool", tool=index)
+            raise SpecError(None, f"cannot recognise the tool spec dialect of {describe(d)}; known dialects: "
+                            f"{', '.join(DIALECTS)}", tool=index)
         return spec_from_dict(d, dialect, index)
     return spec if spec is not None else _read_spec(d, dialect, index)
 

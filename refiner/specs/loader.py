@@ -6,18 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from refiner.specs import text as spec_text
-from refiner.specs.dialects import DIALECTS, detect_one, spec_from_dict
+from refiner.specs.dialects import DIALECTS, describe, detect_one, spec_from_dict
 from refiner.specs.model import SpecError, ToolSpec
 
 # Keys of whole records that hold a tool list (LLaMA-Factory/xLAM ``tools``, BFCL ``function``, NesTools ``api``)
 # or a system prompt with one (API-Bank, raw glaive, ToolACE ``system``).
 RECORD_KEYS = ("tools", "functions", "function", "api", "system")
-
-
-def _describe(obj: Any) -> str:
-    if isinstance(obj, Mapping):
-        return f"an object with keys {sorted(map(str, obj))[:12]}"
-    return f"a {type(obj).__name__}"
 
 
 def _items(obj: Any, dialect: str | None) -> list[tuple[Any, str | None]]:
@@ -34,7 +28,7 @@ def _items(obj: Any, dialect: str | None) -> list[tuple[Any, str | None]]:
         for key in RECORD_KEYS:
             if key in obj and not isinstance(obj.get("name"), str):
                 return _items(obj[key], dialect)
-        raise SpecError(None, f"cannot recognise the tool spec dialect of {_describe(obj)}; known dialects: "
+        raise SpecError(None, f"cannot recognise the tool spec dialect of {describe(obj)}; known dialects: "
                         f"{', '.join(DIALECTS)}", tool=0)
     if isinstance(obj, (list, tuple)):
         out = []
@@ -44,9 +38,9 @@ def _items(obj: Any, dialect: str | None) -> list[tuple[Any, str | None]]:
             elif isinstance(item, Mapping):
                 out.append((item, dialect))
             else:
-                raise SpecError(dialect, f"a tool must be an object, got {_describe(item)}", tool=i)
+                raise SpecError(dialect, f"a tool must be an object, got {describe(item)}", tool=i)
         return out
-    raise SpecError(dialect, f"cannot read tool specs from {_describe(obj)}")
+    raise SpecError(dialect, f"cannot read tool specs from {describe(obj)}")
 
 
 def _text_items(text: str, dialect: str | None) -> list[tuple[Any, str | None]]:
@@ -89,11 +83,7 @@ def load_tools(obj: Any, dialect: str | None = None) -> list[ToolSpec]:
         if isinstance(item, ToolSpec):
             specs.append(item)
             continue
-        dl = forced or detect_one(item)
-        if dl is None:
-            raise SpecError(None, f"cannot recognise the tool spec dialect of {_describe(item)}; known dialects: "
-                            f"{', '.join(DIALECTS)}", tool=i)
-        specs.append(spec_from_dict(item, dl, i))
+        specs.append(spec_from_dict(item, forced or detect_one(item), i))
     return specs
 
 
@@ -109,7 +99,7 @@ def detect_dialect(obj: Any) -> str:
     for i, (item, forced) in enumerate(items):
         dl = forced or (item.dialect if isinstance(item, ToolSpec) else detect_one(item))
         if dl is None:
-            raise SpecError(None, f"cannot recognise the tool spec dialect of {_describe(item)}", tool=i)
+            raise SpecError(None, f"cannot recognise the tool spec dialect of {describe(item)}", tool=i)
         seen.setdefault(dl, i)
     if len(seen) > 1:
         raise SpecError(None, f"the tools mix dialects: {', '.join(f'{d} (first at tool {i})' for d, i in seen.items())}")
