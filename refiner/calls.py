@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from typing import Any
 
 JSON = Any
@@ -84,27 +84,24 @@ def value_depth(value: JSON, limit: int) -> int:
     level = [value]
     depth = 0
     while level:
-        below: list[Any] = []
-        found = False
+        children: list[Iterable[Any]] = []  # (the containers' children, filtered once per level)
         for v in level:
-            if type(v) is dict or type(v) is list or type(v) is tuple:
-                children = v.values() if type(v) is dict else v
+            if type(v) is dict:
+                children.append(v.values())
+            elif type(v) is list or type(v) is tuple:
+                children.append(v)
             elif type(v) in _LEAVES:
                 continue
             elif isinstance(v, Mapping):
-                children = v.values()
+                children.append(v.values())
             elif isinstance(v, (list, tuple)):
-                children = v
-            else:
-                continue
-            found = True
-            below.extend([c for c in children if type(c) not in _LEAVES])
-        if not found:
+                children.append(v)
+        if not children:
             return depth
         depth += 1
         if depth > limit:
             return depth
-        level = below
+        level = [c for c in chain.from_iterable(children) if type(c) not in _LEAVES]
     return depth
 
 

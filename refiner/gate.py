@@ -279,6 +279,7 @@ def check_calls(
     out: list[Finding] = []
     count = Count(MAX_CHECKED_VALUES)
     unchecked = 0
+    unknown: dict[str, str] = {}  # (the message for each name no tool has, written once)
     for i, call in enumerate(calls if index is not None else ()):
         if count.left <= 0:
             unchecked = len(calls) - i
@@ -286,7 +287,10 @@ def check_calls(
         count.take()
         spec = index.get(call.name)
         if spec is None:
-            out.append(Finding("unknown_tool", f"no tool named {preview(call.name)}", i, call.name))
+            message = unknown.get(call.name)
+            if message is None:
+                message = unknown[call.name] = f"no tool named {preview(call.name)}"
+            out.append(Finding("unknown_tool", message, i, call.name))
         elif not names_only:
             out.extend(check_call(call, spec, i, strings=text_values, count=count))
     if count.left < 0 or unchecked:

@@ -341,13 +341,13 @@ def _number_text(x: float) -> str:
 def repair_call(
     call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Finding], *, strings: bool = False,
     trust_spec: bool = False, count: Count | None = None, compare: Count | None = None, misread: bool = False,
-    paired: dict[tuple, dict[str, str]] | None = None, snapped: dict[str, str | None] | None = None,
+    paired: dict[tuple, dict[str, str]] | None = None, snapped: dict[str | tuple[str, ...], str | None] | None = None,
 ) -> ToolCall:
     """One call with its tool name, parameter names and values repaired against ``tools`` (as far as the spec is
     believed: see the module docstring), each repair appended to ``actions``. ``count``: values still to coerce;
     ``compare``: name comparisons left; ``strings``: value style "text"; ``misread``: the call was read in another
     format than its own; ``paired``: the parameter renames already settled for this call list; ``snapped``: its tool
-    names already snapped (:func:`_snap_tool`)."""
+    names already snapped, alone and with their argument names (:func:`_snap_tool`)."""
     n_before = len(actions)
     name = _snap_tool(call, index, tools, actions, compare, misread, snapped=snapped)
     spec = tools.get(name)
@@ -421,10 +421,12 @@ def repair_calls(
         names_only = fmt is not None and formats.get(fmt).names_only
         count, compare = Count(MAX_COERCED_VALUES), Count(MAX_NAME_COMPARISONS)
         paired: dict[tuple, dict[str, str]] = {}
-        snapped: dict[str, str | None] = {}
+        snapped: dict[str | tuple[str, ...], str | None] = {}
         for i, c in enumerate(calls):
-            if snapped.get(c.name, "") is None and (names_only or not c.arguments):
-                continue  # (a name no tool has, snapped to none before, and nothing else to repair: as it is)
+            if snapped.get(c.name, "") is None and (
+                names_only or not c.arguments or snapped.get((c.name, *c.arguments), "") is None
+            ):  # (a name no tool has, snapped to none before, alone and with these argument names: as it is)
+                continue
             if names_only:
                 name = _snap_tool(c, i, index, actions, compare, by_arguments=False, snapped=snapped)
                 out[i] = c if name == c.name else replace(c, name=name)
@@ -440,11 +442,12 @@ def repair_calls(
 
 def _snap_tool(
     call: ToolCall, index: int, tools: Mapping[str, Any], actions: list[Finding], compare: Count | None,
-    misread: bool = False, *, by_arguments: bool = True, snapped: dict[str, str | None] | None = None,
+    misread: bool = False, *, by_arguments: bool = True, snapped: dict[str | tuple[str, ...], str | None] | None = None,
 ) -> str:
     """The tool ``call`` meant: its name, else the offered tool it snaps to (:func:`snap`, then, ``by_arguments``,
     :func:`snap_by_arguments`), recorded in ``actions``; none once the call list's comparisons run short.
-    ``snapped``: the names of this call list :func:`snap` answered, and its answers (each name is snapped once)."""
+    ``snapped``: the names of this call list :func:`snap` answered, and the names with argument names
+    :func:`snap_by_arguments` answered, with their answers (each is asked once)."""
     name, snapped = call.name, {} if snapped is None else snapped
     if name in tools or (compare is not None and compare.left < len(tools)):
         return name
@@ -452,8 +455,11 @@ def _snap_tool(
         snapped[name] = snap(name, list(tools), TOOL_CUTOFF, count=compare)
     hit, why = snapped[name], ""
     if hit is None and by_arguments and call.arguments:
-        hit = snap_by_arguments(name, call.arguments, tools, count=compare, identifiers_only=misread) or None
-        why = " (the one tool whose parameters fit the call's arguments)"
+        key = (name, *call.arguments)
+        if key not in snapped:
+            snapped[key] = snap_by_arguments(name, call.arguments, tools, count=compare,
+                                             identifiers_only=misread) or None
+        hit, why = snapped[key], " (the one tool whose parameters fit the call's arguments)"
     if hit is None:
         return name
     actions.append(action("snap_tool", f"tool {name!r} -> {hit!r}{why}", index, hit))

@@ -137,22 +137,34 @@ class _Reader:
     def plain(self, m: re.Match) -> Any:
         """The value of a plain member or element (a string holding no first character of the quote token, a literal
         or a number)."""
-        return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
+        raw = m["scalar"]
+        if raw is None:
+            return m["string"]
+        value = LITERALS.get(raw, _NOTHING)
+        if value is not _NOTHING:
+            return value
+        pos = m.start("scalar")
+        return self.number(raw, pos) if len(raw) <= MAX_NUMBER_CHARS else self.scalar(raw, pos)
 
     def scalar(self, raw: str, pos: int) -> Any:
         """A bare value: a literal, a number, else text (reported)."""
         if raw in LITERALS:
             return LITERALS[raw]
         if _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
-            value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
-            if value not in (_INF, -_INF):
-                return value
-            self.bad(f"number {raw[:40]} is out of range", pos)
-        elif raw in LOOSE_LITERALS and self.out is not None:
+            return self.number(raw, pos)
+        if raw in LOOSE_LITERALS and self.out is not None:
             self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
             return LOOSE_LITERALS[raw]
-        else:
-            self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
+        self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
+        return raw
+
+    def number(self, raw: str, pos: int) -> Any:
+        """A number as :data:`_NUMBER` matches it, of at most :data:`MAX_NUMBER_CHARS`; out of range: the text
+        (reported)."""
+        value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
+        if value not in (_INF, -_INF):
+            return value
+        self.bad(f"number {raw[:40]} is out of range", pos)
         return raw
 
     def string(self, pos: int) -> tuple[Any, int]:
@@ -184,6 +196,14 @@ class _Reader:
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
+            # (a plain member read in one match, as the steps below read it; where one starts, the object goes on)
+            m = None if after_value else self.member.match(text, pos)
+            if m is not None and m["key"] not in result:
+                if not self.counted():
+                    return result, self.n
+                result[m["key"]] = self.plain(m)
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             end = self.closed(pos, after_value, "}")
             if end is not None:
                 return result, end
@@ -197,12 +217,12 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
+                m = self.member.match(text, pos)
+                if m is not None and m["key"] not in result:
+                    result[m["key"]] = self.plain(m)
+                    pos, after_value = m.end(), m["comma"] is None
+                    continue
             key_at = pos
-            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
-            if m is not None and m["key"] not in result:
-                result[m["key"]] = self.plain(m)
-                pos, after_value = m.end(), m["comma"] is None
-                continue
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
                 if self.cut is not None:

@@ -49,7 +49,11 @@ _KEYWORDS = frozenset(keyword.kwlist)
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
 # An identifier: ASCII letters, digits and "_" (no digit first), or non-ASCII non-space characters (see _plain).
 _IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
-_KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)|(\*\*))" + _WS  # "key=" or "**" (a dict of further arguments)
+# A value the decoder reads as it stands, taken with its key: an integer (no digit, fraction or exponent follows), a
+# Python constant, a string without escapes or control characters
+_SIMPLE = r'(-?(?:0|[1-9][0-9]*))(?![0-9]|\.[0-9]|[eE][-+]?[0-9])|(True|False|None)(?![A-Za-z0-9_])|"([^"\\\x00-\x1f]*)"'
+# "key=" (its value when simple) or "**" (a dict of further arguments)
+_KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + "()(?:" + _SIMPLE + r")?|(\*\*)" + _WS + ")"
 _CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("
 # after "[": the first call's "name(" (or "name()", its ")" group 2), or "]"; after a call: ", name(" or "]"
 _FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"(?:" + _WS + r"(\)))?|\])")
@@ -61,7 +65,6 @@ _NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
 _REFUSE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:/|u[dD][89abAB])")
 # Python's constants outside strings (not as argument or call names), for the decoder
 _NESTED_CONSTANTS = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b(?!' + _WS + r"[=(.])")
-_CONSTANT_VALUE = re.compile(r"(True|False|None)(?![A-Za-z0-9_])")
 _PY_CONSTANTS = {"True": True, "False": False, "None": None}
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a surrogate code point (no UTF-8 text holds one)
 _TO_JSON = {"True": "true", "False": "false", "None": "null"}
@@ -128,10 +131,10 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
         if m.group(2) is None:  # (else "name()": the call's match read its ")")
             m = _FIRST_ARG.match(src, at)
             while m is not None:
-                key = m.group(1)
+                key, _, integer, constant, string, star = m.groups()
                 at = m.end()
                 if key is None:
-                    if m.group(2) is None:  # ")"
+                    if star is None:  # ")"
                         break
                     try:  # "**{...}": the renderer's form for keys that are not identifiers
                         more, pos = decode(src, at)
@@ -144,18 +147,22 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                     m = next_arg(src, pos)
                     continue
                 if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
-                    return calls, end, False, at
-                # a Python constant matched first: a failed decode counts the lines before it (quadratic on long lists)
-                const = _CONSTANT_VALUE.match(src, at) if src[at : at + 1] in "TFN" else None
-                if const is not None:
-                    args[key], pos = _PY_CONSTANTS[const.group(1)], const.end()
+                    return calls, end, False, m.start(2)
+                if string is not None:
+                    args[key] = string
+                elif constant is not None:  # (a failed decode counts the lines before it: quadratic on long lists)
+                    args[key] = _PY_CONSTANTS[constant]
+                elif integer is not None:
+                    try:
+                        args[key] = int(integer)
+                    except ValueError:  # (more digits than Python converts: the decoder refuses it too)
+                        return calls, end, _failed(src), m.start(2)
                 else:
                     try:
-                        args[key], pos = decode(src, at)
+                        args[key], at = decode(src, at)
                     except (ValueError, StopIteration, RecursionError):
                         return calls, end, _failed(src), at
-                at = pos
-                m = next_arg(src, pos)
+                m = next_arg(src, at)
             if m is None:
                 break
         calls.append((name, args))
