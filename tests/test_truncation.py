@@ -302,6 +302,42 @@ def test_a_cut_region_keeps_its_values_from_the_other_readers(name, value):
         _nothing_invented(res["calls"], gold, fmt, clean_tail=False)
 
 
+_HERMES_CALL = '<tool_call>{"name": "search", "arguments": {}}</tool_call>'
+
+
+@pytest.mark.parametrize("name", ["deepseek_v32", "seed_oss", "minimax_m2", "kimi_k3", "granite_pythonic"])
+def test_a_call_quoted_in_a_cut_call_is_a_value(name, value=_HERMES_CALL):
+    """A text cut inside or right after a call of the requested format whose value quotes a Hermes call was read as
+    Hermes (whose strict reader takes any text around its tags, or whose marker chose it when the requested format
+    has none), so the quoted call was returned."""
+    fmt = formats.get(name)
+    tools = [*TOOLS, {"name": "search", "parameters": {"type": "object", "properties": {"note": {"type": "string"}}}}]
+    gold = [ToolCall("get_weather", {"city": "", "days": value, "when": ""})]
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        for finish in ("length", None):
+            res = Refiner().refine({"tools": tools, "upstream": text[:p], "format": name, "finish_reason": finish})
+            _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
+
+
+@pytest.mark.parametrize("name,calls", [
+    ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
+    ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),
+                 ToolCall("get_weather", {"city": ["</tool_call>"]})]),
+])
+def test_a_marker_in_a_cut_untagged_text_chooses_no_other_format(name, calls):
+    """An untagged format has no tags, so the marker of a tagged one in a value (GLM's <arg_key>, Hermes'
+    </tool_call>) chose that format for a text cut inside a later call, and its reading returned the cut call with
+    its name or values cut short (Hypothesis found both in the test below)."""
+    fmt = formats.get(name)
+    gold = _fit(fmt, calls)
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        for finish in ("length", None):
+            res = Refiner().refine({"upstream": text[:p], "format": name, "finish_reason": finish})
+            _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
+
+
 @pytest.mark.parametrize("name", ["harmony", "llm_jp_harmony"])
 def test_a_harmony_token_inside_a_cut_value_is_text(name):
     """gpt-oss's lenient reader ended a call's arguments at a <|return|> inside a JSON string, so a text cut after it
