@@ -338,6 +338,19 @@ def test_a_marker_in_a_cut_untagged_text_chooses_no_other_format(name, calls):
             _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
 
 
+def test_a_separator_where_a_cut_string_stops_is_text():
+    """Llama 3's reader dropped the separator between calls ("; ") from the end of a broken call object, also when
+    the text was cut inside a string right after a ';', so the value lost it and the cut was not seen (Hypothesis
+    found it in the test below)."""
+    fmt = formats.get("llama3_json")
+    gold = [ToolCall("search", {"city": "0", "days": "a;"}), ToolCall("search", {"days": "b;"})]
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        for finish in ("length", None):
+            res = Refiner().refine({"upstream": text[:p], "format": "llama3_json", "finish_reason": finish})
+            _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
+
+
 @pytest.mark.parametrize("name", ["harmony", "llm_jp_harmony"])
 def test_a_harmony_token_inside_a_cut_value_is_text(name):
     """gpt-oss's lenient reader ended a call's arguments at a <|return|> inside a JSON string, so a text cut after it
