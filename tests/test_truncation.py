@@ -287,18 +287,68 @@ def test_a_tag_opened_where_the_text_stops_cuts_the_xml_call():
     assert formats.get("qwen3_coder").parse_lenient(done).calls == [ToolCall("send_mail", {})]
 
 
-@pytest.mark.parametrize("name,value", [("deepseek_v3", "A{"), ("kimi_k2", "f(a=1)")])
+@pytest.mark.parametrize("name,value", [("deepseek_v3", "A{"), ("kimi_k2", "f(a=1)"), ("deepseek_v3", "f(a=1)")])
 def test_a_cut_region_keeps_its_values_from_the_other_readers(name, value):
     """Salvage claimed a tagged region only up to its last closer (DeepSeek's <｜tool▁sep｜>, Kimi-K2's
     <|tool_call_argument_begin|>) even when the text stops inside a call or a token after it, so a value there was
     read again as a call of its own (Hypothesis found ``A{`` in the test below: a text stopping inside
-    <｜tool▁call▁end｜>)."""
+    <｜tool▁call▁end｜>; ``f(a=1)`` in DeepSeek V3 was read again when the text stops after its closing fence, the
+    call left open with no cut marked)."""
     fmt = formats.get(name)
     gold = [ToolCall("get_weather", {"city": "", "days": value, "when": ""})]
     text = fmt.render(gold)
     for p in range(1, len(text)):
         res = Refiner().refine({"upstream": text[:p], "format": name, "finish_reason": "length"})
         _nothing_invented(res["calls"], gold, fmt, clean_tail=False)
+
+
+_HERMES_CALL = '<tool_call>{"name": "search", "arguments": {}}</tool_call>'
+
+
+@pytest.mark.parametrize("name", ["deepseek_v32", "seed_oss", "minimax_m2", "kimi_k3", "granite_pythonic"])
+def test_a_call_quoted_in_a_cut_call_is_a_value(name, value=_HERMES_CALL):
+    """A text cut inside or right after a call of the requested format whose value quotes a Hermes call was read as
+    Hermes (whose strict reader takes any text around its tags, or whose marker chose it when the requested format
+    has none), so the quoted call was returned."""
+    fmt = formats.get(name)
+    tools = [*TOOLS, {"name": "search", "parameters": {"type": "object", "properties": {"note": {"type": "string"}}}}]
+    gold = [ToolCall("get_weather", {"city": "", "days": value, "when": ""})]
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        for finish in ("length", None):
+            res = Refiner().refine({"tools": tools, "upstream": text[:p], "format": name, "finish_reason": finish})
+            _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
+
+
+@pytest.mark.parametrize("name,calls", [
+    ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
+    ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),
+                 ToolCall("get_weather", {"city": ["</tool_call>"]})]),
+])
+def test_a_marker_in_a_cut_untagged_text_chooses_no_other_format(name, calls):
+    """An untagged format has no tags, so the marker of a tagged one in a value (GLM's <arg_key>, Hermes'
+    </tool_call>) chose that format for a text cut inside a later call, and its reading returned the cut call with
+    its name or values cut short (Hypothesis found both in the test below)."""
+    fmt = formats.get(name)
+    gold = _fit(fmt, calls)
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        for finish in ("length", None):
+            res = Refiner().refine({"upstream": text[:p], "format": name, "finish_reason": finish})
+            _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
+
+
+def test_a_separator_where_a_cut_string_stops_is_text():
+    """Llama 3's reader dropped the separator between calls ("; ") from the end of a broken call object, also when
+    the text was cut inside a string right after a ';', so the value lost it and the cut was not seen (Hypothesis
+    found it in the test below)."""
+    fmt = formats.get("llama3_json")
+    gold = [ToolCall("search", {"city": "0", "days": "a;"}), ToolCall("search", {"days": "b;"})]
+    text = fmt.render(gold)
+    for p in range(1, len(text)):
+        for finish in ("length", None):
+            res = Refiner().refine({"upstream": text[:p], "format": "llama3_json", "finish_reason": finish})
+            _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
 
 
 @pytest.mark.parametrize("name", ["harmony", "llm_jp_harmony"])

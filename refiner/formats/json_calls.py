@@ -388,9 +388,10 @@ class JsonCalls(WireFormat):
             try:
                 value, end = JSON_DECODER.raw_decode(body, pos)
             except (ValueError, RecursionError):  # repaired up to where the next call starts, or to the end
-                nxt = self._next_call_start(body, pos)
-                end = len(body) if nxt < 0 else nxt
-                value = lenient_json(body[pos:end].rstrip().removesuffix(sp.between.strip()))
+                nxt = self._next_call_start(body, pos)  # (the separator before it is dropped; at the end of the
+                end = len(body) if nxt < 0 else nxt  # text it may be inside a string the text was cut in)
+                seg = body[pos:end].rstrip()
+                value = lenient_json(seg if nxt < 0 else seg.removesuffix(sp.between.strip()))
             if isinstance(value, dict) and (sp.name_key in value or any(k in value for k in sp.arg_keys)):
                 found += 1
                 add_call(out, value)

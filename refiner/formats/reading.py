@@ -14,9 +14,10 @@ read. The gate checks the result (:func:`refiner.gate.check_text`), tier 1 repai
 
 Choosing the format: the result is written in the requested format (else the refiner's, else the upstream's). The
 upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
-strictly valid in that one or (broken) carries that format's tags and none of the requested one's, else (broken text)
-in the requested one, leniently. With no format asked for and none detected, the answer is written in the dialect
-salvage found the calls in.
+strictly valid in that one (and the text does not open with the requested one's markers) or (broken) carries that
+format's tags and none of the requested one's, else (broken text) in the requested one, leniently; a text that stops
+inside the calls of the requested format (its reading says it was cut) is read in that one. With no format asked for and none detected, the answer is
+written in the dialect salvage found the calls in.
 """
 
 from __future__ import annotations
@@ -115,10 +116,19 @@ def choose_formats(
     detected, calls = detect_with_calls(text, tried, markers, sniffed)
     if detected and calls is None and wanted and len(text) > MAX_LENIENT_CHARS:  # (detection does not parse texts
         calls = strict_reading(get(detected), text, tried)  # that long strictly)
-    if detected and (wanted is None or calls is not None or _marked_as(detected, wanted, text)):
+    if detected and (wanted is None or (calls is not None and not _opened_in(wanted, detected, text))
+                     or _marked_as(detected, wanted, text)):
         return detected, wanted or detected, detected
     upstream_fmt = wanted or DEFAULT_FORMAT
     return upstream_fmt, upstream_fmt, detected
+
+
+def _opened_in(wanted: str, detected: str, text: str) -> bool:
+    """Whether a marker of the requested format comes before every marker of the detected one: the text opens in
+    the requested format, and the detected one's calls are quoted in its values or follow its calls."""
+    body = strip_reasoning(text)
+    first = min((i for m in get(wanted).detection.markers if (i := body.find(m)) >= 0), default=-1)
+    return first >= 0 and all(not 0 <= body.find(m) <= first for m in get(detected).detection.markers)
 
 
 def _marked_as(detected: str, wanted: str, text: str) -> bool:
@@ -228,24 +238,33 @@ def read_upstream(
     that found a format: the text is read and written in that one (``wanted`` aside), on from what detection made."""
     given = text
     markers: dict[str, int] | None = None
+    offered = _offered(tools, offered)
+    own: Reading | None = None  # the text read in the requested format, when it is not strictly valid there
     if detected is not None and detected.fmt is not None:
         text, tried, markers, sniffed = detected.text, detected.tried, detected.markers, detected.sniffed
         fmt = out_fmt = found = detected.fmt
+        quiet = not could_hold_calls(text, markers, offered)
     else:
         tried, sniffed = {}, {}
         text = read(text)  # (its reasoning split made once, for every reader below)
+        quiet = False
         if wanted and strict_reading(get(wanted), text, tried) is not None:
             fmt = out_fmt = wanted
             found = None
         else:  # (detection runs: its search for markers is salvage's too)
             markers = marker_positions(text)
-            fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
-    offered = _offered(tools, offered)
-    quiet = markers is not None and not could_hold_calls(text, markers, offered)
+            quiet = not could_hold_calls(text, markers, offered)
+            own = read_text(text, wanted, tools, tried=tried, offered=offered) if wanted and not quiet else None
+            if own is not None and own.text_cut is not None:
+                fmt = out_fmt = wanted  # the text stops inside its calls: other formats' markers are in their values
+                found = None
+            else:
+                fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
     # (the default format reads only JSON: with nothing to start a call, its lenient reading finds nothing but a
     # string cut at the end, which needs a quote)
     plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', reasoning_offset(text)) < 0
-    got = read_text(text, fmt, tools, tried=tried, offered=offered, lenient=not plain)
+    got = own if own is not None and fmt == wanted else read_text(text, fmt, tools, tried=tried, offered=offered,
+                                                                   lenient=not plain)
     got.out_fmt, got.detected = out_fmt, found
     if not (quiet or got.strict_ok or got.mended):  # (salvage reads only a text its format does not read whole)
         got = salvaged(got, tools, offered=offered, markers=markers, tried=tried, sniffed=sniffed)

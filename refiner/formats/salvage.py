@@ -263,12 +263,14 @@ class _Scan(SiteReader):
                                         strict_error=error if isinstance(error, FormatError) else None)
             cut = got.cut.index if got.cut is not None and not got.cut.clean else None  # stopped mid-value: left out
             # the format reads to the end of the text; the region claimed from the other readers ends after its last
-            # closer when one follows its last marker, unless the text stops inside a call or inside a token of the
-            # format (a part of it holding more than blanks)
+            # closer when one follows its last marker, unless the text stops inside a call (a cut, or a call or
+            # bracket left open: a closer such as DeepSeek's <｜tool▁sep｜> comes before the arguments) or inside a
+            # token of the format (a part of it holding more than blanks)
             closers, markers = fmt.detection.closers, fmt.detection.markers
             close = max((body.rfind(c) + len(c) for c in closers), default=-1)
-            stops = got.cut is not None or any(body.endswith(t[:k], close) for t in closers + markers
-                                               for k in range(len(t) - len(t.lstrip()) + 1, len(t)))
+            stops = (got.cut is not None or any(p.code == "unclosed" for p in got.problems)
+                     or any(body.endswith(t[:k], close) for t in closers + markers
+                            for k in range(len(t) - len(t.lstrip()) + 1, len(t))))
             end = close if close > max(body.rfind(m) + len(m) for m in markers) and not stops else len(body)
             calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and usable_name(c.name)]
             if calls:
