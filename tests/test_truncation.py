@@ -320,6 +320,27 @@ def test_a_call_quoted_in_a_cut_call_is_a_value(name, value=_HERMES_CALL):
             _nothing_invented(res["calls"], gold, fmt, clean_tail=finish is None)
 
 
+@pytest.mark.parametrize("name", ["internlm", "hyperclovax_14b", "apertus", "command_a", "command_r_plus", "rwkv",
+                                  "inkling", "k2_horizon_json"])
+def test_a_tag_look_alike_inside_a_cut_json_string_is_text(name):
+    """The JSON-block formats' respelling took a Hermes tag inside a value's string for their opening tag when their
+    own opening tag is no tag token (``Action:\n```json``) or holds two (InternLM), so a text cut inside that string
+    gave the call with its value rewritten and no cut marked."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name)
+
+
+@pytest.mark.parametrize("name,value", [
+    *((name, _HERMES_CALL) for name in ("minimax", "jamba", "nemotron", "pangu", "qwen25_coder_tools", "longcat_json",
+                                        "phi4_mini_tags", "step_audio_2", "multi_format_gptoss")),
+    ("functionary_v31", "<function=search></function>"),
+])
+def test_a_closing_tag_inside_a_cut_json_string_is_text(name, value):
+    """A closing tag inside a value's string ended the call's arguments (the JSON-block formats' respelling, the
+    named-JSON rows' reader by a plain search), so a text cut right after it gave the call with the value cut short
+    and no cut marked."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
 @pytest.mark.parametrize("name,calls", [
     ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
     ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),

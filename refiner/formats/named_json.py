@@ -307,9 +307,12 @@ class NamedJson(WireFormat):
         if name in sp.text_recipients and sep:
             return True  # a text block
         at_end = end >= len(text)
-        closed = bool(sp.close) and sp.close in body
+        k = body.rfind(sp.close) if sp.close else -1
+        if k >= 0:  # (a closing tag inside the arguments' strings is text)
+            k = past_strings(TokenFinder(body, (sp.close,)), 0, k, sp.close)[0]
+        closed = 0 <= k < len(body)
         if closed:
-            body = body[: body.rfind(sp.close)]
+            body = body[:k]
         elif sp.close:
             out.note("missing_tag" if not at_end else "unclosed", f"missing {sp.close} after {seg[:60]!r}")
         if not sep:

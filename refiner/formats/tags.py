@@ -220,28 +220,49 @@ def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, cl
     text with a tag written wrong where the grammar places one put right, and what was changed; ``None`` when nothing
     was. Outside a block, a look-alike of either tag or another format's tag followed by the JSON (``{`` or ``[``,
     whitespace aside) is the opening tag; inside one, such a token standing alone at the end of its line right after
-    the JSON (``}`` or ``]``) is the closing tag. Any other token is text (a string's content)."""
+    the JSON (``}`` or ``]``) is the closing tag, unless it is inside a JSON string (after an odd number of unescaped
+    ``"`` since the block opened). Any other token is text (a string's content). The tags written right need not be
+    tag tokens (``Action:\n```json\n``); a closing tag inside a JSON string does not close its block."""
     if not speller.written_wrong(text, start):
         return None
     edits: list[tuple[int, int, str]] = []
-    inside = False
+    inside, pos, quotes = False, start, 0  # pos: how far the text is read; quotes: unescaped '"' in the block so far
     for h in tag_hits(speller, text, start, MAX_JSON_TAG_HITS):
+        while True:  # the block's tags written right, up to this token's end
+            tag = close_tag if inside else open_tag
+            j = text.find(tag, pos, h.end)
+            if j < 0:
+                break
+            if inside:
+                quotes += _quotes(text, pos, j)
+            pos = j + len(tag)
+            if not (inside and quotes % 2):  # (a closing tag in a string is its text)
+                inside, quotes = not inside, 0
         if h.exact:
-            inside = text.startswith(open_tag, h.start) if open_tag != close_tag else not inside
             continue
         if not inside:
             if _PAYLOAD.match(text, h.end):
                 edits.append((h.start, h.end, open_tag))
-                inside = True
+                inside, pos, quotes = True, h.end, 0
             continue
+        if h.start > pos:
+            quotes += _quotes(text, pos, h.start)
+            pos = h.start
+        if quotes % 2:
+            continue  # inside a JSON string: the value's text
         line_end = text.find("\n", h.end)
         rest = text[h.end : line_end if line_end >= 0 else len(text)]
         if not rest.strip() and text[start : h.start].rstrip().endswith(("}", "]")):
             edits.append((h.start, h.end, close_tag))
-            inside = False
+            inside, pos = False, h.end
     if not edits:
         return None
     return apply_edits(text, edits), [f"tag {text[a:b][:40]!r} read as {new}" for a, b, new in edits]
+
+
+def _quotes(text: str, start: int, end: int) -> int:
+    """The unescaped ``"`` in ``text[start:end]``."""
+    return text.count('"', start, end) - text.count('\\"', start, end)
 
 
 def respelt(out: Lenient, text: str, fixed: tuple[str, list[str]] | None) -> str:
@@ -356,7 +377,7 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
             seen, quotes = m.end(), 0
             continue
         if start >= seen:
-            quotes += text.count('"', seen, start) - text.count('\\"', seen, start)
+            quotes += _quotes(text, seen, start)
             seen = start
         if quotes % 2:
             continue  # inside a JSON string: the value's text
