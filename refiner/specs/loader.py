@@ -83,7 +83,7 @@ def load_tools(obj: Any, dialect: str | None = None) -> list[ToolSpec]:
         if isinstance(item, ToolSpec):
             specs.append(item)
             continue
-        specs.append(spec_from_dict(item, forced or detect_one(item), i))
+        specs.append(spec_from_dict(item, forced, i))  # (None: spec_from_dict tells the dialect)
     return specs
 
 
