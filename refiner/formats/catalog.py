@@ -701,7 +701,8 @@ CATALOG: tuple[Row, ...] = (
         Family("onyx", "Onyx: to=NAME<|message|>{...}<|eom|> (a recipient per message; to=user<|message|> and "
                "to=self<|message|> start text, not a call)", reasoning=(),
                sources=("analytics-zoo/sglang python/sglang/srt/function_call/onyx_detector.py",)),
-        NamedJson, NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"))),
+        NamedJson,
+        NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"))),
 )
 
 FORMATS = register_catalog(CATALOG)

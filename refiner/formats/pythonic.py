@@ -51,7 +51,8 @@ _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to 
 _IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 # A value the decoder reads as it stands, taken with its key: an integer (no digit, fraction or exponent follows), a
 # Python constant, a string without escapes or control characters
-_SIMPLE = r'(-?(?:0|[1-9][0-9]*))(?![0-9]|\.[0-9]|[eE][-+]?[0-9])|(True|False|None)(?![A-Za-z0-9_])|"([^"\\\x00-\x1f]*)"'
+_SIMPLE = (r'(-?(?:0|[1-9][0-9]*))(?![0-9]|\.[0-9]|[eE][-+]?[0-9])|(True|False|None)(?![A-Za-z0-9_])'
+           r'|"([^"\\\x00-\x1f]*)"')
 # "key=" (its value when simple) or "**" (a dict of further arguments)
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + "()(?:" + _SIMPLE + r")?|(\*\*)" + _WS + ")"
 _CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("

@@ -16,8 +16,8 @@ Choosing the format: the result is written in the requested format (else the ref
 upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
 strictly valid in that one (and the text does not open with the requested one's markers) or (broken) carries that
 format's tags and none of the requested one's, else (broken text) in the requested one, leniently; a text that stops
-inside the calls of the requested format (its reading says it was cut) is read in that one. With no format asked for and none detected, the answer is
-written in the dialect salvage found the calls in.
+inside the calls of the requested format (its reading says it was cut) is read in that one. With no format asked for
+and none detected, the answer is written in the dialect salvage found the calls in.
 """
 
 from __future__ import annotations

@@ -32,10 +32,10 @@ CALLS_IN_REASONING = False  # the default policy: a call written inside reasonin
 
 _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's pairs, in registration order
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
-BARE_CALL = re.compile(r"[A-Za-z_][\w.]*[ \t]*\(")  # a pythonic call with no tag or bracket around it
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
 _FENCED: dict[str, str] = {}  # open literals (blanks stripped) of rows whose tags are no markup, and their closes
 _STATE: dict[str, Any] = {}  # what is made from the above (:func:`_state`), cleared when a format is registered
+BARE_CALL = re.compile(r"[A-Za-z_][\w.]*[ \t]*\(")  # a pythonic call with no tag or bracket around it
 _MARKUP = set("<>|[]｜")
 _BLANKS = re.compile(r"[ \t\r\n]*")
 _OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
@@ -238,9 +238,9 @@ def think_closers() -> re.Pattern:
 
 def inside_call(text: str, start: int, at: int) -> bool:
     """Whether position ``at`` lies inside a call that began at or after ``start``: the text from ``start`` opens
-    with ``[``, ``{`` or ``NAME(`` (an untagged call list, object or call line), the last call tag before ``at`` opens or continues a
-    call (no closing tag after it), or ``at`` lies in a call between a row's open and close literals that are no
-    markup (:func:`fenced_calls`)."""
+    with ``[``, ``{`` or ``NAME(`` (an untagged call list, object or call line), the last call tag before ``at``
+    opens or continues a call (no closing tag after it), or ``at`` lies in a call between a row's open and close
+    literals that are no markup (:func:`fenced_calls`)."""
     seg = text[start:at]
     i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
     if i < at and (text[i] in "[{" or BARE_CALL.match(text, i)):
