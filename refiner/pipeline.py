@@ -333,8 +333,10 @@ def cut_field(job: Job) -> dict[str, Any]:
     return {**found, "finish_reason": job.request.get("finish_reason")}
 
 
-def _json_safe(out: dict[str, Any]) -> dict[str, Any]:
-    """``out`` (a request's fields, copied) without a tool list given as ToolSpec objects or a catalog (not JSON)."""
+def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's fields for the result; a tool list given as ToolSpec objects or a catalog is left out (not
+    JSON)."""
+    out = dict(request)
     tools = out.get("tools")
     if isinstance(tools, (list, tuple)):  # (told first: ToolCatalog is a Mapping, whose isinstance check is slow)
         drop = not set(map(type, tools)) <= _JSON_ITEMS and any(not isinstance(t, (dict, str)) for t in tools)
@@ -348,21 +350,19 @@ def _json_safe(out: dict[str, Any]) -> dict[str, Any]:
 def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: GateReport, reason: str) -> dict:
     """The JSON result of a job (see the module docstring); ``actions`` are listed whenever tier-1's text is
     returned, also as a fallback."""
-    request, upstream, tier1 = job.request, job.upstream, job.tier1
     tier1_text = (
         stage == "repaired"
         or (stage == "fallback" and job.best_without_model[0] == "repaired")
-        or (stage == "truncated" and tier1.changed)
+        or (stage == "truncated" and job.tier1.changed)
     )
-    same = text == request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
-    changed = not (same and (upstream.strict_ok or stage in ("unchanged", "truncated")))
+    same = text == job.request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
+    changed = not (same and (job.upstream.strict_ok or stage in ("unchanged", "truncated")))
     found = [d.to_dict() for d in report.diagnostics]
-    out = _json_safe({
-        **request, "refined": text, "calls": [c.to_dict() for c in calls], "changed": changed, "stage": stage,
-        "reason": reason, "format": job.out_fmt, "diagnostics": found,
-        "upstream_diagnostics": list(found) if report is upstream else [d.to_dict() for d in upstream.diagnostics],
-        "actions": [a.to_dict() for a in tier1.actions] if tier1_text else [],
-    })
+    out = _json_safe(job.request)
+    out.update(refined=text, calls=[c.to_dict() for c in calls], changed=changed, stage=stage, reason=reason,
+               format=job.out_fmt, diagnostics=found, upstream_diagnostics=list(found) if report is job.upstream else [
+                   d.to_dict() for d in job.upstream.diagnostics],
+               actions=[a.to_dict() for a in job.tier1.actions] if tier1_text else [])
     if job.model_error is not None:
         out["model_error"] = job.model_error
     if stage == "truncated":
@@ -372,7 +372,7 @@ def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: 
 
 def error_result(request: Any, message: str, line: int | None = None) -> dict:
     """The result for a request that could not be read: passed through with an ``error`` field, never dropped."""
-    out = _json_safe(dict(request)) if isinstance(request, Mapping) else {"input": request}
+    out = _json_safe(request) if isinstance(request, Mapping) else {"input": request}
     upstream = out.get("upstream")
     out.update(
         refined=upstream if isinstance(upstream, str) else "",
