@@ -77,8 +77,9 @@ def validate_request(request: Any) -> None:
     if not isinstance(query, (str, list)):
         raise RequestError(f"field 'query' must be a string or a list of messages, got {type(query).__name__}")
     for key in ("system", "format", "format_hint", "finish_reason"):
-        if request.get(key) is not None and not isinstance(request[key], str):
-            raise RequestError(f"field {key!r} must be a string, got {type(request[key]).__name__}")
+        value = request.get(key)
+        if value is not None and not isinstance(value, str):
+            raise RequestError(f"field {key!r} must be a string, got {type(value).__name__}")
     if request.get("format") is not None and request["format"] not in formats.names():
         raise RequestError(f"field 'format': unknown wire format {request['format']!r}; known: {formats.names()}")
     if request.get("value_style") is not None and request["value_style"] not in VALUE_STYLES:
@@ -88,10 +89,10 @@ def validate_request(request: Any) -> None:
 def reasoning_calls(request: Any, default: bool) -> Any:
     """With ``calls_in_reasoning`` on (the request's field, else ``default``), the request with its upstream's
     reasoning block unwrapped when the answer after it holds no call; else the request."""
-    if not isinstance(request, (dict, Mapping)) or not isinstance(request.get("upstream"), str):
+    if not isinstance(request, (dict, Mapping)):
         return request
     on = request.get("calls_in_reasoning")
-    if not (on if isinstance(on, bool) else default):
+    if not (on if isinstance(on, bool) else default) or not isinstance(request.get("upstream"), str):
         return request
     text = calls_text(request["upstream"])
     return request if text is None else {**request, "upstream": text}
@@ -156,9 +157,11 @@ class Job:
     def best_without_model(self) -> tuple[str, Tier1]:
         """``("repaired", tier1)`` when tier 1 changed something without adding gate errors, else ``("unchanged",
         the upstream as a tier-1 outcome that repaired nothing)``."""
-        if self.tier1.changed and self.tier1.after.n_errors <= self.upstream.n_errors:
-            return "repaired", self.tier1
-        upstream = self.upstream
+        tier1, upstream = self.tier1, self.upstream
+        if not tier1.changed:
+            return "unchanged", tier1
+        if tier1.after.n_errors <= upstream.n_errors:
+            return "repaired", tier1
         return "unchanged", Tier1(self.request["upstream"], upstream.calls, before=upstream, after=upstream)
 
     def sendable(self) -> Job:
@@ -455,7 +458,13 @@ class Refiner:
 
     def refine(self, request: Mapping[str, Any]) -> dict:
         """One request → one result (raises :class:`RequestError` for a request it cannot read)."""
-        return self.refine_batch([request])[0]
+        try:
+            job = self._prepare(reasoning_calls(request, self.calls_in_reasoning))
+        except RequestError as e:
+            raise RequestError(f"request 0: {e}") from e
+        if self.engine is not None and self.needs_model(job):
+            self.run_model([job])
+        return self._result(job)
 
     def refine_batch(self, requests: Iterable[Mapping[str, Any] | Job], *, errors: str = "raise") -> list[dict]:
         """Results in request order; the model runs once for all requests that need it (if that call fails, once per
@@ -476,8 +485,7 @@ class Refiner:
             try:
                 if job is None:
                     request = reasoning_calls(request, self.calls_in_reasoning)
-                    job = prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats,
-                                  unknown_tools=self.unknown_tools, detected=detected[i] if i < len(detected) else None)
+                    job = self._prepare(request, detected[i] if i < len(detected) else None)
                 elif job.tools_apart:
                     job = job.with_tools()
                 jobs.append(job)
@@ -492,6 +500,12 @@ class Refiner:
                 jobs.append(error_result(request, f"internal error: {describe_error(e)}"))
         return jobs
 
+    def _prepare(self, request: Mapping[str, Any], detected: Detected | None = None) -> Job:
+        """:func:`prepare` with this refiner's settings (``request``: its reasoning unwrapped, :func:`reasoning_calls`,
+        when that is on)."""
+        return prepare(request, self.fmt, trust_spec=self.trust_spec, model_formats=self.model_formats,
+                       unknown_tools=self.unknown_tools, detected=detected)
+
     def finish(self, jobs: Sequence[Job | dict], *, errors: str = "raise") -> list[dict]:
         """The model for the jobs that need it (:meth:`needs_model`), then the guard: each job's result, in order."""
         todo = [j for j in jobs if isinstance(j, Job) and self.needs_model(j)] if self.engine is not None else ()
@@ -503,14 +517,19 @@ class Refiner:
                 results.append(j)
                 continue
             try:
-                chosen = choose_sample(j.samples, formats.get(j.out_fmt).order_sensitive) if j.samples else None
-                results.append(make_result(j, *guard(j, chosen)))
+                results.append(self._result(j))
             except Exception as e:  # a bug: with errors="result" it stays this request's, as an error result
                 if errors != "result":
                     raise
                 log.exception("refiner failed on a request")
                 results.append(error_result(j.request, f"internal error: {describe_error(e)}"))
         return results
+
+    @staticmethod
+    def _result(job: Job) -> dict:
+        """The guard's choice for a prepared job (its best model sample, if any), as its result."""
+        chosen = choose_sample(job.samples, formats.get(job.out_fmt).order_sensitive) if job.samples else None
+        return make_result(job, *guard(job, chosen))
 
     def needs_model(self, job: Job) -> bool:
         """Whether ``job`` is for the model, given one: its upstream was not cut off (a cut call is reported, never

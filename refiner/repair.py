@@ -491,7 +491,7 @@ def repair_parsed(
         index and any(getattr(index.get(c.name), "free_form", False) for c in before.calls)
     )):  # no call, or the gate found each call as its spec declares it: nothing to repair (not checked: the
         # undeclared arguments of a free-form tool, the calls of a format that writes names only)
-        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
+        return Tier1(text, before.calls, [], before, before)
     actions: list[Finding] = []
     source = list(before.calls)
     dropped = cut_call_index(before, cut_off)
@@ -520,13 +520,13 @@ def repair_parsed(
         return Tier1(text="", calls=[], actions=actions, before=before, after=none)
     calls = [c for c in calls if c.name in index] if unknown else calls
     if not actions or (not calls and dropped is None):
-        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
+        return Tier1(text, before.calls, [], before, before)
     try:
         new_text = formats.get(out_fmt).render(calls)
     except formats.RenderError:  # calls the output format cannot write: the upstream stands (without its cut call)
         if dropped is not None:
             return Tier1(text=text, calls=source, actions=actions[:1], before=before, after=before)
-        return Tier1(text=text, calls=list(before.calls), actions=[], before=before, after=before)
+        return Tier1(text, before.calls, [], before, before)
     if reads_back(calls, formats.get(out_fmt)):  # (the calls gated as they are: the text reads back as them)
         after = check_reading(Reading(new_text, out_fmt, list(calls), strict_ok=True), index, text_values=text_values)
     else:  # (the text itself read: the format writes fewer or other things than the calls carry)

@@ -159,32 +159,29 @@ def read_text(
     has it; ``lenient`` False: the caller knows the lenient reading would find nothing (:func:`could_hold_calls`)."""
     wire = get(fmt)
     tried = {} if tried is None else tried
-    out = Reading(text, fmt, [])
     if fmt in tried or len(text) > MAX_LENIENT_CHARS or not lenient:  # (parse_lenient does not try a text that
         calls = strict_reading(wire, text, tried)  # long strictly)
         if calls is not None:
-            out.calls, out.strict_ok = list(calls), True
+            out = Reading(text, fmt, calls, True)
         elif not lenient:
-            out.strict_reason = _reason(tried[fmt])
+            out = Reading(text, fmt, [], False, _reason(tried[fmt]))
         else:
             error = tried[fmt]
             got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
-            out.lenient, out.calls, out.text_cut, out.strict_reason = got, list(got.calls), got.cut, _reason(error)
-            out.mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
+            mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
+            out = Reading(text, fmt, got.calls, False, _reason(error), got.cut, got.cut, mended, lenient=got)
     else:  # one strict parse: parse_lenient tries it first and says why it failed
         got = wire.parse_lenient(text, tools=_offered(tools, offered))
         tried[fmt] = got.calls if got.ok else (got.strict_error or FormatError(fmt, "not valid"))
-        out.calls, out.strict_ok, out.text_cut = list(got.calls), got.ok, got.cut
-        if not got.ok:
-            out.lenient = got
-            out.mended = any(p.code == "mended" for p in got.problems)
-            out.strict_reason = (
-                _reason(got.strict_error) if got.strict_error is not None else "; ".join(map(str, got.problems[:3]))
-            )
-    out.cut = out.text_cut
-    index = tool_index(tools)
-    if out.calls and index:  # values a format writes as untyped text take their declared types
-        out.calls = list(wire.retype(out.calls, index))
+        if got.ok:
+            out = Reading(text, fmt, got.calls, True, None, got.cut, got.cut)
+        else:
+            error = got.strict_error
+            reason = _reason(error) if error is not None else "; ".join(map(str, got.problems[:3]))
+            mended = any(p.code == "mended" for p in got.problems)
+            out = Reading(text, fmt, got.calls, False, reason, got.cut, got.cut, mended, lenient=got)
+    if out.calls and tools is not None and (index := tool_index(tools)):  # values a format writes as untyped text
+        out.calls = wire.retype(out.calls, index)  # take their declared types
     return out
 
 
