@@ -446,18 +446,12 @@ class WireFormat:
         """Raises :class:`RenderError` for a call whose name the format cannot write (``name_pattern``); ``render``
         calls it first. A format with further limits extends it."""
         if self.name_pattern is not None:
-            pattern = _compiled(self.name_pattern)
             for i, c in enumerate(calls):
-                if pattern.fullmatch(c.name) is None:
+                if re.fullmatch(self.name_pattern, c.name) is None:
                     raise self.render_error(f"call #{i}: tool name {c.name!r} is not allowed in this format")
 
     def __repr__(self) -> str:
         return f"<format {self.name}>"
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
 
 
 def _raises_only_format_errors(parse: Any) -> Any:
@@ -487,7 +481,6 @@ def _raises_only_format_errors(parse: Any) -> Any:
             raise self.error(f"internal error: {type(e).__name__}: {e}"[:300]) from e
 
     return parse_strict
-
 
 
 def _may_nest_deeply(text: str) -> bool:

@@ -174,12 +174,8 @@ class NamedJson(WireFormat):
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
-    @cached_property
-    def _name_re(self) -> re.Pattern[str]:
-        return re.compile(self.spelling.names)
-
     def _name_ok(self, name: str) -> bool:
-        return self._name_re.fullmatch(name) is not None and not marker_table().in_name(name)
+        return re.fullmatch(self.spelling.names, name) is not None and not marker_table().in_name(name)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling

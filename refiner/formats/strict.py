@@ -81,20 +81,6 @@ def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
         raise fmt.error(_DEEP, pos) from None
 
 
-def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
-    """``(a, b)``: ``text[a:b]`` lies between the first ``open_tag`` after any reasoning and the ``close_tag`` after
-    it; raises when either tag is missing."""
-    start = reasoning_offset(text)
-    i = text.find(open_tag, start)
-    if i < 0:
-        raise fmt.error(f"missing {open_tag}", start)
-    a = i + len(open_tag)
-    b = text.find(close_tag, a)
-    if b < 0:
-        raise fmt.error(f"missing {close_tag}", len(text))
-    return a, b
-
-
 def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
     """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
     j = skip_ws(text, pos)
@@ -136,8 +122,14 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
     """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it (a tag
-    quoted inside one of its strings is text), and its position."""
-    a, _ = tagged_span(fmt, text, open_tag, close_tag)
+    quoted inside one of its strings is text), and its position; raises when either tag is missing."""
+    start = reasoning_offset(text)
+    i = text.find(open_tag, start)
+    if i < 0:
+        raise fmt.error(f"missing {open_tag}", start)
+    a = i + len(open_tag)
+    if text.find(close_tag, a) < 0:
+        raise fmt.error(f"missing {close_tag}", len(text))
     value, end = decode_at(fmt, text, a)
     expect_close(fmt, text, end, close_tag)
     pos = skip_ws(text, a)
