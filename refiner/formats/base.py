@@ -22,11 +22,6 @@ provides:
   :class:`RenderError`, and only that, for calls the format cannot write (a name that is not an identifier in a
   pythonic format, a number JSON cannot hold, a value that is not JSON).
 
-Class attributes (see :class:`WireFormat`): ``name``, ``description``, ``tags``, ``detection``, ``example``,
-``order_sensitive``, ``names_only``, ``outputs``, ``steps``, ``name_pattern``; three detection hooks,
-``sniff``, ``claims_value`` and ``claims_text``; and ``retype``, which settles values written as untyped text by
-the tool specs.
-
 This is the only place a format's text is parsed: rewards, data generation, inference and evaluation all go through
 the registry (``refiner.formats.get(name)``).
 """
