@@ -22,11 +22,6 @@ provides:
   :class:`RenderError`, and only that, for calls the format cannot write (a name that is not an identifier in a
   pythonic format, a number JSON cannot hold, a value that is not JSON).
 
-Class attributes (see :class:`WireFormat`): ``name``, ``description``, ``tags``, ``detection``, ``example``,
-``order_sensitive``, ``names_only``, ``outputs``, ``steps``, ``name_pattern``; three detection hooks,
-``sniff``, ``claims_value`` and ``claims_text``; and ``retype``, which settles values written as untyped text by
-the tool specs.
-
 This is the only place a format's text is parsed: rewards, data generation, inference and evaluation all go through
 the registry (``refiner.formats.get(name)``).
 """
@@ -446,18 +441,12 @@ class WireFormat:
         """Raises :class:`RenderError` for a call whose name the format cannot write (``name_pattern``); ``render``
         calls it first. A format with further limits extends it."""
         if self.name_pattern is not None:
-            pattern = _compiled(self.name_pattern)
             for i, c in enumerate(calls):
-                if pattern.fullmatch(c.name) is None:
+                if re.fullmatch(self.name_pattern, c.name) is None:
                     raise self.render_error(f"call #{i}: tool name {c.name!r} is not allowed in this format")
 
     def __repr__(self) -> str:
         return f"<format {self.name}>"
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
 
 
 def _raises_only_format_errors(parse: Any) -> Any:
@@ -487,7 +476,6 @@ def _raises_only_format_errors(parse: Any) -> Any:
             raise self.error(f"internal error: {type(e).__name__}: {e}"[:300]) from e
 
     return parse_strict
-
 
 
 def _may_nest_deeply(text: str) -> bool:

@@ -411,8 +411,9 @@ class BraceKV(WireFormat):
         sp = self.spelling
         ends = ("\n", "}", sp.call_close, ">", "]", "|")
         open_cut = sp.call_open[:-1].lower()  # (the call token with its > lost, in any case)
+        bare = re.compile(rf"{re.escape(sp.keyword)}{NAME_PATTERN}\s*\{{")
         for _ in range(MAX_BARE_TRIES):
-            m = self._bare_pattern.search(text, pos, end)
+            m = bare.search(text, pos, end)
             if m is None:
                 return -1
             before = text[max(0, m.start() - 64) : m.start()].rstrip(" \t")
@@ -420,10 +421,6 @@ class BraceKV(WireFormat):
                 return m.start()
             pos = m.end()
         return -1
-
-    @functools.cached_property
-    def _bare_pattern(self) -> re.Pattern:
-        return re.compile(rf"{re.escape(self.spelling.keyword)}{NAME_PATTERN}\s*\{{")
 
     def _respell(self, text: str, start: int, out: Lenient) -> str:
         """(lenient) Look-alikes of the row's tokens written as the tokens; tokens sharing letters are told apart by

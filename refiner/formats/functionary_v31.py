@@ -20,6 +20,7 @@ import re
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient
 from refiner.formats.named_json import MAX_CALLS, NAME_PATTERN, NamedJson, NamedSpelling
+from refiner.formats.strict import first_tag
 from refiner.formats.tags import Speller, apply_edits, respelt, tag_hits
 from refiner.formats.text import reasoning_offset, skip_ws
 
@@ -51,10 +52,7 @@ class FunctionaryV31(NamedJson):
         return body.startswith("{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        pos = text.find(OPEN, start)
-        if pos < 0:
-            raise self.error(f"no {OPEN}NAME>", start)
+        pos = first_tag(self, text, OPEN, f"no {OPEN}NAME>")[1]
         calls: list[ToolCall] = []
         while text.startswith(OPEN, pos):
             if len(calls) >= MAX_CALLS:

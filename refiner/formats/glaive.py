@@ -15,8 +15,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
 from refiner.formats.jsonfix import ends_text, lenient_json
 from refiner.formats.lenient import add_call, lenient_blocks
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_object, strict_fields, strict_json
-from refiner.formats.text import dumps, reasoning_offset, skip_ws
+from refiner.formats.strict import JSON_DECODER, decode_at, expect_object, first_tag, strict_fields, strict_json
+from refiner.formats.text import dumps, skip_ws
 
 OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
 TURN_BREAK = "\n\n\n"  # raw Glaive separates turns with it; a block without its end tag stops there
@@ -88,11 +88,8 @@ class Glaive(WireFormat):
     detection = Detection(markers=(OPEN,), closers=(CLOSE,))
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
         calls = []
-        i = text.find(OPEN, start)
-        if i < 0:
-            raise self.error(f"missing {OPEN}", start)
+        i = first_tag(self, text, OPEN, f"missing {OPEN}")[1]
         while i >= 0:
             raw = _raw_layout(text, i + len(OPEN))
             if raw is not None and raw[0].strip():

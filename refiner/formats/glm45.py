@@ -64,19 +64,13 @@ def _role(hit: Hit | None) -> str | None:
     return None if hit is None or hit.word is None else _ROLE[hit.word, hit.closing]
 
 
-def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | None:
-    """The text with its tags written wrong (:mod:`refiner.formats.tags`) or lost put right where the grammar
-    places them exactly, and notes; ``None`` when nothing changed. By where the grammar stands at each token: a
-    look-alike of a tag is that tag (of its closing tag where that belongs); another format's tag is the tag
-    expected there when what follows fits it, else text; a lost ``<tool_call>`` (``<arg_key>``) is put back before
-    the one-word name line (key line) above the first key (``</arg_key>``); a stray ``</arg_value>`` after a bare
-    name is dropped."""
-    return respell_by_state(SPELLER, _step, _NEXT, text, start)
-
-
 def _step(text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_role: str | None,
           put: Callable[[int, int, str, str], None]) -> str | None:
-    """The tag the token ``h`` is read as where the grammar stands (:func:`respell`); ``None``: text."""
+    """The tag the token ``h`` is read as where the grammar stands (``None``: text), for the hook's respelling
+    (:func:`~refiner.formats.tags.respell_by_state`): a look-alike of a tag is that tag (of its closing tag where that
+    belongs); another format's tag is the tag expected there when what follows fits it, else text; a lost
+    ``<tool_call>`` (``<arg_key>``) is put back before the one-word name line (key line) above the first key
+    (``</arg_key>``); a stray ``</arg_value>`` after a bare name is dropped."""
     before = text[prev_end : h.start]
     after_blank = not text[h.end : nxt.start if nxt else len(text)].strip()
     own, next_own = _role(h), _role(nxt)
@@ -131,5 +125,6 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
     return at if at < lo + len(seg) else None
 
 
-HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start,  # untagged: NAME, KEY, VALUE lines
+HOOK = Hook(respell=lambda fmt, text, start: respell_by_state(SPELLER, _step, _NEXT, text, start),
+            sniff=_sniff, region_start=_region_start,  # untagged: NAME, KEY, VALUE lines
             read_untagged=lambda fmt, text, start, offered: untagged_calls(fmt, text, start, offered, "", True))

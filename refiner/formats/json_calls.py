@@ -25,8 +25,8 @@ from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_valu
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str_list, json_blocks, plain_calls,
-                                    strict_fields)
+from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str_list, first_tag, json_blocks,
+                                    plain_calls, strict_fields)
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -204,10 +204,7 @@ class JsonCalls(WireFormat):
     def _lines(self, text: str) -> list[tuple[Any, int]]:
         """MiniMax's blocks: call objects separated by line breaks between the tags."""
         sp = self.spelling
-        start = reasoning_offset(text)
-        i = text.find(sp.open, start)
-        if i < 0:
-            raise self.error(f"no {sp.open}...{sp.close} block", start)
+        i = first_tag(self, text, sp.open, f"no {sp.open}...{sp.close} block")[1]
         values: list[tuple[Any, int]] = []
         while i >= 0:
             pos = skip_ws(text, i + len(sp.open))

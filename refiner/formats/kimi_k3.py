@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from refiner.formats.base import WireFormat
+from refiner.formats.base import Lenient, WireFormat
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.tags import respell_tokens
 from refiner.formats.xml_spelling import Hook
@@ -32,16 +32,12 @@ _CASE = re.compile(r"(<\|open\|>|<\|close\|>)(?!tools|call|argument|response|mes
                    r"(?i:(tools|call|argument|response|message))(?![\w])")
 
 
-class _Notes(list):
-    def note(self, code: str, message: str) -> None:
-        self.append(message)
-
-
 def _respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | None:
     """Control tokens written wrong (:func:`~refiner.formats.tags.respell_tokens`) and element names in another case
     (``<|OPEN|>CALL``) read as written right."""
-    notes = _Notes()
-    text = respell_tokens(text, (OPEN, CLOSE, SEP), notes)
+    out = Lenient()
+    text = respell_tokens(text, (OPEN, CLOSE, SEP), out)
+    notes = [p.message for p in out.problems]
     if _CASE.search(text) is not None:
         notes.append("element names written in another case read as the names")
         text = _CASE.sub(lambda m: m.group(1) + m.group(2).lower(), text)

@@ -196,9 +196,7 @@ CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "res
                                 "tool_call_id"})
 
 
-def coerce_call(
-    item: Any, problems: list[Problem], *, outputs: tuple[str, ...] = (), step: int | None = None
-) -> ToolCall | None:
+def coerce_call(item: Any, problems: list[Problem], *, outputs: tuple[str, ...] = ()) -> ToolCall | None:
     """A call from a loosely shaped dict (the usual name and argument keys, ``function`` nesting, arguments as
     JSON text); ``None``, with a problem, when it names none."""
     if not isinstance(item, dict):
@@ -228,7 +226,7 @@ def coerce_call(
     if not isinstance(raw, dict):
         problems.append(Problem("bad_arguments", f"arguments of {name!r} are not an object: {str(raw)[:80]!r}"))
         raw = {}
-    return ToolCall(name, {str(k): v for k, v in raw.items()}, outputs=outputs, step=step)
+    return ToolCall(name, {str(k): v for k, v in raw.items()}, outputs=outputs)
 
 
 def as_items(value: Any) -> list[Any]:

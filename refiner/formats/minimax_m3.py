@@ -191,7 +191,6 @@ class NsXml(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         s = self.spelling
-        self.check_renderable(calls)
         parts = [s.section_open, "\n"]
         for c in calls:
             parts.append(f'{s.invoke_open} {s.name_attr}="{c.name}">')

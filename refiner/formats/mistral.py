@@ -22,7 +22,7 @@ from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, plain_calls, strict_fields
+from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, first_tag, plain_calls, strict_fields
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -177,10 +177,7 @@ class Mistral(WireFormat):
         return _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(BOT, start)
-        if i < 0:
-            raise self.error(f"missing {BOT}", start)
+        i = first_tag(self, text, BOT, f"missing {BOT}")[1]
         pos = skip_ws(text, i + len(BOT))
         if not text.startswith("[", pos):
             raise self.error(f"{BOT} must be followed by a JSON list of calls", pos)
@@ -230,10 +227,7 @@ class MistralV11(WireFormat):
         return not _holds_list_after(body, at)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        start = reasoning_offset(text)
-        i = text.find(BOT, start)
-        if i < 0:
-            raise self.error(f"missing {BOT}", start)
+        start, i = first_tag(self, text, BOT, f"missing {BOT}")
         if text.find(ARGS, start, i) >= 0:  # a call before the first token: its token was lost
             raise self.error(f"{ARGS} before the first {BOT}: each call is {BOT}NAME{ARGS}{{...}}", text.find(ARGS, start))
         calls, in_name = [], marker_table().in_name

@@ -29,7 +29,7 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import decode_at, expect_object, token_sections
+from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -174,22 +174,15 @@ class NamedJson(WireFormat):
             return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
-    @cached_property
-    def _name_re(self) -> re.Pattern[str]:
-        return re.compile(self.spelling.names)
-
     def _name_ok(self, name: str) -> bool:
-        return self._name_re.fullmatch(name) is not None and not marker_table().in_name(name)
+        return re.fullmatch(self.spelling.names, name) is not None and not marker_table().in_name(name)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.section_open is not None:
             call = layout(sp).call if sp.loose else sp.call_open
             return token_sections(self, text, sp.section_open, call, sp.section_close, self._call)
-        start = reasoning_offset(text)
-        i = text.find(sp.call_open, start)
-        if i < 0:
-            raise self.error(f"no {sp.call_open}NAME", start)
+        start, i = first_tag(self, text, sp.call_open, f"no {sp.call_open}NAME")
         calls: list[ToolCall] = []
         for _ in range(MAX_CALLS):
             pos = i + len(sp.call_open)

@@ -11,7 +11,6 @@ after the sentinels; a closing token inside a string value is text (the next one
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -299,11 +298,8 @@ def _glued_call(offered: Any) -> re.Pattern | None:
     """A pattern matching a line that starts with an offered tool's name glued to a parameter's (its ``(`` lost:
     ``math_gcdnum1=12, num2=18)``) or to ``)``; ``None`` without tools."""
     names = sorted((n for n in list(offered or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
-    return _glued_pattern(tuple(names)) if names else None
-
-
-@functools.lru_cache(maxsize=64)
-def _glued_pattern(names: tuple[str, ...]) -> re.Pattern:
+    if not names:
+        return None
     return re.compile("(?:" + "|".join(map(re.escape, names)) + r")(?:[^\W\d]\w*[ \t]*=|[ \t]*\))")
 
 

@@ -81,19 +81,14 @@ def _role(hit: Hit | None) -> str | None:
     return end if hit.closing or hit.ended else None
 
 
-def respell(fmt: WireFormat, text: str, start: int) -> tuple[str, list[str]] | None:
-    """The text with its tags written wrong (:mod:`refiner.formats.tags`) or lost put right where the grammar
-    places them exactly, and notes; ``None`` when nothing changed. By where the grammar stands at each token: a
-    look-alike of a tag is that tag (``<parameter>`` without its ``=`` the closing one); another format's tag, or a
-    look-alike not allowed there, is the tag expected there when what follows fits it (a ``NAME>`` or ``KEY>``, or
-    only the next tag), else text; a lost ``<function=`` (``<parameter=``) is put back before the ``NAME>`` line a
-    block opens with (the ``KEY>`` line a ``</parameter>`` closes)."""
-    return respell_by_state(SPELLER, _step, _NEXT, text, start)
-
-
 def _step(text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_role: str | None,
           put: Callable[[int, int, str, str], None]) -> str | None:
-    """The tag the token ``h`` is read as where the grammar stands (:func:`respell`); ``None``: text."""
+    """The tag the token ``h`` is read as where the grammar stands (``None``: text), for the hook's respelling
+    (:func:`~refiner.formats.tags.respell_by_state`): a look-alike of a tag is that tag (``<parameter>`` without its
+    ``=`` the closing one); another format's tag, or a look-alike not allowed there, is the tag expected there when
+    what follows fits it (a ``NAME>`` or ``KEY>``, or only the next tag), else text; a lost ``<function=``
+    (``<parameter=``) is put back before the ``NAME>`` line a block opens with (the ``KEY>`` line a ``</parameter>``
+    closes)."""
     after = text[h.end : nxt.start if nxt else len(text)]
     after_blank = not after.strip()
     own, next_own = _role(h), _role(nxt)
@@ -134,5 +129,6 @@ def _step(text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_ro
     return own if not alien or h.exact else None  # outside a block
 
 
-HOOK = Hook(respell=respell, sniff=_sniff, region_start=_region_start,  # untagged: NAME>, KEY>, value lines
+HOOK = Hook(respell=lambda fmt, text, start: respell_by_state(SPELLER, _step, _NEXT, text, start),
+            sniff=_sniff, region_start=_region_start,  # untagged: NAME>, KEY>, value lines
             read_untagged=lambda fmt, text, start, offered: untagged_calls(fmt, text, start, offered, ">", False))

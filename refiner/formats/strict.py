@@ -50,6 +50,16 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
     return value
 
 
+def first_tag(fmt: WireFormat, text: str, tag: str, missing: str) -> tuple[int, int]:
+    """``(start, i)``: where the answer starts after any reasoning and where ``tag`` first occurs after it; raises
+    ``missing`` when it does not."""
+    start = reasoning_offset(text)
+    i = text.find(tag, start)
+    if i < 0:
+        raise fmt.error(missing, start)
+    return start, i
+
+
 def expect_object(fmt: WireFormat, value: Any, what: str, position: int = -1) -> dict:
     if not isinstance(value, dict):
         raise fmt.error(f"{what} must be a JSON object, got {type(value).__name__}", position)
@@ -81,20 +91,6 @@ def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
         raise fmt.error(_DEEP, pos) from None
 
 
-def tagged_span(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[int, int]:
-    """``(a, b)``: ``text[a:b]`` lies between the first ``open_tag`` after any reasoning and the ``close_tag`` after
-    it; raises when either tag is missing."""
-    start = reasoning_offset(text)
-    i = text.find(open_tag, start)
-    if i < 0:
-        raise fmt.error(f"missing {open_tag}", start)
-    a = i + len(open_tag)
-    b = text.find(close_tag, a)
-    if b < 0:
-        raise fmt.error(f"missing {close_tag}", len(text))
-    return a, b
-
-
 def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
     """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
     j = skip_ws(text, pos)
@@ -109,10 +105,7 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
     """``(value, position)``, lazily, for the JSON value of each ``open_tag ... close_tag`` block after any reasoning
     (with ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds
     anything else, or a block is not closed. A tag quoted inside a string is text."""
-    start = reasoning_offset(text)
-    i = text.find(open_tag, start)
-    if i < 0:
-        raise fmt.error(f"no {open_tag}...{close_tag} block", start)
+    i = first_tag(fmt, text, open_tag, f"no {open_tag}...{close_tag} block")[1]
     ws, decode = _WS.match, JSON_DECODER.raw_decode
     after_open, after_close = len(open_tag), len(close_tag)
     while i >= 0:
@@ -136,8 +129,10 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
     """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it (a tag
-    quoted inside one of its strings is text), and its position."""
-    a, _ = tagged_span(fmt, text, open_tag, close_tag)
+    quoted inside one of its strings is text), and its position; raises when either tag is missing."""
+    a = first_tag(fmt, text, open_tag, f"missing {open_tag}")[1] + len(open_tag)
+    if text.find(close_tag, a) < 0:
+        raise fmt.error(f"missing {close_tag}", len(text))
     value, end = decode_at(fmt, text, a)
     expect_close(fmt, text, end, close_tag)
     pos = skip_ws(text, a)
@@ -270,10 +265,7 @@ def token_sections(fmt: WireFormat, text: str, begin: str, call_begin: str, end:
     """The calls of every ``begin ... end`` section after the reasoning, each call opened by ``call_begin`` and read
     by ``read_call(text, position after call_begin) -> (call, position after it)`` (the sentinel dialects' strict
     layout: DeepSeek, Kimi-K2). Raises ``FormatError`` when there is no section or a section holds anything else."""
-    start = reasoning_offset(text)
-    i = text.find(begin, start)
-    if i < 0:
-        raise fmt.error(f"no {begin}", start)
+    i = first_tag(fmt, text, begin, f"no {begin}")[1]
     calls = []
     while i >= 0:
         pos = i + len(begin)

@@ -83,13 +83,6 @@ _SPOKEN = re.compile(r"[\s()]")
 _NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
 
 
-@functools.lru_cache(maxsize=256)
-def _name_end(*tags: str) -> Callable[[str, int], re.Match | None]:
-    """The search for where a name written as text ends: the first of ``tags`` after it (of two at one place, the
-    first listed)."""
-    return re.compile("|".join(map(re.escape, tags))).search
-
-
 def _spoken(name: str) -> bool:
     """Whether a name written as text is words or a call written out (``f(a=1)``) rather than a tool's name: it
     holds a space or a parenthesis."""
@@ -290,7 +283,8 @@ class XmlParams(XmlLenient, WireFormat):
         if i < 0:
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
         f = Finder(text)
-        name_end = _name_end(s.name_sep, s.key_open, s.call_close) if s.name_at == "text" else None
+        ends = (s.name_sep, s.key_open, s.call_close)  # a text name ends at the first of these (ties: the first listed)
+        name_end = re.compile("|".join(map(re.escape, ends))).search if s.name_at == "text" else None
         calls: list[ToolCall] = []
         prev = start
         first_open, closer = s.first_open, s.section_close or s.call_close

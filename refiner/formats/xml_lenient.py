@@ -270,9 +270,7 @@ def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) ->
     return value
 
 
-@functools.lru_cache(maxsize=64)
-def _speller(tags: tuple[str, ...]) -> Speller:
-    return Speller(tags)
+_speller = functools.lru_cache(maxsize=64)(Speller)  # one per row's tags
 
 
 _LOST_NAME = re.compile(r"""name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
