@@ -202,6 +202,21 @@ def test_text_holding_a_call_before_the_list_is_not_skipped():
     assert [c.name for c in got.calls] == ["x"]
 
 
+@pytest.mark.parametrize("fmt", [L4, LFM2, formats.get("toolace")], ids=lambda f: f.name)
+def test_prose_before_the_list(fmt):
+    """A reply, a blank line, then the list (its opening tag missing): the list's calls, named as written. Before,
+    the prose was read into the first call's name ('Sure, here they are. [f'). Prose quoting a call inside a
+    sentence is not a call."""
+    got = fmt.parse_lenient('Sure, here they are.\n\n[f(a=1), g(b="x")]')
+    assert got.calls == TWO, got.problems
+    got = fmt.parse_lenient("I would have called [f(a=1)] here, but the tool is down.")
+    assert got.calls == [], got.calls
+    assert any(p.code == "not_a_call" for p in got.problems)
+    # a stray '[' before a call's name, with no word before it, is still that call's (misspelt) name
+    got = fmt.parse_lenient('[f(a=1), [g(b="x")]')
+    assert [c.name for c in got.calls] == ["f", "[g"]
+
+
 @pytest.mark.parametrize("opening", ["<function=", "]"])
 def test_olmo3_opening_glued_to_the_first_name(opening):
     """Another dialect's tag start (``<function=``, Qwen3-Coder's) or a lone bracket glued to the first call."""

@@ -125,6 +125,7 @@ _TAG_LIKE = re.compile(
 )
 # The start of a call list: "[name(".
 _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
+_LINE_LIST_START = re.compile(r"\n[ \t]*(\[[ \t]*[^\W\d][\w.]*[ \t]*\()")
 
 
 def after_opening_tag(body: str, tag: str) -> int:
@@ -144,12 +145,13 @@ def after_opening_tag(body: str, tag: str) -> int:
 
 
 def list_start(body: str) -> int:
-    """Where the call list (``[name(``, within :data:`MAX_TAG_PREFIX` characters) starts after one word holding no
-    space or ``(`` (a misspelt or foreign tag: ``<functionlist>[f(a=1)]``); else 0 (also after prose)."""
+    """Where the call list (``[name(``) starts: within :data:`MAX_TAG_PREFIX` characters after one word holding no
+    space or ``(`` (a misspelt or foreign tag: ``<functionlist>[f(a=1)]``), else at the start of a line after prose (a
+    reply, a blank line, the list); else 0."""
     m = _LIST_START.search(body, 0, MAX_TAG_PREFIX)
-    if m is None:
-        return 0
-    before = body[: m.start()].strip()
-    if "(" in before or any(ch.isspace() for ch in before):
-        return 0
-    return m.start()
+    if m is not None:
+        before = body[: m.start()].strip()
+        if "(" not in before and not any(ch.isspace() for ch in before):
+            return m.start()
+    m = _LINE_LIST_START.search(body)
+    return 0 if m is None else m.start(1)

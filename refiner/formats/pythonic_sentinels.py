@@ -349,6 +349,9 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
             last = at_end and n == len(segments) - 1
             _recover_call(fmt, segment.strip(), out, last)
 
+_WORD = re.compile(r"\w")
+
+
 def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> None:
     """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
     problems = out.problems
@@ -359,6 +362,9 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
             out.mark_cut(None)
         return
     name = " ".join(segment[:p].split())
+    if _WORD.search(name, 0, max(name.rfind("["), 0)):  # prose quoting a call inline ("I said [f(x=1)]")
+        problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
+        return
     if not _is_dotted(name):
         problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
     close = matching_paren(segment, p, lenient_quotes=True)
