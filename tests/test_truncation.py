@@ -341,6 +341,20 @@ def test_a_closing_tag_inside_a_cut_json_string_is_text(name, value):
     test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
 
 
+_FUNCTION_CALL = "<function=search></function>"
+
+
+@pytest.mark.parametrize("name,value", [
+    *((name, _HERMES_CALL) for name in ("qwen3_coder", "telechat4", "glm45", "hunyuan_v3", "hunyuan_v4")),
+    *((name, _FUNCTION_CALL) for name in ("qwen3_coder", "zaya_xml", "seed_oss", "minicpm5")),
+])
+def test_a_call_opened_inside_a_cut_raw_value_is_the_values_text(name, value):
+    """An XML row writes values raw, so a text stopping in a value that holds a call's opening tag cannot be told
+    from one whose closers were lost before a new call: the call is read as cut in that value (no call of the value's
+    text, nor the value ended at the tag as written whole)."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
 @pytest.mark.parametrize("name,calls", [
     ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
     ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),
