@@ -355,6 +355,14 @@ def test_a_call_opened_inside_a_cut_raw_value_is_the_values_text(name, value):
     test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
 
 
+@pytest.mark.parametrize("name,value", [(name, value) for name in ("anthropic", "nestful", "llama3_json", "openai")
+                                        for value in (_HERMES_CALL, _FUNCTION_CALL)])
+def test_a_marker_inside_a_cut_json_string_opens_no_region(name, value):
+    """Salvage took a marker inside a string of the JSON the text starts with for the start of that format's region,
+    so a text cut in or after that string gave the call quoted in the value (and the cut call, its string closed)."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
 @pytest.mark.parametrize("name,calls", [
     ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
     ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),
