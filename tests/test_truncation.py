@@ -363,6 +363,13 @@ def test_a_marker_inside_a_cut_json_string_opens_no_region(name, value):
     test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
 
 
+@pytest.mark.parametrize("name", ["gemma4", "functiongemma"])
+def test_a_token_look_alike_inside_a_cut_quoted_value_is_text(name):
+    """Gemma 4's respelling read a look-alike of its tokens inside a value between quote tokens (``<|"|>``) as the
+    token, so a text cut after that value gave the call with the value's text changed and the cut taken as clean."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name)
+
+
 @pytest.mark.parametrize("name,calls", [
     ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
     ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),
