@@ -370,6 +370,19 @@ def test_a_token_look_alike_inside_a_cut_quoted_value_is_text(name):
     test_a_call_quoted_in_a_cut_call_is_a_value(name)
 
 
+@pytest.mark.parametrize("name,value", [
+    ("multi_format_python", _HERMES_CALL),
+    ("llama4_pythonic", "<|python_start|>[search(note='x')]<|python_end|>"),
+    ("lfm2", "<|tool_call_start|>[search()]<|tool_call_end|>"),
+    ("olmo3", "<function_calls>search()</function_calls>"),
+])
+def test_a_sentinel_inside_a_cut_pythonic_string_is_text(name, value):
+    """The pythonic sentinel rows' recovery split a text at every open token and ended a block at the first close
+    token, inside a string value too, so a text cut in or after that string gave the call with the value cut short
+    (a ']' appended) or a call of the string's text."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
 @pytest.mark.parametrize("name,calls", [
     ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
     ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),
