@@ -341,6 +341,48 @@ def test_a_closing_tag_inside_a_cut_json_string_is_text(name, value):
     test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
 
 
+_FUNCTION_CALL = "<function=search></function>"
+
+
+@pytest.mark.parametrize("name,value", [
+    *((name, _HERMES_CALL) for name in ("qwen3_coder", "telechat4", "glm45", "hunyuan_v3", "hunyuan_v4")),
+    *((name, _FUNCTION_CALL) for name in ("qwen3_coder", "zaya_xml", "seed_oss", "minicpm5")),
+])
+def test_a_call_opened_inside_a_cut_raw_value_is_the_values_text(name, value):
+    """An XML row writes values raw, so a text stopping in a value that holds a call's opening tag cannot be told
+    from one whose closers were lost before a new call: the call is read as cut in that value (no call of the value's
+    text, nor the value ended at the tag as written whole)."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
+@pytest.mark.parametrize("name,value", [(name, value) for name in ("anthropic", "nestful", "llama3_json", "openai")
+                                        for value in (_HERMES_CALL, _FUNCTION_CALL)])
+def test_a_marker_inside_a_cut_json_string_opens_no_region(name, value):
+    """Salvage took a marker inside a string of the JSON the text starts with for the start of that format's region,
+    so a text cut in or after that string gave the call quoted in the value (and the cut call, its string closed)."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
+@pytest.mark.parametrize("name", ["gemma4", "functiongemma"])
+def test_a_token_look_alike_inside_a_cut_quoted_value_is_text(name):
+    """Gemma 4's respelling read a look-alike of its tokens inside a value between quote tokens (``<|"|>``) as the
+    token, so a text cut after that value gave the call with the value's text changed and the cut taken as clean."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name)
+
+
+@pytest.mark.parametrize("name,value", [
+    ("multi_format_python", _HERMES_CALL),
+    ("llama4_pythonic", "<|python_start|>[search(note='x')]<|python_end|>"),
+    ("lfm2", "<|tool_call_start|>[search()]<|tool_call_end|>"),
+    ("olmo3", "<function_calls>search()</function_calls>"),
+])
+def test_a_sentinel_inside_a_cut_pythonic_string_is_text(name, value):
+    """The pythonic sentinel rows' recovery split a text at every open token and ended a block at the first close
+    token, inside a string value too, so a text cut in or after that string gave the call with the value cut short
+    (a ']' appended) or a call of the string's text."""
+    test_a_call_quoted_in_a_cut_call_is_a_value(name, value)
+
+
 @pytest.mark.parametrize("name,calls", [
     ("anthropic", [ToolCall("get_weather", {"city": ["<arg_key>"]}), ToolCall("get_weather", {"city": ""})]),
     ("nestful", [ToolCall("get_weather", {}), ToolCall("get_weather", {}),

@@ -424,7 +424,8 @@ class BraceKV(WireFormat):
 
     def _respell(self, text: str, start: int, out: Lenient) -> str:
         """(lenient) Look-alikes of the row's tokens written as the tokens; tokens sharing letters are told apart by
-        the bar's side, else by ``call:`` after an opener. At most :data:`MAX_RESPELT` are looked at."""
+        the bar's side, else by ``call:`` after an opener; one inside a string value is its text. At most
+        :data:`MAX_RESPELT` are looked at."""
         sp = self.spelling
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
         if not tokens:
@@ -438,11 +439,13 @@ class BraceKV(WireFormat):
         for t in tokens:
             by_letters.setdefault(letters(t), []).append(t)
         parts, last, notes = [], start, 0
+        quotes, seen = 0, start  # quote tokens before ``seen``: an odd count puts a look-alike inside a string value
         for n, m in enumerate(found.finditer(text, start)):
             if n >= MAX_RESPELT:
                 break
             got = m.group()
-            if got in tokens:
+            quotes, seen = quotes + text.count(sp.quote, seen, m.start()), m.start()
+            if got in tokens or quotes % 2:
                 continue
             choices = by_letters.get(letters(got), [])
             if len(choices) > 1:
@@ -456,7 +459,8 @@ class BraceKV(WireFormat):
             if len(choices) != 1:
                 continue
             parts += (text[last : m.start()], choices[0])
-            last = m.end()
+            last = seen = m.end()
+            quotes += choices[0] == sp.quote
             if notes < MAX_NOTES:
                 out.note("missing_tag", f"{choices[0]} written as {got!r}")
                 notes += 1

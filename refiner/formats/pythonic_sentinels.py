@@ -161,7 +161,7 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             recover_list(self, src, out, read_whole=bool(missing), at_end=f"missing {w.close}" in missing)
             return
         body = text[reasoning_offset(text) :]
-        chunks = body.split(w.open)[1:]
+        chunks = self._chunks(body)
         if not chunks:
             # a misspelt or foreign opening token (or prose) before the calls is not read
             skip = after_opening_tag(body, w.open) if w.lines else list_start(body)
@@ -172,12 +172,41 @@ class SentinelPythonic(PythonicWriter, WireFormat):
             if budget_spent():
                 out.note("gave_up", "stopped: the repair budget is spent")
                 return
-            j = chunk.find(w.close)
+            j = self._close_at(chunk, last=n == len(chunks) - 1)
             if j >= 0:
                 chunk = chunk[:j]
             elif not w.close_optional:
                 out.note("missing_tag", f"missing {w.close}")
             self._recover_block(chunk.strip(), out, at_end=j < 0 and n == len(chunks) - 1)
+
+    def _chunks(self, body: str) -> list[str]:
+        """The text after each open token up to the next one, the rest past :data:`MAX_RECOVERED_BLOCKS` of them as one
+        more; an open token inside a string of a block not closed before it is that string's text."""
+        w = self.spelling
+        chunks: list[str] = []
+        i = body.find(w.open)
+        while i >= 0:
+            a = i + len(w.open)
+            i = body.find(w.open, a) if len(chunks) < MAX_RECOVERED_BLOCKS else -1
+            for _ in range(MAX_CLOSE_TRIES):
+                if i < 0 or body.find(w.close, a, i) >= 0 or not open_brackets(body[a:i], lenient_quotes=True)[1]:
+                    break
+                i = body.find(w.open, i + len(w.open))
+            chunks.append(body[a : i if i >= 0 else len(body)])
+        return chunks
+
+    def _close_at(self, chunk: str, last: bool) -> int:
+        """Where the block's close token is in ``chunk``, or -1: one inside a string is the string's text when a quote
+        closes that string after it or the text (``last``: ``chunk`` ends it) ends right after it (else the string's
+        quote was lost before it)."""
+        w = self.spelling
+        j = chunk.find(w.close)
+        for _ in range(MAX_CLOSE_TRIES):
+            if j < 0 or not open_brackets(chunk[:j], lenient_quotes=True)[1] or not (
+                    _CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()):
+                return j
+            j = chunk.find(w.close, j + len(w.close))
+        return -1
 
     def _recover_block(self, src: str, out: Lenient, at_end: bool) -> None:
         """The calls of one block's body (``at_end``: the text ends inside it)."""
@@ -289,6 +318,7 @@ class CallLines(SentinelPythonic):
         return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
 
 
+_CLOSING_QUOTE = re.compile(r"""["'](?=[ \t\r\n]*(?:[,)\]}:]|\Z))""")  # a quote that may end a value
 # a line that starts a call, blanks around it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too)
 _CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call

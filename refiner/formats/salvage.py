@@ -48,6 +48,7 @@ from refiner.formats.base import (
     marker_table,
 )
 from refiner.formats.jsonfix import budget_spent, repair_budget
+from refiner.formats.lenient import TokenFinder
 from refiner.formats.markup import KIND, calls_by_names
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import read
@@ -205,13 +206,18 @@ class _Scan(SiteReader):
         body = self.text
         chosen: dict[str, tuple[WireFormat, int, str]] = {}
         found_at = self.markers if self.markers is not None else marker_positions(body)
-
-        def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning
-            i = found_at.get(marker, -1)
-            return body.find(marker, self.at) if 0 <= i < self.at else i
-
         table = marker_table()
         naming, order = table.naming["markers"], table.marker_order  # (every registered marker, by its formats)
+        # a JSON value the text starts with holds no marker or closer in its strings (one cut open runs to the end)
+        edge = self.at
+        if found_at and body[skip_ws(body, self.at) : skip_ws(body, self.at) + 1] in ("{", "["):
+            edge = TokenFinder(body, tuple(sorted(found_at))).first(self.at)[0]
+
+        def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning, outside those strings
+            i = found_at.get(marker, -1)
+            i = body.find(marker, self.at) if 0 <= i < self.at else i
+            return body.find(marker, edge) if 0 <= i < edge else i
+
         # the markers found, and those written at a line start, in rank order
         walked = sorted({*(m for m in found_at if m in order), *table.line_markers}, key=order.__getitem__)
         for marker in walked:

@@ -226,6 +226,13 @@ class XmlLenient:
         stop_tags = (next_key, s.call_close) + ((s.section_close, s.section_open) if s.section_open else (s.call_open,))
         close = f.next(s.value_close, vstart)
         stop, tag = f.first(stop_tags, vstart)
+        if tag is not None and not 0 <= close <= stop and self._opens_call(text, f, vstart, stop):
+            # a call opens in the value before its closing tag: a raw value holds tags, so the value ends at its own
+            # closing tag when no key tag comes first, and the text stops in it when none comes
+            if close < 0:
+                stop, tag = len(text), None
+            elif not 0 <= f.next(s.key_open, vstart) < close:
+                stop = close
         cut = False
         if 0 <= close <= stop:
             last = text.rfind(s.value_close, close, stop)  # (a value holding its closing tag, and no key tag)
@@ -251,6 +258,15 @@ class XmlLenient:
         else:
             args[key] = self._value(text[vstart:end], typ)
         return after, key if cut else None
+
+    def _opens_call(self, text: str, f: Finder, start: int, stop: int) -> bool:
+        """Whether a call opens between ``start`` and the tag at ``stop`` (or is that tag): the row's call or section
+        tag, or any registered format's opening marker."""
+        s = self.spelling
+        if f.first(tuple(t for t in (s.call_open, s.section_open) if t), start)[0] <= stop:
+            return True
+        naming = marker_table().naming["markers"]
+        return any(m in naming for m in marker_positions(text[start:stop]))
 
 
 def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) -> Any:
