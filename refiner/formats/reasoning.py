@@ -225,6 +225,9 @@ def _state() -> dict[str, Any]:
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
             opener=re.compile(trie_pattern(p[0] for p in known)),
+            # the pair an answer opening with an opener (the longest written there) starts: the first pair whose opener
+            # it begins with
+            opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
             closers=re.compile(trie_pattern({p[1] for p in known})),  # (no closer begins another)
             think_closers=re.compile(trie_pattern({p[1] for p in known if "think" in p[1].lower()})),
         )
@@ -245,14 +248,16 @@ def inside_call(text: str, start: int, at: int) -> bool:
     i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
     if i < at and (text[i] in "[{" or BARE_CALL.match(text, i)):
         return True
-    tokens = _state()["tokens"]
+    state = _state()
+    tokens, fenced = state["tokens"], state["fenced"]
     last = None
     if tokens is not None:
         for m in tokens.finditer(text, start, at):
             last = m.group()
     if last is not None and last not in _CLOSERS:
         return True
-    return bool(_FENCED) and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at))
+    return (fenced is not None and fenced.search(text, start, at) is not None  # (no open literal: no fenced call)
+            and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at)))
 
 
 def call_start(text: str, start: int, end: int | None = None) -> int:
@@ -326,9 +331,10 @@ def _unclosed(text: str, body: int) -> Split:
 
 def _split(text: str, opened: bool | None) -> Split:
     state = _state()
-    i = skip_blanks(text)
-    pair = state["opener"].match(text, i) and next(p for p in state["pairs"] if text.startswith(p[0], i))
-    if pair is not None:
+    i = _BLANKS.match(text).end()
+    opener = state["opener"].match(text, i)
+    if opener is not None:
+        pair = state["opening"][opener.group()]
         body = i + len(pair[0])
         j = text.find(pair[1], body)
         return Split(body, j, j + len(pair[1]), True) if j >= 0 else _unclosed(text, body)
