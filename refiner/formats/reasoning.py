@@ -218,6 +218,7 @@ def _state() -> dict[str, Any]:
     """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
     if not _STATE:
         tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED)
+        think = {p[1] for p in known if "think" in p[1].lower()}
         _STATE.update(
             tokens=re.compile(trie_pattern(tokens)) if tokens else None,
             fenced=re.compile(trie_pattern(_FENCED)) if _FENCED else None,
@@ -229,7 +230,10 @@ def _state() -> dict[str, Any]:
             # it begins with
             opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
             closers=re.compile(trie_pattern({p[1] for p in known})),  # (no closer begins another)
-            think_closers=re.compile(trie_pattern({p[1] for p in known if "think" in p[1].lower()})),
+            think_closers=re.compile(trie_pattern(think)),
+            # how they write "think": a text without any of these spellings holds none of them
+            think_words=tuple(sorted({c[i : i + 5] for c in think for i in range(len(c) - 4)
+                                      if c[i : i + 5].lower() == "think"})),
         )
     return _STATE
 
@@ -343,8 +347,10 @@ def _split(text: str, opened: bool | None) -> Split:
     # a closer with no opener before it: a prompt that opened the block (said so, or not known); when not known, only
     # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
     # <|end_message|> or <|end|> alone is no sign of reasoning
-    closers = state["closers"] if opened else state["think_closers"]
-    found = closers.search(text)  # (the first closer)
+    if opened:
+        found = state["closers"].search(text)  # (the first closer)
+    else:
+        found = state["think_closers"].search(text) if any(w in text for w in state["think_words"]) else None
     if found is not None:
         j = found.start()
         return Split(0, j, found.end(), True) if opened or not inside_call(text, 0, j) else NONE
