@@ -92,10 +92,8 @@ class FormatError(ValueError):
 def kept(error: FormatError) -> FormatError:
     """``error`` kept as a value (a strict reading's answer): without the tracebacks of it and of the errors it was
     raised from, which would keep alive every frame they passed through and, from those, the caller's frames."""
-    seen: set[int] = set()
     e: BaseException | None = error
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
+    while e is not None and e.__traceback__ is not None:  # (one already kept ends the walk: a chain can loop)
         e.__traceback__ = None
         e = e.__cause__ or e.__context__
     return error
@@ -585,12 +583,13 @@ _RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable | None] = ((), (), Non
 
 def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable | None]:
     global _RANKED
-    # the registry's state: the dict itself (tests swap it), its size and its last entry (a format is only ever
+    # the registry's state: the dict itself (tests swap it), its size and its last format (a format is only ever
     # added, or taken out again by a test)
-    now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.items()), None))
     old = _RANKED[0]
-    if not (old and old[0] is now[0] and old[1] == now[1] and old[2] == now[2]):
-        _RANKED = (now, tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))), None)
+    if old and old[0] is _REGISTRY and old[1] == len(_REGISTRY) and old[2] is next(reversed(_REGISTRY.values()), None):
+        return _RANKED
+    now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
+    _RANKED = (now, tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))), None)
     return _RANKED
 
 

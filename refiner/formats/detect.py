@@ -22,8 +22,8 @@ Deterministic; the first rule that gives an answer wins. Formats are always trie
 So a marker string quoted inside the calls of an untagged format (a NESTFUL label ``"<func_call>"``) makes the text
 read as that tagged format: markers are taken as the stronger signal.
 
-Cost: one search per head (first two characters) of the registered markers, then a look at the markers whose
-head occurs (:func:`~refiner.formats.base.marker_positions`; those after the reasoning are taken from them), one
+Cost: one search for the registered markers (:func:`~refiner.formats.base.marker_positions`: one pass of a pattern
+for those beginning with ``<``, a look for each of the others; those after the reasoning are taken from it), one
 strict parse per format whose marker occurs and per untagged format (for a text with brackets or its marker) up
 to :data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the caller), one bounded
 lenient JSON read when the text holds a bracket.
@@ -134,17 +134,10 @@ def _detect(
     table = marker_table()
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = marker_positions(text) if markers is None else markers
-    body = text[text.split.answer :]  # (the answer after the reasoning: text is a reasoning.Read)
-    in_body = found_at if len(body) == len(text) else _after(text, len(text) - len(body), found_at)
+    start = text.split.answer  # (the answer after the reasoning: text is a reasoning.Read)
+    body = text[start:]
+    in_body = _after(text, start, found_at) if start else found_at
     answers: dict[tuple[str, int], bool] = {}
-
-    def sniff(fmt: WireFormat, at: int) -> bool:
-        key = (fmt.name, at)
-        yes = answers.get(key)
-        if yes is None:
-            yes = answers[key] = fmt.sniff(body, at)
-        return yes
-
     if small:
         # A format's sniff is asked at the first of the markers it shares with other formats in the body; the formats
         # it rejects are tried last (their sniffs tell the formats sharing a marker apart, so one rejected does not
@@ -169,6 +162,14 @@ def _detect(
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
+
+    def sniff(fmt: WireFormat, at: int) -> bool:
+        key = (fmt.name, at)
+        yes = answers.get(key)
+        if yes is None:
+            yes = answers[key] = fmt.sniff(body, at)
+        return yes
+
     if found_at:
         name = _by_marker(table.naming["markers"], in_body, sniff, sniffed) or _by_marker(
             table.naming["closers"], in_body, sniff)

@@ -5,16 +5,14 @@ detection and salvage walk (:class:`MarkerTable`). The registry's own table and 
 
 from __future__ import annotations
 
+import os
 import re
-from itertools import chain
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 # A first character that begins at least this many markers is searched for with one pattern of its markers (a trie:
 # one match at a place gives the longest of them written there); the other markers are searched for one by one.
 TRIE_MARKERS = 8
-# A pattern's places walked in a text (find_markers) before one pass of it tells which markers are written further on.
-PLACE_WALK = 32
 
 
 def _trie(markers: Sequence[str]) -> str:
@@ -50,16 +48,21 @@ class MarkerTable:
         self.known = frozenset(every)
         self._any = re.compile(_trie(tuple(every)) if every else "(?!)")
         # markers by their first character: those of a character that begins many are found by one pattern, the rest
-        # one by one; at a place a pattern matches, the markers written there are the one it matched and those it
-        # begins with
+        # one by one
         by_first: dict[str, list[str]] = {}
         for m in every:
             by_first.setdefault(m[0], []).append(m)
         tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
-        self.patterns = [(re.compile(_trie(ms)), tuple(ms)) for ms in tries.values()]
-        single = [m for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms]
-        self.single, self.single_ascii = tuple(single), tuple(m for m in single if m.isascii())
-        self.starts = {m: tuple(o for o in every if m.startswith(o)) for m in every}
+        self.patterns = tuple(re.compile(_trie(ms)) for ms in tries.values())
+        # the others by the first three characters, a group under the prefix its markers share (a text without it
+        # holds none of them): (prefix, its markers; none for a marker alone), with the ASCII ones alone too
+        heads: dict[str, list[str]] = {}
+        for ms in by_first.values():
+            if len(ms) < TRIE_MARKERS:
+                for m in ms:
+                    heads.setdefault(m[:3], []).append(m)
+        self.single = _grouped(heads.values())
+        self.single_ascii = _grouped([m for m in ms if m.isascii()] for ms in heads.values())
         # the markers a pattern's match may hold: those it begins with and those that begin inside it
         self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
                                             if w.startswith(m, i) or m.startswith(w[i:])))
@@ -67,14 +70,14 @@ class MarkerTable:
         # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
         # it holds one of its markers or other spellings, or the one it needs), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
-        self.tagged_always = tuple((i, f) for i, f in enumerate(fmts) if not f.detection.bare and not (
+        self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
-        self.tagged_by_marker: dict[str, tuple[tuple[int, Any], ...]] = {}
-        for i, f in enumerate(fmts):
+        self.tagged_by_marker: dict[str, tuple[Any, ...]] = {}
+        for f in fmts:
             if not f.detection.bare:
                 needs = f.detection.strict_needs
                 for m in (needs,) if needs else dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
-                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), (i, f))
+                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), f)
 
         # each marker (with its other spellings) and closer by the formats it names, in rank order
         self.naming: dict[str, dict[str, tuple[Any, ...]]] = {"markers": {}, "closers": {}}
@@ -118,21 +121,26 @@ class MarkerTable:
         rest of another format's call whose own separator was lost, not a tool's name."""
         return self._any.search(name) is not None
 
-    def marked(self, found_at: Mapping[str, int]) -> list[Any]:
+    def marked(self, found_at: Mapping[str, int]) -> Sequence[Any]:
         """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those
         that need none."""
         got = [fs for m in found_at if (fs := self.tagged_by_marker.get(m))]
         if self.tagged_always:
             got.append(self.tagged_always)
         if len(got) > 1:  # (each of them is in rank order already)
-            merged = dict(chain.from_iterable(got))
-            return [merged[i] for i in sorted(merged)]
-        return [f for _, f in got[0]] if got else []
+            rank = self.rank
+            return [f for _, f in sorted({rank[f.name]: f for fs in got for f in fs}.items())]
+        return got[0] if got else ()
 
     def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The untagged formats, in rank order, one of whose markers is among ``found_at``."""
         got = {f.name: f for m in found_at for f in self.bare_by_marker.get(m, ())}
         return sorted(got.values(), key=lambda f: self.rank[f.name]) if len(got) > 1 else list(got.values())
+
+
+def _grouped(groups: Iterable[list[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each group of markers as (the prefix they share, the markers), a marker alone as (itself, ())."""
+    return tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), tuple(ms)) for ms in groups if ms)
 
 
 def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...]:
@@ -143,29 +151,21 @@ def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...
 
 def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
     """Where each marker of ``table`` first occurs in ``text``: marker -> position, for the markers that occur. The
-    markers of a character that begins many (``<``) are found by walking the places their pattern matches (at each,
-    the longest marker written there and those it begins with), at most :data:`PLACE_WALK` of them, then by one pass
-    of the pattern over the rest of the text, which tells the markers written there (each then searched for); the
-    others are searched for one by one (those with other than ASCII characters not in an ASCII text)."""
+    markers of a character that begins many (``<``) are found by one pass of their pattern, which tells those written
+    (each match: the markers it holds), each then searched for; the others are searched for one by one, a group
+    sharing a prefix only when the prefix occurs (those with other than ASCII characters not in an ASCII text)."""
     out: dict[str, int] = {}
-    for m in table.single_ascii if text.isascii() else table.single:
-        if m in text:
-            out[m] = text.find(m)
-    starts = table.starts
-    for pattern, markers in table.patterns:
-        at = 0
-        for _ in range(PLACE_WALK):
-            match = pattern.search(text, at)
-            if match is None:
-                break
-            at = match.start()
-            for m in starts[match.group()]:
-                if m not in out:
-                    out[m] = at
-            at += 1
-        else:  # a text with many markers: one pass tells those written (each match: the markers it holds)
-            held = {m for w in set(pattern.findall(text, at)) for m in table.held[w]}
-            for m in markers:
-                if m not in out and m in held and (i := text.find(m, at)) >= 0:
+    for head, group in table.single_ascii if text.isascii() else table.single:
+        if head in text:
+            if not group:
+                out[head] = text.find(head)
+            for m in group:
+                if m in text:
+                    out[m] = text.find(m)
+    held = table.held
+    for pattern in table.patterns:
+        for w in dict.fromkeys(pattern.findall(text)):
+            for m in held[w]:
+                if m not in out and (i := text.find(m)) >= 0:
                     out[m] = i
     return out

@@ -218,6 +218,7 @@ def _state() -> dict[str, Any]:
     """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
     if not _STATE:
         tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED)
+        think = {p[1] for p in known if "think" in p[1].lower()}
         _STATE.update(
             tokens=re.compile(trie_pattern(tokens)) if tokens else None,
             fenced=re.compile(trie_pattern(_FENCED)) if _FENCED else None,
@@ -225,8 +226,14 @@ def _state() -> dict[str, Any]:
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
             opener=re.compile(trie_pattern(p[0] for p in known)),
+            # the pair an answer opening with an opener (the longest written there) starts: the first pair whose opener
+            # it begins with
+            opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
             closers=re.compile(trie_pattern({p[1] for p in known})),  # (no closer begins another)
-            think_closers=re.compile(trie_pattern({p[1] for p in known if "think" in p[1].lower()})),
+            think_closers=re.compile(trie_pattern(think)),
+            # how they write "think": a text without any of these spellings holds none of them
+            think_words=tuple(sorted({c[i : i + 5] for c in think for i in range(len(c) - 4)
+                                      if c[i : i + 5].lower() == "think"})),
         )
     return _STATE
 
@@ -245,14 +252,16 @@ def inside_call(text: str, start: int, at: int) -> bool:
     i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
     if i < at and (text[i] in "[{" or BARE_CALL.match(text, i)):
         return True
-    tokens = _state()["tokens"]
+    state = _state()
+    tokens, fenced = state["tokens"], state["fenced"]
     last = None
     if tokens is not None:
         for m in tokens.finditer(text, start, at):
             last = m.group()
     if last is not None and last not in _CLOSERS:
         return True
-    return bool(_FENCED) and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at))
+    return (fenced is not None and fenced.search(text, start, at) is not None  # (no open literal: no fenced call)
+            and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at)))
 
 
 def call_start(text: str, start: int, end: int | None = None) -> int:
@@ -326,9 +335,10 @@ def _unclosed(text: str, body: int) -> Split:
 
 def _split(text: str, opened: bool | None) -> Split:
     state = _state()
-    i = skip_blanks(text)
-    pair = state["opener"].match(text, i) and next(p for p in state["pairs"] if text.startswith(p[0], i))
-    if pair is not None:
+    i = _BLANKS.match(text).end()
+    opener = state["opener"].match(text, i)
+    if opener is not None:
+        pair = state["opening"][opener.group()]
         body = i + len(pair[0])
         j = text.find(pair[1], body)
         return Split(body, j, j + len(pair[1]), True) if j >= 0 else _unclosed(text, body)
@@ -337,8 +347,10 @@ def _split(text: str, opened: bool | None) -> Split:
     # a closer with no opener before it: a prompt that opened the block (said so, or not known); when not known, only
     # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
     # <|end_message|> or <|end|> alone is no sign of reasoning
-    closers = state["closers"] if opened else state["think_closers"]
-    found = closers.search(text)  # (the first closer)
+    if opened:
+        found = state["closers"].search(text)  # (the first closer)
+    else:
+        found = state["think_closers"].search(text) if any(w in text for w in state["think_words"]) else None
     if found is not None:
         j = found.start()
         return Split(0, j, found.end(), True) if opened or not inside_call(text, 0, j) else NONE
