@@ -33,6 +33,7 @@ from refiner.calls import (
 )
 from refiner.formats.reading import Reading, read_text, tool_index
 from refiner.formats.salvage import Salvage
+from refiner.specs.model import Param, ToolSpec
 from refiner.specs.types import JSON_TYPES, json_type_of
 
 ERROR = "error"
@@ -177,16 +178,17 @@ def is_declared_default(param: Any, value: Any) -> bool:
 
 
 def check_value(
-    param: Any, value: Any, where: str, depth: int = 0, *, count: Count, strings: bool = False
+    param: Param | None, value: Any, where: str, depth: int = 0, *, count: Count, strings: bool = False
 ) -> list[tuple[str, str]]:
     """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`MAX_DEPTH`,
     and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
     declared type, its enum compared as text."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    if is_reference(value) or is_declared_default(param, value):
+    if isinstance(value, str) and value[:1] in "$A" and is_reference(value) or (
+            param.nullable or param.has_default) and is_declared_default(param, value):  # (cheap tests first)
         return []
-    ptype, enum = getattr(param, "type", None), getattr(param, "enum", None)
+    ptype, enum = param.type, param.enum
     if strings and ptype is not None:
         if not isinstance(value, str):
             got = f"{json_type(value)} {preview(value)}"
@@ -195,13 +197,34 @@ def check_value(
             return [("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
         return []
     got = _EXACT_TYPES.get(type(value))  # (the usual match told without type_matches)
-    if ptype != got and not (ptype == "number" and got == "integer") and not type_matches(ptype, value):
+    if ptype != got and ptype is not None and not (ptype == "number" and got == "integer") and not type_matches(
+            ptype, value):
         return [("type", f"{where} should be {ptype}, got {json_type(value)} {preview(value)}")]
     out: list[tuple[str, str]] = []
     if enum and not in_enum(value, enum):
         out.append(("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}"))
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        lo, hi = getattr(param, "minimum", None), getattr(param, "maximum", None)
+    if got == "string" or got == "array" or got is None and isinstance(value, (str, list)):
+        lo, hi, pattern = param.min_length, param.max_length, param.pattern
+        if lo is not None and isinstance(lo, int) and len(value) < lo:
+            out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
+        if hi is not None and isinstance(hi, int) and len(value) > hi:
+            out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
+        if pattern is not None and isinstance(pattern, str) and isinstance(value, str) and len(
+                value) <= _MAX_PATTERN_INPUT:
+            try:
+                if re.search(pattern, value) is None:
+                    out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
+            except re.error:
+                pass  # a pattern Python cannot compile is not the call's fault
+        items = param.items
+        if items is not None and isinstance(value, list):
+            for k, item in enumerate(value):
+                if count.left <= 0:
+                    break
+                out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
+    elif got == "integer" or got == "number" or got is None and isinstance(value, (int, float)) and not isinstance(
+            value, bool):
+        lo, hi = param.minimum, param.maximum
         try:
             if lo is not None and value < lo:
                 out.append(("range", f"{where} is {preview(value)}, below the minimum {preview(lo)}"))
@@ -209,28 +232,9 @@ def check_value(
                 out.append(("range", f"{where} is {preview(value)}, above the maximum {preview(hi)}"))
         except TypeError:
             pass
-    if isinstance(value, (str, list)):
-        lo, hi = getattr(param, "min_length", None), getattr(param, "max_length", None)
-        if isinstance(lo, int) and len(value) < lo:
-            out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
-        if isinstance(hi, int) and len(value) > hi:
-            out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
-        pattern = getattr(param, "pattern", None)
-        if isinstance(pattern, str) and isinstance(value, str) and len(value) <= _MAX_PATTERN_INPUT:
-            try:
-                if re.search(pattern, value) is None:
-                    out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
-            except re.error:
-                pass  # a pattern Python cannot compile is not the call's fault
-    if isinstance(value, list):
-        items = getattr(param, "items", None)
-        for k, item in enumerate(value if items is not None else ()):
-            if count.left <= 0:
-                break
-            out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
-    elif type(value) is dict or type(value) not in _EXACT_TYPES and isinstance(value, Mapping):  # (ABC check: slow)
-        props = getattr(param, "properties", None) or {}
-        for req in getattr(param, "required", None) or ():
+    elif got == "object" or got is None and isinstance(value, Mapping):
+        props = param.properties or {}
+        for req in param.required or ():
             if req not in value:
                 out.append(("missing_required", f"{where} lacks the required field {req!r}"))
         for k, v in value.items():
@@ -241,21 +245,20 @@ def check_value(
     return out
 
 
-def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: bool = False) -> list[Finding]:
+def check_call(call: ToolCall, spec: ToolSpec, index: int, *, count: Count, strings: bool = False) -> list[Finding]:
     """Findings for one call against its tool's spec (at most as many values as ``count`` has left)."""
     out: list[Finding] = []
-    params: Mapping[str, Any] = getattr(spec, "params", None) or {}
-    name = _clip(call.name)
-    free_form = getattr(spec, "free_form", False) is True  # (a free-form tool takes any argument)
-    notes = getattr(spec, "notes", None) or ()
+    params = spec.params
+    notes = spec.notes
     if notes:
         more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
-        out.append(Finding("spec", f"the schema of {name} was read otherwise than written: {notes[0]}{more}",
-                           index, call.name, severity=WARNING))
-    for req in getattr(spec, "required", None) or ():
-        if req not in call.arguments:
+        out.append(Finding("spec", f"the schema of {_clip(call.name)} was read otherwise than written: {notes[0]}"
+                           f"{more}", index, call.name, severity=WARNING))
+    arguments = call.arguments
+    for req in spec.required:
+        if req not in arguments:
             out.append(Finding("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
-    for key, value in call.arguments.items():
+    for key, value in arguments.items():
         if count.left <= 0:
             break
         if key in params:
@@ -263,8 +266,9 @@ def check_call(call: ToolCall, spec: Any, index: int, *, count: Count, strings: 
                 out.append(Finding(code, msg, index, call.name, key))
         else:
             count.take()
-            if not free_form:
-                out.append(Finding("unknown_param", f"{name} has no parameter {preview(key)}", index, call.name, key))
+            if spec.free_form is not True:  # (a free-form tool takes any argument)
+                out.append(Finding("unknown_param", f"{_clip(call.name)} has no parameter {preview(key)}", index,
+                                   call.name, key))
     return out
 
 

@@ -158,11 +158,13 @@ def _plain_param(value: dict[str, Any]) -> Param | None:
     if items is not None and (type(items) is not dict or not items.keys() <= _PLAIN_KEYS or (
             items := _plain_param(items)) is None):
         return None
+    if enum is not None:
+        enum = tuple(enum)
     if "default" not in value:
-        return Param.of(type=ptype, description=desc, enum=enum, items=items)
+        return Param.plain(ptype, desc, enum, items)
     if type(value["default"]) not in _LEAF:
         return None
-    return Param.of(type=ptype, description=desc, enum=enum, items=items, default=value["default"], has_default=True)
+    return Param.plain(ptype, desc, enum, items, value["default"], True)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:

@@ -79,6 +79,20 @@ class Param:
         p.__post_init__()
         return p
 
+    @classmethod
+    def plain(cls, type: str, description: str | None, enum: tuple[Any, ...] | None, items: Param | None,
+              default: Any = None, has_default: bool = False) -> Param:
+        """``Param(type=type, description=..., enum=..., items=..., default=..., has_default=...)`` for a ``type`` of
+        :data:`JSON_TYPES` other than ``null`` and a ``has_default`` true when ``default`` is not None, built with
+        nothing left for the constructor to check."""
+        p = object.__new__(cls)
+        d = p.__dict__
+        d.update(_BLANK_PARAM)
+        d["type"], d["description"], d["enum"], d["items"], d["default"], d["has_default"] = (
+            type, description, enum, items, default, has_default)
+        d["properties"], d["extra"] = {}, {}
+        return p
+
     def to_json_schema(self) -> dict[str, Any]:
         """This parameter as a JSON Schema object (nullable types as ``["t", "null"]``)."""
         out: dict[str, Any] = {}
