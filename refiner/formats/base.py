@@ -456,8 +456,9 @@ def _raises_only_format_errors(parse: Any) -> Any:
         try:
             calls = parse(self, text)
             if not self.bounds_depth and _may_nest_deeply(text):
-                deep = MAX_ARGUMENT_DEPTH + 1  # (all calls' arguments measured at once, in a list: one level more)
-                if value_depth([c.arguments for c in calls], deep) > deep:
+                deep = MAX_ARGUMENT_DEPTH + 1  # (all calls' arguments measured at once, in a list: one level more;
+                # an empty one cannot reach it)
+                if value_depth([c.arguments for c in calls if c.arguments], deep) > deep:
                     i = next(i for i, c in enumerate(calls) if value_depth(c.arguments, deep) >= deep)
                     raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
             return calls
