@@ -379,6 +379,7 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
             last = at_end and n == len(segments) - 1
             _recover_call(fmt, segment.strip(), out, last)
 
+
 _WORD = re.compile(r"\w")
 
 

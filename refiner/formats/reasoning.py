@@ -335,7 +335,7 @@ def _unclosed(text: str, body: int) -> Split:
 
 def _split(text: str, opened: bool | None) -> Split:
     state = _state()
-    i = _BLANKS.match(text).end()
+    i = skip_blanks(text)
     opener = state["opener"].match(text, i)
     if opener is not None:
         pair = state["opening"][opener.group()]

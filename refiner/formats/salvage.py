@@ -210,7 +210,7 @@ class _Scan(SiteReader):
         naming, order = table.naming["markers"], table.marker_order  # (every registered marker, by its formats)
         # a JSON value the text starts with holds no marker or closer in its strings (one cut open runs to the end)
         edge = self.at
-        if found_at and body[skip_ws(body, self.at) : skip_ws(body, self.at) + 1] in ("{", "["):
+        if found_at and body[(first := skip_ws(body, self.at)) : first + 1] in ("{", "["):
             edge = TokenFinder(body, tuple(sorted(found_at))).first(self.at)[0]
 
         def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning, outside those strings

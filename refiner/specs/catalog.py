@@ -94,12 +94,6 @@ class ToolCatalog(_ByName):
             spec = self._read[name] = self._load(self._where[name])
         return spec
 
-    def get(self, name: str, default: Any = None) -> Any:  # (a spec read before, told without a second call)
-        spec = self._read.get(name)
-        if spec is not None:
-            return spec
-        return self[name] if name in self._where else default
-
     @property
     def read(self) -> int:
         """How many tools' specs have been read so far."""
