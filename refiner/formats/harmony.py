@@ -309,11 +309,9 @@ class Harmony(WireFormat):
             value_end = bracket_end(text, body_at) if TO in header and text.startswith("{", body_at) else -1
             end, tag = f.first((END, CALL, RETURN, START), max(m + len(MESSAGE), value_end))
             body = text[m + len(MESSAGE) : end if tag else len(text)]
-            channel = header.partition(CHANNEL)[2].split()
             if TO not in header:
-                (thoughts if channel[:1] == ["analysis"] else content).append(body)
-            pos = len(text) if tag is None else end + (len(tag) if tag != START else 0)
-            last = pos
+                (thoughts if header.partition(CHANNEL)[2].split()[:1] == ["analysis"] else content).append(body)
+            pos = last = len(text) if tag is None else end + (len(tag) if tag != START else 0)
             k = skip_ws(text, pos)
             if not text.startswith((START, CHANNEL), k):
                 break

@@ -237,15 +237,14 @@ class JsonCalls(WireFormat):
             if pos < 0:
                 raise self.error(f'no JSON call object {{"{sp.name_key}": ..., "{sp.arg_keys[0]}": {{...}}}} found',
                                  start)
-        value, end = decode_at(self, text, pos)
-        calls = [self._call(value, pos, 0)]
+        calls: list[ToolCall] = []
         while True:
+            value, end = decode_at(self, text, pos)
+            calls.append(self._call(value, pos, len(calls)))
             nxt = skip_ws(text, end)
             if not text.startswith(sep, nxt):
                 break
             pos = skip_ws(text, nxt + len(sep))
-            value, end = decode_at(self, text, pos)
-            calls.append(self._call(value, pos, len(calls)))
         self._check_prose(text, end, len(text))
         return calls
 
