@@ -24,7 +24,6 @@ FAST_PATHS = {
     "nestful": ["nestful.plain_calls"],
     "hermes": ["json_calls.plain_calls"],
     "apibank": ["json_calls.plain_calls"],
-    "glaive": ["glaive._raw_layout"],
     "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list
 }
 

@@ -1,6 +1,6 @@
 """Lenient JSON (refiner.formats.jsonfix): texts cut short are closed without json_repair, never inventing values;
 everything else still reaches json_repair under the shared budget. Plus the fast paths beside it (the shared strict
-decoder, Glaive's raw layout) give exactly the results of the general code."""
+decoder) give exactly the results of the general code."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json
-from refiner.formats import glaive, jsonfix
+from refiner.formats import jsonfix
 from refiner.formats.base import FormatError
 from refiner.formats.strict import strict_json
-from refiner.formats.text import skip_ws
 from test_formats_roundtrip import arguments, calls_for, json_values, names
 
 # HYPOTHESIS_EXAMPLES=2000 for a longer hunt (the fast readers must agree with the general ones everywhere)
@@ -147,35 +146,6 @@ def test_strict_json_is_json_loads_without_nan(value, pad):
     for const in ("NaN", "Infinity", "-Infinity"):
         with pytest.raises(FormatError, match="not valid JSON"):
             strict_json(fmt, f"[{const}]")
-
-
-@SETTINGS
-@given(st.lists(st.builds(ToolCall, names, arguments), min_size=1, max_size=3), st.data())
-def test_glaive_raw_layout_reads_what_the_general_parser_reads(calls, data):
-    """The fast path takes the raw layout only: on rendered calls and on mutated copies of them it either declines
-    (None) or returns exactly what the general object parser returns."""
-    fmt = formats.get("glaive")
-    text = fmt.render(calls)
-    texts = [text, text.replace('", "arguments"', '" , "arguments"'), text.replace("'}", "' }")]
-    for _ in range(5):
-        i = data.draw(st.integers(0, len(text) - 1))
-        ch = data.draw(st.sampled_from(["", " ", "'", '"', "{", "}", ",", "\\", "x"]))
-        texts.append(text[:i] + ch + text[i + 1 :])
-    for t in texts:
-        pos = t.find(glaive.OPEN)
-        if pos < 0:
-            continue
-        pos += len(glaive.OPEN)
-        fast = glaive._raw_layout(t, pos)
-        try:
-            obj, end = glaive._parse_object(fmt, t, pos)
-            general = (obj, skip_ws(t, end))
-        except FormatError:
-            general = None
-        if fast is not None:
-            name, args, end = fast
-            assert ({"name": name, "arguments": args}, end) == general, t
-    assert glaive._raw_layout(text, text.find(glaive.OPEN) + len(glaive.OPEN)) is not None
 
 
 def test_toolace_recovery_reads_a_bounded_number_of_items():

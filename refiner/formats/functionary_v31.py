@@ -1,16 +1,13 @@
-"""Functionary v3.1 (MeetKai's Llama 3.1 based models): ``<function=NAME>{...}</function>`` per call, the calls written
-one after another, and the python tool's code after ``<|python_tag|>`` (llama.cpp's ``functionary_v3_1_llama_3_1``
-chat format). A row of the named-JSON grammar (:mod:`refiner.formats.named_json`) with what its spelling cannot say:
+"""Functionary v3.1 (MeetKai's Llama 3.1 based models; llama.cpp's ``functionary_v3_1_llama_3_1``):
+``<function=NAME>{...}</function>`` per call, then optionally ``<|python_tag|>`` and the python tool's code (the rest
+of the text). A named-JSON row (:mod:`refiner.formats.named_json`) with what its spelling cannot say:
 
-- Its call tag ``<function=`` is also Qwen3-Coder's, Seed-OSS's and ZAYA's, which write a line break and
-  ``<parameter=`` after the name. A call is this row's when a JSON object follows ``<function=NAME>`` (:meth:`sniff`).
-- ``<function=`` is read as another spelling of a marker (``Detection.also_read``), not as the row's first marker:
-  a row's further markers are left to a row holding them first (:func:`~refiner.formats.family.markers_left`), and
-  ``<function=`` stays a marker of Qwen3-Coder's row, whose texts lose their ``<tool_call>`` too. The row's first
-  marker is ``<|python_tag|>``.
-- ``<|python_tag|>`` after the calls starts the python tool's call: the rest of the text is its ``code``. The tag
-  alone, with no ``<function=`` call before it, is Llama 3.1's (the ``llama3_json`` row's), read by neither reader
-  of this row. Rendering writes every call, python's too, as ``<function=NAME>{...}</function>``.
+- ``<function=`` is also the call tag of Qwen3-Coder, Seed-OSS and ZAYA (a line break and ``<parameter=`` after the
+  name): a call is this row's when a JSON object follows ``<function=NAME>`` (:meth:`sniff`). The row's first marker
+  is ``<|python_tag|>``; ``<function=`` is read as another spelling of it (``Detection.also_read``), so it stays a
+  marker of Qwen3-Coder's row (:func:`~refiner.formats.family.markers_left`).
+- ``<|python_tag|>`` with no call before it is Llama 3.1's (``llama3_json``), read by neither reader of this row.
+  Rendering writes every call, python's too, as ``<function=NAME>{...}</function>``.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import re
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient
-from refiner.formats.named_json import MAX_CALLS, NAME_PATTERN, NamedJson, NamedSpelling
+from refiner.formats.named_json import NAME_PATTERN, NamedJson, NamedSpelling
 from refiner.formats.strict import first_tag
 from refiner.formats.tags import Speller, apply_edits, respelt, tag_hits
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -52,21 +49,13 @@ class FunctionaryV31(NamedJson):
         return body.startswith("{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        pos = first_tag(self, text, OPEN, f"no {OPEN}NAME>")[1]
-        calls: list[ToolCall] = []
-        while text.startswith(OPEN, pos):
-            if len(calls) >= MAX_CALLS:
-                raise self.error(f"more than {MAX_CALLS} calls", pos)
-            call, pos = self._call(text, pos + len(OPEN))
-            calls.append(call)
-            pos = skip_ws(text, pos)
+        first_tag(self, text, OPEN, f"no {OPEN}NAME{NAME_END}")  # (the message this row gives)
+        return super().parse_strict(text)
+
+    def _after_calls(self, text: str, pos: int, calls: list[ToolCall]) -> list[ToolCall]:
         if text.startswith(PYTHON_TAG, pos):
-            calls.append(ToolCall.trusted(PYTHON, {"code": text[pos + len(PYTHON_TAG) :]}))
-            return calls
-        later = text.find(OPEN, pos)
-        if later >= 0 and self.sniff(text, later):
-            raise self.error(f"a call after prose, not after the calls: {text[pos:pos + 30]!r}", pos)
-        return calls
+            return [*calls, ToolCall.trusted(PYTHON, {"code": text[pos + len(PYTHON_TAG) :]})]
+        return super()._after_calls(text, pos, calls)
 
     def recover(self, text: str, out: Lenient) -> None:
         """The named-JSON reading of the calls, after the tags written wrong or lost where the grammar puts them

@@ -7,7 +7,6 @@ accepted as well. Rendering writes the raw form.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,37 +14,11 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
 from refiner.formats.jsonfix import ends_text, lenient_json
 from refiner.formats.lenient import add_call, lenient_blocks
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_object, first_tag, strict_fields, strict_json
+from refiner.formats.strict import decode_at, expect_object, first_tag, strict_fields, strict_json
 from refiner.formats.text import dumps, skip_ws
 
 OPEN, CLOSE = "<functioncall>", "<|endoftext|>"
 TURN_BREAK = "\n\n\n"  # raw Glaive separates turns with it; a block without its end tag stops there
-
-_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*')
-_SIMPLE_HEAD = re.compile(r'\s*\{\s*"name"\s*:\s*"([^"\\\x00-\x1f]*)"\s*,\s*"arguments"\s*:\s*\'\s*')  # no escapes
-_MID = re.compile(r"\s*,\s*\"arguments\"\s*:\s*'\s*")
-_TAIL = re.compile(r"\s*'\s*\}\s*")
-
-
-def _raw_layout(text: str, pos: int) -> tuple[str, dict, int] | None:
-    """``(name, arguments, end)`` for the raw layout at ``pos``; ``None`` for anything else (:func:`_parse_object`)."""
-    try:
-        m = _SIMPLE_HEAD.match(text, pos)
-        if m is not None:
-            name = m.group(1)
-        else:  # a name with escapes, or another layout
-            m = _HEAD.match(text, pos)
-            if m is None:
-                return None
-            name, end = JSON_DECODER.raw_decode(text, m.end())
-            m = _MID.match(text, end)
-            if m is None or type(name) is not str:
-                return None
-        args, end = JSON_DECODER.raw_decode(text, m.end())
-    except (ValueError, RecursionError):
-        return None
-    m = _TAIL.match(text, end)
-    return None if m is None or type(args) is not dict else (name, args, m.end())
 
 
 def _parse_object(fmt: WireFormat, text: str, pos: int) -> tuple[dict, int]:
@@ -91,15 +64,11 @@ class Glaive(WireFormat):
         calls = []
         i = first_tag(self, text, OPEN, f"missing {OPEN}")[1]
         while i >= 0:
-            raw = _raw_layout(text, i + len(OPEN))
-            if raw is not None and raw[0].strip():
-                name, args, end = raw
-            else:
-                obj, end = _parse_object(self, text, i + len(OPEN))
-                if isinstance(obj.get("arguments"), str):
-                    obj["arguments"] = strict_json(self, obj["arguments"], i)
-                name, args, _ = strict_fields(self, obj, i, what="the call at", index=i)
-                end = skip_ws(text, end)
+            obj, end = _parse_object(self, text, i + len(OPEN))
+            if isinstance(obj.get("arguments"), str):
+                obj["arguments"] = strict_json(self, obj["arguments"], i)
+            name, args, _ = strict_fields(self, obj, i, what="the call at", index=i)
+            end = skip_ws(text, end)
             calls.append(ToolCall.trusted(name, args))
             if not text.startswith(CLOSE, end):
                 if end == len(text):  # (dropped with the special tokens)

@@ -64,11 +64,8 @@ def _spaced(text: str, at: int) -> bool:
     """Whether the first ``<|start|>`` or ``<|channel|>`` from ``at`` on is followed by a space (a spaced row's
     text)."""
     seg = text[at : at + ROW_CHARS]
-    hits = [(i, t) for t in (START, CHANNEL) if (i := seg.find(t)) >= 0]
-    if not hits:
-        return False
-    i, token = min(hits)
-    return seg.startswith(" ", i + len(token))
+    i, token = Finder(seg).first((START, CHANNEL), 0)
+    return token is not None and seg.startswith(" ", i + len(token))
 
 
 def _first_header(text: str, lo: int, channel: int) -> int:
@@ -118,17 +115,14 @@ class Harmony(WireFormat):
             cls.example = cls().render(Harmony().parse_strict(Harmony.example))
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        begin = reasoning_offset(text)
-        s, c = text.find(START, begin), text.find(CHANNEL, begin)
-        if s < 0 and c < 0:
+        begin, f = reasoning_offset(text), Finder(text)
+        first, token = f.first((START, CHANNEL), begin)
+        if token is None:
             raise self.error(f"no harmony message ({START} or {CHANNEL})", begin)
         if self.spelling.spaced and not _spaced(text, begin):
             raise self.error(f"no space after the first {START} or {CHANNEL} (the row's tokenizer writes one)", begin)
-        if s >= 0 and (c < 0 or s < c):
-            pos = s + len(START)
-        else:  # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
-            pos = _first_header(text, begin, c)
-        f = Finder(text)
+        # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
+        pos = first + len(START) if token == START else _first_header(text, begin, first)
         calls: list[ToolCall] = []
         while True:
             m = f.next(MESSAGE, pos)
@@ -153,9 +147,9 @@ class Harmony(WireFormat):
             if not text.startswith(START, k):
                 break
             pos = k + len(START)
-        rest = text.find(START, pos), text.find(CHANNEL, pos)
-        if max(rest) >= 0:
-            raise self.error("text between harmony messages", min(i for i in rest if i >= 0))
+        i, t = f.first((START, CHANNEL), pos)
+        if t is not None:
+            raise self.error("text between harmony messages", i)
         if not calls:
             raise self.error(f"no message addressed to {PREFIX}NAME", begin)
         return calls
@@ -295,12 +289,11 @@ class Harmony(WireFormat):
         commentary messages without a recipient (preambles) and ``final`` messages are content, messages addressed
         to a recipient are calls; prose before the first message and after the last is content."""
         f = Finder(text)
-        s, c = f.next(START, 0), f.next(CHANNEL, 0)
-        first = min((i for i in (s, c) if i >= 0), default=-1)
-        if first < 0:
+        first, token = f.first((START, CHANNEL), 0)
+        if token is None:
             return AnswerParts(trim_turn_end(text), None, (len(text), len(text)))
-        if first == c:
-            first = _first_header(text, 0, c)
+        if token == CHANNEL:
+            first = _first_header(text, 0, first)
         content, thoughts = [text[:first]], []
         pos, last = first, first
         for _ in range(MAX_RECOVERED_ITEMS):
@@ -316,11 +309,9 @@ class Harmony(WireFormat):
             value_end = bracket_end(text, body_at) if TO in header and text.startswith("{", body_at) else -1
             end, tag = f.first((END, CALL, RETURN, START), max(m + len(MESSAGE), value_end))
             body = text[m + len(MESSAGE) : end if tag else len(text)]
-            channel = header.partition(CHANNEL)[2].split()
             if TO not in header:
-                (thoughts if channel[:1] == ["analysis"] else content).append(body)
-            pos = len(text) if tag is None else end + (len(tag) if tag != START else 0)
-            last = pos
+                (thoughts if header.partition(CHANNEL)[2].split()[:1] == ["analysis"] else content).append(body)
+            pos = last = len(text) if tag is None else end + (len(tag) if tag != START else 0)
             k = skip_ws(text, pos)
             if not text.startswith((START, CHANNEL), k):
                 break

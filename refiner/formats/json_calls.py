@@ -159,17 +159,12 @@ class JsonCalls(WireFormat):
         opener = self._opener(text)  # the spelling written
         if sp.payload == "objects":
             return self._calls(list(json_blocks(self, text, opener, sp.close, many=True)))
-        values = list(json_blocks(self, text, opener, sp.close))
-        if sp.payload == "object":
-            for v, p in values:
-                if not isinstance(v, dict):
-                    raise self.error(f"{sp.open} must hold one JSON call object, got {type(v).__name__}", p)
-            return self._calls(values)
+        kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
         items = []
-        for v, p in values:
-            if not isinstance(v, list):
-                raise self.error(f"{sp.open} must hold a JSON list of calls, got {type(v).__name__}", p)
-            items.extend((item, p) for item in v)
+        for v, p in list(json_blocks(self, text, opener, sp.close)):  # (every block decoded first)
+            if not isinstance(v, kind):
+                raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
+            items.extend([(v, p)] if kind is dict else ((item, p) for item in v))
         return self._calls(items)
 
     def _opener(self, text: str) -> str:
@@ -242,15 +237,14 @@ class JsonCalls(WireFormat):
             if pos < 0:
                 raise self.error(f'no JSON call object {{"{sp.name_key}": ..., "{sp.arg_keys[0]}": {{...}}}} found',
                                  start)
-        value, end = decode_at(self, text, pos)
-        calls = [self._call(value, pos, 0)]
+        calls: list[ToolCall] = []
         while True:
+            value, end = decode_at(self, text, pos)
+            calls.append(self._call(value, pos, len(calls)))
             nxt = skip_ws(text, end)
             if not text.startswith(sep, nxt):
                 break
             pos = skip_ws(text, nxt + len(sep))
-            value, end = decode_at(self, text, pos)
-            calls.append(self._call(value, pos, len(calls)))
         self._check_prose(text, end, len(text))
         return calls
 

@@ -4,9 +4,9 @@
 first tag to its last closing tag, or to the end of the JSON value the last tag opens (a call the text stops in runs
 to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
 whose open and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
-(:func:`fenced_region`): its region runs from its first open literal that a JSON value follows to the close after
-its last call. The text before and after is content, verbatim (as vLLM's and SGLang's parsers give it), less the
-end-of-turn tokens at its end (:data:`END_OF_TURN`).
+(:func:`~refiner.formats.reasoning.fenced_calls`): its region runs from its first open literal that a JSON value
+follows to the close after its last call. The text before and after is content, verbatim (as vLLM's and SGLang's
+parsers give it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`).
 """
 
 from __future__ import annotations
@@ -83,8 +83,15 @@ def trim_turn_end(text: str) -> str:
 
 def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     """``(start, end)`` of the calls' region in ``text`` (see the module docstring), or None."""
-    if (fenced := fenced_tags(fmt)) is not None:
-        return fenced_region(text, *fenced)
+    j = len(text) - len(text.lstrip())
+    if (fenced := fenced_tags(fmt)) is not None:  # (a code fence of other text, or a label before no value: content)
+        spans = fenced_calls(text, {o.strip(): fenced[1] for o in fenced[0]})
+        head = tail = next(spans, None)
+        if j < len(text) and text[j] in "[{" and (head is None or j < head[0]):
+            return j, values_end(text, j)  # an untagged call
+        for tail in spans:
+            pass
+        return None if head is None else (head[0], tail[1])
     pattern, closers = tag_pattern(fmt)
     first = last = None
     if pattern is not None:
@@ -92,7 +99,6 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
             first, last = first or m, m
             if k >= MAX_TAGS:
                 return first.start(), len(text)
-    j = len(text) - len(text.lstrip())
     if j < len(text) and (text[j] in "[{" or BARE_CALL.match(text, j)) and (first is None or j < first.start()):
         return j, values_end(text, j)  # an untagged call (its tags, if any, are text in its values)
     if first is None:
@@ -102,23 +108,6 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
     j = skip_blanks(text, j)
     return first.start(), (values_end(text, j) if j < len(text) and text[j] in "[{" else len(text))
-
-
-def fenced_region(text: str, opens: tuple[str, ...], close: str) -> tuple[int, int] | None:
-    """The calls' region of a row whose open and close literals are no markup (:func:`~refiner.formats.reasoning.
-    fenced_tags`): from its first open literal that a JSON value follows to the end of the last such call
-    (:func:`~refiner.formats.reasoning.fenced_calls`); a literal before no value, and a code fence of other text, are
-    content."""
-    spans = fenced_calls(text, {o.strip(): close for o in opens})
-    first = last = next(spans, None)
-    j = len(text) - len(text.lstrip())
-    if j < len(text) and text[j] in "[{" and (first is None or j < first[0]):
-        return j, values_end(text, j)  # an untagged call
-    if first is None:
-        return None
-    for last in spans:
-        pass
-    return first[0], last[1]
 
 
 def only_tags(fmt: object, text: str) -> bool:

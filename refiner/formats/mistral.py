@@ -44,10 +44,9 @@ MAX_NAME_CHARS = 256
 def _stands_as_token(token: str, text: str, end: int) -> bool:
     """Whether a look-alike of ``token`` ending at ``end`` stands where the token would: [ARGS] before the
     arguments' ``{``, [TOOL_CALLS] and [CALL_ID] before a name or id (not a bracketed word in prose or a value)."""
-    nxt = text[end : end + 1]
     if token == ARGS:
         return text.startswith("{", skip_ws(text, end))
-    return nxt.isalnum() or nxt == "_"
+    return text[end : end + 1].isalnum() or text.startswith("_", end)
 
 
 def _name_start(text: str, lo: int, i: int) -> int | None:
@@ -61,9 +60,7 @@ def _name_start(text: str, lo: int, i: int) -> int | None:
         j = _run_start(text, max(lo, name_end - MAX_NAME_CHARS), name_end)
     if _IDENTIFIER.fullmatch(text, j, name_end) is None:
         return None
-    if j == lo or text[j - 1] == "\n" or not text[j - 1].isspace() or not text[lo:j].strip():
-        return j
-    return None
+    return j if j == lo or text[j - 1] == "\n" or not text[j - 1].isspace() or not text[lo:j].strip() else None
 
 
 def _run_start(text: str, lo: int, i: int) -> int:
@@ -187,8 +184,7 @@ class Mistral(WireFormat):
         again = text.find(BOT, end)
         if again >= 0:
             raise self.error(f"a second {BOT}: these tokenizers write all calls in one list", again)
-        fast = plain_calls(value)
-        if fast is not None:
+        if (fast := plain_calls(value)) is not None:
             return fast
         calls = []
         for n, item in enumerate(value):

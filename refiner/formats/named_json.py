@@ -193,16 +193,20 @@ class NamedJson(WireFormat):
                 calls.append(call)
                 pos = skip_ws(text, pos)
                 if pos < len(text) and not text.startswith(sp.call_open, pos):  # prose after the calls ends them
-                    later = text.find(sp.call_open, pos)
-                    if later >= 0 and self.sniff(text, later):
-                        raise self.error(f"a call after prose, not after the calls: {text[pos:pos + 30]!r}", pos)
-                    return calls
+                    return self._after_calls(text, pos, calls)
                 i = pos if pos < len(text) else -1
             if i < 0:
                 if not calls:
                     raise self.error("no call, only text", start)
                 return calls
         raise self.error(f"more than {MAX_CALLS} calls", i)
+
+    def _after_calls(self, text: str, pos: int, calls: list[ToolCall]) -> list[ToolCall]:
+        """``calls``, the text from ``pos`` on being prose; raises when a call of this row follows it."""
+        later = text.find(self.spelling.call_open, pos)
+        if later >= 0 and self.sniff(text, later):
+            raise self.error(f"a call after prose, not after the calls: {text[pos:pos + 30]!r}", pos)
+        return calls
 
     def _expect(self, text: str, pos: int, pieces: Sequence[str], where: str) -> int:
         """Past ``pieces`` at ``pos``, whitespace free before each (a loose row)."""

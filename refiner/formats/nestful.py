@@ -52,8 +52,7 @@ class Nestful(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         body = strip_reasoning(text)
-        mended = mend_json_list(body, offered_tools())
-        if mended is not None:  # one character lost or doubled: the list read with it mended
+        if (mended := mend_json_list(body, offered_tools())) is not None:  # one character lost or doubled: mended
             value, what = mended
             out.note("mended", f"broken call list read whole: {what}")
         elif (loose := read_bare_lists(body, offered_tools())) is not None:  # its brackets lost
