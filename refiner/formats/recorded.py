@@ -83,7 +83,6 @@ class RecordFormat(base.WireFormat):
 
     def _read(self, text: str, out: base.Lenient | None):
         """``(calls, the _Stop that ended a strict reading, the cut call)``; leniently with ``out``."""
-        strict = out is None
         c = self._c
         find = Finder(text)
         first = c["section_start"] or c["opener"]
@@ -105,7 +104,7 @@ class RecordFormat(base.WireFormat):
                 call, pos = self._call(text, pos, find)
                 calls.append(call)
             except _Stop as e:
-                if strict:
+                if out is None:
                     return calls, e, None
                 if e.cut and e.partial is None:
                     return calls, None, (None, None, {})
@@ -123,24 +122,18 @@ class RecordFormat(base.WireFormat):
             p = skip_blanks(text, pos)
             if c["call_sep"] and text.startswith(c["call_sep"], p):
                 pos = p + len(c["call_sep"])
-                continue
-            if c["opener"] and text.startswith(c["opener"], p):
-                continue
-            if not c["opener"] and shape == "json_object" and text.startswith("{", p):
-                continue
-            break
+            elif not (text.startswith(c["opener"], p) if c["opener"]
+                      else shape == "json_object" and text.startswith("{", p)):
+                break
         else:
             if out is not None:
                 out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls read or tried; the rest was not read")
         if failed > base.MAX_NOTES:
             out.note("unreadable", f"{failed} calls could not be read in all")
-        if c["section_end"]:
-            p = skip_blanks(text, pos)
-            if text.startswith(c["section_end"], p):
-                pos = p + len(c["section_end"])
-            elif strict:
+        if c["section_end"] and not text.startswith(c["section_end"], p := skip_blanks(text, pos)):
+            if out is None:
                 return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
-            elif calls:
+            if calls:
                 out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
         return calls, None, None
 

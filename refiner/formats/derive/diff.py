@@ -77,11 +77,9 @@ def _marker_end(text: str, i: int, floor: int) -> int:
     """``i``, or past where the marker closes when ``i`` falls inside one (``|>`` of ``<|END_ACTION|>``)."""
     if i <= floor or text[i - 1].isspace():
         return i
-    ends = [k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0]
-    if not ends:
-        return i
-    k = min(ends)
-    if any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
+    k = min((k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0),
+            default=-1)
+    if k < 0 or any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
         return i
     start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
     return i if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]) else k + 1
