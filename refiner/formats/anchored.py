@@ -56,9 +56,8 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"(?:{alts})(?![\w\-])")
 
 
-def anchored_calls(
-    text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
-) -> tuple[list[Found], list[str]]:
+def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
+                   taken: Sequence[tuple[int, int]] = ()) -> tuple[list[Found], list[str]]:
     """``(calls, notes)``: the calls of ``text`` after ``start``, outside the ``taken`` spans. Never raises."""
     notes: list[str] = []
     try:

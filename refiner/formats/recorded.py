@@ -355,10 +355,8 @@ class RecordFormat(base.WireFormat):
 
     def _obj(self, call: ToolCall, i: int) -> dict[str, Any]:
         r = self.record
-        args: Any = dict(call.arguments)
-        if r.args_as_text:
-            args = self._dumps(args)
-        obj = {r.name_key: call.name, r.args_key: args}
+        args = dict(call.arguments)
+        obj = {r.name_key: call.name, r.args_key: self._dumps(args) if r.args_as_text else args}
         if r.id_position == "json_key":
             obj[r.id_key] = f"call_{i}"
         if not r.wrapper:
@@ -436,16 +434,12 @@ def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
     parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,
              record.value_suffix, record.call_end, record.section_end)
     attrs = {
-        "name": name,
+        "name": name, "record": record,
         "description": f"tool calls as the chat template {source or '(given)'} writes them (a derived record)",
-        "record": record,
         "tags": tuple(dict.fromkeys(p.strip() for p in parts if p.strip())),
         "detection": base.Detection(rank=DERIVED_RANK, markers=(first,) if first else ()),
         "reasoning": (reasoning,) if all(reasoning) else (("<think>", "</think>"),),
-        "example": "(rendered below)",
-        "_c": _cores(record),
-        "_raw_ends": _raw_ends(record),
-    }
+        "example": "(rendered below)", "_c": _cores(record), "_raw_ends": _raw_ends(record)}
     cls = type(f"RecordFormat_{name}", (RecordFormat,), attrs)
     cls.example = cls().render(list(EXAMPLE_CALLS))
     return cls()

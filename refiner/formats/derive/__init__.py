@@ -58,18 +58,11 @@ class Derived:
     def as_dict(self) -> dict[str, Any]:
         rec = asdict(self.record)
         out: dict[str, Any] = {
-            "template": self.where,
-            "sha256": self.sha256,
-            "result": "special" if self.special else "row",
-            "why": self.why,
-            "record": {k: v for k, v in rec.items() if k not in ("sections", "missing")},
-            "not_derived": list(self.record.missing),
-            "renders": dict(self.record.sections),
-            "checks": list(self.checks),
-            "read_by": list(self.read_by),
-            "writes_as": list(self.writes_as),
-            "from_record": self.from_record,
-        }
+            "template": self.where, "sha256": self.sha256, "result": "special" if self.special else "row",
+            "why": self.why, "record": {k: v for k, v in rec.items() if k not in ("sections", "missing")},
+            "not_derived": list(self.record.missing), "renders": dict(self.record.sections),
+            "checks": list(self.checks), "read_by": list(self.read_by), "writes_as": list(self.writes_as),
+            "from_record": self.from_record}
         if self.fmt is not None:
             out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
                        grammar=self.plan.grammar.__name__ if self.plan else "record" if self.from_record

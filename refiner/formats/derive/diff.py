@@ -179,9 +179,8 @@ def _turn_end_for_calls(rec: Record, two: str, full: str) -> None:
     """A section end with no section start written in place of the turn's end in a turn with calls (``<|eom_id|>``
     for ``<|eot_id|>``) is the turn's end, not the section's (``full``: the render of ``two``)."""
     end, turn_end = rec.section_end.strip(), rec.turn_end.strip()
-    if not end or rec.section_start.strip() or not turn_end or end == turn_end or not two.endswith(rec.section_end):
-        return
-    if two + rec.turn_end in full or turn_end in two:
+    if (not end or rec.section_start.strip() or not turn_end or end == turn_end or not two.endswith(rec.section_end)
+            or two + rec.turn_end in full or turn_end in two):
         return
     rec.section_end = ""
     rec.derived_from["section_end"] = (f"two: nothing; {end!r} ends a turn with calls where {turn_end!r} ends one "
@@ -199,10 +198,7 @@ def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: st
     """Reasoning of a past turn against the same turn without it; the generation prompt, against the user's turn
     alone (``user``)."""
     bare = none if not content else _or_none(r, _turn(None))
-    if bare is None:
-        bare = none
-    else:
-        content = ""
+    bare, content = (none, content) if bare is None else (bare, "")
     try:
         text = inserted(bare, r(_turn(None, REASONING, content)))
     except TemplateFailure:
@@ -253,13 +249,12 @@ def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
     if not inner.strip() or NAMES[0] in inner:
         return sections["two"]
     for k in range(1, len(inner)):
-        if not (inner[:k].strip() and inner[k:].strip()):
-            continue
-        if all(inner[:k] + sections[key] + inner[k:] in fulls.get(key, "") for key in sections):
-            for key in sections:
-                sections[key] = inner[:k] + sections[key] + inner[k:]
+        before, after = inner[:k], inner[k:]
+        if before.strip() and after.strip() and all(before + s + after in fulls.get(key, "")
+                                                     for key, s in sections.items()):
+            sections.update({key: before + s + after for key, s in sections.items()})
             rec.derived_from["sections"] = ("a turn with no call writes an empty section; the calls go between its "
-                                            f"markers ({inner[:k]!r}, {inner[k:]!r})")
+                                            f"markers ({before!r}, {after!r})")
             break
     return sections["two"]
 

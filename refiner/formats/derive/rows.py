@@ -70,12 +70,8 @@ class RowPlan:
         return isinstance(fmt, self.grammar) and _core(getattr(fmt, "spelling", None)) == _core(self.spelling)
 
     def build(self, name: str, where: str, sha: str) -> base.WireFormat:
-        fam = Family(
-            name=name,
-            description=f"derived from the chat template {where}",
-            sources=(f"{where} (sha256 {sha})",),
-            **({"reasoning": self.reasoning} if self.reasoning else {}),
-        )
+        fam = Family(name=name, description=f"derived from the chat template {where}",
+                     sources=(f"{where} (sha256 {sha})",), **({"reasoning": self.reasoning} if self.reasoning else {}))
         return make_row(self.grammar, fam, self.spelling, DERIVED_RANK)()
 
     def check(self, fmt: base.WireFormat, rec: Record, notes: list[str]) -> str:
