@@ -246,10 +246,8 @@ def _text_recipients(rec: Record, call_open: str) -> tuple[str, ...]:
     """The name a plain answer is addressed to when the template writes it as a call (Functionary's ``>>>all``);
     else none."""
     _, marker, word = rec.turn_start.rpartition(call_open)
-    if not marker or not rec.name_suffix or not word.endswith(rec.name_suffix):
-        return ()
-    word = word[: len(word) - len(rec.name_suffix)]
-    return (word,) if word.isidentifier() else ()
+    head = word.removesuffix(rec.name_suffix)
+    return (head,) if marker and head != word and head.isidentifier() else ()
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
