@@ -156,9 +156,8 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             found.append((s, e, brace, end, ToolCall(name, value)))
     if not found:
         return []
-    gaps = [text[e:b] for _, e, b, _, _ in found]
     opener = common_suffix(*(text[_line_start(text, s) : s] for s, *_ in found))
-    gap, ids = _id_gap(gaps)
+    gap, ids = _id_gap([text[e:b] for _, e, b, _, _ in found])
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, between the name and its "
