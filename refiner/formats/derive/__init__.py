@@ -115,10 +115,8 @@ def _own_grammar(out: Derived) -> None:
     if two is None or check is None or NAMES[1] not in two or NAMES[1] not in check:
         return
     spaced = []  # rows that write the renders but for whitespace
-    for fmt in base.by_rank():
-        if not (own_grammar(fmt) or out.special) or fmt.name not in out.read_by:  # (read_by: it reads ``two`` back)
-            continue
-        try:
+    for fmt in [f for f in base.by_rank() if f.name in out.read_by and (out.special or own_grammar(f))]:
+        try:  # (the rows of read_by read ``two`` back)
             written = [(fmt.render(list(EXPECTED)), two), (fmt.render(list(CHECKED)), check)]
             if fmt.parse_strict(check) != list(CHECKED):
                 continue
@@ -153,9 +151,7 @@ def _one_call_row(out: Derived) -> None:
     if text is None:
         return
     call = list(EXPECTED[:1])
-    for fmt in base.by_rank():
-        if fmt.name not in out.read_by:
-            continue
+    for fmt in [f for f in base.by_rank() if f.name in out.read_by]:
         try:
             mine, two = fmt.render(call), fmt.render(call * 2)
         except base.RenderError:
