@@ -55,8 +55,6 @@ class RecordFormat(base.WireFormat):
     record: ClassVar[Record]
     description = "tool calls read and written from a record derived from a chat template"
 
-    # ---- reading --------------------------------------------------------------------------------------------
-
     def _start(self, text: str) -> int:
         """Where the answer starts: after the family's reasoning block (or its closer alone)."""
         r = self.record
@@ -253,10 +251,8 @@ class RecordFormat(base.WireFormat):
                 raise
             args[key] = value
             pos = p
-            if c["arg_sep"]:
-                q = skip_blanks(text, pos)
-                if text.startswith(c["arg_sep"], q):
-                    pos = q + len(c["arg_sep"])
+            if c["arg_sep"] and text.startswith(c["arg_sep"], q := skip_blanks(text, p)):
+                pos = q + len(c["arg_sep"])
 
     def _key(self, text: str, p: int, find: Finder, name: str) -> tuple[str, int, bool]:
         """The key at ``p``, where its value starts, and whether a typing attribute says it is not a string."""
