@@ -175,9 +175,9 @@ def read_json_args(rec: Record, two: str) -> bool:
     if mid0 is None:
         n = len(common_prefix(gap0, mid1))  # (differing only in the call's place in the turn: 0, then 1)
         numbered = gap0[n:n + 1] == "0" and mid1[n:n + 1] == "1" and gap0[n + 1:] == mid1[n + 1:]
+        why = ": it numbers the calls (0, 1, ...), a counter no spelling holds" if numbered else ""
         rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
-                           f"({gap0!r}, {mid1!r})" + (": it numbers the calls (0, 1, ...), a counter no spelling "
-                                                      "holds" if numbered else ""))
+                           f"({gap0!r}, {mid1!r}){why}")
         return False
     rec.shape = "json_args"
     rec.name_suffix = mid0
@@ -186,7 +186,6 @@ def read_json_args(rec: Record, two: str) -> bool:
                             name_suffix="two: between each name and its arguments" + (
                                 " (its id)" if rec.id_suffix else ""))
     return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
-
 
 
 def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
