@@ -51,8 +51,7 @@ def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str |
 def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
     renders allow; else the middle left when their shared prefix and suffix are cut away (not inside a marker)."""
-    p_max = len(common_prefix(base, other))
-    s_all = len(common_suffix(base, other))
+    p_max, s_all = len(common_prefix(base, other)), len(common_suffix(base, other))
     extra = len(other) - len(base)
     if extra > 0 and p_max + s_all >= len(base):
         p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))

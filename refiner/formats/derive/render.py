@@ -156,8 +156,7 @@ class _Budgeted(SandboxedEnvironment):
         if operator == "**" and isinstance(right, (int, float)) and abs(right) > 64:
             raise TemplateBudget("an exponent above 64")
         if operator == "*":
-            sized = left if isinstance(left, (str, list, tuple)) else right
-            times = right if sized is left else left
+            sized, times = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
             if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times > MAX_RENDER_CHARS:
                 raise TemplateBudget(f"a repeated text or list longer than {MAX_RENDER_CHARS}")
         if operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
