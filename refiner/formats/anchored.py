@@ -1,14 +1,10 @@
 """Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names
-(:func:`anchored_calls`), with nothing known beforehand:
-
-- a tool name inside a JSON object whose other key holds an object (or JSON text) of the tool's parameters, every
-  call under the same two keys;
-- a tool name followed on its line, after the same markup for every call, by one JSON object of its parameters;
-- otherwise the literals before each tool name, before each of its parameter names, after each key and after each
-  value; a value is JSON, a string between a quote token and its closer (:func:`quote_closers`), else text.
-
-Only markup is read: two keys or more share the key literals, which hold a character other than a letter, digit or
-space; only the tool's own parameters are read. Each call carries the literals learned (``how``).
+(:func:`anchored_calls`): a tool name inside a JSON object whose other key holds its parameters (an object or JSON
+text), every call under the same two keys; else a tool name followed on its line, after the same markup for every
+call, by one JSON object of its parameters; else the literals before each tool name, before each of its parameter
+names, after each key and after each value (a value is JSON, a string between a quote token and its closer, else
+text). Only markup is read: two keys or more share the key literals, which hold a character other than a letter,
+digit or space; only the tool's own parameters are read. Each call carries the literals learned (``how``).
 """
 
 from __future__ import annotations
@@ -60,9 +56,8 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"(?:{alts})(?![\w\-])")
 
 
-def anchored_calls(
-    text: str, start: int, offered: Mapping[str, Sequence[str]], taken: Sequence[tuple[int, int]] = ()
-) -> tuple[list[Found], list[str]]:
+def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
+                   taken: Sequence[tuple[int, int]] = ()) -> tuple[list[Found], list[str]]:
     """``(calls, notes)``: the calls of ``text`` after ``start``, outside the ``taken`` spans. Never raises."""
     notes: list[str] = []
     try:
@@ -161,9 +156,8 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             found.append((s, e, brace, end, ToolCall(name, value)))
     if not found:
         return []
-    gaps = [text[e:b] for _, e, b, _, _ in found]
     opener = common_suffix(*(text[_line_start(text, s) : s] for s, *_ in found))
-    gap, ids = _id_gap(gaps)
+    gap, ids = _id_gap([text[e:b] for _, e, b, _, _ in found])
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, between the name and its "
@@ -270,9 +264,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     if len(keys) < 2:
         return []
     # the text from each name to its first key is the same for every call, and the text before each name is markup
-    first: dict[int, _Key] = {}
-    for k in keys:
-        first.setdefault(k.call, k)
+    first = {k.call: k for k in reversed(keys)}
     gaps = {c: text[calls[c][1]: k.start - len(key_prefix)] for c, k in first.items()}
     gap = max(set(gaps.values()), key=list(gaps.values()).count)
     if len(gap) > CONTEXT:
@@ -328,17 +320,16 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     ends: dict[int, int] = {}
     quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with:
     quote_head = "" if any(_wordy(c) for c in quote_head) else quote_head  # symbols only)
-    for j, (k, (a, b)) in enumerate(zip(keys, extents)):
-        raw, last = raws[j], lasts[j]
+    for k, (_, b), raw, last, done in zip(keys, extents, raws, lasts, ended):
         if raw is None:
             continue
         raw = _after_start(raw.strip(), value_start) if value_start else raw.strip()
         value = _unquote(raw)
         value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
         if value is None:
-            if not ended[j] and raw[:1] in "[{" and (head := _last_inline(raw)):
+            if not done and raw[:1] in "[{" and (head := _last_inline(raw)):
                 raw = head  # a JSON value, then markup on the same line
-            elif last and any(inline) and not ended[j]:
+            elif last and any(inline) and not done:
                 raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
             if not raw:
                 continue  # a key written without a value: nothing is read for it
@@ -372,7 +363,7 @@ def _closes(literal: str, context: str) -> bool:
 def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | None:
     """What every value starts with and no value is: a shared literal (``<v>``), or a word between two literals (a
     per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
-    if len(middles) < 2 or all(_is_json(m) for m in middles):
+    if len(middles) < 2 or all((head := _json_head(m)) is not None and head[1] == len(m) for m in middles):
         return None
     start = _trim_value_start(common_prefix(*middles))
     if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
@@ -420,10 +411,6 @@ def _json_head(raw: str) -> tuple[Any, int] | None:
         except (ValueError, RecursionError):
             pass
     return None
-
-
-def _is_json(raw: str) -> bool:
-    return (head := _json_head(raw)) is not None and head[1] == len(raw)
 
 
 def _value(raw: str) -> Any:

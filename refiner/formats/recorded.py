@@ -55,8 +55,6 @@ class RecordFormat(base.WireFormat):
     record: ClassVar[Record]
     description = "tool calls read and written from a record derived from a chat template"
 
-    # ---- reading --------------------------------------------------------------------------------------------
-
     def _start(self, text: str) -> int:
         """Where the answer starts: after the family's reasoning block (or its closer alone)."""
         r = self.record
@@ -83,7 +81,6 @@ class RecordFormat(base.WireFormat):
 
     def _read(self, text: str, out: base.Lenient | None):
         """``(calls, the _Stop that ended a strict reading, the cut call)``; leniently with ``out``."""
-        strict = out is None
         c = self._c
         find = Finder(text)
         first = c["section_start"] or c["opener"]
@@ -105,7 +102,7 @@ class RecordFormat(base.WireFormat):
                 call, pos = self._call(text, pos, find)
                 calls.append(call)
             except _Stop as e:
-                if strict:
+                if out is None:
                     return calls, e, None
                 if e.cut and e.partial is None:
                     return calls, None, (None, None, {})
@@ -123,24 +120,18 @@ class RecordFormat(base.WireFormat):
             p = skip_blanks(text, pos)
             if c["call_sep"] and text.startswith(c["call_sep"], p):
                 pos = p + len(c["call_sep"])
-                continue
-            if c["opener"] and text.startswith(c["opener"], p):
-                continue
-            if not c["opener"] and shape == "json_object" and text.startswith("{", p):
-                continue
-            break
+            elif not (text.startswith(c["opener"], p) if c["opener"]
+                      else shape == "json_object" and text.startswith("{", p)):
+                break
         else:
             if out is not None:
                 out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} calls read or tried; the rest was not read")
         if failed > base.MAX_NOTES:
             out.note("unreadable", f"{failed} calls could not be read in all")
-        if c["section_end"]:
-            p = skip_blanks(text, pos)
-            if text.startswith(c["section_end"], p):
-                pos = p + len(c["section_end"])
-            elif strict:
+        if c["section_end"] and not text.startswith(c["section_end"], p := skip_blanks(text, pos)):
+            if out is None:
                 return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
-            elif calls:
+            if calls:
                 out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
         return calls, None, None
 
@@ -260,10 +251,8 @@ class RecordFormat(base.WireFormat):
                 raise
             args[key] = value
             pos = p
-            if c["arg_sep"]:
-                q = skip_blanks(text, pos)
-                if text.startswith(c["arg_sep"], q):
-                    pos = q + len(c["arg_sep"])
+            if c["arg_sep"] and text.startswith(c["arg_sep"], q := skip_blanks(text, p)):
+                pos = q + len(c["arg_sep"])
 
     def _key(self, text: str, p: int, find: Finder, name: str) -> tuple[str, int, bool]:
         """The key at ``p``, where its value starts, and whether a typing attribute says it is not a string."""
@@ -362,10 +351,8 @@ class RecordFormat(base.WireFormat):
 
     def _obj(self, call: ToolCall, i: int) -> dict[str, Any]:
         r = self.record
-        args: Any = dict(call.arguments)
-        if r.args_as_text:
-            args = self._dumps(args)
-        obj = {r.name_key: call.name, r.args_key: args}
+        args = dict(call.arguments)
+        obj = {r.name_key: call.name, r.args_key: self._dumps(args) if r.args_as_text else args}
         if r.id_position == "json_key":
             obj[r.id_key] = f"call_{i}"
         if not r.wrapper:
@@ -443,16 +430,12 @@ def record_format(record: Record, name: str, source: str = "") -> RecordFormat:
     parts = (record.section_start, record.opener, record.name_suffix, record.key_prefix, record.key_suffix,
              record.value_suffix, record.call_end, record.section_end)
     attrs = {
-        "name": name,
+        "name": name, "record": record,
         "description": f"tool calls as the chat template {source or '(given)'} writes them (a derived record)",
-        "record": record,
         "tags": tuple(dict.fromkeys(p.strip() for p in parts if p.strip())),
         "detection": base.Detection(rank=DERIVED_RANK, markers=(first,) if first else ()),
         "reasoning": (reasoning,) if all(reasoning) else (("<think>", "</think>"),),
-        "example": "(rendered below)",
-        "_c": _cores(record),
-        "_raw_ends": _raw_ends(record),
-    }
+        "example": "(rendered below)", "_c": _cores(record), "_raw_ends": _raw_ends(record)}
     cls = type(f"RecordFormat_{name}", (RecordFormat,), attrs)
     cls.example = cls().render(list(EXAMPLE_CALLS))
     return cls()

@@ -58,18 +58,11 @@ class Derived:
     def as_dict(self) -> dict[str, Any]:
         rec = asdict(self.record)
         out: dict[str, Any] = {
-            "template": self.where,
-            "sha256": self.sha256,
-            "result": "special" if self.special else "row",
-            "why": self.why,
-            "record": {k: v for k, v in rec.items() if k not in ("sections", "missing")},
-            "not_derived": list(self.record.missing),
-            "renders": dict(self.record.sections),
-            "checks": list(self.checks),
-            "read_by": list(self.read_by),
-            "writes_as": list(self.writes_as),
-            "from_record": self.from_record,
-        }
+            "template": self.where, "sha256": self.sha256, "result": "special" if self.special else "row",
+            "why": self.why, "record": {k: v for k, v in rec.items() if k not in ("sections", "missing")},
+            "not_derived": list(self.record.missing), "renders": dict(self.record.sections),
+            "checks": list(self.checks), "read_by": list(self.read_by), "writes_as": list(self.writes_as),
+            "from_record": self.from_record}
         if self.fmt is not None:
             out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
                        grammar=self.plan.grammar.__name__ if self.plan else "record" if self.from_record
@@ -122,10 +115,8 @@ def _own_grammar(out: Derived) -> None:
     if two is None or check is None or NAMES[1] not in two or NAMES[1] not in check:
         return
     spaced = []  # rows that write the renders but for whitespace
-    for fmt in base.by_rank():
-        if not (own_grammar(fmt) or out.special) or fmt.name not in out.read_by:  # (read_by: it reads ``two`` back)
-            continue
-        try:
+    for fmt in [f for f in base.by_rank() if f.name in out.read_by and (out.special or own_grammar(f))]:
+        try:  # (the rows of read_by read ``two`` back)
             written = [(fmt.render(list(EXPECTED)), two), (fmt.render(list(CHECKED)), check)]
             if fmt.parse_strict(check) != list(CHECKED):
                 continue
@@ -160,9 +151,7 @@ def _one_call_row(out: Derived) -> None:
     if text is None:
         return
     call = list(EXPECTED[:1])
-    for fmt in base.by_rank():
-        if fmt.name not in out.read_by:
-            continue
+    for fmt in [f for f in base.by_rank() if f.name in out.read_by]:
         try:
             mine, two = fmt.render(call), fmt.render(call * 2)
         except base.RenderError:

@@ -51,8 +51,7 @@ def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str |
 def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
     renders allow; else the middle left when their shared prefix and suffix are cut away (not inside a marker)."""
-    p_max = len(common_prefix(base, other))
-    s_all = len(common_suffix(base, other))
+    p_max, s_all = len(common_prefix(base, other)), len(common_suffix(base, other))
     extra = len(other) - len(base)
     if extra > 0 and p_max + s_all >= len(base):
         p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
@@ -77,11 +76,9 @@ def _marker_end(text: str, i: int, floor: int) -> int:
     """``i``, or past where the marker closes when ``i`` falls inside one (``|>`` of ``<|END_ACTION|>``)."""
     if i <= floor or text[i - 1].isspace():
         return i
-    ends = [k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0]
-    if not ends:
-        return i
-    k = min(ends)
-    if any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
+    k = min((k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0),
+            default=-1)
+    if k < 0 or any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
         return i
     start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
     return i if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]) else k + 1
@@ -181,9 +178,8 @@ def _turn_end_for_calls(rec: Record, two: str, full: str) -> None:
     """A section end with no section start written in place of the turn's end in a turn with calls (``<|eom_id|>``
     for ``<|eot_id|>``) is the turn's end, not the section's (``full``: the render of ``two``)."""
     end, turn_end = rec.section_end.strip(), rec.turn_end.strip()
-    if not end or rec.section_start.strip() or not turn_end or end == turn_end or not two.endswith(rec.section_end):
-        return
-    if two + rec.turn_end in full or turn_end in two:
+    if (not end or rec.section_start.strip() or not turn_end or end == turn_end or not two.endswith(rec.section_end)
+            or two + rec.turn_end in full or turn_end in two):
         return
     rec.section_end = ""
     rec.derived_from["section_end"] = (f"two: nothing; {end!r} ends a turn with calls where {turn_end!r} ends one "
@@ -201,10 +197,7 @@ def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: st
     """Reasoning of a past turn against the same turn without it; the generation prompt, against the user's turn
     alone (``user``)."""
     bare = none if not content else _or_none(r, _turn(None))
-    if bare is None:
-        bare = none
-    else:
-        content = ""
+    bare, content = (none, content) if bare is None else (bare, "")
     try:
         text = inserted(bare, r(_turn(None, REASONING, content)))
     except TemplateFailure:
@@ -255,13 +248,12 @@ def _empty_section(rec: Record, empty: str, fulls: dict[str, str]) -> str:
     if not inner.strip() or NAMES[0] in inner:
         return sections["two"]
     for k in range(1, len(inner)):
-        if not (inner[:k].strip() and inner[k:].strip()):
-            continue
-        if all(inner[:k] + sections[key] + inner[k:] in fulls.get(key, "") for key in sections):
-            for key in sections:
-                sections[key] = inner[:k] + sections[key] + inner[k:]
+        before, after = inner[:k], inner[k:]
+        if before.strip() and after.strip() and all(before + s + after in fulls.get(key, "")
+                                                     for key, s in sections.items()):
+            sections.update({key: before + s + after for key, s in sections.items()})
             rec.derived_from["sections"] = ("a turn with no call writes an empty section; the calls go between its "
-                                            f"markers ({inner[:k]!r}, {inner[k:]!r})")
+                                            f"markers ({before!r}, {after!r})")
             break
     return sections["two"]
 

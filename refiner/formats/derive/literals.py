@@ -123,7 +123,9 @@ def _is_id(value: Any, i: int) -> bool:
     return value == IDS[i] or (type(value) in (int, str) and str(value) == str(i))
 
 
-def _set_keys(rec: Record, keys: dict[str, Any]) -> None:
+def _set_keys(rec: Record, shape: str, keys: dict[str, Any], written: str) -> None:
+    """The record's shape and JSON keys; ``written``: the first call's object (or the list) as the template wrote it."""
+    rec.shape, rec.compact_json = shape, ", " not in written and ": " not in written
     for k, v in keys.items():
         setattr(rec, k, v)
     if rec.keyed:
@@ -143,10 +145,8 @@ def read_json_object(rec: Record, two: str) -> bool:
         if isinstance(value, list) and len(value) == 2:
             k0, k1 = _call_keys(value[0], 0), _call_keys(value[1], 1)
             if k0 and k1 and k0 == k1:
-                rec.shape = "json_list"
-                _set_keys(rec, k0)
+                _set_keys(rec, "json_list", k0, two[start:end])
                 _edges(rec, two[:start], two[end:])
-                rec.compact_json = ", " not in two[start:end] and ": " not in two[start:end]
                 rec.derived_from.update(shape="two: both calls in one JSON list", section_start="two: before the list",
                                         section_end="two: after the list")
                 return True
@@ -157,9 +157,7 @@ def read_json_object(rec: Record, two: str) -> bool:
     if k0 != k1:
         rec.missing.append("calls: the two calls' JSON objects use different keys")
         return False
-    rec.shape = "json_object"
-    _set_keys(rec, k0)
-    rec.compact_json = ", " not in two[s0:e0] and ": " not in two[s0:e0]
+    _set_keys(rec, "json_object", k0, two[s0:e0])
     rec.derived_from["shape"] = "two: one JSON object per call" + (" (under a key of an outer object)"
                                                                    if rec.wrapper else "")
     return _frame(rec, two, [(s0, e0), (s1, e1)])
@@ -175,8 +173,11 @@ def read_json_args(rec: Record, two: str) -> bool:
     gap0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
     mid0 = gap0 if gap0 == mid1 else _split_id(rec, (gap0, mid1))
     if mid0 is None:
+        n = len(common_prefix(gap0, mid1))  # (differing only in the call's place in the turn: 0, then 1)
+        numbered = gap0[n:n + 1] == "0" and mid1[n:n + 1] == "1" and gap0[n + 1:] == mid1[n + 1:]
+        why = ": it numbers the calls (0, 1, ...), a counter no spelling holds" if numbered else ""
         rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
-                           f"({gap0!r}, {mid1!r})" + _numbered(gap0, mid1))
+                           f"({gap0!r}, {mid1!r}){why}")
         return False
     rec.shape = "json_args"
     rec.name_suffix = mid0
@@ -185,14 +186,6 @@ def read_json_args(rec: Record, two: str) -> bool:
                             name_suffix="two: between each name and its arguments" + (
                                 " (its id)" if rec.id_suffix else ""))
     return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
-
-
-def _numbered(gap0: str, gap1: str) -> str:
-    """Why the texts after the names differ, when only in the call's place in the turn."""
-    n = len(common_prefix(gap0, gap1))
-    if gap0[n:n + 1] == "0" and gap1[n:n + 1] == "1" and gap0[n + 1:] == gap1[n + 1:]:
-        return ": it numbers the calls (0, 1, ...), a counter no spelling holds"
-    return ""
 
 
 def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
@@ -215,10 +208,8 @@ def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
     """The quote tokens around string values: what lies between a key and its string value beyond what lies between
     a key and its integer value, and what closes it; ``("", "")`` when strings are not written so."""
     ks, kc = two.find("kq_text", start), two.find("kq_count", start)
-    if ks < 0 or kc < 0:
-        return "", ""
     vs, vc = two.find(ARGS[0]["kq_text"], ks), two.find(str(ARGS[0]["kq_count"]), kc)
-    if vs < 0 or vc < 0:
+    if min(ks, kc, vs, vc) < 0:
         return "", ""
     s_delim, c_delim = two[ks + len("kq_text"): vs], two[kc + len("kq_count"): vc]
     q_open = s_delim[len(c_delim):]
@@ -264,7 +255,6 @@ def read_pairs(rec: Record, two: str) -> bool:
                                f"({sorted(set(delims))!r}), one spelling per type: the record holds one for strings "
                                "and one for every other value")
             return False
-    rec.shape = "pairs"
     rec.key_suffix = next(iter(by_kind["str"]))
     rec.key_suffix_typed = typed
     styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
@@ -274,18 +264,16 @@ def read_pairs(rec: Record, two: str) -> bool:
     items = next(two[vs:ve] for (ks, ke, vs, ve, _) in a0 if two[ks:ke] == "kq_items")
     rec.compact_json = rec.literals == "json" and ", " not in items
     trails = [two[a0[i][3]: a0[i + 1][0]] for i in range(len(a0) - 1)]
-    lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
-    header = NAMES[0] in lead0 and NAMES[1] in lead1  # each name written twice: a header names the call first
-    if header:
+    header = NAMES[0] in two[n0 + len(NAMES[0]): a0[0][0]] and NAMES[1] in two[n1 + len(NAMES[1]): a1[0][0]]
+    if header:  # each name written twice: a header names the call first
         n0, n1 = two.rfind(NAMES[0], 0, a0[0][0]), two.rfind(NAMES[1], 0, a1[0][0])
-        lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
+    lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
     after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
     vs = _marker_prefix(*trails, *after)
     kp = _marker_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
     seps = {t[len(vs): len(t) - len(kp)] for t in trails}
     if len(seps) != 1 or any(len(vs) + len(kp) > len(t) for t in trails):
         rec.missing.append(f"arg_sep: the text between arguments varies ({sorted(set(trails))!r})")
-        rec.shape = ""
         return False
     rec.value_suffix, rec.key_prefix, rec.arg_sep = vs, kp, seps.pop()
     gaps = (lead0[: len(lead0) - len(kp)], lead1[: len(lead1) - len(kp)])
@@ -295,8 +283,8 @@ def read_pairs(rec: Record, two: str) -> bool:
         rec.missing.append("name_suffix: " + ("each call's name is written twice, the second time inside the call: "
                                               if header else "") +
                            f"the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
-        rec.shape = ""
         return False
+    rec.shape = "pairs"
     rec.derived_from.update(
         shape="two: each call's name, then each argument's key and value",
         key_prefix="two: what precedes every key", key_suffix="two: between every key and its value",

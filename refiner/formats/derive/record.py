@@ -76,4 +76,3 @@ class Record:
     @property
     def opener(self) -> str:
         return self.call_start + self.name_prefix
-

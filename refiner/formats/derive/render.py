@@ -156,8 +156,7 @@ class _Budgeted(SandboxedEnvironment):
         if operator == "**" and isinstance(right, (int, float)) and abs(right) > 64:
             raise TemplateBudget("an exponent above 64")
         if operator == "*":
-            sized = left if isinstance(left, (str, list, tuple)) else right
-            times = right if sized is left else left
+            sized, times = (left, right) if isinstance(left, (str, list, tuple)) else (right, left)
             if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times > MAX_RENDER_CHARS:
                 raise TemplateBudget(f"a repeated text or list longer than {MAX_RENDER_CHARS}")
         if operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
@@ -178,18 +177,16 @@ class TemplateBudget(RuntimeError):
 def compile_template(template: ChatTemplate) -> jinja2.Template:
     env = _Budgeted(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise_exception
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    env.globals["range"] = env.counted_range
+    env.globals.update(raise_exception=_raise_exception, strftime_now=lambda fmt: datetime.now().strftime(fmt),
+                       range=env.counted_range)
     try:
         return env.from_string(template.source)
     except jinja2.exceptions.TemplateSyntaxError as e:
         raise TemplateFailure(f"{template.where}: the chat template does not parse (line {e.lineno}): {e.message}")
 
 
-def render(
-    compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None, **extra: Any
-) -> str:
+def render(compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None,
+           **extra: Any) -> str:
     """One render of ``messages`` as ``apply_chat_template(tokenize=False)`` gives it, or :class:`TemplateFailure`."""
     context = {"bos_token": "", "eos_token": "", **ENGINE_CONTEXT, **template.tokens, **extra}
     if tools and "functions" not in context:  # (firefunction-v2 reads the tools as indented JSON)
@@ -198,9 +195,8 @@ def render(
     compiled.environment.steps = 0
     try:
         parts, size = [], 0
-        for part in compiled.generate(
-            messages=messages, tools=tools, documents=None, add_generation_prompt=generation, **context
-        ):
+        for part in compiled.generate(messages=messages, tools=tools, documents=None, add_generation_prompt=generation,
+                                      **context):
             size += len(part)
             if size > MAX_RENDER_CHARS:
                 raise TemplateBudget(f"a render longer than {MAX_RENDER_CHARS} characters")

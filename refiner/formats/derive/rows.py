@@ -70,12 +70,8 @@ class RowPlan:
         return isinstance(fmt, self.grammar) and _core(getattr(fmt, "spelling", None)) == _core(self.spelling)
 
     def build(self, name: str, where: str, sha: str) -> base.WireFormat:
-        fam = Family(
-            name=name,
-            description=f"derived from the chat template {where}",
-            sources=(f"{where} (sha256 {sha})",),
-            **({"reasoning": self.reasoning} if self.reasoning else {}),
-        )
+        fam = Family(name=name, description=f"derived from the chat template {where}",
+                     sources=(f"{where} (sha256 {sha})",), **({"reasoning": self.reasoning} if self.reasoning else {}))
         return make_row(self.grammar, fam, self.spelling, DERIVED_RANK)()
 
     def check(self, fmt: base.WireFormat, rec: Record, notes: list[str]) -> str:
@@ -153,10 +149,11 @@ def plan_row(rec: Record) -> RowPlan | str:
     if rec.wrapper:
         return (f"each call object sits under {rec.wrapper!r} of an outer object: the JSON-calls grammar reads call "
                 "objects at one level")
-    if rec.shape == "pairs" and _pythonic(rec):
-        plan = _pythonic_plan(rec)
-    elif rec.shape == "pairs":
-        plan = _brace_plan(rec) if rec.quote_open else _xml_plan(rec)
+    if rec.shape == "pairs" and rec.quote_open:
+        plan = _brace_plan(rec)
+    elif rec.shape == "pairs":  # Python calls (NAME(key=value, ...), strings quoted), else XML
+        python = _layout(rec) == ("(", "", "=", ",", "", ")") and rec.strings in ("python", "json")
+        plan = _pythonic_plan(rec) if python else _xml_plan(rec)
     elif rec.shape in ("json_object", "json_list"):
         plan = _json_plan(rec)
     else:
@@ -187,11 +184,6 @@ def _layout(rec: Record) -> tuple[str, ...]:
     """A ``pairs`` record's punctuation, spaces aside, around names, keys and values."""
     return (rec.name_suffix.strip(), rec.key_prefix.strip(), rec.key_suffix.strip(), rec.arg_sep.strip(),
             rec.value_suffix.strip(), rec.call_end.strip()[:1])
-
-
-def _pythonic(rec: Record) -> bool:
-    """Whether each call is written as a Python call: ``NAME(key=value, ...)``, strings quoted."""
-    return _layout(rec) == ("(", "", "=", ",", "", ")") and rec.strings in ("python", "json") and not rec.quote_open
 
 
 def _pythonic_plan(rec: Record) -> RowPlan | str:
@@ -254,10 +246,8 @@ def _text_recipients(rec: Record, call_open: str) -> tuple[str, ...]:
     """The name a plain answer is addressed to when the template writes it as a call (Functionary's ``>>>all``);
     else none."""
     _, marker, word = rec.turn_start.rpartition(call_open)
-    if not marker or not rec.name_suffix or not word.endswith(rec.name_suffix):
-        return ()
-    word = word[: len(word) - len(rec.name_suffix)]
-    return (word,) if word.isidentifier() else ()
+    head = word.removesuffix(rec.name_suffix)
+    return (head,) if marker and head != word and head.isidentifier() else ()
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
@@ -326,15 +316,12 @@ def _xml_plan(rec: Record) -> RowPlan | str:
     key = _key_spelling(rec)
     if isinstance(key, str):
         return key
-    kw.update(key)
-    kw["value_close"] = rec.value_suffix.strip()
-    if not kw["value_close"]:
+    if not rec.value_suffix.strip():
         return "a value is not closed by a tag"
-    kw["strip_newline"] = rec.key_suffix.endswith("\n") and rec.value_suffix.startswith("\n")
-    if "typing" not in kw:
-        kw["typing"] = "python" if rec.literals == "python" else "json"
     layout = rec.arg_sep + rec.value_suffix + rec.key_prefix + rec.call_sep + rec.name_suffix
-    kw["sep"] = "\n" if "\n" in layout else ""
+    kw.update(key, value_close=rec.value_suffix.strip(), sep="\n" if "\n" in layout else "",
+              strip_newline=rec.key_suffix.endswith("\n") and rec.value_suffix.startswith("\n"))
+    kw.setdefault("typing", "python" if rec.literals == "python" else "json")
     kw.update(_tag_suffix(kw))
     try:
         return RowPlan(XmlParams, XmlSpelling(**kw))
@@ -351,10 +338,9 @@ _SUFFIXED_TAG = re.compile(r"(</?[^\s<>:=\"']+)(:[^\s<>:=\"']{1,64})>")
 def _tag_suffix(kw: dict[str, Any]) -> dict[str, Any]:
     """The spelling's tags less a suffix every one carries before its ``>`` (``<tool_call:opensource>``), with that
     suffix as ``tag_suffix``; nothing when the tags do not all carry one suffix."""
-    tags = {f: kw[f] for f in _TAG_FIELDS if kw.get(f, "").strip()}
-    found = {f: _SUFFIXED_TAG.fullmatch(t) for f, t in tags.items()}
+    found = {f: _SUFFIXED_TAG.fullmatch(kw[f]) for f in _TAG_FIELDS if kw.get(f, "").strip()}
     suffixes = {m.group(2) for m in found.values() if m is not None}
-    if len(tags) < 2 or None in found.values() or len(suffixes) != 1:
+    if len(found) < 2 or None in found.values() or len(suffixes) != 1:
         return {}
     return {**{f: m.group(1) + ">" for f, m in found.items()}, "tag_suffix": suffixes.pop()}
 
