@@ -374,15 +374,8 @@ def error_result(request: Any, message: str, line: int | None = None) -> dict:
     """The result for a request that could not be read: passed through with an ``error`` field, never dropped."""
     out = _json_safe(request) if isinstance(request, Mapping) else {"input": request}
     upstream = out.get("upstream")
-    out.update(
-        refined=upstream if isinstance(upstream, str) else "",
-        calls=[],
-        changed=False,
-        stage="error",
-        reason=message,
-        error=message,
-        diagnostics=[Finding("request", message).to_dict()],
-    )
+    out.update(refined=upstream if isinstance(upstream, str) else "", calls=[], changed=False, stage="error",
+               reason=message, error=message, diagnostics=[Finding("request", message).to_dict()])
     if line is not None:
         out["line"] = line
     return out
@@ -406,23 +399,11 @@ class Refiner:
     upstream's reasoning when its answer holds none.
     """
 
-    def __init__(
-        self,
-        engine: Any = None,
-        fmt: str | None = None,
-        *,
-        bypass: bool = True,
-        n: int = 1,
-        thinking: bool | None = None,
-        temperature: float | None = None,
-        max_tokens: int = 1024,
-        seed: int | None = None,
-        trust_spec: bool = False,
-        model_formats: Collection[str] | None = None,
-        chat_template: str | Path | None = None,
-        calls_in_reasoning: bool = False,
-        unknown_tools: str = "keep",
-    ) -> None:
+    def __init__(self, engine: Any = None, fmt: str | None = None, *, bypass: bool = True, n: int = 1,
+                 thinking: bool | None = None, temperature: float | None = None, max_tokens: int = 1024,
+                 seed: int | None = None, trust_spec: bool = False, model_formats: Collection[str] | None = None,
+                 chat_template: str | Path | None = None, calls_in_reasoning: bool = False,
+                 unknown_tools: str = "keep") -> None:
         self.chat_template = None if chat_template is None else str(chat_template)
         if chat_template is not None:
             if fmt is not None:
@@ -534,11 +515,7 @@ class Refiner:
     def needs_model(self, job: Job) -> bool:
         """Whether ``job`` is for the model, given one: its upstream was not cut off (a cut call is reported, never
         completed by the model), and ``bypass`` is off or its best answer without the model fails the gate."""
-        if job.truncated:
-            return False
-        if not self.bypass:
-            return True
-        return not job.best_without_model[1].after.passed
+        return not job.truncated and (not self.bypass or not job.best_without_model[1].after.passed)
 
     def run_model(self, jobs: Sequence[Job]) -> None:
         """Fills each job's ``samples``: one batched engine call for all ``jobs``; when it fails, one call per job,
@@ -561,14 +538,8 @@ class Refiner:
     def _model_step(self, jobs: Sequence[Job]) -> None:
         """One engine call for ``jobs``; every job's answers are read before any is stored (all or nothing)."""
         conversations = [model_messages(j) for j in jobs]
-        generations = self.engine.chat(
-            conversations,
-            n=self.n,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            enable_thinking=self.thinking,
-            seed=self.seed,
-        )
+        generations = self.engine.chat(conversations, n=self.n, temperature=self.temperature,
+                                       max_tokens=self.max_tokens, enable_thinking=self.thinking, seed=self.seed)
         if len(generations) != len(jobs):
             raise RuntimeError(f"engine returned {len(generations)} results for {len(jobs)} conversations")
         samples = [[read_sample(job, t) for t in texts] for job, texts in zip(jobs, generations)]
