@@ -4,16 +4,11 @@
 one of its tags exactly; a word of its vocabulary in any case, with ``_``, ``-`` or nothing between any two letters,
 after ``<``, ``</``, ``[`` or ``[/``, ended by ``>``, ``]`` or ``=``, or not ended when more text follows and the word
 does not run on into another tag (``<arg_keytable</arg_key>``, not ``<tool_calls>``); one letter off a word of five
-letters or more (lost, added, changed or two swapped), ended; another registered format's special token (starting
-with ``<`` or ``[`` and holding a letter), exactly. A token cut by the end of the text is none. The format's reader
-decides from where its grammar stands which tag a hit takes the place of (it asks only where a tag is expected, so a
-value's own text is never read as one).
-
-Also here, so that tokens written wrong are read in one module: :func:`respell_tokens` (the sentinel dialects'
-barred or bracketed tokens: other case, ``_`` / ``-`` / ``▁`` / spaces, ``|`` for ``｜``, ``[...]`` for ``<...>``, a
-lost ``>`` or ``]``), :func:`tag_look_alike` (the pythonic formats' opening sentinel) and
-:func:`respell_json_tags` (the JSON-block formats). Scanning is linear: each ``<`` and ``[`` is tried once against
-patterns of bounded length.
+letters or more, ended; another registered format's special token, exactly. A token cut by the end of the text is
+none. The format's reader decides from where its grammar stands which tag a hit takes the place of. Also the other
+dialects' respellings: :func:`respell_tokens` (sentinel tokens), :func:`tag_look_alike` (the pythonic formats'
+opening tag) and :func:`respell_json_tags` (JSON blocks). Each ``<`` and ``[`` is tried once against patterns of
+bounded length.
 """
 
 from __future__ import annotations
@@ -61,24 +56,18 @@ def _tag_word(tag: str) -> str:
     return tag.strip("<>[]/=|")
 
 
-def osa_distance(a: str, b: str, cutoff: int = 1) -> int:
-    """The optimal-string-alignment distance of two short words (insertions, deletions, substitutions and swaps of
-    neighbours), or ``cutoff + 1`` when it is larger than ``cutoff``."""
-    if abs(len(a) - len(b)) > cutoff:
-        return cutoff + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > cutoff:
-            return cutoff + 1
-        prev2, prev = prev, cur
-    return prev[-1] if prev[-1] <= cutoff else cutoff + 1
+def osa_distance(a: str, b: str) -> int:
+    """0 for the same word, 1 for words one insertion, deletion, substitution or swap of neighbours apart, else 2."""
+    if a == b:
+        return 0
+    if len(a) < len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(b))  # (the first difference)
+    if len(a) == len(b):
+        if a[i + 1 :] == b[i + 1 :]:
+            return 1  # one letter changed
+        return 1 if a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :] else 2
+    return 1 if len(a) == len(b) + 1 and a[i + 1 :] == b[i:] else 2
 
 
 @functools.lru_cache(maxsize=64)
@@ -113,7 +102,7 @@ class Speller:
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
         self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
         self._scanner: tuple[re.Pattern, re.Pattern] | None = None  # built at first use (all formats registered)
-        self._near_seen: dict[str, str | None] = {}
+        self._near = functools.lru_cache(maxsize=4096)(self._nearest)
         self._others: re.Pattern | None = None
 
     def _patterns(self) -> tuple[re.Pattern, re.Pattern]:
@@ -179,16 +168,11 @@ class Speller:
         if budget[0] <= 0:
             return None
         budget[0] -= 1
-        core = letters(raw)
-        if core in self._near_seen:
-            word = self._near_seen[core]
-        else:
-            word = self._near(core)
-            if len(self._near_seen) < 4096:
-                self._near_seen[core] = word
+        word = self._near(letters(raw))
         return None if word is None else Hit(start, end, word, bool(slash), close == "=", False)
 
-    def _near(self, core: str) -> str | None:
+    def _nearest(self, core: str) -> str | None:
+        """The one word of the vocabulary ``core`` is one letter off, if just one is."""
         best = [w for c, w in self._cores.items()
                 if len(c) >= FUZZY_MIN and abs(len(c) - len(core)) <= 1 and osa_distance(core, c) <= 1]
         return best[0] if len(best) == 1 else None
@@ -216,13 +200,11 @@ _PAYLOAD = re.compile(r"[ \t\r\n]*[\[{]")
 
 def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, close_tag: str
                       ) -> tuple[str, list[str]] | None:
-    """For a format whose calls are JSON between ``open_tag`` and ``close_tag`` (API-Bank, MiniMax, Jamba...): the
-    text with a tag written wrong where the grammar places one put right, and what was changed; ``None`` when nothing
-    was. Outside a block, a look-alike of either tag or another format's tag followed by the JSON (``{`` or ``[``,
-    whitespace aside) is the opening tag; inside one, such a token standing alone at the end of its line right after
-    the JSON (``}`` or ``]``) is the closing tag, unless it is inside a JSON string (after an odd number of unescaped
-    ``"`` since the block opened). Any other token is text (a string's content). The tags written right need not be
-    tag tokens (``Action:\n```json\n``); a closing tag inside a JSON string does not close its block."""
+    """For a format whose calls are JSON between ``open_tag`` and ``close_tag``: the text with a tag written wrong
+    put right, and what was changed; ``None`` when nothing was. Outside a block, a look-alike of either tag or another
+    format's tag followed by ``{`` or ``[`` is the opening tag; inside one, such a token alone at the end of its line
+    right after ``}`` or ``]`` and outside a JSON string is the closing tag. Any other token is text, and so is a
+    closing tag inside a JSON string."""
     if not speller.written_wrong(text, start):
         return None
     edits: list[tuple[int, int, str]] = []
@@ -338,12 +320,8 @@ def brace_call_lines(chunk: str) -> str:
     return "".join(parts) + chunk[pos:] if parts else chunk
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Sentinel tokens (<|call|>, <｜tool▁sep｜>, [TOOL_CALLS]) written wrong: the sentinel dialects' lenient readers
-
-# Sentinel tokens between bars, ``<|call|>`` / ``<｜tool▁sep｜>`` (either bar; the brackets around may be ``<>``,
-# ``[]`` or lost: the opening one is the character before a match, so that the search starts at a bar); and bracketed
-# words, ``[TOOL_CALLS]``.
+# Sentinel tokens written wrong: between bars, ``<|call|>`` / ``<｜tool▁sep｜>`` (either bar; the brackets ``<>``, ``[]``
+# or lost: the opening one is the character before a match), and bracketed words, ``[TOOL_CALLS]``.
 _BARRED = re.compile(r"[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
@@ -398,9 +376,6 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     parts.append(text[pos:])
     return "".join(parts)
 
-
-# ----------------------------------------------------------------------------------------------------------------
-# An opening tag written wrong at the start of a body: the pythonic formats' lenient readers
 
 @functools.lru_cache(maxsize=64)
 def tag_look_alike(tag: str) -> re.Pattern:

@@ -27,7 +27,7 @@ class XmlLenient:
         s = self.spelling
         text = self._plain(text)
         pos = self.answer_start(text)
-        for fix in (_mend, self.hook.respell or _respell_generic):
+        for fix in (_mend, getattr(s.hook, "respell", None) or _respell_generic):
             text = respelt(out, text, fix(self, text, pos))
         f = Finder(text)
         first_key = f.next(s.key_open, pos)
