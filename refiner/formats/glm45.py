@@ -1,8 +1,5 @@
-"""GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5): the hook of the ``glm45`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_grammar` reads and writes
-``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``; GLM-4.7 writes no
-newline after the name): what the row's table cannot say (:data:`HOOK`).
-"""
+"""The hook of the ``glm45`` row of the XML parameter grammar (GLM-4.5 to GLM-5:
+``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``): :data:`HOOK`."""
 
 from __future__ import annotations
 
@@ -119,10 +116,8 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
     the span's first line."""
     seg = text[lo:hi].rstrip()
     nl = seg.rfind("\n")
-    if after_name and nl < 0:
-        return None
     at = skip_ws(text, lo + nl + 1)
-    return at if at < lo + len(seg) else None
+    return at if at < lo + len(seg) and (nl >= 0 or not after_name) else None
 
 
 HOOK = Hook(respell=lambda fmt, text, start: respell_by_state(SPELLER, _step, _NEXT, text, start),

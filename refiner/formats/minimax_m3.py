@@ -6,11 +6,9 @@ argument named by the argument itself, objects as nested elements and lists as `
     ]<]minimax[>[</tool_call>
 
 Parallel calls are ``<invoke>`` elements of one ``<tool_call>`` (several blocks are read too); whitespace between
-elements is free; null values are left out; reasoning is ``<mm:think>...</mm:think>``. A scalar is the raw text of
-its element, typed as :func:`refiner.formats.xmlvalues.read_value` types it, then (nested values too) by the tool
-specs (:meth:`NsXml.retype`). A grammar of its own (a value's closing tag is its key's own, and values nest); its
-literals are an :class:`NsXmlSpelling`. Elements nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH`
-are invalid (strict) or dropped (lenient).
+elements is free; null values are left out; reasoning is ``<mm:think>...</mm:think>``. A scalar is its element's raw
+text, typed by :func:`refiner.formats.xmlvalues.read_value`, then (nested values too) by the tool specs. Elements
+nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid (strict) or dropped (lenient).
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ class NsXmlSpelling:
     section_close = property(lambda s: f"{s.ns}</{s.section}>")
     invoke_open = property(lambda s: f"{s.ns}<{s.invoke}")  # then ` name="..."` and `>`
     invoke_close = property(lambda s: f"{s.ns}</{s.invoke}>")
+
 
 @dataclass
 class _Tag:

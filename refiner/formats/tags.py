@@ -328,6 +328,7 @@ _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 MAX_SCANNED = 4096  # token-shaped spans looked at per text (a storm past this many is left as written)
 
 
+@functools.lru_cache(maxsize=4096)
 def token_key(token: str) -> str:
     """What is left of a token once case, separators, bars and brackets are dropped."""
     return _NOISE.sub("", token).lower()
@@ -343,12 +344,9 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     table = {token_key(t): t for t in tokens}
     pattern = _BRACKETED if all(t.startswith("[") for t in table.values()) else _BARRED
     exact = set(table.values())
-    keys: dict[str, str] = {}  # look-alike -> its key (a storm repeats a few spellings)
     parts: list[str] = []
     pos = notes = seen = quotes = 0  # quotes: unescaped '"' in text[:seen] since the last token
-    for n, m in enumerate(pattern.finditer(text)):
-        if n == MAX_SCANNED:
-            break
+    for m in itertools.islice(pattern.finditer(text), MAX_SCANNED):
         start = m.start() - (pattern is _BARRED and text[m.start() - 1 : m.start()] in ("<", "["))
         found = text[start : m.end()]
         if found in exact:
@@ -359,10 +357,7 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
             seen = start
         if quotes % 2:
             continue  # inside a JSON string: the value's text
-        key = keys.get(found)
-        if key is None:
-            key = keys[found] = token_key(found)
-        token = table.get(key)
+        token = table.get(token_key(found))
         if token is None or (allow is not None and not allow(token, text, m.end())):
             continue
         parts += (text[pos:start], token)
@@ -371,10 +366,7 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
         if out is not None and notes < MAX_NOTES:
             out.note("missing_tag", f"{token} written as {found!r}")
             notes += 1
-    if not parts:
-        return text
-    parts.append(text[pos:])
-    return "".join(parts)
+    return "".join(parts) + text[pos:] if parts else text
 
 
 @functools.lru_cache(maxsize=64)
