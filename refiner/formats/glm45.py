@@ -29,14 +29,11 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         return True
     if k >= len(body) or body[k] in "{[\"'<":
         return False
-    seg = body[k : k + ROW_CHARS]
-    block, closed, _ = seg.partition(CLOSE)
+    block, closed, _ = body[k : k + ROW_CHARS].partition(CLOSE)
     if any(tag in block for tag in (KEY, KEY_END, VAL, VAL_END)):
         return True
-    if not closed:
-        return False  # a name line alone, never closed: prose mentioning the tag, not a call
-    name, _, rest = block.partition("\n")
-    return not rest.strip() and _WORD.fullmatch(name.strip()) is not None
+    name, _, rest = block.partition("\n")  # (a name line never closed: prose mentioning the tag, not a call)
+    return bool(closed) and not rest.strip() and _WORD.fullmatch(name.strip()) is not None
 
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:

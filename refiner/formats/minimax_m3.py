@@ -321,10 +321,8 @@ class NsXml(WireFormat):
                 deep += 1
                 continue
             body = text[tag.end : tags[j].start if j < len(tags) else len(text)]
-            frame = _Frame(key, tag.key, [])
-            if body.strip() or (j < len(tags) and tags[j].closing):
-                frame.text = body
-            stack.append(frame)
+            leaf = body.strip() or (j < len(tags) and tags[j].closing)
+            stack.append(_Frame(key, tag.key, [], body if leaf else None))
         # the text ends inside this call: keep it as read, say where it stops
         self._finish(out, name, stack)
         clean = last_closed and bool(whole) and not text[last_end:].strip()

@@ -28,7 +28,8 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
             return True
         if body.startswith("{", k):
             return False  # a JSON object (Hermes' block): neither a tag nor a name
-        hit = SPELLER.at(body, k)  # <function= written wrong, or lost: NAME> and a parameter or the end
+        # <function= written wrong (the tag token at k), or lost: NAME> and a parameter or the end
+        hit = next(SPELLER.scan(body, k, k + 1), None) if body.startswith(("<", "["), k) else None
         if hit is not None and _role(hit) == FUNC:
             return True
         m = _LABEL.match(body, hit.end if hit is not None and hit.word is None else k)

@@ -130,12 +130,6 @@ class Speller:
                                                                          self._patterns()[0].pattern[len(lead) :]))
         return self._others.search(text, start) is not None
 
-    def at(self, text: str, pos: int) -> Hit | None:
-        """The tag token starting at ``pos``, if one does (every token starts with ``<`` or ``[``)."""
-        if not text.startswith(("<", "["), pos):
-            return None
-        return next(self.scan(text, pos, min(len(text), pos + 1)), None)
-
     def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:
         if m.group(1) is not None:  # another format's tag
             return Hit(m.start(), m.end(), None)

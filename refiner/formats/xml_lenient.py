@@ -215,11 +215,9 @@ class XmlLenient:
             else:
                 key = read_key(raw)
                 key = raw.strip() if key is None else key
+            vstart = key_end + len(s.tag_end) if which == s.tag_end else key_end
             if which != s.tag_end:
                 out.note("missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed")
-                vstart = key_end
-            else:
-                vstart = key_end + len(s.tag_end)
         # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of
         # the call or section comes first (the closing tag was lost), or at the end of the text (cut short)
         next_key = s.key_open if s.key_at == "element" or not s.sep else "\n" + s.key_open
