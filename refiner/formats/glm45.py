@@ -37,8 +37,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
 
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
-    """A region found by an ``<arg_key>`` starts at the call's name line: the key's own (GLM-4.7) or the one above
-    it (GLM-4.5/4.6)."""
+    """A region found by an ``<arg_key>`` starts at the call's name line: the key's own line, or the one above it."""
     return at if body.startswith(OPEN, at) else name_line(body, at)
 
 

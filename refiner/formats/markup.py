@@ -85,8 +85,7 @@ def _whole_name(text: str, s: int, e: int) -> bool:
 
 
 def _text_value(raw: str, xml: bool = False) -> Any:
-    """The value written as ``raw``: a JSON literal, else its text unquoted (entities decoded in an element);
-    ``_NO_VALUE`` for nothing."""
+    """``raw``'s value: a JSON literal, else its text unquoted (entities decoded with ``xml``), or ``_NO_VALUE``."""
     raw = raw.strip()
     if xml and "&" in raw and _ENTITY.search(raw):
         raw = html.unescape(raw).strip()
@@ -107,8 +106,7 @@ _NO_VALUE: Any = object()
 
 
 def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[str, Any]:
-    """``k=v`` / ``k: v`` pairs of declared names in ``segment``, each value up to the next pair, an undeclared key
-    or the end."""
+    """``k=v`` / ``k: v`` pairs of declared names in ``segment``, each value up to the next pair, a key or the end."""
     args: dict[str, Any] = {}
     hits = list(pair.finditer(segment))[:MAX_ARG_LINES]
     for i, m in enumerate(hits):

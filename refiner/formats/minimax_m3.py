@@ -264,8 +264,7 @@ class NsXml(WireFormat):
         return out
 
     def _recover_invoke(self, text: str, tags: list[_Tag], i: int, out: Lenient) -> int:
-        """Reads the call opened by ``tags[i]``: the index of the next tag to look at (-1: the text or the item
-        count ran out)."""
+        """Reads the call opened by ``tags[i]``: the index of the next tag to read (-1: the text or items ran out)."""
         s = self.spelling
         name = (self._invoke_name(tags[i]) or "").strip()
         if not name:

@@ -44,8 +44,7 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
 
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
-    """A region found by a ``<parameter=`` or ``<function=`` starts at its block's ``<tool_call>``, else at the
-    line above the parameter."""
+    """A region found by ``<parameter=`` or ``<function=`` starts at its block's ``<tool_call>``, else a line above."""
     if body.startswith(OPEN, at):
         return at
     o = body.rfind(OPEN, max(0, at - NAME_LINE_CHARS), at)

@@ -242,8 +242,7 @@ def _quotes(text: str, start: int, end: int) -> int:
 
 
 def respelt(out: Lenient, text: str, fixed: tuple[str, list[str]] | None) -> str:
-    """The text a respelling gave (its first notes kept in ``out`` as ``missing_tag`` problems); ``text`` when it gave
-    none."""
+    """The text a respelling gave (its first notes kept in ``out`` as ``missing_tag`` problems), else ``text``."""
     if fixed is None:
         return text
     for note in fixed[1][:MAX_NOTES]:

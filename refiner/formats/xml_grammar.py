@@ -76,8 +76,7 @@ _NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
 
 
 def _spoken(name: str) -> bool:
-    """Whether a name written as text is words or a call written out (``f(a=1)``) rather than a tool's name: it
-    holds a space or a parenthesis."""
+    """Whether a name written as text is words or a call written out (``f(a=1)``): it holds a space or a parenthesis."""
     return not name.isidentifier() and _SPOKEN.search(name) is not None
 
 

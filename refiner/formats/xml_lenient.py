@@ -268,8 +268,7 @@ class XmlLenient:
 
 
 def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) -> Any:
-    """A value typed by name as JSON: decoded, else mended (reported), else its text (reported); cut short, what
-    its start holds."""
+    """A value typed by name as JSON: decoded, else mended (noted), else its text (noted); cut, what its start holds."""
     if cut:
         return lenient_json(raw, at_end=True)
     try:

@@ -286,8 +286,7 @@ def retype_calls(
     calls: Sequence[ToolCall], tools: Mapping[str, Any], python_literals: bool = False,
     settle: Callable[[Any, Any], Any] | None = None,
 ) -> list[ToolCall]:
-    """The calls with each argument settled by its declared parameter type: ``settle(param, value)``, by default
-    :func:`retype_value`."""
+    """The calls, each argument settled by its declared type: ``settle(param, value)``, else :func:`retype_value`."""
     out = []
     budget = [PY_LITERAL_CHARS]
     for call in calls:
