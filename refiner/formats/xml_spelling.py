@@ -20,8 +20,6 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
-# The attributes as render writes them (one or two, double-quoted, no entity), in one match
-_SIMPLE_ATTRS = re.compile(r"""\s*([A-Za-z_][\w:.-]*)="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
 
 
 @dataclass(frozen=True)
@@ -131,15 +129,10 @@ def name_line(body: str, at: int) -> int:
 
 def _attrs(raw: str) -> dict[str, str]:
     """The attributes of a tag's text (any quotes or none), XML's character entities decoded."""
-    m = _SIMPLE_ATTRS.fullmatch(raw)
-    if m is not None:
-        if m.group(3) is None:
-            return {m.group(1): m.group(2)}
-        return {m.group(1): m.group(2), m.group(3): m.group(4)}
     out = {}
-    for m in _ATTR.finditer(raw):
-        value = next(g for g in m.groups()[1:] if g is not None)
-        out[m.group(1)] = html.unescape(value) if "&" in value else value
+    for key, double, single, bare in _ATTR.findall(raw):
+        value = double or single or bare  # (the one that matched: the others are empty)
+        out[key] = html.unescape(value) if "&" in value else value
     return out
 
 
