@@ -219,10 +219,7 @@ class _Reader:
         line_start = text.rfind("\n", back, s) + 1 or back
         line_end = text.find("\n", s, s + WINDOW)
         line_end = min(len(text), s + WINDOW) if line_end < 0 else line_end
-        if not _LABEL.fullmatch(text, line_start, s):
-            return None
-        params = self.params(name)
-        if not params:
+        if not _LABEL.fullmatch(text, line_start, s) or not (params := self.params(name)):
             return None
         _, _, pair = _param_patterns(params)
         tail = text[e:line_end].lstrip("\"'`* \t")

@@ -74,13 +74,8 @@ def osa_distance(a: str, b: str) -> int:
 def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
     """The special tokens of every registered format but those in ``own`` that a scan at ``<`` / ``[`` can meet
     (they start with one of them and hold a letter), longest first."""
-    found = {
-        t
-        for f in all_formats()
-        for t in f.tags
-        if t and t[0] in "<[" and any(ch.isalpha() for ch in t) and t not in own
-    }
-    return tuple(sorted(found, key=lambda t: (-len(t), t)))
+    found = {t for f in all_formats() for t in f.tags if t[:1] in ("<", "[") and any(ch.isalpha() for ch in t)}
+    return tuple(sorted(found.difference(own), key=lambda t: (-len(t), t)))
 
 
 _GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)

@@ -57,13 +57,17 @@ CDATA = ("<![CDATA[", "]]>")  # a value written as XML's character data section 
 
 
 @functools.lru_cache(maxsize=64)
-def _suffixes(tags: tuple[str, ...], suffix: str) -> tuple[re.Pattern, re.Pattern]:
+def _suffixes(tags: tuple[str, ...], suffix: str) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
     """For a row whose tags carry a ``:SUFFIX`` before their ``>`` (any suffix is read), patterns over the tags of
-    ``tags`` and ``<think>``: a suffixed tag or a text ending inside one; a tag written with ``suffix`` less its colon
-    (``<tool_callopensource>``). Group 1 of each is the tag before its suffix."""
+    ``tags`` and ``<think>``: a suffixed tag or a text ending inside one; a whole tag's suffix alone (removed at C
+    speed); a text ending inside a suffixed tag; a tag written with ``suffix`` less its colon
+    (``<tool_callopensource>``). Group 1 of each but the second is the tag before its suffix."""
     words = sorted({t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"})
     head = r"(</?(?:" + "|".join(re.escape(w) for w in words) + r"))"
-    return re.compile(head + r":(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)"), re.compile(head + re.escape(suffix[1:]) + ">")
+    behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in words for o in ("<", "</"))
+    return (re.compile(head + r":(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)"),
+            re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z"),
+            re.compile(head + re.escape(suffix[1:]) + ">"))
 
 
 def _unsuffixed(m: re.Match) -> str:
@@ -176,7 +180,10 @@ class XmlParams(XmlLenient, WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        return _suffixes(s.tags(), s.tag_suffix)[0].sub(_unsuffixed, text)
+        _, whole, cut, _ = _suffixes(s.tags(), s.tag_suffix)
+        text = whole.sub("", text)
+        m = cut.search(text, max(len(text) - 160, 0))
+        return text if m is None else text[: m.start()] + _unsuffixed(m)
 
     def answer_start(self, text: str) -> int:
         """Where the answer starts: after the reasoning (the first ``</think>``, or the first closer of the row's
@@ -197,15 +204,9 @@ class XmlParams(XmlLenient, WireFormat):
         end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
         s = self.spelling
         body = self._plain(body[at : at + ROW_CHARS])
-        if s.section_open and body.startswith(s.section_open):
-            k = skip_ws(body, len(s.section_open))
-            if not body.startswith(s.call_open, k):
-                return False
-            at = k
-        elif body.startswith(s.call_open):
-            at = 0
-        else:  # a bare key tag: this row's only when it writes no section (sectioned rows share their key tags)
-            return not s.section_open
+        at = skip_ws(body, len(s.section_open)) if s.section_open and body.startswith(s.section_open) else 0
+        if not body.startswith(s.call_open, at):  # a section without a call, or a bare key tag: this row's only
+            return not s.section_open  # when it writes no section (sectioned rows share their key tags)
         pos = at + len(s.call_open)
         if s.name_at == "text":
             e = min((j for t in (s.name_sep, s.key_open, s.call_close) if t and (j := body.find(t, pos)) >= 0),
@@ -237,7 +238,7 @@ class XmlParams(XmlLenient, WireFormat):
         it (``<arg_valueopensource>``, a suffixed row's one-character slip; other suffixes stay as written)."""
         s = self.spelling
         if s.tag_suffix and s.tag_suffix[1:] in text:
-            lost = _suffixes(s.tags(), s.tag_suffix)[1]
+            lost = _suffixes(s.tags(), s.tag_suffix)[3]
             text, n = lost.subn(lambda m: m.group(1) + s.tag_suffix + ">", text)
             if n:
                 out.note("missing_tag", f"{n} tag(s) written without the ':' of {s.tag_suffix}")

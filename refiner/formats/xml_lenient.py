@@ -363,9 +363,8 @@ def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
         notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
     for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
         if close.endswith(">") and close[:-1] in body:
-            pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
-            if pattern.search(body):
-                body = pattern.sub(close, body)
+            body, n = re.subn(re.escape(close[:-1]) + r"\d{1,3}>", close, body)
+            if n:
                 notes.append(f"a closing tag with a number appended read as {close}")
     return (text[:pos] + body, notes) if notes else None
 
