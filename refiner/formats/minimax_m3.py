@@ -198,16 +198,12 @@ class NsXml(WireFormat):
         parts.append(s.section_close)
         return "".join(parts)
 
-    def _tag_key(self, key: str, in_object: bool) -> str:
+    def _element(self, key: str, value: Any, *, in_object: bool) -> str:
         s = self.spelling
         plain = (key != "" and key == key.strip() and not any(c in key for c in '<>"\n\r\t') and s.ns not in key
                  and not key.startswith(("/", s.invoke, s.section)) and not (in_object and key == s.item))
-        return write_key(key, plain)
-
-    def _element(self, key: str, value: Any, *, in_object: bool) -> str:
-        raw = self._tag_key(key, in_object)
-        ns = self.spelling.ns
-        return f"{ns}<{raw}>{self._body(value)}{ns}</{raw}>"
+        raw = write_key(key, plain)
+        return f"{s.ns}<{raw}>{self._body(value)}{s.ns}</{raw}>"
 
     def _body(self, value: Any) -> str:
         s = self.spelling

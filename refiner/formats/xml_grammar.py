@@ -104,11 +104,17 @@ class XmlParams(XmlLenient, WireFormat):
     """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); its rows are in the catalog."""
 
     spelling: XmlSpelling
+    _name: re.Pattern  # (of the row's tool names)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A row's hook gives it the :class:`~refiner.formats.base.WireFormat` hooks it holds, as methods."""
+        """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
+        hook holds, as methods."""
         super().__init_subclass__(**kwargs)
-        hook = cls.__dict__.get("spelling") and cls.spelling.hook
+        if "spelling" not in cls.__dict__:
+            return
+        cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
+        cls.name_pattern = cls._name.pattern
+        hook = cls.spelling.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
             if getattr(hook, name) is not None:
                 setattr(cls, name, getattr(hook, name))
@@ -144,14 +150,6 @@ class XmlParams(XmlLenient, WireFormat):
         # (the strict reader reads no text without the first tag: parse_strict)
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)),
                          also_read=also, strict_needs="" if s.tag_suffix else s.first_open)
-
-    @property
-    def name_pattern(self) -> str:  # type: ignore[override]
-        return self._name.pattern
-
-    @property
-    def _name(self) -> re.Pattern:
-        return _SPACED_NAME if self.spelling.name_at == "text" else _NAME
 
     def is_name(self, name: str) -> bool:
         return name.isidentifier() or self._name.fullmatch(name) is not None  # (an identifier matches either pattern)
