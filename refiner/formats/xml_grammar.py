@@ -128,8 +128,8 @@ class XmlParams(XmlLenient, WireFormat):
 
     @classmethod
     def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
-        # the call and key tags point at this row too (a section tag lost), unless another row holds them (Seed-OSS's
-        # <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's: refiner.formats.family.markers_left)
+        # the call and key tags point at this row too (a section tag lost), unless another row holds them
+        # (refiner.formats.family.markers_left)
         markers = [s.first_open, s.call_open, s.key_open]
         # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
         # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
