@@ -1,8 +1,5 @@
-"""GLM-4.5 / GLM-4.6 (and GLM-4.7 / GLM-5): the hook of the ``glm45`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_grammar` reads and writes
-``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``; GLM-4.7 writes no
-newline after the name): what the row's table cannot say (:data:`HOOK`).
-"""
+"""The hook of the ``glm45`` row of the XML parameter grammar (GLM-4.5 to GLM-5:
+``<tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n...</tool_call>``): :data:`HOOK`."""
 
 from __future__ import annotations
 
@@ -32,19 +29,15 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         return True
     if k >= len(body) or body[k] in "{[\"'<":
         return False
-    seg = body[k : k + ROW_CHARS]
-    block, closed, _ = seg.partition(CLOSE)
+    block, closed, _ = body[k : k + ROW_CHARS].partition(CLOSE)
     if any(tag in block for tag in (KEY, KEY_END, VAL, VAL_END)):
         return True
-    if not closed:
-        return False  # a name line alone, never closed: prose mentioning the tag, not a call
-    name, _, rest = block.partition("\n")
-    return not rest.strip() and _WORD.fullmatch(name.strip()) is not None
+    name, _, rest = block.partition("\n")  # (a name line never closed: prose mentioning the tag, not a call)
+    return bool(closed) and not rest.strip() and _WORD.fullmatch(name.strip()) is not None
 
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
-    """A region found by an ``<arg_key>`` starts at the call's name line: the key's own (GLM-4.7) or the one above
-    it (GLM-4.5/4.6)."""
+    """A region found by an ``<arg_key>`` starts at the call's name line: the key's own line, or the one above it."""
     return at if body.startswith(OPEN, at) else name_line(body, at)
 
 
@@ -119,10 +112,8 @@ def _line_start(text: str, lo: int, hi: int, *, after_name: bool) -> int | None:
     the span's first line."""
     seg = text[lo:hi].rstrip()
     nl = seg.rfind("\n")
-    if after_name and nl < 0:
-        return None
     at = skip_ws(text, lo + nl + 1)
-    return at if at < lo + len(seg) else None
+    return at if at < lo + len(seg) and (nl >= 0 or not after_name) else None
 
 
 HOOK = Hook(respell=lambda fmt, text, start: respell_by_state(SPELLER, _step, _NEXT, text, start),

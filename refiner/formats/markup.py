@@ -8,17 +8,16 @@ one of its declared parameters::
                 a JSON object (Action Input: {...}) or k: v lines
     yaml     := ["-"] T ":" NL (INDENT k ":" VALUE NL)+
 
-No call is made of prose and no value guessed: the name is the whole of its field, only declared parameter names
-are arguments, a call needs one (an element of a tool that requires none excepted), a value is a JSON literal or
-its text, one written as nothing is left out. With no such markup, :mod:`refiner.formats.anchored` reads the
-structure the text repeats. Bounded by :data:`MAX_NAME_HITS` names examined, windows of :data:`PREFIX` and
-:data:`WINDOW` characters around each and :data:`SCAN_BUDGET` characters of arguments in all.
+The name is the whole of its field, only declared parameter names are arguments, a call needs one (an element of a
+tool that requires none excepted), a value is a JSON literal or its text, one written as nothing is left out. With
+no such markup, :mod:`refiner.formats.anchored` reads the structure the text repeats. Bounded by the constants below.
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -76,21 +75,17 @@ def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
 
 
 def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch in "_-"
+    return ch.isalnum() or ch in ("_", "-")
 
 
 def _whole_name(text: str, s: int, e: int) -> bool:
     """Whether the name at ``text[s:e]`` is not part of a longer name (``my_f``, ``f2``, ``api.f.v2``)."""
-    before = text[s - 1] if s else ""
-    after = text[e] if e < len(text) else ""
-    if before and (_is_word(before) or before == "."):
-        return False
-    return not (after and (_is_word(after) or (after == "." and _is_word(text[e + 1 : e + 2]))))
+    before, after = text[s - 1 : s], text[e : e + 1]  # ("" at either end of the text)
+    return not (_is_word(before) or before == "." or _is_word(after) or after == "." and _is_word(text[e + 1 : e + 2]))
 
 
 def _text_value(raw: str, xml: bool = False) -> Any:
-    """The value written as ``raw``: a JSON literal, else its text unquoted (entities decoded in an element);
-    ``_NO_VALUE`` for nothing."""
+    """``raw``'s value: a JSON literal, else its text unquoted (entities decoded with ``xml``), or ``_NO_VALUE``."""
     raw = raw.strip()
     if xml and "&" in raw and _ENTITY.search(raw):
         raw = html.unescape(raw).strip()
@@ -111,8 +106,7 @@ _NO_VALUE: Any = object()
 
 
 def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[str, Any]:
-    """``k=v`` / ``k: v`` pairs of declared names in ``segment``, each value up to the next pair, an undeclared key
-    or the end."""
+    """``k=v`` / ``k: v`` pairs of declared names in ``segment``, each value up to the next pair, a key or the end."""
     args: dict[str, Any] = {}
     hits = list(pair.finditer(segment))[:MAX_ARG_LINES]
     for i, m in enumerate(hits):
@@ -128,8 +122,8 @@ def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[
             if other is not None:
                 notes.append(f"{name}: {other.group(1)!r} is not a parameter it declares; passed over")
                 raw = raw[: other.start()]
-        k = raw.find("```")  # (a code fence after the value, or a trailing separator, is not part of it)
-        value = _text_value((raw[:k] if k >= 0 else raw).strip().rstrip(",;"))
+        # (a code fence after the value, or a trailing separator, is not part of it)
+        value = _text_value(raw.partition("```")[0].strip().rstrip(",;"))
         if value is _NO_VALUE:
             notes.append(f"{name}: parameter {m.group(1)!r} written without a value; left out")
             continue
@@ -187,9 +181,7 @@ class _Reader:
             element, attr, _ = _param_patterns(params)
             written = [(m.group(1), m.group(2)[1:-1]) for m in attr.finditer(attrs)]
             missing: set[str] = set()
-            for n, m in enumerate(element.finditer(text, body_start, region_end)):
-                if n >= MAX_PARAM_ELEMENTS:
-                    break
+            for m in itertools.islice(element.finditer(text, body_start, region_end), MAX_PARAM_ELEMENTS):
                 closer = "</" + (m.group("tag") or m.group("ptag"))
                 k = -1 if closer in missing else text.find(closer, m.end(), region_end)
                 if k < 0:
@@ -211,8 +203,7 @@ class _Reader:
         k = self.text.find(f"</{tag}", pos, pos + WINDOW)
         if k < 0:
             return self._next_boundary(pos)
-        j = self.text.find(">", k)
-        return j + 1 if j >= 0 else len(self.text)
+        return self.text.find(">", k) + 1 or len(self.text)
 
     def _next_boundary(self, pos: int) -> int:
         """Where a call read from ``pos`` stops when no container closes it: a blank line, or the window's end."""
@@ -228,10 +219,7 @@ class _Reader:
         line_start = text.rfind("\n", back, s) + 1 or back
         line_end = text.find("\n", s, s + WINDOW)
         line_end = min(len(text), s + WINDOW) if line_end < 0 else line_end
-        if not _LABEL.fullmatch(text, line_start, s):
-            return None
-        params = self.params(name)
-        if not params:
+        if not _LABEL.fullmatch(text, line_start, s) or not (params := self.params(name)):
             return None
         _, _, pair = _param_patterns(params)
         tail = text[e:line_end].lstrip("\"'`* \t")
@@ -268,7 +256,7 @@ class _Reader:
                 try:
                     value, n = JSON_DECODER.raw_decode(text, at)
                 except (ValueError, RecursionError):
-                    return {}, pos, ""
+                    value = None
                 if not isinstance(value, dict):
                     return {}, pos, ""
                 params = self.params(name)

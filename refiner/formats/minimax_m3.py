@@ -6,11 +6,9 @@ argument named by the argument itself, objects as nested elements and lists as `
     ]<]minimax[>[</tool_call>
 
 Parallel calls are ``<invoke>`` elements of one ``<tool_call>`` (several blocks are read too); whitespace between
-elements is free; null values are left out; reasoning is ``<mm:think>...</mm:think>``. A scalar is the raw text of
-its element, typed as :func:`refiner.formats.xmlvalues.read_value` types it, then (nested values too) by the tool
-specs (:meth:`NsXml.retype`). A grammar of its own (a value's closing tag is its key's own, and values nest); its
-literals are an :class:`NsXmlSpelling`. Elements nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH`
-are invalid (strict) or dropped (lenient).
+elements is free; null values are left out; reasoning is ``<mm:think>...</mm:think>``. A scalar is its element's raw
+text, typed by :func:`refiner.formats.xmlvalues.read_value`, then (nested values too) by the tool specs. Elements
+nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid (strict) or dropped (lenient).
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ class NsXmlSpelling:
     section_close = property(lambda s: f"{s.ns}</{s.section}>")
     invoke_open = property(lambda s: f"{s.ns}<{s.invoke}")  # then ` name="..."` and `>`
     invoke_close = property(lambda s: f"{s.ns}</{s.invoke}>")
+
 
 @dataclass
 class _Tag:
@@ -199,16 +198,12 @@ class NsXml(WireFormat):
         parts.append(s.section_close)
         return "".join(parts)
 
-    def _tag_key(self, key: str, in_object: bool) -> str:
+    def _element(self, key: str, value: Any, *, in_object: bool) -> str:
         s = self.spelling
         plain = (key != "" and key == key.strip() and not any(c in key for c in '<>"\n\r\t') and s.ns not in key
                  and not key.startswith(("/", s.invoke, s.section)) and not (in_object and key == s.item))
-        return write_key(key, plain)
-
-    def _element(self, key: str, value: Any, *, in_object: bool) -> str:
-        raw = self._tag_key(key, in_object)
-        ns = self.spelling.ns
-        return f"{ns}<{raw}>{self._body(value)}{ns}</{raw}>"
+        raw = write_key(key, plain)
+        return f"{s.ns}<{raw}>{self._body(value)}{s.ns}</{raw}>"
 
     def _body(self, value: Any) -> str:
         s = self.spelling
@@ -265,8 +260,7 @@ class NsXml(WireFormat):
         return out
 
     def _recover_invoke(self, text: str, tags: list[_Tag], i: int, out: Lenient) -> int:
-        """Reads the call opened by ``tags[i]``: the index of the next tag to look at (-1: the text or the item
-        count ran out)."""
+        """Reads the call opened by ``tags[i]``: the index of the next tag to read (-1: the text or items ran out)."""
         s = self.spelling
         name = (self._invoke_name(tags[i]) or "").strip()
         if not name:
@@ -322,10 +316,8 @@ class NsXml(WireFormat):
                 deep += 1
                 continue
             body = text[tag.end : tags[j].start if j < len(tags) else len(text)]
-            frame = _Frame(key, tag.key, [])
-            if body.strip() or (j < len(tags) and tags[j].closing):
-                frame.text = body
-            stack.append(frame)
+            leaf = body.strip() or (j < len(tags) and tags[j].closing)
+            stack.append(_Frame(key, tag.key, [], body if leaf else None))
         # the text ends inside this call: keep it as read, say where it stops
         self._finish(out, name, stack)
         clean = last_closed and bool(whole) and not text[last_end:].strip()

@@ -1,8 +1,5 @@
-"""Qwen3-Coder (and Qwen3.5): the hook of the ``qwen3_coder`` row of the XML parameter grammar
-(:mod:`refiner.formats.xml_grammar` reads and writes
-``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``, the
-template's ``| string`` typing: ``True`` / ``False`` / ``None``): what the row's table cannot say (:data:`HOOK`).
-"""
+"""The hook of the ``qwen3_coder`` row of the XML parameter grammar (:data:`HOOK`; Qwen3-Coder, Qwen3.5:
+``<tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n...</function>\\n</tool_call>``)."""
 
 from __future__ import annotations
 
@@ -31,7 +28,8 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
             return True
         if body.startswith("{", k):
             return False  # a JSON object (Hermes' block): neither a tag nor a name
-        hit = SPELLER.at(body, k)  # <function= written wrong, or lost: NAME> and a parameter or the end
+        # <function= written wrong (the tag token at k), or lost: NAME> and a parameter or the end
+        hit = next(SPELLER.scan(body, k, k + 1), None) if body.startswith(("<", "["), k) else None
         if hit is not None and _role(hit) == FUNC:
             return True
         m = _LABEL.match(body, hit.end if hit is not None and hit.word is None else k)
@@ -41,17 +39,15 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         if close < 0:
             return True  # cut inside the name: nothing else writes "<function=" without JSON after it
         k = skip_ws(body, close + 1)
-        return k >= len(body) or body.startswith(PARAM, k) or body.startswith(FUNC_END, k)
+        return k >= len(body) or body.startswith((PARAM, FUNC_END), k)
     return True
 
 
 def _region_start(fmt: WireFormat, body: str, at: int) -> int:
-    """A region found by a ``<parameter=`` or ``<function=`` starts at its block's ``<tool_call>``, else at the
-    line above the parameter."""
+    """A region found by ``<parameter=`` or ``<function=`` starts at its block's ``<tool_call>``, else a line above."""
     if body.startswith(OPEN, at):
         return at
-    lo = max(0, at - NAME_LINE_CHARS)
-    o = body.rfind(OPEN, lo, at)
+    o = body.rfind(OPEN, max(0, at - NAME_LINE_CHARS), at)
     if o >= 0 and body.find(CLOSE, o, at) < 0:
         return o
     return name_line(body, at) if body.startswith(PARAM, at) else at

@@ -4,16 +4,11 @@
 one of its tags exactly; a word of its vocabulary in any case, with ``_``, ``-`` or nothing between any two letters,
 after ``<``, ``</``, ``[`` or ``[/``, ended by ``>``, ``]`` or ``=``, or not ended when more text follows and the word
 does not run on into another tag (``<arg_keytable</arg_key>``, not ``<tool_calls>``); one letter off a word of five
-letters or more (lost, added, changed or two swapped), ended; another registered format's special token (starting
-with ``<`` or ``[`` and holding a letter), exactly. A token cut by the end of the text is none. The format's reader
-decides from where its grammar stands which tag a hit takes the place of (it asks only where a tag is expected, so a
-value's own text is never read as one).
-
-Also here, so that tokens written wrong are read in one module: :func:`respell_tokens` (the sentinel dialects'
-barred or bracketed tokens: other case, ``_`` / ``-`` / ``▁`` / spaces, ``|`` for ``｜``, ``[...]`` for ``<...>``, a
-lost ``>`` or ``]``), :func:`tag_look_alike` (the pythonic formats' opening sentinel) and
-:func:`respell_json_tags` (the JSON-block formats). Scanning is linear: each ``<`` and ``[`` is tried once against
-patterns of bounded length.
+letters or more, ended; another registered format's special token, exactly. A token cut by the end of the text is
+none. The format's reader decides from where its grammar stands which tag a hit takes the place of. Also the other
+dialects' respellings: :func:`respell_tokens` (sentinel tokens), :func:`tag_look_alike` (the pythonic formats'
+opening tag) and :func:`respell_json_tags` (JSON blocks). Each ``<`` and ``[`` is tried once against patterns of
+bounded length.
 """
 
 from __future__ import annotations
@@ -61,37 +56,26 @@ def _tag_word(tag: str) -> str:
     return tag.strip("<>[]/=|")
 
 
-def osa_distance(a: str, b: str, cutoff: int = 1) -> int:
-    """The optimal-string-alignment distance of two short words (insertions, deletions, substitutions and swaps of
-    neighbours), or ``cutoff + 1`` when it is larger than ``cutoff``."""
-    if abs(len(a) - len(b)) > cutoff:
-        return cutoff + 1
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i in range(1, len(a) + 1):
-        cur = [i] + [0] * len(b)
-        for j in range(1, len(b) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) > cutoff:
-            return cutoff + 1
-        prev2, prev = prev, cur
-    return prev[-1] if prev[-1] <= cutoff else cutoff + 1
+def osa_distance(a: str, b: str) -> int:
+    """0 for the same word, 1 for words one insertion, deletion, substitution or swap of neighbours apart, else 2."""
+    if a == b:
+        return 0
+    if len(a) < len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(b))  # (the first difference)
+    if len(a) == len(b):
+        if a[i + 1 :] == b[i + 1 :]:
+            return 1  # one letter changed
+        return 1 if a[i] == b[i + 1] and a[i + 1] == b[i] and a[i + 2 :] == b[i + 2 :] else 2
+    return 1 if len(a) == len(b) + 1 and a[i + 1 :] == b[i:] else 2
 
 
 @functools.lru_cache(maxsize=64)
 def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
     """The special tokens of every registered format but those in ``own`` that a scan at ``<`` / ``[`` can meet
     (they start with one of them and hold a letter), longest first."""
-    found = {
-        t
-        for f in all_formats()
-        for t in f.tags
-        if t and t[0] in "<[" and any(ch.isalpha() for ch in t) and t not in own
-    }
-    return tuple(sorted(found, key=lambda t: (-len(t), t)))
+    found = {t for f in all_formats() for t in f.tags if t[:1] in ("<", "[") and any(ch.isalpha() for ch in t)}
+    return tuple(sorted(found.difference(own), key=lambda t: (-len(t), t)))
 
 
 _GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)
@@ -112,12 +96,12 @@ class Speller:
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
         self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
-        self._scanner: tuple[re.Pattern, re.Pattern] | None = None  # built at first use (all formats registered)
-        self._near_seen: dict[str, str | None] = {}
-        self._others: re.Pattern | None = None
+        self._scanner: tuple[re.Pattern, ...] | None = None  # built at first use (all formats registered)
+        self._near = functools.lru_cache(maxsize=4096)(self._nearest)
 
-    def _patterns(self) -> tuple[re.Pattern, re.Pattern]:
-        """The scanner, and the same without the words one letter off might match (once their budget is spent)."""
+    def _patterns(self) -> tuple[re.Pattern, ...]:
+        """The scanner; the same without the words one letter off might match (once their budget is spent); the
+        scanner passing over the format's own tags written exactly (:meth:`written_wrong`)."""
         if self._scanner is None:
             tags = foreign_tags(self.tags)
             foreign = "(?<=<)%s|(?<=\\[)%s" % (trie_pattern([t[1:] for t in tags if t[0] == "<"]),
@@ -126,26 +110,17 @@ class Speller:
             # may follow (a storm of brackets fails there, not once per branch)
             lead = r"[<\[](?=[/A-Za-z|\uff5c])"
             own, generic = self._own[len("[<\\[]") :], _GENERIC.pattern[len("[<\\[]") :]
+            exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}"
+                             for t in sorted(self.tags, key=len, reverse=True))
             self._scanner = (re.compile(r"%s(?:(%s)|%s|%s)" % (lead, foreign, own, generic)),
-                             re.compile(r"%s(?:(%s)|%s)" % (lead, foreign, own)))
+                             re.compile(r"%s(?:(%s)|%s)" % (lead, foreign, own)),
+                             re.compile(r"%s(?!%s)(?:(%s)|%s|%s)" % (lead, exact, foreign, own, generic)))
         return self._scanner
 
     def written_wrong(self, text: str, start: int = 0) -> bool:
         """Whether ``text[start:]`` holds a token that may be a tag of the format written wrong, or another
         format's tag (one pass at the regex engine's speed)."""
-        if self._others is None:
-            lead = "[<\\[]"
-            exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}" for t in sorted(self.tags, key=len, reverse=True))
-            # (what may follow the bracket first: a storm of brackets fails there, before the exact tags are tried)
-            self._others = re.compile(r"%s(?=[/A-Za-z|\uff5c])(?!%s)%s" % (lead, exact,
-                                                                         self._patterns()[0].pattern[len(lead) :]))
-        return self._others.search(text, start) is not None
-
-    def at(self, text: str, pos: int) -> Hit | None:
-        """The tag token starting at ``pos``, if one does (every token starts with ``<`` or ``[``)."""
-        if not text.startswith(("<", "["), pos):
-            return None
-        return next(self.scan(text, pos, min(len(text), pos + 1)), None)
+        return self._patterns()[2].search(text, start) is not None
 
     def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:
         if m.group(1) is not None:  # another format's tag
@@ -179,16 +154,11 @@ class Speller:
         if budget[0] <= 0:
             return None
         budget[0] -= 1
-        core = letters(raw)
-        if core in self._near_seen:
-            word = self._near_seen[core]
-        else:
-            word = self._near(core)
-            if len(self._near_seen) < 4096:
-                self._near_seen[core] = word
+        word = self._near(letters(raw))
         return None if word is None else Hit(start, end, word, bool(slash), close == "=", False)
 
-    def _near(self, core: str) -> str | None:
+    def _nearest(self, core: str) -> str | None:
+        """The one word of the vocabulary ``core`` is one letter off, if just one is."""
         best = [w for c, w in self._cores.items()
                 if len(c) >= FUZZY_MIN and abs(len(c) - len(core)) <= 1 and osa_distance(core, c) <= 1]
         return best[0] if len(best) == 1 else None
@@ -197,7 +167,7 @@ class Speller:
         """The tag tokens starting in ``text[start:end]``, in order, none overlapping."""
         end = len(text) if end is None else end
         budget = [MAX_FUZZY]  # tokens that may be one letter off a word, looked at (the rest are not tags)
-        full, plain = self._patterns()
+        full, plain, _ = self._patterns()
         pos = start
         while pos < end:
             m = (full if budget[0] > 0 else plain).search(text, pos)
@@ -216,13 +186,11 @@ _PAYLOAD = re.compile(r"[ \t\r\n]*[\[{]")
 
 def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, close_tag: str
                       ) -> tuple[str, list[str]] | None:
-    """For a format whose calls are JSON between ``open_tag`` and ``close_tag`` (API-Bank, MiniMax, Jamba...): the
-    text with a tag written wrong where the grammar places one put right, and what was changed; ``None`` when nothing
-    was. Outside a block, a look-alike of either tag or another format's tag followed by the JSON (``{`` or ``[``,
-    whitespace aside) is the opening tag; inside one, such a token standing alone at the end of its line right after
-    the JSON (``}`` or ``]``) is the closing tag, unless it is inside a JSON string (after an odd number of unescaped
-    ``"`` since the block opened). Any other token is text (a string's content). The tags written right need not be
-    tag tokens (``Action:\n```json\n``); a closing tag inside a JSON string does not close its block."""
+    """For a format whose calls are JSON between ``open_tag`` and ``close_tag``: the text with a tag written wrong
+    put right, and what was changed; ``None`` when nothing was. Outside a block, a look-alike of either tag or another
+    format's tag followed by ``{`` or ``[`` is the opening tag; inside one, such a token alone at the end of its line
+    right after ``}`` or ``]`` and outside a JSON string is the closing tag. Any other token is text, and so is a
+    closing tag inside a JSON string."""
     if not speller.written_wrong(text, start):
         return None
     edits: list[tuple[int, int, str]] = []
@@ -266,8 +234,7 @@ def _quotes(text: str, start: int, end: int) -> int:
 
 
 def respelt(out: Lenient, text: str, fixed: tuple[str, list[str]] | None) -> str:
-    """The text a respelling gave (its first notes kept in ``out`` as ``missing_tag`` problems); ``text`` when it gave
-    none."""
+    """The text a respelling gave (its first notes kept in ``out`` as ``missing_tag`` problems), else ``text``."""
     if fixed is None:
         return text
     for note in fixed[1][:MAX_NOTES]:
@@ -338,18 +305,15 @@ def brace_call_lines(chunk: str) -> str:
     return "".join(parts) + chunk[pos:] if parts else chunk
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Sentinel tokens (<|call|>, <｜tool▁sep｜>, [TOOL_CALLS]) written wrong: the sentinel dialects' lenient readers
-
-# Sentinel tokens between bars, ``<|call|>`` / ``<｜tool▁sep｜>`` (either bar; the brackets around may be ``<>``,
-# ``[]`` or lost: the opening one is the character before a match, so that the search starts at a bar); and bracketed
-# words, ``[TOOL_CALLS]``.
+# Sentinel tokens written wrong: between bars, ``<|call|>`` / ``<｜tool▁sep｜>`` (either bar; the brackets ``<>``, ``[]``
+# or lost: the opening one is the character before a match), and bracketed words, ``[TOOL_CALLS]``.
 _BARRED = re.compile(r"[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 MAX_SCANNED = 4096  # token-shaped spans looked at per text (a storm past this many is left as written)
 
 
+@functools.lru_cache(maxsize=4096)
 def token_key(token: str) -> str:
     """What is left of a token once case, separators, bars and brackets are dropped."""
     return _NOISE.sub("", token).lower()
@@ -365,12 +329,9 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     table = {token_key(t): t for t in tokens}
     pattern = _BRACKETED if all(t.startswith("[") for t in table.values()) else _BARRED
     exact = set(table.values())
-    keys: dict[str, str] = {}  # look-alike -> its key (a storm repeats a few spellings)
     parts: list[str] = []
     pos = notes = seen = quotes = 0  # quotes: unescaped '"' in text[:seen] since the last token
-    for n, m in enumerate(pattern.finditer(text)):
-        if n == MAX_SCANNED:
-            break
+    for m in itertools.islice(pattern.finditer(text), MAX_SCANNED):
         start = m.start() - (pattern is _BARRED and text[m.start() - 1 : m.start()] in ("<", "["))
         found = text[start : m.end()]
         if found in exact:
@@ -381,10 +342,7 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
             seen = start
         if quotes % 2:
             continue  # inside a JSON string: the value's text
-        key = keys.get(found)
-        if key is None:
-            key = keys[found] = token_key(found)
-        token = table.get(key)
+        token = table.get(token_key(found))
         if token is None or (allow is not None and not allow(token, text, m.end())):
             continue
         parts += (text[pos:start], token)
@@ -393,14 +351,8 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
         if out is not None and notes < MAX_NOTES:
             out.note("missing_tag", f"{token} written as {found!r}")
             notes += 1
-    if not parts:
-        return text
-    parts.append(text[pos:])
-    return "".join(parts)
+    return "".join(parts) + text[pos:] if parts else text
 
-
-# ----------------------------------------------------------------------------------------------------------------
-# An opening tag written wrong at the start of a body: the pythonic formats' lenient readers
 
 @functools.lru_cache(maxsize=64)
 def tag_look_alike(tag: str) -> re.Pattern:

@@ -10,15 +10,13 @@ every literal); a model family that writes it is a row of the catalog (:mod:`ref
       CALL_CLOSE
     [SECTION_CLOSE]
 
-An opening tag ends at TAG_END (``>``; Kimi K3 writes tags with control tokens: ``<|open|>call tool="NAME"<|sep|>``).
-Reasoning and prose may come before the first call, prose after the last; whitespace between tags is free. A value
-is the text up to its closing tag (less one newline at each end with ``strip_newline``): the first one that the next
+An opening tag ends at TAG_END (``>``, or a control token). Reasoning and prose may come before the first call,
+prose after the last; whitespace between tags is free. A value is the text up to the first closing tag that the next
 structural tag follows and that closes no value tag the value opens itself (as vLLM reads it:
-:func:`~refiner.formats.xmlvalues.value_end`); a value that cannot be told from two parameters is written as a JSON
-string literal. Values are typed by the row's ``typing`` (:mod:`refiner.formats.xmlvalues`), then by the tool specs
-(:meth:`XmlParams.retype`). A parameter given twice is an error (strict), the last kept (lenient). A closing tag
-before the first opening one is a call whose opening tag was lost (recovery reads it). What a row's table cannot say
-goes into its one hook (:class:`~refiner.formats.xml_spelling.Hook`).
+:func:`~refiner.formats.xmlvalues.value_end`), less one newline at each end with ``strip_newline``; one holding tags
+is written as a JSON string literal. Values are typed by the row's ``typing`` (:mod:`refiner.formats.xmlvalues`),
+then by the tool specs. A parameter given twice is an error (strict), the last kept (lenient). What a row's table
+cannot say goes into its one hook (:class:`~refiner.formats.xml_spelling.Hook`).
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import XmlLenient
-from refiner.formats.xml_spelling import JSON_TYPES, Hook, XmlSpelling, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
     Finder,
@@ -55,9 +53,7 @@ from refiner.formats.xmlvalues import (
     write_value,
 )
 
-
 CDATA = ("<![CDATA[", "]]>")  # a value written as XML's character data section (XmlSpelling.cdata)
-_NO_HOOK = Hook()
 
 
 @functools.lru_cache(maxsize=64)
@@ -84,15 +80,12 @@ _NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
 
 
 def _spoken(name: str) -> bool:
-    """Whether a name written as text is words or a call written out (``f(a=1)``) rather than a tool's name: it
-    holds a space or a parenthesis."""
+    """Whether a name written as text is words or a call written out (``f(a=1)``): it holds a space or a parenthesis."""
     return not name.isidentifier() and _SPOKEN.search(name) is not None
 
 
 def _attr_value(value: str) -> str:
     """An attribute value as render writes it, with XML's entities for the characters a tag cannot hold."""
-    if not any(c in value for c in '"<>&\n\r'):
-        return value
     return (value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("\n", "&#10;").replace("\r", "&#13;"))
 
@@ -111,6 +104,21 @@ class XmlParams(XmlLenient, WireFormat):
     """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); its rows are in the catalog."""
 
     spelling: XmlSpelling
+    _name: re.Pattern  # (of the row's tool names)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
+        hook holds, as methods."""
+        super().__init_subclass__(**kwargs)
+        if "spelling" not in cls.__dict__:
+            return
+        cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
+        cls.name_pattern = cls._name.pattern
+        hook = cls.spelling.hook
+        for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
+            if getattr(hook, name) is not None:
+                setattr(cls, name, getattr(hook, name))
+        cls.channels = bool(hook and hook.answer_parts)  # (Kimi K3's row reads channels)
 
     # The row contract (refiner.formats.family)
 
@@ -120,8 +128,8 @@ class XmlParams(XmlLenient, WireFormat):
 
     @classmethod
     def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
-        # the call and key tags point at this row too (a section tag lost), unless another row holds them (Seed-OSS's
-        # <function= is Qwen3-Coder's, dots.llm's <invoke is MiniMax-M2's: refiner.formats.family.markers_left)
+        # the call and key tags point at this row too (a section tag lost), unless another row holds them
+        # (refiner.formats.family.markers_left)
         markers = [s.first_open, s.call_open, s.key_open]
         # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
         # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
@@ -143,30 +151,12 @@ class XmlParams(XmlLenient, WireFormat):
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)),
                          also_read=also, strict_needs="" if s.tag_suffix else s.first_open)
 
-    @property
-    def hook(self) -> Hook:
-        return self.spelling.hook or _NO_HOOK
-
-    @property
-    def name_pattern(self) -> str:  # type: ignore[override]
-        return self._name.pattern
-
-    @property
-    def _name(self) -> re.Pattern:
-        return _SPACED_NAME if self.spelling.name_at == "text" else _NAME
-
     def is_name(self, name: str) -> bool:
         return name.isidentifier() or self._name.fullmatch(name) is not None  # (an identifier matches either pattern)
-
-    @property
-    def channels(self) -> bool:  # type: ignore[override]  # (a row whose hook reads channels: Kimi K3's)
-        return self.hook.answer_parts is not None
 
     def answer_parts(self, text: str) -> AnswerParts:
         """Rows whose tags carry a per-checkpoint suffix (``<tool_call:6124c78e>``): the text outside the calls is
         read as for any row, with the suffixes dropped; the calls' span is given in ``text``'s own positions."""
-        if self.hook.answer_parts is not None:
-            return self.hook.answer_parts(self, text)
         if not self.spelling.tag_suffix or ":" not in text:
             return super().answer_parts(text)
         ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
@@ -210,20 +200,11 @@ class XmlParams(XmlLenient, WireFormat):
         """A marker that opens this row's layout: a section tag followed by this row's call tag, a call tag
         followed by its name (and the row's tag after it, Hunyuan's ``<tool_sep>``) and then a parameter, the call's
         end or the end of the text (not by JSON); a bare key tag, for a row without a section."""
-        hook = self.hook.sniff
-        if hook is not None:
-            return hook(self, body, at)
         s = self.spelling
         body = self._plain(body[at : at + ROW_CHARS])
-        if s.section_open and body.startswith(s.section_open):
-            k = skip_ws(body, len(s.section_open))
-            if not body.startswith(s.call_open, k):
-                return False
-            at = k
-        elif body.startswith(s.call_open):
-            at = 0
-        else:  # a bare key tag: this row's only when it writes no section (sectioned rows share their key tags)
-            return not s.section_open
+        at = skip_ws(body, len(s.section_open)) if s.section_open and body.startswith(s.section_open) else 0
+        if not body.startswith(s.call_open, at):  # a section without a call, or a bare key tag: this row's only
+            return not s.section_open  # when it writes no section (sectioned rows share their key tags)
         pos = at + len(s.call_open)
         if s.name_at == "text":
             e = min((j for t in (s.name_sep, s.key_open, s.call_close) if t and (j := body.find(t, pos)) >= 0),
@@ -247,16 +228,6 @@ class XmlParams(XmlLenient, WireFormat):
             if j >= 0 and s.refused_attr in _attrs(body[k + len(s.key_open) : j]):
                 return False
         return k >= len(body) or body.startswith((s.key_open, s.call_close), k)
-
-    def region_start(self, body: str, at: int) -> int:
-        hook = self.hook.region_start
-        return at if hook is None else hook(self, body, at)
-
-    def read_untagged(
-        self, text: str, start: int, offered: Mapping[str, Sequence[str]]
-    ) -> tuple[int, int, list[ToolCall]] | None:
-        hook = self.hook.read_untagged
-        return None if hook is None else hook(self, text, start, offered)
 
     # Lenient
 

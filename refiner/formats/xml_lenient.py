@@ -27,7 +27,7 @@ class XmlLenient:
         s = self.spelling
         text = self._plain(text)
         pos = self.answer_start(text)
-        for fix in (_mend, self.hook.respell or _respell_generic):
+        for fix in (_mend, getattr(s.hook, "respell", None) or _respell_generic):
             text = respelt(out, text, fix(self, text, pos))
         f = Finder(text)
         first_key = f.next(s.key_open, pos)
@@ -215,11 +215,9 @@ class XmlLenient:
             else:
                 key = read_key(raw)
                 key = raw.strip() if key is None else key
+            vstart = key_end + len(s.tag_end) if which == s.tag_end else key_end
             if which != s.tag_end:
                 out.note("missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed")
-                vstart = key_end
-            else:
-                vstart = key_end + len(s.tag_end)
         # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of
         # the call or section comes first (the closing tag was lost), or at the end of the text (cut short)
         next_key = s.key_open if s.key_at == "element" or not s.sep else "\n" + s.key_open
@@ -270,8 +268,7 @@ class XmlLenient:
 
 
 def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) -> Any:
-    """A value typed by name as JSON: decoded, else mended (reported), else its text (reported); cut short, what
-    its start holds."""
+    """A value typed by name as JSON: decoded, else mended (noted), else its text (noted); cut, what its start holds."""
     if cut:
         return lenient_json(raw, at_end=True)
     try:
@@ -366,9 +363,8 @@ def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
         notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
     for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
         if close.endswith(">") and close[:-1] in body:
-            pattern = re.compile(re.escape(close[:-1]) + r"\d{1,3}>")
-            if pattern.search(body):
-                body = pattern.sub(close, body)
+            body, n = re.subn(re.escape(close[:-1]) + r"\d{1,3}>", close, body)
+            if n:
                 notes.append(f"a closing tag with a number appended read as {close}")
     return (text[:pos] + body, notes) if notes else None
 

@@ -20,8 +20,6 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
-# The attributes as render writes them (one or two, double-quoted, no entity), in one match
-_SIMPLE_ATTRS = re.compile(r"""\s*([A-Za-z_][\w:.-]*)="([^"&]*)"(?:\s+([A-Za-z_][\w:.-]*)="([^"&]*)")?\s*""")
 
 
 @dataclass(frozen=True)
@@ -29,20 +27,16 @@ class XmlSpelling:
     """One row's spelling of the grammar, its tags exactly as the model writes them. ``name_at``: ``"eq"``
     (``<function=NAME>``), ``"attr"`` (``name="..."``) or ``"text"`` (after ``call_open`` up to ``name_sep``);
     ``key_at``: ``"eq"``, ``"attr"`` or ``"element"`` (``<arg_key>KEY</arg_key>`` then ``value_open``); ``tag_end``:
-    what ends an opening tag (``>``; Kimi K3's ``<|sep|>``); ``name_attr`` / ``key_attr``: the attributes holding
-    the name and the key; ``index_attr``: an attribute render writes after the name, the call's number from 1; a
-    section around all calls or one per call (``section_per_call``); ``strip_newline``: a newline at each end of a
-    value is the template's; ``typing``: ``"json"``, ``"python"``, ``"attr"`` (``type_attr`` is ``"true"``: raw
-    text, ``"false"``: JSON) or ``"named"`` (``type_attr`` names the value's JSON type, ``string`` or none for raw
-    text: :data:`JSON_TYPES`); ``sep``: what render writes between tags; ``tag_suffix``: a per-checkpoint
-    ``:SUFFIX`` before each ``>`` (render writes it; any suffix, or none, is read); ``suffix_optional`` (a reading
-    policy): the family's tags are also written with no suffix, so detection looks for them plain (a suffixed first
-    tag is another spelling the strict reader accepts); ``type_open`` / ``type_close``: a type element between a key
-    and its value, read by recovery only; ``cdata`` (a reading policy): a value written as ``<![CDATA[...]]>`` is
-    the text inside, as written (MiniCPM5's template writes a string holding ``<``, ``&`` or a line break so);
-    ``refused_attr`` (a reading policy): a parameter attribute the strict reader and the sniff refuse, another row's
-    typing (SGLang's multi_format ``minimax`` layout refuses the ``string=`` of its ``dsv32`` layout, written in the
-    same tags)."""
+    what ends an opening tag; ``name_attr`` / ``key_attr``: the attributes holding the name and the key;
+    ``index_attr``: an attribute render writes after the name, the call's number from 1; ``section_per_call``: a
+    section around each call, not all; ``strip_newline``: a newline at each end of a value is the template's;
+    ``typing``: ``"json"``, ``"python"``, ``"attr"`` (``type_attr`` is ``"true"``: raw text, ``"false"``: JSON) or
+    ``"named"`` (``type_attr`` names the value's type: :data:`JSON_TYPES`, ``string`` or none for raw text); ``sep``:
+    what render writes between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>`` (written; any
+    or none read); ``type_open`` / ``type_close``: a type element between a key and its value (read by recovery).
+    Reading policies: ``suffix_optional``, the tags are also written plain (detection looks for them so);
+    ``cdata``, a value written as ``<![CDATA[...]]>`` is the text inside; ``refused_attr``, a parameter attribute the
+    strict reader and the sniff refuse (another row's typing in the same tags)."""
 
     call_open: str
     call_close: str
@@ -135,15 +129,10 @@ def name_line(body: str, at: int) -> int:
 
 def _attrs(raw: str) -> dict[str, str]:
     """The attributes of a tag's text (any quotes or none), XML's character entities decoded."""
-    m = _SIMPLE_ATTRS.fullmatch(raw)
-    if m is not None:
-        if m.group(3) is None:
-            return {m.group(1): m.group(2)}
-        return {m.group(1): m.group(2), m.group(3): m.group(4)}
     out = {}
-    for m in _ATTR.finditer(raw):
-        value = next(g for g in m.groups()[1:] if g is not None)
-        out[m.group(1)] = html.unescape(value) if "&" in value else value
+    for key, double, single, bare in _ATTR.findall(raw):
+        value = double or single or bare  # (the one that matched: the others are empty)
+        out[key] = html.unescape(value) if "&" in value else value
     return out
 
 

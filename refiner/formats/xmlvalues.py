@@ -241,9 +241,7 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
     the characters of Python literals still to be parsed."""
     ptype = getattr(param, "type", None)
     if ptype == "string":
-        if type(value) is str:
-            return value
-        if value is None and getattr(param, "nullable", False):
+        if type(value) is str or value is None and getattr(param, "nullable", False):
             return value
         if python_literals and (value is True or value is False or value is None):
             return str(value)
@@ -252,15 +250,15 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
         except (TypeError, ValueError):
             return value
     if ptype in ("object", "array") and type(value) is str and python_literals:
-        return _python_container(value, dict if ptype == "object" else list, value,
-                                 [PY_LITERAL_CHARS] if budget is None else budget)
+        want = dict if ptype == "object" else list
+        return _python_container(value, want, [PY_LITERAL_CHARS] if budget is None else budget)
     if ptype == "boolean" and type(value) is str and value.strip() in _BOOLEANS:
         return _BOOLEANS[value.strip()]  # Qwen3-Coder's true (text in that dialect) for a boolean parameter
     if ptype in ("integer", "number") and type(value) is str:
         try:
             number = JSON_DECODER.decode(value.strip())
         except (ValueError, RecursionError):
-            return value
+            number = None
         if type(number) not in (int, float):
             return value
         if ptype == "integer" and type(number) is float:
@@ -269,27 +267,26 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
     return value
 
 
-def _python_container(text: str, want: type, default: Any, budget: list[int]) -> Any:
-    """The dict or list (``want``) a Python literal stands for, as JSON values; ``default`` where it is none, holds a
+def _python_container(text: str, want: type, budget: list[int]) -> Any:
+    """The dict or list (``want``) a Python literal stands for, as JSON values; ``text`` where it is none, holds a
     value JSON cannot (a set, bytes, ``1e999``) or passes what is left of ``budget``."""
     s = text.strip()
     if not s or s[0] not in "{[" or s[-1] not in "}]" or len(s) > budget[0]:
-        return default
+        return text
     budget[0] -= len(s)
     try:
         value = ast.literal_eval(parse_quietly(s))
         value = JSON_DECODER.decode(dumps(value))  # tuples -> lists; a set, bytes or an infinite number raises
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return default
-    return value if type(value) is want else default
+        return text
+    return value if type(value) is want else text
 
 
 def retype_calls(
     calls: Sequence[ToolCall], tools: Mapping[str, Any], python_literals: bool = False,
     settle: Callable[[Any, Any], Any] | None = None,
 ) -> list[ToolCall]:
-    """The calls with each argument settled by its declared parameter type: ``settle(param, value)``, by default
-    :func:`retype_value`."""
+    """The calls, each argument settled by its declared type: ``settle(param, value)``, else :func:`retype_value`."""
     out = []
     budget = [PY_LITERAL_CHARS]
     for call in calls:
