@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from refiner.formats.markers import _trie as trie
+
 THINK = ("<think>", "</think>")
 CALLS_IN_REASONING = False  # the default policy: a call written inside reasoning stays reasoning
 
@@ -188,26 +190,11 @@ def pairs() -> tuple[tuple[str, str], ...]:
 
 
 def trie_pattern(words: Iterable[str]) -> str:
-    """One regex for ``words`` (the longest first where one is a prefix of another), built as a trie: at each
-    character the words that share it are tried together, so a text of near-misses (``<a><a>...``) costs a step per
-    character, not one per word. No words: a pattern that matches nothing."""
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-    if not trie:
-        return "(?!)"
-
-    def build(node: dict) -> str:
-        branches = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 and "" not in node else "(?:" + "|".join(branches) + ")"
-        return body + ("?" if "" in node else "")
-
-    return build(trie)
+    """One regex for ``words`` that matches the longest of them written at a place, built as a trie (so a text of
+    near-misses such as ``<a><a>...`` costs a step per character, not one per word); no words: one that matches
+    nothing."""
+    words = tuple(words)
+    return trie(words) if words else "(?!)"
 
 
 def _state() -> dict[str, Any]:
