@@ -294,9 +294,7 @@ def _before(text: str, pos: int) -> str:
 
 def written_whole(text: str) -> dict[str, Any]:
     """The members of a JSON object text cut short that were written whole (``{}`` when there are none)."""
-    if not charge(complete_cost(text)):
-        return {}
-    done = _complete(text)
+    done = _complete(text) if charge(complete_cost(text)) else None
     if done is None or type(done[0]) is not dict:
         return {}
     value, depth, last, _ = done

@@ -365,7 +365,6 @@ class _Scan(SiteReader):
         for prev, s in zip([None, *sites], sites):  # a group: sites with only separators between them
             same = prev is not None and s.start - prev.end <= MAX_GAP and _GAP.fullmatch(self.text, prev.end, s.start)
             s.group = prev.group if same else (prev.group + 1 if prev else 0)
-        calls: list[ToolCall] = []
         seen: dict[str, int] = {}  # call key -> group it was first read in
         kept = []
         for s in sites:
@@ -378,7 +377,7 @@ class _Scan(SiteReader):
             if mine:
                 s.calls = mine
                 kept.append(s)
-                calls.extend(mine)
+        calls = [c for s in kept for c in s.calls]
         if len(calls) > MAX_CALLS:
             self.notes.append(f"only the first {MAX_CALLS} calls kept")
             calls = calls[:MAX_CALLS]
