@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 REPAIR_REGION_CHARS = 4096
@@ -31,19 +31,18 @@ CUT_TAIL_CHARS = 256  # characters of a completed input's end compared with the 
 _state = threading.local()
 
 
+@dataclass(slots=True, eq=False)
 class _Parse:
     """One ``parse_lenient``'s counters and the containers a cut at the end of its text left open."""
 
-    __slots__ = ("used", "total", "items", "gave_up", "tail", "open", "cuts")
-
-    def __init__(self, text: str | None, total: int) -> None:
-        self.used = 0
-        self.total = total
-        self.items = MAX_RECOVERED_ITEMS
-        self.gave_up = False  # the item count ran out: the rest of the text was not read
-        self.tail = _tail(text) if isinstance(text, str) else None
-        self.open: dict[int, tuple[Any, str, Completion]] = {}  # id -> (container, last member's state, completion)
-        self.cuts: list[Completion] = []
+    total: int
+    tail: str | None  # the end of the parsed text (:func:`_tail`)
+    used: int = 0
+    items: int = MAX_RECOVERED_ITEMS
+    gave_up: bool = False  # the item count ran out: the rest of the text was not read
+    # id -> (container, its last member's state, the completion)
+    open: dict[int, tuple[Any, str, Completion]] = field(default_factory=dict)
+    cuts: list[Completion] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -69,7 +68,7 @@ class repair_budget:
         self.outer = getattr(_state, "parse", None)
         self.saved: tuple[Any, ...] | None = None
         if self.outer is None:
-            _state.parse = _Parse(self.text, self.total)
+            _state.parse = _Parse(self.total, _tail(self.text) if isinstance(self.text, str) else None)
         elif isinstance(self.text, str):  # another text inside the budget: the cut record is this text's
             p = self.outer
             self.saved = (p.tail, p.open, p.cuts)
