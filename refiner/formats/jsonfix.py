@@ -13,41 +13,36 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 REPAIR_REGION_CHARS = 4096
-# Openers ('{', '[', '(') a repaired region holds at most (real calls hold a few each).
-REPAIR_REGION_OPENS = 64
-# Units one json_repair call may cost (_region's estimate) and one parse_lenient spend; a json_repair call's fixed cost.
-REPAIR_REGION_COST = 4096
-REPAIR_TOTAL_COST = 8192
-REPAIR_CALL_COST = 64
+REPAIR_REGION_OPENS = 64  # openers ('{', '[', '(') a repaired region holds at most
+REPAIR_REGION_COST = 4096  # units one json_repair call may cost (_region's estimate)
+REPAIR_TOTAL_COST = 8192  # units one parse_lenient may spend
+REPAIR_CALL_COST = 64  # a json_repair call's fixed cost
 # A completion costs a unit per so many structural characters, per so many characters, and a fixed cost.
 COMPLETE_TOKENS_PER_COST = 8
 COMPLETE_CHARS_PER_COST = 2048
 COMPLETE_CALL_COST = 32
-# Items (blocks, values, list items, lines) one parse_lenient reads at most (a 200 KB text may hold 100,000 values).
-MAX_RECOVERED_ITEMS = 512
-# Characters of a completed input's end compared with the parsed text's end (a cut at the end, or mid-text).
-CUT_TAIL_CHARS = 256
+MAX_RECOVERED_ITEMS = 512  # items (blocks, values, list items, lines) one parse_lenient reads at most
+CUT_TAIL_CHARS = 256  # characters of a completed input's end compared with the parsed text's end
 
 _state = threading.local()
 
 
+@dataclass(slots=True, eq=False)
 class _Parse:
     """One ``parse_lenient``'s counters and the containers a cut at the end of its text left open."""
 
-    __slots__ = ("used", "total", "items", "gave_up", "tail", "open", "cuts")
-
-    def __init__(self, text: str | None, total: int) -> None:
-        self.used = 0
-        self.total = total
-        self.items = MAX_RECOVERED_ITEMS
-        self.gave_up = False  # the item count ran out: the rest of the text was not read
-        self.tail = _tail(text) if isinstance(text, str) else None
-        self.open: dict[int, tuple[Any, str, Completion]] = {}  # id -> (container, last member's state, completion)
-        self.cuts: list[Completion] = []
+    total: int
+    tail: str | None  # the end of the parsed text (:func:`_tail`)
+    used: int = 0
+    items: int = MAX_RECOVERED_ITEMS
+    gave_up: bool = False  # the item count ran out: the rest of the text was not read
+    # id -> (container, its last member's state, the completion)
+    open: dict[int, tuple[Any, str, Completion]] = field(default_factory=dict)
+    cuts: list[Completion] = field(default_factory=list)
 
 
 @dataclass(slots=True, eq=False)
@@ -73,7 +68,7 @@ class repair_budget:
         self.outer = getattr(_state, "parse", None)
         self.saved: tuple[Any, ...] | None = None
         if self.outer is None:
-            _state.parse = _Parse(self.text, self.total)
+            _state.parse = _Parse(self.total, _tail(self.text) if isinstance(self.text, str) else None)
         elif isinstance(self.text, str):  # another text inside the budget: the cut record is this text's
             p = self.outer
             self.saved = (p.tail, p.open, p.cuts)
@@ -105,8 +100,7 @@ def take_items(n: int) -> int:
         return n
     k = min(n, max(parse.items, 0))
     parse.items -= k
-    if k < n:
-        parse.gave_up = True
+    parse.gave_up |= k < n
     return k
 
 
@@ -132,12 +126,8 @@ def open_at_cut(container: Any) -> tuple[str, Completion] | None:
     """For a list or dict a cut at the end of the parsed text left open: ``(its last member's state: "cut", "number"
     or "complete", the completion)``; else ``None``."""
     parse = getattr(_state, "parse", None)
-    if parse is None or not parse.open:
-        return None
-    hit = parse.open.get(id(container))
-    if hit is None or hit[0] is not container:
-        return None
-    return hit[1], hit[2]
+    hit = parse.open.get(id(container)) if parse is not None and parse.open else None
+    return (hit[1], hit[2]) if hit is not None and hit[0] is container else None
 
 
 _BRACKETS = re.compile(r"[{}\[\]()]")
@@ -146,25 +136,25 @@ _MATCHES = {"}": "{", "]": "[", ")": "("}
 
 def _region(text: str) -> tuple[str, int]:
     """``(region, estimated cost)``: the bounded prefix of ``text`` that :func:`lenient_json` hands to json_repair
-    (see the module docstring). One pass over the brackets."""
+    (see the module docstring). One pass over the brackets; the estimate of ``text[:p]`` is its length, the spans of
+    the openers closed in it and those of the openers still open, up to ``p``."""
     text = text[:REPAIR_REGION_CHARS]
     cap = REPAIR_REGION_COST - REPAIR_CALL_COST
     stack: list[tuple[str, int]] = []
-    closed = 0  # summed spans of the openers closed so far
-    open_sum = 0  # summed positions of the openers still open
-    opens = 0
-    last = 0
-    for m in _BRACKETS.finditer(text):
-        p = m.start()
+    closed = open_sum = opens = last = 0  # spans closed, positions of the openers still open (summed), the last bracket
+    for p in [m.start() for m in _BRACKETS.finditer(text)] + [len(text)]:
         depth = len(stack)
-        # cost of text[:p]: its length, the closed spans, and the open ones up to p
-        if p + closed + depth * p - open_sum > cap:
-            return _cut_region(text, last, closed, depth, open_sum, cap)
+        cost = p + closed + depth * p - open_sum
+        if cost > cap:  # cut where the estimate reaches the cap: past the last bracket, 1 + depth a character
+            end = last + max(cap - (last + closed + depth * last - open_sum), 0) // (1 + depth)
+            return text[:end], end + closed + depth * end - open_sum + REPAIR_CALL_COST
+        if p == len(text):
+            return text, cost + REPAIR_CALL_COST
         c = text[p]
         if c in "{[(":
             opens += 1
             if opens >= REPAIR_REGION_OPENS:
-                return text[:p], p + closed + depth * p - open_sum + REPAIR_CALL_COST
+                return text[:p], cost + REPAIR_CALL_COST
             stack.append((c, p))
             open_sum += p
         elif stack and stack[-1][0] == _MATCHES[c]:
@@ -172,18 +162,6 @@ def _region(text: str) -> tuple[str, int]:
             open_sum -= q
             closed += p - q
         last = p
-    n, depth = len(text), len(stack)
-    cost = n + closed + depth * n - open_sum
-    if cost > cap:
-        return _cut_region(text, last, closed, depth, open_sum, cap)
-    return text, cost + REPAIR_CALL_COST
-
-
-def _cut_region(text: str, last: int, closed: int, depth: int, open_sum: int, cap: int) -> tuple[str, int]:
-    """The region cut where its cost reaches ``cap`` (past ``last``, the last bracket, ``1 + depth`` a character)."""
-    at_last = last + closed + depth * last - open_sum
-    end = last + max(cap - at_last, 0) // (1 + depth)
-    return text[:end], end + closed + depth * end - open_sum + REPAIR_CALL_COST
 
 
 def complete_cost(text: str) -> int:
@@ -197,10 +175,7 @@ _REPAIR_STARTS = re.compile("[{\\[(#/\"'\u201c\u201d]")
 
 # json_repair keeps the escapes \f and \/ as two characters: spelt \u000c and / first (backslash pairs first).
 _ESCAPES_JSON_REPAIR_MISSES = re.compile(r"\\[\\f/]")
-
-
-def _spell_escape(m: re.Match[str]) -> str:
-    return {"\\\\": "\\\\", "\\f": "\\u000c", "\\/": "/"}[m.group()]
+_SPELT = {"\\\\": "\\\\", "\\f": "\\u000c", "\\/": "/"}
 
 
 def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
@@ -223,24 +198,19 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
         pass
     if budget_spent():
         return None
-    region, cost = _region(_ESCAPES_JSON_REPAIR_MISSES.sub(_spell_escape, text[:REPAIR_REGION_CHARS]))
+    region, cost = _region(_ESCAPES_JSON_REPAIR_MISSES.sub(lambda m: _SPELT[m.group()], text[:REPAIR_REGION_CHARS]))
     if not region.strip() or not charge(cost):
         return None
-    if _REPAIR_STARTS.search(region) is None:  # (json_repair would read it as the decoder does, or read nothing)
-        try:
+    try:
+        if _REPAIR_STARTS.search(region) is None:  # (json_repair would read it as the decoder does, or read nothing)
             value = json.loads(region)
-        except (ValueError, RecursionError):
-            return None
-    else:
-        try:
+        else:
             import json_repair
 
             value = json_repair.loads(region)
-        except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
-            return None
-    if value == "" or value is None:
+    except Exception:  # noqa: BLE001 - json_repair is best effort itself; any failure means nothing recovered
         return None
-    return finite(value)
+    return None if value == "" or value is None else finite(value)
 
 
 MAX_MENDS = 3  # lost quotes or colons put back where the decoder's error shows them
@@ -323,9 +293,7 @@ def _before(text: str, pos: int) -> str:
 
 def written_whole(text: str) -> dict[str, Any]:
     """The members of a JSON object text cut short that were written whole (``{}`` when there are none)."""
-    if not charge(complete_cost(text)):
-        return {}
-    done = _complete(text)
+    done = _complete(text) if charge(complete_cost(text)) else None
     if done is None or type(done[0]) is not dict:
         return {}
     value, depth, last, _ = done

@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from refiner.formats.markers import _trie as trie
+
 THINK = ("<think>", "</think>")
 CALLS_IN_REASONING = False  # the default policy: a call written inside reasoning stays reasoning
 
@@ -158,11 +160,8 @@ def fenced_tags(fmt: object) -> tuple[tuple[str, ...], str] | None:
     None for a row whose open tag is markup or that declares no close."""
     sp = getattr(fmt, "spelling", None)
     opens, close = (getattr(sp, "open", None), *(getattr(sp, "alt_opens", ()) or ())), getattr(sp, "close", None)
-    if not isinstance(close, str) or not close or is_markup(opens[0]):
-        return None
-    if not all(isinstance(o, str) and len(o.strip()) >= 3 for o in opens):
-        return None
-    return opens, close
+    usable = isinstance(close, str) and close and not is_markup(opens[0])
+    return (opens, close) if usable and all(isinstance(o, str) and len(o.strip()) >= 3 for o in opens) else None
 
 
 def learn(fmt: object) -> None:
@@ -191,27 +190,11 @@ def pairs() -> tuple[tuple[str, str], ...]:
 
 
 def trie_pattern(words: Iterable[str]) -> str:
-    """One regex for ``words`` (the longest first where one is a prefix of another), built as a trie: at each
-    character the words that share it are tried together, so a text of near-misses (``<a><a>...``) costs a step per
-    character, not one per word. No words: a pattern that matches nothing. (The tag speller, formats/tags.py, uses it
-    too.)"""
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-    if not trie:
-        return "(?!)"
-
-    def build(node: dict) -> str:
-        branches = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 and "" not in node else "(?:" + "|".join(branches) + ")"
-        return body + ("?" if "" in node else "")
-
-    return build(trie)
+    """One regex for ``words`` that matches the longest of them written at a place, built as a trie (so a text of
+    near-misses such as ``<a><a>...`` costs a step per character, not one per word); no words: one that matches
+    nothing."""
+    words = tuple(words)
+    return trie(words) if words else "(?!)"
 
 
 def _state() -> dict[str, Any]:
@@ -220,9 +203,9 @@ def _state() -> dict[str, Any]:
         tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED)
         think = {p[1] for p in known if "think" in p[1].lower()}
         _STATE.update(
-            tokens=re.compile(trie_pattern(tokens)) if tokens else None,
-            fenced=re.compile(trie_pattern(_FENCED)) if _FENCED else None,
-            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(starts)) if starts else None,
+            tokens=re.compile(trie_pattern(tokens)),  # (each matches nothing when there is nothing to find)
+            fenced=re.compile(trie_pattern(_FENCED)),
+            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(starts)),
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
             opener=re.compile(trie_pattern(p[0] for p in known)),
@@ -248,26 +231,21 @@ def inside_call(text: str, start: int, at: int) -> bool:
     with ``[``, ``{`` or ``NAME(`` (an untagged call list, object or call line), the last call tag before ``at``
     opens or continues a call (no closing tag after it), or ``at`` lies in a call between a row's open and close
     literals that are no markup (:func:`fenced_calls`)."""
-    seg = text[start:at]
-    i = start + len(seg) - len(seg.lstrip(" \t\r\n"))
+    i = skip_blanks(text, start)
     if i < at and (text[i] in "[{" or BARE_CALL.match(text, i)):
         return True
-    state = _state()
-    tokens, fenced = state["tokens"], state["fenced"]
     last = None
-    if tokens is not None:
-        for m in tokens.finditer(text, start, at):
-            last = m.group()
+    for m in _state()["tokens"].finditer(text, start, at):
+        last = m.group()
     if last is not None and last not in _CLOSERS:
         return True
-    return (fenced is not None and fenced.search(text, start, at) is not None  # (no open literal: no fenced call)
+    return (_state()["fenced"].search(text, start, at) is not None  # (no open literal: no fenced call)
             and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at)))
 
 
 def call_start(text: str, start: int, end: int | None = None) -> int:
     """Where the first call begins in ``text[start:end]`` (a call marker at the start of a line), else -1."""
-    line_call = _state()["line_call"]
-    m = None if line_call is None else line_call.search(text, start, len(text) if end is None else end)
+    m = _state()["line_call"].search(text, start, len(text) if end is None else end)
     return -1 if m is None else m.start() + (m.group().startswith("\n"))
 
 
@@ -370,9 +348,7 @@ def calls_text(text: str) -> str | None:
     s = split_reasoning(text)
     if not s.found or not s.reasoning(text).strip():
         return None
-    answer, tokens, fenced = text[s.answer :], _state()["tokens"], _state()["fenced"]
-    if answer.lstrip()[:1] in ("[", "{") or (tokens is not None and tokens.search(answer) is not None):
-        return None
-    if fenced is not None and fenced.search(answer) is not None:
+    answer = text[s.answer :]
+    if answer.lstrip()[:1] in ("[", "{") or any(_state()[k].search(answer) for k in ("tokens", "fenced")):
         return None
     return text[s.body_start : s.body_end] + "\n" + answer

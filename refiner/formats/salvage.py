@@ -34,6 +34,7 @@ characters and :data:`MARK_BUDGET` marks of bracket matching, :data:`AST_BUDGET`
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ _STRUCT_PREFIX = re.compile(
     r"(?:[^\W\d][\w.]*\s*=\s*)?"
     r"[\s\[('\"`]*"
 )
+_FENCE = re.compile("```")
 _GAP = re.compile(r"[\s,;'\"]*")  # between two calls of one group
 _STRUCT_GAP = re.compile(r"[\s,;'\"\[\]()+]*")  # between two structured calls ("+" joins lists)
 
@@ -157,12 +159,8 @@ class _Scan(SiteReader):
         self.notes: list[str] = []
         self.unreadable = 0  # structured calls that could not be read
         self.name_hits = 0  # occurrences of offered names examined by the markup reader
-        marks, i = [], text.find("```", body_at)  # fenced blocks (an unclosed one runs to the end)
-        while i >= 0 and len(marks) < 2 * MAX_FENCES:
-            marks.append(i)
-            i = text.find("```", i + 3)
-        if len(marks) % 2:
-            marks.append(len(text))
+        # fenced blocks (an unclosed one runs to the end)
+        marks = [m.start() for m in itertools.islice(_FENCE.finditer(text, body_at), 2 * MAX_FENCES)] + [len(text)]
         self.fences = list(zip(marks[::2], marks[1::2]))
         self.claimed: list[tuple[int, int]] = []
         self.last: Site | None = None  # the last site the left-to-right scan read
@@ -228,18 +226,14 @@ class _Scan(SiteReader):
                     i = k
             if i < 0:
                 continue
-            fmt = self.sniffed.get((marker, i - self.at))
-            if fmt is None:
-                sharing = naming[marker]
-                fmt = next((f for f in sharing if f.sniff(body[self.at :], i - self.at)), sharing[-1])
+            fmt = self.sniffed.get((marker, i - self.at)) or next(
+                (f for f in naming[marker] if f.sniff(body[self.at :], i - self.at)), naming[marker][-1])
             if fmt.name not in chosen or i < chosen[fmt.name][1]:
                 chosen[fmt.name] = (fmt, i, marker)
         if not chosen and found_at:  # no marker: a format whose closer occurs reads the whole text
-            for fmt in table.with_markers:
-                found = [c for c in fmt.detection.closers if find(c) >= 0]
-                if found:
-                    chosen[fmt.name] = (fmt, self.at, found[0])
-                    break
+            hit = next(((f, c) for f in table.with_markers for c in f.detection.closers if find(c) >= 0), None)
+            if hit is not None:
+                chosen[hit[0].name] = (hit[0], self.at, hit[1])
         if not chosen and self.offered:  # no tag at all: the first format reading calls by the offered tools' names
             for fmt in table.reading_untagged:
                 got = fmt.read_untagged(self.text, self.at, self.offered)
@@ -371,7 +365,6 @@ class _Scan(SiteReader):
         for prev, s in zip([None, *sites], sites):  # a group: sites with only separators between them
             same = prev is not None and s.start - prev.end <= MAX_GAP and _GAP.fullmatch(self.text, prev.end, s.start)
             s.group = prev.group if same else (prev.group + 1 if prev else 0)
-        calls: list[ToolCall] = []
         seen: dict[str, int] = {}  # call key -> group it was first read in
         kept = []
         for s in sites:
@@ -384,7 +377,7 @@ class _Scan(SiteReader):
             if mine:
                 s.calls = mine
                 kept.append(s)
-                calls.extend(mine)
+        calls = [c for s in kept for c in s.calls]
         if len(calls) > MAX_CALLS:
             self.notes.append(f"only the first {MAX_CALLS} calls kept")
             calls = calls[:MAX_CALLS]

@@ -143,9 +143,8 @@ class SiteReader:
             return None
         inner = node.value.strip()
         c = CALL.match(inner)
-        if c is None or c.group(1).replace("\\_", "_") != written or not inner.endswith(")"):
-            return None
-        if matching_paren(inner, c.end() - 1) != len(inner) - 1:
+        if (c is None or c.group(1).replace("\\_", "_") != written or not inner.endswith(")")
+                or matching_paren(inner, c.end() - 1) != len(inner) - 1):
             return None
         call = self.read_call(name, hit, inner[c.end() : -1], structured, listed)
         if call is None:
@@ -266,12 +265,10 @@ class SiteReader:
             return None
         m = _PAIR_HEAD.search(self.text, lo, at)
         tail = _PAIR_TAIL.match(self.text, end) if m is not None else None
-        if tail is None:
-            return None
-        structured, where, _ = self.context(m.start())
-        name = resolve(m.group(2).replace("\\_", "_"), self.offered)[1]
+        name = resolve(m.group(2).replace("\\_", "_"), self.offered)[1] if tail is not None else None
         if name is None:
             return None
+        structured, where, _ = self.context(m.start())
         self.add(m.start(), tail.end(), [self.args_call(name, value)], "name and arguments pair", None,
                  where if structured else "in a list")
         return tail.end()
