@@ -234,7 +234,11 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         (a comma may put another after it); other text is prose (reported). A call not closed within
         :data:`MAX_SPLIT_CHARS` characters in all runs to the end of its lines."""
         groups: list[list[str]] = []
-        glued = _glued_call(offered_tools())
+        # a line that starts with an offered tool's name glued to a parameter's (its "(" lost: "math_gcdnum1=12)") or
+        # to ")" starts a call too
+        names = [n for n in list(offered_tools() or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n]
+        alts = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+        glued = re.compile(f"(?:{alts})" + r"(?:[^\W\d]\w*[ \t]*=|[ \t]*\))") if names else None
         for line in src.split("\n", MAX_LINES)[:MAX_LINES]:
             stripped = line.strip()  # (looks_pythonic's pattern is slow on long leading whitespace)
             head = stripped[:MAX_NAME_CHARS]
@@ -324,15 +328,6 @@ _CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
 
 
-def _glued_call(offered: Any) -> re.Pattern | None:
-    """A pattern matching a line that starts with an offered tool's name glued to a parameter's (its ``(`` lost:
-    ``math_gcdnum1=12, num2=18)``) or to ``)``; ``None`` without tools."""
-    names = sorted((n for n in list(offered or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
-    if not names:
-        return None
-    return re.compile("(?:" + "|".join(map(re.escape, names)) + r")(?:[^\W\d]\w*[ \t]*=|[ \t]*\))")
-
-
 def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, at_end: bool) -> None:
     """Adds the calls of the pythonic list ``src`` (tags removed) to ``out``: the plain-layout prefix by the fast
     reader; then the whole list by :mod:`ast` when ``read_whole`` (no strict parse read it); else, or when that
@@ -396,14 +391,20 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
     if _WORD.search(name, 0, max(name.rfind("["), 0)):  # prose quoting a call inline ("I said [f(x=1)]")
         problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
         return
-    if not _is_dotted(name):
+    try:  # whether it reads as a (dotted) identifier
+        dotted = len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        dotted = False
+    if not dotted:
         problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
     close = matching_paren(segment, p, lenient_quotes=True)
     unclosed = close == len(segment)
     if unclosed:
         problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
     inner = segment[p + 1 : close]
-    args = _recover_args(fmt, inner, problems, _declared(name))
+    params = (offered_tools() or {}).get(name)  # the offered tool's parameters, name -> spec in declared order
+    params = params if params is None or isinstance(params, Mapping) else dict.fromkeys(params)
+    args = _recover_args(fmt, inner, problems, params)
     out.calls.append(ToolCall(name, args))
     if last and unclosed:
         complete, clean = _cut_arguments(inner, args)
@@ -485,26 +486,8 @@ def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem],
 _DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
 _ARG_NAME = re.compile(r"[^\W\d]\w*")
 _LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
-
-
-def _declared(name: str) -> Mapping[str, Any] | None:
-    """The declared parameters of the offered tool ``name`` (name -> spec, in declared order), or ``None``."""
-    params = (offered_tools() or {}).get(name)
-    return params if params is None or isinstance(params, Mapping) else dict.fromkeys(params)
-
-
-def _is_dotted(name: str) -> bool:
-    """Whether ``name`` reads as a (dotted) identifier."""
-    try:
-        return len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-
-
 _MID_VALUE_ENDS = tuple(",=([{:")
 _CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
-
-
 _PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
