@@ -196,14 +196,6 @@ class _Reader:
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
-            # (a plain member read in one match, as the steps below read it; where one starts, the object goes on)
-            m = None if after_value else self.member.match(text, pos)
-            if m is not None and m["key"] not in result:
-                if not self.counted():
-                    return result, self.n
-                result[m["key"]] = self.plain(m)
-                pos, after_value = m.end(), m["comma"] is None
-                continue
             end = self.closed(pos, after_value, "}")
             if end is not None:
                 return result, end
@@ -217,11 +209,11 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-                m = self.member.match(text, pos)
-                if m is not None and m["key"] not in result:
-                    result[m["key"]] = self.plain(m)
-                    pos, after_value = m.end(), m["comma"] is None
-                    continue
+            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
+            if m is not None and m["key"] not in result:
+                result[m["key"]] = self.plain(m)
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             key_at = pos
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
