@@ -117,12 +117,11 @@ class _Reader:
         pos = skip_ws(text, pos)
         if self.ends(pos, False) or self.at_token(pos):
             return _NOTHING, pos
-        c = text[pos]
         if text.startswith(self.q, pos):
             return self.string(pos + self.lq)
-        if c == "{":
+        if text[pos] == "{":
             return self.obj(pos, depth)
-        if c == "[":
+        if text[pos] == "[":
             return self.array(pos, depth)
         m = self.bare.match(text, pos)
         raw, end = m.group().strip(), m.end()

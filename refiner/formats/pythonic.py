@@ -19,7 +19,7 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -369,11 +369,9 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     if fast is not None:
         return [ToolCall.trusted(name, args) for name, args in fast]
     if len(src) > MAX_AST_CHARS:
-        raise fmt.error(
-            f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, keyword "
-            f"arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
-            offset,
-        )
+        raise fmt.error(f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
+                        f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
+                        offset)
     node = parse_expr(fmt, src, offset)
     lit = Literals(fmt, src, offset, strict=True)
     if not isinstance(node, ast.List):
@@ -410,16 +408,6 @@ def literal(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{literal(str(k))}: {literal(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
-class PythonicWriter:
-    """A format writing pythonic calls: it refuses tool names that are Python keywords."""
-
-    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
-        super().check_renderable(calls)
-        for i, c in enumerate(calls):
-            if any(keyword.iskeyword(part) for part in c.name.split(".")):
-                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
 
 def render_call(name: str, arguments: dict[str, Any]) -> str:

@@ -1,16 +1,14 @@
-"""Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row
-(ToolACE's ``<function_list>[f(a=1)]</function_list>``, Llama 4's ``<|python_start|>[f(a=1)]<|python_end|>``,
-LFM2's ``<|tool_call_start|>...`` also holding JSON calls, OLMo 3's ``<function_calls>`` with one call per line,
-SGLang's multi_format python lines in ``<tool_call>``), and :class:`CallLines`, one call a line with no sentinel at
-all (vLLM's granite_pythonic).
-
-Calls are read by :mod:`refiner.formats.pythonic`, a broken list by :func:`recover_list`. Text may come before and
-after the sentinels; a closing token inside a string value is text (the next one is tried).
+"""Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row (a
+``[...]`` list, or one call per line; ToolACE's ``<function_list>[f(a=1)]</function_list>``), and :class:`CallLines`,
+one call a line with no sentinel at all (vLLM's granite_pythonic). Calls are read by :mod:`refiner.formats.pythonic`,
+a broken list by :func:`recover_list`. Text may come before and after the sentinels; a closing token inside a string
+value is text (the next one is tried).
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,6 @@ from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
     MAX_AST_CHARS,
     Literals,
-    PythonicWriter,
     dotted_name,
     fast_call_prefix,
     lenient_string,
@@ -70,7 +67,7 @@ class Wrapper:
     untagged: bool = field(default=False, metadata=POLICY)
 
 
-class SentinelPythonic(PythonicWriter, WireFormat):
+class SentinelPythonic(WireFormat):
     """The grammar: a pythonic call list (or one call per line) between the ``open`` and ``close`` of its row's
     :class:`Wrapper` (the rows: :mod:`refiner.formats.catalog`)."""
 
@@ -277,6 +274,13 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         return pieces
 
     # ---- writing -----------------------------------------------------------------------------------------------
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        """Refuses tool names that are Python keywords, too."""
+        super().check_renderable(calls)
+        for i, c in enumerate(calls):
+            if any(keyword.iskeyword(part) for part in c.name.split(".")):
+                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         w = self.spelling
