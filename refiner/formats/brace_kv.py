@@ -16,6 +16,7 @@ token (vLLM's ``skip_special_tokens``): each reported as ``missing_tag``, and re
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -429,11 +430,9 @@ class BraceKV(WireFormat):
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
             by_letters.setdefault(letters(t), []).append(t)
-        parts, last, notes = [], start, 0
+        parts, last = [], start
         quotes, seen = 0, start  # quote tokens before ``seen``: an odd count puts a look-alike inside a string value
-        for n, m in enumerate(found.finditer(text, start)):
-            if n >= MAX_RESPELT:
-                break
+        for m in itertools.islice(found.finditer(text, start), MAX_RESPELT):
             got = m.group()
             quotes, seen = quotes + text.count(sp.quote, seen, m.start()), m.start()
             if got in tokens or quotes % 2:
@@ -452,9 +451,8 @@ class BraceKV(WireFormat):
             parts += (text[last : m.start()], choices[0])
             last = seen = m.end()
             quotes += choices[0] == sp.quote
-            if notes < MAX_NOTES:
+            if len(parts) <= 2 * MAX_NOTES:  # (two parts a look-alike)
                 out.note("missing_tag", f"{choices[0]} written as {got!r}")
-                notes += 1
         if not parts:
             return text
         parts.append(text[last:])

@@ -130,28 +130,24 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
             while m is not None:
                 key, _, constant, star = m.groups()
                 at = m.end()
-                if key is None:
-                    if star is None:  # ")"
-                        break
-                    try:  # "**{...}": the renderer's form for keys that are not identifiers
-                        more, pos = decode(src, at)
-                    except (ValueError, StopIteration, RecursionError):
-                        return calls, end, _failed(src), at
-                    if type(more) is not dict or not more.keys().isdisjoint(args):
-                        return calls, end, False, at
-                    args.update(more)
-                    at = pos
-                    m = next_arg(src, pos)
-                    continue
-                if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
+                if key is None and star is None:  # ")"
+                    break
+                if key is not None and (key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key))):
                     return calls, end, False, m.start(2)
                 if constant is not None:  # (a failed decode counts the lines before it: quadratic on long lists)
                     args[key] = _PY_CONSTANTS[constant]
                 else:
                     try:
-                        args[key], at = decode(src, at)
+                        value, pos = decode(src, at)
                     except (ValueError, StopIteration, RecursionError):
                         return calls, end, _failed(src), at
+                    if key is not None:
+                        args[key] = value
+                    elif type(value) is not dict or not value.keys().isdisjoint(args):
+                        return calls, end, False, at
+                    else:  # "**{...}": the renderer's form for keys that are not identifiers
+                        args.update(value)
+                    at = pos
                 m = next_arg(src, at)
             if m is None:
                 break
