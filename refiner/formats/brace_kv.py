@@ -1,7 +1,5 @@
-"""The ``brace_kv`` grammar: calls ``call:NAME{key:value,...}`` between a family's call tokens (its rows, Gemma 4 and
-FunctionGemma, are in :mod:`refiner.formats.catalog`):
-
-    <|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>      (Gemma 4; FunctionGemma: <start_function_call>, <escape>)
+"""The ``brace_kv`` grammar: calls ``call:NAME{key:value,...}`` between a family's call tokens (its rows are in
+:mod:`refiner.formats.catalog`), Gemma 4's ``<|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>``.
 
 Values: a string is the raw text between two quote tokens (no escapes); ``true``/``false``; ``null`` (also
 ``None``); a number as Python's ``str`` writes it; ``{key:value,...}``; ``[value,...]``. Keys are bare (spaces

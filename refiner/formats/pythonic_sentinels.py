@@ -330,6 +330,13 @@ _CLOSING_QUOTE = re.compile(r"""["'](?=[ \t\r\n]*(?:[,)\]}:]|\Z))""")  # a quote
 # a line that starts a call, blanks around it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too)
 _CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
+_WORD = re.compile(r"\w")
+_DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
+_ARG_NAME = re.compile(r"[^\W\d]\w*")
+_LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
+_MID_VALUE_ENDS = tuple(",=([{:")
+_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
+_PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
 def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, at_end: bool) -> None:
@@ -377,9 +384,6 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
         if segment.strip():
             last = at_end and n == len(segments) - 1
             _recover_call(fmt, segment.strip(), out, last)
-
-
-_WORD = re.compile(r"\w")
 
 
 def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> None:
@@ -485,14 +489,6 @@ def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem],
         problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
         return raw.strip("\"'")
     return value
-
-
-_DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
-_ARG_NAME = re.compile(r"[^\W\d]\w*")
-_LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
-_MID_VALUE_ENDS = tuple(",=([{:")
-_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
-_PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
 def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
