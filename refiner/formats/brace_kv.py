@@ -1,7 +1,5 @@
-"""The ``brace_kv`` grammar: calls ``call:NAME{key:value,...}`` between a family's call tokens (its rows, Gemma 4 and
-FunctionGemma, are in :mod:`refiner.formats.catalog`):
-
-    <|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>      (Gemma 4; FunctionGemma: <start_function_call>, <escape>)
+"""The ``brace_kv`` grammar: calls ``call:NAME{key:value,...}`` between a family's call tokens (its rows are in
+:mod:`refiner.formats.catalog`), Gemma 4's ``<|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>``.
 
 Values: a string is the raw text between two quote tokens (no escapes); ``true``/``false``; ``null`` (also
 ``None``); a number as Python's ``str`` writes it; ``{key:value,...}``; ``[value,...]``. Keys are bare (spaces
@@ -16,6 +14,7 @@ token (vLLM's ``skip_special_tokens``): each reported as ``missing_tag``, and re
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -117,12 +116,11 @@ class _Reader:
         pos = skip_ws(text, pos)
         if self.ends(pos, False) or self.at_token(pos):
             return _NOTHING, pos
-        c = text[pos]
         if text.startswith(self.q, pos):
             return self.string(pos + self.lq)
-        if c == "{":
+        if text[pos] == "{":
             return self.obj(pos, depth)
-        if c == "[":
+        if text[pos] == "[":
             return self.array(pos, depth)
         m = self.bare.match(text, pos)
         raw, end = m.group().strip(), m.end()
@@ -196,14 +194,6 @@ class _Reader:
         pos = skip_ws(text, pos + 1)
         after_value = False
         while True:
-            # (a plain member read in one match, as the steps below read it; where one starts, the object goes on)
-            m = None if after_value else self.member.match(text, pos)
-            if m is not None and m["key"] not in result:
-                if not self.counted():
-                    return result, self.n
-                result[m["key"]] = self.plain(m)
-                pos, after_value = m.end(), m["comma"] is None
-                continue
             end = self.closed(pos, after_value, "}")
             if end is not None:
                 return result, end
@@ -217,11 +207,11 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-                m = self.member.match(text, pos)
-                if m is not None and m["key"] not in result:
-                    result[m["key"]] = self.plain(m)
-                    pos, after_value = m.end(), m["comma"] is None
-                    continue
+            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
+            if m is not None and m["key"] not in result:
+                result[m["key"]] = self.plain(m)
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             key_at = pos
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
@@ -438,11 +428,9 @@ class BraceKV(WireFormat):
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
             by_letters.setdefault(letters(t), []).append(t)
-        parts, last, notes = [], start, 0
+        parts, last = [], start
         quotes, seen = 0, start  # quote tokens before ``seen``: an odd count puts a look-alike inside a string value
-        for n, m in enumerate(found.finditer(text, start)):
-            if n >= MAX_RESPELT:
-                break
+        for m in itertools.islice(found.finditer(text, start), MAX_RESPELT):
             got = m.group()
             quotes, seen = quotes + text.count(sp.quote, seen, m.start()), m.start()
             if got in tokens or quotes % 2:
@@ -461,9 +449,8 @@ class BraceKV(WireFormat):
             parts += (text[last : m.start()], choices[0])
             last = seen = m.end()
             quotes += choices[0] == sp.quote
-            if notes < MAX_NOTES:
+            if len(parts) <= 2 * MAX_NOTES:  # (two parts a look-alike)
                 out.note("missing_tag", f"{choices[0]} written as {got!r}")
-                notes += 1
         if not parts:
             return text
         parts.append(text[last:])

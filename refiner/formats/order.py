@@ -33,18 +33,7 @@ class Order(WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         value, pos = tagged_list(self, text, OPEN, CLOSE)
         calls: list[ToolCall] = []
-        trusted = ToolCall.trusted
         for i, item in enumerate(value):
-            if type(item) is dict and item.keys() == _ENTRY_KEYS:  # the valid case, checked without messages
-                step, names = item["step"], item["tool_list"]
-                if type(step) is int and type(names) is list:
-                    for n in names:
-                        if type(n) is not str or not n.strip():
-                            break
-                        calls.append(trusted(n, {}, (), step))
-                    else:
-                        continue
-                    # (a bad name: the checked reader below raises, explaining it)
             item = expect_object(self, item, f"step entry #{i}", pos)
             if unknown := set(item) - _ENTRY_KEYS:
                 raise self.error(f"unexpected keys {sorted(unknown)} in step entry #{i}", pos)

@@ -19,7 +19,7 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -49,12 +49,8 @@ _KEYWORDS = frozenset(keyword.kwlist)
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
 # An identifier: ASCII letters, digits and "_" (no digit first), or non-ASCII non-space characters (see _plain).
 _IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
-# A value the decoder reads as it stands, taken with its key: an integer (no digit, fraction or exponent follows), a
-# Python constant, a string without escapes or control characters
-_SIMPLE = (r'(-?(?:0|[1-9][0-9]*))(?![0-9]|\.[0-9]|[eE][-+]?[0-9])|(True|False|None)(?![A-Za-z0-9_])'
-           r'|"([^"\\\x00-\x1f]*)"')
-# "key=" (its value when simple) or "**" (a dict of further arguments)
-_KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + "()(?:" + _SIMPLE + r")?|(\*\*)" + _WS + ")"
+# "key=" (its value when a Python constant, which the decoder does not read) or "**" (a dict of further arguments)
+_KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + r"()(?:(True|False|None)(?![A-Za-z0-9_]))?|(\*\*)" + _WS + ")"
 _CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("
 # after "[": the first call's "name(" (or "name()", its ")" group 2), or "]"; after a call: ", name(" or "]"
 _FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"(?:" + _WS + r"(\)))?|\])")
@@ -132,37 +128,26 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
         if m.group(2) is None:  # (else "name()": the call's match read its ")")
             m = _FIRST_ARG.match(src, at)
             while m is not None:
-                key, _, integer, constant, string, star = m.groups()
+                key, _, constant, star = m.groups()
                 at = m.end()
-                if key is None:
-                    if star is None:  # ")"
-                        break
-                    try:  # "**{...}": the renderer's form for keys that are not identifiers
-                        more, pos = decode(src, at)
-                    except (ValueError, StopIteration, RecursionError):
-                        return calls, end, _failed(src), at
-                    if type(more) is not dict or not more.keys().isdisjoint(args):
-                        return calls, end, False, at
-                    args.update(more)
-                    at = pos
-                    m = next_arg(src, pos)
-                    continue
-                if key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key)):
+                if key is None and star is None:  # ")"
+                    break
+                if key is not None and (key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key))):
                     return calls, end, False, m.start(2)
-                if string is not None:
-                    args[key] = string
-                elif constant is not None:  # (a failed decode counts the lines before it: quadratic on long lists)
+                if constant is not None:  # (a failed decode counts the lines before it: quadratic on long lists)
                     args[key] = _PY_CONSTANTS[constant]
-                elif integer is not None:
-                    try:
-                        args[key] = int(integer)
-                    except ValueError:  # (more digits than Python converts: the decoder refuses it too)
-                        return calls, end, _failed(src), m.start(2)
                 else:
                     try:
-                        args[key], at = decode(src, at)
+                        value, pos = decode(src, at)
                     except (ValueError, StopIteration, RecursionError):
                         return calls, end, _failed(src), at
+                    if key is not None:
+                        args[key] = value
+                    elif type(value) is not dict or not value.keys().isdisjoint(args):
+                        return calls, end, False, at
+                    else:  # "**{...}": the renderer's form for keys that are not identifiers
+                        args.update(value)
+                    at = pos
                 m = next_arg(src, at)
             if m is None:
                 break
@@ -249,9 +234,8 @@ class Literals:
     """Literal ast nodes as JSON values. ``strict`` refuses tuples, sets, unknown names and bytes, else read as lists
     and strings; a value no JSON value holds (``1e999``, ``1j``) fails in either mode."""
 
-    def __init__(
-        self, fmt: WireFormat, src: str, offset: int, strict: bool, problems: list[Problem] | None = None
-    ) -> None:
+    def __init__(self, fmt: WireFormat, src: str, offset: int, strict: bool,
+                 problems: list[Problem] | None = None) -> None:
         self.fmt, self.src, self.offset, self.strict = fmt, src, offset, strict
         self.problems = problems  # where a lenient reading notes what it read otherwise than as written
 
@@ -280,11 +264,8 @@ class Literals:
                                                                  f"the string {text[:40]!r}"))
                 return text
             raise self.fail(node, f"{type(v).__name__} literal {self._source(node)[:40]} is not a JSON value")
-        if (
-            isinstance(node, ast.UnaryOp)
-            and isinstance(node.op, (ast.USub, ast.UAdd))
-            and isinstance(node.operand, ast.Constant)
-        ):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(
+                node.operand, ast.Constant):
             v = node.operand.value
             self._number(node, v)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -309,9 +290,8 @@ class Literals:
             return self._source(node)
         raise self.fail(node, f"{type(node).__name__} is not a literal value")
 
-    def arguments(
-        self, call: ast.Call, problems: list[Problem] | None = None, params: Iterable[str] | None = None
-    ) -> dict[str, Any]:
+    def arguments(self, call: ast.Call, problems: list[Problem] | None = None,
+                  params: Iterable[str] | None = None) -> dict[str, Any]:
         """Keyword arguments of ``call`` (``**{...}`` merged). With ``problems`` (lenient, each noted there),
         positional ones are placed on ``params`` (:func:`place_positional`) and bad values dropped; else errors."""
         if call.args and problems is None:
@@ -354,9 +334,8 @@ class Literals:
 _UNPLACEABLE: Any = object()  # a positional value that is not a JSON value (``*rest``, ``1e999``)
 
 
-def place_positional(
-    values: list[Any], args: dict[str, Any], params: Iterable[str] | None, problems: list[Problem] | None
-) -> bool:
+def place_positional(values: list[Any], args: dict[str, Any], params: Iterable[str] | None,
+                     problems: list[Problem] | None) -> bool:
     """Places positional ``values`` on ``params`` (in order) in ``args`` when they fit (no more values than
     parameters, none also given by name, all JSON values), else drops them; noted in ``problems``. Whether placed."""
     names = list(params or ())[: len(values)]
@@ -386,11 +365,9 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     if fast is not None:
         return [ToolCall.trusted(name, args) for name, args in fast]
     if len(src) > MAX_AST_CHARS:
-        raise fmt.error(
-            f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, keyword "
-            f"arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
-            offset,
-        )
+        raise fmt.error(f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
+                        f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
+                        offset)
     node = parse_expr(fmt, src, offset)
     lit = Literals(fmt, src, offset, strict=True)
     if not isinstance(node, ast.List):
@@ -418,27 +395,15 @@ def literal(value: Any) -> str:
     """A JSON value as Python literal source (strings in JSON quoting, which Python reads identically)."""
     if isinstance(value, str):
         return dumps(value)
-    if value is None or isinstance(value, bool):
-        return repr(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} is not a JSON number")
-    if isinstance(value, (int, float)):
+    if value is None or isinstance(value, (int, float)):  # (bool too)
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(literal(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{literal(str(k))}: {literal(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
-class PythonicWriter:
-    """A format writing pythonic calls: it refuses tool names that are Python keywords."""
-
-    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
-        super().check_renderable(calls)
-        for i, c in enumerate(calls):
-            if any(keyword.iskeyword(part) for part in c.name.split(".")):
-                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
 
 def render_call(name: str, arguments: dict[str, Any]) -> str:

@@ -28,33 +28,19 @@ MEND_CHARS_PER_UNIT = 64
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _VALUE_AFTER = frozenset("=([{,:")  # what a value follows
 _VALUE_BEFORE = frozenset(",)]}:")  # what may follow a value
-_MEND_WHAT = {
-    "=": "an '=' between a parameter and its value",
-    "(": "the '(' after a tool name",
-    '"': "a quote",
-    ",": "a comma",
-    ":": "a ':' in a dict",
-    **{c: f"a {c!r}" for c in "[{)]}"},
-}
-
-
-def _string_spans(src: str, start: int, stop: int) -> list[tuple[int, int]]:
-    """The double-quoted strings of ``src[start:stop]`` as Python reads them (each ``(open, after close)``)."""
-    spans, i = [], src.find('"', start, stop)
-    while i >= 0:
-        end = string_end(src, i)
-        spans.append((i, end))
-        i = src.find('"', end, stop)
-    return spans
+_MEND_WHAT = {"=": "an '=' between a parameter and its value", "(": "the '(' after a tool name", '"': "a quote",
+              ",": "a comma", ":": "a ':' in a dict", **{c: f"a {c!r}" for c in "[{)]}"}}
 
 
 def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple[int, str]]:
     """``(position, char)`` edits worth trying in ``src[start:stop]``: ``char`` inserted before ``position``, or (empty)
     the doubled closer there dropped; a quote where one may open or close a value, other punctuation outside strings
     (read from ``outside``, a position outside any string)."""
-    spans = _string_spans(src, outside, stop)
-    k = 0
-    n = len(src)
+    spans, i = [], src.find('"', outside, stop)  # the double-quoted strings, each (open, after close)
+    while i >= 0:
+        spans.append((i, string_end(src, i)))
+        i = src.find('"', spans[-1][1], stop)
+    k, n = 0, len(src)
     for p in range(start, stop + 1):
         while k < len(spans) and spans[k][1] <= p:
             k += 1
@@ -168,18 +154,6 @@ def mend(
 _BRACKETS = re.compile(r"[\[\]{}()]")
 
 
-def _nests_deeper(src: str, limit: int) -> bool:
-    """Whether brackets in ``src`` (quotes not minded: an upper bound) nest deeper than ``limit``."""
-    if src.count("[") + src.count("{") + src.count("(") <= limit:
-        return False
-    depth = 0
-    for m in _BRACKETS.finditer(src):
-        depth += 1 if m.group() in "[{(" else -1
-        if depth > limit:
-            return True
-    return False
-
-
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
@@ -188,8 +162,12 @@ def mend_list(
     no backslash) is mended with its quotes swapped."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or refused(src):
         return None
-    if _nests_deeper(src, MAX_ARGUMENT_DEPTH + 2):  # (dropped anyway; each edit would read the nest again)
-        return None
+    depth, limit = 0, MAX_ARGUMENT_DEPTH + 2  # brackets nesting deeper (quotes not minded): dropped anyway, and
+    if src.count("[") + src.count("{") + src.count("(") > limit:  # each edit would read the nest again
+        for m in _BRACKETS.finditer(src):
+            depth += 1 if m.group() in "[{(" else -1
+            if depth > limit:
+                return None
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
         calls, end, _, _ = fast_call_prefix(src)

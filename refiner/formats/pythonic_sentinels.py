@@ -1,16 +1,14 @@
-"""Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row
-(ToolACE's ``<function_list>[f(a=1)]</function_list>``, Llama 4's ``<|python_start|>[f(a=1)]<|python_end|>``,
-LFM2's ``<|tool_call_start|>...`` also holding JSON calls, OLMo 3's ``<function_calls>`` with one call per line,
-SGLang's multi_format python lines in ``<tool_call>``), and :class:`CallLines`, one call a line with no sentinel at
-all (vLLM's granite_pythonic).
-
-Calls are read by :mod:`refiner.formats.pythonic`, a broken list by :func:`recover_list`. Text may come before and
-after the sentinels; a closing token inside a string value is text (the next one is tried).
+"""Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row (a
+``[...]`` list, or one call per line; ToolACE's ``<function_list>[f(a=1)]</function_list>``), and :class:`CallLines`,
+one call a line with no sentinel at all (vLLM's granite_pythonic). Calls are read by :mod:`refiner.formats.pythonic`,
+a broken list by :func:`recover_list`. Text may come before and after the sentinels; a closing token inside a string
+value is text (the next one is tried).
 """
 
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,6 @@ from refiner.formats.pythonic import (
     IDENTIFIER_NAME,
     MAX_AST_CHARS,
     Literals,
-    PythonicWriter,
     dotted_name,
     fast_call_prefix,
     lenient_string,
@@ -70,7 +67,7 @@ class Wrapper:
     untagged: bool = field(default=False, metadata=POLICY)
 
 
-class SentinelPythonic(PythonicWriter, WireFormat):
+class SentinelPythonic(WireFormat):
     """The grammar: a pythonic call list (or one call per line) between the ``open`` and ``close`` of its row's
     :class:`Wrapper` (the rows: :mod:`refiner.formats.catalog`)."""
 
@@ -234,7 +231,11 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         (a comma may put another after it); other text is prose (reported). A call not closed within
         :data:`MAX_SPLIT_CHARS` characters in all runs to the end of its lines."""
         groups: list[list[str]] = []
-        glued = _glued_call(offered_tools())
+        # a line that starts with an offered tool's name glued to a parameter's (its "(" lost: "math_gcdnum1=12)") or
+        # to ")" starts a call too
+        names = [n for n in list(offered_tools() or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n]
+        alts = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+        glued = re.compile(f"(?:{alts})" + r"(?:[^\W\d]\w*[ \t]*=|[ \t]*\))") if names else None
         for line in src.split("\n", MAX_LINES)[:MAX_LINES]:
             stripped = line.strip()  # (looks_pythonic's pattern is slow on long leading whitespace)
             head = stripped[:MAX_NAME_CHARS]
@@ -273,6 +274,13 @@ class SentinelPythonic(PythonicWriter, WireFormat):
         return pieces
 
     # ---- writing -----------------------------------------------------------------------------------------------
+
+    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
+        """Refuses tool names that are Python keywords, too."""
+        super().check_renderable(calls)
+        for i, c in enumerate(calls):
+            if any(keyword.iskeyword(part) for part in c.name.split(".")):
+                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         w = self.spelling
@@ -322,15 +330,13 @@ _CLOSING_QUOTE = re.compile(r"""["'](?=[ \t\r\n]*(?:[,)\]}:]|\Z))""")  # a quote
 # a line that starts a call, blanks around it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too)
 _CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
-
-
-def _glued_call(offered: Any) -> re.Pattern | None:
-    """A pattern matching a line that starts with an offered tool's name glued to a parameter's (its ``(`` lost:
-    ``math_gcdnum1=12, num2=18)``) or to ``)``; ``None`` without tools."""
-    names = sorted((n for n in list(offered or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n), key=len, reverse=True)
-    if not names:
-        return None
-    return re.compile("(?:" + "|".join(map(re.escape, names)) + r")(?:[^\W\d]\w*[ \t]*=|[ \t]*\))")
+_WORD = re.compile(r"\w")
+_DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
+_ARG_NAME = re.compile(r"[^\W\d]\w*")
+_LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
+_MID_VALUE_ENDS = tuple(",=([{:")
+_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
+_PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
 def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, at_end: bool) -> None:
@@ -380,9 +386,6 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
             _recover_call(fmt, segment.strip(), out, last)
 
 
-_WORD = re.compile(r"\w")
-
-
 def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> None:
     """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
     problems = out.problems
@@ -396,14 +399,20 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
     if _WORD.search(name, 0, max(name.rfind("["), 0)):  # prose quoting a call inline ("I said [f(x=1)]")
         problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
         return
-    if not _is_dotted(name):
+    try:  # whether it reads as a (dotted) identifier
+        dotted = len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        dotted = False
+    if not dotted:
         problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
     close = matching_paren(segment, p, lenient_quotes=True)
     unclosed = close == len(segment)
     if unclosed:
         problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
     inner = segment[p + 1 : close]
-    args = _recover_args(fmt, inner, problems, _declared(name))
+    params = (offered_tools() or {}).get(name)  # the offered tool's parameters, name -> spec in declared order
+    params = params if params is None or isinstance(params, Mapping) else dict.fromkeys(params)
+    args = _recover_args(fmt, inner, problems, params)
     out.calls.append(ToolCall(name, args))
     if last and unclosed:
         complete, clean = _cut_arguments(inner, args)
@@ -480,32 +489,6 @@ def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem],
         problems.append(Problem("bad_argument", f"value {raw[:80]!r} kept as text"))
         return raw.strip("\"'")
     return value
-
-
-_DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
-_ARG_NAME = re.compile(r"[^\W\d]\w*")
-_LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
-
-
-def _declared(name: str) -> Mapping[str, Any] | None:
-    """The declared parameters of the offered tool ``name`` (name -> spec, in declared order), or ``None``."""
-    params = (offered_tools() or {}).get(name)
-    return params if params is None or isinstance(params, Mapping) else dict.fromkeys(params)
-
-
-def _is_dotted(name: str) -> bool:
-    """Whether ``name`` reads as a (dotted) identifier."""
-    try:
-        return len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-
-
-_MID_VALUE_ENDS = tuple(",=([{:")
-_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
-
-
-_PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
 def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:

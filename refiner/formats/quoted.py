@@ -75,9 +75,8 @@ def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) ->
                 raise ValueError(f"more than {MAX_ARGUMENT_DEPTH} nested containers")
             stack.append(text[i])
             out.append(text[i])
-            i, key_next = i + 1, text[i] == "{"
-            if text.startswith("}", skip_blanks(text, i)):
-                key_next = False
+            key_next = text[i] == "{" and not text.startswith("}", skip_blanks(text, i + 1))
+            i += 1
             continue
         else:
             m = _SCALAR.match(text, i)
