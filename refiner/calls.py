@@ -135,7 +135,7 @@ def _short_repr(item: Any, limit: int) -> str:
         return f"<{type(item).__name__}>"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class ToolCall:
     name: str
     arguments: Mapping[str, JSON] = field(default_factory=dict)
@@ -158,8 +158,10 @@ class ToolCall:
         """A call built without the constructor's checks, for a reader that knows ``name`` is a ``str``,
         ``arguments`` a ``dict`` and ``outputs`` a ``tuple``."""
         self = _new(cls)
-        d = self.__dict__
-        d["name"], d["arguments"], d["outputs"], d["step"] = name, arguments, outputs, step
+        _set_name(self, name)
+        _set_arguments(self, arguments)
+        _set_outputs(self, outputs)
+        _set_step(self, step)
         return self
 
     def key(self) -> tuple[str, str, tuple[str, ...], int | None]:
@@ -197,6 +199,8 @@ class ToolCall:
 
 
 _new = object.__new__
+# (the slots' own setters: a frozen dataclass's __setattr__ refuses, object.__setattr__ is slower)
+_set_name, _set_arguments, _set_outputs, _set_step = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
 
 
 def calls_equal(a: Iterable[ToolCall], b: Iterable[ToolCall], *, ordered: bool) -> bool:

@@ -120,8 +120,11 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
             return calls, end, m.end() == len(src), m.start()
-        parts = name.split(".")
-        if not _KEYWORDS.isdisjoint(parts) or not (name.isascii() or all(map(_plain, parts))):
+        if "." in name:  # (a plain name, the common case, is checked without a list of its parts)
+            parts = name.split(".")
+            if not _KEYWORDS.isdisjoint(parts) or not (name.isascii() or all(map(_plain, parts))):
+                break
+        elif name in _KEYWORDS or not (name.isascii() or _plain(name)):
             break
         args: dict[str, Any] = {}
         at = m.end()
@@ -363,7 +366,7 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     ``ast`` up to :data:`MAX_AST_CHARS`; a ``FormatError`` of ``fmt`` names the place."""
     fast = fast_call_list(src)
     if fast is not None:
-        return [ToolCall.trusted(name, args) for name, args in fast]
+        return list(itertools.starmap(ToolCall.trusted, fast))
     if len(src) > MAX_AST_CHARS:
         raise fmt.error(f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
                         f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",

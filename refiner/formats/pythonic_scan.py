@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -103,16 +104,32 @@ def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_
     return len(src)
 
 
+_NO_BRACKET = re.compile(r"[^\"'()\[\]{}]*")
+_BRACKET_RUN = re.compile(r"[()\[\]{}]+")
+_STEP = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
+
+
 def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
-    """``(depth, in_string)`` at the end of ``src``: brackets left open, and whether a string is left open."""
-    depth = 0
-    for _, ch in _unquoted(src, lenient_quotes=lenient_quotes):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(depth - 1, 0)
-        elif ch != ",":
-            return depth, True
+    """``(depth, in_string)`` at the end of ``src``: brackets left open (a closer with none open is ignored), and
+    whether a string is left open. Each run of brackets outside strings is taken at once: its net change, and the
+    lowest the depth falls within it."""
+    depth, i, n = 0, 0, len(src)
+    while (i := _NO_BRACKET.match(src, i).end()) < n:
+        if src[i] in "'\"":
+            i = _string_close(src, i, lenient_quotes)
+            if i < 0:
+                return depth, True
+            continue
+        j = _BRACKET_RUN.match(src, i).end()
+        run = src[i:j]
+        if not run.lstrip("([{"):
+            depth += j - i
+        elif not run.lstrip(")]}"):
+            depth = max(depth - (j - i), 0)
+        else:
+            sums = list(itertools.accumulate(map(_STEP.__getitem__, run)))
+            depth = sums[-1] + max(depth, -min(sums))
+        i = j
     return depth, False
 
 
