@@ -305,7 +305,7 @@ class CallLines(SentinelPythonic):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         start = reasoning_offset(text)
-        calls = _CALL_LINE.findall(text[start:])
+        calls = [c.rstrip(" \t\r") for c in _CALL_LINE.findall(text[start:])]
         if not calls:
             raise self.error("no call line", start)
         return strict_call_list(self, "[" + ", ".join(calls) + "]", start)
@@ -327,8 +327,9 @@ class CallLines(SentinelPythonic):
 
 
 _CLOSING_QUOTE = re.compile(r"""["'](?=[ \t\r\n]*(?:[,)\]}:]|\Z))""")  # a quote that may end a value
-# a line that starts a call, blanks around it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too)
-_CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*?)[ \t\r]*$", re.MULTILINE)
+# a line that starts a call, the blanks before it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too);
+# its readers strip the blanks after it (a lazy group before them would try every split of a blank run)
+_CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*)$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
 _WORD = re.compile(r"\w")
 _DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
