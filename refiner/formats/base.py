@@ -271,14 +271,8 @@ class WireFormat:
         :meth:`recover` reads at most ``limit`` characters after the reasoning, and the strict error is reported when
         recovery met no problem. Texts longer than :data:`MAX_LENIENT_CHARS` count as not valid. ``tools``: see
         :func:`offered_tools`; ``strict_error``: the error this format's strict reading of ``text`` already raised."""
-        token = _OFFERED.set(tools)
-        try:
-            return self._parse_lenient(text, limit, strict_error)
-        finally:
-            _OFFERED.reset(token)
-
-    def _parse_lenient(self, text: str, limit: int, strict_error: FormatError | None = None) -> Lenient:
         out = Lenient()
+        token = _OFFERED.set(tools)
         try:
             if not isinstance(text, str):
                 out.note("internal", f"not a text: {type(text).__name__}")
@@ -304,6 +298,8 @@ class WireFormat:
                 out.note("strict", str(out.strict_error or self._strict_error(text)))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
+        finally:
+            _OFFERED.reset(token)
         return out
 
     def _recovered(self, text: str) -> Lenient:
@@ -542,10 +538,9 @@ _RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable | None] = ((), (), Non
 def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable | None]:
     global _RANKED
     # the registry's state: the dict itself (tests swap it), its size and its last format
-    old = _RANKED[0]
-    if old and old[0] is _REGISTRY and old[1] == len(_REGISTRY) and old[2] is next(reversed(_REGISTRY.values()), None):
-        return _RANKED
     now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
+    if _RANKED[0] == now:  # (a dict of the same formats ranks them the same)
+        return _RANKED
     _RANKED = (now, tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))), None)
     return _RANKED
 

@@ -257,8 +257,7 @@ def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, A
     if not opened:
         return None
     clean = opened[0][1].clean
-    name = call.name if call is not None else None
-    args = dict(call.arguments) if call is not None else {}
+    name, args = (call.name, dict(call.arguments)) if call is not None else (None, {})
     for holder, state in states:
         if state is None or not holder:
             continue

@@ -46,17 +46,11 @@ class MarkerTable:
         self.known = frozenset(every)
         self._any = re.compile(_trie(tuple(every)) if every else "(?!)")
         # markers by their first character: those of a character that begins many are found by one pattern
-        by_first: dict[str, list[str]] = {}
-        for m in every:
-            by_first.setdefault(m[0], []).append(m)
+        by_first = _grouping((m[0], m) for m in every)
         tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
         self.patterns = tuple(re.compile(_trie(ms)) for ms in tries.values())
         # the others grouped by their first three characters: (the prefix they share, the markers), ASCII ones apart
-        heads: dict[str, list[str]] = {}
-        for ms in by_first.values():
-            if len(ms) < TRIE_MARKERS:
-                for m in ms:
-                    heads.setdefault(m[:3], []).append(m)
+        heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
         self.single = _grouped(heads.values())
         self.single_ascii = _grouped([m for m in ms if m.isascii()] for ms in heads.values())
         # the markers a pattern's match may hold: those it begins with and those that begin inside it
@@ -67,25 +61,15 @@ class MarkerTable:
         self.rank = {f.name: i for i, f in enumerate(fmts)}
         self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
-        self.tagged_by_marker: dict[str, tuple[Any, ...]] = {}
-        for f in fmts:
-            if not f.detection.bare:
-                needs = f.detection.strict_needs
-                for m in (needs,) if needs else dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
-                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), f)
-
+        self.tagged_by_marker = _grouping((m, f) for f in fmts if not f.detection.bare for m in (
+            (f.detection.strict_needs,) if f.detection.strict_needs else _spelt(f)))
         # each marker (with its other spellings) and closer by the formats it names, in rank order
-        self.naming: dict[str, dict[str, tuple[Any, ...]]] = {"markers": {}, "closers": {}}
-        for which, named in self.naming.items():
-            for f in fmts:
-                spelt = (*f.detection.markers, *f.detection.also_read) if which == "markers" else f.detection.closers
-                for m in dict.fromkeys(spelt):
-                    named[m] = (*named.get(m, ()), f)
+        self.naming = {"markers": _grouping((m, f) for f in fmts for m in _spelt(f)),
+                       "closers": _grouping((m, f) for f in fmts for m in dict.fromkeys(f.detection.closers))}
         # the markers each tagged format shares with others (detection asks its sniff at the first of them)
         self.shared_markers: dict[str, tuple[str, ...]] = {}
         for f in fmts:
-            spelt = dict.fromkeys((*f.detection.markers, *f.detection.also_read))
-            shared = tuple(m for m in spelt if len(self.naming["markers"][m]) > 1)
+            shared = tuple(m for m in _spelt(f) if len(self.naming["markers"][m]) > 1)
             if shared and not f.detection.bare:
                 self.shared_markers[f.name] = shared
         # salvage's walk over the markers: each marker's place in rank order, and those written at a line start
@@ -94,20 +78,13 @@ class MarkerTable:
         # the formats each hook is asked of, in rank order
         self.with_markers = tuple(f for f in fmts if f.detection.markers)
         self.bare = tuple(f for f in fmts if f.detection.bare)
-        self.bare_by_marker: dict[str, tuple[Any, ...]] = {}
-        for f in self.bare:
-            for m in dict.fromkeys(f.detection.markers):
-                self.bare_by_marker[m] = (*self.bare_by_marker.get(m, ()), f)
+        self.bare_by_marker = _grouping((m, f) for f in self.bare for m in dict.fromkeys(f.detection.markers))
         self.claiming_values = _answering(fmts, "claims_value", contract)
         self.claiming_texts = _answering(fmts, "claims_text", contract)
         self.reading_untagged = _answering(self.with_markers, "read_untagged", contract)
         # the markers and closers that may stand between a name and its arguments (NAME<token>{...}), by last character
-        tokens: dict[str, list[str]] = {}
-        for f in fmts:
-            for m in (*f.detection.markers, *f.detection.closers):
-                if len(m) > 2 and m not in tokens.get(m[-1], ()):
-                    tokens.setdefault(m[-1], []).append(m)
-        self.tokens_by_last = {c: tuple(ms) for c, ms in tokens.items()}
+        self.tokens_by_last = _grouping((m[-1], m) for m in dict.fromkeys(
+            m for f in fmts for m in (*f.detection.markers, *f.detection.closers) if len(m) > 2))
 
     def in_name(self, name: str) -> bool:
         """Whether a tool name holds a marker: the rest of another format's call whose separator was lost."""
@@ -130,7 +107,20 @@ class MarkerTable:
         return sorted(got.values(), key=lambda f: self.rank[f.name]) if len(got) > 1 else list(got.values())
 
 
-def _grouped(groups: Iterable[list[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _spelt(fmt: Any) -> dict[str, None]:
+    """A format's markers and other spellings, once each, in order."""
+    return dict.fromkeys((*fmt.detection.markers, *fmt.detection.also_read))
+
+
+def _grouping(pairs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """The second items of ``pairs`` grouped by their first, in order."""
+    out: dict[str, list[Any]] = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(value)
+    return {key: tuple(values) for key, values in out.items()}
+
+
+def _grouped(groups: Iterable[Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each group of markers as (the prefix they share, the markers), a marker alone as (itself, ())."""
     return tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), tuple(ms)) for ms in groups if ms)
 

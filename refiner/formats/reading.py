@@ -64,10 +64,8 @@ class Reading:
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None or type(tools) is ToolCatalog:  # (told by type first: the ABC check is slow)
+    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (by type first: faster)
         return tools  # (a copy of a catalog would read every spec)
-    if isinstance(tools, ToolCatalog):
-        return tools
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}
