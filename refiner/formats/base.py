@@ -1,29 +1,21 @@
-"""The wire-format contract and the registry. Nothing else: the reading helpers formats share live in
-:mod:`refiner.formats.text`, :mod:`refiner.formats.strict`, :mod:`refiner.formats.lenient` and
-:mod:`refiner.formats.jsonfix`, the search for markers in :mod:`refiner.formats.markers`.
+"""The wire-format contract and the registry (the shared reading helpers live in :mod:`~refiner.formats.text`,
+:mod:`~refiner.formats.strict`, :mod:`~refiner.formats.lenient`, :mod:`~refiner.formats.jsonfix` and
+:mod:`~refiner.formats.markers`).
 
-A wire format is a :class:`WireFormat` subclass (a family's row of a grammar, :mod:`refiner.formats.family`); the
-catalog (:mod:`refiner.formats.catalog`) registers one instance of each, with :func:`register`, in its order.
-Everything the rest of the project needs to know about a format is one of its attributes (detection, the gate, tier-1
-repair, the corruptor, the round-trip tests and the docs table read them; nothing tests a format's name). It
-provides:
+A wire format is a :class:`WireFormat` subclass (a row of a grammar, :mod:`refiner.formats.family`), registered once
+by the catalog (:mod:`refiner.formats.catalog`); everything the project knows of a format is one of its attributes.
+It provides:
 
-- ``parse_strict(text) -> list[ToolCall]``: raises :class:`FormatError` (message + character position), and only
-  that, whatever the input (deep nesting, a parser bug and a non-string input included), when a required tag is
-  missing or anything inside is not resolvable in that format, checked recursively. Reasoning before the calls
-  (``<think>...</think>`` or plain prose) and prose after them are allowed.
-- ``parse_lenient(text) -> Lenient``: best effort, never raises, on any string: the calls it recovered and the
-  :class:`Problem` list of what it met (empty when the text was strictly valid), and where the text stops inside a
-  call (:class:`Cut`; a reader that does not go through :mod:`~refiner.formats.jsonfix` marks it with
-  :meth:`Lenient.mark_cut`). Its work is bounded by counts (repair units, items read: see jsonfix).
-- Arguments nest at most :data:`MAX_ARGUMENT_DEPTH` levels: ``parse_strict`` raises on deeper ones (the base class
-  checks, after the format's parser) and ``parse_lenient`` drops them with a problem.
-- ``render(calls) -> str``: the canonical text, with ``parse_strict(render(calls)) == calls``; raises
-  :class:`RenderError`, and only that, for calls the format cannot write (a name that is not an identifier in a
-  pythonic format, a number JSON cannot hold, a value that is not JSON).
-
-This is the only place a format's text is parsed: rewards, data generation, inference and evaluation all go through
-the registry (``refiner.formats.get(name)``).
+- ``parse_strict(text) -> list[ToolCall]``: raises :class:`FormatError` (message + position), and only that, on any
+  input, when a required tag is missing or anything inside is not resolvable in that format. Reasoning before the
+  calls and prose after them are allowed.
+- ``parse_lenient(text) -> Lenient``: best effort, never raises: the calls recovered, the :class:`Problem` list (empty
+  when the text was strictly valid) and where the text stops inside a call (:class:`Cut`). Its work is bounded by
+  counts (see jsonfix).
+- Arguments nest at most :data:`MAX_ARGUMENT_DEPTH` levels: ``parse_strict`` raises on deeper ones and
+  ``parse_lenient`` drops them with a problem.
+- ``render(calls) -> str``: the canonical text, ``parse_strict(render(calls)) == calls``; raises :class:`RenderError`,
+  and only that, for calls the format cannot write.
 """
 
 from __future__ import annotations
@@ -46,15 +38,12 @@ log = logging.getLogger(__name__)
 
 # Inputs longer than this are cut before lenient parsing, so a pathological string cannot cost unbounded time.
 MAX_LENIENT_CHARS = 200_000
-# A call's arguments (an object) nest lists and objects at most this many levels deep: deeper calls are not valid
-# (parse_strict raises) and lenient parsing drops the arguments that nest deeper. No real tool takes such values;
-# nesting bombs do, and every later step (the gate, repair, the reward, JSON results) then stays far from Python's
-# recursion limit.
+# How deep a call's arguments may nest lists and objects (deeper: parse_strict raises, parse_lenient drops them), so
+# every later step stays far from Python's recursion limit.
 MAX_ARGUMENT_DEPTH = 64
-# Constants the readers share (one definition each; a reader that needs another value says why beside its own):
-# a tool name in the tagged dialects (no whitespace, no tag or JSON delimiters), the problems a reader reports per text
-# for one kind of defect, how much of a text is decoded to classify it, and how much text after a marker is read to
-# tell one row from others sharing that marker. SPACED_NAME_PATTERN: a name written as plain text (GLM, DeepSeek).
+# Shared by the readers: a tool name in the tagged dialects (SPACED: written as plain text, GLM, DeepSeek), the
+# problems reported per text for one kind of defect, how much of a text is decoded to classify it, and how much text
+# after a marker is read to tell rows sharing it apart.
 NAME_PATTERN = r"[^\s<>{}\"']+"
 SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 MAX_NOTES = 8
@@ -68,10 +57,8 @@ _OFFERED: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.Context
 
 
 def offered_tools() -> Mapping[str, Any] | None:
-    """The tools of the request whose text the current :meth:`WireFormat.parse_lenient` reads: tool name -> its
-    parameters (parameter name -> :class:`refiner.specs.Param`, or a list of parameter names), or ``None`` when they
-    are not known. A reader may use them only to choose among readings the text itself allows (never to add a
-    value)."""
+    """The tools of the request the current :meth:`WireFormat.parse_lenient` reads for (tool name -> its parameters),
+    or ``None``; a reader may use them only to choose among readings the text itself allows."""
     return _OFFERED.get()
 
 
@@ -90,8 +77,8 @@ class FormatError(ValueError):
 
 
 def kept(error: FormatError) -> FormatError:
-    """``error`` kept as a value (a strict reading's answer): without the tracebacks of it and of the errors it was
-    raised from, which would keep alive every frame they passed through and, from those, the caller's frames."""
+    """``error`` kept as a value: without the tracebacks of it and of the errors it was raised from (which keep their
+    frames alive)."""
     e: BaseException | None = error
     while e is not None and e.__traceback__ is not None:  # (one already kept ends the walk: a chain can loop)
         e.__traceback__ = None
@@ -111,8 +98,7 @@ class RenderError(ValueError):
         return type(self), (self.fmt, self.message)
 
 
-# What a lenient parse can meet, by code. ``strict`` carries the strict parser's error when recovery itself met
-# nothing worse; ``internal`` is a parser bug (never raised, reported so that it can be logged and fixed).
+# What a lenient parse can meet, by code.
 PROBLEM_CODES = (
     "strict",  # the text is not strictly valid (the message is the strict parser's error)
     "cut_input",  # only a prefix of a very long text was read
@@ -120,8 +106,7 @@ PROBLEM_CODES = (
     "not_a_list",  # a value that should hold a list of calls does not
     "not_a_call",  # an item that is not a call object
     "no_name",  # a call object without a usable tool name
-    "unnamed_call",  # a call the model wrote in the format's own shape but named no tool in (Kimi-K2's
-    # functions.invalid.0): no call, and salvage does not read the same text as one
+    "unnamed_call",  # a call in the format's shape that names no tool (Kimi-K2's functions.invalid.0): dropped
     "bad_name",  # a tool name the format does not allow (kept)
     "bad_arguments",  # arguments that are not an object (dropped)
     "flat_arguments",  # arguments written beside the name instead of under an arguments key (read as the arguments)
@@ -149,14 +134,10 @@ class Problem:
 
 @dataclass(frozen=True)
 class Cut:
-    """Where a text stops inside a call: the upstream was cut short (typically at its token limit), or lost its
-    closing brackets and tags. ``index``: the call of :attr:`Lenient.calls` the text stops in (``None``: it stops
-    between calls, or in a call that could not be read); ``name``: that call's name when it was written whole;
-    ``arguments``: its arguments written whole before the cut (a value the cut fell in, or a number the text ends
-    with, is left out: nothing is invented); ``clean``: the text stops right after a value that cannot go on (a
-    closed string, a literal, a closed bracket: only closing brackets or tags are missing), which also reads as a lost
-    ending; otherwise it stops mid-value (inside a string, a key, a literal or a number, or after ``,`` ``:`` ``=``
-    or an opening bracket), which only a cut explains."""
+    """Where a text stops inside a call (cut short, or its closing brackets and tags lost). ``index``: the call of
+    :attr:`Lenient.calls` it stops in (``None``: between calls, or in a call not read); ``name``: that call's name
+    when written whole; ``arguments``: its arguments written whole before the cut; ``clean``: the text stops right
+    after a value that cannot go on (only closers are missing), else mid-value (which only a cut explains)."""
 
     index: int | None
     name: str | None = None
@@ -173,8 +154,8 @@ class Cut:
 
 @dataclass
 class Lenient:
-    """Result of a best-effort parse: what was recovered, and what could not be. A text that stops inside a call
-    keeps that call in ``calls`` as read (its open string and brackets closed) and says so in ``cut``."""
+    """Result of a best-effort parse: what was recovered, and what could not be; a call the text stops inside is kept
+    as read, and ``cut`` says so."""
 
     calls: list[ToolCall] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
@@ -206,20 +187,15 @@ class Lenient:
 class Detection:
     """How :func:`refiner.formats.detect_format` recognises a format (its rules are documented there).
 
-    ``rank``: formats are tried in rank order (lower first) at every step, so a more specific format ranks before a more
-    general one sharing its markers; a built-in format's rank is its place in the catalog
-    (:mod:`refiner.formats.catalog`), set when it is registered. ``markers``: strings (tags, sentinel tokens) whose
-    presence after any reasoning points at this format; the marker found earliest in the text wins, and among the
-    formats sharing it the first (by rank) whose :meth:`WireFormat.sniff` accepts the text. ``closers``: weaker markers
-    (closing tags) used only when the text holds no marker at all. ``bare``: an untagged format (a JSON value or call
-    list with no marker of its own): strictly valid texts are only claimed after every tagged format failed, and broken
-    ones by :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker
-    the strict reader accepts (Granite 3.1's ``<tool_call>``): a tagged format reads a text strictly only when it holds
-    one of ``markers`` or ``also_read`` (a registry test holds every tagged format to it), so detection skips the
-    others' strict readings; ``strict_needs``: the one of ``markers`` without which the strict reader reads no text
-    (an XML grammar row's first tag): detection tries that reading only where it occurs. ``by_name``: a shape no
-    literal marks (vLLM's ``granite_pythonic`` call lines): detection
-    never names it; it is read when a request or a chat template names it.
+    ``rank``: formats are tried in rank order (lower first), a built-in one's is its place in the catalog.
+    ``markers``: strings (tags, sentinel tokens) whose presence after any reasoning points at this format; the one found
+    earliest wins, and among the formats sharing it the first whose :meth:`WireFormat.sniff` accepts the text.
+    ``closers``: weaker markers, used only when the text holds no marker. ``bare``: an untagged format (a JSON value or
+    call list), claimed after every tagged format failed, or by :meth:`WireFormat.claims_value` /
+    :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker the strict reader accepts: a tagged
+    format reads a text strictly only when it holds one of ``markers`` or ``also_read``; ``strict_needs``: the marker
+    without which the strict reader reads no text. ``by_name``: a shape no literal marks, never detected, read only
+    when a request or a chat template names it.
     """
 
     rank: int = 0
@@ -254,15 +230,11 @@ class WireFormat:
     name_pattern: ClassVar[str | None] = None
     # Calls are written as Python calls, ``name(key=value)`` (the model is shown them as pythonic calls too).
     pythonic: ClassVar[bool] = False
-    # Whether the refiner model was trained to read and write this format (the paper's training formats, Qwen3's
-    # native one and the benchmarks' own). For any other format the pipeline shows the model the upstream in a
-    # trained format (:func:`model_view`) and renders its answer back (refiner.pipeline).
+    # The refiner model was trained on this format; any other is shown to it in a trained one (:func:`model_view`).
     trained: ClassVar[bool] = False
-    # The family's reasoning blocks, (open, close) pairs: ``<think>...</think>`` unless the family writes another
-    # (``[THINK]...[/THINK]``, Gemma 4's thought channel). Read by the reasoning split.
+    # The family's reasoning blocks, (open, close) pairs, read by the reasoning split.
     reasoning: ClassVar[tuple[tuple[str, str], ...]] = (("<think>", "</think>"),)
-    # The answer's content and reasoning sit in channels of the format's own (gpt-oss harmony): its text is read by
-    # answer_parts even when it holds no call.
+    # Content and reasoning sit in the format's own channels (harmony): answer_parts reads a text without calls too.
     channels: ClassVar[bool] = False
     # parse_strict itself refuses arguments nesting deeper than MAX_ARGUMENT_DEPTH (the wrapper does not measure).
     bounds_depth: ClassVar[bool] = False
@@ -274,8 +246,7 @@ class WireFormat:
         if "render" in cls.__dict__:
             cls.render = _raises_only_render_errors(cls.__dict__["render"])
 
-    # The row contract (refiner.formats.family): a grammar's tags and detection for one row's spelling. A grammar
-    # that one family alone writes has no spelling: its own ``tags`` and ``detection``.
+    # The row contract (refiner.formats.family): a grammar's tags and detection for one row's spelling.
 
     @classmethod
     def tags_for(cls, spelling: Any) -> tuple[str, ...]:
@@ -296,21 +267,12 @@ class WireFormat:
         tools: Mapping[str, Any] | None = None,
         strict_error: FormatError | None = None,
     ) -> Lenient:
-        """Best effort, never raises. A strictly valid text gives the strict calls and no problems (so ``ok`` tells
-        whether the strict parse succeeded); otherwise :meth:`recover` collects what it can from the reasoning and at
-        most ``limit`` characters after it, and the strict error is reported when recovery itself met no problem.
-        Texts longer than :data:`MAX_LENIENT_CHARS` are not parsed strictly (they count as not valid). ``tools``: the
-        request's tools (see :func:`offered_tools`), which recovery may use to choose among the readings a broken text
-        allows (:func:`offered_tools`). ``strict_error``: the error this format's strict reading of ``text`` already
-        raised (it is not read strictly again)."""
-        token = _OFFERED.set(tools)
-        try:
-            return self._parse_lenient(text, limit, strict_error)
-        finally:
-            _OFFERED.reset(token)
-
-    def _parse_lenient(self, text: str, limit: int, strict_error: FormatError | None = None) -> Lenient:
+        """Best effort, never raises. A strictly valid text gives the strict calls and no problems; otherwise
+        :meth:`recover` reads at most ``limit`` characters after the reasoning, and the strict error is reported when
+        recovery met no problem. Texts longer than :data:`MAX_LENIENT_CHARS` count as not valid. ``tools``: see
+        :func:`offered_tools`; ``strict_error``: the error this format's strict reading of ``text`` already raised."""
         out = Lenient()
+        token = _OFFERED.set(tools)
         try:
             if not isinstance(text, str):
                 out.note("internal", f"not a text: {type(text).__name__}")
@@ -336,11 +298,13 @@ class WireFormat:
                 out.note("strict", str(out.strict_error or self._strict_error(text)))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
+        finally:
+            _OFFERED.reset(token)
         return out
 
     def _recovered(self, text: str) -> Lenient:
-        """What :meth:`recover` reads in ``text`` (already cut to the limit), with the cut and the bounds reached; an
-        unexpected error keeps what was read before it (see :meth:`_parse_lenient`)."""
+        """What :meth:`recover` reads in ``text``, with the cut and the bounds reached; an unexpected error keeps what
+        was read before it."""
         out = Lenient()
         try:
             with repair_budget(text) as parse:
@@ -370,9 +334,8 @@ class WireFormat:
         raise NotImplementedError
 
     def answer_parts(self, text: str) -> message.AnswerParts:
-        """What an answer holding calls in this format says besides them: its content (the text before and after
-        the calls, verbatim) and any reasoning written in the format's own channels (see
-        :mod:`refiner.formats.message`). ``text`` is the answer after its reasoning block. Never raises."""
+        """What an answer (after its reasoning block) says besides its calls: its content and any reasoning in the
+        format's own channels (see :mod:`refiner.formats.message`). Never raises."""
         return message.outside_calls(self, text)
 
     def is_valid(self, text: str) -> bool:
@@ -385,8 +348,8 @@ class WireFormat:
     # Detection hooks (see Detection)
 
     def sniff(self, body: str, at: int) -> bool:
-        """Whether ``body`` (the text after any reasoning), which holds one of this format's markers at ``at``, is
-        written in this format rather than in another one sharing the marker. Called for formats in rank order."""
+        """Whether ``body`` (after any reasoning), holding one of this format's markers at ``at``, is written in this
+        format rather than in another one sharing the marker."""
         return True
 
     def claims_value(self, value: Any) -> bool:
@@ -407,26 +370,21 @@ class WireFormat:
     def read_untagged(
         self, text: str, start: int, offered: Mapping[str, Sequence[str]]
     ) -> tuple[int, int, list[ToolCall]] | None:
-        """For a text after ``start`` that holds none of the format's tags: ``(start, end, calls)`` of the calls
-        written in the format's layout with its tags dropped (a decoder that skips special tokens drops GLM's), read by
-        the ``offered`` tools alone (tool name -> its parameter names), as :func:`refiner.formats.salvage.salvage`
-        asks; ``None`` when the text is not such a text (the default: a format whose layout means nothing without its
-        tags)."""
+        """``(start, end, calls)`` of the calls after ``start`` written in the format's layout with its tags dropped
+        (GLM's, by a decoder that skips special tokens), read by the ``offered`` tools alone (name -> parameter names)
+        for :func:`refiner.formats.salvage.salvage`; ``None`` (the default) when there are none."""
         return None
 
     def answer_spans(self, text: str, start: int) -> list[tuple[int, int]]:
-        """``(start, end)`` of the parts of ``text`` after ``start`` that the format's grammar marks as the answer
-        meant for people, never calls (gpt-oss's ``final`` channel): :func:`refiner.formats.salvage.salvage` reads no
-        call there. The default: none (a format without such a mark)."""
+        """``(start, end)`` of the parts of ``text`` after ``start`` that the grammar marks as the answer for people
+        (gpt-oss's ``final`` channel), where salvage reads no call; the default: none."""
         return []
 
     # Typing by the tool specs
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
-        """The calls with argument values settled by the declared parameter types of ``tools`` (specs by name), for
-        a format that writes values as untyped text (XML parameter values: ``94105`` may be a number or the string
-        ``"94105"``, which only the spec tells). The gate calls it whenever the tools are known, before checking the
-        calls. The default, for formats whose values carry their JSON type, keeps the calls as they are."""
+        """The calls with argument values settled by the declared parameter types of ``tools`` (specs by name), for a
+        format that writes values as untyped text (XML values); the default keeps them as they are."""
         return list(calls)
 
     def error(self, message: str, position: int = -1) -> FormatError:
@@ -448,16 +406,15 @@ class WireFormat:
 
 
 def _raises_only_format_errors(parse: Any) -> Any:
-    """Wraps a format's ``parse_strict`` so that it raises :class:`FormatError` and nothing else: nesting deeper than
-    Python's recursion limit, a value Python cannot hold, a non-string input or a bug in the parser all become one."""
+    """Wraps a format's ``parse_strict`` so that it raises :class:`FormatError` and nothing else (and checks the
+    arguments' depth)."""
 
     @functools.wraps(parse)
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
         try:
             calls = parse(self, text)
             if not self.bounds_depth and _may_nest_deeply(text):
-                deep = MAX_ARGUMENT_DEPTH + 1  # (all calls' arguments measured at once, in a list: one level more;
-                # an empty one cannot reach it)
+                deep = MAX_ARGUMENT_DEPTH + 1  # (all calls' arguments at once, in a list: one level more)
                 if value_depth([c.arguments for c in calls if c.arguments], deep) > deep:
                     i = next(i for i, c in enumerate(calls) if value_depth(c.arguments, deep) >= deep)
                     raise self.error(f"the arguments of call #{i} nest deeper than {MAX_ARGUMENT_DEPTH} levels")
@@ -478,8 +435,7 @@ def _raises_only_format_errors(parse: Any) -> Any:
 
 
 def _may_nest_deeply(text: str) -> bool:
-    """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH (three C-speed
-    counts; the depth itself is only measured when this holds)."""
+    """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH."""
     return (
         len(text) > MAX_ARGUMENT_DEPTH
         and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
@@ -504,8 +460,7 @@ def _drop_deep_arguments(out: Lenient) -> None:
 
 
 def _raises_only_render_errors(render: Any) -> Any:
-    """Wraps a format's ``render`` so that calls it cannot write raise :class:`RenderError` (a value that is not JSON
-    or a number JSON cannot hold raise ``TypeError`` / ``ValueError`` in the encoder)."""
+    """Wraps a format's ``render`` so that calls it cannot write raise :class:`RenderError`."""
 
     @functools.wraps(render)
     def wrapped(self: WireFormat, calls: Sequence[ToolCall]) -> str:
@@ -527,8 +482,7 @@ _REQUIRED = ("name", "description", "detection", "example")
 
 
 def register(fmt_cls: type[WireFormat]) -> WireFormat:
-    """Registers one instance of the format under its ``name`` and returns it; a format that lacks one of the
-    required attributes (name, description, detection, example) fails here."""
+    """Registers one instance of the format under its ``name`` and returns it."""
     missing = [a for a in _REQUIRED if not getattr(fmt_cls, a, None)]
     if missing:
         raise TypeError(f"wire format {fmt_cls.__name__} lacks {', '.join(missing)}")
@@ -563,8 +517,7 @@ def by_rank() -> list[WireFormat]:
 
 
 def marker_table() -> MarkerTable:
-    """The registered formats' :class:`~refiner.formats.markers.MarkerTable`, the same object until the registry
-    changes."""
+    """The registered formats' :class:`~refiner.formats.markers.MarkerTable` (made again when the registry changes)."""
     global _RANKED
     now, fmts, table = _ranked()
     if table is None:
@@ -584,20 +537,16 @@ _RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable | None] = ((), (), Non
 
 def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable | None]:
     global _RANKED
-    # the registry's state: the dict itself (tests swap it), its size and its last format (a format is only ever
-    # added, or taken out again by a test)
-    old = _RANKED[0]
-    if old and old[0] is _REGISTRY and old[1] == len(_REGISTRY) and old[2] is next(reversed(_REGISTRY.values()), None):
-        return _RANKED
+    # the registry's state: the dict itself (tests swap it), its size and its last format
     now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
+    if _RANKED[0] == now:  # (a dict of the same formats ranks them the same)
+        return _RANKED
     _RANKED = (now, tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))), None)
     return _RANKED
 
 
 def model_view(fmt: WireFormat) -> WireFormat:
-    """The trained format a model is shown ``fmt``'s calls in: ``fmt`` itself when it is trained, else the trained
-    format that carries the same things (pythonic calls: ``toolace``; names only with steps: ``order``; output labels:
-    ``nestools``; plain calls: ``xlam``)."""
+    """The trained format a model is shown ``fmt``'s calls in: ``fmt`` itself, or one that carries the same things."""
     if fmt.trained:
         return fmt
     if fmt.steps or fmt.names_only:

@@ -1,32 +1,19 @@
 """Which wire format a text is written in, read from the formats' own :class:`~refiner.formats.base.Detection`
-attributes and hooks (nothing here names a format).
+attributes and hooks (nothing here names a format). Deterministic; formats are tried in rank order, and the first
+rule that gives an answer wins:
 
-Deterministic; the first rule that gives an answer wins. Formats are always tried in rank order.
-
-1. A tagged format (``detection.bare`` false) that parses the text strictly (only those whose marker, or another
-   spelling their strict reader accepts, occurs in the text are tried; one whose ``sniff`` rejects the text at the
-   first marker it shares with other formats is tried after the rest).
-2. A guess from markers, looking only after any ``</think>``: the marker (tag or sentinel token) that occurs first
-   in the text names its formats, and the first of them whose ``sniff`` accepts the text wins (formats sharing a
-   marker, such as ``<tool_call>``, tell each other apart there; a marker of untagged formats only, each rejecting
-   the text there, names none). With no marker at all, the same by ``closers``.
+1. A tagged format that parses the text strictly (only those whose marker, or another spelling their strict reader
+   accepts, occurs; one whose ``sniff`` rejects the text at the first marker it shares is tried after the rest).
+2. A guess from markers after any reasoning: the earliest marker names its formats, and the first of them whose
+   ``sniff`` accepts the text wins (a marker of untagged formats that all reject the text names none). With no marker
+   at all, the same by ``closers``.
 3. An untagged format (``detection.bare``) that parses the text strictly, tried only when the text holds a ``{``, a
-   ``[`` or one of the format's markers: an untagged format writes its calls as a JSON value or a bracketed call
-   list, or after its marker (``tests/test_detect.py`` holds every untagged format to it), so prose costs no strict
-   parse.
-4. A guess from the shape of the first JSON value (from the first ``{``/``[``, repaired if broken): the first format
-   whose ``claims_value`` accepts it.
+   ``[`` or one of the format's markers.
+4. The first format whose ``claims_value`` accepts the first JSON value (repaired if broken).
 5. The first format whose ``claims_text`` accepts the text (pythonic calls ``[name(...)...]``).
 6. Otherwise ``None``.
 
-So a marker string quoted inside the calls of an untagged format (a NESTFUL label ``"<func_call>"``) makes the text
-read as that tagged format: markers are taken as the stronger signal.
-
-Cost: one search for the registered markers (:func:`~refiner.formats.base.marker_positions`: one pass of a pattern
-for those beginning with ``<``, a look for each of the others; those after the reasoning are taken from it), one
-strict parse per format whose marker occurs and per untagged format (for a text with brackets or its marker) up
-to :data:`~refiner.formats.base.MAX_LENIENT_CHARS` (each made once: ``tried`` keeps them for the caller), one bounded
-lenient JSON read when the text holds a bracket.
+So a marker quoted inside the calls of an untagged format makes the text read as that tagged format.
 """
 
 from __future__ import annotations
@@ -48,24 +35,21 @@ from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.reasoning import read
 
-# The format chosen among those sharing a marker, by (marker, its position in the text after the reasoning): what
-# detection judged by their sniff hooks, which salvage takes instead of judging again.
+# The format chosen among those sharing a marker, by (marker, its position after the reasoning): salvage takes it.
 Sniffed = dict[tuple[str, int], WireFormat]
 
 # A format's sniff asked of the text's body at a position (each question asked once per detection).
 Sniff = Callable[[WireFormat, int], bool]
 
-# The repair units (see refiner.formats.jsonfix) that decoding an untagged text (its first base.DETECT_CHARS
-# characters) to classify it may spend.
+# The repair units (refiner.formats.jsonfix) that decoding an untagged text to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
 def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], sniff: Sniff,
                sniffed: Sniffed | None = None) -> str | None:
-    """The format the earliest (then longest) of the registered markers or closers ``named`` (each with the formats
-    it names) in the body names; the choice among the formats sharing a marker is added to ``sniffed``. A marker
-    that names only untagged formats, each of whose sniffs rejects the text there, names none (a line starting
-    ``to=`` is a keyword argument of a pythonic call, not Onyx's recipient): the next marker is taken."""
+    """The format the earliest (then longest) of the markers or closers ``named`` (each with the formats it names)
+    in the body names, the choice among formats sharing it added to ``sniffed``. A marker of untagged formats alone,
+    each of whose sniffs rejects the text there, names none: the next marker is taken."""
     for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
         sharing = named[found]
         fmt = next((f for f in sharing if sniff(f, at)), None)
@@ -97,8 +81,8 @@ def detect_format(text: str) -> str | None:
 
 
 def strict_reading(fmt: WireFormat, text: str, tried: dict[str, list[ToolCall] | FormatError]) -> list[ToolCall] | None:
-    """``fmt``'s strict reading of ``text`` (its calls, or None when it is not valid there), made once: ``tried``
-    holds the readings already made of this text by format name (the calls or the :class:`FormatError`)."""
+    """``fmt``'s strict reading of ``text`` (its calls, or None), made once: ``tried`` holds the readings already
+    made of this text by format name (the calls or the :class:`FormatError`)."""
     got = tried.get(fmt.name)
     if got is None:
         try:
@@ -116,21 +100,13 @@ def detect_with_calls(
     sniffed: Sniffed | None = None,
 ) -> tuple[str | None, list[ToolCall] | None]:
     """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
-    in that format (rules 1 and 3; else ``None``), so a caller need not parse it again. ``tried``: the strict readings
-    of ``text`` already made, by format name; those detection makes are added to it (see :func:`strict_reading`).
-    ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the caller has them; ``sniffed``:
-    where a marker shared by formats was judged, the format chosen (:data:`Sniffed`), added to."""
+    in that format (rules 1 and 3). ``tried``: the strict readings of ``text`` already made, by format name, added to
+    (see :func:`strict_reading`); ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the
+    caller has them; ``sniffed``: see :data:`Sniffed`, added to."""
     if not isinstance(text, str):
         return None, None
-    return _detect(read(text), {} if tried is None else tried, markers, sniffed)
-
-
-def _detect(
-    text: str,
-    tried: dict[str, list[ToolCall] | FormatError],
-    markers: dict[str, int] | None = None,
-    sniffed: Sniffed | None = None,
-) -> tuple[str | None, list[ToolCall] | None]:
+    text = read(text)
+    tried = {} if tried is None else tried
     table = marker_table()
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = marker_positions(text) if markers is None else markers
@@ -139,9 +115,7 @@ def _detect(
     in_body = _after(text, start, found_at) if start else found_at
     answers: dict[tuple[str, int], bool] = {}
     if small:
-        # A format's sniff is asked at the first of the markers it shares with other formats in the body; the formats
-        # it rejects are tried last (their sniffs tell the formats sharing a marker apart, so one rejected does not
-        # read the text strictly where one accepted does).
+        # A format's sniff is asked at the first marker it shares with other formats; those it rejects are tried last.
         later = []
         shared = table.shared_markers
         for fmt in table.marked(found_at):

@@ -1,10 +1,7 @@
-"""A model family as a row of a grammar's table, not a module of its own.
-
-A *grammar* is a :class:`~refiner.formats.base.WireFormat` subclass that reads and writes one shape of calls from a
-*spelling*: a frozen dataclass of the grammar's own (its tags, how a value is typed, quirk flags, at most one hook). A
-*family* is one :class:`Row`: a :class:`Family`, its grammar and the grammar's spelling, as in the catalog
-(:mod:`refiner.formats.catalog`, registered by :func:`register_catalog`) or derived from a chat template
-(:mod:`refiner.formats.derive`).
+"""A model family as a row of a grammar's table: a *grammar* (a :class:`~refiner.formats.base.WireFormat` subclass)
+reads and writes one shape of calls from a *spelling* (a frozen dataclass of its own: tags, typing, quirk flags, at
+most one hook); a *family* is one :class:`Row`, in the catalog (:mod:`refiner.formats.catalog`) or derived from a
+chat template (:mod:`refiner.formats.derive`).
 """
 
 from __future__ import annotations
@@ -16,8 +13,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, WireFormat, all_formats, register
 
-# A spelling field's metadata when the field is a reading policy of the row (what it reads beyond what the family
-# writes), not a fact of the family's markup: derivation leaves such fields out (refiner.formats.derive.rows).
+# A spelling field's metadata when the field is a reading policy, not a fact of the markup (derivation leaves it out).
 POLICY = {"policy": True}
 
 # Two calls with a string, integers, a list and a nested object: what every row's example renders.
@@ -31,13 +27,9 @@ THINK = (("<think>", "</think>"),)
 
 @dataclass(frozen=True)
 class Family:
-    """What every row holds, whatever its grammar.
-
-    ``name``: the registry name (``deepseek_v32``); ``description``: one line for the docs table (the shape as the
-    model writes it); ``models``: checkpoints that write it (Hugging Face ids); ``sources``: where the row was read
-    from (a chat template path with its sha256, an engine's parser file), for whoever checks it again;
-    ``reasoning``: the family's reasoning blocks as (open, close) pairs; ``trained``: the refiner model was trained
-    on this format (see :attr:`WireFormat.trained`)."""
+    """What every row holds, whatever its grammar: the registry ``name``, a one-line ``description`` for the docs
+    table, the ``models`` that write it (Hugging Face ids), the ``sources`` it was read from, the ``reasoning`` blocks
+    as (open, close) pairs, and whether the refiner model was ``trained`` on it."""
 
     name: str
     description: str
@@ -65,11 +57,9 @@ def register_catalog(rows: Sequence[Row]) -> list[WireFormat]:
 
 
 def markers_left(wanted: Sequence[Detection], tags: Sequence[Sequence[str]]) -> list[frozenset[str]]:
-    """For each row (``wanted[i]``: the detection its grammar gives it; ``tags[i]``: its tags), the further markers
-    it leaves to other rows: those another row holds as its first marker, those an earlier row keeps (unless it
-    shares this row's first marker: such rows are told apart by their ``sniff``), and those of a row whose first
-    marker this row writes as a tag of its own (this row wraps that row's calls in a section of its own, and leaves
-    their tags to it)."""
+    """For each row (``wanted[i]``: its grammar's detection; ``tags[i]``: its tags), the further markers it leaves to
+    other rows: those another row holds as its first marker, those an earlier row not sharing its first marker keeps,
+    and those of a row whose first marker this row writes as a tag of its own (it wraps that row's calls)."""
     first = {d.markers[0] for d in wanted if d.markers}
     kept: dict[str, str] = {}  # a further marker -> the first marker of the row that keeps it
     out = []
@@ -88,9 +78,8 @@ def markers_left(wanted: Sequence[Detection], tags: Sequence[Sequence[str]]) -> 
 
 def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int,
              taken: Collection[str] | None = None) -> type[WireFormat]:
-    """One row as a format class (not registered: ``base.register`` does that for a built-in row; a dialect derived
-    at run time is used unregistered). ``taken``: the further markers of its grammar's detection that the row leaves
-    to others (``None``: those of every format registered)."""
+    """One row as a format class, not registered. ``taken``: the further markers of its grammar's detection that the
+    row leaves to others (``None``: those of every format registered)."""
     if taken is None:
         taken = {m for f in all_formats() for m in f.detection.markers}
     detection = grammar.detection_for(spelling, rank)

@@ -43,7 +43,7 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
 @functools.lru_cache(maxsize=64)
 def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
     """One of ``tokens`` (group 1), or a run of other text with its JSON strings, or a lone ``"`` (a string left
-    open): a storm of strings is one match."""
+    open)."""
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
     firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
     string = r'"[^"\\]*(?:\\.[^"\\]*)*"'
@@ -58,9 +58,8 @@ MAX_CUT_VALUES = 64  # JSON values before the one a text was cut in (a block of 
 
 
 def _cut_inside(text: str, start: int, quote: int) -> bool:
-    """Whether the JSON values from ``start`` (one after another, blanks between) are valid up to the string opened
-    at ``quote``, which the end of the text leaves open: a text cut inside that string, not a quote lost in the
-    middle of the text. Linear: each value is decoded once."""
+    """Whether the JSON values from ``start`` (one after another) are valid up to the string opened at ``quote``,
+    which the end of the text leaves open: a text cut inside that string, not a quote lost in the middle."""
     pos = start
     for _ in range(MAX_CUT_VALUES):
         try:
@@ -79,10 +78,9 @@ def _cut_inside(text: str, start: int, quote: int) -> bool:
 
 
 class TokenFinder:
-    """The first of some tokens at or after a position, outside JSON strings (``{"s": "a </tool_call> b"}`` does not
-    end its block), in linear time. A string the end of the text leaves open was cut (the JSON before it is valid:
-    :func:`_cut_inside`; no token after its quote is one) or lost its quote (tokens are then searched plainly from
-    that quote on)."""
+    """The first of some tokens at or after a position, outside JSON strings, in linear time. A string the end of the
+    text leaves open was cut (:func:`_cut_inside`: no token after its quote is one) or lost its quote (tokens are then
+    searched plainly from it on)."""
 
     def __init__(self, text: str, tokens: Sequence[str]) -> None:
         self.text = text
@@ -129,7 +127,7 @@ def lenient_blocks(
     text: str, open_tag: str, close_tag: str, problems: list[Problem], stop: str | None = None
 ) -> Iterator[str]:
     """The bodies of the tag blocks after any reasoning, missing tags reported: without ``open_tag`` the text is one
-    block; an unclosed block runs to the next ``open_tag`` (or ``stop``). Each block is an item read."""
+    block; an unclosed block runs to the next ``open_tag`` (or ``stop``)."""
     body = strip_reasoning(text)
     find = TokenFinder(body, (open_tag, close_tag)).first
     i = body.find(open_tag)
@@ -259,8 +257,7 @@ def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, A
     if not opened:
         return None
     clean = opened[0][1].clean
-    name = call.name if call is not None else None
-    args = dict(call.arguments) if call is not None else {}
+    name, args = (call.name, dict(call.arguments)) if call is not None else (None, {})
     for holder, state in states:
         if state is None or not holder:
             continue

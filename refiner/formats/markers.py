@@ -1,7 +1,6 @@
-"""The markers of a set of formats (their tags and sentinel tokens, closers and other spellings): where each first
-occurs in a text (:func:`find_markers`, one pass for detection and salvage), and the tables of formats and markers
-detection and salvage walk (:class:`MarkerTable`). The registry's own table and search are
-:func:`refiner.formats.base.marker_table` and :func:`refiner.formats.base.marker_positions`."""
+"""The markers of a set of formats (tags, sentinel tokens, closers, other spellings): where each first occurs in a
+text (:func:`find_markers`), and the tables of formats and markers detection and salvage walk (:class:`MarkerTable`).
+"""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-# A first character that begins at least this many markers is searched for with one pattern of its markers (a trie:
-# one match at a place gives the longest of them written there); the other markers are searched for one by one.
+# A first character that begins at least this many markers is searched for with one pattern (a trie) of them.
 TRIE_MARKERS = 8
 
 
@@ -36,9 +34,9 @@ def _trie(markers: Sequence[str]) -> str:
 
 
 class MarkerTable:
-    """The formats' markers, closers and other spellings (``also_read``), grouped by their first character, and
-    the formats (in rank order) that detection and salvage ask by marker or by hook (none that is read only by name).
-    ``contract``: the class whose own hooks answer no (a format that does not override one is not asked it)."""
+    """The formats' markers, closers and other spellings, grouped by their first character, and the formats (in
+    rank order, none read only by name) that detection and salvage ask by marker or by hook. ``contract``: the class
+    whose own hooks answer no (a format that does not override one is not asked it)."""
 
     def __init__(self, fmts: Sequence[Any], contract: type) -> None:
         fmts = [f for f in fmts if not f.detection.by_name]
@@ -47,78 +45,49 @@ class MarkerTable:
         )
         self.known = frozenset(every)
         self._any = re.compile(_trie(tuple(every)) if every else "(?!)")
-        # markers by their first character: those of a character that begins many are found by one pattern, the rest
-        # one by one
-        by_first: dict[str, list[str]] = {}
-        for m in every:
-            by_first.setdefault(m[0], []).append(m)
+        # markers by their first character: those of a character that begins many are found by one pattern
+        by_first = _grouping((m[0], m) for m in every)
         tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
         self.patterns = tuple(re.compile(_trie(ms)) for ms in tries.values())
-        # the others by the first three characters, a group under the prefix its markers share (a text without it
-        # holds none of them): (prefix, its markers; none for a marker alone), with the ASCII ones alone too
-        heads: dict[str, list[str]] = {}
-        for ms in by_first.values():
-            if len(ms) < TRIE_MARKERS:
-                for m in ms:
-                    heads.setdefault(m[:3], []).append(m)
+        # the others grouped by their first three characters: (the prefix they share, the markers), ASCII ones apart
+        heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
         self.single = _grouped(heads.values())
         self.single_ascii = _grouped([m for m in ms if m.isascii()] for ms in heads.values())
         # the markers a pattern's match may hold: those it begins with and those that begin inside it
         self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
                                             if w.startswith(m, i) or m.startswith(w[i:])))
                      for ms in tries.values() for w in ms}
-        # the tagged formats a marker lets read strictly (detection's rule 1: a format reads a text strictly only when
-        # it holds one of its markers or other spellings, or the one it needs), and those that need none, by rank
+        # the tagged formats a marker lets read strictly (detection's rule 1), and those that need none, by rank
         self.rank = {f.name: i for i, f in enumerate(fmts)}
         self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
-        self.tagged_by_marker: dict[str, tuple[Any, ...]] = {}
-        for f in fmts:
-            if not f.detection.bare:
-                needs = f.detection.strict_needs
-                for m in (needs,) if needs else dict.fromkeys((*f.detection.markers, *f.detection.also_read)):
-                    self.tagged_by_marker[m] = (*self.tagged_by_marker.get(m, ()), f)
-
+        self.tagged_by_marker = _grouping((m, f) for f in fmts if not f.detection.bare for m in (
+            (f.detection.strict_needs,) if f.detection.strict_needs else _spelt(f)))
         # each marker (with its other spellings) and closer by the formats it names, in rank order
-        self.naming: dict[str, dict[str, tuple[Any, ...]]] = {"markers": {}, "closers": {}}
-        for which, named in self.naming.items():
-            for f in fmts:
-                spelt = (*f.detection.markers, *f.detection.also_read) if which == "markers" else f.detection.closers
-                for m in dict.fromkeys(spelt):
-                    named[m] = (*named.get(m, ()), f)
+        self.naming = {"markers": _grouping((m, f) for f in fmts for m in _spelt(f)),
+                       "closers": _grouping((m, f) for f in fmts for m in dict.fromkeys(f.detection.closers))}
         # the markers each tagged format shares with others (detection asks its sniff at the first of them)
         self.shared_markers: dict[str, tuple[str, ...]] = {}
         for f in fmts:
-            spelt = dict.fromkeys((*f.detection.markers, *f.detection.also_read))
-            shared = tuple(m for m in spelt if len(self.naming["markers"][m]) > 1)
+            shared = tuple(m for m in _spelt(f) if len(self.naming["markers"][m]) > 1)
             if shared and not f.detection.bare:
                 self.shared_markers[f.name] = shared
         # salvage's walk over the markers: each marker's place in rank order, and those written at a line start
         self.marker_order = {m: i for i, m in enumerate(self.naming["markers"])}
         self.line_markers = tuple(m for m in self.naming["markers"] if m[:1] == "\n")
-        # the formats each hook is asked of, in rank order: those with markers, the untagged ones, and those whose
-        # class answers the hook (the contract's default answers no)
+        # the formats each hook is asked of, in rank order
         self.with_markers = tuple(f for f in fmts if f.detection.markers)
         self.bare = tuple(f for f in fmts if f.detection.bare)
-        self.bare_by_marker: dict[str, tuple[Any, ...]] = {}
-        for f in self.bare:
-            for m in dict.fromkeys(f.detection.markers):
-                self.bare_by_marker[m] = (*self.bare_by_marker.get(m, ()), f)
+        self.bare_by_marker = _grouping((m, f) for f in self.bare for m in dict.fromkeys(f.detection.markers))
         self.claiming_values = _answering(fmts, "claims_value", contract)
         self.claiming_texts = _answering(fmts, "claims_text", contract)
         self.reading_untagged = _answering(self.with_markers, "read_untagged", contract)
-        # the markers and closers that may stand between a tool name and its arguments (salvage's NAME<token>{...}),
-        # by their last character
-        tokens: dict[str, list[str]] = {}
-        for f in fmts:
-            for m in (*f.detection.markers, *f.detection.closers):
-                if len(m) > 2 and m not in tokens.get(m[-1], ()):
-                    tokens.setdefault(m[-1], []).append(m)
-        self.tokens_by_last = {c: tuple(ms) for c, ms in tokens.items()}
+        # the markers and closers that may stand between a name and its arguments (NAME<token>{...}), by last character
+        self.tokens_by_last = _grouping((m[-1], m) for m in dict.fromkeys(
+            m for f in fmts for m in (*f.detection.markers, *f.detection.closers) if len(m) > 2))
 
     def in_name(self, name: str) -> bool:
-        """Whether a tool name holds a marker (harmony's ``to=functions.``, Phi-4-mini's ``<|tool_call|>``): the
-        rest of another format's call whose own separator was lost, not a tool's name."""
+        """Whether a tool name holds a marker: the rest of another format's call whose separator was lost."""
         return self._any.search(name) is not None
 
     def marked(self, found_at: Mapping[str, int]) -> Sequence[Any]:
@@ -138,7 +107,20 @@ class MarkerTable:
         return sorted(got.values(), key=lambda f: self.rank[f.name]) if len(got) > 1 else list(got.values())
 
 
-def _grouped(groups: Iterable[list[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _spelt(fmt: Any) -> dict[str, None]:
+    """A format's markers and other spellings, once each, in order."""
+    return dict.fromkeys((*fmt.detection.markers, *fmt.detection.also_read))
+
+
+def _grouping(pairs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """The second items of ``pairs`` grouped by their first, in order."""
+    out: dict[str, list[Any]] = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(value)
+    return {key: tuple(values) for key, values in out.items()}
+
+
+def _grouped(groups: Iterable[Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each group of markers as (the prefix they share, the markers), a marker alone as (itself, ())."""
     return tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), tuple(ms)) for ms in groups if ms)
 
@@ -150,10 +132,9 @@ def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...
 
 
 def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
-    """Where each marker of ``table`` first occurs in ``text``: marker -> position, for the markers that occur. The
-    markers of a character that begins many (``<``) are found by one pass of their pattern, which tells those written
-    (each match: the markers it holds), each then searched for; the others are searched for one by one, a group
-    sharing a prefix only when the prefix occurs (those with other than ASCII characters not in an ASCII text)."""
+    """Where each marker of ``table`` first occurs in ``text``: marker -> position, for the markers that occur (those
+    of a character that begins many found by one pass of their pattern, a group sharing a prefix only searched for
+    when the prefix occurs)."""
     out: dict[str, int] = {}
     for head, group in table.single_ascii if text.isascii() else table.single:
         if head in text:

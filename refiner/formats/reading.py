@@ -3,21 +3,17 @@
     got = read_upstream(text, wanted=None, tools=index)
     got.fmt, got.out_fmt, got.calls, got.strict_ok, got.strict_reason, got.text_cut, got.cut, got.salvaged
 
-The text's reasoning block is split off once (every reader is handed a :class:`~refiner.formats.reasoning.Read`), it
-is detected at most once, its markers searched once (detection's search is salvage's); it is read strictly at most
-once per format (the readings detection makes are kept, by format, and a lenient reading is given the strict error
-instead of reading again); it is read leniently once in the format it is read in, and salvage (calls read wherever
-they are, :mod:`refiner.formats.salvage`) takes that reading for the region that is the whole text; values a
-format writes as untyped text take the types the tools declare (:meth:`~refiner.formats.WireFormat.retype`). A text
-in which nothing could start a call (:func:`could_hold_calls`) gets no salvage, and in the default format no lenient
-read. The gate checks the result (:func:`refiner.gate.check_text`), tier 1 repairs it (:mod:`refiner.repair`).
+The text's reasoning is split off once, it is detected at most once and its markers searched once; it is read
+strictly at most once per format (``tried`` keeps the readings by format), leniently once in the format it is read
+in, and salvage (:mod:`refiner.formats.salvage`) takes that reading for the whole text. A text in which nothing
+could start a call (:func:`could_hold_calls`) gets no salvage, and in the default format no lenient read.
 
 Choosing the format: the result is written in the requested format (else the refiner's, else the upstream's). The
 upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
 strictly valid in that one (and the text does not open with the requested one's markers) or (broken) carries that
-format's tags and none of the requested one's, else (broken text) in the requested one, leniently; a text that stops
-inside the calls of the requested format (its reading says it was cut) is read in that one. With no format asked for
-and none detected, the answer is written in the dialect salvage found the calls in.
+format's tags and none of the requested one's, else in the requested one, leniently; a text that stops inside the
+calls of the requested format is read in that one. With no format asked for and none detected, the answer is written
+in the dialect salvage found the calls in.
 """
 
 from __future__ import annotations
@@ -44,10 +40,9 @@ Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one
 @dataclass
 class Reading:
     """What one text holds, read in one format. ``strict_reason``: why the text is not valid in ``fmt`` (None when
-    it is); ``text_cut``: where the text stops inside a call, as ``fmt`` read it; ``cut``: the same for ``calls``
-    (salvage's calls carry no index); ``mended``: the format's reader restored one lost or doubled character and read
-    the whole text with it; ``salvaged``: where the calls were found when salvage's reading replaced the format's;
-    ``detected``: what detection said (None: nothing, or it did not run)."""
+    it is); ``text_cut``: where the text stops inside a call, as ``fmt`` read it; ``cut``: the same for ``calls``;
+    ``mended``: the reader restored one lost or doubled character and read the whole text with it; ``salvaged``:
+    where the calls were found when salvage's reading replaced the format's; ``detected``: what detection said."""
 
     text: str
     fmt: str
@@ -69,10 +64,8 @@ class Reading:
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None or type(tools) is ToolCatalog:  # (told by type first: the ABC check is slow)
+    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (by type first: faster)
         return tools  # (a copy of a catalog would read every spec)
-    if isinstance(tools, ToolCatalog):
-        return tools
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}
@@ -107,9 +100,8 @@ def choose_formats(
     sniffed: Sniffed | None = None,
 ) -> tuple[str, str, str | None]:
     """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the
-    requested format, else the refiner's. ``tried`` collects the strict readings made on the way, ``sniffed`` the
-    formats detection chose among those sharing a marker; ``markers``: the text's
-    :func:`~refiner.formats.base.marker_positions`, when the caller has them."""
+    requested format, else the refiner's. ``tried``, ``markers`` and ``sniffed``: as in
+    :func:`~refiner.formats.detect.detect_with_calls`."""
     tried = {} if tried is None else tried
     if wanted and strict_reading(get(wanted), text, tried) is not None:
         return wanted, wanted, None
@@ -124,16 +116,14 @@ def choose_formats(
 
 
 def _opened_in(wanted: str, detected: str, text: str) -> bool:
-    """Whether a marker of the requested format comes before every marker of the detected one: the text opens in
-    the requested format, and the detected one's calls are quoted in its values or follow its calls."""
+    """Whether a marker of the requested format comes before every marker of the detected one."""
     body = strip_reasoning(text)
     first = min((i for m in get(wanted).detection.markers if (i := body.find(m)) >= 0), default=-1)
     return first >= 0 and all(not 0 <= body.find(m) <= first for m in get(detected).detection.markers)
 
 
 def _marked_as(detected: str, wanted: str, text: str) -> bool:
-    """Whether a broken text carries the detected format's own tags and none of the requested format's: it is read
-    in the format it is written in (a requested format is the output format, not a filter on what is read)."""
+    """Whether a broken text carries the detected format's own tags and none of the requested format's."""
     body = strip_reasoning(text)
     own, other = get(detected).detection, get(wanted).detection
     return any(m in body for m in (*own.markers, *own.closers)) and not any(
@@ -159,27 +149,22 @@ def read_text(
     has it; ``lenient`` False: the caller knows the lenient reading would find nothing (:func:`could_hold_calls`)."""
     wire = get(fmt)
     tried = {} if tried is None else tried
+    calls = error = None
     if fmt in tried or len(text) > MAX_LENIENT_CHARS or not lenient:  # (parse_lenient does not try a text that
         calls = strict_reading(wire, text, tried)  # long strictly)
-        if calls is not None:
-            out = Reading(text, fmt, calls, True)
-        elif not lenient:
-            out = Reading(text, fmt, [], False, _reason(tried[fmt]))
-        else:
-            error = tried[fmt]
-            got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
-            mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
-            out = Reading(text, fmt, got.calls, False, _reason(error), got.cut, got.cut, mended, lenient=got)
-    else:  # one strict parse: parse_lenient tries it first and says why it failed
-        got = wire.parse_lenient(text, tools=_offered(tools, offered))
-        tried[fmt] = got.calls if got.ok else (got.strict_error or FormatError(fmt, "not valid"))
-        if got.ok:
-            out = Reading(text, fmt, got.calls, True, None, got.cut, got.cut)
-        else:
-            error = got.strict_error
-            reason = _reason(error) if error is not None else "; ".join(map(str, got.problems[:3]))
-            mended = any(p.code == "mended" for p in got.problems)
-            out = Reading(text, fmt, got.calls, False, reason, got.cut, got.cut, mended, lenient=got)
+        error = tried[fmt]
+    if calls is not None:
+        out = Reading(text, fmt, calls, True)
+    elif not lenient:
+        out = Reading(text, fmt, [], False, _reason(error))
+    else:  # (with no strict reading made, parse_lenient makes it and says why it failed)
+        got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
+        if error is None:
+            tried[fmt] = got.calls if got.ok else (got.strict_error or FormatError(fmt, "not valid"))
+        error = error or got.strict_error
+        reason = None if got.ok else _reason(error) if error is not None else "; ".join(map(str, got.problems[:3]))
+        mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
+        out = Reading(text, fmt, got.calls, got.ok, reason, got.cut, got.cut, mended, lenient=None if got.ok else got)
     if out.calls and tools is not None and (index := tool_index(tools)):  # values a format writes as untyped text
         out.calls = wire.retype(out.calls, index)  # take their declared types
     return out
@@ -191,12 +176,10 @@ def _offered(tools: Any, offered: Mapping[str, Any] | None) -> Mapping[str, Any]
 
 @dataclass
 class Detected:
-    """A text's format as its caller detected it (:func:`detect_upstream`), handed to :func:`read_upstream` so that
-    the text is read in that format without being detected again. ``fmt``: None when no format was found; ``calls``:
-    the strict reading when the text is valid in ``fmt``; ``tried``, ``markers`` and ``sniffed``: the strict readings
-    detection made (by format), the markers it found and the formats it chose where formats share a marker, which the
-    reading goes on from (adding to them); ``reading``: the text read by this detection with the tools of the request
-    it is handed with, when the caller made it."""
+    """A text's format as its caller detected it (:func:`detect_upstream`), for :func:`read_upstream` to go on from.
+    ``fmt``: None when no format was found; ``calls``: the strict reading when the text is valid in ``fmt``;
+    ``tried``, ``markers`` and ``sniffed``: what detection made on the way; ``reading``: the text read with the tools
+    of the request, when the caller made it."""
 
     text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
     fmt: str | None
@@ -211,8 +194,7 @@ class Detected:
 
 
 def detect_upstream(text: str) -> Detected:
-    """``text``'s format detected once (:func:`refiner.formats.detect.detect_with_calls`), with what the detection
-    made on the way."""
+    """``text``'s format detected once, with what the detection made on the way."""
     body = read(text)
     tried: Strict = {}
     sniffed: Sniffed = {}
@@ -229,10 +211,9 @@ def read_upstream(
     offered: Mapping[str, Any] | None = None,
     detected: Detected | None = None,
 ) -> Reading:
-    """A request's upstream read once (see the module docstring): the format chosen, the text read in it, and, when
-    it is not valid there, the calls read wherever they are when that reading is the better one. ``offered``:
-    :func:`params_by_tool` of ``tools``, when the caller has it; ``detected``: the caller's detection of ``text``
-    that found a format: the text is read and written in that one (``wanted`` aside), on from what detection made."""
+    """A request's upstream read once (see the module docstring). ``offered``: :func:`params_by_tool` of ``tools``,
+    when the caller has it; ``detected``: the caller's detection of ``text`` that found a format: the text is read and
+    written in that one (``wanted`` aside)."""
     given = text
     markers: dict[str, int] | None = None
     offered = _offered(tools, offered)
@@ -272,10 +253,9 @@ def read_upstream(
 
 
 def could_hold_calls(text: str, markers: Mapping[str, int], offered: Mapping[str, Any] | None) -> bool:
-    """Whether anything in ``text`` (read: its reasoning split) could start a call that a lenient reader or salvage
-    reads: a marker or closer of any format (``markers``: the text's :func:`~refiner.formats.base.marker_positions`),
-    a bracket after the reasoning, a marker written at a line start opening the answer, or an offered tool's name.
-    When nothing could, salvage finds no call."""
+    """Whether anything in ``text`` (its reasoning split) could start a call: a marker or closer of any format
+    (``markers``: the text's marker positions), a bracket after the reasoning, a line marker opening the answer, or
+    an offered tool's name."""
     if markers:
         return True
     at = reasoning_offset(text)
@@ -300,11 +280,9 @@ def salvaged(
     tried: Strict | None = None,
     sniffed: Sniffed | None = None,
 ) -> Reading:
-    """``reading`` with the calls read wherever the model put them, when the text is not valid in its format and
-    that reading is the better one (:func:`better_salvage`), values typed by the specs; else ``reading`` itself.
-    ``markers``: the text's :func:`~refiner.formats.base.marker_positions`, when the caller has them; ``tried``: its
-    strict readings made so far, by format name; ``sniffed``: the formats detection chose among those sharing a
-    marker."""
+    """``reading`` with the calls read wherever the model put them, when that reading is the better one
+    (:func:`better_salvage`), values typed by the specs; else ``reading`` itself. ``markers``, ``tried``, ``sniffed``:
+    what the caller already made (see :func:`read_upstream`)."""
     if reading.strict_ok or reading.mended:
         return reading
     known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
@@ -338,14 +316,10 @@ def better_salvage(
 ) -> Salvage | None:
     """The calls of a text that is not valid in its format, read wherever they are
     (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
-    (``lenient``); else None. Better: more calls to offered tools (to plausibly named ones when there is no tool list),
-    then more of them spelled exactly as offered, then fewer calls to other names, then more arguments read. So a
-    lenient reading that found nothing, or fewer calls than are there, gives way; and when salvage read the whole text
-    and found no call, the lenient reading's calls were made of prose (``get_weather() needs a city``) and give way
-    too. A reading as good as salvage's is kept. ``known``: the lenient readings of ``text`` already made with
-    ``offered``, by format name; ``markers``: its :func:`~refiner.formats.base.marker_positions`, when already made;
-    ``tried``: its strict readings already made, by format name; ``sniffed``: the formats detection chose among those
-    sharing a marker."""
+    (``lenient``); else None. Better: more calls to offered tools (plausibly named ones without a tool list), then more
+    spelled exactly as offered, then fewer calls to other names, then more arguments. When salvage read the whole text
+    and found no call, the lenient reading's calls were made of prose and give way. ``known``: the lenient readings
+    already made with ``offered``, by format name; ``markers``, ``tried``, ``sniffed``: as in :func:`salvaged`."""
     offered = _offered(tools, offered)
     found = salvage(text, offered, known, markers, tried, sniffed)
 

@@ -1,7 +1,6 @@
 """Strict reading helpers: JSON that must be exactly right, tags that must be there, call objects that must have the
 right keys. Each raises the format's :class:`~refiner.formats.base.FormatError` with a message and a position, and
-reads well-formed input through checks that build no message (the reward parses every output strictly).
-"""
+reads well-formed input through checks that build no message."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# strict JSON: NaN and Infinity rejected, and so are numbers too large for a float (``1e999``), which JSON cannot
-# write back
+# strict JSON: NaN, Infinity and numbers too large for a float (``1e999``) rejected
 JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
@@ -103,8 +101,8 @@ def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
 
 def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
     """``(value, position)``, lazily, for the JSON value of each ``open_tag ... close_tag`` block after any reasoning
-    (with ``many``: each of the values a block holds in sequence); raises when there is no block, a block holds
-    anything else, or a block is not closed. A tag quoted inside a string is text."""
+    (with ``many``: each of the values a block holds); raises when there is no block, a block holds anything else, or
+    a block is not closed."""
     i = first_tag(fmt, text, open_tag, f"no {open_tag}...{close_tag} block")[1]
     ws, decode = _WS.match, JSON_DECODER.raw_decode
     after_open, after_close = len(open_tag), len(close_tag)
@@ -128,8 +126,8 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
 
 
 def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
-    """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it (a tag
-    quoted inside one of its strings is text), and its position; raises when either tag is missing."""
+    """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and its
+    position; raises when either tag is missing."""
     a = first_tag(fmt, text, open_tag, f"missing {open_tag}")[1] + len(open_tag)
     if text.find(close_tag, a) < 0:
         raise fmt.error(f"missing {close_tag}", len(text))
@@ -142,8 +140,7 @@ def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tu
 
 
 MAX_JSON_CANDIDATES = 64
-# Starting points that nest deeper than Python's JSON decoder may go, before the search gives up: each costs a descent
-# of about a thousand levels, and in a nesting bomb every starting point inside it is one.
+# Starting points that nest deeper than Python's JSON decoder may go, before the search gives up.
 MAX_DEEP_CANDIDATES = 2
 _DEEP = "JSON nested too deeply"
 
@@ -227,7 +224,7 @@ def plain_calls(
 ) -> list[ToolCall] | None:
     """The calls of ``items`` (read lazily) when every item is a call object :func:`strict_fields` accepts, with
     optionally ``outputs_key`` holding a list of strings (``outputs_as=list``) or one string (``outputs_as=str``);
-    ``None`` at the first doubt (the format's own loop then explains the error)."""
+    ``None`` at the first doubt."""
     trusted = ToolCall.trusted
     calls = []
     for item in items:
@@ -263,8 +260,8 @@ def plain_calls(
 def token_sections(fmt: WireFormat, text: str, begin: str, call_begin: str, end: str,
                    read_call: Callable[[str, int], tuple[ToolCall, int]]) -> list[ToolCall]:
     """The calls of every ``begin ... end`` section after the reasoning, each call opened by ``call_begin`` and read
-    by ``read_call(text, position after call_begin) -> (call, position after it)`` (the sentinel dialects' strict
-    layout: DeepSeek, Kimi-K2). Raises ``FormatError`` when there is no section or a section holds anything else."""
+    by ``read_call(text, position after call_begin) -> (call, position after it)``; raises when there is no section or
+    a section holds anything else."""
     i = first_tag(fmt, text, begin, f"no {begin}")[1]
     calls = []
     while i >= 0:
