@@ -13,7 +13,7 @@ from typing import Any
 TRIE_MARKERS = 8
 
 
-def _trie(markers: Sequence[str]) -> str:
+def trie(markers: Sequence[str]) -> str:
     """A regular expression matching the longest of ``markers`` written at a place (their trie: at each branch the
     longer markers are tried before the one ending there)."""
     root: dict[str, Any] = {}
@@ -44,11 +44,11 @@ class MarkerTable:
             m for f in fmts for m in (*f.detection.markers, *f.detection.closers, *f.detection.also_read) if m
         )
         self.known = frozenset(every)
-        self._any = re.compile(_trie(tuple(every)) if every else "(?!)")
+        self._any = re.compile(trie(tuple(every)) if every else "(?!)")
         # markers by their first character: those of a character that begins many are found by one pattern
         by_first = _grouping((m[0], m) for m in every)
         tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
-        self.patterns = tuple(re.compile(_trie(ms)) for ms in tries.values())
+        self.patterns = tuple(re.compile(trie(ms)) for ms in tries.values())
         # the others grouped by their first three characters: (the prefix they share, the markers), ASCII ones apart
         heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
         self.single = _grouped(heads.values())

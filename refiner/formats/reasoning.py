@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from refiner.formats.markers import _trie as trie
+from refiner.formats.markers import trie
 
 THINK = ("<think>", "</think>")
 CALLS_IN_REASONING = False  # the default policy: a call written inside reasoning stays reasoning
