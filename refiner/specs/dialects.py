@@ -400,14 +400,10 @@ def detect_one(d: Any) -> str | None:
     mapping = type(params) is dict or (params is not None and isinstance(params, Mapping))
     schema = mapping and is_schema_object(params)
     args = d.get("arguments")
-    if "query_parameters" in d or "path_parameters" in d or "output_parameter" in d or (
-        args is not None and isinstance(args, Mapping)
-    ):
-        return "nestful"
-    if "output_parameters" in d and mapping and params and not schema:
+    if "query_parameters" in d or "path_parameters" in d or "output_parameter" in d or isinstance(args, Mapping):
         return "nestful"
     if mapping and params and not schema:
-        return "xlam"
+        return "nestful" if "output_parameters" in d else "xlam"
     if schema:
         if "required" in d or {t.strip().lower() for t in _types_in(params)} & _PYTHONISH:
             return "toolace"
