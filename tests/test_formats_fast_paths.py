@@ -1,6 +1,7 @@
-"""Every strict parser reads well-formed text through a fast path that checks types without building messages, and
-falls back to its checked reader at the first doubt. The two must agree: on renderings and on mutated copies of
-them, ``parse_strict`` with the fast path gives the same calls (or the same rejection) as with it switched off."""
+"""The strict parsers listed in FAST_PATHS read well-formed text through a fast path that checks types without
+building messages, and falls back to its checked reader at the first doubt. The two must agree: on renderings and on
+mutated copies of them, ``parse_strict`` with the fast path gives the same calls (or the same rejection) as with it
+switched off."""
 
 from __future__ import annotations
 
