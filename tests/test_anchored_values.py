@@ -6,10 +6,6 @@ parameter names. A value is either read exactly or not read at all.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from refiner.formats.anchored import anchored_calls
@@ -99,14 +95,10 @@ def test_a_parameter_attribute_written_empty_is_left_out():
         assert result["calls"] == [{"name": "get_weather", "arguments": {"days": 3}}], text
 
 
-def test_two_calls_that_disagree_on_their_markup_read_the_same_whatever_the_hash_seed():
-    """Two calls whose text from the name to the first key differs tie; the first call's markup wins in every process
-    (the choice once followed the iteration order of a set of strings, which the hash seed sets)."""
-    text = "@@get_weather :: city => Lisbon ;; days => 3\n@@get_weather -- city => Porto ;; days => 4\n"
-    code = ("from refiner.formats.anchored import anchored_calls as a; "
-            f"print([(f.call.name, f.call.arguments) for f in a({text!r}, 0, {OFFERED!r})[0]])")
-    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
-            for seed in range(6)}
-    assert len(seen) == 1, seen
-    assert "Lisbon" in seen.pop()
+def test_two_calls_that_disagree_on_their_markup_take_the_first_calls():
+    """Two calls whose text from the name to the first key differs tie: the first call's markup wins, in either order
+    (the choice once followed the iteration order of a set of strings, the same markup in both texts)."""
+    lisbon = "@@get_weather :: city => Lisbon ;; days => 3\n"
+    porto = "@@get_weather -- city => Porto ;; days => 4\n"
+    assert _read(lisbon + porto) == [("get_weather", {"city": "Lisbon ;;", "days": 3})]
+    assert _read(porto + lisbon) == [("get_weather", {"city": "Porto ;;", "days": 4})]
