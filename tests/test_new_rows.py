@@ -156,8 +156,12 @@ def test_onyx_reads_its_recipients_and_leaves_a_to_keyword_line_to_the_pythonic_
     assert onyx.parse_strict(note + onyx.render([CALL])) == [CALL]  # a to=self message is text
     assert onyx.parse_lenient("to=user<|message|>Sunny in Lisbon.<|eot|>").calls == []
     assert onyx.answer_parts(onyx.render([CALL])).content == ""  # the recipient is the call's, not content
-    # the header harmony writes before a recipient is harmony's marker: read as Onyx when the format is named
-    assert onyx.parse_strict("<|start|>assistant " + onyx.render([CALL])) == [CALL]
+    # the header harmony writes before a recipient: Onyx's when a JSON object follows a recipient free of harmony's
+    headed = "<|start|>assistant " + onyx.render([CALL])
+    assert onyx.parse_strict(headed) == [CALL]
+    assert formats.detect_format(headed) == "onyx"
+    assert formats.detect_format("<|start|>assistant to=functions.get_weather<|message|>{}<|call|>") == "harmony"
+    assert formats.detect_format("<|start|>assistant to=user<|message|>Sunny in Lisbon.<|eot|>") == "harmony"
     keyword = 'send_mail(\nto="bob@example.org", subject="hi")'
     assert formats.detect_format(keyword) == "toolace"
 

@@ -702,7 +702,8 @@ CATALOG: tuple[Row, ...] = (
                "to=self<|message|> start text, not a call)", reasoning=(),
                sources=("analytics-zoo/sglang python/sglang/srt/function_call/onyx_detector.py",)),
         NamedJson,
-        NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"))),
+        NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"),
+                      header="<|start|>assistant ")),
 )
 
 FORMATS = register_catalog(CATALOG)

@@ -57,7 +57,8 @@ class NamedSpelling:
     ``id_close``: a call id after ``call_open`` closed by this token, before the name (Solar Open), and ``counter``:
     written after the name and before the call's place in the turn (Kimi-K2's ``NAME:0``): both read and dropped,
     written as the place from 0; ``text_key``: a body that does not open a JSON object is read as this one
-    argument's text (CWM's ``command``), written as JSON.
+    argument's text (CWM's ``command``), written as JSON; ``header``: a turn header a token-less row's first call may
+    follow, read and a marker of the row (Onyx keeps harmony's ``<|start|>assistant ``).
 
     Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose`` (the module's docstring); ``names``: a
     tool name's pattern; ``also``: the family's other layouts, read by recovery; ``respelt``: ``(look-alike,
@@ -75,6 +76,7 @@ class NamedSpelling:
     id_close: str = ""
     counter: str = ""
     text_key: str = ""
+    header: str = ""
     loose: bool = field(default=False, metadata=POLICY)
     names: str = field(default=NAME_PATTERN, metadata=POLICY)
     also: tuple[NamedSpelling, ...] = field(default=(), metadata=POLICY)
@@ -171,7 +173,8 @@ class NamedJson(WireFormat):
         if sp.section_open is None and sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
         if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker
-            return Detection(rank=rank, markers=("\n" + sp.call_open,), bare=True)
+            header = (sp.header + sp.call_open,) if sp.header else ()
+            return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True)
         return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
 
     def _name_ok(self, name: str) -> bool:
@@ -462,8 +465,9 @@ class NamedJson(WireFormat):
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
     def sniff(self, body: str, at: int) -> bool:
-        """``call_open`` followed by a tool name and ``name_close``, not by prose (``>>> x``); a loose row's first call
-        written in its layout."""
+        """``call_open`` followed by a tool name and ``name_close``, not by prose (``>>> x``); after the row's
+        ``header``, a name holding no other format's marker (harmony's ``to=functions.``) and a JSON object; a loose
+        row's first call written in its layout."""
         sp = self.spelling
         if sp.loose:
             lay, seg = layout(sp), body[at : at + ROW_CHARS]
@@ -482,8 +486,15 @@ class NamedJson(WireFormat):
                 return False
             m = _NAME.match(body, j + len(sp.id_close))
             return m is not None and body.startswith(sp.name_close, m.end())
+        header = sp.header and body.startswith(sp.header, at)
+        at += len(sp.header) if header else 0
         m = _NAME.match(body, at + len(sp.call_open))
-        return m is not None and body.startswith(sp.name_close, m.end()) and not marker_table().in_name(m.group())
+        if m is None or not body.startswith(sp.name_close, m.end()):
+            return False
+        if header:
+            return not marker_table().in_name(body[at : m.end()]) and body.startswith(
+                "{", skip_ws(body, m.end() + len(sp.name_close)))
+        return not marker_table().in_name(m.group())
 
     def region_start(self, body: str, at: int) -> int:
         """Token-less rows: the region starts at the earliest call token at a line start that runs on to the marker's
