@@ -42,6 +42,7 @@ VLLM_OLD = "vllm-project/vllm vllm/entrypoints/openai/tool_parsers/"
 VLLM_EXAMPLES = "vllm-project/vllm examples/"
 SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
 LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
+LLAMA_CPP_PARSERS = "ggml-org/llama.cpp common/parsers/"
 SHA_CHARS = 12  # the sha256 prefix that names a template
 
 
@@ -115,7 +116,7 @@ CATALOG: tuple[Row, ...] = (
                "(type=\"string\" raw, other types JSON)",
                models=("moonshotai/Kimi-K3",),
                sources=("sgl-project/sglang python/sglang/srt/function_call/kimik3_detector.py, kimik3_format.py",
-                        "vllm-project/vllm vllm/tool_parsers/kimi_k3_tool_parser.py",
+                        "vllm-project/vllm vllm/tool_parsers/kimi_k3_tool_parser.py", LLAMA_CPP_PARSERS + "kimi-k3.cpp",
                         *_checked("Kimi-K3.jinja 4578103bf225")),
                reasoning=(("<|open|>think<|sep|>", "<|close|>think<|sep|>"),)),
         XmlParams, XmlSpelling(section_open="<|open|>tools<|sep|>", section_close="<|close|>tools<|sep|>",
@@ -128,7 +129,7 @@ CATALOG: tuple[Row, ...] = (
                "<KEY>VALUE</KEY> element per argument, objects nested, lists as <item> elements",
                models=("MiniMaxAI/MiniMax-M3",),
                sources=(SGLANG + "minimax_m3.py, _llm_nom/m3_text.py, minimax_m3_nom.py",
-                        "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py",
+                        "vllm-project/vllm vllm/tool_parsers/minimax_m3_tool_parser.py", LLAMA_CPP_PARSERS + "minimax-m3.cpp",
                         *_checked("MiniMax-M3.jinja 11421244f675")),
                reasoning=(("<mm:think>", "</mm:think>"),)),
         NsXml, NsXmlSpelling()),
@@ -174,6 +175,7 @@ CATALOG: tuple[Row, ...] = (
                         SGLANG + "qwen3_detector.py", SGLANG + "qwen3_coder_new_detector.py",
                         SGLANG + "step3p5_detector.py (Qwen3-Coder's detector behind a mender of missing tags)",
                         SGLANG + "multi_format_detector.py (tool_format qwen3)", LLAMA_CPP + "StepFun3.7-Flash.jinja",
+                        LLAMA_CPP_PARSERS + "qwen3-coder.cpp",
                         "Qwen/Qwen3-Coder-480B-A35B-Instruct chat_template.jinja",
                         *_checked("Qwen3-Coder.jinja d287fb2edf14", "Qwen3.5-4B.jinja a4aee8afcf2e",
                                   "StepFun3.5-Flash.jinja b18b99dff726",
@@ -197,6 +199,7 @@ CATALOG: tuple[Row, ...] = (
                         SGLANG + "multi_format_detector.py (tool_format glm)", LLAMA_CPP + "glm_4_5.jinja",
                         VLLM + "ling3_tool_parser.py (vllm/parser/ling3.py)", VLLM + "poolside_v1_tool_parser.py",
                         VLLM + "spark3_tool_parser.py", VLLM + "hyperclovax_seed_think_tool_parser.py",
+                        VLLM + "glm_grammar.py (the GLM-4.7 layout its grammar constrains)", LLAMA_CPP_PARSERS + "ling3.cpp",
                         VLLM_OLD + "glm4_tool_only_parser.py (the opening <tool_call> in the prompt: put back)",
                         "lucifer1004/sglang python/sglang/srt/function_call/welm_v4_detector.py (WeLM-v4)",
                         *_checked("GLM-4.6.jinja 8804f445c761", "GLM-4.7-Flash.jinja d63ad536c3c8",
@@ -311,7 +314,7 @@ CATALOG: tuple[Row, ...] = (
                                   "moonshotai-Kimi-K2.jinja 9fcc72b7c248"),
                         LLAMA_CPP + "moonshotai-Kimi-K2-Thinking.jinja (the call's id as given, functions.NAME:IDX)",
                         VLLM + "kimi_k2_tool_parser.py", VLLM + "kimi_k2_engine_tool_parser.py",
-                        SGLANG + "kimik2_detector.py")),
+                        SGLANG + "kimik2_detector.py", LLAMA_CPP_PARSERS + "kimi-k2.cpp")),
         NamedJson, KIMI_K2),
     Row(
         Family("llm_jp_harmony", "LLM-jp-4.1 harmony: gpt-oss harmony with a space after the special tokens a word "
@@ -319,7 +322,7 @@ CATALOG: tuple[Row, ...] = (
                " and <|end|> closing every call but the last (<|call|>)",
                sources=("llm-jp/sglang python/sglang/srt/function_call/llm_jp_harmony_detector.py",
                         "llm-jp/llm-jp-vllm llm_jp_vllm/llmjp4/tool_parser.py",
-                        "ggml-org/llama.cpp common/parsers/llm-jp-harmony.cpp"),
+                        LLAMA_CPP_PARSERS + "llm-jp-harmony.cpp"),
                reasoning=(("<|channel|> analysis<|message|>", "<|end|>"), ("<|channel|>analysis<|message|>", "<|end|>"))),
         harmony.Harmony, harmony.HarmonySpelling(recipient_first=True, content_type="<|constrain|> json", start_first=True,
                                                  between="<|end|>", spaced=True)),
@@ -328,7 +331,8 @@ CATALOG: tuple[Row, ...] = (
                'analysis channel before it is reasoning)',
                sources=(*_checked("openai-gpt-oss-120b.jinja a4c9919cbbd4"), VLLM + "gptoss_tool_parser.py",
                         VLLM + "openai_tool_parser.py", SGLANG + "gpt_oss_detector.py",
-                        SGLANG + "harmony_tool_parser.py (commentary messages to functions.NAME)"),
+                        SGLANG + "harmony_tool_parser.py (commentary messages to functions.NAME)",
+                        LLAMA_CPP_PARSERS + "gpt-oss.cpp"),
                reasoning=(('<|channel|>analysis<|message|>', '<|end|>'), ('<think>', '</think>'))),
         harmony.Harmony, harmony.TEMPLATE),
     Row(
@@ -336,7 +340,7 @@ CATALOG: tuple[Row, ...] = (
                "name=\"KEY\" string=\"true|false\">VALUE</｜DSML｜parameter>...</｜DSML｜invoke></｜DSML｜function_calls>",
                models=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Exp"),
                sources=(VLLM + "deepseekv32_tool_parser.py", SGLANG + "deepseekv32_detector.py",
-                        VLLM + "deepseekv32_engine_tool_parser.py",
+                        VLLM + "deepseekv32_engine_tool_parser.py", LLAMA_CPP_PARSERS + "deepseek.cpp (function_calls)",
                         *_checked("deepseek-ai-DeepSeek-V3.2.jinja 8e5a13fcc4bd"), LLAMA_CPP + "DeepSeek-V3.2.jinja",
                         "deepseek-ai/DeepSeek-V3.2 encoding/encoding_dsv32.py")),
         XmlParams, dsml("<｜DSML｜", "function_calls")),
@@ -344,7 +348,7 @@ CATALOG: tuple[Row, ...] = (
         Family("deepseek_v4", "DeepSeek V4 DSML: V3.2's invoke/parameter elements inside <｜DSML｜tool_calls>",
                models=("deepseek-ai/DeepSeek-V4-Flash",),
                sources=(VLLM + "deepseekv4_tool_parser.py", SGLANG + "deepseekv4_detector.py",
-                        VLLM + "deepseekv4_engine_tool_parser.py",
+                        VLLM + "deepseekv4_engine_tool_parser.py", LLAMA_CPP_PARSERS + "deepseek.cpp (tool_calls)",
                         *_checked("deepseek-ai-DeepSeek-V4.jinja 7bd4fbdf0c06",
                                   "deepseek-ai-DeepSeek-V4-Flash-0731.jinja aec3d906bce8"))),
         XmlParams, dsml("<｜DSML｜", "tool_calls")),
@@ -403,7 +407,7 @@ CATALOG: tuple[Row, ...] = (
         Family("muse_glimmer", "Muse Glimmer (ATEM): <atem:function_calls><atem:invoke name=\"NAME\"><atem:parameter "
                "name=\"KEY\">VALUE</atem:parameter></atem:invoke></atem:function_calls>",
                sources=(VLLM + "muse_glimmer_tool_parser.py", SGLANG + "muse_glimmer_detector.py",
-                        *_checked("muse-glimmer.jinja cfc67e5f349f"))),
+                        LLAMA_CPP_PARSERS + "muse-glimmer.cpp", *_checked("muse-glimmer.jinja cfc67e5f349f"))),
         XmlParams, invoke("atem:function_calls", "atem:")),
     Row(
         Family("minicpm5", "MiniCPM5: <function name=\"NAME\"><param name=\"KEY\">VALUE</param></function> per call "
@@ -412,7 +416,8 @@ CATALOG: tuple[Row, ...] = (
                models=("openbmb/MiniCPM4-8B",),
                sources=(SGLANG + "minicpm5_detector.py", SGLANG + "minicpm4_xml_detector.py (MiniCPM-4's XML calls)",
                         ("vllm-project/vllm vllm/frontend/processing/tool_parsers/minicpm5xml_tool_parser.py (JSON, "
-                        "then a Python literal)"), *_checked("openbmb-MiniCPM5-1B.jinja 7451a05cf1e2"))),
+                        "then a Python literal)"), LLAMA_CPP_PARSERS + "minicpm5.cpp",
+                        *_checked("openbmb-MiniCPM5-1B.jinja 7451a05cf1e2"))),
         XmlParams, XmlSpelling(call_open="<function ", call_close="</function>", name_at="attr", key_open="<param ",
             value_close="</param>", key_at="attr", typing="python", cdata=True)),
     Row(
@@ -450,7 +455,7 @@ CATALOG: tuple[Row, ...] = (
                "other values JSON; the 'xml_typed' layout's <ifm|arg_type> elements are read by recovery)",
                models=("k2-horizon/K2-Horizon",), sources=(VLLM + "k2_horizon_tool_parser.py",
                                                           SGLANG + "k2_v3_detector.py (parser k2_horizon)",
-                                                          "ggml-org/llama.cpp common/parsers/k2-horizon.cpp")),
+                                                          LLAMA_CPP_PARSERS + "k2-horizon.cpp")),
         XmlParams, replace(kv("ifm|", section="ifm|tool_calls", sep=""),
         type_open="<ifm|arg_type>", type_close="</ifm|arg_type>")),
     Row(
@@ -476,15 +481,17 @@ CATALOG: tuple[Row, ...] = (
                         "dropped)")),
         mistral.Mistral, mistral.SPACED),
     Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=mistral.REASONING,
-               sources=_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
-                                "mistralai-Ministral-3-14B-Reasoning-2512.jinja 39f03c383413",
-                                "unsloth-mistral-Devstral-Small-2507.jinja 039a4710e2aa")),
+               sources=(*_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
+                                  "mistralai-Ministral-3-14B-Reasoning-2512.jinja 39f03c383413",
+                                  "unsloth-mistral-Devstral-Small-2507.jinja 039a4710e2aa"),
+                        LLAMA_CPP_PARSERS + "ministral3.cpp")),
         mistral.MistralV11, None),
     Row(
         Family("granite", 'Granite 3.x: <|tool_call|>[{"name": ..., "arguments": {...}}, ...]',
                models=("ibm-granite/granite-3.0-8b-instruct", "ibm-granite/granite-3.1-8b-instruct"),
                sources=(VLLM + "granite_tool_parser.py",
-                        VLLM + "granite_engine_tool_parser.py (vllm/parser/granite.py)")),
+                        VLLM + "granite_engine_tool_parser.py (vllm/parser/granite.py)",
+                        LLAMA_CPP + "ibm-granite-granite-3.3-2B-Instruct.jinja (its template writes no calls)")),
         JsonCalls, JsonSpelling("<|tool_call|>", None, "list", alt_opens=("<tool_call>",))),
     # after Granite, whose row keeps a broken <|tool_call|> text; this one's own texts Granite's strict reader rejects
     Row(
@@ -571,6 +578,8 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "lfm2_tool_parser.py", VLLM + "openpangu_v2_tool_parser.py (a JSON list in the tags)",
                         SGLANG + "lfm2_detector.py",
                         LLAMA_CPP + "llama-cpp-lfm2.jinja (a JSON list in the tags; a call's \"id\" is not read strictly)",
+                        LLAMA_CPP_PARSERS + "lfm2.cpp (Python calls in the tags, JSON's true, false and null too)",
+                        LLAMA_CPP + "LFM2-8B-A1B.jinja, LFM2.5-Instruct.jinja (their templates write no calls)",
                         *_checked("LFM2.5-8B-A1B.jinja 6d65c8804847"))),
         SentinelPythonic, Wrapper("<|tool_call_start|>", "<|tool_call_end|>", json_ok=True)),
     Row(
@@ -594,7 +603,7 @@ CATALOG: tuple[Row, ...] = (
                 *_checked("google-gemma-4-31B-it.jinja 85a08664d16d",
                           "google-gemma-4-31B-it-interleaved.jinja 65f93a25708c"),
                 "vLLM vllm/tool_parsers/gemma4_tool_parser.py",
-                VLLM + "gemma4_engine_tool_parser.py", SGLANG + "gemma4_detector.py",
+                VLLM + "gemma4_engine_tool_parser.py", SGLANG + "gemma4_detector.py", LLAMA_CPP_PARSERS + "gemma4.cpp",
             ),
             # the thought channel's name is markup, not reasoning (vLLM's Gemma 4 reasoning parser drops it too)
             reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"), ("<|channel>", "<channel|>")),
@@ -621,7 +630,7 @@ CATALOG: tuple[Row, ...] = (
                models=("CohereLabs/c4ai-command-a-03-2025", "CohereLabs/c4ai-command-r7b-12-2024",
                        "CohereLabs/command-a-plus-05-2026-bf16"),
                sources=(VLLM + "cohere_command_tool_parser.py", SGLANG + "cohere_command4_detector.py",
-                        VLLM_OLD + "command_tool_parser.py",
+                        VLLM_OLD + "command_tool_parser.py", LLAMA_CPP_PARSERS + "cohere2moe.cpp",
                         *_checked("Cohere2MoE.jinja d8366efb9f07",
                                   "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja cc60b5532793")),
                reasoning=(("<|START_THINKING|>", "<|END_THINKING|>"),)),
@@ -649,13 +658,13 @@ CATALOG: tuple[Row, ...] = (
         Family("gigachat3", 'GigaChat 3: function call<|role_sep|>\\n{"name": ..., "arguments": {...}}',
                models=("ai-sage/GigaChat3-10B-A1.8B", "ai-sage/GigaChat3-702B-A36B-preview"),
                sources=(*_checked("GigaChat3-10B-A1.8B.jinja bbbf2de800b6"), VLLM + "gigachat3_tool_parser.py",
-                        SGLANG + "gigachat3_detector.py")),
+                        SGLANG + "gigachat3_detector.py", LLAMA_CPP_PARSERS + "gigachat-v3.cpp")),
         JsonCalls, JsonSpelling("function call<|role_sep|>", None, "object", alt_opens=("<|function_call|>",),
              between="<|message_sep|>\n\n")),
     Row(
         Family("inkling", 'Inkling: <|content_invoke_tool_json|>{"name": ..., "args": {...}}<|end_message|> per call',
                sources=("vLLM vllm/parser/inkling.py", VLLM + "inkling_tool_parser.py", SGLANG + "inkling_detector.py",
-                        "ggml-org/llama.cpp common/parsers/inkling.cpp (the tool's name echoed before each call's token)"),
+                        LLAMA_CPP_PARSERS + "inkling.cpp (the tool's name echoed before each call's token)"),
                reasoning=(("<|content_thinking|>", "<|end_message|>"),)),
         JsonCalls, JsonSpelling("<|content_invoke_tool_json|>", "<|end_message|>", "object", arg_keys=("args", "arguments"),
              lead="", between="<|message_model|>")),
@@ -694,7 +703,7 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("functionary_v32", "Functionary v3.2: >>>NAME\\n{...} per call (>>>all\\n starts text)",
                models=("meetkai/functionary-small-v3.2", "meetkai/functionary-medium-v3.2"),
-               sources=("llama.cpp common/parsers/functionary-v3-2.cpp",
+               sources=(LLAMA_CPP_PARSERS + "functionary-v3-2.cpp",
                         *_checked("meetkai-functionary-medium-v3.2.jinja 5c7c96c27cfe"))),
         NamedJson, NamedSpelling(None, None, ">>>", "\n", joiner="\n", text_recipients=("all",))),
     Row(
