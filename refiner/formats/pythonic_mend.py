@@ -6,6 +6,7 @@ request's tools (:func:`settle`), else none. Every value read is text the model 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -81,7 +82,7 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
             yield p, ""
 
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool}
+_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
 
 
 def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
@@ -91,8 +92,6 @@ def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
         return True
     if kind in ("integer", "number"):
         return type(value) is int or (kind == "number" and type(value) is float)
-    if kind == "null":
-        return value is None
     if not isinstance(value, _JSON_TYPES.get(kind, object)):
         return False
     items = getattr(param, "items", None)
@@ -162,12 +161,10 @@ def mend_list(
     no backslash) is mended with its quotes swapped."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or refused(src):
         return None
-    depth, limit = 0, MAX_ARGUMENT_DEPTH + 2  # brackets nesting deeper (quotes not minded): dropped anyway, and
-    if src.count("[") + src.count("{") + src.count("(") > limit:  # each edit would read the nest again
-        for m in _BRACKETS.finditer(src):
-            depth += 1 if m.group() in "[{(" else -1
-            if depth > limit:
-                return None
+    limit = MAX_ARGUMENT_DEPTH + 2  # brackets nesting deeper (quotes not minded): dropped anyway, and each edit
+    if src.count("[") + src.count("{") + src.count("(") > limit and max(  # would read the nest again
+            itertools.accumulate(1 if b in "[{(" else -1 for b in _BRACKETS.findall(src))) > limit:
+        return None
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
         calls, end, _, _ = fast_call_prefix(src)

@@ -44,9 +44,10 @@ class _Stop(Exception):
 _WORD = re.compile(r"\S*")
 
 
-def _word_end(text: str, pos: int, limit: int) -> int:
-    """Where the text that is not blank from ``pos`` ends, looked for within ``limit + 1`` characters."""
-    return _WORD.match(text, pos, pos + limit + 1).end()
+def _token_end(text: str, pos: int, suffix: str, find: Finder, limit: int) -> int:
+    """Where the token at ``pos`` ends: at the next ``suffix`` (-1: none follows), else where the text that is not
+    blank ends (looked for within ``limit + 1`` characters)."""
+    return find.next(suffix, pos) if suffix else _WORD.match(text, pos, pos + limit + 1).end()
 
 
 class RecordFormat(base.WireFormat):
@@ -165,23 +166,19 @@ class RecordFormat(base.WireFormat):
     def _name(self, text: str, pos: int, find: Finder) -> tuple[str, int]:
         c, r = self._c, self.record
         pos = pos if r.name_prefix and not r.name_prefix[-1:].isspace() else skip_ws(text, pos)
-        if c["name_suffix"]:
-            end = find.next(c["name_suffix"], pos)
-            after = end + len(c["name_suffix"])
-        else:  # the name ends its line (or at a space)
-            end = after = _word_end(text, pos, MAX_NAME_CHARS)
+        end = _token_end(text, pos, c["name_suffix"], find, MAX_NAME_CHARS)  # (no suffix: at a space or line end)
         if end < 0 or end - pos > MAX_NAME_CHARS:  # (the position: as far as it was looked for)
             raise _Stop("the tool name is not closed", len(text) if end < 0 else pos + MAX_NAME_CHARS, end < 0)
         name = text[pos:end].strip()
         if not name or "\n" in name:
             raise _Stop("no tool name", pos, end >= len(text))
-        return name, after
+        return name, end + len(c["name_suffix"])
 
     def _id(self, text: str, pos: int, find: Finder, name: str) -> int:
         """Where the arguments start after the call id at ``pos``."""
         suffix = self._c["id_suffix"]
         pos = skip_ws(text, pos)
-        end = find.next(suffix, pos) if suffix else _word_end(text, pos, MAX_NAME_CHARS)
+        end = _token_end(text, pos, suffix, find, MAX_NAME_CHARS)
         if end < 0 or end - pos > MAX_NAME_CHARS or not text[pos:end].strip():
             raise _Stop(f"the call id of {name} is not closed", len(text) if end < 0 else pos, end < 0)
         return end + len(suffix)
@@ -269,11 +266,9 @@ class RecordFormat(base.WireFormat):
             elif end >= 0:
                 raise _Stop(f"the typing of an argument of {name} is neither {as_text!r} nor {as_typed!r}", after,
                             _cut_inside(text, after, as_text) or _cut_inside(text, after, as_typed))
-        elif c["key_suffix"]:
-            end = find.next(c["key_suffix"], p)
-            after = end + len(c["key_suffix"])
         else:
-            end = after = _word_end(text, p, MAX_KEY_CHARS)
+            end = _token_end(text, p, c["key_suffix"], find, MAX_KEY_CHARS)
+            after = end + len(c["key_suffix"])
         if end < 0 or end - p > MAX_KEY_CHARS or "\n" in text[p:end].strip():
             raise _Stop(f"an argument key of {name} is not closed", len(text) if end < 0 else
                         min(end, p + MAX_KEY_CHARS), end < 0)

@@ -14,7 +14,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat, by_rank, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
-from refiner.formats.pythonic import Literals, parse_expr, parse_quietly, place_positional
+from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
@@ -372,7 +372,7 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
         numeric = isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
         return "literal" if numeric else "expression"
     if isinstance(node, ast.Name):
-        return "literal" if node.id in ("true", "false", "null") else "placeholder"
+        return "literal" if node.id in CONSTANTS else "placeholder"
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         items = [_kind(e, depth + 1) for e in node.elts]
     elif isinstance(node, ast.Dict) and None not in node.keys:
