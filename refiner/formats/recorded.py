@@ -97,9 +97,11 @@ class RecordFormat(base.WireFormat):
         failed = 0
         for _ in range(MAX_RECOVERED_ITEMS):
             try:
-                if shape == "json_list":
-                    got, pos = self._json_list(text, pos)
-                    calls.extend(got)
+                if shape == "json_list":  # (one list: its calls read whole or not at all)
+                    value, pos = self._json(text, q := skip_blanks(text, pos), "the calls")
+                    if not isinstance(value, list):
+                        raise _Stop("the calls are not a JSON list", q)
+                    calls.extend([self._call_of(v, q) for v in value])
                     break
                 call, pos = self._call(text, pos, find)
                 calls.append(call)
@@ -214,12 +216,6 @@ class RecordFormat(base.WireFormat):
         if not isinstance(args, dict):
             raise _Stop(f"the arguments of {name} are not an object", pos)
         return ToolCall(name, args)
-
-    def _json_list(self, text: str, pos: int) -> tuple[list[ToolCall], int]:
-        value, end = self._json(text, pos := skip_blanks(text, pos), "the calls")
-        if not isinstance(value, list):
-            raise _Stop("the calls are not a JSON list", pos)
-        return [self._call_of(v, pos) for v in value], end
 
     def _pairs(self, text: str, pos: int, find: Finder, name: str) -> tuple[dict[str, Any], int]:
         c = self._c
@@ -453,11 +449,7 @@ def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) ->
         i = skip_blanks(text, i)
         if i >= len(text):
             raise ValueError("a value not closed")
-        if stack and text[i] == _CLOSES[stack[-1]] and out[-1] in "{[":  # an empty container
-            out.append(text[i])
-            stack.pop()
-            i += 1
-        elif key_next:
+        if key_next:
             j = text.find(":", i, i + MAX_KEY_CHARS)
             key = text[i:j].strip() if j >= 0 else ""
             if q_open and key.startswith(q_open) and key.endswith(q_close) and len(key) >= len(q_open + q_close):
@@ -478,9 +470,10 @@ def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) ->
                 raise ValueError(f"more than {base.MAX_ARGUMENT_DEPTH} nested containers")
             stack.append(text[i])
             out.append(text[i])
-            key_next = text[i] == "{" and not text.startswith("}", skip_blanks(text, i + 1))
-            i += 1
-            continue
+            i = skip_blanks(text, i + 1)
+            if not text.startswith(_CLOSES[stack[-1]], i):  # (else an empty container, closed below)
+                key_next = stack[-1] == "{"
+                continue
         else:
             m = _SCALAR.match(text, i)
             if m is None:

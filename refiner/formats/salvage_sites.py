@@ -213,8 +213,10 @@ class SiteReader:
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
-        if _is_spec(value):  # a tool's description quoted, whichever format's shape it has
-            return at + 1
+        params = next((value[k] for k in ARG_KEYS if k in value), None)
+        if "description" in value or (isinstance(params, dict) and isinstance(params.get("properties"), dict)
+                                      and isinstance(params.get("type"), str)):
+            return at + 1  # a tool's description quoted (whichever format's shape it has), not a call
         table = marker_table()
         for fmt in table.bare:
             if fmt.claims_value(value):
@@ -380,13 +382,6 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
     else:
         return "expression"
     return next((k for k in ("placeholder", "expression") if k in items), "literal")
-
-
-def _is_spec(value: dict) -> bool:
-    """A tool's description quoted, not a call."""
-    args = next((value[k] for k in ARG_KEYS if k in value), None)
-    return "description" in value or (isinstance(args, dict) and isinstance(args.get("properties"), dict)
-                                      and isinstance(args.get("type"), str))
 
 
 def usable_name(name: str) -> bool:
