@@ -27,7 +27,7 @@ MEND_UNITS_PER_EDIT = 1
 MEND_CHARS_PER_UNIT = 64
 
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_VALUE_AFTER = frozenset("=([{,:")  # what a value follows
+VALUE_AFTER = frozenset("=([{,:")  # what a value follows
 _VALUE_BEFORE = frozenset(",)]}:")  # what may follow a value
 _MEND_WHAT = {"=": "an '=' between a parameter and its value", "(": "the '(' after a tool name", '"': "a quote",
               ",": "a comma", ":": "a ':' in a dict", **{c: f"a {c!r}" for c in "[{)]}"}}
@@ -49,10 +49,10 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         a = src[p - 1] if p > 0 else ""
         b = src[p] if p < n else ""
         before = src[p - 2] if p > 1 else ""
-        value_start = (a in _VALUE_AFTER or (a == " " and before in _VALUE_AFTER)) and b not in ' \n,)]}'
+        value_start = (a in VALUE_AFTER or (a == " " and before in VALUE_AFTER)) and b not in ' \n,)]}'
         value_end = (b in _VALUE_BEFORE or b == "") and a not in " \n([{,:="
         # a quote: opening a value (an empty string's too), or closing one (after an escaped quote too)
-        if (value_start or value_end) and (a != '"' or before == "\\") and (b != '"' or a in _VALUE_AFTER):
+        if (value_start or value_end) and (a != '"' or before == "\\") and (b != '"' or a in VALUE_AFTER):
             yield p, '"'
         if inside:
             continue
@@ -64,7 +64,7 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         if value_start and b:
             yield p, "["
             yield p, "{"
-        elif a in _VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
+        elif a in VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
             yield p, "[" if b == "]" else "{"
         if value_end:
             yield p, ")"

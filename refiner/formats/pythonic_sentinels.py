@@ -36,7 +36,7 @@ from refiner.formats.pythonic import (
     render_call,
     strict_call_list,
 )
-from refiner.formats.pythonic_mend import mend_list
+from refiner.formats.pythonic_mend import VALUE_AFTER, mend_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren, open_brackets, split_top_level
 from refiner.formats.strict import strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -336,7 +336,6 @@ _WORD = re.compile(r"\w")
 _DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
 _ARG_NAME = re.compile(r"[^\W\d]\w*")
 _LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
-_MID_VALUE_ENDS = tuple(",=([{:")
 _PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
@@ -504,7 +503,7 @@ def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
         return complete, False
     depth, in_string = open_brackets(raw, lenient_quotes=True)
     if in_string or depth:  # stops inside a string, or inside a list or dict (partly written)
-        return complete, not in_string and not raw.endswith(_MID_VALUE_ENDS)
+        return complete, not in_string and raw[-1] not in VALUE_AFTER
     if raw in CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
         return dict(args), True
     return complete, False  # a number (12 may be the start of 123), or half a name
