@@ -65,6 +65,7 @@ _NESTED_CONSTANTS = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b(?!' + _
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a surrogate code point (no UTF-8 text holds one)
 # Python's and JSON's constants by name (a lenient reading takes JSON's in Python text)
 CONSTANTS = {"True": True, "False": False, "None": None, "true": True, "false": False, "null": None}
+_AS_JSON = {name: dumps(value) for name, value in CONSTANTS.items()}  # each constant as JSON writes it
 _NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
 
 
@@ -95,7 +96,7 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None
     got, end, status, stop = _fast_read(src, end, calls, limit)
     if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
         # positions) and read on from the call that stopped the reader
-        rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: dumps(CONSTANTS[m[1]]) if m[1] else m[0], src[end:])
+        rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: _AS_JSON[m[1]] if m[1] else m[0], src[end:])
         got, end, status, stop = _fast_read(rewritten, end, got, limit)
     return got, end, status is True, stop
 
