@@ -335,7 +335,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
             if not raw:
                 continue  # a key written without a value: nothing is read for it
-            value = _value(raw)
+            head = _json_head(raw)  # a JSON value when the text is exactly one (a quoted string too), else the text
+            value = head[0] if head is not None and head[1] == len(raw) else read_value(raw)
             params = offered.get(calls[k.call][2])
             if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
                 value = retype_value(params[k.key], value)  # the declared type says whether 94105 is a number
@@ -413,12 +414,6 @@ def _json_head(raw: str) -> tuple[Any, int] | None:
         except (ValueError, RecursionError):
             pass
     return None
-
-
-def _value(raw: str) -> Any:
-    """A value as written: a JSON value when the text is exactly one (a quoted string included), else the text."""
-    head = _json_head(raw)
-    return head[0] if head is not None and head[1] == len(raw) else read_value(raw)
 
 
 def _wordy(s: str) -> bool:

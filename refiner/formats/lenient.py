@@ -133,27 +133,18 @@ def lenient_blocks(
     i = body.find(open_tag)
     if i < 0:
         problems.append(Problem("missing_tag", f"missing {open_tag}"))
-    while True:
-        if not take_items(1):
-            return
+    while take_items(1):
         a = 0 if i < 0 else i + len(open_tag)
         end, tag = find(a)
         if tag == close_tag:
             yield body[a:end]
-            if i < 0:
-                return
-            i = body.find(open_tag, end + len(close_tag))  # (text between blocks is prose, read plainly)
-            if i < 0:
-                return
-            continue
-        problems.append(Problem("missing_tag", f"missing {close_tag}"))
-        chunk = body[a:end]
-        if stop is not None:
-            chunk = chunk.split(stop, 1)[0]
-        yield chunk
-        if tag is None or i < 0:
+            i = i if i < 0 else body.find(open_tag, end + len(close_tag))  # (text between blocks: prose, read plainly)
+        else:
+            problems.append(Problem("missing_tag", f"missing {close_tag}"))
+            yield body[a:end] if stop is None else body[a:end].split(stop, 1)[0]
+            i = end if tag is not None and i >= 0 else -1
+        if i < 0:
             return
-        i = end
 
 
 LENIENT_CANDIDATES = 8

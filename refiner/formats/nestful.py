@@ -15,7 +15,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic_mend import MEND_CHARS_PER_UNIT, MEND_UNITS_PER_EDIT, mend, value_fits
-from refiner.formats.quoted import skip_blanks
+from refiner.formats.reasoning import skip_blanks
 from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 

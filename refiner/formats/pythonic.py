@@ -62,9 +62,10 @@ _NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
 _REFUSE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\(?:/|u[dD][89abAB])")
 # Python's constants outside strings (not as argument or call names), for the decoder
 _NESTED_CONSTANTS = re.compile(r'"(?:[^"\\]|\\.)*"|\b(True|False|None)\b(?!' + _WS + r"[=(.])")
-_PY_CONSTANTS = {"True": True, "False": False, "None": None}
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a surrogate code point (no UTF-8 text holds one)
-_TO_JSON = {"True": "true", "False": "false", "None": "null"}
+# Python's and JSON's constants by name (a lenient reading takes JSON's in Python text)
+CONSTANTS = {"True": True, "False": False, "None": None, "true": True, "false": False, "null": None}
+_AS_JSON = {name: dumps(value) for name, value in CONSTANTS.items()}  # each constant as JSON writes it
 _NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
 
 
@@ -95,7 +96,7 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None
     got, end, status, stop = _fast_read(src, end, calls, limit)
     if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
         # positions) and read on from the call that stopped the reader
-        rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: _TO_JSON[m[1]] if m[1] else m[0], src[end:])
+        rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: _AS_JSON[m[1]] if m[1] else m[0], src[end:])
         got, end, status, stop = _fast_read(rewritten, end, got, limit)
     return got, end, status is True, stop
 
@@ -103,11 +104,6 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None
 def _plain(identifier: str) -> bool:
     """A non-ASCII identifier that Python reads as written (``ast`` NFKC-normalises identifiers)."""
     return identifier.isidentifier() and unicodedata.normalize("NFKC", identifier) == identifier
-
-
-def _failed(src: str) -> Any:
-    """The status of a value the decoder refused: it may hold Python constants, or it is not read."""
-    return _NESTED_CONSTANT if "True" in src or "False" in src or "None" in src else False
 
 
 def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limit: int | None
@@ -138,12 +134,13 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                 if key is not None and (key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key))):
                     return calls, end, False, m.start(2)
                 if constant is not None:  # (a failed decode counts the lines before it: quadratic on long lists)
-                    args[key] = _PY_CONSTANTS[constant]
+                    args[key] = CONSTANTS[constant]
                 else:
                     try:
                         value, pos = decode(src, at)
                     except (ValueError, StopIteration, RecursionError):
-                        return calls, end, _failed(src), at
+                        nested = "True" in src or "False" in src or "None" in src  # (Python's constants inside)
+                        return calls, end, _NESTED_CONSTANT if nested else False, at
                     if key is not None:
                         args[key] = value
                     elif type(value) is not dict or not value.keys().isdisjoint(args):
@@ -165,7 +162,6 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
 # ----------------------------------------------------------------------------------------------------------------
 # The ast reader
 
-_JSONISH = {"true": True, "false": False, "null": None}
 # A keyword followed by "=" (not "=="): the only case that needs the tokenize pass of _mangle_keywords.
 _KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
 
@@ -287,8 +283,8 @@ class Literals:
                     key = json.dumps(key)
                 out[key] = self.value(v)
             return out
-        if isinstance(node, ast.Name) and node.id in _JSONISH:
-            return _JSONISH[node.id]
+        if isinstance(node, ast.Name) and node.id in CONSTANTS:  # (True, False and None are ast.Constant)
+            return CONSTANTS[node.id]
         if not self.strict:
             return self._source(node)
         raise self.fail(node, f"{type(node).__name__} is not a literal value")

@@ -6,6 +6,7 @@ request's tools (:func:`settle`), else none. Every value read is text the model 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -26,7 +27,7 @@ MEND_UNITS_PER_EDIT = 1
 MEND_CHARS_PER_UNIT = 64
 
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_VALUE_AFTER = frozenset("=([{,:")  # what a value follows
+VALUE_AFTER = frozenset("=([{,:")  # what a value follows
 _VALUE_BEFORE = frozenset(",)]}:")  # what may follow a value
 _MEND_WHAT = {"=": "an '=' between a parameter and its value", "(": "the '(' after a tool name", '"': "a quote",
               ",": "a comma", ":": "a ':' in a dict", **{c: f"a {c!r}" for c in "[{)]}"}}
@@ -48,10 +49,10 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         a = src[p - 1] if p > 0 else ""
         b = src[p] if p < n else ""
         before = src[p - 2] if p > 1 else ""
-        value_start = (a in _VALUE_AFTER or (a == " " and before in _VALUE_AFTER)) and b not in ' \n,)]}'
+        value_start = (a in VALUE_AFTER or (a == " " and before in VALUE_AFTER)) and b not in ' \n,)]}'
         value_end = (b in _VALUE_BEFORE or b == "") and a not in " \n([{,:="
         # a quote: opening a value (an empty string's too), or closing one (after an escaped quote too)
-        if (value_start or value_end) and (a != '"' or before == "\\") and (b != '"' or a in _VALUE_AFTER):
+        if (value_start or value_end) and (a != '"' or before == "\\") and (b != '"' or a in VALUE_AFTER):
             yield p, '"'
         if inside:
             continue
@@ -63,7 +64,7 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
         if value_start and b:
             yield p, "["
             yield p, "{"
-        elif a in _VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
+        elif a in VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
             yield p, "[" if b == "]" else "{"
         if value_end:
             yield p, ")"
@@ -81,7 +82,7 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
             yield p, ""
 
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool}
+_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
 
 
 def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
@@ -91,8 +92,6 @@ def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
         return True
     if kind in ("integer", "number"):
         return type(value) is int or (kind == "number" and type(value) is float)
-    if kind == "null":
-        return value is None
     if not isinstance(value, _JSON_TYPES.get(kind, object)):
         return False
     items = getattr(param, "items", None)
@@ -162,12 +161,10 @@ def mend_list(
     no backslash) is mended with its quotes swapped."""
     if len(src) - end > MAX_MEND_CHARS or not src.startswith("[") or not src.endswith("]") or refused(src):
         return None
-    depth, limit = 0, MAX_ARGUMENT_DEPTH + 2  # brackets nesting deeper (quotes not minded): dropped anyway, and
-    if src.count("[") + src.count("{") + src.count("(") > limit:  # each edit would read the nest again
-        for m in _BRACKETS.finditer(src):
-            depth += 1 if m.group() in "[{(" else -1
-            if depth > limit:
-                return None
+    limit = MAX_ARGUMENT_DEPTH + 2  # brackets nesting deeper (quotes not minded): dropped anyway, and each edit
+    if src.count("[") + src.count("{") + src.count("(") > limit and max(  # would read the nest again
+            itertools.accumulate(1 if b in "[{(" else -1 for b in _BRACKETS.findall(src))) > limit:
+        return None
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
         calls, end, _, _ = fast_call_prefix(src)

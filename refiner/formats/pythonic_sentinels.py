@@ -22,6 +22,7 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, l
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose, lenient_region
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.pythonic import (
+    CONSTANTS,
     IDENTIFIER_NAME,
     MAX_AST_CHARS,
     Literals,
@@ -35,7 +36,7 @@ from refiner.formats.pythonic import (
     render_call,
     strict_call_list,
 )
-from refiner.formats.pythonic_mend import mend_list
+from refiner.formats.pythonic_mend import VALUE_AFTER, mend_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren, open_brackets, split_top_level
 from refiner.formats.strict import strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -335,8 +336,6 @@ _WORD = re.compile(r"\w")
 _DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
 _ARG_NAME = re.compile(r"[^\W\d]\w*")
 _LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
-_MID_VALUE_ENDS = tuple(",=([{:")
-_CONSTANTS = frozenset(("True", "False", "None", "true", "false", "null"))
 _PARTIAL_NAME = re.compile(r"\s*[^\W\d][\w.]*\s*")  # what a call list cut inside its next name ends with
 
 
@@ -364,9 +363,8 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
     if not complete and not at_end:
         mended = mend_list(src, end, prefix, offered_tools())
         if mended is not None:  # one character lost or doubled: the list read with it mended
-            calls, what = mended
-            out.calls.extend(ToolCall.trusted(name, args) for name, args in calls)
-            out.note("mended", f"broken call list read whole: {what}")
+            out.calls.extend(ToolCall.trusted(name, args) for name, args in mended[0])
+            out.note("mended", f"broken call list read whole: {mended[1]}")
             return
     out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
     if end:
@@ -433,18 +431,18 @@ def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem],
             pass
     args = {}
     positional: list[Any] = []
-    for part in split_top_level(inner, lenient_quotes=True):
+    for part in map(str.strip, split_top_level(inner, lenient_quotes=True)):
         key, eq, raw = part.partition("=")
-        if not eq or not key.strip() or not _ARG_NAME.fullmatch(key.strip()):
-            if part.strip() and not positional and not args and _ARG_NAME.fullmatch(part.strip()) is None:
-                value = _recover_value(fmt, "", part.strip(), problems, None)
+        key = key.strip()
+        if not eq or not _ARG_NAME.fullmatch(key):
+            if part and not positional and not args and _ARG_NAME.fullmatch(part) is None:
+                value = _recover_value(fmt, "", part, problems, None)
                 if value is not _DROPPED:
                     positional.append(value)
                     continue
-            if part.strip():
-                problems.append(Problem("bad_argument", f"argument without a name dropped: {part.strip()[:80]!r}"))
+            if part:
+                problems.append(Problem("bad_argument", f"argument without a name dropped: {part[:80]!r}"))
             continue
-        key = key.strip()
         value = _recover_value(fmt, key, raw.strip(), problems, params.get(key) if params else None)
         if value is not _DROPPED:
             args[key] = value
@@ -505,7 +503,7 @@ def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
         return complete, False
     depth, in_string = open_brackets(raw, lenient_quotes=True)
     if in_string or depth:  # stops inside a string, or inside a list or dict (partly written)
-        return complete, not in_string and not raw.endswith(_MID_VALUE_ENDS)
-    if raw in _CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
+        return complete, not in_string and raw[-1] not in VALUE_AFTER
+    if raw in CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
         return dict(args), True
     return complete, False  # a number (12 may be the start of 123), or half a name

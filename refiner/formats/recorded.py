@@ -7,8 +7,8 @@
     object    := {NAME_KEY: NAME, ARGS_KEY: {...}} | {WRAPPER: {...}, ...}
     arguments := {...} | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*
 
-A value is JSON, a string between quote tokens (:mod:`~refiner.formats.quoted`), or raw text up to its terminator
-(:func:`~refiner.formats.xmlvalues.read_value`, settled by the specs in :meth:`RecordFormat.retype`).
+A value is JSON, one with bare keys and strings between quote tokens (:func:`read_quoted`), or raw text up to its
+terminator (:func:`~refiner.formats.xmlvalues.read_value`, settled by the specs in :meth:`RecordFormat.retype`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
-from refiner.formats.quoted import MAX_KEY_CHARS, holds_quote, read_quoted, skip_blanks, write_quoted
+from refiner.formats.reasoning import skip_blanks
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import common_prefix, skip_ws
 from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_value
@@ -30,6 +30,7 @@ from refiner.formats.xmlvalues import Finder, read_value, retype_calls, write_va
 Record = Any  # refiner.formats.derive.record.Record (its package imports this module): only its fields are read
 
 MAX_NAME_CHARS = 256  # a tool name (or a call id) longer than this is not one
+MAX_KEY_CHARS = 256  # a key longer than this is not one
 DERIVED_RANK = 1000  # after every built-in format: detection tries it last
 
 
@@ -44,9 +45,10 @@ class _Stop(Exception):
 _WORD = re.compile(r"\S*")
 
 
-def _word_end(text: str, pos: int, limit: int) -> int:
-    """Where the text that is not blank from ``pos`` ends, looked for within ``limit + 1`` characters."""
-    return _WORD.match(text, pos, pos + limit + 1).end()
+def _token_end(text: str, pos: int, suffix: str, find: Finder, limit: int) -> int:
+    """Where the token at ``pos`` ends: at the next ``suffix`` (-1: none follows), else where the text that is not
+    blank ends (looked for within ``limit + 1`` characters)."""
+    return find.next(suffix, pos) if suffix else _WORD.match(text, pos, pos + limit + 1).end()
 
 
 class RecordFormat(base.WireFormat):
@@ -95,9 +97,11 @@ class RecordFormat(base.WireFormat):
         failed = 0
         for _ in range(MAX_RECOVERED_ITEMS):
             try:
-                if shape == "json_list":
-                    got, pos = self._json_list(text, pos)
-                    calls.extend(got)
+                if shape == "json_list":  # (one list: its calls read whole or not at all)
+                    value, pos = self._json(text, q := skip_blanks(text, pos), "the calls")
+                    if not isinstance(value, list):
+                        raise _Stop("the calls are not a JSON list", q)
+                    calls.extend([self._call_of(v, q) for v in value])
                     break
                 call, pos = self._call(text, pos, find)
                 calls.append(call)
@@ -165,23 +169,19 @@ class RecordFormat(base.WireFormat):
     def _name(self, text: str, pos: int, find: Finder) -> tuple[str, int]:
         c, r = self._c, self.record
         pos = pos if r.name_prefix and not r.name_prefix[-1:].isspace() else skip_ws(text, pos)
-        if c["name_suffix"]:
-            end = find.next(c["name_suffix"], pos)
-            after = end + len(c["name_suffix"])
-        else:  # the name ends its line (or at a space)
-            end = after = _word_end(text, pos, MAX_NAME_CHARS)
+        end = _token_end(text, pos, c["name_suffix"], find, MAX_NAME_CHARS)  # (no suffix: at a space or line end)
         if end < 0 or end - pos > MAX_NAME_CHARS:  # (the position: as far as it was looked for)
             raise _Stop("the tool name is not closed", len(text) if end < 0 else pos + MAX_NAME_CHARS, end < 0)
         name = text[pos:end].strip()
         if not name or "\n" in name:
             raise _Stop("no tool name", pos, end >= len(text))
-        return name, after
+        return name, end + len(c["name_suffix"])
 
     def _id(self, text: str, pos: int, find: Finder, name: str) -> int:
         """Where the arguments start after the call id at ``pos``."""
         suffix = self._c["id_suffix"]
         pos = skip_ws(text, pos)
-        end = find.next(suffix, pos) if suffix else _word_end(text, pos, MAX_NAME_CHARS)
+        end = _token_end(text, pos, suffix, find, MAX_NAME_CHARS)
         if end < 0 or end - pos > MAX_NAME_CHARS or not text[pos:end].strip():
             raise _Stop(f"the call id of {name} is not closed", len(text) if end < 0 else pos, end < 0)
         return end + len(suffix)
@@ -216,12 +216,6 @@ class RecordFormat(base.WireFormat):
         if not isinstance(args, dict):
             raise _Stop(f"the arguments of {name} are not an object", pos)
         return ToolCall(name, args)
-
-    def _json_list(self, text: str, pos: int) -> tuple[list[ToolCall], int]:
-        value, end = self._json(text, pos := skip_blanks(text, pos), "the calls")
-        if not isinstance(value, list):
-            raise _Stop("the calls are not a JSON list", pos)
-        return [self._call_of(v, pos) for v in value], end
 
     def _pairs(self, text: str, pos: int, find: Finder, name: str) -> tuple[dict[str, Any], int]:
         c = self._c
@@ -269,11 +263,9 @@ class RecordFormat(base.WireFormat):
             elif end >= 0:
                 raise _Stop(f"the typing of an argument of {name} is neither {as_text!r} nor {as_typed!r}", after,
                             _cut_inside(text, after, as_text) or _cut_inside(text, after, as_typed))
-        elif c["key_suffix"]:
-            end = find.next(c["key_suffix"], p)
-            after = end + len(c["key_suffix"])
         else:
-            end = after = _word_end(text, p, MAX_KEY_CHARS)
+            end = _token_end(text, p, c["key_suffix"], find, MAX_KEY_CHARS)
+            after = end + len(c["key_suffix"])
         if end < 0 or end - p > MAX_KEY_CHARS or "\n" in text[p:end].strip():
             raise _Stop(f"an argument key of {name} is not closed", len(text) if end < 0 else
                         min(end, p + MAX_KEY_CHARS), end < 0)
@@ -421,6 +413,92 @@ def _raw_ends(record: Record) -> tuple[str, ...]:
         elif core:
             out.append(core)
     return tuple(dict.fromkeys(out)) or ("\n",)
+
+
+def write_quoted(value: Any, q_open: str, q_close: str) -> str:
+    """``value`` written with bare keys and strings between the quote tokens, compact (as Gemma writes it)."""
+    if isinstance(value, str):
+        return q_open + value + q_close
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{write_quoted(v, q_open, q_close)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(write_quoted(v, q_open, q_close) for v in value) + "]"
+    return json.dumps(value, allow_nan=False)
+
+
+def holds_quote(value: Any, q_close: str) -> bool:
+    """Whether ``q_close`` occurs in a string or key of ``value`` (it could not be written between the quotes)."""
+    if isinstance(value, str):
+        return q_close in value
+    if isinstance(value, dict):
+        return any(q_close in str(k) or holds_quote(v, q_close) for k, v in value.items())
+    return isinstance(value, (list, tuple)) and any(holds_quote(v, q_close) for v in value)
+
+
+_SCALAR = re.compile(r"[^\s,:{}\[\]]+")
+_CLOSES = {"{": "}", "[": "]"}
+
+
+def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) -> tuple[Any, int]:
+    """``(value, end)`` of the value at ``pos`` written with bare keys and quote tokens (a bare scalar in a container
+    is a JSON literal), rewritten as JSON and decoded once. Raises ``ValueError`` (``not closed``: the text ends)."""
+    out: list[str] = []
+    stack: list[str] = []
+    i, key_next = pos, False
+    while True:
+        i = skip_blanks(text, i)
+        if i >= len(text):
+            raise ValueError("a value not closed")
+        if key_next:
+            j = text.find(":", i, i + MAX_KEY_CHARS)
+            key = text[i:j].strip() if j >= 0 else ""
+            if q_open and key.startswith(q_open) and key.endswith(q_close) and len(key) >= len(q_open + q_close):
+                key = key[len(q_open): len(key) - len(q_close)]
+            if not key:
+                raise ValueError("a key with no ':' after it" + (" (not closed)" if j < 0 else ""))
+            out.append(json.dumps(key) + ":")
+            i, key_next = j + 1, False
+            continue
+        elif q_open and text.startswith(q_open, i):
+            j = find.next(q_close, i + len(q_open))
+            if j < 0:
+                raise ValueError("a string not closed")
+            out.append(json.dumps(text[i + len(q_open): j], ensure_ascii=False))
+            i = j + len(q_close)
+        elif text[i] in "{[":
+            if len(stack) >= base.MAX_ARGUMENT_DEPTH:
+                raise ValueError(f"more than {base.MAX_ARGUMENT_DEPTH} nested containers")
+            stack.append(text[i])
+            out.append(text[i])
+            i = skip_blanks(text, i + 1)
+            if not text.startswith(_CLOSES[stack[-1]], i):  # (else an empty container, closed below)
+                key_next = stack[-1] == "{"
+                continue
+        else:
+            m = _SCALAR.match(text, i)
+            if m is None:
+                raise ValueError(f"no value at {text[i]!r}")
+            out.append(m.group())
+            i = m.end()
+        while stack:  # after a value: closers, or a comma and the next item
+            i = skip_blanks(text, i)
+            if i >= len(text):
+                raise ValueError("a container not closed")
+            if text[i] == _CLOSES[stack[-1]]:
+                out.append(text[i])
+                stack.pop()
+                i += 1
+                continue
+            if text[i] != ",":
+                raise ValueError(f"{text[i]!r} where ',' or {_CLOSES[stack[-1]]!r} was expected")
+            out.append(",")
+            i, key_next = i + 1, stack[-1] == "{"
+            break
+        if not stack:
+            try:
+                return JSON_DECODER.decode("".join(out)), i
+            except (ValueError, RecursionError) as e:
+                raise ValueError(f"not a value: {e}") from None
 
 
 def record_format(record: Record, name: str, source: str = "") -> RecordFormat:

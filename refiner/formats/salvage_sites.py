@@ -14,7 +14,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, Problem, WireFormat, by_rank, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
-from refiner.formats.pythonic import Literals, parse_expr, parse_quietly, place_positional
+from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
@@ -213,8 +213,10 @@ class SiteReader:
         structured, where, _ = self.context(at)
         if where == "in prose":
             where = "after prose"
-        if _is_spec(value):  # a tool's description quoted, whichever format's shape it has
-            return at + 1
+        params = next((value[k] for k in ARG_KEYS if k in value), None)
+        if "description" in value or (isinstance(params, dict) and isinstance(params.get("properties"), dict)
+                                      and isinstance(params.get("type"), str)):
+            return at + 1  # a tool's description quoted (whichever format's shape it has), not a call
         table = marker_table()
         for fmt in table.bare:
             if fmt.claims_value(value):
@@ -372,7 +374,7 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
         numeric = isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
         return "literal" if numeric else "expression"
     if isinstance(node, ast.Name):
-        return "literal" if node.id in ("true", "false", "null") else "placeholder"
+        return "literal" if node.id in CONSTANTS else "placeholder"
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         items = [_kind(e, depth + 1) for e in node.elts]
     elif isinstance(node, ast.Dict) and None not in node.keys:
@@ -380,13 +382,6 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
     else:
         return "expression"
     return next((k for k in ("placeholder", "expression") if k in items), "literal")
-
-
-def _is_spec(value: dict) -> bool:
-    """A tool's description quoted, not a call."""
-    args = next((value[k] for k in ARG_KEYS if k in value), None)
-    return "description" in value or (isinstance(args, dict) and isinstance(args.get("properties"), dict)
-                                      and isinstance(args.get("type"), str))
 
 
 def usable_name(name: str) -> bool:
