@@ -14,7 +14,7 @@ from refiner.formats.base import Lenient, marker_positions, marker_table
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits
+from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -290,11 +290,6 @@ _LOST_NAME = re.compile(r"""name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
 LINE_INDENT_CHARS = 64  # how far before a lost tag's name="..." its line start is looked for
 
 
-def _word(tag: str) -> str:
-    """A tag's word as the speller names it (:mod:`refiner.formats.tags`)."""
-    return tag.rstrip().strip("<>[]/=|")
-
-
 def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
     """Tags written wrong, for a row without a hook of its own: a look-alike of a row's tag
     (:mod:`refiner.formats.tags`) read as it; for rows naming in attributes, a lost call or parameter tag put back
@@ -307,9 +302,9 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
     if speller.written_wrong(text, start):
         by_word: dict[tuple[str, bool], str] = {}
         for t in tags:
-            by_word.setdefault((_word(t), t.startswith(("</", "[/"))), t)
+            by_word.setdefault((tag_word(t.rstrip()), t.startswith(("</", "[/"))), t)
         in_value = False
-        value_word = _word(s.value_close)
+        value_word = tag_word(s.value_close.rstrip())
         for h in tag_hits(speller, text, start):
             if h.word is None:
                 continue
