@@ -49,12 +49,9 @@ def _typed(text: str, python_literals: bool) -> Any:
             value, end = JSON_DECODER.scan_once(text, 0)  # (raw_decode's scanner: StopIteration for no value)
         except (ValueError, StopIteration, RecursionError):
             return _TEXT
-        if end != len(text):
-            return _TEXT
-        return value if type(value) not in (int, float) or repr(value) == text else _TEXT  # (numbers: as JSON writes)
-    if python_literals and text in _PYTHON_LITERALS:
-        return _PYTHON_LITERALS[text]
-    return _TEXT
+        exact = end == len(text) and (type(value) not in (int, float) or repr(value) == text)  # (numbers: as JSON writes)
+        return value if exact else _TEXT
+    return _PYTHON_LITERALS.get(text, _TEXT) if python_literals else _TEXT
 
 
 def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
