@@ -179,8 +179,7 @@ class XmlLenient:
         if s.key_at == "element":
             j, tag = f.first((s.key_close, s.value_open, "\n", s.call_close, s.call_open), pos)
             raw = text[pos:j]
-            key = read_key(raw)
-            key = raw.strip() if key is None else key
+            key = read_key(raw, raw.strip())
             if tag == s.key_close:
                 pos = skip_ws(text, j + len(s.key_close))
             else:
@@ -211,8 +210,7 @@ class XmlLenient:
                 key = attrs.get(s.key_attr, raw.strip())
                 typ = self._type_of(attrs, None)
             else:
-                key = read_key(raw)
-                key = raw.strip() if key is None else key
+                key = read_key(raw, raw.strip())
             if which != s.tag_end:
                 out.note("missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed")
         # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of

@@ -113,15 +113,15 @@ def write_key(key: str, plain_ok: bool) -> str:
     return dumps(key).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def read_key(text: str) -> str | None:
-    """A parameter name as written, a JSON string literal decoded; ``None`` for a quote that starts no literal."""
+def read_key(text: str, default: str | None = None) -> str | None:
+    """A parameter name as written, a JSON string literal decoded; ``default`` for a quote that starts no literal."""
     if not text.startswith('"'):
         return text
     try:
         value, end = JSON_DECODER.raw_decode(text, 0)
     except (ValueError, RecursionError):
-        return None
-    return value if type(value) is str and end == len(text) else None
+        return default
+    return value if type(value) is str and end == len(text) else default
 
 
 MAX_ATTR_CHARS = 4_096  # of an opening element read for its attributes: a longer one is not an element
