@@ -123,12 +123,16 @@ def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[
                 notes.append(f"{name}: {other.group(1)!r} is not a parameter it declares; passed over")
                 raw = raw[: other.start()]
         # (a code fence after the value, or a trailing separator, is not part of it)
-        value = _text_value(raw.partition("```")[0].strip().rstrip(",;"))
-        if value is _NO_VALUE:
-            notes.append(f"{name}: parameter {m.group(1)!r} written without a value; left out")
-            continue
-        args.setdefault(m.group(1), value)
+        _put(args, m.group(1), _text_value(raw.partition("```")[0].strip().rstrip(",;")), notes, name)
     return args
+
+
+def _put(args: dict[str, Any], key: str, value: Any, notes: list[str], name: str) -> None:
+    """``value`` under ``key`` unless the key is taken; a value written as nothing is left out, noted."""
+    if value is _NO_VALUE:
+        notes.append(f"{name}: parameter {key!r} written without a value; left out")
+    else:
+        args.setdefault(key, value)
 
 
 class _Reader:
@@ -189,11 +193,7 @@ class _Reader:
                     continue
                 written.append((m.group("tag") or m.group("pname"), text[m.end() : k]))
             for key, raw in written:
-                value = _text_value(raw, xml=True)
-                if value is _NO_VALUE:
-                    self.notes.append(f"{name}: parameter {key!r} written without a value; left out")
-                    continue
-                args.setdefault(key, value)
+                _put(args, key, _text_value(raw, xml=True), self.notes, name)
         if not args and (params or region_end <= body_start):
             return None  # (an element naming a tool that takes parameters, none given: a mention, not a call)
         return Found(start, region_end, ToolCall(name, args), "XML-ish element")

@@ -161,13 +161,11 @@ class NsXml(WireFormat):
             if tag.closing:
                 if tag.raw != top.raw:
                     raise self.error(f"</{tag.raw[:40]}> closes <{top.raw[:40]}>", pos)
-                stack.pop()
-                value, dup = self._value(top, top=not stack)
+                _, value, dup = self._pop(stack)
                 if dup is not None:
                     raise self.error(f"argument {dup!r} given twice", pos)
                 if not stack:
                     return ToolCall.trusted(name, value), tag.end
-                stack[-1].children.append((top.key, top.raw == s.item, value))
                 pos = tag.end
                 continue
             if self._invoke_name(tag) is not None and len(stack) == 1:
@@ -324,18 +322,19 @@ class NsXml(WireFormat):
         out.mark_cut(len(out.calls) - 1 if name else None, name or None, whole, clean=clean)
         return -1
 
-    def _pop(self, stack: list[_Frame]) -> tuple[str, Any]:
-        s = self.spelling
+    def _pop(self, stack: list[_Frame]) -> tuple[str, Any, str | None]:
+        """Closes the innermost element (a child of the one around it): its key, value and a duplicate key."""
         frame = stack.pop()
-        value, _ = self._value(frame)
-        stack[-1].children.append((frame.key, frame.raw == s.item, value))
-        return frame.key, value
+        value, dup = self._value(frame, top=not stack)
+        if stack:
+            stack[-1].children.append((frame.key, frame.raw == self.spelling.item, value))
+        return frame.key, value, dup
 
     def _finish(self, out: Lenient, name: str, stack: list[_Frame]) -> None:
         """Closes what is left open and adds the call (when it has a name)."""
         while len(stack) > 1:
             self._pop(stack)
-        args, dup = self._value(stack[0], top=True)
+        _, args, dup = self._pop(stack)
         if dup is not None:
             out.note("bad_argument", f"argument {dup[:40]!r} given twice: the last value kept")
         if name:

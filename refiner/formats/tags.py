@@ -52,7 +52,8 @@ def letters(word: str) -> str:
     return "".join(ch for ch in word.lower() if ch.isalnum())
 
 
-def _tag_word(tag: str) -> str:
+def tag_word(tag: str) -> str:
+    """A tag's word as the speller names it (``</arg_key>`` -> ``arg_key``)."""
     return tag.strip("<>[]/=|")
 
 
@@ -90,8 +91,8 @@ class Speller:
 
     def __init__(self, tags: Sequence[str]) -> None:
         self.tags = tuple(t for t in dict.fromkeys(tags) if t)
-        self.words = tuple(dict.fromkeys(_tag_word(t) for t in self.tags))
-        self._exact = {t: (_tag_word(t), t.startswith(("</", "[/")), t.endswith("=")) for t in self.tags}
+        self.words = tuple(dict.fromkeys(tag_word(t) for t in self.tags))
+        self._exact = {t: (tag_word(t), t.startswith(("</", "[/")), t.endswith("=")) for t in self.tags}
         self._cores = {letters(w): w for w in self.words}
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
@@ -266,7 +267,7 @@ def respell_by_state(speller: Speller, step: Callable[..., str | None], next_sta
     state, prev_end, prev_role = 0, start, None
     for h, nxt in zip(hits, [*hits[1:], None]):
         role = step(text, state, h, nxt, prev_end, prev_role, put)
-        if role is None or not nxt and role[:2] == "</" != text[h.start : h.start + 2] and h.word != _tag_word(role):
+        if role is None or not nxt and role[:2] == "</" != text[h.start : h.start + 2] and h.word != tag_word(role):
             continue  # text of a value or prose, as written
         if role != text[h.start : h.end]:
             put(h.start, h.end, role, f"tag {text[h.start : h.end][:40]!r} read as {role}")

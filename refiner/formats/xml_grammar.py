@@ -57,17 +57,16 @@ CDATA = ("<![CDATA[", "]]>")  # a value written as XML's character data section 
 
 
 @functools.lru_cache(maxsize=64)
-def _suffixes(tags: tuple[str, ...], suffix: str) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+def _suffixes(tags: tuple[str, ...], suffix: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     """For a row whose tags carry a ``:SUFFIX`` before their ``>`` (any suffix is read), patterns over the tags of
     ``tags`` and ``<think>``: a suffixed tag or a text ending inside one; a whole tag's suffix alone (removed at C
-    speed); a text ending inside a suffixed tag; a tag written with ``suffix`` less its colon
-    (``<tool_callopensource>``). Group 1 of each but the second is the tag before its suffix."""
+    speed); a tag written with ``suffix`` less its colon (``<tool_callopensource>``). Group 1 of the first and the
+    last is the tag before its suffix."""
     words = sorted({t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"})
     head = r"(</?(?:" + "|".join(re.escape(w) for w in words) + r"))"
     behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in words for o in ("<", "</"))
     return (re.compile(head + r":(?:[^\s<>]{1,64}>|[^\s<>]{0,64}\Z)"),
-            re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + r":[^\s<>]{0,64}\Z"),
-            re.compile(head + re.escape(suffix[1:]) + ">"))
+            re.compile(r":(?:" + behind + r")[^\s<>]{1,64}(?=>)"), re.compile(head + re.escape(suffix[1:]) + ">"))
 
 
 def _unsuffixed(m: re.Match) -> str:
@@ -178,9 +177,9 @@ class XmlParams(XmlLenient, WireFormat):
         s = self.spelling
         if not s.tag_suffix or ":" not in text:
             return text
-        _, whole, cut, _ = _suffixes(s.tags(), s.tag_suffix)
+        tag, whole, _ = _suffixes(s.tags(), s.tag_suffix)
         text = whole.sub("", text)
-        m = cut.search(text, max(len(text) - 160, 0))
+        m = tag.search(text, max(len(text) - 160, 0))  # (no whole suffixed tag is left: a text ending inside one)
         return text if m is None else text[: m.start()] + _unsuffixed(m)
 
     def answer_start(self, text: str) -> int:
@@ -236,7 +235,7 @@ class XmlParams(XmlLenient, WireFormat):
         it (``<arg_valueopensource>``, a suffixed row's one-character slip; other suffixes stay as written)."""
         s = self.spelling
         if s.tag_suffix and s.tag_suffix[1:] in text:
-            lost = _suffixes(s.tags(), s.tag_suffix)[3]
+            lost = _suffixes(s.tags(), s.tag_suffix)[2]
             text, n = lost.subn(lambda m: m.group(1) + s.tag_suffix + ">", text)
             if n:
                 out.note("missing_tag", f"{n} tag(s) written without the ':' of {s.tag_suffix}")

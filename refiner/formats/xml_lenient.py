@@ -14,7 +14,7 @@ from refiner.formats.base import Lenient, marker_positions, marker_table
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits
+from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -53,14 +53,15 @@ class XmlLenient:
                     out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
 
-    def _tag_end(self, text: str, f: Finder, pos: int, at: str) -> tuple[int, str | None]:
-        """Where the opening tag at ``pos``, naming by ``at``, ends, and by what: its end, else a line break, else
-        (an attribute tag) the next tag; ``(len(text), None)`` when the text ends inside it."""
+    def _tag_end(self, text: str, f: Finder, pos: int, at: str) -> tuple[str | None, str, int]:
+        """The opening tag at ``pos``, naming by ``at``: what ends it (its end, else a line break, else, for an
+        attribute tag, the next tag; ``None`` when the text ends inside it), its text (up to :data:`MAX_ATTR_CHARS`:
+        a longer tag is not read for attributes) and where what follows it starts."""
         s = self.spelling
         end, which = f.first((s.tag_end, "\n", "<") if at == "attr" else (s.tag_end, "\n"), pos)
         if which == "<" and s.tag_end.startswith(text[end:]):
-            return len(text), None
-        return end, which
+            end, which = len(text), None
+        return which, text[pos : min(end, pos + MAX_ATTR_CHARS)], end + len(s.tag_end) if which == s.tag_end else end
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
@@ -74,10 +75,8 @@ class XmlLenient:
             elif not self.is_name(name):
                 out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
         else:
-            name_end, which = self._tag_end(text, f, pos, s.name_at)
-            raw = text[pos : min(name_end, pos + MAX_ATTR_CHARS)]  # (a longer tag is not read for attributes)
+            which, raw, pos = self._tag_end(text, f, pos, s.name_at)
             name = raw.strip() if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "").strip()
-            pos = name_end + len(s.tag_end) if which == s.tag_end else name_end
             if which is None:  # cut inside the name: no call can be trusted
                 out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
                 out.mark_cut(None)
@@ -180,8 +179,7 @@ class XmlLenient:
         if s.key_at == "element":
             j, tag = f.first((s.key_close, s.value_open, "\n", s.call_close, s.call_open), pos)
             raw = text[pos:j]
-            key = read_key(raw)
-            key = raw.strip() if key is None else key
+            key = read_key(raw, raw.strip())
             if tag == s.key_close:
                 pos = skip_ws(text, j + len(s.key_close))
             else:
@@ -204,18 +202,15 @@ class XmlLenient:
                     after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
                     return after, key if nxt >= len(text) else None
         else:
-            key_end, which = self._tag_end(text, f, pos, s.key_at)
-            raw = text[pos : min(key_end, pos + MAX_ATTR_CHARS)]
+            which, raw, vstart = self._tag_end(text, f, pos, s.key_at)
             if s.key_at == "attr":
                 attrs = _attrs(raw)
                 if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
-                    return key_end, ""  # left out
+                    return vstart, ""  # left out
                 key = attrs.get(s.key_attr, raw.strip())
                 typ = self._type_of(attrs, None)
             else:
-                key = read_key(raw)
-                key = raw.strip() if key is None else key
-            vstart = key_end + len(s.tag_end) if which == s.tag_end else key_end
+                key = read_key(raw, raw.strip())
             if which != s.tag_end:
                 out.note("missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed")
         # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of
@@ -290,11 +285,6 @@ _LOST_NAME = re.compile(r"""name\s*=\s*(?:"[^"\n<>]*"|'[^'\n<>]*')\s*/?>""")
 LINE_INDENT_CHARS = 64  # how far before a lost tag's name="..." its line start is looked for
 
 
-def _word(tag: str) -> str:
-    """A tag's word as the speller names it (:mod:`refiner.formats.tags`)."""
-    return tag.rstrip().strip("<>[]/=|")
-
-
 def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
     """Tags written wrong, for a row without a hook of its own: a look-alike of a row's tag
     (:mod:`refiner.formats.tags`) read as it; for rows naming in attributes, a lost call or parameter tag put back
@@ -307,9 +297,9 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
     if speller.written_wrong(text, start):
         by_word: dict[tuple[str, bool], str] = {}
         for t in tags:
-            by_word.setdefault((_word(t), t.startswith(("</", "[/"))), t)
+            by_word.setdefault((tag_word(t.rstrip()), t.startswith(("</", "[/"))), t)
         in_value = False
-        value_word = _word(s.value_close)
+        value_word = tag_word(s.value_close.rstrip())
         for h in tag_hits(speller, text, start):
             if h.word is None:
                 continue

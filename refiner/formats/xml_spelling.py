@@ -138,21 +138,16 @@ def _attrs(raw: str) -> dict[str, str]:
 
 def dsml(bar: str, section: str) -> XmlSpelling:
     """DeepSeek's DSML: ``bar`` is ``<｜DSML｜`` (V3.2, V4) or ``<｜DSML｜ `` (V4.1), ``section`` the block's word."""
-    close = "</" + bar[1:]
-    return XmlSpelling(
-        section_open=f"{bar}{section}>", section_close=f"{close}{section}>",
-        call_open=f"{bar}invoke ", call_close=f"{close}invoke>", name_at="attr",
-        key_open=f"{bar}parameter ", value_close=f"{close}parameter>", key_at="attr", typing="attr", type_attr="string",
-    )
+    return invoke(bar[1:] + section, bar[1:], typing="attr", type_attr="string")
 
 
-def invoke(section: str, prefix: str = "", param: str = "parameter") -> XmlSpelling:
+def invoke(section: str, prefix: str = "", param: str = "parameter", **more: Any) -> XmlSpelling:
     """``<SECTION><PREFIXinvoke name="f"><PREFIXparameter name="k">v</PREFIXparameter></PREFIXinvoke></SECTION>``
-    (MiniMax-M2, dots.llm, Muse Glimmer): strings raw, other values JSON."""
+    (MiniMax-M2, dots.llm, Muse Glimmer): strings raw, other values JSON, unless ``more`` fields say otherwise."""
     return XmlSpelling(
         section_open=f"<{section}>", section_close=f"</{section}>",
         call_open=f"<{prefix}invoke ", call_close=f"</{prefix}invoke>", name_at="attr",
-        key_open=f"<{prefix}{param} ", value_close=f"</{prefix}{param}>", key_at="attr",
+        key_open=f"<{prefix}{param} ", value_close=f"</{prefix}{param}>", key_at="attr", **more,
     )
 
 

@@ -49,12 +49,9 @@ def _typed(text: str, python_literals: bool) -> Any:
             value, end = JSON_DECODER.scan_once(text, 0)  # (raw_decode's scanner: StopIteration for no value)
         except (ValueError, StopIteration, RecursionError):
             return _TEXT
-        if end != len(text):
-            return _TEXT
-        return value if type(value) not in (int, float) or repr(value) == text else _TEXT  # (numbers: as JSON writes)
-    if python_literals and text in _PYTHON_LITERALS:
-        return _PYTHON_LITERALS[text]
-    return _TEXT
+        exact = end == len(text) and (type(value) not in (int, float) or repr(value) == text)  # (numbers: as JSON writes)
+        return value if exact else _TEXT
+    return _PYTHON_LITERALS.get(text, _TEXT) if python_literals else _TEXT
 
 
 def _needs_escape(s: str, python_literals: bool, tags: tuple[str, ...]) -> bool:
@@ -116,15 +113,15 @@ def write_key(key: str, plain_ok: bool) -> str:
     return dumps(key).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def read_key(text: str) -> str | None:
-    """A parameter name as written, a JSON string literal decoded; ``None`` for a quote that starts no literal."""
+def read_key(text: str, default: str | None = None) -> str | None:
+    """A parameter name as written, a JSON string literal decoded; ``default`` for a quote that starts no literal."""
     if not text.startswith('"'):
         return text
     try:
         value, end = JSON_DECODER.raw_decode(text, 0)
     except (ValueError, RecursionError):
-        return None
-    return value if type(value) is str and end == len(text) else None
+        return default
+    return value if type(value) is str and end == len(text) else default
 
 
 MAX_ATTR_CHARS = 4_096  # of an opening element read for its attributes: a longer one is not an element

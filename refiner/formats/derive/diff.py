@@ -128,10 +128,9 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
         if NAMES[0] in written:
             rec.arguments_given_as_text = as_text
             try:
-                two = [_call(0, as_text, named_ids), _call(1, as_text, named_ids)]
-                other = [_call(1, as_text, named_ids), _call(2, as_text, named_ids)]
                 none_c = _or_none(r, _turn(None, content=alt))  # (a template may refuse a turn with no text)
-                for key, calls in (("one", two[:1]), ("two", two), ("check", other)):
+                for key, which in (("one", (0,)), ("two", (0, 1)), ("check", (1, 2))):
+                    calls = [_call(i, as_text, named_ids) for i in which]
                     full = one if key == "one" else r(_turn(calls, content=content))
                     full_c = None if none_c is None else _or_none(r, _turn(calls, content=alt))
                     sections[key] = inserted(none, full, none_c, full_c)

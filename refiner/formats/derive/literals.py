@@ -12,9 +12,8 @@ from typing import Any
 from refiner.formats.anchored import quote_closers
 from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.recorded import write_quoted
+from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import common_prefix, next_bracket
-
-_DECODER = json.JSONDecoder()
 
 
 def json_values(text: str) -> list[tuple[int, int, Any]]:
@@ -22,7 +21,7 @@ def json_values(text: str) -> list[tuple[int, int, Any]]:
     out, i = [], 0
     while (i := next_bracket(text, i)) >= 0:
         try:
-            value, end = _DECODER.raw_decode(text, i)
+            value, end = JSON_DECODER.raw_decode(text, i)
         except ValueError:
             i += 1
             continue
