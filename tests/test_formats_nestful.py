@@ -117,3 +117,32 @@ def test_a_mend_never_turns_a_backslash_into_an_escaped_quote():
     text = '[{"name": "describe", "arguments": {"topic": "x", "detail' + "\\" + '_level": 2}}]'
     got = formats.get("nestful").parse_lenient(text)
     assert all('"' not in k for c in got.calls for k in c.arguments), got.calls
+
+
+def test_arguments_under_parameters_are_read_strictly_and_written_back_under_arguments():
+    """The list a JSON schema constrains for ``tool_choice="required"`` (SGLang's json_array_detector, vLLM's
+    required path): the same list with each call's arguments under ``"parameters"``."""
+    text = ('[{"name": "calculate_bmi", "parameters": {"weight_kg": 70, "height_m": 1.75}}, '
+            '{"name": "calculate_bmi", "arguments": {"weight_kg": 70, "height_m": 1.75}, "label": "$var_2"}]')
+    calls = [BMI[0], ToolCall("calculate_bmi", BMI[0].arguments, ("$var_2",))]
+    assert formats.detect_format(text) == "nestful"
+    assert NESTFUL.parse_strict(text) == calls
+    assert '"parameters"' not in NESTFUL.render(calls)
+    assert NESTFUL.parse_strict(NESTFUL.render(calls)) == calls
+
+
+@pytest.mark.parametrize("item", [
+    '{"name": "calculate_bmi", "parameters": {"weight_kg": 70}, "arguments": {"height_m": 1.75}}',  # both keys
+    '{"name": "calculate_bmi", "parameters": [70, 1.75]}',  # not an object
+])
+def test_a_call_with_both_keys_or_parameters_not_an_object_is_not_read_strictly(item):
+    with pytest.raises(formats.FormatError):
+        NESTFUL.parse_strict(f"[{item}]")
+    assert mend_json_list(f"[{item}}}]") is None
+
+
+def test_a_parameters_list_that_lost_one_character_is_mended():
+    text = '[{"name": "calculate_bmi", "parameters": {"weight_kg" 70, "height_m": 1.75}}]'
+    got = NESTFUL.parse_lenient(text)
+    assert got.calls == BMI
+    assert [p.code for p in got.problems] == ["mended"]

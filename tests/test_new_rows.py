@@ -165,3 +165,16 @@ def test_onyx_reads_its_recipients_and_leaves_a_to_keyword_line_to_the_pythonic_
     keyword = 'send_mail(\nto="bob@example.org", subject="hi")'
     assert formats.detect_format(keyword) == "toolace"
 
+
+
+def test_the_required_tool_choice_list_is_nestfuls_and_the_tagged_lists_stay_their_rows():
+    """SGLang's and vLLM's ``tool_choice="required"`` output, a bare list of ``{"name", "parameters"}``, is read
+    strictly by nestful; the single object (a named tool choice in SGLang) stays llama3_json's, and the same list
+    after another row's marker stays that row's."""
+    listed = '[{"name": "lookup_weather", "parameters": {"town": "Lisbon", "days": 2}}]'
+    assert formats.detect_format(listed) == "nestful"
+    assert formats.get("nestful").parse_strict(listed) == [CALL]
+    assert formats.detect_format(listed[1:-1]) == "llama3_json"
+    for marker, row in (("functools", "phi4_mini"), (" -> tool/function_call\n", "hyperclovax_14b"),
+                        ("<|tool_call|>", "granite"), ("<func_call>", "xlam")):
+        assert formats.detect_format(marker + listed) == row

@@ -271,11 +271,17 @@ CATALOG: tuple[Row, ...] = (
         openai.OpenAI, None),
     Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
         anthropic.Anthropic, None),
-    Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" references', trained=True,
+    Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" '
+               'references; the arguments under "parameters" in the list a JSON schema constrains', trained=True,
                sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",
                         VLLM + "xlam_tool_parser.py (the list bare, after </think> or in a json fence; the lists after "
                         "[TOOL_CALLS] and in <tool_call> are read by mistral_tekken and granite)",
-                        VLLM_EXAMPLES + "tool_chat_template_xlam_llama.jinja, tool_chat_template_xlam_qwen.jinja")),
+                        VLLM_EXAMPLES + "tool_chat_template_xlam_llama.jinja, tool_chat_template_xlam_qwen.jinja",
+                        VLLM + 'utils.py (get_json_schema_from_tools: tool_choice="required" constrains the output to '
+                        'a list of {"name", "parameters"}; a named tool choice to the arguments object alone)',
+                        SGLANG + "json_array_detector.py, json_array_parser.py, json_detector.py, "
+                        'json_schema_composer.py (tool_choice="required": the list of {"name", "parameters"}; a named '
+                        "tool choice: the single object, read by llama3_json)")),
         nestful.Nestful, None),
     Row(Family('llama3_json', 'Llama 3.x JSON: [<|python_tag|>]{"name": ..., "parameters": {...}}; {...} (calls joined by ";")',
                sources=(*_checked("meta-llama-Llama-3.1-8B-Instruct.jinja e10ca381b1cc",

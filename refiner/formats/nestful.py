@@ -1,5 +1,8 @@
 """NESTFUL: a bare JSON list of ``{"name", "arguments", "label"}`` calls.
 
+A call's arguments are under ``"arguments"`` or, as the list a JSON schema constrains for ``tool_choice="required"``
+writes them, under ``"parameters"`` (not both); the calls are written back under ``"arguments"``.
+
 ``label`` names the call's result (``var1`` in v1, ``$var_1`` in v2) and becomes ``ToolCall.outputs`` exactly as
 written; later arguments refer to it inside strings (``"$var1.skyId$"``, ``"$var_1.result$"``), which stay strings.
 v1 sequences end in a ``var_result`` pseudo-call without a label. Order matters.
@@ -18,6 +21,11 @@ from refiner.formats.pythonic_mend import MEND_CHARS_PER_UNIT, MEND_UNITS_PER_ED
 from refiner.formats.reasoning import skip_blanks
 from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
+
+
+def _args_key(item: Any) -> str:
+    """The key a call object holds its arguments under: ``"parameters"`` when it has that key, else ``"arguments"``."""
+    return "parameters" if type(item) is dict and "parameters" in item else "arguments"
 
 
 def _looks_like_calls(value: object) -> bool:
@@ -45,7 +53,8 @@ class Nestful(WireFormat):
             return fast
         calls = []
         for i, item in enumerate(value):
-            name, args, extra = strict_fields(self, item, pos, what="call", index=i, extra_keys=("label",))
+            name, args, extra = strict_fields(self, item, pos, what="call", index=i, args_key=_args_key(item),
+                                              extra_keys=("label",))
             outputs = (expect_str(self, extra["label"], f"'label' of call #{i}", pos),) if "label" in extra else ()
             calls.append(ToolCall.trusted(name, args, outputs))
         return calls
@@ -102,17 +111,15 @@ def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
     return edits[:MAX_MEND_EDITS]
 
 
-_ITEM_KEYS = frozenset(("name", "arguments", "label"))
-
-
 def _as_calls(value: Any) -> list[tuple[str, dict[str, Any]]] | None:
     """The calls of a well-formed NESTFUL list (a name, an arguments object, maybe a label each), else ``None``."""
     if not _looks_like_calls(value):
         return None
     calls = []
     for item in value:
-        name, args = item.get("name"), item.get("arguments")
-        if type(name) is not str or not isinstance(args, dict) or not _ITEM_KEYS.issuperset(item):
+        key = _args_key(item)
+        name, args = item.get("name"), item.get(key)
+        if type(name) is not str or not isinstance(args, dict) or not {"name", key, "label"}.issuperset(item):
             return None
         calls.append((name, args))
     return calls
