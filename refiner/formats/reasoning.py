@@ -328,7 +328,11 @@ def _split(text: str, opened: bool | None) -> Split:
     if opened:
         found = state["closers"].search(text)  # (the first closer)
     else:
-        found = state["think_closers"].search(text) if any(w in text for w in state["think_words"]) else None
+        found = None
+        for word in state["think_words"]:
+            if word in text:
+                found = state["think_closers"].search(text)
+                break
     if found is not None:
         j = found.start()
         return Split(0, j, found.end(), True) if opened or not inside_call(text, 0, j) else NONE

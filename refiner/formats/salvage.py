@@ -207,8 +207,8 @@ class _Scan(SiteReader):
         table = marker_table()
         naming, order = table.naming["markers"], table.marker_order  # (every registered marker, by its formats)
         # a JSON value the text starts with holds no marker or closer in its strings (one cut open runs to the end)
-        edge = self.at
-        if found_at and body[(first := skip_ws(body, self.at)) : first + 1] in ("{", "["):
+        edge, first = self.at, skip_ws(body, self.at)
+        if found_at and body[first : first + 1] in ("{", "["):
             edge = TokenFinder(body, tuple(sorted(found_at))).first(self.at)[0]
 
         def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning, outside those strings
@@ -220,10 +220,9 @@ class _Scan(SiteReader):
         walked = sorted({*(m for m in found_at if m in order), *table.line_markers}, key=order.__getitem__)
         for marker in walked:
             i = find(marker)
-            if marker[:1] == "\n":  # a marker at a line start (Functionary's >>>): the text's first line is one
-                k = skip_ws(body, self.at)
-                if body.startswith(marker[1:], k) and (i < 0 or k < i):
-                    i = k
+            # a marker at a line start (Functionary's >>>): the text's first line is one
+            if marker[:1] == "\n" and body.startswith(marker[1:], first) and (i < 0 or first < i):
+                i = first
             if i < 0:
                 continue
             fmt = self.sniffed.get((marker, i - self.at)) or next(
@@ -255,7 +254,7 @@ class _Scan(SiteReader):
                     a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):
                 continue
             start = max([self.at, fmt.region_start(body, start)] + [b for a, b in self.claimed if b <= start])
-            whole = start == skip_ws(body, self.at)  # (then a reading of the whole text already made is taken)
+            whole = start == first  # (then a reading of the whole text already made is taken)
             got = self.known.get(fmt.name) if whole else None
             if got is None:
                 error = self.tried.get(fmt.name) if whole else None
@@ -269,8 +268,7 @@ class _Scan(SiteReader):
             closers, markers = fmt.detection.closers, fmt.detection.markers
             close = max((body.rfind(c) + len(c) for c in closers), default=-1)
             stops = (got.cut is not None or any(p.code == "unclosed" for p in got.problems)
-                     or any(body.endswith(t[:k], close) for t in closers + markers
-                            for k in range(len(t) - len(t.lstrip()) + 1, len(t))))
+                     or _ends_in_token(body, close, closers + markers))
             end = close if close > max(body.rfind(m) + len(m) for m in markers) and not stops else len(body)
             calls = [self.unescape_params(c) for n, c in enumerate(got.calls) if n != cut and usable_name(c.name)]
             if calls:
@@ -382,6 +380,25 @@ class _Scan(SiteReader):
             self.notes.append(f"only the first {MAX_CALLS} calls kept")
             calls = calls[:MAX_CALLS]
         return Salvage(calls, kept, self.notes)
+
+
+def _ends_in_token(text: str, start: int, tokens: Sequence[str]) -> bool:
+    """Whether ``text[start:]`` ends with the first part of one of ``tokens``: more than its leading blanks, less than
+    the whole token."""
+    n = len(text)
+    start = start if start >= 0 else max(n + start, 0)
+    for t in tokens:
+        least = len(t) - len(t.lstrip()) + 1  # (characters of the token the text must end with)
+        most = min(len(t) - 1, n - start)
+        if most < least:
+            continue
+        tail = text[n - most :]
+        j = tail.find(t[0])
+        while 0 <= j <= most - least:  # (the part from j on has at least ``least`` characters)
+            if t.startswith(tail[j:]):
+                return True
+            j = tail.find(t[0], j + 1)
+    return False
 
 
 def salvage(
