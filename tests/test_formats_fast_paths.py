@@ -22,7 +22,6 @@ from test_formats_roundtrip import calls_for
 FAST_PATHS = {
     "xlam": ["json_calls.plain_calls"],
     "nestools": ["json_calls.plain_calls"],
-    "nestful": ["nestful.plain_calls"],
     "hermes": ["json_calls.plain_calls"],
     "apibank": ["json_calls.plain_calls"],
     "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list

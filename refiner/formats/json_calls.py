@@ -86,10 +86,9 @@ class JsonSpelling:
     by_args: bool = field(default=False, metadata=POLICY)
 
 
-def _earliest(text: str, a: str, b: str) -> int:
-    """Where the first of ``a`` and ``b`` occurs in ``text``, or -1."""
-    i, j = text.find(a), text.find(b)
-    return j if i < 0 else i if j < 0 else min(i, j)
+def _earliest(text: str, key: str) -> int:
+    """Where ``key`` first occurs in ``text`` quoted either way, or -1."""
+    return min((i for i in (text.find(f'"{key}"'), text.find(f"'{key}'")) if i >= 0), default=-1)
 
 
 class JsonCalls(WireFormat):
@@ -170,9 +169,7 @@ class JsonCalls(WireFormat):
     def _opener(self, text: str) -> str:
         """The spelling of the open tag written first in the answer (``open`` when no other is written)."""
         sp = self.spelling
-        if not sp.alt_opens:
-            return sp.open
-        return Finder(text).first((sp.open, *sp.alt_opens), reasoning_offset(text))[1] or sp.open
+        return sp.alt_opens and Finder(text).first((sp.open, *sp.alt_opens), reasoning_offset(text))[1] or sp.open
 
     def _unclosed_values(self, text: str) -> list[tuple[Any, int]]:
         """The call values after each open tag (rows whose JSON value ends the calls)."""
@@ -331,17 +328,16 @@ class JsonCalls(WireFormat):
             return
         body = text[reasoning_offset(text) :]
         find = TokenFinder(body, (sp.open, *sp.alt_opens)).first  # (an open tag inside a JSON string is text)
-        chunks: list[str] = []
         i, tag = find(0)
-        while tag is not None and len(chunks) < (MAX_OBJECT_BLOCKS if sp.payload == "object" else MAX_BLOCKS):
-            j, nxt = find(i + len(tag))
-            chunks.append(body[i + len(tag) : j])
-            i, tag = j, nxt
-        if not chunks:
+        if tag is None:
             out.note("missing_tag", f"missing {sp.open.strip()}")
-            chunks = [body]
-        for chunk in chunks:
-            self._recover_value(chunk, out)
+            self._recover_value(body, out)
+        for _ in range(MAX_OBJECT_BLOCKS if sp.payload == "object" else MAX_BLOCKS):
+            if tag is None:
+                break
+            j, nxt = find(i + len(tag))
+            self._recover_value(body[i + len(tag) : j], out)
+            i, tag = j, nxt
 
     def _recover_value(self, chunk: str, out: Lenient) -> None:
         """The calls of the first JSON value in ``chunk`` (prose around it skipped)."""
@@ -440,20 +436,16 @@ class JsonCalls(WireFormat):
 
     def _by_args(self, body: str, start: int) -> bool:
         """A block whose first object holds ``arg_keys[0]`` or ``"arguments"``, not both, is this row's when it is
-        ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line. The block is
-        decoded only when it may hold ``arg_keys[0]`` (written as it is, or with an escape): else the written keys
-        decide alike."""
+        ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line."""
         key, end = self.spelling.arg_keys[0], body.find(self.spelling.close, start)
         block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
-        p = _earliest(block, f'"{key}"', f"'{key}'")
-        a = _earliest(block, '"arguments"', "'arguments'")
-        if p >= 0 or "\\" in block:
-            try:
-                first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
-            except (ValueError, RecursionError):
-                first = None
-            if isinstance(first, dict) and (key in first) != ("arguments" in first):
-                return key in first
+        try:
+            first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
+        except (ValueError, RecursionError):
+            first = None
+        if isinstance(first, dict) and (key in first) != ("arguments" in first):
+            return key in first
+        p, a = _earliest(block, key), _earliest(block, "arguments")
         if p >= 0 or a >= 0:
             return p >= 0 and (a < 0 or p < a)
         lines = [ln.strip() for ln in block.splitlines() if ln.strip()]

@@ -70,7 +70,6 @@ def _run_start(text: str, lo: int, i: int) -> int:
     return j
 
 
-_BOT = re.compile(re.escape(BOT))
 # A [TOOL_CALLS] that starts a call: a name, then [CALL_ID]..., [ARGS] or the arguments' "{".
 _BOT_CALL = re.compile(r"\[TOOL_CALLS\][\w.\-]{1,256}(?:\[CALL_ID\]|\[ARGS\]|\{)")
 MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this length (longer ones: only in junk)
@@ -104,9 +103,6 @@ def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) ->
         if not inside:
             found.append(b)
             if stop_at_call:
-                return found
-            if quote < 0:  # no string from here on: every token is outside
-                found.extend(m.start() for m in _BOT.finditer(text, b + len(BOT)))
                 return found
             pos = b + len(BOT)
             b = text.find(BOT, pos)

@@ -19,7 +19,7 @@ from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic_mend import MEND_CHARS_PER_UNIT, MEND_UNITS_PER_EDIT, mend, value_fits
 from refiner.formats.reasoning import skip_blanks
-from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, plain_calls, strict_fields
+from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -49,8 +49,6 @@ class Nestful(WireFormat):
         if strip_reasoning(text).strip() == "[]":
             return []
         value, pos = json_in_prose(self, text, _looks_like_calls, "JSON list of calls")
-        if (fast := plain_calls(value, outputs_key="label", outputs_as=str)) is not None:
-            return fast
         calls = []
         for i, item in enumerate(value):
             name, args, extra = strict_fields(self, item, pos, what="call", index=i, args_key=_args_key(item),
