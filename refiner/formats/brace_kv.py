@@ -25,7 +25,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.tags import letters, tag_look_alike
+from refiner.formats.tags import apply_edits, letters, tag_look_alike
 from refiner.formats.text import skip_ws
 from refiner.formats.xmlvalues import Finder
 
@@ -428,7 +428,7 @@ class BraceKV(WireFormat):
         by_letters: dict[str, list[str]] = {}
         for t in tokens:
             by_letters.setdefault(letters(t), []).append(t)
-        parts, last = [], start
+        edits: list[tuple[int, int, str]] = []
         quotes, seen = 0, start  # quote tokens before ``seen``: an odd count puts a look-alike inside a string value
         for m in itertools.islice(found.finditer(text, start), MAX_RESPELT):
             got = m.group()
@@ -446,15 +446,12 @@ class BraceKV(WireFormat):
                     choices = [t for t in choices if (t == sp.call_open) == opens]
             if len(choices) != 1:
                 continue
-            parts += (text[last : m.start()], choices[0])
-            last = seen = m.end()
+            edits.append((m.start(), m.end(), choices[0]))
+            seen = m.end()
             quotes += choices[0] == sp.quote
-            if len(parts) <= 2 * MAX_NOTES:  # (two parts a look-alike)
+            if len(edits) <= MAX_NOTES:
                 out.note("missing_tag", f"{choices[0]} written as {got!r}")
-        if not parts:
-            return text
-        parts.append(text[last:])
-        return text[:start] + "".join(parts)
+        return apply_edits(text, edits) if edits else text
 
     def _recover_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
         sp = self.spelling

@@ -377,12 +377,9 @@ class NamedJson(WireFormat):
 
     def _call_start(self, text: str, lo: int, anchor: int) -> int:
         """Where a call that lost its call token starts: after the token or line break before its ``anchor``."""
-        starts = [lo, text.rfind("\n", lo, anchor) + 1]
-        for token in (self.spelling.section_open, layout(self.spelling).close, self.spelling.section_close):
-            i = text.rfind(token, lo, anchor)
-            if i >= 0:
-                starts.append(i + len(token))
-        return max(starts)
+        tokens = (self.spelling.section_open, layout(self.spelling).close, self.spelling.section_close)
+        ends = (i + len(t) for t in tokens if (i := text.rfind(t, lo, anchor)) >= 0)
+        return max(lo, text.rfind("\n", lo, anchor) + 1, *ends)
 
     def _recover_token_call(self, text: str, pos: int, f: Finder, stops: tuple[str, ...], out: Lenient,
                             strings: TokenFinder) -> int:
@@ -420,11 +417,8 @@ class NamedJson(WireFormat):
         if head in befores:  # the name follows the anchor, on its line
             name, _, rest = rest.partition("\n")
         body = rest.strip()
-        for w in sorted(words, key=len, reverse=True):
-            if body.startswith(w):
-                body = body[len(w):]
-                break
-        body = body.strip()
+        word = next((w for w in sorted(words, key=len, reverse=True) if body.startswith(w)), "")
+        body = body[len(word):].strip()
         for x in layouts:
             for w in x.closes[::-1]:
                 body = body.removesuffix(w).rstrip()
