@@ -207,7 +207,7 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-            m = self.member.match(text, pos)  # (a plain member read in one match, as the steps below read it)
+            m = self.member.match(text, pos)  # (in one match, as the steps below: bench_worst_case needs it)
             if m is not None and m["key"] not in result:
                 result[m["key"]] = self.plain(m)
                 pos, after_value = m.end(), m["comma"] is None
