@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from refiner import formats
@@ -47,6 +48,7 @@ VALUE_STYLES = ("typed", "text")
 MAX_DEPTH = 32  # nesting depth beyond which values are not inspected (nor coerced by tier 1)
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
 MAX_CHECKED_VALUES = 4096  # values (arguments, items, properties) checked per call list
+_SEVERITY = attrgetter("severity")
 
 
 @dataclass(frozen=True, init=False)
@@ -101,12 +103,12 @@ class GateReport:
 
     @property
     def n_errors(self) -> int:
-        return sum(1 for d in self.diagnostics if d.severity == ERROR)
+        return list(map(_SEVERITY, self.diagnostics)).count(ERROR)
 
 
 def passes(diagnostics: Iterable[Finding]) -> bool:
     """True when no diagnostic is an error."""
-    return not any(d.severity == ERROR for d in diagnostics)
+    return ERROR not in map(_SEVERITY, diagnostics)
 
 
 def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
