@@ -184,11 +184,15 @@ def check_value(
 ) -> list[tuple[str, str]]:
     """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`MAX_DEPTH`,
     and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
-    declared type, its enum compared as text."""
+    declared type, its enum compared as text. A reference or the parameter's own declared default has none."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    if is_reference(value) or is_declared_default(param, value):
-        return []
+    found = _value_findings(param, value, where, depth, count, strings)
+    return [] if found and (is_reference(value) or is_declared_default(param, value)) else found
+
+
+def _value_findings(param: Param, value: Any, where: str, depth: int, count: Count, strings: bool) -> list[tuple]:
+    """:func:`check_value`'s findings, references and declared defaults not yet excused."""
     ptype, enum = param.type, param.enum
     if strings and ptype is not None:
         if not isinstance(value, str):

@@ -88,12 +88,6 @@ class ToolCatalog(_ByName):
             item = _DECODER.scan_once(self._text, item[0])[0]
         return spec_from_dict(item, self._dialect, i)
 
-    def get(self, name: str, default: Any = None) -> Any:
-        spec = self._read.get(name)
-        if spec is None and name in self._where:
-            spec = self._read[name] = self._load(self._where[name])
-        return default if spec is None else spec
-
     def __getitem__(self, name: str) -> ToolSpec:
         spec = self._read.get(name)
         return spec if spec is not None else self._read.setdefault(name, self._load(self._where[name]))
