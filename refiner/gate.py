@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from refiner import formats
@@ -47,6 +48,7 @@ VALUE_STYLES = ("typed", "text")
 MAX_DEPTH = 32  # nesting depth beyond which values are not inspected (nor coerced by tier 1)
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
 MAX_CHECKED_VALUES = 4096  # values (arguments, items, properties) checked per call list
+_SEVERITY = attrgetter("severity")
 
 
 @dataclass(frozen=True, init=False)
@@ -101,12 +103,12 @@ class GateReport:
 
     @property
     def n_errors(self) -> int:
-        return sum(1 for d in self.diagnostics if d.severity == ERROR)
+        return list(map(_SEVERITY, self.diagnostics)).count(ERROR)
 
 
 def passes(diagnostics: Iterable[Finding]) -> bool:
     """True when no diagnostic is an error."""
-    return not any(d.severity == ERROR for d in diagnostics)
+    return ERROR not in map(_SEVERITY, diagnostics)
 
 
 def _check_references(calls: Sequence[ToolCall]) -> list[Finding]:
@@ -182,11 +184,15 @@ def check_value(
 ) -> list[tuple[str, str]]:
     """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`MAX_DEPTH`,
     and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
-    declared type, its enum compared as text."""
+    declared type, its enum compared as text. A reference or the parameter's own declared default has none."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    if is_reference(value) or is_declared_default(param, value):
-        return []
+    found = _value_findings(param, value, where, depth, count, strings)
+    return [] if found and (is_reference(value) or is_declared_default(param, value)) else found
+
+
+def _value_findings(param: Param, value: Any, where: str, depth: int, count: Count, strings: bool) -> list[tuple]:
+    """:func:`check_value`'s findings, references and declared defaults not yet excused."""
     ptype, enum = param.type, param.enum
     if strings and ptype is not None:
         if not isinstance(value, str):

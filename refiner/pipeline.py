@@ -108,7 +108,8 @@ def load_request_tools(request: Mapping[str, Any]) -> ToolCatalog | None:
     if raw is None or raw == [] or raw == "":
         return None
     try:
-        return (source == "tools" and tool_catalog(raw)) or ToolCatalog(load_tools(raw))
+        catalog = tool_catalog(raw) if source == "tools" else None
+        return catalog if catalog is not None else ToolCatalog(load_tools(raw))
     except Exception as e:
         if source == "system":
             return None  # a system prompt need not list tools

@@ -488,7 +488,7 @@ def repair_parsed(
     out_fmt = out_fmt or fmt
     index = tool_index(tools)
     if not before.calls or (not before.diagnostics and out_fmt == fmt and not formats.get(fmt).names_only and not (
-        index and any(getattr(index.get(c.name), "free_form", False) for c in before.calls)
+        index is not None and any(getattr(index.get(c.name), "free_form", False) for c in before.calls)
     )):  # no call, or the gate found each call as its spec declares it: nothing to repair (not checked: the
         # undeclared arguments of a free-form tool, the calls of a format that writes names only)
         return Tier1(text, before.calls, [], before, before)

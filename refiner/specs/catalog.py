@@ -90,9 +90,7 @@ class ToolCatalog(_ByName):
 
     def __getitem__(self, name: str) -> ToolSpec:
         spec = self._read.get(name)
-        if spec is None:
-            spec = self._read[name] = self._load(self._where[name])
-        return spec
+        return spec if spec is not None else self._read.setdefault(name, self._load(self._where[name]))
 
     @property
     def read(self) -> int:

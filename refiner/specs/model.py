@@ -70,10 +70,10 @@ class Param:
 
     @classmethod
     def of(cls, **fields: Any) -> Param:
-        """``Param(**fields)``, built from a blank one's fields and checked as the constructor checks them."""
+        """``Param(**fields)``, checked as the constructor checks them; the fields not given keep the class's
+        defaults."""
         p = object.__new__(cls)
         d = p.__dict__
-        d.update(_BLANK_PARAM)
         d["properties"], d["extra"] = {}, {}
         d.update(fields)
         p.__post_init__()
@@ -84,13 +84,13 @@ class Param:
               default: Any = None, has_default: bool = False) -> Param:
         """``Param(type=type, description=..., enum=..., items=..., default=..., has_default=...)`` for a ``type`` of
         :data:`JSON_TYPES` other than ``null`` and a ``has_default`` true when ``default`` is not None, built with
-        nothing left for the constructor to check."""
+        nothing left for the constructor to check (the fields not given keep the class's defaults)."""
         p = object.__new__(cls)
         d = p.__dict__
-        d.update(_BLANK_PARAM)
-        d["type"], d["description"], d["enum"], d["items"], d["default"], d["has_default"] = (
-            type, description, enum, items, default, has_default)
+        d["type"], d["description"], d["enum"], d["items"] = type, description, enum, items
         d["properties"], d["extra"] = {}, {}
+        if has_default:
+            d["default"], d["has_default"] = default, True
         return p
 
     def to_json_schema(self) -> dict[str, Any]:
@@ -123,9 +123,6 @@ class Param:
         return out
 
 
-_BLANK_PARAM = dict(Param().__dict__)
-
-
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: its name, description, parameters (with the required ones) and declared outputs."""
@@ -153,10 +150,10 @@ class ToolSpec:
     def plain(cls, name: str, description: str, params: dict[str, Param], required: tuple[str, ...], dialect: str,
               extra: dict[str, Any]) -> ToolSpec:
         """``ToolSpec(name, description, params, required, dialect=dialect, extra=extra)`` for a non-empty ``name``
-        and a tuple ``required``, built with nothing left for the constructor to check."""
+        and a tuple ``required``, built with nothing left for the constructor to check (the fields not given keep the
+        class's defaults)."""
         spec = object.__new__(cls)
         d = spec.__dict__
-        d.update(_BLANK_SPEC)
         d["name"], d["description"], d["params"], d["required"] = name, description, params, required
         d["outputs"], d["dialect"], d["extra"] = {}, dialect, extra
         return spec
@@ -184,9 +181,6 @@ class ToolSpec:
                 "properties": {k: p.to_json_schema() for k, p in self.outputs.items()},
             }
         return out
-
-
-_BLANK_SPEC = dict(ToolSpec("blank").__dict__)
 
 
 def to_openai_tools(specs: Iterable[ToolSpec]) -> list[dict[str, Any]]:
