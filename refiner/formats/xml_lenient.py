@@ -58,7 +58,7 @@ class XmlLenient:
         (an attribute tag) the next tag; ``(len(text), None)`` when the text ends inside it."""
         s = self.spelling
         end, which = f.first((s.tag_end, "\n", "<") if at == "attr" else (s.tag_end, "\n"), pos)
-        if which == "<" and s.tag_end.startswith(text[end:]):
+        if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
             return len(text), None
         return end, which
 
