@@ -107,30 +107,42 @@ def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_
 _NO_BRACKET = re.compile(r"[^\"'()\[\]{}]*")
 _BRACKET_RUN = re.compile(r"[()\[\]{}]+")
 _STEP = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
+# Strings as Python reads them; text up to a quote that no string closes (or the end), strings whole.
+_STRINGS = re.compile("|".join(p.pattern for p in STRICT_STRING.values()), re.DOTALL)
+_STRICT_SPAN = re.compile(f"(?:[^\"']+|{_STRINGS.pattern})*", re.DOTALL)
 
 
 def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
     """``(depth, in_string)`` at the end of ``src``: brackets left open (a closer with none open is ignored), and
     whether a string is left open. Each run of brackets outside strings is taken at once: its net change, and the
-    lowest the depth falls within it."""
+    lowest the depth falls within it; past the last quote that may end a string leniently, strings end as Python
+    reads them, and the rest is taken at once: its plain text and strings dropped, the brackets before a quote left
+    open one run."""
     depth, i, n = 0, 0, len(src)
+    last = max((ends[-1] for q in "'\"" if (ends := _closing_quotes(src, q))), default=-1) if lenient_quotes else -1
     while (i := _NO_BRACKET.match(src, i).end()) < n:
+        if i >= last:
+            end = _STRICT_SPAN.match(src, i).end()
+            return _after_run(depth, "".join(_BRACKET_RUN.findall(_STRINGS.sub("", src[i:end])))), end < n
         if src[i] in "'\"":
             i = _string_close(src, i, lenient_quotes)
             if i < 0:
                 return depth, True
             continue
         j = _BRACKET_RUN.match(src, i).end()
-        run = src[i:j]
-        if not run.lstrip("([{"):
-            depth += j - i
-        elif not run.lstrip(")]}"):
-            depth = max(depth - (j - i), 0)
-        else:
-            sums = list(itertools.accumulate(map(_STEP.__getitem__, run)))
-            depth = sums[-1] + max(depth, -min(sums))
+        depth = _after_run(depth, src[i:j])
         i = j
     return depth, False
+
+
+def _after_run(depth: int, run: str) -> int:
+    """The depth after the brackets ``run`` from ``depth`` (a closer with none open is ignored)."""
+    if not run.lstrip("([{"):
+        return depth + len(run)
+    if not run.lstrip(")]}"):
+        return max(depth - len(run), 0)
+    sums = list(itertools.accumulate(map(_STEP.__getitem__, run)))
+    return sums[-1] + max(depth, -min(sums))
 
 
 # Where the calls start when the opening tag is missing: characters at a body's start looked at for a misspelt tag.

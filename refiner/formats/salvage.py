@@ -417,11 +417,13 @@ def salvage(
     raises."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
-    cut = len(text) > MAX_LENIENT_CHARS
-    text = read(text[:MAX_LENIENT_CHARS] if cut else text)
-    scan = _Scan(text, reasoning_offset(text), offered, *((None,) * 4 if cut else (known, markers, tried, sniffed)))
+    text = read(text)
+    cut = len(text) - reasoning_offset(text) > MAX_LENIENT_CHARS
+    if cut:  # (cut where the formats' lenient readers cut it, so their readings in ``known`` are of this text)
+        text = read(text[: reasoning_offset(text) + MAX_LENIENT_CHARS])
+    scan = _Scan(text, reasoning_offset(text), offered, known, *((None,) * 3 if cut else (markers, tried, sniffed)))
     if cut:
-        scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters were read")
+        scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters after the reasoning were read")
     complete = not cut
     try:
         with repair_budget():

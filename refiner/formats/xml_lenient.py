@@ -59,7 +59,7 @@ class XmlLenient:
         a longer tag is not read for attributes) and where what follows it starts."""
         s = self.spelling
         end, which = f.first((s.tag_end, "\n", "<") if at == "attr" else (s.tag_end, "\n"), pos)
-        if which == "<" and s.tag_end.startswith(text[end:]):
+        if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
             end, which = len(text), None
         return which, text[pos : min(end, pos + MAX_ATTR_CHARS)], end + len(s.tag_end) if which == s.tag_end else end
 
