@@ -154,3 +154,11 @@ def test_a_letter_that_matches_only_by_case_folding_is_not_a_tag_word(word):
     text = f"<zyphra_tool_call>\n<{word}=f>\n<parameter=a>1</parameter>\n</{word}>\n</zyphra_tool_call>"
     got = formats.get("zaya_xml").parse_lenient(text)
     assert "internal" not in [p.code for p in got.problems]
+
+
+def test_a_tag_without_letters_matches_no_other_token() -> None:
+    """A fence tag (```) has no word to misspell: a '<' before a word is no look-alike of it; another format's tag
+    is still reported."""
+    speller = Speller(("**Tool Call:**\n```json\n", "```"))
+    assert list(speller.scan("note <b c and <think tea")) == []
+    assert [(h.start, h.word) for h in speller.scan("see <tool_call>")] == [(4, None)]

@@ -93,7 +93,7 @@ class Speller:
         self.tags = tuple(t for t in dict.fromkeys(tags) if t)
         self.words = tuple(dict.fromkeys(tag_word(t) for t in self.tags))
         self._exact = {t: (tag_word(t), t.startswith(("</", "[/")), t.endswith("=")) for t in self.tags}
-        self._cores = {letters(w): w for w in self.words}
+        self._cores = {letters(w): w for w in self.words if letters(w)}  # (``` has no letters to misspell)
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
         self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
