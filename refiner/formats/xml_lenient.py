@@ -21,6 +21,15 @@ from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, XmlSpelling, _a
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
+def slip(fmt: Any, out: Lenient | None, kind: str | None, message: str, at: int) -> None:
+    """A departure from ``fmt``'s grammar at ``at``: refused by a strict reading (``out`` is ``None``), else a ``kind``
+    problem (none for ``None``: a recovery the lenient reading makes silently)."""
+    if out is None:
+        raise fmt.error(message, at)
+    if kind is not None:
+        out.note(kind, message)
+
+
 def stop_patterns(s: XmlSpelling) -> dict[tuple[str, bool], re.Pattern]:
     """Where a row's opening tag naming by ``at`` (``eq``, ``attr``), a name written as text or an element key ends,
     read strictly or not: the first of its stopping tags (of those at one position, the first listed)."""
@@ -34,17 +43,10 @@ def stop_patterns(s: XmlSpelling) -> dict[tuple[str, bool], re.Pattern]:
 class XmlReader:
     """The one reading of :class:`XmlParams`'s tags (its spelling and value helpers through ``self``): the walk reads
     the calls into ``calls``, leniently when given a :class:`Lenient` to note what it recovers from, else strictly:
-    where it would recover, it raises the format's error (:meth:`_slip`)."""
-
-    def _slip(self, out: Lenient | None, kind: str | None, message: str, at: int) -> None:
-        """A departure from the grammar at ``at``: refused strictly (``out`` is ``None``), else a ``kind`` problem
-        (none for ``None``: a recovery the lenient reading makes silently)."""
-        if out is None:
-            raise self.error(message, at)
-        if kind is not None:
-            out.note(kind, message)
+    where it would recover, it raises the format's error (:func:`slip`)."""
 
     def _walk(self, text: str, calls: list[ToolCall], out: Lenient | None) -> None:
+        """Reads the calls of ``text`` (its tag suffixes dropped) after the reasoning into ``calls``."""
         s = self.spelling
         pos = self.answer_start(text)
         if out is not None:
@@ -64,7 +66,7 @@ class XmlReader:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 if n == 0:
-                    self._slip(out, "missing_tag", f"no {what} found", pos)
+                    slip(self, out, "missing_tag", f"no {what} found", pos)
                     if first_key >= 0:
                         out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
                 return
@@ -75,9 +77,9 @@ class XmlReader:
             if s.section_open and not in_section:
                 o = text.find(s.section_open, pos, c + len(s.section_open))
                 if o < 0:
-                    self._slip(out, "missing_tag", f"missing {s.section_open} before call #{n + 1}", c)
+                    slip(self, out, "missing_tag", f"missing {s.section_open} before call #{n + 1}", c)
                 elif skip_ws(text, o + len(s.section_open)) != c:
-                    self._slip(out, "unreadable", f"text skipped before {s.call_open}: "
+                    slip(self, out, "unreadable", f"text skipped before {s.call_open}: "
                                f"{text[o + len(s.section_open) : c][:60]!r}", o + len(s.section_open))
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, calls, out)
 
@@ -105,23 +107,23 @@ class XmlReader:
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
             if not name:
-                self._slip(out, "no_name", f"a {s.call_open} block without a tool name", pos)
+                slip(self, out, "no_name", f"a {s.call_open} block without a tool name", pos)
             elif not self.is_name(name):
-                self._slip(out, "bad_name", f"tool name {name[:60]!r} is not allowed", pos)
+                slip(self, out, "bad_name", f"tool name {name[:60]!r} is not allowed", pos)
         else:
             which, raw, pos = self._tag_end(text, f, pos, s.name_at, out)
             written = raw if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "")
             name = written.strip()
             if which is None:  # cut inside the name: no call can be trusted
-                self._slip(out, "unclosed", f"the text ends inside the tool name {name[:60]!r}", pos)
+                slip(self, out, "unclosed", f"the text ends inside the tool name {name[:60]!r}", pos)
                 out.mark_cut(None)
                 return pos, False
             if which != s.tag_end:
-                self._slip(out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
+                slip(self, out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
             if not self.is_name(name):
-                self._slip(out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed", pos)
+                slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed", pos)
             if name != written:
-                self._slip(out, None, f"tool name {written[:60]!r} is not allowed", pos)
+                slip(self, out, None, f"tool name {written[:60]!r} is not allowed", pos)
             if which == s.tag_end and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
                 if name:
                     calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
@@ -161,14 +163,14 @@ class XmlReader:
             if tag not in (s.key_open, s.call_close):
                 break
         if not closed:
-            self._slip(out, "missing_tag", f"missing {s.call_close} after call {name!r}", pos)
+            slip(self, out, "missing_tag", f"missing {s.call_close} after call {name!r}", pos)
             if s.name_at == "text" and not args:  # a name line alone: a cut text or prose mentioning the tag
                 out.note("unreadable", f"a {s.call_open} with neither arguments nor {s.call_close} dropped: "
                          f"{name[:60]!r}")
                 self._mark_cut(text, whole, out, "", args, cut)
                 return pos, False
         if name and not args and self._junk_name(name):
-            self._slip(out, "not_a_call", f"{name[:60]!r} alone between call tags is text, not a call", pos)
+            slip(self, out, "not_a_call", f"{name[:60]!r} alone between call tags is text, not a call", pos)
             name = ""
         if name:
             calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
@@ -208,7 +210,7 @@ class XmlReader:
         if not s.section_per_call and text.startswith(s.call_open, k):
             return pos, True
         kind = "missing_tag" if s.section_per_call or k < len(text) else None
-        self._slip(out, kind, f"missing {s.section_close} after call {name!r}", k)
+        slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
         return pos, False
 
     def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient | None
@@ -226,7 +228,7 @@ class XmlReader:
             if tag == s.key_close:
                 pos = skip_ws(text, j + len(s.key_close))
             else:
-                self._slip(out, "missing_tag", f"missing {s.key_close} after key {key[:40]!r}", j)
+                slip(self, out, "missing_tag", f"missing {s.key_close} after key {key[:40]!r}", j)
                 pos = skip_ws(text, j)
             if s.type_open and out is not None and text.startswith(s.type_open, pos):  # a type element (see
                 t = text.find(s.type_close, pos, pos + len(s.type_open) + TYPE_CHARS)  # XmlSpelling): lenient only
@@ -237,7 +239,7 @@ class XmlReader:
             if text.startswith(s.value_open, pos):
                 vstart = pos + len(s.value_open)
             else:  # the value's opening tag was lost: the value is the text up to the next tag
-                self._slip(out, "missing_tag", f"missing {s.value_open} after key {key[:40]!r}", pos)
+                slip(self, out, "missing_tag", f"missing {s.value_open} after key {key[:40]!r}", pos)
                 vstart = pos
                 nxt, _ = f.first((s.value_close, s.key_open, s.call_close, s.call_open), pos)
                 if not text[pos:nxt].strip():
@@ -249,7 +251,7 @@ class XmlReader:
             if s.key_at == "attr":
                 attrs = _attrs(raw)
                 if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
-                    self._slip(out, None, f"unclosed {s.key_open}", pos)  # left out
+                    slip(self, out, None, f"unclosed {s.key_open}", pos)  # left out
                     return vstart, ""
                 key = attrs.get(s.key_attr, raw.strip())
             else:
@@ -257,10 +259,10 @@ class XmlReader:
                 if key is None:
                     raise self.error("a quoted parameter name is not a JSON string", pos)
             if which != s.tag_end:
-                self._slip(out, "missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed", pos)
+                slip(self, out, "missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed", pos)
             if s.key_at == "attr":
                 if s.key_attr not in attrs:
-                    self._slip(out, None, f"a {s.key_open} without a {s.key_attr}", pos)
+                    slip(self, out, None, f"a {s.key_open} without a {s.key_attr}", pos)
                 if out is None and s.refused_attr in attrs:
                     raise self.error(f"a {s.refused_attr}= attribute: another row's typed parameter", pos)
                 typ = self._type_of(attrs, pos if out is None else None)
