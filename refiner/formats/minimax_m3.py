@@ -293,8 +293,9 @@ class NsXml(WireFormat):
             last_closed = False
             if deep or len(stack) > MAX_ARGUMENT_DEPTH:
                 if not deep:
-                    slip(self, out, "bad_argument", f"elements nesting deeper than {MAX_ARGUMENT_DEPTH} levels dropped",
-                         tag.start)
+                    what = "elements nesting" if out is not None else "the arguments nest"
+                    slip(self, out, "bad_argument", f"{what} deeper than {MAX_ARGUMENT_DEPTH} levels"
+                         + (" dropped" if out is not None else ""), tag.start)
                 deep += 1
                 continue
             body = text[tag.end : tags[j].start if j < len(tags) else len(text)]
