@@ -239,7 +239,7 @@ def test_qwen3_coder_first_call_missing_its_opening_tag_is_kept():
     text = ("<function=first>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>\n"
             "<tool_call>\n<function=second>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>")
     q = formats.get("qwen3_coder")
-    with pytest.raises(FormatError, match="without its <tool_call>"):
+    with pytest.raises(FormatError, match="missing <tool_call> before call #1"):
         q.parse_strict(text)
     got = q.parse_lenient(text)
     assert got.calls == [ToolCall("first", {"a": 1}), ToolCall("second", {"a": 2})]

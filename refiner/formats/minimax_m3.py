@@ -20,8 +20,9 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.strict import JSON_DECODER, token_sections
+from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
+from refiner.formats.xml_lenient import slip
 from refiner.formats.xmlvalues import read_value, retype_calls, retype_value, write_key, write_value
 
 NAME_PATTERN = r"[^\s\"<>]+"
@@ -133,58 +134,27 @@ class NsXml(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
-        return token_sections(self, text, s.section_open, s.invoke_open, s.section_close,
-                              lambda t, pos: self._strict_invoke(t, pos - len(s.invoke_open)))
-
-    def _strict_tag(self, text: str, pos: int) -> _Tag:
-        s = self.spelling
-        if not text.startswith(s.ns, pos):
-            raise self.error(f"expected {s.ns}<...>, got {text[pos : pos + 30]!r}", pos)
-        nxt = text.find(s.ns, pos + len(s.ns))
-        tag = self._tag_at(text, pos, len(text) if nxt < 0 else nxt, lenient=False)
-        if tag is None:
-            raise self.error(f"a {s.ns} token not followed by a tag", pos)
-        return tag
-
-    def _strict_invoke(self, text: str, pos: int) -> tuple[ToolCall, int]:
-        s = self.spelling
-        tag = self._strict_tag(text, pos)
-        name = self._invoke_name(tag)
-        if not self.is_name(name):
-            raise self.error(f"a call without a usable {s.name_attr}: {tag.raw[:60]!r}", pos)
-        stack = [_Frame(s.invoke, "", [])]
-        pos = tag.end
-        while True:
-            pos = skip_ws(text, pos)
-            tag = self._strict_tag(text, pos)
-            top = stack[-1]
-            if tag.closing:
-                if tag.raw != top.raw:
-                    raise self.error(f"</{tag.raw[:40]}> closes <{top.raw[:40]}>", pos)
-                _, value, dup = self._pop(stack)
-                if dup is not None:
-                    raise self.error(f"argument {dup!r} given twice", pos)
-                if not stack:
-                    return ToolCall.trusted(name, value), tag.end
-                pos = tag.end
-                continue
-            if self._invoke_name(tag) is not None and len(stack) == 1:
-                raise self.error(f"missing {s.invoke_close} before the next call", pos)
-            if len(stack) > MAX_ARGUMENT_DEPTH:
-                raise self.error(f"the arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
-            k = skip_ws(text, tag.end)
-            if text.startswith(s.ns, k) and not text.startswith("</", k + len(s.ns)):  # a container: children follow
-                stack.append(_Frame(tag.raw, tag.key, []))
-                pos = k
-                continue
-            e = text.find(s.ns, tag.end)
-            if e < 0:
-                raise self.error(f"unclosed <{tag.raw[:40]}>", tag.end)
-            end_tag = f"{s.ns}</{tag.raw}>"
-            if not text.startswith(end_tag, e):
-                raise self.error(f"expected {end_tag} after the value of {tag.key!r}", e)
-            top.children.append((tag.key, tag.raw == s.item, read_value(text[tag.end : e], False, (s.ns,))))
-            pos = e + len(end_tag)
+        tags = self._tags(text, reasoning_offset(text), None)
+        opens = (k for k, t in enumerate(tags) if t.raw == s.section and not t.closing)
+        i = next(opens, None)
+        if i is None:
+            raise self.error(f"no {s.section_open}", reasoning_offset(text))
+        calls: list[ToolCall] = []
+        while i is not None:  # each block: calls, whitespace between, then the block's end
+            end, i = tags[i].end, i + 1
+            while True:
+                nxt = len(text) if i >= len(tags) else tags[i].start
+                if nxt == len(text) and not text[end:].strip():
+                    raise self.error(f"missing {s.section_close}", len(text))
+                if not text[end:nxt].strip() and tags[i].closing and tags[i].raw == s.section:
+                    break
+                if text[end:nxt].strip() or tags[i].closing or not tags[i].raw.startswith(s.invoke):
+                    got = text[end:nxt].strip() or text[nxt : nxt + 30]
+                    raise self.error(f"expected {s.invoke_open} or {s.section_close}, got {got[:30]!r}", nxt)
+                i = self._recover_invoke(text, tags, i, calls, None)
+                end = tags[i - 1].end
+            i = next((k for k in opens if k > i), None)
+        return calls
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         s = self.spelling
@@ -214,7 +184,7 @@ class NsXml(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
         pos = reasoning_offset(text)
-        tags = self._tags(text, pos)
+        tags = self._tags(text, pos, out)
         if not any(self._invoke_name(t) is not None for t in tags):
             out.note("missing_tag", f"no {s.invoke_open} ...> call found")
             if any(t.raw.strip() == s.section and not t.closing for t in tags):
@@ -234,37 +204,42 @@ class NsXml(WireFormat):
             if not take_items(1):
                 return
             start = i
-            i = self._recover_invoke(text, tags, i, out)
+            i = self._recover_invoke(text, tags, i, out.calls, out)
             if i < 0:
                 return
             if not any(t.closing and t.key == s.section for t in tags[start:]):
                 out.note("missing_tag", f"missing {s.section_close} after the last call")
                 return
 
-    def _tags(self, text: str, pos: int) -> list[_Tag]:
-        """Every tag after ``pos``, in order (at most 4 x :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS`)."""
+    def _tags(self, text: str, pos: int, lenient: Lenient | None) -> list[_Tag]:
+        """Every tag after ``pos``, in order: read strictly (``lenient`` is ``None``), a token followed by no tag is
+        an empty tag at the token; else at most 4 x :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` tags."""
         s = self.spelling
         out: list[_Tag] = []
         p = text.find(s.ns, pos)
-        while p >= 0 and len(out) < 4 * MAX_RECOVERED_ITEMS:
+        while p >= 0 and (lenient is None or len(out) < 4 * MAX_RECOVERED_ITEMS):
             nxt = text.find(s.ns, p + len(s.ns))
-            tag = self._tag_at(text, p, len(text) if nxt < 0 else nxt, lenient=True)
+            tag = self._tag_at(text, p, len(text) if nxt < 0 else nxt, lenient=lenient is not None)
             rest = text[p + len(s.ns) :] if tag is None and nxt < 0 else ""
-            if tag is not None:
-                out.append(tag)
+            if tag is not None or lenient is None:
+                out.append(tag or _Tag(p, p, False, "", ""))
             elif nxt < 0 and (not rest.strip() or (rest.lstrip().startswith("<") and ">" not in rest)):
                 out.append(_Tag(p, len(text), False, "", ""))  # the text ends inside a tag (marks a cut)
             p = nxt
         return out
 
-    def _recover_invoke(self, text: str, tags: list[_Tag], i: int, out: Lenient) -> int:
-        """Reads the call opened by ``tags[i]``: the index of the next tag to read (-1: the text or items ran out)."""
+    def _recover_invoke(self, text: str, tags: list[_Tag], i: int, calls: list[ToolCall], out: Lenient | None
+                        ) -> int:
+        """Reads the call opened by ``tags[i]`` into ``calls``, strictly when ``out`` is ``None`` (raising where it
+        would recover): the index of the next tag to read (-1: the text or items ran out)."""
         s = self.spelling
-        name = (self._invoke_name(tags[i]) or "").strip()
+        written = self._invoke_name(tags[i]) or ""
+        name = written.strip()
         if not name:
-            out.note("no_name", f"a call without a {s.name_attr}: {tags[i].raw[:60]!r}")
-        elif not self.is_name(name):
-            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+            slip(self, out, "no_name", f"a call without a {s.name_attr}: {tags[i].raw[:60]!r}", tags[i].start)
+        elif not self.is_name(name) or name != written:
+            slip(self, out, "bad_name" if name == written else None, f"tool name {written[:60]!r} is not allowed",
+                 tags[i].start)
         stack = [_Frame(s.invoke, "", [])]
         whole: dict[str, Any] = {}  # the arguments written whole (for a cut)
         deep = 0  # opening tags skipped for nesting too deeply, still open
@@ -273,13 +248,17 @@ class NsXml(WireFormat):
         j = i + 1
         while j < len(tags):
             tag = tags[j]
-            key = tag.raw.strip() if not tag.raw.startswith('"') else tag.raw
+            key = tag.raw.strip() if out is not None and not tag.raw.startswith('"') else tag.raw
+            if out is None and (tag.start == tag.end or text[last_end : tag.start].strip() and not (
+                    tag.closing and stack[-1].text is not None)):  # (text is a leaf's only)
+                what = f"a {s.ns} token not followed by a tag" if tag.start == tag.end else "text between tags"
+                raise self.error(f"{what}: {text[last_end : tag.start + 30][:60]!r}", last_end)
             if tag.raw == "" and tag.end == len(text):  # the text ends inside this tag
                 last_closed = False
                 break
-            if self._invoke_name(tag) is not None or tag.key == s.section:
-                out.note("missing_tag", f"missing {s.invoke_close} after call {name[:60]!r}")
-                self._finish(out, name, stack)
+            if self._invoke_name(tag) is not None or (tag.key if out is not None else tag.raw) == s.section:
+                slip(self, out, "missing_tag", f"missing {s.invoke_close} after call {name[:60]!r}", tag.start)
+                self._finish(calls, out, name, stack, tag.start)
                 return j + 1 if tag.closing else j
             last_end = tag.end
             if tag.closing:
@@ -287,37 +266,44 @@ class NsXml(WireFormat):
                 j += 1
                 if key == s.invoke:
                     if len(stack) > 1:
-                        out.note("missing_tag", f"elements left open in call {name[:60]!r}")
-                    self._finish(out, name, stack)
+                        slip(self, out, "missing_tag", f"elements left open in call {name[:60]!r}", tag.start)
+                    self._finish(calls, out, name, stack, tag.start)
                     return j
                 if deep:
                     deep -= 1
                     continue
                 at = next((d for d in range(len(stack) - 1, 0, -1) if stack[d].raw == key), 0)
+                if out is None and at != len(stack) - 1:
+                    raise self.error(f"expected {s.ns}</{stack[-1].raw[:40]}>, got </{key[:40]}>", tag.start)
                 if not at:
-                    out.note("unreadable", f"a stray </{key[:40]}> skipped")
+                    slip(self, out, "unreadable", f"a stray </{key[:40]}> skipped", tag.start)
                     continue
                 if at < len(stack) - 1:
-                    out.note("missing_tag", f"missing </{stack[-1].raw[:40]}> before </{key[:40]}>")
+                    slip(self, out, "missing_tag", f"missing </{stack[-1].raw[:40]}> before </{key[:40]}>", tag.start)
                 while len(stack) > at:
                     done = self._pop(stack)
+                    if done[2] is not None:
+                        slip(self, out, None, f"argument {done[2]!r} given twice", tag.start)
                 if len(stack) == 1:
                     whole[done[0]] = done[1]
                 continue
-            if not take_items(1):
+            if out is not None and not take_items(1):
                 return -1
             j += 1
             last_closed = False
             if deep or len(stack) > MAX_ARGUMENT_DEPTH:
                 if not deep:
-                    out.note("bad_argument", f"elements nesting deeper than {MAX_ARGUMENT_DEPTH} levels dropped")
+                    what = "elements nesting" if out is not None else "the arguments nest"
+                    slip(self, out, "bad_argument", f"{what} deeper than {MAX_ARGUMENT_DEPTH} levels"
+                         + (" dropped" if out is not None else ""), tag.start)
                 deep += 1
                 continue
             body = text[tag.end : tags[j].start if j < len(tags) else len(text)]
             leaf = body.strip() or (j < len(tags) and tags[j].closing)
             stack.append(_Frame(key, tag.key, [], body if leaf else None))
         # the text ends inside this call: keep it as read, say where it stops
-        self._finish(out, name, stack)
+        slip(self, out, None, f"unclosed <{stack[-1].raw[:40]}> in call {name[:60]!r}", len(text))
+        self._finish(calls, out, name, stack, len(text))
         clean = last_closed and bool(whole) and not text[last_end:].strip()
         out.mark_cut(len(out.calls) - 1 if name else None, name or None, whole, clean=clean)
         return -1
@@ -330,15 +316,16 @@ class NsXml(WireFormat):
             stack[-1].children.append((frame.key, frame.raw == self.spelling.item, value))
         return frame.key, value, dup
 
-    def _finish(self, out: Lenient, name: str, stack: list[_Frame]) -> None:
-        """Closes what is left open and adds the call (when it has a name)."""
+    def _finish(self, calls: list[ToolCall], out: Lenient | None, name: str, stack: list[_Frame], at: int) -> None:
+        """Closes what is left open and adds the call to ``calls`` (when it has a name); ``at``: where it ends."""
         while len(stack) > 1:
             self._pop(stack)
         _, args, dup = self._pop(stack)
         if dup is not None:
-            out.note("bad_argument", f"argument {dup[:40]!r} given twice: the last value kept")
+            kept = ": the last value kept" if out is not None else ""
+            slip(self, out, "bad_argument", f"argument {dup[:40]!r} given twice{kept}", at)
         if name:
-            out.calls.append(ToolCall(name, args))
+            calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
 
     def is_name(self, name: str) -> bool:
         return bool(name) and not any(c.isspace() or c in '"<>' for c in name)

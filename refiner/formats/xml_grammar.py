@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -38,14 +38,12 @@ from refiner.formats.base import (
     offered_tools,
 )
 from refiner.formats.message import AnswerParts
-from refiner.formats.strict import JSON_DECODER, decode_at
+from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xml_lenient import XmlLenient
-from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
+from refiner.formats.xml_lenient import XmlReader, stop_patterns
+from refiner.formats.xml_spelling import XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
-    Finder,
-    read_key,
     read_value,
     retype_calls,
     value_end,
@@ -99,11 +97,12 @@ def _type_name(value: Any, raw: bool, typing: str) -> str:
     return next((name for t, name in types if isinstance(value, t)), "object")
 
 
-class XmlParams(XmlLenient, WireFormat):
+class XmlParams(XmlReader, WireFormat):
     """The grammar: every method reads ``self.spelling`` (:class:`XmlSpelling`); its rows are in the catalog."""
 
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
+    _stops: dict[tuple[str, bool], re.Pattern]  # (stop_patterns)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
@@ -112,6 +111,7 @@ class XmlParams(XmlLenient, WireFormat):
         if "spelling" not in cls.__dict__:
             return
         cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
+        cls._stops = stop_patterns(cls.spelling)
         cls.name_pattern = cls._name.pattern
         hook = cls.spelling.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
@@ -231,7 +231,7 @@ class XmlParams(XmlLenient, WireFormat):
     # Lenient
 
     def recover(self, text: str, out: Lenient) -> None:
-        """:class:`XmlLenient`'s reading, after putting back the colon of this row's own tag suffix where a tag lost
+        """:meth:`_walk`'s lenient reading, after putting back the colon of this row's own tag suffix where a tag lost
         it (``<arg_valueopensource>``, a suffixed row's one-character slip; other suffixes stay as written)."""
         s = self.spelling
         if s.tag_suffix and s.tag_suffix[1:] in text:
@@ -239,7 +239,7 @@ class XmlParams(XmlLenient, WireFormat):
             text, n = lost.subn(lambda m: m.group(1) + s.tag_suffix + ">", text)
             if n:
                 out.note("missing_tag", f"{n} tag(s) written without the ':' of {s.tag_suffix}")
-        super().recover(text, out)
+        self._walk(self._plain(text), out.calls, out)
 
     # Strict
 
@@ -247,89 +247,9 @@ class XmlParams(XmlLenient, WireFormat):
         s = self.spelling
         if (s.first_open if not s.tag_suffix else s.first_open[:-1]) not in text:  # one scan: detection tries
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", 0)  # every row
-        text = self._plain(text)
-        start = self.answer_start(text)
-        i = text.find(s.first_open, start)
-        if i < 0:
-            raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", start)
-        f = Finder(text)
-        ends = (s.name_sep, s.key_open, s.call_close)  # a text name ends at the first of these (ties: the first listed)
-        name_end = re.compile("|".join(map(re.escape, ends))).search if s.name_at == "text" else None
         calls: list[ToolCall] = []
-        prev = start
-        first_open, closer = s.first_open, s.section_close or s.call_close
-        while i >= 0:
-            stray = text.find(closer, prev, i)
-            if stray >= 0:  # a call before it lost its opening tag (it is not prose: it is closed)
-                raise self.error(f"{closer} without its {first_open}", stray)
-            pos = i
-            if s.section_open:
-                pos = skip_ws(text, pos + len(s.section_open))
-            while True:
-                if not text.startswith(s.call_open, pos):
-                    what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
-                    raise self.error(f"expected {what} after {s.section_open}, got {text[pos : pos + 30]!r}", pos)
-                pos = self._strict_call(text, pos + len(s.call_open), f, name_end, calls)
-                if not s.section_open:
-                    break
-                pos = skip_ws(text, pos)
-                if text.startswith(s.section_close, pos):
-                    pos += len(s.section_close)
-                    break
-                if pos >= len(text):
-                    raise self.error(f"missing {s.section_close}", pos)
-                if s.section_per_call or not text.startswith(s.call_open, pos):
-                    raise self.error(f"unexpected text {text[pos : pos + 30]!r} before {s.section_close}", pos)
-            prev = pos
-            i = text.find(first_open, pos)
+        self._walk(self._plain(text), calls, None)
         return calls
-
-    def _strict_call(self, text: str, pos: int, f: Finder, name_end: Callable | None, calls: list[ToolCall]) -> int:
-        s = self.spelling
-        empty = False  # <invoke name="f"/>: a call without arguments
-        if s.name_at == "text":
-            e, tag = (m.start(), m.group()) if (m := name_end(text, pos)) else (len(text), None)
-            name = text[pos:e].strip()
-            pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
-        else:
-            j = text.find(s.tag_end, pos, pos + MAX_ATTR_CHARS + 1)
-            if j < 0 or s.name_at == "attr" and "<" in text[pos:j]:
-                raise self.error(f"unclosed {s.call_open}", pos)
-            name = text[pos:j] if s.name_at == "eq" else _attrs(text[pos:j]).get(s.name_attr, "")
-            pos, empty = j + len(s.tag_end), s.name_at == "attr" and text.endswith("/", 0, j)
-        if not self.is_name(name):
-            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-        if empty:
-            calls.append(ToolCall.trusted(name, {}))
-            return pos
-        args: dict[str, Any] = {}
-        while True:
-            pos = skip_ws(text, pos)
-            if text.startswith(s.call_close, pos):
-                pos += len(s.call_close)
-                break
-            if not text.startswith(s.key_open, pos):
-                if pos >= len(text):
-                    raise self.error(f"missing {s.call_close}", pos)
-                raise self.error(f"expected {s.key_open} or {s.call_close}, got {text[pos : pos + 30]!r}", pos)
-            key, typ, pos = self._strict_key(text, pos + len(s.key_open), f)
-            if key in args:
-                raise self.error(f"parameter {key!r} of {name!r} given twice", pos)
-            if s.typing == "named" and typ != "string":  # JSON, then the closing tag
-                args[key], end = decode_at(self, text, pos)
-                if typ in JSON_TYPES and type(args[key]) not in JSON_TYPES[typ]:
-                    raise self.error(f"{key!r} is typed {typ!r} but holds {type(args[key]).__name__}", pos)
-                end = skip_ws(text, end)
-                if not text.startswith(s.value_close, end):
-                    raise self.error(f"expected {s.value_close} after the value of {key!r}", end)
-            else:
-                end = self._value_end(text, pos)
-                args[key] = self._value(text[pos:end], typ)
-            pos = end + len(s.value_close)
-        if not args and self._junk_name(name):
-            raise self.error(f"{name[:60]!r} alone between call tags is text, not an argument-less call", pos)
-        calls.append(ToolCall.trusted(name, args))
-        return pos
 
     def _junk_name(self, name: str) -> bool:
         """A name written as text with spaces or parentheses in it and no argument after it (``<tool_call>not valid
@@ -348,49 +268,8 @@ class XmlParams(XmlLenient, WireFormat):
                 if not c.arguments and _spoken(c.name):
                     raise self.render_error(f"call #{i}: {c.name!r} without arguments would read as text")
 
-    def _strict_key(self, text: str, pos: int, f: Finder) -> tuple[str, str | None, int]:
-        """The key at ``pos`` (after the key tag), the value's type by an attribute (``"string"``: raw text; ``""``:
-        JSON, else the text; a type of :data:`JSON_TYPES`; ``None``: no attribute), and where the value starts."""
-        s = self.spelling
-        if s.key_at == "element":
-            j = f.next(s.key_close, pos)
-            if j < 0:
-                raise self.error(f"missing {s.key_close}", pos)
-            key = read_key(text[pos:j])
-            if key is None:
-                raise self.error("a quoted parameter name is not a JSON string", pos)
-            k = skip_ws(text, j + len(s.key_close))
-            if not text.startswith(s.value_open, k):
-                raise self.error(f"expected {s.value_open} after the {key!r} key, got {text[k : k + 30]!r}", k)
-            return key, None, k + len(s.value_open)
-        if s.key_at == "attr":
-            j = text.find(s.tag_end, pos, pos + MAX_ATTR_CHARS + 1)
-            if j < 0 or "<" in text[pos:j]:
-                raise self.error(f"unclosed {s.key_open}", pos)
-            attrs = _attrs(text[pos:j])
-            if s.key_attr not in attrs:
-                raise self.error(f"a {s.key_open} without a {s.key_attr}", pos)
-            if s.refused_attr and s.refused_attr in attrs:
-                raise self.error(f"a {s.refused_attr}= attribute: another row's typed parameter", pos)
-            return attrs[s.key_attr], self._type_of(attrs, pos) if s.type_attr else None, j + len(s.tag_end)
-        if text.startswith('"', pos):  # a name written as a JSON string literal
-            try:
-                key, end = JSON_DECODER.raw_decode(text, pos)
-            except (ValueError, RecursionError):
-                raise self.error("a quoted parameter name is not a JSON string", pos) from None
-            if type(key) is not str or not text.startswith(">", end):
-                raise self.error(f"expected > after the quoted parameter name at {end}", pos)
-            return key, None, end + 1
-        j = text.find(">", pos)
-        if j < 0:
-            raise self.error(f"unclosed {s.key_open}", pos)
-        key = text[pos:j]
-        if "\n" in key:
-            raise self.error(f"a parameter name runs over a line: {key[:40]!r}", pos)
-        return key, None, j + 1
-
     def _type_of(self, attrs: dict[str, str], at: int | None) -> str | None:
-        """The value's type by the row's type attribute (see :meth:`_strict_key`); ``None`` for a row without one,
+        """The value's type by the row's type attribute (see :meth:`_recover_param`); ``None`` for a row without one,
         and, read leniently (``at`` is ``None``), for a flag neither ``true`` nor ``false``."""
         s = self.spelling
         flag = attrs.get(s.type_attr)

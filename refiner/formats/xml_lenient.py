@@ -1,6 +1,7 @@
-"""The lenient reading of the XML parameter grammar (:class:`XmlLenient`, part of
-:class:`~refiner.formats.xml_grammar.XmlParams`): cut texts, lost and misspelt tags, JSON arguments between a call's
-tags, an answer written as a JSON string, closing tags with a number appended."""
+"""The reading of the XML parameter grammar (:class:`XmlReader`, part of
+:class:`~refiner.formats.xml_grammar.XmlParams`): one walk over the tags, strict or recovering from cut texts, lost
+and misspelt tags, JSON arguments between a call's tags, an answer written as a JSON string, closing tags with a
+number appended."""
 
 from __future__ import annotations
 
@@ -13,87 +14,124 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, marker_positions, marker_table
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import TYPE_CHARS, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
-class XmlLenient:
-    """``recover`` for :class:`XmlParams`, whose strict reader's helpers and spelling it uses through ``self``."""
+def slip(fmt: Any, out: Lenient | None, kind: str | None, message: str, at: int) -> None:
+    """A departure from ``fmt``'s grammar at ``at``: refused by a strict reading (``out`` is ``None``), else a ``kind``
+    problem (none for ``None``: a recovery the lenient reading makes silently)."""
+    if out is None:
+        raise fmt.error(message, at)
+    if kind is not None:
+        out.note(kind, message)
 
-    def recover(self, text: str, out: Lenient) -> None:
+
+def stop_patterns(s: XmlSpelling) -> dict[tuple[str, bool], re.Pattern]:
+    """Where a row's opening tag naming by ``at`` (``eq``, ``attr``), a name written as text or an element key ends,
+    read strictly or not: the first of its stopping tags (of those at one position, the first listed)."""
+    stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
+             s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
+    strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
+    return {(k, strictly): re.compile("|".join(map(re.escape, tags)))
+            for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
+
+
+class XmlReader:
+    """The one reading of :class:`XmlParams`'s tags (its spelling and value helpers through ``self``): the walk reads
+    the calls into ``calls``, leniently when given a :class:`Lenient` to note what it recovers from, else strictly:
+    where it would recover, it raises the format's error (:func:`slip`)."""
+
+    def _walk(self, text: str, calls: list[ToolCall], out: Lenient | None) -> None:
+        """Reads the calls of ``text`` (its tag suffixes dropped) after the reasoning into ``calls``."""
         s = self.spelling
-        text = self._plain(text)
         pos = self.answer_start(text)
-        for fix in (_mend, getattr(s.hook, "respell", None) or _respell_generic):
-            text = respelt(out, text, fix(self, text, pos))
+        if out is not None:
+            for fix in (_mend, getattr(s.hook, "respell", None) or _respell_generic):
+                text = respelt(out, text, fix(self, text, pos))
         f = Finder(text)
-        first_key = f.next(s.key_open, pos)
+        first_key = f.next(s.key_open, pos) if out is not None else -1  # (strictly, a key outside calls is prose)
+        closer = s.section_close or s.call_close
         in_section = False
-        for n in range(MAX_RECOVERED_ITEMS + 1):
-            c = f.next(s.call_open, pos)
+        for n in range(MAX_RECOVERED_ITEMS + 1) if out is not None else itertools.count():
+            c = text.find(s.call_open, pos)
+            if out is None and c > pos and (stray := text.find(closer, pos, c)) >= 0:  # a call before it lost its
+                raise self.error(f"{closer} without its {s.first_open}", stray)  # opening tag
             if c < 0:
+                what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
+                if out is None and s.section_open and (o := f.next(s.section_open, pos)) >= 0:
+                    o = skip_ws(text, o + len(s.section_open))
+                    raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 if n == 0:
-                    what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
-                    out.note("missing_tag", f"no {what} found")
+                    slip(self, out, "missing_tag", f"no {what} found", pos)
                     if first_key >= 0:
                         out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
                 return
             if n == 0 and 0 <= first_key < c:
                 out.note("unreadable", f"arguments before the first {s.call_open} dropped")
-            if not take_items(1):  # (the parse's count of items read: a gave_up problem)
+            if out is not None and not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            if s.section_open and not (in_section and not text[pos:c].strip()):
-                o = f.next(s.section_open, pos)
-                if o < 0 or o > c:
-                    out.note("missing_tag", f"missing {s.section_open} before call #{n + 1}")
+            if s.section_open and not in_section:
+                o = text.find(s.section_open, pos, c + len(s.section_open))
+                if o < 0:
+                    slip(self, out, "missing_tag", f"missing {s.section_open} before call #{n + 1}", c)
                 elif skip_ws(text, o + len(s.section_open)) != c:
-                    out.note("unreadable", f"text skipped before {s.call_open}: {text[o + len(s.section_open) : c][:60]!r}")
-            pos, in_section = self._recover_call(text, c + len(s.call_open), f, out)
+                    slip(self, out, "unreadable", f"text skipped before {s.call_open}: "
+                               f"{text[o + len(s.section_open) : c][:60]!r}", o + len(s.section_open))
+            pos, in_section = self._recover_call(text, c + len(s.call_open), f, calls, out)
 
-    def _tag_end(self, text: str, f: Finder, pos: int, at: str) -> tuple[str | None, str, int]:
-        """The opening tag at ``pos``, naming by ``at``: what ends it (its end, else a line break, else, for an
-        attribute tag, the next tag; ``None`` when the text ends inside it), its text (up to :data:`MAX_ATTR_CHARS`:
-        a longer tag is not read for attributes) and where what follows it starts."""
+    def _tag_end(self, text: str, f: Finder, pos: int, at: str, out: Lenient | None) -> tuple[str | None, str, int]:
+        """The opening tag at ``pos``, naming by ``at``: what ends it (its end, else a line break (read leniently, or
+        naming by ``=``), else, for an attribute tag, the next tag; ``None`` when the text ends inside it), its text
+        (up to :data:`MAX_ATTR_CHARS`: a longer tag is not read for attributes, nor strictly) and where what follows
+        it starts."""
         s = self.spelling
-        end, which = f.first((s.tag_end, "\n", "<") if at == "attr" else (s.tag_end, "\n"), pos)
+        m = self._stops[at, out is None].search(text, pos)
+        end, which = (m.start(), m.group()) if m else (len(text), None)
         if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
             end, which = len(text), None
+        if out is None and end - pos > MAX_ATTR_CHARS:
+            raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
         return which, text[pos : min(end, pos + MAX_ATTR_CHARS)], end + len(s.tag_end) if which == s.tag_end else end
 
-    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient) -> tuple[int, bool]:
+    def _recover_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall], out: Lenient | None
+                      ) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
         if s.name_at == "text":
-            e, tag = f.first((s.name_sep, s.key_open, s.call_close, s.call_open), pos)
+            m = self._stops["text", out is None].search(text, pos)
+            e, tag = (m.start(), m.group()) if m else (len(text), None)
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
             if not name:
-                out.note("no_name", f"a {s.call_open} block without a tool name")
+                slip(self, out, "no_name", f"a {s.call_open} block without a tool name", pos)
             elif not self.is_name(name):
-                out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+                slip(self, out, "bad_name", f"tool name {name[:60]!r} is not allowed", pos)
         else:
-            which, raw, pos = self._tag_end(text, f, pos, s.name_at)
-            name = raw.strip() if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "").strip()
+            which, raw, pos = self._tag_end(text, f, pos, s.name_at, out)
+            written = raw if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "")
+            name = written.strip()
             if which is None:  # cut inside the name: no call can be trusted
-                out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
+                slip(self, out, "unclosed", f"the text ends inside the tool name {name[:60]!r}", pos)
                 out.mark_cut(None)
                 return pos, False
             if which != s.tag_end:
-                out.note("missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed")
+                slip(self, out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
             if not self.is_name(name):
-                out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
+                slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed", pos)
+            if name != written:
+                slip(self, out, None, f"tool name {written[:60]!r} is not allowed", pos)
             if which == s.tag_end and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
                 if name:
-                    out.calls.append(ToolCall(name, {}))
+                    calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
                 return self._after_call(text, pos, name, out)
         args: dict[str, Any] = {}
         closed = False
         whole = pos  # where the last value written whole ends (the name, at first)
         cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
-        stops = tuple(t for t in (s.key_open, s.call_close, s.call_open, s.section_close, s.section_open) if t)
         while pos < len(text):
             pos = skip_ws(text, pos)
             if text.startswith(s.call_close, pos):
@@ -101,15 +139,18 @@ class XmlLenient:
                 closed = True
                 break
             if text.startswith(s.key_open, pos):
-                if not take_items(1):  # the rest is not read: this call, read in part, is left out
-                    return len(text), False
+                if out is not None and not take_items(1):  # the rest is not read: this call, read in part, is left
+                    return len(text), False  # out
                 pos, cut_key = self._recover_param(text, pos + len(s.key_open), f, args, out)
                 if cut_key is None:
                     whole = pos
                 else:  # the text ends inside this parameter's value
                     cut = {k: v for k, v in args.items() if k != cut_key}, False
                 continue
-            nxt, tag = f.first(stops, pos)
+            if out is None and pos < len(text):
+                raise self.error(f"expected {s.key_open} or {s.call_close}, got {text[pos : pos + 30]!r}", pos)
+            nxt, tag = f.first([t for t in (s.key_open, s.call_close, s.call_open, s.section_close, s.section_open)
+                                if t], pos)
             junk = text[pos:nxt]
             value = lenient_json(junk, at_end=tag is None) if junk.startswith("{") and not args else None
             if isinstance(value, dict):  # JSON arguments inside the call's tags (as Llama 3.1 writes them)
@@ -122,17 +163,17 @@ class XmlLenient:
             if tag not in (s.key_open, s.call_close):
                 break
         if not closed:
-            out.note("missing_tag", f"missing {s.call_close} after call {name!r}")
+            slip(self, out, "missing_tag", f"missing {s.call_close} after call {name!r}", pos)
             if s.name_at == "text" and not args:  # a name line alone: a cut text or prose mentioning the tag
                 out.note("unreadable", f"a {s.call_open} with neither arguments nor {s.call_close} dropped: "
                          f"{name[:60]!r}")
                 self._mark_cut(text, whole, out, "", args, cut)
                 return pos, False
         if name and not args and self._junk_name(name):
-            out.note("not_a_call", f"{name[:60]!r} alone between call tags is text, not a call")
+            slip(self, out, "not_a_call", f"{name[:60]!r} alone between call tags is text, not a call", pos)
             name = ""
         if name:
-            out.calls.append(ToolCall(name, args))
+            calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
         if not closed:
             self._mark_cut(text, whole, out, name, args, cut)
         return self._after_call(text, pos, name, out)
@@ -158,7 +199,7 @@ class XmlLenient:
             cut = dict(args), not in_key and bool(args)
         out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
 
-    def _after_call(self, text: str, pos: int, name: str, out: Lenient) -> tuple[int, bool]:
+    def _after_call(self, text: str, pos: int, name: str, out: Lenient | None) -> tuple[int, bool]:
         """Past a call's section closer: ``(where reading goes on, whether the section goes on)``."""
         s = self.spelling
         if not s.section_open:
@@ -168,25 +209,29 @@ class XmlLenient:
             return k + len(s.section_close), False
         if not s.section_per_call and text.startswith(s.call_open, k):
             return pos, True
-        if s.section_per_call or k < len(text):
-            out.note("missing_tag", f"missing {s.section_close} after call {name!r}")
+        kind = "missing_tag" if s.section_per_call or k < len(text) else None
+        slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
         return pos, False
 
-    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient) -> tuple[int, str | None]:
+    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient | None
+                       ) -> tuple[int, str | None]:
         """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends in its value)``."""
         s = self.spelling
         typ: str | None = None
         if s.key_at == "element":
-            j, tag = f.first((s.key_close, s.value_open, "\n", s.call_close, s.call_open), pos)
+            m = self._stops["element", out is None].search(text, pos)
+            j, tag = (m.start(), m.group()) if m else (len(text), None)
             raw = text[pos:j]
-            key = read_key(raw, raw.strip())
+            key = read_key(raw, raw.strip() if out is not None else None)
+            if key is None:
+                raise self.error("a quoted parameter name is not a JSON string", pos)
             if tag == s.key_close:
                 pos = skip_ws(text, j + len(s.key_close))
             else:
-                out.note("missing_tag", f"missing {s.key_close} after key {key[:40]!r}")
+                slip(self, out, "missing_tag", f"missing {s.key_close} after key {key[:40]!r}", j)
                 pos = skip_ws(text, j)
-            if s.type_open and text.startswith(s.type_open, pos):  # a type element (see XmlSpelling)
-                t = text.find(s.type_close, pos, pos + len(s.type_open) + TYPE_CHARS)
+            if s.type_open and out is not None and text.startswith(s.type_open, pos):  # a type element (see
+                t = text.find(s.type_close, pos, pos + len(s.type_open) + TYPE_CHARS)  # XmlSpelling): lenient only
                 if t >= 0:
                     kind = text[pos + len(s.type_open) : t].strip().lower()
                     typ = "string" if kind == "string" else None if kind in ("any", "") else ""
@@ -194,7 +239,7 @@ class XmlLenient:
             if text.startswith(s.value_open, pos):
                 vstart = pos + len(s.value_open)
             else:  # the value's opening tag was lost: the value is the text up to the next tag
-                out.note("missing_tag", f"missing {s.value_open} after key {key[:40]!r}")
+                slip(self, out, "missing_tag", f"missing {s.value_open} after key {key[:40]!r}", pos)
                 vstart = pos
                 nxt, _ = f.first((s.value_close, s.key_open, s.call_close, s.call_open), pos)
                 if not text[pos:nxt].strip():
@@ -202,17 +247,39 @@ class XmlLenient:
                     after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
                     return after, key if nxt >= len(text) else None
         else:
-            which, raw, vstart = self._tag_end(text, f, pos, s.key_at)
+            which, raw, vstart = self._tag_end(text, f, pos, s.key_at, out)
             if s.key_at == "attr":
                 attrs = _attrs(raw)
                 if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
-                    return vstart, ""  # left out
+                    slip(self, out, None, f"unclosed {s.key_open}", pos)  # left out
+                    return vstart, ""
                 key = attrs.get(s.key_attr, raw.strip())
-                typ = self._type_of(attrs, None)
             else:
-                key = read_key(raw, raw.strip())
+                key = read_key(raw, raw.strip() if out is not None else None)
+                if key is None:
+                    raise self.error("a quoted parameter name is not a JSON string", pos)
             if which != s.tag_end:
-                out.note("missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed")
+                slip(self, out, "missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed", pos)
+            if s.key_at == "attr":
+                if s.key_attr not in attrs:
+                    slip(self, out, None, f"a {s.key_open} without a {s.key_attr}", pos)
+                if out is None and s.refused_attr in attrs:
+                    raise self.error(f"a {s.refused_attr}= attribute: another row's typed parameter", pos)
+                typ = self._type_of(attrs, pos if out is None else None)
+        if out is None:  # the value as the templates write it
+            if key in args:
+                raise self.error(f"parameter {key!r} given twice", vstart)
+            if s.typing == "named" and typ != "string":  # JSON, then the closing tag
+                args[key], end = decode_at(self, text, vstart)
+                if typ in JSON_TYPES and type(args[key]) not in JSON_TYPES[typ]:
+                    raise self.error(f"{key!r} is typed {typ!r} but holds {type(args[key]).__name__}", vstart)
+                end = skip_ws(text, end)
+                if not text.startswith(s.value_close, end):
+                    raise self.error(f"expected {s.value_close} after the value of {key!r}", end)
+            else:
+                end = self._value_end(text, vstart)
+                args[key] = self._value(text[vstart:end], typ)
+            return end + len(s.value_close), None
         # the value ends at its closing tag, unless a new parameter (on a new line, for raw-text keys) or the end of
         # the call or section comes first (the closing tag was lost), or at the end of the text (cut short)
         next_key = s.key_open if s.key_at == "element" or not s.sep else "\n" + s.key_open
