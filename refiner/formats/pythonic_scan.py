@@ -17,7 +17,10 @@ _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
 STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) for q in "'\""}
 # ... and leniently: to the first unescaped quote followed by what may follow a value, so an unescaped quote inside a
 # value ('sed -n '1,5p' f') stays text (those quotes found once per text, each string's end a binary search).
-_CLOSING_QUOTE = {q: re.compile(q + r"(?=[ \t\r\n]*(?:[,)\]}:]|\Z))") for q in "'\""}
+_MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
+_CLOSING_QUOTE = {q: re.compile(f"{q}(?={_MAY_FOLLOW})") for q in "'\""}
+# A lenient string whole, from its opening quote to the first unescaped quote followed by what may follow a value.
+_LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+|\\.|{q}(?!{_MAY_FOLLOW}))*+{q}(?={_MAY_FOLLOW})" for q in "'\""}
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,35 +107,41 @@ def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_
     return len(src)
 
 
-_NO_BRACKET = re.compile(r"[^\"'()\[\]{}]*")
 _BRACKET_RUN = re.compile(r"[()\[\]{}]+")
 _STEP = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
-# Strings as Python reads them; text up to a quote that no string closes (or the end), strings whole.
-_STRINGS = re.compile("|".join(p.pattern for p in STRICT_STRING.values()), re.DOTALL)
-_STRICT_SPAN = re.compile(f"(?:[^\"']+|{_STRINGS.pattern})*", re.DOTALL)
+
+
+def _strings(lenient_double: bool, lenient_single: bool) -> str:
+    """A pattern for one string, each kind of quote read leniently (:data:`_LENIENT_STRING`) or as Python reads it."""
+    return "|".join(_LENIENT_STRING[q] if lenient else STRICT_STRING[q].pattern
+                    for q, lenient in (('"', lenient_double), ("'", lenient_single)))
+
+
+# By whether '"' and "'" strings are read leniently: strings, and text up to a quote that no such string closes (or
+# the end) with its strings whole.
+_MODES = [(d, s) for d in (False, True) for s in (False, True)]
+_STRINGS = {mode: re.compile(_strings(*mode), re.DOTALL) for mode in _MODES}
+_SPAN = {mode: re.compile(f"(?:[^\"']++|{_strings(*mode)})*+", re.DOTALL) for mode in _MODES}
 
 
 def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
     """``(depth, in_string)`` at the end of ``src``: brackets left open (a closer with none open is ignored), and
-    whether a string is left open. Each run of brackets outside strings is taken at once: its net change, and the
-    lowest the depth falls within it; past the last quote that may end a string leniently, strings end as Python
-    reads them, and the rest is taken at once: its plain text and strings dropped, the brackets before a quote left
-    open one run."""
+    whether a string is left open. Text is taken a span at a time: as far as its strings close, their brackets
+    dropped and the rest taken at once. A quote that no lenient string closes has no closable quote after it, so from
+    there that kind of quote is read as Python reads it; a quote that closes no string either leaves one open."""
+    lenient = dict.fromkeys("\"'", lenient_quotes)
     depth, i, n = 0, 0, len(src)
-    last = max((ends[-1] for q in "'\"" if (ends := _closing_quotes(src, q))), default=-1) if lenient_quotes else -1
-    while (i := _NO_BRACKET.match(src, i).end()) < n:
-        if i >= last:
-            end = _STRICT_SPAN.match(src, i).end()
-            return _after_run(depth, "".join(_BRACKET_RUN.findall(_STRINGS.sub("", src[i:end])))), end < n
-        if src[i] in "'\"":
-            i = _string_close(src, i, lenient_quotes)
-            if i < 0:
-                return depth, True
-            continue
-        j = _BRACKET_RUN.match(src, i).end()
-        depth = _after_run(depth, src[i:j])
-        i = j
-    return depth, False
+    while True:
+        mode = (lenient['"'], lenient["'"])
+        end = _SPAN[mode].match(src, i).end()
+        # (up to and with the quote the span stops at: a quote before it then sees what follows it in ``src``)
+        depth = _after_run(depth, "".join(_BRACKET_RUN.findall(_STRINGS[mode].sub("", src[i : end + 1]))))
+        if end >= n:
+            return depth, False
+        if not lenient[src[end]]:
+            return depth, True
+        lenient[src[end]] = False
+        i = end
 
 
 def _after_run(depth: int, run: str) -> int:
