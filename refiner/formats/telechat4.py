@@ -7,7 +7,6 @@ from GLM's (a name alone, or ``<arg_key>``) and Hermes' (JSON), which share ``<t
 from __future__ import annotations
 
 from refiner.formats.base import ROW_CHARS, WireFormat
-from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import Hook
 
 OPEN, CLOSE, KEY = "<tool_call>", "</tool_call>", "<param_key>"
@@ -15,7 +14,7 @@ OPEN, CLOSE, KEY = "<tool_call>", "</tool_call>", "<param_key>"
 
 def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
     """A ``<tool_call>`` whose first ``<param_key>`` follows a tool name, with only calls of a tool name alone
-    (``<tool_call>NAME</tool_call>``) before that call; a bare ``<param_key>``."""
+    (``<tool_call>NAME</tool_call>``) and text between calls before that call; a bare ``<param_key>``."""
     if not body.startswith(OPEN, at):
         return True
     k = body.find(KEY, at, at + ROW_CHARS)
@@ -23,9 +22,9 @@ def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
         return False
     start = at + len(OPEN)
     close = body.find(CLOSE, start, k)
-    while close >= 0:  # a call without arguments before the first key
-        nxt = skip_ws(body, close + len(CLOSE))
-        if not fmt.is_name(body[start:close].strip()) or not body.startswith(OPEN, nxt):
+    while close >= 0:  # a call without arguments before the first key, then any text up to the next call
+        nxt = body.find(OPEN, close, k)
+        if nxt < 0 or not fmt.is_name(body[start:close].strip()):
             return False
         start = nxt + len(OPEN)
         close = body.find(CLOSE, start, k)
