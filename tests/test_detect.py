@@ -91,6 +91,17 @@ def test_a_format_its_sniff_rejects_is_not_read_strictly_before_the_one_it_accep
     assert name == "hermes" and calls and list(tried) == ["hermes"]  # (not qwen3_coder, glm45, apibank first)
 
 
+@pytest.mark.parametrize(("text", "want"), [
+    ("<tool_call>ping</tool_call>\n<tool_call>lookup<param_key>q</param_key><param_value>rain</param_value></tool_call>",
+     "telechat4"),
+    ("<tool_call>ping\n</tool_call>\n<tool_call>lookup\n<arg_key>q</arg_key>\n<arg_value>rain</arg_value>\n</tool_call>",
+     "glm45"),
+])
+def test_calls_without_arguments_before_the_first_key_leave_the_key_tag_to_decide(text, want):
+    name, calls = detect_module.detect_with_calls(text)
+    assert name == want and [c.name for c in calls] == ["ping", "lookup"]
+
+
 @pytest.mark.parametrize("fmt", [f for f in formats.by_rank() if f.detection.strict_needs], ids=lambda f: f.name)
 def test_a_format_reads_no_text_strictly_without_the_marker_it_needs(fmt):
     needs = fmt.detection.strict_needs

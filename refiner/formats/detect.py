@@ -3,7 +3,7 @@ attributes and hooks (nothing here names a format). Deterministic; formats are t
 rule that gives an answer wins:
 
 1. A tagged format that parses the text strictly (only those whose marker, or another spelling their strict reader
-   accepts, occurs; one whose ``sniff`` rejects the text at the first marker it shares is tried after the rest).
+   accepts, occurs, and whose ``sniff`` accepts the text at the first marker it shares).
 2. A guess from markers after any reasoning: the earliest marker names its formats, and the first of them whose
    ``sniff`` accepts the text wins (a marker of untagged formats that all reject the text names none). With no marker
    at all, the same by ``closers``.
@@ -115,8 +115,7 @@ def detect_with_calls(
     in_body = _after(text, start, found_at) if start else found_at
     answers: dict[tuple[str, int], bool] = {}
     if small:
-        # A format's sniff is asked at the first marker it shares with other formats; those it rejects are tried last.
-        later = []
+        # A format's sniff is asked at the first marker it shares with other formats; those it rejects are not read.
         shared = table.shared_markers
         for fmt in table.marked(found_at):
             at = -1
@@ -127,12 +126,7 @@ def detect_with_calls(
             if at >= 0:  # (each format is asked here once: its answer is kept for rule 2)
                 answers[fmt.name, at] = yes = fmt.sniff(body, at)
                 if not yes:
-                    later.append(fmt)
                     continue
-            calls = strict_reading(fmt, text, tried)
-            if calls is not None:
-                return fmt.name, calls
-        for fmt in later:
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
