@@ -5,10 +5,12 @@ the marker search finds what a plain search finds."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from refiner.formats import by_rank
 from refiner.formats.base import marker_positions, marker_table
-from refiner.formats.lenient import lenient_json_in_prose
+from refiner.formats.lenient import TokenFinder, lenient_json_in_prose
 from refiner.formats.reasoning import read
 
 FORMATS = by_rank()
@@ -58,3 +60,17 @@ def test_marker_positions_are_the_first_occurrences(text):
     known = marker_table().known
     assert marker_positions(text) == {m: text.find(m) for m in known if m in text}
     assert marker_table() is marker_table()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet="<t>u/ x\n", max_size=80), st.lists(st.integers(-6, 12), min_size=1, max_size=10))
+def test_token_finder_gives_the_earliest_token_wherever_it_is_asked_from(text: str, steps: list[int]) -> None:
+    """Outside a JSON value the finder's answer is the earliest token at or after the position (the first listed
+    on a tie), asked from positions going forward and back."""
+    tokens = ("<t>", "</t>", "<u>")
+    finder, pos = TokenFinder(text, tokens), 0
+    for step in steps:
+        pos = max(0, min(len(text), pos + step))
+        found = [(i, k) for k, t in enumerate(tokens) if (i := text.find(t, pos)) >= 0]
+        i, k = min(found) if found else (len(text), None)
+        assert finder.first(pos) == (i, None if k is None else tokens[k])

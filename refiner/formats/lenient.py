@@ -89,6 +89,7 @@ class TokenFinder:
         # (no tag starts with a quote; without tokens there is nothing to skip strings for)
         self.plain = not self.tokens or any(t.startswith('"') for t in self.tokens)
         self.end = len(text)  # tokens are looked for before this: the quote of the string the text was cut in
+        self._next: dict[str, tuple[int, int]] = {}  # token -> (a position, its first occurrence from there or -1)
 
     def first(self, pos: int) -> tuple[int, str | None]:
         """``(position, token)`` of the earliest token at or after ``pos``, or ``(len(text), None)``; strings are
@@ -108,9 +109,12 @@ class TokenFinder:
             else:
                 return len(text), None
         best, which = len(text), None
-        for t in self.tokens:
-            i = text.find(t, pos, min(best + len(t), end))
-            if 0 <= i < best:
+        for t in self.tokens:  # (each token's next occurrence is searched for once while pos goes forward)
+            since, i = self._next.get(t, (len(text) + 1, -1))
+            if since > pos or 0 <= i < pos:
+                i = text.find(t, pos)
+                self._next[t] = pos, i
+            if 0 <= i < best and i + len(t) <= end:
                 best, which = i, t
         return best, which
 
