@@ -187,12 +187,8 @@ def check_value(
     declared type, its enum compared as text. A reference or the parameter's own declared default has none."""
     if depth > MAX_DEPTH or param is None or not count.take():
         return []
-    found = _value_findings(param, value, where, depth, count, strings)
-    return [] if found and (is_reference(value) or is_declared_default(param, value)) else found
-
-
-def _value_findings(param: Param, value: Any, where: str, depth: int, count: Count, strings: bool) -> list[tuple]:
-    """:func:`check_value`'s findings, references and declared defaults not yet excused."""
+    if is_reference(value) or is_declared_default(param, value):
+        return []
     ptype, enum = param.type, param.enum
     if strings and ptype is not None:
         if not isinstance(value, str):

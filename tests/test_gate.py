@@ -7,7 +7,7 @@ import json
 import pytest
 
 from refiner.calls import ToolCall, dependencies, references_in
-from refiner.gate import Finding, check_calls, check_text, passes
+from refiner.gate import MAX_CHECKED_VALUES, Finding, check_calls, check_text, passes
 from refiner.specs import load_tools
 
 WEATHER = {
@@ -189,3 +189,13 @@ def test_the_finding_record_takes_every_field_as_the_generated_constructor_would
     assert record == klass(*values) and hash(record) == hash(klass(*values))
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(record, fields[0].name, "x")
+
+
+def test_a_value_equal_to_its_declared_default_is_excused_before_its_items_are_counted() -> None:
+    """A long default passed as written costs one checked value, so the arguments after it are still checked."""
+    default = list(range(MAX_CHECKED_VALUES))
+    tools = load_tools([{"name": "plot", "parameters": {"type": "object", "properties": {
+        "xs": {"type": "array", "items": {"type": "integer"}, "default": default},
+        "bins": {"type": "integer"}}}}])
+    diags = check_calls([ToolCall("plot", {"xs": default, "bins": "ten"})], tools)
+    assert [d.code for d in diags if d.param == "bins"] == ["type"]
