@@ -130,7 +130,8 @@ def test_a_slow_task_is_demoted_and_others_pass_it() -> None:
             assert outcome["result"]["stage"] == "repaired"
             for s in slow:
                 outcomes, cpu = await s
-                assert cpu >= 0.5 and outcomes[0]["result"]["stage"] == "repaired"
+                # (0.45: the worker spins on its own process clock, the pool reads its main thread's /proc schedstat)
+                assert cpu >= 0.45 and outcomes[0]["result"]["stage"] == "repaired"
             assert pool.info()["slow"] == 0  # demoted workers retire once their task is done
         finally:
             await pool.stop()
