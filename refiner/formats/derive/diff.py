@@ -11,12 +11,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from refiner.formats.derive.literals import read_ids, read_json_args, read_json_object, read_pairs
+from refiner.formats.derive.literals import marker_prefix, marker_suffix, read_json_args, read_json_object, read_pairs
 from refiner.formats.derive.record import ARGS, CONTENT, IDS, NAMES, REASONING, USER, Record
 from refiner.formats.derive.render import ChatTemplate, TemplateFailure, render
 from refiner.formats.text import common_prefix, common_suffix
-
-MARKER_REACH = 32  # the longest part of a marker a cut between renders may fall inside
 
 
 def placeholder_tools() -> list[dict]:
@@ -50,38 +48,14 @@ def _turn(calls: list[dict] | None, reasoning: str | None = None, content: str |
 
 def _candidates(base: str, other: str) -> list[tuple[int, str]]:
     """Where ``other`` may be ``base`` with one text inserted: ``(place, inserted text)`` for every place the two
-    renders allow; else the middle left when their shared prefix and suffix are cut away (not inside a marker)."""
+    renders allow; else the middle left when their shared prefix and suffix are cut away (:func:`marker_prefix`)."""
     p_max, s_all = len(common_prefix(base, other)), len(common_suffix(base, other))
     extra = len(other) - len(base)
     if extra > 0 and p_max + s_all >= len(base):
         p_min, p_max = max(0, len(base) - s_all), min(p_max, len(base))
         return [(i, other[i: i + extra]) for i in range(p_min, p_max + 1)]
-    while p_max > 0 and other[p_max - 1] in "<[" and p_max < len(other) and not other[p_max].isspace():
-        p_max -= 1  # a marker both renders open (``<turn|>``, ``<|tool_call>``) starts the text that differs
-    p_max = _marker_start(other, p_max)
-    s = len(common_suffix(base[p_max:], other[p_max:]))
-    return [(p_max, other[p_max: _marker_end(other, len(other) - s, p_max)])]
-
-
-def _marker_start(text: str, i: int) -> int:
-    """``i``, or where the marker opens when ``i`` falls inside one (``<|START_`` of ``<|START_ACTION|>``)."""
-    j = max(text.rfind("<", max(0, i - MARKER_REACH), i), text.rfind("[", max(0, i - MARKER_REACH), i))
-    if j < 0 or i >= len(text) or text[i].isspace():
-        return i
-    inside = text[j + 1: i]
-    return j if inside and not any(c.isspace() or c in "<[>]" for c in inside) else i
-
-
-def _marker_end(text: str, i: int, floor: int) -> int:
-    """``i``, or past where the marker closes when ``i`` falls inside one (``|>`` of ``<|END_ACTION|>``)."""
-    if i <= floor or text[i - 1].isspace():
-        return i
-    k = min((k for k in (text.find(">", i, i + MARKER_REACH), text.find("]", i, i + MARKER_REACH)) if k >= 0),
-            default=-1)
-    if k < 0 or any(c.isspace() or c in "<[>]" for c in text[i:k]) or any(c in "<[" for c in text[floor:i][-1:]):
-        return i
-    start = max(text.rfind("<", floor, i), text.rfind("[", floor, i))
-    return i if start < 0 or any(c.isspace() or c in ">]" for c in text[start + 1: i]) else k + 1
+    p = len(marker_prefix(base, other))  # (a marker both renders open starts the text that differs)
+    return [(p, other[p: len(other) - len(marker_suffix(base[p:], other[p:]))])]
 
 
 def inserted(base: str, other: str, base_c: str | None = None, other_c: str | None = None) -> str:
@@ -165,7 +139,9 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
         two = _empty_section(rec, inserted(user, none), fulls)
     if not rec.reasoning_start:
         _reasoning_with_calls(rec, r, none, _turn([_call(0, rec.arguments_given_as_text)], REASONING, content))
-    read_ids(rec, two)
+    if (at := two.find(IDS[0])) >= 0:
+        rec.id_position = "before_name" if at < two.find(NAMES[0]) else "after_name"
+        rec.derived_from["id_position"] = "two: where the given call id (callq0000) is written"
     if not (read_json_object(rec, two) or read_json_args(rec, two) or read_pairs(rec, two)) and not rec.missing:
         rec.missing.append("arguments: neither one JSON value per call nor one element per argument (the "
                            "placeholder keys and values were not found in order after the name)")

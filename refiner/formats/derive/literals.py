@@ -61,14 +61,6 @@ def _edges(rec: Record, lead: str, tail: str) -> None:
     rec.section_start, rec.section_end = lead, tail
 
 
-def read_ids(rec: Record, two: str) -> None:
-    at = two.find(IDS[0])
-    if at < 0:
-        return
-    rec.id_position = "before_name" if at < two.find(NAMES[0]) else "after_name"
-    rec.derived_from["id_position"] = "two: where the given call id (callq0000) is written"
-
-
 def _split_id(rec: Record, gaps: tuple[str, str]) -> str | None:
     """The part of the text after the name (``gaps``, per call) before the call id written in it (the part after it
     goes to ``id_suffix``); ``None`` when no id is written there."""
@@ -268,8 +260,8 @@ def read_pairs(rec: Record, two: str) -> bool:
         n0, n1 = two.rfind(NAMES[0], 0, a0[0][0]), two.rfind(NAMES[1], 0, a1[0][0])
     lead0, lead1 = two[n0 + len(NAMES[0]): a0[0][0]], two[n1 + len(NAMES[1]): a1[0][0]]
     after = (two[a0[-1][3]: n1], two[a1[-1][3]:])
-    vs = _marker_prefix(*trails, *after)
-    kp = _marker_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
+    vs = marker_prefix(*trails, *after)
+    kp = marker_suffix(lead0, lead1, *(t[len(vs):] for t in trails))
     seps = {t[len(vs): len(t) - len(kp)] for t in trails}
     if len(seps) != 1 or any(len(vs) + len(kp) > len(t) for t in trails):
         rec.missing.append(f"arg_sep: the text between arguments varies ({sorted(set(trails))!r})")
@@ -294,22 +286,26 @@ def read_pairs(rec: Record, two: str) -> bool:
     return _frame(rec, two, [(n0, a0[-1][3] + end), (n1, a1[-1][3] + end)], header)
 
 
-def _marker_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
+def marker_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
     """The longest common prefix of ``texts``, cut back before a marker it ends inside (``</p>`` of ``</p><p>`` and
     ``</p></call>``)."""
     n, first = len(common_prefix(*texts)), texts[0]
     while n > 0 and first[n - 1] in opens and all(len(t) > n and not t[n].isspace() for t in texts):
         n -= 1
-    if all(len(t) > n and not t[n].isspace() for t in texts):  # inside a marker: back to where it opens
-        j = max(first.rfind(opens[0], 0, n), first.rfind(opens[1], 0, n))
-        if j >= 0 and not any(c in first[j:n] for c in closes):
-            n = j
+    if all(len(t) > n and not t[n].isspace() for t in texts):
+        n = open_marker(first[:n], opens, closes)
     return first[:n]
 
 
-def _marker_suffix(*texts: str) -> str:
-    """:func:`_marker_prefix` mirrored."""
-    return _marker_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
+def open_marker(text: str, opens: str = "<[", closes: str = ">]") -> int:
+    """Where the marker ``text`` ends inside opens (``<`` of ``<invoke name="``); ``len(text)`` when none is open."""
+    j = max(text.rfind(opens[0]), text.rfind(opens[1]))
+    return j if j >= 0 and not any(c in text[j:] for c in closes) else len(text)
+
+
+def marker_suffix(*texts: str) -> str:
+    """:func:`marker_prefix` mirrored."""
+    return marker_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
 
 
 def _why_no_pairs(text: str, start: int) -> str:
@@ -337,10 +333,10 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
     a header that names it (``to=NAME<|message|>``), no part of the call."""
     (s0, e0), (s1, e1) = spans
     lead, between, tail = two[:s0], two[e0:s1], two[e1:]
-    closer = _marker_prefix(between, tail)
+    closer = marker_prefix(between, tail)
     if header:
         h0, h1 = lead.find(NAMES[0]), between.find(NAMES[1], len(closer))
-        opener = _marker_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
+        opener = marker_suffix(lead[h0 + len(NAMES[0]):], between[h1 + len(NAMES[1]):])
         k = next((k for k in range(len(opener), 0, -1) if rec.turn_start.endswith(opener[:k])), 0)
         opener = opener[k:]  # the header's end, spelt as the turn header's (``to=user<|message|>``)
         lead, between = lead[:h0] + opener, between[:h1] + opener
@@ -348,7 +344,7 @@ def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = F
         rec.derived_from["call_header"] = ("two: each call's name is written twice, first in a header ending as the "
                                            "turn's header ends; the call opens after it")
     else:
-        opener = _marker_suffix(lead, between[len(closer):])
+        opener = marker_suffix(lead, between[len(closer):])
     _edges(rec, lead[: len(lead) - len(opener)], tail[len(closer):])
     rec.call_sep = between[len(closer): len(between) - len(opener)]
     cut = len(opener) if rec.shape == "json_object" else max(opener.rfind(c) for c in " \n\t") + 1

@@ -11,6 +11,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats import base
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
+from refiner.formats.derive.literals import open_marker
 from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.family import Family, make_row
 from refiner.formats.json_calls import JsonCalls, JsonSpelling
@@ -26,7 +27,6 @@ EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
 CHECKED = (ToolCall(NAMES[1], ARGS[1]), ToolCall(NAMES[2], ARGS[2]))  # the calls of the render that checks
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
 _TOKENS = re.compile(r"(<[^<>]+>|\[[^\[\]]+\])(?:<[^<>]+>|\[[^\[\]]+\])+")  # two bracketed tokens or more
-MARKER_REACH = 48  # the longest marker left open before a name (``<invoke name="``)
 # The grammars a record maps onto (:func:`plan_row`).
 SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
 
@@ -132,12 +132,8 @@ def _section_closer(text: str) -> str:
 def _split_opener(opener: str) -> tuple[str, str]:
     """A call opener split into the call marker and the name prefix (a marker left open before the name:
     ``<invoke name="``)."""
-    for j in range(len(opener) - 1, max(-1, len(opener) - 1 - MARKER_REACH), -1):
-        if opener[j] in ">]":
-            break
-        if opener[j] in "<[":
-            return opener[:j], opener[j:]
-    return opener, ""
+    j = open_marker(opener)
+    return opener[:j], opener[j:]
 
 
 def plan_row(rec: Record) -> RowPlan | str:
