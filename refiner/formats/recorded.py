@@ -441,25 +441,26 @@ _CLOSES = {"{": "}", "[": "]"}
 
 def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) -> tuple[Any, int]:
     """``(value, end)`` of the value at ``pos`` written with bare keys and quote tokens (a bare scalar in a container
-    is a JSON literal), rewritten as JSON and decoded once. Raises ``ValueError`` (``not closed``: the text ends)."""
+    is a JSON literal): its tokens rewritten as JSON, then decoded once. Raises ``ValueError`` (``not closed``: the
+    text ends)."""
     out: list[str] = []
     stack: list[str] = []
-    i, key_next = pos, False
+    i = pos
     while True:
         i = skip_blanks(text, i)
         if i >= len(text):
             raise ValueError("a value not closed")
-        if key_next:
+        if stack and stack[-1] == "{" and (out[-1] == "," or out[-1] == "{" and text[i] != "}"):  # a key, to its ':'
             j = text.find(":", i, i + MAX_KEY_CHARS)
             key = text[i:j].strip() if j >= 0 else ""
             if q_open and key.startswith(q_open) and key.endswith(q_close) and len(key) >= len(q_open + q_close):
                 key = key[len(q_open): len(key) - len(q_close)]
             if not key:
                 raise ValueError("a key with no ':' after it" + (" (not closed)" if j < 0 else ""))
-            out.append(json.dumps(key) + ":")
-            i, key_next = j + 1, False
+            out += (json.dumps(key), ":")
+            i = j + 1
             continue
-        elif q_open and text.startswith(q_open, i):
+        if q_open and text.startswith(q_open, i):
             j = find.next(q_close, i + len(q_open))
             if j < 0:
                 raise ValueError("a string not closed")
@@ -470,33 +471,25 @@ def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) ->
                 raise ValueError(f"more than {base.MAX_ARGUMENT_DEPTH} nested containers")
             stack.append(text[i])
             out.append(text[i])
-            i = skip_blanks(text, i + 1)
-            if not text.startswith(_CLOSES[stack[-1]], i):  # (else an empty container, closed below)
-                key_next = stack[-1] == "{"
+            i += 1
+            continue
+        elif stack and text[i] in ",}]" and out[-1] not in (",", ":") and (text[i] != "," or out[-1] not in ("{", "[")):
+            if text[i] != "," and _CLOSES[stack.pop()] != text[i]:
+                raise ValueError(f"{text[i]!r} closes no {text[i]!r}")
+            out.append(text[i])
+            i += 1
+            if text[i - 1] == ",":
                 continue
-        else:
-            m = _SCALAR.match(text, i)
-            if m is None:
-                raise ValueError(f"no value at {text[i]!r}")
+        elif m := _SCALAR.match(text, i):
             out.append(m.group())
             i = m.end()
-        while stack:  # after a value: closers, or a comma and the next item
-            i = skip_blanks(text, i)
-            if i >= len(text):
-                raise ValueError("a container not closed")
-            if text[i] == _CLOSES[stack[-1]]:
-                out.append(text[i])
-                stack.pop()
-                i += 1
-                continue
-            if text[i] != ",":
-                raise ValueError(f"{text[i]!r} where ',' or {_CLOSES[stack[-1]]!r} was expected")
-            out.append(",")
-            i, key_next = i + 1, stack[-1] == "{"
-            break
+        else:
+            raise ValueError(f"no value at {text[i]!r}")
+        if stack and (i := skip_blanks(text, i)) < len(text) and text[i] not in ",}]":
+            raise ValueError(f"{text[i]!r} where ',' or a closing bracket was expected")
         if not stack:
             try:
-                return JSON_DECODER.decode("".join(out)), i
+                return JSON_DECODER.decode(" ".join(out)), i
             except (ValueError, RecursionError) as e:
                 raise ValueError(f"not a value: {e}") from None
 

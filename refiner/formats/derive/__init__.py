@@ -116,11 +116,8 @@ def _own_grammar(out: Derived) -> None:
         return
     spaced = []  # rows that write the renders but for whitespace
     for fmt in [f for f in base.by_rank() if f.name in out.read_by and (out.special or own_grammar(f))]:
-        try:  # (the rows of read_by read ``two`` back)
-            written = [(fmt.render(list(EXPECTED)), two), (fmt.render(list(CHECKED)), check)]
-            if fmt.parse_strict(check) != list(CHECKED):
-                continue
-        except (base.RenderError, base.FormatError):
+        written = [(_render(fmt, EXPECTED), two), (_render(fmt, CHECKED), check)]  # (read_by: ``two`` is read back)
+        if None in (written[0][0], written[1][0]) or _read(fmt, check) != CHECKED:
             continue
         if not all(mine in (text, _less_ids(rec, text)) for mine, text in written):
             if all("".join(mine.split()) == "".join(text.split()) for mine, text in written):
@@ -150,11 +147,9 @@ def _one_call_row(out: Derived) -> None:
     text = _one_call(out.record)
     if text is None:
         return
-    call = list(EXPECTED[:1])
     for fmt in [f for f in base.by_rank() if f.name in out.read_by]:
-        try:
-            mine, two = fmt.render(call), fmt.render(call * 2)
-        except base.RenderError:
+        mine, two = _render(fmt, EXPECTED[:1]), _render(fmt, EXPECTED[:1] * 2)
+        if mine is None or two is None:
             continue
         between = two[len(mine) : len(two) - len(mine)] if two.startswith(mine) and two.endswith(mine) else None
         if text == mine:
@@ -231,23 +226,27 @@ def _read_by(rec: Record) -> tuple[list[str], list[str]]:
         text, calls = _one_call(rec) or "", EXPECTED[:1]
     if NAMES[0] not in text:
         return [], []
-    found = []
-    for fmt in base.by_rank():
-        try:
-            if tuple(fmt.parse_strict(text)) == calls:
-                found.append(fmt.name)
-        except base.FormatError:
-            continue
+    found = [fmt.name for fmt in base.by_rank() if _read(fmt, text) == calls]
     detected = detect_format(text)
     found.sort(key=lambda n: n != detected)
-    squeezed, writes = "".join(text.split()), []
-    for name in found:
-        try:
-            if "".join(base.get(name).render(list(calls)).split()) == squeezed:
-                writes.append(name)
-        except base.RenderError:
-            continue
-    return found, writes
+    squeezed = "".join(text.split())
+    return found, [n for n in found if (mine := _render(base.get(n), calls)) and "".join(mine.split()) == squeezed]
+
+
+def _read(fmt: base.WireFormat, text: str) -> tuple | None:
+    """The calls ``fmt`` reads ``text`` as strictly; ``None`` when it does not read it."""
+    try:
+        return tuple(fmt.parse_strict(text))
+    except base.FormatError:
+        return None
+
+
+def _render(fmt: base.WireFormat, calls: tuple) -> str | None:
+    """``fmt``'s render of ``calls``; ``None`` when it cannot write them."""
+    try:
+        return fmt.render(list(calls))
+    except base.RenderError:
+        return None
 
 
 def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:

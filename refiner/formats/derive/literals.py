@@ -179,20 +179,21 @@ def read_json_args(rec: Record, two: str) -> bool:
     return _frame(rec, two, [(n0, args[0][1]), (n1, args[1][1])])
 
 
-def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | None:
+def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tuple[int, int, int, int, str]] | str:
     """Each argument's ``(key start, key end, value start, value end, style)`` in ``text`` from ``start``, in the
-    order written."""
+    order written; else why not."""
     at = {key: text.find(key, start) for key in args}
-    if any(k < 0 for k in at.values()):
-        return None
     out = []
     for key in sorted(args, key=at.get):
         k = at[key]
+        if k < 0:
+            return f": the key {key!r} is not written after the tool name"
         found = find_value(text, k + len(key), args[key], quote)
         if found is None:
-            return None
+            return (f": the value {args[key]!r} of {key!r} is written in none of the spellings read (as is, JSON, "
+                    f"Python, between quote tokens): the template wrote {text[k: k + len(key) + 40]!r}")
         out.append((k, k + len(key), *found))
-    return None if any(a[3] > b[0] for a, b in zip(out, out[1:])) else out
+    return " (the values overlap the keys)" if any(a[3] > b[0] for a, b in zip(out, out[1:])) else out
 
 
 def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
@@ -224,11 +225,11 @@ def read_pairs(rec: Record, two: str) -> bool:
     if rec.missing:
         return False
     a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0], quote)
-    n1 = two.find(NAMES[1], a0[-1][3]) if a0 else -1
-    a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else None
-    if a0 is None or a1 is None:
-        rec.missing.append("arguments: neither one JSON value per call nor one element per argument"
-                           + _why_no_pairs(two, n0 + len(NAMES[0])))
+    n1 = two.find(NAMES[1], a0[-1][3]) if isinstance(a0, list) else -1
+    a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else " (the second name follows no argument)"
+    if isinstance(a0, str) or isinstance(a1, str):
+        why = a0 if isinstance(a0, str) else a1
+        rec.missing.append(f"arguments: neither one JSON value per call nor one element per argument{why}")
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
     vals0 = [ARGS[0][two[ks:ke]] for ks, ke, *_ in a0]  # (in the order written)
@@ -306,19 +307,6 @@ def open_marker(text: str, opens: str = "<[", closes: str = ">]") -> int:
 def marker_suffix(*texts: str) -> str:
     """:func:`marker_prefix` mirrored."""
     return marker_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
-
-
-def _why_no_pairs(text: str, start: int) -> str:
-    """Why the first call's arguments were not found as key/value pairs: the first key or value missing."""
-    at = {key: text.find(key, start) for key in ARGS[0]}
-    for key in sorted(ARGS[0], key=at.get):
-        k, value = at[key], ARGS[0][key]
-        if k < 0:
-            return f": the key {key!r} is not written after the tool name"
-        if find_value(text, k + len(key), value) is None:
-            return (f": the value {value!r} of {key!r} is written in none of the spellings read (as is, JSON, Python, "
-                    f"between quote tokens): the template wrote {text[k: k + len(key) + 40]!r}")
-    return " (the values overlap the keys)"
 
 
 def _typing_split(a: str, b: str) -> bool:
