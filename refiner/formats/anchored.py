@@ -9,6 +9,7 @@ digit or space; only the tool's own parameters are read. Each call carries the l
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,7 @@ from refiner.formats.text import common_prefix, common_suffix
 from refiner.formats.xmlvalues import JSON_STARTS, read_value, retype_value
 
 MAX_HITS = 256  # tool-name occurrences examined
-MAX_NAMES = 200
+MAX_NAMES = 256  # offered names looked for (the longest first)
 MAX_PARAMS = 100
 MAX_CANDIDATES = 512  # parameter-name occurrences examined
 WINDOW = 4000  # how far after a tool name its arguments are looked for
@@ -49,11 +50,19 @@ def _markup(s: str) -> bool:
 _IN_WORD = re.compile(r"(?<=[^\W\d_])['\u2019](?=[^\W\d_])")
 
 
-def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
-    """The names, each not written after a word character, a dot or a hyphen (checked behind each name, so that the
-    pattern starts with the names and is searched for at C speed), nor followed by a word character or a hyphen."""
+def offered_names(text: str, offered: Mapping[str, Any]) -> tuple[str, ...]:
+    """The offered names ``text`` holds, the longest first (at most :data:`MAX_NAMES`)."""
+    names = (n for n in offered if isinstance(n, str) and n.strip() and n in text)
+    return tuple(sorted(names, key=len, reverse=True))[:MAX_NAMES]
+
+
+@functools.lru_cache(maxsize=64)
+def names_pattern(names: tuple[str, ...]) -> re.Pattern:
+    """The names, each whole: not written after a word character, a dot or a hyphen (checked behind each name, so
+    that the pattern starts with the names and is searched for at C speed), nor followed by a word character, a
+    hyphen, or a dot and a word character (``api.f.v2``)."""
     alts = "|".join(rf"{re.escape(n)}(?<![\w.\-]{re.escape(n)})" for n in names)
-    return re.compile(rf"(?:{alts})(?![\w\-])")
+    return re.compile(rf"(?:{alts})(?![\w\-]|\.\w)")
 
 
 def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
@@ -61,10 +70,9 @@ def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
     """``(calls, notes)``: the calls of ``text`` after ``start``, outside the ``taken`` spans. Never raises."""
     notes: list[str] = []
     try:
-        names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
-                             reverse=True))[:MAX_NAMES]
+        names = offered_names(text, offered)
         hits = []
-        for m in _names_pattern(names).finditer(text, start) if names else ():
+        for m in names_pattern(names).finditer(text, start) if names else ():
             if not any(a <= m.start() < b for a, b in taken):
                 hits.append((m.start(), m.end(), m.group()))
             if len(hits) >= MAX_HITS:
@@ -237,7 +245,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         params = [p for p in (offered.get(name) or ()) if isinstance(p, str) and p.strip()][:MAX_PARAMS]
         if not params:
             continue
-        for m in _names_pattern(tuple(sorted(params, key=len, reverse=True))).finditer(text, e, region_end):
+        for m in names_pattern(tuple(sorted(params, key=len, reverse=True))).finditer(text, e, region_end):
             cands.append(_Key(len(calls), m.group(), m.start(), m.end()))
             if len(cands) >= MAX_CANDIDATES:
                 break

@@ -23,11 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import Found, anchored_calls
+from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names
 from refiner.formats.strict import JSON_DECODER
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
-MAX_NAMES = 256  # offered names looked for (the longest first)
 WINDOW = 2048  # characters after a name read for its arguments
 MAX_ARG_LINES = 64  # argument lines read after a labelled name
 SCAN_BUDGET = 131_072  # characters of argument regions read in all (then the rest of the text is not read)
@@ -66,22 +65,6 @@ def _param_patterns(params: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re
     attr = re.compile(r"(?<![\w\-])(" + alt + r")=(\"[^\"<>]{0,4096}\"|'[^'<>]{0,4096}')")
     pair = re.compile(r"(?<![\w\-.])[\"']?(" + alt + r")[\"']?[ \t]*(?::(?!//)|=(?!=))[ \t]*")
     return element, attr, pair
-
-
-@functools.lru_cache(maxsize=64)
-def _names_pattern(names: tuple[str, ...]) -> re.Pattern:
-    """The names as one plain alternation (searched at C speed; :func:`_whole_name` checks the boundaries)."""
-    return re.compile("|".join(re.escape(n) for n in names))
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch in ("_", "-")
-
-
-def _whole_name(text: str, s: int, e: int) -> bool:
-    """Whether the name at ``text[s:e]`` is not part of a longer name (``my_f``, ``f2``, ``api.f.v2``)."""
-    before, after = text[s - 1 : s], text[e : e + 1]  # ("" at either end of the text)
-    return not (_is_word(before) or before == "." or _is_word(after) or after == "." and _is_word(text[e + 1 : e + 2]))
 
 
 def _text_value(raw: str, xml: bool = False) -> Any:
@@ -282,22 +265,21 @@ def calls_by_names(
 ) -> tuple[list[Found], list[str], int]:
     """The calls of ``text`` after ``start`` in markup no format knows, outside the ``taken`` spans: ``(calls, notes,
     name hits examined)``. Never raises."""
-    names = tuple(sorted((n for n in offered if isinstance(n, str) and n.strip() and n in text), key=len,
-                         reverse=True))[:MAX_NAMES]
+    names = offered_names(text, offered)
     if not names or start >= len(text):
         return [], [], 0
     reader = _Reader(text, start, offered)
     found: list[Found] = []
     hits = 0
     pos = start
-    pattern = _names_pattern(names)
+    pattern = names_pattern(names)
     while hits < MAX_NAME_HITS and reader.spent < SCAN_BUDGET:
         m = pattern.search(text, pos)
         if m is None:
             break
         hits += 1
         s, e = m.span()
-        if not _whole_name(text, s, e) or any(a <= s < b for a, b in taken):
+        if any(a <= s < b for a, b in taken):
             pos = s + 1
             continue
         got = reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e)
