@@ -154,9 +154,10 @@ class RecordFormat(base.WireFormat):
             obj, pos = self._json(text, skip_blanks(text, pos), "the call")
             call = self._call_of(obj, pos)
         else:
-            name, pos = self._name(text, pos, find)
+            pos = pos if r.name_prefix and not r.name_prefix[-1:].isspace() else skip_ws(text, pos)
+            name, pos = self._token(text, pos, find, c["name_suffix"], "tool name")
             if r.id_position == "after_name":
-                pos = self._id(text, pos, find, name)
+                pos = self._token(text, skip_ws(text, pos), find, c["id_suffix"], f"call id of {name}")[1]
             if r.shape == "json_args":
                 args, pos = self._json(text, skip_blanks(text, pos), f"the arguments of {name}")
                 if not isinstance(args, dict):
@@ -166,25 +167,15 @@ class RecordFormat(base.WireFormat):
             call = ToolCall(name, args)
         return call, self._expect(text, pos, c["call_end"], f"to close the call to {call.name}", call)
 
-    def _name(self, text: str, pos: int, find: Finder) -> tuple[str, int]:
-        c, r = self._c, self.record
-        pos = pos if r.name_prefix and not r.name_prefix[-1:].isspace() else skip_ws(text, pos)
-        end = _token_end(text, pos, c["name_suffix"], find, MAX_NAME_CHARS)  # (no suffix: at a space or line end)
-        if end < 0 or end - pos > MAX_NAME_CHARS:  # (the position: as far as it was looked for)
-            raise _Stop("the tool name is not closed", len(text) if end < 0 else pos + MAX_NAME_CHARS, end < 0)
-        name = text[pos:end].strip()
-        if not name or "\n" in name:
-            raise _Stop("no tool name", pos, end >= len(text))
-        return name, end + len(c["name_suffix"])
-
-    def _id(self, text: str, pos: int, find: Finder, name: str) -> int:
-        """Where the arguments start after the call id at ``pos``."""
-        suffix = self._c["id_suffix"]
-        pos = skip_ws(text, pos)
+    def _token(self, text: str, pos: int, find: Finder, suffix: str, what: str) -> tuple[str, int]:
+        """The tool name or call id at ``pos``, up to ``suffix`` (none: to a blank), and where what follows starts."""
         end = _token_end(text, pos, suffix, find, MAX_NAME_CHARS)
-        if end < 0 or end - pos > MAX_NAME_CHARS or not text[pos:end].strip():
-            raise _Stop(f"the call id of {name} is not closed", len(text) if end < 0 else pos, end < 0)
-        return end + len(suffix)
+        if end < 0 or end - pos > MAX_NAME_CHARS:  # (the position: as far as it was looked for)
+            raise _Stop(f"the {what} is not closed", len(text) if end < 0 else pos + MAX_NAME_CHARS, end < 0)
+        token = text[pos:end].strip()
+        if not token or "\n" in token:
+            raise _Stop(f"no {what}", pos, end >= len(text))
+        return token, end + len(suffix)
 
     def _json(self, text: str, pos: int, what: str) -> tuple[Any, int]:
         try:
