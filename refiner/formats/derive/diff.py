@@ -101,6 +101,9 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
             written = inserted(none, one)
         if NAMES[0] in written:
             rec.arguments_given_as_text = as_text
+            if as_text:
+                rec.derived_from["arguments_given_as_text"] = ("one: written only when the arguments are given as a "
+                                                               "JSON string")
             try:
                 none_c = _or_none(r, _turn(None, content=alt))  # (a template may refuse a turn with no text)
                 for key, which in (("one", (0,)), ("two", (0, 1)), ("check", (1, 2))):
@@ -116,23 +119,17 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
                 return rec
             break
     rec.sections = sections
-    if "two" not in sections:
-        rec.missing.append("calls: the template writes no tool calls (the placeholder tool name does not appear in "
-                           "what an assistant turn with a call adds to one without)")
-        return rec
-    if named_ids:
-        rec.missing.append("calls: the template writes each call's id in place of its name (here functions.NAME:"
-                           "INDEX, as Kimi-K2's does): the name is known only through the id's convention")
-        return rec
-    if rec.arguments_given_as_text:
-        rec.derived_from["arguments_given_as_text"] = "one: written only when the arguments are given as a JSON string"
-    two = sections["two"]
-    if NAMES[1] not in two:
-        rec.missing.append("calls: the template writes only the first call of a turn (the second call's name is not "
-                           "written): what separates calls cannot be derived")
-        return rec
-    if two.find(NAMES[0]) > two.find(NAMES[1]):
-        rec.missing.append("calls: the second call's name is not written after the first's")
+    two = sections.get("two", "")
+    why = ("the template writes no tool calls (the placeholder tool name does not appear in what an assistant turn "
+           "with a call adds to one without)" if "two" not in sections else
+           "the template writes each call's id in place of its name (here functions.NAME:INDEX, as Kimi-K2's does): "
+           "the name is known only through the id's convention" if named_ids else
+           "the template writes only the first call of a turn (the second call's name is not written): what "
+           "separates calls cannot be derived" if NAMES[1] not in two else
+           "the second call's name is not written after the first's" if two.find(NAMES[0]) > two.find(NAMES[1])
+           else "")
+    if why:
+        rec.missing.append(f"calls: {why}")
         return rec
     if user is not None:
         _turn_markers(rec, r, user)

@@ -233,22 +233,20 @@ def read_pairs(rec: Record, two: str) -> bool:
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
     vals0 = [ARGS[0][two[ks:ke]] for ks, ke, *_ in a0]  # (in the order written)
-    kinds = ["str" if isinstance(v, str) else "other" for v in (*vals0, *ARGS[1].values())]
-    by_kind = {k: {d for d, kk in zip(delims, kinds) if kk == k} for k in ("str", "other")}
-    typed = ""
-    if len(set(delims)) > 1:
-        s_, o_ = by_kind["str"], by_kind["other"]
-        if len(s_) == 1 and len(o_) == 1 and _typing_split(next(iter(s_)), next(iter(o_))):
-            typed = next(iter(o_))  # a typing attribute: one spelling for strings, one for every other value
-            rec.derived_from["key_suffix_typed"] = ("one, two: between a key and a value other than a string (the "
-                                                    "key's typing attribute)")
-        else:
-            rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
-                               f"({sorted(set(delims))!r}), one spelling per type: the record holds one for strings "
-                               "and one for every other value")
-            return False
-    rec.key_suffix = next(iter(by_kind["str"]))
-    rec.key_suffix_typed = typed
+    by_kind: dict[bool, set[str]] = {True: set(), False: set()}  # the key suffixes before strings / other values
+    for delim, value in zip(delims, (*vals0, *ARGS[1].values())):
+        by_kind[isinstance(value, str)].add(delim)
+    (suffix, *more), typed = sorted(by_kind[True]), by_kind[False] - by_kind[True]
+    if more or len(by_kind[False]) > 1 or typed and not _typing_split(suffix, next(iter(typed))):
+        rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
+                           f"({sorted(set(delims))!r}), one spelling per type: the record holds one for strings "
+                           "and one for every other value")
+        return False
+    rec.key_suffix = suffix
+    if typed:  # a typing attribute: one spelling for strings, one for every other value
+        rec.key_suffix_typed = typed.pop()
+        rec.derived_from["key_suffix_typed"] = ("one, two: between a key and a value other than a string (the key's "
+                                                "typing attribute)")
     styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
     rec.strings = styles["str"]
     others = {st for t, st in styles.items() if t != "str"}
