@@ -245,10 +245,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         params = [p for p in (offered.get(name) or ()) if isinstance(p, str) and p.strip()][:MAX_PARAMS]
         if not params:
             continue
-        for m in names_pattern(tuple(sorted(params, key=len, reverse=True))).finditer(text, e, region_end):
-            cands.append(_Key(len(calls), m.group(), m.start(), m.end()))
-            if len(cands) >= MAX_CANDIDATES:
-                break
+        at = names_pattern(tuple(sorted(params, key=len, reverse=True))).finditer(text, e, region_end)
+        cands += [_Key(len(calls), m.group(), *m.span()) for m in itertools.islice(at, MAX_CANDIDATES - len(cands))]
         calls.append((s, e, name, region_end))
         if len(cands) >= MAX_CANDIDATES:
             break
