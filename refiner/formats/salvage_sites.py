@@ -233,17 +233,13 @@ class SiteReader:
         if call is None:
             return self.keyed_object(at, end, value, where)
         flat = not any(k in value for k in ARG_KEYS) and not isinstance(value.get("function"), dict)
-        if flat and not (is_offered(call.name, self.offered) or self.offered is None and structured):
-            return at + 1  # {"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call
-        if not usable_name(call.name):
-            return at + 1
-        if "\\_" in call.name:  # a markdown-escaped name
-            call = ToolCall(call.name.replace("\\_", "_"), call.arguments, call.outputs)
-        call = self.unescape_params(call)
-        if self.offered is not None:
-            resolved, hit = resolve(call.name, self.offered)
-            if hit is not None and resolved != call.name:
-                call = ToolCall(resolved, call.arguments, call.outputs)
+        if not usable_name(call.name) or flat and not (is_offered(call.name, self.offered)
+                                                       or self.offered is None and structured):
+            return at + 1  # ({"name": "Paris", ...} in a sentence, or naming no offered tool: a value, not a call)
+        name = call.name.replace("\\_", "_")  # (a markdown-escaped name)
+        if self.offered is not None and (got := resolve(name, self.offered))[1] is not None:
+            name = got[0]
+        call = self.unescape_params(ToolCall(name, call.arguments, call.outputs))
         fmt_name = next((f.name for f in table.claiming_values if f.claims_value(value)), None)
         self.add(at, end, [call], "JSON call object", fmt_name, where)
         return end
