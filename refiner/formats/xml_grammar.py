@@ -40,7 +40,7 @@ from refiner.formats.base import (
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xml_lenient import XmlReader, next_tag_pattern, stop_patterns
+from refiner.formats.xml_lenient import XmlReader, stop_patterns
 from refiner.formats.xml_spelling import XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
@@ -103,9 +103,7 @@ class XmlParams(XmlReader, WireFormat):
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
     _stops: dict[tuple[str, bool], re.Pattern]  # (stop_patterns)
-    _next_tag: re.Pattern  # (next_tag_pattern)
-    _quote: str  # a tag opening a value inside a value (value_end's open_tag)
-    _follow: tuple[str, str]  # what follows the closing tag that ends a value (value_end's follow)
+    _next_tag: re.Pattern  # whitespace, then the call's closing tag (group 1) or a key tag (group 2), or neither
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
@@ -115,10 +113,7 @@ class XmlParams(XmlReader, WireFormat):
             return
         cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
         cls._stops = stop_patterns(cls.spelling)
-        cls._next_tag = next_tag_pattern(cls.spelling)
-        s = cls.spelling
-        cls._quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
-        cls._follow = (s.key_open, s.call_close)
+        cls._next_tag = re.compile(rf"\s*(?:({re.escape(cls.spelling.call_close)})|({re.escape(cls.spelling.key_open)}))?")
         cls.name_pattern = cls._name.pattern
         hook = cls.spelling.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
@@ -294,7 +289,8 @@ class XmlParams(XmlReader, WireFormat):
             j = text.find(s.value_close, pos)
             if j >= 0 and text[pos:j].rstrip().endswith(CDATA[1]):
                 return j
-        end = value_end(text, pos, self._quote, s.value_close, self._follow)
+        quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
+        end = value_end(text, pos, quote, s.value_close, (s.key_open, s.call_close))
         if end < 0:
             j = text.find(s.value_close, pos)
             if j >= 0 and skip_ws(text, j + len(s.value_close)) == len(text):

@@ -40,11 +40,6 @@ def stop_patterns(s: XmlSpelling) -> dict[tuple[str, bool], re.Pattern]:
             for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
 
 
-def next_tag_pattern(s: XmlSpelling) -> re.Pattern:
-    """Whitespace, then a row's call closing tag (group 1) or key tag (group 2), or neither."""
-    return re.compile(rf"\s*(?:({re.escape(s.call_close)})|({re.escape(s.key_open)}))?")
-
-
 class XmlReader:
     """The one reading of :class:`XmlParams`'s tags (its spelling and value helpers through ``self``): the walk reads
     the calls into ``calls``, leniently when given a :class:`Lenient` to note what it recovers from, else strictly:
@@ -382,10 +377,7 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
                 tag = s.value_close  # the closer written without its slash
             if tag is None:
                 continue
-            if tag in (s.value_open or s.key_open,):
-                in_value = True
-            elif tag == s.value_close:
-                in_value = False
+            in_value = tag == (s.value_open or s.key_open) or in_value and tag != s.value_close  # (opened, or not closed)
             if h.exact:
                 continue
             new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag

@@ -296,8 +296,7 @@ def retype_calls(
             if k in params:
                 new = settle(params[k], v) if settle else retype_value(params[k], v, python_literals, budget)
                 if new is not v:
-                    if args is None:
-                        args = dict(call.arguments)
+                    args = dict(call.arguments) if args is None else args
                     args[k] = new
         out.append(call if args is None else replace(call, arguments=args))
     return out
