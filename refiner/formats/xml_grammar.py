@@ -208,8 +208,8 @@ class XmlParams(XmlReader, WireFormat):
             return not s.section_open  # when it writes no section (sectioned rows share their key tags)
         pos = at + len(s.call_open)
         if s.name_at == "text":
-            e = min((j for t in (s.name_sep, s.key_open, s.call_close) if t and (j := body.find(t, pos)) >= 0),
-                    default=len(body))
+            m = self._stops["text", True].search(body, pos)  # (where the walk ends the name)
+            e = m.start() if m else len(body)
             if not self.is_name(body[pos:e].strip()):
                 return False
             if s.name_sep.strip() and not body.startswith(s.name_sep, e):
