@@ -103,6 +103,7 @@ class XmlParams(XmlReader, WireFormat):
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
     _stops: dict[tuple[str, bool], re.Pattern]  # (stop_patterns)
+    _next_tag: re.Pattern  # whitespace, then the call's closing tag (group 1) or a key tag (group 2), or neither
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
@@ -112,6 +113,7 @@ class XmlParams(XmlReader, WireFormat):
             return
         cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
         cls._stops = stop_patterns(cls.spelling)
+        cls._next_tag = re.compile(rf"\s*(?:({re.escape(cls.spelling.call_close)})|({re.escape(cls.spelling.key_open)}))?")
         cls.name_pattern = cls._name.pattern
         hook = cls.spelling.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
@@ -206,8 +208,8 @@ class XmlParams(XmlReader, WireFormat):
             return not s.section_open  # when it writes no section (sectioned rows share their key tags)
         pos = at + len(s.call_open)
         if s.name_at == "text":
-            e = min((j for t in (s.name_sep, s.key_open, s.call_close) if t and (j := body.find(t, pos)) >= 0),
-                    default=len(body))
+            m = self._stops["text", True].search(body, pos)  # (where the walk ends the name)
+            e = m.start() if m else len(body)
             if not self.is_name(body[pos:e].strip()):
                 return False
             if s.name_sep.strip() and not body.startswith(s.name_sep, e):
@@ -248,7 +250,7 @@ class XmlParams(XmlReader, WireFormat):
         if (s.first_open if not s.tag_suffix else s.first_open[:-1]) not in text:  # one scan: detection tries
             raise self.error(f"no {s.first_open}...{s.section_close or s.call_close} block", 0)  # every row
         calls: list[ToolCall] = []
-        self._walk(self._plain(text), calls, None)
+        self._walk(self._plain(text) if s.tag_suffix else text, calls, None)
         return calls
 
     def _junk_name(self, name: str) -> bool:

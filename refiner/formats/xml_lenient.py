@@ -62,7 +62,7 @@ class XmlReader:
                 raise self.error(f"{closer} without its {s.first_open}", stray)  # opening tag
             if c < 0:
                 what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
-                if out is None and s.section_open and (o := f.next(s.section_open, pos)) >= 0:
+                if out is None and s.section_open and (o := text.find(s.section_open, pos)) >= 0:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 if n == 0:
@@ -70,10 +70,11 @@ class XmlReader:
                     if first_key >= 0:
                         out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
                 return
-            if n == 0 and 0 <= first_key < c:
-                out.note("unreadable", f"arguments before the first {s.call_open} dropped")
-            if out is not None and not take_items(1):  # (the parse's count of items read: a gave_up problem)
-                return
+            if out is not None:
+                if n == 0 and 0 <= first_key < c:
+                    out.note("unreadable", f"arguments before the first {s.call_open} dropped")
+                if not take_items(1):  # (the parse's count of items read: a gave_up problem)
+                    return
             if s.section_open and not in_section:
                 o = text.find(s.section_open, pos, c + len(s.section_open))
                 if o < 0:
@@ -83,7 +84,7 @@ class XmlReader:
                                f"{text[o + len(s.section_open) : c][:60]!r}", o + len(s.section_open))
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, calls, out)
 
-    def _tag_end(self, text: str, f: Finder, pos: int, at: str, out: Lenient | None) -> tuple[str | None, str, int]:
+    def _tag_end(self, text: str, pos: int, at: str, out: Lenient | None) -> tuple[str | None, str, int]:
         """The opening tag at ``pos``, naming by ``at``: what ends it (its end, else a line break (read leniently, or
         naming by ``=``), else, for an attribute tag, the next tag; ``None`` when the text ends inside it), its text
         (up to :data:`MAX_ATTR_CHARS`: a longer tag is not read for attributes, nor strictly) and where what follows
@@ -111,19 +112,20 @@ class XmlReader:
             elif not self.is_name(name):
                 slip(self, out, "bad_name", f"tool name {name[:60]!r} is not allowed", pos)
         else:
-            which, raw, pos = self._tag_end(text, f, pos, s.name_at, out)
+            which, raw, pos = self._tag_end(text, pos, s.name_at, out)
             written = raw if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "")
             name = written.strip()
-            if which is None:  # cut inside the name: no call can be trusted
-                slip(self, out, "unclosed", f"the text ends inside the tool name {name[:60]!r}", pos)
-                out.mark_cut(None)
-                return pos, False
-            if which != s.tag_end:
-                slip(self, out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
-            if not self.is_name(name):
-                slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed", pos)
-            if name != written:
-                slip(self, out, None, f"tool name {written[:60]!r} is not allowed", pos)
+            if which != s.tag_end or name != written or not self.is_name(name):  # (one test for a well-formed tag)
+                if which is None:  # cut inside the name: no call can be trusted
+                    slip(self, out, "unclosed", f"the text ends inside the tool name {name[:60]!r}", pos)
+                    out.mark_cut(None)
+                    return pos, False
+                if which != s.tag_end:
+                    slip(self, out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
+                if not self.is_name(name):
+                    slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed", pos)
+                if name != written:
+                    slip(self, out, None, f"tool name {written[:60]!r} is not allowed", pos)
             if which == s.tag_end and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
                 if name:
                     calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
@@ -133,15 +135,15 @@ class XmlReader:
         whole = pos  # where the last value written whole ends (the name, at first)
         cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
         while pos < len(text):
-            pos = skip_ws(text, pos)
-            if text.startswith(s.call_close, pos):
-                pos += len(s.call_close)
+            m = self._next_tag.match(text, pos)  # (whitespace, then the call's closing tag or a key tag, or neither)
+            pos = m.end()
+            if m.lastindex == 1:
                 closed = True
                 break
-            if text.startswith(s.key_open, pos):
+            if m.lastindex == 2:
                 if out is not None and not take_items(1):  # the rest is not read: this call, read in part, is left
                     return len(text), False  # out
-                pos, cut_key = self._recover_param(text, pos + len(s.key_open), f, args, out)
+                pos, cut_key = self._recover_param(text, pos, f, args, out)
                 if cut_key is None:
                     whole = pos
                 else:  # the text ends inside this parameter's value
@@ -247,7 +249,7 @@ class XmlReader:
                     after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
                     return after, key if nxt >= len(text) else None
         else:
-            which, raw, vstart = self._tag_end(text, f, pos, s.key_at, out)
+            which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
             if s.key_at == "attr":
                 attrs = _attrs(raw)
                 if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
@@ -375,10 +377,7 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
                 tag = s.value_close  # the closer written without its slash
             if tag is None:
                 continue
-            if tag in (s.value_open or s.key_open,):
-                in_value = True
-            elif tag == s.value_close:
-                in_value = False
+            in_value = tag == (s.value_open or s.key_open) or in_value and tag != s.value_close  # (opened, or not closed)
             if h.exact:
                 continue
             new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag

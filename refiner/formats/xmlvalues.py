@@ -291,13 +291,12 @@ def retype_calls(
         if not params:
             out.append(call)
             continue
-        args = dict(call.arguments)
-        changed = False
-        for k, v in args.items():
+        args = None  # (a copy of the arguments, made at the first value settled to another)
+        for k, v in call.arguments.items():
             if k in params:
                 new = settle(params[k], v) if settle else retype_value(params[k], v, python_literals, budget)
                 if new is not v:
+                    args = dict(call.arguments) if args is None else args
                     args[k] = new
-                    changed = True
-        out.append(replace(call, arguments=args) if changed else call)
+        out.append(call if args is None else replace(call, arguments=args))
     return out
