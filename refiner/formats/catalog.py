@@ -66,6 +66,11 @@ PYTHON_TAG = "<|python_tag|>"
 LLAMA3 = JsonSpelling(PYTHON_TAG, None, "joined", arg_keys=("parameters", "arguments"), between="; ", type_key="type",
                       builtins=("brave_search", "wolfram_alpha"))
 
+# Mistral's tokenizers v2-v7: one list after [TOOL_CALLS] (a space between them; none in Tekken's), each call's id
+# read and dropped.
+MISTRAL = JsonSpelling(mistral.BOT, None, "list", gap=" ", once=True, dropped=("id",), follows=("[",))
+MISTRAL_TEKKEN = replace(MISTRAL, gap="", tight=True)
+
 # DeepSeek V3 writes function<｜tool▁sep｜>NAME and its arguments in a json fence, calls a line apart; V3.1
 # NAME<｜tool▁sep｜>{...}, back to back. Each reads the other's layout too.
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -479,13 +484,13 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "mistral_tool_parser.py",
                         *_checked("mistralai-Mistral-Nemo-Instruct-2407.jinja e4676cb56dff")),
                reasoning=mistral.REASONING),
-        mistral.Mistral, mistral.TIGHT),
+        JsonCalls, MISTRAL_TEKKEN),
     Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=mistral.REASONING,
                models=("mistralai/Mistral-Small-3.1-24B-Instruct-2503",),
                sources=(SGLANG + "mistral_detector.py",
                         LLAMA_CPP + "mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja (each call's \"id\" read and "
                         "dropped)")),
-        mistral.Mistral, mistral.SPACED),
+        JsonCalls, MISTRAL),
     Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=mistral.REASONING,
                sources=(*_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
                                   "mistralai-Ministral-3-14B-Reasoning-2512.jinja 39f03c383413",
