@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from refiner.formats import (
-    anthropic,
+    chat_api,
     functionary_v31,
     glaive,
     glm45,
@@ -22,7 +22,6 @@ from refiner.formats import (
     kimi_k3,
     mistral,
     nestful,
-    openai,
     order,
     qwen3_coder,
     telechat4,
@@ -273,9 +272,9 @@ CATALOG: tuple[Row, ...] = (
                                  call_marker=True)),
     Row(Family('openai', 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", '
                '"arguments": "<JSON>"}}]}'),
-        openai.OpenAI, None),
+        chat_api.OpenAI, None),
     Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
-        anthropic.Anthropic, None),
+        chat_api.Anthropic, None),
     Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" '
                'references; the arguments under "parameters" in the list a JSON schema constrains', trained=True,
                sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",
