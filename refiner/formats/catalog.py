@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from refiner.formats import (
-    anthropic,
+    chat_api,
     functionary_v31,
     glaive,
     glm45,
@@ -22,7 +22,6 @@ from refiner.formats import (
     kimi_k3,
     mistral,
     nestful,
-    openai,
     order,
     qwen3_coder,
     telechat4,
@@ -65,6 +64,11 @@ def _plamo(tag: str) -> str:
 PYTHON_TAG = "<|python_tag|>"
 LLAMA3 = JsonSpelling(PYTHON_TAG, None, "joined", arg_keys=("parameters", "arguments"), between="; ", type_key="type",
                       builtins=("brave_search", "wolfram_alpha"))
+
+# Mistral's tokenizers v2-v7: one list after [TOOL_CALLS] (a space between them; none in Tekken's), each call's id
+# read and dropped.
+MISTRAL = JsonSpelling(mistral.BOT, None, "list", gap=" ", once=True, dropped=("id",), follows=("[",))
+MISTRAL_TEKKEN = replace(MISTRAL, gap="", tight=True)
 
 # DeepSeek V3 writes function<｜tool▁sep｜>NAME and its arguments in a json fence, calls a line apart; V3.1
 # NAME<｜tool▁sep｜>{...}, back to back. Each reads the other's layout too.
@@ -268,9 +272,9 @@ CATALOG: tuple[Row, ...] = (
                                  call_marker=True)),
     Row(Family('openai', 'OpenAI: {"role": "assistant", "tool_calls": [{"id", "type": "function", "function": {"name", '
                '"arguments": "<JSON>"}}]}'),
-        openai.OpenAI, None),
+        chat_api.OpenAI, None),
     Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
-        anthropic.Anthropic, None),
+        chat_api.Anthropic, None),
     Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" '
                'references; the arguments under "parameters" in the list a JSON schema constrains', trained=True,
                sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",
@@ -479,13 +483,13 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "mistral_tool_parser.py",
                         *_checked("mistralai-Mistral-Nemo-Instruct-2407.jinja e4676cb56dff")),
                reasoning=mistral.REASONING),
-        mistral.Mistral, mistral.TIGHT),
+        JsonCalls, MISTRAL_TEKKEN),
     Row(Family('mistral', 'Mistral (tokenizers v2-v7): [TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]', reasoning=mistral.REASONING,
                models=("mistralai/Mistral-Small-3.1-24B-Instruct-2503",),
                sources=(SGLANG + "mistral_detector.py",
                         LLAMA_CPP + "mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja (each call's \"id\" read and "
                         "dropped)")),
-        mistral.Mistral, mistral.SPACED),
+        JsonCalls, MISTRAL),
     Row(Family('mistral_v11', 'Mistral (tokenizers v11+): [TOOL_CALLS]NAME[ARGS]{...} per call ([CALL_ID]id before [ARGS] in some)', reasoning=mistral.REASONING,
                sources=(*_checked("Mistral-Small-3.2-24B-Instruct-2506.jinja 5b8f31f11198",
                                   "mistralai-Ministral-3-14B-Reasoning-2512.jinja 39f03c383413",

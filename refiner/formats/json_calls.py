@@ -22,11 +22,12 @@ from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
                                      lenient_json_in_prose, written_before_cut)
+from refiner.formats.mistral import tokens_outside_strings
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str_list, first_tag, json_blocks,
-                                    plain_calls, strict_fields)
+from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str, expect_str_list, first_tag,
+                                    json_blocks, plain_calls, strict_fields)
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -50,8 +51,10 @@ class JsonSpelling:
     each), ``"object"`` (one per block) or ``"joined"`` (joined by ``between`` stripped, ``open`` optional and not
     written); ``arg_keys``: where the arguments are (the first written); ``type_key``: a key whose value must be
     ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)`` after ``open`` (read for any name);
-    ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``name_key``; ``keyed``: a call
-    is ``{"NAME": {arguments}}``; ``id_key``: a call id numbered from 0; ``follows``: what follows ``open`` in this
+    ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``gap``: written between
+    ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid strictly and noise in
+    recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``id_key``: a call id numbered from 0;
+    ``dropped``: keys a call may hold a string under, read and not written; ``follows``: what follows ``open`` in this
     row's texts (empty: anything); ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and
     between blocks or calls; ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call
     object is this row's unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all
@@ -68,9 +71,12 @@ class JsonSpelling:
     arg_keys: tuple[str, ...] = ("arguments",)
     alt_opens: tuple[str, ...] = field(default=(), metadata=POLICY)
     tight: bool = field(default=False, metadata=POLICY)
+    gap: str = ""
+    once: bool = field(default=False, metadata=POLICY)
     name_key: str = "name"
     keyed: bool = False
     id_key: str | None = None
+    dropped: tuple[str, ...] = ()
     follows: tuple[str, ...] = field(default=(), metadata=POLICY)
     lead: str = "\n"
     between: str = "\n"
@@ -128,9 +134,12 @@ class JsonCalls(WireFormat):
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
             return ToolCall.trusted(name, args)
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
-        extra = tuple(k for k in (sp.id_key, sp.type_key, sp.outputs_key) if k)
+        extra = tuple(k for k in (sp.id_key, sp.type_key, sp.outputs_key, *sp.dropped) if k)
         name, args, extras = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key,
                                            args_key=key, extra_keys=extra)
+        for k in sp.dropped:
+            if k in extras:
+                expect_str(self, extras[k], f"{k!r} of call #{index}", pos)
         if sp.payload == "joined" and key not in obj:
             raise self.error(f"call #{index} has no {key!r}", pos)
         if sp.type_key and extras.get(sp.type_key, "function") != "function":
@@ -191,6 +200,8 @@ class JsonCalls(WireFormat):
             i, tag = first(opens, end)
             if tag is None:
                 return items
+            if sp.once:
+                raise self.error(f"a second {sp.open}: all calls are one list after the first", i)
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
 
     def _lines(self, text: str) -> list[tuple[Any, int]]:
@@ -327,6 +338,9 @@ class JsonCalls(WireFormat):
                     self._add(out, item)
             return
         body = text[reasoning_offset(text) :]
+        if sp.once:
+            self._recover_once(body, out)
+            return
         find = TokenFinder(body, (sp.open, *sp.alt_opens)).first  # (an open tag inside a JSON string is text)
         i, tag = find(0)
         if tag is None:
@@ -338,6 +352,19 @@ class JsonCalls(WireFormat):
             j, nxt = find(i + len(tag))
             self._recover_value(body[i + len(tag) : j], out)
             i, tag = j, nxt
+
+    def _recover_once(self, body: str, out: Lenient) -> None:
+        """The calls of the one value after the open tag, further open tags outside its strings dropped."""
+        tag = self.spelling.open
+        i = body.find(tag)
+        if i < 0:
+            out.note("missing_tag", f"missing {tag}")
+        else:
+            body = body[i + len(tag) :]
+            cuts = tokens_outside_strings(body, 0, token=tag)
+            ends = [0] + [j + len(tag) for j in cuts]
+            body = " ".join(body[a:b] for a, b in zip(ends, [*cuts, len(body)]))
+        self._recover_value(body, out)
 
     def _recover_value(self, chunk: str, out: Lenient) -> None:
         """The calls of the first JSON value in ``chunk`` (prose around it skipped)."""
@@ -463,7 +490,7 @@ class JsonCalls(WireFormat):
             if len(calls) == 1 and calls[0].name in sp.builtins:
                 return sp.open + render_call(calls[0].name + ".call", dict(calls[0].arguments))
             return sp.between.join(dumps(o) for o in objs)
-        return f"{sp.open}{dumps(objs)}{sp.close or ''}"
+        return f"{sp.open}{sp.gap}{dumps(objs)}{sp.close or ''}"
 
     def _obj(self, c: ToolCall, i: int) -> dict[str, Any]:
         sp = self.spelling

@@ -2,8 +2,8 @@
 vLLM ``mistral_tool_parser.py``); text before the token is the message content.
 
 - ``mistral`` / ``mistral_tekken`` (tokenizers v2-v7): ``[TOOL_CALLS] [{"name": ..., "arguments": {...}}, ...]``, one
-  JSON list (an ``"id"`` per call accepted and dropped); :class:`MistralSpelling` is what the tokenizer writes
-  between the token and the list.
+  JSON list (an ``"id"`` per call accepted and dropped): rows of :mod:`refiner.formats.json_calls` whose ``gap`` is
+  what the tokenizer writes between the token and the list (:data:`refiner.formats.catalog.MISTRAL`).
 - ``mistral_v11`` (tokenizers v11+): ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, also with ``[CALL_ID]ID`` before
   ``[ARGS]`` (dropped), or without ``[ARGS]`` (as vLLM reads it).
 
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent
-from refiner.formats.lenient import add_arguments_call, add_call, as_items, lenient_json_in_prose
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, first_tag, plain_calls, strict_fields
+from refiner.formats.lenient import add_arguments_call
+from refiner.formats.strict import JSON_DECODER, decode_at, first_tag
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -89,14 +88,15 @@ def _unescaped_quotes(text: str, a: int, b: int) -> int:
     return n
 
 
-def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) -> list[int]:
-    """Positions of the ``[TOOL_CALLS]`` tokens after ``start`` (outside any JSON string) that lie outside JSON
-    strings; with ``stop_at_call``, only the first, or one inside a string that a call follows (``NAME[ARGS]``,
-    ``NAME{``: the string lost its closing quote). Linear: the quotes between two tokens are counted once."""
+def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False, token: str = BOT) -> list[int]:
+    """Positions of the ``token`` occurrences after ``start`` (outside any JSON string) that lie outside JSON
+    strings; with ``stop_at_call``, only the first, or one inside a string that a call follows (``[TOOL_CALLS]NAME``
+    then ``[ARGS]`` or ``{``: the string lost its closing quote). Linear: the quotes between two tokens are counted
+    once."""
     found: list[int] = []
     inside, pos = False, start
     quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
-    b = text.find(BOT, pos)
+    b = text.find(token, pos)
     while b >= 0:
         if 0 <= quote < b:
             inside ^= _unescaped_quotes(text, pos, b) % 2 == 1
@@ -104,8 +104,8 @@ def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) ->
             found.append(b)
             if stop_at_call:
                 return found
-            pos = b + len(BOT)
-            b = text.find(BOT, pos)
+            pos = b + len(token)
+            b = text.find(token, pos)
         else:  # every token up to the next quote is in this string
             q = text.find('"', b)
             if stop_at_call:
@@ -114,15 +114,11 @@ def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False) ->
                     return [call.start()]
             if q < 0:
                 return found
-            pos = b + len(BOT)
-            b = text.find(BOT, q)
+            pos = b + len(token)
+            b = text.find(token, q)
         if 0 <= quote < pos:
             quote = text.find('"', pos)
     return found
-
-
-def _holds_list_after(body: str, at: int) -> bool:
-    return body.startswith("[", skip_ws(body, at + len(BOT)))
 
 
 def _segments(body: str) -> tuple[str, list[str]]:
@@ -146,77 +142,14 @@ def _segments(body: str) -> tuple[str, list[str]]:
     return lead, segments
 
 
-@dataclass(frozen=True)
-class MistralSpelling:
-    """What a tokenizer writes between ``[TOOL_CALLS]`` and the list (``gap``): none is read strictly, a space as
-    any whitespace or none."""
-
-    gap: str = " "
-
-
-SPACED, TIGHT = MistralSpelling(" "), MistralSpelling("")
-
-
-class Mistral(WireFormat):
-    tags = (BOT,)
-    detection = Detection(markers=(BOT,))
-    spelling: MistralSpelling = SPACED
-
-    def sniff(self, body: str, at: int) -> bool:
-        """``[TOOL_CALLS]`` followed by a list is this format (right after it, when the row writes no gap); by a tool
-        name, ``mistral_v11``."""
-        if not self.spelling.gap:
-            return body.startswith("[", at + len(BOT))
-        return _holds_list_after(body, at)
-
-    def parse_strict(self, text: str) -> list[ToolCall]:
-        i = first_tag(self, text, BOT, f"missing {BOT}")[1]
-        pos = skip_ws(text, i + len(BOT))
-        if not text.startswith("[", pos):
-            raise self.error(f"{BOT} must be followed by a JSON list of calls", pos)
-        if not self.spelling.gap and pos > i + len(BOT):
-            raise self.error(f"{BOT} must be followed by the list with nothing between them", i + len(BOT))
-        value, end = decode_at(self, text, pos)
-        again = text.find(BOT, end)
-        if again >= 0:
-            raise self.error(f"a second {BOT}: these tokenizers write all calls in one list", again)
-        if (fast := plain_calls(value)) is not None:
-            return fast
-        calls = []
-        for n, item in enumerate(value):
-            name, args, extra = strict_fields(self, item, pos, what="call", index=n, extra_keys=("id",))
-            if "id" in extra:
-                expect_str(self, extra["id"], f"'id' of call #{n}", pos)
-            calls.append(ToolCall.trusted(name, args))
-        return calls
-
-    def recover(self, text: str, out: Lenient) -> None:
-        body = text[reasoning_offset(text) :]
-        i = body.find(BOT)
-        if i < 0:
-            out.note("missing_tag", f"missing {BOT}")
-        else:  # a repeated token is noise inside the list; inside a string value it is text
-            body = body[i + len(BOT) :]
-            cuts = tokens_outside_strings(body, 0)
-            ends = [0] + [j + len(BOT) for j in cuts]
-            body = " ".join(body[a:b] for a, b in zip(ends, [*cuts, len(body)]))
-        value = lenient_json_in_prose(body)
-        if not isinstance(value, list):
-            out.note("not_a_list", "calls are not a JSON list")
-        for item in as_items(value):
-            add_call(out, item)
-
-    def render(self, calls: Sequence[ToolCall]) -> str:
-        return f"{BOT}{self.spelling.gap}{dumps([{'name': c.name, 'arguments': dict(c.arguments)} for c in calls])}"
-
-
 class MistralV11(WireFormat):
     tags = (BOT, ARGS)
     detection = Detection(markers=(BOT,), closers=(ARGS,))
     name_pattern = V11_NAME
 
     def sniff(self, body: str, at: int) -> bool:
-        return not _holds_list_after(body, at)
+        """``[TOOL_CALLS]`` followed by a tool name (a list after it is the v2-v7 rows')."""
+        return not body.startswith("[", skip_ws(body, at + len(BOT)))
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         start, i = first_tag(self, text, BOT, f"missing {BOT}")

@@ -1,0 +1,146 @@
+"""The chat APIs' assistant messages as JSON, prose around them allowed: one reader, :class:`ApiMessage`, whose
+subclasses say where the calls are and what one holds.
+
+- :class:`OpenAI` (chat completions): a message whose ``tool_calls`` carry ``function.arguments`` as a JSON
+  *string*; a bare ``tool_calls`` list is accepted too.
+- :class:`Anthropic` (Messages): ``tool_use`` content blocks ``{"type": "tool_use", "id", "name", "input": {...}}``,
+  as a bare block list or inside a message's ``content``; text and thinking blocks are allowed and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from refiner.calls import ToolCall
+from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
+from refiner.formats.strict import expect_object, expect_str, json_in_prose, strict_json
+from refiner.formats.text import dumps, strip_reasoning
+
+
+class ApiMessage(WireFormat):
+    """An assistant message holding its items under ``list_key``, or the bare item list, found as the first JSON
+    value that ``looks_like`` accepts: each item is a call (``_call``) unless its ``type`` is one of ``ignored``.
+    ``what``: the value looked for, in errors."""
+
+    detection = Detection(bare=True)
+    list_key: str
+    what: str
+    ignored: frozenset[str] = frozenset()
+
+    def _ignored(self, item: Any) -> bool:
+        kind = item.get("type") if type(item) is dict else None
+        return type(kind) is str and kind in self.ignored
+
+    def _items(self, value: Any, pos: int) -> list:
+        """The items of a message, or of the bare list; raises at a message that is not an assistant's."""
+        if not isinstance(value, dict):
+            return value
+        role = value.get("role", "assistant")
+        if role != "assistant":
+            raise self.error(f"message role must be 'assistant', got {role!r}", pos)
+        content = value.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise self.error("message 'content' must be a string, a list or null", pos)
+        if not isinstance(value[self.list_key], list):
+            raise self.error(f"{self.list_key!r} must be a list", pos)
+        return value[self.list_key]
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = json_in_prose(self, text, self.looks_like, self.what)
+        return [self._call(item, i, pos) for i, item in enumerate(self._items(value, pos)) if not self._ignored(item)]
+
+    def _checked(self, item: Any, what: str, keys: frozenset[str], pos: int) -> dict:
+        """``item`` as an object of no keys but ``keys`` whose ``id``, if any, is a string."""
+        item = expect_object(self, item, what, pos)
+        if unknown := set(item) - keys:
+            raise self.error(f"unexpected keys {sorted(unknown)} in {what}", pos)
+        if "id" in item:
+            expect_str(self, item["id"], f"'id' of {what}", pos)
+        return item
+
+    def _name(self, value: Any, key: str, what: str, pos: int) -> str:
+        """``value`` as a tool name: a string not blank."""
+        name = expect_str(self, value, f"{key!r} of {what}", pos)
+        if not name.strip():
+            raise self.error(f"empty {key!r} in {what}", pos)
+        return name
+
+    def recover(self, text: str, out: Lenient) -> None:
+        value = lenient_json_in_prose(strip_reasoning(text), self.looks_like)
+        if isinstance(value, dict) and self.list_key in value:
+            value = value[self.list_key]
+        if not isinstance(value, list):
+            out.note("not_a_list", f"no {self.what}")
+        for item in as_items(value):
+            if not self._ignored(item):
+                add_call(out, item)
+
+
+_CALL_KEYS = frozenset({"id", "type", "function", "index"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
+class OpenAI(ApiMessage):
+    tags = ('"tool_calls"', '"function"')
+    list_key, what = "tool_calls", "assistant message with tool_calls"
+
+    def looks_like(self, value: Any) -> bool:
+        if isinstance(value, dict):
+            return "tool_calls" in value
+        return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "function" in v for v in value)
+
+    def claims_value(self, value: Any) -> bool:
+        if isinstance(value, dict):
+            return "tool_calls" in value
+        return isinstance(value, list) and any(isinstance(x, dict) and "function" in x for x in value)
+
+    def _call(self, item: Any, i: int, pos: int) -> ToolCall:
+        what = f"tool call #{i}"
+        tc = self._checked(item, what, _CALL_KEYS, pos)
+        if tc.get("type", "function") != "function":
+            raise self.error(f"'type' of {what} must be 'function'", pos)
+        fn = self._checked(tc.get("function"), f"'function' of {what}", _FUNCTION_KEYS, pos)
+        name = self._name(fn.get("name"), "function.name", what, pos)
+        raw = expect_str(self, fn.get("arguments"), f"'function.arguments' of {what}", pos)
+        args = expect_object(self, strict_json(self, raw, pos), f"decoded 'function.arguments' of {what}", pos)
+        return ToolCall.trusted(name, args)
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        tool_calls = [{"id": f"call_{i}", "type": "function",
+                       "function": {"name": c.name, "arguments": dumps(dict(c.arguments))}}
+                      for i, c in enumerate(calls)]
+        return dumps({"role": "assistant", "content": None, "tool_calls": tool_calls})
+
+
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
+
+
+class Anthropic(ApiMessage):
+    tags = ('"tool_use"',)
+    list_key, what = "content", "tool_use content blocks"
+    ignored = frozenset({"text", "thinking", "redacted_thinking"})
+
+    def looks_like(self, value: Any) -> bool:
+        blocks = value["content"] if isinstance(value, dict) and "content" in value else value
+        return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+
+    def claims_value(self, value: Any) -> bool:
+        return self.looks_like(value)
+
+    def _call(self, item: Any, i: int, pos: int) -> ToolCall:
+        what = f"content block #{i}"
+        kind = item.get("type") if type(item) is dict else None
+        block = expect_object(self, item, what, pos)
+        if kind != "tool_use":
+            raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
+        block = self._checked(block, what, _TOOL_USE_KEYS, pos)
+        name = self._name(block.get("name"), "name", what, pos)
+        if "input" not in block:
+            raise self.error(f"{what} has no 'input'", pos)
+        return ToolCall.trusted(name, expect_object(self, block["input"], f"'input' of {what}", pos))
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        return dumps([{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)}
+                      for i, c in enumerate(calls)])
