@@ -139,41 +139,75 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
     raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
 
 
-_PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items"))
+_PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items", "properties", "required", "nullable",
+                         "anyOf"))
 _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array"))
 _LEAF = frozenset(_SCALARS)  # (the values a plain parameter lists or defaults to)
+_STR = frozenset((str,))
+_NULL = {"type": "null"}
 
 
-def _plain_param(value: dict[str, Any]) -> Param | None:
-    """The parameter a schema of a plain JSON type with at most a description, a list of scalar values, a scalar
-    default and plain items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``,
-    ``{"type": "object"}``, ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it;
-    ``None`` for any other schema."""
-    ptype, desc = value.get("type"), value.get("description")
-    if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
+def _plain_param(value: Any) -> Param | None:
+    """The parameter a plain schema says, as :func:`read_param` reads it; ``None`` for any other schema. A plain
+    schema is a dict whose type is a plain JSON type (``{"type": "string"}``), that type and ``"null"`` in a list
+    (nullable), or in its place ``anyOf`` a plain schema and ``{"type": "null"}`` (that schema's type, items,
+    properties and required names, nullable); besides, at most a description, a ``nullable`` flag, a list of scalar
+    values, a scalar default, plain items, plain properties and a list of required names."""
+    if type(value) is not dict or not value.keys() <= _PLAIN_KEYS:
         return None
-    enum, items = value.get("enum"), value.get("items")
-    if enum is not None and (type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF):
+    ptype, desc, nullable = value.get("type"), value.get("description"), value.get("nullable")
+    if desc is not None and type(desc) is not str or nullable is not None and type(nullable) is not bool:
         return None
-    if items is not None and (type(items) is not dict or not items.keys() <= _PLAIN_KEYS or (
-            items := _plain_param(items)) is None):
-        return None
+    enum, items, props, required = value.get("enum"), value.get("items"), value.get("properties"), value.get("required")
+    if "anyOf" in value:
+        if ptype is not None or items is not None or props is not None or required is not None:
+            return None
+        base = _plain_alternative(value["anyOf"])
+        if base is None:
+            return None
+        ptype, items, props, required, nullable = base.type, base.items, dict(base.properties), base.required, True
+    else:
+        if type(ptype) is list and len(ptype) == 2 and "null" in ptype:  # [T, "null"]: a nullable T
+            ptype, nullable = ptype[ptype[0] == "null"], True
+        if type(ptype) is not str or ptype not in _PLAIN_TYPES:
+            return None
+        if items is not None and (items := _plain_param(items)) is None:
+            return None
+        if props is not None:
+            if type(props) is not dict:
+                return None
+            children = {}
+            for key, child in props.items():
+                if (child := _plain_param(child)) is None:
+                    return None
+                children[key] = child
+            props = children
+        if required is not None:
+            if type(required) is not list or not set(map(type, required)) <= _STR:
+                return None
+            required = tuple(dict.fromkeys(required))
     if enum is not None:
+        if type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF:
+            return None
         enum = tuple(enum)
-    if "default" not in value:
-        return Param.plain(ptype, desc, enum, items)
-    if type(value["default"]) not in _LEAF:
+    if "default" in value and type(value["default"]) not in _LEAF:
         return None
-    return Param.plain(ptype, desc, enum, items, value["default"], True)
+    return Param.plain(ptype, desc, enum, items, props, required, nullable, value.get("default"), "default" in value)
+
+
+def _plain_alternative(alts: Any) -> Param | None:
+    """The plain parameter X of ``anyOf: [X, {"type": "null"}]`` (either order) as read alone, or None."""
+    if type(alts) is not list or len(alts) != 2 or _NULL not in alts:
+        return None
+    return _plain_param(alts[alts[0] == _NULL])
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
     """One parameter schema (a dict, or a bare type text) → (Param, its own required flag if it states one,
     whether it says it is optional)."""
-    if type(value) is dict and value.keys() <= _PLAIN_KEYS:  # (most parameters: the general reader's result, sooner)
-        plain = _plain_param(value)
-        if plain is not None:
-            return plain, None, False
+    plain = _plain_param(value)  # (most parameters: the general reader's result, sooner)
+    if plain is not None:
+        return plain, None, False
     if isinstance(value, str):
         info, raw = _read_type(ctx, path, value)
         p = _param_from_typeinfo(info)
@@ -426,7 +460,6 @@ def _str_field(ctx: Ctx, d: Mapping[str, Any], *keys: str, required: bool = Fals
 _PLAIN_TOOL_KEYS = frozenset(("name", "description", "parameters"))
 _PLAIN_SCHEMA_KEYS = frozenset(("type", "properties", "required", "additionalProperties"))
 _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
-_STR = frozenset((str,))
 
 
 def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec | None:
@@ -465,7 +498,7 @@ def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSp
         ctx: Ctx | None = None  # (made at the first parameter that is not plain)
         flagged: list[str] = []  # parameters that say they are required
         for key, value in props.items():
-            p = _plain_param(value) if type(value) is dict and value.keys() <= _PLAIN_KEYS else None
+            p = _plain_param(value)
             if p is None:
                 if told:
                     return None
