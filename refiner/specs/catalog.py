@@ -25,10 +25,13 @@ _DICT = frozenset((dict,))
 
 
 def tool_name(item: Any, dialect: str | None = None) -> str | None:
-    """The name of a tool dict as :func:`spec_from_dict` will read it, without reading the rest; None when it has no
-    usable name."""
-    if type(item) is not dict and not isinstance(item, Mapping):  # (the ABC check is the slow one)
-        return None
+    """The name of a tool dict as :func:`spec_from_dict` will read it, without reading the rest (a
+    :class:`ToolSpec`'s name); None when it has no usable name."""
+    if type(item) is not dict:
+        if isinstance(item, ToolSpec):
+            return item.name
+        if not isinstance(item, Mapping):  # (the ABC check is the slow one)
+            return None
     fn = item.get("function")
     if fn is not None and "name" not in item and (type(fn) is dict or isinstance(fn, Mapping)):
         name = fn.get("name")
@@ -69,28 +72,33 @@ class ToolCatalog(_ByName):
         self._text = text
         self._read: dict[str, ToolSpec] = {}
         self._where: dict[str, int] = {}
+        where = self._where
         for i, item in enumerate(items):
-            name = names[i] if names is not None else (item.name if isinstance(item, ToolSpec) else
-                                                      tool_name(item, dialect))
+            name = tool_name(item, dialect) if names is None else names[i]
             if name is None:  # no name to file it under: read it now
                 spec = self._load(i)
                 name = spec.name
                 self._read[name] = spec
             elif self._read:  # (a spec read for a nameless tool earlier in the list gives way to this one)
                 self._read.pop(name, None)
-            self._where[name] = i
+            where[name] = i
 
     def _load(self, i: int) -> ToolSpec:
         item = self._items[i]
-        if isinstance(item, ToolSpec):
-            return item
-        if isinstance(item, tuple):  # (read where it stands: the text was read to find its end)
-            item = _DECODER.scan_once(self._text, item[0])[0]
+        if type(item) is not dict:
+            if isinstance(item, ToolSpec):
+                return item
+            if isinstance(item, tuple):  # (read where it stands: the text was read to find its end)
+                item = _DECODER.scan_once(self._text, item[0])[0]
         return spec_from_dict(item, self._dialect, i)
 
     def __getitem__(self, name: str) -> ToolSpec:
         spec = self._read.get(name)
         return spec if spec is not None else self._read.setdefault(name, self._load(self._where[name]))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        spec = self._read.get(name)
+        return spec if spec is not None else self[name] if name in self._where else default
 
     @property
     def read(self) -> int:

@@ -530,7 +530,8 @@ def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> Too
         if dialect is None:
             raise SpecError(None, f"cannot recognise the tool spec dialect of {describe(d)}; known dialects: "
                             f"{', '.join(DIALECTS)}", tool=index)
-        return spec_from_dict(d, dialect, index)
+        if dialect != "openai":  # (an OpenAI tool has been read by the plain reader as one: it gave None)
+            return spec_from_dict(d, dialect, index)
     return spec if spec is not None else _read_spec(d, dialect, index)
 
 
