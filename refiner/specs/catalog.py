@@ -14,14 +14,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from refiner.specs.dialects import spec_from_dict
-from refiner.specs.model import ToolSpec
+from refiner.specs.model import SpecError, ToolSpec
 from refiner.specs.text import _DECODER
 
 MAX_CACHED_LISTS = 64
 MAX_CACHED_CHARS = 32 * 1024 * 1024
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DICT = frozenset((dict,))
 
 
 def tool_name(item: Any, dialect: str | None = None) -> str | None:
@@ -88,7 +87,7 @@ class ToolCatalog(_ByName):
         if type(item) is not dict:
             if isinstance(item, ToolSpec):
                 return item
-            if isinstance(item, tuple):  # (read where it stands: the text was read to find its end)
+            if isinstance(item, tuple) and self._text is not None:  # (a span of the text, read where it stands)
                 item = _DECODER.scan_once(self._text, item[0])[0]
         return spec_from_dict(item, self._dialect, i)
 
@@ -104,10 +103,6 @@ class ToolCatalog(_ByName):
     def read(self) -> int:
         """How many tools' specs have been read so far."""
         return len(self._read)
-
-    def view(self, fn: Callable[[ToolSpec], Any]) -> Mapping[str, Any]:
-        """A mapping of the same names to ``fn(spec)``, each computed when first asked for."""
-        return CatalogView(self, fn)
 
 
 class CatalogView(_ByName):
@@ -319,7 +314,11 @@ def tool_catalog(tools: Any) -> ToolCatalog | None:
             if found is not None:
                 CACHE.put(tools, found)
         return found
-    if isinstance(tools, (list, tuple)) and (set(map(type, tools)) <= _DICT or all(  # (dicts told without a walk)
-            type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools)):
+    if not isinstance(tools, (list, tuple)):
+        return None
+    try:
         return ToolCatalog(list(tools))
-    return None
+    except SpecError:  # (a tool with no name was read, and could not be)
+        if all(type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools):
+            raise
+        return None  # (an item that is no tool object: load_tools says which)

@@ -145,6 +145,7 @@ _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "a
 _LEAF = frozenset(_SCALARS)  # (the values a plain parameter lists or defaults to)
 _STR = frozenset((str,))
 _NULL = {"type": "null"}
+_NO_DEFAULT = object()
 
 
 def _plain_param(value: Any) -> Param | None:
@@ -190,9 +191,12 @@ def _plain_param(value: Any) -> Param | None:
         if type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF:
             return None
         enum = tuple(enum)
-    if "default" in value and type(value["default"]) not in _LEAF:
+    default = value.get("default", _NO_DEFAULT)
+    if default is _NO_DEFAULT:
+        return Param.plain(ptype, desc, enum, items, props, required, nullable)
+    if type(default) not in _LEAF:
         return None
-    return Param.plain(ptype, desc, enum, items, props, required, nullable, value.get("default"), "default" in value)
+    return Param.plain(ptype, desc, enum, items, props, required, nullable, default, True)
 
 
 def _plain_alternative(alts: Any) -> Param | None:

@@ -82,7 +82,7 @@ class Param:
     @classmethod
     def plain(cls, type: str, description: str | None, enum: tuple[Any, ...] | None, items: Param | None,
               properties: dict[str, Param] | None, required: tuple[str, ...] | None, nullable: bool | None,
-              default: Any, has_default: bool) -> Param:
+              default: Any = None, has_default: bool = False) -> Param:
         """``Param(type=type, description=..., ...)`` for a ``type`` of :data:`JSON_TYPES` other than ``null`` and a
         ``has_default`` true when ``default`` is not None (``None`` for ``properties``, ``required`` or ``nullable``:
         the class's default), built with nothing left for the constructor to check (the fields not given keep the
