@@ -459,11 +459,6 @@ PLAIN_TOOLS = [
     {"name": "ping"},
     {"type": "function", "function": {"name": "log", "description": "Write a line.", "parameters": {
         "type": "object", "properties": {"line": {"type": "string"}}, "required": []}}},
-    {"name": "book", "parameters": {"type": "object", "properties": {
-        "guests": {"type": "array", "items": {"type": "string"}}, "where": {"type": "object", "properties": {
-            "town": {"type": "string", "minLength": 2}}, "required": ["town"]}, "notes": {"type": "object"},
-        "seat": {"type": ["string", "null"], "required": True}, "size": {"type": "integer", "minimum": 1}},
-        "required": ["guests"]}},
     {"name": "search", "parameters": {"type": "object", "properties": {
         "query": {"type": "string"}, "limit": {"type": ["integer", "null"]}, "page": {"anyOf": [
             {"type": "integer"}, {"type": "null"}], "default": None}, "filters": {"type": "object", "properties": {
@@ -471,6 +466,11 @@ PLAIN_TOOLS = [
         "required": ["query"]}},
 ]
 NOT_PLAIN_TOOLS = [
+    {"name": "book", "parameters": {"type": "object", "properties": {
+        "guests": {"type": "array", "items": {"type": "string"}}, "where": {"type": "object", "properties": {
+            "town": {"type": "string", "minLength": 2}}, "required": ["town"]}, "notes": {"type": "object"},
+        "seat": {"type": ["string", "null"], "required": True}, "size": {"type": "integer", "minimum": 1}},
+        "required": ["guests"]}},
     {"type": "function", "strict": True, "function": {"name": "a", "parameters": {"type": "object", "properties": {}}}},
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}, "$defs": {"x": {}}}},
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}}}},

@@ -75,11 +75,9 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
     """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
     None when no tool list is known."""
     index = tool_index(tools)
-    if not index:
-        return None
     if isinstance(index, ToolCatalog):
-        return CatalogView(index, _params)
-    return {name: _params(spec) for name, spec in index.items()}
+        return CatalogView(index, _params) if index else None
+    return {name: _params(spec) for name, spec in index.items()} if index else None
 
 
 def _params(spec: Any) -> dict[str, Any]:

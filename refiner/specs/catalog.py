@@ -71,7 +71,6 @@ class ToolCatalog(_ByName):
         self._text = text
         self._read: dict[str, ToolSpec] = {}
         self._where: dict[str, int] = {}
-        where = self._where
         for i, item in enumerate(items):
             name = tool_name(item, dialect) if names is None else names[i]
             if name is None:  # no name to file it under: read it now
@@ -80,7 +79,7 @@ class ToolCatalog(_ByName):
                 self._read[name] = spec
             elif self._read:  # (a spec read for a nameless tool earlier in the list gives way to this one)
                 self._read.pop(name, None)
-            where[name] = i
+            self._where[name] = i
 
     def _load(self, i: int) -> ToolSpec:
         item = self._items[i]

@@ -83,18 +83,13 @@ class Param:
     def plain(cls, type: str, description: str | None, enum: tuple[Any, ...] | None, items: Param | None,
               properties: dict[str, Param] | None, required: tuple[str, ...] | None, nullable: bool | None,
               default: Any = None, has_default: bool = False) -> Param:
-        """``Param(type=type, description=..., ...)`` for a ``type`` of :data:`JSON_TYPES` other than ``null`` and a
-        ``has_default`` true when ``default`` is not None (``None`` for ``properties``, ``required`` or ``nullable``:
-        the class's default), built with nothing left for the constructor to check (the fields not given keep the
-        class's defaults)."""
+        """``Param(type=type, ...)`` (``None``: the field's default) for a ``type`` of :data:`JSON_TYPES` other than
+        ``null`` and a ``has_default`` true when ``default`` is not None, built with nothing left to check."""
         p = object.__new__(cls)
         d = p.__dict__
         d["type"], d["description"], d["enum"], d["items"] = type, description, enum, items
         d["properties"], d["extra"] = {} if properties is None else properties, {}
-        if required:
-            d["required"] = required
-        if nullable:
-            d["nullable"] = True
+        d["required"], d["nullable"] = required or (), bool(nullable)
         if has_default:
             d["default"], d["has_default"] = default, True
         return p
