@@ -448,7 +448,7 @@ _PLAIN_SCHEMA_KEYS = frozenset(("type", "properties", "required", "additionalPro
 _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
 
 
-def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec | None:
+def _plain_spec(d: Any, dialect: str | None) -> ToolSpec | None:
     # A second reader beside _read_spec, for speed (bench_refine_peer shows it); tests/test_specs.py checks they agree.
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
     {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, every parameter a
@@ -491,7 +491,7 @@ def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> Too
     """One tool dict in ``dialect`` (None: the one :func:`detect_one` tells, which a plain tool's shape tells:
     :func:`_plain_spec`) → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
     plain = dialect is None or dialect in _PLAIN_DIALECTS
-    spec = _plain_spec(d, dialect, index) if plain and type(d) is dict else None
+    spec = _plain_spec(d, dialect) if plain and type(d) is dict else None
     if spec is None and dialect is None:
         dialect = detect_one(d)
         if dialect is None:
