@@ -401,6 +401,49 @@ def test_a_plain_parameter_reads_as_the_general_reader_reads_it(monkeypatch, dia
     assert read() == short
 
 
+NULLABLE_AND_NESTED = [
+    {"type": ["integer", "null"]}, {"type": ["null", "string"], "description": "or none", "default": None},
+    {"type": ["array", "null"], "items": {"type": ["number", "null"]}}, {"type": ["string", "null"], "nullable": False},
+    {"type": ["string", "string"]}, {"type": ["null", "null"]}, {"type": ["string", 5]}, {"type": ["str", "null"]},
+    {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 5},
+    {"anyOf": [{"type": "null"}, {"type": "string", "enum": ["a"], "description": "inner"}], "enum": ["b"]},
+    {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "nullable": True},
+    {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}, {"type": "null"}]},
+    {"anyOf": [{"type": "object"}, {"type": "null", "description": "none"}]},
+    {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}, {"anyOf": [{"type": "null"}] * 2},
+    {"anyOf": [{"type": "string"}, {"type": "null"}], "type": "string"},
+    {"anyOf": [{"type": "string"}, {"type": "null"}], "items": {"type": "string"}},
+    {"anyOf": [{"type": "str"}, {"type": "null"}]}, {"anyOf": [{"type": "string"}, {"type": "null"}], "nullable": 1},
+    {"type": "object", "properties": {"site": {"type": "string"}, "tags": {"type": "array", "items": {
+        "type": "string"}}, "deep": {"type": "object", "properties": {"n": {"type": ["integer", "null"]}}}},
+     "required": ["site", "site", "other"]},
+    {"type": "object", "properties": {"a": {"type": "string", "required": True}}},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": [1]},
+    {"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}}, {"type": "object", "properties": []},
+    {"type": "string", "properties": {"a": {"type": "string"}}}, {"type": "object", "required": []},
+]
+
+
+@pytest.mark.parametrize("dialect", ["openai", "nestful", "xlam"])
+@pytest.mark.parametrize("value", NULLABLE_AND_NESTED)
+def test_a_nullable_or_nested_parameter_reads_as_the_general_reader_reads_it(monkeypatch, dialect, value):
+    """Type lists with ``null``, ``anyOf`` a schema and null, and nested properties: the short path gives the
+    general reader's Param (every field, nested ones too) and flags, or leaves the schema to it."""
+    from refiner.specs import dialects
+
+    def read():
+        try:
+            got = dialects.read_param(dialects.Ctx(dialect, 0, "f"), "p", value)
+            return got, repr(_fields(got[0]))  # (every field, nested ones too, those left out of == too)
+        except Exception as e:  # noqa: BLE001 - the error, compared by type and text
+            return type(e).__name__, str(e)
+
+    short = read()
+    monkeypatch.setattr(dialects, "_plain_param", lambda value: None)
+    assert read() == short
+
+
 def _whole(spec: ToolSpec) -> tuple:
     """A spec with the fields its equality leaves out."""
     return spec, spec.dialect, spec.extra, spec.notes, spec.free_form, [
@@ -416,13 +459,18 @@ PLAIN_TOOLS = [
     {"name": "ping"},
     {"type": "function", "function": {"name": "log", "description": "Write a line.", "parameters": {
         "type": "object", "properties": {"line": {"type": "string"}}, "required": []}}},
+    {"name": "search", "parameters": {"type": "object", "properties": {
+        "query": {"type": "string"}, "limit": {"type": ["integer", "null"]}, "page": {"anyOf": [
+            {"type": "integer"}, {"type": "null"}], "default": None}, "filters": {"type": "object", "properties": {
+                "site": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}},
+        "required": ["query"]}},
+]
+NOT_PLAIN_TOOLS = [
     {"name": "book", "parameters": {"type": "object", "properties": {
         "guests": {"type": "array", "items": {"type": "string"}}, "where": {"type": "object", "properties": {
             "town": {"type": "string", "minLength": 2}}, "required": ["town"]}, "notes": {"type": "object"},
         "seat": {"type": ["string", "null"], "required": True}, "size": {"type": "integer", "minimum": 1}},
         "required": ["guests"]}},
-]
-NOT_PLAIN_TOOLS = [
     {"type": "function", "strict": True, "function": {"name": "a", "parameters": {"type": "object", "properties": {}}}},
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"$ref": "#/$defs/x"}}, "$defs": {"x": {}}}},
     {"name": "a", "parameters": {"type": "object", "properties": {"x": {"anyOf": [{"type": "string"}]}}}},

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from refiner.pipeline import Refiner, RequestError
+from refiner.pipeline import Refiner, RequestError, load_request_tools
 from refiner.specs import SpecError, ToolCatalog, ToolList, load_tools, loads_keeping_tools, tool_catalog
 from refiner.specs.catalog import CACHE
 
@@ -64,6 +64,15 @@ def test_duplicate_names_keep_the_last_tool_and_nameless_tools_fail_at_once() ->
 def test_other_shapes_are_left_to_load_tools() -> None:
     assert tool_catalog({"tools": tools(1)}) is None and tool_catalog("You may call: get_weather(city)") is None
     assert tool_catalog('{"name": "x"}') is None and tool_catalog("[1, 2]") is None and tool_catalog("[]") is None
+
+
+@pytest.mark.parametrize("items", [[1], ["get_weather"], [("a", "b")], [None], [[{"name": "a"}]]])
+def test_a_list_holding_no_tool_object_is_left_to_load_tools_which_names_the_item(items) -> None:
+    nameless = {"type": "function", "function": {"description": "no name"}}
+    for listed in ([*tools(2), *items], [nameless, *items], [*items, nameless], tuple(items)):
+        assert tool_catalog(listed) is None
+        with pytest.raises(RequestError, match="a tool must be an object"):
+            load_request_tools({"tools": listed})
 
 
 def test_the_pipeline_reads_only_the_called_tools() -> None:

@@ -29,7 +29,7 @@ from refiner.formats.detect import Sniffed, detect_with_calls, strict_reading
 from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import reasoning_offset, skip_ws, strip_reasoning
-from refiner.specs.catalog import ToolCatalog
+from refiner.specs.catalog import CatalogView, ToolCatalog
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
@@ -76,7 +76,7 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
     None when no tool list is known."""
     index = tool_index(tools)
     if isinstance(index, ToolCatalog):
-        return index.view(_params) if index else None
+        return CatalogView(index, _params) if index else None
     return {name: _params(spec) for name, spec in index.items()} if index else None
 
 

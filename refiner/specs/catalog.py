@@ -14,21 +14,23 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from refiner.specs.dialects import spec_from_dict
-from refiner.specs.model import ToolSpec
+from refiner.specs.model import SpecError, ToolSpec
 from refiner.specs.text import _DECODER
 
 MAX_CACHED_LISTS = 64
 MAX_CACHED_CHARS = 32 * 1024 * 1024
 
 _WS = re.compile(r"[ \t\n\r]*")
-_DICT = frozenset((dict,))
 
 
 def tool_name(item: Any, dialect: str | None = None) -> str | None:
-    """The name of a tool dict as :func:`spec_from_dict` will read it, without reading the rest; None when it has no
-    usable name."""
-    if type(item) is not dict and not isinstance(item, Mapping):  # (the ABC check is the slow one)
-        return None
+    """The name of a tool dict as :func:`spec_from_dict` will read it, without reading the rest (a
+    :class:`ToolSpec`'s name); None when it has no usable name."""
+    if type(item) is not dict:
+        if isinstance(item, ToolSpec):
+            return item.name
+        if not isinstance(item, Mapping):  # (the ABC check is the slow one)
+            return None
     fn = item.get("function")
     if fn is not None and "name" not in item and (type(fn) is dict or isinstance(fn, Mapping)):
         name = fn.get("name")
@@ -70,8 +72,7 @@ class ToolCatalog(_ByName):
         self._read: dict[str, ToolSpec] = {}
         self._where: dict[str, int] = {}
         for i, item in enumerate(items):
-            name = names[i] if names is not None else (item.name if isinstance(item, ToolSpec) else
-                                                      tool_name(item, dialect))
+            name = tool_name(item, dialect) if names is None else names[i]
             if name is None:  # no name to file it under: read it now
                 spec = self._load(i)
                 name = spec.name
@@ -82,24 +83,25 @@ class ToolCatalog(_ByName):
 
     def _load(self, i: int) -> ToolSpec:
         item = self._items[i]
-        if isinstance(item, ToolSpec):
-            return item
-        if isinstance(item, tuple):  # (read where it stands: the text was read to find its end)
-            item = _DECODER.scan_once(self._text, item[0])[0]
+        if type(item) is not dict:
+            if isinstance(item, ToolSpec):
+                return item
+            if isinstance(item, tuple) and self._text is not None:  # (a span of the text, read where it stands)
+                item = _DECODER.scan_once(self._text, item[0])[0]
         return spec_from_dict(item, self._dialect, i)
 
     def __getitem__(self, name: str) -> ToolSpec:
         spec = self._read.get(name)
         return spec if spec is not None else self._read.setdefault(name, self._load(self._where[name]))
 
+    def get(self, name: str, default: Any = None) -> Any:
+        spec = self._read.get(name)
+        return spec if spec is not None else self[name] if name in self._where else default
+
     @property
     def read(self) -> int:
         """How many tools' specs have been read so far."""
         return len(self._read)
-
-    def view(self, fn: Callable[[ToolSpec], Any]) -> Mapping[str, Any]:
-        """A mapping of the same names to ``fn(spec)``, each computed when first asked for."""
-        return CatalogView(self, fn)
 
 
 class CatalogView(_ByName):
@@ -311,7 +313,11 @@ def tool_catalog(tools: Any) -> ToolCatalog | None:
             if found is not None:
                 CACHE.put(tools, found)
         return found
-    if isinstance(tools, (list, tuple)) and (set(map(type, tools)) <= _DICT or all(  # (dicts told without a walk)
-            type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools)):
+    if not isinstance(tools, (list, tuple)):
+        return None
+    try:
         return ToolCatalog(list(tools))
-    return None
+    except SpecError:  # (a tool with no name was read, and could not be)
+        if all(type(t) is dict or isinstance(t, (Mapping, ToolSpec)) for t in tools):
+            raise
+        return None  # (an item that is no tool object: load_tools says which)

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
-from refiner.specs.schema import is_json_schema, normalise, plain_schema
+from refiner.specs.schema import is_json_schema, normalise
 from refiner.specs.types import TypeInfo, parse_type, type_of_values, union
 
 DIALECTS = (
@@ -139,41 +139,61 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
     raise ctx.error(f"{path}.{key}", f"must be a list of values, got {value!r}")
 
 
-_PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items"))
+_PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items", "properties", "required", "nullable", "anyOf"))
 _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array"))
 _LEAF = frozenset(_SCALARS)  # (the values a plain parameter lists or defaults to)
+_STR = frozenset((str,))
+_NULL = {"type": "null"}
 
 
-def _plain_param(value: dict[str, Any]) -> Param | None:
-    """The parameter a schema of a plain JSON type with at most a description, a list of scalar values, a scalar
-    default and plain items says (``{"type": "string", "description": "...", "enum": ["c", "f"]}``,
-    ``{"type": "object"}``, ``{"type": "array", "items": {"type": "string"}}``), as :func:`read_param` reads it;
-    ``None`` for any other schema."""
-    ptype, desc = value.get("type"), value.get("description")
-    if type(ptype) is not str or ptype not in _PLAIN_TYPES or (desc is not None and type(desc) is not str):
+def _plain_param(value: Any) -> Param | None:
+    """The parameter a plain schema says, as :func:`read_param` reads it (else ``None``): a dict of a plain JSON type
+    (or, nullable, it and ``"null"`` in a list, or ``anyOf`` a plain schema and null: its type, items and properties)
+    with at most a description, a ``nullable`` flag, scalar values, a scalar default, plain items and properties and
+    a list of required names."""
+    if type(value) is not dict or not value.keys() <= _PLAIN_KEYS:
         return None
-    enum, items = value.get("enum"), value.get("items")
-    if enum is not None and (type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF):
+    ptype, desc, nullable = value.get("type"), value.get("description"), value.get("nullable")
+    if desc is not None and type(desc) is not str or nullable is not None and type(nullable) is not bool:
         return None
-    if items is not None and (type(items) is not dict or not items.keys() <= _PLAIN_KEYS or (
-            items := _plain_param(items)) is None):
-        return None
+    enum, items, props, required = value.get("enum"), value.get("items"), value.get("properties"), value.get("required")
+    if "anyOf" in value:  # [X, {"type": "null"}] (either order), X plain, in place of the type, items and properties
+        alts = value["anyOf"]
+        if (ptype, items, props, required) != (None,) * 4 or type(alts) is not list or len(alts) != 2 or _NULL not in alts:
+            return None
+        if (base := _plain_param(alts[alts[0] == _NULL])) is None:
+            return None
+        ptype, items, props, required, nullable = base.type, base.items, dict(base.properties), base.required, True
+    else:
+        if type(ptype) is list and len(ptype) == 2 and "null" in ptype:  # [T, "null"]: a nullable T
+            ptype, nullable = ptype[ptype[0] == "null"], True
+        if type(ptype) is not str or ptype not in _PLAIN_TYPES:
+            return None
+        if items is not None and (items := _plain_param(items)) is None:
+            return None
+        if props is not None:
+            props = {key: _plain_param(child) for key, child in props.items()} if type(props) is dict else None
+            if props is None or any(child is None for child in props.values()):
+                return None
+        if required is not None:
+            if type(required) is not list or not set(map(type, required)) <= _STR:
+                return None
+            required = tuple(dict.fromkeys(required))
     if enum is not None:
+        if type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF:
+            return None
         enum = tuple(enum)
-    if "default" not in value:
-        return Param.plain(ptype, desc, enum, items)
-    if type(value["default"]) not in _LEAF:
+    if "default" in value and type(value["default"]) not in _LEAF:
         return None
-    return Param.plain(ptype, desc, enum, items, value["default"], True)
+    return Param.plain(ptype, desc, enum, items, props, required, nullable, value.get("default"), "default" in value)
 
 
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
     """One parameter schema (a dict, or a bare type text) → (Param, its own required flag if it states one,
     whether it says it is optional)."""
-    if type(value) is dict and value.keys() <= _PLAIN_KEYS:  # (most parameters: the general reader's result, sooner)
-        plain = _plain_param(value)
-        if plain is not None:
-            return plain, None, False
+    plain = _plain_param(value)  # (most parameters: the general reader's result, sooner)
+    if plain is not None:
+        return plain, None, False
     if isinstance(value, str):
         info, raw = _read_type(ctx, path, value)
         p = _param_from_typeinfo(info)
@@ -426,23 +446,19 @@ def _str_field(ctx: Ctx, d: Mapping[str, Any], *keys: str, required: bool = Fals
 _PLAIN_TOOL_KEYS = frozenset(("name", "description", "parameters"))
 _PLAIN_SCHEMA_KEYS = frozenset(("type", "properties", "required", "additionalProperties"))
 _PLAIN_DIALECTS = frozenset(("openai", "jsonschema"))
-_STR = frozenset((str,))
 
 
-def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec | None:
+def _plain_spec(d: Any, dialect: str | None) -> ToolSpec | None:
     # A second reader beside _read_spec, for speed (bench_refine_peer shows it); tests/test_specs.py checks they agree.
     """The spec of the common plain tool (``{"name", "description", "parameters": {"type": "object", "properties":
-    {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, its schema one that
-    needs no rewriting: :func:`~refiner.specs.schema.plain_schema`), as :func:`spec_from_dict` reads it, each
-    parameter of a plain JSON type read at once (:func:`_plain_param`), any other by :func:`read_param`; ``None``
-    for any other tool, or an error (the general reader then reads it). ``dialect`` None: the one :func:`detect_one`
-    gives: ``openai`` in its wrapper; else ``jsonschema`` for a tool of plain parameters only, ``None`` for another."""
+    {...}, "required": [...]}}``, maybe in OpenAI's ``{"type": "function", "function": ...}``, every parameter a
+    plain one: :func:`_plain_param`), as :func:`spec_from_dict` reads it; ``None`` for any other tool. ``dialect``
+    None: the one :func:`detect_one` gives: ``openai`` in its wrapper, else ``jsonschema``."""
     fn = d.get("function")
     if type(fn) is dict and "name" not in d:
         if not d.keys() <= _WRAPPER_KEYS:
             return None
         d, dialect = fn, dialect or "openai"
-    told, dialect = dialect is None, dialect or "jsonschema"
     if not d.keys() <= _PLAIN_TOOL_KEYS:
         return None
     name, description, schema = d.get("name"), d.get("description"), d.get("parameters")
@@ -462,42 +478,27 @@ def _plain_spec(d: Any, dialect: str | None, index: int | None = None) -> ToolSp
         props, req = schema.get("properties"), schema.get("required")
         if type(props) is not dict or (req is not None and (type(req) is not list or not set(map(type, req)) <= _STR)):
             return None
-        ctx: Ctx | None = None  # (made at the first parameter that is not plain)
-        flagged: list[str] = []  # parameters that say they are required
         for key, value in props.items():
-            p = _plain_param(value) if type(value) is dict and value.keys() <= _PLAIN_KEYS else None
-            if p is None:
-                if told:
-                    return None
-                if ctx is None:
-                    if not plain_schema(schema):
-                        return None
-                    ctx = Ctx(dialect, index, name)
-                try:
-                    p, flag, _ = read_param(ctx, f"parameters.properties.{key}", value)
-                except SpecError:
-                    return None
-                if flag:
-                    flagged.append(key)
+            if (p := _plain_param(value)) is None:
+                return None
             params[key] = p
         if req is not None:
-            required = tuple(dict.fromkeys(req)) + (tuple(r for r in flagged if r not in req) if flagged else ())
-        else:
-            required = tuple(flagged)
-    return ToolSpec.plain(name, description or "", params, required, dialect, extra)
+            required = tuple(dict.fromkeys(req))
+    return ToolSpec.plain(name, description or "", params, required, dialect or "jsonschema", extra)
 
 
 def spec_from_dict(d: Any, dialect: str | None, index: int | None = None) -> ToolSpec:
     """One tool dict in ``dialect`` (None: the one :func:`detect_one` tells, which a plain tool's shape tells:
     :func:`_plain_spec`) → :class:`ToolSpec`; raises :class:`SpecError` naming the tool and field."""
     plain = dialect is None or dialect in _PLAIN_DIALECTS
-    spec = _plain_spec(d, dialect, index) if plain and type(d) is dict else None
+    spec = _plain_spec(d, dialect) if plain and type(d) is dict else None
     if spec is None and dialect is None:
         dialect = detect_one(d)
         if dialect is None:
             raise SpecError(None, f"cannot recognise the tool spec dialect of {describe(d)}; known dialects: "
                             f"{', '.join(DIALECTS)}", tool=index)
-        return spec_from_dict(d, dialect, index)
+        if dialect != "openai":  # (an OpenAI tool has been read by the plain reader as one: it gave None)
+            return spec_from_dict(d, dialect, index)
     return spec if spec is not None else _read_spec(d, dialect, index)
 
 

@@ -81,14 +81,15 @@ class Param:
 
     @classmethod
     def plain(cls, type: str, description: str | None, enum: tuple[Any, ...] | None, items: Param | None,
+              properties: dict[str, Param] | None, required: tuple[str, ...] | None, nullable: bool | None,
               default: Any = None, has_default: bool = False) -> Param:
-        """``Param(type=type, description=..., enum=..., items=..., default=..., has_default=...)`` for a ``type`` of
-        :data:`JSON_TYPES` other than ``null`` and a ``has_default`` true when ``default`` is not None, built with
-        nothing left for the constructor to check (the fields not given keep the class's defaults)."""
+        """``Param(type=type, ...)`` (``None``: the field's default) for a ``type`` of :data:`JSON_TYPES` other than
+        ``null`` and a ``has_default`` true when ``default`` is not None, built with nothing left to check."""
         p = object.__new__(cls)
         d = p.__dict__
         d["type"], d["description"], d["enum"], d["items"] = type, description, enum, items
-        d["properties"], d["extra"] = {}, {}
+        d["properties"], d["extra"] = {} if properties is None else properties, {}
+        d["required"], d["nullable"] = required or (), bool(nullable)
         if has_default:
             d["default"], d["has_default"] = default, True
         return p
