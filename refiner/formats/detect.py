@@ -111,7 +111,7 @@ def detect_with_calls(
     small = len(text) <= MAX_LENIENT_CHARS
     found_at = marker_positions(text) if markers is None else markers
     start = text.split.answer  # (the answer after the reasoning: text is a reasoning.Read)
-    body = text[start:]
+    body = text[start:] if start else text
     in_body = _after(text, start, found_at) if start else found_at
     answers: dict[tuple[str, int], bool] = {}
     if small:

@@ -58,7 +58,7 @@ class MarkerTable:
                                             if w.startswith(m, i) or m.startswith(w[i:])))
                      for ms in tries.values() for w in ms}
         # the tagged formats a marker lets read strictly (detection's rule 1), and those that need none, by rank
-        self.rank = {f.name: i for i, f in enumerate(fmts)}
+        self.rank = {f: i for i, f in enumerate(fmts)}
         self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
         self.tagged_by_marker = _grouping((m, f) for f in fmts if not f.detection.bare for m in (
@@ -97,14 +97,13 @@ class MarkerTable:
         if self.tagged_always:
             got.append(self.tagged_always)
         if len(got) > 1:  # (each of them is in rank order already)
-            rank = self.rank
-            return [f for _, f in sorted({rank[f.name]: f for fs in got for f in fs}.items())]
+            return sorted(set().union(*got), key=self.rank.__getitem__)
         return got[0] if got else ()
 
     def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The untagged formats, in rank order, one of whose markers is among ``found_at``."""
-        got = {f.name: f for m in found_at for f in self.bare_by_marker.get(m, ())}
-        return sorted(got.values(), key=lambda f: self.rank[f.name]) if len(got) > 1 else list(got.values())
+        got = {f: None for m in found_at for f in self.bare_by_marker.get(m, ())}
+        return sorted(got, key=self.rank.__getitem__) if len(got) > 1 else list(got)
 
 
 def _spelt(fmt: Any) -> dict[str, None]:

@@ -208,7 +208,7 @@ def _state() -> dict[str, Any]:
             line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(starts)),
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
-            opener=re.compile(trie_pattern(p[0] for p in known)),
+            opener=re.compile(r"[ \t\r\n]*+(" + trie_pattern(p[0] for p in known) + ")"),  # (after the blanks)
             # the pair an answer opening with an opener (the longest written there) starts: the first pair whose opener
             # it begins with
             opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
@@ -234,12 +234,12 @@ def inside_call(text: str, start: int, at: int) -> bool:
     i = skip_blanks(text, start)
     if i < at and (text[i] in "[{" or BARE_CALL.match(text, i)):
         return True
-    last = None
-    for m in _state()["tokens"].finditer(text, start, at):
+    state, last = _state(), None
+    for m in state["tokens"].finditer(text, start, at):
         last = m.group()
     if last is not None and last not in _CLOSERS:
         return True
-    return (_state()["fenced"].search(text, start, at) is not None  # (no open literal: no fenced call)
+    return (state["fenced"].search(text, start, at) is not None  # (no open literal: no fenced call)
             and any(a <= at < b for a, b in fenced_calls(text, _FENCED, start, at)))
 
 
@@ -313,11 +313,10 @@ def _unclosed(text: str, body: int) -> Split:
 
 def _split(text: str, opened: bool | None) -> Split:
     state = _state()
-    i = skip_blanks(text)
-    opener = state["opener"].match(text, i)
+    opener = state["opener"].match(text)
     if opener is not None:
-        pair = state["opening"][opener.group()]
-        body = i + len(pair[0])
+        pair = state["opening"][opener.group(1)]
+        body = opener.start(1) + len(pair[0])
         j = text.find(pair[1], body)
         return Split(body, j, j + len(pair[1]), True) if j >= 0 else _unclosed(text, body)
     if opened is False:

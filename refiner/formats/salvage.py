@@ -218,6 +218,7 @@ class _Scan(SiteReader):
 
         # the markers found, and those written at a line start, in rank order
         walked = sorted({*(m for m in found_at if m in order), *table.line_markers}, key=order.__getitem__)
+        answer = body[self.at :] if self.at else body  # (what the sniffs are asked of)
         for marker in walked:
             i = find(marker)
             # a marker at a line start (Functionary's >>>): the text's first line is one
@@ -226,7 +227,7 @@ class _Scan(SiteReader):
             if i < 0:
                 continue
             fmt = self.sniffed.get((marker, i - self.at)) or next(
-                (f for f in naming[marker] if f.sniff(body[self.at :], i - self.at)), naming[marker][-1])
+                (f for f in naming[marker] if f.sniff(answer, i - self.at)), naming[marker][-1])
             if fmt.name not in chosen or i < chosen[fmt.name][1]:
                 chosen[fmt.name] = (fmt, i, marker)
         if not chosen and found_at:  # no marker: a format whose closer occurs reads the whole text
