@@ -35,6 +35,7 @@ from refiner.calls import (
 from refiner.formats.reading import Reading, read_text, tool_index
 from refiner.formats.salvage import Salvage
 from refiner.specs.model import Param, ToolSpec
+from refiner.specs.schema import MAX_DEPTH  # (values deeper are not inspected, nor coerced by tier 1)
 from refiner.specs.types import JSON_TYPES, json_type_of
 
 ERROR = "error"
@@ -45,7 +46,6 @@ REPAIR = "repair"  # the severity of a finding that is a repair tier 1 made (ref
 # string, as API-Bank's gold does). A data set's convention, never a wire format's: the caller says which.
 VALUE_STYLES = ("typed", "text")
 
-MAX_DEPTH = 32  # nesting depth beyond which values are not inspected (nor coerced by tier 1)
 _MAX_PATTERN_INPUT = 10_000  # strings longer than this are not matched against schema patterns
 MAX_CHECKED_VALUES = 4096  # values (arguments, items, properties) checked per call list
 _SEVERITY = attrgetter("severity")

@@ -397,7 +397,7 @@ def test_a_plain_parameter_reads_as_the_general_reader_reads_it(monkeypatch, dia
             return type(e).__name__, str(e)
 
     short = read()
-    monkeypatch.setattr(dialects, "_plain_param", lambda value: None)
+    monkeypatch.setattr(dialects, "_plain_param", lambda value, depth=0: None)
     assert read() == short
 
 
@@ -440,7 +440,7 @@ def test_a_nullable_or_nested_parameter_reads_as_the_general_reader_reads_it(mon
             return type(e).__name__, str(e)
 
     short = read()
-    monkeypatch.setattr(dialects, "_plain_param", lambda value: None)
+    monkeypatch.setattr(dialects, "_plain_param", lambda value, depth=0: None)
     assert read() == short
 
 

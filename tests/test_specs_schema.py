@@ -15,7 +15,7 @@ from refiner.formats.reading import tool_index
 from refiner.gate import check_calls
 from refiner.pipeline import Refiner
 from refiner.specs import Param, detect_dialect, load_tools
-from refiner.specs.schema import MAX_NODES, normalise
+from refiner.specs.schema import MAX_DEPTH, MAX_NODES, normalise
 
 # An MCP filesystem server's tool, as tools/list returns it.
 MCP_READ = {
@@ -215,3 +215,38 @@ def test_huge_and_deeply_referencing_schemas_are_bounded():
     wide = _one({"name": "wide", "parameters": {"type": "object", "properties": {
         f"p{i}": {"type": "string"} for i in range(5000)}}})
     assert len(wide.params) > 0
+
+
+@pytest.mark.parametrize("via", ["properties", "items", "nullable anyOf", "properties under $defs", "oneOf"])
+def test_a_schema_nested_thousands_deep_is_read_to_the_depth_the_gate_checks(via):
+    def nest(depth: int, leaf: dict) -> dict:
+        schema = leaf
+        for _ in range(depth):
+            if via == "items":
+                schema = {"type": "array", "items": schema}
+            elif via == "nullable anyOf":
+                schema = {"anyOf": [{"type": "object", "properties": {"a": schema}}, {"type": "null"}]}
+            elif via == "oneOf":
+                schema = {"oneOf": [{"type": "object", "properties": {"a": schema}}, {"type": "string"}]}
+            else:
+                schema = {"type": "object", "properties": {"a": schema}, "required": ["a"]}
+        return schema
+
+    def value(depth: int, leaf):
+        for _ in range(depth):
+            leaf = [leaf] if via == "items" else {"a": leaf}
+        return leaf
+
+    for depth in (5, 5000):
+        params = {"type": "object", "properties": {"x": nest(depth, {"type": "integer"})}}
+        if via == "properties under $defs":
+            params["$defs"] = {}
+        spec = _one({"name": "f", "parameters": params})  # (a RecursionError before the depth bound)
+        assert any(f"more than {MAX_DEPTH} deep" in n for n in spec.notes) == (depth > MAX_DEPTH)
+        tools = tool_index([spec])
+        # a wrong leaf is found where the gate looks, and not below it
+        shallow = check_calls([ToolCall("f", {"x": value(3, "not a number")})], tools)
+        assert [d.code for d in shallow if d.severity == "error"] or via == "oneOf"
+        deep_wrong = check_calls([ToolCall("f", {"x": value(depth, "not a number")})], tools)
+        checked = depth <= MAX_DEPTH and via != "oneOf"  # (alternatives of two types: the gate checks no type)
+        assert bool([d for d in deep_wrong if d.severity == "error"]) == checked

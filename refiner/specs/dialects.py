@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
-from refiner.specs.schema import is_json_schema, normalise
+from refiner.specs.schema import MAX_DEPTH, is_json_schema, normalise
 from refiner.specs.types import TypeInfo, parse_type, type_of_values, union
 
 DIALECTS = (
@@ -53,10 +53,11 @@ class Ctx:
     """Where we are, for error messages; and what the schema reader read otherwise than as written (``notes``), and
     whether the parameters are free-form."""
 
-    __slots__ = ("dialect", "free_form", "index", "name", "notes")
+    __slots__ = ("depth", "dialect", "free_form", "index", "name", "notes")
 
     def __init__(self, dialect: str, index: int | None, name: str | None) -> None:
         self.dialect, self.index, self.name = dialect, index, name
+        self.depth = 0  # (of the parameter read_param reads)
         self.notes: list[str] = []
         self.free_form: list[bool] = []
 
@@ -146,12 +147,12 @@ _STR = frozenset((str,))
 _NULL = {"type": "null"}
 
 
-def _plain_param(value: Any) -> Param | None:
+def _plain_param(value: Any, depth: int = 0) -> Param | None:
     """The parameter a plain schema says, as :func:`read_param` reads it (else ``None``): a dict of a plain JSON type
     (or, nullable, it and ``"null"`` in a list, or ``anyOf`` a plain schema and null: its type, items and properties)
     with at most a description, a ``nullable`` flag, scalar values, a scalar default, plain items and properties and
-    a list of required names."""
-    if type(value) is not dict or not value.keys() <= _PLAIN_KEYS:
+    a list of required names, nested at most :data:`~refiner.specs.schema.MAX_DEPTH` deep."""
+    if type(value) is not dict or not value.keys() <= _PLAIN_KEYS or depth > MAX_DEPTH:
         return None
     ptype, desc, nullable = value.get("type"), value.get("description"), value.get("nullable")
     if desc is not None and type(desc) is not str or nullable is not None and type(nullable) is not bool:
@@ -161,7 +162,7 @@ def _plain_param(value: Any) -> Param | None:
         alts = value["anyOf"]
         if (ptype, items, props, required) != (None,) * 4 or type(alts) is not list or len(alts) != 2 or _NULL not in alts:
             return None
-        if (base := _plain_param(alts[alts[0] == _NULL])) is None:
+        if (base := _plain_param(alts[alts[0] == _NULL], depth)) is None:
             return None
         ptype, items, props, required, nullable = base.type, base.items, dict(base.properties), base.required, True
     else:
@@ -169,10 +170,10 @@ def _plain_param(value: Any) -> Param | None:
             ptype, nullable = ptype[ptype[0] == "null"], True
         if type(ptype) is not str or ptype not in _PLAIN_TYPES:
             return None
-        if items is not None and (items := _plain_param(items)) is None:
+        if items is not None and (items := _plain_param(items, depth + 1)) is None:
             return None
         if props is not None:
-            props = {key: _plain_param(child) for key, child in props.items()} if type(props) is dict else None
+            props = {key: _plain_param(child, depth + 1) for key, child in props.items()} if type(props) is dict else None
             if props is None or any(child is None for child in props.values()):
                 return None
         if required is not None:
@@ -191,9 +192,23 @@ def _plain_param(value: Any) -> Param | None:
 def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
     """One parameter schema (a dict, or a bare type text) → (Param, its own required flag if it states one,
     whether it says it is optional)."""
-    plain = _plain_param(value)  # (most parameters: the general reader's result, sooner)
+    plain = _plain_param(value, ctx.depth)  # (most parameters: the general reader's result, sooner)
     if plain is not None:
         return plain, None, False
+    if ctx.depth > MAX_DEPTH:
+        if len(ctx.notes) < 16 and (note := f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value") \
+                not in ctx.notes:
+            ctx.notes.append(note)
+        return Param(), None, False
+    ctx.depth += 1
+    try:
+        return _read_param(ctx, path, value)
+    finally:
+        ctx.depth -= 1
+
+
+def _read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
+    """:func:`read_param` of a parameter that is not plain, at a depth it reads."""
     if isinstance(value, str):
         info, raw = _read_type(ctx, path, value)
         p = _param_from_typeinfo(info)

@@ -15,6 +15,7 @@ from refiner.specs.types import parse_type
 
 MAX_NODES = 4096  # schema nodes visited per tool (references expanded count again)
 MAX_REF_DEPTH = 16  # references followed inside one another
+MAX_DEPTH = 32  # nesting of a parameter schema read (deeper: any value), and of a value the gate checks against it
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
 _DEFS = ("$defs", "definitions")
 
@@ -46,16 +47,20 @@ class _Walk:
                 return None
         return node
 
-    def resolve(self, node: Any, refs: tuple[str, ...] = ()) -> Any:
-        """``node`` with its references replaced and its ``allOf`` merged."""
+    def resolve(self, node: Any, refs: tuple[str, ...] = (), depth: int = 0) -> Any:
+        """``node`` with its references replaced and its ``allOf`` merged (to twice :data:`MAX_DEPTH` levels: a
+        schema, or its list of schemas, counts one)."""
         self.nodes += 1
         if self.nodes > MAX_NODES:
             self.note(f"a schema of more than {MAX_NODES} nodes: the rest read as any value")
             return {}
+        if depth > 2 * MAX_DEPTH:
+            self.note(f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value")
+            return {}
         if isinstance(node, bool):  # (boolean schemas stay: the readers take them where they may stand)
             return node
         if isinstance(node, list):
-            return [self.resolve(v, refs) for v in node]
+            return [self.resolve(v, refs, depth + 1) for v in node]
         if not isinstance(node, Mapping):
             return node
         ref = node.get("$ref")
@@ -69,25 +74,25 @@ class _Walk:
                     self.note(f"the reference {ref[:80]!r} points at no schema here; read as any value")
                     target = {}
                 else:
-                    target = self.resolve(target, (*refs, ref))
+                    target = self.resolve(target, (*refs, ref), depth + 1)
             if isinstance(target, bool):
                 target = {} if target else {"not": {}}
             rest = {k: v for k, v in node.items() if k != "$ref"}
-            return _merge(target, self._keys(rest, refs)) if rest else target
-        out = self._keys(node, refs)
+            return _merge(target, self._keys(rest, refs, depth)) if rest else target
+        out = self._keys(node, refs, depth)
         if "allOf" in out and isinstance(out["allOf"], list) and all(isinstance(b, Mapping) for b in out["allOf"]):
             out = _merge(reduce(_merge, out.pop("allOf"), {}), out)
         return out
 
-    def _keys(self, node: Mapping[str, Any], refs: tuple[str, ...]) -> dict[str, Any]:
+    def _keys(self, node: Mapping[str, Any], refs: tuple[str, ...], depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in node.items():
             if k in _DEFS:
                 continue  # (read through the references that use them)
             if k in ("properties", "patternProperties") and isinstance(v, Mapping):
-                out[k] = {name: self.resolve(s, refs) for name, s in v.items()}
+                out[k] = {name: self.resolve(s, refs, depth + 1) for name, s in v.items()}
             elif k in ("items", "additionalProperties", "not", "if", "then", "else", "contains") or k in _COMBINATORS:
-                out[k] = self.resolve(v, refs)
+                out[k] = self.resolve(v, refs, depth + 1)
             else:
                 out[k] = v
         return out
