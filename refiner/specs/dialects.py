@@ -151,7 +151,7 @@ def _plain_param(value: Any, depth: int = 0) -> Param | None:
     """The parameter a plain schema says, as :func:`read_param` reads it (else ``None``): a dict of a plain JSON type
     (or, nullable, it and ``"null"`` in a list, or ``anyOf`` a plain schema and null: its type, items and properties)
     with at most a description, a ``nullable`` flag, scalar values, a scalar default, plain items and properties and
-    a list of required names, nested at most :data:`~refiner.specs.schema.MAX_DEPTH` deep."""
+    a list of required names, nested at most :data:`~refiner.specs.types.MAX_DEPTH` deep."""
     if type(value) is not dict or not value.keys() <= _PLAIN_KEYS or depth > MAX_DEPTH:
         return None
     ptype, desc, nullable = value.get("type"), value.get("description"), value.get("nullable")

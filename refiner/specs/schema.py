@@ -11,11 +11,10 @@ from collections.abc import Mapping
 from functools import reduce
 from typing import Any
 
-from refiner.specs.types import parse_type
+from refiner.specs.types import MAX_DEPTH, parse_type
 
 MAX_NODES = 4096  # schema nodes visited per tool (references expanded count again)
 MAX_REF_DEPTH = 16  # references followed inside one another
-MAX_DEPTH = 32  # nesting of a parameter schema read (deeper: any value), and of a value the gate checks against it
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
 _DEFS = ("$defs", "definitions")
 

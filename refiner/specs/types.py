@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+MAX_DEPTH = 32  # nesting of a parameter schema read (deeper: any value), and of a value the gate checks against it
+
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
 # Lower-cased simple names → JSON Schema type (None: any value).
@@ -116,25 +118,28 @@ def union(members: list[TypeInfo]) -> TypeInfo:
     return TypeInfo("number" if types <= {"integer", "number"} else None, nullable=nullable, known=known)
 
 
-def parse_type(text: str) -> TypeInfo:
-    """Reads one type text (any dialect) into a :class:`TypeInfo`; never raises."""
+def parse_type(text: str, depth: int = 0) -> TypeInfo:
+    """Reads one type text (any dialect) into a :class:`TypeInfo`; never raises. Types nested more than
+    :data:`MAX_DEPTH` deep in it are read as unknown."""
     simple = _SIMPLE.get(text, _NOT_SIMPLE)
     if simple is not _NOT_SIMPLE:  # (most type texts: a bare JSON or Python type name, read as below, sooner)
         return TypeInfo(simple, format=_STRING_FORMATS.get(text))
+    if depth > MAX_DEPTH:
+        return TypeInfo(None, known=False)
     text = text.strip()
     parts = _split_top(text, ",")
     if len(parts) > 1 and parts[0]:
-        info = parse_type(parts[0])
+        info = parse_type(parts[0], depth)
         info.optional = info.optional or any(mod.lower() == "optional" for mod in parts[1:])
         return info
     alts = [a for a in _OR.split(text) if a] if _OR.search(text) and not _GENERIC.match(text) else []
     if len(alts) > 1:
-        return union([parse_type(a) for a in alts])
+        return union([parse_type(a, depth) for a in alts])
     m = _GENERIC.match(text)
-    return _parse_generic(m.group(1), m.group(2)) if m else _parse_simple(text)
+    return _parse_generic(m.group(1), m.group(2), depth + 1) if m else _parse_simple(text, depth + 1)
 
 
-def _parse_simple(text: str) -> TypeInfo:
+def _parse_simple(text: str, depth: int) -> TypeInfo:
     low = text.lower().strip()
     low = low.rsplit(".", 1)[-1] if low.startswith(("typing.", "datetime.", "java.")) else low
     if low in _SIMPLE:
@@ -142,26 +147,26 @@ def _parse_simple(text: str) -> TypeInfo:
     # "list of float", "array of strings"
     of = re.match(r"^([A-Za-z_]+)\s+of\s+(.+)$", text)
     if of and of.group(1).lower() in _ARRAYS:
-        inner = parse_type(of.group(2))
+        inner = parse_type(of.group(2), depth)
         if not inner.known and of.group(2).endswith("s"):  # plural: "list of floats"
-            inner = parse_type(of.group(2)[:-1])
+            inner = parse_type(of.group(2)[:-1], depth)
         return TypeInfo("array", items=inner if inner.known else None, known=inner.known)
     # prose with a parenthesised note, e.g. "Date (yyyy-mm-dd)"
     head = re.match(r"^([A-Za-z_]+)\s*\(", text)
     if head and head.group(1).lower() in _SIMPLE:
-        return _parse_simple(head.group(1))
+        return _parse_simple(head.group(1), depth)
     return TypeInfo(None, known=False)
 
 
-def _parse_generic(base: str, args_text: str) -> TypeInfo:
+def _parse_generic(base: str, args_text: str, depth: int) -> TypeInfo:
     low = base.lower().rsplit(".", 1)[-1]
     args = [a for a in _split_top(args_text, ",") if a] if args_text.strip() else []
     if low == "optional" and len(args) == 1:
-        inner = parse_type(args[0])
+        inner = parse_type(args[0], depth)
         inner.nullable = True
         return inner
     if low == "union" and args:
-        return union([parse_type(a) for a in args])
+        return union([parse_type(a, depth) for a in args])
     if low == "literal" and args:
         try:
             values = list(ast.literal_eval(f"({args_text},)"))
@@ -172,13 +177,13 @@ def _parse_generic(base: str, args_text: str) -> TypeInfo:
         elems = [a for a in args if a != "..."]
         if not elems:
             return TypeInfo("array")
-        infos = [parse_type(a) for a in elems]
+        infos = [parse_type(a, depth) for a in elems]
         first = infos[0]
         same = all(i.type == first.type and i.items == first.items for i in infos)
         item = first if same else None
         return TypeInfo("array", items=item, known=all(i.known for i in infos))
     if low in _OBJECTS:
-        return TypeInfo("object", known=all(parse_type(a).known for a in args))
+        return TypeInfo("object", known=all(parse_type(a, depth).known for a in args))
     if low in _SIMPLE:  # e.g. "list(str)" handled above; "str(...)" prose
-        return _parse_simple(low)
+        return _parse_simple(low, depth)
     return TypeInfo(None, known=False)
