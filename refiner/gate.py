@@ -34,7 +34,7 @@ from refiner.calls import (
 )
 from refiner.formats.reading import Reading, read_text, tool_index
 from refiner.formats.salvage import Salvage
-from refiner.specs.model import Param, ToolSpec
+from refiner.specs.model import Param
 from refiner.specs.types import JSON_TYPES, json_type_of
 
 ERROR = "error"
@@ -84,10 +84,10 @@ class GateReport:
     strict_ok: bool
     cut: formats.Cut | None  # where the calls stop inside a call
     salvaged: Salvage | None  # where the calls were found, when salvage read them
-    free_form: bool  # a checked call names a free-form tool (its undeclared arguments are not findings)
+    loose: bool  # arguments were let pass unchecked: a free-form tool's undeclared ones, or all in a names-only format
 
     def __init__(self, reading: Reading | None = None) -> None:
-        self.reading, self.diagnostics, self.free_form = reading, [], False
+        self.reading, self.diagnostics, self.loose = reading, [], False
         self.calls, self.strict_ok, self.cut, self.salvaged = ([], False, None, None) if reading is None else (
             reading.calls, reading.strict_ok, reading.cut, reading.salvaged)
 
@@ -249,43 +249,18 @@ def check_value(
     return out
 
 
-def check_call(call: ToolCall, spec: ToolSpec, index: int, *, count: Count, strings: bool = False) -> list[Finding]:
-    """Findings for one call against its tool's spec (at most as many values as ``count`` has left)."""
-    out: list[Finding] = []
-    params = spec.params
-    notes = spec.notes
-    if notes:
-        more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
-        out.append(Finding("spec", f"the schema of {_clip(call.name)} was read otherwise than written: {notes[0]}"
-                           f"{more}", index, call.name, severity=WARNING))
-    arguments = call.arguments
-    for req in spec.required:
-        if req not in arguments:
-            out.append(Finding("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
-    for key, value in arguments.items():
-        if count.left <= 0:
-            break
-        if key in params:
-            for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
-                out.append(Finding(code, msg, index, call.name, key))
-        else:
-            count.take()
-            if spec.free_form is not True:  # (a free-form tool takes any argument)
-                out.append(Finding("unknown_param", f"{_clip(call.name)} has no parameter {preview(key)}", index,
-                                   call.name, key))
-    return out
-
-
 def check_calls(
     calls: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None, *, fmt: str | None = None,
     text_values: bool = False, report: GateReport | None = None,
 ) -> list[Finding]:
     """Findings for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
     format, which says whether calls carry names only; ``text_values``: every value should be written as text;
-    ``report``: the report they are added to (its ``diagnostics``, returned; its ``free_form``)."""
+    ``report``: the report they are added to (its ``diagnostics``, returned; its ``loose``)."""
     index = tool_index(tools)
     names_only = fmt is not None and formats.get(fmt).names_only
     out: list[Finding] = [] if report is None else report.diagnostics
+    if report is not None:
+        report.loose = names_only
     count = Count(MAX_CHECKED_VALUES)
     unchecked = 0
     unknown: dict[str, str] = {}  # (the message for each name no tool has, written once)
@@ -300,10 +275,28 @@ def check_calls(
             if message is None:
                 message = unknown[call.name] = f"no tool named {preview(call.name)}"
             out.append(Finding("unknown_tool", message, i, call.name))
-        elif not names_only:
-            out.extend(check_call(call, spec, i, strings=text_values, count=count))
+        elif not names_only:  # (the call against its tool's spec)
+            name, arguments, params = call.name, call.arguments, spec.params
+            if spec.notes:
+                more = f" (+{len(spec.notes) - 1} more)" if len(spec.notes) > 1 else ""
+                out.append(Finding("spec", f"the schema of {_clip(name)} was read otherwise than written: "
+                                   f"{spec.notes[0]}{more}", i, name, severity=WARNING))
+            for req in spec.required:
+                if req not in arguments:
+                    out.append(Finding("missing_required", f"required parameter {req!r} is missing", i, name, req))
+            for key, value in arguments.items():
+                if count.left <= 0:
+                    break
+                if key in params:
+                    for code, msg in check_value(params[key], value, _clip(key), strings=text_values, count=count):
+                        out.append(Finding(code, msg, i, name, key))
+                else:
+                    count.take()
+                    if spec.free_form is not True:  # (a free-form tool takes any argument)
+                        out.append(Finding("unknown_param", f"{_clip(name)} has no parameter {preview(key)}", i,
+                                           name, key))
             if spec.free_form and report is not None:
-                report.free_form = True
+                report.loose = True
     if count.left < 0 or unchecked:
         what = f"the last {unchecked} call(s) and " if unchecked else ""
         out.append(Finding("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
