@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -34,9 +34,8 @@ from refiner.calls import (
 )
 from refiner.formats.reading import Reading, read_text, tool_index
 from refiner.formats.salvage import Salvage
-from refiner.specs.model import Param, ToolSpec
-from refiner.specs.schema import MAX_DEPTH  # (values deeper are not inspected, nor coerced by tier 1)
-from refiner.specs.types import JSON_TYPES, json_type_of
+from refiner.specs.model import Param
+from refiner.specs.types import JSON_TYPES, MAX_DEPTH, json_type_of  # (values deeper than MAX_DEPTH: not inspected)
 
 ERROR = "error"
 WARNING = "warning"
@@ -73,29 +72,23 @@ class Finding:
         return self.__dict__.copy()
 
 
-@dataclass
+@dataclass(init=False)
 class GateReport:
-    """What the gate found for one text: the text as read (:class:`refiner.formats.reading.Reading`) and the
-    findings."""
+    """What the gate found for one text: the text as read (:class:`refiner.formats.reading.Reading`), its calls and
+    the findings."""
 
-    reading: Reading | None = None
-    diagnostics: list[Finding] = field(default_factory=list)
+    reading: Reading | None
+    diagnostics: list[Finding]
+    calls: list[ToolCall]
+    strict_ok: bool
+    cut: formats.Cut | None  # where the calls stop inside a call
+    salvaged: Salvage | None  # where the calls were found, when salvage read them
+    loose: bool  # arguments were let pass unchecked: a free-form tool's undeclared ones, or all in a names-only format
 
-    @property
-    def calls(self) -> list[ToolCall]:
-        return self.reading.calls if self.reading is not None else []
-
-    @property
-    def strict_ok(self) -> bool:
-        return self.reading is not None and self.reading.strict_ok
-
-    @property
-    def cut(self) -> formats.Cut | None:  # where the calls stop inside a call
-        return self.reading.cut if self.reading is not None else None
-
-    @property
-    def salvaged(self) -> Salvage | None:  # where the calls were found, when salvage read them
-        return self.reading.salvaged if self.reading is not None else None
+    def __init__(self, reading: Reading | None = None) -> None:
+        self.reading, self.diagnostics, self.loose = reading, [], False
+        self.calls, self.strict_ok, self.cut, self.salvaged = ([], False, None, None) if reading is None else (
+            reading.calls, reading.strict_ok, reading.cut, reading.salvaged)
 
     @property
     def passed(self) -> bool:
@@ -179,31 +172,38 @@ def is_declared_default(param: Any, value: Any) -> bool:
     return bool(getattr(param, "has_default", False)) and in_enum(value, (getattr(param, "default", None),))
 
 
+def excused(param: Any, value: Any) -> bool:
+    """Whether ``value`` has no finding whatever it holds: a reference, or the parameter's own declared default."""
+    return is_reference(value) or is_declared_default(param, value)
+
+
 def check_value(
     param: Param | None, value: Any, where: str, depth: int = 0, *, count: Count, strings: bool = False
 ) -> list[tuple[str, str]]:
     """``(code, message)`` pairs for one value against one parameter schema, recursively (to :data:`MAX_DEPTH`,
     and as many values as ``count`` has left). ``strings``: value style "text" (:data:`VALUE_STYLES`): text of the
-    declared type, its enum compared as text. A reference or the parameter's own declared default has none."""
+    declared type, its enum compared as text. A reference or the parameter's own declared default has none (asked
+    when the value has a finding or items to walk)."""
     if depth > MAX_DEPTH or param is None or not count.take():
-        return []
-    if is_reference(value) or is_declared_default(param, value):
         return []
     ptype, enum = param.type, param.enum
     if strings and ptype is not None:
         if not isinstance(value, str):
-            got = f"{json_type(value)} {preview(value)}"
-            return [("type", f"{where} should be written as a string ({ptype}), got {got}")]
+            why = f"{where} should be written as a string ({ptype}), got {json_type(value)} {preview(value)}"
+            return [] if excused(param, value) else [("type", why)]
         if enum and value not in {str(e) for e in enum}:
-            return [("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
+            return [] if excused(param, value) else [
+                ("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}")]
         return []
     got = _EXACT_TYPES.get(type(value))  # (the usual match told without type_matches)
     if ptype != got and ptype is not None and not (ptype == "number" and got == "integer") and not type_matches(
             ptype, value):
-        return [("type", f"{where} should be {ptype}, got {json_type(value)} {preview(value)}")]
+        why = f"{where} should be {ptype}, got {json_type(value)} {preview(value)}"
+        return [] if excused(param, value) else [("type", why)]
     out: list[tuple[str, str]] = []
     if enum and not in_enum(value, enum):
         out.append(("enum", f"{where} is {preview(value)}, not one of {preview(list(enum), 120)}"))
+    items = props = None  # (what is walked below: the items of a list, the properties of an object)
     if got == "string" or got == "array" or got is None and isinstance(value, (str, list)):
         lo, hi, pattern = param.min_length, param.max_length, param.pattern
         if isinstance(lo, int) and len(value) < lo:
@@ -216,12 +216,7 @@ def check_value(
                     out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
             except re.error:
                 pass  # a pattern Python cannot compile is not the call's fault
-        items = param.items
-        if items is not None and isinstance(value, list):
-            for k, item in enumerate(value):
-                if count.left <= 0:
-                    break
-                out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
+        items = param.items if isinstance(value, list) and value else None
     elif got == "integer" or got == "number" or got is None and isinstance(value, (int, float)) and not isinstance(
             value, bool):
         lo, hi = param.minimum, param.maximum
@@ -233,10 +228,18 @@ def check_value(
         except TypeError:
             pass
     elif got == "object" or got is None and isinstance(value, Mapping):
-        props = param.properties or {}
         for req in param.required or ():
             if req not in value:
                 out.append(("missing_required", f"{where} lacks the required field {req!r}"))
+        props = param.properties if value else None
+    if (out or items is not None or props) and excused(param, value):
+        return []
+    if items is not None:
+        for k, item in enumerate(value):
+            if count.left <= 0:
+                break
+            out.extend(check_value(items, item, f"{where}[{k}]", depth + 1, count=count))
+    elif props:
         for k, v in value.items():
             if count.left <= 0:
                 break
@@ -245,42 +248,18 @@ def check_value(
     return out
 
 
-def check_call(call: ToolCall, spec: ToolSpec, index: int, *, count: Count, strings: bool = False) -> list[Finding]:
-    """Findings for one call against its tool's spec (at most as many values as ``count`` has left)."""
-    out: list[Finding] = []
-    params = spec.params
-    notes = spec.notes
-    if notes:
-        more = f" (+{len(notes) - 1} more)" if len(notes) > 1 else ""
-        out.append(Finding("spec", f"the schema of {_clip(call.name)} was read otherwise than written: {notes[0]}"
-                           f"{more}", index, call.name, severity=WARNING))
-    arguments = call.arguments
-    for req in spec.required:
-        if req not in arguments:
-            out.append(Finding("missing_required", f"required parameter {req!r} is missing", index, call.name, req))
-    for key, value in arguments.items():
-        if count.left <= 0:
-            break
-        if key in params:
-            for code, msg in check_value(params[key], value, _clip(key), strings=strings, count=count):
-                out.append(Finding(code, msg, index, call.name, key))
-        else:
-            count.take()
-            if spec.free_form is not True:  # (a free-form tool takes any argument)
-                out.append(Finding("unknown_param", f"{_clip(call.name)} has no parameter {preview(key)}", index,
-                                   call.name, key))
-    return out
-
-
 def check_calls(
     calls: Sequence[ToolCall], tools: Iterable[Any] | Mapping[str, Any] | None, *, fmt: str | None = None,
-    text_values: bool = False,
+    text_values: bool = False, report: GateReport | None = None,
 ) -> list[Finding]:
     """Findings for a call list against a tool list (``tools=None``: only reference checks). ``fmt``: the wire
-    format, which says whether calls carry names only; ``text_values``: every value should be written as text."""
+    format, which says whether calls carry names only; ``text_values``: every value should be written as text;
+    ``report``: the report they are added to (its ``diagnostics``, returned; its ``loose``)."""
     index = tool_index(tools)
     names_only = fmt is not None and formats.get(fmt).names_only
-    out: list[Finding] = []
+    out: list[Finding] = [] if report is None else report.diagnostics
+    if report is not None:
+        report.loose = names_only
     count = Count(MAX_CHECKED_VALUES)
     unchecked = 0
     unknown: dict[str, str] = {}  # (the message for each name no tool has, written once)
@@ -295,8 +274,28 @@ def check_calls(
             if message is None:
                 message = unknown[call.name] = f"no tool named {preview(call.name)}"
             out.append(Finding("unknown_tool", message, i, call.name))
-        elif not names_only:
-            out.extend(check_call(call, spec, i, strings=text_values, count=count))
+        elif not names_only:  # (the call against its tool's spec)
+            name, arguments, params = call.name, call.arguments, spec.params
+            if spec.notes:
+                more = f" (+{len(spec.notes) - 1} more)" if len(spec.notes) > 1 else ""
+                out.append(Finding("spec", f"the schema of {_clip(name)} was read otherwise than written: "
+                                   f"{spec.notes[0]}{more}", i, name, severity=WARNING))
+            for req in spec.required:
+                if req not in arguments:
+                    out.append(Finding("missing_required", f"required parameter {req!r} is missing", i, name, req))
+            for key, value in arguments.items():
+                if count.left <= 0:
+                    break
+                if key in params:
+                    for code, msg in check_value(params[key], value, _clip(key), strings=text_values, count=count):
+                        out.append(Finding(code, msg, i, name, key))
+                else:
+                    count.take()
+                    if spec.free_form is not True:  # (a free-form tool takes any argument)
+                        out.append(Finding("unknown_param", f"{_clip(name)} has no parameter {preview(key)}", i,
+                                           name, key))
+            if spec.free_form and report is not None:
+                report.loose = True
     if count.left < 0 or unchecked:
         what = f"the last {unchecked} call(s) and " if unchecked else ""
         out.append(Finding("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
@@ -333,5 +332,5 @@ def check_reading(
             f"no format knows: {found.describe()}", severity=WARNING))
     if not report.calls:
         report.diagnostics.append(Finding("no_calls", "no tool call could be read", severity=WARNING))
-    report.diagnostics.extend(check_calls(report.calls, tool_index(tools), fmt=reading.fmt, text_values=text_values))
+    check_calls(report.calls, tools, fmt=reading.fmt, text_values=text_values, report=report)
     return report

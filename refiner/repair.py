@@ -486,12 +486,10 @@ def repair_parsed(
     upstream hit its token limit (:func:`cut_call_index`); ``offered``: the tools' parameters, to read the output with
     when it is read; ``unknown_tools``: one of :data:`UNKNOWN_TOOLS`."""
     out_fmt = out_fmt or fmt
-    index = tool_index(tools)
-    if not before.calls or (not before.diagnostics and out_fmt == fmt and not formats.get(fmt).names_only and not (
-        index is not None and any(getattr(index.get(c.name), "free_form", False) for c in before.calls)
-    )):  # no call, or the gate found each call as its spec declares it: nothing to repair (not checked: the
-        # undeclared arguments of a free-form tool, the calls of a format that writes names only)
+    if not before.calls or (not before.diagnostics and out_fmt == fmt and not before.loose):
+        # no call, or the gate found each call, every argument checked, as its spec declares it: nothing to repair
         return Tier1(text, before.calls, [], before, before)
+    index = tool_index(tools)
     actions: list[Finding] = []
     source = list(before.calls)
     dropped = cut_call_index(before, cut_off)
