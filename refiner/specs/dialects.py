@@ -196,15 +196,13 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     if plain is not None:
         return plain, None, False
     if ctx.depth > MAX_DEPTH:
-        if len(ctx.notes) < 16 and (note := f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value") \
-                not in ctx.notes:
-            ctx.notes.append(note)
+        note = f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value"
+        ctx.notes += [] if note in ctx.notes else [note]
         return Param(), None, False
-    ctx.depth += 1
-    try:
-        return _read_param(ctx, path, value)
-    finally:
-        ctx.depth -= 1
+    ctx.depth += 1  # (a SpecError raised below ends the tool's reading, and its Ctx with it)
+    got = _read_param(ctx, path, value)
+    ctx.depth -= 1
+    return got
 
 
 def _read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, bool]:
