@@ -208,7 +208,7 @@ def parse_expr(fmt: WireFormat, src: str, offset: int) -> ast.expr:
         raise fmt.error(
             f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)
         ) from None
-    except (tokenize.TokenError, IndentationError, ValueError) as e:
+    except (tokenize.TokenError, ValueError) as e:
         raise fmt.error(f"not a pythonic call list: {e}", offset) from None
     except (RecursionError, MemoryError):
         raise fmt.error("expression nested too deeply", offset) from None
@@ -364,20 +364,17 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     if fast is not None:
         return list(itertools.starmap(ToolCall.trusted, fast))
     if len(src) > MAX_AST_CHARS:
-        raise fmt.error(f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
-                        f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
-                        offset)
+        raise fmt.error(f"a call list not in the plain layout (JSON literal values, keyword arguments) is longer "
+                        f"than the {MAX_AST_CHARS} characters the general reader takes", offset)
     node = parse_expr(fmt, src, offset)
     lit = Literals(fmt, src, offset, strict=True)
     if not isinstance(node, ast.List):
         raise lit.fail(node, "the calls must be a [...] list")
     calls = []
     for el in node.elts:
-        if not isinstance(el, ast.Call):
-            raise lit.fail(el, "list items must be calls like name(key=value)")
-        name = dotted_name(el.func)
+        name = dotted_name(el.func) if isinstance(el, ast.Call) else None
         if name is None:
-            raise lit.fail(el, "a call's name must be an identifier")
+            raise lit.fail(el, "list items must be calls like name(key=value), named by an identifier")
         calls.append(ToolCall(name, lit.arguments(el)))
     return calls
 

@@ -18,7 +18,7 @@ STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) f
 # ... and leniently: to the first unescaped quote followed by what may follow a value, so an unescaped quote inside a
 # value ('sed -n '1,5p' f') stays text (those quotes found once per text, each string's end a binary search).
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
-_CLOSING_QUOTE = {q: re.compile(f"{q}(?={_MAY_FOLLOW})") for q in "'\""}
+CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
 # A lenient string whole, from its opening quote to the first unescaped quote followed by what may follow a value.
 _LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+|\\.|{q}(?!{_MAY_FOLLOW}))*+{q}(?={_MAY_FOLLOW})" for q in "'\""}
 
@@ -27,11 +27,11 @@ _LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+|\\.|{q}(?!{_MAY_FOLLOW}))*+{q}(?={_MAY_
 def _closing_quotes(src: str, q: str) -> list[int]:
     """Positions of the quotes ``q`` in ``src`` that are not escaped and are followed by what may follow a value."""
     found = []
-    for m in _CLOSING_QUOTE[q].finditer(src):
+    for m in CLOSING_QUOTE.finditer(src):
         p = k = m.start()
         while k > 0 and src[k - 1] == "\\":
             k -= 1
-        if (p - k) % 2 == 0:
+        if (p - k) % 2 == 0 and src[p] == q:
             found.append(p)
     return found
 
