@@ -179,12 +179,9 @@ def _mangle_keywords(src: str) -> str:
 
 def _offset(src: str, lineno: int | None, col: int | None) -> int:
     """Character offset of an ast/SyntaxError position (``col`` counted in UTF-8 bytes by ast)."""
-    if not lineno:
-        return 0
-    lines = src.splitlines(keepends=True)
-    base = sum(len(ln) for ln in lines[: lineno - 1])
-    line = lines[lineno - 1] if lineno - 1 < len(lines) else ""
-    return base + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
+    lines = src.splitlines(keepends=True)[: lineno or 0]
+    line = lines.pop() if lineno and len(lines) == lineno else ""
+    return sum(map(len, lines)) + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
 
 
 def parse_quietly(src: str) -> ast.expr:
@@ -426,7 +423,5 @@ def lenient_string(raw: str) -> tuple[str, bool] | None:
     try:
         value = parse_quietly(q + fixed + q)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return body, unescaped
-    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-        return value.value, unescaped
-    return body, unescaped
+        value = None
+    return (value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else body), unescaped

@@ -156,10 +156,10 @@ def _after_run(depth: int, run: str) -> int:
 
 # Where the calls start when the opening tag is missing: characters at a body's start looked at for a misspelt tag.
 MAX_TAG_PREFIX = 256
-# A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call; an
-# XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
+# Up to four tags of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call;
+# an XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
 _TAG_LIKE = re.compile(
-    r'[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))'
+    r'(?:[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))){0,4}'
 )
 # The start of a call list: "[name(".
 _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
@@ -173,13 +173,7 @@ def after_opening_tag(body: str, tag: str) -> int:
     m = tag_look_alike(tag).match(head.lstrip())
     if m is not None:
         return len(head) - len(head.lstrip()) + m.end()
-    pos = 0
-    for _ in range(4):
-        m = _TAG_LIKE.match(head, pos)
-        if m is None:
-            break
-        pos = m.end()
-    return pos
+    return _TAG_LIKE.match(head).end()
 
 
 def list_start(body: str) -> int:

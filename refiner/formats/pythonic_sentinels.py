@@ -219,10 +219,8 @@ class SentinelPythonic(WireFormat):
         if self.spelling.lines and src.startswith("[") and not at_end and not src.endswith("]"):
             src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
             out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
-        if self.spelling.lines and not src.startswith("["):
-            src = "[" + ", ".join(self._line_calls(src, out)) + close
-        elif not src.startswith("["):
-            src = f"[{src}{close}"
+        if not src.startswith("["):
+            src = "[" + (", ".join(self._line_calls(src, out)) if self.spelling.lines else src) + close
         if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
