@@ -347,17 +347,16 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
         out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
         return
-    if read_whole:
-        if complete:
-            out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+    if complete:
+        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+        return
+    if read_whole and (len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src))):
+        try:
+            out.calls.extend(strict_call_list(fmt, src, 0))
             return
-        if len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src)):
-            try:
-                out.calls.extend(strict_call_list(fmt, src, 0))
-                return
-            except FormatError as e:
-                out.note("strict", str(e))
-    if not complete and not at_end:
+        except FormatError as e:
+            out.note("strict", str(e))
+    if not at_end:
         mended = mend_list(src, end, prefix, offered_tools())
         if mended is not None:  # one character lost or doubled: the list read with it mended
             out.calls.extend(ToolCall.trusted(name, args) for name, args in mended[0])
