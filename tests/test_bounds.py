@@ -417,7 +417,7 @@ def test_pythonic_scanning_is_linear(monkeypatch):
             passes.append(self.pattern.pattern)
             return self.pattern.finditer(src)
 
-    monkeypatch.setattr(pythonic_scan, "_CLOSING_QUOTE", {q: Counting(p) for q, p in pythonic_scan._CLOSING_QUOTE.items()})
+    monkeypatch.setattr(pythonic_scan, "CLOSING_QUOTE", Counting(pythonic_scan.CLOSING_QUOTE))
     for src in ('{"' * 50_000, "'" * 100_000, "f(a='x', b=\"y\"), " * 10_000):
         passes.clear()
         pythonic_scan.split_top_level(src, lenient_quotes=True)

@@ -270,10 +270,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     if len(keys) < 2:
         return []
     # the text from each name to its first key is the same for every call, and the text before each name is markup
-    first: dict[int, _Key] = {}
-    for k in keys:
-        first.setdefault(k.call, k)
-    gaps = {c: text[calls[c][1]: k.start - len(key_prefix)] for c, k in first.items()}
+    first = {k.call: k for k in reversed(keys)}  # each call's first key
+    gaps = {c: text[calls[c][1]: k.start - len(key_prefix)] for c, k in sorted(first.items())}
     gap = max(gaps.values(), key=list(gaps.values()).count)  # (a tie: the first call's, whatever the hash seed)
     if len(gap) > CONTEXT:
         return []

@@ -179,12 +179,9 @@ def _mangle_keywords(src: str) -> str:
 
 def _offset(src: str, lineno: int | None, col: int | None) -> int:
     """Character offset of an ast/SyntaxError position (``col`` counted in UTF-8 bytes by ast)."""
-    if not lineno:
-        return 0
-    lines = src.splitlines(keepends=True)
-    base = sum(len(ln) for ln in lines[: lineno - 1])
-    line = lines[lineno - 1] if lineno - 1 < len(lines) else ""
-    return base + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
+    lines = src.splitlines(keepends=True)[: lineno or 0]
+    line = lines.pop() if lineno and len(lines) == lineno else ""
+    return sum(map(len, lines)) + len(line.encode("utf-8")[: max(col or 0, 0)].decode("utf-8", errors="ignore"))
 
 
 def parse_quietly(src: str) -> ast.expr:
@@ -208,7 +205,7 @@ def parse_expr(fmt: WireFormat, src: str, offset: int) -> ast.expr:
         raise fmt.error(
             f"not a pythonic call list: {e.msg}", offset + _offset(src, e.lineno, e.offset and e.offset - 1)
         ) from None
-    except (tokenize.TokenError, IndentationError, ValueError) as e:
+    except (tokenize.TokenError, ValueError) as e:
         raise fmt.error(f"not a pythonic call list: {e}", offset) from None
     except (RecursionError, MemoryError):
         raise fmt.error("expression nested too deeply", offset) from None
@@ -364,20 +361,17 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     if fast is not None:
         return list(itertools.starmap(ToolCall.trusted, fast))
     if len(src) > MAX_AST_CHARS:
-        raise fmt.error(f"a call list of {len(src)} characters that is not in the plain layout (JSON literal values, "
-                        f"keyword arguments) is longer than the {MAX_AST_CHARS} characters the general reader takes",
-                        offset)
+        raise fmt.error(f"a call list not in the plain layout (JSON literal values, keyword arguments) is longer "
+                        f"than the {MAX_AST_CHARS} characters the general reader takes", offset)
     node = parse_expr(fmt, src, offset)
     lit = Literals(fmt, src, offset, strict=True)
     if not isinstance(node, ast.List):
         raise lit.fail(node, "the calls must be a [...] list")
     calls = []
     for el in node.elts:
-        if not isinstance(el, ast.Call):
-            raise lit.fail(el, "list items must be calls like name(key=value)")
-        name = dotted_name(el.func)
+        name = dotted_name(el.func) if isinstance(el, ast.Call) else None
         if name is None:
-            raise lit.fail(el, "a call's name must be an identifier")
+            raise lit.fail(el, "list items must be calls like name(key=value), named by an identifier")
         calls.append(ToolCall(name, lit.arguments(el)))
     return calls
 
@@ -429,7 +423,5 @@ def lenient_string(raw: str) -> tuple[str, bool] | None:
     try:
         value = parse_quietly(q + fixed + q)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return body, unescaped
-    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-        return value.value, unescaped
-    return body, unescaped
+        value = None
+    return (value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else body), unescaped

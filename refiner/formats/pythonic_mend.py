@@ -62,14 +62,11 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
             if b and (b in _WORD or b in "\"'[{-"):
                 yield p, "="
         if value_start and b:
-            yield p, "["
-            yield p, "{"
+            yield from ((p, c) for c in "[{")
         elif a in VALUE_AFTER and b in "]}":  # an empty list or dict that lost its opener
             yield p, "[" if b == "]" else "{"
         if value_end:
-            yield p, ")"
-            yield p, "]"
-            yield p, "}"
+            yield from ((p, c) for c in ")]}")
         elif a in "[{" and b in _VALUE_BEFORE:  # ... or its closer
             yield p, "]" if a == "[" else "}"
         if b == " " and a and a not in " \n,([{:=":

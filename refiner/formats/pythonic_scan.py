@@ -18,7 +18,7 @@ STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) f
 # ... and leniently: to the first unescaped quote followed by what may follow a value, so an unescaped quote inside a
 # value ('sed -n '1,5p' f') stays text (those quotes found once per text, each string's end a binary search).
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
-_CLOSING_QUOTE = {q: re.compile(f"{q}(?={_MAY_FOLLOW})") for q in "'\""}
+CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
 # A lenient string whole, from its opening quote to the first unescaped quote followed by what may follow a value.
 _LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+|\\.|{q}(?!{_MAY_FOLLOW}))*+{q}(?={_MAY_FOLLOW})" for q in "'\""}
 
@@ -27,11 +27,11 @@ _LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+|\\.|{q}(?!{_MAY_FOLLOW}))*+{q}(?={_MAY_
 def _closing_quotes(src: str, q: str) -> list[int]:
     """Positions of the quotes ``q`` in ``src`` that are not escaped and are followed by what may follow a value."""
     found = []
-    for m in _CLOSING_QUOTE[q].finditer(src):
+    for m in CLOSING_QUOTE.finditer(src):
         p = k = m.start()
         while k > 0 and src[k - 1] == "\\":
             k -= 1
-        if (p - k) % 2 == 0:
+        if (p - k) % 2 == 0 and src[p] == q:
             found.append(p)
     return found
 
@@ -156,10 +156,10 @@ def _after_run(depth: int, run: str) -> int:
 
 # Where the calls start when the opening tag is missing: characters at a body's start looked at for a misspelt tag.
 MAX_TAG_PREFIX = 256
-# A tag of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call; an
-# XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
+# Up to four tags of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call;
+# an XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
 _TAG_LIKE = re.compile(
-    r'[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))'
+    r'(?:[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))){0,4}'
 )
 # The start of a call list: "[name(".
 _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
@@ -173,13 +173,7 @@ def after_opening_tag(body: str, tag: str) -> int:
     m = tag_look_alike(tag).match(head.lstrip())
     if m is not None:
         return len(head) - len(head.lstrip()) + m.end()
-    pos = 0
-    for _ in range(4):
-        m = _TAG_LIKE.match(head, pos)
-        if m is None:
-            break
-        pos = m.end()
-    return pos
+    return _TAG_LIKE.match(head).end()
 
 
 def list_start(body: str) -> int:

@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import Any
 
 from refiner.calls import ToolCall
+from refiner.formats import pythonic_scan
 from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, offered_tools
 from refiner.formats.family import POLICY
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
@@ -201,7 +202,7 @@ class SentinelPythonic(WireFormat):
         j = chunk.find(w.close)
         for _ in range(MAX_CLOSE_TRIES):
             if j < 0 or not open_brackets(chunk[:j], lenient_quotes=True)[1] or not (
-                    _CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()):
+                    pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()):
                 return j
             j = chunk.find(w.close, j + len(w.close))
         return -1
@@ -218,10 +219,8 @@ class SentinelPythonic(WireFormat):
         if self.spelling.lines and src.startswith("[") and not at_end and not src.endswith("]"):
             src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
             out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
-        if self.spelling.lines and not src.startswith("["):
-            src = "[" + ", ".join(self._line_calls(src, out)) + close
-        elif not src.startswith("["):
-            src = f"[{src}{close}"
+        if not src.startswith("["):
+            src = "[" + (", ".join(self._line_calls(src, out)) if self.spelling.lines else src) + close
         if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
@@ -327,12 +326,10 @@ class CallLines(SentinelPythonic):
         return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
 
 
-_CLOSING_QUOTE = re.compile(r"""["'](?=[ \t\r\n]*(?:[,)\]}:]|\Z))""")  # a quote that may end a value
 # a line that starts a call, the blanks before it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too);
 # its readers strip the blanks after it (a lazy group before them would try every split of a blank run)
 _CALL_LINE = re.compile(r"^[ \t]*([A-Za-z_][\w.]*\(.*)$", re.MULTILINE)
 MAX_GLUED_TOOLS = 256  # offered tool names matched at the start of a line that does not start like a call
-_WORD = re.compile(r"\w")
 _DROPPED: Any = object()  # an argument read as no value (dropped, with a problem)
 _ARG_NAME = re.compile(r"[^\W\d]\w*")
 _LEADING_ZEROS = re.compile(r"[+-]?0[0-9_]*[0-9]")  # Python refuses 07; the model meant 7 (a month, a day)
@@ -350,17 +347,16 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
         out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
         return
-    if read_whole:
-        if complete:
-            out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+    if complete:
+        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+        return
+    if read_whole and (len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src))):
+        try:
+            out.calls.extend(strict_call_list(fmt, src, 0))
             return
-        if len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src)):
-            try:
-                out.calls.extend(strict_call_list(fmt, src, 0))
-                return
-            except FormatError as e:
-                out.note("strict", str(e))
-    if not complete and not at_end:
+        except FormatError as e:
+            out.note("strict", str(e))
+    if not at_end:
         mended = mend_list(src, end, prefix, offered_tools())
         if mended is not None:  # one character lost or doubled: the list read with it mended
             out.calls.extend(ToolCall.trusted(name, args) for name, args in mended[0])
@@ -389,14 +385,11 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
     """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
     problems = out.problems
     p = segment.find("(")
-    if p <= 0:
+    name = " ".join(segment[:p].split()) if p > 0 else ""
+    if p <= 0 or re.search(r"\w", name[: max(name.rfind("["), 0)]):  # (prose quoting a call inline: "I said [f(x=1)]")
         problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
-        if last and out.calls and _PARTIAL_NAME.fullmatch(segment):  # "[f(a=1), get_we": cut inside a name
+        if p <= 0 and last and out.calls and _PARTIAL_NAME.fullmatch(segment):  # "[f(a=1), get_we": cut in a name
             out.mark_cut(None)
-        return
-    name = " ".join(segment[:p].split())
-    if _WORD.search(name, 0, max(name.rfind("["), 0)):  # prose quoting a call inline ("I said [f(x=1)]")
-        problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
         return
     try:  # whether it reads as a (dotted) identifier
         dotted = len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
@@ -468,14 +461,10 @@ def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem],
             except FormatError as e:
                 problems.append(Problem("bad_argument", f"argument {key!r} dropped: {e.message}"))
                 return _DROPPED
-    if _LEADING_ZEROS.fullmatch(raw):
-        if getattr(param, "type", None) == "string":
-            problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written without quotes; read as "
-                                                    "the string its parameter declares"))
-            return raw
-        problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written with leading zeros; read as "
-                                                f"{int(raw)}"))
-        return int(raw)
+    if _LEADING_ZEROS.fullmatch(raw):  # a string when its parameter declares one
+        value = raw if getattr(param, "type", None) == "string" else int(raw)
+        problems.append(Problem("bad_argument", f"value {raw!r} of {key!r} written with leading zeros; read as {value!r}"))
+        return value
     text = lenient_string(raw) if len(raw) <= MAX_AST_CHARS else None
     if text is not None:
         value, unescaped = text
