@@ -261,11 +261,9 @@ def read_sample(job: Job, generation: str) -> Tier1:
                          text_values=job.text_values, offered=job.offered, unknown_tools=job.unknown_tools)
 
 
-def choose_sample(samples: Sequence[Tier1], ordered: bool) -> Tier1 | None:
-    """Best of N: among gate-passing samples the most frequent call list (earliest on ties); when none passes, the
-    one with the fewest gate errors."""
-    if not samples:
-        return None
+def choose_sample(samples: Sequence[Tier1], ordered: bool) -> Tier1:
+    """Best of N (``samples``: at least one): among gate-passing samples the most frequent call list (earliest on
+    ties); when none passes, the one with the fewest gate errors."""
     passing = [s for s in samples if s.after.passed and s.calls]
     if passing:
         keys = [tuple(k if ordered else sorted(k)) for k in ([c.key() for c in s.calls] for s in passing)]

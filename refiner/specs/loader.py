@@ -78,13 +78,8 @@ def load_tools(obj: Any, dialect: str | None = None) -> list[ToolSpec]:
     tools inside, or the API-Bank prompt. Raises :class:`SpecError` naming the dialect, tool and field."""
     if dialect is not None and dialect not in DIALECTS:
         raise SpecError(dialect, f"unknown dialect; known: {', '.join(DIALECTS)}")
-    specs: list[ToolSpec] = []
-    for i, (item, forced) in enumerate(_items(obj, dialect)):
-        if isinstance(item, ToolSpec):
-            specs.append(item)
-            continue
-        specs.append(spec_from_dict(item, forced, i))  # (None: spec_from_dict tells the dialect)
-    return specs
+    return [item if isinstance(item, ToolSpec) else spec_from_dict(item, forced, i)  # (forced None: it tells the dialect)
+            for i, (item, forced) in enumerate(_items(obj, dialect))]
 
 
 def detect_dialect(obj: Any) -> str:
