@@ -66,20 +66,14 @@ def _dict_ok(value: Mapping, options: Sequence[Any]) -> bool:
     return False
 
 
-def _as_list_option(opt: Any) -> list | None:
-    """A list option as BFCL iterates it: a list, or ``""`` (no items, so it accepts the empty list)."""
-    return opt if isinstance(opt, list) else [] if opt == "" else None
-
-
-def _list_of_dicts_ok(value: list, options: Sequence[Any]) -> bool:
-    return any(opt is not None and len(opt) == len(value)
-               and all(isinstance(v, Mapping) and _dict_ok(v, [o]) for v, o in zip(value, opt))
-               for opt in map(_as_list_option, options))
-
-
-def _list_ok(value: list, options: Sequence[Any]) -> bool:
-    std_opts = [[_std(x) for x in o] for o in map(_as_list_option, options) if o is not None]
-    return [_std(x) for x in value] in std_opts
+def _list_ok(value: list, options: Sequence[Any], of_dicts: bool) -> bool:
+    """Whether ``value`` matches one list option (``""``: no items, so it accepts the empty list): item by item as
+    dict options when ``of_dicts``, else the standardized items equal."""
+    lists = [opt if isinstance(opt, list) else [] for opt in options if isinstance(opt, list) or opt == ""]
+    if of_dicts:
+        return any(len(opt) == len(value) and all(isinstance(v, Mapping) and _dict_ok(v, [o]) for v, o in zip(value, opt))
+                   for opt in lists)
+    return [_std(x) for x in value] in [[_std(x) for x in opt] for opt in lists]
 
 
 def check_call(spec: Mapping[str, Any], call: ToolCall, answer: Mapping[str, Sequence[Any]]) -> Check:
@@ -113,7 +107,7 @@ def check_call(spec: Mapping[str, Any], call: ToolCall, answer: Mapping[str, Seq
         elif expected is str:
             ok = standardize(value) in [standardize(o) for o in options if isinstance(o, str)]
         else:
-            ok = _list_of_dicts_ok(value, options) if item_type is dict else _list_ok(value, options)
+            ok = _list_ok(value, options, item_type is dict)
         if not ok:
             return Check(False, f"parameter {p!r}: {value!r} matches none of {options!r}")
     for p, options in answer.items():

@@ -267,7 +267,5 @@ def refine_safely(refiner: Any, requests: Sequence[Mapping[str, Any]]) -> list[d
 
 def refine_all(refiner: Any, requests: Sequence[Mapping[str, Any]], desc: str, progress: bool = True) -> list[dict]:
     """:func:`refine_safely` over ``requests``, :data:`BATCH` at a time, with a progress bar."""
-    results: list[dict] = []
-    for chunk in batches(requests, BATCH, desc, progress=progress, leave=False):
-        results += refine_safely(refiner, chunk)
-    return results
+    return [result for chunk in batches(requests, BATCH, desc, progress=progress, leave=False)
+            for result in refine_safely(refiner, chunk)]

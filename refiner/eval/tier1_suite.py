@@ -408,13 +408,9 @@ def class_table(result: SuiteResult) -> str:
 
 def group_rates(result: SuiteResult, group: str = "format", policy: str = "default") -> dict[str, tuple[int, int]]:
     """Per format: ``(fixed, n)`` over the rows of one error group (``format``, ``name``, ...), under ``policy``."""
-    table = result.tables.get(policy, {})
-    out: dict[str, tuple[int, int]] = {}
-    for f in result.fmts:
-        c = sum((table.get(row, {}).get(f, Counter()) for row in row_names(ERROR_GROUPS[group])), Counter())
-        if c["n"]:
-            out[f] = (c["fixed"], c["n"])
-    return out
+    table, rows = result.tables.get(policy, {}), row_names(ERROR_GROUPS[group])
+    return {f: (c["fixed"], c["n"]) for f in result.fmts
+            if (c := sum((table.get(row, {}).get(f, Counter()) for row in rows), Counter()))["n"]}
 
 
 def matrix_table(result: SuiteResult, policy: str) -> str:
