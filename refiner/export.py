@@ -30,16 +30,13 @@ def resolve_actor_dir(ckpt: str | Path) -> Path:
     root = Path(ckpt)
     if not root.is_dir():
         raise ExportError(f"checkpoint folder not found: {root}")
-    for cand in (root, root / "actor"):
-        if (cand / "fsdp_config.json").is_file():
-            return cand
     latest = root / "latest_checkpointed_iteration.txt"
     step = latest.read_text().strip() if latest.is_file() else ""
     step_dir = root / f"global_step_{step}"
     if not step.isdigit() or not step_dir.is_dir():
         steps = sorted((int(m.group(1)), p) for p in root.iterdir() if p.is_dir() and (m := _STEP_DIR.match(p.name)))
         step_dir = steps[-1][1] if steps else root
-    for cand in (step_dir / "actor", step_dir):
+    for cand in (root, root / "actor", step_dir / "actor", step_dir):
         if (cand / "fsdp_config.json").is_file():
             return cand
     raise ExportError(f"{root}: no FSDP checkpoint found (looked for fsdp_config.json in it, in actor/, and in the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import random
@@ -138,10 +139,8 @@ class OpenAIEngine(Engine):
                 last = f"HTTP {response.status_code}: {_error_detail(response)}"
                 if response.status_code not in RETRY_STATUS:
                     raise EngineError(f"{method} {url}: {last}")
-                try:
+                with contextlib.suppress(ValueError):
                     retry_after = float(response.headers.get("retry-after", ""))
-                except ValueError:
-                    retry_after = None
             if attempt == self.max_retries:
                 break
             delay = retry_after if retry_after is not None else self.backoff * 2**attempt * (0.5 + random.random())

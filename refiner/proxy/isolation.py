@@ -183,13 +183,12 @@ class WorkerPool:
         await self._loop.run_in_executor(None, self._forks.start)
         started = await asyncio.gather(*(self._loop.run_in_executor(None, self._forks.fork)
                                          for _ in range(self.size)), return_exceptions=True)
-        errors = [s for s in started if isinstance(s, BaseException)]
-        if len(errors) == len(started):
-            raise RuntimeError(f"no tier-1 worker process could be started: {errors[0]!r}") from errors[0]
-        self._starting += len(started) - len(errors)
-        for s in started:
-            if not isinstance(s, BaseException):
-                self._add(*s)
+        forked = [s for s in started if not isinstance(s, BaseException)]
+        if not forked:
+            raise RuntimeError(f"no tier-1 worker process could be started: {started[0]!r}") from started[0]
+        self._starting += len(forked)
+        for s in forked:
+            self._add(*s)
         self._fill()
 
     async def stop(self) -> None:
@@ -367,10 +366,9 @@ class WorkerPool:
             return
         worker.gone = True
         self._busy.discard(worker)
-        with contextlib.suppress(ValueError):
-            self._idle.remove(worker)
-        with contextlib.suppress(ValueError):
-            self._slow.remove(worker)
+        for queue in (self._idle, self._slow):
+            with contextlib.suppress(ValueError):
+                queue.remove(worker)
         task, worker.task = worker.task, None
         if task is not None:
             task.settle(error or WorkerLost("the worker was stopped"))

@@ -373,11 +373,8 @@ def content_or_none(text: str) -> str | None:
 
 def upstream_reasoning(message: dict) -> str | None:
     """The reasoning an upstream already separated (``reasoning_content``, or vLLM's newer ``reasoning``)."""
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+    return next((message[k] for k in ("reasoning_content", "reasoning") if isinstance(message.get(k), str) and message[k]),
+                None)
 
 
 def with_reasoning(message: dict, reasoning: str | None) -> dict:

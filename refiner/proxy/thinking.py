@@ -143,9 +143,8 @@ class PromptReasoning:
         if not self.learning or thinking_hint(body) is not None:
             return
         said = answer_says(content, finish_reason)
-        if said is None:
-            return
-        self.learned.put(model_of(body), said)
+        if said is not None:
+            self.learned.put(model_of(body), said)
 
     def describe(self) -> dict:
         return {"template": self.template.where if self.template is not None else None,

@@ -6,6 +6,7 @@ streamed, each call is sent whole in the delta that closes it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import sys
@@ -273,13 +274,8 @@ def _build_reasoning() -> type:
             found = [j + len(c) for _, c in pairs() if (j := text.find(c)) >= 0]
             if not found:
                 return []
-            lo, hi = 0, len(input_ids)  # the fewest ids whose text reaches past the closer
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if len(self._decode(input_ids[:mid])) >= min(found):
-                    hi = mid
-                else:
-                    lo = mid + 1
+            # the fewest ids whose text reaches past the closer
+            lo = bisect.bisect_left(range(len(input_ids)), min(found), key=lambda n: len(self._decode(input_ids[:n])))
             return list(input_ids[lo:])
 
         def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
