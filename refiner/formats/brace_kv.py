@@ -429,13 +429,14 @@ class BraceKV(WireFormat):
         for t in tokens:
             by_letters.setdefault(letters(t), []).append(t)
         edits: list[tuple[int, int, str]] = []
+        lettered: dict[str, str] = {}  # (each look-alike spelling's letters, told once per text)
         quotes, seen = 0, start  # quote tokens before ``seen``: an odd count puts a look-alike inside a string value
         for m in itertools.islice(found.finditer(text, start), MAX_RESPELT):
             got = m.group()
             quotes, seen = quotes + text.count(sp.quote, seen, m.start()), m.start()
             if got in tokens or quotes % 2:
                 continue
-            choices = by_letters.get(letters(got), [])
+            choices = by_letters.get(lettered.get(got) or lettered.setdefault(got, letters(got)), [])
             if len(choices) > 1:
                 bar_first = got[1:2] == "|"
                 bar_last = got.rstrip(">]")[-1:] == "|"

@@ -49,7 +49,7 @@ class Hit:
 
 def letters(word: str) -> str:
     """A tag's word with case and everything but letters and digits dropped (``<Arg-Key>`` -> ``argkey``)."""
-    return "".join(ch for ch in word.lower() if ch.isalnum())
+    return _NOT_ALNUM.sub("", word.lower())
 
 
 def tag_word(tag: str) -> str:
@@ -79,6 +79,7 @@ def foreign_tags(own: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(found.difference(own), key=lambda t: (-len(t), t)))
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")  # (what str.isalnum refuses, on every code point)
 _GENERIC = re.compile(r"[<\[](/?)([A-Za-z][A-Za-z_\-]{1,%d})([>\]=])" % MAX_WORD)
 _RUN = re.compile(r"[A-Za-z0-9_\-]*")
 MAX_FUZZY = 128  # one-letter-off comparisons one scan makes at most (each costs a few microseconds)
