@@ -135,14 +135,7 @@ class _Reader:
     def plain(self, m: re.Match) -> Any:
         """The value of a plain member or element (a string holding no first character of the quote token, a literal
         or a number)."""
-        raw = m["scalar"]
-        if raw is None:
-            return m["string"]
-        value = LITERALS.get(raw, _NOTHING)
-        if value is not _NOTHING:
-            return value
-        pos = m.start("scalar")
-        return self.number(raw, pos) if len(raw) <= MAX_NUMBER_CHARS else self.scalar(raw, pos)
+        return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
 
     def scalar(self, raw: str, pos: int) -> Any:
         """A bare value: a literal, a number, else text (reported)."""

@@ -17,7 +17,6 @@ import re
 from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient
 from refiner.formats.named_json import NAME_PATTERN, NamedJson, NamedSpelling
-from refiner.formats.strict import first_tag
 from refiner.formats.tags import Speller, apply_edits, respelt, tag_hits
 from refiner.formats.text import reasoning_offset, skip_ws
 
@@ -47,10 +46,6 @@ class FunctionaryV31(NamedJson):
         if not body.startswith(OPEN, at) or not super().sniff(body, at):
             return False
         return body.startswith("{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
-
-    def parse_strict(self, text: str) -> list[ToolCall]:
-        first_tag(self, text, OPEN, f"no {OPEN}NAME{NAME_END}")  # (the message this row gives)
-        return super().parse_strict(text)
 
     def _after_calls(self, text: str, pos: int, calls: list[ToolCall]) -> list[ToolCall]:
         if text.startswith(PYTHON_TAG, pos):

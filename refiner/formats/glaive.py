@@ -79,24 +79,21 @@ class Glaive(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         for chunk in lenient_blocks(text, OPEN, CLOSE, out.problems, stop=TURN_BREAK):
-            add_call(out, self._lenient_object(chunk))
-
-    def _lenient_object(self, chunk: str) -> Any:
-        try:
-            return _parse_object(self, chunk, 0)[0]
-        except (FormatError, RecursionError):
-            pass
-        at_end = ends_text(chunk)  # (unquoting changes the block's last characters)
-        i = chunk.find("'{")
-        if i >= 0:  # unquote a single-quoted arguments text so JSON repair sees an object
-            j = chunk.rfind("'")
-            if j > i + 1 and not chunk[j + 1 :].strip(" \t\r\n}"):
-                chunk = chunk[:i] + chunk[i + 1 : j] + chunk[j + 1 :]
-            else:
-                chunk = chunk[:i] + chunk[i + 1 :]
-        elif at_end and chunk.rstrip().endswith("'"):  # cut right after the quote that opens the arguments
-            chunk = chunk.rstrip()[:-1]
-        return lenient_json(chunk, at_end=at_end)
+            try:
+                value = _parse_object(self, chunk, 0)[0]
+            except (FormatError, RecursionError):
+                at_end = ends_text(chunk)  # (unquoting changes the block's last characters)
+                i = chunk.find("'{")
+                if i >= 0:  # unquote a single-quoted arguments text so JSON repair sees an object
+                    j = chunk.rfind("'")
+                    if j > i + 1 and not chunk[j + 1 :].strip(" \t\r\n}"):
+                        chunk = chunk[:i] + chunk[i + 1 : j] + chunk[j + 1 :]
+                    else:
+                        chunk = chunk[:i] + chunk[i + 1 :]
+                elif at_end and chunk.rstrip().endswith("'"):  # cut right after the quote that opens the arguments
+                    chunk = chunk.rstrip()[:-1]
+                value = lenient_json(chunk, at_end=at_end)
+            add_call(out, value)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return "\n".join(

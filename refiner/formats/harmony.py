@@ -190,12 +190,10 @@ class Harmony(WireFormat):
         args, end = decode_at(self, text, at)
         args = expect_object(self, args, f"the arguments of {name!r}", at)
         end = skip_ws(text, end)
-        for close in (CALL, self.spelling.between):
-            if text.startswith(close, end):
-                return ToolCall.trusted(name, args), end + len(close)
-        if end >= len(text):
-            return ToolCall.trusted(name, args), end
-        raise self.error(f"expected {CALL} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
+        close = next((c for c in (CALL, self.spelling.between) if text.startswith(c, end)), "")
+        if not close and end < len(text):
+            raise self.error(f"expected {CALL} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
+        return ToolCall.trusted(name, args), end + len(close)
 
     def recover(self, text: str, out: Lenient) -> None:
         text = respell_tokens(text, self.tags + (RETURN,), out)

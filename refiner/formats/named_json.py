@@ -185,7 +185,7 @@ class NamedJson(WireFormat):
         if sp.section_open is not None:
             call = layout(sp).call if sp.loose else sp.call_open
             return token_sections(self, text, sp.section_open, call, sp.section_close, self._call)
-        start, i = first_tag(self, text, sp.call_open, f"no {sp.call_open}NAME")
+        start, i = first_tag(self, text, sp.call_open, f"no {sp.call_open}NAME{sp.name_close.strip()}")
         calls: list[ToolCall] = []
         for _ in range(MAX_CALLS):
             pos = i + len(sp.call_open)
@@ -435,18 +435,15 @@ class NamedJson(WireFormat):
                 left, found, index = name.rpartition(sp.counter)
                 name, whole = (left, whole) if found and index.isdigit() else (name, False)
         name = name.strip()
-        if not name:
-            out.note("no_name", f"a call without a tool name: {seg[:60]!r}")
+        counted = bool(sp.counter) and _NO_NAME.fullmatch(name) is not None
+        tools = offered_tools() if counted else None
+        if not name or counted and (tools is None or len(tools) != 1):
+            out.note(*(("unnamed_call", f"call id {call_id[:60]!r} names no tool") if name
+                       else ("no_name", f"a call without a tool name: {seg[:60]!r}")))
             if cut:
                 out.mark_cut(None)
             return after
-        if sp.counter and _NO_NAME.fullmatch(name):
-            tools = offered_tools()
-            if tools is None or len(tools) != 1:
-                out.note("unnamed_call", f"call id {call_id[:60]!r} names no tool")
-                if cut:
-                    out.mark_cut(None)
-                return after
+        if counted:
             name = next(iter(tools))
             out.note("bad_name", f"call id {call_id[:60]!r} names no tool; read as the one tool offered, {name!r}")
         elif not whole:

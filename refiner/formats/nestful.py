@@ -59,12 +59,10 @@ class Nestful(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         body = strip_reasoning(text)
-        if (mended := mend_json_list(body, offered_tools())) is not None:  # one character lost or doubled: mended
-            value, what = mended
-            out.note("mended", f"broken call list read whole: {what}")
-        elif (loose := read_bare_lists(body, offered_tools())) is not None:  # its brackets lost
-            value, what = loose
-            out.note("mended", f"call list read whole: {what}")
+        # a character lost or doubled (mended), else list arguments' brackets lost
+        if (whole := mend_json_list(body, offered_tools()) or read_bare_lists(body, offered_tools())) is not None:
+            value = whole[0]
+            out.note("mended", f"call list read whole: {whole[1]}")
         else:
             value = lenient_json_in_prose(body, _looks_like_calls)
         if not isinstance(value, list):
