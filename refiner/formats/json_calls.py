@@ -21,8 +21,7 @@ from refiner.formats.base import DETECT_CHARS, Detection, FormatError, Lenient, 
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
 from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
-                                     lenient_json_in_prose, written_before_cut)
-from refiner.formats.mistral import tokens_outside_strings
+                                     lenient_json_in_prose, tokens_outside_strings, written_before_cut)
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
@@ -361,7 +360,7 @@ class JsonCalls(WireFormat):
             out.note("missing_tag", f"missing {tag}")
         else:
             body = body[i + len(tag) :]
-            cuts = tokens_outside_strings(body, 0, token=tag)
+            cuts = tokens_outside_strings(body, 0, tag)
             ends = [0] + [j + len(tag) for j in cuts]
             body = " ".join(body[a:b] for a, b in zip(ends, [*cuts, len(body)]))
         self._recover_value(body, out)

@@ -119,6 +119,56 @@ class TokenFinder:
         return best, which
 
 
+MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this length (longer ones: only in junk)
+
+
+def _unescaped_quotes(text: str, a: int, b: int) -> int:
+    """How many double quotes of ``text[a:b]`` are not escaped, by C-speed counts of backslash runs before them."""
+    n = text.count('"', a, b)
+    if n and text.find("\\", a, b) >= 0:
+        k, sign, run = 1, -1, '\\"'
+        while k <= MAX_ESCAPE_RUN:
+            c = text.count(run, a, b)
+            if not c:
+                break
+            n += sign * c
+            k, sign, run = k + 1, -sign, "\\" + run
+    return n
+
+
+def tokens_outside_strings(text: str, start: int, token: str, starts_call: re.Pattern | None = None) -> list[int]:
+    """Positions of the ``token`` occurrences after ``start`` (outside any JSON string) that lie outside JSON
+    strings; with ``starts_call`` (a token that starts a call), only the first, or one inside a string where
+    ``starts_call`` matches (the string lost its closing quote). Linear: the quotes between two tokens are counted
+    once."""
+    found: list[int] = []
+    inside, pos = False, start
+    quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
+    b = text.find(token, pos)
+    while b >= 0:
+        if 0 <= quote < b:
+            inside ^= _unescaped_quotes(text, pos, b) % 2 == 1
+        if not inside:
+            found.append(b)
+            if starts_call is not None:
+                return found
+            pos = b + len(token)
+            b = text.find(token, pos)
+        else:  # every token up to the next quote is in this string
+            q = text.find('"', b)
+            if starts_call is not None:
+                call = starts_call.search(text, b, len(text) if q < 0 else q + 300)
+                if call is not None and (q < 0 or call.start() < q):
+                    return [call.start()]
+            if q < 0:
+                return found
+            pos = b + len(token)
+            b = text.find(token, q)
+        if 0 <= quote < pos:
+            quote = text.find('"', pos)
+    return found
+
+
 def past_strings(finder: TokenFinder, pos: int, end: int, tag: str | None) -> tuple[int, str | None]:
     """``(end, tag)`` of a call found plainly to end at ``end``, once the JSON value it holds is read past."""
     brace = finder.text.find("{", pos, end)

@@ -8,7 +8,8 @@ vLLM ``mistral_tool_parser.py``); text before the token is the message content.
   ``[ARGS]`` (dropped), or without ``[ARGS]`` (as vLLM reads it).
 
 Detection tells them apart by what follows the token. Reasoning may come first as ``<think>...</think>`` or
-``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text (:func:`tokens_outside_strings`).
+``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text
+(:func:`~refiner.formats.lenient.tokens_outside_strings`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent
-from refiner.formats.lenient import add_arguments_call
+from refiner.formats.lenient import add_arguments_call, tokens_outside_strings
 from refiner.formats.strict import JSON_DECODER, decode_at, first_tag
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -71,56 +72,6 @@ def _run_start(text: str, lo: int, i: int) -> int:
 
 # A [TOOL_CALLS] that starts a call: a name, then [CALL_ID]..., [ARGS] or the arguments' "{".
 _BOT_CALL = re.compile(r"\[TOOL_CALLS\][\w.\-]{1,256}(?:\[CALL_ID\]|\[ARGS\]|\{)")
-MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this length (longer ones: only in junk)
-
-
-def _unescaped_quotes(text: str, a: int, b: int) -> int:
-    """How many double quotes of ``text[a:b]`` are not escaped, by C-speed counts of backslash runs before them."""
-    n = text.count('"', a, b)
-    if n and text.find("\\", a, b) >= 0:
-        k, sign, run = 1, -1, '\\"'
-        while k <= MAX_ESCAPE_RUN:
-            c = text.count(run, a, b)
-            if not c:
-                break
-            n += sign * c
-            k, sign, run = k + 1, -sign, "\\" + run
-    return n
-
-
-def tokens_outside_strings(text: str, start: int, stop_at_call: bool = False, token: str = BOT) -> list[int]:
-    """Positions of the ``token`` occurrences after ``start`` (outside any JSON string) that lie outside JSON
-    strings; with ``stop_at_call``, only the first, or one inside a string that a call follows (``[TOOL_CALLS]NAME``
-    then ``[ARGS]`` or ``{``: the string lost its closing quote). Linear: the quotes between two tokens are counted
-    once."""
-    found: list[int] = []
-    inside, pos = False, start
-    quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
-    b = text.find(token, pos)
-    while b >= 0:
-        if 0 <= quote < b:
-            inside ^= _unescaped_quotes(text, pos, b) % 2 == 1
-        if not inside:
-            found.append(b)
-            if stop_at_call:
-                return found
-            pos = b + len(token)
-            b = text.find(token, pos)
-        else:  # every token up to the next quote is in this string
-            q = text.find('"', b)
-            if stop_at_call:
-                call = _BOT_CALL.search(text, b, len(text) if q < 0 else q + 300)
-                if call is not None and (q < 0 or call.start() < q):
-                    return [call.start()]
-            if q < 0:
-                return found
-            pos = b + len(token)
-            b = text.find(token, q)
-        if 0 <= quote < pos:
-            quote = text.find('"', pos)
-    return found
-
-
 def _segments(body: str) -> tuple[str, list[str]]:
     """``(the text before the first [TOOL_CALLS], each call's text after its token)``; a call's arguments run to
     where they decode, else to the next token outside their strings."""
@@ -135,7 +86,7 @@ def _segments(body: str) -> tuple[str, list[str]]:
             try:
                 nxt = body.find(BOT, JSON_DECODER.raw_decode(body, brace)[1])
             except (ValueError, RecursionError):
-                after = tokens_outside_strings(body, brace, stop_at_call=True)
+                after = tokens_outside_strings(body, brace, BOT, starts_call=_BOT_CALL)
                 nxt = after[0] if after else -1
         segments.append(body[s : nxt if nxt >= 0 else len(body)])
         i = nxt
