@@ -39,8 +39,8 @@ from refiner.gate import (
     GateReport,
     check_reading,
     check_text,
+    excused,
     in_enum,
-    is_declared_default,
     json_type,
     type_matches,
 )
@@ -225,11 +225,9 @@ def coerce_value(
     as ``count`` has left are looked at."""
     if count is None:
         count = Count(MAX_COERCED_VALUES)
-    if param is None or depth > MAX_DEPTH or not count.take() or is_reference(value):
+    if param is None or depth > MAX_DEPTH or not count.take() or excused(param, value):
         return value
     ptype = getattr(param, "type", None)
-    if is_declared_default(param, value):
-        return value
     if strings:
         if ptype is None:
             return value

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from refiner.specs.model import Param, SpecError, ToolSpec
-from refiner.specs.schema import MAX_DEPTH, is_json_schema, normalise
+from refiner.specs.schema import MAX_DEPTH, TOO_DEEP, is_json_schema, normalise
 from refiner.specs.types import TypeInfo, parse_type, type_of_values, union
 
 DIALECTS = (
@@ -164,7 +164,7 @@ def _plain_param(value: Any, depth: int = 0) -> Param | None:
             return None
         if (base := _plain_param(alts[alts[0] == _NULL], depth)) is None:
             return None
-        ptype, items, props, required, nullable = base.type, base.items, dict(base.properties), base.required, True
+        ptype, items, props, required, nullable = base.type, base.items, base.properties, base.required, True
     else:
         if type(ptype) is list and len(ptype) == 2 and "null" in ptype:  # [T, "null"]: a nullable T
             ptype, nullable = ptype[ptype[0] == "null"], True
@@ -196,8 +196,7 @@ def read_param(ctx: Ctx, path: str, value: Any) -> tuple[Param, bool | None, boo
     if plain is not None:
         return plain, None, False
     if ctx.depth > MAX_DEPTH:
-        note = f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value"
-        ctx.notes += [] if note in ctx.notes else [note]
+        ctx.notes += [] if TOO_DEEP in ctx.notes else [TOO_DEEP]
         return Param(), None, False
     ctx.depth += 1  # (a SpecError raised below ends the tool's reading, and its Ctx with it)
     got = _read_param(ctx, path, value)

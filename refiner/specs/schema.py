@@ -15,6 +15,7 @@ from refiner.specs.types import MAX_DEPTH, parse_type
 
 MAX_NODES = 4096  # schema nodes visited per tool (references expanded count again)
 MAX_REF_DEPTH = 16  # references followed inside one another
+TOO_DEEP = f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value"  # (the note where one is cut)
 _COMBINATORS = ("allOf", "anyOf", "oneOf")
 _DEFS = ("$defs", "definitions")
 
@@ -54,7 +55,7 @@ class _Walk:
             self.note(f"a schema of more than {MAX_NODES} nodes: the rest read as any value")
             return {}
         if depth > 2 * MAX_DEPTH:
-            self.note(f"a schema nested more than {MAX_DEPTH} deep: the rest read as any value")
+            self.note(TOO_DEEP)
             return {}
         if isinstance(node, bool):  # (boolean schemas stay: the readers take them where they may stand)
             return node
