@@ -20,7 +20,9 @@ STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) f
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
 CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
 # A lenient string whole, from its opening quote to the first unescaped quote followed by what may follow a value.
-_LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+|\\.|{q}(?!{_MAY_FOLLOW}))*+{q}(?={_MAY_FOLLOW})" for q in "'\""}
+# (a run of plain characters is taken whole, the lookahead refusing to split it: no backtracking into it; Python 3.10
+# has no possessive quantifier)
+_LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+(?![^{q}\\])|\\.|{q}(?!{_MAY_FOLLOW}))*{q}(?={_MAY_FOLLOW})" for q in "'\""}
 
 
 @functools.lru_cache(maxsize=4)
@@ -121,7 +123,7 @@ def _strings(lenient_double: bool, lenient_single: bool) -> str:
 # the end) with its strings whole.
 _MODES = [(d, s) for d in (False, True) for s in (False, True)]
 _STRINGS = {mode: re.compile(_strings(*mode), re.DOTALL) for mode in _MODES}
-_SPAN = {mode: re.compile(f"(?:[^\"']++|{_strings(*mode)})*+", re.DOTALL) for mode in _MODES}
+_SPAN = {mode: re.compile(f"(?:[^\"']+|{_strings(*mode)})*", re.DOTALL) for mode in _MODES}  # (nothing follows)
 
 
 def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:

@@ -208,7 +208,7 @@ def _state() -> dict[str, Any]:
             line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(starts)),
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
-            opener=re.compile(r"[ \t\r\n]*+(" + trie_pattern(p[0] for p in known) + ")"),  # (after the blanks)
+            opener=re.compile(r"[ \t\r\n]*(" + trie_pattern(p[0] for p in known) + ")"),  # (after the blanks)
             # the pair an answer opening with an opener (the longest written there) starts: the first pair whose opener
             # it begins with
             opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
