@@ -6,6 +6,7 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.pipeline import Refiner
 
 CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 
@@ -14,7 +15,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
-                                  "k2_horizon_json", "minicpm3", "cwm", "onyx"])
+                                  "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -178,3 +179,14 @@ def test_the_required_tool_choice_list_is_nestfuls_and_the_tagged_lists_stay_the
     for marker, row in (("functools", "phi4_mini"), (" -> tool/function_call\n", "hyperclovax_14b"),
                         ("<|tool_call|>", "granite"), ("<func_call>", "xlam")):
         assert formats.detect_format(marker + listed) == row
+
+
+def test_rubras_opening_word_names_no_call():
+    """Rubra's words around a call are plain text: glued to a broken object, the opening word is not read as a tool's
+    name; in prose, with no object after it, it opens no call."""
+    junk = 'starttoolcall{"name": 7, "arguments": }endtoolcall'
+    assert formats.detect_format(junk) == "rubra"
+    assert Refiner().refine({"upstream": junk})["calls"] == []
+    said = "Rubra writes starttoolcall before a call; nothing is called here."
+    assert Refiner().refine({"upstream": said})["calls"] == []
+    assert formats.get("rubra").parse_strict(formats.get("rubra").render([CALL, CALL])) == [CALL, CALL]

@@ -687,6 +687,14 @@ CATALOG: tuple[Row, ...] = (
                         "sgl-project/sglang python/sglang/srt/function_call/longcat_detector.py")),
         JsonCalls, JsonSpelling("<longcat_tool_call>", "</longcat_tool_call>", "object", follows=("{",))),
     Row(
+        Family("rubra", 'Rubra: starttoolcall{"name": ..., "arguments": {...}}endtoolcall per call (plain words, no '
+               "special tokens)",
+               models=("rubra-ai/Meta-Llama-3-8B-Instruct", "rubra-ai/Mistral-7B-Instruct-v0.3",
+                       "rubra-ai/Phi-3-mini-128k-instruct", "rubra-ai/Qwen2-7B-Instruct", "rubra-ai/gemma-1.1-2b-it"),
+               sources=("sanjay920/vllm vllm/entrypoints/openai/tool_parsers/rubra_tool_parser.py (its parser rubra)",
+                        "rubra-ai/rubra docs/docs/inference/vllm.md (rubra-ai's vLLM fork)")),
+        JsonCalls, JsonSpelling("starttoolcall", "endtoolcall", "object", lead="", follows=("{",))),
+    Row(
         Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
                          "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
                          "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"

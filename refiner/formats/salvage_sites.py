@@ -322,6 +322,8 @@ class SiteReader:
         if m is None:
             return None
         written = m.group(1)
+        if written in marker_table().naming["markers"]:  # a format's opening word (Rubra's starttoolcall) names no tool
+            return None
         structured, where, _ = self.context(start)
         if not structured:
             return None
