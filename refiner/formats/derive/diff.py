@@ -20,10 +20,9 @@ from refiner.formats.text import common_prefix, common_suffix
 def placeholder_tools() -> list[dict]:
     def prop(v: Any) -> dict:
         t = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}[type(v)]
-        out: dict[str, Any] = {"type": t, "description": f"a {t}"}
-        if isinstance(v, dict):  # what some templates read to spell the type (Command R+'s Dict[str, ...])
-            out["additionalProperties"] = {"type": "string"}
-        return out
+        # (what some templates read to spell an object's type: Command R+'s Dict[str, ...])
+        values = {"additionalProperties": {"type": "string"}} if isinstance(v, dict) else {}
+        return {"type": t, "description": f"a {t}", **values}
 
     return [{"type": "function", "function": {
         "name": n, "description": f"tool {n}",
@@ -115,7 +114,7 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
             except TemplateFailure as e:
                 rec.missing.append(f"calls: the template renders one call per turn and refuses two ({e}): what "
                                    "separates calls cannot be derived")
-                rec.sections = {k: v for k, v in sections.items() if k == "one"}
+                rec.sections = {"one": sections["one"]}
                 return rec
             break
     rec.sections = sections

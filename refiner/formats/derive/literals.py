@@ -7,6 +7,7 @@ around the two calls (:func:`_frame`).
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 from refiner.formats.anchored import quote_closers
@@ -98,14 +99,9 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
     out = {"name_key": name_key, "id_key": id_key, "id_position": "json_key" if id_key else "", "wrapper": "",
            "wrapper_fields": {}}
     for k, v in value.items():
-        if v == ARGS[i]:
-            return out | {"args_key": k, "args_as_text": False}
-        if isinstance(v, str) and v.startswith("{"):
-            try:
-                if json.loads(v) == ARGS[i]:
-                    return out | {"args_key": k, "args_as_text": True}
-            except ValueError:
-                pass
+        text = v.rstrip() if isinstance(v, str) else ""  # (the arguments as a JSON string: that object alone)
+        if v == ARGS[i] or json_values(text) == [(0, len(text), ARGS[i])]:
+            return out | {"args_key": k, "args_as_text": v != ARGS[i]}
     return None
 
 
@@ -193,7 +189,7 @@ def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tu
             return (f": the value {args[key]!r} of {key!r} is written in none of the spellings read (as is, JSON, "
                     f"Python, between quote tokens): the template wrote {text[k: k + len(key) + 40]!r}")
         out.append((k, k + len(key), *found))
-    return " (the values overlap the keys)" if any(a[3] > b[0] for a, b in zip(out, out[1:])) else out
+    return " (the values overlap the keys)" if any(a[3] > b[0] for a, b in pairwise(out)) else out
 
 
 def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
@@ -227,8 +223,7 @@ def read_pairs(rec: Record, two: str) -> bool:
     a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0], quote)
     n1 = two.find(NAMES[1], a0[-1][3]) if isinstance(a0, list) else -1
     a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else " (the second name follows no argument)"
-    if isinstance(a0, str) or isinstance(a1, str):
-        why = a0 if isinstance(a0, str) else a1
+    if isinstance(why := a0 if isinstance(a0, str) else a1, str):
         rec.missing.append(f"arguments: neither one JSON value per call nor one element per argument{why}")
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
