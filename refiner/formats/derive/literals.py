@@ -82,20 +82,17 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
         return None
     if not wrapped and len(value) == 1 and value.get(NAMES[i]) == ARGS[i]:
         return {"keyed": True}
+    # the key of the call's id: the id given, or the call's place in the turn
+    id_key = next((k for k, v in value.items() if v == IDS[i] or type(v) in (int, str) and str(v) == str(i)), "")
     name_key = next((k for k, v in value.items() if v == NAMES[i]), None)
-    if name_key is None:
-        if wrapped:
+    if name_key is None:  # the call object under a key of this one (one level down)
+        inner = None if wrapped else next(((k, c) for k, v in value.items() if (c := _call_keys(v, i, True))), None)
+        if inner is None:
             return None
-        for k, v in value.items():
-            inner = _call_keys(v, i, True)
-            if inner is not None:
-                id_key = next((x for x, y in value.items() if _is_id(y, i)), "")
-                fields = {x: y for x, y in value.items() if x not in (k, id_key)}
-                if id_key and not inner["id_key"]:
-                    inner.update(id_key=id_key, id_position="wrapper_key")
-                return inner | {"wrapper": k, "wrapper_fields": fields}
-        return None
-    id_key = next((k for k, v in value.items() if _is_id(v, i)), "")
+        key, keys = inner
+        if id_key and not keys["id_key"]:
+            keys.update(id_key=id_key, id_position="wrapper_key")
+        return keys | {"wrapper": key, "wrapper_fields": {x: y for x, y in value.items() if x not in (key, id_key)}}
     out = {"name_key": name_key, "id_key": id_key, "id_position": "json_key" if id_key else "", "wrapper": "",
            "wrapper_fields": {}}
     for k, v in value.items():
@@ -103,11 +100,6 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
         if v == ARGS[i] or json_values(text) == [(0, len(text), ARGS[i])]:
             return out | {"args_key": k, "args_as_text": v != ARGS[i]}
     return None
-
-
-def _is_id(value: Any, i: int) -> bool:
-    """Whether ``value`` is call ``i``'s id: the id given, or the call's place in the turn."""
-    return value == IDS[i] or (type(value) in (int, str) and str(value) == str(i))
 
 
 def _set_keys(rec: Record, shape: str, keys: dict[str, Any], written: str) -> None:

@@ -188,15 +188,14 @@ def compile_template(template: ChatTemplate) -> jinja2.Template:
 def render(compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None,
            **extra: Any) -> str:
     """One render of ``messages`` as ``apply_chat_template(tokenize=False)`` gives it, or :class:`TemplateFailure`."""
-    context = {"bos_token": "", "eos_token": "", **ENGINE_CONTEXT, **template.tokens, **extra}
+    context = {"bos_token": "", "eos_token": "", "add_generation_prompt": False, **ENGINE_CONTEXT, **template.tokens,
+               **extra}
     if tools and "functions" not in context:  # (firefunction-v2 reads the tools as indented JSON)
         context["functions"] = json.dumps(tools, ensure_ascii=False, indent=2)
-    generation = bool(context.pop("add_generation_prompt", False))
     compiled.environment.steps = 0
     try:
         parts, size = [], 0
-        for part in compiled.generate(messages=messages, tools=tools, documents=None, add_generation_prompt=generation,
-                                      **context):
+        for part in compiled.generate(messages=messages, tools=tools, documents=None, **context):
             size += len(part)
             if size > MAX_RENDER_CHARS:
                 raise TemplateBudget(f"a render longer than {MAX_RENDER_CHARS} characters")

@@ -278,9 +278,7 @@ def _xml_plan(rec: Record) -> RowPlan | str:
             return f"the call element is not closed by {close} ({ce!r})"
         kw: dict[str, Any] = {"name_at": placed[0], "call_open": placed[1], "call_close": close}
         ce = ce[len(close) :].strip()
-        if bool(cs) != bool(ce):
-            return f"a call is opened by {cs!r} and closed by {ce!r}"
-        if cs:  # (a message of its own per call: its section holds the message's calls, one as the template writes)
+        if cs or ce:  # (a message of its own per call: its section holds the message's calls, one as the template writes)
             kw.update(section_open=cs, section_close=ce, section_per_call=not rec.call_header)
     elif not np and cs:
         kw = {"name_at": "text", "call_open": cs, "call_close": ce, "name_sep": ns.strip() or "\n"}
