@@ -168,14 +168,13 @@ def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: st
     bare = none if not content else _or_none(r, _turn(None))
     bare, content = (none, content) if bare is None else (bare, "")
     try:
-        text = inserted(bare, r(_turn(None, REASONING, content)))
+        before, found, after = inserted(bare, r(_turn(None, REASONING, content))).partition(REASONING)
     except TemplateFailure:
         return
-    i = text.find(REASONING)
-    if i < 0:
+    if not found:
         rec.derived_from["reasoning_start"] = "the template writes no reasoning of a past turn"
     else:
-        rec.reasoning_start, rec.reasoning_end = text[:i], text[i + len(REASONING):]
+        rec.reasoning_start, rec.reasoning_end = before, after
         rec.derived_from.update(reasoning_start="no call vs reasoning: before the reasoning text",
                                 reasoning_end="no call vs reasoning: after the reasoning text")
     asked = [{"role": "user", "content": USER}]

@@ -40,11 +40,6 @@ class ChatTemplate:
     tokens: dict[str, str] = field(default_factory=dict)
 
 
-def _token_text(value: Any) -> str | None:
-    value = value.get("content") if isinstance(value, dict) else value
-    return value if isinstance(value, str) else None
-
-
 def _from_config(path: Path) -> ChatTemplate:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
@@ -52,7 +47,8 @@ def _from_config(path: Path) -> ChatTemplate:
         raise TemplateFailure(f"{path}: cannot read the tokenizer config: {e}") from None
     if not isinstance(config, dict):
         raise TemplateFailure(f"{path}: a tokenizer config is a JSON object")
-    tokens = {k: t for k in SPECIAL_TOKENS if (t := _token_text(config.get(k))) is not None}
+    found = {k: t.get("content") if isinstance(t, dict) else t for k, t in config.items() if k in SPECIAL_TOKENS}
+    tokens = {k: t for k, t in found.items() if isinstance(t, str)}  # (its text, or an object's "content")
     source = config.get("chat_template")
     if isinstance(source, list):
         named = {t.get("name"): t.get("template") for t in source if isinstance(t, dict)}

@@ -196,11 +196,14 @@ def _named_plan(rec: Record) -> RowPlan | str:
     if not _opener(call_start):  # the name right after a marker left open (<function=NAME>): it opens the call
         call_start = rec.opener
     section_start, call_sep, id_close = rec.section_start, rec.call_sep, ""
-    if rec.id_position == "before_name":
-        split = _id_before_name(rec, call_start)
-        if isinstance(split, str):
-            return split
-        section_start, call_sep, call_start, id_close = split
+    if rec.id_position == "before_name":  # the id right after a call token, closed by a token the name follows
+        ss, sep = section_start.removesuffix(IDS[0]), call_sep.removesuffix(IDS[1])
+        if ss == section_start or sep == call_sep or not call_start.strip():
+            return "the call id is written before the name, not right after a call token and before a token of its own"
+        if not (token := _opener(common_suffix(ss, sep))):
+            return "the call id before the name follows no call token the calls share"
+        section_start, call_sep = ss[: len(ss) - len(token)], sep[: len(sep) - len(token)]
+        call_start, id_close = token, _opener(call_start)
     ss, se = _opener(section_start), _section_closer(rec.section_end)
     cs, ce = _opener(call_start), _closer(rec.call_end)
     if bool(ss) != bool(se):
@@ -212,30 +215,13 @@ def _named_plan(rec: Record) -> RowPlan | str:
     i, j = call_start.rfind(cs), rec.call_end.find(ce) + len(ce)
     close, joiner = (rec.call_end[:j], rec.call_end[j:] + call_sep + call_start[:i]) if ce else ("", call_sep)
     marker = not ss and cs[:1] in "<["  # with no section, a tag opens a call wherever it is written
-    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
-                                            text_recipients=_text_recipients(rec, cs), id_close=id_close,
-                                            call_marker=marker))
-
-
-def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | str:
-    """A call id written between a call's token and the token before its name: the section's opener and call
-    separator less the call token and the ids, the call token, and the token that closes the id; or why not."""
-    ss, sep = rec.section_start, rec.call_sep
-    if not (ss.endswith(IDS[0]) and sep.endswith(IDS[1])) or not id_close.strip():
-        return "the call id is written before the name, not right after a call token and before a token of its own"
-    ss, sep = ss[: -len(IDS[0])], sep[: -len(IDS[1])]
-    token = _opener(common_suffix(ss, sep))
-    if not token:
-        return "the call id before the name follows no call token the calls share"
-    return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
-
-
-def _text_recipients(rec: Record, call_open: str) -> tuple[str, ...]:
-    """The name a plain answer is addressed to when the template writes it as a call (Functionary's ``>>>all``);
-    else none."""
-    _, marker, word = rec.turn_start.rpartition(call_open)
+    # the name a plain answer is addressed to when the template writes it as a call (Functionary's >>>all)
+    _, opened, word = rec.turn_start.rpartition(cs)
     head = word.removesuffix(rec.name_suffix)
-    return (head,) if marker and head != word and head.isidentifier() else ()
+    recipients = (head,) if opened and head != word and head.isidentifier() else ()
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
+                                            text_recipients=recipients, id_close=id_close,
+                                            call_marker=marker))
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
