@@ -86,8 +86,7 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
     none = r(_turn(None, content=content))
     user = _or_none(r, [{"role": "user", "content": USER}])  # the user's turn alone
     _reasoning(rec, r, none, user, content)
-    sections: dict[str, str] = {}
-    fulls: dict[str, str] = {}
+    sections, fulls = rec.sections, {}  # (each render's tool section, and the render)
     named_ids = False
     for as_text in (False, True):
         one = _or_none(r, _turn([_call(0, as_text)], content=content))
@@ -117,7 +116,6 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
                 rec.sections = {"one": sections["one"]}
                 return rec
             break
-    rec.sections = sections
     two = sections.get("two", "")
     why = ("the template writes no tool calls (the placeholder tool name does not appear in what an assistant turn "
            "with a call adds to one without)" if "two" not in sections else

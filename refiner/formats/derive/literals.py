@@ -235,8 +235,7 @@ def read_pairs(rec: Record, two: str) -> bool:
         rec.derived_from["key_suffix_typed"] = ("one, two: between a key and a value other than a string (the key's "
                                                 "typing attribute)")
     styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
-    rec.strings = styles["str"]
-    others = {st for t, st in styles.items() if t != "str"}
+    rec.strings, others = styles.pop("str"), set(styles.values())
     rec.literals = next((s for s in ("quoted", "python") if s in others), "json")
     items = next(two[vs:ve] for (ks, ke, vs, ve, _) in a0 if two[ks:ke] == "kq_items")
     rec.compact_json = rec.literals == "json" and ", " not in items
