@@ -114,9 +114,7 @@ def _plain_opener(text: str) -> str:
     run = _opener(text)
     if not run or is_markup(run):
         return run
-    core = text.lstrip()
-    end = len(core.rstrip())
-    return core[:end] + ("\n" if core[end:].startswith("\n") else "")
+    return text.strip() + ("\n" if text[len(text.rstrip()):].startswith("\n") else "")
 
 
 def _closer(text: str) -> str:
