@@ -307,7 +307,7 @@ def _tag_suffix(kw: dict[str, Any]) -> dict[str, Any]:
 
 def _in_tag(prefix: str, suffix: str, what: str, typed: bool = False) -> tuple[str, str] | str | None:
     """The tag that holds the ``what`` written between ``prefix`` and ``suffix``: ``("attr", the tag's opening)`` when
-    it is the tag's last attribute ``name="...\"`` (``typed``: a typing attribute may follow), ``("eq", prefix)`` when
+    it is the tag's last attribute ``name="..."`` (``typed``: a typing attribute may follow), ``("eq", prefix)`` when
     it follows the tag's ``=``; ``None`` when neither; else why no XML-grammar tag holds it."""
     if prefix.endswith(('="', "='")):
         attr = prefix.split()[-1].split("=")[0] if len(prefix.split()) > 1 else ""
