@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from refiner.formats import base, catalog
-from refiner.formats.derive import TemplateFailure, derive_template
+from refiner.formats.derive import TemplateFailure, derive
 from refiner.formats.derive.render import ChatTemplate
 from refiner.formats.derive.rows import _core, policies  # a spelling less what no template says; what that is
 from refiner.formats.family import Row
@@ -193,7 +193,7 @@ def survey_template(name: str, source: str, family: str | None = None, workdir: 
     entry = Entry(name, hashlib.sha256(source.encode("utf-8")).hexdigest(), family=family)
     spelling = grammar = None
     try:
-        d = derive_template(ChatTemplate(source, name))
+        d = derive(ChatTemplate(source, name))
     except TemplateFailure as e:
         entry.result, entry.why = "failed", _short(str(e).removeprefix(f"{name}: "))
     except Exception as e:  # noqa: BLE001 (a bug in derivation: a row of the table, not a stop)

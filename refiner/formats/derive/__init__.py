@@ -25,7 +25,7 @@ from refiner.specs import load_tools
 
 # The assistant turn's text in the renders: empty, then some, then none at all.
 CONTENTS = ("", CONTENT, None)
-__all__ = ["Derived", "Record", "TemplateFailure", "derive", "derive_template", "dialect_for", "install"]
+__all__ = ["Derived", "Record", "TemplateFailure", "derive", "dialect_for", "install"]
 log = logging.getLogger(__name__)
 
 
@@ -64,21 +64,19 @@ class Derived:
             "checks": list(self.checks), "read_by": list(self.read_by), "writes_as": list(self.writes_as),
             "from_record": self.from_record}
         if self.fmt is not None:
+            cls = type(self.fmt)  # a row's class is its grammar's subclass named GRAMMAR_NAME
+            grammar = cls.__mro__[1] if cls.__name__.endswith(f"_{self.fmt.name}") else cls
             out.update(name=self.fmt.name, example=self.fmt.example, tags=list(self.fmt.tags), same_as=self.same_as,
-                       grammar=self.plan.grammar.__name__ if self.plan else "record" if self.from_record
-                       else _grammar_name(self.fmt))
+                       grammar="record" if self.from_record else grammar.__name__)
         if self.plan is not None:
             out["spelling"] = asdict(self.plan.spelling)
         return out
 
 
-def _grammar_name(fmt: base.WireFormat) -> str:
-    """The grammar a built-in row is a row of."""
-    cls = type(fmt)
-    return cls.__mro__[1].__name__ if cls.__name__.endswith(f"_{fmt.name}") else cls.__name__
-
-
-def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
+def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:
+    """The dialect of the chat template at ``path`` (or one loaded); raises :class:`TemplateFailure` when it cannot be
+    read, compiled or rendered."""
+    template = path if isinstance(path, ChatTemplate) else load_template(path)
     sha = hashlib.sha256(template.source.encode("utf-8")).hexdigest()
     name = name or f"derived_{sha[:10]}"
     compiled = compile_template(template)
@@ -98,73 +96,54 @@ def derive_template(template: ChatTemplate, name: str | None = None) -> Derived:
             raise failures[0]
         out = next((t for t in tried if "two" in t.record.sections), tried[0])
     out.read_by, out.writes_as = _read_by(out.record)
-    if out.special:
-        _one_call_row(out)
     if not out.same_as:
-        _own_grammar(out)
+        _built_in_row(out)
     if out.special and not out.read_by:
         _from_record(out, name)
     return out
 
 
-def _own_grammar(out: Derived) -> None:
-    """The dialect is the built-in row of a grammar no record maps onto (of any grammar when the record maps onto no
-    row) that writes the template's renders of both pairs of placeholder calls exactly and reads them back."""
-    rec = out.record
-    two, check = rec.sections.get("two"), rec.sections.get("check")
-    if two is None or check is None or NAMES[1] not in two or NAMES[1] not in check:
+def _built_in_row(out: Derived) -> None:
+    """The dialect is the first built-in row (of a grammar no record maps onto; of any grammar when the record maps
+    onto no row) that writes the template's renders and reads them back: of both pairs of placeholder calls exactly,
+    or, for a template that writes one call per turn, of one call (alone or followed by what the row writes between
+    calls)."""
+    rec, one = out.record, _one_call(out.record)
+    two, check = rec.sections.get("two", ""), rec.sections.get("check", "")
+    if one is None and (NAMES[1] not in two or NAMES[1] not in check):
         return
-    spaced = []  # rows that write the renders but for whitespace
     for fmt in [f for f in base.by_rank() if f.name in out.read_by and (out.special or own_grammar(f))]:
-        written = [(_render(fmt, EXPECTED), two), (_render(fmt, CHECKED), check)]  # (read_by: ``two`` is read back)
-        if None in (written[0][0], written[1][0]) or _read(fmt, check) != CHECKED:
-            continue
-        if not all(mine in (text, _less_ids(rec, text)) for mine, text in written):
-            if all("".join(mine.split()) == "".join(text.split()) for mine, text in written):
-                spaced.append(fmt.name)
-            continue
+        if one is None:  # (read_by: ``two`` is read back)
+            written = [(_render(fmt, EXPECTED), two), (_render(fmt, CHECKED), check)]
+            if _read(fmt, check) != CHECKED or not all(mine in (text, _less_ids(rec, text)) for mine, text in written):
+                continue
+            own = ", a grammar of its own," if own_grammar(fmt) else ""
+            note = f"{fmt.name}{own} writes the template's renders of both pairs of calls exactly and reads them back"
+        else:
+            mine, twice = _render(fmt, EXPECTED[:1]), _render(fmt, EXPECTED[:1] * 2)
+            if mine is None or twice is None:
+                continue
+            between = twice[len(mine) : len(twice) - len(mine)] if twice.startswith(mine) and twice.endswith(mine) else ""
+            how = ("exactly" if one == mine else f"and the {between!r} it writes between calls after it"
+                   if between and one == mine + between else "")
+            if not how:
+                continue
+            note = (f"{fmt.name} writes the template's render of one call, {how}, and reads it back (the template "
+                    "writes one call per turn: what separates calls is the row's)")
         out.same_as = fmt.name
-        own = ", a grammar of its own," if own_grammar(fmt) else ""
-        out.checks.append(f"{fmt.name}{own} writes the template's renders of both pairs of calls exactly and reads "
-                          "them back")
+        out.checks.append(note)
         if out.special:
             out.fmt, out.why = fmt, ""
         return
-    if spaced and out.special:
-        out.why = (f"{', '.join(spaced)}, a grammar of its own, reads the template's renders back and writes them "
-                   f"but for whitespace; {out.why}")
+    if one is not None and out.read_by:
+        out.why = (f"{out.why}; {', '.join(out.read_by)} read the template's render of one call back but write it "
+                   "otherwise")
 
 
 def _one_call(rec: Record) -> str | None:
     """The render of one call, when the template writes one call per turn."""
     text, two = rec.sections.get("one"), rec.sections.get("two")
     return text if text is not None and NAMES[0] in text and NAMES[1] not in (two or "") else None
-
-
-def _one_call_row(out: Derived) -> None:
-    """For a template that writes one call per turn: the dialect is the first built-in row that writes its render of
-    one call (alone or followed by what the row writes between calls) and reads it back."""
-    text = _one_call(out.record)
-    if text is None:
-        return
-    for fmt in [f for f in base.by_rank() if f.name in out.read_by]:
-        mine, two = _render(fmt, EXPECTED[:1]), _render(fmt, EXPECTED[:1] * 2)
-        if mine is None or two is None:
-            continue
-        between = two[len(mine) : len(two) - len(mine)] if two.startswith(mine) and two.endswith(mine) else None
-        if text == mine:
-            how = "exactly"
-        elif between and text == mine + between:
-            how = f"and the {between!r} it writes between calls after it"
-        else:
-            continue
-        out.fmt, out.same_as, out.why = fmt, fmt.name, ""
-        out.checks.append(f"{fmt.name} writes the template's render of one call, {how}, and reads it back (the "
-                          "template writes one call per turn: what separates calls is the row's)")
-        return
-    if out.read_by:
-        out.why = (f"{out.why}; {', '.join(out.read_by)} read the template's render of one call back but write it "
-                   "otherwise")
 
 
 def _with_row(out: Derived, name: str) -> Derived:
@@ -224,8 +203,6 @@ def _read_by(rec: Record) -> tuple[list[str], list[str]]:
     text, calls = rec.sections.get("two", ""), EXPECTED
     if NAMES[1] not in text:
         text, calls = _one_call(rec) or "", EXPECTED[:1]
-    if NAMES[0] not in text:
-        return [], []
     found = [fmt.name for fmt in base.by_rank() if _read(fmt, text) == calls]
     detected = detect_format(text)
     found.sort(key=lambda n: n != detected)
@@ -247,12 +224,6 @@ def _render(fmt: base.WireFormat, calls: tuple) -> str | None:
         return fmt.render(list(calls))
     except base.RenderError:
         return None
-
-
-def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:
-    """The dialect of the chat template at ``path`` (or one loaded); raises :class:`TemplateFailure` when it cannot be
-    read, compiled or rendered."""
-    return derive_template(path if isinstance(path, ChatTemplate) else load_template(path), name)
 
 
 def dialect_for(path: str | Path | ChatTemplate) -> str | None:

@@ -20,10 +20,9 @@ from refiner.formats.text import common_prefix, common_suffix
 def placeholder_tools() -> list[dict]:
     def prop(v: Any) -> dict:
         t = {str: "string", int: "integer", bool: "boolean", list: "array", dict: "object"}[type(v)]
-        out: dict[str, Any] = {"type": t, "description": f"a {t}"}
-        if isinstance(v, dict):  # what some templates read to spell the type (Command R+'s Dict[str, ...])
-            out["additionalProperties"] = {"type": "string"}
-        return out
+        # (what some templates read to spell an object's type: Command R+'s Dict[str, ...])
+        values = {"additionalProperties": {"type": "string"}} if isinstance(v, dict) else {}
+        return {"type": t, "description": f"a {t}", **values}
 
     return [{"type": "function", "function": {
         "name": n, "description": f"tool {n}",
@@ -87,8 +86,7 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
     none = r(_turn(None, content=content))
     user = _or_none(r, [{"role": "user", "content": USER}])  # the user's turn alone
     _reasoning(rec, r, none, user, content)
-    sections: dict[str, str] = {}
-    fulls: dict[str, str] = {}
+    sections, fulls = rec.sections, {}  # (each render's tool section, and the render)
     named_ids = False
     for as_text in (False, True):
         one = _or_none(r, _turn([_call(0, as_text)], content=content))
@@ -115,10 +113,9 @@ def derive_record(template: ChatTemplate, compiled: Any, content: str | None = "
             except TemplateFailure as e:
                 rec.missing.append(f"calls: the template renders one call per turn and refuses two ({e}): what "
                                    "separates calls cannot be derived")
-                rec.sections = {k: v for k, v in sections.items() if k == "one"}
+                rec.sections = {"one": sections["one"]}
                 return rec
             break
-    rec.sections = sections
     two = sections.get("two", "")
     why = ("the template writes no tool calls (the placeholder tool name does not appear in what an assistant turn "
            "with a call adds to one without)" if "two" not in sections else
@@ -169,14 +166,13 @@ def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: st
     bare = none if not content else _or_none(r, _turn(None))
     bare, content = (none, content) if bare is None else (bare, "")
     try:
-        text = inserted(bare, r(_turn(None, REASONING, content)))
+        before, found, after = inserted(bare, r(_turn(None, REASONING, content))).partition(REASONING)
     except TemplateFailure:
         return
-    i = text.find(REASONING)
-    if i < 0:
+    if not found:
         rec.derived_from["reasoning_start"] = "the template writes no reasoning of a past turn"
     else:
-        rec.reasoning_start, rec.reasoning_end = text[:i], text[i + len(REASONING):]
+        rec.reasoning_start, rec.reasoning_end = before, after
         rec.derived_from.update(reasoning_start="no call vs reasoning: before the reasoning text",
                                 reasoning_end="no call vs reasoning: after the reasoning text")
     asked = [{"role": "user", "content": USER}]

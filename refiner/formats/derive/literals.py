@@ -7,6 +7,7 @@ around the two calls (:func:`_frame`).
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 from refiner.formats.anchored import quote_closers
@@ -61,18 +62,23 @@ def _edges(rec: Record, lead: str, tail: str) -> None:
     rec.section_start, rec.section_end = lead, tail
 
 
-def _split_id(rec: Record, gaps: tuple[str, str]) -> str | None:
-    """The part of the text after the name (``gaps``, per call) before the call id written in it (the part after it
-    goes to ``id_suffix``); ``None`` when no id is written there."""
-    if not all(i in g for g, i in zip(gaps, IDS)):
-        return None
+def _name_suffix(rec: Record, gaps: tuple[str, str], what: str) -> bool:
+    """``name_suffix``: the text after each call's name (``gaps``, ``what`` it is), the same for both calls but for
+    the call id written in it (then the part before the id; the part after it is ``id_suffix``); else why not."""
     before, _, after = gaps[0].partition(IDS[0])
-    if gaps[1] != before + IDS[1] + after or not after.strip():
-        return None
-    rec.id_position, rec.id_suffix = "after_name", after
-    rec.derived_from.update(id_position="two: the given call id is written between the name and the arguments",
-                            id_suffix="two: between each call's id and its arguments")
-    return before
+    if gaps[0] == gaps[1]:
+        rec.name_suffix = gaps[0]
+    elif IDS[0] in gaps[0] and gaps[1] == before + IDS[1] + after and after.strip():
+        rec.name_suffix, rec.id_position, rec.id_suffix = before, "after_name", after
+        rec.derived_from.update(id_position="two: the given call id is written between the name and the arguments",
+                                id_suffix="two: between each call's id and its arguments")
+    else:
+        n = len(common_prefix(*gaps))  # (differing only in the call's place in the turn: 0, then 1)
+        numbered = gaps[0][n:n + 1] == "0" and gaps[1][n:n + 1] == "1" and gaps[0][n + 1:] == gaps[1][n + 1:]
+        why = ": it numbers the calls (0, 1, ...), a counter no spelling holds" if numbered else ""
+        rec.missing.append(f"name_suffix: {what} differs per call ({gaps[0]!r}, {gaps[1]!r}){why}")
+        return False
+    return True
 
 
 def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | None:
@@ -81,37 +87,24 @@ def _call_keys(value: Any, i: int, wrapped: bool = False) -> dict[str, Any] | No
         return None
     if not wrapped and len(value) == 1 and value.get(NAMES[i]) == ARGS[i]:
         return {"keyed": True}
+    # the key of the call's id: the id given, or the call's place in the turn
+    id_key = next((k for k, v in value.items() if v == IDS[i] or type(v) in (int, str) and str(v) == str(i)), "")
     name_key = next((k for k, v in value.items() if v == NAMES[i]), None)
-    if name_key is None:
-        if wrapped:
+    if name_key is None:  # the call object under a key of this one (one level down)
+        inner = None if wrapped else next(((k, c) for k, v in value.items() if (c := _call_keys(v, i, True))), None)
+        if inner is None:
             return None
-        for k, v in value.items():
-            inner = _call_keys(v, i, True)
-            if inner is not None:
-                id_key = next((x for x, y in value.items() if _is_id(y, i)), "")
-                fields = {x: y for x, y in value.items() if x not in (k, id_key)}
-                if id_key and not inner["id_key"]:
-                    inner.update(id_key=id_key, id_position="wrapper_key")
-                return inner | {"wrapper": k, "wrapper_fields": fields}
-        return None
-    id_key = next((k for k, v in value.items() if _is_id(v, i)), "")
+        key, keys = inner
+        if id_key and not keys["id_key"]:
+            keys.update(id_key=id_key, id_position="wrapper_key")
+        return keys | {"wrapper": key, "wrapper_fields": {x: y for x, y in value.items() if x not in (key, id_key)}}
     out = {"name_key": name_key, "id_key": id_key, "id_position": "json_key" if id_key else "", "wrapper": "",
            "wrapper_fields": {}}
     for k, v in value.items():
-        if v == ARGS[i]:
-            return out | {"args_key": k, "args_as_text": False}
-        if isinstance(v, str) and v.startswith("{"):
-            try:
-                if json.loads(v) == ARGS[i]:
-                    return out | {"args_key": k, "args_as_text": True}
-            except ValueError:
-                pass
+        text = v.rstrip() if isinstance(v, str) else ""  # (the arguments as a JSON string: that object alone)
+        if v == ARGS[i] or json_values(text) == [(0, len(text), ARGS[i])]:
+            return out | {"args_key": k, "args_as_text": v != ARGS[i]}
     return None
-
-
-def _is_id(value: Any, i: int) -> bool:
-    """Whether ``value`` is call ``i``'s id: the id given, or the call's place in the turn."""
-    return value == IDS[i] or (type(value) in (int, str) and str(value) == str(i))
 
 
 def _set_keys(rec: Record, shape: str, keys: dict[str, Any], written: str) -> None:
@@ -162,16 +155,9 @@ def read_json_args(rec: Record, two: str) -> bool:
     if not (n0 < args[0][0] and 0 <= n1 < args[1][0]):
         return False
     gap0, mid1 = two[n0 + len(NAMES[0]): args[0][0]], two[n1 + len(NAMES[1]): args[1][0]]
-    mid0 = gap0 if gap0 == mid1 else _split_id(rec, (gap0, mid1))
-    if mid0 is None:
-        n = len(common_prefix(gap0, mid1))  # (differing only in the call's place in the turn: 0, then 1)
-        numbered = gap0[n:n + 1] == "0" and mid1[n:n + 1] == "1" and gap0[n + 1:] == mid1[n + 1:]
-        why = ": it numbers the calls (0, 1, ...), a counter no spelling holds" if numbered else ""
-        rec.missing.append(f"name_suffix: the text between the name and the arguments differs per call "
-                           f"({gap0!r}, {mid1!r}){why}")
+    if not _name_suffix(rec, (gap0, mid1), "the text between the name and the arguments"):
         return False
     rec.shape = "json_args"
-    rec.name_suffix = mid0
     rec.compact_json = ", " not in two[args[0][0]:args[0][1]]
     rec.derived_from.update(shape="two: each call's name, then its arguments as one JSON object",
                             name_suffix="two: between each name and its arguments" + (
@@ -193,7 +179,7 @@ def _spans(text: str, start: int, args: dict, quote: tuple[str, str]) -> list[tu
             return (f": the value {args[key]!r} of {key!r} is written in none of the spellings read (as is, JSON, "
                     f"Python, between quote tokens): the template wrote {text[k: k + len(key) + 40]!r}")
         out.append((k, k + len(key), *found))
-    return " (the values overlap the keys)" if any(a[3] > b[0] for a, b in zip(out, out[1:])) else out
+    return " (the values overlap the keys)" if any(a[3] > b[0] for a, b in pairwise(out)) else out
 
 
 def _quote(rec: Record, two: str, start: int) -> tuple[str, str]:
@@ -227,8 +213,7 @@ def read_pairs(rec: Record, two: str) -> bool:
     a0 = _spans(two, n0 + len(NAMES[0]), ARGS[0], quote)
     n1 = two.find(NAMES[1], a0[-1][3]) if isinstance(a0, list) else -1
     a1 = _spans(two, n1 + len(NAMES[1]), ARGS[1], quote) if n1 >= 0 else " (the second name follows no argument)"
-    if isinstance(a0, str) or isinstance(a1, str):
-        why = a0 if isinstance(a0, str) else a1
+    if isinstance(why := a0 if isinstance(a0, str) else a1, str):
         rec.missing.append(f"arguments: neither one JSON value per call nor one element per argument{why}")
         return False
     delims = [two[ke:vs] for _, ke, vs, _, _ in a0] + [two[a1[0][1]: a1[0][2]]]
@@ -237,7 +222,9 @@ def read_pairs(rec: Record, two: str) -> bool:
     for delim, value in zip(delims, (*vals0, *ARGS[1].values())):
         by_kind[isinstance(value, str)].add(delim)
     (suffix, *more), typed = sorted(by_kind[True]), by_kind[False] - by_kind[True]
-    if more or len(by_kind[False]) > 1 or typed and not _typing_split(suffix, next(iter(typed))):
+    other = next(iter(typed), "")  # (a typing attribute: the two part after a shared start, not only spaces)
+    n = len(common_prefix(suffix, other))
+    if more or len(by_kind[False]) > 1 or typed and not (suffix[:n].strip() and n < len(suffix) and n < len(other)):
         rec.missing.append(f"key_suffix: the text between a key and its value differs by the value's type "
                            f"({sorted(set(delims))!r}), one spelling per type: the record holds one for strings "
                            "and one for every other value")
@@ -248,8 +235,7 @@ def read_pairs(rec: Record, two: str) -> bool:
         rec.derived_from["key_suffix_typed"] = ("one, two: between a key and a value other than a string (the key's "
                                                 "typing attribute)")
     styles = {type(v).__name__: st for (*_, st), v in zip(a0, vals0)}
-    rec.strings = styles["str"]
-    others = {st for t, st in styles.items() if t != "str"}
+    rec.strings, others = styles.pop("str"), set(styles.values())
     rec.literals = next((s for s in ("quoted", "python") if s in others), "json")
     items = next(two[vs:ve] for (ks, ke, vs, ve, _) in a0 if two[ks:ke] == "kq_items")
     rec.compact_json = rec.literals == "json" and ", " not in items
@@ -267,12 +253,8 @@ def read_pairs(rec: Record, two: str) -> bool:
         return False
     rec.value_suffix, rec.key_prefix, rec.arg_sep = vs, kp, seps.pop()
     gaps = (lead0[: len(lead0) - len(kp)], lead1[: len(lead1) - len(kp)])
-    rec.name_suffix = gaps[0] if gaps[0] == gaps[1] else _split_id(rec, gaps)
-    if rec.name_suffix is None:
-        rec.name_suffix = ""
-        rec.missing.append("name_suffix: " + ("each call's name is written twice, the second time inside the call: "
-                                              if header else "") +
-                           f"the text after the name differs per call ({gaps[0]!r}, {gaps[1]!r})")
+    twice = "each call's name is written twice, the second time inside the call: " if header else ""
+    if not _name_suffix(rec, gaps, f"{twice}the text after the name"):
         return False
     rec.shape = "pairs"
     rec.derived_from.update(
@@ -305,13 +287,6 @@ def open_marker(text: str, opens: str = "<[", closes: str = ">]") -> int:
 def marker_suffix(*texts: str) -> str:
     """:func:`marker_prefix` mirrored."""
     return marker_prefix(*(t[::-1] for t in texts), opens=">]", closes="<[")[::-1]
-
-
-def _typing_split(a: str, b: str) -> bool:
-    """Whether two key suffixes part after a shared start that is not only spaces (``" string="true">`` and
-    ``" string="false">``)."""
-    n = len(common_prefix(a, b))
-    return bool(a[:n].strip()) and n < len(a) and n < len(b)
 
 
 def _frame(rec: Record, two: str, spans: list[tuple[int, int]], header: bool = False) -> bool:

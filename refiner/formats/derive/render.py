@@ -40,11 +40,6 @@ class ChatTemplate:
     tokens: dict[str, str] = field(default_factory=dict)
 
 
-def _token_text(value: Any) -> str | None:
-    value = value.get("content") if isinstance(value, dict) else value
-    return value if isinstance(value, str) else None
-
-
 def _from_config(path: Path) -> ChatTemplate:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
@@ -52,7 +47,8 @@ def _from_config(path: Path) -> ChatTemplate:
         raise TemplateFailure(f"{path}: cannot read the tokenizer config: {e}") from None
     if not isinstance(config, dict):
         raise TemplateFailure(f"{path}: a tokenizer config is a JSON object")
-    tokens = {k: t for k in SPECIAL_TOKENS if (t := _token_text(config.get(k))) is not None}
+    found = {k: t.get("content") if isinstance(t, dict) else t for k, t in config.items() if k in SPECIAL_TOKENS}
+    tokens = {k: t for k, t in found.items() if isinstance(t, str)}  # (its text, or an object's "content")
     source = config.get("chat_template")
     if isinstance(source, list):
         named = {t.get("name"): t.get("template") for t in source if isinstance(t, dict)}
@@ -188,15 +184,14 @@ def compile_template(template: ChatTemplate) -> jinja2.Template:
 def render(compiled: jinja2.Template, template: ChatTemplate, messages: list[dict], tools: list[dict] | None,
            **extra: Any) -> str:
     """One render of ``messages`` as ``apply_chat_template(tokenize=False)`` gives it, or :class:`TemplateFailure`."""
-    context = {"bos_token": "", "eos_token": "", **ENGINE_CONTEXT, **template.tokens, **extra}
+    context = {"bos_token": "", "eos_token": "", "add_generation_prompt": False, **ENGINE_CONTEXT, **template.tokens,
+               **extra}
     if tools and "functions" not in context:  # (firefunction-v2 reads the tools as indented JSON)
         context["functions"] = json.dumps(tools, ensure_ascii=False, indent=2)
-    generation = bool(context.pop("add_generation_prompt", False))
     compiled.environment.steps = 0
     try:
         parts, size = [], 0
-        for part in compiled.generate(messages=messages, tools=tools, documents=None, add_generation_prompt=generation,
-                                      **context):
+        for part in compiled.generate(messages=messages, tools=tools, documents=None, **context):
             size += len(part)
             if size > MAX_RENDER_CHARS:
                 raise TemplateBudget(f"a render longer than {MAX_RENDER_CHARS} characters")

@@ -114,9 +114,7 @@ def _plain_opener(text: str) -> str:
     run = _opener(text)
     if not run or is_markup(run):
         return run
-    core = text.lstrip()
-    end = len(core.rstrip())
-    return core[:end] + ("\n" if core[end:].startswith("\n") else "")
+    return text.strip() + ("\n" if text[len(text.rstrip()):].startswith("\n") else "")
 
 
 def _closer(text: str) -> str:
@@ -128,13 +126,6 @@ def _section_closer(text: str) -> str:
     """The marker that closes the section: :func:`_closer`, or the first of tokens written back to back."""
     run = _closer(text)
     return run if _TOKENS.fullmatch(run) is None else _TOKENS.match(run).group(1)
-
-
-def _split_opener(opener: str) -> tuple[str, str]:
-    """A call opener split into the call marker and the name prefix (a marker left open before the name:
-    ``<invoke name="``)."""
-    j = open_marker(opener)
-    return opener[:j], opener[j:]
 
 
 def plan_row(rec: Record) -> RowPlan | str:
@@ -155,11 +146,9 @@ def plan_row(rec: Record) -> RowPlan | str:
         plan = _json_plan(rec)
     else:
         plan = _named_plan(rec)
-    start, end = rec.reasoning_start.strip(), rec.reasoning_end.strip()
-    two = rec.sections.get("two", "")
-    if end in two[two.find(NAMES[0]):]:  # written after a call in a turn with no reasoning: it is not reasoning's end
-        start = end = ""
-    if isinstance(plan, RowPlan) and start and end:
+    start, end, two = rec.reasoning_start.strip(), rec.reasoning_end.strip(), rec.sections["two"]
+    # (an end written after a call in a turn with no reasoning is not reasoning's end)
+    if isinstance(plan, RowPlan) and start and end and end not in two[two.find(NAMES[0]):]:
         plan.reasoning = ((start, end),)
     return plan
 
@@ -201,15 +190,18 @@ def _pythonic_plan(rec: Record) -> RowPlan | str:
 
 def _named_plan(rec: Record) -> RowPlan | str:
     """A name, then the arguments as one JSON object, between tokens: the named-JSON grammar's row."""
-    call_start = _split_opener(rec.opener)[0]
+    call_start = rec.opener[: open_marker(rec.opener)]  # (less a marker left open before the name)
     if not _opener(call_start):  # the name right after a marker left open (<function=NAME>): it opens the call
         call_start = rec.opener
     section_start, call_sep, id_close = rec.section_start, rec.call_sep, ""
-    if rec.id_position == "before_name":
-        split = _id_before_name(rec, call_start)
-        if isinstance(split, str):
-            return split
-        section_start, call_sep, call_start, id_close = split
+    if rec.id_position == "before_name":  # the id right after a call token, closed by a token the name follows
+        ss, sep = section_start.removesuffix(IDS[0]), call_sep.removesuffix(IDS[1])
+        if ss == section_start or sep == call_sep or not call_start.strip():
+            return "the call id is written before the name, not right after a call token and before a token of its own"
+        if not (token := _opener(common_suffix(ss, sep))):
+            return "the call id before the name follows no call token the calls share"
+        section_start, call_sep = ss[: len(ss) - len(token)], sep[: len(sep) - len(token)]
+        call_start, id_close = token, _opener(call_start)
     ss, se = _opener(section_start), _section_closer(rec.section_end)
     cs, ce = _opener(call_start), _closer(rec.call_end)
     if bool(ss) != bool(se):
@@ -221,30 +213,13 @@ def _named_plan(rec: Record) -> RowPlan | str:
     i, j = call_start.rfind(cs), rec.call_end.find(ce) + len(ce)
     close, joiner = (rec.call_end[:j], rec.call_end[j:] + call_sep + call_start[:i]) if ce else ("", call_sep)
     marker = not ss and cs[:1] in "<["  # with no section, a tag opens a call wherever it is written
-    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
-                                            text_recipients=_text_recipients(rec, cs), id_close=id_close,
-                                            call_marker=marker))
-
-
-def _id_before_name(rec: Record, id_close: str) -> tuple[str, str, str, str] | str:
-    """A call id written between a call's token and the token before its name: the section's opener and call
-    separator less the call token and the ids, the call token, and the token that closes the id; or why not."""
-    ss, sep = rec.section_start, rec.call_sep
-    if not (ss.endswith(IDS[0]) and sep.endswith(IDS[1])) or not id_close.strip():
-        return "the call id is written before the name, not right after a call token and before a token of its own"
-    ss, sep = ss[: -len(IDS[0])], sep[: -len(IDS[1])]
-    token = _opener(common_suffix(ss, sep))
-    if not token:
-        return "the call id before the name follows no call token the calls share"
-    return ss[: len(ss) - len(token)], sep[: len(sep) - len(token)], token, _opener(id_close)
-
-
-def _text_recipients(rec: Record, call_open: str) -> tuple[str, ...]:
-    """The name a plain answer is addressed to when the template writes it as a call (Functionary's ``>>>all``);
-    else none."""
-    _, marker, word = rec.turn_start.rpartition(call_open)
+    # the name a plain answer is addressed to when the template writes it as a call (Functionary's >>>all)
+    _, opened, word = rec.turn_start.rpartition(cs)
     head = word.removesuffix(rec.name_suffix)
-    return (head,) if marker and head != word and head.isidentifier() else ()
+    recipients = (head,) if opened and head != word and head.isidentifier() else ()
+    return RowPlan(NamedJson, NamedSpelling(ss or None, se or None, cs, rec.name_suffix, close, joiner=joiner,
+                                            text_recipients=recipients, id_close=id_close,
+                                            call_marker=marker))
 
 
 def _json_plan(rec: Record) -> RowPlan | str:
@@ -263,9 +238,7 @@ def _json_plan(rec: Record) -> RowPlan | str:
     if cs:
         if not ce:
             return "each call object follows a marker with no closing marker"
-        i, j = rec.call_start.rfind(cs), rec.call_end.find(ce)
-        lead, before = rec.call_start[i + len(cs) :], rec.call_start[:i]
-        trail, after = rec.call_end[:j], rec.call_end[j + len(ce) :]
+        (before, _, lead), (trail, _, after) = rec.call_start.rpartition(cs), rec.call_end.partition(ce)
         return RowPlan(JsonCalls, JsonSpelling(cs, ce, "object", lead=lead, trail=trail,
                                                between=after + rec.call_sep + before, **keys))
     if ss and se and "\n" in rec.call_end + rec.call_sep:  # (the newline after each call object is its closer)
@@ -276,35 +249,25 @@ def _json_plan(rec: Record) -> RowPlan | str:
 def _xml_plan(rec: Record) -> RowPlan | str:
     if rec.strings != "raw":
         return "string values are written quoted (JSON strings), not as raw text between tags"
-    call_start, name_prefix = _split_opener(rec.opener)
+    j = open_marker(rec.opener)  # the call marker, then a marker left open before the name (<invoke name=")
+    call_start, name_prefix = rec.opener[:j], rec.opener[j:]
     np, ns = name_prefix.strip(), rec.name_suffix
     cs, ce = _opener(call_start), rec.call_end.strip()
-    kw: dict[str, Any] = {}
-    if np.endswith(('="', "='")):
-        if _attr_name(np) != "name":
-            return f"the tool name is in the attribute {_attr_name(np)!r}: the XML grammar reads it from name=\"...\""
-        kw.update(name_at="attr", call_open=np.split()[0] + " ")
-        if not ns.startswith(np[-1] + ">"):
-            return f"the name attribute is not the last one of its tag ({ns!r} follows it)"
-    elif np.endswith("="):
-        kw.update(name_at="eq", call_open=np)
-        if not ns.startswith(">"):
-            return f"the name is not closed by '>' ({ns!r} follows it)"
-    elif not np and cs:
-        kw.update(name_at="text", call_open=cs, call_close=ce, name_sep=ns.strip() or "\n")
-        cs = ce = ""
-    else:
-        return f"the tool name is written after {name_prefix!r}: no tag of the XML grammar holds it"
-    if kw["name_at"] != "text":
-        close = "</" + kw["call_open"][1:].rstrip("= ") + ">"
+    placed = _in_tag(np, ns, "tool name")
+    if isinstance(placed, str):
+        return placed
+    if placed:
+        close = "</" + placed[1][1:].rstrip("= ") + ">"
         if not ce.startswith(close):
             return f"the call element is not closed by {close} ({ce!r})"
-        kw["call_close"] = close
+        kw: dict[str, Any] = {"name_at": placed[0], "call_open": placed[1], "call_close": close}
         ce = ce[len(close) :].strip()
-        if bool(cs) != bool(ce):
-            return f"a call is opened by {cs!r} and closed by {ce!r}"
-        if cs:  # (a message of its own per call: its section holds the message's calls, one as the template writes)
+        if cs or ce:  # (a message of its own per call: its section holds the message's calls, one as the template writes)
             kw.update(section_open=cs, section_close=ce, section_per_call=not rec.call_header)
+    elif not np and cs:
+        kw = {"name_at": "text", "call_open": cs, "call_close": ce, "name_sep": ns.strip() or "\n"}
+    else:
+        return f"the tool name is written after {name_prefix!r}: no tag of the XML grammar holds it"
     ss, se = _opener(rec.section_start), _section_closer(rec.section_end)
     if ss or se:
         if kw.get("section_per_call") or not (ss and se):
@@ -342,31 +305,36 @@ def _tag_suffix(kw: dict[str, Any]) -> dict[str, Any]:
     return {**{f: m.group(1) + ">" for f, m in found.items()}, "tag_suffix": suffixes.pop()}
 
 
-def _attr_name(prefix: str) -> str:
-    """The attribute a prefix such as ``<invoke name="`` leaves open (``name``)."""
-    return prefix.split()[-1].split("=")[0] if len(prefix.split()) > 1 else ""
+def _in_tag(prefix: str, suffix: str, what: str, typed: bool = False) -> tuple[str, str] | str | None:
+    """The tag that holds the ``what`` written between ``prefix`` and ``suffix``: ``("attr", the tag's opening)`` when
+    it is the tag's last attribute ``name="..."`` (``typed``: a typing attribute may follow), ``("eq", prefix)`` when
+    it follows the tag's ``=``; ``None`` when neither; else why no XML-grammar tag holds it."""
+    if prefix.endswith(('="', "='")):
+        attr = prefix.split()[-1].split("=")[0] if len(prefix.split()) > 1 else ""
+        if attr != "name":
+            return f"the {what} is in the attribute {attr!r}: the XML grammar reads it from name=\"...\""
+        if not typed and not suffix.startswith(prefix[-1] + ">"):
+            return f"the {what} attribute is not the last one of its tag ({suffix!r} follows it)"
+        return "attr", prefix.split()[0] + " "
+    if prefix.endswith("="):
+        return ("eq", prefix) if suffix.startswith(">") else f"the {what} is not closed by '>' ({suffix!r} follows it)"
+    return None
 
 
 def _key_spelling(rec: Record) -> dict[str, Any] | str:
-    kp, ks = rec.key_prefix.strip(), rec.key_suffix
-    if kp.endswith(('="', "='")):
-        if _attr_name(kp) != "name":
-            return f"the argument key is in the attribute {_attr_name(kp)!r}: the XML grammar reads it from name=\"...\""
-        out: dict[str, Any] = {"key_at": "attr", "key_open": kp.split()[0] + " "}
-        if rec.key_suffix_typed:
-            attrs = _ATTR.findall(ks)
-            if len(attrs) != 1 or attrs[0][1] != "true":
-                return f"a typing attribute the XML grammar does not read ({ks!r})"
-            out.update(typing="attr", type_attr=attrs[0][0])
-        elif not ks.startswith(kp[-1] + ">"):
-            return f"the key attribute is not the last one of its tag ({ks!r} follows it)"
-        return out
-    if rec.key_suffix_typed:
-        return "a type marker between key and value that is not an attribute of the key's tag"
-    if kp.endswith("="):
-        if not ks.startswith(">"):
-            return f"the key is not closed by '>' ({ks!r} follows it)"
-        return {"key_at": "eq", "key_open": kp}
+    kp, ks, typed = rec.key_prefix.strip(), rec.key_suffix, bool(rec.key_suffix_typed)
+    placed = _in_tag(kp, ks, "argument key", typed)
+    if isinstance(placed, str):
+        return placed
+    if typed:
+        attrs = _ATTR.findall(ks)
+        if not placed or placed[0] != "attr":
+            return "a type marker between key and value that is not an attribute of the key's tag"
+        if len(attrs) != 1 or attrs[0][1] != "true":
+            return f"a typing attribute the XML grammar does not read ({ks!r})"
+        return {"key_at": "attr", "key_open": placed[1], "typing": "attr", "type_attr": attrs[0][0]}
+    if placed:
+        return {"key_at": placed[0], "key_open": placed[1]}
     if kp.startswith("<") and kp.endswith(">"):
         i = ks.find(">")
         key_close, value_open = ks[: i + 1].strip(), ks[i + 1 :].strip()
