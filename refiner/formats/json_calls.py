@@ -25,8 +25,7 @@ from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_valu
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import (JSON_DECODER, decode_at, expect_str, expect_str_list, json_blocks, plain_calls,
-                                    strict_fields)
+from refiner.formats.strict import (JSON_DECODER, decode_at, expect_str, expect_str_list, json_blocks, strict_fields)
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -149,10 +148,6 @@ class JsonCalls(WireFormat):
         return ToolCall.trusted(name, args)
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
-        sp = self.spelling
-        if not sp.keyed and sp.id_key is None and (
-                fast := plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)) is not None:
-            return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
     def parse_strict(self, text: str) -> list[ToolCall]:
