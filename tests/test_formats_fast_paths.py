@@ -20,10 +20,6 @@ from test_formats_roundtrip import calls_for
 
 # format -> the fast readers its parse_strict tries first ("module.attribute" under refiner.formats)
 FAST_PATHS = {
-    "xlam": ["json_calls.plain_calls"],
-    "nestools": ["json_calls.plain_calls"],
-    "hermes": ["json_calls.plain_calls"],
-    "apibank": ["json_calls.plain_calls"],
     "toolace": ["pythonic.fast_call_list"],  # through pythonic.strict_call_list
 }
 

@@ -3,16 +3,11 @@ what it can and says what it met, and detection tells apart formats that share t
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import FormatError, detect_format
-from refiner.formats.strict import plain_calls, strict_fields
 
 # (format, text, words the error message must contain)
 BAD = [
@@ -288,69 +283,6 @@ def test_toolace_a_broken_list_is_still_reported_at_its_first_closing_tag():
     fmt = formats.get("toolace")
     with pytest.raises(FormatError, match="positional"):
         fmt.parse_strict('<function_list>[f("a")]</function_list> and </function_list>')
-
-
-# --- plain_calls: the fast reader of call objects must accept exactly what the checked reader accepts -------------
-
-_field_values = st.one_of(
-    st.sampled_from(["f", "", "  ", "get_x"]),
-    st.none(),
-    st.integers(0, 3),
-    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 2) | st.text(max_size=2), max_size=2),
-    st.lists(st.sampled_from(["API_call_0", "v"]), max_size=2),
-    st.lists(st.integers(0, 1), min_size=1, max_size=2),
-)
-_SHAPES = [
-    ("name", "arguments", None, list),
-    ("api_name", "parameters", "responses", list),
-    ("name", "arguments", "label", str),
-]
-
-
-def _checked_reader(items, name_key, args_key, outputs_key, outputs_as):
-    """What the formats' checked loops accept: strict_fields on every item, then the outputs' type."""
-    fmt = formats.get("xlam")
-    out = []
-    for item in items:
-        try:
-            name, args, extra = strict_fields(
-                fmt, item, 0, what="call", name_key=name_key, args_key=args_key,
-                extra_keys=(outputs_key,) if outputs_key else (),
-            )  # fmt: skip
-        except FormatError:
-            return None
-        outputs = extra.get(outputs_key, [] if outputs_as is list else None) if outputs_key else None
-        if outputs_as is str and outputs_key:
-            if outputs_key in extra and type(outputs) is not str:  # a label present must be a string (null too)
-                return None
-            outputs = () if outputs is None else (outputs,)
-        elif outputs_key:
-            if type(outputs) is not list or not all(type(o) is str for o in outputs):
-                return None
-            outputs = tuple(outputs)
-        else:
-            outputs = ()
-        out.append((name, args, outputs))
-    return out
-
-
-@pytest.mark.parametrize("shape", _SHAPES, ids=lambda s: s[0] + "/" + str(s[2]))
-@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "300")), deadline=None)
-@given(data=st.data())
-def test_plain_calls_accepts_exactly_what_the_checked_reader_accepts(shape, data):
-    name_key, args_key, outputs_key, outputs_as = shape
-    keys = [name_key, args_key, "other"] + ([outputs_key] if outputs_key else [])
-    items = data.draw(
-        st.lists(
-            st.dictionaries(st.sampled_from(keys), _field_values, max_size=4) | st.integers() | st.none(), max_size=4
-        )
-    )
-    fast = plain_calls(items, name_key, args_key, outputs_key, outputs_as)
-    want = _checked_reader(items, name_key, args_key, outputs_key, outputs_as)
-    got = None if fast is None else [(c.name, c.arguments, c.outputs) for c in fast]
-    assert got == want
-    if fast is not None:  # trusted calls behave like checked ones
-        assert all(c == ToolCall(c.name, c.arguments, c.outputs) for c in fast)
 
 
 def test_toolace_general_reader_takes_lists_up_to_its_cap_and_plain_lists_at_any_length():

@@ -27,14 +27,11 @@ def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE
     call. Whether a call was read."""
     pos = skip_ws(text, start)
     m = head.match(text, pos)
-    tries = 0
-    while m is None and tries < MAX_LINE_STARTS:
-        nl = text.find("\n", pos)
-        if nl < 0:
-            return False
+    for _ in range(MAX_LINE_STARTS):
+        if m is not None or (nl := text.find("\n", pos)) < 0:
+            break
         pos = skip_ws(text, nl + 1)
         m = head.match(text, pos)
-        tries += 1
     if m is None:
         return False
     read = 0

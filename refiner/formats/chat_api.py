@@ -126,8 +126,7 @@ class Anthropic(ApiMessage):
         blocks = value["content"] if isinstance(value, dict) and "content" in value else value
         return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
 
-    def claims_value(self, value: Any) -> bool:
-        return self.looks_like(value)
+    claims_value = looks_like
 
     def _call(self, item: Any, i: int, pos: int) -> ToolCall:
         what = f"content block #{i}"

@@ -25,8 +25,7 @@ from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_valu
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import (JSON_DECODER, decode_at, expect_close, expect_str, expect_str_list, first_tag,
-                                    json_blocks, plain_calls, strict_fields)
+from refiner.formats.strict import (JSON_DECODER, decode_at, expect_str, expect_str_list, json_blocks, strict_fields)
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -149,10 +148,6 @@ class JsonCalls(WireFormat):
         return ToolCall.trusted(name, args)
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
-        sp = self.spelling
-        if not sp.keyed and sp.id_key is None and (
-                fast := plain_calls((v for v, _ in values), sp.name_key, sp.arg_keys[0], sp.outputs_key)) is not None:
-            return fast
         return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
     def parse_strict(self, text: str) -> list[ToolCall]:
@@ -161,11 +156,16 @@ class JsonCalls(WireFormat):
             return self._joined(text)
         if sp.close is None:
             return self._calls(self._unclosed_values(text))
-        if sp.payload == "lines":
-            return self._calls(self._lines(text))
         opener = self._opener(text)  # the spelling written
-        if sp.payload == "objects":
-            return self._calls(list(json_blocks(self, text, opener, sp.close, many=True)))
+        if sp.payload in ("lines", "objects"):
+            values = list(json_blocks(self, text, opener, sp.close, many=True))
+            for _, p in values if sp.payload == "lines" else ():
+                j = p
+                while j > 0 and text[j - 1] in _WS:
+                    j -= 1
+                if "\n" not in text[j:p] and not text.endswith(opener, 0, j):
+                    raise self.error("one call object per line", p)
+            return self._calls(values)
         kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
         items = []
         for v, p in list(json_blocks(self, text, opener, sp.close)):  # (every block decoded first)
@@ -202,26 +202,6 @@ class JsonCalls(WireFormat):
             if sp.once:
                 raise self.error(f"a second {sp.open}: all calls are one list after the first", i)
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
-
-    def _lines(self, text: str) -> list[tuple[Any, int]]:
-        """MiniMax's blocks: call objects separated by line breaks between the tags."""
-        sp = self.spelling
-        i = first_tag(self, text, sp.open, f"no {sp.open}...{sp.close} block")[1]
-        values: list[tuple[Any, int]] = []
-        while i >= 0:
-            pos = skip_ws(text, i + len(sp.open))
-            while not text.startswith(sp.close, pos):
-                if pos >= len(text):
-                    raise self.error(f"{sp.open} without {sp.close}", i)
-                if not text.startswith("{", pos):
-                    expect_close(self, text, pos, sp.close)  # raises: text that is not a call object
-                value, end = decode_at(self, text, pos)
-                values.append((value, pos))
-                pos = skip_ws(text, end)
-                if not text.startswith(sp.close, pos) and "\n" not in text[end:pos]:
-                    raise self.error("one call object per line", pos)
-            i = text.find(sp.open, pos + len(sp.close))
-        return values
 
     def _joined(self, text: str) -> list[ToolCall]:
         """The ``"joined"`` payload: the call objects after the tag (or from the first one) joined by the separator;

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -213,48 +213,6 @@ def strict_fields(
         raise fmt.error(f"empty {name_key!r} in {what}", pos)
     args = expect_object(fmt, obj.get(args_key, {}), repr(args_key), pos)
     return name, args, {k: obj[k] for k in extra_keys if k in obj}
-
-
-def plain_calls(
-    items: Iterable[Any],
-    name_key: str = "name",
-    args_key: str = "arguments",
-    outputs_key: str | None = None,
-    outputs_as: type = list,
-) -> list[ToolCall] | None:
-    """The calls of ``items`` (read lazily) when every item is a call object :func:`strict_fields` accepts, with
-    optionally ``outputs_key`` holding a list of strings (``outputs_as=list``) or one string (``outputs_as=str``);
-    ``None`` at the first doubt."""
-    trusted = ToolCall.trusted
-    calls = []
-    for item in items:
-        if type(item) is not dict:
-            return None
-        name = item.get(name_key)
-        if type(name) is not str or not name.strip():
-            return None
-        size = 1
-        args = item.get(args_key)
-        if type(args) is dict:
-            size = 2
-        elif args_key in item:
-            return None
-        else:
-            args = {}
-        outputs: tuple[str, ...] = ()
-        if outputs_key is not None and outputs_key in item:
-            size += 1
-            out = item[outputs_key]
-            if outputs_as is str and type(out) is str:
-                outputs = (out,)
-            elif outputs_as is list and type(out) is list and all(type(o) is str for o in out):
-                outputs = tuple(out)
-            else:
-                return None
-        if len(item) != size:
-            return None
-        calls.append(trusted(name, args, outputs))
-    return calls
 
 
 def token_sections(fmt: WireFormat, text: str, begin: str, call_begin: str, end: str,
