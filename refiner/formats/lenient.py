@@ -47,7 +47,7 @@ def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
     firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
     string = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-    run = rf'(?:[^"{firsts}]+|{string}|(?!{alts})[{firsts}])+'
+    run = rf'(?:[^"\\{firsts}]+|\\[\\"]?|{string}|(?!{alts})[{firsts}])+'
     return re.compile(rf'({alts})|{run}|"', re.DOTALL)
 
 
@@ -119,53 +119,23 @@ class TokenFinder:
         return best, which
 
 
-MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this length (longer ones: only in junk)
-
-
-def _unescaped_quotes(text: str, a: int, b: int) -> int:
-    """How many double quotes of ``text[a:b]`` are not escaped, by C-speed counts of backslash runs before them."""
-    n = text.count('"', a, b)
-    if n and text.find("\\", a, b) >= 0:
-        k, sign, run = 1, -1, '\\"'
-        while k <= MAX_ESCAPE_RUN:
-            c = text.count(run, a, b)
-            if not c:
-                break
-            n += sign * c
-            k, sign, run = k + 1, -sign, "\\" + run
-    return n
-
-
 def tokens_outside_strings(text: str, start: int, token: str, starts_call: re.Pattern | None = None) -> list[int]:
-    """Positions of the ``token`` occurrences after ``start`` (outside any JSON string) that lie outside JSON
-    strings; with ``starts_call`` (a token that starts a call), only the first, or one inside a string where
-    ``starts_call`` matches (the string lost its closing quote). Linear: the quotes between two tokens are counted
-    once."""
+    """Positions of the ``token`` occurrences after ``start`` that lie outside JSON strings (a string left open runs
+    to the end); with ``starts_call`` (a token that starts a call), only the first, or an earlier one inside a string
+    where ``starts_call`` matches (the string lost its closing quote). Linear."""
     found: list[int] = []
-    inside, pos = False, start
-    quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
-    b = text.find(token, pos)
-    while b >= 0:
-        if 0 <= quote < b:
-            inside ^= _unescaped_quotes(text, pos, b) % 2 == 1
-        if not inside:
-            found.append(b)
+    for m in _outside_strings((token,)).finditer(text, start):
+        lone = m.group() == '"'  # a string left open: the rest of the text is inside it
+        if m.group(1) is not None:
+            found.append(m.start())
             if starts_call is not None:
                 return found
-            pos = b + len(token)
-            b = text.find(token, pos)
-        else:  # every token up to the next quote is in this string
-            q = text.find('"', b)
-            if starts_call is not None:
-                call = starts_call.search(text, b, len(text) if q < 0 else q + 300)
-                if call is not None and (q < 0 or call.start() < q):
-                    return [call.start()]
-            if q < 0:
-                return found
-            pos = b + len(token)
-            b = text.find(token, q)
-        if 0 <= quote < pos:
-            quote = text.find('"', pos)
+        elif starts_call is not None and (lone or text.find(token, m.start(), m.end()) >= 0):
+            call = starts_call.search(text, m.start(), len(text) if lone else m.end() + 300)
+            if call is not None and (lone or call.start() < m.end()):
+                return [call.start()]
+        if lone:
+            return found
     return found
 
 
