@@ -40,14 +40,18 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
     return as_items(value)
 
 
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string
+_ESCAPE = r'\\[\\"]'  # outside strings too, a backslash takes the backslash or quote after it
+_QUOTED = re.compile(rf'{_ESCAPE}|{_STRING}|"', re.DOTALL)  # a lone quote: a string left open
+
+
 @functools.lru_cache(maxsize=64)
 def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
     """One of ``tokens`` (group 1), or a run of other text with its JSON strings, or a lone ``"`` (a string left
     open)."""
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
     firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
-    string = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-    run = rf'(?:[^"\\{firsts}]+|\\[\\"]?|{string}|(?!{alts})[{firsts}])+'
+    run = rf'(?:[^"\\{firsts}]+|{_ESCAPE}|\\|{_STRING}|(?!{alts})[{firsts}])+'
     return re.compile(rf'({alts})|{run}|"', re.DOTALL)
 
 
@@ -120,22 +124,30 @@ class TokenFinder:
 
 
 def tokens_outside_strings(text: str, start: int, token: str, starts_call: re.Pattern | None = None) -> list[int]:
-    """Positions of the ``token`` occurrences after ``start`` that lie outside JSON strings (a string left open runs
-    to the end); with ``starts_call`` (a token that starts a call), only the first, or an earlier one inside a string
-    where ``starts_call`` matches (the string lost its closing quote). Linear."""
+    """Positions of the ``token`` occurrences after ``start`` (``token`` holds no quote or backslash) that lie outside
+    JSON strings (a string left open runs to the end); with ``starts_call`` (a token that starts a call), only the
+    first, or an earlier one inside a string where ``starts_call`` matches (the string lost its closing quote).
+    Linear: the text before each token is searched once for strings."""
     found: list[int] = []
-    for m in _outside_strings((token,)).finditer(text, start):
-        lone = m.group() == '"'  # a string left open: the rest of the text is inside it
-        if m.group(1) is not None:
-            found.append(m.start())
+    pos, b, quote = start, text.find(token, start), text.find('"', start)
+    while b >= 0:
+        quote = text.find('"', pos) if 0 <= quote < pos else quote  # (the next quote: where a string may start)
+        m = _QUOTED.search(text, pos) if 0 <= quote < b else None  # (the first string, escape or lone quote)
+        if m is None:  # no string before the token
+            found.append(b)
             if starts_call is not None:
                 return found
-        elif starts_call is not None and (lone or text.find(token, m.start(), m.end()) >= 0):
-            call = starts_call.search(text, m.start(), len(text) if lone else m.end() + 300)
-            if call is not None and (lone or call.start() < m.end()):
+            pos = b + len(token)
+            b = text.find(token, pos)
+            continue
+        pos, lone = m.end(), m.group() == '"'  # (lone: the rest of the text is inside a string)
+        if starts_call is not None and (lone or pos > b):
+            call = starts_call.search(text, b, len(text) if lone else pos + 300)
+            if call is not None and (lone or call.start() < pos):
                 return [call.start()]
         if lone:
             return found
+        b = text.find(token, pos) if pos > b else b
     return found
 
 
