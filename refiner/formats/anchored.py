@@ -270,8 +270,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         return []
     keep = {c for c, g in gaps.items() if g == gap}
     keys = [k for k in keys if k.call in keep]
-    openers = [text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)]
-    opener = common_suffix(*openers)
+    opener = common_suffix(*(text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)))
     if len(keys) < 2 or not _markup(opener):
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
