@@ -326,8 +326,12 @@ def _split(text: str, opened: bool | None) -> Split:
     # <|end_message|> or <|end|> alone is no sign of reasoning
     if opened:
         found = state["closers"].search(text)  # (the first closer)
-    else:  # (a text that spells "think" in none of their ways holds none of them)
-        found = state["think_closers"].search(text) if any(w in text for w in state["think_words"]) else None
+    else:
+        found = None
+        for word in state["think_words"]:
+            if word in text:
+                found = state["think_closers"].search(text)
+                break
     if found is not None:
         j = found.start()
         return Split(0, j, found.end(), True) if opened or not inside_call(text, 0, j) else NONE
