@@ -98,10 +98,7 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         tried = 0
         while brace >= 0 and tried < 3 and budget > 0:
             tried += 1
-            try:
-                value, end = JSON_DECODER.raw_decode(text, brace)
-            except (ValueError, RecursionError):
-                value, end = None, brace + 1
+            value, end = _json_head(text, brace) or (None, brace + 1)
             budget -= end - brace
             if isinstance(value, dict) and end > e:
                 got = _json_call(value, name, offered)
@@ -153,11 +150,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
                 brace = -1  # only markup lines between the name and its arguments
         if brace < 0 or budget <= 0:
             continue
-        try:
-            value, end = JSON_DECODER.raw_decode(text, brace)
-        except (ValueError, RecursionError):
-            budget -= CONTEXT
-            continue
+        value, end = _json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
         params = set(offered.get(name) or ())
         if isinstance(value, dict) and value and set(value) <= params:
@@ -277,8 +270,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         return []
     keep = {c for c, g in gaps.items() if g == gap}
     keys = [k for k in keys if k.call in keep]
-    openers = [text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)]
-    opener = common_suffix(*openers)
+    opener = common_suffix(*(text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)))
     if len(keys) < 2 or not _markup(opener):
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
@@ -293,14 +285,10 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         v0 = _skip_spaces(text, v0, limit, "\n" if own_line else "")
         nl = text.find("\n", v0, limit)
         end = nl if nl >= 0 else (limit - len(key_prefix) if nxt_key else limit)
-        if text[v0: v0 + 1] in ("{", "[", '"'):  # a JSON value may run over lines
-            try:
-                _, jend = JSON_DECODER.raw_decode(text, v0)
-                if jend <= limit:
-                    nl = text.find("\n", jend, limit)
-                    end = nl if nl >= 0 else limit
-            except (ValueError, RecursionError):
-                pass
+        head = _json_head(text, v0) if text[v0: v0 + 1] in ("{", "[", '"') else None
+        if head is not None and head[1] <= limit:  # a JSON value may run over lines
+            nl = text.find("\n", head[1], limit)
+            end = nl if nl >= 0 else limit
         extents.append((v0, end))
         inline.append(nxt_key is not None and nl < 0)
     raws = [text[a:b] for a, b in extents]
@@ -410,11 +398,11 @@ def _shared(texts: list[str], key_suffix: bool = False) -> str:
     return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
 
 
-def _json_head(raw: str) -> tuple[Any, int] | None:
-    """The JSON value ``raw`` starts with and where it ends; None when it starts with none."""
-    if raw[:1] in JSON_STARTS:
+def _json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
+    """The JSON value ``raw`` holds at ``pos`` and where it ends; None when none starts there."""
+    if raw[pos : pos + 1] in JSON_STARTS:
         try:
-            return JSON_DECODER.raw_decode(raw, 0)
+            return JSON_DECODER.raw_decode(raw, pos)
         except (ValueError, RecursionError):
             pass
     return None

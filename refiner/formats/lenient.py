@@ -40,14 +40,18 @@ def lenient_list(text: str, open_tag: str, close_tag: str, problems: list[Proble
     return as_items(value)
 
 
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string
+_ESCAPE = r'\\[\\"]'  # outside strings too, a backslash takes the backslash or quote after it
+_QUOTED = re.compile(rf'{_ESCAPE}|{_STRING}|"', re.DOTALL)  # a lone quote: a string left open
+
+
 @functools.lru_cache(maxsize=64)
 def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
     """One of ``tokens`` (group 1), or a run of other text with its JSON strings, or a lone ``"`` (a string left
     open)."""
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
     firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
-    string = r'"[^"\\]*(?:\\.[^"\\]*)*"'
-    run = rf'(?:[^"{firsts}]+|{string}|(?!{alts})[{firsts}])+'
+    run = rf'(?:[^"\\{firsts}]+|{_ESCAPE}|\\|{_STRING}|(?!{alts})[{firsts}])+'
     return re.compile(rf'({alts})|{run}|"', re.DOTALL)
 
 
@@ -119,53 +123,31 @@ class TokenFinder:
         return best, which
 
 
-MAX_ESCAPE_RUN = 16  # backslash runs before a quote told apart up to this length (longer ones: only in junk)
-
-
-def _unescaped_quotes(text: str, a: int, b: int) -> int:
-    """How many double quotes of ``text[a:b]`` are not escaped, by C-speed counts of backslash runs before them."""
-    n = text.count('"', a, b)
-    if n and text.find("\\", a, b) >= 0:
-        k, sign, run = 1, -1, '\\"'
-        while k <= MAX_ESCAPE_RUN:
-            c = text.count(run, a, b)
-            if not c:
-                break
-            n += sign * c
-            k, sign, run = k + 1, -sign, "\\" + run
-    return n
-
-
 def tokens_outside_strings(text: str, start: int, token: str, starts_call: re.Pattern | None = None) -> list[int]:
-    """Positions of the ``token`` occurrences after ``start`` (outside any JSON string) that lie outside JSON
-    strings; with ``starts_call`` (a token that starts a call), only the first, or one inside a string where
-    ``starts_call`` matches (the string lost its closing quote). Linear: the quotes between two tokens are counted
-    once."""
+    """Positions of the ``token`` occurrences after ``start`` (``token`` holds no quote or backslash) that lie outside
+    JSON strings (a string left open runs to the end); with ``starts_call`` (a token that starts a call), only the
+    first, or an earlier one inside a string where ``starts_call`` matches (the string lost its closing quote).
+    Linear: the text before each token is searched once for strings."""
     found: list[int] = []
-    inside, pos = False, start
-    quote = text.find('"', pos)  # the next quote at or after pos (-1: none)
-    b = text.find(token, pos)
+    pos, b, quote = start, text.find(token, start), text.find('"', start)
     while b >= 0:
-        if 0 <= quote < b:
-            inside ^= _unescaped_quotes(text, pos, b) % 2 == 1
-        if not inside:
+        quote = text.find('"', pos) if 0 <= quote < pos else quote  # (the next quote: where a string may start)
+        m = _QUOTED.search(text, pos) if 0 <= quote < b else None  # (the first string, escape or lone quote)
+        if m is None:  # no string before the token
             found.append(b)
             if starts_call is not None:
                 return found
             pos = b + len(token)
             b = text.find(token, pos)
-        else:  # every token up to the next quote is in this string
-            q = text.find('"', b)
-            if starts_call is not None:
-                call = starts_call.search(text, b, len(text) if q < 0 else q + 300)
-                if call is not None and (q < 0 or call.start() < q):
-                    return [call.start()]
-            if q < 0:
-                return found
-            pos = b + len(token)
-            b = text.find(token, q)
-        if 0 <= quote < pos:
-            quote = text.find('"', pos)
+            continue
+        pos, lone = m.end(), m.group() == '"'  # (lone: the rest of the text is inside a string)
+        if starts_call is not None and (lone or pos > b):
+            call = starts_call.search(text, b, len(text) if lone else pos + 300)
+            if call is not None and (lone or call.start() < pos):
+                return [call.start()]
+        if lone:
+            return found
+        b = text.find(token, pos) if pos > b else b
     return found
 
 

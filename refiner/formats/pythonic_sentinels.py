@@ -343,12 +343,11 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
     leniently. ``at_end``: the text ends inside the list."""
     prefix, end, complete, _ = fast_call_prefix(src, limit=MAX_RECOVERED_ITEMS)
     k = take_items(len(prefix))
-    if k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete):
+    gave_up = k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete)
+    if gave_up or complete:
         out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
-        out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
-        return
-    if complete:
-        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+        if gave_up:
+            out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
         return
     if read_whole and (len(src) > MAX_AST_CHARS or charge(AST_COST_PER_CHAR * len(src))):
         try:

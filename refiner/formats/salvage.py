@@ -386,16 +386,11 @@ class _Scan(SiteReader):
 def _ends_in_token(text: str, start: int, tokens: Sequence[str]) -> bool:
     """Whether ``text[start:]`` ends with the first part of one of ``tokens``: more than its leading blanks, less than
     the whole token."""
-    n = len(text)
-    start = start if start >= 0 else max(n + start, 0)
     for t in tokens:
         least = len(t) - len(t.lstrip()) + 1  # (characters of the token the text must end with)
-        most = min(len(t) - 1, n - start)
-        if most < least:
-            continue
-        tail = text[n - most :]
+        tail = text[max(start, len(text) - len(t) + 1) :]
         j = tail.find(t[0])
-        while 0 <= j <= most - least:  # (the part from j on has at least ``least`` characters)
+        while 0 <= j <= len(tail) - least:  # (the part from j on has at least ``least`` characters)
             if t.startswith(tail[j:]):
                 return True
             j = tail.find(t[0], j + 1)

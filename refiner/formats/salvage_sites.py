@@ -4,14 +4,13 @@ resolved against the offered ones (:func:`resolve`)."""
 from __future__ import annotations
 
 import ast
-import functools
 import keyword
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import FormatError, Problem, WireFormat, by_rank, marker_table
+from refiner.formats.base import FormatError, Problem, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
 from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
@@ -44,10 +43,9 @@ _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")  # NAME, or Kimi-K2's functions.NAME:0
 
 
-@functools.lru_cache(maxsize=1)
 def _pythonic_format() -> str | None:
     """The first registered format (by rank) that claims untagged pythonic calls."""
-    return next((f.name for f in by_rank() if f.claims_text("[f(a=1)]")), None)
+    return next((f.name for f in marker_table().claiming_texts if f.claims_text("[f(a=1)]")), None)
 
 
 def normalise(name: str) -> str:
