@@ -99,10 +99,10 @@ def test_markers_inside_strings_are_text():
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        (f"{O}call:bad_func no brace{C}", "tool name"),
+        (f"{O}call:bad_func no brace{C}", "not a call between the call tokens"),
         (f"{O}get_weather{{}}{C}", "call:"),
         (f"{O}call:f{{city:Paris}}{C}", "unquoted value"),
-        (f"{O}call:f{{city:{Q}Paris{Q}}}", "expected <tool_call|>"),
+        (f"{O}call:f{{city:{Q}Paris{Q}}}", "missing <tool_call\\|>"),
         (f"{O}call:f{{city:{Q}Paris}}{C}", "closing"),
         (f"{O}call:f{{a:1,}}{C}", "comma"),
         (f"{O}call:f{{a:{Q}x{Q} b:2}}{C}", "expected ,"),
