@@ -79,7 +79,7 @@ def test_a_string_that_cannot_read_back_is_refused():
         (tools(call("f", arg("n", "abc", "number"))), "invalid JSON"),
         (tools(call("f", arg("n", "1", "boolean"))), "typed 'boolean'"),
         (tools(call("f", arg("a", "1"), arg("a", "2"))), "given twice"),
-        (tools(f"{O}call index=\"1\"{S}{C}call{S}"), "tool name '' is not allowed"),
+        (tools(f"{O}call index=\"1\"{S}{C}call{S}"), "call block without a tool name"),
         (f"{O}tools{S}" + call("f", arg("a", "1")), "missing <|close|>tools"),
         (tools(call("f", f'{O}argument key="a" type="string"{S}1')), "unclosed parameter value"),
         ("Just prose.", "no <|open|>tools"),

@@ -27,6 +27,7 @@ from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.tags import apply_edits, letters, tag_look_alike
 from refiner.formats.text import skip_ws
+from refiner.formats.xml_lenient import slip
 from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s{}\[\]<>,\"'`|]+"
@@ -70,7 +71,7 @@ class _Reader:
         self.fmt, self.text, self.out, self.n = fmt, text, out, len(text)
         self.q, self.lq = sp.quote, len(sp.quote)
         self.tokens = (sp.call_open, sp.call_close)
-        self.bare, self.key, self.skip_obj, self.skip_list, self.member, self.element = fmt.patterns
+        self.bare, self.key, self.skip_obj, self.skip_list = fmt.patterns
         self.cut: bool | None = None  # None: the text does not stop inside the value; else whether it stops cleanly
         self.stopped = False  # (lenient) a call token stood where a key, value or bracket should be
         self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
@@ -131,11 +132,6 @@ class _Reader:
         if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
             self.ends(end, raw in LITERALS)
         return value, end
-
-    def plain(self, m: re.Match) -> Any:
-        """The value of a plain member or element (a string holding no first character of the quote token, a literal
-        or a number)."""
-        return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
 
     def scalar(self, raw: str, pos: int) -> Any:
         """A bare value: a literal, a number, else text (reported)."""
@@ -200,11 +196,6 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-            m = self.member.match(text, pos)  # (in one match, as the steps below: bench_worst_case needs it)
-            if m is not None and m["key"] not in result:
-                result[m["key"]] = self.plain(m)
-                pos, after_value = m.end(), m["comma"] is None
-                continue
             key_at = pos
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
@@ -257,11 +248,6 @@ class _Reader:
                     pos += 1
                 else:
                     self.bad(f"expected , or ] after a value, got {text[pos : pos + 20]!r}", pos)
-            m = self.element.match(text, pos)  # (a plain element read in one match, as the steps below read it)
-            if m is not None:
-                result.append(self.plain(m))
-                pos, after_value = m.end(), m["comma"] is None
-                continue
             value, end = self.value(pos, depth + 1)
             if value is not _NOTHING:
                 result.append(value)
@@ -292,33 +278,15 @@ class BraceKV(WireFormat):
     @functools.cached_property
     def patterns(self) -> tuple[re.Pattern, ...]:
         """(a bare value, a bare key, junk in an object, junk in a list): text up to the punctuation that ends one,
-        never into a token; then a plain member and a plain element (a bare key, and a string, literal or number,
-        followed by a comma or the closing bracket)."""
-        sp = self.spelling
-        tokens = (sp.call_open, sp.call_close, sp.quote)
+        never into a token."""
+        tokens = (self.spelling.call_open, self.spelling.call_close, self.spelling.quote)
         stop = "|".join(re.escape(t) for t in tokens)
         firsts = re.escape("".join(sorted({t[0] for t in tokens})))
 
         def upto(ends: str) -> re.Pattern:  # (runs without a token's first character pass in one step)
             return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
-        ends = rf":,{{}}\[\]{firsts}"
-        key = rf"(?=[^{ends}]*:)[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"  # (the colon first: no backtracking)
-        calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
-        q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
-
-        def blank(name: str) -> str:  # (whitespace taken whole: a failed match does not give it back char by char)
-            return rf"(?=(?P<{name}>\s*))(?P={name})"
-
-        scalar = "|".join((*LITERALS, _NUMBER.pattern))
-        value = rf"{blank('lead')}(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{scalar}))"
-
-        def then(closer: str) -> str:  # (a comma is taken with the value when a key or value follows it)
-            comma = rf"(?P<comma>,){blank('gap')}(?!{calls})(?=[^\s\{closer}])"
-            return rf"{blank('trail')}(?:{comma}|(?=[,\{closer}]))"
-
-        return (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"),
-                re.compile(rf"(?P<key>{key})\s*:{value}{then('}')}"), re.compile(rf"{value}{then(']')}"))
+        return upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]")
 
     def answer_start(self, text: str) -> int:
         """After the family's reasoning block, or its closer alone, before the first call token; else 0."""
@@ -333,59 +301,46 @@ class BraceKV(WireFormat):
         return start
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        sp = self.spelling
-        start = self.answer_start(text)
-        i = text.find(sp.call_open, start)
-        if i < 0:
-            raise self.error(f"no {sp.call_open}", start)
-        early = self._bare_call(text, start, i)
-        if early >= 0:  # content before the first call token holds a call: its token was written wrong or lost
-            raise self.error(f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
-        calls = []
-        reader = _Reader(self, text, None)
-        while i >= 0:
-            pos = i + len(sp.call_open)
-            if not text.startswith(sp.keyword, pos):
-                raise self.error(f"expected {sp.keyword}NAME{{...}} after {sp.call_open}", pos)
-            pos += len(sp.keyword)
-            m = _NAME.match(text, pos)
-            if m is None or not text.startswith("{", m.end()):
-                raise self.error(f"expected a tool name and {{ after {sp.keyword}", pos)
-            args, pos = reader.obj(m.end(), 1)  # (the arguments: level 1, as MAX_ARGUMENT_DEPTH counts)
-            pos = skip_ws(text, pos)
-            if not text.startswith(sp.call_close, pos):
-                raise self.error(f"expected {sp.call_close} after the arguments of {m.group()!r}", pos)
-            calls.append(ToolCall.trusted(m.group(), args))
-            i = text.find(sp.call_open, pos + len(sp.call_close))
+        calls: list[ToolCall] = []
+        self._read(text, calls, None)
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:
-        sp = self.spelling
+        self._read(text, out.calls, out)
+
+    def _read(self, text: str, calls: list[ToolCall], out: Lenient | None) -> None:
+        """Reads the calls after the reasoning into ``calls``: leniently when given a :class:`Lenient` to note what
+        it recovers from (tokens written wrong put right first), else strictly, raising where it would recover."""
         start = self.answer_start(text)
-        text = self._respell(text, start, out)
+        if out is not None:
+            text = self._respell(text, start, out)
         finder = Finder(text)
         i = self._next_call(text, start, out, finder)
         if i < 0:
-            out.note("missing_tag", f"no {sp.call_open} found")
+            slip(self, out, "missing_tag", f"no {self.spelling.call_open} found", start)
             return
-        for _ in range(MAX_RECOVERED_ITEMS):
-            if i < 0 or not take_items(1):
+        for _ in range(MAX_RECOVERED_ITEMS) if out is not None else itertools.count():
+            if out is not None and not take_items(1):
                 return
             try:
-                pos = self._recover_call(text, i, out, finder)
+                pos = self._read_call(text, i, calls, out, finder)
             except _TooDeep:
                 out.note("bad_arguments", f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels; the rest is not read")
                 return
-            i = self._next_call(text, pos, out, finder)
+            # (strictly, a call:NAME{ without its token after the first call is content)
+            i = self._next_call(text, pos, out, finder, bare=out is not None)
+            if i < 0:
+                return
 
-    def _next_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
-        """(lenient) Where the next ``call:NAME{...}`` starts (after its token, or :meth:`_bare_call`), else -1."""
+    def _next_call(self, text: str, pos: int, out: Lenient | None, finder: Finder, bare: bool = True) -> int:
+        """Where the next ``call:NAME{...}`` starts (after its token, or, with ``bare``, :meth:`_bare_call`), else
+        -1."""
         sp = self.spelling
         i = finder.next(sp.call_open, pos)  # (a text without the token is searched once, not once per call)
-        early = self._bare_call(text, pos, i if i >= 0 else len(text))
-        if early >= 0:
-            if sum(p.code == "missing_tag" for p in out.problems[-MAX_NOTES:]) < MAX_NOTES:
-                out.note("missing_tag", f"{sp.keyword}NAME{{...}} without its {sp.call_open}")
+        early = self._bare_call(text, pos, i if i >= 0 else len(text)) if bare else -1
+        if early >= 0:  # its token was written wrong or lost
+            if out is None or sum(p.code == "missing_tag" for p in out.problems[-MAX_NOTES:]) < MAX_NOTES:
+                slip(self, out, "missing_tag", f"{sp.keyword}NAME{{...}} without its {sp.call_open}", early)
             return early
         return i if i < 0 else i + len(sp.call_open)
 
@@ -447,43 +402,47 @@ class BraceKV(WireFormat):
                 out.note("missing_tag", f"{choices[0]} written as {got!r}")
         return apply_edits(text, edits) if edits else text
 
-    def _recover_call(self, text: str, pos: int, out: Lenient, finder: Finder) -> int:
+    def _read_call(self, text: str, pos: int, calls: list[ToolCall], out: Lenient | None, finder: Finder) -> int:
+        """Reads the call after its token into ``calls``: where reading goes on."""
         sp = self.spelling
         if text.startswith(sp.keyword, pos):
             pos += len(sp.keyword)
-        elif len(out.problems) < MAX_NOTES:
-            out.note("missing_tag", f"{sp.call_open} not followed by {sp.keyword}")
+        elif out is None or len(out.problems) < MAX_NOTES:
+            slip(self, out, "missing_tag", f"{sp.call_open} not followed by {sp.keyword}", pos)
         m = _NAME.match(text, pos)
         if m is not None and m.end() >= len(text):
-            out.note("unclosed", "the text ends inside a tool name")
+            slip(self, out, "unclosed", "the text ends inside a tool name", pos)
             out.mark_cut(None)
             return len(text)
         brace = skip_ws(text, m.end()) if m is not None else pos
-        if m is None or not text.startswith("{", brace):
+        if m is None or not text.startswith("{", brace) or (out is None and brace > m.end()):
             if brace >= len(text):
-                out.note("unclosed", "the text ends before the arguments of a call")
+                slip(self, out, "unclosed", "the text ends before the arguments of a call", pos)
                 out.mark_cut(None)
                 return len(text)
             end_at, tag = finder.first((sp.call_close, sp.call_open), pos)  # junk ends at the next call token
-            if len(out.problems) < MAX_NOTES:
-                out.note("unreadable", f"not a call between the call tokens: {text[pos : min(end_at, pos + 80)]!r}")
+            if out is None or len(out.problems) < MAX_NOTES:
+                what = f"not a call between the call tokens: {text[pos : min(end_at, pos + 80)]!r}"
+                slip(self, out, "unreadable", what, pos)
             return end_at + len(sp.call_close) if tag == sp.call_close else end_at
         name = m.group()
         reader = _Reader(self, text, out)
-        args, pos = reader.obj(brace, 0)
-        out.calls.append(ToolCall(name, args))
+        # (strictly the arguments are level 1, as MAX_ARGUMENT_DEPTH counts; leniently a level more is read, and what
+        # nests too deep is dropped after: WireFormat.parse_lenient)
+        args, pos = reader.obj(brace, 0 if out is not None else 1)
+        calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
         if reader.cut is not None:
             whole = {k: v for k, v in args.items() if k != reader.cut_key}
-            out.mark_cut(len(out.calls) - 1, name, whole, reader.cut)
+            out.mark_cut(len(calls) - 1, name, whole, reader.cut)
             return pos
         pos = skip_ws(text, pos)
         if text.startswith(sp.call_close, pos):
             return pos + len(sp.call_close)
         if pos >= len(text):
-            out.note("missing_tag", f"missing {sp.call_close}")
-            out.mark_cut(len(out.calls) - 1, name, args, True)
+            slip(self, out, "missing_tag", f"missing {sp.call_close}", pos)
+            out.mark_cut(len(calls) - 1, name, args, True)
         elif not reader.stopped:
-            out.note("missing_tag", f"missing {sp.call_close} after the arguments of {name!r}")
+            slip(self, out, "missing_tag", f"missing {sp.call_close} after the arguments of {name!r}", pos)
         return pos
 
     def render(self, calls: Sequence[ToolCall]) -> str:

@@ -21,7 +21,6 @@ cannot say goes into its one hook (:class:`~refiner.formats.xml_spelling.Hook`).
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 from collections.abc import Mapping, Sequence
@@ -41,7 +40,7 @@ from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import XmlReader, stop_patterns
-from refiner.formats.xml_spelling import XmlSpelling, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
     read_value,
@@ -91,10 +90,7 @@ def _type_name(value: Any, raw: bool, typing: str) -> str:
     """The type attribute's value render writes: ``true`` / ``false`` (raw or JSON), or a type named."""
     if typing == "attr":
         return "true" if raw else "false"
-    if raw:
-        return "string"
-    types = ((type(None), "null"), (bool, "boolean"), ((int, float), "number"), (list, "array"))
-    return next((name for t, name in types if isinstance(value, t)), "object")
+    return "string" if raw else next((name for name, ts in JSON_TYPES.items() if type(value) in ts), "object")
 
 
 class XmlParams(XmlReader, WireFormat):
@@ -160,19 +156,13 @@ class XmlParams(XmlReader, WireFormat):
         read as for any row, with the suffixes dropped; the calls' span is given in ``text``'s own positions."""
         if not self.spelling.tag_suffix or ":" not in text:
             return super().answer_parts(text)
-        ends, shifts, total = [], [], 0  # where each dropped suffix ends in the plain text, and the shift after it
+        shifts, total = [], 0  # (where each dropped suffix ends in the plain text, the characters dropped up to it)
         for m in _suffixes(self.spelling.tags(), self.spelling.tag_suffix)[0].finditer(text):
             total += len(m.group(0)) - len(_unsuffixed(m))
-            ends.append(m.end() - total)
-            shifts.append(total)
+            shifts.append((m.end() - total, total))
         parts = super().answer_parts(self._plain(text))
-
-        def back(p: int) -> int:
-            k = bisect.bisect_right(ends, p)
-            return p + (shifts[k - 1] if k else 0)
-
-        a, b = parts.calls
-        return AnswerParts(parts.content, parts.reasoning, (back(a), back(b)))
+        a, b = (p + max((t for e, t in shifts if e <= p), default=0) for p in parts.calls)
+        return AnswerParts(parts.content, parts.reasoning, (a, b))
 
     def _plain(self, text: str) -> str:
         """The text with a per-checkpoint tag suffix dropped from every tag (rows with ``tag_suffix``)."""
@@ -368,10 +358,7 @@ class XmlParams(XmlReader, WireFormat):
             else:
                 key = write_key(k, ">" not in k and "\n" not in k and "\r" not in k)
                 parts.append(f"{s.key_open}{key}>{pad}{self._write(v)}{pad}{s.value_close}")
-        if s.name_at == "text" and sep == "\n":  # GLM: NAME\n, each pair followed by \n, then the close
-            return "".join(p + sep for p in parts) + s.call_close
-        parts.append(s.call_close)
-        return sep.join(parts)
+        return sep.join((*parts, s.call_close))
 
     def _write(self, value: Any) -> str:
         return write_value(value, self.spelling.value_tags, python_literals=self.spelling.python_literals)

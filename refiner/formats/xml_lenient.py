@@ -107,29 +107,26 @@ class XmlReader:
             e, tag = (m.start(), m.group()) if m else (len(text), None)
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
-            if not name:
-                slip(self, out, "no_name", f"a {s.call_open} block without a tool name", pos)
-            elif not self.is_name(name):
-                slip(self, out, "bad_name", f"tool name {name[:60]!r} is not allowed", pos)
         else:
             which, raw, pos = self._tag_end(text, pos, s.name_at, out)
             written = raw if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "")
             name = written.strip()
-            if which != s.tag_end or name != written or not self.is_name(name):  # (one test for a well-formed tag)
+            if which != s.tag_end or name != written:
                 if which is None:  # cut inside the name: no call can be trusted
                     slip(self, out, "unclosed", f"the text ends inside the tool name {name[:60]!r}", pos)
                     out.mark_cut(None)
                     return pos, False
                 if which != s.tag_end:
                     slip(self, out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
-                if not self.is_name(name):
-                    slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed", pos)
                 if name != written:
                     slip(self, out, None, f"tool name {written[:60]!r} is not allowed", pos)
-            if which == s.tag_end and s.name_at == "attr" and raw.endswith("/"):  # a call without arguments
-                if name:
-                    calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
-                return self._after_call(text, pos, name, out)
+        if not self.is_name(name):
+            slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed" if name
+                 else f"a {s.call_open.strip()} block without a tool name", pos)
+        if s.name_at == "attr" and which == s.tag_end and raw.endswith("/"):  # a call without arguments
+            if name:
+                calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
+            return self._after_call(text, pos, name, out)
         args: dict[str, Any] = {}
         closed = False
         whole = pos  # where the last value written whole ends (the name, at first)
@@ -415,7 +412,7 @@ def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
     # (a literal \n where the render has a line break between tags; one ending or starting a value is the value's)
     marks = ("\\n" + s.key_open, s.value_close + "\\n", "\\n" + s.call_close, s.call_close + "\\n")
     if "\\n" in body and any(m in body for m in marks):
-        body = _JSON_ESCAPE.sub(_unescape, body)
+        body = _JSON_ESCAPE.sub(lambda m: JSON_DECODER.decode(f'"{m.group()}"'), body)
         notes.append("the calls were written with JSON string escapes (a literal \\n between tags): read decoded")
     for close in (s.value_close, s.call_close, s.key_close if s.key_at == "element" else ""):
         if close.endswith(">") and close[:-1] in body:
@@ -425,10 +422,4 @@ def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
     return (text[:pos] + body, notes) if notes else None
 
 
-_JSON_ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
-_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
-def _unescape(m: re.Match) -> str:
-    e = m.group(1)
-    return chr(int(e[1:], 16)) if e[0] == "u" else _ESCAPED[e]
+_JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')  # (one escape, decoded as a JSON string)

@@ -200,27 +200,24 @@ def untagged_calls(
 
 
 class Finder:
-    """The next occurrence of a few tags (or patterns) at or after a position, each one's searches scanning the text
-    once while the positions asked for do not decrease."""
+    """The next occurrence of a few tags at or after a position, each one's searches scanning the text once while the
+    positions asked for do not decrease."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._hits: dict[str | re.Pattern, tuple[int, int]] = {}  # tag -> (searched from, hit or -1)
+        self._hits: dict[str, tuple[int, int]] = {}  # tag -> (searched from, hit or -1)
 
-    def next(self, tag: str | re.Pattern, pos: int) -> int:
+    def next(self, tag: str, pos: int) -> int:
         got = self._hits.get(tag)
         if got is not None:
             start, hit = got
             if start <= pos and (hit < 0 or hit >= pos):
                 return hit
-        if isinstance(tag, str):
-            hit = self.text.find(tag, pos)
-        else:
-            hit = m.start() if (m := tag.search(self.text, pos)) else -1
+        hit = self.text.find(tag, pos)
         self._hits[tag] = (pos, hit)
         return hit
 
-    def first(self, tags: Sequence[str | re.Pattern], pos: int) -> tuple[int, str | re.Pattern | None]:
+    def first(self, tags: Sequence[str], pos: int) -> tuple[int, str | None]:
         """``(position, tag)`` of the earliest of ``tags`` at or after ``pos``; ``(len(text), None)`` when none."""
         best, which = len(self.text), None
         for tag in tags:
