@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -64,8 +64,8 @@ class Reading:
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (by type first: faster)
-        return tools  # (a copy of a catalog would read every spec)
+    if tools is None or isinstance(tools, ToolCatalog):  # (a copy of a catalog would read every spec)
+        return tools
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}
@@ -82,10 +82,6 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
 
 def _params(spec: Any) -> dict[str, Any]:
     return dict(getattr(spec, "params", None) or {})
-
-
-def _reason(e: BaseException) -> str:
-    return getattr(e, "message", None) or str(e) or type(e).__name__
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -156,13 +152,13 @@ def read_text(
     if calls is not None:
         out = Reading(text, fmt, calls, True)
     elif not lenient:
-        out = Reading(text, fmt, [], False, _reason(error))
+        out = Reading(text, fmt, [], False, error.message)
     else:  # (with no strict reading made, parse_lenient makes it and says why it failed)
         got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
         if error is None:
             tried[fmt] = got.calls if got.ok else (got.strict_error or FormatError(fmt, "not valid"))
         error = error or got.strict_error
-        reason = None if got.ok else _reason(error) if error is not None else "; ".join(map(str, got.problems[:3]))
+        reason = None if got.ok else error.message if error is not None else "; ".join(map(str, got.problems[:3]))
         mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
         out = Reading(text, fmt, got.calls, got.ok, reason, got.cut, got.cut, mended, lenient=None if got.ok else got)
     if out.calls and tools is not None and (index := tool_index(tools)):  # values a format writes as untyped text
@@ -295,12 +291,8 @@ def salvaged(
     if index:  # values a site's format writes as untyped text are settled by the specs
         site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
         calls = [get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
-    cut = reading.text_cut
-    return Reading(
-        reading.text, reading.fmt, calls, False, reading.strict_reason, cut,
-        None if cut is None else Cut(None, cut.name, {}, cut.clean),  # (the cut call, left out, has no index)
-        False, found, reading.out_fmt, reading.detected, reading.lenient,
-    )
+    cut = reading.text_cut  # (the cut call, left out, has no index)
+    return replace(reading, calls=calls, cut=None if cut is None else Cut(None, cut.name, {}, cut.clean), salvaged=found)
 
 
 def better_salvage(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
 
 from refiner.formats.reasoning import reasoning_offset
 
@@ -28,12 +27,8 @@ def skip_ws(text: str, pos: int) -> int:
     return _WS.match(text, pos).end()
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-
-
-def dumps(value: Any) -> str:
-    """Rendering JSON: compact-ish, readable, unicode kept, key order kept."""
-    return _ENCODE(value)
+# Rendering JSON: compact-ish, readable, unicode kept, key order kept.
+dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 _BRACKET = re.compile(r"[{\[]")
