@@ -276,15 +276,23 @@ def salvaged(
     tried: Strict | None = None,
     sniffed: Sniffed | None = None,
 ) -> Reading:
-    """``reading`` with the calls read wherever the model put them, when that reading is the better one
-    (:func:`better_salvage`), values typed by the specs; else ``reading`` itself. ``markers``, ``tried``, ``sniffed``:
+    """``reading`` (of a text not valid in its format) with the calls read wherever the model put them
+    (:func:`refiner.formats.salvage.salvage`), values typed by the specs, when that reading is better than the
+    format's own lenient one; else ``reading`` itself. Better: more calls to offered tools (plausibly named ones
+    without a tool list), then more spelled exactly as offered, then fewer calls to other names, then more arguments.
+    When salvage read the whole text and found no call, the lenient reading's calls were made of prose and give way.
+    ``offered``: :func:`params_by_tool` of ``tools``, when the caller has it; ``markers``, ``tried``, ``sniffed``:
     what the caller already made (see :func:`read_upstream`)."""
     if reading.strict_ok or reading.mended:
         return reading
+    offered = _offered(tools, offered)
     known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
-    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known, markers=markers,
-                           tried=tried, sniffed=sniffed)
-    if found is None:
+    found = salvage(reading.text, offered, known, markers, tried, sniffed)
+    if found.complete and not found.calls:  # (every structured shape is salvage's to read)
+        better = bool(reading.calls)
+    else:
+        better = _score(found.calls, offered) > _score(reading.calls, offered)
+    if not better:
         return reading
     calls = list(found.calls)
     index = tool_index(tools)
@@ -295,36 +303,12 @@ def salvaged(
     return replace(reading, calls=calls, cut=None if cut is None else Cut(None, cut.name, {}, cut.clean), salvaged=found)
 
 
-def better_salvage(
-    text: str,
-    lenient: Sequence[ToolCall],
-    tools: Iterable[Any] | Mapping[str, Any] | None,
-    *,
-    offered: Mapping[str, Any] | None = None,
-    known: Mapping[str, Lenient] | None = None,
-    markers: dict[str, int] | None = None,
-    tried: Strict | None = None,
-    sniffed: Sniffed | None = None,
-) -> Salvage | None:
-    """The calls of a text that is not valid in its format, read wherever they are
-    (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
-    (``lenient``); else None. Better: more calls to offered tools (plausibly named ones without a tool list), then more
-    spelled exactly as offered, then fewer calls to other names, then more arguments. When salvage read the whole text
-    and found no call, the lenient reading's calls were made of prose and give way. ``known``: the lenient readings
-    already made with ``offered``, by format name; ``markers``, ``tried``, ``sniffed``: as in :func:`salvaged`."""
-    offered = _offered(tools, offered)
-    found = salvage(text, offered, known, markers, tried, sniffed)
-
-    def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
-        judged: dict[str, tuple[bool, bool]] = {}  # (each name judged once: a long list repeats a few)
-        good = exact = args = 0
-        for c in calls:
-            if c.name not in judged:
-                judged[c.name] = (is_offered(c.name, offered), c.name in offered) if offered else (
-                    (_PLAUSIBLE_NAME.fullmatch(c.name) is not None,) * 2)
-            good, exact, args = good + judged[c.name][0], exact + judged[c.name][1], args + len(c.arguments)
-        return good, exact, good - len(calls), args
-
-    if found.complete and not found.calls:
-        return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)
-    return found if score(found.calls) > score(lenient) else None
+def _score(calls: Sequence[ToolCall], offered: Mapping[str, Any] | None) -> tuple[int, int, int, int]:
+    judged: dict[str, tuple[bool, bool]] = {}  # (each name judged once: a long list repeats a few)
+    good = exact = args = 0
+    for c in calls:
+        if c.name not in judged:
+            judged[c.name] = (is_offered(c.name, offered), c.name in offered) if offered else (
+                (_PLAUSIBLE_NAME.fullmatch(c.name) is not None,) * 2)
+        good, exact, args = good + judged[c.name][0], exact + judged[c.name][1], args + len(c.arguments)
+    return good, exact, good - len(calls), args
