@@ -97,38 +97,26 @@ def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
 
 
 def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
-    """``(value, position)``, lazily, for the JSON value of each ``open_tag ... close_tag`` block after any reasoning
-    (with ``many``: each of the values a block holds); raises when there is no block, a block holds anything else, or
-    a block is not closed."""
+    """``(value, position)``, block by block, for the JSON value of each ``open_tag ... close_tag`` block after any
+    reasoning (with ``many``: each of the values a block holds); raises when there is no block, a block holds anything
+    else, or a block is not closed (before any value of that block is given)."""
     i = first_tag(fmt, text, open_tag, f"no {open_tag}...{close_tag} block")[1]
     after_open, after_close = len(open_tag), len(close_tag)
     while i >= 0:
         pos = skip_ws(text, i + after_open)
         if text.find(close_tag, pos) < 0:
             raise fmt.error(f"{open_tag} without {close_tag}", i)
+        values = []
         while not (many and text.startswith(close_tag, pos)):  # (with many, a block may be empty)
             value, end = _decoded(fmt, text, pos)
-            yield value, pos
+            values.append((value, pos))
             pos = skip_ws(text, end)
             if not many or pos >= len(text):
                 break
         if not text.startswith(close_tag, pos):
             expect_close(fmt, text, pos, close_tag)  # raises: text before the closing tag
+        yield from values
         i = text.find(open_tag, pos + after_close)
-
-
-def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
-    """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and its
-    position; raises when either tag is missing."""
-    a = first_tag(fmt, text, open_tag, f"missing {open_tag}")[1] + len(open_tag)
-    if text.find(close_tag, a) < 0:
-        raise fmt.error(f"missing {close_tag}", len(text))
-    value, end = decode_at(fmt, text, a)
-    expect_close(fmt, text, end, close_tag)
-    pos = skip_ws(text, a)
-    if not isinstance(value, list):
-        raise fmt.error(f"{open_tag} must hold a JSON list, got {type(value).__name__}", pos)
-    return value, pos
 
 
 MAX_JSON_CANDIDATES = 64
