@@ -316,7 +316,7 @@ def test_strict_fields_accepts_exactly_call_objects(shape, data):
     obj = data.draw(st.dictionaries(st.sampled_from([name_key, args_key, "other", *extra_keys]), _field_values,
                                     max_size=4))
     try:
-        got = strict_fields(formats.get("xlam"), obj, 0, what="call", name_key=name_key, args_key=args_key,
+        got = strict_fields(formats.get("xlam"), obj, 0, what="call", index=0, name_key=name_key, args_key=args_key,
                             extra_keys=extra_keys)
     except FormatError:
         got = None

@@ -25,7 +25,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get, marker_positions, marker_table
-from refiner.formats.detect import Sniffed, detect_with_calls, strict_reading
+from refiner.formats.detect import Sniffed, Strict, detect_with_calls, strict_reading
 from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import reasoning_offset, skip_ws, strip_reasoning
@@ -33,8 +33,6 @@ from refiner.specs.catalog import CatalogView, ToolCatalog
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
-
-Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one text made so far, by format name
 
 
 @dataclass

@@ -162,14 +162,14 @@ def strict_fields(
     pos: int,
     *,
     what: str,
-    index: int | None = None,
+    index: int,
     name_key: str = "name",
     args_key: str = "arguments",
     extra_keys: tuple[str, ...] = (),
 ) -> tuple[str, dict, dict]:
     """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means
     ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``. Errors name
-    ``what`` (``"what #index"`` when ``index`` is given)."""
+    ``"what #index"``."""
     if type(obj) is dict:  # the valid case, checked without building any message
         name = obj.get(name_key)
         args = obj.get(args_key, _ABSENT)
@@ -177,8 +177,7 @@ def strict_fields(
             extras = {k: obj[k] for k in extra_keys if k in obj} if extra_keys else {}
             if len(obj) == 1 + (args is not _ABSENT) + len(extras):  # (no key beyond those)
                 return name, {} if args is _ABSENT else args, extras
-    if index is not None:
-        what = f"{what} #{index}"
+    what = f"{what} #{index}"
     obj = expect_object(fmt, obj, what, pos)
     unknown = set(obj) - {name_key, args_key, *extra_keys}
     if unknown:
