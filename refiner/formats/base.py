@@ -295,7 +295,7 @@ class WireFormat:
             out.calls, out.cut = got.calls, got.cut
             out.problems.extend(got.problems)
             if not out.problems:
-                out.note("strict", str(out.strict_error or self._strict_error(text)))
+                out.note("strict", str(out.strict_error or f"longer than {MAX_LENIENT_CHARS} characters"))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
         finally:
@@ -318,13 +318,6 @@ class WireFormat:
         except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
         return out
-
-    def _strict_error(self, text: str) -> FormatError | str:
-        try:
-            self.parse_strict(text)
-        except FormatError as e:
-            return kept(e)
-        return "input was cut"
 
     def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface
         """Adds the calls recoverable from ``text`` to ``out.calls`` and every defect met to ``out.problems``."""
