@@ -9,9 +9,6 @@ import re
 
 from refiner.formats.reasoning import reasoning_offset
 
-__all__ = ["common_prefix", "common_suffix", "dumps", "next_bracket", "reasoning_offset", "skip_ws",
-           "strip_reasoning"]
-
 
 def strip_reasoning(text: str) -> str:
     """The answer after its reasoning block (:func:`~refiner.formats.reasoning.reasoning_offset`)."""
