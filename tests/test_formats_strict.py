@@ -3,11 +3,16 @@ what it can and says what it met, and detection tells apart formats that share t
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import FormatError, detect_format
+from refiner.formats.strict import strict_fields
 
 # (format, text, words the error message must contain)
 BAD = [
@@ -283,6 +288,42 @@ def test_toolace_a_broken_list_is_still_reported_at_its_first_closing_tag():
     fmt = formats.get("toolace")
     with pytest.raises(FormatError, match="positional"):
         fmt.parse_strict('<function_list>[f("a")]</function_list> and </function_list>')
+
+
+# --- strict_fields: its unchecked reading of a valid object must accept exactly what its checks accept ----------
+
+_field_values = st.one_of(
+    st.sampled_from(["f", "", "  ", "get_x"]),
+    st.none(),
+    st.integers(0, 3),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 2) | st.text(max_size=2), max_size=2),
+    st.lists(st.sampled_from(["API_call_0", "v"]), max_size=2),
+)
+_SHAPES = [("name", "arguments", ()), ("api_name", "parameters", ("responses",)), ("name", "arguments", ("id", "type"))]
+
+
+def _is_call_object(obj, name_key, args_key, extra_keys):
+    name, args = obj.get(name_key), obj.get(args_key, {})
+    return (set(obj) <= {name_key, args_key, *extra_keys} and isinstance(name, str) and bool(name.strip())
+            and isinstance(args, dict))
+
+
+@pytest.mark.parametrize("shape", _SHAPES, ids=lambda s: s[0] + "/" + ",".join(s[2]))
+@settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "300")), deadline=None)
+@given(data=st.data())
+def test_strict_fields_accepts_exactly_call_objects(shape, data):
+    name_key, args_key, extra_keys = shape
+    obj = data.draw(st.dictionaries(st.sampled_from([name_key, args_key, "other", *extra_keys]), _field_values,
+                                    max_size=4))
+    try:
+        got = strict_fields(formats.get("xlam"), obj, 0, what="call", index=0, name_key=name_key, args_key=args_key,
+                            extra_keys=extra_keys)
+    except FormatError:
+        got = None
+    if not _is_call_object(obj, name_key, args_key, extra_keys):
+        assert got is None
+    else:
+        assert got == (obj[name_key], obj.get(args_key, {}), {k: obj[k] for k in extra_keys if k in obj})
 
 
 def test_toolace_general_reader_takes_lists_up_to_its_cap_and_plain_lists_at_any_length():

@@ -233,7 +233,7 @@ def test_prose_that_could_start_no_call_is_read_strictly_only(reads, monkeypatch
     """A text with no marker, no bracket and no offered name after its reasoning: one strict read, no lenient read
     and no salvage (neither could find a call there)."""
     salvaged = []
-    monkeypatch.setattr(reading_module, "better_salvage", lambda *a, **k: salvaged.append(a) or None)
+    monkeypatch.setattr(reading_module, "salvage", lambda *a, **k: salvaged.append(a))
     counts, texts = reads
     text = "<think>Nothing to look up.</think>It is sunny, as far as I know."
     texts["upstream"] = text

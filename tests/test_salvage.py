@@ -8,7 +8,7 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats import salvage as salvage_mod
-from refiner.formats.reading import better_salvage, read_text, salvaged, tool_index
+from refiner.formats.reading import Reading, read_text, salvaged, tool_index
 from refiner.formats.salvage import salvage
 from refiner.gate import check_reading, check_text
 from refiner.pipeline import Refiner
@@ -200,7 +200,8 @@ def test_a_line_start_marker_counts_on_the_first_line():
     got = salvage(text, OFFERED)
     assert got.calls == [T] and "functionary_v32" in got.describe()
     lenient = check_text(text, "functionary_v32", load_tools(TOOLS)).calls
-    assert better_salvage(text, lenient, load_tools(TOOLS)) is None  # the format's own reading stands
+    reading = Reading(text, "functionary_v32", lenient)
+    assert salvaged(reading, load_tools(TOOLS)) is reading  # the format's own reading stands
 
 
 def test_describe_and_format():
@@ -290,7 +291,8 @@ def test_a_valid_text_is_never_re_read():
 def test_a_lenient_reading_as_good_as_salvages_is_kept():
     text = "[get_weather(city='Paris')]\nDone."
     report = check_text(text, "toolace", INDEX)
-    assert report.calls == [P] and better_salvage(text, report.calls, INDEX) is None
+    reading = Reading(text, "toolace", report.calls)
+    assert report.calls == [P] and salvaged(reading, INDEX) is reading
 
 
 def test_salvage_replaces_a_reading_with_fewer_calls_and_says_where():
@@ -314,7 +316,8 @@ def test_an_incomplete_salvage_never_drops_the_lenient_reading():
     text = "f(q) " * 300 + "[get_weather(city='Paris')]"
     lenient = [P]
     assert not salvage(text, {n: list(s.params) for n, s in INDEX.items()}).complete
-    assert better_salvage(text, lenient, INDEX) is None
+    reading = Reading(text, "toolace", lenient)
+    assert salvaged(reading, INDEX) is reading
 
 
 def test_pipeline_reads_salvaged_calls_in_the_requested_format():

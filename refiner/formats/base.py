@@ -144,7 +144,7 @@ class Cut:
     arguments: dict[str, Any] = field(default_factory=dict)
     clean: bool = False
 
-    def describe(self, calls: Sequence[ToolCall] = ()) -> str:
+    def describe(self) -> str:
         if self.index is None:
             return "the text stops after its last complete call" if self.clean else "the text stops between calls"
         what = f"call #{self.index}" + (f" ({self.name})" if self.name else "")
@@ -180,7 +180,7 @@ class Lenient:
             index = None
         self.cut = Cut(index, name, dict(arguments or {}), clean)
         if not clean and not any(p.code == "truncated" for p in self.problems):
-            self.note("truncated", self.cut.describe(self.calls))
+            self.note("truncated", self.cut.describe())
 
 
 @dataclass(frozen=True)
@@ -295,7 +295,7 @@ class WireFormat:
             out.calls, out.cut = got.calls, got.cut
             out.problems.extend(got.problems)
             if not out.problems:
-                out.note("strict", str(out.strict_error or self._strict_error(text)))
+                out.note("strict", str(out.strict_error or f"longer than {MAX_LENIENT_CHARS} characters"))
         except Exception as e:  # noqa: BLE001 - never raise: anything unexpected becomes a problem
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
         finally:
@@ -318,13 +318,6 @@ class WireFormat:
         except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
         return out
-
-    def _strict_error(self, text: str) -> FormatError | str:
-        try:
-            self.parse_strict(text)
-        except FormatError as e:
-            return kept(e)
-        return "input was cut"
 
     def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface
         """Adds the calls recoverable from ``text`` to ``out.calls`` and every defect met to ``out.problems``."""
@@ -518,12 +511,7 @@ def by_rank() -> list[WireFormat]:
 
 def marker_table() -> MarkerTable:
     """The registered formats' :class:`~refiner.formats.markers.MarkerTable` (made again when the registry changes)."""
-    global _RANKED
-    now, fmts, table = _ranked()
-    if table is None:
-        table = MarkerTable(fmts, WireFormat)
-        _RANKED = (now, fmts, table)
-    return table
+    return _ranked()[2]
 
 
 def marker_positions(text: str) -> dict[str, int]:
@@ -532,16 +520,16 @@ def marker_positions(text: str) -> dict[str, int]:
 
 
 # (the registry's state, its formats in rank order, their marker table), made again when the registry changes
-_RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable | None] = ((), (), None)
+_RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable] | None = None
 
 
-def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable | None]:
+def _ranked() -> tuple[tuple, tuple[WireFormat, ...], MarkerTable]:
     global _RANKED
     # the registry's state: the dict itself (tests swap it), its size and its last format
     now = (_REGISTRY, len(_REGISTRY), next(reversed(_REGISTRY.values()), None))
-    if _RANKED[0] == now:  # (a dict of the same formats ranks them the same)
-        return _RANKED
-    _RANKED = (now, tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name))), None)
+    if _RANKED is None or _RANKED[0] != now:  # (a dict of the same formats ranks them the same)
+        fmts = tuple(sorted(_REGISTRY.values(), key=lambda f: (f.detection.rank, f.name)))
+        _RANKED = (now, fmts, MarkerTable(fmts, WireFormat))
     return _RANKED
 
 

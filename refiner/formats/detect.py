@@ -35,6 +35,8 @@ from refiner.formats.jsonfix import repair_budget
 from refiner.formats.lenient import lenient_json_in_prose
 from refiner.formats.reasoning import read
 
+Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one text made so far, by format name
+
 # The format chosen among those sharing a marker, by (marker, its position after the reasoning): salvage takes it.
 Sniffed = dict[tuple[str, int], WireFormat]
 
@@ -80,7 +82,7 @@ def detect_format(text: str) -> str | None:
     return detect_with_calls(text)[0]
 
 
-def strict_reading(fmt: WireFormat, text: str, tried: dict[str, list[ToolCall] | FormatError]) -> list[ToolCall] | None:
+def strict_reading(fmt: WireFormat, text: str, tried: Strict) -> list[ToolCall] | None:
     """``fmt``'s strict reading of ``text`` (its calls, or None), made once: ``tried`` holds the readings already
     made of this text by format name (the calls or the :class:`FormatError`)."""
     got = tried.get(fmt.name)
@@ -95,7 +97,7 @@ def strict_reading(fmt: WireFormat, text: str, tried: dict[str, list[ToolCall] |
 
 def detect_with_calls(
     text: str,
-    tried: dict[str, list[ToolCall] | FormatError] | None = None,
+    tried: Strict | None = None,
     markers: dict[str, int] | None = None,
     sniffed: Sniffed | None = None,
 ) -> tuple[str | None, list[ToolCall] | None]:

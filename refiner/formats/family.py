@@ -93,7 +93,6 @@ def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int,
         "reasoning": fam.reasoning,
         "tags": grammar.tags_for(spelling),
         "detection": replace(detection, markers=mine),
-        "example": getattr(grammar, "example", None) or "(rendered below)",
         "__module__": grammar.__module__,
     }
     cls = type(f"{grammar.__name__}_{fam.name}", (grammar,), attrs)

@@ -49,10 +49,9 @@ class MarkerTable:
         by_first = _grouping((m[0], m) for m in every)
         tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
         self.patterns = tuple(re.compile(trie(ms)) for ms in tries.values())
-        # the others grouped by their first three characters: (the prefix they share, the markers), ASCII ones apart
+        # the others grouped by their first three characters: (the prefix they share, the markers)
         heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
         self.single = _grouped(heads.values())
-        self.single_ascii = _grouped([m for m in ms if m.isascii()] for ms in heads.values())
         # the markers a pattern's match may hold: those it begins with and those that begin inside it
         self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
                                             if w.startswith(m, i) or m.startswith(w[i:])))
@@ -121,7 +120,7 @@ def _grouping(pairs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
 
 def _grouped(groups: Iterable[Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Each group of markers as (the prefix they share, the markers), a marker alone as (itself, ())."""
-    return tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), tuple(ms)) for ms in groups if ms)
+    return tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), tuple(ms)) for ms in groups)
 
 
 def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...]:
@@ -135,7 +134,7 @@ def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
     of a character that begins many found by one pass of their pattern, a group sharing a prefix only searched for
     when the prefix occurs)."""
     out: dict[str, int] = {}
-    for head, group in table.single_ascii if text.isascii() else table.single:
+    for head, group in table.single:
         if head in text:
             if not group:
                 out[head] = text.find(head)

@@ -10,7 +10,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Detection, Lenient, WireFormat
 from refiner.formats.jsonfix import open_at_cut
 from refiner.formats.lenient import as_items, lenient_list
-from refiner.formats.strict import expect_object, expect_str_list, tagged_list
+from refiner.formats.strict import expect_object, expect_str_list, json_blocks
 from refiner.formats.text import dumps
 
 OPEN, CLOSE = "<order_func>", "</order_func>"
@@ -31,7 +31,9 @@ class Order(WireFormat):
         return isinstance(value, list) and any(isinstance(x, dict) and "tool_list" in x for x in value)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        value, pos = tagged_list(self, text, OPEN, CLOSE)
+        value, pos = next(json_blocks(self, text, OPEN, CLOSE))  # (the first block; prose may follow it)
+        if not isinstance(value, list):
+            raise self.error(f"{OPEN} must hold a JSON list, got {type(value).__name__}", pos)
         calls: list[ToolCall] = []
         for i, item in enumerate(value):
             item = expect_object(self, item, f"step entry #{i}", pos)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_LENIENT_CHARS, Cut, FormatError, Lenient, get, marker_positions, marker_table
-from refiner.formats.detect import Sniffed, detect_with_calls, strict_reading
+from refiner.formats.detect import Sniffed, Strict, detect_with_calls, strict_reading
 from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import reasoning_offset, skip_ws, strip_reasoning
@@ -33,8 +33,6 @@ from refiner.specs.catalog import CatalogView, ToolCatalog
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
-
-Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one text made so far, by format name
 
 
 @dataclass
@@ -64,8 +62,8 @@ class Reading:
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (by type first: faster)
-        return tools  # (a copy of a catalog would read every spec)
+    if tools is None or isinstance(tools, ToolCatalog):  # (a copy of a catalog would read every spec)
+        return tools
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}
@@ -82,10 +80,6 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
 
 def _params(spec: Any) -> dict[str, Any]:
     return dict(getattr(spec, "params", None) or {})
-
-
-def _reason(e: BaseException) -> str:
-    return getattr(e, "message", None) or str(e) or type(e).__name__
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -156,13 +150,13 @@ def read_text(
     if calls is not None:
         out = Reading(text, fmt, calls, True)
     elif not lenient:
-        out = Reading(text, fmt, [], False, _reason(error))
+        out = Reading(text, fmt, [], False, error.message)
     else:  # (with no strict reading made, parse_lenient makes it and says why it failed)
         got = wire.parse_lenient(text, tools=_offered(tools, offered), strict_error=error)
         if error is None:
             tried[fmt] = got.calls if got.ok else (got.strict_error or FormatError(fmt, "not valid"))
         error = error or got.strict_error
-        reason = None if got.ok else _reason(error) if error is not None else "; ".join(map(str, got.problems[:3]))
+        reason = None if got.ok else error.message if error is not None else "; ".join(map(str, got.problems[:3]))
         mended = len(text) <= MAX_LENIENT_CHARS and any(p.code == "mended" for p in got.problems)
         out = Reading(text, fmt, got.calls, got.ok, reason, got.cut, got.cut, mended, lenient=None if got.ok else got)
     if out.calls and tools is not None and (index := tool_index(tools)):  # values a format writes as untyped text
@@ -280,59 +274,39 @@ def salvaged(
     tried: Strict | None = None,
     sniffed: Sniffed | None = None,
 ) -> Reading:
-    """``reading`` with the calls read wherever the model put them, when that reading is the better one
-    (:func:`better_salvage`), values typed by the specs; else ``reading`` itself. ``markers``, ``tried``, ``sniffed``:
+    """``reading`` (of a text not valid in its format) with the calls read wherever the model put them
+    (:func:`refiner.formats.salvage.salvage`), values typed by the specs, when that reading is better than the
+    format's own lenient one; else ``reading`` itself. Better: more calls to offered tools (plausibly named ones
+    without a tool list), then more spelled exactly as offered, then fewer calls to other names, then more arguments.
+    When salvage read the whole text and found no call, the lenient reading's calls were made of prose and give way.
+    ``offered``: :func:`params_by_tool` of ``tools``, when the caller has it; ``markers``, ``tried``, ``sniffed``:
     what the caller already made (see :func:`read_upstream`)."""
     if reading.strict_ok or reading.mended:
         return reading
+    offered = _offered(tools, offered)
     known = {reading.fmt: reading.lenient} if reading.lenient is not None else None
-    found = better_salvage(reading.text, reading.calls, tools, offered=offered, known=known, markers=markers,
-                           tried=tried, sniffed=sniffed)
-    if found is None:
+    found = salvage(reading.text, offered, known, markers, tried, sniffed)
+    if found.complete and not found.calls:  # (every structured shape is salvage's to read)
+        better = bool(reading.calls)
+    else:
+        better = _score(found.calls, offered) > _score(reading.calls, offered)
+    if not better:
         return reading
     calls = list(found.calls)
     index = tool_index(tools)
     if index:  # values a site's format writes as untyped text are settled by the specs
         site_fmt = {id(c): site.fmt for site in found.sites if site.fmt for c in site.calls}
         calls = [get(site_fmt[id(c)]).retype([c], index)[0] if id(c) in site_fmt else c for c in calls]
-    cut = reading.text_cut
-    return Reading(
-        reading.text, reading.fmt, calls, False, reading.strict_reason, cut,
-        None if cut is None else Cut(None, cut.name, {}, cut.clean),  # (the cut call, left out, has no index)
-        False, found, reading.out_fmt, reading.detected, reading.lenient,
-    )
+    cut = reading.text_cut  # (the cut call, left out, has no index)
+    return replace(reading, calls=calls, cut=None if cut is None else Cut(None, cut.name, {}, cut.clean), salvaged=found)
 
 
-def better_salvage(
-    text: str,
-    lenient: Sequence[ToolCall],
-    tools: Iterable[Any] | Mapping[str, Any] | None,
-    *,
-    offered: Mapping[str, Any] | None = None,
-    known: Mapping[str, Lenient] | None = None,
-    markers: dict[str, int] | None = None,
-    tried: Strict | None = None,
-    sniffed: Sniffed | None = None,
-) -> Salvage | None:
-    """The calls of a text that is not valid in its format, read wherever they are
-    (:func:`refiner.formats.salvage.salvage`), when that reading is better than the format's own lenient one
-    (``lenient``); else None. Better: more calls to offered tools (plausibly named ones without a tool list), then more
-    spelled exactly as offered, then fewer calls to other names, then more arguments. When salvage read the whole text
-    and found no call, the lenient reading's calls were made of prose and give way. ``known``: the lenient readings
-    already made with ``offered``, by format name; ``markers``, ``tried``, ``sniffed``: as in :func:`salvaged`."""
-    offered = _offered(tools, offered)
-    found = salvage(text, offered, known, markers, tried, sniffed)
-
-    def score(calls: Sequence[ToolCall]) -> tuple[int, int, int, int]:
-        judged: dict[str, tuple[bool, bool]] = {}  # (each name judged once: a long list repeats a few)
-        good = exact = args = 0
-        for c in calls:
-            if c.name not in judged:
-                judged[c.name] = (is_offered(c.name, offered), c.name in offered) if offered else (
-                    (_PLAUSIBLE_NAME.fullmatch(c.name) is not None,) * 2)
-            good, exact, args = good + judged[c.name][0], exact + judged[c.name][1], args + len(c.arguments)
-        return good, exact, good - len(calls), args
-
-    if found.complete and not found.calls:
-        return found if lenient else None  # calls made of prose (every structured shape is salvage's to read)
-    return found if score(found.calls) > score(lenient) else None
+def _score(calls: Sequence[ToolCall], offered: Mapping[str, Any] | None) -> tuple[int, int, int, int]:
+    judged: dict[str, tuple[bool, bool]] = {}  # (each name judged once: a long list repeats a few)
+    good = exact = args = 0
+    for c in calls:
+        if c.name not in judged:
+            judged[c.name] = (is_offered(c.name, offered), c.name in offered) if offered else (
+                (_PLAUSIBLE_NAME.fullmatch(c.name) is not None,) * 2)
+        good, exact, args = good + judged[c.name][0], exact + judged[c.name][1], args + len(c.arguments)
+    return good, exact, good - len(calls), args

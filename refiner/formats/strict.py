@@ -11,7 +11,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import FormatError, WireFormat
-from refiner.formats.text import _WS, next_bracket, reasoning_offset, skip_ws
+from refiner.formats.text import next_bracket, reasoning_offset, skip_ws
 
 JSON_WS = json.decoder.WHITESPACE  # what json.loads skips around a value (\s would also skip e.g. form feeds)
 
@@ -32,16 +32,9 @@ JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_fi
 
 
 def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
-    """``json.loads`` with one shared decoder that raises a :class:`FormatError` with the absolute position;
-    NaN/Infinity rejected."""
-    try:
-        value, end = JSON_DECODER.raw_decode(text, JSON_WS.match(text).end())
-    except json.JSONDecodeError as e:
-        raise fmt.error(f"invalid JSON: {e.msg}", offset + e.pos) from None
-    except ValueError as e:
-        raise fmt.error(str(e), offset) from None
-    except RecursionError:
-        raise fmt.error(_DEEP, offset) from None
+    """``json.loads`` with the shared decoder (NaN/Infinity rejected), raising a :class:`FormatError` at the position
+    in ``text`` plus ``offset``."""
+    value, end = _decoded(fmt, text, JSON_WS.match(text).end(), offset)
     end = JSON_WS.match(text, end).end()
     if end != len(text):
         raise fmt.error("invalid JSON: Extra data", offset + end)
@@ -78,15 +71,19 @@ def expect_str_list(fmt: WireFormat, value: Any, what: str, position: int = -1) 
 
 def decode_at(fmt: WireFormat, text: str, pos: int) -> tuple[Any, int]:
     """One strict JSON value starting at ``pos`` (leading whitespace skipped): ``(value, end)``."""
-    pos = skip_ws(text, pos)
+    return _decoded(fmt, text, skip_ws(text, pos))
+
+
+def _decoded(fmt: WireFormat, text: str, pos: int, offset: int = 0) -> tuple[Any, int]:
+    """The strict JSON value at ``pos`` and where it ends; errors are raised at their position plus ``offset``."""
     try:
         return JSON_DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as e:
-        raise fmt.error(f"invalid JSON: {e.msg}", e.pos) from None
+        raise fmt.error(f"invalid JSON: {e.msg}", offset + e.pos) from None
     except ValueError as e:
-        raise fmt.error(str(e), pos) from None
+        raise fmt.error(str(e), offset + pos) from None
     except RecursionError:
-        raise fmt.error(_DEEP, pos) from None
+        raise fmt.error(_DEEP, offset + pos) from None
 
 
 def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
@@ -100,43 +97,26 @@ def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
 
 
 def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
-    """``(value, position)``, lazily, for the JSON value of each ``open_tag ... close_tag`` block after any reasoning
-    (with ``many``: each of the values a block holds); raises when there is no block, a block holds anything else, or
-    a block is not closed."""
+    """``(value, position)``, block by block, for the JSON value of each ``open_tag ... close_tag`` block after any
+    reasoning (with ``many``: each of the values a block holds); raises when there is no block, a block holds anything
+    else, or a block is not closed (before any value of that block is given)."""
     i = first_tag(fmt, text, open_tag, f"no {open_tag}...{close_tag} block")[1]
-    ws, decode = _WS.match, JSON_DECODER.raw_decode
     after_open, after_close = len(open_tag), len(close_tag)
     while i >= 0:
-        pos = ws(text, i + after_open).end()
+        pos = skip_ws(text, i + after_open)
         if text.find(close_tag, pos) < 0:
             raise fmt.error(f"{open_tag} without {close_tag}", i)
+        values = []
         while not (many and text.startswith(close_tag, pos)):  # (with many, a block may be empty)
-            try:
-                value, end = decode(text, pos)
-            except (ValueError, RecursionError):
-                decode_at(fmt, text, pos)  # raises the decoder's error as a FormatError
-                raise
-            yield value, pos
-            pos = ws(text, end).end()
+            value, end = _decoded(fmt, text, pos)
+            values.append((value, pos))
+            pos = skip_ws(text, end)
             if not many or pos >= len(text):
                 break
         if not text.startswith(close_tag, pos):
             expect_close(fmt, text, pos, close_tag)  # raises: text before the closing tag
+        yield from values
         i = text.find(open_tag, pos + after_close)
-
-
-def tagged_list(fmt: WireFormat, text: str, open_tag: str, close_tag: str) -> tuple[list, int]:
-    """The JSON list alone between the first ``open_tag`` after any reasoning and the ``close_tag`` after it, and its
-    position; raises when either tag is missing."""
-    a = first_tag(fmt, text, open_tag, f"missing {open_tag}")[1] + len(open_tag)
-    if text.find(close_tag, a) < 0:
-        raise fmt.error(f"missing {close_tag}", len(text))
-    value, end = decode_at(fmt, text, a)
-    expect_close(fmt, text, end, close_tag)
-    pos = skip_ws(text, a)
-    if not isinstance(value, list):
-        raise fmt.error(f"{open_tag} must hold a JSON list, got {type(value).__name__}", pos)
-    return value, pos
 
 
 MAX_JSON_CANDIDATES = 64
@@ -173,8 +153,6 @@ def json_in_prose(fmt: WireFormat, text: str, accept: Any, what: str) -> tuple[A
     raise fmt.error(f"no {what} found", reasoning_offset(text))
 
 
-_ALLOWED_KEYS: dict[tuple[str, str, tuple[str, ...]], frozenset[str]] = {}
-
 _ABSENT = object()
 
 
@@ -184,24 +162,22 @@ def strict_fields(
     pos: int,
     *,
     what: str,
-    index: int | None = None,
+    index: int,
     name_key: str = "name",
     args_key: str = "arguments",
     extra_keys: tuple[str, ...] = (),
 ) -> tuple[str, dict, dict]:
     """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means
     ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``. Errors name
-    ``what`` (``"what #index"`` when ``index`` is given)."""
+    ``"what #index"``."""
     if type(obj) is dict:  # the valid case, checked without building any message
-        shape = (name_key, args_key, extra_keys)
-        allowed = _ALLOWED_KEYS.get(shape) or _ALLOWED_KEYS.setdefault(shape, frozenset(shape[:2] + extra_keys))
         name = obj.get(name_key)
         args = obj.get(args_key, _ABSENT)
-        if type(name) is str and (args is _ABSENT or type(args) is dict) and obj.keys() <= allowed and name.strip():
+        if type(name) is str and (args is _ABSENT or type(args) is dict) and name.strip():
             extras = {k: obj[k] for k in extra_keys if k in obj} if extra_keys else {}
-            return name, {} if args is _ABSENT else args, extras
-    if index is not None:
-        what = f"{what} #{index}"
+            if len(obj) == 1 + (args is not _ABSENT) + len(extras):  # (no key beyond those)
+                return name, {} if args is _ABSENT else args, extras
+    what = f"{what} #{index}"
     obj = expect_object(fmt, obj, what, pos)
     unknown = set(obj) - {name_key, args_key, *extra_keys}
     if unknown:

@@ -6,12 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
 
 from refiner.formats.reasoning import reasoning_offset
-
-__all__ = ["common_prefix", "common_suffix", "dumps", "next_bracket", "reasoning_offset", "skip_ws",
-           "strip_reasoning"]
 
 
 def strip_reasoning(text: str) -> str:
@@ -28,12 +24,8 @@ def skip_ws(text: str, pos: int) -> int:
     return _WS.match(text, pos).end()
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-
-
-def dumps(value: Any) -> str:
-    """Rendering JSON: compact-ish, readable, unicode kept, key order kept."""
-    return _ENCODE(value)
+# Rendering JSON: compact-ish, readable, unicode kept, key order kept.
+dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 _BRACKET = re.compile(r"[{\[]")
