@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -211,12 +212,7 @@ def _unquote(raw: str) -> str | None:
 # ---- markup the text repeats ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Key:
-    call: int
-    key: str
-    start: int
-    end: int
+_Key = namedtuple("_Key", "call key start end")  # a parameter name of call ``call`` at ``text[start:end]``
 
 
 def _closing(gap: str) -> bool:
@@ -275,22 +271,22 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
     # values on a line of their own only when every key's line ends after its key suffix
-    own_line = all(text[(q := _skip_spaces(text, k.end + len(key_suffix), len(text))): q + 1] == "\n" for k in keys)
+    own_line = all(text[(q := _BLANK.match(text, k.end + len(key_suffix)).end()): q + 1] == "\n" for k in keys)
     extents: list[tuple[int, int]] = []
+    lasts = [j + 1 == len(keys) or keys[j + 1].call != k.call for j, k in enumerate(keys)]
     inline: list[bool] = []  # the value ends where the next key starts, on the same line
-    for j, k in enumerate(keys):
+    for j, (k, last) in enumerate(zip(keys, lasts)):
+        limit = calls[k.call][3] if last else keys[j + 1].start
         v0 = k.end + len(key_suffix)
-        nxt_key = keys[j + 1] if j + 1 < len(keys) and keys[j + 1].call == k.call else None
-        limit = nxt_key.start if nxt_key else calls[k.call][3]
-        v0 = _skip_spaces(text, v0, limit, "\n" if own_line else "")
+        v0 = (_BLANK_LINES if own_line else _BLANK).match(text, v0, max(v0, limit)).end()
         nl = text.find("\n", v0, limit)
-        end = nl if nl >= 0 else (limit - len(key_prefix) if nxt_key else limit)
+        end = nl if nl >= 0 else (limit if last else limit - len(key_prefix))
         head = _json_head(text, v0) if text[v0: v0 + 1] in ("{", "[", '"') else None
         if head is not None and head[1] <= limit:  # a JSON value may run over lines
             nl = text.find("\n", head[1], limit)
             end = nl if nl >= 0 else limit
         extents.append((v0, end))
-        inline.append(nxt_key is not None and nl < 0)
+        inline.append(not last and nl < 0)
     raws = [text[a:b] for a, b in extents]
     value_end = _trim_value_end(_shared(raws))
     if any(inline):  # what ends the values the next key follows on their line, when the last values hold it too
@@ -301,7 +297,6 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         value_end = held or value_end
     end_mark = value_end.strip()
     ended = [False] * len(raws)
-    lasts = [j + 1 == len(keys) or keys[j + 1].call != k.call for j, k in enumerate(keys)]
     for j, raw in enumerate(raws):
         if end_mark and raw.rstrip().endswith(end_mark):
             raws[j], ended[j] = raw.rstrip()[: len(raw.rstrip()) - len(end_mark)], True
@@ -423,13 +418,7 @@ def _last_inline(raw: str) -> str:
     return "" if _wordy(rest.strip()) else first
 
 
-def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
-    """``pos`` after spaces (and the characters of ``also``) before ``limit``."""
-    while pos < limit and (text[pos] in " \t" or text[pos] in also):
-        pos += 1
-    return pos
-
-
+_BLANK, _BLANK_LINES = re.compile(r"[ \t]*"), re.compile(r"[ \t\n]*")
 _VALUE_CHARS = set("\"'{[-+.")
 
 
