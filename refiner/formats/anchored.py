@@ -30,7 +30,6 @@ WINDOW = 4000  # how far after a tool name its arguments are looked for
 CONTEXT = 48  # how far before a key (and after it) its literals are looked for
 JSON_BUDGET = 400_000  # characters of JSON decoded in all
 KIND = "anchored on the offered names"
-MAX_QUOTE = 16  # the longest quote token looked for around a value
 
 
 @dataclass
@@ -72,12 +71,10 @@ def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
     notes: list[str] = []
     try:
         names = offered_names(text, offered)
-        hits = []
-        for m in names_pattern(names).finditer(text, start) if names else ():
-            if not any(a <= m.start() < b for a, b in taken):
-                hits.append((m.start(), m.end(), m.group()))
-            if len(hits) >= MAX_HITS:
-                break
+        if not names:
+            return [], []
+        free = (m for m in names_pattern(names).finditer(text, start) if not any(a <= m.start() < b for a, b in taken))
+        hits = [(m.start(), m.end(), m.group()) for m in itertools.islice(free, MAX_HITS)]
         found = (_json_calls(text, hits, offered, notes) or _markup_calls(text, hits, offered, notes)) if hits else []
     except (RecursionError, MemoryError, ValueError, TypeError):
         return [], []
@@ -92,22 +89,20 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     out: list[tuple[int, int, ToolCall, str, str]] = []
     end_of_last = -1
     for s, e, name in hits:
-        if s < end_of_last or not (s > 0 and text[s - 1] == '"' and text[e: e + 1] == '"'):
+        if s < end_of_last or text[s - 1: s] != '"' or text[e: e + 1] != '"':
             continue
-        lo = max(0, s - CONTEXT * 4)
-        brace = text.rfind("{", lo, s)
-        tried = 0
-        while brace >= 0 and tried < 3 and budget > 0:
-            tried += 1
+        brace = s
+        for _ in range(3):  # the object is opened by one of the three braces before the name
+            brace = text.rfind("{", max(0, s - CONTEXT * 4), brace)
+            if brace < 0 or budget <= 0:
+                break
             value, end = _json_head(text, brace) or (None, brace + 1)
             budget -= end - brace
-            if isinstance(value, dict) and end > e:
-                got = _json_call(value, name, offered)
-                if got is not None:
-                    out.append((brace, end, *got))
-                    end_of_last = end
-                    break
-            brace = text.rfind("{", lo, brace)
+            got = _json_call(value, name, offered) if isinstance(value, dict) and end > e else None
+            if got is not None:
+                out.append((brace, end, *got))
+                end_of_last = end
+                break
     if not out:
         return _named_json(text, hits, offered, notes)
     keys = {(k1, k2) for *_, k1, k2 in out}
@@ -193,13 +188,12 @@ def quote_closers(q_open: str) -> tuple[str, ...]:
 
 
 _MIRROR = str.maketrans("<>[](){}«»‹›⟨⟩⟦⟧", "><][)(}{»«›‹⟩⟨⟧⟦")
+_QUOTE_TOKEN = re.compile(r"[^\w\s]{0,16}")  # a quote token around a value: 16 symbols at most
 
 
 def _unquote(raw: str) -> str | None:
     """The string between a quote token of two or more characters (``~"Paris"~``) and its closer, or ``None``."""
-    n = 0
-    while n < min(len(raw), MAX_QUOTE) and not (_wordy(raw[n]) or raw[n].isspace()):
-        n += 1
+    n = _QUOTE_TOKEN.match(raw).end()
     if n < 2 or raw[0] in "{[" or raw[:n] == '""':
         return None
     for q_open in (raw[:k] for k in range(n, 1, -1)):
@@ -248,14 +242,13 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     key_prefix = _shared(befores)
     if not _markup(key_suffix):
         return []
-    keys, seen = [], set()
+    firsts: dict[tuple[int, str], _Key] = {}  # each parameter's first key in its call after markup or at a line start
     for k, b, a in zip(cands, befores, afters):
-        if b.endswith(key_prefix) and a.startswith(key_suffix) and (k.call, k.key) not in seen:
-            line = text[_line_start(text, k.start) : k.start]
-            if not _markup(key_prefix) and not _markup(line.rstrip()[-1:]) and line.strip():
-                continue  # a key neither after markup nor at its line's start
-            seen.add((k.call, k.key))
-            keys.append(k)
+        line = text[_line_start(text, k.start) : k.start]
+        if b.endswith(key_prefix) and a.startswith(key_suffix) and (
+                _markup(key_prefix) or _markup(line.rstrip()[-1:]) or not line.strip()):
+            firsts.setdefault((k.call, k.key), k)
+    keys = list(firsts.values())
     if len(keys) < 2:
         return []
     # the text from each name to its first key is the same for every call, and the text before each name is markup
@@ -297,12 +290,12 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         value_end = held or value_end
     end_mark = value_end.strip()
     ended = [False] * len(raws)
-    for j, raw in enumerate(raws):
-        if end_mark and raw.rstrip().endswith(end_mark):
-            raws[j], ended[j] = raw.rstrip()[: len(raw.rstrip()) - len(end_mark)], True
-        elif end_mark and any(inline) and not inline[j] and end_mark in raw:
-            raws[j], ended[j] = raw[: raw.index(end_mark)], True
-        elif end_mark and not lasts[j]:
+    for j, raw in enumerate(raws if end_mark else ()):
+        cut = (len(raw.rstrip()) - len(end_mark) if raw.rstrip().endswith(end_mark)
+               else raw.find(end_mark) if any(inline) and not inline[j] else -1)
+        if cut >= 0:
+            raws[j], ended[j] = raw[:cut], True
+        elif not lasts[j]:
             raws[j] = None  # a value not followed by what every other value is: not read
     value_start = _value_start([r.strip() for r in raws if r is not None], key_prefix + key_suffix + opener)
     by_call: dict[int, dict[str, Any]] = {}
@@ -419,17 +412,15 @@ def _last_inline(raw: str) -> str:
 
 
 _BLANK, _BLANK_LINES = re.compile(r"[ \t]*"), re.compile(r"[ \t\n]*")
-_VALUE_CHARS = set("\"'{[-+.")
-
-
+_VALUE_HEAD = re.compile(r"[\w\"'{\[\-+.]*\Z")  # what values start with: letters, digits, quotes, brackets, signs
+_VALUE_TAIL = re.compile(r"[\w\"'}\]. ]*")  # what values end with: letters, digits, quotes, closers, dots, spaces
 def _trim_value_start(s: str) -> str:
     """A key suffix less what values that happen to start alike share."""
     core = len(s) - len(s.lstrip())
     nl = s.find("\n", core)
     if nl > core:
         s = s[:nl]
-    while s and (s[-1].isalnum() or s[-1] in _VALUE_CHARS or s[-1] == "_"):
-        s = s[:-1]
+    s = s[: _VALUE_HEAD.search(s).start()]
     close = max(s.rfind(c) for c in _CLOSERS) + 1
     if close and any(c.isalnum() for c in s[close:]):
         s = s[:close]  # markup closed, then the start of values that happen to start alike
@@ -438,6 +429,4 @@ def _trim_value_start(s: str) -> str:
 
 def _trim_value_end(s: str) -> str:
     """A value end less what values that happen to end alike share."""
-    while s and (s[0].isalnum() or s[0] in "\"'}]_." or s[0] == " "):
-        s = s[1:]
-    return s
+    return s[_VALUE_TAIL.match(s).end():]
