@@ -138,13 +138,11 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     budget = JSON_BUDGET
     found = []
     for s, e, name in hits:
-        nl = text.find("\n", e, e + CONTEXT)
-        brace = text.find("{", e, nl if nl >= 0 else e + CONTEXT)
-        if brace < 0 and nl >= 0 and _closing(text[e:nl]):  # the name's markup closes: arguments may follow it
-            brace = text.find("{", nl, e + CONTEXT)
-            if brace >= 0 and not all(_closing(line) or not line.strip() for line in text[nl:brace].split("\n")):
-                brace = -1  # only markup lines between the name and its arguments
+        brace = text.find("{", e, e + CONTEXT)
         if brace < 0 or budget <= 0:
+            continue
+        first, *more = text[e:brace].split("\n")  # on a later line: after a closing token and lines of markup only
+        if more and not (_closing(first) and all(_closing(line) or not line.strip() for line in more)):
             continue
         value, end = _json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
@@ -300,12 +298,13 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     value_start = _value_start([r.strip() for r in raws if r is not None], key_prefix + key_suffix + opener)
     by_call: dict[int, dict[str, Any]] = {}
     ends: dict[int, int] = {}
-    quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with:
-    quote_head = "" if any(_wordy(c) for c in quote_head) else quote_head  # symbols only)
+    quote_head = m.group() if (m := _LAST_SYMBOLS.search(key_suffix)) else ""  # a quote token values start with
     for k, (_, b), raw, last, done in zip(keys, extents, raws, lasts, ended):
         if raw is None:
             continue
-        raw = _after_start(raw.strip(), value_start) if value_start else raw.strip()
+        raw = raw.strip()
+        if value_start and (head := value_start[1].match(raw)):
+            raw = raw[head.end():].strip()
         value = _unquote(raw)
         value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
         if value is None:
@@ -324,8 +323,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         ends[k.call] = b
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
-           + (f", before each value {value_start!r}" if isinstance(value_start, str) else
-              ", before each value a word between {!r} and {!r}".format(*value_start) if value_start else "")
+           + (f", before each value {value_start[0]}" if value_start else "")
            + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
     out = [Found(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
            for c, (s, _, name, _) in enumerate(calls) if c in by_call]
@@ -343,14 +341,14 @@ def _closes(literal: str, context: str) -> bool:
     return opener is not None and (opener in literal or opener in context)
 
 
-def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | None:
-    """What every value starts with and no value is: a shared literal (``<v>``), or a word between two literals (a
-    per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
+def _value_start(middles: list[str], context: str) -> tuple[str, re.Pattern] | None:
+    """What every value starts with and no value is, as ``(description, pattern)``: a shared literal (``<v>``), or a
+    word between two literals (a per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
     if len(middles) < 2 or all((head := _json_head(m)) is not None and head[1] == len(m) for m in middles):
         return None
     start = _trim_value_start(common_prefix(*middles))
     if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
-        return start
+        return repr(start), re.compile(re.escape(start))
     heads = [_ATTRIBUTE.match(m) for m in middles]
     if all(heads) and len({h.group(1) for h in heads}) == 1:
         before = heads[0].group(1)
@@ -358,20 +356,12 @@ def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | No
         after = after[: max((after.rfind(c) for c in _CLOSERS), default=-1) + 1]
         if after and not any(c.isalnum() or c.isspace() for c in after) and _closes(after, before + context) \
                 and all(len(m) > h.end() + len(after) for h, m in zip(heads, middles)):
-            return before, after
+            return (f"a word between {before!r} and {after!r}",
+                    re.compile(rf"{re.escape(before)}(?![^\w\s])[\w.\-]+{re.escape(after)}"))
     return None
 
 
 _ATTRIBUTE = re.compile(r"([^\w\s]*)([\w.\-]+)")
-
-
-def _after_start(raw: str, start: str | tuple[str, str]) -> str:
-    if isinstance(start, str):
-        return raw[len(start):].strip() if raw.startswith(start) else raw
-    head = _ATTRIBUTE.match(raw)
-    if head and head.group(1) == start[0] and raw.startswith(start[1], head.end()):
-        return raw[head.end() + len(start[1]):].strip()
-    return raw
 
 
 def _shared(texts: list[str], key_suffix: bool = False) -> str:
@@ -411,6 +401,7 @@ def _last_inline(raw: str) -> str:
     return "" if _wordy(rest.strip()) else first
 
 
+_LAST_SYMBOLS = re.compile(r"(?<!\S)[^\w\s]+\Z")  # the last word of a text when it is symbols only
 _BLANK, _BLANK_LINES = re.compile(r"[ \t]*"), re.compile(r"[ \t\n]*")
 _VALUE_HEAD = re.compile(r"[\w\"'{\[\-+.]*\Z")  # what values start with: letters, digits, quotes, brackets, signs
 _VALUE_TAIL = re.compile(r"[\w\"'}\]. ]*")  # what values end with: letters, digits, quotes, closers, dots, spaces
