@@ -142,7 +142,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         if brace < 0 or budget <= 0:
             continue
         first, *more = text[e:brace].split("\n")  # on a later line: after a closing token and lines of markup only
-        if more and not (_closing(first) and all(_closing(line) or not line.strip() for line in more)):
+        if more and not (first.strip() and all(_MARKUP_LINE.fullmatch(line) for line in (first, *more))):
             continue
         value, end = _json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
@@ -162,6 +162,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
 
 
 _ID = re.compile(r"[\w.:\-]{1,64}")
+_MARKUP_LINE = re.compile(r"\s*(?:[^\w\s]\S*\s*)?")  # blank, or one markup token (no space, no word character first)
 
 
 def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
@@ -172,8 +173,7 @@ def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
     head, tail = common_prefix(*gaps), common_suffix(*gaps)
     if any(len(head) + len(tail) > len(g) for g in gaps):
         return None, False
-    while _wordy(head[-1:]):  # the id's own start (c_ of c_1, c_2), kept with it
-        head = head[:-1]
+    head = re.sub(r"\w+\Z", "", head)  # the id's own start (c_ of c_1, c_2), kept with it
     middles = [g[len(head): len(g) - len(tail)] for g in gaps]
     if not all(_ID.fullmatch(m) for m in middles) or not (_markup(head) and _markup(tail)):
         return None, False
@@ -205,12 +205,6 @@ def _unquote(raw: str) -> str | None:
 
 
 _Key = namedtuple("_Key", "call key start end")  # a parameter name of call ``call`` at ``text[start:end]``
-
-
-def _closing(gap: str) -> bool:
-    """Whether ``gap`` is one markup token: no space in it and not starting with a word character."""
-    gap = gap.strip()
-    return bool(gap) and not _wordy(gap) and not any(c.isspace() for c in gap)
 
 
 def _line_start(text: str, pos: int) -> int:
@@ -305,9 +299,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         raw = raw.strip()
         if value_start and (head := value_start[1].match(raw)):
             raw = raw[head.end():].strip()
-        value = _unquote(raw)
-        value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
-        if value is None:
+        if (value := _unquote(raw)) is None and (value := _unquote(quote_head + raw)) is None:  # else a quoted string
             if not done and raw[:1] in "[{" and (head := _last_inline(raw)):
                 raw = head  # a JSON value, then markup on the same line
             elif last and any(inline) and not done:
@@ -405,12 +397,12 @@ _LAST_SYMBOLS = re.compile(r"(?<!\S)[^\w\s]+\Z")  # the last word of a text when
 _BLANK, _BLANK_LINES = re.compile(r"[ \t]*"), re.compile(r"[ \t\n]*")
 _VALUE_HEAD = re.compile(r"[\w\"'{\[\-+.]*\Z")  # what values start with: letters, digits, quotes, brackets, signs
 _VALUE_TAIL = re.compile(r"[\w\"'}\]. ]*")  # what values end with: letters, digits, quotes, closers, dots, spaces
+_FIRST_LINE = re.compile(r"\s*[^\n]*")  # the spaces a text starts with and the rest of its first line
+
+
 def _trim_value_start(s: str) -> str:
     """A key suffix less what values that happen to start alike share."""
-    core = len(s) - len(s.lstrip())
-    nl = s.find("\n", core)
-    if nl > core:
-        s = s[:nl]
+    s = _FIRST_LINE.match(s).group()
     s = s[: _VALUE_HEAD.search(s).start()]
     close = max(s.rfind(c) for c in _CLOSERS) + 1
     if close and any(c.isalnum() for c in s[close:]):
