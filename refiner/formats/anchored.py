@@ -115,20 +115,16 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
 
 
 def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> tuple[ToolCall, str, str] | None:
+    """The call of a JSON object holding ``name`` under one key and its arguments (an object or JSON text of one)
+    under another: ``(call, name key, arguments key)``, or None."""
     name_key = next((k for k, v in value.items() if v == name), None)
-    if name_key is None:
-        return None
     params = set(offered.get(name) or ())
-    for k, v in value.items():
-        if k == name_key:
+    for k, v in value.items() if name_key is not None else ():
+        try:
+            args = JSON_DECODER.decode(v) if k != name_key and isinstance(v, str) and v.strip().startswith("{") else v
+        except ValueError:
             continue
-        args = v
-        if isinstance(v, str) and v.strip().startswith("{"):
-            try:
-                args = JSON_DECODER.decode(v)
-            except ValueError:
-                continue
-        if isinstance(args, dict) and (args and set(args) <= params or not args and not params):
+        if k != name_key and isinstance(args, dict) and (args and set(args) <= params or not args and not params):
             return ToolCall(name, args), name_key, k
     return None
 
@@ -378,21 +374,17 @@ def _json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
     return None
 
 
-def _wordy(s: str) -> bool:
-    """Whether ``s`` starts with a letter, a digit or ``_``."""
-    return s[:1].isalnum() or s[:1] == "_"
-
-
 def _last_inline(raw: str) -> str:
     """The last value of a call written on one line: a JSON value it starts with, else its first word when markup
     follows it (``3 #END``); else nothing."""
     head = _json_head(raw)
-    if head is not None and not _wordy(raw[head[1] :].strip()):
+    if head is not None and not _WORD_NEXT.match(raw, head[1]):
         return raw[: head[1]]
     first, _, rest = raw.partition(" ")
-    return "" if _wordy(rest.strip()) else first
+    return "" if _WORD_NEXT.match(rest) else first
 
 
+_WORD_NEXT = re.compile(r"\s*\w")  # a word character next, after spaces
 _LAST_SYMBOLS = re.compile(r"(?<!\S)[^\w\s]+\Z")  # the last word of a text when it is symbols only
 _BLANK, _BLANK_LINES = re.compile(r"[ \t]*"), re.compile(r"[ \t\n]*")
 _VALUE_HEAD = re.compile(r"[\w\"'{\[\-+.]*\Z")  # what values start with: letters, digits, quotes, brackets, signs
