@@ -87,9 +87,8 @@ def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
 def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     budget = JSON_BUDGET
     out: list[tuple[int, int, ToolCall, str, str]] = []
-    end_of_last = -1
     for s, e, name in hits:
-        if s < end_of_last or text[s - 1: s] != '"' or text[e: e + 1] != '"':
+        if out and s < out[-1][1] or text[s - 1: s] != '"' or text[e: e + 1] != '"':  # in the last call, or unquoted
             continue
         brace = s
         for _ in range(3):  # the object is opened by one of the three braces before the name
@@ -101,7 +100,6 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             got = _json_call(value, name, offered) if isinstance(value, dict) and end > e else None
             if got is not None:
                 out.append((brace, end, *got))
-                end_of_last = end
                 break
     if not out:
         return _named_json(text, hits, offered, notes)
@@ -312,7 +310,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
            + (f", before each value {value_start[0]}" if value_start else "")
-           + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
+           + (f", after each value {end_mark!r}" if end_mark else ", each value ends its line"))
     out = [Found(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
            for c, (s, _, name, _) in enumerate(calls) if c in by_call]
     if out:
