@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,6 @@ WINDOW = 4000  # how far after a tool name its arguments are looked for
 CONTEXT = 48  # how far before a key (and after it) its literals are looked for
 JSON_BUDGET = 400_000  # characters of JSON decoded in all
 KIND = "anchored on the offered names"
-MAX_QUOTE = 16  # the longest quote token looked for around a value
 
 
 @dataclass
@@ -71,12 +71,10 @@ def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
     notes: list[str] = []
     try:
         names = offered_names(text, offered)
-        hits = []
-        for m in names_pattern(names).finditer(text, start) if names else ():
-            if not any(a <= m.start() < b for a, b in taken):
-                hits.append((m.start(), m.end(), m.group()))
-            if len(hits) >= MAX_HITS:
-                break
+        if not names:
+            return [], []
+        free = (m for m in names_pattern(names).finditer(text, start) if not any(a <= m.start() < b for a, b in taken))
+        hits = [(m.start(), m.end(), m.group()) for m in itertools.islice(free, MAX_HITS)]
         found = (_json_calls(text, hits, offered, notes) or _markup_calls(text, hits, offered, notes)) if hits else []
     except (RecursionError, MemoryError, ValueError, TypeError):
         return [], []
@@ -89,24 +87,20 @@ def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
 def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     budget = JSON_BUDGET
     out: list[tuple[int, int, ToolCall, str, str]] = []
-    end_of_last = -1
     for s, e, name in hits:
-        if s < end_of_last or not (s > 0 and text[s - 1] == '"' and text[e: e + 1] == '"'):
+        if out and s < out[-1][1] or text[s - 1: s] != '"' or text[e: e + 1] != '"':  # in the last call, or unquoted
             continue
-        lo = max(0, s - CONTEXT * 4)
-        brace = text.rfind("{", lo, s)
-        tried = 0
-        while brace >= 0 and tried < 3 and budget > 0:
-            tried += 1
+        brace = s
+        for _ in range(3):  # the object is opened by one of the three braces before the name
+            brace = text.rfind("{", max(0, s - CONTEXT * 4), brace)
+            if brace < 0 or budget <= 0:
+                break
             value, end = _json_head(text, brace) or (None, brace + 1)
             budget -= end - brace
-            if isinstance(value, dict) and end > e:
-                got = _json_call(value, name, offered)
-                if got is not None:
-                    out.append((brace, end, *got))
-                    end_of_last = end
-                    break
-            brace = text.rfind("{", lo, brace)
+            got = _json_call(value, name, offered) if isinstance(value, dict) and end > e else None
+            if got is not None:
+                out.append((brace, end, *got))
+                break
     if not out:
         return _named_json(text, hits, offered, notes)
     keys = {(k1, k2) for *_, k1, k2 in out}
@@ -119,20 +113,16 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
 
 
 def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> tuple[ToolCall, str, str] | None:
+    """The call of a JSON object holding ``name`` under one key and its arguments (an object or JSON text of one)
+    under another: ``(call, name key, arguments key)``, or None."""
     name_key = next((k for k, v in value.items() if v == name), None)
-    if name_key is None:
-        return None
     params = set(offered.get(name) or ())
-    for k, v in value.items():
-        if k == name_key:
+    for k, v in value.items() if name_key is not None else ():
+        try:
+            args = JSON_DECODER.decode(v) if k != name_key and isinstance(v, str) and v.strip().startswith("{") else v
+        except ValueError:
             continue
-        args = v
-        if isinstance(v, str) and v.strip().startswith("{"):
-            try:
-                args = JSON_DECODER.decode(v)
-            except ValueError:
-                continue
-        if isinstance(args, dict) and (args and set(args) <= params or not args and not params):
+        if k != name_key and isinstance(args, dict) and (args and set(args) <= params or not args and not params):
             return ToolCall(name, args), name_key, k
     return None
 
@@ -142,13 +132,11 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     budget = JSON_BUDGET
     found = []
     for s, e, name in hits:
-        nl = text.find("\n", e, e + CONTEXT)
-        brace = text.find("{", e, nl if nl >= 0 else e + CONTEXT)
-        if brace < 0 and nl >= 0 and _closing(text[e:nl]):  # the name's markup closes: arguments may follow it
-            brace = text.find("{", nl, e + CONTEXT)
-            if brace >= 0 and not all(_closing(line) or not line.strip() for line in text[nl:brace].split("\n")):
-                brace = -1  # only markup lines between the name and its arguments
+        brace = text.find("{", e, e + CONTEXT)
         if brace < 0 or budget <= 0:
+            continue
+        first, *more = text[e:brace].split("\n")  # on a later line: after a closing token and lines of markup only
+        if more and not (first.strip() and all(_MARKUP_LINE.fullmatch(line) for line in (first, *more))):
             continue
         value, end = _json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
@@ -168,6 +156,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
 
 
 _ID = re.compile(r"[\w.:\-]{1,64}")
+_MARKUP_LINE = re.compile(r"\s*(?:[^\w\s]\S*\s*)?")  # blank, or one markup token (no space, no word character first)
 
 
 def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
@@ -178,8 +167,7 @@ def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
     head, tail = common_prefix(*gaps), common_suffix(*gaps)
     if any(len(head) + len(tail) > len(g) for g in gaps):
         return None, False
-    while _wordy(head[-1:]):  # the id's own start (c_ of c_1, c_2), kept with it
-        head = head[:-1]
+    head = re.sub(r"\w+\Z", "", head)  # the id's own start (c_ of c_1, c_2), kept with it
     middles = [g[len(head): len(g) - len(tail)] for g in gaps]
     if not all(_ID.fullmatch(m) for m in middles) or not (_markup(head) and _markup(tail)):
         return None, False
@@ -192,13 +180,12 @@ def quote_closers(q_open: str) -> tuple[str, ...]:
 
 
 _MIRROR = str.maketrans("<>[](){}«»‹›⟨⟩⟦⟧", "><][)(}{»«›‹⟩⟨⟧⟦")
+_QUOTE_TOKEN = re.compile(r"[^\w\s]{0,16}")  # a quote token around a value: 16 symbols at most
 
 
 def _unquote(raw: str) -> str | None:
     """The string between a quote token of two or more characters (``~"Paris"~``) and its closer, or ``None``."""
-    n = 0
-    while n < min(len(raw), MAX_QUOTE) and not (_wordy(raw[n]) or raw[n].isspace()):
-        n += 1
+    n = _QUOTE_TOKEN.match(raw).end()
     if n < 2 or raw[0] in "{[" or raw[:n] == '""':
         return None
     for q_open in (raw[:k] for k in range(n, 1, -1)):
@@ -211,18 +198,7 @@ def _unquote(raw: str) -> str | None:
 # ---- markup the text repeats ---------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Key:
-    call: int
-    key: str
-    start: int
-    end: int
-
-
-def _closing(gap: str) -> bool:
-    """Whether ``gap`` is one markup token: no space in it and not starting with a word character."""
-    gap = gap.strip()
-    return bool(gap) and not _wordy(gap) and not any(c.isspace() for c in gap)
+_Key = namedtuple("_Key", "call key start end")  # a parameter name of call ``call`` at ``text[start:end]``
 
 
 def _line_start(text: str, pos: int) -> int:
@@ -252,14 +228,13 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     key_prefix = _shared(befores)
     if not _markup(key_suffix):
         return []
-    keys, seen = [], set()
+    firsts: dict[tuple[int, str], _Key] = {}  # each parameter's first key in its call after markup or at a line start
     for k, b, a in zip(cands, befores, afters):
-        if b.endswith(key_prefix) and a.startswith(key_suffix) and (k.call, k.key) not in seen:
-            line = text[_line_start(text, k.start) : k.start]
-            if not _markup(key_prefix) and not _markup(line.rstrip()[-1:]) and line.strip():
-                continue  # a key neither after markup nor at its line's start
-            seen.add((k.call, k.key))
-            keys.append(k)
+        line = text[_line_start(text, k.start) : k.start]
+        if b.endswith(key_prefix) and a.startswith(key_suffix) and (
+                _markup(key_prefix) or _markup(line.rstrip()[-1:]) or not line.strip()):
+            firsts.setdefault((k.call, k.key), k)
+    keys = list(firsts.values())
     if len(keys) < 2:
         return []
     # the text from each name to its first key is the same for every call, and the text before each name is markup
@@ -275,22 +250,22 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         return []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
     # values on a line of their own only when every key's line ends after its key suffix
-    own_line = all(text[(q := _skip_spaces(text, k.end + len(key_suffix), len(text))): q + 1] == "\n" for k in keys)
+    own_line = all(text[(q := _BLANK.match(text, k.end + len(key_suffix)).end()): q + 1] == "\n" for k in keys)
     extents: list[tuple[int, int]] = []
+    lasts = [j + 1 == len(keys) or keys[j + 1].call != k.call for j, k in enumerate(keys)]
     inline: list[bool] = []  # the value ends where the next key starts, on the same line
-    for j, k in enumerate(keys):
+    for j, (k, last) in enumerate(zip(keys, lasts)):
+        limit = calls[k.call][3] if last else keys[j + 1].start
         v0 = k.end + len(key_suffix)
-        nxt_key = keys[j + 1] if j + 1 < len(keys) and keys[j + 1].call == k.call else None
-        limit = nxt_key.start if nxt_key else calls[k.call][3]
-        v0 = _skip_spaces(text, v0, limit, "\n" if own_line else "")
+        v0 = (_BLANK_LINES if own_line else _BLANK).match(text, v0, max(v0, limit)).end()
         nl = text.find("\n", v0, limit)
-        end = nl if nl >= 0 else (limit - len(key_prefix) if nxt_key else limit)
+        end = nl if nl >= 0 else (limit if last else limit - len(key_prefix))
         head = _json_head(text, v0) if text[v0: v0 + 1] in ("{", "[", '"') else None
         if head is not None and head[1] <= limit:  # a JSON value may run over lines
             nl = text.find("\n", head[1], limit)
             end = nl if nl >= 0 else limit
         extents.append((v0, end))
-        inline.append(nxt_key is not None and nl < 0)
+        inline.append(not last and nl < 0)
     raws = [text[a:b] for a, b in extents]
     value_end = _trim_value_end(_shared(raws))
     if any(inline):  # what ends the values the next key follows on their line, when the last values hold it too
@@ -301,26 +276,24 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         value_end = held or value_end
     end_mark = value_end.strip()
     ended = [False] * len(raws)
-    lasts = [j + 1 == len(keys) or keys[j + 1].call != k.call for j, k in enumerate(keys)]
-    for j, raw in enumerate(raws):
-        if end_mark and raw.rstrip().endswith(end_mark):
-            raws[j], ended[j] = raw.rstrip()[: len(raw.rstrip()) - len(end_mark)], True
-        elif end_mark and any(inline) and not inline[j] and end_mark in raw:
-            raws[j], ended[j] = raw[: raw.index(end_mark)], True
-        elif end_mark and not lasts[j]:
+    for j, raw in enumerate(raws if end_mark else ()):
+        cut = (len(raw.rstrip()) - len(end_mark) if raw.rstrip().endswith(end_mark)
+               else raw.find(end_mark) if any(inline) and not inline[j] else -1)
+        if cut >= 0:
+            raws[j], ended[j] = raw[:cut], True
+        elif not lasts[j]:
             raws[j] = None  # a value not followed by what every other value is: not read
     value_start = _value_start([r.strip() for r in raws if r is not None], key_prefix + key_suffix + opener)
     by_call: dict[int, dict[str, Any]] = {}
     ends: dict[int, int] = {}
-    quote_head = "" if key_suffix[-1:].isspace() else key_suffix.split()[-1]  # (a quote token values start with:
-    quote_head = "" if any(_wordy(c) for c in quote_head) else quote_head  # symbols only)
+    quote_head = m.group() if (m := _LAST_SYMBOLS.search(key_suffix)) else ""  # a quote token values start with
     for k, (_, b), raw, last, done in zip(keys, extents, raws, lasts, ended):
         if raw is None:
             continue
-        raw = _after_start(raw.strip(), value_start) if value_start else raw.strip()
-        value = _unquote(raw)
-        value = value if value is not None else _unquote(quote_head + raw)  # a string between a quote token
-        if value is None:
+        raw = raw.strip()
+        if value_start and (head := value_start[1].match(raw)):
+            raw = raw[head.end():].strip()
+        if (value := _unquote(raw)) is None and (value := _unquote(quote_head + raw)) is None:  # else a quoted string
             if not done and raw[:1] in "[{" and (head := _last_inline(raw)):
                 raw = head  # a JSON value, then markup on the same line
             elif last and any(inline) and not done:
@@ -336,9 +309,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         ends[k.call] = b
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
-           + (f", before each value {value_start!r}" if isinstance(value_start, str) else
-              ", before each value a word between {!r} and {!r}".format(*value_start) if value_start else "")
-           + (f", after each value {value_end.strip()!r}" if value_end.strip() else ", each value ends its line"))
+           + (f", before each value {value_start[0]}" if value_start else "")
+           + (f", after each value {end_mark!r}" if end_mark else ", each value ends its line"))
     out = [Found(s - len(opener), ends[c], ToolCall(name, by_call[c]), how)
            for c, (s, _, name, _) in enumerate(calls) if c in by_call]
     if out:
@@ -355,14 +327,14 @@ def _closes(literal: str, context: str) -> bool:
     return opener is not None and (opener in literal or opener in context)
 
 
-def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | None:
-    """What every value starts with and no value is: a shared literal (``<v>``), or a word between two literals (a
-    per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
+def _value_start(middles: list[str], context: str) -> tuple[str, re.Pattern] | None:
+    """What every value starts with and no value is, as ``(description, pattern)``: a shared literal (``<v>``), or a
+    word between two literals (a per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
     if len(middles) < 2 or all((head := _json_head(m)) is not None and head[1] == len(m) for m in middles):
         return None
     start = _trim_value_start(common_prefix(*middles))
     if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
-        return start
+        return repr(start), re.compile(re.escape(start))
     heads = [_ATTRIBUTE.match(m) for m in middles]
     if all(heads) and len({h.group(1) for h in heads}) == 1:
         before = heads[0].group(1)
@@ -370,20 +342,12 @@ def _value_start(middles: list[str], context: str) -> str | tuple[str, str] | No
         after = after[: max((after.rfind(c) for c in _CLOSERS), default=-1) + 1]
         if after and not any(c.isalnum() or c.isspace() for c in after) and _closes(after, before + context) \
                 and all(len(m) > h.end() + len(after) for h, m in zip(heads, middles)):
-            return before, after
+            return (f"a word between {before!r} and {after!r}",
+                    re.compile(rf"{re.escape(before)}(?![^\w\s])[\w.\-]+{re.escape(after)}"))
     return None
 
 
 _ATTRIBUTE = re.compile(r"([^\w\s]*)([\w.\-]+)")
-
-
-def _after_start(raw: str, start: str | tuple[str, str]) -> str:
-    if isinstance(start, str):
-        return raw[len(start):].strip() if raw.startswith(start) else raw
-    head = _ATTRIBUTE.match(raw)
-    if head and head.group(1) == start[0] and raw.startswith(start[1], head.end()):
-        return raw[head.end() + len(start[1]):].strip()
-    return raw
 
 
 def _shared(texts: list[str], key_suffix: bool = False) -> str:
@@ -408,39 +372,28 @@ def _json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
     return None
 
 
-def _wordy(s: str) -> bool:
-    """Whether ``s`` starts with a letter, a digit or ``_``."""
-    return s[:1].isalnum() or s[:1] == "_"
-
-
 def _last_inline(raw: str) -> str:
     """The last value of a call written on one line: a JSON value it starts with, else its first word when markup
     follows it (``3 #END``); else nothing."""
     head = _json_head(raw)
-    if head is not None and not _wordy(raw[head[1] :].strip()):
+    if head is not None and not _WORD_NEXT.match(raw, head[1]):
         return raw[: head[1]]
     first, _, rest = raw.partition(" ")
-    return "" if _wordy(rest.strip()) else first
+    return "" if _WORD_NEXT.match(rest) else first
 
 
-def _skip_spaces(text: str, pos: int, limit: int, also: str = "") -> int:
-    """``pos`` after spaces (and the characters of ``also``) before ``limit``."""
-    while pos < limit and (text[pos] in " \t" or text[pos] in also):
-        pos += 1
-    return pos
-
-
-_VALUE_CHARS = set("\"'{[-+.")
+_WORD_NEXT = re.compile(r"\s*\w")  # a word character next, after spaces
+_LAST_SYMBOLS = re.compile(r"(?<!\S)[^\w\s]+\Z")  # the last word of a text when it is symbols only
+_BLANK, _BLANK_LINES = re.compile(r"[ \t]*"), re.compile(r"[ \t\n]*")
+_VALUE_HEAD = re.compile(r"[\w\"'{\[\-+.]*\Z")  # what values start with: letters, digits, quotes, brackets, signs
+_VALUE_TAIL = re.compile(r"[\w\"'}\]. ]*")  # what values end with: letters, digits, quotes, closers, dots, spaces
+_FIRST_LINE = re.compile(r"\s*[^\n]*")  # the spaces a text starts with and the rest of its first line
 
 
 def _trim_value_start(s: str) -> str:
     """A key suffix less what values that happen to start alike share."""
-    core = len(s) - len(s.lstrip())
-    nl = s.find("\n", core)
-    if nl > core:
-        s = s[:nl]
-    while s and (s[-1].isalnum() or s[-1] in _VALUE_CHARS or s[-1] == "_"):
-        s = s[:-1]
+    s = _FIRST_LINE.match(s).group()
+    s = s[: _VALUE_HEAD.search(s).start()]
     close = max(s.rfind(c) for c in _CLOSERS) + 1
     if close and any(c.isalnum() for c in s[close:]):
         s = s[:close]  # markup closed, then the start of values that happen to start alike
@@ -449,6 +402,4 @@ def _trim_value_start(s: str) -> str:
 
 def _trim_value_end(s: str) -> str:
     """A value end less what values that happen to end alike share."""
-    while s and (s[0].isalnum() or s[0] in "\"'}]_." or s[0] == " "):
-        s = s[1:]
-    return s
+    return s[_VALUE_TAIL.match(s).end():]
