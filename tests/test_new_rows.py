@@ -15,7 +15,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "zaya_xml", "iquest_q1", "iquest_coder_v2", "gigachat35", "step_audio_2",
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
-                                  "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra"])
+                                  "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -190,3 +190,23 @@ def test_rubras_opening_word_names_no_call():
     said = "Rubra writes starttoolcall before a call; nothing is called here."
     assert Refiner().refine({"upstream": said})["calls"] == []
     assert formats.get("rubra").parse_strict(formats.get("rubra").render([CALL, CALL])) == [CALL, CALL]
+
+
+def test_llama_cpp_generic_reads_its_one_object_and_leaves_the_key_elsewhere_to_others():
+    generic = formats.get("llama_cpp_generic")
+    one = generic.render([CALL])
+    assert one.startswith('{"tool_call": ') and generic.parse_strict(one) == [CALL]
+    assert formats.detect_format("<think>Look it up.</think>\n" + one) == "llama_cpp_generic"
+    answer = '{"response": "Sunny in Lisbon, 21 °C."}'
+    assert formats.detect_format(answer) == "llama_cpp_generic" and generic.parse_strict(answer) == []
+    assert generic.answer_parts(answer).content == "Sunny in Lisbon, 21 °C."  # a response is the content
+    assert generic.answer_parts(one).content == ""
+    assert generic.answer_parts(f"Well: {answer} Bye.").content == "Well: Sunny in Lisbon, 21 °C. Bye."
+    # the key inside another format's arguments is not this row's, nor an object holding other keys too
+    nested = '{"name": "lookup_weather", "arguments": {"tool_call": 1}}'
+    assert formats.detect_format(nested) == "llama3_json"
+    with pytest.raises(formats.FormatError):
+        generic.parse_strict('{"response": "Hi.", "tool_call": {"name": "f", "arguments": {}}}')
+    bare_list = '{"tool_calls": [{"id": "call_0", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}'
+    assert formats.detect_format(bare_list) == "openai"  # OpenAI's calls stay OpenAI's
+

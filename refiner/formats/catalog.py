@@ -276,6 +276,12 @@ CATALOG: tuple[Row, ...] = (
         chat_api.OpenAI, None),
     Row(Family('anthropic', 'Anthropic: [{"type": "tool_use", "id": ..., "name": ..., "input": {...}}] (text blocks ignored)'),
         chat_api.Anthropic, None),
+    # one JSON object: marked by its "tool_call" key opening the answer, else read as an untagged format
+    Row(Family("llama_cpp_generic", 'llama.cpp generic JSON: {"tool_call": {"name": ..., "arguments": {...}}}, '
+               '{"tool_calls": [{"name", "arguments", "id"}, ...]} or {"response": "..."} (a text answer), the whole '
+               "answer one object",
+               sources=("ggml-org/llama.cpp common/chat.cpp (common_chat_params_init_generic, before the autoparser)",)),
+        chat_api.LlamaCppGeneric, None),
     Row(Family('nestful', 'NESTFUL: [{"name": ..., "arguments": {...}, "label": "$var_1"}, ...] with "$var_1.result$" '
                'references; the arguments under "parameters" in the list a JSON schema constrains', trained=True,
                sources=(VLLM_OLD + "xlam_tool_parser.py, generic_tool_parser.py (a bare list, no label)",

@@ -5,6 +5,8 @@ subclasses say where the calls are and what one holds.
   *string*; a bare ``tool_calls`` list is accepted too.
 - :class:`Anthropic` (Messages): ``tool_use`` content blocks ``{"type": "tool_use", "id", "name", "input": {...}}``,
   as a bare block list or inside a message's ``content``; text and thinking blocks are allowed and ignored.
+- :class:`LlamaCppGeneric` (llama.cpp's generic JSON answer): one object, ``{"tool_call": CALL}``,
+  ``{"tool_calls": [CALL, ...]}`` or ``{"response": ...}`` (no call: its value is the content).
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Detection, Lenient, WireFormat
+from refiner.formats.base import Detection, FormatError, Lenient, WireFormat
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
-from refiner.formats.strict import expect_object, expect_str, json_in_prose, strict_json
+from refiner.formats.message import AnswerParts, trim_turn_end
+from refiner.formats.strict import decode_at, expect_object, expect_str, json_in_prose, strict_json
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -143,3 +146,76 @@ class Anthropic(ApiMessage):
     def render(self, calls: Sequence[ToolCall]) -> str:
         return dumps([{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)}
                       for i, c in enumerate(calls)])
+
+
+_GENERIC_KEYS = ("tool_call", "tool_calls", "response")
+_GENERIC_CALL_KEYS = frozenset({"name", "arguments", "id"})
+
+
+class LlamaCppGeneric(ApiMessage):
+    """llama.cpp's generic answer: one JSON object under one key of :data:`_GENERIC_KEYS`, prose around it allowed; a
+    call is ``{"name", "arguments": {...}}`` (``"id"`` read and dropped), a ``response`` is the answer's content."""
+
+    tags = tuple(f'"{k}"' for k in _GENERIC_KEYS)
+    detection = Detection(bare=True, markers=('"tool_call"',))
+    list_key, what = "tool_calls", 'JSON object with one key, "tool_call", "tool_calls" or "response"'
+    channels = True  # (a response is content, read without a call)
+
+    def sniff(self, body: str, at: int) -> bool:
+        """The key opens the answer's object (a key of that name elsewhere is another format's)."""
+        return body[:at].strip() == "{"
+
+    def looks_like(self, value: Any) -> bool:
+        return isinstance(value, dict) and any(k in value for k in _GENERIC_KEYS)
+
+    def claims_value(self, value: Any) -> bool:
+        return isinstance(value, dict) and ("tool_call" in value or list(value) == ["response"])
+
+    def _answer(self, text: str) -> tuple[dict, int]:
+        """The answer's object and where it starts; raises when there is none (no key of it in the text: no JSON
+        decoded)."""
+        if not any(tag in text for tag in self.tags):
+            raise self.error(f"no {self.what} found", 0)
+        return json_in_prose(self, text, lambda v: self.looks_like(v) and len(v) == 1, self.what)
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        value, pos = self._answer(text)
+        if "response" in value:
+            return []
+        items = value.get("tool_calls", [value.get("tool_call")])
+        if not isinstance(items, list):
+            raise self.error("'tool_calls' must be a list", pos)
+        return [self._call(item, i, pos) for i, item in enumerate(items)]
+
+    def _call(self, item: Any, i: int, pos: int) -> ToolCall:
+        what = f"tool call #{i}"
+        call = self._checked(item, what, _GENERIC_CALL_KEYS, pos)
+        name = self._name(call.get("name"), "name", what, pos)
+        return ToolCall.trusted(name, expect_object(self, call.get("arguments"), f"'arguments' of {what}", pos))
+
+    def recover(self, text: str, out: Lenient) -> None:
+        value = lenient_json_in_prose(strip_reasoning(text), self.looks_like)
+        if not self.looks_like(value):
+            out.note("not_a_list", f"no {self.what}")
+            return
+        items = value.get("tool_calls", [value["tool_call"]] if "tool_call" in value else [])
+        for item in as_items(items):
+            add_call(out, item)
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """A ``response`` is content in place of its object (a string as written, any other value as JSON)."""
+        try:
+            value, pos = self._answer(text)
+        except FormatError:
+            value, pos = {}, 0
+        if "response" not in value:
+            return super().answer_parts(text)
+        said, end = value["response"], decode_at(self, text, pos)[1]
+        content = text[:pos] + (said if isinstance(said, str) else dumps(said)) + text[end:]
+        return AnswerParts(trim_turn_end(content), None, (len(text), len(text)))
+
+    def render(self, calls: Sequence[ToolCall]) -> str:
+        if len(calls) == 1:
+            return dumps({"tool_call": {"name": calls[0].name, "arguments": dict(calls[0].arguments)}})
+        return dumps({"tool_calls": [{"name": c.name, "arguments": dict(c.arguments), "id": f"call_{i}"}
+                                     for i, c in enumerate(calls)]})
