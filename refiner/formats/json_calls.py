@@ -211,16 +211,16 @@ class JsonCalls(WireFormat):
         tag = text.find(sp.open, start)
         brace = text.find("{", start)
         if tag >= 0 and (brace < 0 or tag < brace):  # (a tag quoted inside a value is text)
-            self._check_prose(text, start, tag)
+            self._call_object(text, start, tag, prose=True)
             pos = skip_ws(text, tag + len(sp.open))
             if sp.builtins and _BUILTIN.match(text, pos):
                 call, end = self._builtin_call(text, pos, strict=True)
-                self._check_prose(text, end, len(text))
+                self._call_object(text, end, len(text), prose=True)
                 return [call]
             if not text.startswith("{", pos):
                 raise self.error(f"{sp.open} must be followed by a JSON call object", pos)
         else:
-            pos = self._call_object(text, start, len(text), to_end=False)
+            pos = self._call_object(text, start, len(text), prose=False)
             if pos < 0:
                 raise self.error(f'no JSON call object {{"{sp.name_key}": ..., "{sp.arg_keys[0]}": {{...}}}} found',
                                  start)
@@ -232,7 +232,7 @@ class JsonCalls(WireFormat):
             if not text.startswith(sep, nxt):
                 break
             pos = skip_ws(text, nxt + len(sep))
-        self._check_prose(text, end, len(text))
+        self._call_object(text, end, len(text), prose=True)
         return calls
 
     def _builtin_call(self, text: str, pos: int, *, strict: bool) -> tuple[ToolCall, int]:
@@ -244,16 +244,10 @@ class JsonCalls(WireFormat):
         [call] = strict_call_list(self, "[" + text[pos : close + 1] + "]", pos - 1)
         return ToolCall(m.group(1), call.arguments), close + 1
 
-    def _check_prose(self, text: str, a: int, b: int) -> None:
-        """Raises when the prose ``text[a:b]`` around the calls holds a further call, whole or broken."""
-        pos = self._call_object(text, a, b, to_end=True)
-        if pos >= 0:
-            raise self.error(f"a call object that is not joined to the others by {self.spelling.between.strip()!r}",
-                             pos)
-
-    def _call_object(self, text: str, a: int, b: int, *, to_end: bool) -> int:
+    def _call_object(self, text: str, a: int, b: int, *, prose: bool) -> int:
         """Where the first JSON object with a name key in ``text[a:b]`` starts (-1: none); raises at a name key in
-        text that does not decode before it (or before ``b`` with ``to_end``)."""
+        text that does not decode before it; with ``prose`` (the text around the calls), raises at any such object and
+        at a name key anywhere in ``text[a:b]`` that does not decode."""
         pos = last = a
         for _ in range(MAX_CANDIDATES):
             pos = next_bracket(text, pos)
@@ -266,9 +260,12 @@ class JsonCalls(WireFormat):
                 continue
             self._check_gap(text, last, pos)
             if isinstance(value, dict) and self.spelling.name_key in value:
+                if prose:
+                    raise self.error("a call object that is not joined to the others by "
+                                     f"{self.spelling.between.strip()!r}", pos)
                 return pos  # a call, or a broken one that _call explains
             pos = last = end
-        self._check_gap(text, last, b if to_end or pos < 0 else pos)
+        self._check_gap(text, last, b if prose or pos < 0 else pos)
         return -1
 
     def _check_gap(self, text: str, a: int, b: int) -> None:
