@@ -702,7 +702,7 @@ CATALOG: tuple[Row, ...] = (
                sources=("huggingface/text-generation-inference router/src/infer/tool_grammar.rs (the grammar)",
                         "huggingface/text-generation-inference router/src/chat.rs (parse_output)")),
         JsonCalls, JsonSpelling('{"function":', None, "object", name_key="_name", flat=True, text_names=("no_tool",),
-                                marker='"_name":', lead=" ", trail="}")),
+                                marker='"_name":', lead=" ", trail="}", between=", ")),
     Row(
         Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
                          "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
