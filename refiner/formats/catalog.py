@@ -165,8 +165,8 @@ CATALOG: tuple[Row, ...] = (
         Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
                "</function>\\n</tool_call> per call (strings raw, other values JSON)",
                models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B",
-                       "XiaomiMiMo/MiMo-V2-Flash", "PrimeIntellect/INTELLECT-3"),
-               sources=(VLLM + "qwen3coder_tool_parser.py", "ollama/ollama model/parsers/intellect3.go", SGLANG + "qwen3_coder_detector.py",
+                       "XiaomiMiMo/MiMo-V2-Flash"),
+               sources=(VLLM + "qwen3coder_tool_parser.py", SGLANG + "qwen3_coder_detector.py",
                         VLLM + "qwen3xml_tool_parser.py", VLLM + "qwen35coder_tool_parser.py",
                         VLLM + "step3p5_tool_parser.py", VLLM + "mimo_tool_parser.py (vllm/parser/mimo.py)",
                         VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
@@ -194,9 +194,8 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("glm45", "GLM-4.5/4.6: <tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n"
                "</tool_call> per call (strings raw, other values JSON)",
-               models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7",
-                       "poolside/Laguna-XS.2", "poolside/Laguna-M.1"),
-               sources=(VLLM + "glm4_moe_tool_parser.py", "ollama/ollama model/parsers/laguna.go", VLLM + "glm47_moe_tool_parser.py",
+               models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
+               sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
                         SGLANG + "glm4_moe_detector.py", SGLANG + "glm47_moe_detector.py",
                         SGLANG + "spark25_detector.py", SGLANG + "spark3_detector.py",
                         SGLANG + "glm53_flash_detector.py (its tag form)",
@@ -702,13 +701,6 @@ CATALOG: tuple[Row, ...] = (
                sources=("sanjay920/vllm vllm/entrypoints/openai/tool_parsers/rubra_tool_parser.py (its parser rubra)",
                         "rubra-ai/rubra docs/docs/inference/vllm.md (rubra-ai's vLLM fork)")),
         JsonCalls, JsonSpelling("starttoolcall", "endtoolcall", "object", lead="", follows=("{",))),
-    Row(
-        Family("tgi", 'TGI tool grammar: {"function": {"_name": NAME, KEY: VALUE, ...}} (one call, its arguments beside '
-               '"_name"; the name no_tool is a text answer)',
-               sources=("huggingface/text-generation-inference router/src/infer/tool_grammar.rs (the grammar)",
-                        "huggingface/text-generation-inference router/src/chat.rs (parse_output)")),
-        JsonCalls, JsonSpelling('{"function":', None, "object", name_key="_name", flat=True, text_names=("no_tool",),
-                                marker='"_name":', lead=" ", trail="}", between=", ")),
     Row(
         Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
                          "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
