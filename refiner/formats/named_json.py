@@ -101,8 +101,9 @@ class _Layout:
     """A loose spelling as pieces: ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the
     first token after it; ``before``, the words before the anchor when the name follows it (V3's ``function``);
     ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and
-    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``bare``, a call
-    that lost every token (a name, then the JSON object)."""
+    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``words``, the
+    words that tell this layout's calls from another's (V3's code fence); ``bare``, a call that lost every token (a
+    name, then the JSON object)."""
 
     call: str
     opens: tuple[str, ...]
@@ -113,19 +114,8 @@ class _Layout:
     name_end: str
     closes: tuple[str, ...]
     close: str
+    words: tuple[str, ...]
     bare: re.Pattern[str]
-
-    @property
-    def words(self) -> tuple[str, ...]:
-        """The words that tell this layout's calls from another's (V3's code fence)."""
-        return tuple(w for w in (*self.names, *self.closes) if not _is_token(w))
-
-    def fits(self, seg: str) -> bool:
-        """Whether a call's text after its call token (``seg``) is written this way."""
-        if not self.before and not self.words:
-            return True
-        head = seg.lstrip()
-        return bool(self.before) and head.startswith(self.before + self.anchor) or any(w in seg for w in self.words)
 
 
 @lru_cache(maxsize=64)
@@ -143,7 +133,9 @@ def layout(sp: NamedSpelling) -> _Layout:
     head = rf"{last}{word}{re.escape(prefix)}({IDENTIFIER}){counter}"
     tail = "".join(rf"\s*{re.escape(w)}" for w in names if not _is_token(w))
     bare = re.compile(head + tail + (r"\s*" if tail else "") + r"(?=\{)")
-    return _Layout(opens[0], opens[1:], anchor, before, prefix, names, lead or names[0], close[:-1], close[-1], bare)
+    words = tuple(w for w in (*names, *close[:-1]) if not _is_token(w))
+    return _Layout(opens[0], opens[1:], anchor, before, prefix, names, lead or names[0], close[:-1], close[-1], words,
+                   bare)
 
 
 class NamedJson(WireFormat):
@@ -362,7 +354,9 @@ class NamedJson(WireFormat):
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {lay.call}")
-                pos = self._recover_token_call(text, self._call_start(text, pos, s), f, stops, out, strings)
+                ends = (i + len(t) for t in (sp.section_open, lay.close, sp.section_close) if (i := text.rfind(t, pos, s)) >= 0)
+                at = max(pos, text.rfind("\n", pos, s) + 1, *ends)  # after the token or line break before the anchor
+                pos = self._recover_token_call(text, at, f, stops, out, strings)
                 s = f.next(lay.anchor, pos)
             if c < 0:
                 if n == 0 and not out.calls and not any(bare_calls(text, start, out, layout(x).bare)
@@ -374,12 +368,6 @@ class NamedJson(WireFormat):
             pos = self._recover_token_call(text, c + len(lay.call), f, stops, out, strings)
         if f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
-
-    def _call_start(self, text: str, lo: int, anchor: int) -> int:
-        """Where a call that lost its call token starts: after the token or line break before its ``anchor``."""
-        tokens = (self.spelling.section_open, layout(self.spelling).close, self.spelling.section_close)
-        ends = (i + len(t) for t in tokens if (i := text.rfind(t, lo, anchor)) >= 0)
-        return max(lo, text.rfind("\n", lo, anchor) + 1, *ends)
 
     def _recover_token_call(self, text: str, pos: int, f: Finder, stops: tuple[str, ...], out: Lenient,
                             strings: TokenFinder) -> int:
@@ -422,12 +410,8 @@ class NamedJson(WireFormat):
         for x in layouts:
             for w in x.closes[::-1]:
                 body = body.removesuffix(w).rstrip()
-        return self._add_named(out, name.strip(), body, seg, cut, after)
-
-    def _add_named(self, out: Lenient, call_id: str, body: str, seg: str, cut: bool, after: int) -> int:
-        """Adds the call named by ``call_id`` (a counted row's id: prefix, name, counter) unless it names none."""
-        sp, lay = self.spelling, layout(self.spelling)
-        name, whole = call_id, True
+        call_id = name = name.strip()  # (a counted row's id: prefix, name, counter)
+        whole = True
         if lay.prefix or sp.counter:
             whole = call_id.startswith(lay.prefix)
             name = call_id[len(lay.prefix):] if whole else call_id
@@ -463,9 +447,11 @@ class NamedJson(WireFormat):
         if sp.loose:
             lay, seg = layout(sp), body[at : at + ROW_CHARS]
             c = seg.find(lay.call)
-            if c < 0:
-                return not lay.words or any(w in seg for w in lay.words)
-            return lay.fits(seg[c + len(lay.call) :].split(lay.close, 1)[0])
+            if c >= 0:  # the first call after its call token: ``before`` and the anchor, or a word of the layout
+                seg = seg[c + len(lay.call) :].split(lay.close, 1)[0]
+                if lay.before and seg.lstrip().startswith(lay.before + lay.anchor):
+                    return True
+            return not (lay.words or c >= 0 and lay.before) or any(w in seg for w in lay.words)
         if sp.id_close:  # a row with call ids: its section token, then a call token, an id, a name
             if sp.section_open and body.startswith(sp.section_open, at):
                 at = skip_ws(body, at + len(sp.section_open))
