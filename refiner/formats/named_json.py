@@ -158,16 +158,14 @@ class NamedJson(WireFormat):
 
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
-        if sp.loose:
-            lay = layout(sp)
-            return Detection(rank=rank, markers=(sp.section_open, lay.call),
-                             closers=(lay.close, sp.section_close, lay.anchor))
-        if sp.section_open is None and sp.call_marker:
+        if sp.section_open is not None:
+            lay = layout(sp) if sp.loose else None
+            closers = (lay.close, sp.section_close, lay.anchor) if lay else (sp.section_close, sp.close)
+            return Detection(rank=rank, markers=(sp.section_open, lay.call if lay else sp.call_open), closers=closers)
+        if sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
-        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker
-            header = (sp.header + sp.call_open,) if sp.header else ()
-            return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True)
-        return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
+        header = (sp.header + sp.call_open,) if sp.header else ()  # no token of its own: a call prefix at a line start
+        return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True)
 
     def _name_ok(self, name: str) -> bool:
         return re.fullmatch(self.spelling.names, name) is not None and not marker_table().in_name(name)
@@ -212,16 +210,19 @@ class NamedJson(WireFormat):
             pos += len(piece)
         return pos
 
+    def _past_id(self, text: str, pos: int) -> int:
+        """Past a call id and ``id_close`` at ``pos``; -1 when none is there."""
+        j = text.find(self.spelling.id_close, pos, pos + MAX_ID_CHARS + len(self.spelling.id_close))
+        return -1 if j < 0 or _ID.fullmatch(text, pos, j) is None else j + len(self.spelling.id_close)
+
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         sp = self.spelling
         lay = layout(sp) if sp.loose else None
         if lay is not None:
             pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
-        if sp.id_close:
-            j = text.find(sp.id_close, pos, pos + MAX_ID_CHARS + len(sp.id_close))
-            if j < 0 or _ID.fullmatch(text, pos, j) is None:
-                raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
-            pos = j + len(sp.id_close)
+        if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
+            raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
+        pos = k
         j = text.find(lay.name_end if lay else sp.name_close, pos)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
@@ -266,15 +267,14 @@ class NamedJson(WireFormat):
         if i < 0:
             out.note("missing_tag", f"no {sp.call_open} found")
             return
-        stops = tuple(t for t in (sp.call_open, sp.section_close) if t)
-        strings = TokenFinder(text, stops)  # (a token inside the arguments' strings is text)
+        strings = TokenFinder(text, (sp.call_open, sp.section_close))  # (a token inside the arguments' strings is text)
         plain = Finder(text)  # (each stop searched once over the text, however many calls)
         unreadable = 0
         for _ in range(MAX_RECOVERED_ITEMS):
             if i < 0 or not take_items(1):
                 break
             pos = i + len(sp.call_open)
-            end, _ = past_strings(strings, pos, plain.first(stops, pos)[0], None)
+            end, _ = past_strings(strings, pos, plain.first(strings.tokens, pos)[0], None)
             unreadable += not self._recover_call(text, pos, end, out, quiet=unreadable >= MAX_NOTES)
             i = plain.next(sp.call_open, end) if end < len(text) else -1
         if sp.section_close and text.find(sp.section_close, start) < 0:
@@ -341,8 +341,7 @@ class NamedJson(WireFormat):
                 out.note("missing_tag", f"{alt} written for {token}")
         start = reasoning_offset(text)
         f = Finder(text)
-        stops = (lay.close, lay.call, sp.section_close)
-        strings = TokenFinder(text, stops)
+        strings = TokenFinder(text, (lay.close, lay.call, sp.section_close))
         first, section = f.next(lay.call, start), f.next(sp.section_open, start)
         if section < 0 or 0 <= first < section:
             out.note("missing_tag", f"missing {sp.section_open}")
@@ -356,7 +355,7 @@ class NamedJson(WireFormat):
                 out.note("missing_tag", f"missing {lay.call}")
                 ends = (i + len(t) for t in (sp.section_open, lay.close, sp.section_close) if (i := text.rfind(t, pos, s)) >= 0)
                 at = max(pos, text.rfind("\n", pos, s) + 1, *ends)  # after the token or line break before the anchor
-                pos = self._recover_token_call(text, at, f, stops, out, strings)
+                pos = self._recover_token_call(text, at, f, out, strings)
                 s = f.next(lay.anchor, pos)
             if c < 0:
                 if n == 0 and not out.calls and not any(bare_calls(text, start, out, layout(x).bare)
@@ -365,15 +364,14 @@ class NamedJson(WireFormat):
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos = self._recover_token_call(text, c + len(lay.call), f, stops, out, strings)
+            pos = self._recover_token_call(text, c + len(lay.call), f, out, strings)
         if f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    def _recover_token_call(self, text: str, pos: int, f: Finder, stops: tuple[str, ...], out: Lenient,
-                            strings: TokenFinder) -> int:
+    def _recover_token_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
         """Reads the call after its call token at ``pos`` (whichever layout it is written in); where it ends."""
         sp, lay = self.spelling, layout(self.spelling)
-        end, tag = past_strings(strings, pos, *f.first(stops, pos))
+        end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
         seg = text[pos:end]
         cut = tag is None
         if cut:
@@ -457,11 +455,9 @@ class NamedJson(WireFormat):
                 at = skip_ws(body, at + len(sp.section_open))
             if not body.startswith(sp.call_open, at):
                 return False
-            k = at + len(sp.call_open)
-            j = body.find(sp.id_close, k, k + MAX_ID_CHARS + len(sp.id_close))
-            if j < 0 or _ID.fullmatch(body, k, j) is None:
+            if (k := self._past_id(body, at + len(sp.call_open))) < 0:
                 return False
-            m = _NAME.match(body, j + len(sp.id_close))
+            m = _NAME.match(body, k)
             return m is not None and body.startswith(sp.name_close, m.end())
         header = sp.header and body.startswith(sp.header, at)
         at += len(sp.header) if header else 0
