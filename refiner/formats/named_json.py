@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
@@ -258,8 +258,9 @@ class NamedJson(WireFormat):
         sp = self.spelling
         if sp.loose:
             return self._recover_tokens(text, out)
-        if self._barred_tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
-            text = respell_tokens(text, self._barred_tokens, out)
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
+        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's, written wrong)
+            text = respell_tokens(text, barred, out)
         start = reasoning_offset(text)
         if sp.section_open is not None and text.find(sp.section_open, start) < 0:
             out.note("missing_tag", f"missing {sp.section_open}")
@@ -275,22 +276,14 @@ class NamedJson(WireFormat):
                 break
             pos = i + len(sp.call_open)
             end, _ = past_strings(strings, pos, plain.first(strings.tokens, pos)[0], None)
-            unreadable += not self._recover_call(text, pos, end, out, quiet=unreadable >= MAX_NOTES)
             i = plain.next(sp.call_open, end) if end < len(text) else -1
+            unreadable += not self._recover_call(text[pos:end], end >= len(text), out, unreadable >= MAX_NOTES)
         if sp.section_close and text.find(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    @cached_property
-    def _barred_tokens(self) -> tuple[str, ...]:
-        """The row's tokens when every one of them is a barred token (``<|...|>``), else none."""
-        parts = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]
-        whole = all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags)
-        return tuple(dict.fromkeys(parts)) if whole and parts else ()
-
-    def _recover_call(self, text: str, pos: int, end: int, out: Lenient, quiet: bool = False) -> bool:
-        """Reads the call in ``text[pos:end]``; False when it is not one (noted unless ``quiet``)."""
+    def _recover_call(self, seg: str, at_end: bool, out: Lenient, quiet: bool) -> bool:
+        """Reads the call ``seg`` (the text's last when ``at_end``); False when it is not one (noted unless ``quiet``)."""
         sp = self.spelling
-        seg = text[pos:end]
         if sp.id_close:  # the call id before the name: dropped
             head, found, rest = seg.partition(sp.id_close)
             if found and _ID.fullmatch(head.strip()):
@@ -298,7 +291,6 @@ class NamedJson(WireFormat):
         name, sep, body = seg.partition(sp.name_close)
         if name in sp.text_recipients and sep:
             return True  # a text block
-        at_end = end >= len(text)
         k = body.rfind(sp.close) if sp.close else -1
         if k >= 0:  # (a closing tag inside the arguments' strings is text)
             k = past_strings(TokenFinder(body, (sp.close,)), 0, k, sp.close)[0]
