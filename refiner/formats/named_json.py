@@ -282,7 +282,7 @@ class NamedJson(WireFormat):
             out.note("missing_tag", f"missing {sp.section_close}")
 
     def _recover_call(self, seg: str, at_end: bool, out: Lenient, quiet: bool) -> bool:
-        """Reads the call ``seg`` (the text's last when ``at_end``); False when it is not one (noted unless ``quiet``)."""
+        """Reads the call ``seg`` (the text's last when ``at_end``); False when it is none (noted unless ``quiet``)."""
         sp = self.spelling
         if sp.id_close:  # the call id before the name: dropped
             head, found, rest = seg.partition(sp.id_close)
@@ -345,8 +345,9 @@ class NamedJson(WireFormat):
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {lay.call}")
-                ends = (i + len(t) for t in (sp.section_open, lay.close, sp.section_close) if (i := text.rfind(t, pos, s)) >= 0)
-                at = max(pos, text.rfind("\n", pos, s) + 1, *ends)  # after the token or line break before the anchor
+                tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
+                ends = (i + len(t) for t in tokens if (i := text.rfind(t, pos, s)) >= 0)
+                at = max(pos, text.rfind("\n", pos, s) + 1, *ends)
                 pos = self._recover_token_call(text, at, f, out, strings)
                 s = f.next(lay.anchor, pos)
             if c < 0:
@@ -400,14 +401,12 @@ class NamedJson(WireFormat):
         for x in layouts:
             for w in x.closes[::-1]:
                 body = body.removesuffix(w).rstrip()
-        call_id = name = name.strip()  # (a counted row's id: prefix, name, counter)
-        whole = True
-        if lay.prefix or sp.counter:
-            whole = call_id.startswith(lay.prefix)
-            name = call_id[len(lay.prefix):] if whole else call_id
-            if sp.counter:
-                left, found, index = name.rpartition(sp.counter)
-                name, whole = (left, whole) if found and index.isdigit() else (name, False)
+        call_id = name.strip()  # (a counted row's id: prefix, name, counter)
+        whole = call_id.startswith(lay.prefix)
+        name = call_id[len(lay.prefix):] if whole else call_id
+        if sp.counter:
+            left, found, index = name.rpartition(sp.counter)
+            name, whole = (left, whole) if found and index.isdigit() else (name, False)
         name = name.strip()
         counted = bool(sp.counter) and _NO_NAME.fullmatch(name) is not None
         tools = offered_tools() if counted else None
