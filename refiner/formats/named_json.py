@@ -429,9 +429,9 @@ class NamedJson(WireFormat):
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
     def sniff(self, body: str, at: int) -> bool:
-        """``call_open`` followed by a tool name and ``name_close``, not by prose (``>>> x``); after the row's
-        ``header``, a name holding no other format's marker (harmony's ``to=functions.``) and a JSON object; a loose
-        row's first call written in its layout."""
+        """``call_open`` (after ``section_open``; then a call id) followed by a tool name and ``name_close``, not by
+        prose (``>>> x``); after the row's ``header``, a name holding no other format's marker (harmony's
+        ``to=functions.``) and a JSON object; a loose row's first call written in its layout."""
         sp = self.spelling
         if sp.loose:
             lay, seg = layout(sp), body[at : at + ROW_CHARS]
@@ -441,18 +441,12 @@ class NamedJson(WireFormat):
                 if lay.before and seg.lstrip().startswith(lay.before + lay.anchor):
                     return True
             return not (lay.words or c >= 0 and lay.before) or any(w in seg for w in lay.words)
-        if sp.id_close:  # a row with call ids: its section token, then a call token, an id, a name
-            if sp.section_open and body.startswith(sp.section_open, at):
-                at = skip_ws(body, at + len(sp.section_open))
-            if not body.startswith(sp.call_open, at):
-                return False
-            if (k := self._past_id(body, at + len(sp.call_open))) < 0:
-                return False
-            m = _NAME.match(body, k)
-            return m is not None and body.startswith(sp.name_close, m.end())
+        if sp.section_open and body.startswith(sp.section_open, at):  # a sectioned row: a call token after it
+            at = skip_ws(body, at + len(sp.section_open))
         header = sp.header and body.startswith(sp.header, at)
         at += len(sp.header) if header else 0
-        m = _NAME.match(body, at + len(sp.call_open))
+        k = self._past_id(body, at + len(sp.call_open)) if sp.id_close else at + len(sp.call_open)  # (Solar Open's id)
+        m = _NAME.match(body, k) if k >= 0 else None
         if m is None or not body.startswith(sp.name_close, m.end()):
             return False
         if header:
