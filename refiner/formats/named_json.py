@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
@@ -101,8 +101,9 @@ class _Layout:
     """A loose spelling as pieces: ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the
     first token after it; ``before``, the words before the anchor when the name follows it (V3's ``function``);
     ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and
-    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``bare``, a call
-    that lost every token (a name, then the JSON object)."""
+    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``words``, the
+    words that tell this layout's calls from another's (V3's code fence); ``bare``, a call that lost every token (a
+    name, then the JSON object)."""
 
     call: str
     opens: tuple[str, ...]
@@ -113,19 +114,8 @@ class _Layout:
     name_end: str
     closes: tuple[str, ...]
     close: str
+    words: tuple[str, ...]
     bare: re.Pattern[str]
-
-    @property
-    def words(self) -> tuple[str, ...]:
-        """The words that tell this layout's calls from another's (V3's code fence)."""
-        return tuple(w for w in (*self.names, *self.closes) if not _is_token(w))
-
-    def fits(self, seg: str) -> bool:
-        """Whether a call's text after its call token (``seg``) is written this way."""
-        if not self.before and not self.words:
-            return True
-        head = seg.lstrip()
-        return bool(self.before) and head.startswith(self.before + self.anchor) or any(w in seg for w in self.words)
 
 
 @lru_cache(maxsize=64)
@@ -143,7 +133,9 @@ def layout(sp: NamedSpelling) -> _Layout:
     head = rf"{last}{word}{re.escape(prefix)}({IDENTIFIER}){counter}"
     tail = "".join(rf"\s*{re.escape(w)}" for w in names if not _is_token(w))
     bare = re.compile(head + tail + (r"\s*" if tail else "") + r"(?=\{)")
-    return _Layout(opens[0], opens[1:], anchor, before, prefix, names, lead or names[0], close[:-1], close[-1], bare)
+    words = tuple(w for w in (*names, *close[:-1]) if not _is_token(w))
+    return _Layout(opens[0], opens[1:], anchor, before, prefix, names, lead or names[0], close[:-1], close[-1], words,
+                   bare)
 
 
 class NamedJson(WireFormat):
@@ -166,16 +158,14 @@ class NamedJson(WireFormat):
 
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
-        if sp.loose:
-            lay = layout(sp)
-            return Detection(rank=rank, markers=(sp.section_open, lay.call),
-                             closers=(lay.close, sp.section_close, lay.anchor))
-        if sp.section_open is None and sp.call_marker:
+        if sp.section_open is not None:
+            lay = layout(sp) if sp.loose else None
+            closers = (lay.close, sp.section_close, lay.anchor) if lay else (sp.section_close, sp.close)
+            return Detection(rank=rank, markers=(sp.section_open, lay.call if lay else sp.call_open), closers=closers)
+        if sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
-        if sp.section_open is None:  # no token of its own: a call prefix at a line start is its marker
-            header = (sp.header + sp.call_open,) if sp.header else ()
-            return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True)
-        return Detection(rank=rank, markers=(sp.section_open, sp.call_open), closers=(sp.section_close, sp.close))
+        header = (sp.header + sp.call_open,) if sp.header else ()  # no token of its own: a call prefix at a line start
+        return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True)
 
     def _name_ok(self, name: str) -> bool:
         return re.fullmatch(self.spelling.names, name) is not None and not marker_table().in_name(name)
@@ -220,16 +210,19 @@ class NamedJson(WireFormat):
             pos += len(piece)
         return pos
 
+    def _past_id(self, text: str, pos: int) -> int:
+        """Past a call id and ``id_close`` at ``pos``; -1 when none is there."""
+        j = text.find(self.spelling.id_close, pos, pos + MAX_ID_CHARS + len(self.spelling.id_close))
+        return -1 if j < 0 or _ID.fullmatch(text, pos, j) is None else j + len(self.spelling.id_close)
+
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
         sp = self.spelling
         lay = layout(sp) if sp.loose else None
         if lay is not None:
             pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
-        if sp.id_close:
-            j = text.find(sp.id_close, pos, pos + MAX_ID_CHARS + len(sp.id_close))
-            if j < 0 or _ID.fullmatch(text, pos, j) is None:
-                raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
-            pos = j + len(sp.id_close)
+        if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
+            raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
+        pos = k
         j = text.find(lay.name_end if lay else sp.name_close, pos)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
@@ -265,8 +258,9 @@ class NamedJson(WireFormat):
         sp = self.spelling
         if sp.loose:
             return self._recover_tokens(text, out)
-        if self._barred_tokens:  # (PLaMo 3's tokens written wrong: other case, separators, brackets, a lost >)
-            text = respell_tokens(text, self._barred_tokens, out)
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
+        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's, written wrong)
+            text = respell_tokens(text, barred, out)
         start = reasoning_offset(text)
         if sp.section_open is not None and text.find(sp.section_open, start) < 0:
             out.note("missing_tag", f"missing {sp.section_open}")
@@ -274,31 +268,22 @@ class NamedJson(WireFormat):
         if i < 0:
             out.note("missing_tag", f"no {sp.call_open} found")
             return
-        stops = tuple(t for t in (sp.call_open, sp.section_close) if t)
-        strings = TokenFinder(text, stops)  # (a token inside the arguments' strings is text)
+        strings = TokenFinder(text, (sp.call_open, sp.section_close))  # (a token inside the arguments' strings is text)
         plain = Finder(text)  # (each stop searched once over the text, however many calls)
         unreadable = 0
         for _ in range(MAX_RECOVERED_ITEMS):
             if i < 0 or not take_items(1):
                 break
             pos = i + len(sp.call_open)
-            end, _ = past_strings(strings, pos, plain.first(stops, pos)[0], None)
-            unreadable += not self._recover_call(text, pos, end, out, quiet=unreadable >= MAX_NOTES)
+            end, _ = past_strings(strings, pos, plain.first(strings.tokens, pos)[0], None)
             i = plain.next(sp.call_open, end) if end < len(text) else -1
+            unreadable += not self._recover_call(text[pos:end], end >= len(text), out, unreadable >= MAX_NOTES)
         if sp.section_close and text.find(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    @cached_property
-    def _barred_tokens(self) -> tuple[str, ...]:
-        """The row's tokens when every one of them is a barred token (``<|...|>``), else none."""
-        parts = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]
-        whole = all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags)
-        return tuple(dict.fromkeys(parts)) if whole and parts else ()
-
-    def _recover_call(self, text: str, pos: int, end: int, out: Lenient, quiet: bool = False) -> bool:
-        """Reads the call in ``text[pos:end]``; False when it is not one (noted unless ``quiet``)."""
+    def _recover_call(self, seg: str, at_end: bool, out: Lenient, quiet: bool) -> bool:
+        """Reads the call ``seg`` (the text's last when ``at_end``); False when it is none (noted unless ``quiet``)."""
         sp = self.spelling
-        seg = text[pos:end]
         if sp.id_close:  # the call id before the name: dropped
             head, found, rest = seg.partition(sp.id_close)
             if found and _ID.fullmatch(head.strip()):
@@ -306,7 +291,6 @@ class NamedJson(WireFormat):
         name, sep, body = seg.partition(sp.name_close)
         if name in sp.text_recipients and sep:
             return True  # a text block
-        at_end = end >= len(text)
         k = body.rfind(sp.close) if sp.close else -1
         if k >= 0:  # (a closing tag inside the arguments' strings is text)
             k = past_strings(TokenFinder(body, (sp.close,)), 0, k, sp.close)[0]
@@ -349,8 +333,7 @@ class NamedJson(WireFormat):
                 out.note("missing_tag", f"{alt} written for {token}")
         start = reasoning_offset(text)
         f = Finder(text)
-        stops = (lay.close, lay.call, sp.section_close)
-        strings = TokenFinder(text, stops)
+        strings = TokenFinder(text, (lay.close, lay.call, sp.section_close))
         first, section = f.next(lay.call, start), f.next(sp.section_open, start)
         if section < 0 or 0 <= first < section:
             out.note("missing_tag", f"missing {sp.section_open}")
@@ -362,7 +345,10 @@ class NamedJson(WireFormat):
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {lay.call}")
-                pos = self._recover_token_call(text, self._call_start(text, pos, s), f, stops, out, strings)
+                tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
+                ends = (i + len(t) for t in tokens if (i := text.rfind(t, pos, s)) >= 0)
+                at = max(pos, text.rfind("\n", pos, s) + 1, *ends)
+                pos = self._recover_token_call(text, at, f, out, strings)
                 s = f.next(lay.anchor, pos)
             if c < 0:
                 if n == 0 and not out.calls and not any(bare_calls(text, start, out, layout(x).bare)
@@ -371,21 +357,14 @@ class NamedJson(WireFormat):
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos = self._recover_token_call(text, c + len(lay.call), f, stops, out, strings)
+            pos = self._recover_token_call(text, c + len(lay.call), f, out, strings)
         if f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    def _call_start(self, text: str, lo: int, anchor: int) -> int:
-        """Where a call that lost its call token starts: after the token or line break before its ``anchor``."""
-        tokens = (self.spelling.section_open, layout(self.spelling).close, self.spelling.section_close)
-        ends = (i + len(t) for t in tokens if (i := text.rfind(t, lo, anchor)) >= 0)
-        return max(lo, text.rfind("\n", lo, anchor) + 1, *ends)
-
-    def _recover_token_call(self, text: str, pos: int, f: Finder, stops: tuple[str, ...], out: Lenient,
-                            strings: TokenFinder) -> int:
+    def _recover_token_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
         """Reads the call after its call token at ``pos`` (whichever layout it is written in); where it ends."""
         sp, lay = self.spelling, layout(self.spelling)
-        end, tag = past_strings(strings, pos, *f.first(stops, pos))
+        end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
         seg = text[pos:end]
         cut = tag is None
         if cut:
@@ -422,18 +401,12 @@ class NamedJson(WireFormat):
         for x in layouts:
             for w in x.closes[::-1]:
                 body = body.removesuffix(w).rstrip()
-        return self._add_named(out, name.strip(), body, seg, cut, after)
-
-    def _add_named(self, out: Lenient, call_id: str, body: str, seg: str, cut: bool, after: int) -> int:
-        """Adds the call named by ``call_id`` (a counted row's id: prefix, name, counter) unless it names none."""
-        sp, lay = self.spelling, layout(self.spelling)
-        name, whole = call_id, True
-        if lay.prefix or sp.counter:
-            whole = call_id.startswith(lay.prefix)
-            name = call_id[len(lay.prefix):] if whole else call_id
-            if sp.counter:
-                left, found, index = name.rpartition(sp.counter)
-                name, whole = (left, whole) if found and index.isdigit() else (name, False)
+        call_id = name.strip()  # (a counted row's id: prefix, name, counter)
+        whole = call_id.startswith(lay.prefix)
+        name = call_id[len(lay.prefix):] if whole else call_id
+        if sp.counter:
+            left, found, index = name.rpartition(sp.counter)
+            name, whole = (left, whole) if found and index.isdigit() else (name, False)
         name = name.strip()
         counted = bool(sp.counter) and _NO_NAME.fullmatch(name) is not None
         tools = offered_tools() if counted else None
@@ -456,30 +429,24 @@ class NamedJson(WireFormat):
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
     def sniff(self, body: str, at: int) -> bool:
-        """``call_open`` followed by a tool name and ``name_close``, not by prose (``>>> x``); after the row's
-        ``header``, a name holding no other format's marker (harmony's ``to=functions.``) and a JSON object; a loose
-        row's first call written in its layout."""
+        """``call_open`` (after ``section_open``; then a call id) followed by a tool name and ``name_close``, not by
+        prose (``>>> x``); after the row's ``header``, a name holding no other format's marker (harmony's
+        ``to=functions.``) and a JSON object; a loose row's first call written in its layout."""
         sp = self.spelling
         if sp.loose:
             lay, seg = layout(sp), body[at : at + ROW_CHARS]
             c = seg.find(lay.call)
-            if c < 0:
-                return not lay.words or any(w in seg for w in lay.words)
-            return lay.fits(seg[c + len(lay.call) :].split(lay.close, 1)[0])
-        if sp.id_close:  # a row with call ids: its section token, then a call token, an id, a name
-            if sp.section_open and body.startswith(sp.section_open, at):
-                at = skip_ws(body, at + len(sp.section_open))
-            if not body.startswith(sp.call_open, at):
-                return False
-            k = at + len(sp.call_open)
-            j = body.find(sp.id_close, k, k + MAX_ID_CHARS + len(sp.id_close))
-            if j < 0 or _ID.fullmatch(body, k, j) is None:
-                return False
-            m = _NAME.match(body, j + len(sp.id_close))
-            return m is not None and body.startswith(sp.name_close, m.end())
+            if c >= 0:  # the first call after its call token: ``before`` and the anchor, or a word of the layout
+                seg = seg[c + len(lay.call) :].split(lay.close, 1)[0]
+                if lay.before and seg.lstrip().startswith(lay.before + lay.anchor):
+                    return True
+            return not (lay.words or c >= 0 and lay.before) or any(w in seg for w in lay.words)
+        if sp.section_open and body.startswith(sp.section_open, at):  # a sectioned row: a call token after it
+            at = skip_ws(body, at + len(sp.section_open))
         header = sp.header and body.startswith(sp.header, at)
         at += len(sp.header) if header else 0
-        m = _NAME.match(body, at + len(sp.call_open))
+        k = self._past_id(body, at + len(sp.call_open)) if sp.id_close else at + len(sp.call_open)  # (Solar Open's id)
+        m = _NAME.match(body, k) if k >= 0 else None
         if m is None or not body.startswith(sp.name_close, m.end()):
             return False
         if header:
