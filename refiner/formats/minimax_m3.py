@@ -13,7 +13,8 @@ nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,20 @@ class _Tag:
     closing: bool
     raw: str
     key: str
+
+
+class _Tags(list):
+    """Tags in text order, those of ``rest`` read only as far as a reading asks (:meth:`more`): a strict reading that
+    fails early reads no further."""
+
+    def __init__(self, rest: Iterator[_Tag]) -> None:
+        super().__init__()
+        self._rest = rest
+
+    def more(self, i: int) -> bool:
+        """Whether there is an ``i``-th tag, reading on (at least as many again as are read) up to it."""
+        self.extend(itertools.islice(self._rest, max(i + 1, 2 * len(self), 16) - len(self)))
+        return i < len(self)
 
 
 @dataclass
@@ -135,15 +150,22 @@ class NsXml(WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
         tags = self._tags(text, reasoning_offset(text), None)
-        opens = (k for k, t in enumerate(tags) if t.raw == s.section and not t.closing)
-        i = next(opens, None)
+
+        def opening(k: int) -> int | None:  # the first block's opening tag from tags[k] on
+            while k < len(tags) or tags.more(k):
+                if tags[k].raw == s.section and not tags[k].closing:
+                    return k
+                k += 1
+            return None
+
+        i = opening(0)
         if i is None:
             raise self.error(f"no {s.section_open}", reasoning_offset(text))
         calls: list[ToolCall] = []
         while i is not None:  # each block: calls, whitespace between, then the block's end
             end, i = tags[i].end, i + 1
             while True:
-                nxt = len(text) if i >= len(tags) else tags[i].start
+                nxt = tags[i].start if i < len(tags) or tags.more(i) else len(text)
                 if nxt == len(text) and not text[end:].strip():
                     raise self.error(f"missing {s.section_close}", len(text))
                 if not text[end:nxt].strip() and tags[i].closing and tags[i].raw == s.section:
@@ -153,7 +175,7 @@ class NsXml(WireFormat):
                     raise self.error(f"expected {s.invoke_open} or {s.section_close}, got {got[:30]!r}", nxt)
                 i = self._recover_invoke(text, tags, i, calls, None)
                 end = tags[i - 1].end
-            i = next((k for k in opens if k > i), None)
+            i = opening(i + 1)
         return calls
 
     def render(self, calls: Sequence[ToolCall]) -> str:
@@ -211,24 +233,30 @@ class NsXml(WireFormat):
                 out.note("missing_tag", f"missing {s.section_close} after the last call")
                 return
 
-    def _tags(self, text: str, pos: int, lenient: Lenient | None) -> list[_Tag]:
-        """Every tag after ``pos``, in order: read strictly (``lenient`` is ``None``), a token followed by no tag is
-        an empty tag at the token; else at most 4 x :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS` tags."""
-        s = self.spelling
-        out: list[_Tag] = []
-        p = text.find(s.ns, pos)
-        while p >= 0 and (lenient is None or len(out) < 4 * MAX_RECOVERED_ITEMS):
-            nxt = text.find(s.ns, p + len(s.ns))
-            tag = self._tag_at(text, p, len(text) if nxt < 0 else nxt, lenient=lenient is not None)
-            rest = text[p + len(s.ns) :] if tag is None and nxt < 0 else ""
-            if tag is not None or lenient is None:
-                out.append(tag or _Tag(p, p, False, "", ""))
-            elif nxt < 0 and (not rest.strip() or (rest.lstrip().startswith("<") and ">" not in rest)):
-                out.append(_Tag(p, len(text), False, "", ""))  # the text ends inside a tag (marks a cut)
-            p = nxt
-        return out
+    def _tags(self, text: str, pos: int, lenient: Lenient | None) -> _Tags:
+        """The tags after ``pos``, in order: read strictly (``lenient`` is ``None``) as far as asked, a token followed
+        by no tag an empty tag at the token; else all at once, at most 4 x
+        :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS`."""
+        most = None if lenient is None else 4 * MAX_RECOVERED_ITEMS
+        tags = _Tags(itertools.islice(self._each_tag(text, pos, lenient is not None), most))
+        if most is not None:
+            tags.more(most)
+        return tags
 
-    def _recover_invoke(self, text: str, tags: list[_Tag], i: int, calls: list[ToolCall], out: Lenient | None
+    def _each_tag(self, text: str, pos: int, lenient: bool) -> Iterator[_Tag]:
+        s = self.spelling
+        p = text.find(s.ns, pos)
+        while p >= 0:
+            nxt = text.find(s.ns, p + len(s.ns))
+            tag = self._tag_at(text, p, len(text) if nxt < 0 else nxt, lenient=lenient)
+            rest = text[p + len(s.ns) :] if tag is None and nxt < 0 else ""
+            if tag is not None or not lenient:
+                yield tag or _Tag(p, p, False, "", "")
+            elif nxt < 0 and (not rest.strip() or (rest.lstrip().startswith("<") and ">" not in rest)):
+                yield _Tag(p, len(text), False, "", "")  # the text ends inside a tag (marks a cut)
+            p = nxt
+
+    def _recover_invoke(self, text: str, tags: _Tags, i: int, calls: list[ToolCall], out: Lenient | None
                         ) -> int:
         """Reads the call opened by ``tags[i]`` into ``calls``, strictly when ``out`` is ``None`` (raising where it
         would recover): the index of the next tag to read (-1: the text or items ran out)."""
@@ -246,7 +274,7 @@ class NsXml(WireFormat):
         last_closed = True  # the last tag read closes an element (a text ending after it only lost closing tags)
         last_end = tags[i].end
         j = i + 1
-        while j < len(tags):
+        while j < len(tags) or tags.more(j):
             tag = tags[j]
             key = tag.raw.strip() if out is not None and not tag.raw.startswith('"') else tag.raw
             if out is None and (tag.start == tag.end or text[last_end : tag.start].strip() and not (
@@ -298,8 +326,9 @@ class NsXml(WireFormat):
                          + (" dropped" if out is not None else ""), tag.start)
                 deep += 1
                 continue
-            body = text[tag.end : tags[j].start if j < len(tags) else len(text)]
-            leaf = body.strip() or (j < len(tags) and tags[j].closing)
+            ahead = j < len(tags) or tags.more(j)
+            body = text[tag.end : tags[j].start if ahead else len(text)]
+            leaf = body.strip() or (ahead and tags[j].closing)
             stack.append(_Frame(key, tag.key, [], body if leaf else None))
         # the text ends inside this call: keep it as read, say where it stops
         slip(self, out, None, f"unclosed <{stack[-1].raw[:40]}> in call {name[:60]!r}", len(text))

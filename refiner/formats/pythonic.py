@@ -19,7 +19,7 @@ import re
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -48,13 +48,15 @@ MANGLE = "__kw__"
 _KEYWORDS = frozenset(keyword.kwlist)
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
 # An identifier: ASCII letters, digits and "_" (no digit first), or non-ASCII non-space characters (see _plain).
-_IDENT = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s][^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
+_IDENT_START = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s]"
+_IDENT = _IDENT_START + r"[^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 # "key=" (its value when a Python constant, which the decoder does not read) or "**" (a dict of further arguments)
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + r"()(?:(True|False|None)(?![A-Za-z0-9_]))?|(\*\*)" + _WS + ")"
-_CALL = "(" + _IDENT + r"(?:\." + _IDENT + r")*)" + _WS + r"\("
-# after "[": the first call's "name(" (or "name()", its ")" group 2), or "]"; after a call: ", name(" or "]"
-_FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"(?:" + _WS + r"(\)))?|\])")
-_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"(?:" + _WS + r"(\)))?|\])")
+# "name(" or "name()": an identifier with dots in it anywhere (_fast_read checks that each part starts an identifier)
+_CALL = "(" + _IDENT_START + r"[^\x00-\x2d\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*)" + _WS + r"\(\)?"
+# after "[": the first call's "name(" or "name()", or "]"; after a call: ", name(", ", name()" or "]"
+_FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
+_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"|\])")
 # after "(": the first "key=" or "**", or ")"; after a value: ", key=", ", **" or ")"
 _FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
 _NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
@@ -76,28 +78,30 @@ def refused(src: str) -> bool:
             or (not src.isascii() and _SURROGATE.search(src) is not None))
 
 
-def fast_call_list(src: str) -> list[tuple[str, dict[str, Any]]] | None:
-    """``[(name, arguments), ...]`` for a call list in the renderer's layout; ``None`` for anything else."""
-    calls, _, complete, _ = fast_call_prefix(src)
+def fast_call_list(src: str) -> list[ToolCall] | None:
+    """The calls of a call list in the renderer's layout; ``None`` for anything else."""
+    calls, _, complete, _ = fast_call_prefix(src, make=ToolCall.trusted)
     return calls if complete else None
 
 
-def fast_call_prefix(src: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int, bool, int]:
+def fast_call_prefix(src: str, limit: int | None = None, make: Callable | None = None
+                     ) -> tuple[list[Any], int, bool, int]:
     """The calls a list starts with, up to the first one :func:`fast_call_list` cannot read (:func:`read_on`)."""
     if not src.startswith("[") or refused(src):
         return [], 0, False, 0
-    return read_on(src, 1, [], limit)
+    return read_on(src, 1, [], limit, make)
 
 
-def read_on(src: str, end: int, calls: list, limit: int | None = None
-            ) -> tuple[list[tuple[str, dict[str, Any]]], int, bool, int]:
+def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Callable | None = None
+            ) -> tuple[list[Any], int, bool, int]:
     """``(calls, end, complete, stop)``: ``src`` read on from ``end`` after ``calls`` (extended) up to a call it
-    cannot read or ``limit`` calls; ``end``: after the last call read; ``stop``: where reading stopped."""
-    got, end, status, stop = _fast_read(src, end, calls, limit)
+    cannot read or ``limit`` calls; ``end``: after the last call read; ``stop``: where reading stopped. Each call is
+    ``make(name, arguments)``, by default the pair ``(name, arguments)``."""
+    got, end, status, stop = _fast_read(src, end, calls, limit, make)
     if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
         # positions) and read on from the call that stopped the reader
         rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: _AS_JSON[m[1]] if m[1] else m[0], src[end:])
-        got, end, status, stop = _fast_read(rewritten, end, got, limit)
+        got, end, status, stop = _fast_read(rewritten, end, got, limit, make)
     return got, end, status is True, stop
 
 
@@ -106,25 +110,27 @@ def _plain(identifier: str) -> bool:
     return identifier.isidentifier() and unicodedata.normalize("NFKC", identifier) == identifier
 
 
-def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limit: int | None
-               ) -> tuple[list[tuple[str, dict[str, Any]]], int, Any, int]:
+def _fast_read(src: str, end: int, calls: list[Any], limit: int | None, make: Callable | None
+               ) -> tuple[list[Any], int, Any, int]:
     """:func:`read_on`'s answer, with status True (all read), False, or :data:`_NESTED_CONSTANT` (the call it stopped
     at may hold Python constants inside a value)."""
-    decode, next_arg, at = JSON_DECODER.scan_once, _NEXT_ARG.match, end  # (raw_decode's own scanner)
-    m = _FIRST_CALL.match(src, 1) if end == 1 else _NEXT_CALL.match(src, end)
+    decode, next_arg, next_call, add = JSON_DECODER.scan_once, _NEXT_ARG.match, _NEXT_CALL.match, calls.append
+    at = end
+    m = _FIRST_CALL.match(src, 1) if end == 1 else next_call(src, end)
     while m is not None:
         name = m.group(1)
         if name is None:  # "]": the end of the list, which must be the end of the text
             return calls, end, m.end() == len(src), m.start()
         if "." in name:  # (a plain name, the common case, is checked without a list of its parts)
             parts = name.split(".")
-            if not _KEYWORDS.isdisjoint(parts) or not (name.isascii() or all(map(_plain, parts))):
+            if (any(not p or p[0] in "0123456789" for p in parts) or not _KEYWORDS.isdisjoint(parts)
+                    or not (name.isascii() or all(map(_plain, parts)))):
                 break
         elif name in _KEYWORDS or not (name.isascii() or _plain(name)):
             break
         args: dict[str, Any] = {}
         at = m.end()
-        if m.group(2) is None:  # (else "name()": the call's match read its ")")
+        if src[at - 1] == "(":  # (else "name()": the call's match read its ")")
             m = _FIRST_ARG.match(src, at)
             while m is not None:
                 key, _, constant, star = m.groups()
@@ -151,9 +157,9 @@ def _fast_read(src: str, end: int, calls: list[tuple[str, dict[str, Any]]], limi
                 m = next_arg(src, at)
             if m is None:
                 break
-        calls.append((name, args))
+        add((name, args) if make is None else make(name, args))
         end = at
-        m = _NEXT_CALL.match(src, end)
+        m = next_call(src, at)
         if limit is not None and len(calls) >= limit:
             return calls, end, m is not None and m.group(1) is None and m.end() == len(src), end
     return calls, end, False, at
@@ -359,7 +365,7 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     ``ast`` up to :data:`MAX_AST_CHARS`; a ``FormatError`` of ``fmt`` names the place."""
     fast = fast_call_list(src)
     if fast is not None:
-        return list(itertools.starmap(ToolCall.trusted, fast))
+        return fast
     if len(src) > MAX_AST_CHARS:
         raise fmt.error(f"a call list not in the plain layout (JSON literal values, keyword arguments) is longer "
                         f"than the {MAX_AST_CHARS} characters the general reader takes", offset)
