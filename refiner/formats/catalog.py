@@ -165,8 +165,9 @@ CATALOG: tuple[Row, ...] = (
         Family("qwen3_coder", "Qwen3-Coder XML: <tool_call>\\n<function=NAME>\\n<parameter=KEY>\\nVALUE\\n</parameter>\\n"
                "</function>\\n</tool_call> per call (strings raw, other values JSON)",
                models=("Qwen/Qwen3-Coder-480B-A35B-Instruct", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "Qwen/Qwen3.5-397B-A17B",
-                       "XiaomiMiMo/MiMo-V2-Flash"),
+                       "XiaomiMiMo/MiMo-V2-Flash", "PrimeIntellect/INTELLECT-3"),
                sources=(VLLM + "qwen3coder_tool_parser.py", SGLANG + "qwen3_coder_detector.py",
+                        "ollama/ollama model/parsers/intellect3.go",
                         VLLM + "qwen3xml_tool_parser.py", VLLM + "qwen35coder_tool_parser.py",
                         VLLM + "step3p5_tool_parser.py", VLLM + "mimo_tool_parser.py (vllm/parser/mimo.py)",
                         VLLM + "mimov2_flash_tool_parser.py", VLLM + "iquest_coder_tool_parser.py",
@@ -194,8 +195,10 @@ CATALOG: tuple[Row, ...] = (
     Row(
         Family("glm45", "GLM-4.5/4.6: <tool_call>NAME\\n<arg_key>KEY</arg_key>\\n<arg_value>VALUE</arg_value>\\n"
                "</tool_call> per call (strings raw, other values JSON)",
-               models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7"),
+               models=("zai-org/GLM-4.5", "zai-org/GLM-4.5-Air", "zai-org/GLM-4.6", "zai-org/GLM-4.7",
+                       "poolside/Laguna-XS.2", "poolside/Laguna-M.1"),
                sources=(VLLM + "glm4_moe_tool_parser.py", VLLM + "glm47_moe_tool_parser.py",
+                        "ollama/ollama model/parsers/laguna.go",
                         SGLANG + "glm4_moe_detector.py", SGLANG + "glm47_moe_detector.py",
                         SGLANG + "spark25_detector.py", SGLANG + "spark3_detector.py",
                         SGLANG + "glm53_flash_detector.py (its tag form)",
