@@ -223,8 +223,10 @@ _MUTATIONS = [
 
 
 def _typed(calls):
-    """Calls with their JSON types visible (1, 1.0 and True compare equal in Python)."""
-    return None if calls is None else canonical_json([[n, a] for n, a in calls])
+    """Calls (ToolCalls or (name, arguments) pairs) with their JSON types visible (1, 1.0 and True compare equal in
+    Python)."""
+    pairs = None if calls is None else [(c.name, dict(c.arguments)) if isinstance(c, ToolCall) else c for c in calls]
+    return None if pairs is None else canonical_json([[n, a] for n, a in pairs])
 
 
 @SETTINGS
