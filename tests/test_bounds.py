@@ -14,7 +14,7 @@ import random
 import sys
 
 import pytest
-from hostile import format_texts, hostile_calls, hostile_texts, repair_cost
+from hostile import family_texts, format_texts, hostile_calls, hostile_texts, repair_cost
 
 from refiner import formats
 from refiner.calls import ToolCall, canonical_json, preview, value_depth
@@ -429,6 +429,36 @@ def test_pythonic_scanning_is_linear(monkeypatch):
 
 
 BRACE_ROWS = [f for f in formats.by_rank() if isinstance(f, brace_kv.BraceKV)]
+
+
+@pytest.mark.parametrize("name", [f.name for f in BRACE_ROWS])
+def test_brace_kv_plain_step_stays_inside_its_call(monkeypatch, name):
+    """The reader's plain step (a member or list element in one match) never reads over a call token, whichever row
+    wrote the text (a Gemma 4 answer read by FunctionGemma, whose tokens it does not hold, included)."""
+    fmt = formats.get(name)
+    taken: list[str] = []
+
+    class Recording:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def match(self, text, pos):
+            m = self.pattern.match(text, pos)
+            if m is not None:
+                taken.append(m.group())
+            return m
+
+    patterns = fmt.patterns
+    monkeypatch.setitem(fmt.__dict__, "patterns", (*patterns[:4], *map(Recording, patterns[4:])))
+    tokens = {t for row in BRACE_ROWS for t in (row.spelling.call_open, row.spelling.call_close)}
+    for row in BRACE_ROWS:
+        for kind, text in family_texts(row, BIG):
+            for read in (fmt.parse_lenient, fmt.parse_strict):
+                try:
+                    read(text)
+                except formats.FormatError:
+                    pass
+    assert taken and not [t for t in taken if any(tok in t for tok in tokens)]
 
 
 @pytest.mark.parametrize("name", ["gemma4", "minimax_m3", "hermes", "llama4_pythonic"])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall
@@ -173,6 +175,72 @@ def test_functiongemma_reads_its_own_tokens_only():
     with pytest.raises(formats.FormatError):
         G.parse_strict(text)
     assert isinstance(F, BraceKV) and F.reasoning == ()
+
+
+# The reader's plain step reads exactly what its step-by-step reading reads.
+_EDITS = st.sampled_from(["", '"', "\\", ":", ",", "{", "}", "[", "]", " ", "\n", "\xa0", Q, "None", "NaN", "1e999",
+                          "01", "a", "a:1,", ",a:1", "x y:", C, O, "true", "-"])
+_keys = st.text(max_size=6).filter(lambda s: Q not in s)
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _keys,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _typed(value):
+    return json.dumps(value, sort_keys=True)  # (1, 1.0 and true told apart)
+
+
+def _read(fmt, text, brace, lenient, plain):
+    """The reader's reading of the object at ``brace`` (strict: the error when refused), with or without its plain
+    step."""
+    import re
+
+    from refiner.formats.base import Lenient
+    from refiner.formats.brace_kv import _Reader
+
+    reader = _Reader(fmt, text, Lenient() if lenient else None)
+    if not plain:
+        reader.member = reader.element = re.compile("(?!)")
+    try:
+        args, end = reader.obj(brace, 0)
+    except formats.FormatError as e:
+        return str(e)
+    out = reader.out
+    return _typed(args), end, reader.cut, reader.stopped, reader.cut_key, out and [(p.code, p.message) for p in out.problems]
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from([G, F]), st.lists(st.dictionaries(_keys, _values, max_size=4), min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(min_value=0, max_value=600), st.integers(min_value=0, max_value=3), _EDITS),
+                max_size=3), st.booleans())
+@example(G, [{"None": None}], [], False)  # a key spelt like the literal None
+def test_plain_step_agrees_with_the_reader(fmt, many, edits, lenient):
+    """Strict and lenient, the reader reads the same (arguments, end, cut, problems) with or without its plain
+    step, on renderings of both rows and on copies damaged anywhere (a token, a quote, a brace, a space, ``None``
+    put in or cut out), at every brace."""
+    text = fmt.render([ToolCall("f", a) for a in many])
+    for at, cut, insert in edits:
+        at %= len(text) + 1
+        text = text[:at] + insert + text[at + cut :]
+    for brace in [i for i, ch in enumerate(text) if ch == "{"]:
+        assert _read(fmt, text, brace, lenient, True) == _read(fmt, text, brace, lenient, False), (text, brace)
+
+
+@pytest.mark.parametrize("fmt", [G, F], ids=["gemma4", "functiongemma"])
+def test_plain_members_are_read_at_once(fmt, monkeypatch):
+    """Each member of a call whose keys are plain words and whose values are strings (no ``<`` inside), numbers and
+    literals is read by the reader's plain step."""
+    from refiner.formats.brace_kv import _Reader
+
+    taken = []
+    plain = _Reader.plain
+    monkeypatch.setattr(_Reader, "plain", lambda self, m: taken.append(m) or plain(self, m))
+    args = {"city": "Paris, \"France\" [x]", "n": 5, "x": -1.5e3, "ok": True, "none": None, "my key": "a:b}"}
+    text = fmt.render([ToolCall("get_weather", args)])
+    assert fmt.parse_strict(text) == [ToolCall("get_weather", args)]
+    assert len(taken) == len(args)
 
 
 def test_gemma4_thought_channel_name_is_not_reasoning():

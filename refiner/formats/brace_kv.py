@@ -71,7 +71,7 @@ class _Reader:
         self.fmt, self.text, self.out, self.n = fmt, text, out, len(text)
         self.q, self.lq = sp.quote, len(sp.quote)
         self.tokens = (sp.call_open, sp.call_close)
-        self.bare, self.key, self.skip_obj, self.skip_list = fmt.patterns
+        self.bare, self.key, self.skip_obj, self.skip_list, self.member, self.element = fmt.patterns
         self.cut: bool | None = None  # None: the text does not stop inside the value; else whether it stops cleanly
         self.stopped = False  # (lenient) a call token stood where a key, value or bracket should be
         self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
@@ -132,6 +132,11 @@ class _Reader:
         if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
             self.ends(end, raw in LITERALS)
         return value, end
+
+    def plain(self, m: re.Match) -> Any:
+        """The value of a plain member or element (a string holding no first character of the quote token, a literal
+        or a number)."""
+        return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
 
     def scalar(self, raw: str, pos: int) -> Any:
         """A bare value: a literal, a number, else text (reported)."""
@@ -196,6 +201,11 @@ class _Reader:
                         return result, pos + 1
                 else:
                     self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
+            m = self.member.match(text, pos)  # (in one match, as the steps below: bench_worst_case needs it)
+            if m is not None and m["key"] not in result:
+                result[m["key"]] = self.plain(m)
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             key_at = pos
             if text.startswith(self.q, pos):
                 key, pos = self.string(pos + self.lq)
@@ -248,6 +258,11 @@ class _Reader:
                     pos += 1
                 else:
                     self.bad(f"expected , or ] after a value, got {text[pos : pos + 20]!r}", pos)
+            m = self.element.match(text, pos)  # (a plain element read in one match, as the steps below read it)
+            if m is not None:
+                result.append(self.plain(m))
+                pos, after_value = m.end(), m["comma"] is None
+                continue
             value, end = self.value(pos, depth + 1)
             if value is not _NOTHING:
                 result.append(value)
@@ -278,15 +293,33 @@ class BraceKV(WireFormat):
     @functools.cached_property
     def patterns(self) -> tuple[re.Pattern, ...]:
         """(a bare value, a bare key, junk in an object, junk in a list): text up to the punctuation that ends one,
-        never into a token."""
-        tokens = (self.spelling.call_open, self.spelling.call_close, self.spelling.quote)
+        never into a token; then a plain member and a plain element (a bare key, and a string, literal or number,
+        followed by a comma or the closing bracket)."""
+        sp = self.spelling
+        tokens = (sp.call_open, sp.call_close, sp.quote)
         stop = "|".join(re.escape(t) for t in tokens)
         firsts = re.escape("".join(sorted({t[0] for t in tokens})))
 
         def upto(ends: str) -> re.Pattern:  # (runs without a token's first character pass in one step)
             return re.compile(rf"(?:[^{ends}{firsts}]+|(?!{stop})[{firsts}])*")
 
-        return upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]")
+        ends = rf":,{{}}\[\]{firsts}"
+        key = rf"(?=[^{ends}]*:)[^\s{ends}](?:[^{ends}]*[^\s{ends}])?"  # (the colon first: no backtracking)
+        calls = "|".join(re.escape(t) for t in (sp.call_open, sp.call_close))
+        q, q0 = re.escape(sp.quote), re.escape(sp.quote[0])
+
+        def blank(name: str) -> str:  # (whitespace taken whole: a failed match does not give it back char by char)
+            return rf"(?=(?P<{name}>\s*))(?P={name})"
+
+        scalar = "|".join((*LITERALS, _NUMBER.pattern))
+        value = rf"{blank('lead')}(?!{calls})(?:{q}(?P<string>[^{q0}]*){q}|(?P<scalar>{scalar}))"
+
+        def then(closer: str) -> str:  # (a comma is taken with the value when a key or value follows it)
+            comma = rf"(?P<comma>,){blank('gap')}(?!{calls})(?=[^\s\{closer}])"
+            return rf"{blank('trail')}(?:{comma}|(?=[,\{closer}]))"
+
+        return (upto(r",{}\[\]"), upto(r":,{}\[\]"), upto(r",}"), upto(r",\]"),
+                re.compile(rf"(?P<key>{key})\s*:{value}{then('}')}"), re.compile(rf"{value}{then(']')}"))
 
     def answer_start(self, text: str) -> int:
         """After the family's reasoning block, or its closer alone, before the first call token; else 0."""
