@@ -480,7 +480,6 @@ class TagStates:
             prev_end = m.end()  # the name or key that follows, and its ">"
         before, after = text[prev_end : h.start], text[h.end : nxt.start if nxt else len(text)]
         after_blank = not after.strip()
-        labelled = not self.ke and LABEL.match(after) is not None and "\n" not in after[: after.find(">")]
         if state == IN_VALUE:
             ends = nxt is not None and after_blank and (alien or own == self.v) and (
                 next_own in (self.k, self.ce, self.after_call[0]) or (nxt.word is None and not nxt.exact))
@@ -500,7 +499,7 @@ class TagStates:
                 put(h.start, h.end, "", f"a stray {self.ve} after the tool name dropped")
                 return None
             if alien:
-                if labelled or (self.ke and not after_blank and next_own in (self.ke, self.k)):
+                if self._label(after) or (self.ke and not after_blank and next_own in (self.ke, self.k)):
                     return self.k
                 return self.ce if after_blank and (nxt is None or next_own in self.after_call or nxt.word is None) else None
             lost_key = own == (self.ke or self.ve)  # (put back before the key; without one, text unless exact)
@@ -512,10 +511,14 @@ class TagStates:
         elif state == (SECTION if self.s else OUT):  # before a call
             if alien:
                 named = self.ke and next_own in (self.k, self.ce) and WORD.fullmatch(after.strip())
-                return self.c if labelled or named else None
+                return self.c if named or self._label(after) else None
             if own in ((self.k,) if self.ke else (self.k, self.ce)):  # its call tag was lost
                 self._put_back(text, prev_end, h.start, self.c, put)
         return None if alien else own
+
+    def _label(self, after: str) -> bool:
+        """Whether the text after a tag is a label (``NAME>``, ``KEY>``) on one line (rows with labels)."""
+        return not self.ke and LABEL.match(after) is not None and "\n" not in after[: after.find(">")]
 
     def _put_back(self, text: str, lo: int, hi: int, tag: str, put: Callable[..., None], after_name: bool = False
                   ) -> bool:
