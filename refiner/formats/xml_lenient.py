@@ -1,7 +1,8 @@
 """The reading of the XML parameter grammar (:class:`XmlReader`, part of
 :class:`~refiner.formats.xml_grammar.XmlParams`): one walk over the tags, strict or recovering from cut texts, lost
 and misspelt tags, JSON arguments between a call's tags, an answer written as a JSON string, closing tags with a
-number appended."""
+number appended; tags written wrong are read by a row's hook (:class:`TagStates`, by where the grammar stands) or
+as the row's tags they look like."""
 
 from __future__ import annotations
 
