@@ -132,21 +132,6 @@ class NsXml(WireFormat):
         head = f'{s.name_attr}="'
         return rest[len(head) : -1] if rest.startswith(head) and rest.endswith('"') else ""
 
-    def _value(self, frame: _Frame, *, top: bool = False) -> tuple[Any, str | None]:
-        """A frame's value and a duplicate key (or ``None``): children all ``<item>`` make a list (not at the top), no
-        children the leaf's text typed."""
-        if not frame.children:
-            return ({}, None) if top else (read_value(frame.text or "", False, (self.spelling.ns,)), None)
-        if not top and all(is_item for _, is_item, _ in frame.children):
-            return [v for _, _, v in frame.children], None
-        out: dict[str, Any] = {}
-        dup = None
-        for key, _, value in frame.children:
-            if key in out:
-                dup = key
-            out[key] = value
-        return out, dup
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
         tags = self._tags(text, reasoning_offset(text), None)
@@ -338,9 +323,19 @@ class NsXml(WireFormat):
         return -1
 
     def _pop(self, stack: list[_Frame]) -> tuple[str, Any, str | None]:
-        """Closes the innermost element (a child of the one around it): its key, value and a duplicate key."""
+        """Closes the innermost element (a child of the one around it): its key, its value (children all ``<item>``
+        make a list, not at the top; no children, the leaf's text typed) and a duplicate key (or ``None``)."""
         frame = stack.pop()
-        value, dup = self._value(frame, top=not stack)
+        value: Any = {}
+        dup = None
+        if stack and not frame.children:
+            value = read_value(frame.text or "", False, (self.spelling.ns,))
+        elif stack and all(is_item for _, is_item, _ in frame.children):
+            value = [v for _, _, v in frame.children]
+        else:
+            for key, _, child in frame.children:
+                dup = key if key in value else dup
+                value[key] = child
         if stack:
             stack[-1].children.append((frame.key, frame.raw == self.spelling.item, value))
         return frame.key, value, dup

@@ -1,21 +1,23 @@
 """The reading of the XML parameter grammar (:class:`XmlReader`, part of
 :class:`~refiner.formats.xml_grammar.XmlParams`): one walk over the tags, strict or recovering from cut texts, lost
 and misspelt tags, JSON arguments between a call's tags, an answer written as a JSON string, closing tags with a
-number appended."""
+number appended; tags written wrong are read by a row's hook (:class:`TagStates`, by where the grammar stands) or
+as the row's tags they look like."""
 
 from __future__ import annotations
 
 import functools
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient, marker_positions, marker_table
+from refiner.formats.base import NAME_PATTERN, Lenient, marker_positions, marker_table
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
-from refiner.formats.tags import MAX_TAG_HITS, Speller, apply_edits, respelt, tag_hits, tag_word
+from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respell_by_state, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -423,3 +425,121 @@ def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
 
 
 _JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')  # (one escape, decoded as a JSON string)
+
+
+# Where a reading of a row's tags stands (TagStates): outside, in a section before its call, between a call's
+# parameters, in a key, after a key, in a value, after a call in its section.
+OUT, SECTION, CALL, IN_KEY, AFTER_KEY, IN_VALUE, AFTER_CALL = range(7)
+LABEL = re.compile(r"[^\s<>{}\"'=]+>")  # a name or key ended by ">", after a tag ending in "="
+WORD = re.compile(NAME_PATTERN)  # a tool name standing alone on its line: one word, not prose
+
+
+class TagStates:
+    """A hook's respelling of a row whose calls are ``[S] C NAME (K KEY [KE] [V] VALUE VE)* CE [SE]`` (each a pair
+    ``(open, close)``, ``""`` for a tag the row lacks): with ``KE``, a name and a key are text ended by the next tag;
+    without, labels (``NAME>``, ``KEY>``) after tags ending in ``=``. ``expected``: the tags a look-alike is read as
+    outside a section or call (``OUT``) and between a call's parameters (``CALL``); elsewhere, the tag due there.
+    ``stray_close``: a ``VE`` right after a call's name is dropped."""
+
+    def __init__(self, section: tuple[str, str], call: tuple[str, str], key: tuple[str, str], value: tuple[str, str],
+                 expected: dict[int, tuple[str, ...]], stray_close: bool = False) -> None:
+        (self.s, self.se), (self.c, self.ce), (self.k, self.ke), (self.v, self.ve) = section, call, key, value
+        tags = tuple(t for t in (self.s, self.c, self.k, self.ke, self.v, self.ve, self.ce, self.se) if t)
+        self.speller, self.stray_close = Speller(tags), stray_close
+        self.expected = {IN_KEY: (self.ke,), AFTER_KEY: (self.v,), IN_VALUE: (self.ve,), SECTION: (self.c,),
+                         AFTER_CALL: (self.se, self.s), **expected}
+        self._by = {(tag_word(t), t.startswith("</")): t for t in tags}
+        self.after_call = (self.se, self.s) if self.s else (self.c,)  # what may follow a call's closing tag
+        moves = ((self.s, SECTION), (self.c, CALL), (self.k, IN_KEY if self.ke else IN_VALUE), (self.ke, AFTER_KEY),
+                 (self.v, IN_VALUE), (self.ve, CALL), (self.ce, AFTER_CALL if self.s else OUT), (self.se, OUT))
+        self._next = {t: state for t, state in moves if t}
+
+    def respell(self, fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
+        """The hook's ``respell`` (:func:`~refiner.formats.tags.respell_by_state`)."""
+        return respell_by_state(self.speller, self._step, self._next, text, start)
+
+    def role(self, hit: Hit | None) -> str | None:
+        """The tag a token spells as written (``None``: another format's tag, no token, or a tag ending in ``=``
+        that lost both its ``=`` and its ``>``)."""
+        if hit is None or hit.word is None:
+            return None
+        tag = self._by[hit.word, hit.closing]
+        if tag.endswith("=") and not hit.eq:
+            return self._by[hit.word, True] if hit.ended else None
+        return tag
+
+    def _step(self, text: str, state: int, h: Hit, nxt: Hit | None, prev_end: int, prev_role: str | None,
+              put: Callable[[int, int, str, str], None]) -> str | None:
+        """The tag the token ``h`` is read as where the grammar stands (``None``: text): a look-alike of a tag
+        expected there is that tag (of the closing tag that belongs there); another format's tag, or a look-alike
+        not expected there, is the tag expected there when what follows fits it, else text; a lost ``C`` (``K``) is
+        put back before the name (key) above the first tag of the call (of the parameter)."""
+        own, next_own = self.role(h), self.role(nxt)
+        alien = own is None or (not h.exact and own not in self.expected[state])
+        exact = own if h.exact else None
+        if prev_role and prev_role.endswith("=") and (m := LABEL.match(text, prev_end)):
+            prev_end = m.end()  # the name or key that follows, and its ">"
+        before, after = text[prev_end : h.start], text[h.end : nxt.start if nxt else len(text)]
+        after_blank = not after.strip()
+        if state == IN_VALUE:
+            ends = nxt is not None and after_blank and (alien or own == self.v) and (
+                next_own in (self.k, self.ce, self.after_call[0]) or (nxt.word is None and not nxt.exact))
+            return self.ve if own == self.ve or ends else exact
+        if state == IN_KEY:
+            ends = (own == self.k or alien) and before.strip() and "\n" not in before.strip()
+            return self.ke if own == self.ke or ends else exact
+        if state == AFTER_KEY:
+            return self.v if own == self.v or (alien and not before.strip()) else exact
+        outer = self.s or self.c
+        if state == (AFTER_CALL if self.s else CALL) and own == outer and after_blank and (
+                nxt is None or next_own == outer):
+            return self.se or self.ce  # the opening tag written for the closing one, before the next or the end
+        if state == CALL:
+            if self.stray_close and own == self.ve and prev_role == self.c and after_blank and next_own in (
+                    self.ce, self.c):  # (seen from GLM-5, after the name of a call without arguments)
+                put(h.start, h.end, "", f"a stray {self.ve} after the tool name dropped")
+                return None
+            if alien:
+                if self._label(after) or (self.ke and not after_blank and next_own in (self.ke, self.k)):
+                    return self.k
+                return self.ce if after_blank and (nxt is None or next_own in self.after_call or nxt.word is None) else None
+            lost_key = own == (self.ke or self.ve)  # (put back before the key; without one, text unless exact)
+            if lost_key and not self._put_back(text, prev_end, h.start, self.k, put, prev_role == self.c) and (
+                    self.ke or not h.exact):
+                return None
+        elif state == AFTER_CALL and alien:
+            return self.se if after_blank else None
+        elif state == (SECTION if self.s else OUT):  # before a call
+            if alien:
+                named = self.ke and next_own in (self.k, self.ce) and WORD.fullmatch(after.strip())
+                return self.c if named or self._label(after) else None
+            if own in ((self.k,) if self.ke else (self.k, self.ce)):  # its call tag was lost
+                self._put_back(text, prev_end, h.start, self.c, put)
+        return None if alien else own
+
+    def _label(self, after: str) -> bool:
+        """Whether the text after a tag is a label (``NAME>``, ``KEY>``) on one line (rows with labels)."""
+        return not self.ke and LABEL.match(after) is not None and "\n" not in after[: after.find(">")]
+
+    def _put_back(self, text: str, lo: int, hi: int, tag: str, put: Callable[..., None], after_name: bool = False
+                  ) -> bool:
+        """Puts a lost ``C`` or ``K`` (``tag``) back before the name or key written between ``lo`` and the tag at
+        ``hi``, when there is one: the last line of the span holding text (a one-word name; ``after_name``: not the
+        span's first line), or, for labels, the label at ``lo`` (a key's alone on its line, a name's with only
+        blanks after it)."""
+        name = tag == self.c
+        if self.ke:
+            seg = text[lo:hi].rstrip()
+            nl = seg.rfind("\n")
+            at = skip_ws(text, lo + nl + 1)
+            if at >= lo + len(seg) or (nl < 0 and after_name) or (name and not WORD.fullmatch(text[at:hi].strip())):
+                return False
+            written = text[at:hi].strip()
+        else:
+            at = skip_ws(text, lo)
+            m = LABEL.match(text, at)
+            if m is None or (text[m.end() : hi].strip() if name else not text.startswith("\n", m.end())):
+                return False
+            written = text[at : m.end()]
+        put(at, at, tag, f"missing {tag} put back before {written[:40]!r}")
+        return True

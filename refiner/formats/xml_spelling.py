@@ -141,13 +141,13 @@ def dsml(bar: str, section: str) -> XmlSpelling:
     return invoke(bar[1:] + section, bar[1:], typing="attr", type_attr="string")
 
 
-def invoke(section: str, prefix: str = "", param: str = "parameter", **more: Any) -> XmlSpelling:
+def invoke(section: str, prefix: str = "", **more: Any) -> XmlSpelling:
     """``<SECTION><PREFIXinvoke name="f"><PREFIXparameter name="k">v</PREFIXparameter></PREFIXinvoke></SECTION>``
     (MiniMax-M2, dots.llm, Muse Glimmer): strings raw, other values JSON, unless ``more`` fields say otherwise."""
     return XmlSpelling(
         section_open=f"<{section}>", section_close=f"</{section}>",
         call_open=f"<{prefix}invoke ", call_close=f"</{prefix}invoke>", name_at="attr",
-        key_open=f"<{prefix}{param} ", value_close=f"</{prefix}{param}>", key_at="attr", **more,
+        key_open=f"<{prefix}parameter ", value_close=f"</{prefix}parameter>", key_at="attr", **more,
     )
 
 
