@@ -412,13 +412,9 @@ class BraceKV(WireFormat):
         elif out is None or len(out.problems) < MAX_NOTES:
             slip(self, out, "missing_tag", f"{sp.call_open} not followed by {sp.keyword}", pos)
         m = _NAME.match(text, pos)
-        if m is not None and m.end() >= len(text):
-            slip(self, out, "unclosed", "the text ends inside a tool name", pos)
-            out.mark_cut(None)
-            return len(text)
         brace = skip_ws(text, m.end()) if m is not None else pos
         if m is None or not text.startswith("{", brace) or (out is None and brace > m.end()):
-            if brace >= len(text):
+            if brace >= len(text):  # (in the tool name, or after it)
                 slip(self, out, "unclosed", "the text ends before the arguments of a call", pos)
                 out.mark_cut(None)
                 return len(text)
