@@ -159,14 +159,6 @@ class _Reader:
             return self.text[pos:], self.n
         return self.text[pos:e], e + self.lq
 
-    def closed(self, pos: int, after_value: bool, closer: str) -> int | None:
-        """Where an object or list ends when it ends at ``pos`` (text end, call token, ``closer``, items spent)."""
-        if self.ends(pos, after_value) or self.at_token(pos):
-            return pos
-        if self.text[pos] == closer:
-            return pos + 1
-        return None if self.counted() else self.n
-
     def container(self, pos: int, depth: int) -> tuple[Any, int]:
         """The object or list whose bracket is at ``pos``, and where reading goes on."""
         if depth > MAX_ARGUMENT_DEPTH:
@@ -177,10 +169,13 @@ class _Reader:
         closer, plain, result = ("}", self.member, {}) if keyed else ("]", self.element, [])
         pos = skip_ws(text, pos + 1)
         after_value, key = False, None
-        while True:
-            end = self.closed(pos, after_value, closer)
-            if end is not None:
-                return result, end
+        while True:  # (it ends at the text's end, a call token, its closer, or when its items are spent)
+            if self.ends(pos, after_value) or self.at_token(pos):
+                return result, pos
+            if text[pos] == closer:
+                return result, pos + 1
+            if not self.counted():
+                return result, self.n
             if after_value and text[pos] != ",":
                 self.bad(f"expected , or {closer} after a value, got {text[pos : pos + 20]!r}", pos)
             elif after_value:

@@ -68,30 +68,27 @@ class RecordFormat(base.WireFormat):
         return k + len(close) if r.prompt_opens_reasoning or opened or opener not in text[:k] else 0
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        calls, stop, _ = self._read(text, None)
-        if stop is not None:
-            raise self.error(stop.message, stop.position)
+        calls: list[ToolCall] = []
+        self._read(text, calls, None)
         if not calls:
             raise self.error("no call: the section or call opener is missing", 0)
         return calls
 
     def recover(self, text: str, out: base.Lenient) -> None:
-        calls, _stop, cut = self._read(text, out)
-        out.calls.extend(calls)
-        if cut is not None:
-            out.mark_cut(*cut)
+        self._read(text, out.calls, out)
 
-    def _read(self, text: str, out: base.Lenient | None):
-        """``(calls, the _Stop that ended a strict reading, the cut call)``; leniently with ``out``."""
+    def _read(self, text: str, calls: list[ToolCall], out: base.Lenient | None) -> None:
+        """Reads the calls into ``calls``: leniently when given a :class:`~refiner.formats.base.Lenient` to note what
+        it recovers from (and where the text stops), else strictly, raising at the first departure."""
         c = self._c
         find = Finder(text)
         first = c["section_start"] or c["opener"]
         at = find.next(first, self._start(text)) if first else -1
-        calls: list[ToolCall] = []
         if at < 0:
-            if out is not None:
-                out.note("missing_tag", f"no {first!r}: no call")
-            return calls, _Stop("the section or call opener is missing", 0), None
+            if out is None:
+                raise self.error("the section or call opener is missing", 0)
+            out.note("missing_tag", f"no {first!r}: no call")
+            return
         pos = at + len(c["section_start"])
         shape = self.record.shape
         failed = 0
@@ -107,12 +104,14 @@ class RecordFormat(base.WireFormat):
                 calls.append(call)
             except _Stop as e:
                 if out is None:
-                    return calls, e, None
+                    raise self.error(e.message, e.position) from None
                 if e.cut and e.partial is None:
-                    return calls, None, (None, None, {})
+                    out.mark_cut(None)
+                    return
                 if e.cut:
                     calls.append(e.partial)
-                    return calls, None, (len(calls) - 1, e.partial.name, dict(e.partial.arguments))
+                    out.mark_cut(len(calls) - 1, e.partial.name, e.partial.arguments)
+                    return
                 failed += 1
                 if failed <= base.MAX_NOTES:
                     out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
@@ -134,10 +133,9 @@ class RecordFormat(base.WireFormat):
             out.note("unreadable", f"{failed} calls could not be read in all")
         if c["section_end"] and not text.startswith(c["section_end"], p := skip_blanks(text, pos)):
             if out is None:
-                return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
+                raise self.error(f"{c['section_end']!r} expected after the calls", p)
             if calls:
                 out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
-        return calls, None, None
 
     def _expect(self, text: str, pos: int, lit: str, what: str, partial: ToolCall | None = None) -> int:
         if not lit:
