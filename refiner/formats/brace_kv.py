@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -440,28 +441,30 @@ class BraceKV(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
-        return "".join(f"{sp.call_open}{sp.keyword}{c.name}{self._value(dict(c.arguments))}{sp.call_close}"
-                       for c in calls)
-
-    def _value(self, v: Any) -> str:
-        q = self.spelling.quote
-        if isinstance(v, str):
-            if q in v:
-                raise self.render_error(f"a string holding {q} cannot be written: {v[:60]!r}")
-            return f"{q}{v}{q}"
-        if v is True or v is False or v is None:
-            return LITERALS_SPELT[v]
-        if isinstance(v, int):
-            return str(int(v))
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                raise self.render_error(f"{v} is not a JSON number")
-            return repr(v)
-        if isinstance(v, dict):  # (in the calls' own order: the templates' dictsort would reorder what a cut keeps)
-            return "{" + ",".join(f"{self._key(str(k))}:{self._value(x)}" for k, x in v.items()) + "}"
-        if isinstance(v, (list, tuple)):
-            return "[" + ",".join(self._value(x) for x in v) + "]"
-        raise self.render_error(f"a value of type {type(v).__name__} cannot be written")
+        try:
+            args = [write_quoted(dict(c.arguments), sp.quote, sp.quote, self._key) for c in calls]
+        except ValueError as e:
+            raise self.render_error(str(e)) from None
+        return "".join(f"{sp.call_open}{sp.keyword}{c.name}{a}{sp.call_close}" for c, a in zip(calls, args))
 
     def _key(self, key: str) -> str:
-        return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else self._value(key)
+        """A key bare when it reads back as itself, else between the quote tokens."""
+        q = self.spelling.quote
+        return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else write_quoted(key, q, q)
+
+
+def write_quoted(value: Any, q_open: str, q_close: str, key: Callable[[str], str] = str) -> str:
+    """``value`` written compact as Gemma writes it: strings between the quote tokens, keys as ``key`` writes them
+    (bare), other values as JSON (in the calls' own order: the templates' dictsort would reorder what a cut keeps).
+    Raises ``ValueError`` for a string holding ``q_close`` and for a value JSON cannot hold."""
+    if isinstance(value, str):
+        if q_close in value:
+            raise ValueError(f"a string holding {q_close} cannot be written: {value[:60]!r}")
+        return q_open + value + q_close
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{key(str(k))}:{write_quoted(v, q_open, q_close, key)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(write_quoted(v, q_open, q_close, key) for v in value) + "]"
+    if value is None or isinstance(value, (bool, int)) or isinstance(value, float) and math.isfinite(value):
+        return json.dumps(value)
+    raise ValueError(f"{value!r} cannot be written: not a JSON value")

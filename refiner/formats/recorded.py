@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from refiner.calls import ToolCall
 from refiner.formats import base
+from refiner.formats.brace_kv import write_quoted
 from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
 from refiner.formats.reasoning import skip_blanks
@@ -348,10 +349,10 @@ class RecordFormat(base.WireFormat):
         if r.strings == "json":
             text = self._dumps(value)
         elif r.strings == "quoted":
-            text = write_quoted(value, r.quote_open, r.quote_close) if isinstance(value, str) or \
-                r.literals == "quoted" else self._dumps(value)
             if holds_quote(value, r.quote_close):
                 raise self.render_error(f"call #{i}: the value of {key} holds the closing quote {r.quote_close!r}")
+            text = write_quoted(value, r.quote_open, r.quote_close) if isinstance(value, str) or \
+                r.literals == "quoted" else self._dumps(value)
         else:
             try:
                 text = write_value(value, self.tags, r.literals == "python")
@@ -402,17 +403,6 @@ def _raw_ends(record: Record) -> tuple[str, ...]:
         elif core:
             out.append(core)
     return tuple(dict.fromkeys(out)) or ("\n",)
-
-
-def write_quoted(value: Any, q_open: str, q_close: str) -> str:
-    """``value`` written with bare keys and strings between the quote tokens, compact (as Gemma writes it)."""
-    if isinstance(value, str):
-        return q_open + value + q_close
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{write_quoted(v, q_open, q_close)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(write_quoted(v, q_open, q_close) for v in value) + "]"
-    return json.dumps(value, allow_nan=False)
 
 
 def holds_quote(value: Any, q_close: str) -> bool:
