@@ -204,7 +204,7 @@ def _read(fmt, text, brace, lenient, plain):
     if not plain:
         reader.member = reader.element = re.compile("(?!)")
     try:
-        args, end = reader.obj(brace, 0)
+        args, end = reader.container(brace, 0)
     except formats.FormatError as e:
         return str(e)
     out = reader.out

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,10 +78,7 @@ class _Reader:
         self.cut_key: str | None = None  # the top-level key whose value the text stops in (mid-value)
 
     def bad(self, message: str, pos: int, code: str = "bad_argument") -> None:
-        if self.out is None:
-            raise self.fmt.error(message, pos)
-        if len(self.out.problems) < MAX_NOTES:
-            self.out.note(code, message)
+        slip(self.fmt, self.out, code if self.out is None or len(self.out.problems) < MAX_NOTES else None, message, pos)
 
     def counted(self) -> bool:
         """(lenient) Whether one more member or element may be read (a counted item: :func:`take_items`)."""
@@ -119,10 +117,8 @@ class _Reader:
             return _NOTHING, pos
         if text.startswith(self.q, pos):
             return self.string(pos + self.lq)
-        if text[pos] == "{":
-            return self.obj(pos, depth)
-        if text[pos] == "[":
-            return self.array(pos, depth)
+        if text[pos] in "{[":
+            return self.container(pos, depth)
         m = self.bare.match(text, pos)
         raw, end = m.group().strip(), m.end()
         if not raw:
@@ -139,24 +135,20 @@ class _Reader:
         return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
 
     def scalar(self, raw: str, pos: int) -> Any:
-        """A bare value: a literal, a number, else text (reported)."""
+        """A bare value: a literal, a number (of at most :data:`MAX_NUMBER_CHARS`; out of range: the text,
+        reported), else text (reported)."""
         if raw in LITERALS:
             return LITERALS[raw]
         if _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
-            return self.number(raw, pos)
+            value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
+            if value not in (_INF, -_INF):
+                return value
+            self.bad(f"number {raw[:40]} is out of range", pos)
+            return raw
         if raw in LOOSE_LITERALS and self.out is not None:
             self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
             return LOOSE_LITERALS[raw]
         self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
-        return raw
-
-    def number(self, raw: str, pos: int) -> Any:
-        """A number as :data:`_NUMBER` matches it, of at most :data:`MAX_NUMBER_CHARS`; out of range: the text
-        (reported)."""
-        value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
-        if value not in (_INF, -_INF):
-            return value
-        self.bad(f"number {raw[:40]} is out of range", pos)
         return raw
 
     def string(self, pos: int) -> tuple[Any, int]:
@@ -168,108 +160,81 @@ class _Reader:
             return self.text[pos:], self.n
         return self.text[pos:e], e + self.lq
 
-    def nest(self, pos: int, depth: int) -> None:
+    def container(self, pos: int, depth: int) -> tuple[Any, int]:
+        """The object or list whose bracket is at ``pos``, and where reading goes on."""
         if depth > MAX_ARGUMENT_DEPTH:
             if self.out is None:
                 raise self.fmt.error(f"arguments nest deeper than {MAX_ARGUMENT_DEPTH} levels", pos)
             raise _TooDeep
-
-    def closed(self, pos: int, after_value: bool, closer: str) -> int | None:
-        """Where an object or list ends when it ends at ``pos`` (text end, call token, ``closer``, items spent)."""
-        if self.ends(pos, after_value) or self.at_token(pos):
-            return pos
-        if self.text[pos] == closer:
-            return pos + 1
-        return None if self.counted() else self.n
-
-    def obj(self, pos: int, depth: int) -> tuple[Any, int]:
-        self.nest(pos, depth)
-        text, result = self.text, {}
+        text, keyed = self.text, self.text[pos] == "{"
+        closer, plain, result = ("}", self.member, {}) if keyed else ("]", self.element, [])
         pos = skip_ws(text, pos + 1)
-        after_value = False
-        while True:
-            end = self.closed(pos, after_value, "}")
-            if end is not None:
-                return result, end
-            if after_value:
-                if text[pos] == ",":
-                    pos = skip_ws(text, pos + 1)
-                    if self.ends(pos, False) or self.at_token(pos):
-                        return result, pos
-                    if text[pos] == "}":
-                        self.bad("a comma before }", pos)
-                        return result, pos + 1
+        after_value, key = False, None
+        while True:  # (it ends at the text's end, a call token, its closer, or when its items are spent)
+            if self.ends(pos, after_value) or self.at_token(pos):
+                return result, pos
+            if text[pos] == closer:
+                return result, pos + 1
+            if not self.counted():
+                return result, self.n
+            if after_value and text[pos] != ",":
+                self.bad(f"expected , or {closer} after a value, got {text[pos : pos + 20]!r}", pos)
+            elif after_value:
+                pos = skip_ws(text, pos + 1) if keyed else pos + 1
+                if self.ends(pos, False) or self.at_token(pos):
+                    return result, pos
+                if keyed and text[pos] == "}":
+                    self.bad("a comma before }", pos)
+                    return result, pos + 1
+            m = plain.match(text, pos)  # (in one match, as the steps below: bench_worst_case needs it)
+            if m is not None and not (keyed and m["key"] in result):
+                if keyed:
+                    result[m["key"]] = self.plain(m)
                 else:
-                    self.bad(f"expected , or }} after a value, got {text[pos : pos + 20]!r}", pos)
-            m = self.member.match(text, pos)  # (in one match, as the steps below: bench_worst_case needs it)
-            if m is not None and m["key"] not in result:
-                result[m["key"]] = self.plain(m)
+                    result.append(self.plain(m))
                 pos, after_value = m.end(), m["comma"] is None
                 continue
-            key_at = pos
-            if text.startswith(self.q, pos):
-                key, pos = self.string(pos + self.lq)
-                if self.cut is not None:
-                    return result, pos
-            else:
-                m = self.key.match(text, pos)
-                key, pos = m.group().strip(), m.end()
+            if keyed:
+                key_at = pos
+                if text.startswith(self.q, pos):
+                    key, pos = self.string(pos + self.lq)
+                    if self.cut is not None:
+                        return result, pos
+                else:
+                    m = self.key.match(text, pos)
+                    key, pos = m.group().strip(), m.end()
+                    if self.ends(pos, False):
+                        return result, pos
+                    if not key:
+                        self.bad(f"expected a key, got {text[pos : pos + 20]!r}", pos)
+                        if self.at_token(pos):
+                            return result, pos
+                        pos = self.skip(pos, "}")
+                        after_value = True  # (a comma after the junk separates what follows)
+                        if self.stopped:
+                            return result, pos
+                        continue
+                pos = skip_ws(text, pos)
                 if self.ends(pos, False):
                     return result, pos
-                if not key:
-                    self.bad(f"expected a key, got {text[pos : pos + 20]!r}", pos)
-                    if self.at_token(pos):
-                        return result, pos
-                    pos = self.skip(pos, "}")
-                    after_value = True  # (a comma after the junk separates what follows)
-                    if self.stopped:
-                        return result, pos
+                if text[pos] != ":":
+                    self.bad(f"key {key[:40]!r} without a value", key_at)
+                    after_value = True
                     continue
-            pos = skip_ws(text, pos)
-            if self.ends(pos, False):
-                return result, pos
-            if text[pos] != ":":
-                self.bad(f"key {key[:40]!r} without a value", key_at)
-                after_value = True
-                continue
-            if key in result:
-                self.bad(f"key {key[:40]!r} written twice", key_at)
-            value, pos = self.value(pos + 1, depth + 1)
-            if value is not _NOTHING:
+                if key in result:
+                    self.bad(f"key {key[:40]!r} written twice", key_at)
+                pos += 1
+            value, end = self.value(pos, depth + 1)
+            if value is _NOTHING and not keyed and end == pos and self.cut is None and not self.stopped:
+                end = self.skip(pos, "]")
+            elif value is not _NOTHING and keyed:
                 result[key] = value
+            elif value is not _NOTHING:
+                result.append(value)
+            pos = skip_ws(text, end)
             if self.cut is not None or self.stopped:
                 if depth == 0 and self.cut is False:
                     self.cut_key = key
-                return result, pos
-            pos = skip_ws(text, pos)
-            after_value = True
-
-    def array(self, pos: int, depth: int) -> tuple[Any, int]:
-        self.nest(pos, depth)
-        text, result = self.text, []
-        pos = skip_ws(text, pos + 1)
-        after_value = False
-        while True:
-            end = self.closed(pos, after_value, "]")
-            if end is not None:
-                return result, end
-            if after_value:
-                if text[pos] == ",":
-                    pos += 1
-                else:
-                    self.bad(f"expected , or ] after a value, got {text[pos : pos + 20]!r}", pos)
-            m = self.element.match(text, pos)  # (a plain element read in one match, as the steps below read it)
-            if m is not None:
-                result.append(self.plain(m))
-                pos, after_value = m.end(), m["comma"] is None
-                continue
-            value, end = self.value(pos, depth + 1)
-            if value is not _NOTHING:
-                result.append(value)
-            elif end == pos and self.cut is None and not self.stopped:
-                end = self.skip(pos, "]")
-            pos = skip_ws(text, end)
-            if self.cut is not None or self.stopped:
                 return result, pos
             after_value = True
 
@@ -443,13 +408,9 @@ class BraceKV(WireFormat):
         elif out is None or len(out.problems) < MAX_NOTES:
             slip(self, out, "missing_tag", f"{sp.call_open} not followed by {sp.keyword}", pos)
         m = _NAME.match(text, pos)
-        if m is not None and m.end() >= len(text):
-            slip(self, out, "unclosed", "the text ends inside a tool name", pos)
-            out.mark_cut(None)
-            return len(text)
         brace = skip_ws(text, m.end()) if m is not None else pos
         if m is None or not text.startswith("{", brace) or (out is None and brace > m.end()):
-            if brace >= len(text):
+            if brace >= len(text):  # (in the tool name, or after it)
                 slip(self, out, "unclosed", "the text ends before the arguments of a call", pos)
                 out.mark_cut(None)
                 return len(text)
@@ -462,7 +423,7 @@ class BraceKV(WireFormat):
         reader = _Reader(self, text, out)
         # (strictly the arguments are level 1, as MAX_ARGUMENT_DEPTH counts; leniently a level more is read, and what
         # nests too deep is dropped after: WireFormat.parse_lenient)
-        args, pos = reader.obj(brace, 0 if out is not None else 1)
+        args, pos = reader.container(brace, 0 if out is not None else 1)
         calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
         if reader.cut is not None:
             whole = {k: v for k, v in args.items() if k != reader.cut_key}
@@ -480,28 +441,30 @@ class BraceKV(WireFormat):
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
-        return "".join(f"{sp.call_open}{sp.keyword}{c.name}{self._value(dict(c.arguments))}{sp.call_close}"
-                       for c in calls)
-
-    def _value(self, v: Any) -> str:
-        q = self.spelling.quote
-        if isinstance(v, str):
-            if q in v:
-                raise self.render_error(f"a string holding {q} cannot be written: {v[:60]!r}")
-            return f"{q}{v}{q}"
-        if v is True or v is False or v is None:
-            return LITERALS_SPELT[v]
-        if isinstance(v, int):
-            return str(int(v))
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                raise self.render_error(f"{v} is not a JSON number")
-            return repr(v)
-        if isinstance(v, dict):  # (in the calls' own order: the templates' dictsort would reorder what a cut keeps)
-            return "{" + ",".join(f"{self._key(str(k))}:{self._value(x)}" for k, x in v.items()) + "}"
-        if isinstance(v, (list, tuple)):
-            return "[" + ",".join(self._value(x) for x in v) + "]"
-        raise self.render_error(f"a value of type {type(v).__name__} cannot be written")
+        try:
+            args = [write_quoted(dict(c.arguments), sp.quote, sp.quote, self._key) for c in calls]
+        except ValueError as e:
+            raise self.render_error(str(e)) from None
+        return "".join(f"{sp.call_open}{sp.keyword}{c.name}{a}{sp.call_close}" for c, a in zip(calls, args))
 
     def _key(self, key: str) -> str:
-        return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else self._value(key)
+        """A key bare when it reads back as itself, else between the quote tokens."""
+        q = self.spelling.quote
+        return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else write_quoted(key, q, q)
+
+
+def write_quoted(value: Any, q_open: str, q_close: str, key: Callable[[str], str] = str) -> str:
+    """``value`` written compact as Gemma writes it: strings between the quote tokens, keys as ``key`` writes them
+    (bare), other values as JSON (in the calls' own order: the templates' dictsort would reorder what a cut keeps).
+    Raises ``ValueError`` for a string holding ``q_close`` and for a value JSON cannot hold."""
+    if isinstance(value, str):
+        if q_close in value:
+            raise ValueError(f"a string holding {q_close} cannot be written: {value[:60]!r}")
+        return q_open + value + q_close
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{key(str(k))}:{write_quoted(v, q_open, q_close, key)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(write_quoted(v, q_open, q_close, key) for v in value) + "]"
+    if value is None or isinstance(value, (bool, int)) or isinstance(value, float) and math.isfinite(value):
+        return json.dumps(value)
+    raise ValueError(f"{value!r} cannot be written: not a JSON value")

@@ -133,16 +133,11 @@ class Harmony(WireFormat):
             if recipient is not None:
                 call, pos = self._call(text, pos, recipient, content_type)
                 calls.append(call)
-                if pos >= len(text):
-                    break
             else:
                 i, t = f.first((END, RETURN, CALL), pos)
-                if t is None:
-                    pos = len(text)  # the last message, its stop token dropped
-                    break
                 if t == CALL:
                     raise self.error(f"{CALL} ends a message without a recipient", i)
-                pos = i + len(t)
+                pos = i + len(t) if t else len(text)  # (the last message may lack its stop token)
             k = skip_ws(text, pos)
             if not text.startswith(START, k):
                 break

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from refiner.calls import ToolCall
 from refiner.formats import base
+from refiner.formats.brace_kv import write_quoted
 from refiner.formats.family import EXAMPLE_CALLS
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS
 from refiner.formats.reasoning import skip_blanks
@@ -68,30 +69,27 @@ class RecordFormat(base.WireFormat):
         return k + len(close) if r.prompt_opens_reasoning or opened or opener not in text[:k] else 0
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        calls, stop, _ = self._read(text, None)
-        if stop is not None:
-            raise self.error(stop.message, stop.position)
+        calls: list[ToolCall] = []
+        self._read(text, calls, None)
         if not calls:
             raise self.error("no call: the section or call opener is missing", 0)
         return calls
 
     def recover(self, text: str, out: base.Lenient) -> None:
-        calls, _stop, cut = self._read(text, out)
-        out.calls.extend(calls)
-        if cut is not None:
-            out.mark_cut(*cut)
+        self._read(text, out.calls, out)
 
-    def _read(self, text: str, out: base.Lenient | None):
-        """``(calls, the _Stop that ended a strict reading, the cut call)``; leniently with ``out``."""
+    def _read(self, text: str, calls: list[ToolCall], out: base.Lenient | None) -> None:
+        """Reads the calls into ``calls``: leniently when given a :class:`~refiner.formats.base.Lenient` to note what
+        it recovers from (and where the text stops), else strictly, raising at the first departure."""
         c = self._c
         find = Finder(text)
         first = c["section_start"] or c["opener"]
         at = find.next(first, self._start(text)) if first else -1
-        calls: list[ToolCall] = []
         if at < 0:
-            if out is not None:
-                out.note("missing_tag", f"no {first!r}: no call")
-            return calls, _Stop("the section or call opener is missing", 0), None
+            if out is None:
+                raise self.error("the section or call opener is missing", 0)
+            out.note("missing_tag", f"no {first!r}: no call")
+            return
         pos = at + len(c["section_start"])
         shape = self.record.shape
         failed = 0
@@ -107,12 +105,14 @@ class RecordFormat(base.WireFormat):
                 calls.append(call)
             except _Stop as e:
                 if out is None:
-                    return calls, e, None
+                    raise self.error(e.message, e.position) from None
                 if e.cut and e.partial is None:
-                    return calls, None, (None, None, {})
+                    out.mark_cut(None)
+                    return
                 if e.cut:
                     calls.append(e.partial)
-                    return calls, None, (len(calls) - 1, e.partial.name, dict(e.partial.arguments))
+                    out.mark_cut(len(calls) - 1, e.partial.name, e.partial.arguments)
+                    return
                 failed += 1
                 if failed <= base.MAX_NOTES:
                     out.note("unreadable", f"a call could not be read: {e.message} at position {e.position}")
@@ -134,10 +134,9 @@ class RecordFormat(base.WireFormat):
             out.note("unreadable", f"{failed} calls could not be read in all")
         if c["section_end"] and not text.startswith(c["section_end"], p := skip_blanks(text, pos)):
             if out is None:
-                return calls, _Stop(f"{c['section_end']!r} expected after the calls", p, p >= len(text)), None
+                raise self.error(f"{c['section_end']!r} expected after the calls", p)
             if calls:
                 out.note("missing_tag", f"{c['section_end']!r} missing after the calls")
-        return calls, None, None
 
     def _expect(self, text: str, pos: int, lit: str, what: str, partial: ToolCall | None = None) -> int:
         if not lit:
@@ -350,10 +349,10 @@ class RecordFormat(base.WireFormat):
         if r.strings == "json":
             text = self._dumps(value)
         elif r.strings == "quoted":
-            text = write_quoted(value, r.quote_open, r.quote_close) if isinstance(value, str) or \
-                r.literals == "quoted" else self._dumps(value)
             if holds_quote(value, r.quote_close):
                 raise self.render_error(f"call #{i}: the value of {key} holds the closing quote {r.quote_close!r}")
+            text = write_quoted(value, r.quote_open, r.quote_close) if isinstance(value, str) or \
+                r.literals == "quoted" else self._dumps(value)
         else:
             try:
                 text = write_value(value, self.tags, r.literals == "python")
@@ -404,17 +403,6 @@ def _raw_ends(record: Record) -> tuple[str, ...]:
         elif core:
             out.append(core)
     return tuple(dict.fromkeys(out)) or ("\n",)
-
-
-def write_quoted(value: Any, q_open: str, q_close: str) -> str:
-    """``value`` written with bare keys and strings between the quote tokens, compact (as Gemma writes it)."""
-    if isinstance(value, str):
-        return q_open + value + q_close
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{write_quoted(v, q_open, q_close)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(write_quoted(v, q_open, q_close) for v in value) + "]"
-    return json.dumps(value, allow_nan=False)
 
 
 def holds_quote(value: Any, q_close: str) -> bool:

@@ -11,8 +11,9 @@ from itertools import pairwise
 from typing import Any
 
 from refiner.formats.anchored import quote_closers
+from refiner.formats.brace_kv import write_quoted
 from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
-from refiner.formats.recorded import write_quoted
+from refiner.formats.recorded import holds_quote
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import common_prefix, next_bracket
 
@@ -35,7 +36,7 @@ def find_value(text: str, start: int, value: Any, quote: tuple[str, str] = ("", 
     """The earliest (then longest) spelling of ``value`` at or after ``start``: ``(start, end, style)``, style ``raw``,
     ``json``, ``python`` or ``quoted``."""
     spellings = [(json.dumps(value, ensure_ascii=False), "json")]
-    if quote[0] and isinstance(value, (str, list, dict)):
+    if quote[0] and isinstance(value, (str, list, dict)) and not holds_quote(value, quote[1]):
         spellings.append((write_quoted(value, *quote), "quoted"))
     if isinstance(value, str):
         spellings += [(repr(value), "python"), (value, "raw")]
