@@ -147,17 +147,14 @@ class JsonCalls(WireFormat):
             return ToolCall.trusted(name, args, labels)
         return ToolCall.trusted(name, args)
 
-    def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
-        return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.payload == "joined":
             return self._joined(text)
         if sp.close is None:
-            return self._calls(self._unclosed_values(text))
-        opener = self._opener(text)  # the spelling written
-        if sp.payload in ("lines", "objects"):
+            values = self._unclosed_values(text)
+        elif sp.payload in ("lines", "objects"):
+            opener = self._opener(text)  # the spelling written
             values = list(json_blocks(self, text, opener, sp.close, many=True))
             for _, p in values if sp.payload == "lines" else ():
                 j = p
@@ -165,14 +162,14 @@ class JsonCalls(WireFormat):
                     j -= 1
                 if "\n" not in text[j:p] and not text.endswith(opener, 0, j):
                     raise self.error("one call object per line", p)
-            return self._calls(values)
-        kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
-        items = []
-        for v, p in list(json_blocks(self, text, opener, sp.close)):  # (every block decoded first)
-            if not isinstance(v, kind):
-                raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
-            items.extend([(v, p)] if kind is dict else ((item, p) for item in v))
-        return self._calls(items)
+        else:
+            kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
+            values = []
+            for v, p in list(json_blocks(self, text, self._opener(text), sp.close)):  # (every block decoded first)
+                if not isinstance(v, kind):
+                    raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
+                values.extend([(v, p)] if kind is dict else ((item, p) for item in v))
+        return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
     def _opener(self, text: str) -> str:
         """The spelling of the open tag written first in the answer (``open`` when no other is written)."""

@@ -1,4 +1,4 @@
-"""Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`complete_cut`), then
+"""Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`_complete`), then
 json_repair on a bounded region (:func:`_region`).
 
 Work is bounded by counts, never by time. One ``parse_lenient`` (:class:`repair_budget`) spends at most
@@ -387,19 +387,13 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(")?|[\[\]{},:]')
 _CLOSER = {"[": "]", "{": "}"}
 
 
-def complete_cut(text: str) -> Any:
-    """The value of a valid start of a JSON text (open string and brackets closed, else its last member dropped), or
-    ``None``."""
-    done = _complete(text)
-    return None if done is None else done[0]
-
-
 _NUMBER_END = frozenset("0123456789")
 
 
 def _complete(text: str) -> tuple[Any, int, str, bool] | None:
-    """``(value, containers left open, the innermost one's last member's state, whether the text stops after a
-    complete value)``."""
+    """For a valid start of a JSON text: ``(its value with the open string and brackets closed, else its last member
+    dropped; the containers left open; the innermost one's last member's state; whether the text stops after a
+    complete value)``, or ``None``."""
     stack: list[str] = []
     last_cut = -1  # position just before the last ',' or just after the last '[' / '{' (outside strings)
     cut_depth = 0  # brackets open at last_cut
