@@ -293,9 +293,6 @@ class JsonCalls(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
-        if sp.payload == "joined":
-            self._recover_joined(text, out)
-            return
         if sp.close is not None:
             opener = self._opener(text)
             if sp.respell:  # tags written wrong
@@ -311,6 +308,9 @@ class JsonCalls(WireFormat):
                     self._add(out, item)
             return
         body = text[reasoning_offset(text) :]
+        if sp.payload == "joined":
+            self._recover_joined(body, out)
+            return
         if sp.once:
             self._recover_once(body, out)
             return
@@ -347,11 +347,10 @@ class JsonCalls(WireFormat):
         for item in as_items(value):
             self._add(out, item)
 
-    def _recover_joined(self, text: str, out: Lenient) -> None:
-        """Every JSON object with a name or arguments key is a call (a broken one repaired up to the next call); a
-        built-in call after the tag is read leniently."""
+    def _recover_joined(self, body: str, out: Lenient) -> None:
+        """Every JSON object with a name or arguments key in the answer ``body`` is a call (a broken one repaired up to
+        the next call); a built-in call after the tag is read leniently."""
         sp = self.spelling
-        body = text[reasoning_offset(text) :]
         tag, brace = body.find(sp.open), body.find("{")
         if tag >= 0 and (brace < 0 or tag < brace):
             body = body[tag + len(sp.open) :]
