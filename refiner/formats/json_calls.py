@@ -11,7 +11,7 @@ prose around them, whole or broken, makes the text strictly invalid (read lenien
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -90,6 +90,13 @@ class JsonSpelling:
     by_args: bool = field(default=False, metadata=POLICY)
 
 
+def _blanks_from(text: str, end: int, low: int) -> int:
+    """Where the run of JSON whitespace that ends at ``end`` starts, ``low`` at the lowest."""
+    while end > low and text[end - 1] in _WS:
+        end -= 1
+    return end
+
+
 def _earliest(text: str, key: str) -> int:
     """Where ``key`` first occurs in ``text`` quoted either way, or -1."""
     return min((i for i in (text.find(f'"{key}"'), text.find(f"'{key}'")) if i >= 0), default=-1)
@@ -151,21 +158,18 @@ class JsonCalls(WireFormat):
         sp = self.spelling
         if sp.payload == "joined":
             return self._joined(text)
-        if sp.close is None:
-            values = self._unclosed_values(text)
-        elif sp.payload in ("lines", "objects"):
+        if sp.payload in ("lines", "objects"):  # (rows with a closing tag)
             opener = self._opener(text)  # the spelling written
             values = list(json_blocks(self, text, opener, sp.close, many=True))
             for _, p in values if sp.payload == "lines" else ():
-                j = p
-                while j > 0 and text[j - 1] in _WS:
-                    j -= 1
+                j = _blanks_from(text, p, 0)
                 if "\n" not in text[j:p] and not text.endswith(opener, 0, j):
                     raise self.error("one call object per line", p)
         else:
             kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
+            blocks = json_blocks(self, text, self._opener(text), sp.close) if sp.close else self._unclosed_values(text)
             values = []
-            for v, p in list(json_blocks(self, text, self._opener(text), sp.close)):  # (every block decoded first)
+            for v, p in list(blocks):  # (every block decoded first)
                 if not isinstance(v, kind):
                     raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
                 values.extend([(v, p)] if kind is dict else ((item, p) for item in v))
@@ -176,8 +180,8 @@ class JsonCalls(WireFormat):
         sp = self.spelling
         return sp.alt_opens and Finder(text).first((sp.open, *sp.alt_opens), reasoning_offset(text))[1] or sp.open
 
-    def _unclosed_values(self, text: str) -> list[tuple[Any, int]]:
-        """The call values after each open tag (rows whose JSON value ends the calls)."""
+    def _unclosed_values(self, text: str) -> Iterator[tuple[Any, int]]:
+        """The JSON value after each open tag and where it starts (rows whose JSON value ends the calls)."""
         sp = self.spelling
         start = reasoning_offset(text)
         first, opens = Finder(text).first, (sp.open, *sp.alt_opens)
@@ -185,17 +189,16 @@ class JsonCalls(WireFormat):
         if tag is None:
             raise self.error(f"missing {sp.open}", start)
         opener, what = ("{", "a JSON call object") if sp.payload == "object" else ("[", "a JSON list of calls")
-        items: list[tuple[Any, int]] = []
         cap = MAX_OBJECT_BLOCKS if opener == "{" else MAX_BLOCKS
         for _ in range(cap):
             pos = i + len(tag) if sp.tight else skip_ws(text, i + len(tag))
             if not text.startswith(opener, pos):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
-            items.extend((item, pos) for item in ([value] if opener == "{" else value))
+            yield value, pos
             i, tag = first(opens, end)
             if tag is None:
-                return items
+                return
             if sp.once:
                 raise self.error(f"a second {sp.open}: all calls are one list after the first", i)
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
@@ -394,17 +397,11 @@ class JsonCalls(WireFormat):
             i = body.find(key, i + 1)
             if i < 0:
                 return -1
-            j = i - 1
-            while j > pos and body[j] in _WS:
-                j -= 1
-            if j <= pos or body[j] != "{":
-                continue
-            k, newline = j - 1, False
-            while k > pos and body[k] in _WS:
-                newline = newline or body[k] == "\n"
-                k -= 1
-            if newline or body.startswith(sep, k + 1 - len(sep)):
-                return j
+            j = _blanks_from(body, i, pos + 1) - 1
+            if j > pos and body[j] == "{":
+                k = _blanks_from(body, j, pos + 1)
+                if "\n" in body[k:j] or body.startswith(sep, k - len(sep)):
+                    return j
         return -1
 
     @cached_property
