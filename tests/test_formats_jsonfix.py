@@ -99,7 +99,8 @@ def test_every_prefix_of_a_call_list_keeps_the_complete_calls(calls):
         except json.JSONDecodeError as e:
             if not jsonfix._ran_off_the_end(prefix, e):
                 continue
-        value = jsonfix.complete_cut(prefix)
+        done = jsonfix._complete(prefix)
+        value = None if done is None else done[0]
         assert isinstance(value, list), prefix
         assert len(value) <= len(calls)
         if value:

@@ -11,7 +11,7 @@ prose around them, whole or broken, makes the text strictly invalid (read lenien
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -90,6 +90,13 @@ class JsonSpelling:
     by_args: bool = field(default=False, metadata=POLICY)
 
 
+def _blanks_from(text: str, end: int, low: int) -> int:
+    """Where the run of JSON whitespace that ends at ``end`` starts, ``low`` at the lowest."""
+    while end > low and text[end - 1] in _WS:
+        end -= 1
+    return end
+
+
 def _earliest(text: str, key: str) -> int:
     """Where ``key`` first occurs in ``text`` quoted either way, or -1."""
     return min((i for i in (text.find(f'"{key}"'), text.find(f"'{key}'")) if i >= 0), default=-1)
@@ -147,40 +154,34 @@ class JsonCalls(WireFormat):
             return ToolCall.trusted(name, args, labels)
         return ToolCall.trusted(name, args)
 
-    def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
-        return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
-
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.payload == "joined":
             return self._joined(text)
-        if sp.close is None:
-            return self._calls(self._unclosed_values(text))
-        opener = self._opener(text)  # the spelling written
-        if sp.payload in ("lines", "objects"):
+        if sp.payload in ("lines", "objects"):  # (rows with a closing tag)
+            opener = self._opener(text)  # the spelling written
             values = list(json_blocks(self, text, opener, sp.close, many=True))
             for _, p in values if sp.payload == "lines" else ():
-                j = p
-                while j > 0 and text[j - 1] in _WS:
-                    j -= 1
+                j = _blanks_from(text, p, 0)
                 if "\n" not in text[j:p] and not text.endswith(opener, 0, j):
                     raise self.error("one call object per line", p)
-            return self._calls(values)
-        kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
-        items = []
-        for v, p in list(json_blocks(self, text, opener, sp.close)):  # (every block decoded first)
-            if not isinstance(v, kind):
-                raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
-            items.extend([(v, p)] if kind is dict else ((item, p) for item in v))
-        return self._calls(items)
+        else:
+            kind, what = (dict, "one JSON call object") if sp.payload == "object" else (list, "a JSON list of calls")
+            blocks = json_blocks(self, text, self._opener(text), sp.close) if sp.close else self._unclosed_values(text)
+            values = []
+            for v, p in list(blocks):  # (every block decoded first)
+                if not isinstance(v, kind):
+                    raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
+                values.extend([(v, p)] if kind is dict else ((item, p) for item in v))
+        return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
 
     def _opener(self, text: str) -> str:
         """The spelling of the open tag written first in the answer (``open`` when no other is written)."""
         sp = self.spelling
         return sp.alt_opens and Finder(text).first((sp.open, *sp.alt_opens), reasoning_offset(text))[1] or sp.open
 
-    def _unclosed_values(self, text: str) -> list[tuple[Any, int]]:
-        """The call values after each open tag (rows whose JSON value ends the calls)."""
+    def _unclosed_values(self, text: str) -> Iterator[tuple[Any, int]]:
+        """The JSON value after each open tag and where it starts (rows whose JSON value ends the calls)."""
         sp = self.spelling
         start = reasoning_offset(text)
         first, opens = Finder(text).first, (sp.open, *sp.alt_opens)
@@ -188,17 +189,16 @@ class JsonCalls(WireFormat):
         if tag is None:
             raise self.error(f"missing {sp.open}", start)
         opener, what = ("{", "a JSON call object") if sp.payload == "object" else ("[", "a JSON list of calls")
-        items: list[tuple[Any, int]] = []
         cap = MAX_OBJECT_BLOCKS if opener == "{" else MAX_BLOCKS
         for _ in range(cap):
             pos = i + len(tag) if sp.tight else skip_ws(text, i + len(tag))
             if not text.startswith(opener, pos):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
-            items.extend((item, pos) for item in ([value] if opener == "{" else value))
+            yield value, pos
             i, tag = first(opens, end)
             if tag is None:
-                return items
+                return
             if sp.once:
                 raise self.error(f"a second {sp.open}: all calls are one list after the first", i)
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
@@ -296,9 +296,6 @@ class JsonCalls(WireFormat):
 
     def recover(self, text: str, out: Lenient) -> None:
         sp = self.spelling
-        if sp.payload == "joined":
-            self._recover_joined(text, out)
-            return
         if sp.close is not None:
             opener = self._opener(text)
             if sp.respell:  # tags written wrong
@@ -314,6 +311,9 @@ class JsonCalls(WireFormat):
                     self._add(out, item)
             return
         body = text[reasoning_offset(text) :]
+        if sp.payload == "joined":
+            self._recover_joined(body, out)
+            return
         if sp.once:
             self._recover_once(body, out)
             return
@@ -350,11 +350,10 @@ class JsonCalls(WireFormat):
         for item in as_items(value):
             self._add(out, item)
 
-    def _recover_joined(self, text: str, out: Lenient) -> None:
-        """Every JSON object with a name or arguments key is a call (a broken one repaired up to the next call); a
-        built-in call after the tag is read leniently."""
+    def _recover_joined(self, body: str, out: Lenient) -> None:
+        """Every JSON object with a name or arguments key in the answer ``body`` is a call (a broken one repaired up to
+        the next call); a built-in call after the tag is read leniently."""
         sp = self.spelling
-        body = text[reasoning_offset(text) :]
         tag, brace = body.find(sp.open), body.find("{")
         if tag >= 0 and (brace < 0 or tag < brace):
             body = body[tag + len(sp.open) :]
@@ -398,17 +397,11 @@ class JsonCalls(WireFormat):
             i = body.find(key, i + 1)
             if i < 0:
                 return -1
-            j = i - 1
-            while j > pos and body[j] in _WS:
-                j -= 1
-            if j <= pos or body[j] != "{":
-                continue
-            k, newline = j - 1, False
-            while k > pos and body[k] in _WS:
-                newline = newline or body[k] == "\n"
-                k -= 1
-            if newline or body.startswith(sep, k + 1 - len(sep)):
-                return j
+            j = _blanks_from(body, i, pos + 1) - 1
+            if j > pos and body[j] == "{":
+                k = _blanks_from(body, j, pos + 1)
+                if "\n" in body[k:j] or body.startswith(sep, k - len(sep)):
+                    return j
         return -1
 
     @cached_property

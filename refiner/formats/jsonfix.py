@@ -1,4 +1,4 @@
-"""Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`complete_cut`), then
+"""Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`_complete`), then
 json_repair on a bounded region (:func:`_region`).
 
 Work is bounded by counts, never by time. One ``parse_lenient`` (:class:`repair_budget`) spends at most
@@ -369,7 +369,7 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
     if e.msg.startswith("Unterminated string"):
         return True
     if e.msg.startswith("Invalid \\uXXXX escape"):  # cut inside a \u escape
-        return _CUT_ESCAPE.fullmatch(text, e.pos) is not None
+        return CUT_ESCAPE.fullmatch(text, e.pos) is not None
     if not e.msg.startswith("Expecting"):
         return False
     rest = text[e.pos : len(text.rstrip(" \t\n\r"))]  # (a regex search for trailing space is quadratic on space runs)
@@ -379,7 +379,7 @@ def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
 # Where the decoder stops in a value cut short: inside a literal ("tru", "-"), or in a number's fraction or exponent.
 _CUT_VALUE_STARTS = frozenset(w[:i] for w in ("true", "false", "null", "-") for i in range(1, len(w) + 1))
 _CUT_NUMBER_TAIL = re.compile(r"\.|[eE][+-]?")
-_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # (the decoder also refuses a whole \uXXXX at the very end)
+CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # a \u escape cut short (the decoder refuses a whole one at the end)
 
 
 # Strings (closed or running to the end: group 1 is the closing quote) and the structural characters.
@@ -387,19 +387,13 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(")?|[\[\]{},:]')
 _CLOSER = {"[": "]", "{": "}"}
 
 
-def complete_cut(text: str) -> Any:
-    """The value of a valid start of a JSON text (open string and brackets closed, else its last member dropped), or
-    ``None``."""
-    done = _complete(text)
-    return None if done is None else done[0]
-
-
 _NUMBER_END = frozenset("0123456789")
 
 
 def _complete(text: str) -> tuple[Any, int, str, bool] | None:
-    """``(value, containers left open, the innermost one's last member's state, whether the text stops after a
-    complete value)``."""
+    """For a valid start of a JSON text: ``(its value with the open string and brackets closed, else its last member
+    dropped; the containers left open; the innermost one's last member's state; whether the text stops after a
+    complete value)``, or ``None``."""
     stack: list[str] = []
     last_cut = -1  # position just before the last ',' or just after the last '[' / '{' (outside strings)
     cut_depth = 0  # brackets open at last_cut

@@ -11,7 +11,8 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem
-from refiner.formats.jsonfix import budget_spent, give_up, lenient_json, open_at_cut, take_items, written_whole
+from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, give_up, lenient_json, open_at_cut, take_items,
+                                     written_whole)
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
@@ -57,7 +58,6 @@ def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
 
 # Tells whether JSON values run to the end of the text valid as far as they go (lenient: raw line breaks in strings).
 _CUT_DECODER = json.JSONDecoder(strict=False)
-_CUT_ESCAPE = re.compile(r"u[0-9a-fA-F]{0,4}")  # a \u escape the text stops in (the decoder refuses one at the end)
 MAX_CUT_VALUES = 64  # JSON values before the one a text was cut in (a block of one call per line)
 
 
@@ -71,7 +71,7 @@ def _cut_inside(text: str, start: int, quote: int) -> bool:
         except json.JSONDecodeError as e:
             if e.msg.startswith("Unterminated string"):
                 return e.pos == quote
-            cut_escape = e.msg.startswith("Invalid \\uXXXX") and _CUT_ESCAPE.fullmatch(text, e.pos) is not None
+            cut_escape = e.msg.startswith("Invalid \\uXXXX") and CUT_ESCAPE.fullmatch(text, e.pos) is not None
             return cut_escape and e.pos > quote
         except (ValueError, RecursionError):
             return False

@@ -86,16 +86,6 @@ def _decoded(fmt: WireFormat, text: str, pos: int, offset: int = 0) -> tuple[Any
         raise fmt.error(_DEEP, offset + pos) from None
 
 
-def expect_close(fmt: WireFormat, text: str, pos: int, close_tag: str) -> int:
-    """Raises unless ``close_tag`` follows ``pos`` (whitespace aside); returns the position after it."""
-    j = skip_ws(text, pos)
-    if text.startswith(close_tag, j):
-        return j + len(close_tag)
-    if text.find(close_tag, j) < 0:
-        raise fmt.error(f"missing {close_tag}", len(text))
-    raise fmt.error(f"unexpected text {text[j : j + 30]!r} before {close_tag}", j)
-
-
 def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, many: bool = False) -> Iterator[tuple]:
     """``(value, position)``, block by block, for the JSON value of each ``open_tag ... close_tag`` block after any
     reasoning (with ``many``: each of the values a block holds); raises when there is no block, a block holds anything
@@ -113,8 +103,10 @@ def json_blocks(fmt: WireFormat, text: str, open_tag: str, close_tag: str, *, ma
             pos = skip_ws(text, end)
             if not many or pos >= len(text):
                 break
-        if not text.startswith(close_tag, pos):
-            expect_close(fmt, text, pos, close_tag)  # raises: text before the closing tag
+        if not text.startswith(close_tag, pos):  # (text before it, or the one found above is inside a value)
+            if text.find(close_tag, pos) < 0:
+                raise fmt.error(f"missing {close_tag}", len(text))
+            raise fmt.error(f"unexpected text {text[pos : pos + 30]!r} before {close_tag}", pos)
         yield from values
         i = text.find(open_tag, pos + after_close)
 
