@@ -115,12 +115,14 @@ class _Layout:
     closes: tuple[str, ...]
     close: str
     words: tuple[str, ...]
-    bare: re.Pattern[str]
+    bare: re.Pattern[str] | None
 
 
 @lru_cache(maxsize=64)
 def layout(sp: NamedSpelling) -> _Layout:
-    """The pieces of a loose spelling."""
+    """The pieces of a spelling: a plain row's tokens whole, a loose row's split into tokens and words."""
+    if not sp.loose:
+        return _Layout(sp.call_open, (), sp.name_close, "", "", (), sp.name_close, (), sp.close, (), None)
     opens, names, close = _pieces(sp.call_open), _pieces(sp.name_close), _pieces(sp.call_close)
     k = next((i for i, p in enumerate(opens[1:]) if _is_token(p)), None)
     anchor = opens[1 + k] if k is not None else next(p for p in names if _is_token(p))
@@ -255,92 +257,28 @@ class NamedJson(WireFormat):
         return ToolCall.trusted(name, args), end
 
     def recover(self, text: str, out: Lenient) -> None:
-        sp = self.spelling
-        if sp.loose:
-            return self._recover_tokens(text, out)
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
-        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's, written wrong)
-            text = respell_tokens(text, barred, out)
-        start = reasoning_offset(text)
-        if sp.section_open is not None and text.find(sp.section_open, start) < 0:
-            out.note("missing_tag", f"missing {sp.section_open}")
-        i = text.find(sp.call_open, start)
-        if i < 0:
-            out.note("missing_tag", f"no {sp.call_open} found")
-            return
-        strings = TokenFinder(text, (sp.call_open, sp.section_close))  # (a token inside the arguments' strings is text)
-        plain = Finder(text)  # (each stop searched once over the text, however many calls)
-        unreadable = 0
-        for _ in range(MAX_RECOVERED_ITEMS):
-            if i < 0 or not take_items(1):
-                break
-            pos = i + len(sp.call_open)
-            end, _ = past_strings(strings, pos, plain.first(strings.tokens, pos)[0], None)
-            i = plain.next(sp.call_open, end) if end < len(text) else -1
-            unreadable += not self._recover_call(text[pos:end], end >= len(text), out, unreadable >= MAX_NOTES)
-        if sp.section_close and text.find(sp.section_close, start) < 0:
-            out.note("missing_tag", f"missing {sp.section_close}")
-
-    def _recover_call(self, seg: str, at_end: bool, out: Lenient, quiet: bool) -> bool:
-        """Reads the call ``seg`` (the text's last when ``at_end``); False when it is none (noted unless ``quiet``)."""
-        sp = self.spelling
-        if sp.id_close:  # the call id before the name: dropped
-            head, found, rest = seg.partition(sp.id_close)
-            if found and _ID.fullmatch(head.strip()):
-                seg = rest
-        name, sep, body = seg.partition(sp.name_close)
-        if name in sp.text_recipients and sep:
-            return True  # a text block
-        k = body.rfind(sp.close) if sp.close else -1
-        if k >= 0:  # (a closing tag inside the arguments' strings is text)
-            k = past_strings(TokenFinder(body, (sp.close,)), 0, k, sp.close)[0]
-        closed = 0 <= k < len(body)
-        if closed:
-            body = body[:k]
-        elif sp.close:
-            out.note("missing_tag" if not at_end else "unclosed", f"missing {sp.close} after {seg[:60]!r}")
-        if not sep:
-            if at_end and _NAME.fullmatch(name.strip() or "-"):
-                out.note("unclosed", "the text ends inside a tool name")
-                out.mark_cut(None)
-                return True
-            brace = seg.find("{")
-            name, body = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
-            out.note("missing_tag", f"missing {sp.name_close!r} after the tool name in {seg[:60]!r}")
-        name = name.strip()
-        if sp.args_prefix:
-            body = body.replace(sp.args_prefix, "", 1)
-        if _NAME.fullmatch(name) is None:
-            if not quiet:
-                out.note("unreadable", f"not a call: {seg[:80]!r}")
-            return False
-        if sp.text_key and body.strip() and not body.lstrip().startswith("{"):
-            out.calls.append(ToolCall(name, {sp.text_key: body.strip()}))
-            if at_end and not closed:
-                out.mark_cut(len(out.calls) - 1, name)
-            return True
-        add_arguments_call(out, name, body, at_end=at_end and not closed)
-        return True
-
-    # ---- lenient, loose rows: by the tokens ----------------------------------------------------------------------
-
-    def _recover_tokens(self, text: str, out: Lenient) -> None:
+        """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor),
+        read up to its closing token, the next call token or the section's end."""
         sp, lay = self.spelling, layout(self.spelling)
-        text = respell_tokens(text, self.tags, out)
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
+        if sp.loose or barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's)
+            text = respell_tokens(text, self.tags if sp.loose else barred, out)
         for alt, token in sp.respelt:
             if alt in text:
                 text = text.replace(alt, token)
                 out.note("missing_tag", f"{alt} written for {token}")
         start = reasoning_offset(text)
-        f = Finder(text)
-        strings = TokenFinder(text, (lay.close, lay.call, sp.section_close))
-        first, section = f.next(lay.call, start), f.next(sp.section_open, start)
-        if section < 0 or 0 <= first < section:
+        f = Finder(text)  # (each stop searched once over the text, however many calls)
+        # a call ends at the next call token or the section's end; a loose row's also at its closing token (a token
+        # inside a string is text)
+        strings = TokenFinder(text, (lay.close if sp.loose else "", lay.call, sp.section_close))
+        first, section = f.next(lay.call, start), f.next(sp.section_open or "", start)
+        if sp.section_open is not None and (section < 0 or 0 <= first < section):
             out.note("missing_tag", f"missing {sp.section_open}")
-        pos = start
+        pos, unreadable = start, 0
         for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(lay.call, pos)
-            s = f.next(lay.anchor, pos)
+            s = f.next(lay.anchor, pos) if sp.loose else -1
             while 0 <= s < (c if c >= 0 else len(text)):  # a call whose call token was lost: its anchor comes first
                 if not take_items(1):
                     return
@@ -348,41 +286,54 @@ class NamedJson(WireFormat):
                 tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
                 ends = (i + len(t) for t in tokens if (i := text.rfind(t, pos, s)) >= 0)
                 at = max(pos, text.rfind("\n", pos, s) + 1, *ends)
-                pos = self._recover_token_call(text, at, f, out, strings)
+                pos, _ = self._recover_call(text, at, f, out, strings, True)
                 s = f.next(lay.anchor, pos)
             if c < 0:
-                if n == 0 and not out.calls and not any(bare_calls(text, start, out, layout(x).bare)
-                                                         for x in (sp, *sp.also)):
-                    out.note("missing_tag", f"no {lay.call} or {lay.anchor} found")
+                if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, layout(x).bare)
+                                                                      for x in (sp, *sp.also))):
+                    out.note("missing_tag", f"no {lay.call} found")
+                    if not sp.loose:
+                        return
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos = self._recover_token_call(text, c + len(lay.call), f, out, strings)
-        if f.next(sp.section_close, start) < 0:
+            pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, unreadable < MAX_NOTES)
+            unreadable += not read
+        if sp.section_close and f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    def _recover_token_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
-        """Reads the call after its call token at ``pos`` (whichever layout it is written in); where it ends."""
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
+                      loud: bool) -> tuple[int, bool]:
+        """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written): where it
+        ends, and False when it is no call (noted when ``loud``)."""
         sp, lay = self.spelling, layout(self.spelling)
         end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
         seg = text[pos:end]
-        cut = tag is None
-        if cut:
-            out.note("unclosed", f"a call cut short: {seg[:60]!r}")
-        elif tag != lay.close:
-            out.note("missing_tag", f"missing {lay.close} after {seg[:60]!r}")
         after = end + len(lay.close) if tag == lay.close else end
+        if sp.id_close:  # the call id before the name: dropped
+            head, found, rest = seg.partition(sp.id_close)
+            if found and _ID.fullmatch(head.strip()):
+                seg = rest
+        head, sep, rest = seg.partition(lay.anchor)
+        if sep and head in sp.text_recipients:
+            return after, True  # a text block
+        if not sp.loose and lay.close and (k := rest.rfind(lay.close)) >= 0:  # (past the arguments' strings)
+            k = past_strings(TokenFinder(rest, (lay.close,)), 0, k, lay.close)[0]
+            rest, tag = (rest[:k], lay.close) if k < len(rest) else (rest, tag)
+        cut = tag is None
+        if lay.close and tag != lay.close:
+            out.note("unclosed" if cut else "missing_tag", f"missing {lay.close} after {seg[:60]!r}")
         layouts = [layout(x) for x in (sp, *sp.also)]
         befores = {x.before for x in layouts if x.before}
         words = tuple(w for x in layouts for w in x.words)
-        head, sep, rest = seg.partition(lay.anchor)
-        head = _drop_foreign(head)
-        if cut and (not sep or (head in befores and "\n" not in rest)):
+        head = _drop_foreign(head) if sp.loose else head
+        if cut and (not sep and (sp.loose or _NAME.fullmatch(head.strip() or "-"))
+                    or head in befores and "\n" not in rest):
             out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
             out.mark_cut(None)
-            return after
+            return after, True
         if not sep:
-            out.note("missing_tag", f"missing {lay.anchor} in {seg[:60]!r}")
+            out.note("missing_tag", f"missing {lay.anchor!r} after the tool name in {seg[:60]!r}")
             line, nl, lines = seg.strip().partition("\n")
             if nl and words and lines.lstrip().startswith(min(words, key=len)):  # V3's name line, its word glued on
                 head, rest = _drop_foreign(line), lines
@@ -391,11 +342,12 @@ class NamedJson(WireFormat):
                         head = head[len(b):]
             else:
                 brace = seg.find("{")
-                head, rest = (_drop_foreign(seg), "") if brace < 0 else (_drop_foreign(seg[:brace]), seg[brace:])
+                head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
+                head = _drop_foreign(head) if sp.loose else head
         name = head
         if head in befores:  # the name follows the anchor, on its line
             name, _, rest = rest.partition("\n")
-        body = rest.strip()
+        body = rest.strip().replace(sp.args_prefix, "", 1) if sp.args_prefix else rest.strip()
         word = next((w for w in sorted(words, key=len, reverse=True) if body.startswith(w)), "")
         body = body[len(word):].strip()
         for x in layouts:
@@ -408,6 +360,10 @@ class NamedJson(WireFormat):
             left, found, index = name.rpartition(sp.counter)
             name, whole = (left, whole) if found and index.isdigit() else (name, False)
         name = name.strip()
+        if not sp.loose and _NAME.fullmatch(name) is None:
+            if loud:
+                out.note("unreadable", f"not a call: {seg[:80]!r}")
+            return after, False
         counted = bool(sp.counter) and _NO_NAME.fullmatch(name) is not None
         tools = offered_tools() if counted else None
         if not name or counted and (tools is None or len(tools) != 1):
@@ -415,16 +371,21 @@ class NamedJson(WireFormat):
                        else ("no_name", f"a call without a tool name: {seg[:60]!r}")))
             if cut:
                 out.mark_cut(None)
-            return after
+            return after, True
         if counted:
             name = next(iter(tools))
             out.note("bad_name", f"call id {call_id[:60]!r} names no tool; read as the one tool offered, {name!r}")
         elif not whole:
             out.note("bad_name", f"call id {call_id[:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX")
-        if not self._name_ok(name):
+        if sp.loose and not self._name_ok(name):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        if sp.text_key and body and not body.startswith("{"):
+            out.calls.append(ToolCall(name, {sp.text_key: body}))
+            if cut:
+                out.mark_cut(len(out.calls) - 1, name)
+            return after, True
         add_arguments_call(out, name, body, at_end=cut)
-        return after
+        return after, True
 
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
