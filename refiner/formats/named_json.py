@@ -161,9 +161,9 @@ class NamedJson(WireFormat):
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
         if sp.section_open is not None:
-            lay = layout(sp) if sp.loose else None
-            closers = (lay.close, sp.section_close, lay.anchor) if lay else (sp.section_close, sp.close)
-            return Detection(rank=rank, markers=(sp.section_open, lay.call if lay else sp.call_open), closers=closers)
+            lay = layout(sp)
+            closers = (lay.close, sp.section_close, lay.anchor) if sp.loose else (sp.section_close, sp.close)
+            return Detection(rank=rank, markers=(sp.section_open, lay.call), closers=closers)
         if sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
         header = (sp.header + sp.call_open,) if sp.header else ()  # no token of its own: a call prefix at a line start
@@ -175,8 +175,7 @@ class NamedJson(WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.section_open is not None:
-            call = layout(sp).call if sp.loose else sp.call_open
-            return token_sections(self, text, sp.section_open, call, sp.section_close, self._call)
+            return token_sections(self, text, sp.section_open, layout(sp).call, sp.section_close, self._call)
         start, i = first_tag(self, text, sp.call_open, f"no {sp.call_open}NAME{sp.name_close.strip()}")
         calls: list[ToolCall] = []
         for _ in range(MAX_CALLS):
@@ -218,25 +217,22 @@ class NamedJson(WireFormat):
         return -1 if j < 0 or _ID.fullmatch(text, pos, j) is None else j + len(self.spelling.id_close)
 
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
-        sp = self.spelling
-        lay = layout(sp) if sp.loose else None
-        if lay is not None:
-            pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
+        sp, lay = self.spelling, layout(self.spelling)
+        pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
         if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
             raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
         pos = k
-        j = text.find(lay.name_end if lay else sp.name_close, pos)
+        j = text.find(lay.name_end, pos)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
         name = text[pos:j]
         if sp.counter:
             name, found, index = name.rpartition(sp.counter)
             if not found or not index.strip().isdigit():
-                raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix if lay else ''}NAME"
-                                 f"{sp.counter}INDEX", pos)
+                raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX", pos)
         if not self._name_ok(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-        at = skip_ws(text, self._expect(text, j, lay.names, "after the tool name") if lay else j + len(sp.name_close))
+        at = skip_ws(text, self._expect(text, j, lay.names, "after the tool name") if sp.loose else j + len(sp.name_close))
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
             at += len(sp.args_prefix)
         if sp.text_key and not text.startswith("{", at):
@@ -246,20 +242,15 @@ class NamedJson(WireFormat):
             return ToolCall.trusted(name, {sp.text_key: text[at:end].strip()}), end + len(sp.close)
         args, end = decode_at(self, text, at)
         args = expect_object(self, args, f"the arguments of {name!r}", at)
-        if lay is not None:
-            return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
-                                                               f"after the arguments of {name!r}")
-        if sp.close:
-            end = skip_ws(text, end)
-            if not text.startswith(sp.close, end):
-                raise self.error(f"expected {sp.close} after the arguments of {name!r}", end)
-            end += len(sp.close)
-        return ToolCall.trusted(name, args), end
+        return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
+                                                           f"after the arguments of {name!r}")
 
     def recover(self, text: str, out: Lenient) -> None:
         """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor),
         read up to its closing token, the next call token or the section's end."""
-        sp, lay = self.spelling, layout(self.spelling)
+        sp = self.spelling
+        layouts = [layout(x) for x in (sp, *sp.also)]  # the row's own first
+        lay = layouts[0]
         barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
         if sp.loose or barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's)
             text = respell_tokens(text, self.tags if sp.loose else barred, out)
@@ -286,27 +277,28 @@ class NamedJson(WireFormat):
                 tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
                 ends = (i + len(t) for t in tokens if (i := text.rfind(t, pos, s)) >= 0)
                 at = max(pos, text.rfind("\n", pos, s) + 1, *ends)
-                pos, _ = self._recover_call(text, at, f, out, strings, True)
+                pos, _ = self._recover_call(text, at, f, out, strings, layouts, True)
                 s = f.next(lay.anchor, pos)
             if c < 0:
-                if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, layout(x).bare)
-                                                                      for x in (sp, *sp.also))):
+                if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, x.bare)
+                                                                      for x in layouts)):
                     out.note("missing_tag", f"no {lay.call} found")
-                    if not sp.loose:
+                    if not sp.loose:  # (a loose row goes on to report its section's end)
                         return
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, unreadable < MAX_NOTES)
+            pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, layouts,
+                                           unreadable < MAX_NOTES)
             unreadable += not read
         if sp.section_close and f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
-                      loud: bool) -> tuple[int, bool]:
+                      layouts: list[_Layout], loud: bool) -> tuple[int, bool]:
         """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written): where it
         ends, and False when it is no call (noted when ``loud``)."""
-        sp, lay = self.spelling, layout(self.spelling)
+        sp, lay = self.spelling, layouts[0]
         end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
         seg = text[pos:end]
         after = end + len(lay.close) if tag == lay.close else end
@@ -323,7 +315,6 @@ class NamedJson(WireFormat):
         cut = tag is None
         if lay.close and tag != lay.close:
             out.note("unclosed" if cut else "missing_tag", f"missing {lay.close} after {seg[:60]!r}")
-        layouts = [layout(x) for x in (sp, *sp.also)]
         befores = {x.before for x in layouts if x.before}
         words = tuple(w for x in layouts for w in x.words)
         head = _drop_foreign(head) if sp.loose else head
