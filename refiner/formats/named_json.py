@@ -36,7 +36,7 @@ from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
-_BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
+_BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # <|...|> or DeepSeek's <｜...｜>
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
@@ -251,9 +251,9 @@ class NamedJson(WireFormat):
         sp = self.spelling
         layouts = [layout(x) for x in (sp, *sp.also)]  # the row's own first
         lay = layouts[0]
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
-        if sp.loose or barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's)
-            text = respell_tokens(text, self.tags if sp.loose else barred, out)
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every tag is barred tokens
+        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):
+            text = respell_tokens(text, barred, out)
         for alt, token in sp.respelt:
             if alt in text:
                 text = text.replace(alt, token)
@@ -338,7 +338,7 @@ class NamedJson(WireFormat):
         name = head
         if head in befores:  # the name follows the anchor, on its line
             name, _, rest = rest.partition("\n")
-        body = rest.strip().replace(sp.args_prefix, "", 1) if sp.args_prefix else rest.strip()
+        body = rest.strip().replace(sp.args_prefix, "", 1)
         word = next((w for w in sorted(words, key=len, reverse=True) if body.startswith(w)), "")
         body = body[len(word):].strip()
         for x in layouts:
