@@ -98,12 +98,12 @@ def _is_token(piece: str) -> bool:
 
 @dataclass(frozen=True)
 class _Layout:
-    """A loose spelling as pieces: ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the
-    first token after it; ``before``, the words before the anchor when the name follows it (V3's ``function``);
-    ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and
-    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``words``, the
-    words that tell this layout's calls from another's (V3's code fence); ``bare``, a call that lost every token (a
-    name, then the JSON object)."""
+    """A spelling as pieces (a plain row's: its call token, ``name_close`` and closing token whole, nothing else):
+    ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the first token after it; ``before``,
+    the words before the anchor when the name follows it (V3's ``function``); ``prefix``, words written onto the name
+    (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and ``name_end``, what ends the name; ``closes``,
+    ``call_close``'s pieces before its token ``close``; ``words``, the words that tell this layout's calls from
+    another's (V3's code fence); ``bare``, a loose row's call that lost every token (a name, then the JSON object)."""
 
     call: str
     opens: tuple[str, ...]
@@ -203,7 +203,7 @@ class NamedJson(WireFormat):
         return calls
 
     def _expect(self, text: str, pos: int, pieces: Sequence[str], where: str) -> int:
-        """Past ``pieces`` at ``pos``, whitespace free before each (a loose row)."""
+        """Past ``pieces`` at ``pos``, whitespace free before each."""
         for piece in pieces:
             pos = skip_ws(text, pos)
             if not text.startswith(piece, pos):
@@ -232,7 +232,8 @@ class NamedJson(WireFormat):
                 raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX", pos)
         if not self._name_ok(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-        at = skip_ws(text, self._expect(text, j, lay.names, "after the tool name") if sp.loose else j + len(sp.name_close))
+        at = self._expect(text, j, lay.names, "after the tool name") if sp.loose else j + len(sp.name_close)
+        at = skip_ws(text, at)
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
             at += len(sp.args_prefix)
         if sp.text_key and not text.startswith("{", at):
@@ -309,7 +310,7 @@ class NamedJson(WireFormat):
         head, sep, rest = seg.partition(lay.anchor)
         if sep and head in sp.text_recipients:
             return after, True  # a text block
-        if not sp.loose and lay.close and (k := rest.rfind(lay.close)) >= 0:  # (past the arguments' strings)
+        if not sp.loose and lay.close and (k := rest.rfind(lay.close)) >= 0:  # a plain row's, past the JSON strings
             k = past_strings(TokenFinder(rest, (lay.close,)), 0, k, lay.close)[0]
             rest, tag = (rest[:k], lay.close) if k < len(rest) else (rest, tag)
         cut = tag is None
