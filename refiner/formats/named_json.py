@@ -301,12 +301,10 @@ class NamedJson(WireFormat):
         ends, and False when it is no call (noted when ``loud``)."""
         sp, lay = self.spelling, layouts[0]
         end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
+        if sp.id_close and 0 <= (k := self._past_id(text, pos)) <= end:  # the call id before the name: dropped
+            pos = k
         seg = text[pos:end]
         after = end + len(lay.close) if tag == lay.close else end
-        if sp.id_close:  # the call id before the name: dropped
-            head, found, rest = seg.partition(sp.id_close)
-            if found and _ID.fullmatch(head.strip()):
-                seg = rest
         head, sep, rest = seg.partition(lay.anchor)
         if sep and head in sp.text_recipients:
             return after, True  # a text block
