@@ -36,7 +36,7 @@ from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
-_BARRED_TOKEN = re.compile(r"<\|[^|<>]*\|>")
+_BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # <|...|> or DeepSeek's <｜...｜>
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
@@ -98,12 +98,12 @@ def _is_token(piece: str) -> bool:
 
 @dataclass(frozen=True)
 class _Layout:
-    """A loose spelling as pieces: ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the
-    first token after it; ``before``, the words before the anchor when the name follows it (V3's ``function``);
-    ``prefix``, words written onto the name (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and
-    ``name_end``, what ends the name; ``closes``, ``call_close``'s pieces before its token ``close``; ``words``, the
-    words that tell this layout's calls from another's (V3's code fence); ``bare``, a call that lost every token (a
-    name, then the JSON object)."""
+    """A spelling as pieces (a plain row's: its call token, ``name_close`` and closing token whole, nothing else):
+    ``call``, the call token, and ``opens``, the pieces after it; ``anchor``, the first token after it; ``before``,
+    the words before the anchor when the name follows it (V3's ``function``); ``prefix``, words written onto the name
+    (Kimi's ``functions.``); ``names``, ``name_close``'s pieces, and ``name_end``, what ends the name; ``closes``,
+    ``call_close``'s pieces before its token ``close``; ``words``, the words that tell this layout's calls from
+    another's (V3's code fence); ``bare``, a loose row's call that lost every token (a name, then the JSON object)."""
 
     call: str
     opens: tuple[str, ...]
@@ -115,12 +115,14 @@ class _Layout:
     closes: tuple[str, ...]
     close: str
     words: tuple[str, ...]
-    bare: re.Pattern[str]
+    bare: re.Pattern[str] | None
 
 
 @lru_cache(maxsize=64)
 def layout(sp: NamedSpelling) -> _Layout:
-    """The pieces of a loose spelling."""
+    """The pieces of a spelling: a plain row's tokens whole, a loose row's split into tokens and words."""
+    if not sp.loose:
+        return _Layout(sp.call_open, (), sp.name_close, "", "", (), sp.name_close, (), sp.close, (), None)
     opens, names, close = _pieces(sp.call_open), _pieces(sp.name_close), _pieces(sp.call_close)
     k = next((i for i, p in enumerate(opens[1:]) if _is_token(p)), None)
     anchor = opens[1 + k] if k is not None else next(p for p in names if _is_token(p))
@@ -159,9 +161,9 @@ class NamedJson(WireFormat):
     @classmethod
     def detection_for(cls, sp: NamedSpelling, rank: int) -> Detection:
         if sp.section_open is not None:
-            lay = layout(sp) if sp.loose else None
-            closers = (lay.close, sp.section_close, lay.anchor) if lay else (sp.section_close, sp.close)
-            return Detection(rank=rank, markers=(sp.section_open, lay.call if lay else sp.call_open), closers=closers)
+            lay = layout(sp)
+            closers = (lay.close, sp.section_close, lay.anchor) if sp.loose else (sp.section_close, sp.close)
+            return Detection(rank=rank, markers=(sp.section_open, lay.call), closers=closers)
         if sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
         header = (sp.header + sp.call_open,) if sp.header else ()  # no token of its own: a call prefix at a line start
@@ -173,8 +175,7 @@ class NamedJson(WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.section_open is not None:
-            call = layout(sp).call if sp.loose else sp.call_open
-            return token_sections(self, text, sp.section_open, call, sp.section_close, self._call)
+            return token_sections(self, text, sp.section_open, layout(sp).call, sp.section_close, self._call)
         start, i = first_tag(self, text, sp.call_open, f"no {sp.call_open}NAME{sp.name_close.strip()}")
         calls: list[ToolCall] = []
         for _ in range(MAX_CALLS):
@@ -202,7 +203,7 @@ class NamedJson(WireFormat):
         return calls
 
     def _expect(self, text: str, pos: int, pieces: Sequence[str], where: str) -> int:
-        """Past ``pieces`` at ``pos``, whitespace free before each (a loose row)."""
+        """Past ``pieces`` at ``pos``, whitespace free before each."""
         for piece in pieces:
             pos = skip_ws(text, pos)
             if not text.startswith(piece, pos):
@@ -216,25 +217,23 @@ class NamedJson(WireFormat):
         return -1 if j < 0 or _ID.fullmatch(text, pos, j) is None else j + len(self.spelling.id_close)
 
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
-        sp = self.spelling
-        lay = layout(sp) if sp.loose else None
-        if lay is not None:
-            pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
+        sp, lay = self.spelling, layout(self.spelling)
+        pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
         if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
             raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
         pos = k
-        j = text.find(lay.name_end if lay else sp.name_close, pos)
+        j = text.find(lay.name_end, pos)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
         name = text[pos:j]
         if sp.counter:
             name, found, index = name.rpartition(sp.counter)
             if not found or not index.strip().isdigit():
-                raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix if lay else ''}NAME"
-                                 f"{sp.counter}INDEX", pos)
+                raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX", pos)
         if not self._name_ok(name):
             raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
-        at = skip_ws(text, self._expect(text, j, lay.names, "after the tool name") if lay else j + len(sp.name_close))
+        at = self._expect(text, j, lay.names, "after the tool name") if sp.loose else j + len(sp.name_close)
+        at = skip_ws(text, at)
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
             at += len(sp.args_prefix)
         if sp.text_key and not text.startswith("{", at):
@@ -244,103 +243,34 @@ class NamedJson(WireFormat):
             return ToolCall.trusted(name, {sp.text_key: text[at:end].strip()}), end + len(sp.close)
         args, end = decode_at(self, text, at)
         args = expect_object(self, args, f"the arguments of {name!r}", at)
-        if lay is not None:
-            return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
-                                                               f"after the arguments of {name!r}")
-        if sp.close:
-            end = skip_ws(text, end)
-            if not text.startswith(sp.close, end):
-                raise self.error(f"expected {sp.close} after the arguments of {name!r}", end)
-            end += len(sp.close)
-        return ToolCall.trusted(name, args), end
+        return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
+                                                           f"after the arguments of {name!r}")
 
     def recover(self, text: str, out: Lenient) -> None:
+        """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor),
+        read up to its closing token, the next call token or the section's end."""
         sp = self.spelling
-        if sp.loose:
-            return self._recover_tokens(text, out)
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every token is <|...|>
-        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):  # (PLaMo 3's, written wrong)
+        layouts = [layout(x) for x in (sp, *sp.also)]  # the row's own first
+        lay = layouts[0]
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every tag is barred tokens
+        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):
             text = respell_tokens(text, barred, out)
-        start = reasoning_offset(text)
-        if sp.section_open is not None and text.find(sp.section_open, start) < 0:
-            out.note("missing_tag", f"missing {sp.section_open}")
-        i = text.find(sp.call_open, start)
-        if i < 0:
-            out.note("missing_tag", f"no {sp.call_open} found")
-            return
-        strings = TokenFinder(text, (sp.call_open, sp.section_close))  # (a token inside the arguments' strings is text)
-        plain = Finder(text)  # (each stop searched once over the text, however many calls)
-        unreadable = 0
-        for _ in range(MAX_RECOVERED_ITEMS):
-            if i < 0 or not take_items(1):
-                break
-            pos = i + len(sp.call_open)
-            end, _ = past_strings(strings, pos, plain.first(strings.tokens, pos)[0], None)
-            i = plain.next(sp.call_open, end) if end < len(text) else -1
-            unreadable += not self._recover_call(text[pos:end], end >= len(text), out, unreadable >= MAX_NOTES)
-        if sp.section_close and text.find(sp.section_close, start) < 0:
-            out.note("missing_tag", f"missing {sp.section_close}")
-
-    def _recover_call(self, seg: str, at_end: bool, out: Lenient, quiet: bool) -> bool:
-        """Reads the call ``seg`` (the text's last when ``at_end``); False when it is none (noted unless ``quiet``)."""
-        sp = self.spelling
-        if sp.id_close:  # the call id before the name: dropped
-            head, found, rest = seg.partition(sp.id_close)
-            if found and _ID.fullmatch(head.strip()):
-                seg = rest
-        name, sep, body = seg.partition(sp.name_close)
-        if name in sp.text_recipients and sep:
-            return True  # a text block
-        k = body.rfind(sp.close) if sp.close else -1
-        if k >= 0:  # (a closing tag inside the arguments' strings is text)
-            k = past_strings(TokenFinder(body, (sp.close,)), 0, k, sp.close)[0]
-        closed = 0 <= k < len(body)
-        if closed:
-            body = body[:k]
-        elif sp.close:
-            out.note("missing_tag" if not at_end else "unclosed", f"missing {sp.close} after {seg[:60]!r}")
-        if not sep:
-            if at_end and _NAME.fullmatch(name.strip() or "-"):
-                out.note("unclosed", "the text ends inside a tool name")
-                out.mark_cut(None)
-                return True
-            brace = seg.find("{")
-            name, body = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
-            out.note("missing_tag", f"missing {sp.name_close!r} after the tool name in {seg[:60]!r}")
-        name = name.strip()
-        if sp.args_prefix:
-            body = body.replace(sp.args_prefix, "", 1)
-        if _NAME.fullmatch(name) is None:
-            if not quiet:
-                out.note("unreadable", f"not a call: {seg[:80]!r}")
-            return False
-        if sp.text_key and body.strip() and not body.lstrip().startswith("{"):
-            out.calls.append(ToolCall(name, {sp.text_key: body.strip()}))
-            if at_end and not closed:
-                out.mark_cut(len(out.calls) - 1, name)
-            return True
-        add_arguments_call(out, name, body, at_end=at_end and not closed)
-        return True
-
-    # ---- lenient, loose rows: by the tokens ----------------------------------------------------------------------
-
-    def _recover_tokens(self, text: str, out: Lenient) -> None:
-        sp, lay = self.spelling, layout(self.spelling)
-        text = respell_tokens(text, self.tags, out)
         for alt, token in sp.respelt:
             if alt in text:
                 text = text.replace(alt, token)
                 out.note("missing_tag", f"{alt} written for {token}")
         start = reasoning_offset(text)
-        f = Finder(text)
-        strings = TokenFinder(text, (lay.close, lay.call, sp.section_close))
-        first, section = f.next(lay.call, start), f.next(sp.section_open, start)
-        if section < 0 or 0 <= first < section:
+        f = Finder(text)  # (each stop searched once over the text, however many calls)
+        # a call ends at the next call token or the section's end; a loose row's also at its closing token (a token
+        # inside a string is text)
+        strings = TokenFinder(text, (lay.close if sp.loose else "", lay.call, sp.section_close))
+        first, section = f.next(lay.call, start), f.next(sp.section_open or "", start)
+        if sp.section_open is not None and (section < 0 or 0 <= first < section):
             out.note("missing_tag", f"missing {sp.section_open}")
-        pos = start
+        pos, unreadable = start, 0
         for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(lay.call, pos)
-            s = f.next(lay.anchor, pos)
+            s = f.next(lay.anchor, pos) if sp.loose else -1
             while 0 <= s < (c if c >= 0 else len(text)):  # a call whose call token was lost: its anchor comes first
                 if not take_items(1):
                     return
@@ -348,41 +278,52 @@ class NamedJson(WireFormat):
                 tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
                 ends = (i + len(t) for t in tokens if (i := text.rfind(t, pos, s)) >= 0)
                 at = max(pos, text.rfind("\n", pos, s) + 1, *ends)
-                pos = self._recover_token_call(text, at, f, out, strings)
+                pos, _ = self._recover_call(text, at, f, out, strings, layouts, True)
                 s = f.next(lay.anchor, pos)
             if c < 0:
-                if n == 0 and not out.calls and not any(bare_calls(text, start, out, layout(x).bare)
-                                                         for x in (sp, *sp.also)):
-                    out.note("missing_tag", f"no {lay.call} or {lay.anchor} found")
+                if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, x.bare)
+                                                                      for x in layouts)):
+                    out.note("missing_tag", f"no {lay.call} found")
+                    if not sp.loose:  # (a loose row goes on to report its section's end)
+                        return
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos = self._recover_token_call(text, c + len(lay.call), f, out, strings)
-        if f.next(sp.section_close, start) < 0:
+            pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, layouts,
+                                           unreadable < MAX_NOTES)
+            unreadable += not read
+        if sp.section_close and f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    def _recover_token_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder) -> int:
-        """Reads the call after its call token at ``pos`` (whichever layout it is written in); where it ends."""
-        sp, lay = self.spelling, layout(self.spelling)
+    def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
+                      layouts: list[_Layout], loud: bool) -> tuple[int, bool]:
+        """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written): where it
+        ends, and False when it is no call (noted when ``loud``)."""
+        sp, lay = self.spelling, layouts[0]
         end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
+        if sp.id_close and 0 <= (k := self._past_id(text, pos)) <= end:  # the call id before the name: dropped
+            pos = k
         seg = text[pos:end]
-        cut = tag is None
-        if cut:
-            out.note("unclosed", f"a call cut short: {seg[:60]!r}")
-        elif tag != lay.close:
-            out.note("missing_tag", f"missing {lay.close} after {seg[:60]!r}")
         after = end + len(lay.close) if tag == lay.close else end
-        layouts = [layout(x) for x in (sp, *sp.also)]
+        head, sep, rest = seg.partition(lay.anchor)
+        if sep and head in sp.text_recipients:
+            return after, True  # a text block
+        if not sp.loose and lay.close and (k := rest.rfind(lay.close)) >= 0:  # a plain row's, past the JSON strings
+            k = past_strings(TokenFinder(rest, (lay.close,)), 0, k, lay.close)[0]
+            rest, tag = (rest[:k], lay.close) if k < len(rest) else (rest, tag)
+        cut = tag is None
+        if lay.close and tag != lay.close:
+            out.note("unclosed" if cut else "missing_tag", f"missing {lay.close} after {seg[:60]!r}")
         befores = {x.before for x in layouts if x.before}
         words = tuple(w for x in layouts for w in x.words)
-        head, sep, rest = seg.partition(lay.anchor)
-        head = _drop_foreign(head)
-        if cut and (not sep or (head in befores and "\n" not in rest)):
+        head = _drop_foreign(head) if sp.loose else head
+        if cut and (not sep and (sp.loose or _NAME.fullmatch(head.strip() or "-"))
+                    or head in befores and "\n" not in rest):
             out.note("unclosed", f"the text ends inside a tool name: {seg[:60]!r}")
             out.mark_cut(None)
-            return after
+            return after, True
         if not sep:
-            out.note("missing_tag", f"missing {lay.anchor} in {seg[:60]!r}")
+            out.note("missing_tag", f"missing {lay.anchor!r} after the tool name in {seg[:60]!r}")
             line, nl, lines = seg.strip().partition("\n")
             if nl and words and lines.lstrip().startswith(min(words, key=len)):  # V3's name line, its word glued on
                 head, rest = _drop_foreign(line), lines
@@ -391,11 +332,12 @@ class NamedJson(WireFormat):
                         head = head[len(b):]
             else:
                 brace = seg.find("{")
-                head, rest = (_drop_foreign(seg), "") if brace < 0 else (_drop_foreign(seg[:brace]), seg[brace:])
+                head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
+                head = _drop_foreign(head) if sp.loose else head
         name = head
         if head in befores:  # the name follows the anchor, on its line
             name, _, rest = rest.partition("\n")
-        body = rest.strip()
+        body = rest.strip().replace(sp.args_prefix, "", 1)
         word = next((w for w in sorted(words, key=len, reverse=True) if body.startswith(w)), "")
         body = body[len(word):].strip()
         for x in layouts:
@@ -408,6 +350,10 @@ class NamedJson(WireFormat):
             left, found, index = name.rpartition(sp.counter)
             name, whole = (left, whole) if found and index.isdigit() else (name, False)
         name = name.strip()
+        if not sp.loose and _NAME.fullmatch(name) is None:
+            if loud:
+                out.note("unreadable", f"not a call: {seg[:80]!r}")
+            return after, False
         counted = bool(sp.counter) and _NO_NAME.fullmatch(name) is not None
         tools = offered_tools() if counted else None
         if not name or counted and (tools is None or len(tools) != 1):
@@ -415,16 +361,21 @@ class NamedJson(WireFormat):
                        else ("no_name", f"a call without a tool name: {seg[:60]!r}")))
             if cut:
                 out.mark_cut(None)
-            return after
+            return after, True
         if counted:
             name = next(iter(tools))
             out.note("bad_name", f"call id {call_id[:60]!r} names no tool; read as the one tool offered, {name!r}")
         elif not whole:
             out.note("bad_name", f"call id {call_id[:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX")
-        if not self._name_ok(name):
+        if sp.loose and not self._name_ok(name):
             out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+        if sp.text_key and body and not body.startswith("{"):
+            out.calls.append(ToolCall(name, {sp.text_key: body}))
+            if cut:
+                out.mark_cut(len(out.calls) - 1, name)
+            return after, True
         add_arguments_call(out, name, body, at_end=cut)
-        return after
+        return after, True
 
     # ---- detection of the token-less rows ----------------------------------------------------------------------
 
