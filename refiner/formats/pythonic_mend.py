@@ -39,7 +39,8 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
     (read from ``outside``, a position outside any string)."""
     spans, i = [], src.find('"', outside, stop)  # the double-quoted strings, each (open, after close)
     while i >= 0:
-        spans.append((i, string_end(src, i)))
+        end = string_end(src, i)
+        spans.append((i, end if end >= 0 else len(src)))
         i = src.find('"', spans[-1][1], stop)
     k, n = 0, len(src)
     for p in range(start, stop + 1):

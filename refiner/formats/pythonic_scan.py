@@ -39,13 +39,8 @@ def _closing_quotes(src: str, q: str) -> list[int]:
 
 
 def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
-    """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed); with
+    """The index after the string whose opening quote is ``src[i]``, ``-1`` when it is not closed; with
     ``lenient_quotes``, a quote not followed by what may follow a value does not end it."""
-    end = _string_close(src, i, lenient_quotes)
-    return len(src) if end < 0 else end
-
-
-def _string_close(src: str, i: int, lenient_quotes: bool) -> int:
     q = src[i]
     if lenient_quotes:
         ends = _closing_quotes(src, q)
@@ -67,7 +62,7 @@ def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iter
             return
         ch = src[i]
         if ch == "'" or ch == '"':
-            i = _string_close(src, i, lenient_quotes)
+            i = string_end(src, i, lenient_quotes=lenient_quotes)
             if i < 0:
                 yield n, ch
                 return
