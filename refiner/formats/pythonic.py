@@ -28,8 +28,9 @@ from refiner.formats.pythonic_scan import string_end
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps
 
-# What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``).
-IDENTIFIER_NAME = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
+# What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``), none a keyword.
+_NOT_KEYWORD = r"(?!(?:" + "|".join(keyword.kwlist) + r")\b)"
+IDENTIFIER_NAME = _NOT_KEYWORD + r"[^\W\d]\w*(?:\." + _NOT_KEYWORD + r"[^\W\d]\w*)*"
 # (no two adjacent quantifiers over the same characters: "\s*\[?\s*" backtracks quadratically on a run of spaces)
 _LOOKS_PYTHONIC = re.compile(r"\s*(?:\[\s*)?[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
 
@@ -186,8 +187,7 @@ def _offset(src: str, lineno: int | None, col: int | None) -> int:
 def parse_quietly(src: str) -> ast.expr:
     """``ast.parse`` in eval mode without the SyntaxWarnings broken text provokes (``1if``, ``"\\d"``)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)  # invalid escape sequences, before Python 3.12
+        warnings.simplefilter("ignore")  # SyntaxWarning, and DeprecationWarning before Python 3.12
         return ast.parse(src, mode="eval").body
 
 
