@@ -53,7 +53,7 @@ _IDENT_START = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s]"
 _IDENT = _IDENT_START + r"[^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 # "key=" (its value when a Python constant, which the decoder does not read) or "**" (a dict of further arguments)
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + r"()(?:(True|False|None)(?![A-Za-z0-9_]))?|(\*\*)" + _WS + ")"
-# "name(" or "name()": an identifier with dots in it anywhere (_fast_read checks that each part starts an identifier)
+# "name(" or "name()": an identifier with dots in it anywhere (read_on checks that each part starts an identifier)
 _CALL = "(" + _IDENT_START + r"[^\x00-\x2d\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*)" + _WS + r"\(\)?"
 # after "[": the first call's "name(" or "name()", or "]"; after a call: ", name(", ", name()" or "]"
 _FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
