@@ -420,10 +420,10 @@ def test_pythonic_scanning_is_linear(monkeypatch):
     monkeypatch.setattr(pythonic_scan, "CLOSING_QUOTE", Counting(pythonic_scan.CLOSING_QUOTE))
     for src in ('{"' * 50_000, "'" * 100_000, "f(a='x', b=\"y\"), " * 10_000):
         passes.clear()
-        pythonic_scan.split_top_level(src, lenient_quotes=True)
+        pythonic_scan.split_top_level(src)
         pythonic_scan.matching_paren(src, 0, lenient_quotes=True)
         assert len(passes) <= 2
-    assert pythonic_scan.split_top_level("a='x', b='it's', c=\"q\"", lenient_quotes=True) == ["a='x'", " b='it's'", ' c="q"']
+    assert pythonic_scan.split_top_level("a='x', b='it's', c=\"q\"") == ["a='x'", " b='it's'", ' c="q"']
     assert pythonic_scan.string_end("'a'b', c", 0, lenient_quotes=True) == 5
     assert pythonic_scan.string_end("'a'b', c", 0) == 3
 

@@ -51,7 +51,7 @@ def test_values_holding_their_own_quotes(text, calls):
 def test_an_ambiguous_quote_ends_where_python_would_end_it():
     """``a='x', b='y'`` could be one value ``x', b='y`` only if the model wrote it so; the first quote that may end a
     value ends it (the reading Python gives a well-formed text)."""
-    assert split_top_level("a='x', b='y'", lenient_quotes=True) == ["a='x'", " b='y'"]
+    assert split_top_level("a='x', b='y'") == ["a='x'", " b='y'"]
     assert string_end("'x', b='y'", 0, lenient_quotes=True) == 3
 
 

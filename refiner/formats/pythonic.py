@@ -28,8 +28,9 @@ from refiner.formats.pythonic_scan import string_end
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps
 
-# What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``).
-IDENTIFIER_NAME = r"[^\W\d]\w*(?:\.[^\W\d]\w*)*"
+# What a call's name may be in a pythonic list: an identifier, or dotted identifiers (``math.sqrt``), none a keyword.
+_NOT_KEYWORD = r"(?!(?:" + "|".join(keyword.kwlist) + r")\b)"
+IDENTIFIER_NAME = _NOT_KEYWORD + r"[^\W\d]\w*(?:\." + _NOT_KEYWORD + r"[^\W\d]\w*)*"
 # (no two adjacent quantifiers over the same characters: "\s*\[?\s*" backtracks quadratically on a run of spaces)
 _LOOKS_PYTHONIC = re.compile(r"\s*(?:\[\s*)?[A-Za-z_][\w.]*(?: [\w.]+){0,6}\(")
 
@@ -52,7 +53,7 @@ _IDENT_START = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f\s]"
 _IDENT = _IDENT_START + r"[^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 # "key=" (its value when a Python constant, which the decoder does not read) or "**" (a dict of further arguments)
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + r"()(?:(True|False|None)(?![A-Za-z0-9_]))?|(\*\*)" + _WS + ")"
-# "name(" or "name()": an identifier with dots in it anywhere (_fast_read checks that each part starts an identifier)
+# "name(" or "name()": an identifier with dots in it anywhere (read_on checks that each part starts an identifier)
 _CALL = "(" + _IDENT_START + r"[^\x00-\x2d\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*)" + _WS + r"\(\)?"
 # after "[": the first call's "name(" or "name()", or "]"; after a call: ", name(", ", name()" or "]"
 _FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
@@ -68,7 +69,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # a surrogate code point (no UTF-8 t
 # Python's and JSON's constants by name (a lenient reading takes JSON's in Python text)
 CONSTANTS = {"True": True, "False": False, "None": None, "true": True, "false": False, "null": None}
 _AS_JSON = {name: dumps(value) for name, value in CONSTANTS.items()}  # each constant as JSON writes it
-_NESTED_CONSTANT: Any = object()  # (a status of _fast_read)
+_JSON_CONSTANTS = re.compile(r'"(?:[^"\\]|\\.)*"|(true|false|null)')  # JSON's constants outside strings
+_AS_PYTHON = {dumps(value): repr(value) for value in (True, False, None)}
 
 
 def refused(src: str) -> bool:
@@ -92,28 +94,17 @@ def fast_call_prefix(src: str, limit: int | None = None, make: Callable | None =
     return read_on(src, 1, [], limit, make)
 
 
-def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Callable | None = None
-            ) -> tuple[list[Any], int, bool, int]:
-    """``(calls, end, complete, stop)``: ``src`` read on from ``end`` after ``calls`` (extended) up to a call it
-    cannot read or ``limit`` calls; ``end``: after the last call read; ``stop``: where reading stopped. Each call is
-    ``make(name, arguments)``, by default the pair ``(name, arguments)``."""
-    got, end, status, stop = _fast_read(src, end, calls, limit, make)
-    if status is _NESTED_CONSTANT:  # True/False/None inside a list or dict value: the rest rewritten as JSON (same
-        # positions) and read on from the call that stopped the reader
-        rewritten = src[:end] + _NESTED_CONSTANTS.sub(lambda m: _AS_JSON[m[1]] if m[1] else m[0], src[end:])
-        got, end, status, stop = _fast_read(rewritten, end, got, limit, make)
-    return got, end, status is True, stop
-
-
 def _plain(identifier: str) -> bool:
     """A non-ASCII identifier that Python reads as written (``ast`` NFKC-normalises identifiers)."""
     return identifier.isidentifier() and unicodedata.normalize("NFKC", identifier) == identifier
 
 
-def _fast_read(src: str, end: int, calls: list[Any], limit: int | None, make: Callable | None
-               ) -> tuple[list[Any], int, Any, int]:
-    """:func:`read_on`'s answer, with status True (all read), False, or :data:`_NESTED_CONSTANT` (the call it stopped
-    at may hold Python constants inside a value)."""
+def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Callable | None = None,
+            rewritten: bool = False) -> tuple[list[Any], int, bool, int]:
+    """``(calls, end, complete, stop)``: ``src`` read on from ``end`` after ``calls`` (extended) up to a call it
+    cannot read or ``limit`` calls; ``end``: after the last call read; ``stop``: where reading stopped. Each call is
+    ``make(name, arguments)``, by default the pair ``(name, arguments)``. A value the decoder refuses while ``src``
+    holds Python's constants has the rest read again with them as JSON (``rewritten``: that was done)."""
     decode, next_arg, next_call, add = JSON_DECODER.scan_once, _NEXT_ARG.match, _NEXT_CALL.match, calls.append
     at = end
     m = _FIRST_CALL.match(src, 1) if end == 1 else next_call(src, end)
@@ -145,8 +136,11 @@ def _fast_read(src: str, end: int, calls: list[Any], limit: int | None, make: Ca
                     try:
                         value, pos = decode(src, at)
                     except (ValueError, StopIteration, RecursionError):
-                        nested = "True" in src or "False" in src or "None" in src  # (Python's constants inside)
-                        return calls, end, _NESTED_CONSTANT if nested else False, at
+                        if rewritten or not ("True" in src or "False" in src or "None" in src):
+                            return calls, end, False, at
+                        # the rest from the call that stopped the reader, its constants as JSON (same positions)
+                        rest = _NESTED_CONSTANTS.sub(lambda c: _AS_JSON[c[1]] if c[1] else c[0], src[end:])
+                        return read_on(src[:end] + rest, end, calls, limit, make, True)
                     if key is not None:
                         args[key] = value
                     elif type(value) is not dict or not value.keys().isdisjoint(args):
@@ -193,8 +187,7 @@ def _offset(src: str, lineno: int | None, col: int | None) -> int:
 def parse_quietly(src: str) -> ast.expr:
     """``ast.parse`` in eval mode without the SyntaxWarnings broken text provokes (``1if``, ``"\\d"``)."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)
-        warnings.simplefilter("ignore", DeprecationWarning)  # invalid escape sequences, before Python 3.12
+        warnings.simplefilter("ignore")  # SyntaxWarning, and DeprecationWarning before Python 3.12
         return ast.parse(src, mode="eval").body
 
 
@@ -391,18 +384,9 @@ def _is_plain_identifier(key: str) -> bool:
 
 
 def literal(value: Any) -> str:
-    """A JSON value as Python literal source (strings in JSON quoting, which Python reads identically)."""
-    if isinstance(value, str):
-        return dumps(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{value!r} is not a JSON number")
-    if value is None or isinstance(value, (int, float)):  # (bool too)
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(literal(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(str(k))}: {literal(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+    """A JSON value as Python literal source: its JSON text with Python's constants (Python reads JSON's strings and
+    numbers identically)."""
+    return _JSON_CONSTANTS.sub(lambda m: _AS_PYTHON[m[1]] if m[1] else m[0], dumps(value))
 
 
 def render_call(name: str, arguments: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from refiner.formats.base import MAX_ARGUMENT_DEPTH
 from refiner.formats.jsonfix import charge
 from refiner.formats.pythonic import fast_call_prefix, read_on, refused
 from refiner.formats.pythonic_scan import string_end
+from refiner.specs.types import JSON_TYPES, json_type_of
 
 # Characters around where the fast reader stops in which edits are tried; edits tried per list (nearest first); the
 # longest rest after the plain-layout prefix mended (each edit reads it); budget units per edit and per characters.
@@ -39,7 +40,8 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
     (read from ``outside``, a position outside any string)."""
     spans, i = [], src.find('"', outside, stop)  # the double-quoted strings, each (open, after close)
     while i >= 0:
-        spans.append((i, string_end(src, i)))
+        end = string_end(src, i)
+        spans.append((i, end if end >= 0 else len(src)))
         i = src.find('"', spans[-1][1], stop)
     k, n = 0, len(src)
     for p in range(start, stop + 1):
@@ -79,17 +81,13 @@ def _mend_edits(src: str, start: int, stop: int, outside: int) -> Iterator[tuple
             yield p, ""
 
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
-
-
 def value_fits(value: Any, param: Any, depth: int = 0) -> bool:
     """Whether ``value`` has the JSON type ``param`` (a :class:`refiner.specs.Param`) declares, its items too."""
     kind = getattr(param, "type", None)
-    if kind is None or depth > 8 or value is None:  # (None: the parameter left unset, as pythonic calls write it)
+    if kind not in JSON_TYPES or depth > 8 or value is None:  # (None: the parameter left unset, as pythonic calls write it)
         return True
-    if kind in ("integer", "number"):
-        return type(value) is int or (kind == "number" and type(value) is float)
-    if not isinstance(value, _JSON_TYPES.get(kind, object)):
+    got = json_type_of(value)
+    if got != kind and (kind, got) != ("number", "integer"):
         return False
     items = getattr(param, "items", None)
     return not (kind == "array" and items is not None and not all(value_fits(v, items, depth + 1) for v in value))

@@ -39,13 +39,8 @@ def _closing_quotes(src: str, q: str) -> list[int]:
 
 
 def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
-    """The index after the string whose opening quote is ``src[i]`` (``len(src)`` when it is not closed); with
+    """The index after the string whose opening quote is ``src[i]``, ``-1`` when it is not closed; with
     ``lenient_quotes``, a quote not followed by what may follow a value does not end it."""
-    end = _string_close(src, i, lenient_quotes)
-    return len(src) if end < 0 else end
-
-
-def _string_close(src: str, i: int, lenient_quotes: bool) -> int:
     q = src[i]
     if lenient_quotes:
         ends = _closing_quotes(src, q)
@@ -67,7 +62,7 @@ def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iter
             return
         ch = src[i]
         if ch == "'" or ch == '"':
-            i = _string_close(src, i, lenient_quotes)
+            i = string_end(src, i, lenient_quotes=lenient_quotes)
             if i < 0:
                 yield n, ch
                 return
@@ -76,10 +71,10 @@ def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iter
         i += 1
 
 
-def split_top_level(src: str, *, lenient_quotes: bool = False) -> list[str]:
-    """``src`` cut at commas outside brackets and quotes (``lenient_quotes``: see :func:`string_end`)."""
+def split_top_level(src: str) -> list[str]:
+    """``src`` cut at commas outside brackets and leniently quoted strings (:func:`string_end`)."""
     parts, depth, last = [], 0, 0
-    for i, ch in _unquoted(src, lenient_quotes=lenient_quotes):
+    for i, ch in _unquoted(src, lenient_quotes=True):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -126,12 +121,13 @@ _STRINGS = {mode: re.compile(_strings(*mode), re.DOTALL) for mode in _MODES}
 _SPAN = {mode: re.compile(f"(?:[^\"']+|{_strings(*mode)})*", re.DOTALL) for mode in _MODES}  # (nothing follows)
 
 
-def open_brackets(src: str, *, lenient_quotes: bool = False) -> tuple[int, bool]:
+def open_brackets(src: str) -> tuple[int, bool]:
     """``(depth, in_string)`` at the end of ``src``: brackets left open (a closer with none open is ignored), and
-    whether a string is left open. Text is taken a span at a time: as far as its strings close, their brackets
-    dropped and the rest taken at once. A quote that no lenient string closes has no closable quote after it, so from
-    there that kind of quote is read as Python reads it; a quote that closes no string either leaves one open."""
-    lenient = dict.fromkeys("\"'", lenient_quotes)
+    whether a leniently quoted string is left open (:func:`string_end`). Text is taken a span at a time: as far as its
+    strings close, their brackets dropped and the rest taken at once. A quote that no lenient string closes has no
+    closable quote after it, so from there that kind of quote is read as Python reads it; a quote that closes no
+    string either leaves one open. (A second walk beside :func:`_unquoted`: bench_worst_case's storms need it.)"""
+    lenient = dict.fromkeys("\"'", True)
     depth, i, n = 0, 0, len(src)
     while True:
         mode = (lenient['"'], lenient["'"])

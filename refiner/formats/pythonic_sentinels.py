@@ -8,7 +8,6 @@ value is text (the next one is tried).
 from __future__ import annotations
 
 import ast
-import keyword
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -188,7 +187,7 @@ class SentinelPythonic(WireFormat):
             a = i + len(w.open)
             i = body.find(w.open, a) if len(chunks) < MAX_RECOVERED_BLOCKS else -1
             for _ in range(MAX_CLOSE_TRIES):
-                if i < 0 or body.find(w.close, a, i) >= 0 or not open_brackets(body[a:i], lenient_quotes=True)[1]:
+                if i < 0 or body.find(w.close, a, i) >= 0 or not open_brackets(body[a:i])[1]:
                     break
                 i = body.find(w.open, i + len(w.open))
             chunks.append(body[a : i if i >= 0 else len(body)])
@@ -201,7 +200,7 @@ class SentinelPythonic(WireFormat):
         w = self.spelling
         j = chunk.find(w.close)
         for _ in range(MAX_CLOSE_TRIES):
-            if j < 0 or not open_brackets(chunk[:j], lenient_quotes=True)[1] or not (
+            if j < 0 or not open_brackets(chunk[:j])[1] or not (
                     pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()):
                 return j
             j = chunk.find(w.close, j + len(w.close))
@@ -252,8 +251,6 @@ class SentinelPythonic(WireFormat):
             pos = 0
             for _ in range(MAX_LINES):
                 p = segment.find("(", pos)
-                if p < 0 and pos:
-                    break
                 window = segment[p : p + budget] if p >= 0 else ""
                 close = matching_paren(window, 0)
                 budget -= min(close + 1, len(window))
@@ -274,13 +271,6 @@ class SentinelPythonic(WireFormat):
         return pieces
 
     # ---- writing -----------------------------------------------------------------------------------------------
-
-    def check_renderable(self, calls: Sequence[ToolCall]) -> None:
-        """Refuses tool names that are Python keywords, too."""
-        super().check_renderable(calls)
-        for i, c in enumerate(calls):
-            if any(keyword.iskeyword(part) for part in c.name.split(".")):
-                raise self.render_error(f"call #{i}: tool name {c.name!r} is a Python keyword")
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         w = self.spelling
@@ -312,7 +302,7 @@ class CallLines(SentinelPythonic):
 
     def recover(self, text: str, out: Lenient) -> None:
         src = text[reasoning_offset(text) :].strip()
-        depth, in_string = open_brackets(src[src.rfind("\n") + 1 :], lenient_quotes=True)
+        depth, in_string = open_brackets(src[src.rfind("\n") + 1 :])
         self._recover_block(src, out, at_end=depth > 0 or in_string)  # (the text stops in a last line left open)
 
     def answer_parts(self, text: str) -> AnswerParts:
@@ -370,7 +360,7 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
         src, at_end = src[:MAX_RECOVER_CHARS], False
     elif src.endswith("]") and matching_paren("[" + src, 0, lenient_quotes=True) == len(src):
         src, at_end = src[:-1], False  # the list's own "]": the text does not stop inside it
-    segments = split_top_level(src, lenient_quotes=True)
+    segments = split_top_level(src)
     for n, segment in enumerate(segments):
         if n >= MAX_RECOVERED_SEGMENTS or budget_spent():
             out.note("gave_up", f"gave up after {n} of the list's items")
@@ -423,7 +413,7 @@ def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem],
             pass
     args = {}
     positional: list[Any] = []
-    for part in map(str.strip, split_top_level(inner, lenient_quotes=True)):
+    for part in map(str.strip, split_top_level(inner)):
         key, eq, raw = part.partition("=")
         key = key.strip()
         if not eq or not _ARG_NAME.fullmatch(key):
@@ -481,7 +471,7 @@ def _recover_value(fmt: WireFormat, key: str, raw: str, problems: list[Problem],
 def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
     """For a call the text stops inside (``inner``: its arguments as written): ``(the arguments written whole, whether
     the text stops right after a value that cannot go on)`` (:class:`~refiner.formats.base.Cut`)."""
-    tail = split_top_level(inner, lenient_quotes=True)[-1].strip()
+    tail = split_top_level(inner)[-1].strip()
     if not tail:  # stops after "(" or after a comma: every argument read was written whole
         return dict(args), False
     key, eq, raw = tail.partition("=")
@@ -489,7 +479,7 @@ def _cut_arguments(inner: str, args: dict) -> tuple[dict, bool]:
     complete = {k: v for k, v in args.items() if k != key.strip()}  # (the argument the text stops in left out)
     if not eq or not raw:  # stops in a name, or after "="
         return complete, False
-    depth, in_string = open_brackets(raw, lenient_quotes=True)
+    depth, in_string = open_brackets(raw)
     if in_string or depth:  # stops inside a string, or inside a list or dict (partly written)
         return complete, not in_string and raw[-1] not in VALUE_AFTER
     if raw in CONSTANTS or raw[0] in "[{(" or lenient_string(raw) is not None:
