@@ -23,8 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.anchored import Found, anchored_calls, json_head, names_pattern, offered_names
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
 WINDOW = 2048  # characters after a name read for its arguments
@@ -74,12 +73,9 @@ def _text_value(raw: str, xml: bool = False) -> Any:
         raw = html.unescape(raw).strip()
     if not raw:
         return _NO_VALUE
-    try:
-        value, end = JSON_DECODER.raw_decode(raw)
-        if end == len(raw):
-            return value
-    except (ValueError, RecursionError):
-        pass
+    head = json_head(raw)
+    if head is not None and head[1] == len(raw):
+        return head[0]
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"`":
         return raw[1:-1]
     return {"True": True, "False": False, "None": None}.get(raw, raw)
@@ -235,11 +231,7 @@ class _Reader:
                 continue
             brace = line.find("{")
             if not args and brace >= 0 and (not line[:brace].strip() or _ARG_HEADER.fullmatch(line[:brace])):
-                at = text.find("{", end, line_end)
-                try:
-                    value, n = JSON_DECODER.raw_decode(text, at)
-                except (ValueError, RecursionError):
-                    value = None
+                value, n = json_head(text, text.find("{", end, line_end)) or (None, pos)
                 if not isinstance(value, dict):
                     return {}, pos, ""
                 params = self.params(name)

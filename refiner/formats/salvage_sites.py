@@ -363,9 +363,8 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
     if depth > 32:
         return "expression"
     if isinstance(node, ast.Constant):
-        if node.value is Ellipsis:
-            return "placeholder"
-        return "literal" if node.value is None or isinstance(node.value, (str, bool, int, float)) else "expression"
+        literal = node.value is None or isinstance(node.value, (str, bool, int, float))
+        return "placeholder" if node.value is Ellipsis else "literal" if literal else "expression"
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         numeric = isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
         return "literal" if numeric else "expression"
