@@ -213,8 +213,7 @@ class _Scan(SiteReader):
 
         def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning, outside those strings
             i = found_at.get(marker, -1)
-            i = body.find(marker, self.at) if 0 <= i < self.at else i
-            return body.find(marker, edge) if 0 <= i < edge else i
+            return body.find(marker, edge) if 0 <= i < edge else i  # (edge: at or after the reasoning's end)
 
         # the markers found, and those written at a line start, in rank order
         walked = sorted({*(m for m in found_at if m in order), *table.line_markers}, key=order.__getitem__)
@@ -247,9 +246,8 @@ class _Scan(SiteReader):
             self.notes.append(f"markers of {len(regions)} formats: only the first {MAX_TAGGED_FORMATS} were read")
             self.unreadable += 1
             regions = regions[:MAX_TAGGED_FORMATS]
-            chosen = {fmt.name: (fmt, start, marker) for fmt, start, marker in regions}
         # the parts a format's grammar marks as the answer (gpt-oss's final channel) hold no call
-        answers = {name: fmt.answer_spans(body, self.at) for name, (fmt, _, _) in chosen.items()}
+        answers = {fmt.name: fmt.answer_spans(body, self.at) for fmt, _, _ in regions}
         for fmt, start, marker in regions:
             if any(a <= start < b for a, b in self.claimed) or any(
                     a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):

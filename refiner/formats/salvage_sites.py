@@ -40,6 +40,7 @@ _SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")  # a list
 _PAIR_HEAD = re.compile(r"[\[(][ \t]*(['\"])([^'\"\n]{1,256})\1[ \t]*,[ \t\n]*\Z")
 _PAIR_TAIL = re.compile(r"[ \t\n]*[\])]")
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
+_NAME_CHARS = re.compile(r"[\w.:\-]*")  # what a name before an object may hold
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")  # NAME, or Kimi-K2's functions.NAME:0
 
 
@@ -298,9 +299,7 @@ class SiteReader:
         if before and not (before.isalnum() or before in "_.-:"):
             tokens = marker_table().tokens_by_last.get(before, ())
             name_end = next((at - len(t) for t in tokens if text.endswith(t, lo, at)), at)
-        start = name_end
-        while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
-            start -= 1
+        start = name_end - _NAME_CHARS.match(text[lo:name_end][::-1]).end()
         fenced = start == at
         if fenced:  # NAME \n ```json \n {...}
             line = text.rfind("\n", lo, at)
