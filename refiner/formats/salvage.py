@@ -131,13 +131,9 @@ class Salvage:
         for s in self.sites:
             if s.calls:
                 seen.setdefault((s.kind, s.context), [0, s.line])[0] += len(s.calls)
-        parts = []
-        for (kind, context), (n, line) in list(seen.items())[:limit]:
-            head, sep, tail = kind.partition(" (")
-            parts.append(f"{n} {kind if n == 1 else f'{head}s{sep}{tail}'} {context} (line {line})")
-        if len(seen) > limit:
-            parts.append(f"{len(seen) - limit} more")
-        return "; ".join(parts) if parts else "no call"
+        parts = [f"{n} {kind if n == 1 else '{}s{}{}'.format(*kind.partition(' ('))} {context} (line {line})"
+                 for (kind, context), (n, line) in list(seen.items())[:limit]]
+        return "; ".join(parts + [f"{len(seen) - limit} more"] * (len(seen) > limit)) or "no call"
 
 
 class _Scan(SiteReader):
