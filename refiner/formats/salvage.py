@@ -261,7 +261,7 @@ class _Scan(SiteReader):
             # bracket left open: a closer such as DeepSeek's <｜tool▁sep｜> comes before the arguments) or inside a
             # token of the format (a part of it holding more than blanks)
             closers, markers = fmt.detection.closers, fmt.detection.markers
-            close = max((body.rfind(c) + len(c) for c in closers), default=0)
+            close = max((body.rfind(c) + len(c) for c in closers), default=-1)
             stops = (got.cut is not None or any(p.code == "unclosed" for p in got.problems)
                      or _ends_in_token(body, close, closers + markers))
             end = close if close > max(body.rfind(m) + len(m) for m in markers) and not stops else len(body)
@@ -380,7 +380,15 @@ class _Scan(SiteReader):
 def _ends_in_token(text: str, start: int, tokens: Sequence[str]) -> bool:
     """Whether ``text[start:]`` ends with the first part of one of ``tokens``: more than its leading blanks, less than
     the whole token."""
-    return any(text.endswith(t[:k], start) for t in tokens for k in range(len(t) - len(t.lstrip()) + 1, len(t)))
+    for t in tokens:
+        least = len(t) - len(t.lstrip()) + 1  # (characters of the token the text must end with)
+        tail = text[max(start, len(text) - len(t) + 1) :]
+        j = tail.find(t[0])
+        while 0 <= j <= len(tail) - least:  # (the part from j on has at least ``least`` characters)
+            if t.startswith(tail[j:]):
+                return True
+            j = tail.find(t[0], j + 1)
+    return False
 
 
 def salvage(
