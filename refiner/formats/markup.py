@@ -50,6 +50,7 @@ _OPEN_TAG_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})(?:\s[^<>]{0,256})?>[ 
 _NAME_ATTR_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})\s[^<>]{0,256}?\b(?:name|tool|function)=[\"']\Z")
 _CONTAINER_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})(?:\s[^<>]{0,256})?>\s*\Z")
 _OTHER_KEY = re.compile(r"[,;][ \t]*([A-Za-z_][\w\-]{0,64})[ \t]*[=:]")
+_QUOTED = re.compile(r"(['\"]).*?(?<!\\)\1", re.DOTALL)
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
 
 
@@ -91,11 +92,8 @@ def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[
     for i, m in enumerate(hits):
         stop = hits[i + 1].start() if i + 1 < len(hits) else len(segment)
         raw = segment[m.end() : stop].strip()
-        if raw[:1] in ("'", '"'):  # a quoted value ends at its closing quote
-            close = raw.find(raw[0], 1)
-            while close > 0 and raw[close - 1] == "\\":
-                close = raw.find(raw[0], close + 1)
-            raw = raw[: close + 1] if close > 0 else raw
+        if raw[:1] in ("'", '"'):  # a quoted value ends at its closing quote (one no backslash is written before)
+            raw = quoted.group() if (quoted := _QUOTED.match(raw)) else raw
         else:
             other = _OTHER_KEY.search(raw)  # an undeclared key after a separator ends the value
             if other is not None:

@@ -359,17 +359,12 @@ class _Scan(SiteReader):
             same = prev is not None and s.start - prev.end <= MAX_GAP and _GAP.fullmatch(self.text, prev.end, s.start)
             s.group = prev.group if same else (prev.group + 1 if prev else 0)
         seen: dict[str, int] = {}  # call key -> group it was first read in
-        kept = []
         for s in sites:
-            mine = []
-            for c in s.calls:
-                if seen.setdefault(canonical_json([c.name, dict(c.arguments)]), s.group) == s.group:
-                    mine.append(c)
-                else:
-                    self.notes.append(f"{c.name} written again (line {s.line}): counted once")
-            if mine:
-                s.calls = mine
-                kept.append(s)
+            first = [seen.setdefault(canonical_json([c.name, dict(c.arguments)]), s.group) == s.group for c in s.calls]
+            self.notes.extend(f"{c.name} written again (line {s.line}): counted once"
+                              for c, f in zip(s.calls, first) if not f)
+            s.calls = [c for c, f in zip(s.calls, first) if f]
+        kept = [s for s in sites if s.calls]
         calls = [c for s in kept for c in s.calls]
         if len(calls) > MAX_CALLS:
             self.notes.append(f"only the first {MAX_CALLS} calls kept")
