@@ -14,7 +14,6 @@ import itertools
 import re
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -30,16 +29,7 @@ WINDOW = 4000  # how far after a tool name its arguments are looked for
 CONTEXT = 48  # how far before a key (and after it) its literals are looked for
 JSON_BUDGET = 400_000  # characters of JSON decoded in all
 KIND = "anchored on the offered names"
-
-
-@dataclass
-class Found:
-    """A call read from ``text[start:end]``; ``how``: the markup it was read by."""
-
-    start: int
-    end: int
-    call: ToolCall
-    how: str
+Found = namedtuple("Found", "start end call how")  # a call read from text[start:end], how: the markup it was read by
 
 
 def _markup(s: str) -> bool:
@@ -355,11 +345,8 @@ def _shared(texts: list[str], key_suffix: bool = False) -> str:
     affixes of consecutive texts."""
     common, trim, holds = ((common_prefix, _trim_value_start, str.startswith) if key_suffix
                            else (common_suffix, str, str.endswith))
-    options = {trim(common(*pair)) for pair in itertools.pairwise(texts)}
-    options.discard("")
-    if not options:
-        return trim(common(*texts))
-    return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
+    options = {trim(common(*pair)) for pair in itertools.pairwise(texts)} - {""}
+    return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)), default=trim(common(*texts)))
 
 
 def json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
