@@ -244,8 +244,7 @@ class _Reader:
             item = line.lstrip(" \t-*")
             if pair.match(item) is None:
                 break
-            for k, v in _pairs(item, pair, self.notes, name).items():
-                args.setdefault(k, v)
+            args |= {k: v for k, v in _pairs(item, pair, self.notes, name).items() if k not in args}
             end = line_end
         return args, end, "YAML-ish block"
 
@@ -269,15 +268,11 @@ def calls_by_names(
             break
         hits += 1
         s, e = m.span()
-        if any(a <= s < b for a, b in taken):
-            pos = s + 1
-            continue
-        got = reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e)
-        if got is None:
-            pos = s + 1
-            continue
-        found.append(got)
-        pos = max(got.end, e)
+        got = None if any(a <= s < b for a, b in taken) else (
+            reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e))
+        if got is not None:
+            found.append(got)
+        pos = s + 1 if got is None else max(got.end, e)
     if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
         reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
     if not found:  # markup none of the rules above knows: the structure the text repeats (refiner.formats.anchored)
