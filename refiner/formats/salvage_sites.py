@@ -169,15 +169,13 @@ class SiteReader:
                 self.unreadable += 1
                 self.notes.append(f"a call to {name} that could not be read")
             return None
+        if any(isinstance(a, ast.Starred) or _kind(a) != "literal" for a in node.args):
+            return None  # a signature (get_weather(city)) or an expression: not a call to read
         lit = Literals(_READER, src, 0, strict=False)
-        positional = []
-        for a in node.args:
-            if isinstance(a, ast.Starred) or _kind(a) != "literal":
-                return None  # a signature (get_weather(city)) or an expression: not a call to read
-            try:
-                positional.append(lit.value(a))
-            except FormatError:
-                return None  # 1e999: no JSON value
+        try:
+            positional = [lit.value(a) for a in node.args]
+        except FormatError:
+            return None  # 1e999: no JSON value
         kinds = [_kind(kw.value) for kw in node.keywords]
         if "placeholder" in kinds or (not structured and "expression" in kinds):
             return None
@@ -245,10 +243,8 @@ class SiteReader:
 
     def keyed_object(self, at: int, end: int, value: dict, where: str) -> int:
         """``{"NAME": {...}}`` (BFCL's answer shape): a call per key when every key names an offered tool."""
-        if not value or len(value) > 16 or self.offered is None or not all(isinstance(v, dict) for v in value.values()):
-            return at + 1
-        hits = [resolve(n, self.offered)[1] for n in value]
-        if any(h is None for h in hits):
+        if (not value or len(value) > 16 or self.offered is None or not all(isinstance(v, dict) for v in value.values())
+                or None in (hits := [resolve(n, self.offered)[1] for n in value])):
             return at + 1
         calls = [self.args_call(h, v) for h, v in zip(hits, value.values())]
         self.add(at, end, calls, "tool name keyed object", None, where)
