@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
+from refiner.formats.anchored import json_head
 from refiner.formats.base import FormatError, Problem, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
 from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
-from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
 
 MAX_CALL_CHARS = 4096  # a call's or object's text, brackets matched within this window
@@ -330,11 +330,8 @@ class SiteReader:
 
     def _object_value(self, at: int, problems: list[Problem]) -> tuple[Any, int]:
         """The value of the object at ``at`` and its end: strict JSON, else a Python literal, else repaired."""
-        try:
-            value, n = JSON_DECODER.raw_decode(self.text[at : at + MAX_OBJECT_CHARS])
-            return value, at + n
-        except (ValueError, RecursionError):
-            pass
+        if (head := json_head(self.text[at : at + MAX_OBJECT_CHARS])) is not None:
+            return head[0], at + head[1]
         close, closed = self.match_paren(at)
         if not closed and close < len(self.text):
             return None, at + 1
