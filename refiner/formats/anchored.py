@@ -130,8 +130,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             continue
         value, end = json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
-        params = set(offered.get(name) or ())
-        if isinstance(value, dict) and value and set(value) <= params:
+        if isinstance(value, dict) and value and set(value) <= set(offered.get(name) or ()):
             found.append((s, e, brace, end, ToolCall(name, value)))
     if not found:
         return []

@@ -55,10 +55,9 @@ def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int
     for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
         sharing = named[found]
         fmt = next((f for f in sharing if sniff(f, at)), None)
-        if fmt is None:
-            if all(f.detection.bare for f in sharing):
-                continue
-            fmt = sharing[-1]
+        if fmt is None and all(f.detection.bare for f in sharing):
+            continue
+        fmt = fmt or sharing[-1]
         if sniffed is not None:
             sniffed[found, at] = fmt
         return fmt.name

@@ -231,11 +231,9 @@ class _Scan(SiteReader):
                 chosen[hit[0].name] = (hit[0], self.at, hit[1])
         if not chosen and self.offered:  # no tag at all: the first format reading calls by the offered tools' names
             for fmt in table.reading_untagged:
-                got = fmt.read_untagged(self.text, self.at, self.offered)
-                if got is not None:
-                    start, end, calls = got
-                    self.add(start, end, calls, f"untagged call ({fmt.name})", fmt.name, self.placed(start))
-                    self.claimed.append((start, end))
+                if (got := fmt.read_untagged(self.text, self.at, self.offered)) is not None:  # (start, end, calls)
+                    self.add(*got, f"untagged call ({fmt.name})", fmt.name, self.placed(got[0]))
+                    self.claimed.append((got[0], got[1]))
                     break
         regions = sorted(chosen.values(), key=lambda t: t[1])
         if len(regions) > MAX_TAGGED_FORMATS:
