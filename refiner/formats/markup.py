@@ -147,11 +147,9 @@ class _Reader:
             close = text.find(">", e, e + PREFIX) + 1 or e
             olt = text.rfind("<", max(self.at, start - PREFIX), start)
             outer = _CONTAINER_BEFORE.match(text, olt, start) if olt >= 0 else None
-            if outer is not None and outer.group(1) != tag:
-                container, start = outer.group(1), outer.start()
-                region_end = self._closing(container, close)
-            else:
-                region_end = self._next_boundary(close)
+            inside = outer is not None and outer.group(1) != tag  # (then the container's closing tag ends the call)
+            start = outer.start() if inside else start
+            region_end = self._closing(outer.group(1), close) if inside else self._next_boundary(close)
             body_start, attrs = start, ""
         else:
             return None
@@ -178,9 +176,7 @@ class _Reader:
     def _closing(self, tag: str, pos: int) -> int:
         """The end of ``</tag>`` after ``pos`` within the window, else the next boundary."""
         k = self.text.find(f"</{tag}", pos, pos + WINDOW)
-        if k < 0:
-            return self._next_boundary(pos)
-        return self.text.find(">", k) + 1 or len(self.text)
+        return self._next_boundary(pos) if k < 0 else self.text.find(">", k) + 1 or len(self.text)
 
     def _next_boundary(self, pos: int) -> int:
         """Where a call read from ``pos`` stops when no container closes it: a blank line, or the window's end."""
@@ -222,9 +218,10 @@ class _Reader:
             nl = text.find("\n", end + 1, stop)
             line_end = stop if nl < 0 else nl
             line = text[end + 1 : line_end] if text[end : end + 1] == "\n" else text[end:line_end]
-            if not line.strip() or line.strip().startswith("```"):
-                if args:
-                    break
+            blank = not line.strip() or line.strip().startswith("```")
+            if blank and args:
+                break
+            if blank or _ARG_HEADER.fullmatch(line) is not None:  # (a header line holds no brace)
                 end = line_end
                 continue
             brace = line.find("{")
@@ -238,9 +235,6 @@ class _Reader:
                     self.notes.append(f"{name}: {len(value) - len(kept)} argument(s) the tool does not declare passed "
                                       "over")
                 return kept, n, "labelled line and JSON arguments"
-            if _ARG_HEADER.fullmatch(line) is not None:
-                end = line_end
-                continue
             item = line.lstrip(" \t-*")
             if pair.match(item) is None:
                 break
