@@ -275,15 +275,12 @@ class SiteReader:
         if self.offered is None or not any("\\_" in k for k in call.arguments):
             return call
         declared = self.offered.get(call.name) or ()
-        args = {}
-        for k, v in call.arguments.items():
-            plain = k.replace("\\_", "_")
-            args[plain if plain != k and k not in declared and plain in declared and plain not in call.arguments
-                 else k] = v
-        if args.keys() == call.arguments.keys():
+        plain = {k: p for k in call.arguments if (p := k.replace("\\_", "_")) != k and k not in declared
+                 and p in declared and p not in call.arguments}
+        if not plain:
             return call
         self.notes.append(f"{call.name}: markdown-escaped parameter names read as the declared ones")
-        return ToolCall(call.name, args, call.outputs, call.step)
+        return ToolCall(call.name, {plain.get(k, k): v for k, v in call.arguments.items()}, call.outputs, call.step)
 
     def named_object(self, at: int, end: int, value: dict) -> int | None:
         """The object at ``at`` as the arguments of the tool named right before it (``NAME{...}``, a format's token
