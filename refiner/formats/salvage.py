@@ -326,9 +326,8 @@ class _Scan(SiteReader):
 
     def context(self, start: int) -> tuple[bool, str, bool]:
         """``(structured, description, in a list)`` for a call or object starting at ``start``."""
-        line_start = self.text.rfind("\n", max(self.at, start - PREFIX_CHARS), start) + 1
-        if line_start == 0:
-            line_start = self.at if start - self.at <= PREFIX_CHARS else -1
+        line_start = (self.text.rfind("\n", max(self.at, start - PREFIX_CHARS), start) + 1
+                      or (self.at if start - self.at <= PREFIX_CHARS else -1))  # (-1: no line start within reach)
         prefix = self.text[line_start:start] if line_start >= 0 else ""
         listed = "[" in prefix[-PREFIX_CHARS:]
         prev = self.last
