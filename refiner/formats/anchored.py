@@ -14,7 +14,6 @@ import itertools
 import re
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
@@ -30,16 +29,7 @@ WINDOW = 4000  # how far after a tool name its arguments are looked for
 CONTEXT = 48  # how far before a key (and after it) its literals are looked for
 JSON_BUDGET = 400_000  # characters of JSON decoded in all
 KIND = "anchored on the offered names"
-
-
-@dataclass
-class Found:
-    """A call read from ``text[start:end]``; ``how``: the markup it was read by."""
-
-    start: int
-    end: int
-    call: ToolCall
-    how: str
+Found = namedtuple("Found", "start end call how")  # a call read from text[start:end], how: the markup it was read by
 
 
 def _markup(s: str) -> bool:
@@ -95,7 +85,7 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             brace = text.rfind("{", max(0, s - CONTEXT * 4), brace)
             if brace < 0 or budget <= 0:
                 break
-            value, end = _json_head(text, brace) or (None, brace + 1)
+            value, end = json_head(text, brace) or (None, brace + 1)
             budget -= end - brace
             got = _json_call(value, name, offered) if isinstance(value, dict) and end > e else None
             if got is not None:
@@ -138,10 +128,9 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         first, *more = text[e:brace].split("\n")  # on a later line: after a closing token and lines of markup only
         if more and not (first.strip() and all(_MARKUP_LINE.fullmatch(line) for line in (first, *more))):
             continue
-        value, end = _json_head(text, brace) or (None, brace + CONTEXT)
+        value, end = json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
-        params = set(offered.get(name) or ())
-        if isinstance(value, dict) and value and set(value) <= params:
+        if isinstance(value, dict) and value and set(value) <= set(offered.get(name) or ()):
             found.append((s, e, brace, end, ToolCall(name, value)))
     if not found:
         return []
@@ -260,7 +249,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         v0 = (_BLANK_LINES if own_line else _BLANK).match(text, v0, max(v0, limit)).end()
         nl = text.find("\n", v0, limit)
         end = nl if nl >= 0 else (limit if last else limit - len(key_prefix))
-        head = _json_head(text, v0) if text[v0: v0 + 1] in ("{", "[", '"') else None
+        head = json_head(text, v0) if text[v0: v0 + 1] in ("{", "[", '"') else None
         if head is not None and head[1] <= limit:  # a JSON value may run over lines
             nl = text.find("\n", head[1], limit)
             end = nl if nl >= 0 else limit
@@ -300,7 +289,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
             if not raw:
                 continue  # a key written without a value: nothing is read for it
-            head = _json_head(raw)  # a JSON value when the text is exactly one (a quoted string too), else the text
+            head = json_head(raw)  # a JSON value when the text is exactly one (a quoted string too), else the text
             value = head[0] if head is not None and head[1] == len(raw) else read_value(raw)
             params = offered.get(calls[k.call][2])
             if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
@@ -330,7 +319,7 @@ def _closes(literal: str, context: str) -> bool:
 def _value_start(middles: list[str], context: str) -> tuple[str, re.Pattern] | None:
     """What every value starts with and no value is, as ``(description, pattern)``: a shared literal (``<v>``), or a
     word between two literals (a per-value attribute: ``"int">``), ending with a bracket the markup opened; else None."""
-    if len(middles) < 2 or all((head := _json_head(m)) is not None and head[1] == len(m) for m in middles):
+    if len(middles) < 2 or all((head := json_head(m)) is not None and head[1] == len(m) for m in middles):
         return None
     start = _trim_value_start(common_prefix(*middles))
     if start.strip() and _closes(start.rstrip(), context) and all(len(m) > len(start) for m in middles):
@@ -355,14 +344,11 @@ def _shared(texts: list[str], key_suffix: bool = False) -> str:
     affixes of consecutive texts."""
     common, trim, holds = ((common_prefix, _trim_value_start, str.startswith) if key_suffix
                            else (common_suffix, str, str.endswith))
-    options = {trim(common(*pair)) for pair in itertools.pairwise(texts)}
-    options.discard("")
-    if not options:
-        return trim(common(*texts))
-    return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)))
+    options = {trim(common(*pair)) for pair in itertools.pairwise(texts)} - {""}
+    return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)), default=trim(common(*texts)))
 
 
-def _json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
+def json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
     """The JSON value ``raw`` holds at ``pos`` and where it ends; None when none starts there."""
     if raw[pos : pos + 1] in JSON_STARTS:
         try:
@@ -375,7 +361,7 @@ def _json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
 def _last_inline(raw: str) -> str:
     """The last value of a call written on one line: a JSON value it starts with, else its first word when markup
     follows it (``3 #END``); else nothing."""
-    head = _json_head(raw)
+    head = json_head(raw)
     if head is not None and not _WORD_NEXT.match(raw, head[1]):
         return raw[: head[1]]
     first, _, rest = raw.partition(" ")

@@ -55,10 +55,9 @@ def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int
     for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
         sharing = named[found]
         fmt = next((f for f in sharing if sniff(f, at)), None)
-        if fmt is None:
-            if all(f.detection.bare for f in sharing):
-                continue
-            fmt = sharing[-1]
+        if fmt is None and all(f.detection.bare for f in sharing):
+            continue
+        fmt = fmt or sharing[-1]
         if sniffed is not None:
             sniffed[found, at] = fmt
         return fmt.name
@@ -67,14 +66,7 @@ def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int
 
 def _after(text: str, at: int, found_at: dict[str, int]) -> dict[str, int]:
     """Where each marker of ``found_at`` (positions in ``text``) first occurs in ``text[at:]``, relative to ``at``."""
-    out = {}
-    for m, i in found_at.items():
-        if i < at:
-            i = text.find(m, at)
-            if i < 0:
-                continue
-        out[m] = i - at
-    return out
+    return {m: j - at for m, i in found_at.items() if (j := i if i >= at else text.find(m, at)) >= 0}
 
 
 def detect_format(text: str) -> str | None:
@@ -134,11 +126,9 @@ def detect_with_calls(
                 return fmt.name, calls
 
     def sniff(fmt: WireFormat, at: int) -> bool:
-        key = (fmt.name, at)
-        yes = answers.get(key)
-        if yes is None:
-            yes = answers[key] = fmt.sniff(body, at)
-        return yes
+        if (fmt.name, at) not in answers:
+            answers[fmt.name, at] = fmt.sniff(body, at)
+        return answers[fmt.name, at]
 
     if found_at:
         name = _by_marker(table.naming["markers"], in_body, sniff, sniffed) or _by_marker(

@@ -13,9 +13,10 @@ from typing import Any
 TRIE_MARKERS = 8
 
 
-def trie(markers: Sequence[str]) -> str:
+def trie(markers: Iterable[str]) -> str:
     """A regular expression matching the longest of ``markers`` written at a place (their trie: at each branch the
-    longer markers are tried before the one ending there)."""
+    longer markers are tried before the one ending there, so a text of near-misses such as ``<a><a>...`` costs a step
+    per character, not one per marker); no markers: one that matches nothing."""
     root: dict[str, Any] = {}
     for m in markers:
         node = root
@@ -30,7 +31,7 @@ def trie(markers: Sequence[str]) -> str:
         body = alts[0] if len(alts) == 1 else f"(?:{'|'.join(alts)})"
         return f"(?:{body})?" if "" in node else body
 
-    return branch(root)
+    return branch(root) or "(?!)"
 
 
 class MarkerTable:
@@ -44,14 +45,14 @@ class MarkerTable:
             m for f in fmts for m in (*f.detection.markers, *f.detection.closers, *f.detection.also_read) if m
         )
         self.known = frozenset(every)
-        self._any = re.compile(trie(tuple(every)) if every else "(?!)")
+        self._any = re.compile(trie(every))
         # markers by their first character: those of a character that begins many are found by one pattern
         by_first = _grouping((m[0], m) for m in every)
         tries = {c: ms for c, ms in by_first.items() if len(ms) >= TRIE_MARKERS}
         self.patterns = tuple(re.compile(trie(ms)) for ms in tries.values())
         # the others grouped by their first three characters: (the prefix they share, the markers)
         heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
-        self.single = _grouped(heads.values())
+        self.single = tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), ms) for ms in heads.values())
         # the markers a pattern's match may hold: those it begins with and those that begin inside it
         self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
                                             if w.startswith(m, i) or m.startswith(w[i:])))
@@ -66,11 +67,8 @@ class MarkerTable:
         self.naming = {"markers": _grouping((m, f) for f in fmts for m in _spelt(f)),
                        "closers": _grouping((m, f) for f in fmts for m in dict.fromkeys(f.detection.closers))}
         # the markers each tagged format shares with others (detection asks its sniff at the first of them)
-        self.shared_markers: dict[str, tuple[str, ...]] = {}
-        for f in fmts:
-            shared = tuple(m for m in _spelt(f) if len(self.naming["markers"][m]) > 1)
-            if shared and not f.detection.bare:
-                self.shared_markers[f.name] = shared
+        self.shared_markers = {f.name: shared for f in fmts if not f.detection.bare and (
+            shared := tuple(m for m in _spelt(f) if len(self.naming["markers"][m]) > 1))}
         # salvage's walk over the markers: each marker's place in rank order, and those written at a line start
         self.marker_order = {m: i for i, m in enumerate(self.naming["markers"])}
         self.line_markers = tuple(m for m in self.naming["markers"] if m[:1] == "\n")
@@ -116,11 +114,6 @@ def _grouping(pairs: Iterable[tuple[str, Any]]) -> dict[str, tuple[Any, ...]]:
     for key, value in pairs:
         out.setdefault(key, []).append(value)
     return {key: tuple(values) for key, values in out.items()}
-
-
-def _grouped(groups: Iterable[Sequence[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Each group of markers as (the prefix they share, the markers), a marker alone as (itself, ())."""
-    return tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), tuple(ms)) for ms in groups)
 
 
 def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...]:

@@ -23,8 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.anchored import Found, anchored_calls, json_head, names_pattern, offered_names
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
 WINDOW = 2048  # characters after a name read for its arguments
@@ -51,6 +50,7 @@ _OPEN_TAG_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})(?:\s[^<>]{0,256})?>[ 
 _NAME_ATTR_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})\s[^<>]{0,256}?\b(?:name|tool|function)=[\"']\Z")
 _CONTAINER_BEFORE = re.compile(r"<([A-Za-z_][\w\-:.]{0,64})(?:\s[^<>]{0,256})?>\s*\Z")
 _OTHER_KEY = re.compile(r"[,;][ \t]*([A-Za-z_][\w\-]{0,64})[ \t]*[=:]")
+_QUOTED = re.compile(r"(['\"]).*?(?<!\\)\1", re.DOTALL)
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});")
 
 
@@ -74,12 +74,9 @@ def _text_value(raw: str, xml: bool = False) -> Any:
         raw = html.unescape(raw).strip()
     if not raw:
         return _NO_VALUE
-    try:
-        value, end = JSON_DECODER.raw_decode(raw)
-        if end == len(raw):
-            return value
-    except (ValueError, RecursionError):
-        pass
+    head = json_head(raw)
+    if head is not None and head[1] == len(raw):
+        return head[0]
     if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"`":
         return raw[1:-1]
     return {"True": True, "False": False, "None": None}.get(raw, raw)
@@ -95,11 +92,8 @@ def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[
     for i, m in enumerate(hits):
         stop = hits[i + 1].start() if i + 1 < len(hits) else len(segment)
         raw = segment[m.end() : stop].strip()
-        if raw[:1] in ("'", '"'):  # a quoted value ends at its closing quote
-            close = raw.find(raw[0], 1)
-            while close > 0 and raw[close - 1] == "\\":
-                close = raw.find(raw[0], close + 1)
-            raw = raw[: close + 1] if close > 0 else raw
+        if raw[:1] in ("'", '"'):  # a quoted value ends at its closing quote (one no backslash is written before)
+            raw = quoted.group() if (quoted := _QUOTED.match(raw)) else raw
         else:
             other = _OTHER_KEY.search(raw)  # an undeclared key after a separator ends the value
             if other is not None:
@@ -153,11 +147,9 @@ class _Reader:
             close = text.find(">", e, e + PREFIX) + 1 or e
             olt = text.rfind("<", max(self.at, start - PREFIX), start)
             outer = _CONTAINER_BEFORE.match(text, olt, start) if olt >= 0 else None
-            if outer is not None and outer.group(1) != tag:
-                container, start = outer.group(1), outer.start()
-                region_end = self._closing(container, close)
-            else:
-                region_end = self._next_boundary(close)
+            inside = outer is not None and outer.group(1) != tag  # (then the container's closing tag ends the call)
+            start = outer.start() if inside else start
+            region_end = self._closing(outer.group(1), close) if inside else self._next_boundary(close)
             body_start, attrs = start, ""
         else:
             return None
@@ -184,9 +176,7 @@ class _Reader:
     def _closing(self, tag: str, pos: int) -> int:
         """The end of ``</tag>`` after ``pos`` within the window, else the next boundary."""
         k = self.text.find(f"</{tag}", pos, pos + WINDOW)
-        if k < 0:
-            return self._next_boundary(pos)
-        return self.text.find(">", k) + 1 or len(self.text)
+        return self._next_boundary(pos) if k < 0 else self.text.find(">", k) + 1 or len(self.text)
 
     def _next_boundary(self, pos: int) -> int:
         """Where a call read from ``pos`` stops when no container closes it: a blank line, or the window's end."""
@@ -228,18 +218,15 @@ class _Reader:
             nl = text.find("\n", end + 1, stop)
             line_end = stop if nl < 0 else nl
             line = text[end + 1 : line_end] if text[end : end + 1] == "\n" else text[end:line_end]
-            if not line.strip() or line.strip().startswith("```"):
-                if args:
-                    break
+            blank = not line.strip() or line.strip().startswith("```")
+            if blank and args:
+                break
+            if blank or _ARG_HEADER.fullmatch(line) is not None:  # (a header line holds no brace)
                 end = line_end
                 continue
             brace = line.find("{")
             if not args and brace >= 0 and (not line[:brace].strip() or _ARG_HEADER.fullmatch(line[:brace])):
-                at = text.find("{", end, line_end)
-                try:
-                    value, n = JSON_DECODER.raw_decode(text, at)
-                except (ValueError, RecursionError):
-                    value = None
+                value, n = json_head(text, text.find("{", end, line_end)) or (None, pos)
                 if not isinstance(value, dict):
                     return {}, pos, ""
                 params = self.params(name)
@@ -248,14 +235,10 @@ class _Reader:
                     self.notes.append(f"{name}: {len(value) - len(kept)} argument(s) the tool does not declare passed "
                                       "over")
                 return kept, n, "labelled line and JSON arguments"
-            if _ARG_HEADER.fullmatch(line) is not None:
-                end = line_end
-                continue
             item = line.lstrip(" \t-*")
             if pair.match(item) is None:
                 break
-            for k, v in _pairs(item, pair, self.notes, name).items():
-                args.setdefault(k, v)
+            args |= {k: v for k, v in _pairs(item, pair, self.notes, name).items() if k not in args}
             end = line_end
         return args, end, "YAML-ish block"
 
@@ -279,15 +262,11 @@ def calls_by_names(
             break
         hits += 1
         s, e = m.span()
-        if any(a <= s < b for a, b in taken):
-            pos = s + 1
-            continue
-        got = reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e)
-        if got is None:
-            pos = s + 1
-            continue
-        found.append(got)
-        pos = max(got.end, e)
+        got = None if any(a <= s < b for a, b in taken) else (
+            reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e))
+        if got is not None:
+            found.append(got)
+        pos = s + 1 if got is None else max(got.end, e)
     if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
         reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
     if not found:  # markup none of the rules above knows: the structure the text repeats (refiner.formats.anchored)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from refiner.formats.markers import trie
@@ -99,7 +99,7 @@ class Brackets:
 
 @functools.lru_cache(maxsize=64)
 def _literals(opens: tuple[str, ...]) -> re.Pattern:
-    return re.compile(trie_pattern(opens))
+    return re.compile(trie(opens))
 
 
 def fenced_calls(text: str, fenced: Mapping[str, str], start: int = 0, stop: int | None = None) -> Iterator[
@@ -189,31 +189,23 @@ def pairs() -> tuple[tuple[str, str], ...]:
     return _state()["pairs"]
 
 
-def trie_pattern(words: Iterable[str]) -> str:
-    """One regex for ``words`` that matches the longest of them written at a place, built as a trie (so a text of
-    near-misses such as ``<a><a>...`` costs a step per character, not one per word); no words: one that matches
-    nothing."""
-    words = tuple(words)
-    return trie(words) if words else "(?!)"
-
-
 def _state() -> dict[str, Any]:
     """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
     if not _STATE:
         tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED)
         think = {p[1] for p in known if "think" in p[1].lower()}
         _STATE.update(
-            tokens=re.compile(trie_pattern(tokens)),  # (each matches nothing when there is nothing to find)
-            fenced=re.compile(trie_pattern(_FENCED)),
-            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie_pattern(starts)),
+            tokens=re.compile(trie(tokens)),  # (each matches nothing when there is nothing to find)
+            fenced=re.compile(trie(_FENCED)),
+            line_call=re.compile(r"(?:^|\n)[ \t]*" + trie(starts)),
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
-            opener=re.compile(r"[ \t\r\n]*(" + trie_pattern(p[0] for p in known) + ")"),  # (after the blanks)
+            opener=re.compile(r"[ \t\r\n]*(" + trie(p[0] for p in known) + ")"),  # (after the blanks)
             # the pair an answer opening with an opener (the longest written there) starts: the first pair whose opener
             # it begins with
             opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
-            closers=re.compile(trie_pattern({p[1] for p in known})),  # (no closer begins another)
-            think_closers=re.compile(trie_pattern(think)),
+            closers=re.compile(trie({p[1] for p in known})),  # (no closer begins another)
+            think_closers=re.compile(trie(think)),
             # how they write "think": a text without any of these spellings holds none of them
             think_words=tuple(sorted({c[i : i + 5] for c in think for i in range(len(c) - 4)
                                       if c[i : i + 5].lower() == "think"})),

@@ -131,13 +131,9 @@ class Salvage:
         for s in self.sites:
             if s.calls:
                 seen.setdefault((s.kind, s.context), [0, s.line])[0] += len(s.calls)
-        parts = []
-        for (kind, context), (n, line) in list(seen.items())[:limit]:
-            head, sep, tail = kind.partition(" (")
-            parts.append(f"{n} {kind if n == 1 else f'{head}s{sep}{tail}'} {context} (line {line})")
-        if len(seen) > limit:
-            parts.append(f"{len(seen) - limit} more")
-        return "; ".join(parts) if parts else "no call"
+        parts = [f"{n} {kind if n == 1 else '{}s{}{}'.format(*kind.partition(' ('))} {context} (line {line})"
+                 for (kind, context), (n, line) in list(seen.items())[:limit]]
+        return "; ".join(parts + [f"{len(seen) - limit} more"] * (len(seen) > limit)) or "no call"
 
 
 class _Scan(SiteReader):
@@ -213,8 +209,7 @@ class _Scan(SiteReader):
 
         def find(marker: str) -> int:  # where ``marker`` first occurs after the reasoning, outside those strings
             i = found_at.get(marker, -1)
-            i = body.find(marker, self.at) if 0 <= i < self.at else i
-            return body.find(marker, edge) if 0 <= i < edge else i
+            return body.find(marker, edge) if 0 <= i < edge else i  # (edge: at or after the reasoning's end)
 
         # the markers found, and those written at a line start, in rank order
         walked = sorted({*(m for m in found_at if m in order), *table.line_markers}, key=order.__getitem__)
@@ -236,20 +231,17 @@ class _Scan(SiteReader):
                 chosen[hit[0].name] = (hit[0], self.at, hit[1])
         if not chosen and self.offered:  # no tag at all: the first format reading calls by the offered tools' names
             for fmt in table.reading_untagged:
-                got = fmt.read_untagged(self.text, self.at, self.offered)
-                if got is not None:
-                    start, end, calls = got
-                    self.add(start, end, calls, f"untagged call ({fmt.name})", fmt.name, self.placed(start))
-                    self.claimed.append((start, end))
+                if (got := fmt.read_untagged(self.text, self.at, self.offered)) is not None:  # (start, end, calls)
+                    self.add(*got, f"untagged call ({fmt.name})", fmt.name, self.placed(got[0]))
+                    self.claimed.append((got[0], got[1]))
                     break
         regions = sorted(chosen.values(), key=lambda t: t[1])
         if len(regions) > MAX_TAGGED_FORMATS:
             self.notes.append(f"markers of {len(regions)} formats: only the first {MAX_TAGGED_FORMATS} were read")
             self.unreadable += 1
             regions = regions[:MAX_TAGGED_FORMATS]
-            chosen = {fmt.name: (fmt, start, marker) for fmt, start, marker in regions}
         # the parts a format's grammar marks as the answer (gpt-oss's final channel) hold no call
-        answers = {name: fmt.answer_spans(body, self.at) for name, (fmt, _, _) in chosen.items()}
+        answers = {fmt.name: fmt.answer_spans(body, self.at) for fmt, _, _ in regions}
         for fmt, start, marker in regions:
             if any(a <= start < b for a, b in self.claimed) or any(
                     a <= start < b for name, spans in answers.items() if name != fmt.name for a, b in spans):
@@ -334,9 +326,8 @@ class _Scan(SiteReader):
 
     def context(self, start: int) -> tuple[bool, str, bool]:
         """``(structured, description, in a list)`` for a call or object starting at ``start``."""
-        line_start = self.text.rfind("\n", max(self.at, start - PREFIX_CHARS), start) + 1
-        if line_start == 0:
-            line_start = self.at if start - self.at <= PREFIX_CHARS else -1
+        line_start = (self.text.rfind("\n", max(self.at, start - PREFIX_CHARS), start) + 1
+                      or (self.at if start - self.at <= PREFIX_CHARS else -1))  # (-1: no line start within reach)
         prefix = self.text[line_start:start] if line_start >= 0 else ""
         listed = "[" in prefix[-PREFIX_CHARS:]
         prev = self.last
@@ -365,17 +356,12 @@ class _Scan(SiteReader):
             same = prev is not None and s.start - prev.end <= MAX_GAP and _GAP.fullmatch(self.text, prev.end, s.start)
             s.group = prev.group if same else (prev.group + 1 if prev else 0)
         seen: dict[str, int] = {}  # call key -> group it was first read in
-        kept = []
         for s in sites:
-            mine = []
-            for c in s.calls:
-                if seen.setdefault(canonical_json([c.name, dict(c.arguments)]), s.group) == s.group:
-                    mine.append(c)
-                else:
-                    self.notes.append(f"{c.name} written again (line {s.line}): counted once")
-            if mine:
-                s.calls = mine
-                kept.append(s)
+            first = [seen.setdefault(canonical_json([c.name, dict(c.arguments)]), s.group) == s.group for c in s.calls]
+            self.notes.extend(f"{c.name} written again (line {s.line}): counted once"
+                              for c, f in zip(s.calls, first) if not f)
+            s.calls = [c for c, f in zip(s.calls, first) if f]
+        kept = [s for s in sites if s.calls]
         calls = [c for s in kept for c in s.calls]
         if len(calls) > MAX_CALLS:
             self.notes.append(f"only the first {MAX_CALLS} calls kept")

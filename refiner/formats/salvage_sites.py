@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
+from refiner.formats.anchored import json_head
 from refiner.formats.base import FormatError, Problem, WireFormat, marker_table
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
 from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
-from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import dumps, skip_ws
 
 MAX_CALL_CHARS = 4096  # a call's or object's text, brackets matched within this window
@@ -40,6 +40,7 @@ _SPACED_HEAD = re.compile(r"[\[,][ \t]*((?:[^\W\d]\w*[ \t]+){1,6})\Z")  # a list
 _PAIR_HEAD = re.compile(r"[\[(][ \t]*(['\"])([^'\"\n]{1,256})\1[ \t]*,[ \t\n]*\Z")
 _PAIR_TAIL = re.compile(r"[ \t\n]*[\])]")
 _NAMESPACE = ("functions", "function", "tools", "tool", "default_api", "api")
+_NAME_CHARS = re.compile(r"[\w.:\-]*")  # what a name before an object may hold
 _NAMED_HEAD = re.compile(r"(?:functions\.)?([^\W\d][\w.\-]*?)(?::\d+)?")  # NAME, or Kimi-K2's functions.NAME:0
 
 
@@ -168,15 +169,13 @@ class SiteReader:
                 self.unreadable += 1
                 self.notes.append(f"a call to {name} that could not be read")
             return None
+        if any(isinstance(a, ast.Starred) or _kind(a) != "literal" for a in node.args):
+            return None  # a signature (get_weather(city)) or an expression: not a call to read
         lit = Literals(_READER, src, 0, strict=False)
-        positional = []
-        for a in node.args:
-            if isinstance(a, ast.Starred) or _kind(a) != "literal":
-                return None  # a signature (get_weather(city)) or an expression: not a call to read
-            try:
-                positional.append(lit.value(a))
-            except FormatError:
-                return None  # 1e999: no JSON value
+        try:
+            positional = [lit.value(a) for a in node.args]
+        except FormatError:
+            return None  # 1e999: no JSON value
         kinds = [_kind(kw.value) for kw in node.keywords]
         if "placeholder" in kinds or (not structured and "expression" in kinds):
             return None
@@ -244,10 +243,8 @@ class SiteReader:
 
     def keyed_object(self, at: int, end: int, value: dict, where: str) -> int:
         """``{"NAME": {...}}`` (BFCL's answer shape): a call per key when every key names an offered tool."""
-        if not value or len(value) > 16 or self.offered is None or not all(isinstance(v, dict) for v in value.values()):
-            return at + 1
-        hits = [resolve(n, self.offered)[1] for n in value]
-        if any(h is None for h in hits):
+        if (not value or len(value) > 16 or self.offered is None or not all(isinstance(v, dict) for v in value.values())
+                or None in (hits := [resolve(n, self.offered)[1] for n in value])):
             return at + 1
         calls = [self.args_call(h, v) for h, v in zip(hits, value.values())]
         self.add(at, end, calls, "tool name keyed object", None, where)
@@ -278,15 +275,12 @@ class SiteReader:
         if self.offered is None or not any("\\_" in k for k in call.arguments):
             return call
         declared = self.offered.get(call.name) or ()
-        args = {}
-        for k, v in call.arguments.items():
-            plain = k.replace("\\_", "_")
-            args[plain if plain != k and k not in declared and plain in declared and plain not in call.arguments
-                 else k] = v
-        if args.keys() == call.arguments.keys():
+        plain = {k: p for k in call.arguments if (p := k.replace("\\_", "_")) != k and k not in declared
+                 and p in declared and p not in call.arguments}
+        if not plain:
             return call
         self.notes.append(f"{call.name}: markdown-escaped parameter names read as the declared ones")
-        return ToolCall(call.name, args, call.outputs, call.step)
+        return ToolCall(call.name, {plain.get(k, k): v for k, v in call.arguments.items()}, call.outputs, call.step)
 
     def named_object(self, at: int, end: int, value: dict) -> int | None:
         """The object at ``at`` as the arguments of the tool named right before it (``NAME{...}``, a format's token
@@ -298,9 +292,7 @@ class SiteReader:
         if before and not (before.isalnum() or before in "_.-:"):
             tokens = marker_table().tokens_by_last.get(before, ())
             name_end = next((at - len(t) for t in tokens if text.endswith(t, lo, at)), at)
-        start = name_end
-        while start > lo and (text[start - 1].isalnum() or text[start - 1] in "_.-:"):
-            start -= 1
+        start = name_end - _NAME_CHARS.match(text[lo:name_end][::-1]).end()
         fenced = start == at
         if fenced:  # NAME \n ```json \n {...}
             line = text.rfind("\n", lo, at)
@@ -335,11 +327,8 @@ class SiteReader:
 
     def _object_value(self, at: int, problems: list[Problem]) -> tuple[Any, int]:
         """The value of the object at ``at`` and its end: strict JSON, else a Python literal, else repaired."""
-        try:
-            value, n = JSON_DECODER.raw_decode(self.text[at : at + MAX_OBJECT_CHARS])
-            return value, at + n
-        except (ValueError, RecursionError):
-            pass
+        if (head := json_head(self.text[at : at + MAX_OBJECT_CHARS])) is not None:
+            return head[0], at + head[1]
         close, closed = self.match_paren(at)
         if not closed and close < len(self.text):
             return None, at + 1
@@ -363,9 +352,8 @@ def _kind(node: ast.AST, depth: int = 0) -> str:
     if depth > 32:
         return "expression"
     if isinstance(node, ast.Constant):
-        if node.value is Ellipsis:
-            return "placeholder"
-        return "literal" if node.value is None or isinstance(node.value, (str, bool, int, float)) else "expression"
+        literal = node.value is None or isinstance(node.value, (str, bool, int, float))
+        return "placeholder" if node.value is Ellipsis else "literal" if literal else "expression"
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         numeric = isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
         return "literal" if numeric else "expression"

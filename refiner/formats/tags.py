@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from refiner.formats.base import MAX_NOTES, Lenient, all_formats
-from refiner.formats.reasoning import trie_pattern
+from refiner.formats.markers import trie
 from refiner.formats.text import skip_ws
 
 MAX_WORD = 40  # letters of a tag word looked at (a longer run is not a tag)
@@ -106,8 +106,8 @@ class Speller:
         scanner passing over the format's own tags written exactly (:meth:`written_wrong`)."""
         if self._scanner is None:
             tags = foreign_tags(self.tags)
-            foreign = "(?<=<)%s|(?<=\\[)%s" % (trie_pattern([t[1:] for t in tags if t[0] == "<"]),
-                                               trie_pattern([t[1:] for t in tags if t[0] == "["]))
+            foreign = "(?<=<)%s|(?<=\\[)%s" % (trie([t[1:] for t in tags if t[0] == "<"]),
+                                               trie([t[1:] for t in tags if t[0] == "["]))
             # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
             # may follow (a storm of brackets fails there, not once per branch)
             lead = r"[<\[](?=[/A-Za-z|\uff5c])"
