@@ -17,7 +17,7 @@ from refiner.formats.base import NAME_PATTERN, Lenient, marker_positions, marker
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
-from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respell_by_state, respelt, tag_hits, tag_word
+from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
@@ -455,8 +455,26 @@ class TagStates:
         self._next = {t: state for t, state in moves if t}
 
     def respell(self, fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
-        """The hook's ``respell`` (:func:`~refiner.formats.tags.respell_by_state`)."""
-        return respell_by_state(self.speller, self._step, self._next, text, start)
+        """The hook's ``respell``: each tag token of ``text[start:]`` read by where the grammar stands, from ``OUT``
+        (:meth:`_step`); a token read as another tag is respelt and moves the state, the last, unless written as a
+        closer, closing only its own tag (the text was cut there). The text and notes; ``None`` if nothing changed."""
+        edits: list[tuple[int, int, str]] = []  # (start, end, new text)
+        notes: list[str] = []
+
+        def put(a: int, b: int, new: str, note: str) -> None:
+            edits.append((a, b, new))
+            notes.append(note)
+
+        hits = tag_hits(self.speller, text, start)
+        state, prev_end, prev_role = OUT, start, None
+        for h, nxt in zip(hits, [*hits[1:], None]):
+            role = self._step(text, state, h, nxt, prev_end, prev_role, put)
+            if role is None or not nxt and role[:2] == "</" != text[h.start : h.start + 2] and h.word != tag_word(role):
+                continue  # text of a value or prose, as written
+            if role != text[h.start : h.end]:
+                put(h.start, h.end, role, f"tag {text[h.start : h.end][:40]!r} read as {role}")
+            state, prev_end, prev_role = self._next[role], h.end, role
+        return (apply_edits(text, edits), notes) if edits else None
 
     def role(self, hit: Hit | None) -> str | None:
         """The tag a token spells as written (``None``: another format's tag, no token, or a tag ending in ``=``
