@@ -171,9 +171,8 @@ class Lenient:
     def note(self, code: str, message: str) -> None:
         self.problems.append(Problem(code, message))
 
-    def mark_cut(
-        self, index: int | None, name: str | None = None, arguments: dict[str, Any] | None = None, clean: bool = False
-    ) -> None:
+    def mark_cut(self, index: int | None, name: str | None = None, arguments: dict[str, Any] | None = None,
+                 clean: bool = False) -> None:
         """Records that the text stops inside call ``index`` of :attr:`calls` (see :class:`Cut`); a cut mid-value is
         also a ``truncated`` problem. A later mark replaces an earlier one (the text stops once)."""
         if index is not None and not 0 <= index < len(self.calls):
@@ -439,17 +438,13 @@ def _drop_deep_arguments(out: Lenient) -> None:
     for i, c in enumerate(out.calls):
         if not c.arguments or value_depth(c.arguments, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH:
             continue
-        keep = {}
-        for k, v in c.arguments.items():
-            if value_depth(v, MAX_ARGUMENT_DEPTH - 1) < MAX_ARGUMENT_DEPTH:
-                keep[k] = v
-            else:
-                what = f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; dropped"
-                out.note("bad_argument", what)
+        keep = {k: v for k, v in c.arguments.items() if value_depth(v, MAX_ARGUMENT_DEPTH - 1) < MAX_ARGUMENT_DEPTH}
+        for k in [k for k in c.arguments if k not in keep]:
+            out.note("bad_argument", f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; "
+                     "dropped")
         out.calls[i] = ToolCall(c.name, keep, c.outputs, c.step)
         if out.cut is not None and out.cut.index == i:
-            shallow = {k: v for k, v in out.cut.arguments.items() if k in keep}
-            out.cut = Cut(i, out.cut.name, shallow, out.cut.clean)
+            out.cut = replace(out.cut, arguments={k: v for k, v in out.cut.arguments.items() if k in keep})
 
 
 def _raises_only_render_errors(render: Any) -> Any:
@@ -479,8 +474,6 @@ def register(fmt_cls: type[WireFormat]) -> WireFormat:
     missing = [a for a in _REQUIRED if not getattr(fmt_cls, a, None)]
     if missing:
         raise TypeError(f"wire format {fmt_cls.__name__} lacks {', '.join(missing)}")
-    if fmt_cls.outputs not in (None, "one", "list"):
-        raise TypeError(f"wire format {fmt_cls.__name__}: outputs must be None, 'one' or 'list'")
     inst = fmt_cls()
     if inst.name in _REGISTRY:
         raise ValueError(f"wire format {inst.name!r} registered twice")

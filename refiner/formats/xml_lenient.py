@@ -287,9 +287,12 @@ class XmlReader:
         stop_tags = (next_key, s.call_close) + ((s.section_close, s.section_open) if s.section_open else (s.call_open,))
         close = f.next(s.value_close, vstart)
         stop, tag = f.first(stop_tags, vstart)
-        if tag is not None and not 0 <= close <= stop and self._opens_call(text, f, vstart, stop):
-            # a call opens in the value before its closing tag: a raw value holds tags, so the value ends at its own
-            # closing tag when no key tag comes first, and the text stops in it when none comes
+        if tag is not None and not 0 <= close <= stop and (
+                f.first(tuple(t for t in (s.call_open, s.section_open) if t), vstart)[0] <= stop
+                or any(m in marker_table().naming["markers"] for m in marker_positions(text[vstart:stop]))):
+            # a call opens in the value before its closing tag (the row's call or section tag, or any format's
+            # opening marker, up to the tag at stop): a raw value holds tags, so the value ends at its own closing
+            # tag when no key tag comes first, and the text stops in it when none comes
             if close < 0:
                 stop, tag = len(text), None
             elif not 0 <= f.next(s.key_open, vstart) < close:
@@ -314,37 +317,22 @@ class XmlReader:
                     end -= 1  # the template's newlines on both sides of the lost tag
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
-        if s.typing == "named" and typ != "string":
-            args[key] = _json_value(text[vstart:end], typ, key, cut, out)
-        else:
-            args[key] = self._value(text[vstart:end], typ)
+        raw = text[vstart:end]
+        if s.typing != "named" or typ == "string":
+            args[key] = self._value(raw, typ)
+        elif cut:  # typed by name as JSON: what its start holds
+            args[key] = lenient_json(raw, at_end=True)
+        else:  # decoded, else mended, else its text
+            try:
+                args[key] = JSON_DECODER.decode(raw.strip())
+            except (ValueError, RecursionError):
+                args[key] = lenient_json(raw.strip(), at_end=False)
+                if args[key] is None:
+                    out.note("bad_argument", f"argument {key[:40]!r} typed {typ!r} is not JSON: kept as text")
+                    args[key] = raw
+                else:
+                    out.note("mended", f"the JSON value of argument {key[:40]!r} was mended")
         return after, key if cut else None
-
-    def _opens_call(self, text: str, f: Finder, start: int, stop: int) -> bool:
-        """Whether a call opens between ``start`` and the tag at ``stop`` (or is that tag): the row's call or section
-        tag, or any registered format's opening marker."""
-        s = self.spelling
-        if f.first(tuple(t for t in (s.call_open, s.section_open) if t), start)[0] <= stop:
-            return True
-        naming = marker_table().naming["markers"]
-        return any(m in naming for m in marker_positions(text[start:stop]))
-
-
-def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) -> Any:
-    """A value typed by name as JSON: decoded, else mended (noted), else its text (noted); cut, what its start holds."""
-    if cut:
-        return lenient_json(raw, at_end=True)
-    try:
-        return JSON_DECODER.decode(raw.strip())
-    except (ValueError, RecursionError):
-        pass
-    value = lenient_json(raw.strip(), at_end=cut)
-    if value is None:
-        out.note("bad_argument", f"argument {key[:40]!r} typed {typ!r} is not JSON: kept as text")
-        return raw
-    out.note("mended", f"the JSON value of argument {key[:40]!r} was mended")
-    return value
-
 
 _speller = functools.lru_cache(maxsize=64)(Speller)  # one per row's tags
 
@@ -363,9 +351,7 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
     notes: list[str] = []
     speller = _speller(tags)
     if speller.written_wrong(text, start):
-        by_word: dict[tuple[str, bool], str] = {}
-        for t in tags:
-            by_word.setdefault((tag_word(t.rstrip()), t.startswith(("</", "[/"))), t)
+        by_word = {(tag_word(t.rstrip()), t.startswith(("</", "[/"))): t for t in reversed(tags)}  # (the first kept)
         in_value = False
         value_word = tag_word(s.value_close.rstrip())
         for h in tag_hits(speller, text, start):
