@@ -125,15 +125,11 @@ class XmlReader:
         if not self.is_name(name):
             slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed" if name
                  else f"a {s.call_open.strip()} block without a tool name", pos)
-        if s.name_at == "attr" and which == s.tag_end and raw.endswith("/"):  # a call without arguments
-            if name:
-                calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
-            return self._after_call(text, pos, name, out)
         args: dict[str, Any] = {}
-        closed = False
+        closed = s.name_at == "attr" and which == s.tag_end and raw.endswith("/")  # (a call without arguments)
         whole = pos  # where the last value written whole ends (the name, at first)
         cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
-        while pos < len(text):
+        while pos < len(text) and not closed:
             m = self._next_tag.match(text, pos)  # (whitespace, then the call's closing tag or a key tag, or neither)
             pos = m.end()
             if m.lastindex == 1:
