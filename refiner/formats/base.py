@@ -290,7 +290,19 @@ class WireFormat:
             if len(text) - start > limit:
                 out.note("cut_input", f"only the first {limit} characters after the reasoning were read")
                 text = reasoning.read(text[: start + limit])
-            got = self._recovered(text)
+            got = Lenient()  # (what recover reads, with the cut and the bounds reached)
+            try:
+                with repair_budget(text) as parse:
+                    self.recover(text, got)
+                    if parse.cuts and got.cut is None:  # a value closed at the end of the text, in no call read
+                        got.mark_cut(None, clean=parse.cuts[-1].clean)
+                    if parse.gave_up:
+                        got.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not "
+                                 "read")
+                if _may_nest_deeply(text):
+                    _drop_deep_arguments(got)
+            except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
+                got.note("internal", f"{type(e).__name__}: {e}"[:300])
             out.calls, out.cut = got.calls, got.cut
             out.problems.extend(got.problems)
             if not out.problems:
@@ -299,23 +311,6 @@ class WireFormat:
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
         finally:
             _OFFERED.reset(token)
-        return out
-
-    def _recovered(self, text: str) -> Lenient:
-        """What :meth:`recover` reads in ``text``, with the cut and the bounds reached; an unexpected error keeps what
-        was read before it."""
-        out = Lenient()
-        try:
-            with repair_budget(text) as parse:
-                self.recover(text, out)
-                if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
-                    out.mark_cut(None, clean=parse.cuts[-1].clean)
-                if parse.gave_up:
-                    out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
-            if _may_nest_deeply(text):
-                _drop_deep_arguments(out)
-        except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
-            out.note("internal", f"{type(e).__name__}: {e}"[:300])
         return out
 
     def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface

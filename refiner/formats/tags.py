@@ -272,9 +272,7 @@ def brace_call_lines(chunk: str) -> str:
         return chunk
     parts, pos = [], 0
     for m in itertools.islice(_KEY_LINE.finditer(chunk), MAX_TAG_HITS):
-        k = m.start() - 1
-        while k >= pos and chunk[k].isspace():
-            k -= 1
+        k = pos + len(chunk[pos : m.start()].rstrip()) - 1  # (the last character before the line, blanks aside)
         if k < 0 or chunk[k] == "}":
             parts += [chunk[pos : m.end()], "{"]
             pos = m.end()
