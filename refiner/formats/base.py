@@ -423,10 +423,7 @@ def _raises_only_format_errors(parse: Any) -> Any:
 
 def _may_nest_deeply(text: str) -> bool:
     """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH."""
-    return (
-        len(text) > MAX_ARGUMENT_DEPTH
-        and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
-    )
+    return len(text) > MAX_ARGUMENT_DEPTH and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
 
 
 def _drop_deep_arguments(out: Lenient) -> None:

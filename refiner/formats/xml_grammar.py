@@ -315,7 +315,7 @@ class XmlParams(XmlReader, WireFormat):
         sep = s.sep
         blocks = [self._render_call(c, i) for i, c in enumerate(calls, start=1)]
         if not s.section_open:
-            text = sep.join(blocks) if sep else "\n".join(blocks)
+            text = (sep or "\n").join(blocks)
         elif s.section_per_call:
             text = "\n".join(f"{s.section_open}{sep}{b}{sep}{s.section_close}" for b in blocks)
         else:
