@@ -217,12 +217,22 @@ class XmlReader:
         typ: str | None = None
         if s.key_at == "element":
             m = self._stops["element", out is None].search(text, pos)
-            j, tag = (m.start(), m.group()) if m else (len(text), None)
+            j, which = (m.start(), m.group()) if m else (len(text), None)
             raw = text[pos:j]
+        else:
+            which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
+        attrs = _attrs(raw) if s.key_at == "attr" else {}
+        if s.key_at != "attr":
             key = read_key(raw, raw.strip() if out is not None else None)
             if key is None:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
-            if tag == s.key_close:
+        elif which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
+            slip(self, out, None, f"unclosed {s.key_open}", pos)
+            return vstart, ""
+        else:
+            key = attrs.get(s.key_attr, raw.strip())
+        if s.key_at == "element":
+            if which == s.key_close:
                 pos = skip_ws(text, j + len(s.key_close))
             else:
                 slip(self, out, "missing_tag", f"missing {s.key_close} after key {key[:40]!r}", j)
@@ -244,17 +254,6 @@ class XmlReader:
                     after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
                     return after, key if nxt >= len(text) else None
         else:
-            which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
-            if s.key_at == "attr":
-                attrs = _attrs(raw)
-                if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
-                    slip(self, out, None, f"unclosed {s.key_open}", pos)  # left out
-                    return vstart, ""
-                key = attrs.get(s.key_attr, raw.strip())
-            else:
-                key = read_key(raw, raw.strip() if out is not None else None)
-                if key is None:
-                    raise self.error("a quoted parameter name is not a JSON string", pos)
             if which != s.tag_end:
                 slip(self, out, "missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed", pos)
             if s.key_at == "attr":
