@@ -350,9 +350,7 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
         in_value = False
         value_word = tag_word(s.value_close.rstrip())
         for h in tag_hits(speller, text, start):
-            if h.word is None:
-                continue
-            tag = by_word.get((h.word, h.closing))
+            tag = by_word.get((h.word, h.closing))  # (None for another format's tag)
             if in_value and h.word == value_word and not h.closing:
                 tag = s.value_close  # the closer written without its slash
             if tag is None:
@@ -360,9 +358,7 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
             in_value = tag == (s.value_open or s.key_open) or in_value and tag != s.value_close  # (opened, or not closed)
             if h.exact:
                 continue
-            new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag
-            if tag.endswith(" ") and text[h.end : h.end + 1] not in (" ", "\t", "\n"):
-                new = tag
+            new = tag.rstrip() if tag.endswith(" ") and text[h.end : h.end + 1] in (" ", "\t", "\n") else tag
             if new == text[h.start : h.end]:
                 continue  # an attribute tag written as it is (the speller reads it without its space)
             edits.append((h.start, h.end, new))
