@@ -39,7 +39,7 @@ from refiner.formats.base import (
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xml_lenient import XmlReader, stop_patterns
+from refiner.formats.xml_lenient import XmlReader
 from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
@@ -98,20 +98,27 @@ class XmlParams(XmlReader, WireFormat):
 
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
-    _stops: dict[tuple[str, bool], re.Pattern]  # (stop_patterns)
+    _stops: dict[tuple[str, bool], re.Pattern]  # (what ends a name or key, by its kind and strictness)
     _next_tag: re.Pattern  # whitespace, then the call's closing tag (group 1) or a key tag (group 2), or neither
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
-        hook holds, as methods."""
+        """A row's patterns (its tool names by where it writes them, where a name or key ends, the next tag in a call)
+        and the :class:`~refiner.formats.base.WireFormat` hooks its hook holds, as methods."""
         super().__init_subclass__(**kwargs)
         if "spelling" not in cls.__dict__:
             return
-        cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
-        cls._stops = stop_patterns(cls.spelling)
-        cls._next_tag = re.compile(rf"\s*(?:({re.escape(cls.spelling.call_close)})|({re.escape(cls.spelling.key_open)}))?")
+        s = cls.spelling
+        cls._name = _SPACED_NAME if s.name_at == "text" else _NAME
+        # where an opening tag naming by "eq" or "attr", a name written as text or an element key ends, read strictly
+        # or not: the first of its stopping tags (of those at one position, the first listed)
+        stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
+                 s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
+        strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
+        cls._stops = {(k, strictly): re.compile("|".join(map(re.escape, tags)))
+                      for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
+        cls._next_tag = re.compile(rf"\s*(?:({re.escape(s.call_close)})|({re.escape(s.key_open)}))?")
         cls.name_pattern = cls._name.pattern
-        hook = cls.spelling.hook
+        hook = s.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
             if getattr(hook, name) is not None:
                 setattr(cls, name, getattr(hook, name))

@@ -19,7 +19,7 @@ from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, XmlSpelling, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
@@ -30,16 +30,6 @@ def slip(fmt: Any, out: Lenient | None, kind: str | None, message: str, at: int)
         raise fmt.error(message, at)
     if kind is not None:
         out.note(kind, message)
-
-
-def stop_patterns(s: XmlSpelling) -> dict[tuple[str, bool], re.Pattern]:
-    """Where a row's opening tag naming by ``at`` (``eq``, ``attr``), a name written as text or an element key ends,
-    read strictly or not: the first of its stopping tags (of those at one position, the first listed)."""
-    stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
-             s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
-    strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
-    return {(k, strictly): re.compile("|".join(map(re.escape, tags)))
-            for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
 
 
 class XmlReader:
