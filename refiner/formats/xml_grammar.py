@@ -137,13 +137,8 @@ class XmlParams(XmlReader, WireFormat):
         markers = [s.first_open, s.call_open, s.key_open]
         # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
         # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
-        closers = [s.value_close]
-        if s.key_at == "element":
-            closers.insert(0, s.key_close)
-        elif s.key_at == "eq":
-            closers.append(s.call_close)
-        if s.hook is not None:
-            closers += s.hook.closers
+        closers = [s.key_close, s.value_close] if s.key_at == "element" else [s.value_close]
+        closers += ([s.call_close] if s.key_at == "eq" else []) + list(s.hook.closers if s.hook else ())
         also: tuple[str, ...] = ()
         if s.tag_suffix and s.suffix_optional:  # plain tags are the markers; a suffixed first tag is read too, and
             also = (s.first_open[:-1] + ":",)  # suffixed closers name the row (a broken text is read as this row's)
