@@ -171,9 +171,8 @@ class Lenient:
     def note(self, code: str, message: str) -> None:
         self.problems.append(Problem(code, message))
 
-    def mark_cut(
-        self, index: int | None, name: str | None = None, arguments: dict[str, Any] | None = None, clean: bool = False
-    ) -> None:
+    def mark_cut(self, index: int | None, name: str | None = None, arguments: dict[str, Any] | None = None,
+                 clean: bool = False) -> None:
         """Records that the text stops inside call ``index`` of :attr:`calls` (see :class:`Cut`); a cut mid-value is
         also a ``truncated`` problem. A later mark replaces an earlier one (the text stops once)."""
         if index is not None and not 0 <= index < len(self.calls):
@@ -291,7 +290,19 @@ class WireFormat:
             if len(text) - start > limit:
                 out.note("cut_input", f"only the first {limit} characters after the reasoning were read")
                 text = reasoning.read(text[: start + limit])
-            got = self._recovered(text)
+            got = Lenient()  # (what recover reads, with the cut and the bounds reached)
+            try:
+                with repair_budget(text) as parse:
+                    self.recover(text, got)
+                    if parse.cuts and got.cut is None:  # a value closed at the end of the text, in no call read
+                        got.mark_cut(None, clean=parse.cuts[-1].clean)
+                    if parse.gave_up:
+                        got.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not "
+                                 "read")
+                if _may_nest_deeply(text):
+                    _drop_deep_arguments(got)
+            except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
+                got.note("internal", f"{type(e).__name__}: {e}"[:300])
             out.calls, out.cut = got.calls, got.cut
             out.problems.extend(got.problems)
             if not out.problems:
@@ -300,23 +311,6 @@ class WireFormat:
             out.note("internal", f"{type(e).__name__}: {e}"[:300])
         finally:
             _OFFERED.reset(token)
-        return out
-
-    def _recovered(self, text: str) -> Lenient:
-        """What :meth:`recover` reads in ``text``, with the cut and the bounds reached; an unexpected error keeps what
-        was read before it."""
-        out = Lenient()
-        try:
-            with repair_budget(text) as parse:
-                self.recover(text, out)
-                if parse.cuts and out.cut is None:  # a value closed at the end of the text, in no call read
-                    out.mark_cut(None, clean=parse.cuts[-1].clean)
-                if parse.gave_up:
-                    out.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not read")
-            if _may_nest_deeply(text):
-                _drop_deep_arguments(out)
-        except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
-            out.note("internal", f"{type(e).__name__}: {e}"[:300])
         return out
 
     def recover(self, text: str, out: Lenient) -> None:  # pragma: no cover - interface
@@ -429,27 +423,20 @@ def _raises_only_format_errors(parse: Any) -> Any:
 
 def _may_nest_deeply(text: str) -> bool:
     """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH."""
-    return (
-        len(text) > MAX_ARGUMENT_DEPTH
-        and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
-    )
+    return len(text) > MAX_ARGUMENT_DEPTH and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
 
 
 def _drop_deep_arguments(out: Lenient) -> None:
     for i, c in enumerate(out.calls):
         if not c.arguments or value_depth(c.arguments, MAX_ARGUMENT_DEPTH) <= MAX_ARGUMENT_DEPTH:
             continue
-        keep = {}
-        for k, v in c.arguments.items():
-            if value_depth(v, MAX_ARGUMENT_DEPTH - 1) < MAX_ARGUMENT_DEPTH:
-                keep[k] = v
-            else:
-                what = f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; dropped"
-                out.note("bad_argument", what)
+        keep = {k: v for k, v in c.arguments.items() if value_depth(v, MAX_ARGUMENT_DEPTH - 1) < MAX_ARGUMENT_DEPTH}
+        for k in [k for k in c.arguments if k not in keep]:
+            out.note("bad_argument", f"argument {k!r} of {c.name!r} nests deeper than {MAX_ARGUMENT_DEPTH} levels; "
+                     "dropped")
         out.calls[i] = ToolCall(c.name, keep, c.outputs, c.step)
         if out.cut is not None and out.cut.index == i:
-            shallow = {k: v for k, v in out.cut.arguments.items() if k in keep}
-            out.cut = Cut(i, out.cut.name, shallow, out.cut.clean)
+            out.cut = replace(out.cut, arguments={k: v for k, v in out.cut.arguments.items() if k in keep})
 
 
 def _raises_only_render_errors(render: Any) -> Any:
@@ -479,8 +466,6 @@ def register(fmt_cls: type[WireFormat]) -> WireFormat:
     missing = [a for a in _REQUIRED if not getattr(fmt_cls, a, None)]
     if missing:
         raise TypeError(f"wire format {fmt_cls.__name__} lacks {', '.join(missing)}")
-    if fmt_cls.outputs not in (None, "one", "list"):
-        raise TypeError(f"wire format {fmt_cls.__name__}: outputs must be None, 'one' or 'list'")
     inst = fmt_cls()
     if inst.name in _REGISTRY:
         raise ValueError(f"wire format {inst.name!r} registered twice")

@@ -84,17 +84,9 @@ def make_row(grammar: type[WireFormat], fam: Family, spelling: Any, rank: int,
         taken = {m for f in all_formats() for m in f.detection.markers}
     detection = grammar.detection_for(spelling, rank)
     mine = detection.markers[:1] + tuple(m for m in detection.markers[1:] if m not in taken)
-    attrs = {
-        "name": fam.name,
-        "description": fam.description,
-        "row": fam,
-        "spelling": spelling,
-        "trained": fam.trained,
-        "reasoning": fam.reasoning,
-        "tags": grammar.tags_for(spelling),
-        "detection": replace(detection, markers=mine),
-        "__module__": grammar.__module__,
-    }
+    attrs = {"name": fam.name, "description": fam.description, "row": fam, "spelling": spelling, "trained": fam.trained,
+             "reasoning": fam.reasoning, "tags": grammar.tags_for(spelling),
+             "detection": replace(detection, markers=mine), "__module__": grammar.__module__}
     cls = type(f"{grammar.__name__}_{fam.name}", (grammar,), attrs)
     if not getattr(grammar, "example", None):  # (a grammar whose calls carry more than these sets its own)
         cls.example = cls().render(list(EXAMPLE_CALLS))

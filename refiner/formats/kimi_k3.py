@@ -22,7 +22,6 @@ from refiner.formats.base import Lenient, WireFormat
 from refiner.formats.message import AnswerParts, trim_turn_end
 from refiner.formats.tags import respell_tokens
 from refiner.formats.xml_spelling import Hook
-from refiner.formats.xmlvalues import Finder
 
 OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
 RESPONSE = (OPEN + "response" + SEP, CLOSE + "response" + SEP)
@@ -49,8 +48,7 @@ def _answer_parts(fmt: WireFormat, text: str) -> AnswerParts:
     opening element or first call to its closing element or the end); the content is the text outside it, less the
     ``response`` channel's elements and the turn's closing element."""
     s = fmt.spelling
-    f = Finder(text)
-    start = min((i for i in (f.next(s.section_open, 0), f.next(s.call_open, 0)) if i >= 0), default=-1)
+    start = min((i for i in (text.find(s.section_open), text.find(s.call_open)) if i >= 0), default=-1)
     if start < 0:
         return AnswerParts(_content(text), None, (len(text), len(text)))
     close = text.rfind(s.section_close, start)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from refiner.formats.base import MAX_NOTES, Lenient, all_formats
@@ -250,32 +250,6 @@ def tag_hits(speller: Speller, text: str, start: int, limit: int = MAX_TAG_HITS)
     return hits if len(hits) <= limit else []
 
 
-def respell_by_state(speller: Speller, step: Callable[..., str | None], next_state: Mapping[str, int], text: str,
-                     start: int) -> tuple[str, list[str]] | None:
-    """Tags written wrong or lost put right by where a grammar stands at each tag token of ``text[start:]``, from
-    state 0 (outside a call): ``step(text, state, hit, next hit, where the last tag read ends, that tag, put)`` gives
-    the tag the token is read as (``None``: text, as written) and may put a lost tag back (``put(start, end, new,
-    note)``); a token read as another tag is respelt, and moves the state by ``next_state``; the last, unless
-    written as a closer, closes only its own tag (the text was cut there). The text and notes; ``None`` if none."""
-    edits: list[tuple[int, int, str]] = []  # (start, end, new text), in order
-    notes: list[str] = []
-
-    def put(a: int, b: int, new: str, note: str) -> None:
-        edits.append((a, b, new))
-        notes.append(note)
-
-    hits = tag_hits(speller, text, start)
-    state, prev_end, prev_role = 0, start, None
-    for h, nxt in zip(hits, [*hits[1:], None]):
-        role = step(text, state, h, nxt, prev_end, prev_role, put)
-        if role is None or not nxt and role[:2] == "</" != text[h.start : h.start + 2] and h.word != tag_word(role):
-            continue  # text of a value or prose, as written
-        if role != text[h.start : h.end]:
-            put(h.start, h.end, role, f"tag {text[h.start : h.end][:40]!r} read as {role}")
-        state, prev_end, prev_role = next_state[role], h.end, role
-    return (apply_edits(text, edits), notes) if edits else None
-
-
 def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
     """``text`` with each ``(start, end, new)`` edit made, by start (one overlapping an earlier edit left out)."""
     parts, pos = [], 0
@@ -298,9 +272,7 @@ def brace_call_lines(chunk: str) -> str:
         return chunk
     parts, pos = [], 0
     for m in itertools.islice(_KEY_LINE.finditer(chunk), MAX_TAG_HITS):
-        k = m.start() - 1
-        while k >= pos and chunk[k].isspace():
-            k -= 1
+        k = pos + len(chunk[pos : m.start()].rstrip()) - 1  # (the last character before the line, blanks aside)
         if k < 0 or chunk[k] == "}":
             parts += [chunk[pos : m.end()], "{"]
             pos = m.end()

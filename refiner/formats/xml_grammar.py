@@ -39,7 +39,7 @@ from refiner.formats.base import (
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xml_lenient import XmlReader, stop_patterns
+from refiner.formats.xml_lenient import XmlReader
 from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
@@ -98,20 +98,27 @@ class XmlParams(XmlReader, WireFormat):
 
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
-    _stops: dict[tuple[str, bool], re.Pattern]  # (stop_patterns)
+    _stops: dict[tuple[str, bool], re.Pattern]  # (what ends a name or key, by its kind and strictness)
     _next_tag: re.Pattern  # whitespace, then the call's closing tag (group 1) or a key tag (group 2), or neither
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A row's tool names by where it writes them, and the :class:`~refiner.formats.base.WireFormat` hooks its
-        hook holds, as methods."""
+        """A row's patterns (its tool names by where it writes them, where a name or key ends, the next tag in a call)
+        and the :class:`~refiner.formats.base.WireFormat` hooks its hook holds, as methods."""
         super().__init_subclass__(**kwargs)
         if "spelling" not in cls.__dict__:
             return
-        cls._name = _SPACED_NAME if cls.spelling.name_at == "text" else _NAME
-        cls._stops = stop_patterns(cls.spelling)
-        cls._next_tag = re.compile(rf"\s*(?:({re.escape(cls.spelling.call_close)})|({re.escape(cls.spelling.key_open)}))?")
+        s = cls.spelling
+        cls._name = _SPACED_NAME if s.name_at == "text" else _NAME
+        # where an opening tag naming by "eq" or "attr", a name written as text or an element key ends, read strictly
+        # or not: the first of its stopping tags (of those at one position, the first listed)
+        stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
+                 s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
+        strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
+        cls._stops = {(k, strictly): re.compile("|".join(map(re.escape, tags)))
+                      for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
+        cls._next_tag = re.compile(rf"\s*(?:({re.escape(s.call_close)})|({re.escape(s.key_open)}))?")
         cls.name_pattern = cls._name.pattern
-        hook = cls.spelling.hook
+        hook = s.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
             if getattr(hook, name) is not None:
                 setattr(cls, name, getattr(hook, name))
@@ -130,13 +137,8 @@ class XmlParams(XmlReader, WireFormat):
         markers = [s.first_open, s.call_open, s.key_open]
         # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
         # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
-        closers = [s.value_close]
-        if s.key_at == "element":
-            closers.insert(0, s.key_close)
-        elif s.key_at == "eq":
-            closers.append(s.call_close)
-        if s.hook is not None:
-            closers += s.hook.closers
+        closers = [s.key_close, s.value_close] if s.key_at == "element" else [s.value_close]
+        closers += ([s.call_close] if s.key_at == "eq" else []) + list(s.hook.closers if s.hook else ())
         also: tuple[str, ...] = ()
         if s.tag_suffix and s.suffix_optional:  # plain tags are the markers; a suffixed first tag is read too, and
             also = (s.first_open[:-1] + ":",)  # suffixed closers name the row (a broken text is read as this row's)
@@ -315,7 +317,7 @@ class XmlParams(XmlReader, WireFormat):
         sep = s.sep
         blocks = [self._render_call(c, i) for i, c in enumerate(calls, start=1)]
         if not s.section_open:
-            text = sep.join(blocks) if sep else "\n".join(blocks)
+            text = (sep or "\n").join(blocks)
         elif s.section_per_call:
             text = "\n".join(f"{s.section_open}{sep}{b}{sep}{s.section_close}" for b in blocks)
         else:

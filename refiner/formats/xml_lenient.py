@@ -17,9 +17,9 @@ from refiner.formats.base import NAME_PATTERN, Lenient, marker_positions, marker
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
-from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respell_by_state, respelt, tag_hits, tag_word
+from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, XmlSpelling, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, _attrs
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
@@ -30,16 +30,6 @@ def slip(fmt: Any, out: Lenient | None, kind: str | None, message: str, at: int)
         raise fmt.error(message, at)
     if kind is not None:
         out.note(kind, message)
-
-
-def stop_patterns(s: XmlSpelling) -> dict[tuple[str, bool], re.Pattern]:
-    """Where a row's opening tag naming by ``at`` (``eq``, ``attr``), a name written as text or an element key ends,
-    read strictly or not: the first of its stopping tags (of those at one position, the first listed)."""
-    stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
-             s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
-    strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
-    return {(k, strictly): re.compile("|".join(map(re.escape, tags)))
-            for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
 
 
 class XmlReader:
@@ -125,15 +115,11 @@ class XmlReader:
         if not self.is_name(name):
             slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed" if name
                  else f"a {s.call_open.strip()} block without a tool name", pos)
-        if s.name_at == "attr" and which == s.tag_end and raw.endswith("/"):  # a call without arguments
-            if name:
-                calls.append(ToolCall(name, {}) if out is not None else ToolCall.trusted(name, {}))
-            return self._after_call(text, pos, name, out)
         args: dict[str, Any] = {}
-        closed = False
+        closed = s.name_at == "attr" and which == s.tag_end and raw.endswith("/")  # (a call without arguments)
         whole = pos  # where the last value written whole ends (the name, at first)
         cut: tuple[dict[str, Any], bool] | None = None  # the text stops inside this call: (written whole, clean)
-        while pos < len(text):
+        while pos < len(text) and not closed:
             m = self._next_tag.match(text, pos)  # (whitespace, then the call's closing tag or a key tag, or neither)
             pos = m.end()
             if m.lastindex == 1:
@@ -221,12 +207,22 @@ class XmlReader:
         typ: str | None = None
         if s.key_at == "element":
             m = self._stops["element", out is None].search(text, pos)
-            j, tag = (m.start(), m.group()) if m else (len(text), None)
+            j, which = (m.start(), m.group()) if m else (len(text), None)
             raw = text[pos:j]
+        else:
+            which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
+        attrs = _attrs(raw) if s.key_at == "attr" else {}
+        if s.key_at != "attr":
             key = read_key(raw, raw.strip() if out is not None else None)
             if key is None:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
-            if tag == s.key_close:
+        elif which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
+            slip(self, out, None, f"unclosed {s.key_open}", pos)
+            return vstart, ""
+        else:
+            key = attrs.get(s.key_attr, raw.strip())
+        if s.key_at == "element":
+            if which == s.key_close:
                 pos = skip_ws(text, j + len(s.key_close))
             else:
                 slip(self, out, "missing_tag", f"missing {s.key_close} after key {key[:40]!r}", j)
@@ -248,17 +244,6 @@ class XmlReader:
                     after = nxt + len(s.value_close) if text.startswith(s.value_close, nxt) else nxt
                     return after, key if nxt >= len(text) else None
         else:
-            which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
-            if s.key_at == "attr":
-                attrs = _attrs(raw)
-                if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is
-                    slip(self, out, None, f"unclosed {s.key_open}", pos)  # left out
-                    return vstart, ""
-                key = attrs.get(s.key_attr, raw.strip())
-            else:
-                key = read_key(raw, raw.strip() if out is not None else None)
-                if key is None:
-                    raise self.error("a quoted parameter name is not a JSON string", pos)
             if which != s.tag_end:
                 slip(self, out, "missing_tag", f"the {s.key_open}{key[:40]}{s.tag_end} tag is not closed", pos)
             if s.key_at == "attr":
@@ -287,9 +272,12 @@ class XmlReader:
         stop_tags = (next_key, s.call_close) + ((s.section_close, s.section_open) if s.section_open else (s.call_open,))
         close = f.next(s.value_close, vstart)
         stop, tag = f.first(stop_tags, vstart)
-        if tag is not None and not 0 <= close <= stop and self._opens_call(text, f, vstart, stop):
-            # a call opens in the value before its closing tag: a raw value holds tags, so the value ends at its own
-            # closing tag when no key tag comes first, and the text stops in it when none comes
+        if tag is not None and not 0 <= close <= stop and (
+                f.first(tuple(t for t in (s.call_open, s.section_open) if t), vstart)[0] <= stop
+                or any(m in marker_table().naming["markers"] for m in marker_positions(text[vstart:stop]))):
+            # a call opens in the value before its closing tag (the row's call or section tag, or any format's
+            # opening marker, up to the tag at stop): a raw value holds tags, so the value ends at its own closing
+            # tag when no key tag comes first, and the text stops in it when none comes
             if close < 0:
                 stop, tag = len(text), None
             elif not 0 <= f.next(s.key_open, vstart) < close:
@@ -314,37 +302,22 @@ class XmlReader:
                     end -= 1  # the template's newlines on both sides of the lost tag
         if key in args:
             out.note("bad_argument", f"parameter {key[:40]!r} given twice: the last value kept")
-        if s.typing == "named" and typ != "string":
-            args[key] = _json_value(text[vstart:end], typ, key, cut, out)
-        else:
-            args[key] = self._value(text[vstart:end], typ)
+        raw = text[vstart:end]
+        if s.typing != "named" or typ == "string":
+            args[key] = self._value(raw, typ)
+        elif cut:  # typed by name as JSON: what its start holds
+            args[key] = lenient_json(raw, at_end=True)
+        else:  # decoded, else mended, else its text
+            try:
+                args[key] = JSON_DECODER.decode(raw.strip())
+            except (ValueError, RecursionError):
+                args[key] = lenient_json(raw.strip(), at_end=False)
+                if args[key] is None:
+                    out.note("bad_argument", f"argument {key[:40]!r} typed {typ!r} is not JSON: kept as text")
+                    args[key] = raw
+                else:
+                    out.note("mended", f"the JSON value of argument {key[:40]!r} was mended")
         return after, key if cut else None
-
-    def _opens_call(self, text: str, f: Finder, start: int, stop: int) -> bool:
-        """Whether a call opens between ``start`` and the tag at ``stop`` (or is that tag): the row's call or section
-        tag, or any registered format's opening marker."""
-        s = self.spelling
-        if f.first(tuple(t for t in (s.call_open, s.section_open) if t), start)[0] <= stop:
-            return True
-        naming = marker_table().naming["markers"]
-        return any(m in naming for m in marker_positions(text[start:stop]))
-
-
-def _json_value(raw: str, typ: str | None, key: str, cut: bool, out: Lenient) -> Any:
-    """A value typed by name as JSON: decoded, else mended (noted), else its text (noted); cut, what its start holds."""
-    if cut:
-        return lenient_json(raw, at_end=True)
-    try:
-        return JSON_DECODER.decode(raw.strip())
-    except (ValueError, RecursionError):
-        pass
-    value = lenient_json(raw.strip(), at_end=cut)
-    if value is None:
-        out.note("bad_argument", f"argument {key[:40]!r} typed {typ!r} is not JSON: kept as text")
-        return raw
-    out.note("mended", f"the JSON value of argument {key[:40]!r} was mended")
-    return value
-
 
 _speller = functools.lru_cache(maxsize=64)(Speller)  # one per row's tags
 
@@ -363,15 +336,11 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
     notes: list[str] = []
     speller = _speller(tags)
     if speller.written_wrong(text, start):
-        by_word: dict[tuple[str, bool], str] = {}
-        for t in tags:
-            by_word.setdefault((tag_word(t.rstrip()), t.startswith(("</", "[/"))), t)
+        by_word = {(tag_word(t.rstrip()), t.startswith(("</", "[/"))): t for t in reversed(tags)}  # (the first kept)
         in_value = False
         value_word = tag_word(s.value_close.rstrip())
         for h in tag_hits(speller, text, start):
-            if h.word is None:
-                continue
-            tag = by_word.get((h.word, h.closing))
+            tag = by_word.get((h.word, h.closing))  # (None for another format's tag)
             if in_value and h.word == value_word and not h.closing:
                 tag = s.value_close  # the closer written without its slash
             if tag is None:
@@ -379,9 +348,7 @@ def _respell_generic(fmt: Any, text: str, start: int) -> tuple[str, list[str]] |
             in_value = tag == (s.value_open or s.key_open) or in_value and tag != s.value_close  # (opened, or not closed)
             if h.exact:
                 continue
-            new = tag.rstrip() if tag.endswith(" ") or not h.ended and not tag.endswith(">") else tag
-            if tag.endswith(" ") and text[h.end : h.end + 1] not in (" ", "\t", "\n"):
-                new = tag
+            new = tag.rstrip() if tag.endswith(" ") and text[h.end : h.end + 1] in (" ", "\t", "\n") else tag
             if new == text[h.start : h.end]:
                 continue  # an attribute tag written as it is (the speller reads it without its space)
             edits.append((h.start, h.end, new))
@@ -455,8 +422,26 @@ class TagStates:
         self._next = {t: state for t, state in moves if t}
 
     def respell(self, fmt: Any, text: str, start: int) -> tuple[str, list[str]] | None:
-        """The hook's ``respell`` (:func:`~refiner.formats.tags.respell_by_state`)."""
-        return respell_by_state(self.speller, self._step, self._next, text, start)
+        """The hook's ``respell``: each tag token of ``text[start:]`` read by where the grammar stands, from ``OUT``
+        (:meth:`_step`); a token read as another tag is respelt and moves the state, the last, unless written as a
+        closer, closing only its own tag (the text was cut there). The text and notes; ``None`` if nothing changed."""
+        edits: list[tuple[int, int, str]] = []  # (start, end, new text)
+        notes: list[str] = []
+
+        def put(a: int, b: int, new: str, note: str) -> None:
+            edits.append((a, b, new))
+            notes.append(note)
+
+        hits = tag_hits(self.speller, text, start)
+        state, prev_end, prev_role = OUT, start, None
+        for h, nxt in zip(hits, [*hits[1:], None]):
+            role = self._step(text, state, h, nxt, prev_end, prev_role, put)
+            if role is None or not nxt and role[:2] == "</" != text[h.start : h.start + 2] and h.word != tag_word(role):
+                continue  # text of a value or prose, as written
+            if role != text[h.start : h.end]:
+                put(h.start, h.end, role, f"tag {text[h.start : h.end][:40]!r} read as {role}")
+            state, prev_end, prev_role = self._next[role], h.end, role
+        return (apply_edits(text, edits), notes) if edits else None
 
     def role(self, hit: Hit | None) -> str | None:
         """The tag a token spells as written (``None``: another format's tag, no token, or a tag ending in ``=``

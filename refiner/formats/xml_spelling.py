@@ -95,12 +95,9 @@ class XmlSpelling:
         return self.section_open or self.call_open
 
     def tags(self) -> tuple[str, ...]:
-        tags = [self.section_open, self.call_open, self.key_open]
-        if self.key_at == "element":
-            tags += [self.key_close, self.value_open]
-        tags += [self.value_close, self.call_close, self.section_close]
-        if self.name_at == "text" and self.name_sep.strip():
-            tags.insert(2, self.name_sep)
+        sep = self.name_sep if self.name_at == "text" and self.name_sep.strip() else ""
+        key = (self.key_open, self.key_close, self.value_open) if self.key_at == "element" else (self.key_open,)
+        tags = (self.section_open, self.call_open, sep, *key, self.value_close, self.call_close, self.section_close)
         return tuple(t for t in tags if t)
 
 
