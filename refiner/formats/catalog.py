@@ -705,6 +705,13 @@ CATALOG: tuple[Row, ...] = (
                         "rubra-ai/rubra docs/docs/inference/vllm.md (rubra-ai's vLLM fork)")),
         JsonCalls, JsonSpelling("starttoolcall", "endtoolcall", "object", lead="", follows=("{",))),
     Row(
+        Family("tgi", 'TGI tool grammar: {"function": {"_name": NAME, KEY: VALUE, ...}} (one call, its arguments beside '
+               '"_name"; the name no_tool is a text answer)',
+               sources=("huggingface/text-generation-inference router/src/infer/tool_grammar.rs (the grammar)",
+                        "huggingface/text-generation-inference router/src/chat.rs (parse_output)")),
+        JsonCalls, JsonSpelling('{"function":', None, "object", name_key="_name", flat=True, text_names=("no_tool",),
+                                marker='"_name":', lead=" ", trail="}", between=", ")),
+    Row(
         Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
                          "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"
                          "<|plamo:begin_tool_arguments:plamo|><|plamo:constrain|>json<|plamo:msg|>{...}"

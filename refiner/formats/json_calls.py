@@ -51,7 +51,9 @@ class JsonSpelling:
     ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)`` after ``open`` (read for any name);
     ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``gap``: written between
     ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid strictly and noise in
-    recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``id_key``: a call id numbered from 0;
+    recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``flat``: a call's arguments are the
+    keys of its object beside ``name_key``; ``text_names``: names whose call is a text answer, no call (read and
+    dropped); ``id_key``: a call id numbered from 0;
     ``dropped``: keys a call may hold a string under, read and not written; ``follows``: what follows ``open`` in this
     row's texts (empty: anything); ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and
     between blocks or calls; ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call
@@ -61,7 +63,8 @@ class JsonSpelling:
     (a list of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how
     the row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
     sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
-    ``"arguments"`` (see :meth:`JsonCalls.sniff`)."""
+    ``"arguments"`` (see :meth:`JsonCalls.sniff`); ``marker``: what detection looks for in place of ``open`` (for an
+    ``open`` other texts hold too)."""
 
     open: str
     close: str | None
@@ -73,6 +76,8 @@ class JsonSpelling:
     once: bool = field(default=False, metadata=POLICY)
     name_key: str = "name"
     keyed: bool = False
+    flat: bool = False
+    text_names: tuple[str, ...] = ()
     id_key: str | None = None
     dropped: tuple[str, ...] = ()
     follows: tuple[str, ...] = field(default=(), metadata=POLICY)
@@ -88,6 +93,7 @@ class JsonSpelling:
     outputs_key: str | None = None
     stop: str | None = field(default=None, metadata=POLICY)
     by_args: bool = field(default=False, metadata=POLICY)
+    marker: str | None = field(default=None, metadata=POLICY)
 
 
 def _earliest(text: str, key: str) -> int:
@@ -113,7 +119,7 @@ class JsonCalls(WireFormat):
 
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
-        marker = sp.open + "[" if sp.tight else sp.open.rstrip()
+        marker = sp.marker or (sp.open + "[" if sp.tight else sp.open.rstrip())
         markers = (marker,) if sp.section is None else (sp.section[0], marker)
         # a close that is no markup (a code fence) closes any fenced text: no sign of this row
         closers = (sp.close,) if sp.close is not None and is_markup(sp.close) else ()
@@ -131,6 +137,8 @@ class JsonCalls(WireFormat):
             if not name.strip() or type(args) is not dict:
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
             return ToolCall.trusted(name, args)
+        if sp.flat and type(obj) is dict:
+            obj = {sp.name_key: obj.get(sp.name_key), sp.arg_keys[0]: {k: v for k, v in obj.items() if k != sp.name_key}}
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
         extra = tuple(k for k in (sp.id_key, sp.type_key, sp.outputs_key, *sp.dropped) if k)
         name, args, extras = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key,
@@ -148,7 +156,9 @@ class JsonCalls(WireFormat):
         return ToolCall.trusted(name, args)
 
     def _calls(self, values: list[tuple[Any, int]]) -> list[ToolCall]:
-        return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
+        calls = [self._call(v, p, i) for i, (v, p) in enumerate(values)]
+        sp = self.spelling
+        return [c for c in calls if c.name not in sp.text_names] if sp.text_names else calls
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
@@ -195,6 +205,8 @@ class JsonCalls(WireFormat):
             if not text.startswith(opener, pos):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
+            if sp.trail and not text.startswith(sp.trail, skip_ws(text, end)):  # the closer the row writes after it
+                raise self.error(f"{what} must be followed by {sp.trail!r}", end)
             items.extend((item, pos) for item in ([value] if opener == "{" else value))
             i, tag = first(opens, end)
             if tag is None:
@@ -288,6 +300,13 @@ class JsonCalls(WireFormat):
                 elif outer is not None:
                     out.mark_cut(len(out.calls) - 1, name, args, outer[1].clean)
                 return
+        if sp.flat and type(item) is dict and isinstance(name := item.get(sp.name_key), str) and name.strip():
+            if name not in sp.text_names:
+                out.calls.append(ToolCall(name, {str(k): v for k, v in item.items() if k != sp.name_key}))
+                if (cut := written_before_cut(item)) is not None:  # the text stops inside the call
+                    whole = cut[0]
+                    out.mark_cut(len(out.calls) - 1, whole.pop(sp.name_key, None), whole, cut[1])
+            return
         labels = item.get(sp.outputs_key, []) if sp.outputs_key and isinstance(item, dict) else []
         if not isinstance(labels, list):
             out.note("bad_outputs", f"{sp.outputs_key!r} is not a list: {str(labels)[:80]!r}")
@@ -411,6 +430,12 @@ class JsonCalls(WireFormat):
                 return j
         return -1
 
+    def region_start(self, body: str, at: int) -> int:
+        """A row whose marker is inside its calls: the open tag before the marker at ``at``, if any."""
+        sp = self.spelling
+        j = body.rfind(sp.open, 0, at) if sp.marker else -1
+        return at if j < 0 else j
+
     @cached_property
     def _speller(self) -> Speller:
         return Speller((self.spelling.open, self.spelling.close or ""))
@@ -472,6 +497,8 @@ class JsonCalls(WireFormat):
         sp = self.spelling
         if sp.keyed:
             return {c.name: dict(c.arguments)}
+        if sp.flat:
+            return {sp.name_key: c.name, **c.arguments}
         head = {sp.id_key: str(i)} if sp.id_key else {}
         tail = {sp.outputs_key: list(c.outputs)} if sp.outputs_key else {}
         return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments), **tail}
