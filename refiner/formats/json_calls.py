@@ -300,6 +300,8 @@ class JsonCalls(WireFormat):
                 elif outer is not None:
                     out.mark_cut(len(out.calls) - 1, name, args, outer[1].clean)
                 return
+        if sp.flat and type(item) is dict and len(item) == 1 and type(inner := next(iter(item.values()))) is dict:
+            item = inner if sp.name_key in inner else item  # the call under its open key written wrong or alone
         if sp.flat and type(item) is dict and isinstance(name := item.get(sp.name_key), str) and name.strip():
             if name not in sp.text_names:
                 out.calls.append(ToolCall(name, {str(k): v for k, v in item.items() if k != sp.name_key}))
@@ -431,9 +433,11 @@ class JsonCalls(WireFormat):
         return -1
 
     def region_start(self, body: str, at: int) -> int:
-        """A row whose marker is inside its calls: the open tag before the marker at ``at``, if any."""
+        """A row whose marker is inside its calls: the open tag before the marker at ``at``, else the brace of the
+        object the marker is in (its open tag written wrong)."""
         sp = self.spelling
         j = body.rfind(sp.open, 0, at) if sp.marker else -1
+        j = body.rfind("{", 0, at) if sp.marker and j < 0 else j
         return at if j < 0 else j
 
     @cached_property
