@@ -29,7 +29,7 @@ from refiner.formats import (
 from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
 from refiner.formats.family import Family, Row, register_catalog
-from refiner.formats.json_calls import JsonCalls, JsonSpelling
+from refiner.formats.json_calls import JsonCalls, JsonSpelling, QuotedJsonCalls
 from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import CallLines, SentinelPythonic, Wrapper
@@ -612,6 +612,14 @@ CATALOG: tuple[Row, ...] = (
                "lines are text)", models=("ibm-granite/granite-3.3-8b-instruct", "ibm-granite/granite-4.0-h-small"),
                sources=(VLLM + "granite_pythonic_tool_parser.py (_CALL_RE per line)",)),
         CallLines, Wrapper("", "", lines=True)),
+    Row(
+        Family("function_gemma4", 'Gemma 4 JSON calls (mlx-lm): <|tool_call>{"name": NAME, "arguments": {"key": '
+               '<|"|>text<|"|>, "n": 5}}<tool_call|> per call (strings between <|"|> tokens or in JSON quotes)',
+               sources=("ml-explore/mlx-lm mlx_lm/tool_parsers/function_gemma4.py (chosen by tool_parser_type)",),
+               reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"),
+                          ("<|channel>", "<channel|>"))),
+        QuotedJsonCalls, JsonSpelling("<|tool_call>", "<tool_call|>", "object", lead="", between="", follows=("{",),
+                                quote='<|"|>')),
     Row(
         Family(
             "gemma4",

@@ -64,7 +64,8 @@ class JsonSpelling:
     the row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
     sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
     ``"arguments"`` (see :meth:`JsonCalls.sniff`); ``marker``: what detection looks for in place of ``open`` (for an
-    ``open`` other texts hold too)."""
+    ``open`` other texts hold too); ``quote``: a token written around strings in place of ``"`` (both are read; the
+    arguments' strings are written with it; read by :class:`QuotedJsonCalls`)."""
 
     open: str
     close: str | None
@@ -94,6 +95,7 @@ class JsonSpelling:
     stop: str | None = field(default=None, metadata=POLICY)
     by_args: bool = field(default=False, metadata=POLICY)
     marker: str | None = field(default=None, metadata=POLICY)
+    quote: str | None = None
 
 
 def _earliest(text: str, key: str) -> int:
@@ -489,13 +491,17 @@ class JsonCalls(WireFormat):
         if sp.payload in ("lines", "objects"):
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
-            blocks = sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
+            blocks = sp.between.join(f"{sp.open}{sp.lead}{self._json(o)}{sp.trail}{sp.close or ''}" for o in objs)
             return blocks if sp.section is None else f"{sp.section[0]}{sp.between}{blocks}{sp.between}{sp.section[1]}"
         if sp.payload == "joined":
             if len(calls) == 1 and calls[0].name in sp.builtins:
                 return sp.open + render_call(calls[0].name + ".call", dict(calls[0].arguments))
             return sp.between.join(dumps(o) for o in objs)
         return f"{sp.open}{sp.gap}{dumps(objs)}{sp.close or ''}"
+
+    def _json(self, obj: dict[str, Any]) -> str:
+        """A call object as the row writes it."""
+        return dumps(obj)
 
     def _obj(self, c: ToolCall, i: int) -> dict[str, Any]:
         sp = self.spelling
@@ -506,3 +512,43 @@ class JsonCalls(WireFormat):
         head = {sp.id_key: str(i)} if sp.id_key else {}
         tail = {sp.outputs_key: list(c.outputs)} if sp.outputs_key else {}
         return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments), **tail}
+
+
+class QuotedJsonCalls(JsonCalls):
+    """The grammar's rows whose strings may be written between two ``quote`` tokens: each such string is read as
+    the JSON string it stands for."""
+
+    def _requoted(self, text: str) -> str:
+        """``text`` with each string between two ``quote`` tokens written as a JSON string (one left open: the rest
+        of the text after a ``"``)."""
+        parts = str.split(text, self.spelling.quote)
+        last = len(parts) - 1
+        return "".join(p if i % 2 == 0 else '"' + dumps(p)[1:-1] if i == last else dumps(p) for i, p in enumerate(parts))
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        return super().parse_strict(self._requoted(text) if self.spelling.quote in text else text)
+
+    def parse_lenient(self, text: str, **kwargs: Any) -> Lenient:
+        """Also reads the quote token written with ``'`` for its ``"``, or without it."""
+        q = self.spelling.quote
+        if isinstance(text, str):
+            for wrong in {q.replace('"', "'"), q.replace('"', "")} - {q}:
+                text = str.replace(text, wrong, q) if wrong in text else text
+        return super().parse_lenient(self._requoted(text) if isinstance(text, str) and q in text else text, **kwargs)
+
+    def _json(self, obj: dict[str, Any]) -> str:
+        """A call object with the strings under its keys (the name aside) written between two ``quote`` tokens."""
+        return "{" + ", ".join(f"{dumps(k)}: {dumps(v) if isinstance(v, str) else self._quoted(v)}"
+                               for k, v in obj.items()) + "}"
+
+    def _quoted(self, v: Any) -> str:
+        q = self.spelling.quote
+        if isinstance(v, str):
+            if q in v:
+                raise self.render_error(f"a string holding {q} cannot be written: {v[:60]!r}")
+            return f"{q}{v}{q}"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{dumps(str(k))}: {self._quoted(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(self._quoted(x) for x in v) + "]"
+        return dumps(v)
