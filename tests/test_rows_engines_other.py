@@ -69,6 +69,9 @@ def test_gemma4_json_calls_cut_in_a_quote_token_string_are_left_out():
         '<|tool_call>{"name": "plan_route", "arguments": {"start": <|"|>Ghent<|"|>}}<tool_call|>'
         '<|tool_call>{"name": "plan_route", "arguments": {"start": <|"|>Bru')
     assert got.cut is not None and got.cut.index == 1 and got.calls[0] == ToolCall("plan_route", {"start": "Ghent"})
+    inside = formats.get("function_gemma4").parse_lenient(
+        '<|tool_call>{"name": "plan_route", "arguments": {"start": <|"|>Ghent<|"|>, "via": <|"')
+    assert inside.cut is not None and inside.cut.arguments == {"start": "Ghent"}
 
 
 def test_gemma4_call_syntax_stays_gemma4s():

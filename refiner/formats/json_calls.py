@@ -529,11 +529,14 @@ class QuotedJsonCalls(JsonCalls):
         return super().parse_strict(self._requoted(text) if self.spelling.quote in text else text)
 
     def parse_lenient(self, text: str, **kwargs: Any) -> Lenient:
-        """Also reads the quote token written with ``'`` for its ``"``, or without it."""
+        """Also reads the quote token written with ``'`` for its ``"``, or without it; a text that stops inside a
+        quote token stops before it."""
         q = self.spelling.quote
         if isinstance(text, str):
             for wrong in {q.replace('"', "'"), q.replace('"', "")} - {q}:
                 text = str.replace(text, wrong, q) if wrong in text else text
+            part = next((k for k in range(len(q) - 1, 0, -1) if text.endswith(q[:k])), 0)
+            text = text[: len(text) - part] if part else text
         return super().parse_lenient(self._requoted(text) if isinstance(text, str) and q in text else text, **kwargs)
 
     def _json(self, obj: dict[str, Any]) -> str:

@@ -319,16 +319,15 @@ _MARKUP_CHARS = re.compile(r"[\"'`{}\[\]<>]")
 
 def _frayed(call: ToolCall) -> bool:
     """Whether a reading took some of the call's markup for its text: a quote or bracket in its name or in an
-    argument's key, or a string argument whose first or last character is a quote or bracket the string does not
-    pair (a quote opened at its start that is not closed exactly at its end, a closing quote with no opening one,
-    more closing braces or brackets than opening ones before a trailing comma)."""
+    argument's key, or a string argument that starts with a quote not closed exactly at its end, or ends in more
+    closing braces or brackets than it opens (a trailing comma aside)."""
     if _MARKUP_CHARS.search(call.name) or any(_MARKUP_CHARS.search(k) for k in call.arguments):
         return True
     for value in call.arguments.values():
         s = value.strip() if isinstance(value, str) else ""
         if not s:
             continue
-        if s[0] in "\"'" and s.find(s[0], 1) != len(s) - 1 or s[-1] == '"' and s[0] != '"':
+        if s[0] in "\"'" and s.find(s[0], 1) != len(s) - 1:
             return True
         tail = s.rstrip(",;")
         if tail and tail[-1] in "}]" and tail.count(tail[-1]) > tail.count("{" if tail[-1] == "}" else "["):
