@@ -453,18 +453,21 @@ class BraceKV(WireFormat):
         return key if _BARE_KEY.fullmatch(key) and not any(t in key for t in self.tags) else write_quoted(key, q, q)
 
 
-def write_quoted(value: Any, q_open: str, q_close: str, key: Callable[[str], str] = str) -> str:
-    """``value`` written compact as Gemma writes it: strings between the quote tokens, keys as ``key`` writes them
-    (bare), other values as JSON (in the calls' own order: the templates' dictsort would reorder what a cut keeps).
-    Raises ``ValueError`` for a string holding ``q_close`` and for a value JSON cannot hold."""
+def write_quoted(value: Any, q_open: str, q_close: str, key: Callable[[str], str] = str, spaced: bool = False) -> str:
+    """``value`` written compact as Gemma writes it (``spaced``: a space after each ``,`` and ``:``): strings between
+    the quote tokens, keys as ``key`` writes them (bare), other values as JSON (in the calls' own order: the templates'
+    dictsort would reorder what a cut keeps). Raises ``ValueError`` for a string holding ``q_close`` and for a value
+    JSON cannot hold."""
     if isinstance(value, str):
         if q_close in value:
             raise ValueError(f"a string holding {q_close} cannot be written: {value[:60]!r}")
         return q_open + value + q_close
+    comma, colon = (", ", ": ") if spaced else (",", ":")
     if isinstance(value, dict):
-        return "{" + ",".join(f"{key(str(k))}:{write_quoted(v, q_open, q_close, key)}" for k, v in value.items()) + "}"
+        return "{" + comma.join(f"{key(str(k))}{colon}{write_quoted(v, q_open, q_close, key, spaced)}"
+                                for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(write_quoted(v, q_open, q_close, key) for v in value) + "]"
+        return "[" + comma.join(write_quoted(v, q_open, q_close, key, spaced) for v in value) + "]"
     if value is None or isinstance(value, (bool, int)) or isinstance(value, float) and math.isfinite(value):
         return json.dumps(value)
     raise ValueError(f"{value!r} cannot be written: not a JSON value")

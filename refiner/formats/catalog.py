@@ -29,7 +29,7 @@ from refiner.formats import (
 from refiner.formats.base import NAME_PATTERN, SPACED_NAME_PATTERN
 from refiner.formats.brace_kv import BraceKV, BraceSpelling
 from refiner.formats.family import Family, Row, register_catalog
-from refiner.formats.json_calls import JsonCalls, JsonSpelling
+from refiner.formats.json_calls import JsonCalls, JsonSpelling, QuotedJsonCalls
 from refiner.formats.minimax_m3 import NsXml, NsXmlSpelling
 from refiner.formats.named_json import NamedJson, NamedSpelling
 from refiner.formats.pythonic_sentinels import CallLines, SentinelPythonic, Wrapper
@@ -613,6 +613,14 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "granite_pythonic_tool_parser.py (_CALL_RE per line)",)),
         CallLines, Wrapper("", "", lines=True)),
     Row(
+        Family("function_gemma4", 'Gemma 4 JSON calls (mlx-lm): <|tool_call>{"name": NAME, "arguments": {"key": '
+               '<|"|>text<|"|>, "n": 5}}<tool_call|> per call (strings between <|"|> tokens or in JSON quotes)',
+               sources=("ml-explore/mlx-lm mlx_lm/tool_parsers/function_gemma4.py (chosen by tool_parser_type)",),
+               reasoning=(("<|channel>thought\n", "<channel|>"), ("<|channel>thought", "<channel|>"),
+                          ("<|channel>", "<channel|>"))),
+        QuotedJsonCalls, JsonSpelling("<|tool_call>", "<tool_call|>", "object", lead="", between="", follows=("{",),
+                                quote='<|"|>')),
+    Row(
         Family(
             "gemma4",
             'Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:5}<tool_call|> per call',
@@ -704,6 +712,13 @@ CATALOG: tuple[Row, ...] = (
                sources=("sanjay920/vllm vllm/entrypoints/openai/tool_parsers/rubra_tool_parser.py (its parser rubra)",
                         "rubra-ai/rubra docs/docs/inference/vllm.md (rubra-ai's vLLM fork)")),
         JsonCalls, JsonSpelling("starttoolcall", "endtoolcall", "object", lead="", follows=("{",))),
+    Row(
+        Family("tgi", 'TGI tool grammar: {"function": {"_name": NAME, KEY: VALUE, ...}} (one call, its arguments beside '
+               '"_name"; the name no_tool is a text answer)',
+               sources=("huggingface/text-generation-inference router/src/infer/tool_grammar.rs (the grammar)",
+                        "huggingface/text-generation-inference router/src/chat.rs (parse_output)")),
+        JsonCalls, JsonSpelling('{"function":', None, "object", name_key="_name", flat=True, text_names=("no_tool",),
+                                marker='"_name":', lead=" ", trail="}", between=", ")),
     Row(
         Family("plamo3", "PLaMo 3: <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|>"
                          "<|plamo:begin_tool_name:plamo|>NAME<|plamo:end_tool_name:plamo|>"

@@ -18,14 +18,23 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import DETECT_CHARS, Detection, FormatError, Lenient, WireFormat
+from refiner.formats.brace_kv import write_quoted
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
-from refiner.formats.lenient import (TokenFinder, add_call, as_items, block_values, lenient_blocks,
-                                     lenient_json_in_prose, tokens_outside_strings, written_before_cut)
+from refiner.formats.lenient import (
+    TokenFinder,
+    add_call,
+    as_items,
+    block_values,
+    lenient_blocks,
+    lenient_json_in_prose,
+    tokens_outside_strings,
+    written_before_cut,
+)
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import (JSON_DECODER, decode_at, expect_str, expect_str_list, json_blocks, strict_fields)
+from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, expect_str_list, json_blocks, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -51,7 +60,9 @@ class JsonSpelling:
     ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)`` after ``open`` (read for any name);
     ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``gap``: written between
     ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid strictly and noise in
-    recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``id_key``: a call id numbered from 0;
+    recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``flat``: a call's arguments are the
+    keys of its object beside ``name_key``; ``text_names``: names whose call is a text answer, no call (read and
+    dropped); ``id_key``: a call id numbered from 0;
     ``dropped``: keys a call may hold a string under, read and not written; ``follows``: what follows ``open`` in this
     row's texts (empty: anything); ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and
     between blocks or calls; ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call
@@ -61,7 +72,9 @@ class JsonSpelling:
     (a list of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how
     the row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
     sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
-    ``"arguments"`` (see :meth:`JsonCalls.sniff`)."""
+    ``"arguments"`` (see :meth:`JsonCalls.sniff`); ``marker``: what detection looks for in place of ``open`` (for an
+    ``open`` other texts hold too); ``quote``: a token written around strings in place of ``"`` (both are read; the
+    arguments' strings are written with it; read by :class:`QuotedJsonCalls`)."""
 
     open: str
     close: str | None
@@ -73,6 +86,8 @@ class JsonSpelling:
     once: bool = field(default=False, metadata=POLICY)
     name_key: str = "name"
     keyed: bool = False
+    flat: bool = False
+    text_names: tuple[str, ...] = ()
     id_key: str | None = None
     dropped: tuple[str, ...] = ()
     follows: tuple[str, ...] = field(default=(), metadata=POLICY)
@@ -88,6 +103,8 @@ class JsonSpelling:
     outputs_key: str | None = None
     stop: str | None = field(default=None, metadata=POLICY)
     by_args: bool = field(default=False, metadata=POLICY)
+    marker: str | None = field(default=None, metadata=POLICY)
+    quote: str | None = None
 
 
 def _blanks_from(text: str, end: int, low: int) -> int:
@@ -120,7 +137,7 @@ class JsonCalls(WireFormat):
 
     @classmethod
     def detection_for(cls, sp: JsonSpelling, rank: int) -> Detection:
-        marker = sp.open + "[" if sp.tight else sp.open.rstrip()
+        marker = sp.marker or (sp.open + "[" if sp.tight else sp.open.rstrip())
         markers = (marker,) if sp.section is None else (sp.section[0], marker)
         # a close that is no markup (a code fence) closes any fenced text: no sign of this row
         closers = (sp.close,) if sp.close is not None and is_markup(sp.close) else ()
@@ -138,6 +155,8 @@ class JsonCalls(WireFormat):
             if not name.strip() or type(args) is not dict:
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
             return ToolCall.trusted(name, args)
+        if sp.flat and type(obj) is dict:
+            obj = {sp.name_key: obj.get(sp.name_key), sp.arg_keys[0]: {k: v for k, v in obj.items() if k != sp.name_key}}
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
         extra = tuple(k for k in (sp.id_key, sp.type_key, sp.outputs_key, *sp.dropped) if k)
         name, args, extras = strict_fields(self, obj, pos, what="call", index=index, name_key=sp.name_key,
@@ -173,7 +192,8 @@ class JsonCalls(WireFormat):
                 if not isinstance(v, kind):
                     raise self.error(f"{sp.open} must hold {what}, got {type(v).__name__}", p)
                 values.extend([(v, p)] if kind is dict else ((item, p) for item in v))
-        return [self._call(v, p, i) for i, (v, p) in enumerate(values)]
+        calls = [self._call(v, p, i) for i, (v, p) in enumerate(values)]
+        return [c for c in calls if c.name not in sp.text_names] if sp.text_names else calls
 
     def _opener(self, text: str) -> str:
         """The spelling of the open tag written first in the answer (``open`` when no other is written)."""
@@ -195,6 +215,8 @@ class JsonCalls(WireFormat):
             if not text.startswith(opener, pos):
                 raise self.error(f"{tag.strip()} must be followed by {what}", pos)
             value, end = decode_at(self, text, pos)
+            if sp.trail and not text.startswith(sp.trail, skip_ws(text, end)):  # the closer the row writes after it
+                raise self.error(f"{what} must be followed by {sp.trail!r}", end)
             yield value, pos
             i, tag = first(opens, end)
             if tag is None:
@@ -288,6 +310,15 @@ class JsonCalls(WireFormat):
                 elif outer is not None:
                     out.mark_cut(len(out.calls) - 1, name, args, outer[1].clean)
                 return
+        if sp.flat and type(item) is dict and len(item) == 1 and type(inner := next(iter(item.values()))) is dict:
+            item = inner if sp.name_key in inner else item  # the call under its open key written wrong or alone
+        if sp.flat and type(item) is dict and isinstance(name := item.get(sp.name_key), str) and name.strip():
+            if name not in sp.text_names:
+                out.calls.append(ToolCall(name, {str(k): v for k, v in item.items() if k != sp.name_key}))
+                if (cut := written_before_cut(item)) is not None:  # the text stops inside the call
+                    whole = cut[0]
+                    out.mark_cut(len(out.calls) - 1, whole.pop(sp.name_key, None), whole, cut[1])
+            return
         labels = item.get(sp.outputs_key, []) if sp.outputs_key and isinstance(item, dict) else []
         if not isinstance(labels, list):
             out.note("bad_outputs", f"{sp.outputs_key!r} is not a list: {str(labels)[:80]!r}")
@@ -404,6 +435,14 @@ class JsonCalls(WireFormat):
                     return j
         return -1
 
+    def region_start(self, body: str, at: int) -> int:
+        """A row whose marker is inside its calls: the open tag before the marker at ``at``, else the brace of the
+        object the marker is in (its open tag written wrong)."""
+        sp = self.spelling
+        j = body.rfind(sp.open, 0, at) if sp.marker else -1
+        j = body.rfind("{", 0, at) if sp.marker and j < 0 else j
+        return at if j < 0 else j
+
     @cached_property
     def _speller(self) -> Speller:
         return Speller((self.spelling.open, self.spelling.close or ""))
@@ -453,7 +492,7 @@ class JsonCalls(WireFormat):
         if sp.payload in ("lines", "objects"):
             return sp.open + "\n" + "".join(dumps(o) + "\n" for o in objs) + sp.close
         if sp.payload == "object":
-            blocks = sp.between.join(f"{sp.open}{sp.lead}{dumps(o)}{sp.trail}{sp.close or ''}" for o in objs)
+            blocks = sp.between.join(f"{sp.open}{sp.lead}{self._json(o)}{sp.trail}{sp.close or ''}" for o in objs)
             return blocks if sp.section is None else f"{sp.section[0]}{sp.between}{blocks}{sp.between}{sp.section[1]}"
         if sp.payload == "joined":
             if len(calls) == 1 and calls[0].name in sp.builtins:
@@ -461,10 +500,51 @@ class JsonCalls(WireFormat):
             return sp.between.join(dumps(o) for o in objs)
         return f"{sp.open}{sp.gap}{dumps(objs)}{sp.close or ''}"
 
+    def _json(self, obj: dict[str, Any]) -> str:
+        """A call object as the row writes it."""
+        return dumps(obj)
+
     def _obj(self, c: ToolCall, i: int) -> dict[str, Any]:
         sp = self.spelling
         if sp.keyed:
             return {c.name: dict(c.arguments)}
+        if sp.flat:
+            return {sp.name_key: c.name, **c.arguments}
         head = {sp.id_key: str(i)} if sp.id_key else {}
         tail = {sp.outputs_key: list(c.outputs)} if sp.outputs_key else {}
         return {**head, sp.name_key: c.name, sp.arg_keys[0]: dict(c.arguments), **tail}
+
+
+class QuotedJsonCalls(JsonCalls):
+    """The grammar's rows whose strings may be written between two ``quote`` tokens: each such string is read as
+    the JSON string it stands for."""
+
+    def _requoted(self, text: str) -> str:
+        """``text`` with each string between two ``quote`` tokens written as a JSON string (one left open: the rest
+        of the text after a ``"``)."""
+        parts = str.split(text, self.spelling.quote)
+        last = len(parts) - 1
+        return "".join(p if i % 2 == 0 else '"' + dumps(p)[1:-1] if i == last else dumps(p) for i, p in enumerate(parts))
+
+    def parse_strict(self, text: str) -> list[ToolCall]:
+        return super().parse_strict(self._requoted(text) if self.spelling.quote in text else text)
+
+    def parse_lenient(self, text: str, **kwargs: Any) -> Lenient:
+        """Also reads the quote token written with ``'`` for its ``"``, or without it; a text that stops inside a
+        quote token stops before it."""
+        q = self.spelling.quote
+        if isinstance(text, str):
+            for wrong in {q.replace('"', "'"), q.replace('"', "")} - {q}:
+                text = str.replace(text, wrong, q) if wrong in text else text
+            part = next((k for k in range(len(q) - 1, 0, -1) if text.endswith(q[:k])), 0)
+            text = text[: len(text) - part] if part else text
+        return super().parse_lenient(self._requoted(text) if isinstance(text, str) and q in text else text, **kwargs)
+
+    def _json(self, obj: dict[str, Any]) -> str:
+        """A call object with the strings in its arguments written between two ``quote`` tokens."""
+        q = self.spelling.quote
+        try:
+            return "{" + ", ".join(f"{dumps(k)}: {dumps(v) if isinstance(v, str) else write_quoted(v, q, q, dumps, True)}"
+                                   for k, v in obj.items()) + "}"
+        except ValueError as e:
+            raise self.render_error(str(e)) from None

@@ -277,7 +277,8 @@ def salvaged(
     """``reading`` (of a text not valid in its format) with the calls read wherever the model put them
     (:func:`refiner.formats.salvage.salvage`), values typed by the specs, when that reading is better than the
     format's own lenient one; else ``reading`` itself. Better: more calls to offered tools (plausibly named ones
-    without a tool list), then more spelled exactly as offered, then fewer calls to other names, then more arguments.
+    without a tool list) with no markup in them (:func:`_frayed`), then more calls to offered tools, then more spelled
+    exactly as offered, then fewer calls to other names, then more arguments.
     When salvage read the whole text and found no call, the lenient reading's calls were made of prose and give way.
     ``offered``: :func:`params_by_tool` of ``tools``, when the caller has it; ``markers``, ``tried``, ``sniffed``:
     what the caller already made (see :func:`read_upstream`)."""
@@ -301,12 +302,34 @@ def salvaged(
     return replace(reading, calls=calls, cut=None if cut is None else Cut(None, cut.name, {}, cut.clean), salvaged=found)
 
 
-def _score(calls: Sequence[ToolCall], offered: Mapping[str, Any] | None) -> tuple[int, int, int, int]:
+def _score(calls: Sequence[ToolCall], offered: Mapping[str, Any] | None) -> tuple[int, int, int, int, int]:
     judged: dict[str, tuple[bool, bool]] = {}  # (each name judged once: a long list repeats a few)
-    good = exact = args = 0
+    clean = good = exact = args = 0
     for c in calls:
         if c.name not in judged:
             judged[c.name] = (is_offered(c.name, offered), c.name in offered) if offered else (
                 (_PLAUSIBLE_NAME.fullmatch(c.name) is not None,) * 2)
         good, exact, args = good + judged[c.name][0], exact + judged[c.name][1], args + len(c.arguments)
-    return good, exact, good - len(calls), args
+        clean += judged[c.name][0] and not _frayed(c)
+    return clean, good, exact, good - len(calls), args
+
+
+_MARKUP_CHARS = re.compile(r"[\"'`{}\[\]<>]")
+
+
+def _frayed(call: ToolCall) -> bool:
+    """Whether a reading took some of the call's markup for its text: a quote or bracket in its name or in an
+    argument's key, or a string argument that starts with a quote not closed exactly at its end, or ends in more
+    closing braces or brackets than it opens (a trailing comma aside)."""
+    if _MARKUP_CHARS.search(call.name) or any(_MARKUP_CHARS.search(k) for k in call.arguments):
+        return True
+    for value in call.arguments.values():
+        s = value.strip() if isinstance(value, str) else ""
+        if not s:
+            continue
+        if s[0] in "\"'" and s.find(s[0], 1) != len(s) - 1:
+            return True
+        tail = s.rstrip(",;")
+        if tail and tail[-1] in "}]" and tail.count(tail[-1]) > tail.count("{" if tail[-1] == "}" else "["):
+            return True
+    return False
