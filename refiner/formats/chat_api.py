@@ -95,9 +95,8 @@ class OpenAI(ApiMessage):
         return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "function" in v for v in value)
 
     def claims_value(self, value: Any) -> bool:
-        if isinstance(value, dict):
-            return "tool_calls" in value
-        return isinstance(value, list) and any(isinstance(x, dict) and "function" in x for x in value)
+        return self.looks_like(value) or isinstance(value, list) and any(isinstance(x, dict) and "function" in x
+                                                                          for x in value)
 
     def _call(self, item: Any, i: int, pos: int) -> ToolCall:
         what = f"tool call #{i}"
@@ -133,10 +132,9 @@ class Anthropic(ApiMessage):
 
     def _call(self, item: Any, i: int, pos: int) -> ToolCall:
         what = f"content block #{i}"
-        kind = item.get("type") if type(item) is dict else None
         block = expect_object(self, item, what, pos)
-        if kind != "tool_use":
-            raise self.error(f"unknown 'type' {kind!r} of {what}", pos)
+        if block.get("type") != "tool_use":
+            raise self.error(f"unknown 'type' {block.get('type')!r} of {what}", pos)
         block = self._checked(block, what, _TOOL_USE_KEYS, pos)
         name = self._name(block.get("name"), "name", what, pos)
         if "input" not in block:

@@ -43,9 +43,8 @@ class FunctionaryV31(NamedJson):
     def sniff(self, body: str, at: int) -> bool:
         """``<function=NAME>`` followed by a JSON object (not a line break and ``<parameter=``); a text whose first
         marker is ``<|python_tag|>`` is Llama 3.1's."""
-        if not body.startswith(OPEN, at) or not super().sniff(body, at):
-            return False
-        return body.startswith("{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
+        return body.startswith(OPEN, at) and super().sniff(body, at) and body.startswith(
+            "{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
 
     def _after_calls(self, text: str, pos: int, calls: list[ToolCall]) -> list[ToolCall]:
         if text.startswith(PYTHON_TAG, pos):

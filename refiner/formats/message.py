@@ -71,14 +71,9 @@ def values_end(text: str, i: int) -> int:
 
 def trim_turn_end(text: str) -> str:
     """``text`` without the end-of-turn tokens (and the blanks around them) it ends with."""
-    while True:
-        stripped = text.rstrip()
-        for token in END_OF_TURN:
-            if stripped.endswith(token):
-                text = stripped[: -len(token)]
-                break
-        else:
-            return text
+    while (stripped := text.rstrip()).endswith(END_OF_TURN):
+        text = stripped[: -len(next(token for token in END_OF_TURN if stripped.endswith(token)))]
+    return text
 
 
 def calls_region(fmt: object, text: str) -> tuple[int, int] | None:

@@ -250,7 +250,7 @@ class NsXml(WireFormat):
         name = written.strip()
         if not name:
             slip(self, out, "no_name", f"a call without a {s.name_attr}: {tags[i].raw[:60]!r}", tags[i].start)
-        elif not self.is_name(name) or name != written:
+        elif any(c.isspace() or c in '"<>' for c in name) or name != written:
             slip(self, out, "bad_name" if name == written else None, f"tool name {written[:60]!r} is not allowed",
                  tags[i].start)
         stack = [_Frame(s.invoke, "", [])]
@@ -351,9 +351,6 @@ class NsXml(WireFormat):
         if name:
             calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
 
-    def is_name(self, name: str) -> bool:
-        return bool(name) and not any(c.isspace() or c in '"<>' for c in name)
-
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
         return retype_calls(calls, tools, settle=_retype)
 
@@ -364,20 +361,13 @@ def _retype(param: Any, value: Any, depth: int = 0) -> Any:
     if param is None or depth > MAX_ARGUMENT_DEPTH:
         return value
     ptype = getattr(param, "type", None)
+    if ptype not in ("array", "object"):
+        return retype_value(param, value)
+    if value == "":
+        return [] if ptype == "array" else {}
+    items, props = getattr(param, "items", None), getattr(param, "properties", None) or {}
     if ptype == "array":
-        if value == "":
-            return []
-        items = getattr(param, "items", None)
-        if isinstance(value, list) and items is not None:
-            return [_retype(items, v, depth + 1) for v in value]
-        return value
-    if ptype == "object":
-        props = getattr(param, "properties", None) or {}
-        if value == "":
-            return {}
-        if isinstance(value, list) and "item" in props:
-            value = {"item": value[0] if len(value) == 1 else value}
-        if isinstance(value, dict):
-            return {k: _retype(props.get(k), v, depth + 1) for k, v in value.items()}
-        return value
-    return retype_value(param, value)
+        return [_retype(items, v, depth + 1) for v in value] if isinstance(value, list) and items is not None else value
+    if isinstance(value, list) and "item" in props:
+        value = {"item": value[0] if len(value) == 1 else value}
+    return {k: _retype(props.get(k), v, depth + 1) for k, v in value.items()} if isinstance(value, dict) else value

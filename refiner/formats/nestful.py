@@ -194,16 +194,6 @@ def _loose_value(src: str, i: int, depth: int, loosened: list[tuple[dict, str]])
         raise _NotLoose from None
 
 
-def _next_is_key(src: str, j: int) -> bool:
-    if not src.startswith('"', j):
-        return False
-    try:
-        _, k = JSON_DECODER.raw_decode(src, j)
-    except ValueError:
-        return False
-    return src.startswith(":", skip_blanks(src, k))
-
-
 def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[dict, int]:
     """The object whose ``{`` ends at ``i``; values after a member's value in place of the next key (``"k": 1, 2``)
     make that member a list (recorded in ``loosened``)."""
@@ -224,7 +214,11 @@ def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]
         i = skip_blanks(src, i)
         while src.startswith(",", i):
             j = skip_blanks(src, i + 1)
-            if _next_is_key(src, j) or src.startswith("}", j):
+            try:  # (a string then ':' is the next key)
+                key_end = JSON_DECODER.raw_decode(src, j)[1] if src.startswith('"', j) else -1
+            except ValueError:
+                key_end = -1
+            if key_end >= 0 and src.startswith(":", skip_blanks(src, key_end)) or src.startswith("}", j):
                 break
             extra, i = _loose_value(src, j, depth, loosened)
             more.append(extra)

@@ -269,21 +269,18 @@ class RecordFormat(base.WireFormat):
         q = skip_blanks(text, p)
         if r.strings == "json" or r.strings == "quoted" and text.startswith(("{", "["), q) and r.literals == "json":
             value, q = self._json(text, q, f"the value of {key}")
-            return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
-        if r.strings == "quoted" and (text.startswith(r.quote_open, q) or text.startswith(("{", "["), q)):
+        elif r.strings == "quoted" and (text.startswith(r.quote_open, q) or text.startswith(("{", "["), q)):
             try:
                 value, q = read_quoted(text, q, r.quote_open, r.quote_close, find)
             except ValueError as e:
                 raise _Stop(f"the value of {key}: {e}", q, q >= len(text) or "not closed" in str(e)) from None
-            return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
-        end = find.next(c["value_suffix"], p) if c["value_suffix"] else self._raw_end(text, p, find)
-        if end < 0:
-            raise _Stop(f"the value of {key} is not closed", p, True)
-        after = end + len(c["value_suffix"])
-        raw = text[p:end].strip()
-        if c["typing"] and not typed:
-            return raw, after  # the typing attribute says: a string, as written
-        return read_value(raw, r.literals == "python"), after
+        else:  # raw text up to the value's terminator; a string as written when the typing attribute says so
+            end = find.next(c["value_suffix"], p) if c["value_suffix"] else self._raw_end(text, p, find)
+            if end < 0:
+                raise _Stop(f"the value of {key} is not closed", p, True)
+            raw, after = text[p:end].strip(), end + len(c["value_suffix"])
+            return (raw if c["typing"] and not typed else read_value(raw, r.literals == "python")), after
+        return value, self._expect(text, q, c["value_suffix"], f"after the value of {key}")
 
     def _raw_end(self, text: str, p: int, find: Finder) -> int:
         """Where a raw value with no value suffix ends: at the first of :func:`_raw_ends` (one starting with a line
