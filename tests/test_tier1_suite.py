@@ -190,6 +190,8 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                    "40 fixed, wrong tag 28 of 40)")),
     "onyx": (0.85, ("a token written wrong in place of <|message|> or <|eom|> (<|MESSAGE|>, [|message|], another "
                     "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
+    "react": (0.80, ("Action: or Action Input: written wrong (Acti_on:, another format's tag) is not put back: the "
+                     "words are no token a respeller knows (wrong tag: 15 of 40 fixed)")),
 }
 
 

@@ -756,6 +756,14 @@ CATALOG: tuple[Row, ...] = (
         NamedJson,
         NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"),
                       header="<|start|>assistant ")),
+    Row(
+        Family("react", "ReAct: Thought: ...\\nAction: NAME\\nAction Input: {...} (the Observation: and Final Answer: lines "
+               "are text)",
+               models=("ToolBench/ToolLLaMA-2-7b-v2",),
+               sources=("OpenBMB/ToolBench toolbench/inference/Prompts/ReAct_prompts.py",
+                        "langchain-ai/langchain libs/langchain/langchain/agents/output_parsers/react_single_input.py",
+                        "run-llama/llama_index llama-index-core/llama_index/core/agent/react/output_parser.py")),
+        NamedJson, NamedSpelling(None, None, "Action: ", "\nAction Input: ", joiner="\n")),
 )
 
 FORMATS = register_catalog(CATALOG)

@@ -394,6 +394,7 @@ class NamedJson(WireFormat):
             return not (lay.words or c >= 0 and lay.before) or any(w in seg for w in lay.words)
         if sp.section_open and body.startswith(sp.section_open, at):  # a sectioned row: a call token after it
             at = skip_ws(body, at + len(sp.section_open))
+        at += body.startswith("\n" + sp.call_open, at)  # (a line-start marker: the call after its line break)
         header = sp.header and body.startswith(sp.header, at)
         at += len(sp.header) if header else 0
         k = self._past_id(body, at + len(sp.call_open)) if sp.id_close else at + len(sp.call_open)  # (Solar Open's id)
@@ -429,7 +430,7 @@ class NamedJson(WireFormat):
             k = i + len(sp.call_open)
             m = _NAME.match(body, k, k + MAX_NAME_CHARS)
             if (m is not None and body.startswith(sp.name_close, m.end()) and m.group() not in sp.text_recipients
-                    and body.startswith("{", skip_ws(body, m.end()))):
+                    and body.startswith("{", skip_ws(body, m.end() + len(sp.name_close)))):
                 return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
             i = body.find(sp.call_open, i + 1)
         return False
