@@ -192,6 +192,8 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                     "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
     "react": (0.80, ("Action: or Action Input: written wrong (Acti_on:, another format's tag) is not put back: the "
                      "words are no token a respeller knows (wrong tag: 15 of 40 fixed)")),
+    "qwen_agent": (0.75, ("✿FUNCTION✿ or ✿ARGS✿ written wrong (✿function✿, ✿FUNCT_ION✿, another format's tag) is not "
+                          "put back (wrong tag: 9 of 40 fixed; a lost ✿ARGS✿: 33 of 40)")),
 }
 
 
