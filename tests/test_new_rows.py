@@ -16,7 +16,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
                                   "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic",
-                                  "react", "qwen_agent"])
+                                  "react", "qwen_agent", "functionary_v2"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -230,3 +230,12 @@ def test_qwen_agent_reads_its_function_lines_and_leaves_the_result_and_reply_as_
     text = "Let me look.\n" + qwen.render([CALL, CALL]) + "\n✿RESULT✿: 18 °C\n✿RETURN✿: Dry and mild in Lisbon."
     assert formats.detect_format(text) == "qwen_agent" and qwen.parse_strict(text) == [CALL, CALL]
     assert Refiner().refine({"upstream": "✿RETURN✿: Dry and mild in Lisbon."})["calls"] == []
+
+
+def test_functionary_v2_reads_its_recipients_and_a_message_to_all_is_text():
+    v2 = formats.get("functionary_v2")
+    note = "<|from|>assistant\n<|recipient|>all\n<|content|>Looking it up.\n"
+    assert formats.detect_format(note + v2.render([CALL])) == "functionary_v2"
+    assert v2.parse_strict(note + v2.render([CALL]) + "<|stop|>") == [CALL]
+    assert v2.parse_lenient(v2.render([CALL]).replace("<|content|>", "<|CONTENT|>")).calls == [CALL]
+    assert Refiner().refine({"upstream": note.replace("Looking it up.", "Dry in Lisbon.")})["calls"] == []

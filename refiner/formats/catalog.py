@@ -769,6 +769,13 @@ CATALOG: tuple[Row, ...] = (
                "call (✿RESULT✿: and ✿RETURN✿: lines are text)",
                sources=("QwenLM/Qwen-Agent qwen_agent/llm/fncall_prompts/qwen_fncall_prompt.py",)),
         NamedJson, NamedSpelling(None, None, "✿FUNCTION✿: ", "\n✿ARGS✿: ", joiner="\n", call_marker=True)),
+    Row(
+        Family("functionary_v2", "Functionary v2: <|from|>assistant\\n<|recipient|>NAME\\n<|content|>{...} per call, "
+               "<|stop|> after the last (the recipient all starts text)",
+               models=("meetkai/functionary-small-v2.5", "meetkai/functionary-medium-v2.4"),
+               sources=("MeetKai/functionary functionary/prompt_template/prompt_template_v2.py, jinja_templates/v2.txt",)),
+        NamedJson, NamedSpelling(None, None, "<|from|>assistant\n<|recipient|>", "\n<|content|>", joiner="\n",
+                                 text_recipients=("all",), call_marker=True)),
 )
 
 FORMATS = register_catalog(CATALOG)

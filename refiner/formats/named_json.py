@@ -37,6 +37,7 @@ from refiner.formats.xmlvalues import Finder
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
 _BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # <|...|> or DeepSeek's <｜...｜>
+_WORDS = re.compile(r"[A-Za-z\s]*")  # what a tag may hold besides its barred tokens (Functionary v2's role word)
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
@@ -252,8 +253,8 @@ class NamedJson(WireFormat):
         sp = self.spelling
         layouts = [layout(x) for x in (sp, *sp.also)]  # the row's own first
         lay = layouts[0]
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every tag is barred tokens
-        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # tags of barred tokens and words only
+        if barred and all(_WORDS.fullmatch(_BARRED_TOKEN.sub("", tag)) for tag in self.tags):
             text = respell_tokens(text, barred, out)
         for alt, token in sp.respelt:
             if alt in text:
