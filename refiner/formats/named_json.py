@@ -37,6 +37,7 @@ from refiner.formats.xmlvalues import Finder
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
 _BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # <|...|> or DeepSeek's <｜...｜>
+_WORDS = re.compile(r"[A-Za-z\s]*")  # what a tag may hold besides its barred tokens (Functionary v2's role word)
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
@@ -252,8 +253,8 @@ class NamedJson(WireFormat):
         sp = self.spelling
         layouts = [layout(x) for x in (sp, *sp.also)]  # the row's own first
         lay = layouts[0]
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # when every tag is barred tokens
-        if barred and all(_BARRED_TOKEN.sub("", tag) == "" for tag in self.tags):
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # tags of barred tokens and words only
+        if barred and all(_WORDS.fullmatch(_BARRED_TOKEN.sub("", tag)) for tag in self.tags):
             text = respell_tokens(text, barred, out)
         for alt, token in sp.respelt:
             if alt in text:
@@ -394,6 +395,7 @@ class NamedJson(WireFormat):
             return not (lay.words or c >= 0 and lay.before) or any(w in seg for w in lay.words)
         if sp.section_open and body.startswith(sp.section_open, at):  # a sectioned row: a call token after it
             at = skip_ws(body, at + len(sp.section_open))
+        at += body.startswith("\n" + sp.call_open, at)  # (a line-start marker: the call after its line break)
         header = sp.header and body.startswith(sp.header, at)
         at += len(sp.header) if header else 0
         k = self._past_id(body, at + len(sp.call_open)) if sp.id_close else at + len(sp.call_open)  # (Solar Open's id)
@@ -429,7 +431,7 @@ class NamedJson(WireFormat):
             k = i + len(sp.call_open)
             m = _NAME.match(body, k, k + MAX_NAME_CHARS)
             if (m is not None and body.startswith(sp.name_close, m.end()) and m.group() not in sp.text_recipients
-                    and body.startswith("{", skip_ws(body, m.end()))):
+                    and body.startswith("{", skip_ws(body, m.end() + len(sp.name_close)))):
                 return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
             i = body.find(sp.call_open, i + 1)
         return False
