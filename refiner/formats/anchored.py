@@ -1,10 +1,14 @@
 """Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names
 (:func:`anchored_calls`): a tool name inside a JSON object whose other key holds its parameters (an object or JSON
-text), every call under the same two keys; else a tool name followed on its line, after the same markup for every
-call, by one JSON object of its parameters; else the literals before each tool name, before each of its parameter
-names, after each key and after each value (a value is JSON, a string between a quote token and its closer, else
-text). Only markup is read: two keys or more share the key literals, which hold a character other than a letter,
-digit or space; only the tool's own parameters are read. Each call carries the literals learned (``how``).
+text), every call under the same two keys; else a tool name followed, after the same markup for every call, by one
+JSON object of its parameters, on the name's line or after lines that are blank or one markup token each (a label
+line; then markup before the name on its line), with no two words in a row before or after the name; else the
+literals before each tool name, before each of its parameter names, after each key and after each value (a value
+is JSON, a string between a quote token and its closer, else text), except that keys inside a JSON object decoded
+where the markup opens it are that object's, read as the call's arguments, and quoted keys or keys sharing a line
+after a brace that opens no JSON object are not read. Only markup is read: two keys or more
+share the key literals, which hold a character other than a letter, digit or space; only the tool's own parameters
+are read. Each call carries the literals learned (``how``).
 """
 
 from __future__ import annotations
@@ -126,7 +130,7 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         if brace < 0 or budget <= 0:
             continue
         first, *more = text[e:brace].split("\n")  # on a later line: after a closing token and lines of markup only
-        if more and not (first.strip() and all(_MARKUP_LINE.fullmatch(line) for line in (first, *more))):
+        if more and not all(_MARKUP_LINE.fullmatch(line) for line in (first, *more)):
             continue
         value, end = json_head(text, brace) or (None, brace + CONTEXT)
         budget -= end - brace
@@ -138,14 +142,26 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
     gap, ids = _id_gap([text[e:b] for _, e, b, _, _ in found])
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
+    if gap.split("\n")[0].strip() == "" and "\n" in gap and not _markup(opener):
+        return []  # a name ending its line is a call's only after markup on it
+    return _json_found([(s, call, end) for s, _, _, end, call in found], opener, gap, ids, notes)
+
+
+def _json_found(found: list[tuple[int, ToolCall, int]], opener: str, gap: str, ids: bool,
+                notes: list[str]) -> list[Found]:
+    """The calls ``(name start, call, end)`` read as a tool name, then ``gap`` (its JSON arguments after it), each
+    after ``opener`` on the name's line; none when ``opener`` or ``gap`` holds prose."""
+    if _PROSE.search(opener + "\n" + gap):
+        return []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, between the name and its "
            f"JSON arguments {gap.strip()!r}" + (" around a call id" if ids else ""))
     notes.append(f"{len(found)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
-    return [Found(s - len(opener), end, call, how) for s, _, _, end, call in found]
+    return [Found(s - len(opener), end, call, how) for s, call, end in found]
 
 
 _ID = re.compile(r"[\w.:\-]{1,64}")
 _MARKUP_LINE = re.compile(r"\s*(?:[^\w\s]\S*\s*)?")  # blank, or one markup token (no space, no word character first)
+_PROSE = re.compile(r"[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}")  # two words in a row: prose, never a label
 
 
 def _id_gap(gaps: Sequence[str]) -> tuple[str | None, bool]:
@@ -237,6 +253,21 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     opener = common_suffix(*(text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)))
     if len(keys) < 2 or not _markup(opener):
         return []
+    if (brace := gap.rfind("{")) >= 0:  # keys inside a JSON object: its arguments are that object, never cut through
+        heads: dict[int, tuple[Any, int]] = {}
+        budget = JSON_BUDGET
+        for c in sorted(keep):
+            head = json_head(text, calls[c][1] + brace) if budget > 0 else None
+            budget -= head[1] - calls[c][1] if head else WINDOW
+            if head and isinstance(head[0], dict) and head[1] > first[c].start:
+                heads[c] = head
+        objects = [(calls[c][0], ToolCall(calls[c][2], value), end) for c, (value, end) in heads.items()
+                   if set(value) <= set(offered.get(calls[c][2]) or ())]
+        if heads:
+            return _json_found(objects, opener, gap[:brace], False, notes) if objects else []
+        if key_prefix.endswith(("'", '"')) or any(a.call == b.call and "\n" not in text[a.end: b.start]
+                                                  for a, b in itertools.pairwise(keys)):
+            return []  # quoted keys, or keys on one line, in a brace that opens no JSON object: a cut or broken one
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
     # values on a line of their own only when every key's line ends after its key suffix
     own_line = all(text[(q := _BLANK.match(text, k.end + len(key_suffix)).end()): q + 1] == "\n" for k in keys)
