@@ -84,7 +84,7 @@ def test_v11_call_id_and_decoded_without_args_token():
     [
         ('[TOOL_CALLS] get_weather[ARGS]{"city": "Paris"}', "expected a tool name"),
         ('[TOOL_CALLS]get_weather[CALL_ID][ARGS]{"city": "Paris"}', "must be followed by an id"),
-        ('[TOOL_CALLS]get_weather[ARGS]["Paris"]', "must be a JSON object"),
+        ('[TOOL_CALLS]get_weather[ARGS]["Paris"]', "and a JSON object after"),
         ('[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"} and then [TOOL_CALLS]b[ARGS]{}', "text between calls"),
         ('[TOOL_CALLS]a[ARGS]{"x": 1}b[ARGS]{"y": 2}', "text between calls"),
         ('[TOOL_CALLS]get_weather', "expected [ARGS]"),

@@ -121,12 +121,9 @@ class MistralV11(WireFormat):
                 if not call_id or call_id != call_id.strip() or "[" in call_id or "{" in call_id:
                     raise self.error(f"{CALL_ID} must be followed by an id and {ARGS}", pos)
                 pos = j
-            if text.startswith(ARGS, pos):
-                pos += len(ARGS)
-            elif not text.startswith("{", pos):
-                raise self.error(f"expected {ARGS} after the tool name {name!r}", pos)
+            pos += len(ARGS) if text.startswith(ARGS, pos) else 0
             if not text.startswith("{", pos):
-                raise self.error(f"the arguments of {name!r} must be a JSON object", pos)
+                raise self.error(f"expected {ARGS} and a JSON object after the tool name {name!r}", pos)
             args, end = decode_at(self, text, pos)
             calls.append(ToolCall.trusted(name, args))
             nxt = skip_ws(text, end)
