@@ -236,7 +236,8 @@ def score_gold(
     text = _as_text(text)
     b = breakdown(text, gold, variant)
     has_up = upstream is not None
-    up_total = _upstream_breakdown(gold, _as_text(upstream), variant).total if has_up else 0.0
+    up = _as_text(upstream) if has_up else ""
+    up_total = (b.total if up == text else _upstream_breakdown(gold, up, variant).total) if has_up else 0.0
     penalized = bool(has_up and regression_penalty and b.total < up_total - TOTAL_EPS)
     normalized = b.normalized
     return {
