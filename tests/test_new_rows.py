@@ -16,13 +16,28 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
                                   "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic",
-                                  "react", "qwen_agent", "functionary_v2"])
+                                  "react", "qwen_agent", "functionary_v2", "xing4_0"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
     assert formats.detect_format(text) == name
     assert fmt.parse_strict(text) == [CALL, CALL]
 
+
+
+def test_xing4_0_reads_a_name_glued_spaced_or_broken_from_its_json_and_leaves_the_other_tool_call_rows_alone():
+    for sep in ("", " ", "\n"):
+        text = f'<tool_call>lookup_weather{sep}{{"town": "Lisbon", "days": 2}}</tool_call>'
+        assert formats.detect_format(text) == "xing4_0", sep
+        assert formats.get("xing4_0").parse_strict(text) == [CALL]
+    others = {'<tool_call>{"name": "lookup_weather", "arguments": {"town": "Lisbon"}}</tool_call>': "hermes",
+              '<tool_call>lookup_weather>{"town": "Lisbon"}': "glm53_flash",
+              "<tool_call>lookup_weather\n<arg_key>town</arg_key>\n<arg_value>Lisbon</arg_value>\n</tool_call>": "glm45",
+              "<tool_call>lookup_weather<param_key>town</param_key><param_value>Lisbon</param_value></tool_call>":
+                  "telechat4",
+              "<tool_call>\n<function=lookup_weather>\n<parameter=town>\nLisbon\n</parameter>\n</function>\n"
+              "</tool_call>": "qwen3_coder"}
+    assert {t: formats.detect_format(t) for t in others} == others
 
 
 def test_a_glm_call_to_a_tool_named_function_stays_glm():

@@ -230,6 +230,11 @@ CATALOG: tuple[Row, ...] = (
                "or the end closes it; its tag layout is GLM's)", models=("zai-org/GLM-5.3-Flash",),
                sources=(SGLANG + "glm53_flash_detector.py (_parse_json_format)",)),
         NamedJson, NamedSpelling(None, None, "<tool_call>", ">", call_marker=True)),
+    Row(
+        Family("xing4_0", "Xing4.0 JSON: <tool_call>NAME{...}</tool_call> per call, blanks or a line break free "
+               "between the name and the JSON (its tag layout is TeleChat4's, its name-in-JSON layout Hermes')",
+               sources=(SGLANG + "xing4_0_detector.py (_split_payload: a tool name, then the JSON arguments)",)),
+        NamedJson, NamedSpelling(None, None, "<tool_call>", "", "</tool_call>", call_marker=True)),
     Row(Family('apibank', 'API-Bank (ToolRL): <think>..</think> <tool_call>\\n{"name": ..., "parameters": {...}} per '
                'line\\n</tool_call> <response>..</response>', trained=True),
         JsonCalls, JsonSpelling("<tool_call>", "</tool_call>", "objects", arg_keys=("parameters",), stop="<response>",

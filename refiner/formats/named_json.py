@@ -45,6 +45,7 @@ _ID = re.compile(r"[^\s<>{}\[\]\"'`|]{1,64}")
 _PIECE = re.compile(r"<[^<>\s]+>|[^\s<]+|<")  # a loose spelling's pieces: tokens and words
 # Another format's token left where a call token was lost (<tool_call>, [TOOL_CALLS]): not part of the name after it.
 _FOREIGN_TOKEN = re.compile(r"\s*(?:<[^<>\n]{1,40}>|\[[^\[\]\n]{1,40}\])\s*")
+_NAMED_OBJECT = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]*"\s*,\s*"(?:arguments|parameters)"\s*:')  # a call's own JSON
 _NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")  # what a counted row writes for a name it could not give
 
 
@@ -223,7 +224,7 @@ class NamedJson(WireFormat):
         if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
             raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
         pos = k
-        j = text.find(lay.name_end, pos)
+        j = _name_end(text, pos, lay.name_end)
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
         name = text[pos:j]
@@ -306,7 +307,11 @@ class NamedJson(WireFormat):
             pos = k
         seg = text[pos:end]
         after = end + len(lay.close) if tag == lay.close else end
-        head, sep, rest = seg.partition(lay.anchor)
+        if lay.anchor:
+            head, sep, rest = seg.partition(lay.anchor)
+        else:  # the name ends where the JSON object starts
+            brace = seg.find("{")
+            head, sep, rest = (seg, "", seg) if brace < 0 else (seg[:brace].strip(), "{", seg[brace:])
         if sep and head in sp.text_recipients:
             return after, True  # a text block
         if not sp.loose and lay.close and (k := rest.rfind(lay.close)) >= 0:  # a plain row's, past the JSON strings
@@ -324,7 +329,7 @@ class NamedJson(WireFormat):
             out.mark_cut(None)
             return after, True
         if not sep:
-            out.note("missing_tag", f"missing {lay.anchor!r} after the tool name in {seg[:60]!r}")
+            out.note("missing_tag", f"missing {lay.anchor or '{'!r} after the tool name in {seg[:60]!r}")
             line, nl, lines = seg.strip().partition("\n")
             if nl and words and lines.lstrip().startswith(min(words, key=len)):  # V3's name line, its word glued on
                 head, rest = _drop_foreign(line), lines
@@ -402,6 +407,10 @@ class NamedJson(WireFormat):
         m = _NAME.match(body, k) if k >= 0 else None
         if m is None or not body.startswith(sp.name_close, m.end()):
             return False
+        if not sp.name_close:  # a name glued to its JSON, which names no call itself (Hermes' object after a word)
+            brace = skip_ws(body, m.end())
+            if not body.startswith("{", brace) or _NAMED_OBJECT.match(body, brace) is not None:
+                return False
         if header:
             return not marker_table().in_name(body[at : m.end()]) and body.startswith(
                 "{", skip_ws(body, m.end() + len(sp.name_close)))
@@ -456,6 +465,15 @@ class NamedJson(WireFormat):
             for i, c in enumerate(calls)
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
+
+
+def _name_end(text: str, pos: int, name_end: str) -> int:
+    """Where the tool name at ``pos`` ends: at ``name_end``, or with no ``name_end`` where the name pattern stops;
+    -1 when ``name_end`` is not found."""
+    if name_end:
+        return text.find(name_end, pos)
+    m = _NAME.match(text, pos)
+    return m.end() if m is not None else pos
 
 
 def _drop_foreign(head: str) -> str:
