@@ -83,6 +83,8 @@ def hostile_texts(size: int) -> list[tuple[str, str]]:
     name, key = OFFERED
     out.append(("offered_names_open_strings", _fill(f'<{name}: \\"{key}\\": \\"Paris \\" ', size)))
     out.append(("offered_names_open_strings_brace", _fill(f'<{name} {{\\"{key}\\": \\"Paris \\" ', size)))
+    # an offered name in JSON objects opened inside one another and never closed: each one decoded runs to the end
+    out.append(("offered_names_open_objects", _fill(f'{{"name": "{name}", "arguments": ', size)))
     out.append(("think_open", "<think>" + "x" * size))
     out.append(("think_storm", _fill("</think><think>", size)))
     return out
