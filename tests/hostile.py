@@ -24,6 +24,8 @@ from refiner.formats.jsonfix import REPAIR_CALL_COST
 # A number no other part of a rendered call holds: rendering a call with it as a value marks where a value goes in
 # the format's text (inside a JSON string in OpenAI's arguments, as a literal elsewhere), so a storm can replace it.
 SLOT = 731_953_157_731
+# A tool and one of its parameters that the bench and the bound tests offer.
+OFFERED = ("f", "b")
 DEEP = 5_000  # nesting levels of the deep inputs (Python's recursion limit is 1,000)
 
 
@@ -76,6 +78,13 @@ def hostile_texts(size: int) -> list[tuple[str, str]]:
     for m in markers:
         out.append((f"repeat {m}", _fill(m, size)))
         out.append((f"repeat {m}{{", _fill(m + "{", size)))
+    # an offered tool's name after markup, again and again, each followed by a parameter and a value whose quotes,
+    # like every later one, are escaped: a JSON string opened there runs to the end of the text
+    name, key = OFFERED
+    out.append(("offered_names_open_strings", _fill(f'<{name}: \\"{key}\\": \\"Paris \\" ', size)))
+    out.append(("offered_names_open_strings_brace", _fill(f'<{name} {{\\"{key}\\": \\"Paris \\" ', size)))
+    # an offered name in JSON objects opened inside one another and never closed: each one decoded runs to the end
+    out.append(("offered_names_open_objects", _fill(f'{{"name": "{name}", "arguments": ', size)))
     out.append(("think_open", "<think>" + "x" * size))
     out.append(("think_storm", _fill("</think><think>", size)))
     return out

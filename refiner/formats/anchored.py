@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import re
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
@@ -89,8 +90,9 @@ def _json_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
             brace = text.rfind("{", max(0, s - CONTEXT * 4), brace)
             if brace < 0 or budget <= 0:
                 break
-            value, end = json_head(text, brace) or (None, brace + 1)
-            budget -= end - brace
+            head, read = _decoded(text, brace)
+            value, end = head or (None, brace + 1)
+            budget -= read
             got = _json_call(value, name, offered) if isinstance(value, dict) and end > e else None
             if got is not None:
                 out.append((brace, end, *got))
@@ -132,8 +134,9 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         first, *more = text[e:brace].split("\n")  # on a later line: after a closing token and lines of markup only
         if more and not all(_MARKUP_LINE.fullmatch(line) for line in (first, *more)):
             continue
-        value, end = json_head(text, brace) or (None, brace + CONTEXT)
-        budget -= end - brace
+        head, read = _decoded(text, brace)
+        value, end = head or (None, brace + CONTEXT)
+        budget -= read if head else max(read, CONTEXT)
         if isinstance(value, dict) and value and set(value) <= set(offered.get(name) or ()):
             found.append((s, e, brace, end, ToolCall(name, value)))
     if not found:
@@ -257,8 +260,10 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         heads: dict[int, tuple[Any, int]] = {}
         budget = JSON_BUDGET
         for c in sorted(keep):
-            head = json_head(text, calls[c][1] + brace) if budget > 0 else None
-            budget -= head[1] - calls[c][1] if head else WINDOW
+            if budget <= 0:
+                break
+            head, read = _decoded(text, calls[c][1] + brace)
+            budget -= head[1] - calls[c][1] if head else max(read, WINDOW)
             if head and isinstance(head[0], dict) and head[1] > first[c].start:
                 heads[c] = head
         objects = [(calls[c][0], ToolCall(calls[c][2], value), end) for c, (value, end) in heads.items()
@@ -280,9 +285,9 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
         v0 = (_BLANK_LINES if own_line else _BLANK).match(text, v0, max(v0, limit)).end()
         nl = text.find("\n", v0, limit)
         end = nl if nl >= 0 else (limit if last else limit - len(key_prefix))
-        head = json_head(text, v0) if text[v0: v0 + 1] in ("{", "[", '"') else None
-        if head is not None and head[1] <= limit:  # a JSON value may run over lines
-            nl = text.find("\n", head[1], limit)
+        head = json_head(text[v0:limit]) if text[v0: v0 + 1] in ("{", "[", '"') else None
+        if head is not None:  # a JSON value may run over lines, up to the limit
+            nl = text.find("\n", v0 + head[1], limit)
             end = nl if nl >= 0 else limit
         extents.append((v0, end))
         inline.append(not last and nl < 0)
@@ -381,12 +386,22 @@ def _shared(texts: list[str], key_suffix: bool = False) -> str:
 
 def json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
     """The JSON value ``raw`` holds at ``pos`` and where it ends; None when none starts there."""
-    if raw[pos : pos + 1] in JSON_STARTS:
-        try:
-            return JSON_DECODER.raw_decode(raw, pos)
-        except (ValueError, RecursionError):
-            pass
-    return None
+    return _decoded(raw, pos)[0]
+
+
+def _decoded(text: str, pos: int) -> tuple[tuple[Any, int] | None, int]:
+    """``(head, read)``: the JSON value ``text`` holds at ``pos`` and where it ends (None when none starts there), and
+    how many characters decoding it read: up to the value's end, or to where decoding failed (the rest of the text
+    when it failed without saying where)."""
+    if text[pos : pos + 1] not in JSON_STARTS:
+        return None, 1
+    try:
+        value, end = JSON_DECODER.raw_decode(text, pos)
+    except json.JSONDecodeError as exc:
+        return None, max(exc.pos - pos, 1)
+    except (ValueError, RecursionError):
+        return None, len(text) - pos
+    return (value, end), end - pos
 
 
 def _last_inline(raw: str) -> str:
