@@ -40,8 +40,8 @@ MARKUP = {
     "name: key=value": ("get_weather: city=Paris, unit=celsius", [PU]),
     "quoted value with a comma": ('search_web: query="cafes, open late"; max_results=3',
                                   [ToolCall("search_web", {"query": "cafes, open late", "max_results": 3})]),
-    "ReAct": ('Thought: I need the weather.\nAction: get_weather\nAction Input: {"city": "Paris"}\n', [P]),
-    "ReAct, JSON on its own line": ('Action: search_web\nAction Input:\n{"query": "best cafes", "max_results": 5}',
+    "labelled lines": ('Thought: I need the weather.\nTool: get_weather\nTool Input: {"city": "Paris"}\n', [P]),
+    "labelled lines, JSON on its own line": ('Tool: search_web\nTool Input:\n{"query": "best cafes", "max_results": 5}',
                                     [ToolCall("search_web", {"query": "best cafes", "max_results": 5})]),
     "tool and arguments block": ("tool: get_weather\narguments:\n  city: Paris\n  unit: celsius\n", [PU]),
     "YAML list": ("- get_weather:\n    city: Paris\n- get_time:\n    city: Rome\n", [P, R]),
@@ -85,7 +85,7 @@ def test_only_declared_parameters_are_read_and_nothing_is_filled_in():
     got = salvage("get_weather: city=Paris, town=Lyon, unit=", OFFERED)
     assert got.calls == [P]
     assert any("without a value" in n for n in got.notes) and any("'town'" in n for n in got.notes)
-    got = salvage('Action: get_weather\nAction Input: {"city": "Paris", "country": "FR"}', OFFERED)
+    got = salvage('Tool: get_weather\nTool Input: {"city": "Paris", "country": "FR"}', OFFERED)
     assert got.calls == [P] and any("does not declare" in n for n in got.notes)
 
 
