@@ -224,7 +224,7 @@ class NamedJson(WireFormat):
         if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
             raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
         pos = k
-        j = _name_end(text, pos, lay.name_end)
+        j = text.find(lay.name_end, pos) if lay.name_end else m.end() if (m := _NAME.match(text, pos)) else pos
         if j < 0:
             raise self.error(f"missing {sp.name_close!r} after the tool name", pos)
         name = text[pos:j]
@@ -422,13 +422,12 @@ class NamedJson(WireFormat):
         sp = self.spelling
         if sp.section_open is not None:
             return at
-        start = at
         for _ in range(MAX_NOTES * 64):
-            j = body.rfind(sp.call_open, 0, start)
-            if j < 0 or (j > 0 and body[j - 1] != "\n") or "\n\n" in body[j:start]:
-                return start
-            start = j
-        return start
+            j = body.rfind(sp.call_open, 0, at)
+            if j < 0 or (j > 0 and body[j - 1] != "\n") or "\n\n" in body[j:at]:
+                return at
+            at = j
+        return at
 
     def claims_text(self, body: str) -> bool:
         """A text with no marker: a line ``call_open`` + NAME, then a JSON object (Functionary's shape)."""
@@ -465,15 +464,6 @@ class NamedJson(WireFormat):
             for i, c in enumerate(calls)
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
-
-
-def _name_end(text: str, pos: int, name_end: str) -> int:
-    """Where the tool name at ``pos`` ends: at ``name_end``, or with no ``name_end`` where the name pattern stops;
-    -1 when ``name_end`` is not found."""
-    if name_end:
-        return text.find(name_end, pos)
-    m = _NAME.match(text, pos)
-    return m.end() if m is not None else pos
 
 
 def _drop_foreign(head: str) -> str:
