@@ -316,8 +316,7 @@ class JsonCalls(WireFormat):
             if name not in sp.text_names:
                 out.calls.append(ToolCall(name, {str(k): v for k, v in item.items() if k != sp.name_key}))
                 if (cut := written_before_cut(item)) is not None:  # the text stops inside the call
-                    whole = cut[0]
-                    out.mark_cut(len(out.calls) - 1, whole.pop(sp.name_key, None), whole, cut[1])
+                    out.mark_cut(len(out.calls) - 1, cut[0].pop(sp.name_key, None), *cut)
             return
         labels = item.get(sp.outputs_key, []) if sp.outputs_key and isinstance(item, dict) else []
         if not isinstance(labels, list):
@@ -527,7 +526,7 @@ class QuotedJsonCalls(JsonCalls):
         return "".join(p if i % 2 == 0 else '"' + dumps(p)[1:-1] if i == last else dumps(p) for i, p in enumerate(parts))
 
     def parse_strict(self, text: str) -> list[ToolCall]:
-        return super().parse_strict(self._requoted(text) if self.spelling.quote in text else text)
+        return super().parse_strict(self._requoted(text))
 
     def parse_lenient(self, text: str, **kwargs: Any) -> Lenient:
         """Also reads the quote token written with ``'`` for its ``"``, or without it; a text that stops inside a
@@ -535,10 +534,10 @@ class QuotedJsonCalls(JsonCalls):
         q = self.spelling.quote
         if isinstance(text, str):
             for wrong in {q.replace('"', "'"), q.replace('"', "")} - {q}:
-                text = str.replace(text, wrong, q) if wrong in text else text
+                text = str.replace(text, wrong, q)
             part = next((k for k in range(len(q) - 1, 0, -1) if text.endswith(q[:k])), 0)
-            text = text[: len(text) - part] if part else text
-        return super().parse_lenient(self._requoted(text) if isinstance(text, str) and q in text else text, **kwargs)
+            text = self._requoted(text[: len(text) - part])
+        return super().parse_lenient(text, **kwargs)
 
     def _json(self, obj: dict[str, Any]) -> str:
         """A call object with the strings in its arguments written between two ``quote`` tokens."""
