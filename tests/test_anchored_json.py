@@ -98,18 +98,3 @@ def test_keys_inside_a_json_object_are_never_read_by_literals_cut_through_it():
     text = '%% get_weather\n%% {"city": "Oslo, Norway", "days": 2}\n%% get_weather\n%% {"city": "Rome", "days": 1}'
     assert _anchored(text) == [ToolCall("get_weather", {"city": "Oslo, Norway", "days": 2}),
                                ToolCall("get_weather", {"city": "Rome", "days": 1})]
-
-
-@pytest.mark.parametrize("text", [
-    '§CALL§: get_weather\n§ARGS§: {"city": "Paris", "days": 3',
-    '§CALL§: get_weather\n§ARGS§: {"city": "Paris",\n "days": 3',
-    "§CALL§: get_weather\n§ARGS§: {'city': 'Paris', 'days': 3}",
-    '§CALL§: get_weather\n§ARGS§: {city: "Paris", days: 3}',
-])
-def test_a_cut_or_broken_object_is_not_read_by_literals(text):
-    assert _anchored(text) == [], text
-
-
-def test_keys_on_lines_of_their_own_in_braces_are_still_read_by_literals():
-    text = "§CALL§: get_weather\n§ARGS§: {\n city: Paris\n days: 3\n}"
-    assert _anchored(text) == [PARIS]

@@ -190,10 +190,6 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                    "40 fixed, wrong tag 28 of 40)")),
     "onyx": (0.85, ("a token written wrong in place of <|message|> or <|eom|> (<|MESSAGE|>, [|message|], another "
                     "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
-    "react": (0.80, ("Action: or Action Input: written wrong (Acti_on:, another format's tag) is not put back: the "
-                     "words are no token a respeller knows (wrong tag: 15 of 40 fixed)")),
-    "qwen_agent": (0.75, ("✿FUNCTION✿ or ✿ARGS✿ written wrong (✿function✿, ✿FUNCT_ION✿, another format's tag) is not "
-                          "put back (wrong tag: 9 of 40 fixed; a lost ✿ARGS✿: 33 of 40)")),
     "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a token swapped for another format's, is "
                               "not put back (wrong tag: 29 of 40 fixed)")),
 }
@@ -244,9 +240,6 @@ KNOWN_HARM = {
     ("broken_json", "glm53_flash"): "read as truncated",
     # granite_pythonic's call lines have no closing token either: a last line that lost its ')' reads as cut there
     ("broken_json", "granite_pythonic"): "read as truncated (3 of 190 in the full run)",
-    # ReAct's Action Input ends at its object: a last call that lost its '}' after a number reads as cut there (1 of
-    # 190 in the every-format run)
-    ("broken_json", "react"): "read as truncated",
     # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
     # string that runs to the end of the text, which reads as a cut mid-value
     ("missing_tag", "functiongemma"): "read as truncated",

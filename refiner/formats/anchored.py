@@ -5,8 +5,7 @@ JSON object of its parameters, on the name's line or after lines that are blank 
 line; then markup before the name on its line), with no two words in a row before or after the name; else the
 literals before each tool name, before each of its parameter names, after each key and after each value (a value
 is JSON, a string between a quote token and its closer, else text), except that keys inside a JSON object decoded
-where the markup opens it are that object's, read as the call's arguments, and quoted keys or keys sharing a line
-after a brace that opens no JSON object are not read. Only markup is read: two keys or more
+where the markup opens it are that object's, read as the call's arguments. Only markup is read: two keys or more
 share the key literals, which hold a character other than a letter, digit or space; only the tool's own parameters
 are read. Each call carries the literals learned (``how``).
 """
@@ -270,9 +269,6 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                    if set(value) <= set(offered.get(calls[c][2]) or ())]
         if heads:
             return _json_found(objects, opener, gap[:brace], False, notes) if objects else []
-        if key_prefix.endswith(("'", '"')) or any(a.call == b.call and "\n" not in text[a.end: b.start]
-                                                  for a, b in itertools.pairwise(keys)):
-            return []  # quoted keys, or keys on one line, in a brace that opens no JSON object: a cut or broken one
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
     # values on a line of their own only when every key's line ends after its key suffix
     own_line = all(text[(q := _BLANK.match(text, k.end + len(key_suffix)).end()): q + 1] == "\n" for k in keys)

@@ -762,19 +762,6 @@ CATALOG: tuple[Row, ...] = (
         NamedSpelling(None, None, "to=", "<|message|>", "<|eom|>", joiner="\n", text_recipients=("user", "self"),
                       header="<|start|>assistant ")),
     Row(
-        Family("react", "ReAct: Thought: ...\\nAction: NAME\\nAction Input: {...} (the Observation: and Final Answer: lines "
-               "are text)",
-               models=("ToolBench/ToolLLaMA-2-7b-v2",),
-               sources=("OpenBMB/ToolBench toolbench/inference/Prompts/ReAct_prompts.py",
-                        "langchain-ai/langchain libs/langchain/langchain/agents/output_parsers/react_single_input.py",
-                        "run-llama/llama_index llama-index-core/llama_index/core/agent/react/output_parser.py")),
-        NamedJson, NamedSpelling(None, None, "Action: ", "\nAction Input: ", joiner="\n")),
-    Row(
-        Family("qwen_agent", "Qwen-Agent's function-call prompt: ✿FUNCTION✿: NAME\\n✿ARGS✿: {...} per "
-               "call (✿RESULT✿: and ✿RETURN✿: lines are text)",
-               sources=("QwenLM/Qwen-Agent qwen_agent/llm/fncall_prompts/qwen_fncall_prompt.py",)),
-        NamedJson, NamedSpelling(None, None, "✿FUNCTION✿: ", "\n✿ARGS✿: ", joiner="\n", call_marker=True)),
-    Row(
         Family("functionary_v2", "Functionary v2: <|from|>assistant\\n<|recipient|>NAME\\n<|content|>{...} per call, "
                "<|stop|> after the last (the recipient all starts text)",
                models=("meetkai/functionary-small-v2.5", "meetkai/functionary-medium-v2.4"),
