@@ -125,7 +125,8 @@ def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> 
 def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     """A tool name, then (after the same markup for every call) its arguments as one JSON object."""
     budget = JSON_BUDGET
-    found = []
+    found: list[tuple[int, ToolCall, int]] = []  # (name start, call, end)
+    gaps: list[str] = []  # between each name and its arguments
     for s, e, name in hits:
         brace = text.find("{", e, e + CONTEXT)
         if brace < 0 or budget <= 0:
@@ -137,16 +138,17 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         value, end = head or (None, brace + CONTEXT)
         budget -= read if head else max(read, CONTEXT)
         if isinstance(value, dict) and value and set(value) <= set(offered.get(name) or ()):
-            found.append((s, e, brace, end, ToolCall(name, value)))
+            found.append((s, ToolCall(name, value), end))
+            gaps.append(text[e:brace])
     if not found:
         return []
     opener = common_suffix(*(text[_line_start(text, s) : s] for s, *_ in found))
-    gap, ids = _id_gap([text[e:b] for _, e, b, _, _ in found])
+    gap, ids = _id_gap(gaps)
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
     if gap.split("\n")[0].strip() == "" and "\n" in gap and not _markup(opener):
         return []  # a name ending its line is a call's only after markup on it
-    return _json_found([(s, call, end) for s, _, _, end, call in found], opener, gap, ids, notes)
+    return _json_found(found, opener, gap, ids, notes)
 
 
 def _json_found(found: list[tuple[int, ToolCall, int]], opener: str, gap: str, ids: bool,
