@@ -1,5 +1,6 @@
 """Scanning broken pythonic text (lenient reading), linearly: strings (as Python reads them, or as a model that forgot
-an escape meant them), the brackets and commas outside them, and where a list starts when its opening tag is lost.
+an escape meant them), the brackets and commas outside them and the closer of each bracket, and where a list starts
+when its opening tag is lost.
 """
 
 from __future__ import annotations
