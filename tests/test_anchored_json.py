@@ -98,3 +98,22 @@ def test_keys_inside_a_json_object_are_never_read_by_literals_cut_through_it():
     text = '%% get_weather\n%% {"city": "Oslo, Norway", "days": 2}\n%% get_weather\n%% {"city": "Rome", "days": 1}'
     assert _anchored(text) == [ToolCall("get_weather", {"city": "Oslo, Norway", "days": 2}),
                                ToolCall("get_weather", {"city": "Rome", "days": 1})]
+
+
+@pytest.mark.parametrize("text", [
+    '§CALL§: get_weather\n§ARGS§: {"city": "Paris", "days": 3',
+    '§CALL§: get_weather\n§ARGS§: {"city": "Paris",\n "days": 3',
+    '§CALL§: get_weather\n§ARGS§: "city": "Paris", "days": 3',
+])
+def test_a_value_holding_a_quoted_string_and_the_comma_after_it_is_never_read(text):
+    assert _anchored(text) == [], text
+
+
+@pytest.mark.parametrize("text", [
+    "§CALL§: get_weather\n§ARGS§: {'city': 'Paris', 'days': 3}",
+    '§CALL§: get_weather\n§ARGS§: {city: "Paris", days: 3}',
+    "§CALL§: get_weather\n§ARGS§: {city: 'Paris', days: 3}",
+    "§CALL§: get_weather\n§ARGS§: {\n city: Paris\n days: 3\n}",
+])
+def test_an_object_a_json_repair_reads_cleanly_is_read(text):
+    assert _anchored(text) == [PARIS], text

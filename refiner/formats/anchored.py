@@ -5,9 +5,11 @@ JSON object of its parameters, on the name's line or after lines that are blank 
 line; then markup before the name on its line), with no two words in a row before or after the name; else the
 literals before each tool name, before each of its parameter names, after each key and after each value (a value
 is JSON, a string between a quote token and its closer, else text), except that keys inside a JSON object decoded
-where the markup opens it are that object's, read as the call's arguments. Only markup is read: two keys or more
-share the key literals, which hold a character other than a letter, digit or space; only the tool's own parameters
-are read. Each call carries the literals learned (``how``).
+where the markup opens it are that object's, read as the call's arguments, and that a value holding a quoted string
+and the comma after it (the next key's markup) is never read: the objects the keys are in are then read by a JSON
+repair where it reads them cleanly, else no call is. Only markup is read: two keys or more share the key literals,
+which hold a character other than a letter, digit or space; only the tool's own parameters are read. Each call
+carries the literals learned (``how``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
+from refiner.formats.jsonfix import lenient_json, repair_budget
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import common_prefix, common_suffix
 from refiner.formats.xmlvalues import JSON_STARTS, read_value, retype_value
@@ -125,7 +128,8 @@ def _json_call(value: dict, name: str, offered: Mapping[str, Sequence[str]]) -> 
 def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     """A tool name, then (after the same markup for every call) its arguments as one JSON object."""
     budget = JSON_BUDGET
-    found = []
+    found: list[tuple[int, ToolCall, int]] = []  # (name start, call, end)
+    gaps: list[str] = []  # between each name and its arguments
     for s, e, name in hits:
         brace = text.find("{", e, e + CONTEXT)
         if brace < 0 or budget <= 0:
@@ -137,16 +141,17 @@ def _named_json(text: str, hits: list, offered: Mapping[str, Sequence[str]], not
         value, end = head or (None, brace + CONTEXT)
         budget -= read if head else max(read, CONTEXT)
         if isinstance(value, dict) and value and set(value) <= set(offered.get(name) or ()):
-            found.append((s, e, brace, end, ToolCall(name, value)))
+            found.append((s, ToolCall(name, value), end))
+            gaps.append(text[e:brace])
     if not found:
         return []
     opener = common_suffix(*(text[_line_start(text, s) : s] for s, *_ in found))
-    gap, ids = _id_gap([text[e:b] for _, e, b, _, _ in found])
+    gap, ids = _id_gap(gaps)
     if gap is None or not (_markup(opener) or _markup(gap)):
         return []
     if gap.split("\n")[0].strip() == "" and "\n" in gap and not _markup(opener):
         return []  # a name ending its line is a call's only after markup on it
-    return _json_found([(s, call, end) for s, _, _, end, call in found], opener, gap, ids, notes)
+    return _json_found(found, opener, gap, ids, notes)
 
 
 def _json_found(found: list[tuple[int, ToolCall, int]], opener: str, gap: str, ids: bool,
@@ -308,6 +313,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     by_call: dict[int, dict[str, Any]] = {}
     ends: dict[int, int] = {}
     quote_head = m.group() if (m := _LAST_SYMBOLS.search(key_suffix)) else ""  # a quote token values start with
+    junk = False  # a value holds a quoted string and the comma after it: the next key's markup read into it
     for k, (_, b), raw, last, done in zip(keys, extents, raws, lasts, ended):
         if raw is None:
             continue
@@ -321,6 +327,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 raw = _last_inline(raw)  # the call's closer follows on the same line: the value is one token before it
             if not raw:
                 continue  # a key written without a value: nothing is read for it
+            junk = junk or _QUOTE_JUNK.match(raw) is not None
             head = json_head(raw)  # a JSON value when the text is exactly one (a quoted string too), else the text
             value = head[0] if head is not None and head[1] == len(raw) else read_value(raw)
             params = offered.get(calls[k.call][2])
@@ -328,6 +335,10 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 value = retype_value(params[k.key], value)  # the declared type says whether 94105 is a number
         by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
+    if junk:  # the object each call's keys are in, when a JSON repair reads it cleanly; else no call
+        objects = _repaired(text, [(s, name, calls[c][1] + brace, ends[c], set(by_call[c]))
+                                   for c, (s, _, name, _) in enumerate(calls) if c in by_call]) if brace >= 0 else []
+        return _json_found(objects, opener, gap[:brace], False, notes) if objects else []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
            + (f", before each value {value_start[0]}" if value_start else "")
@@ -336,6 +347,24 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
            for c, (s, _, name, _) in enumerate(calls) if c in by_call]
     if out:
         notes.append(f"{len(out)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
+    return out
+
+
+_QUOTE_JUNK = re.compile(r"""(["'])(?:(?!\1)[^\\]|\\.)*\1\s*,""")  # a quoted string, then a comma
+
+
+def _repaired(text: str, found: list[tuple[int, str, int, int, set[str]]]) -> list[tuple[int, ToolCall, int]]:
+    """The calls ``(name start, name, brace, end, keys)`` whose object, from ``brace`` to its last ``}`` before
+    ``end``, a JSON repair reads cleanly: exactly the keys the markup shows, no string value starting with a quote.
+    As ``(name start, call, end)``."""
+    out = []
+    with repair_budget():
+        for s, name, brace, end, keys in found:
+            close = text.rfind("}", brace, end)
+            value = lenient_json(text[brace : close + 1], at_end=False) if close > brace else None
+            if isinstance(value, dict) and set(value) == keys and not any(
+                    isinstance(v, str) and v[:1] in ("'", '"') for v in value.values()):
+                out.append((s, ToolCall(name, value), close + 1))
     return out
 
 

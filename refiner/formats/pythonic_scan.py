@@ -1,5 +1,6 @@
 """Scanning broken pythonic text (lenient reading), linearly: strings (as Python reads them, or as a model that forgot
-an escape meant them), the brackets and commas outside them, and where a list starts when its opening tag is lost.
+an escape meant them), the brackets and commas outside them and the closer of each bracket, and where a list starts
+when its opening tag is lost.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import functools
 import itertools
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from refiner.formats.tags import tag_look_alike
 
@@ -38,34 +40,37 @@ def _closing_quotes(src: str, q: str) -> list[int]:
     return found
 
 
-def string_end(src: str, i: int, *, lenient_quotes: bool = False) -> int:
-    """The index after the string whose opening quote is ``src[i]``, ``-1`` when it is not closed; with
-    ``lenient_quotes``, a quote not followed by what may follow a value does not end it."""
+def string_end(src: str, i: int, end: int | None = None, *, lenient_quotes: bool = False) -> int:
+    """The index after the string whose opening quote is ``src[i]``, ``-1`` when it is not closed before ``end`` (the
+    text's end by default); with ``lenient_quotes``, a quote not followed by what may follow a value does not end it."""
     q = src[i]
+    end = len(src) if end is None else end
     if lenient_quotes:
         ends = _closing_quotes(src, q)
         k = bisect.bisect_right(ends, i)
         if k < len(ends):
-            return ends[k] + 1
-    m = STRICT_STRING[q].match(src, i)
+            return ends[k] + 1 if ends[k] < end else -1
+    m = STRICT_STRING[q].match(src, i, end)
     return -1 if m is None else m.end()
 
 
-def _unquoted(src: str, start: int = 0, *, lenient_quotes: bool = False) -> Iterator[tuple[int, str]]:
-    """``(index, char)`` for each bracket and comma of ``src`` from ``start`` outside quoted strings, and last the
-    quote of a string left open."""
-    n = len(src)
+def _unquoted(src: str, start: int = 0, end: int | None = None, *, lenient_quotes: bool = False
+              ) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` for each bracket and comma of ``src[start:end]`` outside quoted strings, and last ``(index,
+    quote)`` of a string that is not closed before ``end``."""
+    end = len(src) if end is None else end
     i = start
-    while i < n:
-        i = _PLAIN.match(src, i).end()
-        if i >= n:
+    while i < end:
+        i = _PLAIN.match(src, i, end).end()
+        if i >= end:
             return
         ch = src[i]
         if ch == "'" or ch == '"':
-            i = string_end(src, i, lenient_quotes=lenient_quotes)
-            if i < 0:
-                yield n, ch
+            j = string_end(src, i, end, lenient_quotes=lenient_quotes)
+            if j < 0:
+                yield i, ch
                 return
+            i = j
             continue
         yield i, ch
         i += 1
@@ -86,22 +91,66 @@ def split_top_level(src: str) -> list[str]:
     return parts
 
 
-def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False, max_marks: int | None = None) -> int:
-    """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none; ``-1`` when
-    more than ``max_marks`` brackets and commas were passed without finding it."""
-    depth = 0
-    for n, (i, ch) in enumerate(_unquoted(src, open_at, lenient_quotes=lenient_quotes)):
-        if ch in "'\"":
-            break
-        if max_marks is not None and n >= max_marks:
-            return -1
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(src)
+def matching_paren(src: str, open_at: int, *, lenient_quotes: bool = False) -> int:
+    """Index of the ``)`` closing the ``(`` at ``open_at`` (quotes respected), or ``len(src)`` if none."""
+    return Brackets(src, lenient_quotes=lenient_quotes).closer(open_at)
+
+
+@dataclass
+class _Walk:
+    """A walk over a text's brackets and commas outside strings, from a bracket on."""
+
+    at: int  # where it goes on
+    open: list[int] = field(default_factory=list)  # the brackets it passed that are not closed yet
+    marks: list[int] = field(default_factory=list)  # the brackets and commas it passed, in order
+
+
+class Brackets:
+    """The brackets of one text paired with their closers (quotes respected, as :func:`_unquoted` reads them; a
+    closer closes the last bracket of any kind left open). A bracket is paired by the walk that passed it outside
+    strings, which goes on from where it stopped; a walk starts only at a bracket no walk passed (one inside a string
+    as the others read it), so the brackets of a text are paired in about one pass however many are asked about."""
+
+    def __init__(self, src: str, *, lenient_quotes: bool = False) -> None:
+        self.src = src
+        self.lenient = lenient_quotes
+        self.walks: dict[int, _Walk] = {}  # opening bracket -> the walk that passed it
+        self.closers: dict[int, int] = {}  # opening bracket -> its closer
+
+    def closer(self, open_at: int, end: int | None = None, max_marks: int | None = None) -> int:
+        """Index of the closer of the opening bracket at ``open_at`` when it comes before ``end`` (the text's end by
+        default), else ``end``; ``-1`` when more than ``max_marks`` brackets and commas (the opening one included)
+        come first."""
+        end = len(self.src) if end is None else end
+        walk = self.walks.get(open_at)
+        if walk is None:
+            walk = self.walks[open_at] = _Walk(open_at)
+        if walk.at <= self.closers.get(open_at, end - 1):  # (the walk passes the closer, for the marks it counts)
+            self._walk(walk, open_at, end)
+        close = min(self.closers.get(open_at, end), end)
+        if max_marks is not None:
+            passed = bisect.bisect_left(walk.marks, min(close + 1, end)) - bisect.bisect_left(walk.marks, open_at)
+            if passed > max_marks:
+                return -1
+        return close
+
+    def _walk(self, walk: _Walk, open_at: int, end: int) -> None:
+        """``walk`` on up to ``end``, or until the bracket at ``open_at`` is closed."""
+        marks, opened, at = walk.marks, walk.open, max(walk.at, end)
+        for i, ch in _unquoted(self.src, walk.at, end, lenient_quotes=self.lenient):
+            if ch == "'" or ch == '"':
+                at = i  # (a string not closed before ``end``: read again from its quote when asked further)
+                break
+            marks.append(i)
+            if ch in "([{":
+                opened.append(i)
+                self.walks.setdefault(i, walk)
+            elif ch in ")]}" and opened:
+                self.closers[last := opened.pop()] = i
+                if last == open_at:
+                    at = i + 1
+                    break
+        walk.at = at
 
 
 _BRACKET_RUN = re.compile(r"[()\[\]{}]+")
@@ -114,32 +163,30 @@ def _strings(lenient_double: bool, lenient_single: bool) -> str:
                     for q, lenient in (('"', lenient_double), ("'", lenient_single)))
 
 
-# By whether '"' and "'" strings are read leniently: strings, and text up to a quote that no such string closes (or
-# the end) with its strings whole.
+# By whether '"' and "'" strings are read leniently: a string, else a quote that no such string closes with the rest
+# of the text after it (as group 1 after '"', group 2 after "'").
 _MODES = [(d, s) for d in (False, True) for s in (False, True)]
-_STRINGS = {mode: re.compile(_strings(*mode), re.DOTALL) for mode in _MODES}
-_SPAN = {mode: re.compile(f"(?:[^\"']+|{_strings(*mode)})*", re.DOTALL) for mode in _MODES}  # (nothing follows)
+_STRING_OR_REST = {mode: re.compile(f"{_strings(*mode)}|\"(.*)|'(.*)", re.DOTALL) for mode in _MODES}
 
 
 def open_brackets(src: str) -> tuple[int, bool]:
     """``(depth, in_string)`` at the end of ``src``: brackets left open (a closer with none open is ignored), and
-    whether a leniently quoted string is left open (:func:`string_end`). Text is taken a span at a time: as far as its
-    strings close, their brackets dropped and the rest taken at once. A quote that no lenient string closes has no
-    closable quote after it, so from there that kind of quote is read as Python reads it; a quote that closes no
+    whether a leniently quoted string is left open (:func:`string_end`). The text is split once at its strings, up to
+    a quote that no lenient string closes, and the brackets of the pieces between them taken at once. Such a quote has
+    no closable quote after it, so from there that kind of quote is read as Python reads it; a quote that closes no
     string either leaves one open. (A second walk beside :func:`_unquoted`: bench_worst_case's storms need it.)"""
     lenient = dict.fromkeys("\"'", True)
     depth, i, n = 0, 0, len(src)
     while True:
-        mode = (lenient['"'], lenient["'"])
-        end = _SPAN[mode].match(src, i).end()
-        # (up to and with the quote the span stops at: a quote before it then sees what follows it in ``src``)
-        depth = _after_run(depth, "".join(_BRACKET_RUN.findall(_STRINGS[mode].sub("", src[i : end + 1]))))
-        if end >= n:
+        parts = _STRING_OR_REST[(lenient['"'], lenient["'"])].split(src[i:])  # (text, rest after ", rest after ')*
+        depth = _after_run(depth, "".join(_BRACKET_RUN.findall("".join(parts[::3]))))
+        rest = None if len(parts) == 1 else parts[-3] if parts[-3] is not None else parts[-2]
+        if rest is None:
             return depth, False
-        if not lenient[src[end]]:
+        i = n - len(rest) - 1  # (the quote no string closes)
+        if not lenient[src[i]]:
             return depth, True
-        lenient[src[end]] = False
-        i = end
+        lenient[src[i]] = False
 
 
 def _after_run(depth: int, run: str) -> int:

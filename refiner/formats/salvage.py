@@ -51,7 +51,7 @@ from refiner.formats.base import (
 from refiner.formats.jsonfix import budget_spent, repair_budget
 from refiner.formats.lenient import TokenFinder
 from refiner.formats.markup import KIND, calls_by_names
-from refiner.formats.pythonic_scan import matching_paren
+from refiner.formats.pythonic_scan import Brackets
 from refiner.formats.reasoning import read
 from refiner.formats.salvage_sites import (  # noqa: F401 - is_offered, normalise: read through this module
     AST_BUDGET,
@@ -158,6 +158,7 @@ class _Scan(SiteReader):
         # fenced blocks (an unclosed one runs to the end)
         marks = [m.start() for m in itertools.islice(_FENCE.finditer(text, body_at), 2 * MAX_FENCES)] + [len(text)]
         self.fences = list(zip(marks[::2], marks[1::2]))
+        self.brackets = Brackets(text)  # (every site's brackets matched by one pairing of the text's)
         self.claimed: list[tuple[int, int]] = []
         self.last: Site | None = None  # the last site the left-to-right scan read
         # offered names that are not identifiers (raw ToolACE writes ``Get Stock Price``), as one pattern
@@ -180,14 +181,15 @@ class _Scan(SiteReader):
     def match_paren(self, open_at: int) -> tuple[int, bool]:
         """``(index of the matching closer, closed)`` for the bracket at ``open_at``, within MAX_CALL_CHARS; when it is
         not closed there, ``(end of the window, False)``."""
-        window = self.text[open_at : open_at + MAX_CALL_CHARS]
-        j = matching_paren(window, 0, max_marks=MARK_BUDGET - self.marks)
+        end = min(open_at + MAX_CALL_CHARS, len(self.text))
+        j = self.brackets.closer(open_at, end, MARK_BUDGET - self.marks)
         if j < 0:  # the marks ran out: nothing more is matched
             self.marks = MARK_BUDGET
-            return open_at + len(window), False
-        self.scanned += min(j + 1, len(window))
-        self.marks += sum(window.count(c, 0, j + 1) for c in "()[]{},")
-        return open_at + j, j < len(window)
+            return end, False
+        span_end = min(j + 1, end)
+        self.scanned += span_end - open_at
+        self.marks += sum(self.text.count(c, open_at, span_end) for c in "()[]{},")
+        return j, j < end
 
     def budget_left(self) -> bool:
         return (self.candidates < MAX_CANDIDATES and self.scanned < SCAN_BUDGET and self.marks < MARK_BUDGET
