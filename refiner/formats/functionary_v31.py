@@ -43,8 +43,10 @@ class FunctionaryV31(NamedJson):
     def sniff(self, body: str, at: int) -> bool:
         """``<function=NAME>`` followed by a JSON object (not a line break and ``<parameter=``); a text whose first
         marker is ``<|python_tag|>`` is Llama 3.1's."""
-        return body.startswith(OPEN, at) and super().sniff(body, at) and body.startswith(
-            "{", skip_ws(body, body.index(NAME_END, at + len(OPEN)) + len(NAME_END)))
+        if not body.startswith(OPEN, at):
+            return False
+        end = body.find(NAME_END, at + len(OPEN))  # (the JSON after the tag is told first: the name's check costs more)
+        return end >= 0 and body.startswith("{", skip_ws(body, end + len(NAME_END))) and super().sniff(body, at)
 
     def _after_calls(self, text: str, pos: int, calls: list[ToolCall]) -> list[ToolCall]:
         if text.startswith(PYTHON_TAG, pos):

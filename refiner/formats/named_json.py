@@ -147,6 +147,12 @@ class NamedJson(WireFormat):
 
     spelling: NamedSpelling
     row: Family
+    layout: _Layout  # (the row's spelling as pieces)
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "spelling" in cls.__dict__:
+            cls.layout = layout(cls.spelling)
 
     @property
     def name_pattern(self) -> str:  # type: ignore[override]
@@ -177,7 +183,7 @@ class NamedJson(WireFormat):
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling
         if sp.section_open is not None:
-            return token_sections(self, text, sp.section_open, layout(sp).call, sp.section_close, self._call)
+            return token_sections(self, text, sp.section_open, self.layout.call, sp.section_close, self._call)
         start, i = first_tag(self, text, sp.call_open, f"no {sp.call_open}NAME{sp.name_close.strip()}")
         calls: list[ToolCall] = []
         for _ in range(MAX_CALLS):
@@ -219,7 +225,7 @@ class NamedJson(WireFormat):
         return -1 if j < 0 or _ID.fullmatch(text, pos, j) is None else j + len(self.spelling.id_close)
 
     def _call(self, text: str, pos: int) -> tuple[ToolCall, int]:
-        sp, lay = self.spelling, layout(self.spelling)
+        sp, lay = self.spelling, self.layout
         pos = self._expect(text, pos, lay.opens, f"after {lay.call}")
         if (k := self._past_id(text, pos) if sp.id_close else pos) < 0:
             raise self.error(f"expected a call id and {sp.id_close} after {sp.call_open}", pos)
@@ -252,7 +258,7 @@ class NamedJson(WireFormat):
         """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor),
         read up to its closing token, the next call token or the section's end."""
         sp = self.spelling
-        layouts = [layout(x) for x in (sp, *sp.also)]  # the row's own first
+        layouts = [self.layout, *map(layout, sp.also)]  # the row's own first
         lay = layouts[0]
         barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # tags of barred tokens and words only
         if barred and all(_WORDS.fullmatch(_BARRED_TOKEN.sub("", tag)) for tag in self.tags):
@@ -391,7 +397,7 @@ class NamedJson(WireFormat):
         ``to=functions.``) and a JSON object; a loose row's first call written in its layout."""
         sp = self.spelling
         if sp.loose:
-            lay, seg = layout(sp), body[at : at + ROW_CHARS]
+            lay, seg = self.layout, body[at : at + ROW_CHARS]
             c = seg.find(lay.call)
             if c >= 0:  # the first call after its call token: ``before`` and the anchor, or a word of the layout
                 seg = seg[c + len(lay.call) :].split(lay.close, 1)[0]
