@@ -776,6 +776,11 @@ CATALOG: tuple[Row, ...] = (
                         "langchain-ai/langchain libs/langchain/langchain/agents/output_parsers/react_single_input.py",
                         "run-llama/llama_index llama-index-core/llama_index/core/agent/react/output_parser.py")),
         NamedJson, NamedSpelling(None, None, "Action: ", "\nAction Input: ", joiner="\n")),
+    Row(
+        Family("qwen_agent", "Qwen-Agent's function-call prompt: ✿FUNCTION✿: NAME\\n✿ARGS✿: {...} per "
+               "call (✿RESULT✿: and ✿RETURN✿: lines are text)",
+               sources=("QwenLM/Qwen-Agent qwen_agent/llm/fncall_prompts/qwen_fncall_prompt.py",)),
+        NamedJson, NamedSpelling(None, None, "✿FUNCTION✿: ", "\n✿ARGS✿: ", joiner="\n", call_marker=True)),
 )
 
 FORMATS = register_catalog(CATALOG)

@@ -123,10 +123,10 @@ class _Layout:
 @lru_cache(maxsize=64)
 def _label_look_alikes(labels: tuple[str, ...]) -> re.Pattern[str]:
     """Line labels as a model may write them wrong at a line start: in any case, with ``_``, ``-`` or blanks between
-    their characters (a blank the label ends with may be lost)."""
+    their characters (a blank the label ends with may be lost); letters in another case are ASCII's only."""
     alts = (r"[_\- \t]*".join(map(re.escape, label.strip())) + r"[ \t]?" * (label != label.rstrip())
             for label in sorted(labels, key=len, reverse=True))
-    return re.compile(r"^(?:" + "|".join(alts) + ")", re.IGNORECASE | re.MULTILINE)
+    return re.compile(r"^(?:" + "|".join(alts) + ")", re.IGNORECASE | re.MULTILINE | re.ASCII)
 
 
 def _respell_labels(text: str, labels: set[str], out: Lenient) -> str:

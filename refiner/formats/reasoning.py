@@ -156,10 +156,11 @@ def is_markup(tag: object) -> bool:
 
 
 def line_labels(fmt: object) -> set[str]:
-    """A format's call tags that are no markup and stand at a line start (ReAct's ``Action: `` and ``Action Input: ``,
-    Onyx's ``to=``): what follows the line break of each of its tags and markers that begin with one."""
-    return {t[1:] for t in format_tags(fmt) if isinstance(t, str) and t[:1] == "\n" and t[1:].strip()
-            and not is_markup(t)}
+    """The call tags of a format that writes a label at a line start (a tag or marker that is no markup and begins
+    with a line break: ReAct's ``\nAction Input: ``, Qwen-Agent's ``\n✿ARGS✿: ``, Onyx's ``\nto=``): each of its tags
+    and markers that is no markup, less that line break (``Action: ``, ``✿FUNCTION✿: ``, ``to=``); none for others."""
+    words = {t for t in format_tags(fmt) if isinstance(t, str) and t.strip() and not is_markup(t)}
+    return {t.lstrip("\n") for t in words} if any(t[:1] == "\n" for t in words) else set()
 
 
 def fenced_tags(fmt: object) -> tuple[tuple[str, ...], str] | None:
