@@ -16,7 +16,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
                                   "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic",
-                                  "functionary_v2", "xing4_0"])
+                                  "functionary_v2", "xing4_0", "react", "qwen_agent"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -235,3 +235,22 @@ def test_functionary_v2_reads_its_recipients_and_a_message_to_all_is_text():
     assert v2.parse_strict(note + v2.render([CALL]) + "<|stop|>") == [CALL]
     assert v2.parse_lenient(v2.render([CALL]).replace("<|content|>", "<|CONTENT|>")).calls == [CALL]
     assert Refiner().refine({"upstream": note.replace("Looking it up.", "Dry in Lisbon.")})["calls"] == []
+
+
+def test_react_reads_an_action_after_its_thought_and_leaves_the_answer_as_text():
+    """ReAct's Action line starts no tag: found at a line start after prose, cut inside the arguments too; a Final
+    Answer (no Action) and an Observation after the call are text."""
+    call = formats.get("react").render([CALL])
+    assert formats.detect_format("Thought: the town's forecast first.\n" + call) == "react"
+    assert formats.detect_format("Thought: the town's forecast first.\n" + call[:-12]) == "react"
+    assert formats.detect_format(call[:-12]) == "react"
+    assert formats.get("react").parse_strict(call + "\nObservation: 18 °C, dry") == [CALL]
+    said = "Thought: I know this one.\nFinal Answer: Lisbon stays dry through Sunday."
+    assert Refiner().refine({"upstream": said})["calls"] == []
+
+
+def test_qwen_agent_reads_its_function_lines_and_leaves_the_result_and_reply_as_text():
+    qwen = formats.get("qwen_agent")
+    text = "Let me look.\n" + qwen.render([CALL, CALL]) + "\n✿RESULT✿: 18 °C\n✿RETURN✿: Dry and mild in Lisbon."
+    assert formats.detect_format(text) == "qwen_agent" and qwen.parse_strict(text) == [CALL, CALL]
+    assert Refiner().refine({"upstream": "✿RETURN✿: Dry and mild in Lisbon."})["calls"] == []

@@ -192,6 +192,12 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                     "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
     "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a token swapped for another format's, is "
                               "not put back (wrong tag: 29 of 40 fixed)")),
+    "react": (0.90, ("a label swapped for another format's tag (NAME<tool_call>{...}) is not put back, and a call whose "
+                     "Action: is written wrong (Acti_on:) is read by the row but given up for salvage's reading, "
+                     "which finds no call (wrong tag: 27 of 40 fixed)")),
+    "qwen_agent": (0.90, ("a call whose ✿FUNCTION✿: is lost (NAME\n✿ARGS✿: {...}) is read neither by the row nor by "
+                          "salvage (missing tag: 33 of 40 fixed), and a label swapped for another format's tag is not "
+                          "put back (wrong tag: 34 of 40 fixed)")),
 }
 
 
@@ -240,6 +246,9 @@ KNOWN_HARM = {
     ("broken_json", "glm53_flash"): "read as truncated",
     # granite_pythonic's call lines have no closing token either: a last line that lost its ')' reads as cut there
     ("broken_json", "granite_pythonic"): "read as truncated (3 of 190 in the full run)",
+    # ReAct's Action Input ends at its object: a last call that lost its '}' after a number reads as cut there (1 of
+    # 190 in the full run)
+    ("broken_json", "react"): "read as truncated",
     # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
     # string that runs to the end of the text, which reads as a cut mid-value
     ("missing_tag", "functiongemma"): "read as truncated",

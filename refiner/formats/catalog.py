@@ -768,6 +768,19 @@ CATALOG: tuple[Row, ...] = (
                sources=("MeetKai/functionary functionary/prompt_template/prompt_template_v2.py, jinja_templates/v2.txt",)),
         NamedJson, NamedSpelling(None, None, "<|from|>assistant\n<|recipient|>", "\n<|content|>", joiner="\n",
                                  text_recipients=("all",), call_marker=True)),
+    Row(
+        Family("react", "ReAct: Thought: ...\\nAction: NAME\\nAction Input: {...} (the Observation: and Final Answer: lines "
+               "are text)",
+               models=("ToolBench/ToolLLaMA-2-7b-v2",),
+               sources=("OpenBMB/ToolBench toolbench/inference/Prompts/ReAct_prompts.py",
+                        "langchain-ai/langchain libs/langchain/langchain/agents/output_parsers/react_single_input.py",
+                        "run-llama/llama_index llama-index-core/llama_index/core/agent/react/output_parser.py")),
+        NamedJson, NamedSpelling(None, None, "Action: ", "\nAction Input: ", joiner="\n")),
+    Row(
+        Family("qwen_agent", "Qwen-Agent's function-call prompt: ✿FUNCTION✿: NAME\\n✿ARGS✿: {...} per "
+               "call (✿RESULT✿: and ✿RETURN✿: lines are text)",
+               sources=("QwenLM/Qwen-Agent qwen_agent/llm/fncall_prompts/qwen_fncall_prompt.py",)),
+        NamedJson, NamedSpelling(None, None, "✿FUNCTION✿: ", "\n✿ARGS✿: ", joiner="\n", call_marker=True)),
 )
 
 FORMATS = register_catalog(CATALOG)

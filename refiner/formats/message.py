@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from refiner.formats.markers import trie
 from refiner.formats.reasoning import (
     BARE_CALL,
     bracket_end,
@@ -22,6 +23,7 @@ from refiner.formats.reasoning import (
     format_tags,
     is_closing_tag,
     is_markup,
+    line_labels,
     skip_blanks,
 )
 
@@ -41,11 +43,13 @@ class AnswerParts:
 
 
 def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
-    """The format's tags as one pattern, and which of them close a call or a section."""
-    tags = {t for t in format_tags(fmt) if is_markup(t)}
-    if not tags:
+    """The format's tags as one pattern (its markup anywhere, its line labels at a line start:
+    :func:`~refiner.formats.reasoning.line_labels`), and which of them close a call or a section."""
+    tags, labels = {t for t in format_tags(fmt) if is_markup(t)}, line_labels(fmt)
+    if not tags and not labels:
         return None, frozenset()
-    pattern = re.compile("|".join(map(re.escape, sorted(tags, key=len, reverse=True))))
+    alts = [*map(re.escape, sorted(tags, key=len, reverse=True)), *([r"(?m:^)" + trie(labels)] if labels else [])]
+    pattern = re.compile("|".join(alts))
     return pattern, frozenset(t for t in tags if is_closing_tag(t))
 
 

@@ -16,6 +16,7 @@ are read by :mod:`refiner.formats.bare`. A ``counter`` row reads a name that is 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,10 +28,9 @@ from refiner.formats.base import MAX_NOTES, ROW_CHARS, Detection, Lenient, WireF
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
-from refiner.formats.message import AnswerParts, trim_turn_end
-from refiner.formats.reasoning import is_markup
+from refiner.formats.reasoning import line_labels
 from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
-from refiner.formats.tags import respell_tokens
+from refiner.formats.tags import MAX_SCANNED, respell_tokens, token_key
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
@@ -118,6 +118,30 @@ class _Layout:
     close: str
     words: tuple[str, ...]
     bare: re.Pattern[str] | None
+
+
+@lru_cache(maxsize=64)
+def _label_look_alikes(labels: tuple[str, ...]) -> re.Pattern[str]:
+    """Line labels as a model may write them wrong at a line start: in any case, with ``_``, ``-`` or blanks between
+    their characters (a blank the label ends with may be lost); letters in another case are ASCII's only."""
+    alts = (r"[_\- \t]*".join(map(re.escape, label.strip())) + r"[ \t]?" * (label != label.rstrip())
+            for label in sorted(labels, key=len, reverse=True))
+    return re.compile(r"^(?:" + "|".join(alts) + ")", re.IGNORECASE | re.MULTILINE | re.ASCII)
+
+
+def _respell_labels(text: str, labels: set[str], out: Lenient) -> str:
+    """``text`` with each of a row's line labels (:func:`~refiner.formats.reasoning.line_labels`) written wrong at a
+    line start written as the label, each reported as a ``missing_tag`` problem."""
+    if not labels:
+        return text
+    keys, parts, pos = {token_key(label): label for label in labels}, [], 0
+    for m in itertools.islice(_label_look_alikes(tuple(sorted(labels))).finditer(text), MAX_SCANNED):
+        label = keys[token_key(m.group())]
+        if m.group() != label:
+            parts += (text[pos : m.start()], label)
+            pos = m.end()
+            out.note("missing_tag", f"{label!r} written as {m.group()!r}")
+    return "".join(parts) + text[pos:] if parts else text
 
 
 @lru_cache(maxsize=64)
@@ -263,6 +287,7 @@ class NamedJson(WireFormat):
         barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # tags of barred tokens and words only
         if barred and all(_WORDS.fullmatch(_BARRED_TOKEN.sub("", tag)) for tag in self.tags):
             text = respell_tokens(text, barred, out)
+        text = _respell_labels(text, line_labels(self), out)
         for alt, token in sp.respelt:
             if alt in text:
                 text = text.replace(alt, token)
@@ -449,17 +474,6 @@ class NamedJson(WireFormat):
                 return i == 0 or body[i - 1] == "\n" or body.startswith(sp.call_open, 0)
             i = body.find(sp.call_open, i + 1)
         return False
-
-    def answer_parts(self, text: str) -> AnswerParts:
-        """A row whose call opener is no markup (Onyx's ``to=``): the calls' region starts at the opener that begins
-        the line of the region's first tag."""
-        parts = super().answer_parts(text)
-        a, b = parts.calls
-        opener = self.spelling.call_open
-        k = text.rfind(opener, 0, a) if a < b and not is_markup(opener) else -1
-        if k < 0 or (k > 0 and text[k - 1] != "\n") or "\n" in text[k:a]:
-            return parts
-        return AnswerParts(text[:k] + trim_turn_end(text[b:]), None, (k, b))
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling

@@ -35,6 +35,7 @@ CALLS_IN_REASONING = False  # the default policy: a call written inside reasonin
 _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's pairs, in registration order
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
+_LABELS: set[str] = set()  # line labels of every registered format (:func:`line_labels`)
 _FENCED: dict[str, str] = {}  # open literals (blanks stripped) of rows whose tags are no markup, and their closes
 _STATE: dict[str, Any] = {}  # what is made from the above (:func:`_state`), cleared when a format is registered
 BARE_CALL = re.compile(r"[A-Za-z_][\w.]*[ \t]*\(")  # a pythonic call with no tag or bracket around it
@@ -154,6 +155,14 @@ def is_markup(tag: object) -> bool:
     return isinstance(tag, str) and len(tag) >= 3 and bool(_MARKUP & set(tag)) and not tag.startswith(("'", '"'))
 
 
+def line_labels(fmt: object) -> set[str]:
+    """The call tags of a format that writes a label at a line start (a tag or marker that is no markup and begins
+    with a line break: ReAct's ``\nAction Input: ``, Qwen-Agent's ``\n✿ARGS✿: ``, Onyx's ``\nto=``): each of its tags
+    and markers that is no markup, less that line break (``Action: ``, ``✿FUNCTION✿: ``, ``to=``); none for others."""
+    words = {t for t in format_tags(fmt) if isinstance(t, str) and t.strip() and not is_markup(t)}
+    return {t.lstrip("\n") for t in words} if any(t[:1] == "\n" for t in words) else set()
+
+
 def fenced_tags(fmt: object) -> tuple[tuple[str, ...], str] | None:
     """The open spellings and the close literal of a row whose calls sit between literals that are no markup
     (Command R+'s ``Action:`` and a JSON code fence): its spelling's ``open`` (with its ``alt_opens``) and ``close``;
@@ -177,6 +186,7 @@ def learn(fmt: object) -> None:
     for t in tags:
         if is_markup(t):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
+    _LABELS.update(line_labels(fmt))
     fenced = fenced_tags(fmt)
     if fenced is not None:
         for o in fenced[0]:
@@ -192,10 +202,12 @@ def pairs() -> tuple[tuple[str, str], ...]:
 def _state() -> dict[str, Any]:
     """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
     if not _STATE:
-        tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED)
+        tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED) | _LABELS
+        tokens |= {"\n" + label for label in _LABELS}  # (a label after its line break; one opening the text aside)
         think = {p[1] for p in known if "think" in p[1].lower()}
         _STATE.update(
             tokens=re.compile(trie(tokens)),  # (each matches nothing when there is nothing to find)
+            labels=tuple(_LABELS),
             fenced=re.compile(trie(_FENCED)),
             line_call=re.compile(r"(?:^|\n)[ \t]*" + trie(starts)),
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
@@ -220,13 +232,12 @@ def think_closers() -> re.Pattern:
 
 def inside_call(text: str, start: int, at: int) -> bool:
     """Whether position ``at`` lies inside a call that began at or after ``start``: the text from ``start`` opens
-    with ``[``, ``{`` or ``NAME(`` (an untagged call list, object or call line), the last call tag before ``at``
-    opens or continues a call (no closing tag after it), or ``at`` lies in a call between a row's open and close
-    literals that are no markup (:func:`fenced_calls`)."""
-    i = skip_blanks(text, start)
-    if i < at and (text[i] in "[{" or BARE_CALL.match(text, i)):
+    with ``[``, ``{``, ``NAME(`` or a line label (an untagged call list, object or call line, a labelled call), the
+    last call tag before ``at`` (a line label at a line start) opens or continues a call (no closing tag after it),
+    or ``at`` lies in a call between a row's open and close literals that are no markup (:func:`fenced_calls`)."""
+    i, state, last = skip_blanks(text, start), _state(), None
+    if i < at and (text[i] in "[{" or BARE_CALL.match(text, i) or text.startswith(state["labels"], i)):
         return True
-    state, last = _state(), None
     for m in state["tokens"].finditer(text, start, at):
         last = m.group()
     if last is not None and last not in _CLOSERS:
