@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import SPACED_NAME_PATTERN, Lenient, Problem
+from refiner.formats.base import Lenient, Problem, markup_name
 from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, give_up, lenient_json, open_at_cut, take_items,
                                      written_whole)
 from refiner.formats.strict import JSON_DECODER
@@ -221,9 +221,6 @@ CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "res
                                 "tool_call_id"})
 
 
-_TOOL_NAME = re.compile(SPACED_NAME_PATTERN)  # what a tool name may hold; a repaired run of markup does not fit
-
-
 def coerce_call(item: Any, problems: list[Problem], *, outputs: tuple[str, ...] = ()) -> ToolCall | None:
     """A call from a loosely shaped dict (the usual name and argument keys, ``function`` nesting, arguments as
     JSON text); ``None``, with a problem, when it names none."""
@@ -269,9 +266,9 @@ def as_items(value: Any) -> list[Any]:
 
 def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
     """Adds the call :func:`coerce_call` makes of ``item``, marked as cut when the text stops inside it; a call whose
-    name holds what no tool name holds (a repaired run of markup) is none, reported as ``bad_name``."""
+    name is markup (:func:`~refiner.formats.base.markup_name`) is none, reported as ``bad_name``."""
     call = coerce_call(item, out.problems, outputs=outputs)
-    if call is not None and not _TOOL_NAME.fullmatch(call.name.strip()):
+    if call is not None and markup_name(call.name):
         out.problems.append(Problem("bad_name", f"tool name {call.name[:60]!r} is not allowed"))
         call = None
     if call is not None:
