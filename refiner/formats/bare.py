@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient
+from refiner.formats.base import Lenient, markup_name
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
 from refiner.formats.strict import JSON_DECODER
@@ -37,6 +37,8 @@ def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE
     read = 0
     while m is not None and read < MAX_RECOVERED_ITEMS and take_items(1):
         name, at = m.group(1), m.end()
+        if markup_name(name):  # another format's marker: no call from here on
+            break
         read += 1
         try:
             args, end = JSON_DECODER.raw_decode(text, at)

@@ -107,7 +107,7 @@ PROBLEM_CODES = (
     "not_a_call",  # an item that is not a call object
     "no_name",  # a call object without a usable tool name
     "unnamed_call",  # a call in the format's shape that names no tool (Kimi-K2's functions.invalid.0): dropped
-    "bad_name",  # a tool name the format does not allow (kept)
+    "bad_name",  # a tool name the format does not allow (kept; markup read as a name, markup_name: no call)
     "bad_arguments",  # arguments that are not an object (dropped)
     "flat_arguments",  # arguments written beside the name instead of under an arguments key (read as the arguments)
     "bad_argument",  # one argument that could not be read (dropped, or kept as text: the message says)
@@ -502,6 +502,18 @@ def marker_table() -> MarkerTable:
 def marker_positions(text: str) -> dict[str, int]:
     """Where each registered marker first occurs in ``text`` (:func:`~refiner.formats.markers.find_markers`)."""
     return find_markers(text, marker_table())
+
+
+# A character of tags and sentinel tokens, a brace, a quote or a control character (a line break, a tab): none is in a
+# tool name.
+_MARKUP = re.compile(r"[<>|｜{}\"'\x00-\x1f\x7f]")
+
+
+def markup_name(name: str) -> bool:
+    """Whether a name a reader took from a text is markup, not a tool name: apart from its surrounding whitespace, it
+    holds a character of :data:`_MARKUP` or a registered format's marker (``starttoolcall``, ``to=functions.``)."""
+    name = name.strip()
+    return _MARKUP.search(name) is not None or marker_table().in_name(name)
 
 
 # (the registry's state, its formats in rank order, their marker table), made again when the registry changes

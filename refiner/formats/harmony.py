@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat
+from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat, markup_name
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
@@ -224,6 +224,7 @@ class Harmony(WireFormat):
             return pos
         if _NAME.fullmatch(name) is None:
             out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
+        name = "" if markup_name(name) else name  # (the call's body is read past; no call is made)
         stop, _ = f.first((TO + PREFIX, START), pos)
         m = f.next(MESSAGE, pos)
         if 0 <= m < stop:

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import DETECT_CHARS, Detection, FormatError, Lenient, WireFormat
+from refiner.formats.base import DETECT_CHARS, Detection, FormatError, Lenient, WireFormat, markup_name
 from refiner.formats.brace_kv import write_quoted
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import budget_spent, lenient_json, open_at_cut
@@ -302,7 +302,7 @@ class JsonCalls(WireFormat):
         sp = self.spelling
         if sp.keyed and type(item) is dict and len(item) == 1:
             (name, args), = item.items()
-            if type(args) is dict and name.strip():
+            if type(args) is dict and name.strip() and not markup_name(name):
                 out.calls.append(ToolCall(str(name), {str(k): v for k, v in args.items()}))
                 cut, outer = written_before_cut(args), open_at_cut(item)
                 if cut is not None:  # the text stops inside the call (its arguments left open)

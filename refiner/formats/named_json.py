@@ -24,7 +24,16 @@ from functools import lru_cache
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import MAX_NOTES, ROW_CHARS, Detection, Lenient, WireFormat, marker_table, offered_tools
+from refiner.formats.base import (
+    MAX_NOTES,
+    ROW_CHARS,
+    Detection,
+    Lenient,
+    WireFormat,
+    marker_table,
+    markup_name,
+    offered_tools,
+)
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
@@ -390,6 +399,11 @@ class NamedJson(WireFormat):
         if not sp.loose and _NAME.fullmatch(name) is None:
             if loud:
                 out.note("unreadable", f"not a call: {seg[:80]!r}")
+            return after, False
+        if markup_name(name):
+            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+            if cut:
+                out.mark_cut(None)
             return after, False
         counted = bool(sp.counter) and _NO_NAME.fullmatch(name) is not None
         tools = offered_tools() if counted else None
