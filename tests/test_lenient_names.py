@@ -12,6 +12,7 @@ import pytest
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.base import RenderError, markup_name
+from refiner.pipeline import Refiner
 
 sys.path.insert(0, str(Path(__file__).parent))
 import hostile
@@ -40,6 +41,14 @@ def test_storms_read_no_markup_name(family):
     bad = [(kind, c.name[:60]) for kind, text in storm_texts() for c in fmt.parse_lenient(text).calls
            if holds_markup(c.name)]
     assert not bad
+
+
+@pytest.mark.parametrize("family", formats.names())
+def test_refine_with_the_format_given_returns_no_markup_name_on_the_storms(family):
+    """Salvage (what ``refine`` reads when the format's own reading finds nothing) takes no name holding a marker."""
+    text = dict(hostile.storms(3000))["tag_storm"]
+    calls = Refiner().refine({"upstream": text, "format": family})["calls"]
+    assert not [call["name"][:60] for call in calls if holds_markup(call["name"])]
 
 
 def cut_render(family: str, name: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.anchored import json_head
-from refiner.formats.base import FormatError, Problem, WireFormat, marker_table
+from refiner.formats.base import FormatError, Problem, WireFormat, marker_table, markup_name
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
 from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
@@ -312,7 +312,7 @@ class SiteReader:
         if m is None:
             return None
         written = m.group(1)
-        if written in marker_table().naming["markers"]:  # a format's opening word (Rubra's starttoolcall) names no tool
+        if markup_name(written):  # a name holding a format's word (Rubra's starttoolcall) names no tool
             return None
         structured, where, _ = self.context(start)
         if not structured:
