@@ -16,7 +16,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
                                   "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic",
-                                  "functionary_v2", "xing4_0"])
+                                  "functionary_v2", "xing4_0", "openfunctions_v2"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -235,3 +235,15 @@ def test_functionary_v2_reads_its_recipients_and_a_message_to_all_is_text():
     assert v2.parse_strict(note + v2.render([CALL]) + "<|stop|>") == [CALL]
     assert v2.parse_lenient(v2.render([CALL]).replace("<|content|>", "<|CONTENT|>")).calls == [CALL]
     assert Refiner().refine({"upstream": note.replace("Looking it up.", "Dry in Lisbon.")})["calls"] == []
+
+
+def test_openfunctions_v2_reads_each_call_after_its_delimiter_and_the_lines_after_them_as_text():
+    text = ("<<function>>lookup_weather(town='Lisbon', days=2)<<function>>lookup_weather(town=\"Lisbon\", days=2)"
+            "\nBoth are on their way.")
+    fmt = formats.get("openfunctions_v2")
+    assert formats.detect_format(text) == "openfunctions_v2" and fmt.parse_strict(text) == [CALL, CALL]
+    assert fmt.answer_parts(text).content.strip() == "Both are on their way."
+    quoted = "<<function>>lookup_weather(town='Lis<<function>>bon', days=2)"  # the delimiter inside a string is text
+    assert fmt.parse_strict(quoted) == [ToolCall("lookup_weather", {"town": "Lis<<function>>bon", "days": 2})]
+    with pytest.raises(formats.FormatError):  # a string left open is not closed by the next call's quotes
+        fmt.parse_strict("<<function>>lookup_weather(town='Lisbon<<function>>lookup_weather(town='Porto')")

@@ -240,6 +240,8 @@ KNOWN_HARM = {
     ("broken_json", "glm53_flash"): "read as truncated",
     # granite_pythonic's call lines have no closing token either: a last line that lost its ')' reads as cut there
     ("broken_json", "granite_pythonic"): "read as truncated (3 of 190 in the full run)",
+    # nor does Gorilla OpenFunctions v2 after its last call: a last call that lost its ')' reads as cut there
+    ("broken_json", "openfunctions_v2"): "read as truncated (1 of 40 on the seeded sample)",
     # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
     # string that runs to the end of the text, which reads as a cut mid-value
     ("missing_tag", "functiongemma"): "read as truncated",

@@ -618,6 +618,13 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "granite_pythonic_tool_parser.py (_CALL_RE per line)",)),
         CallLines, Wrapper("", "", lines=True)),
     Row(
+        Family("openfunctions_v2", "Gorilla OpenFunctions v2: <<function>>f(a=1)<<function>>g(b=\"x\") (each call after "
+               "its own <<function>>, no close; an answer without it is text)",
+               models=("gorilla-llm/gorilla-openfunctions-v2",),
+               sources=("ShishirPatil/gorilla openfunctions/openfunctions_utils.py (strip_function_calls)",
+                        "ShishirPatil/gorilla openfunctions/inference_local.py (get_prompt, format_response)")),
+        SentinelPythonic, Wrapper("<<function>>", "", lines=True, between="<<function>>", close_optional=True)),
+    Row(
         Family("function_gemma4", 'Gemma 4 JSON calls (mlx-lm): <|tool_call>{"name": NAME, "arguments": {"key": '
                '<|"|>text<|"|>, "n": 5}}<tool_call|> per call (strings between <|"|> tokens or in JSON quotes)',
                sources=("ml-explore/mlx-lm mlx_lm/tool_parsers/function_gemma4.py (chosen by tool_parser_type)",),

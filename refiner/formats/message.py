@@ -1,8 +1,8 @@
 """An answer's parts besides its calls: the content the user should see and reasoning in the format's own channels.
 
 :func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's
-first tag to its last closing tag, or to the end of the JSON value the last tag opens (a call the text stops in runs
-to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
+first tag to its last closing tag, or to the end of the JSON value or calls the last tag opens (a call the text stops in
+runs to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
 whose open and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
 (:func:`~refiner.formats.reasoning.fenced_calls`): its region runs from its first open literal that a JSON value
 follows to the close after its last call. The text before and after is content, verbatim (as vLLM's and SGLang's
@@ -102,7 +102,8 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
         return first.start(), last.end()
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
     j = skip_blanks(text, j)
-    return first.start(), (values_end(text, j) if j < len(text) and text[j] in "[{" else len(text))
+    calls_follow = j < len(text) and (text[j] in "[{" or BARE_CALL.match(text, j))
+    return first.start(), (values_end(text, j) if calls_follow else len(text))
 
 
 def only_tags(fmt: object, text: str) -> bool:
