@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from refiner.formats.reasoning import (
     BARE_CALL,
-    bracket_end,
     fenced_calls,
     fenced_tags,
     format_tags,
     is_closing_tag,
     is_markup,
     skip_blanks,
+    values_end,
 )
 
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
@@ -47,26 +47,6 @@ def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
         return None, frozenset()
     pattern = re.compile("|".join(map(re.escape, sorted(tags, key=len, reverse=True))))
     return pattern, frozenset(t for t in tags if is_closing_tag(t))
-
-
-def values_end(text: str, i: int) -> int:
-    """The end of the bracketed values from ``text[i]`` joined by ``;`` or ``,`` (Llama 3's ``{...}; {...}``), or of
-    the bare calls from there (``f(a=1)``, ``g(b=2)`` on the next line, ...)."""
-    bare = text[i] not in "[{"
-    for _ in range(MAX_TAGS):
-        end = bracket_end(text, i)
-        if end < 0:
-            return len(text)
-        j = skip_blanks(text, end)
-        if j < len(text) and text[j] in ";,":
-            i = skip_blanks(text, j + 1)
-        elif bare and BARE_CALL.match(text, j):
-            i = j
-        else:
-            return end
-        if i >= len(text) or not bare and text[i] not in "[{":
-            return end
-    return len(text)
 
 
 def trim_turn_end(text: str) -> str:

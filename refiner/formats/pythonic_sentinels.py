@@ -39,6 +39,7 @@ from refiner.formats.pythonic import (
 )
 from refiner.formats.pythonic_mend import VALUE_AFTER, mend_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren, open_brackets, split_top_level
+from refiner.formats.reasoning import is_markup
 from refiner.formats.strict import strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
 
@@ -65,7 +66,7 @@ class Wrapper:
     close_optional: bool = field(default=False, metadata=POLICY)  # the end token may be missing at the text's end
     bare: bool = field(default=False, metadata=POLICY)  # a bare [...] list that is the whole answer is valid too
     json_ok: bool = field(default=False, metadata=POLICY)  # a JSON list of {"name", "arguments"} objects too (LFM2)
-    shared: bool = field(default=False, metadata=POLICY)  # other rows write the open token too: see sniff
+    shared: bool = field(default=False, metadata=POLICY)  # other rows (or prose) write the open token too: see sniff
     # untagged pythonic calls are this row's (claims_text); recovery reads one list, either tag may be missing
     untagged: bool = field(default=False, metadata=POLICY)
 
@@ -84,7 +85,9 @@ class SentinelPythonic(WireFormat):
 
     @classmethod
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
-        return Detection(rank=rank, markers=(w.open,), closers=(w.close,) if w.close else (), bare=w.bare)
+        # (an open token that is no markup, a word, is a row's marker only where its sniff claims the text)
+        return Detection(rank=rank, markers=(w.open,), closers=(w.close,) if w.close else (),
+                         bare=w.bare or not is_markup(w.open))
 
     def claims_text(self, body: str) -> bool:
         return self.spelling.untagged and looks_pythonic(body)
@@ -232,11 +235,15 @@ class SentinelPythonic(WireFormat):
             src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
             out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
         if not src.startswith("["):
-            src = "[" + (", ".join(self._line_calls(src, out)) if self.spelling.lines else src) + close
+            src = "[" + (", ".join(self._line_calls(self._call_lines(src), out)) if self.spelling.lines else src) + close
         if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
         recover_list(self, src, out, read_whole=True, at_end=at_end)
+
+    def _call_lines(self, src: str) -> str:
+        """A ``lines`` body with a line break for each ``between`` outside quoted strings."""
+        return "\n".join(_between_calls(self.spelling.between.strip() or "\n").findall(src))
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
