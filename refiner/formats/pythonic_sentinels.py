@@ -11,7 +11,6 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -110,7 +109,7 @@ class SentinelPythonic(WireFormat):
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(strict_json(self, src, offset))]
         if self.spelling.lines:  # (no call: "[]")
-            pieces = _between_calls(self.spelling.between.strip() or "\n").findall(src)
+            pieces = split_calls(src, self.spelling.between.strip() or "\n")
             src = "[" + ", ".join(filter(None, map(str.strip, pieces))) + "]"
         return strict_call_list(self, src, offset)
 
@@ -243,7 +242,7 @@ class SentinelPythonic(WireFormat):
 
     def _call_lines(self, src: str) -> str:
         """A ``lines`` body with a line break for each ``between`` outside quoted strings."""
-        return "\n".join(_between_calls(self.spelling.between.strip() or "\n").findall(src))
+        return "\n".join(split_calls(src, self.spelling.between.strip() or "\n"))
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
@@ -333,13 +332,33 @@ class CallLines(SentinelPythonic):
         return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
 
 
-@lru_cache(maxsize=8)
-def _between_calls(sep: str) -> re.Pattern[str]:
-    """The text between two ``sep`` outside quoted strings (a string ends with its line; a quote no string closes
-    is text)."""
-    first, rest = re.escape(sep[0]), re.escape(sep[1:])
-    strings = "|".join(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}" for q in "'\"")
-    return re.compile(rf"((?:{strings}|[^'\"{first}]+|['\"]|{first}(?!{rest}))*)(?:{re.escape(sep)}|\Z)")
+_STRINGS = {q: re.compile(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}") for q in "'\""}  # a string ends with its line
+
+
+def split_calls(src: str, sep: str) -> list[str]:
+    """``src`` split at each ``sep`` outside quoted strings. A string ends with its line; a quote that no string
+    closes on its line is text, and so is every later quote of its kind on that line (its string would end where the
+    first one's failed)."""
+    pieces, start, pos = [], 0, 0
+    dead: dict[str, int] = {}  # a quote character -> the end of the line up to which it opens no string
+    stops = re.compile("['\"]|" + re.escape(sep))
+    while (m := stops.search(src, pos)) is not None:
+        i, c = m.start(), m.group()
+        if c == sep:
+            pieces.append(src[start:i])
+            start = pos = m.end()
+        elif (line_end := dead.get(c, -1)) > i:  # on to the next sep or live quote on its line, else the line's end
+            other = "'" if c == '"' else '"'
+            live = src.find(other, i, line_end) if dead.get(other, -1) <= i else -1
+            pos = min(x for x in (src.find(sep, i, line_end), live, line_end) if x >= 0)
+        elif (s := _STRINGS[c].match(src, i)) is not None:
+            pos = s.end()
+        else:
+            end = src.find("\n", i)
+            dead[c] = len(src) if end < 0 else end
+            pos = i + 1
+    pieces.append(src[start:])
+    return pieces
 
 
 # a line that starts a call, the blanks before it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too);
