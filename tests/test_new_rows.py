@@ -16,7 +16,8 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "solar_open2", "phi4_mini_tags", "functionary_v31", "multi_format_dsv32",
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
                                   "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic",
-                                  "functionary_v2", "xing4_0", "react", "qwen_agent"])
+                                  "functionary_v2", "xing4_0", "react", "qwen_agent",
+                                  "openfunctions_v2", "nexusraven"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -254,3 +255,30 @@ def test_qwen_agent_reads_its_function_lines_and_leaves_the_result_and_reply_as_
     text = "Let me look.\n" + qwen.render([CALL, CALL]) + "\n✿RESULT✿: 18 °C\n✿RETURN✿: Dry and mild in Lisbon."
     assert formats.detect_format(text) == "qwen_agent" and qwen.parse_strict(text) == [CALL, CALL]
     assert Refiner().refine({"upstream": "✿RETURN✿: Dry and mild in Lisbon."})["calls"] == []
+
+
+def test_openfunctions_v2_reads_each_call_after_its_delimiter_and_the_lines_after_them_as_text():
+    text = ("<<function>>lookup_weather(town='Lisbon', days=2)<<function>>lookup_weather(town=\"Lisbon\", days=2)"
+            "\nBoth are on their way.")
+    fmt = formats.get("openfunctions_v2")
+    assert formats.detect_format(text) == "openfunctions_v2" and fmt.parse_strict(text) == [CALL, CALL]
+    assert fmt.answer_parts(text).content.strip() == "Both are on their way."
+    quoted = "<<function>>lookup_weather(town='Lis<<function>>bon', days=2)"  # the delimiter inside a string is text
+    assert fmt.parse_strict(quoted) == [ToolCall("lookup_weather", {"town": "Lis<<function>>bon", "days": 2})]
+    with pytest.raises(formats.FormatError):  # a string left open is not closed by the next call's quotes
+        fmt.parse_strict("<<function>>lookup_weather(town='Lisbon<<function>>lookup_weather(town='Porto')")
+
+
+def test_nexusraven_reads_its_call_line_leaves_the_thought_as_text_and_never_guesses_a_nested_call():
+    fmt = formats.get("nexusraven")
+    for end in ("<bot_end>\nThought: Lisbon, two days; done.", " \nThought: Lisbon, two days; done.", "; <bot_end>"):
+        text = "Call: lookup_weather(town='Lisbon', days=2); lookup_weather(town='Lisbon', days=2)" + end
+        assert formats.detect_format(text) == "nexusraven" and fmt.parse_strict(text) == [CALL, CALL]
+    assert fmt.answer_parts(text.replace("; <bot_end>", "<bot_end>\nThought: ok")).content.strip() == "Thought: ok"
+    assert formats.detect_format("Call: 555 0134 for the front desk.") is None  # the word in prose, no call after it
+    nested = "Call: lookup_weather(town=city_of(airport='LIS'), days=2)<bot_end>"
+    with pytest.raises(formats.FormatError, match="a call to city_of as a value"):
+        fmt.parse_strict(nested)
+    got = fmt.parse_lenient(nested)
+    assert got.calls == [ToolCall("lookup_weather", {"days": 2})]
+    assert [p.code for p in got.problems] == ["strict", "bad_argument"]

@@ -190,6 +190,8 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                    "40 fixed, wrong tag 28 of 40)")),
     "onyx": (0.85, ("a token written wrong in place of <|message|> or <|eom|> (<|MESSAGE|>, [|message|], another "
                     "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
+    "nexusraven": (0.90, ("its Call: label written otherwise (CALL:, Cal_l:) is not read as the label, so the call on "
+                          "its line is lost (wrong tag: 34 of 40 fixed)")),
     "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a token swapped for another format's, is "
                               "not put back (wrong tag: 29 of 40 fixed)")),
     "react": (0.90, ("a label swapped for another format's tag (NAME<tool_call>{...}) is not put back, and a call whose "
@@ -249,6 +251,11 @@ KNOWN_HARM = {
     # ReAct's Action Input ends at its object: a last call that lost its '}' after a number reads as cut there (1 of
     # 190 in the full run)
     ("broken_json", "react"): "read as truncated",
+    # nor does Gorilla OpenFunctions v2 after its last call: a last call that lost its ')' reads as cut there
+    ("broken_json", "openfunctions_v2"): "read as truncated (1 of 40 on the seeded sample)",
+    # NexusRaven's <bot_end> is a stop sequence, often left out: a quote lost before the last value opens a string
+    # that runs to the end, which reads as a text cut there
+    ("broken_json", "nexusraven"): "read as truncated (1 of 40 on the seeded sample)",
     # FunctionGemma's string quote is the <escape> token: one lost before a value leaves the closing one opening a
     # string that runs to the end of the text, which reads as a cut mid-value
     ("missing_tag", "functiongemma"): "read as truncated",

@@ -618,6 +618,21 @@ CATALOG: tuple[Row, ...] = (
                sources=(VLLM + "granite_pythonic_tool_parser.py (_CALL_RE per line)",)),
         CallLines, Wrapper("", "", lines=True)),
     Row(
+        Family("openfunctions_v2", "Gorilla OpenFunctions v2: <<function>>f(a=1)<<function>>g(b=\"x\") (each call after "
+               "its own <<function>>, no close; an answer without it is text)",
+               models=("gorilla-llm/gorilla-openfunctions-v2",),
+               sources=("ShishirPatil/gorilla openfunctions/openfunctions_utils.py (strip_function_calls)",
+                        "ShishirPatil/gorilla openfunctions/inference_local.py (get_prompt, format_response)")),
+        SentinelPythonic, Wrapper("<<function>>", "", lines=True, between="<<function>>", close_optional=True)),
+    # (a call as an argument's value, a composition no call list holds, is read as no value: the argument dropped)
+    Row(
+        Family("nexusraven", "NexusRaven-V2: Call: f(a=1); g(b=\"x\")<bot_end> then an optional Thought: (text; "
+               "<bot_end> is the stop sequence, often left out)",
+               models=("Nexusflow/NexusRaven-V2-13B",),
+               sources=("nexusflowai/NexusRaven-V2 README.md, How-To-Prompt.ipynb (the prompt and its answers)",
+                        "nexusflowai/nexusraven-pip nexusraven/client.py (_parse_tool_calls: calls split at ';')")),
+        SentinelPythonic, Wrapper("Call: ", "<bot_end>", lines=True, between="; ", close_optional=True, shared=True)),
+    Row(
         Family("function_gemma4", 'Gemma 4 JSON calls (mlx-lm): <|tool_call>{"name": NAME, "arguments": {"key": '
                '<|"|>text<|"|>, "n": 5}}<tool_call|> per call (strings between <|"|> tokens or in JSON quotes)',
                sources=("ml-explore/mlx-lm mlx_lm/tool_parsers/function_gemma4.py (chosen by tool_parser_type)",),

@@ -24,7 +24,8 @@ from refiner.calls import ToolCall
 from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat, markup_name
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
-from refiner.formats.message import AnswerParts, bracket_end, trim_turn_end
+from refiner.formats.message import AnswerParts, trim_turn_end
+from refiner.formats.reasoning import bracket_end
 from refiner.formats.strict import decode_at, expect_object
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws

@@ -1,8 +1,8 @@
 """An answer's parts besides its calls: the content the user should see and reasoning in the format's own channels.
 
 :func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's
-first tag to its last closing tag, or to the end of the JSON value the last tag opens (a call the text stops in runs
-to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
+first tag to its last closing tag, or to the end of the JSON value or calls the last tag opens (a call the text stops in
+runs to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
 whose open and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
 (:func:`~refiner.formats.reasoning.fenced_calls`): its region runs from its first open literal that a JSON value
 follows to the close after its last call. The text before and after is content, verbatim (as vLLM's and SGLang's
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from refiner.formats.markers import trie
 from refiner.formats.reasoning import (
     BARE_CALL,
-    bracket_end,
     fenced_calls,
     fenced_tags,
     format_tags,
@@ -25,6 +24,7 @@ from refiner.formats.reasoning import (
     is_markup,
     line_labels,
     skip_blanks,
+    values_end,
 )
 
 # Tokens that end a turn: a decoder that keeps special tokens leaves them after the answer; never content.
@@ -51,26 +51,6 @@ def tag_pattern(fmt: object) -> tuple[re.Pattern | None, frozenset[str]]:
     alts = [*map(re.escape, sorted(tags, key=len, reverse=True)), *([r"(?m:^)" + trie(labels)] if labels else [])]
     pattern = re.compile("|".join(alts))
     return pattern, frozenset(t for t in tags if is_closing_tag(t))
-
-
-def values_end(text: str, i: int) -> int:
-    """The end of the bracketed values from ``text[i]`` joined by ``;`` or ``,`` (Llama 3's ``{...}; {...}``), or of
-    the bare calls from there (``f(a=1)``, ``g(b=2)`` on the next line, ...)."""
-    bare = text[i] not in "[{"
-    for _ in range(MAX_TAGS):
-        end = bracket_end(text, i)
-        if end < 0:
-            return len(text)
-        j = skip_blanks(text, end)
-        if j < len(text) and text[j] in ";,":
-            i = skip_blanks(text, j + 1)
-        elif bare and BARE_CALL.match(text, j):
-            i = j
-        else:
-            return end
-        if i >= len(text) or not bare and text[i] not in "[{":
-            return end
-    return len(text)
 
 
 def trim_turn_end(text: str) -> str:
@@ -106,7 +86,8 @@ def calls_region(fmt: object, text: str) -> tuple[int, int] | None:
         return first.start(), last.end()
     j = last.end() - 1 if last.group()[-1] in "[{" else last.end()  # a tag may end with its list's bracket
     j = skip_blanks(text, j)
-    return first.start(), (values_end(text, j) if j < len(text) and text[j] in "[{" else len(text))
+    calls_follow = j < len(text) and (text[j] in "[{" or BARE_CALL.match(text, j))
+    return first.start(), (values_end(text, j) if calls_follow else len(text))
 
 
 def only_tags(fmt: object, text: str) -> bool:

@@ -281,6 +281,8 @@ class Literals:
             return out
         if isinstance(node, ast.Name) and node.id in CONSTANTS:  # (True, False and None are ast.Constant)
             return CONSTANTS[node.id]
+        if isinstance(node, ast.Call):  # (its value is the inner call's result, which no call list holds)
+            raise self.fail(node, f"a call to {dotted_name(node.func) or 'a function'} as a value (a composition)")
         if not self.strict:
             return self._source(node)
         raise self.fail(node, f"{type(node).__name__} is not a literal value")

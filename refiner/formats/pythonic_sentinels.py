@@ -38,6 +38,7 @@ from refiner.formats.pythonic import (
 )
 from refiner.formats.pythonic_mend import VALUE_AFTER, mend_list
 from refiner.formats.pythonic_scan import after_opening_tag, list_start, matching_paren, open_brackets, split_top_level
+from refiner.formats.reasoning import is_markup
 from refiner.formats.strict import strict_fields, strict_json
 from refiner.formats.text import reasoning_offset, skip_ws
 
@@ -58,12 +59,13 @@ AST_COST_PER_CHAR = 2
 @dataclass(frozen=True)
 class Wrapper:
     open: str
-    close: str
-    lines: bool = False  # one call per line instead of a [...] list
+    close: str  # "": no close token, the calls run to the text's end
+    lines: bool = False  # calls one after another, ``between`` between them, instead of a [...] list
+    between: str = "\n"  # written between two calls of a ``lines`` body; read with the blanks around it free
     close_optional: bool = field(default=False, metadata=POLICY)  # the end token may be missing at the text's end
     bare: bool = field(default=False, metadata=POLICY)  # a bare [...] list that is the whole answer is valid too
     json_ok: bool = field(default=False, metadata=POLICY)  # a JSON list of {"name", "arguments"} objects too (LFM2)
-    shared: bool = field(default=False, metadata=POLICY)  # other rows write the open token too: see sniff
+    shared: bool = field(default=False, metadata=POLICY)  # other rows (or prose) write the open token too: see sniff
     # untagged pythonic calls are this row's (claims_text); recovery reads one list, either tag may be missing
     untagged: bool = field(default=False, metadata=POLICY)
 
@@ -78,11 +80,13 @@ class SentinelPythonic(WireFormat):
 
     @classmethod
     def tags_for(cls, w: Wrapper) -> tuple[str, ...]:
-        return (w.open, w.close)
+        return tuple(t for t in (w.open, w.close) if t)
 
     @classmethod
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
-        return Detection(rank=rank, markers=(w.open,), closers=(w.close,), bare=w.bare)
+        # (an open token that is no markup, a word, is a row's marker only where its sniff claims the text)
+        return Detection(rank=rank, markers=(w.open,), closers=(w.close,) if w.close else (),
+                         bare=w.bare or not is_markup(w.open))
 
     def claims_text(self, body: str) -> bool:
         return self.spelling.untagged and looks_pythonic(body)
@@ -104,19 +108,21 @@ class SentinelPythonic(WireFormat):
         if self.spelling.json_ok and src.startswith("[") and src[1:].lstrip().startswith("{"):
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(strict_json(self, src, offset))]
-        if self.spelling.lines:  # (no line: "[]")
-            src = "[" + ", ".join(filter(None, map(str.strip, src.split("\n")))) + "]"
+        if self.spelling.lines:  # (no call: "[]")
+            pieces = split_calls(src, self.spelling.between.strip() or "\n")
+            src = "[" + ", ".join(filter(None, map(str.strip, pieces))) + "]"
         return strict_call_list(self, src, offset)
 
     def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:
         """The calls of the block whose open token is at ``i`` and the position after its close token."""
         w = self.spelling
         a = i + len(w.open)
-        b = text.find(w.close, a)
+        b = text.find(w.close, a) if w.close else -1
         if b < 0:
-            if w.close_optional:
-                return self._body_calls(text, a, len(text)), len(text)
-            raise self.error(f"{w.open} without {w.close}", i)
+            if not w.close_optional:
+                raise self.error(f"{w.open} without {w.close}", i)
+            end = self._calls_end(text, a) if w.lines else len(text)
+            return self._body_calls(text, a, end), end
         error: FormatError | None = None
         for _ in range(MAX_CLOSE_TRIES):
             try:
@@ -127,6 +133,12 @@ class SentinelPythonic(WireFormat):
             if b < 0:
                 break
         raise error
+
+    def _calls_end(self, text: str, a: int) -> int:
+        """Where a ``lines`` body from ``a`` with no close token after it ends: at the end of its line, the lines
+        after it being text (calls one a line run to the text's end)."""
+        end = text.find("\n", a) if self.spelling.between != "\n" else -1
+        return len(text) if end < 0 else end
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         w = self.spelling
@@ -175,7 +187,10 @@ class SentinelPythonic(WireFormat):
                 chunk = chunk[:j]
             elif not w.close_optional:
                 out.note("missing_tag", f"missing {w.close}")
-            self._recover_block(chunk.strip(), out, at_end=j < 0 and n == len(chunks) - 1)
+            at_end = j < 0 and n == len(chunks) - 1
+            if at_end and w.lines and w.close_optional:  # (lines that may end the text stop in a call left open)
+                at_end = open_brackets(chunk) != (0, False)
+            self._recover_block(chunk.strip(), out, at_end=at_end)
 
     def _chunks(self, body: str) -> list[str]:
         """The text after each open token up to the next one, the rest past :data:`MAX_RECOVERED_BLOCKS` of them as one
@@ -187,7 +202,7 @@ class SentinelPythonic(WireFormat):
             a = i + len(w.open)
             i = body.find(w.open, a) if len(chunks) < MAX_RECOVERED_BLOCKS else -1
             for _ in range(MAX_CLOSE_TRIES):
-                if i < 0 or body.find(w.close, a, i) >= 0 or not open_brackets(body[a:i])[1]:
+                if i < 0 or w.close and body.find(w.close, a, i) >= 0 or not open_brackets(body[a:i])[1]:
                     break
                 i = body.find(w.open, i + len(w.open))
             chunks.append(body[a : i if i >= 0 else len(body)])
@@ -198,7 +213,7 @@ class SentinelPythonic(WireFormat):
         closes that string after it or the text (``last``: ``chunk`` ends it) ends right after it (else the string's
         quote was lost before it)."""
         w = self.spelling
-        j = chunk.find(w.close)
+        j = chunk.find(w.close) if w.close else -1
         for _ in range(MAX_CLOSE_TRIES):
             if j < 0 or not open_brackets(chunk[:j])[1] or not (
                     pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()):
@@ -219,16 +234,20 @@ class SentinelPythonic(WireFormat):
             src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
             out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
         if not src.startswith("["):
-            src = "[" + (", ".join(self._line_calls(src, out)) if self.spelling.lines else src) + close
+            src = "[" + (", ".join(self._line_calls(self._call_lines(src), out)) if self.spelling.lines else src) + close
         if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
         recover_list(self, src, out, read_whole=True, at_end=at_end)
 
+    def _call_lines(self, src: str) -> str:
+        """A ``lines`` body with a line break for each ``between`` outside quoted strings."""
+        return "\n".join(split_calls(src, self.spelling.between.strip() or "\n"))
+
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
-        (a comma may put another after it); other text is prose (reported). A call not closed within
-        :data:`MAX_SPLIT_CHARS` characters in all runs to the end of its lines."""
+        (a comma, or the row's one-character ``between``, may put another after it); other text is prose (reported).
+        A call not closed within :data:`MAX_SPLIT_CHARS` characters in all runs to the end of its lines."""
         groups: list[list[str]] = []
         # a line that starts with an offered tool's name glued to a parameter's (its "(" lost: "math_gcdnum1=12)") or
         # to ")" starts a call too
@@ -246,6 +265,7 @@ class SentinelPythonic(WireFormat):
                 out.note("not_a_call", f"not a call: {stripped[:80]!r}")
         pieces = []
         budget = MAX_SPLIT_CHARS
+        seps = (",", *(s for s in (self.spelling.between.strip(),) if len(s) == 1))
         for group in groups:
             segment = "\n".join(group)
             pos = 0
@@ -260,7 +280,7 @@ class SentinelPythonic(WireFormat):
                     break
                 pieces.append(segment[pos : p + close + 1].strip())
                 pos = skip_ws(segment, p + close + 1)
-                if not segment.startswith(",", pos):
+                if not segment.startswith(seps, pos):
                     break
                 pos = skip_ws(segment, pos + 1)
                 if not looks_pythonic(segment[pos : pos + MAX_NAME_CHARS]):
@@ -276,7 +296,7 @@ class SentinelPythonic(WireFormat):
         w = self.spelling
         rendered = [render_call(c.name, dict(c.arguments)) for c in calls]
         if w.lines:
-            return w.open + "\n".join(rendered) + w.close
+            return w.open + w.between.join(rendered) + w.close
         return f"{w.open}[{', '.join(rendered)}]{w.close}"
 
 
@@ -284,10 +304,6 @@ class CallLines(SentinelPythonic):
     """One call a line with no sentinel (vLLM's granite_pythonic): each line that starts a call is one call, the other
     lines are text. No literal tells these lines from another row's untagged calls or from prose, so detection never
     names the row (``Detection.by_name``): it is read when a request, the proxy's setting or a template names it."""
-
-    @classmethod
-    def tags_for(cls, w: Wrapper) -> tuple[str, ...]:
-        return ()
 
     @classmethod
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
@@ -314,6 +330,35 @@ class CallLines(SentinelPythonic):
         between = (text[m.end() + 1 : n.start()] for m, n in pairwise(lines))  # (each call line and its break)
         content = text[: lines[0].start()] + "".join(between) + text[lines[-1].end() :]
         return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
+
+
+_STRINGS = {q: re.compile(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}") for q in "'\""}  # a string ends with its line
+
+
+def split_calls(src: str, sep: str) -> list[str]:
+    """``src`` split at each ``sep`` outside quoted strings. A string ends with its line; a quote that no string
+    closes on its line is text, and so is every later quote of its kind on that line (its string would end where the
+    first one's failed)."""
+    pieces, start, pos = [], 0, 0
+    dead: dict[str, int] = {}  # a quote character -> the end of the line up to which it opens no string
+    stops = re.compile("['\"]|" + re.escape(sep))
+    while (m := stops.search(src, pos)) is not None:
+        i, c = m.start(), m.group()
+        if c == sep:
+            pieces.append(src[start:i])
+            start = pos = m.end()
+        elif (line_end := dead.get(c, -1)) > i:  # on to the next sep or live quote on its line, else the line's end
+            other = "'" if c == '"' else '"'
+            live = src.find(other, i, line_end) if dead.get(other, -1) <= i else -1
+            pos = min(x for x in (src.find(sep, i, line_end), live, line_end) if x >= 0)
+        elif (s := _STRINGS[c].match(src, i)) is not None:
+            pos = s.end()
+        else:
+            end = src.find("\n", i)
+            dead[c] = len(src) if end < 0 else end
+            pos = i + 1
+    pieces.append(src[start:])
+    return pieces
 
 
 # a line that starts a call, the blanks before it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too);

@@ -43,7 +43,7 @@ _MARKUP = set("<>|[]｜")
 _BLANKS = re.compile(r"[ \t\r\n]*")
 _OUTSIDE = re.compile(r"[^\"'()\[\]{}]*")  # text between the characters that matter outside strings
 _INSIDE = {q: re.compile(r"[^" + q + r"\\\n]*") for q in "'\""}  # a string's text up to its quote, a \ or a newline
-MAX_FENCED = 4096  # fenced calls read per text; past that the rest of the text is taken as calls
+MAX_FENCED = 4096  # fenced calls read per text, joined values per region; past that the rest is taken as calls
 
 
 def skip_blanks(text: str, pos: int = 0) -> int:
@@ -98,6 +98,26 @@ class Brackets:
         return -1
 
 
+def values_end(text: str, i: int) -> int:
+    """The end of the bracketed values from ``text[i]`` joined by ``;`` or ``,`` (Llama 3's ``{...}; {...}``), or of
+    the bare calls from there (``f(a=1)``, ``g(b=2)`` on the next line, ...)."""
+    bare = text[i] not in "[{"
+    for _ in range(MAX_FENCED):
+        end = bracket_end(text, i)
+        if end < 0:
+            return len(text)
+        j = skip_blanks(text, end)
+        if j < len(text) and text[j] in ";,":
+            i = skip_blanks(text, j + 1)
+        elif bare and BARE_CALL.match(text, j):
+            i = j
+        else:
+            return end
+        if i >= len(text) or not (BARE_CALL.match(text, i) if bare else text[i] in "[{"):
+            return end
+    return len(text)
+
+
 @functools.lru_cache(maxsize=64)
 def _literals(opens: tuple[str, ...]) -> re.Pattern:
     return re.compile(trie(opens))
@@ -107,9 +127,9 @@ def fenced_calls(text: str, fenced: Mapping[str, str], start: int = 0, stop: int
         tuple[int, int]]:
     """The spans of the calls in ``text`` whose open literal (a key of ``fenced``, blanks stripped:
     :func:`fenced_tags`) begins in ``text[start:stop]``: from the literal to the close (its value in ``fenced``) after
-    the JSON value that follows it, or to that value's end when no close follows; a value the text stops in (or a
-    literal with nothing after it) runs to the end. A literal followed by anything but ``[`` or ``{`` opens no
-    call."""
+    the JSON values or pythonic calls that follow it (:func:`values_end`), or to their end when no close follows; a
+    value the text stops in (or a literal with nothing after it) runs to the end. A literal followed by anything but
+    ``[``, ``{`` or ``NAME(`` opens no call."""
     pattern, n = _literals(tuple(sorted(fenced))), len(text)
     pos, stop = start, n if stop is None else stop
     for _ in range(MAX_FENCED):
@@ -117,14 +137,15 @@ def fenced_calls(text: str, fenced: Mapping[str, str], start: int = 0, stop: int
         if m is None:
             return
         j = skip_blanks(text, m.end())
-        if j < n and text[j] not in "[{":
+        if j < n and text[j] not in "[{" and not BARE_CALL.match(text, j):
             pos = m.end()
             continue
-        end = bracket_end(text, j) if j < n else -1
-        if end < 0:
+        end = values_end(text, j) if j < n else n
+        if end >= n:
             yield m.start(), n
             return
         k = skip_blanks(text, end)
+        k = skip_blanks(text, k + 1) if text.startswith((";", ","), k) else k  # (a separator after the last call)
         if text.startswith(fenced[m.group()], k):
             end = k + len(fenced[m.group()])
         yield m.start(), end

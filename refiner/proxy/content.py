@@ -248,7 +248,7 @@ class ContentSplit:
                     break
                 pos, kind = found
                 # an opener inside a marker still being written (``**Tool Call:**\n```json``): wait for the rest
-                begun = -1 if kind in ("marker", "recipient") or self.final else self.openers.begun(
+                begun = -1 if kind == "recipient" or self.final else self.openers.begun(
                     self.text, self.released, self.openers.marker_prefixes, pos)
                 if begun >= 0:
                     out.append(self.text[self.released : begun])
