@@ -11,6 +11,7 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 from typing import Any
 
@@ -332,33 +333,33 @@ class CallLines(SentinelPythonic):
         return AnswerParts(trim_turn_end(content), None, (lines[0].start(), lines[-1].end()))
 
 
-_STRINGS = {q: re.compile(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}") for q in "'\""}  # a string ends with its line
-
-
 def split_calls(src: str, sep: str) -> list[str]:
     """``src`` split at each ``sep`` outside quoted strings. A string ends with its line; a quote that no string
     closes on its line is text, and so is every later quote of its kind on that line (its string would end where the
     first one's failed)."""
-    pieces, start, pos = [], 0, 0
-    dead: dict[str, int] = {}  # a quote character -> the end of the line up to which it opens no string
-    stops = re.compile("['\"]|" + re.escape(sep))
-    while (m := stops.search(src, pos)) is not None:
-        i, c = m.start(), m.group()
-        if c == sep:
-            pieces.append(src[start:i])
-            start = pos = m.end()
-        elif (line_end := dead.get(c, -1)) > i:  # on to the next sep or live quote on its line, else the line's end
-            other = "'" if c == '"' else '"'
-            live = src.find(other, i, line_end) if dead.get(other, -1) <= i else -1
-            pos = min(x for x in (src.find(sep, i, line_end), live, line_end) if x >= 0)
-        elif (s := _STRINGS[c].match(src, i)) is not None:
-            pos = s.end()
-        else:
-            end = src.find("\n", i)
-            dead[c] = len(src) if end < 0 else end
-            pos = i + 1
+    pieces, start, pos, dead = [], 0, 0, ""  # dead: the quotes that open no string up to the line's end
+    while (pos := _plain_run(sep, dead).match(src, pos).end()) < len(src):
+        if src.startswith(sep, pos):
+            pieces.append(src[start:pos])
+            start = pos = pos + len(sep)
+            dead = "" if "\n" in sep else dead
+        else:  # a line break ending the dead quotes' line, or a quote that closes no string on its line
+            dead = "" if src[pos] == "\n" else dead + src[pos]
+            pos += 1
     pieces.append(src[start:])
     return pieces
+
+
+@lru_cache(maxsize=32)
+def _plain_run(sep: str, dead: str) -> re.Pattern[str]:
+    """Text and closed strings up to ``sep``, a quote not in ``dead`` that closes no string on its line, or (with
+    ``dead`` quotes, which are text) the line's end."""
+    live = [q for q in "'\"" if q not in dead]
+    stops = re.escape(sep[0]) + "".join(live) + ("\\n" if dead else "")
+    alts = [rf"[^{stops}]+", *(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}" for q in live)]
+    if len(sep) > 1:
+        alts.append(re.escape(sep[0]) + f"(?!{re.escape(sep[1:])})")
+    return re.compile(f"(?:{'|'.join(alts)})*+")
 
 
 # a line that starts a call, the blanks before it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too);
