@@ -28,7 +28,7 @@ BAD = [
     ("toolace", '<function_list>[Get Weather(city="x")]</function_list>', "pythonic"),
     ("toolace", '<function_list>[f(a=[1, {"k": {2, 3}}])]</function_list>', "Set is not a literal"),
     ("toolace", "<function_list>[f(a=[1, (2, 3)])]</function_list>", "Tuple is not a literal"),
-    ("toolace", "<function_list>[f(a=g(1))]</function_list>", "Call is not a literal"),
+    ("toolace", "<function_list>[f(a=g(1))]</function_list>", "a call to g as a value"),
     ("toolace", '<function_list>[f("pos")]</function_list>', "positional"),
     ("toolace", "<function_list>[f(a=1, a=2)]</function_list>", "given twice"),
     ("toolace", '<function_list>[f(a={1: "x"})]</function_list>', "keys must be strings"),

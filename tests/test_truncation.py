@@ -147,14 +147,14 @@ def test_the_built_in_readers_say_what_was_written_whole(name, kind):
 
 @pytest.mark.parametrize("name", ALL)
 def test_a_cut_between_calls(name):
-    """Cut right after the first call (a comma, or the opening of the second: a tag, a brace, Mistral's
-    ``[TOOL_CALLS]``): nothing is dropped, the stage says the upstream was cut."""
+    """Cut right after the first call (a comma or NexusRaven's ``;``, or the opening of the second: a tag, a brace,
+    Mistral's ``[TOOL_CALLS]``): nothing is dropped, the stage says the upstream was cut."""
     fmt = formats.get(name)
     gold = _fit(fmt, GOLD)
     text = fmt.render(gold)
     second = "book_table"
     i = text.find(second)
-    j = max(text.rfind(sep, 0, i) for sep in (",", "<", "\n", "{", "["))
+    j = max(text.rfind(sep, 0, i) for sep in (",", ";", "<", "\n", "{", "["))
     cut = text[:j]
     res = Refiner().refine({"tools": TOOLS, "upstream": cut, "format": name, "finish_reason": "length"})
     assert res["stage"] == "truncated"
