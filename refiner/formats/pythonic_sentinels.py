@@ -110,8 +110,7 @@ class SentinelPythonic(WireFormat):
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(strict_json(self, src, offset))]
         if self.spelling.lines:  # (no call: "[]")
-            pieces = split_calls(src, self.spelling.between.strip() or "\n")
-            src = "[" + ", ".join(filter(None, map(str.strip, pieces))) + "]"
+            src = "[" + ", ".join(filter(None, map(str.strip, self._calls_between(src)))) + "]"
         return strict_call_list(self, src, offset)
 
     def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:
@@ -241,9 +240,13 @@ class SentinelPythonic(WireFormat):
             return
         recover_list(self, src, out, read_whole=True, at_end=at_end)
 
+    def _calls_between(self, src: str) -> list[str]:
+        """A ``lines`` body split at each ``between`` (its blanks aside) outside quoted strings."""
+        return split_calls(src, self.spelling.between.strip() or "\n")
+
     def _call_lines(self, src: str) -> str:
         """A ``lines`` body with a line break for each ``between`` outside quoted strings."""
-        return "\n".join(split_calls(src, self.spelling.between.strip() or "\n"))
+        return "\n".join(self._calls_between(src))
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
