@@ -117,3 +117,15 @@ def test_a_value_holding_a_quoted_string_and_the_comma_after_it_is_never_read(te
 ])
 def test_an_object_a_json_repair_reads_cleanly_is_read(text):
     assert _anchored(text) == [PARIS], text
+
+
+@pytest.mark.parametrize("text, want", [
+    ("@@get_weather {city: Paris, days: 3}@@", [PARIS]),
+    ("@@get_weather {city: Paris, days: 3}@@ @@copy_file {src: a.txt, dst: b.txt}@@",
+     [PARIS, ToolCall("copy_file", {"src": "a.txt", "dst": "b.txt"})]),
+    # the repair reads one value where two keys are shown: that call is not read
+    ("@@get_weather {city: Paris, France, days: 3}@@ @@copy_file {src: a.txt, dst: b.txt}@@",
+     [ToolCall("copy_file", {"src": "a.txt", "dst": "b.txt"})]),
+])
+def test_an_object_with_no_quotes_inline_is_read_by_the_repair_not_cut_at_its_commas(text, want):
+    assert _anchored(text) == want, text

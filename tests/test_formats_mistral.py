@@ -268,3 +268,11 @@ def test_v11_a_name_holding_another_formats_marker_is_no_name():
         V11.parse_strict(text[text.index("[TOOL_CALLS]"):])
     got = Refiner().refine({"upstream": text, "format": "phi4_mini_tags"})
     assert [c["name"] for c in got["calls"]] == ["f", "g"]
+
+
+@pytest.mark.parametrize("name", ["ns:tool", "get-weather", "a/b.c"])
+def test_v11_cut_call_keeps_the_name_the_strict_reading_takes(name):
+    whole = V11.parse_strict(f'[TOOL_CALLS]{name}[ARGS]{{"a": 1}}')
+    cut = V11.parse_lenient(f'[TOOL_CALLS]{name}[ARGS]{{"a": 1')
+    assert [c.name for c in whole] == [c.name for c in cut.calls] == [name]
+    assert [p.code for p in cut.problems] == ["truncated"]

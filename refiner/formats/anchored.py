@@ -260,7 +260,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     opener = common_suffix(*(text[_line_start(text, calls[c][0]) : calls[c][0]] for c in sorted(keep)))
     if len(keys) < 2 or not _markup(opener):
         return []
-    if (brace := gap.rfind("{")) >= 0:  # keys inside a JSON object: its arguments are that object, never cut through
+    if (brace := gap.rfind("{")) >= 0:  # keys inside an object: its arguments are that object, decoded, else read
+        # by a clean JSON repair (:func:`_repaired`), else (keys a line each, no commas) by the literals below
         heads: dict[int, tuple[Any, int]] = {}
         budget = JSON_BUDGET
         for c in sorted(keep):
@@ -272,7 +273,10 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 heads[c] = head
         objects = [(calls[c][0], ToolCall(calls[c][2], value), end) for c, (value, end) in heads.items()
                    if set(value) <= set(offered.get(calls[c][2]) or ())]
-        if heads:
+        if not heads:
+            objects = _repaired(text, [(calls[c][0], calls[c][2], calls[c][1] + brace, calls[c][3],
+                                        {k.key for k in keys if k.call == c}) for c in sorted(keep)])
+        if objects or heads:
             return _json_found(objects, opener, gap[:brace], False, notes) if objects else []
     # the values: up to the end of their line or the next key's prefix, less what every value is followed by
     # values on a line of their own only when every key's line ends after its key suffix
@@ -335,10 +339,8 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
                 value = retype_value(params[k.key], value)  # the declared type says whether 94105 is a number
         by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
-    if junk:  # the object each call's keys are in, when a JSON repair reads it cleanly; else no call
-        objects = _repaired(text, [(s, name, calls[c][1] + brace, ends[c], set(by_call[c]))
-                                   for c, (s, _, name, _) in enumerate(calls) if c in by_call]) if brace >= 0 else []
-        return _json_found(objects, opener, gap[:brace], False, notes) if objects else []
+    if junk:  # (an object around the keys was not read cleanly)
+        return []
     how = (f"{KIND}: literals learned from the text: before each name {opener.strip()!r}, before each key "
            f"{key_prefix.strip()!r}, after each key {key_suffix.strip()!r}"
            + (f", before each value {value_start[0]}" if value_start else "")

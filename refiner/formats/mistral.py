@@ -34,8 +34,9 @@ MAX_SEGMENTS = 256
 # line break (the character classes alternate, so matching is linear).
 V11_NAME = r"[^\s\[\]{}]+(?:[^\S\n]+[^\s\[\]{}]+)*"
 _V11_NAME = re.compile(V11_NAME)
-# What recovery takes for a tool name (letters, digits, "_", ".", "-"): anything else after the token is prose.
-_RECOVERED_NAME = re.compile(r"[\w.\-]+")
+# What recovery takes for a tool name: what the strict reading takes, without whitespace or markup characters
+# (``ns:tool``, ``get-weather``); anything else after the token is prose.
+_RECOVERED_NAME = re.compile(r"[^\s\[\]{}<>|\"'`]+")
 _IDENTIFIER = re.compile(IDENTIFIER)
 # How far back from an [ARGS] token recovery looks for the name before it.
 MAX_NAME_CHARS = 256

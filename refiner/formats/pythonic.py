@@ -10,6 +10,7 @@ dropped; a value no JSON value holds drops its argument; a bytes literal reads a
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import itertools
 import json
@@ -58,6 +59,17 @@ _CALL = "(" + _IDENT_START + r"[^\x00-\x2d\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]
 # after "[": the first call's "name(" or "name()", or "]"; after a call: ", name(", ", name()" or "]"
 _FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
 _NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"|\])")
+
+
+@functools.lru_cache(maxsize=8)
+def _call_steps(sep: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The patterns that take the first call and each next one: of a ``[...]`` list for ``","``, else of calls with
+    ``sep`` between them (blanks around it free; a line break that is ``sep`` is no blank) up to the text's end."""
+    if sep == ",":
+        return _FIRST_CALL, _NEXT_CALL
+    before = "[ \t\r]*" if "\n" in sep else _WS
+    return (re.compile(_WS + r"(?:" + _CALL + r"|\Z)"),
+            re.compile(r"(?:" + before + re.escape(sep) + _WS + _CALL + r"|" + _WS + r"\Z)"))
 # after "(": the first "key=" or "**", or ")"; after a value: ", key=", ", **" or ")"
 _FIRST_ARG = re.compile(_WS + r"(?:" + _KEY + r"|\))")
 _NEXT_ARG = re.compile(_WS + r"(?:," + _WS + _KEY + r"|\))")
@@ -80,9 +92,15 @@ def refused(src: str) -> bool:
             or (not src.isascii() and _SURROGATE.search(src) is not None))
 
 
-def fast_call_list(src: str) -> list[ToolCall] | None:
-    """The calls of a call list in the renderer's layout; ``None`` for anything else."""
-    calls, _, complete, _ = fast_call_prefix(src, make=ToolCall.trusted)
+def fast_call_list(src: str, sep: str = ",") -> list[ToolCall] | None:
+    """The calls of a call list in the renderer's layout; ``None`` for anything else. ``sep``: ``","`` for a
+    ``[...]`` list, else what is written between calls that stand one after another (a call holds no line break
+    when that is ``sep``)."""
+    if sep == ",":
+        calls, _, complete, _ = fast_call_prefix(src, make=ToolCall.trusted)
+    else:
+        calls, _, complete, _ = ([], 0, False, 0) if refused(src) else read_on(src, 0, [], make=ToolCall.trusted,
+                                                                               sep=sep)
     return calls if complete else None
 
 
@@ -100,18 +118,22 @@ def _plain(identifier: str) -> bool:
 
 
 def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Callable | None = None,
-            rewritten: bool = False) -> tuple[list[Any], int, bool, int]:
+            rewritten: bool = False, sep: str = ",") -> tuple[list[Any], int, bool, int]:
     """``(calls, end, complete, stop)``: ``src`` read on from ``end`` after ``calls`` (extended) up to a call it
     cannot read or ``limit`` calls; ``end``: after the last call read; ``stop``: where reading stopped. Each call is
     ``make(name, arguments)``, by default the pair ``(name, arguments)``. A value the decoder refuses while ``src``
-    holds Python's constants has the rest read again with them as JSON (``rewritten``: that was done)."""
-    decode, next_arg, next_call, add = JSON_DECODER.scan_once, _NEXT_ARG.match, _NEXT_CALL.match, calls.append
+    holds Python's constants has the rest read again with them as JSON (``rewritten``: that was done). ``sep``: see
+    :func:`fast_call_list` (with another than ``","`` the calls start at 0, with ``","`` after the list's ``[``)."""
+    first, following = _call_steps(sep)
+    decode, next_arg, next_call, add = JSON_DECODER.scan_once, _NEXT_ARG.match, following.match, calls.append
+    one_a_line = sep == "\n"
     at = end
-    m = _FIRST_CALL.match(src, 1) if end == 1 else next_call(src, end)
+    m = first.match(src, end) if end == (1 if sep == "," else 0) else next_call(src, end)
     while m is not None:
         name = m.group(1)
-        if name is None:  # "]": the end of the list, which must be the end of the text
+        if name is None:  # "]" or the text's end: the end of the list, which must be the end of the text
             return calls, end, m.end() == len(src), m.start()
+        begun = m.start(1)
         if "." in name:  # (a plain name, the common case, is checked without a list of its parts)
             parts = name.split(".")
             if (any(not p or p[0] in "0123456789" for p in parts) or not _KEYWORDS.isdisjoint(parts)
@@ -140,7 +162,7 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Cal
                             return calls, end, False, at
                         # the rest from the call that stopped the reader, its constants as JSON (same positions)
                         rest = _NESTED_CONSTANTS.sub(lambda c: _AS_JSON[c[1]] if c[1] else c[0], src[end:])
-                        return read_on(src[:end] + rest, end, calls, limit, make, True)
+                        return read_on(src[:end] + rest, end, calls, limit, make, True, sep)
                     if key is not None:
                         args[key] = value
                     elif type(value) is not dict or not value.keys().isdisjoint(args):
@@ -151,6 +173,8 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Cal
                 m = next_arg(src, at)
             if m is None:
                 break
+        if one_a_line and src.find("\n", begun, at) >= 0:
+            break
         add((name, args) if make is None else make(name, args))
         end = at
         m = next_call(src, at)

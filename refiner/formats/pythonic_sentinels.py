@@ -28,6 +28,7 @@ from refiner.formats.pythonic import (
     MAX_AST_CHARS,
     Literals,
     dotted_name,
+    fast_call_list,
     fast_call_prefix,
     lenient_string,
     looks_pythonic,
@@ -110,6 +111,9 @@ class SentinelPythonic(WireFormat):
             return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(strict_json(self, src, offset))]
         if self.spelling.lines:  # (no call: "[]")
+            fast = fast_call_list(src, self._between())
+            if fast is not None:
+                return fast
             src = "[" + ", ".join(filter(None, map(str.strip, self._calls_between(src)))) + "]"
         return strict_call_list(self, src, offset)
 
@@ -240,9 +244,13 @@ class SentinelPythonic(WireFormat):
             return
         recover_list(self, src, out, read_whole=True, at_end=at_end)
 
+    def _between(self) -> str:
+        """What separates two calls of a ``lines`` body (its blanks aside)."""
+        return self.spelling.between.strip() or "\n"
+
     def _calls_between(self, src: str) -> list[str]:
         """A ``lines`` body split at each ``between`` (its blanks aside) outside quoted strings."""
-        return split_calls(src, self.spelling.between.strip() or "\n")
+        return split_calls(src, self._between())
 
     def _call_lines(self, src: str) -> str:
         """A ``lines`` body with a line break for each ``between`` outside quoted strings."""
@@ -339,7 +347,9 @@ class CallLines(SentinelPythonic):
 def split_calls(src: str, sep: str) -> list[str]:
     """``src`` split at each ``sep`` outside quoted strings. A string ends with its line; a quote that no string
     closes on its line is text, and so is every later quote of its kind on that line (its string would end where the
-    first one's failed)."""
+    first one's failed). So a line break, or a text with no quote, is split at every ``sep``."""
+    if sep == "\n" or ('"' not in src and "'" not in src):
+        return src.split(sep)
     pieces, start, pos, dead = [], 0, 0, ""  # dead: the quotes that open no string up to the line's end
     while (pos := _plain_run(sep, dead).match(src, pos).end()) < len(src):
         if src.startswith(sep, pos):
