@@ -192,9 +192,10 @@ class Detection:
     ``closers``: weaker markers, used only when the text holds no marker. ``bare``: an untagged format (a JSON value or
     call list), claimed after every tagged format failed, or by :meth:`WireFormat.claims_value` /
     :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker the strict reader accepts: a tagged
-    format reads a text strictly only when it holds one of ``markers`` or ``also_read``; ``strict_needs``: the marker
-    without which the strict reader reads no text. ``by_name``: a shape no literal marks, never detected, read only
-    when a request or a chat template names it.
+    format reads a text strictly only when it holds one of ``markers`` or ``also_read``; ``strict_needs``: strings
+    one of which the strict reader needs (it reads no text holding none of them): a tagged format's marker that alone
+    lets detection read it, an untagged format's keys or tags without which detection does not try it. ``by_name``: a
+    shape no literal marks, never detected, read only when a request or a chat template names it.
     """
 
     rank: int = 0
@@ -202,7 +203,7 @@ class Detection:
     closers: tuple[str, ...] = ()
     bare: bool = False
     also_read: tuple[str, ...] = ()
-    strict_needs: str = ""
+    strict_needs: tuple[str, ...] = ()
     by_name: bool = False
 
 

@@ -87,6 +87,7 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 class OpenAI(ApiMessage):
     tags = ('"tool_calls"', '"function"')
+    detection = Detection(bare=True, strict_needs=(*tags, "\\u"))  # (a key written with escapes: \u0066unction)
     list_key, what = "tool_calls", "assistant message with tool_calls"
 
     def looks_like(self, value: Any) -> bool:
@@ -121,6 +122,7 @@ _TOOL_USE_KEYS = frozenset({"type", "id", "name", "input", "cache_control"})
 
 class Anthropic(ApiMessage):
     tags = ('"tool_use"',)
+    detection = Detection(bare=True, strict_needs=(*tags, "\\u"))  # (a type written with escapes: \u0074ool_use)
     list_key, what = "content", "tool_use content blocks"
     ignored = frozenset({"text", "thinking", "redacted_thinking"})
 
@@ -155,7 +157,7 @@ class LlamaCppGeneric(ApiMessage):
     call is ``{"name", "arguments": {...}}`` (``"id"`` read and dropped), a ``response`` is the answer's content."""
 
     tags = tuple(f'"{k}"' for k in _GENERIC_KEYS)
-    detection = Detection(bare=True, markers=('"tool_call"',))
+    detection = Detection(bare=True, markers=('"tool_call"',), strict_needs=tags)  # (read only as written: _answer)
     list_key, what = "tool_calls", 'JSON object with one key, "tool_call", "tool_calls" or "response"'
     channels = True  # (a response is content, read without a call)
 

@@ -8,7 +8,7 @@ rule that gives an answer wins:
    ``sniff`` accepts the text wins (a marker of untagged formats that all reject the text names none). With no marker
    at all, the same by ``closers``.
 3. An untagged format (``detection.bare``) that parses the text strictly, tried only when the text holds a ``{``, a
-   ``[`` or one of the format's markers.
+   ``[`` or one of the format's markers, and one of its ``strict_needs`` when it declares some.
 4. The first format whose ``claims_value`` accepts the first JSON value (repaired if broken).
 5. The first format whose ``claims_text`` accepts the text (pythonic calls ``[name(...)...]``).
 6. Otherwise ``None``.
@@ -138,6 +138,9 @@ def detect_with_calls(
     bracketed = "{" in text or "[" in text
     if small:
         for fmt in table.bare if bracketed else table.bare_marked(found_at):
+            needs = fmt.detection.strict_needs
+            if needs and not any(n in text for n in needs):
+                continue
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls

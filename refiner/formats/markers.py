@@ -62,7 +62,7 @@ class MarkerTable:
         self.tagged_always = tuple(f for f in fmts if not f.detection.bare and not (
             f.detection.markers or f.detection.also_read))
         self.tagged_by_marker = _grouping((m, f) for f in fmts if not f.detection.bare for m in (
-            (f.detection.strict_needs,) if f.detection.strict_needs else _spelt(f)))
+            f.detection.strict_needs or _spelt(f)))
         # each marker (with its other spellings) and closer by the formats it names, in rank order
         self.naming = {"markers": _grouping((m, f) for f in fmts for m in _spelt(f)),
                        "closers": _grouping((m, f) for f in fmts for m in dict.fromkeys(f.detection.closers))}

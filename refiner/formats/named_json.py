@@ -208,7 +208,7 @@ class NamedJson(WireFormat):
         if sp.call_marker:
             return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
         header = (sp.header + sp.call_open,) if sp.header else ()  # no token of its own: a call prefix at a line start
-        return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True)
+        return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True, strict_needs=(sp.call_open,))
 
     def _name_ok(self, name: str) -> bool:
         return re.fullmatch(self.spelling.names, name) is not None and not marker_table().in_name(name)

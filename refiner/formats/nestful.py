@@ -35,7 +35,7 @@ def _looks_like_calls(value: object) -> bool:
 
 class Nestful(WireFormat):
     tags = ("[", "]")
-    detection = Detection(bare=True)
+    detection = Detection(bare=True, strict_needs=('"name"', "[]", "\\u"))  # (a key written with escapes: \u006eame)
     outputs = "one"
     order_sensitive = True
     example = (

@@ -148,7 +148,7 @@ class XmlParams(XmlReader, WireFormat):
             closers = [c[:-1] + ":" if c.endswith(">") else c for c in closers]
         # (the strict reader reads no text without the first tag: parse_strict)
         return Detection(rank=rank, markers=tuple(dict.fromkeys(markers)), closers=tuple(dict.fromkeys(closers)),
-                         also_read=also, strict_needs="" if s.tag_suffix else s.first_open)
+                         also_read=also, strict_needs=() if s.tag_suffix else (s.first_open,))
 
     def is_name(self, name: str) -> bool:
         return name.isidentifier() or self._name.fullmatch(name) is not None  # (an identifier matches either pattern)
