@@ -206,9 +206,9 @@ def check_value(
     items = props = None  # (what is walked below: the items of a list, the properties of an object)
     if got == "string" or got == "array" or got is None and isinstance(value, (str, list)):
         lo, hi, pattern = param.min_length, param.max_length, param.pattern
-        if isinstance(lo, int) and len(value) < lo:
+        if lo is not None and isinstance(lo, int) and len(value) < lo:
             out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
-        if isinstance(hi, int) and len(value) > hi:
+        if hi is not None and isinstance(hi, int) and len(value) > hi:
             out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
         if isinstance(pattern, str) and isinstance(value, str) and len(value) <= _MAX_PATTERN_INPUT:
             try:
@@ -216,7 +216,7 @@ def check_value(
                     out.append(("pattern", f"{where} {preview(value)} does not match the pattern {pattern!r}"))
             except re.error:
                 pass  # a pattern Python cannot compile is not the call's fault
-        items = param.items if isinstance(value, list) and value else None
+        items = param.items if value and (got == "array" or got is None and isinstance(value, list)) else None
     elif got == "integer" or got == "number" or got is None and isinstance(value, (int, float)) and not isinstance(
             value, bool):
         lo, hi = param.minimum, param.maximum
@@ -267,7 +267,7 @@ def check_calls(
         if count.left <= 0:
             unchecked = len(calls) - i
             break
-        count.take()
+        count.left -= 1
         spec = index.get(call.name)
         if spec is None:
             message = unknown.get(call.name)
@@ -290,7 +290,7 @@ def check_calls(
                     for code, msg in check_value(params[key], value, _clip(key), strings=text_values, count=count):
                         out.append(Finding(code, msg, i, name, key))
                 else:
-                    count.take()
+                    count.left -= 1
                     if spec.free_form is not True:  # (a free-form tool takes any argument)
                         out.append(Finding("unknown_param", f"{_clip(name)} has no parameter {preview(key)}", i,
                                            name, key))
