@@ -302,19 +302,20 @@ PARSED = KeptTexts(MAX_PARSED_LISTS, MAX_CACHED_CHARS, MIN_PARSED_CHARS)  # load
 def tool_catalog(tools: Any) -> ToolCatalog | None:
     """The catalog of a list of tool dicts / :class:`ToolSpec` objects or of its JSON text (kept in :data:`CACHE`);
     None for any other shape (read those with :func:`~refiner.specs.loader.load_tools`)."""
-    if type(tools) is not list and isinstance(tools, ToolCatalog):  # (a list told first: the ABC check is slow)
-        return tools
-    if isinstance(tools, ToolList):
-        tools = tools.text
-    if isinstance(tools, str):
-        found = CACHE.get(tools)
-        if found is None:
-            found = text_catalog(tools)
-            if found is not None:
-                CACHE.put(tools, found)
-        return found
-    if not isinstance(tools, (list, tuple)):
-        return None
+    if type(tools) is not list:  # (a list told first: the checks below are slower, the ABC check most)
+        if isinstance(tools, ToolCatalog):
+            return tools
+        if isinstance(tools, ToolList):
+            tools = tools.text
+        if isinstance(tools, str):
+            found = CACHE.get(tools)
+            if found is None:
+                found = text_catalog(tools)
+                if found is not None:
+                    CACHE.put(tools, found)
+            return found
+        if not isinstance(tools, (list, tuple)):
+            return None
     try:
         return ToolCatalog(list(tools))
     except SpecError:  # (a tool with no name was read, and could not be)

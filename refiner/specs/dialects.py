@@ -45,7 +45,7 @@ _BLOCKS = {  # the keys holding a tool's parameters, where not just "parameters"
     "nestful": ("parameters", "path_parameters", "query_parameters", "arguments"),
 }
 _PYTHONISH = {"int", "str", "list", "bool"}
-_SCALARS = (str, int, float, bool, type(None))  # (told by type first: the Mapping check is slow on them)
+_SCALARS = frozenset((str, int, float, bool, type(None)))  # (told by type first: the Mapping check is slow on them)
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
@@ -142,7 +142,6 @@ def _enum_like(ctx: Ctx, path: str, value: Any, kw: dict[str, Any], extra: dict[
 
 _PLAIN_KEYS = frozenset(("type", "description", "enum", "default", "items", "properties", "required", "nullable", "anyOf"))
 _PLAIN_TYPES = frozenset(("string", "integer", "number", "boolean", "object", "array"))
-_LEAF = frozenset(_SCALARS)  # (the values a plain parameter lists or defaults to)
 _STR = frozenset((str,))
 _NULL = {"type": "null"}
 
@@ -181,10 +180,10 @@ def _plain_param(value: Any, depth: int = 0) -> Param | None:
                 return None
             required = tuple(dict.fromkeys(required))
     if enum is not None:
-        if type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _LEAF:
+        if type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _SCALARS:
             return None
         enum = tuple(enum)
-    if "default" in value and type(value["default"]) not in _LEAF:
+    if "default" in value and type(value["default"]) not in _SCALARS:
         return None
     return Param.plain(ptype, desc, enum, items, props, required, nullable, value.get("default"), "default" in value)
 
