@@ -30,7 +30,8 @@ def _plamo_call(name: str, args: str) -> str:
 
 def test_rows_come_from_the_table():
     assert {PLAMO.name, FUNC.name, "step_audio_2", "solar_open", "deepseek_v3", "deepseek_v31", "kimi_k2",
-            "multi_format_gptoss", "glm53_flash", "xing4_0", "cwm", "onyx", "functionary_v2", "react", "qwen_agent"} == {
+            "multi_format_gptoss", "glm53_flash", "xing4_0", "cwm", "onyx", "functionary_v2", "react", "qwen_agent",
+            "deepseek_coder_v2"} == {
         fam.name for fam, _ in ROWS}
     assert isinstance(PLAMO, NamedJson) and PLAMO.row.sources and FUNC.detection.bare
     for f in (PLAMO, FUNC):

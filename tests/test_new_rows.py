@@ -17,7 +17,7 @@ CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
                                   "glm53_flash", "command_r_plus", "llm_jp_harmony", "rwkv", "step_deepresearch",
                                   "k2_horizon_json", "minicpm3", "cwm", "onyx", "rubra", "llama_cpp_generic",
                                   "functionary_v2", "xing4_0", "react", "qwen_agent",
-                                  "openfunctions_v2", "nexusraven"])
+                                  "openfunctions_v2", "nexusraven", "deepseek_coder_v2"])
 def test_a_rendered_call_is_detected_as_its_row(name):
     fmt = formats.get(name)
     text = fmt.render([CALL, CALL])
@@ -282,3 +282,22 @@ def test_nexusraven_reads_its_call_line_leaves_the_thought_as_text_and_never_gue
     got = fmt.parse_lenient(nested)
     assert got.calls == [ToolCall("lookup_weather", {"days": 2})]
     assert [p.code for p in got.problems] == ["strict", "bad_argument"]
+
+
+def test_deepseek_coder_v2_reads_its_python_block_and_leaves_deepseek_v3_json_blocks_to_v3():
+    head = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>lookup_weather\n"
+    tail = "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    fmt = formats.get("deepseek_coder_v2")
+    text = head + "```python\nlookup_weather(town='Lisbon', days=2)" + tail
+    assert formats.detect_format(text) == "deepseek_coder_v2" and fmt.parse_strict(text) == [CALL]
+    json_block = head + '```json\n{"town": "Lisbon", "days": 2, "note": "```python\\nx()"}' + tail
+    assert formats.detect_format(json_block) == "deepseek_v3"  # a fence word inside a JSON string is no python block
+    tools = [{"type": "function", "function": {"name": "lookup_weather", "parameters": {"type": "object", "properties": {
+        "town": {"type": "string"}, "days": {"type": "integer"}}}}}]
+    positional = head + "```python\nlookup_weather('Lisbon', 2)" + tail
+    with pytest.raises(formats.FormatError, match="positional arguments"):
+        fmt.parse_strict(positional)
+    got = Refiner().refine({"upstream": positional, "tools": tools})["calls"]  # placed on the declared parameters
+    assert [(c["name"], c["arguments"]) for c in got] == [(CALL.name, dict(CALL.arguments))]
+    got = fmt.parse_lenient(head + "```python\nweather(town='Lisbon', days=2)" + tail)
+    assert got.calls == [CALL] and "bad_name" in [p.code for p in got.problems]

@@ -40,6 +40,7 @@ VLLM = "vllm-project/vllm vllm/tool_parsers/"
 VLLM_OLD = "vllm-project/vllm vllm/entrypoints/openai/tool_parsers/"
 VLLM_EXAMPLES = "vllm-project/vllm examples/"
 SGLANG = "sgl-project/sglang python/sglang/srt/function_call/"
+SGLANG_VNG = "vngcloud/sglang python/sglang/srt/function_call/"  # VNG Cloud's fork
 LLAMA_CPP = "ggml-org/llama.cpp models/templates/"
 LLAMA_CPP_PARSERS = "ggml-org/llama.cpp common/parsers/"
 SHA_CHARS = 12  # the sha256 prefix that names a template
@@ -78,6 +79,9 @@ _V3 = NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN + "function" + SEP, "\n``
                     joiner="\n", loose=True, names=SPACED_NAME_PATTERN)
 _V31 = NamedSpelling(CALLS_BEGIN, CALLS_END, CALL_BEGIN, SEP, CALL_END, loose=True, names=SPACED_NAME_PATTERN)
 DEEPSEEK_V3, DEEPSEEK_V31 = replace(_V3, also=(_V31,)), replace(_V31, also=(_V3,))
+# DeepSeek-Coder-V2 writes V3's tokens around a python fence holding NAME(...), positional arguments too, and reads
+# V3's json fence too; its row goes before V3's, whose tokens it shares (the fence's word tells them apart).
+DEEPSEEK_CODER_V2 = replace(_V3, name_close="\n```python\n", python_call=True, also=(_V3,))
 
 # Kimi-K2: the call id is functions.NAME:INDEX; the singular <|tool_call_section_begin|> is read too.
 KIMI_K2 = NamedSpelling("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>functions.",
@@ -317,6 +321,14 @@ CATALOG: tuple[Row, ...] = (
                         VLLM_EXAMPLES + "tool_chat_template_gemma3_pythonic.jinja, tool_chat_template_toolace.jinja "
                         "(a bare list)")),
         SentinelPythonic, Wrapper("<|python_start|>", "<|python_end|>", close_optional=True, bare=True)),
+    Row(
+        Family("deepseek_coder_v2", "DeepSeek-Coder-V2: V3's tokens around a python fence, <｜tool▁call▁begin｜>function"
+               "<｜tool▁sep｜>NAME\\n```python\\nNAME(\"x\", b=2)\\n```<｜tool▁call▁end｜> (positional arguments placed "
+               "on the tool's parameters in declared order)",
+               models=("deepseek-ai/DeepSeek-Coder-V2-Instruct-0724", "deepseek-ai/DeepSeek-V2-Lite-Chat"),
+               sources=(SGLANG_VNG + "deepseekcoderv2_detector.py (func_detail_regex, _positional_args_to_kwargs)",
+                        SGLANG_VNG + "function_call_parser.py (deepseekcoderv2)")),
+        NamedJson, DEEPSEEK_CODER_V2),
     Row(
         Family("deepseek_v3", "DeepSeek-V3/R1: <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\n"
                "{...}\\n```<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>",

@@ -28,6 +28,7 @@ from refiner.formats.base import (
     MAX_NOTES,
     ROW_CHARS,
     Detection,
+    FormatError,
     Lenient,
     WireFormat,
     marker_table,
@@ -37,6 +38,8 @@ from refiner.formats.base import (
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
+from refiner.formats.pythonic import IDENTIFIER_NAME, render_call, strict_call_list
+from refiner.formats.pythonic_sentinels import MAX_CLOSE_TRIES, recover_list
 from refiner.formats.reasoning import line_labels
 from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
 from refiner.formats.tags import MAX_SCANNED, respell_tokens, token_key
@@ -55,6 +58,7 @@ _PIECE = re.compile(r"<[^<>\s]+>|[^\s<]+|<")  # a loose spelling's pieces: token
 # Another format's token left where a call token was lost (<tool_call>, [TOOL_CALLS]): not part of the name after it.
 _FOREIGN_TOKEN = re.compile(r"\s*(?:<[^<>\n]{1,40}>|\[[^\[\]\n]{1,40}\])\s*")
 _NAMED_OBJECT = re.compile(r'\{\s*"name"\s*:\s*"[^"\n]*"\s*,\s*"(?:arguments|parameters)"\s*:')  # a call's own JSON
+_PYTHON_HEAD = re.compile(rf"({IDENTIFIER_NAME})\s*\(")  # a Python call's name and its "("
 _NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")  # what a counted row writes for a name it could not give
 
 
@@ -69,7 +73,9 @@ class NamedSpelling:
     written after the name and before the call's place in the turn (Kimi-K2's ``NAME:0``): both read and dropped,
     written as the place from 0; ``text_key``: a body that does not open a JSON object is read as this one
     argument's text (CWM's ``command``), written as JSON; ``header``: a turn header a token-less row's first call may
-    follow, read and a marker of the row (Onyx keeps harmony's ``<|start|>assistant ``).
+    follow, read and a marker of the row (Onyx keeps harmony's ``<|start|>assistant ``); ``python_call``: the
+    arguments are written as a Python call repeating the name, ``NAME(a=1)`` (DeepSeek-Coder-V2), keyword literals
+    read strictly, positional values placed on the offered tool's parameters by recovery (reported).
 
     Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose`` (the module's docstring); ``names``: a
     tool name's pattern; ``also``: the family's other layouts, read by recovery; ``respelt``: ``(look-alike,
@@ -88,6 +94,7 @@ class NamedSpelling:
     counter: str = ""
     text_key: str = ""
     header: str = ""
+    python_call: bool = False
     loose: bool = field(default=False, metadata=POLICY)
     names: str = field(default=NAME_PATTERN, metadata=POLICY)
     also: tuple[NamedSpelling, ...] = field(default=(), metadata=POLICY)
@@ -282,10 +289,38 @@ class NamedJson(WireFormat):
             if end < 0 or not text[at:end].strip():
                 raise self.error(f"expected the text of {name!r} and {sp.close}", at)
             return ToolCall.trusted(name, {sp.text_key: text[at:end].strip()}), end + len(sp.close)
-        args, end = decode_at(self, text, at)
-        args = expect_object(self, args, f"the arguments of {name!r}", at)
+        if sp.python_call:
+            args, end = self._python_arguments(text, at, name)
+        else:
+            args, end = decode_at(self, text, at)
+            args = expect_object(self, args, f"the arguments of {name!r}", at)
         return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
                                                            f"after the arguments of {name!r}")
+
+    def _python_arguments(self, text: str, at: int, name: str) -> tuple[dict, int]:
+        """The keyword arguments of the Python call ``NAME(...)`` at ``at``, up to the call's closing token (one
+        inside a string value is text: the next is tried), and where the call ends."""
+        lay = self.layout
+        if (m := _PYTHON_HEAD.match(text, at)) is None or m.group(1) != name:
+            raise self.error(f"expected the call {name}(...) after the tool name, got {text[at:at + 30]!r}", at)
+        k, error = at, None
+        for _ in range(MAX_CLOSE_TRIES):
+            if (k := text.find(lay.close, k)) < 0:
+                break
+            body = text[at:k].rstrip()
+            for word in lay.closes[::-1]:
+                body = body.removesuffix(word).rstrip()
+            k += len(lay.close)
+            try:
+                if not body.endswith(")"):
+                    raise self.error(f"the call to {name!r} is not closed by ')'", at + len(body))
+                calls = strict_call_list(self, "[" + body + "]", at - 1)
+                if len(calls) == 1:
+                    return dict(calls[0].arguments), at + len(body)
+                raise self.error(f"{len(calls)} calls in the block of {name!r}", at)
+            except FormatError as e:
+                error = error or e
+        raise error or self.error(f"missing {lay.close} after the call to {name!r}", at)
 
     def recover(self, text: str, out: Lenient) -> None:
         """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor),
@@ -425,7 +460,10 @@ class NamedJson(WireFormat):
             if cut:
                 out.mark_cut(len(out.calls) - 1, name)
             return after, True
-        add_arguments_call(out, name, body, at_end=cut)
+        if sp.python_call and not body.startswith("{"):
+            _add_python_call(self, out, name, body, cut)
+        else:
+            add_arguments_call(out, name, body, at_end=cut)
         return after, True
 
     # ---- detection of the token-less rows ----------------------------------------------------------------------
@@ -440,8 +478,11 @@ class NamedJson(WireFormat):
             c = seg.find(lay.call)
             if c >= 0:  # the first call after its call token: ``before`` and the anchor, or a word of the layout
                 seg = seg[c + len(lay.call) :].split(lay.close, 1)[0]
-                if lay.before and seg.lstrip().startswith(lay.before + lay.anchor):
-                    return True
+            if sp.python_call:  # the block's word on the line after the name tells it from rows sharing its tokens
+                line_end = seg.find("\n", max(seg.find(lay.anchor), 0))  # (the name's line, its anchor lost or not)
+                return line_end >= 0 and seg[line_end:].lstrip().startswith(lay.names[0])
+            if c >= 0 and lay.before and seg.lstrip().startswith(lay.before + lay.anchor):
+                return True
             return not (lay.words or c >= 0 and lay.before) or any(w in seg for w in lay.words)
         if sp.section_open and body.startswith(sp.section_open, at):  # a sectioned row: a call token after it
             at = skip_ws(body, at + len(sp.section_open))
@@ -494,10 +535,21 @@ class NamedJson(WireFormat):
         items = sp.joiner.join(
             f"{sp.call_open}{f'{i}{sp.id_close}' if sp.id_close else ''}{c.name}"
             f"{f'{sp.counter}{i}' if sp.counter else ''}{sp.name_close}{sp.args_prefix}"
-            f"{dumps(dict(c.arguments))}{sp.call_close}"
+            f"{render_call(c.name, dict(c.arguments)) if sp.python_call else dumps(dict(c.arguments))}{sp.call_close}"
             for i, c in enumerate(calls)
         )
         return f"{sp.section_open or ''}{items}{sp.section_close or ''}"
+
+
+def _add_python_call(fmt: NamedJson, out: Lenient, name: str, body: str, cut: bool) -> None:
+    """Adds the call a Python block holds under the tool name before the block (:func:`recover_list`); a call
+    written under another name is reported."""
+    n = len(out.calls)
+    recover_list(fmt, "[" + body + ("" if cut else "]"), out, read_whole=True, at_end=cut)
+    for i, call in enumerate(out.calls[n:], n):
+        if call.name != name:
+            out.note("bad_name", f"the block of {name!r} calls {call.name[:60]!r}; read as {name!r}")
+            out.calls[i] = ToolCall(name, call.arguments)
 
 
 def _drop_foreign(head: str) -> str:
