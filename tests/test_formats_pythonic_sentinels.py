@@ -240,3 +240,47 @@ def test_a_doubled_closer_is_read_sooner_than_a_lost_opener_when_types_do_not_te
         {"name": "g", "parameters": {"type": "object", "properties": {"b": {"type": "string"}}}}])}
     got = LFM2.parse_lenient(text, tools=specs)
     assert got.calls == [ToolCall("sort_list", {"elements": ["a", "b"], "order": "desc"}), ToolCall("g", {"b": "x"})]
+
+
+# ---- a lines body read by the fast reader with its separator, against the split path --------------------------
+
+@pytest.mark.parametrize("sep, src, want", [
+    (";", 'f(a=1); g(b="x;y")', [ToolCall("f", {"a": 1}), ToolCall("g", {"b": "x;y"})]),
+    ("<<function>>", 'f()<<function>>g(b=[1, 2])', [ToolCall("f", {}), ToolCall("g", {"b": [1, 2]})]),
+    ("\n", 'f(a=1)\n\ng(b=true)\n', [ToolCall("f", {"a": 1}), ToolCall("g", {"b": True})]),
+    ("\n", "f(a=[1,\n 2])", None),  # a call one a line holds no line break
+    (";", "f(a=1), g(b=2)", None),  # another separator: the split path decides
+    (";", "f(a='x')", None),  # a Python string: the general reader's
+])
+def test_fast_reader_takes_calls_one_after_another(sep, src, want):
+    from refiner.formats.pythonic import fast_call_list
+    assert fast_call_list(src, sep) == want
+
+
+def test_fast_reader_agrees_with_the_split_path_on_random_bodies():
+    import random
+
+    from refiner.formats.base import FormatError as Error
+    from refiner.formats.pythonic import fast_call_list, strict_call_list
+    from refiner.formats.pythonic_sentinels import split_calls
+
+    fmt = formats.get("nexusraven")
+    rnd = random.Random(7)
+    atoms = ["0", "-1.5e3", "true", "True", "None", '"a;b"', '"x\\"y"', '"<<function>>"', "'s'", "[1,\n 2]", '""']
+    read_fast = 0
+    for _ in range(3000):
+        sep = rnd.choice([";", "<<function>>", "\n"])
+        calls = [f"{rnd.choice(['f', 'a.b', 'from'])}({', '.join(f'{k}={rnd.choice(atoms)}' for k in 'ab'[:rnd.randint(0, 2)])})"
+                 for _ in range(rnd.randint(0, 3))]
+        src = "".join(c + rnd.choice(["", " ", "\n"]) + rnd.choice([sep, sep, ","]) + rnd.choice(["", " ", "\n"])
+                      for c in calls).strip().removesuffix(sep).strip()
+        fast = fast_call_list(src, sep)
+        if fast is None:
+            continue
+        read_fast += 1
+        try:
+            slow = strict_call_list(fmt, "[" + ", ".join(filter(None, map(str.strip, split_calls(src, sep)))) + "]", 0)
+        except Error:
+            slow = None
+        assert fast == slow, (sep, src)
+    assert read_fast > 300
