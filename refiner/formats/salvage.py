@@ -6,7 +6,8 @@ after any reasoning block)::
 
     answer := (noise | site)*
     site   := tagged   a registered format's first marker to the end (formats sharing a marker told apart by their
-                       sniff hooks; with no marker, the first format whose closer occurs reads the whole text)
+                       sniff hooks; with no marker, the first format whose closer occurs reads the whole text; a
+                       row's line label, as written or written wrong, from the line before it)
             | named    NAME [a format's token] {...}, Kimi-K2's functions.NAME:0{...}, or NAME on the line before a
                        code fence holding the object (DeepSeek V3's layout)
             | object   {...} as JSON, a Python dict literal or repaired: a message a bare format claims, or a call
