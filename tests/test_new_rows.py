@@ -6,7 +6,9 @@ import pytest
 
 from refiner import formats
 from refiner.calls import ToolCall
+from refiner.formats.reading import read_upstream
 from refiner.pipeline import Refiner
+from refiner.specs import load_tools
 
 CALL = ToolCall("lookup_weather", {"town": "Lisbon", "days": 2})
 
@@ -255,6 +257,39 @@ def test_qwen_agent_reads_its_function_lines_and_leaves_the_result_and_reply_as_
     text = "Let me look.\n" + qwen.render([CALL, CALL]) + "\n✿RESULT✿: 18 °C\n✿RETURN✿: Dry and mild in Lisbon."
     assert formats.detect_format(text) == "qwen_agent" and qwen.parse_strict(text) == [CALL, CALL]
     assert Refiner().refine({"upstream": "✿RETURN✿: Dry and mild in Lisbon."})["calls"] == []
+
+
+LOOKUP = load_tools([{"type": "function", "function": {"name": "lookup_weather", "parameters": {
+    "type": "object", "properties": {"town": {"type": "string"}, "days": {"type": "integer"}}}}}])
+ARGS = '{"town": "Lisbon", "days": 2}'
+
+
+@pytest.mark.parametrize(("fmt", "text"), [
+    ("react", f"Thought: the town's forecast first.\nACTI_ON: lookup_weather\nAction Input: {ARGS}"),
+    ("react", f"lookup_weather\nAction Input: {ARGS}"),
+    ("react", f"<|python_start|>lookup_weather\nAction Input: {ARGS}"),
+    ("react", f"Action: lookup_weather<|call_args|>{ARGS}"),
+    ("qwen_agent", f"✿Func-tion✿: lookup_weather\n✿ARGS✿: {ARGS}"),
+    ("qwen_agent", f"Checking the town.\n```\nlookup_weather\n✿ARGS✿: {ARGS}"),
+    ("qwen_agent", f"✿FUNCTION✿: lookup_weather[ARGUMENTS]{ARGS}"),
+])
+def test_a_label_row_reads_a_call_whose_label_is_written_wrong_lost_or_swapped(fmt, text):
+    """A call label written wrong is respelt (and salvage sees the row's labels, so the reading stands); a lost call
+    label leaves the tool's name alone on the line before the name label; a name label swapped for another format's
+    token leaves NAME<token>{...}."""
+    assert read_upstream(text, fmt, LOOKUP).calls == [CALL]
+
+
+@pytest.mark.parametrize(("fmt", "text"), [
+    ("react", f"I will look the town up now\nAction Input: {ARGS}"),
+    ("react", f"forecast\nAction Input: {ARGS}"),
+    ("qwen_agent", f"Sure.\n✿ARGS✿: {ARGS}"),
+    ("qwen_agent", f"lookup_weather is the tool\n✿ARGS✿: {ARGS}"),
+])
+def test_a_label_row_reads_no_call_from_prose_before_its_name_label(fmt, text):
+    """The line before a name label whose call label is lost names a call only when it is an offered tool's name
+    alone."""
+    assert read_upstream(text, fmt, LOOKUP).calls == []
 
 
 def test_openfunctions_v2_reads_each_call_after_its_delimiter_and_the_lines_after_them_as_text():

@@ -194,12 +194,6 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                           "its line is lost (wrong tag: 34 of 40 fixed)")),
     "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a token swapped for another format's, is "
                               "not put back (wrong tag: 29 of 40 fixed)")),
-    "react": (0.90, ("a label swapped for another format's tag (NAME<tool_call>{...}) is not put back, and a call whose "
-                     "Action: is written wrong (Acti_on:) is read by the row but given up for salvage's reading, "
-                     "which finds no call (wrong tag: 27 of 40 fixed)")),
-    "qwen_agent": (0.90, ("a call whose ✿FUNCTION✿: is lost (NAME\n✿ARGS✿: {...}) is read neither by the row nor by "
-                          "salvage (missing tag: 33 of 40 fixed), and a label swapped for another format's tag is not "
-                          "put back (wrong tag: 34 of 40 fixed)")),
 }
 
 

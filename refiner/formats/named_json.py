@@ -40,7 +40,7 @@ from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.pythonic import IDENTIFIER_NAME, render_call, strict_call_list
 from refiner.formats.pythonic_sentinels import MAX_CLOSE_TRIES, recover_list
-from refiner.formats.reasoning import line_labels
+from refiner.formats.reasoning import label_look_alikes, line_labels
 from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
 from refiner.formats.tags import MAX_SCANNED, respell_tokens, token_key
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
@@ -136,22 +136,13 @@ class _Layout:
     bare: re.Pattern[str] | None
 
 
-@lru_cache(maxsize=64)
-def _label_look_alikes(labels: tuple[str, ...]) -> re.Pattern[str]:
-    """Line labels as a model may write them wrong at a line start: in any case, with ``_``, ``-`` or blanks between
-    their characters (a blank the label ends with may be lost); letters in another case are ASCII's only."""
-    alts = (r"[_\- \t]*".join(map(re.escape, label.strip())) + r"[ \t]?" * (label != label.rstrip())
-            for label in sorted(labels, key=len, reverse=True))
-    return re.compile(r"^(?:" + "|".join(alts) + ")", re.IGNORECASE | re.MULTILINE | re.ASCII)
-
-
 def _respell_labels(text: str, labels: set[str], out: Lenient) -> str:
     """``text`` with each of a row's line labels (:func:`~refiner.formats.reasoning.line_labels`) written wrong at a
     line start written as the label, each reported as a ``missing_tag`` problem."""
     if not labels:
         return text
     keys, parts, pos = {token_key(label): label for label in labels}, [], 0
-    for m in itertools.islice(_label_look_alikes(tuple(sorted(labels))).finditer(text), MAX_SCANNED):
+    for m in itertools.islice(label_look_alikes(tuple(sorted(labels))).finditer(text), MAX_SCANNED):
         label = keys[token_key(m.group())]
         if m.group() != label:
             parts += (text[pos : m.start()], label)
@@ -323,15 +314,17 @@ class NamedJson(WireFormat):
         raise error or self.error(f"missing {lay.close} after the call to {name!r}", at)
 
     def recover(self, text: str, out: Lenient) -> None:
-        """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor),
-        read up to its closing token, the next call token or the section's end."""
+        """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor, a
+        label row's on the line before its name label: :meth:`_lost_call`), read up to its closing token, the next
+        call token or the section's end."""
         sp = self.spelling
         layouts = [self.layout, *map(layout, sp.also)]  # the row's own first
         lay = layouts[0]
         barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # tags of barred tokens and words only
         if barred and all(_WORDS.fullmatch(_BARRED_TOKEN.sub("", tag)) for tag in self.tags):
             text = respell_tokens(text, barred, out)
-        text = _respell_labels(text, line_labels(self), out)
+        labels = line_labels(self)
+        text = _respell_labels(text, labels, out)
         for alt, token in sp.respelt:
             if alt in text:
                 text = text.replace(alt, token)
@@ -345,17 +338,21 @@ class NamedJson(WireFormat):
         if sp.section_open is not None and (section < 0 or 0 <= first < section):
             out.note("missing_tag", f"missing {sp.section_open}")
         pos, unreadable = start, 0
+        labelled = lay.anchor[:1] == "\n" and lay.anchor[1:] in labels  # (a label row: its name label is a line label)
         for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(lay.call, pos)
-            s = f.next(lay.anchor, pos) if sp.loose else -1
+            s = f.next(lay.anchor, pos) if sp.loose or labelled else -1
             while 0 <= s < (c if c >= 0 else len(text)):  # a call whose call token was lost: its anchor comes first
+                tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
+                ends = (i + len(t) for t in tokens if t and (i := text.rfind(t, pos, s)) >= 0)
+                at = self._lost_call(text, max(pos, text.rfind("\n", pos, s) + 1, *ends), s)
+                if at < 0:
+                    s = f.next(lay.anchor, s + 1)
+                    continue
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {lay.call}")
-                tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
-                ends = (i + len(t) for t in tokens if (i := text.rfind(t, pos, s)) >= 0)
-                at = max(pos, text.rfind("\n", pos, s) + 1, *ends)
-                pos, _ = self._recover_call(text, at, f, out, strings, layouts, True)
+                pos, _ = self._recover_call(text, at, f, out, strings, layouts, True, labelled)
                 s = f.next(lay.anchor, pos)
             if c < 0:
                 if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, x.bare)
@@ -367,15 +364,26 @@ class NamedJson(WireFormat):
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
             pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, layouts,
-                                           unreadable < MAX_NOTES)
+                                           unreadable < MAX_NOTES, labelled)
             unreadable += not read
         if sp.section_close and f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
+    def _lost_call(self, text: str, at: int, anchor: int) -> int:
+        """Where a call whose call token was lost starts, its anchor at ``anchor`` and its line at ``at``: there for a
+        loose row; for a label row, after another format's token, when the line up to its name label holds a tool's
+        name alone (an offered one, when the request's tools are known); else -1."""
+        if self.spelling.loose:
+            return at
+        at = m.end() if (m := _FOREIGN_TOKEN.match(text, at, anchor)) is not None else at
+        name, tools = text[at:anchor].strip(), offered_tools()
+        return at if _NAME.fullmatch(name) is not None and (tools is None or name in tools) else -1
+
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
-                      layouts: list[_Layout], loud: bool) -> tuple[int, bool]:
-        """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written): where it
-        ends, and False when it is no call (noted when ``loud``)."""
+                      layouts: list[_Layout], loud: bool, labelled: bool) -> tuple[int, bool]:
+        """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written; a label
+        row's (``labelled``) name label may be swapped for another format's token): where it ends, and False when it
+        is no call (noted when ``loud``)."""
         sp, lay = self.spelling, layouts[0]
         end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
         if sp.id_close and 0 <= (k := self._past_id(text, pos)) <= end:  # the call id before the name: dropped
@@ -414,7 +422,10 @@ class NamedJson(WireFormat):
             else:
                 brace = seg.find("{")
                 head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
-                head = _drop_foreign(head) if sp.loose else head
+                if sp.loose:
+                    head = _drop_foreign(head)
+                elif labelled and rest:
+                    head = _drop_foreign_after(head)
         name = head
         if head in befores:  # the name follows the anchor, on its line
             name, _, rest = rest.partition("\n")
@@ -550,6 +561,13 @@ def _add_python_call(fmt: NamedJson, out: Lenient, name: str, body: str, cut: bo
         if call.name != name:
             out.note("bad_name", f"the block of {name!r} calls {call.name[:60]!r}; read as {name!r}")
             out.calls[i] = ToolCall(name, call.arguments)
+
+
+def _drop_foreign_after(head: str) -> str:
+    """A call's head, before its arguments' object, with another format's token it ends with dropped (written in
+    place of the name's closing token)."""
+    k = max(head.rfind("<"), head.rfind("["))
+    return head[:k] if k > 0 and _FOREIGN_TOKEN.fullmatch(head, k) is not None else head
 
 
 def _drop_foreign(head: str) -> str:

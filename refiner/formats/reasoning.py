@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from refiner.formats.markers import trie
@@ -36,8 +36,10 @@ _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
 _LABELS: set[str] = set()  # line labels of every registered format (:func:`line_labels`)
+_LABELLED: dict[str, set[str]] = {}  # each format that writes line labels: its labels
 _FENCED: dict[str, str] = {}  # open literals (blanks stripped) of rows whose tags are no markup, and their closes
 _STATE: dict[str, Any] = {}  # what is made from the above (:func:`_state`), cleared when a format is registered
+MAX_LABELS_SEEN = 64  # line labels looked at per text by :func:`labelled_formats`
 BARE_CALL = re.compile(r"[A-Za-z_][\w.]*[ \t]*\(")  # a pythonic call with no tag or bracket around it
 _MARKUP = set("<>|[]｜")
 _BLANKS = re.compile(r"[ \t\r\n]*")
@@ -184,6 +186,35 @@ def line_labels(fmt: object) -> set[str]:
     return {t.lstrip("\n") for t in words} if any(t[:1] == "\n" for t in words) else set()
 
 
+def _look_alikes(labels: Iterable[str]) -> str:
+    """Line labels as a model may write them wrong, as alternatives of a pattern (the longest first): in any case (the
+    pattern's flags), with ``_``, ``-`` or blanks between their characters (a blank a label ends with may be lost)."""
+    return "|".join(r"[_\- \t]*".join(map(re.escape, label.strip())) + r"[ \t]?" * (label != label.rstrip())
+                    for label in sorted(labels, key=len, reverse=True))
+
+
+_LINE_START = re.IGNORECASE | re.MULTILINE | re.ASCII  # (letters in another case are ASCII's only)
+
+
+@functools.lru_cache(maxsize=64)
+def label_look_alikes(labels: tuple[str, ...]) -> re.Pattern[str]:
+    """Line labels as written or written wrong (:func:`_look_alikes`) at a line start."""
+    return re.compile(r"^(?:" + _look_alikes(labels) + ")", _LINE_START)
+
+
+def labelled_formats(text: str, start: int) -> dict[str, int]:
+    """The formats one of whose line labels (:func:`line_labels`) stands at a line start of ``text`` after ``start``,
+    as written or written wrong (:func:`label_look_alikes`): where each first does, by format name."""
+    state, found = _state(), {}
+    labelled, text = state["labelled"], "\n" + text  # (its match starts at the line break before a label)
+    for _ in range(MAX_LABELS_SEEN if labelled is not None else 0):
+        if (m := labelled.search(text, start)) is None:
+            break
+        found.setdefault(state["labelling"][m.lastindex - 1], m.start())
+        start = m.end()
+    return found
+
+
 def fenced_tags(fmt: object) -> tuple[tuple[str, ...], str] | None:
     """The open spellings and the close literal of a row whose calls sit between literals that are no markup
     (Command R+'s ``Action:`` and a JSON code fence): its spelling's ``open`` (with its ``alt_opens``) and ``close``;
@@ -208,6 +239,8 @@ def learn(fmt: object) -> None:
         if is_markup(t):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
     _LABELS.update(line_labels(fmt))
+    if line_labels(fmt):
+        _LABELLED.setdefault(getattr(fmt, "name", ""), line_labels(fmt))
     fenced = fenced_tags(fmt)
     if fenced is not None:
         for o in fenced[0]:
@@ -229,6 +262,9 @@ def _state() -> dict[str, Any]:
         _STATE.update(
             tokens=re.compile(trie(tokens)),  # (each matches nothing when there is nothing to find)
             labels=tuple(_LABELS),
+            labelling=tuple(_LABELLED),  # (the format of each group of ``labelled``)
+            labelled=re.compile(r"\n(?:" + "|".join(f"({_look_alikes(ls)})" for ls in _LABELLED.values()) + ")",
+                                _LINE_START) if _LABELLED else None,
             fenced=re.compile(trie(_FENCED)),
             line_call=re.compile(r"(?:^|\n)[ \t]*" + trie(starts)),
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),

@@ -6,7 +6,8 @@ after any reasoning block)::
 
     answer := (noise | site)*
     site   := tagged   a registered format's first marker to the end (formats sharing a marker told apart by their
-                       sniff hooks; with no marker, the first format whose closer occurs reads the whole text)
+                       sniff hooks; with no marker, the first format whose closer occurs reads the whole text; a
+                       row's line label, as written or written wrong, from the line before it)
             | named    NAME [a format's token] {...}, Kimi-K2's functions.NAME:0{...}, or NAME on the line before a
                        code fence holding the object (DeepSeek V3's layout)
             | object   {...} as JSON, a Python dict literal or repaired: a message a bare format claims, or a call
@@ -45,6 +46,7 @@ from refiner.formats.base import (
     FormatError,
     Lenient,
     WireFormat,
+    get,
     marker_positions,
     marker_table,
 )
@@ -52,7 +54,7 @@ from refiner.formats.jsonfix import budget_spent, repair_budget
 from refiner.formats.lenient import TokenFinder
 from refiner.formats.markup import KIND, calls_by_names
 from refiner.formats.pythonic_scan import Brackets
-from refiner.formats.reasoning import read
+from refiner.formats.reasoning import labelled_formats, read
 from refiner.formats.salvage_sites import (  # noqa: F401 - is_offered, normalise: read through this module
     AST_BUDGET,
     CALL,
@@ -237,6 +239,12 @@ class _Scan(SiteReader):
                     self.add(*got, f"untagged call ({fmt.name})", fmt.name, self.placed(got[0]))
                     self.claimed.append((got[0], got[1]))
                     break
+        # a row that writes line labels reads from the line before its first label standing at a line start, as written
+        # or written wrong (Acti_on: for ReAct's Action:): its reader reads calls at its labels only
+        for name, i in labelled_formats(body, edge).items():
+            if name not in chosen and not any(a <= i < b for a, b in self.claimed):
+                fmt = get(name)
+                chosen[name] = (fmt, max(edge, body.rfind("\n", 0, max(i - 1, 0)) + 1), fmt.detection.markers[0])
         regions = sorted(chosen.values(), key=lambda t: t[1])
         if len(regions) > MAX_TAGGED_FORMATS:
             self.notes.append(f"markers of {len(regions)} formats: only the first {MAX_TAGGED_FORMATS} were read")
