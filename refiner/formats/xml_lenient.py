@@ -44,8 +44,8 @@ class XmlReader:
         if out is not None:
             for fix in (_mend, getattr(s.hook, "respell", None) or _respell_generic):
                 text = respelt(out, text, fix(self, text, pos))
-        f = Finder(text)
-        first_key = f.next(s.key_open, pos) if out is not None else -1  # (strictly, a key outside calls is prose)
+        f = Finder(text) if out is not None else None  # (the lenient reading's searches for lost tags)
+        first_key = f.next(s.key_open, pos) if f is not None else -1  # (strictly, a key outside calls is prose)
         closer = s.section_close or s.call_close
         in_section = False
         for n in range(MAX_RECOVERED_ITEMS + 1) if out is not None else itertools.count():
@@ -90,7 +90,7 @@ class XmlReader:
             raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
         return which, text[pos : min(end, pos + MAX_ATTR_CHARS)], end + len(s.tag_end) if which == s.tag_end else end
 
-    def _recover_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall], out: Lenient | None
+    def _recover_call(self, text: str, pos: int, f: Finder | None, calls: list[ToolCall], out: Lenient | None
                       ) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
@@ -202,7 +202,7 @@ class XmlReader:
         slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
         return pos, False
 
-    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient | None
+    def _recover_param(self, text: str, pos: int, f: Finder | None, args: dict, out: Lenient | None
                        ) -> tuple[int, str | None]:
         """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends in its value)``."""
         s = self.spelling
