@@ -53,8 +53,11 @@ class XmlReader:
             if out is None and c > pos and (stray := text.find(closer, pos, c)) >= 0:  # a call before it lost its
                 raise self.error(f"{closer} without its {s.first_open}", stray)  # opening tag
             if c < 0:
+                o = text.find(s.section_open, pos) if out is None and s.section_open else -1
+                if o < 0 and n > 0:
+                    return
                 what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
-                if out is None and s.section_open and (o := text.find(s.section_open, pos)) >= 0:
+                if o >= 0:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 if n == 0:
@@ -86,9 +89,12 @@ class XmlReader:
         end, which = (m.start(), m.group()) if m else (len(text), None)
         if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
             end, which = len(text), None
-        if out is None and end - pos > MAX_ATTR_CHARS:
-            raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
-        return which, text[pos : min(end, pos + MAX_ATTR_CHARS)], end + len(s.tag_end) if which == s.tag_end else end
+        after = end + len(which) if which == s.tag_end else end
+        if end - pos > MAX_ATTR_CHARS:
+            if out is None:
+                raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
+            end = pos + MAX_ATTR_CHARS
+        return which, text[pos:end], after
 
     def _recover_call(self, text: str, pos: int, f: Finder | None, calls: list[ToolCall], out: Lenient | None
                       ) -> tuple[int, bool]:
@@ -213,15 +219,15 @@ class XmlReader:
             raw = text[pos:j]
         else:
             which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
-        attrs = _attrs(raw) if s.key_at == "attr" else {}
         if s.key_at != "attr":
             key = read_key(raw, raw.strip() if out is not None else None)
             if key is None:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
-        elif which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
-            slip(self, out, None, f"unclosed {s.key_open}", pos)
-            return vstart, ""
         else:
+            attrs = _attrs(raw)
+            if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
+                slip(self, out, None, f"unclosed {s.key_open}", pos)
+                return vstart, ""
             key = attrs.get(s.key_attr, raw.strip())
         if s.key_at == "element":
             if which == s.key_close:
