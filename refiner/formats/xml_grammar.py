@@ -99,7 +99,7 @@ class XmlParams(XmlReader, WireFormat):
 
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
-    _stops: dict[tuple[str, bool], re.Pattern]  # (what ends a name or key, by its kind and strictness)
+    _stops: dict[str, tuple[re.Pattern, re.Pattern]]  # (what ends a name or key, by its kind: lenient, strict)
     _next_tag: re.Pattern  # whitespace, then the call's closing tag (group 1) or a key tag (group 2), or neither
     _value_ends: re.Pattern  # a value's closing tag followed by the next key tag or the call's closing tag
     _value_quote: str  # the opening tag a raw value's own tag pairs start with (value_end)
@@ -118,8 +118,8 @@ class XmlParams(XmlReader, WireFormat):
         stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
                  s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
         strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
-        cls._stops = {(k, strictly): re.compile("|".join(map(re.escape, tags)))
-                      for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
+        cls._stops = {k: tuple(re.compile("|".join(map(re.escape, table[k]))) for table in (stops, strict))
+                      for k in stops}
         cls._next_tag = re.compile(rf"\s*(?:({re.escape(s.call_close)})|({re.escape(s.key_open)}))?")
         cls._value_ends = followed(s.value_close, (s.key_open, s.call_close))
         cls._value_quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
@@ -207,7 +207,7 @@ class XmlParams(XmlReader, WireFormat):
             return not s.section_open  # when it writes no section (sectioned rows share their key tags)
         pos = at + len(s.call_open)
         if s.name_at == "text":
-            m = self._stops["text", True].search(body, pos)  # (where the walk ends the name)
+            m = self._stops["text"][True].search(body, pos)  # (where the walk ends the name)
             e = m.start() if m else len(body)
             if not self.is_name(body[pos:e].strip()):
                 return False

@@ -85,11 +85,15 @@ class XmlReader:
         (up to :data:`MAX_ATTR_CHARS`: a longer tag is not read for attributes, nor strictly) and where what follows
         it starts."""
         s = self.spelling
-        m = self._stops[at, out is None].search(text, pos)
-        end, which = (m.start(), m.group()) if m else (len(text), None)
-        if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
-            end, which = len(text), None
-        after = end + len(which) if which == s.tag_end else end
+        m = self._stops[at][out is None].search(text, pos)
+        if m is None:
+            which, end, after = None, len(text), len(text)
+        elif (which := m.group()) == s.tag_end:
+            end, after = m.span()
+        else:  # (what follows starts at the line break or the next tag)
+            end = after = m.start()
+            if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
+                which, end, after = None, len(text), len(text)  # (the text ends inside the tag's end)
         if end - pos > MAX_ATTR_CHARS:
             if out is None:
                 raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
@@ -101,7 +105,7 @@ class XmlReader:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
         if s.name_at == "text":
-            m = self._stops["text", out is None].search(text, pos)
+            m = self._stops["text"][out is None].search(text, pos)
             e, tag = (m.start(), m.group()) if m else (len(text), None)
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
@@ -214,7 +218,7 @@ class XmlReader:
         s = self.spelling
         typ: str | None = None
         if s.key_at == "element":
-            m = self._stops["element", out is None].search(text, pos)
+            m = self._stops["element"][out is None].search(text, pos)
             j, which = (m.start(), m.group()) if m else (len(text), None)
             raw = text[pos:j]
         else:
