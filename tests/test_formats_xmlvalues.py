@@ -12,6 +12,7 @@ from refiner.formats.xmlvalues import (
     MAX_UNTAGGED_LINES,
     PY_LITERAL_CHARS,
     Finder,
+    followed,
     read_key,
     read_value,
     retype_calls,
@@ -151,9 +152,9 @@ def test_python_literal_lists_and_objects_are_read_by_the_declared_type():
 
 def test_value_end_skips_quoted_blocks_and_needs_a_structural_follower():
     text = "a </v> b\n<v>inner</v> c</v>\n<k>"
-    assert value_end(text, 0, "\n<v>", "</v>", ("<k>",)) == text.rindex("</v>")
+    assert value_end(text, 0, "\n<v>", "</v>", followed("</v>", ("<k>",))) == text.rindex("</v>")
     lost = "Noma\n<v>4</v>\n<end>"  # the first value's closing tag was lost: the next value is inside it
-    assert value_end(lost, 0, "\n<v>", "</v>", ("<k>", "<end>")) == -1
+    assert value_end(lost, 0, "\n<v>", "</v>", followed("</v>", ("<k>", "<end>"))) == -1
 
 
 def test_finder_returns_the_next_hit_and_searches_again_when_asked_behind():

@@ -43,6 +43,7 @@ from refiner.formats.xml_lenient import XmlReader
 from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
+    followed,
     read_value,
     retype_calls,
     value_end,
@@ -98,8 +99,11 @@ class XmlParams(XmlReader, WireFormat):
 
     spelling: XmlSpelling
     _name: re.Pattern  # (of the row's tool names)
-    _stops: dict[tuple[str, bool], re.Pattern]  # (what ends a name or key, by its kind and strictness)
+    _stops: dict[str, tuple[re.Pattern, re.Pattern]]  # (what ends a name or key, by its kind: lenient, strict)
     _next_tag: re.Pattern  # whitespace, then the call's closing tag (group 1) or a key tag (group 2), or neither
+    _value_ends: re.Pattern  # a value's closing tag followed by the next key tag or the call's closing tag
+    _value_quote: str  # the opening tag a raw value's own tag pairs start with (value_end)
+    _read_raw: functools.partial  # read_value with the row's literals and value tags
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A row's patterns (its tool names by where it writes them, where a name or key ends, the next tag in a call)
@@ -114,9 +118,12 @@ class XmlParams(XmlReader, WireFormat):
         stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
                  s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
         strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
-        cls._stops = {(k, strictly): re.compile("|".join(map(re.escape, tags)))
-                      for strictly, table in ((False, stops), (True, strict)) for k, tags in table.items()}
+        cls._stops = {k: tuple(re.compile("|".join(map(re.escape, table[k]))) for table in (stops, strict))
+                      for k in stops}
         cls._next_tag = re.compile(rf"\s*(?:({re.escape(s.call_close)})|({re.escape(s.key_open)}))?")
+        cls._value_ends = followed(s.value_close, (s.key_open, s.call_close))
+        cls._value_quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
+        cls._read_raw = functools.partial(read_value, python_literals=s.python_literals, tags=s.value_tags)
         cls.name_pattern = cls._name.pattern
         hook = s.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():
@@ -200,7 +207,7 @@ class XmlParams(XmlReader, WireFormat):
             return not s.section_open  # when it writes no section (sectioned rows share their key tags)
         pos = at + len(s.call_open)
         if s.name_at == "text":
-            m = self._stops["text", True].search(body, pos)  # (where the walk ends the name)
+            m = self._stops["text"][True].search(body, pos)  # (where the walk ends the name)
             e = m.start() if m else len(body)
             if not self.is_name(body[pos:e].strip()):
                 return False
@@ -281,8 +288,7 @@ class XmlParams(XmlReader, WireFormat):
             j = text.find(s.value_close, pos)
             if j >= 0 and text[pos:j].rstrip().endswith(CDATA[1]):
                 return j
-        quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
-        end = value_end(text, pos, quote, s.value_close, (s.key_open, s.call_close))
+        end = value_end(text, pos, self._value_quote, s.value_close, self._value_ends)
         if end < 0:
             j = text.find(s.value_close, pos)
             if j >= 0 and skip_ws(text, j + len(s.value_close)) == len(text):
@@ -308,7 +314,7 @@ class XmlParams(XmlReader, WireFormat):
                 return JSON_DECODER.decode(raw.strip())
             except (ValueError, RecursionError):
                 return raw
-        return read_value(raw, s.python_literals, s.value_tags)
+        return self._read_raw(raw)
 
     # Render
 

@@ -44,8 +44,8 @@ class XmlReader:
         if out is not None:
             for fix in (_mend, getattr(s.hook, "respell", None) or _respell_generic):
                 text = respelt(out, text, fix(self, text, pos))
-        f = Finder(text)
-        first_key = f.next(s.key_open, pos) if out is not None else -1  # (strictly, a key outside calls is prose)
+        f = Finder(text) if out is not None else None  # (the lenient reading's searches for lost tags)
+        first_key = f.next(s.key_open, pos) if f is not None else -1  # (strictly, a key outside calls is prose)
         closer = s.section_close or s.call_close
         in_section = False
         for n in range(MAX_RECOVERED_ITEMS + 1) if out is not None else itertools.count():
@@ -53,8 +53,11 @@ class XmlReader:
             if out is None and c > pos and (stray := text.find(closer, pos, c)) >= 0:  # a call before it lost its
                 raise self.error(f"{closer} without its {s.first_open}", stray)  # opening tag
             if c < 0:
+                o = text.find(s.section_open, pos) if out is None and s.section_open else -1
+                if o < 0 and n > 0:
+                    return
                 what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
-                if out is None and s.section_open and (o := text.find(s.section_open, pos)) >= 0:
+                if o >= 0:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 if n == 0:
@@ -82,20 +85,27 @@ class XmlReader:
         (up to :data:`MAX_ATTR_CHARS`: a longer tag is not read for attributes, nor strictly) and where what follows
         it starts."""
         s = self.spelling
-        m = self._stops[at, out is None].search(text, pos)
-        end, which = (m.start(), m.group()) if m else (len(text), None)
-        if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
-            end, which = len(text), None
-        if out is None and end - pos > MAX_ATTR_CHARS:
-            raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
-        return which, text[pos : min(end, pos + MAX_ATTR_CHARS)], end + len(s.tag_end) if which == s.tag_end else end
+        m = self._stops[at][out is None].search(text, pos)
+        if m is None:
+            which, end, after = None, len(text), len(text)
+        elif (which := m.group()) == s.tag_end:
+            end, after = m.span()
+        else:  # (what follows starts at the line break or the next tag)
+            end = after = m.start()
+            if which == "<" and len(text) - end <= len(s.tag_end) and s.tag_end.startswith(text[end:]):
+                which, end, after = None, len(text), len(text)  # (the text ends inside the tag's end)
+        if end - pos > MAX_ATTR_CHARS:
+            if out is None:
+                raise self.error(f"a tag longer than {MAX_ATTR_CHARS} characters", pos)
+            end = pos + MAX_ATTR_CHARS
+        return which, text[pos:end], after
 
-    def _recover_call(self, text: str, pos: int, f: Finder, calls: list[ToolCall], out: Lenient | None
+    def _recover_call(self, text: str, pos: int, f: Finder | None, calls: list[ToolCall], out: Lenient | None
                       ) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
         if s.name_at == "text":
-            m = self._stops["text", out is None].search(text, pos)
+            m = self._stops["text"][out is None].search(text, pos)
             e, tag = (m.start(), m.group()) if m else (len(text), None)
             name = text[pos:e].strip()
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
@@ -202,26 +212,26 @@ class XmlReader:
         slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
         return pos, False
 
-    def _recover_param(self, text: str, pos: int, f: Finder, args: dict, out: Lenient | None
+    def _recover_param(self, text: str, pos: int, f: Finder | None, args: dict, out: Lenient | None
                        ) -> tuple[int, str | None]:
         """Reads one parameter into ``args``: ``(where reading goes on, its key when the text ends in its value)``."""
         s = self.spelling
         typ: str | None = None
         if s.key_at == "element":
-            m = self._stops["element", out is None].search(text, pos)
+            m = self._stops["element"][out is None].search(text, pos)
             j, which = (m.start(), m.group()) if m else (len(text), None)
             raw = text[pos:j]
         else:
             which, raw, vstart = self._tag_end(text, pos, s.key_at, out)
-        attrs = _attrs(raw) if s.key_at == "attr" else {}
         if s.key_at != "attr":
             key = read_key(raw, raw.strip() if out is not None else None)
             if key is None:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
-        elif which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
-            slip(self, out, None, f"unclosed {s.key_open}", pos)
-            return vstart, ""
         else:
+            attrs = _attrs(raw)
+            if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
+                slip(self, out, None, f"unclosed {s.key_open}", pos)
+                return vstart, ""
             key = attrs.get(s.key_attr, raw.strip())
         if s.key_at == "element":
             if which == s.key_close:

@@ -12,7 +12,6 @@ says string; a Python literal container where it says array or object).
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -73,10 +72,11 @@ def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False
     return text
 
 
-def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[str, ...]) -> int:
+def value_end(text: str, pos: int, open_tag: str, close_tag: str, ends: re.Pattern) -> int:
     """Where the ``close_tag`` ending the value at ``pos`` lies, or -1: the first one outside the tag pairs the value
-    holds itself and followed by one of ``follow``, as vLLM's Qwen3-Coder parser reads it. Linear."""
-    j = followed(close_tag, follow).search(text, pos)
+    holds itself and that ``ends`` matches at (the closing tag followed by the next structural tag), as vLLM's
+    Qwen3-Coder parser reads it. Linear."""
+    j = ends.search(text, pos)
     if j is None:
         return -1
     if text.find(open_tag, pos, j.start() + len(open_tag) - 1) < 0:
@@ -92,15 +92,12 @@ def value_end(text: str, pos: int, open_tag: str, close_tag: str, follow: tuple[
             nxt_open = text.find(open_tag, last + len(open_tag))
         if depth:
             depth -= 1
-        else:
-            k = skip_ws(text, j + len(close_tag))
-            if text.startswith(follow, k):
-                return j
+        elif ends.match(text, j):
+            return j
         j = text.find(close_tag, j + len(close_tag))
     return -1
 
 
-@functools.lru_cache(maxsize=256)
 def followed(close_tag: str, follow: tuple[str, ...]) -> re.Pattern:
     """``close_tag`` followed, whitespace aside, by one of ``follow``."""
     return re.compile(re.escape(close_tag) + r"(?=\s*(?:" + "|".join(map(re.escape, follow)) + "))")
