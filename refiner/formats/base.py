@@ -517,6 +517,11 @@ def markup_name(name: str) -> bool:
     return _MARKUP.search(name) is not None or marker_table().in_name(name)
 
 
+def name_refused(name: str) -> str:
+    """The message of a tool name a reader does not take (its pattern's or :func:`markup_name`'s)."""
+    return f"tool name {name[:60]!r} is not allowed"
+
+
 # (the registry's state, its formats in rank order, their marker table), made again when the registry changes
 _RANKED: tuple[tuple, tuple[WireFormat, ...], MarkerTable] | None = None
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat, markup_name
+from refiner.formats.base import NAME_PATTERN, ROW_CHARS, Detection, Lenient, WireFormat, markup_name, name_refused
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
 from refiner.formats.message import AnswerParts, trim_turn_end
@@ -179,7 +179,7 @@ class Harmony(WireFormat):
             raise self.error(f"recipient {recipient[:60]!r} is not a function ({PREFIX}NAME)", pos)
         name = recipient[len(PREFIX) :]
         if _NAME.fullmatch(name) is None:
-            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+            raise self.error(name_refused(name), pos)
         if content_type not in (None, "json"):
             raise self.error(f"content type {content_type[:40]!r} of a call to {name!r} is not json", pos)
         at = skip_ws(text, pos)
@@ -224,7 +224,7 @@ class Harmony(WireFormat):
             out.mark_cut(None)
             return pos
         if _NAME.fullmatch(name) is None:
-            out.note("bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed")
+            out.note("bad_name" if name else "no_name", name_refused(name))
         name = "" if markup_name(name) else name  # (the call's body is read past; no call is made)
         stop, _ = f.first((TO + PREFIX, START), pos)
         m = f.next(MESSAGE, pos)

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient, Problem, markup_name
+from refiner.formats.base import Lenient, Problem, markup_name, name_refused
 from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, give_up, lenient_json, open_at_cut, take_items,
                                      written_whole)
 from refiner.formats.strict import JSON_DECODER
@@ -269,7 +269,7 @@ def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
     name is markup (:func:`~refiner.formats.base.markup_name`) is none, reported as ``bad_name``."""
     call = coerce_call(item, out.problems, outputs=outputs)
     if call is not None and markup_name(call.name):
-        out.problems.append(Problem("bad_name", f"tool name {call.name[:60]!r} is not allowed"))
+        out.problems.append(Problem("bad_name", name_refused(call.name)))
         call = None
     if call is not None:
         out.calls.append(call)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, name_refused
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.text import reasoning_offset, skip_ws
@@ -251,8 +251,7 @@ class NsXml(WireFormat):
         if not name:
             slip(self, out, "no_name", f"a call without a {s.name_attr}: {tags[i].raw[:60]!r}", tags[i].start)
         elif any(c.isspace() or c in '"<>' for c in name) or name != written:
-            slip(self, out, "bad_name" if name == written else None, f"tool name {written[:60]!r} is not allowed",
-                 tags[i].start)
+            slip(self, out, "bad_name" if name == written else None, name_refused(written), tags[i].start)
         stack = [_Frame(s.invoke, "", [])]
         whole: dict[str, Any] = {}  # the arguments written whole (for a cut)
         deep = 0  # opening tags skipped for nesting too deeply, still open

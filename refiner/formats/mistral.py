@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from refiner.calls import ToolCall
 from refiner.formats.bare import IDENTIFIER, bare_calls
-from refiner.formats.base import Detection, Lenient, WireFormat, marker_table, markup_name
+from refiner.formats.base import Detection, Lenient, WireFormat, marker_table, markup_name, name_refused
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, tokens_outside_strings
 from refiner.formats.strict import JSON_DECODER, decode_at, first_tag
@@ -191,7 +191,7 @@ class MistralV11(WireFormat):
                 out.note("missing_tag", f"missing {BOT} before {head[j:][:60]!r}")
                 name = head[j:].split(CALL_ID, 1)[0]
             if markup_name(name):
-                out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+                out.note("bad_name", name_refused(name))
                 return
             if cut < 0:
                 out.note("unclosed", f"the call {name!r} has no arguments (cut short?)")

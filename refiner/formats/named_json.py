@@ -33,6 +33,7 @@ from refiner.formats.base import (
     WireFormat,
     marker_table,
     markup_name,
+    name_refused,
     offered_tools,
 )
 from refiner.formats.family import POLICY, Family
@@ -270,7 +271,7 @@ class NamedJson(WireFormat):
             if not found or not index.strip().isdigit():
                 raise self.error(f"call id {text[pos:j][:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX", pos)
         if not self._name_ok(name):
-            raise self.error(f"tool name {name[:60]!r} is not allowed", pos)
+            raise self.error(name_refused(name), pos)
         at = self._expect(text, j, lay.names, "after the tool name") if sp.loose else j + len(sp.name_close)
         at = skip_ws(text, at)
         if sp.args_prefix and text.startswith(sp.args_prefix, at):
@@ -447,7 +448,7 @@ class NamedJson(WireFormat):
                 out.note("unreadable", f"not a call: {seg[:80]!r}")
             return after, False
         if markup_name(name):
-            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+            out.note("bad_name", name_refused(name))
             if cut:
                 out.mark_cut(None)
             return after, False
@@ -465,7 +466,7 @@ class NamedJson(WireFormat):
         elif not whole:
             out.note("bad_name", f"call id {call_id[:60]!r} is not {lay.prefix}NAME{sp.counter}INDEX")
         if sp.loose and not self._name_ok(name):
-            out.note("bad_name", f"tool name {name[:60]!r} is not allowed")
+            out.note("bad_name", name_refused(name))
         if sp.text_key and body and not body.startswith("{"):
             out.calls.append(ToolCall(name, {sp.text_key: body}))
             if cut:

@@ -17,7 +17,16 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats import pythonic_scan
-from refiner.formats.base import Detection, FormatError, Lenient, Problem, WireFormat, markup_name, offered_tools
+from refiner.formats.base import (
+    Detection,
+    FormatError,
+    Lenient,
+    Problem,
+    WireFormat,
+    markup_name,
+    name_refused,
+    offered_tools,
+)
 from refiner.formats.family import POLICY
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, budget_spent, charge, lenient_json, take_items
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose, lenient_region
@@ -440,7 +449,7 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
             out.mark_cut(None)
         return
     if markup_name(name):  # markup read as a name: no call
-        problems.append(Problem("bad_name", f"tool name {name[:60]!r} is not allowed"))
+        problems.append(Problem("bad_name", name_refused(name)))
         return
     try:  # whether it reads as a (dotted) identifier
         dotted = len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, Lenient, marker_positions, marker_table, markup_name
+from refiner.formats.base import NAME_PATTERN, Lenient, marker_positions, marker_table, markup_name, name_refused
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
@@ -121,10 +121,10 @@ class XmlReader:
                 if which != s.tag_end:
                     slip(self, out, "missing_tag", f"the {s.call_open}{name}{s.tag_end} tag is not closed", pos)
                 if name != written:
-                    slip(self, out, None, f"tool name {written[:60]!r} is not allowed", pos)
+                    slip(self, out, None, name_refused(written), pos)
         markup = out is not None and markup_name(name)  # (the strict reading holds a name to the row's pattern)
         if markup or not self.is_name(name):
-            slip(self, out, "bad_name" if name else "no_name", f"tool name {name[:60]!r} is not allowed" if name
+            slip(self, out, "bad_name" if name else "no_name", name_refused(name) if name
                  else f"a {s.call_open.strip()} block without a tool name", pos)
         name = "" if markup else name  # (the call's body is read past; no call is made)
         args: dict[str, Any] = {}
