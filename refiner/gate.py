@@ -206,9 +206,9 @@ def check_value(
     items = props = None  # (what is walked below: the items of a list, the properties of an object)
     if got == "string" or got == "array" or got is None and isinstance(value, (str, list)):
         lo, hi, pattern = param.min_length, param.max_length, param.pattern
-        if lo is not None and isinstance(lo, int) and len(value) < lo:
+        if isinstance(lo, int) and len(value) < lo:
             out.append(("length", f"{where} has length {len(value)}, below the minimum {lo}"))
-        if hi is not None and isinstance(hi, int) and len(value) > hi:
+        if isinstance(hi, int) and len(value) > hi:
             out.append(("length", f"{where} has length {len(value)}, above the maximum {hi}"))
         if isinstance(pattern, str) and isinstance(value, str) and len(value) <= _MAX_PATTERN_INPUT:
             try:

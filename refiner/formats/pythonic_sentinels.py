@@ -262,8 +262,8 @@ class SentinelPythonic(WireFormat):
         return split_calls(src, self._between())
 
     def _call_lines(self, src: str) -> str:
-        """A ``lines`` body with a line break for each ``between`` outside quoted strings."""
-        return "\n".join(self._calls_between(src))
+        """A ``lines`` body with a line break for each ``between`` outside quoted strings (a body of lines as it is)."""
+        return src if self._between() == "\n" else "\n".join(self._calls_between(src))
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
@@ -286,7 +286,8 @@ class SentinelPythonic(WireFormat):
                 out.note("not_a_call", f"not a call: {stripped[:80]!r}")
         pieces = []
         budget = MAX_SPLIT_CHARS
-        seps = (",", *(s for s in (self.spelling.between.strip(),) if len(s) == 1))
+        between = self.spelling.between.strip()
+        seps = (",", between) if len(between) == 1 else (",",)
         for group in groups:
             segment = "\n".join(group)
             pos = 0

@@ -238,9 +238,10 @@ def learn(fmt: object) -> None:
     for t in tags:
         if is_markup(t):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
-    _LABELS.update(line_labels(fmt))
-    if line_labels(fmt):
-        _LABELLED.setdefault(getattr(fmt, "name", ""), line_labels(fmt))
+    labels = line_labels(fmt)
+    _LABELS.update(labels)
+    if labels:
+        _LABELLED.setdefault(getattr(fmt, "name", ""), labels)
     fenced = fenced_tags(fmt)
     if fenced is not None:
         for o in fenced[0]:
