@@ -6,11 +6,13 @@ silently cut short.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.pythonic import lenient_string
-from refiner.formats.pythonic_scan import split_top_level, string_end
+from refiner.formats.pythonic_scan import STRICT_STRING, open_brackets, split_top_level, string_end
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
@@ -311,3 +313,42 @@ def test_a_shell_command_with_escaped_quotes_reads_whole(fmt, literal, command):
         assert got.calls[0] == ToolCall("bash", {"command": command}), body
     cut = f.parse_lenient(_wrap(fmt, f"bash(command={literal}").removesuffix(f.tags[1]).removesuffix("]"))
     assert cut.calls == [ToolCall("bash", {"command": command})]
+
+
+def _brackets_one_by_one(src: str) -> tuple[int, bool]:
+    """open_brackets' answer found a character at a time: a quote starts a lenient string (string_end) until one of
+    its kind closes none, then strings of that kind as Python reads them; a quote that closes no string ends it."""
+    lenient, depth, i = {'"': True, "'": True}, 0, 0
+    while i < len(src):
+        ch = src[i]
+        if ch in lenient:
+            if lenient[ch]:
+                j = string_end(src, i, lenient_quotes=True)
+                if j < 0 or src[j - 1] != ch:
+                    lenient[ch] = False
+                    continue
+            else:
+                m = STRICT_STRING[ch].match(src, i)
+                if m is None:
+                    return depth, True
+                j = m.end()
+            i = j
+            continue
+        depth = depth + 1 if ch in "([{" else max(depth - 1, 0) if ch in ")]}" else depth
+        i += 1
+    return depth, False
+
+
+@given(st.text(alphabet=list("\"'()[]{},: \\\na"), max_size=30))
+def test_open_brackets_reads_as_one_character_at_a_time(src):
+    assert open_brackets(src) == _brackets_one_by_one(src)
+
+
+@pytest.mark.parametrize("src, expected", [
+    ('f(a="x, b=1', (1, True)),  # no quote of its kind closes it, leniently or not
+    ('f(a="x", b="{"{"{', (2, True)),  # no '"' may close a lenient string: read as Python reads it
+    ("f(a='it's', b=[1", (2, False)),  # an unescaped quote inside a leniently read string
+    ('f(a="(", b=\'[\')', (0, False)),
+])
+def test_open_brackets_at_the_end_of_a_text(src, expected):
+    assert open_brackets(src) == expected == _brackets_one_by_one(src)

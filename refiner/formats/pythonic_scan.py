@@ -167,6 +167,7 @@ def _strings(lenient_double: bool, lenient_single: bool) -> str:
 # of the text after it (as group 1 after '"', group 2 after "'").
 _MODES = [(d, s) for d in (False, True) for s in (False, True)]
 _STRING_OR_REST = {mode: re.compile(f"{_strings(*mode)}|\"(.*)|'(.*)", re.DOTALL) for mode in _MODES}
+_MAY_CLOSE = {q: re.compile(f"{q}(?={_MAY_FOLLOW})") for q in "\"'"}  # a quote that may close a lenient string
 
 
 def open_brackets(src: str) -> tuple[int, bool]:
@@ -175,7 +176,8 @@ def open_brackets(src: str) -> tuple[int, bool]:
     a quote that no lenient string closes, and the brackets of the pieces between them taken at once. Such a quote has
     no closable quote after it, so from there that kind of quote is read as Python reads it; a quote that closes no
     string either leaves one open. (A second walk beside :func:`_unquoted`: bench_worst_case's storms need it.)"""
-    lenient = dict.fromkeys("\"'", True)
+    # (a kind of quote none of which may end a lenient string is read as Python reads it from the start)
+    lenient = {q: _MAY_CLOSE[q].search(src) is not None for q in "\"'"}
     depth, i, n = 0, 0, len(src)
     while True:
         parts = _STRING_OR_REST[(lenient['"'], lenient["'"])].split(src[i:])  # (text, rest after ", rest after ')*
