@@ -382,7 +382,7 @@ def _plain_run(sep: str, dead: str) -> re.Pattern[str]:
     alts = [rf"[^{stops}]+", *(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}" for q in live)]
     if len(sep) > 1:
         alts.append(re.escape(sep[0]) + f"(?!{re.escape(sep[1:])})")
-    return re.compile(f"(?:{'|'.join(alts)})*+")
+    return re.compile(f"(?:{'|'.join(alts)})*")
 
 
 # a line that starts a call, the blanks before it left out (vLLM granite_pythonic's _CALL_RE, a dotted name too);
