@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up .venv from scratch (idempotent) and runs the test suite.
-#   scripts/test.sh            default suite (fast tests, 2 workers), then the slow ones when CI=true or SLOW=1
+#   scripts/test.sh            default suite (fast tests, 2 workers), then the slow ones when CI=true or SLOW=1,
+#                              then the fast ones on Python 3.10 (.venv310) when CI=true or PY310=1
 #   LONG=1 scripts/test.sh     also the long proofs (marker `long`: the slow tests at full size, ~11 min)
 #   scripts/test.sh -k rewards extra pytest arguments go to every run
 # Prints each phase's time at the end, then the passed and failed tests of all runs on one line.
@@ -33,6 +34,12 @@ for f in Path(sys.argv[1]).iterdir():
 print(f"tests: {n['passed']} passed, {n['failed']} failed")
 EOF
 }
+py310_run() {  # .venv310: Python 3.10 with the library, its proxy and test tools (constraints/py310-test.txt)
+  [ -x .venv310/bin/python ] || python3.10 -m venv .venv310
+  .venv310/bin/python -m pip install -q -c constraints/py310-test.txt -e ".[data]" pytest pytest-xdist pytest-timeout \
+    hypothesis canitoolcall fastapi uvicorn httpx prometheus_client matplotlib tokenizers
+  PY=.venv310/bin/python pytest_run py310 -q -m "not slow and not long" "$@"
+}
 phase setup bash .ci/setup-env.sh
 # TEST_WORKERS processes (2: CI's cores; 0 runs in this process), a module per worker (a module's fixtures stay in
 # one), the two DAPO runs (~11 GB each) on one worker, one after the other (tests/conftest.py). A worker that dies
@@ -43,6 +50,13 @@ if [ "$WORKERS" != "0" ]; then dist=(-n "$WORKERS" --dist loadfile --max-worker-
 phase default pytest_run default -q -m "not slow and not long" "${dist[@]}" --durations=15 "$@"
 if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
   phase slow pytest_run slow -q -m "slow and not long" "${dist[@]}" --durations=15 "$@"
+fi
+if [ "${CI:-}" = "true" ] || [ "${PY310:-}" = "1" ]; then  # the oldest supported Python: the library's own tests
+  if command -v python3.10 >/dev/null; then
+    phase py310 py310_run "${dist[@]}" "$@"
+  else
+    echo "py310: no python3.10 on this machine; the oldest supported Python was not tested"
+  fi
 fi
 if [ "${LONG:-}" = "1" ]; then
   phase long pytest_run long -q -m long "${dist[@]}" --durations=15 "$@"

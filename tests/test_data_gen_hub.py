@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import socket
 
-import huggingface_hub as hf
 import pytest
 from conftest import ROOT, shared_path
-from huggingface_hub.utils import _http as hf_http
 
 from data_gen import sources
 from data_gen.builder import build
 from data_gen.config import load_config
 from data_gen.sources import SourceUnavailable, base
+
+hf = pytest.importorskip("huggingface_hub")
+hf_http = pytest.importorskip("huggingface_hub.utils._http")
 
 XLAM = "Salesforce/xlam-function-calling-60k"
 # the HTTP client huggingface_hub itself uses: httpx2 (an httpx fork) in huggingface_hub 2.x, httpx in 1.x

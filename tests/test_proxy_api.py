@@ -8,12 +8,13 @@ import json
 import logging
 
 import httpx
-import openai
 import pytest
 import test_proxy
 from fake_upstream import BROKEN_CALLS, WEATHER_TOOLS, serve_in_thread
 
 from refiner.proxy import create_app
+
+openai = pytest.importorskip("openai")
 
 SECRET = "sk-proxy-SECRET-never-log-7"
 CLIENT_KEY = "tr-client-KEY-never-log-9"

@@ -10,11 +10,12 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from test_train_rows import built_dir, rl_rows  # noqa: F401  (fixtures)
 
 from refiner.train.recipe import DEFAULT_RECIPE, load_recipe, plan_overrides
 from refiner.train.verl_config import compose_verl_config
+
+torch = pytest.importorskip("torch")
 
 pytest.importorskip("verl")
 pytestmark = pytest.mark.verl

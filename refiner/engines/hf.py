@@ -19,11 +19,6 @@ class HFEngine(Engine):
     def __init__(self, model: str | Path, *, gguf_file: str | None = None, tokenizer: str | Path | None = None,
                  dtype: str = "float32", device: str = "cpu", batch_size: int = 8, show_progress: bool = False,
                  **model_kwargs: Any) -> None:
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as e:  # pragma: no cover - depends on the environment
-            raise EngineError("the 'hf' engine needs torch and transformers") from e
         path = Path(model)
         if gguf_file is None and path.suffix == ".gguf":
             path, gguf_file = path.parent, path.name
@@ -31,6 +26,11 @@ class HFEngine(Engine):
             raise FileNotFoundError(f"model not found: {path}")
         if gguf_file is not None and not (path / gguf_file).exists():
             raise FileNotFoundError(f"GGUF file not found: {path / gguf_file}")
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise EngineError("the 'hf' engine needs torch and transformers") from e
         extra = {"gguf_file": gguf_file} if gguf_file else {}
         self._torch = torch
         self.device = device
