@@ -29,7 +29,7 @@ from refiner.formats.detect import Sniffed, Strict, detect_with_calls, strict_re
 from refiner.formats.reasoning import read
 from refiner.formats.salvage import Salvage, is_offered, salvage
 from refiner.formats.text import reasoning_offset, skip_ws, strip_reasoning
-from refiner.specs.catalog import CatalogView, ToolCatalog
+from refiner.specs.catalog import CatalogParams, ToolCatalog
 
 DEFAULT_FORMAT = "hermes"  # when neither the request nor the refiner names one and detection finds none
 _PLAUSIBLE_NAME = re.compile(r"[^\W\d][\w.\-]*")
@@ -62,8 +62,8 @@ class Reading:
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None or isinstance(tools, ToolCatalog):  # (a copy of a catalog would read every spec)
-        return tools
+    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (a copy of a catalog
+        return tools  # would read every spec; its type told first: the ABC check is the slow one)
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}
@@ -73,13 +73,11 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
     """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
     None when no tool list is known."""
     index = tool_index(tools)
-    if isinstance(index, ToolCatalog):
-        return CatalogView(index, _params) if index else None
-    return {name: _params(spec) for name, spec in index.items()} if index else None
-
-
-def _params(spec: Any) -> dict[str, Any]:
-    return dict(getattr(spec, "params", None) or {})
+    if not index:
+        return None
+    if type(index) is ToolCatalog or isinstance(index, ToolCatalog):
+        return CatalogParams(index)
+    return {name: dict(getattr(spec, "params", None) or {}) for name, spec in index.items()}
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from refiner.specs.dialects import spec_from_dict
@@ -45,9 +45,6 @@ class _ByName(Mapping[str, Any]):
     """A mapping over the names in ``_where``, each value computed by ``__getitem__``."""
 
     _where: Mapping[str, Any]
-
-    def get(self, name: str, default: Any = None) -> Any:  # (Mapping's raises and catches KeyError for a miss)
-        return self[name] if name in self._where else default
 
     def __contains__(self, name: object) -> bool:
         return name in self._where
@@ -94,9 +91,11 @@ class ToolCatalog(_ByName):
         spec = self._read.get(name)
         return spec if spec is not None else self._read.setdefault(name, self._load(self._where[name]))
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: Any = None) -> Any:  # (Mapping's raises and catches KeyError for a miss)
         spec = self._read.get(name)
-        return spec if spec is not None else self[name] if name in self._where else default
+        if spec is None and (i := self._where.get(name)) is not None:
+            spec = self._read[name] = self._load(i)
+        return default if spec is None else spec
 
     @property
     def read(self) -> int:
@@ -104,19 +103,19 @@ class ToolCatalog(_ByName):
         return len(self._read)
 
 
-class CatalogView(_ByName):
-    """``{name: fn(catalog[name])}``, computed per name when asked for."""
+class CatalogParams(_ByName):
+    """``{name: catalog[name].params}``: each tool's parameters (its spec's own dict, read-only) by tool name."""
 
-    def __init__(self, catalog: ToolCatalog, fn: Callable[[ToolSpec], Any]) -> None:
+    def __init__(self, catalog: ToolCatalog) -> None:
         self._catalog = catalog
         self._where = catalog._where
-        self._fn = fn
-        self._done: dict[str, Any] = {}
 
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._done:
-            self._done[name] = self._fn(self._catalog[name])
-        return self._done[name]
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        return self._catalog[name].params
+
+    def get(self, name: str, default: Any = None) -> Any:
+        spec = self._catalog.get(name)
+        return default if spec is None else spec.params
 
 
 class ToolList(list):

@@ -176,11 +176,11 @@ def _plain_param(value: Any, depth: int = 0) -> Param | None:
             if props is None or any(child is None for child in props.values()):
                 return None
         if required is not None:
-            if type(required) is not list or not set(map(type, required)) <= _STR:
+            if type(required) is not list or not _STR.issuperset(map(type, required)):
                 return None
             required = tuple(dict.fromkeys(required))
     if enum is not None:
-        if type(enum) is not list and type(enum) is not tuple or not set(map(type, enum)) <= _SCALARS:
+        if type(enum) is not list and type(enum) is not tuple or not _SCALARS.issuperset(map(type, enum)):
             return None
         enum = tuple(enum)
     if "default" in value and type(value["default"]) not in _SCALARS:
@@ -487,7 +487,7 @@ def _plain_spec(d: Any, dialect: str | None) -> ToolSpec | None:
         elif closed is not None:
             return None
         props, req = schema.get("properties"), schema.get("required")
-        if type(props) is not dict or (req is not None and (type(req) is not list or not set(map(type, req)) <= _STR)):
+        if type(props) is not dict or (req is not None and (type(req) is not list or not _STR.issuperset(map(type, req)))):
             return None
         for key, value in props.items():
             if (p := _plain_param(value)) is None:
