@@ -350,6 +350,10 @@ class WireFormat:
         calls) is this format's."""
         return False
 
+    def claim_needs(self) -> tuple[str, ...]:
+        """Strings one of which a text must hold for :meth:`claims_text` to accept it (none: it accepts no text)."""
+        return ("",)
+
     def region_start(self, body: str, at: int) -> int:
         """Where the calls of ``body`` that :func:`refiner.formats.salvage.salvage` found by this format's marker at
         ``at`` start: the marker itself, unless the format writes part of a call before it."""

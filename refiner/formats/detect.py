@@ -152,8 +152,9 @@ def detect_with_calls(
             for fmt in table.claiming_values:
                 if fmt.claims_value(value):
                     return fmt.name, None
+    held, needs = {n for n in table.claimed_by if n in body}, table.claim_needs  # (a row needing none held is not asked)
     for fmt in table.claiming_texts:
-        if fmt.claims_text(body):
+        if not held.isdisjoint(needs[fmt]) and fmt.claims_text(body):
             return fmt.name, None
     return None, None
 

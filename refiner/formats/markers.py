@@ -77,7 +77,10 @@ class MarkerTable:
         self.bare = tuple(f for f in fmts if f.detection.bare)
         self.bare_by_marker = _grouping((m, f) for f in self.bare for m in dict.fromkeys(f.detection.markers))
         self.claiming_values = _answering(fmts, "claims_value", contract)
-        self.claiming_texts = _answering(fmts, "claims_text", contract)
+        # those that may claim a text, and the strings one of which each needs in it (their claim_needs)
+        self.claiming_texts = tuple(f for f in _answering(fmts, "claims_text", contract) if f.claim_needs())
+        self.claim_needs = {f: frozenset(f.claim_needs()) for f in self.claiming_texts}
+        self.claimed_by = frozenset().union(*self.claim_needs.values())
         self.reading_untagged = _answering(self.with_markers, "read_untagged", contract)
         # the markers and closers that may stand between a name and its arguments (NAME<token>{...}), by last character
         self.tokens_by_last = _grouping((m[-1], m) for m in dict.fromkeys(

@@ -542,6 +542,9 @@ class NamedJson(WireFormat):
             i = body.find(sp.call_open, i + 1)
         return False
 
+    def claim_needs(self) -> tuple[str, ...]:
+        return () if self.spelling.section_open is not None else (self.spelling.call_open,)
+
     def render(self, calls: Sequence[ToolCall]) -> str:
         sp = self.spelling
         items = sp.joiner.join(

@@ -102,6 +102,9 @@ class SentinelPythonic(WireFormat):
     def claims_text(self, body: str) -> bool:
         return self.spelling.untagged and looks_pythonic(body)
 
+    def claim_needs(self) -> tuple[str, ...]:
+        return ("(",) if self.spelling.untagged else ()
+
     def sniff(self, body: str, at: int) -> bool:
         """A ``shared`` row claims a block only when a pythonic call (not a list, not JSON) starts it."""
         w = self.spelling
