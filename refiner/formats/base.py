@@ -194,8 +194,9 @@ class Detection:
     :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker the strict reader accepts: a tagged
     format reads a text strictly only when it holds one of ``markers`` or ``also_read``; ``strict_needs``: strings
     one of which the strict reader needs (it reads no text holding none of them): a tagged format's marker that alone
-    lets detection read it, an untagged format's keys or tags without which detection does not try it. ``by_name``: a
-    shape no literal marks, never detected, read only when a request or a chat template names it.
+    lets detection read it, an untagged format's keys or tags without which detection does not try it. ``claim_needs``:
+    strings one of which a text must hold for :meth:`WireFormat.claims_text` to accept it (none: it accepts no text).
+    ``by_name``: a shape no literal marks, never detected, read only when a request or a chat template names it.
     """
 
     rank: int = 0
@@ -204,6 +205,7 @@ class Detection:
     bare: bool = False
     also_read: tuple[str, ...] = ()
     strict_needs: tuple[str, ...] = ()
+    claim_needs: tuple[str, ...] = ("",)
     by_name: bool = False
 
 

@@ -40,18 +40,16 @@ Strict = dict[str, "list[ToolCall] | FormatError"]  # the strict readings of one
 # The format chosen among those sharing a marker, by (marker, its position after the reasoning): salvage takes it.
 Sniffed = dict[tuple[str, int], WireFormat]
 
-# A format's sniff asked of the text's body at a position (each question asked once per detection).
-Sniff = Callable[[WireFormat, int], bool]
-
 # The repair units (refiner.formats.jsonfix) that decoding an untagged text to classify it may spend.
 DETECT_REPAIR_COST = 2048
 
 
-def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int], sniff: Sniff,
-               sniffed: Sniffed | None = None) -> str | None:
+def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int],
+               sniff: Callable[[WireFormat, int], bool], sniffed: Sniffed | None = None) -> str | None:
     """The format the earliest (then longest) of the markers or closers ``named`` (each with the formats it names)
-    in the body names, the choice among formats sharing it added to ``sniffed``. A marker of untagged formats alone,
-    each of whose sniffs rejects the text there, names none: the next marker is taken."""
+    in the body names (``sniff``: a format's sniff asked at a position), the choice among formats sharing it added to
+    ``sniffed``. A marker of untagged formats alone, each of whose sniffs rejects the text there, names none: the
+    next marker is taken."""
     for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
         sharing = named[found]
         fmt = next((f for f in sharing if sniff(f, at)), None)
@@ -114,9 +112,8 @@ def detect_with_calls(
         for fmt in table.marked(found_at):
             at = -1
             for m in shared.get(fmt.name, ()):
-                i = in_body.get(m, -1)
-                if i >= 0 and (at < 0 or i < at):
-                    at = i
+                if m in in_body and not 0 <= at <= in_body[m]:
+                    at = in_body[m]
             if at >= 0:  # (each format is asked here once: its answer is kept for rule 2)
                 answers[fmt.name, at] = yes = fmt.sniff(body, at)
                 if not yes:
@@ -152,8 +149,9 @@ def detect_with_calls(
             for fmt in table.claiming_values:
                 if fmt.claims_value(value):
                     return fmt.name, None
-    for fmt in table.claiming_texts:
-        if fmt.claims_text(body):
+    held = {n for n in table.claimed_by if n in body}  # (a row needing none of them is not asked)
+    for fmt, needs in table.claim_needs.items():
+        if not held.isdisjoint(needs) and fmt.claims_text(body):
             return fmt.name, None
     return None, None
 

@@ -77,7 +77,9 @@ class MarkerTable:
         self.bare = tuple(f for f in fmts if f.detection.bare)
         self.bare_by_marker = _grouping((m, f) for f in self.bare for m in dict.fromkeys(f.detection.markers))
         self.claiming_values = _answering(fmts, "claims_value", contract)
-        self.claiming_texts = _answering(fmts, "claims_text", contract)
+        self.claim_needs = {f: n for f in _answering(fmts, "claims_text", contract) if (n := frozenset(f.detection.claim_needs))}
+        self.claiming_texts = tuple(self.claim_needs)  # (a row is asked only when the text holds one of its needs)
+        self.claimed_by = frozenset().union(*self.claim_needs.values())
         self.reading_untagged = _answering(self.with_markers, "read_untagged", contract)
         # the markers and closers that may stand between a name and its arguments (NAME<token>{...}), by last character
         self.tokens_by_last = _grouping((m[-1], m) for m in dict.fromkeys(
@@ -90,12 +92,12 @@ class MarkerTable:
     def marked(self, found_at: Mapping[str, int]) -> Sequence[Any]:
         """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those
         that need none."""
-        got = [fs for m in found_at if (fs := self.tagged_by_marker.get(m))]
+        got = dict.fromkeys(fs for m in found_at if (fs := self.tagged_by_marker.get(m)))  # (markers naming the same)
         if self.tagged_always:
-            got.append(self.tagged_always)
+            got[self.tagged_always] = None
         if len(got) > 1:  # (each of them is in rank order already)
             return sorted(set().union(*got), key=self.rank.__getitem__)
-        return got[0] if got else ()
+        return next(iter(got), ())
 
     def bare_marked(self, found_at: Mapping[str, int]) -> list[Any]:
         """The untagged formats, in rank order, one of whose markers is among ``found_at``."""

@@ -203,11 +203,13 @@ class NamedJson(WireFormat):
         if sp.section_open is not None:
             lay = layout(sp)
             closers = (lay.close, sp.section_close, lay.anchor) if sp.loose else (sp.section_close, sp.close)
-            return Detection(rank=rank, markers=(sp.section_open, lay.call), closers=closers)
+            return Detection(rank=rank, markers=(sp.section_open, lay.call), closers=closers, claim_needs=())
         if sp.call_marker:
-            return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else ())
+            return Detection(rank=rank, markers=(sp.call_open,), closers=(sp.close,) if sp.close else (),
+                             claim_needs=(sp.call_open,))
         header = (sp.header + sp.call_open,) if sp.header else ()  # no token of its own: a call prefix at a line start
-        return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True, strict_needs=(sp.call_open,))
+        return Detection(rank=rank, markers=("\n" + sp.call_open, *header), bare=True, strict_needs=(sp.call_open,),
+                         claim_needs=(sp.call_open,))
 
     def _name_ok(self, name: str) -> bool:
         return re.fullmatch(self.spelling.names, name) is not None and not marker_table().in_name(name)

@@ -97,7 +97,8 @@ class SentinelPythonic(WireFormat):
     def detection_for(cls, w: Wrapper, rank: int) -> Detection:
         # (an open token that is no markup, a word, is a row's marker only where its sniff claims the text)
         return Detection(rank=rank, markers=(w.open,), closers=(w.close,) if w.close else (),
-                         bare=w.bare or not is_markup(w.open), strict_needs=() if w.bare else (w.open,))
+                         bare=w.bare or not is_markup(w.open), strict_needs=() if w.bare else (w.open,),
+                         claim_needs=("(",) if w.untagged else ())
 
     def claims_text(self, body: str) -> bool:
         return self.spelling.untagged and looks_pythonic(body)

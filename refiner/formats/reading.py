@@ -232,7 +232,7 @@ def read_upstream(
                 fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
     # (the default format reads only JSON: with nothing to start a call, its lenient reading finds nothing but a
     # string cut at the end, which needs a quote)
-    plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', reasoning_offset(text)) < 0
+    plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', text.split.answer) < 0
     got = own if own is not None and fmt == wanted else read_text(text, fmt, tools, tried=tried, offered=offered,
                                                                    lenient=not plain)
     got.out_fmt, got.detected = out_fmt, found

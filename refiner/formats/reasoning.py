@@ -400,8 +400,8 @@ def _split(text: str, opened: bool | None) -> Split:
 
 
 def reasoning_offset(text: str) -> int:
-    """Where the answer starts: after the reasoning block (:func:`split_reasoning`), else 0."""
-    return split_reasoning(text).answer
+    """Where the answer starts: after the reasoning block (:func:`split_reasoning`, a :class:`Read`'s own), else 0."""
+    return text.split.answer if type(text) is Read else split_reasoning(text).answer
 
 
 def calls_text(text: str) -> str | None:
