@@ -111,7 +111,7 @@ class XmlReader:
             pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
         else:
             which, raw, pos = self._tag_end(text, pos, s.name_at, out)
-            written = raw if s.name_at == "eq" else _attrs(raw).get(s.name_attr, "")
+            written = raw if s.name_at == "eq" else _attrs(raw, out is not None).get(s.name_attr, "")
             name = written.strip()
             if which != s.tag_end or name != written:
                 if which is None:  # cut inside the name: no call can be trusted
@@ -228,7 +228,7 @@ class XmlReader:
             if key is None:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
         else:
-            attrs = _attrs(raw)
+            attrs = _attrs(raw, out is not None)
             if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
                 slip(self, out, None, f"unclosed {s.key_open}", pos)
                 return vstart, ""

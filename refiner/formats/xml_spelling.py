@@ -20,6 +20,7 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_LOOSE_ATTR = re.compile(r"""(?<!\S)([A-Za-z_][\w:.-]*)\s*(?:=\s*|(?=["']))(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,11 @@ def name_line(body: str, at: int) -> int:
     return line if at - line <= NAME_LINE_CHARS else at
 
 
-def _attrs(raw: str) -> dict[str, str]:
-    """The attributes of a tag's text (any quotes or none), XML's character entities decoded."""
+def _attrs(raw: str, loose: bool = False) -> dict[str, str]:
+    """The attributes of a tag's text (any quotes or none), XML's character entities decoded; ``loose``: each name
+    after a blank or at the start, a quoted value's ``=`` lost too (``key"city"``)."""
     out = {}
-    for key, double, single, bare in _ATTR.findall(raw):
+    for key, double, single, bare in (_LOOSE_ATTR if loose else _ATTR).findall(raw):
         value = double or single or bare  # (the one that matched: the others are empty)
         out[key] = html.unescape(value) if "&" in value else value
     return out
