@@ -269,8 +269,7 @@ def check_calls(
             unchecked = len(calls) - i
             break
         count.left -= 1
-        if call.outputs:
-            labelled = True
+        labelled = labelled or call.outputs
         spec = index.get(call.name)
         if spec is None:
             message = unknown.get(call.name)
