@@ -263,11 +263,13 @@ def check_calls(
     count = Count(MAX_CHECKED_VALUES)
     unchecked = 0
     unknown: dict[str, str] = {}  # (the message for each name no tool has, written once)
+    labelled = index is None  # (whether some call has an output label, which a reference may name)
     for i, call in enumerate(calls if index is not None else ()):
         if count.left <= 0:
             unchecked = len(calls) - i
             break
         count.left -= 1
+        labelled = labelled or call.outputs
         spec = index.get(call.name)
         if spec is None:
             message = unknown.get(call.name)
@@ -300,7 +302,7 @@ def check_calls(
         what = f"the last {unchecked} call(s) and " if unchecked else ""
         out.append(Finding("unchecked", f"{what}values beyond the first {MAX_CHECKED_VALUES} were not checked",
                            severity=WARNING))
-    if not names_only:
+    if not names_only and (labelled or unchecked):
         out.extend(_check_references(calls))
     return out
 
@@ -330,7 +332,8 @@ def check_reading(
         report.diagnostics.append(Finding(
             "offered_names", f"{len(by_names)} call(s) found only by the offered tool and parameter names, in markup "
             f"no format knows: {found.describe()}", severity=WARNING))
-    if not report.calls:
+    if report.calls:
+        check_calls(report.calls, tools, fmt=reading.fmt, text_values=text_values, report=report)
+    else:
         report.diagnostics.append(Finding("no_calls", "no tool call could be read", severity=WARNING))
-    check_calls(report.calls, tools, fmt=reading.fmt, text_values=text_values, report=report)
     return report
