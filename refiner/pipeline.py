@@ -349,8 +349,8 @@ def _json_safe(request: Mapping[str, Any]) -> dict[str, Any]:
 def make_result(job: Job, stage: str, text: str, calls: list[ToolCall], report: GateReport, reason: str) -> dict:
     """The JSON result of a job (see the module docstring); ``actions`` are listed whenever tier-1's text is
     returned, also as a fallback."""
-    tier1_text = stage == "repaired" or stage == "truncated" or stage == "fallback" and job.best_without_model[
-        0] == "repaired"  # (tier 1's text returned: its actions, when it has any, are listed)
+    # (tier 1's text returned: its actions, when it has any, are listed)
+    tier1_text = stage in ("repaired", "truncated") or stage == "fallback" and job.best_without_model[0] == "repaired"
     same = text == job.request["upstream"]  # (returned as it came: no change when valid or nothing could be done)
     changed = not (same and (job.upstream.strict_ok or stage in ("unchanged", "truncated")))
     found = [d.to_dict() for d in report.diagnostics]
