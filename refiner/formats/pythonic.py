@@ -125,15 +125,15 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Cal
     holds Python's constants has the rest read again with them as JSON (``rewritten``: that was done). ``sep``: see
     :func:`fast_call_list` (with another than ``","`` the calls start at 0, with ``","`` after the list's ``[``)."""
     first, following = _call_steps(sep)
-    decode, next_arg, next_call, add = JSON_DECODER.scan_once, _NEXT_ARG.match, following.match, calls.append
+    decode, first_arg, next_arg, next_call = JSON_DECODER.scan_once, _FIRST_ARG.match, _NEXT_ARG.match, following.match
+    add = calls.append
     one_a_line = sep == "\n"
     at = end
     m = first.match(src, end) if end == (1 if sep == "," else 0) else next_call(src, end)
     while m is not None:
-        name = m.group(1)
+        name = m[1]
         if name is None:  # "]" or the text's end: the end of the list, which must be the end of the text
             return calls, end, m.end() == len(src), m.start()
-        begun = m.start(1)
         if "." in name:  # (a plain name, the common case, is checked without a list of its parts)
             parts = name.split(".")
             if (any(not p or p[0] in "0123456789" for p in parts) or not _KEYWORDS.isdisjoint(parts)
@@ -144,14 +144,14 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Cal
         args: dict[str, Any] = {}
         at = m.end()
         if src[at - 1] == "(":  # (else "name()": the call's match read its ")")
-            m = _FIRST_ARG.match(src, at)
-            while m is not None:
-                key, _, constant, star = m.groups()
-                at = m.end()
+            arg = first_arg(src, at)
+            while arg is not None:
+                key, _, constant, star = arg.groups()
+                at = arg.end()
                 if key is None and star is None:  # ")"
                     break
                 if key is not None and (key in args or key.startswith(MANGLE) or not (key.isascii() or _plain(key))):
-                    return calls, end, False, m.start(2)
+                    return calls, end, False, arg.start(2)
                 if constant is not None:  # (a failed decode counts the lines before it: quadratic on long lists)
                     args[key] = CONSTANTS[constant]
                 else:
@@ -170,10 +170,10 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Cal
                     else:  # "**{...}": the renderer's form for keys that are not identifiers
                         args.update(value)
                     at = pos
-                m = next_arg(src, at)
-            if m is None:
+                arg = next_arg(src, at)
+            if arg is None:
                 break
-        if one_a_line and src.find("\n", begun, at) >= 0:
+        if one_a_line and src.find("\n", m.start(1), at) >= 0:
             break
         add((name, args) if make is None else make(name, args))
         end = at
