@@ -34,8 +34,16 @@ for f in Path(sys.argv[1]).iterdir():
 print(f"tests: {n['passed']} passed, {n['failed']} failed")
 EOF
 }
+# A Python 3.10 that runs: PYTHON310, else python3.10 on PATH, else pyenv's (a pyenv shim is on PATH whether or not
+# its version is selected, and runs only when it is).
+python310() {
+  local p
+  for p in ${PYTHON310:-} python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10; do
+    if "$p" -c "" 2>/dev/null; then echo "$p"; return; fi
+  done
+}
 py310_run() {  # .venv310: Python 3.10 with the library, its proxy and test tools (constraints/py310-test.txt)
-  [ -x .venv310/bin/python ] || python3.10 -m venv .venv310
+  [ -x .venv310/bin/python ] || "$(python310)" -m venv .venv310
   .venv310/bin/python -m pip install -q -c constraints/py310-test.txt -e ".[data]" pytest pytest-xdist pytest-timeout \
     hypothesis canitoolcall fastapi uvicorn httpx prometheus_client matplotlib tokenizers
   PY=.venv310/bin/python pytest_run py310 -q -m "not slow and not long" "$@"
@@ -52,10 +60,10 @@ if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
   phase slow pytest_run slow -q -m "slow and not long" "${dist[@]}" --durations=15 "$@"
 fi
 if [ "${CI:-}" = "true" ] || [ "${PY310:-}" = "1" ]; then  # the oldest supported Python: the library's own tests
-  if command -v python3.10 >/dev/null; then
+  if [ -n "$(python310)" ]; then
     phase py310 py310_run "${dist[@]}" "$@"
   else
-    echo "py310: no python3.10 on this machine; the oldest supported Python was not tested"
+    echo "py310: no Python 3.10 on this machine (PYTHON310=PATH names one); the oldest supported Python was not tested"
   fi
 fi
 if [ "${LONG:-}" = "1" ]; then
