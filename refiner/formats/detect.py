@@ -112,7 +112,7 @@ def detect_with_calls(
         for fmt in table.marked(found_at):
             at = -1
             for m in shared.get(fmt.name, ()):
-                if m in in_body and not 0 <= at <= in_body[m]:
+                if m in in_body and (at < 0 or in_body[m] < at):  # (the first of them in the body)
                     at = in_body[m]
             if at >= 0:  # (each format is asked here once: its answer is kept for rule 2)
                 answers[fmt.name, at] = yes = fmt.sniff(body, at)

@@ -62,8 +62,8 @@ class Reading:
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """Tool specs by name (``None`` when no tool list is known: tool and parameter checks are then skipped)."""
-    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (a copy of a catalog
-        return tools  # would read every spec; its type told first: the ABC check is the slow one)
+    if tools is None or type(tools) is ToolCatalog or isinstance(tools, ToolCatalog):  # (the exact type told first)
+        return tools  # (as it is: a copy of a catalog would read every spec)
     if isinstance(tools, Mapping):
         return dict(tools)
     return {t.name: t for t in tools}

@@ -35,8 +35,7 @@ CALLS_IN_REASONING = False  # the default policy: a call written inside reasonin
 _PAIRS: dict[tuple[str, str], None] = {THINK: None}  # every registered family's pairs, in registration order
 _OPENERS: set[str] = set()  # call markers of every registered format (tags that open or continue a call)
 _CLOSERS: set[str] = set()  # tags that close a call or a call section
-_LABELS: set[str] = set()  # line labels of every registered format (:func:`line_labels`)
-_LABELLED: dict[str, set[str]] = {}  # each format that writes line labels: its labels
+_LABELLED: dict[str, set[str]] = {}  # each registered format that writes line labels (:func:`line_labels`): its labels
 _FENCED: dict[str, str] = {}  # open literals (blanks stripped) of rows whose tags are no markup, and their closes
 _STATE: dict[str, Any] = {}  # what is made from the above (:func:`_state`), cleared when a format is registered
 MAX_LABELS_SEEN = 64  # line labels looked at per text by :func:`labelled_formats`
@@ -238,9 +237,7 @@ def learn(fmt: object) -> None:
     for t in tags:
         if is_markup(t):
             (_CLOSERS if is_closing_tag(t) else _OPENERS).add(t)
-    labels = line_labels(fmt)
-    _LABELS.update(labels)
-    if labels:
+    if labels := line_labels(fmt):
         _LABELLED.setdefault(getattr(fmt, "name", ""), labels)
     fenced = fenced_tags(fmt)
     if fenced is not None:
@@ -257,12 +254,13 @@ def pairs() -> tuple[tuple[str, str], ...]:
 def _state() -> dict[str, Any]:
     """The call tags as patterns and the pairs' openers and closers, made once per set of registered formats."""
     if not _STATE:
-        tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED) | _LABELS
-        tokens |= {"\n" + label for label in _LABELS}  # (a label after its line break; one opening the text aside)
+        labels = set().union(*_LABELLED.values())
+        tokens, known, starts = _OPENERS | _CLOSERS, tuple(_PAIRS), _OPENERS | set(_FENCED) | labels
+        tokens |= {"\n" + label for label in labels}  # (a label after its line break; one opening the text aside)
         think = {p[1] for p in known if "think" in p[1].lower()}
         _STATE.update(
             tokens=re.compile(trie(tokens)),  # (each matches nothing when there is nothing to find)
-            labels=tuple(_LABELS),
+            labels=tuple(labels),
             labelling=tuple(_LABELLED),  # (the format of each group of ``labelled``)
             labelled=re.compile(r"\n(?:" + "|".join(f"({_look_alikes(ls)})" for ls in _LABELLED.values()) + ")",
                                 _LINE_START) if _LABELLED else None,

@@ -94,7 +94,7 @@ class ToolCatalog(_ByName):
     def get(self, name: str, default: Any = None) -> Any:  # (Mapping's raises and catches KeyError for a miss)
         spec = self._read.get(name)
         if spec is None and (i := self._where.get(name)) is not None:
-            spec = self._read[name] = self._load(i)
+            spec = self._read.setdefault(name, self._load(i))  # (as __getitem__: a spec read once, whichever thread)
         return default if spec is None else spec
 
     @property
