@@ -42,8 +42,9 @@ python310() {
     if "$p" -c "" 2>/dev/null; then echo "$p"; return; fi
   done
 }
-py310_run() {  # .venv310: Python 3.10 with the library, its proxy and test tools (constraints/py310-test.txt)
-  [ -x .venv310/bin/python ] || "$(python310)" -m venv .venv310
+py310_run() {  # py310_run PYTHON ARGS...: .venv310 made by PYTHON (3.10) with the library, its proxy and test tools
+  [ -x .venv310/bin/python ] || "$1" -m venv .venv310  # (pinned in constraints/py310-test.txt)
+  shift
   .venv310/bin/python -m pip install -q -c constraints/py310-test.txt -e ".[data]" pytest pytest-xdist pytest-timeout \
     hypothesis canitoolcall fastapi uvicorn httpx prometheus_client matplotlib tokenizers
   PY=.venv310/bin/python pytest_run py310 -q -m "not slow and not long" "$@"
@@ -60,8 +61,9 @@ if [ "${CI:-}" = "true" ] || [ "${SLOW:-}" = "1" ]; then
   phase slow pytest_run slow -q -m "slow and not long" "${dist[@]}" --durations=15 "$@"
 fi
 if [ "${CI:-}" = "true" ] || [ "${PY310:-}" = "1" ]; then  # the oldest supported Python: the library's own tests
-  if [ -n "$(python310)" ]; then
-    phase py310 py310_run "${dist[@]}" "$@"
+  py310=$(python310)
+  if [ -n "$py310" ]; then
+    phase py310 py310_run "$py310" "${dist[@]}" "$@"
   else
     echo "py310: no Python 3.10 on this machine (PYTHON310=PATH names one); the oldest supported Python was not tested"
   fi
