@@ -135,34 +135,31 @@ def _short_repr(item: Any, limit: int) -> str:
         return f"<{type(item).__name__}>"
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+_NONE: Any = object()  # (no arguments given: a call's own empty dict)
+
+
+@dataclass(init=False, eq=False, slots=True)
 class ToolCall:
+    """One tool call: a value (nothing assigns to its fields once it is built; compare and hash it by :meth:`key`)."""
+
     name: str
     arguments: Mapping[str, JSON] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     step: int | None = None
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str, arguments: Mapping[str, JSON] = _NONE, outputs: Iterable[str] = (),
+                 step: int | None = None) -> None:
         # (exact type checks first: an ABC isinstance check costs as much as the rest of the construction)
-        if type(self.name) is not str and not isinstance(self.name, str):
-            raise TypeError(f"tool name must be a string, got {type(self.name).__name__}")
-        if type(self.arguments) is not dict and not isinstance(self.arguments, Mapping):
-            raise TypeError(f"arguments of {self.name!r} must be an object, got {type(self.arguments).__name__}")
-        if type(self.outputs) is not tuple:
-            object.__setattr__(self, "outputs", tuple(self.outputs))
-
-    @classmethod
-    def trusted(
-        cls, name: str, arguments: dict[str, JSON], outputs: tuple[str, ...] = (), step: int | None = None
-    ) -> ToolCall:
-        """A call built without the constructor's checks, for a reader that knows ``name`` is a ``str``,
-        ``arguments`` a ``dict`` and ``outputs`` a ``tuple``."""
-        self = _new(cls)
-        _set_name(self, name)
-        _set_arguments(self, arguments)
-        _set_outputs(self, outputs)
-        _set_step(self, step)
-        return self
+        if type(name) is not str and not isinstance(name, str):
+            raise TypeError(f"tool name must be a string, got {type(name).__name__}")
+        if arguments is _NONE:
+            arguments = {}
+        elif type(arguments) is not dict and not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments of {name!r} must be an object, got {type(arguments).__name__}")
+        self.name = name
+        self.arguments = arguments
+        self.outputs = outputs if type(outputs) is tuple else tuple(outputs)
+        self.step = step
 
     def key(self) -> tuple[str, str, tuple[str, ...], int | None]:
         """Identity used for equality, hashing and multiset comparison."""
@@ -198,9 +195,6 @@ class ToolCall:
         return cls(d["name"], dict(d.get("arguments") or {}), tuple(d.get("outputs") or ()), d.get("step"))
 
 
-_new = object.__new__
-# (the slots' own setters: a frozen dataclass's __setattr__ refuses, object.__setattr__ is slower)
-_set_name, _set_arguments, _set_outputs, _set_step = (ToolCall.__dict__[f].__set__ for f in ToolCall.__slots__)
 
 
 def calls_equal(a: Iterable[ToolCall], b: Iterable[ToolCall], *, ordered: bool) -> bool:

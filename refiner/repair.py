@@ -390,7 +390,7 @@ def repair_call(
             actions.append(action("coerce", f"{k}: {_short(v)} -> {_short(new_v)}", index, name, k))
     if len(actions) == n_before:
         return call
-    return ToolCall.trusted(name, args, call.outputs, call.step)
+    return ToolCall(name, args, call.outputs, call.step)
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -424,7 +424,7 @@ class BraceKV(WireFormat):
         # (strictly the arguments are level 1, as MAX_ARGUMENT_DEPTH counts; leniently a level more is read, and what
         # nests too deep is dropped after: WireFormat.parse_lenient)
         args, pos = reader.container(brace, 0 if out is not None else 1)
-        calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
+        calls.append(ToolCall(name, args))
         if reader.cut is not None:
             whole = {k: v for k, v in args.items() if k != reader.cut_key}
             out.mark_cut(len(calls) - 1, name, whole, reader.cut)

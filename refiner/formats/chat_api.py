@@ -108,7 +108,7 @@ class OpenAI(ApiMessage):
         name = self._name(fn.get("name"), "function.name", what, pos)
         raw = expect_str(self, fn.get("arguments"), f"'function.arguments' of {what}", pos)
         args = expect_object(self, strict_json(self, raw, pos), f"decoded 'function.arguments' of {what}", pos)
-        return ToolCall.trusted(name, args)
+        return ToolCall(name, args)
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         tool_calls = [{"id": f"call_{i}", "type": "function",
@@ -141,7 +141,7 @@ class Anthropic(ApiMessage):
         name = self._name(block.get("name"), "name", what, pos)
         if "input" not in block:
             raise self.error(f"{what} has no 'input'", pos)
-        return ToolCall.trusted(name, expect_object(self, block["input"], f"'input' of {what}", pos))
+        return ToolCall(name, expect_object(self, block["input"], f"'input' of {what}", pos))
 
     def render(self, calls: Sequence[ToolCall]) -> str:
         return dumps([{"type": "tool_use", "id": f"toolu_{i}", "name": c.name, "input": dict(c.arguments)}
@@ -191,7 +191,7 @@ class LlamaCppGeneric(ApiMessage):
         what = f"tool call #{i}"
         call = self._checked(item, what, _GENERIC_CALL_KEYS, pos)
         name = self._name(call.get("name"), "name", what, pos)
-        return ToolCall.trusted(name, expect_object(self, call.get("arguments"), f"'arguments' of {what}", pos))
+        return ToolCall(name, expect_object(self, call.get("arguments"), f"'arguments' of {what}", pos))
 
     def recover(self, text: str, out: Lenient) -> None:
         value = lenient_json_in_prose(strip_reasoning(text), self.looks_like)

@@ -50,7 +50,7 @@ class FunctionaryV31(NamedJson):
 
     def _after_calls(self, text: str, pos: int, calls: list[ToolCall]) -> list[ToolCall]:
         if text.startswith(PYTHON_TAG, pos):
-            return [*calls, ToolCall.trusted(PYTHON, {"code": text[pos + len(PYTHON_TAG) :]})]
+            return [*calls, ToolCall(PYTHON, {"code": text[pos + len(PYTHON_TAG) :]})]
         return super()._after_calls(text, pos, calls)
 
     def recover(self, text: str, out: Lenient) -> None:

@@ -69,7 +69,7 @@ class Glaive(WireFormat):
                 obj["arguments"] = strict_json(self, obj["arguments"], i)
             name, args, _ = strict_fields(self, obj, i, what="the call at", index=i)
             end = skip_ws(text, end)
-            calls.append(ToolCall.trusted(name, args))
+            calls.append(ToolCall(name, args))
             if not text.startswith(CLOSE, end):
                 if end == len(text):  # (dropped with the special tokens)
                     break

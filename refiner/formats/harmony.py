@@ -189,7 +189,7 @@ class Harmony(WireFormat):
         close = next((c for c in (CALL, self.spelling.between) if text.startswith(c, end)), "")
         if not close and end < len(text):
             raise self.error(f"expected {CALL} after the arguments of {name!r}, got {text[end : end + 30]!r}", end)
-        return ToolCall.trusted(name, args), end + len(close)
+        return ToolCall(name, args), end + len(close)
 
     def recover(self, text: str, out: Lenient) -> None:
         text = respell_tokens(text, self.tags + (RETURN,), out)

@@ -154,7 +154,7 @@ class JsonCalls(WireFormat):
             (name, args), = obj.items()
             if not name.strip() or type(args) is not dict:
                 raise self.error(f"call #{index}: the arguments of {name[:60]!r} must be a JSON object", pos)
-            return ToolCall.trusted(name, args)
+            return ToolCall(name, args)
         if sp.flat and type(obj) is dict:
             obj = {sp.name_key: obj.get(sp.name_key), sp.arg_keys[0]: {k: v for k, v in obj.items() if k != sp.name_key}}
         key = next((k for k in sp.arg_keys if isinstance(obj, dict) and k in obj), sp.arg_keys[0])
@@ -170,8 +170,8 @@ class JsonCalls(WireFormat):
             raise self.error(f"{sp.type_key!r} of call #{index} must be 'function'", pos)
         if sp.outputs_key:
             labels = expect_str_list(self, extras.get(sp.outputs_key, []), f"{sp.outputs_key!r} of call #{index}", pos)
-            return ToolCall.trusted(name, args, labels)
-        return ToolCall.trusted(name, args)
+            return ToolCall(name, args, labels)
+        return ToolCall(name, args)
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         sp = self.spelling

@@ -348,7 +348,7 @@ class NsXml(WireFormat):
             kept = ": the last value kept" if out is not None else ""
             slip(self, out, "bad_argument", f"argument {dup[:40]!r} given twice{kept}", at)
         if name:
-            calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
+            calls.append(ToolCall(name, args))
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
         return retype_calls(calls, tools, settle=_retype)

@@ -126,7 +126,7 @@ class MistralV11(WireFormat):
             if not text.startswith("{", pos):
                 raise self.error(f"expected {ARGS} and a JSON object after the tool name {name!r}", pos)
             args, end = decode_at(self, text, pos)
-            calls.append(ToolCall.trusted(name, args))
+            calls.append(ToolCall(name, args))
             nxt = skip_ws(text, end)
             if text.startswith(BOT, nxt):
                 i = nxt

@@ -282,13 +282,13 @@ class NamedJson(WireFormat):
             end = text.find(sp.close, at)
             if end < 0 or not text[at:end].strip():
                 raise self.error(f"expected the text of {name!r} and {sp.close}", at)
-            return ToolCall.trusted(name, {sp.text_key: text[at:end].strip()}), end + len(sp.close)
+            return ToolCall(name, {sp.text_key: text[at:end].strip()}), end + len(sp.close)
         if sp.python_call:
             args, end = self._python_arguments(text, at, name)
         else:
             args, end = decode_at(self, text, at)
             args = expect_object(self, args, f"the arguments of {name!r}", at)
-        return ToolCall.trusted(name, args), self._expect(text, end, (*lay.closes, lay.close),
+        return ToolCall(name, args), self._expect(text, end, (*lay.closes, lay.close),
                                                            f"after the arguments of {name!r}")
 
     def _python_arguments(self, text: str, at: int, name: str) -> tuple[dict, int]:

@@ -54,7 +54,7 @@ class Nestful(WireFormat):
             name, args, extra = strict_fields(self, item, pos, what="call", index=i, args_key=_args_key(item),
                                               extra_keys=("label",))
             outputs = (expect_str(self, extra["label"], f"'label' of call #{i}", pos),) if "label" in extra else ()
-            calls.append(ToolCall.trusted(name, args, outputs))
+            calls.append(ToolCall(name, args, outputs))
         return calls
 
     def recover(self, text: str, out: Lenient) -> None:

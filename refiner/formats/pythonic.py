@@ -97,9 +97,9 @@ def fast_call_list(src: str, sep: str = ",") -> list[ToolCall] | None:
     ``[...]`` list, else what is written between calls that stand one after another (a call holds no line break
     when that is ``sep``)."""
     if sep == ",":
-        calls, _, complete, _ = fast_call_prefix(src, make=ToolCall.trusted)
+        calls, _, complete, _ = fast_call_prefix(src, make=ToolCall)
     else:
-        calls, _, complete, _ = ([], 0, False, 0) if refused(src) else read_on(src, 0, [], make=ToolCall.trusted,
+        calls, _, complete, _ = ([], 0, False, 0) if refused(src) else read_on(src, 0, [], make=ToolCall,
                                                                                sep=sep)
     return calls if complete else None
 

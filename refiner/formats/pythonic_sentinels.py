@@ -118,7 +118,7 @@ class SentinelPythonic(WireFormat):
         src = body.strip()
         offset = a + len(body) - len(body.lstrip())
         if self.spelling.json_ok and src.startswith("[") and src[1:].lstrip().startswith("{"):
-            return [ToolCall.trusted(*strict_fields(self, item, offset, what="call", index=i)[:2])
+            return [ToolCall(*strict_fields(self, item, offset, what="call", index=i)[:2])
                     for i, item in enumerate(strict_json(self, src, offset))]
         if self.spelling.lines:  # (no call: "[]")
             fast = fast_call_list(src, self._between())
@@ -405,7 +405,7 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
     k = take_items(len(prefix))
     gave_up = k < len(prefix) or (len(prefix) >= MAX_RECOVERED_ITEMS and not complete)
     if gave_up or complete:
-        out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix[:k])
+        out.calls.extend(ToolCall(name, args) for name, args in prefix[:k])
         if gave_up:
             out.note("gave_up", f"stopped after {len(out.calls)} calls; the rest was not read")
         return
@@ -418,10 +418,10 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
     if not at_end:
         mended = mend_list(src, end, prefix, offered_tools())
         if mended is not None:  # one character lost or doubled: the list read with it mended
-            out.calls.extend(ToolCall.trusted(name, args) for name, args in mended[0])
+            out.calls.extend(ToolCall(name, args) for name, args in mended[0])
             out.note("mended", f"broken call list read whole: {mended[1]}")
             return
-    out.calls.extend(ToolCall.trusted(name, args) for name, args in prefix)
+    out.calls.extend(ToolCall(name, args) for name, args in prefix)
     if end:
         src = src[end:].lstrip().removeprefix(",")
     src = src.removeprefix("[")

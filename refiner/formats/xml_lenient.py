@@ -172,7 +172,7 @@ class XmlReader:
             slip(self, out, "not_a_call", f"{name[:60]!r} alone between call tags is text, not a call", pos)
             name = ""
         if name:
-            calls.append(ToolCall(name, args) if out is not None else ToolCall.trusted(name, args))
+            calls.append(ToolCall(name, args))
         if not closed:
             self._mark_cut(text, whole, out, name, args, cut)
         return self._after_call(text, pos, name, out)
