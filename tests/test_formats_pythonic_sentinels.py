@@ -284,3 +284,42 @@ def test_fast_reader_agrees_with_the_split_path_on_random_bodies():
             slow = None
         assert fast == slow, (sep, src)
     assert read_fast > 300
+
+
+def _split_one_char_at_a_time(src: str, sep: str) -> list[str]:
+    """split_calls' rule read one character at a time: a string runs to its quote on its own line (a backslash
+    escapes any character but a line break); a quote no string closes is text, and so is every later quote of its
+    kind up to the line's end."""
+    pieces, start, i, dead = [], 0, 0, set()
+    while i < len(src):
+        if src.startswith(sep, i):
+            pieces.append(src[start:i])
+            i = start = i + len(sep)
+            dead = set() if "\n" in sep else dead
+            continue
+        ch = src[i]
+        if ch == "\n":
+            dead = set()
+        elif ch in "'\"" and ch not in dead:
+            j = i + 1
+            while j < len(src) and src[j] not in (ch, "\n") and not (src[j] == "\\" and src[j + 1 : j + 2] in ("", "\n")):
+                j += 2 if src[j] == "\\" else 1
+            if j < len(src) and src[j] == ch:
+                i = j + 1
+                continue
+            dead.add(ch)
+        i += 1
+    return [*pieces, src[start:]]
+
+
+def test_split_calls_follows_its_rule_on_random_texts():
+    import random
+
+    from refiner.formats.pythonic_sentinels import split_calls
+
+    rnd = random.Random(11)
+    for n in range(20000):
+        sep = rnd.choice([";", "; ", "<<f>>", "\n", "\n\n"])
+        src = "".join(rnd.choice(["a", ";", " ", '"', "'", "\\", "\n", "<<f>>", "x(", ")"])
+                      for _ in range(rnd.randint(0, 14)))
+        assert split_calls(src, sep) == _split_one_char_at_a_time(src, sep), (sep, src)

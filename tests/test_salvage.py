@@ -433,3 +433,19 @@ def test_a_bytes_literal_in_a_dict_is_read_as_its_text_and_said_so():
     assert any("bytes literal b'Paris' read as the string 'Paris'" in n for n in got.notes)
     got = salvage("{'city': b'Paris'} is a dict.", OFFERED)  # no call read: nothing said of its values
     assert got.calls == [] and not any("bytes" in n for n in got.notes)
+
+
+def test_markers_given_for_a_text_longer_than_the_lenient_limit_are_those_of_the_part_read():
+    """Salvage reads a text cut at MAX_LENIENT_CHARS: the caller's markers (found in the whole text) count only where
+    they fit in the part kept, as if it had looked for them there."""
+    from refiner.formats.base import MAX_LENIENT_CHARS, marker_positions
+
+    call = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
+    closed = '{"name": "f", "arguments": {"a": 1}}</tool_call> '  # (a closer, its opening tag lost)
+    for before, after in ((call + " ", " [TOOL_CALLS]"), (closed, "[TOOL_CALLS]"), (" ", call)):
+        text = before + "x" * (MAX_LENIENT_CHARS - len(before) - 5) + after
+        given = salvage(text, {"f": ["a"]}, markers=marker_positions(text))
+        own = salvage(text, {"f": ["a"]})
+        assert (given.calls, given.notes) == (own.calls, own.notes)
+    assert given.calls == []
+    assert salvage(call + " " + "x" * MAX_LENIENT_CHARS, {"f": ["a"]}).calls == [ToolCall("f", {"a": 1})]

@@ -359,7 +359,7 @@ def split_calls(src: str, sep: str) -> list[str]:
     """``src`` split at each ``sep`` outside quoted strings. A string ends with its line; a quote that no string
     closes on its line is text, and so is every later quote of its kind on that line (its string would end where the
     first one's failed). So a line break, or a text with no quote, is split at every ``sep``."""
-    if sep == "\n" or ('"' not in src and "'" not in src):
+    if sep == "\n" or ('"' not in src and "'" not in src) or sep not in src:
         return src.split(sep)
     pieces, start, pos, dead = [], 0, 0, ""  # dead: the quotes that open no string up to the line's end
     while (pos := _plain_run(sep, dead).match(src, pos).end()) < len(src):

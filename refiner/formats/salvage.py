@@ -413,7 +413,9 @@ def salvage(
     cut = len(text) - reasoning_offset(text) > MAX_LENIENT_CHARS
     if cut:  # (cut where the formats' lenient readers cut it, so their readings in ``known`` are of this text)
         text = read(text[: reasoning_offset(text) + MAX_LENIENT_CHARS])
-    scan = _Scan(text, reasoning_offset(text), offered, known, *((None,) * 3 if cut else (markers, tried, sniffed)))
+        if markers is not None:  # (a marker first found within the part kept is found there first)
+            markers = {m: i for m, i in markers.items() if i + len(m) <= len(text)}
+    scan = _Scan(text, reasoning_offset(text), offered, known, markers, *((None,) * 2 if cut else (tried, sniffed)))
     if cut:
         scan.notes.append(f"only the first {MAX_LENIENT_CHARS} characters after the reasoning were read")
     complete = not cut
