@@ -13,7 +13,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
@@ -143,9 +143,9 @@ class ToolCall:
     """One tool call: a value (nothing assigns to its fields once it is built; compare and hash it by :meth:`key`)."""
 
     name: str
-    arguments: Mapping[str, JSON] = field(default_factory=dict)
-    outputs: tuple[str, ...] = ()
-    step: int | None = None
+    arguments: Mapping[str, JSON]
+    outputs: tuple[str, ...]
+    step: int | None
 
     def __init__(self, name: str, arguments: Mapping[str, JSON] = _NONE, outputs: Iterable[str] = (),
                  step: int | None = None) -> None:

@@ -318,7 +318,7 @@ def test_split_calls_follows_its_rule_on_random_texts():
     from refiner.formats.pythonic_sentinels import split_calls
 
     rnd = random.Random(11)
-    for n in range(20000):
+    for _ in range(20000):
         sep = rnd.choice([";", "; ", "<<f>>", "\n", "\n\n"])
         src = "".join(rnd.choice(["a", ";", " ", '"', "'", "\\", "\n", "<<f>>", "x(", ")"])
                       for _ in range(rnd.randint(0, 14)))
