@@ -163,6 +163,15 @@ def format_texts(fmt: formats.WireFormat, size: int) -> list[tuple[str, str]]:
     if str(SLOT) in slot:
         for kind, storm in storms(size):
             out.append((f"value {kind}", slot.replace(str(SLOT), storm, 1)))
+        # a quote storm after an empty string and a separator, and one followed by a second call
+        try:
+            two = fmt.render([ToolCall("f", {"a": 1, "b": SLOT}), ToolCall("g", {"x": 1})]) if not fmt.names_only else ""
+        except formats.RenderError:
+            two = ""
+        for q in "\"'":
+            out.append((f"value {q}{q}; then a {q} storm", slot.replace(str(SLOT), _fill(q + q + ";" + q * size, size), 1)))
+            if str(SLOT) in two:
+                out.append((f"{q} storm, then a second call", two.replace(str(SLOT), q * size, 1)))
     out.append(("many_calls", many))
     out.append(("many_calls_cut", many[: len(many) // 2]))
     if "Paris" in many:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.pythonic import lenient_string
-from refiner.formats.pythonic_scan import STRICT_STRING, open_brackets, split_top_level, string_end
+from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren, open_brackets, split_top_level, string_end
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
@@ -342,6 +342,50 @@ def _brackets_one_by_one(src: str) -> tuple[int, bool]:
 @given(st.text(alphabet=list("\"'()[]{},: \\\na"), max_size=30))
 def test_open_brackets_reads_as_one_character_at_a_time(src):
     assert open_brackets(src) == _brackets_one_by_one(src)
+
+
+# Texts for the readers' one-character references: quote runs, escapes, brackets, commas and what may follow a value.
+_PIECES = ['"', '"', "'", "'", '""', "''", "\\", "(", ")", "[", "]", "{", ",", ":", " ", "\n", "a", "="]
+
+
+def _random_texts(seed: int, n: int) -> list[str]:
+    import random
+
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice(_PIECES) for _ in range(rnd.randint(0, 24))) for _ in range(n)]
+
+
+def test_open_brackets_reads_quote_runs_as_one_character_at_a_time():
+    for src in _random_texts(5, 20000):
+        assert open_brackets(src) == _brackets_one_by_one(src), src
+
+
+def _closer_one_by_one(src: str, at: int) -> int:
+    """matching_paren's answer found a character at a time: strings as Python reads them; a closer closes the last
+    bracket left open; a string not closed ends the search (``len(src)``)."""
+    opened, i = [], at
+    while i < len(src):
+        ch = src[i]
+        if ch in "'\"":
+            m = STRICT_STRING[ch].match(src, i)
+            if m is None:
+                return len(src)
+            i = m.end()
+            continue
+        if ch in "([{":
+            opened.append(i)
+        elif ch in ")]}" and opened:
+            opened.pop()
+            if not opened:
+                return i
+        i += 1
+    return len(src)
+
+
+def test_matching_paren_reads_as_one_character_at_a_time():
+    for src in _random_texts(6, 20000):
+        src = "(" + src
+        assert matching_paren(src, 0) == _closer_one_by_one(src, 0), src
 
 
 @pytest.mark.parametrize("src, expected", [

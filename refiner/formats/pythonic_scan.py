@@ -17,14 +17,17 @@ from refiner.formats.tags import tag_look_alike
 _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
 # A string from its opening quote as Python reads it ...
 STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) for q in "'\""}
+# Text up to a bracket, a comma or a quote that opens no string, strings as Python reads them taken in one match.
+_PLAIN_OR_STRINGS = re.compile(r"""(?:[^"'()\[\]{},]+|"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')*""", re.DOTALL)
 # ... and leniently: to the first unescaped quote followed by what may follow a value, so an unescaped quote inside a
 # value ('sed -n '1,5p' f') stays text (those quotes found once per text, each string's end a binary search).
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
 CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
 # A lenient string whole, from its opening quote to the first unescaped quote followed by what may follow a value.
-# (a run of plain characters is taken whole, the lookahead refusing to split it: no backtracking into it; Python 3.10
-# has no possessive quantifier)
-_LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+(?![^{q}\\])|\\.|{q}(?!{_MAY_FOLLOW}))*{q}(?={_MAY_FOLLOW})" for q in "'\""}
+# (a run of plain characters is taken whole, and a run of quotes but its last, the lookaheads refusing to split them:
+# no backtracking into them; Python 3.10 has no possessive quantifier)
+_LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+(?![^{q}\\])|\\.|{q}+(?={q}(?!{q}))|{q}(?!{q})(?!{_MAY_FOLLOW}))*{q}(?={_MAY_FOLLOW})"
+                   for q in "'\""}
 
 
 @functools.lru_cache(maxsize=4)
@@ -59,9 +62,10 @@ def _unquoted(src: str, start: int = 0, end: int | None = None, *, lenient_quote
     """``(index, char)`` for each bracket and comma of ``src[start:end]`` outside quoted strings, and last ``(index,
     quote)`` of a string that is not closed before ``end``."""
     end = len(src) if end is None else end
+    plain = _PLAIN if lenient_quotes else _PLAIN_OR_STRINGS
     i = start
     while i < end:
-        i = _PLAIN.match(src, i, end).end()
+        i = plain.match(src, i, end).end()
         if i >= end:
             return
         ch = src[i]

@@ -229,8 +229,8 @@ class SentinelPythonic(WireFormat):
         w = self.spelling
         j = chunk.find(w.close) if w.close else -1
         for _ in range(MAX_CLOSE_TRIES):
-            if j < 0 or not open_brackets(chunk[:j])[1] or not (
-                    pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()):
+            if j < 0 or not (pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()
+                             ) or not open_brackets(chunk[:j])[1]:
                 return j
             j = chunk.find(w.close, j + len(w.close))
         return -1
@@ -380,7 +380,7 @@ def _plain_run(sep: str, dead: str) -> re.Pattern[str]:
     ``dead`` quotes, which are text) the line's end."""
     live = [q for q in "'\"" if q not in dead]
     stops = re.escape(sep[0]) + "".join(live) + ("\\n" if dead else "")
-    alts = [rf"[^{stops}]+", *(rf"{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}" for q in live)]
+    alts = [rf"[^{stops}]+", *(rf"(?:{q}{q})+|{q}[^{q}\\\n]*(?:\\.[^{q}\\\n]*)*{q}" for q in live)]
     if len(sep) > 1:
         alts.append(re.escape(sep[0]) + f"(?!{re.escape(sep[1:])})")
     return re.compile(f"(?:{'|'.join(alts)})*")
