@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from refiner import formats
 from refiner.calls import ToolCall
 from refiner.formats.pythonic import lenient_string
-from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren, open_brackets, split_top_level, string_end
+from refiner.formats.pythonic_scan import matching_paren, open_brackets, split_top_level, string_end
 from refiner.pipeline import Refiner
 from refiner.specs import load_tools
 
@@ -315,6 +315,20 @@ def test_a_shell_command_with_escaped_quotes_reads_whole(fmt, literal, command):
     assert cut.calls == [ToolCall("bash", {"command": command})]
 
 
+def _python_string_end(src: str, i: int) -> int:
+    """The index after the string whose quote is ``src[i]`` as Python reads it (a backslash escapes the next
+    character), a character at a time; -1 when it is not closed."""
+    j = i + 1
+    while j < len(src):
+        if src[j] == "\\":
+            j += 2
+        elif src[j] == src[i]:
+            return j + 1
+        else:
+            j += 1
+    return -1
+
+
 def _brackets_one_by_one(src: str) -> tuple[int, bool]:
     """open_brackets' answer found a character at a time: a quote starts a lenient string (string_end) until one of
     its kind closes none, then strings of that kind as Python reads them; a quote that closes no string ends it."""
@@ -328,10 +342,9 @@ def _brackets_one_by_one(src: str) -> tuple[int, bool]:
                     lenient[ch] = False
                     continue
             else:
-                m = STRICT_STRING[ch].match(src, i)
-                if m is None:
+                j = _python_string_end(src, i)
+                if j < 0:
                     return depth, True
-                j = m.end()
             i = j
             continue
         depth = depth + 1 if ch in "([{" else max(depth - 1, 0) if ch in ")]}" else depth
@@ -367,10 +380,9 @@ def _closer_one_by_one(src: str, at: int) -> int:
     while i < len(src):
         ch = src[i]
         if ch in "'\"":
-            m = STRICT_STRING[ch].match(src, i)
-            if m is None:
+            i = _python_string_end(src, i)
+            if i < 0:
                 return len(src)
-            i = m.end()
             continue
         if ch in "([{":
             opened.append(i)

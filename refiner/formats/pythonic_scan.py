@@ -15,19 +15,18 @@ from dataclasses import dataclass, field
 from refiner.formats.tags import tag_look_alike
 
 _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
-# A string from its opening quote as Python reads it ...
-STRICT_STRING = {q: re.compile(q + r"(?:[^" + q + r"\\]|\\.)*" + q, re.DOTALL) for q in "'\""}
-# Text up to a bracket, a comma or a quote that opens no string, strings as Python reads them taken in one match.
-_PLAIN_OR_STRINGS = re.compile(r"""(?:[^"'()\[\]{},]+|"[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')*""", re.DOTALL)
-# ... and leniently: to the first unescaped quote followed by what may follow a value, so an unescaped quote inside a
-# value ('sed -n '1,5p' f') stays text (those quotes found once per text, each string's end a binary search).
+# What may follow a value: a quote before it may end a leniently read string.
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
 CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
-# A lenient string whole, from its opening quote to the first unescaped quote followed by what may follow a value.
-# (a run of plain characters is taken whole, and a run of quotes but its last, the lookaheads refusing to split them:
-# no backtracking into them; Python 3.10 has no possessive quantifier)
-_LENIENT_STRING = {q: rf"{q}(?:[^{q}\\]+(?![^{q}\\])|\\.|{q}+(?={q}(?!{q}))|{q}(?!{q})(?!{_MAY_FOLLOW}))*{q}(?={_MAY_FOLLOW})"
-                   for q in "'\""}
+# A string's text up to its closing quote, as Python reads it (False), or leniently (True): to the first unescaped
+# quote followed by what may follow a value, so an unescaped quote inside a value ('sed -n '1,5p' f') stays text (a
+# run of quotes but its last taken in one step).
+_BODY = {(q, lenient): rf"(?:[^{q}\\]+|\\.|{q}+(?={q})|{q}(?!{_MAY_FOLLOW}))*" if lenient else rf"[^{q}\\]*(?:\\.[^{q}\\]*)*"
+         for q in "'\"" for lenient in (False, True)}
+STRICT_STRING = {q: re.compile(f"{q}{_BODY[q, False]}{q}", re.DOTALL) for q in "'\""}  # from its opening quote
+# Text up to a bracket, a comma or a quote that opens no string, strings as Python reads them taken in one match.
+_PLAIN_OR_STRINGS = re.compile(r"""(?:[^"'()\[\]{},]+|""" + "|".join(p.pattern for p in STRICT_STRING.values()) + ")*",
+                               re.DOTALL)
 
 
 @functools.lru_cache(maxsize=4)
@@ -162,13 +161,16 @@ _STEP = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
 
 
 def _strings(lenient_double: bool, lenient_single: bool) -> str:
-    """A pattern for one string, each kind of quote read leniently (:data:`_LENIENT_STRING`) or as Python reads it."""
-    return "|".join(_LENIENT_STRING[q] if lenient else STRICT_STRING[q].pattern
-                    for q, lenient in (('"', lenient_double), ("'", lenient_single)))
+    """A pattern for one string, each kind of quote read leniently or as Python reads it (:data:`_BODY`). A string's
+    text is read once, as groups 1 ('"') and 2 ("'") in a lookahead that the match then takes: a string that is not
+    closed is given up at once, not read again a character shorter at a time (Python 3.10 has no possessive
+    quantifier)."""
+    return "|".join(rf"{q}(?=({_BODY[q, lenient]}))\{n}{q}" + (f"(?={_MAY_FOLLOW})" if lenient else "")
+                    for n, (q, lenient) in enumerate((('"', lenient_double), ("'", lenient_single)), 1))
 
 
 # By whether '"' and "'" strings are read leniently: a string, else a quote that no such string closes with the rest
-# of the text after it (as group 1 after '"', group 2 after "'").
+# of the text after it (as group 3 after '"', group 4 after "'").
 _MODES = [(d, s) for d in (False, True) for s in (False, True)]
 _STRING_OR_REST = {mode: re.compile(f"{_strings(*mode)}|\"(.*)|'(.*)", re.DOTALL) for mode in _MODES}
 _MAY_CLOSE = {q: re.compile(f"{q}(?={_MAY_FOLLOW})") for q in "\"'"}  # a quote that may close a lenient string
@@ -184,8 +186,8 @@ def open_brackets(src: str) -> tuple[int, bool]:
     lenient = {q: _MAY_CLOSE[q].search(src) is not None for q in "\"'"}
     depth, i, n = 0, 0, len(src)
     while True:
-        parts = _STRING_OR_REST[(lenient['"'], lenient["'"])].split(src[i:])  # (text, rest after ", rest after ')*
-        depth = _after_run(depth, "".join(_BRACKET_RUN.findall("".join(parts[::3]))))
+        parts = _STRING_OR_REST[(lenient['"'], lenient["'"])].split(src[i:])  # (text, 4 groups)*, text
+        depth = _after_run(depth, "".join(_BRACKET_RUN.findall("".join(parts[::5]))))
         rest = None if len(parts) == 1 else parts[-3] if parts[-3] is not None else parts[-2]
         if rest is None:
             return depth, False
