@@ -18,9 +18,8 @@ _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
 # What may follow a value: a quote before it may end a leniently read string.
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
 CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
-# A string's text up to its closing quote, as Python reads it (False), or leniently (True): to the first unescaped
-# quote followed by what may follow a value, so an unescaped quote inside a value ('sed -n '1,5p' f') stays text (a
-# run of quotes but its last taken in one step).
+# A string's text up to its closing quote as Python reads it (False), or leniently (True): up to an unescaped quote
+# followed by what may follow a value, so an unescaped quote inside a value ('sed -n '1,5p' f') stays text.
 _BODY = {(q, lenient): rf"(?:[^{q}\\]+|\\.|{q}+(?={q})|{q}(?!{_MAY_FOLLOW}))*" if lenient else rf"[^{q}\\]*(?:\\.[^{q}\\]*)*"
          for q in "'\"" for lenient in (False, True)}
 STRICT_STRING = {q: re.compile(f"{q}{_BODY[q, False]}{q}", re.DOTALL) for q in "'\""}  # from its opening quote
@@ -161,10 +160,8 @@ _STEP = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
 
 
 def _strings(lenient_double: bool, lenient_single: bool) -> str:
-    """A pattern for one string, each kind of quote read leniently or as Python reads it (:data:`_BODY`). A string's
-    text is read once, as groups 1 ('"') and 2 ("'") in a lookahead that the match then takes: a string that is not
-    closed is given up at once, not read again a character shorter at a time (Python 3.10 has no possessive
-    quantifier)."""
+    """A pattern for one string, each kind of quote read leniently or not (:data:`_BODY`); its text is taken as group 1
+    ('"') or 2 ("'") in a lookahead, so a string not closed is not read again a character shorter at a time."""
     return "|".join(rf"{q}(?=({_BODY[q, lenient]}))\{n}{q}" + (f"(?={_MAY_FOLLOW})" if lenient else "")
                     for n, (q, lenient) in enumerate((('"', lenient_double), ("'", lenient_single)), 1))
 
