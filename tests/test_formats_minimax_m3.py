@@ -154,3 +154,47 @@ def _depth(value, d=0):
     if isinstance(value, list):
         return max((_depth(v, d + 1) for v in value), default=d + 1)
     return d
+
+
+@pytest.mark.parametrize("wrong", ["]<]]minimax[>[", "]<minimax[>[", "]<]minimax>[", "]<,]minimax[>[", "]<]MINIMAX[>[",
+                                   "]<]minimax[>"])
+def test_a_namespace_token_written_wrong_is_read_as_the_token(wrong):
+    text = block(invoke("f", el("s", "hi"), el("n", "3")))
+    broken = text.replace(f"{NS}</s>", f"{wrong}</s>", 1)
+    got = M3.parse_lenient(broken)
+    assert got.calls == [ToolCall("f", {"s": "hi", "n": 3})]
+    assert any(f"written as {wrong!r}" in p.message for p in got.problems)
+    with pytest.raises(formats.FormatError):
+        M3.parse_strict(broken)
+
+
+def test_a_call_tag_in_another_case_a_name_in_single_quotes_or_without_its_equals_sign_is_read():
+    text = block(invoke("f", el("n", "1")), invoke("g", el("n", "2")), invoke("h", el("n", "3")))
+    broken = text.replace(f'{NS}<invoke name="f"', "]<]MINIMAX[>[<INVOKE name='f'", 1).replace('name="g"', 'name"g"')
+    assert M3.parse_lenient(broken).calls == [ToolCall(n, {"n": i}) for i, n in enumerate("fgh", 1)]
+    with pytest.raises(formats.FormatError):
+        M3.parse_strict(text.replace('name="g"', "name='g'"))
+
+
+def test_a_call_whose_token_and_tag_were_lost_is_read_from_its_name_at_a_line_start():
+    text = block(invoke("f", el("n", "1")), invoke("g", el("n", "2")))
+    broken = text.replace(f"{NS}<invoke ", "", 1)
+    got = M3.parse_lenient(broken)
+    assert got.calls == [ToolCall("f", {"n": 1}), ToolCall("g", {"n": 2})]
+    assert any("without" in p.message for p in got.problems)
+
+
+def test_the_word_in_a_value_or_a_token_far_from_it_is_left_alone():
+    value = "see ]<]minimax docs, minimax[>[ or MiniMax"
+    text = block(invoke("f", el("s", value)))
+    assert M3.parse_lenient(text.replace(f"{NS}</invoke>", f"{NS}</invoke", 1)).calls == [ToolCall("f", {"s": value})]
+    for far in ("]<]minimx[>[", "]<>minimax<>[", "minimax"):  # the word misspelt, two marks changed, no marks
+        got = M3.parse_lenient(text.replace(f"{NS}</s>", f"{far}</s>", 1))
+        assert not any("written as" in p.message for p in got.problems), far
+
+
+def test_calls_after_a_lost_block_close_are_all_read():
+    text = block(invoke("f", el("n", "1")), invoke("g", el("n", "2")), invoke("h", el("n", "3")))
+    got = M3.parse_lenient(text.replace(f"{NS}</tool_call>", ""))
+    assert got.calls == [ToolCall(n, {"n": i}) for i, n in enumerate("fgh", 1)]
+    assert [p.message for p in got.problems] == [f"missing {NS}</tool_call> after the last call"]

@@ -179,7 +179,6 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                            "(missing tag: 34 of 40 fixed)")),
     "kimi_k3": (0.85, ("a lost <|open|>argument or <|open|>call token (key=\"...\" left bare) or a string value's "
                        "closer written wrong, read as its text (strictly valid)")),
-    "minimax_m3": (0.55, "the ]<]minimax[>[ namespace token written wrong is not respelt"),
     "multi_format_gptoss": (0.80, "a lost or misspelt <tool_call>to=functions. (the row's only marker) is not put back"),
     "plamo3": (0.85, "a token lost whole or swapped for another format's is not put back"),
     "solar_open": (0.85, "a call token lost whole is not put back (missing tag: 23 of 40 fixed)"),

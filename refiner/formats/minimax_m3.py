@@ -13,17 +13,21 @@ nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid
 
 from __future__ import annotations
 
+import functools
 import itertools
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import MAX_ARGUMENT_DEPTH, Detection, Lenient, WireFormat, name_refused
+from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat, name_refused
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.strict import JSON_DECODER
+from refiner.formats.tags import MAX_SCANNED, letters, osa_distance
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import slip
+from refiner.formats.xml_spelling import _attrs
 from refiner.formats.xmlvalues import read_value, retype_calls, retype_value, write_key, write_value
 
 NAME_PATTERN = r"[^\s\"<>]+"
@@ -122,13 +126,16 @@ class NsXml(WireFormat):
         raw = text[q:gt]
         return _Tag(p, gt + 1, closing, raw, raw.strip() if lenient else raw)
 
-    def _invoke_name(self, tag: _Tag) -> str | None:
-        """The tool name when ``tag`` opens a call (``invoke name="..."``), else ``None``."""
+    def _invoke_name(self, tag: _Tag, loose: bool = False) -> str | None:
+        """The tool name when ``tag`` opens a call (``invoke name="..."``; ``loose``: any quotes, its ``=`` lost too),
+        else ``None``."""
         s = self.spelling
         raw = tag.raw
         if tag.closing or not raw.startswith(s.invoke) or not raw[len(s.invoke) : len(s.invoke) + 1].isspace():
             return None
         rest = raw[len(s.invoke) :].strip()
+        if loose:
+            return _attrs(rest, loose=True).get(s.name_attr, "")
         head = f'{s.name_attr}="'
         return rest[len(head) : -1] if rest.startswith(head) and rest.endswith('"') else ""
 
@@ -191,6 +198,7 @@ class NsXml(WireFormat):
     def recover(self, text: str, out: Lenient) -> None:
         s = self.spelling
         pos = reasoning_offset(text)
+        text = self._respelt(text, pos, out)
         tags = self._tags(text, pos, out)
         if not any(self._invoke_name(t) is not None for t in tags):
             out.note("missing_tag", f"no {s.invoke_open} ...> call found")
@@ -214,9 +222,36 @@ class NsXml(WireFormat):
             i = self._recover_invoke(text, tags, i, out.calls, out)
             if i < 0:
                 return
-            if not any(t.closing and t.key == s.section for t in tags[start:]):
-                out.note("missing_tag", f"missing {s.section_close} after the last call")
-                return
+        if not any(t.closing and t.key == s.section for t in tags[start:]):
+            out.note("missing_tag", f"missing {s.section_close} after the last call")
+
+    def _respelt(self, text: str, pos: int, out: Lenient) -> str:
+        """``text`` with a call's lost token and tag put back before its name at a line's start, and each look-alike of
+        the namespace token (before a ``<``) written as it: the token's word in any case, the whole at most one edit
+        (:func:`~refiner.formats.tags.osa_distance`) from the token; the block's or a call's tag word written
+        otherwise after such a token (``<INVOKE``, ``<toolcall>``) as that word."""
+        s = self.spelling
+        pre, word, near, lost = _look_alikes(s)
+        if text.count(s.name_attr, pos) > text.count(s.invoke_open, pos) and lost.search(text, pos):
+            text = text[:pos] + lost.sub(lambda m: f"{s.invoke_open} {m[2]}", text[pos:])
+            out.note("missing_tag", f"a call's {s.name_attr} without {s.invoke_open} before it")
+        parts, at = [], pos
+        if text.lower().count(word, pos) == text.count(s.ns, pos):  # (every token written as it is)
+            return text
+        for m in itertools.islice(near.finditer(text, pos), MAX_SCANNED):
+            if text.startswith(s.ns, m.start(2) - pre):
+                continue
+            # (the marks before the word may start with what ends the text before the token: the nearest reading)
+            d, k = min((osa_distance(m[0][k:].lower(), s.ns.lower()), k) for k in range(len(m[1]) + 1))
+            if d > 1 or m.start() + k < at:
+                continue
+            tag = _TAG_WORD.match(text, skip_ws(text, m.end()))
+            own = next((w for w in (s.section, s.invoke) if tag and tag[1] != w and letters(tag[1]) == letters(w)), "")
+            parts += (text[at : m.start() + k], s.ns, text[m.end() : tag.start(1)] + own if own else "")
+            at = tag.end(1) if own else m.end()
+            if len(parts) <= 3 * MAX_NOTES:
+                out.note("missing_tag", f"{s.ns} written as {text[m.start() + k : at]!r}")
+        return "".join(parts) + text[at:] if parts else text
 
     def _tags(self, text: str, pos: int, lenient: Lenient | None) -> _Tags:
         """The tags after ``pos``, in order: read strictly (``lenient`` is ``None``) as far as asked, a token followed
@@ -246,7 +281,7 @@ class NsXml(WireFormat):
         """Reads the call opened by ``tags[i]`` into ``calls``, strictly when ``out`` is ``None`` (raising where it
         would recover): the index of the next tag to read (-1: the text or items ran out)."""
         s = self.spelling
-        written = self._invoke_name(tags[i]) or ""
+        written = self._invoke_name(tags[i], out is not None) or ""
         name = written.strip()
         if not name:
             slip(self, out, "no_name", f"a call without a {s.name_attr}: {tags[i].raw[:60]!r}", tags[i].start)
@@ -352,6 +387,21 @@ class NsXml(WireFormat):
 
     def retype(self, calls: Sequence[ToolCall], tools: Mapping[str, Any]) -> list[ToolCall]:
         return retype_calls(calls, tools, settle=_retype)
+
+
+_TAG_WORD = re.compile(r"</?([\w\-]+)")
+
+
+@functools.lru_cache(maxsize=8)
+def _look_alikes(s: NsXmlSpelling) -> tuple[int, str, re.Pattern, re.Pattern]:
+    """How many marks precede the namespace token's word, the word in lower case; a pattern for the token written
+    otherwise (a ``<`` after it); one for a call's name attribute at a line's start (maybe after another tag) whose
+    token and tag were lost (group 2; group 1 takes the blanks before it once)."""
+    pre, word, post = re.fullmatch(r"([^\w\s]*)(\w+)([^\w\s]*)", s.ns).groups()
+    near = rf"([^\w\s]{{{max(len(pre) - 1, 0)},{len(pre) + 1}}})({re.escape(word)})[^\w\s]{{0,{len(post) + 1}}}?(?=\s{{0,8}}<)"
+    name = rf"{re.escape(s.name_attr)}=?[\"'][^\"'<>\n]{{1,256}}[\"'][ \t]*>"
+    lost = rf"(?m)^(?=([ \t]*))\1(?:<[^<>\n]{{1,40}}>[ \t]*)?({name})"
+    return len(pre), word.lower(), re.compile(near, re.IGNORECASE), re.compile(lost)
 
 
 def _retype(param: Any, value: Any, depth: int = 0) -> Any:
