@@ -19,9 +19,11 @@ _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
 _MAY_FOLLOW = r"[ \t\r\n]*(?:[,)\]}:]|\Z)"
 CLOSING_QUOTE = re.compile(f"[\"'](?={_MAY_FOLLOW})")  # a quote that may end a value
 # A string's text up to its closing quote as Python reads it (False), or leniently (True): up to an unescaped quote
-# followed by what may follow a value, so an unescaped quote inside a value ('sed -n '1,5p' f') stays text.
-_BODY = {(q, lenient): rf"(?:[^{q}\\]+|\\.|{q}+(?={q})|{q}(?!{_MAY_FOLLOW}))*" if lenient else rf"[^{q}\\]*(?:\\.[^{q}\\]*)*"
-         for q in "'\"" for lenient in (False, True)}
+# followed by what may follow a value, so an unescaped quote inside a value ('sed -n '1,5p' f') stays text. Text
+# between escapes and quotes is taken whole and a run of quotes but its last in one step; each text has one reading,
+# so one not closed is given up after one more pass (Python 3.10 has no possessive quantifier).
+_BODY = {(q, lenient): rf"[^{q}\\]*(?:(?:\\.|{q}+(?={q}(?!{q}))|{q}(?!{q})(?!{_MAY_FOLLOW}))[^{q}\\]*)*" if lenient
+         else rf"[^{q}\\]*(?:\\.[^{q}\\]*)*" for q in "'\"" for lenient in (False, True)}
 STRICT_STRING = {q: re.compile(f"{q}{_BODY[q, False]}{q}", re.DOTALL) for q in "'\""}  # from its opening quote
 # Text up to a bracket, a comma or a quote that opens no string, strings as Python reads them taken in one match.
 _PLAIN_OR_STRINGS = re.compile(r"""(?:[^"'()\[\]{},]+|""" + "|".join(p.pattern for p in STRICT_STRING.values()) + ")*",
@@ -160,14 +162,13 @@ _STEP = dict.fromkeys("([{", 1) | dict.fromkeys(")]}", -1)
 
 
 def _strings(lenient_double: bool, lenient_single: bool) -> str:
-    """A pattern for one string, each kind of quote read leniently or not (:data:`_BODY`); its text is taken as group 1
-    ('"') or 2 ("'") in a lookahead, so a string not closed is not read again a character shorter at a time."""
-    return "|".join(rf"{q}(?=({_BODY[q, lenient]}))\{n}{q}" + (f"(?={_MAY_FOLLOW})" if lenient else "")
-                    for n, (q, lenient) in enumerate((('"', lenient_double), ("'", lenient_single)), 1))
+    """A pattern for one string, each kind of quote read leniently or as Python reads it (:data:`_BODY`)."""
+    return "|".join(f"{q}{_BODY[q, lenient]}{q}" + (f"(?={_MAY_FOLLOW})" if lenient else "")
+                    for q, lenient in (('"', lenient_double), ("'", lenient_single)))
 
 
 # By whether '"' and "'" strings are read leniently: a string, else a quote that no such string closes with the rest
-# of the text after it (as group 3 after '"', group 4 after "'").
+# of the text after it (as group 1 after '"', group 2 after "'").
 _MODES = [(d, s) for d in (False, True) for s in (False, True)]
 _STRING_OR_REST = {mode: re.compile(f"{_strings(*mode)}|\"(.*)|'(.*)", re.DOTALL) for mode in _MODES}
 _MAY_CLOSE = {q: re.compile(f"{q}(?={_MAY_FOLLOW})") for q in "\"'"}  # a quote that may close a lenient string
@@ -183,8 +184,8 @@ def open_brackets(src: str) -> tuple[int, bool]:
     lenient = {q: _MAY_CLOSE[q].search(src) is not None for q in "\"'"}
     depth, i, n = 0, 0, len(src)
     while True:
-        parts = _STRING_OR_REST[(lenient['"'], lenient["'"])].split(src[i:])  # (text, 4 groups)*, text
-        depth = _after_run(depth, "".join(_BRACKET_RUN.findall("".join(parts[::5]))))
+        parts = _STRING_OR_REST[(lenient['"'], lenient["'"])].split(src[i:])  # (text, rest after ", rest after ')*
+        depth = _after_run(depth, "".join(_BRACKET_RUN.findall("".join(parts[::3]))))
         rest = None if len(parts) == 1 else parts[-3] if parts[-3] is not None else parts[-2]
         if rest is None:
             return depth, False
