@@ -235,9 +235,9 @@ class NsXml(WireFormat):
         if text.count(s.name_attr, pos) > text.count(s.invoke_open, pos) and lost.search(text, pos):
             text = text[:pos] + lost.sub(lambda m: f"{s.invoke_open} {m[2]}", text[pos:])
             out.note("missing_tag", f"a call's {s.name_attr} without {s.invoke_open} before it")
-        parts, at = [], pos
-        if text.lower().count(word, pos) == text.count(s.ns, pos):  # (every token written as it is)
+        if text[pos:].lower().count(word) == text.count(s.ns, pos):  # (every token written as it is)
             return text
+        parts, at = [], pos
         for m in itertools.islice(near.finditer(text, pos), MAX_SCANNED):
             if text.startswith(s.ns, m.start(2) - pre):
                 continue
