@@ -319,6 +319,19 @@ def test_nexusraven_reads_its_call_line_leaves_the_thought_as_text_and_never_gue
     assert [p.code for p in got.problems] == ["strict", "bad_argument"]
 
 
+def test_nexusraven_reads_its_call_label_written_otherwise_and_never_takes_a_tool_name_for_it():
+    fmt = formats.get("nexusraven")
+    other = ToolCall("lookup_weather", {"town": "Porto", "days": 1})
+    for label in ("CALL: ", "Cal_l: ", "call : ", "C-a-l-l:"):
+        text = label + "lookup_weather(town='Lisbon', days=2); lookup_weather(town='Porto', days=1)<bot_end>"
+        got = fmt.parse_lenient(text)
+        assert got.calls == [CALL, other], label  # the first call (the label's line) is read too
+        assert "missing_tag" in [p.code for p in got.problems]
+    # with no label, a tool whose name starts with the label's word is a call, not a misspelt label
+    named = [ToolCall("call_back", {"n": 1}), ToolCall("calllog", {})]
+    assert fmt.parse_lenient("call_back(n=1); calllog()<bot_end>").calls == named
+
+
 def test_deepseek_coder_v2_reads_its_python_block_and_leaves_deepseek_v3_json_blocks_to_v3():
     head = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>lookup_weather\n"
     tail = "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"

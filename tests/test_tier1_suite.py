@@ -190,8 +190,6 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                    "40 fixed, wrong tag 28 of 40)")),
     "onyx": (0.85, ("a token written wrong in place of <|message|> or <|eom|> (<|MESSAGE|>, [|message|], another "
                     "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
-    "nexusraven": (0.90, ("its Call: label written otherwise (CALL:, Cal_l:) is not read as the label, so the call on "
-                          "its line is lost (wrong tag: 34 of 40 fixed)")),
     "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a token swapped for another format's, is "
                               "not put back (wrong tag: 29 of 40 fixed)")),
 }
