@@ -178,3 +178,28 @@ def test_a_name_holding_another_formats_marker_is_no_name():
     res = Refiner().refine({"upstream": lost + second, "format": "multi_format_gptoss"})
     assert {"name": "find", "arguments": {"a": 2}} in res["calls"]
     assert all("to=" not in c["name"] for c in res["calls"])
+
+
+@pytest.mark.parametrize("row", ["onyx", "functionary_v2", "solar_open"])
+def test_another_formats_token_in_place_of_the_name_close_is_dropped_before_the_arguments(row):
+    """A plain row's call whose token after the name was written as another format's token (a model mixing
+    families): the name and the arguments' object around it are read, and the swap reported."""
+    fmt = formats.get(row)
+    calls = [ToolCall("get_weather", {"city": "Tokyo"}), ToolCall("get_time", {"zone": "JST"})]
+    text = fmt.render(calls)
+    anchor = fmt.layout.anchor
+    for foreign in ("</function_list>", "<|content_invoke_tool_json|>", "[TOOL_ARGS]"):
+        swapped = text.replace(anchor, foreign, 1)
+        got = fmt.parse_lenient(swapped)
+        assert got.calls == calls, (foreign, swapped)
+        assert "missing_tag" in [p.code for p in got.problems]
+
+
+@pytest.mark.parametrize("spelt", ["<|MESSAGE|>", "[|message|]", "<|message|", "<|Message|>"])
+def test_onyx_reads_its_tokens_written_wrong_as_the_tokens(spelt):
+    fmt = formats.get("onyx")
+    calls = [ToolCall("get_weather", {"city": "Tokyo"}), ToolCall("get_time", {"zone": "JST"})]
+    text = fmt.render(calls)
+    for token, how in (("<|message|>", spelt), ("<|eom|>", spelt.replace("message", "eom").replace("MESSAGE", "EOM"))):
+        got = fmt.parse_lenient(text.replace(token, how, 1))
+        assert got.calls == calls, (token, how)

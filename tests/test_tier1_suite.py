@@ -188,10 +188,8 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
     "cwm": (0.75, ("a lost or misspelt <tool: function> opener (the row's only marker; vLLM reads it in any case) is "
                    "not put back, and a look-alike closer leaves that call's arguments unread (missing tag: 18 of "
                    "40 fixed, wrong tag 28 of 40)")),
-    "onyx": (0.85, ("a token written wrong in place of <|message|> or <|eom|> (<|MESSAGE|>, [|message|], another "
-                    "format's tag) loses that call or its arguments (wrong tag: 24 of 40 fixed)")),
-    "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a token swapped for another format's, is "
-                              "not put back (wrong tag: 29 of 40 fixed)")),
+    "functionary_v2": (0.85, ("<|from|>assistant written in another case, or a word or a broken token in place of "
+                              "<|content|> (Action:, \"response\"), is not put back (wrong tag: 34 of 40 fixed)")),
 }
 
 

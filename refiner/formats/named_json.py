@@ -50,7 +50,6 @@ from refiner.formats.xmlvalues import Finder
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
 _BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # <|...|> or DeepSeek's <｜...｜>
-_WORDS = re.compile(r"[A-Za-z\s]*")  # what a tag may hold besides its barred tokens (Functionary v2's role word)
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
@@ -323,8 +322,8 @@ class NamedJson(WireFormat):
         sp = self.spelling
         layouts = [self.layout, *map(layout, sp.also)]  # the row's own first
         lay = layouts[0]
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # tags of barred tokens and words only
-        if barred and all(_WORDS.fullmatch(_BARRED_TOKEN.sub("", tag)) for tag in self.tags):
+        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # (the row's <|...|> tokens)
+        if barred:
             text = respell_tokens(text, barred, out)
         labels = line_labels(self)
         text = _respell_labels(text, labels, out)
@@ -427,7 +426,7 @@ class NamedJson(WireFormat):
                 head, rest = (seg, "") if brace < 0 else (seg[:brace], seg[brace:])
                 if sp.loose:
                     head = _drop_foreign(head)
-                elif labelled and rest:
+                elif rest:  # (another format's token in place of the anchor)
                     head = _drop_foreign_after(head)
         name = head
         if head in befores:  # the name follows the anchor, on its line
