@@ -24,9 +24,9 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.jsonfix import lenient_json, repair_budget
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import JSON_DECODER, JSON_STARTS, json_head
 from refiner.formats.text import common_prefix, common_suffix
-from refiner.formats.xmlvalues import JSON_STARTS, read_value, retype_value
+from refiner.formats.xmlvalues import read_value, retype_value
 
 MAX_HITS = 256  # tool-name occurrences examined
 MAX_NAMES = 256  # offered names looked for (the longest first)
@@ -409,11 +409,6 @@ def _shared(texts: list[str], key_suffix: bool = False) -> str:
                            else (common_suffix, str, str.endswith))
     options = {trim(common(*pair)) for pair in itertools.pairwise(texts)} - {""}
     return max(options, key=lambda o: (sum(1 for t in texts if holds(t, o)), len(o)), default=trim(common(*texts)))
-
-
-def json_head(raw: str, pos: int = 0) -> tuple[Any, int] | None:
-    """The JSON value ``raw`` holds at ``pos`` and where it ends; None when none starts there."""
-    return _decoded(raw, pos)[0]
 
 
 def _decoded(text: str, pos: int) -> tuple[tuple[Any, int] | None, int]:

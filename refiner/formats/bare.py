@@ -10,7 +10,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, markup_name
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
 from refiner.formats.lenient import add_arguments_call
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import json_head
 from refiner.formats.text import skip_ws
 
 # A plausible tool name: an identifier, dots and dashes allowed inside (``get_weather``, ``math.gcd``).
@@ -40,10 +40,7 @@ def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE
         if markup_name(name):  # another format's marker: no call from here on
             break
         read += 1
-        try:
-            args, end = JSON_DECODER.raw_decode(text, at)
-        except (ValueError, RecursionError):
-            args = end = None
+        args, end = json_head(text, at) or (None, None)
         if type(args) is dict:
             out.calls.append(ToolCall(name, {str(k): v for k, v in args.items()}))
             m = head.match(text, skip_ws(text, end))

@@ -34,7 +34,7 @@ from refiner.formats.lenient import (
 from refiner.formats.pythonic import render_call, strict_call_list
 from refiner.formats.pythonic_scan import matching_paren
 from refiner.formats.reasoning import is_markup
-from refiner.formats.strict import JSON_DECODER, decode_at, expect_str, expect_str_list, json_blocks, strict_fields
+from refiner.formats.strict import decode_at, expect_str, expect_str_list, json_blocks, json_head, strict_fields
 from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, respelt
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -275,11 +275,10 @@ class JsonCalls(WireFormat):
             pos = next_bracket(text, pos)
             if pos < 0 or pos >= b:
                 break
-            try:
-                value, end = JSON_DECODER.raw_decode(text, pos)
-            except (ValueError, RecursionError):
+            if (head := json_head(text, pos)) is None:
                 pos += 1
                 continue
+            value, end = head
             self._check_gap(text, last, pos)
             if isinstance(value, dict) and self.spelling.name_key in value:
                 if prose:
@@ -404,9 +403,9 @@ class JsonCalls(WireFormat):
             if n == MAX_OBJECTS or budget_spent():
                 out.note("gave_up", f"gave up after {n} objects")
                 break
-            try:
-                value, end = JSON_DECODER.raw_decode(body, pos)
-            except (ValueError, RecursionError):  # repaired up to where the next call starts, or to the end
+            if (head := json_head(body, pos)) is not None:
+                value, end = head
+            else:  # repaired up to where the next call starts, or to the end
                 nxt = self._next_call_start(body, pos)  # (the separator before it is dropped; at the end of the
                 end = len(body) if nxt < 0 else nxt  # text it may be inside a string the text was cut in)
                 seg = body[pos:end].rstrip()
@@ -473,10 +472,7 @@ class JsonCalls(WireFormat):
         ``arg_keys[0]``; undecoded: the key written first; with neither, several objects one per line."""
         key, end = self.spelling.arg_keys[0], body.find(self.spelling.close, start)
         block = body[start : start + DETECT_CHARS if end < 0 else min(end, start + DETECT_CHARS)]
-        try:
-            first, _ = JSON_DECODER.raw_decode(block, skip_ws(block, 0))
-        except (ValueError, RecursionError):
-            first = None
+        first = (json_head(block, skip_ws(block, 0)) or (None,))[0]
         if isinstance(first, dict) and (key in first) != ("arguments" in first):
             return key in first
         p, a = _earliest(block, key), _earliest(block, "arguments")

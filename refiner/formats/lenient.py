@@ -13,7 +13,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem, markup_name, name_refused
 from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, give_up, lenient_json, open_at_cut, take_items,
                                      written_whole)
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import json_head
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 
 
@@ -199,10 +199,8 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
         pos = next_bracket(text, pos)
         if pos < 0 or budget_spent():
             break
-        try:  # a valid value no bracket follows is whole (repairing could not add to it)
-            value, end = JSON_DECODER.raw_decode(text, pos)
-        except (ValueError, RecursionError):
-            end = -1
+        # a valid value no bracket follows is whole (repairing could not add to it)
+        value, end = json_head(text, pos) or (None, -1)
         if end < 0 or next_bracket(text, end) >= 0:
             value = lenient_json(text[pos:])
         if value is not None and accept(value):
@@ -347,13 +345,9 @@ def block_values(chunk: str) -> list[Any]:
     when every line starts an object, else as one value. Lists give their items."""
     values: list[Any] = []
     pos = skip_ws(chunk, 0)
-    while pos < len(chunk) and take_items(1):
-        try:
-            value, end = JSON_DECODER.raw_decode(chunk, pos)
-        except (ValueError, RecursionError):
-            break
-        values.append(value)
-        pos = skip_ws(chunk, end)
+    while pos < len(chunk) and take_items(1) and (head := json_head(chunk, pos)) is not None:
+        values.append(head[0])
+        pos = skip_ws(chunk, head[1])
     items = [x for value in values for x in as_items(value)]
     rest = chunk[pos:]
     if not rest.strip() or budget_spent():

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import Found, anchored_calls, json_head, names_pattern, offered_names
+from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names
+from refiner.formats.strict import json_head
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
 WINDOW = 2048  # characters after a name read for its arguments

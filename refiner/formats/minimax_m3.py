@@ -23,7 +23,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat, name_refused
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import json_head
 from refiner.formats.tags import MAX_SCANNED, letters, osa_distance
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import slip
@@ -112,11 +112,10 @@ class NsXml(WireFormat):
         if text.startswith('"', q):  # a key written as its JSON string literal
             if text.find('"', q + 1, nxt) < 0:
                 return None
-            try:  # within this tag's region: each part of the text is decoded once
-                key, e = JSON_DECODER.raw_decode(text[q:nxt])
-            except (ValueError, RecursionError):
+            # (within this tag's region: each part of the text is decoded once)
+            if (head := json_head(text[q:nxt])) is None:
                 return None
-            e += q
+            key, e = head[0], head[1] + q
             if type(key) is not str or not text.startswith(">", e):
                 return None
             return _Tag(p, e + 1, closing, text[q:e], key)

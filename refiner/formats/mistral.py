@@ -22,7 +22,7 @@ from refiner.formats.bare import IDENTIFIER, bare_calls
 from refiner.formats.base import Detection, Lenient, WireFormat, marker_table, markup_name, name_refused
 from refiner.formats.jsonfix import budget_spent
 from refiner.formats.lenient import add_arguments_call, tokens_outside_strings
-from refiner.formats.strict import JSON_DECODER, decode_at, first_tag
+from refiner.formats.strict import JSON_DECODER, decode_at, first_tag, json_head
 from refiner.formats.tags import respell_tokens
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
@@ -200,10 +200,7 @@ class MistralV11(WireFormat):
                     out.mark_cut(len(out.calls) - 1)
                 return
             raw = segment[cut + len(ARGS) :] if cut == a else segment[cut:]
-            try:
-                args, end = JSON_DECODER.raw_decode(raw, skip_ws(raw, 0))
-            except (ValueError, RecursionError):
-                args = None
+            args, end = json_head(raw, skip_ws(raw, 0)) or (None, 0)
             if not isinstance(args, dict):  # ("key": value, ... after a lost "{" decodes as the first key)
                 add_arguments_call(out, name, raw, at_end=last)
                 return

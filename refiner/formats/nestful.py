@@ -19,7 +19,7 @@ from refiner.formats.base import Detection, Lenient, WireFormat, offered_tools
 from refiner.formats.lenient import add_call, as_items, lenient_json_in_prose
 from refiner.formats.pythonic_mend import MEND_CHARS_PER_UNIT, MEND_UNITS_PER_EDIT, mend, value_fits
 from refiner.formats.reasoning import skip_blanks
-from refiner.formats.strict import JSON_DECODER, expect_str, json_in_prose, strict_fields
+from refiner.formats.strict import JSON_DECODER, expect_str, json_head, json_in_prose, strict_fields
 from refiner.formats.text import dumps, strip_reasoning
 
 
@@ -141,10 +141,7 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
     closers_from = len(src.rstrip("]} \t\r\n"))  # only closing brackets from here on
 
     def read(edited: str) -> tuple[list[tuple[str, dict[str, Any]]], Any] | None:
-        try:
-            value, end = JSON_DECODER.raw_decode(edited)
-        except (ValueError, RecursionError):
-            return None
+        value, end = json_head(edited) or (None, -1)
         calls = _as_calls(value) if end == len(edited) else None
         return None if calls is None else (calls, value)
 
@@ -188,10 +185,9 @@ def _loose_value(src: str, i: int, depth: int, loosened: list[tuple[dict, str]])
                 return out, i + 1
             else:
                 raise _NotLoose
-    try:
-        return JSON_DECODER.raw_decode(src, i)
-    except (ValueError, RecursionError):
-        raise _NotLoose from None
+    if (head := json_head(src, i)) is None:
+        raise _NotLoose
+    return head
 
 
 def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]) -> tuple[dict, int]:

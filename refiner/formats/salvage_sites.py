@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import json_head
 from refiner.formats.base import FormatError, Problem, WireFormat, marker_table, markup_name
 from refiner.formats.jsonfix import budget_spent, lenient_json
 from refiner.formats.lenient import ARG_KEYS, coerce_call
 from refiner.formats.pythonic import CONSTANTS, Literals, parse_expr, parse_quietly, place_positional
 from refiner.formats.pythonic_scan import STRICT_STRING, matching_paren
+from refiner.formats.strict import json_head
 from refiner.formats.text import dumps, skip_ws
 
 MAX_CALL_CHARS = 4096  # a call's or object's text, brackets matched within this window

@@ -29,6 +29,17 @@ def _finite_float(text: str) -> float:
 
 # strict JSON: NaN, Infinity and numbers too large for a float (``1e999``) rejected
 JSON_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+JSON_STARTS = frozenset('{["-0123456789tfn')  # the characters a JSON value may start with
+
+
+def json_head(text: str, pos: int = 0) -> tuple[Any, int] | None:
+    """The JSON value ``text`` holds at ``pos`` and where it ends; None when none starts there."""
+    if text[pos : pos + 1] not in JSON_STARTS:  # (told without raising)
+        return None
+    try:
+        return JSON_DECODER.raw_decode(text, pos)
+    except (ValueError, RecursionError):
+        return None
 
 
 def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:

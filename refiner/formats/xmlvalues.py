@@ -19,13 +19,12 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.pythonic import parse_quietly
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import JSON_DECODER, JSON_STARTS, json_head
 from refiner.formats.text import dumps, skip_ws
 
 _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 _JSON_LITERALS = frozenset(("true", "false"))
 _BOOLEANS = {"true": True, "True": True, "false": False, "False": False}
-JSON_STARTS = frozenset('{["-0123456789tfn')  # the characters a JSON value may start with
 
 
 def read_value(text: str, python_literals: bool = False, tags: tuple[str, ...] = ()) -> Any:
@@ -114,11 +113,8 @@ def read_key(text: str, default: str | None = None) -> str | None:
     """A parameter name as written, a JSON string literal decoded; ``default`` for a quote that starts no literal."""
     if not text.startswith('"'):
         return text
-    try:
-        value, end = JSON_DECODER.raw_decode(text, 0)
-    except (ValueError, RecursionError):
-        return default
-    return value if type(value) is str and end == len(text) else default
+    head = json_head(text)
+    return head[0] if head is not None and type(head[0]) is str and head[1] == len(text) else default
 
 
 MAX_ATTR_CHARS = 4_096  # of an opening element read for its attributes: a longer one is not an element
