@@ -124,7 +124,7 @@ class SentinelPythonic(WireFormat):
             fast = fast_call_list(src, self._between())
             if fast is not None:
                 return fast
-            src = "[" + ", ".join(filter(None, map(str.strip, self._calls_between(src)))) + "]"
+            src = "[" + ", ".join(filter(None, map(str.strip, split_calls(src, self._between())))) + "]"
         return strict_call_list(self, src, offset)
 
     def _block(self, text: str, i: int) -> tuple[list[ToolCall], int]:
@@ -258,13 +258,9 @@ class SentinelPythonic(WireFormat):
         """What separates two calls of a ``lines`` body (its blanks aside)."""
         return self.spelling.between.strip() or "\n"
 
-    def _calls_between(self, src: str) -> list[str]:
-        """A ``lines`` body split at each ``between`` (its blanks aside) outside quoted strings."""
-        return split_calls(src, self._between())
-
     def _call_lines(self, src: str) -> str:
         """A ``lines`` body with a line break for each ``between`` outside quoted strings (a body of lines as it is)."""
-        return src if self._between() == "\n" else "\n".join(self._calls_between(src))
+        return src if self._between() == "\n" else "\n".join(split_calls(src, self._between()))
 
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
         """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
