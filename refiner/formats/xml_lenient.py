@@ -60,10 +60,9 @@ class XmlReader:
                 if o >= 0:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
-                if n == 0:
-                    slip(self, out, "missing_tag", f"no {what} found", pos)
-                    if first_key >= 0:
-                        out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
+                slip(self, out, "missing_tag", f"no {what} found", pos)  # (the first call: n is 0 here)
+                if first_key >= 0:
+                    out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
                 return
             if out is not None:
                 if n == 0 and 0 <= first_key < c:
