@@ -356,7 +356,7 @@ _UNPLACEABLE: Any = object()  # a positional value that is not a JSON value (``*
 
 
 def place_positional(values: list[Any], args: dict[str, Any], params: Iterable[str] | None,
-                     problems: list[Problem] | None) -> bool:
+                     problems: list[Problem]) -> bool:
     """Places positional ``values`` on ``params`` (in order) in ``args`` when they fit (no more values than
     parameters, none also given by name, all JSON values), else drops them; noted in ``problems``. Whether placed."""
     names = list(params or ())[: len(values)]
@@ -365,13 +365,11 @@ def place_positional(values: list[Any], args: dict[str, Any], params: Iterable[s
         placed = dict(zip(names, values)) | args  # (first, as written)
         args.clear()
         args.update(placed)
-        if problems is not None:
-            problems.append(Problem("bad_argument", f"{len(values)} positional argument(s) read as "
-                                                    f"{', '.join(names)} (the tool's parameters in declared order)"))
+        problems.append(Problem("bad_argument", f"{len(values)} positional argument(s) read as "
+                                                f"{', '.join(names)} (the tool's parameters in declared order)"))
         return True
-    if problems is not None:
-        why = "the tool's parameters are not known" if params is None else "they do not fit the tool's parameters"
-        problems.append(Problem("bad_argument", f"{len(values)} positional argument(s) dropped: {why}"))
+    why = "the tool's parameters are not known" if params is None else "they do not fit the tool's parameters"
+    problems.append(Problem("bad_argument", f"{len(values)} positional argument(s) dropped: {why}"))
     return False
 
 
