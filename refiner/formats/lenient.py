@@ -15,6 +15,7 @@ from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, give_up, lenient_
                                      written_whole)
 from refiner.formats.strict import json_head
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
+from refiner.formats.xmlvalues import Finder
 
 
 def lenient_region(text: str, open_tag: str, close_tag: str, problems: list[Problem]) -> str:
@@ -93,7 +94,7 @@ class TokenFinder:
         # (no tag starts with a quote; without tokens there is nothing to skip strings for)
         self.plain = not self.tokens or any(t.startswith('"') for t in self.tokens)
         self.end = len(text)  # tokens are looked for before this: the quote of the string the text was cut in
-        self._next: dict[str, tuple[int, int]] = {}  # token -> (a position, its first occurrence from there or -1)
+        self._next = Finder(text).next  # (a token's next occurrence from a position, each searched once)
 
     def first(self, pos: int) -> tuple[int, str | None]:
         """``(position, token)`` of the earliest token at or after ``pos``, or ``(len(text), None)``; strings are
@@ -114,10 +115,7 @@ class TokenFinder:
                 return len(text), None
         best, which = len(text), None
         for t in self.tokens:  # (each token's next occurrence is searched for once while pos goes forward)
-            since, i = self._next.get(t, (len(text) + 1, -1))
-            if since > pos or 0 <= i < pos:
-                i = text.find(t, pos)
-                self._next[t] = pos, i
+            i = self._next(t, pos)
             if 0 <= i < best and i + len(t) <= end:
                 best, which = i, t
         return best, which
