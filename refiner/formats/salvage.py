@@ -125,14 +125,13 @@ class Salvage:
     @property
     def fmt(self) -> str | None:
         """The registered format of the first site that gave calls."""
-        return next((s.fmt for s in self.sites if s.calls and s.fmt), None)
+        return next((s.fmt for s in self.sites if s.fmt), None)
 
     def describe(self, limit: int = 4) -> str:
         """Where the calls were found, for people: ``"2 pythonic calls in a code fence (line 3); ..."``."""
         seen: dict[tuple[str, str], list[int]] = {}
         for s in self.sites:
-            if s.calls:
-                seen.setdefault((s.kind, s.context), [0, s.line])[0] += len(s.calls)
+            seen.setdefault((s.kind, s.context), [0, s.line])[0] += len(s.calls)
         parts = [f"{n} {kind if n == 1 else '{}s{}{}'.format(*kind.partition(' ('))} {context} (line {line})"
                  for (kind, context), (n, line) in list(seen.items())[:limit]]
         return "; ".join(parts + [f"{len(seen) - limit} more"] * (len(seen) > limit)) or "no call"
