@@ -311,9 +311,8 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
         if found in exact:
             seen, quotes = m.end(), 0
             continue
-        if start >= seen:
-            quotes += _quotes(text, seen, start)
-            seen = start
+        quotes += _quotes(text, seen, start)  # (start >= seen: a match's "<" or "[" ends no earlier match)
+        seen = start
         if quotes % 2:
             continue  # inside a JSON string: the value's text
         token = table.get(token_key(found))
