@@ -364,8 +364,6 @@ class BraceKV(WireFormat):
         :data:`MAX_RESPELT` are looked at."""
         sp = self.spelling
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
-        if not tokens:
-            return text
         lead = r"[<\[]"
         found = self.__dict__.get("_look_alikes")
         if found is None:  # (the bracket, then what may follow it: a storm of brackets fails there, once per bracket)
