@@ -230,10 +230,8 @@ def retype_value(param: Any, value: Any, python_literals: bool = False, budget: 
     if ptype == "string":
         if type(value) is str or value is None and getattr(param, "nullable", False):
             return value
-        if python_literals and (value is True or value is False or value is None):
-            return str(value)
-        try:
-            return dumps(value)  # a number: exactly its text (read_value types canonical numbers only)
+        try:  # as written raw (a number: exactly its text; read_value types canonical numbers only)
+            return write_value(value, (), python_literals)
         except (TypeError, ValueError):
             return value
     if ptype in ("object", "array") and type(value) is str and python_literals:
