@@ -52,7 +52,6 @@ class BraceSpelling:
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": None}
-LITERALS_SPELT = {True: "true", False: "false", None: "null"}
 # Read leniently (reported): what models write in place of the template's literals.
 LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
 MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
@@ -146,7 +145,7 @@ class _Reader:
             self.bad(f"number {raw[:40]} is out of range", pos)
             return raw
         if raw in LOOSE_LITERALS and self.out is not None:
-            self.bad(f"{raw!r} written for {LITERALS_SPELT[LOOSE_LITERALS[raw]]}", pos)
+            self.bad(f"{raw!r} written for {json.dumps(LOOSE_LITERALS[raw])}", pos)
             return LOOSE_LITERALS[raw]
         self.bad(f"unquoted value {raw[:40]!r}" + ("" if self.out is None else " (kept as text)"), pos)
         return raw
