@@ -216,7 +216,7 @@ def test_a_slow_request_does_not_hold_up_the_others(upstream) -> None:
                     return r
 
                 slow = asyncio.ensure_future(client.post(url + "/v1/chat/completions",
-                                                         json=payload({"tool_calls": spin_calls(0.8)})))
+                                                         json=payload({"tool_calls": spin_calls(2.0)})))
                 await asyncio.sleep(0.3)  # the slow request is in tier 1 by now
                 normals = await asyncio.gather(*(normal() for _ in range(10)))
                 s = await slow
