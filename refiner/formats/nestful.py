@@ -210,10 +210,7 @@ def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]
         i = skip_blanks(src, i)
         while src.startswith(",", i):
             j = skip_blanks(src, i + 1)
-            try:  # (a string then ':' is the next key)
-                key_end = JSON_DECODER.raw_decode(src, j)[1] if src.startswith('"', j) else -1
-            except ValueError:
-                key_end = -1
+            key_end = (json_head(src, j) or (None, -1))[1] if src.startswith('"', j) else -1  # (a key: a string, ':')
             if key_end >= 0 and src.startswith(":", skip_blanks(src, key_end)) or src.startswith("}", j):
                 break
             extra, i = _loose_value(src, j, depth, loosened)

@@ -14,7 +14,7 @@ from refiner.formats.anchored import quote_closers
 from refiner.formats.brace_kv import write_quoted
 from refiner.formats.derive.record import ARGS, IDS, NAMES, Record
 from refiner.formats.recorded import holds_quote
-from refiner.formats.strict import JSON_DECODER
+from refiner.formats.strict import json_head
 from refiner.formats.text import common_prefix, next_bracket
 
 
@@ -22,13 +22,11 @@ def json_values(text: str) -> list[tuple[int, int, Any]]:
     """The outermost JSON objects and lists in ``text``: ``(start, end, value)``."""
     out, i = [], 0
     while (i := next_bracket(text, i)) >= 0:
-        try:
-            value, end = JSON_DECODER.raw_decode(text, i)
-        except ValueError:
+        if (head := json_head(text, i)) is None:
             i += 1
             continue
-        out.append((i, end, value))
-        i = end
+        out.append((i, head[1], head[0]))
+        i = head[1]
     return out
 
 
