@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from refiner.formats.reasoning import label_look_alikes
 from refiner.formats.tags import tag_look_alike
 
 _PLAIN = re.compile(r"[^\"'()\[\]{},]*")
@@ -218,10 +219,11 @@ _LINE_LIST_START = re.compile(r"\n[ \t]*(\[[ \t]*[^\W\d][\w.]*[ \t]*\()")
 
 
 def after_opening_tag(body: str, tag: str) -> int:
-    """Where the calls start in ``body`` (its ``tag`` missing): after ``tag`` misspelt (:func:`tag_look_alike`) or
-    up to four tags of another kind (:data:`_TAG_LIKE`); else 0."""
+    """Where the calls start in ``body`` (its ``tag`` missing): after ``tag`` misspelt (:func:`tag_look_alike`; a
+    label such as ``Call: ``, :func:`~refiner.formats.reasoning.label_look_alikes`) or up to four tags of another kind
+    (:data:`_TAG_LIKE`); else 0."""
     head = body[:MAX_TAG_PREFIX]
-    m = tag_look_alike(tag).match(head.lstrip())
+    m = (label_look_alikes((tag,)) if tag[:1].isalnum() else tag_look_alike(tag)).match(head.lstrip())
     if m is not None:
         return len(head) - len(head.lstrip()) + m.end()
     return _TAG_LIKE.match(head).end()

@@ -330,10 +330,6 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
 @functools.lru_cache(maxsize=64)
 def tag_look_alike(tag: str) -> re.Pattern:
     """A pattern matching ``tag`` as a model may misspell it: in any case, with ``_``, ``-``, a space or nothing
-    between its letters, in square brackets, its ``>`` (or ``|>``) lost; a label (a tag that starts with a letter,
-    ``Call: ``) with its closing punctuation, which tells it from a call's name."""
+    between its letters, in square brackets, its ``>`` (or ``|>``) lost."""
     core = r"[_\-\s]?".join(map(re.escape, (c for c in tag if c.isalnum())))
-    if tag[:1].isalnum():
-        end = tag.rstrip()[-1]
-        return re.compile(core + (r"[ \t]*" + re.escape(end) if not end.isalnum() else r"\b"), re.IGNORECASE)
     return re.compile(r"[<\[]/?\|?\s*" + core + r"\s*\|?[>\]]?", re.IGNORECASE)
