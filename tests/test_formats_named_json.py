@@ -203,3 +203,26 @@ def test_onyx_reads_its_tokens_written_wrong_as_the_tokens(spelt):
     for token, how in (("<|message|>", spelt), ("<|eom|>", spelt.replace("message", "eom").replace("MESSAGE", "EOM"))):
         got = fmt.parse_lenient(text.replace(token, how, 1))
         assert got.calls == calls, (token, how)
+
+
+@pytest.mark.parametrize("row", [fam.name for fam, sp in ROWS if not (sp.python_call or sp.text_key)])
+def test_a_key_that_lost_its_quote_keeps_the_calls_after_it(row):
+    # The call token after the broken object reads as inside a string that runs on from the lost quote; it is still
+    # where the next call starts, because the object closes before it and does not decode across it.
+    fmt = formats.get(row)
+    calls = [ToolCall("get_weather", {"city": c}) for c in ("Cancun", "Tulum", "Merida")]
+    text = fmt.render(calls)
+    assert text.count('"city": "Tulum"') == 1
+    got = fmt.parse_lenient(text.replace('"city": "Tulum"', '"city: "Tulum"'))
+    assert got.calls == calls
+
+
+@pytest.mark.parametrize("text, value", [
+    ('<tool_call>note>{"text": "write <tool_call>g>{\\"x\\": 1} in the doc"}<tool_call>save>{"path": "a.md", "n": 2',
+     'write <tool_call>g>{"x": 1} in the doc'),  # a valid value holding a call, a later call cut
+    ('<tool_call>note>{"text": "see <tool_call>g>{} here}<tool_call>save>{"path": "a.md"}', None),  # quote lost after
+])
+def test_a_call_written_in_a_string_value_is_no_call(text, value):
+    got = formats.get("glm53_flash").parse_lenient(text)
+    assert got.calls[0].name == "note" and got.calls[0].arguments.get("text") == value
+    assert "g" not in [c.name for c in got.calls]

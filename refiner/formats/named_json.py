@@ -42,7 +42,7 @@ from refiner.formats.lenient import TokenFinder, add_arguments_call, past_string
 from refiner.formats.pythonic import IDENTIFIER_NAME, render_call, strict_call_list
 from refiner.formats.pythonic_sentinels import MAX_CLOSE_TRIES, recover_list
 from refiner.formats.reasoning import label_look_alikes, line_labels
-from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
+from refiner.formats.strict import decode_at, expect_object, first_tag, json_head, token_sections
 from refiner.formats.tags import MAX_SCANNED, respell_tokens, token_key
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -387,7 +387,17 @@ class NamedJson(WireFormat):
         row's (``labelled``) name label may be swapped for another format's token): where it ends, and False when it
         is no call (noted when ``loud``)."""
         sp, lay = self.spelling, layouts[0]
-        end, tag = past_strings(strings, pos, *f.first(strings.tokens, pos))
+        plain = f.first(strings.tokens, pos)
+        end, tag = past_strings(strings, pos, *plain)
+        # a closer or a call read past as inside a string, after an object that closes before it and does not decode
+        # across it: the string runs on from a quote lost in the object, and the call ends there
+        if plain[0] < end and (plain[1] == lay.close or plain[1] == lay.call and self.sniff(text, plain[0])):
+            head = text[pos : plain[0]]
+            for w in (lay.close, *lay.closes[::-1]):
+                head = head.rstrip().removesuffix(w)
+            decoded = json_head(text, text.find("{", pos))
+            if head.rstrip().endswith("}") and (decoded is None or decoded[1] <= plain[0]):
+                end, tag = plain
         if sp.id_close and 0 <= (k := self._past_id(text, pos)) <= end:  # the call id before the name: dropped
             pos = k
         seg = text[pos:end]
