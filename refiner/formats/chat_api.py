@@ -27,7 +27,6 @@ class ApiMessage(WireFormat):
     value that ``looks_like`` accepts: each item is a call (``_call``) unless its ``type`` is one of ``ignored``.
     ``what``: the value looked for, in errors."""
 
-    detection = Detection(bare=True)
     list_key: str
     what: str
     ignored: frozenset[str] = frozenset()

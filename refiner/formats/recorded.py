@@ -56,7 +56,6 @@ class RecordFormat(base.WireFormat):
     """The reader and writer of one record (a subclass per record: :func:`record_format`)."""
 
     record: ClassVar[Record]
-    description = "tool calls read and written from a record derived from a chat template"
 
     def _start(self, text: str) -> int:
         """Where the answer starts: after the family's reasoning block (or its closer alone)."""
