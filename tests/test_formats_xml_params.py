@@ -263,3 +263,13 @@ def test_glm46_written_with_json_escapes_gives_a_list_not_a_string():
     assert refined(text, tools) == [{"name": "add_items", "arguments": {"items": ["milk", "eggs"], "count": 2}}]
     got = formats.get("glm45").parse_lenient(text)
     assert got.calls == [ToolCall("add_items", {"items": ["milk", "eggs"], "count": 2})] and got.problems
+
+
+@pytest.mark.parametrize("spelt", ["<|TOOL_ARG:VALUE|>", "<|tool-arg:value|>", "<|tool_arg:value|", "[|tool_arg:value|]"])
+def test_solar_open2_tokens_written_wrong_are_read_as_the_tokens(spelt):
+    fmt = formats.get("solar_open2")
+    calls = [ToolCall("get_weather", {"city": "Paris", "days": 3}), ToolCall("get_time", {"zone": "CET"})]
+    text = fmt.render(calls)
+    assert text.count("<|tool_arg:value|>") == 3
+    got = fmt.parse_lenient(text.replace("<|tool_arg:value|>", spelt, 1))
+    assert got.calls == calls and any(spelt in p.message for p in got.problems)

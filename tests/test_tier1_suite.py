@@ -42,13 +42,13 @@ def load(**kw) -> list[ts.SuiteCase]:
 # recovered; and their values are untyped text, so many type drifts are settled only as far as the text allows (as
 # for glm45 and qwen3_coder). Floors: the format-error rate on this seeded sample (default policy), rounded down. The
 # wrong tags are drawn from every registered format's tags, so a format added changes the inputs (and can move a
-# row's rate by a few cases). Solar Open 2's tokens (<|tool_arg:start|>, ...) are no <word> tags the mender knows: a
-# token written wrong is fixed in few cases (4 of 39).
+# row's rate by a few cases). Solar Open 2's <|...|> tokens written wrong are respelt (as the named-JSON rows' are);
+# one that lost its first half (NAMEstart|>key) is not put back.
 XML_ROW_FLOORS: dict[str, float] = {
     "deepseek_v32": 0.80, "deepseek_v4": 0.85, "deepseek_v41": 0.80, "dots1": 0.90, "hunyuan_v3": 0.85,
     "hunyuan_v4": 0.60, "k2_horizon": 0.60, "longcat": 0.70, "minicpm5": 0.85, "minimax_m2": 0.90,
     "muse_glimmer": 0.85, "seed_oss": 0.75, "step3": 0.85, "gigachat35": 0.80, "iquest_coder_v2": 0.80,
-    "iquest_q1": 0.75, "zaya_xml": 0.75, "multi_format_minimax": 0.90, "solar_open2": 0.50, "telechat4": 0.75,
+    "iquest_q1": 0.75, "zaya_xml": 0.75, "multi_format_minimax": 0.90, "solar_open2": 0.70, "telechat4": 0.75,
     "multi_format_dsv32": 0.85,
     "step_deepresearch": 0.90,
 }

@@ -43,13 +43,12 @@ from refiner.formats.pythonic import IDENTIFIER_NAME, render_call, strict_call_l
 from refiner.formats.pythonic_sentinels import MAX_CLOSE_TRIES, recover_list
 from refiner.formats.reasoning import label_look_alikes, line_labels
 from refiner.formats.strict import decode_at, expect_object, first_tag, json_head, token_sections
-from refiner.formats.tags import MAX_SCANNED, respell_tokens, token_key
+from refiner.formats.tags import BARRED_TOKEN, MAX_SCANNED, respell_tokens, token_key
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
 NAME_PATTERN = r"[^\s<>{}\[\]\"'`|:,]+"
 _NAME = re.compile(NAME_PATTERN)
-_BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # <|...|> or DeepSeek's <｜...｜>
 MAX_CALLS = 1024  # calls a strict read of a section-less text takes at most
 MAX_ID_CHARS = 64  # a call id before the name (NamedSpelling.id_close)
 MAX_NAME_CHARS = 256  # of a tool name claims_text reads after each call opener
@@ -322,7 +321,7 @@ class NamedJson(WireFormat):
         sp = self.spelling
         layouts = [self.layout, *map(layout, sp.also)]  # the row's own first
         lay = layouts[0]
-        barred = [t for tag in self.tags for t in _BARRED_TOKEN.findall(tag)]  # (the row's <|...|> tokens)
+        barred = [t for tag in self.tags for t in BARRED_TOKEN.findall(tag)]  # (the row's <|...|> tokens)
         if barred:
             text = respell_tokens(text, barred, out)
         labels = line_labels(self)

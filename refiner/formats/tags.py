@@ -283,6 +283,7 @@ def brace_call_lines(chunk: str) -> str:
 # or lost: the opening one is the character before a match), and bracketed words, ``[TOOL_CALLS]``.
 _BARRED = re.compile(r"[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
+BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # a whole <|...|> token, or DeepSeek's <｜...｜>
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 MAX_SCANNED = 4096  # token-shaped spans looked at per text (a storm past this many is left as written)
 
@@ -306,6 +307,9 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
     parts: list[str] = []
     pos = notes = seen = quotes = 0  # quotes: unescaped '"' in text[:seen] since the last token
     for m in itertools.islice(pattern.finditer(text), MAX_SCANNED):
+        token = table.get(token_key(m.group()))  # (the key leaves out the bracket before a match)
+        if token is None:
+            continue
         start = m.start() - (pattern is _BARRED and text[m.start() - 1 : m.start()] in ("<", "["))
         found = text[start : m.end()]
         if found in exact:
@@ -313,11 +317,8 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
             continue
         quotes += _quotes(text, seen, start)  # (start >= seen: a match's "<" or "[" ends no earlier match)
         seen = start
-        if quotes % 2:
-            continue  # inside a JSON string: the value's text
-        token = table.get(token_key(found))
-        if token is None or (allow is not None and not allow(token, text, m.end())):
-            continue
+        if quotes % 2 or (allow is not None and not allow(token, text, m.end())):
+            continue  # inside a JSON string (the value's text), or where the token does not stand
         parts += (text[pos:start], token)
         pos = seen = m.end()
         quotes = 0
