@@ -273,3 +273,17 @@ def test_solar_open2_tokens_written_wrong_are_read_as_the_tokens(spelt):
     assert text.count("<|tool_arg:value|>") == 3
     got = fmt.parse_lenient(text.replace("<|tool_arg:value|>", spelt, 1))
     assert got.calls == calls and any(spelt in p.message for p in got.problems)
+
+
+@pytest.mark.parametrize("name", ROW_NAMES)
+@pytest.mark.parametrize("how", ["lost", "another format's token"])
+def test_a_first_call_whose_opening_tag_was_lost_is_read_by_its_name(name, how):
+    # The name stands as the tag would hold it (name="f">, f>, or f and its separator) before the first key tag.
+    fmt = formats.get(name)
+    s = fmt.spelling
+    calls = [ToolCall("get_weather", {"city": "Paris"}), ToolCall("get_time", {"zone": "CET"})]
+    opener = s.call_open[:-1] + s.tag_suffix + s.call_open[-1] if s.tag_suffix else s.call_open
+    text = fmt.render(calls)
+    got = fmt.parse_lenient(text.replace(opener, "" if how == "lost" else "<|im_sep|>", 1))
+    assert got.calls == calls
+    assert any(p.code == "missing_tag" for p in got.problems)

@@ -13,13 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import NAME_PATTERN, Lenient, marker_positions, marker_table, markup_name, name_refused
+from refiner.formats.base import (NAME_PATTERN, Lenient, marker_positions, marker_table, markup_name, name_refused,
+                                  offered_tools)
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
 from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, _attrs
+from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, _attrs, name_line
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
@@ -61,11 +62,18 @@ class XmlReader:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 slip(self, out, "missing_tag", f"no {what} found", pos)  # (the first call: n is 0 here)
+                if first_key >= 0 and (at := self._lost_opener(text, first_key)) >= 0:
+                    pos, in_section = self._recover_call(text, at, f, calls, out)
+                    continue  # (then no call is left)
                 if first_key >= 0:
                     out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
                 return
             if out is not None:
                 if n == 0 and 0 <= first_key < c:
+                    if (at := self._lost_opener(text, first_key)) >= 0:
+                        out.note("missing_tag", f"missing {s.call_open.strip()} before {text[at:first_key].strip()[:60]!r}")
+                        pos, in_section = self._recover_call(text, at, f, calls, out)
+                        continue
                     out.note("unreadable", f"arguments before the first {s.call_open} dropped")
                 if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                     return
@@ -77,6 +85,22 @@ class XmlReader:
                     slip(self, out, "unreadable", f"text skipped before {s.call_open}: "
                                f"{text[o + len(s.section_open) : c][:60]!r}", o + len(s.section_open))
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, calls, out)
+
+    def _lost_opener(self, text: str, key: int) -> int:
+        """Where the name of a first call whose opening tag was lost or written wrong starts (for
+        :meth:`_recover_call`), its first key tag at ``key``: the name as the tag holds it (``name="f">``, ``f>``, or
+        ``f`` with its separator) ends the key's line or the line above, a tool's name (an offered one when the
+        request's tools are known); else -1."""
+        s = self.spelling
+        name = r"([^\s<>{}\"'=|]+)"
+        attr = rf'{re.escape(s.name_attr)}\s*=\s*"{name}"(?:\s+[\w\-]+\s*=\s*"[^"<>]*")*\s*/?'  # (others after it)
+        end = attr if s.name_at == "attr" else name
+        close = s.tag_end if s.name_at != "text" else s.name_sep.strip()
+        m = re.compile(rf"{end}\s*{re.escape(close)}\s*\Z").search(text, name_line(text, key), key)
+        tools = offered_tools()
+        if m is None or not self.is_name(m[1]) or markup_name(m[1]) or tools is not None and m[1] not in tools:
+            return -1
+        return m.start() if s.name_at == "attr" else m.start(1)
 
     def _tag_end(self, text: str, pos: int, at: str, out: Lenient | None) -> tuple[str | None, str, int]:
         """The opening tag at ``pos``, naming by ``at``: what ends it (its end, else a line break (read leniently, or
