@@ -226,3 +226,15 @@ def test_a_call_written_in_a_string_value_is_no_call(text, value):
     got = formats.get("glm53_flash").parse_lenient(text)
     assert got.calls[0].name == "note" and got.calls[0].arguments.get("text") == value
     assert "g" not in [c.name for c in got.calls]
+
+
+
+@pytest.mark.parametrize("row", ["plamo3", "solar_open"])  # (rows whose text before the first call token is no prose)
+def test_a_first_call_whose_call_token_was_lost_is_read_by_its_name_and_object(row):
+    fmt = formats.get(row)
+    calls = [ToolCall("get_weather", {"city": "Paris"}), ToolCall("get_time", {"zone": "CET"})]
+    broken = fmt.render(calls).replace(fmt.layout.call, "", 1)
+    got = fmt.parse_lenient(broken)
+    assert got.calls == calls and f"missing {fmt.layout.call}" in [p.message for p in got.problems]
+    no_object = fmt.parse_lenient(broken.replace('{"city": "Paris"}', '"Paris"'))  # a name without its object
+    assert [c.name for c in no_object.calls] == ["get_time"]

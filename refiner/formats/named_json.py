@@ -342,19 +342,20 @@ class NamedJson(WireFormat):
         labelled = lay.anchor[:1] == "\n" and lay.anchor[1:] in labels  # (a label row: its name label is a line label)
         for n in range(MAX_RECOVERED_ITEMS + 1):
             c = f.next(lay.call, pos)
-            s = f.next(lay.anchor, pos) if sp.loose or labelled else -1
+            each = sp.loose or labelled  # (a plain row's call token is looked for as lost before its first call only)
+            s = f.next(lay.anchor, pos) if each or n == 0 and lay.anchor else -1
             while 0 <= s < (c if c >= 0 else len(text)):  # a call whose call token was lost: its anchor comes first
                 tokens = (sp.section_open, lay.close, sp.section_close)  # it starts after one, or a line break
                 ends = (i + len(t) for t in tokens if t and (i := text.rfind(t, pos, s)) >= 0)
-                at = self._lost_call(text, max(pos, text.rfind("\n", pos, s) + 1, *ends), s)
+                at = self._lost_call(text, max(pos, text.rfind("\n", pos, s) + 1, *ends), s, each)
                 if at < 0:
-                    s = f.next(lay.anchor, s + 1)
+                    s = f.next(lay.anchor, s + 1) if each else -1
                     continue
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {lay.call}")
                 pos, _ = self._recover_call(text, at, f, out, strings, layouts, True, labelled)
-                s = f.next(lay.anchor, pos)
+                s = f.next(lay.anchor, pos) if each else -1
             if c < 0:
                 if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, x.bare)
                                                                       for x in layouts)):
@@ -370,14 +371,20 @@ class NamedJson(WireFormat):
         if sp.section_close and f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
 
-    def _lost_call(self, text: str, at: int, anchor: int) -> int:
+    def _lost_call(self, text: str, at: int, anchor: int, labelled: bool) -> int:
         """Where a call whose call token was lost starts, its anchor at ``anchor`` and its line at ``at``: there for a
-        loose row; for a label row, after another format's token, when the line up to its name label holds a tool's
-        name alone (an offered one, when the request's tools are known); else -1."""
-        if self.spelling.loose:
+        loose row; for a label row (``labelled``), or a plain row's call whose JSON object follows the anchor, after
+        another format's token, when the line up to the anchor holds a tool's name alone (after the row's call id)
+        (an offered one, when the request's tools are known); else -1."""
+        sp = self.spelling
+        if sp.loose:
             return at
+        body = skip_ws(text, anchor + len(self.layout.anchor))
+        if not labelled and not text.startswith("{", body + len(sp.args_prefix) * text.startswith(sp.args_prefix, body)):
+            return -1
         at = m.end() if (m := _FOREIGN_TOKEN.match(text, at, anchor)) is not None else at
-        name, tools = text[at:anchor].strip(), offered_tools()
+        k = self._past_id(text, at) if sp.id_close else -1
+        name, tools = text[max(at, k):anchor].strip(), offered_tools()
         return at if _NAME.fullmatch(name) is not None and (tools is None or name in tools) else -1
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
