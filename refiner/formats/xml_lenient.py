@@ -49,31 +49,28 @@ class XmlReader:
         first_key = f.next(s.key_open, pos) if f is not None else -1  # (strictly, a key outside calls is prose)
         closer = s.section_close or s.call_close
         in_section = False
+        c = f.next(s.call_open, pos) if f is not None else -1
+        if 0 <= first_key < (c if c >= 0 else len(text)) and (at := self._lost_opener(text, first_key)) >= 0:
+            out.note("missing_tag", f"missing {s.call_open.strip()} before {text[at:first_key].strip()[:60]!r}")
+            pos, in_section = self._recover_call(text, at, f, calls, out)  # (the first call, its opening tag lost)
         for n in range(MAX_RECOVERED_ITEMS + 1) if out is not None else itertools.count():
             c = text.find(s.call_open, pos)
             if out is None and c > pos and (stray := text.find(closer, pos, c)) >= 0:  # a call before it lost its
                 raise self.error(f"{closer} without its {s.first_open}", stray)  # opening tag
             if c < 0:
                 o = text.find(s.section_open, pos) if out is None and s.section_open else -1
-                if o < 0 and n > 0:
+                if o < 0 and (n > 0 or calls):
                     return
                 what = s.call_open + ("NAME>" if s.name_at == "eq" else "")
                 if o >= 0:
                     o = skip_ws(text, o + len(s.section_open))
                     raise self.error(f"expected {what} after {s.section_open}, got {text[o : o + 30]!r}", o)
                 slip(self, out, "missing_tag", f"no {what} found", pos)  # (the first call: n is 0 here)
-                if first_key >= 0 and (at := self._lost_opener(text, first_key)) >= 0:
-                    pos, in_section = self._recover_call(text, at, f, calls, out)
-                    continue  # (then no call is left)
                 if first_key >= 0:
                     out.note("no_name", f"arguments without a {s.call_open}: no call can be named")
                 return
             if out is not None:
-                if n == 0 and 0 <= first_key < c:
-                    if (at := self._lost_opener(text, first_key)) >= 0:
-                        out.note("missing_tag", f"missing {s.call_open.strip()} before {text[at:first_key].strip()[:60]!r}")
-                        pos, in_section = self._recover_call(text, at, f, calls, out)
-                        continue
+                if n == 0 and pos <= first_key < c:
                     out.note("unreadable", f"arguments before the first {s.call_open} dropped")
                 if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                     return
