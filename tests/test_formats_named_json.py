@@ -188,7 +188,7 @@ def test_another_formats_token_in_place_of_the_name_close_is_dropped_before_the_
     calls = [ToolCall("get_weather", {"city": "Tokyo"}), ToolCall("get_time", {"zone": "JST"})]
     text = fmt.render(calls)
     anchor = fmt.layout.anchor
-    for foreign in ("</function_list>", "<|content_invoke_tool_json|>", "[TOOL_ARGS]"):
+    for foreign in ("</function_list>", "<|content_invoke_tool_json|>", "[TOOL_ARGS]", "<|im_end|>[TOOL_ARGS]"):
         swapped = text.replace(anchor, foreign, 1)
         got = fmt.parse_lenient(swapped)
         assert got.calls == calls, (foreign, swapped)
@@ -238,3 +238,11 @@ def test_a_first_call_whose_call_token_was_lost_is_read_by_its_name_and_object(r
     assert got.calls == calls and f"missing {fmt.layout.call}" in [p.message for p in got.problems]
     no_object = fmt.parse_lenient(broken.replace('{"city": "Paris"}', '"Paris"'))  # a name without its object
     assert [c.name for c in no_object.calls] == ["get_time"]
+
+
+@pytest.mark.parametrize("spelt", [" JSON\n", " js_on\n", " Json "])
+def test_the_words_closing_a_name_written_otherwise_are_dropped_before_the_arguments(spelt):
+    fmt = formats.get("multi_format_gptoss")  # (its name closes with ' json' and a line break)
+    calls = [ToolCall("get_weather", {"city": "Tokyo"}), ToolCall("get_time", {"zone": "JST"})]
+    got = fmt.parse_lenient(fmt.render(calls).replace(fmt.layout.anchor, spelt, 1))
+    assert got.calls == calls and "missing_tag" in [p.code for p in got.problems]

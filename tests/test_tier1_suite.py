@@ -179,7 +179,8 @@ FORMAT_SHORTFALLS: dict[str, tuple[float, str]] = {
                            "(missing tag: 34 of 40 fixed)")),
     "kimi_k3": (0.85, ("a lost <|open|>argument or <|open|>call token (key=\"...\" left bare) or a string value's "
                        "closer written wrong, read as its text (strictly valid)")),
-    "multi_format_gptoss": (0.80, "a lost or misspelt <tool_call>to=functions. (the row's only marker) is not put back"),
+    "multi_format_gptoss": (0.90, ("a lost or misspelt <tool_call>to=functions. (the row's only marker) is not put back "
+                                   "(missing tag: 32 of 40 fixed)")),
     "solar_open": (0.90, ("a call token lost whole before any call but the first is not put back (missing tag: 29 of "
                           "40 fixed)")),
     "step_audio_2": (0.85, "a lost or misspelt <tool_call>function opener (the row's only marker) is not put back"),

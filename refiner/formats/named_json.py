@@ -443,7 +443,7 @@ class NamedJson(WireFormat):
                 if sp.loose:
                     head = _drop_foreign(head)
                 elif rest:  # (another format's token in place of the anchor)
-                    head = _drop_foreign_after(head)
+                    head = _drop_foreign_after(head, lay.anchor)
         name = head
         if head in befores:  # the name follows the anchor, on its line
             name, _, rest = rest.partition("\n")
@@ -581,11 +581,18 @@ def _add_python_call(fmt: NamedJson, out: Lenient, name: str, body: str, cut: bo
             out.calls[i] = ToolCall(name, call.arguments)
 
 
-def _drop_foreign_after(head: str) -> str:
-    """A call's head, before its arguments' object, with another format's token it ends with dropped (written in
-    place of the name's closing token)."""
-    k = max(head.rfind("<"), head.rfind("["))
-    return head[:k] if k > 0 and _FOREIGN_TOKEN.fullmatch(head, k) is not None else head
+def _drop_foreign_after(head: str, anchor: str) -> str:
+    """A call's head, before its arguments' object, without what stands in place of the name's closing token
+    ``anchor``: its words written otherwise (`` JSON`` for `` json``), or up to two other formats' tokens."""
+    words = len(anchor.split())
+    parts = head.rstrip().rsplit(None, words) if words else ()
+    if len(parts) > words and token_key("".join(parts[1:])) == token_key(anchor):
+        return parts[0]
+    end = len(head)
+    for _ in range(2):
+        k = max(head.rfind("<", 0, end), head.rfind("[", 0, end))
+        end = k if k > 0 and _FOREIGN_TOKEN.fullmatch(head, k, end) is not None else end
+    return head[:end]
 
 
 def _drop_foreign(head: str) -> str:
