@@ -184,6 +184,8 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
     try:
         return finite(json.loads(text))
     except json.JSONDecodeError as e:
+        if budget_spent():  # (mending, completing and json_repair each need some of it)
+            return None
         mended, text, e = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
         if mended is not None:
             return finite(mended)
