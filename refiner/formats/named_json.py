@@ -354,7 +354,7 @@ class NamedJson(WireFormat):
                 if not take_items(1):
                     return
                 out.note("missing_tag", f"missing {lay.call}")
-                pos, _ = self._recover_call(text, at, f, out, strings, layouts, True, labelled)
+                pos, _ = self._recover_call(text, at, f, out, strings, layouts, True)
                 s = f.next(lay.anchor, pos) if each else -1
             if c < 0:
                 if n == 0 and not out.calls and not (sp.loose and any(bare_calls(text, start, out, x.bare)
@@ -365,8 +365,7 @@ class NamedJson(WireFormat):
                 break
             if not take_items(1):  # (the parse's count of items read: a gave_up problem)
                 return
-            pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, layouts,
-                                           unreadable < MAX_NOTES, labelled)
+            pos, read = self._recover_call(text, c + len(lay.call), f, out, strings, layouts, unreadable < MAX_NOTES)
             unreadable += not read
         if sp.section_close and f.next(sp.section_close, start) < 0:
             out.note("missing_tag", f"missing {sp.section_close}")
@@ -388,10 +387,10 @@ class NamedJson(WireFormat):
         return at if _NAME.fullmatch(name) is not None and (tools is None or name in tools) else -1
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
-                      layouts: list[_Layout], loud: bool, labelled: bool) -> tuple[int, bool]:
+                      layouts: list[_Layout], loud: bool) -> tuple[int, bool]:
         """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written; a label
-        row's (``labelled``) name label may be swapped for another format's token): where it ends, and False when it
-        is no call (noted when ``loud``)."""
+        row's name label may be swapped for another format's token): where it ends, and False when it is no call
+        (noted when ``loud``)."""
         sp, lay = self.spelling, layouts[0]
         plain = f.first(strings.tokens, pos)
         end, tag = past_strings(strings, pos, *plain)
