@@ -248,7 +248,7 @@ class SentinelPythonic(WireFormat):
             src = src[1:].lstrip()  # a "[" that opens no list (the lines follow it): a stray opening token
             out.note("not_a_call", "a '[' before the calls' lines that no ']' closes")
         if not src.startswith("["):
-            src = "[" + (", ".join(self._line_calls(self._call_lines(src), out)) if self.spelling.lines else src) + close
+            src = "[" + (", ".join(self._line_calls(src, out)) if self.spelling.lines else src) + close
         if src in ("[", "[]"):
             out.note("unreadable", "no call found")
             return
@@ -258,14 +258,11 @@ class SentinelPythonic(WireFormat):
         """What separates two calls of a ``lines`` body (its blanks aside)."""
         return self.spelling.between.strip() or "\n"
 
-    def _call_lines(self, src: str) -> str:
-        """A ``lines`` body with a line break for each ``between`` outside quoted strings (a body of lines as it is)."""
-        return src if self._between() == "\n" else "\n".join(split_calls(src, self._between()))
-
     def _line_calls(self, src: str, out: Lenient) -> list[str]:
-        """The calls of a one-call-per-line body: each from a line that starts like one to its closing parenthesis
-        (a comma, or the row's one-character ``between``, may put another after it); other text is prose (reported).
-        A call not closed within :data:`MAX_SPLIT_CHARS` characters in all runs to the end of its lines."""
+        """The calls of a ``lines`` body (a line ends at each ``between`` outside strings): each from a line that starts
+        like one to its closing parenthesis (a comma, or a one-character ``between``, may put another after it); other
+        text is prose (reported). A call not closed in :data:`MAX_SPLIT_CHARS` characters in all ends with its lines."""
+        src = "\n".join(split_calls(src, self._between()))  # (a body of lines as it is)
         groups: list[list[str]] = []
         # a line that starts with an offered tool's name glued to a parameter's (its "(" lost: "math_gcdnum1=12)") or
         # to ")" starts a call too
