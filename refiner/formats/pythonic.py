@@ -96,20 +96,17 @@ def fast_call_list(src: str, sep: str = ",") -> list[ToolCall] | None:
     """The calls of a call list in the renderer's layout; ``None`` for anything else. ``sep``: ``","`` for a
     ``[...]`` list, else what is written between calls that stand one after another (a call holds no line break
     when that is ``sep``)."""
-    if sep == ",":
-        calls, _, complete, _ = fast_call_prefix(src, make=ToolCall)
-    else:
-        calls, _, complete, _ = ([], 0, False, 0) if refused(src) else read_on(src, 0, [], make=ToolCall,
-                                                                               sep=sep)
+    calls, _, complete, _ = fast_call_prefix(src, make=ToolCall, sep=sep)
     return calls if complete else None
 
 
-def fast_call_prefix(src: str, limit: int | None = None, make: Callable | None = None
+def fast_call_prefix(src: str, limit: int | None = None, make: Callable | None = None, sep: str = ","
                      ) -> tuple[list[Any], int, bool, int]:
-    """The calls a list starts with, up to the first one :func:`fast_call_list` cannot read (:func:`read_on`)."""
-    if not src.startswith("[") or refused(src):
+    """The calls a list (``sep``: see :func:`fast_call_list`) starts with, up to the first one :func:`fast_call_list`
+    cannot read (:func:`read_on`)."""
+    if sep == "," and not src.startswith("[") or refused(src):
         return [], 0, False, 0
-    return read_on(src, 1, [], limit, make)
+    return read_on(src, int(sep == ","), [], limit, make, sep=sep)
 
 
 def _plain(identifier: str) -> bool:
