@@ -214,3 +214,16 @@ def test_gigachat_reads_both_call_tokens_and_inkling_its_args_key():
     assert gc.parse_strict('<|function_call|>{"name": "a", "arguments": {"x": 1}}') == [A]
     ink = formats.get("inkling")
     assert ink.parse_strict('<|content_invoke_tool_json|>{"name": "a", "args": {"x": 1}}<|end_message|>') == [A]
+
+
+@pytest.mark.parametrize("name", ["hermes", "function_gemma4", "k2_horizon_json", "rwkv", "glaive", "internlm",
+                                  "phi4_mini_tags", "rubra"])
+def test_a_key_that_lost_its_quote_keeps_the_blocks_after_it(name):
+    # The close tag after the broken object reads as inside a string that runs on from the lost quote; it still
+    # closes the block, because the object closes before it and does not decode across it.
+    fmt = formats.get(name)
+    calls = [ToolCall("get_weather", {"city": c}) for c in ("Cancun", "Tulum", "Merida")]
+    text = fmt.render(calls)
+    second = text.index('"name"', text.index('"name"') + 1)  # the middle call's key, its closing quote lost
+    got = fmt.parse_lenient(text[:second] + '"name' + text[second + len('"name"'):])
+    assert got.calls == calls

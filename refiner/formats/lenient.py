@@ -157,19 +157,29 @@ def past_strings(finder: TokenFinder, pos: int, end: int, tag: str | None) -> tu
     return finder.first(brace)
 
 
+def object_ends_before(text: str, start: int, at: int) -> bool:
+    """Whether the JSON object after ``start`` closes right before ``at`` (a ``}``, then blanks) and does not decode
+    across it: a token at ``at`` that skipping strings read past ends it (a quote lost in it made a string run on)."""
+    got = json_head(text, brace) if (brace := text.find("{", start, at)) >= 0 else None
+    return text[start:at].rstrip().endswith("}") and (got is None or got[1] <= at)
+
+
 def lenient_blocks(
     text: str, open_tag: str, close_tag: str, problems: list[Problem], stop: str | None = None
 ) -> Iterator[str]:
     """The bodies of the tag blocks after any reasoning, missing tags reported: without ``open_tag`` the text is one
-    block; an unclosed block runs to the next ``open_tag`` (or ``stop``)."""
+    block; an unclosed block runs to the next ``open_tag`` (or ``stop``), a block that a string ran on past its
+    close (:func:`object_ends_before`) to that close."""
     body = strip_reasoning(text)
-    find = TokenFinder(body, (open_tag, close_tag)).first
+    find, plain = TokenFinder(body, (open_tag, close_tag)).first, Finder(body).first
     i = body.find(open_tag)
     if i < 0:
         problems.append(Problem("missing_tag", f"missing {open_tag}"))
     while take_items(1):
         a = 0 if i < 0 else i + len(open_tag)
         end, tag = find(a)
+        if (k := plain((close_tag,), a))[0] < end and object_ends_before(body, a, k[0]):
+            end, tag = k
         if tag == close_tag:
             yield body[a:end]
             i = i if i < 0 else body.find(open_tag, end + len(close_tag))  # (text between blocks: prose, read plainly)

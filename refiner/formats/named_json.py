@@ -38,11 +38,11 @@ from refiner.formats.base import (
 )
 from refiner.formats.family import POLICY, Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
-from refiner.formats.lenient import TokenFinder, add_arguments_call, past_strings
+from refiner.formats.lenient import TokenFinder, add_arguments_call, object_ends_before, past_strings
 from refiner.formats.pythonic import IDENTIFIER_NAME, render_call, strict_call_list
 from refiner.formats.pythonic_sentinels import MAX_CLOSE_TRIES, recover_list
 from refiner.formats.reasoning import label_look_alikes, line_labels
-from refiner.formats.strict import decode_at, expect_object, first_tag, json_head, token_sections
+from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
 from refiner.formats.tags import BARRED_TOKEN, MAX_SCANNED, respell_tokens, token_key
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
@@ -400,8 +400,7 @@ class NamedJson(WireFormat):
             head = text[pos : plain[0]]
             for w in (lay.close, *lay.closes[::-1]):
                 head = head.rstrip().removesuffix(w)
-            decoded = json_head(text, text.find("{", pos))
-            if head.rstrip().endswith("}") and (decoded is None or decoded[1] <= plain[0]):
+            if object_ends_before(text, pos, pos + len(head)):
                 end, tag = plain
         if sp.id_close and 0 <= (k := self._past_id(text, pos)) <= end:  # the call id before the name: dropped
             pos = k
