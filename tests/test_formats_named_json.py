@@ -246,3 +246,11 @@ def test_the_words_closing_a_name_written_otherwise_are_dropped_before_the_argum
     calls = [ToolCall("get_weather", {"city": "Tokyo"}), ToolCall("get_time", {"zone": "JST"})]
     got = fmt.parse_lenient(fmt.render(calls).replace(fmt.layout.anchor, spelt, 1))
     assert got.calls == calls and "missing_tag" in [p.code for p in got.problems]
+
+
+def test_arguments_followed_by_another_object_are_the_first_object():
+    # Every token lost: the first call's text runs on into the second's; its arguments are its own object, and
+    # the text after it is reported dropped (repaired together, the two objects would merge or read as a list).
+    got = formats.get("step_audio_2").parse_lenient('get_weather\n{"city": "Paris"}get_weather\n{"city": "Rome"}')
+    assert got.calls == [ToolCall("get_weather", {"city": "Paris"})]
+    assert any(p.code == "unreadable" and "Rome" in p.message for p in got.problems)

@@ -11,7 +11,7 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem, markup_name, name_refused
-from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, give_up, lenient_json, open_at_cut, take_items,
+from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, finite, give_up, lenient_json, open_at_cut, take_items,
                                      written_whole)
 from refiner.formats.strict import json_head
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
@@ -331,7 +331,13 @@ def add_arguments_call(out: Lenient, name: str, body: str, *, at_end: bool) -> N
     """Adds the call ``name`` whose arguments are the JSON object text ``body``; ``at_end``: the text ends inside
     the call, which is marked as cut unless its arguments were closed."""
     body = body.strip()
-    args = lenient_json(body, at_end=at_end) if body else {}
+    head = json_head(body)
+    if head is None or type(head[0]) is not dict or (rest := body[head[1]:].strip()) and "{" not in rest:
+        args = lenient_json(body, at_end=at_end) if body else {}
+    else:  # the object whole, maybe another one after it (repaired together, the two would merge)
+        if rest:
+            out.note("unreadable", f"text after the arguments of {name[:60]!r} dropped: {rest[:60]!r}")
+        args = finite(head[0])
     if not isinstance(args, dict):
         out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
         args = None
