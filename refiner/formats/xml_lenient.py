@@ -86,12 +86,12 @@ class XmlReader:
     def _lost_opener(self, text: str, key: int) -> int:
         """Where the name of a first call whose opening tag was lost or written wrong starts (for
         :meth:`_recover_call`), its first key tag at ``key``: the name as the tag holds it (``name="f">``, ``f>``, or
-        ``f`` with its separator) ends the key's line or the line above, a tool's name (an offered one when the
-        request's tools are known); else -1."""
+        ``f`` with its separator, alone or after a tag) ends the key's line or the line above, a tool's name (an
+        offered one when the request's tools are known); else -1."""
         s = self.spelling
         name = r"([^\s<>{}\"'=|]+)"
         attr = rf'{re.escape(s.name_attr)}\s*=\s*"{name}"(?:\s+[\w\-]+\s*=\s*"[^"<>]*")*\s*/?'  # (others after it)
-        end = attr if s.name_at == "attr" else name
+        end = attr if s.name_at == "attr" else rf"(?:^|(?<=[>\]|=\n]))[ \t]*{name}"  # (not a word of prose)
         close = s.tag_end if s.name_at != "text" else s.name_sep.strip()
         m = re.compile(rf"{end}\s*{re.escape(close)}\s*\Z").search(text, name_line(text, key), key)
         tools = offered_tools()
