@@ -43,7 +43,7 @@ from refiner.formats.pythonic import IDENTIFIER_NAME, render_call, strict_call_l
 from refiner.formats.pythonic_sentinels import MAX_CLOSE_TRIES, recover_list
 from refiner.formats.reasoning import label_look_alikes, line_labels
 from refiner.formats.strict import decode_at, expect_object, first_tag, token_sections
-from refiner.formats.tags import BARRED_TOKEN, MAX_SCANNED, respell_tokens, token_key
+from refiner.formats.tags import MAX_SCANNED, respell_barred, token_key
 from refiner.formats.text import dumps, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
@@ -321,9 +321,7 @@ class NamedJson(WireFormat):
         sp = self.spelling
         layouts = [self.layout, *map(layout, sp.also)]  # the row's own first
         lay = layouts[0]
-        barred = [t for tag in self.tags for t in BARRED_TOKEN.findall(tag)]  # (the row's <|...|> tokens)
-        if barred:
-            text = respell_tokens(text, barred, out)
+        text = respell_barred(text, self.tags, out)
         labels = line_labels(self)
         text = _respell_labels(text, labels, out)
         for alt, token in sp.respelt:

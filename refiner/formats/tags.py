@@ -283,7 +283,7 @@ def brace_call_lines(chunk: str) -> str:
 # or lost: the opening one is the character before a match), and bracketed words, ``[TOOL_CALLS]``.
 _BARRED = re.compile(r"[|｜][^\s|｜<>\[\]{}\"']{1,48}[|｜][>\]]?")
 _BRACKETED = re.compile(r"\[[A-Za-z][A-Za-z_\- ]{0,30}\]")
-BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # a whole <|...|> token, or DeepSeek's <｜...｜>
+_BARRED_TOKEN = re.compile(r"<[|｜][^|｜<>]*[|｜]>")  # a whole <|...|> token, or DeepSeek's <｜...｜>
 _NOISE = re.compile(r"[\s_\-▁|｜<>\[\]]")
 MAX_SCANNED = 4096  # token-shaped spans looked at per text (a storm past this many is left as written)
 
@@ -326,6 +326,13 @@ def respell_tokens(text: str, tokens: Iterable[str], out: Lenient | None = None,
             out.note("missing_tag", f"{token} written as {found!r}")
             notes += 1
     return "".join(parts) + text[pos:] if parts else text
+
+
+def respell_barred(text: str, tags: Iterable[str], out: Lenient) -> str:
+    """``text`` with look-alikes of the ``<|...|>`` tokens a row's ``tags`` hold (found in them joined: two tags may
+    make one token) written as those tokens (:func:`respell_tokens`)."""
+    barred = _BARRED_TOKEN.findall("".join(tags))
+    return respell_tokens(text, barred, out) if barred else text
 
 
 @functools.lru_cache(maxsize=64)

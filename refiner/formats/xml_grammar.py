@@ -38,7 +38,7 @@ from refiner.formats.base import (
 )
 from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
-from refiner.formats.tags import BARRED_TOKEN, respell_tokens
+from refiner.formats.tags import respell_barred
 from refiner.formats.text import reasoning_offset, skip_ws
 from refiner.formats.xml_lenient import XmlReader
 from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
@@ -236,8 +236,7 @@ class XmlParams(XmlReader, WireFormat):
         """:meth:`_walk`'s lenient reading, after putting back the colon of this row's own tag suffix where a tag lost
         it (``<arg_valueopensource>``, a suffixed row's one-character slip; other suffixes stay as written)."""
         s = self.spelling
-        if barred := BARRED_TOKEN.findall("".join(s.tags())):  # the row's <|...|> tokens written wrong: as written
-            text = respell_tokens(text, barred, out)
+        text = respell_barred(text, s.tags(), out)
         if s.tag_suffix and s.tag_suffix[1:] in text:
             lost = _suffixes(s.tags(), s.tag_suffix)[2]
             text, n = lost.subn(lambda m: m.group(1) + s.tag_suffix + ">", text)
