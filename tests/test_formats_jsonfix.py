@@ -82,7 +82,7 @@ def test_ran_off_the_end_only_for_cut_texts():
     for text, cut in cases:
         with pytest.raises(json.JSONDecodeError) as e:
             json.loads(text)
-        assert jsonfix._ran_off_the_end(text, e.value) is cut, text
+        assert jsonfix.ran_off_the_end(text, e.value) is cut, text
 
 
 @SETTINGS
@@ -97,7 +97,7 @@ def test_every_prefix_of_a_call_list_keeps_the_complete_calls(calls):
             json.loads(prefix)
             continue  # not cut short (e.g. a whole number)
         except json.JSONDecodeError as e:
-            if not jsonfix._ran_off_the_end(prefix, e):
+            if not jsonfix.ran_off_the_end(prefix, e):
                 continue
         done = jsonfix._complete(prefix)
         value = None if done is None else done[0]

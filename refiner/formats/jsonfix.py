@@ -189,7 +189,7 @@ def lenient_json(text: str, *, at_end: bool | None = None) -> Any:
         mended, text, e = _mended(text, e, closed=not (ends_text(text) if at_end is None else at_end))
         if mended is not None:
             return finite(mended)
-        if _ran_off_the_end(text, e) and charge(complete_cost(text)):
+        if ran_off_the_end(text, e) and charge(complete_cost(text)):
             done = _complete(text)
             if done is not None:
                 value = finite(done[0])
@@ -366,7 +366,7 @@ def _replace_non_finite(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def _ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
+def ran_off_the_end(text: str, e: json.JSONDecodeError) -> bool:
     """Whether the decoder failed because the text ended."""
     if e.msg.startswith("Unterminated string"):
         return True

@@ -11,9 +11,9 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import Lenient, Problem, markup_name, name_refused
-from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, finite, give_up, lenient_json, open_at_cut, take_items,
-                                     written_whole)
-from refiner.formats.strict import json_head
+from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, finite, give_up, lenient_json, open_at_cut,
+                                     ran_off_the_end, take_items, written_whole)
+from refiner.formats.strict import JSON_DECODER, json_head
 from refiner.formats.text import next_bracket, skip_ws, strip_reasoning
 from refiner.formats.xmlvalues import Finder
 
@@ -159,9 +159,18 @@ def past_strings(finder: TokenFinder, pos: int, end: int, tag: str | None) -> tu
 
 def object_ends_before(text: str, start: int, at: int) -> bool:
     """Whether the JSON object after ``start`` closes right before ``at`` (a ``}``, then blanks) and does not decode
-    across it: a token at ``at`` that skipping strings read past ends it (a quote lost in it made a string run on)."""
-    got = json_head(text, brace) if (brace := text.find("{", start, at)) >= 0 else None
-    return text[start:at].rstrip().endswith("}") and (got is None or got[1] <= at)
+    across it: a token at ``at`` that skipping strings read past ends it (a quote lost in it made a string run on),
+    unless the object is valid up to the end of the text (a text cut after the token, which is then a value's)."""
+    if not text[start:at].rstrip().endswith("}"):
+        return False
+    if not 0 <= (brace := next_bracket(text, start)) < at:  # (the value the block holds: an object or a list)
+        return True
+    try:
+        return JSON_DECODER.raw_decode(text, brace)[1] <= at
+    except json.JSONDecodeError as e:
+        return not ran_off_the_end(text, e)
+    except (ValueError, RecursionError):
+        return True
 
 
 def lenient_blocks(
