@@ -302,7 +302,7 @@ class WireFormat:
                     if parse.gave_up:
                         got.note("gave_up", f"stopped after {MAX_RECOVERED_ITEMS} blocks or items; the rest was not "
                                  "read")
-                if _may_nest_deeply(text):
+                if _may_nest_deeply(text, len(got.calls)):
                     _drop_deep_arguments(got)
             except Exception as e:  # noqa: BLE001 - never raise: what was read so far stands
                 got.note("internal", f"{type(e).__name__}: {e}"[:300])
@@ -403,7 +403,7 @@ def _raises_only_format_errors(parse: Any) -> Any:
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
         try:
             calls = parse(self, text)
-            if not self.bounds_depth and _may_nest_deeply(text):
+            if not self.bounds_depth and _may_nest_deeply(text, len(calls)):
                 deep = MAX_ARGUMENT_DEPTH + 1  # (all calls' arguments at once, in a list: one level more)
                 if value_depth([c.arguments for c in calls if c.arguments], deep) > deep:
                     i = next(i for i, c in enumerate(calls) if value_depth(c.arguments, deep) >= deep)
@@ -424,9 +424,11 @@ def _raises_only_format_errors(parse: Any) -> Any:
     return parse_strict
 
 
-def _may_nest_deeply(text: str) -> bool:
-    """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH."""
-    return len(text) > MAX_ARGUMENT_DEPTH and text.count("[") + text.count("{") + text.count("(") > MAX_ARGUMENT_DEPTH
+def _may_nest_deeply(text: str, calls: int) -> bool:
+    """Whether ``text`` holds enough brackets to nest arguments deeper than MAX_ARGUMENT_DEPTH (a pythonic call's
+    own "(" opens no value: one "(" per call read is not counted)."""
+    return len(text) > MAX_ARGUMENT_DEPTH and (
+        text.count("[") + text.count("{") + max(text.count("(") - calls, 0) > MAX_ARGUMENT_DEPTH)
 
 
 def _drop_deep_arguments(out: Lenient) -> None:
