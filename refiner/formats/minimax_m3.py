@@ -140,7 +140,7 @@ class NsXml(WireFormat):
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         s = self.spelling
-        tags = self._tags(text, reasoning_offset(text), None)
+        tags = _Tags(self._each_tag(text, reasoning_offset(text), False))  # (read as far as asked)
 
         def opening(k: int) -> int | None:  # the first block's opening tag from tags[k] on
             while k < len(tags) or tags.more(k):
@@ -198,7 +198,8 @@ class NsXml(WireFormat):
         s = self.spelling
         pos = reasoning_offset(text)
         text = self._respelt(text, pos, out)
-        tags = self._tags(text, pos, out)
+        tags = _Tags(itertools.islice(self._each_tag(text, pos, True), 4 * MAX_RECOVERED_ITEMS))
+        tags.more(4 * MAX_RECOVERED_ITEMS)  # (all at once)
         if not any(self._invoke_name(t) is not None for t in tags):
             out.note("missing_tag", f"no {s.invoke_open} ...> call found")
             if any(t.raw.strip() == s.section and not t.closing for t in tags):
@@ -252,17 +253,9 @@ class NsXml(WireFormat):
                 out.note("missing_tag", f"{s.ns} written as {text[m.start() + k : at]!r}")
         return "".join(parts) + text[at:] if parts else text
 
-    def _tags(self, text: str, pos: int, lenient: Lenient | None) -> _Tags:
-        """The tags after ``pos``, in order: read strictly (``lenient`` is ``None``) as far as asked, a token followed
-        by no tag an empty tag at the token; else all at once, at most 4 x
-        :data:`~refiner.formats.jsonfix.MAX_RECOVERED_ITEMS`."""
-        most = None if lenient is None else 4 * MAX_RECOVERED_ITEMS
-        tags = _Tags(itertools.islice(self._each_tag(text, pos, lenient is not None), most))
-        if most is not None:
-            tags.more(most)
-        return tags
-
     def _each_tag(self, text: str, pos: int, lenient: bool) -> Iterator[_Tag]:
+        """The tags after ``pos``, in order; read strictly (not ``lenient``), a token followed by no tag is an empty
+        tag at the token."""
         s = self.spelling
         p = text.find(s.ns, pos)
         while p >= 0:
