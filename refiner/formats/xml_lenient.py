@@ -195,7 +195,16 @@ class XmlReader:
             calls.append(ToolCall(name, args))
         if not closed:
             self._mark_cut(text, whole, out, name, args, cut)
-        return self._after_call(text, pos, name, out)
+        if not s.section_open:
+            return pos, False
+        k = skip_ws(text, pos)
+        if text.startswith(s.section_close, k):  # read on past the section's closer
+            return k + len(s.section_close), False
+        if not s.section_per_call and text.startswith(s.call_open, k):
+            return pos, True
+        kind = "missing_tag" if s.section_per_call or k < len(text) else None
+        slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
+        return pos, False
 
     def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
                   cut: tuple[dict[str, Any], bool] | None) -> None:
@@ -217,20 +226,6 @@ class XmlReader:
                 return
             cut = dict(args), not in_key and bool(args)
         out.mark_cut(len(out.calls) - 1 if name else None, name or None, *cut)
-
-    def _after_call(self, text: str, pos: int, name: str, out: Lenient | None) -> tuple[int, bool]:
-        """Past a call's section closer: ``(where reading goes on, whether the section goes on)``."""
-        s = self.spelling
-        if not s.section_open:
-            return pos, False
-        k = skip_ws(text, pos)
-        if text.startswith(s.section_close, k):
-            return k + len(s.section_close), False
-        if not s.section_per_call and text.startswith(s.call_open, k):
-            return pos, True
-        kind = "missing_tag" if s.section_per_call or k < len(text) else None
-        slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
-        return pos, False
 
     def _recover_param(self, text: str, pos: int, f: Finder | None, args: dict, out: Lenient | None
                        ) -> tuple[int, str | None]:
