@@ -276,9 +276,6 @@ def retype_calls(
     budget = [PY_LITERAL_CHARS]
     for call in calls:
         params = getattr(tools.get(call.name), "params", None) or {}
-        if not params:
-            out.append(call)
-            continue
         args = None  # (a copy of the arguments, made at the first value settled to another)
         for k, v in call.arguments.items():
             if k in params:
