@@ -28,7 +28,6 @@ from typing import Any
 
 from refiner.calls import ToolCall
 from refiner.formats.base import (
-    NAME_PATTERN,
     ROW_CHARS,
     SPACED_NAME_PATTERN,
     Detection,
@@ -40,7 +39,7 @@ from refiner.formats.message import AnswerParts
 from refiner.formats.strict import JSON_DECODER
 from refiner.formats.tags import respell_barred
 from refiner.formats.text import reasoning_offset, skip_ws
-from refiner.formats.xml_lenient import XmlReader
+from refiner.formats.xml_lenient import WORD, XmlReader
 from refiner.formats.xml_spelling import JSON_TYPES, XmlSpelling, _attrs
 from refiner.formats.xmlvalues import (
     MAX_ATTR_CHARS,
@@ -74,7 +73,7 @@ def _unsuffixed(m: re.Match) -> str:
 
 
 _SPOKEN = re.compile(r"[\s()]")
-_NAME, _SPACED_NAME = re.compile(NAME_PATTERN), re.compile(SPACED_NAME_PATTERN)
+_SPACED_NAME = re.compile(SPACED_NAME_PATTERN)
 
 
 def _spoken(name: str) -> bool:
@@ -113,7 +112,7 @@ class XmlParams(XmlReader, WireFormat):
         if "spelling" not in cls.__dict__:
             return
         s = cls.spelling
-        cls._name = _SPACED_NAME if s.name_at == "text" else _NAME
+        cls._name = _SPACED_NAME if s.name_at == "text" else WORD
         # where an opening tag naming by "eq" or "attr", a name written as text or an element key ends, read strictly
         # or not: the first of its stopping tags (of those at one position, the first listed)
         stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
