@@ -98,31 +98,29 @@ class Speller:
         alts = sorted(self._cores, key=len, reverse=True)
         body = "|".join("[_\\-]?".join(re.escape(ch) for ch in core) for core in alts)
         self._own = r"[<\[](/?)(?i:(%s))([>\]=])?" % body
-        self._scanner: tuple[re.Pattern, ...] | None = None  # built at first use (all formats registered)
         self._near = functools.lru_cache(maxsize=4096)(self._nearest)
 
+    @functools.cached_property
     def _patterns(self) -> tuple[re.Pattern, ...]:
         """The scanner; the same without the words one letter off might match (once their budget is spent); the
         scanner passing over the format's own tags written exactly (:meth:`written_wrong`)."""
-        if self._scanner is None:
-            tags = foreign_tags(self.tags)
-            foreign = "(?<=<)%s|(?<=\\[)%s" % (trie([t[1:] for t in tags if t[0] == "<"]),
-                                               trie([t[1:] for t in tags if t[0] == "["]))
-            # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
-            # may follow (a storm of brackets fails there, not once per branch)
-            lead = r"[<\[](?=[/A-Za-z|\uff5c])"
-            own, generic = self._own[len("[<\\[]") :], _GENERIC.pattern[len("[<\\[]") :]
-            exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}"
-                             for t in sorted(self.tags, key=len, reverse=True))
-            self._scanner = (re.compile(r"%s(?:(%s)|%s|%s)" % (lead, foreign, own, generic)),
-                             re.compile(r"%s(?:(%s)|%s)" % (lead, foreign, own)),
-                             re.compile(r"%s(?!%s)(?:(%s)|%s|%s)" % (lead, exact, foreign, own, generic)))
-        return self._scanner
+        tags = foreign_tags(self.tags)  # (built at first use: every format registered)
+        foreign = "(?<=<)%s|(?<=\\[)%s" % (trie([t[1:] for t in tags if t[0] == "<"]),
+                                           trie([t[1:] for t in tags if t[0] == "["]))
+        # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
+        # may follow (a storm of brackets fails there, not once per branch)
+        lead = r"[<\[](?=[/A-Za-z|\uff5c])"
+        own, generic = self._own[len("[<\\[]") :], _GENERIC.pattern[len("[<\\[]") :]
+        exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}"
+                         for t in sorted(self.tags, key=len, reverse=True))
+        return (re.compile(r"%s(?:(%s)|%s|%s)" % (lead, foreign, own, generic)),
+                re.compile(r"%s(?:(%s)|%s)" % (lead, foreign, own)),
+                re.compile(r"%s(?!%s)(?:(%s)|%s|%s)" % (lead, exact, foreign, own, generic)))
 
     def written_wrong(self, text: str, start: int = 0) -> bool:
         """Whether ``text[start:]`` holds a token that may be a tag of the format written wrong, or another
         format's tag (one pass at the regex engine's speed)."""
-        return self._patterns()[2].search(text, start) is not None
+        return self._patterns[2].search(text, start) is not None
 
     def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:
         if m.group(1) is not None:  # another format's tag
@@ -169,7 +167,7 @@ class Speller:
         """The tag tokens starting in ``text[start:end]``, in order, none overlapping."""
         end = len(text) if end is None else end
         budget = [MAX_FUZZY]  # tokens that may be one letter off a word, looked at (the rest are not tags)
-        full, plain, _ = self._patterns()
+        full, plain, _ = self._patterns
         pos = start
         while pos < end:
             m = (full if budget[0] > 0 else plain).search(text, pos)
