@@ -52,7 +52,7 @@ class MarkerTable:
         self.patterns = tuple(re.compile(trie(ms)) for ms in tries.values())
         # the others grouped by their first three characters: (the prefix they share, the markers)
         heads = _grouping((m[:3], m) for ms in by_first.values() if len(ms) < TRIE_MARKERS for m in ms)
-        self.single = tuple((ms[0], ()) if len(ms) == 1 else (os.path.commonprefix(ms), ms) for ms in heads.values())
+        self.single = tuple((os.path.commonprefix(ms), ms) for ms in heads.values())
         # the markers a pattern's match may hold: those it begins with and those that begin inside it
         self.held = {w: tuple(dict.fromkeys(m for i, c in enumerate(w) for m in tries.get(c, ())
                                             if w.startswith(m, i) or m.startswith(w[i:])))
@@ -131,11 +131,9 @@ def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
     out: dict[str, int] = {}
     for head, group in table.single:
         if head in text:
-            if not group:
-                out[head] = text.find(head)
             for m in group:
-                if m in text:
-                    out[m] = text.find(m)
+                if (i := text.find(m)) >= 0:
+                    out[m] = i
     held = table.held
     for pattern in table.patterns:
         for w in dict.fromkeys(pattern.findall(text)):
