@@ -106,6 +106,12 @@ def detect_with_calls(
     body = text[start:] if start else text
     in_body = _after(text, start, found_at) if start else found_at
     answers: dict[tuple[str, int], bool] = {}
+
+    def sniff(fmt: WireFormat, at: int) -> bool:  # (a format is asked once per position: rules 1 and 2)
+        if (fmt.name, at) not in answers:
+            answers[fmt.name, at] = fmt.sniff(body, at)
+        return answers[fmt.name, at]
+
     if small:
         # A format's sniff is asked at the first marker it shares with other formats; those it rejects are not read.
         shared = table.shared_markers
@@ -114,19 +120,11 @@ def detect_with_calls(
             for m in shared.get(fmt.name, ()):
                 if m in in_body and (at < 0 or in_body[m] < at):  # (the first of them in the body)
                     at = in_body[m]
-            if at >= 0:  # (each format is asked here once: its answer is kept for rule 2)
-                answers[fmt.name, at] = yes = fmt.sniff(body, at)
-                if not yes:
-                    continue
+            if at >= 0 and not sniff(fmt, at):
+                continue
             calls = strict_reading(fmt, text, tried)
             if calls is not None:
                 return fmt.name, calls
-
-    def sniff(fmt: WireFormat, at: int) -> bool:
-        if (fmt.name, at) not in answers:
-            answers[fmt.name, at] = fmt.sniff(body, at)
-        return answers[fmt.name, at]
-
     if found_at:
         name = _by_marker(table.naming["markers"], in_body, sniff, sniffed) or _by_marker(
             table.naming["closers"], in_body, sniff)
