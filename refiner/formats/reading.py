@@ -218,18 +218,17 @@ def read_upstream(
         tried, sniffed = {}, {}
         text = read(text)  # (its reasoning split made once, for every reader below)
         quiet = False
-        if wanted and strict_reading(get(wanted), text, tried) is not None:
-            fmt = out_fmt = wanted
-            found = None
-        else:  # (detection runs: its search for markers is salvage's too)
+        valid = wanted and strict_reading(get(wanted), text, tried) is not None
+        if not valid:  # (detection runs: its search for markers is salvage's too)
             markers = marker_positions(text)
             quiet = not could_hold_calls(text, markers, offered)
             own = read_text(text, wanted, tools, tried=tried, offered=offered) if wanted and not quiet else None
-            if own is not None and own.text_cut is not None:
-                fmt = out_fmt = wanted  # the text stops inside its calls: other formats' markers are in their values
-                found = None
-            else:
-                fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
+        # valid in the requested format, or stopping inside its calls (other formats' markers are in their values)
+        if valid or own is not None and own.text_cut is not None:
+            fmt = out_fmt = wanted
+            found = None
+        else:
+            fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
     # (the default format reads only JSON: with nothing to start a call, its lenient reading finds nothing but a
     # string cut at the end, which needs a quote)
     plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', text.split.answer) < 0
