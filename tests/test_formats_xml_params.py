@@ -287,3 +287,50 @@ def test_a_first_call_whose_opening_tag_was_lost_is_read_by_its_name(name, how):
     got = fmt.parse_lenient(text.replace(opener, "" if how == "lost" else "<|im_sep|>", 1))
     assert got.calls == calls
     assert any(p.code == "missing_tag" for p in got.problems)
+
+
+ATTR_ROWS = [n for n in ROW_NAMES if formats.get(n).spelling.name_at == "attr"]
+
+
+@pytest.mark.parametrize("name", ATTR_ROWS)
+@pytest.mark.parametrize("where", ["call", "key"])
+def test_an_attribute_whose_closing_quote_was_lost_is_read_to_the_end_of_its_tag(name, where):
+    # <invoke name="get_time> (the quote before '>' lost): the name runs to the tag's end; the text stays invalid.
+    fmt = formats.get(name)
+    s = fmt.spelling
+    calls = [ToolCall("get_weather", {"city": "Paris"}), ToolCall("get_time", {"zone": "CET"})]
+    text = fmt.render(calls)
+    attr, value = (s.name_attr, "get_time") if where == "call" else (s.key_attr, "zone")
+    if s.key_at != "attr" and where == "key":
+        pytest.skip(f"{name} writes its keys as {s.key_at}, not in an attribute")
+    quoted = f'{attr}="{value}"'
+    assert quoted in text
+    broken = text.replace(quoted, quoted[:-1], 1)
+    with pytest.raises(FormatError):
+        fmt.parse_strict(broken)
+    assert fmt.parse_lenient(broken).calls == calls
+
+
+TEXT_NAME_ROWS = [n for n in ROW_NAMES if formats.get(n).spelling.name_at == "text"
+                  and formats.get(n).spelling.key_at == "element"]
+
+
+@pytest.mark.parametrize("name", TEXT_NAME_ROWS)
+def test_a_name_run_into_its_first_key_is_split_by_the_offered_tools(name):
+    # NAMEkey</key>: the first key's opening tag (and the name's separator) lost; split only where the request's tools
+    # say so: the tool's name, then one of its parameters.
+    fmt = formats.get(name)
+    s = fmt.spelling
+    calls = [ToolCall("get_weather", {"city": "Paris", "unit": "c"})]
+    text = fmt.render(calls)
+    suffixed = (lambda t: t[:-1] + s.tag_suffix + t[-1]) if s.tag_suffix else (lambda t: t)
+    first = text.index(suffixed(s.key_open))
+    head, sep = text[:first], suffixed(s.name_sep) if s.name_sep.strip() else s.name_sep
+    run = (head[: -len(sep)] if sep and head.endswith(sep) else head) + text[first + len(suffixed(s.key_open)):]
+    assert "get_weathercity" + suffixed(s.key_close) in run
+    tools = {"get_weather": {"city": {}, "unit": {}}}
+    got = fmt.parse_lenient(run, tools=tools)
+    assert got.calls == calls
+    assert any(p.code == "missing_tag" for p in got.problems)
+    assert not any(c.name == "get_weather" for c in fmt.parse_lenient(run).calls)
+    assert not any(c.name == "get_weather" for c in fmt.parse_lenient(run, tools={"get_weather": {"town": {}}}).calls)

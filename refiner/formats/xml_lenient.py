@@ -20,7 +20,7 @@ from refiner.formats.lenient import written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
-from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, _attrs, name_line
+from refiner.formats.xml_spelling import JSON_TYPES, TYPE_CHARS, _attrs, attrs_only, name_line
 from refiner.formats.xmlvalues import MAX_ATTR_CHARS, Finder, read_key
 
 
@@ -83,6 +83,14 @@ class XmlReader:
                                f"{text[o + len(s.section_open) : c][:60]!r}", o + len(s.section_open))
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, calls, out)
 
+    def _run_together(self, name: str) -> int:
+        """The length of the offered tool's name that ``name`` starts with when the rest is one of that tool's
+        parameters (the key's opening tag lost: ``NAMEkey</key>``); else 0."""
+        tools = offered_tools()
+        if not tools or name in tools or not WORD.fullmatch(name):  # (one word: not prose, not a tag storm)
+            return 0
+        return next((len(t) for t in tools if name.startswith(t) and name[len(t):] in (tools[t] or ())), 0)
+
     def _lost_opener(self, text: str, key: int) -> int:
         """Where the name of a first call whose opening tag was lost or written wrong starts (for
         :meth:`_recover_call`), its first key tag at ``key``: the name as the tag holds it (``name="f">``, ``f>``, or
@@ -124,14 +132,23 @@ class XmlReader:
                       ) -> tuple[int, bool]:
         """Reads one call after its tag: ``(where reading goes on, whether its section goes on)``."""
         s = self.spelling
+        lost_key = 0
         if s.name_at == "text":
             m = self._stops["text"][out is None].search(text, pos)
             e, tag = (m.start(), m.group()) if m else (len(text), None)
             name = text[pos:e].strip()
-            pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
+            head = name[: name.find(s.key_close)] if out is not None and s.key_close and s.key_close in name else ""
+            lost_key = self._run_together(head) if head else 0
+            if lost_key:  # the first key's opening tag lost between the name and the key: the key read from there
+                out.note("missing_tag", f"missing {s.key_open} between {head[:lost_key]!r} and its first key")
+                pos, name = text.index(head, pos) + lost_key, head[:lost_key]
+            else:
+                pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
         else:
             which, raw, pos = self._tag_end(text, pos, s.name_at, out)
             written = raw if s.name_at == "eq" else _attrs(raw, out is not None).get(s.name_attr, "")
+            if s.name_at == "attr" and which == s.tag_end and not attrs_only(raw):
+                slip(self, out, "mended", f"a quote lost in the tag {s.call_open}{raw[:60]}{s.tag_end}", pos)
             name = written.strip()
             if which != s.tag_end or name != written:
                 if which is None:  # cut inside the name: no call can be trusted
@@ -157,7 +174,8 @@ class XmlReader:
             if m.lastindex == 1:
                 closed = True
                 break
-            if m.lastindex == 2:
+            if m.lastindex == 2 or lost_key:
+                lost_key = 0
                 if out is not None and not take_items(1):  # the rest is not read: this call, read in part, is left
                     return len(text), False  # out
                 pos, cut_key = self._recover_param(text, pos, f, args, out)
@@ -244,6 +262,8 @@ class XmlReader:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
         else:
             attrs = _attrs(raw, out is not None)
+            if which == s.tag_end and not attrs_only(raw):
+                slip(self, out, "mended", f"a quote lost in the tag {s.key_open}{raw[:60]}{s.tag_end}", pos)
             if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
                 slip(self, out, None, f"unclosed {s.key_open}", pos)
                 return vstart, ""

@@ -20,7 +20,10 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
-_LOOSE_ATTR = re.compile(r"""(?<!\S)([A-Za-z_][\w:.-]*)\s*(?:=\s*|(?=["']))(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_ATTR_NAME = r"[A-Za-z_][\w:.-]*"
+# (loose: a double-quoted value whose closing quote is lost ends before the next attribute, or at the tag's end)
+_LOOSE_ATTR = re.compile(rf"""(?<!\S)({_ATTR_NAME})\s*(?:=\s*|(?=["']))"""
+                         rf"""(?:"([^"]*?(?=\s+{_ATTR_NAME}\s*=\s*")|[^"]*(?="|\Z))"?|'([^']*)'|([^\s"'>]+))""")
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,14 @@ def name_line(body: str, at: int) -> int:
     if not body[line:at].strip() and line > 0:
         line = body.rfind("\n", 0, line - 1) + 1
     return line if at - line <= NAME_LINE_CHARS else at
+
+
+_ATTR_LIST = re.compile(rf"\s*(?:{_ATTR.pattern}\s*)*/?\s*")
+
+
+def attrs_only(raw: str) -> bool:
+    """Whether a tag's text is attributes alone, each quote closed (a self-closing ``/`` allowed)."""
+    return _ATTR_LIST.fullmatch(raw) is not None
 
 
 def _attrs(raw: str, loose: bool = False) -> dict[str, str]:
