@@ -135,7 +135,9 @@ class SentinelPythonic(WireFormat):
         if b < 0:
             if not w.close_optional:
                 raise self.error(f"{w.open} without {w.close}", i)
-            end = self._calls_end(text, a) if w.lines else len(text)
+            # a ``lines`` body ends with its line, the lines after it text (calls one a line run to the text's end)
+            end = text.find("\n", a) if w.lines and w.between != "\n" else -1
+            end = len(text) if end < 0 else end
             return self._body_calls(text, a, end), end
         error: FormatError | None = None
         for _ in range(MAX_CLOSE_TRIES):
@@ -147,12 +149,6 @@ class SentinelPythonic(WireFormat):
             if b < 0:
                 break
         raise error
-
-    def _calls_end(self, text: str, a: int) -> int:
-        """Where a ``lines`` body from ``a`` with no close token after it ends: at the end of its line, the lines
-        after it being text (calls one a line run to the text's end)."""
-        end = text.find("\n", a) if self.spelling.between != "\n" else -1
-        return len(text) if end < 0 else end
 
     def parse_strict(self, text: str) -> list[ToolCall]:
         w = self.spelling
