@@ -56,17 +56,14 @@ _IDENT = _IDENT_START + r"[^\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*"
 _KEY = "(?:(" + _IDENT + ")" + _WS + r"=(?!=)" + _WS + r"()(?:(True|False|None)(?![A-Za-z0-9_]))?|(\*\*)" + _WS + ")"
 # "name(" or "name()": an identifier with dots in it anywhere (read_on checks that each part starts an identifier)
 _CALL = "(" + _IDENT_START + r"[^\x00-\x2d\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f\s]*)" + _WS + r"\(\)?"
-# after "[": the first call's "name(" or "name()", or "]"; after a call: ", name(", ", name()" or "]"
-_FIRST_CALL = re.compile(_WS + r"(?:" + _CALL + r"|\])")
-_NEXT_CALL = re.compile(_WS + r"(?:," + _WS + _CALL + r"|\])")
 
 
 @functools.lru_cache(maxsize=8)
 def _call_steps(sep: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """The patterns that take the first call and each next one: of a ``[...]`` list for ``","``, else of calls with
     ``sep`` between them (blanks around it free; a line break that is ``sep`` is no blank) up to the text's end."""
-    if sep == ",":
-        return _FIRST_CALL, _NEXT_CALL
+    if sep == ",":  # after "[": the first "name(", "name()" or "]"; after a call: ", name(", ", name()" or "]"
+        return re.compile(_WS + r"(?:" + _CALL + r"|\])"), re.compile(_WS + r"(?:," + _WS + _CALL + r"|\])")
     before = "[ \t\r]*" if "\n" in sep else _WS
     return (re.compile(_WS + r"(?:" + _CALL + r"|\Z)"),
             re.compile(r"(?:" + before + re.escape(sep) + _WS + _CALL + r"|" + _WS + r"\Z)"))
