@@ -431,31 +431,30 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
 
 def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> None:
     """Adds the call ``segment`` holds; ``last``: the text ends inside this segment, so an unclosed call is cut."""
-    problems = out.problems
     p = segment.find("(")
     name = " ".join(segment[:p].split()) if p > 0 else ""
     if p <= 0 or re.search(r"\w", name[: max(name.rfind("["), 0)]):  # (prose quoting a call inline: "I said [f(x=1)]")
-        problems.append(Problem("not_a_call", f"not a call: {segment[:80]!r}"))
+        out.note("not_a_call", f"not a call: {segment[:80]!r}")
         if p <= 0 and last and out.calls and _PARTIAL_NAME.fullmatch(segment):  # "[f(a=1), get_we": cut in a name
             out.mark_cut(None)
         return
     if markup_name(name):  # markup read as a name: no call
-        problems.append(Problem("bad_name", name_refused(name)))
+        out.note("bad_name", name_refused(name))
         return
     try:  # whether it reads as a (dotted) identifier
         dotted = len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         dotted = False
     if not dotted:
-        problems.append(Problem("bad_name", f"tool name {name!r} is not an identifier"))
+        out.note("bad_name", f"tool name {name!r} is not an identifier")
     close = matching_paren(segment, p, lenient_quotes=True)
     unclosed = close == len(segment)
     if unclosed:
-        problems.append(Problem("unclosed", f"unclosed '(' in {name!r}"))
+        out.note("unclosed", f"unclosed '(' in {name!r}")
     inner = segment[p + 1 : close]
     params = (offered_tools() or {}).get(name)  # the offered tool's parameters, name -> spec in declared order
     params = params if params is None or isinstance(params, Mapping) else dict.fromkeys(params)
-    args = _recover_args(fmt, inner, problems, params)
+    args = _recover_args(fmt, inner, out.problems, params)
     out.calls.append(ToolCall(name, args))
     if last and unclosed:
         complete, clean = _cut_arguments(inner, args)
