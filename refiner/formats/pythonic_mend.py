@@ -145,9 +145,6 @@ def mend(
     return calls, value, f"{(names or _MEND_WHAT)[ch]} was missing at {p}" if ch else f"a doubled {src[p]!r} at {p}"
 
 
-_BRACKETS = re.compile(r"[\[\]{}()]")
-
-
 def mend_list(
     src: str, end: int, calls: list[tuple[str, dict[str, Any]]], offered: Any = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
@@ -158,7 +155,7 @@ def mend_list(
         return None
     limit = MAX_ARGUMENT_DEPTH + 2  # brackets nesting deeper (quotes not minded): dropped anyway, and each edit
     if src.count("[") + src.count("{") + src.count("(") > limit and max(  # would read the nest again
-            itertools.accumulate(1 if b in "[{(" else -1 for b in _BRACKETS.findall(src))) > limit:
+            itertools.accumulate(1 if b in "[{(" else -1 for b in re.findall(r"[\[\]{}()]", src))) > limit:
         return None
     if "'" in src and '"' not in src and "\\" not in src:
         src = src.replace("'", '"')
