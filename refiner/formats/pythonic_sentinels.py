@@ -425,8 +425,7 @@ def recover_list(fmt: WireFormat, src: str, out: Lenient, *, read_whole: bool, a
             out.note("gave_up", f"gave up after {n} of the list's items")
             return
         if segment.strip():
-            last = at_end and n == len(segments) - 1
-            _recover_call(fmt, segment.strip(), out, last)
+            _recover_call(fmt, segment.strip(), out, last=at_end and n == len(segments) - 1)
 
 
 def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> None:
