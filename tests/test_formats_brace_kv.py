@@ -297,3 +297,52 @@ def test_a_call_written_in_prose_is_not_read_as_one(name):
     assert fmt.parse_lenient(prose).calls == []
     text = "I will call:get_weather{city:x} now " + _two_calls(fmt)
     assert fmt.parse_strict(text) == WANT
+
+
+@pytest.mark.parametrize("name", [family.name for family, _ in ROWS])
+@pytest.mark.parametrize("value", ["2022/AL2562", "Golden State Warriors", "Nashville, TN", "4x + 7"])
+def test_a_string_whose_opening_quote_token_was_lost_is_read_to_its_closing_one(name, value):
+    """``city:Paris<|"|>,``: the text up to the closing quote token is the string (a comma in it too), the members
+    after it are read; a bare word with no quote token after it stays an unquoted value."""
+    fmt = formats.get(name)
+    q = fmt.spelling.quote
+    calls = [ToolCall("find", {"where": value, "n": 5, "tags": ["a"]}), ToolCall("f", {"a": "x"})]
+    text = fmt.render(calls)
+    damaged = text.replace(f"where:{q}", "where:", 1)
+    assert damaged != text
+    with pytest.raises(formats.FormatError):
+        fmt.parse_strict(damaged)
+    got = fmt.parse_lenient(damaged)
+    assert got.calls == calls
+    assert any(p.code == "mended" for p in got.problems)
+    bare = fmt.parse_lenient(text.replace(f"where:{q}{value}{q}", "where:hello", 1)).calls
+    assert bare[0].arguments == {"where": "hello", "n": 5, "tags": ["a"]}
+
+
+def test_gemma4_quote_token_written_with_single_quotes_is_read_as_the_token():
+    """``<|'|>`` for ``<|"|>`` around every string: read as the quote token, reported."""
+    calls = [ToolCall("log_food", {"food_name": "iced coffee", "portion": 12.0, "tags": ["a", "b c"]})]
+    text = G.render(calls).replace(Q, "<|'|>")
+    with pytest.raises(formats.FormatError):
+        G.parse_strict(text)
+    got = G.parse_lenient(text)
+    assert got.calls == calls
+    assert any(p.code == "missing_tag" and "<|'|>" in p.message for p in got.problems)
+
+
+@pytest.mark.parametrize("name", [family.name for family, _ in ROWS])
+def test_a_colon_lost_between_a_key_and_its_string_is_read(name):
+    """``date<|"|>2023-03-05<|"|>``: the key, then its string; a bare value after a key with no ':' stays unread."""
+    fmt = formats.get(name)
+    q = fmt.spelling.quote
+    calls = [ToolCall("weather", {"city": "London", "date": "2023-03-05"})]
+    text = fmt.render(calls)
+    damaged = text.replace(f"date:{q}", f"date{q}", 1)
+    assert damaged != text
+    with pytest.raises(formats.FormatError):
+        fmt.parse_strict(damaged)
+    got = fmt.parse_lenient(damaged)
+    assert got.calls == calls
+    assert any(p.code == "mended" for p in got.problems)
+    bare = fmt.render([ToolCall("f", {"a": 1, "years": 10})]).replace("years:10", "years10")
+    assert fmt.parse_lenient(bare).calls == [ToolCall("f", {"a": 1})]

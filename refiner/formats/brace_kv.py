@@ -55,6 +55,7 @@ LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": 
 # Read leniently (reported): what models write in place of the template's literals.
 LOOSE_LITERALS: dict[str, Any] = {"True": True, "False": False, "none": None, "nil": None, "NULL": None}
 MAX_NUMBER_CHARS = 4000  # digits of a number read (Python refuses to convert longer integer strings)
+LOST_QUOTE_CHARS = 400  # how far a string's closing quote token is looked for when its opening one was lost
 _NOTHING = object()  # no value was read (the text stops, or a call token stands where one should be)
 _INF = float("inf")
 
@@ -123,10 +124,26 @@ class _Reader:
         if not raw:
             self.bad(f"expected a value, got {text[pos : pos + 20]!r}", pos)
             return _NOTHING, pos
+        if self.out is not None and raw not in LITERALS and not _NUMBER.fullmatch(raw):
+            e = self.lost_open_quote(pos)
+            if e >= 0:
+                self.bad(f"the opening {self.q} of {text[pos:e][:40]!r} was lost", pos, "mended")
+                return text[pos:e], e + self.lq
         value = self.scalar(raw, pos)
         if end >= self.n:  # the text ends with it: a literal is whole, a number or text may go on
             self.ends(end, raw in LITERALS)
         return value, end
+
+    def lost_open_quote(self, pos: int) -> int:
+        """(lenient) Where the closing quote token of a string starting at ``pos`` whose opening token was lost stands:
+        within :data:`LOST_QUOTE_CHARS`, no ':', bracket or call token before it, a ',', '}', ']' or the text's end
+        after it; else -1."""
+        text = self.text
+        e = text.find(self.q, pos, pos + LOST_QUOTE_CHARS)
+        if e < 0 or any(c in text[pos:e] for c in ":{}[]") or any(t in text[pos:e] for t in self.tokens):
+            return -1
+        k = skip_ws(text, e + self.lq)
+        return e if k >= self.n or text[k] in ",}]" else -1
 
     def plain(self, m: re.Match) -> Any:
         """The value of a plain member or element (a string holding no first character of the quote token, a literal
@@ -216,13 +233,16 @@ class _Reader:
                 pos = skip_ws(text, pos)
                 if self.ends(pos, False):
                     return result, pos
-                if text[pos] != ":":
+                if text[pos] == ":":
+                    pos += 1
+                elif self.out is not None and text.startswith(self.q, pos):  # a string right after the key
+                    self.bad(f"the ':' after key {key[:40]!r} was lost", key_at, "mended")
+                else:
                     self.bad(f"key {key[:40]!r} without a value", key_at)
                     after_value = True
                     continue
                 if key in result:
                     self.bad(f"key {key[:40]!r} written twice", key_at)
-                pos += 1
             value, end = self.value(pos, depth + 1)
             if value is _NOTHING and not keyed and end == pos and self.cut is None and not self.stopped:
                 end = self.skip(pos, "]")
@@ -362,6 +382,10 @@ class BraceKV(WireFormat):
         the bar's side, else by ``call:`` after an opener; one inside a string value is its text. At most
         :data:`MAX_RESPELT` are looked at."""
         sp = self.spelling
+        swapped = sp.quote.replace('"', "'")  # (a quote token of no letters, written with the other quote)
+        if swapped != sp.quote and swapped in text[start:]:
+            out.note("missing_tag", f"{sp.quote} written as {swapped!r}")
+            text = text[:start] + text[start:].replace(swapped, sp.quote)
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]
         lead = r"[<\[]"
         found = self.__dict__.get("_look_alikes")
