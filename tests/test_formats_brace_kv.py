@@ -299,6 +299,16 @@ def test_a_call_written_in_prose_is_not_read_as_one(name):
     assert fmt.parse_strict(text) == WANT
 
 
+def _read_mended(fmt, text, damaged, calls):
+    """``damaged`` (a slip in ``text``) is refused strictly and read leniently as ``calls``, noted ``mended``."""
+    assert damaged != text
+    with pytest.raises(formats.FormatError):
+        fmt.parse_strict(damaged)
+    got = fmt.parse_lenient(damaged)
+    assert got.calls == calls
+    assert any(p.code == "mended" for p in got.problems)
+
+
 @pytest.mark.parametrize("name", [family.name for family, _ in ROWS])
 @pytest.mark.parametrize("value", ["2022/AL2562", "Golden State Warriors", "Nashville, TN", "4x + 7"])
 def test_a_string_whose_opening_quote_token_was_lost_is_read_to_its_closing_one(name, value):
@@ -308,13 +318,7 @@ def test_a_string_whose_opening_quote_token_was_lost_is_read_to_its_closing_one(
     q = fmt.spelling.quote
     calls = [ToolCall("find", {"where": value, "n": 5, "tags": ["a"]}), ToolCall("f", {"a": "x"})]
     text = fmt.render(calls)
-    damaged = text.replace(f"where:{q}", "where:", 1)
-    assert damaged != text
-    with pytest.raises(formats.FormatError):
-        fmt.parse_strict(damaged)
-    got = fmt.parse_lenient(damaged)
-    assert got.calls == calls
-    assert any(p.code == "mended" for p in got.problems)
+    _read_mended(fmt, text, text.replace(f"where:{q}", "where:", 1), calls)
     bare = fmt.parse_lenient(text.replace(f"where:{q}{value}{q}", "where:hello", 1)).calls
     assert bare[0].arguments == {"where": "hello", "n": 5, "tags": ["a"]}
 
@@ -337,12 +341,6 @@ def test_a_colon_lost_between_a_key_and_its_string_is_read(name):
     q = fmt.spelling.quote
     calls = [ToolCall("weather", {"city": "London", "date": "2023-03-05"})]
     text = fmt.render(calls)
-    damaged = text.replace(f"date:{q}", f"date{q}", 1)
-    assert damaged != text
-    with pytest.raises(formats.FormatError):
-        fmt.parse_strict(damaged)
-    got = fmt.parse_lenient(damaged)
-    assert got.calls == calls
-    assert any(p.code == "mended" for p in got.problems)
+    _read_mended(fmt, text, text.replace(f"date:{q}", f"date{q}", 1), calls)
     bare = fmt.render([ToolCall("f", {"a": 1, "years": 10})]).replace("years:10", "years10")
     assert fmt.parse_lenient(bare).calls == [ToolCall("f", {"a": 1})]
