@@ -140,7 +140,8 @@ class _Reader:
         after it; else -1."""
         text = self.text
         e = text.find(self.q, pos, pos + LOST_QUOTE_CHARS)
-        if e < 0 or any(c in text[pos:e] for c in ":{}[]") or any(t in text[pos:e] for t in self.tokens):
+        before = text[pos:e] if e >= 0 else ""
+        if e < 0 or any(c in before for c in ":{}[]") or any(t in before for t in self.tokens):
             return -1
         k = skip_ws(text, e + self.lq)
         return e if k >= self.n or text[k] in ",}]" else -1
@@ -383,7 +384,7 @@ class BraceKV(WireFormat):
         :data:`MAX_RESPELT` are looked at."""
         sp = self.spelling
         swapped = sp.quote.replace('"', "'")  # (a quote token of no letters, written with the other quote)
-        if swapped != sp.quote and swapped in text[start:]:
+        if swapped != sp.quote and text.find(swapped, start) >= 0:
             out.note("missing_tag", f"{sp.quote} written as {swapped!r}")
             text = text[:start] + text[start:].replace(swapped, sp.quote)
         tokens = [t for t in dict.fromkeys((sp.call_open, sp.call_close, sp.quote)) if any(c.isalpha() for c in t)]

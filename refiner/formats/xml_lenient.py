@@ -83,6 +83,13 @@ class XmlReader:
                                f"{text[o + len(s.section_open) : c][:60]!r}", o + len(s.section_open))
             pos, in_section = self._recover_call(text, c + len(s.call_open), f, calls, out)
 
+    def _tag_attrs(self, raw: str, which: str | None, opener: str, out: Lenient | None, pos: int) -> dict[str, str]:
+        """The attributes of the tag ``opener`` + ``raw``, ended by ``which``; a closed tag holding more than its
+        attributes (a quote lost) is refused strictly, read loosely and noted leniently."""
+        if which == self.spelling.tag_end and not attrs_only(raw):
+            slip(self, out, "mended", f"a quote lost in the tag {opener}{raw[:60]}{which}", pos)
+        return _attrs(raw, out is not None)
+
     def _run_together(self, name: str) -> int:
         """The length of the offered tool's name that ``name`` starts with when the rest is one of that tool's
         parameters (the key's opening tag lost: ``NAMEkey</key>``); else 0."""
@@ -146,9 +153,10 @@ class XmlReader:
                 pos = e + len(s.name_sep) if tag == s.name_sep and s.name_sep.strip() else e
         else:
             which, raw, pos = self._tag_end(text, pos, s.name_at, out)
-            written = raw if s.name_at == "eq" else _attrs(raw, out is not None).get(s.name_attr, "")
-            if s.name_at == "attr" and which == s.tag_end and not attrs_only(raw):
-                slip(self, out, "mended", f"a quote lost in the tag {s.call_open}{raw[:60]}{s.tag_end}", pos)
+            if s.name_at == "eq":
+                written = raw
+            else:
+                written = self._tag_attrs(raw, which, s.call_open, out, pos).get(s.name_attr, "")
             name = written.strip()
             if which != s.tag_end or name != written:
                 if which is None:  # cut inside the name: no call can be trusted
@@ -261,9 +269,7 @@ class XmlReader:
             if key is None:
                 raise self.error("a quoted parameter name is not a JSON string", pos)
         else:
-            attrs = _attrs(raw, out is not None)
-            if which == s.tag_end and not attrs_only(raw):
-                slip(self, out, "mended", f"a quote lost in the tag {s.key_open}{raw[:60]}{s.tag_end}", pos)
+            attrs = self._tag_attrs(raw, which, s.key_open, out, pos)
             if which is None and s.key_attr not in attrs:  # the text ends inside the key: the parameter is left out
                 slip(self, out, None, f"unclosed {s.key_open}", pos)
                 return vstart, ""

@@ -19,8 +19,8 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 NAME_LINE_CHARS = 400  # how far above its first key a call's start is looked for
 TYPE_CHARS = 400  # how far a type element's closing tag is looked for (XmlSpelling.type_open)
-_ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 _ATTR_NAME = r"[A-Za-z_][\w:.-]*"
+_ATTR = re.compile(rf"""({_ATTR_NAME})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 # (loose: a double-quoted value whose closing quote is lost ends before the next attribute, or at the tag's end)
 _LOOSE_ATTR = re.compile(rf"""(?<!\S)({_ATTR_NAME})\s*(?:=\s*|(?=["']))"""
                          rf"""(?:"([^"]*?(?=\s+{_ATTR_NAME}\s*=\s*")|[^"]*(?="|\Z))"?|'([^']*)'|([^\s"'>]+))""")
