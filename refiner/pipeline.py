@@ -43,7 +43,7 @@ from refiner.calls import ToolCall, calls_equal
 from refiner.formats import derive
 from refiner.formats.reading import Detected, params_by_tool, read_upstream
 from refiner.formats.reasoning import calls_text
-from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text
+from refiner.gate import VALUE_STYLES, Finding, GateReport, check_reading, check_text, lost_call
 from refiner.prompt import build_messages, extract_answer, format_hint, split_reasoning
 from refiner.repair import UNKNOWN_TOOLS, Tier1, repair_parsed
 from refiner.specs import SpecError, ToolCatalog, load_tools, tool_catalog
@@ -226,9 +226,9 @@ def tools_text(request: Mapping[str, Any]) -> str:
 def shown_upstream(job: Job) -> str:
     """The upstream calls as the model is shown them: the upstream text itself, or, when the model answers in another
     (trained) format than the output's, the calls read from it rendered in that format (the raw text when none could
-    be read or rendered)."""
+    be read or rendered, or a call block could not be read: :func:`~refiner.gate.lost_call`)."""
     text = job.request["upstream"]
-    if job.model_fmt == job.out_fmt or not job.upstream.calls:
+    if job.model_fmt == job.out_fmt or not job.upstream.calls or lost_call(job.upstream.reading) is not None:
         return text
     try:
         return formats.get(job.model_fmt).render(job.upstream.calls)

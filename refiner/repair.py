@@ -42,6 +42,7 @@ from refiner.gate import (
     excused,
     in_enum,
     json_type,
+    lost_call,
     type_matches,
 )
 
@@ -527,6 +528,8 @@ def repair_parsed(
         after = check_reading(Reading(new_text, out_fmt, list(calls), strict_ok=True), index, text_values=text_values)
     else:  # (the text itself read: the format writes fewer or other things than the calls carry)
         after = check_text(new_text, out_fmt, tools, text_values=text_values, offered=offered)
+    if (lost := lost_call(before.reading)) is not None:  # (tier 1 cannot put it back)
+        after.diagnostics.append(lost)
     return Tier1(text=new_text, calls=calls, actions=actions, before=before, after=after)
 
 

@@ -90,13 +90,13 @@ def hermes_read(item):
 def test_markup_json_name_is_no_call(name):
     out = hermes_read({"name": name, "arguments": {}})
     assert not out.calls
-    assert "bad_name" in [p.code for p in out.problems]
+    assert "markup_name" in [p.code for p in out.problems]
 
 
 def test_markup_name_under_function_is_no_call():
     out = hermes_read({"function": "open|><|next_marker|>"})
     assert not out.calls
-    assert "bad_name" in [p.code for p in out.problems]
+    assert "markup_name" in [p.code for p in out.problems]
 
 
 @pytest.mark.parametrize("name", HONEST)
@@ -110,7 +110,7 @@ def test_repaired_unquoted_markup_in_hermes_is_no_call():
     text = '<tool_call>\n{"name": <|tool_call_begin|><|tool_call_end|>, "arguments": {}}\n</tool_call>'
     out = formats.get("hermes").parse_lenient(text)
     assert not out.calls
-    assert "bad_name" in [p.code for p in out.problems]
+    assert "markup_name" in [p.code for p in out.problems]
 
 
 def test_kimi_call_id_names_its_tool():

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from refiner import formats
+from refiner.calls import ToolCall
 from refiner.pipeline import Refiner
 
 TOOLS = [
@@ -115,3 +116,43 @@ def test_a_call_quoted_in_an_answer_is_read_as_a_call(upstream):
 def test_a_strict_familys_layout_mixed_with_anothers_is_read_by_the_inner_one(upstream, fmt, read_as):
     res = refine(upstream, format=fmt)
     assert res["calls"] == [PARIS] and res["format"] == read_as and res["diagnostics"] == []
+
+
+def _lost_first(fmt: str, slip: tuple[str, str]) -> str:
+    """Two calls in ``fmt``, the first one's token between name and arguments written as ``slip[1]``."""
+    good = formats.get(fmt).render([ToolCall("get_weather", {"city": "Oslo"}),
+                                    ToolCall("get_weather", {"city": "Paris"})])
+    assert slip[0] in good
+    return good.replace(slip[0], slip[1], 1)
+
+
+LOST = {  # a call block no reading can take as a call: its name holds markup, or nothing in it is a call
+    "mistral_v11": ("[ARGS]", "<|tool_arg:"),
+    "deepseek_v31": ("<｜tool▁sep｜>", "<|close|>argument<|sep|>"),
+    "solar_open2": ("<|tool_arg:start|>", "start|>"),
+}
+
+
+@pytest.mark.parametrize("fmt", LOST)
+def test_a_call_block_that_cannot_be_read_is_left_out_and_reported(fmt):
+    upstream = _lost_first(fmt, LOST[fmt])
+    res = refine(upstream, format=fmt)
+    assert res["calls"] == [PARIS]
+    assert res["stage"] == "repaired" and "lost_call" in codes(res["diagnostics"])  # not a silent pass
+    good = formats.get(fmt).render([ToolCall("get_weather", {"city": "Paris"})])
+    assert "lost_call" not in codes(refine(good, format=fmt)["diagnostics"])
+
+
+def test_a_lost_call_block_sends_the_choice_to_the_model_which_sees_it_as_written():
+    shown: list[str] = []
+
+    class Engine:
+        def chat(self, conversations, **_):
+            shown.extend(c[-1]["content"] for c in conversations)
+            calls = [ToolCall("get_weather", {"city": c}) for c in ("Oslo", "Paris")]
+            return [[formats.get("xlam").render(calls)] for _ in conversations]
+
+    upstream = _lost_first("mistral_v11", LOST["mistral_v11"])
+    res = refine(upstream, Refiner(Engine(), model_formats=["xlam"]), format="mistral_v11")
+    assert len(shown) == 1 and upstream in shown[0]  # (not the one call read, rendered in xlam)
+    assert res["stage"] == "model" and [c["arguments"]["city"] for c in res["calls"]] == ["Oslo", "Paris"]

@@ -107,7 +107,8 @@ PROBLEM_CODES = (
     "not_a_call",  # an item that is not a call object
     "no_name",  # a call object without a usable tool name
     "unnamed_call",  # a call in the format's shape that names no tool (Kimi-K2's functions.invalid.0): dropped
-    "bad_name",  # a tool name the format does not allow (kept; markup read as a name, markup_name: no call)
+    "bad_name",  # a tool name the format does not allow (the call kept)
+    "markup_name",  # markup read as a tool name (markup_name): no call
     "bad_arguments",  # arguments that are not an object (dropped)
     "flat_arguments",  # arguments written beside the name instead of under an arguments key (read as the arguments)
     "bad_argument",  # one argument that could not be read (dropped, or kept as text: the message says)

@@ -223,9 +223,10 @@ class Harmony(WireFormat):
             out.note("unclosed", f"the text ends inside the tool name {name[:60]!r}")
             out.mark_cut(None)
             return pos
+        markup = markup_name(name)
         if _NAME.fullmatch(name) is None:
-            out.note("bad_name" if name else "no_name", name_refused(name))
-        name = "" if markup_name(name) else name  # (the call's body is read past; no call is made)
+            out.note("markup_name" if markup else "bad_name" if name else "no_name", name_refused(name))
+        name = "" if markup else name  # (the call's body is read past; no call is made)
         stop, _ = f.first((TO + PREFIX, START), pos)
         m = f.next(MESSAGE, pos)
         if 0 <= m < stop:

@@ -281,10 +281,10 @@ def as_items(value: Any) -> list[Any]:
 
 def add_call(out: Lenient, item: Any, *, outputs: tuple[str, ...] = ()) -> None:
     """Adds the call :func:`coerce_call` makes of ``item``, marked as cut when the text stops inside it; a call whose
-    name is markup (:func:`~refiner.formats.base.markup_name`) is none, reported as ``bad_name``."""
+    name is markup (:func:`~refiner.formats.base.markup_name`) is none, reported as ``markup_name``."""
     call = coerce_call(item, out.problems, outputs=outputs)
     if call is not None and markup_name(call.name):
-        out.problems.append(Problem("bad_name", name_refused(call.name)))
+        out.problems.append(Problem("markup_name", name_refused(call.name)))
         call = None
     if call is not None:
         out.calls.append(call)

@@ -191,7 +191,7 @@ class MistralV11(WireFormat):
                 out.note("missing_tag", f"missing {BOT} before {head[j:][:60]!r}")
                 name = head[j:].split(CALL_ID, 1)[0]
             if markup_name(name):
-                out.note("bad_name", name_refused(name))
+                out.note("markup_name", name_refused(name))
                 return
             if cut < 0:
                 out.note("unclosed", f"the call {name!r} has no arguments (cut short?)")

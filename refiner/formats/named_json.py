@@ -461,7 +461,7 @@ class NamedJson(WireFormat):
                 out.note("unreadable", f"not a call: {seg[:80]!r}")
             return after, False
         if markup_name(name):
-            out.note("bad_name", name_refused(name))
+            out.note("markup_name", name_refused(name))
             if cut:
                 out.mark_cut(None)
             return after, False

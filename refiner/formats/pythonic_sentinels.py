@@ -438,7 +438,7 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
             out.mark_cut(None)
         return
     if markup_name(name):  # markup read as a name: no call
-        out.note("bad_name", name_refused(name))
+        out.note("markup_name", name_refused(name))
         return
     try:  # whether it reads as a (dotted) identifier
         dotted = len(name) <= MAX_AST_CHARS and dotted_name(parse_quietly(name)) is not None

@@ -169,7 +169,7 @@ class XmlReader:
                     slip(self, out, None, name_refused(written), pos)
         markup = out is not None and markup_name(name)  # (the strict reading holds a name to the row's pattern)
         if markup or not self.is_name(name):
-            slip(self, out, "bad_name" if name else "no_name", name_refused(name) if name
+            slip(self, out, "markup_name" if markup else "bad_name" if name else "no_name", name_refused(name) if name
                  else f"a {s.call_open.strip()} block without a tool name", pos)
         name = "" if markup else name  # (the call's body is read past; no call is made)
         args: dict[str, Any] = {}
