@@ -7,9 +7,7 @@ got = fmt.parse_lenient(text)           # never raises: got.calls, got.problems 
 text = fmt.render(calls)                # raises formats.RenderError for calls the format cannot write
 formats.detect_format(text)             # "hermes", "apibank", ... or None
 
-Every format is an entry of the catalog (:mod:`refiner.formats.catalog`): a family whose shape a grammar holds is a
-row there; importing this package registers the catalog.
-"""
+Every format is a row of the catalog (:mod:`refiner.formats.catalog`): a family and the grammar holding its shape."""
 
 from refiner.formats import catalog  # noqa: F401  (registers every format)
 from refiner.formats.base import (  # noqa: F401

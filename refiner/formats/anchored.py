@@ -1,16 +1,14 @@
 """Calls in markup no row knows, read by the literals the text itself repeats around the offered tools' names
 (:func:`anchored_calls`): a tool name inside a JSON object whose other key holds its parameters (an object or JSON
-text), every call under the same two keys; else a tool name followed, after the same markup for every call, by one
-JSON object of its parameters, on the name's line or after lines that are blank or one markup token each (a label
-line; then markup before the name on its line), with no two words in a row before or after the name; else the
-literals before each tool name, before each of its parameter names, after each key and after each value (a value
-is JSON, a string between a quote token and its closer, else text), except that keys inside a JSON object decoded
-where the markup opens it are that object's, read as the call's arguments, and that a value holding a quoted string
-and the comma after it (the next key's markup) is never read: the objects the keys are in are then read by a JSON
-repair where it reads them cleanly, else no call is. Only markup is read: two keys or more share the key literals,
-which hold a character other than a letter, digit or space; only the tool's own parameters are read. Each call
-carries the literals learned (``how``).
-"""
+text), every call under the same two keys; else a tool name followed, after the same markup for every call, by one JSON
+object of its parameters, on the name's line or after lines that are blank or one markup token each (a label line; then
+markup before the name on its line), with no two words in a row before or after the name; else the literals before each
+tool name, before each of its parameter names, after each key and after each value (a value is JSON, a string between a
+quote token and its closer, else text), except that keys inside a JSON object decoded where the markup opens it are that
+object's, read as the call's arguments, and that a value holding a quoted string and the comma after it (the next key's
+markup) is never read: the objects the keys are in are then read by a JSON repair where it reads them cleanly, else no
+call is. Only markup is read: two keys or more share the key literals, which hold a character other than a letter, digit
+or space; only the tool's own parameters are read. Each call carries the literals learned (``how``)."""
 
 from __future__ import annotations
 

@@ -2,21 +2,17 @@
 :mod:`~refiner.formats.strict`, :mod:`~refiner.formats.lenient`, :mod:`~refiner.formats.jsonfix` and
 :mod:`~refiner.formats.markers`).
 
-A wire format is a :class:`WireFormat` subclass (a row of a grammar, :mod:`refiner.formats.family`), registered once
-by the catalog (:mod:`refiner.formats.catalog`); everything the project knows of a format is one of its attributes.
-It provides:
+A wire format is a :class:`WireFormat` subclass (a row of a grammar, :mod:`refiner.formats.family`) registered once by
+the catalog (:mod:`refiner.formats.catalog`); all the project knows of a format is one of its attributes. It provides:
 
-- ``parse_strict(text) -> list[ToolCall]``: raises :class:`FormatError` (message + position), and only that, on any
-  input, when a required tag is missing or anything inside is not resolvable in that format. Reasoning before the
-  calls and prose after them are allowed.
+- ``parse_strict(text) -> list[ToolCall]``: raises only :class:`FormatError` (message + position), on any input, when
+  a required tag is missing or anything inside is unresolvable; reasoning before and prose after the calls are allowed.
 - ``parse_lenient(text) -> Lenient``: best effort, never raises: the calls recovered, the :class:`Problem` list (empty
-  when the text was strictly valid) and where the text stops inside a call (:class:`Cut`). Its work is bounded by
-  counts (see jsonfix).
+  when the text was strictly valid) and where the text stops inside a call (:class:`Cut`); bounded by counts (jsonfix).
 - Arguments nest at most :data:`MAX_ARGUMENT_DEPTH` levels: ``parse_strict`` raises on deeper ones and
   ``parse_lenient`` drops them with a problem.
 - ``render(calls) -> str``: the canonical text, ``parse_strict(render(calls)) == calls``; raises :class:`RenderError`,
-  and only that, for calls the format cannot write.
-"""
+  and only that, for calls the format cannot write."""
 
 from __future__ import annotations
 
@@ -38,8 +34,7 @@ log = logging.getLogger(__name__)
 
 # Inputs longer than this are cut before lenient parsing, so a pathological string cannot cost unbounded time.
 MAX_LENIENT_CHARS = 200_000
-# How deep a call's arguments may nest lists and objects (deeper: parse_strict raises, parse_lenient drops them), so
-# every later step stays far from Python's recursion limit.
+# How deep a call's arguments may nest lists and objects, so every later step stays far from Python's recursion limit.
 MAX_ARGUMENT_DEPTH = 64
 # Shared by the readers: a tool name in the tagged dialects (SPACED: written as plain text, GLM, DeepSeek), the
 # problems reported per text for one kind of defect, how much of a text is decoded to classify it, and how much text
@@ -51,8 +46,7 @@ DETECT_CHARS = 20_000
 ROW_CHARS = 2_000
 
 
-# The request's tools while a lenient parse runs (tool name -> its parameters; None: not known), for readers that
-# settle an ambiguous repair by them: parse_lenient(tools=...) sets it, offered_tools() reads it.
+# offered_tools() while a lenient parse runs: parse_lenient(tools=...) sets it.
 _OFFERED: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar("offered", default=None)
 
 
@@ -77,8 +71,7 @@ class FormatError(ValueError):
 
 
 def kept(error: FormatError) -> FormatError:
-    """``error`` kept as a value: without the tracebacks of it and of the errors it was raised from (which keep their
-    frames alive)."""
+    """``error`` without its traceback and those of the errors it was raised from (they keep their frames alive)."""
     e: BaseException | None = error
     while e is not None and e.__traceback__ is not None:  # (one already kept ends the walk: a chain can loop)
         e.__traceback__ = None
@@ -188,17 +181,16 @@ class Detection:
     """How :func:`refiner.formats.detect_format` recognises a format (its rules are documented there).
 
     ``rank``: formats are tried in rank order (lower first), a built-in one's is its place in the catalog.
-    ``markers``: strings (tags, sentinel tokens) whose presence after any reasoning points at this format; the one found
-    earliest wins, and among the formats sharing it the first whose :meth:`WireFormat.sniff` accepts the text.
-    ``closers``: weaker markers, used only when the text holds no marker. ``bare``: an untagged format (a JSON value or
-    call list), claimed after every tagged format failed, or by :meth:`WireFormat.claims_value` /
-    :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker the strict reader accepts: a tagged
-    format reads a text strictly only when it holds one of ``markers`` or ``also_read``; ``strict_needs``: strings
-    one of which the strict reader needs (it reads no text holding none of them): a tagged format's marker that alone
-    lets detection read it, an untagged format's keys or tags without which detection does not try it. ``claim_needs``:
-    strings one of which a text must hold for :meth:`WireFormat.claims_text` to accept it (none: it accepts no text).
-    ``by_name``: a shape no literal marks, never detected, read only when a request or a chat template names it.
-    """
+    ``markers``: strings (tags, sentinel tokens) whose presence after any reasoning points at this format
+    (:meth:`WireFormat.sniff` tells apart the formats sharing one). ``closers``: weaker markers, used only when the text
+    holds no marker. ``bare``: an untagged format (a JSON value or call list), claimed after every tagged format failed,
+    or by :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker
+    the strict reader accepts: a tagged format reads a text strictly only when it holds one of ``markers`` or
+    ``also_read``; ``strict_needs``: strings one of which the strict reader needs (it reads no text holding none of
+    them): a tagged format's marker that alone lets detection read it, an untagged format's keys or tags without which
+    detection does not try it. ``claim_needs``: strings one of which a text must hold for :meth:`WireFormat.claims_text`
+    to accept it (none: it accepts no text). ``by_name``: a shape no literal marks, never detected, read only when a
+    request or a chat template names it."""
 
     rank: int = 0
     markers: tuple[str, ...] = ()
@@ -270,10 +262,10 @@ class WireFormat:
         tools: Mapping[str, Any] | None = None,
         strict_error: FormatError | None = None,
     ) -> Lenient:
-        """Best effort, never raises. A strictly valid text gives the strict calls and no problems; otherwise
-        :meth:`recover` reads at most ``limit`` characters after the reasoning, and the strict error is reported when
-        recovery met no problem. Texts longer than :data:`MAX_LENIENT_CHARS` count as not valid. ``tools``: see
-        :func:`offered_tools`; ``strict_error``: the error this format's strict reading of ``text`` already raised."""
+        """A strictly valid text gives the strict calls and no problems; otherwise :meth:`recover` reads at most
+        ``limit`` characters after the reasoning, and the strict error is reported when recovery met no problem. Texts
+        longer than :data:`MAX_LENIENT_CHARS` count as not valid. ``tools``: see :func:`offered_tools`;
+        ``strict_error``: the error this format's strict reading of ``text`` already raised."""
         out = Lenient()
         token = _OFFERED.set(tools)
         try:
@@ -397,8 +389,7 @@ class WireFormat:
 
 
 def _raises_only_format_errors(parse: Any) -> Any:
-    """Wraps a format's ``parse_strict`` so that it raises :class:`FormatError` and nothing else (and checks the
-    arguments' depth)."""
+    """Wraps ``parse_strict`` to raise only :class:`FormatError` and to check the arguments' depth."""
 
     @functools.wraps(parse)
     def parse_strict(self: WireFormat, text: str) -> list[ToolCall]:
@@ -510,8 +501,7 @@ def marker_positions(text: str) -> dict[str, int]:
     return find_markers(text, marker_table())
 
 
-# A character of tags and sentinel tokens, a brace, a quote or a control character (a line break, a tab): none is in a
-# tool name.
+# Characters of tags and sentinel tokens, braces, quotes and control characters: none is in a tool name.
 _MARKUP = re.compile(r"[<>|｜{}\"'\x00-\x1f\x7f]")
 
 

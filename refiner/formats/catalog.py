@@ -2,12 +2,10 @@
 
 Each entry is a :class:`~refiner.formats.family.Row`, a plain value: a family (its
 :class:`~refiner.formats.family.Family`: name, shape, the models it serves, where it was read from), the grammar that
-reads and writes it, and the grammar's spelling (``None`` for a grammar that one family alone writes). Detection
-tries the rows in the table's order: a format's rank is its place here, so a more specific spelling goes before a
-more general one sharing its markers. Adding a family that
-an existing grammar holds is one more row; importing :mod:`refiner.formats` registers the table
-(:func:`~refiner.formats.family.register_catalog`).
-"""
+reads and writes it, and the grammar's spelling (``None`` for a grammar that one family alone writes). Detection tries
+the rows in the table's order: a format's rank is its place here, so a more specific spelling goes before a more general
+one sharing its markers. Adding a family that an existing grammar holds is one more row; importing
+:mod:`refiner.formats` registers the table (:func:`~refiner.formats.family.register_catalog`)."""
 
 from __future__ import annotations
 
@@ -66,8 +64,7 @@ PYTHON_TAG = "<|python_tag|>"
 LLAMA3 = JsonSpelling(PYTHON_TAG, None, "joined", arg_keys=("parameters", "arguments"), between="; ", type_key="type",
                       builtins=("brave_search", "wolfram_alpha"))
 
-# Mistral's tokenizers v2-v7: one list after [TOOL_CALLS] (a space between them; none in Tekken's), each call's id
-# read and dropped.
+# Mistral tokenizers v2-v7: one list after [TOOL_CALLS] (a space between; none in Tekken's), call ids read and dropped.
 MISTRAL = JsonSpelling(mistral.BOT, None, "list", gap=" ", once=True, dropped=("id",), follows=("[",))
 MISTRAL_TEKKEN = replace(MISTRAL, gap="", tight=True)
 
@@ -93,19 +90,18 @@ KIMI_K2 = NamedSpelling("<|tool_calls_section_begin|>", "<|tool_calls_section_en
 K2_THINK = tuple((f"<ifm|{t}>", f"</ifm|{t}>") for t in ("think", "think_fast", "think_faster"))
 
 
-# Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows
-# sharing <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it
-# wraps: their sniff needs the <tool_call> inside); Qwen3-Coder, SGLang's multi_format python layout (a pythonic
-# call after the tag: GLM would take NAME() for a name), GLM, then TeleChat4 (a name then <param_key>; a name alone
-# is GLM's), GLM-5.3-Flash's JSON form (a name then '>'), before apibank and hermes (<tool_call>);
-# DeepSeek V3 before V3.1; MiniMax before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest
-# after Qwen3-Coder and GLM, which keep the <function= and <arg_key> markers they share; Mistral's Tekken row before
-# the spaced one (it reads strictly only a list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before
-# GigaChat 3 (whose row also reads 3.1's <|function_call|>). Functionary v3.1 before Qwen3-Coder (<function=: a JSON
-# object after the name is Functionary's; a <function= neither sniff claims stays Qwen3-Coder's); SGLang's
-# multi_format minimax layout before its dsv32 one (a call without parameters is the minimax one's, which refuses
-# string=); LLM-jp's harmony before gpt-oss's (it reads a text only when a space follows its first token; gpt-oss's
-# row reads those texts too).
+# Where several entries share a marker, the order says which is tried first: Hunyuan's rows before the JSON rows sharing
+# <tool_calls> (minimax, jamba) and before Qwen3-Coder and GLM (the rows whose <tool_call> and <arg_key> it wraps: their
+# sniff needs the <tool_call> inside); Qwen3-Coder, SGLang's multi_format python layout (a pythonic call after the tag:
+# GLM would take NAME() for a name), GLM, then TeleChat4 (a name then <param_key>; a name alone is GLM's),
+# GLM-5.3-Flash's JSON form (a name then '>'), before apibank and hermes (<tool_call>); DeepSeek V3 before V3.1; MiniMax
+# before Jamba (an object after <tool_calls> is MiniMax's line); ZAYA and IQuest after Qwen3-Coder and GLM, which keep
+# the <function= and <arg_key> markers they share; Mistral's Tekken row before the spaced one (it reads strictly only a
+# list right after [TOOL_CALLS], the spaced row any); GigaChat 3.1 before GigaChat 3 (whose row also reads 3.1's
+# <|function_call|>). Functionary v3.1 before Qwen3-Coder (<function=: a JSON object after the name is Functionary's; a
+# <function= neither sniff claims stays Qwen3-Coder's); SGLang's multi_format minimax layout before its dsv32 one (a
+# call without parameters is the minimax one's, which refuses string=); LLM-jp's harmony before gpt-oss's (it reads a
+# text only when a space follows its first token; gpt-oss's row reads those texts too).
 CATALOG: tuple[Row, ...] = (
     Row(Family('nestools', 'NesTools: <nested function>[{"api_name", "parameters", "responses": ["API_call_0"]}]</nested '
                'function>', trained=True),

@@ -1,5 +1,4 @@
-"""Converting tool-call text between wire formats: one text, or one field of every JSONL record (strict unless
-``lenient``; every error names where it happened)."""
+"""Converting tool-call text between formats: a text or one field of every JSONL record (strict unless ``lenient``)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ rule that gives an answer wins:
 5. The first format whose ``claims_text`` accepts the text (pythonic calls ``[name(...)...]``).
 6. Otherwise ``None``.
 
-So a marker quoted inside the calls of an untagged format makes the text read as that tagged format.
-"""
+So a marker quoted inside the calls of an untagged format makes the text read as that tagged format."""
 
 from __future__ import annotations
 
@@ -46,10 +45,9 @@ DETECT_REPAIR_COST = 2048
 
 def _by_marker(named: dict[str, tuple[WireFormat, ...]], found_at: dict[str, int],
                sniff: Callable[[WireFormat, int], bool], sniffed: Sniffed | None = None) -> str | None:
-    """The format the earliest (then longest) of the markers or closers ``named`` (each with the formats it names)
-    in the body names (``sniff``: a format's sniff asked at a position), the choice among formats sharing it added to
-    ``sniffed``. A marker of untagged formats alone, each of whose sniffs rejects the text there, names none: the
-    next marker is taken."""
+    """The format named by the earliest (then longest) of the markers or closers ``named`` (each with the formats it
+    names) in the body, by rule 2 of the module doc (``sniff``: a format's sniff asked at a position); the choice among
+    formats sharing it is added to ``sniffed``."""
     for found, at in sorted(((m, i) for m, i in found_at.items() if m in named), key=lambda mi: (mi[1], -len(mi[0]))):
         sharing = named[found]
         fmt = next((f for f in sharing if sniff(f, at)), None)
@@ -73,8 +71,7 @@ def detect_format(text: str) -> str | None:
 
 
 def strict_reading(fmt: WireFormat, text: str, tried: Strict) -> list[ToolCall] | None:
-    """``fmt``'s strict reading of ``text`` (its calls, or None), made once: ``tried`` holds the readings already
-    made of this text by format name (the calls or the :class:`FormatError`)."""
+    """``fmt``'s strict reading of ``text`` (its calls, or None), made once: ``tried`` (:data:`Strict`) keeps it."""
     got = tried.get(fmt.name)
     if got is None:
         try:
@@ -91,10 +88,9 @@ def detect_with_calls(
     markers: dict[str, int] | None = None,
     sniffed: Sniffed | None = None,
 ) -> tuple[str | None, list[ToolCall] | None]:
-    """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid
-    in that format (rules 1 and 3). ``tried``: the strict readings of ``text`` already made, by format name, added to
-    (see :func:`strict_reading`); ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the
-    caller has them; ``sniffed``: see :data:`Sniffed`, added to."""
+    """``(format name or None, calls)``: :func:`detect_format`, and the calls when the text was found strictly valid in
+    that format (rules 1 and 3). ``tried`` (:func:`strict_reading`) and ``sniffed`` (:data:`Sniffed`) are added to;
+    ``markers``: :func:`~refiner.formats.base.marker_positions` of ``text``, when the caller has them."""
     if not isinstance(text, str):
         return None, None
     text = read(text)
@@ -113,7 +109,6 @@ def detect_with_calls(
         return answers[fmt.name, at]
 
     if small:
-        # A format's sniff is asked at the first marker it shares with other formats; those it rejects are not read.
         shared = table.shared_markers
         for fmt in table.marked(found_at):
             at = -1

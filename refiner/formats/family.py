@@ -1,8 +1,7 @@
 """A model family as a row of a grammar's table: a *grammar* (a :class:`~refiner.formats.base.WireFormat` subclass)
 reads and writes one shape of calls from a *spelling* (a frozen dataclass of its own: tags, typing, quirk flags, at
 most one hook); a *family* is one :class:`Row`, in the catalog (:mod:`refiner.formats.catalog`) or derived from a
-chat template (:mod:`refiner.formats.derive`).
-"""
+chat template (:mod:`refiner.formats.derive`)."""
 
 from __future__ import annotations
 

@@ -49,8 +49,7 @@ _QUOTED = re.compile(rf'{_ESCAPE}|{_STRING}|"', re.DOTALL)  # a lone quote: a st
 
 @functools.lru_cache(maxsize=64)
 def _outside_strings(tokens: tuple[str, ...]) -> re.Pattern:
-    """One of ``tokens`` (group 1), or a run of other text with its JSON strings, or a lone ``"`` (a string left
-    open)."""
+    """One of ``tokens`` (group 1), a run of other text with its JSON strings, or a lone ``"`` (a string left open)."""
     alts = "|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True))
     firsts = "".join(sorted({re.escape(t[0]) for t in tokens}))
     run = rf'(?:[^"\\{firsts}]+|{_ESCAPE}|\\|{_STRING}|(?!{alts})[{firsts}])+'
@@ -231,7 +230,6 @@ def lenient_json_in_prose(text: str, accept: Any = _holds_objects) -> Any:
 NAME_KEYS = ("name", "api_name", "tool_name", "function_name", "tool")
 
 ARG_KEYS = ("arguments", "parameters", "input", "args", "params")
-# Keys of a call object that are neither its name nor its arguments.
 CALL_METADATA_KEYS = frozenset({"id", "type", "index", "function", "label", "responses", "step", "call_id",
                                 "tool_call_id"})
 

@@ -1,6 +1,5 @@
 """The markers of a set of formats (tags, sentinel tokens, closers, other spellings): where each first occurs in a
-text (:func:`find_markers`), and the tables of formats and markers detection and salvage walk (:class:`MarkerTable`).
-"""
+text (:func:`find_markers`), and the tables of formats and markers detection and salvage walk (:class:`MarkerTable`)."""
 
 from __future__ import annotations
 
@@ -90,8 +89,7 @@ class MarkerTable:
         return self._any.search(name) is not None
 
     def marked(self, found_at: Mapping[str, int]) -> Sequence[Any]:
-        """The tagged formats, in rank order, whose marker (or other spelling) is among ``found_at``, and those
-        that need none."""
+        """The tagged formats (rank order) whose marker or other spelling is in ``found_at``, and those needing none."""
         got = dict.fromkeys(fs for m in found_at if (fs := self.tagged_by_marker.get(m)))  # (markers naming the same)
         if self.tagged_always:
             got[self.tagged_always] = None
@@ -125,9 +123,8 @@ def _answering(fmts: Sequence[Any], hook: str, contract: type) -> tuple[Any, ...
 
 
 def find_markers(text: str, table: MarkerTable) -> dict[str, int]:
-    """Where each marker of ``table`` first occurs in ``text``: marker -> position, for the markers that occur (those
-    of a character that begins many found by one pass of their pattern, a group sharing a prefix only searched for
-    when the prefix occurs)."""
+    """Where each marker of ``table`` first occurs in ``text``, if it does (those of a character that begins many found
+    by one pass of their pattern, a group sharing a prefix only searched for when the prefix occurs)."""
     out: dict[str, int] = {}
     for head, group in table.single:
         if head in text:

@@ -6,8 +6,7 @@ runs to the end); an untagged answer's region is its first bracketed value or th
 whose open and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
 (:func:`~refiner.formats.reasoning.fenced_calls`): its region runs from its first open literal that a JSON value
 follows to the close after its last call. The text before and after is content, verbatim (as vLLM's and SGLang's
-parsers give it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`).
-"""
+parsers give it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`)."""
 
 from __future__ import annotations
 

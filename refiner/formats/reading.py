@@ -9,12 +9,10 @@ in, and salvage (:mod:`refiner.formats.salvage`) takes that reading for the whol
 could start a call (:func:`could_hold_calls`) gets no salvage, and in the default format no lenient read.
 
 Choosing the format: the result is written in the requested format (else the refiner's, else the upstream's). The
-upstream is read in the requested format when it is strictly valid there, else in the detected format when it is
-strictly valid in that one (and the text does not open with the requested one's markers) or (broken) carries that
-format's tags and none of the requested one's, else in the requested one, leniently; a text that stops inside the
-calls of the requested format is read in that one. With no format asked for and none detected, the answer is written
-in the dialect salvage found the calls in.
-"""
+upstream is read in the requested format when it is strictly valid there, else in the detected format when strictly
+valid in it (and the text does not open with the requested one's markers) or (broken) carries that format's tags and
+none of the requested one's, else in the requested one, leniently; a text stopping inside the requested format's calls
+is read in it. With no format asked for and none detected, the answer takes the dialect salvage found the calls in."""
 
 from __future__ import annotations
 
@@ -56,8 +54,7 @@ class Reading:
     lenient: Lenient | None = None  # the format's own lenient reading (salvage takes it for the whole text)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Tools, as the readers use them
+# ---- Tools, as the readers use them --------------------------------------------------------------------------------
 
 
 def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -80,8 +77,7 @@ def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str,
     return {name: dict(getattr(spec, "params", None) or {}) for name, spec in index.items()}
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The format
+# ---- The format ----------------------------------------------------------------------------------------------------
 
 
 def choose_formats(
@@ -91,9 +87,8 @@ def choose_formats(
     markers: dict[str, int] | None = None,
     sniffed: Sniffed | None = None,
 ) -> tuple[str, str, str | None]:
-    """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the
-    requested format, else the refiner's. ``tried``, ``markers`` and ``sniffed``: as in
-    :func:`~refiner.formats.detect.detect_with_calls`."""
+    """``(format to read in, output format, detected format)`` (see the module docstring); ``wanted``: the requested
+    format, else the refiner's; the rest as in :func:`~refiner.formats.detect.detect_with_calls`."""
     tried = {} if tried is None else tried
     if wanted and strict_reading(get(wanted), text, tried) is not None:
         return wanted, wanted, None
@@ -123,8 +118,7 @@ def _marked_as(detected: str, wanted: str, text: str) -> bool:
     )
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Reading
+# ---- Reading -------------------------------------------------------------------------------------------------------
 
 
 def read_text(
@@ -168,10 +162,9 @@ def _offered(tools: Any, offered: Mapping[str, Any] | None) -> Mapping[str, Any]
 
 @dataclass
 class Detected:
-    """A text's format as its caller detected it (:func:`detect_upstream`), for :func:`read_upstream` to go on from.
-    ``fmt``: None when no format was found; ``calls``: the strict reading when the text is valid in ``fmt``;
-    ``tried``, ``markers`` and ``sniffed``: what detection made on the way; ``reading``: the text read with the tools
-    of the request, when the caller made it."""
+    """A text's format as its caller detected it (:func:`detect_upstream`), for :func:`read_upstream`. ``fmt``: None
+    when none was found; ``calls``: the strict reading when the text is valid in ``fmt``; ``tried``, ``markers``,
+    ``sniffed``: what detection made; ``reading``: the text read with the request's tools, if the caller made it."""
 
     text: str  # the text as read (its reasoning split: refiner.formats.reasoning.read)
     fmt: str | None
@@ -244,9 +237,8 @@ def read_upstream(
 
 
 def could_hold_calls(text: str, markers: Mapping[str, int], offered: Mapping[str, Any] | None) -> bool:
-    """Whether anything in ``text`` (its reasoning split) could start a call: a marker or closer of any format
-    (``markers``: the text's marker positions), a bracket after the reasoning, a line marker opening the answer, or
-    an offered tool's name."""
+    """Whether anything in ``text`` (reasoning split) could start a call: any format's marker or closer (``markers``:
+    their positions), a bracket after the reasoning, a line marker opening the answer, an offered tool's name."""
     if markers:
         return True
     at = reasoning_offset(text)
@@ -258,8 +250,7 @@ def could_hold_calls(text: str, markers: Mapping[str, int], offered: Mapping[str
     return bool(offered) and any(name and name in text for name in offered)
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Salvage: the calls read wherever they are, when that is the better reading
+# ---- Salvage: the calls read wherever they are, when that is the better reading ------------------------------------
 
 
 def salvaged(
@@ -272,13 +263,12 @@ def salvaged(
     sniffed: Sniffed | None = None,
 ) -> Reading:
     """``reading`` (of a text not valid in its format) with the calls read wherever the model put them
-    (:func:`refiner.formats.salvage.salvage`), values typed by the specs, when that reading is better than the
-    format's own lenient one; else ``reading`` itself. Better: more calls to offered tools (plausibly named ones
-    without a tool list) with no markup in them (:func:`_frayed`), then more calls to offered tools, then more spelled
-    exactly as offered, then fewer calls to other names, then more arguments.
-    When salvage read the whole text and found no call, the lenient reading's calls were made of prose and give way.
-    ``offered``: :func:`params_by_tool` of ``tools``, when the caller has it; ``markers``, ``tried``, ``sniffed``:
-    what the caller already made (see :func:`read_upstream`)."""
+    (:func:`refiner.formats.salvage.salvage`), values typed by the specs, when that reading is better than the format's
+    own lenient one; else ``reading``. Better: more calls to offered tools (plausibly named ones without a tool list)
+    with no markup in them (:func:`_frayed`), then more calls to offered tools, then more spelled exactly as offered,
+    then fewer calls to other names, then more arguments. When salvage read the whole text and found no call, the
+    lenient reading's calls were made of prose and give way. ``offered``: :func:`params_by_tool` of ``tools``, when the
+    caller has it; ``markers``, ``tried``, ``sniffed``: what the caller already made (:func:`read_upstream`)."""
     if reading.strict_ok or reading.mended:
         return reading
     offered = _offered(tools, offered)

@@ -8,8 +8,7 @@
     arguments := {...} | (KEY_PREFIX KEY KEY_SUFFIX VALUE VALUE_SUFFIX ARG_SEP?)*
 
 A value is JSON, one with bare keys and strings between quote tokens (:func:`read_quoted`), or raw text up to its
-terminator (:func:`~refiner.formats.xmlvalues.read_value`, settled by the specs in :meth:`RecordFormat.retype`).
-"""
+terminator (:func:`~refiner.formats.xmlvalues.read_value`, settled by the specs in :meth:`RecordFormat.retype`)."""
 
 from __future__ import annotations
 
@@ -415,9 +414,8 @@ _CLOSES = {"{": "}", "[": "]"}
 
 
 def read_quoted(text: str, pos: int, q_open: str, q_close: str, find: Finder) -> tuple[Any, int]:
-    """``(value, end)`` of the value at ``pos`` written with bare keys and quote tokens (a bare scalar in a container
-    is a JSON literal): its tokens rewritten as JSON, then decoded once. Raises ``ValueError`` (``not closed``: the
-    text ends)."""
+    """``(value, end)`` of the value at ``pos`` written with bare keys and quote tokens (a bare scalar in a container: a
+    JSON literal): its tokens rewritten as JSON, decoded once. Raises ``ValueError`` (``not closed``: the text ends)."""
     out: list[str] = []
     stack: list[str] = []
     i = pos

@@ -29,8 +29,7 @@ site counts once; a call cut off by the end of the text is left out.
 
 Bounded by :data:`MAX_TAGGED_FORMATS` formats read, :data:`MAX_CANDIDATES` sites examined, :data:`SCAN_BUDGET`
 characters and :data:`MARK_BUDGET` marks of bracket matching, :data:`AST_BUDGET` characters parsed, and one shared
-:func:`~refiner.formats.jsonfix.repair_budget`. Never raises.
-"""
+:func:`~refiner.formats.jsonfix.repair_budget`. Never raises."""
 
 from __future__ import annotations
 
@@ -82,8 +81,7 @@ MAX_PAREN_MISSES = 256  # "(" looked at where no call ends, before one search of
 # Where a call may end: _CALL runs only in the name window before it. Its "(" is matched first, then the character
 # before it (a pattern that starts with a literal is searched for at C speed), so a search from ``at`` starts at at + 1.
 _PAREN_AFTER_WORD = re.compile(r"\((?<=[\w \t]\()")
-# What may stand before a structured call on its line: tags, bullets, numbering, code keywords, an assignment,
-# brackets and quotes.
+# Before a structured call on its line: tags, bullets, numbering, code keywords, an assignment, brackets and quotes.
 _STRUCT_PREFIX = re.compile(
     r"(?:<[^<>\n]{1,40}>|[\s>*+\-•|])*"
     r"(?:\d{1,3}[.)]\s+)?"
@@ -276,8 +274,7 @@ class _Scan(SiteReader):
             if calls:
                 where = "in a code fence" if self.in_fence(start) else self.placed(start)
                 self.add(start, end, calls, f"{marker} block ({fmt.name})", fmt.name, where)
-            # a call the format read as cut, or whose id names no tool (Kimi-K2's functions.invalid.0), is no other
-            # reader's to take
+            # a call read as cut, or whose id names no tool (Kimi-K2's functions.invalid.0), is no other reader's
             if calls or cut is not None or any(p.code == "unnamed_call" for p in got.problems):
                 self.claimed.append((start, end))
         self.claimed.extend(span for spans in answers.values() for span in spans)
@@ -404,8 +401,7 @@ def salvage(
     names in declared order (or their specs, by which the formats' lenient readers type values); None without tools.
     What detection already found is reused: ``known`` (lenient readings of the whole text with the same ``offered``)
     and ``tried`` (strict readings: calls or error), by format name; ``markers`` (where each marker first occurs:
-    :func:`~refiner.formats.base.marker_positions`); ``sniffed`` (:data:`refiner.formats.detect.Sniffed`). Never
-    raises."""
+    :func:`~refiner.formats.base.marker_positions`); ``sniffed`` (:data:`refiner.formats.detect.Sniffed`)."""
     if not isinstance(text, str):
         return Salvage(notes=[f"not a text: {type(text).__name__}"])
     text = read(text)

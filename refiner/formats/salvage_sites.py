@@ -270,8 +270,7 @@ class SiteReader:
         return self.unescape_params(ToolCall(name, {str(k): v for k, v in args.items()}))
 
     def unescape_params(self, call: ToolCall) -> ToolCall:
-        """``call`` with its markdown-escaped parameter names (``detail\\_level``) read as the names the offered
-        tool declares."""
+        """``call`` with markdown-escaped parameter names (``detail\\_level``) read as the tool declares them."""
         if self.offered is None or not any("\\_" in k for k in call.arguments):
             return call
         declared = self.offered.get(call.name) or ()

@@ -43,8 +43,7 @@ def json_head(text: str, pos: int = 0) -> tuple[Any, int] | None:
 
 
 def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
-    """``json.loads`` with the shared decoder (NaN/Infinity rejected), raising a :class:`FormatError` at the position
-    in ``text`` plus ``offset``."""
+    """``json.loads`` with the shared decoder; errors are raised at their position in ``text`` plus ``offset``."""
     value, end = _decoded(fmt, text, JSON_WS.match(text).end(), offset)
     end = JSON_WS.match(text, end).end()
     if end != len(text):
@@ -170,9 +169,8 @@ def strict_fields(
     args_key: str = "arguments",
     extra_keys: tuple[str, ...] = (),
 ) -> tuple[str, dict, dict]:
-    """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means
-    ``{}``) and no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``. Errors name
-    ``"what #index"``."""
+    """Validates one call object: a dict with a string ``name_key``, an object ``args_key`` (missing means ``{}``) and
+    no keys beyond those and ``extra_keys``. Returns ``(name, arguments, extras)``. Errors name ``"what #index"``."""
     if type(obj) is dict:  # the valid case, checked without building any message
         name = obj.get(name_key)
         args = obj.get(args_key, _ABSENT)

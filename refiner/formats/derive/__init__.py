@@ -1,8 +1,7 @@
 """A model family's dialect read from its chat template: the record of what it writes
 (:mod:`~refiner.formats.derive.diff`), read by the grammar row it maps onto (:mod:`~refiner.formats.derive.rows`) or
 by the record's generic reader (:mod:`refiner.formats.recorded`); else *special*, with why. :func:`install` names the
-format to use.
-"""
+format to use."""
 
 from __future__ import annotations
 
@@ -104,10 +103,9 @@ def derive(path: str | Path | ChatTemplate, name: str | None = None) -> Derived:
 
 
 def _built_in_row(out: Derived) -> None:
-    """The dialect is the first built-in row (of a grammar no record maps onto; of any grammar when the record maps
-    onto no row) that writes the template's renders and reads them back: of both pairs of placeholder calls exactly,
-    or, for a template that writes one call per turn, of one call (alone or followed by what the row writes between
-    calls)."""
+    """The dialect is the first built-in row (of a grammar no record maps onto; of any grammar when the record maps onto
+    no row) that writes the template's renders and reads them back: of both pairs of placeholder calls exactly, or, for
+    a template that writes one call per turn, of one call (alone or followed by what the row writes between calls)."""
     rec, one = out.record, _one_call(out.record)
     two, check = rec.sections.get("two", ""), rec.sections.get("check", "")
     if one is None and (NAMES[1] not in two or NAMES[1] not in check):
@@ -198,8 +196,7 @@ def _from_record(out: Derived, name: str) -> None:
 
 
 def _read_by(rec: Record) -> tuple[list[str], list[str]]:
-    """The built-in formats that read the template's render of the placeholder calls back exactly (the detected one
-    first), and those of them that also write it as the template does (whitespace aside)."""
+    """``rec``'s :attr:`Derived.read_by` (detected format first) and :attr:`Derived.writes_as` (whitespace aside)."""
     text, calls = rec.sections.get("two", ""), EXPECTED
     if NAMES[1] not in text:
         text, calls = _one_call(rec) or "", EXPECTED[:1]

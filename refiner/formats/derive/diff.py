@@ -1,7 +1,6 @@
 """A family's record of literals (:class:`~refiner.formats.derive.record.Record`), read by diffing renders of
 conversations that differ in one thing at a time. Every literal is the text the template wrote around the
-placeholders (the call literals: :mod:`~refiner.formats.derive.literals`).
-"""
+placeholders (the call literals: :mod:`~refiner.formats.derive.literals`)."""
 
 from __future__ import annotations
 

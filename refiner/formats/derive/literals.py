@@ -1,8 +1,7 @@
 """The call literals of a family's record (:class:`~refiner.formats.derive.record.Record`), read from the section of
 two calls its template wrote: JSON arguments after the name (:func:`read_json_args`), JSON call objects
 (:func:`read_json_object`) or one element per argument (:func:`read_pairs`); then the section and call literals
-around the two calls (:func:`_frame`).
-"""
+around the two calls (:func:`_frame`)."""
 
 from __future__ import annotations
 

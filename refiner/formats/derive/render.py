@@ -1,6 +1,5 @@
 """Loading a model's chat template and rendering conversations through it as ``apply_chat_template`` does, in a
-bounded sandbox; every failure is a :class:`TemplateFailure` naming the file.
-"""
+bounded sandbox; every failure is a :class:`TemplateFailure` naming the file."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """From a derived :class:`~refiner.formats.derive.record.Record` to a row of one of the grammars in :data:`SPELT`
-(:func:`plan_row`), or why none holds it; a plan is checked against the template (:meth:`RowPlan.check`).
-"""
+(:func:`plan_row`), or why none holds it; a plan is checked against the template (:meth:`RowPlan.check`)."""
 
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ EXPECTED = (ToolCall(NAMES[0], ARGS[0]), ToolCall(NAMES[1], ARGS[1]))
 CHECKED = (ToolCall(NAMES[1], ARGS[1]), ToolCall(NAMES[2], ARGS[2]))  # the calls of the render that checks
 _ATTR = re.compile(r"""([A-Za-z_][\w:.-]*)\s*=\s*["']([^"']*)["']""")
 _TOKENS = re.compile(r"(<[^<>]+>|\[[^\[\]]+\])(?:<[^<>]+>|\[[^\[\]]+\])+")  # two bracketed tokens or more
-# The grammars a record maps onto (:func:`plan_row`).
 SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
 
 
