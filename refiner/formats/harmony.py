@@ -1,18 +1,16 @@
-"""gpt-oss (OpenAI harmony) tool calls: one message per call addressed to ``functions.NAME``,
+"""gpt-oss (OpenAI harmony) tool calls: one message per call, addressed to ``functions.NAME``:
 ``<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>`` (the harmony
-guide's header) or ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>`` (the
-chat template's, the row's :data:`TEMPLATE` spelling).
+guide's header) or ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{...}<|call|>`` (the chat
+template's: :data:`TEMPLATE`).
 
-The text is a sequence of messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>``
-(the first may lack ``<|start|>``); a header holds the channel (``analysis`` / ``commentary`` / ``final``),
-optionally the recipient (after the channel name, or before ``<|channel|>``) and the content type
-(``<|constrain|>json`` or ``json``). A message to ``functions.NAME`` is a call: one JSON object ending with
-``<|call|>`` (the last may lack it); the other messages are skipped; a recipient outside ``functions.`` is an error;
-prose may come before the first message and after the last, not between them.
+The text is messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|call|> | <|return|>`` (the first may lack
+``<|start|>``); a header holds the channel (``analysis``, ``commentary``, ``final``), optionally the recipient (after
+the channel name, or before ``<|channel|>``) and the content type (``<|constrain|>json`` or ``json``). A message to
+``functions.NAME`` is a call: one JSON object ending with ``<|call|>`` (the last may lack it); other messages are
+skipped; a recipient outside ``functions.`` is an error; prose may come before and after the messages, not between.
 
-Recovery reads each ``to=functions.NAME``, with or without its tokens. A text that stops inside a call's header holds
-no call for it. The ``final`` channel is the answer whatever it holds (:meth:`Harmony.answer_spans`).
-"""
+Recovery reads each ``to=functions.NAME``, with or without its tokens. A text that stops inside a call's header holds no
+call for it. The ``final`` channel is the answer whatever it holds (:meth:`Harmony.answer_spans`)."""
 
 from __future__ import annotations
 
@@ -39,12 +37,10 @@ _BODY_STOPS = (CALL, END, RETURN, START, CHANNEL, TO + PREFIX)  # what ends a ca
 CHANNELS = ("analysis", "commentary", "final")
 _NAME = re.compile(NAME_PATTERN)
 _WORD = re.compile(r"[^\s<]*")
-# A recipient written just before the first <|channel|> of a completion that lacks <|start|>assistant (its "=" possibly
-# lost before functions.NAME).
+# A recipient just before the first <|channel|> of a completion lacking <|start|>assistant (its "=" maybe lost).
 _LEADING_RECIPIENT = re.compile(r"(?:assistant\s*)?to(?:=|[ \t]*:?[ \t]*(?=functions\.))[^\s<]+\s*\Z")
 MAX_LEAD = 256  # how far before the first <|channel|> such a recipient is looked for
-# A recipient in a header whose "=" was lost ("commentary tofunctions.NAME", "to functions.NAME"), the header
-# starting the text or not.
+# A recipient whose "=" was lost ("commentary tofunctions.NAME", "to functions.NAME") in a header or at the start.
 _LOST_EQUALS = re.compile(
     r"((?:<\|channel\|>[ \t]*(?:analysis|commentary|final)|assistant)[ \t]+|\A[ \t]*)to[ \t]*:?[ \t]*(?=functions\.)"
 )
@@ -52,8 +48,7 @@ _LOST_EQUALS = re.compile(
 # and the header's text before the recipient (back to the previous JSON value or token), which then holds no channel.
 _GLUED_CHANNEL = re.compile(r"(.+?)(analysis|commentary|final)")
 _HEADER_BEFORE = re.compile(r"[^}>\n]*\Z")
-# What may follow a recipient before the header's <|message|>: the channel, the content type, their tokens (the last
-# one possibly cut short).
+# What may follow a recipient before <|message|>: the channel, the content type, their tokens (the last maybe cut).
 _HEADER_REST = re.compile(
     r"(?:\s|<\|(?:channel|constrain)\|>|analysis|commentary|final|json)*(?:<\|?[a-z]*\|?|[a-z]+)?\Z"
 )
@@ -62,8 +57,7 @@ RECOVER_ARGS_WINDOW = 64  # how far after a recipient recovery looks for the arg
 
 
 def _spaced(text: str, at: int) -> bool:
-    """Whether the first ``<|start|>`` or ``<|channel|>`` from ``at`` on is followed by a space (a spaced row's
-    text)."""
+    """Whether the first ``<|start|>`` or ``<|channel|>`` from ``at`` on is followed by a space (a spaced row)."""
     seg = text[at : at + ROW_CHARS]
     i, token = Finder(seg).first((START, CHANNEL), 0)
     return token is not None and seg.startswith(" ", i + len(token))
@@ -122,7 +116,6 @@ class Harmony(WireFormat):
             raise self.error(f"no harmony message ({START} or {CHANNEL})", begin)
         if self.spelling.spaced and not _spaced(text, begin):
             raise self.error(f"no space after the first {START} or {CHANNEL} (the row's tokenizer writes one)", begin)
-        # a raw completion: the first header starts at <|channel|>, or at a recipient written before it
         pos = first + len(START) if token == START else _first_header(text, begin, first)
         calls: list[ToolCall] = []
         while True:
@@ -235,7 +228,6 @@ class Harmony(WireFormat):
             brace = text.find("{", pos, min(stop, pos + RECOVER_ARGS_WINDOW))
             if brace < 0 and stop == len(text) and len(rest := text[pos:].strip()) <= MAX_HEADER_REST \
                     and _HEADER_REST.fullmatch(rest):
-                # the text stops inside the header (its channel, content type or their tokens): no call was written
                 out.note("truncated", f"the text stops inside the header of the call to {name[:60]!r}")
                 out.mark_cut(None)
                 return len(text)
@@ -257,8 +249,7 @@ class Harmony(WireFormat):
         return not self.spelling.spaced or _spaced(body, at)
 
     def region_start(self, body: str, at: int) -> int:
-        """A header's recipient written before its ``<|channel|>`` (the template's order) starts the calls found by
-        that token."""
+        """A header's recipient before its ``<|channel|>`` (the template's order) starts the calls the token finds."""
         return _first_header(body, 0, at) if body.startswith(CHANNEL, at) else at
 
     def answer_spans(self, text: str, start: int) -> list[tuple[int, int]]:

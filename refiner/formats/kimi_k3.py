@@ -1,6 +1,5 @@
-"""Kimi K3's XTML calls: the ``kimi_k3`` row of the XML parameter grammar (:mod:`refiner.formats.xml_grammar`),
-elements written with control tokens, ``<|open|>NAME ATTRS<|sep|>`` and ``<|close|>NAME<|sep|>``; the calls are a
-``tools`` channel::
+"""Kimi K3's XTML calls: the ``kimi_k3`` row of the XML parameter grammar (:mod:`refiner.formats.xml_grammar`), elements
+written with control tokens (``<|open|>NAME ATTRS<|sep|>``, ``<|close|>NAME<|sep|>``), calls in a ``tools`` channel::
 
     <|open|>tools<|sep|>
       <|open|>call tool="get_weather" index="1"<|sep|>
@@ -11,8 +10,7 @@ elements written with control tokens, ``<|open|>NAME ATTRS<|sep|>`` and ``<|clos
 
 ``index`` counts the calls from 1; a ``string`` value is raw text, any other type JSON (``typing="named"``). The
 ``think`` and ``response`` channels come before ``tools``; ``<|close|>message<|sep|>`` ends the turn. The hook reads
-control tokens and element names written wrong and takes the channel markup out of the answer's content.
-"""
+control tokens and element names written wrong and takes the channel markup out of the answer's content."""
 
 from __future__ import annotations
 

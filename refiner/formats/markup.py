@@ -1,6 +1,5 @@
-"""Calls in markup no registered format knows, found by the offered tool names and their parameter names (asked by
-:func:`refiner.formats.salvage.salvage` when nothing else in the text is a call). ``T`` an offered tool's name, ``k``
-one of its declared parameters::
+"""Calls in markup no registered format knows (asked by :func:`refiner.formats.salvage.salvage` when the text holds no
+other call), found by the offered tool and parameter names; ``T`` an offered tool, ``k`` a parameter it declares::
 
     element  := <TAG>T</TAG> ... (<k>VALUE</k>)*  |  <T [k="v"]>...</T>  |  <TAG name|tool|function="T">...</TAG>
                 (arguments: child elements named k, <param name="k">, or k="v" attributes)
@@ -8,10 +7,9 @@ one of its declared parameters::
                 a JSON object (Action Input: {...}) or k: v lines
     yaml     := ["-"] T ":" NL (INDENT k ":" VALUE NL)+
 
-The name is the whole of its field, only declared parameter names are arguments, a call needs one (an element of a
-tool that requires none excepted), a value is a JSON literal or its text, one written as nothing is left out. With
-no such markup, :mod:`refiner.formats.anchored` reads the structure the text repeats. Bounded by the constants below.
-"""
+The name is the whole of its field, only declared parameter names are arguments, a call needs one (an element of a tool
+that requires none excepted), a value is a JSON literal or its text, one written as nothing is left out. With no such
+markup, :mod:`refiner.formats.anchored` reads the structure the text repeats. Bounded by the constants below."""
 
 from __future__ import annotations
 
@@ -100,7 +98,6 @@ def _pairs(segment: str, pair: re.Pattern, notes: list[str], name: str) -> dict[
             if other is not None:
                 notes.append(f"{name}: {other.group(1)!r} is not a parameter it declares; passed over")
                 raw = raw[: other.start()]
-        # (a code fence after the value, or a trailing separator, is not part of it)
         _put(args, m.group(1), _text_value(raw.partition("```")[0].strip().rstrip(",;")), notes, name)
     return args
 

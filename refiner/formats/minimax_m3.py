@@ -1,5 +1,5 @@
-"""MiniMax-M3 tool calls: XML elements each preceded by the namespace token ``]<]minimax[>[``, one element per
-argument named by the argument itself, objects as nested elements and lists as ``<item>`` elements::
+"""MiniMax-M3 tool calls: XML elements each preceded by the namespace token ``]<]minimax[>[``, one element per argument
+named by the argument itself, objects as nested elements and lists as ``<item>`` elements::
 
     ]<]minimax[>[<tool_call>
     ]<]minimax[>[<invoke name="search_docs">]<]minimax[>[<query>rate limits]<]minimax[>[</query>]<]minimax[>[<tags>]<]minimax[>[<item>api]<]minimax[>[</item>]<]minimax[>[</tags>]<]minimax[>[</invoke>
@@ -8,8 +8,7 @@ argument named by the argument itself, objects as nested elements and lists as `
 Parallel calls are ``<invoke>`` elements of one ``<tool_call>`` (several blocks are read too); whitespace between
 elements is free; null values are left out; reasoning is ``<mm:think>...</mm:think>``. A scalar is its element's raw
 text, typed by :func:`refiner.formats.xmlvalues.read_value`, then (nested values too) by the tool specs. Elements
-nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid (strict) or dropped (lenient).
-"""
+nesting deeper than :data:`~refiner.formats.base.MAX_ARGUMENT_DEPTH` are invalid (strict) or dropped (lenient)."""
 
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ NAME_PATTERN = r"[^\s\"<>]+"
 
 @dataclass(frozen=True)
 class NsXmlSpelling:
-    """The literals: the namespace token written before every tag, the block and call elements, the call's name
-    attribute, and the element that holds a list item."""
+    """The literals; ``ns``: the namespace token written before every tag, ``item``: the element holding a list item."""
 
     ns: str = "]<]minimax[>["
     section: str = "tool_call"
@@ -63,8 +61,7 @@ class _Tag:
 
 
 class _Tags(list):
-    """Tags in text order, those of ``rest`` read only as far as a reading asks (:meth:`more`): a strict reading that
-    fails early reads no further."""
+    """Tags in order, ``rest`` read as far as asked (:meth:`more`): a strict reading failing early reads no further."""
 
     def __init__(self, rest: Iterator[_Tag]) -> None:
         super().__init__()
@@ -126,8 +123,7 @@ class NsXml(WireFormat):
         return _Tag(p, gt + 1, closing, raw, raw.strip() if lenient else raw)
 
     def _invoke_name(self, tag: _Tag, loose: bool = False) -> str | None:
-        """The tool name when ``tag`` opens a call (``invoke name="..."``; ``loose``: any quotes, its ``=`` lost too),
-        else ``None``."""
+        """The name of the call ``tag`` opens (``loose``: any quotes, its ``=`` lost too), else ``None``."""
         s = self.spelling
         raw = tag.raw
         if tag.closing or not raw.startswith(s.invoke) or not raw[len(s.invoke) : len(s.invoke) + 1].isspace():
@@ -254,8 +250,7 @@ class NsXml(WireFormat):
         return "".join(parts) + text[at:] if parts else text
 
     def _each_tag(self, text: str, pos: int, lenient: bool) -> Iterator[_Tag]:
-        """The tags after ``pos``, in order; read strictly (not ``lenient``), a token followed by no tag is an empty
-        tag at the token."""
+        """The tags after ``pos``; strictly (not ``lenient``), a token followed by no tag is an empty tag there."""
         s = self.spelling
         p = text.find(s.ns, pos)
         while p >= 0:

@@ -15,9 +15,8 @@ PARAM, PARAM_END = "<parameter=", "</parameter>"
 
 
 def _sniff(fmt: WireFormat, body: str, at: int) -> bool:
-    """A ``<tool_call>`` whose block opens with ``<function=`` (or a look-alike, or ``NAME>`` and a parameter); a
-    bare ``<function=NAME>`` followed by a parameter or ``</function>`` (not by Llama's JSON); a bare
-    ``<parameter=``."""
+    """A ``<tool_call>`` whose block opens with ``<function=`` (or a look-alike, or ``NAME>`` and a parameter); a bare
+    ``<function=NAME>`` followed by a parameter or ``</function>`` (not by Llama's JSON); a bare ``<parameter=``."""
     if body.startswith(OPEN, at):
         k = skip_ws(body, at + len(OPEN))
         if body.startswith(FUNC, k):

@@ -1,24 +1,21 @@
-"""The reasoning block of an answer: where it is, what it says, where the answer after it starts.
+"""The reasoning block of an answer: where it is, what it says, where the answer after it starts. A family writes its
+reasoning between its own markers (:attr:`WireFormat.reasoning`: ``<think>…</think>`` by default, Magistral's
+``[THINK]…[/THINK]``, Gemma 4's ``<|channel>thought…<channel|>``); every registered format's pairs and call markers are
+known here (:func:`learn`, called by ``base.register``), so one split (:func:`split_reasoning`) serves every reader and
+the proxy. As vLLM's reasoning parsers read it:
 
-A family writes its reasoning between its own markers (:attr:`WireFormat.reasoning`: ``<think>…</think>`` by
-default, Magistral's ``[THINK]…[/THINK]``, Gemma 4's ``<|channel>thought…<channel|>``); every registered format's
-pairs and call markers are known here (:func:`learn`, called by ``base.register``), so one split
-(:func:`split_reasoning`) serves every reader and the proxy. As vLLM's reasoning parsers read it:
-
-- A block is only at the start of the answer. When the answer (after blanks) opens with a pair's opener, the block
-  ends at that pair's first closer; not closed, where a call begins (a call marker at the start of a line), else with
-  the text.
+- A block is only at the answer's start. When the answer (after blanks) opens with a pair's opener, the block ends at
+  that pair's first closer; not closed, where a call begins (a call marker at a line start), else with the text.
 - Without an opener (a template that writes it into the prompt: Qwen3 thinking, DeepSeek-R1, GLM, Kimi), a thinking
   closer still ends a block that began with the answer, unless a call began before it (a call marker no closer has
   closed since, or an answer that opens with ``[`` or ``{``): a value holding ``</think>`` never ends reasoning.
-- ``opened=True`` (the request says the prompt opened the block): the answer starts inside it, up to the first
-  closer of any pair, else where a call begins, else the end. ``opened=False``: only an explicit opener starts one.
+- ``opened=True`` (the request says the prompt opened the block): the answer starts inside it, up to the first closer
+  of any pair, else where a call begins, else the end. ``opened=False``: only an explicit opener starts one.
 
 Calls written inside reasoning are not calls (:data:`CALLS_IN_REASONING`): readers start after the block
 (:func:`reasoning_offset`; a :class:`Read` hands one split to every reader of a text). ``Refiner(calls_in_reasoning=
-True)`` reads calls from the reasoning too when the answer after it holds none (:func:`calls_text`). gpt-oss's
-analysis channel is read by the harmony format itself.
-"""
+True)`` reads calls from the reasoning too when the answer after it holds none (:func:`calls_text`). gpt-oss's analysis
+channel is read by the harmony format itself."""
 
 from __future__ import annotations
 
@@ -126,11 +123,10 @@ def _literals(opens: tuple[str, ...]) -> re.Pattern:
 
 def fenced_calls(text: str, fenced: Mapping[str, str], start: int = 0, stop: int | None = None) -> Iterator[
         tuple[int, int]]:
-    """The spans of the calls in ``text`` whose open literal (a key of ``fenced``, blanks stripped:
-    :func:`fenced_tags`) begins in ``text[start:stop]``: from the literal to the close (its value in ``fenced``) after
-    the JSON values or pythonic calls that follow it (:func:`values_end`), or to their end when no close follows; a
-    value the text stops in (or a literal with nothing after it) runs to the end. A literal followed by anything but
-    ``[``, ``{`` or ``NAME(`` opens no call."""
+    """The spans of the calls in ``text`` whose open literal (a key of ``fenced``, blanks stripped: :func:`fenced_tags`)
+    begins in ``text[start:stop]``: from the literal to the close (its value in ``fenced``) after the JSON values or
+    pythonic calls that follow it (:func:`values_end`), else to their end; a value the text stops in (or a literal with
+    nothing after it) runs to the end. A literal followed by anything but ``[``, ``{`` or ``NAME(`` opens no call."""
     pattern, n = _literals(tuple(sorted(fenced))), len(text)
     pos, stop = start, n if stop is None else stop
     for _ in range(MAX_FENCED):
@@ -215,9 +211,8 @@ def labelled_formats(text: str, start: int) -> dict[str, int]:
 
 
 def fenced_tags(fmt: object) -> tuple[tuple[str, ...], str] | None:
-    """The open spellings and the close literal of a row whose calls sit between literals that are no markup
-    (Command R+'s ``Action:`` and a JSON code fence): its spelling's ``open`` (with its ``alt_opens``) and ``close``;
-    None for a row whose open tag is markup or that declares no close."""
+    """For a row whose calls sit between literals that are no markup (Command R+'s ``Action:`` and a JSON code fence):
+    its spelling's ``open`` (with ``alt_opens``) and ``close``; None if its open tag is markup or it has no close."""
     sp = getattr(fmt, "spelling", None)
     opens, close = (getattr(sp, "open", None), *(getattr(sp, "alt_opens", ()) or ())), getattr(sp, "close", None)
     usable = isinstance(close, str) and close and not is_markup(opens[0])
@@ -269,8 +264,7 @@ def _state() -> dict[str, Any]:
             prefixes=frozenset(m[:k] for m in starts for k in range(1, len(m))),
             pairs=known,
             opener=re.compile(r"[ \t\r\n]*(" + trie(p[0] for p in known) + ")"),  # (after the blanks)
-            # the pair an answer opening with an opener (the longest written there) starts: the first pair whose opener
-            # it begins with
+            # an answer's opener (the longest written there) starts the first pair whose opener it begins with
             opening={o: next(p for p in known if o.startswith(p[0])) for o in dict.fromkeys(p[0] for p in known)},
             closers=re.compile(trie({p[1] for p in known})),  # (no closer begins another)
             think_closers=re.compile(trie(think)),
@@ -316,9 +310,8 @@ def may_start_call(line: str) -> bool:
 
 
 class Split(NamedTuple):
-    """An answer's reasoning block: ``text[body_start:body_end]`` is the reasoning (``body_end < 0``: none), and
-    the answer (content and calls) starts at ``answer`` (0 when there is no block). ``closed``: the block ended at
-    its closer."""
+    """An answer's reasoning block: ``text[body_start:body_end]`` is the reasoning (``body_end < 0``: none), the answer
+    (content and calls) starts at ``answer`` (0 when there is no block). ``closed``: it ended at its closer."""
 
     body_start: int = 0
     body_end: int = -1
@@ -337,9 +330,8 @@ NONE = Split()
 
 
 def split_reasoning(text: str, *, opened: bool | None = None) -> Split:
-    """The reasoning block of ``text`` (see the module docstring) among every registered family's pairs; ``opened``:
-    what the request says of the prompt (True: it opened the block, False: it closed it, None: not known). A
-    :class:`Read` text gives the split it carries."""
+    """The reasoning block of ``text`` (see the module docstring); ``opened``: what the request says of the prompt
+    (True: it opened the block, False: it closed it, None: not known). A :class:`Read` gives its own."""
     if not isinstance(text, str) or not text:
         return NONE
     if opened is None and type(text) is Read:
@@ -380,9 +372,8 @@ def _split(text: str, opened: bool | None) -> Split:
         return Split(body, j, j + len(pair[1]), True) if j >= 0 else _unclosed(text, body)
     if opened is False:
         return NONE
-    # a closer with no opener before it: a prompt that opened the block (said so, or not known); when not known, only
-    # the thinking blocks' own closers count (</think>, [/THINK], <|END_THINKING|>...): a generic end token such as
-    # <|end_message|> or <|end|> alone is no sign of reasoning
+    # a closer with no opener before it: the prompt opened the block (said so, or not known); when not known, only the
+    # thinking blocks' own closers count (</think>, [/THINK]...): a generic end token (<|end|>) is no sign of reasoning
     if opened:
         found = state["closers"].search(text)  # (the first closer)
     else:
@@ -403,10 +394,9 @@ def reasoning_offset(text: str) -> int:
 
 
 def calls_text(text: str) -> str | None:
-    """The text to read calls from when calls written inside reasoning count (the switch is on): the reasoning,
-    its markers taken out, before the answer, when the answer after the block holds no call (no call tag, not an
-    untagged call list or object); None when there is no block or the answer has calls of its own (the block's are
-    drafts or quotes of them)."""
+    """The text to read calls from when calls inside reasoning count: the reasoning, its markers taken out, before the
+    answer, when the answer after the block holds no call (no call tag, not an untagged call list or object); None when
+    there is no block or the answer has calls of its own (the block's are drafts or quotes of them)."""
     s = split_reasoning(text)
     if not s.found or not s.reasoning(text).strip():
         return None

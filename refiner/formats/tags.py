@@ -1,15 +1,12 @@
-"""Reading a format's tags when the text writes them wrong.
-
-:class:`Speller` reports each token at a ``<`` or ``[`` that may stand for one of a format's tags as a :class:`Hit`:
-one of its tags exactly; a word of its vocabulary in any case, with ``_``, ``-`` or nothing between any two letters,
-after ``<``, ``</``, ``[`` or ``[/``, ended by ``>``, ``]`` or ``=``, or not ended when more text follows and the word
-does not run on into another tag (``<arg_keytable</arg_key>``, not ``<tool_calls>``); one letter off a word of five
-letters or more, ended; another registered format's special token, exactly. A token cut by the end of the text is
-none. The format's reader decides from where its grammar stands which tag a hit takes the place of. Also the other
-dialects' respellings: :func:`respell_tokens` (sentinel tokens), :func:`tag_look_alike` (the pythonic formats'
-opening tag) and :func:`respell_json_tags` (JSON blocks). Each ``<`` and ``[`` is tried once against patterns of
-bounded length.
-"""
+"""Reading a format's tags when the text writes them wrong. :class:`Speller` reports each token at a ``<`` or ``[`` that
+may stand for one of a format's tags as a :class:`Hit`: one of its tags exactly; a word of its vocabulary in any case,
+with ``_``, ``-`` or nothing between any two letters, after ``<``, ``</``, ``[`` or ``[/``, ended by ``>``, ``]`` or
+``=``, or not ended when more text follows and the word does not run on into another tag (``<arg_keytable</arg_key>``,
+not ``<tool_calls>``); one letter off a word of five letters or more, ended; another registered format's special token,
+exactly. A token cut by the end of the text is none. The format's reader decides from where its grammar stands which tag
+a hit takes the place of. Also the other dialects' respellings: :func:`respell_tokens` (sentinel tokens),
+:func:`tag_look_alike` (the pythonic formats' opening tag) and :func:`respell_json_tags` (JSON blocks). Each ``<`` and
+``[`` is tried once against patterns of bounded length."""
 
 from __future__ import annotations
 
@@ -29,10 +26,9 @@ FUZZY_MIN = 5  # letters a word needs before a one-letter slip is read as it
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A tag token of the text: ``text[start:end]``. ``word``: the vocabulary word it spells (``"arg_key"``), or
-    ``None`` for another format's tag (``foreign``); ``closing``: written with a slash (``</...``, ``[/...``);
-    ``eq``: ended by ``=``; ``exact``: written exactly as one of the format's own tags; ``ended``: ended by ``>``,
-    ``]`` or ``=`` (not when its end was lost)."""
+    """A tag token, ``text[start:end]``. ``word``: the vocabulary word it spells (``"arg_key"``), or ``None`` for
+    another format's tag (``foreign``); ``closing``: written ``</...`` or ``[/...``; ``eq``: ended by ``=``; ``exact``:
+    one of the format's own tags exactly; ``ended``: ended by ``>``, ``]`` or ``=`` (not when its end was lost)."""
 
     start: int
     end: int
@@ -186,11 +182,10 @@ _PAYLOAD = re.compile(r"[ \t\r\n]*[\[{]")
 
 def respell_json_tags(text: str, start: int, speller: Speller, open_tag: str, close_tag: str
                       ) -> tuple[str, list[str]] | None:
-    """For a format whose calls are JSON between ``open_tag`` and ``close_tag``: the text with a tag written wrong
-    put right, and what was changed; ``None`` when nothing was. Outside a block, a look-alike of either tag or another
-    format's tag followed by ``{`` or ``[`` is the opening tag; inside one, such a token alone at the end of its line
-    right after ``}`` or ``]`` and outside a JSON string is the closing tag. Any other token is text, and so is a
-    closing tag inside a JSON string."""
+    """For JSON calls between ``open_tag`` and ``close_tag``: the text with a tag written wrong put right, and the
+    changes; ``None`` when nothing was. Outside a block, a look-alike of either tag or another format's tag followed by
+    ``{`` or ``[`` is the opening tag; inside one, such a token alone ending its line right after ``}`` or ``]`` and
+    outside a JSON string is the closing tag. Other tokens are text, as is a closing tag inside a JSON string."""
     if not speller.written_wrong(text, start):
         return None
     edits: list[tuple[int, int, str]] = []

@@ -1,8 +1,7 @@
-"""TeleChat4 (SGLang's ``telechat4``, ``xing4_0`` and ``xingchen4`` detectors): the hook of the ``telechat4`` row of
-the XML parameter grammar (:mod:`refiner.formats.xml_grammar`), which reads and writes
+"""TeleChat4 (SGLang's ``telechat4``, ``xing4_0`` and ``xingchen4`` detectors): the hook of the ``telechat4`` row of the
+XML parameter grammar (:mod:`refiner.formats.xml_grammar`), which reads and writes
 ``<tool_call>NAME<param_key>KEY</param_key><param_value>VALUE</param_value></tool_call>``. The hook tells its blocks
-from GLM's (a name alone, or ``<arg_key>``) and Hermes' (JSON), which share ``<tool_call>``.
-"""
+from GLM's (a name alone, or ``<arg_key>``) and Hermes' (JSON), which share ``<tool_call>``."""
 
 from __future__ import annotations
 

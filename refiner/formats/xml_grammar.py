@@ -2,22 +2,20 @@
 values raw text between tags. One grammar, read from a spelling (:class:`~refiner.formats.xml_spelling.XmlSpelling`,
 every literal); a model family that writes it is a row of the catalog (:mod:`refiner.formats.catalog`)::
 
-    [SECTION_OPEN]                                  optional; around every call, or around all of them
-      CALL_OPEN NAME ...                            `<function=NAME>`, `<invoke name="NAME">`, or the text after
-                                                    the tag up to NAME_SEP (GLM, Hunyuan)
-        KEY_OPEN KEY ... VALUE VALUE_CLOSE          `<parameter=KEY>V</parameter>`, `<parameter name="KEY">V
-                                                    </parameter>`, or `<arg_key>KEY</arg_key><arg_value>V</arg_value>`
+    [SECTION_OPEN]                          optional; around every call, or around all of them
+      CALL_OPEN NAME ...                    `<function=NAME>`, `<invoke name="NAME">`, or NAME + NAME_SEP (GLM, Hunyuan)
+        KEY_OPEN KEY ... VALUE VALUE_CLOSE  `<parameter=KEY>V</parameter>`, `<parameter name="KEY">V</parameter>`, or
+                                            `<arg_key>KEY</arg_key><arg_value>V</arg_value>`
       CALL_CLOSE
     [SECTION_CLOSE]
 
-An opening tag ends at TAG_END (``>``, or a control token). Reasoning and prose may come before the first call,
-prose after the last; whitespace between tags is free. A value is the text up to the first closing tag that the next
+An opening tag ends at TAG_END (``>``, or a control token). Reasoning and prose may come before the first call, prose
+after the last; whitespace between tags is free. A value is the text up to the first closing tag that the next
 structural tag follows and that closes no value tag the value opens itself (as vLLM reads it:
-:func:`~refiner.formats.xmlvalues.value_end`), less one newline at each end with ``strip_newline``; one holding tags
-is written as a JSON string literal. Values are typed by the row's ``typing`` (:mod:`refiner.formats.xmlvalues`),
-then by the tool specs. A parameter given twice is an error (strict), the last kept (lenient). What a row's table
-cannot say goes into its one hook (:class:`~refiner.formats.xml_spelling.Hook`).
-"""
+:func:`~refiner.formats.xmlvalues.value_end`), less one newline at each end with ``strip_newline``; one holding tags is
+written as a JSON string literal. Values are typed by the row's ``typing`` (:mod:`refiner.formats.xmlvalues`), then by
+the tool specs. A parameter given twice is an error (strict), the last kept (lenient). What a row's table cannot say
+goes into its one hook (:class:`~refiner.formats.xml_spelling.Hook`)."""
 
 from __future__ import annotations
 
@@ -56,10 +54,9 @@ CDATA = ("<![CDATA[", "]]>")  # a value written as XML's character data section 
 
 @functools.lru_cache(maxsize=64)
 def _suffixes(tags: tuple[str, ...], suffix: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """For a row whose tags carry a ``:SUFFIX`` before their ``>`` (any suffix is read), patterns over the tags of
-    ``tags`` and ``<think>``: a suffixed tag or a text ending inside one; a whole tag's suffix alone (removed at C
-    speed); a tag written with ``suffix`` less its colon (``<tool_callopensource>``). Group 1 of the first and the
-    last is the tag before its suffix."""
+    """Patterns over ``tags`` and ``<think>`` for a row whose tags carry a ``:SUFFIX`` before ``>`` (any suffix read): a
+    suffixed tag or a text ending inside one; a whole tag's suffix alone (removed at C speed); a tag written with
+    ``suffix`` less its colon (``<tool_callopensource>``). Group 1 of the first and last: the tag before its suffix."""
     words = sorted({t[1:-1].lstrip("/") for t in tags if t.endswith(">")} | {"think"})
     head = r"(</?(?:" + "|".join(re.escape(w) for w in words) + r"))"
     behind = "|".join(f"(?<={re.escape(o + w + ':')})" for w in words for o in ("<", "</"))
@@ -106,15 +103,13 @@ class XmlParams(XmlReader, WireFormat):
     _read_raw: functools.partial  # read_value with the row's literals and value tags
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A row's patterns (its tool names by where it writes them, where a name or key ends, the next tag in a call)
-        and the :class:`~refiner.formats.base.WireFormat` hooks its hook holds, as methods."""
+        """A row's patterns, and the :class:`~refiner.formats.base.WireFormat` hooks its hook holds, as methods."""
         super().__init_subclass__(**kwargs)
         if "spelling" not in cls.__dict__:
             return
         s = cls.spelling
         cls._name = _SPACED_NAME if s.name_at == "text" else WORD
-        # where an opening tag naming by "eq" or "attr", a name written as text or an element key ends, read strictly
-        # or not: the first of its stopping tags (of those at one position, the first listed)
+        # a name or key ends at the first of its stopping tags (of those at one position, the first listed)
         stops = {"eq": (s.tag_end, "\n"), "attr": (s.tag_end, "\n", "<"), "text": (s.name_sep, s.key_open, s.call_close,
                  s.call_open), "element": (s.key_close, s.value_open, "\n", s.call_close, s.call_open)}
         strict = {**stops, "attr": (s.tag_end, "<"), "element": (s.key_close,)}
@@ -139,11 +134,9 @@ class XmlParams(XmlReader, WireFormat):
 
     @classmethod
     def detection_for(cls, s: XmlSpelling, rank: int) -> Detection:
-        # the call and key tags point at this row too (a section tag lost), unless another row holds them
-        # (refiner.formats.family.markers_left)
+        # call and key tags point here too (a section tag lost) unless another row holds them (family.markers_left)
         markers = [s.first_open, s.call_open, s.key_open]
-        # closers (read only when a text holds no marker at all): the value's; the key's for element keys; the
-        # call's for "=" keys (one string each: every one is a scan of the whole text in detection)
+        # closers, read only when a text holds no marker: one string each (each is a scan of the whole text)
         closers = [s.key_close, s.value_close] if s.key_at == "element" else [s.value_close]
         closers += ([s.call_close] if s.key_at == "eq" else []) + list(s.hook.closers if s.hook else ())
         also: tuple[str, ...] = ()
@@ -254,10 +247,9 @@ class XmlParams(XmlReader, WireFormat):
         return calls
 
     def _junk_name(self, name: str) -> bool:
-        """A name written as text with spaces or parentheses in it and no argument after it (``<tool_call>not valid
-        json</tool_call>``, ``<tool_call>f(a=1)</tool_call>``): words or a call in another layout between the call
-        tags, not a call, unless the request offers a tool of that name. A one-word name alone is an argument-less
-        call (GLM writes those so)."""
+        """A name written as text with a space or parenthesis in it and no arguments (``<tool_call>not valid
+        json</tool_call>``, ``<tool_call>f(a=1)</tool_call>``): words or another layout's call, not a call, unless the
+        request offers a tool so named. A one-word name alone is an argument-less call (GLM writes those so)."""
         if self.spelling.name_at != "text" or not _spoken(name):
             return False
         offered = offered_tools()

@@ -1,8 +1,7 @@
-"""The reading of the XML parameter grammar (:class:`XmlReader`, part of
-:class:`~refiner.formats.xml_grammar.XmlParams`): one walk over the tags, strict or recovering from cut texts, lost
-and misspelt tags, JSON arguments between a call's tags, an answer written as a JSON string, closing tags with a
-number appended; tags written wrong are read by a row's hook (:class:`TagStates`, by where the grammar stands) or
-as the row's tags they look like."""
+"""Reading the XML parameter grammar (:class:`XmlReader`, part of :class:`~refiner.formats.xml_grammar.XmlParams`): one
+walk over the tags, strict or recovering from cut texts, lost and misspelt tags, JSON arguments between a call's tags,
+an answer written as a JSON string, closing tags with a number appended; tags written wrong are read by a row's hook
+(:class:`TagStates`, by where the grammar stands) or as the row's tags they look like."""
 
 from __future__ import annotations
 
@@ -34,9 +33,8 @@ def slip(fmt: Any, out: Lenient | None, kind: str | None, message: str, at: int)
 
 
 class XmlReader:
-    """The one reading of :class:`XmlParams`'s tags (its spelling and value helpers through ``self``): the walk reads
-    the calls into ``calls``, leniently when given a :class:`Lenient` to note what it recovers from, else strictly:
-    where it would recover, it raises the format's error (:func:`slip`)."""
+    """The one reading of :class:`XmlParams`'s tags (spelling and value helpers through ``self``): lenient when given a
+    :class:`Lenient`, else strict, raising the format's error where it would recover (:func:`slip`)."""
 
     def _walk(self, text: str, calls: list[ToolCall], out: Lenient | None) -> None:
         """Reads the calls of ``text`` (its tag suffixes dropped) after the reasoning into ``calls``."""
@@ -99,10 +97,9 @@ class XmlReader:
         return next((len(t) for t in tools if name.startswith(t) and name[len(t):] in (tools[t] or ())), 0)
 
     def _lost_opener(self, text: str, key: int) -> int:
-        """Where the name of a first call whose opening tag was lost or written wrong starts (for
-        :meth:`_recover_call`), its first key tag at ``key``: the name as the tag holds it (``name="f">``, ``f>``, or
-        ``f`` with its separator, alone or after a tag) ends the key's line or the line above, a tool's name (an
-        offered one when the request's tools are known); else -1."""
+        """Where :meth:`_recover_call` reads the name of a first call whose opening tag was lost or written wrong, its
+        first key tag at ``key``: a tool's name (offered, when the tools are known) as the tag holds it (``name="f">``,
+        ``f>`` or ``f`` and its separator, alone or after a tag) ending the key's line or the one above; else -1."""
         s = self.spelling
         name = r"([^\s<>{}\"'=|]+)"
         attr = rf'{re.escape(s.name_attr)}\s*=\s*"{name}"(?:\s+[\w\-]+\s*=\s*"[^"<>]*")*\s*/?'  # (others after it)
@@ -115,10 +112,9 @@ class XmlReader:
         return m.start() if s.name_at == "attr" else m.start(1)
 
     def _tag_end(self, text: str, pos: int, at: str, out: Lenient | None) -> tuple[str | None, str, int]:
-        """The opening tag at ``pos``, naming by ``at``: what ends it (its end, else a line break (read leniently, or
-        naming by ``=``), else, for an attribute tag, the next tag; ``None`` when the text ends inside it), its text
-        (up to :data:`MAX_ATTR_CHARS`: a longer tag is not read for attributes, nor strictly) and where what follows
-        it starts."""
+        """``(what ends it, its text, where what follows starts)`` for the opening tag at ``pos``, naming by ``at``: its
+        end, else a line break (leniently, or naming by ``=``), else, for an attribute tag, the next tag; ``None``: the
+        text ends inside it. Its text stops at :data:`MAX_ATTR_CHARS` (a longer tag is refused strictly)."""
         s = self.spelling
         m = self._stops[at][out is None].search(text, pos)
         if m is None:
@@ -447,8 +443,7 @@ def _mend(fmt: Any, text: str, pos: int) -> tuple[str, list[str]] | None:
 _JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')  # (one escape, decoded as a JSON string)
 
 
-# Where a reading of a row's tags stands (TagStates): outside, in a section before its call, between a call's
-# parameters, in a key, after a key, in a value, after a call in its section.
+# Where TagStates' reading stands; SECTION: in a section before its call, CALL: between a call's parameters.
 OUT, SECTION, CALL, IN_KEY, AFTER_KEY, IN_VALUE, AFTER_CALL = range(7)
 LABEL = re.compile(r"[^\s<>{}\"'=]+>")  # a name or key ended by ">", after a tag ending in "="
 WORD = re.compile(NAME_PATTERN)  # a tool name standing alone on its line: one word, not prose
@@ -562,9 +557,8 @@ class TagStates:
     def _put_back(self, text: str, lo: int, hi: int, tag: str, put: Callable[..., None], after_name: bool = False
                   ) -> bool:
         """Puts a lost ``C`` or ``K`` (``tag``) back before the name or key written between ``lo`` and the tag at
-        ``hi``, when there is one: the last line of the span holding text (a one-word name; ``after_name``: not the
-        span's first line), or, for labels, the label at ``lo`` (a key's alone on its line, a name's with only
-        blanks after it)."""
+        ``hi``, when there is one: the span's last line holding text (a one-word name; ``after_name``: not its first
+        line), or, for labels, the label at ``lo`` (a key's alone on its line, a name's with only blanks after it)."""
         name = tag == self.c
         if self.ke:
             seg = text[lo:hi].rstrip()

@@ -31,14 +31,13 @@ class XmlSpelling:
     """One row's spelling of the grammar, its tags exactly as the model writes them. ``name_at``: ``"eq"``
     (``<function=NAME>``), ``"attr"`` (``name="..."``) or ``"text"`` (after ``call_open`` up to ``name_sep``);
     ``key_at``: ``"eq"``, ``"attr"`` or ``"element"`` (``<arg_key>KEY</arg_key>`` then ``value_open``); ``tag_end``:
-    what ends an opening tag; ``name_attr`` / ``key_attr``: the attributes holding the name and the key;
-    ``index_attr``: an attribute render writes after the name, the call's number from 1; ``section_per_call``: a
-    section around each call, not all; ``strip_newline``: a newline at each end of a value is the template's;
-    ``typing``: ``"json"``, ``"python"``, ``"attr"`` (``type_attr`` is ``"true"``: raw text, ``"false"``: JSON) or
-    ``"named"`` (``type_attr`` names the value's type: :data:`JSON_TYPES`, ``string`` or none for raw text); ``sep``:
-    what render writes between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>`` (written; any
-    or none read); ``type_open`` / ``type_close``: a type element between a key and its value (read by recovery).
-    Reading policies: ``suffix_optional``, the tags are also written plain (detection looks for them so);
+    what ends an opening tag; ``index_attr``: an attribute render writes after the name, the call's number from 1;
+    ``section_per_call``: a section around each call, not all; ``strip_newline``: a newline at each end of a value is
+    the template's; ``typing``: ``"json"``, ``"python"``, ``"attr"`` (``type_attr`` is ``"true"``: raw text,
+    ``"false"``: JSON) or ``"named"`` (``type_attr`` names the value's type: :data:`JSON_TYPES`, ``string`` or none for
+    raw text); ``sep``: what render writes between tags; ``tag_suffix``: a per-checkpoint ``:SUFFIX`` before each ``>``
+    (written; any or none read); ``type_open`` / ``type_close``: a type element between a key and its value (read by
+    recovery). Reading policies: ``suffix_optional``, the tags are also written plain (detection looks for them so);
     ``cdata``, a value written as ``<![CDATA[...]]>`` is the text inside; ``refused_attr``, a parameter attribute the
     strict reader and the sniff refuse (another row's typing in the same tags)."""
 

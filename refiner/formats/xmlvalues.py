@@ -2,12 +2,11 @@
 ``<arg_key>``/``<arg_value>``), a linear scanner over tags, and calls whose tags a decoder dropped.
 
 A raw value is typed without specs only when its text is exactly what the templates write for it: a number in its
-canonical JSON (``42``, not ``007`` or ``1e3``), ``true`` / ``false`` / ``null`` (with ``python_literals``, the
-Python spellings instead: ``true`` is then text), a JSON object or array, and a JSON string literal where it escapes
-a string that would otherwise be misread (``"42"``); anything else is the string as written. Reading never loses
-text, and :func:`retype_calls` then settles a value by the tool's declared type (``94105`` a string where the spec
-says string; a Python literal container where it says array or object).
-"""
+canonical JSON (``42``, not ``007`` or ``1e3``), ``true`` / ``false`` / ``null`` (with ``python_literals``, the Python
+spellings instead: ``true`` is then text), a JSON object or array, and a JSON string literal where it escapes a string
+that would otherwise be misread (``"42"``); anything else is the string as written. Reading never loses text, and
+:func:`retype_calls` then settles a value by the tool's declared type (``94105`` a string where the spec says string; a
+Python literal container where it says array or object)."""
 
 from __future__ import annotations
 
@@ -72,9 +71,8 @@ def write_value(value: Any, tags: tuple[str, ...], python_literals: bool = False
 
 
 def value_end(text: str, pos: int, open_tag: str, close_tag: str, ends: re.Pattern) -> int:
-    """Where the ``close_tag`` ending the value at ``pos`` lies, or -1: the first one outside the tag pairs the value
-    holds itself and that ``ends`` matches at (the closing tag followed by the next structural tag), as vLLM's
-    Qwen3-Coder parser reads it. Linear."""
+    """Where the ``close_tag`` ending the value at ``pos`` lies, or -1: the first outside the tag pairs the value holds
+    and that ``ends`` matches at (followed by the next structural tag), as vLLM's Qwen3-Coder parser does. Linear."""
     j = ends.search(text, pos)
     if j is None:
         return -1
