@@ -16,15 +16,13 @@ from refiner.formats.text import skip_ws
 # A plausible tool name: an identifier, dots and dashes allowed inside (``get_weather``, ``math.gcd``).
 IDENTIFIER = r"[A-Za-z_][\w.\-]*"
 BARE_NAME = re.compile(rf"({IDENTIFIER})(?=\{{)")
-# Line starts tried for the first call when the text does not start with one.
-MAX_LINE_STARTS = 8
+MAX_LINE_STARTS = 8  # line starts tried for the first call when the text does not start with one
 _BRACE = re.compile(r"\}\s*")
 
 
 def bare_calls(text: str, start: int, out: Lenient, head: re.Pattern[str] = BARE_NAME) -> bool:
-    """Reads the calls ``NAME{...}`` one after another, the first at ``start`` or at one of the next line starts
-    (``head`` matches a name, group 1, up to its object); arguments that do not decode are repaired up to the next
-    call. Whether a call was read."""
+    """Reads calls ``NAME{...}`` in a row from ``start`` or one of the next line starts (``head`` matches up to the
+    object, the name its group 1), arguments that do not decode repaired up to the next call; whether one was read."""
     pos = skip_ws(text, start)
     m = head.match(text, pos)
     for _ in range(MAX_LINE_STARTS):

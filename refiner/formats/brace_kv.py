@@ -41,8 +41,7 @@ MAX_BARE_TRIES = 512  # call:NAME{ looked at per call where the text has no call
 
 @dataclass(frozen=True)
 class BraceSpelling:
-    """One family's tokens: ``call_open`` + ``keyword`` + NAME + ``{...}`` + ``call_close``, strings between two
-    ``quote`` tokens."""
+    """A call: ``call_open`` + ``keyword`` + NAME + ``{...}`` + ``call_close``; strings between two ``quote`` tokens."""
 
     call_open: str
     call_close: str
@@ -135,9 +134,8 @@ class _Reader:
         return value, end
 
     def lost_open_quote(self, pos: int) -> int:
-        """(lenient) Where the closing quote token of a string starting at ``pos`` whose opening token was lost stands:
-        within :data:`LOST_QUOTE_CHARS`, no ':', bracket or call token before it, a ',', '}', ']' or the text's end
-        after it; else -1."""
+        """(lenient) Where the closing quote of a string at ``pos`` lacking its opening one stands, with no ':', bracket
+        or call token before it and ',', '}', ']' or the end after it, within :data:`LOST_QUOTE_CHARS`; else -1."""
         text = self.text
         e = text.find(self.q, pos, pos + LOST_QUOTE_CHARS)
         before = text[pos:e] if e >= 0 else ""
@@ -147,13 +145,11 @@ class _Reader:
         return e if k >= self.n or text[k] in ",}]" else -1
 
     def plain(self, m: re.Match) -> Any:
-        """The value of a plain member or element (a string holding no first character of the quote token, a literal
-        or a number)."""
+        """A plain member or element's value: a string without the quote's first character, a literal or a number."""
         return m["string"] if m["scalar"] is None else self.scalar(m["scalar"], m.start("scalar"))
 
     def scalar(self, raw: str, pos: int) -> Any:
-        """A bare value: a literal, a number (of at most :data:`MAX_NUMBER_CHARS`; out of range: the text,
-        reported), else text (reported)."""
+        """A bare value: a literal, a number (in range, at most :data:`MAX_NUMBER_CHARS` long), else text (reported)."""
         if raw in LITERALS:
             return LITERALS[raw]
         if _NUMBER.fullmatch(raw) and len(raw) <= MAX_NUMBER_CHARS:
@@ -351,8 +347,7 @@ class BraceKV(WireFormat):
                 return
 
     def _next_call(self, text: str, pos: int, out: Lenient | None, finder: Finder, bare: bool = True) -> int:
-        """Where the next ``call:NAME{...}`` starts (after its token, or, with ``bare``, :meth:`_bare_call`), else
-        -1."""
+        """Where the next ``call:NAME{...}`` starts, after its token, or, with ``bare``, :meth:`_bare_call`; else -1."""
         sp = self.spelling
         i = finder.next(sp.call_open, pos)  # (a text without the token is searched once, not once per call)
         early = self._bare_call(text, pos, i if i >= 0 else len(text)) if bare else -1
@@ -379,9 +374,8 @@ class BraceKV(WireFormat):
         return -1
 
     def _respell(self, text: str, start: int, out: Lenient) -> str:
-        """(lenient) Look-alikes of the row's tokens written as the tokens; tokens sharing letters are told apart by
-        the bar's side, else by ``call:`` after an opener; one inside a string value is its text. At most
-        :data:`MAX_RESPELT` are looked at."""
+        """(lenient) Look-alikes of the row's tokens written as the tokens; tokens sharing letters are told apart by the
+        bar's side, else by ``call:`` after an opener; one inside a string value is its text."""
         sp = self.spelling
         swapped = sp.quote.replace('"', "'")  # (a quote token of no letters, written with the other quote)
         if swapped != sp.quote and text.find(swapped, start) >= 0:
@@ -477,9 +471,8 @@ class BraceKV(WireFormat):
 
 def write_quoted(value: Any, q_open: str, q_close: str, key: Callable[[str], str] = str, spaced: bool = False) -> str:
     """``value`` written compact as Gemma writes it (``spaced``: a space after each ``,`` and ``:``): strings between
-    the quote tokens, keys as ``key`` writes them (bare), other values as JSON (in the calls' own order: the templates'
-    dictsort would reorder what a cut keeps). Raises ``ValueError`` for a string holding ``q_close`` and for a value
-    JSON cannot hold."""
+    the quote tokens, keys by ``key`` (bare), other values as JSON (in the calls' own order: the templates' dictsort
+    would reorder what a cut keeps). ``ValueError`` for a string holding ``q_close`` or a value JSON cannot hold."""
     if isinstance(value, str):
         if q_close in value:
             raise ValueError(f"a string holding {q_close} cannot be written: {value[:60]!r}")

@@ -1,10 +1,9 @@
 """The chat APIs' assistant messages as JSON, prose around them allowed: one reader, :class:`ApiMessage`, whose
 subclasses say where the calls are and what one holds.
 
-- :class:`OpenAI` (chat completions): a message whose ``tool_calls`` carry ``function.arguments`` as a JSON
-  *string*; a bare ``tool_calls`` list is accepted too.
-- :class:`Anthropic` (Messages): ``tool_use`` content blocks ``{"type": "tool_use", "id", "name", "input": {...}}``,
-  as a bare block list or inside a message's ``content``; text and thinking blocks are allowed and ignored.
+- :class:`OpenAI` (chat completions): a message's or a bare ``tool_calls`` list, ``function.arguments`` a JSON *string*.
+- :class:`Anthropic` (Messages): ``tool_use`` content blocks ``{"type": "tool_use", "id", "name", "input": {...}}``, as
+  a bare block list or inside a message's ``content``; text and thinking blocks are allowed and ignored.
 - :class:`LlamaCppGeneric` (llama.cpp's generic JSON answer): one object, ``{"tool_call": CALL}``,
   ``{"tool_calls": [CALL, ...]}`` or ``{"response": ...}`` (no call: its value is the content).
 """
@@ -23,9 +22,8 @@ from refiner.formats.text import dumps, strip_reasoning
 
 
 class ApiMessage(WireFormat):
-    """An assistant message holding its items under ``list_key``, or the bare item list, found as the first JSON
-    value that ``looks_like`` accepts: each item is a call (``_call``) unless its ``type`` is one of ``ignored``.
-    ``what``: the value looked for, in errors."""
+    """The first JSON value ``looks_like`` accepts: an assistant message with its items under ``list_key``, or the bare
+    item list; each item a call (``_call``) unless its ``type`` is in ``ignored``; ``what`` names it in errors."""
 
     list_key: str
     what: str
@@ -63,7 +61,6 @@ class ApiMessage(WireFormat):
         return item
 
     def _name(self, value: Any, key: str, what: str, pos: int) -> str:
-        """``value`` as a tool name: a string not blank."""
         name = expect_str(self, value, f"{key!r} of {what}", pos)
         if not name.strip():
             raise self.error(f"empty {key!r} in {what}", pos)
@@ -152,8 +149,7 @@ _GENERIC_CALL_KEYS = frozenset({"name", "arguments", "id"})
 
 
 class LlamaCppGeneric(ApiMessage):
-    """llama.cpp's generic answer: one JSON object under one key of :data:`_GENERIC_KEYS`, prose around it allowed; a
-    call is ``{"name", "arguments": {...}}`` (``"id"`` read and dropped), a ``response`` is the answer's content."""
+    """A call is ``{"name", "arguments": {...}}`` (``"id"`` read and dropped); the answer: see the module docstring."""
 
     tags = tuple(f'"{k}"' for k in _GENERIC_KEYS)
     detection = Detection(bare=True, markers=('"tool_call"',), strict_needs=tags)  # (read only as written: _answer)
@@ -171,8 +167,7 @@ class LlamaCppGeneric(ApiMessage):
         return isinstance(value, dict) and ("tool_call" in value or list(value) == ["response"])
 
     def _answer(self, text: str) -> tuple[dict, int]:
-        """The answer's object and where it starts; raises when there is none (no key of it in the text: no JSON
-        decoded)."""
+        """The answer's object and its start, else raises (a text holding none of its keys is not decoded)."""
         if not any(tag in text for tag in self.tags):
             raise self.error(f"no {self.what} found", 0)
         return json_in_prose(self, text, lambda v: self.looks_like(v) and len(v) == 1, self.what)

@@ -41,8 +41,7 @@ class FunctionaryV31(NamedJson):
         return Detection(rank=rank, markers=(PYTHON_TAG,), closers=(sp.close,), also_read=(sp.call_open,))
 
     def sniff(self, body: str, at: int) -> bool:
-        """``<function=NAME>`` followed by a JSON object (not a line break and ``<parameter=``); a text whose first
-        marker is ``<|python_tag|>`` is Llama 3.1's."""
+        """``<function=NAME>`` followed by a JSON object, not by a line break and ``<parameter=``."""
         if not body.startswith(OPEN, at):
             return False
         end = body.find(NAME_END, at + len(OPEN))  # (the JSON after the tag is told first: the name's check costs more)
@@ -54,9 +53,8 @@ class FunctionaryV31(NamedJson):
         return super()._after_calls(text, pos, calls)
 
     def recover(self, text: str, out: Lenient) -> None:
-        """The named-JSON reading of the calls, after the tags written wrong or lost where the grammar puts them
-        are put back (:func:`respell`); the code after a ``<|python_tag|>`` that follows a call is the python
-        tool's call."""
+        """The named-JSON reading of the calls, after the tags written wrong or lost where the grammar puts them are put
+        back (:func:`respell`); the code after a ``<|python_tag|>`` that follows a call is the python tool's call."""
         text = respell(text, out)
         start = reasoning_offset(text)
         first = text.find(OPEN, start)

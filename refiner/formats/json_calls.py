@@ -1,11 +1,10 @@
 """The ``json_calls`` grammar: JSON call objects or lists behind a model family's own tokens (its rows, a
 :class:`Family` and a :class:`JsonSpelling` each, are in :mod:`refiner.formats.catalog`).
 
-A call object is its name plus the arguments under the family's key. Text may come before the tag and after the
-calls; a closing tag inside a string value is text. Rows sharing an opening tag are told apart by ``follows``. The
-``"joined"`` payload (Llama 3) is call objects joined by a separator, the tag optional: a further call object in the
-prose around them, whole or broken, makes the text strictly invalid (read leniently); ``builtins`` rows also read
-``NAME.call(key=value, ...)`` right after the tag as a call of ``NAME``.
+A call object is its name plus the arguments under the family's key. Text may come before the tag and after the calls; a
+closing tag inside a string value is text. Rows sharing an opening tag are told apart by ``follows``. The ``"joined"``
+payload (Llama 3) is call objects joined by a separator, the tag optional: a further call object in the prose around
+them, whole or broken, makes the text strictly invalid (read leniently).
 """
 
 from __future__ import annotations
@@ -39,12 +38,10 @@ from refiner.formats.tags import Speller, brace_call_lines, respell_json_tags, r
 from refiner.formats.text import dumps, next_bracket, reasoning_offset, skip_ws
 from refiner.formats.xmlvalues import Finder
 
-# Blocks read per text by strict parsing of the rows without a closing tag (lists; objects).
-MAX_BLOCKS = 64
-MAX_OBJECT_BLOCKS = 1024
-# The "joined" payload: "{"/"[" in the prose around the calls decoded strictly; "{" read by recovery.
-MAX_CANDIDATES = 64
-MAX_OBJECTS = 256
+MAX_BLOCKS = 64  # list blocks read per text by strict parsing of the rows without a closing tag
+MAX_OBJECT_BLOCKS = 1024  # object blocks, likewise
+MAX_CANDIDATES = 64  # the "joined" payload: "{"/"[" in the prose around the calls decoded strictly
+MAX_OBJECTS = 256  # the "joined" payload: "{" read by recovery
 _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 _WS = frozenset(" \t\r\n")
 
@@ -59,22 +56,21 @@ class JsonSpelling:
     written); ``arg_keys``: where the arguments are (the first written); ``type_key``: a key whose value must be
     ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)`` after ``open`` (read for any name);
     ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``gap``: written between
-    ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid strictly and noise in
-    recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``flat``: a call's arguments are the
-    keys of its object beside ``name_key``; ``text_names``: names whose call is a text answer, no call (read and
-    dropped); ``id_key``: a call id numbered from 0;
-    ``dropped``: keys a call may hold a string under, read and not written; ``follows``: what follows ``open`` in this
-    row's texts (empty: anything); ``lead`` / ``trail`` / ``between``: written after ``open``, before ``close`` and
-    between blocks or calls; ``respell``: tags written wrong are put right in recovery; ``untagged``: an untagged call
-    object is this row's unless its arguments are under ``"parameters"`` alone; ``section``: the tags written around all
-    the blocks (a marker; read as text around the blocks, not required); ``in_prose``: recovery reads a block's first
-    JSON value with the prose around it skipped, as rows without ``close`` do; ``outputs_key``: a call's output labels
-    (a list of strings; the row's calls are then order sensitive). :data:`~refiner.formats.family.POLICY` fields are how
-    the row reads, not what the family writes; ``stop``: recovery ends a block left open there; ``by_args``: among rows
-    sharing ``open``, a block is this row's when its calls hold their arguments under ``arg_keys[0]``, not
-    ``"arguments"`` (see :meth:`JsonCalls.sniff`); ``marker``: what detection looks for in place of ``open`` (for an
-    ``open`` other texts hold too); ``quote``: a token written around strings in place of ``"`` (both are read; the
-    arguments' strings are written with it; read by :class:`QuotedJsonCalls`)."""
+    ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid strictly and noise in recovery);
+    ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``flat``: a call's arguments are the keys of its
+    object beside ``name_key``; ``text_names``: names whose call is a text answer, no call (read and dropped);
+    ``id_key``: a call id numbered from 0; ``dropped``: keys a call may hold a string under, read and not written;
+    ``follows``: what follows ``open`` in this row's texts (empty: anything); ``lead`` / ``trail`` / ``between``:
+    written after ``open``, before ``close`` and between blocks or calls; ``respell``: tags written wrong are put right
+    in recovery; ``untagged``: an untagged call object is this row's unless its arguments are under ``"parameters"``
+    alone; ``section``: the tags written around all the blocks (a marker, read as text around them, not required);
+    ``in_prose``: recovery reads a block's first JSON value, the prose around it skipped, as rows without ``close`` do;
+    ``outputs_key``: a call's output labels (a list of strings; the row's calls are then order sensitive).
+    :data:`~refiner.formats.family.POLICY` fields are how the row reads, not what the family writes; ``stop``: recovery
+    ends a block left open there; ``by_args``: among rows sharing ``open``, a block is this row's when its calls hold
+    their arguments under ``arg_keys[0]``, not ``"arguments"`` (:meth:`JsonCalls.sniff`); ``marker``: what detection
+    looks for in place of ``open`` (for an ``open`` other texts hold too); ``quote``: a token written around strings in
+    place of ``"`` (both are read; the arguments' strings are written with it; read by :class:`QuotedJsonCalls`)."""
 
     open: str
     close: str | None
@@ -226,8 +222,7 @@ class JsonCalls(WireFormat):
         raise self.error(f"more than {cap} {sp.open.strip()} blocks", i)
 
     def _joined(self, text: str) -> list[ToolCall]:
-        """The ``"joined"`` payload: the call objects after the tag (or from the first one) joined by the separator;
-        no other call object, whole or broken, in the prose around them."""
+        """The ``"joined"`` payload, read strictly (the module docstring)."""
         sp, sep = self.spelling, self.spelling.between.strip()
         start = reasoning_offset(text)
         tag = text.find(sp.open, start)
@@ -511,12 +506,10 @@ class JsonCalls(WireFormat):
 
 
 class QuotedJsonCalls(JsonCalls):
-    """The grammar's rows whose strings may be written between two ``quote`` tokens: each such string is read as
-    the JSON string it stands for."""
+    """Rows whose strings may be written between two ``quote`` tokens, each read as the JSON string it stands for."""
 
     def _requoted(self, text: str) -> str:
-        """``text`` with each string between two ``quote`` tokens written as a JSON string (one left open: the rest
-        of the text after a ``"``)."""
+        """``text``, each string between ``quote`` tokens as a JSON string (one left open: the rest after a ``"``)."""
         parts = str.split(text, self.spelling.quote)
         last = len(parts) - 1
         return "".join(p if i % 2 == 0 else '"' + dumps(p)[1:-1] if i == last else dumps(p) for i, p in enumerate(parts))
@@ -525,8 +518,7 @@ class QuotedJsonCalls(JsonCalls):
         return super().parse_strict(self._requoted(text))
 
     def parse_lenient(self, text: str, **kwargs: Any) -> Lenient:
-        """Also reads the quote token written with ``'`` for its ``"``, or without it; a text that stops inside a
-        quote token stops before it."""
+        """Also reads the quote token with ``'`` or nothing for its ``"``; a text cut inside one stops before it."""
         q = self.spelling.quote
         if isinstance(text, str):
             for wrong in {q.replace('"', "'"), q.replace('"', "")} - {q}:

@@ -21,10 +21,9 @@ REPAIR_REGION_OPENS = 64  # openers ('{', '[', '(') a repaired region holds at m
 REPAIR_REGION_COST = 4096  # units one json_repair call may cost (_region's estimate)
 REPAIR_TOTAL_COST = 8192  # units one parse_lenient may spend
 REPAIR_CALL_COST = 64  # a json_repair call's fixed cost
-# A completion costs a unit per so many structural characters, per so many characters, and a fixed cost.
-COMPLETE_TOKENS_PER_COST = 8
-COMPLETE_CHARS_PER_COST = 2048
-COMPLETE_CALL_COST = 32
+COMPLETE_TOKENS_PER_COST = 8  # a completion costs a unit per this many structural characters,
+COMPLETE_CHARS_PER_COST = 2048  # a unit per this many characters
+COMPLETE_CALL_COST = 32  # and this fixed cost
 MAX_RECOVERED_ITEMS = 512  # items (blocks, values, list items, lines) one parse_lenient reads at most
 CUT_TAIL_CHARS = 256  # characters of a completed input's end compared with the parsed text's end
 
@@ -57,8 +56,7 @@ def _tail(text: str) -> str:
 
 
 class repair_budget:
-    """Context manager: one ``parse_lenient``'s budget of ``total`` units and cut record for ``text``; nested, the
-    outer budget is shared."""
+    """A ``parse_lenient``'s budget (``total`` units) and cut record for ``text``; nested, the outer budget is used."""
 
     def __init__(self, text: str | None = None, total: int = REPAIR_TOTAL_COST) -> None:
         self.text = text
@@ -393,9 +391,8 @@ _NUMBER_END = frozenset("0123456789")
 
 
 def _complete(text: str) -> tuple[Any, int, str, bool] | None:
-    """For a valid start of a JSON text: ``(its value with the open string and brackets closed, else its last member
-    dropped; the containers left open; the innermost one's last member's state; whether the text stops after a
-    complete value)``, or ``None``."""
+    """For a valid JSON prefix: ``(its value, the open string and brackets closed, else its last member dropped; open
+    containers; the innermost one's last member's state; whether it ends on a complete value)``, else ``None``."""
     stack: list[str] = []
     last_cut = -1  # position just before the last ',' or just after the last '[' / '{' (outside strings)
     cut_depth = 0  # brackets open at last_cut

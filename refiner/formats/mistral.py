@@ -28,8 +28,7 @@ from refiner.formats.text import dumps, reasoning_offset, skip_ws
 
 BOT, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 REASONING = (("[THINK]", "[/THINK]"), ("<think>", "</think>"))
-# Recovery reads at most this many [TOOL_CALLS] segments (real answers hold a few).
-MAX_SEGMENTS = 256
+MAX_SEGMENTS = 256  # [TOOL_CALLS] segments recovery reads at most (real answers hold a few)
 # A v11 tool name: anything up to the next "[" or "{" with no bracket or brace, no whitespace at either end and no
 # line break (the character classes alternate, so matching is linear).
 V11_NAME = r"[^\s\[\]{}]+(?:[^\S\n]+[^\s\[\]{}]+)*"
@@ -38,8 +37,7 @@ _V11_NAME = re.compile(V11_NAME)
 # (``ns:tool``, ``get-weather``); anything else after the token is prose.
 _RECOVERED_NAME = re.compile(r"[^\s\[\]{}<>|\"'`]+")
 _IDENTIFIER = re.compile(IDENTIFIER)
-# How far back from an [ARGS] token recovery looks for the name before it.
-MAX_NAME_CHARS = 256
+MAX_NAME_CHARS = 256  # how far back from an [ARGS] token recovery looks for the name before it
 
 
 def _stands_as_token(token: str, text: str, end: int) -> bool:
@@ -153,8 +151,7 @@ class MistralV11(WireFormat):
             self._recover_call(segment, out, last=n == len(segments) - 1)
 
     def _recover_unmarked(self, lead: str, out: Lenient, last: bool) -> None:
-        """The calls of the text before the first ``[TOOL_CALLS]``, from the first ``NAME[ARGS]`` whose name stands
-        on its own (:func:`_name_start`)."""
+        """The calls before the first ``[TOOL_CALLS]``, from the first ``NAME[ARGS]`` :func:`_name_start` accepts."""
         pos = 0
         for _ in range(MAX_SEGMENTS):
             i = lead.find(ARGS, pos)
@@ -182,8 +179,7 @@ class MistralV11(WireFormat):
                 out.note("no_name", f"call without a name: {segment[:80]!r}")
                 return
             if _RECOVERED_NAME.fullmatch(name) is None:
-                # a name after a foreign token or a line break (its own token lost or misspelt); else prose after
-                # a quoted token, not a call
+                # a name after a foreign token or newline (its token lost or misspelt); else prose after a quoted token
                 j = _name_start(head, 0, len(head)) if cut == a else None
                 if j is None:
                     out.note("not_a_call", f"not a call: {segment.strip()[:80]!r}")

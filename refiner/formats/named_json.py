@@ -63,22 +63,20 @@ _NO_NAME = re.compile(r"(?:invalid)?(?:\.?[0-9]+)?")  # what a counted row write
 
 @dataclass(frozen=True)
 class NamedSpelling:
-    """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call,
-    ``call_open`` + NAME + ``name_close`` + the JSON arguments + ``call_close`` (whitespace before its token is
-    written, not required); ``joiner``: written between two calls; ``text_recipients``: names that start text, not
-    a call (Functionary's ``all``); ``args_prefix``: written before the JSON, read when present (PLaMo 3);
-    ``call_marker``: with no section, ``call_open`` is a marker wherever it occurs (else at a line start only);
-    ``id_close``: a call id after ``call_open`` closed by this token, before the name (Solar Open), and ``counter``:
-    written after the name and before the call's place in the turn (Kimi-K2's ``NAME:0``): both read and dropped,
-    written as the place from 0; ``text_key``: a body that does not open a JSON object is read as this one
-    argument's text (CWM's ``command``), written as JSON; ``header``: a turn header a token-less row's first call may
-    follow, read and a marker of the row (Onyx keeps harmony's ``<|start|>assistant ``); ``python_call``: the
-    arguments are written as a Python call repeating the name, ``NAME(a=1)`` (DeepSeek-Coder-V2), keyword literals
-    read strictly, positional values placed on the offered tool's parameters by recovery (reported).
-
-    Reading policies (:data:`~refiner.formats.family.POLICY`): ``loose`` (the module's docstring); ``names``: a
-    tool name's pattern; ``also``: the family's other layouts, read by recovery; ``respelt``: ``(look-alike,
-    token)`` pairs, read as the token (reported)."""
+    """``section_open`` / ``section_close``: the tokens around all the calls (``None``: none); per call, ``call_open`` +
+    NAME + ``name_close`` + the JSON arguments + ``call_close`` (whitespace before its token is written, not required);
+    ``joiner``: written between two calls; ``text_recipients``: names that start text, not a call (Functionary's
+    ``all``); ``args_prefix``: written before the JSON, read when present (PLaMo 3); ``call_marker``: with no section,
+    ``call_open`` is a marker wherever it occurs (else at a line start only); ``id_close``: a call id after
+    ``call_open`` closed by this token, before the name (Solar Open), and ``counter``: written after the name and before
+    the call's place in the turn (Kimi-K2's ``NAME:0``): both read and dropped, written as the place from 0;
+    ``text_key``: a body that does not open a JSON object is read as this one argument's text (CWM's ``command``),
+    written as JSON; ``header``: a turn header a token-less row's first call may follow, read and a marker of the row
+    (Onyx keeps harmony's ``<|start|>assistant ``); ``python_call``: the arguments are written as a Python call
+    repeating the name, ``NAME(a=1)`` (DeepSeek-Coder-V2), keyword literals read strictly, positional values placed on
+    the offered tool's parameters by recovery (reported). Reading policies (:data:`~refiner.formats.family.POLICY`):
+    ``loose`` (the module's docstring); ``names``: a tool name's pattern; ``also``: the family's other layouts, read by
+    recovery; ``respelt``: ``(look-alike, token)`` pairs, read as the token (reported)."""
 
     section_open: str | None
     section_close: str | None
@@ -152,7 +150,6 @@ def _respell_labels(text: str, labels: set[str], out: Lenient) -> str:
 
 @lru_cache(maxsize=64)
 def layout(sp: NamedSpelling) -> _Layout:
-    """The pieces of a spelling: a plain row's tokens whole, a loose row's split into tokens and words."""
     if not sp.loose:
         return _Layout(sp.call_open, (), sp.name_close, "", "", (), sp.name_close, (), sp.close, (), None)
     opens, names, close = _pieces(sp.call_open), _pieces(sp.name_close), _pieces(sp.call_close)
@@ -315,9 +312,7 @@ class NamedJson(WireFormat):
         raise error or self.error(f"missing {lay.close} after the call to {name!r}", at)
 
     def recover(self, text: str, out: Lenient) -> None:
-        """Each call token starts a call (a loose row's call whose call token was lost starts before its anchor, a
-        label row's on the line before its name label: :meth:`_lost_call`), read up to its closing token, the next
-        call token or the section's end."""
+        """The lenient reading of the module docstring (a call that lost its call token: :meth:`_lost_call`)."""
         sp = self.spelling
         layouts = [self.layout, *map(layout, sp.also)]  # the row's own first
         lay = layouts[0]
@@ -330,8 +325,7 @@ class NamedJson(WireFormat):
                 out.note("missing_tag", f"{alt} written for {token}")
         start = reasoning_offset(text)
         f = Finder(text)  # (each stop searched once over the text, however many calls)
-        # a call ends at the next call token or the section's end; a loose row's also at its closing token (a token
-        # inside a string is text)
+        # a call ends at the next call token, the section's end or (a loose row's) its closing token, outside strings
         strings = TokenFinder(text, (lay.close if sp.loose else "", lay.call, sp.section_close))
         first, section = f.next(lay.call, start), f.next(sp.section_open or "", start)
         if sp.section_open is not None and (section < 0 or 0 <= first < section):
@@ -386,9 +380,8 @@ class NamedJson(WireFormat):
 
     def _recover_call(self, text: str, pos: int, f: Finder, out: Lenient, strings: TokenFinder,
                       layouts: list[_Layout], loud: bool) -> tuple[int, bool]:
-        """Reads the call after its call token at ``pos`` (a loose row's in whichever layout it is written; a label
-        row's name label may be swapped for another format's token): where it ends, and False when it is no call
-        (noted when ``loud``)."""
+        """Reads the call after the call token at ``pos`` (a loose row's in any of its layouts; a label row's name label
+        may be another format's token): where it ends, and False when it is no call (noted when ``loud``)."""
         sp, lay = self.spelling, layouts[0]
         plain = f.first(strings.tokens, pos)
         end, tag = past_strings(strings, pos, *plain)
@@ -567,8 +560,7 @@ class NamedJson(WireFormat):
 
 
 def _add_python_call(fmt: NamedJson, out: Lenient, name: str, body: str, cut: bool) -> None:
-    """Adds the call a Python block holds under the tool name before the block (:func:`recover_list`); a call
-    written under another name is reported."""
+    """Adds a Python block's call (:func:`recover_list`) under the tool name before it; another name is reported."""
     n = len(out.calls)
     recover_list(fmt, "[" + body + ("" if cut else "]"), out, read_whole=True, at_end=cut)
     for i, call in enumerate(out.calls[n:], n):

@@ -24,7 +24,6 @@ from refiner.formats.text import dumps, strip_reasoning
 
 
 def _args_key(item: Any) -> str:
-    """The key a call object holds its arguments under: ``"parameters"`` when it has that key, else ``"arguments"``."""
     return "parameters" if type(item) is dict and "parameters" in item else "arguments"
 
 
@@ -77,11 +76,10 @@ class Nestful(WireFormat):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Mending a list that lost or doubled one character (lenient: refiner.formats.pythonic_mend.mend): the longest text
-# mended, the characters around the decoder's stop where edits are tried, the edits tried per text.
-MAX_MEND_CHARS = 8192
-MAX_MEND_WINDOW = 256
-MAX_MEND_EDITS = 512
+# Mending a list that lost or doubled one character (lenient: refiner.formats.pythonic_mend.mend).
+MAX_MEND_CHARS = 8192  # the longest text mended
+MAX_MEND_WINDOW = 256  # characters around the decoder's stop where edits are tried
+MAX_MEND_EDITS = 512  # edits tried per text
 _MEND_WHAT = {'"': "a quote", ":": "a ':'", ",": "a comma", "[": "a '['", "]": "a ']'", "{": "a '{'", "}": "a '}'"}
 
 def _json_edits(src: str, at: int) -> list[tuple[int, str]]:
@@ -151,9 +149,7 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Lists that lost their brackets (lenient), list arguments' too: ``{"stops": "Santa Barbara", "Monterey", "unit":
-# "km"}``. Values after a member's value where the next key should be are that member's list when the tools declare
-# the parameter an array they fit; else nothing is read this way.
+# Bracketless lists (lenient), list arguments' too: ``{"stops": "Santa Barbara", "Monterey", "unit": "km"}``.
 
 MAX_LOOSE_DEPTH = 32
 
@@ -229,9 +225,8 @@ def _loose_object(src: str, i: int, depth: int, loosened: list[tuple[dict, str]]
 
 
 def read_bare_lists(text: str, offered: Mapping[str, Any] | None) -> tuple[list[Any], str] | None:
-    """For a NESTFUL text whose brackets were lost: ``(the list of calls, what was read so)`` when every bare list
-    argument is one the tools declare an array its values fit; else ``None``. Linear (at most
-    :data:`MAX_MEND_CHARS` characters)."""
+    """For a text whose brackets were lost: ``(the list of calls, what was read so)`` when every bare list argument is
+    one the tools declare an array its values fit; else ``None``. Linear, at most :data:`MAX_MEND_CHARS` characters."""
     if not offered or len(text) > 2 * MAX_MEND_CHARS:
         return None
     src = text.strip()

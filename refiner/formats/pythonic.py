@@ -45,8 +45,7 @@ def looks_pythonic(body: str) -> bool:
 # The fast reader: the renderer's layout, a regex step per call and argument, the JSON decoder per value; it stops at
 # any doubt, and what it accepts ast reads the same way. Kept beside ast, which stops at MAX_AST_CHARS.
 
-# The prefix the ast reader gives argument names that are Python keywords (``from=``).
-MANGLE = "__kw__"
+MANGLE = "__kw__"  # the prefix the ast reader gives argument names that are Python keywords (``from=``)
 _KEYWORDS = frozenset(keyword.kwlist)
 _WS = "[ \t\n\r]*"  # JSON's whitespace: any other whitespace sends the text to ast
 # An identifier: ASCII letters, digits and "_" (no digit first), or non-ASCII non-space characters (see _plain).
@@ -90,17 +89,15 @@ def refused(src: str) -> bool:
 
 
 def fast_call_list(src: str, sep: str = ",") -> list[ToolCall] | None:
-    """The calls of a call list in the renderer's layout; ``None`` for anything else. ``sep``: ``","`` for a
-    ``[...]`` list, else what is written between calls that stand one after another (a call holds no line break
-    when that is ``sep``)."""
+    """The calls of a call list in the renderer's layout, else ``None``. ``sep``: ``","`` for a ``[...]`` list, else
+    what is written between calls standing one after another (a call holds no line break when that is ``sep``)."""
     calls, _, complete, _ = fast_call_prefix(src, make=ToolCall, sep=sep)
     return calls if complete else None
 
 
 def fast_call_prefix(src: str, limit: int | None = None, make: Callable | None = None, sep: str = ","
                      ) -> tuple[list[Any], int, bool, int]:
-    """The calls a list (``sep``: see :func:`fast_call_list`) starts with, up to the first one :func:`fast_call_list`
-    cannot read (:func:`read_on`)."""
+    """The calls a list (``sep``: :func:`fast_call_list`) starts with, before the first :func:`read_on` cannot read."""
     if sep == "," and not src.startswith("[") or refused(src):
         return [], 0, False, 0
     return read_on(src, int(sep == ","), [], limit, make, sep=sep)
@@ -367,8 +364,7 @@ def place_positional(values: list[Any], args: dict[str, Any], params: Iterable[s
     return False
 
 
-# The ast reader takes call lists up to this many characters; fast_call_list reads the renderer's layout at any length.
-MAX_AST_CHARS = 4096
+MAX_AST_CHARS = 4096  # characters of a call list the ast reader takes; fast_call_list reads any length
 
 
 def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
@@ -402,8 +398,7 @@ def _is_plain_identifier(key: str) -> bool:
 
 
 def literal(value: Any) -> str:
-    """A JSON value as Python literal source: its JSON text with Python's constants (Python reads JSON's strings and
-    numbers identically)."""
+    """A JSON value as Python source: its JSON text, Python's constants for JSON's (Python reads the rest alike)."""
     return _JSON_CONSTANTS.sub(lambda m: _AS_PYTHON[m[1]] if m[1] else m[0], dumps(value))
 
 

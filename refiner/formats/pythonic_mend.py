@@ -19,13 +19,11 @@ from refiner.formats.pythonic import fast_call_prefix, read_on, refused
 from refiner.formats.pythonic_scan import string_end
 from refiner.specs.types import JSON_TYPES, json_type_of
 
-# Characters around where the fast reader stops in which edits are tried; edits tried per list (nearest first); the
-# longest rest after the plain-layout prefix mended (each edit reads it); budget units per edit and per characters.
-MAX_MEND_WINDOW = 512
-MAX_MEND_EDITS = 768
-MAX_MEND_CHARS = 4096
-MEND_UNITS_PER_EDIT = 1
-MEND_CHARS_PER_UNIT = 64
+MAX_MEND_WINDOW = 512  # characters around where the fast reader stops in which edits are tried
+MAX_MEND_EDITS = 768  # edits tried per list (nearest first)
+MAX_MEND_CHARS = 4096  # the longest rest after the plain-layout prefix mended (each edit reads it)
+MEND_UNITS_PER_EDIT = 1  # budget units per edit,
+MEND_CHARS_PER_UNIT = 64  # and a unit per this many characters an edit reads
 
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 VALUE_AFTER = frozenset("=([{,:")  # what a value follows
@@ -112,8 +110,7 @@ def tools_fit(calls: list[tuple[str, dict[str, Any]]], offered: Mapping[str, Any
 
 
 def settle(readings: list[Any], offered: Mapping[str, Any] | None) -> Any:
-    """The one reading of ``readings`` (tuples, calls first) to take: the only one, or the only one that fits the
-    tools best (:func:`tools_fit`); else ``None``."""
+    """The only one of ``readings`` (tuples, calls first), else the only best fit (:func:`tools_fit`), else ``None``."""
     if len(readings) > 1 and offered:
         fits = [(tools_fit(r[0], offered), r) for r in readings]
         best = max(fit for fit, _ in fits)

@@ -1,6 +1,5 @@
-"""Scanning broken pythonic text (lenient reading), linearly: strings (as Python reads them, or as a model that forgot
-an escape meant them), the brackets and commas outside them and the closer of each bracket, and where a list starts
-when its opening tag is lost.
+"""Linear scans of broken pythonic text (lenient reading): strings (as Python reads them, or as meant when an escape was
+forgotten), brackets and commas outside them, each bracket's closer, where a list that lost its opening tag starts.
 """
 
 from __future__ import annotations
@@ -123,9 +122,8 @@ class Brackets:
         self.closers: dict[int, int] = {}  # opening bracket -> its closer
 
     def closer(self, open_at: int, end: int | None = None, max_marks: int | None = None) -> int:
-        """Index of the closer of the opening bracket at ``open_at`` when it comes before ``end`` (the text's end by
-        default), else ``end``; ``-1`` when more than ``max_marks`` brackets and commas (the opening one included)
-        come first."""
+        """Index of the closer of the bracket at ``open_at`` if before ``end`` (the text's end by default), else
+        ``end``; ``-1`` when more than ``max_marks`` brackets and commas (the opening one included) come first."""
         end = len(self.src) if end is None else end
         walk = self.walks.get(open_at)
         if walk is None:
@@ -206,14 +204,12 @@ def _after_run(depth: int, run: str) -> int:
     return sums[-1] + max(depth, -min(sums))
 
 
-# Where the calls start when the opening tag is missing: characters at a body's start looked at for a misspelt tag.
-MAX_TAG_PREFIX = 256
+MAX_TAG_PREFIX = 256  # characters at a body's start (its opening tag missing) looked at for a misspelt tag
 # Up to four tags of another kind: <...>, <|...|> (also with full-width bars), [...] or a quoted word, holding no call;
 # an XML tag's start glued to a name (<function=name(...)); a lone ']' glued to one.
 _TAG_LIKE = re.compile(
     r'(?:[ \t]*(?:<[^<>\n()]{1,64}>|\[[^\[\]\n()=,]{1,64}\]|"[^"\n()=,]{1,64}"|<[\w|]{1,32}=(?=[^\W\d])|\](?=[^\W\d]))){0,4}'
 )
-# The start of a call list: "[name(".
 _LIST_START = re.compile(r"\[[ \t]*[^\W\d][\w.]*[ \t]*\(")
 _LINE_LIST_START = re.compile(r"\n[ \t]*(\[[ \t]*[^\W\d][\w.]*[ \t]*\()")
 

@@ -1,8 +1,7 @@
 """Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row (a
-``[...]`` list, or one call per line; ToolACE's ``<function_list>[f(a=1)]</function_list>``), and :class:`CallLines`,
-one call a line with no sentinel at all (vLLM's granite_pythonic). Calls are read by :mod:`refiner.formats.pythonic`,
-a broken list by :func:`recover_list`. Text may come before and after the sentinels; a closing token inside a string
-value is text (the next one is tried).
+``[...]`` list, or one call per line; ToolACE's ``<function_list>[f(a=1)]</function_list>``), and :class:`CallLines` (no
+sentinel). Calls are read by :mod:`refiner.formats.pythonic`, a broken list by :func:`recover_list`. Text may come
+before and after the sentinels; a closing token inside a string value is text (the next one is tried).
 """
 
 from __future__ import annotations
@@ -57,14 +56,11 @@ MAX_CLOSE_TRIES = 4  # closing tokens strict parsing tries for one block (one ma
 MAX_BLOCKS = 64  # blocks read per text
 MAX_LINES = 512  # lines of a one-call-per-line block read by recovery
 MAX_RECOVERED_BLOCKS = 16  # blocks recovery reads (each may cost an ast parse)
-# Characters of a one-call-per-line body matched for parentheses in all; of a line looked at for a call's start.
-MAX_SPLIT_CHARS = 16_384
-MAX_NAME_CHARS = 256
-# Recovery reads at most this many items of a broken list, from this many characters after its plain-layout prefix;
-# each character handed to ast costs this many repair-budget units.
-MAX_RECOVERED_SEGMENTS = 128
-MAX_RECOVER_CHARS = 4096
-AST_COST_PER_CHAR = 2
+MAX_SPLIT_CHARS = 16_384  # characters of a one-call-per-line body matched for parentheses, in all
+MAX_NAME_CHARS = 256  # characters of a line looked at for a call's start
+MAX_RECOVERED_SEGMENTS = 128  # items of a broken list recovery reads at most
+MAX_RECOVER_CHARS = 4096  # characters of a broken list read after its plain-layout prefix
+AST_COST_PER_CHAR = 2  # repair-budget units per character handed to ast
 
 
 @dataclass(frozen=True)
@@ -82,8 +78,7 @@ class Wrapper:
 
 
 class SentinelPythonic(WireFormat):
-    """The grammar: a pythonic call list (or one call per line) between the ``open`` and ``close`` of its row's
-    :class:`Wrapper` (the rows: :mod:`refiner.formats.catalog`)."""
+    """The grammar (its rows, a :class:`Wrapper` each, are in :mod:`refiner.formats.catalog`)."""
 
     spelling: Wrapper
     name_pattern = IDENTIFIER_NAME
@@ -461,8 +456,7 @@ def _recover_call(fmt: WireFormat, segment: str, out: Lenient, last: bool) -> No
 
 def _recover_args(fmt: WireFormat, inner: str, problems: list[Problem],
                   params: Mapping[str, Any] | None = None) -> dict:
-    """The arguments a call's text between its parentheses holds; ``params``: the tool's declared parameters (for
-    positional values)."""
+    """The arguments in ``inner`` (a call's parentheses); ``params``: the tool's parameters, for positional values."""
     src = f"f({inner})"
     if len(src) <= MAX_AST_CHARS and charge(AST_COST_PER_CHAR * len(src)):
         try:
