@@ -57,6 +57,8 @@ def test_no_call_is_silently_dropped():
         '{"name": "a", "parameters": {"x": 1}}\n{"name": "b", "parameters": {"y": 2': [a, b],
         '{"name": "a", "parameters": {"x": 1,}}; {"name": "b", "parameters": {"y": 2}}': [a, b],
         '{"name": "a", "parameters": {"x": 1}} then {"name": "b", "parameters": {"y": 2}}': [a, b],
+        '[{"name": "a", "parameters": {"x": 1}}, {"name: "b", "parameters": {"y": 2}}]': [a, b],  # (a name key broken)
+        '{"name": "a", "parameters": {"x": 1}} then {"name: "b", "parameters": {"y": 2}}': [a, b],
     }
     for text, calls in cases.items():
         with pytest.raises(FormatError):

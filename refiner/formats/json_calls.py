@@ -285,10 +285,9 @@ class JsonCalls(WireFormat):
         return -1
 
     def _check_gap(self, text: str, a: int, b: int) -> None:
-        key = dumps(self.spelling.name_key)
-        i = text.find(key, a, b)
-        if i >= 0:
-            raise self.error(f"a broken call object (a {key} key in text that is not JSON)", i)
+        for key in map(dumps, (self.spelling.name_key, *self.spelling.arg_keys)):  # (one may be the broken one)
+            if (i := text.find(key, a, b)) >= 0:
+                raise self.error(f"a broken call object (a {key} key in text that is not JSON)", i)
 
     # ---- lenient -----------------------------------------------------------------------------------------------
 
