@@ -145,6 +145,13 @@ GCD = {s.name: s.params for s in load_tools([
         # LFM2: an "=" lost before a constant
         (LFM2, "<|tool_call_start|>[math_gcd(num1=12, num2True)]<|tool_call_end|>",
          [ToolCall("math_gcd", {"num1": 12, "num2": True})]),
+        # a string's quote lost in the last call, its close token after it: the list is closed, not cut in the string
+        (L4, '<|python_start|>[math_gcd(num1=12), math_gcd(num1=oops", num2=18)]<|python_end|>',
+         [ToolCall("math_gcd", {"num1": 12}), ToolCall("math_gcd", {"num1": "oops", "num2": 18})]),
+        (LFM2, '<|tool_call_start|>[math_gcd(num1=12), math_gcd(num1="oops, num2=18)]<|tool_call_end|>',
+         [ToolCall("math_gcd", {"num1": 12}), ToolCall("math_gcd", {"num1": "oops", "num2": 18})]),
+        (OLMO3, '<function_calls>math_gcd(num1=12)\nmath_gcd(num2=18, num1="oops)</function_calls>',
+         [ToolCall("math_gcd", {"num1": 12}), ToolCall("math_gcd", {"num2": 18, "num1": "oops"})]),
     ],
 )
 def test_a_body_that_lost_one_character_is_mended(fmt, text, calls):

@@ -215,13 +215,13 @@ class SentinelPythonic(WireFormat):
 
     def _close_at(self, chunk: str, last: bool) -> int:
         """Where the block's close token is in ``chunk``, or -1: one inside a string is the string's text when a quote
-        closes that string after it or the text (``last``: ``chunk`` ends it) ends right after it (else the string's
-        quote was lost before it)."""
+        closes that string after it, or when the text (``last``: ``chunk`` ends it) ends right after it and an open
+        token stands before it in the block (a quoted block); else the string's quote was lost before it."""
         w = self.spelling
         j = chunk.find(w.close) if w.close else -1
         for _ in range(MAX_CLOSE_TRIES):
             if j < 0 or not (pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()
-                             ) or not open_brackets(chunk[:j])[1]:
+                             and w.open in chunk[:j]) or not open_brackets(chunk[:j])[1]:
                 return j
             j = chunk.find(w.close, j + len(w.close))
         return -1
