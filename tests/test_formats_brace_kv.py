@@ -344,3 +344,19 @@ def test_a_colon_lost_between_a_key_and_its_string_is_read(name):
     _read_mended(fmt, text, text.replace(f"date:{q}", f"date{q}", 1), calls)
     bare = fmt.render([ToolCall("f", {"a": 1, "years": 10})]).replace("years:10", "years10")
     assert fmt.parse_lenient(bare).calls == [ToolCall("f", {"a": 1})]
+
+
+@pytest.mark.parametrize("name", [family.name for family, _ in ROWS])
+def test_a_brace_lost_after_an_offered_tools_name_is_read_by_the_tools(name):
+    """``call:weathercity:...}``: the name split where an offered tool's name meets one of its parameters; without
+    the tools, or with a rest that is no parameter of theirs, the text is not split and the call is not read."""
+    fmt = formats.get(name)
+    calls = [ToolCall("weather", {"city": "London", "days": 3}), ToolCall("weather", {"city": "Oslo"})]
+    damaged = fmt.render(calls).replace("weather{", "weather", 1)
+    with pytest.raises(formats.FormatError):
+        fmt.parse_strict(damaged)
+    got = fmt.parse_lenient(damaged, tools={"weather": {"city": {}, "days": {}}})
+    assert got.calls == calls
+    assert any(p.code == "missing_tag" and "'{'" in p.message for p in got.problems)
+    for tools in (None, {"weather": {"town": {}}}, {"weath": {"town": {}}, "other": {"city": {}}}):
+        assert fmt.parse_lenient(damaged, tools=tools).calls[:1] != calls[:1]

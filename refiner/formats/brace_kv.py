@@ -26,6 +26,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import MAX_ARGUMENT_DEPTH, MAX_NOTES, Detection, Lenient, WireFormat
 from refiner.formats.family import Family
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, take_items
+from refiner.formats.lenient import run_together
 from refiner.formats.tags import apply_edits, letters, tag_look_alike
 from refiner.formats.text import skip_ws
 from refiner.formats.xml_lenient import slip
@@ -425,6 +426,10 @@ class BraceKV(WireFormat):
             slip(self, out, "missing_tag", f"{sp.call_open} not followed by {sp.keyword}", pos)
         m = _NAME.match(text, pos)
         brace = skip_ws(text, m.end()) if m is not None else pos
+        if out is not None and m is not None and m[0].endswith(":") and len(out.problems) < MAX_NOTES and (
+                k := run_together(m[0][:-1])):  # the "{" lost between an offered tool's name and its first key
+            slip(self, out, "missing_tag", f"missing '{{' after {m[0][:k]!r}", pos)
+            return self._read_call(text[: pos + k] + "{" + text[pos + k :], pos, calls, out, finder) - 1
         if m is None or not text.startswith("{", brace) or (out is None and brace > m.end()):
             if brace >= len(text):  # (in the tool name, or after it)
                 slip(self, out, "unclosed", "the text ends before the arguments of a call", pos)

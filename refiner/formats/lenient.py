@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.base import Lenient, Problem, markup_name, name_refused
+from refiner.formats.base import Lenient, Problem, markup_name, name_refused, offered_tools
 from refiner.formats.jsonfix import (CUT_ESCAPE, budget_spent, finite, give_up, lenient_json, open_at_cut,
                                      ran_off_the_end, take_items, written_whole)
 from refiner.formats.strict import JSON_DECODER, json_head
@@ -321,6 +321,15 @@ def cut_call(item: dict, call: ToolCall | None) -> tuple[str | None, dict[str, A
         elif key not in CALL_METADATA_KEYS and last != "complete":
             args.pop(str(key), None)  # an argument written beside the name
     return name, args, clean
+
+
+def run_together(name: str) -> int:
+    """The length of the offered tool's name that ``name`` starts with when the rest is one of that tool's parameters
+    (what stood between them lost: ``NAMEkey``); else 0."""
+    tools = offered_tools()
+    if not tools or name in tools:
+        return 0
+    return next((len(t) for t in tools if name.startswith(t) and name[len(t):] in (tools[t] or ())), 0)
 
 
 def written_before_cut(args: dict) -> tuple[dict[str, Any], bool] | None:

@@ -15,7 +15,7 @@ from refiner.calls import ToolCall
 from refiner.formats.base import (NAME_PATTERN, Lenient, marker_positions, marker_table, markup_name, name_refused,
                                   offered_tools)
 from refiner.formats.jsonfix import MAX_RECOVERED_ITEMS, lenient_json, take_items
-from refiner.formats.lenient import written_before_cut
+from refiner.formats.lenient import run_together, written_before_cut
 from refiner.formats.strict import JSON_DECODER, decode_at
 from refiner.formats.tags import MAX_TAG_HITS, Hit, Speller, apply_edits, respelt, tag_hits, tag_word
 from refiner.formats.text import skip_ws
@@ -88,14 +88,6 @@ class XmlReader:
             slip(self, out, "mended", f"a quote lost in the tag {opener}{raw[:60]}{which}", pos)
         return _attrs(raw, out is not None)
 
-    def _run_together(self, name: str) -> int:
-        """The length of the offered tool's name that ``name`` starts with when the rest is one of that tool's
-        parameters (the key's opening tag lost: ``NAMEkey</key>``); else 0."""
-        tools = offered_tools()
-        if not tools or name in tools or not WORD.fullmatch(name):  # (one word: not prose, not a tag storm)
-            return 0
-        return next((len(t) for t in tools if name.startswith(t) and name[len(t):] in (tools[t] or ())), 0)
-
     def _lost_opener(self, text: str, key: int) -> int:
         """Where :meth:`_recover_call` reads the name of a first call whose opening tag was lost or written wrong, its
         first key tag at ``key``: a tool's name (offered, when the tools are known) as the tag holds it (``name="f">``,
@@ -141,7 +133,7 @@ class XmlReader:
             e, tag = (m.start(), m.group()) if m else (len(text), None)
             name = text[pos:e].strip()
             head = name[: name.find(s.key_close)] if out is not None and s.key_close and s.key_close in name else ""
-            lost_key = self._run_together(head) if head else 0
+            lost_key = run_together(head) if head and WORD.fullmatch(head) else 0  # (a word: not prose, not tags)
             if lost_key:  # the first key's opening tag lost between the name and the key: the key read from there
                 out.note("missing_tag", f"missing {s.key_open} between {head[:lost_key]!r} and its first key")
                 pos, name = text.index(head, pos) + lost_key, head[:lost_key]
