@@ -357,6 +357,8 @@ def test_arguments_written_right_after_a_tool_name_are_a_call():
     assert read('<tool_calls>get_weather[ARGS]{"city": "Paris"}') == [P]  # a format's token between name and object
     assert read('<｜tool▁calls▁end｜>get_weather<｜tool▁sep｜>{"city": "Paris"}') == [P]
     assert read('I ran get_weather{"city": "Paris"} yesterday.') == []
+    assert read('get_weather {"city": "Paris"}') == [P]  # one blank between them (CWM's layout, its tags lost)
+    assert read('get_weather  {"city": "Paris"}') == read('I ran get_weather {"city": "Paris"} yesterday.') == []
     assert read('lookup{"city": "Paris"}') == []
     assert read('lookup{"term": "x"}', None) == [ToolCall("lookup", {"term": "x"})]
 

@@ -291,6 +291,8 @@ class SiteReader:
         if before and not (before.isalnum() or before in "_.-:"):
             tokens = marker_table().tokens_by_last.get(before, ())
             name_end = next((at - len(t) for t in tokens if text.endswith(t, lo, at)), at)
+            if name_end == at and before in " \t" and at - 1 > lo and text[at - 2] not in " \t":
+                name_end -= 1  # NAME {...}: one blank between them (CWM writes it)
         start = name_end - _NAME_CHARS.match(text[lo:name_end][::-1]).end()
         fenced = start == at
         if fenced:  # NAME \n ```json \n {...}
