@@ -254,3 +254,16 @@ def test_arguments_followed_by_another_object_are_the_first_object():
     got = formats.get("step_audio_2").parse_lenient('get_weather\n{"city": "Paris"}get_weather\n{"city": "Rome"}')
     assert got.calls == [ToolCall("get_weather", {"city": "Paris"})]
     assert any(p.code == "unreadable" and "Rome" in p.message for p in got.problems)
+
+
+@pytest.mark.parametrize("closer", ["[/tool]", "</TOOL>", "<|end|>"])
+def test_a_closer_written_wrong_after_whole_arguments_leaves_them_whole(closer):
+    """CWM's ``</tool>`` written otherwise: the object before it is the arguments (not the object and the closer
+    repaired into something else), the closer reported; a '}' written early still reads the members after it."""
+    cwm = formats.get("cwm")
+    calls = [ToolCall("get_weather", {"city": "Paris", "days": 2}), ToolCall("get_time", {"zone": "CET"})]
+    text = cwm.render(calls).replace("</tool>", closer, 1)
+    got = cwm.parse_lenient(text)
+    assert got.calls == calls and "missing_tag" in [p.code for p in got.problems]
+    early = cwm.parse_lenient('<tool: function>\nget_weather {"city": "Paris"}, "days": 2}\n</tool>')
+    assert early.calls == calls[:1]

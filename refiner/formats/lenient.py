@@ -348,12 +348,16 @@ def add_arguments_call(out: Lenient, name: str, body: str, *, at_end: bool) -> N
     the call, which is marked as cut unless its arguments were closed."""
     body = body.strip()
     head = json_head(body)
-    if head is None or type(head[0]) is not dict or (rest := body[head[1]:].strip()) and "{" not in rest:
+    if head is None or type(head[0]) is not dict:
         args = lenient_json(body, at_end=at_end) if body else {}
-    else:  # the object whole, maybe another one after it (repaired together, the two would merge)
-        if rest:
-            out.note("unreadable", f"text after the arguments of {name[:60]!r} dropped: {rest[:60]!r}")
-        args = finite(head[0])
+    else:  # the object whole: text after it read with it when that gives an object (a '}' written early), else dropped
+        rest = body[head[1]:].strip()  # (another object after it: repaired together, the two would merge)
+        args = lenient_json(body, at_end=at_end) if rest and "{" not in rest else None
+        if not isinstance(args, dict):
+            if rest:  # (another object: maybe a call lost; other text: the call's closer written wrong)
+                out.note("unreadable" if "{" in rest else "missing_tag",
+                         f"text after the arguments of {name[:60]!r} dropped: {rest[:60]!r}")
+            args = finite(head[0])
     if not isinstance(args, dict):
         out.note("bad_arguments", f"arguments of {name[:60]!r} are not an object: {body[:60]!r}")
         args = None
