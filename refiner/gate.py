@@ -2,7 +2,7 @@
 
 It says what is wrong, as :class:`Finding` records, and never fixes anything (that is :mod:`refiner.repair`). Codes:
 ``format`` (the text is not strictly valid in its wire format), ``no_calls``, ``unknown_tool``, ``missing_required``,
-``unknown_param``, ``lost_call`` (tier 1's calls leave out a call block of the upstream that could not be read);
+``unknown_param``, ``lost_call`` (tier 1's calls leave out a call, or text in one, that could not be read);
 ``type``, ``enum``, ``range``, ``pattern`` and ``length`` of values against their JSON Schema,
 through array items and object properties (a parameter's own declared default is always valid); between calls,
 ``undefined_reference``, ``forward_reference`` and ``duplicate_output``; ``truncated`` (the text stops inside a call,
@@ -317,16 +317,16 @@ def check_text(
     return check_reading(read_text(text, fmt, tools, offered=offered), tools, text_values=text_values)
 
 
-# Lenient-reading problems that leave a whole call block of the text out of its calls.
+# Lenient-reading problems that leave a call, or text inside one, out of the calls read.
 LOST_CALL_CODES = frozenset({"not_a_call", "no_name", "markup_name", "unreadable"})
 
 
 def lost_call(reading: Reading | None) -> Finding | None:
-    """A ``lost_call`` error when the calls read from ``reading`` leave out a call block that could not be read (its
-    format's lenient reading, not salvage's, gave them), else None."""
+    """A ``lost_call`` error when the calls read from ``reading`` leave out a call, or text in one, that could not be
+    read (its format's lenient reading, not salvage's, gave them), else None."""
     lenient = reading.lenient if reading is not None and reading.salvaged is None else None
     lost = [p for p in lenient.problems if p.code in LOST_CALL_CODES] if lenient is not None else ()
-    return Finding("lost_call", f"{len(lost)} call block(s) of the upstream could not be read and are left out: "
+    return Finding("lost_call", f"{len(lost)} piece(s) of the upstream's calls could not be read and are left out: "
                    f"{lost[0]}") if lost else None
 
 

@@ -186,10 +186,15 @@ class XmlReader:
                                 if t], pos)
             junk = text[pos:nxt]
             value = lenient_json(junk, at_end=tag is None) if junk.startswith("{") and not args else None
+            label = LABEL.match(junk, len(junk) - len(junk.lstrip())) if s.key_at == "eq" else None
             if isinstance(value, dict):  # JSON arguments inside the call's tags (as Llama 3.1 writes them)
                 out.note("missing_tag", f"arguments of {name!r} written as JSON instead of {s.key_open} tags")
                 args.update((str(k), v) for k, v in value.items())
                 cut, whole = written_before_cut(value), nxt
+            elif label is not None and s.value_close in junk[label.end() :]:  # KEY>VALUE</close>: its opener lost
+                out.note("missing_tag", f"missing {s.key_open} before {label[0][:40]!r}")
+                pos, lost_key = pos + label.start(), 1
+                continue
             elif tag in (s.key_open, s.call_close) or junk.strip():
                 out.note("unreadable", f"text skipped in call {name!r}: {junk[:60]!r}")
             pos = nxt
