@@ -186,7 +186,7 @@ class XmlReader:
                                 if t], pos)
             junk = text[pos:nxt]
             value = lenient_json(junk, at_end=tag is None) if junk.startswith("{") and not args else None
-            label = LABEL.match(junk, len(junk) - len(junk.lstrip())) if s.key_at == "eq" else None
+            label = self._lost_key(junk)
             if isinstance(value, dict):  # JSON arguments inside the call's tags (as Llama 3.1 writes them)
                 out.note("missing_tag", f"arguments of {name!r} written as JSON instead of {s.key_open} tags")
                 args.update((str(k), v) for k, v in value.items())
@@ -224,6 +224,16 @@ class XmlReader:
         kind = "missing_tag" if s.section_per_call or k < len(text) else None
         slip(self, out, kind, f"missing {s.section_close} after call {name!r}", k)
         return pos, False
+
+    def _lost_key(self, junk: str) -> re.Match | None:
+        """A key whose opening tag was lost or written wrong, in text inside a call before any tag: ``KEY>`` at its
+        start (``eq`` rows), or ``name="KEY" ...>`` on its first line (``attr`` rows)."""
+        s, lead = self.spelling, len(junk) - len(junk.lstrip())
+        if s.key_at == "eq":
+            return LABEL.match(junk, lead)
+        line = junk.find("\n", lead)
+        attrs = re.compile(rf'{re.escape(s.key_attr)}\s*=\s*"[^"<>\n]*"[^<>\n]*?{re.escape(s.tag_end)}')
+        return attrs.search(junk, lead, line if line >= 0 else len(junk)) if s.key_at == "attr" else None
 
     def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
                   cut: tuple[dict[str, Any], bool] | None) -> None:
