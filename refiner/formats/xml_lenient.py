@@ -186,12 +186,11 @@ class XmlReader:
                                 if t], pos)
             junk = text[pos:nxt]
             value = lenient_json(junk, at_end=tag is None) if junk.startswith("{") and not args else None
-            label = self._lost_key(junk)
             if isinstance(value, dict):  # JSON arguments inside the call's tags (as Llama 3.1 writes them)
                 out.note("missing_tag", f"arguments of {name!r} written as JSON instead of {s.key_open} tags")
                 args.update((str(k), v) for k, v in value.items())
                 cut, whole = written_before_cut(value), nxt
-            elif label is not None and s.value_close in junk[label.end() :]:  # KEY>VALUE</close>: its opener lost
+            elif (label := self._lost_key(junk)) and s.value_close in junk[label.end() :]:  # KEY>VALUE</close>
                 out.note("missing_tag", f"missing {s.key_open} before {label[0][:40]!r}")
                 pos, lost_key = pos + label.start(), 1
                 continue
@@ -227,13 +226,13 @@ class XmlReader:
 
     def _lost_key(self, junk: str) -> re.Match | None:
         """A key whose opening tag was lost or written wrong, in text inside a call before any tag: ``KEY>`` at its
-        start (``eq`` rows), or ``name="KEY" ...>`` on its first line (``attr`` rows)."""
+        start (``eq`` rows), or ``name="KEY" ...>`` near its start (``attr`` rows)."""
         s, lead = self.spelling, len(junk) - len(junk.lstrip())
         if s.key_at == "eq":
             return LABEL.match(junk, lead)
-        line = junk.find("\n", lead)
-        attrs = re.compile(rf'{re.escape(s.key_attr)}\s*=\s*"[^"<>\n]*"[^<>\n]*?{re.escape(s.tag_end)}')
-        return attrs.search(junk, lead, line if line >= 0 else len(junk)) if s.key_at == "attr" else None
+        at = junk.find(f'{s.key_attr}="', lead, lead + LOST_KEY_CHARS) if s.key_at == "attr" else -1
+        attrs = rf'{re.escape(s.key_attr)}="[^"<>\n]*"(?:\s+[\w\-:]+\s*=\s*"[^"<>\n]*")*\s*{re.escape(s.tag_end)}'
+        return re.compile(attrs).match(junk, at) if at >= 0 else None
 
     def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
                   cut: tuple[dict[str, Any], bool] | None) -> None:
@@ -453,6 +452,7 @@ _JSON_ESCAPE = re.compile(r'\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})')  # (one escape, 
 # Where TagStates' reading stands; SECTION: in a section before its call, CALL: between a call's parameters.
 OUT, SECTION, CALL, IN_KEY, AFTER_KEY, IN_VALUE, AFTER_CALL = range(7)
 LABEL = re.compile(r"[^\s<>{}\"'=]+>")  # a name or key ended by ">", after a tag ending in "="
+LOST_KEY_CHARS = 64  # of text in a call searched for the key attribute of a tag whose opening was lost
 WORD = re.compile(NAME_PATTERN)  # a tool name standing alone on its line: one word, not prose
 
 
