@@ -221,7 +221,7 @@ class SentinelPythonic(WireFormat):
         j = chunk.find(w.close) if w.close else -1
         for _ in range(MAX_CLOSE_TRIES):
             if j < 0 or not (pythonic_scan.CLOSING_QUOTE.search(chunk, j) or last and not chunk[j + len(w.close) :].strip()
-                             and w.open in chunk[:j]) or not open_brackets(chunk[:j])[1]:
+                             and chunk.find(w.open, 0, j) >= 0) or not open_brackets(chunk[:j])[1]:
                 return j
             j = chunk.find(w.close, j + len(w.close))
         return -1

@@ -101,6 +101,7 @@ class XmlParams(XmlReader, WireFormat):
     _value_ends: re.Pattern  # a value's closing tag followed by the next key tag or the call's closing tag
     _value_quote: str  # the opening tag a raw value's own tag pairs start with (value_end)
     _read_raw: functools.partial  # read_value with the row's literals and value tags
+    _key_attrs: re.Pattern  # a key tag's attributes and its end, from the key attribute on (attr rows)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A row's patterns, and the :class:`~refiner.formats.base.WireFormat` hooks its hook holds, as methods."""
@@ -119,6 +120,8 @@ class XmlParams(XmlReader, WireFormat):
         cls._value_ends = followed(s.value_close, (s.key_open, s.call_close))
         cls._value_quote = s.value_open if s.key_at == "element" else "\n" + s.key_open
         cls._read_raw = functools.partial(read_value, python_literals=s.python_literals, tags=s.value_tags)
+        cls._key_attrs = re.compile(rf'{re.escape(s.key_attr)}="[^"<>\n]*"(?:\s+[\w\-:]+\s*=\s*"[^"<>\n]*")*\s*'
+                                    rf"{re.escape(s.tag_end)}")
         cls.name_pattern = cls._name.pattern
         hook = s.hook
         for name in ("sniff", "region_start", "read_untagged", "answer_parts") if hook else ():

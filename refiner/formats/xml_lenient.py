@@ -231,8 +231,7 @@ class XmlReader:
         if s.key_at == "eq":
             return LABEL.match(junk, lead)
         at = junk.find(f'{s.key_attr}="', lead, lead + LOST_KEY_CHARS) if s.key_at == "attr" else -1
-        attrs = rf'{re.escape(s.key_attr)}="[^"<>\n]*"(?:\s+[\w\-:]+\s*=\s*"[^"<>\n]*")*\s*{re.escape(s.tag_end)}'
-        return re.compile(attrs).match(junk, at) if at >= 0 else None
+        return self._key_attrs.match(junk, at) if at >= 0 else None
 
     def _mark_cut(self, text: str, whole: int, out: Lenient, name: str, args: dict[str, Any],
                   cut: tuple[dict[str, Any], bool] | None) -> None:
