@@ -5,11 +5,12 @@ dicts, read in every request, the format detected), the same with the tools give
 receives them (the catalog of a text is kept from one request to the next, :func:`refiner.specs.tool_catalog`, so
 their specs are read once, as the peer's tool objects are built before it is timed), and the peer on the same text: SGLang's own detector for the fixture's family (``detect_and_parse``, told
 the family, as a server started with ``--tool-call-parser`` is), and the family's own lenient read
-(``formats.get(name).parse_lenient`` in the format the text is detected in) for reference. Each text is timed as the
+(``formats.get(name).parse_lenient`` in the format the text is detected in) for reference, and one ``refine`` told
+the format it detects (the request's ``format``), as the peer is told the family. Each text is timed as the
 best of ``--repeat`` runs of each, interleaved (so a burst of load hits both); the table gives the median and p90
-over the texts and the ratio of the medians, then the same for two parts of the texts: those the refine leaves
-unchanged with no finding (read as written), and the rest (no call, broken or cut calls), each against the peer's
-median on the same texts.
+over the texts and the ratio of the medians, then the same for parts of the texts: those the refine leaves
+unchanged with no finding (read as written), the rest (no call, broken or cut calls), and those the peer reads as
+the refine does (the same calls, at least one), each against the peer's median on the same texts.
 
 SGLang is imported from ``--sglang-path`` (a folder holding the ``sglang`` package, e.g. the site-packages of a
 throwaway venv made with ``pip install --no-deps sglang``) or from the environment; only its
@@ -164,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     sgl = load_sglang(args.sglang_path)
     peer_name = "SGLang's detector, told the family" if not isinstance(sgl, str) else "the family's lenient read"
     refiner = Refiner()
-    rows: list[tuple[float, float, float, float]] = []  # (refine, sglang or nan, lenient, refine with tools as text)
+    rows: list[tuple[float, float, float, float, float]] = []  # (refine, sglang or nan, lenient, refine with tools
+    # as text, refine told its format)
     as_written: list[bool] = []  # per text: the refine leaves it unchanged with no finding
+    peer_same: list[bool] = []  # per text: the peer reads the refine's calls (at least one)
     skipped: Counter = Counter()
     for fx in fixtures:
         req, req_text = request_of(fx), request_of(fx, as_text=True)
@@ -173,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
         got = refiner.refine(req)  # warm: regexes compiled
         as_written.append(got["stage"] == "unchanged" and bool(got["calls"]) and not got["upstream_diagnostics"])
         refiner.refine(req_text)  # (and the text's catalog kept)
+        req_told = {**req, "format": got["format"]}
+        refiner.refine(req_told)
+        ours = [(c["name"], c["arguments"]) for c in got["calls"]]
+        same = False
         fmt = formats.get(formats.detect_format(text) or "hermes")
         lenient = lambda fmt=fmt, text=text: fmt.parse_lenient(text)
         sglang_fn = None
@@ -183,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     det = enum[name]()
                     tools = [tool_cls(**t) for t in fx.tools]
-                    det.detect_and_parse(text, tools)
+                    theirs = det.detect_and_parse(text, tools).calls
+                    same = bool(ours) and [(c.name, json.loads(c.parameters or "{}")) for c in theirs] == ours
                     sglang_fn = lambda det=det, tools=tools, text=text: det.detect_and_parse(text, tools)
                 except Exception as e:  # noqa: BLE001 - a detector that raises on a fixture is not timed
                     skipped[f"{name}: {type(e).__name__}"] += 1
@@ -193,12 +201,15 @@ def main(argv: list[str] | None = None) -> int:
         s = best_us(sglang_fn, args.repeat) if sglang_fn is not None else float("nan")
         le = best_us(lenient, args.repeat)
         rt = best_us(lambda req_text=req_text: refiner.refine(req_text), args.repeat)
-        rows.append((r, s, le, rt))
+        rf = best_us(lambda req_told=req_told: refiner.refine(req_told), args.repeat)
+        rows.append((r, s, le, rt, rf))
+        peer_same.append(same)
 
-    refine_t = [r for r, _, _, _ in rows]
-    lenient_t = [le for _, _, le, _ in rows]
-    sglang_t = [s for _, s, _, _ in rows if not math.isnan(s)]
-    text_t = [rt for _, _, _, rt in rows]
+    refine_t = [row[0] for row in rows]
+    lenient_t = [row[2] for row in rows]
+    sglang_t = [row[1] for row in rows if not math.isnan(row[1])]
+    text_t = [row[3] for row in rows]
+    told_t = [row[4] for row in rows]
     peer_t = sglang_t if sglang_t else lenient_t
     med_r, med_p = statistics.median(refine_t), statistics.median(peer_t)
     lines = [
@@ -214,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
          f"{med_r / med_p:.2f} |"),
         (f"| refine, tools given as JSON text (their specs kept from the request before) | {len(text_t)} | "
          f"{statistics.median(text_t):.1f} | {p90(text_t):.1f} | {statistics.median(text_t) / med_p:.2f} |"),
+        (f"| refine told the format it detects (as the peer is told the family) | {len(told_t)} | "
+         f"{statistics.median(told_t):.1f} | {p90(told_t):.1f} | {statistics.median(told_t) / med_p:.2f} |"),
     ]
     if sglang_t:
         lines.append(f"| SGLang detect_and_parse, told the family | {len(sglang_t)} | {statistics.median(sglang_t):.1f} "
@@ -221,12 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"| the family's lenient read (format detected beforehand) | {len(lenient_t)} | "
                  f"{statistics.median(lenient_t):.1f} | {p90(lenient_t):.1f} | {statistics.median(lenient_t) / med_p:.2f} |")
     lines += ["", "| texts | texts | refine median us | peer median us | refine x peer |", "|---|---:|---:|---:|---:|"]
-    for label, want in (("read as written (unchanged, no finding)", True), ("no call, broken or cut calls", False)):
-        part = [row for row, w in zip(rows, as_written) if w == want]
+    parts = (("read as written (unchanged, no finding)", as_written),
+             ("no call, broken or cut calls", [not w for w in as_written]),
+             ("the peer reads the refine's calls (at least one)", peer_same))
+    for label, chosen in parts:
+        part = [row for row, w in zip(rows, chosen) if w]
         if not part:
             continue
-        peer_part = [s for _, s, _, _ in part if not math.isnan(s)] if sglang_t else [le for _, _, le, _ in part]
-        r_med, p_med = statistics.median(r for r, _, _, _ in part), statistics.median(peer_part)
+        peer_part = [row[1] for row in part if not math.isnan(row[1])] if sglang_t else [row[2] for row in part]
+        r_med, p_med = statistics.median(row[0] for row in part), statistics.median(peer_part)
         lines.append(f"| {label} | {len(part)} | {r_med:.1f} | {p_med:.1f} | {r_med / p_med:.2f} |")
     lines += ["", f"refine / peer (medians): {med_r / med_p:.2f}x (target at most {TARGET_X:g}x)"]
     text = "\n".join(lines) + "\n"
