@@ -70,6 +70,69 @@ def test_without_template_the_refiner_reads_most_calls_and_invents_none(fam):
     assert r["exact"] > r["calls_outputs"] / 2 and r["invented"] == 0 and r["from_prose"] == 0, r["misses"]
 
 
+@pytest.mark.parametrize("fam", FAMILIES, ids=IDS)
+def test_without_template_a_call_of_one_parameter_is_read(fam):
+    """Nothing repeats in such a call to learn the markup from: the anchored reader reads it only when its markup
+    closes it (see refiner.formats.anchored._one_key)."""
+    r = measure(fam, with_template=False)
+    assert not [case for case, _ in r["misses"] if case in ("one string", "after reasoning")], r["misses"]
+
+
+# one call of one parameter, in markup of shapes none of the families above writes
+ONE_KEY = [
+    '{{call get_weather}}\ncity -> "Paris"\n{{/call}}',
+    'Sure, checking now.\n{{call get_weather}}\ncity -> "Paris"\n{{/call}}',
+    "<<tool>> get_weather | city := Paris <</tool>>",
+    "#[call get_weather]\n#[city] Paris\n#[/call]",
+    "!!call get_weather\n!!arg city=Paris\n!!end",
+]
+# prose and documents that name the tool and its parameter in some markup
+ONE_KEY_PROSE = [
+    "| tool | argument |\n|---|---|\n| get_weather | city: the city |",
+    "| get_weather | city: Paris |",
+    "Use `get_weather` with `city`: `Paris`.",
+    "`get_weather` takes `city`: Paris",
+    "## get_weather\n- city: Paris\n## Next",
+    "**get_weather** - city: Paris **note**",
+    "<b>get_weather</b> needs <i>city</i>: Paris</p>",
+    "[get_weather](https://example.org) - city: Paris\n[see also](https://example.org)",
+    "> get_weather\n> city: Paris\n>> quoted",
+    "(get_weather; city: Paris)",
+    "Tools:\n- `get_weather` (city: string)\n- more",
+    "**Tool:** get_weather\n**city:** Paris\n**Result:** sunny",
+    "=> get_weather\n-- city: Paris\n=> next step is to wait",
+    "# get_weather\ncity = Paris\n# end of notes",
+    "[get_weather] city: Paris [done]\nThat is what I would do.",
+    "<!-- get_weather --> city: Paris <!-- end -->",
+    "$$ get_weather\n$ city: Paris\n$$ end",
+]
+
+
+@pytest.mark.parametrize("text", ONE_KEY)
+def test_a_closed_call_of_one_parameter_in_new_markup_is_read(text):
+    found, notes = anchored_calls(text, 0, {"get_weather": ["city"]})
+    assert [f.call for f in found] == [ToolCall("get_weather", {"city": "Paris"})]
+    assert "one call of one parameter" in found[0].how and notes
+
+
+@pytest.mark.parametrize("text", ONE_KEY_PROSE)
+def test_prose_naming_a_tool_and_its_one_parameter_is_not_a_call(text):
+    assert anchored_calls(text, 0, {"get_weather": ["city"]})[0] == [], text
+    assert anchored_calls(text, 0, OFFERED)[0] == [], text
+
+
+def test_a_call_of_one_parameter_is_not_read_beside_another_name_or_with_prose_after_it():
+    offered = {"get_weather": ["city"], "get_time": ["zone"]}
+    for text in ("{{call get_weather}}\ncity -> get_time\n{{/call}}",  # another tool's name inside it
+                 "{{call get_weather}}\ncity -> Paris\n{{/call}}\n{{call get_weather}}\ncity -> Rome\n{{/call}}",
+                 "{{call get_weather}}\ncity -> Paris\n{{/call}}\nThen I will wait for the answer.",
+                 "{{call get_weather}}\ncity -> Paris is nice in May\n{{/call}}"):  # more than two unquoted words
+        assert [f.call for f in anchored_calls(text, 0, offered)[0]] != [ToolCall("get_weather", {"city": "Paris"})]
+    # two calls of one parameter each repeat their markup: read by the literals they share, not by this rule
+    two = "{{call get_weather}}\ncity -> Paris\n{{/call}}\n{{call get_weather}}\ncity -> Rome\n{{/call}}"
+    assert [f.call.arguments for f in anchored_calls(two, 0, offered)[0]] == [{"city": "Paris"}, {"city": "Rome"}]
+
+
 def test_the_anchored_reader_reads_no_prose():
     offered = {"get_weather": ["city", "days"]}
     for text in (

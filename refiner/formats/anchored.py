@@ -70,7 +70,8 @@ def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
             return [], []
         free = (m for m in names_pattern(names).finditer(text, start) if not any(a <= m.start() < b for a, b in taken))
         hits = [(m.start(), m.end(), m.group()) for m in itertools.islice(free, MAX_HITS)]
-        found = (_json_calls(text, hits, offered, notes) or _markup_calls(text, hits, offered, notes)) if hits else []
+        found = (_json_calls(text, hits, offered, notes) or _markup_calls(text, hits, offered, notes)
+                 or _closed_call(text, hits, offered, notes)) if hits else []
     except (RecursionError, MemoryError, ValueError, TypeError):
         return [], []
     return found, notes
@@ -195,13 +196,18 @@ _QUOTE_TOKEN = re.compile(r"[^\w\s]{0,16}")  # a quote token around a value: 16 
 
 def _unquote(raw: str) -> str | None:
     """The string between a quote token of two or more characters (``~"Paris"~``) and its closer, or ``None``."""
+    return (_quoted(raw) or (None,))[0]
+
+
+def _quoted(raw: str) -> tuple[str, int] | None:
+    """:func:`_unquote`'s string and where its closer ends in ``raw``."""
     n = _QUOTE_TOKEN.match(raw).end()
     if n < 2 or raw[0] in "{[" or raw[:n] == '""':
         return None
     for q_open in (raw[:k] for k in range(n, 1, -1)):
-        best = min((j for c in quote_closers(q_open) if (j := raw.find(c, len(q_open))) >= 0), default=-1)
-        if best >= 0:
-            return raw[len(q_open): best]
+        best = min(((j, c) for c in quote_closers(q_open) if (j := raw.find(c, len(q_open))) >= 0), default=None)
+        if best is not None:
+            return raw[len(q_open): best[0]], best[0] + len(best[1])
     return None
 
 
@@ -351,6 +357,75 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
 
 
 _QUOTE_JUNK = re.compile(r"""(["'])(?:(?!\1)[^\\]|\\.)*\1\s*,""")  # a quoted string, then a comma
+
+
+# ---- one call of one parameter -------------------------------------------------------------------------------------
+
+_LEAD = re.compile(r"[^\w\s]+")  # the symbols a markup token starts with
+_KEY_SUFFIX = re.compile(r"[ \t]*[^\w\s]+[ \t]*")
+_THREE_WORDS = re.compile(r"[^\W\d_]+[ \t]+[^\W\d_]+[ \t]+[^\W\d_]+")
+_BRACKETS = re.compile(r"[<>\[\](){}]")
+
+
+def _closed_call(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
+    """The text's one call when it has one parameter (nothing repeats to learn the markup from), read only when one
+    name alone gives it (:func:`_one_key`) and no other name stands inside it."""
+    found = [got for s, e, name in hits if (got := _one_key(text, s, e, name, offered)) is not None]
+    if len(found) != 1 or sum(found[0].start <= s < found[0].end for s, _, _ in hits) != 1:
+        return []
+    notes.append(f"1 call in markup no format knows, read as one call of one parameter ({found[0].how})")
+    return found
+
+
+def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequence[str]]) -> Found | None:
+    """The call of ``name`` (``text[s:e]``) with one parameter when markup closes it: the name's line opens with
+    symbols (the lead: ``^^`` of ``^^call NAME``; not ``**NAME**``), a gap with a symbol and no three words in a row
+    leads to the only parameter of the tool's named after it, symbols, its value (JSON, a string in a quote token,
+    else at most two words and no bracket up to the lead, its mirror or the line's end), then a token that starts with
+    the lead and is neither the lead alone nor the line's first token (``^^/call``, not a second ``|``); after it,
+    only lines that start with a symbol."""
+    lo = max(0, s - CONTEXT - 1)
+    ls = text.rfind("\n", lo, s) + 1
+    opener = text[ls:s].lstrip(" \t")
+    lead = _LEAD.match(opener)
+    params = tuple(sorted((p for p in offered.get(name) or () if isinstance(p, str) and p.strip()), key=len,
+                          reverse=True))[:MAX_PARAMS]
+    if lead is None or not ls and lo or _THREE_WORDS.search(opener) or not params:
+        return None
+    lead, mirror = lead.group(), lead.group()[::-1].translate(_MIRROR)
+    region = min(len(text), e + WINDOW)
+    emphasis = lead == mirror and text.startswith(lead, e)  # (the name between two of the same symbols)
+    key = None if emphasis else names_pattern(params).search(text, e, region)
+    others = tuple(p for p in params if key is not None and p != key.group())
+    if key is None or others and names_pattern(others).search(text, e, region):
+        return None
+    gap, sfx = text[e: key.start()], _KEY_SUFFIX.match(text, key.end())
+    symbols = _trim_value_start(sfx.group().strip()) if sfx else ""  # (less a quote or bracket a value starts with)
+    if len(gap) > CONTEXT or not _markup(gap) or _THREE_WORDS.search(gap) or not symbols:
+        return None
+    v0 = _BLANK.match(text, text.index(symbols, key.end()) + len(symbols)).end()
+    line_end = nl if (nl := text.find("\n", v0, v0 + WINDOW)) >= 0 else min(len(text), v0 + WINDOW)
+    if text[v0: v0 + 1] in ("{", "[", '"'):
+        head = json_head(text[v0: v0 + WINDOW])
+    elif (head := _quoted(text[v0:line_end])) is None:
+        stop = min((i for m in {lead, mirror} if (i := text.find(m, v0, line_end)) >= 0), default=line_end)
+        raw = text[v0:stop].strip()
+        if not raw or len(raw.split()) > 2 or _BRACKETS.search(raw):
+            return None  # (a bracket: the rest of a tag the key is in)
+        exact = json_head(raw)
+        value = exact[0] if exact is not None and exact[1] == len(raw) else read_value(raw)
+        spec = offered.get(name)
+        head = (retype_value(spec[key.group()], value) if isinstance(spec, Mapping) and key.group() in spec else value,
+                len(text[v0:stop].rstrip()))
+    if head is None:
+        return None
+    c = _BLANK_LINES.match(text, v0 + head[1]).end()
+    closer = (text[c: c + CONTEXT].split(None, 1) or [""])[0]
+    if not closer.startswith(lead) or closer in (lead, opener.split(None, 1)[0]) or any(
+            ln.strip() and _LEAD.match(ln.strip()) is None for ln in text[c + len(closer): c + WINDOW].split("\n")):
+        return None  # (words after the call: prose)
+    return Found(s - len(opener), c + len(closer), ToolCall(name, {key.group(): head[0]}),
+                 f"{KIND}: one call of one parameter, its line opened by {opener.strip()!r}, closed by {closer!r}")
 
 
 def _repaired(text: str, found: list[tuple[int, str, int, int, set[str]]]) -> list[tuple[int, ToolCall, int]]:
