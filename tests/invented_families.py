@@ -126,6 +126,17 @@ def _wrapped(calls: list[ToolCall]) -> str:
                                 for i, c in enumerate(calls)) + "</plan>"
 
 
+def _sexpr(calls: list[ToolCall]) -> str:
+    return "(calls\n" + "".join(f"  (call {c.name}" + "".join(f" :{k} {json.dumps(v, ensure_ascii=False)}"
+                                                             for k, v in c.arguments.items()) + ")\n"
+                                 for c in calls) + ")"
+
+
+def _fence(calls: list[ToolCall]) -> str:
+    return "".join(f"\n```call {c.name}\n" + "".join(f"{k}: {json.dumps(v, ensure_ascii=False)}\n"
+                                                     for k, v in c.arguments.items()) + "```" for c in calls)
+
+
 FAMILIES = [
     Family("actfn", _actfn, ("[[think]]", "[[/think]]\n")),
     Family("walrus", _walrus, ("", "")),
@@ -135,6 +146,8 @@ FAMILIES = [
     Family("quill", _quill, ("<<muse>>", "<</muse>>\n")),  # a quote token around strings, keys bare
     Family("idcall", _idcall, ("{{ponder}}", "{{/ponder}}\n")),  # the call id between the name and the arguments
     Family("wrapped", _wrapped, ("", "")),  # each call object under a key of an outer object
+    Family("sexpr", _sexpr, ("#|", "|#\n")),  # keys written :key inside a parenthesised form
+    Family("fence", _fence, ("<!--think ", " -->\n")),  # a markdown fence labelled with the call
 ]
 
 

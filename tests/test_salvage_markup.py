@@ -95,6 +95,18 @@ def test_a_registered_format_or_another_site_comes_first():
     assert got.calls == [R] and not any(s.by_names for s in got.sites)
 
 
+@pytest.mark.parametrize("text, want", [
+    ('<search_web query="42" max_results="5"/>', {"query": "42", "max_results": 5}),
+    ("<search_web><query>1984</query><max_results>2</max_results></search_web>", {"query": "1984", "max_results": 2}),
+    ("search_web: query=2001, max_results=3", {"query": "2001", "max_results": 3}),
+    ("- get_weather:\n    city: 94105\n", {"city": "94105"}),
+])
+def test_values_take_their_declared_types_when_the_specs_are_known(text, want):
+    """Markup writes no types: a number-like text for a string parameter stays the text it is."""
+    res = Refiner().refine({"upstream": text, "tools": TOOLS})
+    assert [c["arguments"] for c in res["calls"]] == [want]
+
+
 def test_the_pipeline_reads_them_and_says_how_they_were_found():
     res = Refiner().refine({"upstream": MARKUP["two elements"][0], "tools": TOOLS})
     assert res["calls"] == [PU.to_dict(), R.to_dict()]

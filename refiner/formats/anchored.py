@@ -380,10 +380,11 @@ def _closed_call(text: str, hits: list, offered: Mapping[str, Sequence[str]], no
 def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequence[str]]) -> Found | None:
     """The call of ``name`` (``text[s:e]``) with one parameter when markup closes it: the name's line opens with
     symbols (the lead: ``^^`` of ``^^call NAME``; not ``**NAME**``), a gap with a symbol and no three words in a row
-    leads to the only parameter of the tool's named after it, symbols, its value (JSON, a string in a quote token,
-    else at most two words and no bracket up to the lead, its mirror or the line's end), then a token that starts with
-    the lead and is neither the lead alone nor the line's first token (``^^/call``, not a second ``|``); after it,
-    only lines that start with a symbol."""
+    (or the name ending its line) leads to the only parameter of the tool's named after it, symbols, its value (JSON,
+    a string in a quote token, else at most two words and no bracket up to the lead, its mirror or the line's end),
+    then a token that starts with the lead and is neither the lead alone (but for three symbols or more alone on
+    their line: a fence) nor the line's first token (``^^/call``, not a second ``|``); after it, only lines that
+    start with a symbol."""
     lo = max(0, s - CONTEXT - 1)
     ls = text.rfind("\n", lo, s) + 1
     opener = text[ls:s].lstrip(" \t")
@@ -401,7 +402,8 @@ def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequenc
         return None
     gap, sfx = text[e: key.start()], _KEY_SUFFIX.match(text, key.end())
     symbols = _trim_value_start(sfx.group().strip()) if sfx else ""  # (less a quote or bracket a value starts with)
-    if len(gap) > CONTEXT or not _markup(gap) or _THREE_WORDS.search(gap) or not symbols:
+    ends_line = not gap.strip() and "\n" in gap  # (the name ends its line; the key starts another)
+    if len(gap) > CONTEXT or not (_markup(gap) or ends_line) or _THREE_WORDS.search(gap) or not symbols:
         return None
     v0 = _BLANK.match(text, text.index(symbols, key.end()) + len(symbols)).end()
     line_end = nl if (nl := text.find("\n", v0, v0 + WINDOW)) >= 0 else min(len(text), v0 + WINDOW)
@@ -421,7 +423,8 @@ def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequenc
         return None
     c = _BLANK_LINES.match(text, v0 + head[1]).end()
     closer = (text[c: c + CONTEXT].split(None, 1) or [""])[0]
-    if not closer.startswith(lead) or closer in (lead, opener.split(None, 1)[0]) or any(
+    fence = closer == lead and len(lead) >= 3 and text[c - 1: c] == "\n"  # (a fence closed on its own line)
+    if not closer.startswith(lead) or closer in (lead, opener.split(None, 1)[0]) and not fence or any(
             ln.strip() and _LEAD.match(ln.strip()) is None for ln in text[c + len(closer): c + WINDOW].split("\n")):
         return None  # (words after the call: prose)
     return Found(s - len(opener), c + len(closer), ToolCall(name, {key.group(): head[0]}),

@@ -23,6 +23,7 @@ from typing import Any
 from refiner.calls import ToolCall
 from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names
 from refiner.formats.strict import json_head
+from refiner.formats.xmlvalues import retype_value
 
 MAX_NAME_HITS = 256  # occurrences of offered names examined
 WINDOW = 2048  # characters after a name read for its arguments
@@ -120,6 +121,15 @@ class _Reader:
 
     def params(self, name: str) -> tuple[str, ...]:
         return tuple(p for p in (self.offered.get(name) or ()) if isinstance(p, str) and p)
+
+    def typed(self, found: Found) -> Found:
+        """``found`` with its values settled by their declared types, when the tool's specs are known (94105 for
+        a string parameter is "94105": markup writes no types)."""
+        specs, args = self.offered.get(found.call.name), found.call.arguments
+        if not isinstance(specs, Mapping) or not any(k in specs for k in args):
+            return found
+        typed = {k: retype_value(specs[k], v) if k in specs else v for k, v in args.items()}
+        return found._replace(call=ToolCall(found.call.name, typed)) if typed != args else found
 
     # -- XML-ish ------------------------------------------------------------------------------------------------
 
@@ -263,7 +273,7 @@ def calls_by_names(
         got = None if any(a <= s < b for a, b in taken) else (
             reader.element(m.group(), s, e) or reader.labelled(m.group(), s, e))
         if got is not None:
-            found.append(got)
+            found.append(reader.typed(got))
         pos = s + 1 if got is None else max(got.end, e)
     if hits >= MAX_NAME_HITS or reader.spent >= SCAN_BUDGET:
         reader.notes.append(f"stopped after {hits} occurrences of offered tool names (the rest was not read)")
