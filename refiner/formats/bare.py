@@ -1,6 +1,5 @@
 """Calls written ``NAME{...}`` once every token around them was lost (lenient reading: Mistral v11, DeepSeek,
-Kimi-K2): an identifier at the text's or a line's start or right after the call before it, then a JSON object.
-"""
+Kimi-K2): an identifier at the text's or a line's start or right after the call before it, then a JSON object."""
 
 from __future__ import annotations
 

@@ -1,16 +1,14 @@
 """The wire-format contract and the registry (the shared reading helpers live in :mod:`~refiner.formats.text`,
 :mod:`~refiner.formats.strict`, :mod:`~refiner.formats.lenient`, :mod:`~refiner.formats.jsonfix` and
-:mod:`~refiner.formats.markers`).
-
-A wire format is a :class:`WireFormat` subclass (a row of a grammar, :mod:`refiner.formats.family`) registered once by
-the catalog (:mod:`refiner.formats.catalog`); all the project knows of a format is one of its attributes. It provides:
+:mod:`~refiner.formats.markers`). A wire format is a :class:`WireFormat` subclass (a row of a grammar,
+:mod:`refiner.formats.family`) registered once by the catalog (:mod:`refiner.formats.catalog`); all the project knows of
+a format is one of its attributes. It provides:
 
 - ``parse_strict(text) -> list[ToolCall]``: raises only :class:`FormatError` (message + position), on any input, when
   a required tag is missing or anything inside is unresolvable; reasoning before and prose after the calls are allowed.
 - ``parse_lenient(text) -> Lenient``: best effort, never raises: the calls recovered, the :class:`Problem` list (empty
   when the text was strictly valid) and where the text stops inside a call (:class:`Cut`); bounded by counts (jsonfix).
-- Arguments nest at most :data:`MAX_ARGUMENT_DEPTH` levels: ``parse_strict`` raises on deeper ones and
-  ``parse_lenient`` drops them with a problem.
+- Arguments nesting deeper than :data:`MAX_ARGUMENT_DEPTH`: ``parse_strict`` raises, ``parse_lenient`` drops them.
 - ``render(calls) -> str``: the canonical text, ``parse_strict(render(calls)) == calls``; raises :class:`RenderError`,
   and only that, for calls the format cannot write."""
 
@@ -36,9 +34,8 @@ log = logging.getLogger(__name__)
 MAX_LENIENT_CHARS = 200_000
 # How deep a call's arguments may nest lists and objects, so every later step stays far from Python's recursion limit.
 MAX_ARGUMENT_DEPTH = 64
-# Shared by the readers: a tool name in the tagged dialects (SPACED: written as plain text, GLM, DeepSeek), the
-# problems reported per text for one kind of defect, how much of a text is decoded to classify it, and how much text
-# after a marker is read to tell rows sharing it apart.
+# Shared by the readers: a tool name in tagged dialects (SPACED: as plain text, GLM, DeepSeek), problems kept per text
+# per kind of defect, characters decoded to classify a text, and characters read after a marker to tell rows apart.
 NAME_PATTERN = r"[^\s<>{}\"']+"
 SPACED_NAME_PATTERN = r"[^\s<>{}\"']+(?: [^\s<>{}\"']+)*"
 MAX_NOTES = 8
@@ -148,14 +145,12 @@ class Cut:
 
 @dataclass
 class Lenient:
-    """Result of a best-effort parse: what was recovered, and what could not be; a call the text stops inside is kept
-    as read, and ``cut`` says so."""
+    """A best-effort parse: what was recovered and what was not; a call the text stops in is kept, as ``cut`` says."""
 
     calls: list[ToolCall] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     # why the strict parse failed (None when it succeeded, or was not tried: a text over MAX_LENIENT_CHARS)
     strict_error: FormatError | None = field(default=None, compare=False, repr=False)
-    # where the text stops inside a call (None: it does not)
     cut: Cut | None = field(default=None, compare=False)
 
     @property
@@ -178,19 +173,17 @@ class Lenient:
 
 @dataclass(frozen=True)
 class Detection:
-    """How :func:`refiner.formats.detect_format` recognises a format (its rules are documented there).
-
-    ``rank``: formats are tried in rank order (lower first), a built-in one's is its place in the catalog.
-    ``markers``: strings (tags, sentinel tokens) whose presence after any reasoning points at this format
-    (:meth:`WireFormat.sniff` tells apart the formats sharing one). ``closers``: weaker markers, used only when the text
-    holds no marker. ``bare``: an untagged format (a JSON value or call list), claimed after every tagged format failed,
-    or by :meth:`WireFormat.claims_value` / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker
-    the strict reader accepts: a tagged format reads a text strictly only when it holds one of ``markers`` or
-    ``also_read``; ``strict_needs``: strings one of which the strict reader needs (it reads no text holding none of
-    them): a tagged format's marker that alone lets detection read it, an untagged format's keys or tags without which
-    detection does not try it. ``claim_needs``: strings one of which a text must hold for :meth:`WireFormat.claims_text`
-    to accept it (none: it accepts no text). ``by_name``: a shape no literal marks, never detected, read only when a
-    request or a chat template names it."""
+    """How :func:`refiner.formats.detect_format` recognises a format (its rules are documented there). ``rank``: formats
+    are tried in rank order (lower first), a built-in one's is its place in the catalog. ``markers``: strings (tags,
+    sentinel tokens) whose presence after any reasoning points at this format (:meth:`WireFormat.sniff` tells apart the
+    formats sharing one). ``closers``: weaker markers, used only when the text holds no marker. ``bare``: an untagged
+    format (a JSON value or call list), claimed after every tagged format failed, or by :meth:`WireFormat.claims_value`
+    / :meth:`WireFormat.claims_text`. ``also_read``: other spellings of a marker the strict reader accepts: a tagged
+    format reads a text strictly only when it holds one of ``markers`` or ``also_read``; ``strict_needs``: strings one
+    of which the strict reader needs (it reads no text holding none of them): a tagged format's marker that alone lets
+    detection read it, an untagged format's keys or tags without which detection does not try it. ``claim_needs``:
+    strings one of which a text must hold for :meth:`WireFormat.claims_text` to accept it (none: it accepts no text).
+    ``by_name``: a shape no literal marks, never detected, read only when a request or a chat template names it."""
 
     rank: int = 0
     markers: tuple[str, ...] = ()
@@ -336,13 +329,11 @@ class WireFormat:
         return True
 
     def claims_value(self, value: Any) -> bool:
-        """Whether the first JSON value of a text that no format reads strictly (repaired, may be partial) has this
-        format's shape."""
+        """Whether the first JSON value (repaired, maybe cut) of a text no format reads strictly is this format's."""
         return False
 
     def claims_text(self, body: str) -> bool:
-        """Last resort for a text that holds no marker and no recognisable JSON: whether its shape (e.g. pythonic
-        calls) is this format's."""
+        """Last resort (a text with no marker or readable JSON): whether its shape (pythonic calls) is this format's."""
         return False
 
     def region_start(self, body: str, at: int) -> int:

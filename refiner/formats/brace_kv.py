@@ -1,15 +1,13 @@
 """The ``brace_kv`` grammar: calls ``call:NAME{key:value,...}`` between a family's call tokens (its rows are in
-:mod:`refiner.formats.catalog`), Gemma 4's ``<|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>``.
-
-Values: a string is the raw text between two quote tokens (no escapes); ``true``/``false``; ``null`` (also
-``None``); a number as Python's ``str`` writes it; ``{key:value,...}``; ``[value,...]``. Keys are bare (spaces
-included) or quoted, in the calls' own order. Whitespace around the punctuation is free; content may stand around.
+:mod:`refiner.formats.catalog`), Gemma 4's ``<|tool_call>call:NAME{k:<|"|>v<|"|>,n:5}<tool_call|>``. Values: a string is
+the raw text between two quote tokens (no escapes); ``true``/``false``; ``null`` (also ``None``); a number as Python's
+``str`` writes it; ``{key:value,...}``; ``[value,...]``. Keys are bare (spaces included) or quoted, in the calls' own
+order. Whitespace around the punctuation is free; content may stand around.
 
 Lenient reading: a call the text stops in is cut; a call that lost its closing token or braces ends at the next
 call token; a bare value that is no literal or number is text (reported). Tokens written wrong are read as the
 tokens, and a ``call:NAME{`` at a line start or after a token-like end (``>``, ``]``, ``|``) is a call that lost its
-token (vLLM's ``skip_special_tokens``): each reported as ``missing_tag``, and refused strictly.
-"""
+token (vLLM's ``skip_special_tokens``): each reported as ``missing_tag``, and refused strictly."""
 
 from __future__ import annotations
 
@@ -442,8 +440,7 @@ class BraceKV(WireFormat):
             return end_at + len(sp.call_close) if tag == sp.call_close else end_at
         name = m.group()
         reader = _Reader(self, text, out)
-        # (strictly the arguments are level 1, as MAX_ARGUMENT_DEPTH counts; leniently a level more is read, and what
-        # nests too deep is dropped after: WireFormat.parse_lenient)
+        # (arguments are level 1 strictly, as MAX_ARGUMENT_DEPTH counts; level 0 leniently: parse_lenient drops deeper)
         args, pos = reader.container(brace, 0 if out is not None else 1)
         calls.append(ToolCall(name, args))
         if reader.cut is not None:

@@ -1,11 +1,10 @@
-"""Every wire format the refiner knows, in one ordered table: :data:`CATALOG`.
-
-Each entry is a :class:`~refiner.formats.family.Row`, a plain value: a family (its
-:class:`~refiner.formats.family.Family`: name, shape, the models it serves, where it was read from), the grammar that
-reads and writes it, and the grammar's spelling (``None`` for a grammar that one family alone writes). Detection tries
-the rows in the table's order: a format's rank is its place here, so a more specific spelling goes before a more general
-one sharing its markers. Adding a family that an existing grammar holds is one more row; importing
-:mod:`refiner.formats` registers the table (:func:`~refiner.formats.family.register_catalog`)."""
+"""Every wire format the refiner knows, in one ordered table: :data:`CATALOG`. Each entry is a
+:class:`~refiner.formats.family.Row`, a plain value: a family (its :class:`~refiner.formats.family.Family`: name, shape,
+the models it serves, where it was read from), the grammar that reads and writes it, and the grammar's spelling
+(``None`` for a grammar that one family alone writes). Detection tries the rows in the table's order: a format's rank is
+its place here, so a more specific spelling goes before a more general one sharing its markers. Adding a family that an
+existing grammar holds is one more row; importing :mod:`refiner.formats` registers the table
+(:func:`~refiner.formats.family.register_catalog`)."""
 
 from __future__ import annotations
 

@@ -5,8 +5,7 @@ subclasses say where the calls are and what one holds.
 - :class:`Anthropic` (Messages): ``tool_use`` content blocks ``{"type": "tool_use", "id", "name", "input": {...}}``, as
   a bare block list or inside a message's ``content``; text and thinking blocks are allowed and ignored.
 - :class:`LlamaCppGeneric` (llama.cpp's generic JSON answer): one object, ``{"tool_call": CALL}``,
-  ``{"tool_calls": [CALL, ...]}`` or ``{"response": ...}`` (no call: its value is the content).
-"""
+  ``{"tool_calls": [CALL, ...]}`` or ``{"response": ...}`` (no call: its value is the content)."""
 
 from __future__ import annotations
 

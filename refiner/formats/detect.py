@@ -1,12 +1,10 @@
-"""Which wire format a text is written in, read from the formats' own :class:`~refiner.formats.base.Detection`
-attributes and hooks (nothing here names a format). Deterministic; formats are tried in rank order, and the first
-rule that gives an answer wins:
+"""Which wire format a text is written in, by the formats' own :class:`~refiner.formats.base.Detection` attributes and
+hooks (nothing here names a format). Deterministic: formats are tried in rank order; the first rule that answers wins:
 
 1. A tagged format that parses the text strictly (only those whose marker, or another spelling their strict reader
    accepts, occurs, and whose ``sniff`` accepts the text at the first marker it shares).
-2. A guess from markers after any reasoning: the earliest marker names its formats, and the first of them whose
-   ``sniff`` accepts the text wins (a marker of untagged formats that all reject the text names none). With no marker
-   at all, the same by ``closers``.
+2. A guess from markers after any reasoning: the earliest marker names its formats, the first whose ``sniff`` accepts
+   the text wins (a marker of untagged formats that all reject it names none). No marker: the same by ``closers``.
 3. An untagged format (``detection.bare``) that parses the text strictly, tried only when the text holds a ``{``, a
    ``[`` or one of the format's markers, and one of its ``strict_needs`` when it declares some.
 4. The first format whose ``claims_value`` accepts the first JSON value (repaired if broken).

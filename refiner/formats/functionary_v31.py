@@ -7,8 +7,7 @@ of the text). A named-JSON row (:mod:`refiner.formats.named_json`) with what its
   is ``<|python_tag|>``; ``<function=`` is read as another spelling of it (``Detection.also_read``), so it stays a
   marker of Qwen3-Coder's row (:func:`~refiner.formats.family.markers_left`).
 - ``<|python_tag|>`` with no call before it is Llama 3.1's (``llama3_json``), read by neither reader of this row.
-  Rendering writes every call, python's too, as ``<function=NAME>{...}</function>``.
-"""
+  Rendering writes every call, python's too, as ``<function=NAME>{...}</function>``."""
 
 from __future__ import annotations
 
@@ -66,10 +65,9 @@ class FunctionaryV31(NamedJson):
 
 
 def respell(text: str, out: Lenient) -> str:
-    """``text`` with this row's tags put back where the grammar puts them (each a ``missing_tag`` problem): a
-    look-alike of ``</function>`` after a JSON object (``[/function]``, ``</function`` with its ``>`` lost), of
-    ``<function=`` (``<Function=``); the ``>`` lost after a call's name; ``<function=`` lost before a name and JSON
-    object at the start of the answer or after a call's ``</function>``."""
+    """``text`` with this row's tags put back (each a ``missing_tag`` problem): a look-alike of ``</function>`` after a
+    JSON object (``[/function]``, ``</function`` without ``>``), of ``<function=`` (``<Function=``); the ``>`` lost
+    after a call's name; ``<function=`` lost before a name and JSON at the answer's start or after ``</function>``."""
     start = reasoning_offset(text)
     edits: list[tuple[int, int, str]] = []
     notes: list[str] = []

@@ -1,8 +1,6 @@
 """Glaive function calling v2: ``<functioncall> {"name": ..., "arguments": '{...}'} <|endoftext|>``, one block per call;
-the end marker may be missing after the last call only (decoders skipping special tokens drop it). Raw Glaive writes
-``arguments`` as a single-quoted string holding JSON; an object or a double-quoted JSON string is accepted as well.
-Rendering writes the raw form.
-"""
+only the last call may lack the end marker (decoders skipping special tokens drop it). Raw Glaive writes ``arguments``
+as a single-quoted JSON string; an object or a double-quoted JSON string is read too. Rendering writes the raw form."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ The text is messages ``[<|start|>ROLE] HEADER <|message|> CONTENT <|end|> | <|ca
 the channel name, or before ``<|channel|>``) and the content type (``<|constrain|>json`` or ``json``). A message to
 ``functions.NAME`` is a call: one JSON object ending with ``<|call|>`` (the last may lack it); other messages are
 skipped; a recipient outside ``functions.`` is an error; prose may come before and after the messages, not between.
-
 Recovery reads each ``to=functions.NAME``, with or without its tokens. A text that stops inside a call's header holds no
 call for it. The ``final`` channel is the answer whatever it holds (:meth:`Harmony.answer_spans`)."""
 

@@ -1,11 +1,9 @@
 """The ``json_calls`` grammar: JSON call objects or lists behind a model family's own tokens (its rows, a
-:class:`Family` and a :class:`JsonSpelling` each, are in :mod:`refiner.formats.catalog`).
-
-A call object is its name plus the arguments under the family's key. Text may come before the tag and after the calls; a
-closing tag inside a string value is text. Rows sharing an opening tag are told apart by ``follows``. The ``"joined"``
-payload (Llama 3) is call objects joined by a separator, the tag optional: a further call object in the prose around
-them, whole or broken, makes the text strictly invalid (read leniently).
-"""
+:class:`Family` and a :class:`JsonSpelling` each, are in :mod:`refiner.formats.catalog`). A call object is its name plus
+the arguments under the family's key. Text may come before the tag and after the calls; a closing tag inside a string
+value is text. Rows sharing an opening tag are told apart by ``follows``. The ``"joined"`` payload (Llama 3) is call
+objects joined by a separator, the tag optional: a further call object in the prose around them, whole or broken, makes
+the text strictly invalid (read leniently)."""
 
 from __future__ import annotations
 
@@ -48,24 +46,22 @@ _WS = frozenset(" \t\r\n")
 
 @dataclass(frozen=True)
 class JsonSpelling:
-    """How one family wraps its JSON calls.
-
-    ``open`` / ``close``: the tags around the calls (``close`` None: the JSON value ends them); ``payload``: ``"list"``
-    (one JSON list), ``"lines"`` (a call object per line), ``"objects"`` (call objects one after another, written a line
-    each), ``"object"`` (one per block) or ``"joined"`` (joined by ``between`` stripped, ``open`` optional and not
-    written); ``arg_keys``: where the arguments are (the first written); ``type_key``: a key whose value must be
-    ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)`` after ``open`` (read for any name);
-    ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after ``open``; ``gap``: written between
-    ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid strictly and noise in recovery);
-    ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``flat``: a call's arguments are the keys of its
-    object beside ``name_key``; ``text_names``: names whose call is a text answer, no call (read and dropped);
-    ``id_key``: a call id numbered from 0; ``dropped``: keys a call may hold a string under, read and not written;
-    ``follows``: what follows ``open`` in this row's texts (empty: anything); ``lead`` / ``trail`` / ``between``:
-    written after ``open``, before ``close`` and between blocks or calls; ``respell``: tags written wrong are put right
-    in recovery; ``untagged``: an untagged call object is this row's unless its arguments are under ``"parameters"``
-    alone; ``section``: the tags written around all the blocks (a marker, read as text around them, not required);
-    ``in_prose``: recovery reads a block's first JSON value, the prose around it skipped, as rows without ``close`` do;
-    ``outputs_key``: a call's output labels (a list of strings; the row's calls are then order sensitive).
+    """How one family wraps its JSON calls. ``open`` / ``close``: the tags around the calls (``close`` None: the JSON
+    value ends them); ``payload``: ``"list"`` (one JSON list), ``"lines"`` (a call object per line), ``"objects"`` (call
+    objects one after another, written a line each), ``"object"`` (one per block) or ``"joined"`` (joined by ``between``
+    stripped, ``open`` optional and not written); ``arg_keys``: where the arguments are (the first written);
+    ``type_key``: a key whose value must be ``"function"``; ``builtins``: tools written ``NAME.call(key=value, ...)``
+    after ``open`` (read for any name); ``alt_opens``: other spellings of ``open``; ``tight``: no whitespace after
+    ``open``; ``gap``: written between ``open`` and a list; ``once``: ``open`` is written once (a second one is invalid
+    strictly and noise in recovery); ``name_key``; ``keyed``: a call is ``{"NAME": {arguments}}``; ``flat``: a call's
+    arguments are the keys of its object beside ``name_key``; ``text_names``: names whose call is a text answer, no call
+    (read and dropped); ``id_key``: a call id numbered from 0; ``dropped``: keys a call may hold a string under, read
+    and not written; ``follows``: what follows ``open`` in this row's texts (empty: anything); ``lead`` / ``trail`` /
+    ``between``: written after ``open``, before ``close`` and between blocks or calls; ``respell``: tags written wrong
+    are put right in recovery; ``untagged``: an untagged call object is this row's unless its arguments are under
+    ``"parameters"`` alone; ``section``: the tags written around all the blocks (a marker, read as text around them, not
+    required); ``in_prose``: recovery reads a block's first JSON value, the prose around it skipped, as rows without
+    ``close`` do; ``outputs_key``: a call's output labels (a list of strings; the row's calls are then order sensitive).
     :data:`~refiner.formats.family.POLICY` fields are how the row reads, not what the family writes; ``stop``: recovery
     ends a block left open there; ``by_args``: among rows sharing ``open``, a block is this row's when its calls hold
     their arguments under ``arg_keys[0]``, not ``"arguments"`` (:meth:`JsonCalls.sniff`); ``marker``: what detection

@@ -1,12 +1,9 @@
 """Best-effort JSON for lenient parsing: strict first, then a text cut short closed (:func:`_complete`), then
-json_repair on a bounded region (:func:`_region`).
-
-Work is bounded by counts, never by time. One ``parse_lenient`` (:class:`repair_budget`) spends at most
-:data:`REPAIR_TOTAL_COST` units (about a character of json_repair's work); json_repair gets a region of at most
-:data:`REPAIR_REGION_CHARS` characters, fewer than :data:`REPAIR_REGION_OPENS` openers and an estimated cost of
-:data:`REPAIR_REGION_COST`. The containers a cut at the end of the text left open are remembered
-(:func:`open_at_cut`), so the call the text stops in is marked cut.
-"""
+json_repair on a bounded region (:func:`_region`). Work is bounded by counts, never by time. One ``parse_lenient``
+(:class:`repair_budget`) spends at most :data:`REPAIR_TOTAL_COST` units (about a character of json_repair's work);
+json_repair gets a region of at most :data:`REPAIR_REGION_CHARS` characters, fewer than :data:`REPAIR_REGION_OPENS`
+openers and an estimated cost of :data:`REPAIR_REGION_COST`. The containers a cut at the end of the text left open are
+remembered (:func:`open_at_cut`), so the call the text stops in is marked cut."""
 
 from __future__ import annotations
 

@@ -82,9 +82,8 @@ def _cut_inside(text: str, start: int, quote: int) -> bool:
 
 
 class TokenFinder:
-    """The first of some tokens at or after a position, outside JSON strings, in linear time. A string the end of the
-    text leaves open was cut (:func:`_cut_inside`: no token after its quote is one) or lost its quote (tokens are then
-    searched plainly from it on)."""
+    """The first of some tokens from a position on, outside JSON strings, in linear time. A string the text ends in was
+    cut (:func:`_cut_inside`: no token after its quote is one) or lost its quote (tokens searched plainly from it)."""
 
     def __init__(self, text: str, tokens: Sequence[str]) -> None:
         self.text = text

@@ -1,12 +1,11 @@
 """An answer's parts besides its calls: the content the user should see and reasoning in the format's own channels.
-
-:func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's
-first tag to its last closing tag, or to the end of the JSON value or calls the last tag opens (a call the text stops in
-runs to the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row
-whose open and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
-(:func:`~refiner.formats.reasoning.fenced_calls`): its region runs from its first open literal that a JSON value
-follows to the close after its last call. The text before and after is content, verbatim (as vLLM's and SGLang's
-parsers give it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`)."""
+:func:`outside_calls` (:meth:`WireFormat.answer_parts`'s default): the calls are one region, from the format's first tag
+to its last closing tag, or to the end of the JSON value or calls the last tag opens (a call the text stops in runs to
+the end); an untagged answer's region is its first bracketed value or the bare calls it starts with. A row whose open
+and close literals are no markup (a label and a JSON code fence) is read by its own literals instead
+(:func:`~refiner.formats.reasoning.fenced_calls`): its region runs from its first open literal that a JSON value follows
+to the close after its last call. The text before and after is content, verbatim (as vLLM's and SGLang's parsers give
+it), less the end-of-turn tokens at its end (:data:`END_OF_TURN`)."""
 
 from __future__ import annotations
 

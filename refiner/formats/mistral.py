@@ -7,10 +7,8 @@ vLLM ``mistral_tool_parser.py``); text before the token is the message content.
 - ``mistral_v11`` (tokenizers v11+): ``[TOOL_CALLS]NAME[ARGS]{...}`` per call, also with ``[CALL_ID]ID`` before
   ``[ARGS]`` (dropped), or without ``[ARGS]`` (as vLLM reads it).
 
-Detection tells them apart by what follows the token. Reasoning may come first as ``<think>...</think>`` or
-``[THINK]...[/THINK]``. A ``[TOOL_CALLS]`` inside a JSON string is text
-(:func:`~refiner.formats.lenient.tokens_outside_strings`).
-"""
+Detection tells them apart by what follows the token; reasoning (``<think>...</think>`` or ``[THINK]...[/THINK]``) may
+come first. A ``[TOOL_CALLS]`` in a JSON string is text (:func:`~refiner.formats.lenient.tokens_outside_strings`)."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ MAX_SEGMENTS = 256  # [TOOL_CALLS] segments recovery reads at most (real answers
 # line break (the character classes alternate, so matching is linear).
 V11_NAME = r"[^\s\[\]{}]+(?:[^\S\n]+[^\s\[\]{}]+)*"
 _V11_NAME = re.compile(V11_NAME)
-# What recovery takes for a tool name: what the strict reading takes, without whitespace or markup characters
-# (``ns:tool``, ``get-weather``); anything else after the token is prose.
+# A recovered tool name: a strict one without whitespace or markup (``ns:tool``, ``get-weather``); other text is prose.
 _RECOVERED_NAME = re.compile(r"[^\s\[\]{}<>|\"'`]+")
 _IDENTIFIER = re.compile(IDENTIFIER)
 MAX_NAME_CHARS = 256  # how far back from an [ARGS] token recovery looks for the name before it

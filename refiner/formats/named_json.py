@@ -1,9 +1,8 @@
-"""The ``named_json`` grammar: a tool name, then its arguments as one JSON object, between a family's tokens (its
-rows, a :class:`Family` and a :class:`NamedSpelling` each, are in :mod:`refiner.formats.catalog`).
-
-The arguments are decoded before the closing token is looked for, so a string may hold it. Text may come before the
-calls and after a closed section. A row without tokens of its own (Functionary v3.2's ``>>>NAME\\n{...}``) is
-untagged: its marker is ``call_open`` at a line start followed by a name and ``name_close`` (``sniff``).
+"""The ``named_json`` grammar: a tool name, then its arguments as one JSON object, between a family's tokens (its rows,
+a :class:`Family` and a :class:`NamedSpelling` each, are in :mod:`refiner.formats.catalog`). The arguments are decoded
+before the closing token is looked for, so a string may hold it. Text may come before the calls and after a closed
+section. A row without tokens of its own (Functionary v3.2's ``>>>NAME\\n{...}``) is untagged: its marker is
+``call_open`` at a line start followed by a name and ``name_close`` (``sniff``).
 
 Lenient reading: each call token starts a call, which ends at its closing token, the next call token or the end of
 the text (a cut); text between the tokens that is not a tool name is no call (reported). A ``loose`` row (DeepSeek,
@@ -11,8 +10,7 @@ Kimi-K2) reads its spelling as tokens and words with whitespace free between the
 call whose call token was lost starts before its anchor (:class:`_Layout`), a foreign token before a call's head is
 dropped, lost words around the name are reported, ``also``'s layouts are read too, and calls that lost every token
 are read by :mod:`refiner.formats.bare`. A ``counter`` row reads a name that is only a counter or ``invalid``
-(Kimi's ``functions.0``) as the one offered tool, else as no call (reported).
-"""
+(Kimi's ``functions.0``) as the one offered tool, else as no call (reported)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""NESTFUL: a bare JSON list of ``{"name", "arguments", "label"}`` calls.
-
-A call's arguments are under ``"arguments"`` or, as the list a JSON schema constrains for ``tool_choice="required"``
-writes them, under ``"parameters"`` (not both); the calls are written back under ``"arguments"``.
-
-``label`` names the call's result (``var1`` in v1, ``$var_1`` in v2) and becomes ``ToolCall.outputs`` exactly as
-written; later arguments refer to it inside strings (``"$var1.skyId$"``, ``"$var_1.result$"``), which stay strings.
-v1 sequences end in a ``var_result`` pseudo-call without a label. Order matters.
-"""
+"""NESTFUL: a bare JSON list of ``{"name", "arguments", "label"}`` calls. A call's arguments are under ``"arguments"``
+or, as the list a JSON schema constrains for ``tool_choice="required"`` writes them, under ``"parameters"`` (not both);
+the calls are written back under ``"arguments"``. ``label`` names the call's result (``var1`` in v1, ``$var_1`` in v2)
+and becomes ``ToolCall.outputs`` exactly as written; later arguments refer to it inside strings (``"$var1.skyId$"``,
+``"$var_1.result$"``), which stay strings. v1 sequences end in a ``var_result`` pseudo-call without a label. Order
+matters."""
 
 from __future__ import annotations
 
@@ -75,8 +72,7 @@ class Nestful(WireFormat):
                       for c in calls])
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Mending a list that lost or doubled one character (lenient: refiner.formats.pythonic_mend.mend).
+# ---- Mending a list that lost or doubled one character (lenient: refiner.formats.pythonic_mend.mend) -----------
 MAX_MEND_CHARS = 8192  # the longest text mended
 MAX_MEND_WINDOW = 256  # characters around the decoder's stop where edits are tried
 MAX_MEND_EDITS = 512  # edits tried per text
@@ -148,8 +144,7 @@ def mend_json_list(text: str, offered: Mapping[str, Any] | None = None) -> tuple
     return None if mended is None else (mended[1], mended[2])
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Bracketless lists (lenient), list arguments' too: ``{"stops": "Santa Barbara", "Monterey", "unit": "km"}``.
+# ---- Bracketless lists (lenient), list arguments' too: ``{"stops": "Santa Barbara", "Monterey", "unit": "km"}`` -----
 
 MAX_LOOSE_DEPTH = 32
 

@@ -1,11 +1,9 @@
-"""Pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]``, read and written; literals only, never ``eval``.
-
-Argument names may be Python keywords (``from=``); keys that are not identifiers render as a trailing ``**{...}``.
-Values are JSON values as Python literals (``true``/``false``/``null`` read too). The renderer's layout is read by
+"""Pythonic call lists ``[f(a="v", b=2), g.h(x=[1, 2])]``, read and written; literals only, never ``eval``. Argument
+names may be Python keywords (``from=``); keys that are not identifiers render as a trailing ``**{...}``. Values are
+JSON values as Python literals (``true``/``false``/``null`` read too). The renderer's layout is read by
 :func:`fast_call_list`, anything else by :mod:`ast` (up to :data:`MAX_AST_CHARS`), which explains refusals. Lenient
-readings (``bad_argument``): positional values placed on the tool's parameters (:func:`place_positional`), else
-dropped; a value no JSON value holds drops its argument; a bytes literal reads as its text.
-"""
+readings (``bad_argument``): positional values placed on the tool's parameters (:func:`place_positional`), else dropped;
+a value no JSON value holds drops its argument; a bytes literal reads as its text."""
 
 from __future__ import annotations
 
@@ -41,9 +39,8 @@ def looks_pythonic(body: str) -> bool:
     return _LOOKS_PYTHONIC.match(body) is not None
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The fast reader: the renderer's layout, a regex step per call and argument, the JSON decoder per value; it stops at
-# any doubt, and what it accepts ast reads the same way. Kept beside ast, which stops at MAX_AST_CHARS.
+# ---- The fast reader: the renderer's layout, a regex step per call and argument, the JSON decoder per value -------
+# It stops at any doubt, and what it accepts ast reads the same way; kept beside ast, which stops at MAX_AST_CHARS.
 
 MANGLE = "__kw__"  # the prefix the ast reader gives argument names that are Python keywords (``from=``)
 _KEYWORDS = frozenset(keyword.kwlist)
@@ -174,8 +171,7 @@ def read_on(src: str, end: int, calls: list, limit: int | None = None, make: Cal
     return calls, end, False, at
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# The ast reader
+# ---- The ast reader --------------------------------------------------------------------------------------------
 
 # A keyword followed by "=" (not "=="): the only case that needs the tokenize pass of _mangle_keywords.
 _KEYWORD_ARG = re.compile(r"\b(?:" + "|".join(keyword.kwlist) + r")\s*=(?!=)")
@@ -389,8 +385,7 @@ def strict_call_list(fmt: WireFormat, src: str, offset: int) -> list[ToolCall]:
     return calls
 
 
-# ----------------------------------------------------------------------------------------------------------------
-# Rendering
+# ---- Rendering -------------------------------------------------------------------------------------------------
 
 
 def _is_plain_identifier(key: str) -> bool:

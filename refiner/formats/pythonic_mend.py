@@ -1,8 +1,7 @@
 """Mending a call list that lost or doubled one character (lenient reading; pythonic lists here, NESTFUL's JSON
 lists in :mod:`refiner.formats.nestful`): edits (punctuation inserted, a doubled closer dropped) near where reading
 stops are tried; one counts when the whole rest then reads, and one reading is taken, several settled by the
-request's tools (:func:`settle`), else none. Every value read is text the model wrote.
-"""
+request's tools (:func:`settle`), else none. Every value read is text the model wrote."""
 
 from __future__ import annotations
 

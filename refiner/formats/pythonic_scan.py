@@ -1,6 +1,5 @@
 """Linear scans of broken pythonic text (lenient reading): strings (as Python reads them, or as meant when an escape was
-forgotten), brackets and commas outside them, each bracket's closer, where a list that lost its opening tag starts.
-"""
+forgotten), brackets and commas outside them, each bracket's closer, where a list that lost its opening tag starts."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Pythonic call lists inside a model's own sentinel tokens: one grammar, a :class:`Wrapper` per catalog row (a
 ``[...]`` list, or one call per line; ToolACE's ``<function_list>[f(a=1)]</function_list>``), and :class:`CallLines` (no
 sentinel). Calls are read by :mod:`refiner.formats.pythonic`, a broken list by :func:`recover_list`. Text may come
-before and after the sentinels; a closing token inside a string value is text (the next one is tried).
-"""
+before and after the sentinels; a closing token inside a string value is text (the next one is tried)."""
 
 from __future__ import annotations
 
@@ -255,8 +254,7 @@ class SentinelPythonic(WireFormat):
         text is prose (reported). A call not closed in :data:`MAX_SPLIT_CHARS` characters in all ends with its lines."""
         src = "\n".join(split_calls(src, self._between()))  # (a body of lines as it is)
         groups: list[list[str]] = []
-        # a line that starts with an offered tool's name glued to a parameter's (its "(" lost: "math_gcdnum1=12)") or
-        # to ")" starts a call too
+        # a line starting with an offered name glued to a parameter or ")" (its "(" lost: "math_gcdnum1=12)") is a call
         names = [n for n in list(offered_tools() or ())[:MAX_GLUED_TOOLS] if isinstance(n, str) and n]
         alts = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
         glued = re.compile(f"(?:{alts})" + r"(?:[^\W\d]\w*[ \t]*=|[ \t]*\))") if names else None

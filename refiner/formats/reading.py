@@ -67,8 +67,7 @@ def tool_index(tools: Iterable[Any] | Mapping[str, Any] | None) -> Mapping[str, 
 
 
 def params_by_tool(tools: Iterable[Any] | Mapping[str, Any] | None) -> dict[str, dict[str, Any]] | None:
-    """The tools' parameter specs by tool and parameter name (what a lenient reader may settle a repair by), or
-    None when no tool list is known."""
+    """Parameter specs by tool and parameter name (what a lenient reader may settle a repair by); None with no tools."""
     index = tool_index(tools)
     if not index:
         return None
@@ -196,9 +195,8 @@ def read_upstream(
     offered: Mapping[str, Any] | None = None,
     detected: Detected | None = None,
 ) -> Reading:
-    """A request's upstream read once (see the module docstring). ``offered``: :func:`params_by_tool` of ``tools``,
-    when the caller has it; ``detected``: the caller's detection of ``text`` that found a format: the text is read and
-    written in that one (``wanted`` aside)."""
+    """A request's upstream read once (see the module docstring). ``offered``: as for :func:`read_text`; ``detected``:
+    the caller's detection of ``text`` that found a format: the text is read and written in it (``wanted`` aside)."""
     given = text
     markers: dict[str, int] | None = None
     offered = _offered(tools, offered)
@@ -222,8 +220,7 @@ def read_upstream(
             found = None
         else:
             fmt, out_fmt, found = choose_formats(text, wanted, tried, markers, sniffed)
-    # (the default format reads only JSON: with nothing to start a call, its lenient reading finds nothing but a
-    # string cut at the end, which needs a quote)
+    # (the default format reads only JSON: with no quote, its lenient reading finds nothing, not even a cut string)
     plain = quiet and fmt == DEFAULT_FORMAT and text.find('"', text.split.answer) < 0
     got = own if own is not None and fmt == wanted else read_text(text, fmt, tools, tried=tried, offered=offered,
                                                                    lenient=not plain)

@@ -1,8 +1,7 @@
 """Salvage: the tool calls of an answer read wherever the model put them, whatever format it was asked for.
 
-A reader, not a format: tagged regions go to the registered format's own lenient reader, pythonic calls to
-:mod:`refiner.formats.pythonic`, JSON to the shared decoder and :mod:`refiner.formats.jsonfix`. Grammar (the text
-after any reasoning block)::
+A reader, not a format: tagged regions go to their format's lenient reader, JSON to the shared decoder and
+:mod:`refiner.formats.jsonfix`, pythonic calls to :mod:`refiner.formats.pythonic`. Grammar (after any reasoning)::
 
     answer := (noise | site)*
     site   := tagged   a registered format's first marker to the end (formats sharing a marker told apart by their
@@ -21,15 +20,13 @@ after any reasoning block)::
 
 A call is *structured* in a code fence, after a line prefix of list brackets, quotes, bullets, numbering, tags,
 ``return`` / ``await`` / ``>>>`` or an assignment, after a line ending with ``:``, or right after another structured
-call with only separators between; tagged regions and call objects are structured. A structured call counts; a
-loose one (inside a sentence) counts only for an offered tool, with literal arguments, when the answer holds no
-structured call. With tools, a name not offered counts only in a list, a tagged region or a call object. A
-placeholder argument (``f(city)``, ``f(x=...)``) makes a signature, not a call. A call written again in another
-site counts once; a call cut off by the end of the text is left out.
-
-Bounded by :data:`MAX_TAGGED_FORMATS` formats read, :data:`MAX_CANDIDATES` sites examined, :data:`SCAN_BUDGET`
-characters and :data:`MARK_BUDGET` marks of bracket matching, :data:`AST_BUDGET` characters parsed, and one shared
-:func:`~refiner.formats.jsonfix.repair_budget`. Never raises."""
+call with only separators between; tagged regions and call objects are structured. A structured call counts; a loose one
+(inside a sentence) counts only for an offered tool, with literal arguments, when the answer holds no structured call.
+With tools, a name not offered counts only in a list, a tagged region or a call object. A placeholder argument
+(``f(city)``, ``f(x=...)``) makes a signature, not a call. A call written again in another site counts once; a call cut
+off by the end of the text is left out. Bounded by :data:`MAX_TAGGED_FORMATS` formats read, :data:`MAX_CANDIDATES` sites
+examined, :data:`SCAN_BUDGET` characters and :data:`MARK_BUDGET` marks of bracket matching, :data:`AST_BUDGET`
+characters parsed, and one shared :func:`~refiner.formats.jsonfix.repair_budget`. Never raises."""
 
 from __future__ import annotations
 
@@ -261,10 +258,9 @@ class _Scan(SiteReader):
                 got = fmt.parse_lenient(body if whole else body[start:], tools=self.offered,
                                         strict_error=error if isinstance(error, FormatError) else None)
             cut = got.cut.index if got.cut is not None and not got.cut.clean else None  # stopped mid-value: left out
-            # the format reads to the end of the text; the region claimed from the other readers ends after its last
-            # closer when one follows its last marker, unless the text stops inside a call (a cut, or a call or
-            # bracket left open: a closer such as DeepSeek's <｜tool▁sep｜> comes before the arguments) or inside a
-            # token of the format (a part of it holding more than blanks)
+            # the format reads to the text's end; the region claimed from the other readers ends after its last closer
+            # when one follows its last marker, unless the text stops inside a call (a cut, or a call or bracket left
+            # open: a closer such as DeepSeek's <｜tool▁sep｜> comes before the arguments) or in a token of the format
             closers, markers = fmt.detection.closers, fmt.detection.markers
             close = max((body.rfind(c) + len(c) for c in closers), default=-1)
             stops = (got.cut is not None or any(p.code == "unclosed" for p in got.problems)
@@ -376,8 +372,7 @@ class _Scan(SiteReader):
 
 
 def _ends_in_token(text: str, start: int, tokens: Sequence[str]) -> bool:
-    """Whether ``text[start:]`` ends with the first part of one of ``tokens``: more than its leading blanks, less than
-    the whole token."""
+    """Whether ``text[start:]`` ends in a prefix of one of ``tokens``: more than its leading blanks, less than all."""
     for t in tokens:
         least = len(t) - len(t.lstrip()) + 1  # (characters of the token the text must end with)
         tail = text[max(start, len(text) - len(t) + 1) :]

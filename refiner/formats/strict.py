@@ -52,8 +52,7 @@ def strict_json(fmt: WireFormat, text: str, offset: int = 0) -> Any:
 
 
 def first_tag(fmt: WireFormat, text: str, tag: str, missing: str) -> tuple[int, int]:
-    """``(start, i)``: where the answer starts after any reasoning and where ``tag`` first occurs after it; raises
-    ``missing`` when it does not."""
+    """``(start, i)``: where the answer starts after any reasoning and ``tag`` first occurs; else raises ``missing``."""
     start = reasoning_offset(text)
     i = text.find(tag, start)
     if i < 0:
@@ -194,9 +193,8 @@ def strict_fields(
 
 def token_sections(fmt: WireFormat, text: str, begin: str, call_begin: str, end: str,
                    read_call: Callable[[str, int], tuple[ToolCall, int]]) -> list[ToolCall]:
-    """The calls of every ``begin ... end`` section after the reasoning, each call opened by ``call_begin`` and read
-    by ``read_call(text, position after call_begin) -> (call, position after it)``; raises when there is no section or
-    a section holds anything else."""
+    """The calls of every ``begin ... end`` section after the reasoning, each opened by ``call_begin`` and read by
+    ``read_call(text, position after call_begin) -> (call, end)``; raises on a missing section or other text in one."""
     i = first_tag(fmt, text, begin, f"no {begin}")[1]
     calls = []
     while i >= 0:

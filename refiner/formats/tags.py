@@ -103,8 +103,7 @@ class Speller:
         tags = foreign_tags(self.tags)  # (built at first use: every format registered)
         foreign = "(?<=<)%s|(?<=\\[)%s" % (trie([t[1:] for t in tags if t[0] == "<"]),
                                            trie([t[1:] for t in tags if t[0] == "["]))
-        # the bracket first (the regex engine then skips to the next one at C speed), and right after it what
-        # may follow (a storm of brackets fails there, not once per branch)
+        # the bracket first (found at C speed), then what may follow it (a bracket storm fails there, not per branch)
         lead = r"[<\[](?=[/A-Za-z|\uff5c])"
         own, generic = self._own[len("[<\\[]") :], _GENERIC.pattern[len("[<\\[]") :]
         exact = "|".join(f"(?<={re.escape(t[0])}){re.escape(t[1:])}"
@@ -114,8 +113,7 @@ class Speller:
                 re.compile(r"%s(?!%s)(?:(%s)|%s|%s)" % (lead, exact, foreign, own, generic)))
 
     def written_wrong(self, text: str, start: int = 0) -> bool:
-        """Whether ``text[start:]`` holds a token that may be a tag of the format written wrong, or another
-        format's tag (one pass at the regex engine's speed)."""
+        """Whether ``text[start:]`` may hold the format's tag written wrong or another format's tag (one regex pass)."""
         return self._patterns[2].search(text, start) is not None
 
     def _hit(self, text: str, m: re.Match, budget: list[int]) -> Hit | None:

@@ -329,9 +329,8 @@ class XmlReader:
         if tag is not None and not 0 <= close <= stop and (
                 f.first(tuple(t for t in (s.call_open, s.section_open) if t), vstart)[0] <= stop
                 or any(m in marker_table().naming["markers"] for m in marker_positions(text[vstart:stop]))):
-            # a call opens in the value before its closing tag (the row's call or section tag, or any format's
-            # opening marker, up to the tag at stop): a raw value holds tags, so the value ends at its own closing
-            # tag when no key tag comes first, and the text stops in it when none comes
+            # a call opens in the value before its close (the row's call or section tag, or any marker, before stop):
+            # raw values hold tags, so it ends at its close if no key tag comes first; no close: the text stops in it
             if close < 0:
                 stop, tag = len(text), None
             elif not 0 <= f.next(s.key_open, vstart) < close:

@@ -1,12 +1,10 @@
 """Values written as raw text between tags (Qwen3-Coder's ``<parameter=KEY>VALUE</parameter>``, GLM's
-``<arg_key>``/``<arg_value>``), a linear scanner over tags, and calls whose tags a decoder dropped.
-
-A raw value is typed without specs only when its text is exactly what the templates write for it: a number in its
-canonical JSON (``42``, not ``007`` or ``1e3``), ``true`` / ``false`` / ``null`` (with ``python_literals``, the Python
-spellings instead: ``true`` is then text), a JSON object or array, and a JSON string literal where it escapes a string
-that would otherwise be misread (``"42"``); anything else is the string as written. Reading never loses text, and
-:func:`retype_calls` then settles a value by the tool's declared type (``94105`` a string where the spec says string; a
-Python literal container where it says array or object)."""
+``<arg_key>``/``<arg_value>``), a linear scanner over tags, and calls whose tags a decoder dropped. A raw value is typed
+without specs only when its text is exactly what the templates write for it: a number in its canonical JSON (``42``, not
+``007`` or ``1e3``), ``true``/``false``/``null`` (with ``python_literals`` the Python spellings: ``true`` is then text),
+a JSON object or array, and a JSON string literal for a string that would otherwise be misread (``"42"``); anything else
+is the string as written. Reading never loses text; :func:`retype_calls` then settles a value by its declared type
+(``94105`` a string where the spec says string; a Python literal container where it says array or object)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""A model family's dialect read from its chat template: the record of what it writes
-(:mod:`~refiner.formats.derive.diff`), read by the grammar row it maps onto (:mod:`~refiner.formats.derive.rows`) or
-by the record's generic reader (:mod:`refiner.formats.recorded`); else *special*, with why. :func:`install` names the
-format to use."""
+"""A family's dialect read from its chat template: the record of what it writes (:mod:`~refiner.formats.derive.diff`),
+read by the grammar row it maps onto (:mod:`~refiner.formats.derive.rows`) or by the record's generic reader
+(:mod:`refiner.formats.recorded`); else *special*, with why. :func:`install` names the format to use."""
 
 from __future__ import annotations
 

@@ -160,8 +160,7 @@ def _or_none(r: Renders, messages: list[dict], **extra: Any) -> str | None:
 
 
 def _reasoning(rec: Record, r: Renders, none: str, user: str | None, content: str | None) -> None:
-    """Reasoning of a past turn against the same turn without it; the generation prompt, against the user's turn
-    alone (``user``)."""
+    """A past turn's reasoning against that turn without it; the generation prompt against the user turn (``user``)."""
     bare = none if not content else _or_none(r, _turn(None))
     bare, content = (none, content) if bare is None else (bare, "")
     try:

@@ -1,7 +1,6 @@
-"""The call literals of a family's record (:class:`~refiner.formats.derive.record.Record`), read from the section of
-two calls its template wrote: JSON arguments after the name (:func:`read_json_args`), JSON call objects
-(:func:`read_json_object`) or one element per argument (:func:`read_pairs`); then the section and call literals
-around the two calls (:func:`_frame`)."""
+"""The call literals of a family's record (:class:`~refiner.formats.derive.record.Record`), read from the section of two
+calls its template wrote: JSON arguments after a name (:func:`read_json_args`), call objects (:func:`read_json_object`)
+or an element per argument (:func:`read_pairs`), then the section and call literals around them (:func:`_frame`)."""
 
 from __future__ import annotations
 
@@ -266,8 +265,7 @@ def read_pairs(rec: Record, two: str) -> bool:
 
 
 def marker_prefix(*texts: str, opens: str = "<[", closes: str = ">]") -> str:
-    """The longest common prefix of ``texts``, cut back before a marker it ends inside (``</p>`` of ``</p><p>`` and
-    ``</p></call>``)."""
+    """The common prefix of ``texts``, cut before a marker it ends in (``</p>`` of ``</p><p>`` and ``</p></call>``)."""
     n, first = len(common_prefix(*texts)), texts[0]
     while n > 0 and first[n - 1] in opens and all(len(t) > n and not t[n].isspace() for t in texts):
         n -= 1

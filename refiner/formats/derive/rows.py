@@ -30,9 +30,8 @@ SPELT = (XmlParams, JsonCalls, NamedJson, BraceKV, SentinelPythonic)
 
 
 def own_grammar(fmt: base.WireFormat) -> bool:
-    """Whether ``fmt`` is a row no record maps onto: no spelling, a grammar :func:`plan_row` does not spell, a call
-    counter after the name (Kimi-K2's ``NAME:0``), untagged JSON calls (Llama 3's ``"joined"``) or call keys read
-    and not written (Mistral's ids)."""
+    """Whether no record maps onto ``fmt``: no spelling, a grammar :func:`plan_row` cannot spell, a call counter
+    (Kimi-K2's ``NAME:0``), untagged JSON calls (Llama 3's ``"joined"``) or keys read and dropped (Mistral's ids)."""
     spelling = getattr(fmt, "spelling", None)
     return (spelling is None or not isinstance(fmt, SPELT) or bool(getattr(spelling, "counter", ""))
             or getattr(spelling, "payload", None) == "joined" or bool(getattr(spelling, "dropped", ())))
