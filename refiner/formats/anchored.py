@@ -7,8 +7,9 @@ tool name, before each of its parameter names, after each key and after each val
 quote token and its closer, else text), except that keys inside a JSON object decoded where the markup opens it are that
 object's, read as the call's arguments, and that a value holding a quoted string and the comma after it (the next key's
 markup) is never read: the objects the keys are in are then read by a JSON repair where it reads them cleanly, else no
-call is. Only markup is read: two keys or more share the key literals, which hold a character other than a letter, digit
-or space; only the tool's own parameters are read. Each call carries the literals learned (``how``)."""
+call is; else one call of one parameter whose markup closes it (:func:`_one_key`). Only markup is read: two keys or
+more share the key literals, which hold a character other than a letter, digit or space (one key: its call's closer
+stands in for them); only the tool's own parameters are read. Each call carries the literals learned (``how``)."""
 
 from __future__ import annotations
 
