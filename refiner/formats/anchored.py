@@ -370,9 +370,9 @@ _BRACKETS = re.compile(r"[<>\[\](){}]")
 
 def _closed_call(text: str, hits: list, offered: Mapping[str, Sequence[str]], notes: list[str]) -> list[Found]:
     """The text's one call when it has one parameter (nothing repeats to learn the markup from), read only when one
-    name alone gives it (:func:`_one_key`) and no other name stands inside it."""
-    found = [got for s, e, name in hits if (got := _one_key(text, s, e, name, offered)) is not None]
-    if len(found) != 1 or sum(found[0].start <= s < found[0].end for s, _, _ in hits) != 1:
+    name alone gives it (:func:`_one_key`), no other name stands inside it and the text names tools 4 times at most."""
+    found = [got for s, e, name in hits[:4] if (got := _one_key(text, s, e, name, offered)) is not None]
+    if len(hits) > 4 or len(found) != 1 or sum(found[0].start <= s < found[0].end for s, _, _ in hits) != 1:
         return []
     notes.append(f"1 call in markup no format knows, read as one call of one parameter ({found[0].how})")
     return found
