@@ -337,11 +337,7 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
             if not raw:
                 continue  # a key written without a value: nothing is read for it
             junk = junk or _QUOTE_JUNK.match(raw) is not None
-            head = json_head(raw)  # a JSON value when the text is exactly one (a quoted string too), else the text
-            value = head[0] if head is not None and head[1] == len(raw) else read_value(raw)
-            params = offered.get(calls[k.call][2])
-            if isinstance(params, Mapping) and k.key in params and raw[:1] != '"':
-                value = retype_value(params[k.key], value)  # the declared type says whether 94105 is a number
+            value = _raw_value(raw, offered.get(calls[k.call][2]), k.key)
         by_call.setdefault(k.call, {})[k.key] = value
         ends[k.call] = b
     if junk:  # (an object around the keys was not read cleanly)
@@ -355,6 +351,17 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     if out:
         notes.append(f"{len(out)} call(s) in markup no format knows, read by the structure the text repeats ({how})")
     return out
+
+
+def _raw_value(raw: str, params: Any, key: str) -> Any:
+    """The value written ``raw``: the JSON value it is exactly (a quoted string too), else its text; unless written as
+    a JSON string, settled by the key's declared type (``params``: the tool's offered parameters), which says whether
+    94105 is a number."""
+    head = json_head(raw)
+    value = head[0] if head is not None and head[1] == len(raw) else read_value(raw)
+    if isinstance(params, Mapping) and key in params and raw[:1] != '"':
+        value = retype_value(params[key], value)
+    return value
 
 
 _QUOTE_JUNK = re.compile(r"""(["'])(?:(?!\1)[^\\]|\\.)*\1\s*,""")  # a quoted string, then a comma
@@ -415,11 +422,7 @@ def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequenc
         raw = text[v0:stop].strip()
         if not raw or len(raw.split()) > 2 or _BRACKETS.search(raw):
             return None  # (a bracket: the rest of a tag the key is in)
-        exact = json_head(raw)
-        value = exact[0] if exact is not None and exact[1] == len(raw) else read_value(raw)
-        spec = offered.get(name)
-        head = (retype_value(spec[key.group()], value) if isinstance(spec, Mapping) and key.group() in spec else value,
-                len(text[v0:stop].rstrip()))
+        head = _raw_value(raw, offered.get(name), key.group()), len(text[v0:stop].rstrip())
     if head is None:
         return None
     c = _BLANK_LINES.match(text, v0 + head[1]).end()
