@@ -147,6 +147,22 @@ async def spinning(pool: WorkerPool, timeout: float):
     return task, next(iter(pool._busy or pool._slow))
 
 
+def test_stop_leaves_nothing_of_the_pool_to_the_loop_end() -> None:
+    """Once stop() returns, no task of the pool is pending and every worker connection is closed, those of workers
+    still being forked too: an event loop that finds live handles at its end may crash (uvloop does, at random)."""
+    async def run() -> None:
+        pool = WorkerPool(Spinner(engine=None), workers=2)
+        await pool.start()
+        task, _ = await spinning(pool, 60)  # one busy worker, and one more fork asked for in its place
+        pool._fill(4)  # two more asked for: they are answered while the pool stops
+        await pool.stop()
+        assert asyncio.all_tasks() - {task} == {asyncio.current_task()}  # (its readers ended, not only cancelled)
+        with pytest.raises(WorkerLost):
+            await task
+
+    asyncio.run(run())
+
+
 def test_a_worker_that_dies_fails_its_task_and_is_replaced() -> None:
     async def run() -> None:
         pool = WorkerPool(Spinner(engine=None), workers=2)

@@ -29,6 +29,7 @@ log = logging.getLogger("refiner.proxy")
 SLOW_NICE = 19
 SLOW_AFTER = 0.02  # CPU seconds after which a task is demoted (tier 1 takes a few milliseconds on a normal answer)
 SMALL_TASK_BYTES = 64 * 1024
+STOP_WAIT = 5.0  # seconds stop() waits for the forks asked for to be answered
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -173,6 +174,8 @@ class WorkerPool:
         self._arrivals = itertools.count()
         self._starting = 0  # forks asked for, not yet connected
         self._closed = False
+        self._workers: set[_Worker] = set()  # every worker from its fork until it is removed
+        self._forking: set[asyncio.Future] = set()  # forks asked for, not yet answered
         self._loop: asyncio.AbstractEventLoop | None = None
         self._numbers = TextNumbers()
         self.stats: collections.Counter[str] = collections.Counter()
@@ -192,12 +195,22 @@ class WorkerPool:
         self._fill()
 
     async def stop(self) -> None:
+        """Stops every worker, starting ones too, and returns once their connections are closed: nothing of the
+        pool is left for the event loop's end (an event loop may crash on handles it finds then)."""
         self._closed = True
         for _, _, task in self._queue:
             task.settle(WorkerLost("the proxy is shutting down"))
         self._queue.clear()
-        for w in [*self._idle, *self._busy, *self._slow]:
+        if self._forking:  # (a fork answered now is closed at once)
+            await asyncio.wait(set(self._forking), timeout=STOP_WAIT)
+        workers = list(self._workers)
+        for w in workers:
             self._remove(w, WorkerLost("the proxy is shutting down"))
+        await asyncio.gather(*(w.reader_task for w in workers if w.reader_task is not None), return_exceptions=True)
+        for w in workers:
+            if w.writer is not None:
+                with contextlib.suppress(Exception):  # (a reset connection is closed too)
+                    await w.writer.wait_closed()
 
     def info(self) -> dict[str, Any]:
         return {"workers": len(self._idle) + len(self._busy), "idle": len(self._idle), "slow": len(self._slow),
@@ -341,6 +354,7 @@ class WorkerPool:
             return
         self.stats["started"] += 1
         worker = _Worker(pid, sock, pidfd)
+        self._workers.add(worker)
         worker.reader_task = self._loop.create_task(self._read_replies(worker))
 
     def _fill(self, target: int | None = None) -> None:
@@ -348,7 +362,10 @@ class WorkerPool:
         target = self.size if target is None else target
         while not self._closed and len(self._idle) + len(self._busy) + self._starting < target:
             self._starting += 1
-            self._loop.run_in_executor(None, self._forks.fork).add_done_callback(self._forked)
+            forking = self._loop.run_in_executor(None, self._forks.fork)
+            forking.add_done_callback(self._forked)
+            self._forking.add(forking)
+            forking.add_done_callback(self._forking.discard)
 
     def _forked(self, future: asyncio.Future) -> None:
         error = future.exception()
@@ -365,6 +382,7 @@ class WorkerPool:
         if worker.gone:
             return
         worker.gone = True
+        self._workers.discard(worker)
         self._busy.discard(worker)
         for queue in (self._idle, self._slow):
             with contextlib.suppress(ValueError):
