@@ -61,6 +61,13 @@ def names_pattern(names: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"(?:{alts})(?![\w\-]|\.\w)")
 
 
+def param_names(offered: Mapping[str, Sequence[str]], name: str) -> tuple[str, ...]:
+    """The parameter names of tool ``name`` a reader looks for: non-blank strings, the first :data:`MAX_PARAMS`,
+    longest first (an alternation of them then matches a name before a prefix of it)."""
+    names = [p for p in offered.get(name) or () if isinstance(p, str) and p.strip()][:MAX_PARAMS]
+    return tuple(sorted(names, key=len, reverse=True))
+
+
 def anchored_calls(text: str, start: int, offered: Mapping[str, Sequence[str]],
                    taken: Sequence[tuple[int, int]] = ()) -> tuple[list[Found], list[str]]:
     """``(calls, notes)``: the calls of ``text`` after ``start``, outside the ``taken`` spans. Never raises."""
@@ -228,10 +235,10 @@ def _markup_calls(text: str, hits: list, offered: Mapping[str, Sequence[str]], n
     calls: list[tuple[int, int, str, int]] = []  # (name start, name end, name, region end)
     for i, (s, e, name) in enumerate(hits):
         region_end = min(hits[i + 1][0] if i + 1 < len(hits) else len(text), e + WINDOW)
-        params = [p for p in (offered.get(name) or ()) if isinstance(p, str) and p.strip()][:MAX_PARAMS]
+        params = param_names(offered, name)
         if not params:
             continue
-        at = names_pattern(tuple(sorted(params, key=len, reverse=True))).finditer(text, e, region_end)
+        at = names_pattern(params).finditer(text, e, region_end)
         cands += [_Key(len(calls), m.group(), *m.span()) for m in itertools.islice(at, MAX_CANDIDATES - len(cands))]
         calls.append((s, e, name, region_end))
         if len(cands) >= MAX_CANDIDATES:
@@ -397,8 +404,7 @@ def _one_key(text: str, s: int, e: int, name: str, offered: Mapping[str, Sequenc
     ls = text.rfind("\n", lo, s) + 1
     opener = text[ls:s].lstrip(" \t")
     lead = _LEAD.match(opener)
-    params = tuple(sorted((p for p in offered.get(name) or () if isinstance(p, str) and p.strip()), key=len,
-                          reverse=True))[:MAX_PARAMS]
+    params = param_names(offered, name)
     if lead is None or not ls and lo or _THREE_WORDS.search(opener) or not params:
         return None
     lead, mirror = lead.group(), lead.group()[::-1].translate(_MIRROR)

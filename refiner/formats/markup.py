@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from refiner.calls import ToolCall
-from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names
+from refiner.formats.anchored import Found, anchored_calls, names_pattern, offered_names, param_names
 from refiner.formats.strict import json_head
 from refiner.formats.xmlvalues import retype_value
 
@@ -119,9 +119,6 @@ class _Reader:
         self.notes: list[str] = []
         self.spent = 0  # characters of argument regions read
 
-    def params(self, name: str) -> tuple[str, ...]:
-        return tuple(p for p in (self.offered.get(name) or ()) if isinstance(p, str) and p)
-
     def typed(self, found: Found) -> Found:
         """``found`` with its values settled by their declared types, when the tool's specs are known (94105 for
         a string parameter is "94105": markup writes no types)."""
@@ -161,7 +158,7 @@ class _Reader:
             body_start, attrs = start, ""
         else:
             return None
-        params = self.params(name)
+        params = param_names(self.offered, name)
         args: dict[str, Any] = {}
         self.spent += region_end - body_start
         if params:
@@ -200,7 +197,7 @@ class _Reader:
         line_start = text.rfind("\n", back, s) + 1 or back
         line_end = text.find("\n", s, s + WINDOW)
         line_end = min(len(text), s + WINDOW) if line_end < 0 else line_end
-        if not _LABEL.fullmatch(text, line_start, s) or not (params := self.params(name)):
+        if not _LABEL.fullmatch(text, line_start, s) or not (params := param_names(self.offered, name)):
             return None
         _, _, pair = _param_patterns(params)
         tail = text[e:line_end].lstrip("\"'`* \t")
@@ -237,7 +234,7 @@ class _Reader:
                 value, n = json_head(text, text.find("{", end, line_end)) or (None, pos)
                 if not isinstance(value, dict):
                     return {}, pos, ""
-                params = self.params(name)
+                params = param_names(self.offered, name)
                 kept = {k: v for k, v in value.items() if k in params}
                 if len(kept) < len(value):
                     self.notes.append(f"{name}: {len(value) - len(kept)} argument(s) the tool does not declare passed "
