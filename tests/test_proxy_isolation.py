@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -161,6 +162,17 @@ def test_stop_leaves_nothing_of_the_pool_to_the_loop_end() -> None:
             await task
 
     asyncio.run(run())
+
+
+def test_the_fork_server_is_stopped_when_the_process_exits() -> None:
+    """A process that ran a pool leaves no helper running and no socket open at its exit."""
+    code = ("import asyncio\nfrom refiner.pipeline import Refiner\nfrom refiner.proxy.isolation import WorkerPool\n"
+            "async def main():\n    pool = WorkerPool(Refiner(engine=None), workers=1)\n    await pool.start()\n"
+            "    await pool.stop()\nasyncio.run(main())\n")
+    run = subprocess.run([sys.executable, "-X", "dev", "-W", "always::ResourceWarning", "-c", code],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "ResourceWarning" not in run.stderr, run.stderr[-2000:]
 
 
 def test_a_worker_that_dies_fails_its_task_and_is_replaced() -> None:

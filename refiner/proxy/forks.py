@@ -4,6 +4,7 @@ sends back its pid and socket.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import json
@@ -101,13 +102,20 @@ _SHARED_LOCK = threading.Lock()
 
 def shared(state: Any) -> ForkServer:
     """The fork server for ``state``, shared by every pool of this process with an equal state; it lives until this
-    process exits."""
+    process exits, and is stopped then."""
     blob = pickle.dumps(state)
     with _SHARED_LOCK:
         server = _SHARED.get(blob)
         if server is None:
+            if not _SHARED:
+                atexit.register(_stop_shared)
             server = _SHARED[blob] = ForkServer(blob)
         return server
+
+
+def _stop_shared() -> None:
+    for server in list(_SHARED.values()):  # (at exit: no fork is asked for any more)
+        server._stop()
 
 
 def serve(fd: int) -> None:
